@@ -1,0 +1,802 @@
+//! One acquisition of one lock: the protocol shared by every recipe.
+//!
+//! All recipes are the same walk over the lock directory and differ only in two
+//! numbers, given by [`Recipe`]: which lower participants block us
+//! ([`Recipe::is_blocked_by`]) and how many of them we tolerate ([`Recipe::permits`]):
+//!
+//! * write / exclusive / leader: blocked by every lower participant, 1 permit;
+//! * read: blocked by lower exclusive participants only, 1 permit;
+//! * semaphore(n): blocked by every lower participant, n permits.
+//!
+//! We hold when fewer than `permits` blockers are lower than our node. Otherwise we
+//! put a getData watch on the `permits` closest lower blockers (the "window"): only
+//! the deletion of one of those can let us through, and a deletion elsewhere cannot
+//! (for one permit this is the classic herd-free "watch your predecessor"; for n
+//! permits a single watch would miss holders releasing out of order).
+//!
+//! The set of lower blockers is cached from the listing. Sequence numbers only grow,
+//! so it can only shrink: when a watched node goes, we drop it from the cache and
+//! decide again without asking the server. If the cache says we can no longer be
+//! blocked we hold at once (0 round trips after the notification); otherwise we watch
+//! the next candidates, whose getData also tells us if they are already gone.
+
+use crate::event::{FailReason, FencingToken, Grant, LockEvent, LockId, LostReason};
+use crate::names::{node_prefix, parse_name, relative_sequence, AttemptId};
+use crate::path::{ancestors, split_parent};
+use crate::proto::{CreateMode, Op, Reply, RequestId, Stat, WatchKind, ZkError};
+use crate::requests::{Purpose, RequestBook};
+use crate::session::{Output, Stats};
+use crate::spec::{Config, LockSpec};
+use crate::time::Timestamp;
+use crate::timers::{TimerKind, Timers};
+use std::collections::{BTreeMap, VecDeque};
+
+/// Data a holder finds in its own node when someone asks it to let go: Curator's
+/// revocation marker and the ZooKeeper recipe's `unlock`.
+const REVOKE_MARKERS: [&[u8]; 2] = [b"__REVOKE__", b"unlock"];
+
+/// Everything an acquisition may touch besides itself.
+pub(crate) struct Ctx<'a> {
+    pub now: Timestamp,
+    pub connected: bool,
+    pub session_id: Option<i64>,
+    pub config: &'a Config,
+    pub requests: &'a mut RequestBook,
+    pub out: &'a mut VecDeque<Output>,
+    pub timers: &'a mut Timers,
+    pub stats: &'a mut Stats,
+}
+
+impl Ctx<'_> {
+    /// Queues a request, or does nothing while disconnected: recovery after the
+    /// reconnect re-derives every request from the acquisition's state.
+    fn send(&mut self, lock: LockId, purpose: Purpose, op: Op) -> Option<RequestId> {
+        if !self.connected {
+            return None;
+        }
+        let id = self.requests.insert(lock, purpose);
+        self.stats.requests += 1;
+        self.out
+            .push_back(Output::Request(crate::proto::Request { id, op }));
+        Some(id)
+    }
+
+    fn emit(&mut self, lock: LockId, event: LockEvent) {
+        self.out.push_back(Output::Event { lock, event });
+    }
+}
+
+/// Where the acquisition is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum State {
+    /// Trying to acquire: creating, listing or watching lower participants.
+    Waiting,
+    /// The listing says we hold but our node's stat (the token) is not known yet.
+    Granting,
+    /// Held (possibly suspended).
+    Held,
+    /// The user released; deleting our node.
+    Releasing,
+    /// The user has seen the terminal event; removing whatever node we left.
+    Cleanup,
+    /// Nothing left to do: the session drops it.
+    Done,
+}
+
+/// What we know about our `create`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Create {
+    /// Not sent yet (not connected when acquired).
+    NotSent,
+    /// Sent in this connection; the reply will tell.
+    InFlight(RequestId),
+    /// Sent, but the reply was lost with the connection: the node may exist.
+    Unknown,
+    /// We saw our node (reply or listing).
+    Done,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Watch {
+    Pending(RequestId),
+    Armed,
+}
+
+#[derive(Clone, Debug)]
+struct OwnNode {
+    path: String,
+    seq: i32,
+    stat: Option<Stat>,
+}
+
+pub(crate) struct Acquisition {
+    id: LockId,
+    spec: LockSpec,
+    attempt: AttemptId,
+    create_path: String,
+    state: State,
+    create: Create,
+    own: Option<OwnNode>,
+    /// Lower blockers from the last listing, farthest first: (relative seq, name).
+    lower: Vec<(i32, String)>,
+    /// Watches on lower blockers, by name.
+    watched: BTreeMap<String, Watch>,
+    own_watch: Option<Watch>,
+    list: Option<RequestId>,
+    delete: Option<RequestId>,
+    /// Duplicate nodes of ours still to delete.
+    extra: Vec<String>,
+    parent_tries: u32,
+    suspended: bool,
+    revocation_seen: bool,
+}
+
+impl Acquisition {
+    pub(crate) fn new(id: LockId, spec: LockSpec, attempt: AttemptId) -> Self {
+        let create_path = format!(
+            "{}/{}",
+            spec.path,
+            node_prefix(spec.scheme, attempt, spec.recipe.node_kind())
+        );
+        Acquisition {
+            id,
+            spec,
+            attempt,
+            create_path,
+            state: State::Waiting,
+            create: Create::NotSent,
+            own: None,
+            lower: Vec::new(),
+            watched: BTreeMap::new(),
+            own_watch: None,
+            list: None,
+            delete: None,
+            extra: Vec::new(),
+            parent_tries: 0,
+            suspended: false,
+            revocation_seen: false,
+        }
+    }
+
+    pub(crate) fn state(&self) -> State {
+        self.state
+    }
+
+    pub(crate) fn is_suspended(&self) -> bool {
+        self.suspended
+    }
+
+    /// Starts (or restarts after a reconnect) whatever the state needs. Every
+    /// request of the previous connection is forgotten by then.
+    pub(crate) fn recover(&mut self, cx: &mut Ctx) {
+        cx.requests.forget_lock(self.id);
+        cx.timers.cancel(self.id, TimerKind::Retry);
+        self.watched.clear();
+        self.own_watch = None;
+        self.list = None;
+        self.delete = None;
+        if let Create::InFlight(_) = self.create {
+            self.create = Create::Unknown;
+        }
+        for path in self.extra.clone() {
+            cx.send(
+                self.id,
+                Purpose::DeleteExtra { path: path.clone() },
+                delete_op(&path),
+            );
+        }
+        match self.state {
+            State::Waiting => match self.create {
+                Create::NotSent => self.send_create(cx),
+                // Find our node by attempt id (adopt it), or create again.
+                Create::Unknown | Create::Done | Create::InFlight(_) => self.send_list(cx),
+            },
+            State::Granting | State::Held => self.send_own_data(cx),
+            State::Releasing => self.send_delete(cx),
+            State::Cleanup => self.continue_cleanup(cx),
+            State::Done => {}
+        }
+    }
+
+    fn send_create(&mut self, cx: &mut Ctx) {
+        let op = Op::Create {
+            path: self.create_path.clone(),
+            data: self.spec.data.clone(),
+            mode: CreateMode::EphemeralSequential,
+        };
+        if let Some(id) = cx.send(self.id, Purpose::CreateNode, op) {
+            self.create = Create::InFlight(id);
+            // Pipelined: per-session FIFO means this listing already holds our node.
+            self.send_list(cx);
+        }
+    }
+
+    fn send_parents_then_create(&mut self, cx: &mut Ctx) {
+        let mut dirs = ancestors(&self.spec.path);
+        dirs.push(self.spec.path.clone());
+        for dir in dirs {
+            let op = Op::Create {
+                path: dir,
+                data: Vec::new(),
+                mode: CreateMode::Container,
+            };
+            cx.send(self.id, Purpose::CreateParent, op);
+        }
+        self.send_create(cx);
+    }
+
+    fn send_list(&mut self, cx: &mut Ctx) {
+        let op = Op::GetChildren {
+            path: self.spec.path.clone(),
+        };
+        self.list = cx.send(self.id, Purpose::List, op);
+    }
+
+    fn send_own_data(&mut self, cx: &mut Ctx) {
+        let Some(own) = &self.own else { return };
+        let op = Op::GetData {
+            path: own.path.clone(),
+            watch: true,
+        };
+        self.own_watch = cx.send(self.id, Purpose::OwnData, op).map(Watch::Pending);
+    }
+
+    fn send_delete(&mut self, cx: &mut Ctx) {
+        let Some(own) = &self.own else { return };
+        let op = delete_op(&own.path);
+        self.delete = cx.send(self.id, Purpose::DeleteOwn, op);
+    }
+
+    /// Dispatches a reply that the request book attributed to us.
+    pub(crate) fn on_reply(
+        &mut self,
+        cx: &mut Ctx,
+        request: RequestId,
+        purpose: Purpose,
+        result: Result<Reply, ZkError>,
+    ) {
+        match purpose {
+            Purpose::CreateParent => {}
+            Purpose::CreateNode => self.on_create(cx, request, result),
+            Purpose::List => {
+                if self.list == Some(request) {
+                    self.list = None;
+                    self.on_list(cx, result);
+                }
+            }
+            Purpose::WatchPeer { name } => self.on_peer_data(cx, request, name, result),
+            Purpose::OwnData => {
+                if self.own_watch == Some(Watch::Pending(request)) {
+                    self.on_own_data(cx, result);
+                }
+            }
+            Purpose::DeleteOwn => {
+                if self.delete == Some(request) {
+                    self.delete = None;
+                    self.on_delete(cx, result);
+                }
+            }
+            Purpose::DeleteExtra { path } => match result {
+                Ok(_) | Err(ZkError::NoNode) => {
+                    self.extra.retain(|p| *p != path);
+                    if self.state == State::Cleanup {
+                        self.continue_cleanup(cx);
+                    }
+                }
+                Err(e) => self.trouble(cx, e),
+            },
+        }
+    }
+
+    fn on_create(&mut self, cx: &mut Ctx, request: RequestId, result: Result<Reply, ZkError>) {
+        if self.create != Create::InFlight(request) {
+            return;
+        }
+        match result {
+            Ok(Reply::Created { path, stat }) => {
+                let seq = split_parent(&path).1;
+                let Some(seq) = parse_name(seq).map(|p| p.seq) else {
+                    // The server named our node in a way we cannot read: give up on it.
+                    self.create = Create::Done;
+                    self.own = Some(OwnNode { path, seq: 0, stat });
+                    return self.fail(
+                        cx,
+                        FailReason::Zk(ZkError::Other("unparsable node name".into())),
+                    );
+                };
+                self.create = Create::Done;
+                self.own = Some(OwnNode { path, seq, stat });
+                match self.state {
+                    State::Waiting => self.send_own_data(cx),
+                    State::Cleanup => self.continue_cleanup(cx),
+                    _ => {}
+                }
+            }
+            Ok(other) => {
+                self.create = Create::Done;
+                self.fail(
+                    cx,
+                    FailReason::Zk(ZkError::Other(format!("unexpected reply {other:?}"))),
+                );
+            }
+            Err(ZkError::NoNode) => {
+                // The lock directory (or an ancestor) is missing: create the containers,
+                // then our node, in one pipelined burst.
+                self.create = Create::NotSent;
+                self.list = None;
+                if self.state == State::Cleanup {
+                    return self.continue_cleanup(cx);
+                }
+                self.parent_tries += 1;
+                if self.parent_tries > cx.config.max_parent_retries {
+                    return self.fail(cx, FailReason::Zk(ZkError::NoNode));
+                }
+                self.send_parents_then_create(cx);
+            }
+            Err(e) if e.is_connection_loss() => {
+                self.create = Create::Unknown;
+                self.trouble(cx, e);
+            }
+            Err(e) => {
+                self.create = Create::NotSent;
+                self.list = None;
+                if self.state == State::Cleanup {
+                    return self.continue_cleanup(cx);
+                }
+                self.fail(cx, FailReason::Zk(e));
+            }
+        }
+    }
+
+    fn on_list(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
+        let children = match result {
+            Ok(Reply::Children(c)) => c,
+            Ok(_) => return,
+            Err(ZkError::NoNode) => Vec::new(),
+            Err(e) if e.is_connection_loss() => return self.trouble(cx, e),
+            Err(e) => {
+                if self.state == State::Cleanup {
+                    return self.trouble(cx, e);
+                }
+                return self.fail(cx, FailReason::Zk(e));
+            }
+        };
+        let mut mine: Vec<(i32, String)> = Vec::new();
+        let mut others = Vec::new();
+        for name in &children {
+            match parse_name(name) {
+                Some(p) if p.attempt == self.attempt => mine.push((p.seq, name.clone())),
+                Some(p) => others.push((p, name)),
+                None => cx.stats.foreign_children += 1,
+            }
+        }
+        // Adopt our node. More than one of ours means a create was retried after a
+        // connection loss although the first one had been applied: keep the oldest,
+        // delete the others.
+        if let Some(own) = &self.own {
+            mine.sort_by_key(|(seq, _)| relative_sequence(*seq, own.seq));
+        } else if let Some((first, _)) = mine.first().cloned() {
+            mine.sort_by_key(|(seq, _)| relative_sequence(*seq, first));
+        }
+        let own_name = self
+            .own
+            .as_ref()
+            .map(|o| split_parent(&o.path).1.to_owned());
+        let keep = match &own_name {
+            Some(n) => mine.iter().position(|(_, m)| m == n),
+            None => (!mine.is_empty()).then_some(0),
+        };
+        for (i, (_, name)) in mine.iter().enumerate() {
+            if Some(i) != keep && self.state != State::Cleanup {
+                let path = format!("{}/{}", self.spec.path, name);
+                if !self.extra.contains(&path) {
+                    self.extra.push(path.clone());
+                    cx.send(
+                        self.id,
+                        Purpose::DeleteExtra { path: path.clone() },
+                        delete_op(&path),
+                    );
+                }
+            }
+        }
+        if self.state == State::Cleanup {
+            // Whatever of ours is listed must go.
+            for (_, name) in &mine {
+                let path = format!("{}/{}", self.spec.path, name);
+                if self.own.as_ref().map(|o| &o.path) != Some(&path) && !self.extra.contains(&path)
+                {
+                    self.extra.push(path.clone());
+                    cx.send(
+                        self.id,
+                        Purpose::DeleteExtra { path: path.clone() },
+                        delete_op(&path),
+                    );
+                }
+            }
+            if self.create == Create::Unknown {
+                self.create = Create::Done;
+            }
+            return self.continue_cleanup(cx);
+        }
+        if self.state != State::Waiting {
+            return;
+        }
+        let Some(keep) = keep else {
+            return match self.create {
+                // It existed and is gone: someone deleted it (or the session lost it).
+                Create::Done => self.fail(cx, FailReason::NodeDeleted),
+                // The create never happened: do it now.
+                Create::Unknown | Create::NotSent => {
+                    self.create = Create::NotSent;
+                    self.send_create(cx)
+                }
+                // Cannot happen with FIFO order (the create precedes the listing); wait.
+                Create::InFlight(_) => {}
+            };
+        };
+        let (seq, name) = mine[keep].clone();
+        if self.own.is_none() {
+            self.own = Some(OwnNode {
+                path: format!("{}/{}", self.spec.path, name),
+                seq,
+                stat: None,
+            });
+        }
+        self.create = Create::Done;
+        if self.own_watch.is_none() {
+            self.send_own_data(cx);
+        }
+        let recipe = self.spec.recipe;
+        let mut lower: Vec<(i32, String)> = others
+            .into_iter()
+            .map(|(p, n)| (relative_sequence(p.seq, seq), p, n))
+            .filter(|(rel, p, _)| *rel < 0 && recipe.is_blocked_by(p.kind))
+            .map(|(rel, _, n)| (rel, n.clone()))
+            .collect();
+        lower.sort();
+        self.lower = lower;
+        self.evaluate(cx);
+    }
+
+    /// Decides from the cached lower blockers: hold, or watch the window.
+    fn evaluate(&mut self, cx: &mut Ctx) {
+        if self.state != State::Waiting {
+            return;
+        }
+        let permits = self.spec.recipe.permits();
+        if self.lower.len() < permits {
+            self.watched.clear();
+            return self.grant(cx);
+        }
+        if !self.spec.wait {
+            return self.fail(cx, FailReason::WouldBlock);
+        }
+        let window: Vec<String> = self.lower[self.lower.len() - permits..]
+            .iter()
+            .map(|(_, n)| n.clone())
+            .collect();
+        self.watched.retain(|n, _| window.contains(n));
+        for name in window {
+            if !self.watched.contains_key(&name) {
+                self.watch_peer(cx, name);
+            }
+        }
+    }
+
+    fn watch_peer(&mut self, cx: &mut Ctx, name: String) {
+        let op = Op::GetData {
+            path: format!("{}/{}", self.spec.path, name),
+            watch: true,
+        };
+        if let Some(id) = cx.send(self.id, Purpose::WatchPeer { name: name.clone() }, op) {
+            self.watched.insert(name, Watch::Pending(id));
+            cx.stats.watches_set += 1;
+        }
+    }
+
+    fn grant(&mut self, cx: &mut Ctx) {
+        let own = self.own.as_ref().expect("granted without a node");
+        let Some(stat) = own.stat else {
+            // The client library gave no stat on create: the pending getData on our own
+            // node brings the token.
+            self.state = State::Granting;
+            if self.own_watch.is_none() {
+                self.send_own_data(cx);
+            }
+            return;
+        };
+        let grant = Grant {
+            path: own.path.clone(),
+            token: FencingToken(stat.czxid),
+            sequence: own.seq,
+            session_id: cx.session_id.unwrap_or_default(),
+        };
+        self.state = State::Held;
+        cx.timers.cancel(self.id, TimerKind::Deadline);
+        cx.stats.acquired += 1;
+        cx.emit(self.id, LockEvent::Acquired(grant));
+    }
+
+    fn on_peer_data(
+        &mut self,
+        cx: &mut Ctx,
+        request: RequestId,
+        name: String,
+        result: Result<Reply, ZkError>,
+    ) {
+        if self.watched.get(&name) != Some(&Watch::Pending(request)) {
+            return;
+        }
+        match result {
+            Ok(_) => {
+                self.watched.insert(name, Watch::Armed);
+            }
+            Err(ZkError::NoNode) => self.peer_gone(cx, &name),
+            Err(e) if e.is_connection_loss() => self.trouble(cx, e),
+            Err(e) => self.fail(cx, FailReason::Zk(e)),
+        }
+    }
+
+    fn peer_gone(&mut self, cx: &mut Ctx, name: &str) {
+        self.watched.remove(name);
+        self.lower.retain(|(_, n)| n != name);
+        self.evaluate(cx);
+    }
+
+    fn on_own_data(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
+        match result {
+            Ok(Reply::Data { data, stat }) => {
+                if Some(stat.ephemeral_owner) != cx.session_id {
+                    return self.own_gone(cx, LostReason::NodeNotOwned);
+                }
+                self.own_watch = Some(Watch::Armed);
+                if let Some(own) = &mut self.own {
+                    own.stat.get_or_insert(stat);
+                }
+                match self.state {
+                    State::Granting => {
+                        self.state = State::Waiting;
+                        self.grant(cx);
+                    }
+                    State::Held if self.suspended => {
+                        self.suspended = false;
+                        cx.timers.cancel(self.id, TimerKind::Grace);
+                        cx.emit(self.id, LockEvent::Resumed);
+                    }
+                    _ => {}
+                }
+                let revoke = REVOKE_MARKERS.contains(&data.as_slice());
+                if revoke && self.state == State::Held && !self.revocation_seen {
+                    self.revocation_seen = true;
+                    cx.emit(self.id, LockEvent::RevocationRequested);
+                }
+            }
+            Ok(_) => {}
+            Err(ZkError::NoNode) => self.own_gone(cx, LostReason::NodeDeleted),
+            Err(e) if e.is_connection_loss() => self.trouble(cx, e),
+            Err(e) => {
+                self.own_watch = None;
+                if matches!(self.state, State::Waiting | State::Granting) {
+                    self.fail(cx, FailReason::Zk(e));
+                }
+            }
+        }
+    }
+
+    /// Our node is gone (or not ours) while we still counted on it.
+    fn own_gone(&mut self, cx: &mut Ctx, reason: LostReason) {
+        self.own_watch = None;
+        match self.state {
+            State::Waiting | State::Granting => {
+                self.own = None;
+                self.fail(cx, FailReason::NodeDeleted)
+            }
+            State::Held => {
+                self.own = None;
+                self.terminal(cx, LockEvent::Lost(reason));
+            }
+            State::Releasing => {
+                self.own = None;
+                self.terminal(cx, LockEvent::Released);
+            }
+            State::Cleanup | State::Done => {}
+        }
+    }
+
+    /// A watch fired somewhere; react if it concerns us.
+    pub(crate) fn on_watch(&mut self, cx: &mut Ctx, path: &str, kind: WatchKind) {
+        if self.own.as_ref().is_some_and(|o| o.path == path) {
+            if matches!(self.state, State::Cleanup | State::Done) {
+                return;
+            }
+            self.own_watch = None;
+            return match kind {
+                WatchKind::NodeDeleted => self.own_gone(cx, LostReason::NodeDeleted),
+                // Data changed (a revocation request?): look, and watch again.
+                _ => {
+                    self.revocation_seen = false;
+                    self.send_own_data(cx)
+                }
+            };
+        }
+        let (parent, name) = split_parent(path);
+        if parent != self.spec.path || self.state != State::Waiting {
+            return;
+        }
+        match kind {
+            WatchKind::NodeDeleted if self.lower.iter().any(|(_, n)| n == name) => {
+                cx.stats.handoff_notifications += 1;
+                let name = name.to_owned();
+                self.peer_gone(cx, &name);
+            }
+            WatchKind::NodeDataChanged if self.watched.contains_key(name) => {
+                // The one-shot watch is spent; set it again.
+                self.watched.remove(name);
+                self.watch_peer(cx, name.to_owned());
+            }
+            _ => {}
+        }
+    }
+
+    fn on_delete(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
+        match result {
+            Ok(_) | Err(ZkError::NoNode) => {
+                self.own = None;
+                match self.state {
+                    State::Releasing => self.terminal(cx, LockEvent::Released),
+                    State::Cleanup => self.continue_cleanup(cx),
+                    _ => {}
+                }
+            }
+            Err(e) if e.is_connection_loss() => self.trouble(cx, e),
+            Err(e) => match self.state {
+                State::Releasing => self.terminal(cx, LockEvent::Failed(FailReason::Zk(e))),
+                _ => self.trouble(cx, e),
+            },
+        }
+    }
+
+    /// A request failed without the connection being declared down (or with an
+    /// error worth retrying): start over from the state after a pause.
+    fn trouble(&mut self, cx: &mut Ctx, _error: ZkError) {
+        cx.stats.retries += 1;
+        cx.timers
+            .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval);
+    }
+
+    /// The user releases a held lock.
+    pub(crate) fn release(&mut self, cx: &mut Ctx) {
+        self.state = State::Releasing;
+        cx.timers.cancel(self.id, TimerKind::Grace);
+        self.send_delete(cx);
+    }
+
+    /// The acquisition ends for the user without holding.
+    pub(crate) fn fail(&mut self, cx: &mut Ctx, reason: FailReason) {
+        self.terminal(cx, LockEvent::Failed(reason));
+    }
+
+    /// Emits the terminal event, then removes whatever node remains.
+    fn terminal(&mut self, cx: &mut Ctx, event: LockEvent) {
+        debug_assert!(event.is_terminal());
+        if matches!(self.state, State::Cleanup | State::Done) {
+            return;
+        }
+        cx.emit(self.id, event);
+        cx.timers.cancel_lock(self.id);
+        self.state = State::Cleanup;
+        self.watched.clear();
+        self.lower.clear();
+        self.suspended = false;
+        self.list = None;
+        self.continue_cleanup(cx);
+    }
+
+    /// Cleanup: delete our node (or find it first if a create's outcome is unknown),
+    /// and duplicates; done when nothing of ours can remain.
+    fn continue_cleanup(&mut self, cx: &mut Ctx) {
+        if self.own.is_some() {
+            if self.delete.is_none() {
+                self.send_delete(cx);
+            }
+            return;
+        }
+        match self.create {
+            Create::InFlight(_) => return, // its reply decides
+            Create::Unknown => {
+                if self.list.is_none() {
+                    self.send_list(cx);
+                }
+                return;
+            }
+            Create::NotSent | Create::Done => {}
+        }
+        if self.extra.is_empty() {
+            self.state = State::Done;
+        }
+    }
+
+    /// Timers.
+    pub(crate) fn on_timer(&mut self, cx: &mut Ctx, kind: TimerKind) {
+        match kind {
+            TimerKind::Deadline => {
+                if matches!(self.state, State::Waiting | State::Granting) {
+                    self.fail(cx, FailReason::Timeout);
+                }
+            }
+            TimerKind::Grace => {
+                if self.state == State::Held && self.suspended {
+                    self.terminal(cx, LockEvent::Lost(LostReason::SuspendedTooLong));
+                }
+            }
+            TimerKind::Retry => {
+                if cx.connected {
+                    self.recover(cx);
+                }
+            }
+        }
+    }
+
+    /// The connection dropped: outstanding requests are forgotten by the session.
+    pub(crate) fn on_disconnected(&mut self, cx: &mut Ctx) {
+        cx.timers.cancel(self.id, TimerKind::Retry);
+        if let Create::InFlight(_) = self.create {
+            self.create = Create::Unknown;
+        }
+        self.list = None;
+        self.delete = None;
+        self.own_watch = None;
+        self.watched.clear();
+        if self.state == State::Held && !self.suspended {
+            self.suspended = true;
+            cx.timers
+                .set(self.id, TimerKind::Grace, cx.now + cx.config.grace());
+            cx.emit(self.id, LockEvent::Suspended);
+        }
+    }
+
+    /// The session is gone (expired, replaced or closed): so are our nodes.
+    pub(crate) fn on_session_ended(&mut self, cx: &mut Ctx, closed: bool) {
+        self.own = None;
+        self.extra.clear();
+        if self.create != Create::NotSent {
+            self.create = Create::Done;
+        }
+        match self.state {
+            State::Waiting | State::Granting => {
+                if self.create == Create::NotSent {
+                    // Never reached the old session: it will start on the next one.
+                    return;
+                }
+                let reason = if closed {
+                    FailReason::Closed
+                } else {
+                    FailReason::SessionExpired
+                };
+                self.fail(cx, reason)
+            }
+            State::Held => {
+                let reason = if closed {
+                    LostReason::Closed
+                } else {
+                    LostReason::SessionExpired
+                };
+                self.terminal(cx, LockEvent::Lost(reason))
+            }
+            State::Releasing => self.terminal(cx, LockEvent::Released),
+            State::Cleanup => self.continue_cleanup(cx),
+            State::Done => {}
+        }
+        if closed && self.state != State::Done {
+            // A closed client can send nothing more; what it had dies with the session.
+            self.state = State::Done;
+        }
+    }
+}
+
+fn delete_op(path: &str) -> Op {
+    Op::Delete {
+        path: path.to_owned(),
+        version: None,
+    }
+}

@@ -1,0 +1,35 @@
+//! # lock-core: ZooKeeper lock protocols as sans-IO state machines
+//!
+//! Every recipe of zklock (exclusive/write, read, semaphore, leader) lives here as
+//! pure logic: it turns inputs (replies, watch firings, session changes, the passing
+//! of time) into outputs (ZooKeeper requests to send, events for the user). There is
+//! no I/O, no async, no clock and no OS randomness: the same inputs always give the
+//! same outputs, which is what makes the protocols testable in simulation and fuzzable.
+//!
+//! The adapters (`lock-zookeeper-client`, `lock-zookeeper`, `lock-sim`) bind a
+//! [`Session`] to a ZooKeeper client. See [`Session`] for the calling contract.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod acquisition;
+mod event;
+pub mod names;
+mod path;
+mod proto;
+mod requests;
+mod rng;
+mod session;
+mod spec;
+mod time;
+mod timers;
+
+pub use event::{FailReason, FencingToken, Grant, LockEvent, LockId, LostReason, UsageError};
+pub use names::{AttemptId, NameScheme, NodeKind};
+pub use path::validate_lock_path;
+pub use proto::{
+    CreateMode, Input, MultiOp, MultiResult, Op, Reply, Request, RequestId, SessionEvent, Stat,
+    WatchKind, ZkError,
+};
+pub use session::{LockState, Output, Session, Stats};
+pub use spec::{Config, LockSpec, Recipe, MAX_DATA_LEN};
+pub use time::Timestamp;

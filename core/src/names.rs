@@ -1,0 +1,358 @@
+//! Node names: the native scheme and the Curator- and kazoo-compatible ones, and
+//! wrap-aware ordering of server sequence numbers.
+//!
+//! Every scheme carries a random per-attempt id in the name, so that after a
+//! connection loss during `create` the client can find the node it may have created
+//! (the "protected" create of Curator, the recoverable-error recipe of the seeds).
+//!
+//! | scheme  | write / exclusive            | read                          | semaphore                  | leader                     |
+//! |---------|------------------------------|-------------------------------|----------------------------|----------------------------|
+//! | native  | `zkl-<hex32>-write-<seq>`    | `zkl-<hex32>-read-<seq>`      | `zkl-<hex32>-sem-<seq>`    | `zkl-<hex32>-lead-<seq>`   |
+//! | Curator | `_c_<uuid>-lock-<seq>` / `_c_<uuid>-__WRIT__<seq>` | `_c_<uuid>-__READ__<seq>` | `_c_<uuid>-lease-<seq>` | `_c_<uuid>-latch-<seq>` |
+//! | kazoo   | `<hex32>__lock__<seq>`       | `<hex32>__rlock__<seq>`       | `<hex32>__lock__<seq>`     | `<hex32>__lock__<seq>`     |
+//!
+//! `<seq>` is the server's `%010d` of a signed 32-bit counter: 10 characters, or 11
+//! for negative values below -999999999 (`-2147483648`).
+
+use std::cmp::Ordering;
+use std::fmt;
+
+/// Which naming scheme a lock creates its nodes with. All schemes are recognised when
+/// listing, whichever one this client creates with.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[non_exhaustive]
+pub enum NameScheme {
+    /// zklock's own: `zkl-<attempt hex32>-<kind>-<seq>`.
+    #[default]
+    Native,
+    /// Apache Curator's protected names: `_c_<uuid>-lock-<seq>`, `__READ__`, `__WRIT__`.
+    Curator,
+    /// kazoo's: `<uuid hex32>__lock__<seq>`, `__rlock__`.
+    Kazoo,
+}
+
+/// What a participant node asks for, as written in its name.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[non_exhaustive]
+pub enum NodeKind {
+    /// Exclusive / write lock.
+    Write,
+    /// Shared / read lock.
+    Read,
+    /// Semaphore permit.
+    Semaphore,
+    /// Leader-election participant.
+    Leader,
+}
+
+impl NodeKind {
+    /// Whether a participant of this kind excludes others (everything but a read).
+    pub fn is_exclusive(self) -> bool {
+        !matches!(self, NodeKind::Read)
+    }
+}
+
+/// The random id of one acquisition attempt, embedded in its node name.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct AttemptId(pub u128);
+
+impl AttemptId {
+    /// Forces the RFC 4122 version-4 / variant bits, so the id reads as a random UUID
+    /// in Curator's and kazoo's names.
+    pub fn as_uuid_v4(self) -> AttemptId {
+        let v = (self.0 & !(0xf << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62);
+        AttemptId(v)
+    }
+}
+
+impl fmt::Display for AttemptId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:032x}", self.0)
+    }
+}
+
+/// A recognised participant name.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct ParsedName {
+    /// The scheme it was written in.
+    pub scheme: NameScheme,
+    /// The attempt id it carries.
+    pub attempt: AttemptId,
+    /// What it asks for.
+    pub kind: NodeKind,
+    /// The server-assigned sequence number.
+    pub seq: i32,
+}
+
+/// The name prefix a node is created with (the server appends the sequence).
+///
+/// ```
+/// use lock_core::{names::{node_prefix, parse_name}, AttemptId, NameScheme, NodeKind};
+/// let id = AttemptId(0x1234);
+/// let name = format!("{}{:010}", node_prefix(NameScheme::Kazoo, id, NodeKind::Read), 7);
+/// assert_eq!(name, "00000000000000000000000000001234__rlock__0000000007");
+/// let p = parse_name(&name).unwrap();
+/// assert_eq!((p.attempt, p.kind, p.seq), (id, NodeKind::Read, 7));
+/// ```
+pub fn node_prefix(scheme: NameScheme, attempt: AttemptId, kind: NodeKind) -> String {
+    match scheme {
+        NameScheme::Native => {
+            let k = match kind {
+                NodeKind::Write => "write",
+                NodeKind::Read => "read",
+                NodeKind::Semaphore => "sem",
+                NodeKind::Leader => "lead",
+            };
+            format!("zkl-{attempt}-{k}-")
+        }
+        NameScheme::Curator => {
+            let marker = match kind {
+                NodeKind::Write => "lock-",
+                NodeKind::Read => "__READ__",
+                NodeKind::Semaphore => "lease-",
+                NodeKind::Leader => "latch-",
+            };
+            let h = format!("{attempt}");
+            format!(
+                "_c_{}-{}-{}-{}-{}-{marker}",
+                &h[0..8],
+                &h[8..12],
+                &h[12..16],
+                &h[16..20],
+                &h[20..32]
+            )
+        }
+        NameScheme::Kazoo => {
+            let marker = match kind {
+                NodeKind::Read => "__rlock__",
+                _ => "__lock__",
+            };
+            format!("{attempt}{marker}")
+        }
+    }
+}
+
+/// Formats a sequence number as the server does (`%010d`).
+pub fn format_sequence(seq: i32) -> String {
+    format!("{seq:010}")
+}
+
+/// Parses a sequence suffix written as the server writes it: exactly `%010d` of an
+/// `i32` (10 characters, or 11 for values below -999999999).
+pub fn parse_sequence(s: &str) -> Option<i32> {
+    let b = s.as_bytes();
+    let digits = match (b.len(), b.first()) {
+        (10, Some(b'-')) | (11, Some(b'-')) => &b[1..],
+        (10, _) => b,
+        _ => return None,
+    };
+    if !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let v: i32 = s.parse().ok()?;
+    // Reject non-canonical spellings (e.g. an 11-character form of a small number).
+    (format_sequence(v) == s).then_some(v)
+}
+
+/// Parses a child name in any known scheme. Unknown names give `None`: they are
+/// foreign children, to be ignored.
+pub fn parse_name(name: &str) -> Option<ParsedName> {
+    if let Some(rest) = name.strip_prefix("zkl-") {
+        return parse_native(rest);
+    }
+    if let Some(rest) = name.strip_prefix("_c_") {
+        return parse_curator(rest);
+    }
+    parse_kazoo(name)
+}
+
+fn parse_hex32(s: &str) -> Option<AttemptId> {
+    if s.len() != 32 || !s.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    u128::from_str_radix(s, 16).ok().map(AttemptId)
+}
+
+fn parse_native(rest: &str) -> Option<ParsedName> {
+    let attempt = parse_hex32(rest.get(..32)?)?;
+    let rest = rest.get(32..)?.strip_prefix('-')?;
+    let (kind, seq) = [
+        ("write-", NodeKind::Write),
+        ("read-", NodeKind::Read),
+        ("sem-", NodeKind::Semaphore),
+        ("lead-", NodeKind::Leader),
+    ]
+    .iter()
+    .find_map(|(m, k)| rest.strip_prefix(m).map(|s| (*k, s)))?;
+    Some(ParsedName {
+        scheme: NameScheme::Native,
+        attempt,
+        kind,
+        seq: parse_sequence(seq)?,
+    })
+}
+
+fn parse_curator(rest: &str) -> Option<ParsedName> {
+    let uuid = rest.get(..36)?;
+    let parts: Vec<&str> = uuid.split('-').collect();
+    if parts.iter().map(|p| p.len()).collect::<Vec<_>>() != [8, 4, 4, 4, 12] {
+        return None;
+    }
+    let attempt = parse_hex32(&parts.concat())?;
+    let rest = rest.get(36..)?.strip_prefix('-')?;
+    let (kind, seq) = [
+        ("lock-", NodeKind::Write),
+        ("__WRIT__", NodeKind::Write),
+        ("__READ__", NodeKind::Read),
+        ("lease-", NodeKind::Semaphore),
+        ("latch-", NodeKind::Leader),
+    ]
+    .iter()
+    .find_map(|(m, k)| rest.strip_prefix(m).map(|s| (*k, s)))?;
+    Some(ParsedName {
+        scheme: NameScheme::Curator,
+        attempt,
+        kind,
+        seq: parse_sequence(seq)?,
+    })
+}
+
+fn parse_kazoo(name: &str) -> Option<ParsedName> {
+    let attempt = parse_hex32(name.get(..32)?)?;
+    let rest = name.get(32..)?;
+    let (kind, seq) = if let Some(s) = rest.strip_prefix("__lock__") {
+        (NodeKind::Write, s)
+    } else if let Some(s) = rest.strip_prefix("__rlock__") {
+        (NodeKind::Read, s)
+    } else {
+        return None;
+    };
+    Some(ParsedName {
+        scheme: NameScheme::Kazoo,
+        attempt,
+        kind,
+        seq: parse_sequence(seq)?,
+    })
+}
+
+/// Position of `seq` relative to `reference` in serial-number arithmetic (RFC 1982
+/// style over `i32`): negative means created before, positive after. Valid while the
+/// two are less than 2^31 creations apart, which holds for any live lock directory.
+///
+/// ```
+/// use lock_core::names::relative_sequence;
+/// assert!(relative_sequence(5, 9) < 0);
+/// // Across the wrap: 2147483647 came before -2147483648.
+/// assert!(relative_sequence(i32::MAX, i32::MIN) < 0);
+/// ```
+pub fn relative_sequence(seq: i32, reference: i32) -> i32 {
+    seq.wrapping_sub(reference)
+}
+
+/// Wrap-aware comparison of two sequence numbers seen in the same directory.
+pub fn compare_sequences(a: i32, b: i32) -> Ordering {
+    relative_sequence(a, b).cmp(&0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_widths_round_trip() {
+        for v in [
+            0,
+            1,
+            999_999_999,
+            i32::MAX,
+            -1,
+            -5,
+            -999_999_999,
+            -1_000_000_000,
+            i32::MIN,
+        ] {
+            let s = format_sequence(v);
+            assert!(s.len() == 10 || s.len() == 11);
+            assert_eq!(parse_sequence(&s), Some(v), "{s}");
+        }
+        assert_eq!(format_sequence(i32::MIN), "-2147483648");
+        assert_eq!(format_sequence(-5), "-000000005");
+        for bad in [
+            "",
+            "123",
+            "00000000001",
+            "+000000001",
+            "000000000a",
+            "-00000000001",
+            "2147483648",
+        ] {
+            assert_eq!(parse_sequence(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_scheme_and_kind_round_trips() {
+        let id = AttemptId(0xdead_beef_0123_4567_89ab_cdef_0011_2233).as_uuid_v4();
+        for scheme in [NameScheme::Native, NameScheme::Curator, NameScheme::Kazoo] {
+            for kind in [
+                NodeKind::Write,
+                NodeKind::Read,
+                NodeKind::Semaphore,
+                NodeKind::Leader,
+            ] {
+                for seq in [0, 42, i32::MAX, i32::MIN, -7] {
+                    let name = format!("{}{}", node_prefix(scheme, id, kind), format_sequence(seq));
+                    let p = parse_name(&name).unwrap_or_else(|| panic!("{name}"));
+                    assert_eq!((p.scheme, p.attempt, p.seq), (scheme, id, seq), "{name}");
+                    // kazoo has no semaphore or leader marker: both are written as locks.
+                    let expect = if scheme == NameScheme::Kazoo && kind != NodeKind::Read {
+                        NodeKind::Write
+                    } else {
+                        kind
+                    };
+                    assert_eq!(p.kind, expect, "{name}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn real_peer_names_parse() {
+        let c = parse_name("_c_a8a4cbf4-2d5a-4a3b-9f5c-0d1e2f3a4b5c-lock-0000000003").unwrap();
+        assert_eq!(
+            (c.scheme, c.kind, c.seq),
+            (NameScheme::Curator, NodeKind::Write, 3)
+        );
+        let r = parse_name("_c_a8a4cbf4-2d5a-4a3b-9f5c-0d1e2f3a4b5c-__READ__0000000004").unwrap();
+        assert_eq!(r.kind, NodeKind::Read);
+        let k = parse_name("3f2504e04f8911d39a0c0305e82c3301__rlock__0000000012").unwrap();
+        assert_eq!(
+            (k.scheme, k.kind, k.seq),
+            (NameScheme::Kazoo, NodeKind::Read, 12)
+        );
+    }
+
+    #[test]
+    fn foreign_names_are_not_participants() {
+        for n in [
+            "lock-0000000001",
+            "zkl-xyz-write-0000000001",
+            "readme",
+            "_c_short-lock-0000000001",
+            "leases",
+        ] {
+            assert_eq!(parse_name(n), None, "{n}");
+        }
+    }
+
+    #[test]
+    fn wrap_aware_order() {
+        assert_eq!(compare_sequences(i32::MAX, i32::MIN), Ordering::Less);
+        assert_eq!(compare_sequences(-1, 0), Ordering::Less);
+        assert_eq!(compare_sequences(3, 3), Ordering::Equal);
+        assert_eq!(compare_sequences(10, 2), Ordering::Greater);
+    }
+}

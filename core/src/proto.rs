@@ -1,0 +1,335 @@
+//! The vocabulary shared by the core and every adapter: ZooKeeper requests the core
+//! asks for, the replies, watch firings and session changes the adapter feeds back.
+//!
+//! These types mirror ZooKeeper's wire protocol only as far as locks need. An adapter
+//! turns each [`Op`] into one client call and each client result into a [`Reply`] or
+//! a [`ZkError`].
+
+use std::fmt;
+
+/// Identifies one request minted by the core; the adapter echoes it in
+/// [`Input::Reply`]. Ids are never reused within a [`Session`](crate::Session).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct RequestId(pub u64);
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// A request the adapter must send to ZooKeeper, in the order the core emits them.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Request {
+    /// Echo this in the reply.
+    pub id: RequestId,
+    /// What to do.
+    pub op: Op,
+}
+
+/// How a node is created.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[non_exhaustive]
+pub enum CreateMode {
+    /// A plain persistent node.
+    Persistent,
+    /// An ephemeral node, deleted when its session ends.
+    Ephemeral,
+    /// An ephemeral node whose name the server suffixes with `%010d` of the parent's
+    /// signed 32-bit sequence counter.
+    EphemeralSequential,
+    /// A container node: the server reaps it once it has had children and has none.
+    Container,
+}
+
+/// A ZooKeeper operation.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum Op {
+    /// `create(path, data, OPEN_ACL_UNSAFE, mode)`. Reply: [`Reply::Created`].
+    Create {
+        /// Full path (for sequential nodes, the prefix the server suffixes).
+        path: String,
+        /// Node data.
+        data: Vec<u8>,
+        /// Creation mode.
+        mode: CreateMode,
+    },
+    /// `getChildren(path, watch = false)`. Reply: [`Reply::Children`].
+    GetChildren {
+        /// Parent path.
+        path: String,
+    },
+    /// `getData(path, watch)`. Reply: [`Reply::Data`]. With `watch`, a data watch
+    /// is left on the node: it fires [`WatchKind::NodeDeleted`] or
+    /// [`WatchKind::NodeDataChanged`] once.
+    GetData {
+        /// Node path.
+        path: String,
+        /// Leave a one-shot data watch.
+        watch: bool,
+    },
+    /// `setData(path, data, version)` (`None` = any version). Reply: [`Reply::Stat`].
+    SetData {
+        /// Node path.
+        path: String,
+        /// New data.
+        data: Vec<u8>,
+        /// Expected version.
+        version: Option<i32>,
+    },
+    /// `delete(path, version)` (`None` = any version). Reply: [`Reply::Deleted`].
+    Delete {
+        /// Node path.
+        path: String,
+        /// Expected version.
+        version: Option<i32>,
+    },
+    /// An atomic `multi`. Reply: [`Reply::Multi`]; on failure the error of the first
+    /// failing op.
+    Multi(Vec<MultiOp>),
+}
+
+impl Op {
+    /// The path the operation acts on (the first op's path for a multi).
+    pub fn path(&self) -> &str {
+        match self {
+            Op::Create { path, .. }
+            | Op::GetChildren { path }
+            | Op::GetData { path, .. }
+            | Op::SetData { path, .. }
+            | Op::Delete { path, .. } => path,
+            Op::Multi(ops) => ops.first().map(MultiOp::path).unwrap_or(""),
+        }
+    }
+}
+
+/// One operation inside a [`Op::Multi`].
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum MultiOp {
+    /// Create a node.
+    Create {
+        /// Path (prefix for sequential nodes).
+        path: String,
+        /// Data.
+        data: Vec<u8>,
+        /// Mode.
+        mode: CreateMode,
+    },
+    /// Delete a node.
+    Delete {
+        /// Path.
+        path: String,
+        /// Expected version, `None` = any.
+        version: Option<i32>,
+    },
+    /// Set a node's data.
+    SetData {
+        /// Path.
+        path: String,
+        /// Data.
+        data: Vec<u8>,
+        /// Expected version, `None` = any.
+        version: Option<i32>,
+    },
+    /// Check a node exists (with a version, if given).
+    Check {
+        /// Path.
+        path: String,
+        /// Expected version, `None` = any.
+        version: Option<i32>,
+    },
+}
+
+impl MultiOp {
+    /// The path the operation acts on.
+    pub fn path(&self) -> &str {
+        match self {
+            MultiOp::Create { path, .. }
+            | MultiOp::Delete { path, .. }
+            | MultiOp::SetData { path, .. }
+            | MultiOp::Check { path, .. } => path,
+        }
+    }
+}
+
+/// The result of one op inside a successful multi.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum MultiResult {
+    /// A node was created at this path.
+    Created {
+        /// The created path (with the sequence suffix).
+        path: String,
+    },
+    /// A node was deleted.
+    Deleted,
+    /// Data was set; the node's new stat.
+    SetData {
+        /// New stat.
+        stat: Stat,
+    },
+    /// A check passed.
+    Checked,
+}
+
+/// A node's metadata, as far as locks use it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct Stat {
+    /// zxid of the transaction that created the node: the fencing token.
+    pub czxid: i64,
+    /// zxid of the last data change.
+    pub mzxid: i64,
+    /// Data version.
+    pub version: i32,
+    /// Child version: number of child changes.
+    pub cversion: i32,
+    /// Session id owning an ephemeral node, 0 otherwise.
+    pub ephemeral_owner: i64,
+    /// Number of children.
+    pub num_children: i32,
+    /// Data length in bytes.
+    pub data_length: i32,
+}
+
+/// A successful reply.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum Reply {
+    /// The node was created. `path` is the actual path (with the sequence suffix).
+    /// `stat` is `None` when the client library does not return it (the blocking
+    /// `zookeeper` crate); the core then fetches it.
+    Created {
+        /// Actual path.
+        path: String,
+        /// The new node's stat, when known.
+        stat: Option<Stat>,
+    },
+    /// Child names (not paths), in any order.
+    Children(Vec<String>),
+    /// A node's data and stat.
+    Data {
+        /// Data.
+        data: Vec<u8>,
+        /// Stat.
+        stat: Stat,
+    },
+    /// The node's stat after `setData`.
+    Stat(Stat),
+    /// The node was deleted.
+    Deleted,
+    /// Every op of a multi succeeded, with one result per op.
+    Multi(Vec<MultiResult>),
+}
+
+/// A ZooKeeper error code, as far as locks distinguish them.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, thiserror::Error)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[non_exhaustive]
+pub enum ZkError {
+    /// The node (or for create, its parent) does not exist.
+    #[error("no node")]
+    NoNode,
+    /// The node already exists.
+    #[error("node exists")]
+    NodeExists,
+    /// The node has children.
+    #[error("node not empty")]
+    NotEmpty,
+    /// Version mismatch.
+    #[error("bad version")]
+    BadVersion,
+    /// Ephemeral nodes may not have children.
+    #[error("no children for ephemerals")]
+    NoChildrenForEphemerals,
+    /// The connection was lost; the outcome of the request is unknown.
+    #[error("connection loss")]
+    ConnectionLoss,
+    /// The request timed out; the outcome is unknown.
+    #[error("operation timeout")]
+    OperationTimeout,
+    /// The session expired.
+    #[error("session expired")]
+    SessionExpired,
+    /// The client is closed.
+    #[error("client closed")]
+    Closed,
+    /// Invalid arguments (e.g. a bad path).
+    #[error("bad arguments")]
+    BadArguments,
+    /// Not authorised.
+    #[error("not authorised")]
+    NoAuth,
+    /// Anything else, with the client's description.
+    #[error("zookeeper error: {0}")]
+    Other(String),
+}
+
+impl ZkError {
+    /// Whether the outcome of the request is unknown (it may or may not have been applied).
+    pub fn is_connection_loss(&self) -> bool {
+        matches!(self, ZkError::ConnectionLoss | ZkError::OperationTimeout)
+    }
+}
+
+/// What a watch reported.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[non_exhaustive]
+pub enum WatchKind {
+    /// The node was created.
+    NodeCreated,
+    /// The node was deleted.
+    NodeDeleted,
+    /// The node's data changed.
+    NodeDataChanged,
+    /// The node's children changed.
+    NodeChildrenChanged,
+}
+
+/// A change of the ZooKeeper session, as the adapter's client reports it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[non_exhaustive]
+pub enum SessionEvent {
+    /// Connected (first time or again). A `session_id` different from the previous
+    /// one means the old session expired: every lock of the old session is lost.
+    Connected {
+        /// The session id now in use.
+        session_id: i64,
+    },
+    /// The connection is lost. Adapters must report this no later than 2/3 of the
+    /// session timeout after the last contact with the server, so that holders hear
+    /// of it before the server can expire the session.
+    Disconnected,
+    /// The server expired the session: its ephemeral nodes are gone.
+    Expired,
+    /// The client was closed for good; no further requests can be sent.
+    Closed,
+}
+
+/// Everything the adapter feeds into [`Session::handle_input`](crate::Session::handle_input).
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum Input {
+    /// The outcome of a request the core emitted.
+    Reply {
+        /// The request's id.
+        request: RequestId,
+        /// Its outcome.
+        result: Result<Reply, ZkError>,
+    },
+    /// A one-shot watch fired.
+    Watch {
+        /// The watched node's path.
+        path: String,
+        /// What happened.
+        kind: WatchKind,
+    },
+    /// The session changed state.
+    Session(SessionEvent),
+}

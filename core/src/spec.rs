@@ -1,0 +1,193 @@
+//! What the user asks for: which recipe, on which path, named how, until when.
+
+use crate::names::{NameScheme, NodeKind};
+use crate::time::Timestamp;
+use std::time::Duration;
+
+/// Largest participant data accepted (ZooKeeper's default `jute.maxbuffer` is 1 MiB).
+pub const MAX_DATA_LEN: usize = 1024 * 1024;
+
+/// The lock protocols.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+#[non_exhaustive]
+pub enum Recipe {
+    /// Exclusive lock (a write lock): held when no lower participant exists.
+    Write,
+    /// Shared lock: held when no lower exclusive participant exists.
+    Read,
+    /// Counting semaphore: held when fewer than `permits` lower participants exist.
+    Semaphore {
+        /// Number of concurrent holders.
+        permits: u32,
+    },
+    /// Leader election participant: exclusive; the holder is the leader.
+    Leader,
+}
+
+impl Recipe {
+    /// The kind written into the node name.
+    pub fn node_kind(self) -> NodeKind {
+        match self {
+            Recipe::Write => NodeKind::Write,
+            Recipe::Read => NodeKind::Read,
+            Recipe::Semaphore { .. } => NodeKind::Semaphore,
+            Recipe::Leader => NodeKind::Leader,
+        }
+    }
+
+    /// Whether a lower participant of kind `other` counts against us.
+    pub fn is_blocked_by(self, other: NodeKind) -> bool {
+        match self {
+            Recipe::Read => other.is_exclusive(),
+            _ => true,
+        }
+    }
+
+    /// How many blocking lower participants we can tolerate plus one: we hold when
+    /// fewer than `permits()` of them exist.
+    pub fn permits(self) -> usize {
+        match self {
+            Recipe::Semaphore { permits } => permits as usize,
+            _ => 1,
+        }
+    }
+}
+
+/// One acquisition request. Build with [`LockSpec::write`], [`LockSpec::read`],
+/// [`LockSpec::semaphore`] or [`LockSpec::leader`], then refine.
+///
+/// ```
+/// use lock_core::{LockSpec, NameScheme, Timestamp};
+/// use std::time::Duration;
+/// let spec = LockSpec::write("/locks/job")
+///     .scheme(NameScheme::Curator)
+///     .deadline(Timestamp::ZERO + Duration::from_secs(5));
+/// assert_eq!(spec.path(), "/locks/job");
+/// ```
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct LockSpec {
+    pub(crate) path: String,
+    pub(crate) recipe: Recipe,
+    pub(crate) scheme: NameScheme,
+    pub(crate) data: Vec<u8>,
+    pub(crate) deadline: Option<Timestamp>,
+    pub(crate) wait: bool,
+}
+
+impl LockSpec {
+    fn new(path: impl Into<String>, recipe: Recipe) -> Self {
+        LockSpec {
+            path: path.into(),
+            recipe,
+            scheme: NameScheme::Native,
+            data: Vec::new(),
+            deadline: None,
+            wait: true,
+        }
+    }
+
+    /// An exclusive (write) lock on `path`.
+    pub fn write(path: impl Into<String>) -> Self {
+        Self::new(path, Recipe::Write)
+    }
+
+    /// Same as [`LockSpec::write`].
+    pub fn exclusive(path: impl Into<String>) -> Self {
+        Self::write(path)
+    }
+
+    /// A shared (read) lock on `path`.
+    pub fn read(path: impl Into<String>) -> Self {
+        Self::new(path, Recipe::Read)
+    }
+
+    /// A semaphore with `permits` concurrent holders on `path`.
+    pub fn semaphore(path: impl Into<String>, permits: u32) -> Self {
+        Self::new(path, Recipe::Semaphore { permits })
+    }
+
+    /// A leader-election participant on `path`, identified by `participant` (stored
+    /// as the node's data, so observers can tell who leads).
+    pub fn leader(path: impl Into<String>, participant: impl Into<Vec<u8>>) -> Self {
+        Self::new(path, Recipe::Leader).data(participant)
+    }
+
+    /// Names nodes with `scheme` (default [`NameScheme::Native`]).
+    pub fn scheme(mut self, scheme: NameScheme) -> Self {
+        self.scheme = scheme;
+        self
+    }
+
+    /// Stores `data` in the participant node.
+    pub fn data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.data = data.into();
+        self
+    }
+
+    /// Gives up with [`FailReason::Timeout`](crate::FailReason::Timeout) if not held by `deadline`.
+    pub fn deadline(mut self, deadline: Timestamp) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Does not wait: if the lock is busy at the first look, the acquisition fails
+    /// with [`FailReason::WouldBlock`](crate::FailReason::WouldBlock) and its node is removed.
+    pub fn try_only(mut self) -> Self {
+        self.wait = false;
+        self
+    }
+
+    /// The lock directory.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The recipe.
+    pub fn recipe(&self) -> Recipe {
+        self.recipe
+    }
+}
+
+/// Session-wide settings.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Config {
+    /// The negotiated ZooKeeper session timeout.
+    pub session_timeout: Duration,
+    /// How long a held lock may stay suspended before it is reported lost
+    /// (default: the session timeout).
+    pub suspended_grace: Option<Duration>,
+    /// Seed for attempt ids. Give every session a different seed (the adapters mix
+    /// in the session id and the process's randomness).
+    pub seed: u64,
+    /// Pause before retrying after an error that leaves the connection up
+    /// (e.g. an operation timeout).
+    pub retry_interval: Duration,
+    /// Give up creating a missing lock directory after this many tries (containers
+    /// reaped in between).
+    pub max_parent_retries: u32,
+}
+
+impl Config {
+    /// Defaults for a session with the given timeout and seed.
+    pub fn new(session_timeout: Duration, seed: u64) -> Self {
+        Config {
+            session_timeout,
+            suspended_grace: None,
+            seed,
+            retry_interval: Duration::from_millis(200),
+            max_parent_retries: 8,
+        }
+    }
+
+    /// The effective suspension grace.
+    pub fn grace(&self) -> Duration {
+        self.suspended_grace.unwrap_or(self.session_timeout)
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::new(Duration::from_secs(10), 0)
+    }
+}

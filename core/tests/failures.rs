@@ -1,0 +1,410 @@
+//! One test per row of DESIGN.md's failure table (section 3), driven by hand.
+
+mod harness;
+use harness::*;
+use lock_core::*;
+use std::time::Duration;
+
+/// Waits behind `peer(Write, 1, 1)` with our node at seq 2; returns (id, node, peer path).
+fn waiting(h: &mut H, path: &str) -> (LockId, String, String) {
+    let id = h.acquire(LockSpec::write(path));
+    let node = h.answer_create(2);
+    let p = peer(NodeKind::Write, 1, 1);
+    h.answer_list(&[&p, &name_of(&node)]);
+    h.answer_data(&node, SID);
+    let ppath = format!("{path}/{p}");
+    h.answer_data(&ppath, 42);
+    assert!(h.take_events().is_empty());
+    (id, node, ppath)
+}
+
+#[test]
+fn disconnected_while_waiting_keeps_waiting() {
+    let mut h = H::new();
+    let (id, _, _) = waiting(&mut h, "/f");
+    h.session(SessionEvent::Disconnected);
+    assert!(h.take_events().is_empty());
+    assert_eq!(h.s.state(id), Some(LockState::Waiting));
+    assert!(h.no_requests(), "nothing is sent while disconnected");
+}
+
+#[test]
+fn disconnected_while_holding_suspends() {
+    let mut h = H::new();
+    let (id, _) = h.held("/f", 0);
+    h.session(SessionEvent::Disconnected);
+    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    assert_eq!(h.s.state(id), Some(LockState::Suspended));
+}
+
+#[test]
+fn reconnected_same_session_waiting_relists_and_rewatches() {
+    let mut h = H::new();
+    let (_, node, ppath) = waiting(&mut h, "/f");
+    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Connected { session_id: SID });
+    let p = name_of(&ppath);
+    h.answer_list(&[&p, &name_of(&node)]);
+    h.answer_data(&node, SID);
+    h.answer_data(&ppath, 42);
+    assert!(h.take_events().is_empty());
+    h.watch(&ppath, WatchKind::NodeDeleted);
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+}
+
+#[test]
+fn reconnected_same_session_holding_verifies_then_resumes() {
+    let mut h = H::new();
+    let (id, node) = h.held("/f", 0);
+    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Connected { session_id: SID });
+    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.answer_data(&node, SID);
+    assert_eq!(h.take_events(), vec![LockEvent::Resumed]);
+    assert_eq!(h.s.state(id), Some(LockState::Held));
+}
+
+#[test]
+fn reconnected_holding_but_node_gone_is_lost() {
+    let mut h = H::new();
+    h.held("/f", 0);
+    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Connected { session_id: SID });
+    h.take_events();
+    h.answer_err(ZkError::NoNode);
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Lost(LostReason::NodeDeleted)]
+    );
+}
+
+#[test]
+fn reconnected_holding_but_node_owned_by_another_session_is_lost() {
+    let mut h = H::new();
+    let (_, node) = h.held("/f", 0);
+    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Connected { session_id: SID });
+    h.take_events();
+    h.answer_data(&node, SID + 1);
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Lost(LostReason::NodeNotOwned)]
+    );
+}
+
+#[test]
+fn suspended_past_the_grace_is_lost_and_the_stale_node_is_deleted_if_the_session_lives() {
+    let mut h = H::new();
+    let (_, node) = h.held("/f", 0);
+    h.session(SessionEvent::Disconnected);
+    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.advance(Duration::from_secs(9));
+    assert!(h.take_events().is_empty());
+    h.advance(Duration::from_secs(1)); // grace = session timeout = 10 s
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
+    );
+    // The session turns out alive: the stale node goes at once.
+    h.session(SessionEvent::Connected { session_id: SID });
+    let r = h.next_req();
+    assert_eq!(
+        r.op,
+        Op::Delete {
+            path: node,
+            version: None
+        }
+    );
+    h.reply(r.id, Ok(Reply::Deleted));
+    assert!(h.s.is_idle());
+    assert!(
+        h.take_events().is_empty(),
+        "nothing after the terminal event"
+    );
+}
+
+#[test]
+fn suspended_waiter_keeps_waiting_past_the_grace() {
+    let mut h = H::new();
+    let (id, _, _) = waiting(&mut h, "/f");
+    h.session(SessionEvent::Disconnected);
+    h.advance(Duration::from_secs(30));
+    assert!(h.take_events().is_empty());
+    assert_eq!(h.s.state(id), Some(LockState::Waiting));
+}
+
+#[test]
+fn session_expired_fails_waiters_and_loses_holders() {
+    let mut h = H::new();
+    let (held, _) = h.held("/a", 0);
+    let (wait, _, _) = waiting(&mut h, "/b");
+    h.session(SessionEvent::Disconnected);
+    h.take_events();
+    h.session(SessionEvent::Expired);
+    let ev = std::mem::take(&mut h.events);
+    assert!(ev.contains(&(held, LockEvent::Lost(LostReason::SessionExpired))));
+    assert!(ev.contains(&(wait, LockEvent::Failed(FailReason::SessionExpired))));
+    assert_eq!(ev.len(), 2);
+    assert!(
+        h.s.is_idle(),
+        "ephemeral nodes died with the session: nothing to clean"
+    );
+    assert!(h.no_requests());
+}
+
+#[test]
+fn a_new_session_id_after_reconnect_counts_as_expiry() {
+    let mut h = H::new();
+    let (held, _) = h.held("/a", 0);
+    h.session(SessionEvent::Disconnected);
+    h.take_events();
+    h.session(SessionEvent::Connected {
+        session_id: SID + 5,
+    });
+    assert_eq!(
+        h.events,
+        vec![(held, LockEvent::Lost(LostReason::SessionExpired))]
+    );
+    // The session keeps working on the new id.
+    h.events.clear();
+    h.acquire(LockSpec::write("/a"));
+    let node = h.answer_create(1);
+    h.answer_list(&[&name_of(&node)]);
+    match &h.take_events()[..] {
+        [LockEvent::Acquired(g)] => assert_eq!(g.session_id, SID + 5),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn own_node_deleted_while_holding_is_lost() {
+    let mut h = H::new();
+    let (_, node) = h.held("/f", 0);
+    h.watch(&node, WatchKind::NodeDeleted);
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Lost(LostReason::NodeDeleted)]
+    );
+    assert!(h.s.is_idle());
+}
+
+#[test]
+fn own_node_deleted_while_waiting_fails() {
+    let mut h = H::new();
+    let (_, node, _) = waiting(&mut h, "/f");
+    h.watch(&node, WatchKind::NodeDeleted);
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Failed(FailReason::NodeDeleted)]
+    );
+    assert!(h.s.is_idle());
+}
+
+#[test]
+fn create_lost_with_the_connection_adopts_the_node_found_by_attempt_id() {
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/c"));
+    let create = h.next_req();
+    let Op::Create { path: prefix, .. } = create.op.clone() else {
+        panic!()
+    };
+    h.session(SessionEvent::Disconnected);
+    h.reqs.clear();
+    h.session(SessionEvent::Connected { session_id: SID });
+    // The create had been applied: the listing shows our name.
+    let ours = format!("{}0000000003", name_of(&prefix));
+    h.answer_list(&[&peer(NodeKind::Write, 9, 4), &ours]);
+    let node = format!("/c/{ours}");
+    h.answer_data(&node, SID);
+    match &h.take_events()[..] {
+        [LockEvent::Acquired(g)] => assert_eq!(g.path, node),
+        other => panic!("{other:?}"),
+    }
+    assert!(h.no_requests(), "adopted, not created again");
+    // The late reply of the old create is stale.
+    h.reply(create.id, Ok(Reply::Deleted));
+    assert_eq!(h.s.stats().stale_replies, 1);
+}
+
+#[test]
+fn create_lost_with_the_connection_creates_again_when_not_found() {
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/c"));
+    h.answer_err(ZkError::ConnectionLoss);
+    h.session(SessionEvent::Disconnected);
+    h.reqs.clear();
+    h.session(SessionEvent::Connected { session_id: SID });
+    h.answer_list(&[]);
+    let node = h.answer_create(0);
+    h.answer_list(&[&name_of(&node)]);
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+}
+
+#[test]
+fn duplicate_nodes_of_one_attempt_are_deleted_keeping_the_oldest() {
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/c"));
+    let Op::Create { path: prefix, .. } = h.next_req().op else {
+        panic!()
+    };
+    h.session(SessionEvent::Disconnected);
+    h.reqs.clear();
+    h.session(SessionEvent::Connected { session_id: SID });
+    let a = format!("{}0000000003", name_of(&prefix));
+    let b = format!("{}0000000005", name_of(&prefix));
+    h.answer_list(&[&b, &a]);
+    let r = h.next_req();
+    assert_eq!(
+        r.op,
+        Op::Delete {
+            path: format!("/c/{b}"),
+            version: None
+        }
+    );
+    h.answer_data(&format!("/c/{a}"), SID);
+    match &h.take_events()[..] {
+        [LockEvent::Acquired(g)] => assert_eq!(g.sequence, 3),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn cancel_while_the_create_is_in_flight_deletes_the_node_when_it_appears() {
+    let mut h = H::new();
+    let id = h.acquire(LockSpec::write("/c"));
+    h.s.cancel(id, h.now).unwrap();
+    h.drain();
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Failed(FailReason::Cancelled)]
+    );
+    let node = h.answer_create(1);
+    h.answer_list(&[&name_of(&node)]); // ignored: we no longer want it
+    let r = h.next_req();
+    assert_eq!(
+        r.op,
+        Op::Delete {
+            path: node,
+            version: None
+        }
+    );
+    h.reply(r.id, Ok(Reply::Deleted));
+    assert!(h.s.is_idle());
+    assert!(h.take_events().is_empty());
+}
+
+#[test]
+fn cancel_after_a_lost_create_finds_the_node_by_attempt_id_and_deletes_it() {
+    let mut h = H::new();
+    let id = h.acquire(LockSpec::write("/c"));
+    let Op::Create { path: prefix, .. } = h.next_req().op else {
+        panic!()
+    };
+    h.session(SessionEvent::Disconnected);
+    h.reqs.clear();
+    h.s.cancel(id, h.now).unwrap();
+    h.drain();
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Failed(FailReason::Cancelled)]
+    );
+    assert!(!h.s.is_idle(), "the node may exist: cleanup pending");
+    h.session(SessionEvent::Connected { session_id: SID });
+    let ours = format!("{}0000000000", name_of(&prefix));
+    h.answer_list(&[&ours]);
+    let r = h.next_req();
+    assert_eq!(
+        r.op,
+        Op::Delete {
+            path: format!("/c/{ours}"),
+            version: None
+        }
+    );
+    h.reply(r.id, Err(ZkError::ConnectionLoss));
+    // Retried while the session lives.
+    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Connected { session_id: SID });
+    let r = h.next_req();
+    assert!(matches!(r.op, Op::Delete { .. }));
+    h.reply(r.id, Ok(Reply::Deleted));
+    assert!(h.s.is_idle());
+}
+
+#[test]
+fn release_with_connection_loss_retries_after_reconnect_and_no_node_counts_as_released() {
+    let mut h = H::new();
+    let (id, node) = h.held("/r", 0);
+    h.s.release(id, h.now).unwrap();
+    h.drain();
+    h.answer_err(ZkError::ConnectionLoss);
+    h.session(SessionEvent::Disconnected);
+    assert!(
+        h.take_events().is_empty(),
+        "a releasing lock is not suspended"
+    );
+    h.session(SessionEvent::Connected { session_id: SID });
+    let r = h.next_req();
+    assert_eq!(
+        r.op,
+        Op::Delete {
+            path: node,
+            version: None
+        }
+    );
+    h.reply(r.id, Err(ZkError::NoNode));
+    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    assert!(h.s.is_idle());
+}
+
+#[test]
+fn release_while_expired_counts_as_released() {
+    let mut h = H::new();
+    let (id, _) = h.held("/r", 0);
+    h.s.release(id, h.now).unwrap();
+    h.drain();
+    h.session(SessionEvent::Expired);
+    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+}
+
+#[test]
+fn closed_session_ends_everything_and_refuses_new_work() {
+    let mut h = H::new();
+    let (held, _) = h.held("/a", 0);
+    let (wait, _, _) = waiting(&mut h, "/b");
+    h.session(SessionEvent::Closed);
+    let ev = std::mem::take(&mut h.events);
+    assert!(ev.contains(&(held, LockEvent::Lost(LostReason::Closed))));
+    assert!(ev.contains(&(wait, LockEvent::Failed(FailReason::Closed))));
+    assert_eq!(
+        h.s.acquire(LockSpec::write("/a"), h.now),
+        Err(UsageError::Closed)
+    );
+    assert!(h.s.is_idle());
+}
+
+#[test]
+fn revocation_request_on_own_node_is_reported_to_the_holder() {
+    let mut h = H::new();
+    let (_, node) = h.held("/v", 0);
+    h.watch(&node, WatchKind::NodeDataChanged);
+    let r = h.next_req();
+    assert_eq!(
+        r.op,
+        Op::GetData {
+            path: node,
+            watch: true
+        }
+    );
+    let stat = Stat {
+        ephemeral_owner: SID,
+        ..Stat::default()
+    };
+    h.reply(
+        r.id,
+        Ok(Reply::Data {
+            data: b"__REVOKE__".to_vec(),
+            stat,
+        }),
+    );
+    assert_eq!(h.take_events(), vec![LockEvent::RevocationRequested]);
+}

@@ -1,0 +1,198 @@
+//! A scripted driver for the core: the test plays the server by hand.
+#![allow(dead_code)]
+
+use lock_core::*;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+pub const SID: i64 = 0x1001;
+
+pub struct H {
+    pub s: Session,
+    pub now: Timestamp,
+    pub reqs: VecDeque<Request>,
+    pub events: Vec<(LockId, LockEvent)>,
+    pub czxid: i64,
+}
+
+impl H {
+    /// A session connected as `SID`, 10 s session timeout.
+    pub fn new() -> H {
+        let mut h = H::unconnected();
+        h.session(SessionEvent::Connected { session_id: SID });
+        h
+    }
+
+    pub fn unconnected() -> H {
+        H {
+            s: Session::new(Config::new(Duration::from_secs(10), 1)),
+            now: Timestamp::ZERO,
+            reqs: VecDeque::new(),
+            events: Vec::new(),
+            czxid: 100,
+        }
+    }
+
+    pub fn drain(&mut self) {
+        while let Some(out) = self.s.poll_output() {
+            match out {
+                Output::Request(r) => self.reqs.push_back(r),
+                Output::Event { lock, event } => self.events.push((lock, event)),
+                _ => unreachable!(),
+            }
+        }
+    }
+
+    pub fn acquire(&mut self, spec: LockSpec) -> LockId {
+        let id = self.s.acquire(spec, self.now).unwrap();
+        self.drain();
+        id
+    }
+
+    pub fn session(&mut self, e: SessionEvent) {
+        self.s.handle_input(Input::Session(e), self.now);
+        self.drain();
+    }
+
+    pub fn advance(&mut self, d: Duration) {
+        self.now = self.now + d;
+        if let Some(t) = self.s.poll_timeout() {
+            if t <= self.now {
+                self.s.handle_timeout(self.now);
+            }
+        }
+        self.drain();
+    }
+
+    pub fn next_req(&mut self) -> Request {
+        self.reqs.pop_front().expect("expected a request")
+    }
+
+    pub fn no_requests(&self) -> bool {
+        self.reqs.is_empty()
+    }
+
+    pub fn reply(&mut self, id: RequestId, result: Result<Reply, ZkError>) {
+        self.s.handle_input(
+            Input::Reply {
+                request: id,
+                result,
+            },
+            self.now,
+        );
+        self.drain();
+    }
+
+    pub fn watch(&mut self, path: &str, kind: WatchKind) {
+        self.s.handle_input(
+            Input::Watch {
+                path: path.to_owned(),
+                kind,
+            },
+            self.now,
+        );
+        self.drain();
+    }
+
+    /// Answers a Create request as the server would, with sequence `seq`.
+    /// Returns the node's full path.
+    pub fn answer_create(&mut self, seq: i32) -> String {
+        let r = self.next_req();
+        let Op::Create { path, mode, .. } = &r.op else {
+            panic!("expected create, got {:?}", r.op)
+        };
+        assert_eq!(*mode, CreateMode::EphemeralSequential);
+        let path = format!("{path}{seq:010}");
+        self.czxid += 1;
+        let stat = Stat {
+            czxid: self.czxid,
+            ephemeral_owner: SID,
+            ..Stat::default()
+        };
+        self.reply(
+            r.id,
+            Ok(Reply::Created {
+                path: path.clone(),
+                stat: Some(stat),
+            }),
+        );
+        path
+    }
+
+    /// Answers a GetChildren with these names.
+    pub fn answer_list(&mut self, names: &[&str]) {
+        let r = self.next_req();
+        assert!(
+            matches!(r.op, Op::GetChildren { .. }),
+            "expected list, got {:?}",
+            r.op
+        );
+        self.reply(
+            r.id,
+            Ok(Reply::Children(
+                names.iter().map(|s| s.to_string()).collect(),
+            )),
+        );
+    }
+
+    /// Answers a GetData (on `expect_path`) with a stat owned by `owner`.
+    pub fn answer_data(&mut self, expect_path: &str, owner: i64) {
+        let r = self.next_req();
+        match &r.op {
+            Op::GetData { path, watch } => {
+                assert_eq!(path, expect_path);
+                assert!(*watch, "getData must leave a watch");
+            }
+            other => panic!("expected getData on {expect_path}, got {other:?}"),
+        }
+        let stat = Stat {
+            czxid: self.czxid,
+            ephemeral_owner: owner,
+            ..Stat::default()
+        };
+        self.reply(
+            r.id,
+            Ok(Reply::Data {
+                data: Vec::new(),
+                stat,
+            }),
+        );
+    }
+
+    pub fn answer_err(&mut self, e: ZkError) -> Request {
+        let r = self.next_req();
+        self.reply(r.id, Err(e));
+        r
+    }
+
+    pub fn take_events(&mut self) -> Vec<LockEvent> {
+        std::mem::take(&mut self.events)
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect()
+    }
+
+    /// Runs an uncontended write acquisition to Held; returns (id, node path).
+    pub fn held(&mut self, path: &str, seq: i32) -> (LockId, String) {
+        let id = self.acquire(LockSpec::write(path));
+        let node = self.answer_create(seq);
+        let name = node.rsplit('/').next().unwrap().to_owned();
+        self.answer_list(&[&name]);
+        self.answer_data(&node, SID);
+        assert!(matches!(self.take_events()[..], [LockEvent::Acquired(_)]));
+        (id, node)
+    }
+}
+
+pub fn name_of(path: &str) -> String {
+    path.rsplit('/').next().unwrap().to_owned()
+}
+
+/// A participant name of another client.
+pub fn peer(kind: NodeKind, n: u128, seq: i32) -> String {
+    format!(
+        "{}{}",
+        names::node_prefix(NameScheme::Native, AttemptId(n), kind),
+        names::format_sequence(seq)
+    )
+}

@@ -1,0 +1,402 @@
+//! Each recipe's rule, driven by hand: who holds, who is watched, what it costs.
+
+mod harness;
+use harness::*;
+use lock_core::*;
+
+#[test]
+fn uncontended_write_is_one_round_trip_and_token_is_czxid() {
+    let mut h = H::new();
+    let _id = h.acquire(LockSpec::write("/locks/a"));
+    // Create and GetChildren leave together, before any reply.
+    assert_eq!(h.reqs.len(), 2);
+    assert!(matches!(h.reqs[0].op, Op::Create { .. }));
+    assert!(matches!(&h.reqs[1].op, Op::GetChildren { path } if path == "/locks/a"));
+    let node = h.answer_create(7);
+    h.answer_list(&[&name_of(&node)]);
+    let ev = h.take_events();
+    match &ev[..] {
+        [LockEvent::Acquired(g)] => {
+            assert_eq!(g.path, node);
+            assert_eq!(g.token, FencingToken(h.czxid));
+            assert_eq!(g.sequence, 7);
+            assert_eq!(g.session_id, SID);
+        }
+        other => panic!("{other:?}"),
+    }
+    // The holder watches its own node (deletion by an admin, revocation).
+    h.answer_data(&node, SID);
+    assert!(h.no_requests());
+}
+
+#[test]
+fn release_deletes_once_and_reports_released() {
+    let mut h = H::new();
+    let (id, node) = h.held("/l", 0);
+    h.s.release(id, h.now).unwrap();
+    h.drain();
+    let r = h.next_req();
+    assert_eq!(
+        r.op,
+        Op::Delete {
+            path: node,
+            version: None
+        }
+    );
+    h.reply(r.id, Ok(Reply::Deleted));
+    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    assert!(h.s.is_idle());
+    assert_eq!(h.s.release(id, h.now), Err(UsageError::UnknownLock(id)));
+}
+
+#[test]
+fn write_waits_on_closest_lower_only_and_hands_off_without_a_request() {
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/l"));
+    let node = h.answer_create(10);
+    let p1 = peer(NodeKind::Read, 1, 3);
+    let p2 = peer(NodeKind::Write, 2, 8);
+    let later = peer(NodeKind::Write, 3, 11);
+    h.answer_list(&[&p1, &name_of(&node), &p2, &later]);
+    h.answer_data(&node, SID);
+    // Watches only the closest lower participant (herd-free).
+    h.answer_data(&format!("/l/{p2}"), 77);
+    assert!(h.no_requests());
+    assert!(h.take_events().is_empty());
+    // p2 goes, p1 is still cached as lower: watch p1 next.
+    h.watch(&format!("/l/{p2}"), WatchKind::NodeDeleted);
+    h.answer_data(&format!("/l/{p1}"), 77);
+    assert!(h.take_events().is_empty());
+    // p1 goes: nothing lower is cached, we hold with no request at all.
+    h.watch(&format!("/l/{p1}"), WatchKind::NodeDeleted);
+    assert!(h.no_requests(), "handoff must not need a round trip");
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+}
+
+#[test]
+fn a_vanished_candidate_is_skipped_by_its_getdata() {
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/l"));
+    let node = h.answer_create(5);
+    let p1 = peer(NodeKind::Write, 1, 1);
+    let p2 = peer(NodeKind::Write, 2, 2);
+    h.answer_list(&[&p1, &p2, &name_of(&node)]);
+    h.answer_data(&node, SID);
+    // p2 is already gone when we look: NoNode moves on to p1, gone too.
+    let r = h.answer_err(ZkError::NoNode);
+    assert_eq!(r.op.path(), format!("/l/{p2}"));
+    assert!(h.take_events().is_empty());
+    let r = h.answer_err(ZkError::NoNode);
+    assert_eq!(r.op.path(), format!("/l/{p1}"));
+    assert!(h.no_requests());
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+}
+
+#[test]
+fn readers_share_and_wait_only_for_the_closest_lower_write() {
+    let mut h = H::new();
+    h.acquire(LockSpec::read("/rw"));
+    let node = h.answer_create(9);
+    let w = peer(NodeKind::Write, 1, 2);
+    let r1 = peer(NodeKind::Read, 2, 4);
+    let r2 = peer(NodeKind::Read, 3, 6);
+    h.answer_list(&[&w, &r1, &r2, &name_of(&node)]);
+    h.answer_data(&node, SID);
+    // The watch goes to the write, past the lower reads.
+    h.answer_data(&format!("/rw/{w}"), 5);
+    assert!(h.take_events().is_empty());
+    h.watch(&format!("/rw/{w}"), WatchKind::NodeDeleted);
+    assert!(h.no_requests());
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+}
+
+#[test]
+fn read_with_only_lower_reads_holds_at_once() {
+    let mut h = H::new();
+    h.acquire(LockSpec::read("/rw"));
+    let node = h.answer_create(9);
+    h.answer_list(&[&peer(NodeKind::Read, 2, 4), &name_of(&node)]);
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+}
+
+#[test]
+fn a_write_is_not_starved_by_later_readers() {
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/rw"));
+    let node = h.answer_create(5);
+    let r_low = peer(NodeKind::Read, 1, 1);
+    let r_high = peer(NodeKind::Read, 2, 6); // arrived after us: ignored
+    h.answer_list(&[&r_low, &name_of(&node), &r_high]);
+    h.answer_data(&node, SID);
+    h.answer_data(&format!("/rw/{r_low}"), 5);
+    h.watch(&format!("/rw/{r_low}"), WatchKind::NodeDeleted);
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+}
+
+#[test]
+fn semaphore_watches_its_window_and_wakes_on_out_of_order_release() {
+    let mut h = H::new();
+    h.acquire(LockSpec::semaphore("/sem", 2));
+    let node = h.answer_create(10);
+    let a = peer(NodeKind::Semaphore, 1, 1);
+    let b = peer(NodeKind::Semaphore, 2, 2);
+    let c = peer(NodeKind::Semaphore, 3, 3);
+    h.answer_list(&[&a, &b, &c, &name_of(&node)]);
+    h.answer_data(&node, SID);
+    // 3 lower, 2 permits: watch the 2 closest (b and c).
+    let mut watched = vec![];
+    for _ in 0..2 {
+        let r = h.next_req();
+        let Op::GetData { path, watch: true } = &r.op else {
+            panic!("{:?}", r.op)
+        };
+        watched.push(path.clone());
+        h.reply(
+            r.id,
+            Ok(Reply::Data {
+                data: vec![],
+                stat: Stat::default(),
+            }),
+        );
+    }
+    watched.sort();
+    assert_eq!(watched, vec![format!("/sem/{b}"), format!("/sem/{c}")]);
+    // b (a holder) releases before a: now only a and c are lower, one too many.
+    h.watch(&format!("/sem/{b}"), WatchKind::NodeDeleted);
+    assert!(h.take_events().is_empty());
+    h.answer_data(&format!("/sem/{a}"), 3);
+    // c goes (cancelled waiter): a alone is lower, fewer than 2: we hold.
+    h.watch(&format!("/sem/{c}"), WatchKind::NodeDeleted);
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+}
+
+#[test]
+fn leader_is_exclusive_and_stores_participant_id() {
+    let mut h = H::new();
+    h.acquire(LockSpec::leader("/election", "node-7"));
+    let r = h.next_req();
+    let Op::Create { data, path, .. } = &r.op else {
+        panic!()
+    };
+    assert_eq!(data, b"node-7");
+    assert!(path.contains("-lead-"));
+}
+
+#[test]
+fn foreign_children_are_ignored_and_counted() {
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/l"));
+    let node = h.answer_create(3);
+    h.answer_list(&["readme", "lock-0000000001", &name_of(&node), "config"]);
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    assert_eq!(h.s.stats().foreign_children, 3);
+}
+
+#[test]
+fn curator_and_kazoo_participants_block_a_native_lock() {
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/mixed"));
+    let node = h.answer_create(5);
+    let curator = "_c_a8a4cbf4-2d5a-4a3b-9f5c-0d1e2f3a4b5c-lock-0000000002";
+    let kazoo = "3f2504e04f8911d39a0c0305e82c3301__lock__0000000004";
+    h.answer_list(&[curator, kazoo, &name_of(&node)]);
+    h.answer_data(&node, SID);
+    h.answer_data(&format!("/mixed/{kazoo}"), 1);
+    assert!(h.take_events().is_empty());
+}
+
+#[test]
+fn scheme_selects_the_created_name() {
+    for (scheme, marker) in [
+        (NameScheme::Curator, "-lock-"),
+        (NameScheme::Kazoo, "__lock__"),
+    ] {
+        let mut h = H::new();
+        h.acquire(LockSpec::write("/x").scheme(scheme));
+        let r = h.next_req();
+        let Op::Create { path, .. } = &r.op else {
+            panic!()
+        };
+        assert!(path.ends_with(marker), "{path}");
+    }
+}
+
+#[test]
+fn wraparound_orders_max_before_min() {
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/w"));
+    let node = h.answer_create(i32::MIN);
+    let before = peer(NodeKind::Write, 1, i32::MAX);
+    let after = peer(NodeKind::Write, 2, i32::MIN + 1);
+    h.answer_list(&[&name_of(&node), &before, &after]);
+    h.answer_data(&node, SID);
+    // 2147483647 was created before -2147483648: we wait for it.
+    h.answer_data(&format!("/w/{before}"), 1);
+    assert!(h.take_events().is_empty());
+}
+
+#[test]
+fn missing_directory_creates_containers_then_the_node_in_one_burst() {
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/a/b/c"));
+    h.answer_err(ZkError::NoNode); // create
+    h.answer_err(ZkError::NoNode); // the pipelined listing
+    let mut created = vec![];
+    for _ in 0..3 {
+        let r = h.next_req();
+        let Op::Create {
+            path,
+            mode: CreateMode::Container,
+            ..
+        } = &r.op
+        else {
+            panic!("{:?}", r.op)
+        };
+        created.push(path.clone());
+        h.reply(
+            r.id,
+            Ok(Reply::Created {
+                path: path.clone(),
+                stat: None,
+            }),
+        );
+    }
+    assert_eq!(created, vec!["/a", "/a/b", "/a/b/c"]);
+    let node = h.answer_create(0);
+    h.answer_list(&[&name_of(&node)]);
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+}
+
+#[test]
+fn try_only_fails_with_would_block_and_removes_its_node() {
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/t").try_only());
+    let node = h.answer_create(4);
+    h.answer_list(&[&peer(NodeKind::Write, 1, 1), &name_of(&node)]);
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Failed(FailReason::WouldBlock)]
+    );
+    h.answer_data(&node, SID);
+    let r = h.next_req();
+    assert_eq!(
+        r.op,
+        Op::Delete {
+            path: node,
+            version: None
+        }
+    );
+    h.reply(r.id, Ok(Reply::Deleted));
+    assert!(h.s.is_idle());
+}
+
+#[test]
+fn missing_stat_on_create_is_fetched_before_granting() {
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/n"));
+    let r = h.next_req();
+    let Op::Create { path, .. } = &r.op else {
+        panic!()
+    };
+    let node = format!("{path}0000000000");
+    h.reply(
+        r.id,
+        Ok(Reply::Created {
+            path: node.clone(),
+            stat: None,
+        }),
+    );
+    h.answer_list(&[&name_of(&node)]);
+    assert!(h.take_events().is_empty(), "no token yet");
+    let r = h.next_req();
+    let stat = Stat {
+        czxid: 555,
+        ephemeral_owner: SID,
+        ..Stat::default()
+    };
+    h.reply(r.id, Ok(Reply::Data { data: vec![], stat }));
+    match &h.take_events()[..] {
+        [LockEvent::Acquired(g)] => assert_eq!(g.token, FencingToken(555)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn bad_input_is_refused_with_typed_errors() {
+    let mut h = H::new();
+    let now = h.now;
+    for p in ["rel", "/a/", "/a//b", "/zookeeper/x", "/"] {
+        assert!(
+            matches!(
+                h.s.acquire(LockSpec::write(p), now),
+                Err(UsageError::InvalidPath { .. })
+            ),
+            "{p}"
+        );
+    }
+    let big = vec![0u8; MAX_DATA_LEN + 1];
+    assert!(matches!(
+        h.s.acquire(LockSpec::write("/a").data(big), now),
+        Err(UsageError::DataTooLarge { .. })
+    ));
+    assert_eq!(
+        h.s.acquire(LockSpec::semaphore("/a", 0), now),
+        Err(UsageError::ZeroPermits)
+    );
+    assert_eq!(
+        h.s.acquire(LockSpec::leader("/a", ""), now),
+        Err(UsageError::EmptyParticipant)
+    );
+    assert_eq!(
+        h.s.release(LockId(999), now),
+        Err(UsageError::UnknownLock(LockId(999)))
+    );
+    h.drain();
+    assert!(h.no_requests(), "refused input must send nothing");
+    let id = h.acquire(LockSpec::write("/a"));
+    assert_eq!(h.s.release(id, h.now), Err(UsageError::NotHeld(id)));
+}
+
+#[test]
+fn stale_and_unknown_replies_are_ignored_and_counted() {
+    let mut h = H::new();
+    h.reply(RequestId(12345), Ok(Reply::Deleted));
+    assert_eq!(h.s.stats().stale_replies, 1);
+    assert!(h.take_events().is_empty());
+}
+
+#[test]
+fn requests_are_acquired_before_connect_and_sent_on_connect() {
+    let mut h = H::unconnected();
+    h.acquire(LockSpec::write("/q"));
+    assert!(h.no_requests());
+    h.session(SessionEvent::Connected { session_id: SID });
+    assert!(matches!(h.next_req().op, Op::Create { .. }));
+}
+
+#[test]
+fn a_deadline_fails_with_timeout_and_removes_the_node() {
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/d").deadline(h.now + std::time::Duration::from_secs(1)));
+    let node = h.answer_create(2);
+    h.answer_list(&[&peer(NodeKind::Write, 1, 1), &name_of(&node)]);
+    h.answer_data(&node, SID);
+    h.answer_data(&format!("/d/{}", peer(NodeKind::Write, 1, 1)), 4);
+    assert_eq!(
+        h.s.poll_timeout(),
+        Some(h.now + std::time::Duration::from_secs(1))
+    );
+    h.advance(std::time::Duration::from_secs(1));
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Failed(FailReason::Timeout)]
+    );
+    let r = h.next_req();
+    assert_eq!(
+        r.op,
+        Op::Delete {
+            path: node,
+            version: None
+        }
+    );
+}
