@@ -1,6 +1,6 @@
 //! What the core tells the user about a lock, and how it refuses misuse.
 
-use crate::proto::ZkError;
+use crate::proto::{MultiResult, ZkError};
 use std::fmt;
 
 /// Identifies one acquisition within a [`Session`](crate::Session).
@@ -39,6 +39,43 @@ pub struct Grant {
     pub sequence: i32,
     /// The session that owns the node.
     pub session_id: i64,
+    /// For locks with crash detection ([`LockSpec::detect_crashes`](crate::LockSpec::detect_crashes)):
+    /// a previous holder opened a critical section and never closed it (it died, or
+    /// lost the lock, inside it). Repair, then [`close_section`](crate::Session::close_section)
+    /// or open a new one. Always `false` without crash detection.
+    pub previous_holder_crashed: bool,
+}
+
+/// The current leader of an election, as an observer sees it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Leader {
+    /// The leader's node.
+    pub path: String,
+    /// The leader's participant id (its node's data).
+    pub id: Vec<u8>,
+    /// The leader's fencing token (czxid of its node).
+    pub token: FencingToken,
+}
+
+/// Why a fenced write did not apply.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FencedError {
+    /// The lock node is gone: the lock is no longer held, nothing was written.
+    #[error("the lock is not held: nothing was written")]
+    NotHeld,
+    /// One of the writes failed (nothing was written): its index among the writes and error.
+    #[error("write {index} failed: {error}")]
+    Write {
+        /// Index of the failing write.
+        index: usize,
+        /// Its error.
+        error: ZkError,
+    },
+    /// The outcome is unknown (connection lost before the reply). The writes may or
+    /// may not have been applied, atomically.
+    #[error("outcome unknown: {0}")]
+    Unknown(ZkError),
 }
 
 /// Why a held lock is no longer held.
@@ -55,6 +92,9 @@ pub enum LostReason {
     NodeNotOwned,
     /// The client was closed.
     Closed,
+    /// The maximum hold time ([`LockSpec::max_hold`](crate::LockSpec::max_hold)) passed; the
+    /// node is deleted. A late writer is caught by the fencing token.
+    LeaseExpired,
 }
 
 /// Why an acquisition ended without (or before) holding.
@@ -75,6 +115,8 @@ pub enum FailReason {
     Zk(ZkError),
     /// `try_lock` semantics: the lock was busy.
     WouldBlock,
+    /// A revocable waiter was asked to give up its place.
+    Revoked,
 }
 
 /// Events the core reports for one acquisition.
@@ -92,8 +134,34 @@ pub enum LockEvent {
     Resumed,
     /// Terminal: the lock is no longer held.
     Lost(LostReason),
-    /// Someone asked the holder to let go.
+    /// Someone asked the holder of a revocable lock to let go; it decides (usually
+    /// by releasing).
     RevocationRequested,
+    /// A critical section is open: marked in ZooKeeper until a clean release or
+    /// [`close_section`](crate::Session::close_section).
+    SectionOpened,
+    /// The critical section was closed.
+    SectionClosed,
+    /// The outcome of a [`fenced_write`](crate::Session::fenced_write).
+    FencedWrite {
+        /// The id returned by `fenced_write`.
+        write: u64,
+        /// One result per write, or why nothing was written.
+        result: Result<Vec<MultiResult>, FencedError>,
+    },
+    /// For an election observer: the leader changed (`None`: nobody leads).
+    LeaderChanged {
+        /// The new leader.
+        leader: Option<Leader>,
+        /// Participants seen in the election.
+        participants: usize,
+    },
+    /// Terminal, for a [`revoke`](crate::Session::revoke): the revocation request was
+    /// written to these nodes.
+    RevocationSent {
+        /// The nodes asked to let go.
+        nodes: Vec<String>,
+    },
     /// Terminal: released as asked.
     Released,
     /// Terminal: the acquisition ended without holding.
@@ -105,7 +173,10 @@ impl LockEvent {
     pub fn is_terminal(&self) -> bool {
         matches!(
             self,
-            LockEvent::Lost(_) | LockEvent::Released | LockEvent::Failed(_)
+            LockEvent::Lost(_)
+                | LockEvent::Released
+                | LockEvent::Failed(_)
+                | LockEvent::RevocationSent { .. }
         )
     }
 }
@@ -146,4 +217,7 @@ pub enum UsageError {
     /// The session was closed.
     #[error("session closed")]
     Closed,
+    /// The operation does not apply to this kind of handle or recipe.
+    #[error("unsupported: {0}")]
+    Unsupported(&'static str),
 }

@@ -14,16 +14,20 @@
 mod acquisition;
 mod event;
 pub mod names;
+mod observer;
 mod path;
 mod proto;
 mod requests;
+mod revoke;
 mod rng;
 mod session;
 mod spec;
 mod time;
 mod timers;
 
-pub use event::{FailReason, FencingToken, Grant, LockEvent, LockId, LostReason, UsageError};
+pub use event::{
+    FailReason, FencedError, FencingToken, Grant, Leader, LockEvent, LockId, LostReason, UsageError,
+};
 pub use names::{AttemptId, NameScheme, NodeKind};
 pub use path::validate_lock_path;
 pub use proto::{

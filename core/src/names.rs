@@ -153,8 +153,13 @@ pub fn parse_sequence(s: &str) -> Option<i32> {
         return None;
     }
     let v: i32 = s.parse().ok()?;
-    // Reject non-canonical spellings (e.g. an 11-character form of a small number).
-    (format_sequence(v) == s).then_some(v)
+    // Only canonical `%010d` spellings: "-000000000" is written "0000000000", and the
+    // 11-character form is reserved for values below -999999999.
+    let canonical = match b.len() {
+        11 => v < -999_999_999,
+        _ => !(b[0] == b'-' && v == 0),
+    };
+    canonical.then_some(v)
 }
 
 /// Parses a child name in any known scheme. Unknown names give `None`: they are

@@ -62,6 +62,14 @@ pub enum Op {
         /// Parent path.
         path: String,
     },
+    /// `getChildren(path, watch = true)`: a listing that leaves a one-shot child watch,
+    /// firing [`WatchKind::NodeChildrenChanged`] (or `NodeDeleted` for the parent).
+    /// Reply: [`Reply::Children`]. Only election observers use it, and only while no
+    /// participant exists (a waiter never watches children: that is the herd effect).
+    WatchChildren {
+        /// Parent path.
+        path: String,
+    },
     /// `getData(path, watch)`. Reply: [`Reply::Data`]. With `watch`, a data watch
     /// is left on the node: it fires [`WatchKind::NodeDeleted`] or
     /// [`WatchKind::NodeDataChanged`] once.
@@ -87,8 +95,8 @@ pub enum Op {
         /// Expected version.
         version: Option<i32>,
     },
-    /// An atomic `multi`. Reply: [`Reply::Multi`]; on failure the error of the first
-    /// failing op.
+    /// An atomic `multi`. Reply: [`Reply::Multi`]; on failure
+    /// [`ZkError::MultiFailed`] naming the first failing op (connection errors as such).
     Multi(Vec<MultiOp>),
 }
 
@@ -98,6 +106,7 @@ impl Op {
         match self {
             Op::Create { path, .. }
             | Op::GetChildren { path }
+            | Op::WatchChildren { path }
             | Op::GetData { path, .. }
             | Op::SetData { path, .. }
             | Op::Delete { path, .. } => path,
@@ -226,6 +235,8 @@ pub enum Reply {
     Multi(Vec<MultiResult>),
 }
 
+// A failed multi is `Err(ZkError::MultiFailed { index, error })`, the first failing op.
+
 /// A ZooKeeper error code, as far as locks distinguish them.
 #[derive(Clone, PartialEq, Eq, Hash, Debug, thiserror::Error)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
@@ -264,6 +275,14 @@ pub enum ZkError {
     /// Not authorised.
     #[error("not authorised")]
     NoAuth,
+    /// An op inside a `multi` failed; nothing was applied.
+    #[error("multi op {index} failed: {error}")]
+    MultiFailed {
+        /// Index of the failing op.
+        index: u32,
+        /// Its error.
+        error: Box<ZkError>,
+    },
     /// Anything else, with the client's description.
     #[error("zookeeper error: {0}")]
     Other(String),

@@ -23,6 +23,12 @@ pub(crate) enum Purpose {
     OwnData,
     /// Delete our node (release, cancel, cleanup).
     DeleteOwn,
+    /// Does the crash marker exist (a contended grant with crash detection)?
+    MarkerCheck,
+    /// Open (`open`) or close a critical section.
+    Section { open: bool },
+    /// A write fenced by a check on our node.
+    FencedWrite { write: u64 },
     /// Delete a duplicate node of ours (a create that was retried after a connection loss).
     DeleteExtra { path: String },
 }

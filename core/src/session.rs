@@ -3,9 +3,12 @@
 use crate::acquisition::{Acquisition, Ctx, State};
 use crate::event::{FailReason, LockEvent, LockId, UsageError};
 use crate::names::AttemptId;
+use crate::observer::Observer;
 use crate::path::validate_lock_path;
+use crate::proto::MultiOp;
 use crate::proto::{Input, Request, SessionEvent};
 use crate::requests::RequestBook;
+use crate::revoke::Revoke;
 use crate::rng::SplitMix64;
 use crate::spec::{Config, LockSpec, Recipe, MAX_DATA_LEN};
 use crate::time::Timestamp;
@@ -70,6 +73,38 @@ enum Conn {
     Closed,
 }
 
+/// One unit of work on the session, addressed by a [`LockId`].
+enum Task {
+    Acquisition(Box<Acquisition>),
+    Observer(Observer),
+    Revoke(Revoke),
+}
+
+impl Task {
+    fn is_done(&self) -> bool {
+        match self {
+            Task::Acquisition(a) => a.state() == State::Done,
+            Task::Observer(o) => o.done,
+            Task::Revoke(r) => r.done,
+        }
+    }
+
+    fn recover(&mut self, cx: &mut Ctx) {
+        match self {
+            Task::Acquisition(a) => a.recover(cx),
+            Task::Observer(o) => o.recover(cx),
+            Task::Revoke(r) => r.recover(cx),
+        }
+    }
+
+    fn acquisition(&self) -> Option<&Acquisition> {
+        match self {
+            Task::Acquisition(a) => Some(a),
+            _ => None,
+        }
+    }
+}
+
 /// Every lock protocol of one ZooKeeper session, as a sans-IO state machine.
 ///
 /// # Calling contract
@@ -126,12 +161,13 @@ enum Conn {
 pub struct Session {
     config: Config,
     conn: Conn,
-    locks: BTreeMap<LockId, Acquisition>,
+    tasks: BTreeMap<LockId, Task>,
     requests: RequestBook,
     timers: Timers,
     out: VecDeque<Output>,
     rng: SplitMix64,
-    next_lock: u64,
+    next_id: u64,
+    next_write: u64,
     stats: Stats,
 }
 
@@ -142,12 +178,13 @@ impl Session {
         Session {
             config,
             conn: Conn::NoSession,
-            locks: BTreeMap::new(),
+            tasks: BTreeMap::new(),
             requests: RequestBook::default(),
             timers: Timers::default(),
             out: VecDeque::new(),
             rng,
-            next_lock: 0,
+            next_id: 0,
+            next_write: 0,
             stats: Stats::default(),
         }
     }
@@ -155,11 +192,10 @@ impl Session {
     /// Starts an acquisition. Its progress comes as events for the returned id.
     ///
     /// Bad input (an invalid path, oversized data, a semaphore of 0 permits, a leader
-    /// without a participant id) is refused here, before anything is sent.
+    /// without a participant id, crash detection on a shared recipe) is refused here,
+    /// before anything is sent.
     pub fn acquire(&mut self, spec: LockSpec, now: Timestamp) -> Result<LockId, UsageError> {
-        if self.conn == Conn::Closed {
-            return Err(UsageError::Closed);
-        }
+        self.check_open()?;
         validate_lock_path(&spec.path)?;
         if spec.data.len() > MAX_DATA_LEN {
             return Err(UsageError::DataTooLarge {
@@ -172,53 +208,132 @@ impl Session {
             Recipe::Leader if spec.data.is_empty() => return Err(UsageError::EmptyParticipant),
             _ => {}
         }
-        self.next_lock += 1;
-        let id = LockId(self.next_lock);
+        if spec.detect_crashes && !matches!(spec.recipe, Recipe::Write | Recipe::Leader) {
+            return Err(UsageError::Unsupported(
+                "crash detection needs an exclusive recipe",
+            ));
+        }
+        let id = self.new_id();
         let attempt = AttemptId(self.rng.next_u128()).as_uuid_v4();
         if let Some(deadline) = spec.deadline {
             self.timers.set(id, TimerKind::Deadline, deadline);
         }
-        self.locks.insert(id, Acquisition::new(id, spec, attempt));
-        self.with_lock(id, now, |a, cx| {
-            if cx.connected {
-                a.recover(cx);
-            }
-        });
+        self.start(
+            id,
+            Task::Acquisition(Box::new(Acquisition::new(id, spec, attempt))),
+            now,
+        );
         // A deadline already past fails at once rather than at the next timeout call.
         self.handle_timeout(now);
         Ok(id)
+    }
+
+    /// Follows the leader of the election at `path` without taking part: reports
+    /// [`LockEvent::LeaderChanged`] now and at every change, until
+    /// [`cancel`](Self::cancel)led (then [`FailReason::Cancelled`]).
+    pub fn observe(&mut self, path: &str, now: Timestamp) -> Result<LockId, UsageError> {
+        self.check_open()?;
+        validate_lock_path(path)?;
+        let id = self.new_id();
+        self.start(id, Task::Observer(Observer::new(id, path.to_owned())), now);
+        Ok(id)
+    }
+
+    /// Asks the holders of the lock at `path` (or, for a participant node's path,
+    /// that node's owner, waiting or holding) to let go, by writing `__REVOKE__` to
+    /// their node. Ends with [`LockEvent::RevocationSent`] naming the nodes asked.
+    pub fn revoke(&mut self, path: &str, now: Timestamp) -> Result<LockId, UsageError> {
+        self.check_open()?;
+        validate_lock_path(path)?;
+        let id = self.new_id();
+        self.start(id, Task::Revoke(Revoke::new(id, path.to_owned())), now);
+        Ok(id)
+    }
+
+    fn check_open(&self) -> Result<(), UsageError> {
+        match self.conn {
+            Conn::Closed => Err(UsageError::Closed),
+            _ => Ok(()),
+        }
+    }
+
+    fn new_id(&mut self) -> LockId {
+        self.next_id += 1;
+        LockId(self.next_id)
+    }
+
+    fn start(&mut self, id: LockId, task: Task, now: Timestamp) {
+        self.tasks.insert(id, task);
+        self.with_task(id, now, |t, cx| {
+            if cx.connected {
+                t.recover(cx);
+            }
+        });
     }
 
     /// Releases a held lock: deletes its node (retrying across reconnects) and reports
     /// [`LockEvent::Released`]. A lock that is not held gives [`UsageError::NotHeld`]
     /// (use [`cancel`](Self::cancel) to give up waiting).
     pub fn release(&mut self, id: LockId, now: Timestamp) -> Result<(), UsageError> {
-        match self.locks.get(&id).map(Acquisition::state) {
+        match self.tasks.get(&id) {
             None => Err(UsageError::UnknownLock(id)),
-            Some(State::Held) => {
-                self.with_lock(id, now, |a, cx| a.release(cx));
-                Ok(())
-            }
-            Some(_) => Err(UsageError::NotHeld(id)),
+            Some(t) => match t.acquisition().map(Acquisition::state) {
+                Some(State::Held) => self.with_acquisition(id, now, |a, cx| {
+                    a.release(cx);
+                    Ok(())
+                }),
+                _ => Err(UsageError::NotHeld(id)),
+            },
         }
     }
 
-    /// Gives up an acquisition: a waiting one fails with [`FailReason::Cancelled`] and
-    /// its node (even one whose create is still in flight) is removed in the
-    /// background; a held one is released. Cancelling an ended one is a no-op.
+    /// Gives up: a waiting acquisition fails with [`FailReason::Cancelled`] and its
+    /// node (even one whose create is still in flight) is removed in the background;
+    /// a held one is released; an observer or revocation stops. Cancelling an ended
+    /// one is a no-op.
     pub fn cancel(&mut self, id: LockId, now: Timestamp) -> Result<(), UsageError> {
-        match self.locks.get(&id).map(Acquisition::state) {
-            None => Err(UsageError::UnknownLock(id)),
-            Some(State::Held) => {
-                self.with_lock(id, now, |a, cx| a.release(cx));
-                Ok(())
-            }
-            Some(State::Waiting | State::Granting) => {
-                self.with_lock(id, now, |a, cx| a.fail(cx, FailReason::Cancelled));
-                Ok(())
-            }
-            Some(_) => Ok(()),
+        if !self.tasks.contains_key(&id) {
+            return Err(UsageError::UnknownLock(id));
         }
+        self.with_task(id, now, |t, cx| match t {
+            Task::Acquisition(a) => match a.state() {
+                State::Held => a.release(cx),
+                State::Waiting | State::Granting => a.fail(cx, FailReason::Cancelled),
+                _ => {}
+            },
+            Task::Observer(o) => o.stop(cx, FailReason::Cancelled),
+            Task::Revoke(r) => r.stop(cx, FailReason::Cancelled),
+        });
+        Ok(())
+    }
+
+    /// Opens a critical section on a held lock with crash detection: a marker
+    /// (fenced by our node) tells the next holder if we die before a clean
+    /// [`release`](Self::release) or [`close_section`](Self::close_section).
+    /// Reports [`LockEvent::SectionOpened`].
+    pub fn open_section(&mut self, id: LockId, now: Timestamp) -> Result<(), UsageError> {
+        self.with_acquisition(id, now, |a, cx| a.open_section(cx))
+    }
+
+    /// Closes the critical section; reports [`LockEvent::SectionClosed`].
+    pub fn close_section(&mut self, id: LockId, now: Timestamp) -> Result<(), UsageError> {
+        self.with_acquisition(id, now, |a, cx| a.close_section(cx))
+    }
+
+    /// Applies `ops` in one `multi` with a `check` on our lock node, so they apply
+    /// only while we hold the lock. The outcome comes as [`LockEvent::FencedWrite`]
+    /// with the returned id. Refused with [`UsageError::NotHeld`] unless held and
+    /// connected.
+    pub fn fenced_write(
+        &mut self,
+        id: LockId,
+        ops: Vec<MultiOp>,
+        now: Timestamp,
+    ) -> Result<u64, UsageError> {
+        let write = self.next_write + 1;
+        self.with_acquisition(id, now, |a, cx| a.fenced_write(cx, write, ops))?;
+        self.next_write = write;
+        Ok(write)
     }
 
     /// Feeds a reply, a watch firing or a session change.
@@ -226,13 +341,17 @@ impl Session {
         match input {
             Input::Reply { request, result } => match self.requests.take(request) {
                 None => self.stats.stale_replies += 1,
-                Some((lock, purpose)) => {
-                    self.with_lock(lock, now, |a, cx| a.on_reply(cx, request, purpose, result));
-                }
+                Some((lock, purpose)) => self.with_task(lock, now, |t, cx| match t {
+                    Task::Acquisition(a) => a.on_reply(cx, request, purpose, result),
+                    Task::Observer(o) => o.on_reply(cx, request, purpose, result),
+                    Task::Revoke(r) => r.on_reply(cx, request, purpose, result),
+                }),
             },
-            Input::Watch { path, kind } => {
-                self.for_each_lock(now, |a, cx| a.on_watch(cx, &path, kind));
-            }
+            Input::Watch { path, kind } => self.for_each_task(now, |t, cx| match t {
+                Task::Acquisition(a) => a.on_watch(cx, &path, kind),
+                Task::Observer(o) => o.on_watch(cx, &path, kind),
+                Task::Revoke(_) => {}
+            }),
             Input::Session(event) => self.on_session(event, now),
         }
     }
@@ -247,17 +366,21 @@ impl Session {
                 // A different session: the old one expired with all its nodes.
                 self.end_session(now, false);
                 self.conn = Conn::Connected(session_id);
-                self.for_each_lock(now, |a, cx| a.recover(cx));
+                self.for_each_task(now, |t, cx| t.recover(cx));
             }
             (SessionEvent::Connected { session_id }, _) => {
                 self.conn = Conn::Connected(session_id);
-                self.for_each_lock(now, |a, cx| a.recover(cx));
+                self.for_each_task(now, |t, cx| t.recover(cx));
             }
             (SessionEvent::Disconnected, Conn::Connected(id)) => {
                 self.conn = Conn::Disconnected(id);
                 self.requests.forget_all();
                 self.timers.cancel_kind(TimerKind::Retry);
-                self.for_each_lock(now, |a, cx| a.on_disconnected(cx));
+                self.for_each_task(now, |t, cx| {
+                    if let Task::Acquisition(a) = t {
+                        a.on_disconnected(cx)
+                    }
+                });
             }
             (SessionEvent::Disconnected, _) => {}
             (SessionEvent::Expired, _) => self.end_session(now, false),
@@ -273,14 +396,24 @@ impl Session {
         self.timers.cancel_kind(TimerKind::Retry);
         self.timers.cancel_kind(TimerKind::Grace);
         // Events for the old session's locks carry its id; then there is none.
-        self.for_each_lock(now, |a, cx| a.on_session_ended(cx, closed));
+        self.for_each_task(now, |t, cx| match t {
+            Task::Acquisition(a) => a.on_session_ended(cx, closed),
+            // Observers and revocations own no node: they go on with the next session.
+            Task::Observer(o) if closed => o.stop(cx, FailReason::Closed),
+            Task::Revoke(r) if closed => r.stop(cx, FailReason::Closed),
+            _ => {}
+        });
         self.conn = Conn::NoSession;
     }
 
     /// Fires every timer due at `now`.
     pub fn handle_timeout(&mut self, now: Timestamp) {
         while let Some((lock, kind)) = self.timers.pop_due(now) {
-            self.with_lock(lock, now, |a, cx| a.on_timer(cx, kind));
+            self.with_task(lock, now, |t, cx| match t {
+                Task::Acquisition(a) => a.on_timer(cx, kind),
+                Task::Observer(o) => o.on_timer(cx, kind),
+                Task::Revoke(r) => r.on_timer(cx, kind),
+            });
         }
     }
 
@@ -309,9 +442,10 @@ impl Session {
         matches!(self.conn, Conn::Connected(_))
     }
 
-    /// What an acquisition is doing; `None` once it has ended for the user.
+    /// What an acquisition is doing; `None` once it has ended for the user (or for
+    /// observers and revocations).
     pub fn state(&self, id: LockId) -> Option<LockState> {
-        let a = self.locks.get(&id)?;
+        let a = self.tasks.get(&id)?.acquisition()?;
         Some(match a.state() {
             State::Waiting | State::Granting => LockState::Waiting,
             State::Held if a.is_suspended() => LockState::Suspended,
@@ -321,14 +455,15 @@ impl Session {
         })
     }
 
-    /// True when no acquisition is in progress and no node of ours awaits deletion.
+    /// True when nothing is in progress: no acquisition, observer or revocation, no
+    /// node of ours awaiting deletion, no output undrained.
     pub fn is_idle(&self) -> bool {
-        self.locks.is_empty() && self.out.is_empty()
+        self.tasks.is_empty() && self.out.is_empty()
     }
 
-    /// Acquisitions still tracked, including ones cleaning up in the background.
+    /// Tasks still tracked, including acquisitions cleaning up in the background.
     pub fn tracked(&self) -> usize {
-        self.locks.len()
+        self.tasks.len()
     }
 
     /// Requests awaiting a reply.
@@ -341,7 +476,23 @@ impl Session {
         self.stats
     }
 
-    fn ctx_parts(&mut self, now: Timestamp) -> (Ctx<'_>, &mut BTreeMap<LockId, Acquisition>) {
+    fn with_acquisition(
+        &mut self,
+        id: LockId,
+        now: Timestamp,
+        f: impl FnOnce(&mut Acquisition, &mut Ctx) -> Result<(), UsageError>,
+    ) -> Result<(), UsageError> {
+        let mut out = Err(UsageError::UnknownLock(id));
+        self.with_task(id, now, |t, cx| {
+            out = match t {
+                Task::Acquisition(a) => f(a, cx),
+                _ => Err(UsageError::Unsupported("not a lock acquisition")),
+            }
+        });
+        out
+    }
+
+    fn ctx_parts(&mut self, now: Timestamp) -> (Ctx<'_>, &mut BTreeMap<LockId, Task>) {
         let (connected, session_id) = match self.conn {
             Conn::Connected(id) => (true, Some(id)),
             Conn::Disconnected(id) => (false, Some(id)),
@@ -357,37 +508,32 @@ impl Session {
             timers: &mut self.timers,
             stats: &mut self.stats,
         };
-        (cx, &mut self.locks)
+        (cx, &mut self.tasks)
     }
 
-    fn with_lock(
-        &mut self,
-        id: LockId,
-        now: Timestamp,
-        f: impl FnOnce(&mut Acquisition, &mut Ctx),
-    ) {
-        let (mut cx, locks) = self.ctx_parts(now);
-        if let Some(a) = locks.get_mut(&id) {
-            f(a, &mut cx);
-            if a.state() == State::Done {
-                locks.remove(&id);
+    fn with_task(&mut self, id: LockId, now: Timestamp, f: impl FnOnce(&mut Task, &mut Ctx)) {
+        let (mut cx, tasks) = self.ctx_parts(now);
+        if let Some(t) = tasks.get_mut(&id) {
+            f(t, &mut cx);
+            if t.is_done() {
+                tasks.remove(&id);
                 cx.timers.cancel_lock(id);
                 cx.requests.forget_lock(id);
             }
         }
     }
 
-    fn for_each_lock(&mut self, now: Timestamp, mut f: impl FnMut(&mut Acquisition, &mut Ctx)) {
-        let (mut cx, locks) = self.ctx_parts(now);
+    fn for_each_task(&mut self, now: Timestamp, mut f: impl FnMut(&mut Task, &mut Ctx)) {
+        let (mut cx, tasks) = self.ctx_parts(now);
         let mut done = Vec::new();
-        for (id, a) in locks.iter_mut() {
-            f(a, &mut cx);
-            if a.state() == State::Done {
+        for (id, t) in tasks.iter_mut() {
+            f(t, &mut cx);
+            if t.is_done() {
                 done.push(*id);
             }
         }
         for id in done {
-            locks.remove(&id);
+            tasks.remove(&id);
             cx.timers.cancel_lock(id);
             cx.requests.forget_lock(id);
         }

@@ -73,6 +73,9 @@ pub struct LockSpec {
     pub(crate) data: Vec<u8>,
     pub(crate) deadline: Option<Timestamp>,
     pub(crate) wait: bool,
+    pub(crate) revocable: bool,
+    pub(crate) detect_crashes: bool,
+    pub(crate) max_hold: Option<Duration>,
 }
 
 impl LockSpec {
@@ -84,6 +87,9 @@ impl LockSpec {
             data: Vec::new(),
             deadline: None,
             wait: true,
+            revocable: false,
+            detect_crashes: false,
+            max_hold: None,
         }
     }
 
@@ -135,6 +141,32 @@ impl LockSpec {
     /// with [`FailReason::WouldBlock`](crate::FailReason::WouldBlock) and its node is removed.
     pub fn try_only(mut self) -> Self {
         self.wait = false;
+        self
+    }
+
+    /// Honours revocation requests (Curator's `__REVOKE__`, the recipe's `unlock`
+    /// written to our node's data): a holder gets
+    /// [`LockEvent::RevocationRequested`](crate::LockEvent::RevocationRequested) and decides;
+    /// a waiter gives up with [`FailReason::Revoked`](crate::FailReason::Revoked).
+    pub fn revocable(mut self) -> Self {
+        self.revocable = true;
+        self
+    }
+
+    /// Crash-detecting critical sections (the Ready-file idea): the grant tells
+    /// whether a previous holder died inside a section
+    /// ([`Grant::previous_holder_crashed`](crate::Grant::previous_holder_crashed)).
+    /// Free on the uncontended path (the pipelined listing shows the marker); one
+    /// extra read on a contended grant. Exclusive recipes only.
+    pub fn detect_crashes(mut self) -> Self {
+        self.detect_crashes = true;
+        self
+    }
+
+    /// A lease: once held for `max_hold`, the lock is reported
+    /// [`Lost(LeaseExpired)`](crate::LostReason::LeaseExpired) and its node deleted.
+    pub fn max_hold(mut self, max_hold: Duration) -> Self {
+        self.max_hold = Some(max_hold);
         self
     }
 

@@ -13,6 +13,8 @@ pub(crate) enum TimerKind {
     Grace,
     /// Retry after an error that left the connection up.
     Retry,
+    /// The maximum hold time of a lease.
+    Lease,
 }
 
 #[derive(Default)]
@@ -35,7 +37,12 @@ impl Timers {
     }
 
     pub(crate) fn cancel_lock(&mut self, lock: LockId) {
-        for kind in [TimerKind::Deadline, TimerKind::Grace, TimerKind::Retry] {
+        for kind in [
+            TimerKind::Deadline,
+            TimerKind::Grace,
+            TimerKind::Retry,
+            TimerKind::Lease,
+        ] {
             self.cancel(lock, kind);
         }
     }

@@ -381,30 +381,3 @@ fn closed_session_ends_everything_and_refuses_new_work() {
     );
     assert!(h.s.is_idle());
 }
-
-#[test]
-fn revocation_request_on_own_node_is_reported_to_the_holder() {
-    let mut h = H::new();
-    let (_, node) = h.held("/v", 0);
-    h.watch(&node, WatchKind::NodeDataChanged);
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::GetData {
-            path: node,
-            watch: true
-        }
-    );
-    let stat = Stat {
-        ephemeral_owner: SID,
-        ..Stat::default()
-    };
-    h.reply(
-        r.id,
-        Ok(Reply::Data {
-            data: b"__REVOKE__".to_vec(),
-            stat,
-        }),
-    );
-    assert_eq!(h.take_events(), vec![LockEvent::RevocationRequested]);
-}

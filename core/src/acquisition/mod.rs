@@ -31,6 +31,12 @@ use crate::time::Timestamp;
 use crate::timers::{TimerKind, Timers};
 use std::collections::{BTreeMap, VecDeque};
 
+mod holder;
+
+/// Name of the crash-detection marker inside a lock directory (a persistent node
+/// that exists while a holder is inside a critical section).
+pub(crate) const SECTION_MARKER: &str = "zkl-section";
+
 /// Data a holder finds in its own node when someone asks it to let go: Curator's
 /// revocation marker and the ZooKeeper recipe's `unlock`.
 const REVOKE_MARKERS: [&[u8]; 2] = [b"__REVOKE__", b"unlock"];
@@ -50,7 +56,7 @@ pub(crate) struct Ctx<'a> {
 impl Ctx<'_> {
     /// Queues a request, or does nothing while disconnected: recovery after the
     /// reconnect re-derives every request from the acquisition's state.
-    fn send(&mut self, lock: LockId, purpose: Purpose, op: Op) -> Option<RequestId> {
+    pub(crate) fn send(&mut self, lock: LockId, purpose: Purpose, op: Op) -> Option<RequestId> {
         if !self.connected {
             return None;
         }
@@ -61,7 +67,7 @@ impl Ctx<'_> {
         Some(id)
     }
 
-    fn emit(&mut self, lock: LockId, event: LockEvent) {
+    pub(crate) fn emit(&mut self, lock: LockId, event: LockEvent) {
         self.out.push_back(Output::Event { lock, event });
     }
 }
@@ -129,6 +135,15 @@ pub(crate) struct Acquisition {
     parent_tries: u32,
     suspended: bool,
     revocation_seen: bool,
+    /// Whether the crash marker exists, when known without asking (from a listing in
+    /// which we could be granted); `None` once we waited, as it may have changed.
+    marker_known: Option<bool>,
+    marker_check: Option<RequestId>,
+    /// Our section marker is set (release deletes it in the same multi).
+    section_open: bool,
+    section_request: Option<RequestId>,
+    /// Fenced writes awaiting a reply: (write id, request).
+    writes: Vec<(u64, RequestId)>,
 }
 
 impl Acquisition {
@@ -155,6 +170,11 @@ impl Acquisition {
             parent_tries: 0,
             suspended: false,
             revocation_seen: false,
+            marker_known: None,
+            marker_check: None,
+            section_open: false,
+            section_request: None,
+            writes: Vec::new(),
         }
     }
 
@@ -175,6 +195,8 @@ impl Acquisition {
         self.own_watch = None;
         self.list = None;
         self.delete = None;
+        self.marker_check = None;
+        self.section_request = None;
         if let Create::InFlight(_) = self.create {
             self.create = Create::Unknown;
         }
@@ -243,8 +265,26 @@ impl Acquisition {
 
     fn send_delete(&mut self, cx: &mut Ctx) {
         let Some(own) = &self.own else { return };
-        let op = delete_op(&own.path);
+        let op = if self.section_open && self.state == State::Releasing {
+            // A clean release closes the section in the same transaction.
+            Op::Multi(vec![
+                crate::proto::MultiOp::Delete {
+                    path: self.marker_path(),
+                    version: None,
+                },
+                crate::proto::MultiOp::Delete {
+                    path: own.path.clone(),
+                    version: None,
+                },
+            ])
+        } else {
+            delete_op(&own.path)
+        };
         self.delete = cx.send(self.id, Purpose::DeleteOwn, op);
+    }
+
+    fn marker_path(&self) -> String {
+        format!("{}/{SECTION_MARKER}", self.spec.path)
     }
 
     /// Dispatches a reply that the request book attributed to us.
@@ -276,6 +316,19 @@ impl Acquisition {
                     self.on_delete(cx, result);
                 }
             }
+            Purpose::MarkerCheck => {
+                if self.marker_check == Some(request) {
+                    self.marker_check = None;
+                    self.on_marker_check(cx, result);
+                }
+            }
+            Purpose::Section { open } => {
+                if self.section_request == Some(request) {
+                    self.section_request = None;
+                    self.on_section_reply(cx, open, result);
+                }
+            }
+            Purpose::FencedWrite { write } => self.on_fenced_reply(cx, request, write, result),
             Purpose::DeleteExtra { path } => match result {
                 Ok(_) | Err(ZkError::NoNode) => {
                     self.extra.retain(|p| *p != path);
@@ -363,7 +416,8 @@ impl Acquisition {
         };
         let mut mine: Vec<(i32, String)> = Vec::new();
         let mut others = Vec::new();
-        for name in &children {
+        let marker_seen = children.iter().any(|c| c == SECTION_MARKER);
+        for name in children.iter().filter(|c| *c != SECTION_MARKER) {
             match parse_name(name) {
                 Some(p) if p.attempt == self.attempt => mine.push((p.seq, name.clone())),
                 Some(p) => others.push((p, name)),
@@ -455,6 +509,8 @@ impl Acquisition {
             .collect();
         lower.sort();
         self.lower = lower;
+        // A grant straight from this listing knows the marker for free.
+        self.marker_known = Some(marker_seen);
         self.evaluate(cx);
     }
 
@@ -471,6 +527,7 @@ impl Acquisition {
         if !self.spec.wait {
             return self.fail(cx, FailReason::WouldBlock);
         }
+        self.marker_known = None;
         let window: Vec<String> = self.lower[self.lower.len() - permits..]
             .iter()
             .map(|(_, n)| n.clone())
@@ -496,12 +553,26 @@ impl Acquisition {
 
     fn grant(&mut self, cx: &mut Ctx) {
         let own = self.own.as_ref().expect("granted without a node");
-        let Some(stat) = own.stat else {
+        let stat = own.stat;
+        let crashed = if self.spec.detect_crashes {
+            self.marker_known
+        } else {
+            Some(false)
+        };
+        let (Some(stat), Some(crashed)) = (stat, crashed) else {
+            self.state = State::Granting;
             // The client library gave no stat on create: the pending getData on our own
             // node brings the token.
-            self.state = State::Granting;
-            if self.own_watch.is_none() {
+            if stat.is_none() && self.own_watch.is_none() {
                 self.send_own_data(cx);
+            }
+            // We waited: whether the previous holder closed its section is unknown.
+            if crashed.is_none() && self.marker_check.is_none() {
+                let op = Op::GetData {
+                    path: self.marker_path(),
+                    watch: false,
+                };
+                self.marker_check = cx.send(self.id, Purpose::MarkerCheck, op);
             }
             return;
         };
@@ -510,9 +581,13 @@ impl Acquisition {
             token: FencingToken(stat.czxid),
             sequence: own.seq,
             session_id: cx.session_id.unwrap_or_default(),
+            previous_holder_crashed: crashed,
         };
         self.state = State::Held;
         cx.timers.cancel(self.id, TimerKind::Deadline);
+        if let Some(max_hold) = self.spec.max_hold {
+            cx.timers.set(self.id, TimerKind::Lease, cx.now + max_hold);
+        }
         cx.stats.acquired += 1;
         cx.emit(self.id, LockEvent::Acquired(grant));
     }
@@ -565,10 +640,16 @@ impl Acquisition {
                     }
                     _ => {}
                 }
-                let revoke = REVOKE_MARKERS.contains(&data.as_slice());
-                if revoke && self.state == State::Held && !self.revocation_seen {
-                    self.revocation_seen = true;
-                    cx.emit(self.id, LockEvent::RevocationRequested);
+                let revoke = self.spec.revocable && REVOKE_MARKERS.contains(&data.as_slice());
+                if revoke {
+                    match self.state {
+                        State::Held if !self.revocation_seen => {
+                            self.revocation_seen = true;
+                            cx.emit(self.id, LockEvent::RevocationRequested);
+                        }
+                        State::Waiting | State::Granting => self.fail(cx, FailReason::Revoked),
+                        _ => {}
+                    }
                 }
             }
             Ok(_) => {}
@@ -639,6 +720,17 @@ impl Acquisition {
     }
 
     fn on_delete(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
+        if let Err(ZkError::MultiFailed { index, error }) = &result {
+            if **error == ZkError::NoNode && *index == 0 {
+                // Our section marker is already gone: delete the node alone.
+                self.section_open = false;
+                return self.send_delete(cx);
+            }
+        }
+        let result = match result {
+            Err(ZkError::MultiFailed { error, .. }) => Err(*error),
+            other => other,
+        };
         match result {
             Ok(_) | Err(ZkError::NoNode) => {
                 self.own = None;
@@ -682,6 +774,7 @@ impl Acquisition {
         if matches!(self.state, State::Cleanup | State::Done) {
             return;
         }
+        self.abandon_writes(cx, &event);
         cx.emit(self.id, event);
         cx.timers.cancel_lock(self.id);
         self.state = State::Cleanup;
@@ -734,6 +827,11 @@ impl Acquisition {
                     self.recover(cx);
                 }
             }
+            TimerKind::Lease => {
+                if self.state == State::Held {
+                    self.terminal(cx, LockEvent::Lost(LostReason::LeaseExpired));
+                }
+            }
         }
     }
 
@@ -747,6 +845,9 @@ impl Acquisition {
         self.delete = None;
         self.own_watch = None;
         self.watched.clear();
+        self.marker_check = None;
+        self.section_request = None;
+        self.writes_unknown(cx);
         if self.state == State::Held && !self.suspended {
             self.suspended = true;
             cx.timers

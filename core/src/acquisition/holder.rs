@@ -1,0 +1,215 @@
+//! What a holder can do besides releasing: critical sections that a successor can
+//! tell were interrupted (the Ready-file idea), and writes fenced by a `check` on the
+//! lock node.
+
+use super::{Acquisition, Ctx, State, SECTION_MARKER};
+use crate::event::{FencedError, LockEvent, UsageError};
+use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, ZkError};
+use crate::requests::Purpose;
+
+impl Acquisition {
+    /// The reply to the crash-marker check of a contended grant.
+    pub(super) fn on_marker_check(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
+        if self.state != State::Granting {
+            return;
+        }
+        match result {
+            Ok(_) => self.marker_known = Some(true),
+            Err(ZkError::NoNode) => self.marker_known = Some(false),
+            Err(e) => return self.trouble(cx, e),
+        }
+        self.state = State::Waiting;
+        self.grant(cx);
+    }
+
+    fn own_path(&self) -> Result<String, UsageError> {
+        match (&self.own, self.state) {
+            (Some(own), State::Held) if !self.suspended => Ok(own.path.clone()),
+            _ => Err(UsageError::NotHeld(self.id)),
+        }
+    }
+
+    /// Marks a critical section as in progress, fenced by our node: if we no longer
+    /// hold the lock, nothing is written.
+    pub(crate) fn open_section(&mut self, cx: &mut Ctx) -> Result<(), UsageError> {
+        let own = self.own_path()?;
+        if !self.spec.detect_crashes {
+            return Err(UsageError::Unsupported(
+                "sections need LockSpec::detect_crashes",
+            ));
+        }
+        self.send_section(cx, true, own, false);
+        Ok(())
+    }
+
+    /// Closes the critical section (the work is consistent again).
+    pub(crate) fn close_section(&mut self, cx: &mut Ctx) -> Result<(), UsageError> {
+        let own = self.own_path()?;
+        if !self.spec.detect_crashes {
+            return Err(UsageError::Unsupported(
+                "sections need LockSpec::detect_crashes",
+            ));
+        }
+        self.send_section(cx, false, own, false);
+        Ok(())
+    }
+
+    /// `overwrite`: the marker of a crashed holder exists; take it over.
+    fn send_section(&mut self, cx: &mut Ctx, open: bool, own: String, overwrite: bool) {
+        let marker = format!("{}/{SECTION_MARKER}", self.spec.path);
+        let data = own
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .as_bytes()
+            .to_vec();
+        let op = match (open, overwrite) {
+            (true, false) => MultiOp::Create {
+                path: marker,
+                data,
+                mode: CreateMode::Persistent,
+            },
+            (true, true) => MultiOp::SetData {
+                path: marker,
+                data,
+                version: None,
+            },
+            (false, _) => MultiOp::Delete {
+                path: marker,
+                version: None,
+            },
+        };
+        let check = MultiOp::Check {
+            path: own,
+            version: None,
+        };
+        self.section_request = cx.send(
+            self.id,
+            Purpose::Section { open },
+            Op::Multi(vec![check, op]),
+        );
+    }
+
+    pub(super) fn on_section_reply(
+        &mut self,
+        cx: &mut Ctx,
+        open: bool,
+        result: Result<Reply, ZkError>,
+    ) {
+        if self.state != State::Held {
+            return;
+        }
+        match result {
+            Ok(_) => {
+                self.section_open = open;
+                let event = if open {
+                    LockEvent::SectionOpened
+                } else {
+                    LockEvent::SectionClosed
+                };
+                cx.emit(self.id, event);
+            }
+            Err(ZkError::MultiFailed { index: 0, .. }) => {
+                // The check on our node failed: the lock is gone.
+                self.own_gone(cx, crate::event::LostReason::NodeDeleted)
+            }
+            Err(ZkError::MultiFailed { index: 1, error }) => match (*error, open) {
+                (ZkError::NodeExists, true) => {
+                    if let Ok(own) = self.own_path() {
+                        self.send_section(cx, true, own, true)
+                    }
+                }
+                (ZkError::NoNode, false) => {
+                    self.section_open = false;
+                    cx.emit(self.id, LockEvent::SectionClosed);
+                }
+                (ZkError::NoNode, true) => {
+                    // The marker vanished between our create and set: create it.
+                    if let Ok(own) = self.own_path() {
+                        self.send_section(cx, true, own, false)
+                    }
+                }
+                (e, _) => self.trouble(cx, e),
+            },
+            Err(e) => self.trouble(cx, e),
+        }
+    }
+
+    /// Applies `ops` atomically, only while our node exists.
+    pub(crate) fn fenced_write(
+        &mut self,
+        cx: &mut Ctx,
+        write: u64,
+        ops: Vec<MultiOp>,
+    ) -> Result<(), UsageError> {
+        let own = self.own_path()?;
+        if !cx.connected {
+            return Err(UsageError::NotHeld(self.id));
+        }
+        let mut all = Vec::with_capacity(ops.len() + 1);
+        all.push(MultiOp::Check {
+            path: own,
+            version: None,
+        });
+        all.extend(ops);
+        if let Some(request) = cx.send(self.id, Purpose::FencedWrite { write }, Op::Multi(all)) {
+            self.writes.push((write, request));
+        }
+        Ok(())
+    }
+
+    pub(super) fn on_fenced_reply(
+        &mut self,
+        cx: &mut Ctx,
+        request: RequestId,
+        write: u64,
+        result: Result<Reply, ZkError>,
+    ) {
+        let Some(pos) = self.writes.iter().position(|w| *w == (write, request)) else {
+            return;
+        };
+        self.writes.remove(pos);
+        let result = match result {
+            Ok(Reply::Multi(mut results)) => {
+                if !results.is_empty() {
+                    results.remove(0);
+                }
+                Ok(results)
+            }
+            Ok(other) => Err(FencedError::Unknown(ZkError::Other(format!(
+                "unexpected reply {other:?}"
+            )))),
+            Err(ZkError::MultiFailed { index: 0, .. }) => Err(FencedError::NotHeld),
+            Err(ZkError::MultiFailed { index, error }) => Err(FencedError::Write {
+                index: index as usize - 1,
+                error: *error,
+            }),
+            Err(e) => Err(FencedError::Unknown(e)),
+        };
+        let lost = matches!(result, Err(FencedError::NotHeld));
+        cx.emit(self.id, LockEvent::FencedWrite { write, result });
+        if lost {
+            self.own_gone(cx, crate::event::LostReason::NodeDeleted);
+        }
+    }
+
+    /// Before a terminal event: pending writes end first, so nothing follows it.
+    pub(super) fn abandon_writes(&mut self, cx: &mut Ctx, terminal: &LockEvent) {
+        for (write, request) in std::mem::take(&mut self.writes) {
+            cx.requests.take(request);
+            let result = match terminal {
+                LockEvent::Released => Err(FencedError::Unknown(ZkError::ConnectionLoss)),
+                _ => Err(FencedError::Unknown(ZkError::SessionExpired)),
+            };
+            cx.emit(self.id, LockEvent::FencedWrite { write, result });
+        }
+    }
+
+    /// The connection dropped with writes in flight: their outcome is unknown.
+    pub(super) fn writes_unknown(&mut self, cx: &mut Ctx) {
+        for (write, _) in std::mem::take(&mut self.writes) {
+            let result = Err(FencedError::Unknown(ZkError::ConnectionLoss));
+            cx.emit(self.id, LockEvent::FencedWrite { write, result });
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! Election observers: follow who leads an election without taking part.
+//!
+//! An observer lists the election directory, reads the lowest participant's data
+//! (its id) with a watch, and re-lists when that node goes. Observers are woken by
+//! leader changes only, never by participants joining or leaving behind the leader;
+//! a child watch is used only while nobody participates.
+
+use crate::acquisition::Ctx;
+use crate::event::{FailReason, FencingToken, Leader, LockEvent, LockId};
+use crate::names::{parse_name, relative_sequence};
+use crate::path::split_parent;
+use crate::proto::{Op, Reply, RequestId, WatchKind, ZkError};
+use crate::requests::Purpose;
+use crate::timers::TimerKind;
+
+pub(crate) struct Observer {
+    id: LockId,
+    path: String,
+    list: Option<RequestId>,
+    read: Option<RequestId>,
+    /// The leader node whose data we watch.
+    watching: Option<String>,
+    /// What we last reported, if anything.
+    reported: Option<Option<Leader>>,
+    participants: usize,
+    pub(crate) done: bool,
+}
+
+impl Observer {
+    pub(crate) fn new(id: LockId, path: String) -> Self {
+        Observer {
+            id,
+            path,
+            list: None,
+            read: None,
+            watching: None,
+            reported: None,
+            participants: 0,
+            done: false,
+        }
+    }
+
+    pub(crate) fn recover(&mut self, cx: &mut Ctx) {
+        cx.requests.forget_lock(self.id);
+        self.read = None;
+        self.watching = None;
+        self.send_list(cx, false);
+    }
+
+    fn send_list(&mut self, cx: &mut Ctx, watch: bool) {
+        let path = self.path.clone();
+        let op = if watch {
+            Op::WatchChildren { path }
+        } else {
+            Op::GetChildren { path }
+        };
+        self.list = cx.send(self.id, Purpose::List, op);
+    }
+
+    pub(crate) fn on_reply(
+        &mut self,
+        cx: &mut Ctx,
+        request: RequestId,
+        purpose: Purpose,
+        result: Result<Reply, ZkError>,
+    ) {
+        match purpose {
+            Purpose::List if self.list == Some(request) => {
+                self.list = None;
+                self.on_list(cx, request, result)
+            }
+            Purpose::WatchPeer { name } if self.read == Some(request) => {
+                self.read = None;
+                self.on_leader_data(cx, name, result)
+            }
+            _ => {}
+        }
+    }
+
+    fn on_list(&mut self, cx: &mut Ctx, _request: RequestId, result: Result<Reply, ZkError>) {
+        let children = match result {
+            Ok(Reply::Children(c)) => c,
+            Ok(_) => return,
+            // No directory yet: nothing can be watched there; look again later.
+            Err(ZkError::NoNode) => {
+                self.report(cx, None);
+                return cx
+                    .timers
+                    .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval);
+            }
+            Err(_) => {
+                return cx
+                    .timers
+                    .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval)
+            }
+        };
+        let mut parts: Vec<(i32, String)> = children
+            .iter()
+            .filter_map(|n| {
+                parse_name(n)
+                    .filter(|p| p.kind.is_exclusive())
+                    .map(|p| (p.seq, n.clone()))
+            })
+            .collect();
+        self.participants = parts.len();
+        let Some(reference) = parts.first().map(|(s, _)| *s) else {
+            self.report(cx, None);
+            // Nobody participates: a child watch tells us when someone joins (the
+            // watched listing itself may already show them).
+            if self.watching.is_none() {
+                self.watching = Some(String::new());
+                self.send_list(cx, true);
+            }
+            return;
+        };
+        parts.sort_by_key(|(s, _)| relative_sequence(*s, reference));
+        let leader = format!("{}/{}", self.path, parts[0].1);
+        if self.watching.as_deref() == Some(leader.as_str()) && self.read.is_none() {
+            // Same leader, still watched: only the count may have changed.
+            return;
+        }
+        self.watching = Some(leader.clone());
+        let op = Op::GetData {
+            path: leader,
+            watch: true,
+        };
+        self.read = cx.send(
+            self.id,
+            Purpose::WatchPeer {
+                name: parts[0].1.clone(),
+            },
+            op,
+        );
+    }
+
+    fn on_leader_data(&mut self, cx: &mut Ctx, name: String, result: Result<Reply, ZkError>) {
+        match result {
+            Ok(Reply::Data { data, stat }) => {
+                let leader = Leader {
+                    path: format!("{}/{}", self.path, name),
+                    id: data,
+                    token: FencingToken(stat.czxid),
+                };
+                self.report(cx, Some(leader));
+            }
+            Ok(_) => {}
+            Err(ZkError::NoNode) => {
+                self.watching = None;
+                self.send_list(cx, false);
+            }
+            Err(_) => cx
+                .timers
+                .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval),
+        }
+    }
+
+    fn report(&mut self, cx: &mut Ctx, leader: Option<Leader>) {
+        if self.reported.as_ref() == Some(&leader) {
+            return;
+        }
+        self.reported = Some(leader.clone());
+        let participants = self.participants;
+        cx.emit(
+            self.id,
+            LockEvent::LeaderChanged {
+                leader,
+                participants,
+            },
+        );
+    }
+
+    pub(crate) fn on_watch(&mut self, cx: &mut Ctx, path: &str, kind: WatchKind) {
+        match (self.watching.as_deref(), kind) {
+            (Some(w), WatchKind::NodeDeleted) if w == path => {
+                self.watching = None;
+                self.send_list(cx, false);
+            }
+            (Some(w), WatchKind::NodeDataChanged) if w == path => {
+                let op = Op::GetData {
+                    path: w.to_owned(),
+                    watch: true,
+                };
+                let name = split_parent(w).1.to_owned();
+                self.read = cx.send(self.id, Purpose::WatchPeer { name }, op);
+            }
+            (Some(""), WatchKind::NodeChildrenChanged | WatchKind::NodeDeleted)
+                if path == self.path =>
+            {
+                self.watching = None;
+                self.send_list(cx, false);
+            }
+            _ => {}
+        }
+    }
+
+    pub(crate) fn on_timer(&mut self, cx: &mut Ctx, kind: TimerKind) {
+        if kind == TimerKind::Retry && cx.connected {
+            self.recover(cx);
+        }
+    }
+
+    pub(crate) fn stop(&mut self, cx: &mut Ctx, reason: FailReason) {
+        if !self.done {
+            self.done = true;
+            cx.emit(self.id, LockEvent::Failed(reason));
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! Revocation requests: ask holders (or a waiter) to let go by writing Curator's
+//! `__REVOKE__` marker into their node's data. Revocable locks watch their own node
+//! and react; the others ignore it.
+
+use crate::acquisition::Ctx;
+use crate::event::{FailReason, LockEvent, LockId};
+use crate::names::{parse_name, relative_sequence, NodeKind};
+use crate::path::split_parent;
+use crate::proto::{Op, Reply, RequestId, ZkError};
+use crate::requests::Purpose;
+use crate::timers::TimerKind;
+
+/// Curator's revocation marker.
+pub(crate) const REVOKE: &[u8] = b"__REVOKE__";
+
+pub(crate) struct Revoke {
+    id: LockId,
+    /// A lock directory (revoke its current holders) or one participant node.
+    target: String,
+    target_is_node: bool,
+    pending: Vec<(RequestId, String)>,
+    list: Option<RequestId>,
+    revoked: Vec<String>,
+    pub(crate) done: bool,
+}
+
+impl Revoke {
+    pub(crate) fn new(id: LockId, target: String) -> Self {
+        let target_is_node = parse_name(split_parent(&target).1).is_some();
+        Revoke {
+            id,
+            target,
+            target_is_node,
+            pending: Vec::new(),
+            list: None,
+            revoked: Vec::new(),
+            done: false,
+        }
+    }
+
+    pub(crate) fn recover(&mut self, cx: &mut Ctx) {
+        cx.requests.forget_lock(self.id);
+        self.pending.clear();
+        self.revoked.clear();
+        if self.target_is_node {
+            let t = self.target.clone();
+            self.send_set(cx, t);
+        } else {
+            let op = Op::GetChildren {
+                path: self.target.clone(),
+            };
+            self.list = cx.send(self.id, Purpose::List, op);
+        }
+    }
+
+    fn send_set(&mut self, cx: &mut Ctx, path: String) {
+        let op = Op::SetData {
+            path: path.clone(),
+            data: REVOKE.to_vec(),
+            version: None,
+        };
+        if let Some(r) = cx.send(self.id, Purpose::WatchPeer { name: path.clone() }, op) {
+            self.pending.push((r, path));
+        }
+    }
+
+    pub(crate) fn on_reply(
+        &mut self,
+        cx: &mut Ctx,
+        request: RequestId,
+        purpose: Purpose,
+        result: Result<Reply, ZkError>,
+    ) {
+        match purpose {
+            Purpose::List if self.list == Some(request) => {
+                self.list = None;
+                match result {
+                    Ok(Reply::Children(children)) => {
+                        for name in current_holders(&children) {
+                            let path = format!("{}/{}", self.target, name);
+                            self.send_set(cx, path);
+                        }
+                    }
+                    Ok(_) | Err(ZkError::NoNode) => {}
+                    Err(e) => return self.trouble(cx, e),
+                }
+            }
+            Purpose::WatchPeer { .. } => {
+                let Some(pos) = self.pending.iter().position(|(r, _)| *r == request) else {
+                    return;
+                };
+                let (_, path) = self.pending.remove(pos);
+                match result {
+                    Ok(_) => self.revoked.push(path),
+                    Err(ZkError::NoNode) => {}
+                    Err(e) => return self.trouble(cx, e),
+                }
+            }
+            _ => return,
+        }
+        if self.pending.is_empty() && self.list.is_none() && !self.done {
+            self.done = true;
+            let nodes = std::mem::take(&mut self.revoked);
+            cx.emit(self.id, LockEvent::RevocationSent { nodes });
+        }
+    }
+
+    fn trouble(&mut self, cx: &mut Ctx, e: ZkError) {
+        if e.is_connection_loss() {
+            cx.timers
+                .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval);
+        } else {
+            self.stop(cx, FailReason::Zk(e));
+        }
+    }
+
+    pub(crate) fn on_timer(&mut self, cx: &mut Ctx, kind: TimerKind) {
+        if kind == TimerKind::Retry && cx.connected {
+            self.recover(cx);
+        }
+    }
+
+    pub(crate) fn stop(&mut self, cx: &mut Ctx, reason: FailReason) {
+        if !self.done {
+            self.done = true;
+            cx.emit(self.id, LockEvent::Failed(reason));
+        }
+    }
+}
+
+/// The participants holding the lock now, from a listing: the lowest one, and if it
+/// is a reader, every reader before the first exclusive participant.
+pub(crate) fn current_holders(children: &[String]) -> Vec<String> {
+    let mut parts: Vec<_> = children
+        .iter()
+        .filter_map(|n| parse_name(n).map(|p| (p, n.clone())))
+        .collect();
+    let Some(reference) = parts.first().map(|(p, _)| p.seq) else {
+        return Vec::new();
+    };
+    parts.sort_by_key(|(p, _)| relative_sequence(p.seq, reference));
+    match parts[0].0.kind {
+        NodeKind::Read => parts
+            .iter()
+            .take_while(|(p, _)| p.kind == NodeKind::Read)
+            .map(|(_, n)| n.clone())
+            .collect(),
+        _ => vec![parts[0].1.clone()],
+    }
+}

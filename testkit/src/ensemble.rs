@@ -1,0 +1,279 @@
+//! A ZooKeeper ensemble on loopback.
+
+use std::fmt::Write as _;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::fourlw::Mode;
+use crate::server::{Prepare, Probe, Role, ZkServer, ZkServerBuilder, POLL, START_ATTEMPTS};
+use crate::util::{reserve_port, TempDir};
+
+const LOG_TAIL_LINES: usize = 12;
+
+/// A ZooKeeper ensemble of real servers (`QuorumPeerMain` JVMs) on
+/// `127.0.0.1`, each with its own client, quorum and election port.
+///
+/// [`ZkEnsemble::start`] returns once every member serves and exactly one is
+/// the leader. Members are indexed from 0 (member `i` has `myid` `i + 1`).
+/// Each member is a [`ZkServer`] (see [`members`](Self::members)), so all its
+/// methods work on members too; the `stop`/`kill`/... methods here are
+/// shorthands that check the index. Dropping the ensemble kills every member
+/// and removes the directory.
+#[derive(Debug)]
+pub struct ZkEnsemble {
+    members: Vec<ZkServer>,
+    // Dropped after the members.
+    root: TempDir,
+}
+
+impl ZkEnsemble {
+    /// Starts an ensemble of `size` members with default settings (use
+    /// [`ZkServer::builder`]`.start_ensemble(size)` to change them) and waits
+    /// until it is ready. `size` 3 is the usual choice; 1 gives a single
+    /// quorum peer (not a standalone server).
+    pub fn start(size: usize) -> Result<ZkEnsemble> {
+        ZkServerBuilder::default().start_ensemble(size)
+    }
+
+    /// A builder to change the settings; finish with
+    /// [`start_ensemble`](ZkServerBuilder::start_ensemble).
+    pub fn builder() -> ZkServerBuilder {
+        ZkServerBuilder::default()
+    }
+
+    pub(crate) fn start_with(builder: ZkServerBuilder, size: usize) -> Result<ZkEnsemble> {
+        if size == 0 {
+            return Err(Error::InvalidConfig(
+                "an ensemble needs at least 1 member".into(),
+            ));
+        }
+        builder.validate()?;
+        let install = builder.resolve_install()?;
+        let timeout = builder.ensemble_startup_timeout();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let root = TempDir::new("zk-testkit-ensemble")
+                .map_err(|e| Error::io("creating a temporary directory", e))?;
+            let mut ports = Vec::with_capacity(size);
+            for _ in 0..size {
+                ports.push([reserve_port()?, reserve_port()?, reserve_port()?]);
+            }
+            let servers: Vec<(u16, u16)> = ports
+                .iter()
+                .map(|[_, quorum, election]| (quorum.port(), election.port()))
+                .collect();
+            let mut members = Vec::with_capacity(size);
+            for (i, member_ports) in ports.into_iter().enumerate() {
+                let member = ZkServer::prepare(Prepare {
+                    builder: &builder,
+                    install: &install,
+                    role: Role::Member {
+                        id: i + 1,
+                        servers: servers.clone(),
+                    },
+                    dir: root.path().join(format!("member-{}", i + 1)),
+                    client_port: member_ports[0].port(),
+                    cleanup: root.path().to_path_buf(),
+                    startup_timeout: timeout,
+                })?;
+                members.push(member.with_ports(member_ports.into()));
+            }
+            let spawned = members.iter().try_for_each(ZkServer::spawn);
+            let ensemble = ZkEnsemble { members, root };
+            match spawned.and_then(|()| ensemble.wait_ready_strict(timeout, true).map(drop)) {
+                Ok(()) => return Ok(ensemble),
+                Err(_)
+                    if attempt < START_ATTEMPTS
+                        && ensemble.members.iter().any(ZkServer::lost_port_race) => {}
+                Err(e) => {
+                    let ZkEnsemble { members, mut root } = ensemble;
+                    drop(members);
+                    root.keep();
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// The connect string listing every member,
+    /// `"127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"`.
+    pub fn connect_string(&self) -> String {
+        self.members
+            .iter()
+            .map(ZkServer::connect_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The members, in `myid` order.
+    pub fn members(&self) -> &[ZkServer] {
+        &self.members
+    }
+
+    /// Member `index`, or [`Error::NoSuchMember`].
+    pub fn member(&self, index: usize) -> Result<&ZkServer> {
+        self.members.get(index).ok_or(Error::NoSuchMember {
+            index,
+            len: self.members.len(),
+        })
+    }
+
+    /// Asks every running member (`srvr`) and returns the index of the one
+    /// that reports `leader`, if exactly one does.
+    pub fn leader_index(&self) -> Option<usize> {
+        let leaders: Vec<usize> = self
+            .members
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.is_running())
+            .filter(|(_, m)| m.srvr().is_ok_and(|s| s.mode == Mode::Leader))
+            .map(|(i, _)| i)
+            .collect();
+        match leaders.as_slice() {
+            [leader] => Some(*leader),
+            _ => None,
+        }
+    }
+
+    /// Waits until exactly one running member reports `leader`, and returns
+    /// its index. The leader only says so once it has a quorum.
+    pub fn wait_for_leader(&self, timeout: Duration) -> Result<usize> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(leader) = self.leader_index() {
+                return Ok(leader);
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::NoLeader {
+                    timeout,
+                    detail: self.describe(),
+                });
+            }
+            thread::sleep(POLL);
+        }
+    }
+
+    /// Waits until every running member serves (leader or follower) and
+    /// exactly one is the leader; returns the leader's index. Members that
+    /// were stopped or killed are not waited for.
+    pub fn wait_ready(&self, timeout: Duration) -> Result<usize> {
+        self.wait_ready_strict(timeout, false)
+    }
+
+    fn wait_ready_strict(&self, timeout: Duration, starting: bool) -> Result<usize> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mut leaders = Vec::new();
+            let mut all_serving = true;
+            for (i, member) in self.members.iter().enumerate() {
+                match member.probe() {
+                    Probe::Down => {}
+                    Probe::Crashed(status) => {
+                        return Err(Error::Exited {
+                            server: member.name().to_string(),
+                            status,
+                            log: member.log_path().to_path_buf(),
+                            log_tail: member.log_tail(30),
+                        })
+                    }
+                    Probe::Running => match member.srvr() {
+                        Ok(status) if status.mode == Mode::Leader => leaders.push(i),
+                        Ok(status) if status.mode.is_serving() => {}
+                        _ => all_serving = false,
+                    },
+                }
+            }
+            if all_serving && leaders.len() == 1 {
+                return Ok(leaders[0]);
+            }
+            if Instant::now() >= deadline {
+                let what = if starting {
+                    format!("ZooKeeper ensemble of {}", self.members.len())
+                } else {
+                    "ZooKeeper ensemble".to_string()
+                };
+                return Err(Error::StartTimeout {
+                    what,
+                    timeout,
+                    detail: self.describe(),
+                });
+            }
+            thread::sleep(POLL);
+        }
+    }
+
+    /// One line per member with its state, plus log tails of members that do
+    /// not serve.
+    fn describe(&self) -> String {
+        let mut out = String::new();
+        for member in &self.members {
+            let _ = write!(out, "\n  {}: ", member.name());
+            let serving = match member.probe() {
+                Probe::Down => {
+                    out.push_str("stopped");
+                    true
+                }
+                Probe::Crashed(status) => {
+                    let _ = write!(out, "exited ({status})");
+                    false
+                }
+                Probe::Running => match member.srvr() {
+                    Ok(status) => {
+                        let _ = write!(out, "{:?}", status.mode);
+                        status.mode.is_serving()
+                    }
+                    Err(e) => {
+                        let _ = write!(out, "{e}");
+                        false
+                    }
+                },
+            };
+            if !serving {
+                let _ = write!(
+                    out,
+                    "\n    log {}:\n    {}",
+                    member.log_path().display(),
+                    member.log_tail(LOG_TAIL_LINES).replace('\n', "\n    ")
+                );
+            }
+        }
+        out
+    }
+
+    /// Stops member `index` gracefully (see [`ZkServer::stop`]).
+    pub fn stop(&self, index: usize) -> Result<()> {
+        self.member(index)?.stop();
+        Ok(())
+    }
+
+    /// Kills member `index` with SIGKILL (see [`ZkServer::kill`]).
+    pub fn kill(&self, index: usize) -> Result<()> {
+        self.member(index)?.kill();
+        Ok(())
+    }
+
+    /// Restarts member `index` on the same ports and data, and waits until it
+    /// has rejoined a quorum (see [`ZkServer::restart`]). Fails with a
+    /// timeout if no quorum can form (e.g. the majority is down).
+    pub fn restart(&self, index: usize) -> Result<()> {
+        self.member(index)?.restart()
+    }
+
+    /// Freezes member `index` (see [`ZkServer::pause`]). A paused leader is
+    /// abandoned by its followers after `syncLimit` ticks (3 s by default).
+    pub fn pause(&self, index: usize) -> Result<()> {
+        self.member(index)?.pause()
+    }
+
+    /// Resumes member `index` (see [`ZkServer::resume`]).
+    pub fn resume(&self, index: usize) -> Result<()> {
+        self.member(index)?.resume()
+    }
+
+    /// The directory holding every member's directory.
+    pub fn root_dir(&self) -> &std::path::Path {
+        self.root.path()
+    }
+}

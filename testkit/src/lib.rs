@@ -1,0 +1,89 @@
+//! Real Apache ZooKeeper for zklock's tests: standalone servers and ensembles
+//! on loopback, plus a TCP proxy that injects connection loss and network
+//! partitions.
+//!
+//! Dev-only; the API is synchronous (plain `std`, no async runtime), so it
+//! works in blocking tests and in `#[tokio::test]`, async-std or smol tests
+//! alike. (Calls that wait, such as `start`, `restart` or
+//! `wait_for_leader`, block the calling thread for up to a few seconds; in
+//! async tests that is usually fine, or use your runtime's `spawn_blocking`.)
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use lock_testkit::{FaultProxy, Mode, ZkEnsemble, ZkServer};
+//!
+//! # fn main() -> lock_testkit::Result<()> {
+//! let server = ZkServer::start()?;                    // 127.0.0.1:<free port>, temp dir
+//! let _connect = server.connect_string();             // "127.0.0.1:40123"
+//! assert_eq!(server.srvr()?.mode, Mode::Standalone);
+//! let _packets = server.mntr()?.get_u64("zk_packets_received");
+//!
+//! let proxy = FaultProxy::start(server.addr())?;      // clients use proxy.connect_string()
+//! proxy.cut();                                        // connection loss
+//! proxy.blackhole();                                  // partition (session expiry if long)
+//! proxy.heal();
+//!
+//! server.kill();                                      // crash; restart() keeps port and data
+//! server.restart()?;
+//!
+//! let ensemble = ZkEnsemble::start(3)?;
+//! let leader = ensemble.wait_for_leader(Duration::from_secs(10))?;
+//! ensemble.kill(leader)?;
+//! let _new_leader = ensemble.wait_for_leader(Duration::from_secs(10))?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Finding ZooKeeper
+//!
+//! See [`ZkInstall`]: `ZOOKEEPER_CLASSPATH`, then `ZOOKEEPER_HOME`, then
+//! Debian's `zookeeper` package (`/usr/share/java`). If none is there, every
+//! start fails with [`Error::NotInstalled`], whose message names the fix
+//! (`scripts/install-zookeeper.sh`). Tests fail; they are never skipped.
+//!
+//! # No stray JVMs
+//!
+//! Dropping a [`ZkServer`] or [`ZkEnsemble`] kills its JVMs and removes their
+//! directories. Beyond that, each JVM is started through a small `/bin/sh`
+//! watchdog that holds the read end of a pipe whose write end only the test
+//! process has. When the test process dies in any way (SIGKILL, abort, exit
+//! without destructors, e.g. with a server in a `static`), the pipe reports
+//! end-of-file and the watchdog SIGKILLs the JVM and removes its temporary
+//! directory. This is tied to the process, not to a thread (unlike
+//! `PR_SET_PDEATHSIG`), and needs no `unsafe`.
+//!
+//! Set `ZK_TESTKIT_KEEP_DIRS=1` to keep all server directories (with their
+//! `zoo.cfg` and `zookeeper.log`) for inspection. The directory of a server
+//! that failed to start is always kept, and its log tail is in the error.
+
+#![deny(missing_docs)]
+#![warn(rust_2018_idioms)]
+
+mod ensemble;
+mod error;
+mod fourlw;
+mod install;
+mod process;
+mod proxy;
+mod server;
+mod util;
+
+pub use ensemble::ZkEnsemble;
+pub use error::{Error, Result};
+pub use fourlw::{four_letter_word, Metrics, Mode, ServerStatus};
+pub use install::{InstallSource, ZkInstall, SYSTEM_JAR_DIR};
+pub use proxy::{FaultProxy, ProxyMode};
+pub use server::{ZkServer, ZkServerBuilder};
+
+#[cfg(test)]
+mod tests {
+    fn send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn handles_can_be_shared_across_threads() {
+        send_sync::<crate::ZkServer>();
+        send_sync::<crate::ZkEnsemble>();
+        send_sync::<crate::FaultProxy>();
+        send_sync::<crate::Error>();
+    }
+}

@@ -1,0 +1,441 @@
+//! A TCP proxy that can cut or blackhole the connections through it.
+
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::util::lock;
+
+const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+const BUFFER: usize = 16 * 1024;
+
+/// What a [`FaultProxy`] does with traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProxyMode {
+    /// Bytes flow both ways.
+    Forward,
+    /// Nothing flows, in either direction, on any connection; see
+    /// [`FaultProxy::blackhole`].
+    Blackhole,
+}
+
+/// A TCP proxy on `127.0.0.1:<free port>` in front of one upstream address
+/// (typically a [`ZkServer`](crate::ZkServer)), for injecting network faults
+/// between a client and ZooKeeper.
+///
+/// Point the client at [`connect_string`](Self::connect_string) instead of the
+/// server's. Each accepted connection gets its own upstream connection and two
+/// threads, one per direction. Then:
+///
+/// * [`cut`](Self::cut) closes every current connection, both sides, at once
+///   (the client sees end-of-file, the server a closed connection); new
+///   connections are accepted and forwarded as usual. For a ZooKeeper client
+///   this is a connection loss that it recovers from by reconnecting
+///   (through the proxy) within its session.
+/// * [`blackhole`](Self::blackhole) keeps every socket open but forwards
+///   nothing, in either direction, not even a close; new connections are
+///   accepted, but not connected upstream until healed. Held long enough this
+///   expires the client's session on the server.
+/// * [`heal`](Self::heal) resumes forwarding.
+///
+/// Dropping the proxy closes every connection and joins its threads.
+#[derive(Debug)]
+pub struct FaultProxy {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    upstream: SocketAddr,
+    state: Mutex<State>,
+    changed: Condvar,
+    accepted: AtomicU64,
+}
+
+#[derive(Debug)]
+struct State {
+    mode: ProxyMode,
+    stopped: bool,
+    next_id: u64,
+    conns: HashMap<u64, Conn>,
+    threads: Vec<JoinHandle<()>>,
+    /// Writes in progress (so that `blackhole()` can wait for them).
+    in_flight: usize,
+}
+
+#[derive(Debug)]
+struct Conn {
+    client: TcpStream,
+    upstream: Option<TcpStream>,
+    /// Running pump threads; the connection is forgotten when it reaches 0.
+    pumps: usize,
+}
+
+impl Conn {
+    fn shutdown(&self) {
+        let _ = self.client.shutdown(Shutdown::Both);
+        if let Some(upstream) = &self.upstream {
+            let _ = upstream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+impl FaultProxy {
+    /// Starts a proxy to `upstream`, in [`ProxyMode::Forward`].
+    pub fn start(upstream: SocketAddr) -> Result<FaultProxy> {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .map_err(|e| Error::io("binding the fault proxy to 127.0.0.1:0", e))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| Error::io("reading the fault proxy's address", e))?;
+        let shared = Arc::new(Shared {
+            upstream,
+            state: Mutex::new(State {
+                mode: ProxyMode::Forward,
+                stopped: false,
+                next_id: 0,
+                conns: HashMap::new(),
+                threads: Vec::new(),
+                in_flight: 0,
+            }),
+            changed: Condvar::new(),
+            accepted: AtomicU64::new(0),
+        });
+        let acceptor = {
+            let shared = Arc::clone(&shared);
+            thread::Builder::new()
+                .name(format!("zk-proxy-accept-{}", addr.port()))
+                .spawn(move || accept_loop(&listener, &shared))
+                .map_err(|e| Error::io("spawning the fault proxy's thread", e))?
+        };
+        Ok(FaultProxy {
+            addr,
+            shared,
+            acceptor: Some(acceptor),
+        })
+    }
+
+    /// The address clients connect to.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The port clients connect to.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// The connect string for clients, `"127.0.0.1:<proxy port>"`.
+    pub fn connect_string(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// The address the proxy forwards to.
+    pub fn upstream(&self) -> SocketAddr {
+        self.shared.upstream
+    }
+
+    /// The current mode.
+    pub fn mode(&self) -> ProxyMode {
+        self.shared.lock().mode
+    }
+
+    /// Connections accepted since the proxy started (including ones that
+    /// were cut, or that could not reach the upstream). It counts a
+    /// connection once the proxy has `accept()`ed it, which can be a moment
+    /// after the client's `connect()` returned.
+    pub fn accepted_connections(&self) -> u64 {
+        self.shared.accepted.load(Ordering::SeqCst)
+    }
+
+    /// Connections currently open through the proxy.
+    pub fn active_connections(&self) -> usize {
+        self.shared.lock().conns.len()
+    }
+
+    /// Closes every current connection now, both the client's and the
+    /// upstream side (`shutdown(Both)`: the peers see end-of-file). The mode
+    /// is unchanged: new connections are accepted and, unless blackholed,
+    /// forwarded.
+    ///
+    /// "Current" means accepted by the proxy. A client whose `connect()` has
+    /// just returned may still sit in the listen backlog; it is accepted
+    /// after the cut and forwarded, like a client that connected just after
+    /// it. To be sure a connection is covered, wait until
+    /// [`accepted_connections`](Self::accepted_connections) counts it.
+    pub fn cut(&self) {
+        let mut state = self.shared.lock();
+        for (_, conn) in state.conns.drain() {
+            conn.shutdown();
+        }
+        self.shared.changed.notify_all();
+    }
+
+    /// Stops forwarding in both directions on every connection, current and
+    /// future, without closing anything.
+    ///
+    /// When this returns no further byte is delivered (a write already in
+    /// progress is allowed to finish first). Bytes that arrive meanwhile are
+    /// not lost: they stay in socket buffers (plus at most one 16 KiB chunk
+    /// per direction held by the proxy), exactly like a network partition
+    /// that TCP rides out. A close by either peer is not passed on either. New
+    /// connections are accepted but not connected upstream until
+    /// [`heal`](Self::heal).
+    pub fn blackhole(&self) {
+        let mut state = self.shared.lock();
+        state.mode = ProxyMode::Blackhole;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while state.in_flight > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break; // a peer is not reading; nothing more will be written
+            }
+            state = self
+                .shared
+                .changed
+                .wait_timeout(state, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Resumes forwarding.
+    ///
+    /// Connections that were blackholed are **kept**, and what was held back
+    /// is delivered in order, followed by any close that was held back. By
+    /// then a ZooKeeper client has usually given up on such a connection (and
+    /// the server may have expired its session); it reconnects through the
+    /// proxy. Use [`cut`](Self::cut) before `heal` to drop them instead.
+    pub fn heal(&self) {
+        let mut state = self.shared.lock();
+        state.mode = ProxyMode::Forward;
+        self.shared.changed.notify_all();
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        {
+            let mut state = self.shared.lock();
+            state.stopped = true;
+            for (_, conn) in state.conns.drain() {
+                conn.shutdown();
+            }
+            self.shared.changed.notify_all();
+        }
+        // Wake the acceptor, blocked in accept(), so that it sees `stopped`.
+        let woke = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1)).is_ok();
+        if let Some(acceptor) = self.acceptor.take() {
+            if woke {
+                let _ = acceptor.join();
+            }
+        }
+        loop {
+            let threads = std::mem::take(&mut self.shared.lock().threads);
+            if threads.is_empty() {
+                break;
+            }
+            for thread in threads {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    /// Waits while blackholed; `false` if the connection was cut or the proxy
+    /// stopped. Returns the guard so callers can act atomically.
+    fn wait_forwarding(&self, id: u64) -> (MutexGuard<'_, State>, bool) {
+        let mut state = self.lock();
+        loop {
+            if state.stopped || !state.conns.contains_key(&id) {
+                return (state, false);
+            }
+            if state.mode == ProxyMode::Forward {
+                return (state, true);
+            }
+            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Forgets a connection and closes it.
+    fn close(&self, id: u64) {
+        if let Some(conn) = self.lock().conns.remove(&id) {
+            conn.shutdown();
+        }
+    }
+
+    fn pump_done(&self, id: u64) {
+        let mut state = self.lock();
+        if let Some(conn) = state.conns.get_mut(&id) {
+            conn.pumps -= 1;
+            if conn.pumps == 0 {
+                if let Some(conn) = state.conns.remove(&id) {
+                    conn.shutdown();
+                }
+            }
+        }
+    }
+}
+
+/// Spawns a thread that `Drop for FaultProxy` will join.
+fn spawn_tracked(state: &mut State, name: String, f: impl FnOnce() + Send + 'static) -> bool {
+    match thread::Builder::new().name(name).spawn(f) {
+        Ok(handle) => {
+            state.threads.retain(|t| !t.is_finished());
+            state.threads.push(handle);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
+    for incoming in listener.incoming() {
+        let mut state = shared.lock();
+        if state.stopped {
+            break;
+        }
+        let client = match incoming {
+            Ok(client) => client,
+            Err(_) => {
+                // E.g. out of file descriptors: back off instead of spinning.
+                drop(state);
+                thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        shared.accepted.fetch_add(1, Ordering::SeqCst);
+        let Ok(registered) = client.try_clone() else {
+            continue;
+        };
+        let id = state.next_id;
+        state.next_id += 1;
+        state.conns.insert(
+            id,
+            Conn {
+                client: registered,
+                upstream: None,
+                pumps: 1,
+            },
+        );
+        let worker = Arc::clone(shared);
+        let name = format!("zk-proxy-conn-{id}");
+        if !spawn_tracked(&mut state, name, move || connection(&worker, id, client)) {
+            if let Some(conn) = state.conns.remove(&id) {
+                conn.shutdown();
+            }
+        }
+    }
+}
+
+fn connection(shared: &Arc<Shared>, id: u64, client: TcpStream) {
+    // A blackholed proxy does not even reach the upstream.
+    let (state, forwarding) = shared.wait_forwarding(id);
+    drop(state);
+    if !forwarding {
+        shared.close(id);
+        return;
+    }
+    let upstream = match TcpStream::connect_timeout(&shared.upstream, UPSTREAM_CONNECT_TIMEOUT) {
+        Ok(upstream) => upstream,
+        Err(_) => {
+            // Like a dead server: the client's connection is closed.
+            shared.close(id);
+            return;
+        }
+    };
+    let _ = client.set_nodelay(true);
+    let _ = upstream.set_nodelay(true);
+    let (Ok(up_src), Ok(client_dst), Ok(registered)) = (
+        upstream.try_clone(),
+        client.try_clone(),
+        upstream.try_clone(),
+    ) else {
+        let _ = upstream.shutdown(Shutdown::Both);
+        shared.close(id);
+        return;
+    };
+    {
+        let mut state = shared.lock();
+        let Some(conn) = state.conns.get_mut(&id) else {
+            // Cut (or stopped) while connecting.
+            let _ = upstream.shutdown(Shutdown::Both);
+            return;
+        };
+        conn.upstream = Some(registered);
+        conn.pumps += 1;
+        let worker = Arc::clone(shared);
+        let name = format!("zk-proxy-down-{id}");
+        if !spawn_tracked(&mut state, name, move || {
+            pump(&worker, id, up_src, client_dst)
+        }) {
+            if let Some(conn) = state.conns.remove(&id) {
+                conn.shutdown();
+            }
+            return;
+        }
+    }
+    pump(shared, id, client, upstream);
+}
+
+/// Copies `src` to `dst` until end-of-file, an error, or a cut.
+fn pump(shared: &Shared, id: u64, mut src: TcpStream, mut dst: TcpStream) {
+    let mut buf = vec![0u8; BUFFER];
+    loop {
+        // Do not even read while blackholed, so that nothing piles up here.
+        let (state, forwarding) = shared.wait_forwarding(id);
+        drop(state);
+        if !forwarding {
+            break;
+        }
+        let read = src.read(&mut buf);
+        // Whatever was read (data, end-of-file or an error) is passed on
+        // only when forwarding.
+        let (mut state, forwarding) = shared.wait_forwarding(id);
+        if !forwarding {
+            break;
+        }
+        match read {
+            Ok(0) => {
+                drop(state);
+                let _ = dst.shutdown(Shutdown::Write);
+                break;
+            }
+            Ok(n) => {
+                state.in_flight += 1;
+                drop(state);
+                let written = dst.write_all(&buf[..n]);
+                let mut state = shared.lock();
+                state.in_flight -= 1;
+                shared.changed.notify_all();
+                drop(state);
+                if written.is_err() {
+                    let _ = src.shutdown(Shutdown::Both);
+                    let _ = dst.shutdown(Shutdown::Both);
+                    break;
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => {
+                drop(state);
+                let _ = src.shutdown(Shutdown::Both);
+                let _ = dst.shutdown(Shutdown::Both);
+                break;
+            }
+        }
+    }
+    shared.pump_done(id);
+}

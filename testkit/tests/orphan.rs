@@ -1,0 +1,119 @@
+//! No JVM outlives its test process, even one killed with SIGKILL.
+//! Needs ZooKeeper installed (`scripts/install-zookeeper.sh`).
+
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use lock_testkit::{ZkEnsemble, ZkServer};
+
+const CHILD_ENV: &str = "LOCK_TESTKIT_ORPHAN_CHILD";
+
+/// Alive and not a zombie.
+fn pid_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            !stat[stat.rfind(')').unwrap() + 1..]
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+/// Run by `jvms_die_with_a_killed_test_process` in a child process: starts a
+/// server and an ensemble, reports them, then waits to be killed.
+#[test]
+#[ignore = "helper, run in a child process by jvms_die_with_a_killed_test_process"]
+fn orphan_child() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    // A `static`-like server that is never dropped, and a normal one.
+    let server: &'static ZkServer = Box::leak(Box::new(ZkServer::start().unwrap()));
+    let ensemble = ZkEnsemble::start(3).unwrap();
+    let mut line = format!(
+        "READY {} {} {}",
+        server.jvm_pid().unwrap(),
+        server.addr(),
+        server.data_dir().display()
+    );
+    for member in ensemble.members() {
+        line += &format!(" {} {}", member.jvm_pid().unwrap(), member.addr());
+    }
+    line += &format!(" {}", ensemble.root_dir().display());
+    println!("{line}");
+    thread::sleep(Duration::from_secs(120));
+}
+
+#[test]
+fn jvms_die_with_a_killed_test_process() {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["orphan_child", "--exact", "--ignored", "--nocapture"])
+        .env(CHILD_ENV, "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if line.starts_with("READY ") {
+                let _ = tx.send(line);
+            }
+        }
+    });
+    let line = match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(line) => line,
+        Err(_) => {
+            let _ = child.kill();
+            panic!("the child never reported its servers");
+        }
+    };
+    let words: Vec<&str> = line.split_whitespace().skip(1).collect();
+    // pid addr dir, 3 x (pid addr), root
+    assert_eq!(words.len(), 10, "{line}");
+    let pids: Vec<u32> = [0, 3, 5, 7]
+        .iter()
+        .map(|i| words[*i].parse().unwrap())
+        .collect();
+    let addrs: Vec<SocketAddr> = [1, 4, 6, 8]
+        .iter()
+        .map(|i| words[*i].parse().unwrap())
+        .collect();
+    let dirs = [PathBuf::from(words[2]), PathBuf::from(words[9])];
+    for pid in &pids {
+        assert!(pid_alive(*pid), "JVM {pid} not running before the kill");
+    }
+
+    // SIGKILL: no destructor, no panic handler, nothing runs in the child.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let t = Instant::now();
+    let deadline = t + Duration::from_secs(15);
+    loop {
+        let alive: Vec<u32> = pids.iter().copied().filter(|p| pid_alive(*p)).collect();
+        let listening: Vec<SocketAddr> = addrs
+            .iter()
+            .copied()
+            .filter(|a| TcpStream::connect_timeout(a, Duration::from_millis(100)).is_ok())
+            .collect();
+        let dirs_left: Vec<&PathBuf> = dirs.iter().filter(|d| d.exists()).collect();
+        if alive.is_empty() && listening.is_empty() && dirs_left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "after the test process died: JVMs alive {alive:?}, ports open {listening:?}, dirs left {dirs_left:?}"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!(
+        "4 JVMs and their directories gone {:?} after SIGKILL",
+        t.elapsed()
+    );
+}

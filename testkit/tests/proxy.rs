@@ -1,0 +1,206 @@
+//! The fault proxy, against a plain echo server and against real ZooKeeper
+//! (the latter needs ZooKeeper installed: `scripts/install-zookeeper.sh`).
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use lock_testkit::{four_letter_word, FaultProxy, ProxyMode, ZkServer};
+
+/// An echo server on a free port; runs until the test process ends.
+fn echo_server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            thread::spawn(move || {
+                let mut writer = stream.try_clone().unwrap();
+                let mut reader = stream;
+                let _ = std::io::copy(&mut reader, &mut writer);
+                let _ = writer.shutdown(Shutdown::Write);
+            });
+        }
+    });
+    addr
+}
+
+fn connect(proxy: &FaultProxy) -> TcpStream {
+    let stream = TcpStream::connect(proxy.addr()).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    stream
+}
+
+/// Reads exactly `n` bytes, or fails on timeout/EOF.
+fn read_n(stream: &mut TcpStream, n: usize) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0; n];
+    stream.read_exact(&mut buf)?;
+    Ok(buf)
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
+}
+
+/// Asserts that `stream` reports end-of-file or an error (not a timeout) soon.
+fn assert_closed(stream: &mut TcpStream) {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    match stream.read(&mut buf) {
+        Ok(0) => {}
+        Ok(n) => panic!("read {n} bytes from a cut connection"),
+        Err(e) => assert!(!is_timeout(&e), "connection not closed: {e}"),
+    }
+}
+
+fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn forwards_cuts_and_blackholes_bytes() {
+    let upstream = echo_server();
+    let proxy = FaultProxy::start(upstream).unwrap();
+    assert_eq!(proxy.upstream(), upstream);
+    assert_eq!(
+        proxy.connect_string(),
+        format!("127.0.0.1:{}", proxy.port())
+    );
+    assert_eq!(proxy.mode(), ProxyMode::Forward);
+
+    // Forwarding, including a large transfer that must arrive intact.
+    let mut a = connect(&proxy);
+    a.write_all(b"hello").unwrap();
+    assert_eq!(read_n(&mut a, 5).unwrap(), b"hello");
+    let big: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+    let mut writer = a.try_clone().unwrap();
+    let sent = big.clone();
+    let w = thread::spawn(move || writer.write_all(&sent).unwrap());
+    a.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert_eq!(read_n(&mut a, big.len()).unwrap(), big);
+    w.join().unwrap();
+    a.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+
+    // Blackhole: nothing comes back, nothing is lost.
+    proxy.blackhole();
+    assert_eq!(proxy.mode(), ProxyMode::Blackhole);
+    a.write_all(b"held").unwrap();
+    let err = read_n(&mut a, 4).unwrap_err();
+    assert!(is_timeout(&err), "{err}");
+    // A new connection is accepted but goes nowhere.
+    let mut b = connect(&proxy);
+    b.write_all(b"later").unwrap();
+    assert!(is_timeout(&read_n(&mut b, 5).unwrap_err()));
+    wait_until("two accepted connections", || {
+        proxy.accepted_connections() == 2
+    });
+
+    // Heal: held bytes are delivered in order, new connection works.
+    proxy.heal();
+    a.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    b.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    assert_eq!(read_n(&mut a, 4).unwrap(), b"held");
+    assert_eq!(read_n(&mut b, 5).unwrap(), b"later");
+    assert_eq!(proxy.active_connections(), 2);
+
+    // Cut: both connections see EOF at once; new ones work.
+    proxy.cut();
+    assert_closed(&mut a);
+    assert_closed(&mut b);
+    assert_eq!(proxy.active_connections(), 0);
+    let mut c = connect(&proxy);
+    c.write_all(b"again").unwrap();
+    assert_eq!(read_n(&mut c, 5).unwrap(), b"again");
+    assert_eq!(proxy.accepted_connections(), 3);
+
+    // A client's close is passed on, and the connection is forgotten.
+    c.shutdown(Shutdown::Write).unwrap();
+    assert_closed(&mut c);
+    wait_until("the closed connection to be forgotten", || {
+        proxy.active_connections() == 0
+    });
+
+    // Drop closes what is open and returns promptly.
+    let mut d = connect(&proxy);
+    d.write_all(b"x").unwrap();
+    assert_eq!(read_n(&mut d, 1).unwrap(), b"x");
+    proxy.blackhole();
+    let _e = connect(&proxy);
+    let t = Instant::now();
+    drop(proxy);
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "drop took {:?}",
+        t.elapsed()
+    );
+    assert_closed(&mut d);
+}
+
+#[test]
+fn unreachable_upstream_closes_the_client() {
+    // A port nobody listens on.
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let proxy = FaultProxy::start(addr).unwrap();
+    let mut client = connect(&proxy);
+    assert_closed(&mut client);
+    assert_eq!(proxy.accepted_connections(), 1);
+}
+
+#[test]
+fn fault_proxy_in_front_of_zookeeper() {
+    let server = ZkServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let proxy = FaultProxy::start(server.addr()).unwrap();
+    // Generous for answers that must come (2 cores, maybe other tests'
+    // JVMs starting), short for the one that must not.
+    let answer = Duration::from_secs(5);
+    let short = Duration::from_millis(500);
+
+    // Forwarding.
+    assert_eq!(
+        four_letter_word(proxy.addr(), "ruok", answer).unwrap(),
+        "imok"
+    );
+    assert!(four_letter_word(proxy.addr(), "srvr", answer)
+        .unwrap()
+        .contains("Mode: standalone"));
+
+    // cut() closes an open client connection (once the proxy has accepted it:
+    // the connections of the exchanges above may still be winding down, so
+    // count accepted connections, not active ones).
+    let accepted = proxy.accepted_connections();
+    let mut held = TcpStream::connect(proxy.addr()).unwrap();
+    wait_until("the proxy to accept", || {
+        proxy.accepted_connections() == accepted + 1
+    });
+    proxy.cut();
+    assert_closed(&mut held);
+
+    // blackhole(): no answer through the proxy, while the server is fine.
+    proxy.blackhole();
+    let err = four_letter_word(proxy.addr(), "ruok", short).unwrap_err();
+    assert!(err.to_string().contains("no complete answer"), "{err}");
+    assert_eq!(
+        four_letter_word(server.addr(), "ruok", short).unwrap(),
+        "imok"
+    );
+
+    // heal(): answers again on a new connection.
+    proxy.heal();
+    assert_eq!(
+        four_letter_word(proxy.addr(), "ruok", short).unwrap(),
+        "imok"
+    );
+    assert_eq!(proxy.accepted_connections(), 5);
+}
