@@ -80,7 +80,12 @@ impl Observer {
     fn on_list(&mut self, cx: &mut Ctx, _request: RequestId, result: Result<Reply, ZkError>) {
         let children = match result {
             Ok(Reply::Children(c)) => c,
-            Ok(_) => return,
+            // Not a listing: nothing is awaited any more, so look again later.
+            Ok(_) => {
+                return cx
+                    .timers
+                    .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval)
+            }
             // No directory yet: nothing can be watched there; look again later.
             Err(ZkError::NoNode) => {
                 self.report(cx, None);
@@ -143,7 +148,10 @@ impl Observer {
                 };
                 self.report(cx, Some(leader));
             }
-            Ok(_) => {}
+            // Not the leader's data: no watch is known to be set, so look again later.
+            Ok(_) => cx
+                .timers
+                .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval),
             Err(ZkError::NoNode) => {
                 self.watching = None;
                 self.send_list(cx, false);

@@ -63,8 +63,10 @@ fn write_waits_on_closest_lower_only_and_hands_off_without_a_request() {
     h.answer_data(&format!("/l/{p2}"), 77);
     assert!(h.no_requests());
     assert!(h.take_events().is_empty());
-    // p2 goes, p1 is still cached as lower: watch p1 next.
+    // p2 goes while p1 is still cached as lower: one fresh listing (not a check per
+    // cached node) shows p1 alive: watch it.
     h.watch(&format!("/l/{p2}"), WatchKind::NodeDeleted);
+    h.answer_list(&[&p1, &name_of(&node), &later]);
     h.answer_data(&format!("/l/{p1}"), 77);
     assert!(h.take_events().is_empty());
     // p1 goes: nothing lower is cached, we hold with no request at all.
@@ -74,20 +76,21 @@ fn write_waits_on_closest_lower_only_and_hands_off_without_a_request() {
 }
 
 #[test]
-fn a_vanished_candidate_is_skipped_by_its_getdata() {
+fn stale_cache_costs_one_listing_not_a_check_per_node() {
     let mut h = H::new();
     h.acquire(LockSpec::write("/l"));
-    let node = h.answer_create(5);
-    let p1 = peer(NodeKind::Write, 1, 1);
-    let p2 = peer(NodeKind::Write, 2, 2);
-    h.answer_list(&[&p1, &p2, &name_of(&node)]);
+    let node = h.answer_create(9);
+    let lower: Vec<String> = (1..=5).map(|i| peer(NodeKind::Write, i as u128, i)).collect();
+    let mut names: Vec<&str> = lower.iter().map(String::as_str).collect();
+    let own = name_of(&node);
+    names.push(&own);
+    h.answer_list(&names);
     h.answer_data(&node, SID);
-    // p2 is already gone when we look: NoNode moves on to p1, gone too.
+    // The closest lower is already gone when we look.
     let r = h.answer_err(ZkError::NoNode);
-    assert_eq!(r.op.path(), format!("/l/{p2}"));
-    assert!(h.take_events().is_empty());
-    let r = h.answer_err(ZkError::NoNode);
-    assert_eq!(r.op.path(), format!("/l/{p1}"));
+    assert_eq!(r.op.path(), format!("/l/{}", lower[4]));
+    // Four stale candidates remain cached: one listing shows they are all gone.
+    h.answer_list(&[&own]);
     assert!(h.no_requests());
     assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
 }
@@ -161,10 +164,13 @@ fn semaphore_watches_its_window_and_wakes_on_out_of_order_release() {
     }
     watched.sort();
     assert_eq!(watched, vec![format!("/sem/{b}"), format!("/sem/{c}")]);
-    // b (a holder) releases before a: now only a and c are lower, one too many.
+    // b (a holder) releases before a: a and c may still be lower, one too many: list.
     h.watch(&format!("/sem/{b}"), WatchKind::NodeDeleted);
     assert!(h.take_events().is_empty());
+    h.answer_list(&[&a, &c, &name_of(&node)]);
+    // c is still watched; a joins the window.
     h.answer_data(&format!("/sem/{a}"), 3);
+    assert!(h.no_requests());
     // c goes (cancelled waiter): a alone is lower, fewer than 2: we hold.
     h.watch(&format!("/sem/{c}"), WatchKind::NodeDeleted);
     assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));

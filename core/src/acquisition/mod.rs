@@ -17,16 +17,19 @@
 //! The set of lower blockers is cached from the listing. Sequence numbers only grow,
 //! so it can only shrink: when a watched node goes, we drop it from the cache and
 //! decide again without asking the server. If the cache says we can no longer be
-//! blocked we hold at once (0 round trips after the notification); otherwise we watch
-//! the next candidates, whose getData also tells us if they are already gone.
+//! blocked we hold at once (0 round trips after the notification); otherwise we list
+//! again (one round trip: in a queue the rest of the cache is usually stale, and
+//! checking it node by node would cost a round trip per stale node).
 
 use crate::event::{FailReason, FencingToken, Grant, LockEvent, LockId, LostReason};
-use crate::names::{node_prefix, parse_name, relative_sequence, AttemptId};
+use crate::names::{
+    node_prefix, parse_name, parse_sequence, relative_sequence, AttemptId, NodeKind,
+};
 use crate::path::{ancestors, split_parent};
 use crate::proto::{CreateMode, Op, Reply, RequestId, Stat, WatchKind, ZkError};
 use crate::requests::{Purpose, RequestBook};
 use crate::session::{Output, Stats};
-use crate::spec::{Config, LockSpec};
+use crate::spec::{Config, LockSpec, Recipe};
 use crate::time::Timestamp;
 use crate::timers::{TimerKind, Timers};
 use std::collections::{BTreeMap, VecDeque};
@@ -347,14 +350,20 @@ impl Acquisition {
         }
         match result {
             Ok(Reply::Created { path, stat }) => {
-                let seq = split_parent(&path).1;
-                let Some(seq) = parse_name(seq).map(|p| p.seq) else {
-                    // The server named our node in a way we cannot read: give up on it.
-                    self.create = Create::Done;
-                    self.own = Some(OwnNode { path, seq: 0, stat });
+                let seq = path
+                    .strip_prefix(self.create_path.as_str())
+                    .and_then(parse_sequence);
+                let Some(seq) = seq else {
+                    // Not the node we asked for (a confused adapter or server): never
+                    // adopt, hold or delete it. Ours, if created, is found by attempt
+                    // id and removed, as after a connection loss.
+                    self.create = Create::Unknown;
+                    if self.state == State::Cleanup {
+                        return self.continue_cleanup(cx);
+                    }
                     return self.fail(
                         cx,
-                        FailReason::Zk(ZkError::Other("unparsable node name".into())),
+                        FailReason::Zk(ZkError::Other(format!("unexpected created path {path:?}"))),
                     );
                 };
                 self.create = Create::Done;
@@ -366,7 +375,12 @@ impl Acquisition {
                 }
             }
             Ok(other) => {
-                self.create = Create::Done;
+                // Not a create's reply: whether our node exists is unknown, so look for
+                // it by attempt id (as after a connection loss) rather than forget it.
+                self.create = Create::Unknown;
+                if self.state == State::Cleanup {
+                    return self.continue_cleanup(cx);
+                }
                 self.fail(
                     cx,
                     FailReason::Zk(ZkError::Other(format!("unexpected reply {other:?}"))),
@@ -404,7 +418,8 @@ impl Acquisition {
     fn on_list(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
         let children = match result {
             Ok(Reply::Children(c)) => c,
-            Ok(_) => return,
+            // Not a listing: nothing is awaited any more, so ask again later.
+            Ok(_) => return self.trouble(cx, ZkError::Other("unexpected reply".into())),
             Err(ZkError::NoNode) => Vec::new(),
             Err(e) if e.is_connection_loss() => return self.trouble(cx, e),
             Err(e) => {
@@ -520,7 +535,22 @@ impl Acquisition {
             return;
         }
         let permits = self.spec.recipe.permits();
-        if self.lower.len() < permits {
+        // A semaphore never holds beside an exclusive participant below it (a write
+        // lock or leader on the same path): that one must go first, whatever the
+        // permits. `lower` is farthest first, so this is the closest such writer.
+        let writer = match self.spec.recipe {
+            Recipe::Semaphore { .. } => self
+                .lower
+                .iter()
+                .rev()
+                .find(|(_, n)| {
+                    parse_name(n)
+                        .is_some_and(|p| matches!(p.kind, NodeKind::Write | NodeKind::Leader))
+                })
+                .map(|(_, n)| n.clone()),
+            _ => None,
+        };
+        if writer.is_none() && self.lower.len() < permits {
             self.watched.clear();
             return self.grant(cx);
         }
@@ -528,10 +558,13 @@ impl Acquisition {
             return self.fail(cx, FailReason::WouldBlock);
         }
         self.marker_known = None;
-        let window: Vec<String> = self.lower[self.lower.len() - permits..]
-            .iter()
-            .map(|(_, n)| n.clone())
-            .collect();
+        let window: Vec<String> = match writer {
+            Some(w) => vec![w],
+            None => self.lower[self.lower.len() - permits..]
+                .iter()
+                .map(|(_, n)| n.clone())
+                .collect(),
+        };
         self.watched.retain(|n, _| window.contains(n));
         for name in window {
             if !self.watched.contains_key(&name) {
@@ -552,6 +585,12 @@ impl Acquisition {
     }
 
     fn grant(&mut self, cx: &mut Ctx) {
+        if !cx.connected {
+            // A late notification while the connection is down: a grant now could not
+            // be trusted (no `Suspended` would follow). The listing after the
+            // reconnect decides again.
+            return;
+        }
         let own = self.own.as_ref().expect("granted without a node");
         let stat = own.stat;
         let crashed = if self.spec.detect_crashes {
@@ -615,7 +654,16 @@ impl Acquisition {
     fn peer_gone(&mut self, cx: &mut Ctx, name: &str) {
         self.watched.remove(name);
         self.lower.retain(|(_, n)| n != name);
-        self.evaluate(cx);
+        if self.lower.len() < self.spec.recipe.permits() {
+            // The cache can no longer block us: hold now, no round trip.
+            return self.evaluate(cx);
+        }
+        // The rest of the cache is likely stale (in a queue, everyone below our
+        // predecessor left before it did): one fresh listing beats checking the
+        // candidates one round trip at a time.
+        if self.list.is_none() {
+            self.send_list(cx);
+        }
     }
 
     fn on_own_data(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
@@ -652,7 +700,8 @@ impl Acquisition {
                     }
                 }
             }
-            Ok(_) => {}
+            // Not our node's data: read it again later (a grant may be waiting on it).
+            Ok(_) => self.trouble(cx, ZkError::Other("unexpected reply".into())),
             Err(ZkError::NoNode) => self.own_gone(cx, LostReason::NodeDeleted),
             Err(e) if e.is_connection_loss() => self.trouble(cx, e),
             Err(e) => {
@@ -676,6 +725,8 @@ impl Acquisition {
                 self.own = None;
                 self.terminal(cx, LockEvent::Lost(reason));
             }
+            // Our own delete's watch firing: its reply, right behind, ends the release.
+            State::Releasing if self.delete.is_some() => {}
             State::Releasing => {
                 self.own = None;
                 self.terminal(cx, LockEvent::Released);
@@ -865,8 +916,9 @@ impl Acquisition {
         }
         match self.state {
             State::Waiting | State::Granting => {
-                if self.create == Create::NotSent {
-                    // Never reached the old session: it will start on the next one.
+                if self.create == Create::NotSent && !closed {
+                    // Never reached the old session: it will start on the next one
+                    // (unless the client is closed: then it fails like the others).
                     return;
                 }
                 let reason = if closed {

@@ -1,0 +1,96 @@
+//! # lock-sim: zklock's lock protocols on a simulated ZooKeeper
+//!
+//! `lock-sim` binds [`lock_core::Session`] to an in-memory ZooKeeper model under a
+//! seeded, deterministic scheduler with fault injection. It is three things:
+//!
+//! * **a test double**: put a [`Sim`] in your unit tests instead of a ZooKeeper
+//!   server; everything runs in virtual time, in microseconds of real time;
+//! * **the engine of zklock's simulation tests**: a [`Workload`] drives many clients
+//!   through random schedules with disconnects, partitions, session expiries, lost
+//!   watch notifications and admin meddling, while the invariant checker
+//!   ([`invariants`]) verifies mutual exclusion, fencing and liveness after every
+//!   step; a failing seed replays exactly with [`Sim::replay`];
+//! * **a ZooKeeper model** ([`ZkModel`]) with the server's naming, versioning, watch
+//!   and container rules, usable on its own.
+//!
+//! ## Example
+//!
+//! ```
+//! use lock_core::{LockEvent, LockSpec};
+//! use lock_sim::{Profile, Sim, SimConfig};
+//! use std::time::Duration;
+//!
+//! let mut sim = Sim::new(SimConfig::new(7));
+//! let alice = sim.add_client(Profile::KeepsWatches, Duration::from_secs(6));
+//! let bob = sim.add_client(Profile::LosesWatchesNewSession, Duration::from_secs(6));
+//!
+//! let a = sim.acquire(alice, LockSpec::write("/locks/report")).unwrap();
+//! sim.settle().unwrap();
+//! let b = sim.acquire(bob, LockSpec::write("/locks/report")).unwrap();
+//! sim.settle().unwrap();
+//! assert!(sim.holds(alice, a));
+//! assert!(!sim.holds(bob, b));
+//!
+//! // Alice's session expires: she loses the lock, Bob gets it.
+//! sim.expire_session(alice);
+//! sim.settle().unwrap();
+//! assert!(matches!(sim.outcome(alice, a), Some(LockEvent::Lost(_))));
+//! assert!(sim.holds(bob, b));
+//!
+//! // Fencing tokens grow with every holder.
+//! let ta = sim.grant(alice, a).unwrap().token;
+//! let tb = sim.grant(bob, b).unwrap().token;
+//! assert!(tb > ta);
+//! ```
+//!
+//! ## The API at a glance
+//!
+//! | what | how |
+//! |---|---|
+//! | set up | [`Sim::new`]`(`[`SimConfig`]`)`, [`Sim::add_client`] (a [`Profile`] and a session timeout) or [`Sim::add_client_with`] ([`ClientConfig`]: seed, grace) |
+//! | act as the user | [`Sim::acquire`], [`Sim::release`], [`Sim::cancel`], [`Sim::observe`], [`Sim::revoke`], [`Sim::fenced_write`], [`Sim::open_section`] |
+//! | run | [`Sim::step`], [`Sim::run_for`], [`Sim::run_until`]`(predicate)`, [`Sim::settle`] (network quiet), [`Sim::run_until_idle`] (and every core idle) |
+//! | inspect | [`Sim::now`], [`Sim::events`] / [`Sim::lock_events`] (timestamped), [`Sim::holds`], [`Sim::grant`], [`Sim::outcome`], [`Sim::children`], [`Sim::get`], [`Sim::counters`] / [`Sim::total_counters`] / [`Sim::reset_counters`], [`Sim::trace_log`] |
+//! | break things | [`Sim::disconnect`] / [`Sim::disconnect_with`], [`Sim::partition`] / [`Sim::heal`], [`Sim::expire_session`], [`Sim::lose_notifications`], [`Sim::delay_reconnect`], [`Sim::admin_delete`], [`Sim::admin_set_data`], [`Sim::close`], random ones with [`FaultConfig`] |
+//! | check | invariants after every step (a [`Violation`] stops the run), [`Sim::check_quiescent`] for orphans |
+//! | explore | [`Workload::run`]`(seed)`, [`Sim::replay`]`(seed, &workload)`, [`Workload::simulate`] |
+//!
+//! ## The model of the network and the clients
+//!
+//! Each client has one connection with per-session FIFO order: requests are applied
+//! by the server in send order after a [`Latency`], replies and watch notifications
+//! come back in order after a latency. A connected client pings, so its session
+//! stays alive; a disconnected or partitioned one is expired by the server after
+//! its session timeout. A client notices a reset connection at once and a
+//! partition within 2/3 of its session timeout (as real clients do), reports
+//! `Disconnected`, and reconnects after a reconnect delay: to the same session if it
+//! is still alive, otherwise it learns of the expiry according to its [`Profile`].
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod binding;
+mod client;
+mod counters;
+mod faults;
+mod inspect;
+pub mod invariants;
+mod model;
+mod network;
+mod paths;
+mod rng;
+mod scheduler;
+mod server;
+mod watches;
+mod workload;
+
+pub use client::{ClientConfig, ClientId, EventRecord, Profile};
+pub use counters::{Counters, OpKind};
+pub use faults::{FaultConfig, InFlight};
+pub use invariants::{Violation, ViolationKind};
+pub use model::{NodeInfo, ZkModel, CONTAINER_OWNER, NO_SESSION};
+pub use network::Latency;
+pub use paths::validate_path;
+pub use rng::SimRng;
+pub use scheduler::{Sim, SimConfig, TraceEntry};
+pub use watches::{Notification, WatchType};
+pub use workload::{Failure, Report, Workload};

@@ -1,0 +1,114 @@
+//! Path handling as the ZooKeeper server does it (`PathUtils.validatePath`).
+
+/// Why the server would reject a path (it answers `BadArguments`).
+///
+/// ```
+/// use lock_sim::validate_path;
+/// assert!(validate_path("/a/b", false).is_ok());
+/// assert!(validate_path("/", false).is_ok());
+/// assert!(validate_path("/a/", false).is_err());
+/// // A sequential create may end in '/': the server appends the sequence number.
+/// assert!(validate_path("/a/", true).is_ok());
+/// assert!(validate_path("/a/../b", false).is_err());
+/// ```
+pub fn validate_path(path: &str, sequential: bool) -> Result<(), &'static str> {
+    if sequential {
+        // The server validates `path + "1"`.
+        let mut p = String::with_capacity(path.len() + 1);
+        p.push_str(path);
+        p.push('1');
+        return validate(&p);
+    }
+    validate(path)
+}
+
+fn validate(path: &str) -> Result<(), &'static str> {
+    if path.is_empty() {
+        return Err("path length must be > 0");
+    }
+    if !path.starts_with('/') {
+        return Err("path must start with / character");
+    }
+    if path.len() == 1 {
+        return Ok(());
+    }
+    if path.ends_with('/') {
+        return Err("path must not end with / character");
+    }
+    for segment in path[1..].split('/') {
+        if segment.is_empty() {
+            return Err("empty node name specified");
+        }
+        if segment == "." || segment == ".." {
+            return Err("relative paths not allowed");
+        }
+    }
+    if path.chars().any(is_invalid_char) {
+        return Err("invalid character");
+    }
+    Ok(())
+}
+
+/// The characters the server rejects. Java sees text as UTF-16 code units, so every
+/// character beyond the Basic Multilingual Plane (a surrogate pair) is rejected too.
+fn is_invalid_char(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{e000}'..='\u{f8ff}' | '\u{fff0}'..)
+}
+
+/// Splits `/a/b/name` into (`/a/b`, `name`); the parent of `/name` is `/`.
+pub(crate) fn split(path: &str) -> (&str, &str) {
+    match path.rfind('/') {
+        Some(0) => ("/", &path[1..]),
+        Some(i) => (&path[..i], &path[i + 1..]),
+        None => ("", path),
+    }
+}
+
+/// `parent/name` without a doubled slash under the root.
+pub(crate) fn join(parent: &str, name: &str) -> String {
+    if parent == "/" {
+        format!("/{name}")
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_rules() {
+        for ok in ["/", "/a", "/a/b", "/a.b/..c", "/...", "/日本"] {
+            assert!(validate_path(ok, false).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "a",
+            "/a/",
+            "//",
+            "/a//b",
+            "/.",
+            "/a/.",
+            "/a/..",
+            "/./a",
+            "/a\u{0}",
+            "/a\u{1}",
+            "/\u{e000}",
+            "/😀",
+        ] {
+            assert!(validate_path(bad, false).is_err(), "{bad:?}");
+        }
+        assert!(validate_path("/locks/", true).is_ok());
+        assert!(validate_path("/locks//", true).is_err());
+    }
+
+    #[test]
+    fn split_and_join() {
+        assert_eq!(split("/a/b"), ("/a", "b"));
+        assert_eq!(split("/a"), ("/", "a"));
+        assert_eq!(join("/", "a"), "/a");
+        assert_eq!(join("/a", "b"), "/a/b");
+    }
+}

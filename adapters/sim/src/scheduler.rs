@@ -1,0 +1,561 @@
+//! [`Sim`]: the deterministic scheduler. Virtual time jumps from one wakeup to the
+//! next (a message arriving, a core timer, a reconnect attempt, a session expiry, the
+//! container reaper, a fault); ties are broken by a fixed order, so one seed gives one
+//! schedule.
+
+use crate::client::{ClientConfig, ClientId, Conn, EventRecord, Profile, SimClient};
+use crate::faults::FaultConfig;
+use crate::invariants::{Checker, Violation, ViolationKind};
+use crate::model::ZkModel;
+use crate::network::Latency;
+use crate::rng::SimRng;
+use crate::server::ServerSession;
+use lock_core::{LockId, LockSpec, Timestamp, UsageError};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+/// Settings of a simulation.
+///
+/// ```
+/// use lock_sim::{FaultConfig, Latency, SimConfig};
+/// use std::time::Duration;
+/// let cfg = SimConfig::new(42)
+///     .latency(Latency::fixed(Duration::from_millis(2)))
+///     .faults(FaultConfig::none());
+/// assert_eq!(cfg.seed, 42);
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct SimConfig {
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// One-way network latency.
+    pub latency: Latency,
+    /// How often the server reaps empty containers (`None`: never on its own; call
+    /// [`Sim::reap_containers`]). ZooKeeper's default is a minute; the default here is
+    /// a second of virtual time.
+    pub reap_interval: Option<Duration>,
+    /// Random faults (default: none).
+    pub faults: FaultConfig,
+    /// Check the invariants after every step (default: on).
+    pub check_invariants: bool,
+    /// Record a human-readable trace of everything (default: off; costs time).
+    pub trace: bool,
+    /// Return `getChildren` names in a random order, as the server's hash order would
+    /// (default: on).
+    pub shuffle_children: bool,
+    /// How much virtual time one `run_until*`/`settle` call may take before it gives
+    /// up with [`ViolationKind::Stalled`] (default: one hour).
+    pub run_limit: Duration,
+    /// Within which fraction of its session timeout a client notices a silent
+    /// partition and reports `Disconnected` (default 2/3, as real clients and the
+    /// core's contract require). A value of 1 or more breaks the contract: the
+    /// server may expire the session before the client suspends its locks. Only
+    /// useful to see the invariant checker catch that.
+    pub notice_within: f64,
+}
+
+impl SimConfig {
+    /// Defaults with `seed`.
+    pub fn new(seed: u64) -> Self {
+        SimConfig {
+            seed,
+            latency: Latency::default(),
+            reap_interval: Some(Duration::from_secs(1)),
+            faults: FaultConfig::none(),
+            check_invariants: true,
+            trace: false,
+            shuffle_children: true,
+            run_limit: Duration::from_secs(3600),
+            notice_within: 2.0 / 3.0,
+        }
+    }
+
+    /// Sets the latency.
+    pub fn latency(mut self, latency: Latency) -> Self {
+        self.latency = latency;
+        self
+    }
+
+    /// Sets the faults.
+    pub fn faults(mut self, faults: FaultConfig) -> Self {
+        self.faults = faults;
+        self
+    }
+
+    /// Sets the reaper's interval.
+    pub fn reap_interval(mut self, every: Option<Duration>) -> Self {
+        self.reap_interval = every;
+        self
+    }
+
+    /// Sets how much virtual time one `run_until*`/`settle` call may take.
+    pub fn run_limit(mut self, limit: Duration) -> Self {
+        self.run_limit = limit;
+        self
+    }
+
+    /// Turns tracing on or off.
+    pub fn trace(mut self, on: bool) -> Self {
+        self.trace = on;
+        self
+    }
+
+    /// Turns the invariant checks on or off.
+    pub fn check_invariants(mut self, on: bool) -> Self {
+        self.check_invariants = on;
+        self
+    }
+
+    /// Sets whether listings come in random order.
+    pub fn shuffle_children(mut self, on: bool) -> Self {
+        self.shuffle_children = on;
+        self
+    }
+}
+
+/// One line of the trace.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct TraceEntry {
+    /// The step during which it happened.
+    pub step: u64,
+    /// Virtual time.
+    pub at: Timestamp,
+    /// The client concerned, if any.
+    pub client: Option<ClientId>,
+    /// What happened.
+    pub text: String,
+}
+
+impl fmt::Display for TraceEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.client {
+            Some(c) => write!(f, "[{:>6}] {:>9} {c}: {}", self.step, self.at, self.text),
+            None => write!(f, "[{:>6}] {:>9} --: {}", self.step, self.at, self.text),
+        }
+    }
+}
+
+/// What the scheduler wakes up for; at equal times, the earlier variant goes first.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub(crate) enum Wake {
+    ServerReceive(usize),
+    ClientReceive(usize),
+    LocalFailure(usize),
+    Connect(usize),
+    NoticeDisconnect(usize),
+    CoreTimer(usize),
+    Expire(i64),
+    Reap,
+    Fault,
+}
+
+/// A simulated ZooKeeper server with clients, each running a [`lock_core::Session`],
+/// under a deterministic scheduler with fault injection and invariant checks.
+///
+/// ```
+/// use lock_core::{LockEvent, LockSpec};
+/// use lock_sim::{Profile, Sim, SimConfig};
+/// use std::time::Duration;
+///
+/// let mut sim = Sim::new(SimConfig::new(1));
+/// let a = sim.add_client(Profile::KeepsWatches, Duration::from_secs(10));
+/// let b = sim.add_client(Profile::KeepsWatches, Duration::from_secs(10));
+/// let la = sim.acquire(a, LockSpec::write("/locks/job")).unwrap();
+/// sim.settle().unwrap();
+/// let lb = sim.acquire(b, LockSpec::write("/locks/job")).unwrap();
+/// sim.settle().unwrap();
+/// assert!(sim.holds(a, la) && !sim.holds(b, lb));
+/// sim.release(a, la).unwrap();
+/// sim.settle().unwrap();
+/// assert!(sim.holds(b, lb));
+/// assert!(matches!(sim.outcome(a, la), Some(LockEvent::Released)));
+/// ```
+pub struct Sim {
+    pub(crate) cfg: SimConfig,
+    pub(crate) now: Timestamp,
+    pub(crate) steps: u64,
+    pub(crate) rng: SimRng,
+    pub(crate) model: ZkModel,
+    pub(crate) clients: Vec<SimClient>,
+    pub(crate) server: BTreeMap<i64, ServerSession>,
+    pub(crate) next_reap: Option<Timestamp>,
+    pub(crate) next_fault: Option<Timestamp>,
+    pub(crate) checker: Checker,
+    pub(crate) feed_log: Vec<EventRecord>,
+    pub(crate) trace_log: Vec<TraceEntry>,
+    pub(crate) violation: Option<Violation>,
+    pub(crate) faults_injected: u64,
+}
+
+impl Sim {
+    /// A server with no clients yet, at virtual time zero.
+    pub fn new(cfg: SimConfig) -> Sim {
+        let mut rng = SimRng::new(cfg.seed);
+        let next_fault = cfg
+            .faults
+            .mean_interval
+            .map(|m| Timestamp::ZERO + rng.duration(Duration::ZERO, m * 2));
+        Sim {
+            next_reap: cfg.reap_interval.map(|d| Timestamp::ZERO + d),
+            next_fault,
+            cfg,
+            now: Timestamp::ZERO,
+            steps: 0,
+            rng,
+            model: ZkModel::new(),
+            clients: Vec::new(),
+            server: BTreeMap::new(),
+            checker: Checker::default(),
+            feed_log: Vec::new(),
+            trace_log: Vec::new(),
+            violation: None,
+            faults_injected: 0,
+        }
+    }
+
+    /// Adds a client with `profile` and `session_timeout`; it connects one latency
+    /// later.
+    pub fn add_client(&mut self, profile: Profile, session_timeout: Duration) -> ClientId {
+        self.add_client_with(ClientConfig::new(profile, session_timeout))
+    }
+
+    /// Adds a client with full settings.
+    pub fn add_client_with(&mut self, cfg: ClientConfig) -> ClientId {
+        let i = self.clients.len();
+        let seed = cfg.seed.unwrap_or_else(|| {
+            SimRng::new(self.cfg.seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)).next_u64()
+        });
+        let mut client = SimClient::new(cfg, seed, self.now);
+        let delay = self.cfg.latency.sample(&mut client.rng);
+        client.conn = Conn::Connecting {
+            at: self.now + delay,
+        };
+        self.clients.push(client);
+        ClientId(i)
+    }
+
+    // ----- the user's calls -----------------------------------------------------
+
+    /// Starts an acquisition on `client` (see [`Session::acquire`](lock_core::Session::acquire)).
+    pub fn acquire(&mut self, client: ClientId, spec: LockSpec) -> Result<LockId, UsageError> {
+        let i = client.0;
+        let path = spec.path().to_owned();
+        let recipe = spec.recipe();
+        let now = self.now;
+        let id = self.clients[i].core.acquire(spec, now)?;
+        self.trace_with(Some(i), || format!("user acquires {id} {recipe:?} {path}"));
+        if self.cfg.check_invariants {
+            let r = self.checker.on_start((client, id), &path, Some(recipe));
+            self.check(r);
+        }
+        self.pump(i);
+        self.after_call();
+        Ok(id)
+    }
+
+    /// Starts following the leader of the election at `path` (see
+    /// [`Session::observe`](lock_core::Session::observe)).
+    pub fn observe(&mut self, client: ClientId, path: &str) -> Result<LockId, UsageError> {
+        let now = self.now;
+        let id = self.clients[client.0].core.observe(path, now)?;
+        self.start_task(client, id, path, "observes")
+    }
+
+    /// Asks the holders of the lock at `path` to let go (see [`Session::revoke`](lock_core::Session::revoke)).
+    pub fn revoke(&mut self, client: ClientId, path: &str) -> Result<LockId, UsageError> {
+        let now = self.now;
+        let id = self.clients[client.0].core.revoke(path, now)?;
+        self.start_task(client, id, path, "revokes")
+    }
+
+    fn start_task(
+        &mut self,
+        client: ClientId,
+        id: LockId,
+        path: &str,
+        what: &str,
+    ) -> Result<LockId, UsageError> {
+        self.trace_with(Some(client.0), || format!("user {what} {path} as {id}"));
+        if self.cfg.check_invariants {
+            let r = self.checker.on_start((client, id), path, None);
+            self.check(r);
+        }
+        self.pump(client.0);
+        self.after_call();
+        Ok(id)
+    }
+
+    /// Opens a crash-detecting critical section (see [`Session::open_section`](lock_core::Session::open_section)).
+    pub fn open_section(&mut self, client: ClientId, lock: LockId) -> Result<(), UsageError> {
+        let now = self.now;
+        let r = self.clients[client.0].core.open_section(lock, now);
+        self.pump(client.0);
+        self.after_call();
+        r
+    }
+
+    /// Closes the critical section (see [`Session::close_section`](lock_core::Session::close_section)).
+    pub fn close_section(&mut self, client: ClientId, lock: LockId) -> Result<(), UsageError> {
+        let now = self.now;
+        let r = self.clients[client.0].core.close_section(lock, now);
+        self.pump(client.0);
+        self.after_call();
+        r
+    }
+
+    /// Writes fenced by the lock (see [`Session::fenced_write`](lock_core::Session::fenced_write)).
+    pub fn fenced_write(
+        &mut self,
+        client: ClientId,
+        lock: LockId,
+        ops: Vec<lock_core::MultiOp>,
+    ) -> Result<u64, UsageError> {
+        let now = self.now;
+        let r = self.clients[client.0].core.fenced_write(lock, ops, now);
+        self.trace_with(Some(client.0), || {
+            format!("user fenced write on {lock}: {r:?}")
+        });
+        self.pump(client.0);
+        self.after_call();
+        r
+    }
+
+    /// Releases a held lock (see [`Session::release`](lock_core::Session::release)).
+    pub fn release(&mut self, client: ClientId, lock: LockId) -> Result<(), UsageError> {
+        let i = client.0;
+        let now = self.now;
+        let r = self.clients[i].core.release(lock, now);
+        self.trace_with(Some(i), || format!("user releases {lock}: {r:?}"));
+        if r.is_ok() {
+            self.checker.on_release_call((client, lock));
+        }
+        self.pump(i);
+        self.after_call();
+        r
+    }
+
+    /// Gives up an acquisition, or releases it if held (see [`Session::cancel`](lock_core::Session::cancel)).
+    pub fn cancel(&mut self, client: ClientId, lock: LockId) -> Result<(), UsageError> {
+        let i = client.0;
+        let now = self.now;
+        let r = self.clients[i].core.cancel(lock, now);
+        self.trace_with(Some(i), || format!("user cancels {lock}: {r:?}"));
+        if r.is_ok() {
+            self.checker.on_release_call((client, lock));
+        }
+        self.pump(i);
+        self.after_call();
+        r
+    }
+
+    // ----- running --------------------------------------------------------------
+
+    pub(crate) fn next_wakeup(&self) -> Option<(Timestamp, Wake)> {
+        let mut best: Option<(Timestamp, Wake)> = None;
+        let mut consider = |due: Timestamp, w: Wake| {
+            if best.map_or(true, |b| (due, w) < b) {
+                best = Some((due, w));
+            }
+        };
+        for (i, c) in self.clients.iter().enumerate() {
+            if let Some(p) = c.link.to_server.front() {
+                consider(p.due, Wake::ServerReceive(i));
+            }
+            if let Some(d) = c.link.to_client.front() {
+                consider(d.due, Wake::ClientReceive(i));
+            }
+            if let Some((t, _, _)) = c.local.front() {
+                consider(*t, Wake::LocalFailure(i));
+            }
+            match c.conn {
+                Conn::Connecting { at } => consider(at, Wake::Connect(i)),
+                Conn::Blackholed { detect_at } => consider(detect_at, Wake::NoticeDisconnect(i)),
+                Conn::Connected | Conn::Closed => {}
+            }
+            if let Some(t) = c.core.poll_timeout() {
+                consider(t.max(self.now), Wake::CoreTimer(i));
+            }
+        }
+        for (s, ss) in &self.server {
+            if let Some(t) = ss.contact {
+                consider(t + ss.timeout, Wake::Expire(*s));
+            }
+        }
+        if let Some(t) = self.next_reap {
+            consider(t, Wake::Reap);
+        }
+        if let Some(t) = self.next_fault {
+            consider(t, Wake::Fault);
+        }
+        best
+    }
+
+    /// Processes the next wakeup. Returns `Ok(false)` when nothing at all is left to
+    /// happen, and the violation if an invariant failed.
+    pub fn step(&mut self) -> Result<bool, Violation> {
+        self.step_until(Timestamp::MAX)
+    }
+
+    /// Processes the next wakeup if it is due no later than `deadline` (`Ok(true)`);
+    /// otherwise moves the clock to `deadline` and returns `Ok(false)`.
+    pub fn step_until(&mut self, deadline: Timestamp) -> Result<bool, Violation> {
+        self.poisoned()?;
+        let Some((due, wake)) = self.next_wakeup().filter(|(due, _)| *due <= deadline) else {
+            if deadline != Timestamp::MAX {
+                self.now = self.now.max(deadline);
+            }
+            return Ok(false);
+        };
+        self.now = self.now.max(due);
+        self.steps += 1;
+        match wake {
+            Wake::ServerReceive(i) => self.server_receive(i),
+            Wake::ClientReceive(i) => self.client_receive(i),
+            Wake::LocalFailure(i) => self.local_fail(i),
+            Wake::Connect(i) => self.connect(i),
+            Wake::NoticeDisconnect(i) => self.notice_disconnect(i),
+            Wake::CoreTimer(i) => self.core_timer(i),
+            Wake::Expire(s) => self.server_expire(s),
+            Wake::Reap => {
+                let _ = self.server_reap();
+                self.next_reap = self.cfg.reap_interval.map(|d| self.now + d);
+            }
+            Wake::Fault => self.random_fault(),
+        }
+        self.after_call();
+        self.poisoned()?;
+        Ok(true)
+    }
+
+    /// Runs every wakeup due up to `now + d`, leaving the clock there.
+    pub fn run_for(&mut self, d: Duration) -> Result<(), Violation> {
+        let until = self.now + d;
+        self.run_until_time(until)
+    }
+
+    /// Runs every wakeup due up to `t`, leaving the clock at `t`.
+    pub fn run_until_time(&mut self, t: Timestamp) -> Result<(), Violation> {
+        while self.step_until(t)? {}
+        Ok(())
+    }
+
+    /// Steps until `done(self)` holds (checked before every step). Fails with
+    /// [`ViolationKind::Stalled`] if nothing is left to happen or the run limit passes.
+    pub fn run_until(&mut self, mut done: impl FnMut(&Sim) -> bool) -> Result<(), Violation> {
+        let limit = self.now + self.cfg.run_limit;
+        loop {
+            self.poisoned()?;
+            if done(self) {
+                return Ok(());
+            }
+            if self.now > limit {
+                let d = format!(
+                    "condition not met after {:?} of virtual time",
+                    self.cfg.run_limit
+                );
+                self.violate(ViolationKind::Stalled, d);
+                continue;
+            }
+            if !self.step_until(limit + Duration::from_nanos(1))? {
+                self.violate(ViolationKind::Stalled, "condition not met".to_owned());
+            }
+        }
+    }
+
+    /// Runs until the network is quiet: nothing in flight and every client connected
+    /// (or closed). Core timers further out (deadlines, graces) are left pending.
+    pub fn settle(&mut self) -> Result<(), Violation> {
+        self.run_until(|s| s.clients.iter().all(SimClient::is_quiet))
+    }
+
+    /// Runs until the network is quiet and every core is idle (no acquisition and no
+    /// cleanup left).
+    pub fn run_until_idle(&mut self) -> Result<(), Violation> {
+        self.run_until(|s| s.clients.iter().all(|c| c.is_quiet() && c.core.is_idle()))
+    }
+
+    // ----- invariants -----------------------------------------------------------
+
+    fn after_call(&mut self) {
+        if self.cfg.check_invariants && self.violation.is_none() {
+            let r = self.checker.after_step(&self.model);
+            self.check(r);
+        }
+    }
+
+    pub(crate) fn check(&mut self, r: Result<(), (ViolationKind, String)>) {
+        if let Err((kind, detail)) = r {
+            self.violate(kind, detail);
+        }
+    }
+
+    pub(crate) fn violate(&mut self, kind: ViolationKind, detail: String) {
+        if self.violation.is_none() {
+            self.trace_with(None, || format!("VIOLATION {kind:?}: {detail}"));
+            self.violation = Some(Violation {
+                kind,
+                seed: self.cfg.seed,
+                step: self.steps,
+                at: self.now,
+                detail,
+            });
+        }
+    }
+
+    fn poisoned(&self) -> Result<(), Violation> {
+        match &self.violation {
+            Some(v) => Err(v.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// The first invariant violation, if any (the simulation stops at it).
+    pub fn violation(&self) -> Option<&Violation> {
+        self.violation.as_ref()
+    }
+
+    /// Checks the properties that hold at quiescence: no lock node in the tree that
+    /// its owner does not hold or wait for. Call it after [`Sim::run_until_idle`].
+    pub fn check_quiescent(&mut self) -> Result<(), Violation> {
+        self.poisoned()?;
+        let sessions: Vec<(ClientId, Option<i64>)> = self
+            .clients
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (ClientId(i), c.core.session_id()))
+            .collect();
+        let orphans = self.checker.orphans(&self.model, &sessions);
+        if !orphans.is_empty() {
+            self.violate(
+                ViolationKind::Orphan,
+                format!("orphan lock nodes: {orphans:?}"),
+            );
+        }
+        self.poisoned()
+    }
+
+    // ----- tracing --------------------------------------------------------------
+
+    pub(crate) fn trace(&mut self, client: Option<usize>, text: String) {
+        self.trace_log.push(TraceEntry {
+            step: self.steps,
+            at: self.now,
+            client: client.map(ClientId),
+            text,
+        });
+    }
+
+    pub(crate) fn trace_with(&mut self, client: Option<usize>, text: impl FnOnce() -> String) {
+        if self.cfg.trace {
+            let text = text();
+            self.trace(client, text);
+        }
+    }
+
+    /// The trace so far (empty unless [`SimConfig::trace`] is on).
+    pub fn trace_log(&self) -> &[TraceEntry] {
+        &self.trace_log
+    }
+}

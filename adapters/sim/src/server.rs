@@ -1,0 +1,139 @@
+//! The server side of the simulation: applying requests that arrive, routing watch
+//! firings to the sessions' connections, the session tracker and the container reaper.
+
+use crate::client::Conn;
+use crate::network::Message;
+use crate::scheduler::Sim;
+use lock_core::{Reply, Timestamp, ZkError};
+use std::time::Duration;
+
+/// What the server knows about a session.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ServerSession {
+    pub client: usize,
+    pub timeout: Duration,
+    /// `None` while the client's connection is up (it pings); otherwise the last
+    /// time the server heard from it: the session expires `timeout` later.
+    pub contact: Option<Timestamp>,
+}
+
+impl Sim {
+    /// Opens a new server session for client `i` and makes it the client's.
+    pub(crate) fn open_session(&mut self, i: usize) -> i64 {
+        let s = self.model.create_session();
+        let timeout = self.clients[i].cfg.session_timeout;
+        self.server.insert(
+            s,
+            ServerSession {
+                client: i,
+                timeout,
+                contact: None,
+            },
+        );
+        let c = &mut self.clients[i];
+        c.session = Some(s);
+        c.last_zxid = self.model.zxid();
+        c.watches.clear();
+        s
+    }
+
+    /// A request reaches the server.
+    pub(crate) fn server_receive(&mut self, i: usize) {
+        let Some(p) = self.clients[i].link.to_server.pop_front() else {
+            return;
+        };
+        let alive = self.model.session_is_alive(p.session);
+        let mut result = if alive {
+            self.model.apply(p.session, &p.request.op)
+        } else {
+            Err(ZkError::SessionExpired)
+        };
+        if self.cfg.shuffle_children {
+            if let Ok(Reply::Children(names)) = &mut result {
+                self.clients[i].rng.shuffle(names);
+            }
+        }
+        if self.cfg.trace {
+            let text = format!(
+                "server applies {} {:?} -> {:?}",
+                p.request.id, p.request.op, result
+            );
+            self.trace(Some(i), text);
+        }
+        // The server sends the watch firings a transaction causes before its reply.
+        self.route_notifications();
+        let now = self.now;
+        let latency = self.cfg.latency;
+        let c = &mut self.clients[i];
+        if c.conn == Conn::Connected && c.session == Some(p.session) {
+            let delay = latency.sample(&mut c.rng);
+            c.link.deliver(
+                now,
+                delay,
+                Message::Reply {
+                    id: p.request.id,
+                    result,
+                    zxid: self.model.zxid(),
+                },
+            );
+        }
+    }
+
+    /// Hands the model's watch firings to the connections they are for; a firing for
+    /// a session whose connection is not up is lost, as on a real server.
+    pub(crate) fn route_notifications(&mut self) {
+        if !self.model.has_notifications() {
+            return;
+        }
+        let now = self.now;
+        let latency = self.cfg.latency;
+        for n in self.model.take_notifications() {
+            let Some(ss) = self.server.get(&n.session) else {
+                continue;
+            };
+            let i = ss.client;
+            let c = &mut self.clients[i];
+            if c.conn == Conn::Connected && c.session == Some(n.session) {
+                let delay = latency.sample(&mut c.rng);
+                c.link.deliver(
+                    now,
+                    delay,
+                    Message::Watch {
+                        path: n.path,
+                        kind: n.kind,
+                    },
+                );
+            } else {
+                c.counters.notifications_lost += 1;
+                if self.cfg.trace {
+                    let text = format!("watch {:?} {} lost (connection down)", n.kind, n.path);
+                    self.trace(Some(i), text);
+                }
+            }
+        }
+    }
+
+    /// The session tracker expires `session` (or a fault does): its ephemerals go.
+    pub(crate) fn server_expire(&mut self, session: i64) {
+        let Some(ss) = self.server.remove(&session) else {
+            return;
+        };
+        let deleted = self.model.expire_session(session);
+        self.clients[ss.client].counters.expirations += 1;
+        if self.cfg.trace {
+            let text = format!("server expires session {session:#x}, deleting {deleted:?}");
+            self.trace(Some(ss.client), text);
+        }
+        self.route_notifications();
+    }
+
+    /// One pass of the container reaper.
+    pub(crate) fn server_reap(&mut self) -> Vec<String> {
+        let reaped = self.model.reap_containers();
+        if self.cfg.trace && !reaped.is_empty() {
+            self.trace(None, format!("reaper deletes containers {reaped:?}"));
+        }
+        self.route_notifications();
+        reaped
+    }
+}

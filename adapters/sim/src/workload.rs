@@ -1,0 +1,558 @@
+//! Randomized workloads: many clients, every recipe, random acquire / hold / release /
+//! cancel / timeout, with faults, and the invariants checked after every step.
+//!
+//! A schedule is fully determined by its seed and the [`Workload`]: it first runs a
+//! chaos phase (acquisitions arrive while random faults strike), then stops the faults
+//! and drains: holders keep releasing after their hold time, so every acquisition
+//! must end (liveness) and no lock node may be left behind (no orphans).
+//!
+//! ```
+//! use lock_sim::Workload;
+//! let w = Workload::exclusive();
+//! for seed in 0..3 {
+//!     let report = w.run(seed).unwrap_or_else(|f| panic!("{f}"));
+//!     assert!(report.acquisitions > 0);
+//! }
+//! ```
+
+use crate::client::{ClientId, Profile};
+use crate::faults::FaultConfig;
+use crate::invariants::{Violation, ViolationKind};
+use crate::network::Latency;
+use crate::rng::SimRng;
+use crate::scheduler::{Sim, SimConfig, TraceEntry};
+use lock_core::{LockEvent, LockId, LockSpec, NameScheme, Timestamp};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::time::Duration;
+
+/// Which recipes a workload exercises.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[non_exhaustive]
+pub enum Mix {
+    /// Exclusive (write) locks on a shallow and a deep path.
+    Exclusive,
+    /// Readers and writers on one path.
+    ReadWrite,
+    /// A semaphore with 1 to 3 permits (per schedule).
+    Semaphore,
+    /// Leader election.
+    Leader,
+    /// All of the above at once, on separate paths.
+    All,
+}
+
+/// The shape of a family of random schedules. Start from a preset and adjust.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Workload {
+    /// Name, for messages.
+    pub name: &'static str,
+    /// Recipes.
+    pub mix: Mix,
+    /// Number of clients (inclusive range).
+    pub clients: (usize, usize),
+    /// Number of acquisitions (inclusive range).
+    pub acquisitions: (usize, usize),
+    /// Every client's session timeout.
+    pub session_timeout: Duration,
+    /// Time between two acquisitions.
+    pub gap: (Duration, Duration),
+    /// How long a holder holds before releasing.
+    pub hold: (Duration, Duration),
+    /// Probability of a long hold instead (longer than a session timeout, so that
+    /// holders meet faults: suspension, expiry, revocation).
+    pub long_hold_chance: f64,
+    /// How long a long hold lasts.
+    pub long_hold: (Duration, Duration),
+    /// Probability that an acquisition honours revocation requests.
+    pub revocable_chance: f64,
+    /// Probability that an acquisition is a lease (`max_hold`, up to a session timeout).
+    pub lease_chance: f64,
+    /// Probability that a user asks the holders of a lock to let go (per acquisition).
+    pub revoke_chance: f64,
+    /// Probability that a client observes an election (per acquisition, leader
+    /// workloads only).
+    pub observe_chance: f64,
+    /// Probability that an acquisition has a deadline (up to 2 session timeouts away).
+    pub deadline_chance: f64,
+    /// Probability that an acquisition does not wait (`try_only`).
+    pub try_chance: f64,
+    /// Probability that the user cancels an acquisition after a while.
+    pub cancel_chance: f64,
+    /// Random faults during the chaos phase.
+    pub faults: FaultConfig,
+    /// Network latency.
+    pub latency: Latency,
+    /// Container reaper interval.
+    pub reap_interval: Duration,
+    /// Virtual time the drain phase may take before liveness is declared violated.
+    pub drain_limit: Duration,
+}
+
+impl Workload {
+    fn preset(name: &'static str, mix: Mix) -> Self {
+        let timeout = Duration::from_millis(600);
+        Workload {
+            name,
+            mix,
+            clients: (2, 5),
+            acquisitions: (8, 24),
+            session_timeout: timeout,
+            gap: (Duration::from_millis(1), Duration::from_millis(60)),
+            hold: (Duration::from_millis(1), Duration::from_millis(120)),
+            long_hold_chance: 0.2,
+            long_hold: (timeout / 2, timeout * 2),
+            revocable_chance: 0.3,
+            lease_chance: 0.05,
+            revoke_chance: 0.03,
+            observe_chance: 0.1,
+            deadline_chance: 0.2,
+            try_chance: 0.05,
+            cancel_chance: 0.15,
+            faults: FaultConfig::chaos(Duration::from_millis(250)),
+            latency: Latency::between(Duration::from_micros(500), Duration::from_millis(6)),
+            reap_interval: Duration::from_millis(200),
+            drain_limit: Duration::from_secs(120),
+        }
+    }
+
+    /// Exclusive locks.
+    pub fn exclusive() -> Self {
+        Self::preset("exclusive", Mix::Exclusive)
+    }
+
+    /// Read/write locks.
+    pub fn read_write() -> Self {
+        Self::preset("read_write", Mix::ReadWrite)
+    }
+
+    /// Semaphores.
+    pub fn semaphore() -> Self {
+        Self::preset("semaphore", Mix::Semaphore)
+    }
+
+    /// Leader election.
+    pub fn leader() -> Self {
+        Self::preset("leader", Mix::Leader)
+    }
+
+    /// Every recipe at once.
+    pub fn mixed() -> Self {
+        Self::preset("mixed", Mix::All)
+    }
+
+    /// The same workload with other faults.
+    pub fn with_faults(mut self, faults: FaultConfig) -> Self {
+        self.faults = faults;
+        self
+    }
+
+    /// Runs the schedule of `seed`. On a violation the schedule is replayed with
+    /// tracing on, and the [`Failure`] carries the trace.
+    pub fn run(&self, seed: u64) -> Result<Report, Failure> {
+        match self.execute(seed, false) {
+            Ok(report) => Ok(report),
+            Err(_) => self
+                .execute(seed, true)
+                .map_err(|(violation, trace)| Failure {
+                    workload: self.name,
+                    violation,
+                    trace,
+                }),
+        }
+    }
+
+    /// Runs the schedule of `seed` with tracing on (what [`Sim::replay`] does).
+    pub fn replay(&self, seed: u64) -> Result<Report, Failure> {
+        self.execute(seed, true)
+            .map_err(|(violation, trace)| Failure {
+                workload: self.name,
+                violation,
+                trace,
+            })
+    }
+
+    fn execute(&self, seed: u64, trace: bool) -> Result<Report, (Violation, Vec<TraceEntry>)> {
+        let (result, mut sim) = self.simulate(seed, trace);
+        result.map_err(|v| (v, std::mem::take(&mut sim.trace_log)))
+    }
+
+    /// Runs the schedule of `seed` and hands back the simulation too, to inspect its
+    /// events, tree, counters and (with `trace`) its trace.
+    pub fn simulate(&self, seed: u64, trace: bool) -> (Result<Report, Violation>, Sim) {
+        let mut run = Run::new(self, seed, trace);
+        let result = run.go().map(|()| run.report());
+        (result, run.sim)
+    }
+}
+
+impl Sim {
+    /// Replays the schedule `seed` of `workload` exactly, with tracing on: the
+    /// reproduction of a failure the randomized tests printed.
+    pub fn replay(seed: u64, workload: &Workload) -> Result<Report, Failure> {
+        workload.replay(seed)
+    }
+}
+
+/// What a schedule did.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct Report {
+    /// Wakeups processed.
+    pub steps: u64,
+    /// Virtual time at the end.
+    pub virtual_time: Timestamp,
+    /// Acquisitions started.
+    pub acquisitions: usize,
+    /// Acquisitions that got the lock.
+    pub acquired: usize,
+    /// Faults injected.
+    pub faults: u64,
+    /// Requests sent in all.
+    pub requests: u64,
+}
+
+/// A schedule that violated an invariant, with the trace of its replay.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    /// Which workload.
+    pub workload: &'static str,
+    /// What failed, where (seed and step).
+    pub violation: Violation,
+    /// Everything that happened, up to the violation.
+    pub trace: Vec<TraceEntry>,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const TAIL: usize = 200;
+        writeln!(f, "workload {:?}: {}", self.workload, self.violation)?;
+        let skip = self.trace.len().saturating_sub(TAIL);
+        if skip > 0 {
+            writeln!(f, "... ({skip} earlier trace lines)")?;
+        }
+        for e in &self.trace[skip..] {
+            writeln!(f, "{e}")?;
+        }
+        writeln!(
+            f,
+            "replay: lock_sim::Sim::replay({}, &lock_sim::Workload::{}())  \
+             (or LOCK_SIM_REPLAY={} cargo test -p lock-sim --test workload replay -- --nocapture)",
+            self.violation.seed, self.workload, self.violation.seed
+        )
+    }
+}
+
+impl std::error::Error for Failure {}
+
+#[derive(Clone, Debug)]
+enum Action {
+    Acquire(usize),
+    Observe(ClientId, String),
+    Revoke(ClientId, String),
+    Release(ClientId, LockId),
+    Cancel(ClientId, LockId),
+}
+
+struct Planned {
+    client: ClientId,
+    spec: LockSpec,
+    hold: Duration,
+    cancel_after: Option<Duration>,
+}
+
+struct Run {
+    sim: Sim,
+    plan: Vec<Planned>,
+    actions: BTreeMap<(Timestamp, u64), Action>,
+    seq: u64,
+    cursor: usize,
+    hold: BTreeMap<(ClientId, LockId), Duration>,
+    released: BTreeSet<(ClientId, LockId)>,
+    acquired: usize,
+    chaos_until: Timestamp,
+    drain_limit: Duration,
+    drain_deadline: Timestamp,
+    observe_for: Duration,
+}
+
+impl Run {
+    fn new(w: &Workload, seed: u64, trace: bool) -> Run {
+        let mut rng = SimRng::new(seed ^ 0x706c_616e_706c_616e);
+        let cfg = SimConfig::new(seed)
+            .latency(w.latency)
+            .faults(w.faults.clone())
+            .reap_interval(Some(w.reap_interval))
+            .trace(trace);
+        let mut sim = Sim::new(cfg);
+        let n = w.clients.0 + rng.index(w.clients.1 - w.clients.0 + 1);
+        let clients: Vec<ClientId> = (0..n)
+            .map(|_| {
+                let profile = if rng.chance(0.5) {
+                    Profile::KeepsWatches
+                } else {
+                    Profile::LosesWatchesNewSession
+                };
+                sim.add_client(profile, w.session_timeout)
+            })
+            .collect();
+        let permits = 1 + rng.below(3) as u32;
+        let count = w.acquisitions.0 + rng.index(w.acquisitions.1 - w.acquisitions.0 + 1);
+        let mut at = Timestamp::ZERO;
+        let mut plan = Vec::with_capacity(count);
+        let mut actions = BTreeMap::new();
+        for k in 0..count {
+            at = at + rng.duration(w.gap.0, w.gap.1);
+            let client = clients[rng.index(clients.len())];
+            let mut spec = random_spec(&mut rng, w.mix, permits, client);
+            if rng.chance(w.deadline_chance) {
+                spec = spec.deadline(at + rng.duration(Duration::ZERO, w.session_timeout * 2));
+            }
+            if rng.chance(w.try_chance) {
+                spec = spec.try_only();
+            }
+            if rng.chance(w.revocable_chance) {
+                spec = spec.revocable();
+            }
+            if rng.chance(w.lease_chance) {
+                spec = spec.max_hold(rng.duration(Duration::from_millis(1), w.session_timeout));
+            }
+            let path = spec.path().to_owned();
+            if rng.chance(w.revoke_chance) {
+                let who = clients[rng.index(clients.len())];
+                let when = at + rng.duration(Duration::ZERO, w.session_timeout);
+                actions.insert(
+                    (when, u64::MAX - k as u64),
+                    Action::Revoke(who, path.clone()),
+                );
+            }
+            if matches!(w.mix, Mix::Leader | Mix::All) && rng.chance(w.observe_chance) {
+                let who = clients[rng.index(clients.len())];
+                actions.insert(
+                    (at, u64::MAX / 2 - k as u64),
+                    Action::Observe(who, "/locks/lead".to_owned()),
+                );
+            }
+            let hold = if rng.chance(w.long_hold_chance) {
+                rng.duration(w.long_hold.0, w.long_hold.1)
+            } else {
+                rng.duration(w.hold.0, w.hold.1)
+            };
+            let cancel_after = rng
+                .chance(w.cancel_chance)
+                .then(|| rng.duration(Duration::ZERO, w.session_timeout));
+            plan.push(Planned {
+                client,
+                spec,
+                hold,
+                cancel_after,
+            });
+            actions.insert((at, k as u64), Action::Acquire(k));
+        }
+        Run {
+            sim,
+            plan,
+            seq: count as u64,
+            actions,
+            cursor: 0,
+            hold: BTreeMap::new(),
+            released: BTreeSet::new(),
+            acquired: 0,
+            chaos_until: at + w.session_timeout * 2,
+            drain_limit: w.drain_limit,
+            drain_deadline: Timestamp::MAX,
+            observe_for: w.session_timeout * 2,
+        }
+    }
+
+    fn schedule(&mut self, at: Timestamp, action: Action) {
+        self.seq += 1;
+        self.actions.insert((at, self.seq), action);
+    }
+
+    /// Reacts to the events since the last look, as a user would.
+    fn react(&mut self) {
+        let now = self.sim.now();
+        while self.cursor < self.sim.all_events().len() {
+            let r = self.sim.all_events()[self.cursor].clone();
+            self.cursor += 1;
+            let key = (r.client, r.lock);
+            match r.event {
+                LockEvent::Acquired(_) => {
+                    self.acquired += 1;
+                    let hold = self.hold.get(&key).copied().unwrap_or_default();
+                    self.schedule(now + hold, Action::Release(r.client, r.lock));
+                }
+                LockEvent::RevocationRequested => {
+                    self.schedule(now, Action::Release(r.client, r.lock));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn perform(&mut self, action: Action) -> Result<(), Violation> {
+        match action {
+            Action::Acquire(k) => {
+                let p = &self.plan[k];
+                let (client, spec, hold, cancel_after) =
+                    (p.client, p.spec.clone(), p.hold, p.cancel_after);
+                match self.sim.acquire(client, spec) {
+                    Ok(id) => {
+                        self.hold.insert((client, id), hold);
+                        if let Some(d) = cancel_after {
+                            let at = self.sim.now() + d;
+                            self.schedule(at, Action::Cancel(client, id));
+                        }
+                    }
+                    Err(e) => self.refused(format!("{client}: acquire refused: {e}")),
+                }
+            }
+            Action::Observe(client, path) => {
+                // Observers follow the election until the user stops them.
+                match self.sim.observe(client, &path) {
+                    Ok(id) => {
+                        let at = self.sim.now() + self.observe_for;
+                        self.schedule(at, Action::Cancel(client, id));
+                    }
+                    Err(e) => self.refused(format!("{client}: observe refused: {e}")),
+                }
+            }
+            Action::Revoke(client, path) => {
+                if let Err(e) = self.sim.revoke(client, &path) {
+                    self.refused(format!("{client}: revoke refused: {e}"));
+                }
+            }
+            Action::Release(client, lock) => {
+                let key = (client, lock);
+                if self.sim.checker.is_held(key) && self.released.insert(key) {
+                    if let Err(e) = self.sim.release(client, lock) {
+                        self.refused(format!("{client}: release of held {lock} refused: {e}"));
+                    }
+                }
+            }
+            Action::Cancel(client, lock) => {
+                let key = (client, lock);
+                if !self.sim.checker.is_ended(key) && !self.released.contains(&key) {
+                    if self.sim.checker.is_held(key) {
+                        self.released.insert(key);
+                    }
+                    if let Err(e) = self.sim.cancel(client, lock) {
+                        self.refused(format!("{client}: cancel of {lock} refused: {e}"));
+                    }
+                }
+            }
+        }
+        match self.sim.violation() {
+            Some(v) => Err(v.clone()),
+            None => Ok(()),
+        }
+    }
+
+    fn refused(&mut self, detail: String) {
+        self.sim.violate(ViolationKind::UsageRefused, detail);
+    }
+
+    fn go(&mut self) -> Result<(), Violation> {
+        let mut faults_on = true;
+        loop {
+            self.react();
+            if faults_on && self.sim.now() >= self.chaos_until {
+                faults_on = false;
+                self.sim.stop_faults();
+                self.drain_deadline = self.sim.now() + self.drain_limit;
+            }
+            if !faults_on && self.done() {
+                return self.sim.check_quiescent();
+            }
+            if !faults_on && self.sim.now() >= self.drain_deadline {
+                let detail = self.liveness_report();
+                self.sim.violate(ViolationKind::Liveness, detail);
+                return Err(self.sim.violation().cloned().expect("just violated"));
+            }
+            let next_action = self.actions.first_key_value().map(|(k, _)| k.0);
+            let horizon = match (faults_on, next_action) {
+                (true, Some(t)) => t.min(self.chaos_until),
+                (true, None) => self.chaos_until,
+                (false, Some(t)) => t.min(self.drain_deadline),
+                (false, None) => self.drain_deadline,
+            };
+            if !self.sim.step_until(horizon)? {
+                if let Some(entry) = self.actions.first_entry() {
+                    if entry.key().0 <= self.sim.now() {
+                        let action = entry.remove();
+                        self.perform(action)?;
+                    }
+                }
+            }
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.sim.checker.unfinished().is_empty()
+            && self
+                .sim
+                .clients
+                .iter()
+                .all(|c| c.is_quiet() && c.core.is_idle())
+    }
+
+    fn liveness_report(&self) -> String {
+        let unfinished: Vec<String> = self
+            .sim
+            .checker
+            .unfinished()
+            .iter()
+            .map(|((c, l), path)| format!("{c} {l} on {path}: {:?}", self.sim.state(*c, *l)))
+            .collect();
+        let busy: Vec<String> = self
+            .sim
+            .clients
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !(c.is_quiet() && c.core.is_idle()))
+            .map(|(i, c)| {
+                format!(
+                    "c{i}: tracked {} in flight {} conn {:?}",
+                    c.core.tracked(),
+                    c.core.in_flight(),
+                    c.conn
+                )
+            })
+            .collect();
+        format!("with faults stopped, not everything ended: unfinished {unfinished:?}; busy clients {busy:?}")
+    }
+
+    fn report(&self) -> Report {
+        Report {
+            steps: self.sim.steps(),
+            virtual_time: self.sim.now(),
+            acquisitions: self.plan.len(),
+            acquired: self.acquired,
+            faults: self.sim.faults_injected(),
+            requests: self.sim.total_counters().requests(),
+        }
+    }
+}
+
+fn random_spec(rng: &mut SimRng, mix: Mix, permits: u32, client: ClientId) -> LockSpec {
+    let mix = match mix {
+        Mix::All => [Mix::Exclusive, Mix::ReadWrite, Mix::Semaphore, Mix::Leader][rng.index(4)],
+        m => m,
+    };
+    let spec = match mix {
+        Mix::Exclusive if rng.chance(0.3) => LockSpec::write("/app/deep/locks/x"),
+        Mix::Exclusive => LockSpec::write("/locks/x"),
+        Mix::ReadWrite if rng.chance(0.6) => LockSpec::read("/locks/rw"),
+        Mix::ReadWrite => LockSpec::write("/locks/rw"),
+        Mix::Semaphore => LockSpec::semaphore("/locks/sem", permits),
+        _ => LockSpec::leader("/locks/lead", format!("{client}")),
+    };
+    let scheme = match rng.below(4) {
+        0 => NameScheme::Curator,
+        1 => NameScheme::Kazoo,
+        _ => NameScheme::Native,
+    };
+    spec.scheme(scheme)
+}

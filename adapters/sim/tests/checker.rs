@@ -1,0 +1,125 @@
+//! The invariant checker catches what it must: these tests break the rules on
+//! purpose and expect the violation, with its seed and step.
+
+use lock_core::{CreateMode, LockSpec};
+use lock_sim::{Latency, Profile, Sim, SimConfig, ViolationKind, Workload};
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(1);
+
+/// An adapter that reports `Disconnected` later than the session timeout breaks the
+/// core's contract: the server expires the holder's session, another client gets the
+/// lock, and the old holder still trusts it. The checker must notice: at the expiry
+/// (a trusted holder whose node is gone) or at the latest when the other client
+/// acquires (two holders).
+#[test]
+fn late_disconnect_notice_is_caught() {
+    let mut found = None;
+    for seed in 0..40 {
+        let mut cfg = SimConfig::new(seed).latency(Latency::fixed(Duration::from_millis(1)));
+        cfg.notice_within = 3.0;
+        let mut sim = Sim::new(cfg);
+        let a = sim.add_client(Profile::KeepsWatches, T);
+        let b = sim.add_client(Profile::KeepsWatches, T);
+        let la = sim.acquire(a, LockSpec::write("/l")).unwrap();
+        sim.settle().unwrap();
+        let lb = sim.acquire(b, LockSpec::write("/l")).unwrap();
+        sim.settle().unwrap();
+        assert!(sim.holds(a, la));
+        sim.partition(a, T * 5);
+        match sim.run_until(|s| s.outcome(a, la).is_some() && s.holds(b, lb)) {
+            Err(v) => {
+                assert!(
+                    matches!(
+                        v.kind,
+                        ViolationKind::HolderWithoutNode | ViolationKind::TwoExclusiveHolders
+                    ),
+                    "{v}"
+                );
+                assert_eq!(v.seed, seed);
+                assert!(v.step > 0 && v.detail.contains("/l/"), "{v}");
+                found = Some(v);
+                break;
+            }
+            Ok(()) => continue, // noticed before the expiry this time
+        }
+    }
+    let v = found.expect("some seed notices too late");
+    println!("caught: {v}");
+}
+
+/// The same schedule with the contract kept is fine.
+#[test]
+fn timely_disconnect_notice_keeps_one_holder() {
+    for seed in 0..40 {
+        let mut sim =
+            Sim::new(SimConfig::new(seed).latency(Latency::fixed(Duration::from_millis(1))));
+        let a = sim.add_client(Profile::KeepsWatches, T);
+        let b = sim.add_client(Profile::KeepsWatches, T);
+        let la = sim.acquire(a, LockSpec::write("/l")).unwrap();
+        sim.settle().unwrap();
+        let lb = sim.acquire(b, LockSpec::write("/l")).unwrap();
+        sim.settle().unwrap();
+        sim.partition(a, T * 5);
+        sim.run_until(|s| s.outcome(a, la).is_some() && s.holds(b, lb))
+            .unwrap();
+    }
+}
+
+#[test]
+fn orphan_nodes_are_reported_at_quiescence() {
+    let mut sim = Sim::new(SimConfig::new(1));
+    let a = sim.add_client(Profile::KeepsWatches, T);
+    let l = sim.acquire(a, LockSpec::write("/o")).unwrap();
+    sim.settle().unwrap();
+    sim.release(a, l).unwrap();
+    sim.run_until_idle().unwrap();
+    sim.check_quiescent().unwrap();
+    // A participant-named node nobody owns.
+    sim.admin_create(
+        "/o/zkl-0123456789abcdef0123456789abcdef-write-",
+        b"",
+        CreateMode::Persistent,
+    )
+    .map(|_| ())
+    .unwrap_or_else(|e| panic!("{e}"));
+    let name = sim.children("/o")[0].clone();
+    assert!(
+        lock_core::names::parse_name(&name).is_none(),
+        "sequence not appended: {name}"
+    );
+    sim.admin_create(
+        "/o/zkl-0123456789abcdef0123456789abcdef-write-0000000042",
+        b"",
+        CreateMode::Persistent,
+    )
+    .unwrap();
+    let v = sim.check_quiescent().unwrap_err();
+    assert_eq!(v.kind, ViolationKind::Orphan);
+    assert!(v.detail.contains("0000000042"), "{v}");
+}
+
+#[test]
+fn holders_that_never_release_fail_liveness() {
+    let mut w = Workload::exclusive();
+    w.hold = (Duration::from_secs(10_000), Duration::from_secs(10_000));
+    w.long_hold_chance = 0.0;
+    w.cancel_chance = 0.0;
+    w.deadline_chance = 0.0;
+    w.revoke_chance = 0.0;
+    w.revocable_chance = 0.0;
+    w.lease_chance = 0.0;
+    w.drain_limit = Duration::from_secs(30);
+    let failure = w.run(3).unwrap_err();
+    assert_eq!(failure.violation.kind, ViolationKind::Liveness);
+    let text = failure.to_string();
+    assert!(text.contains("seed 3"), "{text}");
+    assert!(
+        text.contains("Sim::replay(3, &lock_sim::Workload::exclusive())"),
+        "{text}"
+    );
+    assert!(
+        !failure.trace.is_empty(),
+        "the failure carries the replay's trace"
+    );
+}

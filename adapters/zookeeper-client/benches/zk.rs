@@ -1,0 +1,261 @@
+//! Benchmarks of lock-zookeeper-client against a real ZooKeeper server started by
+//! lock-testkit (standalone, loopback, `forceSync=no`).
+//!
+//! ```text
+//! cargo bench -p lock-zookeeper-client --bench zk
+//! ```
+//!
+//! Prints, per runtime: uncontended acquire / release / cycle latency (median, p99),
+//! requests per cycle (server `mntr` and the core's count), and, on tokio, handoffs
+//! per second with 2 and 8 contending sessions.
+
+use lock_testkit::ZkServer;
+use lock_zookeeper_client::{LockClient, Runtime};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const UNCONTENDED_CYCLES: usize = 2000;
+const WARMUP_CYCLES: usize = 200;
+const CONTENTION_TIME: Duration = Duration::from_secs(3);
+
+fn main() {
+    // Small log preallocation steps: the default 64 MiB makes the first write slow.
+    let server = ZkServer::builder()
+        .config("preAllocSize", "1024")
+        .start()
+        .expect("starting ZooKeeper (lock-testkit)");
+    let cluster = server.connect_string();
+    println!("lock-zookeeper-client benchmarks against ZooKeeper on {cluster}");
+    println!();
+    println!(
+        "{:<10} {:>14} {:>14} {:>14} {:>14} {:>14} {:>14} {:>10} {:>10}",
+        "runtime",
+        "acquire p50",
+        "acquire p99",
+        "release p50",
+        "release p99",
+        "cycle p50",
+        "cycle p99",
+        "req/cycle",
+        "pkts/cycle"
+    );
+    for (name, rt) in runtimes() {
+        let server = &server;
+        let cluster = cluster.clone();
+        let report = run_on(&rt, |runtime| async move {
+            uncontended(runtime, &cluster, server).await
+        });
+        println!(
+            "{:<10} {:>14?} {:>14?} {:>14?} {:>14?} {:>14?} {:>14?} {:>10.2} {:>10.2}",
+            name,
+            report.acquire.0,
+            report.acquire.1,
+            report.release.0,
+            report.release.1,
+            report.cycle.0,
+            report.cycle.1,
+            report.requests_per_cycle,
+            report.packets_per_cycle,
+        );
+    }
+    println!();
+    println!(
+        "{:<10} {:>9} {:>14} {:>12} {:>16} {:>16}",
+        "runtime", "sessions", "acquisitions", "handoffs/s", "req/acquisition", "pkts/acquisition"
+    );
+    for sessions in [2, 8] {
+        let rt = tokio_runtime();
+        let cluster = cluster.clone();
+        let server = &server;
+        let runtime = Runtime::Tokio(rt.handle().clone());
+        let (acquisitions, elapsed, requests, packets) =
+            rt.block_on(contended(runtime, &cluster, server, sessions));
+        println!(
+            "{:<10} {:>9} {:>14} {:>12.0} {:>16.2} {:>16.2}",
+            "tokio",
+            sessions,
+            acquisitions,
+            acquisitions as f64 / elapsed.as_secs_f64(),
+            requests as f64 / acquisitions as f64,
+            packets as f64 / acquisitions as f64,
+        );
+    }
+}
+
+struct Uncontended {
+    acquire: (Duration, Duration),
+    release: (Duration, Duration),
+    cycle: (Duration, Duration),
+    requests_per_cycle: f64,
+    packets_per_cycle: f64,
+}
+
+fn packets(server: &ZkServer) -> u64 {
+    server
+        .mntr()
+        .expect("mntr")
+        .get_u64("zk_packets_received")
+        .expect("zk_packets_received")
+}
+
+async fn uncontended(rt: Runtime, cluster: &str, server: &ZkServer) -> Uncontended {
+    let client = connect(&rt, cluster).await;
+    let mutex = client.mutex(format!("/bench/uncontended-{}", name_of(&rt)));
+    for _ in 0..WARMUP_CYCLES {
+        mutex.lock().await.unwrap().release().await.unwrap();
+    }
+    client.wait_idle().await.unwrap();
+    let requests_before = client.stats().await.unwrap().requests;
+    let base = packets(server);
+    let packets_before = packets(server);
+    let mntr_overhead = packets_before - base;
+    let mut acquire = Vec::with_capacity(UNCONTENDED_CYCLES);
+    let mut release = Vec::with_capacity(UNCONTENDED_CYCLES);
+    let mut cycle = Vec::with_capacity(UNCONTENDED_CYCLES);
+    for _ in 0..UNCONTENDED_CYCLES {
+        let t0 = Instant::now();
+        let guard = mutex.lock().await.unwrap();
+        let t1 = Instant::now();
+        guard.release().await.unwrap();
+        let t2 = Instant::now();
+        acquire.push(t1 - t0);
+        release.push(t2 - t1);
+        cycle.push(t2 - t0);
+    }
+    client.wait_idle().await.unwrap();
+    let packets = packets(server) - packets_before - mntr_overhead;
+    let requests = client.stats().await.unwrap().requests - requests_before;
+    client.close().await;
+    Uncontended {
+        acquire: percentiles(&mut acquire),
+        release: percentiles(&mut release),
+        cycle: percentiles(&mut cycle),
+        requests_per_cycle: requests as f64 / UNCONTENDED_CYCLES as f64,
+        packets_per_cycle: packets as f64 / UNCONTENDED_CYCLES as f64,
+    }
+}
+
+/// `sessions` clients take turns on one lock for `CONTENTION_TIME`; every
+/// acquisition is a handoff from another session (the queue is FIFO).
+async fn contended(
+    rt: Runtime,
+    cluster: &str,
+    server: &ZkServer,
+    sessions: usize,
+) -> (u64, Duration, u64, u64) {
+    let path = format!("/bench/contended-{sessions}");
+    let mut clients = Vec::new();
+    for _ in 0..sessions {
+        clients.push(connect(&rt, cluster).await);
+    }
+    // Warm up the lock directory.
+    clients[0]
+        .mutex(path.clone())
+        .lock()
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    let mut requests_before = 0;
+    for c in &clients {
+        c.wait_idle().await.unwrap();
+        requests_before += c.stats().await.unwrap().requests;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let packets_before = packets(server);
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for client in &clients {
+        let (mutex, stop, count) = (client.mutex(path.clone()), stop.clone(), count.clone());
+        let Runtime::Tokio(handle) = &rt else {
+            unreachable!()
+        };
+        tasks.push(handle.spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let guard = mutex.lock().await.unwrap();
+                count.fetch_add(1, Ordering::Relaxed);
+                guard.release().await.unwrap();
+            }
+        }));
+    }
+    smol::Timer::after(CONTENTION_TIME).await;
+    stop.store(true, Ordering::Relaxed);
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let elapsed = started.elapsed();
+    let acquisitions = count.load(Ordering::Relaxed);
+    let mut requests = 0;
+    for c in &clients {
+        c.wait_idle().await.unwrap();
+        let stats = c.stats().await.unwrap();
+        if std::env::var_os("BENCH_VERBOSE").is_some() {
+            eprintln!("{stats:?}");
+        }
+        requests += stats.requests;
+    }
+    let packets = packets(server) - packets_before;
+    for c in clients {
+        c.close().await;
+    }
+    (acquisitions, elapsed, requests - requests_before, packets)
+}
+
+fn percentiles(samples: &mut [Duration]) -> (Duration, Duration) {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.99))
+}
+
+async fn connect(rt: &Runtime, cluster: &str) -> LockClient {
+    LockClient::builder(cluster)
+        .session_timeout(Duration::from_secs(10))
+        .runtime(rt.clone())
+        .connect()
+        .await
+        .expect("connecting")
+}
+
+fn tokio_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+enum Rt {
+    Tokio(tokio::runtime::Runtime),
+    AsyncStd,
+    Smol,
+}
+
+fn runtimes() -> Vec<(String, Rt)> {
+    vec![
+        ("tokio".into(), Rt::Tokio(tokio_runtime())),
+        ("async-std".into(), Rt::AsyncStd),
+        ("smol".into(), Rt::Smol),
+    ]
+}
+
+/// Runs `f` to completion on `rt`, giving it the matching [`Runtime`].
+fn run_on<T, F: Future<Output = T>>(rt: &Rt, f: impl FnOnce(Runtime) -> F) -> T {
+    match rt {
+        Rt::Tokio(rt) => rt.block_on(f(Runtime::Tokio(rt.handle().clone()))),
+        Rt::AsyncStd => async_std::task::block_on(f(Runtime::AsyncStd)),
+        Rt::Smol => smol::block_on(f(Runtime::Smol)),
+    }
+}
+
+fn name_of(rt: &Runtime) -> &'static str {
+    match rt {
+        Runtime::Tokio(_) => "tokio",
+        Runtime::AsyncStd => "async-std",
+        Runtime::Smol => "smol",
+        _ => "other",
+    }
+}

@@ -1,0 +1,158 @@
+//! The adapter's error type and the mapping of `zookeeper-client` errors onto the core's.
+
+use lock_core::{FailReason, LostReason, UsageError, ZkError};
+
+/// Why a lock operation failed.
+///
+/// ```
+/// use lock_zookeeper_client::Error;
+/// let e = Error::from(lock_core::validate_lock_path("relative").unwrap_err());
+/// assert!(e.is_invalid_path());
+/// assert!(!Error::Timeout.is_invalid_path());
+/// ```
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Bad input, refused before anything was sent: an invalid lock path, a
+    /// semaphore of 0 permits, oversized participant data.
+    #[error(transparent)]
+    Usage(UsageError),
+    /// The first connection to ZooKeeper failed.
+    #[error("cannot connect to ZooKeeper: {0}")]
+    Connect(zookeeper_client::Error),
+    /// No async runtime to run on: enable one of the features `tokio`, `async-std`,
+    /// `smol`, and connect from inside a tokio runtime or pass a
+    /// [`Runtime`](crate::Runtime) to [`Builder::runtime`](crate::Builder::runtime).
+    #[error("no async runtime: enable a runtime feature (tokio, async-std, smol) or pass one")]
+    NoRuntime,
+    /// The deadline passed before the lock was acquired.
+    #[error("timed out waiting for the lock")]
+    Timeout,
+    /// `try_lock` semantics: the lock was busy (only from
+    /// [`LockClient::acquire`](crate::LockClient::acquire) with a try-only spec; the
+    /// `try_lock` methods return `Ok(None)` instead).
+    #[error("the lock is busy")]
+    WouldBlock,
+    /// The ZooKeeper session expired while waiting; a new session is opened
+    /// automatically, so a retry may succeed.
+    #[error("the ZooKeeper session expired")]
+    SessionExpired,
+    /// Our waiting node was deleted by someone else (an administrator).
+    #[error("our lock node was deleted by someone else")]
+    NodeDeleted,
+    /// The acquisition was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+    /// A revocable waiter was asked to give up its place.
+    #[error("the acquisition was revoked")]
+    Revoked,
+    /// The acquisition ended for another reason the core reports.
+    #[error("the acquisition failed: {0:?}")]
+    Failed(FailReason),
+    /// The lock was lost before it could be released (the protected work may have
+    /// overlapped another holder's).
+    #[error("the lock was lost: {0:?}")]
+    Lost(LostReason),
+    /// The client was closed (explicitly, or every handle was dropped).
+    #[error("the lock client is closed")]
+    Closed,
+    /// ZooKeeper answered with an error the protocol cannot recover from.
+    #[error("ZooKeeper error: {0}")]
+    Zk(ZkError),
+}
+
+impl Error {
+    /// Whether this is an invalid lock path.
+    pub fn is_invalid_path(&self) -> bool {
+        matches!(self, Error::Usage(UsageError::InvalidPath { .. }))
+    }
+}
+
+impl From<UsageError> for Error {
+    fn from(e: UsageError) -> Self {
+        match e {
+            UsageError::Closed => Error::Closed,
+            other => Error::Usage(other),
+        }
+    }
+}
+
+impl From<FailReason> for Error {
+    fn from(reason: FailReason) -> Self {
+        match reason {
+            FailReason::Timeout => Error::Timeout,
+            FailReason::Cancelled => Error::Cancelled,
+            FailReason::SessionExpired => Error::SessionExpired,
+            FailReason::NodeDeleted => Error::NodeDeleted,
+            FailReason::Closed => Error::Closed,
+            FailReason::Zk(e) => Error::Zk(e),
+            FailReason::WouldBlock => Error::WouldBlock,
+            FailReason::Revoked => Error::Revoked,
+            other => Error::Failed(other),
+        }
+    }
+}
+
+/// Maps a `zookeeper-client` error onto the core's vocabulary.
+pub(crate) fn zk_error(e: zookeeper_client::Error) -> ZkError {
+    use zookeeper_client::Error as E;
+    match e {
+        E::NoNode => ZkError::NoNode,
+        E::NodeExists => ZkError::NodeExists,
+        E::NotEmpty => ZkError::NotEmpty,
+        E::BadVersion => ZkError::BadVersion,
+        E::NoChildrenForEphemerals => ZkError::NoChildrenForEphemerals,
+        // The request may or may not have been applied. Besides `ConnectionLoss`,
+        // zookeeper-client fails the requests of a broken connection with the error
+        // that broke it: an I/O error or "no response from connection in ..." (both
+        // `Custom`), a protocol confusion (`UnexpectedError`, `UnmarshalError`). A
+        // throttled request was not applied; retrying is right too.
+        E::ConnectionLoss
+        | E::SessionMoved
+        | E::Custom(_)
+        | E::UnexpectedError(_)
+        | E::UnmarshalError { .. }
+        | E::NoHosts
+        | E::Throttled => ZkError::ConnectionLoss,
+        E::Timeout => ZkError::OperationTimeout,
+        E::SessionExpired => ZkError::SessionExpired,
+        E::ClientClosed => ZkError::Closed,
+        E::BadArguments(_) => ZkError::BadArguments,
+        E::NoAuth | E::AuthFailed => ZkError::NoAuth,
+        other => ZkError::Other(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_errors() {
+        assert_eq!(
+            zk_error(zookeeper_client::Error::ConnectionLoss),
+            ZkError::ConnectionLoss
+        );
+        assert_eq!(
+            zk_error(zookeeper_client::Error::SessionMoved),
+            ZkError::ConnectionLoss
+        );
+        assert!(zk_error(zookeeper_client::Error::Timeout).is_connection_loss());
+        // A broken connection fails its requests with whatever broke it (`Custom`
+        // errors cannot be built outside zookeeper-client; the others can).
+        let confused = zookeeper_client::Error::UnexpectedError("bad xid".into());
+        assert!(zk_error(confused).is_connection_loss());
+        assert!(zk_error(zookeeper_client::Error::Throttled).is_connection_loss());
+        assert_eq!(zk_error(zookeeper_client::Error::NoNode), ZkError::NoNode);
+        assert_eq!(
+            zk_error(zookeeper_client::Error::BadArguments(&"x")),
+            ZkError::BadArguments
+        );
+        assert_eq!(Error::from(UsageError::Closed), Error::Closed);
+        assert_eq!(Error::from(FailReason::Timeout), Error::Timeout);
+        assert_eq!(
+            Error::from(FailReason::Zk(ZkError::NoAuth)),
+            Error::Zk(ZkError::NoAuth)
+        );
+    }
+}

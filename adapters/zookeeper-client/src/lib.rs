@@ -1,0 +1,127 @@
+//! # lock-zookeeper-client: zklock's distributed locks over the async `zookeeper-client`
+//!
+//! Mutexes, read/write locks and semaphores on Apache ZooKeeper, with fencing tokens,
+//! honest failure reporting (suspended / resumed / lost) and one round trip per
+//! uncontended acquisition. The protocols live in [`lock_core`]; this crate binds them
+//! to the [`zookeeper_client`] crate (0.11) and to an async runtime.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), lock_zookeeper_client::Error> {
+//! use lock_zookeeper_client::{LockClient, LockStatus};
+//! use std::time::Duration;
+//!
+//! let locks = LockClient::connect("127.0.0.1:2181").await?;
+//!
+//! // Exclusive lock, with a fencing token for the resource it protects.
+//! let guard = locks.mutex("/locks/report").lock_timeout(Duration::from_secs(30)).await?;
+//! assert_eq!(guard.status(), LockStatus::Held);
+//! println!("token {}", guard.token());
+//! guard.release().await?;
+//!
+//! // Read/write lock and semaphore.
+//! let table = locks.rwlock("/locks/table");
+//! let reader = table.read().lock().await?;
+//! let slots = locks.semaphore("/locks/gpu", 3);
+//! let permit = slots.try_lock().await?; // None if all 3 permits are taken
+//! # drop((reader, permit));
+//! locks.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Model
+//!
+//! A [`LockClient`] owns one ZooKeeper session and one background task, the *driver*,
+//! which owns a [`lock_core::Session`] holding every lock of that session. Lock
+//! objects ([`Mutex`], [`RwLock`], [`Semaphore`]) and guards ([`LockGuard`]) talk to
+//! the driver over channels; everything is `Send + Sync` (guards are `Send`) and cheap
+//! to clone.
+//!
+//! * **Pipelining.** zookeeper-client writes a request when its method is called, so
+//!   the driver calls them in the order the core emits them: an uncontended lock is
+//!   `create` + `getChildren` in one round trip (the core then adds a `getData` watch on
+//!   its own node, off the critical path, to notice an administrator deleting it).
+//! * **Cancel-safety.** Dropping a `lock()` future cancels the acquisition; the core
+//!   deletes the node, even one whose `create` was still in flight. Dropping a guard
+//!   releases the lock in the background ([`LockClient::wait_idle`] waits for it).
+//! * **Failures.** When the connection drops, held locks report
+//!   [`LockEvent::Suspended`] (ownership no longer guaranteed) before the server can
+//!   expire the session, then [`LockEvent::Resumed`] once the node is verified after a
+//!   reconnect, or [`LockEvent::Lost`] after the suspension grace or on expiry. See
+//!   [`LockGuard::status`], [`LockGuard::next_event`], [`LockGuard::lost`].
+//! * **Expiry.** After a session expiry the handle opens a new session by itself; see
+//!   [`LockClient`].
+//!
+//! ## Runtimes
+//!
+//! Features `tokio` (default), `async-std`, `smol` select the runtimes the driver can
+//! run on (spawning and timers); each also enables the matching runtime feature of
+//! zookeeper-client. The runtime is picked by [`Runtime::current`] or given to
+//! [`Builder::runtime`]; zookeeper-client's own session task goes to the same one.
+//!
+//! ## Detecting a silent network in time
+//!
+//! The core needs `Disconnected` within 2/3 of the session timeout of the last
+//! contact, so that holders suspend before the server can expire the session and let
+//! another client in. zookeeper-client does this itself: it pings after 3/20 of the
+//! negotiated session timeout without sending and drops a connection from which
+//! nothing was received for 2/5 of it (checked every 1/20), so a blackholed network is
+//! reported at most 0.45 × the session timeout after the last byte received. The
+//! adapter relies on that (it never sets zookeeper-client's connection timeout, which
+//! would change those fractions) and its tests measure it through a blackholing proxy.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+// Without a runtime feature nothing can run (`connect` returns `Error::NoRuntime`), and
+// the compiler sees the rest as dead code.
+#![cfg_attr(
+    not(any(feature = "tokio", feature = "async-std", feature = "smol")),
+    allow(unused, unreachable_code)
+)]
+
+mod client;
+mod driver;
+mod error;
+mod lock;
+mod runtime;
+
+pub use client::{Builder, LockClient, DEFAULT_SESSION_TIMEOUT};
+pub use error::Error;
+pub use lock::{LockGuard, LockStatus, Mutex, ReadLock, RwLock, Semaphore, WriteLock};
+pub use runtime::Runtime;
+
+pub use lock_core::{
+    FailReason, FencingToken, Grant, LockEvent, LockSpec, LostReason, NameScheme, Stats,
+    UsageError, ZkError,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>(_: &T) {}
+
+    #[test]
+    fn handles_are_send_and_sync() {
+        send_sync::<LockClient>();
+        send_sync::<Mutex>();
+        send_sync::<RwLock>();
+        send_sync::<Semaphore>();
+        send_sync::<LockGuard>();
+        send_sync::<Error>();
+    }
+
+    /// The futures can be spawned on multi-threaded runtimes (compile-time check).
+    #[allow(dead_code)]
+    fn futures_are_send(client: &LockClient, mut guard: LockGuard) {
+        let mutex = client.mutex("/a");
+        send(&mutex.lock());
+        send(&mutex.try_lock());
+        send(&mutex.lock_timeout(std::time::Duration::ZERO));
+        send(&client.wait_idle());
+        send(&client.close());
+        send(&guard.next_event());
+        send(&guard.lost());
+        send(&guard.release());
+        send(&LockClient::connect("127.0.0.1:2181"));
+    }
+}

@@ -1,0 +1,245 @@
+//! Shared helpers for the real-ZooKeeper tests: one server per test binary, a macro
+//! that runs each test under every runtime, an observer client to inspect lock
+//! directories, and small async utilities.
+#![allow(dead_code)]
+
+pub mod hold_proxy;
+
+use lock_testkit::ZkServer;
+use lock_zookeeper_client::{LockClient, Runtime};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Upper bound on any single test; a hang fails loudly instead of stalling CI.
+pub const TEST_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The server shared by the tests of one binary (each test uses its own lock paths).
+/// The testkit kills it when the test process exits.
+///
+/// `preAllocSize` (KiB): ZooKeeper preallocates its transaction log in 64 MiB steps
+/// by default, which intermittently made a fresh server's first write (the first
+/// session) take ~2 s here; 1 MiB steps make it instant.
+pub fn server() -> &'static ZkServer {
+    static SERVER: OnceLock<ZkServer> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        ZkServer::builder()
+            .config("preAllocSize", "1024")
+            .start()
+            .expect("starting ZooKeeper (lock-testkit)")
+    })
+}
+
+/// A lock path unique to this test run and runtime.
+pub fn unique_path(test: &str, rt: &Runtime) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "/zkc-tests/{test}-{}-{}",
+        runtime_name(rt),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+pub fn runtime_name(rt: &Runtime) -> &'static str {
+    match rt {
+        Runtime::Tokio(_) => "tokio",
+        Runtime::AsyncStd => "async-std",
+        Runtime::Smol => "smol",
+        _ => "other",
+    }
+}
+
+/// Runs one test body under tokio (multi-threaded, 2 workers: the driver and the
+/// zookeeper-client session task must not be starved by the test body).
+pub fn run_tokio<F, Fut>(body: F)
+where
+    F: FnOnce(Runtime) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let runtime = Runtime::Tokio(rt.handle().clone());
+    rt.block_on(with_timeout(body(runtime)));
+}
+
+/// Runs one test body under async-std.
+pub fn run_async_std<F, Fut>(body: F)
+where
+    F: FnOnce(Runtime) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    async_std::task::block_on(with_timeout(body(Runtime::AsyncStd)));
+}
+
+/// Runs one test body under smol.
+pub fn run_smol<F, Fut>(body: F)
+where
+    F: FnOnce(Runtime) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    smol::block_on(with_timeout(body(Runtime::Smol)));
+}
+
+async fn with_timeout(body: impl Future<Output = ()>) {
+    let body = std::pin::pin!(body);
+    let timer = std::pin::pin!(smol::Timer::after(TEST_TIMEOUT));
+    if let futures::future::Either::Right(_) = futures::future::select(body, timer).await {
+        panic!("test did not finish within {TEST_TIMEOUT:?}");
+    }
+}
+
+/// `rt_tests! { async fn name(rt) { ... } ... }` makes a module `name` with one test
+/// per runtime: `name::tokio`, `name::async_std`, `name::smol`.
+#[macro_export]
+macro_rules! rt_tests {
+    ($($(#[$meta:meta])* async fn $name:ident($rt:ident) $body:block)*) => {
+        $(
+            $(#[$meta])*
+            mod $name {
+                #[allow(unused_imports)]
+                use super::*;
+
+                async fn body($rt: lock_zookeeper_client::Runtime) $body
+
+                #[test]
+                fn tokio() {
+                    $crate::common::run_tokio(body)
+                }
+
+                #[test]
+                fn async_std() {
+                    $crate::common::run_async_std(body)
+                }
+
+                #[test]
+                fn smol() {
+                    $crate::common::run_smol(body)
+                }
+            }
+        )*
+    };
+}
+
+/// Connects a lock client on `rt`.
+pub async fn connect(rt: &Runtime, cluster: &str, session_timeout: Duration) -> LockClient {
+    LockClient::builder(cluster)
+        .session_timeout(session_timeout)
+        .runtime(rt.clone())
+        .connect()
+        .await
+        .expect("connecting a lock client")
+}
+
+/// An observer: a plain zookeeper-client session (no locks) to inspect and
+/// manipulate lock directories like an administrator would.
+pub struct Observer {
+    pub client: zookeeper_client::Client,
+}
+
+impl Observer {
+    pub async fn connect(cluster: &str) -> Observer {
+        let client = zookeeper_client::Client::connector()
+            .with_session_timeout(Duration::from_secs(10))
+            .connect(cluster)
+            .await
+            .expect("connecting the observer");
+        Observer { client }
+    }
+
+    /// The children of `dir`, sorted; empty if `dir` does not exist.
+    pub async fn children(&self, dir: &str) -> Vec<String> {
+        match self.client.list_children(dir).await {
+            Ok(mut names) => {
+                names.sort();
+                names
+            }
+            Err(zookeeper_client::Error::NoNode) => Vec::new(),
+            Err(e) => panic!("listing {dir}: {e}"),
+        }
+    }
+
+    /// Waits (on child watches, not by polling) until `dir` has exactly `n` children,
+    /// and returns them.
+    pub async fn wait_children(&self, dir: &str, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match self.client.list_and_watch_children(dir).await {
+                Ok((mut names, watcher)) => {
+                    if names.len() == n {
+                        names.sort();
+                        return names;
+                    }
+                    watcher.changed().await;
+                }
+                Err(zookeeper_client::Error::NoNode) if n == 0 => return Vec::new(),
+                Err(zookeeper_client::Error::NoNode) => {
+                    // Not created yet: wait for it.
+                    let (_, watcher) = self
+                        .client
+                        .check_and_watch_stat(dir)
+                        .await
+                        .expect("watching the lock directory");
+                    watcher.changed().await;
+                }
+                Err(e) => panic!("listing {dir}: {e}"),
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{dir} never reached {n} children"
+            );
+        }
+    }
+}
+
+/// Lets other tasks run between a read and a write, so that a missing lock would
+/// show as a lost update (a real suspension point, not a timed sleep).
+pub async fn yield_now() {
+    let mut yielded = false;
+    futures::future::poll_fn(|cx| {
+        if yielded {
+            std::task::Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+    .await
+}
+
+/// Spawns a task on `rt` and returns a future for its output.
+pub fn spawn<T: Send + 'static>(
+    rt: &Runtime,
+    future: impl Future<Output = T> + Send + 'static,
+) -> futures::channel::oneshot::Receiver<T> {
+    let (tx, rx) = futures::channel::oneshot::channel();
+    let task = async move {
+        let _ = tx.send(future.await);
+    };
+    match rt {
+        Runtime::Tokio(handle) => drop(handle.spawn(task)),
+        Runtime::AsyncStd => drop(async_std::task::spawn(task)),
+        Runtime::Smol => smol::spawn(task).detach(),
+        _ => unreachable!(),
+    }
+    rx
+}
+
+/// Sleeps on `rt`'s clock (only where time itself is the subject, never as a
+/// stand-in for an event).
+pub async fn sleep(d: Duration) {
+    smol::Timer::after(d).await;
+}
+
+/// Runs a blocking call (a testkit call that waits) off the async threads.
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = futures::channel::oneshot::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.await.expect("blocking call panicked")
+}

@@ -1,0 +1,226 @@
+//! Connection loss, partitions and session expiry against a real ZooKeeper server,
+//! through fault proxies, under every runtime.
+
+mod common;
+
+use common::hold_proxy::{Direction, HoldProxy};
+use common::{connect, server, spawn, unique_path, Observer};
+use lock_testkit::FaultProxy;
+use lock_zookeeper_client::{LockClient, LockEvent, LockStatus, LostReason, Runtime};
+use std::time::{Duration, Instant};
+use zookeeper_client::{Acls, CreateMode};
+
+const SESSION: Duration = Duration::from_secs(10);
+
+/// Creates the lock directory up front (as a persistent node) so that the first
+/// create of a test goes straight to the lock node.
+async fn make_dir(observer: &Observer, dir: &str) {
+    observer
+        .client
+        .mkdir(dir, &CreateMode::Persistent.with_acls(Acls::anyone_all()))
+        .await
+        .expect("creating the lock directory");
+}
+
+fn node_name(path: &str) -> String {
+    path.rsplit('/').next().unwrap().to_owned()
+}
+
+async fn connect_with_grace(
+    rt: &Runtime,
+    cluster: &str,
+    session: Duration,
+    grace: Duration,
+) -> LockClient {
+    LockClient::builder(cluster)
+        .session_timeout(session)
+        .suspended_grace(grace)
+        .runtime(rt.clone())
+        .connect()
+        .await
+        .expect("connecting a lock client")
+}
+
+rt_tests! {
+    /// The connection drops after the server applied our create but before its
+    /// reply arrived: after the reconnect the core finds the node by its attempt id
+    /// and adopts it. One node, acquired once, none left after release.
+    async fn connection_loss_after_create_adopts_node(rt) {
+        let dir = unique_path("adopt", &rt);
+        let observer = Observer::connect(&server().connect_string()).await;
+        make_dir(&observer, &dir).await;
+        let proxy = HoldProxy::start(server().addr());
+        let client = connect(&rt, &proxy.connect_string(), SESSION).await;
+        proxy.hold(Direction::ToClient);
+        let lock = {
+            let (client, dir) = (client.clone(), dir.clone());
+            spawn(&rt, async move { client.mutex(dir).lock().await })
+        };
+        // The create reached the server: its node exists, its reply is held.
+        let created = observer.wait_children(&dir, 1).await;
+        proxy.cut();
+        let guard = lock.await.unwrap().expect("acquired after the reconnect");
+        assert_eq!(node_name(guard.path()), created[0], "the node was not adopted");
+        assert_eq!(observer.children(&dir).await, created, "an orphan or duplicate node");
+        assert_eq!(client.stats().await.unwrap().acquired, 1);
+        // The token is the node's czxid, fetched after the adoption.
+        let (_, stat) = observer.client.get_data(guard.path()).await.unwrap();
+        assert_eq!(guard.token().0, stat.czxid);
+        guard.release().await.unwrap();
+        assert!(observer.children(&dir).await.is_empty());
+        client.close().await;
+    }
+
+    /// The connection drops right after the create was sent, before the server saw
+    /// it: the core finds no node of its attempt and creates it again. Still one node,
+    /// acquired once, none left.
+    async fn connection_loss_before_create_creates_once(rt) {
+        let dir = unique_path("recreate", &rt);
+        let observer = Observer::connect(&server().connect_string()).await;
+        make_dir(&observer, &dir).await;
+        let proxy = HoldProxy::start(server().addr());
+        let client = connect(&rt, &proxy.connect_string(), SESSION).await;
+        proxy.hold(Direction::ToServer);
+        let lock = {
+            let (client, dir) = (client.clone(), dir.clone());
+            spawn(&rt, async move { client.mutex(dir).lock().await })
+        };
+        // The create (and listing) are sent: they are held in the proxy.
+        proxy.wait_holding(Direction::ToServer);
+        proxy.cut();
+        let guard = lock.await.unwrap().expect("acquired after the reconnect");
+        assert_eq!(observer.children(&dir).await, vec![node_name(guard.path())]);
+        assert_eq!(client.stats().await.unwrap().acquired, 1);
+        guard.release().await.unwrap();
+        assert!(observer.children(&dir).await.is_empty());
+        client.close().await;
+    }
+
+    /// A short cut while holding: `Suspended`, then `Resumed` once the node is
+    /// verified on the same session.
+    async fn short_cut_suspends_then_resumes(rt) {
+        let dir = unique_path("cut", &rt);
+        let observer = Observer::connect(&server().connect_string()).await;
+        let proxy = FaultProxy::start(server().addr()).unwrap();
+        let client = connect(&rt, &proxy.connect_string(), SESSION).await;
+        let session = client.session_id();
+        let mut guard = client.mutex(dir.clone()).lock().await.unwrap();
+        let token = guard.token();
+        proxy.cut();
+        assert_eq!(guard.next_event().await, Some(LockEvent::Suspended));
+        assert_eq!(guard.next_event().await, Some(LockEvent::Resumed));
+        assert_eq!(guard.status(), LockStatus::Held);
+        assert_eq!(client.session_id(), session);
+        assert_eq!(guard.token(), token);
+        assert_eq!(observer.children(&dir).await, vec![node_name(guard.path())]);
+        guard.release().await.unwrap();
+        assert!(observer.children(&dir).await.is_empty());
+        client.close().await;
+    }
+
+    /// A partition longer than the session timeout while holding. The holder reports
+    /// `Suspended` within 2/3 of the session timeout (before the server can expire the
+    /// session, hence before anyone else can acquire), then `Lost` after the grace.
+    /// After healing nothing of the old holder is left, and its handle works again on
+    /// a new session.
+    async fn blackhole_past_session_timeout(rt) {
+        let session_timeout = Duration::from_secs(2);
+        let dir = unique_path("blackhole", &rt);
+        let observer = Observer::connect(&server().connect_string()).await;
+        let proxy = FaultProxy::start(server().addr()).unwrap();
+        let a = connect(&rt, &proxy.connect_string(), session_timeout).await;
+        assert_eq!(a.session_timeout(), session_timeout);
+        let b = connect(&rt, &server().connect_string(), SESSION).await;
+        let old_session = a.session_id();
+        let mut held = a.mutex(dir.clone()).lock().await.unwrap();
+        let waiter = {
+            let (b, dir) = (b.clone(), dir.clone());
+            spawn(&rt, async move {
+                let guard = b.mutex(dir).lock().await.expect("lock after expiry");
+                (Instant::now(), guard)
+            })
+        };
+        observer.wait_children(&dir, 2).await;
+
+        let cut_at = Instant::now();
+        let proxy = std::sync::Arc::new(proxy);
+        { let p = proxy.clone(); common::blocking(move || p.blackhole()).await; }
+        assert_eq!(held.next_event().await, Some(LockEvent::Suspended));
+        let suspended_at = Instant::now();
+        let detected = suspended_at - cut_at;
+        eprintln!(
+            "{}: Suspended {detected:?} after the blackhole (session timeout {session_timeout:?})",
+            common::runtime_name(&rt)
+        );
+        assert!(
+            detected < session_timeout * 2 / 3,
+            "Suspended only {detected:?} after the partition (session timeout {session_timeout:?})"
+        );
+        let (acquired_at, b_guard) = waiter.await.unwrap();
+        eprintln!(
+            "{}: the other session acquired {:?} after the blackhole",
+            common::runtime_name(&rt),
+            acquired_at - cut_at
+        );
+        assert!(acquired_at > suspended_at, "another session acquired before the holder suspended");
+        assert_eq!(observer.children(&dir).await, vec![node_name(b_guard.path())]);
+        match held.next_event().await {
+            Some(LockEvent::Lost(LostReason::SuspendedTooLong | LostReason::SessionExpired)) => {}
+            other => panic!("expected Lost, got {other:?}"),
+        }
+        assert!(matches!(held.status(), LockStatus::Lost(_)));
+        { let p = proxy.clone(); common::blocking(move || p.heal()).await; }
+
+        // The old holder's handle opens a new session and queues behind B.
+        let again = {
+            let (a, dir) = (a.clone(), dir.clone());
+            spawn(&rt, async move { a.mutex(dir).lock().await.expect("lock on the new session") })
+        };
+        observer.wait_children(&dir, 2).await;
+        b_guard.release().await.unwrap();
+        let a_guard = again.await.unwrap();
+        assert_ne!(a.session_id(), old_session);
+        assert_eq!(a_guard.grant().session_id, a.session_id().unwrap());
+        assert_eq!(observer.children(&dir).await, vec![node_name(a_guard.path())]);
+        a_guard.release().await.unwrap();
+        assert!(observer.children(&dir).await.is_empty());
+        a.close().await;
+        b.close().await;
+    }
+
+    /// A partition longer than the suspension grace but shorter than the session
+    /// timeout: the holder reports `Lost(SuspendedTooLong)`; when the network heals
+    /// the session turns out alive and the core deletes the stale node at once, so
+    /// the next waiter gets the lock without waiting for the session to expire.
+    async fn lost_after_grace_then_heal_deletes_stale_node(rt) {
+        let session_timeout = Duration::from_secs(4);
+        let grace = Duration::from_millis(500);
+        let dir = unique_path("grace", &rt);
+        let observer = Observer::connect(&server().connect_string()).await;
+        let proxy = std::sync::Arc::new(FaultProxy::start(server().addr()).unwrap());
+        let a = connect_with_grace(&rt, &proxy.connect_string(), session_timeout, grace).await;
+        let b = connect(&rt, &server().connect_string(), SESSION).await;
+        let session = a.session_id();
+        let mut held = a.mutex(dir.clone()).lock().await.unwrap();
+        let waiter = {
+            let (b, dir) = (b.clone(), dir.clone());
+            spawn(&rt, async move { b.mutex(dir).lock().await.expect("lock after the stale node") })
+        };
+        observer.wait_children(&dir, 2).await;
+        let cut_at = Instant::now();
+        { let p = proxy.clone(); common::blocking(move || p.blackhole()).await; }
+        assert_eq!(held.next_event().await, Some(LockEvent::Suspended));
+        assert_eq!(held.next_event().await, Some(LockEvent::Lost(LostReason::SuspendedTooLong)));
+        { let p = proxy.clone(); common::blocking(move || p.heal()).await; }
+        let b_guard = waiter.await.unwrap();
+        let freed = cut_at.elapsed();
+        // Same session: the server never expired it; the adapter deleted the node.
+        assert_eq!(a.session_id(), session);
+        assert!(freed < session_timeout, "the stale node blocked for {freed:?}");
+        a.wait_idle().await.unwrap();
+        assert_eq!(observer.children(&dir).await, vec![node_name(b_guard.path())]);
+        b_guard.release().await.unwrap();
+        a.close().await;
+        b.close().await;
+    }
+}

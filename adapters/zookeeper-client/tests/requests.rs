@@ -1,0 +1,78 @@
+//! Requests per uncontended acquire + release, counted by the server (`mntr`'s
+//! `zk_packets_received`) and by the core, under every runtime. This binary has its
+//! own server and runs its tests one at a time, so no other client adds packets.
+// The runtime variants run on separate test threads, each with its own executor:
+// blocking a thread on the std mutex `TURN` until the previous variant is done is
+// the intent, so the guard is held across awaits on purpose.
+#![allow(clippy::await_holding_lock)]
+
+mod common;
+
+use common::{connect, server, unique_path};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static TURN: Mutex<()> = Mutex::new(());
+
+fn packets_received() -> u64 {
+    server()
+        .mntr()
+        .expect("mntr")
+        .get_u64("zk_packets_received")
+        .expect("zk_packets_received in mntr")
+}
+
+rt_tests! {
+    /// An uncontended acquire + release costs exactly 4 requests:
+    ///
+    /// * `create` (ephemeral sequential) and `getChildren`, pipelined: the acquisition
+    ///   completes when the listing arrives, 1 round trip;
+    /// * `getData` + watch on our own node, sent when the create's reply arrives, so it
+    ///   overlaps the listing's round trip: it makes the holder notice an
+    ///   administrator deleting its node (and revocation requests); its reply is not
+    ///   waited for;
+    /// * `delete` on release, 1 round trip (usually finished by the own-node watch
+    ///   firing, which the server sends just before the delete's reply).
+    ///
+    /// The target of 3 assumed no own-node watch; lock-core adds it by design.
+    /// The server counts the same 4 per cycle (measured: exactly 800 for 200 cycles,
+    /// once the one packet each `mntr` itself counts is subtracted). The only other
+    /// packets could be pings, which zookeeper-client sends after 3/20 of the session
+    /// timeout without sending anything (1.5 s here): none during the busy loop.
+    async fn requests_per_uncontended_cycle(rt) {
+        const CYCLES: u64 = 200;
+        let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+        let client = connect(&rt, &server().connect_string(), Duration::from_secs(10)).await;
+        let mutex = client.mutex(unique_path("requests", &rt));
+        // Warm up: the first acquisition also creates the lock directory.
+        mutex.lock().await.unwrap().release().await.unwrap();
+        client.wait_idle().await.unwrap();
+
+        let requests_before = client.stats().await.unwrap().requests;
+        // `mntr` is itself counted as a received packet: measure that overhead.
+        let baseline = packets_received();
+        let packets_before = packets_received();
+        let mntr_overhead = packets_before - baseline;
+        let started = Instant::now();
+        for _ in 0..CYCLES {
+            let guard = mutex.lock().await.unwrap();
+            guard.release().await.unwrap();
+        }
+        client.wait_idle().await.unwrap();
+        let elapsed = started.elapsed();
+        let packets = packets_received() - packets_before - mntr_overhead;
+        let requests = client.stats().await.unwrap().requests - requests_before;
+        eprintln!(
+            "{}: {CYCLES} cycles in {elapsed:?}: {requests} requests sent, {packets} packets received by the server",
+            common::runtime_name(&rt)
+        );
+        assert_eq!(requests, 4 * CYCLES, "requests the core sent");
+        // Pings: only after 1.5 s without sending, so none unless the loop stalls.
+        let pings = elapsed.as_millis() as u64 / 1500;
+        assert!(
+            (4 * CYCLES..=4 * CYCLES + pings).contains(&packets),
+            "{packets} packets for {CYCLES} cycles"
+        );
+        client.close().await;
+    }
+}
