@@ -80,7 +80,9 @@ fn stale_cache_costs_one_listing_not_a_check_per_node() {
     let mut h = H::new();
     h.acquire(LockSpec::write("/l"));
     let node = h.answer_create(9);
-    let lower: Vec<String> = (1..=5).map(|i| peer(NodeKind::Write, i as u128, i)).collect();
+    let lower: Vec<String> = (1..=5)
+        .map(|i| peer(NodeKind::Write, i as u128, i))
+        .collect();
     let mut names: Vec<&str> = lower.iter().map(String::as_str).collect();
     let own = name_of(&node);
     names.push(&own);

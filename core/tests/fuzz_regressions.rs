@@ -1,0 +1,223 @@
+//! Minimal reproductions of bugs the fuzzers found (see `fuzz/README.md`). Each test
+//! names the fuzz target and the contract it broke.
+
+mod harness;
+use harness::*;
+use lock_core::*;
+
+/// fuzz `session`: "lock1 has no terminal event after Closed (Waiting)".
+/// An acquisition made before the first `Connected` never reached a session; when the
+/// client was closed it was neither failed nor dropped, so it never ended and the
+/// closed session tracked it forever.
+#[test]
+fn acquisition_made_before_connect_fails_when_the_client_closes() {
+    let mut h = H::unconnected();
+    let id = h.acquire(LockSpec::write("/a"));
+    assert!(h.no_requests(), "nothing is sent before Connected");
+    h.session(SessionEvent::Closed);
+    assert_eq!(h.events, vec![(id, LockEvent::Failed(FailReason::Closed))]);
+    assert_eq!(h.s.state(id), None);
+    assert!(h.s.is_idle(), "a closed session keeps nothing");
+}
+
+/// fuzz `session`: "delete of /x/0016583171, not a node of ours".
+/// A create reply naming a path other than the one asked for (here in another
+/// directory, with no participant name) was adopted as our node and, when the
+/// acquisition failed, deleted: the core deleted a node that was not its own. It must
+/// never adopt it; ours, if the create was applied, is found by attempt id.
+#[test]
+fn a_created_path_that_is_not_ours_is_never_adopted_nor_deleted() {
+    let mut h = H::new();
+    let id = h.acquire(LockSpec::write("/a"));
+    let create = h.next_req();
+    let Op::Create { path: prefix, .. } = create.op.clone() else {
+        panic!("expected create, got {:?}", create.op)
+    };
+    let list = h.next_req();
+    h.reply(
+        create.id,
+        Ok(Reply::Created {
+            path: "/x/0016583171".into(),
+            stat: Some(Stat::default()),
+        }),
+    );
+    assert!(matches!(
+        h.take_events()[..],
+        [LockEvent::Failed(FailReason::Zk(_))]
+    ));
+    assert_eq!(h.s.state(id), None);
+    // The pipelined listing is no longer awaited; cleanup looks for ours by attempt id.
+    h.reply(list.id, Ok(Reply::Children(vec![])));
+    let r = h.next_req();
+    assert_eq!(r.op, Op::GetChildren { path: "/a".into() });
+    let ours = format!("{}0000000007", name_of(&prefix));
+    h.reply(r.id, Ok(Reply::Children(vec![ours.clone()])));
+    let r = h.next_req();
+    assert_eq!(
+        r.op,
+        Op::Delete {
+            path: format!("/a/{ours}"),
+            version: None
+        },
+        "only our own node is deleted"
+    );
+    h.reply(r.id, Ok(Reply::Deleted));
+    assert!(h.s.is_idle());
+    assert!(h.no_requests());
+}
+
+/// The same with a peer's participant name in our directory: not ours, not adopted.
+#[test]
+fn a_created_name_of_another_attempt_is_not_adopted() {
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/a"));
+    let create = h.next_req();
+    let _list = h.next_req();
+    let other = format!("/a/{}", peer(NodeKind::Write, 5, 3));
+    h.reply(
+        create.id,
+        Ok(Reply::Created {
+            path: other.clone(),
+            stat: Some(Stat::default()),
+        }),
+    );
+    assert!(matches!(
+        h.take_events()[..],
+        [LockEvent::Failed(FailReason::Zk(_))]
+    ));
+    while let Some(r) = h.reqs.pop_front() {
+        assert!(
+            !matches!(&r.op, Op::Delete { path, .. } if *path == other),
+            "deleted a peer's node"
+        );
+    }
+}
+
+/// fuzz `session`: "after cancelling everything and serving honestly, 1 tasks are still
+/// tracked". A waiter timed out with its create in flight (cleanup waits for the create's
+/// reply); the reply came back of the wrong type, which set the create "done" without a
+/// node and did not continue the cleanup: the acquisition was tracked forever (and a node
+/// the create may have made was forgotten). Now the outcome counts as unknown and the
+/// node is looked for by attempt id.
+#[test]
+fn a_reply_of_the_wrong_type_to_a_create_in_cleanup_does_not_wedge_the_acquisition() {
+    let mut h = H::new();
+    let id = h.acquire(LockSpec::write("/a"));
+    let create = h.next_req();
+    let Op::Create { path: prefix, .. } = create.op.clone() else {
+        panic!("expected create, got {:?}", create.op)
+    };
+    let _list = h.next_req();
+    h.s.cancel(id, h.now).unwrap();
+    h.drain();
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Failed(FailReason::Cancelled)]
+    );
+    h.reply(create.id, Ok(Reply::Stat(Stat::default())));
+    let r = h.next_req();
+    assert_eq!(r.op, Op::GetChildren { path: "/a".into() });
+    let ours = format!("{}0000000000", name_of(&prefix));
+    h.reply(r.id, Ok(Reply::Children(vec![ours.clone()])));
+    let r = h.next_req();
+    assert_eq!(
+        r.op,
+        Op::Delete {
+            path: format!("/a/{ours}"),
+            version: None
+        }
+    );
+    h.reply(r.id, Ok(Reply::Deleted));
+    assert!(h.s.is_idle());
+}
+
+/// Found while fixing the above: a reply of the wrong type to a listing or to the
+/// getData on our own node left nothing awaited, so a waiter (or a grant waiting for
+/// its token) stalled for good. Now it is retried.
+#[test]
+fn a_reply_of_the_wrong_type_to_a_listing_is_retried() {
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/a"));
+    let node = h.answer_create(0);
+    let list = h.next_req();
+    h.reply(list.id, Ok(Reply::Deleted));
+    // The own-node read is still due; then the retry lists again.
+    h.answer_data(&node, SID);
+    assert!(h.take_events().is_empty());
+    h.advance(std::time::Duration::from_secs(1));
+    assert!(h
+        .reqs
+        .iter()
+        .any(|r| matches!(r.op, Op::GetChildren { .. })));
+    while let Some(r) = h.reqs.pop_front() {
+        let result = match r.op {
+            Op::GetChildren { .. } => Ok(Reply::Children(vec![name_of(&node)])),
+            Op::GetData { .. } => Ok(Reply::Data {
+                data: vec![],
+                stat: Stat {
+                    czxid: h.czxid,
+                    ephemeral_owner: SID,
+                    ..Stat::default()
+                },
+            }),
+            other => panic!("unexpected {other:?}"),
+        };
+        h.reply(r.id, result);
+    }
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+}
+
+/// fuzz `session`: "Acquired for lock3 while Disconnected". A waiter whose watched
+/// predecessor's deletion notice arrived after the connection had dropped (late
+/// delivery is legal: the notice was queued before the disconnect) was granted at
+/// once: `Acquired` while disconnected, trusted, with no `Suspended` to follow, so it
+/// would stay trusted even if the session expired meanwhile. Now it waits for the
+/// listing after the reconnect.
+#[test]
+fn a_late_deletion_notice_while_disconnected_does_not_grant() {
+    let mut h = H::new();
+    let id = h.acquire(LockSpec::write("/f"));
+    let node = h.answer_create(2);
+    let p = peer(NodeKind::Write, 1, 1);
+    h.answer_list(&[&p, &name_of(&node)]);
+    h.answer_data(&node, SID);
+    let ppath = format!("/f/{p}");
+    h.answer_data(&ppath, 42);
+    h.session(SessionEvent::Disconnected);
+    h.watch(&ppath, WatchKind::NodeDeleted);
+    assert!(h.take_events().is_empty(), "no grant while disconnected");
+    assert_eq!(h.s.state(id), Some(LockState::Waiting));
+    h.session(SessionEvent::Connected { session_id: SID });
+    h.answer_list(&[&name_of(&node)]);
+    h.answer_data(&node, SID);
+    match &h.take_events()[..] {
+        [LockEvent::Acquired(g)] => assert_eq!(g.path, node),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// fuzz `simulation`: "WriterBesideHolder: c1 lock2 (Semaphore { permits: 3 }) acquired
+/// /a/b beside c1 lock1 Write". A semaphore counted a lower write lock (or leader) on
+/// the same path as one of its n permits and held beside it, although the writer
+/// holds exclusively. Now a lower exclusive participant blocks a semaphore outright;
+/// it watches that one, and holds once it is gone (and fewer than n remain below).
+#[test]
+fn a_semaphore_does_not_hold_beside_a_lower_writer() {
+    let mut h = H::new();
+    let id = h.acquire(LockSpec::semaphore("/s", 3));
+    let node = h.answer_create(5);
+    let w = peer(NodeKind::Write, 1, 1);
+    let r = peer(NodeKind::Read, 2, 2);
+    h.answer_list(&[&w, &r, &name_of(&node)]);
+    h.answer_data(&node, SID);
+    let wpath = format!("/s/{w}");
+    h.answer_data(&wpath, 42);
+    assert!(h.take_events().is_empty(), "blocked by the writer");
+    assert_eq!(h.s.state(id), Some(LockState::Waiting));
+    assert!(h.no_requests(), "only the writer is watched");
+    h.watch(&wpath, WatchKind::NodeDeleted);
+    match &h.take_events()[..] {
+        [LockEvent::Acquired(g)] => assert_eq!(g.path, node),
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,0 +1,8 @@
+#![no_main]
+//! Arbitrary user calls, replies, watch firings, session changes and time steps into
+//! one `lock_core::Session`; see `src/session.rs` for the checks.
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    zklock_fuzz::session::run(data);
+});
