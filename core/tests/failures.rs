@@ -381,3 +381,59 @@ fn closed_session_ends_everything_and_refuses_new_work() {
     );
     assert!(h.s.is_idle());
 }
+
+#[test]
+fn own_node_deleted_while_disconnected_is_judged_after_the_reconnect() {
+    let mut h = H::new();
+    let (_, node) = h.held("/f", 0);
+    h.session(SessionEvent::Disconnected);
+    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    // A late firing: the session may have expired meanwhile.
+    h.watch(&node, WatchKind::NodeDeleted);
+    assert!(h.take_events().is_empty());
+    h.session(SessionEvent::Expired);
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Lost(LostReason::SessionExpired)]
+    );
+}
+
+#[test]
+fn a_listing_that_overtakes_the_create_is_repeated_after_the_create_reply() {
+    // Bindings without per-session FIFO (the blocking `zookeeper` crate) may answer
+    // the listing before the create: the acquisition must not hang.
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/o"));
+    let create = h.next_req();
+    let list = h.next_req();
+    h.reply(list.id, Ok(Reply::Children(vec![])));
+    let Op::Create { path, .. } = &create.op else {
+        panic!()
+    };
+    let node = format!("{path}0000000000");
+    let stat = Stat {
+        czxid: 5,
+        ephemeral_owner: SID,
+        ..Stat::default()
+    };
+    h.reply(
+        create.id,
+        Ok(Reply::Created {
+            path: node.clone(),
+            stat: Some(stat),
+        }),
+    );
+    let mut saw_list = false;
+    while let Some(r) = h.reqs.pop_front() {
+        match &r.op {
+            Op::GetChildren { .. } => {
+                saw_list = true;
+                h.reply(r.id, Ok(Reply::Children(vec![name_of(&node)])));
+            }
+            Op::GetData { .. } => h.reply(r.id, Ok(Reply::Data { data: vec![], stat })),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(saw_list);
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+}

@@ -24,14 +24,10 @@ fn pid_alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// Run by `jvms_die_with_a_killed_test_process` in a child process: starts a
-/// server and an ensemble, reports them, then waits to be killed.
-#[test]
-#[ignore = "helper, run in a child process by jvms_die_with_a_killed_test_process"]
+/// The child half of `jvms_die_with_a_killed_test_process` (the same test, re-run
+/// in a child process with `CHILD_ENV` set): starts a server and an ensemble,
+/// reports them, then waits to be killed.
 fn orphan_child() {
-    if std::env::var_os(CHILD_ENV).is_none() {
-        return;
-    }
     // A `static`-like server that is never dropped, and a normal one.
     let server: &'static ZkServer = Box::leak(Box::new(ZkServer::start().unwrap()));
     let ensemble = ZkEnsemble::start(3).unwrap();
@@ -51,8 +47,11 @@ fn orphan_child() {
 
 #[test]
 fn jvms_die_with_a_killed_test_process() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return orphan_child();
+    }
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["orphan_child", "--exact", "--ignored", "--nocapture"])
+        .args(["jvms_die_with_a_killed_test_process", "--exact", "--nocapture"])
         .env(CHILD_ENV, "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

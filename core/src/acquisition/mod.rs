@@ -147,6 +147,8 @@ pub(crate) struct Acquisition {
     section_request: Option<RequestId>,
     /// Fenced writes awaiting a reply: (write id, request).
     writes: Vec<(u64, RequestId)>,
+    /// A listing came back without our node while its create was in flight.
+    relist_after_create: bool,
 }
 
 impl Acquisition {
@@ -178,6 +180,7 @@ impl Acquisition {
             section_open: false,
             section_request: None,
             writes: Vec::new(),
+            relist_after_create: false,
         }
     }
 
@@ -369,7 +372,12 @@ impl Acquisition {
                 self.create = Create::Done;
                 self.own = Some(OwnNode { path, seq, stat });
                 match self.state {
-                    State::Waiting => self.send_own_data(cx),
+                    State::Waiting => {
+                        self.send_own_data(cx);
+                        if std::mem::take(&mut self.relist_after_create) && self.list.is_none() {
+                            self.send_list(cx);
+                        }
+                    }
                     State::Cleanup => self.continue_cleanup(cx),
                     _ => {}
                 }
@@ -499,8 +507,9 @@ impl Acquisition {
                     self.create = Create::NotSent;
                     self.send_create(cx)
                 }
-                // Cannot happen with FIFO order (the create precedes the listing); wait.
-                Create::InFlight(_) => {}
+                // Only without FIFO order (a binding that cannot keep it): the
+                // listing overtook our create. List again once the create is answered.
+                Create::InFlight(_) => self.relist_after_create = true,
             };
         };
         let (seq, name) = mine[keep].clone();
@@ -738,7 +747,9 @@ impl Acquisition {
     /// A watch fired somewhere; react if it concerns us.
     pub(crate) fn on_watch(&mut self, cx: &mut Ctx, path: &str, kind: WatchKind) {
         if self.own.as_ref().is_some_and(|o| o.path == path) {
-            if matches!(self.state, State::Cleanup | State::Done) {
+            // While disconnected, a late firing may stem from a session expiry we have
+            // not heard of yet: the check after the reconnect gives the true reason.
+            if matches!(self.state, State::Cleanup | State::Done) || !cx.connected {
                 return;
             }
             self.own_watch = None;

@@ -1,0 +1,1171 @@
+//! The driver thread: owns the `zookeeper` client and the core's [`Session`], and
+//! follows the core's calling contract.
+//!
+//! Everything the driver learns arrives as a [`Msg`] on one channel: commands from
+//! the handles, replies from the worker threads that make the blocking calls, watch
+//! firings from the crate's event thread, and state changes from the crate's state
+//! listener. The listener and the watcher only *send* (never block, never call
+//! ZooKeeper): the listener runs on the crate's I/O thread while it holds the
+//! listener lock, and a ZooKeeper call from there waits for a reply that only that
+//! thread could read, forever.
+//!
+//! # Ordering (`Dispatch`)
+//!
+//! The core sends requests back to back and relies on ZooKeeper's per-session FIFO
+//! order (its `getChildren` must see the `create` sent before it). The crate gives no
+//! order between calls made from different threads (see `wire.rs`), so the driver
+//! issues the core's requests, in the order polled, under one rule that makes every
+//! reply what FIFO order would have given: a write is issued only when nothing sent
+//! before it is still unanswered, a read only when no write sent before it is. Reads
+//! run concurrently; no reply can depend on an order the crate does not guarantee.
+//!
+//! The price is small. The uncontended path is `create`, then `getChildren` and the
+//! `getData` on our own node, which the core sends when the create returns: the
+//! `getData` had to wait for the create's path anyway, and it brings the fencing
+//! token (the crate's `create` returns no Stat), so the grant comes after 2 round
+//! trips either way. A contended waiter sets its watch one round trip later than
+//! with full pipelining; a handoff is unchanged (0 round trips after the
+//! notification).
+//!
+//! # Session
+//!
+//! The crate hides the session id (and the negotiated timeout). The driver learns
+//! the id from the `ephemeralOwner` of a marker node (`probe_session`): created once
+//! per session, checked with one `exists` after every reconnect. A marker that is
+//! gone means the crate silently opened a new session after an expiry; the core
+//! then gets `Connected` with the new id and reports the old session's locks lost.
+//!
+//! # Liveness
+//!
+//! The crate never notices a silent connection (no read timeout: it pings after 2/3
+//! of the session timeout of idleness and waits for the answer forever), and when it
+//! reconnects it gives up for good (`Closed`) if its last ping is more than
+//! `floor(timeout) + 1` s old. So the driver watches the connection itself, without
+//! starving the crate's pings: a request unanswered for `reply_deadline` makes the
+//! connection suspect (the core gets `Disconnected`); when idle, the driver probes
+//! (`exists("/")`) just *after* the crate's own ping is due (`ping_after + probe_delay`
+//! after the last reply), so the crate keeps pinging and its probe proves the ping's
+//! answer arrived. A silent network is thus reported at most
+//! `2/3 T + probe_delay + reply_deadline` (< 0.92 T) after the last reply, before the
+//! server can expire the session at `T`. A connection suspect for `T +
+//! reply_deadline` is abandoned (the session is expired on the server by then): the
+//! core gets `Expired` and a new client is opened.
+//!
+//! Only replies prove a connection alive. A watch notification may be the last
+//! thing a dead connection delivers (the server fires our watches when it expires
+//! our session, and a healed partition hands that over before the end of the
+//! stream), so notifications never clear a suspicion, and the core gets none while
+//! it believes the connection down: on `Connected` it re-lists and re-verifies.
+//!
+//! The crate's first connection attempt has no timeout (only its reconnects have
+//! one): a client that is neither connected nor reporting any state change for
+//! `stuck_after` (`T + 4 s`) is given up and replaced.
+
+use crate::error::Error;
+use crate::lock::{LockStatus, Notice, Slot, Ticket};
+use crate::wire::{self, Pool};
+use lock_core::{
+    Config, CreateMode, Input, LockEvent, LockId, LockSpec, LockState, Op, Output, Reply, Request,
+    RequestId, Session, SessionEvent, Stats, Timestamp, WatchKind, ZkError,
+};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use zookeeper::{WatchedEvent, WatchedEventType, ZkState, ZooKeeper};
+
+/// What the handles may read without asking the driver.
+#[derive(Default)]
+pub(crate) struct Shared {
+    /// The session id the core runs on, 0 when there is none.
+    session_id: AtomicI64,
+    connected: AtomicBool,
+    /// Set once the driver stops (closed, or every handle dropped).
+    pub(crate) closed: AtomicBool,
+    clients_opened: AtomicU64,
+    sessions: AtomicU64,
+    reconnects: AtomicU64,
+    silences: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn session_id(&self) -> Option<i64> {
+        match self.session_id.load(Ordering::Acquire) {
+            0 => None,
+            id => Some(id),
+        }
+    }
+
+    pub(crate) fn is_connected(&self) -> bool {
+        self.connected.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn diagnostics(&self) -> Diagnostics {
+        Diagnostics {
+            clients_opened: self.clients_opened.load(Ordering::Acquire),
+            sessions: self.sessions.load(Ordering::Acquire),
+            reconnects: self.reconnects.load(Ordering::Acquire),
+            silences: self.silences.load(Ordering::Acquire),
+        }
+    }
+}
+
+/// What a [`LockClient`](crate::LockClient) went through, from
+/// [`LockClient::diagnostics`](crate::LockClient::diagnostics).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[non_exhaustive]
+pub struct Diagnostics {
+    /// `zookeeper` clients opened: 1, plus one each time the crate closed a client
+    /// for good or the binding gave up on a silent one.
+    pub clients_opened: u64,
+    /// Distinct sessions seen, including ones the crate opened silently after an
+    /// expiry.
+    pub sessions: u64,
+    /// Reconnections that kept the session.
+    pub reconnects: u64,
+    /// Times the binding declared a connection silent (a request unanswered past
+    /// the reply deadline) while the crate still believed it connected.
+    pub silences: u64,
+}
+
+/// What handles ask of the driver.
+pub(crate) enum Command {
+    Acquire {
+        key: u64,
+        spec: LockSpec,
+        deadline: Option<Instant>,
+        ticket: Ticket,
+    },
+    /// Explicit release of a held lock.
+    Release {
+        key: u64,
+    },
+    /// Give up: cancel a waiting acquisition; unless `only_waiting`, release a held one.
+    Cancel {
+        key: u64,
+        only_waiting: bool,
+    },
+    WaitIdle(mpsc::Sender<()>),
+    Stats(mpsc::Sender<Stats>),
+    Close(mpsc::Sender<()>),
+    /// Every handle is gone.
+    Shutdown,
+}
+
+/// Identifies a request the driver is waiting for.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) enum Key {
+    /// One of the core's.
+    Core(RequestId),
+    /// The driver's own cleanup (a node created by a request of an older session).
+    Internal(u64),
+}
+
+/// Everything that wakes the driver. `gen` tells which `zookeeper` client it is from:
+/// messages from a client the driver has given up on are ignored.
+pub(crate) enum Msg {
+    Command(Command),
+    Reply {
+        gen: u64,
+        key: Key,
+        result: Result<Reply, ZkError>,
+    },
+    Watch {
+        gen: u64,
+        path: String,
+        kind: WatchKind,
+    },
+    State {
+        gen: u64,
+        state: ZkState,
+    },
+    Session {
+        gen: u64,
+        epoch: u64,
+        result: Result<(i64, String), ZkError>,
+    },
+    Ping {
+        gen: u64,
+        contact: bool,
+    },
+}
+
+/// Settings fixed at connect time.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    pub(crate) hosts: Vec<String>,
+    pub(crate) chroot: String,
+    pub(crate) session_timeout: Duration,
+    pub(crate) grace: Option<Duration>,
+    pub(crate) marker_prefix: String,
+    pub(crate) seed: u64,
+    /// How long `connect` keeps trying (with fresh clients) for a first session.
+    pub(crate) connect_timeout: Duration,
+}
+
+/// The liveness timings derived from the session timeout `T` (see the module docs).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Timing {
+    /// When the crate pings an idle connection: 2/3 T.
+    pub(crate) ping_after: Duration,
+    /// How long after that the driver probes (the crate's timer ticks every 100 ms).
+    pub(crate) probe_delay: Duration,
+    /// How long a request may stay unanswered before the connection is suspect.
+    pub(crate) reply_deadline: Duration,
+    /// How long a suspect connection is kept before it is abandoned.
+    pub(crate) abandon_after: Duration,
+    /// How long a client may stay unconnected without any state change before it is
+    /// given up as stuck (the crate's first connection attempt has no timeout).
+    pub(crate) stuck_after: Duration,
+}
+
+impl Timing {
+    pub(crate) fn new(t: Duration) -> Timing {
+        let ping_after = t * 2 / 3;
+        let probe_delay = (t / 9).min(Duration::from_millis(150));
+        let reply_deadline = (t / 3)
+            .saturating_sub(probe_delay)
+            .saturating_sub(t / 12)
+            .max(Duration::from_millis(100));
+        Timing {
+            ping_after,
+            probe_delay,
+            reply_deadline,
+            abandon_after: t + reply_deadline,
+            // The crate itself gives up within floor(T) + 1 s plus its 2 s connection
+            // timeout; a client silent for longer is stuck.
+            stuck_after: t + Duration::from_secs(4),
+        }
+    }
+
+    /// The latest a silent network is reported, after the last reply.
+    #[cfg(test)]
+    pub(crate) fn worst_detection(&self) -> Duration {
+        self.ping_after + self.probe_delay + self.reply_deadline
+    }
+}
+
+/// What the core has been told about the connection.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Fed {
+    Connected(i64),
+    Disconnected,
+    NoSession,
+}
+
+struct Entry {
+    key: u64,
+    slot: Arc<Slot>,
+}
+
+/// A request issued and not answered yet.
+struct Out {
+    write: bool,
+    issued: Instant,
+    /// The session id when it was issued.
+    sid: Option<i64>,
+    /// An ephemeral create: if it lands in a session other than the one it was meant
+    /// for, the driver deletes the node.
+    ephemeral: bool,
+}
+
+/// The current `zookeeper` client and what the driver knows about it.
+struct Link {
+    gen: u64,
+    zk: Option<Arc<ZooKeeper>>,
+    /// Set by the listener when the crate reports `Closed` (read by the reaper).
+    closed_flag: Arc<AtomicBool>,
+    /// The crate says connected (or a probe proved it).
+    connected: bool,
+    connected_at: Instant,
+    /// Bumped whenever the crate leaves `Connected`: stale session probes are ignored.
+    epoch: u64,
+    probing: Option<u64>,
+    probe_retry_at: Option<Instant>,
+    /// The session marker was checked on this connection.
+    verified: bool,
+    sid: Option<i64>,
+    marker: Option<String>,
+    suspect_since: Option<Instant>,
+    last_contact: Instant,
+    ping_since: Option<Instant>,
+    last_ping: Option<Instant>,
+    queue: VecDeque<Request>,
+    outstanding: HashMap<Key, Out>,
+    /// Ephemeral nodes created by requests of an older connection, awaiting the
+    /// session probe: (session id at issue, path).
+    suspicious: Vec<(Option<i64>, String)>,
+    reopen_at: Option<Instant>,
+    failures: u32,
+    /// When the client was opened or last reported a state change.
+    last_state_at: Instant,
+}
+
+impl Link {
+    fn new(now: Instant) -> Link {
+        Link {
+            gen: 0,
+            zk: None,
+            closed_flag: Arc::new(AtomicBool::new(false)),
+            connected: false,
+            connected_at: now,
+            epoch: 0,
+            probing: None,
+            probe_retry_at: None,
+            verified: false,
+            sid: None,
+            marker: None,
+            suspect_since: None,
+            last_contact: now,
+            ping_since: None,
+            last_ping: None,
+            queue: VecDeque::new(),
+            outstanding: HashMap::new(),
+            suspicious: Vec::new(),
+            reopen_at: Some(now),
+            failures: 0,
+            last_state_at: now,
+        }
+    }
+
+    /// The oldest unanswered request, counted from when the connection came up.
+    fn oldest_pending(&self) -> Option<Instant> {
+        self.outstanding
+            .values()
+            .map(|o| o.issued)
+            .chain(self.ping_since)
+            .min()
+            .map(|t| t.max(self.connected_at))
+    }
+}
+
+pub(crate) struct Driver {
+    settings: Settings,
+    timing: Timing,
+    tx: mpsc::Sender<Msg>,
+    rx: mpsc::Receiver<Msg>,
+    start: Instant,
+    core: Session,
+    fed: Fed,
+    link: Link,
+    pool: Pool,
+    locks: HashMap<LockId, Entry>,
+    keys: HashMap<u64, LockId>,
+    idle_waiters: Vec<mpsc::Sender<()>>,
+    connect_waiter: Option<mpsc::Sender<Result<(), Error>>>,
+    connect_deadline: Instant,
+    ever_connected: bool,
+    shared: Arc<Shared>,
+    next_internal: u64,
+    rng: u64,
+    stop: Option<Option<mpsc::Sender<()>>>,
+}
+
+impl Driver {
+    pub(crate) fn new(
+        settings: Settings,
+        tx: mpsc::Sender<Msg>,
+        rx: mpsc::Receiver<Msg>,
+        shared: Arc<Shared>,
+        connect_waiter: mpsc::Sender<Result<(), Error>>,
+    ) -> Driver {
+        let mut config = Config::new(settings.session_timeout, settings.seed);
+        config.suspended_grace = settings.grace;
+        let now = Instant::now();
+        let settings_connect_timeout = settings.connect_timeout;
+        Driver {
+            timing: Timing::new(settings.session_timeout),
+            rng: settings.seed | 1,
+            settings,
+            tx,
+            rx,
+            start: now,
+            core: Session::new(config),
+            fed: Fed::NoSession,
+            link: Link::new(now),
+            pool: Pool::new(),
+            locks: HashMap::new(),
+            keys: HashMap::new(),
+            idle_waiters: Vec::new(),
+            connect_waiter: Some(connect_waiter),
+            connect_deadline: now + settings_connect_timeout,
+            ever_connected: false,
+            shared,
+            next_internal: 0,
+            stop: None,
+        }
+    }
+
+    /// The driver thread's body.
+    pub(crate) fn run(mut self) {
+        loop {
+            let now = Instant::now();
+            let msg = match self.next_deadline() {
+                Some(at) => self.rx.recv_timeout(at.saturating_duration_since(now)),
+                None => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
+            match msg {
+                Ok(msg) => self.on_msg(msg),
+                Err(RecvTimeoutError::Timeout) => {}
+                // Impossible: the driver holds a sender itself.
+                Err(RecvTimeoutError::Disconnected) => self.stop = Some(None),
+            }
+            self.on_tick();
+            if let Some(done) = self.stop.take() {
+                self.shutdown(done);
+                return;
+            }
+            self.drain();
+            self.pump();
+            self.notify_idle();
+        }
+    }
+
+    fn now(&self) -> Timestamp {
+        Timestamp::from_duration(self.start.elapsed())
+    }
+
+    fn timestamp(&self, at: Instant) -> Timestamp {
+        Timestamp::from_duration(at.saturating_duration_since(self.start))
+    }
+
+    fn instant(&self, t: Timestamp) -> Instant {
+        self.start + t.since_epoch()
+    }
+
+    /// Feeds one input and drains the outputs (rule 2 of the calling contract).
+    fn feed(&mut self, input: Input) {
+        let now = self.now();
+        self.core.handle_input(input, now);
+        self.drain();
+    }
+
+    fn drain(&mut self) {
+        while let Some(output) = self.core.poll_output() {
+            match output {
+                Output::Request(request) => self.link.queue.push_back(request),
+                Output::Event { lock, event } => self.dispatch(lock, event),
+                _ => {}
+            }
+        }
+    }
+
+    fn dispatch(&mut self, lock: LockId, event: LockEvent) {
+        let Some(entry) = self.locks.get(&lock) else {
+            return;
+        };
+        let status = match &event {
+            LockEvent::Acquired(_) | LockEvent::Resumed => Some(LockStatus::Held),
+            LockEvent::Suspended => Some(LockStatus::Suspended),
+            LockEvent::Lost(reason) => Some(LockStatus::Lost(reason.clone())),
+            LockEvent::Released => Some(LockStatus::Released),
+            _ => None,
+        };
+        let terminal = event.is_terminal();
+        entry.slot.push(Notice::Event(event), status);
+        if terminal {
+            if let Some(entry) = self.locks.remove(&lock) {
+                self.keys.remove(&entry.key);
+            }
+        }
+    }
+
+    // ----- requests -------------------------------------------------------------
+
+    /// Issues queued requests in order, as far as the ordering rule allows.
+    fn pump(&mut self) {
+        let Some(zk) = self.link.zk.clone() else {
+            // No client: the core was told the session is gone and sends nothing;
+            // anything queued belonged to the old session.
+            self.link.queue.clear();
+            return;
+        };
+        while let Some(request) = self.link.queue.front() {
+            let write = wire::is_write(&request.op);
+            if !may_issue(write, self.link.outstanding.values().map(|o| o.write)) {
+                break;
+            }
+            let request = self.link.queue.pop_front().expect("front exists");
+            let ephemeral = matches!(
+                request.op,
+                Op::Create {
+                    mode: CreateMode::EphemeralSequential | CreateMode::Ephemeral,
+                    ..
+                }
+            );
+            self.issue(&zk, Key::Core(request.id), request.op, write, ephemeral);
+        }
+    }
+
+    fn issue(&mut self, zk: &Arc<ZooKeeper>, key: Key, op: Op, write: bool, ephemeral: bool) {
+        self.link.outstanding.insert(
+            key,
+            Out {
+                write,
+                issued: Instant::now(),
+                sid: self.link.sid,
+                ephemeral,
+            },
+        );
+        let gen = self.link.gen;
+        let tx = self.tx.clone();
+        if let Some(error) = wire::unsupported(&op) {
+            // Answered without a call (multi): through the channel, like any reply.
+            let _ = tx.send(Msg::Reply {
+                gen,
+                key,
+                result: Err(error),
+            });
+            return;
+        }
+        let zk = zk.clone();
+        self.pool.run(
+            move || wire::run_op(&zk, &op),
+            move |result| {
+                let _ = tx.send(Msg::Reply { gen, key, result });
+            },
+        );
+    }
+
+    fn on_reply(&mut self, key: Key, result: Result<Reply, ZkError>) {
+        let now = Instant::now();
+        let out = self.link.outstanding.remove(&key);
+        let contact = !matches!(result, Err(ZkError::ConnectionLoss));
+        if contact {
+            self.contact(now);
+        } else if self.link.connected {
+            // The crate failed a request while it claims to be connected: it is
+            // reconnecting (its listener will say so) or its I/O thread is gone.
+            self.suspect(now);
+        }
+        if let (Some(out), Ok(Reply::Created { path, .. })) = (&out, &result) {
+            if out.ephemeral {
+                self.check_created(out.sid, path.clone());
+            }
+        }
+        if let Key::Core(request) = key {
+            self.feed(Input::Reply { request, result });
+        }
+    }
+
+    /// An ephemeral node was created. If the request was issued on an older
+    /// connection and the crate meanwhile switched to a new session, the node belongs
+    /// to a session the core knows nothing of: delete it, or it stays as an orphan.
+    fn check_created(&mut self, issued_in: Option<i64>, path: String) {
+        let current = (self.link.verified && self.link.suspect_since.is_none())
+            .then_some(self.link.sid)
+            .flatten();
+        match current {
+            Some(sid) if Some(sid) == issued_in => {}
+            Some(_) => self.delete_internal(path),
+            None => self.link.suspicious.push((issued_in, path)),
+        }
+    }
+
+    fn delete_internal(&mut self, path: String) {
+        let Some(zk) = self.link.zk.clone() else {
+            return;
+        };
+        self.next_internal += 1;
+        let key = Key::Internal(self.next_internal);
+        self.issue(
+            &zk,
+            key,
+            Op::Delete {
+                path,
+                version: None,
+            },
+            true,
+            false,
+        );
+    }
+
+    /// The connection looks dead although the crate believes it connected.
+    fn suspect(&mut self, now: Instant) {
+        if self.link.suspect_since.is_none() {
+            self.link.suspect_since = Some(now);
+            self.shared.silences.fetch_add(1, Ordering::AcqRel);
+            self.sync_core();
+        }
+    }
+
+    fn contact(&mut self, now: Instant) {
+        self.link.last_contact = now;
+        if self.link.suspect_since.take().is_some() {
+            self.sync_core();
+        }
+    }
+
+    // ----- session and connection ---------------------------------------------
+
+    /// Tells the core what it must know about the connection.
+    fn sync_core(&mut self) {
+        let l = &self.link;
+        let usable = l.zk.is_some() && l.connected && l.verified && l.suspect_since.is_none();
+        let desired = if usable { l.sid } else { None };
+        match (self.fed, desired) {
+            (Fed::Connected(a), Some(b)) if a == b => {}
+            (_, Some(sid)) => {
+                // A different id than before means the old session is gone; the core
+                // ends its locks itself.
+                self.fed = Fed::Connected(sid);
+                self.shared.session_id.store(sid, Ordering::Release);
+                self.shared.connected.store(true, Ordering::Release);
+                self.feed(Input::Session(SessionEvent::Connected { session_id: sid }));
+            }
+            (Fed::Connected(_), None) => {
+                self.fed = Fed::Disconnected;
+                self.shared.connected.store(false, Ordering::Release);
+                self.feed(Input::Session(SessionEvent::Disconnected));
+            }
+            (_, None) => {}
+        }
+    }
+
+    /// Opens a new `zookeeper` client (a new session).
+    fn open(&mut self, now: Instant) {
+        self.link.reopen_at = None;
+        let gen = self.link.gen + 1;
+        let tx = self.tx.clone();
+        let watcher = move |event: WatchedEvent| {
+            let kind = match event.event_type {
+                WatchedEventType::NodeCreated => WatchKind::NodeCreated,
+                WatchedEventType::NodeDeleted => WatchKind::NodeDeleted,
+                WatchedEventType::NodeDataChanged => WatchKind::NodeDataChanged,
+                WatchedEventType::NodeChildrenChanged => WatchKind::NodeChildrenChanged,
+                _ => return,
+            };
+            if let Some(path) = event.path {
+                let _ = tx.send(Msg::Watch { gen, path, kind });
+            }
+        };
+        let connect = self.connect_string();
+        match wire::open(&connect, self.settings.session_timeout, watcher) {
+            Ok(zk) => {
+                let closed_flag = Arc::new(AtomicBool::new(false));
+                let tx = self.tx.clone();
+                let flag = closed_flag.clone();
+                // Runs on the crate's I/O thread under its listener lock: only send.
+                zk.add_listener(move |state| {
+                    if state == ZkState::Closed {
+                        flag.store(true, Ordering::Release);
+                    }
+                    let _ = tx.send(Msg::State { gen, state });
+                });
+                self.shared.clients_opened.fetch_add(1, Ordering::AcqRel);
+                let l = &mut self.link;
+                l.gen = gen;
+                l.zk = Some(Arc::new(zk));
+                l.closed_flag = closed_flag;
+                l.connected = false;
+                l.connected_at = now;
+                l.epoch += 1;
+                l.verified = false;
+                l.sid = None;
+                l.marker = None;
+                l.suspect_since = None;
+                l.last_contact = now;
+                l.ping_since = None;
+                l.probing = None;
+                l.last_state_at = now;
+                // The listener may have missed the first `Connected` (it is added after
+                // the crate started connecting): the probe blocks until connected.
+                self.start_probe();
+            }
+            Err(e) => {
+                if !self.ever_connected && now >= self.connect_deadline {
+                    self.fail_connect(Error::Connect(e));
+                } else {
+                    self.schedule_reopen(now);
+                }
+            }
+        }
+    }
+
+    /// The connect string with the hosts shuffled (the crate always starts with the
+    /// first host; shuffling spreads clients over an ensemble).
+    fn connect_string(&mut self) -> String {
+        let mut hosts = self.settings.hosts.clone();
+        for i in (1..hosts.len()).rev() {
+            let j = (self.next_random() % (i as u64 + 1)) as usize;
+            hosts.swap(i, j);
+        }
+        format!("{}{}", hosts.join(","), self.settings.chroot)
+    }
+
+    fn next_random(&mut self) -> u64 {
+        // xorshift64*
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn start_probe(&mut self) {
+        let Some(zk) = self.link.zk.clone() else {
+            return;
+        };
+        let epoch = self.link.epoch;
+        self.link.probing = Some(epoch);
+        self.link.probe_retry_at = None;
+        let gen = self.link.gen;
+        let marker = self.link.marker.clone();
+        let prefix = self.settings.marker_prefix.clone();
+        let tx = self.tx.clone();
+        self.pool.run(
+            move || wire::probe_session(&zk, marker.as_deref(), &prefix),
+            move |result| {
+                let _ = tx.send(Msg::Session { gen, epoch, result });
+            },
+        );
+    }
+
+    fn on_session_probe(&mut self, epoch: u64, result: Result<(i64, String), ZkError>) {
+        if self.link.epoch != epoch {
+            return; // the connection changed meanwhile; another probe follows
+        }
+        self.link.probing = None;
+        let now = Instant::now();
+        match result {
+            Ok((sid, marker)) => {
+                if !self.link.connected {
+                    // Connected before the listener was added.
+                    self.link.connected = true;
+                    self.link.connected_at = now;
+                }
+                self.link.verified = true;
+                let counter = if self.link.sid == Some(sid) {
+                    &self.shared.reconnects
+                } else {
+                    &self.shared.sessions
+                };
+                counter.fetch_add(1, Ordering::AcqRel);
+                self.link.sid = Some(sid);
+                self.link.marker = Some(marker);
+                self.link.failures = 0;
+                self.contact(now);
+                for (issued_in, path) in std::mem::take(&mut self.link.suspicious) {
+                    if issued_in != Some(sid) {
+                        self.delete_internal(path);
+                    }
+                }
+                self.ever_connected = true;
+                if let Some(waiter) = self.connect_waiter.take() {
+                    let _ = waiter.send(Ok(()));
+                }
+                self.sync_core();
+            }
+            Err(ZkError::ConnectionLoss) => {
+                // Reconnecting (the listener will say so) or closed for good (likewise).
+                self.link.probe_retry_at = Some(now + self.timing.reply_deadline);
+            }
+            Err(e) => {
+                if !self.ever_connected {
+                    self.fail_connect(Error::Connect(format!(
+                        "cannot create the session marker under {:?}: {e}",
+                        self.settings.marker_prefix
+                    )));
+                } else {
+                    self.link.probe_retry_at = Some(now + Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
+    fn on_state(&mut self, state: ZkState) {
+        let now = Instant::now();
+        self.link.last_state_at = now;
+        match state {
+            ZkState::Connected => {
+                if self.link.connected {
+                    return; // the first `Connected`, after a probe already proved it
+                }
+                self.link.connected = true;
+                self.link.connected_at = now;
+                self.link.last_contact = now;
+                self.link.suspect_since = None;
+                if self.link.probing != Some(self.link.epoch) {
+                    self.start_probe();
+                }
+            }
+            ZkState::Closed => self.link_down(now),
+            // Connecting, NotConnected, ConnectedReadOnly (never asked for), AuthFailed:
+            // not usable. The crate reconnects by itself (within the same session, or,
+            // after an expiry, silently in a new one: the probe tells).
+            _ => {
+                if self.link.connected || self.link.probing.is_some() || self.link.verified {
+                    self.link.epoch += 1;
+                }
+                self.link.connected = false;
+                self.link.verified = false;
+                self.link.probing = None;
+                self.link.suspect_since = None;
+                self.link.ping_since = None;
+                self.sync_core();
+            }
+        }
+    }
+
+    /// The client is closed for good (or abandoned): its session is over for us.
+    fn link_down(&mut self, now: Instant) {
+        if let Some(zk) = self.link.zk.take() {
+            reap(zk, self.link.closed_flag.clone());
+        }
+        let l = &mut self.link;
+        l.connected = false;
+        l.verified = false;
+        l.probing = None;
+        l.sid = None;
+        l.marker = None;
+        l.suspect_since = None;
+        l.ping_since = None;
+        l.queue.clear();
+        l.outstanding.clear();
+        l.suspicious.clear();
+        l.epoch += 1;
+        if self.fed != Fed::NoSession {
+            self.fed = Fed::NoSession;
+            self.shared.connected.store(false, Ordering::Release);
+            self.shared.session_id.store(0, Ordering::Release);
+            self.feed(Input::Session(SessionEvent::Expired));
+        }
+        if !self.ever_connected && now >= self.connect_deadline {
+            self.fail_connect(Error::Connect(format!(
+                "no session within {:?} (the zookeeper crate closed every client before \
+                 it reached a server)",
+                self.settings.connect_timeout
+            )));
+            return;
+        }
+        self.schedule_reopen(now);
+    }
+
+    fn schedule_reopen(&mut self, now: Instant) {
+        let failures = self.link.failures.min(6);
+        self.link.failures += 1;
+        let pause =
+            (Duration::from_millis(50) * (1 << failures)).min(self.settings.session_timeout);
+        self.link.reopen_at = Some(now + pause);
+    }
+
+    fn fail_connect(&mut self, error: Error) {
+        if let Some(waiter) = self.connect_waiter.take() {
+            let _ = waiter.send(Err(error));
+        }
+        self.stop = Some(None);
+    }
+
+    fn issue_ping(&mut self, now: Instant) {
+        let Some(zk) = self.link.zk.clone() else {
+            return;
+        };
+        self.link.ping_since = Some(now);
+        self.link.last_ping = Some(now);
+        let gen = self.link.gen;
+        let tx = self.tx.clone();
+        self.pool.run(
+            move || {
+                !matches!(
+                    zk.exists("/", false),
+                    Err(zookeeper::ZkError::ConnectionLoss)
+                )
+            },
+            move |contact| {
+                let _ = tx.send(Msg::Ping { gen, contact });
+            },
+        );
+    }
+
+    // ----- the loop ---------------------------------------------------------------
+
+    fn on_msg(&mut self, msg: Msg) {
+        match msg {
+            Msg::Command(command) => self.on_command(command),
+            Msg::Reply { gen, key, result } if gen == self.link.gen => self.on_reply(key, result),
+            Msg::Watch { gen, path, kind } if gen == self.link.gen => {
+                // Bytes arrived (the crate's ping timer restarts), but a notification
+                // proves nothing about the connection: it may be the last thing a
+                // dying one delivers (the server fires our watches when it expires
+                // our session). While the core believes the connection down it gets
+                // none: on `Connected` it re-lists and re-verifies everything anyway.
+                self.link.last_contact = Instant::now();
+                if matches!(self.fed, Fed::Connected(_)) {
+                    self.feed(Input::Watch { path, kind });
+                }
+            }
+            Msg::State { gen, state } if gen == self.link.gen => self.on_state(state),
+            Msg::Session { gen, epoch, result } if gen == self.link.gen => {
+                self.on_session_probe(epoch, result)
+            }
+            Msg::Ping { gen, contact } if gen == self.link.gen => {
+                self.link.ping_since = None;
+                let now = Instant::now();
+                if contact {
+                    self.contact(now);
+                } else if self.link.connected {
+                    self.suspect(now);
+                }
+            }
+            // From a client given up on.
+            _ => {}
+        }
+    }
+
+    fn on_command(&mut self, command: Command) {
+        let now = self.now();
+        match command {
+            Command::Acquire {
+                key,
+                mut spec,
+                deadline,
+                mut ticket,
+            } => {
+                let Some(slot) = ticket.take() else { return };
+                if let Some(deadline) = deadline {
+                    spec = spec.deadline(self.timestamp(deadline));
+                }
+                match self.core.acquire(spec, now) {
+                    Ok(id) => {
+                        self.keys.insert(key, id);
+                        self.locks.insert(id, Entry { key, slot });
+                    }
+                    Err(e) => slot.push(Notice::Refused(e), None),
+                }
+            }
+            Command::Release { key } => {
+                if let Some(&id) = self.keys.get(&key) {
+                    if let Err(e) = self.core.release(id, now) {
+                        if let Some(entry) = self.locks.get(&id) {
+                            entry.slot.push(Notice::Refused(e), None);
+                        }
+                    }
+                }
+            }
+            Command::Cancel { key, only_waiting } => {
+                if let Some(&id) = self.keys.get(&key) {
+                    let waiting = self.core.state(id) == Some(LockState::Waiting);
+                    if waiting || !only_waiting {
+                        let _ = self.core.cancel(id, now);
+                    }
+                }
+            }
+            Command::WaitIdle(done) => self.idle_waiters.push(done),
+            Command::Stats(done) => {
+                let _ = done.send(self.core.stats());
+            }
+            Command::Close(done) => self.stop = Some(Some(done)),
+            Command::Shutdown => self.stop = Some(None),
+        }
+        self.drain();
+    }
+
+    fn on_tick(&mut self) {
+        let now = Instant::now();
+        if !self.ever_connected && now >= self.connect_deadline {
+            self.fail_connect(Error::Connect(format!(
+                "no session within {:?}",
+                self.settings.connect_timeout
+            )));
+            return;
+        }
+        if let Some(due) = self.core.poll_timeout() {
+            if self.instant(due) <= now {
+                let ts = self.now();
+                self.core.handle_timeout(ts);
+                self.drain();
+            }
+        }
+        if self.link.zk.is_none() {
+            if self.link.reopen_at.is_some_and(|at| at <= now) && self.stop.is_none() {
+                self.open(now);
+            }
+            return;
+        }
+        if self.link.probing.is_none()
+            && !self.link.verified
+            && self.link.connected
+            && self.link.probe_retry_at.map_or(true, |at| at <= now)
+        {
+            self.start_probe();
+        }
+        if !self.link.connected {
+            if self.link.last_state_at + self.timing.stuck_after <= now {
+                // Neither connected nor closed, and silent: the crate's first
+                // connection attempt (which has no timeout) hangs on a server that
+                // accepted the connection and never answered. Start over.
+                self.link_down(now);
+            }
+            return;
+        }
+        let t = self.timing;
+        match self.link.suspect_since {
+            None => match self.link.oldest_pending() {
+                Some(oldest) if oldest + t.reply_deadline <= now => self.suspect(now),
+                Some(_) => {}
+                None => {
+                    let idle_since = self.link.last_contact.max(self.link.connected_at);
+                    if idle_since + t.ping_after + t.probe_delay <= now {
+                        self.issue_ping(now);
+                    }
+                }
+            },
+            Some(since) => {
+                if since + t.abandon_after <= now {
+                    self.link_down(now);
+                } else if self.link.ping_since.is_none()
+                    && self
+                        .link
+                        .last_ping
+                        .map_or(true, |at| at + t.reply_deadline <= now)
+                {
+                    // Find out when the connection is back.
+                    self.issue_ping(now);
+                }
+            }
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        let t = self.timing;
+        let l = &self.link;
+        let mut next: Option<Instant> = self.core.poll_timeout().map(|due| self.instant(due));
+        let mut at = |i: Instant| next = Some(next.map_or(i, |n| n.min(i)));
+        if !self.ever_connected {
+            at(self.connect_deadline);
+        }
+        if l.zk.is_none() {
+            if let Some(reopen) = l.reopen_at {
+                at(reopen);
+            }
+        } else {
+            if let Some(retry) = l.probe_retry_at {
+                at(retry);
+            }
+            if !l.connected {
+                at(l.last_state_at + t.stuck_after);
+            }
+            if l.connected {
+                match l.suspect_since {
+                    None => match l.oldest_pending() {
+                        Some(oldest) => at(oldest + t.reply_deadline),
+                        None => {
+                            at(l.last_contact.max(l.connected_at) + t.ping_after + t.probe_delay)
+                        }
+                    },
+                    Some(since) => {
+                        at(since + t.abandon_after);
+                        if l.ping_since.is_none() {
+                            at(l.last_ping.map_or(since, |p| p + t.reply_deadline));
+                        }
+                    }
+                }
+            }
+        }
+        next
+    }
+
+    fn notify_idle(&mut self) {
+        if !self.idle_waiters.is_empty() && self.core.is_idle() {
+            for waiter in self.idle_waiters.drain(..) {
+                let _ = waiter.send(());
+            }
+        }
+    }
+
+    /// Stops: the core's locks end with `Closed`, the session is closed, every
+    /// waiting handle is woken.
+    fn shutdown(mut self, done: Option<mpsc::Sender<()>>) {
+        self.shared.closed.store(true, Ordering::Release);
+        self.shared.connected.store(false, Ordering::Release);
+        self.shared.session_id.store(0, Ordering::Release);
+        let now = self.now();
+        self.core
+            .handle_input(Input::Session(SessionEvent::Closed), now);
+        self.drain();
+        for (_, entry) in self.locks.drain() {
+            entry.slot.set_gone();
+        }
+        if let Some(zk) = self.link.zk.take() {
+            let flag = self.link.closed_flag.clone();
+            match done {
+                Some(done) => {
+                    // Wait (a while) for the server to confirm: the session's nodes are
+                    // gone when `close` returns.
+                    let (tx, rx) = mpsc::channel();
+                    std::thread::spawn(move || {
+                        let _ = zk.close();
+                        let _ = tx.send(());
+                        reap(zk, flag);
+                    });
+                    let _ = rx.recv_timeout(self.settings.session_timeout);
+                    let _ = done.send(());
+                }
+                None => reap(zk, flag),
+            }
+        } else if let Some(done) = done {
+            let _ = done.send(());
+        }
+        // Dropping the receiver drops every command still queued; their tickets wake
+        // the handles waiting on them.
+    }
+}
+
+/// The ordering rule (see the module docs): a request may be issued when no reply it
+/// could depend on is outstanding. `outstanding` says, for each unanswered request,
+/// whether it is a write.
+fn may_issue(write: bool, outstanding: impl IntoIterator<Item = bool>) -> bool {
+    let mut any = false;
+    for outstanding_write in outstanding {
+        if outstanding_write {
+            return false;
+        }
+        any = true;
+    }
+    !(write && any)
+}
+
+/// Lets go of a client on a thread of its own: the crate's `close` (also run by its
+/// `Drop`) blocks until the server answers, forever on a dead connection.
+fn reap(zk: Arc<ZooKeeper>, closed: Arc<AtomicBool>) {
+    let _ = std::thread::Builder::new()
+        .name("lock-zookeeper-reaper".into())
+        .spawn(move || {
+            // A close cut short by a reconnect is tried again, so that a session the
+            // crate silently opened meanwhile does not live on.
+            for _ in 0..3 {
+                if closed.load(Ordering::Acquire) || zk.close().is_ok() {
+                    break;
+                }
+            }
+        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordering_rule() {
+        // Nothing outstanding: anything goes.
+        assert!(may_issue(true, []));
+        assert!(may_issue(false, []));
+        // A create is outstanding: the listing after it waits (it must see the node).
+        assert!(!may_issue(false, [true]));
+        assert!(!may_issue(true, [true]));
+        // Reads run together; a write waits for them (a delete must not overtake a
+        // getData sent before it).
+        assert!(may_issue(false, [false, false]));
+        assert!(!may_issue(true, [false]));
+    }
+
+    #[test]
+    fn detection_beats_expiry() {
+        for ms in [500, 1000, 2000, 5000, 10_000, 30_000] {
+            let t = Duration::from_millis(ms);
+            let timing = Timing::new(t);
+            assert!(timing.worst_detection() < t, "{t:?}: {timing:?}");
+            assert!(timing.probe_delay >= Duration::from_millis(ms.min(1350) / 9));
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! # lock-zookeeper: zklock's distributed locks over the blocking `zookeeper` crate
+//!
+//! Mutexes, read/write locks and semaphores on Apache ZooKeeper for programs without
+//! an async runtime, with fencing tokens and honest failure reporting (suspended /
+//! resumed / lost). The protocols live in [`lock_core`]; this crate binds them to the
+//! [`zookeeper`](https://docs.rs/zookeeper/0.8) crate (0.8) and absorbs its hazards
+//! (below). The API is the blocking twin of `lock-zookeeper-client`'s.
+//!
+//! ```no_run
+//! # fn demo() -> Result<(), lock_zookeeper::Error> {
+//! use lock_zookeeper::{LockClient, LockStatus};
+//! use std::time::Duration;
+//!
+//! let locks = LockClient::connect("127.0.0.1:2181")?;
+//!
+//! // Exclusive lock, with a fencing token for the resource it protects.
+//! let guard = locks.mutex("/locks/report").lock_timeout(Duration::from_secs(30))?;
+//! assert_eq!(guard.status(), LockStatus::Held);
+//! println!("token {}", guard.token());
+//! guard.release()?;
+//!
+//! // Read/write lock and semaphore.
+//! let table = locks.rwlock("/locks/table");
+//! let reader = table.read().lock()?;
+//! let slots = locks.semaphore("/locks/gpu", 3);
+//! let permit = slots.try_lock()?; // None if all 3 permits are taken
+//! # drop((reader, permit));
+//! locks.close();
+//! # Ok(()) }
+//! ```
+//!
+//! ## Model
+//!
+//! A [`LockClient`] owns one ZooKeeper session and one background thread, the
+//! *driver*, which owns a [`lock_core::Session`] holding every lock of that session
+//! and follows its calling contract: it drains the core's output after every input,
+//! issues requests in the order polled, feeds back replies, watch firings and session
+//! changes, and honours `poll_timeout`. The blocking calls run on a small pool of
+//! worker threads. Everything is `Send + Sync` and cheap to clone; [`LockGuard`]s are
+//! `Send + Sync` too, so one thread can work while another waits for trouble
+//! ([`LockGuard::suspended`], [`LockGuard::lost`]).
+//!
+//! * **Blocking, cancellable.** `lock()`, `try_lock()`, `lock_timeout()`,
+//!   `lock_until()` block the caller; `start()` returns a [`PendingLock`] that can be
+//!   waited for, with or without a timeout, or cancelled (also from another thread,
+//!   through a [`Canceller`]). Giving up leaves no node behind.
+//! * **Guards** release on drop (in the background; [`LockClient::wait_idle`] waits
+//!   for it) or explicitly with [`LockGuard::release`], and carry the fencing token
+//!   ([`LockGuard::token`]) and node path ([`LockGuard::path`]).
+//! * **Failures.** When the connection drops, held locks report
+//!   [`LockEvent::Suspended`] before the server can expire the session, then
+//!   [`LockEvent::Resumed`] once the node is verified after a reconnect, or
+//!   [`LockEvent::Lost`] after the suspension grace, on expiry, or when someone
+//!   deletes the node. After an expiry the client opens a new session by itself.
+//!
+//! ## The `zookeeper` crate's hazards, and what the binding does about them
+//!
+//! | hazard | absorbed by |
+//! |---|---|
+//! | Its state listener runs on its I/O thread under a lock: calling ZooKeeper from it deadlocks. | The listener (and the watcher) only send a message to the driver thread, which makes every call from a worker. |
+//! | After a reconnect it re-registers no watch. | The core re-lists and re-watches on every `Connected`; the driver feeds `Connected` after each reconnect. |
+//! | After an expiry it silently opens a new session, and it hides the session id. | The driver learns the id from the owner of an ephemeral marker node ([`Builder::session_marker`]) and checks the marker after every reconnect: a new session is fed to the core as such, so held locks become `Lost(SessionExpired)`, never silently held. Nodes that a request of the old session created in the new one are deleted. |
+//! | It never notices a silent network (no read timeout). | The driver watches the connection itself, with probes placed just after the crate's own pings so that those keep happening (see below): silence is reported within `2/3 T + min(T/9, 150 ms) + reply deadline` (0.92 T for T ≥ 1 s), before the server can expire the session at T. A connection silent past `T + reply deadline` is abandoned for a new client. |
+//! | A notification can be the last thing a dead connection delivers (the server fires our watches as it expires our session). | Notifications never count as proof that a connection lives, and are not fed to the core while it believes the connection down (it re-lists and re-verifies on `Connected`): the lock is lost for the right reason. |
+//! | A reconnect gives up for good (`Closed`) when the crate's last ping is older than `floor(T) + 1` s; every call then fails at once. | A closed client ends the session for the core (`Expired`: held locks `Lost(SessionExpired)`, waiters [`Error::SessionExpired`]) and is replaced by a new one; meanwhile calls give typed errors ([`Error::Timeout`], ...), never hang. |
+//! | The crate pings only after 2/3 T of idleness, so a client never idle that long loses its session on *any* connection loss (not absorbable). | Safe: the held lock is reported `Lost(SessionExpired)` at once and a new client takes over (the old session's nodes remain until the server expires it, up to T). The driver's own probes never starve the crate's pings. |
+//! | Its first connection attempt has no timeout (only reconnects have one): a server that accepts the connection and never answers leaves it `Connecting` forever, without a word. | A client neither connected nor reporting a state change for `T + 4 s` is replaced; [`Builder::connect_timeout`] bounds `connect`. |
+//! | Its `Drop` (and `close`) block until the server answers: forever on a dead connection. | Clients are closed and dropped on a thread of their own. |
+//! | Calls from different threads are not ordered. | Requests are issued so that no reply can depend on the order: a write when nothing before it is unanswered, a read when no write before it is. |
+//! | `create` returns no Stat. | The fencing token comes from the `getData` on our own node that the core sends anyway: no extra request, but the grant waits for that reply (create, then getData: one read round trip more than with a Stat, about 130 µs of 450 µs on loopback). |
+//! | No `multi`. | Requests the core would send as `multi` (fenced writes, crash-detecting sections) fail with `ZkError::Other(`[`MULTI_UNSUPPORTED`]`)`; the plain lock API never sends one. |
+//! | It hides the negotiated session timeout. | Timings use the requested one: ask for a timeout the server accepts ([`Builder::session_timeout`]). |
+//! | Its constructor panics if the first socket cannot be created. | Caught: [`Error::Connect`]. |
+//!
+//! [`LockEvent::Suspended`]: lock_core::LockEvent::Suspended
+//! [`LockEvent::Resumed`]: lock_core::LockEvent::Resumed
+//! [`LockEvent::Lost`]: lock_core::LockEvent::Lost
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod client;
+mod driver;
+mod error;
+mod lock;
+mod wire;
+
+pub use client::{Builder, LockClient, DEFAULT_SESSION_MARKER, DEFAULT_SESSION_TIMEOUT};
+pub use driver::Diagnostics;
+pub use error::{Error, MULTI_UNSUPPORTED};
+pub use lock::{
+    Canceller, LockGuard, LockStatus, Mutex, PendingLock, ReadLock, RwLock, Semaphore, WriteLock,
+};
+
+pub use lock_core::{
+    FailReason, FencingToken, Grant, LockEvent, LockSpec, LostReason, NameScheme, Stats,
+    UsageError, ZkError,
+};

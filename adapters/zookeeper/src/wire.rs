@@ -1,0 +1,322 @@
+//! Everything that touches the `zookeeper` crate: opening a client, turning the
+//! core's [`Op`]s into blocking calls, and the worker threads that make those calls.
+//!
+//! # What the crate does with calls from several threads
+//!
+//! Every call of `zookeeper::ZooKeeper` (0.8) serialises its request, pushes it into
+//! one channel to the crate's I/O thread (a `mio_extras` channel behind a `Mutex`),
+//! then blocks on a private rendezvous channel until that thread hands it the reply.
+//! The I/O thread writes requests in channel order and matches replies by FIFO
+//! order, so the wire order is the order in which calls got through that mutex.
+//! From different threads that order is a race, and the crate offers no way to
+//! learn that a blocking call has reached the channel. The binding therefore never
+//! relies on it: the driver issues a request only when the semantics cannot
+//! depend on the order (see `Dispatch` in `driver.rs`).
+
+use crate::error::{zk_error, MULTI_UNSUPPORTED};
+use lock_core::{CreateMode, Op, Reply, Stat, ZkError};
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+use zookeeper::{Acl, ZooKeeper};
+
+/// Runs one of the core's operations as a blocking call. Returns `Created` without a
+/// stat: the crate's `create` gives only the path (the core fetches the token with
+/// the `getData` on its own node it sends anyway).
+pub(crate) fn run_op(zk: &ZooKeeper, op: &Op) -> Result<Reply, ZkError> {
+    if let Some(e) = unsupported(op) {
+        return Err(e);
+    }
+    match op {
+        Op::Create { path, data, mode } => {
+            let mode = create_mode(*mode).map_err(zk_error)?;
+            zk.create(path, data.clone(), Acl::open_unsafe().clone(), mode)
+                .map(|path| Reply::Created { path, stat: None })
+        }
+        Op::GetChildren { path } => zk.get_children(path, false).map(Reply::Children),
+        Op::WatchChildren { path } => zk.get_children(path, true).map(Reply::Children),
+        Op::GetData { path, watch } => zk.get_data(path, *watch).map(|(data, stat)| Reply::Data {
+            data,
+            stat: map_stat(&stat),
+        }),
+        Op::SetData {
+            path,
+            data,
+            version,
+        } => zk
+            .set_data(path, data.clone(), *version)
+            .map(|stat| Reply::Stat(map_stat(&stat))),
+        Op::Delete { path, version } => zk.delete(path, *version).map(|()| Reply::Deleted),
+        _ => return Err(ZkError::Other(format!("unsupported operation {op:?}"))),
+    }
+    .map_err(zk_error)
+}
+
+/// The operations this binding cannot run, with the error they get.
+pub(crate) fn unsupported(op: &Op) -> Option<ZkError> {
+    match op {
+        Op::Multi(_) => Some(ZkError::Other(MULTI_UNSUPPORTED.to_owned())),
+        _ => None,
+    }
+}
+
+/// Whether an operation changes the tree (and so must not be reordered with
+/// anything sent before it).
+pub(crate) fn is_write(op: &Op) -> bool {
+    !matches!(
+        op,
+        Op::GetChildren { .. } | Op::WatchChildren { .. } | Op::GetData { .. }
+    )
+}
+
+fn create_mode(mode: CreateMode) -> Result<zookeeper::CreateMode, zookeeper::ZkError> {
+    Ok(match mode {
+        CreateMode::Persistent => zookeeper::CreateMode::Persistent,
+        CreateMode::Ephemeral => zookeeper::CreateMode::Ephemeral,
+        CreateMode::EphemeralSequential => zookeeper::CreateMode::EphemeralSequential,
+        // Sent as `create` with the container flag: ZooKeeper 3.5+ accepts that.
+        CreateMode::Container => zookeeper::CreateMode::Container,
+        _ => return Err(zookeeper::ZkError::Unimplemented),
+    })
+}
+
+pub(crate) fn map_stat(s: &zookeeper::Stat) -> Stat {
+    Stat {
+        czxid: s.czxid,
+        mzxid: s.mzxid,
+        version: s.version,
+        cversion: s.cversion,
+        ephemeral_owner: s.ephemeral_owner,
+        num_children: s.num_children,
+        data_length: s.data_length,
+    }
+}
+
+/// The session marker: an ephemeral node whose `ephemeralOwner` tells the session id,
+/// which the crate does not expose. Finds the existing marker (same session) or
+/// creates a new one (a new session). Returns `(session id, marker path)`.
+///
+/// Runs on a worker; the three calls are sequential on purpose (each needs the
+/// previous one's answer).
+pub(crate) fn probe_session(
+    zk: &ZooKeeper,
+    marker: Option<&str>,
+    prefix: &str,
+) -> Result<(i64, String), ZkError> {
+    if let Some(marker) = marker {
+        match zk.exists(marker, false) {
+            Ok(Some(stat)) => return Ok((stat.ephemeral_owner, marker.to_owned())),
+            Ok(None) => {} // gone with the old session: this is a new one
+            Err(e) => return Err(zk_error(e)),
+        }
+    }
+    let path = zk
+        .create(
+            prefix,
+            Vec::new(),
+            Acl::open_unsafe().clone(),
+            zookeeper::CreateMode::EphemeralSequential,
+        )
+        .map_err(zk_error)?;
+    match zk.exists(&path, false).map_err(zk_error)? {
+        Some(stat) => Ok((stat.ephemeral_owner, path)),
+        // Deleted between the two calls (only an administrator could): try again later.
+        None => Err(ZkError::NoNode),
+    }
+}
+
+/// Opens a `zookeeper` client. The crate's constructor returns at once and connects
+/// in the background; it panics if the first socket cannot even be created, which is
+/// turned into an error here.
+pub(crate) fn open(
+    connect: &str,
+    session_timeout: Duration,
+    watcher: impl Fn(zookeeper::WatchedEvent) + Send + 'static,
+) -> Result<ZooKeeper, String> {
+    let connect = connect.to_owned();
+    // The watcher is only moved into the crate; nothing is observed after a panic.
+    let open = std::panic::AssertUnwindSafe(move || {
+        ZooKeeper::connect(&connect, session_timeout, watcher)
+    });
+    std::panic::catch_unwind(open)
+        .map_err(|_| "the zookeeper crate panicked while opening its socket".to_owned())?
+        .map_err(|e| format!("{e:?}"))
+}
+
+/// A blocking call; what it returns is run once the worker is available again.
+type Job = Box<dyn FnOnce() -> Box<dyn FnOnce() + Send> + Send>;
+
+/// Threads that make the blocking calls. One call occupies one thread for a round
+/// trip (or, on a dead connection, until the crate gives up on it), so the pool grows
+/// when every worker is busy, and shrinks back to [`WARM`] after a while idle.
+///
+/// A worker counts itself available *before* it delivers a reply: the driver reacts
+/// to the reply by issuing the next requests at once, and would otherwise start a
+/// thread for a job the returning worker is about to take.
+pub(crate) struct Pool {
+    shared: Arc<PoolShared>,
+}
+
+struct PoolShared {
+    state: Mutex<PoolState>,
+    wake: Condvar,
+}
+
+struct PoolState {
+    queue: VecDeque<Job>,
+    /// Workers waiting for a job, or about to look for one.
+    available: usize,
+    workers: usize,
+    stopped: bool,
+}
+
+/// Workers kept however idle: enough for the back-to-back reads of an acquisition.
+const WARM: usize = 3;
+const IDLE_EXIT: Duration = Duration::from_secs(20);
+
+impl Pool {
+    pub(crate) fn new() -> Pool {
+        let pool = Pool {
+            shared: Arc::new(PoolShared {
+                state: Mutex::new(PoolState {
+                    queue: VecDeque::new(),
+                    available: 0,
+                    workers: 0,
+                    stopped: false,
+                }),
+                wake: Condvar::new(),
+            }),
+        };
+        for _ in 0..WARM {
+            pool.spawn();
+        }
+        pool
+    }
+
+    /// Runs `call` on a worker now (an available one, or a new one if every worker
+    /// is busy), then `deliver` with its result.
+    pub(crate) fn run<T: Send + 'static>(
+        &self,
+        call: impl FnOnce() -> T + Send + 'static,
+        deliver: impl FnOnce(T) + Send + 'static,
+    ) {
+        let job: Job = Box::new(move || {
+            let result = call();
+            Box::new(move || deliver(result))
+        });
+        let mut state = lock(&self.shared.state);
+        state.queue.push_back(job);
+        if state.available >= state.queue.len() {
+            self.shared.wake.notify_one();
+            return;
+        }
+        drop(state);
+        self.spawn();
+    }
+
+    fn spawn(&self) {
+        let shared = self.shared.clone();
+        lock(&shared.state).workers += 1;
+        let spawned = std::thread::Builder::new()
+            .name("lock-zookeeper-worker".into())
+            .spawn({
+                let shared = shared.clone();
+                move || worker(&shared)
+            });
+        if spawned.is_err() {
+            // No thread to be had: a busy worker gets to the job when it is done.
+            lock(&shared.state).workers -= 1;
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        lock(&self.shared.state).stopped = true;
+        self.shared.wake.notify_all();
+    }
+}
+
+fn worker(shared: &PoolShared) {
+    let mut state = lock(&shared.state);
+    loop {
+        if let Some(job) = state.queue.pop_front() {
+            drop(state);
+            let deliver = job();
+            state = lock(&shared.state);
+            state.available += 1;
+            drop(state);
+            deliver();
+            state = lock(&shared.state);
+            state.available -= 1;
+            continue;
+        }
+        if state.stopped {
+            state.workers -= 1;
+            return;
+        }
+        state.available += 1;
+        let (next, timeout) = shared
+            .wake
+            .wait_timeout(state, IDLE_EXIT)
+            .unwrap_or_else(|p| p.into_inner());
+        state = next;
+        state.available -= 1;
+        if timeout.timed_out() && state.queue.is_empty() && state.workers > WARM {
+            state.workers -= 1;
+            return;
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multi_is_refused_with_a_clear_error() {
+        let e = unsupported(&Op::Multi(Vec::new())).unwrap();
+        assert_eq!(e, ZkError::Other(MULTI_UNSUPPORTED.into()));
+        assert!(unsupported(&Op::GetChildren { path: "/a".into() }).is_none());
+    }
+
+    #[test]
+    fn reads_and_writes() {
+        assert!(!is_write(&Op::GetChildren { path: "/a".into() }));
+        assert!(!is_write(&Op::GetData {
+            path: "/a".into(),
+            watch: true
+        }));
+        assert!(is_write(&Op::Delete {
+            path: "/a".into(),
+            version: None
+        }));
+        assert!(is_write(&Op::Multi(Vec::new())));
+    }
+
+    #[test]
+    fn pool_runs_jobs_concurrently() {
+        let pool = Pool::new();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let gate = Arc::new(std::sync::Barrier::new(4));
+        for i in 0..4 {
+            let tx = tx.clone();
+            let gate = gate.clone();
+            // Four jobs that each wait for the others: only concurrent workers finish.
+            pool.run(
+                move || {
+                    gate.wait();
+                    i
+                },
+                move |i| tx.send(i).unwrap(),
+            );
+        }
+        let mut got: Vec<i32> = (0..4).map(|_| rx.recv().unwrap()).collect();
+        got.sort();
+        assert_eq!(got, vec![0, 1, 2, 3]);
+    }
+}

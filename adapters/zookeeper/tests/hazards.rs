@@ -1,0 +1,582 @@
+//! The `zookeeper` crate's hazards, each shown against a real ZooKeeper (with the
+//! fault proxy): first what the raw crate does, then that lock-zookeeper absorbs it.
+
+mod common;
+
+use lock_conformance::{
+    fresh_server, shared_server, unique_path, wait_until, watchers_of, Admin, LONG, SHORT,
+};
+use lock_core::{LockEvent, LockSpec, LostReason};
+use lock_testkit::FaultProxy;
+use lock_zookeeper::{Error, LockClient};
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+use zookeeper::{Acl, CreateMode, WatchedEvent, ZkState, ZooKeeper};
+
+/// A raw `zookeeper` client whose state changes (after the first connection) arrive
+/// on a channel. Not closed when dropped: the crate's `close` (run by its `Drop`)
+/// blocks forever on a dead connection, which would turn a failed assertion into a
+/// hang; drop it with `ManuallyDrop::into_inner` when the connection is sound.
+fn raw(connect: &str, timeout: Duration) -> (ManuallyDrop<ZooKeeper>, mpsc::Receiver<ZkState>) {
+    let zk = ZooKeeper::connect(connect, timeout, |_: WatchedEvent| {}).expect("raw client");
+    let (tx, rx) = mpsc::channel();
+    zk.add_listener(move |state| {
+        let _ = tx.send(state);
+    });
+    zk.exists("/", false).expect("raw client connects");
+    // The parent of `unique_path`s.
+    match zk.create(
+        "/conformance",
+        Vec::new(),
+        Acl::open_unsafe().clone(),
+        CreateMode::Persistent,
+    ) {
+        Ok(_) | Err(zookeeper::ZkError::NodeExists) => {}
+        Err(e) => panic!("creating /conformance: {e:?}"),
+    }
+    // The first `Connected` may or may not have reached the listener (added after
+    // the crate started connecting): the channel starts empty either way.
+    while rx.try_recv().is_ok() {}
+    (ManuallyDrop::new(zk), rx)
+}
+
+/// Every event queued now (a loaded machine may have produced a spurious
+/// suspension, resumed, before the fault under test).
+fn queued(guard: &lock_zookeeper::LockGuard) -> Vec<LockEvent> {
+    std::iter::from_fn(|| guard.next_event_timeout(Duration::ZERO)).collect()
+}
+
+/// Events until (and with) the terminal one.
+fn until_lost(guard: &lock_zookeeper::LockGuard, within: Duration) -> Vec<LockEvent> {
+    let mut events = Vec::new();
+    while !matches!(events.last(), Some(LockEvent::Lost(_))) {
+        match guard.next_event_timeout(within) {
+            Some(event) => events.push(event),
+            None => panic!("not lost within {within:?}: {events:?}"),
+        }
+    }
+    events
+}
+
+fn client(connect: &str, timeout: Duration) -> LockClient {
+    LockClient::builder(connect)
+        .session_timeout(timeout)
+        .connect()
+        .expect("connect")
+}
+
+/// Hazard: the crate runs its state listener on its I/O thread, under its listener
+/// lock, so a ZooKeeper call from the listener waits for a reply only that thread
+/// could read: the client is wedged for good. The binding's listener only sends a
+/// message; the calls a state change calls for (re-verifying a held lock after a
+/// reconnect) are made by the driver, on worker threads.
+#[test]
+fn state_listener_cannot_call_zookeeper_so_the_driver_does() {
+    let server = shared_server();
+
+    // The raw crate: a call from the listener never returns, nor does any other.
+    let proxy = FaultProxy::start(server.addr()).expect("proxy");
+    let (zk, _states) = raw(&proxy.connect_string(), Duration::from_secs(2));
+    let zk = Arc::new(ManuallyDrop::into_inner(zk));
+    let (tx, rx) = mpsc::channel();
+    let inner = zk.clone(); // a cycle: this client is leaked on purpose, wedged
+    let once = AtomicBool::new(false);
+    zk.add_listener(move |state| {
+        if state == ZkState::Connecting && !once.swap(true, Ordering::SeqCst) {
+            let _ = tx.send(inner.exists("/", false).is_ok());
+        }
+    });
+    proxy.cut();
+    // Proving that something never happens needs a bounded wait.
+    assert!(
+        rx.recv_timeout(Duration::from_secs(2)).is_err(),
+        "a call from the listener returned: the crate no longer deadlocks"
+    );
+    let (tx, rx) = mpsc::channel();
+    let other = zk.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(other.exists("/", false).is_ok());
+    });
+    assert!(
+        rx.recv_timeout(Duration::from_secs(1)).is_err(),
+        "the wedged client answered"
+    );
+    std::mem::forget(zk); // its Drop would block on `close` forever
+
+    // The binding: a cut while holding is reported, and the lock is re-verified
+    // (ZooKeeper calls in reaction to the state change) and resumed.
+    let proxy = FaultProxy::start(server.addr()).expect("proxy");
+    let locks = client(&proxy.connect_string(), Duration::from_secs(2));
+    let guard = locks.mutex(unique_path("listener")).lock().expect("lock");
+    proxy.cut();
+    wait_until("the reconnection", SHORT, || {
+        (locks.diagnostics().reconnects == 1).then_some(())
+    });
+    wait_until("the lock resumed", SHORT, || {
+        guard.is_trusted().then_some(())
+    });
+    let events = queued(&guard);
+    assert_eq!(
+        events[events.len().saturating_sub(2)..],
+        [LockEvent::Suspended, LockEvent::Resumed]
+    );
+    guard.release().expect("release");
+    locks.close();
+}
+
+/// Hazard: after a reconnect the crate re-registers no watch (no `setWatches`), and
+/// the server drops a connection's watches with it. The core re-lists and re-watches
+/// on every `Connected`, which the binding feeds after each reconnect.
+#[test]
+fn watches_are_not_reregistered_so_the_core_rewatches() {
+    let server = shared_server();
+    let admin = Admin::connect(&server.connect_string());
+
+    // The raw crate: the server forgets the watch, and the crate does not set it again.
+    let proxy = FaultProxy::start(server.addr()).expect("proxy");
+    let (zk, states) = raw(&proxy.connect_string(), Duration::from_secs(2));
+    let path = unique_path("raw-watch");
+    zk.create(
+        &path,
+        Vec::new(),
+        Acl::open_unsafe().clone(),
+        CreateMode::Persistent,
+    )
+    .expect("create");
+    zk.get_data(&path, true).expect("getData with a watch");
+    wait_until("the server holds the watch", SHORT, || {
+        (watchers_of(server, &path).len() == 1).then_some(())
+    });
+    proxy.cut();
+    while states.recv_timeout(SHORT).expect("reconnects") != ZkState::Connected {}
+    // A round trip on the new connection: a re-registration would have come first.
+    zk.exists("/", false).expect("connected again");
+    wait_until("the server to forget the watch, for good", SHORT, || {
+        watchers_of(server, &path).is_empty().then_some(())
+    });
+    zk.exists("/", false).expect("connected");
+    assert!(
+        watchers_of(server, &path).is_empty(),
+        "the crate re-registered"
+    );
+    assert!(admin.delete(&path));
+    drop(ManuallyDrop::into_inner(zk));
+
+    // The binding: a waiter whose connection dropped is still handed the lock.
+    lock_conformance::suite::waiter_rewatches_after_reconnect(&common::Blocking);
+}
+
+/// Hazard: when the server expired the session while the connection was down, the
+/// crate reconnects into a *new* session without a word (the listener says
+/// `NotConnected`, as for any failed attempt, then `Connected`), and it hides the
+/// session id. It also never notices the silent network in the first place. The
+/// binding detects the silence itself (`Suspended` before the expiry), notices the
+/// new session through its marker node, and reports the held lock `Lost
+/// (SessionExpired)`: never silently held.
+#[test]
+fn silent_new_session_after_expiry_is_reported_as_expiry() {
+    let server = shared_server();
+    let admin = Admin::connect(&server.connect_string());
+    let timeout = Duration::from_secs(3);
+
+    // The raw crate.
+    let proxy = FaultProxy::start(server.addr()).expect("proxy");
+    let (zk, states) = raw(&proxy.connect_string(), timeout);
+    let node = unique_path("raw-ephemeral");
+    zk.create(
+        &node,
+        Vec::new(),
+        Acl::open_unsafe().clone(),
+        CreateMode::Ephemeral,
+    )
+    .expect("create");
+    let (_, old_owner) = admin.stat(&node).expect("exists");
+    proxy.blackhole();
+    admin.wait_deleted(&node, LONG); // the server expired the session...
+    let noticed: Vec<ZkState> = states.try_iter().collect();
+    assert!(
+        noticed.is_empty(),
+        "...and the crate noticed nothing in all that time, but got {noticed:?}"
+    );
+    proxy.heal();
+    let mut seen = Vec::new();
+    while seen.last() != Some(&ZkState::Connected) {
+        seen.push(states.recv_timeout(SHORT).expect("reconnects"));
+    }
+    assert!(!seen.contains(&ZkState::Closed), "{seen:?}");
+    // Calls succeed, on a session the caller was never told about.
+    zk.create(
+        &node,
+        Vec::new(),
+        Acl::open_unsafe().clone(),
+        CreateMode::Ephemeral,
+    )
+    .expect("create on the new session");
+    let (_, new_owner) = admin.stat(&node).expect("exists");
+    assert_ne!(new_owner, old_owner, "a new session, silently");
+    drop(ManuallyDrop::into_inner(zk));
+
+    // The binding. A long grace: only the session change may end the lock.
+    let proxy = FaultProxy::start(server.addr()).expect("proxy");
+    let locks = LockClient::builder(&proxy.connect_string())
+        .session_timeout(timeout)
+        .suspended_grace(Duration::from_secs(60))
+        .connect()
+        .expect("connect");
+    let path = unique_path("silent-session");
+    let guard = locks.mutex(&path).lock().expect("lock");
+    let old_session = locks.session_id();
+    assert_eq!(admin.stat(guard.path()).map(|s| s.1), old_session);
+    proxy.blackhole();
+    admin.wait_deleted(guard.path(), LONG); // the server expired the session...
+    assert_eq!(
+        queued(&guard).last(),
+        Some(&LockEvent::Suspended),
+        "...after the holder was told"
+    );
+    proxy.heal();
+    assert_eq!(
+        until_lost(&guard, LONG),
+        [LockEvent::Lost(LostReason::SessionExpired)]
+    );
+    let session = wait_until("the new session", SHORT, || {
+        locks.session_id().filter(|s| Some(*s) != old_session)
+    });
+    let d = locks.diagnostics();
+    assert_eq!(
+        (d.clients_opened, d.sessions),
+        (1, 2),
+        "the crate's own silent session was detected (not a replacement client): {d:?}"
+    );
+    assert!(d.silences >= 1, "the silent network was detected: {d:?}");
+    assert_eq!(
+        guard.release(),
+        Err(Error::Lost(LostReason::SessionExpired))
+    );
+    let guard = locks.mutex(&path).lock().expect("lock on the new session");
+    assert_eq!(guard.grant().session_id, session);
+    guard.release().expect("release");
+    locks.wait_idle().expect("idle");
+    assert!(admin.children(&path).is_empty());
+    locks.close();
+}
+
+/// Hazard: a server gone long enough (no answer for `floor(T) + 1` s after the last
+/// ping) leaves the crate `Closed` for good: every call returns `ConnectionLoss` at
+/// once. The binding treats that as the end of the session (held locks `Lost
+/// (SessionExpired)`, waiters `SessionExpired`), gives typed errors meanwhile, and
+/// opens a new client, which works once the server is back.
+#[test]
+fn closed_for_good_gives_typed_errors_then_a_new_session() {
+    let server = fresh_server();
+    let admin = Admin::connect(&server.connect_string());
+    let path = unique_path("closed-for-good");
+    let locks = LockClient::builder(&server.connect_string())
+        .session_timeout(Duration::from_secs(1))
+        .suspended_grace(Duration::from_secs(60))
+        .connect()
+        .expect("connect");
+    let guard = locks.mutex(&path).lock().expect("lock");
+    let waiter = locks.mutex(&path).start().expect("start");
+    admin.wait_children(&path, SHORT, |c| c.len() == 2);
+    drop(admin);
+    server.stop();
+    let events = until_lost(&guard, SHORT);
+    assert_eq!(
+        events[events.len() - 2..],
+        [
+            LockEvent::Suspended,
+            LockEvent::Lost(LostReason::SessionExpired)
+        ]
+    );
+    let mut waiter = waiter;
+    assert_eq!(
+        waiter.wait_timeout(SHORT).expect("the waiter ends").err(),
+        Some(Error::SessionExpired)
+    );
+    // While no server answers: typed errors, no hang.
+    assert_eq!(
+        locks
+            .mutex(&path)
+            .lock_timeout(Duration::from_millis(300))
+            .unwrap_err(),
+        Error::Timeout
+    );
+    assert_eq!(locks.mutex(&path).try_lock().unwrap_err(), Error::Timeout);
+    assert_eq!(
+        guard.release(),
+        Err(Error::Lost(LostReason::SessionExpired))
+    );
+    wait_until("a replacement client", SHORT, || {
+        (locks.diagnostics().clients_opened >= 2).then_some(())
+    });
+    server.restart().expect("restart");
+    // The old session's nodes go when the restarted server expires it.
+    let guard = locks
+        .mutex(&path)
+        .lock_timeout(LONG)
+        .expect("a new session once the server is back");
+    assert!(locks.diagnostics().sessions >= 2);
+    guard.release().expect("release");
+    locks.close();
+}
+
+/// Hazard: the crate gives up on a server it never reached (`Closed` after about the
+/// session timeout plus a second): `connect` tries fresh clients until its connect
+/// timeout, then reports it, typed.
+#[test]
+fn unreachable_server_is_a_connect_error() {
+    // A port nobody listens on: bind one, then free it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let result = LockClient::builder(&format!("127.0.0.1:{port}"))
+        .session_timeout(Duration::from_secs(1))
+        .connect_timeout(Duration::from_secs(1))
+        .connect();
+    assert!(matches!(result, Err(Error::Connect(_))), "{result:?}");
+    assert!(matches!(
+        LockClient::connect("no-such-host.invalid:2181"),
+        Err(Error::Connect(_))
+    ));
+}
+
+/// Hazard: `create` returns no Stat, so no token. The core takes the token from the
+/// `getData` on its own node that it sends anyway: the token is our node's `czxid`,
+/// at no extra request (the request count is checked by the conformance suite). The
+/// session id that ownership checks compare with comes from the marker node; it is
+/// our node's `ephemeralOwner`.
+#[test]
+fn token_without_stat_on_create_is_the_nodes_czxid() {
+    let server = shared_server();
+    let admin = Admin::connect(&server.connect_string());
+    let locks = client(&server.connect_string(), Duration::from_secs(2));
+    let path = unique_path("token");
+    let mut last = 0;
+    for _ in 0..3 {
+        let guard = locks.mutex(&path).lock().expect("lock");
+        let (czxid, owner) = admin.stat(guard.path()).expect("our node");
+        assert_eq!(guard.token().0, czxid);
+        assert_eq!(Some(owner), locks.session_id());
+        assert_eq!(guard.grant().session_id, owner);
+        assert!(czxid > last);
+        last = czxid;
+        guard.release().expect("release");
+    }
+    locks.close();
+}
+
+/// Hazard: no `multi`. The plain lock API never needs one (a crash-detecting lock
+/// without an open section releases with a plain `delete`); what would need one
+/// fails with a clear error (unit-tested in `wire.rs`).
+#[test]
+fn no_multi_needed_by_the_lock_api() {
+    let server = shared_server();
+    let locks = client(&server.connect_string(), Duration::from_secs(2));
+    let path = unique_path("no-multi");
+    let guard = locks
+        .acquire(LockSpec::write(&path).detect_crashes(), None)
+        .expect("lock");
+    assert!(!guard.grant().previous_holder_crashed);
+    guard.release().expect("release without multi");
+    assert_eq!(
+        lock_zookeeper::MULTI_UNSUPPORTED,
+        "multi unsupported by the zookeeper crate"
+    );
+    locks.close();
+}
+
+/// Hazard: the crate never times out a silent connection, and gives up for good on
+/// a reconnect if its last ping is older than `floor(T) + 1` s. A liveness probe
+/// that kept the connection busy would starve the crate's pings (it pings only
+/// after 2/3 T of idleness), and the next cut would cost the session. The driver
+/// probes just after each ping is due, so an idle holder stays quiet (no spurious
+/// suspension) for many timeouts and still resumes after a cut.
+#[test]
+fn idle_probes_keep_the_crates_pings_alive() {
+    let server = shared_server();
+    let timeout = Duration::from_secs(2);
+    let proxy = FaultProxy::start(server.addr()).expect("proxy");
+    let locks = client(&proxy.connect_string(), timeout);
+    let guard = locks.mutex(unique_path("idle")).lock().expect("lock");
+    // Four session timeouts of idleness (without the care, the crate's last ping
+    // would be 8 s old, against `floor(T) + 1` = 3 s). Nothing should happen to the
+    // lock (a machine loaded enough to delay a reply past the reply deadline could
+    // make the binding suspend and resume it, which is not what this is about).
+    let idle = guard.next_event_timeout(timeout * 4);
+    assert!(
+        matches!(idle, None | Some(LockEvent::Suspended)),
+        "{idle:?}"
+    );
+    proxy.cut();
+    // The cut costs no session: the crate reconnects, the lock resumes.
+    wait_until("the reconnection", SHORT, || {
+        (locks.diagnostics().reconnects >= 1).then_some(())
+    });
+    wait_until("the lock resumed", SHORT, || {
+        guard.is_trusted().then_some(())
+    });
+    let events = queued(&guard);
+    assert_eq!(events.last(), Some(&LockEvent::Resumed), "{events:?}");
+    assert!(guard.is_trusted());
+    let d = locks.diagnostics();
+    assert_eq!((d.clients_opened, d.sessions), (1, 1), "{d:?}");
+    guard.release().expect("release");
+    locks.close();
+}
+
+/// Hazard (not absorbable): the crate pings only after 2/3 T of idleness, and a
+/// reconnect gives up for good when its last ping is older than `floor(T) + 1` s. A
+/// client busy without such a pause for that long loses its session on any
+/// connection loss, although the server still has it. The binding keeps it safe: the
+/// held lock is reported `Lost(SessionExpired)` at once (never silently held), and a
+/// new client takes over. (The old session's nodes stay until the server expires
+/// it, up to T, delaying the next holder by as much.)
+#[test]
+fn busy_client_loses_its_session_on_a_cut_safely() {
+    let server = shared_server();
+    let timeout = Duration::from_secs(1);
+    let proxy = FaultProxy::start(server.addr()).expect("proxy");
+    let locks = client(&proxy.connect_string(), timeout);
+    let path = unique_path("busy");
+    let old_session = locks.session_id();
+    // Never idle for 2/3 T, for longer than floor(T) + 1 s.
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(3) {
+        locks
+            .mutex(&path)
+            .lock()
+            .expect("lock")
+            .release()
+            .expect("release");
+    }
+    let guard = locks.mutex(&path).lock().expect("lock");
+    proxy.cut();
+    let events = until_lost(&guard, SHORT);
+    assert_eq!(
+        events[events.len() - 2..],
+        [
+            LockEvent::Suspended,
+            LockEvent::Lost(LostReason::SessionExpired)
+        ]
+    );
+    let guard = locks
+        .mutex(&path)
+        .lock_timeout(LONG)
+        .expect("a new session");
+    assert_ne!(locks.session_id(), old_session);
+    assert_eq!(locks.diagnostics().clients_opened, 2);
+    guard.release().expect("release");
+    locks.close();
+}
+
+/// A listener that holds every connection it accepts without answering (a tarpit)
+/// until `forward` is set; connections accepted after that are forwarded to
+/// `upstream`. Also returns the number of connections held.
+fn tarpit(
+    upstream: Option<std::net::SocketAddr>,
+) -> (std::net::SocketAddr, Arc<AtomicBool>, Arc<AtomicUsize>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("tarpit");
+    let addr = listener.local_addr().expect("address");
+    let forward = Arc::new(AtomicBool::new(false));
+    let held_count = Arc::new(AtomicUsize::new(0));
+    let (switch, count) = (forward.clone(), held_count.clone());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming() {
+            let Ok(client) = conn else { continue };
+            match upstream.filter(|_| switch.load(Ordering::SeqCst)) {
+                None => {
+                    held.push(client);
+                    count.fetch_add(1, Ordering::SeqCst);
+                }
+                Some(upstream) => {
+                    let Ok(server) = std::net::TcpStream::connect(upstream) else {
+                        continue;
+                    };
+                    let (mut c1, mut s1) =
+                        (client.try_clone().unwrap(), server.try_clone().unwrap());
+                    let (mut c2, mut s2) = (client, server);
+                    std::thread::spawn(move || std::io::copy(&mut c1, &mut s1));
+                    std::thread::spawn(move || std::io::copy(&mut s2, &mut c2));
+                }
+            }
+        }
+    });
+    (addr, forward, held_count)
+}
+
+/// Hazard: the crate arms its connection timeout only when it *re*connects. Its
+/// first attempt has none: a server that accepts the TCP connection and never
+/// answers (one starting up under load, or a tarpit) leaves the client `Connecting`
+/// forever, without a state change; its calls block forever. The binding gives a
+/// client that makes no progress up after `T + 4 s` and starts a fresh one, and
+/// `connect` keeps to its timeout.
+#[test]
+fn first_connection_without_timeout_is_given_up() {
+    let server = shared_server();
+
+    // The raw crate: nothing happens, for longer than any of its own timeouts.
+    let (addr, _, _) = tarpit(None);
+    let zk = ZooKeeper::connect(
+        &addr.to_string(),
+        Duration::from_secs(1),
+        |_: WatchedEvent| {},
+    )
+    .expect("raw client");
+    let (tx, states) = mpsc::channel();
+    zk.add_listener(move |state| {
+        let _ = tx.send(state);
+    });
+    let (tx, calls) = mpsc::channel();
+    let zk = Arc::new(zk);
+    let caller = zk.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(caller.exists("/", false).is_ok());
+    });
+    // Proving that something never happens needs a bounded wait: 4 s is past the
+    // crate's 2 s connection timeout and its `floor(T) + 1` = 2 s closing rule.
+    assert!(
+        calls.recv_timeout(Duration::from_secs(4)).is_err(),
+        "the call returned"
+    );
+    assert!(
+        states.try_recv().is_err(),
+        "the crate reported a state change"
+    );
+    std::mem::forget(zk); // stuck: its Drop would block
+
+    // The binding: `connect` keeps to its timeout...
+    let start = std::time::Instant::now();
+    let result = LockClient::builder(&addr.to_string())
+        .session_timeout(Duration::from_secs(1))
+        .connect_timeout(Duration::from_secs(2))
+        .connect();
+    assert!(matches!(result, Err(Error::Connect(_))), "{result:?}");
+    assert!(start.elapsed() < SHORT);
+
+    // ...and replaces a stuck client: the first one lands in the tarpit, the one
+    // opened after the watchdog gives up on it reaches the server.
+    let (addr, forward, held) = tarpit(Some(server.addr()));
+    let connecting = std::thread::spawn(move || {
+        LockClient::builder(&addr.to_string())
+            .session_timeout(Duration::from_secs(1))
+            .connect_timeout(LONG)
+            .connect()
+    });
+    wait_until("the first client is in the tarpit", SHORT, || {
+        (held.load(Ordering::SeqCst) == 1).then_some(())
+    });
+    forward.store(true, Ordering::SeqCst);
+    let locks = connecting
+        .join()
+        .expect("connect thread")
+        .expect("connected");
+    assert_eq!(locks.diagnostics().clients_opened, 2);
+    let guard = locks.mutex(unique_path("tarpit")).lock().expect("lock");
+    guard.release().expect("release");
+    locks.close();
+}

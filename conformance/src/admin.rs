@@ -1,0 +1,145 @@
+//! An independent ZooKeeper client for inspecting and tampering with lock
+//! directories, whatever binding is under test.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use zookeeper::{WatchedEvent, ZkError, ZooKeeper};
+
+/// An administrator's session (over the `zookeeper` crate, session timeout 30 s).
+///
+/// ```no_run
+/// let admin = lock_conformance::Admin::connect(&lock_conformance::shared_server().connect_string());
+/// assert!(admin.children("/no/such/dir").is_empty());
+/// ```
+pub struct Admin {
+    zk: ZooKeeper,
+}
+
+impl Admin {
+    /// Connects; panics if no session can be established.
+    pub fn connect(connect_string: &str) -> Admin {
+        let zk = ZooKeeper::connect(
+            connect_string,
+            Duration::from_secs(30),
+            |_: WatchedEvent| {},
+        )
+        .expect("admin client");
+        // The constructor returns before the session exists; the first call waits.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match zk.exists("/", false) {
+                Ok(_) => break,
+                Err(e) => assert!(Instant::now() < deadline, "admin cannot connect: {e:?}"),
+            }
+        }
+        Admin { zk }
+    }
+
+    /// The children of `path` (none if it does not exist), sorted.
+    pub fn children(&self, path: &str) -> Vec<String> {
+        match self.zk.get_children(path, false) {
+            Ok(mut children) => {
+                children.sort();
+                children
+            }
+            Err(ZkError::NoNode) => Vec::new(),
+            Err(e) => panic!("listing {path}: {e:?}"),
+        }
+    }
+
+    /// The children of `path` as full paths, sorted.
+    pub fn child_paths(&self, path: &str) -> Vec<String> {
+        self.children(path)
+            .into_iter()
+            .map(|c| format!("{path}/{c}"))
+            .collect()
+    }
+
+    /// Deletes `path` (any version); `false` if it did not exist.
+    pub fn delete(&self, path: &str) -> bool {
+        match self.zk.delete(path, None) {
+            Ok(()) => true,
+            Err(ZkError::NoNode) => false,
+            Err(e) => panic!("deleting {path}: {e:?}"),
+        }
+    }
+
+    /// `(czxid, ephemeralOwner)` of `path`, if it exists.
+    pub fn stat(&self, path: &str) -> Option<(i64, i64)> {
+        self.zk
+            .exists(path, false)
+            .expect("exists")
+            .map(|s| (s.czxid, s.ephemeral_owner))
+    }
+
+    /// Waits (on watches, not by polling) until the children of `path` satisfy
+    /// `condition`, for at most `within`; returns them. Panics on timeout.
+    pub fn wait_children(
+        &self,
+        path: &str,
+        within: Duration,
+        condition: impl Fn(&[String]) -> bool,
+    ) -> Vec<String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let (tx, rx) = mpsc::channel();
+            let fired = move |_: WatchedEvent| {
+                let _ = tx.send(());
+            };
+            let children = match self.zk.get_children_w(path, fired) {
+                Ok(mut children) => {
+                    children.sort();
+                    Some(children)
+                }
+                Err(ZkError::NoNode) => {
+                    let (tx, rx2) = mpsc::channel();
+                    let created = move |_: WatchedEvent| {
+                        let _ = tx.send(());
+                    };
+                    if self.zk.exists_w(path, created).expect("exists_w").is_some() {
+                        continue; // created meanwhile
+                    }
+                    if condition(&[]) {
+                        return Vec::new();
+                    }
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    assert!(
+                        rx2.recv_timeout(left).is_ok(),
+                        "timed out after {within:?} waiting for {path} to be created"
+                    );
+                    continue;
+                }
+                Err(e) => panic!("listing {path}: {e:?}"),
+            };
+            let children = children.unwrap_or_default();
+            if condition(&children) {
+                return children;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                rx.recv_timeout(left).is_ok(),
+                "timed out after {within:?} waiting on the children of {path} (now {children:?})"
+            );
+        }
+    }
+
+    /// Waits (on a watch) until `path` is gone, for at most `within`.
+    pub fn wait_deleted(&self, path: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            let (tx, rx) = mpsc::channel();
+            let fired = move |e: WatchedEvent| {
+                let _ = tx.send(e);
+            };
+            if self.zk.exists_w(path, fired).expect("exists_w").is_none() {
+                return;
+            }
+            // Fired by the deletion, or by a data change (then watch again).
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                rx.recv_timeout(left).is_ok(),
+                "timed out after {within:?} waiting for {path} to go"
+            );
+        }
+    }
+}

@@ -1,0 +1,717 @@
+//! The conformance tests. Each takes the binding under test; run each in its own
+//! `#[test]` (see [`conformance_tests!`](crate::conformance_tests)).
+
+use crate::admin::Admin;
+use crate::env::{
+    fresh_server, shared_server, unique_path, wait_until, watchers_of, LONG, SESSION_TIMEOUT, SHORT,
+};
+use crate::hold_proxy::{Direction, HoldProxy};
+use crate::{Backend, Failure, Kind, Wait};
+use lock_core::{LockEvent, LostReason};
+use lock_testkit::{FaultProxy, ZkEnsemble};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+fn connect<B: Backend>(b: &B, connect_string: &str) -> B::Client {
+    connect_with(b, connect_string, SESSION_TIMEOUT)
+}
+
+fn connect_with<B: Backend>(b: &B, connect_string: &str, timeout: Duration) -> B::Client {
+    b.connect(connect_string, timeout)
+        .unwrap_or_else(|e| panic!("{}: connecting to {connect_string}: {e}", b.name()))
+}
+
+fn lock<B: Backend>(b: &B, c: &B::Client, kind: Kind, path: &str) -> B::Guard {
+    b.lock(c, kind, path, Wait::Timeout(SHORT))
+        .unwrap_or_else(|e| panic!("{}: {kind:?} on {path}: {e}", b.name()))
+}
+
+fn name_of(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or_default().to_owned()
+}
+
+/// Waits for an event matching `want`, skipping others; panics after `within`.
+fn expect_event<B: Backend>(
+    b: &B,
+    guard: &mut B::Guard,
+    within: Duration,
+    what: &str,
+    want: impl Fn(&LockEvent) -> bool,
+) -> LockEvent {
+    let deadline = Instant::now() + within;
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match b.next_event(guard, left) {
+            Some(event) if want(&event) => return event,
+            Some(event) => seen.push(event),
+            None => panic!("{}: no {what} within {within:?} (saw {seen:?})", b.name()),
+        }
+    }
+}
+
+/// The next event, which must come within `within`.
+fn next_event<B: Backend>(b: &B, guard: &mut B::Guard, within: Duration) -> LockEvent {
+    b.next_event(guard, within)
+        .unwrap_or_else(|| panic!("{}: no event within {within:?}", b.name()))
+}
+
+fn assert_strictly_increasing(tokens: &[i64], what: &str) {
+    for pair in tokens.windows(2) {
+        assert!(
+            pair[0] < pair[1],
+            "{what}: fencing tokens must strictly increase, got {} then {}",
+            pair[0],
+            pair[1]
+        );
+    }
+}
+
+/// 8 sessions × 50 acquisitions of one mutex increment a non-atomic counter: no
+/// update is lost, no two holders overlap, and the fencing tokens of successive
+/// holders strictly increase.
+pub fn mutual_exclusion<B: Backend>(b: &B) {
+    const SESSIONS: usize = 8;
+    const ROUNDS: usize = 50;
+    let server = shared_server();
+    let path = unique_path("mutual-exclusion");
+    let counter = AtomicU64::new(0);
+    let inside = AtomicBool::new(false);
+    let tokens = Mutex::new(Vec::new());
+    thread::scope(|s| {
+        for _ in 0..SESSIONS {
+            s.spawn(|| {
+                let c = connect(b, &server.connect_string());
+                for _ in 0..ROUNDS {
+                    let g = b
+                        .lock(&c, Kind::Mutex, &path, Wait::Timeout(LONG))
+                        .unwrap_or_else(|e| panic!("{}: lock: {e}", b.name()));
+                    assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
+                    // Read, yield, write: a lost update if anyone else is inside.
+                    let v = counter.load(Ordering::SeqCst);
+                    thread::yield_now();
+                    counter.store(v + 1, Ordering::SeqCst);
+                    tokens.lock().unwrap().push(b.token(&g));
+                    inside.store(false, Ordering::SeqCst);
+                    b.release(g)
+                        .unwrap_or_else(|e| panic!("{}: release: {e}", b.name()));
+                }
+                b.close(&c);
+            });
+        }
+    });
+    assert_eq!(counter.load(Ordering::SeqCst), (SESSIONS * ROUNDS) as u64);
+    assert_strictly_increasing(&tokens.lock().unwrap(), "mutex");
+    let admin = Admin::connect(&server.connect_string());
+    assert!(admin.children(&path).is_empty(), "nodes left behind");
+}
+
+/// Waiters get the lock in the order they queued.
+pub fn fifo_order<B: Backend>(b: &B) {
+    const WAITERS: usize = 4;
+    let server = shared_server();
+    let path = unique_path("fifo");
+    let admin = Admin::connect(&server.connect_string());
+    let holder = connect(b, &server.connect_string());
+    let g = lock(b, &holder, Kind::Mutex, &path);
+    let order = Mutex::new(Vec::new());
+    thread::scope(|s| {
+        for k in 0..WAITERS {
+            let order = &order;
+            let path = &path;
+            let c = connect(b, &server.connect_string());
+            s.spawn(move || {
+                let g = b
+                    .lock(&c, Kind::Mutex, path, Wait::Timeout(LONG))
+                    .unwrap_or_else(|e| panic!("{}: waiter {k}: {e}", b.name()));
+                order.lock().unwrap().push(k);
+                b.release(g).expect("release");
+                b.close(&c);
+            });
+            // The next waiter queues only once this one's node exists.
+            admin.wait_children(path, SHORT, |c| c.len() == k + 2);
+        }
+        b.release(g).expect("release");
+    });
+    assert_eq!(*order.lock().unwrap(), (0..WAITERS).collect::<Vec<_>>());
+    b.close(&holder);
+    assert!(admin.children(&path).is_empty(), "nodes left behind");
+}
+
+/// Readers hold together; a writer waits for them and excludes everyone.
+pub fn readers_share_writers_exclude<B: Backend>(b: &B) {
+    let server = shared_server();
+    let path = unique_path("rw-share");
+    let admin = Admin::connect(&server.connect_string());
+    let (c1, c2, c3) = (
+        connect(b, &server.connect_string()),
+        connect(b, &server.connect_string()),
+        connect(b, &server.connect_string()),
+    );
+    let r1 = lock(b, &c1, Kind::Read, &path);
+    let r2 = b
+        .lock(&c2, Kind::Read, &path, Wait::Try)
+        .expect("a second reader shares the lock at once");
+    assert!(matches!(
+        b.lock(&c3, Kind::Write, &path, Wait::Try),
+        Err(Failure::WouldBlock)
+    ));
+    let w = b.start(&c3, Kind::Write, &path).expect("start writer");
+    admin.wait_children(&path, SHORT, |c| c.len() == 3);
+    b.release(r1).expect("release r1");
+    b.release(r2).expect("release r2");
+    let w = b.finish(w, SHORT).expect("the writer gets the lock");
+    assert!(matches!(
+        b.lock(&c1, Kind::Read, &path, Wait::Try),
+        Err(Failure::WouldBlock)
+    ));
+    assert!(matches!(
+        b.lock(&c2, Kind::Mutex, &path, Wait::Try),
+        Err(Failure::WouldBlock)
+    ));
+    b.release(w).expect("release writer");
+    for c in [&c1, &c2, &c3] {
+        b.wait_idle(c).expect("idle");
+    }
+    assert!(admin.children(&path).is_empty(), "nodes left behind");
+    for c in [&c1, &c2, &c3] {
+        b.close(c);
+    }
+}
+
+/// A waiting writer is not overtaken by readers that come after it.
+pub fn writer_not_starved_by_later_readers<B: Backend>(b: &B) {
+    let server = shared_server();
+    let path = unique_path("rw-starve");
+    let admin = Admin::connect(&server.connect_string());
+    let (c1, c2, c3) = (
+        connect(b, &server.connect_string()),
+        connect(b, &server.connect_string()),
+        connect(b, &server.connect_string()),
+    );
+    let r1 = lock(b, &c1, Kind::Read, &path);
+    let w = b.start(&c2, Kind::Write, &path).expect("start writer");
+    admin.wait_children(&path, SHORT, |c| c.len() == 2);
+    // A reader arriving now queues behind the writer, although a reader holds.
+    assert!(matches!(
+        b.lock(&c3, Kind::Read, &path, Wait::Try),
+        Err(Failure::WouldBlock)
+    ));
+    let r2 = b.start(&c3, Kind::Read, &path).expect("start reader");
+    admin.wait_children(&path, SHORT, |c| c.len() == 3);
+    b.release(r1).expect("release r1");
+    // Had the late reader been let in, it would hold (inside its pending acquisition)
+    // and the writer could not get the lock.
+    let w = b.finish(w, SHORT).expect("the writer gets the lock first");
+    b.release(w).expect("release writer");
+    let r2 = b.finish(r2, SHORT).expect("then the late reader");
+    b.release(r2).expect("release r2");
+    for c in [&c1, &c2, &c3] {
+        b.wait_idle(c).expect("idle");
+        b.close(c);
+    }
+    assert!(admin.children(&path).is_empty(), "nodes left behind");
+}
+
+/// A semaphore of 3 admits 3 holders, refuses a 4th, and under contention never
+/// has more than 3.
+pub fn semaphore_never_exceeds_permits<B: Backend>(b: &B) {
+    const PERMITS: u32 = 3;
+    let server = shared_server();
+    let path = unique_path("semaphore");
+    let admin = Admin::connect(&server.connect_string());
+    let clients: Vec<_> = (0..6)
+        .map(|_| connect(b, &server.connect_string()))
+        .collect();
+    let kind = Kind::Semaphore(PERMITS);
+    let held: Vec<_> = clients[..3]
+        .iter()
+        .map(|c| lock(b, c, kind, &path))
+        .collect();
+    assert!(matches!(
+        b.lock(&clients[3], kind, &path, Wait::Try),
+        Err(Failure::WouldBlock)
+    ));
+    for g in held {
+        b.release(g).expect("release");
+    }
+    let active = AtomicUsize::new(0);
+    let max = AtomicUsize::new(0);
+    thread::scope(|s| {
+        for c in &clients {
+            let (active, max, path) = (&active, &max, &path);
+            s.spawn(move || {
+                for _ in 0..10 {
+                    let g = b
+                        .lock(c, kind, path, Wait::Timeout(LONG))
+                        .unwrap_or_else(|e| panic!("{}: {e}", b.name()));
+                    let now = active.fetch_add(1, Ordering::SeqCst) + 1;
+                    max.fetch_max(now, Ordering::SeqCst);
+                    assert!(
+                        now <= PERMITS as usize,
+                        "{now} holders of a semaphore({PERMITS})"
+                    );
+                    thread::yield_now();
+                    active.fetch_sub(1, Ordering::SeqCst);
+                    b.release(g).expect("release");
+                }
+            });
+        }
+    });
+    assert!(max.load(Ordering::SeqCst) <= PERMITS as usize);
+    for c in &clients {
+        b.wait_idle(c).expect("idle");
+        b.close(c);
+    }
+    assert!(admin.children(&path).is_empty(), "nodes left behind");
+}
+
+/// A timed-out or busy `try` acquisition leaves no node behind.
+pub fn timeout_leaves_no_node<B: Backend>(b: &B) {
+    let server = shared_server();
+    let path = unique_path("timeout");
+    let admin = Admin::connect(&server.connect_string());
+    let (a, c) = (
+        connect(b, &server.connect_string()),
+        connect(b, &server.connect_string()),
+    );
+    let g = lock(b, &a, Kind::Mutex, &path);
+    let holder = name_of(&b.node_path(&g));
+    let timeout = Duration::from_millis(300);
+    assert!(matches!(
+        b.lock(&c, Kind::Mutex, &path, Wait::Timeout(timeout)),
+        Err(Failure::Timeout)
+    ));
+    assert!(matches!(
+        b.lock(&c, Kind::Mutex, &path, Wait::Try),
+        Err(Failure::WouldBlock)
+    ));
+    b.wait_idle(&c).expect("idle");
+    assert_eq!(
+        admin.children(&path),
+        vec![holder],
+        "the waiter left a node"
+    );
+    b.release(g).expect("release");
+    b.wait_idle(&a).expect("idle");
+    assert!(admin.children(&path).is_empty());
+    b.close(&a);
+    b.close(&c);
+}
+
+/// Cancelling a waiting acquisition (queued, or with its create still in flight)
+/// leaves no node behind.
+pub fn cancel_leaves_no_node<B: Backend>(b: &B) {
+    let server = shared_server();
+    let path = unique_path("cancel");
+    let admin = Admin::connect(&server.connect_string());
+    let (a, c) = (
+        connect(b, &server.connect_string()),
+        connect(b, &server.connect_string()),
+    );
+    let g = lock(b, &a, Kind::Mutex, &path);
+    let holder = name_of(&b.node_path(&g));
+    // Queued: its node exists.
+    let p = b.start(&c, Kind::Mutex, &path).expect("start");
+    admin.wait_children(&path, SHORT, |c| c.len() == 2);
+    b.cancel(p);
+    b.wait_idle(&c).expect("idle");
+    assert_eq!(
+        admin.children(&path),
+        vec![holder.clone()],
+        "cancel left a node"
+    );
+    // At once: the create may still be in flight.
+    let p = b.start(&c, Kind::Mutex, &path).expect("start");
+    b.cancel(p);
+    b.wait_idle(&c).expect("idle");
+    assert_eq!(admin.children(&path), vec![holder], "cancel left a node");
+    b.release(g).expect("release");
+    b.wait_idle(&a).expect("idle");
+    assert!(admin.children(&path).is_empty());
+    b.close(&a);
+    b.close(&c);
+}
+
+/// The connection drops after the server applied our create but before its reply
+/// reached us: the node is found again (by the attempt id in its name) and adopted,
+/// not created twice; the lock is acquired once; nothing is left behind.
+pub fn connection_loss_during_create_adopts_node<B: Backend>(b: &B) {
+    let server = shared_server();
+    let path = unique_path("create-loss");
+    let admin = Admin::connect(&server.connect_string());
+    // The lock directory exists, so the held request is our node's create.
+    let other = connect(b, &server.connect_string());
+    let g = lock(b, &other, Kind::Mutex, &path);
+    b.release(g).expect("release");
+    let proxy = HoldProxy::start(server.addr());
+    let c = connect(b, &proxy.connect_string());
+    proxy.hold(Direction::ToClient);
+    let p = b.start(&c, Kind::Mutex, &path).expect("start");
+    let created = admin.wait_children(&path, SHORT, |c| c.len() == 1);
+    proxy.cut(); // the reply to the create is lost with the connection
+    let g = b.finish(p, LONG).expect("acquired after the reconnect");
+    assert_eq!(
+        name_of(&b.node_path(&g)),
+        created[0],
+        "the node created before the cut must be adopted"
+    );
+    assert_eq!(admin.children(&path), created, "exactly one node");
+    assert!(b.is_trusted(&g));
+    b.release(g).expect("release");
+    b.wait_idle(&c).expect("idle");
+    assert!(admin.children(&path).is_empty(), "nodes left behind");
+    b.close(&c);
+    b.close(&other);
+}
+
+/// A short connection loss while holding: `Suspended`, then `Resumed` once the node
+/// is verified on the same session; the lock is still ours.
+pub fn short_cut_suspends_then_resumes<B: Backend>(b: &B) {
+    let server = shared_server();
+    let path = unique_path("short-cut");
+    let admin = Admin::connect(&server.connect_string());
+    let proxy = FaultProxy::start(server.addr()).expect("proxy");
+    let c = connect(b, &proxy.connect_string());
+    let mut g = lock(b, &c, Kind::Mutex, &path);
+    let (token, node) = (b.token(&g), b.node_path(&g));
+    // Whatever a loaded machine may have reported before (a suspension resumed).
+    while b.next_event(&mut g, Duration::ZERO).is_some() {}
+    proxy.cut();
+    assert_eq!(next_event(b, &mut g, SHORT), LockEvent::Suspended);
+    assert_eq!(next_event(b, &mut g, SHORT), LockEvent::Resumed);
+    assert!(b.is_trusted(&g));
+    assert_eq!(b.token(&g), token);
+    assert_eq!(admin.stat(&node).map(|s| s.0), Some(token), "same node");
+    b.release(g).expect("release");
+    b.wait_idle(&c).expect("idle");
+    assert!(admin.children(&path).is_empty());
+    b.close(&c);
+}
+
+/// A waiter whose connection drops gets its watch back (ZooKeeper drops a
+/// connection's watches; some clients re-register none): after the reconnect it is
+/// still handed the lock when the holder releases.
+pub fn waiter_rewatches_after_reconnect<B: Backend>(b: &B) {
+    let server = shared_server();
+    let path = unique_path("rewatch");
+    let admin = Admin::connect(&server.connect_string());
+    let a = connect(b, &server.connect_string());
+    let g = lock(b, &a, Kind::Mutex, &path);
+    let holder = b.node_path(&g);
+    let proxy = FaultProxy::start(server.addr()).expect("proxy");
+    let c = connect(b, &proxy.connect_string());
+    let p = b.start(&c, Kind::Mutex, &path).expect("start");
+    admin.wait_children(&path, SHORT, |c| c.len() == 2);
+    let watches = wait_until("the waiter watches the holder", SHORT, || {
+        let n = b.stats(&c).expect("stats").watches_set;
+        (n >= 1).then_some(n)
+    });
+    proxy.cut();
+    wait_until("the waiter watches again after the reconnect", LONG, || {
+        (b.stats(&c).expect("stats").watches_set > watches).then_some(())
+    });
+    let sid = b.session_id(&c).expect("session");
+    wait_until("the server holds the new watch", SHORT, || {
+        watchers_of(server, &holder).contains(&sid).then_some(())
+    });
+    b.release(g).expect("release");
+    let g = b.finish(p, SHORT).expect("the waiter gets the lock");
+    b.release(g).expect("release");
+    b.wait_idle(&c).expect("idle");
+    assert!(admin.children(&path).is_empty());
+    b.close(&a);
+    b.close(&c);
+}
+
+/// A partition longer than the session timeout while holding: the holder reports
+/// `Suspended` before the server can expire its session (so before another session
+/// can acquire), then `Lost`. After the network heals, no stale node of the old
+/// holder blocks anyone, and its client works again (on a new session).
+pub fn blackhole_suspends_before_expiry_then_lost<B: Backend>(b: &B) {
+    let server = shared_server();
+    let path = unique_path("blackhole");
+    let admin = Admin::connect(&server.connect_string());
+    let proxy = FaultProxy::start(server.addr()).expect("proxy");
+    let cb = connect(b, &proxy.connect_string());
+    let ca = connect(b, &server.connect_string());
+    let gb = lock(b, &cb, Kind::Mutex, &path);
+    let old_session = b.session_id(&cb);
+    let pa = b.start(&ca, Kind::Mutex, &path).expect("start");
+    admin.wait_children(&path, SHORT, |c| c.len() == 2);
+    let seq = AtomicU64::new(0);
+    proxy.blackhole();
+    let (suspended_at, lost, acquired_at, ga) = thread::scope(|s| {
+        let seq = &seq;
+        let holder = s.spawn(move || {
+            let mut gb = gb;
+            // The last suspension not followed by a resumption (a loaded machine may
+            // produce a spurious pair before the partition).
+            let mut suspended_at = None;
+            loop {
+                match b.next_event(&mut gb, LONG) {
+                    Some(LockEvent::Suspended) => {
+                        suspended_at = Some(seq.fetch_add(1, Ordering::SeqCst));
+                    }
+                    Some(LockEvent::Resumed) => suspended_at = None,
+                    Some(LockEvent::Lost(reason)) => return (suspended_at, reason),
+                    Some(other) => panic!("{}: unexpected {other:?}", b.name()),
+                    None => panic!("{}: the holder heard nothing", b.name()),
+                }
+            }
+        });
+        let ga = b
+            .finish(pa, LONG)
+            .expect("the other session acquires after the expiry");
+        let acquired_at = seq.fetch_add(1, Ordering::SeqCst);
+        let (suspended_at, lost) = holder.join().expect("holder thread");
+        (suspended_at, lost, acquired_at, ga)
+    });
+    let suspended_at = suspended_at.expect("the holder must report Suspended");
+    assert!(
+        suspended_at < acquired_at,
+        "{}: the holder must be Suspended before another session can acquire",
+        b.name()
+    );
+    assert!(
+        matches!(
+            lost,
+            LostReason::SessionExpired | LostReason::SuspendedTooLong
+        ),
+        "lost for {lost:?}"
+    );
+    proxy.heal();
+    b.release(ga).expect("release");
+    // The old holder's client recovers on a new session; nothing stale blocks it.
+    let g = b
+        .lock(&cb, Kind::Mutex, &path, Wait::Timeout(LONG))
+        .expect("the old holder's client can lock again");
+    assert_ne!(b.session_id(&cb), old_session, "a new session");
+    b.release(g).expect("release");
+    b.wait_idle(&cb).expect("idle");
+    assert!(admin.children(&path).is_empty(), "stale nodes left");
+    b.close(&ca);
+    b.close(&cb);
+}
+
+/// An administrator deleting the holder's node: the holder hears `Lost(NodeDeleted)`.
+pub fn admin_delete_gives_lost<B: Backend>(b: &B) {
+    let server = shared_server();
+    let path = unique_path("admin-delete");
+    let admin = Admin::connect(&server.connect_string());
+    let c = connect(b, &server.connect_string());
+    let mut g = lock(b, &c, Kind::Mutex, &path);
+    assert!(admin.delete(&b.node_path(&g)));
+    let event = expect_event(b, &mut g, SHORT, "Lost", |e| {
+        matches!(e, LockEvent::Lost(_))
+    });
+    assert_eq!(event, LockEvent::Lost(LostReason::NodeDeleted));
+    assert!(!b.is_trusted(&g));
+    assert!(matches!(
+        b.release(g),
+        Err(Failure::Lost(LostReason::NodeDeleted))
+    ));
+    let g = lock(b, &c, Kind::Mutex, &path);
+    b.release(g).expect("release");
+    b.wait_idle(&c).expect("idle");
+    assert!(admin.children(&path).is_empty());
+    b.close(&c);
+}
+
+/// A 3-node ensemble loses its leader while 4 sessions contend: mutual exclusion
+/// holds throughout (no two trusted holders, no lost update, tokens increase), and
+/// every session goes on acquiring after the new leader is elected (each keeps
+/// contending until then, so the loss lands in the middle of the contention).
+pub fn ensemble_leader_loss_keeps_exclusion<B: Backend>(b: &B) {
+    const SESSIONS: usize = 4;
+    const KILL_AFTER: usize = 10;
+    /// Acquisitions each session makes after the new leader is in place.
+    const AFTER: usize = 5;
+    let ensemble = ZkEnsemble::start(3).expect("starting a 3-node ensemble");
+    let connect_string = ensemble.connect_string();
+    let path = unique_path("ensemble");
+    let counter = AtomicU64::new(0);
+    let successes = AtomicUsize::new(0);
+    let inside = AtomicBool::new(false);
+    let recovered = AtomicBool::new(false);
+    let tokens = Mutex::new(Vec::new());
+    let errors = Mutex::new(Vec::new());
+    let (kill_tx, kill_rx) = mpsc::channel();
+    let start = Instant::now();
+    let deadline = start + LONG;
+    thread::scope(|s| {
+        for _ in 0..SESSIONS {
+            let kill_tx = kill_tx.clone();
+            let (counter, successes, inside, recovered, tokens, path, cs, errors) = (
+                &counter,
+                &successes,
+                &inside,
+                &recovered,
+                &tokens,
+                &path,
+                &connect_string,
+                &errors,
+            );
+            s.spawn(move || {
+                let c = connect(b, cs);
+                let mut after = 0;
+                while after < AFTER {
+                    assert!(Instant::now() < deadline, "{}: did not complete", b.name());
+                    let recovered_before = recovered.load(Ordering::SeqCst);
+                    // Errors (session expired, timeouts during the election) are retried.
+                    let g = match b.lock(&c, Kind::Mutex, path, Wait::Timeout(SHORT)) {
+                        Ok(g) => g,
+                        Err(e) => {
+                            errors.lock().unwrap().push(e);
+                            continue;
+                        }
+                    };
+                    if !b.is_trusted(&g) {
+                        continue;
+                    }
+                    assert!(!inside.swap(true, Ordering::SeqCst), "two trusted holders");
+                    let v = counter.load(Ordering::SeqCst);
+                    thread::yield_now();
+                    counter.store(v + 1, Ordering::SeqCst);
+                    tokens.lock().unwrap().push(b.token(&g));
+                    inside.store(false, Ordering::SeqCst);
+                    if recovered_before {
+                        after += 1;
+                    }
+                    if successes.fetch_add(1, Ordering::SeqCst) + 1 == KILL_AFTER {
+                        let _ = kill_tx.send(());
+                    }
+                    let _ = b.release(g);
+                }
+                b.close(&c);
+            });
+        }
+        drop(kill_tx);
+        kill_rx.recv().expect("contention started");
+        let leader = ensemble
+            .wait_for_leader(SHORT)
+            .expect("the ensemble has a leader");
+        ensemble.kill(leader).expect("killing the leader");
+        ensemble
+            .wait_for_leader(LONG)
+            .expect("a new leader is elected");
+        recovered.store(true, Ordering::SeqCst);
+    });
+    let total = successes.load(Ordering::SeqCst);
+    eprintln!(
+        "{}: {total} acquisitions across a leader loss in {:?}; retried after {:?}",
+        b.name(),
+        start.elapsed(),
+        errors.lock().unwrap()
+    );
+    assert!(total >= KILL_AFTER + SESSIONS * AFTER);
+    assert_eq!(counter.load(Ordering::SeqCst), total as u64, "lost update");
+    assert_strictly_increasing(&tokens.lock().unwrap(), "ensemble");
+}
+
+/// Invalid paths and bad input are refused with typed errors, before anything is
+/// sent.
+pub fn invalid_paths_give_typed_errors<B: Backend>(b: &B) {
+    let server = shared_server();
+    let c = connect(b, &server.connect_string());
+    let bad = [
+        "",
+        "relative",
+        "/trailing/",
+        "/a//b",
+        "/a/../b",
+        "/",
+        "/zookeeper/x",
+    ];
+    for path in bad {
+        for kind in [Kind::Mutex, Kind::Read, Kind::Write, Kind::Semaphore(2)] {
+            for wait in [Wait::Try, Wait::Forever] {
+                let got = b.lock(&c, kind, path, wait);
+                assert!(
+                    matches!(got, Err(Failure::InvalidPath)),
+                    "{}: {kind:?} on {path:?}: {:?}",
+                    b.name(),
+                    got.err()
+                );
+            }
+        }
+        let started = b
+            .start(&c, Kind::Mutex, path)
+            .and_then(|p| b.finish(p, SHORT));
+        assert!(matches!(started, Err(Failure::InvalidPath)), "{path:?}");
+    }
+    let zero = b.lock(&c, Kind::Semaphore(0), &unique_path("zero"), Wait::Try);
+    assert!(matches!(zero, Err(Failure::Usage(_))), "{:?}", zero.err());
+    b.close(&c);
+}
+
+/// A closed client: held locks end with `Lost(Closed)`, the session's nodes are
+/// gone, and every call gives `Closed`.
+pub fn closed_client_gives_typed_errors<B: Backend>(b: &B) {
+    let server = shared_server();
+    let path = unique_path("closed");
+    let admin = Admin::connect(&server.connect_string());
+    let c = connect(b, &server.connect_string());
+    let mut g = lock(b, &c, Kind::Mutex, &path);
+    let node = b.node_path(&g);
+    b.close(&c);
+    let event = expect_event(b, &mut g, SHORT, "Lost", |e| {
+        matches!(e, LockEvent::Lost(_))
+    });
+    assert_eq!(event, LockEvent::Lost(LostReason::Closed));
+    assert!(!b.is_trusted(&g));
+    admin.wait_deleted(&node, SHORT);
+    for wait in [Wait::Try, Wait::Forever, Wait::Timeout(SHORT)] {
+        assert!(matches!(
+            b.lock(&c, Kind::Mutex, &path, wait),
+            Err(Failure::Closed)
+        ));
+    }
+    let started = b
+        .start(&c, Kind::Read, &path)
+        .and_then(|p| b.finish(p, SHORT));
+    assert!(matches!(started, Err(Failure::Closed)));
+    assert!(matches!(b.wait_idle(&c), Err(Failure::Closed)));
+    assert!(matches!(
+        b.release(g),
+        Err(Failure::Closed | Failure::Lost(LostReason::Closed))
+    ));
+    b.close(&c); // idempotent
+    assert_eq!(b.session_id(&c), None);
+}
+
+/// Requests per uncontended acquire + release, counted by the server
+/// (`zk_packets_received` in `mntr`), on a server of its own.
+pub fn requests_per_uncontended_cycle<B: Backend>(b: &B) {
+    let server = fresh_server();
+    let path = unique_path("requests");
+    let packets = || {
+        server
+            .mntr()
+            .expect("mntr")
+            .get_u64("zk_packets_received")
+            .expect("zk_packets_received")
+    };
+    // A long session timeout: no ping falls into the measurement.
+    let c = connect_with(b, &server.connect_string(), Duration::from_secs(10));
+    // Warm up: the lock directory exists afterwards.
+    let g = lock(b, &c, Kind::Mutex, &path);
+    b.release(g).expect("release");
+    b.wait_idle(&c).expect("idle");
+    let m0 = packets();
+    let overhead = packets() - m0; // mntr's own connection
+    let before = packets();
+    let g = lock(b, &c, Kind::Mutex, &path);
+    b.release(g).expect("release");
+    b.wait_idle(&c).expect("idle");
+    let requests = packets() - before - overhead;
+    assert_eq!(
+        requests,
+        b.expectations().requests_per_cycle,
+        "{}: requests per uncontended acquire + release",
+        b.name()
+    );
+    b.close(&c);
+}
