@@ -141,8 +141,14 @@ impl Observer {
     fn on_leader_data(&mut self, cx: &mut Ctx, name: String, result: Result<Reply, ZkError>) {
         match result {
             Ok(Reply::Data { data, stat }) => {
+                let path = format!("{}/{}", self.path, name);
+                // A participant's id never changes: data written later (a revocation
+                // request) is not a new leader.
+                if matches!(&self.reported, Some(Some(l)) if l.path == path) {
+                    return;
+                }
                 let leader = Leader {
-                    path: format!("{}/{}", self.path, name),
+                    path,
                     id: data,
                     token: FencingToken(stat.czxid),
                 };

@@ -51,7 +51,11 @@ fn jvms_die_with_a_killed_test_process() {
         return orphan_child();
     }
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["jvms_die_with_a_killed_test_process", "--exact", "--nocapture"])
+        .args([
+            "jvms_die_with_a_killed_test_process",
+            "--exact",
+            "--nocapture",
+        ])
         .env(CHILD_ENV, "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -3,7 +3,7 @@
 //! lock node.
 
 use super::{Acquisition, Ctx, State, SECTION_MARKER};
-use crate::event::{FencedError, LockEvent, UsageError};
+use crate::event::{FencedError, LockEvent, LostReason, UsageError};
 use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, ZkError};
 use crate::requests::Purpose;
 
@@ -54,8 +54,20 @@ impl Acquisition {
         Ok(())
     }
 
+    /// Our node is verified: a section call whose outcome was lost goes again (both
+    /// directions are idempotent and fenced by the check on our node).
+    pub(super) fn resend_section(&mut self, cx: &mut Ctx) {
+        if self.section_request.is_some() {
+            return;
+        }
+        if let (Some(open), Ok(own)) = (self.section_wanted, self.own_path()) {
+            self.send_section(cx, open, own, false);
+        }
+    }
+
     /// `overwrite`: the marker of a crashed holder exists; take it over.
     fn send_section(&mut self, cx: &mut Ctx, open: bool, own: String, overwrite: bool) {
+        self.section_wanted = Some(open);
         let marker = format!("{}/{SECTION_MARKER}", self.spec.path);
         let data = own
             .rsplit('/')
@@ -102,6 +114,7 @@ impl Acquisition {
         match result {
             Ok(_) => {
                 self.section_open = open;
+                self.section_wanted = None;
                 let event = if open {
                     LockEvent::SectionOpened
                 } else {
@@ -121,6 +134,7 @@ impl Acquisition {
                 }
                 (ZkError::NoNode, false) => {
                     self.section_open = false;
+                    self.section_wanted = None;
                     cx.emit(self.id, LockEvent::SectionClosed);
                 }
                 (ZkError::NoNode, true) => {
@@ -197,9 +211,19 @@ impl Acquisition {
     pub(super) fn abandon_writes(&mut self, cx: &mut Ctx, terminal: &LockEvent) {
         for (write, request) in std::mem::take(&mut self.writes) {
             cx.requests.take(request);
+            // Replies and notifications share one ordered stream: a write still
+            // unanswered when our node's deletion is seen was applied after it, and
+            // its check failed.
             let result = match terminal {
-                LockEvent::Released => Err(FencedError::Unknown(ZkError::ConnectionLoss)),
-                _ => Err(FencedError::Unknown(ZkError::SessionExpired)),
+                LockEvent::Lost(LostReason::NodeDeleted | LostReason::NodeNotOwned) => {
+                    Err(FencedError::NotHeld)
+                }
+                LockEvent::Lost(LostReason::SessionExpired)
+                | LockEvent::Failed(crate::event::FailReason::SessionExpired) => {
+                    Err(FencedError::Unknown(ZkError::SessionExpired))
+                }
+                LockEvent::Lost(LostReason::Closed) => Err(FencedError::Unknown(ZkError::Closed)),
+                _ => Err(FencedError::Unknown(ZkError::ConnectionLoss)),
             };
             cx.emit(self.id, LockEvent::FencedWrite { write, result });
         }

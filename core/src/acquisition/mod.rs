@@ -145,6 +145,9 @@ pub(crate) struct Acquisition {
     /// Our section marker is set (release deletes it in the same multi).
     section_open: bool,
     section_request: Option<RequestId>,
+    /// A section call whose outcome is unknown (in flight at a disconnect, or not
+    /// yet answered): `Some(open)`. Sent again once our node is verified.
+    section_wanted: Option<bool>,
     /// Fenced writes awaiting a reply: (write id, request).
     writes: Vec<(u64, RequestId)>,
     /// A listing came back without our node while its create was in flight.
@@ -179,6 +182,7 @@ impl Acquisition {
             marker_check: None,
             section_open: false,
             section_request: None,
+            section_wanted: None,
             writes: Vec::new(),
             relist_after_create: false,
         }
@@ -271,7 +275,10 @@ impl Acquisition {
 
     fn send_delete(&mut self, cx: &mut Ctx) {
         let Some(own) = &self.own else { return };
-        let op = if self.section_open && self.state == State::Releasing {
+        // A section maybe opened (its reply lost) is closed too: if the marker is not
+        // there, the multi fails on it and the node is deleted alone.
+        let section = self.section_open || self.section_wanted == Some(true);
+        let op = if section && self.state == State::Releasing {
             // A clean release closes the section in the same transaction.
             Op::Multi(vec![
                 crate::proto::MultiOp::Delete {
@@ -697,6 +704,7 @@ impl Acquisition {
                     }
                     _ => {}
                 }
+                self.resend_section(cx);
                 let revoke = self.spec.revocable && REVOKE_MARKERS.contains(&data.as_slice());
                 if revoke {
                     match self.state {
@@ -786,6 +794,7 @@ impl Acquisition {
             if **error == ZkError::NoNode && *index == 0 {
                 // Our section marker is already gone: delete the node alone.
                 self.section_open = false;
+                self.section_wanted = None;
                 return self.send_delete(cx);
             }
         }
