@@ -142,6 +142,9 @@ pub enum LockEvent {
     SectionOpened,
     /// The critical section was closed.
     SectionClosed,
+    /// ZooKeeper refused a section call for good (e.g. an ACL on the lock directory);
+    /// the section is as it was before the call.
+    SectionFailed(ZkError),
     /// The outcome of a [`fenced_write`](crate::Session::fenced_write).
     FencedWrite {
         /// The id returned by `fenced_write`.

@@ -451,3 +451,27 @@ fn lease_expires_after_max_hold_and_deletes_the_node() {
         }
     );
 }
+
+#[test]
+fn a_lasting_section_refusal_is_reported_not_retried_forever() {
+    let mut h = H::new();
+    let (id, _) = held_spec(&mut h, LockSpec::write("/f").detect_crashes(), 0);
+    h.take_events();
+    h.s.open_section(id, h.now).unwrap();
+    h.drain();
+    let r = h.next_req();
+    assert!(matches!(r.op, Op::Multi(_)));
+    h.reply(
+        r.id,
+        Err(ZkError::MultiFailed {
+            index: 1,
+            error: Box::new(ZkError::NoAuth),
+        }),
+    );
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::SectionFailed(ZkError::NoAuth)]
+    );
+    h.advance(Duration::from_secs(5));
+    assert!(h.no_requests(), "no retry loop");
+}

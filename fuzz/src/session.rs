@@ -1518,6 +1518,14 @@ impl Harness {
                 }
                 state
             }
+            LockEvent::SectionFailed(_) => {
+                check!(
+                    self,
+                    matches!(state, M::Held | M::Suspended) && self.locks[i].detect_crashes,
+                    "{event:?} for {lock} in {state:?}"
+                );
+                state
+            }
             LockEvent::FencedWrite { write, result } => {
                 check!(
                     self,

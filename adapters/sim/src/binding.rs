@@ -336,7 +336,7 @@ impl crate::scheduler::Sim {
         });
         for p in packets.into_iter().take(k) {
             if self.model.session_is_alive(p.session) {
-                let _ = self.model.apply(p.session, &p.request.op);
+                let _ = self.apply_request(p.session, &p.request.op);
                 self.route_notifications();
             }
         }

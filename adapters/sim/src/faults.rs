@@ -254,6 +254,9 @@ impl Sim {
             .model
             .create(crate::model::NO_SESSION, path, data, mode)
             .map(|(p, _)| p);
+        if let Ok(p) = &r {
+            self.checker.on_admin_marker(p, true);
+        }
         self.route_notifications();
         self.after_fault();
         r

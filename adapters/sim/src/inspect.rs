@@ -83,6 +83,20 @@ impl Sim {
             .collect()
     }
 
+    /// Whether the network is quiet: nothing in flight, no connection change
+    /// pending, every client connected (or closed). What [`Sim::settle`] runs to.
+    pub fn is_quiet(&self) -> bool {
+        self.clients.iter().all(|c| c.is_quiet())
+    }
+
+    /// Whether the network is quiet and every client's core is idle (no acquisition,
+    /// observer or revocation, no cleanup left). What [`Sim::run_until_idle`] runs to.
+    pub fn is_idle(&self) -> bool {
+        self.clients
+            .iter()
+            .all(|c| c.is_quiet() && c.core.is_idle())
+    }
+
     /// Whether a client's connection is up.
     pub fn is_connected(&self, client: ClientId) -> bool {
         self.clients[client.0].conn == Conn::Connected

@@ -48,12 +48,12 @@
 //! | what | how |
 //! |---|---|
 //! | set up | [`Sim::new`]`(`[`SimConfig`]`)`, [`Sim::add_client`] (a [`Profile`] and a session timeout) or [`Sim::add_client_with`] ([`ClientConfig`]: seed, grace) |
-//! | act as the user | [`Sim::acquire`], [`Sim::release`], [`Sim::cancel`], [`Sim::observe`], [`Sim::revoke`], [`Sim::fenced_write`], [`Sim::open_section`] |
-//! | run | [`Sim::step`], [`Sim::run_for`], [`Sim::run_until`]`(predicate)`, [`Sim::settle`] (network quiet), [`Sim::run_until_idle`] (and every core idle) |
+//! | act as the user | [`Sim::acquire`], [`Sim::release`], [`Sim::cancel`], [`Sim::observe`], [`Sim::revoke`], [`Sim::fenced_write`], [`Sim::open_section`] / [`Sim::close_section`] |
+//! | run | [`Sim::step`], [`Sim::run_for`], [`Sim::run_until`]`(predicate)`, [`Sim::settle`] (network quiet: [`Sim::is_quiet`]), [`Sim::run_until_idle`] (and every core idle: [`Sim::is_idle`]) |
 //! | inspect | [`Sim::now`], [`Sim::events`] / [`Sim::lock_events`] (timestamped), [`Sim::holds`], [`Sim::grant`], [`Sim::outcome`], [`Sim::children`], [`Sim::get`], [`Sim::counters`] / [`Sim::total_counters`] / [`Sim::reset_counters`], [`Sim::trace_log`] |
 //! | break things | [`Sim::disconnect`] / [`Sim::disconnect_with`], [`Sim::partition`] / [`Sim::heal`], [`Sim::expire_session`], [`Sim::lose_notifications`], [`Sim::delay_reconnect`], [`Sim::admin_delete`], [`Sim::admin_set_data`], [`Sim::close`], random ones with [`FaultConfig`] |
-//! | check | invariants after every step (a [`Violation`] stops the run), [`Sim::check_quiescent`] for orphans |
-//! | explore | [`Workload::run`]`(seed)`, [`Sim::replay`]`(seed, &workload)`, [`Workload::simulate`] |
+//! | check | invariants after every step (a [`Violation`] stops the run), [`Sim::check_quiescent`] for orphans, [`Sim::audit_fenced_writes`] (every write to a data node audited at the server), [`Sim::coverage`] (what the feature checks exercised) |
+//! | explore | [`Workload::run`]`(seed)`, [`Sim::replay`]`(seed, &workload)`, [`Workload::simulate`]; presets per recipe and for the holder's features ([`Workload::sections`], [`Workload::fenced`], [`Workload::features`]) |
 //!
 //! ## The model of the network and the clients
 //!
@@ -86,7 +86,7 @@ mod workload;
 pub use client::{ClientConfig, ClientId, EventRecord, Profile};
 pub use counters::{Counters, OpKind};
 pub use faults::{FaultConfig, InFlight};
-pub use invariants::{Violation, ViolationKind};
+pub use invariants::{Coverage, Violation, ViolationKind};
 pub use model::{NodeInfo, ZkModel, CONTAINER_OWNER, NO_SESSION};
 pub use network::Latency;
 pub use paths::validate_path;

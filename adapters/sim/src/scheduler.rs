@@ -5,7 +5,7 @@
 
 use crate::client::{ClientConfig, ClientId, Conn, EventRecord, Profile, SimClient};
 use crate::faults::FaultConfig;
-use crate::invariants::{Checker, Violation, ViolationKind};
+use crate::invariants::{Checker, Options, Violation, ViolationKind};
 use crate::model::ZkModel;
 use crate::network::Latency;
 use crate::rng::SimRng;
@@ -243,11 +243,19 @@ impl Sim {
         let i = client.0;
         let path = spec.path().to_owned();
         let recipe = spec.recipe();
+        // The spec keeps its options to itself: setting one that is already set
+        // changes nothing.
+        let options = Options {
+            revocable: spec.clone().revocable() == spec,
+            detects: spec.clone().detect_crashes() == spec,
+        };
         let now = self.now;
         let id = self.clients[i].core.acquire(spec, now)?;
         self.trace_with(Some(i), || format!("user acquires {id} {recipe:?} {path}"));
         if self.cfg.check_invariants {
-            let r = self.checker.on_start((client, id), &path, Some(recipe));
+            let r = self
+                .checker
+                .on_start((client, id), &path, Some(recipe), options);
             self.check(r);
         }
         self.pump(i);
@@ -279,7 +287,9 @@ impl Sim {
     ) -> Result<LockId, UsageError> {
         self.trace_with(Some(client.0), || format!("user {what} {path} as {id}"));
         if self.cfg.check_invariants {
-            let r = self.checker.on_start((client, id), path, None);
+            let r = self
+                .checker
+                .on_start((client, id), path, None, Options::default());
             self.check(r);
         }
         self.pump(client.0);
@@ -291,6 +301,12 @@ impl Sim {
     pub fn open_section(&mut self, client: ClientId, lock: LockId) -> Result<(), UsageError> {
         let now = self.now;
         let r = self.clients[client.0].core.open_section(lock, now);
+        self.trace_with(Some(client.0), || {
+            format!("user opens a section on {lock}: {r:?}")
+        });
+        if r.is_ok() {
+            self.checker.on_section_call((client, lock), true);
+        }
         self.pump(client.0);
         self.after_call();
         r
@@ -300,6 +316,12 @@ impl Sim {
     pub fn close_section(&mut self, client: ClientId, lock: LockId) -> Result<(), UsageError> {
         let now = self.now;
         let r = self.clients[client.0].core.close_section(lock, now);
+        self.trace_with(Some(client.0), || {
+            format!("user closes the section on {lock}: {r:?}")
+        });
+        if r.is_ok() {
+            self.checker.on_section_call((client, lock), false);
+        }
         self.pump(client.0);
         self.after_call();
         r
@@ -313,13 +335,52 @@ impl Sim {
         ops: Vec<lock_core::MultiOp>,
     ) -> Result<u64, UsageError> {
         let now = self.now;
+        let audited = ops.clone();
         let r = self.clients[client.0].core.fenced_write(lock, ops, now);
         self.trace_with(Some(client.0), || {
             format!("user fenced write on {lock}: {r:?}")
         });
+        if let Ok(write) = r {
+            self.checker.on_fenced_call((client, lock), write, &audited);
+        }
         self.pump(client.0);
         self.after_call();
         r
+    }
+
+    /// Audits every write to the data node `data_path` (writes carry
+    /// `<token>` or `<token>:<anything>`, unique per write): at the instant the server
+    /// applies one, its token must belong to the current holder of the exclusive lock
+    /// at `lock_path`, and must not be lower than the last one applied; every
+    /// [`LockEvent::FencedWrite`](lock_core::LockEvent::FencedWrite) must agree with
+    /// what the server did. A breach stops the run with
+    /// [`ViolationKind::StaleWrite`] or [`ViolationKind::WrongOutcome`].
+    ///
+    /// ```
+    /// use lock_core::{CreateMode, LockSpec, MultiOp};
+    /// use lock_sim::{Profile, Sim, SimConfig};
+    /// use std::time::Duration;
+    ///
+    /// let mut sim = Sim::new(SimConfig::new(3));
+    /// sim.admin_create("/balance", b"0", CreateMode::Persistent).unwrap();
+    /// sim.audit_fenced_writes("/balance", "/locks/balance");
+    /// let c = sim.add_client(Profile::KeepsWatches, Duration::from_secs(6));
+    /// let l = sim.acquire(c, LockSpec::write("/locks/balance")).unwrap();
+    /// sim.settle().unwrap();
+    /// let token = sim.grant(c, l).unwrap().token;
+    /// let set = MultiOp::SetData { path: "/balance".into(), data: format!("{token}:1").into(), version: None };
+    /// sim.fenced_write(c, l, vec![set]).unwrap();
+    /// sim.settle().unwrap();
+    /// assert_eq!(sim.get("/balance").unwrap().data, format!("{token}:1").into_bytes());
+    /// ```
+    pub fn audit_fenced_writes(&mut self, data_path: &str, lock_path: &str) {
+        self.checker.audit_fenced(data_path, lock_path);
+    }
+
+    /// What the invariant checker's feature checks (sections, fenced writes,
+    /// revocation, leases) have exercised so far.
+    pub fn coverage(&self) -> crate::Coverage {
+        self.checker.coverage()
     }
 
     /// Releases a held lock (see [`Session::release`](lock_core::Session::release)).

@@ -4,7 +4,7 @@
 use crate::client::Conn;
 use crate::network::Message;
 use crate::scheduler::Sim;
-use lock_core::{Reply, Timestamp, ZkError};
+use lock_core::{Op, Reply, Timestamp, ZkError};
 use std::time::Duration;
 
 /// What the server knows about a session.
@@ -44,7 +44,7 @@ impl Sim {
         };
         let alive = self.model.session_is_alive(p.session);
         let mut result = if alive {
-            self.model.apply(p.session, &p.request.op)
+            self.apply_request(p.session, &p.request.op)
         } else {
             Err(ZkError::SessionExpired)
         };
@@ -77,6 +77,29 @@ impl Sim {
                 },
             );
         }
+    }
+
+    /// Applies one request of a live session, auditing fenced writes (see
+    /// [`Sim::audit_fenced_writes`]) at the instant they apply.
+    pub(crate) fn apply_request(&mut self, session: i64, op: &Op) -> Result<Reply, ZkError> {
+        let writes = if self.cfg.check_invariants {
+            self.checker.audited_writes(op)
+        } else {
+            Vec::new()
+        };
+        if writes.is_empty() {
+            return self.model.apply(session, op);
+        }
+        let holds: Vec<Result<(), String>> = writes
+            .iter()
+            .map(|(path, data)| self.checker.writer_holds(session, path, data, &self.model))
+            .collect();
+        let result = self.model.apply(session, op);
+        if result.is_ok() {
+            let r = self.checker.on_fenced_applied(writes, holds);
+            self.check(r);
+        }
+        result
     }
 
     /// Hands the model's watch firings to the connections they are for; a firing for

@@ -6,6 +6,12 @@
 //! and drains: holders keep releasing after their hold time, so every acquisition
 //! must end (liveness) and no lock node may be left behind (no orphans).
 //!
+//! Beyond plain locking, a workload can exercise the features of a holder: revocable
+//! locks that release when asked, leases (`max_hold`), crash-detecting critical
+//! sections opened (and sometimes closed) while held, and fenced writes to a data
+//! node per lock, audited by the invariant checker ([`Workload::sections`],
+//! [`Workload::fenced`], [`Workload::features`]).
+//!
 //! ```
 //! use lock_sim::Workload;
 //! let w = Workload::exclusive();
@@ -21,7 +27,7 @@ use crate::invariants::{Violation, ViolationKind};
 use crate::network::Latency;
 use crate::rng::SimRng;
 use crate::scheduler::{Sim, SimConfig, TraceEntry};
-use lock_core::{LockEvent, LockId, LockSpec, NameScheme, Timestamp};
+use lock_core::{CreateMode, LockEvent, LockId, LockSpec, MultiOp, NameScheme, Recipe, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
@@ -74,6 +80,19 @@ pub struct Workload {
     /// Probability that a client observes an election (per acquisition, leader
     /// workloads only).
     pub observe_chance: f64,
+    /// Probability that an exclusive (write or leader) acquisition detects crashes
+    /// ([`LockSpec::detect_crashes`]).
+    pub detect_crashes_chance: f64,
+    /// Probability that a crash-detecting holder opens a critical section as soon as
+    /// it holds (it stays open until the release unless closed).
+    pub section_chance: f64,
+    /// Probability that a holder with an open section closes it partway through its
+    /// hold.
+    pub close_section_chance: f64,
+    /// Probability that an exclusive (write or leader) holder makes fenced writes
+    /// while it holds: to a data node per lock path, audited by the invariant
+    /// checker ([`Sim::audit_fenced_writes`]).
+    pub fenced_chance: f64,
     /// Probability that an acquisition has a deadline (up to 2 session timeouts away).
     pub deadline_chance: f64,
     /// Probability that an acquisition does not wait (`try_only`).
@@ -107,6 +126,10 @@ impl Workload {
             lease_chance: 0.05,
             revoke_chance: 0.03,
             observe_chance: 0.1,
+            detect_crashes_chance: 0.0,
+            section_chance: 0.0,
+            close_section_chance: 0.0,
+            fenced_chance: 0.0,
             deadline_chance: 0.2,
             try_chance: 0.05,
             cancel_chance: 0.15,
@@ -140,6 +163,47 @@ impl Workload {
     /// Every recipe at once.
     pub fn mixed() -> Self {
         Self::preset("mixed", Mix::All)
+    }
+
+    /// Crash-detecting critical sections on exclusive locks: most holders open a
+    /// section, some close it before releasing, many hold long enough to meet an
+    /// expiry inside it. The checker verifies every grant's
+    /// `previous_holder_crashed` against the section marker.
+    pub fn sections() -> Self {
+        let mut w = Self::preset("sections", Mix::Exclusive);
+        w.detect_crashes_chance = 0.8;
+        w.section_chance = 0.7;
+        w.close_section_chance = 0.3;
+        w.long_hold_chance = 0.35;
+        w
+    }
+
+    /// Fenced writes on exclusive locks, with leases and revocation in the mix: the
+    /// checker audits every write at the server (never from a holder whose node is
+    /// gone, tokens never backwards) and every reported outcome.
+    pub fn fenced() -> Self {
+        let mut w = Self::preset("fenced", Mix::Exclusive);
+        w.fenced_chance = 0.9;
+        w.lease_chance = 0.25;
+        w.revocable_chance = 0.4;
+        w.revoke_chance = 0.1;
+        w.long_hold_chance = 0.35;
+        w
+    }
+
+    /// Every recipe and every feature at once: revocation, leases, election
+    /// observers, crash-detecting sections and fenced writes.
+    pub fn features() -> Self {
+        let mut w = Self::preset("features", Mix::All);
+        w.detect_crashes_chance = 0.5;
+        w.section_chance = 0.6;
+        w.close_section_chance = 0.3;
+        w.fenced_chance = 0.6;
+        w.revocable_chance = 0.5;
+        w.revoke_chance = 0.1;
+        w.lease_chance = 0.15;
+        w.observe_chance = 0.2;
+        w
     }
 
     /// The same workload with other faults.
@@ -211,6 +275,8 @@ pub struct Report {
     pub faults: u64,
     /// Requests sent in all.
     pub requests: u64,
+    /// What the feature checks exercised.
+    pub coverage: crate::Coverage,
 }
 
 /// A schedule that violated an invariant, with the trace of its replay.
@@ -248,6 +314,9 @@ impl std::error::Error for Failure {}
 
 #[derive(Clone, Debug)]
 enum Action {
+    OpenSection(ClientId, LockId),
+    CloseSection(ClientId, LockId),
+    FencedWrite(ClientId, LockId, i64),
     Acquire(usize),
     Observe(ClientId, String),
     Revoke(ClientId, String),
@@ -255,9 +324,19 @@ enum Action {
     Cancel(ClientId, LockId),
 }
 
+/// What a holder does while it holds, besides waiting to release.
+#[derive(Clone, Debug, Default)]
+struct Extras {
+    section: bool,
+    close_section: bool,
+    /// The audited data node it writes to.
+    fenced: Option<String>,
+}
+
 struct Planned {
     client: ClientId,
     spec: LockSpec,
+    extras: Extras,
     hold: Duration,
     cancel_after: Option<Duration>,
 }
@@ -269,6 +348,8 @@ struct Run {
     seq: u64,
     cursor: usize,
     hold: BTreeMap<(ClientId, LockId), Duration>,
+    extras: BTreeMap<(ClientId, LockId), Extras>,
+    writes: u64,
     released: BTreeSet<(ClientId, LockId)>,
     acquired: usize,
     chaos_until: Timestamp,
@@ -318,6 +399,22 @@ impl Run {
             if rng.chance(w.lease_chance) {
                 spec = spec.max_hold(rng.duration(Duration::from_millis(1), w.session_timeout));
             }
+            let mut extras = Extras::default();
+            let exclusive = matches!(spec.recipe(), Recipe::Write | Recipe::Leader);
+            if exclusive && w.detect_crashes_chance > 0.0 && rng.chance(w.detect_crashes_chance) {
+                spec = spec.detect_crashes();
+                extras.section = rng.chance(w.section_chance);
+                extras.close_section = extras.section && rng.chance(w.close_section_chance);
+            }
+            if exclusive && w.fenced_chance > 0.0 && rng.chance(w.fenced_chance) {
+                let data = fenced_data_path(spec.path());
+                if sim.get(&data).is_none() {
+                    // (A fresh top-level node: this cannot fail.)
+                    let _ = sim.admin_create(&data, b"", CreateMode::Persistent);
+                    sim.audit_fenced_writes(&data, spec.path());
+                }
+                extras.fenced = Some(data);
+            }
             let path = spec.path().to_owned();
             if rng.chance(w.revoke_chance) {
                 let who = clients[rng.index(clients.len())];
@@ -345,6 +442,7 @@ impl Run {
             plan.push(Planned {
                 client,
                 spec,
+                extras,
                 hold,
                 cancel_after,
             });
@@ -357,6 +455,8 @@ impl Run {
             actions,
             cursor: 0,
             hold: BTreeMap::new(),
+            extras: BTreeMap::new(),
+            writes: 0,
             released: BTreeSet::new(),
             acquired: 0,
             chaos_until: at + w.session_timeout * 2,
@@ -379,10 +479,26 @@ impl Run {
             self.cursor += 1;
             let key = (r.client, r.lock);
             match r.event {
-                LockEvent::Acquired(_) => {
+                LockEvent::Acquired(g) => {
                     self.acquired += 1;
                     let hold = self.hold.get(&key).copied().unwrap_or_default();
                     self.schedule(now + hold, Action::Release(r.client, r.lock));
+                    let extras = self.extras.get(&key).cloned().unwrap_or_default();
+                    if extras.section {
+                        self.schedule(now, Action::OpenSection(r.client, r.lock));
+                    }
+                    if extras.close_section {
+                        let at = now + hold.mul_f64(0.6);
+                        self.schedule(at, Action::CloseSection(r.client, r.lock));
+                    }
+                    if extras.fenced.is_some() {
+                        // At once, during the hold, and one at the release (refused).
+                        for k in 0..4 {
+                            let at = now + hold.mul_f64(k as f64 / 3.0);
+                            let w = Action::FencedWrite(r.client, r.lock, g.token.0);
+                            self.schedule(at, w);
+                        }
+                    }
                 }
                 LockEvent::RevocationRequested => {
                     self.schedule(now, Action::Release(r.client, r.lock));
@@ -398,9 +514,11 @@ impl Run {
                 let p = &self.plan[k];
                 let (client, spec, hold, cancel_after) =
                     (p.client, p.spec.clone(), p.hold, p.cancel_after);
+                let extras = p.extras.clone();
                 match self.sim.acquire(client, spec) {
                     Ok(id) => {
                         self.hold.insert((client, id), hold);
+                        self.extras.insert((client, id), extras);
                         if let Some(d) = cancel_after {
                             let at = self.sim.now() + d;
                             self.schedule(at, Action::Cancel(client, id));
@@ -417,6 +535,43 @@ impl Run {
                         self.schedule(at, Action::Cancel(client, id));
                     }
                     Err(e) => self.refused(format!("{client}: observe refused: {e}")),
+                }
+            }
+            Action::OpenSection(client, lock) | Action::CloseSection(client, lock) => {
+                let open = matches!(action, Action::OpenSection(..));
+                let r = if open {
+                    self.sim.open_section(client, lock)
+                } else {
+                    self.sim.close_section(client, lock)
+                };
+                // Refused only when no longer held (or suspended).
+                if let Err(e) = r {
+                    if self.sim.holds(client, lock) {
+                        self.refused(format!(
+                            "{client}: section call on held {lock} refused: {e}"
+                        ));
+                    }
+                }
+            }
+            Action::FencedWrite(client, lock, token) => {
+                let path = self
+                    .extras
+                    .get(&(client, lock))
+                    .and_then(|e| e.fenced.clone())
+                    .expect("planned with a data node");
+                self.writes += 1;
+                let data = format!("{token}:{client}:{lock}:{}", self.writes);
+                let set = MultiOp::SetData {
+                    path,
+                    data: data.into_bytes(),
+                    version: None,
+                };
+                if let Err(e) = self.sim.fenced_write(client, lock, vec![set]) {
+                    if self.sim.holds(client, lock) && self.sim.is_connected(client) {
+                        self.refused(format!(
+                            "{client}: fenced write on held {lock} refused: {e}"
+                        ));
+                    }
                 }
             }
             Action::Revoke(client, path) => {
@@ -532,8 +687,14 @@ impl Run {
             acquired: self.acquired,
             faults: self.sim.faults_injected(),
             requests: self.sim.total_counters().requests(),
+            coverage: self.sim.coverage(),
         }
     }
+}
+
+/// The data node that fenced writes under the lock at `lock_path` go to.
+fn fenced_data_path(lock_path: &str) -> String {
+    format!("/fenced{}", lock_path.replace('/', "_"))
 }
 
 fn random_spec(rng: &mut SimRng, mix: Mix, permits: u32, client: ClientId) -> LockSpec {

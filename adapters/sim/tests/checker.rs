@@ -1,7 +1,7 @@
 //! The invariant checker catches what it must: these tests break the rules on
 //! purpose and expect the violation, with its seed and step.
 
-use lock_core::{CreateMode, LockSpec};
+use lock_core::{CreateMode, LockSpec, MultiOp};
 use lock_sim::{Latency, Profile, Sim, SimConfig, ViolationKind, Workload};
 use std::time::Duration;
 
@@ -122,4 +122,73 @@ fn holders_that_never_release_fail_liveness() {
         !failure.trace.is_empty(),
         "the failure carries the replay's trace"
     );
+}
+
+/// A marker an administrator forges (or removes) is what the next grant reports:
+/// the checker follows admin changes of the marker, so it neither flags the core's
+/// honest report nor lets a report contrary to the tree through.
+#[test]
+fn crash_flags_follow_markers_an_administrator_changes() {
+    for forge in [true, false] {
+        let mut sim = Sim::new(SimConfig::new(4));
+        let a = sim.add_client(Profile::KeepsWatches, T);
+        let b = sim.add_client(Profile::KeepsWatches, T);
+        let la = sim
+            .acquire(a, LockSpec::write("/c").detect_crashes())
+            .unwrap();
+        sim.settle().unwrap();
+        if forge {
+            sim.release(a, la).unwrap();
+            sim.settle().unwrap();
+            sim.admin_create("/c/zkl-section", b"", CreateMode::Persistent)
+                .unwrap();
+        } else {
+            sim.open_section(a, la).unwrap();
+            sim.settle().unwrap();
+            sim.expire_session(a);
+            sim.settle().unwrap();
+            sim.admin_delete("/c/zkl-section").unwrap();
+        }
+        let lb = sim
+            .acquire(b, LockSpec::write("/c").detect_crashes())
+            .unwrap();
+        sim.settle().unwrap();
+        let grant = sim.grant(b, lb).expect("b holds");
+        assert_eq!(grant.previous_holder_crashed, forge, "forge = {forge}");
+    }
+}
+
+/// Audited fenced writes carrying a token that is not the writer's (a stale one, or
+/// one that never existed) are caught at the server, although the `check` on the
+/// writer's own node lets them through.
+#[test]
+fn fenced_writes_with_a_foreign_token_are_caught() {
+    for stale in [true, false] {
+        let mut sim = Sim::new(SimConfig::new(5));
+        sim.admin_create("/d", b"", CreateMode::Persistent).unwrap();
+        sim.audit_fenced_writes("/d", "/f");
+        let a = sim.add_client(Profile::KeepsWatches, T);
+        let b = sim.add_client(Profile::KeepsWatches, T);
+        let la = sim.acquire(a, LockSpec::write("/f")).unwrap();
+        sim.settle().unwrap();
+        let ta = sim.grant(a, la).unwrap().token.0;
+        let set = |token: i64| {
+            vec![MultiOp::SetData {
+                path: "/d".into(),
+                data: format!("{token}:x").into_bytes(),
+                version: None,
+            }]
+        };
+        sim.fenced_write(a, la, set(ta)).unwrap();
+        sim.settle().unwrap();
+        let lb = sim.acquire(b, LockSpec::write("/f")).unwrap();
+        sim.settle().unwrap();
+        sim.release(a, la).unwrap();
+        sim.run_until(|s| s.holds(b, lb)).unwrap();
+        let bad = if stale { ta } else { ta + 1000 };
+        sim.fenced_write(b, lb, set(bad)).unwrap();
+        let v = sim.settle().unwrap_err();
+        assert_eq!(v.kind, ViolationKind::StaleWrite, "{v}");
+        assert!(v.detail.contains("did not hold"), "{v}");
+    }
 }

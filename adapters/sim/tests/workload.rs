@@ -6,7 +6,8 @@
 //! * `LOCK_SIM_SCHEDULES=n`: schedules per workload (default 2000; 5 workloads);
 //! * `LOCK_SIM_SEED=s`: first seed (default 0), to explore other schedules;
 //! * `LOCK_SIM_REPLAY=s` (with `LOCK_SIM_WORKLOAD=exclusive|read_write|semaphore|
-//!   leader|mixed|connection_faults|harsh`): replays one schedule and prints its trace
+//!   leader|mixed|connection_faults|harsh|sections|fenced|features`): replays one
+//!   schedule and prints its trace
 //!   (`cargo test -p lock-sim --test workload replay -- --nocapture`).
 
 use lock_sim::{FaultConfig, Latency, Sim, Workload};
@@ -25,6 +26,9 @@ fn workload(name: &str) -> Workload {
         "mixed" => Workload::mixed(),
         "connection_faults" => connection_faults(),
         "harsh" => harsh(),
+        "sections" => Workload::sections(),
+        "fenced" => Workload::fenced(),
+        "features" => Workload::features(),
         other => panic!("unknown workload {other:?}"),
     }
 }

@@ -1,8 +1,9 @@
 //! [`LockClient`]: the handle that owns one ZooKeeper session and its driver task.
 
-use crate::driver::{Command, Driver, Shared};
+use crate::driver::{Command, Driver, Shared, Task};
+use crate::election::{Election, ElectionObserver};
 use crate::error::Error;
-use crate::lock::{acquire, LockGuard, Mutex, RwLock, Semaphore};
+use crate::lock::{acquire, LockGuard, Mutex, Notice, RwLock, Semaphore, Started};
 use crate::runtime::Runtime;
 use futures::channel::{mpsc, oneshot};
 use lock_core::{LockSpec, Stats};
@@ -245,6 +246,88 @@ impl LockClient {
         deadline: Option<Instant>,
     ) -> Result<LockGuard, Error> {
         acquire(self, spec, deadline).await
+    }
+
+    /// Joins the leader election at `path` as `participant` (its id, stored in its
+    /// node for observers to read; must not be empty). The participant joins at once;
+    /// see [`Election`].
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_zookeeper_client::LockClient) -> Result<(), lock_zookeeper_client::Error> {
+    /// let mut election = locks.election("/services/scheduler/leader", "node-1");
+    /// let leadership = election.leadership().await?; // waits until elected
+    /// println!("leading, token {}", leadership.token());
+    /// leadership.resign().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn election(&self, path: impl Into<String>, participant: impl Into<Vec<u8>>) -> Election {
+        Election::new(self.clone(), path.into(), participant.into())
+    }
+
+    /// Follows the leader of the election at `path` without taking part (the
+    /// election directory need not exist yet). Returns once the current leader is
+    /// known. While the observer lives, [`wait_idle`](Self::wait_idle) waits too (it
+    /// is work in progress on the session).
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for an invalid path, [`Error::Closed`] once the client is closed.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_zookeeper_client::LockClient) -> Result<(), lock_zookeeper_client::Error> {
+    /// let mut observer = locks.observe_election("/services/scheduler/leader").await?;
+    /// println!("leader: {:?}", observer.leader().map(|l| l.id.clone()));
+    /// let next = observer.changed().await?;
+    /// # drop(next); Ok(()) }
+    /// ```
+    pub async fn observe_election(
+        &self,
+        path: impl Into<String>,
+    ) -> Result<ElectionObserver, Error> {
+        ElectionObserver::start(self, path.into()).await
+    }
+
+    /// Asks holders to let go, by writing Curator's `__REVOKE__` into their nodes:
+    /// given a lock directory, its current holders (the lowest node, or the leading
+    /// readers); given a participant node's path, that node's owner, holding or
+    /// waiting. Returns the nodes asked (empty if there were none).
+    ///
+    /// Holders of locks made [`revocable`](Mutex::revocable) are told
+    /// ([`LockGuard::revocation_requested`]) and decide; a revocable waiter gives up
+    /// its place ([`Error::Revoked`]); other participants ignore the request. Curator
+    /// clients honour it too.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for an invalid path, [`Error::Zk`] if ZooKeeper refused,
+    /// [`Error::Closed`] once the client is closed.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_zookeeper_client::LockClient) -> Result<(), lock_zookeeper_client::Error> {
+    /// let asked = locks.revoke("/locks/job").await?;
+    /// println!("asked {asked:?} to let go");
+    /// // Now wait for the lock as usual.
+    /// let guard = locks.mutex("/locks/job").lock().await?;
+    /// # drop(guard); Ok(()) }
+    /// ```
+    pub async fn revoke(&self, path: impl Into<String>) -> Result<Vec<String>, Error> {
+        let mut started = Started::start(self, Task::Revoke { path: path.into() }, None)?;
+        loop {
+            match started.next().await {
+                Some(Notice::Event(lock_core::LockEvent::RevocationSent { nodes })) => {
+                    started.ended();
+                    return Ok(nodes);
+                }
+                Some(Notice::Event(lock_core::LockEvent::Failed(reason))) => {
+                    started.ended();
+                    return Err(reason.into());
+                }
+                Some(Notice::Refused(e)) => {
+                    started.ended();
+                    return Err(e.into());
+                }
+                Some(Notice::Event(_)) => {}
+                None => return Err(Error::Closed),
+            }
+        }
     }
 
     /// The current ZooKeeper session id (`None` between an expiry and the next

@@ -30,17 +30,17 @@
 //! 9/20 = 0.45 of the session timeout after the last byte received, well before 2/3.
 //! The tests check this against a blackholing proxy.
 
-use crate::error::zk_error;
-use crate::lock::{LockStatus, Notice};
+use crate::error::{zk_error, Error};
+use crate::lock::{GuardState, LockStatus, Notice};
 use crate::runtime::Runtime;
 use futures::channel::{mpsc, oneshot};
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, FuturesUnordered};
 use futures::{FutureExt, StreamExt};
 use lock_core::{
-    Config, CreateMode, FailReason, Input, LockEvent, LockId, LockSpec, LockState, LostReason,
-    MultiOp, MultiResult, Op, Output, Reply, Request, RequestId, Session, SessionEvent, Stat,
-    Stats, Timestamp, WatchKind, ZkError,
+    Config, CreateMode, FailReason, FencedError, Input, LockEvent, LockId, LockSpec, LockState,
+    LostReason, MultiOp, MultiResult, Op, Output, Reply, Request, RequestId, Session, SessionEvent,
+    Stat, Stats, Timestamp, WatchKind, ZkError,
 };
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -73,22 +73,55 @@ impl Shared {
     }
 }
 
-/// What handles ask of the driver.
-pub(crate) enum Command {
+/// The outcome of a fenced write, as the guard's caller sees it.
+pub(crate) type WriteResult = Result<Vec<MultiResult>, FencedError>;
+
+/// A copy of a task's events for a second listener (an election participant's own
+/// stream, besides its leadership guard's), tagged with the task's key.
+pub(crate) type Tap = mpsc::UnboundedSender<(u64, LockEvent)>;
+
+/// What a started task is.
+pub(crate) enum Task {
+    /// An acquisition (lock, permit, election candidacy).
     Acquire {
-        key: u64,
         spec: LockSpec,
         deadline: Option<Instant>,
+    },
+    /// An election observer.
+    Observe { path: String },
+    /// A revocation request.
+    Revoke { path: String },
+}
+
+/// What handles ask of the driver.
+pub(crate) enum Command {
+    Start {
+        key: u64,
+        task: Task,
         notices: mpsc::UnboundedSender<Notice>,
-        status: Arc<Mutex<LockStatus>>,
+        state: Arc<Mutex<GuardState>>,
+        tap: Option<Tap>,
     },
     /// Explicit release of a held lock.
     Release {
         key: u64,
     },
-    /// A dropped `lock()` future or guard: cancel if waiting, release if held.
+    /// A dropped `lock()` future or guard: cancel if waiting, release if held
+    /// (unless a critical section is open: then the node goes without closing it).
     Cancel {
         key: u64,
+    },
+    /// Open (`open`) or close the critical section of a held lock.
+    Section {
+        key: u64,
+        open: bool,
+        reply: oneshot::Sender<Result<(), Error>>,
+    },
+    /// A write fenced by the lock node.
+    FencedWrite {
+        key: u64,
+        ops: Vec<MultiOp>,
+        reply: oneshot::Sender<WriteResult>,
     },
     WaitIdle(oneshot::Sender<()>),
     Stats(oneshot::Sender<Stats>),
@@ -126,7 +159,43 @@ enum Fed {
 struct Entry {
     key: u64,
     notices: mpsc::UnboundedSender<Notice>,
-    status: Arc<Mutex<LockStatus>>,
+    state: Arc<Mutex<GuardState>>,
+    tap: Option<Tap>,
+    /// Our node, once held.
+    path: Option<String>,
+    /// The core reported the critical section open (and not closed since), or an
+    /// open is in flight (the core sends it again after a reconnect).
+    section_open: bool,
+    /// Who awaits the outcome of the section request in flight.
+    section_waiter: Option<oneshot::Sender<Result<(), Error>>>,
+    /// Who awaits each fenced write in flight, by the core's write id.
+    writes: HashMap<u64, oneshot::Sender<WriteResult>>,
+    /// The guard was dropped inside a critical section: the node is being deleted
+    /// without closing the section (a fenced delete), so that the next holder learns
+    /// of the interrupted section. `Some(None)`: to be (re)tried once the lock is
+    /// trusted again; `Some(Some(w))`: fenced write `w` in flight.
+    abandon: Option<Option<u64>>,
+}
+
+impl Entry {
+    fn new(
+        key: u64,
+        notices: mpsc::UnboundedSender<Notice>,
+        state: Arc<Mutex<GuardState>>,
+        tap: Option<Tap>,
+    ) -> Entry {
+        Entry {
+            key,
+            notices,
+            state,
+            tap,
+            path: None,
+            section_open: false,
+            section_waiter: None,
+            writes: HashMap::new(),
+            abandon: None,
+        }
+    }
 }
 
 pub(crate) struct Driver {
@@ -262,53 +331,137 @@ impl Driver {
     }
 
     fn dispatch(&mut self, lock: LockId, event: LockEvent) {
-        let Some(entry) = self.locks.get(&lock) else {
+        let now = self.now();
+        let Some(entry) = self.locks.get_mut(&lock) else {
             return;
         };
-        let status = match &event {
-            LockEvent::Acquired(_) | LockEvent::Resumed => Some(LockStatus::Held),
-            LockEvent::Suspended => Some(LockStatus::Suspended),
-            LockEvent::Lost(reason) => Some(LockStatus::Lost(reason.clone())),
-            LockEvent::Released => Some(LockStatus::Released),
-            _ => None,
-        };
-        if let Some(status) = status {
-            *entry.status.lock().unwrap_or_else(|p| p.into_inner()) = status;
+        // Answers to a guard's own requests go to whoever awaits them, not to the
+        // event stream.
+        match event {
+            LockEvent::FencedWrite { write, result } => {
+                if let Some(reply) = entry.writes.remove(&write) {
+                    let _ = reply.send(result);
+                } else if entry.abandon == Some(Some(write)) {
+                    entry.abandon = Some(None);
+                    match result {
+                        // Deleted: our own-node watch reports `Lost(NodeDeleted)` next.
+                        // Not held: the core reports the loss itself.
+                        Ok(_) | Err(FencedError::NotHeld) => {}
+                        // Unknown (the connection dropped): tried again on `Resumed`,
+                        // unless the lock is lost meanwhile.
+                        Err(FencedError::Unknown(_)) => {}
+                        // Cannot happen (the check passed, so the node exists); free
+                        // the lock the ordinary way rather than hold it forever.
+                        Err(_) => {
+                            entry.abandon = None;
+                            let _ = self.core.cancel(lock, now);
+                        }
+                    }
+                }
+                return;
+            }
+            LockEvent::SectionOpened | LockEvent::SectionClosed => {
+                entry.section_open = event == LockEvent::SectionOpened;
+                if let Some(reply) = entry.section_waiter.take() {
+                    let _ = reply.send(Ok(()));
+                }
+                return;
+            }
+            LockEvent::SectionFailed(e) => {
+                if let Some(reply) = entry.section_waiter.take() {
+                    let _ = reply.send(Err(Error::Zk(e)));
+                }
+                return;
+            }
+            _ => {}
         }
+        {
+            let mut state = entry.state.lock().unwrap_or_else(|p| p.into_inner());
+            match &event {
+                LockEvent::Acquired(grant) => {
+                    state.status = LockStatus::Held;
+                    state.acquired = true;
+                    entry.path = Some(grant.path.clone());
+                }
+                LockEvent::Resumed => state.status = LockStatus::Held,
+                LockEvent::Suspended => state.status = LockStatus::Suspended,
+                LockEvent::Lost(reason) => state.status = LockStatus::Lost(reason.clone()),
+                LockEvent::Released => state.status = LockStatus::Released,
+                LockEvent::RevocationRequested => state.revocation_requested = true,
+                _ => {}
+            }
+        }
+        // A section call survives a suspension (the core sends it again once the node
+        // is verified); it ends with the lock.
+        if let LockEvent::Lost(reason) = &event {
+            if let Some(reply) = entry.section_waiter.take() {
+                let _ = reply.send(Err(Error::Lost(reason.clone())));
+            }
+        }
+        let retry_abandon = event == LockEvent::Resumed && entry.abandon == Some(None);
         let terminal = event.is_terminal();
+        if let Some(tap) = &entry.tap {
+            let _ = tap.unbounded_send((entry.key, event.clone()));
+        }
         // The receiver may be gone (a dropped future or guard): nothing to tell.
         let _ = entry.notices.unbounded_send(Notice::Event(event));
         if terminal {
+            // Waiters left (a section request of a released lock) see their sender
+            // dropped.
             if let Some(entry) = self.locks.remove(&lock) {
                 self.keys.remove(&entry.key);
             }
+        } else if retry_abandon {
+            self.abandon(lock);
+        }
+    }
+
+    /// Deletes our node with a write fenced by it, without closing the open critical
+    /// section: the core then reports `Lost(NodeDeleted)` and leaves the section
+    /// marker, so the next holder sees `previous_holder_crashed`.
+    fn abandon(&mut self, lock: LockId) {
+        let now = self.now();
+        let Some(entry) = self.locks.get_mut(&lock) else {
+            return;
+        };
+        entry.abandon = Some(None);
+        let Some(path) = entry.path.clone() else {
+            return;
+        };
+        let delete = MultiOp::Delete {
+            path,
+            version: None,
+        };
+        // Refused while suspended: tried again on `Resumed` (or the lock is lost).
+        if let Ok(write) = self.core.fenced_write(lock, vec![delete], now) {
+            entry.abandon = Some(Some(write));
         }
     }
 
     fn on_command(&mut self, command: Command) {
         let now = self.now();
         match command {
-            Command::Acquire {
+            Command::Start {
                 key,
-                mut spec,
-                deadline,
+                task,
                 notices,
-                status,
+                state,
+                tap,
             } => {
-                if let Some(deadline) = deadline {
-                    spec = spec.deadline(self.timestamp(deadline));
-                }
-                match self.core.acquire(spec, now) {
+                let started = match task {
+                    Task::Acquire { mut spec, deadline } => {
+                        if let Some(deadline) = deadline {
+                            spec = spec.deadline(self.timestamp(deadline));
+                        }
+                        self.core.acquire(spec, now)
+                    }
+                    Task::Observe { path } => self.core.observe(&path, now),
+                    Task::Revoke { path } => self.core.revoke(&path, now),
+                };
+                match started {
                     Ok(id) => {
                         self.keys.insert(key, id);
-                        self.locks.insert(
-                            id,
-                            Entry {
-                                key,
-                                notices,
-                                status,
-                            },
-                        );
+                        self.locks.insert(id, Entry::new(key, notices, state, tap));
                     }
                     Err(e) => {
                         let _ = notices.unbounded_send(Notice::Refused(e));
@@ -326,7 +479,57 @@ impl Driver {
             }
             Command::Cancel { key } => {
                 if let Some(&id) = self.keys.get(&key) {
-                    let _ = self.core.cancel(id, now);
+                    let in_section = self.locks.get(&id).is_some_and(|e| e.section_open);
+                    let held = matches!(
+                        self.core.state(id),
+                        Some(LockState::Held | LockState::Suspended)
+                    );
+                    if in_section && held {
+                        self.abandon(id);
+                    } else {
+                        let _ = self.core.cancel(id, now);
+                    }
+                }
+            }
+            Command::Section { key, open, reply } => {
+                let Some(&id) = self.keys.get(&key) else {
+                    let _ = reply.send(Err(Error::Closed));
+                    return;
+                };
+                let result = if open {
+                    self.core.open_section(id, now)
+                } else {
+                    self.core.close_section(id, now)
+                };
+                match result {
+                    Ok(()) => {
+                        if let Some(entry) = self.locks.get_mut(&id) {
+                            // An open in flight counts as open if the guard is dropped
+                            // (its marker may be written before our node goes).
+                            entry.section_open |= open;
+                            entry.section_waiter = Some(reply);
+                        }
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(e.into()));
+                    }
+                }
+            }
+            Command::FencedWrite { key, ops, reply } => {
+                let Some(&id) = self.keys.get(&key) else {
+                    let _ = reply.send(Err(FencedError::NotHeld));
+                    return;
+                };
+                match self.core.fenced_write(id, ops, now) {
+                    Ok(write) => {
+                        if let Some(entry) = self.locks.get_mut(&id) {
+                            entry.writes.insert(write, reply);
+                        }
+                    }
+                    // Not held (or not trusted: suspended): nothing was sent.
+                    Err(_) => {
+                        let _ = reply.send(Err(FencedError::NotHeld));
+                    }
                 }
             }
             Command::WaitIdle(done) => self.idle_waiters.push(done),

@@ -56,6 +56,11 @@ pub enum Error {
     /// The client was closed (explicitly, or every handle was dropped).
     #[error("the lock client is closed")]
     Closed,
+    /// The lock is suspended (the connection is down), so the operation was not
+    /// sent. Wait for [`LockEvent::Resumed`](lock_core::LockEvent::Resumed) and try
+    /// again.
+    #[error("the lock is suspended")]
+    Suspended,
     /// ZooKeeper answered with an error the protocol cannot recover from.
     #[error("ZooKeeper error: {0}")]
     Zk(ZkError),

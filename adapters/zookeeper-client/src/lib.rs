@@ -28,6 +28,64 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## Revocation, elections, crash detection, fenced writes, leases
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use lock_zookeeper_client::{LockClient, LostReason, Writes};
+//! use std::time::Duration;
+//! let locks = LockClient::connect("127.0.0.1:2181").await?;
+//!
+//! // Revocation: a revocable holder is asked to let go and decides.
+//! let mut guard = locks.mutex("/locks/job").revocable().lock().await?;
+//! // ... elsewhere: locks.revoke("/locks/job").await? names the nodes it asked.
+//! # if false {
+//! guard.revocation_requested().await.ok();
+//! # }
+//! guard.release().await?;
+//!
+//! // Leader election, and observers that follow the leader without taking part.
+//! let mut election = locks.election("/services/scheduler/leader", "node-1");
+//! let leadership = election.leadership().await?;
+//! let observer = locks.observe_election("/services/scheduler/leader").await?;
+//! assert_eq!(observer.leader().map(|l| l.token), Some(leadership.token()));
+//! leadership.resign().await?;
+//!
+//! // Crash-detecting critical sections (the Ready-file idea).
+//! let mut guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
+//! if guard.previous_holder_crashed() { /* repair */ }
+//! guard.open_section().await?;
+//! // Fenced writes: applied only while the lock is held, atomically.
+//! guard.fenced_write(Writes::new().set_data("/ledger/head", b"42")).await?;
+//! guard.release().await?; // closes the section in the same multi as the delete
+//!
+//! // Leases: the lock is taken away after a maximum hold time.
+//! let mut guard = locks.mutex("/locks/job").max_hold(Duration::from_secs(30)).lock().await?;
+//! assert_eq!(guard.lost().await, LostReason::LeaseExpired);
+//! # Ok(()) }
+//! ```
+//!
+//! * **Revocation** ([`Mutex::revocable`], [`LockClient::revoke`],
+//!   [`LockGuard::revocation_requested`]): `revoke` writes Curator's `__REVOKE__` into
+//!   the holders' nodes (of a lock path) or into one node (a node path); revocable
+//!   holders get [`LockEvent::RevocationRequested`], revocable waiters give up with
+//!   [`Error::Revoked`]. Curator's revocable locks interoperate.
+//! * **Leader election** ([`LockClient::election`], [`Election`], [`Leadership`],
+//!   [`LockClient::observe_election`], [`ElectionObserver`]): participants queue like
+//!   a mutex, each watching only its predecessor; observers watch only the leader.
+//!   Leadership is suspended when the connection drops (before the session can
+//!   expire and another participant be elected), and lost after the grace.
+//! * **Crash-detecting sections** ([`Mutex::detect_crashes`],
+//!   [`LockGuard::open_section`], [`LockGuard::previous_holder_crashed`]): a marker
+//!   node says a holder is inside a section; a clean release removes it in the same
+//!   `multi` as the lock node, anything else (death, close, loss, a dropped guard)
+//!   leaves it for the next holder to see. No extra round trip when uncontended.
+//! * **Fenced writes** ([`LockGuard::fenced_write`], [`Writes`]): one `multi` with a
+//!   `check` on the lock node: once the lock is lost, nothing is written
+//!   ([`FencedError::NotHeld`]).
+//! * **Leases** ([`Mutex::max_hold`]): [`LostReason::LeaseExpired`] after the maximum
+//!   hold time; the node is deleted and the next waiter gets in.
+//!
 //! ## Model
 //!
 //! A [`LockClient`] owns one ZooKeeper session and one background task, the *driver*,
@@ -79,18 +137,22 @@
 
 mod client;
 mod driver;
+mod election;
 mod error;
+mod fenced;
 mod lock;
 mod runtime;
 
 pub use client::{Builder, LockClient, DEFAULT_SESSION_TIMEOUT};
+pub use election::{Election, ElectionEvent, ElectionObserver, Leadership};
 pub use error::Error;
+pub use fenced::Writes;
 pub use lock::{LockGuard, LockStatus, Mutex, ReadLock, RwLock, Semaphore, WriteLock};
 pub use runtime::Runtime;
 
 pub use lock_core::{
-    FailReason, FencingToken, Grant, LockEvent, LockSpec, LostReason, NameScheme, Stats,
-    UsageError, ZkError,
+    CreateMode, FailReason, FencedError, FencingToken, Grant, Leader, LockEvent, LockSpec,
+    LostReason, MultiOp, MultiResult, NameScheme, Stats, UsageError, ZkError,
 };
 
 #[cfg(test)]
@@ -108,6 +170,10 @@ mod tests {
         send_sync::<Semaphore>();
         send_sync::<LockGuard>();
         send_sync::<Error>();
+        send_sync::<Election>();
+        send_sync::<Leadership>();
+        send_sync::<ElectionObserver>();
+        send_sync::<Writes>();
     }
 
     /// The futures can be spawned on multi-threaded runtimes (compile-time check).
@@ -121,7 +187,29 @@ mod tests {
         send(&client.close());
         send(&guard.next_event());
         send(&guard.lost());
+        send(&guard.revocation_requested());
+        send(&guard.open_section());
+        send(&guard.close_section());
+        send(&guard.fenced_write(Writes::new()));
         send(&guard.release());
+        send(&client.revoke("/a"));
+        send(&client.observe_election("/a"));
         send(&LockClient::connect("127.0.0.1:2181"));
+    }
+
+    #[allow(dead_code)]
+    async fn election_futures_are_send(
+        mut election: Election,
+        mut leadership: Leadership,
+        mut observer: ElectionObserver,
+    ) {
+        send(&election.leadership());
+        send(&election.next_event());
+        send(&leadership.next_event());
+        send(&leadership.lost());
+        send(&leadership.fenced_write(Writes::new()));
+        send(&observer.changed());
+        send(&leadership.resign());
+        send(&election.resign());
     }
 }

@@ -1,15 +1,19 @@
 //! User-facing lock objects ([`Mutex`], [`RwLock`], [`Semaphore`]) and [`LockGuard`].
 
 use crate::client::{Inner, LockClient};
-use crate::driver::Command;
+use crate::driver::{Command, Tap, Task};
 use crate::error::Error;
-use futures::channel::mpsc;
+use crate::fenced::Writes;
+use futures::channel::{mpsc, oneshot};
 use futures::StreamExt;
-use lock_core::{FencingToken, Grant, LockEvent, LockSpec, LostReason, NameScheme, UsageError};
+use lock_core::{
+    FencedError, FencingToken, Grant, LockEvent, LockSpec, LostReason, MultiResult, NameScheme,
+    UsageError,
+};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
-/// What the driver tells one acquisition.
+/// What the driver tells one task.
 pub(crate) enum Notice {
     Event(LockEvent),
     /// A command was refused (bad input at `acquire`, or a release that came too late).
@@ -32,6 +36,144 @@ pub enum LockStatus {
     Released,
 }
 
+/// What a handle may read without asking the driver (the driver updates it before
+/// it hands out the event that changed it).
+#[derive(Debug)]
+pub(crate) struct GuardState {
+    /// Meaningful once `acquired`.
+    pub(crate) status: LockStatus,
+    pub(crate) acquired: bool,
+    pub(crate) revocation_requested: bool,
+}
+
+impl Default for GuardState {
+    fn default() -> Self {
+        GuardState {
+            status: LockStatus::Held,
+            acquired: false,
+            revocation_requested: false,
+        }
+    }
+}
+
+pub(crate) type SharedState = Arc<StdMutex<GuardState>>;
+
+pub(crate) fn read_state<T>(state: &SharedState, f: impl FnOnce(&GuardState) -> T) -> T {
+    f(&state.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+struct Parts {
+    inner: Arc<Inner>,
+    key: u64,
+    notices: mpsc::UnboundedReceiver<Notice>,
+    state: SharedState,
+}
+
+/// A task started in the driver (an acquisition, observer or revocation), cancelled
+/// when dropped before it ends or is handed on.
+pub(crate) struct Started {
+    parts: Option<Parts>,
+}
+
+impl Started {
+    pub(crate) fn start(
+        client: &LockClient,
+        task: Task,
+        tap: Option<Tap>,
+    ) -> Result<Started, Error> {
+        let inner = client.inner.clone();
+        let key = inner.next_key();
+        let (tx, notices) = mpsc::unbounded();
+        let state = SharedState::default();
+        inner.send(Command::Start {
+            key,
+            task,
+            notices: tx,
+            state: state.clone(),
+            tap,
+        })?;
+        Ok(Started {
+            parts: Some(Parts {
+                inner,
+                key,
+                notices,
+                state,
+            }),
+        })
+    }
+
+    /// Whether the task may still be going on (not ended, not handed on).
+    pub(crate) fn is_live(&self) -> bool {
+        self.parts.is_some()
+    }
+
+    pub(crate) fn key(&self) -> Option<u64> {
+        self.parts.as_ref().map(|p| p.key)
+    }
+
+    pub(crate) fn state(&self) -> Option<SharedState> {
+        self.parts.as_ref().map(|p| p.state.clone())
+    }
+
+    /// The next notice; `None` once the task ended or the driver stopped (then the
+    /// task is forgotten). Cancel-safe.
+    pub(crate) async fn next(&mut self) -> Option<Notice> {
+        let parts = self.parts.as_mut()?;
+        let notice = parts.notices.next().await;
+        if notice.is_none() {
+            self.parts = None;
+        }
+        notice
+    }
+
+    /// Forgets the task without cancelling it (it ended).
+    pub(crate) fn ended(&mut self) {
+        self.parts = None;
+    }
+
+    /// Waits for an acquisition's grant. On an error the acquisition has ended.
+    /// Cancel-safe: dropping the future loses nothing (the task goes on).
+    pub(crate) async fn granted(&mut self) -> Result<Grant, Error> {
+        loop {
+            match self.next().await {
+                Some(Notice::Refused(e)) => {
+                    self.ended();
+                    return Err(e.into());
+                }
+                Some(Notice::Event(LockEvent::Acquired(grant))) => return Ok(grant),
+                Some(Notice::Event(LockEvent::Failed(reason))) => {
+                    self.ended();
+                    return Err(reason.into());
+                }
+                // Nothing else is reported before `Acquired`.
+                Some(Notice::Event(_)) => {}
+                None => return Err(Error::Closed),
+            }
+        }
+    }
+
+    /// Hands a granted acquisition to a guard.
+    pub(crate) fn into_guard(mut self, grant: Grant) -> LockGuard {
+        let parts = self.parts.take().expect("a live acquisition");
+        LockGuard {
+            inner: parts.inner,
+            key: parts.key,
+            grant,
+            state: parts.state,
+            notices: parts.notices,
+            ended: false,
+        }
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        if let Some(parts) = self.parts.take() {
+            let _ = parts.inner.send(Command::Cancel { key: parts.key });
+        }
+    }
+}
+
 /// Starts an acquisition and waits for its outcome. Dropping the future cancels it
 /// (the driver deletes the node, even one whose create is still in flight).
 pub(crate) async fn acquire(
@@ -39,68 +181,9 @@ pub(crate) async fn acquire(
     spec: LockSpec,
     deadline: Option<Instant>,
 ) -> Result<LockGuard, Error> {
-    let inner = client.inner.clone();
-    let key = inner.next_key();
-    let (tx, mut notices) = mpsc::unbounded();
-    let status = Arc::new(StdMutex::new(LockStatus::Held));
-    inner.send(Command::Acquire {
-        key,
-        spec,
-        deadline,
-        notices: tx,
-        status: status.clone(),
-    })?;
-    let mut pending = CancelOnDrop {
-        inner: Some(inner),
-        key,
-    };
-    while let Some(notice) = notices.next().await {
-        match notice {
-            Notice::Refused(e) => {
-                pending.disarm();
-                return Err(e.into());
-            }
-            Notice::Event(LockEvent::Acquired(grant)) => {
-                let inner = pending.disarm().expect("armed until now");
-                return Ok(LockGuard {
-                    inner,
-                    key,
-                    grant,
-                    status,
-                    notices,
-                    ended: false,
-                });
-            }
-            Notice::Event(LockEvent::Failed(reason)) => {
-                pending.disarm();
-                return Err(reason.into());
-            }
-            // Nothing else is reported before `Acquired`.
-            Notice::Event(_) => {}
-        }
-    }
-    pending.disarm();
-    Err(Error::Closed)
-}
-
-/// Cancels an acquisition whose `lock()` future is dropped before it ends.
-struct CancelOnDrop {
-    inner: Option<Arc<Inner>>,
-    key: u64,
-}
-
-impl CancelOnDrop {
-    fn disarm(&mut self) -> Option<Arc<Inner>> {
-        self.inner.take()
-    }
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(inner) = self.inner.take() {
-            let _ = inner.send(Command::Cancel { key: self.key });
-        }
-    }
+    let mut started = Started::start(client, Task::Acquire { spec, deadline }, None)?;
+    let grant = started.granted().await?;
+    Ok(started.into_guard(grant))
 }
 
 /// A held lock (or semaphore permit). Released by [`release`](Self::release), or in
@@ -128,7 +211,7 @@ pub struct LockGuard {
     inner: Arc<Inner>,
     key: u64,
     grant: Grant,
-    status: Arc<StdMutex<LockStatus>>,
+    state: SharedState,
     notices: mpsc::UnboundedReceiver<Notice>,
     /// The terminal event was seen (or the release completed): nothing to release.
     ended: bool,
@@ -196,10 +279,7 @@ impl LockGuard {
     /// # Ok(()) }
     /// ```
     pub fn status(&self) -> LockStatus {
-        self.status
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        read_state(&self.state, |s| s.status.clone())
     }
 
     /// Whether the lock is held and trusted right now (not suspended, not lost).
@@ -215,8 +295,11 @@ impl LockGuard {
     }
 
     /// The next thing that happens to the lock: [`LockEvent::Suspended`],
-    /// [`LockEvent::Resumed`], [`LockEvent::RevocationRequested`], or the terminal
-    /// [`LockEvent::Lost`]. `None` after the terminal event.
+    /// [`LockEvent::Resumed`], [`LockEvent::RevocationRequested`] (for a
+    /// [revocable](Mutex::revocable) lock), or the terminal [`LockEvent::Lost`] (e.g.
+    /// [`LostReason::LeaseExpired`] for a [lease](Mutex::max_hold)). `None` after the
+    /// terminal event. (The outcomes of [`fenced_write`](Self::fenced_write) and of
+    /// sections are returned by those calls, not reported here.)
     ///
     /// Cancel-safe: dropping the future loses no event.
     ///
@@ -343,8 +426,215 @@ impl LockGuard {
         result
     }
 
+    /// Whether someone asked us to let go ([`LockClient::revoke`]): set once a
+    /// [`LockEvent::RevocationRequested`] arrived, whether or not it was read. Only
+    /// locks made [`revocable`](Mutex::revocable) are ever asked.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_zookeeper_client::LockClient) -> Result<(), lock_zookeeper_client::Error> {
+    /// let guard = locks.mutex("/locks/job").revocable().lock().await?;
+    /// for step in 0..100 {
+    ///     if guard.is_revocation_requested() {
+    ///         break; // someone needs the lock: stop at a consistent point
+    ///     }
+    ///     # let _ = step;
+    /// }
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn is_revocation_requested(&self) -> bool {
+        read_state(&self.state, |s| s.revocation_requested)
+    }
+
+    /// Waits until someone asks us to let go ([`LockClient::revoke`] writes Curator's
+    /// `__REVOKE__` into our node; the ZooKeeper recipe's `unlock` works too). The
+    /// holder decides what to do, usually finish a step and release. Returns at once
+    /// if a request arrived earlier, even if [`next_event`](Self::next_event) consumed
+    /// it.
+    ///
+    /// Only locks made [`revocable`](Mutex::revocable) are asked; for the others this
+    /// waits until the lock is lost. Events before the request (suspension,
+    /// resumption) are consumed. Cancel-safe.
+    ///
+    /// # Errors
+    /// The lock was lost before anyone asked (the reason).
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_zookeeper_client::LockClient) -> Result<(), lock_zookeeper_client::Error> {
+    /// let mut guard = locks.mutex("/locks/job").revocable().lock().await?;
+    /// if guard.revocation_requested().await.is_ok() {
+    ///     guard.release().await?; // cooperative: let the requester in
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn revocation_requested(&mut self) -> Result<(), LostReason> {
+        loop {
+            if self.is_revocation_requested() {
+                return Ok(());
+            }
+            match self.next_event().await {
+                Some(LockEvent::RevocationRequested) => return Ok(()),
+                Some(LockEvent::Lost(reason)) => return Err(reason),
+                Some(_) => {}
+                None => {
+                    return Err(match self.status() {
+                        LockStatus::Lost(reason) => reason,
+                        _ => LostReason::Closed,
+                    })
+                }
+            }
+        }
+    }
+
+    /// For a lock with [crash detection](Mutex::detect_crashes): whether a previous
+    /// holder opened a critical section and never closed it (it died, was dropped
+    /// inside it, or lost the lock in it). Repair what it left half done, then
+    /// [`close_section`](Self::close_section) (or open a new one). Always `false`
+    /// without crash detection.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_zookeeper_client::LockClient) -> Result<(), lock_zookeeper_client::Error> {
+    /// let mut guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
+    /// if guard.previous_holder_crashed() {
+    ///     // repair ...
+    ///     guard.close_section().await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn previous_holder_crashed(&self) -> bool {
+        self.grant.previous_holder_crashed
+    }
+
+    /// Opens a critical section (the Ready-file idea): a marker in the lock directory,
+    /// written only while we hold the lock (fenced by our node), says a holder is
+    /// inside. [`close_section`](Self::close_section) or a clean
+    /// [`release`](Self::release) removes it (the release in the same `multi` as the
+    /// deletion of our node: no extra round trip). If instead we die, are closed, lose
+    /// the lock, or the guard is **dropped** while the section is open (a panic
+    /// unwinding through it), the marker stays and the next holder's
+    /// [`previous_holder_crashed`](Self::previous_holder_crashed) is `true`.
+    ///
+    /// One round trip. Opening an open section is harmless. If the connection drops
+    /// meanwhile, the call goes on once the lock is resumed (it is idempotent and
+    /// fenced by our node).
+    ///
+    /// # Errors
+    /// [`Error::Usage`] without [crash detection](Mutex::detect_crashes);
+    /// [`Error::Suspended`] if called while the lock is suspended (nothing sent: try
+    /// again once resumed); [`Error::Lost`] if the lock is lost before the section
+    /// could be marked.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_zookeeper_client::LockClient) -> Result<(), lock_zookeeper_client::Error> {
+    /// let mut guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
+    /// guard.open_section().await?;
+    /// // ... several writes that must all happen, or be repaired ...
+    /// guard.release().await?; // closes the section and releases, in one multi
+    /// # Ok(()) }
+    /// ```
+    pub async fn open_section(&mut self) -> Result<(), Error> {
+        self.section(true).await
+    }
+
+    /// Closes the critical section: the work is consistent again. One round trip.
+    ///
+    /// # Errors
+    /// As for [`open_section`](Self::open_section).
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_zookeeper_client::LockClient) -> Result<(), lock_zookeeper_client::Error> {
+    /// let mut guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
+    /// guard.open_section().await?;
+    /// // ... the delicate part ...
+    /// guard.close_section().await?;
+    /// // ... more work that needs the lock but no repair if interrupted ...
+    /// # drop(guard); Ok(()) }
+    /// ```
+    pub async fn close_section(&mut self) -> Result<(), Error> {
+        self.section(false).await
+    }
+
+    async fn section(&mut self, open: bool) -> Result<(), Error> {
+        let (reply, answer) = oneshot::channel();
+        let sent = self.inner.send(Command::Section {
+            key: self.key,
+            open,
+            reply,
+        });
+        let result = match sent {
+            Ok(()) => answer.await.unwrap_or(Err(Error::Closed)),
+            Err(e) => Err(e),
+        };
+        // A refusal because the lock is not held (any more) says why.
+        match (result, self.status()) {
+            (Ok(()), _) => Ok(()),
+            (Err(Error::Usage(UsageError::Unsupported(why))), _) => {
+                Err(Error::Usage(UsageError::Unsupported(why)))
+            }
+            (Err(_), LockStatus::Lost(reason)) => Err(Error::Lost(reason)),
+            (Err(Error::Usage(UsageError::NotHeld(_))), LockStatus::Suspended) => {
+                Err(Error::Suspended)
+            }
+            (Err(e), _) => Err(e),
+        }
+    }
+
+    /// Applies ZooKeeper writes atomically, **only while we hold the lock**: one `multi`
+    /// with a `check` on our lock node before `writes`. Once the lock is lost (our node
+    /// deleted by an administrator, a revoker's cleanup, a lease, session expiry),
+    /// nothing is written. One round trip.
+    ///
+    /// Returns one [`MultiResult`] per write.
+    ///
+    /// # Errors
+    /// * [`FencedError::NotHeld`]: the lock is not held, or not trusted (suspended):
+    ///   nothing was written.
+    /// * [`FencedError::Write`]: one of the writes failed (its index and error):
+    ///   nothing was written.
+    /// * [`FencedError::Unknown`]: the connection dropped (or the lock ended) before
+    ///   the reply; the writes may or may not have been applied, all or none.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_zookeeper_client::LockClient) -> Result<(), Box<dyn std::error::Error>> {
+    /// use lock_zookeeper_client::Writes;
+    /// let guard = locks.mutex("/locks/config").lock().await?;
+    /// let token = guard.token().to_string();
+    /// guard
+    ///     .fenced_write(
+    ///         Writes::new()
+    ///             .set_data("/config/current", b"v2")
+    ///             .create("/config/history/v2", token.as_bytes()),
+    ///     )
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn fenced_write(
+        &self,
+        writes: impl Into<Writes>,
+    ) -> Result<Vec<MultiResult>, FencedError> {
+        if !self.is_trusted() {
+            return Err(FencedError::NotHeld);
+        }
+        let (reply, answer) = oneshot::channel();
+        let ops = writes.into().into_ops();
+        if self
+            .inner
+            .send(Command::FencedWrite {
+                key: self.key,
+                ops,
+                reply,
+            })
+            .is_err()
+        {
+            return Err(FencedError::NotHeld);
+        }
+        answer
+            .await
+            .unwrap_or(Err(FencedError::Unknown(lock_core::ZkError::Closed)))
+    }
+
     fn set_status(&self, status: LockStatus) {
-        *self.status.lock().unwrap_or_else(|p| p.into_inner()) = status;
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).status = status;
     }
 }
 
@@ -360,7 +650,15 @@ impl Drop for LockGuard {
 
 /// The acquisition methods shared by every lock object.
 macro_rules! lock_methods {
-    ($what:literal, $lock:ident, $try_lock:ident, $lock_timeout:ident, $lock_until:ident) => {
+    (
+        $what:literal,
+        $lock:ident,
+        $try_lock:ident,
+        $lock_timeout:ident,
+        $lock_until:ident,
+        $example_revocable:literal,
+        $example_lease:literal
+    ) => {
         /// Waits until
         #[doc = $what]
         /// is held. Cancel-safe: dropping the future gives up and leaves no node behind.
@@ -414,6 +712,61 @@ macro_rules! lock_methods {
             self.spec = self.spec.data(data);
             self
         }
+
+        /// Honours revocation requests ([`LockClient::revoke`]): a holder is told
+        /// ([`LockGuard::revocation_requested`], [`LockEvent::RevocationRequested`])
+        /// and decides; a waiter gives up its place and its lock call fails with
+        /// [`Error::Revoked`].
+        ///
+        /// ```no_run
+        /// # async fn demo(locks: lock_zookeeper_client::LockClient) -> Result<(), lock_zookeeper_client::Error> {
+        #[doc = $example_revocable]
+        /// # drop(guard); Ok(()) }
+        /// ```
+        pub fn revocable(mut self) -> Self {
+            self.spec = self.spec.revocable();
+            self
+        }
+
+        /// A lease: once held for `max_hold`, the lock is taken away, whatever the
+        /// holder does: the guard reports [`LockEvent::Lost`] with
+        /// [`LostReason::LeaseExpired`] (see [`LockGuard::lost`]) and the node is
+        /// deleted, letting the next waiter in. A holder that missed it and writes
+        /// late is caught by its [fencing token](LockGuard::token) (or fails its
+        /// [fenced writes](LockGuard::fenced_write)).
+        ///
+        /// ```no_run
+        /// # async fn demo(locks: lock_zookeeper_client::LockClient) -> Result<(), lock_zookeeper_client::Error> {
+        /// use std::time::Duration;
+        #[doc = $example_lease]
+        /// # drop(guard); Ok(()) }
+        /// ```
+        pub fn max_hold(mut self, max_hold: Duration) -> Self {
+            self.spec = self.spec.max_hold(max_hold);
+            self
+        }
+    };
+}
+
+/// Crash detection, for the exclusive lock objects.
+macro_rules! crash_detection {
+    ($example:literal) => {
+        /// Crash-detecting critical sections: each grant says whether a previous
+        /// holder died inside a section ([`LockGuard::previous_holder_crashed`]);
+        /// holders mark sections with [`LockGuard::open_section`] /
+        /// [`LockGuard::close_section`]. Free on the uncontended acquire (the listing
+        /// shows the marker); one extra read on a contended grant.
+        ///
+        /// ```no_run
+        /// # async fn demo(locks: lock_zookeeper_client::LockClient) -> Result<(), lock_zookeeper_client::Error> {
+        #[doc = $example]
+        /// if guard.previous_holder_crashed() { /* repair */ }
+        /// # Ok(()) }
+        /// ```
+        pub fn detect_crashes(mut self) -> Self {
+            self.spec = self.spec.detect_crashes();
+            self
+        }
     };
 }
 
@@ -444,7 +797,17 @@ impl Mutex {
         }
     }
 
-    lock_methods!("the lock", lock, try_lock, lock_timeout, lock_until);
+    lock_methods!(
+        "the lock",
+        lock,
+        try_lock,
+        lock_timeout,
+        lock_until,
+        "let guard = locks.mutex(\"/locks/job\").revocable().lock().await?;",
+        "let guard = locks.mutex(\"/locks/job\").max_hold(Duration::from_secs(30)).lock().await?;"
+    );
+
+    crash_detection!("let guard = locks.mutex(\"/locks/ledger\").detect_crashes().lock().await?;");
 }
 
 /// A read/write lock: any number of readers, or one writer. A waiting writer is not
@@ -502,6 +865,37 @@ impl RwLock {
             write: self.write.with_scheme(scheme),
         }
     }
+
+    /// Makes both halves [revocable](Mutex::revocable) (the seeds' "revocable shared
+    /// locks": a writer can ask the readers to let go).
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_zookeeper_client::LockClient) -> Result<(), lock_zookeeper_client::Error> {
+    /// let table = locks.rwlock("/locks/table").revocable();
+    /// let reader = table.read().lock().await?;
+    /// # drop(reader); Ok(()) }
+    /// ```
+    pub fn revocable(self) -> Self {
+        RwLock {
+            read: self.read.revocable(),
+            write: self.write.revocable(),
+        }
+    }
+
+    /// Gives both halves a [lease](Mutex::max_hold) of `max_hold`.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_zookeeper_client::LockClient) -> Result<(), lock_zookeeper_client::Error> {
+    /// use std::time::Duration;
+    /// let table = locks.rwlock("/locks/table").max_hold(Duration::from_secs(60));
+    /// # drop(table); Ok(()) }
+    /// ```
+    pub fn max_hold(self, max_hold: Duration) -> Self {
+        RwLock {
+            read: self.read.max_hold(max_hold),
+            write: self.write.max_hold(max_hold),
+        }
+    }
 }
 
 /// The shared half of an [`RwLock`].
@@ -518,7 +912,15 @@ pub struct ReadLock {
 }
 
 impl ReadLock {
-    lock_methods!("a read lock", lock, try_lock, lock_timeout, lock_until);
+    lock_methods!(
+        "a read lock",
+        lock,
+        try_lock,
+        lock_timeout,
+        lock_until,
+        "let guard = locks.rwlock(\"/locks/table\").read().clone().revocable().lock().await?;",
+        "let guard = locks.rwlock(\"/locks/table\").read().clone().max_hold(Duration::from_secs(30)).lock().await?;"
+    );
 }
 
 /// The exclusive half of an [`RwLock`].
@@ -535,7 +937,19 @@ pub struct WriteLock {
 }
 
 impl WriteLock {
-    lock_methods!("the write lock", lock, try_lock, lock_timeout, lock_until);
+    lock_methods!(
+        "the write lock",
+        lock,
+        try_lock,
+        lock_timeout,
+        lock_until,
+        "let guard = locks.rwlock(\"/locks/table\").write().clone().revocable().lock().await?;",
+        "let guard = locks.rwlock(\"/locks/table\").write().clone().max_hold(Duration::from_secs(30)).lock().await?;"
+    );
+
+    crash_detection!(
+        "let guard = locks.rwlock(\"/locks/table\").write().clone().detect_crashes().lock().await?;"
+    );
 }
 
 /// A counting semaphore: at most `permits` holders at once.
@@ -570,5 +984,13 @@ impl Semaphore {
         self.permits
     }
 
-    lock_methods!("a permit", lock, try_lock, lock_timeout, lock_until);
+    lock_methods!(
+        "a permit",
+        lock,
+        try_lock,
+        lock_timeout,
+        lock_until,
+        "let guard = locks.semaphore(\"/locks/gpu\", 2).revocable().lock().await?;",
+        "let guard = locks.semaphore(\"/locks/gpu\", 2).max_hold(Duration::from_secs(30)).lock().await?;"
+    );
 }

@@ -143,9 +143,18 @@ impl Acquisition {
                         self.send_section(cx, true, own, false)
                     }
                 }
-                (e, _) => self.trouble(cx, e),
+                (e, _) if e.is_connection_loss() => self.trouble(cx, e),
+                // A lasting refusal (e.g. an ACL): retrying would never end, so say so.
+                (e, _) => {
+                    self.section_wanted = None;
+                    cx.emit(self.id, LockEvent::SectionFailed(e));
+                }
             },
-            Err(e) => self.trouble(cx, e),
+            Err(e) if e.is_connection_loss() => self.trouble(cx, e),
+            Err(e) => {
+                self.section_wanted = None;
+                cx.emit(self.id, LockEvent::SectionFailed(e));
+            }
         }
     }
 

@@ -24,6 +24,8 @@ struct State {
     hold: [bool; 2],
     /// Pumps waiting with a chunk in hand, per direction.
     holding: [usize; 2],
+    /// Bytes delivered, per direction.
+    forwarded: [u64; 2],
     /// Bumped by `cut`: pumps of older connections stop without writing.
     epoch: u64,
     conns: Vec<TcpStream>,
@@ -52,6 +54,7 @@ impl HoldProxy {
             state: Mutex::new(State {
                 hold: [false; 2],
                 holding: [0; 2],
+                forwarded: [0; 2],
                 epoch: 0,
                 conns: Vec::new(),
                 stopped: false,
@@ -77,6 +80,25 @@ impl HoldProxy {
     pub fn wait_holding(&self, direction: Direction) {
         let mut state = self.shared.state.lock().unwrap();
         while state.holding[direction as usize] == 0 {
+            state = self.shared.changed.wait(state).unwrap();
+        }
+    }
+
+    /// Resumes forwarding in `direction`; what was held is delivered in order.
+    pub fn release(&self, direction: Direction) {
+        self.shared.state.lock().unwrap().hold[direction as usize] = false;
+        self.shared.changed.notify_all();
+    }
+
+    /// Bytes delivered in `direction` so far.
+    pub fn forwarded(&self, direction: Direction) -> u64 {
+        self.shared.state.lock().unwrap().forwarded[direction as usize]
+    }
+
+    /// Waits until at least `bytes` were delivered in `direction`.
+    pub fn wait_forwarded(&self, direction: Direction, bytes: u64) {
+        let mut state = self.shared.state.lock().unwrap();
+        while state.forwarded[direction as usize] < bytes {
             state = self.shared.changed.wait(state).unwrap();
         }
     }
@@ -157,6 +179,8 @@ fn pump(mut from: TcpStream, mut to: TcpStream, direction: Direction, epoch: u64
         if to.write_all(&buf[..n]).is_err() {
             break;
         }
+        shared.state.lock().unwrap().forwarded[direction as usize] += n as u64;
+        shared.changed.notify_all();
     }
     let _ = to.shutdown(Shutdown::Write);
 }

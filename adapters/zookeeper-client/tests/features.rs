@@ -1,0 +1,538 @@
+//! Revocation, leader election, crash-detecting sections, fenced writes and leases
+//! against a real ZooKeeper server, under every runtime.
+
+mod common;
+
+use common::hold_proxy::{Direction, HoldProxy};
+use common::{connect, server, spawn, unique_path, Observer};
+use lock_testkit::FaultProxy;
+use lock_zookeeper_client::{
+    ElectionEvent, Error, FencedError, LockEvent, LockStatus, LostReason, MultiResult, Writes,
+    ZkError,
+};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use zookeeper_client::{Acls, CreateMode};
+
+const SESSION: Duration = Duration::from_secs(10);
+const MARKER: &str = "zkl-section";
+
+fn node_name(path: &str) -> String {
+    path.rsplit('/').next().unwrap().to_owned()
+}
+
+/// Whether `intervals` (start, end) are pairwise disjoint.
+fn disjoint(mut intervals: Vec<(Instant, Instant)>) -> bool {
+    intervals.sort();
+    intervals.windows(2).all(|w| w[0].1 <= w[1].0)
+}
+
+rt_tests! {
+    /// A revocable holder is asked by another session (`revoke` on the lock path
+    /// names exactly its node), sees `RevocationRequested` in its event stream,
+    /// releases, and the revoker's waiter gets the lock.
+    async fn revocation_round_trip(rt) {
+        let dir = unique_path("revoke", &rt);
+        let observer = Observer::connect(&server().connect_string()).await;
+        let a = connect(&rt, &server().connect_string(), SESSION).await;
+        let b = connect(&rt, &server().connect_string(), SESSION).await;
+        let mut held = a.mutex(dir.clone()).revocable().lock().await.unwrap();
+        assert!(!held.is_revocation_requested());
+        let waiter = {
+            let (b, dir) = (b.clone(), dir.clone());
+            spawn(&rt, async move { b.mutex(dir).lock().await })
+        };
+        observer.wait_children(&dir, 2).await;
+
+        let asked = b.revoke(dir.clone()).await.unwrap();
+        assert_eq!(asked, vec![held.path().to_owned()], "only the holder is asked");
+        assert_eq!(held.next_event().await, Some(LockEvent::RevocationRequested));
+        assert!(held.is_revocation_requested());
+        // Already requested: returns at once, the event having been read.
+        assert_eq!(held.revocation_requested().await, Ok(()));
+        assert_eq!(held.status(), LockStatus::Held, "the holder decides");
+        let (data, _) = observer.client.get_data(held.path()).await.unwrap();
+        assert_eq!(data, b"__REVOKE__");
+
+        let token = held.token();
+        held.release().await.unwrap();
+        let guard = waiter.await.unwrap().expect("the revoker's waiter acquires");
+        assert!(guard.token() > token);
+        assert_eq!(observer.children(&dir).await, vec![node_name(guard.path())]);
+        guard.release().await.unwrap();
+        a.close().await;
+        b.close().await;
+    }
+
+    /// Revoking a revocable waiter by its node path: its `lock()` fails with the
+    /// typed `Error::Revoked` and its node is gone; the holder is untouched.
+    async fn revoking_a_waiter_fails_it_and_leaves_no_node(rt) {
+        let dir = unique_path("revoke-waiter", &rt);
+        let observer = Observer::connect(&server().connect_string()).await;
+        let a = connect(&rt, &server().connect_string(), SESSION).await;
+        let b = connect(&rt, &server().connect_string(), SESSION).await;
+        let held = a.mutex(dir.clone()).lock().await.unwrap();
+        let waiter = {
+            let (b, dir) = (b.clone(), dir.clone());
+            spawn(&rt, async move { b.mutex(dir).revocable().lock().await })
+        };
+        let children = observer.wait_children(&dir, 2).await;
+        let holder = node_name(held.path());
+        let waiting = children.iter().find(|n| **n != holder).unwrap().clone();
+        let target = format!("{dir}/{waiting}");
+
+        let asked = a.revoke(target.clone()).await.unwrap();
+        assert_eq!(asked, vec![target]);
+        assert_eq!(waiter.await.unwrap().unwrap_err(), Error::Revoked);
+        b.wait_idle().await.unwrap();
+        assert_eq!(observer.children(&dir).await, vec![holder], "the revoked waiter left a node");
+        assert_eq!(held.status(), LockStatus::Held);
+        held.release().await.unwrap();
+        a.close().await;
+        b.close().await;
+    }
+
+    /// The seeds' revocable shared locks: revoking the lock path asks every reader
+    /// holding it (not the waiting writer); each releases, and the writer gets in.
+    async fn revoking_shared_readers(rt) {
+        let dir = unique_path("revoke-readers", &rt);
+        let zk = Observer::connect(&server().connect_string()).await;
+        let a = connect(&rt, &server().connect_string(), SESSION).await;
+        let b = connect(&rt, &server().connect_string(), SESSION).await;
+        let table = a.rwlock(dir.clone()).revocable();
+        let mut r1 = table.read().lock().await.unwrap();
+        let mut r2 = table.read().lock().await.unwrap();
+        let writer = {
+            let (b, dir) = (b.clone(), dir.clone());
+            spawn(&rt, async move { b.rwlock(dir).write().lock().await })
+        };
+        zk.wait_children(&dir, 3).await;
+        let mut asked = b.revoke(dir.clone()).await.unwrap();
+        asked.sort();
+        let mut readers = vec![r1.path().to_owned(), r2.path().to_owned()];
+        readers.sort();
+        assert_eq!(asked, readers);
+        assert_eq!(r1.revocation_requested().await, Ok(()));
+        assert_eq!(r2.revocation_requested().await, Ok(()));
+        r1.release().await.unwrap();
+        r2.release().await.unwrap();
+        let w = writer.await.unwrap().unwrap();
+        assert_eq!(zk.children(&dir).await, vec![node_name(w.path())]);
+        w.release().await.unwrap();
+        a.close().await;
+        b.close().await;
+    }
+
+    /// Three participants on three sessions and an observer. Each leader change wakes
+    /// only the next participant (the third is never notified of the first leader
+    /// resigning); the observer follows every change down to "nobody".
+    async fn election_hands_over_to_one_participant(rt) {
+        let dir = unique_path("election", &rt);
+        let cluster = server().connect_string();
+        let (a, b, c, d) = (
+            connect(&rt, &cluster, SESSION).await,
+            connect(&rt, &cluster, SESSION).await,
+            connect(&rt, &cluster, SESSION).await,
+            connect(&rt, &cluster, SESSION).await,
+        );
+        let zk = Observer::connect(&cluster).await;
+        let mut alpha = a.election(dir.clone(), "alpha");
+        let a_lead = alpha.leadership().await.unwrap();
+        assert!(alpha.is_leader());
+        assert_eq!(
+            alpha.next_event().await,
+            Some(ElectionEvent::Elected { token: a_lead.token(), path: a_lead.path().to_owned() })
+        );
+        // Joined in this order (each create reaches the server before the next).
+        let mut beta = b.election(dir.clone(), "beta");
+        zk.wait_children(&dir, 2).await;
+        let mut gamma = c.election(dir.clone(), "gamma");
+        zk.wait_children(&dir, 3).await;
+        assert!(!beta.is_leader() && !gamma.is_leader());
+
+        let mut observer = d.observe_election(dir.clone()).await.unwrap();
+        let leader = observer.leader().cloned().expect("a leader");
+        assert_eq!((leader.id.as_slice(), leader.token), (&b"alpha"[..], a_lead.token()));
+        assert_eq!(leader.path, a_lead.path());
+        assert_eq!(observer.participants(), 3);
+
+        // alpha resigns: beta leads.
+        let b_wait = spawn(&rt, async move {
+            let lead = beta.leadership().await;
+            (beta, lead)
+        });
+        a_lead.resign().await.unwrap();
+        assert!(!alpha.is_leader());
+        assert_eq!(alpha.next_event().await, Some(ElectionEvent::Resigned));
+        assert_eq!(alpha.next_event().await, None, "no term left");
+        let (beta, b_lead) = b_wait.await.unwrap();
+        let b_lead = b_lead.unwrap();
+        assert!(beta.is_leader());
+        let seen = observer.changed().await.unwrap().expect("a leader");
+        assert_eq!((seen.id.as_slice(), seen.token), (&b"beta"[..], b_lead.token()));
+        assert_eq!(observer.participants(), 2);
+        assert!(b_lead.token() > leader.token);
+        // A round trip on gamma's session: any notification sent to it before is in.
+        assert_eq!(c.revoke(format!("{dir}-nothing-here")).await.unwrap(), Vec::<String>::new());
+        let stats = c.stats().await.unwrap();
+        assert_eq!(stats.handoff_notifications, 0, "gamma was woken by alpha's resignation");
+        assert_eq!(stats.watches_set, 1, "gamma watches only its predecessor");
+        assert!(!gamma.is_leader());
+
+        // beta resigns through its participant, while holding its Leadership.
+        let g_wait = spawn(&rt, async move {
+            let lead = gamma.leadership().await;
+            (gamma, lead)
+        });
+        beta.resign().await;
+        assert_eq!(b_lead.status(), LockStatus::Released);
+        let (mut gamma, g_lead) = g_wait.await.unwrap();
+        let g_lead = g_lead.unwrap();
+        assert!(gamma.is_leader());
+        let seen = observer.changed().await.unwrap().expect("a leader");
+        assert_eq!(seen.id, b"gamma");
+        assert_eq!(c.stats().await.unwrap().handoff_notifications, 1);
+
+        // A second call while leading is refused; dropping the Leadership resigns.
+        assert!(matches!(gamma.leadership().await, Err(Error::Usage(_))));
+        drop(g_lead);
+        assert_eq!(observer.changed().await.unwrap(), None);
+        assert_eq!(observer.participants(), 0);
+        assert!(!gamma.is_leader());
+        c.wait_idle().await.unwrap();
+        assert!(zk.children(&dir).await.is_empty());
+        for client in [a, b, c, d] {
+            client.close().await;
+        }
+    }
+
+    /// The leader's session expires (its network blackholed past the 2 s session
+    /// timeout). The old leader reports `Suspended` before the other participant is
+    /// elected, then `Lost`; at no instant are both trusted (checked at the moment of
+    /// election, and over the recorded intervals); an observer sees the change; the
+    /// old participant rejoins on a new session and leads again after a resignation.
+    async fn leader_failover_on_session_expiry(rt) {
+        let session_timeout = Duration::from_secs(2);
+        let dir = unique_path("failover", &rt);
+        let cluster = server().connect_string();
+        let proxy = Arc::new(FaultProxy::start(server().addr()).unwrap());
+        let a = connect(&rt, &proxy.connect_string(), session_timeout).await;
+        assert_eq!(a.session_timeout(), session_timeout);
+        let b = connect(&rt, &cluster, SESSION).await;
+        let c = connect(&rt, &cluster, SESSION).await;
+        let zk = Observer::connect(&cluster).await;
+
+        let mut alpha = a.election(dir.clone(), "alpha");
+        let a_lead = Arc::new(alpha.leadership().await.unwrap());
+        let a_start = Instant::now();
+        assert!(matches!(alpha.next_event().await, Some(ElectionEvent::Elected { .. })));
+        let b_elected = {
+            let (b, dir, a_lead) = (b.clone(), dir.clone(), a_lead.clone());
+            spawn(&rt, async move {
+                let mut beta = b.election(dir, "beta");
+                let lead = beta.leadership().await.expect("beta elected");
+                // The moment beta is told it leads, alpha must not be trusted.
+                let alpha_trusted = a_lead.is_trusted();
+                (Instant::now(), alpha_trusted, beta, lead)
+            })
+        };
+        zk.wait_children(&dir, 2).await;
+        let mut observer = c.observe_election(dir.clone()).await.unwrap();
+        assert_eq!(observer.leader().unwrap().id, b"alpha");
+        assert_eq!(observer.participants(), 2);
+
+        let cut_at = Instant::now();
+        { let p = proxy.clone(); common::blocking(move || p.blackhole()).await; }
+        assert_eq!(alpha.next_event().await, Some(ElectionEvent::Suspended));
+        let a_end = Instant::now();
+        assert!(!alpha.is_leader() && !a_lead.is_trusted());
+        let (b_start, alpha_trusted, beta, b_lead) = b_elected.await.unwrap();
+        eprintln!(
+            "{}: alpha suspended {:?}, beta elected {:?} after the blackhole",
+            common::runtime_name(&rt), a_end - cut_at, b_start - cut_at
+        );
+        assert!(!alpha_trusted, "two trusted leaders");
+        assert!(a_end < b_start, "beta elected before alpha suspended");
+        assert!(b_lead.token() > a_lead.token());
+        match alpha.next_event().await {
+            Some(ElectionEvent::Lost(LostReason::SuspendedTooLong | LostReason::SessionExpired)) => {}
+            other => panic!("expected Lost, got {other:?}"),
+        }
+        assert!(matches!(a_lead.status(), LockStatus::Lost(_)));
+        loop {
+            let leader = observer.changed().await.unwrap();
+            match leader.as_ref().map(|l| l.id.as_slice()) {
+                Some(b"beta") => break,
+                None => {}
+                other => panic!("observer saw {other:?} after the failover"),
+            }
+        }
+        assert_eq!(observer.leader().unwrap().token, b_lead.token());
+        assert_eq!(observer.participants(), 1);
+        drop(a_lead);
+
+        // Healed: alpha's handle opens a new session and rejoins behind beta.
+        { let p = proxy.clone(); common::blocking(move || p.heal()).await; }
+        let a_again = spawn(&rt, async move {
+            let lead = alpha.leadership().await.expect("alpha rejoins");
+            (Instant::now(), alpha, lead)
+        });
+        zk.wait_children(&dir, 2).await;
+        let b_token = b_lead.token();
+        let b_end = Instant::now();
+        b_lead.resign().await.unwrap();
+        assert!(!beta.is_leader());
+        let (a2_start, alpha, a2_lead) = a_again.await.unwrap();
+        assert!(alpha.is_leader());
+        assert_eq!(a2_lead.grant().session_id, a.session_id().unwrap());
+        assert!(a2_lead.token() > b_token);
+        let seen = observer.changed().await.unwrap().expect("a leader");
+        assert_eq!((seen.id.as_slice(), seen.token), (&b"alpha"[..], a2_lead.token()));
+        assert!(disjoint(vec![(a_start, a_end), (b_start, b_end), (a2_start, Instant::now())]));
+        a2_lead.resign().await.unwrap();
+        drop((alpha, beta));
+        for client in [a, b, c] {
+            client.close().await;
+        }
+    }
+
+    /// Uncontended: the holder's client is closed inside a section (no release); the
+    /// next holder learns of it from the listing of its one-round-trip acquire (same
+    /// request count as a plain lock), repairs, and a clean release (one request:
+    /// the section closes in the same multi as the delete) leaves nothing to report.
+    async fn crash_in_section_detected_uncontended(rt) {
+        let dir = unique_path("crash", &rt);
+        let cluster = server().connect_string();
+        let zk = Observer::connect(&cluster).await;
+        let a = connect(&rt, &cluster, SESSION).await;
+        let b = connect(&rt, &cluster, SESSION).await;
+
+        let mut guard = a.mutex(dir.clone()).detect_crashes().lock().await.unwrap();
+        assert!(!guard.previous_holder_crashed());
+        guard.open_section().await.unwrap();
+        assert!(zk.children(&dir).await.contains(&MARKER.to_owned()));
+        a.close().await; // dies inside the section
+        drop(guard);
+
+        // Sections need crash detection.
+        let mut plain = b.mutex(format!("{dir}-no-detection")).lock().await.unwrap();
+        assert!(matches!(plain.open_section().await, Err(Error::Usage(_))));
+        plain.release().await.unwrap();
+
+        let mutex = b.mutex(dir.clone()).detect_crashes();
+        let before = b.stats().await.unwrap().requests;
+        let mut guard = mutex.lock().await.unwrap();
+        let crash_cost = b.stats().await.unwrap().requests - before;
+        assert!(guard.previous_holder_crashed(), "the crash inside the section went unseen");
+        guard.close_section().await.unwrap(); // repaired
+        assert!(!zk.children(&dir).await.contains(&MARKER.to_owned()));
+        guard.open_section().await.unwrap();
+        let before = b.stats().await.unwrap().requests;
+        guard.release().await.unwrap();
+        assert_eq!(b.stats().await.unwrap().requests - before, 1, "release took more than one request");
+        assert!(zk.children(&dir).await.is_empty(), "marker or node left by a clean release");
+
+        let guard = mutex.lock().await.unwrap();
+        assert!(!guard.previous_holder_crashed(), "a clean release reported as a crash");
+        guard.release().await.unwrap();
+        // A plain lock on an existing directory, for comparison.
+        let plain_dir = format!("{dir}-plain");
+        zk.client
+            .mkdir(&plain_dir, &CreateMode::Persistent.with_acls(Acls::anyone_all()))
+            .await
+            .unwrap();
+        let plain = b.mutex(plain_dir);
+        let before = b.stats().await.unwrap().requests;
+        let guard = plain.lock().await.unwrap();
+        let plain_cost = b.stats().await.unwrap().requests - before;
+        assert_eq!(crash_cost, plain_cost, "crash detection cost requests on the uncontended path");
+        guard.release().await.unwrap();
+        b.close().await;
+    }
+
+    /// Contended: the holder's guard is dropped inside a section (as by a panic
+    /// unwinding through it) while another session waits: the waiter's grant reports
+    /// the crash. Then a clean release inside a section, with a waiter: no crash.
+    async fn crash_in_section_detected_contended(rt) {
+        let dir = unique_path("crash-contended", &rt);
+        let cluster = server().connect_string();
+        let zk = Observer::connect(&cluster).await;
+        let a = connect(&rt, &cluster, SESSION).await;
+        let b = connect(&rt, &cluster, SESSION).await;
+
+        let mut guard = a.mutex(dir.clone()).detect_crashes().lock().await.unwrap();
+        guard.open_section().await.unwrap();
+        let waiter = {
+            let (b, dir) = (b.clone(), dir.clone());
+            spawn(&rt, async move { b.mutex(dir).detect_crashes().lock().await })
+        };
+        zk.wait_children(&dir, 3).await; // holder, marker, waiter
+        drop(guard);
+        let mut b_guard = waiter.await.unwrap().unwrap();
+        assert!(b_guard.previous_holder_crashed(), "the dropped section went unseen");
+        a.wait_idle().await.unwrap();
+        assert_eq!(
+            zk.children(&dir).await,
+            { let mut v = vec![node_name(b_guard.path()), MARKER.to_owned()]; v.sort(); v }
+        );
+
+        b_guard.open_section().await.unwrap(); // takes the section over
+        let waiter = {
+            let (a, dir) = (a.clone(), dir.clone());
+            spawn(&rt, async move { a.mutex(dir).detect_crashes().lock().await })
+        };
+        zk.wait_children(&dir, 3).await;
+        b_guard.release().await.unwrap();
+        let a_guard = waiter.await.unwrap().unwrap();
+        assert!(!a_guard.previous_holder_crashed(), "a clean release reported as a crash");
+        assert_eq!(zk.children(&dir).await, vec![node_name(a_guard.path())]);
+        a_guard.release().await.unwrap();
+        a.close().await;
+        b.close().await;
+    }
+
+    /// A section call whose request dies with the connection goes on after the
+    /// reconnect: `open_section` returns once the marker is written, the guard having
+    /// been suspended and resumed meanwhile; a clean release then removes it.
+    async fn section_call_survives_a_connection_loss(rt) {
+        let dir = unique_path("section-cut", &rt);
+        let zk = Observer::connect(&server().connect_string()).await;
+        let proxy = Arc::new(HoldProxy::start(server().addr()));
+        let a = connect(&rt, &proxy.connect_string(), SESSION).await;
+        let mut guard = a.mutex(dir.clone()).detect_crashes().lock().await.unwrap();
+        proxy.hold(Direction::ToServer);
+        let result = {
+            let mut open = std::pin::pin!(guard.open_section());
+            // The first poll hands the call to the driver; `stats` is answered after
+            // it (one command queue), so by then the request went to the client.
+            assert!(futures::poll!(open.as_mut()).is_pending());
+            a.stats().await.unwrap();
+            { let p = proxy.clone(); common::blocking(move || p.wait_holding(Direction::ToServer)).await; }
+            proxy.cut();
+            open.await
+        };
+        assert_eq!(result, Ok(()));
+        assert_eq!(guard.next_event().await, Some(LockEvent::Suspended));
+        assert_eq!(guard.next_event().await, Some(LockEvent::Resumed));
+        assert!(zk.children(&dir).await.contains(&MARKER.to_owned()));
+        guard.release().await.unwrap();
+        assert!(zk.children(&dir).await.is_empty());
+        a.close().await;
+    }
+
+    /// Fenced writes apply while held; a failing write applies nothing; once an
+    /// administrator deletes the lock node, they fail with `NotHeld` and nothing is
+    /// written (checked with a plain read).
+    async fn fenced_write_only_while_held(rt) {
+        let dir = unique_path("fenced", &rt);
+        let data = format!("{dir}-data");
+        let cluster = server().connect_string();
+        let zk = Observer::connect(&cluster).await;
+        zk.client
+            .mkdir(&data, &CreateMode::Persistent.with_acls(Acls::anyone_all()))
+            .await
+            .unwrap();
+        zk.client.set_data(&data, b"v0", None).await.unwrap();
+        let a = connect(&rt, &cluster, SESSION).await;
+        let mut guard = a.mutex(dir.clone()).lock().await.unwrap();
+
+        let results = guard.fenced_write(Writes::new().set_data(&data, b"v1")).await.unwrap();
+        match &results[..] {
+            [MultiResult::SetData { stat }] => assert_eq!(stat.version, 2),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(zk.client.get_data(&data).await.unwrap().0, b"v1");
+
+        let failing = Writes::new().set_data(&data, b"v2").create(&data, b"");
+        assert_eq!(
+            guard.fenced_write(failing).await,
+            Err(FencedError::Write { index: 1, error: ZkError::NodeExists })
+        );
+        assert_eq!(zk.client.get_data(&data).await.unwrap().0, b"v1", "a failed multi wrote");
+
+        zk.client.delete(guard.path(), None).await.unwrap();
+        assert_eq!(guard.lost().await, LostReason::NodeDeleted);
+        assert_eq!(
+            guard.fenced_write(Writes::new().set_data(&data, b"v3")).await,
+            Err(FencedError::NotHeld)
+        );
+        let (value, stat) = zk.client.get_data(&data).await.unwrap();
+        assert_eq!((value.as_slice(), stat.version), (&b"v1"[..], 2), "written without the lock");
+        a.close().await;
+    }
+
+    /// The server itself refuses a fenced write sent after an administrator deleted
+    /// the lock node but before the holder heard of it (the notification and the
+    /// reply are held back in a proxy until the write has reached the server): the
+    /// write fails with `NotHeld`, nothing is written, and the lock is lost.
+    async fn fenced_write_refused_by_the_server_after_deletion(rt) {
+        let dir = unique_path("fenced-server", &rt);
+        let data = format!("{dir}-data");
+        let zk = Observer::connect(&server().connect_string()).await;
+        zk.client
+            .create(&data, b"v0", &CreateMode::Persistent.with_acls(Acls::anyone_all()))
+            .await
+            .unwrap();
+        let proxy = Arc::new(HoldProxy::start(server().addr()));
+        let a = connect(&rt, &proxy.connect_string(), SESSION).await;
+        let guard = a.mutex(dir.clone()).lock().await.unwrap();
+
+        proxy.hold(Direction::ToClient);
+        zk.client.delete(guard.path(), None).await.unwrap();
+        let sent = proxy.forwarded(Direction::ToServer);
+        let write = {
+            let data = data.clone();
+            spawn(&rt, async move {
+                let result = guard.fenced_write(Writes::new().set_data(&data, b"late")).await;
+                (guard, result)
+            })
+        };
+        // The multi (check + setData, well over 100 bytes; a ping is 12) is through.
+        { let p = proxy.clone(); common::blocking(move || p.wait_forwarded(Direction::ToServer, sent + 100)).await; }
+        proxy.release(Direction::ToClient);
+        let (mut guard, result) = write.await.unwrap();
+        assert_eq!(result, Err(FencedError::NotHeld));
+        assert_eq!(guard.lost().await, LostReason::NodeDeleted);
+        let (value, stat) = zk.client.get_data(&data).await.unwrap();
+        assert_eq!((value.as_slice(), stat.version), (&b"v0"[..], 0), "written without the lock");
+        a.close().await;
+    }
+
+    /// A lease: the holder loses the lock after `max_hold` (`Lost(LeaseExpired)`),
+    /// its node is deleted, and the next waiter acquires.
+    async fn lease_expires_and_next_waiter_acquires(rt) {
+        let max_hold = Duration::from_secs(1);
+        let dir = unique_path("lease", &rt);
+        let cluster = server().connect_string();
+        let zk = Observer::connect(&cluster).await;
+        let a = connect(&rt, &cluster, SESSION).await;
+        let b = connect(&rt, &cluster, SESSION).await;
+        let mut guard = a.mutex(dir.clone()).max_hold(max_hold).lock().await.unwrap();
+        let granted = Instant::now();
+        let waiter = {
+            let (b, dir) = (b.clone(), dir.clone());
+            spawn(&rt, async move { b.mutex(dir).lock().await.map(|g| (Instant::now(), g)) })
+        };
+        zk.wait_children(&dir, 2).await;
+        assert_eq!(guard.lost().await, LostReason::LeaseExpired);
+        let lost_at = Instant::now();
+        assert!(lost_at - granted >= max_hold - Duration::from_millis(50), "lease ended early");
+        let (acquired_at, b_guard) = waiter.await.unwrap().unwrap();
+        assert!(acquired_at - granted >= max_hold - Duration::from_millis(50));
+        eprintln!(
+            "{}: lease lost {:?} and the waiter acquired {:?} after the grant",
+            common::runtime_name(&rt), lost_at - granted, acquired_at - granted
+        );
+        assert!(b_guard.token() > guard.token());
+        assert_eq!(guard.status(), LockStatus::Lost(LostReason::LeaseExpired));
+        assert_eq!(
+            guard.fenced_write(Writes::new().delete(format!("{dir}-x"))).await,
+            Err(FencedError::NotHeld)
+        );
+        assert_eq!(guard.release().await, Err(Error::Lost(LostReason::LeaseExpired)));
+        assert_eq!(zk.children(&dir).await, vec![node_name(b_guard.path())]);
+        b_guard.release().await.unwrap();
+        a.close().await;
+        b.close().await;
+    }
+}
