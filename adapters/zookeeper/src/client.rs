@@ -1,9 +1,12 @@
 //! [`LockClient`]: the handle that owns one ZooKeeper session and its driver thread.
 
-use crate::driver::{Command, Diagnostics, Driver, Msg, Settings, Shared};
+use crate::driver::{Command, Diagnostics, Driver, Msg, Settings, Shared, Task};
+use crate::election::{Election, ElectionObserver};
 use crate::error::Error;
-use crate::lock::{start, LockGuard, Mutex, PendingLock, RwLock, Semaphore};
-use lock_core::{LockSpec, Stats};
+use crate::lock::{
+    start, start_task, LockGuard, Mutex, Next, Notice, PendingLock, RwLock, Semaphore,
+};
+use lock_core::{LockEvent, LockSpec, Stats};
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -345,6 +348,79 @@ impl LockClient {
         start(self, spec, deadline)
     }
 
+    /// Joins the leader election at `path` as `participant` (its id, stored in its
+    /// node for observers to read; must not be empty). The participant joins at once;
+    /// see [`Election`].
+    ///
+    /// ```no_run
+    /// # fn demo(locks: lock_zookeeper::LockClient) -> Result<(), lock_zookeeper::Error> {
+    /// let mut election = locks.election("/services/scheduler/leader", "node-1");
+    /// let leadership = election.leadership()?; // waits until elected
+    /// println!("leading, token {}", leadership.token());
+    /// leadership.resign()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn election(&self, path: impl Into<String>, participant: impl Into<Vec<u8>>) -> Election {
+        Election::new(self.clone(), path.into(), participant.into())
+    }
+
+    /// Follows the leader of the election at `path` without taking part (the
+    /// election directory need not exist yet). Returns once the current leader is
+    /// known. While the observer lives, [`wait_idle`](Self::wait_idle) waits too (it
+    /// is work in progress on the session).
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for an invalid path, [`Error::Closed`] once the client is
+    /// closed.
+    ///
+    /// ```no_run
+    /// # fn demo(locks: lock_zookeeper::LockClient) -> Result<(), lock_zookeeper::Error> {
+    /// let mut observer = locks.observe_election("/services/scheduler/leader")?;
+    /// println!("leader: {:?}", observer.leader().map(|l| l.id.clone()));
+    /// let next = observer.changed()?;
+    /// # drop(next); Ok(()) }
+    /// ```
+    pub fn observe_election(&self, path: impl Into<String>) -> Result<ElectionObserver, Error> {
+        ElectionObserver::start(self, path.into())
+    }
+
+    /// Asks holders to let go, by writing Curator's `__REVOKE__` into their nodes:
+    /// given a lock directory, its current holders (the lowest node, or the leading
+    /// readers); given a participant node's path, that node's owner, holding or
+    /// waiting. Returns the nodes asked (empty if there were none), once written.
+    ///
+    /// Holders of locks made [`revocable`](Mutex::revocable) are told
+    /// ([`LockGuard::revocation_requested`]) and decide; a revocable waiter gives up
+    /// its place ([`Error::Revoked`]); other participants ignore the request. Curator
+    /// clients honour it too.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for an invalid path, [`Error::Zk`] if ZooKeeper refused,
+    /// [`Error::Closed`] once the client is closed.
+    ///
+    /// ```no_run
+    /// # fn demo(locks: lock_zookeeper::LockClient) -> Result<(), lock_zookeeper::Error> {
+    /// let asked = locks.revoke("/locks/job")?;
+    /// println!("asked {asked:?} to let go");
+    /// // Now wait for the lock as usual.
+    /// let guard = locks.mutex("/locks/job").lock()?;
+    /// # drop(guard); Ok(()) }
+    /// ```
+    pub fn revoke(&self, path: impl Into<String>) -> Result<Vec<String>, Error> {
+        let (_, slot) = start_task(&self.inner, Task::Revoke { path: path.into() })?;
+        loop {
+            match slot.next(None) {
+                Next::Notice(Notice::Event(LockEvent::RevocationSent { nodes })) => {
+                    return Ok(nodes)
+                }
+                Next::Notice(Notice::Event(LockEvent::Failed(reason))) => return Err(reason.into()),
+                Next::Notice(Notice::Refused(e)) => return Err(e.into()),
+                Next::Notice(Notice::Event(_)) | Next::TimedOut => {}
+                Next::Gone => return Err(Error::Closed),
+            }
+        }
+    }
+
     /// The ZooKeeper session id the locks currently run on (`None` between an
     /// expiry and the next session, and after close).
     ///
@@ -475,6 +551,9 @@ mod tests {
         send_sync::<LockGuard>();
         send_sync::<PendingLock>();
         send_sync::<crate::Canceller>();
+        send_sync::<Election>();
+        send_sync::<crate::Leadership>();
+        send_sync::<ElectionObserver>();
         send_sync::<Error>();
     }
 

@@ -129,12 +129,25 @@ pub struct Diagnostics {
     pub silences: u64,
 }
 
-/// What handles ask of the driver.
-pub(crate) enum Command {
+/// What a handle asks the core to run.
+pub(crate) enum Task {
+    /// An acquisition (a lock, or an election participant).
     Acquire {
-        key: u64,
         spec: LockSpec,
         deadline: Option<Instant>,
+    },
+    /// An election observer.
+    Observe { path: String },
+    /// A revocation request.
+    Revoke { path: String },
+}
+
+/// What handles ask of the driver.
+pub(crate) enum Command {
+    /// Starts a task; its events go to the ticket's slot.
+    Start {
+        key: u64,
+        task: Task,
         ticket: Ticket,
     },
     /// Explicit release of a held lock.
@@ -915,17 +928,23 @@ impl Driver {
     fn on_command(&mut self, command: Command) {
         let now = self.now();
         match command {
-            Command::Acquire {
+            Command::Start {
                 key,
-                mut spec,
-                deadline,
+                task,
                 mut ticket,
             } => {
                 let Some(slot) = ticket.take() else { return };
-                if let Some(deadline) = deadline {
-                    spec = spec.deadline(self.timestamp(deadline));
-                }
-                match self.core.acquire(spec, now) {
+                let started = match task {
+                    Task::Acquire { mut spec, deadline } => {
+                        if let Some(deadline) = deadline {
+                            spec = spec.deadline(self.timestamp(deadline));
+                        }
+                        self.core.acquire(spec, now)
+                    }
+                    Task::Observe { path } => self.core.observe(&path, now),
+                    Task::Revoke { path } => self.core.revoke(&path, now),
+                };
+                match started {
                     Ok(id) => {
                         self.keys.insert(key, id);
                         self.locks.insert(id, Entry { key, slot });

@@ -43,6 +43,10 @@ pub enum Error {
     /// Our waiting node was deleted by someone else (an administrator).
     #[error("our lock node was deleted by someone else")]
     NodeDeleted,
+    /// A [revocable](crate::Mutex::revocable) waiter was asked to give up its place
+    /// ([`LockClient::revoke`](crate::LockClient::revoke)); its node is deleted.
+    #[error("the acquisition was revoked")]
+    Revoked,
     /// The acquisition was cancelled ([`PendingLock::cancel`](crate::PendingLock::cancel)).
     #[error("cancelled")]
     Cancelled,
@@ -90,6 +94,7 @@ impl From<FailReason> for Error {
             FailReason::Closed => Error::Closed,
             FailReason::Zk(e) => Error::Zk(e),
             FailReason::WouldBlock => Error::WouldBlock,
+            FailReason::Revoked => Error::Revoked,
             other => Error::Zk(ZkError::Other(format!("{other:?}"))),
         }
     }

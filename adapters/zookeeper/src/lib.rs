@@ -47,6 +47,17 @@
 //! * **Guards** release on drop (in the background; [`LockClient::wait_idle`] waits
 //!   for it) or explicitly with [`LockGuard::release`], and carry the fencing token
 //!   ([`LockGuard::token`]) and node path ([`LockGuard::path`]).
+//! * **Revocation** ([`Mutex::revocable`], [`LockClient::revoke`],
+//!   [`LockGuard::revocation_requested`]): `revoke` writes Curator's `__REVOKE__` into
+//!   the holders' nodes (of a lock path) or into one node (a node path); revocable
+//!   holders get [`LockEvent::RevocationRequested`] and decide, revocable waiters
+//!   give up with [`Error::Revoked`].
+//! * **Leases** ([`Mutex::max_hold`]): after the maximum hold time the guard reports
+//!   [`LostReason::LeaseExpired`] and the node is deleted, letting the next waiter in.
+//! * **Leader election** ([`LockClient::election`], [`Election::leadership`],
+//!   [`Leadership`]) and **observers** ([`LockClient::observe_election`],
+//!   [`ElectionObserver::changed`]): each participant watches only its predecessor,
+//!   an observer only the leader.
 //! * **Failures.** When the connection drops, held locks report
 //!   [`LockEvent::Suspended`] before the server can expire the session, then
 //!   [`LockEvent::Resumed`] once the node is verified after a reconnect, or
@@ -72,6 +83,8 @@
 //! | It hides the negotiated session timeout. | Timings use the requested one: ask for a timeout the server accepts ([`Builder::session_timeout`]). |
 //! | Its constructor panics if the first socket cannot be created. | Caught: [`Error::Connect`]. |
 //!
+//! [`LockEvent::RevocationRequested`]: lock_core::LockEvent::RevocationRequested
+//! [`LostReason::LeaseExpired`]: lock_core::LostReason::LeaseExpired
 //! [`LockEvent::Suspended`]: lock_core::LockEvent::Suspended
 //! [`LockEvent::Resumed`]: lock_core::LockEvent::Resumed
 //! [`LockEvent::Lost`]: lock_core::LockEvent::Lost
@@ -80,18 +93,20 @@
 
 mod client;
 mod driver;
+mod election;
 mod error;
 mod lock;
 mod wire;
 
 pub use client::{Builder, LockClient, DEFAULT_SESSION_MARKER, DEFAULT_SESSION_TIMEOUT};
 pub use driver::Diagnostics;
+pub use election::{Election, ElectionObserver, Leadership};
 pub use error::{Error, MULTI_UNSUPPORTED};
 pub use lock::{
     Canceller, LockGuard, LockStatus, Mutex, PendingLock, ReadLock, RwLock, Semaphore, WriteLock,
 };
 
 pub use lock_core::{
-    FailReason, FencingToken, Grant, LockEvent, LockSpec, LostReason, NameScheme, Stats,
+    FailReason, FencingToken, Grant, Leader, LockEvent, LockSpec, LostReason, NameScheme, Stats,
     UsageError, ZkError,
 };

@@ -2,7 +2,7 @@
 //! and [`LockGuard`].
 
 use crate::client::{Inner, LockClient};
-use crate::driver::Command;
+use crate::driver::{Command, Task};
 use crate::error::Error;
 use lock_core::{FencingToken, Grant, LockEvent, LockSpec, LostReason, NameScheme, UsageError};
 use std::collections::VecDeque;
@@ -45,6 +45,12 @@ struct SlotState {
     gone: bool,
     /// The handle has seen the terminal event.
     ended: bool,
+    /// The driver pushed the terminal event (read or not).
+    finished: bool,
+    /// The driver pushed `Acquired` (read or not).
+    acquired: bool,
+    /// The driver pushed `RevocationRequested` (read or not).
+    revocation_requested: bool,
 }
 
 /// The outcome of waiting on a [`Slot`].
@@ -63,6 +69,9 @@ impl Slot {
                 status: LockStatus::Held,
                 gone: false,
                 ended: false,
+                finished: false,
+                acquired: false,
+                revocation_requested: false,
             }),
             changed: Condvar::new(),
         })
@@ -76,6 +85,16 @@ impl Slot {
         let mut state = self.lock();
         if let Some(status) = status {
             state.status = status;
+        }
+        if let Notice::Event(event) = &notice {
+            match event {
+                LockEvent::Acquired(_) => state.acquired = true,
+                LockEvent::RevocationRequested => state.revocation_requested = true,
+                _ => {}
+            }
+            if event.is_terminal() {
+                state.finished = true;
+            }
         }
         state.notices.push_back(notice);
         self.changed.notify_all();
@@ -91,7 +110,7 @@ impl Slot {
     }
 
     /// The next notice, waiting until `deadline` (forever if `None`).
-    fn next(&self, deadline: Option<Instant>) -> Next {
+    pub(crate) fn next(&self, deadline: Option<Instant>) -> Next {
         let mut state = self.lock();
         loop {
             if let Some(notice) = state.notices.pop_front() {
@@ -119,19 +138,46 @@ impl Slot {
         }
     }
 
-    fn status(&self) -> LockStatus {
+    pub(crate) fn status(&self) -> LockStatus {
         self.lock().status.clone()
+    }
+
+    /// Whether the task was granted and has not ended (as pushed by the driver):
+    /// `Held` or `Suspended`.
+    pub(crate) fn is_holding(&self) -> bool {
+        let state = self.lock();
+        state.acquired
+            && !state.finished
+            && !state.gone
+            && matches!(state.status, LockStatus::Held | LockStatus::Suspended)
+    }
+
+    /// Like [`is_holding`](Self::is_holding), and not suspended.
+    pub(crate) fn is_trusted_holder(&self) -> bool {
+        self.is_holding() && self.status() == LockStatus::Held
+    }
+
+    fn revocation_requested(&self) -> bool {
+        self.lock().revocation_requested
+    }
+
+    /// Waits until the driver pushed the terminal event (or stopped).
+    pub(crate) fn wait_finished(&self) {
+        let mut state = self.lock();
+        while !state.finished && !state.gone {
+            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
     }
 
     fn set_status(&self, status: LockStatus) {
         self.lock().status = status;
     }
 
-    fn ended(&self) -> bool {
+    pub(crate) fn ended(&self) -> bool {
         self.lock().ended
     }
 
-    fn set_ended(&self) {
+    pub(crate) fn set_ended(&self) {
         self.lock().ended = true;
     }
 }
@@ -155,6 +201,18 @@ impl Drop for Ticket {
     }
 }
 
+/// Starts a task in the driver: its key and the slot its events arrive in.
+pub(crate) fn start_task(inner: &Inner, task: Task) -> Result<(u64, Arc<Slot>), Error> {
+    let key = inner.next_key();
+    let slot = Slot::new();
+    inner.send(Command::Start {
+        key,
+        task,
+        ticket: Ticket(Some(slot.clone())),
+    })?;
+    Ok((key, slot))
+}
+
 /// Starts an acquisition.
 pub(crate) fn start(
     client: &LockClient,
@@ -162,14 +220,7 @@ pub(crate) fn start(
     deadline: Option<Instant>,
 ) -> Result<PendingLock, Error> {
     let inner = client.inner.clone();
-    let key = inner.next_key();
-    let slot = Slot::new();
-    inner.send(Command::Acquire {
-        key,
-        spec,
-        deadline,
-        ticket: Ticket(Some(slot.clone())),
-    })?;
+    let (key, slot) = start_task(&inner, Task::Acquire { spec, deadline })?;
     Ok(PendingLock {
         inner: Some(inner),
         key,
@@ -247,7 +298,10 @@ impl PendingLock {
         self.wait_until(Some(Instant::now() + timeout))
     }
 
-    fn wait_until(&mut self, deadline: Option<Instant>) -> Option<Result<LockGuard, Error>> {
+    pub(crate) fn wait_until(
+        &mut self,
+        deadline: Option<Instant>,
+    ) -> Option<Result<LockGuard, Error>> {
         if self.inner.is_none() {
             return Some(Err(Error::Cancelled));
         }
@@ -286,6 +340,11 @@ impl PendingLock {
     /// ```
     pub fn cancel(self) {
         drop(self);
+    }
+
+    /// The driver's key of this acquisition and its mailbox (for elections).
+    pub(crate) fn parts(&self) -> (u64, Arc<Slot>) {
+        (self.key, self.slot.clone())
     }
 
     /// A handle that cancels this acquisition from anywhere (another thread, a
@@ -569,6 +628,96 @@ impl LockGuard {
         }
     }
 
+    /// Whether someone asked us to let go ([`LockClient::revoke`]): set once a
+    /// [`LockEvent::RevocationRequested`] arrived, whether or not it was read. Only
+    /// locks made [`revocable`](Mutex::revocable) are ever asked.
+    ///
+    /// ```no_run
+    /// # fn demo(locks: lock_zookeeper::LockClient) -> Result<(), lock_zookeeper::Error> {
+    /// let guard = locks.mutex("/locks/job").revocable().lock()?;
+    /// for step in 0..100 {
+    ///     if guard.is_revocation_requested() {
+    ///         break; // someone needs the lock: stop at a consistent point
+    ///     }
+    ///     # let _ = step;
+    /// }
+    /// guard.release()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn is_revocation_requested(&self) -> bool {
+        self.slot.revocation_requested()
+    }
+
+    /// Waits until someone asks us to let go ([`LockClient::revoke`] writes Curator's
+    /// `__REVOKE__` into our node). The holder decides what to do, usually finish a
+    /// step and release. Returns at once if a request arrived earlier, even if
+    /// [`next_event`](Self::next_event) consumed it.
+    ///
+    /// Only locks made [`revocable`](Mutex::revocable) are asked; for the others this
+    /// waits until the lock is lost. Events before the request (suspension,
+    /// resumption) are consumed.
+    ///
+    /// # Errors
+    /// The lock was lost before anyone asked (the reason).
+    ///
+    /// ```no_run
+    /// # fn demo(locks: lock_zookeeper::LockClient) -> Result<(), lock_zookeeper::Error> {
+    /// let guard = locks.mutex("/locks/job").revocable().lock()?;
+    /// if guard.revocation_requested().is_ok() {
+    ///     guard.release()?; // cooperative: let the requester in
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn revocation_requested(&self) -> Result<(), LostReason> {
+        match self.revocation_requested_until(None) {
+            Some(result) => result,
+            None => unreachable!("no deadline"),
+        }
+    }
+
+    /// Like [`revocation_requested`](Self::revocation_requested), waiting at most
+    /// `timeout`: `None` if nobody asked (and the lock was not lost) meanwhile.
+    ///
+    /// ```no_run
+    /// # fn demo(locks: lock_zookeeper::LockClient) -> Result<(), lock_zookeeper::Error> {
+    /// use std::time::Duration;
+    /// let guard = locks.mutex("/locks/job").revocable().lock()?;
+    /// while guard.revocation_requested_timeout(Duration::from_millis(100)).is_none() {
+    ///     // do a step of work
+    /// }
+    /// guard.release()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn revocation_requested_timeout(
+        &self,
+        timeout: Duration,
+    ) -> Option<Result<(), LostReason>> {
+        self.revocation_requested_until(Some(Instant::now() + timeout))
+    }
+
+    fn revocation_requested_until(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Option<Result<(), LostReason>> {
+        loop {
+            if self.is_revocation_requested() {
+                return Some(Ok(()));
+            }
+            match self.next_event_until(deadline) {
+                Some(LockEvent::RevocationRequested) => return Some(Ok(())),
+                Some(LockEvent::Lost(reason)) => return Some(Err(reason)),
+                Some(_) => {}
+                None if self.slot.ended() => {
+                    return Some(Err(match self.status() {
+                        LockStatus::Lost(reason) => reason,
+                        _ => LostReason::Closed,
+                    }))
+                }
+                None => return None,
+            }
+        }
+    }
+
     /// Releases the lock: deletes our node and waits for the server to confirm
     /// (across reconnects, if the connection is down meanwhile).
     ///
@@ -692,6 +841,24 @@ macro_rules! lock_methods {
             self.spec = self.spec.data(data);
             self
         }
+
+        /// Honours revocation requests ([`LockClient::revoke`]): a holder is told
+        /// ([`LockGuard::revocation_requested`], [`LockEvent::RevocationRequested`])
+        /// and decides; a waiter gives up its place, its acquisition failing with
+        /// [`Error::Revoked`]. Curator's revocable locks interoperate.
+        pub fn revocable(mut self) -> Self {
+            self.spec = self.spec.revocable();
+            self
+        }
+
+        /// A lease: once held for `max_hold`, the lock is taken away, whatever the
+        /// holder is doing: the guard reports [`LostReason::LeaseExpired`] (see
+        /// [`LockGuard::lost`]) and the node is deleted, letting the next waiter in.
+        /// Fence the holder's writes with [`LockGuard::token`] to stop a late one.
+        pub fn max_hold(mut self, max_hold: Duration) -> Self {
+            self.spec = self.spec.max_hold(max_hold);
+            self
+        }
     };
 }
 
@@ -770,6 +937,37 @@ impl RwLock {
     /// The lock directory.
     pub fn path(&self) -> &str {
         self.read.path()
+    }
+
+    /// Makes both halves [revocable](ReadLock::revocable).
+    ///
+    /// ```no_run
+    /// # fn demo(locks: lock_zookeeper::LockClient) -> Result<(), lock_zookeeper::Error> {
+    /// let table = locks.rwlock("/locks/table").revocable();
+    /// let reader = table.read().lock()?;
+    /// # drop(reader); Ok(()) }
+    /// ```
+    pub fn revocable(self) -> Self {
+        RwLock {
+            read: self.read.revocable(),
+            write: self.write.revocable(),
+        }
+    }
+
+    /// Gives both halves a [lease](ReadLock::max_hold) of `max_hold`.
+    ///
+    /// ```no_run
+    /// # fn demo(locks: lock_zookeeper::LockClient) -> Result<(), lock_zookeeper::Error> {
+    /// use std::time::Duration;
+    /// let table = locks.rwlock("/locks/table").max_hold(Duration::from_secs(60));
+    /// let writer = table.write().lock()?;
+    /// # drop(writer); Ok(()) }
+    /// ```
+    pub fn max_hold(self, max_hold: Duration) -> Self {
+        RwLock {
+            read: self.read.max_hold(max_hold),
+            write: self.write.max_hold(max_hold),
+        }
     }
 
     /// Names both halves' nodes with `scheme` (Curator's and kazoo's read/write
