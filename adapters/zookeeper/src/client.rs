@@ -75,7 +75,9 @@ impl Builder {
     }
 
     /// How long [`connect`](Self::connect) tries to establish the first session
-    /// (default: twice the session timeout, at least 5 s). The `zookeeper` crate
+    /// (default: twice the session timeout plus 4 s, so that a first client stuck
+    /// connecting, which is replaced after the session timeout plus 4 s, is followed
+    /// by a fresh attempt before `connect` gives up). The `zookeeper` crate
     /// closes a client for good when it gets no session within about the session
     /// timeout plus a second (its own connection timeout is a fixed 2 s); `connect`
     /// then tries again with a fresh one until this timeout.
@@ -103,7 +105,7 @@ impl Builder {
             seed: seed(),
             connect_timeout: self
                 .connect_timeout
-                .unwrap_or((self.session_timeout * 2).max(Duration::from_secs(5))),
+                .unwrap_or((self.session_timeout + Duration::from_secs(4)) * 2),
         };
         let (tx, rx) = mpsc::channel();
         let shared = Arc::new(Shared::default());
