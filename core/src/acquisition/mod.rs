@@ -42,7 +42,7 @@ pub(crate) const SECTION_MARKER: &str = "zkl-section";
 
 /// Data a holder finds in its own node when someone asks it to let go: Curator's
 /// revocation marker and the ZooKeeper recipe's `unlock`.
-const REVOKE_MARKERS: [&[u8]; 2] = [b"__REVOKE__", b"unlock"];
+const REVOKE_MARKERS: [&[u8]; 2] = [crate::revoke::REVOKE, b"unlock"];
 
 /// Everything an acquisition may touch besides itself.
 pub(crate) struct Ctx<'a> {
@@ -296,6 +296,18 @@ impl Acquisition {
         self.delete = cx.send(self.id, Purpose::DeleteOwn, op);
     }
 
+    /// Deletes a duplicate node of ours (once; recovery sends it again if needed).
+    fn delete_extra(&mut self, cx: &mut Ctx, path: String) {
+        if !self.extra.contains(&path) {
+            cx.send(
+                self.id,
+                Purpose::DeleteExtra { path: path.clone() },
+                delete_op(&path),
+            );
+            self.extra.push(path);
+        }
+    }
+
     fn marker_path(&self) -> String {
         format!("{}/{SECTION_MARKER}", self.spec.path)
     }
@@ -470,33 +482,21 @@ impl Acquisition {
             Some(n) => mine.iter().position(|(_, m)| m == n),
             None => (!mine.is_empty()).then_some(0),
         };
+        let cleanup = self.state == State::Cleanup;
         for (i, (_, name)) in mine.iter().enumerate() {
-            if Some(i) != keep && self.state != State::Cleanup {
-                let path = format!("{}/{}", self.spec.path, name);
-                if !self.extra.contains(&path) {
-                    self.extra.push(path.clone());
-                    cx.send(
-                        self.id,
-                        Purpose::DeleteExtra { path: path.clone() },
-                        delete_op(&path),
-                    );
-                }
+            let path = format!("{}/{}", self.spec.path, name);
+            // In cleanup everything of ours goes (our known node by its own delete);
+            // otherwise every duplicate but the one we keep.
+            let spare = if cleanup {
+                self.own.as_ref().map(|o| &o.path) != Some(&path)
+            } else {
+                Some(i) != keep
+            };
+            if spare {
+                self.delete_extra(cx, path);
             }
         }
-        if self.state == State::Cleanup {
-            // Whatever of ours is listed must go.
-            for (_, name) in &mine {
-                let path = format!("{}/{}", self.spec.path, name);
-                if self.own.as_ref().map(|o| &o.path) != Some(&path) && !self.extra.contains(&path)
-                {
-                    self.extra.push(path.clone());
-                    cx.send(
-                        self.id,
-                        Purpose::DeleteExtra { path: path.clone() },
-                        delete_op(&path),
-                    );
-                }
-            }
+        if cleanup {
             if self.create == Create::Unknown {
                 self.create = Create::Done;
             }
