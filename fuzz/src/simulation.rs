@@ -2,7 +2,7 @@
 //! calls and faults for several clients of one `lock_sim::Sim`.
 //!
 //! Shared verbatim by the cargo-fuzz target (`fuzz/fuzz_targets/simulation.rs`) and
-//! the corpus replay test of the workspace (`core/tests/fuzz_corpus_replay.rs`).
+//! the corpus replay test of the workspace (`adapters/sim/tests/fuzz_corpus_replay.rs`).
 //!
 //! The simulator's own invariant checker (DESIGN.md section 5) runs after every
 //! step: at most one trusted exclusive holder, no writer beside another holder, at
