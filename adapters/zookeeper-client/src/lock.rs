@@ -641,6 +641,9 @@ impl LockGuard {
 impl Drop for LockGuard {
     fn drop(&mut self) {
         if !self.ended {
+            // Whoever shares this state (an `Election`) must stop trusting the lock
+            // now, not when the driver confirms the delete.
+            self.set_status(LockStatus::Released);
             // Fire and forget: the driver deletes the node in the background (see
             // `LockClient::wait_idle`).
             let _ = self.inner.send(Command::Cancel { key: self.key });

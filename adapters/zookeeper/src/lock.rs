@@ -770,6 +770,9 @@ impl LockGuard {
 impl Drop for LockGuard {
     fn drop(&mut self) {
         if !self.slot.ended() {
+            // Whoever shares this slot (an `Election`) must stop trusting the lock
+            // now, not when the driver confirms the delete.
+            self.slot.set_status(LockStatus::Released);
             // Fire and forget: the driver deletes the node in the background (see
             // `LockClient::wait_idle`). After `release` this is a no-op.
             let _ = self.inner.send(Command::Cancel {
