@@ -257,6 +257,15 @@ pub fn relative_sequence(seq: i32, reference: i32) -> i32 {
     seq.wrapping_sub(reference)
 }
 
+/// Sorts the participants of one directory oldest first, wrap-aware: relative to any
+/// member (the first), which orders the set correctly while it spans fewer than 2^31
+/// creations, as any live lock directory does.
+pub(crate) fn sort_by_sequence<T>(items: &mut [T], seq: impl Fn(&T) -> i32) {
+    if let Some(reference) = items.first().map(&seq) {
+        items.sort_by_key(|item| relative_sequence(seq(item), reference));
+    }
+}
+
 /// Wrap-aware comparison of two sequence numbers seen in the same directory.
 pub fn compare_sequences(a: i32, b: i32) -> Ordering {
     relative_sequence(a, b).cmp(&0)

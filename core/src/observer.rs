@@ -7,7 +7,7 @@
 
 use crate::acquisition::Ctx;
 use crate::event::{FailReason, FencingToken, Leader, LockEvent, LockId};
-use crate::names::{parse_name, relative_sequence};
+use crate::names::{parse_name, sort_by_sequence};
 use crate::path::split_parent;
 use crate::proto::{Op, Reply, RequestId, WatchKind, ZkError};
 use crate::requests::Purpose;
@@ -108,7 +108,7 @@ impl Observer {
             })
             .collect();
         self.participants = parts.len();
-        let Some(reference) = parts.first().map(|(s, _)| *s) else {
+        if parts.is_empty() {
             self.report(cx, None);
             // Nobody participates: a child watch tells us when someone joins (the
             // watched listing itself may already show them).
@@ -117,8 +117,8 @@ impl Observer {
                 self.send_list(cx, true);
             }
             return;
-        };
-        parts.sort_by_key(|(s, _)| relative_sequence(*s, reference));
+        }
+        sort_by_sequence(&mut parts, |(s, _)| *s);
         let leader = format!("{}/{}", self.path, parts[0].1);
         if self.watching.as_deref() == Some(leader.as_str()) && self.read.is_none() {
             // Same leader, still watched: only the count may have changed.

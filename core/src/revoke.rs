@@ -4,7 +4,7 @@
 
 use crate::acquisition::Ctx;
 use crate::event::{FailReason, LockEvent, LockId};
-use crate::names::{parse_name, relative_sequence, NodeKind};
+use crate::names::{parse_name, sort_by_sequence, NodeKind};
 use crate::path::split_parent;
 use crate::proto::{Op, Reply, RequestId, ZkError};
 use crate::requests::Purpose;
@@ -135,10 +135,10 @@ pub(crate) fn current_holders(children: &[String]) -> Vec<String> {
         .iter()
         .filter_map(|n| parse_name(n).map(|p| (p, n.clone())))
         .collect();
-    let Some(reference) = parts.first().map(|(p, _)| p.seq) else {
+    if parts.is_empty() {
         return Vec::new();
-    };
-    parts.sort_by_key(|(p, _)| relative_sequence(p.seq, reference));
+    }
+    sort_by_sequence(&mut parts, |(p, _)| p.seq);
     match parts[0].0.kind {
         NodeKind::Read => parts
             .iter()

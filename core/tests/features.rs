@@ -5,14 +5,6 @@ use harness::*;
 use lock_core::*;
 use std::time::Duration;
 
-fn held_spec(h: &mut H, spec: LockSpec, seq: i32) -> (LockId, String) {
-    let id = h.acquire(spec);
-    let node = h.answer_create(seq);
-    h.answer_list(&[&name_of(&node)]);
-    h.answer_data(&node, SID);
-    (id, node)
-}
-
 fn own_data(h: &mut H, node: &str, data: &[u8]) {
     h.watch(node, WatchKind::NodeDataChanged);
     let r = h.next_req();
@@ -39,8 +31,7 @@ fn own_data(h: &mut H, node: &str, data: &[u8]) {
 #[test]
 fn revocable_holder_is_asked_and_decides() {
     let mut h = H::new();
-    let (id, node) = held_spec(&mut h, LockSpec::write("/v").revocable(), 0);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    let (id, node) = h.held_spec(LockSpec::write("/v").revocable(), 0);
     own_data(&mut h, &node, b"__REVOKE__");
     assert_eq!(h.take_events(), vec![LockEvent::RevocationRequested]);
     assert_eq!(h.s.state(id), Some(LockState::Held), "the holder decides");
@@ -52,8 +43,7 @@ fn revocable_holder_is_asked_and_decides() {
 #[test]
 fn non_revocable_holder_ignores_revocation() {
     let mut h = H::new();
-    let (_, node) = held_spec(&mut h, LockSpec::write("/v"), 0);
-    h.take_events();
+    let (_, node) = h.held_spec(LockSpec::write("/v"), 0);
     own_data(&mut h, &node, b"__REVOKE__");
     assert!(h.take_events().is_empty());
 }
@@ -317,8 +307,7 @@ fn crash_detection_is_refused_on_shared_recipes() {
 #[test]
 fn fenced_write_applies_while_held_and_reports_not_held_when_the_check_fails() {
     let mut h = H::new();
-    let (id, node) = held_spec(&mut h, LockSpec::write("/f"), 0);
-    h.take_events();
+    let (id, node) = h.held_spec(LockSpec::write("/f"), 0);
     let set = MultiOp::SetData {
         path: "/data".into(),
         data: b"x".to_vec(),
@@ -398,7 +387,7 @@ fn fenced_write_applies_while_held_and_reports_not_held_when_the_check_fails() {
 #[test]
 fn fenced_write_is_refused_unless_held_and_connected() {
     let mut h = H::new();
-    let (id, _) = held_spec(&mut h, LockSpec::write("/f"), 0);
+    let (id, _) = h.held_spec(LockSpec::write("/f"), 0);
     h.session(SessionEvent::Disconnected);
     assert_eq!(
         h.s.fenced_write(id, vec![], h.now),
@@ -409,8 +398,7 @@ fn fenced_write_is_refused_unless_held_and_connected() {
 #[test]
 fn writes_in_flight_when_the_connection_drops_are_reported_unknown() {
     let mut h = H::new();
-    let (id, _) = held_spec(&mut h, LockSpec::write("/f"), 0);
-    h.take_events();
+    let (id, _) = h.held_spec(LockSpec::write("/f"), 0);
     let w = h.s.fenced_write(id, vec![], h.now).unwrap();
     h.drain();
     h.session(SessionEvent::Disconnected);
@@ -429,12 +417,10 @@ fn writes_in_flight_when_the_connection_drops_are_reported_unknown() {
 #[test]
 fn lease_expires_after_max_hold_and_deletes_the_node() {
     let mut h = H::new();
-    let (_, node) = held_spec(
-        &mut h,
+    let (_, node) = h.held_spec(
         LockSpec::write("/lease").max_hold(Duration::from_secs(5)),
         0,
     );
-    h.take_events();
     h.advance(Duration::from_millis(4999));
     assert!(h.take_events().is_empty());
     h.advance(Duration::from_millis(1));
@@ -455,8 +441,7 @@ fn lease_expires_after_max_hold_and_deletes_the_node() {
 #[test]
 fn a_lasting_section_refusal_is_reported_not_retried_forever() {
     let mut h = H::new();
-    let (id, _) = held_spec(&mut h, LockSpec::write("/f").detect_crashes(), 0);
-    h.take_events();
+    let (id, _) = h.held_spec(LockSpec::write("/f").detect_crashes(), 0);
     h.s.open_section(id, h.now).unwrap();
     h.drain();
     let r = h.next_req();

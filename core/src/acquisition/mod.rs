@@ -23,7 +23,8 @@
 
 use crate::event::{FailReason, FencingToken, Grant, LockEvent, LockId, LostReason};
 use crate::names::{
-    node_prefix, parse_name, parse_sequence, relative_sequence, AttemptId, NodeKind,
+    node_prefix, parse_name, parse_sequence, relative_sequence, sort_by_sequence, AttemptId,
+    NodeKind,
 };
 use crate::path::{ancestors, split_parent};
 use crate::proto::{CreateMode, Op, Reply, RequestId, Stat, WatchKind, ZkError};
@@ -471,8 +472,8 @@ impl Acquisition {
         // delete the others.
         if let Some(own) = &self.own {
             mine.sort_by_key(|(seq, _)| relative_sequence(*seq, own.seq));
-        } else if let Some((first, _)) = mine.first().cloned() {
-            mine.sort_by_key(|(seq, _)| relative_sequence(*seq, first));
+        } else {
+            sort_by_sequence(&mut mine, |(seq, _)| *seq);
         }
         let own_name = self
             .own

@@ -174,7 +174,13 @@ impl H {
 
     /// Runs an uncontended write acquisition to Held; returns (id, node path).
     pub fn held(&mut self, path: &str, seq: i32) -> (LockId, String) {
-        let id = self.acquire(LockSpec::write(path));
+        self.held_spec(LockSpec::write(path), seq)
+    }
+
+    /// Runs an uncontended acquisition of `spec` to Held (the `Acquired` event is
+    /// checked and consumed); returns (id, node path).
+    pub fn held_spec(&mut self, spec: LockSpec, seq: i32) -> (LockId, String) {
+        let id = self.acquire(spec);
         let node = self.answer_create(seq);
         let name = node.rsplit('/').next().unwrap().to_owned();
         self.answer_list(&[&name]);
