@@ -277,6 +277,12 @@ impl ZkServerBuilder {
             // Transaction log files are preallocated in steps of this many KiB.
             "-Dzookeeper.preAllocSize=4096".into(),
             "-Dzookeeper.jmx.log4j.disable=true".into(),
+            // Fast failover for ensembles: leader election retries its notifications
+            // at most every second (default: doubling up to 60 s, which made a lost
+            // leader take ~30 s to replace on a loaded machine, past test sessions'
+            // timeouts), and gives up on a dead peer's socket after 1 s (default 5 s).
+            "-Dzookeeper.fastleader.maxNotificationInterval=1000".into(),
+            "-Dzookeeper.cnxTimeout=1000".into(),
             // slf4j-simple (Debian): to stderr, i.e. the log file.
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=info".into(),
             "-Dorg.slf4j.simpleLogger.showDateTime=true".into(),

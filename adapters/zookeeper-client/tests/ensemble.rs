@@ -14,8 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-/// Long enough that no session expires while a new leader is elected.
-const SESSION: Duration = Duration::from_secs(15);
+/// Long enough that no session expires while a new leader is elected (normally
+/// well under a second; the testkit caps election retries at 1 s).
+const SESSION: Duration = Duration::from_secs(30);
 
 fn shared_ensemble() -> &'static ZkEnsemble {
     static ENSEMBLE: OnceLock<ZkEnsemble> = OnceLock::new();
