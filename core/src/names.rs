@@ -8,7 +8,7 @@
 //! | scheme  | write / exclusive            | read                          | semaphore                  | leader                     |
 //! |---------|------------------------------|-------------------------------|----------------------------|----------------------------|
 //! | native  | `zkl-<hex32>-write-<seq>`    | `zkl-<hex32>-read-<seq>`      | `zkl-<hex32>-sem-<seq>`    | `zkl-<hex32>-lead-<seq>`   |
-//! | Curator | `_c_<uuid>-lock-<seq>` / `_c_<uuid>-__WRIT__<seq>` | `_c_<uuid>-__READ__<seq>` | `_c_<uuid>-lease-<seq>` | `_c_<uuid>-latch-<seq>` |
+//! | Curator | `_c_<uuid>-lock-<seq>` (mutex) / `_c_<uuid>-__WRIT__<seq>` (read/write lock) | `_c_<uuid>-__READ__<seq>` | `_c_<uuid>-lease-<seq>` | `_c_<uuid>-latch-<seq>` |
 //! | kazoo   | `<hex32>__lock__<seq>`       | `<hex32>__rlock__<seq>`       | `<hex32>__lock__<seq>`     | `<hex32>__lock__<seq>`     |
 //!
 //! `<seq>` is the server's `%010d` of a signed 32-bit counter: 10 characters, or 11
@@ -98,6 +98,25 @@ pub struct ParsedName {
 /// assert_eq!((p.attempt, p.kind, p.seq), (id, NodeKind::Read, 7));
 /// ```
 pub fn node_prefix(scheme: NameScheme, attempt: AttemptId, kind: NodeKind) -> String {
+    prefix(scheme, attempt, kind, false)
+}
+
+/// The name prefix of a node of a read/write lock: as [`node_prefix`], except that
+/// Curator names its read/write lock's write half `__WRIT__` (its readers count only
+/// `__WRIT__` nodes as writers, and sort a `lock-` node behind every other one).
+///
+/// ```
+/// use lock_core::{names::{rwlock_node_prefix, parse_name}, AttemptId, NameScheme, NodeKind};
+/// let id = AttemptId(0x1234).as_uuid_v4();
+/// let name = format!("{}0000000003", rwlock_node_prefix(NameScheme::Curator, id, NodeKind::Write));
+/// assert!(name.contains("-__WRIT__0000000003"), "{name}");
+/// assert_eq!(parse_name(&name).unwrap().kind, NodeKind::Write);
+/// ```
+pub fn rwlock_node_prefix(scheme: NameScheme, attempt: AttemptId, kind: NodeKind) -> String {
+    prefix(scheme, attempt, kind, true)
+}
+
+fn prefix(scheme: NameScheme, attempt: AttemptId, kind: NodeKind, rwlock: bool) -> String {
     match scheme {
         NameScheme::Native => {
             let k = match kind {
@@ -110,6 +129,7 @@ pub fn node_prefix(scheme: NameScheme, attempt: AttemptId, kind: NodeKind) -> St
         }
         NameScheme::Curator => {
             let marker = match kind {
+                NodeKind::Write if rwlock => "__WRIT__",
                 NodeKind::Write => "lock-",
                 NodeKind::Read => "__READ__",
                 NodeKind::Semaphore => "lease-",

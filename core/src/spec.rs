@@ -54,8 +54,8 @@ impl Recipe {
     }
 }
 
-/// One acquisition request. Build with [`LockSpec::write`], [`LockSpec::read`],
-/// [`LockSpec::semaphore`] or [`LockSpec::leader`], then refine.
+/// One acquisition request. Build with [`LockSpec::exclusive`], [`LockSpec::read`] /
+/// [`LockSpec::write`], [`LockSpec::semaphore`] or [`LockSpec::leader`], then refine.
 ///
 /// ```
 /// use lock_core::{LockSpec, NameScheme, Timestamp};
@@ -76,6 +76,10 @@ pub struct LockSpec {
     pub(crate) revocable: bool,
     pub(crate) detect_crashes: bool,
     pub(crate) max_hold: Option<Duration>,
+    /// A half of a read/write lock rather than a mutex (Curator names the two
+    /// recipes' exclusive nodes differently).
+    pub(crate) rwlock: bool,
+    pub(crate) owner: Option<String>,
 }
 
 impl LockSpec {
@@ -90,22 +94,36 @@ impl LockSpec {
             revocable: false,
             detect_crashes: false,
             max_hold: None,
+            rwlock: false,
+            owner: None,
         }
     }
 
-    /// An exclusive (write) lock on `path`.
+    /// The write (exclusive) half of a read/write lock on `path`.
+    ///
+    /// It excludes every other participant exactly as [`LockSpec::exclusive`] does;
+    /// the two differ only in the node name under [`NameScheme::Curator`], which
+    /// must match the Curator recipe sharing the path: `__WRIT__` for
+    /// `InterProcessReadWriteLock`, `lock-` for `InterProcessMutex`.
     pub fn write(path: impl Into<String>) -> Self {
+        LockSpec {
+            rwlock: true,
+            ..Self::new(path, Recipe::Write)
+        }
+    }
+
+    /// An exclusive lock (a mutex) on `path`: Curator's `InterProcessMutex`,
+    /// kazoo's `Lock`.
+    pub fn exclusive(path: impl Into<String>) -> Self {
         Self::new(path, Recipe::Write)
     }
 
-    /// Same as [`LockSpec::write`].
-    pub fn exclusive(path: impl Into<String>) -> Self {
-        Self::write(path)
-    }
-
-    /// A shared (read) lock on `path`.
+    /// The read (shared) half of a read/write lock on `path`.
     pub fn read(path: impl Into<String>) -> Self {
-        Self::new(path, Recipe::Read)
+        LockSpec {
+            rwlock: true,
+            ..Self::new(path, Recipe::Read)
+        }
     }
 
     /// A semaphore with `permits` concurrent holders on `path`.
@@ -168,6 +186,29 @@ impl LockSpec {
     pub fn max_hold(mut self, max_hold: Duration) -> Self {
         self.max_hold = Some(max_hold);
         self
+    }
+
+    /// Takes the lock for `owner`: who the lock is held for (a task, a job, a
+    /// transaction), as distinct from the session. An owner that already holds or
+    /// waits for a node on the same path that would block this acquisition forever
+    /// (upgrading a read lock to write, re-entering a mutex) is refused at once with
+    /// [`UsageError::SelfDeadlock`](crate::UsageError::SelfDeadlock) instead of
+    /// waiting for itself. Without an owner, no such check is made: two tasks sharing
+    /// a session may well contend for one path.
+    pub fn owner(mut self, owner: impl Into<String>) -> Self {
+        self.owner = Some(owner.into());
+        self
+    }
+
+    /// The owner, if one was given.
+    pub fn owner_id(&self) -> Option<&str> {
+        self.owner.as_deref()
+    }
+
+    /// Whether this is a half of a read/write lock ([`LockSpec::read`],
+    /// [`LockSpec::write`]) rather than a mutex, semaphore or leader.
+    pub fn is_rwlock(&self) -> bool {
+        self.rwlock
     }
 
     /// The lock directory.

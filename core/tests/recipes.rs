@@ -215,18 +215,47 @@ fn curator_and_kazoo_participants_block_a_native_lock() {
 
 #[test]
 fn scheme_selects_the_created_name() {
-    for (scheme, marker) in [
-        (NameScheme::Curator, "-lock-"),
-        (NameScheme::Kazoo, "__lock__"),
+    // Curator's mutex and its read/write lock name exclusive nodes differently; its
+    // readers count only `__WRIT__` nodes as writers, so the write half of a
+    // read/write lock must be `__WRIT__` (a `lock-` writer would be invisible to them).
+    for (spec, scheme, marker) in [
+        (LockSpec::exclusive("/x"), NameScheme::Curator, "-lock-"),
+        (LockSpec::write("/x"), NameScheme::Curator, "-__WRIT__"),
+        (LockSpec::read("/x"), NameScheme::Curator, "-__READ__"),
+        (LockSpec::leader("/x", "me"), NameScheme::Curator, "-latch-"),
+        (LockSpec::exclusive("/x"), NameScheme::Kazoo, "__lock__"),
+        (LockSpec::write("/x"), NameScheme::Kazoo, "__lock__"),
+        (LockSpec::read("/x"), NameScheme::Kazoo, "__rlock__"),
+        (LockSpec::exclusive("/x"), NameScheme::Native, "-write-"),
+        (LockSpec::write("/x"), NameScheme::Native, "-write-"),
     ] {
         let mut h = H::new();
-        h.acquire(LockSpec::write("/x").scheme(scheme));
+        h.acquire(spec.clone().scheme(scheme));
         let r = h.next_req();
         let Op::Create { path, .. } = &r.op else {
             panic!()
         };
-        assert!(path.ends_with(marker), "{path}");
+        assert!(path.ends_with(marker), "{spec:?}: {path}");
     }
+}
+
+#[test]
+fn a_curator_rwlock_writer_blocks_and_is_blocked_by_curator_readers() {
+    // A zklock writer in Curator's read/write lock queues behind a Curator reader and
+    // its node is what Curator's readers look for.
+    let reader = "_c_a8a4cbf4-2d5a-4a3b-9f5c-0d1e2f3a4b5c-__READ__0000000004";
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/rw").scheme(NameScheme::Curator));
+    let node = h.answer_create(5);
+    assert!(node.contains("-__WRIT__"), "{node}");
+    h.answer_list(&[reader, &name_of(&node)]);
+    h.answer_data(&node, SID);
+    let watch = h.next_req();
+    assert!(
+        matches!(&watch.op, Op::GetData { path, watch: true } if path.ends_with(reader)),
+        "{watch:?}"
+    );
+    assert!(h.take_events().is_empty(), "must wait for the reader");
 }
 
 #[test]

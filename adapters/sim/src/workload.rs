@@ -703,8 +703,8 @@ fn random_spec(rng: &mut SimRng, mix: Mix, permits: u32, client: ClientId) -> Lo
         m => m,
     };
     let spec = match mix {
-        Mix::Exclusive if rng.chance(0.3) => LockSpec::write("/app/deep/locks/x"),
-        Mix::Exclusive => LockSpec::write("/locks/x"),
+        Mix::Exclusive if rng.chance(0.3) => LockSpec::exclusive("/app/deep/locks/x"),
+        Mix::Exclusive => LockSpec::exclusive("/locks/x"),
         Mix::ReadWrite if rng.chance(0.6) => LockSpec::read("/locks/rw"),
         Mix::ReadWrite => LockSpec::write("/locks/rw"),
         Mix::Semaphore => LockSpec::semaphore("/locks/sem", permits),

@@ -796,7 +796,7 @@ impl Mutex {
     pub(crate) fn new(client: LockClient, path: String) -> Self {
         Mutex {
             client,
-            spec: LockSpec::write(path),
+            spec: LockSpec::exclusive(path),
         }
     }
 

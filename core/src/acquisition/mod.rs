@@ -23,8 +23,8 @@
 
 use crate::event::{FailReason, FencingToken, Grant, LockEvent, LockId, LostReason};
 use crate::names::{
-    node_prefix, parse_name, parse_sequence, relative_sequence, sort_by_sequence, AttemptId,
-    NodeKind,
+    node_prefix, parse_name, parse_sequence, relative_sequence, rwlock_node_prefix,
+    sort_by_sequence, AttemptId, NodeKind,
 };
 use crate::path::{ancestors, split_parent};
 use crate::proto::{CreateMode, Op, Reply, RequestId, Stat, WatchKind, ZkError};
@@ -157,10 +157,15 @@ pub(crate) struct Acquisition {
 
 impl Acquisition {
     pub(crate) fn new(id: LockId, spec: LockSpec, attempt: AttemptId) -> Self {
+        let prefix = if spec.rwlock {
+            rwlock_node_prefix
+        } else {
+            node_prefix
+        };
         let create_path = format!(
             "{}/{}",
             spec.path,
-            node_prefix(spec.scheme, attempt, spec.recipe.node_kind())
+            prefix(spec.scheme, attempt, spec.recipe.node_kind())
         );
         Acquisition {
             id,
