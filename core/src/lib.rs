@@ -24,6 +24,7 @@ mod session;
 mod spec;
 mod time;
 mod timers;
+mod watches;
 
 pub use event::{
     FailReason, FencedError, FencingToken, Grant, Leader, LockEvent, LockId, LostReason, UsageError,

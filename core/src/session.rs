@@ -13,6 +13,7 @@ use crate::rng::SplitMix64;
 use crate::spec::{Config, LockSpec, Recipe, MAX_DATA_LEN};
 use crate::time::Timestamp;
 use crate::timers::{TimerKind, Timers};
+use crate::watches::WatchIndex;
 use std::collections::{BTreeMap, VecDeque};
 
 /// Something the adapter must act on, from [`Session::poll_output`].
@@ -164,6 +165,7 @@ pub struct Session {
     tasks: BTreeMap<LockId, Task>,
     requests: RequestBook,
     timers: Timers,
+    watches: WatchIndex,
     out: VecDeque<Output>,
     rng: SplitMix64,
     next_id: u64,
@@ -181,6 +183,7 @@ impl Session {
             tasks: BTreeMap::new(),
             requests: RequestBook::default(),
             timers: Timers::default(),
+            watches: WatchIndex::default(),
             out: VecDeque::new(),
             rng,
             next_id: 0,
@@ -347,11 +350,17 @@ impl Session {
                     Task::Revoke(r) => r.on_reply(cx, request, purpose, result),
                 }),
             },
-            Input::Watch { path, kind } => self.for_each_task(now, |t, cx| match t {
-                Task::Acquisition(a) => a.on_watch(cx, &path, kind),
-                Task::Observer(o) => o.on_watch(cx, &path, kind),
-                Task::Revoke(_) => {}
-            }),
+            // Only the tasks that set this watch hear it: a release wakes its
+            // successor, not every waiter of the session.
+            Input::Watch { path, kind } => {
+                for lock in self.watches.take(&path) {
+                    self.with_task(lock, now, |t, cx| match t {
+                        Task::Acquisition(a) => a.on_watch(cx, &path, kind),
+                        Task::Observer(o) => o.on_watch(cx, &path, kind),
+                        Task::Revoke(_) => {}
+                    });
+                }
+            }
             Input::Session(event) => self.on_session(event, now),
         }
     }
@@ -507,6 +516,7 @@ impl Session {
             out: &mut self.out,
             timers: &mut self.timers,
             stats: &mut self.stats,
+            watches: &mut self.watches,
         };
         (cx, &mut self.tasks)
     }
@@ -519,6 +529,7 @@ impl Session {
                 tasks.remove(&id);
                 cx.timers.cancel_lock(id);
                 cx.requests.forget_lock(id);
+                cx.watches.forget_lock(id);
             }
         }
     }
@@ -536,6 +547,7 @@ impl Session {
             tasks.remove(&id);
             cx.timers.cancel_lock(id);
             cx.requests.forget_lock(id);
+            cx.watches.forget_lock(id);
         }
     }
 }

@@ -241,3 +241,65 @@ fn a_reaper_racing_the_first_create_is_survived() {
     );
     sim.check_quiescent().unwrap();
 }
+
+/// Drains a queue of `waiters` behind one holder, spread over `sessions` sessions,
+/// releasing each holder as soon as it holds. Returns (requests per acquisition,
+/// waiter wake-ups per release) over the drain.
+fn drain_queue(sessions: usize, waiters: usize) -> (f64, f64) {
+    let mut sim = sim(7);
+    let clients: Vec<ClientId> = (0..sessions)
+        .map(|_| sim.add_client(Profile::KeepsWatches, T))
+        .collect();
+    sim.settle().unwrap();
+    let queue: Vec<(ClientId, LockId)> = (0..=waiters)
+        .map(|i| {
+            let c = clients[i % sessions];
+            let l = sim.acquire(c, LockSpec::write("/locks/queue")).unwrap();
+            // Queue order is creation order: let each create land before the next.
+            sim.settle().unwrap();
+            (c, l)
+        })
+        .collect();
+    sim.settle().unwrap();
+    sim.reset_counters();
+    let woken = |sim: &Sim| -> u64 {
+        clients
+            .iter()
+            .map(|&c| sim.core(c).stats().handoff_notifications)
+            .sum()
+    };
+    let woken_before = woken(&sim);
+    for (k, &(c, l)) in queue.iter().enumerate() {
+        sim.run_until(|s| s.holds(c, l)).unwrap();
+        assert!(
+            queue[k + 1..].iter().all(|&(c2, l2)| !sim.holds(c2, l2)),
+            "FIFO order"
+        );
+        sim.release(c, l).unwrap();
+    }
+    sim.run_until_idle().unwrap();
+    sim.check_quiescent().unwrap();
+    let requests = sim.total_counters().requests() as f64;
+    let acquisitions = queue.len() as f64;
+    (
+        requests / acquisitions,
+        (woken(&sim) - woken_before) as f64 / waiters as f64,
+    )
+}
+
+#[test]
+fn one_release_wakes_one_waiter_whatever_the_sessions_it_shares() {
+    // Every waiter of a session shares its watches: a release must still reach
+    // only the waiter that watches the deleted node, not every waiter of that
+    // session (which then re-listed: O(n²) requests to drain one session's queue).
+    for sessions in [1, 4] {
+        let (requests, woken) = drain_queue(sessions, 1_000);
+        assert_eq!(woken, 1.0, "{sessions} session(s): wake-ups per release");
+        // Per acquisition in a deep queue: the predecessor's delete, then one
+        // listing (the cached lower set still names long-gone nodes).
+        assert!(
+            requests <= 2.5,
+            "{sessions} session(s): {requests:.2} requests per acquisition"
+        );
+    }
+}

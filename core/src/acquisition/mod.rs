@@ -33,6 +33,7 @@ use crate::session::{Output, Stats};
 use crate::spec::{Config, LockSpec, Recipe};
 use crate::time::Timestamp;
 use crate::timers::{TimerKind, Timers};
+use crate::watches::WatchIndex;
 use std::collections::{BTreeMap, VecDeque};
 
 mod holder;
@@ -55,6 +56,7 @@ pub(crate) struct Ctx<'a> {
     pub out: &'a mut VecDeque<Output>,
     pub timers: &'a mut Timers,
     pub stats: &'a mut Stats,
+    pub watches: &'a mut WatchIndex,
 }
 
 impl Ctx<'_> {
@@ -66,6 +68,12 @@ impl Ctx<'_> {
         }
         let id = self.requests.insert(lock, purpose);
         self.stats.requests += 1;
+        match &op {
+            Op::GetData { path, watch: true } | Op::WatchChildren { path } => {
+                self.watches.add(lock, path)
+            }
+            _ => {}
+        }
         self.out
             .push_back(Output::Request(crate::proto::Request { id, op }));
         Some(id)
