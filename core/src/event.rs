@@ -197,13 +197,35 @@ pub enum UsageError {
         /// What is wrong with it.
         reason: &'static str,
     },
-    /// Participant data is larger than ZooKeeper accepts.
-    #[error("data of {len} bytes exceeds the limit of {max} bytes")]
+    /// Participant data is larger than ZooKeeper accepts in one request beside the
+    /// node's path ([`Config::max_packet`](crate::Config::max_packet)).
+    #[error("data of {len} bytes exceeds the limit of {max} bytes for this path")]
     DataTooLarge {
         /// Size given.
         len: usize,
+        /// The most this lock's node can hold.
+        max: usize,
+    },
+    /// A request would exceed the servers' packet limit
+    /// ([`Config::max_packet`](crate::Config::max_packet)); nothing was sent.
+    #[error("a request of {len} bytes exceeds the server's limit of {max} bytes (jute.maxbuffer)")]
+    RequestTooLarge {
+        /// Encoded size of the request, with room for ACLs.
+        len: usize,
         /// The limit.
         max: usize,
+    },
+    /// The owner already holds a node on this path that this acquisition would
+    /// wait behind forever: a read lock upgraded to write, or a mutex re-entered.
+    /// Release the held lock first (read locks cannot be upgraded, as in Curator).
+    #[error("owner {owner:?} already holds a {held:?} lock on {path} that this acquisition would wait for forever")]
+    SelfDeadlock {
+        /// The lock path.
+        path: String,
+        /// The owner.
+        owner: String,
+        /// The kind of node the owner holds there.
+        held: crate::NodeKind,
     },
     /// A semaphore needs at least one permit.
     #[error("a semaphore needs at least one permit")]

@@ -13,6 +13,7 @@
 
 mod acquisition;
 mod event;
+mod limits;
 pub mod names;
 mod observer;
 mod path;
@@ -33,7 +34,7 @@ pub use names::{AttemptId, NameScheme, NodeKind};
 pub use path::validate_lock_path;
 pub use proto::{
     CreateMode, Input, MultiOp, MultiResult, Op, Reply, Request, RequestId, SessionEvent, Stat,
-    WatchKind, ZkError,
+    WatchKind, ZkError, ACL_ALLOWANCE,
 };
 pub use session::{LockState, Output, Session, Stats};
 pub use spec::{Config, LockSpec, Recipe, MAX_DATA_LEN};

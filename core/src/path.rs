@@ -19,6 +19,24 @@ pub fn validate_lock_path(path: &str) -> Result<(), UsageError> {
             reason,
         })
     };
+    if path == "/" {
+        return bad("the root cannot be a lock directory");
+    }
+    if path == "/zookeeper" || path.starts_with("/zookeeper/") {
+        return bad("the /zookeeper tree is reserved by the server");
+    }
+    validate_node_path(path)
+}
+
+/// Checks that `path` is a path ZooKeeper accepts for a node: absolute, no trailing
+/// `/` (but the root), no empty, `.` or `..` segments, no characters it rejects.
+pub(crate) fn validate_node_path(path: &str) -> Result<(), UsageError> {
+    let bad = |reason: &'static str| {
+        Err(UsageError::InvalidPath {
+            path: path.to_owned(),
+            reason,
+        })
+    };
     if path.is_empty() {
         return bad("empty path");
     }
@@ -26,13 +44,10 @@ pub fn validate_lock_path(path: &str) -> Result<(), UsageError> {
         return bad("must be absolute (start with '/')");
     }
     if path == "/" {
-        return bad("the root cannot be a lock directory");
+        return Ok(());
     }
     if path.ends_with('/') {
         return bad("must not end with '/'");
-    }
-    if path == "/zookeeper" || path.starts_with("/zookeeper/") {
-        return bad("the /zookeeper tree is reserved by the server");
     }
     for segment in path[1..].split('/') {
         if segment.is_empty() {

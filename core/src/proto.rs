@@ -115,6 +115,39 @@ impl Op {
     }
 }
 
+/// Room kept in every request for what [`Op::encoded_len`] leaves out: a create's
+/// ACL list (`world:anyone` takes 27 bytes; digest and SASL ACLs take more).
+pub const ACL_ALLOWANCE: usize = 512;
+
+fn string_len(s: &str) -> usize {
+    4 + s.len()
+}
+
+impl Op {
+    /// The size of this request as ZooKeeper's wire format encodes it (request
+    /// header and body, without the 4-byte length prefix), not counting a
+    /// create's ACL list. The server drops the connection of a client that sends a
+    /// request larger than its `jute.maxbuffer`.
+    pub fn encoded_len(&self) -> usize {
+        const HEADER: usize = 8; // xid, type
+        HEADER
+            + match self {
+                Op::Create { path, data, .. } => string_len(path) + 4 + data.len() + 4 + 4,
+                Op::GetChildren { path } | Op::WatchChildren { path } => string_len(path) + 1,
+                Op::GetData { path, .. } => string_len(path) + 1,
+                Op::SetData { path, data, .. } => string_len(path) + 4 + data.len() + 4,
+                Op::Delete { path, .. } => string_len(path) + 4,
+                Op::Multi(ops) => {
+                    const MULTI_HEADER: usize = 9; // type, done, err
+                    ops.iter()
+                        .map(|op| MULTI_HEADER + op.encoded_len())
+                        .sum::<usize>()
+                        + MULTI_HEADER
+                }
+            }
+    }
+}
+
 /// One operation inside a [`Op::Multi`].
 #[derive(Clone, PartialEq, Eq, Debug)]
 #[non_exhaustive]
@@ -154,6 +187,16 @@ pub enum MultiOp {
 }
 
 impl MultiOp {
+    /// The size of this operation's body in ZooKeeper's wire format (see
+    /// [`Op::encoded_len`]).
+    pub fn encoded_len(&self) -> usize {
+        match self {
+            MultiOp::Create { path, data, .. } => string_len(path) + 4 + data.len() + 4 + 4,
+            MultiOp::Delete { path, .. } | MultiOp::Check { path, .. } => string_len(path) + 4,
+            MultiOp::SetData { path, data, .. } => string_len(path) + 4 + data.len() + 4,
+        }
+    }
+
     /// The path the operation acts on.
     pub fn path(&self) -> &str {
         match self {

@@ -2,6 +2,7 @@
 
 use crate::acquisition::{Acquisition, Ctx, State};
 use crate::event::{FailReason, LockEvent, LockId, UsageError};
+use crate::limits;
 use crate::names::AttemptId;
 use crate::observer::Observer;
 use crate::path::validate_lock_path;
@@ -10,7 +11,7 @@ use crate::proto::{Input, Request, SessionEvent};
 use crate::requests::RequestBook;
 use crate::revoke::Revoke;
 use crate::rng::SplitMix64;
-use crate::spec::{Config, LockSpec, Recipe, MAX_DATA_LEN};
+use crate::spec::{Config, LockSpec, Recipe};
 use crate::time::Timestamp;
 use crate::timers::{TimerKind, Timers};
 use crate::watches::WatchIndex;
@@ -200,10 +201,11 @@ impl Session {
     pub fn acquire(&mut self, spec: LockSpec, now: Timestamp) -> Result<LockId, UsageError> {
         self.check_open()?;
         validate_lock_path(&spec.path)?;
-        if spec.data.len() > MAX_DATA_LEN {
+        let room = limits::room_for_data(&self.config, &spec.path)?;
+        if spec.data.len() > room {
             return Err(UsageError::DataTooLarge {
                 len: spec.data.len(),
-                max: MAX_DATA_LEN,
+                max: room,
             });
         }
         match spec.recipe {
@@ -216,6 +218,7 @@ impl Session {
                 "crash detection needs an exclusive recipe",
             ));
         }
+        self.check_self_deadlock(&spec)?;
         let id = self.new_id();
         let attempt = AttemptId(self.rng.next_u128()).as_uuid_v4();
         if let Some(deadline) = spec.deadline {
@@ -237,6 +240,7 @@ impl Session {
     pub fn observe(&mut self, path: &str, now: Timestamp) -> Result<LockId, UsageError> {
         self.check_open()?;
         validate_lock_path(path)?;
+        limits::room_for_data(&self.config, path)?;
         let id = self.new_id();
         self.start(id, Task::Observer(Observer::new(id, path.to_owned())), now);
         Ok(id)
@@ -248,9 +252,37 @@ impl Session {
     pub fn revoke(&mut self, path: &str, now: Timestamp) -> Result<LockId, UsageError> {
         self.check_open()?;
         validate_lock_path(path)?;
+        limits::room_for_data(&self.config, path)?;
         let id = self.new_id();
         self.start(id, Task::Revoke(Revoke::new(id, path.to_owned())), now);
         Ok(id)
+    }
+
+    /// An owner never waits behind its own node: a waiting acquisition of a single
+    /// permit that a node the same owner holds on the path would block can only
+    /// end by timing out. A try-only acquisition cannot wait, so it is let through.
+    fn check_self_deadlock(&self, spec: &LockSpec) -> Result<(), UsageError> {
+        let Some(owner) = spec.owner.as_deref() else {
+            return Ok(());
+        };
+        if !spec.wait || spec.recipe.permits() != 1 {
+            return Ok(());
+        }
+        let held = self.tasks.values().filter_map(Task::acquisition).find(|a| {
+            let other = a.spec();
+            other.path == spec.path
+                && other.owner.as_deref() == Some(owner)
+                && matches!(a.state(), State::Held | State::Granting)
+                && spec.recipe.is_blocked_by(other.recipe.node_kind())
+        });
+        match held {
+            Some(a) => Err(UsageError::SelfDeadlock {
+                path: spec.path.clone(),
+                owner: owner.to_owned(),
+                held: a.spec().recipe.node_kind(),
+            }),
+            None => Ok(()),
+        }
     }
 
     fn check_open(&self) -> Result<(), UsageError> {

@@ -4,8 +4,11 @@ use crate::names::{NameScheme, NodeKind};
 use crate::time::Timestamp;
 use std::time::Duration;
 
-/// Largest participant data accepted (ZooKeeper's default `jute.maxbuffer` is 1 MiB).
-pub const MAX_DATA_LEN: usize = 1024 * 1024;
+/// ZooKeeper's default `jute.maxbuffer`, 1 MiB - 1: the largest request a server
+/// accepts unless configured otherwise ([`Config::max_packet`]). Participant data
+/// must fit in one request together with the node's path, so the room for data is
+/// a little less (see [`UsageError::DataTooLarge`](crate::UsageError::DataTooLarge)).
+pub const MAX_DATA_LEN: usize = 0xfffff;
 
 /// The lock protocols.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -239,6 +242,11 @@ pub struct Config {
     /// Give up creating a missing lock directory after this many tries (containers
     /// reaped in between).
     pub max_parent_retries: u32,
+    /// The largest request the servers accept: their `jute.maxbuffer` (default
+    /// [`MAX_DATA_LEN`], 1 MiB - 1). A larger request makes the server drop the
+    /// connection, so every request is measured before it is sent and input that
+    /// would make one too large is refused with a typed error.
+    pub max_packet: usize,
 }
 
 impl Config {
@@ -250,7 +258,22 @@ impl Config {
             seed,
             retry_interval: Duration::from_millis(200),
             max_parent_retries: 8,
+            max_packet: MAX_DATA_LEN,
         }
+    }
+
+    /// The most participant data a node under `lock_path` can hold: what one
+    /// request of [`max_packet`](Self::max_packet) bytes leaves beside the path, the
+    /// longest node name, the request's framing and its ACLs. `None` for a path too
+    /// long to fit at all.
+    ///
+    /// ```
+    /// let config = lock_core::Config::default();
+    /// let room = config.max_data_len("/locks/job").unwrap();
+    /// assert!(room < lock_core::MAX_DATA_LEN && room > lock_core::MAX_DATA_LEN - 1024);
+    /// ```
+    pub fn max_data_len(&self, lock_path: &str) -> Option<usize> {
+        crate::limits::room_for_data(self, lock_path).ok()
     }
 
     /// The effective suspension grace.

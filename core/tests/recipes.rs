@@ -437,3 +437,108 @@ fn a_deadline_fails_with_timeout_and_removes_the_node() {
         }
     );
 }
+
+#[test]
+fn input_too_large_for_one_request_is_refused_before_anything_is_sent() {
+    // The server drops a connection that sends more than jute.maxbuffer: such a
+    // request must never leave, or every reconnect would send it (and drop) again.
+    let mut h = H::new();
+    let now = h.now;
+    let huge_path = format!("/{}", "p".repeat(1_100_000));
+    let err =
+        h.s.acquire(LockSpec::write(huge_path.as_str()), now)
+            .unwrap_err();
+    assert!(matches!(err, UsageError::InvalidPath { .. }), "{err:?}");
+    assert!(matches!(
+        h.s.observe(&huge_path, now),
+        Err(UsageError::InvalidPath { .. })
+    ));
+    assert!(matches!(
+        h.s.revoke(&huge_path, now),
+        Err(UsageError::InvalidPath { .. })
+    ));
+    let room = Config::default().max_data_len("/a").unwrap();
+    assert!(room < MAX_DATA_LEN, "path, name and framing take room too");
+    assert_eq!(
+        h.s.acquire(LockSpec::write("/a").data(vec![0u8; room + 1]), now),
+        Err(UsageError::DataTooLarge {
+            len: room + 1,
+            max: room
+        })
+    );
+    h.drain();
+    assert!(h.no_requests(), "refused input must send nothing");
+    // Data that fits is sent, and its create fits in one packet.
+    h.acquire(LockSpec::write("/a").data(vec![0u8; room]));
+    let create = h.next_req();
+    assert!(create.op.encoded_len() + ACL_ALLOWANCE <= MAX_DATA_LEN);
+}
+
+#[test]
+fn a_fenced_write_too_large_or_on_a_bad_path_is_refused() {
+    let mut h = H::new();
+    let (id, _) = h.held("/a", 1);
+    let big = vec![MultiOp::SetData {
+        path: "/data".into(),
+        data: vec![0; MAX_DATA_LEN],
+        version: None,
+    }];
+    assert!(matches!(
+        h.s.fenced_write(id, big, h.now),
+        Err(UsageError::RequestTooLarge { .. })
+    ));
+    let bad = vec![MultiOp::Delete {
+        path: "data".into(),
+        version: None,
+    }];
+    assert!(matches!(
+        h.s.fenced_write(id, bad, h.now),
+        Err(UsageError::InvalidPath { .. })
+    ));
+    h.drain();
+    assert!(h.no_requests(), "refused writes send nothing");
+}
+
+#[test]
+fn an_owner_never_waits_behind_its_own_node() {
+    let mut h = H::new();
+    let now = h.now;
+    // A read lock held by owner "t" cannot be upgraded by "t": refused at once.
+    let (_read, _) = h.held_spec(LockSpec::read("/rw").owner("t"), 1);
+    let upgrade = h.s.acquire(LockSpec::write("/rw").owner("t"), now);
+    assert_eq!(
+        upgrade,
+        Err(UsageError::SelfDeadlock {
+            path: "/rw".into(),
+            owner: "t".into(),
+            held: NodeKind::Read
+        })
+    );
+    h.drain();
+    assert!(h.no_requests(), "refused at once, with no request");
+    // Another owner, no owner, a second read, or a try (which cannot wait) queue as usual.
+    for spec in [
+        LockSpec::write("/rw").owner("u"),
+        LockSpec::write("/rw"),
+        LockSpec::read("/rw").owner("t"),
+        LockSpec::write("/rw").owner("t").try_only(),
+    ] {
+        assert!(h.s.acquire(spec.clone(), now).is_ok(), "{spec:?}");
+    }
+    // A mutex is not re-entrant for its owner, and a write holder cannot wait for
+    // the read half behind itself either.
+    let mut h = H::new();
+    h.held_spec(LockSpec::exclusive("/m").owner("t"), 1);
+    for spec in [LockSpec::exclusive("/m"), LockSpec::read("/m")] {
+        assert!(
+            matches!(
+                h.s.acquire(spec.clone().owner("t"), now),
+                Err(UsageError::SelfDeadlock {
+                    held: NodeKind::Write,
+                    ..
+                })
+            ),
+            "{spec:?}"
+        );
+    }
+}

@@ -1781,15 +1781,17 @@ impl Harness {
         if let Some(m) = max_hold {
             spec = spec.max_hold(m);
         }
+        // The harness keeps the default packet limit.
+        let max_data = |path: &str| Config::default().max_data_len(path).unwrap_or(0);
         // The documented refusals, in order.
         let expected_err = if self.conn == Conn::Closed {
             Some(UsageError::Closed)
         } else if let Err(e) = lock_core::validate_lock_path(&path) {
             Some(e)
-        } else if data.len() > MAX_DATA_LEN {
+        } else if data.len() > max_data(&path) {
             Some(UsageError::DataTooLarge {
                 len: data.len(),
-                max: MAX_DATA_LEN,
+                max: max_data(&path),
             })
         } else if rec == Rec::Semaphore(0) {
             Some(UsageError::ZeroPermits)

@@ -816,6 +816,13 @@ impl Mutex {
 /// A read/write lock: any number of readers, or one writer. A waiting writer is not
 /// starved by readers that come after it (they queue behind it).
 ///
+/// A read lock cannot be upgraded: while this `RwLock` (or a clone of it) holds the
+/// read half, waiting for its write half is refused at once with
+/// [`UsageError::SelfDeadlock`](lock_core::UsageError::SelfDeadlock) (it would wait
+/// for itself forever; `try_lock` just finds the lock busy). Release the read lock
+/// first. Independent tasks that contend for one path each take their own
+/// `rwlock(path)`.
+///
 /// ```no_run
 /// # async fn demo(locks: lock_zookeeper_client::LockClient) -> Result<(), lock_zookeeper_client::Error> {
 /// let table = locks.rwlock("/locks/table");
@@ -833,14 +840,22 @@ pub struct RwLock {
 
 impl RwLock {
     pub(crate) fn new(client: LockClient, path: String) -> Self {
+        // One `RwLock` value (with its clones) is one owner, as one thread is in
+        // Curator: its write half is refused at once while its read half holds
+        // (an upgrade would wait for itself forever), instead of hanging.
+        static NEXT_OWNER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let owner = format!(
+            "rwlock-{}",
+            NEXT_OWNER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
         RwLock {
             read: ReadLock {
                 client: client.clone(),
-                spec: LockSpec::read(path.clone()),
+                spec: LockSpec::read(path.clone()).owner(owner.clone()),
             },
             write: WriteLock {
                 client,
-                spec: LockSpec::write(path),
+                spec: LockSpec::write(path).owner(owner),
             },
         }
     }

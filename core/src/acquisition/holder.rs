@@ -169,13 +169,18 @@ impl Acquisition {
         if !cx.connected {
             return Err(UsageError::NotHeld(self.id));
         }
+        for op in &ops {
+            crate::path::validate_node_path(op.path())?;
+        }
         let mut all = Vec::with_capacity(ops.len() + 1);
         all.push(MultiOp::Check {
             path: own,
             version: None,
         });
         all.extend(ops);
-        if let Some(request) = cx.send(self.id, Purpose::FencedWrite { write }, Op::Multi(all)) {
+        let op = Op::Multi(all);
+        crate::limits::check_request(cx.config, &op)?;
+        if let Some(request) = cx.send(self.id, Purpose::FencedWrite { write }, op) {
             self.writes.push((write, request));
         }
         Ok(())

@@ -206,6 +206,10 @@ impl Acquisition {
         self.state
     }
 
+    pub(crate) fn spec(&self) -> &LockSpec {
+        &self.spec
+    }
+
     pub(crate) fn is_suspended(&self) -> bool {
         self.suspended
     }
