@@ -117,6 +117,14 @@ pub enum FailReason {
     WouldBlock,
     /// A revocable waiter was asked to give up its place.
     Revoked,
+    /// A semaphore on this path is taken with another permit count: two counts
+    /// would let more holders in than either allows, so the newcomer is refused.
+    PermitsMismatch {
+        /// Our permit count.
+        ours: u32,
+        /// The count another participant declared.
+        theirs: u32,
+    },
 }
 
 /// Events the core reports for one acquisition.

@@ -7,7 +7,7 @@
 //!
 //! | scheme  | write / exclusive            | read                          | semaphore                  | leader                     |
 //! |---------|------------------------------|-------------------------------|----------------------------|----------------------------|
-//! | native  | `zkl-<hex32>-write-<seq>`    | `zkl-<hex32>-read-<seq>`      | `zkl-<hex32>-sem-<seq>`    | `zkl-<hex32>-lead-<seq>`   |
+//! | native  | `zkl-<hex32>-write-<seq>`    | `zkl-<hex32>-read-<seq>`      | `zkl-<hex32>-sem<permits>-<seq>` | `zkl-<hex32>-lead-<seq>` |
 //! | Curator | `_c_<uuid>-lock-<seq>` (mutex) / `_c_<uuid>-__WRIT__<seq>` (read/write lock) | `_c_<uuid>-__READ__<seq>` | `_c_<uuid>-lease-<seq>` | `_c_<uuid>-latch-<seq>` |
 //! | kazoo   | `<hex32>__lock__<seq>`       | `<hex32>__rlock__<seq>`       | `<hex32>__lock__<seq>`     | `<hex32>__lock__<seq>`     |
 //!
@@ -85,6 +85,10 @@ pub struct ParsedName {
     pub kind: NodeKind,
     /// The server-assigned sequence number.
     pub seq: i32,
+    /// The permit count a semaphore participant declared in its name (native
+    /// scheme: `sem<permits>-`), so that participants disagreeing on it are found
+    /// from a listing alone. `None` for other kinds and schemes.
+    pub permits: Option<u32>,
 }
 
 /// The name prefix a node is created with (the server appends the sequence).
@@ -98,7 +102,20 @@ pub struct ParsedName {
 /// assert_eq!((p.attempt, p.kind, p.seq), (id, NodeKind::Read, 7));
 /// ```
 pub fn node_prefix(scheme: NameScheme, attempt: AttemptId, kind: NodeKind) -> String {
-    prefix(scheme, attempt, kind, false)
+    prefix(scheme, attempt, kind, false, None)
+}
+
+/// The name prefix of a semaphore participant with `permits` permits. The native
+/// scheme writes the count into the name (`zkl-<hex32>-sem<permits>-`), so that a
+/// semaphore taken with another count on the same path is refused.
+///
+/// ```
+/// use lock_core::{names::{semaphore_node_prefix, parse_name}, AttemptId, NameScheme};
+/// let name = format!("{}0000000001", semaphore_node_prefix(NameScheme::Native, AttemptId(7), 5));
+/// assert_eq!(parse_name(&name).unwrap().permits, Some(5));
+/// ```
+pub fn semaphore_node_prefix(scheme: NameScheme, attempt: AttemptId, permits: u32) -> String {
+    prefix(scheme, attempt, NodeKind::Semaphore, false, Some(permits))
 }
 
 /// The name prefix of a node of a read/write lock: as [`node_prefix`], except that
@@ -113,10 +130,16 @@ pub fn node_prefix(scheme: NameScheme, attempt: AttemptId, kind: NodeKind) -> St
 /// assert_eq!(parse_name(&name).unwrap().kind, NodeKind::Write);
 /// ```
 pub fn rwlock_node_prefix(scheme: NameScheme, attempt: AttemptId, kind: NodeKind) -> String {
-    prefix(scheme, attempt, kind, true)
+    prefix(scheme, attempt, kind, true, None)
 }
 
-fn prefix(scheme: NameScheme, attempt: AttemptId, kind: NodeKind, rwlock: bool) -> String {
+fn prefix(
+    scheme: NameScheme,
+    attempt: AttemptId,
+    kind: NodeKind,
+    rwlock: bool,
+    permits: Option<u32>,
+) -> String {
     match scheme {
         NameScheme::Native => {
             let k = match kind {
@@ -125,7 +148,10 @@ fn prefix(scheme: NameScheme, attempt: AttemptId, kind: NodeKind, rwlock: bool) 
                 NodeKind::Semaphore => "sem",
                 NodeKind::Leader => "lead",
             };
-            format!("zkl-{attempt}-{k}-")
+            match permits {
+                Some(n) => format!("zkl-{attempt}-{k}{n}-"),
+                None => format!("zkl-{attempt}-{k}-"),
+            }
         }
         NameScheme::Curator => {
             let marker = match kind {
@@ -204,10 +230,27 @@ fn parse_hex32(s: &str) -> Option<AttemptId> {
 fn parse_native(rest: &str) -> Option<ParsedName> {
     let attempt = parse_hex32(rest.get(..32)?)?;
     let rest = rest.get(32..)?.strip_prefix('-')?;
+    if let Some(sem) = rest.strip_prefix("sem") {
+        // `sem<permits>-<seq>`, or `sem-<seq>` from before permits were recorded.
+        let (count, seq) = sem.split_once('-')?;
+        let permits = match count {
+            "" => None,
+            c if c.bytes().all(|b| b.is_ascii_digit()) && !c.starts_with('0') => {
+                Some(c.parse().ok()?)
+            }
+            _ => return None,
+        };
+        return Some(ParsedName {
+            scheme: NameScheme::Native,
+            attempt,
+            kind: NodeKind::Semaphore,
+            seq: parse_sequence(seq)?,
+            permits,
+        });
+    }
     let (kind, seq) = [
         ("write-", NodeKind::Write),
         ("read-", NodeKind::Read),
-        ("sem-", NodeKind::Semaphore),
         ("lead-", NodeKind::Leader),
     ]
     .iter()
@@ -217,6 +260,7 @@ fn parse_native(rest: &str) -> Option<ParsedName> {
         attempt,
         kind,
         seq: parse_sequence(seq)?,
+        permits: None,
     })
 }
 
@@ -242,6 +286,7 @@ fn parse_curator(rest: &str) -> Option<ParsedName> {
         attempt,
         kind,
         seq: parse_sequence(seq)?,
+        permits: None,
     })
 }
 
@@ -260,6 +305,7 @@ fn parse_kazoo(name: &str) -> Option<ParsedName> {
         attempt,
         kind,
         seq: parse_sequence(seq)?,
+        permits: None,
     })
 }
 

@@ -3,7 +3,7 @@
 use crate::acquisition::{Acquisition, Ctx, State};
 use crate::event::{FailReason, LockEvent, LockId, UsageError};
 use crate::limits;
-use crate::names::AttemptId;
+use crate::names::{AttemptId, NameScheme};
 use crate::observer::Observer;
 use crate::path::validate_lock_path;
 use crate::proto::MultiOp;
@@ -210,6 +210,14 @@ impl Session {
         }
         match spec.recipe {
             Recipe::Semaphore { permits: 0 } => return Err(UsageError::ZeroPermits),
+            // Curator's and kazoo's semaphores keep their leases in layouts of their
+            // own (a lease pool behind an internal lock); sequential nodes in the
+            // lock directory would not be seen as leases by them, nor theirs by us.
+            Recipe::Semaphore { .. } if spec.scheme != NameScheme::Native => {
+                return Err(UsageError::Unsupported(
+                    "semaphores interoperate with neither Curator's nor kazoo's: use NameScheme::Native",
+                ))
+            }
             Recipe::Leader if spec.data.is_empty() => return Err(UsageError::EmptyParticipant),
             _ => {}
         }

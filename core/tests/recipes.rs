@@ -542,3 +542,47 @@ fn an_owner_never_waits_behind_its_own_node() {
         );
     }
 }
+
+#[test]
+fn a_native_semaphore_refuses_a_participant_with_another_permit_count() {
+    // permits=1 and permits=5 on one path would let 5 in beside the one that
+    // believes it is alone: the newcomer is refused and its node removed.
+    let other = format!(
+        "{}{}",
+        names::semaphore_node_prefix(NameScheme::Native, AttemptId(9), 1),
+        names::format_sequence(1)
+    );
+    assert!(other.contains("-sem1-"), "{other}");
+    let mut h = H::new();
+    let id = h.acquire(LockSpec::semaphore("/s", 5));
+    let node = h.answer_create(2);
+    assert!(node.contains("-sem5-"), "{node}");
+    h.answer_list(&[&other, &name_of(&node)]);
+    let events = h.events.clone();
+    assert!(
+        events.contains(&(
+            id,
+            LockEvent::Failed(FailReason::PermitsMismatch { ours: 5, theirs: 1 })
+        )),
+        "{events:?}"
+    );
+    // Its node goes (after the own-node read that was already in flight).
+    let mut deleted = false;
+    while let Some(r) = h.reqs.pop_front() {
+        deleted |= matches!(&r.op, Op::Delete { path, .. } if *path == node);
+    }
+    assert!(deleted, "the refused node is removed");
+    // The same count, or a participant from before counts were recorded, is fine.
+    let legacy = format!(
+        "{}{}",
+        names::node_prefix(NameScheme::Native, AttemptId(9), NodeKind::Semaphore),
+        names::format_sequence(1)
+    );
+    assert_eq!(names::parse_name(&legacy).unwrap().permits, None);
+    let mut h = H::new();
+    h.acquire(LockSpec::semaphore("/s", 5));
+    let node = h.answer_create(2);
+    h.answer_list(&[&legacy, &name_of(&node)]);
+    h.answer_data(&node, SID);
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+}

@@ -150,7 +150,8 @@ fn check_round_trip(scheme: NameScheme, attempt: AttemptId, kind: NodeKind, seq:
             scheme,
             attempt,
             kind: read_back(scheme, kind),
-            seq
+            seq,
+            permits: None,
         },
         "{n:?}"
     );

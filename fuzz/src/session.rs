@@ -1795,6 +1795,10 @@ impl Harness {
             })
         } else if rec == Rec::Semaphore(0) {
             Some(UsageError::ZeroPermits)
+        } else if matches!(rec, Rec::Semaphore(_)) && a.scheme.scheme() != NameScheme::Native {
+            Some(UsageError::Unsupported(
+                "semaphores interoperate with neither Curator's nor kazoo's: use NameScheme::Native",
+            ))
         } else if rec == Rec::Leader && data.is_empty() {
             Some(UsageError::EmptyParticipant)
         } else if a.detect_crashes && !matches!(rec, Rec::Write | Rec::Leader) {

@@ -312,6 +312,8 @@ impl Driver {
                     SimRecipe::Leader => LockSpec::leader(dir, vec![b'p', *client]),
                 };
                 spec = spec.scheme(match scheme % 3 {
+                    // Semaphores are native only (Curator's and kazoo's keep other layouts).
+                    _ if matches!(recipe, SimRecipe::Semaphore(_)) => NameScheme::Native,
                     0 => NameScheme::Native,
                     1 => NameScheme::Curator,
                     _ => NameScheme::Kazoo,

@@ -711,6 +711,8 @@ fn random_spec(rng: &mut SimRng, mix: Mix, permits: u32, client: ClientId) -> Lo
         _ => LockSpec::leader("/locks/lead", format!("{client}")),
     };
     let scheme = match rng.below(4) {
+        // Semaphores are native only (Curator's and kazoo's keep other layouts).
+        _ if mix == Mix::Semaphore => NameScheme::Native,
         0 => NameScheme::Curator,
         1 => NameScheme::Kazoo,
         _ => NameScheme::Native,

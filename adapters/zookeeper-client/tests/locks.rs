@@ -436,6 +436,25 @@ rt_tests! {
         client.close().await;
     }
 
+    /// A semaphore records its permit count in its node name: one taken with
+    /// another count on the same path is refused (permits=1 and permits=5 both
+    /// held before), and its node is removed.
+    async fn a_semaphore_with_another_permit_count_is_refused(rt) {
+        let dir = unique_path("permits", &rt);
+        let client = connect(&rt, &server().connect_string(), SESSION).await;
+        let one = client.semaphore(dir.clone(), 1).lock().await.unwrap();
+        let err = client.semaphore(dir.clone(), 5).lock_timeout(Duration::from_secs(20)).await.unwrap_err();
+        assert_eq!(
+            err,
+            Error::Failed(lock_core::FailReason::PermitsMismatch { ours: 5, theirs: 1 })
+        );
+        let observer = Observer::connect(&server().connect_string()).await;
+        let left = observer.wait_children(&dir, 1).await;
+        assert!(left[0].contains("-sem1-"), "only the holder's node is left: {left:?}");
+        one.release().await.unwrap();
+        client.close().await;
+    }
+
     /// A closed client: held locks are lost with `Closed`, waiting ones fail, and every
     /// later call returns `Error::Closed`.
     async fn closed_client_gives_typed_errors(rt) {

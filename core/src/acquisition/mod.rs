@@ -24,7 +24,7 @@
 use crate::event::{FailReason, FencingToken, Grant, LockEvent, LockId, LostReason};
 use crate::names::{
     node_prefix, parse_name, parse_sequence, relative_sequence, rwlock_node_prefix,
-    sort_by_sequence, AttemptId, NodeKind,
+    semaphore_node_prefix, sort_by_sequence, AttemptId, NodeKind,
 };
 use crate::path::{ancestors, split_parent};
 use crate::proto::{CreateMode, Op, Reply, RequestId, Stat, WatchKind, ZkError};
@@ -165,16 +165,12 @@ pub(crate) struct Acquisition {
 
 impl Acquisition {
     pub(crate) fn new(id: LockId, spec: LockSpec, attempt: AttemptId) -> Self {
-        let prefix = if spec.rwlock {
-            rwlock_node_prefix
-        } else {
-            node_prefix
+        let prefix = match spec.recipe {
+            Recipe::Semaphore { permits } => semaphore_node_prefix(spec.scheme, attempt, permits),
+            _ if spec.rwlock => rwlock_node_prefix(spec.scheme, attempt, spec.recipe.node_kind()),
+            _ => node_prefix(spec.scheme, attempt, spec.recipe.node_kind()),
         };
-        let create_path = format!(
-            "{}/{}",
-            spec.path,
-            prefix(spec.scheme, attempt, spec.recipe.node_kind())
-        );
+        let create_path = format!("{}/{prefix}", spec.path);
         Acquisition {
             id,
             spec,
@@ -550,6 +546,15 @@ impl Acquisition {
             self.send_own_data(cx);
         }
         let recipe = self.spec.recipe;
+        if let Recipe::Semaphore { permits: ours } = recipe {
+            let theirs = others.iter().find_map(|(p, _)| match p.permits {
+                Some(theirs) if p.kind == NodeKind::Semaphore && theirs != ours => Some(theirs),
+                _ => None,
+            });
+            if let Some(theirs) = theirs {
+                return self.fail(cx, FailReason::PermitsMismatch { ours, theirs });
+            }
+        }
         let mut lower: Vec<(i32, String)> = others
             .into_iter()
             .map(|(p, n)| (relative_sequence(p.seq, seq), p, n))
