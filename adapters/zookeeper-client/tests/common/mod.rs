@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod hold_proxy;
+pub mod peers;
 
 use lock_testkit::ZkServer;
 use lock_zookeeper_client::{LockClient, Runtime};
