@@ -25,7 +25,7 @@ mod common;
 
 use common::peers::{
     counter_workload, delivered, mutex_handoff, node_name, received, rwlock_exclusion, within,
-    zk_start_lock, Kind, Library, MixedElection, Peer,
+    zk_start_lock, Kind, Library, MixedElection, Peer, RW_PHASES,
 };
 use common::{connect, run_tokio, server, unique_path, Observer};
 use lock_zookeeper_client::{LockStatus, NameScheme};
@@ -46,11 +46,13 @@ fn curator_mutex_and_zklock_mutex_hand_over_in_order() {
     });
 }
 
+/// 2 Curator processes and 3 zklock sessions on one mutex: no lost update, no
+/// overlapping sections.
 #[test]
 fn curator_mutex_and_zklock_mutex_lose_no_update() {
     run_tokio(|rt| async move {
         let path = unique_path("curator-mutex-counter", &rt);
-        counter_workload(&rt, Library::Curator, &path, &[Kind::Mutex], 2, 3, 10).await;
+        counter_workload(&rt, Library::Curator, &path, &[&[Kind::Mutex]], 2, 3, 10).await;
     });
 }
 
@@ -67,20 +69,14 @@ fn curator_rwlock_and_zklock_rwlock_readers_share_writers_exclude() {
     });
 }
 
+/// 2 Curator processes and 3 zklock sessions on one read/write lock, writers only,
+/// then a reader and a writer each: no lost update, no section overlapping an
+/// incompatible one.
 #[test]
 fn curator_rwlock_and_zklock_rwlock_lose_no_update() {
     run_tokio(|rt| async move {
         let path = unique_path("curator-rw-counter", &rt);
-        counter_workload(
-            &rt,
-            Library::Curator,
-            &path,
-            &[Kind::Write, Kind::Read],
-            2,
-            3,
-            8,
-        )
-        .await;
+        counter_workload(&rt, Library::Curator, &path, RW_PHASES, 2, 3, 10).await;
     });
 }
 

@@ -818,6 +818,9 @@ pub struct Tally {
     pub sections: u64,
     /// Sections that found an incompatible holder inside.
     pub overlaps: u64,
+    /// From the start of its loop to its first hold, and to its end.
+    pub first_held: Duration,
+    pub finished: Duration,
 }
 
 /// The counter workload on one lock path: see the module documentation.
@@ -880,6 +883,8 @@ impl Workload {
             kind,
             sections: words[0].parse().expect("sections"),
             overlaps: words[1].parse().expect("overlaps"),
+            first_held: Duration::from_millis(words[2].parse().expect("ms")),
+            finished: Duration::from_millis(words[3].parse().expect("ms")),
         }
     }
 
@@ -906,8 +911,12 @@ impl Workload {
             let (counter, inside) = (format!("{root}/counter"), format!("{root}/inside"));
             let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
             let mut overlaps = 0;
+            let mut think = Think::new(&who);
+            let start = Instant::now();
+            let mut first_held = None;
             for i in 0..iterations {
                 let guard = zk_lock(&locks, kind, &path, scheme).await;
+                first_held.get_or_insert_with(|| start.elapsed());
                 let mark = format!(
                     "{}-zklock-{who}-{i}",
                     if kind.exclusive() { "w" } else { "r" }
@@ -932,6 +941,8 @@ impl Workload {
                 overlaps += u64::from(overlap);
                 data.delete(&marker, None).await.expect("leaving");
                 guard.release().await.expect("zklock release");
+                // Think time, so that queues drain and refill instead of marching in step.
+                super::sleep(think.next(sleep)).await;
             }
             Tally {
                 library: "zklock",
@@ -939,6 +950,8 @@ impl Workload {
                 kind,
                 sections: u64::from(iterations),
                 overlaps,
+                first_held: first_held.unwrap_or_default(),
+                finished: start.elapsed(),
             }
         })
     }
@@ -946,7 +959,13 @@ impl Workload {
     /// Asserts: the counter equals the number of exclusive sections (no lost update)
     /// and no section overlapped an incompatible one; the report, per library, is in
     /// the failure message (and printed either way).
-    pub async fn check(&self, observer: &Observer, tallies: &[Tally], elapsed: Duration) {
+    pub async fn check(
+        &self,
+        observer: &Observer,
+        label: &str,
+        tallies: &[Tally],
+        elapsed: Duration,
+    ) {
         let counter = read_counter(&observer.client, &format!("{}/counter", self.root)).await;
         let expected: u64 = tallies
             .iter()
@@ -955,7 +974,8 @@ impl Workload {
             .sum();
         let overlaps: u64 = tallies.iter().map(|t| t.overlaps).sum();
         let mut report = format!(
-            "counter {counter} after {expected} increments: {} lost updates; {overlaps} overlapping sections ({elapsed:.1?})\n",
+            "{label}: counter {counter} after {expected} increments: {} lost updates; \
+             {overlaps} overlapping sections ({elapsed:.1?})\n",
             expected.saturating_sub(counter)
         );
         let mut libraries: Vec<&str> = tallies.iter().map(|t| t.library).collect();
@@ -974,9 +994,17 @@ impl Workload {
                     .map(|t| t.sections)
                     .sum::<u64>(),
                 sum(|t| t.overlaps),
-                of().map(|t| format!("{} {:?} {}/{}", t.who, t.kind, t.overlaps, t.sections))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                of().map(|t| format!(
+                    "{} {:?} {}/{} in {}..{} ms",
+                    t.who,
+                    t.kind,
+                    t.overlaps,
+                    t.sections,
+                    t.first_held.as_millis(),
+                    t.finished.as_millis()
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
             );
         }
         eprintln!("{report}");
@@ -988,6 +1016,29 @@ impl Workload {
     }
 }
 
+/// Random think times (xorshift, seeded by the participant's name and the clock).
+struct Think(u64);
+
+impl Think {
+    fn new(who: &str) -> Think {
+        let seed = who.bytes().fold(0x9e3779b97f4a7c15u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
+        });
+        let clock = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Think((seed ^ clock) | 1)
+    }
+
+    /// Uniform in `0..=max`, in milliseconds.
+    fn next(&mut self, max: Duration) -> Duration {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        Duration::from_millis(self.0 % (max.as_millis() as u64 + 1))
+    }
+}
+
 async fn read_counter(client: &zookeeper_client::Client, path: &str) -> u64 {
     let (data, _) = client.get_data(path).await.expect("reading the counter");
     std::str::from_utf8(&data)
@@ -996,14 +1047,23 @@ async fn read_counter(client: &zookeeper_client::Client, path: &str) -> u64 {
         .unwrap_or_else(|| panic!("counter {path} holds {data:?}"))
 }
 
+/// The phases of the read/write counter workload: writers only, then readers and
+/// writers together.
+pub const RW_PHASES: &[&[Kind]] = &[&[Kind::Write], &[Kind::Write, Kind::Read]];
+
 /// Runs the counter workload on one lock path: `peers` processes of `library` and
-/// `zklock_sessions` zklock sessions (with the library's scheme), each running one
-/// participant per kind in `kinds`, all at once; then checks it.
+/// `zklock_sessions` zklock sessions (with the library's scheme), phase after phase;
+/// in each phase every process and session runs one participant per kind of the
+/// phase, all at once, then the counter and the overlaps so far are checked.
+///
+/// (A phase of writers only is the sharpest test of writer exclusion: with readers
+/// of both libraries in the queue, a writer that ignores the other library's
+/// writers is often held back anyway, transitively, by a reader queued behind them.)
 pub async fn counter_workload(
     rt: &Runtime,
     library: Library,
     lock_path: &str,
-    kinds: &[Kind],
+    phases: &[&[Kind]],
     peers: usize,
     zklock_sessions: usize,
     iterations: u32,
@@ -1031,30 +1091,34 @@ pub async fn counter_workload(
         running.push(received(rx, "starting a peer").await);
     }
 
-    let begin = Instant::now();
-    for peer in &mut running {
-        for kind in kinds {
-            work.start_peer(peer, kind.word(), *kind);
-        }
-    }
-    let mut ours = Vec::new();
-    for (i, locks) in zklock.iter().enumerate() {
-        for kind in kinds {
-            let who = format!("zklock{}-{}", i + 1, kind.word());
-            ours.push(work.start_zklock(rt, &connect, locks, library.scheme(), *kind, &who));
-        }
-    }
     let mut tallies = Vec::new();
-    for peer in &mut running {
-        for kind in kinds {
-            tallies.push(work.peer_tally(peer, kind.word(), *kind).await);
+    for (phase, kinds) in phases.iter().enumerate() {
+        let slot = |kind: Kind| format!("{}{}", kind.word(), phase + 1);
+        let begin = Instant::now();
+        for peer in &mut running {
+            for kind in kinds.iter() {
+                work.start_peer(peer, &slot(*kind), *kind);
+            }
         }
+        let mut ours = Vec::new();
+        for (i, locks) in zklock.iter().enumerate() {
+            for kind in kinds.iter() {
+                let who = format!("zklock{}-{}", i + 1, slot(*kind));
+                ours.push(work.start_zklock(rt, &connect, locks, library.scheme(), *kind, &who));
+            }
+        }
+        for peer in &mut running {
+            for kind in kinds.iter() {
+                tallies.push(work.peer_tally(peer, &slot(*kind), *kind).await);
+            }
+        }
+        for rx in ours {
+            tallies.push(received(rx, "a zklock worker").await);
+        }
+        let label = format!("phase {} of {} ({kinds:?})", phase + 1, phases.len());
+        work.check(&observer, &label, &tallies, begin.elapsed())
+            .await;
     }
-    for rx in ours {
-        tallies.push(received(rx, "a zklock worker").await);
-    }
-    let elapsed = begin.elapsed();
-    work.check(&observer, &tallies, elapsed).await;
     for locks in zklock {
         locks.close().await;
     }
@@ -1221,7 +1285,17 @@ impl MixedElection {
                         .is_some_and(|g| g.status() == LockStatus::Held)
                         || elected.as_mut().is_some_and(delivered)
                 }
-                Candidate::Peer { peer, slot, .. } => peers[*peer].status(slot).await == "leader",
+                Candidate::Peer { peer, slot, .. } => {
+                    let peer = &mut peers[*peer];
+                    if i != who && !peer.quiet(slot) {
+                        let said = peer.reply(slot).await;
+                        panic!(
+                            "participant {} said {said:?} while {expected} was elected",
+                            candidate.id()
+                        );
+                    }
+                    peer.status(slot).await == "leader"
+                }
             };
             assert_eq!(
                 leads,

@@ -16,7 +16,7 @@
 //   release                      -> RELEASED
 //   revoke <node path>           -> REVOKE_SENT            (Revoker.attemptRevoke)
 //   work <kind> <lock path> <root> <iterations> <sleep ms>
-//                                -> WORKED <sections> <overlaps>
+//                                -> WORKED <sections> <overlaps> <ms to the first hold> <ms to the end>
 //   elect <latch path> <id> <root>
 //                                -> LEADER <others> when the slot's LeaderLatch is elected
 //                                   (it registers as <root>/leaders/<id> and counts the
@@ -236,12 +236,15 @@ public class CuratorPeer {
             boolean writer = !kind.equals("read");
             String counter = root + "/counter";
             String inside = root + "/inside";
+            long start = System.nanoTime();
+            long firstHeld = -1;
             InterProcessMutex lock = newLock(kind, path);
             int overlaps = 0;
             for (int i = 0; i < iterations; i++) {
                 if (!lock.acquire(WAIT_SECONDS, TimeUnit.SECONDS)) {
                     throw new IllegalStateException("section " + i + " not acquired within " + WAIT_SECONDS + " s");
                 }
+                if (firstHeld < 0) firstHeld = System.nanoTime();
                 String mark = (writer ? "w-" : "r-") + "curator-" + name + "-" + id + "-" + i;
                 client.create().withMode(CreateMode.EPHEMERAL).forPath(inside + "/" + mark, new byte[0]);
                 boolean overlap = false;
@@ -262,8 +265,11 @@ public class CuratorPeer {
                 if (overlap) overlaps++;
                 client.delete().forPath(inside + "/" + mark);
                 lock.release();
+                // Think time, so that queues drain and refill instead of marching in step.
+                Thread.sleep(java.util.concurrent.ThreadLocalRandom.current().nextInt(sleepMs + 1));
             }
-            reply("WORKED " + iterations + " " + overlaps);
+            long end = System.nanoTime();
+            reply("WORKED " + iterations + " " + overlaps + " " + (firstHeld - start) / 1_000_000 + " " + (end - start) / 1_000_000);
         }
     }
 }

@@ -14,7 +14,7 @@
 #   try <kind> <lock path>       -> HELD <node name> | BUSY (acquire(blocking=False))
 #   release                      -> RELEASED
 #   work <kind> <lock path> <root> <iterations> <sleep ms>
-#                                -> WORKED <sections> <overlaps>
+#                                -> WORKED <sections> <overlaps> <ms to the first hold> <ms to the end>
 #   elect <election path> <id> <root>
 #                                -> LEADER <others> when elected (Election.run; registers as
 #                                   <root>/leaders/<id> and counts the other leaders there),
@@ -34,6 +34,7 @@
 
 import os
 import queue
+import random
 import sys
 import threading
 import time
@@ -164,12 +165,16 @@ class Slot(object):
         counter = root + "/counter"
         inside = root + "/inside"
         overlaps = 0
+        start = time.monotonic()
+        first_held = None
         for i in range(iterations):
             # A kazoo lock object is good for one acquisition at a time; a fresh one per
             # section, like a fresh Curator acquisition.
             lock = new_lock(kind, path)
             if not lock.acquire(timeout=WAIT_SECONDS):
                 raise RuntimeError("section %d not acquired within %d s" % (i, WAIT_SECONDS))
+            if first_held is None:
+                first_held = time.monotonic()
             mark = "%s-kazoo-%s-%s-%d" % ("w" if writer else "r", NAME, self.id, i)
             zk.create(inside + "/" + mark, b"", ephemeral=True)
             overlap = False
@@ -186,7 +191,10 @@ class Slot(object):
                 overlaps += 1
             zk.delete(inside + "/" + mark)
             lock.release()
-        self.reply("WORKED %d %d" % (iterations, overlaps))
+            # Think time, so that queues drain and refill instead of marching in step.
+            time.sleep(random.uniform(0, sleep_ms / 1000.0))
+        end = time.monotonic()
+        self.reply("WORKED %d %d %d %d" % (iterations, overlaps, (first_held - start) * 1000, (end - start) * 1000))
 
 
 def main():
