@@ -12,9 +12,9 @@
 //! * revocation both ways: Curator's `Revoker.attemptRevoke` reaches a revocable zklock
 //!   holder, and zklock's `LockClient::revoke` fires the listener of a Curator mutex
 //!   made revocable with `makeRevocable`;
-//! * Curator's `LeaderLatch` and zklock leader participants (Curator scheme) on one path:
-//!   exactly one leader at any time, leadership passing between the libraries as
-//!   leaders resign.
+//! * Curator's `LeaderLatch` and zklock leader participants (`LockSpec::leader` with the
+//!   Curator scheme; `LockClient::election` has no scheme option) on one path: exactly
+//!   one leader at any time, leadership passing between the libraries as leaders resign.
 //!
 //! Needs a JDK (`javac`, `java`) and Debian's `libcurator-recipes-java` (jars in
 //! `/usr/share/java`); `scripts/test.sh` installs them when missing, and a missing

@@ -8,9 +8,9 @@
 //!   readers of both libraries hold at once (both ways), a writer of either excludes
 //!   readers and writers of the other (both ways), and under load no update is lost and
 //!   no writer overlaps anyone;
-//! * kazoo's `Election` and zklock leader participants (kazoo scheme) on one path:
-//!   exactly one leader at any time, leadership passing between the libraries as
-//!   leaders resign.
+//! * kazoo's `Election` and zklock leader participants (`LockSpec::leader` with the kazoo
+//!   scheme; `LockClient::election` has no scheme option) on one path: exactly one leader
+//!   at any time, leadership passing between the libraries as leaders resign.
 //!
 //! Needs Debian's `python3-kazoo` for `/usr/bin/python3`; `scripts/test.sh` installs it
 //! when missing, and a missing kazoo fails the test saying so. On kazoo < 2.9 (Debian

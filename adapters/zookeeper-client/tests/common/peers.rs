@@ -15,6 +15,8 @@
 //! a reader registers `r-...` and finds one if a `w-...` is inside (or the counter
 //! changed while it read). Of two overlapping sections the later one to register
 //! always sees the earlier, so no overlap goes unseen; lost updates show in the counter.
+//! The read/write workload runs writers only first, then readers and writers (see
+//! [`counter_workload`]).
 
 use super::Observer;
 use futures::channel::{mpsc, oneshot};
@@ -504,18 +506,9 @@ pub fn assert_node(name: &str, scheme: NameScheme, kind: NodeKind, who: &str) {
     );
 }
 
-/// A zklock lock of `kind` on `path` named with `scheme`, as a spec.
-pub fn zk_spec(kind: Kind, path: &str, scheme: NameScheme) -> LockSpec {
-    match kind {
-        Kind::Read => LockSpec::read(path),
-        Kind::Mutex | Kind::Write => LockSpec::write(path),
-    }
-    .scheme(scheme)
-}
-
 /// Takes a zklock lock, waiting.
 pub async fn zk_lock(locks: &LockClient, kind: Kind, path: &str, scheme: NameScheme) -> LockGuard {
-    let deadline = std::time::Instant::now() + LOCK_TIMEOUT;
+    let deadline = Instant::now() + LOCK_TIMEOUT;
     let guard = match kind {
         Kind::Mutex => {
             locks
@@ -1200,7 +1193,10 @@ impl MixedElection {
     }
 
     /// A zklock participant joins (on `locks`); returns once its node is in line
-    /// (`position` participants in all).
+    /// (`position` participants in all). It is a `LockSpec::leader` with the peer's
+    /// scheme run by `LockClient::acquire`: `LockClient::election` always names its
+    /// nodes natively (`zkl-...-lead-`), which Curator's `LeaderLatch` sorts after its
+    /// own and kazoo's `Election` does not see, so it cannot share their paths.
     pub async fn join_zklock(
         &self,
         rt: &Runtime,

@@ -97,7 +97,7 @@ public class CuratorPeer {
         System.exit(0);
     }
 
-    /// The node a Curator lock created: InterProcessMutex.getLockPath() is protected.
+    // The node a Curator lock created: InterProcessMutex.getLockPath() is protected.
     static String nodeName(InterProcessMutex lock) throws Exception {
         Method m = InterProcessMutex.class.getDeclaredMethod("getLockPath");
         m.setAccessible(true);
