@@ -1,16 +1,29 @@
 #!/usr/bin/env bash
-# The project's test command: installs ZooKeeper (and kazoo, for the interop test)
-# when missing (Debian packages via apt-get; ZOOKEEPER_HOME / ZOOKEEPER_CLASSPATH may
-# point at another ZooKeeper), then runs every test of the workspace (unit,
-# simulation, real-server, interop, doc tests).
+# The project's test command: installs what the tests need when it is missing (Debian
+# packages via apt-get; ZOOKEEPER_HOME / ZOOKEEPER_CLASSPATH may point at another
+# ZooKeeper), then runs every test of the workspace (unit, simulation, real-server,
+# interop, doc tests).
+#
+# * ZooKeeper (scripts/install-zookeeper.sh);
+# * for the interop tests: kazoo for /usr/bin/python3 (python3-kazoo), Curator 5.4's jars
+#   (libcurator-recipes-java) and a JDK to compile the Curator peer
+#   (openjdk-17-jdk-headless, only if there is no javac).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-zookeeper.sh
-if ! /usr/bin/python3 -c 'import kazoo' 2>/dev/null; then
+
+missing=()
+/usr/bin/python3 -c 'import kazoo' 2>/dev/null || missing+=(python3-kazoo)
+[ -e /usr/share/java/curator-recipes.jar ] || missing+=(libcurator-recipes-java)
+command -v javac >/dev/null 2>&1 \
+    || { [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/javac" ]; } \
+    || missing+=(openjdk-17-jdk-headless)
+if [ ${#missing[@]} -gt 0 ]; then
     SUDO=
     [ "$(id -u)" -ne 0 ] && SUDO="sudo -E"
     export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get install -y --no-install-recommends python3-kazoo \
-        || { $SUDO apt-get update && $SUDO apt-get install -y --no-install-recommends python3-kazoo; }
+    echo "test.sh: installing ${missing[*]}"
+    $SUDO apt-get install -y --no-install-recommends "${missing[@]}" \
+        || { $SUDO apt-get update && $SUDO apt-get install -y --no-install-recommends "${missing[@]}"; }
 fi
 cargo test --workspace "$@"

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod hold_proxy;
+pub mod peers;
 
 use lock_testkit::ZkServer;
 use lock_zookeeper_client::{LockClient, Runtime};
@@ -177,13 +178,18 @@ impl Observer {
                 }
                 Err(zookeeper_client::Error::NoNode) if n == 0 => return Vec::new(),
                 Err(zookeeper_client::Error::NoNode) => {
-                    // Not created yet: wait for it.
-                    let (_, watcher) = self
+                    // Not created yet: wait for it. If it was created since the
+                    // listing, list again at once: an exists watch on a node that
+                    // exists fires only when it changes or goes, not when children
+                    // come.
+                    let (stat, watcher) = self
                         .client
                         .check_and_watch_stat(dir)
                         .await
                         .expect("watching the lock directory");
-                    watcher.changed().await;
+                    if stat.is_none() {
+                        watcher.changed().await;
+                    }
                 }
                 Err(e) => panic!("listing {dir}: {e}"),
             }
