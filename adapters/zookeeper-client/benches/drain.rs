@@ -1,0 +1,125 @@
+//! Draining a queue: one holder and N waiters on one lock, spread over S sessions,
+//! against a real ZooKeeper (lock-testkit, loopback). Each waiter releases as soon
+//! as it holds. Measures the drain (from the holder's release to the last release),
+//! requests per acquisition (the core's count and the server's `mntr`), and waiter
+//! wake-ups per release: the herd effect, across sessions and inside one.
+//!
+//! ```text
+//! cargo bench -p lock-zookeeper-client --bench drain
+//! DRAIN_WAITERS=300 DRAIN_SESSIONS=1,4,300 cargo bench -p lock-zookeeper-client --bench drain
+//! ```
+
+use lock_testkit::ZkServer;
+use lock_zookeeper_client::{LockClient, Runtime};
+use std::time::{Duration, Instant};
+
+fn main() {
+    let waiters: usize = env_or("DRAIN_WAITERS", "1000")
+        .parse()
+        .expect("DRAIN_WAITERS");
+    let sessions: Vec<usize> = env_or("DRAIN_SESSIONS", "1,4")
+        .split(',')
+        .map(|s| s.trim().parse().expect("DRAIN_SESSIONS"))
+        .collect();
+    let server = ZkServer::builder()
+        .config("preAllocSize", "1024")
+        .start()
+        .expect("starting ZooKeeper (lock-testkit)");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    println!(
+        "{:>9} {:>8} {:>10} {:>16} {:>17} {:>16}",
+        "sessions", "waiters", "drain", "req/acquisition", "pkts/acquisition", "wake-ups/release"
+    );
+    for (round, &s) in sessions.iter().enumerate() {
+        let runtime = Runtime::Tokio(rt.handle().clone());
+        let path = format!("/bench/drain-{round}");
+        let r = rt.block_on(drain(runtime, &server, &path, s, waiters));
+        println!(
+            "{:>9} {:>8} {:>10.2?} {:>16.2} {:>17.2} {:>16.2}",
+            s, waiters, r.elapsed, r.requests, r.packets, r.wakeups
+        );
+    }
+}
+
+struct Drain {
+    elapsed: Duration,
+    requests: f64,
+    packets: f64,
+    wakeups: f64,
+}
+
+async fn drain(rt: Runtime, server: &ZkServer, path: &str, sessions: usize, n: usize) -> Drain {
+    let mut clients = Vec::new();
+    for _ in 0..sessions {
+        let client = LockClient::builder(&server.connect_string())
+            .session_timeout(Duration::from_secs(30))
+            .runtime(rt.clone())
+            .connect()
+            .await
+            .expect("connecting");
+        clients.push(client);
+    }
+    let holder = clients[0].mutex(path).lock().await.expect("holder");
+    let tasks: Vec<_> = (0..n)
+        .map(|i| {
+            let mutex = clients[i % sessions].mutex(path);
+            tokio::spawn(async move {
+                let guard = mutex.lock().await.expect("lock");
+                guard.release().await.expect("release");
+            })
+        })
+        .collect();
+    // Wait until every waiter is queued with its watch set.
+    let totals = |clients: Vec<LockClient>| async move {
+        let mut sum = lock_core::Stats::default();
+        for c in &clients {
+            let s = c.stats().await.expect("stats");
+            sum.requests += s.requests;
+            sum.watches_set += s.watches_set;
+            sum.handoff_notifications += s.handoff_notifications;
+        }
+        sum
+    };
+    let before = loop {
+        let s = totals(clients.clone()).await;
+        if s.watches_set >= n as u64 {
+            break s;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let packets_before = packets(server);
+    let t0 = Instant::now();
+    holder.release().await.expect("release");
+    for t in tasks {
+        t.await.expect("waiter");
+    }
+    let elapsed = t0.elapsed();
+    let packets = packets(server) - packets_before - 1; // the first mntr's own packet
+    let after = totals(clients.clone()).await;
+    for c in &clients {
+        c.close().await;
+    }
+    let acquisitions = (n + 1) as f64;
+    Drain {
+        elapsed,
+        requests: (after.requests - before.requests) as f64 / acquisitions,
+        packets: packets as f64 / acquisitions,
+        wakeups: (after.handoff_notifications - before.handoff_notifications) as f64 / n as f64,
+    }
+}
+
+fn packets(server: &ZkServer) -> u64 {
+    server
+        .mntr()
+        .expect("mntr")
+        .get_u64("zk_packets_received")
+        .expect("zk_packets_received")
+}
+
+fn env_or(key: &str, default: &str) -> String {
+    std::env::var(key).unwrap_or_else(|_| default.to_owned())
+}
