@@ -72,7 +72,7 @@ pub use ensemble::ZkEnsemble;
 pub use error::{Error, Result};
 pub use fourlw::{four_letter_word, Metrics, Mode, ServerStatus};
 pub use install::{InstallSource, ZkInstall, SYSTEM_JAR_DIR};
-pub use proxy::{FaultProxy, ProxyMode};
+pub use proxy::{Direction, FaultProxy, ProxyMode};
 pub use server::{ZkServer, ZkServerBuilder};
 
 #[cfg(test)]
