@@ -227,6 +227,8 @@ pub(crate) struct Driver {
     ),
     /// Told when the first connection has TCP_NODELAY (or could not get it).
     nodelay_ready: Option<oneshot::Sender<()>>,
+    /// `set_nodelay` has reported at least once.
+    nodelay_reported: bool,
 }
 
 impl Driver {
@@ -261,6 +263,7 @@ impl Driver {
             shared,
             nodelay: mpsc::unbounded(),
             nodelay_ready: None,
+            nodelay_reported: false,
         };
         driver.install(client);
         driver
@@ -270,7 +273,11 @@ impl Driver {
     /// (see `set_nodelay`). Call before `run`.
     pub(crate) fn nodelay_ready(&mut self) -> oneshot::Receiver<()> {
         let (tx, rx) = oneshot::channel();
-        self.nodelay_ready = Some(tx);
+        if self.nodelay_reported {
+            let _ = tx.send(());
+        } else {
+            self.nodelay_ready = Some(tx);
+        }
         rx
     }
 
@@ -703,6 +710,7 @@ impl Driver {
             Ok(applied) => tracing::debug!(?applied, "TCP_NODELAY"),
             Err(e) => tracing::debug!(error = %e, "TCP_NODELAY could not be set"),
         }
+        self.nodelay_reported = true;
         if let Some(ready) = self.nodelay_ready.take() {
             let _ = ready.send(());
         }
