@@ -7,6 +7,7 @@ use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use rustix::io::Errno;
 use rustix::net::{sockopt, SocketType};
 use rustix::process::{getpid, pidfd_getfd, pidfd_open, PidfdFlags, PidfdGetfdFlags};
+use std::collections::HashSet;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -75,6 +76,9 @@ fn each_socket(
     };
     let mut pidfd: Option<OwnedFd> = None;
     let mut borrowed = false;
+    // Sockets (by their `socket:[<inode>]` link) already visited: a socket can have
+    // several descriptors, e.g. the fleeting duplicates of a concurrent call.
+    let mut seen = HashSet::new();
     for entry in std::fs::read_dir("/proc/self/fd")? {
         let Ok(entry) = entry else { continue };
         let Some(fd) = entry
@@ -89,7 +93,7 @@ fn each_socket(
         let Ok(link) = std::fs::read_link(entry.path()) else {
             continue;
         };
-        if !link.to_str().is_some_and(|l| l.starts_with("socket:[")) {
+        if !link.to_str().is_some_and(|l| l.starts_with("socket:[")) || seen.contains(&link) {
             continue;
         }
         if duplicate {
@@ -99,8 +103,9 @@ fn each_socket(
                     // listed: go on only if the duplicate is the socket listed.
                     if std::fs::read_link(format!("/proc/self/fd/{}", dup.as_raw_fd()))
                         .is_ok_and(|l| l == link)
+                        && inspect(dup.as_fd(), peers, &mut visit)
                     {
-                        inspect(dup.as_fd(), peers, &mut visit);
+                        seen.insert(link);
                     }
                     continue;
                 }
@@ -114,7 +119,9 @@ fn each_socket(
             }
         }
         borrowed = true;
-        borrowed::with_fd(fd, |fd| inspect(fd, peers, &mut visit));
+        if borrowed::with_fd(fd, |fd| inspect(fd, peers, &mut visit)) {
+            seen.insert(link);
+        }
     }
     Ok(borrowed)
 }
@@ -134,16 +141,25 @@ fn refused(e: Errno) -> bool {
 }
 
 /// Passes `fd` on to `visit` if it is a TCP socket connected to one of `peers`.
-fn inspect(fd: BorrowedFd<'_>, peers: &Peers, visit: &mut impl FnMut(BorrowedFd<'_>, SocketAddr)) {
-    let Ok(Some(peer)) = rustix::net::getpeername(fd) else {
-        return; // not connected, or not a socket any more
+/// Returns whether `fd` was a socket that could be asked (false when it was
+/// closed meanwhile).
+fn inspect(
+    fd: BorrowedFd<'_>,
+    peers: &Peers,
+    visit: &mut impl FnMut(BorrowedFd<'_>, SocketAddr),
+) -> bool {
+    let peer = match rustix::net::getpeername(fd) {
+        Ok(Some(peer)) => peer,
+        Ok(None) | Err(Errno::NOTCONN) => return true, // not a connection
+        Err(_) => return false,                        // closed meanwhile, or not a socket any more
     };
     let Ok(peer) = SocketAddr::try_from(peer) else {
-        return; // not IPv4 or IPv6
+        return true; // not IPv4 or IPv6
     };
     if peers.contains(peer) && sockopt::socket_type(fd) == Ok(SocketType::STREAM) {
         visit(fd, peer);
     }
+    true
 }
 
 /// The crate's one `unsafe` block, used only where `pidfd_getfd` is refused.
@@ -240,6 +256,19 @@ mod tests {
     #[test]
     fn through_borrowed_numbers() {
         check(Access::Borrow);
+    }
+
+    #[test]
+    fn each_socket_counts_once() {
+        let (server, _other, streams) = setup();
+        // More descriptors for the same sockets.
+        let clones: Vec<_> = streams.iter().map(|s| s.try_clone().unwrap()).collect();
+        let peers = Peers::new([server.local_addr().unwrap()]);
+        for access in [Access::Duplicate, Access::Borrow] {
+            assert_eq!(connections(&peers, access).unwrap().len(), 2, "{access:?}");
+            assert_eq!(apply(&peers, access).unwrap().connections, 2, "{access:?}");
+        }
+        drop(clones);
     }
 
     #[test]
