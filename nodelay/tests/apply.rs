@@ -1,4 +1,6 @@
-//! The public API on real loopback connections.
+//! The public API on real loopback connections (Linux: elsewhere `apply` reports
+//! `Unsupported`).
+#![cfg(target_os = "linux")]
 
 use lock_nodelay::{apply, apply_in_background, connections, Peers};
 use std::net::{TcpListener, TcpStream};

@@ -1,6 +1,8 @@
 //! TCP_NODELAY on the live connection: zookeeper-client (0.11.2) leaves Nagle's
 //! algorithm on, and the binding turns it off (through lock-nodelay) after connecting
 //! and after every reconnect, also to another server.
+// lock-nodelay works on Linux only.
+#![cfg(target_os = "linux")]
 
 mod common;
 

@@ -157,7 +157,8 @@ rt_tests! {
 
     /// 10 ms each way, where Nagle's algorithm would cost a round trip: still < 1.5
     /// round trips each (2.1 to 2.2 for acquire and release in most trials without
-    /// TCP_NODELAY, under smol and async-std).
+    /// TCP_NODELAY, under smol and async-std). Linux only, like lock-nodelay.
+    #[cfg(target_os = "linux")]
     async fn one_round_trip_through_10ms_despite_nagle(rt) {
         let m = measure(&rt, Duration::from_millis(10), 7).await;
         assert!(m.round_trip >= Duration::from_millis(20), "{m:?}");

@@ -1,6 +1,8 @@
 //! TCP_NODELAY on the live connection: the `zookeeper` crate (0.8.0) leaves Nagle's
 //! algorithm on, and the binding turns it off (through lock-nodelay) after
 //! connecting and after every reconnect, also to another server.
+// lock-nodelay works on Linux only.
+#![cfg(target_os = "linux")]
 
 use lock_conformance::{shared_server, unique_path};
 use lock_nodelay::{connections, Connection, Peers};

@@ -151,6 +151,8 @@ fn round_trips_through_50ms() {
 }
 
 /// 10 ms each way, where Nagle's algorithm would cost a round trip: the same bounds.
+/// Linux only, like lock-nodelay.
+#[cfg(target_os = "linux")]
 #[test]
 fn round_trips_through_10ms_despite_nagle() {
     let m = measure(Duration::from_millis(10), 7);
