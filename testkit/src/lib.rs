@@ -1,6 +1,6 @@
 //! Real Apache ZooKeeper for zklock's tests: standalone servers and ensembles
-//! on loopback, plus a TCP proxy that injects connection loss and network
-//! partitions.
+//! on loopback, plus a TCP proxy that injects connection loss, network
+//! partitions and latency.
 //!
 //! Dev-only; the API is synchronous (plain `std`, no async runtime), so it
 //! works in blocking tests and in `#[tokio::test]`, async-std or smol tests
@@ -22,6 +22,7 @@
 //! proxy.cut();                                        // connection loss
 //! proxy.blackhole();                                  // partition (session expiry if long)
 //! proxy.heal();
+//! proxy.set_delays(Duration::from_millis(50), Duration::from_millis(50)); // latency each way
 //!
 //! server.kill();                                      // crash; restart() keeps port and data
 //! server.restart()?;
@@ -72,7 +73,7 @@ pub use ensemble::ZkEnsemble;
 pub use error::{Error, Result};
 pub use fourlw::{four_letter_word, Metrics, Mode, ServerStatus};
 pub use install::{InstallSource, ZkInstall, SYSTEM_JAR_DIR};
-pub use proxy::{FaultProxy, ProxyMode};
+pub use proxy::{Direction, FaultProxy, ProxyMode};
 pub use server::{ZkServer, ZkServerBuilder};
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
-//! A TCP proxy that can cut or blackhole the connections through it.
+//! A TCP proxy that can cut, blackhole or delay the connections through it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +25,24 @@ pub enum ProxyMode {
     Blackhole,
 }
 
+/// A direction of traffic through a [`FaultProxy`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// From the client to the upstream (the server): requests.
+    Upstream,
+    /// From the upstream to the client: replies and notifications.
+    Downstream,
+}
+
+impl Direction {
+    fn index(self) -> usize {
+        match self {
+            Direction::Upstream => 0,
+            Direction::Downstream => 1,
+        }
+    }
+}
+
 /// A TCP proxy on `127.0.0.1:<free port>` in front of one upstream address
 /// (typically a [`ZkServer`](crate::ZkServer)), for injecting network faults
 /// between a client and ZooKeeper.
@@ -43,8 +61,16 @@ pub enum ProxyMode {
 ///   accepted, but not connected upstream until healed. Held long enough this
 ///   expires the client's session on the server.
 /// * [`heal`](Self::heal) resumes forwarding.
+/// * [`set_delay`](Self::set_delay) adds latency per direction, on current and
+///   future connections: each chunk is released `delay` after the proxy read
+///   it, in order, while later chunks keep being read (a link with that
+///   one-way latency, not a slow link). A round trip through the proxy then
+///   takes at least the sum of both delays.
 ///
-/// Dropping the proxy closes every connection and joins its threads.
+/// Each direction of a connection has a reader thread, which reads chunks
+/// (up to 16 KiB) and stamps them, and a writer thread, which writes them in
+/// order once due. Dropping the proxy closes every connection and joins its
+/// threads.
 #[derive(Debug)]
 pub struct FaultProxy {
     addr: SocketAddr,
@@ -60,9 +86,19 @@ struct Shared {
     accepted: AtomicU64,
 }
 
+/// What a reader hands its writer.
+#[derive(Debug)]
+enum Chunk {
+    Data(Vec<u8>),
+    /// End-of-file: shut down the destination's write side.
+    Eof,
+}
+
 #[derive(Debug)]
 struct State {
     mode: ProxyMode,
+    /// Per [`Direction::index`].
+    delays: [Duration; 2],
     stopped: bool,
     next_id: u64,
     conns: HashMap<u64, Conn>,
@@ -77,6 +113,9 @@ struct Conn {
     upstream: Option<TcpStream>,
     /// Running pump threads; the connection is forgotten when it reaches 0.
     pumps: usize,
+    /// Per [`Direction::index`]: chunks read and not yet written, with the
+    /// time each was read.
+    lines: [VecDeque<(Instant, Chunk)>; 2],
 }
 
 impl Conn {
@@ -100,6 +139,7 @@ impl FaultProxy {
             upstream,
             state: Mutex::new(State {
                 mode: ProxyMode::Forward,
+                delays: [Duration::ZERO; 2],
                 stopped: false,
                 next_id: 0,
                 conns: HashMap::new(),
@@ -185,8 +225,9 @@ impl FaultProxy {
     /// When this returns no further byte is delivered (a write already in
     /// progress is allowed to finish first). Bytes that arrive meanwhile are
     /// not lost: they stay in socket buffers (plus at most one 16 KiB chunk
-    /// per direction held by the proxy), exactly like a network partition
-    /// that TCP rides out. A close by either peer is not passed on either. New
+    /// per direction held by the proxy, and the chunks still waiting out a
+    /// [delay](Self::set_delay)), exactly like a network partition that TCP
+    /// rides out. A close by either peer is not passed on either. New
     /// connections are accepted but not connected upstream until
     /// [`heal`](Self::heal).
     pub fn blackhole(&self) {
@@ -205,6 +246,36 @@ impl FaultProxy {
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
+    }
+
+    /// Delays the traffic in `direction` by `delay` (zero, the default, for
+    /// none), on current and future connections, from now on.
+    ///
+    /// Each chunk the proxy reads is written `delay` after it was read, in the
+    /// order read; the proxy keeps reading meanwhile, so chunks read 1 ms apart
+    /// arrive about 1 ms apart, `delay` later. A change applies to the chunks
+    /// still waiting too (measured from when each was read), without ever
+    /// reordering them. Waiting chunks are held by the proxy (memory grows
+    /// with throughput × delay), and like everything else they are held during
+    /// a [`blackhole`](Self::blackhole) and discarded by a [`cut`](Self::cut).
+    pub fn set_delay(&self, direction: Direction, delay: Duration) {
+        let mut state = self.shared.lock();
+        state.delays[direction.index()] = delay;
+        self.shared.changed.notify_all();
+    }
+
+    /// Sets both directions' delays at once (see [`set_delay`](Self::set_delay)):
+    /// a round trip through the proxy then takes at least `upstream +
+    /// downstream`.
+    pub fn set_delays(&self, upstream: Duration, downstream: Duration) {
+        let mut state = self.shared.lock();
+        state.delays = [upstream, downstream];
+        self.shared.changed.notify_all();
+    }
+
+    /// The delay in `direction`.
+    pub fn delay(&self, direction: Direction) -> Duration {
+        self.shared.lock().delays[direction.index()]
     }
 
     /// Resumes forwarding.
@@ -329,6 +400,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                 client: registered,
                 upstream: None,
                 pumps: 1,
+                lines: [VecDeque::new(), VecDeque::new()],
             },
         );
         let worker = Arc::clone(shared);
@@ -359,10 +431,11 @@ fn connection(shared: &Arc<Shared>, id: u64, client: TcpStream) {
     };
     let _ = client.set_nodelay(true);
     let _ = upstream.set_nodelay(true);
-    let (Ok(up_src), Ok(client_dst), Ok(registered)) = (
+    // One reader and one writer per direction; this thread reads the client.
+    let (Ok(registered), Ok(up_src), Ok(client_dst)) = (
+        upstream.try_clone(),
         upstream.try_clone(),
         client.try_clone(),
-        upstream.try_clone(),
     ) else {
         let _ = upstream.shutdown(Shutdown::Both);
         shared.close(id);
@@ -376,23 +449,41 @@ fn connection(shared: &Arc<Shared>, id: u64, client: TcpStream) {
             return;
         };
         conn.upstream = Some(registered);
-        conn.pumps += 1;
-        let worker = Arc::clone(shared);
-        let name = format!("zk-proxy-down-{id}");
-        if !spawn_tracked(&mut state, name, move || {
-            pump(&worker, id, up_src, client_dst)
-        }) {
-            if let Some(conn) = state.conns.remove(&id) {
-                conn.shutdown();
+        let threads: [(String, Box<dyn FnOnce() + Send>); 3] = {
+            let (a, b, c) = (Arc::clone(shared), Arc::clone(shared), Arc::clone(shared));
+            [
+                (
+                    format!("zk-proxy-up-w-{id}"),
+                    Box::new(move || write_loop(&a, id, Direction::Upstream, upstream)),
+                ),
+                (
+                    format!("zk-proxy-down-r-{id}"),
+                    Box::new(move || read_loop(&b, id, Direction::Downstream, up_src)),
+                ),
+                (
+                    format!("zk-proxy-down-w-{id}"),
+                    Box::new(move || write_loop(&c, id, Direction::Downstream, client_dst)),
+                ),
+            ]
+        };
+        for (name, body) in threads {
+            if let Some(conn) = state.conns.get_mut(&id) {
+                conn.pumps += 1;
             }
-            return;
+            if !spawn_tracked(&mut state, name, body) {
+                if let Some(conn) = state.conns.remove(&id) {
+                    conn.shutdown();
+                }
+                return;
+            }
         }
     }
-    pump(shared, id, client, upstream);
+    read_loop(shared, id, Direction::Upstream, client);
 }
 
-/// Copies `src` to `dst` until end-of-file, an error, or a cut.
-fn pump(shared: &Shared, id: u64, mut src: TcpStream, mut dst: TcpStream) {
+/// Reads `src` into the connection's line in `direction` until end-of-file, an
+/// error, or a cut.
+fn read_loop(shared: &Shared, id: u64, direction: Direction, mut src: TcpStream) {
     let mut buf = vec![0u8; BUFFER];
     loop {
         // Do not even read while blackholed, so that nothing piles up here.
@@ -402,38 +493,91 @@ fn pump(shared: &Shared, id: u64, mut src: TcpStream, mut dst: TcpStream) {
             break;
         }
         let read = src.read(&mut buf);
+        let read_at = Instant::now();
         // Whatever was read (data, end-of-file or an error) is passed on
         // only when forwarding.
         let (mut state, forwarding) = shared.wait_forwarding(id);
         if !forwarding {
             break;
         }
-        match read {
-            Ok(0) => {
+        let chunk = match read {
+            Ok(0) => Chunk::Eof,
+            Ok(n) => Chunk::Data(buf[..n].to_vec()),
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => {
+                // Like a reset: the connection is closed both ways, and what
+                // is still in its lines is dropped.
+                drop(state);
+                shared.close(id);
+                break;
+            }
+        };
+        let eof = matches!(chunk, Chunk::Eof);
+        if let Some(conn) = state.conns.get_mut(&id) {
+            conn.lines[direction.index()].push_back((read_at, chunk));
+        }
+        shared.changed.notify_all();
+        drop(state);
+        if eof {
+            break;
+        }
+    }
+    shared.pump_done(id);
+}
+
+/// Writes the connection's line in `direction` to `dst`, each chunk once its
+/// delay has passed, until end-of-file, an error, or a cut.
+fn write_loop(shared: &Shared, id: u64, direction: Direction, mut dst: TcpStream) {
+    let d = direction.index();
+    loop {
+        let mut state = shared.lock();
+        let chunk = loop {
+            if state.stopped || !state.conns.contains_key(&id) {
+                break None;
+            }
+            let delay = state.delays[d];
+            let forwarding = state.mode == ProxyMode::Forward;
+            let due = state.conns[&id].lines[d].front().map(|(at, _)| *at + delay);
+            match due {
+                Some(due) if forwarding => {
+                    let now = Instant::now();
+                    if due <= now {
+                        let conn = state.conns.get_mut(&id).expect("checked above");
+                        break conn.lines[d].pop_front().map(|(_, chunk)| chunk);
+                    }
+                    state = shared
+                        .changed
+                        .wait_timeout(state, due - now)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
+                _ => {
+                    state = shared
+                        .changed
+                        .wait(state)
+                        .unwrap_or_else(|p| p.into_inner())
+                }
+            }
+        };
+        match chunk {
+            None => break,
+            Some(Chunk::Eof) => {
                 drop(state);
                 let _ = dst.shutdown(Shutdown::Write);
                 break;
             }
-            Ok(n) => {
+            Some(Chunk::Data(bytes)) => {
                 state.in_flight += 1;
                 drop(state);
-                let written = dst.write_all(&buf[..n]);
+                let written = dst.write_all(&bytes);
                 let mut state = shared.lock();
                 state.in_flight -= 1;
                 shared.changed.notify_all();
                 drop(state);
                 if written.is_err() {
-                    let _ = src.shutdown(Shutdown::Both);
-                    let _ = dst.shutdown(Shutdown::Both);
+                    shared.close(id);
                     break;
                 }
-            }
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => {
-                drop(state);
-                let _ = src.shutdown(Shutdown::Both);
-                let _ = dst.shutdown(Shutdown::Both);
-                break;
             }
         }
     }

@@ -6,7 +6,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lock_testkit::{four_letter_word, FaultProxy, ProxyMode, ZkServer};
+use lock_testkit::{four_letter_word, Direction, FaultProxy, ProxyMode, ZkServer};
 
 /// An echo server on a free port; runs until the test process ends.
 fn echo_server() -> SocketAddr {
@@ -143,6 +143,149 @@ fn forwards_cuts_and_blackholes_bytes() {
         t.elapsed()
     );
     assert_closed(&mut d);
+}
+
+/// Sends `payload` and returns how long its echo took to come back whole.
+fn echo_time(stream: &mut TcpStream, payload: &[u8]) -> Duration {
+    let t = Instant::now();
+    stream.write_all(payload).unwrap();
+    assert_eq!(read_n(stream, payload.len()).unwrap(), payload);
+    t.elapsed()
+}
+
+#[test]
+fn delay_per_direction_settable_while_running() {
+    let proxy = FaultProxy::start(echo_server()).unwrap();
+    assert_eq!(proxy.delay(Direction::Upstream), Duration::ZERO);
+    assert_eq!(proxy.delay(Direction::Downstream), Duration::ZERO);
+    let mut a = connect(&proxy);
+    a.set_nodelay(true).unwrap();
+    a.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    // Wide margins: the machine is shared; what matters is that the delay is
+    // there (never less) and not multiplied.
+    let slack = Duration::from_millis(1500);
+
+    // Set while the connection is open, one direction at a time.
+    let d = Duration::from_millis(300);
+    proxy.set_delay(Direction::Upstream, d);
+    assert_eq!(proxy.delay(Direction::Upstream), d);
+    let rtt = echo_time(&mut a, b"up");
+    assert!(rtt >= d && rtt < d + slack, "upstream delay only: {rtt:?}");
+
+    proxy.set_delays(Duration::ZERO, d);
+    assert_eq!(proxy.delay(Direction::Upstream), Duration::ZERO);
+    assert_eq!(proxy.delay(Direction::Downstream), d);
+    let rtt = echo_time(&mut a, b"down");
+    assert!(
+        rtt >= d && rtt < d + slack,
+        "downstream delay only: {rtt:?}"
+    );
+
+    // Both add up, on a connection opened after the change too.
+    proxy.set_delays(d, d);
+    let mut b = connect(&proxy);
+    b.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let rtt = echo_time(&mut b, b"both");
+    assert!(rtt >= 2 * d && rtt < 2 * d + slack, "both delays: {rtt:?}");
+
+    // Back to zero: fast again.
+    proxy.set_delays(Duration::ZERO, Duration::ZERO);
+    let rtt = echo_time(&mut a, b"none");
+    assert!(rtt < d, "no delay: {rtt:?}");
+}
+
+#[test]
+fn delayed_chunks_keep_their_order_and_overlap() {
+    let proxy = FaultProxy::start(echo_server()).unwrap();
+    let d = Duration::from_millis(400);
+    proxy.set_delays(d, Duration::ZERO);
+    let mut a = connect(&proxy);
+    a.set_nodelay(true).unwrap();
+    a.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+
+    // Two chunks 100 ms apart: each is released `d` after it was read, so the
+    // second arrives about 100 ms after the first, not `d` after it (chunks are
+    // not delayed one after the other).
+    let t0 = Instant::now();
+    a.write_all(b"first").unwrap();
+    thread::sleep(Duration::from_millis(100));
+    a.write_all(b"second").unwrap();
+    assert_eq!(read_n(&mut a, 5).unwrap(), b"first");
+    let first = t0.elapsed();
+    assert_eq!(read_n(&mut a, 6).unwrap(), b"second");
+    let second = t0.elapsed();
+    assert!(first >= d, "first chunk after {first:?}");
+    assert!(
+        second >= d + Duration::from_millis(100),
+        "second chunk after {second:?}"
+    );
+    assert!(
+        second < 2 * d - Duration::from_millis(50),
+        "the second chunk waited for the first one's delay: {second:?}"
+    );
+
+    // Many chunks of varying sizes, with the delay changed (shortened, then
+    // lengthened) while they are in the line: the bytes come back in order.
+    let mut writer = a.try_clone().unwrap();
+    let sent: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+    let expected = sent.clone();
+    let w = thread::spawn(move || {
+        let mut offset = 0;
+        let mut size = 1;
+        while offset < sent.len() {
+            let end = (offset + size).min(sent.len());
+            writer.write_all(&sent[offset..end]).unwrap();
+            offset = end;
+            size = size * 7 % 5003 + 1;
+            if offset % 5 == 0 {
+                thread::sleep(Duration::from_millis(1));
+            }
+        }
+    });
+    let p = &proxy;
+    let received = thread::scope(|s| {
+        s.spawn(move || {
+            thread::sleep(Duration::from_millis(50));
+            p.set_delay(Direction::Upstream, Duration::from_millis(10));
+            thread::sleep(Duration::from_millis(50));
+            p.set_delay(Direction::Downstream, Duration::from_millis(30));
+            thread::sleep(Duration::from_millis(50));
+            p.set_delay(Direction::Upstream, Duration::from_millis(200));
+        });
+        read_n(&mut a, expected.len()).unwrap()
+    });
+    w.join().unwrap();
+    assert!(received == expected, "bytes reordered or lost");
+
+    // A cut discards what waits in the line and closes both sides.
+    proxy.set_delays(Duration::from_secs(30), Duration::ZERO);
+    a.write_all(b"never").unwrap();
+    thread::sleep(Duration::from_millis(50));
+    proxy.cut();
+    assert_closed(&mut a);
+}
+
+#[test]
+fn delay_and_blackhole() {
+    let proxy = FaultProxy::start(echo_server()).unwrap();
+    let d = Duration::from_millis(200);
+    proxy.set_delays(d, Duration::ZERO);
+    let mut a = connect(&proxy);
+    a.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    assert!(echo_time(&mut a, b"up") >= d); // connected upstream
+                                            // A chunk waiting out its delay when the proxy is blackholed is held, and
+                                            // delivered after the heal, in order with what followed it.
+    a.write_all(b"held").unwrap();
+    thread::sleep(Duration::from_millis(20));
+    proxy.blackhole();
+    a.write_all(b"more").unwrap();
+    a.set_read_timeout(Some(Duration::from_millis(600)))
+        .unwrap();
+    let err = read_n(&mut a, 4).unwrap_err();
+    assert!(is_timeout(&err), "{err}");
+    proxy.heal();
+    a.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    assert_eq!(read_n(&mut a, 8).unwrap(), b"heldmore");
 }
 
 #[test]

@@ -78,7 +78,7 @@ impl Builder {
         let (tx, rx) = mpsc::unbounded();
         let shared = Arc::new(Shared::default());
         let session_timeout = client.session_timeout();
-        let driver = Driver::new(
+        let mut driver = Driver::new(
             runtime.clone(),
             self.cluster,
             self.session_timeout,
@@ -87,7 +87,12 @@ impl Builder {
             rx,
             shared.clone(),
         );
+        let nodelay = driver.nodelay_ready();
         runtime.spawn(driver.run());
+        // The first requests must not meet Nagle's algorithm either: return once
+        // the connection has TCP_NODELAY (or could not get it; see the driver's
+        // `set_nodelay`).
+        let _ = nodelay.await;
         Ok(LockClient {
             inner: Arc::new(Inner {
                 commands: tx,

@@ -5,7 +5,10 @@
 //!   [`Output::Request`] at once and in order: zookeeper-client puts a request on the
 //!   wire when its method is *called*, so calling them in program order pipelines
 //!   them in order (the future only collects the reply). The future is polled once
-//!   on the spot to make that call, then parked in a `FuturesUnordered`.
+//!   on the spot to make that call, then parked in a `FuturesUnordered`. For the
+//!   requests to also *leave* in order without waiting, the connection needs
+//!   TCP_NODELAY, which zookeeper-client does not set: `set_nodelay` sets it after
+//!   every (re)connect (see lock-nodelay).
 //! * Replies, watch firings (the `OneshotWatcher`s from `get_and_watch_data`, kept
 //!   until they fire: dropping one would send a `removeWatches`) and session state
 //!   changes are fed back as [`Input`]s; `handle_timeout` runs when `poll_timeout`
@@ -145,6 +148,7 @@ enum Wake {
     Done(Completion),
     State(SessionState),
     Timer,
+    NoDelay(std::io::Result<lock_nodelay::Applied>),
 }
 
 /// What the core has been told about the connection.
@@ -216,6 +220,15 @@ pub(crate) struct Driver {
     timer: Option<(Instant, BoxFuture<'static, ()>)>,
     reconnect_at: Option<Instant>,
     shared: Arc<Shared>,
+    /// Outcomes of `set_nodelay`, from its helper threads.
+    nodelay: (
+        mpsc::UnboundedSender<std::io::Result<lock_nodelay::Applied>>,
+        mpsc::UnboundedReceiver<std::io::Result<lock_nodelay::Applied>>,
+    ),
+    /// Told when the first connection has TCP_NODELAY (or could not get it).
+    nodelay_ready: Option<oneshot::Sender<()>>,
+    /// `set_nodelay` has reported at least once.
+    nodelay_reported: bool,
 }
 
 impl Driver {
@@ -248,9 +261,24 @@ impl Driver {
             timer: None,
             reconnect_at: None,
             shared,
+            nodelay: mpsc::unbounded(),
+            nodelay_ready: None,
+            nodelay_reported: false,
         };
         driver.install(client);
         driver
+    }
+
+    /// Resolves once the first connection has TCP_NODELAY, or could not get it
+    /// (see `set_nodelay`). Call before `run`.
+    pub(crate) fn nodelay_ready(&mut self) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        if self.nodelay_reported {
+            let _ = tx.send(());
+        } else {
+            self.nodelay_ready = Some(tx);
+        }
+        rx
     }
 
     /// The driver task.
@@ -272,6 +300,7 @@ impl Driver {
                 Wake::Done(completion) => self.on_completion(completion),
                 Wake::State(state) => self.on_state(state),
                 Wake::Timer => self.on_timer(),
+                Wake::NoDelay(outcome) => self.on_nodelay(outcome),
             }
             self.after_step();
         }
@@ -293,6 +322,9 @@ impl Driver {
         }
         if let Poll::Ready(command) = self.commands.poll_next_unpin(cx) {
             return Poll::Ready(Wake::Command(command));
+        }
+        if let Poll::Ready(Some(outcome)) = self.nodelay.1.poll_next_unpin(cx) {
+            return Poll::Ready(Wake::NoDelay(outcome));
         }
         if let Some((_, timer)) = &mut self.timer {
             if timer.as_mut().poll(cx).is_ready() {
@@ -625,6 +657,7 @@ impl Driver {
         tracing::debug!(session = session_id, %state, fed = ?self.fed, "session state");
         match state {
             SessionState::SyncConnected => {
+                self.set_nodelay();
                 if let Fed::Connected(_) = self.fed {
                     // Connected again without us seeing the disconnect in between.
                     self.feed(Input::Session(SessionEvent::Disconnected));
@@ -652,6 +685,34 @@ impl Driver {
                 self.states = None;
                 self.start_connect();
             }
+        }
+    }
+
+    /// Turns Nagle's algorithm off on the client's connection, new after every
+    /// (re)connect: zookeeper-client (0.11.2) leaves it on and writes each request
+    /// on its own, so a request sent while an earlier one is unanswered would wait
+    /// for that reply (the `getChildren` behind the `create`: 2 round trips for a
+    /// free lock instead of 1). lock-nodelay finds the socket among the process's
+    /// descriptors by the server's address (see its docs); on a thread of its own,
+    /// as it may resolve host names. The outcome comes back as `Wake::NoDelay`.
+    fn set_nodelay(&mut self) {
+        let tx = self.nodelay.0.clone();
+        let started = lock_nodelay::apply_in_background(self.cluster.clone(), move |outcome| {
+            let _ = tx.unbounded_send(outcome);
+        });
+        if let Err(e) = started {
+            self.on_nodelay(Err(e));
+        }
+    }
+
+    fn on_nodelay(&mut self, outcome: std::io::Result<lock_nodelay::Applied>) {
+        match outcome {
+            Ok(applied) => tracing::debug!(?applied, "TCP_NODELAY"),
+            Err(e) => tracing::debug!(error = %e, "TCP_NODELAY could not be set"),
+        }
+        self.nodelay_reported = true;
+        if let Some(ready) = self.nodelay_ready.take() {
+            let _ = ready.send(());
         }
     }
 

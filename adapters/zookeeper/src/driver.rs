@@ -23,7 +23,8 @@
 //! `getData` on our own node, which the core sends when the create returns: the
 //! `getData` had to wait for the create's path anyway, and it brings the fencing
 //! token (the crate's `create` returns no Stat), so the grant comes after 2 round
-//! trips either way. A contended waiter sets its watch one round trip later than
+//! trips either way. (Both reads leave together only because `set_nodelay` turns
+//! Nagle's algorithm off, which the crate leaves on: 3 round trips otherwise.) A contended waiter sets its watch one round trip later than
 //! with full pipelining; a handoff is unchanged (0 round trips after the
 //! notification).
 //!
@@ -313,6 +314,9 @@ struct Link {
     failures: u32,
     /// When the client was opened or last reported a state change.
     last_state_at: Instant,
+    /// The servers of the client's connect string, resolved when it was opened
+    /// (as the crate resolves them), for `set_nodelay`.
+    peers: Option<lock_nodelay::Peers>,
 }
 
 impl Link {
@@ -339,6 +343,7 @@ impl Link {
             reopen_at: Some(now),
             failures: 0,
             last_state_at: now,
+            peers: None,
         }
     }
 
@@ -682,6 +687,7 @@ impl Driver {
                 l.ping_since = None;
                 l.probing = None;
                 l.last_state_at = now;
+                l.peers = lock_nodelay::Peers::resolve(&connect).ok();
                 // The listener may have missed the first `Connected` (it is added after
                 // the crate started connecting): the probe blocks until connected.
                 self.start_probe();
@@ -742,6 +748,8 @@ impl Driver {
         let now = Instant::now();
         match result {
             Ok((sid, marker)) => {
+                // Before the core (or `connect`'s caller) sends anything on it.
+                self.set_nodelay();
                 if !self.link.connected {
                     // Connected before the listener was added.
                     self.link.connected = true;
@@ -783,6 +791,21 @@ impl Driver {
                     self.link.probe_retry_at = Some(now + Duration::from_secs(1));
                 }
             }
+        }
+    }
+
+    /// Turns Nagle's algorithm off on the crate's connection, new after every
+    /// (re)connect: the crate (0.8.0) leaves it on and writes each request on its
+    /// own, so a request written while an earlier one is unanswered would wait for
+    /// that reply (the `getChildren` and the own-node `getData`, issued together
+    /// once the `create` is answered, would take 2 round trips instead of 1).
+    /// lock-nodelay finds the socket among the process's descriptors by the
+    /// server's address (see its docs). Quick (no network traffic), so done here,
+    /// on the driver thread, before the core hears of the connection.
+    fn set_nodelay(&mut self) {
+        if let Some(peers) = &self.link.peers {
+            // Without it everything works, with Nagle's delays.
+            let _ = lock_nodelay::apply(peers);
         }
     }
 
