@@ -350,6 +350,29 @@ impl Session {
         Ok(())
     }
 
+    /// What a dropped handle does: like [`cancel`](Self::cancel), except that a held
+    /// lock inside a critical section (open, or its opening in flight) is not
+    /// released cleanly: it reports [`LockEvent::Released`] at once and its node is
+    /// deleted alone in the background (retried across reconnects), leaving the
+    /// section's marker, so that the next holder sees
+    /// [`Grant::previous_holder_crashed`](crate::Grant::previous_holder_crashed) as if
+    /// we had died inside the section. Abandoning an ended one is a no-op.
+    pub fn abandon(&mut self, id: LockId, now: Timestamp) -> Result<(), UsageError> {
+        let in_section = match self.tasks.get(&id) {
+            None => return Err(UsageError::UnknownLock(id)),
+            Some(t) => t
+                .acquisition()
+                .is_some_and(|a| a.state() == State::Held && a.in_section()),
+        };
+        if !in_section {
+            return self.cancel(id, now);
+        }
+        self.with_acquisition(id, now, |a, cx| {
+            a.abandon(cx);
+            Ok(())
+        })
+    }
+
     /// Opens a critical section on a held lock with crash detection: a marker
     /// (fenced by our node) tells the next holder if we die before a clean
     /// [`release`](Self::release) or [`close_section`](Self::close_section).

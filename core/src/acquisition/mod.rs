@@ -857,6 +857,19 @@ impl Acquisition {
         self.send_delete(cx);
     }
 
+    /// Whether a critical section is open, or its opening is in flight (its marker
+    /// may be written before our node goes).
+    pub(crate) fn in_section(&self) -> bool {
+        self.section_open || self.section_wanted == Some(true)
+    }
+
+    /// The holder is gone (its handle dropped) inside a critical section: the lock
+    /// ends now, and cleanup deletes our node alone (not in the release's multi),
+    /// leaving the marker for the next holder to see, as if we had died in it.
+    pub(crate) fn abandon(&mut self, cx: &mut Ctx) {
+        self.terminal(cx, LockEvent::Released);
+    }
+
     /// The acquisition ends for the user without holding.
     pub(crate) fn fail(&mut self, cx: &mut Ctx, reason: FailReason) {
         self.terminal(cx, LockEvent::Failed(reason));
