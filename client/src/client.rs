@@ -1,0 +1,411 @@
+//! [`LockClient`]: the user's handle on one ZooKeeper session, and [`pair`].
+
+use crate::election::{Election, ElectionObserver};
+use crate::error::Error;
+use crate::guard::{LockGuard, Pending};
+use crate::link::Link;
+use crate::lock::{Mutex, RwLock, Semaphore};
+use crate::shared::{Shared, State};
+use lock_core::{Config, LockEvent, LockId, LockSpec, Stats};
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+/// A [`LockClient`] and the [`Link`] its binding drives, sharing one core
+/// [`Session`](lock_core::Session) made from `config` (its `session_timeout` is
+/// the negotiated one; give every session a different `seed`).
+///
+/// ```
+/// let config = lock_core::Config::new(std::time::Duration::from_secs(10), 7);
+/// let (locks, link) = lock_client::pair(config);
+/// assert_eq!(locks.session_timeout(), std::time::Duration::from_secs(10));
+/// assert!(!link.is_closed());
+/// drop(link); // the binding is gone: the client is closed
+/// assert!(locks.session_id().is_none());
+/// ```
+pub fn pair(config: Config) -> (LockClient, Link) {
+    let shared = Arc::new(Shared::new(config, Instant::now()));
+    let client = LockClient {
+        inner: Arc::new(Handles {
+            shared: shared.clone(),
+        }),
+    };
+    (client, Link::new(shared))
+}
+
+/// What every user handle holds: when the last one goes, the link hears of it.
+pub(crate) struct Handles {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Drop for Handles {
+    fn drop(&mut self) {
+        self.shared.with(|s| s.handles_gone = true);
+    }
+}
+
+/// What a task is, for [`LockClient::start`].
+pub(crate) enum Task {
+    Acquire {
+        spec: LockSpec,
+        deadline: Option<Instant>,
+    },
+    Observe(String),
+    Revoke(String),
+}
+
+/// A handle on one ZooKeeper session that drives every lock taken through it.
+///
+/// Cheap to clone (an `Arc`), `Send + Sync`. Handles, lock objects and guards share
+/// one state with the binding's [`Link`] (the core
+/// [`Session`](lock_core::Session) and a slot per lock); a call locks it, asks the
+/// core, and wakes the link, which sends the requests. The session stays open while
+/// any handle, lock object or guard exists, or until [`close`](Self::close).
+///
+/// # Session loss
+/// When the session expires, held locks report
+/// [`LostReason::SessionExpired`](lock_core::LostReason::SessionExpired), waiting
+/// acquisitions fail with [`Error::SessionExpired`], and a binding that reconnects
+/// (lock-zookeeper-client does) opens a **new session** by itself: later
+/// acquisitions (and ones made while no session exists) run on it. The handle is
+/// dead only after [`close`](Self::close), or when every clone is dropped, or when
+/// the binding stops; then every call returns [`Error::Closed`].
+///
+/// # Blocking
+/// Every async method has a `*_blocking` twin (see [`blocking`](crate::blocking)).
+///
+/// ```no_run
+/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// let job = locks.mutex("/locks/job");
+/// let guard = job.lock().await?;
+/// println!("holding {} with fencing token {}", guard.path(), guard.token());
+/// guard.release().await?;
+/// locks.close().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct LockClient {
+    pub(crate) inner: Arc<Handles>,
+}
+
+impl std::fmt::Debug for LockClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockClient")
+            .field("session_id", &self.session_id())
+            .field("connected", &self.is_connected())
+            .finish()
+    }
+}
+
+impl LockClient {
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.inner.shared
+    }
+
+    /// Starts a task in the core and gives it a slot; its id comes back at once.
+    pub(crate) fn start(&self, task: Task, election: Option<u64>) -> Result<LockId, Error> {
+        self.shared().with(|s: &mut State| {
+            if s.is_closed() {
+                return Err(Error::Closed);
+            }
+            let now = s.now();
+            let id = match task {
+                Task::Acquire { mut spec, deadline } => {
+                    if let Some(deadline) = deadline {
+                        spec = spec.deadline(s.timestamp(deadline));
+                    }
+                    s.core.acquire(spec, now)?
+                }
+                Task::Observe(path) => s.core.observe(&path, now)?,
+                Task::Revoke(path) => s.core.revoke(&path, now)?,
+            };
+            s.add_slot(id, election);
+            Ok(id)
+        })
+    }
+
+    /// An exclusive lock on the lock directory `path`.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let guard = locks.mutex("/locks/job").lock().await?;
+    /// # drop(guard); Ok(()) }
+    /// ```
+    pub fn mutex(&self, path: impl Into<String>) -> Mutex {
+        Mutex::new(self.clone(), path.into())
+    }
+
+    /// A read/write lock on `path`: many readers or one writer.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let table = locks.rwlock("/locks/table");
+    /// let r1 = table.read().lock().await?;
+    /// let r2 = table.read().lock().await?; // readers share
+    /// # drop((r1, r2)); Ok(()) }
+    /// ```
+    pub fn rwlock(&self, path: impl Into<String>) -> RwLock {
+        RwLock::new(self.clone(), path.into())
+    }
+
+    /// A counting semaphore on `path` with `permits` concurrent holders.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let slots = locks.semaphore("/locks/gpu", 3);
+    /// let permit = slots.lock().await?;
+    /// # drop(permit); Ok(()) }
+    /// ```
+    pub fn semaphore(&self, path: impl Into<String>, permits: u32) -> Semaphore {
+        Semaphore::new(self.clone(), path.into(), permits)
+    }
+
+    /// Runs any [`LockSpec`] (e.g. a leader-election participant, or a lock with
+    /// another naming scheme), giving up at `deadline` if given.
+    ///
+    /// Give the deadline here rather than with `LockSpec::deadline`, whose
+    /// timestamps are on the core's private clock. A spec made
+    /// [`try_only`](LockSpec::try_only) that finds the lock busy gives
+    /// [`Error::WouldBlock`]. Cancel-safe: dropping the future gives up and leaves
+    /// no node behind.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// use lock_core::{LockSpec, NameScheme};
+    /// let spec = LockSpec::write("/locks/shared-with-curator").scheme(NameScheme::Curator);
+    /// let guard = locks.acquire(spec, None).await?;
+    /// # drop(guard); Ok(()) }
+    /// ```
+    pub async fn acquire(
+        &self,
+        spec: LockSpec,
+        deadline: Option<Instant>,
+    ) -> Result<LockGuard, Error> {
+        let id = self.start(Task::Acquire { spec, deadline }, None)?;
+        let mut pending = Pending::new(self.clone(), id);
+        let grant = pending.granted().await?;
+        Ok(pending.into_guard(grant))
+    }
+
+    /// Blocking twin of [`acquire`](Self::acquire).
+    pub fn acquire_blocking(
+        &self,
+        spec: LockSpec,
+        deadline: Option<Instant>,
+    ) -> Result<LockGuard, Error> {
+        crate::blocking::block_on(self.acquire(spec, deadline))
+    }
+
+    /// Joins the leader election at `path` as `participant` (its id, stored in its
+    /// node for observers to read; must not be empty). The participant joins at once;
+    /// see [`Election`].
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let mut election = locks.election("/services/scheduler/leader", "node-1");
+    /// let leadership = election.leadership().await?; // waits until elected
+    /// println!("leading, token {}", leadership.token());
+    /// leadership.resign().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn election(&self, path: impl Into<String>, participant: impl Into<Vec<u8>>) -> Election {
+        Election::new(self.clone(), path.into(), participant.into())
+    }
+
+    /// Follows the leader of the election at `path` without taking part (the
+    /// election directory need not exist yet). Returns once the current leader is
+    /// known. While the observer lives, [`wait_idle`](Self::wait_idle) waits too (it
+    /// is work in progress on the session).
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for an invalid path, [`Error::Closed`] once the client is closed.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let mut observer = locks.observe_election("/services/scheduler/leader").await?;
+    /// println!("leader: {:?}", observer.leader().map(|l| l.id.clone()));
+    /// let next = observer.changed().await?;
+    /// # drop(next); Ok(()) }
+    /// ```
+    pub async fn observe_election(
+        &self,
+        path: impl Into<String>,
+    ) -> Result<ElectionObserver, Error> {
+        ElectionObserver::start(self, path.into()).await
+    }
+
+    /// Blocking twin of [`observe_election`](Self::observe_election).
+    pub fn observe_election_blocking(
+        &self,
+        path: impl Into<String>,
+    ) -> Result<ElectionObserver, Error> {
+        crate::blocking::block_on(self.observe_election(path))
+    }
+
+    /// Asks holders to let go, by writing Curator's `__REVOKE__` into their nodes:
+    /// given a lock directory, its current holders (the lowest node, or the leading
+    /// readers); given a participant node's path, that node's owner, holding or
+    /// waiting. Returns the nodes asked (empty if there were none).
+    ///
+    /// Holders of locks made [`revocable`](Mutex::revocable) are told
+    /// ([`LockGuard::revocation_requested`]) and decide; a revocable waiter gives up
+    /// its place ([`Error::Revoked`]); other participants ignore the request. Curator
+    /// clients honour it too.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for an invalid path, [`Error::Zk`] if ZooKeeper refused,
+    /// [`Error::Closed`] once the client is closed.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let asked = locks.revoke("/locks/job").await?;
+    /// println!("asked {asked:?} to let go");
+    /// // Now wait for the lock as usual.
+    /// let guard = locks.mutex("/locks/job").lock().await?;
+    /// # drop(guard); Ok(()) }
+    /// ```
+    pub async fn revoke(&self, path: impl Into<String>) -> Result<Vec<String>, Error> {
+        let id = self.start(Task::Revoke(path.into()), None)?;
+        let mut pending = Pending::new(self.clone(), id);
+        loop {
+            match pending.next().await {
+                Some(LockEvent::RevocationSent { nodes }) => return Ok(nodes),
+                Some(LockEvent::Failed(reason)) => return Err(reason.into()),
+                Some(_) => {}
+                None => return Err(Error::Closed),
+            }
+        }
+    }
+
+    /// Blocking twin of [`revoke`](Self::revoke).
+    pub fn revoke_blocking(&self, path: impl Into<String>) -> Result<Vec<String>, Error> {
+        crate::blocking::block_on(self.revoke(path))
+    }
+
+    /// The current ZooKeeper session id (`None` before the first session, between
+    /// an expiry and the next session, and after close).
+    ///
+    /// ```no_run
+    /// # fn demo(locks: lock_client::LockClient) {
+    /// println!("session {:#x}", locks.session_id().unwrap_or(0));
+    /// # }
+    /// ```
+    pub fn session_id(&self) -> Option<i64> {
+        self.shared().read(|s| s.core.session_id())
+    }
+
+    /// Whether the connection is up, as last reported by the binding.
+    ///
+    /// ```no_run
+    /// # fn demo(locks: lock_client::LockClient) {
+    /// assert!(locks.is_connected());
+    /// # }
+    /// ```
+    pub fn is_connected(&self) -> bool {
+        self.shared().read(|s| s.core.is_connected())
+    }
+
+    /// The session timeout negotiated with the server.
+    ///
+    /// ```no_run
+    /// # fn demo(locks: lock_client::LockClient) {
+    /// println!("{:?}", locks.session_timeout());
+    /// # }
+    /// ```
+    pub fn session_timeout(&self) -> Duration {
+        self.shared().session_timeout
+    }
+
+    /// Waits until nothing is in progress on this session: no lock held or awaited
+    /// and every node it created deleted (releases by dropped guards and cancelled
+    /// acquisitions happen in the background; this waits for them).
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// drop(locks.mutex("/locks/job").lock().await?); // released in the background
+    /// locks.wait_idle().await?;                      // ... and now it is gone
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Closed`] if the client is (or gets) closed.
+    pub async fn wait_idle(&self) -> Result<(), Error> {
+        poll_fn(|cx| {
+            self.shared().with_quiet(|s| {
+                if s.is_closed() {
+                    Poll::Ready(Err(Error::Closed))
+                } else if s.core.is_idle() {
+                    Poll::Ready(Ok(()))
+                } else {
+                    s.register_idle(cx.waker());
+                    Poll::Pending
+                }
+            })
+        })
+        .await
+    }
+
+    /// Blocking twin of [`wait_idle`](Self::wait_idle).
+    pub fn wait_idle_blocking(&self) -> Result<(), Error> {
+        crate::blocking::block_on(self.wait_idle())
+    }
+
+    /// The core's counters (requests sent, stale replies, acquisitions, ...).
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// println!("{} requests so far", locks.stats().await?.requests);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Closed`] once the client is closed.
+    pub async fn stats(&self) -> Result<Stats, Error> {
+        self.stats_blocking()
+    }
+
+    /// Blocking twin of [`stats`](Self::stats) (it never waits).
+    pub fn stats_blocking(&self) -> Result<Stats, Error> {
+        self.shared().read(|s| {
+            if s.is_closed() {
+                Err(Error::Closed)
+            } else {
+                Ok(s.core.stats())
+            }
+        })
+    }
+
+    /// Closes the session: held locks report
+    /// [`LostReason::Closed`](lock_core::LostReason::Closed), waiting acquisitions
+    /// fail with [`Error::Closed`], the server deletes every node of the session, and
+    /// every later call on any clone returns [`Error::Closed`]. Returns once the
+    /// binding has closed its session (lock-zookeeper-client: once the server
+    /// confirmed, or after about a session timeout). Idempotent.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) {
+    /// locks.close().await;
+    /// assert!(locks.mutex("/locks/job").lock().await.is_err());
+    /// # }
+    /// ```
+    pub async fn close(&self) {
+        poll_fn(|cx| {
+            self.shared().with(|s| {
+                s.close_requested = true;
+                if s.link_gone {
+                    Poll::Ready(())
+                } else {
+                    s.register_close(cx.waker());
+                    Poll::Pending
+                }
+            })
+        })
+        .await
+    }
+
+    /// Blocking twin of [`close`](Self::close).
+    pub fn close_blocking(&self) {
+        crate::blocking::block_on(self.close())
+    }
+}

@@ -1,0 +1,115 @@
+//! [`Error`]: why a call of the user API failed, whatever the binding.
+
+use lock_core::{FailReason, LostReason, UsageError, ZkError};
+
+/// Why a lock operation failed.
+///
+/// ```
+/// use lock_client::Error;
+/// let e = Error::from(lock_core::validate_lock_path("relative").unwrap_err());
+/// assert!(e.is_invalid_path());
+/// assert!(!Error::Timeout.is_invalid_path());
+/// ```
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Bad input, refused before anything was sent: an invalid lock path, a
+    /// semaphore of 0 permits, oversized participant data.
+    #[error(transparent)]
+    Usage(UsageError),
+    /// The binding's first connection to ZooKeeper failed (its client's error,
+    /// described).
+    #[error("cannot connect to ZooKeeper: {0}")]
+    Connect(String),
+    /// The binding found no async runtime to run on (lock-zookeeper-client: enable
+    /// one of the features `tokio`, `async-std`, `smol`, and connect from inside a
+    /// tokio runtime or pass it a runtime).
+    #[error("no async runtime: enable a runtime feature (tokio, async-std, smol) or pass one")]
+    NoRuntime,
+    /// The deadline passed before the lock was acquired.
+    #[error("timed out waiting for the lock")]
+    Timeout,
+    /// `try_lock` semantics: the lock was busy (only from
+    /// [`LockClient::acquire`](crate::LockClient::acquire) with a try-only spec; the
+    /// `try_lock` methods return `Ok(None)` instead).
+    #[error("the lock is busy")]
+    WouldBlock,
+    /// The ZooKeeper session expired while waiting; a new session is opened
+    /// automatically, so a retry may succeed.
+    #[error("the ZooKeeper session expired")]
+    SessionExpired,
+    /// Our waiting node was deleted by someone else (an administrator).
+    #[error("our lock node was deleted by someone else")]
+    NodeDeleted,
+    /// The acquisition was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+    /// A revocable waiter was asked to give up its place.
+    #[error("the acquisition was revoked")]
+    Revoked,
+    /// The acquisition ended for another reason the core reports.
+    #[error("the acquisition failed: {0:?}")]
+    Failed(FailReason),
+    /// The lock was lost before it could be released (the protected work may have
+    /// overlapped another holder's).
+    #[error("the lock was lost: {0:?}")]
+    Lost(LostReason),
+    /// The client was closed (explicitly, or every handle was dropped).
+    #[error("the lock client is closed")]
+    Closed,
+    /// The lock is suspended (the connection is down), so the operation was not
+    /// sent. Wait for [`LockEvent::Resumed`](lock_core::LockEvent::Resumed) and try
+    /// again.
+    #[error("the lock is suspended")]
+    Suspended,
+    /// ZooKeeper answered with an error the protocol cannot recover from.
+    #[error("ZooKeeper error: {0}")]
+    Zk(ZkError),
+}
+
+impl Error {
+    /// Whether this is an invalid lock path.
+    pub fn is_invalid_path(&self) -> bool {
+        matches!(self, Error::Usage(UsageError::InvalidPath { .. }))
+    }
+}
+
+impl From<UsageError> for Error {
+    fn from(e: UsageError) -> Self {
+        match e {
+            UsageError::Closed => Error::Closed,
+            other => Error::Usage(other),
+        }
+    }
+}
+
+impl From<FailReason> for Error {
+    fn from(reason: FailReason) -> Self {
+        match reason {
+            FailReason::Timeout => Error::Timeout,
+            FailReason::Cancelled => Error::Cancelled,
+            FailReason::SessionExpired => Error::SessionExpired,
+            FailReason::NodeDeleted => Error::NodeDeleted,
+            FailReason::Closed => Error::Closed,
+            FailReason::Zk(e) => Error::Zk(e),
+            FailReason::WouldBlock => Error::WouldBlock,
+            FailReason::Revoked => Error::Revoked,
+            other => Error::Failed(other),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_core_reasons() {
+        assert_eq!(Error::from(UsageError::Closed), Error::Closed);
+        assert_eq!(Error::from(FailReason::Timeout), Error::Timeout);
+        assert_eq!(
+            Error::from(FailReason::Zk(ZkError::NoAuth)),
+            Error::Zk(ZkError::NoAuth)
+        );
+    }
+}

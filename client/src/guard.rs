@@ -1,0 +1,695 @@
+//! [`LockGuard`]: a held lock, and [`Pending`], an acquisition on its way to one.
+
+use crate::client::LockClient;
+use crate::error::Error;
+use crate::writes::Writes;
+use lock_core::{
+    FencedError, FencingToken, Grant, LockEvent, LockId, LostReason, MultiResult, UsageError,
+    ZkError,
+};
+use std::future::poll_fn;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+/// Where a held lock stands, from [`LockGuard::status`].
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum LockStatus {
+    /// Held and trusted.
+    Held,
+    /// The connection is down: ownership is not guaranteed until it is resumed (or
+    /// lost after the suspension grace). Stop touching the protected resource, or
+    /// fence your writes with [`LockGuard::token`].
+    Suspended,
+    /// No longer held.
+    Lost(LostReason),
+    /// Released by us.
+    Released,
+}
+
+/// The next event of task `id` for its handle; `None` if its slot is gone.
+pub(crate) async fn next_event(client: &LockClient, id: LockId) -> Option<LockEvent> {
+    poll_fn(|cx| {
+        client.shared().with_quiet(|s| {
+            let Some(slot) = s.slots.get_mut(&id) else {
+                return Poll::Ready(None);
+            };
+            match slot.events.pop_front() {
+                Some(event) => Poll::Ready(Some(event)),
+                None if slot.ended => Poll::Ready(None),
+                None => {
+                    slot.register(cx.waker());
+                    Poll::Pending
+                }
+            }
+        })
+    })
+    .await
+}
+
+/// A task started in the core (an acquisition, observer or revocation) whose
+/// handle has not taken it over yet: cancelled when dropped before it ends.
+pub(crate) struct Pending {
+    client: LockClient,
+    id: LockId,
+    /// The task ended, or was handed to a guard.
+    done: bool,
+}
+
+impl Pending {
+    pub(crate) fn new(client: LockClient, id: LockId) -> Pending {
+        Pending {
+            client,
+            id,
+            done: false,
+        }
+    }
+
+    /// Whether the task may still be going on (not ended, not handed on).
+    pub(crate) fn is_live(&self) -> bool {
+        !self.done
+    }
+
+    /// The next event; `None` once the task ended (then it is forgotten).
+    /// Cancel-safe.
+    pub(crate) async fn next(&mut self) -> Option<LockEvent> {
+        if self.done {
+            return None;
+        }
+        let event = next_event(&self.client, self.id).await;
+        match &event {
+            Some(e) if !e.is_terminal() => {}
+            _ => self.done = true,
+        }
+        event
+    }
+
+    /// Waits for an acquisition's grant. On an error the acquisition has ended.
+    /// Cancel-safe: dropping the future loses nothing (the task goes on).
+    pub(crate) async fn granted(&mut self) -> Result<Grant, Error> {
+        loop {
+            match self.next().await {
+                Some(LockEvent::Acquired(grant)) => return Ok(grant),
+                Some(LockEvent::Failed(reason)) => return Err(reason.into()),
+                // Nothing else is reported before `Acquired`.
+                Some(_) => {}
+                None => return Err(Error::Closed),
+            }
+        }
+    }
+
+    /// Hands a granted acquisition to a guard.
+    pub(crate) fn into_guard(mut self, grant: Grant) -> LockGuard {
+        self.done = true;
+        LockGuard {
+            client: self.client.clone(),
+            id: self.id,
+            grant,
+            ended: false,
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let id = self.id;
+        self.client.shared().with(|s| {
+            let now = s.now();
+            let _ = s.core.abandon(id, now);
+            s.drop_slot(id);
+        });
+    }
+}
+
+/// A held lock (or semaphore permit). Released by [`release`](Self::release), or in
+/// the background when dropped.
+///
+/// The guard also reports what happens to the lock while held: poll
+/// [`status`](Self::status), or await [`next_event`](Self::next_event) /
+/// [`lost`](Self::lost).
+///
+/// ```no_run
+/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// use futures::FutureExt;
+/// let mut guard = locks.mutex("/locks/job").lock().await?;
+/// let token = guard.token(); // pass it to the resource you protect
+/// futures::select! {
+///     reason = guard.lost().fuse() => eprintln!("lost the lock: {reason:?}"),
+///     _ = do_the_work(token).fuse() => {}
+/// }
+/// guard.release().await?;
+/// # Ok(()) }
+/// # async fn do_the_work(_: lock_core::FencingToken) {}
+/// ```
+#[must_use = "dropping a guard releases the lock"]
+pub struct LockGuard {
+    client: LockClient,
+    id: LockId,
+    grant: Grant,
+    /// The terminal event was read (or the release completed): nothing to release.
+    ended: bool,
+}
+
+impl std::fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("path", &self.grant.path)
+            .field("token", &self.grant.token)
+            .field("status", &self.status())
+            .finish()
+    }
+}
+
+impl LockGuard {
+    /// The fencing token: the `czxid` of our lock node. Tokens of successive holders
+    /// of an exclusive lock strictly increase.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let first = locks.mutex("/locks/job").lock().await?;
+    /// let t1 = first.token();
+    /// first.release().await?;
+    /// let second = locks.mutex("/locks/job").lock().await?;
+    /// assert!(second.token() > t1);
+    /// # Ok(()) }
+    /// ```
+    pub fn token(&self) -> FencingToken {
+        self.grant.token
+    }
+
+    /// The full path of our lock node.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let guard = locks.mutex("/locks/job").lock().await?;
+    /// assert!(guard.path().starts_with("/locks/job/"));
+    /// # Ok(()) }
+    /// ```
+    pub fn path(&self) -> &str {
+        &self.grant.path
+    }
+
+    /// Everything the acquisition was granted: path, token, sequence number, session.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let guard = locks.mutex("/locks/job").lock().await?;
+    /// assert_eq!(Some(guard.grant().session_id), locks.session_id());
+    /// # Ok(()) }
+    /// ```
+    pub fn grant(&self) -> &Grant {
+        &self.grant
+    }
+
+    /// The latest status (updated by the driver as events happen, whether or not
+    /// they have been read with [`next_event`](Self::next_event)).
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// use lock_client::LockStatus;
+    /// let guard = locks.mutex("/locks/job").lock().await?;
+    /// assert_eq!(guard.status(), LockStatus::Held);
+    /// # Ok(()) }
+    /// ```
+    pub fn status(&self) -> LockStatus {
+        self.client.shared().read(|s| match s.slots.get(&self.id) {
+            Some(slot) => slot.status.clone(),
+            None => LockStatus::Lost(LostReason::Closed),
+        })
+    }
+
+    /// Whether the lock is held and trusted right now (not suspended, not lost).
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let guard = locks.mutex("/locks/job").lock().await?;
+    /// if guard.is_trusted() { /* touch the resource */ }
+    /// # Ok(()) }
+    /// ```
+    pub fn is_trusted(&self) -> bool {
+        self.status() == LockStatus::Held
+    }
+
+    /// The next thing that happens to the lock: [`LockEvent::Suspended`],
+    /// [`LockEvent::Resumed`], [`LockEvent::RevocationRequested`] (for a
+    /// [revocable](Mutex::revocable) lock), or the terminal [`LockEvent::Lost`] (e.g.
+    /// [`LostReason::LeaseExpired`] for a [lease](Mutex::max_hold)). `None` after the
+    /// terminal event. (The outcomes of [`fenced_write`](Self::fenced_write) and of
+    /// sections are returned by those calls, not reported here.)
+    ///
+    /// Cancel-safe: dropping the future loses no event.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// use lock_core::LockEvent;
+    /// let mut guard = locks.mutex("/locks/job").lock().await?;
+    /// while let Some(event) = guard.next_event().await {
+    ///     match event {
+    ///         LockEvent::Suspended => eprintln!("connection down: pausing"),
+    ///         LockEvent::Resumed => eprintln!("connection back: still ours"),
+    ///         other => eprintln!("{other:?}"),
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn next_event(&mut self) -> Option<LockEvent> {
+        if self.ended {
+            return None;
+        }
+        let event = next_event(&self.client, self.id).await;
+        match &event {
+            Some(e) if !e.is_terminal() => {}
+            _ => self.ended = true,
+        }
+        event
+    }
+
+    /// Blocking twin of [`next_event`](Self::next_event).
+    pub fn next_event_blocking(&mut self) -> Option<LockEvent> {
+        crate::blocking::block_on(self.next_event())
+    }
+
+    /// Like [`next_event_blocking`](Self::next_event_blocking), giving up with
+    /// `None` once `timeout` has passed without an event (none is lost).
+    pub fn next_event_timeout_blocking(&mut self, timeout: Duration) -> Option<LockEvent> {
+        crate::blocking::block_on_until(self.next_event(), Some(Instant::now() + timeout)).flatten()
+    }
+
+    /// Waits until the lock is lost, and says why. Events before that (suspension,
+    /// resumption) are consumed. Cancel-safe.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let mut guard = locks.mutex("/locks/job").lock().await?;
+    /// let reason = guard.lost().await; // e.g. an administrator deleted our node
+    /// eprintln!("lost: {reason:?}");
+    /// # Ok(()) }
+    /// ```
+    pub async fn lost(&mut self) -> LostReason {
+        loop {
+            match self.next_event().await {
+                Some(LockEvent::Lost(reason)) => return reason,
+                Some(_) => {}
+                None => {
+                    return match self.status() {
+                        LockStatus::Lost(reason) => reason,
+                        _ => LostReason::Closed,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Blocking twin of [`lost`](Self::lost).
+    pub fn lost_blocking(&mut self) -> LostReason {
+        crate::blocking::block_on(self.lost())
+    }
+
+    /// Waits until the lock is suspended (connection down) or lost, and returns the
+    /// event. Cancel-safe.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let mut guard = locks.mutex("/locks/job").lock().await?;
+    /// let event = guard.suspended().await;
+    /// eprintln!("stop trusting the lock: {event:?}");
+    /// # Ok(()) }
+    /// ```
+    pub async fn suspended(&mut self) -> LockEvent {
+        loop {
+            match self.next_event().await {
+                Some(event @ (LockEvent::Suspended | LockEvent::Lost(_))) => return event,
+                Some(_) => {}
+                None => return LockEvent::Lost(LostReason::Closed),
+            }
+        }
+    }
+
+    /// Blocking twin of [`suspended`](Self::suspended).
+    pub fn suspended_blocking(&mut self) -> LockEvent {
+        crate::blocking::block_on(self.suspended())
+    }
+
+    /// Releases the lock: deletes our node and waits for the server to confirm (across
+    /// reconnects, if the connection is down meanwhile).
+    ///
+    /// # Errors
+    /// [`Error::Lost`] if the lock had been lost before (whatever the guard protected
+    /// may have overlapped another holder), [`Error::Closed`] if the client is closed,
+    /// [`Error::Zk`] if ZooKeeper refused the delete.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let guard = locks.mutex("/locks/job").lock().await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn release(mut self) -> Result<(), Error> {
+        let id = self.id;
+        let mut asked = false;
+        let outcome = poll_fn(|cx| {
+            self.client.shared().with(|s| {
+                let Some(slot) = s.slots.get_mut(&id) else {
+                    return Poll::Ready(Err(Error::Closed));
+                };
+                // Anything already reported (a loss) decides without asking.
+                if let Some(terminal) = slot.events.iter().position(LockEvent::is_terminal) {
+                    let event = slot.events.drain(..=terminal).next_back();
+                    return Poll::Ready(match event {
+                        Some(LockEvent::Released) => Ok(()),
+                        Some(LockEvent::Lost(reason)) => Err(Error::Lost(reason)),
+                        Some(LockEvent::Failed(reason)) => Err(reason.into()),
+                        _ => Err(Error::Closed),
+                    });
+                }
+                if slot.ended {
+                    // The terminal event was read already.
+                    return Poll::Ready(match &slot.status {
+                        LockStatus::Lost(reason) => Err(Error::Lost(reason.clone())),
+                        _ => Ok(()),
+                    });
+                }
+                slot.register(cx.waker());
+                if !asked {
+                    // The delete goes now; the terminal event answers.
+                    asked = true;
+                    let now = s.now();
+                    if let Err(e) = s.core.release(id, now) {
+                        return Poll::Ready(Err(e.into()));
+                    }
+                }
+                Poll::Pending
+            })
+        })
+        .await;
+        self.ended = true;
+        outcome
+    }
+
+    /// Blocking twin of [`release`](Self::release).
+    pub fn release_blocking(self) -> Result<(), Error> {
+        crate::blocking::block_on(self.release())
+    }
+
+    /// Whether someone asked us to let go ([`LockClient::revoke`]): set once a
+    /// [`LockEvent::RevocationRequested`] arrived, whether or not it was read. Only
+    /// locks made [`revocable`](Mutex::revocable) are ever asked.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let guard = locks.mutex("/locks/job").revocable().lock().await?;
+    /// for step in 0..100 {
+    ///     if guard.is_revocation_requested() {
+    ///         break; // someone needs the lock: stop at a consistent point
+    ///     }
+    ///     # let _ = step;
+    /// }
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn is_revocation_requested(&self) -> bool {
+        self.client.shared().read(|s| {
+            s.slots
+                .get(&self.id)
+                .is_some_and(|s| s.revocation_requested)
+        })
+    }
+
+    /// Waits until someone asks us to let go ([`LockClient::revoke`] writes Curator's
+    /// `__REVOKE__` into our node; the ZooKeeper recipe's `unlock` works too). The
+    /// holder decides what to do, usually finish a step and release. Returns at once
+    /// if a request arrived earlier, even if [`next_event`](Self::next_event) consumed
+    /// it.
+    ///
+    /// Only locks made [`revocable`](Mutex::revocable) are asked; for the others this
+    /// waits until the lock is lost. Events before the request (suspension,
+    /// resumption) are consumed. Cancel-safe.
+    ///
+    /// # Errors
+    /// The lock was lost before anyone asked (the reason).
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let mut guard = locks.mutex("/locks/job").revocable().lock().await?;
+    /// if guard.revocation_requested().await.is_ok() {
+    ///     guard.release().await?; // cooperative: let the requester in
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn revocation_requested(&mut self) -> Result<(), LostReason> {
+        loop {
+            if self.is_revocation_requested() {
+                return Ok(());
+            }
+            match self.next_event().await {
+                Some(LockEvent::RevocationRequested) => return Ok(()),
+                Some(LockEvent::Lost(reason)) => return Err(reason),
+                Some(_) => {}
+                None => {
+                    return Err(match self.status() {
+                        LockStatus::Lost(reason) => reason,
+                        _ => LostReason::Closed,
+                    })
+                }
+            }
+        }
+    }
+
+    /// Blocking twin of [`revocation_requested`](Self::revocation_requested).
+    pub fn revocation_requested_blocking(&mut self) -> Result<(), LostReason> {
+        crate::blocking::block_on(self.revocation_requested())
+    }
+
+    /// For a lock with [crash detection](Mutex::detect_crashes): whether a previous
+    /// holder opened a critical section and never closed it (it died, was dropped
+    /// inside it, or lost the lock in it). Repair what it left half done, then
+    /// [`close_section`](Self::close_section) (or open a new one). Always `false`
+    /// without crash detection.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let mut guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
+    /// if guard.previous_holder_crashed() {
+    ///     // repair ...
+    ///     guard.close_section().await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn previous_holder_crashed(&self) -> bool {
+        self.grant.previous_holder_crashed
+    }
+
+    /// Opens a critical section (the Ready-file idea): a marker in the lock directory,
+    /// written only while we hold the lock (fenced by our node), says a holder is
+    /// inside. [`close_section`](Self::close_section) or a clean
+    /// [`release`](Self::release) removes it (the release in the same `multi` as the
+    /// deletion of our node: no extra round trip). If instead we die, are closed, lose
+    /// the lock, or the guard is **dropped** while the section is open (a panic
+    /// unwinding through it), the marker stays and the next holder's
+    /// [`previous_holder_crashed`](Self::previous_holder_crashed) is `true`.
+    ///
+    /// One round trip. Opening an open section is harmless. If the connection drops
+    /// meanwhile, the call goes on once the lock is resumed (it is idempotent and
+    /// fenced by our node).
+    ///
+    /// # Errors
+    /// [`Error::Usage`] without [crash detection](Mutex::detect_crashes);
+    /// [`Error::Suspended`] if called while the lock is suspended (nothing sent: try
+    /// again once resumed); [`Error::Lost`] if the lock is lost before the section
+    /// could be marked.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let mut guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
+    /// guard.open_section().await?;
+    /// // ... several writes that must all happen, or be repaired ...
+    /// guard.release().await?; // closes the section and releases, in one multi
+    /// # Ok(()) }
+    /// ```
+    pub async fn open_section(&mut self) -> Result<(), Error> {
+        self.section(true).await
+    }
+
+    /// Blocking twin of [`open_section`](Self::open_section).
+    pub fn open_section_blocking(&mut self) -> Result<(), Error> {
+        crate::blocking::block_on(self.open_section())
+    }
+
+    /// Closes the critical section: the work is consistent again. One round trip.
+    ///
+    /// # Errors
+    /// As for [`open_section`](Self::open_section).
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let mut guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
+    /// guard.open_section().await?;
+    /// // ... the delicate part ...
+    /// guard.close_section().await?;
+    /// // ... more work that needs the lock but no repair if interrupted ...
+    /// # drop(guard); Ok(()) }
+    /// ```
+    pub async fn close_section(&mut self) -> Result<(), Error> {
+        self.section(false).await
+    }
+
+    /// Blocking twin of [`close_section`](Self::close_section).
+    pub fn close_section_blocking(&mut self) -> Result<(), Error> {
+        crate::blocking::block_on(self.close_section())
+    }
+
+    async fn section(&mut self, open: bool) -> Result<(), Error> {
+        let id = self.id;
+        let shared = self.client.shared();
+        let asked = shared.with(|s| {
+            let now = s.now();
+            let asked = if open {
+                s.core.open_section(id, now)
+            } else {
+                s.core.close_section(id, now)
+            };
+            if asked.is_ok() {
+                if let Some(slot) = s.slots.get_mut(&id) {
+                    slot.section = Some(None);
+                }
+            }
+            asked
+        });
+        let result = match asked {
+            Err(e) => Err(e.into()),
+            Ok(()) => {
+                poll_fn(|cx| {
+                    shared.with_quiet(|s| match s.slots.get_mut(&id) {
+                        None => Poll::Ready(Err(Error::Closed)),
+                        Some(slot) => match slot.section.as_mut().and_then(Option::take) {
+                            Some(result) => {
+                                slot.section = None;
+                                Poll::Ready(result)
+                            }
+                            None => {
+                                slot.register(cx.waker());
+                                Poll::Pending
+                            }
+                        },
+                    })
+                })
+                .await
+            }
+        };
+        // A refusal because the lock is not held (any more) says why.
+        match (result, self.status()) {
+            (Ok(()), _) => Ok(()),
+            (Err(Error::Usage(UsageError::Unsupported(why))), _) => {
+                Err(Error::Usage(UsageError::Unsupported(why)))
+            }
+            (Err(_), LockStatus::Lost(reason)) => Err(Error::Lost(reason)),
+            (Err(Error::Usage(UsageError::NotHeld(_))), LockStatus::Suspended) => {
+                Err(Error::Suspended)
+            }
+            (Err(e), _) => Err(e),
+        }
+    }
+
+    /// Applies ZooKeeper writes atomically, **only while we hold the lock**: one `multi`
+    /// with a `check` on our lock node before `writes`. Once the lock is lost (our node
+    /// deleted by an administrator, a revoker's cleanup, a lease, session expiry),
+    /// nothing is written. One round trip.
+    ///
+    /// Returns one [`MultiResult`] per write.
+    ///
+    /// # Errors
+    /// * [`FencedError::NotHeld`]: the lock is not held, or not trusted (suspended):
+    ///   nothing was written.
+    /// * [`FencedError::Write`]: one of the writes failed (its index and error):
+    ///   nothing was written.
+    /// * [`FencedError::Unknown`]: the connection dropped (or the lock ended) before
+    ///   the reply; the writes may or may not have been applied, all or none.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), Box<dyn std::error::Error>> {
+    /// use lock_client::Writes;
+    /// let guard = locks.mutex("/locks/config").lock().await?;
+    /// let token = guard.token().to_string();
+    /// guard
+    ///     .fenced_write(
+    ///         Writes::new()
+    ///             .set_data("/config/current", b"v2")
+    ///             .create("/config/history/v2", token.as_bytes()),
+    ///     )
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn fenced_write(
+        &self,
+        writes: impl Into<Writes>,
+    ) -> Result<Vec<MultiResult>, FencedError> {
+        if !self.is_trusted() {
+            return Err(FencedError::NotHeld);
+        }
+        let id = self.id;
+        let ops = writes.into().into_ops();
+        let shared = self.client.shared();
+        let write = shared.with(|s| {
+            let now = s.now();
+            // Not held (or not trusted: suspended): nothing was sent.
+            let write = s.core.fenced_write(id, ops, now).ok()?;
+            s.slots.get_mut(&id)?.writes.insert(write, None);
+            Some(write)
+        });
+        let Some(write) = write else {
+            return Err(FencedError::NotHeld);
+        };
+        poll_fn(|cx| {
+            shared.with_quiet(|s| {
+                let Some(slot) = s.slots.get_mut(&id) else {
+                    return Poll::Ready(Err(FencedError::Unknown(ZkError::Closed)));
+                };
+                match slot.writes.get(&write) {
+                    Some(Some(_)) => {
+                        let result = slot.writes.remove(&write).flatten();
+                        Poll::Ready(result.expect("answered"))
+                    }
+                    _ if slot.ended => Poll::Ready(Err(FencedError::Unknown(ZkError::Closed))),
+                    _ => {
+                        slot.register(cx.waker());
+                        Poll::Pending
+                    }
+                }
+            })
+        })
+        .await
+    }
+
+    /// Blocking twin of [`fenced_write`](Self::fenced_write).
+    pub fn fenced_write_blocking(
+        &self,
+        writes: impl Into<Writes>,
+    ) -> Result<Vec<MultiResult>, FencedError> {
+        crate::blocking::block_on(self.fenced_write(writes))
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let (id, ended) = (self.id, self.ended);
+        self.client.shared().with(|s| {
+            if !ended {
+                if let Some(slot) = s.slots.get_mut(&id) {
+                    // Whoever shares this slot (an `Election`) must stop trusting
+                    // the lock now, not when the delete is confirmed.
+                    if !slot.ended {
+                        slot.status = LockStatus::Released;
+                    }
+                }
+                // Released in the background (see `LockClient::wait_idle`); inside
+                // an open critical section the marker stays for the next holder.
+                let now = s.now();
+                let _ = s.core.abandon(id, now);
+            }
+            s.drop_slot(id);
+        });
+    }
+}

@@ -1,0 +1,146 @@
+//! # lock-client: zklock's user API, over any ZooKeeper binding
+//!
+//! Mutexes, read/write locks, semaphores, leader elections, revocation,
+//! crash-detecting sections, fenced writes and leases on Apache ZooKeeper, written
+//! once for every binding. The protocols live in [`lock_core`] (sans-IO); this crate
+//! is the API users call; a *binding* (lock-zookeeper-client on the async
+//! `zookeeper-client` crate, lock-zookeeper on the blocking `zookeeper` crate) is the
+//! only place that knows a ZooKeeper client library. This crate does no I/O, needs
+//! no runtime and reads no clock the binding does not give it, except `Instant::now()`
+//! when a handle calls the core.
+//!
+//! ```no_run
+//! # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+//! use lock_client::LockStatus;
+//! use std::time::Duration;
+//!
+//! // `locks` comes from a binding, e.g. lock_zookeeper_client::LockClient::connect(..).
+//! let guard = locks.mutex("/locks/report").lock_timeout(Duration::from_secs(30)).await?;
+//! assert_eq!(guard.status(), LockStatus::Held);
+//! println!("token {}", guard.token());
+//! guard.release().await?;
+//!
+//! // The same calls, blocking this thread (no runtime needed):
+//! let guard = locks.mutex("/locks/report").lock_blocking()?;
+//! guard.release_blocking()?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Model
+//!
+//! [`pair`] makes a [`LockClient`] and a [`Link`] around one core
+//! [`Session`](lock_core::Session) (quinn's `ConnectionRef`: an `Arc<Mutex<State>>`).
+//! Handles ([`LockClient`], [`Mutex`], [`RwLock`], [`Semaphore`], [`LockGuard`],
+//! [`Election`], [`Leadership`], [`ElectionObserver`]) lock the state, call the core,
+//! drain its outputs (requests queue for the link; events go to per-lock slots and
+//! wake the tasks or threads waiting on them), and wake the link. The binding's loop
+//! owns the `Link`: it sends the queued requests through its client and feeds back
+//! replies, watch firings, session changes and time. No command enum, no channel
+//! per handle: [`LockClient::acquire`] has its `LockId` from the core at once.
+//!
+//! * **Async and blocking.** Async methods use only `std::task::Waker`s, so they run
+//!   on any executor. Every one has a `*_blocking` twin (same arguments, result and
+//!   cancel-safety) that parks the calling thread on a `Condvar`: see [`blocking`].
+//! * **Cancel-safety.** Dropping a `lock()` future cancels the acquisition: the core
+//!   deletes the node, even one whose create is still in flight. Dropping a guard
+//!   releases the lock in the background ([`LockClient::wait_idle`] waits for it);
+//!   inside an open critical section the section's marker stays, as if the holder
+//!   had died ([`Session::abandon`](lock_core::Session::abandon)).
+//! * **Failures.** When the binding reports a disconnect, held locks report
+//!   [`LockEvent::Suspended`] (ownership no longer guaranteed), then
+//!   [`LockEvent::Resumed`] once the node is verified after a reconnect, or
+//!   [`LockEvent::Lost`] after the suspension grace or on expiry.
+//!
+//! ## The canonical binding loop
+//!
+//! The calling rules are on [`Link`]. An async binding's driver, in outline (the
+//! `select` is over whatever the binding's client offers):
+//!
+//! ```text
+//! let (locks, mut link) = lock_client::pair(config);
+//! link.handle_session(SessionEvent::Connected { session_id }, Instant::now());
+//! loop {
+//!     // 1. Send every request, in order, at once (the core pipelines them).
+//!     while let Some(Request { id, op }) = link.poll_request() {
+//!         start(id, op);            // the binding's `match op { .. }`: one client call each
+//!     }
+//!     if link.is_closed() {         // close() called, or every handle dropped
+//!         close the ZooKeeper session;
+//!         link.handle_session(SessionEvent::Closed, Instant::now());
+//!         return;                   // dropping the link lets close() return
+//!     }
+//!     // 2. Wait for whatever comes first, and feed it back.
+//!     match select(link.poll_wake(cx), replies, watches, session states, timer(link.poll_timeout())) {
+//!         Wake                 => {}                                  // a handle asked for something
+//!         Reply(id, result)    => link.handle_reply(id, result, Instant::now()),
+//!         Watch(path, kind)    => link.handle_watch(path, kind, Instant::now()),
+//!         State(change)        => link.handle_session(mapped(change), Instant::now()),
+//!         Timer                => link.handle_timeout(Instant::now()),
+//!     }
+//! }
+//! ```
+//!
+//! A threaded binding runs the same loop with [`Link::wait`] in place of
+//! `poll_wake`, and wakes it from its client's callback threads through a
+//! [`Notifier`].
+//!
+//! ## Writing a binding
+//!
+//! A binding for another ZooKeeper client is four pieces of glue; lock-zookeeper-client
+//! (adapters/zookeeper-client/src) is the worked example, in these files:
+//!
+//! 1. **Connect and pair** (`client.rs`): connect, then
+//!    `lock_client::pair(Config::new(negotiated_timeout, seed))`, with a seed that
+//!    differs per session (mix in the session id and process randomness). Hand the
+//!    `LockClient` to the user and the `Link` to the loop; re-export this crate's API
+//!    so users need one dependency.
+//! 2. **The request `match`** (`glue.rs`): one client call per [`lock_core::Op`]:
+//!    `Create { path, data, mode }` (for `EphemeralSequential`, the reply's path is
+//!    `path` plus the server's `%010d` sequence; give the `Stat` when the client
+//!    returns it: it is the fencing token), `GetChildren`, `WatchChildren`,
+//!    `GetData { watch }` (a watch must reach [`Link::handle_watch`] when it fires),
+//!    `SetData`, `Delete`, `Multi` (all or nothing; a failed op is
+//!    `ZkError::MultiFailed { index, .. }`). Map the client's errors onto
+//!    [`ZkError`]: anything after which the request may or may not have been
+//!    applied is `ConnectionLoss`. Unknown future ops get `ZkError::Other`. The call
+//!    must put the request on the wire in the order polled; if the client buffers
+//!    writes (Nagle), set `TCP_NODELAY`.
+//! 3. **Session mapping** (`driver.rs`): the client's states onto
+//!    [`SessionEvent`](lock_core::SessionEvent): connected → `Connected { session_id }`
+//!    (feed `Disconnected` first if the client skipped it), disconnected or
+//!    read-only → `Disconnected`, expired or auth-failed → `Expired` (then
+//!    reconnect, and report the new session with `Connected`). `Disconnected` must
+//!    come within 2/3 of the session timeout after the last contact.
+//! 4. **The loop** (`driver.rs`), as above, plus its close.
+//!
+//! Everything else (handles, guards, events, deadlines, elections, sections,
+//! fenced writes, errors) is here, so a feature is written once and every binding
+//! has it.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod blocking;
+mod client;
+mod election;
+mod error;
+mod guard;
+mod link;
+mod lock;
+mod shared;
+mod writes;
+
+pub use client::{pair, LockClient};
+pub use election::{Election, ElectionEvent, ElectionObserver, Leadership};
+pub use error::Error;
+pub use guard::{LockGuard, LockStatus};
+pub use link::{Link, Notifier};
+pub use lock::{Mutex, ReadLock, RwLock, Semaphore, WriteLock};
+pub use writes::Writes;
+
+pub use lock_core::{
+    CreateMode, FailReason, FencedError, FencingToken, Grant, Leader, LockEvent, LockSpec,
+    LostReason, MultiOp, MultiResult, NameScheme, Stats, UsageError, ZkError,
+};
+
+#[cfg(test)]
+mod tests;

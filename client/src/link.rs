@@ -1,0 +1,248 @@
+//! [`Link`]: the end of a [`LockClient`](crate::LockClient) that a binding drives.
+
+use crate::shared::Shared;
+use lock_core::{Reply, Request, RequestId, SessionEvent, Stats, WatchKind, ZkError};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+/// The binding's end of a [`LockClient`](crate::LockClient), from [`pair`](crate::pair).
+///
+/// The link carries the core's requests to the binding's ZooKeeper client and
+/// brings back what happened: replies, watch firings, session changes and the
+/// passing of time. It does no I/O and reads no clock: every `handle_*` takes the
+/// binding's `now`. Handles ([`LockClient`](crate::LockClient), guards, elections)
+/// mutate the same state under one mutex and then wake the link; the binding never
+/// hears of them otherwise (no commands, no channels).
+///
+/// # Methods, by kind
+///
+/// * **Getters**: [`is_closed`](Self::is_closed), [`session_id`](Self::session_id),
+///   [`stats`](Self::stats).
+/// * **Inputs** (`handle_*`): [`handle_session`](Self::handle_session),
+///   [`handle_reply`](Self::handle_reply), [`handle_watch`](Self::handle_watch),
+///   [`handle_timeout`](Self::handle_timeout).
+/// * **Outputs** (`poll_*`): [`poll_request`](Self::poll_request),
+///   [`poll_timeout`](Self::poll_timeout).
+/// * **Wake-ups**: [`poll_wake`](Self::poll_wake) for an async loop,
+///   [`wait`](Self::wait) for a thread.
+///
+/// # Calling rules
+///
+/// 1. **Connect first.** Feed `handle_session(SessionEvent::Connected { session_id })`
+///    once the ZooKeeper session is up. Nothing is sent before; locks asked for
+///    earlier wait.
+/// 2. **Drain after every input, and after every wake-up.** After each `handle_*`
+///    call and each time [`poll_wake`](Self::poll_wake) is ready (or
+///    [`wait`](Self::wait) returns), call [`poll_request`](Self::poll_request) until
+///    it returns `None`, and send each request at once, in the order polled, without
+///    waiting for earlier replies (the core pipelines on ZooKeeper's per-session FIFO
+///    order). Then re-arm the timer from [`poll_timeout`](Self::poll_timeout).
+/// 3. **Echo every reply** with its [`RequestId`] through
+///    [`handle_reply`](Self::handle_reply), including failures (a lost connection is
+///    [`ZkError::ConnectionLoss`]). Stale ids are ignored and counted.
+/// 4. **Forward watch firings and session changes**: every watch the requests set
+///    (`getData`/`getChildren` with a watch) through
+///    [`handle_watch`](Self::handle_watch), and `Disconnected` (no later than 2/3 of
+///    the session timeout after the last contact with the server), `Connected`,
+///    `Expired` through [`handle_session`](Self::handle_session). After an expiry the
+///    binding may open a new session and report it with `Connected`.
+/// 5. **Time**: call [`handle_timeout`](Self::handle_timeout) once `now` reaches
+///    [`poll_timeout`](Self::poll_timeout).
+/// 6. **Close**: once [`is_closed`](Self::is_closed) is true, close the ZooKeeper
+///    session, feed `handle_session(SessionEvent::Closed)`, and drop the link. Dropping
+///    the link (also without closing first, e.g. when the binding's task dies) ends
+///    the session for every handle: waiting locks fail and held ones are lost with
+///    `Closed`, and [`LockClient::close`](crate::LockClient::close) returns.
+///
+/// Every `poll_*` is `#[must_use]`: an undrained request is a lock that never moves.
+///
+/// ```
+/// use lock_client::Link;
+/// use lock_core::{Op, Request, SessionEvent};
+/// use std::time::Instant;
+///
+/// /// One step of a binding's loop (the client calls are the binding's own).
+/// fn step(link: &mut Link, send: &mut impl FnMut(Request)) {
+///     while let Some(request) = link.poll_request() {
+///         send(request); // e.g. zk.create(..) for Op::Create, in this order
+///     }
+///     if let Some(at) = link.poll_timeout() {
+///         if at <= Instant::now() {
+///             link.handle_timeout(Instant::now());
+///             return step(link, send);
+///         }
+///     }
+/// }
+///
+/// let config = lock_core::Config::new(std::time::Duration::from_secs(10), 7);
+/// let (locks, mut link) = lock_client::pair(config);
+/// link.handle_session(SessionEvent::Connected { session_id: 0x42 }, Instant::now());
+/// let job = locks.mutex("/locks/job");
+/// let mut lock = Box::pin(job.lock());
+/// // Polled by the user's executor: the core asks for create + getChildren at once.
+/// use futures::FutureExt;
+/// assert!((&mut lock).now_or_never().is_none());
+/// let mut sent = Vec::new();
+/// step(&mut link, &mut |r| sent.push(r));
+/// assert!(matches!(sent[0].op, Op::Create { .. }));
+/// assert!(matches!(sent[1].op, Op::GetChildren { .. }));
+/// ```
+pub struct Link {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("session_id", &self.session_id())
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+impl Link {
+    pub(crate) fn new(shared: Arc<Shared>) -> Link {
+        Link { shared }
+    }
+
+    // Getters.
+
+    /// Whether the user side is done: [`LockClient::close`](crate::LockClient::close)
+    /// was called, or every handle (client, lock object, guard, election) is gone.
+    /// Then close the ZooKeeper session, feed `SessionEvent::Closed`, and drop the
+    /// link (rule 6).
+    pub fn is_closed(&self) -> bool {
+        self.shared
+            .read(|s| s.close_requested || s.handles_gone || s.link_gone)
+    }
+
+    /// The session the core is on (also while disconnected from it); `None` before
+    /// the first `Connected` and between an expiry and the next session.
+    pub fn session_id(&self) -> Option<i64> {
+        self.shared.read(|s| s.core.session_id())
+    }
+
+    /// The core's counters.
+    pub fn stats(&self) -> Stats {
+        self.shared.read(|s| s.core.stats())
+    }
+
+    // Inputs.
+
+    /// A change of the ZooKeeper session: `Connected { session_id }` (also after a
+    /// reconnect; a new id means the old session expired), `Disconnected`, `Expired`,
+    /// `Closed`.
+    pub fn handle_session(&mut self, event: SessionEvent, now: Instant) {
+        self.input(lock_core::Input::Session(event), now);
+    }
+
+    /// The outcome of the request `request` (echo the id of the polled [`Request`]).
+    pub fn handle_reply(
+        &mut self,
+        request: RequestId,
+        result: Result<Reply, ZkError>,
+        now: Instant,
+    ) {
+        self.input(lock_core::Input::Reply { request, result }, now);
+    }
+
+    /// A watch set by a request fired on `path`.
+    pub fn handle_watch(&mut self, path: String, kind: WatchKind, now: Instant) {
+        self.input(lock_core::Input::Watch { path, kind }, now);
+    }
+
+    /// Time passed: fires whatever is due at `now` (call once `now` reaches
+    /// [`poll_timeout`](Self::poll_timeout); calling early is harmless).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.shared.with_quiet(|s| {
+            let now = s.timestamp(now);
+            s.core.handle_timeout(now);
+        });
+    }
+
+    fn input(&mut self, input: lock_core::Input, now: Instant) {
+        self.shared.with_quiet(|s| {
+            let now = s.timestamp(now);
+            s.core.handle_input(input, now);
+        });
+    }
+
+    // Outputs.
+
+    /// The next request to send, in order; `None` when there is none (for now).
+    #[must_use = "every request must be sent, in the order polled"]
+    pub fn poll_request(&mut self) -> Option<Request> {
+        self.shared.with_quiet(|s| s.requests.pop_front())
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) must next be called, if ever.
+    #[must_use = "the core's timers (deadlines, grace, retries, leases) run on this"]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.shared
+            .read(|s| s.core.poll_timeout().map(|at| s.instant(at)))
+    }
+
+    // Wake-ups.
+
+    /// Ready once a handle changed something since the last ready (a lock asked
+    /// for, released, cancelled; a close); then drain (rule 2). Registers `cx`'s
+    /// waker otherwise. For async loops.
+    #[must_use = "a ready wake-up means requests or a new timer to look at"]
+    pub fn poll_wake(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        self.shared.with_quiet(|s| {
+            if std::mem::take(&mut s.link_dirty) {
+                Poll::Ready(())
+            } else {
+                s.register_link(cx.waker());
+                Poll::Pending
+            }
+        })
+    }
+
+    /// Blocks this thread until a handle changed something (true) or `deadline`
+    /// passes (false): the thread-based twin of [`poll_wake`](Self::poll_wake). A
+    /// binding whose client reports on other threads calls its `handle_*` from them
+    /// through a shared `Mutex<Link>`, or wakes this wait by other means.
+    pub fn wait(&self, deadline: Option<Instant>) -> bool {
+        self.shared.wait_link(deadline)
+    }
+
+    /// A handle that ends a [`wait`](Self::wait) (or readies
+    /// [`poll_wake`](Self::poll_wake)) from elsewhere: the notify hook for a binding
+    /// whose client reports on threads of its own (queue the report, then notify).
+    pub fn notifier(&self) -> Notifier {
+        Notifier {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// Wakes a binding's loop from another thread, from [`Link::notifier`].
+#[derive(Clone)]
+pub struct Notifier {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Notifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Notifier")
+    }
+}
+
+impl Notifier {
+    /// Ends the link's current or next [`wait`](Link::wait) and readies its
+    /// [`poll_wake`](Link::poll_wake).
+    pub fn notify(&self) {
+        self.shared.notify_link();
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.shared.with_quiet(|s| {
+            let now = s.now();
+            s.end(now);
+        });
+    }
+}

@@ -1,0 +1,388 @@
+//! User-facing lock objects ([`Mutex`], [`RwLock`], [`Semaphore`]): what to lock, and how.
+
+use crate::client::LockClient;
+use crate::error::Error;
+use crate::guard::LockGuard;
+use lock_core::{LockSpec, NameScheme};
+use std::time::{Duration, Instant};
+
+macro_rules! lock_methods {
+    (
+        $what:literal,
+        $lock:ident,
+        $try_lock:ident,
+        $lock_timeout:ident,
+        $lock_until:ident,
+        $example_revocable:literal,
+        $example_lease:literal
+    ) => {
+        /// Waits until
+        #[doc = $what]
+        /// is held. Cancel-safe: dropping the future gives up and leaves no node behind.
+        ///
+        /// # Errors
+        /// [`Error::Usage`] for an invalid path, [`Error::Closed`] once the client is
+        /// closed, [`Error::SessionExpired`] if the session expired while waiting.
+        pub async fn $lock(&self) -> Result<LockGuard, Error> {
+            self.client.acquire(self.spec.clone(), None).await
+        }
+
+        /// Takes
+        #[doc = $what]
+        /// only if it is free at the first look (one round trip); `Ok(None)` if busy.
+        pub async fn $try_lock(&self) -> Result<Option<LockGuard>, Error> {
+            match self
+                .client
+                .acquire(self.spec.clone().try_only(), None)
+                .await
+            {
+                Ok(guard) => Ok(Some(guard)),
+                Err(Error::WouldBlock) => Ok(None),
+                Err(e) => Err(e),
+            }
+        }
+
+        /// Like the plain lock method, giving up with [`Error::Timeout`] after `timeout`.
+        pub async fn $lock_timeout(&self, timeout: Duration) -> Result<LockGuard, Error> {
+            self.$lock_until(Instant::now() + timeout).await
+        }
+
+        /// Like the plain lock method, giving up with [`Error::Timeout`] at `deadline`.
+        pub async fn $lock_until(&self, deadline: Instant) -> Result<LockGuard, Error> {
+            self.client.acquire(self.spec.clone(), Some(deadline)).await
+        }
+
+        /// Blocking twin of the plain lock method.
+        pub fn lock_blocking(&self) -> Result<LockGuard, Error> {
+            crate::blocking::block_on(self.$lock())
+        }
+
+        /// Blocking twin of the `try_lock` method.
+        pub fn try_lock_blocking(&self) -> Result<Option<LockGuard>, Error> {
+            crate::blocking::block_on(self.$try_lock())
+        }
+
+        /// Blocking twin of the `lock_timeout` method.
+        pub fn lock_timeout_blocking(&self, timeout: Duration) -> Result<LockGuard, Error> {
+            crate::blocking::block_on(self.$lock_timeout(timeout))
+        }
+
+        /// Blocking twin of the `lock_until` method.
+        pub fn lock_until_blocking(&self, deadline: Instant) -> Result<LockGuard, Error> {
+            crate::blocking::block_on(self.$lock_until(deadline))
+        }
+
+        /// The lock directory.
+        pub fn path(&self) -> &str {
+            self.spec.path()
+        }
+
+        /// Names this lock's nodes with `scheme` (default [`NameScheme::Native`]), e.g.
+        /// to share the lock with Curator or kazoo clients.
+        pub fn with_scheme(mut self, scheme: NameScheme) -> Self {
+            self.spec = self.spec.scheme(scheme);
+            self
+        }
+
+        /// Stores `data` in this lock's nodes (e.g. who holds it, for inspection).
+        pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+            self.spec = self.spec.data(data);
+            self
+        }
+
+        /// Honours revocation requests ([`LockClient::revoke`]): a holder is told
+        /// ([`LockGuard::revocation_requested`], [`LockEvent::RevocationRequested`])
+        /// and decides; a waiter gives up its place and its lock call fails with
+        /// [`Error::Revoked`].
+        ///
+        /// ```no_run
+        /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+        #[doc = $example_revocable]
+        /// # drop(guard); Ok(()) }
+        /// ```
+        pub fn revocable(mut self) -> Self {
+            self.spec = self.spec.revocable();
+            self
+        }
+
+        /// A lease: once held for `max_hold`, the lock is taken away, whatever the
+        /// holder does: the guard reports [`LockEvent::Lost`] with
+        /// [`LostReason::LeaseExpired`] (see [`LockGuard::lost`]) and the node is
+        /// deleted, letting the next waiter in. A holder that missed it and writes
+        /// late is caught by its [fencing token](LockGuard::token) (or fails its
+        /// [fenced writes](LockGuard::fenced_write)).
+        ///
+        /// ```no_run
+        /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+        /// use std::time::Duration;
+        #[doc = $example_lease]
+        /// # drop(guard); Ok(()) }
+        /// ```
+        pub fn max_hold(mut self, max_hold: Duration) -> Self {
+            self.spec = self.spec.max_hold(max_hold);
+            self
+        }
+    };
+}
+
+/// Crash detection, for the exclusive lock objects.
+macro_rules! crash_detection {
+    ($example:literal) => {
+        /// Crash-detecting critical sections: each grant says whether a previous
+        /// holder died inside a section ([`LockGuard::previous_holder_crashed`]);
+        /// holders mark sections with [`LockGuard::open_section`] /
+        /// [`LockGuard::close_section`]. Free on the uncontended acquire (the listing
+        /// shows the marker); one extra read on a contended grant.
+        ///
+        /// ```no_run
+        /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+        #[doc = $example]
+        /// if guard.previous_holder_crashed() { /* repair */ }
+        /// # Ok(()) }
+        /// ```
+        pub fn detect_crashes(mut self) -> Self {
+            self.spec = self.spec.detect_crashes();
+            self
+        }
+    };
+}
+
+/// An exclusive lock (a ZooKeeper write lock).
+///
+/// ```no_run
+/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// use std::time::Duration;
+/// let job = locks.mutex("/locks/job");
+/// match job.try_lock().await? {
+///     Some(guard) => guard.release().await?,
+///     None => println!("busy"),
+/// }
+/// let guard = job.lock_timeout(Duration::from_secs(5)).await?;
+/// # drop(guard); Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Mutex {
+    client: LockClient,
+    spec: LockSpec,
+}
+
+impl Mutex {
+    pub(crate) fn new(client: LockClient, path: String) -> Self {
+        Mutex {
+            client,
+            spec: LockSpec::exclusive(path),
+        }
+    }
+
+    lock_methods!(
+        "the lock",
+        lock,
+        try_lock,
+        lock_timeout,
+        lock_until,
+        "let guard = locks.mutex(\"/locks/job\").revocable().lock().await?;",
+        "let guard = locks.mutex(\"/locks/job\").max_hold(Duration::from_secs(30)).lock().await?;"
+    );
+
+    crash_detection!("let guard = locks.mutex(\"/locks/ledger\").detect_crashes().lock().await?;");
+}
+
+/// A read/write lock: any number of readers, or one writer. A waiting writer is not
+/// starved by readers that come after it (they queue behind it).
+///
+/// A read lock cannot be upgraded: while this `RwLock` (or a clone of it) holds the
+/// read half, waiting for its write half is refused at once with
+/// [`UsageError::SelfDeadlock`](lock_core::UsageError::SelfDeadlock) (it would wait
+/// for itself forever; `try_lock` just finds the lock busy). Release the read lock
+/// first. Independent tasks that contend for one path each take their own
+/// `rwlock(path)`.
+///
+/// ```no_run
+/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// let table = locks.rwlock("/locks/table");
+/// let reader = table.read().lock().await?;
+/// assert!(table.write().try_lock().await?.is_none()); // a reader holds it
+/// reader.release().await?;
+/// let writer = table.write().lock().await?;
+/// # drop(writer); Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct RwLock {
+    read: ReadLock,
+    write: WriteLock,
+}
+
+impl RwLock {
+    pub(crate) fn new(client: LockClient, path: String) -> Self {
+        // One `RwLock` value (with its clones) is one owner, as one thread is in
+        // Curator: its write half is refused at once while its read half holds
+        // (an upgrade would wait for itself forever), instead of hanging.
+        static NEXT_OWNER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let owner = format!(
+            "rwlock-{}",
+            NEXT_OWNER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        RwLock {
+            read: ReadLock {
+                client: client.clone(),
+                spec: LockSpec::read(path.clone()).owner(owner.clone()),
+            },
+            write: WriteLock {
+                client,
+                spec: LockSpec::write(path).owner(owner),
+            },
+        }
+    }
+
+    /// The shared (read) half.
+    pub fn read(&self) -> &ReadLock {
+        &self.read
+    }
+
+    /// The exclusive (write) half.
+    pub fn write(&self) -> &WriteLock {
+        &self.write
+    }
+
+    /// The lock directory.
+    pub fn path(&self) -> &str {
+        self.read.path()
+    }
+
+    /// Names both halves' nodes with `scheme` (Curator's and kazoo's read/write
+    /// locks are compatible).
+    pub fn with_scheme(self, scheme: NameScheme) -> Self {
+        RwLock {
+            read: self.read.with_scheme(scheme),
+            write: self.write.with_scheme(scheme),
+        }
+    }
+
+    /// Makes both halves [revocable](Mutex::revocable) (the seeds' "revocable shared
+    /// locks": a writer can ask the readers to let go).
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let table = locks.rwlock("/locks/table").revocable();
+    /// let reader = table.read().lock().await?;
+    /// # drop(reader); Ok(()) }
+    /// ```
+    pub fn revocable(self) -> Self {
+        RwLock {
+            read: self.read.revocable(),
+            write: self.write.revocable(),
+        }
+    }
+
+    /// Gives both halves a [lease](Mutex::max_hold) of `max_hold`.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// use std::time::Duration;
+    /// let table = locks.rwlock("/locks/table").max_hold(Duration::from_secs(60));
+    /// # drop(table); Ok(()) }
+    /// ```
+    pub fn max_hold(self, max_hold: Duration) -> Self {
+        RwLock {
+            read: self.read.max_hold(max_hold),
+            write: self.write.max_hold(max_hold),
+        }
+    }
+}
+
+/// The shared half of an [`RwLock`].
+///
+/// ```no_run
+/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// let reader = locks.rwlock("/locks/table").read().lock().await?;
+/// # drop(reader); Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct ReadLock {
+    client: LockClient,
+    spec: LockSpec,
+}
+
+impl ReadLock {
+    lock_methods!(
+        "a read lock",
+        lock,
+        try_lock,
+        lock_timeout,
+        lock_until,
+        "let guard = locks.rwlock(\"/locks/table\").read().clone().revocable().lock().await?;",
+        "let guard = locks.rwlock(\"/locks/table\").read().clone().max_hold(Duration::from_secs(30)).lock().await?;"
+    );
+}
+
+/// The exclusive half of an [`RwLock`].
+///
+/// ```no_run
+/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// let writer = locks.rwlock("/locks/table").write().lock().await?;
+/// # drop(writer); Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct WriteLock {
+    client: LockClient,
+    spec: LockSpec,
+}
+
+impl WriteLock {
+    lock_methods!(
+        "the write lock",
+        lock,
+        try_lock,
+        lock_timeout,
+        lock_until,
+        "let guard = locks.rwlock(\"/locks/table\").write().clone().revocable().lock().await?;",
+        "let guard = locks.rwlock(\"/locks/table\").write().clone().max_hold(Duration::from_secs(30)).lock().await?;"
+    );
+
+    crash_detection!(
+        "let guard = locks.rwlock(\"/locks/table\").write().clone().detect_crashes().lock().await?;"
+    );
+}
+
+/// A counting semaphore: at most `permits` holders at once.
+///
+/// ```no_run
+/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// let slots = locks.semaphore("/locks/gpu", 2);
+/// let a = slots.lock().await?;
+/// let b = slots.lock().await?;
+/// assert!(slots.try_lock().await?.is_none());
+/// # drop((a, b)); Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+#[doc(alias = "acquire")]
+pub struct Semaphore {
+    client: LockClient,
+    spec: LockSpec,
+    permits: u32,
+}
+
+impl Semaphore {
+    pub(crate) fn new(client: LockClient, path: String, permits: u32) -> Self {
+        Semaphore {
+            client,
+            spec: LockSpec::semaphore(path, permits),
+            permits,
+        }
+    }
+
+    /// The number of permits.
+    pub fn permits(&self) -> u32 {
+        self.permits
+    }
+
+    lock_methods!(
+        "a permit",
+        lock,
+        try_lock,
+        lock_timeout,
+        lock_until,
+        "let guard = locks.semaphore(\"/locks/gpu\", 2).revocable().lock().await?;",
+        "let guard = locks.semaphore(\"/locks/gpu\", 2).max_hold(Duration::from_secs(30)).lock().await?;"
+    );
+}

@@ -1,0 +1,374 @@
+//! The state every handle and the [`Link`](crate::Link) share: the core
+//! [`Session`] and one slot per acquisition, under one mutex (quinn's
+//! `ConnectionRef`: lock, call the core, drain, then wake whoever must act).
+
+use crate::error::Error;
+use crate::guard::LockStatus;
+use lock_core::{
+    Config, FencedError, LockEvent, LockId, MultiResult, Output, Request, Session, Timestamp,
+};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::task::Waker;
+use std::time::{Duration, Instant};
+
+/// The outcome of a fenced write, as the guard's caller sees it.
+pub(crate) type WriteResult = Result<Vec<MultiResult>, FencedError>;
+
+/// Everything shared, behind one `Arc`.
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    /// Signalled with `State::link_dirty` for a binding that waits on a thread.
+    link_cv: Condvar,
+    pub(crate) session_timeout: Duration,
+}
+
+/// What one acquisition, observer or revocation has for its handle.
+pub(crate) struct Slot {
+    /// Events for the handle, in order (answers to section calls and fenced
+    /// writes go to the fields below instead).
+    pub(crate) events: VecDeque<LockEvent>,
+    /// Meaningful once `acquired`.
+    pub(crate) status: LockStatus,
+    pub(crate) acquired: bool,
+    pub(crate) revocation_requested: bool,
+    /// The terminal event was dispatched.
+    pub(crate) ended: bool,
+    /// The handle is gone: the slot goes with the terminal event.
+    pub(crate) dropped: bool,
+    /// A section call awaits its outcome (`Some` once known).
+    pub(crate) section: Option<Option<Result<(), Error>>>,
+    /// Fenced writes in flight, by the core's write id (`Some` once answered).
+    pub(crate) writes: HashMap<u64, Option<WriteResult>>,
+    /// The election whose stream also gets this slot's events.
+    pub(crate) election: Option<u64>,
+    wakers: Vec<Waker>,
+}
+
+impl Slot {
+    fn new(election: Option<u64>) -> Slot {
+        Slot {
+            events: VecDeque::new(),
+            status: LockStatus::Held,
+            acquired: false,
+            revocation_requested: false,
+            ended: false,
+            dropped: false,
+            section: None,
+            writes: HashMap::new(),
+            election,
+            wakers: Vec::new(),
+        }
+    }
+
+    /// Registers the task to wake at the slot's next change.
+    pub(crate) fn register(&mut self, waker: &Waker) {
+        register(&mut self.wakers, waker);
+    }
+}
+
+/// The events of every term of one election participant.
+#[derive(Default)]
+pub(crate) struct ElectionQueue {
+    pub(crate) events: VecDeque<(LockId, LockEvent)>,
+    wakers: Vec<Waker>,
+}
+
+impl ElectionQueue {
+    pub(crate) fn register(&mut self, waker: &Waker) {
+        register(&mut self.wakers, waker);
+    }
+}
+
+fn register(wakers: &mut Vec<Waker>, waker: &Waker) {
+    if !wakers.iter().any(|w| w.will_wake(waker)) {
+        wakers.push(waker.clone());
+    }
+}
+
+/// The state behind the mutex.
+pub(crate) struct State {
+    pub(crate) core: Session,
+    /// The core's `Timestamp::ZERO`.
+    epoch: Instant,
+    pub(crate) slots: HashMap<LockId, Slot>,
+    pub(crate) elections: HashMap<u64, ElectionQueue>,
+    next_election: u64,
+    /// Requests drained from the core, for the link to send in this order.
+    pub(crate) requests: VecDeque<Request>,
+    /// Handles changed something the link must look at (requests, the timer, close).
+    pub(crate) link_dirty: bool,
+    link_waker: Option<Waker>,
+    idle_wakers: Vec<Waker>,
+    /// `LockClient::close` was called.
+    pub(crate) close_requested: bool,
+    /// Every user handle (client, lock object, guard, election) is gone.
+    pub(crate) handles_gone: bool,
+    /// The binding dropped its `Link`: nothing can be sent any more.
+    pub(crate) link_gone: bool,
+    close_wakers: Vec<Waker>,
+    /// Wakers to wake once the mutex is released.
+    to_wake: Vec<Waker>,
+}
+
+impl Shared {
+    pub(crate) fn new(config: Config, now: Instant) -> Shared {
+        let session_timeout = config.session_timeout;
+        Shared {
+            state: Mutex::new(State {
+                core: Session::new(config),
+                epoch: now,
+                slots: HashMap::new(),
+                elections: HashMap::new(),
+                next_election: 0,
+                requests: VecDeque::new(),
+                link_dirty: false,
+                link_waker: None,
+                idle_wakers: Vec::new(),
+                close_requested: false,
+                handles_gone: false,
+                link_gone: false,
+                close_wakers: Vec::new(),
+                to_wake: Vec::new(),
+            }),
+            link_cv: Condvar::new(),
+            session_timeout,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves the state as consistent as the core
+        // call it interrupted; going on beats poisoning every handle.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reads the state without changing it.
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&State) -> R) -> R {
+        f(&self.lock())
+    }
+
+    /// A handle's mutation: runs `f`, drains the core, and wakes the link if it has
+    /// something to do (requests to send, a new timer, a close) and whoever else the
+    /// outputs concern, after releasing the mutex.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        let (out, wake) = {
+            let mut state = self.lock();
+            let out = f(&mut state);
+            state.drain();
+            state.link_dirty = true;
+            if let Some(waker) = state.link_waker.take() {
+                state.to_wake.push(waker);
+            }
+            (out, std::mem::take(&mut state.to_wake))
+        };
+        self.link_cv.notify_all();
+        wake.into_iter().for_each(Waker::wake);
+        out
+    }
+
+    /// The link's mutation: like [`with`](Self::with) without waking the link
+    /// (its caller polls right after).
+    pub(crate) fn with_quiet<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        let (out, wake) = {
+            let mut state = self.lock();
+            let out = f(&mut state);
+            state.drain();
+            (out, std::mem::take(&mut state.to_wake))
+        };
+        wake.into_iter().for_each(Waker::wake);
+        out
+    }
+
+    /// Marks the link as having something to look at, and wakes it.
+    pub(crate) fn notify_link(&self) {
+        let waker = {
+            let mut state = self.lock();
+            state.link_dirty = true;
+            state.link_waker.take()
+        };
+        self.link_cv.notify_all();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// Blocks until a handle changed something or `deadline` passes; true if woken.
+    pub(crate) fn wait_link(&self, deadline: Option<Instant>) -> bool {
+        let mut state = self.lock();
+        loop {
+            if std::mem::take(&mut state.link_dirty) {
+                return true;
+            }
+            let timeout = match deadline {
+                Some(at) => match at.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return false,
+                },
+                None => None,
+            };
+            state = match timeout {
+                Some(left) => {
+                    self.link_cv
+                        .wait_timeout(state, left)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+                None => self.link_cv.wait(state).unwrap_or_else(|p| p.into_inner()),
+            };
+        }
+    }
+}
+
+impl State {
+    /// The core's clock reading for `at`.
+    pub(crate) fn timestamp(&self, at: Instant) -> Timestamp {
+        Timestamp::from_duration(at.saturating_duration_since(self.epoch))
+    }
+
+    /// The binding's clock reading for the core's `at`.
+    pub(crate) fn instant(&self, at: Timestamp) -> Instant {
+        self.epoch + at.since_epoch()
+    }
+
+    /// The core's clock now (for handles: the binding passes its own `now`).
+    pub(crate) fn now(&self) -> Timestamp {
+        self.timestamp(Instant::now())
+    }
+
+    /// Whether the user side may start nothing more.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.close_requested || self.link_gone
+    }
+
+    /// A slot for a task the core just started.
+    pub(crate) fn add_slot(&mut self, id: LockId, election: Option<u64>) {
+        self.slots.insert(id, Slot::new(election));
+    }
+
+    pub(crate) fn new_election(&mut self) -> u64 {
+        self.next_election += 1;
+        self.elections
+            .insert(self.next_election, ElectionQueue::default());
+        self.next_election
+    }
+
+    /// The handle of `id` is gone: forget its slot now if it has ended, else when
+    /// its terminal event comes.
+    pub(crate) fn drop_slot(&mut self, id: LockId) {
+        if let Some(slot) = self.slots.get_mut(&id) {
+            if slot.ended {
+                self.slots.remove(&id);
+            } else {
+                slot.dropped = true;
+            }
+        }
+    }
+
+    /// Registers `waker` for the link (async bindings).
+    pub(crate) fn register_link(&mut self, waker: &Waker) {
+        match &self.link_waker {
+            Some(w) if w.will_wake(waker) => {}
+            _ => self.link_waker = Some(waker.clone()),
+        }
+    }
+
+    pub(crate) fn register_idle(&mut self, waker: &Waker) {
+        register(&mut self.idle_wakers, waker);
+    }
+
+    pub(crate) fn register_close(&mut self, waker: &Waker) {
+        register(&mut self.close_wakers, waker);
+    }
+
+    /// The link is gone: the session ends for every handle (the core reports each
+    /// acquisition's terminal event) and closers return.
+    pub(crate) fn end(&mut self, now: Timestamp) {
+        self.link_gone = true;
+        self.core.handle_input(
+            lock_core::Input::Session(lock_core::SessionEvent::Closed),
+            now,
+        );
+        self.requests.clear();
+        self.to_wake.append(&mut self.close_wakers);
+        self.to_wake.append(&mut self.idle_wakers);
+    }
+
+    /// Rule 2 of the core's contract: drain after every call. Requests queue for the
+    /// link; events go to their slots.
+    fn drain(&mut self) {
+        while let Some(output) = self.core.poll_output() {
+            match output {
+                Output::Request(request) if !self.link_gone => self.requests.push_back(request),
+                Output::Event { lock, event } => self.dispatch(lock, event),
+                _ => {}
+            }
+        }
+        if self.core.is_idle() {
+            self.to_wake.append(&mut self.idle_wakers);
+        }
+    }
+
+    fn dispatch(&mut self, lock: LockId, event: LockEvent) {
+        let Some(slot) = self.slots.get_mut(&lock) else {
+            return;
+        };
+        self.to_wake.append(&mut slot.wakers);
+        // Answers to a handle's own calls go to whoever awaits them.
+        match event {
+            LockEvent::FencedWrite { write, result } => {
+                if let Some(answer) = slot.writes.get_mut(&write) {
+                    *answer = Some(result);
+                }
+                return;
+            }
+            LockEvent::SectionOpened | LockEvent::SectionClosed => {
+                if let Some(answer @ None) = &mut slot.section {
+                    *answer = Some(Ok(()));
+                }
+                return;
+            }
+            LockEvent::SectionFailed(e) => {
+                if let Some(answer @ None) = &mut slot.section {
+                    *answer = Some(Err(Error::Zk(e)));
+                }
+                return;
+            }
+            _ => {}
+        }
+        match &event {
+            LockEvent::Acquired(_) => {
+                slot.status = LockStatus::Held;
+                slot.acquired = true;
+            }
+            LockEvent::Resumed => slot.status = LockStatus::Held,
+            LockEvent::Suspended => slot.status = LockStatus::Suspended,
+            LockEvent::Lost(reason) => slot.status = LockStatus::Lost(reason.clone()),
+            LockEvent::Released => slot.status = LockStatus::Released,
+            LockEvent::RevocationRequested => slot.revocation_requested = true,
+            _ => {}
+        }
+        let terminal = event.is_terminal();
+        if terminal {
+            slot.ended = true;
+            // A section call survives a suspension (the core sends it again once the
+            // node is verified); it ends with the lock.
+            if let Some(answer @ None) = &mut slot.section {
+                *answer = Some(Err(match &event {
+                    LockEvent::Lost(reason) => Error::Lost(reason.clone()),
+                    _ => Error::Closed,
+                }));
+            }
+        }
+        if let Some(queue) = slot.election.and_then(|e| self.elections.get_mut(&e)) {
+            queue.events.push_back((lock, event.clone()));
+            self.to_wake.append(&mut queue.wakers);
+        }
+        if slot.dropped {
+            if terminal {
+                self.slots.remove(&lock);
+            }
+        } else {
+            slot.events.push_back(event);
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! Unit tests: the API against a scripted link (the test plays binding and server).
+
+use crate::blocking::block_on_until;
+use crate::*;
+use lock_core::{Config, Op, Reply, Request, SessionEvent, Stat};
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+fn send_sync<T: Send + Sync>() {}
+
+#[test]
+fn handles_are_send_and_sync() {
+    send_sync::<LockClient>();
+    send_sync::<Mutex>();
+    send_sync::<RwLock>();
+    send_sync::<Semaphore>();
+    send_sync::<LockGuard>();
+    send_sync::<Error>();
+    send_sync::<Election>();
+    send_sync::<Leadership>();
+    send_sync::<ElectionObserver>();
+    send_sync::<Writes>();
+    send_sync::<Link>();
+    send_sync::<Notifier>();
+}
+
+/// The futures can be spawned on multi-threaded runtimes (compile-time check).
+#[allow(dead_code)]
+fn futures_are_send(client: &LockClient, mut guard: LockGuard) {
+    fn send<T: Send>(_: &T) {}
+    let mutex = client.mutex("/a");
+    send(&mutex.lock());
+    send(&mutex.try_lock());
+    send(&mutex.lock_timeout(Duration::ZERO));
+    send(&client.wait_idle());
+    send(&client.close());
+    send(&guard.next_event());
+    send(&guard.lost());
+    send(&guard.revocation_requested());
+    send(&guard.open_section());
+    send(&guard.close_section());
+    send(&guard.fenced_write(Writes::new()));
+    send(&guard.release());
+    send(&client.revoke("/a"));
+    send(&client.observe_election("/a"));
+}
+
+const SID: i64 = 0x77;
+
+fn connected() -> (LockClient, Link) {
+    let (locks, mut link) = pair(Config::new(Duration::from_secs(10), 1));
+    link.handle_session(SessionEvent::Connected { session_id: SID }, Instant::now());
+    (locks, link)
+}
+
+struct Noop;
+
+impl std::task::Wake for Noop {
+    fn wake(self: std::sync::Arc<Self>) {}
+}
+
+fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+    let waker = Waker::from(std::sync::Arc::new(Noop));
+    f.poll(&mut Context::from_waker(&waker))
+}
+
+fn requests(link: &mut Link) -> Vec<Request> {
+    std::iter::from_fn(|| link.poll_request()).collect()
+}
+
+/// Plays the server for an uncontended acquisition.
+fn grant(link: &mut Link, sent: &[Request], czxid: i64) -> String {
+    let Op::Create { path, .. } = &sent[0].op else {
+        panic!("{:?}", sent[0].op)
+    };
+    let node = format!("{path}0000000001");
+    let stat = Stat {
+        czxid,
+        ephemeral_owner: SID,
+        ..Stat::default()
+    };
+    let now = Instant::now();
+    let reply = Reply::Created {
+        path: node.clone(),
+        stat: Some(stat),
+    };
+    link.handle_reply(sent[0].id, Ok(reply), now);
+    let name = node.rsplit('/').next().unwrap().to_owned();
+    link.handle_reply(sent[1].id, Ok(Reply::Children(vec![name])), now);
+    node
+}
+
+#[test]
+fn a_lock_wakes_the_link_and_its_grant_wakes_the_future() {
+    let (locks, mut link) = connected();
+    let mutex = locks.mutex("/locks/a");
+    let mut lock = pin!(mutex.lock());
+    assert!(poll_once(lock.as_mut()).is_pending());
+    // The handle called the core and woke the link: create + list, pipelined.
+    assert!(poll_once(std::pin::pin!(
+        std::future::poll_fn(|cx| link.poll_wake(cx))
+    ))
+    .is_ready());
+    let sent = requests(&mut link);
+    assert_eq!(sent.len(), 2);
+    let node = grant(&mut link, &sent, 42);
+    let Poll::Ready(Ok(guard)) = poll_once(lock.as_mut()) else {
+        panic!("not granted")
+    };
+    assert_eq!(guard.token(), FencingToken(42));
+    assert_eq!(guard.path(), node);
+    assert_eq!(guard.status(), LockStatus::Held);
+    // Dropping the guard releases in the background.
+    drop(guard);
+    let sent = requests(&mut link);
+    assert!(sent
+        .iter()
+        .any(|r| matches!(&r.op, Op::Delete { path, .. } if *path == node)));
+}
+
+#[test]
+fn a_dropped_lock_future_cancels() {
+    let (locks, mut link) = connected();
+    let mutex = locks.mutex("/locks/b");
+    {
+        let mut lock = pin!(mutex.lock());
+        assert!(poll_once(lock.as_mut()).is_pending());
+    }
+    assert!(!requests(&mut link).is_empty());
+    assert!(locks.shared().read(|s| s.slots.is_empty()));
+}
+
+#[test]
+fn blocking_twins_wait_for_the_binding() {
+    let (locks, mut link) = connected();
+    let driver = std::thread::spawn(move || {
+        // A threaded binding: wait, drain, answer.
+        loop {
+            assert!(link.wait(Some(Instant::now() + Duration::from_secs(10))));
+            let sent = requests(&mut link);
+            if let Some(create) = sent.iter().position(|r| matches!(r.op, Op::Create { .. })) {
+                grant(&mut link, &sent[create..], 7);
+                return link;
+            }
+        }
+    });
+    let guard = locks.mutex("/locks/c").lock_blocking().unwrap();
+    assert_eq!(guard.token(), FencingToken(7));
+    let link = driver.join().unwrap();
+    drop(guard);
+    // The binding goes: the session ends for every handle.
+    drop(link);
+    assert!(matches!(
+        locks.mutex("/locks/c").try_lock_blocking(),
+        Err(Error::Closed)
+    ));
+    assert_eq!(
+        block_on_until(locks.wait_idle(), Some(Instant::now())),
+        Some(Err(Error::Closed))
+    );
+    locks.close_blocking();
+}
+
+#[test]
+fn closing_ends_waiting_locks_through_the_core() {
+    let (locks, mut link) = connected();
+    let mutex = locks.mutex("/locks/d");
+    let mut lock = pin!(mutex.lock());
+    assert!(poll_once(lock.as_mut()).is_pending());
+    let mut close = pin!(locks.close());
+    assert!(poll_once(close.as_mut()).is_pending());
+    assert!(link.is_closed());
+    link.handle_session(SessionEvent::Closed, Instant::now());
+    assert!(matches!(
+        poll_once(lock.as_mut()),
+        Poll::Ready(Err(Error::Closed))
+    ));
+    assert!(
+        poll_once(close.as_mut()).is_pending(),
+        "until the link goes"
+    );
+    drop(link);
+    assert!(poll_once(close.as_mut()).is_ready());
+}
+
+#[test]
+fn the_last_handle_closes_the_link() {
+    let (locks, link) = connected();
+    let mutex = locks.mutex("/locks/e");
+    drop(locks);
+    assert!(!link.is_closed(), "a lock object is a handle");
+    drop(mutex);
+    assert!(link.is_closed());
+}
