@@ -10,7 +10,7 @@
 //! ```
 
 use lock_testkit::ZkServer;
-use lock_zookeeper_client::{LockClient, Runtime};
+use lock_zookeeper_client::{Connect, LockClient, Runtime};
 use std::time::{Duration, Instant};
 
 fn main() {

@@ -10,7 +10,7 @@
 //! per second with 2 and 8 contending sessions.
 
 use lock_testkit::ZkServer;
-use lock_zookeeper_client::{LockClient, Runtime};
+use lock_zookeeper_client::{Connect, LockClient, Runtime};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

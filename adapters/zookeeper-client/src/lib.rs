@@ -3,11 +3,15 @@
 //! Mutexes, read/write locks and semaphores on Apache ZooKeeper, with fencing tokens,
 //! honest failure reporting (suspended / resumed / lost) and one round trip per
 //! uncontended acquisition. The protocols live in [`lock_core`]; this crate binds them
-//! to the [`zookeeper_client`] crate (0.11) and to an async runtime.
+//! to the [`zookeeper_client`] crate (0.11) and to an async runtime. The API is
+//! [`lock_client`]'s, re-exported here: this crate is the glue between its
+//! [`Link`](lock_client::Link) and zookeeper-client (the request `match`, the loop,
+//! the session-state mapping, connect options, runtimes and `TCP_NODELAY`), and the
+//! worked example of lock-client's guide to writing a binding.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), lock_zookeeper_client::Error> {
-//! use lock_zookeeper_client::{LockClient, LockStatus};
+//! use lock_zookeeper_client::{Connect, LockClient, LockStatus};
 //! use std::time::Duration;
 //!
 //! let locks = LockClient::connect("127.0.0.1:2181").await?;
@@ -32,7 +36,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use lock_zookeeper_client::{LockClient, LostReason, Writes};
+//! use lock_zookeeper_client::{Connect, LockClient, LostReason, Writes};
 //! use std::time::Duration;
 //! let locks = LockClient::connect("127.0.0.1:2181").await?;
 //!
@@ -88,11 +92,12 @@
 //!
 //! ## Model
 //!
-//! A [`LockClient`] owns one ZooKeeper session and one background task, the *driver*,
-//! which owns a [`lock_core::Session`] holding every lock of that session. Lock
-//! objects ([`Mutex`], [`RwLock`], [`Semaphore`]) and guards ([`LockGuard`]) talk to
-//! the driver over channels; everything is `Send + Sync` (guards are `Send`) and cheap
-//! to clone.
+//! A [`LockClient`] owns one ZooKeeper session and one background task, the
+//! *driver* (driver.rs), which owns zookeeper-client's `Client` and the
+//! [`Link`](lock_client::Link) of the lock-client state holding every lock of that
+//! session. Handles call the core directly and wake the driver; everything is
+//! `Send + Sync` (guards are `Send`) and cheap to clone. Every async method has a
+//! `*_blocking` twin ([`lock_client::blocking`]) for threads outside the runtime.
 //!
 //! * **Pipelining.** zookeeper-client writes a request when its method is called, so
 //!   the driver calls them in the order the core emits them: an uncontended lock is
@@ -144,19 +149,16 @@
 
 mod client;
 mod driver;
-mod election;
-mod error;
-mod fenced;
-mod lock;
+mod glue;
 mod runtime;
 
-pub use client::{Builder, LockClient, DEFAULT_SESSION_TIMEOUT};
-pub use election::{Election, ElectionEvent, ElectionObserver, Leadership};
-pub use error::Error;
-pub use fenced::Writes;
-pub use lock::{LockGuard, LockStatus, Mutex, ReadLock, RwLock, Semaphore, WriteLock};
+pub use client::{builder, connect, Builder, Connect, DEFAULT_SESSION_TIMEOUT};
 pub use runtime::Runtime;
 
+pub use lock_client::{
+    blocking, Election, ElectionEvent, ElectionObserver, Error, Leadership, LockClient, LockGuard,
+    LockStatus, Mutex, ReadLock, RwLock, Semaphore, WriteLock, Writes,
+};
 pub use lock_core::{
     CreateMode, FailReason, FencedError, FencingToken, Grant, Leader, LockEvent, LockSpec,
     LostReason, MultiOp, MultiResult, NameScheme, Stats, UsageError, ZkError,
@@ -166,57 +168,12 @@ pub use lock_core::{
 mod tests {
     use super::*;
 
-    fn send_sync<T: Send + Sync>() {}
     fn send<T: Send>(_: &T) {}
 
-    #[test]
-    fn handles_are_send_and_sync() {
-        send_sync::<LockClient>();
-        send_sync::<Mutex>();
-        send_sync::<RwLock>();
-        send_sync::<Semaphore>();
-        send_sync::<LockGuard>();
-        send_sync::<Error>();
-        send_sync::<Election>();
-        send_sync::<Leadership>();
-        send_sync::<ElectionObserver>();
-        send_sync::<Writes>();
-    }
-
-    /// The futures can be spawned on multi-threaded runtimes (compile-time check).
+    /// Connecting can be spawned on multi-threaded runtimes (compile-time check).
     #[allow(dead_code)]
-    fn futures_are_send(client: &LockClient, mut guard: LockGuard) {
-        let mutex = client.mutex("/a");
-        send(&mutex.lock());
-        send(&mutex.try_lock());
-        send(&mutex.lock_timeout(std::time::Duration::ZERO));
-        send(&client.wait_idle());
-        send(&client.close());
-        send(&guard.next_event());
-        send(&guard.lost());
-        send(&guard.revocation_requested());
-        send(&guard.open_section());
-        send(&guard.close_section());
-        send(&guard.fenced_write(Writes::new()));
-        send(&guard.release());
-        send(&client.revoke("/a"));
-        send(&client.observe_election("/a"));
+    fn connect_is_send() {
         send(&LockClient::connect("127.0.0.1:2181"));
-    }
-
-    #[allow(dead_code)]
-    async fn election_futures_are_send(
-        mut election: Election,
-        mut leadership: Leadership,
-        mut observer: ElectionObserver,
-    ) {
-        send(&election.leadership());
-        send(&election.next_event());
-        send(&leadership.next_event());
-        send(&leadership.lost());
-        send(&leadership.fenced_write(Writes::new()));
-        send(&observer.changed());
-        send(&leadership.resign());
-        send(&election.resign());
+        send(&connect("127.0.0.1:2181"));
     }
 }

@@ -12,7 +12,7 @@
 use futures::task::noop_waker_ref;
 use lock_conformance::{Backend, Expectations, Failure, Kind, Wait};
 use lock_core::{LockEvent, LockSpec};
-use lock_zookeeper_client::{Error, LockClient, LockGuard, Runtime};
+use lock_zookeeper_client::{Connect, Error, LockClient, LockGuard, Runtime};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};

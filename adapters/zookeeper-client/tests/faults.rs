@@ -6,7 +6,7 @@ mod common;
 use common::hold_proxy::{Direction, HoldProxy};
 use common::{connect, server, spawn, unique_path, Observer};
 use lock_testkit::FaultProxy;
-use lock_zookeeper_client::{LockClient, LockEvent, LockStatus, LostReason, Runtime};
+use lock_zookeeper_client::{Connect, LockClient, LockEvent, LockStatus, LostReason, Runtime};
 use std::time::{Duration, Instant};
 use zookeeper_client::{Acls, CreateMode};
 

@@ -6,7 +6,7 @@ mod common;
 
 use common::{connect, server, spawn, unique_path, yield_now, Observer};
 use futures::FutureExt;
-use lock_zookeeper_client::{Error, LockEvent, LockStatus, LostReason, UsageError};
+use lock_zookeeper_client::{Connect, Error, LockEvent, LockStatus, LostReason, UsageError};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

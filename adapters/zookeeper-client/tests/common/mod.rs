@@ -7,7 +7,7 @@ pub mod hold_proxy;
 pub mod peers;
 
 use lock_testkit::ZkServer;
-use lock_zookeeper_client::{LockClient, Runtime};
+use lock_zookeeper_client::{Connect, LockClient, Runtime};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;

@@ -1,0 +1,292 @@
+//! The request `match`: each core [`Op`] as one zookeeper-client call, its reply
+//! (and error) mapped back onto the core's vocabulary.
+//!
+//! zookeeper-client writes a request when its method is *called*, not when the
+//! future is polled, so the driver polls each future once right away: requests leave
+//! in the order the core polled them.
+
+use futures::future::BoxFuture;
+use lock_core::{CreateMode, MultiOp, MultiResult, Op, Reply, Request, RequestId, Stat, ZkError};
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use zookeeper_client::{Acls, Client, OneshotWatcher};
+
+/// A finished request: its id, outcome, and the watch it left (kept until it
+/// fires: dropping a `OneshotWatcher` would send a `removeWatches`).
+pub(crate) struct Answer {
+    pub(crate) id: RequestId,
+    pub(crate) result: Result<Reply, ZkError>,
+    pub(crate) watcher: Option<OneshotWatcher>,
+}
+
+fn answer(id: RequestId, result: Result<Reply, ZkError>) -> Answer {
+    Answer {
+        id,
+        result,
+        watcher: None,
+    }
+}
+
+/// Makes the client call for `request` (when first polled) and maps its outcome.
+pub(crate) fn call(client: Arc<Client>, request: Request) -> BoxFuture<'static, Answer> {
+    let Request { id, op } = request;
+    match op {
+        Op::Create { path, data, mode } => Box::pin(async move {
+            let options = create_mode(mode).with_acls(Acls::anyone_all());
+            let result = client.create(&path, &data, &options).await;
+            let result = result.map_err(zk_error).map(|(stat, sequence)| {
+                let path = if mode == CreateMode::EphemeralSequential {
+                    // The server's `%010d` of a signed 32-bit counter.
+                    format!("{path}{:010}", sequence.into_i64())
+                } else {
+                    path
+                };
+                Reply::Created {
+                    path,
+                    stat: (!stat.is_invalid()).then(|| core_stat(&stat)),
+                }
+            });
+            answer(id, result)
+        }),
+        Op::GetChildren { path } => Box::pin(async move {
+            let result = client.list_children(&path).await;
+            answer(id, result.map(Reply::Children).map_err(zk_error))
+        }),
+        Op::WatchChildren { path } => Box::pin(async move {
+            match client.list_and_watch_children(&path).await {
+                Ok((children, watcher)) => Answer {
+                    id,
+                    result: Ok(Reply::Children(children)),
+                    watcher: Some(watcher),
+                },
+                Err(e) => answer(id, Err(zk_error(e))),
+            }
+        }),
+        Op::GetData { path, watch: true } => Box::pin(async move {
+            match client.get_and_watch_data(&path).await {
+                Ok((data, stat, watcher)) => Answer {
+                    id,
+                    result: Ok(Reply::Data {
+                        data,
+                        stat: core_stat(&stat),
+                    }),
+                    watcher: Some(watcher),
+                },
+                Err(e) => answer(id, Err(zk_error(e))),
+            }
+        }),
+        Op::GetData { path, watch: false } => Box::pin(async move {
+            let result = client
+                .get_data(&path)
+                .await
+                .map(|(data, stat)| Reply::Data {
+                    data,
+                    stat: core_stat(&stat),
+                });
+            answer(id, result.map_err(zk_error))
+        }),
+        Op::SetData {
+            path,
+            data,
+            version,
+        } => Box::pin(async move {
+            let result = client.set_data(&path, &data, version).await;
+            answer(
+                id,
+                result.map(|s| Reply::Stat(core_stat(&s))).map_err(zk_error),
+            )
+        }),
+        Op::Delete { path, version } => Box::pin(async move {
+            let result = client.delete(&path, version).await;
+            answer(id, result.map(|()| Reply::Deleted).map_err(zk_error))
+        }),
+        Op::Multi(ops) => Box::pin(async move { answer(id, multi(&client, ops).await) }),
+        other => {
+            let message = format!("operation not supported by this binding: {other:?}");
+            Box::pin(async move { answer(id, Err(ZkError::Other(message))) })
+        }
+    }
+}
+
+/// A multi as one request (the ops are written into one buffer, sent on commit).
+fn multi(client: &Client, ops: Vec<MultiOp>) -> BoxFuture<'_, Result<Reply, ZkError>> {
+    use zookeeper_client::{MultiWriteError, MultiWriteResult};
+    let mut writer = client.new_multi_writer();
+    for op in &ops {
+        let added = match op {
+            MultiOp::Create { path, data, mode } => {
+                let options = create_mode(*mode).with_acls(Acls::anyone_all());
+                writer.add_create(path, data, &options)
+            }
+            MultiOp::Delete { path, version } => writer.add_delete(path, *version),
+            MultiOp::SetData {
+                path,
+                data,
+                version,
+            } => writer.add_set_data(path, data, *version),
+            MultiOp::Check { path, version } => {
+                writer.add_check_version(path, version.unwrap_or(-1))
+            }
+            other => {
+                let message = format!("multi op not supported by this binding: {other:?}");
+                return Box::pin(async move { Err(ZkError::Other(message)) });
+            }
+        };
+        if let Err(e) = added {
+            return Box::pin(async move { Err(zk_error(e)) });
+        }
+    }
+    let commit = writer.commit();
+    Box::pin(async move {
+        match commit.await {
+            Ok(results) => Ok(Reply::Multi(
+                results
+                    .into_iter()
+                    .map(|r| match r {
+                        MultiWriteResult::Create { path, .. } => MultiResult::Created { path },
+                        MultiWriteResult::Delete => MultiResult::Deleted,
+                        MultiWriteResult::SetData { stat } => MultiResult::SetData {
+                            stat: core_stat(&stat),
+                        },
+                        _ => MultiResult::Checked,
+                    })
+                    .collect(),
+            )),
+            Err(MultiWriteError::OperationFailed { index, source }) => Err(ZkError::MultiFailed {
+                index: u32::try_from(index).unwrap_or(u32::MAX),
+                error: Box::new(zk_error(source)),
+            }),
+            Err(MultiWriteError::RequestFailed { source }) => Err(zk_error(source)),
+        }
+    })
+}
+
+fn create_mode(mode: CreateMode) -> zookeeper_client::CreateMode {
+    match mode {
+        CreateMode::Persistent => zookeeper_client::CreateMode::Persistent,
+        CreateMode::Ephemeral => zookeeper_client::CreateMode::Ephemeral,
+        CreateMode::EphemeralSequential => zookeeper_client::CreateMode::EphemeralSequential,
+        CreateMode::Container => zookeeper_client::CreateMode::Container,
+        // Future modes: the closest safe one (a node that dies with the session).
+        _ => zookeeper_client::CreateMode::Ephemeral,
+    }
+}
+
+fn core_stat(stat: &zookeeper_client::Stat) -> Stat {
+    Stat {
+        czxid: stat.czxid,
+        mzxid: stat.mzxid,
+        version: stat.version,
+        cversion: stat.cversion,
+        ephemeral_owner: stat.ephemeral_owner,
+        num_children: stat.num_children,
+        data_length: stat.data_length,
+    }
+}
+
+/// Maps a `zookeeper-client` error onto the core's vocabulary.
+pub(crate) fn zk_error(e: zookeeper_client::Error) -> ZkError {
+    use zookeeper_client::Error as E;
+    match e {
+        E::NoNode => ZkError::NoNode,
+        E::NodeExists => ZkError::NodeExists,
+        E::NotEmpty => ZkError::NotEmpty,
+        E::BadVersion => ZkError::BadVersion,
+        E::NoChildrenForEphemerals => ZkError::NoChildrenForEphemerals,
+        // The request may or may not have been applied. Besides `ConnectionLoss`,
+        // zookeeper-client fails the requests of a broken connection with the error
+        // that broke it: an I/O error or "no response from connection in ..." (both
+        // `Custom`), a protocol confusion (`UnexpectedError`, `UnmarshalError`). A
+        // throttled request was not applied; retrying is right too.
+        E::ConnectionLoss
+        | E::SessionMoved
+        | E::Custom(_)
+        | E::UnexpectedError(_)
+        | E::UnmarshalError { .. }
+        | E::NoHosts
+        | E::Throttled => ZkError::ConnectionLoss,
+        E::Timeout => ZkError::OperationTimeout,
+        E::SessionExpired => ZkError::SessionExpired,
+        E::ClientClosed => ZkError::Closed,
+        E::BadArguments(_) => ZkError::BadArguments,
+        E::NoAuth | E::AuthFailed => ZkError::NoAuth,
+        other => ZkError::Other(other.to_string()),
+    }
+}
+
+/// The core's seed: the session id mixed with this process's randomness (std's
+/// `RandomState` keys are random per process) and the time.
+pub(crate) fn seed(session_id: i64) -> u64 {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_i64(session_id);
+    hasher.write_u32(std::process::id());
+    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        hasher.write_u128(t.as_nanos());
+    }
+    hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_formatting_matches_the_server() {
+        // The server formats with Java's %010d of an int.
+        assert_eq!(format!("{:010}", 0i64), "0000000000");
+        assert_eq!(format!("{:010}", 42i64), "0000000042");
+        assert_eq!(format!("{:010}", i64::from(i32::MAX)), "2147483647");
+        assert_eq!(format!("{:010}", -5i64), "-000000005");
+        assert_eq!(format!("{:010}", i64::from(i32::MIN)), "-2147483648");
+    }
+
+    #[test]
+    fn seeds_differ() {
+        assert_ne!(seed(1), seed(1));
+        assert_ne!(seed(1), seed(2));
+    }
+
+    #[test]
+    fn stat_conversion_keeps_the_token_and_owner() {
+        let mut stat = zookeeper_client::Stat {
+            czxid: 7,
+            mzxid: 8,
+            pzxid: 9,
+            ctime: 0,
+            mtime: 0,
+            version: 1,
+            cversion: 2,
+            aversion: 0,
+            ephemeral_owner: 99,
+            data_length: 3,
+            num_children: 0,
+        };
+        let s = core_stat(&stat);
+        assert_eq!((s.czxid, s.ephemeral_owner, s.version), (7, 99, 1));
+        stat.czxid = -1;
+        assert!(stat.is_invalid());
+    }
+
+    #[test]
+    fn maps_errors() {
+        assert_eq!(
+            zk_error(zookeeper_client::Error::ConnectionLoss),
+            ZkError::ConnectionLoss
+        );
+        assert_eq!(
+            zk_error(zookeeper_client::Error::SessionMoved),
+            ZkError::ConnectionLoss
+        );
+        assert!(zk_error(zookeeper_client::Error::Timeout).is_connection_loss());
+        // A broken connection fails its requests with whatever broke it (`Custom`
+        // errors cannot be built outside zookeeper-client; the others can).
+        let confused = zookeeper_client::Error::UnexpectedError("bad xid".into());
+        assert!(zk_error(confused).is_connection_loss());
+        assert!(zk_error(zookeeper_client::Error::Throttled).is_connection_loss());
+        assert_eq!(zk_error(zookeeper_client::Error::NoNode), ZkError::NoNode);
+        assert_eq!(
+            zk_error(zookeeper_client::Error::BadArguments(&"x")),
+            ZkError::BadArguments
+        );
+    }
+}
