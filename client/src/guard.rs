@@ -54,6 +54,8 @@ pub(crate) struct Pending {
     id: LockId,
     /// The task ended, or was handed to a guard.
     done: bool,
+    /// Its slot belongs to a guard now.
+    handed: bool,
 }
 
 impl Pending {
@@ -62,12 +64,13 @@ impl Pending {
             client,
             id,
             done: false,
+            handed: false,
         }
     }
 
     /// Whether the task may still be going on (not ended, not handed on).
     pub(crate) fn is_live(&self) -> bool {
-        !self.done
+        !self.done && !self.handed
     }
 
     /// The next event; `None` once the task ended (then it is forgotten).
@@ -100,7 +103,7 @@ impl Pending {
 
     /// Hands a granted acquisition to a guard.
     pub(crate) fn into_guard(mut self, grant: Grant) -> LockGuard {
-        self.done = true;
+        self.handed = true;
         LockGuard {
             client: self.client.clone(),
             id: self.id,
@@ -112,13 +115,15 @@ impl Pending {
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        if self.done {
+        if self.handed {
             return;
         }
-        let id = self.id;
+        let (id, done) = (self.id, self.done);
         self.client.shared().with(|s| {
-            let now = s.now();
-            let _ = s.core.abandon(id, now);
+            if !done {
+                let now = s.now();
+                let _ = s.core.abandon(id, now);
+            }
             s.drop_slot(id);
         });
     }

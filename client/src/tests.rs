@@ -194,3 +194,65 @@ fn the_last_handle_closes_the_link() {
     drop(mutex);
     assert!(link.is_closed());
 }
+
+/// A lower participant of another client, in the native scheme.
+fn peer(seq: i32) -> String {
+    let prefix = lock_core::names::node_prefix(
+        NameScheme::Native,
+        lock_core::AttemptId(0xabc),
+        lock_core::NodeKind::Write,
+    );
+    format!("{prefix}{seq:010}")
+}
+
+#[test]
+fn slots_go_with_their_handles_whatever_ends_them() {
+    let (locks, mut link) = connected();
+    let now = Instant::now();
+    // A try-only lock that finds the lock busy: refused, and forgotten.
+    let mutex = locks.mutex("/locks/g");
+    let mut attempt = pin!(mutex.try_lock());
+    assert!(poll_once(attempt.as_mut()).is_pending());
+    let sent = requests(&mut link);
+    let Op::Create { path, .. } = &sent[0].op else {
+        panic!()
+    };
+    let node = format!("{path}0000000002");
+    let reply = Reply::Created {
+        path: node.clone(),
+        stat: Some(Stat {
+            czxid: 9,
+            ephemeral_owner: SID,
+            ..Stat::default()
+        }),
+    };
+    link.handle_reply(sent[0].id, Ok(reply), now);
+    let name = node.rsplit('/').next().unwrap().to_owned();
+    link.handle_reply(sent[1].id, Ok(Reply::Children(vec![peer(1), name])), now);
+    assert!(matches!(poll_once(attempt.as_mut()), Poll::Ready(Ok(None))));
+    assert!(locks.shared().read(|s| s.slots.is_empty()));
+    // A guard released through `release`, and one whose loss was read.
+    let mut lock = pin!(mutex.lock());
+    assert!(poll_once(lock.as_mut()).is_pending());
+    // The try-only node's delete, then the new create and listing.
+    let sent = requests(&mut link);
+    let create = sent
+        .iter()
+        .position(|r| matches!(r.op, Op::Create { .. }))
+        .expect("a create");
+    let node = grant(&mut link, &sent[create..], 10);
+    let Poll::Ready(Ok(mut guard)) = poll_once(lock.as_mut()) else {
+        panic!("not granted")
+    };
+    link.handle_watch(node, lock_core::WatchKind::NodeDeleted, now);
+    assert_eq!(
+        guard.next_event_timeout_blocking(Duration::from_secs(5)),
+        Some(LockEvent::Lost(LostReason::NodeDeleted))
+    );
+    assert_eq!(guard.status(), LockStatus::Lost(LostReason::NodeDeleted));
+    assert_eq!(
+        guard.release_blocking(),
+        Err(Error::Lost(LostReason::NodeDeleted))
+    );
+    assert!(locks.shared().read(|s| s.slots.is_empty()));
+}
