@@ -5,6 +5,7 @@ use crate::error::Error;
 use crate::guard::{LockGuard, Pending};
 use crate::link::Link;
 use crate::lock::{Mutex, RwLock, Semaphore};
+use crate::pending::PendingLock;
 use crate::shared::{Shared, State};
 use lock_core::{Config, LockEvent, LockId, LockSpec, Stats};
 use std::future::poll_fn;
@@ -104,7 +105,7 @@ impl LockClient {
     }
 
     /// Starts a task in the core and gives it a slot; its id comes back at once.
-    pub(crate) fn start(&self, task: Task, election: Option<u64>) -> Result<LockId, Error> {
+    pub(crate) fn start_task(&self, task: Task, election: Option<u64>) -> Result<LockId, Error> {
         self.shared().with(|s: &mut State| {
             if s.is_closed() {
                 return Err(Error::Closed);
@@ -182,10 +183,24 @@ impl LockClient {
         spec: LockSpec,
         deadline: Option<Instant>,
     ) -> Result<LockGuard, Error> {
-        let id = self.start(Task::Acquire { spec, deadline }, None)?;
-        let mut pending = Pending::new(self.clone(), id);
-        let grant = pending.granted().await?;
-        Ok(pending.into_guard(grant))
+        self.start(spec, deadline)?.await
+    }
+
+    /// Starts any [`LockSpec`] (as [`acquire`](Self::acquire)) and returns at once
+    /// with the acquisition under way.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for bad input, [`Error::Closed`] once the client is closed.
+    ///
+    /// ```no_run
+    /// # fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let pending = locks.start(lock_core::LockSpec::write("/locks/job"), None)?;
+    /// let guard = pending.wait_blocking()?;
+    /// # drop(guard); Ok(()) }
+    /// ```
+    pub fn start(&self, spec: LockSpec, deadline: Option<Instant>) -> Result<PendingLock, Error> {
+        let id = self.start_task(Task::Acquire { spec, deadline }, None)?;
+        Ok(PendingLock::new(self.clone(), id))
     }
 
     /// Blocking twin of [`acquire`](Self::acquire).
@@ -266,7 +281,7 @@ impl LockClient {
     /// # drop(guard); Ok(()) }
     /// ```
     pub async fn revoke(&self, path: impl Into<String>) -> Result<Vec<String>, Error> {
-        let id = self.start(Task::Revoke(path.into()), None)?;
+        let id = self.start_task(Task::Revoke(path.into()), None)?;
         let mut pending = Pending::new(self.clone(), id);
         loop {
             match pending.next().await {
@@ -304,6 +319,20 @@ impl LockClient {
     /// ```
     pub fn is_connected(&self) -> bool {
         self.shared().read(|s| s.core.is_connected())
+    }
+
+    /// What the binding attached with [`Link::set_extension`], if it is a `T`: how a
+    /// binding extends the client (e.g. lock-zookeeper's connection diagnostics).
+    ///
+    /// ```
+    /// let config = lock_core::Config::new(std::time::Duration::from_secs(10), 7);
+    /// let (locks, link) = lock_client::pair(config);
+    /// link.set_extension(std::sync::Arc::new(42u32));
+    /// assert_eq!(locks.extension::<u32>().as_deref(), Some(&42));
+    /// assert!(locks.extension::<String>().is_none());
+    /// ```
+    pub fn extension<T: std::any::Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.shared().extension.get()?.clone().downcast().ok()
     }
 
     /// The session timeout negotiated with the server.

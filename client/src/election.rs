@@ -15,6 +15,7 @@ use lock_core::{
 };
 use std::future::poll_fn;
 use std::task::Poll;
+use std::time::{Duration, Instant};
 
 /// What happens to an [`Election`] participant, from [`Election::next_event`].
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -118,7 +119,7 @@ impl Election {
             spec: self.spec.clone(),
             deadline: None,
         };
-        let id = self.client.start(task, Some(self.queue))?;
+        let id = self.client.start_task(task, Some(self.queue))?;
         self.term = Some(Term { id, ended: false });
         self.candidacy = Some(Pending::new(self.client.clone(), id));
         Ok(())
@@ -201,6 +202,17 @@ impl Election {
     /// Blocking twin of [`leadership`](Self::leadership).
     pub fn leadership_blocking(&mut self) -> Result<Leadership, Error> {
         crate::blocking::block_on(self.leadership())
+    }
+
+    /// Like [`leadership_blocking`](Self::leadership_blocking), giving up with
+    /// [`Error::Timeout`] after `timeout` (the candidacy stays: call again to go on
+    /// waiting).
+    ///
+    /// # Errors
+    /// As for [`leadership`](Self::leadership), and [`Error::Timeout`].
+    pub fn leadership_timeout_blocking(&mut self, timeout: Duration) -> Result<Leadership, Error> {
+        crate::blocking::block_on_until(self.leadership(), Some(Instant::now() + timeout))
+            .unwrap_or(Err(Error::Timeout))
     }
 
     /// The next thing that happens to this participant, across terms:
@@ -423,6 +435,12 @@ impl Leadership {
         crate::blocking::block_on(self.next_event())
     }
 
+    /// Like [`next_event_blocking`](Self::next_event_blocking), giving up with
+    /// `None` once `timeout` has passed without an event (none is lost).
+    pub fn next_event_timeout_blocking(&mut self, timeout: Duration) -> Option<LockEvent> {
+        self.guard.next_event_timeout_blocking(timeout)
+    }
+
     /// Waits until leadership is suspended (connection down) or lost, and returns the
     /// event: stop acting as the leader. Cancel-safe.
     ///
@@ -548,7 +566,10 @@ impl std::fmt::Debug for ElectionObserver {
 impl ElectionObserver {
     pub(crate) async fn start(client: &LockClient, path: String) -> Result<Self, Error> {
         let mut observer = ElectionObserver {
-            started: Pending::new(client.clone(), client.start(Task::Observe(path), None)?),
+            started: Pending::new(
+                client.clone(),
+                client.start_task(Task::Observe(path), None)?,
+            ),
             leader: None,
             participants: 0,
         };
@@ -619,5 +640,15 @@ impl ElectionObserver {
     /// Blocking twin of [`changed`](Self::changed).
     pub fn changed_blocking(&mut self) -> Result<Option<Leader>, Error> {
         crate::blocking::block_on(self.changed())
+    }
+
+    /// Like [`changed_blocking`](Self::changed_blocking), giving up with
+    /// [`Error::Timeout`] after `timeout` without a change.
+    ///
+    /// # Errors
+    /// As for [`changed`](Self::changed), and [`Error::Timeout`].
+    pub fn changed_timeout_blocking(&mut self, timeout: Duration) -> Result<Option<Leader>, Error> {
+        crate::blocking::block_on_until(self.changed(), Some(Instant::now() + timeout))
+            .unwrap_or(Err(Error::Timeout))
     }
 }

@@ -8,7 +8,7 @@ use lock_core::{
     ZkError,
 };
 use std::future::poll_fn;
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 /// Where a held lock stands, from [`LockGuard::status`].
@@ -27,24 +27,26 @@ pub enum LockStatus {
     Released,
 }
 
-/// The next event of task `id` for its handle; `None` if its slot is gone.
-pub(crate) async fn next_event(client: &LockClient, id: LockId) -> Option<LockEvent> {
-    poll_fn(|cx| {
-        client.shared().with_quiet(|s| {
-            let Some(slot) = s.slots.get_mut(&id) else {
-                return Poll::Ready(None);
-            };
-            match slot.events.pop_front() {
-                Some(event) => Poll::Ready(Some(event)),
-                None if slot.ended => Poll::Ready(None),
-                None => {
-                    slot.register(cx.waker());
-                    Poll::Pending
-                }
+/// Polls for the next event of task `id` for its handle; `None` if its slot is
+/// gone or it has ended.
+pub(crate) fn poll_event(
+    client: &LockClient,
+    id: LockId,
+    cx: &mut Context<'_>,
+) -> Poll<Option<LockEvent>> {
+    client.shared().with_quiet(|s| {
+        let Some(slot) = s.slots.get_mut(&id) else {
+            return Poll::Ready(None);
+        };
+        match slot.events.pop_front() {
+            Some(event) => Poll::Ready(Some(event)),
+            None if slot.ended => Poll::Ready(None),
+            None => {
+                slot.register(cx.waker());
+                Poll::Pending
             }
-        })
+        }
     })
-    .await
 }
 
 /// A task started in the core (an acquisition, observer or revocation) whose
@@ -74,31 +76,45 @@ impl Pending {
     }
 
     /// The next event; `None` once the task ended (then it is forgotten).
-    /// Cancel-safe.
-    pub(crate) async fn next(&mut self) -> Option<LockEvent> {
+    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<LockEvent>> {
         if self.done {
-            return None;
+            return Poll::Ready(None);
         }
-        let event = next_event(&self.client, self.id).await;
-        match &event {
-            Some(e) if !e.is_terminal() => {}
-            _ => self.done = true,
-        }
-        event
-    }
-
-    /// Waits for an acquisition's grant. On an error the acquisition has ended.
-    /// Cancel-safe: dropping the future loses nothing (the task goes on).
-    pub(crate) async fn granted(&mut self) -> Result<Grant, Error> {
-        loop {
-            match self.next().await {
-                Some(LockEvent::Acquired(grant)) => return Ok(grant),
-                Some(LockEvent::Failed(reason)) => return Err(reason.into()),
-                // Nothing else is reported before `Acquired`.
-                Some(_) => {}
-                None => return Err(Error::Closed),
+        let polled = poll_event(&self.client, self.id, cx);
+        if let Poll::Ready(event) = &polled {
+            match event {
+                Some(e) if !e.is_terminal() => {}
+                _ => self.done = true,
             }
         }
+        polled
+    }
+
+    /// An acquisition's grant. On an error the acquisition has ended.
+    pub(crate) fn poll_granted(&mut self, cx: &mut Context<'_>) -> Poll<Result<Grant, Error>> {
+        loop {
+            match self.poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(LockEvent::Acquired(grant))) => return Poll::Ready(Ok(grant)),
+                Poll::Ready(Some(LockEvent::Failed(reason))) => {
+                    return Poll::Ready(Err(reason.into()))
+                }
+                // Nothing else is reported before `Acquired`.
+                Poll::Ready(Some(_)) => {}
+                Poll::Ready(None) => return Poll::Ready(Err(Error::Closed)),
+            }
+        }
+    }
+
+    /// The next event. Cancel-safe.
+    pub(crate) async fn next(&mut self) -> Option<LockEvent> {
+        poll_fn(|cx| self.poll_next(cx)).await
+    }
+
+    /// Waits for an acquisition's grant. Cancel-safe: dropping the future loses
+    /// nothing (the task goes on).
+    pub(crate) async fn granted(&mut self) -> Result<Grant, Error> {
+        poll_fn(|cx| self.poll_granted(cx)).await
     }
 
     /// Hands a granted acquisition to a guard.
@@ -264,7 +280,8 @@ impl LockGuard {
         if self.ended {
             return None;
         }
-        let event = next_event(&self.client, self.id).await;
+        let (client, id) = (&self.client, self.id);
+        let event = poll_fn(|cx| poll_event(client, id, cx)).await;
         match &event {
             Some(e) if !e.is_terminal() => {}
             _ => self.ended = true,
@@ -466,6 +483,15 @@ impl LockGuard {
     /// Blocking twin of [`revocation_requested`](Self::revocation_requested).
     pub fn revocation_requested_blocking(&mut self) -> Result<(), LostReason> {
         crate::blocking::block_on(self.revocation_requested())
+    }
+
+    /// Like [`revocation_requested_blocking`](Self::revocation_requested_blocking),
+    /// giving up with `None` once `timeout` has passed without a request or a loss.
+    pub fn revocation_requested_timeout_blocking(
+        &mut self,
+        timeout: Duration,
+    ) -> Option<Result<(), LostReason>> {
+        crate::blocking::block_on_until(self.revocation_requested(), Some(Instant::now() + timeout))
     }
 
     /// For a lock with [crash detection](Mutex::detect_crashes): whether a previous

@@ -126,6 +126,7 @@ mod error;
 mod guard;
 mod link;
 mod lock;
+mod pending;
 mod shared;
 mod writes;
 
@@ -135,6 +136,7 @@ pub use error::Error;
 pub use guard::{LockGuard, LockStatus};
 pub use link::{Link, Notifier};
 pub use lock::{Mutex, ReadLock, RwLock, Semaphore, WriteLock};
+pub use pending::{Canceller, PendingLock};
 pub use writes::Writes;
 
 pub use lock_core::{

@@ -2,6 +2,7 @@
 
 use crate::shared::Shared;
 use lock_core::{Reply, Request, RequestId, SessionEvent, Stats, WatchKind, ZkError};
+use std::any::Any;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -126,6 +127,14 @@ impl Link {
     /// The core's counters.
     pub fn stats(&self) -> Stats {
         self.shared.read(|s| s.core.stats())
+    }
+
+    /// Attaches `extension` to the client, for the binding's own extensions of
+    /// [`LockClient`](crate::LockClient) (e.g. connection diagnostics), which find it
+    /// with [`LockClient::extension`](crate::LockClient::extension). Once: later
+    /// calls are ignored.
+    pub fn set_extension(&self, extension: Arc<dyn Any + Send + Sync>) {
+        let _ = self.shared.extension.set(extension);
     }
 
     // Inputs.

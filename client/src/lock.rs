@@ -3,6 +3,7 @@
 use crate::client::LockClient;
 use crate::error::Error;
 use crate::guard::LockGuard;
+use crate::pending::PendingLock;
 use lock_core::{LockSpec, NameScheme};
 use std::time::{Duration, Instant};
 
@@ -50,6 +51,15 @@ macro_rules! lock_methods {
         /// Like the plain lock method, giving up with [`Error::Timeout`] at `deadline`.
         pub async fn $lock_until(&self, deadline: Instant) -> Result<LockGuard, Error> {
             self.client.acquire(self.spec.clone(), Some(deadline)).await
+        }
+
+        /// Starts the acquisition and returns at once (see [`PendingLock`]).
+        ///
+        /// # Errors
+        /// [`Error::Usage`] for an invalid path, [`Error::Closed`] once the client is
+        /// closed.
+        pub fn start(&self) -> Result<PendingLock, Error> {
+            self.client.start(self.spec.clone(), None)
         }
 
         /// Blocking twin of the plain lock method.

@@ -7,8 +7,9 @@ use crate::guard::LockStatus;
 use lock_core::{
     Config, FencedError, LockEvent, LockId, MultiResult, Output, Request, Session, Timestamp,
 };
+use std::any::Any;
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,8 @@ pub(crate) struct Shared {
     /// Signalled with `State::link_dirty` for a binding that waits on a thread.
     link_cv: Condvar,
     pub(crate) session_timeout: Duration,
+    /// What the binding attaches for its own handle extensions.
+    pub(crate) extension: OnceLock<Arc<dyn Any + Send + Sync>>,
 }
 
 /// What one acquisition, observer or revocation has for its handle.
@@ -133,6 +136,7 @@ impl Shared {
             }),
             link_cv: Condvar::new(),
             session_timeout,
+            extension: OnceLock::new(),
         }
     }
 

@@ -256,3 +256,28 @@ fn slots_go_with_their_handles_whatever_ends_them() {
     );
     assert!(locks.shared().read(|s| s.slots.is_empty()));
 }
+
+#[test]
+fn a_pending_lock_is_waited_for_with_a_timeout_or_cancelled_from_elsewhere() {
+    let (locks, mut link) = connected();
+    let mut pending = locks.mutex("/locks/h").start().unwrap();
+    let sent = requests(&mut link);
+    assert_eq!(sent.len(), 2, "started at once: create + list");
+    assert!(pending.wait_timeout_blocking(Duration::ZERO).is_none());
+    grant(&mut link, &sent, 11);
+    let guard = pending
+        .wait_timeout_blocking(Duration::from_secs(5))
+        .expect("granted")
+        .unwrap();
+    assert_eq!(guard.token(), FencingToken(11));
+    assert!(matches!(
+        pending.wait_timeout_blocking(Duration::ZERO),
+        Some(Err(Error::Cancelled))
+    ));
+    // Another waits behind it, and is cancelled from another thread.
+    let waiter = locks.mutex("/locks/h").start().unwrap();
+    let stop = waiter.canceller();
+    std::thread::spawn(move || stop.cancel()).join().unwrap();
+    assert!(matches!(waiter.wait_blocking(), Err(Error::Cancelled)));
+    drop(guard);
+}
