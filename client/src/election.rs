@@ -65,7 +65,7 @@ struct Term {
 /// use futures::FutureExt;
 /// let mut election = locks.election("/services/scheduler/leader", "node-1");
 /// loop {
-///     let mut leadership = election.leadership().await?;
+///     let leadership = election.leadership().await?;
 ///     let token = leadership.token();
 ///     println!("leading with token {token}");
 ///     let done = futures::select! {
@@ -338,7 +338,7 @@ impl Drop for Election {
 /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
 /// use lock_core::LockEvent;
 /// let mut election = locks.election("/svc/leader", "node-1");
-/// let mut leadership = election.leadership().await?;
+/// let leadership = election.leadership().await?;
 /// match leadership.next_event().await {
 ///     Some(LockEvent::Suspended) => println!("stop leading until resumed"),
 ///     other => println!("{other:?}"),
@@ -420,24 +420,24 @@ impl Leadership {
     ///
     /// ```no_run
     /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
-    /// let mut leadership = election.leadership().await?;
+    /// let leadership = election.leadership().await?;
     /// while let Some(event) = leadership.next_event().await {
     ///     println!("{event:?}");
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn next_event(&mut self) -> Option<LockEvent> {
+    pub async fn next_event(&self) -> Option<LockEvent> {
         self.guard.next_event().await
     }
 
     /// Blocking twin of [`next_event`](Self::next_event).
-    pub fn next_event_blocking(&mut self) -> Option<LockEvent> {
+    pub fn next_event_blocking(&self) -> Option<LockEvent> {
         crate::blocking::block_on(self.next_event())
     }
 
     /// Like [`next_event_blocking`](Self::next_event_blocking), giving up with
     /// `None` once `timeout` has passed without an event (none is lost).
-    pub fn next_event_timeout_blocking(&mut self, timeout: Duration) -> Option<LockEvent> {
+    pub fn next_event_timeout_blocking(&self, timeout: Duration) -> Option<LockEvent> {
         self.guard.next_event_timeout_blocking(timeout)
     }
 
@@ -446,17 +446,17 @@ impl Leadership {
     ///
     /// ```no_run
     /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
-    /// let mut leadership = election.leadership().await?;
+    /// let leadership = election.leadership().await?;
     /// let event = leadership.suspended().await;
     /// eprintln!("not trusted any more: {event:?}");
     /// # Ok(()) }
     /// ```
-    pub async fn suspended(&mut self) -> LockEvent {
+    pub async fn suspended(&self) -> LockEvent {
         self.guard.suspended().await
     }
 
     /// Blocking twin of [`suspended`](Self::suspended).
-    pub fn suspended_blocking(&mut self) -> LockEvent {
+    pub fn suspended_blocking(&self) -> LockEvent {
         crate::blocking::block_on(self.suspended())
     }
 
@@ -464,17 +464,17 @@ impl Leadership {
     ///
     /// ```no_run
     /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
-    /// let mut leadership = election.leadership().await?;
+    /// let leadership = election.leadership().await?;
     /// let reason = leadership.lost().await;
     /// eprintln!("lost leadership: {reason:?}");
     /// # Ok(()) }
     /// ```
-    pub async fn lost(&mut self) -> LostReason {
+    pub async fn lost(&self) -> LostReason {
         self.guard.lost().await
     }
 
     /// Blocking twin of [`lost`](Self::lost).
-    pub fn lost_blocking(&mut self) -> LostReason {
+    pub fn lost_blocking(&self) -> LostReason {
         crate::blocking::block_on(self.lost())
     }
 

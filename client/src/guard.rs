@@ -124,7 +124,6 @@ impl Pending {
             client: self.client.clone(),
             id: self.id,
             grant,
-            ended: false,
         }
     }
 }
@@ -155,7 +154,7 @@ impl Drop for Pending {
 /// ```no_run
 /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
 /// use futures::FutureExt;
-/// let mut guard = locks.mutex("/locks/job").lock().await?;
+/// let guard = locks.mutex("/locks/job").lock().await?;
 /// let token = guard.token(); // pass it to the resource you protect
 /// futures::select! {
 ///     reason = guard.lost().fuse() => eprintln!("lost the lock: {reason:?}"),
@@ -170,8 +169,6 @@ pub struct LockGuard {
     client: LockClient,
     id: LockId,
     grant: Grant,
-    /// The terminal event was read (or the release completed): nothing to release.
-    ended: bool,
 }
 
 impl std::fmt::Debug for LockGuard {
@@ -266,7 +263,7 @@ impl LockGuard {
     /// ```no_run
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// use lock_core::LockEvent;
-    /// let mut guard = locks.mutex("/locks/job").lock().await?;
+    /// let guard = locks.mutex("/locks/job").lock().await?;
     /// while let Some(event) = guard.next_event().await {
     ///     match event {
     ///         LockEvent::Suspended => eprintln!("connection down: pausing"),
@@ -276,27 +273,19 @@ impl LockGuard {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn next_event(&mut self) -> Option<LockEvent> {
-        if self.ended {
-            return None;
-        }
+    pub async fn next_event(&self) -> Option<LockEvent> {
         let (client, id) = (&self.client, self.id);
-        let event = poll_fn(|cx| poll_event(client, id, cx)).await;
-        match &event {
-            Some(e) if !e.is_terminal() => {}
-            _ => self.ended = true,
-        }
-        event
+        poll_fn(|cx| poll_event(client, id, cx)).await
     }
 
     /// Blocking twin of [`next_event`](Self::next_event).
-    pub fn next_event_blocking(&mut self) -> Option<LockEvent> {
+    pub fn next_event_blocking(&self) -> Option<LockEvent> {
         crate::blocking::block_on(self.next_event())
     }
 
     /// Like [`next_event_blocking`](Self::next_event_blocking), giving up with
     /// `None` once `timeout` has passed without an event (none is lost).
-    pub fn next_event_timeout_blocking(&mut self, timeout: Duration) -> Option<LockEvent> {
+    pub fn next_event_timeout_blocking(&self, timeout: Duration) -> Option<LockEvent> {
         crate::blocking::block_on_until(self.next_event(), Some(Instant::now() + timeout)).flatten()
     }
 
@@ -305,12 +294,12 @@ impl LockGuard {
     ///
     /// ```no_run
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
-    /// let mut guard = locks.mutex("/locks/job").lock().await?;
+    /// let guard = locks.mutex("/locks/job").lock().await?;
     /// let reason = guard.lost().await; // e.g. an administrator deleted our node
     /// eprintln!("lost: {reason:?}");
     /// # Ok(()) }
     /// ```
-    pub async fn lost(&mut self) -> LostReason {
+    pub async fn lost(&self) -> LostReason {
         loop {
             match self.next_event().await {
                 Some(LockEvent::Lost(reason)) => return reason,
@@ -326,7 +315,7 @@ impl LockGuard {
     }
 
     /// Blocking twin of [`lost`](Self::lost).
-    pub fn lost_blocking(&mut self) -> LostReason {
+    pub fn lost_blocking(&self) -> LostReason {
         crate::blocking::block_on(self.lost())
     }
 
@@ -335,12 +324,12 @@ impl LockGuard {
     ///
     /// ```no_run
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
-    /// let mut guard = locks.mutex("/locks/job").lock().await?;
+    /// let guard = locks.mutex("/locks/job").lock().await?;
     /// let event = guard.suspended().await;
     /// eprintln!("stop trusting the lock: {event:?}");
     /// # Ok(()) }
     /// ```
-    pub async fn suspended(&mut self) -> LockEvent {
+    pub async fn suspended(&self) -> LockEvent {
         loop {
             match self.next_event().await {
                 Some(event @ (LockEvent::Suspended | LockEvent::Lost(_))) => return event,
@@ -351,7 +340,7 @@ impl LockGuard {
     }
 
     /// Blocking twin of [`suspended`](Self::suspended).
-    pub fn suspended_blocking(&mut self) -> LockEvent {
+    pub fn suspended_blocking(&self) -> LockEvent {
         crate::blocking::block_on(self.suspended())
     }
 
@@ -369,10 +358,10 @@ impl LockGuard {
     /// guard.release().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn release(mut self) -> Result<(), Error> {
+    pub async fn release(self) -> Result<(), Error> {
         let id = self.id;
         let mut asked = false;
-        let outcome = poll_fn(|cx| {
+        poll_fn(|cx| {
             self.client.shared().with(|s| {
                 let Some(slot) = s.slots.get_mut(&id) else {
                     return Poll::Ready(Err(Error::Closed));
@@ -406,9 +395,7 @@ impl LockGuard {
                 Poll::Pending
             })
         })
-        .await;
-        self.ended = true;
-        outcome
+        .await
     }
 
     /// Blocking twin of [`release`](Self::release).
@@ -455,13 +442,13 @@ impl LockGuard {
     ///
     /// ```no_run
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
-    /// let mut guard = locks.mutex("/locks/job").revocable().lock().await?;
+    /// let guard = locks.mutex("/locks/job").revocable().lock().await?;
     /// if guard.revocation_requested().await.is_ok() {
     ///     guard.release().await?; // cooperative: let the requester in
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn revocation_requested(&mut self) -> Result<(), LostReason> {
+    pub async fn revocation_requested(&self) -> Result<(), LostReason> {
         loop {
             if self.is_revocation_requested() {
                 return Ok(());
@@ -481,14 +468,14 @@ impl LockGuard {
     }
 
     /// Blocking twin of [`revocation_requested`](Self::revocation_requested).
-    pub fn revocation_requested_blocking(&mut self) -> Result<(), LostReason> {
+    pub fn revocation_requested_blocking(&self) -> Result<(), LostReason> {
         crate::blocking::block_on(self.revocation_requested())
     }
 
     /// Like [`revocation_requested_blocking`](Self::revocation_requested_blocking),
     /// giving up with `None` once `timeout` has passed without a request or a loss.
     pub fn revocation_requested_timeout_blocking(
-        &mut self,
+        &self,
         timeout: Duration,
     ) -> Option<Result<(), LostReason>> {
         crate::blocking::block_on_until(self.revocation_requested(), Some(Instant::now() + timeout))
@@ -502,7 +489,7 @@ impl LockGuard {
     ///
     /// ```no_run
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
-    /// let mut guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
+    /// let guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
     /// if guard.previous_holder_crashed() {
     ///     // repair ...
     ///     guard.close_section().await?;
@@ -534,18 +521,18 @@ impl LockGuard {
     ///
     /// ```no_run
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
-    /// let mut guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
+    /// let guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
     /// guard.open_section().await?;
     /// // ... several writes that must all happen, or be repaired ...
     /// guard.release().await?; // closes the section and releases, in one multi
     /// # Ok(()) }
     /// ```
-    pub async fn open_section(&mut self) -> Result<(), Error> {
+    pub async fn open_section(&self) -> Result<(), Error> {
         self.section(true).await
     }
 
     /// Blocking twin of [`open_section`](Self::open_section).
-    pub fn open_section_blocking(&mut self) -> Result<(), Error> {
+    pub fn open_section_blocking(&self) -> Result<(), Error> {
         crate::blocking::block_on(self.open_section())
     }
 
@@ -556,23 +543,23 @@ impl LockGuard {
     ///
     /// ```no_run
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
-    /// let mut guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
+    /// let guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
     /// guard.open_section().await?;
     /// // ... the delicate part ...
     /// guard.close_section().await?;
     /// // ... more work that needs the lock but no repair if interrupted ...
     /// # drop(guard); Ok(()) }
     /// ```
-    pub async fn close_section(&mut self) -> Result<(), Error> {
+    pub async fn close_section(&self) -> Result<(), Error> {
         self.section(false).await
     }
 
     /// Blocking twin of [`close_section`](Self::close_section).
-    pub fn close_section_blocking(&mut self) -> Result<(), Error> {
+    pub fn close_section_blocking(&self) -> Result<(), Error> {
         crate::blocking::block_on(self.close_section())
     }
 
-    async fn section(&mut self, open: bool) -> Result<(), Error> {
+    async fn section(&self, open: bool) -> Result<(), Error> {
         let id = self.id;
         let shared = self.client.shared();
         let asked = shared.with(|s| {
@@ -705,16 +692,12 @@ impl LockGuard {
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
-        let (id, ended) = (self.id, self.ended);
+        let id = self.id;
         self.client.shared().with(|s| {
-            if !ended {
-                if let Some(slot) = s.slots.get_mut(&id) {
-                    // Whoever shares this slot (an `Election`) must stop trusting
-                    // the lock now, not when the delete is confirmed.
-                    if !slot.ended {
-                        slot.status = LockStatus::Released;
-                    }
-                }
+            if let Some(slot) = s.slots.get_mut(&id).filter(|slot| !slot.ended) {
+                // Whoever shares this slot (an `Election`) must stop trusting the
+                // lock now, not when the delete is confirmed.
+                slot.status = LockStatus::Released;
                 // Released in the background (see `LockClient::wait_idle`); inside
                 // an open critical section the marker stays for the next holder.
                 let now = s.now();

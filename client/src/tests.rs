@@ -28,7 +28,7 @@ fn handles_are_send_and_sync() {
 
 /// The futures can be spawned on multi-threaded runtimes (compile-time check).
 #[allow(dead_code)]
-fn futures_are_send(client: &LockClient, mut guard: LockGuard) {
+fn futures_are_send(client: &LockClient, guard: LockGuard) {
     fn send<T: Send>(_: &T) {}
     let mutex = client.mutex("/a");
     send(&mutex.lock());
@@ -241,7 +241,7 @@ fn slots_go_with_their_handles_whatever_ends_them() {
         .position(|r| matches!(r.op, Op::Create { .. }))
         .expect("a create");
     let node = grant(&mut link, &sent[create..], 10);
-    let Poll::Ready(Ok(mut guard)) = poll_once(lock.as_mut()) else {
+    let Poll::Ready(Ok(guard)) = poll_once(lock.as_mut()) else {
         panic!("not granted")
     };
     link.handle_watch(node, lock_core::WatchKind::NodeDeleted, now);

@@ -41,7 +41,7 @@
 //! let locks = LockClient::connect("127.0.0.1:2181").await?;
 //!
 //! // Revocation: a revocable holder is asked to let go and decides.
-//! let mut guard = locks.mutex("/locks/job").revocable().lock().await?;
+//! let guard = locks.mutex("/locks/job").revocable().lock().await?;
 //! // ... elsewhere: locks.revoke("/locks/job").await? names the nodes it asked.
 //! # if false {
 //! guard.revocation_requested().await.ok();
@@ -56,7 +56,7 @@
 //! leadership.resign().await?;
 //!
 //! // Crash-detecting critical sections (the Ready-file idea).
-//! let mut guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
+//! let guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
 //! if guard.previous_holder_crashed() { /* repair */ }
 //! guard.open_section().await?;
 //! // Fenced writes: applied only while the lock is held, atomically.
@@ -64,7 +64,7 @@
 //! guard.release().await?; // closes the section in the same multi as the delete
 //!
 //! // Leases: the lock is taken away after a maximum hold time.
-//! let mut guard = locks.mutex("/locks/job").max_hold(Duration::from_secs(30)).lock().await?;
+//! let guard = locks.mutex("/locks/job").max_hold(Duration::from_secs(30)).lock().await?;
 //! assert_eq!(guard.lost().await, LostReason::LeaseExpired);
 //! # Ok(()) }
 //! ```

@@ -104,7 +104,7 @@ rt_tests! {
         let proxy = FaultProxy::start(server().addr()).unwrap();
         let client = connect(&rt, &proxy.connect_string(), SESSION).await;
         let session = client.session_id();
-        let mut guard = client.mutex(dir.clone()).lock().await.unwrap();
+        let guard = client.mutex(dir.clone()).lock().await.unwrap();
         let token = guard.token();
         proxy.cut();
         assert_eq!(guard.next_event().await, Some(LockEvent::Suspended));
@@ -132,7 +132,7 @@ rt_tests! {
         assert_eq!(a.session_timeout(), session_timeout);
         let b = connect(&rt, &server().connect_string(), SESSION).await;
         let old_session = a.session_id();
-        let mut held = a.mutex(dir.clone()).lock().await.unwrap();
+        let held = a.mutex(dir.clone()).lock().await.unwrap();
         let waiter = {
             let (b, dir) = (b.clone(), dir.clone());
             spawn(&rt, async move {
@@ -201,7 +201,7 @@ rt_tests! {
         let a = connect_with_grace(&rt, &proxy.connect_string(), session_timeout, grace).await;
         let b = connect(&rt, &server().connect_string(), SESSION).await;
         let session = a.session_id();
-        let mut held = a.mutex(dir.clone()).lock().await.unwrap();
+        let held = a.mutex(dir.clone()).lock().await.unwrap();
         let waiter = {
             let (b, dir) = (b.clone(), dir.clone());
             spawn(&rt, async move { b.mutex(dir).lock().await.expect("lock after the stale node") })

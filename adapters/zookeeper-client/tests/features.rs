@@ -36,7 +36,7 @@ rt_tests! {
         let observer = Observer::connect(&server().connect_string()).await;
         let a = connect(&rt, &server().connect_string(), SESSION).await;
         let b = connect(&rt, &server().connect_string(), SESSION).await;
-        let mut held = a.mutex(dir.clone()).revocable().lock().await.unwrap();
+        let held = a.mutex(dir.clone()).revocable().lock().await.unwrap();
         assert!(!held.is_revocation_requested());
         let waiter = {
             let (b, dir) = (b.clone(), dir.clone());
@@ -100,8 +100,8 @@ rt_tests! {
         let a = connect(&rt, &server().connect_string(), SESSION).await;
         let b = connect(&rt, &server().connect_string(), SESSION).await;
         let table = a.rwlock(dir.clone()).revocable();
-        let mut r1 = table.read().lock().await.unwrap();
-        let mut r2 = table.read().lock().await.unwrap();
+        let r1 = table.read().lock().await.unwrap();
+        let r2 = table.read().lock().await.unwrap();
         let writer = {
             let (b, dir) = (b.clone(), dir.clone());
             spawn(&rt, async move { b.rwlock(dir).write().lock().await })
@@ -307,7 +307,7 @@ rt_tests! {
         let a = connect(&rt, &cluster, SESSION).await;
         let b = connect(&rt, &cluster, SESSION).await;
 
-        let mut guard = a.mutex(dir.clone()).detect_crashes().lock().await.unwrap();
+        let guard = a.mutex(dir.clone()).detect_crashes().lock().await.unwrap();
         assert!(!guard.previous_holder_crashed());
         guard.open_section().await.unwrap();
         assert!(zk.children(&dir).await.contains(&MARKER.to_owned()));
@@ -315,13 +315,13 @@ rt_tests! {
         drop(guard);
 
         // Sections need crash detection.
-        let mut plain = b.mutex(format!("{dir}-no-detection")).lock().await.unwrap();
+        let plain = b.mutex(format!("{dir}-no-detection")).lock().await.unwrap();
         assert!(matches!(plain.open_section().await, Err(Error::Usage(_))));
         plain.release().await.unwrap();
 
         let mutex = b.mutex(dir.clone()).detect_crashes();
         let before = b.stats().await.unwrap().requests;
-        let mut guard = mutex.lock().await.unwrap();
+        let guard = mutex.lock().await.unwrap();
         let crash_cost = b.stats().await.unwrap().requests - before;
         assert!(guard.previous_holder_crashed(), "the crash inside the section went unseen");
         guard.close_section().await.unwrap(); // repaired
@@ -360,7 +360,7 @@ rt_tests! {
         let a = connect(&rt, &cluster, SESSION).await;
         let b = connect(&rt, &cluster, SESSION).await;
 
-        let mut guard = a.mutex(dir.clone()).detect_crashes().lock().await.unwrap();
+        let guard = a.mutex(dir.clone()).detect_crashes().lock().await.unwrap();
         guard.open_section().await.unwrap();
         let waiter = {
             let (b, dir) = (b.clone(), dir.clone());
@@ -368,7 +368,7 @@ rt_tests! {
         };
         zk.wait_children(&dir, 3).await; // holder, marker, waiter
         drop(guard);
-        let mut b_guard = waiter.await.unwrap().unwrap();
+        let b_guard = waiter.await.unwrap().unwrap();
         assert!(b_guard.previous_holder_crashed(), "the dropped section went unseen");
         a.wait_idle().await.unwrap();
         assert_eq!(
@@ -399,7 +399,7 @@ rt_tests! {
         let zk = Observer::connect(&server().connect_string()).await;
         let proxy = Arc::new(HoldProxy::start(server().addr()));
         let a = connect(&rt, &proxy.connect_string(), SESSION).await;
-        let mut guard = a.mutex(dir.clone()).detect_crashes().lock().await.unwrap();
+        let guard = a.mutex(dir.clone()).detect_crashes().lock().await.unwrap();
         proxy.hold(Direction::ToServer);
         let result = {
             let mut open = std::pin::pin!(guard.open_section());
@@ -434,7 +434,7 @@ rt_tests! {
             .unwrap();
         zk.client.set_data(&data, b"v0", None).await.unwrap();
         let a = connect(&rt, &cluster, SESSION).await;
-        let mut guard = a.mutex(dir.clone()).lock().await.unwrap();
+        let guard = a.mutex(dir.clone()).lock().await.unwrap();
 
         let results = guard.fenced_write(Writes::new().set_data(&data, b"v1")).await.unwrap();
         match &results[..] {
@@ -490,7 +490,7 @@ rt_tests! {
         // The multi (check + setData, well over 100 bytes; a ping is 12) is through.
         { let p = proxy.clone(); common::blocking(move || p.wait_forwarded(Direction::ToServer, sent + 100)).await; }
         proxy.release(Direction::ToClient);
-        let (mut guard, result) = write.await.unwrap();
+        let (guard, result) = write.await.unwrap();
         assert_eq!(result, Err(FencedError::NotHeld));
         assert_eq!(guard.lost().await, LostReason::NodeDeleted);
         let (value, stat) = zk.client.get_data(&data).await.unwrap();
@@ -507,7 +507,7 @@ rt_tests! {
         let zk = Observer::connect(&cluster).await;
         let a = connect(&rt, &cluster, SESSION).await;
         let b = connect(&rt, &cluster, SESSION).await;
-        let mut guard = a.mutex(dir.clone()).max_hold(max_hold).lock().await.unwrap();
+        let guard = a.mutex(dir.clone()).max_hold(max_hold).lock().await.unwrap();
         let granted = Instant::now();
         let waiter = {
             let (b, dir) = (b.clone(), dir.clone());

@@ -92,7 +92,7 @@ fn curator_revoker_asks_a_revocable_zklock_holder() {
         let locks = connect(&rt, &connect_string, SESSION).await;
         let mut peer = Peer::curator(&connect_string, "curator1").await;
 
-        let mut guard = locks
+        let guard = locks
             .mutex(&path)
             .with_scheme(NameScheme::Curator)
             .revocable()

@@ -297,7 +297,7 @@ rt_tests! {
         let observer = Observer::connect(&server().connect_string()).await;
         let a = connect(&rt, &server().connect_string(), SESSION).await;
         let b = connect(&rt, &server().connect_string(), SESSION).await;
-        let mut guard = a.mutex(dir.clone()).lock().await.unwrap();
+        let guard = a.mutex(dir.clone()).lock().await.unwrap();
         let waiter = {
             let (b, dir) = (b.clone(), dir.clone());
             spawn(&rt, async move { b.mutex(dir).lock().await.expect("lock after deletion") })
@@ -462,7 +462,7 @@ rt_tests! {
         let observer = Observer::connect(&server().connect_string()).await;
         let other = connect(&rt, &server().connect_string(), SESSION).await;
         let client = connect(&rt, &server().connect_string(), SESSION).await;
-        let mut held = client.mutex(format!("{dir}-held")).lock().await.unwrap();
+        let held = client.mutex(format!("{dir}-held")).lock().await.unwrap();
         let blocker = other.mutex(dir.clone()).lock().await.unwrap();
         let waiting = {
             let (client, dir) = (client.clone(), dir.clone());
