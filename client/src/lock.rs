@@ -31,10 +31,13 @@ macro_rules! lock_methods {
         /// Takes
         #[doc = $what]
         /// only if it is free at the first look (one round trip); `Ok(None)` if busy.
+        /// Does not wait for the lock, but may wait for ZooKeeper: [`Error::Timeout`]
+        /// if no session could be used within the session timeout.
         pub async fn $try_lock(&self) -> Result<Option<LockGuard>, Error> {
+            let deadline = Instant::now() + self.client.session_timeout();
             match self
                 .client
-                .acquire(self.spec.clone().try_only(), None)
+                .acquire(self.spec.clone().try_only(), Some(deadline))
                 .await
             {
                 Ok(guard) => Ok(Some(guard)),

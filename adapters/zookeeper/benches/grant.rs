@@ -4,7 +4,7 @@
 //! `cargo bench -p lock-zookeeper`.
 
 use lock_testkit::ZkServer;
-use lock_zookeeper::LockClient;
+use lock_zookeeper::{Connect, LockClient};
 use std::time::{Duration, Instant};
 use zookeeper::{Acl, CreateMode, WatchedEvent, ZooKeeper};
 
@@ -58,14 +58,17 @@ fn main() {
     let locks = LockClient::connect(&connect).expect("connect");
     let lock = locks.mutex("/bench/grant");
     for _ in 0..50 {
-        lock.lock().expect("warm up").release().expect("release");
+        lock.lock_blocking()
+            .expect("warm up")
+            .release_blocking()
+            .expect("release");
     }
     let (mut acquire, mut release, mut cycle) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..N {
         let t0 = Instant::now();
-        let guard = lock.lock().expect("lock");
+        let guard = lock.lock_blocking().expect("lock");
         let t1 = Instant::now();
-        guard.release().expect("release");
+        guard.release_blocking().expect("release");
         let t2 = Instant::now();
         acquire.push(t1 - t0);
         release.push(t2 - t1);
@@ -76,7 +79,7 @@ fn main() {
     let other = LockClient::connect(&connect).expect("connect");
     let mut handoff = Vec::new();
     for _ in 0..N / 3 {
-        let held = lock.lock().expect("lock");
+        let held = lock.lock_blocking().expect("lock");
         let mut waiter = other.mutex("/bench/grant").start().expect("start");
         // Queued once the lock directory shows two nodes (its watch follows at once).
         while raw
@@ -84,15 +87,17 @@ fn main() {
             .map_or(0, |c| c.len())
             < 2
         {}
-        assert!(waiter.wait_timeout(Duration::from_millis(2)).is_none());
+        assert!(waiter
+            .wait_timeout_blocking(Duration::from_millis(2))
+            .is_none());
         let t = Instant::now();
-        held.release().expect("release");
+        held.release_blocking().expect("release");
         let guard = waiter
-            .wait_timeout(Duration::from_secs(10))
+            .wait_timeout_blocking(Duration::from_secs(10))
             .expect("handed over")
             .expect("lock");
         handoff.push(t.elapsed());
-        guard.release().expect("release");
+        guard.release_blocking().expect("release");
     }
     let handoff = median(handoff);
 
@@ -108,6 +113,6 @@ fn main() {
     println!("  release                            {release:>9.1?}");
     println!("  acquire + release                  {cycle:>9.1?}");
     println!("  handoff (release call to grant)    {handoff:>9.1?}");
-    locks.close();
-    other.close();
+    locks.close_blocking();
+    other.close_blocking();
 }

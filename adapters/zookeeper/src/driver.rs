@@ -1,10 +1,10 @@
-//! The driver thread: owns the `zookeeper` client and the core's [`Session`], and
-//! follows the core's calling contract.
+//! The driver thread: owns the `zookeeper` client and the [`Link`] of lock-client's
+//! state, and follows the link's calling rules.
 //!
-//! Everything the driver learns arrives as a [`Msg`] on one channel: commands from
-//! the handles, replies from the worker threads that make the blocking calls, watch
-//! firings from the crate's event thread, and state changes from the crate's state
-//! listener. The listener and the watcher only *send* (never block, never call
+//! Everything the driver learns arrives as a [`Msg`] on one channel: wake-ups from
+//! the handles (the link's waker sends `Msg::Wake`), replies from the worker threads
+//! that make the blocking calls, watch firings from the crate's event thread, and
+//! state changes from the crate's state listener. The listener and the watcher only *send* (never block, never call
 //! ZooKeeper): the listener runs on the crate's I/O thread while it holds the
 //! listener lock, and a ZooKeeper call from there waits for a reply that only that
 //! thread could read, forever.
@@ -62,46 +62,28 @@
 //! one): a client that is neither connected nor reporting any state change for
 //! `stuck_after` (`T + 4 s`) is given up and replaced.
 
-use crate::error::Error;
-use crate::lock::{LockStatus, Notice, Slot, Ticket};
 use crate::wire::{self, Pool};
-use lock_core::{
-    Config, CreateMode, Input, LockEvent, LockId, LockSpec, LockState, Op, Output, Reply, Request,
-    RequestId, Session, SessionEvent, Stats, Timestamp, WatchKind, ZkError,
-};
+use lock_client::{Error, Link};
+use lock_core::{CreateMode, Op, Reply, Request, RequestId, SessionEvent, WatchKind, ZkError};
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
+use std::task::{Context, Wake, Waker};
 use std::time::{Duration, Instant};
 use zookeeper::{WatchedEvent, WatchedEventType, ZkState, ZooKeeper};
 
-/// What the handles may read without asking the driver.
+/// What the driver counts for [`Diagnostics`], shared with the handles (attached
+/// to the client as its extension).
 #[derive(Default)]
-pub(crate) struct Shared {
-    /// The session id the core runs on, 0 when there is none.
-    session_id: AtomicI64,
-    connected: AtomicBool,
-    /// Set once the driver stops (closed, or every handle dropped).
-    pub(crate) closed: AtomicBool,
+pub(crate) struct Counters {
     clients_opened: AtomicU64,
     sessions: AtomicU64,
     reconnects: AtomicU64,
     silences: AtomicU64,
 }
 
-impl Shared {
-    pub(crate) fn session_id(&self) -> Option<i64> {
-        match self.session_id.load(Ordering::Acquire) {
-            0 => None,
-            id => Some(id),
-        }
-    }
-
-    pub(crate) fn is_connected(&self) -> bool {
-        self.connected.load(Ordering::Acquire)
-    }
-
+impl Counters {
     pub(crate) fn diagnostics(&self) -> Diagnostics {
         Diagnostics {
             clients_opened: self.clients_opened.load(Ordering::Acquire),
@@ -113,7 +95,7 @@ impl Shared {
 }
 
 /// What a [`LockClient`](crate::LockClient) went through, from
-/// [`LockClient::diagnostics`](crate::LockClient::diagnostics).
+/// [`Diagnose::diagnostics`](crate::Diagnose::diagnostics).
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 #[non_exhaustive]
 pub struct Diagnostics {
@@ -130,43 +112,6 @@ pub struct Diagnostics {
     pub silences: u64,
 }
 
-/// What a handle asks the core to run.
-pub(crate) enum Task {
-    /// An acquisition (a lock, or an election participant).
-    Acquire {
-        spec: LockSpec,
-        deadline: Option<Instant>,
-    },
-    /// An election observer.
-    Observe { path: String },
-    /// A revocation request.
-    Revoke { path: String },
-}
-
-/// What handles ask of the driver.
-pub(crate) enum Command {
-    /// Starts a task; its events go to the ticket's slot.
-    Start {
-        key: u64,
-        task: Task,
-        ticket: Ticket,
-    },
-    /// Explicit release of a held lock.
-    Release {
-        key: u64,
-    },
-    /// Give up: cancel a waiting acquisition; unless `only_waiting`, release a held one.
-    Cancel {
-        key: u64,
-        only_waiting: bool,
-    },
-    WaitIdle(mpsc::Sender<()>),
-    Stats(mpsc::Sender<Stats>),
-    Close(mpsc::Sender<()>),
-    /// Every handle is gone.
-    Shutdown,
-}
-
 /// Identifies a request the driver is waiting for.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub(crate) enum Key {
@@ -179,7 +124,8 @@ pub(crate) enum Key {
 /// Everything that wakes the driver. `gen` tells which `zookeeper` client it is from:
 /// messages from a client the driver has given up on are ignored.
 pub(crate) enum Msg {
-    Command(Command),
+    /// A handle changed something: drain the link.
+    Wake,
     Reply {
         gen: u64,
         key: Key,
@@ -211,7 +157,6 @@ pub(crate) struct Settings {
     pub(crate) hosts: Vec<String>,
     pub(crate) chroot: String,
     pub(crate) session_timeout: Duration,
-    pub(crate) grace: Option<Duration>,
     pub(crate) marker_prefix: String,
     pub(crate) seed: u64,
     /// How long `connect` keeps trying (with fresh clients) for a first session.
@@ -268,11 +213,6 @@ enum Fed {
     NoSession,
 }
 
-struct Entry {
-    key: u64,
-    slot: Arc<Slot>,
-}
-
 /// A request issued and not answered yet.
 struct Out {
     write: bool,
@@ -285,7 +225,7 @@ struct Out {
 }
 
 /// The current `zookeeper` client and what the driver knows about it.
-struct Link {
+struct Conn {
     gen: u64,
     zk: Option<Arc<ZooKeeper>>,
     /// Set by the listener when the crate reports `Closed` (read by the reaper).
@@ -319,9 +259,9 @@ struct Link {
     peers: Option<lock_nodelay::Peers>,
 }
 
-impl Link {
-    fn new(now: Instant) -> Link {
-        Link {
+impl Conn {
+    fn new(now: Instant) -> Conn {
+        Conn {
             gen: 0,
             zk: None,
             closed_flag: Arc::new(AtomicBool::new(false)),
@@ -363,59 +303,62 @@ pub(crate) struct Driver {
     timing: Timing,
     tx: mpsc::Sender<Msg>,
     rx: mpsc::Receiver<Msg>,
-    start: Instant,
-    core: Session,
     fed: Fed,
     link: Link,
+    /// Wakes this thread when a handle changes something (sends `Msg::Wake`).
+    waker: Waker,
+    conn: Conn,
     pool: Pool,
-    locks: HashMap<LockId, Entry>,
-    keys: HashMap<u64, LockId>,
-    idle_waiters: Vec<mpsc::Sender<()>>,
     connect_waiter: Option<mpsc::Sender<Result<(), Error>>>,
     connect_deadline: Instant,
     ever_connected: bool,
-    shared: Arc<Shared>,
+    counters: Arc<Counters>,
     next_internal: u64,
     rng: u64,
-    stop: Option<Option<mpsc::Sender<()>>>,
+    /// Stop (the first connection failed).
+    stop: bool,
+}
+
+/// The link's waker for a thread blocked on the channel.
+struct WakeMsg(mpsc::Sender<Msg>);
+
+impl Wake for WakeMsg {
+    fn wake(self: Arc<Self>) {
+        let _ = self.0.send(Msg::Wake);
+    }
 }
 
 impl Driver {
     pub(crate) fn new(
         settings: Settings,
-        tx: mpsc::Sender<Msg>,
-        rx: mpsc::Receiver<Msg>,
-        shared: Arc<Shared>,
+        link: Link,
+        counters: Arc<Counters>,
         connect_waiter: mpsc::Sender<Result<(), Error>>,
     ) -> Driver {
-        let mut config = Config::new(settings.session_timeout, settings.seed);
-        config.suspended_grace = settings.grace;
+        let (tx, rx) = mpsc::channel();
         let now = Instant::now();
         let settings_connect_timeout = settings.connect_timeout;
         Driver {
             timing: Timing::new(settings.session_timeout),
             rng: settings.seed | 1,
             settings,
+            waker: Waker::from(Arc::new(WakeMsg(tx.clone()))),
             tx,
             rx,
-            start: now,
-            core: Session::new(config),
             fed: Fed::NoSession,
-            link: Link::new(now),
+            link,
+            conn: Conn::new(now),
             pool: Pool::new(),
-            locks: HashMap::new(),
-            keys: HashMap::new(),
-            idle_waiters: Vec::new(),
             connect_waiter: Some(connect_waiter),
             connect_deadline: now + settings_connect_timeout,
             ever_connected: false,
-            shared,
+            counters,
             next_internal: 0,
-            stop: None,
+            stop: false,
         }
     }
 
-    /// The driver thread's body.
+    /// The driver thread's body: the link's canonical loop on a channel.
     pub(crate) fn run(mut self) {
         loop {
             let now = Instant::now();
@@ -427,65 +370,34 @@ impl Driver {
                 Ok(msg) => self.on_msg(msg),
                 Err(RecvTimeoutError::Timeout) => {}
                 // Impossible: the driver holds a sender itself.
-                Err(RecvTimeoutError::Disconnected) => self.stop = Some(None),
+                Err(RecvTimeoutError::Disconnected) => self.stop = true,
             }
             self.on_tick();
-            if let Some(done) = self.stop.take() {
-                self.shutdown(done);
-                return;
+            // Re-arm the wake-up before draining: a change after the drain wakes us.
+            let waker = self.waker.clone();
+            while self
+                .link
+                .poll_wake(&mut Context::from_waker(&waker))
+                .is_ready()
+            {}
+            if self.stop || self.link.is_closed() {
+                return self.shutdown();
             }
             self.drain();
             self.pump();
-            self.notify_idle();
         }
     }
 
-    fn now(&self) -> Timestamp {
-        Timestamp::from_duration(self.start.elapsed())
-    }
-
-    fn timestamp(&self, at: Instant) -> Timestamp {
-        Timestamp::from_duration(at.saturating_duration_since(self.start))
-    }
-
-    fn instant(&self, t: Timestamp) -> Instant {
-        self.start + t.since_epoch()
-    }
-
-    /// Feeds one input and drains the outputs (rule 2 of the calling contract).
-    fn feed(&mut self, input: Input) {
-        let now = self.now();
-        self.core.handle_input(input, now);
+    /// Feeds a session change to the link.
+    fn feed(&mut self, event: SessionEvent) {
+        self.link.handle_session(event, Instant::now());
         self.drain();
     }
 
+    /// Rule 2 of the link: take every request, in order; `pump` issues them.
     fn drain(&mut self) {
-        while let Some(output) = self.core.poll_output() {
-            match output {
-                Output::Request(request) => self.link.queue.push_back(request),
-                Output::Event { lock, event } => self.dispatch(lock, event),
-                _ => {}
-            }
-        }
-    }
-
-    fn dispatch(&mut self, lock: LockId, event: LockEvent) {
-        let Some(entry) = self.locks.get(&lock) else {
-            return;
-        };
-        let status = match &event {
-            LockEvent::Acquired(_) | LockEvent::Resumed => Some(LockStatus::Held),
-            LockEvent::Suspended => Some(LockStatus::Suspended),
-            LockEvent::Lost(reason) => Some(LockStatus::Lost(reason.clone())),
-            LockEvent::Released => Some(LockStatus::Released),
-            _ => None,
-        };
-        let terminal = event.is_terminal();
-        entry.slot.push(Notice::Event(event), status);
-        if terminal {
-            if let Some(entry) = self.locks.remove(&lock) {
-                self.keys.remove(&entry.key);
-            }
+        while let Some(request) = self.link.poll_request() {
+            self.conn.queue.push_back(request);
         }
     }
 
@@ -493,18 +405,18 @@ impl Driver {
 
     /// Issues queued requests in order, as far as the ordering rule allows.
     fn pump(&mut self) {
-        let Some(zk) = self.link.zk.clone() else {
+        let Some(zk) = self.conn.zk.clone() else {
             // No client: the core was told the session is gone and sends nothing;
             // anything queued belonged to the old session.
-            self.link.queue.clear();
+            self.conn.queue.clear();
             return;
         };
-        while let Some(request) = self.link.queue.front() {
+        while let Some(request) = self.conn.queue.front() {
             let write = wire::is_write(&request.op);
-            if !may_issue(write, self.link.outstanding.values().map(|o| o.write)) {
+            if !may_issue(write, self.conn.outstanding.values().map(|o| o.write)) {
                 break;
             }
-            let request = self.link.queue.pop_front().expect("front exists");
+            let request = self.conn.queue.pop_front().expect("front exists");
             let ephemeral = matches!(
                 request.op,
                 Op::Create {
@@ -517,16 +429,16 @@ impl Driver {
     }
 
     fn issue(&mut self, zk: &Arc<ZooKeeper>, key: Key, op: Op, write: bool, ephemeral: bool) {
-        self.link.outstanding.insert(
+        self.conn.outstanding.insert(
             key,
             Out {
                 write,
                 issued: Instant::now(),
-                sid: self.link.sid,
+                sid: self.conn.sid,
                 ephemeral,
             },
         );
-        let gen = self.link.gen;
+        let gen = self.conn.gen;
         let tx = self.tx.clone();
         if let Some(error) = wire::unsupported(&op) {
             // Answered without a call (multi): through the channel, like any reply.
@@ -548,11 +460,11 @@ impl Driver {
 
     fn on_reply(&mut self, key: Key, result: Result<Reply, ZkError>) {
         let now = Instant::now();
-        let out = self.link.outstanding.remove(&key);
+        let out = self.conn.outstanding.remove(&key);
         let contact = !matches!(result, Err(ZkError::ConnectionLoss));
         if contact {
             self.contact(now);
-        } else if self.link.connected {
+        } else if self.conn.connected {
             // The crate failed a request while it claims to be connected: it is
             // reconnecting (its listener will say so) or its I/O thread is gone.
             self.suspect(now);
@@ -563,7 +475,8 @@ impl Driver {
             }
         }
         if let Key::Core(request) = key {
-            self.feed(Input::Reply { request, result });
+            self.link.handle_reply(request, result, now);
+            self.drain();
         }
     }
 
@@ -571,18 +484,18 @@ impl Driver {
     /// connection and the crate meanwhile switched to a new session, the node belongs
     /// to a session the core knows nothing of: delete it, or it stays as an orphan.
     fn check_created(&mut self, issued_in: Option<i64>, path: String) {
-        let current = (self.link.verified && self.link.suspect_since.is_none())
-            .then_some(self.link.sid)
+        let current = (self.conn.verified && self.conn.suspect_since.is_none())
+            .then_some(self.conn.sid)
             .flatten();
         match current {
             Some(sid) if Some(sid) == issued_in => {}
             Some(_) => self.delete_internal(path),
-            None => self.link.suspicious.push((issued_in, path)),
+            None => self.conn.suspicious.push((issued_in, path)),
         }
     }
 
     fn delete_internal(&mut self, path: String) {
-        let Some(zk) = self.link.zk.clone() else {
+        let Some(zk) = self.conn.zk.clone() else {
             return;
         };
         self.next_internal += 1;
@@ -601,16 +514,16 @@ impl Driver {
 
     /// The connection looks dead although the crate believes it connected.
     fn suspect(&mut self, now: Instant) {
-        if self.link.suspect_since.is_none() {
-            self.link.suspect_since = Some(now);
-            self.shared.silences.fetch_add(1, Ordering::AcqRel);
+        if self.conn.suspect_since.is_none() {
+            self.conn.suspect_since = Some(now);
+            self.counters.silences.fetch_add(1, Ordering::AcqRel);
             self.sync_core();
         }
     }
 
     fn contact(&mut self, now: Instant) {
-        self.link.last_contact = now;
-        if self.link.suspect_since.take().is_some() {
+        self.conn.last_contact = now;
+        if self.conn.suspect_since.take().is_some() {
             self.sync_core();
         }
     }
@@ -619,7 +532,7 @@ impl Driver {
 
     /// Tells the core what it must know about the connection.
     fn sync_core(&mut self) {
-        let l = &self.link;
+        let l = &self.conn;
         let usable = l.zk.is_some() && l.connected && l.verified && l.suspect_since.is_none();
         let desired = if usable { l.sid } else { None };
         match (self.fed, desired) {
@@ -628,14 +541,11 @@ impl Driver {
                 // A different id than before means the old session is gone; the core
                 // ends its locks itself.
                 self.fed = Fed::Connected(sid);
-                self.shared.session_id.store(sid, Ordering::Release);
-                self.shared.connected.store(true, Ordering::Release);
-                self.feed(Input::Session(SessionEvent::Connected { session_id: sid }));
+                self.feed(SessionEvent::Connected { session_id: sid });
             }
             (Fed::Connected(_), None) => {
                 self.fed = Fed::Disconnected;
-                self.shared.connected.store(false, Ordering::Release);
-                self.feed(Input::Session(SessionEvent::Disconnected));
+                self.feed(SessionEvent::Disconnected);
             }
             (_, None) => {}
         }
@@ -643,8 +553,8 @@ impl Driver {
 
     /// Opens a new `zookeeper` client (a new session).
     fn open(&mut self, now: Instant) {
-        self.link.reopen_at = None;
-        let gen = self.link.gen + 1;
+        self.conn.reopen_at = None;
+        let gen = self.conn.gen + 1;
         let tx = self.tx.clone();
         let watcher = move |event: WatchedEvent| {
             let kind = match event.event_type {
@@ -671,8 +581,8 @@ impl Driver {
                     }
                     let _ = tx.send(Msg::State { gen, state });
                 });
-                self.shared.clients_opened.fetch_add(1, Ordering::AcqRel);
-                let l = &mut self.link;
+                self.counters.clients_opened.fetch_add(1, Ordering::AcqRel);
+                let l = &mut self.conn;
                 l.gen = gen;
                 l.zk = Some(Arc::new(zk));
                 l.closed_flag = closed_flag;
@@ -722,14 +632,14 @@ impl Driver {
     }
 
     fn start_probe(&mut self) {
-        let Some(zk) = self.link.zk.clone() else {
+        let Some(zk) = self.conn.zk.clone() else {
             return;
         };
-        let epoch = self.link.epoch;
-        self.link.probing = Some(epoch);
-        self.link.probe_retry_at = None;
-        let gen = self.link.gen;
-        let marker = self.link.marker.clone();
+        let epoch = self.conn.epoch;
+        self.conn.probing = Some(epoch);
+        self.conn.probe_retry_at = None;
+        let gen = self.conn.gen;
+        let marker = self.conn.marker.clone();
         let prefix = self.settings.marker_prefix.clone();
         let tx = self.tx.clone();
         self.pool.run(
@@ -741,32 +651,32 @@ impl Driver {
     }
 
     fn on_session_probe(&mut self, epoch: u64, result: Result<(i64, String), ZkError>) {
-        if self.link.epoch != epoch {
+        if self.conn.epoch != epoch {
             return; // the connection changed meanwhile; another probe follows
         }
-        self.link.probing = None;
+        self.conn.probing = None;
         let now = Instant::now();
         match result {
             Ok((sid, marker)) => {
                 // Before the core (or `connect`'s caller) sends anything on it.
                 self.set_nodelay();
-                if !self.link.connected {
+                if !self.conn.connected {
                     // Connected before the listener was added.
-                    self.link.connected = true;
-                    self.link.connected_at = now;
+                    self.conn.connected = true;
+                    self.conn.connected_at = now;
                 }
-                self.link.verified = true;
-                let counter = if self.link.sid == Some(sid) {
-                    &self.shared.reconnects
+                self.conn.verified = true;
+                let counter = if self.conn.sid == Some(sid) {
+                    &self.counters.reconnects
                 } else {
-                    &self.shared.sessions
+                    &self.counters.sessions
                 };
                 counter.fetch_add(1, Ordering::AcqRel);
-                self.link.sid = Some(sid);
-                self.link.marker = Some(marker);
-                self.link.failures = 0;
+                self.conn.sid = Some(sid);
+                self.conn.marker = Some(marker);
+                self.conn.failures = 0;
                 self.contact(now);
-                for (issued_in, path) in std::mem::take(&mut self.link.suspicious) {
+                for (issued_in, path) in std::mem::take(&mut self.conn.suspicious) {
                     if issued_in != Some(sid) {
                         self.delete_internal(path);
                     }
@@ -779,7 +689,7 @@ impl Driver {
             }
             Err(ZkError::ConnectionLoss) => {
                 // Reconnecting (the listener will say so) or closed for good (likewise).
-                self.link.probe_retry_at = Some(now + self.timing.reply_deadline);
+                self.conn.probe_retry_at = Some(now + self.timing.reply_deadline);
             }
             Err(e) => {
                 if !self.ever_connected {
@@ -788,7 +698,7 @@ impl Driver {
                         self.settings.marker_prefix
                     )));
                 } else {
-                    self.link.probe_retry_at = Some(now + Duration::from_secs(1));
+                    self.conn.probe_retry_at = Some(now + Duration::from_secs(1));
                 }
             }
         }
@@ -803,7 +713,7 @@ impl Driver {
     /// server's address (see its docs). Quick (no network traffic), so done here,
     /// on the driver thread, before the core hears of the connection.
     fn set_nodelay(&mut self) {
-        if let Some(peers) = &self.link.peers {
+        if let Some(peers) = &self.conn.peers {
             // Without it everything works, with Nagle's delays.
             let _ = lock_nodelay::apply(peers);
         }
@@ -811,17 +721,17 @@ impl Driver {
 
     fn on_state(&mut self, state: ZkState) {
         let now = Instant::now();
-        self.link.last_state_at = now;
+        self.conn.last_state_at = now;
         match state {
             ZkState::Connected => {
-                if self.link.connected {
+                if self.conn.connected {
                     return; // the first `Connected`, after a probe already proved it
                 }
-                self.link.connected = true;
-                self.link.connected_at = now;
-                self.link.last_contact = now;
-                self.link.suspect_since = None;
-                if self.link.probing != Some(self.link.epoch) {
+                self.conn.connected = true;
+                self.conn.connected_at = now;
+                self.conn.last_contact = now;
+                self.conn.suspect_since = None;
+                if self.conn.probing != Some(self.conn.epoch) {
                     self.start_probe();
                 }
             }
@@ -830,14 +740,14 @@ impl Driver {
             // not usable. The crate reconnects by itself (within the same session, or,
             // after an expiry, silently in a new one: the probe tells).
             _ => {
-                if self.link.connected || self.link.probing.is_some() || self.link.verified {
-                    self.link.epoch += 1;
+                if self.conn.connected || self.conn.probing.is_some() || self.conn.verified {
+                    self.conn.epoch += 1;
                 }
-                self.link.connected = false;
-                self.link.verified = false;
-                self.link.probing = None;
-                self.link.suspect_since = None;
-                self.link.ping_since = None;
+                self.conn.connected = false;
+                self.conn.verified = false;
+                self.conn.probing = None;
+                self.conn.suspect_since = None;
+                self.conn.ping_since = None;
                 self.sync_core();
             }
         }
@@ -845,10 +755,10 @@ impl Driver {
 
     /// The client is closed for good (or abandoned): its session is over for us.
     fn link_down(&mut self, now: Instant) {
-        if let Some(zk) = self.link.zk.take() {
-            reap(zk, self.link.closed_flag.clone());
+        if let Some(zk) = self.conn.zk.take() {
+            reap(zk, self.conn.closed_flag.clone());
         }
-        let l = &mut self.link;
+        let l = &mut self.conn;
         l.connected = false;
         l.verified = false;
         l.probing = None;
@@ -862,9 +772,7 @@ impl Driver {
         l.epoch += 1;
         if self.fed != Fed::NoSession {
             self.fed = Fed::NoSession;
-            self.shared.connected.store(false, Ordering::Release);
-            self.shared.session_id.store(0, Ordering::Release);
-            self.feed(Input::Session(SessionEvent::Expired));
+            self.feed(SessionEvent::Expired);
         }
         if !self.ever_connected && now >= self.connect_deadline {
             self.fail_connect(Error::Connect(format!(
@@ -878,27 +786,27 @@ impl Driver {
     }
 
     fn schedule_reopen(&mut self, now: Instant) {
-        let failures = self.link.failures.min(6);
-        self.link.failures += 1;
+        let failures = self.conn.failures.min(6);
+        self.conn.failures += 1;
         let pause =
             (Duration::from_millis(50) * (1 << failures)).min(self.settings.session_timeout);
-        self.link.reopen_at = Some(now + pause);
+        self.conn.reopen_at = Some(now + pause);
     }
 
     fn fail_connect(&mut self, error: Error) {
         if let Some(waiter) = self.connect_waiter.take() {
             let _ = waiter.send(Err(error));
         }
-        self.stop = Some(None);
+        self.stop = true;
     }
 
     fn issue_ping(&mut self, now: Instant) {
-        let Some(zk) = self.link.zk.clone() else {
+        let Some(zk) = self.conn.zk.clone() else {
             return;
         };
-        self.link.ping_since = Some(now);
-        self.link.last_ping = Some(now);
-        let gen = self.link.gen;
+        self.conn.ping_since = Some(now);
+        self.conn.last_ping = Some(now);
+        let gen = self.conn.gen;
         let tx = self.tx.clone();
         self.pool.run(
             move || {
@@ -917,89 +825,36 @@ impl Driver {
 
     fn on_msg(&mut self, msg: Msg) {
         match msg {
-            Msg::Command(command) => self.on_command(command),
-            Msg::Reply { gen, key, result } if gen == self.link.gen => self.on_reply(key, result),
-            Msg::Watch { gen, path, kind } if gen == self.link.gen => {
+            Msg::Wake => {}
+            Msg::Reply { gen, key, result } if gen == self.conn.gen => self.on_reply(key, result),
+            Msg::Watch { gen, path, kind } if gen == self.conn.gen => {
                 // Bytes arrived (the crate's ping timer restarts), but a notification
                 // proves nothing about the connection: it may be the last thing a
                 // dying one delivers (the server fires our watches when it expires
                 // our session). While the core believes the connection down it gets
                 // none: on `Connected` it re-lists and re-verifies everything anyway.
-                self.link.last_contact = Instant::now();
+                self.conn.last_contact = Instant::now();
                 if matches!(self.fed, Fed::Connected(_)) {
-                    self.feed(Input::Watch { path, kind });
+                    self.link.handle_watch(path, kind, Instant::now());
+                    self.drain();
                 }
             }
-            Msg::State { gen, state } if gen == self.link.gen => self.on_state(state),
-            Msg::Session { gen, epoch, result } if gen == self.link.gen => {
+            Msg::State { gen, state } if gen == self.conn.gen => self.on_state(state),
+            Msg::Session { gen, epoch, result } if gen == self.conn.gen => {
                 self.on_session_probe(epoch, result)
             }
-            Msg::Ping { gen, contact } if gen == self.link.gen => {
-                self.link.ping_since = None;
+            Msg::Ping { gen, contact } if gen == self.conn.gen => {
+                self.conn.ping_since = None;
                 let now = Instant::now();
                 if contact {
                     self.contact(now);
-                } else if self.link.connected {
+                } else if self.conn.connected {
                     self.suspect(now);
                 }
             }
             // From a client given up on.
             _ => {}
         }
-    }
-
-    fn on_command(&mut self, command: Command) {
-        let now = self.now();
-        match command {
-            Command::Start {
-                key,
-                task,
-                mut ticket,
-            } => {
-                let Some(slot) = ticket.take() else { return };
-                let started = match task {
-                    Task::Acquire { mut spec, deadline } => {
-                        if let Some(deadline) = deadline {
-                            spec = spec.deadline(self.timestamp(deadline));
-                        }
-                        self.core.acquire(spec, now)
-                    }
-                    Task::Observe { path } => self.core.observe(&path, now),
-                    Task::Revoke { path } => self.core.revoke(&path, now),
-                };
-                match started {
-                    Ok(id) => {
-                        self.keys.insert(key, id);
-                        self.locks.insert(id, Entry { key, slot });
-                    }
-                    Err(e) => slot.push(Notice::Refused(e), None),
-                }
-            }
-            Command::Release { key } => {
-                if let Some(&id) = self.keys.get(&key) {
-                    if let Err(e) = self.core.release(id, now) {
-                        if let Some(entry) = self.locks.get(&id) {
-                            entry.slot.push(Notice::Refused(e), None);
-                        }
-                    }
-                }
-            }
-            Command::Cancel { key, only_waiting } => {
-                if let Some(&id) = self.keys.get(&key) {
-                    let waiting = self.core.state(id) == Some(LockState::Waiting);
-                    if waiting || !only_waiting {
-                        let _ = self.core.cancel(id, now);
-                    }
-                }
-            }
-            Command::WaitIdle(done) => self.idle_waiters.push(done),
-            Command::Stats(done) => {
-                let _ = done.send(self.core.stats());
-            }
-            Command::Close(done) => self.stop = Some(Some(done)),
-            Command::Shutdown => self.stop = Some(None),
-        }
-        self.drain();
     }
 
     fn on_tick(&mut self) {
@@ -1011,30 +866,27 @@ impl Driver {
             )));
             return;
         }
-        if let Some(due) = self.core.poll_timeout() {
-            if self.instant(due) <= now {
-                let ts = self.now();
-                self.core.handle_timeout(ts);
-                self.drain();
-            }
+        if self.link.poll_timeout().is_some_and(|due| due <= now) {
+            self.link.handle_timeout(now);
+            self.drain();
         }
-        if self.link.zk.is_none() {
-            if self.link.reopen_at.is_some_and(|at| at <= now) && self.stop.is_none() {
+        if self.conn.zk.is_none() {
+            if self.conn.reopen_at.is_some_and(|at| at <= now) && !self.stop {
                 self.open(now);
             }
             return;
         }
-        if self.link.probing.is_none()
-            && !self.link.verified
-            && self.link.connected
-            && self.link.probe_retry_at.map_or(true, |at| at <= now)
+        if self.conn.probing.is_none()
+            && !self.conn.verified
+            && self.conn.connected
+            && self.conn.probe_retry_at.map_or(true, |at| at <= now)
         {
             self.start_probe();
         }
         if !self.ever_connected
-            && self.link.connected
-            && !self.link.verified
-            && self.link.last_state_at + self.timing.stuck_after <= now
+            && self.conn.connected
+            && !self.conn.verified
+            && self.conn.last_state_at + self.timing.stuck_after <= now
         {
             // The first connection says Connected, but the probe that learns the
             // session never got an answer (seen once in CI): nothing is held yet, so
@@ -1042,8 +894,8 @@ impl Driver {
             self.link_down(now);
             return;
         }
-        if !self.link.connected {
-            if self.link.last_state_at + self.timing.stuck_after <= now {
+        if !self.conn.connected {
+            if self.conn.last_state_at + self.timing.stuck_after <= now {
                 // Neither connected nor closed, and silent: the crate's first
                 // connection attempt (which has no timeout) hangs on a server that
                 // accepted the connection and never answered. Start over.
@@ -1052,12 +904,12 @@ impl Driver {
             return;
         }
         let t = self.timing;
-        match self.link.suspect_since {
-            None => match self.link.oldest_pending() {
+        match self.conn.suspect_since {
+            None => match self.conn.oldest_pending() {
                 Some(oldest) if oldest + t.reply_deadline <= now => self.suspect(now),
                 Some(_) => {}
                 None => {
-                    let idle_since = self.link.last_contact.max(self.link.connected_at);
+                    let idle_since = self.conn.last_contact.max(self.conn.connected_at);
                     if idle_since + t.ping_after + t.probe_delay <= now {
                         self.issue_ping(now);
                     }
@@ -1066,9 +918,9 @@ impl Driver {
             Some(since) => {
                 if since + t.abandon_after <= now {
                     self.link_down(now);
-                } else if self.link.ping_since.is_none()
+                } else if self.conn.ping_since.is_none()
                     && self
-                        .link
+                        .conn
                         .last_ping
                         .map_or(true, |at| at + t.reply_deadline <= now)
                 {
@@ -1081,8 +933,8 @@ impl Driver {
 
     fn next_deadline(&self) -> Option<Instant> {
         let t = self.timing;
-        let l = &self.link;
-        let mut next: Option<Instant> = self.core.poll_timeout().map(|due| self.instant(due));
+        let l = &self.conn;
+        let mut next: Option<Instant> = self.link.poll_timeout();
         let mut at = |i: Instant| next = Some(next.map_or(i, |n| n.min(i)));
         if !self.ever_connected {
             at(self.connect_deadline);
@@ -1118,49 +970,22 @@ impl Driver {
         next
     }
 
-    fn notify_idle(&mut self) {
-        if !self.idle_waiters.is_empty() && self.core.is_idle() {
-            for waiter in self.idle_waiters.drain(..) {
-                let _ = waiter.send(());
-            }
+    /// Stops (rule 6 of the link): the locks end with `Closed`, the session is
+    /// closed (waiting a while for the server to confirm, so that its nodes are gone
+    /// when `LockClient::close` returns), and dropping the link wakes every handle.
+    fn shutdown(mut self) {
+        self.link
+            .handle_session(SessionEvent::Closed, Instant::now());
+        if let Some(zk) = self.conn.zk.take() {
+            let flag = self.conn.closed_flag.clone();
+            let (tx, rx) = mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = zk.close();
+                let _ = tx.send(());
+                reap(zk, flag);
+            });
+            let _ = rx.recv_timeout(self.settings.session_timeout);
         }
-    }
-
-    /// Stops: the core's locks end with `Closed`, the session is closed, every
-    /// waiting handle is woken.
-    fn shutdown(mut self, done: Option<mpsc::Sender<()>>) {
-        self.shared.closed.store(true, Ordering::Release);
-        self.shared.connected.store(false, Ordering::Release);
-        self.shared.session_id.store(0, Ordering::Release);
-        let now = self.now();
-        self.core
-            .handle_input(Input::Session(SessionEvent::Closed), now);
-        self.drain();
-        for (_, entry) in self.locks.drain() {
-            entry.slot.set_gone();
-        }
-        if let Some(zk) = self.link.zk.take() {
-            let flag = self.link.closed_flag.clone();
-            match done {
-                Some(done) => {
-                    // Wait (a while) for the server to confirm: the session's nodes are
-                    // gone when `close` returns.
-                    let (tx, rx) = mpsc::channel();
-                    std::thread::spawn(move || {
-                        let _ = zk.close();
-                        let _ = tx.send(());
-                        reap(zk, flag);
-                    });
-                    let _ = rx.recv_timeout(self.settings.session_timeout);
-                    let _ = done.send(());
-                }
-                None => reap(zk, flag),
-            }
-        } else if let Some(done) = done {
-            let _ = done.send(());
-        }
-        // Dropping the receiver drops every command still queued; their tickets wake
-        // the handles waiting on them.
     }
 }
 

@@ -2,67 +2,57 @@
 //!
 //! Mutexes, read/write locks and semaphores on Apache ZooKeeper for programs without
 //! an async runtime, with fencing tokens and honest failure reporting (suspended /
-//! resumed / lost). The protocols live in [`lock_core`]; this crate binds them to the
-//! [`zookeeper`](https://docs.rs/zookeeper/0.8) crate (0.8) and absorbs its hazards
-//! (below). The API is the blocking twin of `lock-zookeeper-client`'s.
+//! resumed / lost). The protocols live in [`lock_core`] and the user API in
+//! [`lock_client`] (re-exported here; its `*_blocking` methods are the ones to call
+//! from threads); this crate is the glue between lock-client's
+//! [`Link`](lock_client::Link) and the [`zookeeper`](https://docs.rs/zookeeper/0.8)
+//! crate (0.8), and absorbs that crate's hazards (below).
 //!
 //! ```no_run
 //! # fn demo() -> Result<(), lock_zookeeper::Error> {
-//! use lock_zookeeper::{LockClient, LockStatus};
+//! use lock_zookeeper::{Connect, LockClient, LockStatus};
 //! use std::time::Duration;
 //!
 //! let locks = LockClient::connect("127.0.0.1:2181")?;
 //!
 //! // Exclusive lock, with a fencing token for the resource it protects.
-//! let guard = locks.mutex("/locks/report").lock_timeout(Duration::from_secs(30))?;
+//! let guard = locks.mutex("/locks/report").lock_timeout_blocking(Duration::from_secs(30))?;
 //! assert_eq!(guard.status(), LockStatus::Held);
 //! println!("token {}", guard.token());
-//! guard.release()?;
+//! guard.release_blocking()?;
 //!
 //! // Read/write lock and semaphore.
 //! let table = locks.rwlock("/locks/table");
-//! let reader = table.read().lock()?;
+//! let reader = table.read().lock_blocking()?;
 //! let slots = locks.semaphore("/locks/gpu", 3);
-//! let permit = slots.try_lock()?; // None if all 3 permits are taken
+//! let permit = slots.try_lock_blocking()?; // None if all 3 permits are taken
 //! # drop((reader, permit));
-//! locks.close();
+//! locks.close_blocking();
 //! # Ok(()) }
 //! ```
 //!
 //! ## Model
 //!
 //! A [`LockClient`] owns one ZooKeeper session and one background thread, the
-//! *driver*, which owns a [`lock_core::Session`] holding every lock of that session
-//! and follows its calling contract: it drains the core's output after every input,
-//! issues requests in the order polled, feeds back replies, watch firings and session
-//! changes, and honours `poll_timeout`. The blocking calls run on a small pool of
-//! worker threads. Everything is `Send + Sync` and cheap to clone; [`LockGuard`]s are
+//! *driver* (driver.rs), which owns the `zookeeper` client and the
+//! [`Link`](lock_client::Link) of the lock-client state holding every lock of that
+//! session. It follows the link's calling rules: it takes the core's requests in
+//! the order polled, issues them (under the ordering rule below) on a small pool of
+//! worker threads that make the blocking calls, and feeds back replies, watch
+//! firings, session changes and time. Handles call the core directly and wake the
+//! driver. Everything is `Send + Sync` and cheap to clone; [`LockGuard`]s are
 //! `Send + Sync` too, so one thread can work while another waits for trouble
-//! ([`LockGuard::suspended`], [`LockGuard::lost`]).
+//! ([`LockGuard::suspended_blocking`], [`LockGuard::lost_blocking`]).
 //!
-//! * **Blocking, cancellable.** `lock()`, `try_lock()`, `lock_timeout()`,
-//!   `lock_until()` block the caller; `start()` returns a [`PendingLock`] that can be
-//!   waited for, with or without a timeout, or cancelled (also from another thread,
-//!   through a [`Canceller`]). Giving up leaves no node behind.
-//! * **Guards** release on drop (in the background; [`LockClient::wait_idle`] waits
-//!   for it) or explicitly with [`LockGuard::release`], and carry the fencing token
-//!   ([`LockGuard::token`]) and node path ([`LockGuard::path`]).
-//! * **Revocation** ([`Mutex::revocable`], [`LockClient::revoke`],
-//!   [`LockGuard::revocation_requested`]): `revoke` writes Curator's `__REVOKE__` into
-//!   the holders' nodes (of a lock path) or into one node (a node path); revocable
-//!   holders get [`LockEvent::RevocationRequested`] and decide, revocable waiters
-//!   give up with [`Error::Revoked`].
-//! * **Leases** ([`Mutex::max_hold`]): after the maximum hold time the guard reports
-//!   [`LostReason::LeaseExpired`] and the node is deleted, letting the next waiter in.
-//! * **Leader election** ([`LockClient::election`], [`Election::leadership`],
-//!   [`Leadership`]) and **observers** ([`LockClient::observe_election`],
-//!   [`ElectionObserver::changed`]): each participant watches only its predecessor,
-//!   an observer only the leader.
-//! * **Failures.** When the connection drops, held locks report
-//!   [`LockEvent::Suspended`] before the server can expire the session, then
-//!   [`LockEvent::Resumed`] once the node is verified after a reconnect, or
-//!   [`LockEvent::Lost`] after the suspension grace, on expiry, or when someone
-//!   deletes the node. After an expiry the client opens a new session by itself.
+//! * **Blocking, cancellable.** `lock_blocking()`, `try_lock_blocking()`,
+//!   `lock_timeout_blocking()`, `lock_until_blocking()` block the caller; `start()`
+//!   returns a [`PendingLock`] that can be waited for, with or without a timeout,
+//!   or cancelled (also from another thread, through a [`Canceller`]). Giving up
+//!   leaves no node behind.
+//! * **Diagnostics** of the connection ([`Diagnose::diagnostics`]): clients opened,
+//!   sessions, reconnections, silences detected.
+//! * Everything else (revocation, leases, elections and observers, failures) is
+//!   lock-client's; see its docs.
 //!
 //! ## The `zookeeper` crate's hazards, and what the binding does about them
 //!
@@ -94,19 +84,18 @@
 
 mod client;
 mod driver;
-mod election;
-mod error;
-mod lock;
 mod wire;
 
-pub use client::{Builder, LockClient, DEFAULT_SESSION_MARKER, DEFAULT_SESSION_TIMEOUT};
-pub use driver::Diagnostics;
-pub use election::{Election, ElectionObserver, Leadership};
-pub use error::{Error, MULTI_UNSUPPORTED};
-pub use lock::{
-    Canceller, LockGuard, LockStatus, Mutex, PendingLock, ReadLock, RwLock, Semaphore, WriteLock,
+pub use client::{
+    builder, connect, Builder, Connect, Diagnose, DEFAULT_SESSION_MARKER, DEFAULT_SESSION_TIMEOUT,
 };
+pub use driver::Diagnostics;
+pub use wire::MULTI_UNSUPPORTED;
 
+pub use lock_client::{
+    blocking, Canceller, Election, ElectionEvent, ElectionObserver, Error, Leadership, LockClient,
+    LockGuard, LockStatus, Mutex, PendingLock, ReadLock, RwLock, Semaphore, WriteLock,
+};
 pub use lock_core::{
     FailReason, FencingToken, Grant, Leader, LockEvent, LockSpec, LostReason, NameScheme, Stats,
     UsageError, ZkError,

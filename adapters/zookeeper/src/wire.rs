@@ -13,12 +13,37 @@
 //! relies on it: the driver issues a request only when the semantics cannot
 //! depend on the order (see `Dispatch` in `driver.rs`).
 
-use crate::error::{zk_error, MULTI_UNSUPPORTED};
 use lock_core::{CreateMode, Op, Reply, Stat, ZkError};
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use zookeeper::{Acl, ZooKeeper};
+
+/// The text of the error every `Op::Multi` gets: the `zookeeper` crate (0.8) has no
+/// `multi` (and no way to send a raw request), so fenced writes and crash-detecting
+/// sections cannot run on this binding.
+pub const MULTI_UNSUPPORTED: &str = "multi unsupported by the zookeeper crate";
+
+/// Maps a `zookeeper` crate error onto the core's.
+pub(crate) fn zk_error(e: zookeeper::ZkError) -> ZkError {
+    use zookeeper::ZkError as E;
+    match e {
+        E::NoNode => ZkError::NoNode,
+        E::NodeExists => ZkError::NodeExists,
+        E::NotEmpty => ZkError::NotEmpty,
+        E::BadVersion => ZkError::BadVersion,
+        E::NoChildrenForEphemerals => ZkError::NoChildrenForEphemerals,
+        // The outcome is unknown: the request may or may not have been applied. The
+        // crate also answers every call with ConnectionLoss once it is closed for good;
+        // the driver learns that from the state listener and stops using the client.
+        E::ConnectionLoss | E::SessionMoved => ZkError::ConnectionLoss,
+        E::OperationTimeout => ZkError::OperationTimeout,
+        E::SessionExpired => ZkError::SessionExpired,
+        E::BadArguments => ZkError::BadArguments,
+        E::NoAuth | E::AuthFailed => ZkError::NoAuth,
+        other => ZkError::Other(format!("{other:?}")),
+    }
+}
 
 /// Runs one of the core's operations as a blocking call. Returns `Created` without a
 /// stat: the crate's `create` gives only the path (the core fetches the token with
@@ -282,6 +307,21 @@ mod tests {
         let e = unsupported(&Op::Multi(Vec::new())).unwrap();
         assert_eq!(e, ZkError::Other(MULTI_UNSUPPORTED.into()));
         assert!(unsupported(&Op::GetChildren { path: "/a".into() }).is_none());
+    }
+
+    #[test]
+    fn maps_errors() {
+        assert_eq!(zk_error(zookeeper::ZkError::NoNode), ZkError::NoNode);
+        assert_eq!(
+            zk_error(zookeeper::ZkError::SessionMoved),
+            ZkError::ConnectionLoss
+        );
+        assert!(zk_error(zookeeper::ZkError::OperationTimeout).is_connection_loss());
+        assert_eq!(zk_error(zookeeper::ZkError::AuthFailed), ZkError::NoAuth);
+        assert!(matches!(
+            zk_error(zookeeper::ZkError::Unimplemented),
+            ZkError::Other(_)
+        ));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use lock_conformance::{
 };
 use lock_core::{LockEvent, LockSpec, LostReason};
 use lock_testkit::FaultProxy;
-use lock_zookeeper::{Error, LockClient};
+use lock_zookeeper::{Connect, Diagnose, Error, LockClient};
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
@@ -45,14 +45,14 @@ fn raw(connect: &str, timeout: Duration) -> (ManuallyDrop<ZooKeeper>, mpsc::Rece
 /// Every event queued now (a loaded machine may have produced a spurious
 /// suspension, resumed, before the fault under test).
 fn queued(guard: &lock_zookeeper::LockGuard) -> Vec<LockEvent> {
-    std::iter::from_fn(|| guard.next_event_timeout(Duration::ZERO)).collect()
+    std::iter::from_fn(|| guard.next_event_timeout_blocking(Duration::ZERO)).collect()
 }
 
 /// Events until (and with) the terminal one.
 fn until_lost(guard: &lock_zookeeper::LockGuard, within: Duration) -> Vec<LockEvent> {
     let mut events = Vec::new();
     while !matches!(events.last(), Some(LockEvent::Lost(_))) {
-        match guard.next_event_timeout(within) {
+        match guard.next_event_timeout_blocking(within) {
             Some(event) => events.push(event),
             None => panic!("not lost within {within:?}: {events:?}"),
         }
@@ -109,7 +109,10 @@ fn state_listener_cannot_call_zookeeper_so_the_driver_does() {
     // (ZooKeeper calls in reaction to the state change) and resumed.
     let proxy = FaultProxy::start(server.addr()).expect("proxy");
     let locks = client(&proxy.connect_string(), Duration::from_secs(2));
-    let guard = locks.mutex(unique_path("listener")).lock().expect("lock");
+    let guard = locks
+        .mutex(unique_path("listener"))
+        .lock_blocking()
+        .expect("lock");
     proxy.cut();
     wait_until("the reconnection", SHORT, || {
         (locks.diagnostics().reconnects == 1).then_some(())
@@ -122,8 +125,8 @@ fn state_listener_cannot_call_zookeeper_so_the_driver_does() {
         events[events.len().saturating_sub(2)..],
         [LockEvent::Suspended, LockEvent::Resumed]
     );
-    guard.release().expect("release");
-    locks.close();
+    guard.release_blocking().expect("release");
+    locks.close_blocking();
 }
 
 /// Hazard: after a reconnect the crate re-registers no watch (no `setWatches`), and
@@ -226,7 +229,7 @@ fn silent_new_session_after_expiry_is_reported_as_expiry() {
         .connect()
         .expect("connect");
     let path = unique_path("silent-session");
-    let guard = locks.mutex(&path).lock().expect("lock");
+    let guard = locks.mutex(&path).lock_blocking().expect("lock");
     let old_session = locks.session_id();
     assert_eq!(admin.stat(guard.path()).map(|s| s.1), old_session);
     proxy.blackhole();
@@ -252,15 +255,18 @@ fn silent_new_session_after_expiry_is_reported_as_expiry() {
     );
     assert!(d.silences >= 1, "the silent network was detected: {d:?}");
     assert_eq!(
-        guard.release(),
+        guard.release_blocking(),
         Err(Error::Lost(LostReason::SessionExpired))
     );
-    let guard = locks.mutex(&path).lock().expect("lock on the new session");
+    let guard = locks
+        .mutex(&path)
+        .lock_blocking()
+        .expect("lock on the new session");
     assert_eq!(guard.grant().session_id, session);
-    guard.release().expect("release");
-    locks.wait_idle().expect("idle");
+    guard.release_blocking().expect("release");
+    locks.wait_idle_blocking().expect("idle");
     assert!(admin.children(&path).is_empty());
-    locks.close();
+    locks.close_blocking();
 }
 
 /// Hazard: a server gone long enough (no answer for `floor(T) + 1` s after the last
@@ -278,7 +284,7 @@ fn closed_for_good_gives_typed_errors_then_a_new_session() {
         .suspended_grace(Duration::from_secs(60))
         .connect()
         .expect("connect");
-    let guard = locks.mutex(&path).lock().expect("lock");
+    let guard = locks.mutex(&path).lock_blocking().expect("lock");
     let waiter = locks.mutex(&path).start().expect("start");
     admin.wait_children(&path, SHORT, |c| c.len() == 2);
     drop(admin);
@@ -293,20 +299,26 @@ fn closed_for_good_gives_typed_errors_then_a_new_session() {
     );
     let mut waiter = waiter;
     assert_eq!(
-        waiter.wait_timeout(SHORT).expect("the waiter ends").err(),
+        waiter
+            .wait_timeout_blocking(SHORT)
+            .expect("the waiter ends")
+            .err(),
         Some(Error::SessionExpired)
     );
     // While no server answers: typed errors, no hang.
     assert_eq!(
         locks
             .mutex(&path)
-            .lock_timeout(Duration::from_millis(300))
+            .lock_timeout_blocking(Duration::from_millis(300))
             .unwrap_err(),
         Error::Timeout
     );
-    assert_eq!(locks.mutex(&path).try_lock().unwrap_err(), Error::Timeout);
     assert_eq!(
-        guard.release(),
+        locks.mutex(&path).try_lock_blocking().unwrap_err(),
+        Error::Timeout
+    );
+    assert_eq!(
+        guard.release_blocking(),
         Err(Error::Lost(LostReason::SessionExpired))
     );
     wait_until("a replacement client", SHORT, || {
@@ -316,11 +328,11 @@ fn closed_for_good_gives_typed_errors_then_a_new_session() {
     // The old session's nodes go when the restarted server expires it.
     let guard = locks
         .mutex(&path)
-        .lock_timeout(LONG)
+        .lock_timeout_blocking(LONG)
         .expect("a new session once the server is back");
     assert!(locks.diagnostics().sessions >= 2);
-    guard.release().expect("release");
-    locks.close();
+    guard.release_blocking().expect("release");
+    locks.close_blocking();
 }
 
 /// Hazard: the crate gives up on a server it never reached (`Closed` after about the
@@ -357,16 +369,16 @@ fn token_without_stat_on_create_is_the_nodes_czxid() {
     let path = unique_path("token");
     let mut last = 0;
     for _ in 0..3 {
-        let guard = locks.mutex(&path).lock().expect("lock");
+        let guard = locks.mutex(&path).lock_blocking().expect("lock");
         let (czxid, owner) = admin.stat(guard.path()).expect("our node");
         assert_eq!(guard.token().0, czxid);
         assert_eq!(Some(owner), locks.session_id());
         assert_eq!(guard.grant().session_id, owner);
         assert!(czxid > last);
         last = czxid;
-        guard.release().expect("release");
+        guard.release_blocking().expect("release");
     }
-    locks.close();
+    locks.close_blocking();
 }
 
 /// Hazard: no `multi`. The plain lock API never needs one (a crash-detecting lock
@@ -378,15 +390,15 @@ fn no_multi_needed_by_the_lock_api() {
     let locks = client(&server.connect_string(), Duration::from_secs(2));
     let path = unique_path("no-multi");
     let guard = locks
-        .acquire(LockSpec::write(&path).detect_crashes(), None)
+        .acquire_blocking(LockSpec::write(&path).detect_crashes(), None)
         .expect("lock");
     assert!(!guard.grant().previous_holder_crashed);
-    guard.release().expect("release without multi");
+    guard.release_blocking().expect("release without multi");
     assert_eq!(
         lock_zookeeper::MULTI_UNSUPPORTED,
         "multi unsupported by the zookeeper crate"
     );
-    locks.close();
+    locks.close_blocking();
 }
 
 /// Hazard: the crate never times out a silent connection, and gives up for good on
@@ -401,12 +413,15 @@ fn idle_probes_keep_the_crates_pings_alive() {
     let timeout = Duration::from_secs(2);
     let proxy = FaultProxy::start(server.addr()).expect("proxy");
     let locks = client(&proxy.connect_string(), timeout);
-    let guard = locks.mutex(unique_path("idle")).lock().expect("lock");
+    let guard = locks
+        .mutex(unique_path("idle"))
+        .lock_blocking()
+        .expect("lock");
     // Four session timeouts of idleness (without the care, the crate's last ping
     // would be 8 s old, against `floor(T) + 1` = 3 s). Nothing should happen to the
     // lock (a machine loaded enough to delay a reply past the reply deadline could
     // make the binding suspend and resume it, which is not what this is about).
-    let idle = guard.next_event_timeout(timeout * 4);
+    let idle = guard.next_event_timeout_blocking(timeout * 4);
     assert!(
         matches!(idle, None | Some(LockEvent::Suspended)),
         "{idle:?}"
@@ -424,8 +439,8 @@ fn idle_probes_keep_the_crates_pings_alive() {
     assert!(guard.is_trusted());
     let d = locks.diagnostics();
     assert_eq!((d.clients_opened, d.sessions), (1, 1), "{d:?}");
-    guard.release().expect("release");
-    locks.close();
+    guard.release_blocking().expect("release");
+    locks.close_blocking();
 }
 
 /// Hazard (not absorbable): the crate pings only after 2/3 T of idleness, and a
@@ -448,12 +463,12 @@ fn busy_client_loses_its_session_on_a_cut_safely() {
     while start.elapsed() < Duration::from_secs(3) {
         locks
             .mutex(&path)
-            .lock()
+            .lock_blocking()
             .expect("lock")
-            .release()
+            .release_blocking()
             .expect("release");
     }
-    let guard = locks.mutex(&path).lock().expect("lock");
+    let guard = locks.mutex(&path).lock_blocking().expect("lock");
     proxy.cut();
     let events = until_lost(&guard, SHORT);
     assert_eq!(
@@ -465,12 +480,12 @@ fn busy_client_loses_its_session_on_a_cut_safely() {
     );
     let guard = locks
         .mutex(&path)
-        .lock_timeout(LONG)
+        .lock_timeout_blocking(LONG)
         .expect("a new session");
     assert_ne!(locks.session_id(), old_session);
     assert_eq!(locks.diagnostics().clients_opened, 2);
-    guard.release().expect("release");
-    locks.close();
+    guard.release_blocking().expect("release");
+    locks.close_blocking();
 }
 
 /// A listener that holds every connection it accepts without answering (a tarpit)
@@ -576,7 +591,10 @@ fn first_connection_without_timeout_is_given_up() {
         .expect("connect thread")
         .expect("connected");
     assert_eq!(locks.diagnostics().clients_opened, 2);
-    let guard = locks.mutex(unique_path("tarpit")).lock().expect("lock");
-    guard.release().expect("release");
-    locks.close();
+    let guard = locks
+        .mutex(unique_path("tarpit"))
+        .lock_blocking()
+        .expect("lock");
+    guard.release_blocking().expect("release");
+    locks.close_blocking();
 }

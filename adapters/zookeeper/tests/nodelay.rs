@@ -7,7 +7,7 @@
 use lock_conformance::{shared_server, unique_path};
 use lock_nodelay::{connections, Connection, Peers};
 use lock_testkit::FaultProxy;
-use lock_zookeeper::LockClient;
+use lock_zookeeper::{Connect, LockClient};
 use std::thread;
 use std::time::{Duration, Instant};
 use zookeeper::{WatchedEvent, ZooKeeper};
@@ -85,12 +85,17 @@ fn set_after_connect_and_after_reconnect() {
     wait_connected(&client);
     assert_ne!(second.local, first[0].local);
     let path = unique_path("nodelay");
-    client.mutex(path).lock().unwrap().release().unwrap();
+    client
+        .mutex(path)
+        .lock_blocking()
+        .unwrap()
+        .release_blocking()
+        .unwrap();
     assert!(
         !through(&plain_proxy)[0].nodelay,
         "a plain session is left alone"
     );
-    client.close();
+    client.close_blocking();
     let _ = plain.close();
 }
 
@@ -113,6 +118,11 @@ fn set_after_moving_to_another_server() {
     wait_for_nodelay(&other, None);
     wait_connected(&client);
     let path = unique_path("nodelay-moved");
-    client.mutex(path).lock().unwrap().release().unwrap();
-    client.close();
+    client
+        .mutex(path)
+        .lock_blocking()
+        .unwrap()
+        .release_blocking()
+        .unwrap();
+    client.close_blocking();
 }

@@ -27,7 +27,7 @@
 
 use lock_conformance::{shared_server, unique_path};
 use lock_testkit::FaultProxy;
-use lock_zookeeper::LockClient;
+use lock_zookeeper::{Connect, LockClient};
 use std::thread;
 use std::time::{Duration, Instant};
 use zookeeper::{WatchedEvent, ZooKeeper};
@@ -73,8 +73,8 @@ fn measure(one_way: Duration, cycles: usize) -> Measured {
     plain.exists("/", false).expect("exists");
     let path = unique_path("round-trips");
     let mutex = holder.mutex(path.clone());
-    mutex.lock().unwrap().release().unwrap();
-    holder.wait_idle().unwrap();
+    mutex.lock_blocking().unwrap().release_blocking().unwrap();
+    holder.wait_idle_blocking().unwrap();
     proxy.set_delays(one_way, one_way);
 
     let unit: Vec<Duration> = (0..7)
@@ -89,41 +89,41 @@ fn measure(one_way: Duration, cycles: usize) -> Measured {
     let (mut acquire, mut release, mut handoff) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..cycles {
         let started = Instant::now();
-        let guard = mutex.lock().unwrap();
+        let guard = mutex.lock_blocking().unwrap();
         let took = started.elapsed();
         assert!(took >= 2 * one_way, "acquired without the proxy: {took:?}");
         acquire.push(took);
         let started = Instant::now();
-        guard.release().unwrap();
+        guard.release_blocking().unwrap();
         release.push(started.elapsed());
-        holder.wait_idle().unwrap();
+        holder.wait_idle_blocking().unwrap();
 
         // Handoff: the waiter queues behind the holder and watches its node.
-        let guard = mutex.lock().unwrap();
-        let before = waiter.stats().unwrap().watches_set;
+        let guard = mutex.lock_blocking().unwrap();
+        let before = waiter.stats_blocking().unwrap().watches_set;
         let queued = waiter.mutex(path.clone());
         let granted = thread::spawn(move || {
-            let guard = queued.lock().unwrap();
+            let guard = queued.lock_blocking().unwrap();
             (Instant::now(), guard)
         });
         let deadline = Instant::now() + Duration::from_secs(10);
-        while waiter.stats().unwrap().watches_set == before {
+        while waiter.stats_blocking().unwrap().watches_set == before {
             assert!(Instant::now() < deadline, "the waiter never set its watch");
             thread::sleep(Duration::from_millis(2));
         }
         // Let the watch's reply arrive.
         thread::sleep(4 * one_way);
         let released = Instant::now();
-        guard.release().unwrap();
+        guard.release_blocking().unwrap();
         let (at, waiter_guard) = granted.join().unwrap();
         handoff.push(at.saturating_duration_since(released));
-        waiter_guard.release().unwrap();
-        waiter.wait_idle().unwrap();
-        holder.wait_idle().unwrap();
+        waiter_guard.release_blocking().unwrap();
+        waiter.wait_idle_blocking().unwrap();
+        holder.wait_idle_blocking().unwrap();
     }
     proxy.set_delays(Duration::ZERO, Duration::ZERO);
-    holder.close();
-    waiter.close();
+    holder.close_blocking();
+    waiter.close_blocking();
     let _ = plain.close();
     let rtts = |samples: Vec<Duration>| fastest(&samples).as_secs_f64() / round_trip.as_secs_f64();
     let measured = Measured {

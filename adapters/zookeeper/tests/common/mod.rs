@@ -3,7 +3,7 @@
 
 use lock_conformance::{Backend, Expectations, Failure, Kind, Wait};
 use lock_core::LockEvent;
-use lock_zookeeper::{Error, LockClient, LockGuard, LockStatus, PendingLock};
+use lock_zookeeper::{Connect, Error, LockClient, LockGuard, LockStatus, PendingLock};
 use std::time::{Duration, Instant};
 
 /// The blocking binding.
@@ -54,7 +54,7 @@ impl Backend for Blocking {
     }
 
     fn close(&self, client: &LockClient) {
-        client.close();
+        client.close_blocking();
     }
 
     fn session_id(&self, client: &LockClient) -> Option<i64> {
@@ -62,11 +62,11 @@ impl Backend for Blocking {
     }
 
     fn wait_idle(&self, client: &LockClient) -> Result<(), Failure> {
-        client.wait_idle().map_err(failure)
+        client.wait_idle_blocking().map_err(failure)
     }
 
     fn stats(&self, client: &LockClient) -> Result<lock_core::Stats, Failure> {
-        client.stats().map_err(failure)
+        client.stats_blocking().map_err(failure)
     }
 
     fn lock(
@@ -80,9 +80,11 @@ impl Backend for Blocking {
         macro_rules! with {
             ($lock:expr) => {
                 match wait {
-                    Wait::Forever => $lock.lock(),
-                    Wait::Timeout(d) => $lock.lock_timeout(d),
-                    Wait::Try => $lock.try_lock().and_then(|g| g.ok_or(Error::WouldBlock)),
+                    Wait::Forever => $lock.lock_blocking(),
+                    Wait::Timeout(d) => $lock.lock_timeout_blocking(d),
+                    Wait::Try => $lock
+                        .try_lock_blocking()
+                        .and_then(|g| g.ok_or(Error::WouldBlock)),
                 }
             };
         }
@@ -100,7 +102,7 @@ impl Backend for Blocking {
     }
 
     fn finish(&self, mut pending: PendingLock, within: Duration) -> Result<LockGuard, Failure> {
-        match pending.wait_timeout(within) {
+        match pending.wait_timeout_blocking(within) {
             Some(result) => result.map_err(failure),
             None => Err(Failure::StillPending),
         }
@@ -124,11 +126,11 @@ impl Backend for Blocking {
 
     fn next_event(&self, guard: &mut LockGuard, within: Duration) -> Option<LockEvent> {
         let deadline = Instant::now() + within;
-        guard.next_event_timeout(deadline.saturating_duration_since(Instant::now()))
+        guard.next_event_timeout_blocking(deadline.saturating_duration_since(Instant::now()))
     }
 
     fn release(&self, guard: LockGuard) -> Result<(), Failure> {
-        guard.release().map_err(failure)
+        guard.release_blocking().map_err(failure)
     }
 
     fn expectations(&self) -> Expectations {
