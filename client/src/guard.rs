@@ -253,8 +253,8 @@ impl LockGuard {
 
     /// The next thing that happens to the lock: [`LockEvent::Suspended`],
     /// [`LockEvent::Resumed`], [`LockEvent::RevocationRequested`] (for a
-    /// [revocable](Mutex::revocable) lock), or the terminal [`LockEvent::Lost`] (e.g.
-    /// [`LostReason::LeaseExpired`] for a [lease](Mutex::max_hold)). `None` after the
+    /// [revocable](crate::Mutex::revocable) lock), or the terminal [`LockEvent::Lost`] (e.g.
+    /// [`LostReason::LeaseExpired`] for a [lease](crate::Mutex::max_hold)). `None` after the
     /// terminal event. (The outcomes of [`fenced_write`](Self::fenced_write) and of
     /// sections are returned by those calls, not reported here.)
     ///
@@ -403,9 +403,9 @@ impl LockGuard {
         crate::blocking::block_on(self.release())
     }
 
-    /// Whether someone asked us to let go ([`LockClient::revoke`]): set once a
+    /// Whether someone asked us to let go ([`LockClient::revoke`](crate::LockClient::revoke)): set once a
     /// [`LockEvent::RevocationRequested`] arrived, whether or not it was read. Only
-    /// locks made [`revocable`](Mutex::revocable) are ever asked.
+    /// locks made [`revocable`](crate::Mutex::revocable) are ever asked.
     ///
     /// ```no_run
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
@@ -427,13 +427,13 @@ impl LockGuard {
         })
     }
 
-    /// Waits until someone asks us to let go ([`LockClient::revoke`] writes Curator's
+    /// Waits until someone asks us to let go ([`LockClient::revoke`](crate::LockClient::revoke) writes Curator's
     /// `__REVOKE__` into our node; the ZooKeeper recipe's `unlock` works too). The
     /// holder decides what to do, usually finish a step and release. Returns at once
     /// if a request arrived earlier, even if [`next_event`](Self::next_event) consumed
     /// it.
     ///
-    /// Only locks made [`revocable`](Mutex::revocable) are asked; for the others this
+    /// Only locks made [`revocable`](crate::Mutex::revocable) are asked; for the others this
     /// waits until the lock is lost. Events before the request (suspension,
     /// resumption) are consumed. Cancel-safe.
     ///
@@ -481,7 +481,7 @@ impl LockGuard {
         crate::blocking::block_on_until(self.revocation_requested(), Some(Instant::now() + timeout))
     }
 
-    /// For a lock with [crash detection](Mutex::detect_crashes): whether a previous
+    /// For a lock with [crash detection](crate::Mutex::detect_crashes): whether a previous
     /// holder opened a critical section and never closed it (it died, was dropped
     /// inside it, or lost the lock in it). Repair what it left half done, then
     /// [`close_section`](Self::close_section) (or open a new one). Always `false`
@@ -514,7 +514,7 @@ impl LockGuard {
     /// fenced by our node).
     ///
     /// # Errors
-    /// [`Error::Usage`] without [crash detection](Mutex::detect_crashes);
+    /// [`Error::Usage`] without [crash detection](crate::Mutex::detect_crashes);
     /// [`Error::Suspended`] if called while the lock is suspended (nothing sent: try
     /// again once resumed); [`Error::Lost`] if the lock is lost before the section
     /// could be marked.

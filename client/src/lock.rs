@@ -104,7 +104,7 @@ macro_rules! lock_methods {
         }
 
         /// Honours revocation requests ([`LockClient::revoke`]): a holder is told
-        /// ([`LockGuard::revocation_requested`], [`LockEvent::RevocationRequested`])
+        /// ([`LockGuard::revocation_requested`], [`LockEvent::RevocationRequested`](crate::LockEvent::RevocationRequested))
         /// and decides; a waiter gives up its place and its lock call fails with
         /// [`Error::Revoked`].
         ///
@@ -119,8 +119,8 @@ macro_rules! lock_methods {
         }
 
         /// A lease: once held for `max_hold`, the lock is taken away, whatever the
-        /// holder does: the guard reports [`LockEvent::Lost`] with
-        /// [`LostReason::LeaseExpired`] (see [`LockGuard::lost`]) and the node is
+        /// holder does: the guard reports [`LockEvent::Lost`](crate::LockEvent::Lost) with
+        /// [`LostReason::LeaseExpired`](crate::LostReason::LeaseExpired) (see [`LockGuard::lost`]) and the node is
         /// deleted, letting the next waiter in. A holder that missed it and writes
         /// late is caught by its [fencing token](LockGuard::token) (or fails its
         /// [fenced writes](LockGuard::fenced_write)).
