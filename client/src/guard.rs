@@ -362,37 +362,40 @@ impl LockGuard {
         let id = self.id;
         let mut asked = false;
         poll_fn(|cx| {
-            self.client.shared().with(|s| {
+            self.client.shared().update(|s| {
                 let Some(slot) = s.slots.get_mut(&id) else {
-                    return Poll::Ready(Err(Error::Closed));
+                    return (Poll::Ready(Err(Error::Closed)), false);
                 };
                 // Anything already reported (a loss) decides without asking.
                 if let Some(terminal) = slot.events.iter().position(LockEvent::is_terminal) {
                     let event = slot.events.drain(..=terminal).next_back();
-                    return Poll::Ready(match event {
+                    let result = match event {
                         Some(LockEvent::Released) => Ok(()),
                         Some(LockEvent::Lost(reason)) => Err(Error::Lost(reason)),
                         Some(LockEvent::Failed(reason)) => Err(reason.into()),
                         _ => Err(Error::Closed),
-                    });
+                    };
+                    return (Poll::Ready(result), false);
                 }
                 if slot.ended {
                     // The terminal event was read already.
-                    return Poll::Ready(match &slot.status {
+                    let result = match &slot.status {
                         LockStatus::Lost(reason) => Err(Error::Lost(reason.clone())),
                         _ => Ok(()),
-                    });
+                    };
+                    return (Poll::Ready(result), false);
                 }
                 slot.register(cx.waker());
-                if !asked {
-                    // The delete goes now; the terminal event answers.
-                    asked = true;
-                    let now = s.now();
-                    if let Err(e) = s.core.release(id, now) {
-                        return Poll::Ready(Err(e.into()));
-                    }
+                if asked {
+                    return (Poll::Pending, false);
                 }
-                Poll::Pending
+                // The delete goes now (the link is woken); the terminal event answers.
+                asked = true;
+                let now = s.now();
+                match s.core.release(id, now) {
+                    Ok(()) => (Poll::Pending, true),
+                    Err(e) => (Poll::Ready(Err(e.into())), false),
+                }
             })
         })
         .await

@@ -151,34 +151,39 @@ impl Shared {
         f(&self.lock())
     }
 
-    /// A handle's mutation: runs `f`, drains the core, and wakes the link if it has
-    /// something to do (requests to send, a new timer, a close) and whoever else the
-    /// outputs concern, after releasing the mutex.
+    /// A handle's mutation: runs `f`, drains the core, and wakes the link (it may
+    /// have requests to send, a new timer, a close), then whoever else the outputs
+    /// concern, after releasing the mutex.
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        let (out, wake) = {
-            let mut state = self.lock();
-            let out = f(&mut state);
-            state.drain();
-            state.link_dirty = true;
-            if let Some(waker) = state.link_waker.take() {
-                state.to_wake.push(waker);
-            }
-            (out, std::mem::take(&mut state.to_wake))
-        };
-        self.link_cv.notify_all();
-        wake.into_iter().for_each(Waker::wake);
-        out
+        self.update(|s| (f(s), true))
     }
 
-    /// The link's mutation: like [`with`](Self::with) without waking the link
-    /// (its caller polls right after).
+    /// A look that may change nothing the link cares about (registering a waker,
+    /// taking an event): like [`with`](Self::with) without waking the link. The
+    /// link's own calls use it too (their caller polls right after).
     pub(crate) fn with_quiet<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        let (out, wake) = {
+        self.update(|s| (f(s), false))
+    }
+
+    /// [`with`](Self::with) when `f` says it called the core (`true`), else
+    /// [`with_quiet`](Self::with_quiet): for polls that call the core only once.
+    pub(crate) fn update<R>(&self, f: impl FnOnce(&mut State) -> (R, bool)) -> R {
+        let (out, wake, wake_link) = {
             let mut state = self.lock();
-            let out = f(&mut state);
+            let (out, wake_link) = f(&mut state);
             state.drain();
-            (out, std::mem::take(&mut state.to_wake))
+            if wake_link {
+                state.link_dirty = true;
+                if let Some(waker) = state.link_waker.take() {
+                    state.to_wake.push(waker);
+                }
+            }
+            (out, std::mem::take(&mut state.to_wake), wake_link)
         };
+        if wake_link {
+            // A binding waiting on a thread (`Link::wait`).
+            self.link_cv.notify_all();
+        }
         wake.into_iter().for_each(Waker::wake);
         out
     }
