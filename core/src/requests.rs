@@ -19,7 +19,8 @@ pub(crate) enum Purpose {
     List,
     /// getData + watch on a lower participant we wait for.
     WatchPeer { name: String },
-    /// getData + watch on our own node: its stat (token, owner) and revocation/deletion.
+    /// getData on our own node (with a watch while waiting, or when a feature needs it):
+    /// its stat (token, owner), revocation requests and deletion.
     OwnData,
     /// Delete our node (release, cancel, cleanup).
     DeleteOwn,
@@ -29,6 +30,8 @@ pub(crate) enum Purpose {
     Section { open: bool },
     /// A write fenced by a check on our node.
     FencedWrite { write: u64 },
+    /// Drop the watch on our own node (held, and no feature needs it).
+    RemoveOwnWatch,
     /// Delete a duplicate node of ours (a create that was retried after a connection loss).
     DeleteExtra { path: String },
 }

@@ -330,6 +330,25 @@ impl Session {
         }
     }
 
+    /// Lets go of a held lock without closing its open critical section (a guard
+    /// dropped inside a section, as by a holder that crashed there): its node is
+    /// deleted and the acquisition ends with [`LockEvent::Released`], but the
+    /// section marker stays, so the next holder sees
+    /// [`Grant::previous_holder_crashed`](crate::Grant::previous_holder_crashed).
+    /// Without an open section this is [`release`](Self::release).
+    pub fn abandon(&mut self, id: LockId, now: Timestamp) -> Result<(), UsageError> {
+        match self.tasks.get(&id) {
+            None => Err(UsageError::UnknownLock(id)),
+            Some(t) => match t.acquisition().map(Acquisition::state) {
+                Some(State::Held) => self.with_acquisition(id, now, |a, cx| {
+                    a.abandon(cx);
+                    Ok(())
+                }),
+                _ => Err(UsageError::NotHeld(id)),
+            },
+        }
+    }
+
     /// Gives up: a waiting acquisition fails with [`FailReason::Cancelled`] and its
     /// node (even one whose create is still in flight) is removed in the background;
     /// a held one is released; an observer or revocation stops. Cancelling an ended

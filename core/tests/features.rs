@@ -42,10 +42,17 @@ fn revocable_holder_is_asked_and_decides() {
 
 #[test]
 fn non_revocable_holder_ignores_revocation() {
+    // One that watches its node reads the marker and ignores it...
     let mut h = H::new();
-    let (_, node) = h.held_spec(LockSpec::write("/v"), 0);
+    let (_, node) = h.held_spec(LockSpec::write("/v").watch_node(), 0);
     own_data(&mut h, &node, b"__REVOKE__");
     assert!(h.take_events().is_empty());
+    // ...a plain one set no watch: the firing is not its, and it reads nothing.
+    let mut h = H::new();
+    let (_, node) = h.held_spec(LockSpec::write("/v"), 0);
+    h.watch(&node, WatchKind::NodeDataChanged);
+    assert!(h.take_events().is_empty());
+    assert!(h.no_requests());
 }
 
 #[test]
@@ -207,7 +214,6 @@ fn uncontended_grant_reports_a_crashed_section_for_free() {
         other => panic!("{other:?}"),
     }
     assert_eq!(h.s.stats().foreign_children, 0, "the marker is not foreign");
-    h.answer_data(&node, SID);
     assert!(h.no_requests(), "no extra request on the uncontended path");
     // Take over the crashed holder's section: create fails, set it instead.
     h.s.open_section(id, h.now).unwrap();
@@ -459,4 +465,45 @@ fn a_lasting_section_refusal_is_reported_not_retried_forever() {
     );
     h.advance(Duration::from_secs(5));
     assert!(h.no_requests(), "no retry loop");
+}
+
+/// Letting go inside an open section (a guard dropped there) deletes the node
+/// alone: the marker stays for the next holder, as after a crash. Outside a
+/// section, abandoning is a release.
+#[test]
+fn abandon_inside_a_section_leaves_the_marker() {
+    for in_section in [true, false] {
+        let mut h = H::new();
+        let (id, node) = h.held_spec(LockSpec::write("/s").detect_crashes(), 3);
+        if in_section {
+            h.s.open_section(id, h.now).unwrap();
+            h.drain();
+            let r = h.next_req();
+            h.reply(
+                r.id,
+                Ok(Reply::Multi(vec![
+                    MultiResult::Checked,
+                    MultiResult::Created {
+                        path: "/s/zkl-section".into(),
+                    },
+                ])),
+            );
+            assert_eq!(h.take_events(), vec![LockEvent::SectionOpened]);
+        }
+        h.s.abandon(id, h.now).unwrap();
+        h.drain();
+        let r = h.next_req();
+        assert_eq!(
+            r.op,
+            Op::Delete {
+                path: node,
+                version: None
+            },
+            "in section: {in_section}"
+        );
+        h.reply(r.id, Ok(Reply::Deleted));
+        assert_eq!(h.take_events(), vec![LockEvent::Released]);
+        assert!(h.no_requests(), "the marker is left alone");
+        assert_eq!(h.s.abandon(id, h.now), Err(UsageError::UnknownLock(id)));
+    }
 }

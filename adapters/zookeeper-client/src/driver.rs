@@ -37,7 +37,7 @@ use crate::error::{zk_error, Error};
 use crate::lock::{GuardState, LockStatus, Notice};
 use crate::runtime::Runtime;
 use futures::channel::{mpsc, oneshot};
-use futures::future::BoxFuture;
+use futures::future::{abortable, AbortHandle, Aborted, BoxFuture};
 use futures::stream::{BoxStream, FuturesUnordered};
 use futures::{FutureExt, StreamExt};
 use lock_core::{
@@ -136,9 +136,12 @@ enum Completion {
     Reply {
         id: RequestId,
         result: Result<Reply, ZkError>,
-        watcher: Option<OneshotWatcher>,
+        /// The watch a request left, with its path.
+        watcher: Option<(String, OneshotWatcher)>,
     },
     Watch(WatchedEvent),
+    /// A data watch dropped on the core's `RemoveWatch`.
+    Unwatched,
     Connected(Result<Client, zookeeper_client::Error>),
 }
 
@@ -174,11 +177,6 @@ struct Entry {
     section_waiter: Option<oneshot::Sender<Result<(), Error>>>,
     /// Who awaits each fenced write in flight, by the core's write id.
     writes: HashMap<u64, oneshot::Sender<WriteResult>>,
-    /// The guard was dropped inside a critical section: the node is being deleted
-    /// without closing the section (a fenced delete), so that the next holder learns
-    /// of the interrupted section. `Some(None)`: to be (re)tried once the lock is
-    /// trusted again; `Some(Some(w))`: fenced write `w` in flight.
-    abandon: Option<Option<u64>>,
 }
 
 impl Entry {
@@ -197,7 +195,6 @@ impl Entry {
             section_open: false,
             section_waiter: None,
             writes: HashMap::new(),
-            abandon: None,
         }
     }
 }
@@ -212,6 +209,9 @@ pub(crate) struct Driver {
     states: Option<BoxStream<'static, SessionState>>,
     fed: Fed,
     inflight: FuturesUnordered<BoxFuture<'static, Completion>>,
+    /// Handles to drop the data watches still pending, by path: dropping a
+    /// `OneshotWatcher` makes zookeeper-client send `removeWatches`.
+    data_watches: HashMap<String, Vec<AbortHandle>>,
     ready: VecDeque<Completion>,
     commands: mpsc::UnboundedReceiver<Command>,
     locks: HashMap<LockId, Entry>,
@@ -253,6 +253,7 @@ impl Driver {
             states: None,
             fed: Fed::Gone,
             inflight: FuturesUnordered::new(),
+            data_watches: HashMap::new(),
             ready: VecDeque::new(),
             commands,
             locks: HashMap::new(),
@@ -363,7 +364,6 @@ impl Driver {
     }
 
     fn dispatch(&mut self, lock: LockId, event: LockEvent) {
-        let now = self.now();
         let Some(entry) = self.locks.get_mut(&lock) else {
             return;
         };
@@ -373,22 +373,6 @@ impl Driver {
             LockEvent::FencedWrite { write, result } => {
                 if let Some(reply) = entry.writes.remove(&write) {
                     let _ = reply.send(result);
-                } else if entry.abandon == Some(Some(write)) {
-                    entry.abandon = Some(None);
-                    match result {
-                        // Deleted: our own-node watch reports `Lost(NodeDeleted)` next.
-                        // Not held: the core reports the loss itself.
-                        Ok(_) | Err(FencedError::NotHeld) => {}
-                        // Unknown (the connection dropped): tried again on `Resumed`,
-                        // unless the lock is lost meanwhile.
-                        Err(FencedError::Unknown(_)) => {}
-                        // Cannot happen (the check passed, so the node exists); free
-                        // the lock the ordinary way rather than hold it forever.
-                        Err(_) => {
-                            entry.abandon = None;
-                            let _ = self.core.cancel(lock, now);
-                        }
-                    }
                 }
                 return;
             }
@@ -430,7 +414,6 @@ impl Driver {
                 let _ = reply.send(Err(Error::Lost(reason.clone())));
             }
         }
-        let retry_abandon = event == LockEvent::Resumed && entry.abandon == Some(None);
         let terminal = event.is_terminal();
         if let Some(tap) = &entry.tap {
             let _ = tap.unbounded_send((entry.key, event.clone()));
@@ -443,30 +426,6 @@ impl Driver {
             if let Some(entry) = self.locks.remove(&lock) {
                 self.keys.remove(&entry.key);
             }
-        } else if retry_abandon {
-            self.abandon(lock);
-        }
-    }
-
-    /// Deletes our node with a write fenced by it, without closing the open critical
-    /// section: the core then reports `Lost(NodeDeleted)` and leaves the section
-    /// marker, so the next holder sees `previous_holder_crashed`.
-    fn abandon(&mut self, lock: LockId) {
-        let now = self.now();
-        let Some(entry) = self.locks.get_mut(&lock) else {
-            return;
-        };
-        entry.abandon = Some(None);
-        let Some(path) = entry.path.clone() else {
-            return;
-        };
-        let delete = MultiOp::Delete {
-            path,
-            version: None,
-        };
-        // Refused while suspended: tried again on `Resumed` (or the lock is lost).
-        if let Ok(write) = self.core.fenced_write(lock, vec![delete], now) {
-            entry.abandon = Some(Some(write));
         }
     }
 
@@ -511,13 +470,14 @@ impl Driver {
             }
             Command::Cancel { key } => {
                 if let Some(&id) = self.keys.get(&key) {
-                    let in_section = self.locks.get(&id).is_some_and(|e| e.section_open);
+                    // A dropped guard inside a section leaves the section marked for
+                    // the next holder (as a crash there would); otherwise a release.
                     let held = matches!(
                         self.core.state(id),
                         Some(LockState::Held | LockState::Suspended)
                     );
-                    if in_section && held {
-                        self.abandon(id);
+                    if held {
+                        let _ = self.core.abandon(id, now);
                     } else {
                         let _ = self.core.cancel(id, now);
                     }
@@ -580,9 +540,14 @@ impl Driver {
                 result,
                 watcher,
             } => {
-                if let Some(watcher) = watcher {
+                if let Some((path, watcher)) = watcher {
+                    let (changed, handle) = abortable(watcher.changed());
+                    self.data_watches.entry(path).or_default().push(handle);
                     self.inflight
-                        .push(Box::pin(watcher.changed().map(Completion::Watch)));
+                        .push(Box::pin(changed.map(|fired| match fired {
+                            Ok(event) => Completion::Watch(event),
+                            Err(Aborted) => Completion::Unwatched,
+                        })));
                 }
                 if let (Err(e), Some(client)) = (&result, &self.client) {
                     // zookeeper-client publishes a state change before it fails the
@@ -607,7 +572,11 @@ impl Driver {
                     result,
                 });
             }
+            Completion::Unwatched => {}
             Completion::Watch(event) => {
+                // Fired: its handles are spent (a child watch on the same path, if
+                // any, just cannot be removed early any more).
+                self.data_watches.remove(&event.path);
                 let kind = match event.event_type {
                     EventType::NodeDeleted => WatchKind::NodeDeleted,
                     EventType::NodeDataChanged => WatchKind::NodeDataChanged,
@@ -801,6 +770,7 @@ impl Driver {
         // Dropping the last `Client` clone (the in-flight requests hold some) makes
         // zookeeper-client send closeSession; wait for it to finish, bounded.
         self.inflight = FuturesUnordered::new();
+        self.data_watches.clear();
         self.ready.clear();
         self.client = None;
         if let Some(mut states) = self.states.take() {
@@ -871,7 +841,7 @@ impl Driver {
                     Ok((children, watcher)) => Completion::Reply {
                         id,
                         result: Ok(Reply::Children(children)),
-                        watcher: Some(watcher),
+                        watcher: Some((path, watcher)),
                     },
                     Err(e) => Completion::Reply {
                         id,
@@ -888,7 +858,7 @@ impl Driver {
                             data,
                             stat: core_stat(&stat),
                         }),
-                        watcher: Some(watcher),
+                        watcher: Some((path, watcher)),
                     },
                     Err(e) => Completion::Reply {
                         id,
@@ -930,6 +900,19 @@ impl Driver {
                     watcher: None,
                 }
             }),
+            Op::RemoveWatch { path } => {
+                // Dropping the watchers (once the aborted futures are polled) sends
+                // removeWatches, behind the requests already written.
+                for handle in self.data_watches.remove(&path).unwrap_or_default() {
+                    handle.abort();
+                }
+                self.ready.push_back(Completion::Reply {
+                    id,
+                    result: Ok(Reply::WatchRemoved),
+                    watcher: None,
+                });
+                return;
+            }
             Op::Multi(ops) => Box::pin(async move {
                 let result = multi(&client, ops).await;
                 Completion::Reply {
