@@ -223,7 +223,7 @@ impl Election {
             let (key, event) = match self.events.try_recv() {
                 Ok(tagged) => tagged,
                 Err(_) => {
-                    if !self.term.as_ref().is_some_and(|t| !t.ended) {
+                    if self.term.as_ref().is_none_or(|t| t.ended) {
                         return None;
                     }
                     // The live term's terminal event is still to come.
