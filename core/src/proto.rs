@@ -372,7 +372,10 @@ pub enum WatchKind {
 #[non_exhaustive]
 pub enum SessionEvent {
     /// Connected (first time or again). A `session_id` different from the previous
-    /// one means the old session expired: every lock of the old session is lost.
+    /// one means the old session is gone for us: every lock of the old session is
+    /// lost, and, since the server may still hold that session (a client that moved
+    /// on without being told it expired), the old session's nodes are deleted from
+    /// the new one, as after [`SessionEvent::Abandoned`].
     Connected {
         /// The session id now in use.
         session_id: i64,
@@ -383,6 +386,14 @@ pub enum SessionEvent {
     Disconnected,
     /// The server expired the session: its ephemeral nodes are gone.
     Expired,
+    /// The client gave the session up without the server having ended it (the
+    /// blocking `zookeeper` crate drops its session on a connection loss while
+    /// busy). Every lock ends as after an expiry, but the server may keep the
+    /// session, and our nodes in the queues, for up to a session timeout: the core
+    /// deletes them from the next session as soon as there is one. They are found
+    /// by path and by the attempt id in their names, so no node of another session
+    /// is ever touched.
+    Abandoned,
     /// The client was closed for good; no further requests can be sent.
     Closed,
 }

@@ -1,6 +1,6 @@
 //! [`Session`]: every lock of one ZooKeeper session, multiplexed in one state machine.
 
-use crate::acquisition::{Acquisition, Ctx, State};
+use crate::acquisition::{Acquisition, Ctx, Ended, State};
 use crate::event::{FailReason, LockEvent, LockId, UsageError};
 use crate::limits;
 use crate::names::{AttemptId, NameScheme};
@@ -431,8 +431,9 @@ impl Session {
                 SessionEvent::Connected { session_id },
                 Conn::Connected(old) | Conn::Disconnected(old),
             ) if old != session_id => {
-                // A different session: the old one expired with all its nodes.
-                self.end_session(now, false);
+                // A different session: the old one is gone for us, though perhaps
+                // not yet on the server: its nodes are deleted from this one.
+                self.end_session(now, Ended::Abandoned);
                 self.conn = Conn::Connected(session_id);
                 self.for_each_task(now, |t, cx| t.recover(cx));
             }
@@ -451,21 +452,27 @@ impl Session {
                 });
             }
             (SessionEvent::Disconnected, _) => {}
-            (SessionEvent::Expired, _) => self.end_session(now, false),
+            (SessionEvent::Expired, _) => self.end_session(now, Ended::Expired),
+            (SessionEvent::Abandoned, _) => self.end_session(now, Ended::Abandoned),
             (SessionEvent::Closed, _) => {
-                self.end_session(now, true);
+                self.end_session(now, Ended::Closed);
                 self.conn = Conn::Closed;
             }
         }
     }
 
-    fn end_session(&mut self, now: Timestamp, closed: bool) {
+    fn end_session(&mut self, now: Timestamp, how: Ended) {
+        let closed = how == Ended::Closed;
         self.requests.forget_all();
         self.timers.cancel_kind(TimerKind::Retry);
         self.timers.cancel_kind(TimerKind::Grace);
         // Events for the old session's locks carry its id; then there is none.
+        // Nothing is sent meanwhile: deletions wait for the next session.
+        if let Conn::Connected(id) = self.conn {
+            self.conn = Conn::Disconnected(id);
+        }
         self.for_each_task(now, |t, cx| match t {
-            Task::Acquisition(a) => a.on_session_ended(cx, closed),
+            Task::Acquisition(a) => a.on_session_ended(cx, how),
             // Observers and revocations own no node: they go on with the next session.
             Task::Observer(o) if closed => o.stop(cx, FailReason::Closed),
             Task::Revoke(r) if closed => r.stop(cx, FailReason::Closed),

@@ -156,7 +156,7 @@ fn session_expired_fails_waiters_and_loses_holders() {
 #[test]
 fn a_new_session_id_after_reconnect_counts_as_expiry() {
     let mut h = H::new();
-    let (held, _) = h.held("/a", 0);
+    let (held, node) = h.held("/a", 0);
     h.session(SessionEvent::Disconnected);
     h.take_events();
     h.session(SessionEvent::Connected {
@@ -166,6 +166,17 @@ fn a_new_session_id_after_reconnect_counts_as_expiry() {
         h.events,
         vec![(held, LockEvent::Lost(LostReason::SessionExpired))]
     );
+    // The old session may live on in the server: its node goes, from the new one.
+    let r = h.next_req();
+    assert_eq!(
+        r.op,
+        Op::Delete {
+            path: node,
+            version: None
+        }
+    );
+    h.reply(r.id, Err(ZkError::NoNode));
+    assert!(h.no_requests());
     // The session keeps working on the new id.
     h.events.clear();
     h.acquire(LockSpec::write("/a"));
@@ -543,4 +554,57 @@ fn a_waiter_whose_node_was_deleted_never_takes_the_lock() {
         h.take_events(),
         vec![LockEvent::Failed(FailReason::NodeDeleted)]
     );
+}
+
+/// The client gave up a session the server may still hold (the blocking crate's
+/// hazard): locks end as after an expiry, and on the next session the old nodes
+/// are deleted, a held one by path and one whose create's reply never came by
+/// attempt id, so the queue does not wait a session timeout for the server.
+#[test]
+fn an_abandoned_session_s_nodes_are_deleted_from_the_next_one() {
+    let mut h = H::new();
+    let (held, node) = h.held("/a", 0);
+    let waiting = h.acquire(LockSpec::write("/b"));
+    let create = h.next_req();
+    let _list = h.next_req();
+    h.session(SessionEvent::Abandoned);
+    assert_eq!(
+        h.events,
+        vec![
+            (held, LockEvent::Lost(LostReason::SessionExpired)),
+            (waiting, LockEvent::Failed(FailReason::SessionExpired)),
+        ]
+    );
+    assert!(h.no_requests(), "nothing is sent without a session");
+    assert!(!h.s.is_idle(), "the old nodes are still to delete");
+    h.session(SessionEvent::Connected {
+        session_id: SID + 7,
+    });
+    let mut deleted = Vec::new();
+    let mut listed = false;
+    while let Some(r) = h.reqs.pop_front() {
+        match &r.op {
+            Op::Delete { path, .. } => {
+                deleted.push(path.clone());
+                h.reply(r.id, Ok(Reply::Deleted));
+            }
+            Op::GetChildren { path } => {
+                assert_eq!(path, "/b");
+                listed = true;
+                // The old session's create was applied: its node is found by name.
+                let Op::Create { path: prefix, .. } = &create.op else {
+                    panic!()
+                };
+                let name = format!("{}0000000003", name_of(prefix));
+                h.reply(r.id, Ok(Reply::Children(vec![name])));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(listed, "the unknown create is looked for");
+    deleted.sort();
+    assert_eq!(deleted.len(), 2, "{deleted:?}");
+    assert_eq!(deleted[0], node);
+    assert!(deleted[1].starts_with("/b/"), "{deleted:?}");
+    assert!(h.s.is_idle());
 }

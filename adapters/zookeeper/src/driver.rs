@@ -864,7 +864,10 @@ impl Driver {
             self.fed = Fed::NoSession;
             self.shared.connected.store(false, Ordering::Release);
             self.shared.session_id.store(0, Ordering::Release);
-            self.feed(Input::Session(SessionEvent::Expired));
+            // The server may still hold the session (the crate drops its session on
+            // a connection loss while busy): the core deletes its nodes from the
+            // next session rather than leave the queues stuck behind them.
+            self.feed(Input::Session(SessionEvent::Abandoned));
         }
         if !self.ever_connected && now >= self.connect_deadline {
             self.fail_connect(Error::Connect(format!(

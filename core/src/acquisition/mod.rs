@@ -101,6 +101,17 @@ pub(crate) enum State {
     Done,
 }
 
+/// How a session ended, as far as its nodes are concerned.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Ended {
+    /// The server expired it: its ephemeral nodes are gone.
+    Expired,
+    /// The client gave it up; the server may keep it (and our nodes) a while.
+    Abandoned,
+    /// The client was closed: nothing more can be sent.
+    Closed,
+}
+
 /// What a decision to hold rests on.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Look {
@@ -1030,12 +1041,22 @@ impl Acquisition {
         }
     }
 
-    /// The session is gone (expired, replaced or closed): so are our nodes.
-    pub(crate) fn on_session_ended(&mut self, cx: &mut Ctx, closed: bool) {
-        self.own = None;
-        self.extra.clear();
-        if self.create != Create::NotSent {
-            self.create = Create::Done;
+    /// The session is gone (expired, abandoned or closed). After an expiry so are
+    /// our nodes; after an abandonment they may live on, so the paths are kept
+    /// and cleanup deletes them from the next session (a create whose outcome is
+    /// unknown is looked for by attempt id).
+    pub(crate) fn on_session_ended(&mut self, cx: &mut Ctx, how: Ended) {
+        let closed = how == Ended::Closed;
+        if how == Ended::Abandoned {
+            if let Create::InFlight(_) = self.create {
+                self.create = Create::Unknown;
+            }
+        } else {
+            self.own = None;
+            self.extra.clear();
+            if self.create != Create::NotSent {
+                self.create = Create::Done;
+            }
         }
         match self.state {
             State::Waiting | State::Granting => {
