@@ -9,6 +9,9 @@
 //! DRAIN_WAITERS=300 DRAIN_SESSIONS=1,4,300 cargo bench -p lock-zookeeper-client --bench drain
 //! ```
 
+mod common;
+
+use common::{env_or, packets, start_server};
 use lock_testkit::ZkServer;
 use lock_zookeeper_client::{LockClient, Runtime};
 use std::time::{Duration, Instant};
@@ -21,10 +24,7 @@ fn main() {
         .split(',')
         .map(|s| s.trim().parse().expect("DRAIN_SESSIONS"))
         .collect();
-    let server = ZkServer::builder()
-        .config("preAllocSize", "1024")
-        .start()
-        .expect("starting ZooKeeper (lock-testkit)");
+    let server = start_server();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -91,14 +91,14 @@ async fn drain(rt: Runtime, server: &ZkServer, path: &str, sessions: usize, n: u
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    let packets_before = packets(server);
+    let packets_before = packets(server).received;
     let t0 = Instant::now();
     holder.release().await.expect("release");
     for t in tasks {
         t.await.expect("waiter");
     }
     let elapsed = t0.elapsed();
-    let packets = packets(server) - packets_before - 1; // the first mntr's own packet
+    let packets = packets(server).received - packets_before - 1; // the first mntr's own packet
     let after = totals(clients.clone()).await;
     for c in &clients {
         c.close().await;
@@ -110,16 +110,4 @@ async fn drain(rt: Runtime, server: &ZkServer, path: &str, sessions: usize, n: u
         packets: packets as f64 / acquisitions,
         wakeups: (after.handoff_notifications - before.handoff_notifications) as f64 / n as f64,
     }
-}
-
-fn packets(server: &ZkServer) -> u64 {
-    server
-        .mntr()
-        .expect("mntr")
-        .get_u64("zk_packets_received")
-        .expect("zk_packets_received")
-}
-
-fn env_or(key: &str, default: &str) -> String {
-    std::env::var(key).unwrap_or_else(|_| default.to_owned())
 }
