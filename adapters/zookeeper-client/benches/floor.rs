@@ -32,8 +32,8 @@
 //! The floor's lock is the textbook recipe with zklock's request pattern: `create`
 //! (ephemeral-sequential, a name of zklock's length) and `getChildren` sent
 //! together; if something is lower, `getData` + watch on the predecessor, and the
-//! lock is held when that watch fires (true here: nodes only go by release);
-//! release is one `delete`. zklock adds today a `getData` + watch on its own node
+//! lock is held when that watch fires if the listing showed nothing else lower,
+//! else it lists again (zklock's rule); release is one `delete`. zklock adds today a `getData` + watch on its own node
 //! (a 4th request, and a 2nd notification per release) unless lock-core has
 //! dropped it from the plain-lock path.
 //!
@@ -49,7 +49,7 @@ mod common;
 
 use common::{
     bare_client, env_list, env_or, env_usize, loadavg, median, median_duration, mntr_overhead,
-    packets, start_server, window, Packets,
+    packets, start_server, window, Packets, Sniffer,
 };
 use futures::channel::mpsc;
 use futures::StreamExt;
@@ -131,7 +131,7 @@ async fn bare_lock(client: &Client, dir: &str) -> String {
 }
 
 /// [`bare_lock`], counting itself in `queued` once its watch is set.
-async fn bare_lock_counted(client: &Client, dir: &str, queued: Option<&AtomicUsize>) -> String {
+async fn bare_lock_counted(client: &Client, dir: &str, mut queued: Option<&AtomicUsize>) -> String {
     let prefix = format!("{dir}/{NAME}");
     let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
     // Both requests are written when called: one flight.
@@ -141,6 +141,10 @@ async fn bare_lock_counted(client: &Client, dir: &str, queued: Option<&AtomicUsi
     let seq = created.expect("create").1.into_i64();
     let mut children = listed.expect("list");
     loop {
+        let lower: Vec<i64> = children
+            .iter()
+            .filter_map(|n| sequence_of(n).filter(|&s| s < seq))
+            .collect();
         let predecessor = children
             .iter()
             .filter_map(|n| sequence_of(n).filter(|&s| s < seq).map(|s| (s, n)))
@@ -153,17 +157,20 @@ async fn bare_lock_counted(client: &Client, dir: &str, queued: Option<&AtomicUsi
             .await
         {
             Ok((_, _, watcher)) => {
-                if let Some(queued) = queued {
+                if let Some(queued) = queued.take() {
                     queued.fetch_add(1, Ordering::Relaxed);
                 }
                 watcher.changed().await;
-                return format!("{prefix}{seq:010}");
+                // zklock's rule: held at once if the listing showed nothing
+                // else lower, otherwise list again.
+                if lower.len() == 1 {
+                    return format!("{prefix}{seq:010}");
+                }
             }
-            Err(zookeeper_client::Error::NoNode) => {
-                children = client.list_children(dir).await.expect("list");
-            }
+            Err(zookeeper_client::Error::NoNode) => {}
             Err(e) => panic!("getData: {e}"),
         }
+        children = client.list_children(dir).await.expect("list");
     }
 }
 
@@ -703,6 +710,9 @@ async fn herd(rt: &Runtime, server: &ZkServer, waiters: usize) {
             other => panic!("HERD_DESIGNS: {other}"),
         })
         .collect();
+    // FLOOR_TRACE=1: the herd's sessions go through a frame-decoding proxy that
+    // prints what each round's requests and packets are.
+    let sniffer = std::env::var_os("FLOOR_TRACE").map(|_| Sniffer::start(server.addr()));
     let mut results: Vec<(Design, Vec<HerdRound>)> =
         designs.iter().map(|&d| (d, Vec::new())).collect();
     for round in 0..rounds {
@@ -712,7 +722,18 @@ async fn herd(rt: &Runtime, server: &ZkServer, waiters: usize) {
                 Design::Naive | Design::Children => waiters.min(cap),
             };
             let dir = format!("/bench/herd-{waiters}-{round}/{}", design_dir(*design));
-            rs.push(herd_round(rt, server, *design, &dir, waiters, releases).await);
+            rs.push(
+                herd_round(
+                    rt,
+                    server,
+                    sniffer.as_ref(),
+                    *design,
+                    &dir,
+                    waiters,
+                    releases,
+                )
+                .await,
+            );
         }
     }
     println!();
@@ -767,23 +788,38 @@ where
 async fn herd_round(
     rt: &Runtime,
     server: &ZkServer,
+    sniffer: Option<&Sniffer>,
     design: Design,
     dir: &str,
     waiters: usize,
     releases: usize,
 ) -> HerdRound {
-    let cluster = server.connect_string();
+    let cluster = sniffer.map_or_else(|| server.connect_string(), Sniffer::connect_string);
+    let snap = || sniffer.map(Sniffer::snapshot);
+    let trace = |before: &Option<std::collections::BTreeMap<String, u64>>| {
+        if let (Some(s), Some(b)) = (sniffer, before) {
+            println!(
+                "  trace {:<13} {}",
+                design.name(),
+                Sniffer::diff(b, &s.snapshot())
+            );
+        }
+    };
     let queued = Arc::new(AtomicUsize::new(0));
     let (done_tx, mut done_rx) = mpsc::unbounded::<()>();
     let mut tasks = Vec::new();
     let overhead = mntr_overhead(server);
     let admin = bare_client(&cluster, TIMEOUT).await;
     mkdir(&admin, dir).await;
-    let (before, started, elapsed);
+    let (before, started, elapsed, traced);
+    // The sessions live until the window closes (the last handle of a bare
+    // session sends closeSession when dropped).
+    let sessions: Vec<Arc<Client>>;
     match design {
         Design::Zklock => {
             let clients = connect_many(waiters + 1, || lock_client(rt, &cluster)).await;
             let holder = clients[0].mutex(dir).lock().await.unwrap();
+            let base = watch_count(server);
             for c in &clients[1..] {
                 let (m, done) = (c.mutex(dir), done_tx.clone());
                 tasks.push(tokio::spawn(async move {
@@ -791,17 +827,9 @@ async fn herd_round(
                     let _ = done.unbounded_send(());
                 }));
             }
-            // Queued: every waiter has its predecessor watch set.
-            loop {
-                let mut set = 0;
-                for c in &clients[1..] {
-                    set += c.stats().await.unwrap().watches_set;
-                }
-                if set >= waiters as u64 {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+            // Queued: every waiter has its predecessor watch set, on the server.
+            wait_watches(server, base + waiters as u64).await;
+            traced = snap();
             before = packets(server);
             started = Instant::now();
             holder.release().await.unwrap();
@@ -810,6 +838,7 @@ async fn herd_round(
             }
             elapsed = started.elapsed();
             let after = packets(server);
+            trace(&traced);
             for c in &clients {
                 c.close().await;
             }
@@ -819,6 +848,7 @@ async fn herd_round(
             let clients = connect_many(waiters + 1, || bare_client(&cluster, TIMEOUT)).await;
             let clients: Vec<Arc<Client>> = clients.into_iter().map(Arc::new).collect();
             let holder_node = bare_lock(&clients[0], dir).await;
+            let base = watch_count(server);
             for c in &clients[1..] {
                 let (c, done, queued, dir) =
                     (c.clone(), done_tx.clone(), queued.clone(), dir.to_owned());
@@ -835,9 +865,12 @@ async fn herd_round(
                 }));
             }
             wait_queued(&queued, waiters).await;
+            wait_watches(server, base + waiters as u64).await;
+            traced = snap();
             before = packets(server);
             started = Instant::now();
             bare_release(&clients[0], &holder_node).await;
+            sessions = clients;
         }
         Design::Naive => {
             let clients = connect_many(waiters + 1, || bare_client(&cluster, TIMEOUT)).await;
@@ -845,6 +878,7 @@ async fn herd_round(
             let lock = format!("{dir}/lock");
             let options = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
             clients[0].create(&lock, b"", &options).await.unwrap();
+            let base = watch_count(server);
             for c in &clients[1..] {
                 let (c, done, queued, lock) =
                     (c.clone(), done_tx.clone(), queued.clone(), lock.clone());
@@ -855,9 +889,12 @@ async fn herd_round(
                 }));
             }
             wait_queued(&queued, waiters).await;
+            wait_watches(server, base + waiters as u64).await;
+            traced = snap();
             before = packets(server);
             started = Instant::now();
             clients[0].delete(&lock, None).await.unwrap();
+            sessions = clients;
         }
     }
     for _ in 0..releases {
@@ -865,9 +902,11 @@ async fn herd_round(
     }
     elapsed = started.elapsed();
     let after = packets(server);
+    trace(&traced);
     for t in &tasks {
         t.abort();
     }
+    drop(sessions);
     herd_result(before, after, overhead, elapsed, releases + 1)
 }
 
@@ -886,6 +925,23 @@ fn herd_result(
         requests: w.received as f64 / releases as f64,
         notifications: w.notifications() as f64 / releases as f64,
     }
+}
+
+fn watch_count(server: &ZkServer) -> u64 {
+    server
+        .mntr()
+        .expect("mntr")
+        .get_u64("zk_watch_count")
+        .expect("zk_watch_count")
+}
+
+/// Waits until the server holds `n` watches, then a little more for replies
+/// still on their way.
+async fn wait_watches(server: &ZkServer, n: u64) {
+    while watch_count(server) < n {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
 async fn wait_queued(queued: &AtomicUsize, waiters: usize) {

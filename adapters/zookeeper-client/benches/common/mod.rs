@@ -132,3 +132,125 @@ pub fn set_nodelay(cluster: &str) {
     let peers = lock_nodelay::Peers::resolve(cluster).expect("resolving");
     lock_nodelay::apply(&peers).expect("TCP_NODELAY");
 }
+
+/// A diagnostic TCP proxy that decodes ZooKeeper frames and counts requests by
+/// operation and server packets by kind (reply, notification, ping reply): to
+/// see what `mntr`'s totals are made of. Two threads per connection; every
+/// frame is forwarded whole as soon as it is read.
+pub struct Sniffer {
+    addr: std::net::SocketAddr,
+    counts: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, u64>>>,
+}
+
+impl Sniffer {
+    pub fn start(upstream: std::net::SocketAddr) -> Sniffer {
+        use std::net::{TcpListener, TcpStream};
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().unwrap();
+        let counts = std::sync::Arc::new(std::sync::Mutex::new(Default::default()));
+        let shared = std::sync::Arc::clone(&counts);
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                let Ok(server) = TcpStream::connect(upstream) else {
+                    continue;
+                };
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let (up, down) = (shared.clone(), shared.clone());
+                std::thread::spawn(move || pump(client, server, true, up));
+                std::thread::spawn(move || pump(s2, c2, false, down));
+            }
+        });
+        Sniffer { addr, counts }
+    }
+
+    pub fn connect_string(&self) -> String {
+        self.addr.to_string()
+    }
+
+    pub fn snapshot(&self) -> std::collections::BTreeMap<String, u64> {
+        self.counts.lock().unwrap().clone()
+    }
+
+    /// What changed between two snapshots, as `name=count` pairs.
+    pub fn diff(
+        before: &std::collections::BTreeMap<String, u64>,
+        after: &std::collections::BTreeMap<String, u64>,
+    ) -> String {
+        after
+            .iter()
+            .filter_map(|(k, v)| {
+                let d = v - before.get(k).copied().unwrap_or(0);
+                (d > 0).then(|| format!("{k}={d}"))
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn pump(
+    mut from: std::net::TcpStream,
+    mut to: std::net::TcpStream,
+    requests: bool,
+    counts: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, u64>>>,
+) {
+    use std::io::{Read, Write};
+    let mut first = true;
+    loop {
+        let mut len = [0u8; 4];
+        if from.read_exact(&mut len).is_err() {
+            break;
+        }
+        let n = i32::from_be_bytes(len).max(0) as usize;
+        let mut body = vec![0u8; n];
+        if from.read_exact(&mut body).is_err() {
+            break;
+        }
+        let int = |at: usize| {
+            body.get(at..at + 4)
+                .map(|b| i32::from_be_bytes(b.try_into().unwrap()))
+        };
+        // The first frame each way is the session handshake (no header).
+        let kind = if first {
+            (if requests { "connect" } else { "connected" }).to_owned()
+        } else if requests {
+            op_name(int(4).unwrap_or(0))
+        } else {
+            match int(0) {
+                Some(-1) => "notification".to_owned(),
+                Some(-2) => "ping-reply".to_owned(),
+                _ => "reply".to_owned(),
+            }
+        };
+        first = false;
+        *counts.lock().unwrap().entry(kind).or_default() += 1;
+        if to.write_all(&len).is_err() || to.write_all(&body).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Both);
+}
+
+fn op_name(op: i32) -> String {
+    match op {
+        1 => "create".into(),
+        2 => "delete".into(),
+        3 => "exists".into(),
+        4 => "getData".into(),
+        5 => "setData".into(),
+        8 => "getChildren".into(),
+        11 => "ping".into(),
+        12 => "getChildren2".into(),
+        13 => "check".into(),
+        14 => "multi".into(),
+        15 => "create2".into(),
+        17 => "checkWatches".into(),
+        18 => "removeWatches".into(),
+        101 => "setWatches".into(),
+        105 => "setWatches2".into(),
+        -11 => "closeSession".into(),
+        other => format!("op{other}"),
+    }
+}
