@@ -49,7 +49,7 @@ mod common;
 
 use common::{
     bare_client, env_list, env_or, env_usize, loadavg, median, median_duration, mntr_overhead,
-    packets, start_server, window, Packets, Sniffer,
+    packets, start_server, wait_quiet, wait_watches, watch_count, window, Packets, Sniffer,
 };
 use futures::channel::mpsc;
 use futures::StreamExt;
@@ -829,6 +829,7 @@ async fn herd_round(
             }
             // Queued: every waiter has its predecessor watch set, on the server.
             wait_watches(server, base + waiters as u64).await;
+            wait_quiet(server).await;
             traced = snap();
             before = packets(server);
             started = Instant::now();
@@ -866,6 +867,7 @@ async fn herd_round(
             }
             wait_queued(&queued, waiters).await;
             wait_watches(server, base + waiters as u64).await;
+            wait_quiet(server).await;
             traced = snap();
             before = packets(server);
             started = Instant::now();
@@ -890,6 +892,7 @@ async fn herd_round(
             }
             wait_queued(&queued, waiters).await;
             wait_watches(server, base + waiters as u64).await;
+            wait_quiet(server).await;
             traced = snap();
             before = packets(server);
             started = Instant::now();
@@ -925,23 +928,6 @@ fn herd_result(
         requests: w.received as f64 / releases as f64,
         notifications: w.notifications() as f64 / releases as f64,
     }
-}
-
-fn watch_count(server: &ZkServer) -> u64 {
-    server
-        .mntr()
-        .expect("mntr")
-        .get_u64("zk_watch_count")
-        .expect("zk_watch_count")
-}
-
-/// Waits until the server holds `n` watches, then a little more for replies
-/// still on their way.
-async fn wait_watches(server: &ZkServer, n: u64) {
-    while watch_count(server) < n {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
 async fn wait_queued(queued: &AtomicUsize, waiters: usize) {

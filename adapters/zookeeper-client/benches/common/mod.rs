@@ -71,6 +71,40 @@ pub fn window(before: Packets, after: Packets, overhead: Packets) -> Packets {
     }
 }
 
+/// The server's `zk_watch_count`: watches set, summed over sessions and paths.
+pub fn watch_count(server: &ZkServer) -> u64 {
+    server
+        .mntr()
+        .expect("mntr")
+        .get_u64("zk_watch_count")
+        .expect("zk_watch_count")
+}
+
+/// Waits until the server holds `n` watches, then a little more for replies
+/// still on their way.
+pub async fn wait_watches(server: &ZkServer, n: u64) {
+    while watch_count(server) < n {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}
+
+/// Waits until the server has read nothing but our own `mntr`s for 100 ms:
+/// requests already sent (a queue being formed) are then all counted before a
+/// window opens.
+pub async fn wait_quiet(server: &ZkServer) {
+    let overhead = mntr_overhead(server);
+    let mut last = packets(server);
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = packets(server);
+        if (now - last).received <= overhead.received {
+            return;
+        }
+        last = now;
+    }
+}
+
 /// `/proc/loadavg`'s first three fields.
 pub fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
