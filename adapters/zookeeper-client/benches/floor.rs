@@ -48,8 +48,9 @@
 mod common;
 
 use common::{
-    bare_client, env_list, env_or, env_usize, loadavg, median, median_duration, mntr_overhead,
-    packets, start_server, wait_quiet, wait_watches, watch_count, window, Packets, Sniffer,
+    bare_client, cpu_time, env_list, env_or, env_usize, loadavg, median, median_duration,
+    mntr_overhead, packets, start_server, wait_quiet, wait_watches, watch_count, window, Packets,
+    Sniffer,
 };
 use futures::channel::mpsc;
 use futures::StreamExt;
@@ -554,6 +555,16 @@ async fn finish_contention(
 // ---------------------------------------------------------------------------
 // Many locks on one session
 
+struct ManyRound {
+    rate: f64,
+    requests: f64,
+    /// CPU per cycle: the server's JVM, this process.
+    server_cpu: Duration,
+    client_cpu: Duration,
+    /// The server's CPU use over the round, in cores.
+    server_cores: f64,
+}
+
 async fn many(rt: &Runtime, server: &ZkServer, rounds: usize) {
     let locks = env_usize("MANY_LOCKS", 1000);
     let time = Duration::from_millis(env_usize("MANY_MS", 2000) as u64);
@@ -568,104 +579,117 @@ async fn many(rt: &Runtime, server: &ZkServer, rounds: usize) {
         })
         .collect();
     futures::future::join_all(dirs).await;
-    // Warm-up: the zklock directories.
-    let warm: Vec<_> = (0..locks)
-        .map(|i| {
-            let m = zk.mutex(format!("/bench/many/zklock/l{i}"));
-            async move { m.lock().await.unwrap().release().await.unwrap() }
-        })
-        .collect();
-    futures::future::join_all(warm).await;
-    zk.wait_idle().await.unwrap();
     let overhead = mntr_overhead(server);
+    let jvm = server.jvm_pid();
+    // MANY_SIDES=zklock (or floor): one side only, for profiling.
+    let sides = env_or("MANY_SIDES", "zklock,floor");
+    let sides: Vec<&str> = sides.split(',').map(str::trim).collect();
     let (mut z, mut f) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        let stop = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicU64::new(0));
-        let before = packets(server);
-        let started = Instant::now();
-        let tasks: Vec<_> = (0..locks)
-            .map(|i| {
-                let m = zk.mutex(format!("/bench/many/zklock/l{i}"));
-                let (stop, count) = (stop.clone(), count.clone());
-                tokio::spawn(async move {
-                    while !stop.load(Ordering::Relaxed) {
-                        m.lock().await.unwrap().release().await.unwrap();
-                        count.fetch_add(1, Ordering::Relaxed);
+    // Round 0 warms up (directories, the server's JIT) and is not counted.
+    for round in 0..=rounds {
+        let time = if round == 0 {
+            time.min(Duration::from_secs(1))
+        } else {
+            time
+        };
+        for zklock in [true, false] {
+            if !sides.contains(&(if zklock { "zklock" } else { "floor" })) {
+                continue;
+            }
+            let stop = Arc::new(AtomicBool::new(false));
+            let count = Arc::new(AtomicU64::new(0));
+            let tasks: Vec<_> = (0..locks)
+                .map(|i| {
+                    let (stop, count) = (stop.clone(), count.clone());
+                    if zklock {
+                        let m = zk.mutex(format!("/bench/many/zklock/l{i}"));
+                        tokio::spawn(async move {
+                            while !stop.load(Ordering::Relaxed) {
+                                m.lock().await.unwrap().release().await.unwrap();
+                                count.fetch_add(1, Ordering::Relaxed);
+                            }
+                        })
+                    } else {
+                        let dir = format!("/bench/many/floor/l{i}");
+                        let bare = bare.clone();
+                        tokio::spawn(async move {
+                            while !stop.load(Ordering::Relaxed) {
+                                let node = bare_lock(&bare, &dir).await;
+                                bare_release(&bare, &node).await;
+                                count.fetch_add(1, Ordering::Relaxed);
+                            }
+                        })
                     }
                 })
-            })
-            .collect();
-        z.push(finish_many(server, overhead, before, started, time, stop, tasks, &count).await);
-        zk.wait_idle().await.unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicU64::new(0));
-        let before = packets(server);
-        let started = Instant::now();
-        let tasks: Vec<_> = (0..locks)
-            .map(|i| {
-                let dir = format!("/bench/many/floor/l{i}");
-                let (bare, stop, count) = (bare.clone(), stop.clone(), count.clone());
-                tokio::spawn(async move {
-                    while !stop.load(Ordering::Relaxed) {
-                        let node = bare_lock(&bare, &dir).await;
-                        bare_release(&bare, &node).await;
-                        count.fetch_add(1, Ordering::Relaxed);
-                    }
-                })
-            })
-            .collect();
-        f.push(finish_many(server, overhead, before, started, time, stop, tasks, &count).await);
+                .collect();
+            let before = packets(server);
+            let (s0, c0) = (cpu_time(jvm), cpu_time(None));
+            let started = Instant::now();
+            let n0 = count.load(Ordering::Relaxed);
+            tokio::time::sleep(time).await;
+            let n = count.load(Ordering::Relaxed) - n0;
+            let elapsed = started.elapsed();
+            let (s1, c1) = (cpu_time(jvm), cpu_time(None));
+            let w = window(before, packets(server), overhead);
+            stop.store(true, Ordering::Relaxed);
+            for t in tasks {
+                t.await.unwrap();
+            }
+            if zklock {
+                zk.wait_idle().await.unwrap();
+            }
+            let r = ManyRound {
+                rate: n as f64 / elapsed.as_secs_f64(),
+                requests: w.received as f64 / n as f64,
+                server_cpu: (s1 - s0) / n.max(1) as u32,
+                client_cpu: (c1 - c0) / n.max(1) as u32,
+                server_cores: (s1 - s0).as_secs_f64() / elapsed.as_secs_f64(),
+            };
+            if round > 0 {
+                if zklock {
+                    z.push(r)
+                } else {
+                    f.push(r)
+                }
+            }
+        }
     }
     zk.close().await;
     println!();
-    println!("## {locks} distinct locks on one session, one task per lock ({time:?} per round)");
-    println!("{:<8} {:>12} {:>16}", "", "cycles/s", "requests/cycle");
+    println!("## {locks} distinct locks on one session, one task per lock ({time:?} per round, after a warm-up round)");
+    println!(
+        "{:<8} {:>10} {:>15} {:>18} {:>18} {:>14}",
+        "", "cycles/s", "requests/cycle", "server CPU/cycle", "client CPU/cycle", "server cores"
+    );
     for (name, r) in [("zklock", &z), ("floor", &f)] {
         println!(
-            "{:<8} {:>12.0} {:>16.2}",
+            "{:<8} {:>10.0} {:>15.2} {:>18.1?} {:>18.1?} {:>14.2}",
             name,
-            median(&r.iter().map(|x| x.0).collect::<Vec<_>>()),
-            median(&r.iter().map(|x| x.1).collect::<Vec<_>>()),
+            median(&r.iter().map(|x| x.rate).collect::<Vec<_>>()),
+            median(&r.iter().map(|x| x.requests).collect::<Vec<_>>()),
+            median_duration(&r.iter().map(|x| x.server_cpu).collect::<Vec<_>>()),
+            median_duration(&r.iter().map(|x| x.client_cpu).collect::<Vec<_>>()),
+            median(&r.iter().map(|x| x.server_cores).collect::<Vec<_>>()),
         );
     }
-    let ratio: Vec<f64> = z.iter().zip(&f).map(|(a, b)| a.0 / b.0).collect();
+    let ratio: Vec<f64> = z.iter().zip(&f).map(|(a, b)| a.rate / b.rate).collect();
+    let per_request: Vec<f64> = z
+        .iter()
+        .zip(&f)
+        .map(|(a, b)| a.rate * a.requests / (b.rate * b.requests))
+        .collect();
     println!(
-        "{:<8} {:>12.2}   (zklock / floor, median of per-round-pair ratios; rounds: {})",
+        "{:<8} {:>10.2}   (zklock / floor, median of per-round-pair ratios; rounds: {}); in requests/s: {:.2}",
         "ratio",
         median(&ratio),
         ratio
             .iter()
             .map(|r| format!("{r:.2}"))
             .collect::<Vec<_>>()
-            .join(" ")
+            .join(" "),
+        median(&per_request)
     );
     println!("load: {}", loadavg());
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn finish_many(
-    server: &ZkServer,
-    overhead: Packets,
-    before: Packets,
-    started: Instant,
-    time: Duration,
-    stop: Arc<AtomicBool>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-    count: &AtomicU64,
-) -> (f64, f64) {
-    tokio::time::sleep(time).await;
-    stop.store(true, Ordering::Relaxed);
-    for t in tasks {
-        t.await.unwrap();
-    }
-    let elapsed = started.elapsed();
-    let w = window(before, packets(server), overhead);
-    let n = count.load(Ordering::Relaxed);
-    (
-        n as f64 / elapsed.as_secs_f64(),
-        w.received as f64 / n as f64,
-    )
 }
 
 // ---------------------------------------------------------------------------

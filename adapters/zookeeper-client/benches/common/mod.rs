@@ -288,3 +288,27 @@ fn op_name(op: i32) -> String {
         other => format!("op{other}"),
     }
 }
+
+/// CPU time (user + system) a process has used so far, from `/proc/<pid>/stat`
+/// (Linux; zero elsewhere). `None`: this process.
+pub fn cpu_time(pid: Option<u32>) -> Duration {
+    let path = match pid {
+        Some(pid) => format!("/proc/{pid}/stat"),
+        None => "/proc/self/stat".to_owned(),
+    };
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Duration::ZERO;
+    };
+    // Fields after the command name (which may hold spaces): state is field 3,
+    // utime and stime are fields 14 and 15.
+    let rest = text.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i - 3)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // USER_HZ is 100 on every Linux this runs on.
+    Duration::from_millis((ticks(14) + ticks(15)) * 10)
+}
