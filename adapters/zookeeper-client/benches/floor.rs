@@ -40,7 +40,8 @@
 //! Knobs: `FLOOR_ROUNDS` (5: rounds of each side), `UNCONTENDED_CYCLES` (500),
 //! `PROXY_CYCLES` (40), `PROXY_DELAY_MS` (1), `CONTENTION_MS` (1500),
 //! `CONTENTION_SESSIONS` (2,8), `MANY_LOCKS` (1000), `MANY_MS` (2000),
-//! `HERD_WAITERS` (50,1000), `HERD_CAP` (100), `HERD_ROUNDS` (3),
+//! `HERD_WAITERS` (50,1000), `HERD_CAP` (50), `HERD_ROUNDS` (3, or 1 above 200
+//! waiters),
 //! `HERD_DESIGNS` (zklock,floor,naive,children).
 
 #![forbid(unsafe_code)]
@@ -722,8 +723,9 @@ struct HerdRound {
 }
 
 async fn herd(rt: &Runtime, server: &ZkServer, waiters: usize) {
-    let cap = env_usize("HERD_CAP", 100);
-    let rounds = env_usize("HERD_ROUNDS", 3);
+    let cap = env_usize("HERD_CAP", 50);
+    // A round with 1,000 sessions per design takes ~1.5 min on 2 cores.
+    let rounds = env_usize("HERD_ROUNDS", if waiters > 200 { 1 } else { 3 });
     let designs: Vec<Design> = env_or("HERD_DESIGNS", "zklock,floor,naive,children")
         .split(',')
         .map(|d| match d.trim() {
