@@ -81,7 +81,15 @@ fn main() {
         "zklock vs the bare zookeeper-client floor; ZooKeeper on {}; {cores} cores; tokio, 2 workers; {rounds} rounds each, alternating",
         server.connect_string()
     );
-    println!("load at start: {}", loadavg());
+    println!(
+        "server JIT: {}; load at start: {}",
+        if std::env::var_os("BENCH_SERVER_C2").is_some_and(|v| !v.is_empty()) {
+            "C1 + C2 (BENCH_SERVER_C2)"
+        } else {
+            "C1 only (lock-testkit default)"
+        },
+        loadavg()
+    );
     let handle = Runtime::Tokio(rt.handle().clone());
     if on("uncontended") {
         rt.block_on(uncontended(&handle, &server, rounds));

@@ -8,12 +8,15 @@ use lock_testkit::ZkServer;
 use std::time::Duration;
 
 /// A standalone server on loopback as every bench uses it: small log preallocation
-/// steps (the default 64 MiB makes the first write slow).
+/// steps (the default 64 MiB makes the first write slow). lock-testkit runs the
+/// JVM with the C1 compiler only (`-XX:TieredStopAtLevel=1`, quick to start);
+/// `BENCH_SERVER_C2=1` lets the JVM use C2 as a production server does.
 pub fn start_server() -> ZkServer {
-    ZkServer::builder()
-        .config("preAllocSize", "1024")
-        .start()
-        .expect("starting ZooKeeper (lock-testkit)")
+    let mut builder = ZkServer::builder().config("preAllocSize", "1024");
+    if std::env::var_os("BENCH_SERVER_C2").is_some_and(|v| !v.is_empty()) {
+        builder = builder.jvm_arg("-XX:TieredStopAtLevel=4");
+    }
+    builder.start().expect("starting ZooKeeper (lock-testkit)")
 }
 
 /// The server's packet counters: requests received (every request and ping of
