@@ -18,8 +18,10 @@
 //! * `contention`: 2 and 8 sessions loop on one lock: acquisitions/s and the
 //!   handoff latency (from the holder's `release()` call to the next holder
 //!   holding, for acquisitions that were queued when that release began).
-//! * `many`: 1,000 distinct locks on one session, one task per lock looping
-//!   lock + release: cycles/s.
+//! * `many`: 1,000 distinct locks on one session, one task per lock doing
+//!   `MANY_CYCLES` lock + release cycles; cycles/s from the start to the last
+//!   task's end (a fixed window would cut the tasks' waves: they run in step),
+//!   and the server's and this process's CPU per cycle.
 //! * `herd`: one holder and N queued waiters, one session each; drain time,
 //!   server requests and notifications per release, for zklock, the floor
 //!   (the sequential recipe: watch the predecessor), and the seed articles' two
@@ -39,7 +41,7 @@
 //!
 //! Knobs: `FLOOR_ROUNDS` (5: rounds of each side), `UNCONTENDED_CYCLES` (500),
 //! `PROXY_CYCLES` (40), `PROXY_DELAY_MS` (1), `CONTENTION_MS` (1500),
-//! `CONTENTION_SESSIONS` (2,8), `MANY_LOCKS` (1000), `MANY_MS` (2000),
+//! `CONTENTION_SESSIONS` (2,8), `MANY_LOCKS` (1000), `MANY_CYCLES` (10 per lock and round),
 //! `HERD_WAITERS` (50,1000), `HERD_CAP` (50), `HERD_ROUNDS` (3, or 1 above 200
 //! waiters),
 //! `HERD_DESIGNS` (zklock,floor,naive,children).
@@ -576,7 +578,7 @@ struct ManyRound {
 
 async fn many(rt: &Runtime, server: &ZkServer, rounds: usize) {
     let locks = env_usize("MANY_LOCKS", 1000);
-    let time = Duration::from_millis(env_usize("MANY_MS", 2000) as u64);
+    let cycles = env_usize("MANY_CYCLES", 10);
     let cluster = server.connect_string();
     let zk = lock_client(rt, &cluster).await;
     let bare = Arc::new(bare_client(&cluster, TIMEOUT).await);
@@ -596,64 +598,49 @@ async fn many(rt: &Runtime, server: &ZkServer, rounds: usize) {
     let (mut z, mut f) = (Vec::new(), Vec::new());
     // Round 0 warms up (directories, the server's JIT) and is not counted.
     for round in 0..=rounds {
-        let time = if round == 0 {
-            time.min(Duration::from_secs(1))
-        } else {
-            time
-        };
         for zklock in [true, false] {
             if !sides.contains(&(if zklock { "zklock" } else { "floor" })) {
                 continue;
             }
-            let stop = Arc::new(AtomicBool::new(false));
-            let count = Arc::new(AtomicU64::new(0));
-            // Requests per cycle over the whole round (no cycle cut in two).
+            let (s0, c0) = (cpu_time(jvm), cpu_time(None));
             let before = packets(server);
+            let started = Instant::now();
             let tasks: Vec<_> = (0..locks)
                 .map(|i| {
-                    let (stop, count) = (stop.clone(), count.clone());
                     if zklock {
                         let m = zk.mutex(format!("/bench/many/zklock/l{i}"));
                         tokio::spawn(async move {
-                            while !stop.load(Ordering::Relaxed) {
+                            for _ in 0..cycles {
                                 m.lock().await.unwrap().release().await.unwrap();
-                                count.fetch_add(1, Ordering::Relaxed);
                             }
                         })
                     } else {
                         let dir = format!("/bench/many/floor/l{i}");
                         let bare = bare.clone();
                         tokio::spawn(async move {
-                            while !stop.load(Ordering::Relaxed) {
+                            for _ in 0..cycles {
                                 let node = bare_lock(&bare, &dir).await;
                                 bare_release(&bare, &node).await;
-                                count.fetch_add(1, Ordering::Relaxed);
                             }
                         })
                     }
                 })
                 .collect();
-            let (s0, c0) = (cpu_time(jvm), cpu_time(None));
-            let started = Instant::now();
-            let n0 = count.load(Ordering::Relaxed);
-            tokio::time::sleep(time).await;
-            let n = count.load(Ordering::Relaxed) - n0;
-            let elapsed = started.elapsed();
-            let (s1, c1) = (cpu_time(jvm), cpu_time(None));
-            stop.store(true, Ordering::Relaxed);
             for t in tasks {
                 t.await.unwrap();
             }
+            let elapsed = started.elapsed();
+            let (s1, c1) = (cpu_time(jvm), cpu_time(None));
             if zklock {
                 zk.wait_idle().await.unwrap();
             }
             let w = window(before, packets(server), overhead);
-            let all = count.load(Ordering::Relaxed);
+            let n = (locks * cycles) as u32;
             let r = ManyRound {
-                rate: n as f64 / elapsed.as_secs_f64(),
-                requests: w.received as f64 / all as f64,
-                server_cpu: (s1 - s0) / n.max(1) as u32,
-                client_cpu: (c1 - c0) / n.max(1) as u32,
+                rate: f64::from(n) / elapsed.as_secs_f64(),
+                requests: w.received as f64 / f64::from(n),
+                server_cpu: (s1 - s0) / n,
+                client_cpu: (c1 - c0) / n,
                 server_cores: (s1 - s0).as_secs_f64() / elapsed.as_secs_f64(),
             };
             if round > 0 {
@@ -667,7 +654,7 @@ async fn many(rt: &Runtime, server: &ZkServer, rounds: usize) {
     }
     zk.close().await;
     println!();
-    println!("## {locks} distinct locks on one session, one task per lock ({time:?} per round, after a warm-up round)");
+    println!("## {locks} distinct locks on one session, one task per lock doing {cycles} cycles per round (after a warm-up round)");
     println!(
         "{:<8} {:>10} {:>15} {:>18} {:>18} {:>14}",
         "", "cycles/s", "requests/cycle", "server CPU/cycle", "client CPU/cycle", "server cores"
