@@ -11,10 +11,11 @@
 //! Sections (`FLOOR_ONLY`, comma-separated; all by default):
 //!
 //! * `uncontended`: acquire / release / cycle on loopback, with the server's
-//!   requests (`zk_packets_received`) and notifications (`zk_packets_sent` minus
-//!   `zk_packets_received`: every request gets exactly one reply) per cycle.
+//!   requests (`zk_packets_received`) and notifications per cycle.
 //! * `proxy`: the same through a `FaultProxy` adding 1 ms each way, in units of
 //!   the fastest single-request round trip through that proxy (`RTT`).
+//!   Notifications everywhere are the watches the server triggered (`mntr`'s
+//!   `zk_sum_node_*_watch_count`).
 //! * `contention`: 2 and 8 sessions loop on one lock: acquisitions/s and the
 //!   handoff latency (from the holder's `release()` call to the next holder
 //!   holding, for acquisitions that were queued when that release began).
@@ -92,6 +93,11 @@ fn main() {
         },
         loadavg()
     );
+    if std::env::var_os("FLOOR_MNTR_DUMP").is_some() {
+        for (k, v) in server.mntr().expect("mntr").as_map() {
+            println!("  mntr {k} = {v}");
+        }
+    }
     let handle = Runtime::Tokio(rt.handle().clone());
     if on("uncontended") {
         rt.block_on(uncontended(&handle, &server, rounds));

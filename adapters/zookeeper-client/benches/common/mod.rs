@@ -26,6 +26,10 @@ pub fn start_server() -> ZkServer {
 pub struct Packets {
     pub received: u64,
     pub sent: u64,
+    /// Watches triggered (one per session and path a change fired), the sum of
+    /// `zk_sum_node_{created,deleted,changed,children}_watch_count`: the
+    /// notifications the server queued.
+    pub fired: u64,
 }
 
 impl std::ops::Sub for Packets {
@@ -34,26 +38,38 @@ impl std::ops::Sub for Packets {
         Packets {
             received: self.received - earlier.received,
             sent: self.sent - earlier.sent,
+            fired: self.fired - earlier.fired,
         }
     }
 }
 
 impl Packets {
-    /// Packets the server sent that answer no request: watch notifications (and
-    /// session events, none in these benches).
+    /// Watch notifications: the watches the server triggered. (`zk_packets_sent`
+    /// minus `zk_packets_received` approximates it only when every reply and
+    /// notification has been written by the time `mntr` reads: the server counts
+    /// a packet sent when its socket takes it, and a herd's notifications queue up
+    /// behind each other.)
     pub fn notifications(self) -> u64 {
-        self.sent.saturating_sub(self.received)
+        self.fired
     }
 }
 
-/// Reads `zk_packets_received` / `zk_packets_sent`.
+/// Reads `zk_packets_received`, `zk_packets_sent` and the watches triggered.
 pub fn packets(server: &ZkServer) -> Packets {
     let m = server.mntr().expect("mntr");
+    let fired = ["created", "deleted", "changed", "children"]
+        .iter()
+        .map(|k| {
+            m.get_u64(&format!("zk_sum_node_{k}_watch_count"))
+                .unwrap_or(0)
+        })
+        .sum();
     Packets {
         received: m
             .get_u64("zk_packets_received")
             .expect("zk_packets_received"),
         sent: m.get_u64("zk_packets_sent").expect("zk_packets_sent"),
+        fired,
     }
 }
 
@@ -71,6 +87,7 @@ pub fn window(before: Packets, after: Packets, overhead: Packets) -> Packets {
     Packets {
         received: d.received.saturating_sub(overhead.received),
         sent: d.sent.saturating_sub(overhead.sent),
+        fired: d.fired,
     }
 }
 
