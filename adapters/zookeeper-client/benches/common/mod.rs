@@ -44,11 +44,9 @@ impl std::ops::Sub for Packets {
 }
 
 impl Packets {
-    /// Watch notifications: the watches the server triggered. (`zk_packets_sent`
-    /// minus `zk_packets_received` approximates it only when every reply and
-    /// notification has been written by the time `mntr` reads: the server counts
-    /// a packet sent when its socket takes it, and a herd's notifications queue up
-    /// behind each other.)
+    /// Watch notifications: the watches the server triggered. These matched the
+    /// notifications decoded on the wire ([`Sniffer`]); `zk_packets_sent` minus
+    /// `zk_packets_received` came out lower in herd drains (not traced why).
     pub fn notifications(self) -> u64 {
         self.fired
     }
