@@ -9,6 +9,8 @@
 //! DRAIN_WAITERS=300 DRAIN_SESSIONS=1,4,300 cargo bench -p lock-zookeeper-client --bench drain
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod common;
 
 use common::{env_or, packets, start_server, wait_quiet, wait_watches, watch_count, Sniffer};

@@ -9,6 +9,8 @@
 //! requests per cycle (server `mntr` and the core's count), and, on tokio, handoffs
 //! per second with 2 and 8 contending sessions.
 
+#![forbid(unsafe_code)]
+
 mod common;
 
 use common::{packets, start_server};

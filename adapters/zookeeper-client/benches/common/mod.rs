@@ -1,6 +1,7 @@
 //! Helpers shared by the benches (`mod common;` in each): the server, `mntr`
 //! counters, the bare zookeeper-client floor's connection, medians, knobs.
 
+#![forbid(unsafe_code)]
 // Each bench uses a subset.
 #![allow(dead_code)]
 
