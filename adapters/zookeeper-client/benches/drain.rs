@@ -8,6 +8,12 @@
 //! cargo bench -p lock-zookeeper-client --bench drain
 //! DRAIN_WAITERS=300 DRAIN_SESSIONS=1,4,300 cargo bench -p lock-zookeeper-client --bench drain
 //! ```
+//!
+//! The window opens once every waiter's watch is sent (core), held (server's
+//! `zk_watch_count`) and the server has read everything sent. `DRAIN_TRACE=1`
+//! routes the sessions through a frame-decoding proxy and prints the window's
+//! requests by operation and the server's packets by kind; `DRAIN_EARLY=1` opens
+//! the window as before issue 10 (as soon as the core has sent the watches).
 
 #![forbid(unsafe_code)]
 
