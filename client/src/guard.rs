@@ -4,8 +4,8 @@ use crate::client::LockClient;
 use crate::error::Error;
 use crate::writes::Writes;
 use lock_core::{
-    FencedError, FencingToken, Grant, LockEvent, LockId, LostReason, MultiResult, UsageError,
-    ZkError,
+    FencedError, FencingToken, Grant, LockEvent, LockId, LockState, LostReason, MultiResult,
+    UsageError, ZkError,
 };
 use std::future::poll_fn;
 use std::task::{Context, Poll};
@@ -136,8 +136,9 @@ impl Drop for Pending {
         let (id, done) = (self.id, self.done);
         self.client.shared().with(|s| {
             if !done {
+                // Waiting: cancelled; granted but never handed out: released.
                 let now = s.now();
-                let _ = s.core.abandon(id, now);
+                let _ = s.core.cancel(id, now);
             }
             s.drop_slot(id);
         });
@@ -702,9 +703,18 @@ impl Drop for LockGuard {
                 // lock now, not when the delete is confirmed.
                 slot.status = LockStatus::Released;
                 // Released in the background (see `LockClient::wait_idle`); inside
-                // an open critical section the marker stays for the next holder.
+                // an open critical section the marker stays for the next holder, as
+                // a crash there would leave it.
                 let now = s.now();
-                let _ = s.core.abandon(id, now);
+                let held = matches!(
+                    s.core.state(id),
+                    Some(LockState::Held | LockState::Suspended)
+                );
+                let _ = if held {
+                    s.core.abandon(id, now)
+                } else {
+                    s.core.cancel(id, now)
+                };
             }
             s.drop_slot(id);
         });

@@ -103,6 +103,17 @@ macro_rules! lock_methods {
             self
         }
 
+        /// Watches the held node, so that an administrator deleting it ends the hold
+        /// at once ([`LockEvent::Lost`](crate::LockEvent::Lost) with `NodeDeleted`).
+        /// Costs one request per acquisition and one notification per release;
+        /// without it (as with Curator and kazoo) such a deletion is noticed at the
+        /// next reconnect, fenced write or release. Session expiry and long
+        /// suspensions are noticed either way. Revocable locks always watch.
+        pub fn watch_node(mut self) -> Self {
+            self.spec = self.spec.watch_node();
+            self
+        }
+
         /// Honours revocation requests ([`LockClient::revoke`]): a holder is told
         /// ([`LockGuard::revocation_requested`], [`LockEvent::RevocationRequested`](crate::LockEvent::RevocationRequested))
         /// and decides; a waiter gives up its place and its lock call fails with

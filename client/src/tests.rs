@@ -231,8 +231,10 @@ fn slots_go_with_their_handles_whatever_ends_them() {
     link.handle_reply(sent[1].id, Ok(Reply::Children(vec![peer(1), name])), now);
     assert!(matches!(poll_once(attempt.as_mut()), Poll::Ready(Ok(None))));
     assert!(locks.shared().read(|s| s.slots.is_empty()));
-    // A guard released through `release`, and one whose loss was read.
-    let mut lock = pin!(mutex.lock());
+    // A guard whose loss was read, then released through `release` (it watches
+    // its node, to hear of the deletion).
+    let watched = mutex.clone().watch_node();
+    let mut lock = pin!(watched.lock());
     assert!(poll_once(lock.as_mut()).is_pending());
     // The try-only node's delete, then the new create and listing.
     let sent = requests(&mut link);

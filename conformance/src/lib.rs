@@ -59,6 +59,9 @@ use std::time::Duration;
 pub enum Kind {
     /// An exclusive lock (the binding's mutex).
     Mutex,
+    /// An exclusive lock that watches its node while held (`watch_node()`), so an
+    /// administrator deleting it is heard of at once.
+    WatchedMutex,
     /// The shared half of a read/write lock.
     Read,
     /// The exclusive half of a read/write lock (compatible with `Mutex` on the same
@@ -120,14 +123,12 @@ pub struct Expectations {
     /// Requests the server receives for one uncontended acquire + release on an
     /// existing lock directory (`zk_packets_received` in `mntr`).
     ///
-    /// The core sends `create` and `getChildren` back to back, then a `getData` with
-    /// a watch on its own node (to notice an administrator deleting it, or a
-    /// revocation request), and `delete` to release: 4 requests. A binding whose
-    /// client returns the node's Stat with `create` (`zookeeper-client`) grants the
-    /// lock on the listing, 1 round trip; one whose client does not (the `zookeeper`
-    /// crate) takes the token from that `getData`'s reply, 2 round trips, still 4
-    /// requests. A binding that sends a request of its own per acquisition would
-    /// count it here.
+    /// The core sends `create` and `getChildren` back to back and grants on the
+    /// listing, then `delete` to release: 3 requests, 1 round trip each way, when the
+    /// client returns the node's Stat (the token) with `create` (`zookeeper-client`).
+    /// One whose client does not (the `zookeeper` crate) reads its node with a
+    /// `getData` for it: 4 requests, 2 round trips to acquire. A binding that sends
+    /// a request of its own per acquisition would count it here.
     pub requests_per_cycle: u64,
 }
 
@@ -233,6 +234,7 @@ macro_rules! conformance_tests {
             waiter_rewatches_after_reconnect,
             blackhole_suspends_before_expiry_then_lost,
             admin_delete_gives_lost,
+            admin_delete_of_a_plain_lock_is_not_watched,
             ensemble_leader_loss_keeps_exclusion,
             invalid_paths_give_typed_errors,
             closed_client_gives_typed_errors,

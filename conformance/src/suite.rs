@@ -496,13 +496,14 @@ pub fn blackhole_suspends_before_expiry_then_lost<B: Backend>(b: &B) {
     b.close(&cb);
 }
 
-/// An administrator deleting the holder's node: the holder hears `Lost(NodeDeleted)`.
+/// An administrator deleting the node of a holder that watches it: the holder
+/// hears `Lost(NodeDeleted)` at once.
 pub fn admin_delete_gives_lost<B: Backend>(b: &B) {
     let server = shared_server();
     let path = unique_path("admin-delete");
     let admin = Admin::connect(&server.connect_string());
     let c = connect(b, &server.connect_string());
-    let mut g = lock(b, &c, Kind::Mutex, &path);
+    let mut g = lock(b, &c, Kind::WatchedMutex, &path);
     assert!(admin.delete(&b.node_path(&g)));
     let event = expect_event(b, &mut g, SHORT, "Lost", |e| {
         matches!(e, LockEvent::Lost(_))
@@ -513,6 +514,30 @@ pub fn admin_delete_gives_lost<B: Backend>(b: &B) {
         b.release(g),
         Err(Failure::Lost(LostReason::NodeDeleted))
     ));
+    let g = lock(b, &c, Kind::Mutex, &path);
+    b.release(g).expect("release");
+    b.wait_idle(&c).expect("idle");
+    assert!(admin.children(&path).is_empty());
+    b.close(&c);
+}
+
+/// A plain lock watches no node while held (3 requests a cycle): an administrator
+/// deleting its node goes unheard until the release, which still succeeds, and
+/// the next holder gets in.
+pub fn admin_delete_of_a_plain_lock_is_not_watched<B: Backend>(b: &B) {
+    let server = shared_server();
+    let path = unique_path("admin-delete-plain");
+    let admin = Admin::connect(&server.connect_string());
+    let c = connect(b, &server.connect_string());
+    let g = lock(b, &c, Kind::Mutex, &path);
+    let node = b.node_path(&g);
+    assert!(
+        watchers_of(server, &node).is_empty(),
+        "a plain holder leaves no watch on its node"
+    );
+    assert!(admin.delete(&node));
+    b.release(g)
+        .expect("releasing a node already gone is a release");
     let g = lock(b, &c, Kind::Mutex, &path);
     b.release(g).expect("release");
     b.wait_idle(&c).expect("idle");

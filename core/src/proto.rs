@@ -98,6 +98,15 @@ pub enum Op {
     /// An atomic `multi`. Reply: [`Reply::Multi`]; on failure
     /// [`ZkError::MultiFailed`] naming the first failing op (connection errors as such).
     Multi(Vec<MultiOp>),
+    /// `removeWatches(path, Data)`: drop the data watch this session left on `path`
+    /// with `GetData { watch: true }`, so its firing is never sent. Reply:
+    /// [`Reply::WatchRemoved`], whatever happened (no watch left, client without
+    /// the call): the core only saves the server a notification with it, and
+    /// ignores a firing that comes anyway.
+    RemoveWatch {
+        /// Node path.
+        path: String,
+    },
 }
 
 impl Op {
@@ -109,7 +118,8 @@ impl Op {
             | Op::WatchChildren { path }
             | Op::GetData { path, .. }
             | Op::SetData { path, .. }
-            | Op::Delete { path, .. } => path,
+            | Op::Delete { path, .. }
+            | Op::RemoveWatch { path } => path,
             Op::Multi(ops) => ops.first().map(MultiOp::path).unwrap_or(""),
         }
     }
@@ -137,6 +147,7 @@ impl Op {
                 Op::GetData { path, .. } => string_len(path) + 1,
                 Op::SetData { path, data, .. } => string_len(path) + 4 + data.len() + 4,
                 Op::Delete { path, .. } => string_len(path) + 4,
+                Op::RemoveWatch { path } => string_len(path) + 4,
                 Op::Multi(ops) => {
                     const MULTI_HEADER: usize = 9; // type, done, err
                     ops.iter()
@@ -276,6 +287,8 @@ pub enum Reply {
     Deleted,
     /// Every op of a multi succeeded, with one result per op.
     Multi(Vec<MultiResult>),
+    /// The reply to [`Op::RemoveWatch`] (sent whatever the outcome).
+    WatchRemoved,
 }
 
 // A failed multi is `Err(ZkError::MultiFailed { index, error })`, the first failing op.
@@ -359,7 +372,10 @@ pub enum WatchKind {
 #[non_exhaustive]
 pub enum SessionEvent {
     /// Connected (first time or again). A `session_id` different from the previous
-    /// one means the old session expired: every lock of the old session is lost.
+    /// one means the old session is gone for us: every lock of the old session is
+    /// lost, and, since the server may still hold that session (a client that moved
+    /// on without being told it expired), the old session's nodes are deleted from
+    /// the new one, as after [`SessionEvent::Abandoned`].
     Connected {
         /// The session id now in use.
         session_id: i64,
@@ -370,6 +386,14 @@ pub enum SessionEvent {
     Disconnected,
     /// The server expired the session: its ephemeral nodes are gone.
     Expired,
+    /// The client gave the session up without the server having ended it (the
+    /// blocking `zookeeper` crate drops its session on a connection loss while
+    /// busy). Every lock ends as after an expiry, but the server may keep the
+    /// session, and our nodes in the queues, for up to a session timeout: the core
+    /// deletes them from the next session as soon as there is one. They are found
+    /// by path and by the attempt id in their names, so no node of another session
+    /// is ever touched.
+    Abandoned,
     /// The client was closed for good; no further requests can be sent.
     Closed,
 }

@@ -1,6 +1,6 @@
 //! [`Session`]: every lock of one ZooKeeper session, multiplexed in one state machine.
 
-use crate::acquisition::{Acquisition, Ctx, State};
+use crate::acquisition::{Acquisition, Ctx, Ended, State};
 use crate::event::{FailReason, LockEvent, LockId, UsageError};
 use crate::limits;
 use crate::names::{AttemptId, NameScheme};
@@ -330,6 +330,25 @@ impl Session {
         }
     }
 
+    /// Lets go of a held lock without closing its open critical section (a guard
+    /// dropped inside a section, as by a holder that crashed there): its node is
+    /// deleted and the acquisition ends with [`LockEvent::Released`], but the
+    /// section marker stays, so the next holder sees
+    /// [`Grant::previous_holder_crashed`](crate::Grant::previous_holder_crashed).
+    /// Without an open section this is [`release`](Self::release).
+    pub fn abandon(&mut self, id: LockId, now: Timestamp) -> Result<(), UsageError> {
+        match self.tasks.get(&id) {
+            None => Err(UsageError::UnknownLock(id)),
+            Some(t) => match t.acquisition().map(Acquisition::state) {
+                Some(State::Held) => self.with_acquisition(id, now, |a, cx| {
+                    a.abandon(cx);
+                    Ok(())
+                }),
+                _ => Err(UsageError::NotHeld(id)),
+            },
+        }
+    }
+
     /// Gives up: a waiting acquisition fails with [`FailReason::Cancelled`] and its
     /// node (even one whose create is still in flight) is removed in the background;
     /// a held one is released; an observer or revocation stops. Cancelling an ended
@@ -348,29 +367,6 @@ impl Session {
             Task::Revoke(r) => r.stop(cx, FailReason::Cancelled),
         });
         Ok(())
-    }
-
-    /// What a dropped handle does: like [`cancel`](Self::cancel), except that a held
-    /// lock inside a critical section (open, or its opening in flight) is not
-    /// released cleanly: it reports [`LockEvent::Released`] at once and its node is
-    /// deleted alone in the background (retried across reconnects), leaving the
-    /// section's marker, so that the next holder sees
-    /// [`Grant::previous_holder_crashed`](crate::Grant::previous_holder_crashed) as if
-    /// we had died inside the section. Abandoning an ended one is a no-op.
-    pub fn abandon(&mut self, id: LockId, now: Timestamp) -> Result<(), UsageError> {
-        let in_section = match self.tasks.get(&id) {
-            None => return Err(UsageError::UnknownLock(id)),
-            Some(t) => t
-                .acquisition()
-                .is_some_and(|a| a.state() == State::Held && a.in_section()),
-        };
-        if !in_section {
-            return self.cancel(id, now);
-        }
-        self.with_acquisition(id, now, |a, cx| {
-            a.abandon(cx);
-            Ok(())
-        })
     }
 
     /// Opens a critical section on a held lock with crash detection: a marker
@@ -435,8 +431,9 @@ impl Session {
                 SessionEvent::Connected { session_id },
                 Conn::Connected(old) | Conn::Disconnected(old),
             ) if old != session_id => {
-                // A different session: the old one expired with all its nodes.
-                self.end_session(now, false);
+                // A different session: the old one is gone for us, though perhaps
+                // not yet on the server: its nodes are deleted from this one.
+                self.end_session(now, Ended::Abandoned);
                 self.conn = Conn::Connected(session_id);
                 self.for_each_task(now, |t, cx| t.recover(cx));
             }
@@ -455,21 +452,27 @@ impl Session {
                 });
             }
             (SessionEvent::Disconnected, _) => {}
-            (SessionEvent::Expired, _) => self.end_session(now, false),
+            (SessionEvent::Expired, _) => self.end_session(now, Ended::Expired),
+            (SessionEvent::Abandoned, _) => self.end_session(now, Ended::Abandoned),
             (SessionEvent::Closed, _) => {
-                self.end_session(now, true);
+                self.end_session(now, Ended::Closed);
                 self.conn = Conn::Closed;
             }
         }
     }
 
-    fn end_session(&mut self, now: Timestamp, closed: bool) {
+    fn end_session(&mut self, now: Timestamp, how: Ended) {
+        let closed = how == Ended::Closed;
         self.requests.forget_all();
         self.timers.cancel_kind(TimerKind::Retry);
         self.timers.cancel_kind(TimerKind::Grace);
         // Events for the old session's locks carry its id; then there is none.
+        // Nothing is sent meanwhile: deletions wait for the next session.
+        if let Conn::Connected(id) = self.conn {
+            self.conn = Conn::Disconnected(id);
+        }
         self.for_each_task(now, |t, cx| match t {
-            Task::Acquisition(a) => a.on_session_ended(cx, closed),
+            Task::Acquisition(a) => a.on_session_ended(cx, how),
             // Observers and revocations own no node: they go on with the next session.
             Task::Observer(o) if closed => o.stop(cx, FailReason::Closed),
             Task::Revoke(r) if closed => r.stop(cx, FailReason::Closed),

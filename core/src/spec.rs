@@ -78,6 +78,7 @@ pub struct LockSpec {
     pub(crate) wait: bool,
     pub(crate) revocable: bool,
     pub(crate) detect_crashes: bool,
+    pub(crate) watch_node: bool,
     pub(crate) max_hold: Option<Duration>,
     /// A half of a read/write lock rather than a mutex (Curator names the two
     /// recipes' exclusive nodes differently).
@@ -96,6 +97,7 @@ impl LockSpec {
             wait: true,
             revocable: false,
             detect_crashes: false,
+            watch_node: false,
             max_hold: None,
             rwlock: false,
             owner: None,
@@ -182,6 +184,27 @@ impl LockSpec {
     pub fn detect_crashes(mut self) -> Self {
         self.detect_crashes = true;
         self
+    }
+
+    /// Keeps a watch on our node while held, so an administrator deleting it ends
+    /// the hold at once with [`Lost(NodeDeleted)`](crate::LostReason::NodeDeleted).
+    ///
+    /// Costs one `getData` per acquisition and one notification per release. Without
+    /// it (the default, as in Curator and kazoo), a lock is still lost at once on a
+    /// session expiry or a suspension past the grace period, and a holder's node is
+    /// checked after every reconnect; only a deletion by hand while connected goes
+    /// unnoticed until then, or until a fenced write or the release. Revocable locks
+    /// and leaders always watch their node (they need it).
+    pub fn watch_node(mut self) -> Self {
+        self.watch_node = true;
+        self
+    }
+
+    /// Whether the held node is watched: asked for with [`LockSpec::watch_node`], or
+    /// needed by a feature (revocation requests arrive as data changes; a leader
+    /// must hear at once that it no longer leads).
+    pub fn watches_node(&self) -> bool {
+        self.watch_node || self.revocable || self.recipe == Recipe::Leader
     }
 
     /// A lease: once held for `max_hold`, the lock is reported

@@ -47,6 +47,28 @@ impl WatchIndex {
         locks.into_iter().collect()
     }
 
+    /// `lock` no longer wants the firing of its watch on `path`. Returns whether no
+    /// task watches `path` any more: only then may the session's watch be removed
+    /// from the server (ZooKeeper keeps one per session and path, which another
+    /// task, e.g. our successor in the same session, may be counting on).
+    pub(crate) fn remove(&mut self, lock: LockId, path: &str) -> bool {
+        let mut unwatched = true;
+        if let Some(locks) = self.by_path.get_mut(path) {
+            locks.remove(&lock);
+            unwatched = locks.is_empty();
+            if unwatched {
+                self.by_path.remove(path);
+            }
+        }
+        if let Some(paths) = self.by_lock.get_mut(&lock) {
+            paths.remove(path);
+            if paths.is_empty() {
+                self.by_lock.remove(&lock);
+            }
+        }
+        unwatched
+    }
+
     /// `lock` has ended: it wants no firing any more.
     pub(crate) fn forget_lock(&mut self, lock: LockId) {
         for path in self.by_lock.remove(&lock).unwrap_or_default() {
@@ -78,6 +100,12 @@ mod tests {
         w.add(LockId(3), "/l/a");
         assert_eq!(w.take("/l/a"), vec![LockId(1), LockId(3)]);
         assert_eq!(w.take("/l/a"), Vec::<LockId>::new(), "one-shot");
+        // Removing one task's interest leaves the others'.
+        w.add(LockId(1), "/l/c");
+        w.add(LockId(2), "/l/c");
+        assert!(!w.remove(LockId(1), "/l/c"), "task 2 still watches");
+        assert!(w.remove(LockId(2), "/l/c"));
+        assert_eq!(w.take("/l/c"), Vec::<LockId>::new());
         assert_eq!(w.take("/l/c"), Vec::<LockId>::new());
         w.forget_lock(LockId(2));
         assert_eq!(w.take("/l/b"), Vec::<LockId>::new());

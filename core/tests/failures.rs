@@ -1,4 +1,4 @@
-//! One test per row of DESIGN.md's failure table (section 3), driven by hand.
+//! One test per row of the failure table (README, "What happens when things fail"), driven by hand.
 
 mod harness;
 use harness::*;
@@ -11,9 +11,10 @@ fn waiting(h: &mut H, path: &str) -> (LockId, String, String) {
     let node = h.answer_create(2);
     let p = peer(NodeKind::Write, 1, 1);
     h.answer_list(&[&p, &name_of(&node)]);
-    h.answer_data(&node, SID);
+    // Our own node first (watched while we wait), then the predecessor.
+    h.answer_watch(&node, SID);
     let ppath = format!("{path}/{p}");
-    h.answer_data(&ppath, 42);
+    h.answer_watch(&ppath, 42);
     assert!(h.take_events().is_empty());
     (id, node, ppath)
 }
@@ -155,7 +156,7 @@ fn session_expired_fails_waiters_and_loses_holders() {
 #[test]
 fn a_new_session_id_after_reconnect_counts_as_expiry() {
     let mut h = H::new();
-    let (held, _) = h.held("/a", 0);
+    let (held, node) = h.held("/a", 0);
     h.session(SessionEvent::Disconnected);
     h.take_events();
     h.session(SessionEvent::Connected {
@@ -165,6 +166,17 @@ fn a_new_session_id_after_reconnect_counts_as_expiry() {
         h.events,
         vec![(held, LockEvent::Lost(LostReason::SessionExpired))]
     );
+    // The old session may live on in the server: its node goes, from the new one.
+    let r = h.next_req();
+    assert_eq!(
+        r.op,
+        Op::Delete {
+            path: node,
+            version: None
+        }
+    );
+    h.reply(r.id, Err(ZkError::NoNode));
+    assert!(h.no_requests());
     // The session keeps working on the new id.
     h.events.clear();
     h.acquire(LockSpec::write("/a"));
@@ -179,7 +191,7 @@ fn a_new_session_id_after_reconnect_counts_as_expiry() {
 #[test]
 fn own_node_deleted_while_holding_is_lost() {
     let mut h = H::new();
-    let (_, node) = h.held("/f", 0);
+    let (_, node) = h.held_watched("/f", 0);
     h.watch(&node, WatchKind::NodeDeleted);
     assert_eq!(
         h.take_events(),
@@ -436,4 +448,163 @@ fn a_listing_that_overtakes_the_create_is_repeated_after_the_create_reply() {
     }
     assert!(saw_list);
     assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+}
+
+/// A plain lock's uncontended cycle is create + getChildren + delete: no read of
+/// its own node, no watch on it, so its release notifies nobody.
+#[test]
+fn plain_lock_cycle_is_three_requests_and_leaves_no_watch() {
+    let mut h = H::new();
+    let id = h.acquire(LockSpec::write("/p"));
+    let node = h.answer_create(0);
+    h.answer_list(&[&name_of(&node)]);
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    assert!(h.no_requests(), "held after two requests: {:?}", h.reqs);
+    h.s.release(id, h.now).unwrap();
+    h.drain();
+    let r = h.next_req();
+    assert!(matches!(&r.op, Op::Delete { path, .. } if *path == node));
+    assert!(h.no_requests());
+    h.reply(r.id, Ok(Reply::Deleted));
+    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    assert_eq!(h.s.stats().requests, 3);
+}
+
+/// Without `watch_node`, a firing on the holder's node is not the holder's (it set
+/// no watch): the deletion is found by the check every reconnect makes.
+#[test]
+fn plain_holder_notices_a_deleted_node_at_the_next_reconnect_check() {
+    let mut h = H::new();
+    let (_, node) = h.held("/p", 0);
+    h.watch(&node, WatchKind::NodeDeleted);
+    assert!(h.take_events().is_empty(), "no watch was set");
+    h.session(SessionEvent::Disconnected);
+    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.session(SessionEvent::Connected { session_id: SID });
+    let r = h.next_req();
+    assert_eq!(
+        r.op,
+        Op::GetData {
+            path: node.clone(),
+            watch: false
+        },
+        "a plain holder checks its node without a watch"
+    );
+    h.reply(r.id, Err(ZkError::NoNode));
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Lost(LostReason::NodeDeleted)]
+    );
+}
+
+/// A waiter watches its own node (sent before the peer watch), and drops that
+/// watch when granted, so its own release does not notify it.
+#[test]
+fn waiter_watches_its_node_while_waiting_and_drops_the_watch_when_granted() {
+    let mut h = H::new();
+    let (id, node, ppath) = waiting(&mut h, "/w");
+    h.watch(&ppath, WatchKind::NodeDeleted);
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    let r = h.next_req();
+    assert_eq!(r.op, Op::RemoveWatch { path: node.clone() });
+    h.reply(r.id, Ok(Reply::WatchRemoved));
+    assert!(h.no_requests());
+    // A firing that comes anyway (a client that cannot remove watches) is ignored.
+    h.watch(&node, WatchKind::NodeDataChanged);
+    assert!(h.take_events().is_empty() && h.no_requests());
+    h.s.release(id, h.now).unwrap();
+    h.drain();
+    let r = h.next_req();
+    assert!(matches!(r.op, Op::Delete { .. }));
+    h.reply(r.id, Ok(Reply::Deleted));
+    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+}
+
+/// With `watch_node`, the watch set while waiting is kept through the hold.
+#[test]
+fn watch_node_keeps_the_watch_set_while_waiting() {
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/k").watch_node());
+    let node = h.answer_create(2);
+    let p = peer(NodeKind::Write, 1, 1);
+    h.answer_list(&[&p, &name_of(&node)]);
+    // Watched from the create on (the read went out behind the listing).
+    h.answer_watch(&node, SID);
+    h.answer_watch(&format!("/k/{p}"), 42);
+    h.watch(&format!("/k/{p}"), WatchKind::NodeDeleted);
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    assert!(h.no_requests(), "the watch stays: {:?}", h.reqs);
+    h.watch(&node, WatchKind::NodeDeleted);
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Lost(LostReason::NodeDeleted)]
+    );
+}
+
+/// An administrator deletes a waiting node, then its predecessor leaves: the
+/// waiter must not take the lock from its cache (the one queued behind it would
+/// hold too). The news of its own node comes first: it was asked for first.
+#[test]
+fn a_waiter_whose_node_was_deleted_never_takes_the_lock() {
+    let mut h = H::new();
+    let (_, node, ppath) = waiting(&mut h, "/d");
+    h.watch(&node, WatchKind::NodeDeleted);
+    h.watch(&ppath, WatchKind::NodeDeleted);
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Failed(FailReason::NodeDeleted)]
+    );
+}
+
+/// The client gave up a session the server may still hold (the blocking crate's
+/// hazard): locks end as after an expiry, and on the next session the old nodes
+/// are deleted, a held one by path and one whose create's reply never came by
+/// attempt id, so the queue does not wait a session timeout for the server.
+#[test]
+fn an_abandoned_session_s_nodes_are_deleted_from_the_next_one() {
+    let mut h = H::new();
+    let (held, node) = h.held("/a", 0);
+    let waiting = h.acquire(LockSpec::write("/b"));
+    let create = h.next_req();
+    let _list = h.next_req();
+    h.session(SessionEvent::Abandoned);
+    assert_eq!(
+        h.events,
+        vec![
+            (held, LockEvent::Lost(LostReason::SessionExpired)),
+            (waiting, LockEvent::Failed(FailReason::SessionExpired)),
+        ]
+    );
+    assert!(h.no_requests(), "nothing is sent without a session");
+    assert!(!h.s.is_idle(), "the old nodes are still to delete");
+    h.session(SessionEvent::Connected {
+        session_id: SID + 7,
+    });
+    let mut deleted = Vec::new();
+    let mut listed = false;
+    while let Some(r) = h.reqs.pop_front() {
+        match &r.op {
+            Op::Delete { path, .. } => {
+                deleted.push(path.clone());
+                h.reply(r.id, Ok(Reply::Deleted));
+            }
+            Op::GetChildren { path } => {
+                assert_eq!(path, "/b");
+                listed = true;
+                // The old session's create was applied: its node is found by name.
+                let Op::Create { path: prefix, .. } = &create.op else {
+                    panic!()
+                };
+                let name = format!("{}0000000003", name_of(prefix));
+                h.reply(r.id, Ok(Reply::Children(vec![name])));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(listed, "the unknown create is looked for");
+    deleted.sort();
+    assert_eq!(deleted.len(), 2, "{deleted:?}");
+    assert_eq!(deleted[0], node);
+    assert!(deleted[1].starts_with("/b/"), "{deleted:?}");
+    assert!(h.s.is_idle());
 }

@@ -42,10 +42,17 @@ fn revocable_holder_is_asked_and_decides() {
 
 #[test]
 fn non_revocable_holder_ignores_revocation() {
+    // One that watches its node reads the marker and ignores it...
     let mut h = H::new();
-    let (_, node) = h.held_spec(LockSpec::write("/v"), 0);
+    let (_, node) = h.held_spec(LockSpec::write("/v").watch_node(), 0);
     own_data(&mut h, &node, b"__REVOKE__");
     assert!(h.take_events().is_empty());
+    // ...a plain one set no watch: the firing is not its, and it reads nothing.
+    let mut h = H::new();
+    let (_, node) = h.held_spec(LockSpec::write("/v"), 0);
+    h.watch(&node, WatchKind::NodeDataChanged);
+    assert!(h.take_events().is_empty());
+    assert!(h.no_requests());
 }
 
 #[test]
@@ -207,7 +214,6 @@ fn uncontended_grant_reports_a_crashed_section_for_free() {
         other => panic!("{other:?}"),
     }
     assert_eq!(h.s.stats().foreign_children, 0, "the marker is not foreign");
-    h.answer_data(&node, SID);
     assert!(h.no_requests(), "no extra request on the uncontended path");
     // Take over the crashed holder's section: create fails, set it instead.
     h.s.open_section(id, h.now).unwrap();
@@ -461,133 +467,43 @@ fn a_lasting_section_refusal_is_reported_not_retried_forever() {
     assert!(h.no_requests(), "no retry loop");
 }
 
-/// A section opened (or opening) when the holder's handle is dropped: the node goes
-/// alone, the marker stays for the next holder.
-fn abandon_in_section(answer_open_first: bool) {
-    let mut h = H::new();
-    let (id, node) = h.held_spec(LockSpec::write("/s").detect_crashes(), 0);
-    h.s.open_section(id, h.now).unwrap();
-    h.drain();
-    let open = h.next_req();
-    if answer_open_first {
-        h.reply(
-            open.id,
-            Ok(Reply::Multi(vec![
-                MultiResult::Checked,
-                MultiResult::Created {
-                    path: "/s/zkl-section".into(),
-                },
-            ])),
-        );
-        assert_eq!(h.take_events(), vec![LockEvent::SectionOpened]);
-    }
-    h.s.abandon(id, h.now).unwrap();
-    h.drain();
-    assert_eq!(h.events, vec![(id, LockEvent::Released)]);
-    h.events.clear();
-    // The node alone: not the release's multi that would delete the marker.
-    let delete = h.next_req();
-    assert_eq!(
-        delete.op,
-        Op::Delete {
-            path: node,
-            version: None
+/// Letting go inside an open section (a guard dropped there) deletes the node
+/// alone: the marker stays for the next holder, as after a crash. Outside a
+/// section, abandoning is a release.
+#[test]
+fn abandon_inside_a_section_leaves_the_marker() {
+    for in_section in [true, false] {
+        let mut h = H::new();
+        let (id, node) = h.held_spec(LockSpec::write("/s").detect_crashes(), 3);
+        if in_section {
+            h.s.open_section(id, h.now).unwrap();
+            h.drain();
+            let r = h.next_req();
+            h.reply(
+                r.id,
+                Ok(Reply::Multi(vec![
+                    MultiResult::Checked,
+                    MultiResult::Created {
+                        path: "/s/zkl-section".into(),
+                    },
+                ])),
+            );
+            assert_eq!(h.take_events(), vec![LockEvent::SectionOpened]);
         }
-    );
-    if !answer_open_first {
-        // The open, sent before, lands before the delete; its reply reports nothing
-        // after the terminal event.
-        h.reply(
-            open.id,
-            Ok(Reply::Multi(vec![
-                MultiResult::Checked,
-                MultiResult::Created {
-                    path: "/s/zkl-section".into(),
-                },
-            ])),
-        );
-    }
-    h.reply(delete.id, Ok(Reply::Deleted));
-    assert!(h.events.is_empty(), "nothing after the terminal event");
-    assert!(h.no_requests());
-    assert!(h.s.is_idle());
-}
-
-#[test]
-fn abandoning_inside_a_section_deletes_the_node_alone() {
-    abandon_in_section(true);
-}
-
-#[test]
-fn abandoning_while_a_section_opens_deletes_the_node_alone() {
-    abandon_in_section(false);
-}
-
-#[test]
-fn abandoning_without_a_section_is_a_cancel() {
-    let mut h = H::new();
-    let (id, node) = h.held_spec(LockSpec::write("/s").detect_crashes(), 0);
-    h.s.abandon(id, h.now).unwrap();
-    h.drain();
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: node,
-            version: None
-        }
-    );
-    h.reply(r.id, Ok(Reply::Deleted));
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
-    // A waiting one is cancelled, and an unknown id refused.
-    let waiting = h.acquire(LockSpec::write("/t"));
-    h.s.abandon(waiting, h.now).unwrap();
-    h.drain();
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::Cancelled)]
-    );
-    assert_eq!(
-        h.s.abandon(LockId(999), h.now),
-        Err(UsageError::UnknownLock(LockId(999)))
-    );
-}
-
-#[test]
-fn abandoning_while_suspended_deletes_the_node_after_the_reconnect() {
-    let mut h = H::new();
-    let (id, node) = h.held_spec(LockSpec::write("/s").detect_crashes(), 0);
-    h.s.open_section(id, h.now).unwrap();
-    h.drain();
-    let open = h.next_req();
-    h.reply(
-        open.id,
-        Ok(Reply::Multi(vec![
-            MultiResult::Checked,
-            MultiResult::Created {
-                path: "/s/zkl-section".into(),
+        h.s.abandon(id, h.now).unwrap();
+        h.drain();
+        let r = h.next_req();
+        assert_eq!(
+            r.op,
+            Op::Delete {
+                path: node,
+                version: None
             },
-        ])),
-    );
-    h.session(SessionEvent::Disconnected);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::SectionOpened, LockEvent::Suspended]
-    );
-    h.s.abandon(id, h.now).unwrap();
-    h.drain();
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
-    assert!(h.no_requests(), "nothing is sent while disconnected");
-    h.session(SessionEvent::Connected { session_id: SID });
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: node,
-            version: None
-        }
-    );
-    h.reply(r.id, Ok(Reply::Deleted));
-    assert!(h.events.is_empty());
-    assert!(h.s.is_idle());
+            "in section: {in_section}"
+        );
+        h.reply(r.id, Ok(Reply::Deleted));
+        assert_eq!(h.take_events(), vec![LockEvent::Released]);
+        assert!(h.no_requests(), "the marker is left alone");
+        assert_eq!(h.s.abandon(id, h.now), Err(UsageError::UnknownLock(id)));
+    }
 }

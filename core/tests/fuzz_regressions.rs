@@ -141,8 +141,9 @@ fn a_reply_of_the_wrong_type_to_a_listing_is_retried() {
     let node = h.answer_create(0);
     let list = h.next_req();
     h.reply(list.id, Ok(Reply::Deleted));
-    // The own-node read is still due; then the retry lists again.
-    h.answer_data(&node, SID);
+    // Nothing else is awaited (a plain lock reads not its own node); the retry
+    // lists again.
+    assert!(h.no_requests());
     assert!(h.take_events().is_empty());
     h.advance(std::time::Duration::from_secs(1));
     assert!(h
@@ -188,8 +189,8 @@ fn a_late_deletion_notice_while_disconnected_does_not_grant() {
     assert!(h.take_events().is_empty(), "no grant while disconnected");
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
     h.session(SessionEvent::Connected { session_id: SID });
+    // The listing decides (the stat is known from the create: no read needed).
     h.answer_list(&[&name_of(&node)]);
-    h.answer_data(&node, SID);
     match &h.take_events()[..] {
         [LockEvent::Acquired(g)] => assert_eq!(g.path, node),
         other => panic!("{other:?}"),

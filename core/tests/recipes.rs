@@ -24,8 +24,7 @@ fn uncontended_write_is_one_round_trip_and_token_is_czxid() {
         }
         other => panic!("{other:?}"),
     }
-    // The holder watches its own node (deletion by an admin, revocation).
-    h.answer_data(&node, SID);
+    // Nothing more: a plain holder reads not its own node (3 requests a cycle).
     assert!(h.no_requests());
 }
 
@@ -58,21 +57,28 @@ fn write_waits_on_closest_lower_only_and_hands_off_without_a_request() {
     let p2 = peer(NodeKind::Write, 2, 8);
     let later = peer(NodeKind::Write, 3, 11);
     h.answer_list(&[&p1, &name_of(&node), &p2, &later]);
-    h.answer_data(&node, SID);
-    // Watches only the closest lower participant (herd-free).
-    h.answer_data(&format!("/l/{p2}"), 77);
+    // Watches only the closest lower participant (herd-free). Two are cached, so
+    // its deletion will lead to a listing (which shows our node): no own watch.
+    h.answer_watch(&format!("/l/{p2}"), 77);
     assert!(h.no_requests());
     assert!(h.take_events().is_empty());
     // p2 goes while p1 is still cached as lower: one fresh listing (not a check per
-    // cached node) shows p1 alive: watch it.
+    // cached node) shows p1 alive: watch it, and now our own node first, since
+    // p1's deletion alone will grant us.
     h.watch(&format!("/l/{p2}"), WatchKind::NodeDeleted);
     h.answer_list(&[&p1, &name_of(&node), &later]);
-    h.answer_data(&format!("/l/{p1}"), 77);
+    h.answer_watch(&node, SID);
+    h.answer_watch(&format!("/l/{p1}"), 77);
     assert!(h.take_events().is_empty());
     // p1 goes: nothing lower is cached, we hold with no request at all.
     h.watch(&format!("/l/{p1}"), WatchKind::NodeDeleted);
-    assert!(h.no_requests(), "handoff must not need a round trip");
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    assert!(
+        matches!(h.take_events()[..], [LockEvent::Acquired(_)]),
+        "handoff must not need a round trip"
+    );
+    // The only request then drops the watch kept on our node while we waited.
+    h.answer_remove_watch(&node);
+    assert!(h.no_requests());
 }
 
 #[test]
@@ -87,14 +93,15 @@ fn stale_cache_costs_one_listing_not_a_check_per_node() {
     let own = name_of(&node);
     names.push(&own);
     h.answer_list(&names);
-    h.answer_data(&node, SID);
     // The closest lower is already gone when we look.
     let r = h.answer_err(ZkError::NoNode);
     assert_eq!(r.op.path(), format!("/l/{}", lower[4]));
     // Four stale candidates remain cached: one listing shows they are all gone.
     h.answer_list(&[&own]);
-    assert!(h.no_requests());
     assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    // Granted from a listing, with no watch on our node to drop.
+    assert!(h.no_requests());
+    let _ = node;
 }
 
 #[test]
@@ -111,8 +118,9 @@ fn readers_share_and_wait_only_for_the_closest_lower_write() {
     h.answer_data(&format!("/rw/{w}"), 5);
     assert!(h.take_events().is_empty());
     h.watch(&format!("/rw/{w}"), WatchKind::NodeDeleted);
-    assert!(h.no_requests());
     assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.answer_remove_watch(&node);
+    assert!(h.no_requests());
 }
 
 #[test]
@@ -147,8 +155,8 @@ fn semaphore_watches_its_window_and_wakes_on_out_of_order_release() {
     let b = peer(NodeKind::Semaphore, 2, 2);
     let c = peer(NodeKind::Semaphore, 3, 3);
     h.answer_list(&[&a, &b, &c, &name_of(&node)]);
-    h.answer_data(&node, SID);
-    // 3 lower, 2 permits: watch the 2 closest (b and c).
+    // 3 lower, 2 permits: watch the 2 closest (b and c); no own watch yet (one
+    // release cannot grant us from the cache).
     let mut watched = vec![];
     for _ in 0..2 {
         let r = h.next_req();
@@ -170,8 +178,10 @@ fn semaphore_watches_its_window_and_wakes_on_out_of_order_release() {
     h.watch(&format!("/sem/{b}"), WatchKind::NodeDeleted);
     assert!(h.take_events().is_empty());
     h.answer_list(&[&a, &c, &name_of(&node)]);
-    // c is still watched; a joins the window.
-    h.answer_data(&format!("/sem/{a}"), 3);
+    // c is still watched; a joins the window. Now one release grants us: our own
+    // node is watched first.
+    h.answer_watch(&node, SID);
+    h.answer_watch(&format!("/sem/{a}"), 3);
     assert!(h.no_requests());
     // c goes (cancelled waiter): a alone is lower, fewer than 2: we hold.
     h.watch(&format!("/sem/{c}"), WatchKind::NodeDeleted);
@@ -208,9 +218,10 @@ fn curator_and_kazoo_participants_block_a_native_lock() {
     let curator = "_c_a8a4cbf4-2d5a-4a3b-9f5c-0d1e2f3a4b5c-lock-0000000002";
     let kazoo = "3f2504e04f8911d39a0c0305e82c3301__lock__0000000004";
     h.answer_list(&[curator, kazoo, &name_of(&node)]);
-    h.answer_data(&node, SID);
-    h.answer_data(&format!("/mixed/{kazoo}"), 1);
+    // Two blockers cached: a notification leads to a listing, so no own watch.
+    h.answer_watch(&format!("/mixed/{kazoo}"), 1);
     assert!(h.take_events().is_empty());
+    assert!(h.no_requests());
 }
 
 #[test]
@@ -314,7 +325,6 @@ fn try_only_fails_with_would_block_and_removes_its_node() {
         h.take_events(),
         vec![LockEvent::Failed(FailReason::WouldBlock)]
     );
-    h.answer_data(&node, SID);
     let r = h.next_req();
     assert_eq!(
         r.op,
@@ -566,7 +576,7 @@ fn a_native_semaphore_refuses_a_participant_with_another_permit_count() {
         )),
         "{events:?}"
     );
-    // Its node goes (after the own-node read that was already in flight).
+    // Its node goes.
     let mut deleted = false;
     while let Some(r) = h.reqs.pop_front() {
         deleted |= matches!(&r.op, Op::Delete { path, .. } if *path == node);
@@ -583,6 +593,58 @@ fn a_native_semaphore_refuses_a_participant_with_another_permit_count() {
     h.acquire(LockSpec::semaphore("/s", 5));
     let node = h.answer_create(2);
     h.answer_list(&[&legacy, &name_of(&node)]);
-    h.answer_data(&node, SID);
     assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+}
+
+/// A watch set before our own node's read can fire before that read is answered
+/// (here: a semaphore's window keeps `c` watched across a listing). A grant from
+/// the cache then waits for the read: our node may be gone.
+#[test]
+fn a_cache_grant_waits_for_the_news_of_our_own_node() {
+    for own_node_there in [true, false] {
+        let mut h = H::new();
+        h.acquire(LockSpec::semaphore("/sem", 2));
+        let node = h.answer_create(10);
+        let a = peer(NodeKind::Semaphore, 1, 1);
+        let b = peer(NodeKind::Semaphore, 2, 2);
+        let c = peer(NodeKind::Semaphore, 3, 3);
+        h.answer_list(&[&a, &b, &c, &name_of(&node)]);
+        h.answer_watch(&format!("/sem/{b}"), 3);
+        h.answer_watch(&format!("/sem/{c}"), 3);
+        h.watch(&format!("/sem/{b}"), WatchKind::NodeDeleted);
+        h.answer_list(&[&a, &c, &name_of(&node)]);
+        let own_read = h.next_req();
+        assert_eq!(
+            own_read.op,
+            Op::GetData {
+                path: node.clone(),
+                watch: true
+            }
+        );
+        // c (still watched from before) goes before the read is answered.
+        h.watch(&format!("/sem/{c}"), WatchKind::NodeDeleted);
+        assert!(
+            h.take_events().is_empty(),
+            "no grant before our node is seen"
+        );
+        let result = if own_node_there {
+            Ok(Reply::Data {
+                data: vec![],
+                stat: Stat {
+                    czxid: h.czxid,
+                    ephemeral_owner: SID,
+                    ..Stat::default()
+                },
+            })
+        } else {
+            Err(ZkError::NoNode)
+        };
+        h.reply(own_read.id, result);
+        let events = h.take_events();
+        if own_node_there {
+            assert!(matches!(events[..], [LockEvent::Acquired(_)]), "{events:?}");
+        } else {
+            assert_eq!(events, vec![LockEvent::Failed(FailReason::NodeDeleted)]);
+        }
+    }
 }

@@ -824,6 +824,10 @@ impl World {
                 version,
             } => self.set_data(path, data, *version).map(Reply::Stat),
             Op::Delete { path, version } => self.delete(path, *version).map(|()| Reply::Deleted),
+            Op::RemoveWatch { path } => {
+                self.watches.remove(path);
+                Ok(Reply::WatchRemoved)
+            }
             Op::Multi(ops) => {
                 let saved = self.clone();
                 let mut results = Vec::new();
@@ -1298,6 +1302,11 @@ impl Harness {
                     check!(self, ok, "multi op {m:?} out of scope in {ops:?}");
                 }
             }
+            Op::RemoveWatch { path } => check!(
+                self,
+                self.in_a_dir(path) && self.is_our_node(path),
+                "removeWatches on {path}, not a node of ours"
+            ),
             other => self.fail(format!("unknown op {other:?}")),
         }
     }

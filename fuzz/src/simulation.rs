@@ -4,7 +4,7 @@
 //! Shared verbatim by the cargo-fuzz target (`fuzz/fuzz_targets/simulation.rs`) and
 //! the corpus replay test of the workspace (`adapters/sim/tests/fuzz_corpus_replay.rs`).
 //!
-//! The simulator's own invariant checker (DESIGN.md section 5) runs after every
+//! The simulator's own invariant checker runs after every
 //! step: at most one trusted exclusive holder, no writer beside another holder, at
 //! most n semaphore holders, strictly increasing fencing tokens, grants that match
 //! the tree, legal event order with exactly one terminal event. Every fault here is

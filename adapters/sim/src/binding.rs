@@ -64,6 +64,12 @@ impl crate::scheduler::Sim {
             lock_core::Op::WatchChildren { path } => {
                 Some((crate::watches::WatchType::Child, path.clone()))
             }
+            lock_core::Op::RemoveWatch { path } => {
+                // The client forgets the watch at once (it is not re-set on a
+                // reconnect), as zookeeper-client does when a watcher is dropped.
+                c.watches.data.remove(path);
+                None
+            }
             _ => None,
         };
         let id = request.id;

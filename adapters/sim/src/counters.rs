@@ -21,6 +21,8 @@ pub enum OpKind {
     Delete,
     /// `multi`.
     Multi,
+    /// `removeWatches`.
+    RemoveWatch,
     /// Anything else.
     Other,
 }
@@ -35,6 +37,7 @@ impl OpKind {
             Op::SetData { .. } => OpKind::SetData,
             Op::Delete { .. } => OpKind::Delete,
             Op::Multi(_) => OpKind::Multi,
+            Op::RemoveWatch { .. } => OpKind::RemoveWatch,
             _ => OpKind::Other,
         }
     }
@@ -65,6 +68,8 @@ pub struct Counters {
     pub delete: u64,
     /// `multi` requests sent.
     pub multi: u64,
+    /// `removeWatches` requests sent.
+    pub remove_watch: u64,
     /// Other requests sent.
     pub other: u64,
     /// Replies delivered to the client (the network's, not local connection-loss errors).
@@ -95,6 +100,7 @@ impl Counters {
             OpKind::SetData => &mut self.set_data,
             OpKind::Delete => &mut self.delete,
             OpKind::Multi => &mut self.multi,
+            OpKind::RemoveWatch => &mut self.remove_watch,
             OpKind::Other => &mut self.other,
         }
     }
@@ -113,6 +119,7 @@ impl Counters {
             + self.set_data
             + self.delete
             + self.multi
+            + self.remove_watch
             + self.other
     }
 }
@@ -125,6 +132,7 @@ impl AddAssign for Counters {
         self.set_data += o.set_data;
         self.delete += o.delete;
         self.multi += o.multi;
+        self.remove_watch += o.remove_watch;
         self.other += o.other;
         self.replies += o.replies;
         self.notifications += o.notifications;

@@ -346,6 +346,15 @@ impl ZkModel {
         Ok(out)
     }
 
+    /// `removeWatches(path, Data)`: drops `session`'s data watch on `path`; whether
+    /// there was one (the server answers `NoWatcher` when not; bindings report
+    /// [`Reply::WatchRemoved`] either way, and so does [`ZkModel::apply`]).
+    pub fn remove_data_watch(&mut self, session: i64, path: &str) -> Result<bool, ZkError> {
+        self.check_session(session)?;
+        validate_path(path, false).map_err(|_| ZkError::BadArguments)?;
+        Ok(self.watches.remove(WatchType::Data, path, session))
+    }
+
     /// `exists(path, watch)`: the stat or `None`; with `watch`, a data watch, also on
     /// a missing node (it then fires `NodeCreated`).
     pub fn exists(
@@ -500,6 +509,9 @@ impl ZkModel {
                 .delete(session, path, *version)
                 .map(|()| Reply::Deleted),
             Op::Multi(ops) => self.multi(session, ops).map(Reply::Multi),
+            Op::RemoveWatch { path } => self
+                .remove_data_watch(session, path)
+                .map(|_| Reply::WatchRemoved),
             _ => Err(ZkError::Other("unsupported op".to_owned())),
         }
     }

@@ -72,6 +72,20 @@ impl WatchTable {
         set.difference(except).copied().collect()
     }
 
+    /// Drops `session`'s watch of type `ty` on `path` (`removeWatches`); whether
+    /// there was one.
+    pub(crate) fn remove(&mut self, ty: WatchType, path: &str, session: i64) -> bool {
+        let table = self.table(ty);
+        let Some(set) = table.get_mut(path) else {
+            return false;
+        };
+        let removed = set.remove(&session);
+        if set.is_empty() {
+            table.remove(path);
+        }
+        removed
+    }
+
     /// Drops every watch of `session` (its connection closed or it expired).
     pub(crate) fn remove_session(&mut self, session: i64) {
         for table in [&mut self.data, &mut self.child] {

@@ -1,4 +1,4 @@
-//! One test per row of the failure table (DESIGN.md section 3), run through the
+//! One test per row of the failure table (README, "What happens when things fail"), run through the
 //! simulator with both client profiles. Every test ends by checking that nothing is
 //! left behind (no orphan node) and the invariants held throughout.
 
@@ -287,12 +287,19 @@ fn session_expiry_loses_the_held_and_fails_the_waiting() {
 }
 
 // Row: Own node deleted by someone else -> waiting: re-evaluate, Failed if gone;
-// holding: Lost(NodeDeleted).
+// holding with `watch_node`: Lost(NodeDeleted) at once (a plain holder hears of it
+// at its next reconnect: `reconnected_holder_whose_node_is_gone_is_lost`).
 #[test]
 fn own_node_deleted_fails_the_waiter_and_loses_the_holder() {
     for profile in PROFILES {
         let mut sim = sim(17);
-        let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, profile);
+        let a = sim.add_client(profile, T);
+        let b = sim.add_client(profile, T);
+        let la = sim.acquire(a, LockSpec::write(LOCK).watch_node()).unwrap();
+        sim.settle().unwrap();
+        // The waiter is plain: it watches its node while it waits all the same.
+        let lb = sim.acquire(b, LockSpec::write(LOCK)).unwrap();
+        sim.settle().unwrap();
         let c = sim.add_client(profile, T);
         let lc = sim.acquire(c, LockSpec::write(LOCK)).unwrap();
         sim.settle().unwrap();

@@ -9,6 +9,11 @@
 //! requests per cycle (server `mntr` and the core's count), and, on tokio, handoffs
 //! per second with 2 and 8 contending sessions.
 
+#![forbid(unsafe_code)]
+
+mod common;
+
+use common::{packets, start_server};
 use lock_testkit::ZkServer;
 use lock_zookeeper_client::{Connect, LockClient, Runtime};
 use std::future::Future;
@@ -22,10 +27,7 @@ const CONTENTION_TIME: Duration = Duration::from_secs(3);
 
 fn main() {
     // Small log preallocation steps: the default 64 MiB makes the first write slow.
-    let server = ZkServer::builder()
-        .config("preAllocSize", "1024")
-        .start()
-        .expect("starting ZooKeeper (lock-testkit)");
+    let server = start_server();
     let cluster = server.connect_string();
     println!("lock-zookeeper-client benchmarks against ZooKeeper on {cluster}");
     println!();
@@ -92,14 +94,6 @@ struct Uncontended {
     packets_per_cycle: f64,
 }
 
-fn packets(server: &ZkServer) -> u64 {
-    server
-        .mntr()
-        .expect("mntr")
-        .get_u64("zk_packets_received")
-        .expect("zk_packets_received")
-}
-
 async fn uncontended(rt: Runtime, cluster: &str, server: &ZkServer) -> Uncontended {
     let client = connect(&rt, cluster).await;
     let mutex = client.mutex(format!("/bench/uncontended-{}", name_of(&rt)));
@@ -108,8 +102,8 @@ async fn uncontended(rt: Runtime, cluster: &str, server: &ZkServer) -> Uncontend
     }
     client.wait_idle().await.unwrap();
     let requests_before = client.stats().await.unwrap().requests;
-    let base = packets(server);
-    let packets_before = packets(server);
+    let base = packets(server).received;
+    let packets_before = packets(server).received;
     let mntr_overhead = packets_before - base;
     let mut acquire = Vec::with_capacity(UNCONTENDED_CYCLES);
     let mut release = Vec::with_capacity(UNCONTENDED_CYCLES);
@@ -125,7 +119,7 @@ async fn uncontended(rt: Runtime, cluster: &str, server: &ZkServer) -> Uncontend
         cycle.push(t2 - t0);
     }
     client.wait_idle().await.unwrap();
-    let packets = packets(server) - packets_before - mntr_overhead;
+    let packets = packets(server).received - packets_before - mntr_overhead;
     let requests = client.stats().await.unwrap().requests - requests_before;
     client.close().await;
     Uncontended {
@@ -166,7 +160,7 @@ async fn contended(
     }
     let stop = Arc::new(AtomicBool::new(false));
     let count = Arc::new(AtomicU64::new(0));
-    let packets_before = packets(server);
+    let packets_before = packets(server).received;
     let started = Instant::now();
     let mut tasks = Vec::new();
     for client in &clients {
@@ -198,7 +192,7 @@ async fn contended(
         }
         requests += stats.requests;
     }
-    let packets = packets(server) - packets_before;
+    let packets = packets(server).received - packets_before;
     for c in clients {
         c.close().await;
     }

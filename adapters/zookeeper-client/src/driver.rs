@@ -24,12 +24,12 @@
 use crate::glue::{self, Answer};
 use crate::runtime::Runtime;
 use futures::channel::{mpsc, oneshot};
-use futures::future::BoxFuture;
+use futures::future::{abortable, AbortHandle, Aborted, BoxFuture};
 use futures::stream::{BoxStream, FuturesUnordered};
 use futures::{FutureExt, StreamExt};
 use lock_client::Link;
-use lock_core::{SessionEvent, WatchKind, ZkError};
-use std::collections::VecDeque;
+use lock_core::{Op, Reply, SessionEvent, WatchKind, ZkError};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -39,6 +39,8 @@ use zookeeper_client::{Client, EventType, SessionState, WatchedEvent};
 enum Completion {
     Reply(Answer),
     Watch(WatchedEvent),
+    /// A data watch dropped on the core's `RemoveWatch`.
+    Unwatched,
     Connected(Result<Client, zookeeper_client::Error>),
 }
 
@@ -72,6 +74,9 @@ pub(crate) struct Driver {
     states: Option<BoxStream<'static, SessionState>>,
     fed: Fed,
     inflight: FuturesUnordered<BoxFuture<'static, Completion>>,
+    /// Handles to drop the watches still pending, by path: dropping a
+    /// `OneshotWatcher` makes zookeeper-client send `removeWatches`.
+    watches: HashMap<String, Vec<AbortHandle>>,
     ready: VecDeque<Completion>,
     timer: Option<(Instant, BoxFuture<'static, ()>)>,
     reconnect_at: Option<Instant>,
@@ -103,6 +108,7 @@ impl Driver {
             states: None,
             fed: Fed::Gone,
             inflight: FuturesUnordered::new(),
+            watches: HashMap::new(),
             ready: VecDeque::new(),
             timer: None,
             reconnect_at: None,
@@ -176,6 +182,17 @@ impl Driver {
     /// Rule 2 of the link: send every request now, in the order polled.
     fn send_requests(&mut self) {
         while let Some(request) = self.link.poll_request() {
+            if let Op::RemoveWatch { path } = &request.op {
+                // Dropping the watchers (once the aborted futures are polled) sends
+                // removeWatches, behind the requests already written; the core
+                // expects `WatchRemoved` whatever happens.
+                for handle in self.watches.remove(path).unwrap_or_default() {
+                    handle.abort();
+                }
+                let reply = glue::answer(request.id, Ok(Reply::WatchRemoved));
+                self.ready.push_back(Completion::Reply(reply));
+                continue;
+            }
             let Some(client) = self.client.clone() else {
                 // The core sends nothing while no session exists; a lost request
                 // is a retried one anyway.
@@ -234,9 +251,14 @@ impl Driver {
                 result,
                 watcher,
             }) => {
-                if let Some(watcher) = watcher {
+                if let Some((path, watcher)) = watcher {
+                    let (changed, handle) = abortable(watcher.changed());
+                    self.watches.entry(path).or_default().push(handle);
                     self.inflight
-                        .push(Box::pin(watcher.changed().map(Completion::Watch)));
+                        .push(Box::pin(changed.map(|fired| match fired {
+                            Ok(event) => Completion::Watch(event),
+                            Err(Aborted) => Completion::Unwatched,
+                        })));
                 }
                 if let (Err(e), Some(client)) = (&result, &self.client) {
                     // zookeeper-client publishes a state change before it fails the
@@ -257,7 +279,11 @@ impl Driver {
                 }
                 self.link.handle_reply(id, result, Instant::now());
             }
+            Completion::Unwatched => {}
             Completion::Watch(event) => {
+                // Fired: its handles are spent (a child watch on the same path, if
+                // any, just cannot be removed early any more).
+                self.watches.remove(&event.path);
                 let kind = match event.event_type {
                     EventType::NodeDeleted => WatchKind::NodeDeleted,
                     EventType::NodeDataChanged => WatchKind::NodeDataChanged,
@@ -382,6 +408,7 @@ impl Driver {
         // Dropping the last `Client` clone (the in-flight requests hold some) makes
         // zookeeper-client send closeSession; wait for it to finish, bounded.
         self.inflight = FuturesUnordered::new();
+        self.watches.clear();
         self.ready.clear();
         self.client = None;
         if let Some(mut states) = self.states.take() {

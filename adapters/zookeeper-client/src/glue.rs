@@ -11,15 +11,16 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use zookeeper_client::{Acls, Client, OneshotWatcher};
 
-/// A finished request: its id, outcome, and the watch it left (kept until it
-/// fires: dropping a `OneshotWatcher` would send a `removeWatches`).
+/// A finished request: its id, outcome, and the watch it left with its path (kept
+/// until it fires or the core drops it: dropping a `OneshotWatcher` makes
+/// zookeeper-client send `removeWatches`).
 pub(crate) struct Answer {
     pub(crate) id: RequestId,
     pub(crate) result: Result<Reply, ZkError>,
-    pub(crate) watcher: Option<OneshotWatcher>,
+    pub(crate) watcher: Option<(String, OneshotWatcher)>,
 }
 
-fn answer(id: RequestId, result: Result<Reply, ZkError>) -> Answer {
+pub(crate) fn answer(id: RequestId, result: Result<Reply, ZkError>) -> Answer {
     Answer {
         id,
         result,
@@ -28,6 +29,7 @@ fn answer(id: RequestId, result: Result<Reply, ZkError>) -> Answer {
 }
 
 /// Makes the client call for `request` (when first polled) and maps its outcome.
+/// (`Op::RemoveWatch` is the driver's: it owns the watchers.)
 pub(crate) fn call(client: Arc<Client>, request: Request) -> BoxFuture<'static, Answer> {
     let Request { id, op } = request;
     match op {
@@ -57,7 +59,7 @@ pub(crate) fn call(client: Arc<Client>, request: Request) -> BoxFuture<'static, 
                 Ok((children, watcher)) => Answer {
                     id,
                     result: Ok(Reply::Children(children)),
-                    watcher: Some(watcher),
+                    watcher: Some((path, watcher)),
                 },
                 Err(e) => answer(id, Err(zk_error(e))),
             }
@@ -70,7 +72,7 @@ pub(crate) fn call(client: Arc<Client>, request: Request) -> BoxFuture<'static, 
                         data,
                         stat: core_stat(&stat),
                     }),
-                    watcher: Some(watcher),
+                    watcher: Some((path, watcher)),
                 },
                 Err(e) => answer(id, Err(zk_error(e))),
             }

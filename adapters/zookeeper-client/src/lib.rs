@@ -101,12 +101,11 @@
 //!
 //! * **Pipelining.** zookeeper-client writes a request when its method is called, so
 //!   the driver calls them in the order the core emits them: an uncontended lock is
-//!   `create` + `getChildren` in one round trip (the core then adds a `getData` watch on
-//!   its own node, off the critical path, to notice an administrator deleting it).
-//!   On the wire that needs `TCP_NODELAY`, which zookeeper-client (0.11.2) never sets:
-//!   with Nagle's algorithm on, a request written while an earlier one is unanswered
-//!   waits for that reply (2 round trips per free lock, and a release's `delete` may
-//!   wait behind the own-node `getData`). The binding turns it off on every new
+//!   `create` + `getChildren` in one round trip, a release one `delete`: 3 requests a
+//!   cycle. On the wire that needs `TCP_NODELAY`, which zookeeper-client (0.11.2)
+//!   never sets: with Nagle's algorithm on, a request written while an earlier one is
+//!   unanswered waits for that reply (2 round trips per free lock). The binding
+//!   turns it off on every new
 //!   connection, including reconnects to other servers, through [`lock_nodelay`]
 //!   (Linux; elsewhere Nagle's delays remain). [`LockClient::connect`] returns once
 //!   it is off.

@@ -65,6 +65,7 @@ fn failure(e: Error) -> Failure {
 fn spec(kind: Kind, path: &str) -> LockSpec {
     match kind {
         Kind::Mutex | Kind::Write => LockSpec::write(path),
+        Kind::WatchedMutex => LockSpec::write(path).watch_node(),
         Kind::Read => LockSpec::read(path),
         Kind::Semaphore(n) => LockSpec::semaphore(path, n),
     }
@@ -135,6 +136,7 @@ impl Backend for Async {
         }
         match kind {
             Kind::Mutex => with!(client.mutex(path)),
+            Kind::WatchedMutex => with!(client.mutex(path).watch_node()),
             Kind::Read => with!(client.rwlock(path).read().clone()),
             Kind::Write => with!(client.rwlock(path).write().clone()),
             Kind::Semaphore(n) => with!(client.semaphore(path, n)),
@@ -209,12 +211,9 @@ impl Backend for Async {
 
     fn expectations(&self) -> Expectations {
         Expectations {
-            // create + getChildren pipelined (zookeeper-client's create returns the
-            // Stat, so the token comes with it and the listing grants: 1 round trip),
-            // the getData watch on our own node (sent when the create's reply
-            // arrives, not waited for), delete: the same 4 requests as lock-zookeeper,
-            // in one round trip fewer.
-            requests_per_cycle: 4,
+            // create + getChildren (pipelined; create returns the Stat, so the
+            // listing grants), delete: 3 requests.
+            requests_per_cycle: 3,
         }
     }
 }

@@ -434,7 +434,8 @@ rt_tests! {
             .unwrap();
         zk.client.set_data(&data, b"v0", None).await.unwrap();
         let a = connect(&rt, &cluster, SESSION).await;
-        let guard = a.mutex(dir.clone()).lock().await.unwrap();
+        // Watching its node, the holder hears of the deletion below at once.
+        let guard = a.mutex(dir.clone()).watch_node().lock().await.unwrap();
 
         let results = guard.fenced_write(Writes::new().set_data(&data, b"v1")).await.unwrap();
         match &results[..] {

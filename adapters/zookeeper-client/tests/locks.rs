@@ -290,14 +290,14 @@ rt_tests! {
         b.close().await;
     }
 
-    /// An administrator deleting the holder's node: the holder reports `Lost`, and
-    /// someone else can take the lock.
+    /// An administrator deleting the node of a holder that watches it: the holder
+    /// reports `Lost`, and someone else can take the lock.
     async fn admin_delete_gives_lost(rt) {
         let dir = unique_path("admin", &rt);
         let observer = Observer::connect(&server().connect_string()).await;
         let a = connect(&rt, &server().connect_string(), SESSION).await;
         let b = connect(&rt, &server().connect_string(), SESSION).await;
-        let guard = a.mutex(dir.clone()).lock().await.unwrap();
+        let guard = a.mutex(dir.clone()).watch_node().lock().await.unwrap();
         let waiter = {
             let (b, dir) = (b.clone(), dir.clone());
             spawn(&rt, async move { b.mutex(dir).lock().await.expect("lock after deletion") })

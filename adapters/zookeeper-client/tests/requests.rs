@@ -23,22 +23,19 @@ fn packets_received() -> u64 {
 }
 
 rt_tests! {
-    /// An uncontended acquire + release costs exactly 4 requests:
+    /// An uncontended acquire + release costs exactly 3 requests, as in Curator:
     ///
     /// * `create` (ephemeral sequential) and `getChildren`, pipelined: the acquisition
-    ///   completes when the listing arrives, 1 round trip;
-    /// * `getData` + watch on our own node, sent when the create's reply arrives, so it
-    ///   overlaps the listing's round trip: it makes the holder notice an
-    ///   administrator deleting its node (and revocation requests); its reply is not
-    ///   waited for;
-    /// * `delete` on release, 1 round trip (usually finished by the own-node watch
-    ///   firing, which the server sends just before the delete's reply).
+    ///   completes when the listing arrives, 1 round trip (the token, the node's
+    ///   `czxid`, comes with the create's Stat);
+    /// * `delete` on release, 1 round trip.
     ///
-    /// The target of 3 assumed no own-node watch; lock-core adds it by design.
-    /// The server counts the same 4 per cycle (measured: exactly 800 for 200 cycles,
-    /// once the one packet each `mntr` itself counts is subtracted). The only other
-    /// packets could be pings, which zookeeper-client sends after 3/20 of the session
-    /// timeout without sending anything (1.5 s here): none during the busy loop.
+    /// A plain holder reads not its own node and leaves no watch on it (that costs a
+    /// 4th request and a notification per release; `watch_node()` asks for it). The
+    /// server counts the same 3 per cycle, once the one packet each `mntr` itself
+    /// counts is subtracted. The only other packets could be pings, which
+    /// zookeeper-client sends after 3/20 of the session timeout without sending
+    /// anything (1.5 s here): none during the busy loop.
     async fn requests_per_uncontended_cycle(rt) {
         const CYCLES: u64 = 200;
         let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
@@ -66,11 +63,11 @@ rt_tests! {
             "{}: {CYCLES} cycles in {elapsed:?}: {requests} requests sent, {packets} packets received by the server",
             common::runtime_name(&rt)
         );
-        assert_eq!(requests, 4 * CYCLES, "requests the core sent");
+        assert_eq!(requests, 3 * CYCLES, "requests the core sent");
         // Pings: only after 1.5 s without sending, so none unless the loop stalls.
         let pings = elapsed.as_millis() as u64 / 1500;
         assert!(
-            (4 * CYCLES..=4 * CYCLES + pings).contains(&packets),
+            (3 * CYCLES..=3 * CYCLES + pings).contains(&packets),
             "{packets} packets for {CYCLES} cycles"
         );
         client.close().await;

@@ -772,7 +772,10 @@ impl Driver {
         l.epoch += 1;
         if self.fed != Fed::NoSession {
             self.fed = Fed::NoSession;
-            self.feed(SessionEvent::Expired);
+            // The server may still hold the session (the crate drops its session on
+            // a connection loss while busy): the core deletes its nodes from the
+            // next session rather than leave the queues stuck behind them.
+            self.feed(SessionEvent::Abandoned);
         }
         if !self.ever_connected && now >= self.connect_deadline {
             self.fail_connect(Error::Connect(format!(

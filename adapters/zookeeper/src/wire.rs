@@ -72,6 +72,12 @@ pub(crate) fn run_op(zk: &ZooKeeper, op: &Op) -> Result<Reply, ZkError> {
             .set_data(path, data.clone(), *version)
             .map(|stat| Reply::Stat(map_stat(&stat))),
         Op::Delete { path, version } => zk.delete(path, *version).map(|()| Reply::Deleted),
+        // Saves the server a notification; whatever the outcome (no watch left: the
+        // server's NoWatcher), the core expects `WatchRemoved`.
+        Op::RemoveWatch { path } => {
+            let _ = zk.remove_watches(path, zookeeper::WatcherType::Data);
+            Ok(Reply::WatchRemoved)
+        }
         _ => return Err(ZkError::Other(format!("unsupported operation {op:?}"))),
     }
     .map_err(zk_error)

@@ -448,8 +448,7 @@ fn idle_probes_keep_the_crates_pings_alive() {
 /// client busy without such a pause for that long loses its session on any
 /// connection loss, although the server still has it. The binding keeps it safe: the
 /// held lock is reported `Lost(SessionExpired)` at once (never silently held), and a
-/// new client takes over. (The old session's nodes stay until the server expires
-/// it, up to T, delaying the next holder by as much.)
+/// new client takes over (and deletes the old session's nodes: see the next test).
 #[test]
 fn busy_client_loses_its_session_on_a_cut_safely() {
     let server = shared_server();
@@ -486,6 +485,61 @@ fn busy_client_loses_its_session_on_a_cut_safely() {
     assert_eq!(locks.diagnostics().clients_opened, 2);
     guard.release_blocking().expect("release");
     locks.close_blocking();
+}
+
+/// The same hazard, seen from the queue: the session the crate gave up stays alive on
+/// the server for up to T, and so would its lock node, in front of every waiter. The
+/// binding reports the session abandoned, and the core deletes its nodes from the
+/// next session at once: a waiter on another session is granted while the server
+/// still holds the old session (its id still in the server's session `dump`), not a
+/// session timeout later.
+#[test]
+fn abandoned_session_s_node_is_deleted_so_the_queue_moves_on() {
+    let server = fresh_server();
+    let timeout = Duration::from_secs(4);
+    let proxy = FaultProxy::start(server.addr()).expect("proxy");
+    let busy = client(&proxy.connect_string(), timeout);
+    let waiter = client(&server.connect_string(), Duration::from_secs(10));
+    let path = unique_path("abandoned");
+    let old_session = busy.session_id();
+    // Never idle for 2/3 T, for longer than floor(T) + 1 s.
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(6) {
+        busy.mutex(&path)
+            .lock_blocking()
+            .expect("lock")
+            .release_blocking()
+            .expect("release");
+    }
+    let guard = busy.mutex(&path).lock_blocking().expect("lock");
+    let queued_behind = {
+        let (waiter, path) = (waiter.clone(), path.clone());
+        std::thread::spawn(move || waiter.mutex(&path).lock_timeout_blocking(LONG))
+    };
+    let admin = Admin::connect(&server.connect_string());
+    wait_until("the waiter to queue", SHORT, || {
+        (admin.children(&path).len() == 2).then_some(())
+    });
+    proxy.cut();
+    let events = until_lost(&guard, SHORT);
+    assert_eq!(
+        events.last(),
+        Some(&LockEvent::Lost(LostReason::SessionExpired))
+    );
+    let granted = queued_behind
+        .join()
+        .expect("waiter thread")
+        .expect("the waiter is granted");
+    let dump = server.four_letter_word("dump").expect("dump");
+    let old = format!("{:#x}", old_session.expect("a session"));
+    assert!(
+        dump.contains(&old),
+        "granted only once the server expired the old session {old}: {dump}"
+    );
+    assert_ne!(busy.session_id(), old_session);
+    granted.release_blocking().expect("release");
+    busy.close_blocking();
+    waiter.close_blocking();
 }
 
 /// A listener that holds every connection it accepts without answering (a tarpit)

@@ -101,6 +101,26 @@ pub(crate) enum State {
     Done,
 }
 
+/// How a session ended, as far as its nodes are concerned.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Ended {
+    /// The server expired it: its ephemeral nodes are gone.
+    Expired,
+    /// The client gave it up; the server may keep it (and our nodes) a while.
+    Abandoned,
+    /// The client was closed: nothing more can be sent.
+    Closed,
+}
+
+/// What a decision to hold rests on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Look {
+    /// A listing just answered: our node was there when it was made.
+    Listing,
+    /// The cached lower set, after a notification.
+    Cache,
+}
+
 /// What we know about our `create`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Create {
@@ -139,7 +159,12 @@ pub(crate) struct Acquisition {
     lower: Vec<(i32, String)>,
     /// Watches on lower blockers, by name.
     watched: BTreeMap<String, Watch>,
-    own_watch: Option<Watch>,
+    /// The `getData` on our own node in flight, whose reply we act on.
+    own_read: Option<RequestId>,
+    /// A watch on our own node is set (or being set) on the server. Set while
+    /// waiting (see [`Acquisition::evaluate`]) and while held when the spec needs it
+    /// ([`LockSpec::watches_node`]); never on a plain lock's uncontended path.
+    own_watched: bool,
     list: Option<RequestId>,
     delete: Option<RequestId>,
     /// Duplicate nodes of ours still to delete.
@@ -161,6 +186,8 @@ pub(crate) struct Acquisition {
     writes: Vec<(u64, RequestId)>,
     /// A listing came back without our node while its create was in flight.
     relist_after_create: bool,
+    /// Released by [`Acquisition::abandon`]: the node goes, the section marker stays.
+    abandoned: bool,
 }
 
 impl Acquisition {
@@ -181,7 +208,8 @@ impl Acquisition {
             own: None,
             lower: Vec::new(),
             watched: BTreeMap::new(),
-            own_watch: None,
+            own_read: None,
+            own_watched: false,
             list: None,
             delete: None,
             extra: Vec::new(),
@@ -195,6 +223,7 @@ impl Acquisition {
             section_wanted: None,
             writes: Vec::new(),
             relist_after_create: false,
+            abandoned: false,
         }
     }
 
@@ -216,7 +245,8 @@ impl Acquisition {
         cx.requests.forget_lock(self.id);
         cx.timers.cancel(self.id, TimerKind::Retry);
         self.watched.clear();
-        self.own_watch = None;
+        self.own_read = None;
+        self.own_watched = false;
         self.list = None;
         self.delete = None;
         self.marker_check = None;
@@ -237,7 +267,8 @@ impl Acquisition {
                 // Find our node by attempt id (adopt it), or create again.
                 Create::Unknown | Create::Done | Create::InFlight(_) => self.send_list(cx),
             },
-            State::Granting | State::Held => self.send_own_data(cx),
+            // Is our node still ours? (With a watch only if the hold needs one.)
+            State::Granting | State::Held => self.send_own_read(cx, self.spec.watches_node()),
             State::Releasing => self.send_delete(cx),
             State::Cleanup => self.continue_cleanup(cx),
             State::Done => {}
@@ -278,13 +309,45 @@ impl Acquisition {
         self.list = cx.send(self.id, Purpose::List, op);
     }
 
-    fn send_own_data(&mut self, cx: &mut Ctx) {
+    /// Reads our own node (its stat, its data), leaving a watch on it if `watch`.
+    fn send_own_read(&mut self, cx: &mut Ctx, watch: bool) {
         let Some(own) = &self.own else { return };
         let op = Op::GetData {
             path: own.path.clone(),
-            watch: true,
+            watch,
         };
-        self.own_watch = cx.send(self.id, Purpose::OwnData, op).map(Watch::Pending);
+        self.own_read = cx.send(self.id, Purpose::OwnData, op);
+        self.own_watched |= watch && self.own_read.is_some();
+    }
+
+    /// Reads our node if something is missing: its stat (a client that returns none
+    /// with `create`, or a node adopted from a listing), or a watch the spec needs.
+    fn ensure_own_read(&mut self, cx: &mut Ctx) {
+        let watch = self.spec.watches_node();
+        let stat_known = self.own.as_ref().is_some_and(|o| o.stat.is_some());
+        if self.own_read.is_none() && ((watch && !self.own_watched) || !stat_known) {
+            self.send_own_read(cx, watch);
+        }
+    }
+
+    /// Held and the watch on our node is no longer needed (it was set while we
+    /// waited): drop it, so our own release does not notify us.
+    fn drop_own_watch(&mut self, cx: &mut Ctx) {
+        if !self.own_watched || self.spec.watches_node() {
+            return;
+        }
+        let Some(own) = &self.own else { return };
+        // Another task of this session may watch our node too (the one queued
+        // behind us): the server's watch is then still needed, for it.
+        if cx.watches.remove(self.id, &own.path) {
+            let op = Op::RemoveWatch {
+                path: own.path.clone(),
+            };
+            cx.send(self.id, Purpose::RemoveOwnWatch, op);
+        }
+        self.own_watched = false;
+        // A read still in flight answers for a node we no longer need news of.
+        self.own_read = None;
     }
 
     fn send_delete(&mut self, cx: &mut Ctx) {
@@ -292,7 +355,7 @@ impl Acquisition {
         // A section maybe opened (its reply lost) is closed too: if the marker is not
         // there, the multi fails on it and the node is deleted alone.
         let section = self.section_open || self.section_wanted == Some(true);
-        let op = if section && self.state == State::Releasing {
+        let op = if section && self.state == State::Releasing && !self.abandoned {
             // A clean release closes the section in the same transaction.
             Op::Multi(vec![
                 crate::proto::MultiOp::Delete {
@@ -345,10 +408,12 @@ impl Acquisition {
             }
             Purpose::WatchPeer { name } => self.on_peer_data(cx, request, name, result),
             Purpose::OwnData => {
-                if self.own_watch == Some(Watch::Pending(request)) {
+                if self.own_read == Some(request) {
+                    self.own_read = None;
                     self.on_own_data(cx, result);
                 }
             }
+            Purpose::RemoveOwnWatch => {}
             Purpose::DeleteOwn => {
                 if self.delete == Some(request) {
                     self.delete = None;
@@ -406,7 +471,7 @@ impl Acquisition {
                 self.own = Some(OwnNode { path, seq, stat });
                 match self.state {
                     State::Waiting => {
-                        self.send_own_data(cx);
+                        self.ensure_own_read(cx);
                         if std::mem::take(&mut self.relist_after_create) && self.list.is_none() {
                             self.send_list(cx);
                         }
@@ -542,9 +607,7 @@ impl Acquisition {
             });
         }
         self.create = Create::Done;
-        if self.own_watch.is_none() {
-            self.send_own_data(cx);
-        }
+        self.ensure_own_read(cx);
         let recipe = self.spec.recipe;
         if let Recipe::Semaphore { permits: ours } = recipe {
             let theirs = others.iter().find_map(|(p, _)| match p.permits {
@@ -565,11 +628,11 @@ impl Acquisition {
         self.lower = lower;
         // A grant straight from this listing knows the marker for free.
         self.marker_known = Some(marker_seen);
-        self.evaluate(cx);
+        self.evaluate(cx, Look::Listing);
     }
 
     /// Decides from the cached lower blockers: hold, or watch the window.
-    fn evaluate(&mut self, cx: &mut Ctx) {
+    fn evaluate(&mut self, cx: &mut Ctx, look: Look) {
         if self.state != State::Waiting {
             return;
         }
@@ -591,12 +654,30 @@ impl Acquisition {
         };
         if writer.is_none() && self.lower.len() < permits {
             self.watched.clear();
+            if look == Look::Cache && self.own_read.is_some() {
+                // The news of our own node is still on its way (rare: a watch set
+                // before it fired first). Hold only once it says the node is there.
+                self.state = State::Granting;
+                return;
+            }
             return self.grant(cx);
         }
         if !self.spec.wait {
             return self.fail(cx, FailReason::WouldBlock);
         }
         self.marker_known = None;
+        // When one notification could grant us from the cache, with no further look
+        // at the server (the cache holds no more than `permits` blockers), our own
+        // node is watched too, and this read goes out before the peer watches:
+        // per-session FIFO order then brings news of our node (deleted by an
+        // administrator, say) before that notification. Without it a waiter whose
+        // node was deleted would take the lock beside the one queued behind it.
+        // A deeper cache lists again after a notification, and the listing shows
+        // whether our node is still there: no watch needed (a long queue drains at
+        // one notification and no extra request per handoff).
+        if !self.own_watched && self.lower.len() <= permits {
+            self.send_own_read(cx, true);
+        }
         let window: Vec<String> = match writer {
             Some(w) => vec![w],
             None => self.lower[self.lower.len() - permits..]
@@ -639,10 +720,10 @@ impl Acquisition {
         };
         let (Some(stat), Some(crashed)) = (stat, crashed) else {
             self.state = State::Granting;
-            // The client library gave no stat on create: the pending getData on our own
-            // node brings the token.
-            if stat.is_none() && self.own_watch.is_none() {
-                self.send_own_data(cx);
+            // The client library gave no stat on create: a getData on our own node
+            // brings the token.
+            if stat.is_none() && self.own_read.is_none() {
+                self.send_own_read(cx, self.spec.watches_node());
             }
             // We waited: whether the previous holder closed its section is unknown.
             if crashed.is_none() && self.marker_check.is_none() {
@@ -662,6 +743,7 @@ impl Acquisition {
             previous_holder_crashed: crashed,
         };
         self.state = State::Held;
+        self.drop_own_watch(cx);
         cx.timers.cancel(self.id, TimerKind::Deadline);
         if let Some(max_hold) = self.spec.max_hold {
             cx.timers.set(self.id, TimerKind::Lease, cx.now + max_hold);
@@ -695,7 +777,7 @@ impl Acquisition {
         self.lower.retain(|(_, n)| n != name);
         if self.lower.len() < self.spec.recipe.permits() {
             // The cache can no longer block us: hold now, no round trip.
-            return self.evaluate(cx);
+            return self.evaluate(cx, Look::Cache);
         }
         // The rest of the cache is likely stale (in a queue, everyone below our
         // predecessor left before it did): one fresh listing beats checking the
@@ -711,7 +793,6 @@ impl Acquisition {
                 if Some(stat.ephemeral_owner) != cx.session_id {
                     return self.own_gone(cx, LostReason::NodeNotOwned);
                 }
-                self.own_watch = Some(Watch::Armed);
                 if let Some(own) = &mut self.own {
                     own.stat.get_or_insert(stat);
                 }
@@ -745,7 +826,7 @@ impl Acquisition {
             Err(ZkError::NoNode) => self.own_gone(cx, LostReason::NodeDeleted),
             Err(e) if e.is_connection_loss() => self.trouble(cx, e),
             Err(e) => {
-                self.own_watch = None;
+                self.own_watched = false;
                 if matches!(self.state, State::Waiting | State::Granting) {
                     self.fail(cx, FailReason::Zk(e));
                 }
@@ -755,7 +836,8 @@ impl Acquisition {
 
     /// Our node is gone (or not ours) while we still counted on it.
     fn own_gone(&mut self, cx: &mut Ctx, reason: LostReason) {
-        self.own_watch = None;
+        self.own_read = None;
+        self.own_watched = false;
         match self.state {
             State::Waiting | State::Granting => {
                 self.own = None;
@@ -783,13 +865,15 @@ impl Acquisition {
             if matches!(self.state, State::Cleanup | State::Done) || !cx.connected {
                 return;
             }
-            self.own_watch = None;
+            self.own_watched = false;
             return match kind {
                 WatchKind::NodeDeleted => self.own_gone(cx, LostReason::NodeDeleted),
-                // Data changed (a revocation request?): look, and watch again.
+                // Data changed (a revocation request?): look, and watch again if
+                // we still need to.
                 _ => {
                     self.revocation_seen = false;
-                    self.send_own_data(cx)
+                    let watch = self.spec.watches_node() || self.state == State::Waiting;
+                    self.send_own_read(cx, watch)
                 }
             };
         }
@@ -857,17 +941,10 @@ impl Acquisition {
         self.send_delete(cx);
     }
 
-    /// Whether a critical section is open, or its opening is in flight (its marker
-    /// may be written before our node goes).
-    pub(crate) fn in_section(&self) -> bool {
-        self.section_open || self.section_wanted == Some(true)
-    }
-
-    /// The holder is gone (its handle dropped) inside a critical section: the lock
-    /// ends now, and cleanup deletes our node alone (not in the release's multi),
-    /// leaving the marker for the next holder to see, as if we had died in it.
+    /// The user lets go inside an open section: release, leaving the marker.
     pub(crate) fn abandon(&mut self, cx: &mut Ctx) {
-        self.terminal(cx, LockEvent::Released);
+        self.abandoned = true;
+        self.release(cx);
     }
 
     /// The acquisition ends for the user without holding.
@@ -950,7 +1027,8 @@ impl Acquisition {
         }
         self.list = None;
         self.delete = None;
-        self.own_watch = None;
+        self.own_read = None;
+        self.own_watched = false;
         self.watched.clear();
         self.marker_check = None;
         self.section_request = None;
@@ -963,12 +1041,22 @@ impl Acquisition {
         }
     }
 
-    /// The session is gone (expired, replaced or closed): so are our nodes.
-    pub(crate) fn on_session_ended(&mut self, cx: &mut Ctx, closed: bool) {
-        self.own = None;
-        self.extra.clear();
-        if self.create != Create::NotSent {
-            self.create = Create::Done;
+    /// The session is gone (expired, abandoned or closed). After an expiry so are
+    /// our nodes; after an abandonment they may live on, so the paths are kept
+    /// and cleanup deletes them from the next session (a create whose outcome is
+    /// unknown is looked for by attempt id).
+    pub(crate) fn on_session_ended(&mut self, cx: &mut Ctx, how: Ended) {
+        let closed = how == Ended::Closed;
+        if how == Ended::Abandoned {
+            if let Create::InFlight(_) = self.create {
+                self.create = Create::Unknown;
+            }
+        } else {
+            self.own = None;
+            self.extra.clear();
+            if self.create != Create::NotSent {
+                self.create = Create::Done;
+            }
         }
         match self.state {
             State::Waiting | State::Granting => {

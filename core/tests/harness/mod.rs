@@ -135,13 +135,30 @@ impl H {
         );
     }
 
-    /// Answers a GetData (on `expect_path`) with a stat owned by `owner`.
+    /// Answers a GetData (on `expect_path`, with or without a watch) with a stat
+    /// owned by `owner`.
     pub fn answer_data(&mut self, expect_path: &str, owner: i64) {
+        self.answer_read(expect_path, owner, None);
+    }
+
+    /// Answers a GetData on `expect_path` that must leave a watch.
+    pub fn answer_watch(&mut self, expect_path: &str, owner: i64) {
+        self.answer_read(expect_path, owner, Some(true));
+    }
+
+    /// Answers a GetData on `expect_path` that must not leave a watch.
+    pub fn answer_plain_read(&mut self, expect_path: &str, owner: i64) {
+        self.answer_read(expect_path, owner, Some(false));
+    }
+
+    fn answer_read(&mut self, expect_path: &str, owner: i64, expect_watch: Option<bool>) {
         let r = self.next_req();
         match &r.op {
             Op::GetData { path, watch } => {
                 assert_eq!(path, expect_path);
-                assert!(*watch, "getData must leave a watch");
+                if let Some(expected) = expect_watch {
+                    assert_eq!(*watch, expected, "getData watch flag on {path}");
+                }
             }
             other => panic!("expected getData on {expect_path}, got {other:?}"),
         }
@@ -157,6 +174,18 @@ impl H {
                 stat,
             }),
         );
+    }
+
+    /// Answers the `RemoveWatch` a waiter sends on its own node once granted.
+    pub fn answer_remove_watch(&mut self, expect_path: &str) {
+        let r = self.next_req();
+        assert_eq!(
+            r.op,
+            Op::RemoveWatch {
+                path: expect_path.to_owned()
+            }
+        );
+        self.reply(r.id, Ok(Reply::WatchRemoved));
     }
 
     pub fn answer_err(&mut self, e: ZkError) -> Request {
@@ -177,15 +206,29 @@ impl H {
         self.held_spec(LockSpec::write(path), seq)
     }
 
+    /// Runs an uncontended write acquisition that watches its node to Held.
+    pub fn held_watched(&mut self, path: &str, seq: i32) -> (LockId, String) {
+        self.held_spec(LockSpec::write(path).watch_node(), seq)
+    }
+
     /// Runs an uncontended acquisition of `spec` to Held (the `Acquired` event is
-    /// checked and consumed); returns (id, node path).
+    /// checked and consumed); returns (id, node path). A spec that watches its node
+    /// reads it (with a watch) after the create; a plain one sends nothing more.
     pub fn held_spec(&mut self, spec: LockSpec, seq: i32) -> (LockId, String) {
+        let watches = spec.watches_node();
         let id = self.acquire(spec);
         let node = self.answer_create(seq);
         let name = node.rsplit('/').next().unwrap().to_owned();
         self.answer_list(&[&name]);
-        self.answer_data(&node, SID);
+        if watches {
+            self.answer_watch(&node, SID);
+        }
         assert!(matches!(self.take_events()[..], [LockEvent::Acquired(_)]));
+        assert!(
+            self.no_requests(),
+            "held with requests left: {:?}",
+            self.reqs
+        );
         (id, node)
     }
 }

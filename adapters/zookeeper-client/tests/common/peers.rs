@@ -328,7 +328,7 @@ impl Peer {
                 self.pending.entry(from).or_default().push_back(words);
             }
         }
-        !self.pending.get(slot).is_some_and(|q| !q.is_empty())
+        self.pending.get(slot).is_none_or(|q| q.is_empty())
     }
 
     /// Asks `slot` to wait for the lock (see [`Peer::held`] for the answer).

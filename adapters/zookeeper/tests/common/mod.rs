@@ -28,6 +28,7 @@ pub fn failure(e: Error) -> Failure {
 fn spec(kind: Kind, path: &str) -> lock_core::LockSpec {
     match kind {
         Kind::Mutex | Kind::Write => lock_core::LockSpec::write(path),
+        Kind::WatchedMutex => lock_core::LockSpec::write(path).watch_node(),
         Kind::Read => lock_core::LockSpec::read(path),
         Kind::Semaphore(n) => lock_core::LockSpec::semaphore(path, n),
     }
@@ -90,6 +91,7 @@ impl Backend for Blocking {
         }
         match kind {
             Kind::Mutex => with!(client.mutex(path)),
+            Kind::WatchedMutex => with!(client.mutex(path).watch_node()),
             Kind::Read => with!(client.rwlock(path).read()),
             Kind::Write => with!(client.rwlock(path).write()),
             Kind::Semaphore(n) => with!(client.semaphore(path, n)),
@@ -135,9 +137,8 @@ impl Backend for Blocking {
 
     fn expectations(&self) -> Expectations {
         Expectations {
-            // create, getChildren, getData on our node (the fencing token: the crate's
-            // create returns no Stat; the core sends this getData anyway, for its
-            // watch), delete.
+            // create, getChildren, getData on our node without a watch (the fencing
+            // token: the crate's create returns no Stat), delete: 4 requests.
             requests_per_cycle: 4,
         }
     }

@@ -1,0 +1,333 @@
+//! Helpers shared by the benches (`mod common;` in each): the server, `mntr`
+//! counters, the bare zookeeper-client floor's connection, medians, knobs.
+
+#![forbid(unsafe_code)]
+// Each bench uses a subset.
+#![allow(dead_code)]
+
+use lock_testkit::ZkServer;
+use std::time::Duration;
+
+/// A standalone server on loopback as every bench uses it: small log preallocation
+/// steps (the default 64 MiB makes the first write slow). lock-testkit runs the
+/// JVM with the C1 compiler only (`-XX:TieredStopAtLevel=1`, quick to start);
+/// `BENCH_SERVER_C2=1` lets the JVM use C2 as a production server does.
+pub fn start_server() -> ZkServer {
+    let mut builder = ZkServer::builder().config("preAllocSize", "1024");
+    if std::env::var_os("BENCH_SERVER_C2").is_some_and(|v| !v.is_empty()) {
+        builder = builder.jvm_arg("-XX:TieredStopAtLevel=4");
+    }
+    builder.start().expect("starting ZooKeeper (lock-testkit)")
+}
+
+/// The server's packet counters: requests received (every request and ping of
+/// every session, plus one per four-letter word) and packets sent (a reply to
+/// each of those, plus every watch notification).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Packets {
+    pub received: u64,
+    pub sent: u64,
+    /// Watches triggered (one per session and path a change fired), the sum of
+    /// `zk_sum_node_{created,deleted,changed,children}_watch_count`: the
+    /// notifications the server queued.
+    pub fired: u64,
+}
+
+impl std::ops::Sub for Packets {
+    type Output = Packets;
+    fn sub(self, earlier: Packets) -> Packets {
+        Packets {
+            received: self.received - earlier.received,
+            sent: self.sent - earlier.sent,
+            fired: self.fired - earlier.fired,
+        }
+    }
+}
+
+impl Packets {
+    /// Watch notifications: the watches the server triggered. These matched the
+    /// notifications decoded on the wire ([`Sniffer`]); `zk_packets_sent` minus
+    /// `zk_packets_received` came out lower in herd drains (not traced why).
+    pub fn notifications(self) -> u64 {
+        self.fired
+    }
+}
+
+/// Reads `zk_packets_received`, `zk_packets_sent` and the watches triggered.
+pub fn packets(server: &ZkServer) -> Packets {
+    let m = server.mntr().expect("mntr");
+    let fired = ["created", "deleted", "changed", "children"]
+        .iter()
+        .map(|k| {
+            m.get_u64(&format!("zk_sum_node_{k}_watch_count"))
+                .unwrap_or(0)
+        })
+        .sum();
+    Packets {
+        received: m
+            .get_u64("zk_packets_received")
+            .expect("zk_packets_received"),
+        sent: m.get_u64("zk_packets_sent").expect("zk_packets_sent"),
+        fired,
+    }
+}
+
+/// What one `mntr` adds to the counters it reads (measured, so a window between
+/// two reads can subtract it).
+pub fn mntr_overhead(server: &ZkServer) -> Packets {
+    let a = packets(server);
+    let b = packets(server);
+    b - a
+}
+
+/// Counters over a window, less the closing `mntr`'s own packets.
+pub fn window(before: Packets, after: Packets, overhead: Packets) -> Packets {
+    let d = after - before;
+    Packets {
+        received: d.received.saturating_sub(overhead.received),
+        sent: d.sent.saturating_sub(overhead.sent),
+        fired: d.fired,
+    }
+}
+
+/// The server's `zk_watch_count`: watches set, summed over sessions and paths.
+pub fn watch_count(server: &ZkServer) -> u64 {
+    server
+        .mntr()
+        .expect("mntr")
+        .get_u64("zk_watch_count")
+        .expect("zk_watch_count")
+}
+
+/// Waits until the server holds `n` watches, then a little more for replies
+/// still on their way.
+pub async fn wait_watches(server: &ZkServer, n: u64) {
+    while watch_count(server) < n {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}
+
+/// Waits until the server has read nothing but our own `mntr`s for 100 ms:
+/// requests already sent (a queue being formed) are then all counted before a
+/// window opens.
+pub async fn wait_quiet(server: &ZkServer) {
+    let overhead = mntr_overhead(server);
+    let mut last = packets(server);
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = packets(server);
+        if (now - last).received <= overhead.received {
+            return;
+        }
+        last = now;
+    }
+}
+
+/// `/proc/loadavg`'s first three fields.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+pub fn env_or(key: &str, default: &str) -> String {
+    std::env::var(key).unwrap_or_else(|_| default.to_owned())
+}
+
+pub fn env_usize(key: &str, default: usize) -> usize {
+    env_or(key, &default.to_string())
+        .parse()
+        .unwrap_or_else(|_| panic!("{key}: not a number"))
+}
+
+pub fn env_list(key: &str, default: &str) -> Vec<usize> {
+    env_or(key, default)
+        .split(',')
+        .map(|s| s.trim().parse().unwrap_or_else(|_| panic!("{key}")))
+        .collect()
+}
+
+/// The median (the mean of the middle two of an even count).
+pub fn median(values: &[f64]) -> f64 {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+pub fn median_duration(samples: &[Duration]) -> Duration {
+    let secs: Vec<f64> = samples.iter().map(Duration::as_secs_f64).collect();
+    Duration::from_secs_f64(median(&secs).max(0.0))
+}
+
+/// A bare zookeeper-client session with `TCP_NODELAY` set on its socket (through
+/// lock-nodelay, as the binding does), so that the floor pipelines like the lock.
+pub async fn bare_client(cluster: &str, session_timeout: Duration) -> zookeeper_client::Client {
+    let client = zookeeper_client::Client::connector()
+        .with_session_timeout(session_timeout)
+        .connect(cluster)
+        .await
+        .expect("connecting the bare client");
+    set_nodelay(cluster);
+    client
+}
+
+/// `TCP_NODELAY` on every connection of this process to `cluster`.
+pub fn set_nodelay(cluster: &str) {
+    let peers = lock_nodelay::Peers::resolve(cluster).expect("resolving");
+    lock_nodelay::apply(&peers).expect("TCP_NODELAY");
+}
+
+/// A diagnostic TCP proxy that decodes ZooKeeper frames and counts requests by
+/// operation and server packets by kind (reply, notification, ping reply): to
+/// see what `mntr`'s totals are made of. Two threads per connection; every
+/// frame is forwarded whole as soon as it is read.
+pub struct Sniffer {
+    addr: std::net::SocketAddr,
+    counts: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, u64>>>,
+}
+
+impl Sniffer {
+    pub fn start(upstream: std::net::SocketAddr) -> Sniffer {
+        use std::net::{TcpListener, TcpStream};
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().unwrap();
+        let counts = std::sync::Arc::new(std::sync::Mutex::new(Default::default()));
+        let shared = std::sync::Arc::clone(&counts);
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                let Ok(server) = TcpStream::connect(upstream) else {
+                    continue;
+                };
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let (up, down) = (shared.clone(), shared.clone());
+                std::thread::spawn(move || pump(client, server, true, up));
+                std::thread::spawn(move || pump(s2, c2, false, down));
+            }
+        });
+        Sniffer { addr, counts }
+    }
+
+    pub fn connect_string(&self) -> String {
+        self.addr.to_string()
+    }
+
+    pub fn snapshot(&self) -> std::collections::BTreeMap<String, u64> {
+        self.counts.lock().unwrap().clone()
+    }
+
+    /// What changed between two snapshots, as `name=count` pairs.
+    pub fn diff(
+        before: &std::collections::BTreeMap<String, u64>,
+        after: &std::collections::BTreeMap<String, u64>,
+    ) -> String {
+        after
+            .iter()
+            .filter_map(|(k, v)| {
+                let d = v - before.get(k).copied().unwrap_or(0);
+                (d > 0).then(|| format!("{k}={d}"))
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn pump(
+    mut from: std::net::TcpStream,
+    mut to: std::net::TcpStream,
+    requests: bool,
+    counts: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, u64>>>,
+) {
+    use std::io::{Read, Write};
+    let mut first = true;
+    loop {
+        let mut len = [0u8; 4];
+        if from.read_exact(&mut len).is_err() {
+            break;
+        }
+        let n = i32::from_be_bytes(len).max(0) as usize;
+        let mut body = vec![0u8; n];
+        if from.read_exact(&mut body).is_err() {
+            break;
+        }
+        let int = |at: usize| {
+            body.get(at..at + 4)
+                .map(|b| i32::from_be_bytes(b.try_into().unwrap()))
+        };
+        // The first frame each way is the session handshake (no header).
+        let kind = if first {
+            (if requests { "connect" } else { "connected" }).to_owned()
+        } else if requests {
+            op_name(int(4).unwrap_or(0))
+        } else {
+            match int(0) {
+                Some(-1) => "notification".to_owned(),
+                Some(-2) => "ping-reply".to_owned(),
+                _ => "reply".to_owned(),
+            }
+        };
+        first = false;
+        *counts.lock().unwrap().entry(kind).or_default() += 1;
+        if to.write_all(&len).is_err() || to.write_all(&body).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Both);
+}
+
+fn op_name(op: i32) -> String {
+    match op {
+        1 => "create".into(),
+        2 => "delete".into(),
+        3 => "exists".into(),
+        4 => "getData".into(),
+        5 => "setData".into(),
+        8 => "getChildren".into(),
+        11 => "ping".into(),
+        12 => "getChildren2".into(),
+        13 => "check".into(),
+        14 => "multi".into(),
+        15 => "create2".into(),
+        17 => "checkWatches".into(),
+        18 => "removeWatches".into(),
+        101 => "setWatches".into(),
+        105 => "setWatches2".into(),
+        -11 => "closeSession".into(),
+        other => format!("op{other}"),
+    }
+}
+
+/// CPU time (user + system) a process has used so far, from `/proc/<pid>/stat`
+/// (Linux; zero elsewhere). `None`: this process.
+pub fn cpu_time(pid: Option<u32>) -> Duration {
+    let path = match pid {
+        Some(pid) => format!("/proc/{pid}/stat"),
+        None => "/proc/self/stat".to_owned(),
+    };
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Duration::ZERO;
+    };
+    // Fields after the command name (which may hold spaces): state is field 3,
+    // utime and stime are fields 14 and 15.
+    let rest = text.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i - 3)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // USER_HZ is 100 on every Linux this runs on.
+    Duration::from_millis((ticks(14) + ticks(15)) * 10)
+}
