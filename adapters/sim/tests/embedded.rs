@@ -145,7 +145,8 @@ fn revocation_reaches_a_revocable_holder() {
     assert_eq!(revoked, vec![guard.path().to_owned()]);
     guard
         .revocation_requested_timeout_blocking(BOUND)
-        .expect("asked to let go");
+        .expect("asked to let go in time")
+        .expect("asked, not lost");
     guard.release_blocking().unwrap();
 }
 
