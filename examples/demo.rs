@@ -95,7 +95,7 @@ fn main() {
         let event = guard.next_event_blocking().expect("an event");
         say(start, NAMES[0], format!("{event:?}"));
     }
-    let mut waiting = workers[1].mutex("/demo/job").start().expect("start");
+    let waiting = workers[1].mutex("/demo/job").start().expect("start");
     say(start, NAMES[1], "waits behind alice");
     server.expire(&workers[0]);
     say(
