@@ -114,6 +114,25 @@ fn a_partition_is_noticed_only_after_two_thirds_of_the_session_timeout() {
 }
 
 #[test]
+fn a_partition_shorter_than_its_notice_suspends_then_resumes() {
+    let server = Server::new();
+    let client = server.client_with_timeout(Duration::from_millis(900));
+    let guard = client.mutex("/locks/c2").lock_blocking().unwrap();
+    server.partition(&client, Duration::from_millis(100));
+    // Over before the client would notice (600 ms): the reset is seen as it ends.
+    assert_eq!(
+        guard.next_event_timeout_blocking(BOUND),
+        Some(LockEvent::Suspended)
+    );
+    assert_eq!(
+        guard.next_event_timeout_blocking(BOUND),
+        Some(LockEvent::Resumed)
+    );
+    assert!(guard.is_trusted());
+    guard.release_blocking().unwrap();
+}
+
+#[test]
 fn expiry_loses_the_lock_and_an_admin_delete_is_heard_by_a_watching_holder() {
     let server = Server::new();
     let client = server.client();

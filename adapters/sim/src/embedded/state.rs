@@ -147,11 +147,16 @@ impl State {
                 } else if now >= until {
                     client.conn = Conn::Up;
                     if alive {
-                        client
-                            .inbox
-                            .push_front(Delivery::Session(SessionEvent::Connected {
-                                session_id: client.session,
-                            }));
+                        // After the notice of the cut if it is still queued (a cut
+                        // that ends before it is noticed is noticed as it ends).
+                        let at = usize::from(matches!(
+                            client.inbox.front(),
+                            Some(Delivery::Session(SessionEvent::Disconnected))
+                        ));
+                        let connected = SessionEvent::Connected {
+                            session_id: client.session,
+                        };
+                        client.inbox.insert(at, Delivery::Session(connected));
                     }
                 } else {
                     let noticed_now = matches!(client.conn, Conn::Down { noticed: true, .. });
