@@ -1,182 +1,143 @@
-//! zklock demo on the embedded simulator: nothing to install.
+//! zklock demo on the embedded ZooKeeper: nothing to install.
 //!
-//! Four workers contend for an exclusive lock, then for a read/write lock, on
-//! lock-sim's in-memory ZooKeeper (virtual time, 1-3 ms one-way latency). The
-//! timeline shows who waits, who holds and with which fencing token; the summary
-//! counts ZooKeeper requests per acquisition and watch notifications per release.
+//! Four workers, each a thread with its own ZooKeeper session, contend for an
+//! exclusive lock and then a read/write lock on lock-sim's in-process server,
+//! through the same `LockClient` a real deployment uses; then one worker's
+//! connection drops (its lock is suspended, then resumed) and one's session expires
+//! (its lock is lost, and the next worker moves up). The summary counts the
+//! ZooKeeper requests per acquisition.
 //!
 //! ```sh
 //! cargo run --example demo
 //! ```
+//!
+//! On a real ZooKeeper, replace `server.client()` with
+//! `lock_zookeeper::LockClient::connect("127.0.0.1:2181")?` (blocking) or
+//! `lock_zookeeper_client::LockClient::connect("127.0.0.1:2181").await?` (async).
 
-use lock_core::{LockEvent, LockId, LockSpec};
-use lock_sim::{ClientId, Latency, Profile, Sim, SimConfig};
-use std::collections::BTreeMap;
-use std::time::Duration;
+use lock_client::{LockClient, LockGuard};
+use lock_core::LockEvent;
+use lock_sim::Server;
+use std::thread;
+use std::time::{Duration, Instant};
 
 const NAMES: [&str; 4] = ["alice", "bob", "carol", "dave"];
 
-struct Demo {
-    sim: Sim,
-    workers: Vec<ClientId>,
-    printed: usize,
-    releases: u64,
-    acquisitions: u64,
+/// Prints one line of the timeline.
+fn say(start: Instant, who: &str, what: impl std::fmt::Display) {
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    println!("  {ms:>7.1} ms  {who:<6} {what}");
 }
 
-impl Demo {
-    fn name(&self, c: ClientId) -> &'static str {
-        NAMES[self.workers.iter().position(|w| *w == c).unwrap()]
-    }
-
-    fn say(&self, who: &str, what: &str) {
-        println!("  {:>8}  {:<6} {what}", format!("{}", self.sim.now()), who);
-    }
-
-    /// Prints the events the simulation produced since the last call.
-    fn flush(&mut self) {
-        let new: Vec<_> = self.sim.all_events()[self.printed..].to_vec();
-        self.printed += new.len();
-        for e in new {
-            let who = self.name(e.client);
-            let what = match &e.event {
-                LockEvent::Acquired(g) => {
-                    self.acquisitions += 1;
-                    format!(
-                        "HOLDS    token={} node={}",
-                        g.token,
-                        g.path.rsplit('/').next().unwrap()
-                    )
-                }
-                LockEvent::Released => {
-                    self.releases += 1;
-                    "released (its delete confirmed)".to_owned()
-                }
-                other => format!("{other:?}"),
-            };
-            println!("  {:>8}  {:<6} {what}", format!("{}", e.at), who);
-        }
-    }
-
-    fn acquire(&mut self, w: usize, spec: LockSpec) -> LockId {
-        let kind = format!("{:?}", spec.recipe()).to_lowercase();
-        self.say(NAMES[w], &format!("wants    {kind} {}", spec.path()));
-        let id = self
-            .sim
-            .acquire(self.workers[w], spec)
-            .expect("valid lock spec");
-        self.sim
-            .run_for(Duration::from_millis(1))
-            .expect("invariants hold");
-        self.flush();
-        id
-    }
-
-    fn hold_then_release(&mut self, w: usize, id: LockId, hold: Duration) {
-        self.sim.run_for(hold).expect("invariants hold");
-        self.flush();
-        self.say(NAMES[w], "releases (trusts the lock no more)");
-        self.sim.release(self.workers[w], id).expect("held");
-        self.sim
-            .run_for(Duration::from_millis(10))
-            .expect("invariants hold");
-        self.flush();
-    }
-
-    fn wait_until_held(&mut self, w: usize, id: LockId) {
-        let c = self.workers[w];
-        self.sim
-            .run_until(|s| s.holds(c, id))
-            .expect("invariants hold");
-        self.flush();
-    }
+fn node(guard: &LockGuard) -> &str {
+    guard.path().rsplit('/').next().unwrap_or_default()
 }
 
 fn main() {
-    let cfg = SimConfig::new(2026).latency(Latency::between(
-        Duration::from_millis(1),
-        Duration::from_millis(3),
-    ));
-    let mut sim = Sim::new(cfg);
-    let workers = NAMES
-        .iter()
-        .map(|_| sim.add_client(Profile::KeepsWatches, Duration::from_secs(6)))
-        .collect();
-    let mut d = Demo {
-        sim,
-        workers,
-        printed: 0,
-        releases: 0,
-        acquisitions: 0,
-    };
+    let server = Server::new();
+    let workers: Vec<LockClient> = NAMES.iter().map(|_| server.client()).collect();
+    let start = Instant::now();
 
     println!(
-        "== Exclusive lock /demo/job: every worker takes it twice, FIFO, one wakes per release"
+        "== Exclusive lock /demo/job: every worker takes it twice, one at a time, in arrival order"
     );
-    let mut queue: Vec<(usize, LockId, u32)> = Vec::new();
-    for w in 0..NAMES.len() {
-        let id = d.acquire(w, LockSpec::write("/demo/job"));
-        queue.push((w, id, 2));
-    }
-    while !queue.is_empty() {
-        // The server orders the contenders (by the arrival of their creates); whoever
-        // it put first holds.
-        let clients: Vec<_> = queue
-            .iter()
-            .map(|(w, id, _)| (d.workers[*w], *id))
-            .collect();
-        d.sim
-            .run_until(|s| clients.iter().any(|(c, id)| s.holds(*c, *id)))
-            .expect("invariants hold");
-        d.flush();
-        let i = clients
-            .iter()
-            .position(|(c, id)| d.sim.holds(*c, *id))
-            .unwrap();
-        let (w, id, left) = queue.remove(i);
-        d.hold_then_release(w, id, Duration::from_millis(20));
-        if left > 1 {
-            let id = d.acquire(w, LockSpec::write("/demo/job"));
-            queue.push((w, id, left - 1));
+    thread::scope(|s| {
+        for (name, locks) in NAMES.iter().zip(&workers) {
+            s.spawn(move || {
+                for _ in 0..2 {
+                    say(start, name, "wants    /demo/job");
+                    let guard = locks.mutex("/demo/job").lock_blocking().expect("lock");
+                    say(
+                        start,
+                        name,
+                        format!("HOLDS    token={} node={}", guard.token(), node(&guard)),
+                    );
+                    thread::sleep(Duration::from_millis(20));
+                    say(start, name, "releases");
+                    guard.release_blocking().expect("release");
+                }
+            });
         }
+    });
+
+    println!("\n== Read/write lock /demo/table: readers share; the writer waits for them; a later reader waits for the writer");
+    let table = |i: usize| workers[i].rwlock("/demo/table");
+    let r1 = table(0).read().lock_blocking().expect("read");
+    say(start, NAMES[0], "HOLDS    read");
+    let r2 = table(1).read().lock_blocking().expect("read");
+    say(start, NAMES[1], "HOLDS    read, beside alice");
+    thread::scope(|s| {
+        s.spawn(|| {
+            let w = table(2).write().lock_blocking().expect("write");
+            say(start, NAMES[2], "HOLDS    write, alone");
+            thread::sleep(Duration::from_millis(20));
+            say(start, NAMES[2], "releases write");
+            w.release_blocking().expect("release");
+        });
+        s.spawn(|| {
+            // Queued after the writer (give it time to queue): waits for it.
+            thread::sleep(Duration::from_millis(10));
+            let r3 = table(3).read().lock_blocking().expect("read");
+            say(start, NAMES[3], "HOLDS    read, after the writer");
+            r3.release_blocking().expect("release");
+        });
+        thread::sleep(Duration::from_millis(30));
+        say(start, NAMES[0], "releases read");
+        r1.release_blocking().expect("release");
+        say(start, NAMES[1], "releases read");
+        r2.release_blocking().expect("release");
+    });
+
+    println!("\n== Faults: a dropped connection suspends a holder; an expired session loses it");
+    let guard = workers[0].mutex("/demo/job").lock_blocking().expect("lock");
+    server.disconnect(&workers[0], Duration::from_millis(100));
+    for _ in 0..2 {
+        let event = guard.next_event_blocking().expect("an event");
+        say(start, NAMES[0], format!("{event:?}"));
     }
+    let waiting = workers[1].mutex("/demo/job").start().expect("start");
+    say(start, NAMES[1], "waits behind alice");
+    server.expire(&workers[0]);
+    say(
+        start,
+        NAMES[0],
+        format!("Lost({:?})", guard.lost_blocking()),
+    );
+    let next = waiting.wait_blocking().expect("granted");
+    say(
+        start,
+        NAMES[1],
+        format!(
+            "HOLDS    token={} (greater than alice's {})",
+            next.token(),
+            guard.token()
+        ),
+    );
+    assert_eq!(
+        next.next_event_timeout_blocking(Duration::ZERO),
+        None::<LockEvent>
+    );
+    next.release_blocking().expect("release");
 
-    println!("\n== Read/write lock /demo/table: readers share, the writer waits for them, later readers wait for the writer");
-    let r1 = d.acquire(0, LockSpec::read("/demo/table"));
-    let r2 = d.acquire(1, LockSpec::read("/demo/table"));
-    let w = d.acquire(2, LockSpec::write("/demo/table"));
-    let r3 = d.acquire(3, LockSpec::read("/demo/table"));
-    d.wait_until_held(0, r1);
-    d.wait_until_held(1, r2);
-    d.hold_then_release(0, r1, Duration::from_millis(15));
-    d.hold_then_release(1, r2, Duration::from_millis(5));
-    d.wait_until_held(2, w);
-    d.hold_then_release(2, w, Duration::from_millis(20));
-    d.wait_until_held(3, r3);
-    d.hold_then_release(3, r3, Duration::from_millis(5));
-    d.sim.run_until_idle().expect("invariants hold");
-    d.flush();
-
-    let total = d.sim.total_counters();
-    let mut per_kind = BTreeMap::new();
-    per_kind.insert("create", total.create);
-    per_kind.insert("getChildren", total.get_children);
-    per_kind.insert("getData", total.get_data);
-    per_kind.insert("delete", total.delete);
     println!("\n== Summary");
+    let mut requests = 0;
+    let mut acquired = 0;
+    for locks in &workers {
+        locks.wait_idle_blocking().expect("idle");
+        let stats = locks.stats_blocking().expect("stats");
+        requests += stats.requests;
+        acquired += stats.acquired;
+    }
+    println!("  acquisitions: {acquired}, ZooKeeper requests: {requests}");
     println!(
-        "  acquisitions: {}, releases: {}",
-        d.acquisitions, d.releases
+        "  requests per acquisition, its release included: {:.2} (3 when the lock is free: create + getChildren, then delete)",
+        requests as f64 / acquired.max(1) as f64
     );
-    println!("  requests: {} {per_kind:?}", total.requests());
+    for locks in &workers {
+        locks.close_blocking();
+    }
     println!(
-        "  requests per acquisition (incl. its release): {:.2}",
-        total.requests() as f64 / d.acquisitions.max(1) as f64
+        "  nodes left under /demo/job: {:?}",
+        server.children("/demo/job").unwrap_or_default()
     );
-    println!(
-        "  watch notifications per release: {:.2}   (the next waiter, plus the releaser's own-node watch;\n   a herd would wake every waiter)",
-        total.notifications as f64 / d.releases.max(1) as f64
-    );
-    println!("  (the first acquisitions also created the container directories /demo, /demo/job, /demo/table)");
-    println!("  virtual time: {}", d.sim.now());
 }

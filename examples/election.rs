@@ -1,175 +1,125 @@
-//! Leader election with an observer on the embedded simulator (nothing to install),
+//! Leader election with an observer on the embedded ZooKeeper (nothing to install),
 //! and a failover when the leader's session expires.
 //!
 //! Three service instances take part in an election; a dashboard observes it
-//! without taking part. The leader is cut off by a network partition that outlasts
-//! its session timeout: within 2/3 of the timeout it suspends itself (it no longer
-//! trusts its leadership), the server expires its session and deletes its node,
-//! and the next participant, the only one watching that node, is elected. The
-//! dashboard follows every change. At no instant do two instances trust that they
-//! lead (the simulator checks it after every step).
+//! without taking part. Each has its own ZooKeeper session on lock-sim's in-process
+//! server, through the real `LockClient`. The leader is cut off by a network
+//! partition that outlasts its session timeout: within 2/3 of the timeout it
+//! suspends itself (it no longer trusts its leadership), the server expires its
+//! session and deletes its node, and the next participant, the only one watching
+//! that node, is elected. The dashboard follows every change. When node-b is
+//! elected, node-a no longer trusts its leadership: never two trusted leaders.
 //!
 //! ```sh
 //! cargo run --example election
 //! ```
+//!
+//! On a real ZooKeeper, replace `server.client_with_timeout(..)` with
+//! `lock_zookeeper::LockClient::connect("127.0.0.1:2181")?` (blocking) or
+//! `lock_zookeeper_client::LockClient::connect("127.0.0.1:2181").await?` (async).
 
-use lock_core::{LockEvent, LockId, LockSpec, LostReason};
-use lock_sim::{ClientId, Latency, Profile, Sim, SimConfig};
-use std::time::Duration;
+use lock_client::{ElectionObserver, LockClient, LostReason};
+use lock_sim::Server;
+use std::thread;
+use std::time::{Duration, Instant};
 
 const ELECTION: &str = "/services/billing/leader";
 const NAMES: [&str; 3] = ["node-a", "node-b", "node-c"];
+const TIMEOUT: Duration = Duration::from_millis(900);
 
-fn say(sim: &Sim, who: &str, what: impl AsRef<str>) {
-    println!(
-        "  {:>7}  {:<9} {}",
-        sim.now().to_string(),
-        who,
-        what.as_ref()
-    );
+/// Prints one line of the timeline.
+fn say(start: Instant, who: &str, what: impl std::fmt::Display) {
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    println!("  {ms:>7.1} ms  {who:<9} {what}");
 }
 
-fn leader_name(sim: &Sim, dashboard: ClientId, obs: LockId) -> Option<String> {
-    sim.events(dashboard)
-        .iter()
-        .rev()
-        .find_map(|r| match &r.event {
-            LockEvent::LeaderChanged { leader, .. } if r.lock == obs => Some(
-                leader
-                    .as_ref()
-                    .map(|l| String::from_utf8_lossy(&l.id).into_owned())
-                    .unwrap_or_else(|| "nobody".into()),
-            ),
-            _ => None,
-        })
+/// Waits (boundedly) until `done`: clients apply their requests on their own threads.
+fn until(done: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < Duration::from_secs(5), "timed out");
+        thread::sleep(Duration::from_millis(1));
+    }
 }
 
-/// When (c, l) first reported an event matching `pred`.
-fn first(sim: &Sim, c: ClientId, l: LockId, pred: impl Fn(&LockEvent) -> bool) -> Option<String> {
-    sim.events(c)
-        .iter()
-        .find(|r| r.lock == l && pred(&r.event))
-        .map(|r| r.at.to_string())
+/// Waits until the dashboard sees `name` lead, and says so.
+fn follow(start: Instant, dashboard: &mut ElectionObserver, name: Option<&str>) {
+    let id = |o: &ElectionObserver| o.leader().map(|l| l.id.clone());
+    while id(dashboard).as_deref() != name.map(str::as_bytes) {
+        dashboard
+            .changed_timeout_blocking(TIMEOUT * 5)
+            .expect("a change");
+    }
+    let leader = name.unwrap_or("nobody");
+    say(start, "dashboard", format!("observes: leader = {leader}"));
 }
 
 fn main() {
-    let timeout = Duration::from_secs(3);
-    let mut sim = Sim::new(SimConfig::new(11).latency(Latency::between(
-        Duration::from_millis(1),
-        Duration::from_millis(3),
-    )));
-    let nodes: Vec<ClientId> = NAMES
-        .iter()
-        .map(|_| sim.add_client(Profile::KeepsWatches, timeout))
-        .collect();
-    let dashboard = sim.add_client(Profile::KeepsWatches, timeout);
+    let server = Server::new();
+    let nodes: [LockClient; 3] = std::array::from_fn(|_| server.client_with_timeout(TIMEOUT));
+    let participants = || server.children(ELECTION).unwrap_or_default().len();
+    let start = Instant::now();
 
     println!("== Three participants and an observer");
-    let mut ids = Vec::new();
-    for (i, &n) in nodes.iter().enumerate() {
-        ids.push(
-            sim.acquire(n, LockSpec::leader(ELECTION, NAMES[i]))
-                .unwrap(),
-        );
-        sim.settle().unwrap();
-        say(&sim, NAMES[i], "joins the election");
+    let join = |i: usize| {
+        let election = nodes[i].election(ELECTION, NAMES[i]);
+        until(|| participants() == i + 1);
+        say(start, NAMES[i], "joins the election");
+        election
+    };
+    let (mut ea, mut eb, mut ec) = (join(0), join(1), join(2));
+    let a = ea.leadership_blocking().expect("node-a leads");
+    say(start, NAMES[0], format!("leads, token {}", a.token()));
+    let observing = server.client();
+    let dashboard = observing.observe_election_blocking(ELECTION);
+    let mut dashboard = dashboard.expect("observe");
+    follow(start, &mut dashboard, Some(NAMES[0]));
+
+    println!("\n== The leader is partitioned away past its session timeout ({TIMEOUT:?})");
+    let before = nodes[0].session_id();
+    server.partition(&nodes[0], TIMEOUT * 2);
+    say(start, NAMES[0], "is cut off (packets vanish)");
+    let event = a.suspended_blocking();
+    say(start, NAMES[0], format!("{event:?}: no longer leads"));
+    let b = eb.leadership_blocking().expect("node-b is elected");
+    say(start, NAMES[1], format!("elected, token {}", b.token()));
+    assert!(!a.is_trusted() && b.is_trusted(), "two trusted leaders");
+    let woken = |i: usize| nodes[i].stats_blocking().map(|s| s.handoff_notifications);
+    assert_eq!((woken(1), woken(2)), (Ok(1), Ok(0)), "herd-free");
+    say(start, NAMES[2], "was not woken: it watches node-b");
+    follow(start, &mut dashboard, Some(NAMES[1]));
+
+    println!("\n== Still cut off, node-a gives up; the partition heals; it rejoins");
+    let reason = a.lost_blocking();
+    say(start, NAMES[0], format!("Lost({reason:?})"));
+    assert_eq!(reason, LostReason::SuspendedTooLong, "the whole grace");
+    until(|| nodes[0].session_id().is_some_and(|id| Some(id) != before));
+    say(start, NAMES[0], "is back, on a new session");
+    thread::scope(|s| {
+        s.spawn(move || {
+            let again = ea.leadership_blocking().expect("node-a leads again");
+            say(start, NAMES[0], format!("elected, token {}", again.token()));
+            again.resign_blocking().expect("resign");
+        });
+        until(|| participants() == 3);
+        say(start, NAMES[0], "rejoins, as a follower now");
+
+        println!("\n== node-b resigns, then node-c");
+        b.resign_blocking().expect("resign");
+        say(start, NAMES[1], "resigned");
+        let c = ec.leadership_blocking().expect("node-c is elected");
+        say(start, NAMES[2], format!("elected, token {}", c.token()));
+        follow(start, &mut dashboard, Some(NAMES[2]));
+        c.resign_blocking().expect("resign");
+        say(start, NAMES[2], "resigned");
+    });
+    follow(start, &mut dashboard, None);
+
+    drop(dashboard);
+    for client in nodes.iter().chain([&observing]) {
+        client.close_blocking();
     }
-    let obs = sim.observe(dashboard, ELECTION).unwrap();
-    sim.settle().unwrap();
-    assert!(sim.holds(nodes[0], ids[0]));
-    say(&sim, NAMES[0], "is the leader");
-    say(
-        &sim,
-        "dashboard",
-        format!(
-            "observes: leader = {}",
-            leader_name(&sim, dashboard, obs).unwrap()
-        ),
-    );
-
-    println!("\n== The leader is partitioned away past its session timeout ({timeout:?})");
-    sim.reset_counters();
-    sim.partition(nodes[0], timeout * 2);
-    say(&sim, NAMES[0], "is cut off (packets vanish)");
-    sim.run_until(|s| s.holds(nodes[1], ids[1])).unwrap();
-    let suspended_at = first(&sim, nodes[0], ids[0], |e| *e == LockEvent::Suspended)
-        .expect("the cut-off leader suspends itself");
-    let elected_at = first(&sim, nodes[1], ids[1], |e| {
-        matches!(e, LockEvent::Acquired(_))
-    })
-    .unwrap();
-    println!(
-        "  {suspended_at:>7}  {:<9} Suspended (within 2/3 of the timeout): no longer trusts its leadership",
-        NAMES[0]
-    );
-    println!(
-        "  {elected_at:>7}  {:<9} elected: the server expired node-a's session, its node went, node-b's watch fired",
-        NAMES[1]
-    );
-    assert!(suspended_at < elected_at, "never two trusted leaders");
-    let woken: u64 = [1, 2]
-        .iter()
-        .map(|&i| sim.counters(nodes[i]).notifications)
-        .sum();
-    println!(
-        "  {:>7}  {:<9} participants woken by the change: {woken} (node-c sleeps on)",
-        "", ""
-    );
-    assert_eq!(woken, 1, "herd-free: one participant wakes");
-    sim.run_until(|s| leader_name(s, dashboard, obs).as_deref() == Some(NAMES[1]))
-        .unwrap();
-    say(
-        &sim,
-        "dashboard",
-        format!(
-            "observes: leader = {}",
-            leader_name(&sim, dashboard, obs).unwrap()
-        ),
-    );
-
-    println!("\n== Still cut off, node-a gives up; then the partition heals");
-    sim.run_until(|s| s.outcome(nodes[0], ids[0]).is_some())
-        .unwrap();
-    let out = sim.outcome(nodes[0], ids[0]).unwrap().clone();
-    say(
-        &sim,
-        NAMES[0],
-        format!("{out:?} (suspended for the whole grace)"),
-    );
-    assert!(matches!(
-        out,
-        LockEvent::Lost(LostReason::SessionExpired | LostReason::SuspendedTooLong)
-    ));
-    sim.settle().unwrap();
-    say(&sim, NAMES[0], "reconnects, learns its session expired");
-    let rejoin = sim
-        .acquire(nodes[0], LockSpec::leader(ELECTION, NAMES[0]))
-        .unwrap();
-    sim.settle().unwrap();
-    say(&sim, NAMES[0], "rejoins, as a follower now");
-    assert!(sim.holds(nodes[1], ids[1]) && !sim.holds(nodes[0], rejoin));
-    assert_eq!(leader_name(&sim, dashboard, obs).as_deref(), Some(NAMES[1]));
-
-    println!("\n== node-b resigns");
-    sim.release(nodes[1], ids[1]).unwrap();
-    sim.run_until(|s| s.holds(nodes[2], ids[2])).unwrap();
-    sim.settle().unwrap();
-    say(&sim, NAMES[2], "elected");
-    say(
-        &sim,
-        "dashboard",
-        format!(
-            "observes: leader = {}",
-            leader_name(&sim, dashboard, obs).unwrap()
-        ),
-    );
-    assert_eq!(leader_name(&sim, dashboard, obs).as_deref(), Some(NAMES[2]));
-
-    sim.cancel(dashboard, obs).unwrap();
-    sim.release(nodes[2], ids[2]).unwrap();
-    sim.run_until(|s| s.holds(nodes[0], rejoin)).unwrap();
-    sim.release(nodes[0], rejoin).unwrap();
-    sim.run_until_idle().unwrap();
-    sim.check_quiescent().unwrap();
-    println!("\nok: one trusted leader at any instant; failover on session expiry; the observer followed");
+    let left = server.children(ELECTION).unwrap_or_default();
+    println!("\n  nodes left under {ELECTION}: {left:?}");
+    println!("ok: never two trusted leaders; failover on session expiry; the observer followed");
 }

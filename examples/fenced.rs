@@ -1,156 +1,118 @@
-//! Fenced writes on the embedded simulator (nothing to install): a stale holder's
+//! Fenced writes on the embedded ZooKeeper (nothing to install): a stale holder's
 //! write is rejected by ZooKeeper itself.
 //!
-//! Two workers update `/bank/balance` under the lock `/locks/balance`, each write
-//! sent as a `multi` with a `check` on the writer's own lock node. An operator
-//! force-deletes worker-1's lock node (think of a stuck process being evicted);
-//! worker-1 has not heard yet and writes again: the `check` fails and nothing is
-//! written. worker-2 gets the lock and its writes apply. Once worker-1 has heard,
-//! zklock refuses its writes outright. The simulator audits every write to the
-//! balance at the instant the server applies it: it must come from the current
-//! holder, and the token it carries never goes backwards.
+//! Two workers, each on its own ZooKeeper session on lock-sim's in-process server
+//! (through the real `LockClient`), update `/bank/balance` under the lock
+//! `/locks/balance`, each write sent as a `multi` with a `check` on the writer's own
+//! lock node. An operator force-deletes worker-1's lock node (think of a stuck
+//! process being evicted); worker-1 writes again at once, racing the watch that
+//! tells it: if its write goes out first, the `check` fails at the server and
+//! nothing is written; if the news came first, zklock refuses the write outright.
+//! Either way the balance is untouched. worker-2 gets the lock and its writes
+//! apply. Every value carries its writer's token: they never go backwards.
 //!
 //! ```sh
 //! cargo run --example fenced
 //! ```
+//!
+//! On a real ZooKeeper, replace `server.client()` with
+//! `lock_zookeeper::LockClient::connect("127.0.0.1:2181")?` (blocking) or
+//! `lock_zookeeper_client::LockClient::connect("127.0.0.1:2181").await?` (async).
 
-use lock_core::{CreateMode, FencedError, LockEvent, LockId, LockSpec, MultiOp};
-use lock_sim::{ClientId, Latency, Profile, Sim, SimConfig};
-use std::time::Duration;
+use lock_client::{FencedError, LockClient, LockGuard, Writes};
+use lock_sim::Server;
+use std::time::Instant;
 
 const LOCK: &str = "/locks/balance";
 const DATA: &str = "/bank/balance";
 
-fn say(sim: &Sim, who: &str, what: impl AsRef<str>) {
-    println!(
-        "  {:>7}  {:<8} {}",
-        sim.now().to_string(),
-        who,
-        what.as_ref()
-    );
+/// Prints one line of the timeline.
+fn say(start: Instant, who: &str, what: impl std::fmt::Display) {
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    println!("  {ms:>7.1} ms  {who:<8} {what}");
 }
 
-fn balance(sim: &Sim) -> String {
-    String::from_utf8_lossy(&sim.get(DATA).unwrap().data).into_owned()
+/// The balance as stored: `token:amount`.
+fn balance(server: &Server) -> String {
+    String::from_utf8_lossy(&server.data(DATA).unwrap_or_default()).into_owned()
 }
 
-/// Writes `amount` (tagged with the writer's token), fenced by the lock.
-fn write(sim: &mut Sim, c: ClientId, l: LockId, amount: u32) -> u64 {
-    let token = sim.grant(c, l).unwrap().token;
-    let set = MultiOp::SetData {
-        path: DATA.into(),
-        data: format!("{token}:{amount}").into_bytes(),
-        version: None,
-    };
-    sim.fenced_write(c, l, vec![set])
-        .expect("held, as far as it knows")
-}
-
-fn outcome(sim: &Sim, c: ClientId, l: LockId, write: u64) -> Option<Result<(), FencedError>> {
-    sim.lock_events(c, l).into_iter().find_map(|e| match e {
-        LockEvent::FencedWrite { write: w, result } if w == write => Some(result.map(|_| ())),
-        _ => None,
-    })
+/// Writes `amount`, tagged with the writer's token, fenced by its lock.
+fn write(guard: &LockGuard, amount: u32) -> Result<(), FencedError> {
+    let value = format!("{}:{amount}", guard.token());
+    guard.fenced_write_blocking(Writes::new().set_data(DATA, value))?;
+    Ok(())
 }
 
 fn main() {
-    let timeout = Duration::from_secs(3);
-    let mut sim = Sim::new(SimConfig::new(3).latency(Latency::between(
-        Duration::from_millis(1),
-        Duration::from_millis(3),
-    )));
-    sim.admin_create("/bank", b"", CreateMode::Persistent)
-        .unwrap();
-    sim.admin_create(DATA, b"0:0", CreateMode::Persistent)
-        .unwrap();
-    sim.audit_fenced_writes(DATA, LOCK);
-    let w1 = sim.add_client(Profile::KeepsWatches, timeout);
-    let w2 = sim.add_client(Profile::KeepsWatches, timeout);
+    let server = Server::new();
+    let [w1, w2]: [LockClient; 2] = std::array::from_fn(|_| server.client());
+    let start = Instant::now();
 
     println!("== worker-1 holds the lock and writes");
-    let l1 = sim.acquire(w1, LockSpec::write(LOCK)).unwrap();
-    sim.run_until(|s| s.holds(w1, l1)).unwrap();
-    let l2 = sim.acquire(w2, LockSpec::write(LOCK)).unwrap();
-    sim.settle().unwrap();
-    let t1 = sim.grant(w1, l1).unwrap().token;
+    let g1 = w1.mutex(LOCK).lock_blocking().expect("worker-1 locks");
+    let t1 = g1.token();
+    let waiting = w2.mutex(LOCK).start().expect("start");
     say(
-        &sim,
+        start,
         "worker-1",
         format!("holds, token {t1}; worker-2 waits"),
     );
-    let a = write(&mut sim, w1, l1, 100);
-    sim.run_until(|s| outcome(s, w1, l1, a).is_some()).unwrap();
-    say(
-        &sim,
-        "worker-1",
-        format!(
-            "fenced write -> {:?}; balance = {}",
-            outcome(&sim, w1, l1, a).unwrap(),
-            balance(&sim)
-        ),
-    );
-    assert_eq!(outcome(&sim, w1, l1, a), Some(Ok(())));
+    let setup = Writes::new().create("/bank", "").create(DATA, "0:0");
+    g1.fenced_write_blocking(setup).expect("create the balance");
+    let result = write(&g1, 100);
+    say(start, "worker-1", format!("fenced write -> {result:?}"));
+    say(start, "", format!("    balance = {}", balance(&server)));
+    assert_eq!(result, Ok(()));
 
-    println!("\n== an operator evicts worker-1; worker-1 writes before it hears");
-    let node = sim.grant(w1, l1).unwrap().path;
-    sim.admin_delete(&node).unwrap();
-    say(&sim, "operator", "deletes worker-1's lock node");
-    let stale = write(&mut sim, w1, l1, 666);
+    println!("\n== an operator evicts worker-1; worker-1 writes at once, racing the news");
+    let sent = || w1.stats_blocking().map(|s| s.requests).unwrap_or_default();
+    let before = sent();
+    assert!(server.delete(g1.path()), "worker-1's node was there");
+    let stale = write(&g1, 666);
+    let went_out = sent() > before;
+    say(start, "operator", "deletes worker-1's lock node");
     say(
-        &sim,
+        start,
         "worker-1",
-        "still believes it holds: sends a fenced write of 666",
+        format!("fenced write of 666 -> {stale:?}"),
     );
-    sim.run_until(|s| outcome(s, w1, l1, stale).is_some() && s.outcome(w1, l1).is_some())
-        .unwrap();
-    // The watch on its node tells worker-1 of the deletion before this reply comes:
-    // the reply can only be the failed check, so zklock reports `NotHeld` at once.
-    let result = outcome(&sim, w1, l1, stale).unwrap();
-    say(
-        &sim,
-        "worker-1",
-        format!(
-            "fenced write -> {result:?}: nothing written (the check on its node failed); then {:?}",
-            sim.outcome(w1, l1).unwrap()
-        ),
-    );
-    assert_eq!(result, Err(FencedError::NotHeld));
-    assert_eq!(
-        balance(&sim),
-        format!("{t1}:100"),
-        "the stale write was not applied"
-    );
-    say(&sim, "", format!("balance = {} (unchanged)", balance(&sim)));
+    let why = if went_out {
+        "it went out first: the check on its node failed, nothing written"
+    } else {
+        "it had heard already: refused before sending"
+    };
+    say(start, "", format!("    {why}"));
+    say(start, "worker-1", format!("then {:?}", g1.status()));
+    assert_eq!(stale, Err(FencedError::NotHeld));
+    let unchanged = balance(&server);
+    assert_eq!(unchanged, format!("{t1}:100"), "the stale write applied");
+    say(start, "", format!("    balance = {unchanged} (unchanged)"));
 
     println!("\n== worker-2 takes over");
-    sim.run_until(|s| s.holds(w2, l2)).unwrap();
-    let t2 = sim.grant(w2, l2).unwrap().token;
-    say(&sim, "worker-2", format!("holds, token {t2} (> {t1})"));
-    let b = write(&mut sim, w2, l2, 250);
-    sim.run_until(|s| outcome(s, w2, l2, b).is_some()).unwrap();
+    let g2 = waiting.wait_blocking().expect("worker-2's turn");
+    let t2 = g2.token();
+    say(start, "worker-2", format!("holds, token {t2} (> {t1})"));
+    assert!(t2 > t1);
+    let result = write(&g2, 250);
+    say(start, "worker-2", format!("fenced write -> {result:?}"));
+    say(start, "", format!("    balance = {}", balance(&server)));
+    assert_eq!(balance(&server), format!("{t2}:250"));
+    let refused = write(&g1, 999).expect_err("worker-1 lost the lock");
     say(
-        &sim,
-        "worker-2",
-        format!(
-            "fenced write -> {:?}; balance = {}",
-            outcome(&sim, w2, l2, b).unwrap(),
-            balance(&sim)
-        ),
-    );
-    assert_eq!(balance(&sim), format!("{t2}:250"));
-
-    let refused = sim.fenced_write(w1, l1, vec![]);
-    say(
-        &sim,
+        start,
         "worker-1",
-        format!("tries again: refused at once ({})", refused.unwrap_err()),
+        format!("tries again: refused at once ({refused})"),
     );
+    g2.release_blocking().expect("release");
 
-    sim.release(w2, l2).unwrap();
-    sim.run_until_idle().unwrap();
-    sim.check_quiescent().unwrap();
-    let audited = sim.coverage().fenced_applied;
+    for client in [&w1, &w2] {
+        client.close_blocking();
+    }
+    let left = server.children(LOCK).unwrap_or_default();
     println!(
-        "\nok: the stale holder's write never applied ({audited} writes audited at the server)"
+        "\n  nodes left under {LOCK}: {left:?}; {DATA} = {}",
+        balance(&server)
     );
+    println!("ok: the stale holder's write never applied");
 }

@@ -1,30 +1,36 @@
-//! Max-hold leases on the embedded simulator (nothing to install): a holder that
+//! Max-hold leases on the embedded ZooKeeper (nothing to install): a holder that
 //! hangs loses the lock when its lease runs out, and the fencing token exposes its
 //! late write.
 //!
-//! `batch-1` takes a lock with a 2 s lease and hangs. `batch-2` waits. At exactly
-//! 2 s after the grant, zklock reports `Lost(LeaseExpired)` to `batch-1` and deletes
-//! its node; `batch-2` holds at once with a higher token. When `batch-1` wakes up
-//! and writes to the storage with its old token, the storage (which remembers the
-//! highest token it has seen) rejects it.
+//! `batch-1` takes a lock with a 1 s lease (`.max_hold(..)`) and hangs. `batch-2`
+//! waits, on its own thread and ZooKeeper session (lock-sim's in-process server,
+//! through the real `LockClient`). 1 s after the grant, zklock reports
+//! `Lost(LeaseExpired)` to `batch-1` and deletes its node; `batch-2` holds at once
+//! with a higher token. When `batch-1` wakes up and writes to the storage with its
+//! old token, the storage (which remembers the highest token it has seen) rejects
+//! it; a fenced write is refused too.
 //!
 //! ```sh
 //! cargo run --example lease
 //! ```
+//!
+//! On a real ZooKeeper, replace `server.client()` with
+//! `lock_zookeeper::LockClient::connect("127.0.0.1:2181")?` (blocking) or
+//! `lock_zookeeper_client::LockClient::connect("127.0.0.1:2181").await?` (async).
 
-use lock_core::{FencingToken, LockEvent, LockSpec, LostReason};
-use lock_sim::{Latency, Profile, Sim, SimConfig};
-use std::time::Duration;
+use lock_client::{FencingToken, LockClient, LostReason, Writes};
+use lock_sim::Server;
+use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant};
 
 const LOCK: &str = "/locks/batch";
+const LEASE: Duration = Duration::from_secs(1);
 
-fn say(sim: &Sim, who: &str, what: impl AsRef<str>) {
-    println!(
-        "  {:>7}  {:<8} {}",
-        sim.now().to_string(),
-        who,
-        what.as_ref()
-    );
+/// Prints one line of the timeline.
+fn say(start: Instant, who: &str, what: impl std::fmt::Display) {
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    println!("  {ms:>7.1} ms  {who:<8} {what}");
 }
 
 /// A storage service that rejects writes carrying a token lower than one it has seen.
@@ -36,87 +42,89 @@ struct Storage {
 
 impl Storage {
     fn write(&mut self, token: FencingToken, value: &str) -> Result<(), String> {
-        if self.highest.is_some_and(|h| token < h) {
-            return Err(format!(
-                "token {token} < {}: stale writer",
-                self.highest.unwrap()
-            ));
+        match self.highest {
+            Some(highest) if token < highest => Err(format!("token {token} < {highest}")),
+            _ => {
+                self.highest = Some(token);
+                self.value = value.to_owned();
+                Ok(())
+            }
         }
-        self.highest = Some(token);
-        self.value = value.to_owned();
-        Ok(())
     }
 }
 
 fn main() {
-    let lease = Duration::from_secs(2);
-    let mut sim = Sim::new(SimConfig::new(9).latency(Latency::between(
-        Duration::from_millis(1),
-        Duration::from_millis(3),
-    )));
-    let b1 = sim.add_client(Profile::KeepsWatches, Duration::from_secs(6));
-    let b2 = sim.add_client(Profile::KeepsWatches, Duration::from_secs(6));
-    let mut storage = Storage::default();
+    let server = Server::new();
+    let [b1, b2]: [LockClient; 2] = std::array::from_fn(|_| server.client());
+    let storage = Mutex::new(Storage::default());
+    let store = |token, value| storage.lock().expect("storage").write(token, value);
+    let start = Instant::now();
 
-    println!("== batch-1 takes the lock with a {lease:?} lease");
-    let l1 = sim
-        .acquire(b1, LockSpec::write(LOCK).max_hold(lease))
-        .unwrap();
-    sim.run_until(|s| s.holds(b1, l1)).unwrap();
-    let granted = sim.now();
-    let t1 = sim.grant(b1, l1).unwrap().token;
-    say(&sim, "batch-1", format!("holds, token {t1}"));
-    storage.write(t1, "batch-1: started").unwrap();
-    let l2 = sim.acquire(b2, LockSpec::write(LOCK)).unwrap();
-    sim.settle().unwrap();
-    say(&sim, "batch-2", "waits");
-    say(&sim, "batch-1", "hangs (never releases)");
+    println!("== batch-1 takes the lock with a {LEASE:?} lease, and hangs");
+    let g1 = b1
+        .mutex(LOCK)
+        .max_hold(LEASE)
+        .lock_blocking()
+        .expect("batch-1 locks");
+    let (granted, t1) = (Instant::now(), g1.token());
+    say(start, "batch-1", format!("holds, token {t1}"));
+    store(t1, "batch-1: started").expect("the first write");
+    thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            say(start, "batch-2", "waits");
+            let g2 = b2.mutex(LOCK).lock_blocking().expect("batch-2's turn");
+            say(
+                start,
+                "batch-2",
+                format!("holds, token {} (> {t1})", g2.token()),
+            );
+            store(g2.token(), "batch-2: done").expect("the newest token");
+            say(
+                start,
+                "batch-2",
+                format!("writes with token {}: ok", g2.token()),
+            );
+            g2
+        });
+        say(start, "batch-1", "hangs (never releases)");
+        let reason = g1.lost_blocking();
+        let held = granted.elapsed();
+        say(
+            start,
+            "batch-1",
+            format!("Lost({reason:?}) after {held:.1?} held"),
+        );
+        assert_eq!(reason, LostReason::LeaseExpired);
+        assert!(held >= LEASE, "not before the lease ran out");
+        let g2 = waiter.join().expect("batch-2's thread");
+        assert!(g2.token() > t1);
+        let nodes = server.children(LOCK).unwrap_or_default();
+        assert!(nodes.len() == 1 && g2.path().ends_with(&nodes[0]));
+        say(
+            start,
+            "",
+            "    batch-1's node is gone: batch-2's is the only one",
+        );
 
-    sim.run_until(|s| s.outcome(b1, l1).is_some()).unwrap();
-    let lost = sim.outcome(b1, l1).unwrap().clone();
-    say(&sim, "batch-1", format!("{lost:?}"));
-    assert_eq!(lost, LockEvent::Lost(LostReason::LeaseExpired));
-    assert_eq!(
-        sim.now() - granted,
-        lease,
-        "exactly max_hold after the grant"
-    );
-    sim.run_until(|s| s.holds(b2, l2)).unwrap();
-    let t2 = sim.grant(b2, l2).unwrap().token;
-    assert!(
-        sim.owned_nodes(b1, LOCK).is_empty(),
-        "batch-1's node is gone"
-    );
-    say(
-        &sim,
-        "batch-2",
-        format!("holds, token {t2} (> {t1}); batch-1's node is gone"),
-    );
-    assert!(t2 > t1);
-    storage.write(t2, "batch-2: done").unwrap();
-    say(&sim, "batch-2", format!("writes with token {t2}: ok"));
+        println!("\n== batch-1 wakes up and writes with its old token");
+        let late = store(t1, "batch-1: done").expect_err("a stale token");
+        say(start, "storage", format!("rejects: {late}: stale writer"));
+        let refused = g1.fenced_write_blocking(Writes::new().set_data(LOCK, ""));
+        let refused = refused.expect_err("not held");
+        say(
+            start,
+            "batch-1",
+            format!("a fenced write is refused at once too ({refused})"),
+        );
+        g2.release_blocking().expect("release");
+    });
+    let value = storage.lock().expect("storage").value.clone();
+    assert_eq!(value, "batch-2: done");
 
-    println!("\n== batch-1 wakes up and writes with its old token");
-    let late = storage.write(t1, "batch-1: done");
-    say(
-        &sim,
-        "storage",
-        format!("rejects: {}", late.clone().unwrap_err()),
-    );
-    assert!(late.is_err());
-    assert_eq!(storage.value, "batch-2: done");
-    let refused = sim.fenced_write(b1, l1, vec![]);
-    say(
-        &sim,
-        "batch-1",
-        format!(
-            "a fenced write is refused at once too ({})",
-            refused.unwrap_err()
-        ),
-    );
-
-    sim.release(b2, l2).unwrap();
-    sim.run_until_idle().unwrap();
-    sim.check_quiescent().unwrap();
-    println!("\nok: the lease expired, the lock moved on, the late writer was caught by its token");
+    for client in [&b1, &b2] {
+        client.close_blocking();
+    }
+    let left = server.children(LOCK).unwrap_or_default();
+    println!("\n  storage: {value:?}; nodes left under {LOCK}: {left:?}");
+    println!("ok: the lease expired, the lock moved on, the late writer was caught by its token");
 }

@@ -1,128 +1,129 @@
-//! Revocation on the embedded simulator (nothing to install): a holder asked to let
+//! Revocation on the embedded ZooKeeper (nothing to install): a holder asked to let
 //! go releases cooperatively, and a waiter asked to give up its place leaves.
 //!
 //! `report` holds a revocable lock; `backup` waits for it. An operator (`ops`, on
 //! its own ZooKeeper session) revokes the lock: zklock writes Curator's `__REVOKE__`
-//! into the holder's node, the holder hears `RevocationRequested` through the watch
-//! on its own node, finishes its step and releases, and `backup` gets the lock with
-//! a higher fencing token. Then `adhoc`, a revocable waiter, is revoked by its node
-//! path and gives up with `Failed(Revoked)`, leaving no node behind.
+//! into the holder's node, the holder hears it through the watch on its own node,
+//! finishes its step and releases, and `backup` gets the lock with a higher fencing
+//! token. Then `adhoc`, a revocable waiter, is revoked by its node path and gives up
+//! with `Error::Revoked`, leaving no node behind. Each worker is a thread with its
+//! own session on lock-sim's in-process server, through the real `LockClient`.
 //!
 //! ```sh
 //! cargo run --example revocation
 //! ```
+//!
+//! On a real ZooKeeper, replace `server.client()` with
+//! `lock_zookeeper::LockClient::connect("127.0.0.1:2181")?` (blocking) or
+//! `lock_zookeeper_client::LockClient::connect("127.0.0.1:2181").await?` (async).
 
-use lock_core::{FailReason, LockEvent, LockSpec, LockState};
-use lock_sim::{Latency, Profile, Sim, SimConfig};
-use std::time::Duration;
+use lock_client::{Error, LockClient};
+use lock_sim::Server;
+use std::thread;
+use std::time::{Duration, Instant};
 
 const LOCK: &str = "/locks/nightly-report";
 
-fn say(sim: &Sim, who: &str, what: impl AsRef<str>) {
-    println!(
-        "  {:>7}  {:<7} {}",
-        sim.now().to_string(),
-        who,
-        what.as_ref()
-    );
+/// Prints one line of the timeline.
+fn say(start: Instant, who: &str, what: impl std::fmt::Display) {
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    println!("  {ms:>7.1} ms  {who:<7} {what}");
+}
+
+/// The lock's nodes, as the server has them.
+fn nodes(server: &Server) -> Vec<String> {
+    server.children(LOCK).unwrap_or_default()
+}
+
+/// Waits until the server shows `n` nodes under the lock (the clients' requests
+/// are applied on their own threads).
+fn until_nodes(server: &Server, n: usize) {
+    let start = Instant::now();
+    while nodes(server).len() != n {
+        assert!(start.elapsed() < Duration::from_secs(5), "no {n} nodes");
+        thread::sleep(Duration::from_millis(1));
+    }
 }
 
 fn main() {
-    let mut sim = Sim::new(SimConfig::new(5).latency(Latency::between(
-        Duration::from_millis(1),
-        Duration::from_millis(3),
-    )));
-    let timeout = Duration::from_secs(6);
-    let report = sim.add_client(Profile::KeepsWatches, timeout);
-    let backup = sim.add_client(Profile::KeepsWatches, timeout);
-    let adhoc = sim.add_client(Profile::KeepsWatches, timeout);
-    let ops = sim.add_client(Profile::KeepsWatches, timeout);
+    let server = Server::new();
+    let [report, backup, adhoc, ops]: [LockClient; 4] = std::array::from_fn(|_| server.client());
+    let start = Instant::now();
 
     println!("== A revocable lock, released cooperatively on request");
-    let lr = sim
-        .acquire(report, LockSpec::write(LOCK).revocable())
-        .unwrap();
-    sim.run_until(|s| s.holds(report, lr)).unwrap();
-    let tr = sim.grant(report, lr).unwrap().token;
-    say(
-        &sim,
-        "report",
-        format!("holds {LOCK} (revocable), token {tr}"),
-    );
-    let lb = sim.acquire(backup, LockSpec::write(LOCK)).unwrap();
-    sim.settle().unwrap();
-    say(&sim, "backup", "waits for the lock");
-
-    let rv = sim.revoke(ops, LOCK).unwrap();
-    say(&sim, "ops", format!("revoke({LOCK})"));
-    sim.run_until(|s| {
-        s.lock_events(report, lr)
-            .contains(&LockEvent::RevocationRequested)
-    })
-    .unwrap();
-    if let Some(LockEvent::RevocationSent { nodes }) = sim.outcome(ops, rv) {
+    let backups = thread::scope(|s| {
+        let backup = &backup;
+        let lock = report.mutex(LOCK).revocable();
+        let guard = lock.lock_blocking().expect("report takes the free lock");
+        let tr = guard.token();
         say(
-            &sim,
-            "ops",
-            format!("asked {} holder(s) to let go", nodes.len()),
+            start,
+            "report",
+            format!("holds {LOCK} (revocable), token {tr}"),
         );
-    }
-    say(
-        &sim,
-        "report",
-        "hears RevocationRequested; it decides: finish the current step...",
-    );
-    assert_eq!(
-        sim.state(report, lr),
-        Some(LockState::Held),
-        "asking is not taking"
-    );
-    sim.run_for(Duration::from_millis(40)).unwrap();
-    say(&sim, "report", "...and release");
-    sim.release(report, lr).unwrap();
-    sim.run_until(|s| s.holds(backup, lb) && s.outcome(report, lr).is_some())
-        .unwrap();
-    let tb = sim.grant(backup, lb).unwrap().token;
-    say(&sim, "backup", format!("holds {LOCK}, token {tb} (> {tr})"));
-    assert!(tb > tr);
-    assert_eq!(sim.outcome(report, lr), Some(&LockEvent::Released));
+        s.spawn(move || {
+            guard
+                .revocation_requested_blocking()
+                .expect("asked, not lost");
+            let what = "hears RevocationRequested; it decides: finish the step...";
+            say(start, "report", what);
+            assert!(guard.is_trusted(), "asking is not taking");
+            thread::sleep(Duration::from_millis(40));
+            say(start, "report", "...and releases");
+            guard.release_blocking().expect("release");
+        });
+        let waiter = s.spawn(move || {
+            say(start, "backup", "waits for the lock");
+            let guard = backup.mutex(LOCK).lock_blocking().expect("backup's turn");
+            say(
+                start,
+                "backup",
+                format!("holds {LOCK}, token {} (> {tr})", guard.token()),
+            );
+            assert!(guard.token() > tr);
+            guard
+        });
+        until_nodes(&server, 2);
+        let asked = ops.revoke_blocking(LOCK).expect("revoke");
+        say(
+            start,
+            "ops",
+            format!("revoke({LOCK}): asked {} holder(s)", asked.len()),
+        );
+        waiter.join().expect("backup's thread")
+    });
 
     println!("\n== A revocable waiter, asked to give up its place");
-    let la = sim
-        .acquire(adhoc, LockSpec::write(LOCK).revocable())
-        .unwrap();
-    sim.settle().unwrap();
-    let node = sim.owned_nodes(adhoc, LOCK)[0].clone();
+    let waiting = adhoc.mutex(LOCK).revocable().start().expect("start");
+    until_nodes(&server, 2);
+    let mine = nodes(&server)
+        .into_iter()
+        .find(|n| !backups.path().ends_with(n.as_str()))
+        .expect("adhoc's node");
+    let seq = mine.rsplit('-').next().unwrap_or_default();
     say(
-        &sim,
+        start,
         "adhoc",
-        format!(
-            "waits behind backup, node {}",
-            node.rsplit('/').next().unwrap()
-        ),
+        format!("waits behind backup (revocable), node ...-{seq}"),
     );
-    sim.revoke(ops, &node).unwrap();
-    say(&sim, "ops", "revoke(<adhoc's node>)");
-    sim.run_until(|s| s.outcome(adhoc, la).is_some()).unwrap();
+    let asked = ops.revoke_blocking(format!("{LOCK}/{mine}"));
+    let asked = asked.expect("revoke").len();
     say(
-        &sim,
-        "adhoc",
-        format!("{:?}", sim.outcome(adhoc, la).unwrap()),
+        start,
+        "ops",
+        format!("revoke(<adhoc's node>): asked {asked} node"),
     );
-    assert_eq!(
-        sim.outcome(adhoc, la),
-        Some(&LockEvent::Failed(FailReason::Revoked))
-    );
-    sim.settle().unwrap();
-    assert!(
-        sim.owned_nodes(adhoc, LOCK).is_empty(),
-        "it left no node behind"
-    );
-    say(&sim, "adhoc", "its node is gone; backup is untouched");
-    assert!(sim.holds(backup, lb));
+    let outcome = waiting.wait_blocking();
+    say(start, "adhoc", format!("gives up: {outcome:?}"));
+    assert!(matches!(outcome, Err(Error::Revoked)));
+    until_nodes(&server, 1);
+    say(start, "adhoc", "its node is gone; backup is untouched");
+    assert!(backups.is_trusted(), "backup is untouched");
 
-    sim.release(backup, lb).unwrap();
-    sim.run_until_idle().unwrap();
-    sim.check_quiescent().unwrap();
-    println!("\nok: cooperative release on request; revoked waiter left cleanly");
+    backups.release_blocking().expect("release");
+    for client in [&report, &backup, &adhoc, &ops] {
+        client.close_blocking();
+    }
+    println!("\n  nodes left under {LOCK}: {:?}", nodes(&server));
+    println!("ok: cooperative release on request; revoked waiter left cleanly");
 }

@@ -1,144 +1,129 @@
-//! Crash-detecting critical sections on the embedded simulator (nothing to install):
+//! Crash-detecting critical sections on the embedded ZooKeeper (nothing to install):
 //! the next holder learns that the previous one died mid-section, and repairs.
 //!
 //! Transfers move money between two accounts under an exclusive lock with crash
-//! detection. A worker opens a section (a marker in ZooKeeper, fenced by its lock
-//! node), debits, and dies before crediting: its session expires. The next worker's
-//! grant says `previous_holder_crashed`: it repairs (re-applies the credit from the
-//! transfer journal), runs its own transfer in a section, and releases cleanly, which
-//! closes the section in the same multi as the delete. The worker after it sees no
-//! crash. The uncontended grant learns the crash flag from the listing it already
-//! makes: no extra round trip.
+//! detection, each worker on its own ZooKeeper session on lock-sim's in-process
+//! server, through the real `LockClient`. A worker opens a section (a marker in
+//! ZooKeeper, fenced by its lock node), debits, and dies before crediting: its
+//! session expires. The next worker's grant says `previous_holder_crashed`: it
+//! repairs (re-applies the credit from the transfer journal), runs its own transfer
+//! in a section, and releases cleanly, which closes the section in the same multi as
+//! the delete. The worker after it sees no crash. The uncontended grant learns the
+//! crash flag from the listing it already makes: no extra round trip.
 //!
 //! ```sh
 //! cargo run --example sections
 //! ```
+//!
+//! On a real ZooKeeper, replace `server.client()` with
+//! `lock_zookeeper::LockClient::connect("127.0.0.1:2181")?` (blocking) or
+//! `lock_zookeeper_client::LockClient::connect("127.0.0.1:2181").await?` (async).
 
-use lock_core::{LockEvent, LockId, LockSpec};
-use lock_sim::{ClientId, Latency, Profile, Sim, SimConfig};
-use std::time::Duration;
+use lock_client::{LockClient, LostReason};
+use lock_sim::Server;
+use std::thread;
+use std::time::{Duration, Instant};
 
 const LOCK: &str = "/locks/ledger";
 
-fn say(sim: &Sim, who: &str, what: impl AsRef<str>) {
-    println!(
-        "  {:>7}  {:<8} {}",
-        sim.now().to_string(),
-        who,
-        what.as_ref()
-    );
+/// Prints one line of the timeline.
+fn say(start: Instant, who: &str, what: impl std::fmt::Display) {
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    println!("  {ms:>7.1} ms  {who:<8} {what}");
 }
 
 /// The accounts, and the journal of the transfer in progress.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Ledger {
     alice: i64,
     bob: i64,
     pending_credit: Option<i64>,
 }
 
-fn open(sim: &mut Sim, c: ClientId, l: LockId) {
-    sim.open_section(c, l).unwrap();
-    sim.run_until(|s| s.lock_events(c, l).contains(&LockEvent::SectionOpened))
-        .unwrap();
-}
-
 fn main() {
-    let timeout = Duration::from_secs(3);
-    let mut sim = Sim::new(SimConfig::new(7).latency(Latency::between(
-        Duration::from_millis(1),
-        Duration::from_millis(3),
-    )));
-    let w1 = sim.add_client(Profile::KeepsWatches, timeout);
-    let w2 = sim.add_client(Profile::KeepsWatches, timeout);
-    let w3 = sim.add_client(Profile::KeepsWatches, timeout);
-    let spec = || LockSpec::write(LOCK).detect_crashes();
-    let mut ledger = Ledger {
+    let server = Server::new();
+    let [w1, w2, w3]: [LockClient; 3] = std::array::from_fn(|_| server.client());
+    let ledger = |c: &LockClient| c.mutex(LOCK).detect_crashes();
+    let mut books = Ledger {
         alice: 100,
         bob: 0,
         pending_credit: None,
     };
+    let start = Instant::now();
+
     println!("== worker-1 moves 30 from alice to bob, and dies half-way");
-    let l1 = sim.acquire(w1, spec()).unwrap();
-    sim.run_until(|s| s.holds(w1, l1)).unwrap();
-    say(&sim, "worker-1", "holds the ledger lock");
-    open(&mut sim, w1, l1);
+    let g1 = ledger(&w1).lock_blocking().expect("worker-1 locks");
+    say(start, "worker-1", "holds the ledger lock");
+    g1.open_section_blocking().expect("open");
     say(
-        &sim,
+        start,
         "worker-1",
-        "section opened (marker set, fenced by its lock node)",
+        "opens a section (a marker, fenced by its node)",
     );
-    ledger.alice -= 30;
-    ledger.pending_credit = Some(30);
-    say(&sim, "worker-1", format!("debited alice: {ledger:?}"));
-    sim.expire_session(w1);
-    say(
-        &sim,
-        "worker-1",
-        "crashes: its session expires, its lock node goes",
-    );
-    sim.run_until(|s| s.outcome(w1, l1).is_some()).unwrap();
+    books.alice -= 30;
+    books.pending_credit = Some(30);
+    say(start, "worker-1", format!("debits alice: {books:?}"));
+    server.expire(&w1);
+    say(start, "worker-1", "crashes: its session expires");
+    assert_eq!(g1.lost_blocking(), LostReason::SessionExpired);
 
     println!("\n== worker-2 takes the lock (uncontended) and is told");
-    sim.reset_counters();
-    let l2 = sim.acquire(w2, spec()).unwrap();
-    sim.run_until(|s| s.holds(w2, l2)).unwrap();
-    let g = sim.grant(w2, l2).unwrap();
-    let requests = sim.counters(w2).requests();
+    let g2 = ledger(&w2).lock_blocking().expect("worker-2 locks");
+    let crashed = g2.previous_holder_crashed();
+    let requests = w2.stats_blocking().expect("stats").requests;
     say(
-        &sim,
+        start,
         "worker-2",
-        format!(
-            "holds, previous_holder_crashed = {} ({requests} requests: create + list + own-node watch)",
-            g.previous_holder_crashed
-        ),
+        format!("holds; previous_holder_crashed = {crashed}"),
     );
-    assert!(g.previous_holder_crashed, "the crash is reported");
-    assert_eq!(requests, 3, "no extra round trip for the crash flag");
-    open(&mut sim, w2, l2);
     say(
-        &sim,
+        start,
+        "",
+        format!("    ({requests} requests: no extra one for the flag)"),
+    );
+    assert!(crashed, "the crash is reported");
+    assert_eq!(
+        requests, 3,
+        "create, list, own node: as without crash detection"
+    );
+    g2.open_section_blocking().expect("open");
+    say(
+        start,
         "worker-2",
         "opens its own section (takes the marker over)",
     );
-    if let Some(credit) = ledger.pending_credit.take() {
-        ledger.bob += credit;
-        say(
-            &sim,
-            "worker-2",
-            format!("repairs: re-applies the credit: {ledger:?}"),
-        );
+    if let Some(credit) = books.pending_credit.take() {
+        books.bob += credit;
+        say(start, "worker-2", format!("repairs: {books:?}"));
     }
-    ledger.alice -= 20;
-    ledger.bob += 20;
-    say(&sim, "worker-2", format!("moves 20 more: {ledger:?}"));
-    assert_eq!(ledger.alice + ledger.bob, 100, "money is conserved");
+    books.alice -= 20;
+    books.bob += 20;
+    say(start, "worker-2", format!("moves 20 more: {books:?}"));
+    assert_eq!(books.alice + books.bob, 100, "money is conserved");
 
     println!(
         "\n== worker-3 waits; worker-2 releases cleanly (closing its section in the same multi)"
     );
-    let l3 = sim.acquire(w3, spec()).unwrap();
-    sim.settle().unwrap();
-    sim.release(w2, l2).unwrap();
-    sim.run_until(|s| s.holds(w3, l3)).unwrap();
-    let g3 = sim.grant(w3, l3).unwrap();
+    let waiting = ledger(&w3).start().expect("start");
+    thread::sleep(Duration::from_millis(20)); // lets worker-3 queue behind worker-2
+    say(start, "worker-3", "waits");
+    g2.release_blocking().expect("release");
+    say(start, "worker-2", "releases");
+    let g3 = waiting.wait_blocking().expect("worker-3's turn");
+    let crashed = g3.previous_holder_crashed();
     say(
-        &sim,
+        start,
         "worker-3",
-        format!(
-            "holds, previous_holder_crashed = {}",
-            g3.previous_holder_crashed
-        ),
+        format!("holds; previous_holder_crashed = {crashed}"),
     );
-    assert!(
-        !g3.previous_holder_crashed,
-        "a clean release is not a crash"
-    );
-    assert_eq!(sim.outcome(w2, l2), Some(&LockEvent::Released));
+    assert!(!crashed, "a clean release is not a crash");
+    g3.release_blocking().expect("release");
 
-    sim.release(w3, l3).unwrap();
-    sim.run_until_idle().unwrap();
-    sim.check_quiescent().unwrap();
-    assert!(sim.children(LOCK).is_empty(), "no marker left");
-    println!("\nok: the crash inside the section was detected and repaired by the next holder");
+    for client in [&w1, &w2, &w3] {
+        client.close_blocking();
+    }
+    let left = server.children(LOCK).unwrap_or_default();
+    println!("\n  nodes left under {LOCK} (no marker): {left:?}");
+    assert!(left.is_empty(), "no marker left");
+    println!("ok: the crash inside the section was detected and repaired by the next holder");
 }

@@ -1,0 +1,202 @@
+//! An in-process ZooKeeper whose clients are the real user API.
+//!
+//! [`Server`] keeps one [`ZkModel`](crate::ZkModel) in memory and hands out
+//! [`LockClient`]s on it: the same type a real binding gives, with every lock,
+//! guard, election, revocation, section and fenced write, async and blocking. It is
+//! the embedded default for zklock's demo and examples, and a test double for your
+//! own code: test what your program does when its lock is lost, its session expires
+//! or another worker holds the lock, with no ZooKeeper installed.
+//!
+//! ```
+//! use lock_sim::Server;
+//! use std::time::Duration;
+//!
+//! let server = Server::new();
+//! let alice = server.client();
+//! let bob = server.client();
+//!
+//! let guard = alice.mutex("/locks/report").lock_blocking().unwrap();
+//! assert!(bob.mutex("/locks/report").try_lock_blocking().unwrap().is_none());
+//!
+//! // Alice's session expires: she is told, and Bob can take the lock.
+//! server.expire(&alice);
+//! assert!(matches!(guard.lost_blocking(), lock_core::LostReason::SessionExpired));
+//! let bobs = bob.mutex("/locks/report").lock_timeout_blocking(Duration::from_secs(5)).unwrap();
+//! assert!(bobs.token() > guard.token());
+//! ```
+//!
+//! Switching to a real ZooKeeper is one line: `Server::new().client()` becomes
+//! `lock_zookeeper_client::LockClient::connect("host:2181").await?` (async) or
+//! `lock_zookeeper::LockClient::connect("host:2181")?` (blocking); the rest of the
+//! code is the same `LockClient`.
+//!
+//! Each client runs a driver thread that applies its requests to the model at once,
+//! in order, and delivers watch firings in the order the model fires them: fast and
+//! faithful to ZooKeeper's ordering guarantees, but in real time and scheduled by
+//! the OS. For deterministic, seeded schedules with virtual time, use [`Sim`](crate::Sim).
+
+mod driver;
+mod state;
+
+use lock_client::LockClient;
+use lock_core::Config;
+use state::{Conn, State};
+use std::hash::{BuildHasher, Hasher};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// The session timeout of [`Server::client`].
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An in-process ZooKeeper; see the [module docs](self). Cheap to clone: clones share
+/// the same tree.
+#[derive(Clone)]
+pub struct Server {
+    state: Arc<Mutex<State>>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.lock();
+        f.debug_struct("Server")
+            .field("clients", &state.clients.len())
+            .field("nodes", &state.model.node_count())
+            .finish()
+    }
+}
+
+impl Default for Server {
+    fn default() -> Self {
+        Server::new()
+    }
+}
+
+/// Which client a fault knob acts on: the key the server gave the client.
+struct ClientKey(u64);
+
+impl Server {
+    /// An empty tree (just `/`).
+    pub fn new() -> Server {
+        Server {
+            state: Arc::new(Mutex::new(State::new())),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A new client with its own session ([`DEFAULT_SESSION_TIMEOUT`]).
+    pub fn client(&self) -> LockClient {
+        self.client_with_timeout(DEFAULT_SESSION_TIMEOUT)
+    }
+
+    /// A new client with its own session of `session_timeout`.
+    pub fn client_with_timeout(&self, session_timeout: Duration) -> LockClient {
+        // The core's attempt ids need a seed: std's per-process random hasher keys.
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u128(Instant::now().elapsed().as_nanos());
+        let (locks, link) = lock_client::pair(Config::new(session_timeout, hasher.finish()));
+        let key = self.lock().attach(session_timeout, link.notifier());
+        link.set_extension(Arc::new(ClientKey(key)));
+        let state = self.state.clone();
+        std::thread::Builder::new()
+            .name(format!("lock-sim client {key}"))
+            .spawn(move || driver::run(state, key, link))
+            .expect("spawning a client driver thread");
+        locks
+    }
+
+    fn key(&self, client: &LockClient) -> Option<u64> {
+        client.extension::<ClientKey>().map(|k| k.0)
+    }
+
+    /// Cuts `client` off for `duration`: it notices at once (a reset connection) and
+    /// reports `Suspended` for its held locks; if it stays away longer than its
+    /// session timeout, the server expires the session (its nodes go, others move
+    /// up) and, back, it is told so and continues on a new session; otherwise it
+    /// resumes on the same one. A client not of this server is ignored.
+    pub fn disconnect(&self, client: &LockClient, duration: Duration) {
+        self.cut(client, duration, Duration::ZERO);
+    }
+
+    /// Like [`disconnect`](Self::disconnect), but silent: the client notices only
+    /// after 2/3 of its session timeout without an answer (as real clients notice a
+    /// dead network), or when the partition ends, whichever comes first.
+    pub fn partition(&self, client: &LockClient, duration: Duration) {
+        let timeout = self
+            .key(client)
+            .and_then(|k| self.lock().clients.get(&k).map(|c| c.timeout));
+        if let Some(timeout) = timeout {
+            self.cut(client, duration, timeout * 2 / 3);
+        }
+    }
+
+    fn cut(&self, client: &LockClient, duration: Duration, notice_after: Duration) {
+        let Some(key) = self.key(client) else { return };
+        let now = Instant::now();
+        let mut state = self.lock();
+        if let Some(c) = state.clients.get_mut(&key) {
+            c.conn = Conn::Down {
+                since: now,
+                until: now + duration,
+                notice_at: now + notice_after,
+                noticed: false,
+            };
+            c.notifier.notify();
+        }
+    }
+
+    /// Expires `client`'s session now, as the server does after a long silence: its
+    /// nodes are deleted (waking the sessions that watch them), its locks are lost,
+    /// and it continues on a new session.
+    pub fn expire(&self, client: &LockClient) {
+        let Some(key) = self.key(client) else { return };
+        let mut state = self.lock();
+        let Some(session) = state.clients.get(&key).map(|c| c.session) else {
+            return;
+        };
+        state.model.expire_session(session);
+        state.route(None);
+        if let Some(c) = state.clients.get(&key) {
+            c.notifier.notify();
+        }
+    }
+
+    /// Deletes `path` as an administrator would (any version); whether it existed.
+    /// Watches fire as on a real server.
+    pub fn delete(&self, path: &str) -> bool {
+        let mut state = self.lock();
+        let deleted = state.model.delete(crate::NO_SESSION, path, None).is_ok();
+        state.route(None);
+        deleted
+    }
+
+    /// Writes `data` to `path` as an administrator would; whether the node exists.
+    pub fn set_data(&self, path: &str, data: &[u8]) -> bool {
+        let mut state = self.lock();
+        let written = state
+            .model
+            .set_data(crate::NO_SESSION, path, data, None)
+            .is_ok();
+        state.route(None);
+        written
+    }
+
+    /// The children of `path`, sorted; `None` if it does not exist.
+    pub fn children(&self, path: &str) -> Option<Vec<String>> {
+        let mut children = self.lock().model.children(path)?;
+        children.sort();
+        Some(children)
+    }
+
+    /// The data of `path`; `None` if it does not exist.
+    pub fn data(&self, path: &str) -> Option<Vec<u8>> {
+        self.lock().model.get(path).map(|n| n.data)
+    }
+
+    /// The whole tree under `path`, one node a line (for debugging and examples).
+    pub fn dump(&self, path: &str) -> String {
+        self.lock().model.dump(path)
+    }
+}

@@ -1,0 +1,73 @@
+//! # zklock: distributed locks on Apache ZooKeeper
+//!
+//! Exclusive locks, read/write locks, semaphores and leader election, with fencing
+//! tokens, herd-free waiting, revocation, crash-detecting sections, fenced writes and
+//! leases; node names compatible with Apache Curator and kazoo, so mixed-language
+//! fleets share one lock path. This crate is the one `cargo add zklock`: it
+//! re-exports the user API ([`LockClient`] and everything it hands out) and the
+//! bindings the features select.
+//!
+//! | feature | what it gives |
+//! |---|---|
+//! | `tokio` (default), `async-std`, `smol` | [`connect`] / [`builder`]: the async binding over `zookeeper-client` on that runtime |
+//! | `blocking` | [`blocking::connect`] / [`blocking::builder`]: the binding over the blocking `zookeeper` crate, with a driver thread |
+//! | `sim` | [`sim::Server`]: an in-process ZooKeeper whose clients are the same [`LockClient`], for tests and demos |
+//!
+//! Every binding gives the same [`LockClient`]: async methods (`lock().await`) and
+//! blocking twins (`lock_blocking()`) alike, whichever binding made it.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), zklock::Error> {
+//! use std::time::Duration;
+//!
+//! let locks = zklock::connect("127.0.0.1:2181").await?;
+//! let guard = locks.mutex("/locks/report").lock_timeout(Duration::from_secs(30)).await?;
+//! println!("holding with fencing token {}", guard.token());
+//! guard.release().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! In tests, with the `sim` feature, the same code runs on an in-process server:
+//!
+//! ```
+//! # #[cfg(feature = "sim")] {
+//! let server = zklock::sim::Server::new();
+//! let locks = server.client();
+//! let guard = locks.mutex("/locks/report").lock_blocking().unwrap();
+//! server.expire(&locks);
+//! assert_eq!(guard.lost_blocking(), zklock::LostReason::SessionExpired);
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub use lock_client::*;
+
+#[cfg(any(feature = "tokio", feature = "async-std", feature = "smol"))]
+pub use lock_zookeeper_client::{builder, connect, Builder};
+
+/// The blocking binding: a [`LockClient`] over the `zookeeper` crate.
+#[cfg(feature = "blocking")]
+pub mod blocking {
+    pub use lock_zookeeper::{Builder, Diagnose, Diagnostics};
+
+    use crate::{Error, LockClient};
+
+    /// Connects to `cluster` (`"host:port,host:port[/chroot]"`) with the default
+    /// options; returns once a session is established.
+    pub fn connect(cluster: &str) -> Result<LockClient, Error> {
+        <LockClient as lock_zookeeper::Connect>::connect(cluster)
+    }
+
+    /// A builder for the connection's options.
+    pub fn builder(cluster: &str) -> Builder {
+        <LockClient as lock_zookeeper::Connect>::builder(cluster)
+    }
+}
+
+/// The in-process ZooKeeper ([`sim::Server`]) and, for seeded simulations, the rest
+/// of `lock-sim`.
+#[cfg(feature = "sim")]
+pub mod sim {
+    pub use lock_sim::*;
+}
