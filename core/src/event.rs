@@ -173,6 +173,9 @@ pub enum LockEvent {
         /// The nodes asked to let go.
         nodes: Vec<String>,
     },
+    /// Terminal, for an [`inspect`](crate::Session::inspect): the lock's holders and
+    /// waiters.
+    Participants(crate::inspect::Participants),
     /// Terminal: released as asked.
     Released,
     /// Terminal: the acquisition ended without holding.
@@ -188,6 +191,7 @@ impl LockEvent {
                 | LockEvent::Released
                 | LockEvent::Failed(_)
                 | LockEvent::RevocationSent { .. }
+                | LockEvent::Participants(_)
         )
     }
 }

@@ -13,9 +13,11 @@
 
 mod acquisition;
 mod event;
+mod inspect;
 mod limits;
 pub mod names;
 mod observer;
+mod owner;
 mod path;
 mod proto;
 mod requests;
@@ -30,6 +32,7 @@ mod watches;
 pub use event::{
     FailReason, FencedError, FencingToken, Grant, Leader, LockEvent, LockId, LostReason, UsageError,
 };
+pub use inspect::{Participant, Participants};
 pub use names::{AttemptId, NameScheme, NodeKind};
 pub use path::validate_lock_path;
 pub use proto::{

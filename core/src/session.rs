@@ -2,6 +2,7 @@
 
 use crate::acquisition::{Acquisition, Ctx, State};
 use crate::event::{FailReason, LockEvent, LockId, UsageError};
+use crate::inspect::Inspect;
 use crate::limits;
 use crate::names::{AttemptId, NameScheme};
 use crate::observer::Observer;
@@ -80,6 +81,7 @@ enum Task {
     Acquisition(Box<Acquisition>),
     Observer(Observer),
     Revoke(Revoke),
+    Inspect(Inspect),
 }
 
 impl Task {
@@ -88,6 +90,7 @@ impl Task {
             Task::Acquisition(a) => a.state() == State::Done,
             Task::Observer(o) => o.done,
             Task::Revoke(r) => r.done,
+            Task::Inspect(i) => i.done,
         }
     }
 
@@ -96,6 +99,7 @@ impl Task {
             Task::Acquisition(a) => a.recover(cx),
             Task::Observer(o) => o.recover(cx),
             Task::Revoke(r) => r.recover(cx),
+            Task::Inspect(i) => i.recover(cx),
         }
     }
 
@@ -202,11 +206,10 @@ impl Session {
         self.check_open()?;
         validate_lock_path(&spec.path)?;
         let room = limits::room_for_data(&self.config, &spec.path)?;
-        if spec.data.len() > room {
-            return Err(UsageError::DataTooLarge {
-                len: spec.data.len(),
-                max: room,
-            });
+        // The owner header counts toward the data size.
+        let len = crate::owner::node_data(spec.scheme, spec.owner.as_deref(), &spec.data).len();
+        if len > room {
+            return Err(UsageError::DataTooLarge { len, max: room });
         }
         match spec.recipe {
             Recipe::Semaphore { permits: 0 } => return Err(UsageError::ZeroPermits),
@@ -263,6 +266,19 @@ impl Session {
         limits::room_for_data(&self.config, path)?;
         let id = self.new_id();
         self.start(id, Task::Revoke(Revoke::new(id, path.to_owned())), now);
+        Ok(id)
+    }
+
+    /// Lists the holders and waiters of the lock at `path`, in queue order, with
+    /// their owners, sessions, ages and tokens, and what each waiter waits for: one
+    /// pipelined round trip (a listing, then a `getData` per participant, no
+    /// watches). Ends with [`LockEvent::Participants`].
+    pub fn inspect(&mut self, path: &str, now: Timestamp) -> Result<LockId, UsageError> {
+        self.check_open()?;
+        validate_lock_path(path)?;
+        limits::room_for_data(&self.config, path)?;
+        let id = self.new_id();
+        self.start(id, Task::Inspect(Inspect::new(id, path.to_owned())), now);
         Ok(id)
     }
 
@@ -365,6 +381,7 @@ impl Session {
             },
             Task::Observer(o) => o.stop(cx, FailReason::Cancelled),
             Task::Revoke(r) => r.stop(cx, FailReason::Cancelled),
+            Task::Inspect(i) => i.stop(cx, FailReason::Cancelled),
         });
         Ok(())
     }
@@ -407,6 +424,7 @@ impl Session {
                     Task::Acquisition(a) => a.on_reply(cx, request, purpose, result),
                     Task::Observer(o) => o.on_reply(cx, request, purpose, result),
                     Task::Revoke(r) => r.on_reply(cx, request, purpose, result),
+                    Task::Inspect(i) => i.on_reply(cx, request, purpose, result),
                 }),
             },
             // Only the tasks that set this watch hear it: a release wakes its
@@ -416,7 +434,7 @@ impl Session {
                     self.with_task(lock, now, |t, cx| match t {
                         Task::Acquisition(a) => a.on_watch(cx, &path, kind),
                         Task::Observer(o) => o.on_watch(cx, &path, kind),
-                        Task::Revoke(_) => {}
+                        Task::Revoke(_) | Task::Inspect(_) => {}
                     });
                 }
             }
@@ -469,6 +487,7 @@ impl Session {
             // Observers and revocations own no node: they go on with the next session.
             Task::Observer(o) if closed => o.stop(cx, FailReason::Closed),
             Task::Revoke(r) if closed => r.stop(cx, FailReason::Closed),
+            Task::Inspect(i) if closed => i.stop(cx, FailReason::Closed),
             _ => {}
         });
         self.conn = Conn::NoSession;
@@ -481,6 +500,7 @@ impl Session {
                 Task::Acquisition(a) => a.on_timer(cx, kind),
                 Task::Observer(o) => o.on_timer(cx, kind),
                 Task::Revoke(r) => r.on_timer(cx, kind),
+                Task::Inspect(i) => i.on_timer(cx, kind),
             });
         }
     }

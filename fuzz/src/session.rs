@@ -666,6 +666,7 @@ impl World {
             ephemeral_owner: if n.container { i64::MIN } else { n.owner },
             num_children: self.children(path).len() as i32,
             data_length: n.data.len() as i32,
+            ctime: 0,
         }
     }
 

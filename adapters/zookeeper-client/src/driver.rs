@@ -1024,6 +1024,7 @@ fn core_stat(stat: &zookeeper_client::Stat) -> Stat {
         ephemeral_owner: stat.ephemeral_owner,
         num_children: stat.num_children,
         data_length: stat.data_length,
+        ctime: stat.ctime,
     }
 }
 

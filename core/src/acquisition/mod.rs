@@ -267,7 +267,11 @@ impl Acquisition {
     fn send_create(&mut self, cx: &mut Ctx) {
         let op = Op::Create {
             path: self.create_path.clone(),
-            data: self.spec.data.clone(),
+            data: crate::owner::node_data(
+                self.spec.scheme,
+                self.spec.owner.as_deref(),
+                &self.spec.data,
+            ),
             mode: CreateMode::EphemeralSequential,
         };
         if let Some(id) = cx.send(self.id, Purpose::CreateNode, op) {
@@ -402,7 +406,7 @@ impl Acquisition {
                     self.on_own_data(cx, result);
                 }
             }
-            Purpose::RemoveOwnWatch => {}
+            Purpose::RemoveOwnWatch | Purpose::Inspect => {}
             Purpose::DeleteOwn => {
                 if self.delete == Some(request) {
                     self.delete = None;
