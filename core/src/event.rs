@@ -125,6 +125,15 @@ pub enum FailReason {
         /// The count another participant declared.
         theirs: u32,
     },
+    /// This waiter was chosen to break a deadlock
+    /// ([`LockSpec::detect_deadlocks`](crate::LockSpec::detect_deadlocks)): it was the
+    /// youngest detecting waiter on a confirmed cycle of waits, and its waiting node
+    /// is removed. The other members keep their places.
+    Deadlock {
+        /// The cycle, in wait order: each node waits for the next, the last for
+        /// the first (ours).
+        cycle: Vec<crate::deadlock::CycleNode>,
+    },
 }
 
 /// Events the core reports for one acquisition.

@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 mod acquisition;
+pub mod deadlock;
 mod event;
 mod inspect;
 mod limits;
@@ -29,6 +30,7 @@ mod time;
 mod timers;
 mod watches;
 
+pub use deadlock::CycleNode;
 pub use event::{
     FailReason, FencedError, FencingToken, Grant, Leader, LockEvent, LockId, LostReason, UsageError,
 };

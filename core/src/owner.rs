@@ -85,6 +85,7 @@ pub(crate) fn header(owner: Option<&str>, waits: &[String]) -> Vec<u8> {
 }
 
 /// The length of the header written for `owner` with no waits.
+#[cfg(test)]
 pub(crate) fn header_len(owner: Option<&str>) -> usize {
     8 + owner.map_or(0, str::len)
 }

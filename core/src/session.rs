@@ -65,6 +65,10 @@ pub struct Stats {
     pub acquired: u64,
     /// Retries after errors that left the connection up.
     pub retries: u64,
+    /// Deadlock chases started (each a breadth-first read of the wait-for graph).
+    pub deadlock_chases: u64,
+    /// Deadlock cycles confirmed (whether or not this session's waiter was the victim).
+    pub deadlocks_seen: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -176,6 +180,8 @@ pub struct Session {
     next_id: u64,
     next_write: u64,
     stats: Stats,
+    /// Some acquisition detects deadlocks: publications must follow waits.
+    detection: bool,
 }
 
 impl Session {
@@ -194,6 +200,7 @@ impl Session {
             next_id: 0,
             next_write: 0,
             stats: Stats::default(),
+            detection: false,
         }
     }
 
@@ -228,6 +235,19 @@ impl Session {
             return Err(UsageError::Unsupported(
                 "crash detection needs an exclusive recipe",
             ));
+        }
+        if spec.detect_after.is_some() {
+            if spec.owner.is_none() {
+                return Err(UsageError::Unsupported(
+                    "deadlock detection needs an owner (LockSpec::owner)",
+                ));
+            }
+            if spec.scheme != NameScheme::Native {
+                return Err(UsageError::Unsupported(
+                    "deadlock detection needs NameScheme::Native (waits are published in its node header)",
+                ));
+            }
+            self.detection = true;
         }
         self.check_self_deadlock(&spec)?;
         let id = self.new_id();
@@ -601,6 +621,42 @@ impl Session {
     }
 
     fn with_task(&mut self, id: LockId, now: Timestamp, f: impl FnOnce(&mut Task, &mut Ctx)) {
+        self.with_task_inner(id, now, f);
+        self.sync_publications(now);
+    }
+
+    /// Keeps every held node of an owner publishing where that owner waits (the
+    /// detecting waiters past their `detect_after`), see [`crate::deadlock`].
+    fn sync_publications(&mut self, now: Timestamp) {
+        if !self.detection {
+            return;
+        }
+        let mut waits: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for a in self.tasks.values().filter_map(Task::acquisition) {
+            if let Some((owner, path)) = a.published_wait() {
+                waits.entry(owner.to_owned()).or_default().push(path);
+            }
+        }
+        for w in waits.values_mut() {
+            w.sort();
+            w.dedup();
+        }
+        let (mut cx, tasks) = self.ctx_parts(now);
+        for t in tasks.values_mut() {
+            if let Task::Acquisition(a) = t {
+                let wanted = a
+                    .spec()
+                    .owner
+                    .as_ref()
+                    .and_then(|o| waits.get(o))
+                    .cloned()
+                    .unwrap_or_default();
+                a.publish(&mut cx, wanted);
+            }
+        }
+    }
+
+    fn with_task_inner(&mut self, id: LockId, now: Timestamp, f: impl FnOnce(&mut Task, &mut Ctx)) {
         let (mut cx, tasks) = self.ctx_parts(now);
         if let Some(t) = tasks.get_mut(&id) {
             f(t, &mut cx);
@@ -613,7 +669,12 @@ impl Session {
         }
     }
 
-    fn for_each_task(&mut self, now: Timestamp, mut f: impl FnMut(&mut Task, &mut Ctx)) {
+    fn for_each_task(&mut self, now: Timestamp, f: impl FnMut(&mut Task, &mut Ctx)) {
+        self.for_each_task_inner(now, f);
+        self.sync_publications(now);
+    }
+
+    fn for_each_task_inner(&mut self, now: Timestamp, mut f: impl FnMut(&mut Task, &mut Ctx)) {
         let (mut cx, tasks) = self.ctx_parts(now);
         let mut done = Vec::new();
         for (id, t) in tasks.iter_mut() {
