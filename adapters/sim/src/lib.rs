@@ -71,6 +71,7 @@
 mod binding;
 mod client;
 mod counters;
+mod deadlock;
 mod faults;
 mod inspect;
 pub mod invariants;
@@ -85,6 +86,7 @@ mod workload;
 
 pub use client::{ClientConfig, ClientId, EventRecord, Profile};
 pub use counters::{Counters, OpKind};
+pub use deadlock::{DeadlockReport, DeadlockWorkload};
 pub use faults::{FaultConfig, InFlight};
 pub use invariants::{Coverage, Violation, ViolationKind};
 pub use model::{NodeInfo, ZkModel, CONTAINER_OWNER, NO_SESSION};

@@ -123,3 +123,57 @@ fn a_plain_wait_is_no_deadlock_and_costs_nothing_before_detect_after() {
     sim.run_until(|s| s.holds(b, by)).unwrap();
     let _ = ax;
 }
+
+// ----- randomized schedules -------------------------------------------------------
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+/// Owners on 2-3 sessions take 2-3 of 3 locks (reads and writes) in random order,
+/// with every fault; the global-view checks run after every step (see
+/// `lock_sim::DeadlockWorkload`). `LOCK_SIM_DEADLOCK_SCHEDULES=n` (default 10,000),
+/// `LOCK_SIM_DEADLOCK_SEED=s` runs one schedule and prints its trace on failure.
+#[test]
+fn random_deadlocks_are_broken_in_time_with_one_true_victim_each() {
+    let w = lock_sim::DeadlockWorkload::default();
+    let seeds: Vec<u64> = match env_u64("LOCK_SIM_DEADLOCK_SEED") {
+        Some(s) => vec![s],
+        None => (0..env_u64("LOCK_SIM_DEADLOCK_SCHEDULES").unwrap_or(10_000)).collect(),
+    };
+    let start = std::time::Instant::now();
+    let (mut victims, mut acquisitions, mut steps) = (0, 0, 0);
+    let mut latencies = Vec::new();
+    for &seed in &seeds {
+        match w.run(seed) {
+            Ok(r) => {
+                victims += r.victims;
+                acquisitions += r.acquisitions;
+                steps += r.steps;
+                latencies.extend(r.latencies);
+            }
+            Err(f) => panic!("{f}\nreplay: LOCK_SIM_DEADLOCK_SEED={seed} cargo test -p lock-sim --test deadlock random"),
+        }
+    }
+    latencies.sort();
+    let median = latencies
+        .get(latencies.len() / 2)
+        .copied()
+        .unwrap_or_default();
+    let worst = latencies.last().copied().unwrap_or_default();
+    println!(
+        "{} schedules in {:.1}s: {steps} steps, {acquisitions} acquisitions, {victims} deadlocks broken; \
+         latency from the cycle's completion to the victim's failure: median {median:?}, worst {worst:?} \
+         (detect_after {:?}, bound {:?})",
+        seeds.len(),
+        start.elapsed().as_secs_f64(),
+        w.detect_after,
+        w.bound,
+    );
+    if seeds.len() >= 1000 {
+        assert!(
+            victims > seeds.len() / 20,
+            "too few deadlocks to prove anything: {victims}"
+        );
+    }
+}
