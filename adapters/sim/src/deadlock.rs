@@ -61,6 +61,8 @@ pub struct DeadlockWorkload {
     pub faults: FaultConfig,
     /// Network latency.
     pub latency: Latency,
+    /// How long the chaos phase lasts (rounds start and faults strike).
+    pub chaos: Duration,
     /// How long a node may stay on a cycle of waits (the detection bound checked).
     pub bound: Duration,
     /// Virtual time the drain may take before liveness is declared violated.
@@ -84,6 +86,7 @@ impl Default for DeadlockWorkload {
             hold: (Duration::from_millis(1), Duration::from_millis(30)),
             faults: FaultConfig::chaos(Duration::from_millis(250)),
             latency: Latency::between(Duration::from_micros(500), Duration::from_millis(6)),
+            chaos: timeout * 2,
             bound: detect_after * 3 + timeout * 2,
             drain_limit: Duration::from_secs(60),
         }
@@ -227,7 +230,7 @@ impl<'w> Run<'w> {
                 }
             })
             .collect();
-        let chaos_until = Timestamp::ZERO + w.session_timeout * 3;
+        let chaos_until = Timestamp::ZERO + w.chaos;
         Run {
             w,
             sim,

@@ -142,18 +142,47 @@ fn random_deadlocks_are_broken_in_time_with_one_true_victim_each() {
         None => (0..env_u64("LOCK_SIM_DEADLOCK_SCHEDULES").unwrap_or(10_000)).collect(),
     };
     let start = std::time::Instant::now();
+    // The schedules are independent: spread them over the cores.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(4);
+    let results: Vec<(usize, usize, u64, Vec<Duration>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let (w, seeds) = (&w, &seeds);
+                s.spawn(move || {
+                    let (mut victims, mut acquisitions, mut steps) = (0, 0, 0);
+                    let mut latencies = Vec::new();
+                    for &seed in seeds.iter().skip(t).step_by(threads) {
+                        match w.run(seed) {
+                            Ok(r) => {
+                                victims += r.victims;
+                                acquisitions += r.acquisitions;
+                                steps += r.steps;
+                                latencies.extend(r.latencies);
+                            }
+                            Err(f) => panic!(
+                                "{f}\nreplay: LOCK_SIM_DEADLOCK_SEED={seed} \
+                                 cargo test -p lock-sim --test deadlock random -- --nocapture"
+                            ),
+                        }
+                    }
+                    (victims, acquisitions, steps, latencies)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a schedule failed"))
+            .collect()
+    });
     let (mut victims, mut acquisitions, mut steps) = (0, 0, 0);
     let mut latencies = Vec::new();
-    for &seed in &seeds {
-        match w.run(seed) {
-            Ok(r) => {
-                victims += r.victims;
-                acquisitions += r.acquisitions;
-                steps += r.steps;
-                latencies.extend(r.latencies);
-            }
-            Err(f) => panic!("{f}\nreplay: LOCK_SIM_DEADLOCK_SEED={seed} cargo test -p lock-sim --test deadlock random"),
-        }
+    for (v, a, st, l) in results {
+        victims += v;
+        acquisitions += a;
+        steps += st;
+        latencies.extend(l);
     }
     latencies.sort();
     let median = latencies
