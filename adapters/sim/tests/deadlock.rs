@@ -206,3 +206,56 @@ fn random_deadlocks_are_broken_in_time_with_one_true_victim_each() {
         );
     }
 }
+
+/// B waits behind A, which waits for nothing, for `wait`; B holds another lock
+/// meanwhile. Returns B's requests from its waiting acquisition to the grant, and
+/// its chase count.
+fn waiter_cost(detect: bool, wait: Duration) -> (u64, u64, u64) {
+    let mut sim = sim(4);
+    let a = sim.add_client(Profile::KeepsWatches, T);
+    let b = sim.add_client(Profile::KeepsWatches, T);
+    let with = |s: LockSpec| if detect { s.detect_deadlocks(AFTER) } else { s };
+    let ay = sim
+        .acquire(a, with(LockSpec::write("/d/y").owner("A")))
+        .unwrap();
+    let bz = sim
+        .acquire(b, with(LockSpec::write("/d/z").owner("B")))
+        .unwrap();
+    sim.settle().unwrap();
+    sim.reset_counters();
+    let by = sim
+        .acquire(b, with(LockSpec::write("/d/y").owner("B")))
+        .unwrap();
+    sim.run_for(wait).unwrap();
+    sim.release(a, ay).unwrap();
+    sim.run_until(|s| s.holds(b, by)).unwrap();
+    sim.settle().unwrap();
+    let c = sim.counters(b);
+    let _ = bz;
+    (
+        c.requests(),
+        c.requests_of(lock_sim::OpKind::SetData),
+        sim.core(b).stats().deadlock_chases,
+    )
+}
+
+#[test]
+fn detection_costs_nothing_below_detect_after_and_a_chase_per_period_above() {
+    // Shorter than detect_after: not one request more.
+    let (plain, _, _) = waiter_cost(false, AFTER / 2);
+    let (detecting, sets, chases) = waiter_cost(true, AFTER / 2);
+    assert_eq!((detecting, sets, chases), (plain, 0, 0));
+    // Ten periods: the wait published on the held node and withdrawn at the grant
+    // (2 setData), and one chase per period, each a listing of /d/y and a read of
+    // the two nodes there (ours and A's, a dead end: A waits nowhere).
+    let (plain, _, _) = waiter_cost(false, AFTER * 10 + AFTER / 2);
+    let (detecting, sets, chases) = waiter_cost(true, AFTER * 10 + AFTER / 2);
+    assert_eq!(sets, 2);
+    assert_eq!(chases, 10);
+    assert_eq!(detecting - plain, sets + 3 * chases);
+    println!(
+        "waiting {:?} with detect_after {AFTER:?}: {plain} requests without detection, {detecting} with \
+         ({sets} setData, {chases} chases of 3 reads)",
+        AFTER * 10 + AFTER / 2
+    );
+}
