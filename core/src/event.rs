@@ -185,6 +185,13 @@ pub enum LockEvent {
     /// Terminal, for an [`inspect`](crate::Session::inspect): the lock's holders and
     /// waiters.
     Participants(crate::inspect::Participants),
+    /// Terminal, for a [`deadlocks`](crate::Session::deadlocks) scan: one cycle of
+    /// waits per deadlock found under the root (empty: none).
+    Deadlocks {
+        /// The cycles, each in wait order (every node waits for the next, the last
+        /// for the first).
+        cycles: Vec<Vec<crate::deadlock::CycleNode>>,
+    },
     /// Terminal: released as asked.
     Released,
     /// Terminal: the acquisition ended without holding.
@@ -201,6 +208,7 @@ impl LockEvent {
                 | LockEvent::Failed(_)
                 | LockEvent::RevocationSent { .. }
                 | LockEvent::Participants(_)
+                | LockEvent::Deadlocks { .. }
         )
     }
 }

@@ -1,6 +1,7 @@
 //! [`Session`]: every lock of one ZooKeeper session, multiplexed in one state machine.
 
 use crate::acquisition::{Acquisition, Ctx, State};
+use crate::deadlock::scan::Scan;
 use crate::event::{FailReason, LockEvent, LockId, UsageError};
 use crate::inspect::Inspect;
 use crate::limits;
@@ -86,6 +87,7 @@ enum Task {
     Observer(Observer),
     Revoke(Revoke),
     Inspect(Inspect),
+    Scan(Scan),
 }
 
 impl Task {
@@ -95,6 +97,7 @@ impl Task {
             Task::Observer(o) => o.done,
             Task::Revoke(r) => r.done,
             Task::Inspect(i) => i.done,
+            Task::Scan(s) => s.done,
         }
     }
 
@@ -104,6 +107,7 @@ impl Task {
             Task::Observer(o) => o.recover(cx),
             Task::Revoke(r) => r.recover(cx),
             Task::Inspect(i) => i.recover(cx),
+            Task::Scan(s) => s.recover(cx),
         }
     }
 
@@ -302,6 +306,20 @@ impl Session {
         Ok(id)
     }
 
+    /// Scans the lock directories under `root` (the root itself and its direct
+    /// children) for deadlocks, and ends with [`LockEvent::Deadlocks`]: one cycle of
+    /// waits per deadlock, each node with its owner, session, token and age. Every
+    /// edge is read twice (see [`crate::deadlock`]); cycles through participants of
+    /// any client count, as long as their owners are named in their data.
+    pub fn deadlocks(&mut self, root: &str, now: Timestamp) -> Result<LockId, UsageError> {
+        self.check_open()?;
+        validate_lock_path(root)?;
+        limits::room_for_data(&self.config, root)?;
+        let id = self.new_id();
+        self.start(id, Task::Scan(Scan::new(id, root.to_owned())), now);
+        Ok(id)
+    }
+
     /// An owner never waits behind its own node: a waiting acquisition of a single
     /// permit that a node the same owner holds on the path would block can only
     /// end by timing out. A try-only acquisition cannot wait, so it is let through.
@@ -402,6 +420,7 @@ impl Session {
             Task::Observer(o) => o.stop(cx, FailReason::Cancelled),
             Task::Revoke(r) => r.stop(cx, FailReason::Cancelled),
             Task::Inspect(i) => i.stop(cx, FailReason::Cancelled),
+            Task::Scan(s) => s.stop(cx, FailReason::Cancelled),
         });
         Ok(())
     }
@@ -445,6 +464,7 @@ impl Session {
                     Task::Observer(o) => o.on_reply(cx, request, purpose, result),
                     Task::Revoke(r) => r.on_reply(cx, request, purpose, result),
                     Task::Inspect(i) => i.on_reply(cx, request, purpose, result),
+                    Task::Scan(s) => s.on_reply(cx, request, result),
                 }),
             },
             // Only the tasks that set this watch hear it: a release wakes its
@@ -454,7 +474,7 @@ impl Session {
                     self.with_task(lock, now, |t, cx| match t {
                         Task::Acquisition(a) => a.on_watch(cx, &path, kind),
                         Task::Observer(o) => o.on_watch(cx, &path, kind),
-                        Task::Revoke(_) | Task::Inspect(_) => {}
+                        Task::Revoke(_) | Task::Inspect(_) | Task::Scan(_) => {}
                     });
                 }
             }
@@ -508,6 +528,7 @@ impl Session {
             Task::Observer(o) if closed => o.stop(cx, FailReason::Closed),
             Task::Revoke(r) if closed => r.stop(cx, FailReason::Closed),
             Task::Inspect(i) if closed => i.stop(cx, FailReason::Closed),
+            Task::Scan(s) if closed => s.stop(cx, FailReason::Closed),
             _ => {}
         });
         self.conn = Conn::NoSession;
@@ -521,6 +542,7 @@ impl Session {
                 Task::Observer(o) => o.on_timer(cx, kind),
                 Task::Revoke(r) => r.on_timer(cx, kind),
                 Task::Inspect(i) => i.on_timer(cx, kind),
+                Task::Scan(s) => s.on_timer(cx, kind),
             });
         }
     }

@@ -259,3 +259,51 @@ fn detection_costs_nothing_below_detect_after_and_a_chase_per_period_above() {
         AFTER * 10 + AFTER / 2
     );
 }
+
+fn scan(sim: &mut Sim, c: ClientId, root: &str) -> Vec<Vec<lock_core::CycleNode>> {
+    let id = sim.deadlocks(c, root).unwrap();
+    sim.run_until(|s| s.outcome(c, id).is_some()).unwrap();
+    match sim.outcome(c, id) {
+        Some(LockEvent::Deadlocks { cycles }) => cycles.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_on_demand_scan_finds_a_cycle_through_a_kazoo_named_owner_and_nothing_else() {
+    let mut sim = sim(5);
+    let a = sim.add_client(Profile::KeepsWatches, T);
+    let b = sim.add_client(Profile::KeepsWatches, T);
+    let admin = sim.add_client(Profile::KeepsWatches, T);
+    let kazoo = |p: &str| {
+        LockSpec::exclusive(p)
+            .scheme(lock_core::NameScheme::Kazoo)
+            .owner("K")
+    };
+    // A third lock with a plain queue, no cycle.
+    let q1 = sim.acquire(a, LockSpec::write("/s/q").owner("Q1")).unwrap();
+    let _kx = sim.acquire(a, kazoo("/s/x")).unwrap();
+    let _by = sim.acquire(b, LockSpec::write("/s/y").owner("B")).unwrap();
+    sim.settle().unwrap();
+    let _q2 = sim.acquire(b, LockSpec::write("/s/q").owner("Q2")).unwrap();
+    let _ky = sim.acquire(a, kazoo("/s/y")).unwrap();
+    let _bx = sim.acquire(b, LockSpec::write("/s/x").owner("B")).unwrap();
+    sim.settle().unwrap();
+    let cycles = scan(&mut sim, admin, "/s");
+    assert_eq!(cycles.len(), 1, "{cycles:?}");
+    let c = &cycles[0];
+    assert_eq!(c.len(), 4, "{c:?}");
+    let mut owners: Vec<_> = c.iter().map(|n| n.owner.clone().unwrap()).collect();
+    owners.sort();
+    assert_eq!(owners, ["B", "B", "K", "K"]);
+    assert!(c
+        .iter()
+        .all(|n| n.node.starts_with("/s/x/") || n.node.starts_with("/s/y/")));
+    // Nothing under another root, nothing once the cycle is gone.
+    assert!(scan(&mut sim, admin, "/s/q").is_empty());
+    sim.release(a, q1).unwrap();
+    sim.settle().unwrap();
+    sim.cancel(b, _bx).unwrap();
+    sim.settle().unwrap();
+    assert!(scan(&mut sim, admin, "/s").is_empty());
+}

@@ -29,6 +29,8 @@ pub struct CycleNode {
     pub token: FencingToken,
     /// The session that owns it.
     pub session: i64,
+    /// When it was created (`ctime`, ms since the epoch; 0 when unknown): its age.
+    pub ctime: i64,
 }
 
 /// What a chase ended with.
@@ -44,27 +46,30 @@ pub(crate) enum Outcome {
 }
 
 #[derive(Clone, Debug)]
-enum Seen<T> {
+pub(crate) enum Seen<T> {
     Pending,
     Got(T),
     Gone,
 }
 
 #[derive(Clone, PartialEq, Eq, Debug)]
-enum Target {
+pub(crate) enum Target {
     Dir(String),
     Node(String),
 }
 
+/// One round of reads: listings and node reads, pipelined.
 #[derive(Default)]
-struct Pass {
-    dirs: BTreeMap<String, Seen<Vec<Place>>>,
-    nodes: BTreeMap<String, Seen<(NodeData, Stat)>>,
-    requests: BTreeMap<RequestId, Target>,
+pub(crate) struct Pass {
+    pub(crate) dirs: BTreeMap<String, Seen<Vec<Place>>>,
+    /// The raw names of every listing (to find subdirectories).
+    pub(crate) children: BTreeMap<String, Vec<String>>,
+    pub(crate) nodes: BTreeMap<String, Seen<(NodeData, Stat)>>,
+    pub(crate) requests: BTreeMap<RequestId, Target>,
 }
 
 impl Pass {
-    fn want_dir(&mut self, cx: &mut Ctx, lock: LockId, dir: &str) {
+    pub(crate) fn want_dir(&mut self, cx: &mut Ctx, lock: LockId, dir: &str) {
         if self.dirs.contains_key(dir) {
             return;
         }
@@ -77,7 +82,7 @@ impl Pass {
         }
     }
 
-    fn want_node(&mut self, cx: &mut Ctx, lock: LockId, path: &str) {
+    pub(crate) fn want_node(&mut self, cx: &mut Ctx, lock: LockId, path: &str) {
         if self.nodes.contains_key(path) {
             return;
         }
@@ -92,13 +97,18 @@ impl Pass {
     }
 
     /// Files a reply; `Err(())` when the chase must give up.
-    fn on_reply(&mut self, request: RequestId, result: Result<Reply, ZkError>) -> Result<(), ()> {
+    pub(crate) fn on_reply(
+        &mut self,
+        request: RequestId,
+        result: Result<Reply, ZkError>,
+    ) -> Result<(), ()> {
         let Some(target) = self.requests.remove(&request) else {
             return Ok(());
         };
         match (target, result) {
             (Target::Dir(d), Ok(Reply::Children(c))) => {
-                self.dirs.insert(d, Seen::Got(queue(&c).0));
+                self.dirs.insert(d.clone(), Seen::Got(queue(&c).0));
+                self.children.insert(d, c);
             }
             (Target::Dir(d), Err(ZkError::NoNode)) => {
                 self.dirs.insert(d, Seen::Gone);
@@ -116,7 +126,7 @@ impl Pass {
         Ok(())
     }
 
-    fn place(&self, path: &str) -> Option<&Place> {
+    pub(crate) fn place(&self, path: &str) -> Option<&Place> {
         let (dir, name) = split_parent(path);
         match self.dirs.get(dir)? {
             Seen::Got(places) => places.iter().find(|p| p.name == name),
@@ -124,7 +134,7 @@ impl Pass {
         }
     }
 
-    fn node(&self, path: &str) -> Option<&(NodeData, Stat)> {
+    pub(crate) fn node(&self, path: &str) -> Option<&(NodeData, Stat)> {
         match self.nodes.get(path)? {
             Seen::Got(n) => Some(n),
             _ => None,
@@ -326,6 +336,7 @@ impl Chase {
                 holds: p2.holds,
                 token: FencingToken(s2.czxid),
                 session: s2.ephemeral_owner,
+                ctime: s2.ctime,
             });
         }
         // Candidates: waiting nodes entered by an owner edge (the start is entered

@@ -81,6 +81,7 @@
 
 pub(crate) mod chase;
 pub(crate) mod publish;
+pub(crate) mod scan;
 
 pub use chase::CycleNode;
 
