@@ -136,10 +136,34 @@ fn env_u64(name: &str) -> Option<u64> {
 /// `LOCK_SIM_DEADLOCK_SEED=s` runs one schedule and prints its trace on failure.
 #[test]
 fn random_deadlocks_are_broken_in_time_with_one_true_victim_each() {
-    let w = lock_sim::DeadlockWorkload::default();
+    let n = env_u64("LOCK_SIM_DEADLOCK_SCHEDULES").unwrap_or(10_000);
+    run_schedules(
+        "random_deadlocks",
+        &lock_sim::DeadlockWorkload::default(),
+        0,
+        n,
+    );
+}
+
+/// Without faults the bound is the protocol's own: the youngest member's next
+/// chase after every member published (at most `2 * detect_after` after the cycle
+/// closed), plus a chase of at most 2 round trips per owner and a confirmation
+/// round trip (6 ms each way at most here).
+#[test]
+fn without_faults_deadlocks_are_broken_within_two_detect_periods_and_the_chase() {
+    let mut w = lock_sim::DeadlockWorkload::default();
+    w.faults = lock_sim::FaultConfig::none();
+    w.bound = w.detect_after * 2 + Duration::from_millis(12) * 10;
+    let n = env_u64("LOCK_SIM_DEADLOCK_SCHEDULES").map_or(1_000, |n| n / 10);
+    run_schedules("without_faults", &w, 1 << 32, n);
+}
+
+/// Runs `count` schedules from seed `salt` (or `LOCK_SIM_DEADLOCK_SEED` alone),
+/// spread over the cores, and prints the latencies.
+fn run_schedules(name: &str, w: &lock_sim::DeadlockWorkload, salt: u64, count: u64) {
     let seeds: Vec<u64> = match env_u64("LOCK_SIM_DEADLOCK_SEED") {
         Some(s) => vec![s],
-        None => (0..env_u64("LOCK_SIM_DEADLOCK_SCHEDULES").unwrap_or(10_000)).collect(),
+        None => (salt..salt + count).collect(),
     };
     let start = std::time::Instant::now();
     // The schedules are independent: spread them over the cores.
@@ -149,7 +173,7 @@ fn random_deadlocks_are_broken_in_time_with_one_true_victim_each() {
     let results: Vec<(usize, usize, u64, Vec<Duration>)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let (w, seeds) = (&w, &seeds);
+                let seeds = &seeds;
                 s.spawn(move || {
                     let (mut victims, mut acquisitions, mut steps) = (0, 0, 0);
                     let mut latencies = Vec::new();
@@ -163,7 +187,7 @@ fn random_deadlocks_are_broken_in_time_with_one_true_victim_each() {
                             }
                             Err(f) => panic!(
                                 "{f}\nreplay: LOCK_SIM_DEADLOCK_SEED={seed} \
-                                 cargo test -p lock-sim --test deadlock random -- --nocapture"
+                                 cargo test -p lock-sim --test deadlock {name} -- --nocapture"
                             ),
                         }
                     }
@@ -191,7 +215,7 @@ fn random_deadlocks_are_broken_in_time_with_one_true_victim_each() {
         .unwrap_or_default();
     let worst = latencies.last().copied().unwrap_or_default();
     println!(
-        "{} schedules in {:.1}s: {steps} steps, {acquisitions} acquisitions, {victims} deadlocks broken; \
+        "{name}: {} schedules in {:.1}s: {steps} steps, {acquisitions} acquisitions, {victims} deadlocks broken; \
          latency from the cycle's completion to the victim's failure: median {median:?}, worst {worst:?} \
          (detect_after {:?}, bound {:?})",
         seeds.len(),

@@ -79,6 +79,40 @@
 //! owner edge: a cycle through their owner is not seen. Semaphore waiters of more
 //! than one permit take part only through an exclusive node below them.
 
+//! # Latency and cost
+//!
+//! Without faults, a deadlock is broken at most `2 * detect_after` plus one chase
+//! after its last edge appears: by then every member has published (each did at
+//! `detect_after` into its wait), and the youngest candidate chases at least once
+//! per `detect_after` (sooner when a publication lands on a blocker it watches).
+//! A chase takes one round trip per level, two levels per owner on the cycle,
+//! plus one round trip to confirm. A wait shorter than `detect_after` sends
+//! nothing; a longer one sends one `setData` per node its owner holds on the
+//! session (and one more to withdraw it), and per `detect_after` one chase of a
+//! listing per directory reached and a read per node reached.
+//!
+//! # Prevention and reentrancy (design notes, not built yet)
+//!
+//! * **Multi-lock** (Curator's `InterProcessMultiLock`): a task taking several
+//!   locks all-or-nothing for one owner. It sorts its parts in one canonical order
+//!   (byte order of the lock path; the same path twice is refused) and acquires
+//!   them one at a time, each an ordinary acquisition with the owner, the next
+//!   started when the previous is granted. Deadlock-free by construction among
+//!   multi-lock users and single-lock users: a cycle needs someone waiting for a
+//!   lower lock while it holds a higher one. Queueing all parts at once (one
+//!   round trip instead of one per part) would bring the deadlock back between two
+//!   multi-locks, so it is not done. A deadline, cancel or failure of any part
+//!   releases the held parts (in reverse order) and fails the whole with that
+//!   part's reason; a held part lost makes the whole `Lost` and releases the rest.
+//!   One `Acquired` carries every part's token; a fenced write checks every node
+//!   in its `multi`. Its parts carry the owner, so detection still sees them
+//!   beside users that lock in free order.
+//! * **Owner reentrancy** (opt-in): the same owner acquiring a mutex it holds gets
+//!   a counted hold on the same node, released at zero (Curator's semantics, with
+//!   an owner for a thread); today such a call is refused as a self-deadlock.
+//! * **Downgrade**: a write holder taking the read lock of the same path is
+//!   granted at once without queueing (nothing below its write node can hold).
+
 pub(crate) mod chase;
 pub(crate) mod publish;
 pub(crate) mod scan;
