@@ -76,9 +76,9 @@ impl Default for DeadlockWorkload {
         DeadlockWorkload {
             clients: (2, 3),
             owners: (2, 4),
-            locks: 3,
-            per_round: (2, 3),
-            rounds: (1, 2),
+            locks: 4,
+            per_round: (2, 4),
+            rounds: (1, 1),
             read_chance: 0.25,
             session_timeout: timeout,
             detect_after,
@@ -86,7 +86,7 @@ impl Default for DeadlockWorkload {
             hold: (Duration::from_millis(1), Duration::from_millis(30)),
             faults: FaultConfig::chaos(Duration::from_millis(250)),
             latency: Latency::between(Duration::from_micros(500), Duration::from_millis(6)),
-            chaos: timeout * 2,
+            chaos: timeout,
             bound: detect_after * 3 + timeout * 2,
             drain_limit: Duration::from_secs(60),
         }
@@ -444,6 +444,7 @@ impl<'w> Run<'w> {
         let mut held_by: Vec<(String, String)> = Vec::new(); // (owner, node)
         let mut waiting_at: BTreeMap<String, String> = BTreeMap::new(); // owner -> node
         let mut edges = BTreeSet::new();
+        let mut anonymous: Vec<(String, String)> = Vec::new(); // (dir, node)
         for dir in paths(self.w.locks) {
             let mut q: Vec<(i32, NodeKind, String, Option<String>)> = self
                 .sim
@@ -473,11 +474,27 @@ impl<'w> Run<'w> {
                 for b in blockers {
                     edges.insert((path.clone(), b.clone()));
                 }
-                if let Some(o) = owner {
-                    if waits_in.get(o.as_str()) == Some(&dir.as_str()) {
-                        waiting_at.insert(o.clone(), path.clone());
+                match owner {
+                    Some(o) => {
+                        if waits_in.get(o.as_str()) == Some(&dir.as_str()) {
+                            waiting_at.insert(o.clone(), path.clone());
+                        }
                     }
+                    // Its header was overwritten (a revocation request): whose it
+                    // is, the user knows (its session, and where its owners wait).
+                    None => anonymous.push((dir.clone(), path.clone())),
                 }
+            }
+        }
+        for (dir, path) in anonymous {
+            let session = self.sim.get(&path).map(|i| i.stat.ephemeral_owner);
+            let mut who = self.owners.iter().filter(|o| {
+                waits_in.get(o.name.as_str()) == Some(&dir.as_str())
+                    && !waiting_at.contains_key(&o.name)
+                    && self.sim.session_id(o.client) == session
+            });
+            if let (Some(o), None) = (who.next(), who.next()) {
+                waiting_at.insert(o.name.clone(), path);
             }
         }
         for (o, h) in held_by {
