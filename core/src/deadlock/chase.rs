@@ -251,6 +251,10 @@ impl Chase {
             let Some((data, _)) = self.explore.node(&path).cloned() else {
                 continue;
             };
+            if place.holds && path == self.start {
+                // Granted meanwhile: no wait to chase.
+                return Outcome::NoCycle;
+            }
             if place.holds {
                 if data.owner.as_deref() == Some(self.owner.as_str()) {
                     // Our owner holds this node and waits at our start: a cycle.
