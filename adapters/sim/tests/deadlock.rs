@@ -335,3 +335,40 @@ fn an_on_demand_scan_finds_a_cycle_through_a_kazoo_named_owner_and_nothing_else(
     sim.settle().unwrap();
     assert!(scan(&mut sim, admin, "/s").is_empty());
 }
+
+#[test]
+fn inspection_reads_owners_back_across_sessions_in_queue_order() {
+    let mut sim = sim(6);
+    let a = sim.add_client(Profile::KeepsWatches, T);
+    let b = sim.add_client(Profile::KeepsWatches, T);
+    let ar = sim
+        .acquire(
+            a,
+            LockSpec::read("/i/l").owner("reader").data(b"r".to_vec()),
+        )
+        .unwrap();
+    sim.settle().unwrap();
+    let bw = sim
+        .acquire(b, LockSpec::write("/i/l").owner("writer"))
+        .unwrap();
+    sim.settle().unwrap();
+    let id = sim.inspect(a, "/i/l").unwrap();
+    sim.run_until(|s| s.outcome(a, id).is_some()).unwrap();
+    let Some(LockEvent::Participants(p)) = sim.outcome(a, id) else {
+        panic!("{:?}", sim.outcome(a, id))
+    };
+    assert_eq!(p.holders.len(), 1);
+    assert_eq!(p.waiters.len(), 1);
+    let (h, w) = (&p.holders[0], &p.waiters[0]);
+    assert_eq!(
+        (h.owner.as_deref(), &h.data[..]),
+        (Some("reader"), &b"r"[..])
+    );
+    assert_eq!(h.session, sim.session_id(a).unwrap());
+    assert_eq!(sim.grant(a, ar).unwrap().token, h.token);
+    assert_eq!(w.owner.as_deref(), Some("writer"));
+    assert_eq!(w.session, sim.session_id(b).unwrap());
+    assert_eq!(w.waits_for, vec![h.node.clone()]);
+    assert!(w.token > h.token);
+    let _ = bw;
+}
