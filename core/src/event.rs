@@ -125,6 +125,15 @@ pub enum FailReason {
         /// The count another participant declared.
         theirs: u32,
     },
+    /// This waiter was chosen to break a deadlock
+    /// ([`LockSpec::detect_deadlocks`](crate::LockSpec::detect_deadlocks)): it was the
+    /// youngest detecting waiter on a confirmed cycle of waits, and its waiting node
+    /// is removed. The other members keep their places.
+    Deadlock {
+        /// The cycle, in wait order: each node waits for the next, the last for
+        /// the first (ours).
+        cycle: Vec<crate::deadlock::CycleNode>,
+    },
 }
 
 /// Events the core reports for one acquisition.
@@ -173,6 +182,16 @@ pub enum LockEvent {
         /// The nodes asked to let go.
         nodes: Vec<String>,
     },
+    /// Terminal, for an [`inspect`](crate::Session::inspect): the lock's holders and
+    /// waiters.
+    Participants(crate::inspect::Participants),
+    /// Terminal, for a [`deadlocks`](crate::Session::deadlocks) scan: one cycle of
+    /// waits per deadlock found under the root (empty: none).
+    Deadlocks {
+        /// The cycles, each in wait order (every node waits for the next, the last
+        /// for the first).
+        cycles: Vec<Vec<crate::deadlock::CycleNode>>,
+    },
     /// Terminal: released as asked.
     Released,
     /// Terminal: the acquisition ended without holding.
@@ -188,6 +207,8 @@ impl LockEvent {
                 | LockEvent::Released
                 | LockEvent::Failed(_)
                 | LockEvent::RevocationSent { .. }
+                | LockEvent::Participants(_)
+                | LockEvent::Deadlocks { .. }
         )
     }
 }

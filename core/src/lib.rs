@@ -12,10 +12,13 @@
 #![deny(missing_docs)]
 
 mod acquisition;
+pub mod deadlock;
 mod event;
+mod inspect;
 mod limits;
 pub mod names;
 mod observer;
+mod owner;
 mod path;
 mod proto;
 mod requests;
@@ -27,9 +30,11 @@ mod time;
 mod timers;
 mod watches;
 
+pub use deadlock::CycleNode;
 pub use event::{
     FailReason, FencedError, FencingToken, Grant, Leader, LockEvent, LockId, LostReason, UsageError,
 };
+pub use inspect::{Participant, Participants};
 pub use names::{AttemptId, NameScheme, NodeKind};
 pub use path::validate_lock_path;
 pub use proto::{

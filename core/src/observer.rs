@@ -149,7 +149,8 @@ impl Observer {
                 }
                 let leader = Leader {
                     path,
-                    id: data,
+                    // The participant id, without an owner header.
+                    id: crate::owner::user_data(&data).to_vec(),
                     token: FencingToken(stat.czxid),
                 };
                 self.report(cx, Some(leader));

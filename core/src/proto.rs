@@ -257,6 +257,8 @@ pub struct Stat {
     pub num_children: i32,
     /// Data length in bytes.
     pub data_length: i32,
+    /// Creation time, ms since the epoch (0 when the client library gives none).
+    pub ctime: i64,
 }
 
 /// A successful reply.

@@ -32,6 +32,12 @@ pub(crate) enum Purpose {
     FencedWrite { write: u64 },
     /// Drop the watch on our own node (held, and no feature needs it).
     RemoveOwnWatch,
+    /// A read of a deadlock chase (a listing or a node's data).
+    Chase,
+    /// Publish where our owner waits, in our held node's header.
+    Publish,
+    /// Read one participant's data and stat for an inspection.
+    Inspect,
     /// Delete a duplicate node of ours (a create that was retried after a connection loss).
     DeleteExtra { path: String },
 }

@@ -1,7 +1,9 @@
 //! [`Session`]: every lock of one ZooKeeper session, multiplexed in one state machine.
 
 use crate::acquisition::{Acquisition, Ctx, Ended, State};
+use crate::deadlock::scan::Scan;
 use crate::event::{FailReason, LockEvent, LockId, UsageError};
+use crate::inspect::Inspect;
 use crate::limits;
 use crate::names::{AttemptId, NameScheme};
 use crate::observer::Observer;
@@ -64,6 +66,10 @@ pub struct Stats {
     pub acquired: u64,
     /// Retries after errors that left the connection up.
     pub retries: u64,
+    /// Deadlock chases started (each a breadth-first read of the wait-for graph).
+    pub deadlock_chases: u64,
+    /// Deadlock cycles confirmed (whether or not this session's waiter was the victim).
+    pub deadlocks_seen: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -80,6 +86,8 @@ enum Task {
     Acquisition(Box<Acquisition>),
     Observer(Observer),
     Revoke(Revoke),
+    Inspect(Inspect),
+    Scan(Scan),
 }
 
 impl Task {
@@ -88,6 +96,8 @@ impl Task {
             Task::Acquisition(a) => a.state() == State::Done,
             Task::Observer(o) => o.done,
             Task::Revoke(r) => r.done,
+            Task::Inspect(i) => i.done,
+            Task::Scan(s) => s.done,
         }
     }
 
@@ -96,6 +106,8 @@ impl Task {
             Task::Acquisition(a) => a.recover(cx),
             Task::Observer(o) => o.recover(cx),
             Task::Revoke(r) => r.recover(cx),
+            Task::Inspect(i) => i.recover(cx),
+            Task::Scan(s) => s.recover(cx),
         }
     }
 
@@ -172,6 +184,8 @@ pub struct Session {
     next_id: u64,
     next_write: u64,
     stats: Stats,
+    /// Some acquisition detects deadlocks: publications must follow waits.
+    detection: bool,
 }
 
 impl Session {
@@ -190,6 +204,7 @@ impl Session {
             next_id: 0,
             next_write: 0,
             stats: Stats::default(),
+            detection: false,
         }
     }
 
@@ -202,11 +217,10 @@ impl Session {
         self.check_open()?;
         validate_lock_path(&spec.path)?;
         let room = limits::room_for_data(&self.config, &spec.path)?;
-        if spec.data.len() > room {
-            return Err(UsageError::DataTooLarge {
-                len: spec.data.len(),
-                max: room,
-            });
+        // The owner header counts toward the data size.
+        let len = crate::owner::node_data(spec.scheme, spec.owner.as_deref(), &spec.data).len();
+        if len > room {
+            return Err(UsageError::DataTooLarge { len, max: room });
         }
         match spec.recipe {
             Recipe::Semaphore { permits: 0 } => return Err(UsageError::ZeroPermits),
@@ -225,6 +239,19 @@ impl Session {
             return Err(UsageError::Unsupported(
                 "crash detection needs an exclusive recipe",
             ));
+        }
+        if spec.detect_after.is_some() {
+            if spec.owner.is_none() {
+                return Err(UsageError::Unsupported(
+                    "deadlock detection needs an owner (LockSpec::owner)",
+                ));
+            }
+            if spec.scheme != NameScheme::Native {
+                return Err(UsageError::Unsupported(
+                    "deadlock detection needs NameScheme::Native (waits are published in its node header)",
+                ));
+            }
+            self.detection = true;
         }
         self.check_self_deadlock(&spec)?;
         let id = self.new_id();
@@ -263,6 +290,33 @@ impl Session {
         limits::room_for_data(&self.config, path)?;
         let id = self.new_id();
         self.start(id, Task::Revoke(Revoke::new(id, path.to_owned())), now);
+        Ok(id)
+    }
+
+    /// Lists the holders and waiters of the lock at `path`, in queue order, with
+    /// their owners, sessions, ages and tokens, and what each waiter waits for: one
+    /// pipelined round trip (a listing, then a `getData` per participant, no
+    /// watches). Ends with [`LockEvent::Participants`].
+    pub fn inspect(&mut self, path: &str, now: Timestamp) -> Result<LockId, UsageError> {
+        self.check_open()?;
+        validate_lock_path(path)?;
+        limits::room_for_data(&self.config, path)?;
+        let id = self.new_id();
+        self.start(id, Task::Inspect(Inspect::new(id, path.to_owned())), now);
+        Ok(id)
+    }
+
+    /// Scans the lock directories under `root` (the root itself and its direct
+    /// children) for deadlocks, and ends with [`LockEvent::Deadlocks`]: one cycle of
+    /// waits per deadlock, each node with its owner, session, token and age. Every
+    /// edge is read twice (see [`crate::deadlock`]); cycles through participants of
+    /// any client count, as long as their owners are named in their data.
+    pub fn deadlocks(&mut self, root: &str, now: Timestamp) -> Result<LockId, UsageError> {
+        self.check_open()?;
+        validate_lock_path(root)?;
+        limits::room_for_data(&self.config, root)?;
+        let id = self.new_id();
+        self.start(id, Task::Scan(Scan::new(id, root.to_owned())), now);
         Ok(id)
     }
 
@@ -365,6 +419,8 @@ impl Session {
             },
             Task::Observer(o) => o.stop(cx, FailReason::Cancelled),
             Task::Revoke(r) => r.stop(cx, FailReason::Cancelled),
+            Task::Inspect(i) => i.stop(cx, FailReason::Cancelled),
+            Task::Scan(s) => s.stop(cx, FailReason::Cancelled),
         });
         Ok(())
     }
@@ -407,6 +463,8 @@ impl Session {
                     Task::Acquisition(a) => a.on_reply(cx, request, purpose, result),
                     Task::Observer(o) => o.on_reply(cx, request, purpose, result),
                     Task::Revoke(r) => r.on_reply(cx, request, purpose, result),
+                    Task::Inspect(i) => i.on_reply(cx, request, purpose, result),
+                    Task::Scan(s) => s.on_reply(cx, request, result),
                 }),
             },
             // Only the tasks that set this watch hear it: a release wakes its
@@ -416,7 +474,7 @@ impl Session {
                     self.with_task(lock, now, |t, cx| match t {
                         Task::Acquisition(a) => a.on_watch(cx, &path, kind),
                         Task::Observer(o) => o.on_watch(cx, &path, kind),
-                        Task::Revoke(_) => {}
+                        Task::Revoke(_) | Task::Inspect(_) | Task::Scan(_) => {}
                     });
                 }
             }
@@ -476,6 +534,8 @@ impl Session {
             // Observers and revocations own no node: they go on with the next session.
             Task::Observer(o) if closed => o.stop(cx, FailReason::Closed),
             Task::Revoke(r) if closed => r.stop(cx, FailReason::Closed),
+            Task::Inspect(i) if closed => i.stop(cx, FailReason::Closed),
+            Task::Scan(s) if closed => s.stop(cx, FailReason::Closed),
             _ => {}
         });
         self.conn = Conn::NoSession;
@@ -488,6 +548,8 @@ impl Session {
                 Task::Acquisition(a) => a.on_timer(cx, kind),
                 Task::Observer(o) => o.on_timer(cx, kind),
                 Task::Revoke(r) => r.on_timer(cx, kind),
+                Task::Inspect(i) => i.on_timer(cx, kind),
+                Task::Scan(s) => s.on_timer(cx, kind),
             });
         }
     }
@@ -588,6 +650,42 @@ impl Session {
     }
 
     fn with_task(&mut self, id: LockId, now: Timestamp, f: impl FnOnce(&mut Task, &mut Ctx)) {
+        self.with_task_inner(id, now, f);
+        self.sync_publications(now);
+    }
+
+    /// Keeps every held node of an owner publishing where that owner waits (the
+    /// detecting waiters past their `detect_after`), see [`crate::deadlock`].
+    fn sync_publications(&mut self, now: Timestamp) {
+        if !self.detection {
+            return;
+        }
+        let mut waits: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for a in self.tasks.values().filter_map(Task::acquisition) {
+            if let Some((owner, path)) = a.published_wait() {
+                waits.entry(owner.to_owned()).or_default().push(path);
+            }
+        }
+        for w in waits.values_mut() {
+            w.sort();
+            w.dedup();
+        }
+        let (mut cx, tasks) = self.ctx_parts(now);
+        for t in tasks.values_mut() {
+            if let Task::Acquisition(a) = t {
+                let wanted = a
+                    .spec()
+                    .owner
+                    .as_ref()
+                    .and_then(|o| waits.get(o))
+                    .cloned()
+                    .unwrap_or_default();
+                a.publish(&mut cx, wanted);
+            }
+        }
+    }
+
+    fn with_task_inner(&mut self, id: LockId, now: Timestamp, f: impl FnOnce(&mut Task, &mut Ctx)) {
         let (mut cx, tasks) = self.ctx_parts(now);
         if let Some(t) = tasks.get_mut(&id) {
             f(t, &mut cx);
@@ -600,7 +698,12 @@ impl Session {
         }
     }
 
-    fn for_each_task(&mut self, now: Timestamp, mut f: impl FnMut(&mut Task, &mut Ctx)) {
+    fn for_each_task(&mut self, now: Timestamp, f: impl FnMut(&mut Task, &mut Ctx)) {
+        self.for_each_task_inner(now, f);
+        self.sync_publications(now);
+    }
+
+    fn for_each_task_inner(&mut self, now: Timestamp, mut f: impl FnMut(&mut Task, &mut Ctx)) {
         let (mut cx, tasks) = self.ctx_parts(now);
         let mut done = Vec::new();
         for (id, t) in tasks.iter_mut() {

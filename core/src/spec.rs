@@ -84,6 +84,7 @@ pub struct LockSpec {
     /// recipes' exclusive nodes differently).
     pub(crate) rwlock: bool,
     pub(crate) owner: Option<String>,
+    pub(crate) detect_after: Option<Duration>,
 }
 
 impl LockSpec {
@@ -101,6 +102,7 @@ impl LockSpec {
             max_hold: None,
             rwlock: false,
             owner: None,
+            detect_after: None,
         }
     }
 
@@ -224,6 +226,23 @@ impl LockSpec {
     pub fn owner(mut self, owner: impl Into<String>) -> Self {
         self.owner = Some(owner.into());
         self
+    }
+
+    /// Detects distributed deadlocks this acquisition is part of (see
+    /// [`deadlock`](crate::deadlock)): once it has waited for `after`, it publishes
+    /// where its owner waits and chases the waits of its blockers through
+    /// ZooKeeper; if it is the chosen victim of a confirmed cycle it fails with
+    /// [`FailReason::Deadlock`](crate::FailReason::Deadlock). A wait shorter than
+    /// `after` costs nothing. Needs an [`owner`](Self::owner) and the native
+    /// scheme (the published waits live in zklock's node header).
+    pub fn detect_deadlocks(mut self, after: Duration) -> Self {
+        self.detect_after = Some(after);
+        self
+    }
+
+    /// The deadlock detection delay, if detection is on.
+    pub fn detect_after(&self) -> Option<Duration> {
+        self.detect_after
     }
 
     /// The owner, if one was given.

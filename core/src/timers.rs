@@ -15,6 +15,8 @@ pub(crate) enum TimerKind {
     Retry,
     /// The maximum hold time of a lease.
     Lease,
+    /// Deadlock detection: publish our wait and chase (again).
+    Detect,
 }
 
 #[derive(Default)]
@@ -42,6 +44,7 @@ impl Timers {
             TimerKind::Grace,
             TimerKind::Retry,
             TimerKind::Lease,
+            TimerKind::Detect,
         ] {
             self.cancel(lock, kind);
         }

@@ -666,6 +666,7 @@ impl World {
             ephemeral_owner: if n.container { i64::MIN } else { n.owner },
             num_children: self.children(path).len() as i32,
             data_length: n.data.len() as i32,
+            ctime: 0,
         }
     }
 
@@ -1257,14 +1258,24 @@ impl Harness {
                 self.in_a_dir(path) && self.is_our_node(path),
                 "delete of {path}, not a node of ours"
             ),
-            Op::SetData { path, data, .. } => {
+            Op::SetData {
+                path,
+                data,
+                version,
+            } => {
                 let revocation = data == b"__REVOKE__"
                     && parse_name(name_of(path)).is_some()
                     && (self.revoke_nodes.contains(path)
                         || self.read_dirs.contains(parent_of(path)));
+                // Deadlock detection publishing where an owner waits: a versioned
+                // write of zklock's owner header on a node of ours.
+                let publication = data.starts_with(b"\0zkl\x01")
+                    && version.is_some()
+                    && self.in_a_dir(path)
+                    && self.is_our_node(path);
                 check!(
                     self,
-                    revocation,
+                    revocation || publication,
                     "setData of {path} ({data:?}) is no revocation we asked for"
                 )
             }

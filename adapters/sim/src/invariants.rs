@@ -77,6 +77,13 @@ pub enum ViolationKind {
     /// section marker, a fenced-write outcome contrary to what was applied, a
     /// revocation request nobody made.
     WrongOutcome,
+    /// A waiter failed as a deadlock victim for a cycle of waits that never existed
+    /// as a whole.
+    FalseDeadlock,
+    /// A cycle of waits outlived the detection bound.
+    DeadlockNotBroken,
+    /// A cycle had a second victim, or a victim that was not its youngest candidate.
+    SecondVictim,
     /// The simulation could not make progress (a timer that never advances, or a run
     /// exceeding its limit).
     Stalled,

@@ -71,6 +71,7 @@
 mod binding;
 mod client;
 mod counters;
+mod deadlock;
 pub mod embedded;
 mod faults;
 mod inspect;
@@ -86,6 +87,7 @@ mod workload;
 
 pub use client::{ClientConfig, ClientId, EventRecord, Profile};
 pub use counters::{Counters, OpKind};
+pub use deadlock::{DeadlockReport, DeadlockWorkload};
 pub use embedded::Server;
 pub use faults::{FaultConfig, InFlight};
 pub use invariants::{Coverage, Violation, ViolationKind};

@@ -77,6 +77,8 @@ impl Znode {
             ephemeral_owner: self.ephemeral_owner,
             num_children: i32::try_from(self.children.len()).unwrap_or(i32::MAX),
             data_length: i32::try_from(self.data.len()).unwrap_or(i32::MAX),
+            // The model keeps no clock: creation order stands in for time.
+            ctime: self.czxid,
         }
     }
 

@@ -278,6 +278,22 @@ impl Sim {
         self.start_task(client, id, path, "revokes")
     }
 
+    /// Lists the holders and waiters of the lock at `path` (see
+    /// [`Session::inspect`](lock_core::Session::inspect)).
+    pub fn inspect(&mut self, client: ClientId, path: &str) -> Result<LockId, UsageError> {
+        let now = self.now;
+        let id = self.clients[client.0].core.inspect(path, now)?;
+        self.start_task(client, id, path, "inspects")
+    }
+
+    /// Scans the locks under `root` for deadlocks (see
+    /// [`Session::deadlocks`](lock_core::Session::deadlocks)).
+    pub fn deadlocks(&mut self, client: ClientId, root: &str) -> Result<LockId, UsageError> {
+        let now = self.now;
+        let id = self.clients[client.0].core.deadlocks(root, now)?;
+        self.start_task(client, id, root, "scans")
+    }
+
     fn start_task(
         &mut self,
         client: ClientId,

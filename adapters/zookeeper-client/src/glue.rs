@@ -178,6 +178,7 @@ fn core_stat(stat: &zookeeper_client::Stat) -> Stat {
     Stat {
         czxid: stat.czxid,
         mzxid: stat.mzxid,
+        ctime: stat.ctime,
         version: stat.version,
         cversion: stat.cversion,
         ephemeral_owner: stat.ephemeral_owner,

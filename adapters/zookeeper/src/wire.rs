@@ -120,6 +120,7 @@ pub(crate) fn map_stat(s: &zookeeper::Stat) -> Stat {
         ephemeral_owner: s.ephemeral_owner,
         num_children: s.num_children,
         data_length: s.data_length,
+        ctime: s.ctime,
     }
 }
 

@@ -21,6 +21,8 @@
 //! again (one round trip: in a queue the rest of the cache is usually stale, and
 //! checking it node by node would cost a round trip per stale node).
 
+use crate::deadlock::chase::{Chase, Outcome};
+use crate::deadlock::publish::Publication;
 use crate::event::{FailReason, FencingToken, Grant, LockEvent, LockId, LostReason};
 use crate::names::{
     node_prefix, parse_name, parse_sequence, relative_sequence, rwlock_node_prefix,
@@ -188,6 +190,14 @@ pub(crate) struct Acquisition {
     relist_after_create: bool,
     /// Released by [`Acquisition::abandon`]: the node goes, the section marker stays.
     abandoned: bool,
+    /// Deadlock detection: we have waited past `detect_after` and publish our wait.
+    detecting: bool,
+    /// When we started waiting (the first look that did not grant).
+    wait_started: Option<Timestamp>,
+    /// The deadlock chase in progress.
+    chase: Option<Chase>,
+    /// Where our owner waits, as published in our held node's header.
+    publication: Publication,
 }
 
 impl Acquisition {
@@ -224,6 +234,10 @@ impl Acquisition {
             writes: Vec::new(),
             relist_after_create: false,
             abandoned: false,
+            detecting: false,
+            wait_started: None,
+            chase: None,
+            publication: Publication::default(),
         }
     }
 
@@ -243,6 +257,8 @@ impl Acquisition {
     /// request of the previous connection is forgotten by then.
     pub(crate) fn recover(&mut self, cx: &mut Ctx) {
         cx.requests.forget_lock(self.id);
+        self.chase = None;
+        self.publication.forget();
         cx.timers.cancel(self.id, TimerKind::Retry);
         self.watched.clear();
         self.own_read = None;
@@ -278,7 +294,11 @@ impl Acquisition {
     fn send_create(&mut self, cx: &mut Ctx) {
         let op = Op::Create {
             path: self.create_path.clone(),
-            data: self.spec.data.clone(),
+            data: crate::owner::node_data(
+                self.spec.scheme,
+                self.spec.owner.as_deref(),
+                &self.spec.data,
+            ),
             mode: CreateMode::EphemeralSequential,
         };
         if let Some(id) = cx.send(self.id, Purpose::CreateNode, op) {
@@ -413,7 +433,15 @@ impl Acquisition {
                     self.on_own_data(cx, result);
                 }
             }
-            Purpose::RemoveOwnWatch => {}
+            Purpose::RemoveOwnWatch | Purpose::Inspect => {}
+            Purpose::Chase => self.on_chase_reply(cx, request, result),
+            Purpose::Publish => {
+                if let Some(own) = &self.own {
+                    let path = own.path.clone();
+                    self.publication
+                        .on_reply(cx, self.id, &path, request, &result);
+                }
+            }
             Purpose::DeleteOwn => {
                 if self.delete == Some(request) {
                     self.delete = None;
@@ -468,6 +496,19 @@ impl Acquisition {
                     );
                 };
                 self.create = Create::Done;
+                if let Some(stat) = &stat {
+                    let data = crate::owner::node_data(
+                        self.spec.scheme,
+                        self.spec.owner.as_deref(),
+                        &self.spec.data,
+                    );
+                    self.publication.created(
+                        data,
+                        stat,
+                        self.spec.scheme,
+                        self.spec.owner.as_deref(),
+                    );
+                }
                 self.own = Some(OwnNode { path, seq, stat });
                 match self.state {
                     State::Waiting => {
@@ -665,6 +706,10 @@ impl Acquisition {
         if !self.spec.wait {
             return self.fail(cx, FailReason::WouldBlock);
         }
+        if let (Some(after), None) = (self.spec.detect_after, self.wait_started) {
+            self.wait_started = Some(cx.now);
+            cx.timers.set(self.id, TimerKind::Detect, cx.now + after);
+        }
         self.marker_known = None;
         // When one notification could grant us from the cache, with no further look
         // at the server (the cache holds no more than `permits` blockers), our own
@@ -743,6 +788,7 @@ impl Acquisition {
             previous_holder_crashed: crashed,
         };
         self.state = State::Held;
+        self.stop_detecting(cx);
         self.drop_own_watch(cx);
         cx.timers.cancel(self.id, TimerKind::Deadline);
         if let Some(max_hold) = self.spec.max_hold {
@@ -795,6 +841,14 @@ impl Acquisition {
                 }
                 if let Some(own) = &mut self.own {
                     own.stat.get_or_insert(stat);
+                }
+                if self.spec.detect_after.is_some() || self.spec.owner.is_some() {
+                    self.publication.observe(
+                        &data,
+                        &stat,
+                        self.spec.scheme,
+                        self.spec.owner.as_deref(),
+                    );
                 }
                 match self.state {
                     State::Granting => {
@@ -891,6 +945,10 @@ impl Acquisition {
                 // The one-shot watch is spent; set it again.
                 self.watched.remove(name);
                 self.watch_peer(cx, name.to_owned());
+                // Someone may have published a wait there: chase now.
+                if self.detecting && self.chase.is_none() {
+                    self.start_chase(cx);
+                }
             }
             _ => {}
         }
@@ -959,6 +1017,7 @@ impl Acquisition {
             return;
         }
         self.abandon_writes(cx, &event);
+        self.stop_detecting(cx);
         cx.emit(self.id, event);
         cx.timers.cancel_lock(self.id);
         self.state = State::Cleanup;
@@ -1011,6 +1070,7 @@ impl Acquisition {
                     self.recover(cx);
                 }
             }
+            TimerKind::Detect => self.on_detect_timer(cx),
             TimerKind::Lease => {
                 if self.state == State::Held {
                     self.terminal(cx, LockEvent::Lost(LostReason::LeaseExpired));
@@ -1022,6 +1082,8 @@ impl Acquisition {
     /// The connection dropped: outstanding requests are forgotten by the session.
     pub(crate) fn on_disconnected(&mut self, cx: &mut Ctx) {
         cx.timers.cancel(self.id, TimerKind::Retry);
+        self.chase = None;
+        self.publication.forget();
         if let Create::InFlight(_) = self.create {
             self.create = Create::Unknown;
         }
@@ -1088,6 +1150,80 @@ impl Acquisition {
             // A closed client can send nothing more; what it had dies with the session.
             self.state = State::Done;
         }
+    }
+}
+
+/// Deadlock detection (see [`crate::deadlock`]).
+impl Acquisition {
+    /// Where our owner waits, if we publish it: (owner, our waiting node).
+    pub(crate) fn published_wait(&self) -> Option<(&str, String)> {
+        if !self.detecting || self.state != State::Waiting {
+            return None;
+        }
+        Some((self.spec.owner.as_deref()?, self.own.as_ref()?.path.clone()))
+    }
+
+    /// Publishes `waits` in our held node's header (or withdraws what is there).
+    pub(crate) fn publish(&mut self, cx: &mut Ctx, waits: Vec<String>) {
+        if waits.is_empty() && !self.publication.active() {
+            return;
+        }
+        if self.state != State::Held || self.suspended || !cx.connected {
+            return;
+        }
+        let Some(own) = &self.own else { return };
+        let path = own.path.clone();
+        self.publication.publish(cx, self.id, &path, waits);
+    }
+
+    fn on_detect_timer(&mut self, cx: &mut Ctx) {
+        let Some(after) = self.spec.detect_after else {
+            return;
+        };
+        if self.state != State::Waiting {
+            return;
+        }
+        cx.timers.set(self.id, TimerKind::Detect, cx.now + after);
+        if !cx.connected || self.own.is_none() {
+            return;
+        }
+        self.detecting = true;
+        if self.chase.is_none() {
+            self.start_chase(cx);
+        }
+    }
+
+    fn start_chase(&mut self, cx: &mut Ctx) {
+        let (Some(own), Some(owner)) = (&self.own, &self.spec.owner) else {
+            return;
+        };
+        let chase = Chase::start(cx, self.id, own.path.clone(), owner.clone());
+        cx.stats.deadlock_chases += 1;
+        self.chase = Some(chase);
+    }
+
+    fn on_chase_reply(&mut self, cx: &mut Ctx, request: RequestId, result: Result<Reply, ZkError>) {
+        let Some(chase) = &mut self.chase else { return };
+        if !chase.owns(request) {
+            return;
+        }
+        match chase.on_reply(cx, request, result) {
+            Outcome::Pending => {}
+            Outcome::NoCycle => self.chase = None,
+            Outcome::Cycle { victim, cycle } => {
+                self.chase = None;
+                cx.stats.deadlocks_seen += 1;
+                if victim && self.state == State::Waiting {
+                    self.fail(cx, FailReason::Deadlock { cycle });
+                }
+            }
+        }
+    }
+
+    fn stop_detecting(&mut self, cx: &mut Ctx) {
+        self.detecting = false;
+        self.chase = None;
+        cx.timers.cancel(self.id, TimerKind::Detect);
     }
 }
 

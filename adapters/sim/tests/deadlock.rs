@@ -1,0 +1,374 @@
+//! Distributed deadlock detection (lock-core's `deadlock` module) on the simulated
+//! server: scripted cycles across sessions and recipes, and the false-positive cases.
+
+use lock_core::{FailReason, LockEvent, LockId, LockSpec};
+use lock_sim::{ClientId, Latency, Profile, Sim, SimConfig};
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(10);
+const L: Duration = Duration::from_millis(1);
+const AFTER: Duration = Duration::from_millis(100);
+
+fn sim(seed: u64) -> Sim {
+    Sim::new(
+        SimConfig::new(seed)
+            .latency(Latency::fixed(L))
+            .reap_interval(None),
+    )
+}
+
+fn spec(path: &str, owner: &str) -> LockSpec {
+    LockSpec::write(path).owner(owner).detect_deadlocks(AFTER)
+}
+
+fn deadlock_of(sim: &Sim, c: ClientId, lock: LockId) -> Option<Vec<lock_core::CycleNode>> {
+    match sim.outcome(c, lock) {
+        Some(LockEvent::Failed(FailReason::Deadlock { cycle })) => Some(cycle.clone()),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_two_party_cycle_across_sessions_fails_the_youngest_waiter_only() {
+    let mut sim = sim(1);
+    let a = sim.add_client(Profile::KeepsWatches, T);
+    let b = sim.add_client(Profile::KeepsWatches, T);
+    let ax = sim.acquire(a, spec("/d/x", "A")).unwrap();
+    let by = sim.acquire(b, spec("/d/y", "B")).unwrap();
+    sim.settle().unwrap();
+    assert!(sim.holds(a, ax) && sim.holds(b, by));
+    let ay = sim.acquire(a, spec("/d/y", "A")).unwrap();
+    sim.settle().unwrap();
+    let bx = sim.acquire(b, spec("/d/x", "B")).unwrap();
+    let t0 = sim.now();
+    sim.run_until(|s| s.outcome(b, bx).is_some() || s.outcome(a, ay).is_some())
+        .unwrap();
+    let cycle = deadlock_of(&sim, b, bx).expect("b's wait, the youngest, is the victim");
+    assert!(sim.outcome(a, ay).is_none(), "a keeps waiting");
+    let latency = sim.now() - t0;
+    assert!(latency <= 2 * AFTER + 20 * L, "broken after {latency:?}");
+    let owners: Vec<_> = cycle.iter().map(|c| c.owner.clone().unwrap()).collect();
+    assert_eq!(cycle.len(), 4, "{cycle:?}");
+    assert_eq!(owners, ["B", "A", "A", "B"], "{cycle:?}");
+    assert!(!cycle[0].holds && cycle[1].holds && !cycle[2].holds && cycle[3].holds);
+    // B lets go of what it holds: A goes on.
+    sim.release(b, by).unwrap();
+    sim.run_until(|s| s.holds(a, ay)).unwrap();
+    sim.release(a, ay).unwrap();
+    sim.release(a, ax).unwrap();
+    sim.run_until_idle().unwrap();
+    sim.check_quiescent().unwrap();
+}
+
+#[test]
+fn a_three_party_cycle_with_a_reader_is_broken_once() {
+    let mut sim = sim(2);
+    let c: Vec<ClientId> = (0..3)
+        .map(|_| sim.add_client(Profile::KeepsWatches, T))
+        .collect();
+    // P0 reads /d/a, P1 holds /d/b, P2 holds /d/c.
+    let h0 = sim
+        .acquire(
+            c[0],
+            LockSpec::read("/d/a").owner("P0").detect_deadlocks(AFTER),
+        )
+        .unwrap();
+    let h1 = sim.acquire(c[1], spec("/d/b", "P1")).unwrap();
+    let h2 = sim.acquire(c[2], spec("/d/c", "P2")).unwrap();
+    sim.settle().unwrap();
+    // P0 -> /d/b, P1 -> /d/c, P2 -> /d/a (a write behind P0's read).
+    let w0 = sim.acquire(c[0], spec("/d/b", "P0")).unwrap();
+    sim.settle().unwrap();
+    let w1 = sim.acquire(c[1], spec("/d/c", "P1")).unwrap();
+    sim.settle().unwrap();
+    let w2 = sim.acquire(c[2], spec("/d/a", "P2")).unwrap();
+    let waits = [(c[0], w0), (c[1], w1), (c[2], w2)];
+    sim.run_until(|s| waits.iter().any(|&(c, w)| s.outcome(c, w).is_some()))
+        .unwrap();
+    sim.run_for(10 * AFTER).unwrap();
+    let failed: Vec<usize> = (0..3)
+        .filter(|&i| sim.outcome(waits[i].0, waits[i].1).is_some())
+        .collect();
+    assert_eq!(failed, [2], "only the youngest waiter fails");
+    let cycle = deadlock_of(&sim, c[2], w2).unwrap();
+    assert_eq!(cycle.len(), 6, "{cycle:?}");
+    for (ci, h) in [(c[0], h0), (c[1], h1), (c[2], h2)] {
+        assert!(sim.holds(ci, h));
+    }
+}
+
+#[test]
+fn a_plain_wait_is_no_deadlock_and_costs_nothing_before_detect_after() {
+    let mut sim = sim(3);
+    let a = sim.add_client(Profile::KeepsWatches, T);
+    let b = sim.add_client(Profile::KeepsWatches, T);
+    let ax = sim.acquire(a, spec("/d/x", "A")).unwrap();
+    let ay = sim.acquire(a, spec("/d/y", "A")).unwrap();
+    sim.settle().unwrap();
+    // B waits for A, which waits for nobody: no cycle, however long.
+    let by = sim.acquire(b, spec("/d/y", "B")).unwrap();
+    sim.settle().unwrap();
+    sim.reset_counters();
+    sim.run_for(AFTER - 10 * L).unwrap();
+    assert_eq!(
+        sim.total_counters().requests(),
+        0,
+        "nothing before detect_after"
+    );
+    sim.run_for(20 * AFTER).unwrap();
+    assert!(sim.outcome(b, by).is_none(), "still waiting");
+    assert!(sim.core(b).stats().deadlock_chases > 0);
+    assert_eq!(sim.core(b).stats().deadlocks_seen, 0);
+    sim.release(a, ay).unwrap();
+    sim.run_until(|s| s.holds(b, by)).unwrap();
+    let _ = ax;
+}
+
+// ----- randomized schedules -------------------------------------------------------
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+/// 2-4 owners on 2-3 sessions each take 2-4 of 4 locks (a quarter of them reads)
+/// in random order, hold them, release them, with every fault (disconnects,
+/// partitions, expiries, admin deletes, revocations, lost notifications) for one
+/// session timeout, then drain; the global-view checks run after every step (see
+/// `lock_sim::DeadlockWorkload`). About 250 steps per schedule: 10,000 schedules
+/// take ~70 s of CPU in debug, ~35 s on two idle cores.
+/// `LOCK_SIM_DEADLOCK_SCHEDULES=n` (default 10,000), `LOCK_SIM_DEADLOCK_SEED=s`
+/// runs one schedule and prints its trace on failure.
+#[test]
+fn random_deadlocks_are_broken_in_time_with_one_true_victim_each() {
+    let n = env_u64("LOCK_SIM_DEADLOCK_SCHEDULES").unwrap_or(10_000);
+    run_schedules(
+        "random_deadlocks",
+        &lock_sim::DeadlockWorkload::default(),
+        0,
+        n,
+    );
+}
+
+/// Without faults the bound is the protocol's own: the youngest member's next
+/// chase after every member published (at most `2 * detect_after` after the cycle
+/// closed), plus a chase of at most 2 round trips per owner and a confirmation
+/// round trip (6 ms each way at most here).
+#[test]
+fn without_faults_deadlocks_are_broken_within_two_detect_periods_and_the_chase() {
+    let mut w = lock_sim::DeadlockWorkload::default();
+    w.faults = lock_sim::FaultConfig::none();
+    w.bound = w.detect_after * 2 + Duration::from_millis(12) * 10;
+    let n = env_u64("LOCK_SIM_DEADLOCK_SCHEDULES").map_or(500, |n| n / 20);
+    run_schedules("without_faults", &w, 1 << 32, n);
+}
+
+/// Runs `count` schedules from seed `salt` (or `LOCK_SIM_DEADLOCK_SEED` alone),
+/// spread over the cores, and prints the latencies.
+fn run_schedules(name: &str, w: &lock_sim::DeadlockWorkload, salt: u64, count: u64) {
+    let seeds: Vec<u64> = match env_u64("LOCK_SIM_DEADLOCK_SEED") {
+        Some(s) => vec![s],
+        None => (salt..salt + count).collect(),
+    };
+    let start = std::time::Instant::now();
+    // The schedules are independent: spread them over the cores.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(4);
+    let results: Vec<(usize, usize, u64, Vec<Duration>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let seeds = &seeds;
+                s.spawn(move || {
+                    let (mut victims, mut acquisitions, mut steps) = (0, 0, 0);
+                    let mut latencies = Vec::new();
+                    for &seed in seeds.iter().skip(t).step_by(threads) {
+                        match w.run(seed) {
+                            Ok(r) => {
+                                victims += r.victims;
+                                acquisitions += r.acquisitions;
+                                steps += r.steps;
+                                latencies.extend(r.latencies);
+                            }
+                            Err(f) => panic!(
+                                "{f}\nreplay: LOCK_SIM_DEADLOCK_SEED={seed} \
+                                 cargo test -p lock-sim --test deadlock {name} -- --nocapture"
+                            ),
+                        }
+                    }
+                    (victims, acquisitions, steps, latencies)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a schedule failed"))
+            .collect()
+    });
+    let (mut victims, mut acquisitions, mut steps) = (0, 0, 0);
+    let mut latencies = Vec::new();
+    for (v, a, st, l) in results {
+        victims += v;
+        acquisitions += a;
+        steps += st;
+        latencies.extend(l);
+    }
+    latencies.sort();
+    let median = latencies
+        .get(latencies.len() / 2)
+        .copied()
+        .unwrap_or_default();
+    let worst = latencies.last().copied().unwrap_or_default();
+    println!(
+        "{name}: {} schedules in {:.1}s: {steps} steps, {acquisitions} acquisitions, {victims} deadlocks broken; \
+         latency from the cycle's completion to the victim's failure: median {median:?}, worst {worst:?} \
+         (detect_after {:?}, bound {:?})",
+        seeds.len(),
+        start.elapsed().as_secs_f64(),
+        w.detect_after,
+        w.bound,
+    );
+    if seeds.len() >= 1000 {
+        assert!(
+            victims > seeds.len() / 20,
+            "too few deadlocks to prove anything: {victims}"
+        );
+    }
+}
+
+/// B waits behind A, which waits for nothing, for `wait`; B holds another lock
+/// meanwhile. Returns B's requests from its waiting acquisition to the grant, and
+/// its chase count.
+fn waiter_cost(detect: bool, wait: Duration) -> (u64, u64, u64) {
+    let mut sim = sim(4);
+    let a = sim.add_client(Profile::KeepsWatches, T);
+    let b = sim.add_client(Profile::KeepsWatches, T);
+    let with = |s: LockSpec| if detect { s.detect_deadlocks(AFTER) } else { s };
+    let ay = sim
+        .acquire(a, with(LockSpec::write("/d/y").owner("A")))
+        .unwrap();
+    let bz = sim
+        .acquire(b, with(LockSpec::write("/d/z").owner("B")))
+        .unwrap();
+    sim.settle().unwrap();
+    sim.reset_counters();
+    let by = sim
+        .acquire(b, with(LockSpec::write("/d/y").owner("B")))
+        .unwrap();
+    sim.run_for(wait).unwrap();
+    sim.release(a, ay).unwrap();
+    sim.run_until(|s| s.holds(b, by)).unwrap();
+    sim.settle().unwrap();
+    let c = sim.counters(b);
+    let _ = bz;
+    (
+        c.requests(),
+        c.requests_of(lock_sim::OpKind::SetData),
+        sim.core(b).stats().deadlock_chases,
+    )
+}
+
+#[test]
+fn detection_costs_nothing_below_detect_after_and_a_chase_per_period_above() {
+    // Shorter than detect_after: not one request more.
+    let (plain, _, _) = waiter_cost(false, AFTER / 2);
+    let (detecting, sets, chases) = waiter_cost(true, AFTER / 2);
+    assert_eq!((detecting, sets, chases), (plain, 0, 0));
+    // Ten periods: the wait published on the held node and withdrawn at the grant
+    // (2 setData), and one chase per period, each a listing of /d/y and a read of
+    // the two nodes there (ours and A's, a dead end: A waits nowhere).
+    let (plain, _, _) = waiter_cost(false, AFTER * 10 + AFTER / 2);
+    let (detecting, sets, chases) = waiter_cost(true, AFTER * 10 + AFTER / 2);
+    assert_eq!(sets, 2);
+    assert_eq!(chases, 10);
+    assert_eq!(detecting - plain, sets + 3 * chases);
+    println!(
+        "waiting {:?} with detect_after {AFTER:?}: {plain} requests without detection, {detecting} with \
+         ({sets} setData, {chases} chases of 3 reads)",
+        AFTER * 10 + AFTER / 2
+    );
+}
+
+fn scan(sim: &mut Sim, c: ClientId, root: &str) -> Vec<Vec<lock_core::CycleNode>> {
+    let id = sim.deadlocks(c, root).unwrap();
+    sim.run_until(|s| s.outcome(c, id).is_some()).unwrap();
+    match sim.outcome(c, id) {
+        Some(LockEvent::Deadlocks { cycles }) => cycles.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_on_demand_scan_finds_a_cycle_through_a_kazoo_named_owner_and_nothing_else() {
+    let mut sim = sim(5);
+    let a = sim.add_client(Profile::KeepsWatches, T);
+    let b = sim.add_client(Profile::KeepsWatches, T);
+    let admin = sim.add_client(Profile::KeepsWatches, T);
+    let kazoo = |p: &str| {
+        LockSpec::exclusive(p)
+            .scheme(lock_core::NameScheme::Kazoo)
+            .owner("K")
+    };
+    // A third lock with a plain queue, no cycle.
+    let q1 = sim.acquire(a, LockSpec::write("/s/q").owner("Q1")).unwrap();
+    let _kx = sim.acquire(a, kazoo("/s/x")).unwrap();
+    let _by = sim.acquire(b, LockSpec::write("/s/y").owner("B")).unwrap();
+    sim.settle().unwrap();
+    let _q2 = sim.acquire(b, LockSpec::write("/s/q").owner("Q2")).unwrap();
+    let _ky = sim.acquire(a, kazoo("/s/y")).unwrap();
+    let _bx = sim.acquire(b, LockSpec::write("/s/x").owner("B")).unwrap();
+    sim.settle().unwrap();
+    let cycles = scan(&mut sim, admin, "/s");
+    assert_eq!(cycles.len(), 1, "{cycles:?}");
+    let c = &cycles[0];
+    assert_eq!(c.len(), 4, "{c:?}");
+    let mut owners: Vec<_> = c.iter().map(|n| n.owner.clone().unwrap()).collect();
+    owners.sort();
+    assert_eq!(owners, ["B", "B", "K", "K"]);
+    assert!(c
+        .iter()
+        .all(|n| n.node.starts_with("/s/x/") || n.node.starts_with("/s/y/")));
+    // Nothing under another root, nothing once the cycle is gone.
+    assert!(scan(&mut sim, admin, "/s/q").is_empty());
+    sim.release(a, q1).unwrap();
+    sim.settle().unwrap();
+    sim.cancel(b, _bx).unwrap();
+    sim.settle().unwrap();
+    assert!(scan(&mut sim, admin, "/s").is_empty());
+}
+
+#[test]
+fn inspection_reads_owners_back_across_sessions_in_queue_order() {
+    let mut sim = sim(6);
+    let a = sim.add_client(Profile::KeepsWatches, T);
+    let b = sim.add_client(Profile::KeepsWatches, T);
+    let ar = sim
+        .acquire(
+            a,
+            LockSpec::read("/i/l").owner("reader").data(b"r".to_vec()),
+        )
+        .unwrap();
+    sim.settle().unwrap();
+    let bw = sim
+        .acquire(b, LockSpec::write("/i/l").owner("writer"))
+        .unwrap();
+    sim.settle().unwrap();
+    let id = sim.inspect(a, "/i/l").unwrap();
+    sim.run_until(|s| s.outcome(a, id).is_some()).unwrap();
+    let Some(LockEvent::Participants(p)) = sim.outcome(a, id) else {
+        panic!("{:?}", sim.outcome(a, id))
+    };
+    assert_eq!(p.holders.len(), 1);
+    assert_eq!(p.waiters.len(), 1);
+    let (h, w) = (&p.holders[0], &p.waiters[0]);
+    assert_eq!(
+        (h.owner.as_deref(), &h.data[..]),
+        (Some("reader"), &b"r"[..])
+    );
+    assert_eq!(h.session, sim.session_id(a).unwrap());
+    assert_eq!(sim.grant(a, ar).unwrap().token, h.token);
+    assert_eq!(w.owner.as_deref(), Some("writer"));
+    assert_eq!(w.session, sim.session_id(b).unwrap());
+    assert_eq!(w.waits_for, vec![h.node.clone()]);
+    assert!(w.token > h.token);
+    let _ = bw;
+}

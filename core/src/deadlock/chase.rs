@@ -1,0 +1,356 @@
+//! One chase: explore the wait-for graph from our waiting node, then confirm the
+//! cycle found by reading every edge again (see the module above for why).
+
+use super::MAX_NODES;
+use crate::acquisition::Ctx;
+use crate::event::{FencingToken, LockId};
+use crate::inspect::{queue, Place};
+use crate::names::parse_name;
+use crate::owner::{self, NodeData};
+use crate::path::{split_parent, validate_lock_path};
+use crate::proto::{Op, Reply, RequestId, Stat, ZkError};
+use crate::requests::Purpose;
+use std::collections::{BTreeMap, VecDeque};
+
+/// One node of a deadlock cycle, as [`FailReason::Deadlock`](crate::FailReason::Deadlock)
+/// reports it. The cycle lists nodes in wait order: each waits for the next (a
+/// waiting node for its blocker, a held node for the node its owner waits at), and
+/// the last for the first.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct CycleNode {
+    /// Full path of the node.
+    pub node: String,
+    /// Its owner, when its data names one.
+    pub owner: Option<String>,
+    /// Whether it holds its lock (else it waits).
+    pub holds: bool,
+    /// Its `czxid`: the fencing token of a holder, the age of a waiter.
+    pub token: FencingToken,
+    /// The session that owns it.
+    pub session: i64,
+    /// When it was created (`ctime`, ms since the epoch; 0 when unknown): its age.
+    pub ctime: i64,
+}
+
+/// What a chase ended with.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(crate) enum Outcome {
+    /// Still reading.
+    Pending,
+    /// No confirmed cycle through our node (or the chase gave up: an error, a
+    /// vanished node, the size bound).
+    NoCycle,
+    /// A confirmed cycle, and whether we are its victim.
+    Cycle { victim: bool, cycle: Vec<CycleNode> },
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Seen<T> {
+    Pending,
+    Got(T),
+    Gone,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(crate) enum Target {
+    Dir(String),
+    Node(String),
+}
+
+/// One round of reads: listings and node reads, pipelined.
+#[derive(Default)]
+pub(crate) struct Pass {
+    pub(crate) dirs: BTreeMap<String, Seen<Vec<Place>>>,
+    /// The raw names of every listing (to find subdirectories).
+    pub(crate) children: BTreeMap<String, Vec<String>>,
+    pub(crate) nodes: BTreeMap<String, Seen<(NodeData, Stat)>>,
+    pub(crate) requests: BTreeMap<RequestId, Target>,
+}
+
+impl Pass {
+    pub(crate) fn want_dir(&mut self, cx: &mut Ctx, lock: LockId, dir: &str) {
+        if self.dirs.contains_key(dir) {
+            return;
+        }
+        self.dirs.insert(dir.to_owned(), Seen::Pending);
+        let op = Op::GetChildren {
+            path: dir.to_owned(),
+        };
+        if let Some(r) = cx.send(lock, Purpose::Chase, op) {
+            self.requests.insert(r, Target::Dir(dir.to_owned()));
+        }
+    }
+
+    pub(crate) fn want_node(&mut self, cx: &mut Ctx, lock: LockId, path: &str) {
+        if self.nodes.contains_key(path) {
+            return;
+        }
+        self.nodes.insert(path.to_owned(), Seen::Pending);
+        let op = Op::GetData {
+            path: path.to_owned(),
+            watch: false,
+        };
+        if let Some(r) = cx.send(lock, Purpose::Chase, op) {
+            self.requests.insert(r, Target::Node(path.to_owned()));
+        }
+    }
+
+    /// Files a reply; `Err(())` when the chase must give up.
+    pub(crate) fn on_reply(
+        &mut self,
+        request: RequestId,
+        result: Result<Reply, ZkError>,
+    ) -> Result<(), ()> {
+        let Some(target) = self.requests.remove(&request) else {
+            return Ok(());
+        };
+        match (target, result) {
+            (Target::Dir(d), Ok(Reply::Children(c))) => {
+                self.dirs.insert(d.clone(), Seen::Got(queue(&c).0));
+                self.children.insert(d, c);
+            }
+            (Target::Dir(d), Err(ZkError::NoNode)) => {
+                self.dirs.insert(d, Seen::Gone);
+            }
+            (Target::Node(p), Ok(Reply::Data { data, stat })) => {
+                let scheme = parse_name(split_parent(&p).1).map(|n| n.scheme);
+                let d = owner::parse(scheme.unwrap_or_default(), &data);
+                self.nodes.insert(p, Seen::Got((d, stat)));
+            }
+            (Target::Node(p), Err(ZkError::NoNode)) => {
+                self.nodes.insert(p, Seen::Gone);
+            }
+            _ => return Err(()),
+        }
+        Ok(())
+    }
+
+    pub(crate) fn place(&self, path: &str) -> Option<&Place> {
+        let (dir, name) = split_parent(path);
+        match self.dirs.get(dir)? {
+            Seen::Got(places) => places.iter().find(|p| p.name == name),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn node(&self, path: &str) -> Option<&(NodeData, Stat)> {
+        match self.nodes.get(path)? {
+            Seen::Got(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    fn ready(&self, path: &str) -> bool {
+        let dir = split_parent(path).0;
+        !matches!(self.dirs.get(dir), Some(Seen::Pending) | None)
+            && !matches!(self.nodes.get(path), Some(Seen::Pending) | None)
+    }
+}
+
+/// A path read from someone's data is followed only if it names a participant
+/// node under a valid lock path.
+fn plausible(path: &str) -> bool {
+    let (dir, name) = split_parent(path);
+    parse_name(name).is_some() && validate_lock_path(dir).is_ok()
+}
+
+pub(crate) struct Chase {
+    lock: LockId,
+    start: String,
+    owner: String,
+    explore: Pass,
+    /// Explored nodes' predecessors (the breadth-first tree).
+    parent: BTreeMap<String, Option<String>>,
+    /// Reached, not yet expanded.
+    todo: VecDeque<String>,
+    /// The cycle being confirmed (start first) and the second pass.
+    confirm: Option<(Vec<String>, Pass)>,
+    done: bool,
+}
+
+impl Chase {
+    /// Starts a chase from our waiting node `start`, for `owner`.
+    pub(crate) fn start(cx: &mut Ctx, lock: LockId, start: String, owner: String) -> Chase {
+        let mut c = Chase {
+            lock,
+            start: start.clone(),
+            owner,
+            explore: Pass::default(),
+            parent: BTreeMap::new(),
+            todo: VecDeque::new(),
+            confirm: None,
+            done: false,
+        };
+        c.reach(cx, start, None);
+        c
+    }
+
+    fn reach(&mut self, cx: &mut Ctx, path: String, from: Option<String>) {
+        if self.parent.contains_key(&path) || !plausible(&path) {
+            return;
+        }
+        self.parent.insert(path.clone(), from);
+        self.explore.want_dir(cx, self.lock, split_parent(&path).0);
+        self.explore.want_node(cx, self.lock, &path);
+        self.todo.push_back(path);
+    }
+
+    /// Whether `request` belongs to this chase.
+    pub(crate) fn owns(&self, request: RequestId) -> bool {
+        self.explore.requests.contains_key(&request)
+            || self
+                .confirm
+                .as_ref()
+                .is_some_and(|(_, p)| p.requests.contains_key(&request))
+    }
+
+    pub(crate) fn on_reply(
+        &mut self,
+        cx: &mut Ctx,
+        request: RequestId,
+        result: Result<Reply, ZkError>,
+    ) -> Outcome {
+        if self.done {
+            return Outcome::NoCycle;
+        }
+        let outcome = match &mut self.confirm {
+            Some((_, pass)) => {
+                if pass.on_reply(request, result).is_err() {
+                    Outcome::NoCycle
+                } else if pass.requests.is_empty() {
+                    self.verify()
+                } else {
+                    Outcome::Pending
+                }
+            }
+            None => {
+                if self.explore.on_reply(request, result).is_err() {
+                    Outcome::NoCycle
+                } else {
+                    self.advance(cx)
+                }
+            }
+        };
+        if outcome != Outcome::Pending {
+            self.done = true;
+        }
+        outcome
+    }
+
+    /// Expands what the first pass can, breadth first.
+    fn advance(&mut self, cx: &mut Ctx) -> Outcome {
+        while let Some(path) = self.todo.front().cloned() {
+            if !self.explore.ready(&path) {
+                break;
+            }
+            self.todo.pop_front();
+            let Some(place) = self.explore.place(&path).cloned() else {
+                continue; // gone since it was named: a dead end
+            };
+            let Some((data, _)) = self.explore.node(&path).cloned() else {
+                continue;
+            };
+            if place.holds && path == self.start {
+                // Granted meanwhile: no wait to chase.
+                return Outcome::NoCycle;
+            }
+            if place.holds {
+                if data.owner.as_deref() == Some(self.owner.as_str()) {
+                    // Our owner holds this node and waits at our start: a cycle.
+                    return self.begin_confirm(cx, path);
+                }
+                for w in data.waits {
+                    self.reach(cx, w, Some(path.clone()));
+                }
+            } else {
+                let dir = split_parent(&path).0.to_owned();
+                for b in &place.hard {
+                    self.reach(cx, format!("{dir}/{b}"), Some(path.clone()));
+                }
+            }
+            if self.parent.len() > MAX_NODES {
+                return Outcome::NoCycle;
+            }
+        }
+        if self.explore.requests.is_empty() && self.todo.is_empty() {
+            return Outcome::NoCycle;
+        }
+        Outcome::Pending
+    }
+
+    fn begin_confirm(&mut self, cx: &mut Ctx, last: String) -> Outcome {
+        let mut cycle = vec![last];
+        while let Some(Some(p)) = self.parent.get(cycle.last().expect("non-empty")) {
+            cycle.push(p.clone());
+        }
+        cycle.reverse(); // start first
+        debug_assert_eq!(cycle[0], self.start);
+        let mut pass = Pass::default();
+        for node in &cycle {
+            pass.want_dir(cx, self.lock, split_parent(node).0);
+            pass.want_node(cx, self.lock, node);
+        }
+        if pass.requests.is_empty() {
+            return Outcome::NoCycle; // disconnected: nothing went out
+        }
+        self.confirm = Some((cycle, pass));
+        Outcome::Pending
+    }
+
+    /// Every edge of the cycle, checked in both passes.
+    fn verify(&self) -> Outcome {
+        let Some((cycle, second)) = &self.confirm else {
+            return Outcome::NoCycle;
+        };
+        let first = &self.explore;
+        let n = cycle.len();
+        let mut out = Vec::with_capacity(n);
+        for (i, node) in cycle.iter().enumerate() {
+            let next = &cycle[(i + 1) % n];
+            let (Some(p1), Some(p2)) = (first.place(node), second.place(node)) else {
+                return Outcome::NoCycle;
+            };
+            let (Some((d1, s1)), Some((d2, s2))) = (first.node(node), second.node(node)) else {
+                return Outcome::NoCycle;
+            };
+            if p1.holds != p2.holds {
+                return Outcome::NoCycle;
+            }
+            let edge = if p2.holds {
+                let closes = i == n - 1;
+                s1.mzxid == s2.mzxid
+                    && if closes {
+                        d2.owner.as_deref() == Some(self.owner.as_str())
+                    } else {
+                        d1.waits.contains(next) && d2.waits.contains(next)
+                    }
+            } else {
+                let (dir, name) = split_parent(next);
+                dir == split_parent(node).0
+                    && p1.hard.iter().any(|b| b == name)
+                    && p2.hard.iter().any(|b| b == name)
+            };
+            if !edge {
+                return Outcome::NoCycle;
+            }
+            out.push(CycleNode {
+                node: node.clone(),
+                owner: d2.owner.clone(),
+                holds: p2.holds,
+                token: FencingToken(s2.czxid),
+                session: s2.ephemeral_owner,
+                ctime: s2.ctime,
+            });
+        }
+        // Candidates: waiting nodes entered by an owner edge (the start is entered
+        // by our own owner's edge from the last node).
+        let victim = (0..n)
+            .filter(|&i| !out[i].holds && out[(i + n - 1) % n].holds)
+            .max_by_key(|&i| out[i].token);
+        Outcome::Cycle {
+            victim: victim == Some(0),
+            cycle: out,
+        }
+    }
+}

@@ -1,0 +1,330 @@
+//! Inspection: who holds a lock and who waits, in queue order, as a request plan.
+//!
+//! [`Session::inspect`](crate::Session::inspect) lists the lock directory, then reads
+//! every participant's data and stat in one pipelined burst (no watches), and ends
+//! with one [`LockEvent::Participants`]. A node that vanishes between the listing and
+//! its read is skipped: it left the queue. Cost: one round trip, 1 + n requests for n
+//! participants.
+//!
+//! Who holds and what each waiter waits for follow the recipe rules of
+//! [`Recipe::is_blocked_by`] and [`Recipe::permits`], applied to the kinds (and, for
+//! native semaphores, the permit counts) written in the node names.
+
+use crate::acquisition::Ctx;
+use crate::event::{FailReason, FencingToken, LockEvent, LockId};
+use crate::names::{parse_name, sort_by_sequence, NameScheme, NodeKind, ParsedName};
+use crate::owner;
+use crate::proto::{Op, Reply, RequestId, Stat, ZkError};
+use crate::requests::Purpose;
+use crate::spec::Recipe;
+use crate::timers::TimerKind;
+
+/// One participant of a lock, as [`LockEvent::Participants`] reports it.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct Participant {
+    /// The node's name in the lock directory.
+    pub node: String,
+    /// What it asks for.
+    pub kind: NodeKind,
+    /// The naming scheme it was created with (zklock, Curator or kazoo).
+    pub scheme: NameScheme,
+    /// The server's sequence number.
+    pub sequence: i32,
+    /// The owner written in its data, if any (see [`LockSpec::owner`](crate::LockSpec::owner)).
+    pub owner: Option<String>,
+    /// The session that owns the node (its `ephemeralOwner`).
+    pub session: i64,
+    /// When it was created (the node's `ctime`, ms since the epoch; 0 when the
+    /// client library gives none).
+    pub ctime: i64,
+    /// Its fencing token (`czxid`); also its age in zxids: higher is younger.
+    pub token: FencingToken,
+    /// The user's data (without zklock's owner header).
+    pub data: Vec<u8>,
+    /// For a waiter: the lower nodes that block it under its recipe's rule (all of
+    /// them must go for a lock, all but `permits - 1` for a semaphore). Empty for a
+    /// holder.
+    pub waits_for: Vec<String>,
+    /// Full paths of nodes where this node's owner waits, as published by deadlock
+    /// detection (empty unless its owner has waited longer than `detect_after`).
+    pub owner_waits_at: Vec<String>,
+}
+
+/// Holders and waiters of one lock, oldest first.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+#[non_exhaustive]
+pub struct Participants {
+    /// The lock directory.
+    pub path: String,
+    /// The participants holding the lock, in queue order.
+    pub holders: Vec<Participant>,
+    /// The participants waiting, in queue order.
+    pub waiters: Vec<Participant>,
+    /// Children that match no naming scheme (ignored).
+    pub foreign: usize,
+}
+
+/// The recipe a participant follows, from its name (a semaphore without a recorded
+/// permit count is taken as one permit).
+pub(crate) fn recipe_of(p: &ParsedName) -> Recipe {
+    match p.kind {
+        NodeKind::Write => Recipe::Write,
+        NodeKind::Read => Recipe::Read,
+        NodeKind::Leader => Recipe::Leader,
+        NodeKind::Semaphore => Recipe::Semaphore {
+            permits: p.permits.unwrap_or(1).max(1),
+        },
+        #[allow(unreachable_patterns)]
+        _ => Recipe::Write,
+    }
+}
+
+/// One participant's place in its queue.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(crate) struct Place {
+    pub name: String,
+    pub parsed: ParsedName,
+    /// Lower nodes that count against it, closest last.
+    pub blockers: Vec<String>,
+    /// Whether it holds.
+    pub holds: bool,
+    /// The blockers that must all leave before it can hold (the edges of the
+    /// wait-for graph): every blocker of a one-permit recipe; for a semaphore of
+    /// more permits, only the closest exclusive node below it (any of the others
+    /// may be replaced by another leaving, so none of them is a firm edge).
+    pub hard: Vec<String>,
+}
+
+/// Orders a listing and applies every participant's recipe rule.
+pub(crate) fn queue(children: &[String]) -> (Vec<Place>, usize) {
+    let mut parts: Vec<(ParsedName, String)> = Vec::new();
+    let mut foreign = 0;
+    for c in children {
+        match parse_name(c) {
+            Some(p) => parts.push((p, c.clone())),
+            None => foreign += 1,
+        }
+    }
+    sort_by_sequence(&mut parts, |(p, _)| p.seq);
+    let mut places = Vec::with_capacity(parts.len());
+    for (i, (p, name)) in parts.iter().enumerate() {
+        let recipe = recipe_of(p);
+        let blockers: Vec<String> = parts[..i]
+            .iter()
+            .filter(|(q, _)| recipe.is_blocked_by(q.kind))
+            .map(|(_, n)| n.clone())
+            .collect();
+        let writer = match recipe {
+            Recipe::Semaphore { .. } => parts[..i]
+                .iter()
+                .rev()
+                .find(|(q, _)| matches!(q.kind, NodeKind::Write | NodeKind::Leader))
+                .map(|(_, n)| n.clone()),
+            _ => None,
+        };
+        let holds = writer.is_none() && blockers.len() < recipe.permits();
+        let hard = if holds {
+            Vec::new()
+        } else if recipe.permits() == 1 {
+            blockers.clone()
+        } else {
+            writer.into_iter().collect()
+        };
+        places.push(Place {
+            name: name.clone(),
+            parsed: *p,
+            blockers,
+            holds,
+            hard,
+        });
+    }
+    (places, foreign)
+}
+
+pub(crate) struct Inspect {
+    id: LockId,
+    path: String,
+    list: Option<RequestId>,
+    places: Vec<Place>,
+    foreign: usize,
+    reads: Vec<(RequestId, usize)>,
+    data: Vec<Option<(Vec<u8>, Stat)>>,
+    pub(crate) done: bool,
+}
+
+impl Inspect {
+    pub(crate) fn new(id: LockId, path: String) -> Self {
+        Inspect {
+            id,
+            path,
+            list: None,
+            places: Vec::new(),
+            foreign: 0,
+            reads: Vec::new(),
+            data: Vec::new(),
+            done: false,
+        }
+    }
+
+    pub(crate) fn recover(&mut self, cx: &mut Ctx) {
+        cx.requests.forget_lock(self.id);
+        self.reads.clear();
+        let op = Op::GetChildren {
+            path: self.path.clone(),
+        };
+        self.list = cx.send(self.id, Purpose::List, op);
+    }
+
+    pub(crate) fn on_reply(
+        &mut self,
+        cx: &mut Ctx,
+        request: RequestId,
+        purpose: Purpose,
+        result: Result<Reply, ZkError>,
+    ) {
+        match purpose {
+            Purpose::List if self.list == Some(request) => {
+                self.list = None;
+                let children = match result {
+                    Ok(Reply::Children(c)) => c,
+                    Err(ZkError::NoNode) => Vec::new(),
+                    Ok(_) => return self.trouble(cx, ZkError::Other("unexpected reply".into())),
+                    Err(e) => return self.trouble(cx, e),
+                };
+                let (places, foreign) = queue(&children);
+                self.places = places;
+                self.foreign = foreign;
+                self.data = vec![None; self.places.len()];
+                for (i, p) in self.places.iter().enumerate() {
+                    let op = Op::GetData {
+                        path: format!("{}/{}", self.path, p.name),
+                        watch: false,
+                    };
+                    if let Some(r) = cx.send(self.id, Purpose::Inspect, op) {
+                        self.reads.push((r, i));
+                    }
+                }
+            }
+            Purpose::Inspect => {
+                let Some(pos) = self.reads.iter().position(|(r, _)| *r == request) else {
+                    return;
+                };
+                let (_, i) = self.reads.remove(pos);
+                match result {
+                    Ok(Reply::Data { data, stat }) => self.data[i] = Some((data, stat)),
+                    // Gone since the listing: it left the queue.
+                    Err(ZkError::NoNode) => {}
+                    Ok(_) => return self.trouble(cx, ZkError::Other("unexpected reply".into())),
+                    Err(e) => return self.trouble(cx, e),
+                }
+            }
+            _ => return,
+        }
+        if self.list.is_none() && self.reads.is_empty() && !self.done {
+            self.finish(cx);
+        }
+    }
+
+    fn finish(&mut self, cx: &mut Ctx) {
+        self.done = true;
+        let mut out = Participants {
+            path: self.path.clone(),
+            foreign: self.foreign,
+            ..Participants::default()
+        };
+        // Nodes gone since the listing left the queue: nobody waits for them.
+        let present: std::collections::BTreeSet<&str> = self
+            .places
+            .iter()
+            .zip(&self.data)
+            .filter(|(_, d)| d.is_some())
+            .map(|(p, _)| p.name.as_str())
+            .collect();
+        for (place, data) in self.places.iter().zip(&self.data) {
+            let Some((data, stat)) = data else { continue };
+            let d = owner::parse(place.parsed.scheme, data);
+            let p = Participant {
+                node: place.name.clone(),
+                kind: place.parsed.kind,
+                scheme: place.parsed.scheme,
+                sequence: place.parsed.seq,
+                owner: d.owner,
+                session: stat.ephemeral_owner,
+                ctime: stat.ctime,
+                token: FencingToken(stat.czxid),
+                data: d.user,
+                waits_for: place
+                    .blockers
+                    .iter()
+                    .filter(|b| !place.holds && present.contains(b.as_str()))
+                    .cloned()
+                    .collect(),
+                owner_waits_at: d.waits,
+            };
+            if place.holds {
+                out.holders.push(p);
+            } else {
+                out.waiters.push(p);
+            }
+        }
+        cx.emit(self.id, LockEvent::Participants(out));
+    }
+
+    fn trouble(&mut self, cx: &mut Ctx, e: ZkError) {
+        if e.is_connection_loss() || matches!(e, ZkError::Other(_)) {
+            cx.timers
+                .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval);
+        } else {
+            self.stop(cx, FailReason::Zk(e));
+        }
+    }
+
+    pub(crate) fn on_timer(&mut self, cx: &mut Ctx, kind: TimerKind) {
+        if kind == TimerKind::Retry && cx.connected {
+            self.recover(cx);
+        }
+    }
+
+    pub(crate) fn stop(&mut self, cx: &mut Ctx, reason: FailReason) {
+        if !self.done {
+            self.done = true;
+            cx.emit(self.id, LockEvent::Failed(reason));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(kind: &str, seq: i32) -> String {
+        format!("zkl-{:032x}-{kind}-{seq:010}", seq as u128 + 1)
+    }
+
+    #[test]
+    fn the_queue_applies_every_recipe_rule() {
+        let children = vec![
+            name("read", 4),
+            name("read", 1),
+            name("write", 2),
+            name("read", 3),
+            "junk".to_owned(),
+        ];
+        let (q, foreign) = queue(&children);
+        assert_eq!(foreign, 1);
+        let holds: Vec<bool> = q.iter().map(|p| p.holds).collect();
+        assert_eq!(holds, [true, false, false, false]);
+        assert!(q[1].hard == vec![name("read", 1)]);
+        assert_eq!(q[2].hard, vec![name("write", 2)]);
+        assert_eq!(q[3].hard, vec![name("write", 2)]);
+        let sem = vec![name("sem2", 1), name("sem2", 2), name("sem2", 3)];
+        let (q, _) = queue(&sem);
+        assert_eq!(
+            q.iter().map(|p| p.holds).collect::<Vec<_>>(),
+            [true, true, false]
+        );
+        assert!(q[2].hard.is_empty(), "no firm edge among semaphore holders");
+        assert_eq!(q[2].blockers.len(), 2);
+    }
+}

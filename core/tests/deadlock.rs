@@ -1,0 +1,138 @@
+//! Deadlock detection in the core (`LockSpec::detect_deadlocks`), with the test
+//! playing the server: what is refused, when requests start, how waits are
+//! published. Whole cycles across sessions run in lock-sim (tests/deadlock.rs).
+mod harness;
+
+use harness::*;
+use lock_core::*;
+use std::time::Duration;
+
+const AFTER: Duration = Duration::from_secs(1);
+
+#[test]
+fn detection_needs_an_owner_and_the_native_scheme() {
+    let mut h = H::new();
+    let no_owner =
+        h.s.acquire(LockSpec::write("/a").detect_deadlocks(AFTER), h.now);
+    assert!(
+        matches!(no_owner, Err(UsageError::Unsupported(_))),
+        "{no_owner:?}"
+    );
+    let kazoo = h.s.acquire(
+        LockSpec::exclusive("/a")
+            .owner("o")
+            .scheme(NameScheme::Kazoo)
+            .detect_deadlocks(AFTER),
+        h.now,
+    );
+    assert!(
+        matches!(kazoo, Err(UsageError::Unsupported(_))),
+        "{kazoo:?}"
+    );
+    h.drain();
+    assert!(h.no_requests() && h.s.is_idle());
+}
+
+/// The owner holds `/a` and waits at `/b` behind a peer: returns the held node and
+/// the waiting node.
+fn holding_and_waiting(h: &mut H) -> (String, String) {
+    let (_, held) = h.held_spec(LockSpec::write("/a").owner("O").detect_deadlocks(AFTER), 1);
+    h.acquire(LockSpec::write("/b").owner("O").detect_deadlocks(AFTER));
+    let waiting = h.answer_create(5);
+    let p = peer(NodeKind::Write, 9, 4);
+    h.answer_list(&[&p, &name_of(&waiting)]);
+    h.answer_watch(&waiting, SID);
+    h.answer_watch(&format!("/b/{p}"), 77);
+    assert!(h.no_requests());
+    (held, waiting)
+}
+
+fn set_data(h: &mut H) -> Vec<Request> {
+    let (sets, rest): (Vec<Request>, Vec<Request>) = h
+        .reqs
+        .drain(..)
+        .partition(|r| matches!(r.op, Op::SetData { .. }));
+    h.reqs.extend(rest);
+    sets
+}
+
+#[test]
+fn nothing_is_sent_before_detect_after_then_the_wait_is_published_at_the_known_version() {
+    let mut h = H::new();
+    let (held, waiting) = holding_and_waiting(&mut h);
+    h.advance(AFTER - Duration::from_millis(1));
+    assert!(
+        h.no_requests(),
+        "no request before detect_after: {:?}",
+        h.reqs
+    );
+    h.advance(Duration::from_millis(1));
+    let sets = set_data(&mut h);
+    let [set] = &sets[..] else { panic!("{sets:?}") };
+    let Op::SetData {
+        path,
+        data,
+        version,
+    } = &set.op
+    else {
+        unreachable!()
+    };
+    assert_eq!((path, *version), (&held, Some(0)));
+    let mut expect = b"\0zkl\x01\0\x01O\x01".to_vec();
+    expect.extend_from_slice(&(waiting.len() as u16).to_be_bytes());
+    expect.extend_from_slice(waiting.as_bytes());
+    assert_eq!(data, &expect);
+    // The chase went out too: the listing of /b and the reads of what it reaches.
+    assert!(
+        h.reqs
+            .iter()
+            .any(|r| r.op == Op::GetChildren { path: "/b".into() }),
+        "{:?}",
+        h.reqs
+    );
+    // Granted: the wait is withdrawn, at the version the first write left.
+    let r = set.id;
+    h.reply(
+        r,
+        Ok(Reply::Stat(Stat {
+            version: 1,
+            ..Stat::default()
+        })),
+    );
+    h.reqs.clear();
+    h.watch(
+        &format!("/b/{}", peer(NodeKind::Write, 9, 4)),
+        WatchKind::NodeDeleted,
+    );
+    let sets = set_data(&mut h);
+    let [set] = &sets[..] else {
+        panic!("{sets:?} {:?}", h.reqs)
+    };
+    assert_eq!(
+        set.op,
+        Op::SetData {
+            path: held,
+            data: b"\0zkl\x01\0\x01O\0".to_vec(),
+            version: Some(1)
+        }
+    );
+}
+
+#[test]
+fn a_revocation_marker_written_meanwhile_is_never_overwritten() {
+    let mut h = H::new();
+    let (_held, _) = holding_and_waiting(&mut h);
+    h.advance(AFTER);
+    let sets = set_data(&mut h);
+    assert_eq!(sets.len(), 1);
+    // Someone wrote `__REVOKE__` since our create: the versioned write fails.
+    h.reply(sets[0].id, Err(ZkError::BadVersion));
+    h.reqs.clear();
+    // Later periods chase again but never write that node.
+    for _ in 0..3 {
+        h.advance(AFTER);
+        assert!(set_data(&mut h).is_empty());
+        h.reqs.clear();
+    }
+    assert!(h.s.stats().deadlock_chases >= 1);
+}

@@ -1,0 +1,203 @@
+//! Owners in node data and inspection (`Session::inspect`), with the test playing
+//! the server.
+mod harness;
+
+use harness::*;
+use lock_core::*;
+
+fn created_data(h: &mut H) -> Vec<u8> {
+    match &h.reqs[0].op {
+        Op::Create { data, .. } => data.clone(),
+        other => panic!("expected create, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_owner_goes_into_a_native_nodes_data_and_plain_data_stays_as_it_was() {
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/l").data(b"payload".to_vec()));
+    assert_eq!(created_data(&mut h), b"payload");
+    let mut h = H::new();
+    h.acquire(
+        LockSpec::write("/l")
+            .owner("job-1")
+            .data(b"payload".to_vec()),
+    );
+    let data = created_data(&mut h);
+    assert!(data.starts_with(b"\0zkl\x01\0\x05job-1\0"), "{data:?}");
+    assert!(data.ends_with(b"payload"));
+    // kazoo: the owner is the identifier; Curator: the data as given.
+    let mut h = H::new();
+    h.acquire(
+        LockSpec::exclusive("/l")
+            .scheme(NameScheme::Kazoo)
+            .owner("w-1"),
+    );
+    assert_eq!(created_data(&mut h), b"w-1");
+    let mut h = H::new();
+    h.acquire(
+        LockSpec::exclusive("/l")
+            .scheme(NameScheme::Curator)
+            .owner("w-1")
+            .data(b"10.0.0.1".to_vec()),
+    );
+    assert_eq!(created_data(&mut h), b"10.0.0.1");
+}
+
+#[test]
+fn the_owner_header_counts_toward_the_data_limit() {
+    let mut h = H::new();
+    let room = Config::new(std::time::Duration::from_secs(10), 1)
+        .max_data_len("/l")
+        .unwrap();
+    let full = vec![7u8; room];
+    assert!(h
+        .s
+        .acquire(LockSpec::write("/l").data(full.clone()), h.now)
+        .is_ok());
+    let err =
+        h.s.acquire(LockSpec::write("/l").data(full).owner("o"), h.now)
+            .unwrap_err();
+    assert!(
+        matches!(err, UsageError::DataTooLarge { len, max } if len == room + 9 && max == room),
+        "{err:?}"
+    );
+}
+
+fn header(owner: &str, waits: &[&str]) -> Vec<u8> {
+    let mut d = b"\0zkl\x01".to_vec();
+    d.extend_from_slice(&(owner.len() as u16).to_be_bytes());
+    d.extend_from_slice(owner.as_bytes());
+    d.push(waits.len() as u8);
+    for w in waits {
+        d.extend_from_slice(&(w.len() as u16).to_be_bytes());
+        d.extend_from_slice(w.as_bytes());
+    }
+    d
+}
+
+#[test]
+fn inspect_lists_holders_and_waiters_in_queue_order_with_owners_and_what_they_wait_for() {
+    let mut h = H::new();
+    let id = h.s.inspect("/l", h.now).unwrap();
+    h.drain();
+    let r1 = peer(NodeKind::Read, 1, 1);
+    let w2 = peer(NodeKind::Write, 2, 2);
+    let r3 = peer(NodeKind::Read, 3, 3);
+    let gone = peer(NodeKind::Read, 4, 4);
+    let kazoo = format!("{:032x}__lock__0000000005", 5);
+    // Listed out of order, with a foreign child.
+    h.answer_list(&[&r3, &kazoo, "junk", &w2, &gone, &r1]);
+    // One read per participant, pipelined, in queue order, no watches.
+    let reads: Vec<Request> = h.reqs.drain(..).collect();
+    let paths: Vec<String> = reads
+        .iter()
+        .map(|r| match &r.op {
+            Op::GetData { path, watch: false } => path.clone(),
+            other => panic!("expected a plain getData, got {other:?}"),
+        })
+        .collect();
+    let expect: Vec<String> = [&r1, &w2, &r3, &gone, &kazoo]
+        .iter()
+        .map(|n| format!("/l/{n}"))
+        .collect();
+    assert_eq!(paths, expect);
+    let datas = [
+        header("reader-1", &["/m/zkl-x"]),
+        header("writer-2", &[]),
+        b"plain".to_vec(),
+        Vec::new(),
+        b"kazoo-id".to_vec(),
+    ];
+    for (i, (r, d)) in reads.iter().zip(datas).enumerate() {
+        let result = if i == 3 {
+            Err(ZkError::NoNode) // vanished since the listing: skipped
+        } else {
+            Ok(Reply::Data {
+                data: d,
+                stat: Stat {
+                    czxid: 10 + i as i64,
+                    ctime: 1000 + i as i64,
+                    ephemeral_owner: 70 + i as i64,
+                    ..Stat::default()
+                },
+            })
+        };
+        assert!(
+            h.take_events().is_empty(),
+            "no event before every read is in"
+        );
+        h.reply(r.id, result);
+    }
+    let events = h.take_events();
+    let [LockEvent::Participants(p)] = &events[..] else {
+        panic!("{events:?}")
+    };
+    assert_eq!(h.events.len(), 0);
+    assert_eq!(p.path, "/l");
+    assert_eq!(p.foreign, 1);
+    assert_eq!(p.holders.len(), 1);
+    let r1p = &p.holders[0];
+    assert_eq!(
+        (
+            r1p.node.as_str(),
+            r1p.kind,
+            r1p.owner.as_deref(),
+            r1p.session
+        ),
+        (r1.as_str(), NodeKind::Read, Some("reader-1"), 70)
+    );
+    assert_eq!((r1p.token, r1p.ctime), (FencingToken(10), 1000));
+    assert_eq!(r1p.owner_waits_at, vec!["/m/zkl-x".to_owned()]);
+    assert!(r1p.waits_for.is_empty() && r1p.data.is_empty());
+    let names: Vec<&str> = p.waiters.iter().map(|w| w.node.as_str()).collect();
+    assert_eq!(names, [w2.as_str(), r3.as_str(), kazoo.as_str()]);
+    assert_eq!(p.waiters[0].waits_for, vec![r1.clone()]);
+    assert_eq!(p.waiters[0].owner.as_deref(), Some("writer-2"));
+    assert_eq!(
+        p.waiters[1].waits_for,
+        vec![w2.clone()],
+        "a read waits for the write"
+    );
+    assert_eq!(
+        (p.waiters[1].owner.as_deref(), &p.waiters[1].data[..]),
+        (None, &b"plain"[..])
+    );
+    assert_eq!(p.waiters[2].scheme, NameScheme::Kazoo);
+    assert_eq!(p.waiters[2].owner.as_deref(), Some("kazoo-id"));
+    assert_eq!(p.waiters[2].waits_for, vec![r1, w2, r3]);
+    assert!(h.s.is_idle());
+    let _ = id;
+}
+
+#[test]
+fn inspecting_a_missing_lock_reports_nobody() {
+    let mut h = H::new();
+    h.s.inspect("/none", h.now).unwrap();
+    h.drain();
+    h.answer_err(ZkError::NoNode);
+    let events = h.take_events();
+    assert!(
+        matches!(&events[..], [LockEvent::Participants(p)] if p.holders.is_empty() && p.waiters.is_empty()),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn an_inspection_cut_by_a_disconnect_starts_over_after_the_reconnect() {
+    let mut h = H::new();
+    h.s.inspect("/l", h.now).unwrap();
+    h.drain();
+    let w = peer(NodeKind::Write, 1, 1);
+    h.answer_list(&[&w]);
+    h.session(SessionEvent::Disconnected);
+    h.reqs.clear();
+    h.session(SessionEvent::Connected { session_id: SID });
+    h.answer_list(&[&w]);
+    h.answer_plain_read(&format!("/l/{w}"), 9);
+    let events = h.take_events();
+    assert!(
+        matches!(&events[..], [LockEvent::Participants(p)] if p.holders.len() == 1 && p.holders[0].session == 9),
+        "{events:?}"
+    );
+}
