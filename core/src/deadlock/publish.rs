@@ -98,7 +98,10 @@ impl Publication {
         request: RequestId,
         result: &Result<Reply, ZkError>,
     ) -> bool {
-        let Some((r, sent)) = self.request.take_if(|(r, _)| *r == request) else {
+        if !matches!(&self.request, Some((r, _)) if *r == request) {
+            return false;
+        }
+        let Some((r, sent)) = self.request.take() else {
             return false;
         };
         debug_assert_eq!(r, request);
