@@ -83,8 +83,8 @@ fn main() {
     );
     assert!(crashed, "the crash is reported");
     assert_eq!(
-        requests, 3,
-        "create, list, own node: as without crash detection"
+        requests, 2,
+        "create + getChildren: as without crash detection"
     );
     g2.open_section_blocking().expect("open");
     say(

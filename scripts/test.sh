@@ -27,3 +27,8 @@ if [ ${#missing[@]} -gt 0 ]; then
         || { $SUDO apt-get update && $SUDO apt-get install -y --no-install-recommends "${missing[@]}"; }
 fi
 cargo test --workspace "$@"
+# The examples run on lock-sim's in-process server and check what they show: each
+# must finish cleanly (cargo test builds them but does not run them).
+for example in demo revocation election sections fenced lease; do
+    cargo run --quiet --example "$example" > /dev/null
+done
