@@ -236,8 +236,8 @@ fn connection_failure() {
     assert_eq!(code(&out), CONNECT, "{out:?}");
 }
 
-/// `leader` prints the lowest participant of a semaphore-free election: here a
-/// `zklock exec` holder's node stands in for the leader (its data is empty).
+/// `leader` on a lock directory names its holder (a `zklock exec` node, with an
+/// empty id); `revoke` asks that node; `--watch` prints "-" once it is gone.
 #[test]
 fn leader_and_revoke() {
     let zk = server().connect_string();
@@ -330,4 +330,85 @@ fn cmd_stopped_before_another_session_acquires() {
         "the contender's CMD ran while the holder's CMD was alive: {out:?}"
     );
     proxy.heal();
+}
+
+/// A short cut that heals within the session: CMD keeps running and its exit
+/// code is zklock's.
+#[test]
+fn cmd_left_running_across_a_short_cut() {
+    let proxy = FaultProxy::start(server().addr()).unwrap();
+    let lock = unique("cut");
+    let dir = scratch("cut");
+    let ready = dir.join("ready");
+    let mut holder = hold(
+        &proxy.connect_string(),
+        &[],
+        &lock,
+        &format!("touch {}; sleep 3; exit 5", ready.display()),
+    );
+    wait_for(&ready, Duration::from_secs(30));
+    proxy.cut();
+    let status = holder.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    eprintln!("holder: {stderr}");
+    assert_eq!(status.code(), Some(5), "{stderr}");
+}
+
+/// `leader` names the leader of a real election (its participant id), and
+/// `--watch` reports when it resigns.
+#[test]
+fn leader_of_an_election() {
+    use std::sync::mpsc;
+    let zk = server().connect_string();
+    let path = unique("election");
+    let (elected_tx, elected_rx) = mpsc::channel();
+    let (resign_tx, resign_rx) = mpsc::channel::<()>();
+    let participant = {
+        let zk = zk.clone();
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let locks = lock_zookeeper_client::connect(&zk).await.unwrap();
+                let mut election = locks.election(path, "alpha");
+                let leadership = election.leadership().await.unwrap();
+                elected_tx.send(leadership.path().to_owned()).unwrap();
+                while resign_rx.try_recv().is_err() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                leadership.resign().await.unwrap();
+                locks.close().await;
+            })
+        })
+    };
+    let node = elected_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+
+    let out = run(zklock(&zk).args(["leader", &path]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let line = String::from_utf8(out.stdout).unwrap();
+    let fields: Vec<&str> = line.trim_end().split('\t').collect();
+    assert_eq!(fields[..2], ["alpha", node.as_str()], "{line:?}");
+    assert!(fields[2].parse::<i64>().unwrap() > 0, "{line:?}");
+
+    let watch = zklock(&zk)
+        .args(["leader", "--watch", &path])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    resign_tx.send(()).unwrap();
+    participant.join().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    kill(&watch, "-INT");
+    let out = watch.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout:?}");
+    assert!(lines[0].starts_with("alpha\t"), "{stdout:?}");
+    assert_eq!(lines[1], "-", "{stdout:?}");
 }
