@@ -412,3 +412,38 @@ fn leader_of_an_election() {
     assert!(lines[0].starts_with("alpha\t"), "{stdout:?}");
     assert_eq!(lines[1], "-", "{stdout:?}");
 }
+
+/// A signal while waiting gives up the wait (128+N); schemes share one path:
+/// a kazoo-named or Curator-named holder keeps a native contender out.
+#[test]
+fn signal_while_waiting_and_schemes() {
+    let zk = server().connect_string();
+    let lock = unique("schemes");
+    let dir = scratch("schemes");
+    let ready = dir.join("ready");
+    let mut holder = hold(
+        &zk,
+        &["--scheme", "kazoo"],
+        &lock,
+        &format!("touch {}; exec sleep 60", ready.display()),
+    );
+    wait_for(&ready, Duration::from_secs(30));
+    for scheme in ["native", "curator", "kazoo"] {
+        let out = run(zklock(&zk).args(["exec", "-n", "--scheme", scheme, &lock, "--", "true"]));
+        assert_eq!(code(&out), BUSY, "{scheme}: {out:?}");
+    }
+    let waiter = zklock(&zk)
+        .args(["exec", &lock, "--", "true"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    kill(&waiter, "-INT");
+    let out = waiter.wait_with_output().unwrap();
+    assert_eq!(code(&out), 128 + 2, "{out:?}");
+
+    kill(&holder, "-TERM");
+    holder.wait().unwrap();
+    let out = run(zklock(&zk).args(["exec", "-n", "--scheme", "curator", &lock, "--", "true"]));
+    assert_eq!(code(&out), 0, "{out:?}");
+}
