@@ -69,15 +69,21 @@ async fn acquire(locks: &LockClient, args: &ExecArgs) -> Result<Option<LockGuard
             }
         }};
     }
+    // Every lock watches its own node: someone deleting it (an administrator)
+    // ends the hold at once, and CMD is stopped, instead of at the next reconnect.
     if args.read {
         let rw = locks.rwlock(args.path.clone()).with_scheme(scheme);
-        take!(rw.read())
+        take!(rw.read().clone().watch_node())
     } else if let Some(permits) = args.semaphore {
         take!(locks
             .semaphore(args.path.clone(), permits)
-            .with_scheme(scheme))
+            .with_scheme(scheme)
+            .watch_node())
     } else {
-        take!(locks.mutex(args.path.clone()).with_scheme(scheme))
+        take!(locks
+            .mutex(args.path.clone())
+            .with_scheme(scheme)
+            .watch_node())
     }
 }
 

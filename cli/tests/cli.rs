@@ -447,3 +447,46 @@ fn signal_while_waiting_and_schemes() {
     let out = run(zklock(&zk).args(["exec", "-n", "--scheme", "curator", &lock, "--", "true"]));
     assert_eq!(code(&out), 0, "{out:?}");
 }
+
+/// Someone deletes the holder's node (zkCli's `delete`): CMD is stopped at once
+/// and zklock exits with the lost code.
+#[test]
+fn cmd_stopped_when_the_node_is_deleted() {
+    let zk = server().connect_string();
+    let lock = unique("deleted");
+    let dir = scratch("deleted");
+    let ready = dir.join("ready");
+    let mut holder = hold(
+        &zk,
+        &[],
+        &lock,
+        &format!("echo $ZKLOCK_NODE > {}; exec sleep 60", ready.display()),
+    );
+    wait_for(&ready, Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(50));
+    let node = std::fs::read_to_string(&ready).unwrap().trim().to_owned();
+
+    let install = lock_testkit::ZkInstall::locate().unwrap();
+    let out = Command::new(install.java())
+        .args([
+            "-cp",
+            install.classpath(),
+            "org.apache.zookeeper.ZooKeeperMain",
+        ])
+        .args(["-server", &zk, "delete", &node])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+
+    let start = Instant::now();
+    let status = holder.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(LOST), "{stderr}");
+    assert!(stderr.contains("NodeDeleted"), "{stderr}");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+}
