@@ -261,3 +261,15 @@ pub(crate) async fn run(locks: &LockClient, args: ExecArgs) -> ExitCode {
         ExitCode::from(status_code(status))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_codes_like_a_shell() {
+        assert_eq!(status_code(ExitStatus::from_raw(7 << 8)), 7);
+        assert_eq!(status_code(ExitStatus::from_raw(15)), 128 + 15);
+        assert_eq!(status_code(ExitStatus::from_raw(9)), 128 + 9);
+    }
+}

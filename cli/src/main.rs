@@ -255,3 +255,61 @@ async fn leader(locks: &LockClient, path: String, watch: bool) -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_exec() {
+        let cli = Cli::try_parse_from([
+            "zklock", "--zk", "h:1/c", "exec", "-w", "1.5", "--read", "/l", "--", "ls", "-l",
+        ])
+        .unwrap();
+        assert_eq!(cli.conn.zk, "h:1/c");
+        let Command::Exec(args) = cli.command else {
+            panic!("not exec")
+        };
+        assert!(format!("{args:?}").contains("1.5s"));
+        // -n and -w exclude each other; CMD is required; --read excludes --semaphore.
+        for bad in [
+            &["zklock", "exec", "-n", "-w", "1", "/l", "--", "true"][..],
+            &["zklock", "exec", "/l"],
+            &[
+                "zklock",
+                "exec",
+                "--read",
+                "--semaphore",
+                "2",
+                "/l",
+                "--",
+                "true",
+            ],
+            &["zklock", "exec", "-w", "soon", "/l", "--", "true"],
+        ] {
+            let e = Cli::try_parse_from(bad).unwrap_err();
+            assert_eq!(e.exit_code(), i32::from(exit::USAGE), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn seconds() {
+        assert_eq!(parse_secs("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_secs("0.25"), Ok(Duration::from_millis(250)));
+        assert!(parse_secs("-1").is_err());
+        assert!(parse_secs("x").is_err());
+    }
+
+    #[test]
+    fn error_codes() {
+        assert_eq!(error_code(&Error::Timeout), exit::BUSY);
+        assert_eq!(error_code(&Error::Connect("x".into())), exit::CONNECT);
+        assert_eq!(error_code(&Error::Closed), exit::FAILURE);
+    }
+}
