@@ -4,7 +4,7 @@ use crate::{exit, fail, say, Scheme};
 use clap::Args;
 use lock_zookeeper_client::{Error, LockClient, LockEvent, LockGuard};
 use rustix::process::{kill_process, Pid, Signal};
-use std::io::ErrorKind;
+use std::io::{ErrorKind, IsTerminal};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitCode, ExitStatus};
 use std::time::Duration;
@@ -87,6 +87,13 @@ async fn acquire(locks: &LockClient, args: &ExecArgs) -> Result<Option<LockGuard
     }
 }
 
+/// Erases the progress line, if one was shown.
+fn clear(shown: bool) {
+    if shown {
+        eprint!("\r\x1b[K");
+    }
+}
+
 /// Sends `sig` to the child (if it still runs).
 fn send(child: &Child, sig: Signal) {
     if let Some(pid) = child
@@ -125,21 +132,42 @@ pub(crate) async fn run(locks: &LockClient, args: ExecArgs) -> ExitCode {
     let mut sigterm = signal(SignalKind::terminate());
 
     // 1. Take the lock (a signal while waiting cancels: the node is deleted).
-    let guard = tokio::select! {
-        taken = acquire(locks, &args) => match taken {
-            Ok(Some(guard)) => guard,
-            Ok(None) => {
-                say(format_args!("{} is busy", args.path));
-                return ExitCode::from(exit::BUSY);
+    // On a terminal, the time waited so far is shown on stderr, in place.
+    let progress = std::io::stderr().is_terminal();
+    let started = Instant::now();
+    let mut shown = false;
+    let taking = acquire(locks, &args);
+    tokio::pin!(taking);
+    let taken = loop {
+        tokio::select! {
+            taken = &mut taking => break taken,
+            _ = recv(&mut sigint) => {
+                clear(shown);
+                return ExitCode::from(128 + 2);
             }
-            Err(Error::Timeout) => {
-                say(format_args!("timed out waiting for {}", args.path));
-                return ExitCode::from(exit::BUSY);
+            _ = recv(&mut sigterm) => {
+                clear(shown);
+                return ExitCode::from(128 + 15);
             }
-            Err(e) => return fail(&e),
-        },
-        _ = recv(&mut sigint) => return ExitCode::from(128 + 2),
-        _ = recv(&mut sigterm) => return ExitCode::from(128 + 15),
+            _ = tokio::time::sleep(Duration::from_secs(1)), if progress => {
+                let waited = started.elapsed().as_secs();
+                eprint!("\rzklock: waiting for {} ({waited} s)\x1b[K", args.path);
+                shown = true;
+            }
+        }
+    };
+    clear(shown);
+    let guard = match taken {
+        Ok(Some(guard)) => guard,
+        Ok(None) => {
+            say(format_args!("{} is busy", args.path));
+            return ExitCode::from(exit::BUSY);
+        }
+        Err(Error::Timeout) => {
+            say(format_args!("timed out waiting for {}", args.path));
+            return ExitCode::from(exit::BUSY);
+        }
+        Err(e) => return fail(&e),
     };
 
     // 2. Run CMD.
