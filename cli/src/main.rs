@@ -86,7 +86,8 @@ enum Command {
     /// SIGINT and SIGTERM are forwarded to CMD. If the connection to ZooKeeper
     /// goes down while CMD runs and does not come back quickly, CMD is stopped
     /// (SIGTERM, then SIGKILL) before the server could give the lock to another
-    /// session, and zklock exits with 74.
+    /// session, and zklock exits with 74; likewise at once if someone deletes the
+    /// lock node. On a terminal, the time waited for the lock is shown on stderr.
     #[command(after_help = EXIT_CODES)]
     Exec(exec::ExecArgs),
     /// Ask the holders of the lock at PATH (or the owner of participant NODE) to let go.
