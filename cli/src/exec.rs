@@ -2,7 +2,7 @@
 
 use crate::{exit, fail, say, Scheme};
 use clap::Args;
-use lock_zookeeper_client::{Error, LockClient, LockEvent, LockGuard};
+use lock_zookeeper_client::{Error, FencingToken, Leadership, LockClient, LockEvent, LockGuard};
 use rustix::process::{kill_process, Pid, Signal};
 use std::io::{ErrorKind, IsTerminal};
 use std::os::unix::process::ExitStatusExt;
@@ -170,17 +170,73 @@ pub(crate) async fn run(locks: &LockClient, args: ExecArgs) -> ExitCode {
         Err(e) => return fail(&e),
     };
 
+    supervise(locks, guard, &args.cmd, &mut sigint, &mut sigterm).await
+}
+
+/// What CMD runs under: a held lock or a leadership.
+pub(crate) trait Held {
+    /// Our node.
+    fn node(&self) -> &str;
+    /// Our fencing token.
+    fn fencing(&self) -> FencingToken;
+    /// The next event of the hold.
+    async fn event(&self) -> Option<LockEvent>;
+    /// Releases (resigns).
+    async fn let_go(self) -> Result<(), Error>;
+}
+
+impl Held for LockGuard {
+    fn node(&self) -> &str {
+        self.path()
+    }
+    fn fencing(&self) -> FencingToken {
+        self.token()
+    }
+    async fn event(&self) -> Option<LockEvent> {
+        self.next_event().await
+    }
+    async fn let_go(self) -> Result<(), Error> {
+        self.release().await
+    }
+}
+
+impl Held for Leadership {
+    fn node(&self) -> &str {
+        self.path()
+    }
+    fn fencing(&self) -> FencingToken {
+        self.token()
+    }
+    async fn event(&self) -> Option<LockEvent> {
+        self.next_event().await
+    }
+    async fn let_go(self) -> Result<(), Error> {
+        self.resign().await
+    }
+}
+
+type Sig = Option<tokio::signal::unix::Signal>;
+
+/// Runs `cmd` while `guard` holds, stops it if the hold is lost or suspended
+/// for too long, lets go, and returns the exit code.
+pub(crate) async fn supervise(
+    locks: &LockClient,
+    guard: impl Held,
+    cmd: &[std::ffi::OsString],
+    sigint: &mut Sig,
+    sigterm: &mut Sig,
+) -> ExitCode {
     // 2. Run CMD.
-    let mut command = Command::new(&args.cmd[0]);
+    let mut command = Command::new(&cmd[0]);
     command
-        .args(&args.cmd[1..])
-        .env("ZKLOCK_NODE", guard.path())
-        .env("ZKLOCK_TOKEN", guard.token().to_string());
+        .args(&cmd[1..])
+        .env("ZKLOCK_NODE", guard.node())
+        .env("ZKLOCK_TOKEN", guard.fencing().to_string());
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
-            say(format_args!("cannot run {:?}: {e}", args.cmd[0]));
-            let _ = guard.release().await;
+            say(format_args!("cannot run {:?}: {e}", cmd[0]));
+            let _ = guard.let_go().await;
             return ExitCode::from(if e.kind() == ErrorKind::NotFound {
                 exit::NOT_FOUND
             } else {
@@ -206,9 +262,9 @@ pub(crate) async fn run(locks: &LockClient, args: ExecArgs) -> ExitCode {
         };
         tokio::select! {
             status = child.wait() => break status,
-            _ = recv(&mut sigint) => send(&child, Signal::INT),
-            _ = recv(&mut sigterm) => send(&child, Signal::TERM),
-            event = guard.next_event(), if events => match event {
+            _ = recv(sigint) => send(&child, Signal::INT),
+            _ = recv(sigterm) => send(&child, Signal::TERM),
+            event = guard.event(), if events => match event {
                 Some(LockEvent::Suspended) => {
                     if let Phase::Running = phase {
                         say("connection to ZooKeeper lost: the lock is suspended; \
@@ -256,7 +312,7 @@ pub(crate) async fn run(locks: &LockClient, args: ExecArgs) -> ExitCode {
         Ok(status) => status,
         Err(e) => {
             say(format_args!("waiting for CMD: {e}"));
-            let _ = guard.release().await;
+            let _ = guard.let_go().await;
             return ExitCode::from(exit::FAILURE);
         }
     };
@@ -266,7 +322,7 @@ pub(crate) async fn run(locks: &LockClient, args: ExecArgs) -> ExitCode {
     // a lock no longer guaranteed is not worth waiting for (the server deletes
     // the node with the session).
     let bound = locks.session_timeout() * 2;
-    match tokio::time::timeout(bound, guard.release())
+    match tokio::time::timeout(bound, guard.let_go())
         .await
         .unwrap_or(Err(Error::Timeout))
     {
@@ -300,4 +356,34 @@ mod tests {
         assert_eq!(status_code(ExitStatus::from_raw(15)), 128 + 15);
         assert_eq!(status_code(ExitStatus::from_raw(9)), 128 + 9);
     }
+}
+
+/// Arguments of `zklock elect`.
+#[derive(Args, Debug)]
+pub(crate) struct ElectArgs {
+    /// The election's directory in ZooKeeper, e.g. /services/scheduler.
+    path: String,
+    /// Our participant id (what `zklock leader` prints).
+    id: String,
+    /// The command to run while leader, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    cmd: Vec<std::ffi::OsString>,
+}
+
+/// Runs `zklock elect`: waits to lead, then runs CMD as `exec` does.
+pub(crate) async fn elect(locks: &LockClient, args: ElectArgs) -> ExitCode {
+    let mut sigint = signal(SignalKind::interrupt());
+    let mut sigterm = signal(SignalKind::terminate());
+    let mut election = locks.election(args.path.clone(), args.id.clone());
+    let leadership = tokio::select! {
+        led = election.leadership() => match led {
+            Ok(leadership) => leadership,
+            Err(e) => return fail(&e),
+        },
+        _ = recv(&mut sigint) => return ExitCode::from(128 + 2),
+        _ = recv(&mut sigterm) => return ExitCode::from(128 + 15),
+    };
+    let code = supervise(locks, leadership, &args.cmd, &mut sigint, &mut sigterm).await;
+    election.resign().await;
+    code
 }

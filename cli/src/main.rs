@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! zklock exec [-w SECS | -n] [--read | --semaphore N] [--scheme native|curator|kazoo] PATH -- CMD...
+//! zklock elect PATH ID -- CMD...
 //! zklock revoke PATH|NODE
 //! zklock leader PATH [--watch]
 //! ```
@@ -90,6 +91,12 @@ enum Command {
     /// lock node. On a terminal, the time waited for the lock is shown on stderr.
     #[command(after_help = EXIT_CODES)]
     Exec(exec::ExecArgs),
+    /// Run CMD while leader of the election at PATH, as participant ID.
+    ///
+    /// Waits to be elected, then behaves as `exec` (ZKLOCK_NODE, ZKLOCK_TOKEN,
+    /// signals, CMD stopped when the leadership is lost; same exit codes).
+    #[command(after_help = EXIT_CODES)]
+    Elect(exec::ElectArgs),
     /// Ask the holders of the lock at PATH (or the owner of participant NODE) to let go.
     ///
     /// Writes Curator's revocation request into their nodes; holders that made
@@ -191,6 +198,7 @@ async fn run(cli: Cli) -> ExitCode {
     };
     let code = match cli.command {
         Command::Exec(args) => exec::run(&locks, args).await,
+        Command::Elect(args) => exec::elect(&locks, args).await,
         Command::Revoke { target } => revoke(&locks, target).await,
         Command::Leader { path, watch } => leader(&locks, path, watch).await,
     };

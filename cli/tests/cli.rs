@@ -490,3 +490,52 @@ fn cmd_stopped_when_the_node_is_deleted() {
         start.elapsed()
     );
 }
+
+/// `zklock elect`: one leader runs CMD at a time; when it stops, the next is
+/// elected; `leader` names each in turn.
+#[test]
+fn elect_runs_cmd_while_leader() {
+    let zk = server().connect_string();
+    let path = unique("elect");
+    let dir = scratch("elect");
+    let candidate = |id: &str| {
+        let ready = dir.join(id);
+        let child = zklock(&zk)
+            .args(["elect", &path, id, "--", "sh", "-c"])
+            .arg(format!(
+                "echo \"$ZKLOCK_TOKEN $ZKLOCK_NODE\" > {}; exec sleep 60",
+                ready.display()
+            ))
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        (child, ready)
+    };
+    let (mut a, a_ready) = candidate("alpha");
+    wait_for(&a_ready, Duration::from_secs(30));
+    let (mut b, b_ready) = candidate("beta");
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(!b_ready.exists(), "two leaders");
+    let leader = run(zklock(&zk).args(["leader", &path]));
+    assert!(
+        String::from_utf8_lossy(&leader.stdout).starts_with("alpha\t"),
+        "{leader:?}"
+    );
+
+    kill(&a, "-TERM");
+    assert_eq!(a.wait().unwrap().code(), Some(128 + 15));
+    wait_for(&b_ready, Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(50));
+    let leader = run(zklock(&zk).args(["leader", &path]));
+    assert!(
+        String::from_utf8_lossy(&leader.stdout).starts_with("beta\t"),
+        "{leader:?}"
+    );
+    let token = |p: &Path| -> i64 {
+        let text = std::fs::read_to_string(p).unwrap();
+        text.split(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(token(&a_ready) < token(&b_ready));
+    kill(&b, "-TERM");
+    assert_eq!(b.wait().unwrap().code(), Some(128 + 15));
+}
