@@ -1,0 +1,389 @@
+//! `zklock exec`: run a command while holding a lock.
+
+use crate::{exit, fail, say, Scheme};
+use clap::Args;
+use lock_zookeeper_client::{Error, FencingToken, Leadership, LockClient, LockEvent, LockGuard};
+use rustix::process::{kill_process, Pid, Signal};
+use std::io::{ErrorKind, IsTerminal};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitCode, ExitStatus};
+use std::time::Duration;
+use tokio::process::{Child, Command};
+use tokio::signal::unix::{signal as unix_signal, SignalKind};
+use tokio::time::{sleep_until, Instant};
+
+/// Arguments of `zklock exec`.
+#[derive(Args, Debug)]
+pub(crate) struct ExecArgs {
+    /// Give up (exit 75) if the lock is not acquired within SECS seconds.
+    #[arg(short = 'w', long = "wait", value_name = "SECS", value_parser = crate::parse_secs)]
+    wait: Option<Duration>,
+    /// Fail at once (exit 75) if the lock is busy.
+    #[arg(short = 'n', long = "nonblock", conflicts_with = "wait")]
+    nonblock: bool,
+    /// Take the read side of a read/write lock (shared with other readers).
+    #[arg(long, conflicts_with = "semaphore")]
+    read: bool,
+    /// Take one of N permits of a semaphore instead of a mutex.
+    #[arg(long, value_name = "N")]
+    semaphore: Option<u32>,
+    /// Node naming scheme (to share the lock with Curator or kazoo clients).
+    #[arg(long, value_enum, default_value = "native")]
+    scheme: Scheme,
+    /// The lock's directory in ZooKeeper, e.g. /locks/backup.
+    path: String,
+    /// The command to run while holding the lock, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    cmd: Vec<std::ffi::OsString>,
+}
+
+/// A Unix signal stream, or `None` if it cannot be installed (then never fires).
+pub(crate) fn signal(kind: SignalKind) -> Option<tokio::signal::unix::Signal> {
+    unix_signal(kind).ok()
+}
+
+/// Waits for the next delivery on `s` (forever if `s` is `None`).
+pub(crate) async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
+    match s {
+        Some(s) => {
+            if s.recv().await.is_none() {
+                std::future::pending::<()>().await;
+            }
+        }
+        None => std::future::pending::<()>().await,
+    }
+}
+
+/// Acquires as `args` say: `Ok(None)` if busy (`-n`).
+async fn acquire(locks: &LockClient, args: &ExecArgs) -> Result<Option<LockGuard>, Error> {
+    let scheme = args.scheme.into();
+    macro_rules! take {
+        ($lock:expr) => {{
+            let lock = $lock;
+            if args.nonblock {
+                lock.try_lock().await
+            } else if let Some(wait) = args.wait {
+                lock.lock_timeout(wait).await.map(Some)
+            } else {
+                lock.lock().await.map(Some)
+            }
+        }};
+    }
+    // Every lock watches its own node: someone deleting it (an administrator)
+    // ends the hold at once, and CMD is stopped, instead of at the next reconnect.
+    if args.read {
+        let rw = locks.rwlock(args.path.clone()).with_scheme(scheme);
+        take!(rw.read().clone().watch_node())
+    } else if let Some(permits) = args.semaphore {
+        take!(locks
+            .semaphore(args.path.clone(), permits)
+            .with_scheme(scheme)
+            .watch_node())
+    } else {
+        take!(locks
+            .mutex(args.path.clone())
+            .with_scheme(scheme)
+            .watch_node())
+    }
+}
+
+/// Erases the progress line, if one was shown.
+fn clear(shown: bool) {
+    if shown {
+        eprint!("\r\x1b[K");
+    }
+}
+
+/// Sends `sig` to the child (if it still runs).
+fn send(child: &Child, sig: Signal) {
+    if let Some(pid) = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .and_then(Pid::from_raw)
+    {
+        let _ = kill_process(pid, sig);
+    }
+}
+
+/// The exit code that reports `status` (128+N for signal N, like a shell).
+fn status_code(status: ExitStatus) -> u8 {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => u8::try_from(code & 0xff).unwrap_or(exit::FAILURE),
+        (None, Some(sig)) => u8::try_from(128 + (sig & 0x7f)).unwrap_or(exit::FAILURE),
+        (None, None) => exit::FAILURE,
+    }
+}
+
+/// Where CMD stands with respect to the lock.
+enum Phase {
+    /// The lock is held; CMD runs.
+    Running,
+    /// The lock is suspended: CMD keeps running until `until` unless it resumes.
+    Suspended { until: Instant },
+    /// CMD was sent SIGTERM; SIGKILL at `kill_at`.
+    Terminating { kill_at: Instant },
+    /// CMD was sent SIGKILL.
+    Killed,
+}
+
+/// Runs `zklock exec`.
+pub(crate) async fn run(locks: &LockClient, args: ExecArgs) -> ExitCode {
+    let mut sigint = signal(SignalKind::interrupt());
+    let mut sigterm = signal(SignalKind::terminate());
+
+    // 1. Take the lock (a signal while waiting cancels: the node is deleted).
+    // On a terminal, the time waited so far is shown on stderr, in place.
+    let progress = std::io::stderr().is_terminal();
+    let started = Instant::now();
+    let mut shown = false;
+    let taking = acquire(locks, &args);
+    tokio::pin!(taking);
+    let taken = loop {
+        tokio::select! {
+            taken = &mut taking => break taken,
+            _ = recv(&mut sigint) => {
+                clear(shown);
+                return ExitCode::from(128 + 2);
+            }
+            _ = recv(&mut sigterm) => {
+                clear(shown);
+                return ExitCode::from(128 + 15);
+            }
+            _ = tokio::time::sleep(Duration::from_secs(1)), if progress => {
+                let waited = started.elapsed().as_secs();
+                eprint!("\rzklock: waiting for {} ({waited} s)\x1b[K", args.path);
+                shown = true;
+            }
+        }
+    };
+    clear(shown);
+    let guard = match taken {
+        Ok(Some(guard)) => guard,
+        Ok(None) => {
+            say(format_args!("{} is busy", args.path));
+            return ExitCode::from(exit::BUSY);
+        }
+        Err(Error::Timeout) => {
+            say(format_args!("timed out waiting for {}", args.path));
+            return ExitCode::from(exit::BUSY);
+        }
+        Err(e) => return fail(&e),
+    };
+
+    supervise(locks, guard, &args.cmd, &mut sigint, &mut sigterm).await
+}
+
+/// What CMD runs under: a held lock or a leadership.
+pub(crate) trait Held {
+    /// Our node.
+    fn node(&self) -> &str;
+    /// Our fencing token.
+    fn fencing(&self) -> FencingToken;
+    /// The next event of the hold.
+    async fn event(&self) -> Option<LockEvent>;
+    /// Releases (resigns).
+    async fn let_go(self) -> Result<(), Error>;
+}
+
+impl Held for LockGuard {
+    fn node(&self) -> &str {
+        self.path()
+    }
+    fn fencing(&self) -> FencingToken {
+        self.token()
+    }
+    async fn event(&self) -> Option<LockEvent> {
+        self.next_event().await
+    }
+    async fn let_go(self) -> Result<(), Error> {
+        self.release().await
+    }
+}
+
+impl Held for Leadership {
+    fn node(&self) -> &str {
+        self.path()
+    }
+    fn fencing(&self) -> FencingToken {
+        self.token()
+    }
+    async fn event(&self) -> Option<LockEvent> {
+        self.next_event().await
+    }
+    async fn let_go(self) -> Result<(), Error> {
+        self.resign().await
+    }
+}
+
+type Sig = Option<tokio::signal::unix::Signal>;
+
+/// Runs `cmd` while `guard` holds, stops it if the hold is lost or suspended
+/// for too long, lets go, and returns the exit code.
+pub(crate) async fn supervise(
+    locks: &LockClient,
+    guard: impl Held,
+    cmd: &[std::ffi::OsString],
+    sigint: &mut Sig,
+    sigterm: &mut Sig,
+) -> ExitCode {
+    // 2. Run CMD.
+    let mut command = Command::new(&cmd[0]);
+    command
+        .args(&cmd[1..])
+        .env("ZKLOCK_NODE", guard.node())
+        .env("ZKLOCK_TOKEN", guard.fencing().to_string());
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            say(format_args!("cannot run {:?}: {e}", cmd[0]));
+            let _ = guard.let_go().await;
+            return ExitCode::from(if e.kind() == ErrorKind::NotFound {
+                exit::NOT_FOUND
+            } else {
+                exit::CANNOT_RUN
+            });
+        }
+    };
+
+    // 3. Watch CMD, signals and the lock. The margins: the client declares
+    // Suspended within 2/3 of the session timeout of its last contact with the
+    // server, which cannot expire the session (and grant the lock to another)
+    // before the full timeout. Of the remaining third, a tenth of the timeout is
+    // left for the connection to come back, another for CMD to exit on SIGTERM.
+    let margin = locks.session_timeout() / 10;
+    let mut phase = Phase::Running;
+    let mut lost = false;
+    let mut events = true;
+    let status = loop {
+        let deadline = match phase {
+            Phase::Suspended { until } => Some(until),
+            Phase::Terminating { kill_at } => Some(kill_at),
+            Phase::Running | Phase::Killed => None,
+        };
+        tokio::select! {
+            status = child.wait() => break status,
+            _ = recv(sigint) => send(&child, Signal::INT),
+            _ = recv(sigterm) => send(&child, Signal::TERM),
+            event = guard.event(), if events => match event {
+                Some(LockEvent::Suspended) => {
+                    if let Phase::Running = phase {
+                        say("connection to ZooKeeper lost: the lock is suspended; \
+                             stopping CMD unless it comes back at once");
+                        phase = Phase::Suspended { until: Instant::now() + margin };
+                    }
+                }
+                Some(LockEvent::Resumed) => {
+                    if let Phase::Suspended { .. } = phase {
+                        say("connection back: the lock is held again; CMD continues");
+                        phase = Phase::Running;
+                    }
+                }
+                Some(LockEvent::Lost(reason)) => {
+                    lost = true;
+                    events = false;
+                    if let Phase::Running | Phase::Suspended { .. } = phase {
+                        say(format_args!("the lock was lost ({reason:?}): stopping CMD"));
+                        send(&child, Signal::TERM);
+                        phase = Phase::Terminating { kill_at: Instant::now() + margin };
+                    }
+                }
+                Some(_) => {}
+                None => events = false,
+            },
+            _ = sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                match phase {
+                    Phase::Suspended { .. } => {
+                        lost = true;
+                        say("the lock is no longer guaranteed: stopping CMD (SIGTERM)");
+                        send(&child, Signal::TERM);
+                        phase = Phase::Terminating { kill_at: Instant::now() + margin };
+                    }
+                    Phase::Terminating { .. } => {
+                        say("CMD did not exit on SIGTERM: killing it (SIGKILL)");
+                        let _ = child.start_kill();
+                        phase = Phase::Killed;
+                    }
+                    Phase::Running | Phase::Killed => {}
+                }
+            }
+        }
+    };
+    let status = match status {
+        Ok(status) => status,
+        Err(e) => {
+            say(format_args!("waiting for CMD: {e}"));
+            let _ = guard.let_go().await;
+            return ExitCode::from(exit::FAILURE);
+        }
+    };
+
+    // 4. Release, and report.
+    // Bounded: with the connection down the release waits for a reconnect, and
+    // a lock no longer guaranteed is not worth waiting for (the server deletes
+    // the node with the session).
+    let bound = locks.session_timeout() * 2;
+    match tokio::time::timeout(bound, guard.let_go())
+        .await
+        .unwrap_or(Err(Error::Timeout))
+    {
+        Ok(()) => {}
+        Err(Error::Lost(reason)) => {
+            if !lost {
+                say(format_args!(
+                    "the lock was lost ({reason:?}) before CMD ended"
+                ));
+            }
+            lost = true;
+        }
+        Err(e) => {
+            say(format_args!("releasing the lock: {e}"));
+        }
+    }
+    if lost {
+        ExitCode::from(exit::LOST)
+    } else {
+        ExitCode::from(status_code(status))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_codes_like_a_shell() {
+        assert_eq!(status_code(ExitStatus::from_raw(7 << 8)), 7);
+        assert_eq!(status_code(ExitStatus::from_raw(15)), 128 + 15);
+        assert_eq!(status_code(ExitStatus::from_raw(9)), 128 + 9);
+    }
+}
+
+/// Arguments of `zklock elect`.
+#[derive(Args, Debug)]
+pub(crate) struct ElectArgs {
+    /// The election's directory in ZooKeeper, e.g. /services/scheduler.
+    path: String,
+    /// Our participant id (what `zklock leader` prints).
+    id: String,
+    /// The command to run while leader, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    cmd: Vec<std::ffi::OsString>,
+}
+
+/// Runs `zklock elect`: waits to lead, then runs CMD as `exec` does.
+pub(crate) async fn elect(locks: &LockClient, args: ElectArgs) -> ExitCode {
+    let mut sigint = signal(SignalKind::interrupt());
+    let mut sigterm = signal(SignalKind::terminate());
+    let mut election = locks.election(args.path.clone(), args.id.clone());
+    let leadership = tokio::select! {
+        led = election.leadership() => match led {
+            Ok(leadership) => leadership,
+            Err(e) => return fail(&e),
+        },
+        _ = recv(&mut sigint) => return ExitCode::from(128 + 2),
+        _ = recv(&mut sigterm) => return ExitCode::from(128 + 15),
+    };
+    let code = supervise(locks, leadership, &args.cmd, &mut sigint, &mut sigterm).await;
+    election.resign().await;
+    code
+}

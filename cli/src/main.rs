@@ -1,0 +1,324 @@
+//! `zklock`: flock(1) and `etcdctl lock`/`elect` for Apache ZooKeeper.
+//!
+//! ```text
+//! zklock exec [-w SECS | -n] [--read | --semaphore N] [--scheme native|curator|kazoo] PATH -- CMD...
+//! zklock elect PATH ID -- CMD...
+//! zklock revoke PATH|NODE
+//! zklock leader PATH [--watch]
+//! ```
+//!
+//! Every command takes `--zk HOSTS[/chroot]` (env `ZKLOCK_ZK`, default
+//! `127.0.0.1:2181`) and `--session-timeout SECS`. The exit codes are in
+//! [`exit`] and in `zklock --help`.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod exec;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use lock_zookeeper_client::{Error, LockClient, NameScheme};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// The exit codes of `zklock` (besides CMD's own, which `exec` passes on).
+pub mod exit {
+    /// Other failures: ZooKeeper refused a request, the client closed.
+    pub const FAILURE: u8 = 1;
+    /// Usage error: bad arguments (clap's code) or an invalid lock path.
+    pub const USAGE: u8 = 2;
+    /// `leader`: nobody leads the election.
+    pub const NO_LEADER: u8 = 3;
+    /// Could not connect to ZooKeeper (sysexits' `EX_UNAVAILABLE`).
+    pub const CONNECT: u8 = 69;
+    /// The lock was suspended past the safe margin or lost while CMD ran: CMD was
+    /// stopped (or had ended with the lock no longer guaranteed).
+    pub const LOST: u8 = 74;
+    /// `-n`: the lock is busy; `-w SECS`: timed out (sysexits' `EX_TEMPFAIL`, like flock's `-E` default).
+    pub const BUSY: u8 = 75;
+    /// CMD was found but could not be run.
+    pub const CANNOT_RUN: u8 = 126;
+    /// CMD was not found.
+    pub const NOT_FOUND: u8 = 127;
+}
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0..   exec: CMD's own exit code (128+N if CMD was killed by signal N)
+  1     other failure (ZooKeeper refused a request, ...)
+  2     usage error (bad arguments, invalid lock path)
+  3     leader: no leader
+  69    cannot connect to ZooKeeper
+  74    exec: the lock was lost (or suspended too long) while CMD ran; CMD was stopped
+  75    exec: the lock is busy (-n) or the wait timed out (-w)
+  126   exec: CMD could not be run
+  127   exec: CMD not found";
+
+/// Distributed locks on Apache ZooKeeper from the shell.
+#[derive(Parser, Debug)]
+#[command(name = "zklock", version, after_help = EXIT_CODES)]
+struct Cli {
+    #[command(flatten)]
+    conn: ConnArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// How to reach ZooKeeper (every command).
+#[derive(Args, Debug)]
+struct ConnArgs {
+    /// ZooKeeper connect string: host:port[,host:port...][/chroot].
+    #[arg(
+        long,
+        env = "ZKLOCK_ZK",
+        default_value = "127.0.0.1:2181",
+        value_name = "HOSTS",
+        global = true
+    )]
+    zk: String,
+    /// Session timeout to ask the server for, in seconds (the server may clamp it).
+    #[arg(long, value_name = "SECS", global = true, value_parser = parse_secs)]
+    session_timeout: Option<Duration>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run CMD while holding the lock at PATH (exports ZKLOCK_NODE and ZKLOCK_TOKEN).
+    ///
+    /// SIGINT and SIGTERM are forwarded to CMD. If the connection to ZooKeeper
+    /// goes down while CMD runs and does not come back quickly, CMD is stopped
+    /// (SIGTERM, then SIGKILL) before the server could give the lock to another
+    /// session, and zklock exits with 74; likewise at once if someone deletes the
+    /// lock node. On a terminal, the time waited for the lock is shown on stderr.
+    #[command(after_help = EXIT_CODES)]
+    Exec(exec::ExecArgs),
+    /// Run CMD while leader of the election at PATH, as participant ID.
+    ///
+    /// Waits to be elected, then behaves as `exec` (ZKLOCK_NODE, ZKLOCK_TOKEN,
+    /// signals, CMD stopped when the leadership is lost; same exit codes).
+    #[command(after_help = EXIT_CODES)]
+    Elect(exec::ElectArgs),
+    /// Ask the holders of the lock at PATH (or the owner of participant NODE) to let go.
+    ///
+    /// Writes Curator's revocation request into their nodes; holders that made
+    /// their lock revocable (zklock's API, Curator) release. Prints the nodes asked.
+    #[command(after_help = EXIT_CODES)]
+    Revoke {
+        /// A lock directory, or one participant node in it.
+        target: String,
+    },
+    /// Print the current leader of the election at PATH: ID, node and token, tab-separated.
+    #[command(after_help = EXIT_CODES)]
+    Leader {
+        /// The election's directory.
+        path: String,
+        /// Keep running and print a line at every change ("-" when nobody leads).
+        #[arg(long)]
+        watch: bool,
+    },
+}
+
+/// Node naming scheme of the lock (shared with Curator or kazoo clients on the same path).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scheme {
+    /// zklock's own names.
+    Native,
+    /// Apache Curator's (InterProcessMutex, InterProcessReadWriteLock).
+    Curator,
+    /// kazoo's (Lock, ReadLock, WriteLock).
+    Kazoo,
+}
+
+impl From<Scheme> for NameScheme {
+    fn from(s: Scheme) -> NameScheme {
+        match s {
+            Scheme::Native => NameScheme::Native,
+            Scheme::Curator => NameScheme::Curator,
+            Scheme::Kazoo => NameScheme::Kazoo,
+        }
+    }
+}
+
+/// Parses a non-negative number of seconds (fractions allowed).
+pub(crate) fn parse_secs(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("`{s}` is not a valid duration"))
+}
+
+/// Prints `zklock: <message>` on stderr.
+pub(crate) fn say(message: impl std::fmt::Display) {
+    eprintln!("zklock: {message}");
+}
+
+/// The exit code for a failed lock-client call.
+pub(crate) fn error_code(e: &Error) -> u8 {
+    match e {
+        Error::Usage(_) => exit::USAGE,
+        Error::Connect(_) | Error::NoRuntime => exit::CONNECT,
+        Error::Timeout | Error::WouldBlock => exit::BUSY,
+        Error::Lost(_) => exit::LOST,
+        _ => exit::FAILURE,
+    }
+}
+
+/// Reports `e` and returns its exit code.
+pub(crate) fn fail(e: &Error) -> ExitCode {
+    say(e);
+    ExitCode::from(error_code(e))
+}
+
+async fn connect(conn: &ConnArgs) -> Result<LockClient, Error> {
+    let mut builder = lock_zookeeper_client::builder(&conn.zk);
+    if let Some(timeout) = conn.session_timeout {
+        builder = builder.session_timeout(timeout);
+    }
+    builder.connect().await
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            say(format_args!("cannot start the runtime: {e}"));
+            return ExitCode::from(exit::FAILURE);
+        }
+    };
+    runtime.block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> ExitCode {
+    let locks = match connect(&cli.conn).await {
+        Ok(locks) => locks,
+        Err(e) => return fail(&e),
+    };
+    let code = match cli.command {
+        Command::Exec(args) => exec::run(&locks, args).await,
+        Command::Elect(args) => exec::elect(&locks, args).await,
+        Command::Revoke { target } => revoke(&locks, target).await,
+        Command::Leader { path, watch } => leader(&locks, path, watch).await,
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(5), locks.close()).await;
+    code
+}
+
+async fn revoke(locks: &LockClient, target: String) -> ExitCode {
+    match locks.revoke(target.clone()).await {
+        Ok(nodes) => {
+            if nodes.is_empty() {
+                say(format_args!("nobody to revoke at {target}"));
+            }
+            for node in nodes {
+                println!("{node}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+fn leader_line(leader: Option<&lock_zookeeper_client::Leader>) -> String {
+    match leader {
+        Some(l) => format!(
+            "{}\t{}\t{}",
+            String::from_utf8_lossy(&l.id),
+            l.path,
+            l.token
+        ),
+        None => "-".to_owned(),
+    }
+}
+
+async fn leader(locks: &LockClient, path: String, watch: bool) -> ExitCode {
+    let mut observer = match locks.observe_election(path.clone()).await {
+        Ok(observer) => observer,
+        Err(e) => return fail(&e),
+    };
+    if !watch {
+        return match observer.leader() {
+            Some(l) => {
+                println!("{}", leader_line(Some(l)));
+                ExitCode::SUCCESS
+            }
+            None => {
+                say(format_args!("no leader at {path}"));
+                ExitCode::from(exit::NO_LEADER)
+            }
+        };
+    }
+    println!("{}", leader_line(observer.leader()));
+    let mut sigint = exec::signal(tokio::signal::unix::SignalKind::interrupt());
+    let mut sigterm = exec::signal(tokio::signal::unix::SignalKind::terminate());
+    loop {
+        tokio::select! {
+            changed = observer.changed() => match changed {
+                Ok(leader) => println!("{}", leader_line(leader.as_ref())),
+                Err(e) => return fail(&e),
+            },
+            _ = exec::recv(&mut sigint) => return ExitCode::SUCCESS,
+            _ = exec::recv(&mut sigterm) => return ExitCode::SUCCESS,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_exec() {
+        let cli = Cli::try_parse_from([
+            "zklock", "--zk", "h:1/c", "exec", "-w", "1.5", "--read", "/l", "--", "ls", "-l",
+        ])
+        .unwrap();
+        assert_eq!(cli.conn.zk, "h:1/c");
+        let Command::Exec(args) = cli.command else {
+            panic!("not exec")
+        };
+        assert!(format!("{args:?}").contains("1.5s"));
+        // -n and -w exclude each other; CMD is required; --read excludes --semaphore.
+        for bad in [
+            &["zklock", "exec", "-n", "-w", "1", "/l", "--", "true"][..],
+            &["zklock", "exec", "/l"],
+            &[
+                "zklock",
+                "exec",
+                "--read",
+                "--semaphore",
+                "2",
+                "/l",
+                "--",
+                "true",
+            ],
+            &["zklock", "exec", "-w", "soon", "/l", "--", "true"],
+        ] {
+            let e = Cli::try_parse_from(bad).unwrap_err();
+            assert_eq!(e.exit_code(), i32::from(exit::USAGE), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn seconds() {
+        assert_eq!(parse_secs("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_secs("0.25"), Ok(Duration::from_millis(250)));
+        assert!(parse_secs("-1").is_err());
+        assert!(parse_secs("x").is_err());
+    }
+
+    #[test]
+    fn error_codes() {
+        assert_eq!(error_code(&Error::Timeout), exit::BUSY);
+        assert_eq!(error_code(&Error::Connect("x".into())), exit::CONNECT);
+        assert_eq!(error_code(&Error::Closed), exit::FAILURE);
+    }
+}

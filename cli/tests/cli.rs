@@ -1,0 +1,541 @@
+//! The built `zklock` binary against a real ZooKeeper (lock-testkit).
+
+use lock_testkit::{FaultProxy, ZkServer};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const BUSY: i32 = 75;
+const LOST: i32 = 74;
+const CONNECT: i32 = 69;
+
+/// One server for the whole test binary (the testkit kills it at exit).
+fn server() -> &'static ZkServer {
+    static SERVER: OnceLock<ZkServer> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        ZkServer::builder()
+            .config("preAllocSize", "1024")
+            .start()
+            .expect("starting ZooKeeper (lock-testkit)")
+    })
+}
+
+/// A lock path unique to this run.
+fn unique(test: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "/cli-tests/{test}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A fresh scratch directory.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "zklock-cli-{}-{}",
+        std::process::id(),
+        unique(test).replace('/', "_")
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `zklock` connected to `zk`.
+fn zklock(zk: &str) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_zklock"));
+    c.env("ZKLOCK_ZK", zk);
+    c
+}
+
+fn run(c: &mut Command) -> Output {
+    c.output().expect("running zklock")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status
+        .code()
+        .unwrap_or_else(|| panic!("killed by a signal: {o:?}"))
+}
+
+fn wait_for(path: &Path, timeout: Duration) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed() < timeout,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A holder running `sh -c script` under `zklock exec`, started in the background.
+fn hold(zk: &str, extra: &[&str], lock: &str, script: &str) -> Child {
+    zklock(zk)
+        .arg("exec")
+        .args(extra)
+        .arg(lock)
+        .args(["--", "sh", "-c", script])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn kill(child: &Child, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+/// N concurrent processes, each incrementing a counter file 10 times under
+/// `zklock exec`: no lost update, and the tokens seen in the critical section
+/// strictly increase.
+#[test]
+fn mutual_exclusion_of_concurrent_processes() {
+    let zk = server().connect_string();
+    let lock = unique("counter");
+    let dir = scratch("counter");
+    let counter = dir.join("counter");
+    let tokens = dir.join("tokens");
+    std::fs::write(&counter, "0\n").unwrap();
+    let script = format!(
+        "n=$(cat {c}); sleep 0.01; echo $((n + 1)) > {c}; echo \"$ZKLOCK_TOKEN $ZKLOCK_NODE\" >> {t}",
+        c = counter.display(),
+        t = tokens.display()
+    );
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let (zk, lock, script) = (zk.clone(), lock.clone(), script.clone());
+            std::thread::spawn(move || {
+                for _ in 0..10 {
+                    let out = run(zklock(&zk).args(["exec", &lock, "--", "sh", "-c", &script]));
+                    assert_eq!(code(&out), 0, "{out:?}");
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert_eq!(std::fs::read_to_string(&counter).unwrap().trim(), "40");
+    let seen: Vec<(i64, String)> = std::fs::read_to_string(&tokens)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (token, node) = l.split_once(' ').unwrap();
+            (token.parse().unwrap(), node.to_owned())
+        })
+        .collect();
+    assert_eq!(seen.len(), 40);
+    for pair in seen.windows(2) {
+        assert!(pair[0].0 < pair[1].0, "tokens not increasing: {pair:?}");
+    }
+    assert!(seen
+        .iter()
+        .all(|(_, node)| node.starts_with(&format!("{lock}/"))));
+}
+
+/// `-n` fails at once with the busy code, `-w 1` with the timeout code after ~1 s,
+/// a SIGTERM to zklock reaches CMD, and the lock is free afterwards.
+#[test]
+fn busy_timeout_and_signal_forwarding() {
+    let zk = server().connect_string();
+    let lock = unique("busy");
+    let dir = scratch("busy");
+    let ready = dir.join("ready");
+    let mut holder = hold(
+        &zk,
+        &[],
+        &lock,
+        &format!("touch {}; exec sleep 60", ready.display()),
+    );
+    wait_for(&ready, Duration::from_secs(30));
+
+    let out = run(zklock(&zk).args(["exec", "-n", &lock, "--", "true"]));
+    assert_eq!(code(&out), BUSY, "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("busy"),
+        "{out:?}"
+    );
+
+    let start = Instant::now();
+    let out = run(zklock(&zk).args(["exec", "-w", "1", &lock, "--", "true"]));
+    let waited = start.elapsed();
+    assert_eq!(code(&out), BUSY, "{out:?}");
+    assert!(waited >= Duration::from_secs(1), "gave up after {waited:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("timed out"),
+        "{out:?}"
+    );
+
+    // SIGTERM is forwarded to CMD (sleep), whose death by SIGTERM is reported as 143.
+    kill(&holder, "-TERM");
+    let status = holder.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + 15), "{status:?}");
+
+    let out = run(zklock(&zk).args(["exec", "-n", &lock, "--", "true"]));
+    assert_eq!(code(&out), 0, "{out:?}");
+}
+
+/// CMD's exit code is zklock's; a missing CMD is 127; ZKLOCK_* are exported.
+#[test]
+fn exit_codes_and_environment() {
+    let zk = server().connect_string();
+    let lock = unique("codes");
+    let out = run(zklock(&zk).args(["exec", &lock, "--", "sh", "-c", "exit 7"]));
+    assert_eq!(code(&out), 7, "{out:?}");
+    let out = run(zklock(&zk).args(["exec", &lock, "--", "zklock-no-such-command"]));
+    assert_eq!(code(&out), 127, "{out:?}");
+    let out = run(zklock(&zk).args([
+        "exec",
+        "--read",
+        &lock,
+        "--",
+        "sh",
+        "-c",
+        "echo $ZKLOCK_TOKEN; echo $ZKLOCK_NODE",
+    ]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let mut lines = stdout.lines();
+    let token: i64 = lines.next().unwrap().parse().unwrap();
+    assert!(token > 0);
+    assert!(lines.next().unwrap().starts_with(&format!("{lock}/")));
+
+    // Usage errors are clap's 2; an invalid path too.
+    let out = run(zklock(&zk).args(["exec", "-n", "-w", "1", &lock, "--", "true"]));
+    assert_eq!(code(&out), 2, "{out:?}");
+    let out = run(zklock(&zk).args(["exec", &lock]));
+    assert_eq!(code(&out), 2, "{out:?}");
+    let out = run(zklock(&zk).args(["exec", "relative", "--", "true"]));
+    assert_eq!(code(&out), 2, "{out:?}");
+}
+
+/// No server: the connection failure code.
+#[test]
+fn connection_failure() {
+    // A port nobody listens on (bound, then closed).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = run(zklock(&format!("127.0.0.1:{port}")).args([
+        "--session-timeout",
+        "1",
+        "exec",
+        "/x",
+        "--",
+        "true",
+    ]));
+    assert_eq!(code(&out), CONNECT, "{out:?}");
+}
+
+/// `leader` on a lock directory names its holder (a `zklock exec` node, with an
+/// empty id); `revoke` asks that node; `--watch` prints "-" once it is gone.
+#[test]
+fn leader_and_revoke() {
+    let zk = server().connect_string();
+    let path = unique("leader");
+    let out = run(zklock(&zk).args(["leader", &path]));
+    assert_eq!(code(&out), 3, "{out:?}");
+
+    let dir = scratch("leader");
+    let ready = dir.join("ready");
+    let mut holder = hold(
+        &zk,
+        &[],
+        &path,
+        &format!("echo $ZKLOCK_NODE > {}; exec sleep 60", ready.display()),
+    );
+    wait_for(&ready, Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(50));
+    let node = std::fs::read_to_string(&ready).unwrap().trim().to_owned();
+
+    let out = run(zklock(&zk).args(["leader", &path]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let line = String::from_utf8(out.stdout).unwrap();
+    let fields: Vec<&str> = line.trim_end().split('\t').collect();
+    assert_eq!(fields[1], node, "{line:?}");
+
+    let out = run(zklock(&zk).args(["revoke", &path]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), node);
+
+    // --watch sees the change when the holder goes.
+    let watch = zklock(&zk)
+        .args(["leader", "--watch", &path])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    kill(&holder, "-TERM");
+    holder.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    kill(&watch, "-INT");
+    let out = watch.wait_with_output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout:?}");
+    assert!(lines[0].contains(&node), "{stdout:?}");
+    assert_eq!(lines[1], "-", "{stdout:?}");
+}
+
+/// The holder's network is blackholed: CMD is stopped (and zklock exits 74)
+/// before another session acquires the lock.
+#[test]
+fn cmd_stopped_before_another_session_acquires() {
+    let zk = server().connect_string();
+    let proxy = FaultProxy::start(server().addr()).unwrap();
+    let lock = unique("blackhole");
+    let dir = scratch("blackhole");
+    let pidfile = dir.join("pid");
+    let mut holder = hold(
+        &proxy.connect_string(),
+        &["--session-timeout", "2"],
+        &lock,
+        &format!("echo $$ > {}; exec sleep 60", pidfile.display()),
+    );
+    wait_for(&pidfile, Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(50));
+    let pid = std::fs::read_to_string(&pidfile).unwrap().trim().to_owned();
+
+    let contender = zklock(&zk)
+        .args(["exec", "-w", "30", &lock, "--", "sh", "-c"])
+        .arg(format!("if kill -0 {pid} 2>/dev/null; then exit 9; fi"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let cut = Instant::now();
+    proxy.blackhole();
+
+    let holder_status = holder.wait().unwrap();
+    let stopped = cut.elapsed();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    eprintln!("holder exited {stopped:?} after the blackhole: {stderr}");
+    assert_eq!(holder_status.code(), Some(LOST), "{stderr}");
+    assert!(stderr.contains("stopping CMD"), "{stderr}");
+
+    let out = contender.wait_with_output().unwrap();
+    assert_eq!(
+        code(&out),
+        0,
+        "the contender's CMD ran while the holder's CMD was alive: {out:?}"
+    );
+    proxy.heal();
+}
+
+/// A short cut that heals within the session: CMD keeps running and its exit
+/// code is zklock's.
+#[test]
+fn cmd_left_running_across_a_short_cut() {
+    let proxy = FaultProxy::start(server().addr()).unwrap();
+    let lock = unique("cut");
+    let dir = scratch("cut");
+    let ready = dir.join("ready");
+    let mut holder = hold(
+        &proxy.connect_string(),
+        &[],
+        &lock,
+        &format!("touch {}; sleep 3; exit 5", ready.display()),
+    );
+    wait_for(&ready, Duration::from_secs(30));
+    proxy.cut();
+    let status = holder.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    eprintln!("holder: {stderr}");
+    assert_eq!(status.code(), Some(5), "{stderr}");
+}
+
+/// `leader` names the leader of a real election (its participant id), and
+/// `--watch` reports when it resigns.
+#[test]
+fn leader_of_an_election() {
+    use std::sync::mpsc;
+    let zk = server().connect_string();
+    let path = unique("election");
+    let (elected_tx, elected_rx) = mpsc::channel();
+    let (resign_tx, resign_rx) = mpsc::channel::<()>();
+    let participant = {
+        let zk = zk.clone();
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let locks = lock_zookeeper_client::connect(&zk).await.unwrap();
+                let mut election = locks.election(path, "alpha");
+                let leadership = election.leadership().await.unwrap();
+                elected_tx.send(leadership.path().to_owned()).unwrap();
+                while resign_rx.try_recv().is_err() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                leadership.resign().await.unwrap();
+                locks.close().await;
+            })
+        })
+    };
+    let node = elected_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+
+    let out = run(zklock(&zk).args(["leader", &path]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let line = String::from_utf8(out.stdout).unwrap();
+    let fields: Vec<&str> = line.trim_end().split('\t').collect();
+    assert_eq!(fields[..2], ["alpha", node.as_str()], "{line:?}");
+    assert!(fields[2].parse::<i64>().unwrap() > 0, "{line:?}");
+
+    let watch = zklock(&zk)
+        .args(["leader", "--watch", &path])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    resign_tx.send(()).unwrap();
+    participant.join().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    kill(&watch, "-INT");
+    let out = watch.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout:?}");
+    assert!(lines[0].starts_with("alpha\t"), "{stdout:?}");
+    assert_eq!(lines[1], "-", "{stdout:?}");
+}
+
+/// A signal while waiting gives up the wait (128+N); schemes share one path:
+/// a kazoo-named or Curator-named holder keeps a native contender out.
+#[test]
+fn signal_while_waiting_and_schemes() {
+    let zk = server().connect_string();
+    let lock = unique("schemes");
+    let dir = scratch("schemes");
+    let ready = dir.join("ready");
+    let mut holder = hold(
+        &zk,
+        &["--scheme", "kazoo"],
+        &lock,
+        &format!("touch {}; exec sleep 60", ready.display()),
+    );
+    wait_for(&ready, Duration::from_secs(30));
+    for scheme in ["native", "curator", "kazoo"] {
+        let out = run(zklock(&zk).args(["exec", "-n", "--scheme", scheme, &lock, "--", "true"]));
+        assert_eq!(code(&out), BUSY, "{scheme}: {out:?}");
+    }
+    let waiter = zklock(&zk)
+        .args(["exec", &lock, "--", "true"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    kill(&waiter, "-INT");
+    let out = waiter.wait_with_output().unwrap();
+    assert_eq!(code(&out), 128 + 2, "{out:?}");
+
+    kill(&holder, "-TERM");
+    holder.wait().unwrap();
+    let out = run(zklock(&zk).args(["exec", "-n", "--scheme", "curator", &lock, "--", "true"]));
+    assert_eq!(code(&out), 0, "{out:?}");
+}
+
+/// Someone deletes the holder's node (zkCli's `delete`): CMD is stopped at once
+/// and zklock exits with the lost code.
+#[test]
+fn cmd_stopped_when_the_node_is_deleted() {
+    let zk = server().connect_string();
+    let lock = unique("deleted");
+    let dir = scratch("deleted");
+    let ready = dir.join("ready");
+    let mut holder = hold(
+        &zk,
+        &[],
+        &lock,
+        &format!("echo $ZKLOCK_NODE > {}; exec sleep 60", ready.display()),
+    );
+    wait_for(&ready, Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(50));
+    let node = std::fs::read_to_string(&ready).unwrap().trim().to_owned();
+
+    let install = lock_testkit::ZkInstall::locate().unwrap();
+    let out = Command::new(install.java())
+        .args([
+            "-cp",
+            install.classpath(),
+            "org.apache.zookeeper.ZooKeeperMain",
+        ])
+        .args(["-server", &zk, "delete", &node])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+
+    let start = Instant::now();
+    let status = holder.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(LOST), "{stderr}");
+    assert!(stderr.contains("NodeDeleted"), "{stderr}");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+/// `zklock elect`: one leader runs CMD at a time; when it stops, the next is
+/// elected; `leader` names each in turn.
+#[test]
+fn elect_runs_cmd_while_leader() {
+    let zk = server().connect_string();
+    let path = unique("elect");
+    let dir = scratch("elect");
+    let candidate = |id: &str| {
+        let ready = dir.join(id);
+        let child = zklock(&zk)
+            .args(["elect", &path, id, "--", "sh", "-c"])
+            .arg(format!(
+                "echo \"$ZKLOCK_TOKEN $ZKLOCK_NODE\" > {}; exec sleep 60",
+                ready.display()
+            ))
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        (child, ready)
+    };
+    let (mut a, a_ready) = candidate("alpha");
+    wait_for(&a_ready, Duration::from_secs(30));
+    let (mut b, b_ready) = candidate("beta");
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(!b_ready.exists(), "two leaders");
+    let leader = run(zklock(&zk).args(["leader", &path]));
+    assert!(
+        String::from_utf8_lossy(&leader.stdout).starts_with("alpha\t"),
+        "{leader:?}"
+    );
+
+    kill(&a, "-TERM");
+    assert_eq!(a.wait().unwrap().code(), Some(128 + 15));
+    wait_for(&b_ready, Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(50));
+    let leader = run(zklock(&zk).args(["leader", &path]));
+    assert!(
+        String::from_utf8_lossy(&leader.stdout).starts_with("beta\t"),
+        "{leader:?}"
+    );
+    let token = |p: &Path| -> i64 {
+        let text = std::fs::read_to_string(p).unwrap();
+        text.split(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(token(&a_ready) < token(&b_ready));
+    kill(&b, "-TERM");
+    assert_eq!(b.wait().unwrap().code(), Some(128 + 15));
+}
