@@ -287,7 +287,9 @@ fn leader_and_revoke() {
 }
 
 /// The holder's network is blackholed: CMD is stopped (and zklock exits 74)
-/// before another session acquires the lock.
+/// before another session acquires the lock. zklock stops CMD about 0.87 of the
+/// session timeout after the last contact and the server expires the session no
+/// sooner than 1.0 of it: a 6 s session leaves ~0.8 s of margin for a loaded machine.
 #[test]
 fn cmd_stopped_before_another_session_acquires() {
     let zk = server().connect_string();
@@ -297,7 +299,7 @@ fn cmd_stopped_before_another_session_acquires() {
     let pidfile = dir.join("pid");
     let mut holder = hold(
         &proxy.connect_string(),
-        &["--session-timeout", "2"],
+        &["--session-timeout", "6"],
         &lock,
         &format!("echo $$ > {}; exec sleep 60", pidfile.display()),
     );
