@@ -18,6 +18,11 @@ fn connect<B: Backend>(b: &B, connect_string: &str) -> B::Client {
     connect_with(b, connect_string, SESSION_TIMEOUT)
 }
 
+/// The session timeout of a client whose session must simply survive (a bystander
+/// of a test about another session's expiry): long enough for any backend's pings on
+/// a loaded machine.
+const BYSTANDER_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+
 fn connect_with<B: Backend>(b: &B, connect_string: &str, timeout: Duration) -> B::Client {
     b.connect(connect_string, timeout)
         .unwrap_or_else(|e| panic!("{}: connecting to {connect_string}: {e}", b.name()))
@@ -436,7 +441,13 @@ pub fn blackhole_suspends_before_expiry_then_lost<B: Backend>(b: &B) {
     let admin = Admin::connect(&server.connect_string());
     let proxy = FaultProxy::start(server.addr()).expect("proxy");
     let cb = connect(b, &proxy.connect_string());
-    let ca = connect(b, &server.connect_string());
+    // The waiter's session is not under test, and it idles through the whole
+    // partition (several pings): it gets a session timeout a loaded machine can keep
+    // alive. With 2 s, the blocking binding's `zookeeper` crate leaves an idle
+    // session silent for 2/3 T plus its 100 ms timer tick (measured 1.45 s), so a
+    // stall of about half a second expired the waiter's own session (and its
+    // release failed with `Lost(SessionExpired)`).
+    let ca = connect_with(b, &server.connect_string(), BYSTANDER_SESSION_TIMEOUT);
     let gb = lock(b, &cb, Kind::Mutex, &path);
     let old_session = b.session_id(&cb);
     let pa = b.start(&ca, Kind::Mutex, &path).expect("start");

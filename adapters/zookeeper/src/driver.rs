@@ -254,6 +254,10 @@ struct Conn {
     failures: u32,
     /// When the client was opened or last reported a state change.
     last_state_at: Instant,
+    /// The last state it reported (`None`: none yet).
+    last_state: Option<ZkState>,
+    /// How the last session probe on this client failed, if it did.
+    probe_error: Option<ZkError>,
     /// The servers of the client's connect string, resolved when it was opened
     /// (as the crate resolves them), for `set_nodelay`.
     peers: Option<lock_nodelay::Peers>,
@@ -283,6 +287,8 @@ impl Conn {
             reopen_at: Some(now),
             failures: 0,
             last_state_at: now,
+            last_state: None,
+            probe_error: None,
             peers: None,
         }
     }
@@ -597,6 +603,8 @@ impl Driver {
                 l.ping_since = None;
                 l.probing = None;
                 l.last_state_at = now;
+                l.last_state = None;
+                l.probe_error = None;
                 l.peers = lock_nodelay::Peers::resolve(&connect).ok();
                 // The listener may have missed the first `Connected` (it is added after
                 // the crate started connecting): the probe blocks until connected.
@@ -689,9 +697,11 @@ impl Driver {
             }
             Err(ZkError::ConnectionLoss) => {
                 // Reconnecting (the listener will say so) or closed for good (likewise).
+                self.conn.probe_error = Some(ZkError::ConnectionLoss);
                 self.conn.probe_retry_at = Some(now + self.timing.reply_deadline);
             }
             Err(e) => {
+                self.conn.probe_error = Some(e.clone());
                 if !self.ever_connected {
                     self.fail_connect(Error::Connect(format!(
                         "cannot create the session marker under {:?}: {e}",
@@ -722,6 +732,7 @@ impl Driver {
     fn on_state(&mut self, state: ZkState) {
         let now = Instant::now();
         self.conn.last_state_at = now;
+        self.conn.last_state = Some(state);
         match state {
             ZkState::Connected => {
                 if self.conn.connected {
@@ -780,12 +791,42 @@ impl Driver {
         if !self.ever_connected && now >= self.connect_deadline {
             self.fail_connect(Error::Connect(format!(
                 "no session within {:?} (the zookeeper crate closed every client before \
-                 it reached a server)",
-                self.settings.connect_timeout
+                 it reached a server; {})",
+                self.settings.connect_timeout,
+                self.connect_progress(now)
             )));
             return;
         }
         self.schedule_reopen(now);
+    }
+
+    /// Where the first connection stands, for the error of a `connect` that timed
+    /// out: enough to tell a server that never answered from a session probe that
+    /// never returned, or from clients the crate kept closing.
+    fn connect_progress(&self, now: Instant) -> String {
+        let l = &self.conn;
+        let opened = self.counters.clients_opened.load(Ordering::Acquire);
+        let current = if l.zk.is_none() {
+            "none open".to_owned()
+        } else {
+            let state = match l.last_state {
+                Some(state) => format!(
+                    "last reported {state:?} {:?} ago",
+                    now.saturating_duration_since(l.last_state_at)
+                ),
+                None => format!(
+                    "opened {:?} ago, no state reported",
+                    now.saturating_duration_since(l.last_state_at)
+                ),
+            };
+            let probe = match (&l.probing, &l.probe_error) {
+                (Some(_), _) => "session probe unanswered".to_owned(),
+                (None, Some(e)) => format!("session probe failed: {e}"),
+                (None, None) => "no session probe".to_owned(),
+            };
+            format!("{state}, {probe}")
+        };
+        format!("{opened} client(s) opened; current client: {current}")
     }
 
     fn schedule_reopen(&mut self, now: Instant) {
@@ -864,8 +905,9 @@ impl Driver {
         let now = Instant::now();
         if !self.ever_connected && now >= self.connect_deadline {
             self.fail_connect(Error::Connect(format!(
-                "no session within {:?}",
-                self.settings.connect_timeout
+                "no session within {:?} ({})",
+                self.settings.connect_timeout,
+                self.connect_progress(now)
             )));
             return;
         }
