@@ -184,7 +184,7 @@ fn participants_list_owners_in_queue_order() {
         last = w.token;
         assert!(!w.waits_for.is_empty(), "{w:?}");
     }
-    assert_eq!(found.waiters[0].waits_for, [h.node.clone()]);
+    assert_eq!(found.waiters[0].waits_for, std::slice::from_ref(&h.node));
     assert!(holder.deadlocks_blocking("/who").unwrap().is_empty());
     for p in pending {
         p.cancel();

@@ -97,7 +97,7 @@ rt_tests! {
         let owners: Vec<_> = found.waiters.iter().map(|w| w.owner.clone().unwrap()).collect();
         assert_eq!(owners, ["W1", "W2"]);
         assert!(found.waiters[0].token > h.token && found.waiters[1].token > found.waiters[0].token);
-        assert_eq!(found.waiters[0].waits_for, [h.node.clone()]);
+        assert_eq!(found.waiters[0].waits_for, std::slice::from_ref(&h.node));
         assert!(holder.deadlocks(dir.clone()).await.unwrap().is_empty());
         for p in pending {
             p.cancel();
