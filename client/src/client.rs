@@ -339,7 +339,7 @@ impl LockClient {
     }
 
     /// Who holds the lock at `path` and who waits, in queue order: each
-    /// [`Participant`] with its node, kind, naming scheme, owner, session, creation
+    /// [`Participant`](crate::Participant) with its node, kind, naming scheme, owner, session, creation
     /// time (`ctime`), fencing token (`czxid`, higher is younger), user data, and
     /// for a waiter the nodes it waits for. Works on locks taken by any client
     /// (Curator's and kazoo's participants have no owner). One pipelined round trip
