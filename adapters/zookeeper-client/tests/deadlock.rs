@@ -1,6 +1,7 @@
 //! Owners, inspection and distributed deadlock detection against a real ZooKeeper
-//! server (lock-testkit), under every runtime: a two-party cycle across sessions
-//! broken with exactly one victim, and participants listing owners in queue order.
+//! server (lock-testkit), under every runtime: two- and three-party cycles across
+//! sessions broken with exactly one victim, participants listing owners in queue
+//! order, and a self-deadlock refused at once.
 //! Waits are on events, bounded by the test timeout; nothing sleeps to synchronise.
 
 mod common;
@@ -66,6 +67,59 @@ rt_tests! {
         let observer = Observer::connect(&server().connect_string()).await;
         assert!(observer.children(&x).await.is_empty());
         assert!(observer.children(&y).await.is_empty());
+    }
+
+    /// Three owners, three sessions, three locks in a ring: one victim, then the
+    /// other two acquire in turn.
+    async fn a_three_party_cycle_is_broken_by_one_victim(rt) {
+        let dir = unique_path("deadlock3", &rt);
+        let mut clients = Vec::new();
+        let mut guards = Vec::new();
+        for i in 0..3 {
+            let client = connect(&rt, &server().connect_string(), SESSION)
+                .await
+                .with_owner(format!("P{i}"));
+            guards.push(client.mutex(format!("{dir}/l{i}")).lock().await.unwrap());
+            clients.push(client);
+        }
+        let mut tasks = Vec::new();
+        for (i, (client, held)) in clients.into_iter().zip(guards).enumerate() {
+            let want = format!("{dir}/l{}", (i + 1) % 3);
+            tasks.push(spawn(&rt, async move {
+                let start = Instant::now();
+                let result = client.mutex(want).detect_deadlocks(AFTER).lock_timeout(BOUND).await;
+                let waited = start.elapsed();
+                let outcome = match result {
+                    Ok(guard) => {
+                        guard.release().await.unwrap();
+                        None
+                    }
+                    Err(Error::Deadlock { cycle }) => Some((cycle, waited)),
+                    Err(e) => panic!("{e:?}"),
+                };
+                held.release().await.unwrap();
+                client.close().await;
+                outcome
+            }));
+        }
+        let mut victims = Vec::new();
+        for task in tasks {
+            if let Some(v) = task.await.unwrap() {
+                victims.push(v);
+            }
+        }
+        assert_eq!(victims.len(), 1, "exactly one victim");
+        let (cycle, waited) = &victims[0];
+        assert_eq!(cycle.len(), 6, "{cycle:?}");
+        let mut owners: Vec<_> = cycle.iter().filter_map(|n| n.owner.clone()).collect();
+        owners.sort();
+        owners.dedup();
+        assert_eq!(owners, ["P0", "P1", "P2"]);
+        println!("real server: 3-party cycle broken {waited:?} after the victim began to wait (detect_after {AFTER:?})");
+        let observer = Observer::connect(&server().connect_string()).await;
+        for i in 0..3 {
+            assert!(observer.children(&format!("{dir}/l{i}")).await.is_empty());
+        }
     }
 
     /// Holders and waiters with their owners, sessions and tokens, in queue order;
