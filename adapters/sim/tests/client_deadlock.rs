@@ -196,3 +196,35 @@ fn participants_list_owners_in_queue_order() {
         .holders
         .is_empty());
 }
+
+#[test]
+fn a_cycle_across_recipes_is_broken_through_rwlock_and_semaphore_options() {
+    // A holds a read lock on /mix/t and waits for a one-permit semaphore /mix/s; B
+    // holds that permit and waits for the write lock on /mix/t: a read blocks a
+    // write, a permit blocks a permit.
+    let server = Server::new();
+    let a = server.client();
+    let b = server.client();
+    let table_a = a.rwlock("/mix/t").owner("A").detect_deadlocks(AFTER);
+    let table_b = b.rwlock("/mix/t").owner("B").detect_deadlocks(AFTER);
+    let slot_a = a.semaphore("/mix/s", 1).owner("A").detect_deadlocks(AFTER);
+    let slot_b = b.semaphore("/mix/s", 1).owner("B").detect_deadlocks(AFTER);
+    let reader = table_a.read().lock_blocking().unwrap();
+    let permit = slot_b.lock_blocking().unwrap();
+    let ta = std::thread::spawn(move || {
+        let r = slot_a.lock_timeout_blocking(BOUND);
+        let victim = matches!(r, Err(Error::Deadlock { .. }));
+        drop(r);
+        reader.release_blocking().unwrap();
+        victim
+    });
+    let tb = std::thread::spawn(move || {
+        let r = table_b.write().lock_timeout_blocking(BOUND);
+        let victim = matches!(r, Err(Error::Deadlock { .. }));
+        drop(r);
+        permit.release_blocking().unwrap();
+        victim
+    });
+    let (va, vb) = (ta.join().unwrap(), tb.join().unwrap());
+    assert!(va ^ vb, "exactly one victim (A: {va}, B: {vb})");
+}
