@@ -1,13 +1,13 @@
 //! [`LockClient`]: the user's handle on one ZooKeeper session, and [`pair`].
 
 use crate::election::{Election, ElectionObserver};
-use crate::error::Error;
+use crate::error::{Cycle, Error};
 use crate::guard::{LockGuard, Pending};
 use crate::link::Link;
 use crate::lock::{Mutex, RwLock, Semaphore};
 use crate::pending::PendingLock;
 use crate::shared::{Shared, State};
-use lock_core::{Config, LockEvent, LockId, LockSpec, Stats};
+use lock_core::{Config, LockEvent, LockId, LockSpec, Participants, Stats};
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::task::Poll;
@@ -31,6 +31,7 @@ pub fn pair(config: Config) -> (LockClient, Link) {
         inner: Arc::new(Handles {
             shared: shared.clone(),
         }),
+        owner: None,
     };
     (client, Link::new(shared))
 }
@@ -54,6 +55,8 @@ pub(crate) enum Task {
     },
     Observe(String),
     Revoke(String),
+    Inspect(String),
+    Scan(String),
 }
 
 /// A handle on one ZooKeeper session that drives every lock taken through it.
@@ -88,6 +91,9 @@ pub(crate) enum Task {
 #[derive(Clone)]
 pub struct LockClient {
     pub(crate) inner: Arc<Handles>,
+    /// The default owner of the lock objects made through this handle
+    /// ([`with_owner`](Self::with_owner)).
+    pub(crate) owner: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for LockClient {
@@ -95,6 +101,7 @@ impl std::fmt::Debug for LockClient {
         f.debug_struct("LockClient")
             .field("session_id", &self.session_id())
             .field("connected", &self.is_connected())
+            .field("owner", &self.owner)
             .finish()
     }
 }
@@ -120,10 +127,43 @@ impl LockClient {
                 }
                 Task::Observe(path) => s.core.observe(&path, now)?,
                 Task::Revoke(path) => s.core.revoke(&path, now)?,
+                Task::Inspect(path) => s.core.inspect(&path, now)?,
+                Task::Scan(root) => s.core.deadlocks(&root, now)?,
             };
             s.add_slot(id, election);
             Ok(id)
         })
+    }
+
+    /// A handle on the same session whose lock objects ([`mutex`](Self::mutex),
+    /// [`rwlock`](Self::rwlock), [`semaphore`](Self::semaphore)) are taken for
+    /// `owner` by default (see [`Mutex::owner`]): the unit deadlock detection and the
+    /// self-deadlock check reason about, e.g. one worker or one philosopher. Several
+    /// owners may share one session (one handle each); a lock object's own
+    /// [`owner`](Mutex::owner) overrides this.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// use std::time::Duration;
+    /// let worker = locks.with_owner("worker-7");
+    /// let a = worker.mutex("/locks/a").detect_deadlocks(Duration::from_secs(1)).lock().await?;
+    /// // Taking "/locks/a" again for "worker-7" is refused at once:
+    /// assert!(matches!(
+    ///     worker.mutex("/locks/a").lock().await,
+    ///     Err(lock_client::Error::SelfDeadlock { .. })
+    /// ));
+    /// # drop(a); Ok(()) }
+    /// ```
+    pub fn with_owner(&self, owner: impl Into<String>) -> LockClient {
+        LockClient {
+            inner: self.inner.clone(),
+            owner: Some(Arc::from(owner.into())),
+        }
+    }
+
+    /// The default owner given with [`with_owner`](Self::with_owner), if any.
+    pub fn owner(&self) -> Option<&str> {
+        self.owner.as_deref()
     }
 
     /// An exclusive lock on the lock directory `path`.
@@ -296,6 +336,87 @@ impl LockClient {
     /// Blocking twin of [`revoke`](Self::revoke).
     pub fn revoke_blocking(&self, path: impl Into<String>) -> Result<Vec<String>, Error> {
         crate::blocking::block_on(self.revoke(path))
+    }
+
+    /// Who holds the lock at `path` and who waits, in queue order: each
+    /// [`Participant`](crate::Participant) with its node, kind, naming scheme, owner, session, creation
+    /// time (`ctime`), fencing token (`czxid`, higher is younger), user data, and
+    /// for a waiter the nodes it waits for. Works on locks taken by any client
+    /// (Curator's and kazoo's participants have no owner). One pipelined round trip
+    /// (a listing and a read per participant); no watches are left behind. A lock
+    /// directory that does not exist has no participants.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for an invalid path, [`Error::Zk`] if ZooKeeper refused,
+    /// [`Error::Closed`] once the client is closed.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let who = locks.participants("/locks/job").await?;
+    /// for h in &who.holders {
+    ///     println!("held by {:?} (session {:#x}, token {})", h.owner, h.session, h.token);
+    /// }
+    /// for w in &who.waiters {
+    ///     println!("{} ({:?}) waits for {:?}", w.node, w.owner, w.waits_for);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn participants(&self, path: impl Into<String>) -> Result<Participants, Error> {
+        let id = self.start_task(Task::Inspect(path.into()), None)?;
+        let mut pending = Pending::new(self.clone(), id);
+        loop {
+            match pending.next().await {
+                Some(LockEvent::Participants(participants)) => return Ok(participants),
+                Some(LockEvent::Failed(reason)) => return Err(reason.into()),
+                Some(_) => {}
+                None => return Err(Error::Closed),
+            }
+        }
+    }
+
+    /// Blocking twin of [`participants`](Self::participants).
+    pub fn participants_blocking(&self, path: impl Into<String>) -> Result<Participants, Error> {
+        crate::blocking::block_on(self.participants(path))
+    }
+
+    /// Scans the lock directories under `root` (`root` itself and its direct
+    /// children) for deadlocks, and returns one cycle per deadlock (empty: none).
+    /// Each cycle lists its nodes in wait order (each waits for the next, the last
+    /// for the first) with owner, session, token and `ctime`. Every edge is read
+    /// twice, so a reported cycle really existed; cycles through participants of
+    /// any client count, as long as their owners are named in their data (see
+    /// [`Mutex::owner`] and [`Mutex::detect_deadlocks`]: an owner's waits are
+    /// published once it has waited for its `detect_deadlocks` delay). Breaks
+    /// nothing: acquisitions with detection on break their own cycles.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for an invalid path, [`Error::Zk`] if ZooKeeper refused,
+    /// [`Error::Closed`] once the client is closed.
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// for cycle in locks.deadlocks("/locks").await? {
+    ///     let owners: Vec<_> = cycle.iter().map(|n| n.owner.as_deref().unwrap_or("?")).collect();
+    ///     println!("deadlock: {}", owners.join(" -> "));
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn deadlocks(&self, root: impl Into<String>) -> Result<Vec<Cycle>, Error> {
+        let id = self.start_task(Task::Scan(root.into()), None)?;
+        let mut pending = Pending::new(self.clone(), id);
+        loop {
+            match pending.next().await {
+                Some(LockEvent::Deadlocks { cycles }) => return Ok(cycles),
+                Some(LockEvent::Failed(reason)) => return Err(reason.into()),
+                Some(_) => {}
+                None => return Err(Error::Closed),
+            }
+        }
+    }
+
+    /// Blocking twin of [`deadlocks`](Self::deadlocks).
+    pub fn deadlocks_blocking(&self, root: impl Into<String>) -> Result<Vec<Cycle>, Error> {
+        crate::blocking::block_on(self.deadlocks(root))
     }
 
     /// The current ZooKeeper session id (`None` before the first session, between

@@ -1,6 +1,11 @@
 //! [`Error`]: why a call of the user API failed, whatever the binding.
 
-use lock_core::{FailReason, LostReason, UsageError, ZkError};
+use lock_core::{CycleNode, FailReason, LostReason, NodeKind, UsageError, ZkError};
+
+/// One deadlock: its nodes in wait order (each waits for the next, the last for
+/// the first), as [`Error::Deadlock`] and
+/// [`LockClient::deadlocks`](crate::LockClient::deadlocks) report them.
+pub type Cycle = Vec<CycleNode>;
 
 /// Why a lock operation failed.
 ///
@@ -47,6 +52,30 @@ pub enum Error {
     /// A revocable waiter was asked to give up its place.
     #[error("the acquisition was revoked")]
     Revoked,
+    /// Deadlock detection ([`Mutex::detect_deadlocks`](crate::Mutex::detect_deadlocks))
+    /// found this acquisition in a cycle of waits and chose it as the cycle's one
+    /// victim (the youngest waiting zklock node in it): its node is gone, the other
+    /// members keep their places and one of them proceeds. The owner still holds
+    /// its other locks: release some (or all) and retry, ideally in a canonical order.
+    #[error("deadlock: this acquisition was chosen to break a cycle of {} nodes", cycle.len())]
+    Deadlock {
+        /// The cycle, in wait order (each node waits for the next, the last for the
+        /// first, which is ours).
+        cycle: Cycle,
+    },
+    /// Refused at once, before anything was sent: the acquisition's
+    /// [owner](crate::Mutex::owner) already holds a lock on `path` that it would
+    /// wait for forever (re-entering a mutex, upgrading a read lock to write).
+    /// Release the held lock first.
+    #[error("owner {owner:?} already holds a {held:?} lock on {path} that this acquisition would wait for forever")]
+    SelfDeadlock {
+        /// The lock path.
+        path: String,
+        /// The owner.
+        owner: String,
+        /// The kind of node the owner holds there.
+        held: NodeKind,
+    },
     /// The acquisition ended for another reason the core reports.
     #[error("the acquisition failed: {0:?}")]
     Failed(FailReason),
@@ -68,6 +97,13 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether this acquisition was refused or failed because of a deadlock:
+    /// [`Error::Deadlock`] (chosen as a cycle's victim) or [`Error::SelfDeadlock`]
+    /// (its owner holds what it would wait for).
+    pub fn is_deadlock(&self) -> bool {
+        matches!(self, Error::Deadlock { .. } | Error::SelfDeadlock { .. })
+    }
+
     /// Whether this is an invalid lock path.
     pub fn is_invalid_path(&self) -> bool {
         matches!(self, Error::Usage(UsageError::InvalidPath { .. }))
@@ -78,6 +114,9 @@ impl From<UsageError> for Error {
     fn from(e: UsageError) -> Self {
         match e {
             UsageError::Closed => Error::Closed,
+            UsageError::SelfDeadlock { path, owner, held } => {
+                Error::SelfDeadlock { path, owner, held }
+            }
             other => Error::Usage(other),
         }
     }
@@ -94,6 +133,7 @@ impl From<FailReason> for Error {
             FailReason::Zk(e) => Error::Zk(e),
             FailReason::WouldBlock => Error::WouldBlock,
             FailReason::Revoked => Error::Revoked,
+            FailReason::Deadlock { cycle } => Error::Deadlock { cycle },
             other => Error::Failed(other),
         }
     }
@@ -111,5 +151,21 @@ mod tests {
             Error::from(FailReason::Zk(ZkError::NoAuth)),
             Error::Zk(ZkError::NoAuth)
         );
+        let e = Error::from(FailReason::Deadlock { cycle: vec![] });
+        assert_eq!(e, Error::Deadlock { cycle: vec![] });
+        assert!(e.is_deadlock());
+        let e = Error::from(UsageError::SelfDeadlock {
+            path: "/l".into(),
+            owner: "o".into(),
+            held: NodeKind::Read,
+        });
+        assert!(matches!(
+            &e,
+            Error::SelfDeadlock {
+                held: NodeKind::Read,
+                ..
+            }
+        ));
+        assert!(e.is_deadlock() && !Error::Timeout.is_deadlock());
     }
 }

@@ -135,7 +135,7 @@ mod writes;
 
 pub use client::{pair, LockClient};
 pub use election::{Election, ElectionEvent, ElectionObserver, Leadership};
-pub use error::Error;
+pub use error::{Cycle, Error};
 pub use guard::{LockGuard, LockStatus};
 pub use link::{Link, Notifier};
 pub use lock::{Mutex, ReadLock, RwLock, Semaphore, WriteLock};
@@ -143,8 +143,9 @@ pub use pending::{Canceller, PendingLock};
 pub use writes::Writes;
 
 pub use lock_core::{
-    CreateMode, FailReason, FencedError, FencingToken, Grant, Leader, LockEvent, LockSpec,
-    LostReason, MultiOp, MultiResult, NameScheme, Stats, UsageError, ZkError,
+    CreateMode, CycleNode, FailReason, FencedError, FencingToken, Grant, Leader, LockEvent,
+    LockSpec, LostReason, MultiOp, MultiResult, NameScheme, NodeKind, Participant, Participants,
+    Stats, UsageError, ZkError,
 };
 
 #[cfg(test)]

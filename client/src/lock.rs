@@ -114,6 +114,35 @@ macro_rules! lock_methods {
             self
         }
 
+        /// Takes this lock for `owner` (e.g. a worker, a request, a philosopher),
+        /// which may differ from the session: several owners can share one session,
+        /// and one owner holds several locks. The owner is written into the node (a
+        /// versioned header before the user data, in the native scheme) and read back
+        /// by [`LockClient::participants`] and [`LockClient::deadlocks`]. An owner
+        /// that waits for a lock it holds itself on this session (re-entering a
+        /// mutex, upgrading a read lock) is refused at once with
+        /// [`Error::SelfDeadlock`] instead of waiting forever. Default: the client's
+        /// [`with_owner`](LockClient::with_owner), if any.
+        pub fn owner(mut self, owner: impl Into<String>) -> Self {
+            self.spec = self.spec.owner(owner);
+            self
+        }
+
+        /// Detects distributed deadlocks this acquisition is part of: once it has
+        /// waited for `after`, it publishes where its owner waits (in the nodes the
+        /// owner holds on this session) and chases its blockers' waits through
+        /// ZooKeeper, with no coordinator. If a cycle is confirmed (every edge read
+        /// twice) exactly one member, the youngest waiting node, fails with
+        /// [`Error::Deadlock`] and leaves its place; the others keep theirs. A wait
+        /// shorter than `after` costs no request. Needs an [`owner`](Self::owner)
+        /// (or the client's [`with_owner`](LockClient::with_owner)) and the native
+        /// naming scheme; every owner in the cycle should use it (one that does not
+        /// publishes nothing, so cycles through it are not seen).
+        pub fn detect_deadlocks(mut self, after: Duration) -> Self {
+            self.spec = self.spec.detect_deadlocks(after);
+            self
+        }
+
         /// Honours revocation requests ([`LockClient::revoke`]): a holder is told
         /// ([`LockGuard::revocation_requested`], [`LockEvent::RevocationRequested`](crate::LockEvent::RevocationRequested))
         /// and decides; a waiter gives up its place and its lock call fails with
@@ -190,11 +219,19 @@ pub struct Mutex {
     spec: LockSpec,
 }
 
+/// The spec with the client's default owner, if it has one.
+fn owned(client: &LockClient, spec: LockSpec) -> LockSpec {
+    match client.owner() {
+        Some(owner) => spec.owner(owner),
+        None => spec,
+    }
+}
+
 impl Mutex {
     pub(crate) fn new(client: LockClient, path: String) -> Self {
         Mutex {
+            spec: owned(&client, LockSpec::exclusive(path)),
             client,
-            spec: LockSpec::exclusive(path),
         }
     }
 
@@ -216,7 +253,7 @@ impl Mutex {
 ///
 /// A read lock cannot be upgraded: while this `RwLock` (or a clone of it) holds the
 /// read half, waiting for its write half is refused at once with
-/// [`UsageError::SelfDeadlock`](lock_core::UsageError::SelfDeadlock) (it would wait
+/// [`Error::SelfDeadlock`] (it would wait
 /// for itself forever; `try_lock` just finds the lock busy). Release the read lock
 /// first. Independent tasks that contend for one path each take their own
 /// `rwlock(path)`.
@@ -242,10 +279,14 @@ impl RwLock {
         // Curator: its write half is refused at once while its read half holds
         // (an upgrade would wait for itself forever), instead of hanging.
         static NEXT_OWNER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let owner = format!(
-            "rwlock-{}",
-            NEXT_OWNER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        );
+        // The client's default owner, if any, is the owner instead.
+        let owner = match client.owner() {
+            Some(owner) => owner.to_owned(),
+            None => format!(
+                "rwlock-{}",
+                NEXT_OWNER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ),
+        };
         RwLock {
             read: ReadLock {
                 client: client.clone(),
@@ -295,6 +336,26 @@ impl RwLock {
         RwLock {
             read: self.read.revocable(),
             write: self.write.revocable(),
+        }
+    }
+
+    /// Takes both halves for `owner` (see [`Mutex::owner`]); by default, the
+    /// client's [`with_owner`](LockClient::with_owner), else an owner private to
+    /// this `RwLock` and its clones.
+    pub fn owner(self, owner: impl Into<String>) -> Self {
+        let owner = owner.into();
+        RwLock {
+            read: self.read.owner(owner.clone()),
+            write: self.write.owner(owner),
+        }
+    }
+
+    /// Turns on [deadlock detection](Mutex::detect_deadlocks) for both halves: a
+    /// read waiting behind a write is a wait like any other.
+    pub fn detect_deadlocks(self, after: Duration) -> Self {
+        RwLock {
+            read: self.read.detect_deadlocks(after),
+            write: self.write.detect_deadlocks(after),
         }
     }
 
@@ -389,8 +450,8 @@ pub struct Semaphore {
 impl Semaphore {
     pub(crate) fn new(client: LockClient, path: String, permits: u32) -> Self {
         Semaphore {
+            spec: owned(&client, LockSpec::semaphore(path, permits)),
             client,
-            spec: LockSpec::semaphore(path, permits),
             permits,
         }
     }

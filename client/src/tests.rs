@@ -45,6 +45,8 @@ fn futures_are_send(client: &LockClient, guard: LockGuard) {
     send(&guard.release());
     send(&client.revoke("/a"));
     send(&client.observe_election("/a"));
+    send(&client.participants("/a"));
+    send(&client.deadlocks("/a"));
 }
 
 const SID: i64 = 0x77;
@@ -282,4 +284,86 @@ fn a_pending_lock_is_waited_for_with_a_timeout_or_cancelled_from_elsewhere() {
     std::thread::spawn(move || stop.cancel()).join().unwrap();
     assert!(matches!(waiter.wait_blocking(), Err(Error::Cancelled)));
     drop(guard);
+}
+
+#[test]
+fn owners_reach_the_node_and_a_self_deadlock_is_refused_without_a_request() {
+    let (locks, mut link) = connected();
+    let worker = locks.with_owner("worker-1");
+    assert_eq!(worker.owner(), Some("worker-1"));
+    assert_eq!(locks.owner(), None);
+    let mutex = worker
+        .mutex("/locks/o")
+        .detect_deadlocks(Duration::from_secs(1));
+    let mut lock = pin!(mutex.lock());
+    assert!(poll_once(lock.as_mut()).is_pending());
+    let sent = requests(&mut link);
+    let Op::Create { data, .. } = &sent[0].op else {
+        panic!("{:?}", sent[0].op)
+    };
+    assert!(
+        data.windows(8).any(|w| w == b"worker-1"),
+        "the owner is written into the node: {data:?}"
+    );
+    grant(&mut link, &sent, 7);
+    let Poll::Ready(Ok(guard)) = poll_once(lock.as_mut()) else {
+        panic!("not granted")
+    };
+    // The same owner waiting behind itself: refused at once, nothing sent.
+    let again = block_on_until(
+        worker.mutex("/locks/o").lock(),
+        Some(Instant::now() + Duration::from_secs(5)),
+    );
+    let Some(Err(Error::SelfDeadlock { path, owner, held })) = again else {
+        panic!("{again:?}")
+    };
+    assert_eq!((path.as_str(), owner.as_str()), ("/locks/o", "worker-1"));
+    assert_eq!(held, NodeKind::Write);
+    assert!(requests(&mut link).is_empty());
+    // An explicit owner on the lock object overrides the client's: no refusal.
+    let other = worker.mutex("/locks/o").owner("worker-2");
+    let mut wait = pin!(other.lock());
+    assert!(poll_once(wait.as_mut()).is_pending());
+    assert!(!requests(&mut link).is_empty());
+    drop(guard);
+}
+
+#[test]
+fn participants_and_deadlocks_run_a_core_task_and_return_its_event() {
+    let (locks, mut link) = connected();
+    let mut inspect = pin!(locks.participants("/locks/none"));
+    assert!(poll_once(inspect.as_mut()).is_pending());
+    let sent = requests(&mut link);
+    assert!(matches!(&sent[0].op, Op::GetChildren { path, .. } if path == "/locks/none"));
+    link.handle_reply(sent[0].id, Err(ZkError::NoNode), Instant::now());
+    let Poll::Ready(Ok(found)) = poll_once(inspect.as_mut()) else {
+        panic!("no participants")
+    };
+    assert!(found.holders.is_empty() && found.waiters.is_empty());
+    assert!(locks.shared().read(|s| s.slots.is_empty()));
+
+    let mut scan = pin!(locks.deadlocks("/locks"));
+    assert!(poll_once(scan.as_mut()).is_pending());
+    // An empty root: every listing answers nothing.
+    let mut rounds = 0;
+    let cycles = loop {
+        if let Poll::Ready(result) = poll_once(scan.as_mut()) {
+            break result.unwrap();
+        }
+        let sent = requests(&mut link);
+        assert!(!sent.is_empty() && rounds < 10, "the scan stalled");
+        for r in &sent {
+            let reply = match &r.op {
+                Op::GetChildren { .. } => Ok(Reply::Children(vec![])),
+                _ => Err(ZkError::NoNode),
+            };
+            link.handle_reply(r.id, reply, Instant::now());
+        }
+        rounds += 1;
+    };
+    assert!(cycles.is_empty());
+    assert!(matches!(
+        block_on_until(locks.participants("relative"), Some(Instant::now())),
+        Some(Err(e)) if e.is_invalid_path()
+    ));
 }

@@ -155,12 +155,13 @@ pub use client::{builder, connect, Builder, Connect, DEFAULT_SESSION_TIMEOUT};
 pub use runtime::Runtime;
 
 pub use lock_client::{
-    blocking, Election, ElectionEvent, ElectionObserver, Error, Leadership, LockClient, LockGuard,
-    LockStatus, Mutex, ReadLock, RwLock, Semaphore, WriteLock, Writes,
+    blocking, Cycle, Election, ElectionEvent, ElectionObserver, Error, Leadership, LockClient,
+    LockGuard, LockStatus, Mutex, ReadLock, RwLock, Semaphore, WriteLock, Writes,
 };
 pub use lock_core::{
-    CreateMode, FailReason, FencedError, FencingToken, Grant, Leader, LockEvent, LockSpec,
-    LostReason, MultiOp, MultiResult, NameScheme, Stats, UsageError, ZkError,
+    CreateMode, CycleNode, FailReason, FencedError, FencingToken, Grant, Leader, LockEvent,
+    LockSpec, LostReason, MultiOp, MultiResult, NameScheme, NodeKind, Participant, Participants,
+    Stats, UsageError, ZkError,
 };
 
 #[cfg(test)]

@@ -377,7 +377,7 @@ rt_tests! {
         let reader = table.read().lock().await.unwrap();
         let upgrade = table.write().lock_timeout(Duration::from_secs(30)).await.unwrap_err();
         assert!(
-            matches!(&upgrade, Error::Usage(UsageError::SelfDeadlock { held: lock_core::NodeKind::Read, .. })),
+            matches!(&upgrade, Error::SelfDeadlock { held: lock_core::NodeKind::Read, .. }),
             "{upgrade:?}"
         );
         assert!(table.write().try_lock().await.unwrap().is_none());

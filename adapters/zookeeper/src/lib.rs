@@ -93,10 +93,10 @@ pub use driver::Diagnostics;
 pub use wire::MULTI_UNSUPPORTED;
 
 pub use lock_client::{
-    blocking, Canceller, Election, ElectionEvent, ElectionObserver, Error, Leadership, LockClient,
-    LockGuard, LockStatus, Mutex, PendingLock, ReadLock, RwLock, Semaphore, WriteLock,
+    blocking, Canceller, Cycle, Election, ElectionEvent, ElectionObserver, Error, Leadership,
+    LockClient, LockGuard, LockStatus, Mutex, PendingLock, ReadLock, RwLock, Semaphore, WriteLock,
 };
 pub use lock_core::{
-    FailReason, FencingToken, Grant, Leader, LockEvent, LockSpec, LostReason, NameScheme, Stats,
-    UsageError, ZkError,
+    CycleNode, FailReason, FencingToken, Grant, Leader, LockEvent, LockSpec, LostReason,
+    NameScheme, NodeKind, Participant, Participants, Stats, UsageError, ZkError,
 };

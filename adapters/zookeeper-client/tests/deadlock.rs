@@ -1,0 +1,163 @@
+//! Owners, inspection and distributed deadlock detection against a real ZooKeeper
+//! server (lock-testkit), under every runtime: two- and three-party cycles across
+//! sessions broken with exactly one victim, participants listing owners in queue
+//! order, and a self-deadlock refused at once.
+//! Waits are on events, bounded by the test timeout; nothing sleeps to synchronise.
+
+mod common;
+
+use common::{connect, server, spawn, unique_path, Observer};
+use lock_zookeeper_client::{Error, LockGuard, NodeKind};
+use std::time::{Duration, Instant};
+
+const SESSION: Duration = Duration::from_secs(10);
+const AFTER: Duration = Duration::from_millis(200);
+const BOUND: Duration = Duration::from_secs(60);
+
+rt_tests! {
+    /// A holds x and waits for y; B (another session) holds y and waits for x. One of
+    /// them fails with `Deadlock` naming both owners, releases what it holds, and the
+    /// other acquires.
+    async fn a_two_party_cycle_across_sessions_is_broken(rt) {
+        let dir = unique_path("deadlock2", &rt);
+        let (x, y) = (format!("{dir}/x"), format!("{dir}/y"));
+        let a = connect(&rt, &server().connect_string(), SESSION).await.with_owner("A");
+        let b = connect(&rt, &server().connect_string(), SESSION).await.with_owner("B");
+        let ax = a.mutex(x.clone()).lock().await.unwrap();
+        let by = b.mutex(y.clone()).lock().await.unwrap();
+        let party = |client: lock_zookeeper_client::LockClient, held: LockGuard, want: String| {
+            spawn(&rt, async move {
+                let start = Instant::now();
+                let result = client
+                    .mutex(want)
+                    .detect_deadlocks(AFTER)
+                    .lock_timeout(BOUND)
+                    .await;
+                let waited = start.elapsed();
+                let outcome = match result {
+                    Ok(guard) => {
+                        guard.release().await.unwrap();
+                        Ok(waited)
+                    }
+                    Err(Error::Deadlock { cycle }) => Err((cycle, waited)),
+                    Err(e) => panic!("{e:?}"),
+                };
+                held.release().await.unwrap();
+                client.close().await;
+                outcome
+            })
+        };
+        let ta = party(a, ax, y.clone());
+        let tb = party(b, by, x.clone());
+        let (ra, rb) = (ta.await.unwrap(), tb.await.unwrap());
+        let (victim, cycle, waited) = match (ra, rb) {
+            (Err((cycle, waited)), Ok(_)) => ("A", cycle, waited),
+            (Ok(_), Err((cycle, waited))) => ("B", cycle, waited),
+            other => panic!("not exactly one victim: {other:?}"),
+        };
+        assert_eq!(cycle.len(), 4, "{cycle:?}");
+        assert_eq!(cycle[0].owner.as_deref(), Some(victim));
+        assert!(!cycle[0].holds);
+        let mut owners: Vec<_> = cycle.iter().filter_map(|n| n.owner.clone()).collect();
+        owners.sort();
+        owners.dedup();
+        assert_eq!(owners, ["A", "B"]);
+        assert!(waited >= AFTER);
+        println!("real server: 2-party cycle broken {waited:?} after the victim began to wait (detect_after {AFTER:?}), victim {victim}");
+        let observer = Observer::connect(&server().connect_string()).await;
+        assert!(observer.children(&x).await.is_empty());
+        assert!(observer.children(&y).await.is_empty());
+    }
+
+    /// Three owners, three sessions, three locks in a ring: one victim, then the
+    /// other two acquire in turn.
+    async fn a_three_party_cycle_is_broken_by_one_victim(rt) {
+        let dir = unique_path("deadlock3", &rt);
+        let mut clients = Vec::new();
+        let mut guards = Vec::new();
+        for i in 0..3 {
+            let client = connect(&rt, &server().connect_string(), SESSION)
+                .await
+                .with_owner(format!("P{i}"));
+            guards.push(client.mutex(format!("{dir}/l{i}")).lock().await.unwrap());
+            clients.push(client);
+        }
+        let mut tasks = Vec::new();
+        for (i, (client, held)) in clients.into_iter().zip(guards).enumerate() {
+            let want = format!("{dir}/l{}", (i + 1) % 3);
+            tasks.push(spawn(&rt, async move {
+                let start = Instant::now();
+                let result = client.mutex(want).detect_deadlocks(AFTER).lock_timeout(BOUND).await;
+                let waited = start.elapsed();
+                let outcome = match result {
+                    Ok(guard) => {
+                        guard.release().await.unwrap();
+                        None
+                    }
+                    Err(Error::Deadlock { cycle }) => Some((cycle, waited)),
+                    Err(e) => panic!("{e:?}"),
+                };
+                held.release().await.unwrap();
+                client.close().await;
+                outcome
+            }));
+        }
+        let mut victims = Vec::new();
+        for task in tasks {
+            if let Some(v) = task.await.unwrap() {
+                victims.push(v);
+            }
+        }
+        assert_eq!(victims.len(), 1, "exactly one victim");
+        let (cycle, waited) = &victims[0];
+        assert_eq!(cycle.len(), 6, "{cycle:?}");
+        let mut owners: Vec<_> = cycle.iter().filter_map(|n| n.owner.clone()).collect();
+        owners.sort();
+        owners.dedup();
+        assert_eq!(owners, ["P0", "P1", "P2"]);
+        println!("real server: 3-party cycle broken {waited:?} after the victim began to wait (detect_after {AFTER:?})");
+        let observer = Observer::connect(&server().connect_string()).await;
+        for i in 0..3 {
+            assert!(observer.children(&format!("{dir}/l{i}")).await.is_empty());
+        }
+    }
+
+    /// Holders and waiters with their owners, sessions and tokens, in queue order;
+    /// a self-deadlock is refused at once.
+    async fn participants_in_queue_order_and_self_deadlock(rt) {
+        let dir = unique_path("participants", &rt);
+        let holder = connect(&rt, &server().connect_string(), SESSION).await.with_owner("H");
+        let waiters = connect(&rt, &server().connect_string(), SESSION).await;
+        let guard = holder.mutex(dir.clone()).with_data("payload").lock().await.unwrap();
+        let err = holder.mutex(dir.clone()).lock_timeout(BOUND).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::SelfDeadlock { held: NodeKind::Write, owner, .. } if owner == "H"),
+            "{err:?}"
+        );
+        let pending: Vec<_> = ["W1", "W2"]
+            .iter()
+            .map(|w| waiters.mutex(dir.clone()).owner(*w).start().unwrap())
+            .collect();
+        let observer = Observer::connect(&server().connect_string()).await;
+        observer.wait_children(&dir, 3).await;
+        let found = waiters.participants(dir.clone()).await.unwrap();
+        assert_eq!(found.holders.len(), 1);
+        let h = &found.holders[0];
+        assert_eq!(h.owner.as_deref(), Some("H"));
+        assert_eq!(h.session, holder.session_id().unwrap());
+        assert_eq!(h.token, guard.token());
+        assert_eq!(h.data, b"payload");
+        assert!(h.ctime > 0, "the real server gives ctime");
+        let owners: Vec<_> = found.waiters.iter().map(|w| w.owner.clone().unwrap()).collect();
+        assert_eq!(owners, ["W1", "W2"]);
+        assert!(found.waiters[0].token > h.token && found.waiters[1].token > found.waiters[0].token);
+        assert_eq!(found.waiters[0].waits_for, std::slice::from_ref(&h.node));
+        assert!(holder.deadlocks(dir.clone()).await.unwrap().is_empty());
+        for p in pending {
+            p.cancel();
+        }
+        guard.release().await.unwrap();
+        holder.close().await;
+        waiters.close().await;
+    }
+}
