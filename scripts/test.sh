@@ -29,6 +29,6 @@ fi
 cargo test --workspace "$@"
 # The examples run on lock-sim's in-process server and check what they show: each
 # must finish cleanly (cargo test builds them but does not run them).
-for example in demo revocation election sections fenced lease; do
+for example in demo revocation election sections fenced lease philosophers; do
     cargo run --quiet --example "$example" > /dev/null
 done
