@@ -42,6 +42,7 @@ use lock_client::LockClient;
 use lock_core::Config;
 use state::{Conn, State};
 use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -93,9 +94,11 @@ impl Server {
 
     /// A new client with its own session of `session_timeout`.
     pub fn client_with_timeout(&self, session_timeout: Duration) -> LockClient {
-        // The core's attempt ids need a seed: std's per-process random hasher keys.
+        // The core's attempt ids need a seed: std's randomly keyed hasher (each
+        // `RandomState` differs from the last), over a count of the clients made.
+        static CLIENTS: AtomicU64 = AtomicU64::new(0);
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u128(Instant::now().elapsed().as_nanos());
+        hasher.write_u64(CLIENTS.fetch_add(1, Ordering::Relaxed));
         let (locks, link) = lock_client::pair(Config::new(session_timeout, hasher.finish()));
         let key = self.lock().attach(session_timeout, link.notifier());
         link.set_extension(Arc::new(ClientKey(key)));
