@@ -18,10 +18,19 @@ pub enum LockStatus {
     /// Held and trusted.
     Held,
     /// The connection is down: ownership is not guaranteed until it is resumed (or
-    /// lost after the suspension grace). Stop touching the protected resource, or
-    /// fence your writes with [`LockGuard::token`].
+    /// lost, see [`Lost`](Self::Lost)). Stop touching the protected resource, or
+    /// fence your writes with [`LockGuard::token`]. Nobody else can hold the lock
+    /// yet: the lock turns `Lost` before the server could expire the session.
     Suspended,
-    /// No longer held.
+    /// No longer held. After a suspension, `Lost(SuspendedTooLong)` comes before
+    /// anyone else could have been granted the lock: a margin
+    /// ([`Config::expiry_margin`](lock_core::Config::expiry_margin)) before one
+    /// session timeout has passed since the server last heard from this client,
+    /// the earliest the server could expire the session and delete our node (or
+    /// earlier, after a shorter [`Config::suspended_grace`](lock_core::Config::suspended_grace)).
+    /// Both ends measure with monotonic clocks only (`Instant` here, ZooKeeper's
+    /// own on the server), so wall-clock jumps do not matter; a process paused
+    /// longer than the margin between the deadline and your code does.
     Lost(LostReason),
     /// Released by us.
     Released,
@@ -292,6 +301,13 @@ impl LockGuard {
 
     /// Waits until the lock is lost, and says why. Events before that (suspension,
     /// resumption) are consumed. Cancel-safe.
+    ///
+    /// When it resolves, nobody else can have been granted the lock yet: a lock
+    /// cut off from ZooKeeper is reported lost a safety margin before the server
+    /// could expire its session (see [`LockStatus::Lost`] for the clocks involved
+    /// and the margin). So a task that `select!`s its work against `lost()` stops
+    /// before another holder starts. [`suspended`](Self::suspended) comes earlier:
+    /// the first moment ownership is in doubt.
     ///
     /// ```no_run
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {

@@ -48,6 +48,12 @@ use std::time::Instant;
 ///    the session timeout after the last contact with the server), `Connected`,
 ///    `Expired` through [`handle_session`](Self::handle_session). After an expiry the
 ///    binding may open a new session and report it with `Connected`.
+///    `Disconnected { since_contact }` says how long ago the server last heard from
+///    the session: the time since the newest answered request was *sent* (a ping
+///    counts, a watch notification does not), or a longer time the client
+///    library's own timing guarantees when it keeps that to itself. Held locks are
+///    reported lost before the server could expire the session, counted from then:
+///    an underestimate here lets another session hold the lock first.
 /// 5. **Time**: call [`handle_timeout`](Self::handle_timeout) once `now` reaches
 ///    [`poll_timeout`](Self::poll_timeout).
 /// 6. **Close**: once [`is_closed`](Self::is_closed) is true, close the ZooKeeper

@@ -6,6 +6,7 @@
 //! a [`ZkError`].
 
 use std::fmt;
+use std::time::Duration;
 
 /// Identifies one request minted by the core; the adapter echoes it in
 /// [`Input::Reply`]. Ids are never reused within a [`Session`](crate::Session).
@@ -351,6 +352,22 @@ impl ZkError {
     pub fn is_connection_loss(&self) -> bool {
         matches!(self, ZkError::ConnectionLoss | ZkError::OperationTimeout)
     }
+
+    /// Whether the server itself answered with this error, so it heard the request
+    /// (and from the session): what an adapter's last-contact time may count,
+    /// beside successful replies ([`SessionEvent::Disconnected`]).
+    pub fn is_from_server(&self) -> bool {
+        match self {
+            ZkError::NoNode
+            | ZkError::NodeExists
+            | ZkError::NotEmpty
+            | ZkError::BadVersion
+            | ZkError::NoChildrenForEphemerals
+            | ZkError::NoAuth => true,
+            ZkError::MultiFailed { error, .. } => error.is_from_server(),
+            _ => false,
+        }
+    }
 }
 
 /// What a watch reported.
@@ -385,7 +402,19 @@ pub enum SessionEvent {
     /// The connection is lost. Adapters must report this no later than 2/3 of the
     /// session timeout after the last contact with the server, so that holders hear
     /// of it before the server can expire the session.
-    Disconnected,
+    ///
+    /// `since_contact` says how long before this event the server last heard from
+    /// the session, as far as the adapter can tell: the time since it *sent* the
+    /// newest request that was answered (a ping counts; a watch notification does
+    /// not, since the server sends those without hearing from us), or any longer
+    /// time when it cannot tell (an overestimate is safe, an underestimate is not).
+    /// The server cannot expire the session before a session timeout has passed
+    /// since then, so the core reports held locks `Lost` a safety margin before that
+    /// ([`Config::lost_window`](crate::Config::lost_window)).
+    Disconnected {
+        /// Time since the last contact the server is known to have received.
+        since_contact: Duration,
+    },
     /// The server expired the session: its ephemeral nodes are gone.
     Expired,
     /// The client gave the session up without the server having ended it (the

@@ -499,17 +499,20 @@ impl Session {
                 self.conn = Conn::Connected(session_id);
                 self.for_each_task(now, |t, cx| t.recover(cx));
             }
-            (SessionEvent::Disconnected, Conn::Connected(id)) => {
+            (SessionEvent::Disconnected { since_contact }, Conn::Connected(id)) => {
                 self.conn = Conn::Disconnected(id);
                 self.requests.forget_all();
                 self.timers.cancel_kind(TimerKind::Retry);
+                // Held locks are lost before the server could expire the session:
+                // counted from the last contact, not from this report.
+                let lost_at = now + self.config.lost_window(since_contact);
                 self.for_each_task(now, |t, cx| {
                     if let Task::Acquisition(a) = t {
-                        a.on_disconnected(cx)
+                        a.on_disconnected(cx, lost_at)
                     }
                 });
             }
-            (SessionEvent::Disconnected, _) => {}
+            (SessionEvent::Disconnected { .. }, _) => {}
             (SessionEvent::Expired, _) => self.end_session(now, Ended::Expired),
             (SessionEvent::Abandoned, _) => self.end_session(now, Ended::Abandoned),
             (SessionEvent::Closed, _) => {

@@ -275,6 +275,19 @@ pub struct Config {
     /// How long a held lock may stay suspended before it is reported lost
     /// (default: the session timeout).
     pub suspended_grace: Option<Duration>,
+    /// How long before the server could expire a disconnected session its held
+    /// locks are reported lost (default: a tenth of the session timeout, at most
+    /// 2 s). See [`lost_window`](Self::lost_window).
+    ///
+    /// ZooKeeper expires a session on the first expiry tick (its `tickTime`) at
+    /// least one session timeout after it last heard from the client, so the tick
+    /// only makes expiry later and needs no room here. The margin covers what the
+    /// core cannot see: the time between its timer firing and the user's code
+    /// reacting to `Lost` (a loaded machine's scheduling delays), an adapter's
+    /// lateness in reporting the disconnection, and the difference between the
+    /// server's clock rate and ours. Only monotonic clocks are involved on either
+    /// side.
+    pub expiry_margin: Option<Duration>,
     /// Seed for attempt ids. Give every session a different seed (the adapters mix
     /// in the session id and the process's randomness).
     pub seed: u64,
@@ -297,6 +310,7 @@ impl Config {
         Config {
             session_timeout,
             suspended_grace: None,
+            expiry_margin: None,
             seed,
             retry_interval: Duration::from_millis(200),
             max_parent_retries: 8,
@@ -321,6 +335,33 @@ impl Config {
     /// The effective suspension grace.
     pub fn grace(&self) -> Duration {
         self.suspended_grace.unwrap_or(self.session_timeout)
+    }
+
+    /// The effective [`expiry_margin`](Self::expiry_margin).
+    pub fn margin(&self) -> Duration {
+        self.expiry_margin
+            .unwrap_or((self.session_timeout / 10).min(Duration::from_secs(2)))
+    }
+
+    /// How long a held lock stays suspended after a disconnection reported
+    /// `since_contact` after the last contact before it is reported lost: the
+    /// [`grace`](Self::grace), but never past the last contact plus the session
+    /// timeout minus the [`margin`](Self::margin), the earliest the server could
+    /// expire the session and let another session take the lock. Zero when that
+    /// time has already come.
+    ///
+    /// ```
+    /// use lock_core::Config;
+    /// use std::time::Duration;
+    /// let config = Config::new(Duration::from_secs(2), 0); // margin 200 ms
+    /// assert_eq!(config.lost_window(Duration::from_millis(800)), Duration::from_millis(1000));
+    /// assert_eq!(config.lost_window(Duration::from_secs(3)), Duration::ZERO);
+    /// ```
+    pub fn lost_window(&self, since_contact: Duration) -> Duration {
+        self.session_timeout
+            .saturating_sub(self.margin())
+            .saturating_sub(since_contact)
+            .min(self.grace())
     }
 }
 

@@ -23,7 +23,9 @@ fn waiting(h: &mut H, path: &str) -> (LockId, String, String) {
 fn disconnected_while_waiting_keeps_waiting() {
     let mut h = H::new();
     let (id, _, _) = waiting(&mut h, "/f");
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     assert!(h.take_events().is_empty());
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
     assert!(h.no_requests(), "nothing is sent while disconnected");
@@ -33,7 +35,9 @@ fn disconnected_while_waiting_keeps_waiting() {
 fn disconnected_while_holding_suspends() {
     let mut h = H::new();
     let (id, _) = h.held("/f", 0);
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
     assert_eq!(h.s.state(id), Some(LockState::Suspended));
 }
@@ -42,7 +46,9 @@ fn disconnected_while_holding_suspends() {
 fn reconnected_same_session_waiting_relists_and_rewatches() {
     let mut h = H::new();
     let (_, node, ppath) = waiting(&mut h, "/f");
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     h.session(SessionEvent::Connected { session_id: SID });
     let p = name_of(&ppath);
     h.answer_list(&[&p, &name_of(&node)]);
@@ -57,7 +63,9 @@ fn reconnected_same_session_waiting_relists_and_rewatches() {
 fn reconnected_same_session_holding_verifies_then_resumes() {
     let mut h = H::new();
     let (id, node) = h.held("/f", 0);
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     h.session(SessionEvent::Connected { session_id: SID });
     assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
     h.answer_data(&node, SID);
@@ -69,7 +77,9 @@ fn reconnected_same_session_holding_verifies_then_resumes() {
 fn reconnected_holding_but_node_gone_is_lost() {
     let mut h = H::new();
     h.held("/f", 0);
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     h.session(SessionEvent::Connected { session_id: SID });
     h.take_events();
     h.answer_err(ZkError::NoNode);
@@ -83,7 +93,9 @@ fn reconnected_holding_but_node_gone_is_lost() {
 fn reconnected_holding_but_node_owned_by_another_session_is_lost() {
     let mut h = H::new();
     let (_, node) = h.held("/f", 0);
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     h.session(SessionEvent::Connected { session_id: SID });
     h.take_events();
     h.answer_data(&node, SID + 1);
@@ -97,11 +109,14 @@ fn reconnected_holding_but_node_owned_by_another_session_is_lost() {
 fn suspended_past_the_grace_is_lost_and_the_stale_node_is_deleted_if_the_session_lives() {
     let mut h = H::new();
     let (_, node) = h.held("/f", 0);
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
-    h.advance(Duration::from_secs(9));
+    h.advance(Duration::from_millis(8999));
     assert!(h.take_events().is_empty());
-    h.advance(Duration::from_secs(1)); // grace = session timeout = 10 s
+    // Session timeout 10 s, less the default margin of 1 s.
+    h.advance(Duration::from_millis(1));
     assert_eq!(
         h.take_events(),
         vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
@@ -128,7 +143,9 @@ fn suspended_past_the_grace_is_lost_and_the_stale_node_is_deleted_if_the_session
 fn suspended_waiter_keeps_waiting_past_the_grace() {
     let mut h = H::new();
     let (id, _, _) = waiting(&mut h, "/f");
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     h.advance(Duration::from_secs(30));
     assert!(h.take_events().is_empty());
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
@@ -139,7 +156,9 @@ fn session_expired_fails_waiters_and_loses_holders() {
     let mut h = H::new();
     let (held, _) = h.held("/a", 0);
     let (wait, _, _) = waiting(&mut h, "/b");
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     h.take_events();
     h.session(SessionEvent::Expired);
     let ev = std::mem::take(&mut h.events);
@@ -157,7 +176,9 @@ fn session_expired_fails_waiters_and_loses_holders() {
 fn a_new_session_id_after_reconnect_counts_as_expiry() {
     let mut h = H::new();
     let (held, node) = h.held("/a", 0);
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     h.take_events();
     h.session(SessionEvent::Connected {
         session_id: SID + 5,
@@ -220,7 +241,9 @@ fn create_lost_with_the_connection_adopts_the_node_found_by_attempt_id() {
     let Op::Create { path: prefix, .. } = create.op.clone() else {
         panic!()
     };
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     h.reqs.clear();
     h.session(SessionEvent::Connected { session_id: SID });
     // The create had been applied: the listing shows our name.
@@ -243,7 +266,9 @@ fn create_lost_with_the_connection_creates_again_when_not_found() {
     let mut h = H::new();
     h.acquire(LockSpec::write("/c"));
     h.answer_err(ZkError::ConnectionLoss);
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     h.reqs.clear();
     h.session(SessionEvent::Connected { session_id: SID });
     h.answer_list(&[]);
@@ -259,7 +284,9 @@ fn duplicate_nodes_of_one_attempt_are_deleted_keeping_the_oldest() {
     let Op::Create { path: prefix, .. } = h.next_req().op else {
         panic!()
     };
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     h.reqs.clear();
     h.session(SessionEvent::Connected { session_id: SID });
     let a = format!("{}0000000003", name_of(&prefix));
@@ -312,7 +339,9 @@ fn cancel_after_a_lost_create_finds_the_node_by_attempt_id_and_deletes_it() {
     let Op::Create { path: prefix, .. } = h.next_req().op else {
         panic!()
     };
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     h.reqs.clear();
     h.s.cancel(id, h.now).unwrap();
     h.drain();
@@ -334,7 +363,9 @@ fn cancel_after_a_lost_create_finds_the_node_by_attempt_id_and_deletes_it() {
     );
     h.reply(r.id, Err(ZkError::ConnectionLoss));
     // Retried while the session lives.
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     h.session(SessionEvent::Connected { session_id: SID });
     let r = h.next_req();
     assert!(matches!(r.op, Op::Delete { .. }));
@@ -349,7 +380,9 @@ fn release_with_connection_loss_retries_after_reconnect_and_no_node_counts_as_re
     h.s.release(id, h.now).unwrap();
     h.drain();
     h.answer_err(ZkError::ConnectionLoss);
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     assert!(
         h.take_events().is_empty(),
         "a releasing lock is not suspended"
@@ -398,7 +431,9 @@ fn closed_session_ends_everything_and_refuses_new_work() {
 fn own_node_deleted_while_disconnected_is_judged_after_the_reconnect() {
     let mut h = H::new();
     let (_, node) = h.held("/f", 0);
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
     // A late firing: the session may have expired meanwhile.
     h.watch(&node, WatchKind::NodeDeleted);
@@ -478,7 +513,9 @@ fn plain_holder_notices_a_deleted_node_at_the_next_reconnect_check() {
     let (_, node) = h.held("/p", 0);
     h.watch(&node, WatchKind::NodeDeleted);
     assert!(h.take_events().is_empty(), "no watch was set");
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
     h.session(SessionEvent::Connected { session_id: SID });
     let r = h.next_req();
@@ -607,4 +644,104 @@ fn an_abandoned_session_s_nodes_are_deleted_from_the_next_one() {
     assert_eq!(deleted[0], node);
     assert!(deleted[1].starts_with("/b/"), "{deleted:?}");
     assert!(h.s.is_idle());
+}
+
+/// A held lock hears `Disconnected` some time after the server last heard from the
+/// session; the server may expire the session one session timeout after that.
+fn suspended_after(since_contact: Duration, config: Config) -> (H, String) {
+    let mut h = H::unconnected();
+    h.s = Session::new(config);
+    h.session(SessionEvent::Connected { session_id: SID });
+    let (_, node) = h.held("/f", 0);
+    h.session(SessionEvent::Disconnected { since_contact });
+    (h, node)
+}
+
+#[test]
+fn lost_is_counted_from_the_last_contact_not_from_the_report() {
+    // Reported 3 s after the last contact: the server could expire the session
+    // 7 s from now, so the lock is lost a margin (1 s) before that, at 6 s.
+    let config = Config::new(Duration::from_secs(10), 1);
+    let (mut h, _) = suspended_after(Duration::from_secs(3), config);
+    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.advance(Duration::from_millis(5999));
+    assert!(h.take_events().is_empty());
+    h.advance(Duration::from_millis(1));
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
+    );
+}
+
+#[test]
+fn a_disconnection_reported_too_late_for_the_window_loses_at_once() {
+    // The server may already have expired the session (or will within the margin).
+    let config = Config::new(Duration::from_secs(10), 1);
+    let (mut h, _) = suspended_after(Duration::from_millis(9500), config);
+    assert_eq!(
+        h.take_events(),
+        vec![
+            LockEvent::Suspended,
+            LockEvent::Lost(LostReason::SuspendedTooLong)
+        ]
+    );
+}
+
+#[test]
+fn the_expiry_margin_is_configurable() {
+    let mut config = Config::new(Duration::from_secs(10), 1);
+    config.expiry_margin = Some(Duration::from_secs(4));
+    let (mut h, _) = suspended_after(Duration::from_secs(1), config);
+    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.advance(Duration::from_millis(4999));
+    assert!(h.take_events().is_empty());
+    h.advance(Duration::from_millis(1));
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
+    );
+}
+
+#[test]
+fn a_shorter_grace_ends_the_suspension_first() {
+    let mut config = Config::new(Duration::from_secs(10), 1);
+    config.suspended_grace = Some(Duration::from_secs(2));
+    let (mut h, _) = suspended_after(Duration::from_secs(1), config);
+    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.advance(Duration::from_millis(1999));
+    assert!(h.take_events().is_empty());
+    h.advance(Duration::from_millis(1));
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
+    );
+}
+
+#[test]
+fn a_longer_grace_never_outlasts_the_session() {
+    // A grace longer than the session timeout is capped: the lock is lost before
+    // the server could expire the session, whatever the grace says.
+    let mut config = Config::new(Duration::from_secs(10), 1);
+    config.suspended_grace = Some(Duration::from_secs(60));
+    let (mut h, _) = suspended_after(Duration::from_secs(2), config);
+    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.advance(Duration::from_secs(7));
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
+    );
+}
+
+#[test]
+fn a_reconnect_within_the_window_resumes() {
+    let config = Config::new(Duration::from_secs(10), 1);
+    let (mut h, node) = suspended_after(Duration::from_secs(3), config);
+    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.advance(Duration::from_millis(5900));
+    h.session(SessionEvent::Connected { session_id: SID });
+    // The node is verified on the new connection before the lock is trusted again.
+    h.answer_data(&node, SID);
+    assert_eq!(h.take_events(), vec![LockEvent::Resumed]);
+    h.advance(Duration::from_secs(60));
+    assert!(h.take_events().is_empty(), "no Lost after a resume");
 }

@@ -394,7 +394,9 @@ fn fenced_write_applies_while_held_and_reports_not_held_when_the_check_fails() {
 fn fenced_write_is_refused_unless_held_and_connected() {
     let mut h = H::new();
     let (id, _) = h.held_spec(LockSpec::write("/f"), 0);
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     assert_eq!(
         h.s.fenced_write(id, vec![], h.now),
         Err(UsageError::NotHeld(id))
@@ -407,7 +409,9 @@ fn writes_in_flight_when_the_connection_drops_are_reported_unknown() {
     let (id, _) = h.held_spec(LockSpec::write("/f"), 0);
     let w = h.s.fenced_write(id, vec![], h.now).unwrap();
     h.drain();
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     assert_eq!(
         h.take_events(),
         vec![

@@ -4,6 +4,7 @@
 mod harness;
 use harness::*;
 use lock_core::*;
+use std::time::Duration;
 
 /// fuzz `session`: "lock1 has no terminal event after Closed (Waiting)".
 /// An acquisition made before the first `Connected` never reached a session; when the
@@ -184,7 +185,9 @@ fn a_late_deletion_notice_while_disconnected_does_not_grant() {
     h.answer_data(&node, SID);
     let ppath = format!("/f/{p}");
     h.answer_data(&ppath, 42);
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     h.watch(&ppath, WatchKind::NodeDeleted);
     assert!(h.take_events().is_empty(), "no grant while disconnected");
     assert_eq!(h.s.state(id), Some(LockState::Waiting));

@@ -4,6 +4,7 @@ mod harness;
 
 use harness::*;
 use lock_core::*;
+use std::time::Duration;
 
 fn created_data(h: &mut H) -> Vec<u8> {
     match &h.reqs[0].op {
@@ -190,7 +191,9 @@ fn an_inspection_cut_by_a_disconnect_starts_over_after_the_reconnect() {
     h.drain();
     let w = peer(NodeKind::Write, 1, 1);
     h.answer_list(&[&w]);
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     h.reqs.clear();
     h.session(SessionEvent::Connected { session_id: SID });
     h.answer_list(&[&w]);

@@ -235,6 +235,8 @@ pub enum Step {
         applied: u8,
         /// Whether to fail the in-flight requests first.
         report_errors: bool,
+        /// How long before the report the server last heard from us (ms).
+        since_contact_ms: u16,
     },
 }
 
@@ -2362,7 +2364,7 @@ impl Harness {
         self.past.extend(dropped);
     }
 
-    fn disconnect(&mut self, applied: u8, report_errors: bool) {
+    fn disconnect(&mut self, applied: u8, report_errors: bool, since_contact_ms: u16) {
         if let Conn::Connected(sid) = self.conn {
             let mut applied = usize::from(applied);
             let mut guard = 0;
@@ -2379,7 +2381,9 @@ impl Harness {
             }
             self.conn = Conn::Disconnected(sid);
         }
-        self.feed(CoreInput::Session(SessionEvent::Disconnected));
+        self.feed(CoreInput::Session(SessionEvent::Disconnected {
+            since_contact: Duration::from_millis(u64::from(since_contact_ms)),
+        }));
         self.after_session_change();
     }
 
@@ -2604,7 +2608,8 @@ impl Harness {
             Step::Disconnect {
                 applied,
                 report_errors,
-            } => self.disconnect(*applied, *report_errors),
+                since_contact_ms,
+            } => self.disconnect(*applied, *report_errors, *since_contact_ms),
             Step::Reconnect { new_session } => self.reconnect(*new_session),
             Step::ServerExpire => self.server_expire(),
             Step::Expired => self.expired(),

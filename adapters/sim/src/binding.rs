@@ -286,9 +286,14 @@ impl crate::scheduler::Sim {
         if errors && before {
             fail_all(self);
         }
+        let since_contact = if self.cfg.report_contact {
+            now - self.clients[i].last_contact
+        } else {
+            Duration::ZERO
+        };
         self.feed(
             i,
-            lock_core::Input::Session(lock_core::SessionEvent::Disconnected),
+            lock_core::Input::Session(lock_core::SessionEvent::Disconnected { since_contact }),
         );
         if errors && !before {
             fail_all(self);
@@ -349,6 +354,8 @@ impl crate::scheduler::Sim {
         if let Some(ss) = self.server.get_mut(&session) {
             ss.contact = Some(now);
         }
+        // A connected client pings: its last contact is the moment of the break.
+        self.clients[i].last_contact = now;
         if how == Break::Reset {
             self.model.remove_watches(session);
             self.notice_disconnect(i);

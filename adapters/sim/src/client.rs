@@ -181,6 +181,10 @@ pub(crate) struct SimClient {
     pub last_zxid: i64,
     /// Reconnect attempts fail until then.
     pub partition_until: Option<Timestamp>,
+    /// The last moment the server is known to have heard from this client (a
+    /// connected client pings, so: when its connection last broke). Reported with
+    /// `Disconnected`.
+    pub last_contact: Timestamp,
     pub events: Vec<EventRecord>,
     pub counters: Counters,
     /// (now, count) of core timeouts handled at one instant, to catch a timer that
@@ -203,6 +207,7 @@ impl SimClient {
             watches: ClientWatches::default(),
             last_zxid: 0,
             partition_until: None,
+            last_contact: now,
             events: Vec::new(),
             counters: Counters::default(),
             timer_spin: (Timestamp::ZERO, 0),

@@ -205,8 +205,10 @@ impl Sim {
             // Nothing more gets through on this connection.
             self.clients[i].conn = Conn::Connecting { at: Timestamp::MAX };
         }
+        self.checker.on_forced_expiry(s);
         self.server_expire(s);
         if connected {
+            self.clients[i].last_contact = self.now;
             self.notice_disconnect(i);
         }
         self.after_fault();

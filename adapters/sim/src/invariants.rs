@@ -61,6 +61,9 @@ pub enum ViolationKind {
     BadGrant,
     /// A trusted holder whose node is gone.
     HolderWithoutNode,
+    /// A holder of another session, suspended but not yet told `Lost`, while a
+    /// conflicting holder was granted: it learned of its loss too late.
+    LostTooLate,
     /// An event that is illegal in the acquisition's state (including a second
     /// terminal event, or any event after the terminal one).
     IllegalEvent,
@@ -278,6 +281,12 @@ fn is_exclusive(r: Option<Recipe>) -> bool {
     matches!(r, Some(Recipe::Write | Recipe::Leader))
 }
 
+/// Whether holders of `a` and `b` on one path exclude each other (a semaphore's
+/// count is checked on its own).
+fn conflicts(a: Option<Recipe>, b: Option<Recipe>) -> bool {
+    a.is_some() && b.is_some() && (is_exclusive(a) || is_exclusive(b))
+}
+
 impl Checker {
     /// A new acquisition (`recipe`) or another task (`None`) started.
     pub fn on_start(
@@ -345,6 +354,18 @@ impl Checker {
         let marker = self.sections.entry(lock.to_owned()).or_default();
         if marker.exists.is_some() {
             marker.exists = Some(exists);
+        }
+    }
+
+    /// The server expired `session` by force (not after a session timeout of
+    /// silence, which is all ZooKeeper itself does): nothing could have told its
+    /// holders in time.
+    pub fn on_forced_expiry(&mut self, session: i64) {
+        for key in self.held.clone() {
+            let t = self.tracks.get_mut(&key).expect("held is tracked");
+            if t.session == session {
+                t.compromised = true;
+            }
         }
     }
 
@@ -833,6 +854,26 @@ impl Checker {
         if !me.trusted() {
             return Ok(());
         }
+        // A suspended holder of another session must have been told `Lost` before
+        // the server could let anyone else in.
+        let late = self.held.iter().filter(|k| **k != key).find(|k| {
+            let t = &self.tracks[k];
+            t.path == me.path
+                && t.session != me.session
+                && t.suspended
+                && !t.released
+                && !t.compromised
+                && conflicts(t.recipe, me.recipe)
+        });
+        if let Some(other) = late {
+            return Err((
+                ViolationKind::LostTooLate,
+                format!(
+                    "{} {} acquired {} while {} {} (session {:#x}) was suspended, not yet lost",
+                    key.0, key.1, me.path, other.0, other.1, self.tracks[other].session
+                ),
+            ));
+        }
         let others: Vec<(&Key, &Track)> = self
             .held
             .iter()
@@ -1021,7 +1062,7 @@ mod tests {
     }
 
     #[test]
-    fn suspended_or_released_holders_are_not_trusted() {
+    fn suspended_holders_must_be_lost_and_released_ones_are_not_trusted() {
         let mut f = Fixture::new(3);
         let (a, b, c) = (
             f.start(0, Recipe::Write),
@@ -1030,12 +1071,15 @@ mod tests {
         );
         f.acquire(a).unwrap();
         f.event(a, LockEvent::Suspended).unwrap();
-        f.acquire(b).unwrap();
-        // a comes back while b holds: two trusted holders.
-        assert_eq!(
-            kind(f.event(a, LockEvent::Resumed)),
-            ViolationKind::TwoExclusiveHolders
-        );
+        // Suspended is not enough: a must hear `Lost` before another session holds.
+        assert_eq!(kind(f.acquire(b)), ViolationKind::LostTooLate);
+        let mut f1 = Fixture::new(2);
+        let (a, b) = (f1.start(0, Recipe::Write), f1.start(1, Recipe::Write));
+        f1.acquire(a).unwrap();
+        f1.event(a, LockEvent::Suspended).unwrap();
+        f1.event(a, LockEvent::Lost(lock_core::LostReason::SuspendedTooLong))
+            .unwrap();
+        f1.acquire(b).unwrap();
         let mut f2 = Fixture::new(3);
         let _ = c;
         let (a, b) = (f2.start(0, Recipe::Write), f2.start(1, Recipe::Write));

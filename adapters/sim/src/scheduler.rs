@@ -54,6 +54,12 @@ pub struct SimConfig {
     /// server may expire the session before the client suspends its locks. Only
     /// useful to see the invariant checker catch that.
     pub notice_within: f64,
+    /// Whether clients report how long before `Disconnected` they last heard from
+    /// the server (default: on, as the core's contract requires). Off, they report
+    /// zero, as if the contact had been at the notice: the core then counts the
+    /// window from the notice, and the server may expire the session (and grant the
+    /// lock to another) first. Only useful to see the invariant checker catch that.
+    pub report_contact: bool,
 }
 
 impl SimConfig {
@@ -69,6 +75,7 @@ impl SimConfig {
             shuffle_children: true,
             run_limit: Duration::from_secs(3600),
             notice_within: 2.0 / 3.0,
+            report_contact: true,
         }
     }
 

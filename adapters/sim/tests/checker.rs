@@ -48,6 +48,33 @@ fn late_disconnect_notice_is_caught() {
     println!("caught: {v}");
 }
 
+/// An adapter that reports `Disconnected` in time but not how long before it last
+/// heard from the server makes the core count the lost window from the notice:
+/// the server expires the session and lets another client in while the old holder
+/// is only suspended. The checker must catch that as `LostTooLate`.
+#[test]
+fn unreported_contact_is_caught_as_a_late_loss() {
+    let mut caught = 0;
+    for seed in 0..20 {
+        let mut cfg = SimConfig::new(seed).latency(Latency::fixed(Duration::from_millis(1)));
+        cfg.report_contact = false;
+        let mut sim = Sim::new(cfg);
+        let a = sim.add_client(Profile::KeepsWatches, T);
+        let b = sim.add_client(Profile::KeepsWatches, T);
+        let la = sim.acquire(a, LockSpec::write("/l")).unwrap();
+        sim.settle().unwrap();
+        let lb = sim.acquire(b, LockSpec::write("/l")).unwrap();
+        sim.settle().unwrap();
+        sim.partition(a, T * 5);
+        // Some seeds notice early enough for the window to end before the expiry.
+        if let Err(v) = sim.run_until(|s| s.outcome(a, la).is_some() && s.holds(b, lb)) {
+            assert_eq!(v.kind, ViolationKind::LostTooLate, "{v}");
+            caught += 1;
+        }
+    }
+    assert!(caught > 0, "no seed was caught");
+}
+
 /// The same schedule with the contract kept is fine.
 #[test]
 fn timely_disconnect_notice_keeps_one_holder() {

@@ -170,7 +170,9 @@ fn section_call_in_flight_at_a_disconnect_is_not_forgotten() {
     let open = h.next();
     assert!(matches!(&open.op, Op::Multi(ops) if ops.len() == 2));
     // The connection drops with the multi in flight; the server applied it.
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     h.session(SessionEvent::Connected { session_id: SID });
     h.answer_own_data(&node, b"");
     assert_eq!(h.events, vec![LockEvent::Suspended, LockEvent::Resumed]);
@@ -208,7 +210,9 @@ fn clean_release_after_a_lost_open_reply_removes_the_marker() {
     h.s.open_section(id, h.now).unwrap();
     h.drain();
     let _lost = h.next();
-    h.session(SessionEvent::Disconnected);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
     h.session(SessionEvent::Connected { session_id: SID });
     h.answer_own_data(&node, b"");
     h.serve_sections_marker_exists();

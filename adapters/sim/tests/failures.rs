@@ -2,6 +2,7 @@
 //! simulator with both client profiles. Every test ends by checking that nothing is
 //! left behind (no orphan node) and the invariants held throughout.
 
+use lock_core::Timestamp;
 use lock_core::{FailReason, LockEvent, LockId, LockSpec, LockState, LostReason};
 use lock_sim::{ClientConfig, ClientId, InFlight, Latency, Profile, Sim, SimConfig};
 use std::time::Duration;
@@ -231,6 +232,81 @@ fn suspended_too_long_is_lost_and_the_stale_node_deleted() {
         // The next in line (a's own second acquisition) holds, then b.
         assert!(sim.holds(a, la2), "{profile:?}");
         finish(&mut sim, &[(a, la), (a, la2), (b, lb)]);
+    }
+}
+
+/// When `client`'s acquisition `lock` first reported an event matching `pick`.
+fn first_at(sim: &Sim, c: ClientId, l: LockId, pick: fn(&LockEvent) -> bool) -> Option<Timestamp> {
+    sim.events(c)
+        .iter()
+        .find(|r| r.lock == l && pick(&r.event))
+        .map(|r| r.at)
+}
+
+// Row: Suspended past the point where the server could expire the session ->
+// holding: `Lost`, before any other session can be granted the lock. Over many
+// seeds (the client notices the partition at a random moment within 2/3 of the
+// session timeout), for every recipe that excludes.
+#[test]
+fn a_partitioned_holder_hears_lost_before_another_session_holds() {
+    let specs: [fn() -> LockSpec; 3] = [
+        || LockSpec::write(LOCK),
+        || LockSpec::leader(LOCK, b"a".to_vec()),
+        || LockSpec::semaphore(LOCK, 1),
+    ];
+    for profile in PROFILES {
+        for (k, spec) in specs.iter().enumerate() {
+            for seed in 0..40 {
+                let mut sim = sim(1000 + seed);
+                let a = sim.add_client(profile, T);
+                let b = sim.add_client(profile, T);
+                let la = sim.acquire(a, spec()).unwrap();
+                sim.settle().unwrap();
+                let lb = sim.acquire(b, spec()).unwrap();
+                sim.settle().unwrap();
+                let cut = sim.now();
+                sim.partition(a, T * 3);
+                sim.run_until(|s| s.holds(b, lb)).unwrap();
+                let lost = first_at(&sim, a, la, |e| matches!(e, LockEvent::Lost(_)))
+                    .expect("a lost its lock");
+                let granted = first_at(&sim, b, lb, is_acquired).expect("b holds");
+                assert!(
+                    lost < granted,
+                    "{profile:?} spec {k} seed {seed}: lost at {lost:?}, other grant at {granted:?}"
+                );
+                // And no earlier than the server could really have expired it,
+                // less the margin (a tenth of the session timeout).
+                assert!(
+                    lost - cut >= T - T / 10,
+                    "lost {:?} after the cut",
+                    lost - cut
+                );
+                finish(&mut sim, &[(a, la), (b, lb)]);
+            }
+        }
+    }
+}
+
+// Row: a short cut that heals within the window -> holding: `Suspended`, then
+// `Resumed`, never `Lost`.
+#[test]
+fn a_short_partition_suspends_then_resumes() {
+    for profile in PROFILES {
+        for seed in 0..40 {
+            let mut sim = sim(2000 + seed);
+            let a = sim.add_client(profile, T);
+            let la = sim.acquire(a, LockSpec::write(LOCK)).unwrap();
+            sim.settle().unwrap();
+            sim.partition(a, T / 2);
+            sim.run_for(T * 2).unwrap();
+            let seen = events(&sim, a, la);
+            assert!(
+                seen.ends_with(&[LockEvent::Suspended, LockEvent::Resumed]) || seen.len() == 1, // healed before the client noticed
+                "{profile:?} seed {seed}: {seen:?}"
+            );
+            assert!(sim.holds(a, la));
+            finish(&mut sim, &[(a, la)]);
+        }
     }
 }
 

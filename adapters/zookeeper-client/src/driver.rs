@@ -20,6 +20,13 @@
 //! checked every tick. A silent network (no FIN, no RST) is thus reported at most
 //! 9/20 = 0.45 of the session timeout after the last byte received, well before 2/3.
 //! The tests check this against a blackholing proxy.
+//!
+//! With `Disconnected` goes the time since the server last heard from the session
+//! (`since_contact`): the core reports held locks lost before the server could
+//! expire the session. zookeeper-client keeps its last receive time to itself, so
+//! the driver counts from the sending of the newest request the server answered,
+//! bounded by what the client's ping and read timeouts allow (13/20 of the session
+//! timeout).
 
 use crate::glue::{self, Answer};
 use crate::runtime::Runtime;
@@ -37,7 +44,8 @@ use zookeeper_client::{Client, EventType, SessionState, WatchedEvent};
 
 /// Something that finished in the background.
 enum Completion {
-    Reply(Answer),
+    /// A reply, with when its request was sent (`None`: answered locally).
+    Reply(Answer, Option<Instant>),
     Watch(WatchedEvent),
     /// A data watch dropped on the core's `RemoveWatch`.
     Unwatched,
@@ -80,6 +88,9 @@ pub(crate) struct Driver {
     ready: VecDeque<Completion>,
     timer: Option<(Instant, BoxFuture<'static, ()>)>,
     reconnect_at: Option<Instant>,
+    /// When the newest request the server answered on this client was sent: the
+    /// server heard from the session no earlier (see `since_contact`).
+    contact: Instant,
     /// Outcomes of `set_nodelay`, from its helper threads.
     nodelay: (
         mpsc::UnboundedSender<NoDelayOutcome>,
@@ -112,6 +123,7 @@ impl Driver {
             ready: VecDeque::new(),
             timer: None,
             reconnect_at: None,
+            contact: Instant::now(),
             nodelay: mpsc::unbounded(),
             nodelay_ready: None,
             nodelay_reported: false,
@@ -190,21 +202,27 @@ impl Driver {
                     handle.abort();
                 }
                 let reply = glue::answer(request.id, Ok(Reply::WatchRemoved));
-                self.ready.push_back(Completion::Reply(reply));
+                self.ready.push_back(Completion::Reply(reply, None));
                 continue;
             }
             let Some(client) = self.client.clone() else {
                 // The core sends nothing while no session exists; a lost request
                 // is a retried one anyway.
                 let result = Err(ZkError::ConnectionLoss);
-                self.ready.push_back(Completion::Reply(Answer {
-                    id: request.id,
-                    result,
-                    watcher: None,
-                }));
+                self.ready.push_back(Completion::Reply(
+                    Answer {
+                        id: request.id,
+                        result,
+                        watcher: None,
+                    },
+                    None,
+                ));
                 continue;
             };
-            self.start(glue::call(client, request).map(Completion::Reply).boxed());
+            let sent = Some(Instant::now());
+            let call =
+                glue::call(client, request).map(move |answer| Completion::Reply(answer, sent));
+            self.start(call.boxed());
         }
     }
 
@@ -246,11 +264,22 @@ impl Driver {
 
     fn on_completion(&mut self, completion: Completion) {
         match completion {
-            Completion::Reply(Answer {
-                id,
-                result,
-                watcher,
-            }) => {
+            Completion::Reply(
+                Answer {
+                    id,
+                    result,
+                    watcher,
+                },
+                sent,
+            ) => {
+                // The server heard this request: it touched our session after
+                // we sent it.
+                let heard = result
+                    .as_ref()
+                    .map_or_else(ZkError::is_from_server, |_| true);
+                if let (Some(sent), true) = (sent, heard) {
+                    self.contact = self.contact.max(sent);
+                }
                 if let Some((path, watcher)) = watcher {
                     let (changed, handle) = abortable(watcher.changed());
                     self.watches.entry(path).or_default().push(handle);
@@ -320,8 +349,21 @@ impl Driver {
             .boxed(),
         );
         self.client = Some(Arc::new(client));
+        self.contact = Instant::now();
         self.fed = Fed::Disconnected;
         self.on_state(initial);
+    }
+
+    /// How long before `now` the server last heard from the session, at most: since
+    /// the newest answered request of ours was sent, or, for an idle session, what
+    /// zookeeper-client's own timing allows. It pings after 3 ticks without
+    /// sending (a tick is 1/20 of the session timeout) and reports `Disconnected`
+    /// once nothing was received for 8 ticks, checked every tick: so when it does,
+    /// its last ping that reached the server was sent no more than 3 + 8 + 2 = 13
+    /// ticks earlier (plus round trips, which the core's margin covers).
+    fn since_contact(&self, client: &Client, now: Instant) -> Duration {
+        let silence = client.session_timeout() * 13 / 20;
+        now.saturating_duration_since(self.contact).min(silence)
     }
 
     fn on_state(&mut self, state: SessionState) {
@@ -329,12 +371,15 @@ impl Driver {
         let session_id = client.session_id().0;
         tracing::debug!(session = session_id, %state, fed = ?self.fed, "session state");
         let now = Instant::now();
+        let disconnected = SessionEvent::Disconnected {
+            since_contact: self.since_contact(client, now),
+        };
         match state {
             SessionState::SyncConnected => {
                 self.set_nodelay();
                 if self.fed == Fed::Connected {
                     // Connected again without us seeing the disconnect in between.
-                    self.link.handle_session(SessionEvent::Disconnected, now);
+                    self.link.handle_session(disconnected, now);
                 }
                 self.fed = Fed::Connected;
                 self.link
@@ -343,7 +388,7 @@ impl Driver {
             SessionState::Disconnected | SessionState::ConnectedReadOnly => {
                 if self.fed == Fed::Connected {
                     self.fed = Fed::Disconnected;
-                    self.link.handle_session(SessionEvent::Disconnected, now);
+                    self.link.handle_session(disconnected, now);
                 }
             }
             // Terminal states of this client: the session is gone.

@@ -147,7 +147,10 @@ pub(crate) enum Msg {
     },
     Ping {
         gen: u64,
+        /// The connection delivered an answer.
         contact: bool,
+        /// The server answered it (so it heard from the session).
+        heard: bool,
     },
 }
 
@@ -243,6 +246,12 @@ struct Conn {
     marker: Option<String>,
     suspect_since: Option<Instant>,
     last_contact: Instant,
+    /// When the newest request the server answered was issued (or the client
+    /// opened): the server last heard from the session no earlier. Reported with
+    /// `Disconnected`.
+    heard_at: Instant,
+    /// When the running session probe was issued.
+    probe_issued: Instant,
     ping_since: Option<Instant>,
     last_ping: Option<Instant>,
     queue: VecDeque<Request>,
@@ -279,6 +288,8 @@ impl Conn {
             marker: None,
             suspect_since: None,
             last_contact: now,
+            heard_at: now,
+            probe_issued: now,
             ping_since: None,
             last_ping: None,
             queue: VecDeque::new(),
@@ -467,6 +478,14 @@ impl Driver {
     fn on_reply(&mut self, key: Key, result: Result<Reply, ZkError>) {
         let now = Instant::now();
         let out = self.conn.outstanding.remove(&key);
+        if let Some(out) = &out {
+            if result
+                .as_ref()
+                .map_or_else(ZkError::is_from_server, |_| true)
+            {
+                self.heard(out.issued);
+            }
+        }
         let contact = !matches!(result, Err(ZkError::ConnectionLoss));
         if contact {
             self.contact(now);
@@ -527,6 +546,11 @@ impl Driver {
         }
     }
 
+    /// The server answered a request issued at `issued`.
+    fn heard(&mut self, issued: Instant) {
+        self.conn.heard_at = self.conn.heard_at.max(issued);
+    }
+
     fn contact(&mut self, now: Instant) {
         self.conn.last_contact = now;
         if self.conn.suspect_since.take().is_some() {
@@ -551,7 +575,8 @@ impl Driver {
             }
             (Fed::Connected(_), None) => {
                 self.fed = Fed::Disconnected;
-                self.feed(SessionEvent::Disconnected);
+                let since_contact = self.conn.heard_at.elapsed();
+                self.feed(SessionEvent::Disconnected { since_contact });
             }
             (_, None) => {}
         }
@@ -600,6 +625,8 @@ impl Driver {
                 l.marker = None;
                 l.suspect_since = None;
                 l.last_contact = now;
+                // The server creates the session after this.
+                l.heard_at = now;
                 l.ping_since = None;
                 l.probing = None;
                 l.last_state_at = now;
@@ -646,6 +673,7 @@ impl Driver {
         let epoch = self.conn.epoch;
         self.conn.probing = Some(epoch);
         self.conn.probe_retry_at = None;
+        self.conn.probe_issued = Instant::now();
         let gen = self.conn.gen;
         let marker = self.conn.marker.clone();
         let prefix = self.settings.marker_prefix.clone();
@@ -684,6 +712,7 @@ impl Driver {
                 self.conn.marker = Some(marker);
                 self.conn.failures = 0;
                 self.contact(now);
+                self.heard(self.conn.probe_issued);
                 for (issued_in, path) in std::mem::take(&mut self.conn.suspicious) {
                     if issued_in != Some(sid) {
                         self.delete_internal(path);
@@ -853,14 +882,17 @@ impl Driver {
         let gen = self.conn.gen;
         let tx = self.tx.clone();
         self.pool.run(
-            move || {
-                !matches!(
-                    zk.exists("/", false),
-                    Err(zookeeper::ZkError::ConnectionLoss)
-                )
+            move || match zk.exists("/", false) {
+                Ok(_) => (true, true),
+                Err(zookeeper::ZkError::ConnectionLoss) => (false, false),
+                Err(_) => (true, false),
             },
-            move |contact| {
-                let _ = tx.send(Msg::Ping { gen, contact });
+            move |(contact, heard)| {
+                let _ = tx.send(Msg::Ping {
+                    gen,
+                    contact,
+                    heard,
+                });
             },
         );
     }
@@ -887,7 +919,14 @@ impl Driver {
             Msg::Session { gen, epoch, result } if gen == self.conn.gen => {
                 self.on_session_probe(epoch, result)
             }
-            Msg::Ping { gen, contact } if gen == self.conn.gen => {
+            Msg::Ping {
+                gen,
+                contact,
+                heard,
+            } if gen == self.conn.gen => {
+                if let (true, Some(issued)) = (heard, self.conn.ping_since) {
+                    self.heard(issued);
+                }
                 self.conn.ping_since = None;
                 let now = Instant::now();
                 if contact {

@@ -1080,7 +1080,9 @@ impl Acquisition {
     }
 
     /// The connection dropped: outstanding requests are forgotten by the session.
-    pub(crate) fn on_disconnected(&mut self, cx: &mut Ctx) {
+    /// A held lock is suspended, and lost at `lost_at` unless the connection comes
+    /// back first.
+    pub(crate) fn on_disconnected(&mut self, cx: &mut Ctx, lost_at: Timestamp) {
         cx.timers.cancel(self.id, TimerKind::Retry);
         self.chase = None;
         self.publication.forget();
@@ -1097,9 +1099,13 @@ impl Acquisition {
         self.writes_unknown(cx);
         if self.state == State::Held && !self.suspended {
             self.suspended = true;
-            cx.timers
-                .set(self.id, TimerKind::Grace, cx.now + cx.config.grace());
             cx.emit(self.id, LockEvent::Suspended);
+            if lost_at <= cx.now {
+                // The server may already have expired the session.
+                self.terminal(cx, LockEvent::Lost(LostReason::SuspendedTooLong));
+            } else {
+                cx.timers.set(self.id, TimerKind::Grace, lost_at);
+            }
         }
     }
 

@@ -140,7 +140,10 @@ impl State {
                     };
                     client
                         .inbox
-                        .push_front(Delivery::Session(SessionEvent::Disconnected));
+                        .push_front(Delivery::Session(SessionEvent::Disconnected {
+                            // The server last heard from it as the cut began.
+                            since_contact: now.saturating_duration_since(since),
+                        }));
                 }
                 if alive && now >= expiry {
                     expired = Some(client.session);
@@ -151,7 +154,7 @@ impl State {
                         // that ends before it is noticed is noticed as it ends).
                         let at = usize::from(matches!(
                             client.inbox.front(),
-                            Some(Delivery::Session(SessionEvent::Disconnected))
+                            Some(Delivery::Session(SessionEvent::Disconnected { .. }))
                         ));
                         let connected = SessionEvent::Connected {
                             session_id: client.session,
@@ -195,7 +198,7 @@ impl State {
             Conn::Up => client.inbox.drain(..).collect(),
             // Cut off: only the notice of the cut goes through.
             Conn::Down { .. } => match client.inbox.front() {
-                Some(Delivery::Session(SessionEvent::Disconnected)) => {
+                Some(Delivery::Session(SessionEvent::Disconnected { .. })) => {
                     client.inbox.pop_front().into_iter().collect()
                 }
                 _ => Vec::new(),
