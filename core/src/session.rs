@@ -138,8 +138,10 @@ impl Task {
 ///    (and counted in [`Stats::stale_replies`]).
 /// 4. **Forward watches** as [`Input::Watch`] and **session changes** as
 ///    [`Input::Session`]. Report [`SessionEvent::Disconnected`] no later than 2/3 of the
-///    session timeout after the last contact with the server. A `Connected` with a new
-///    session id means the old session expired.
+///    session timeout after the last contact with the server, with the time since that
+///    contact: held locks are lost a margin before the server could expire the
+///    session ([`Config::lost_window`](crate::Config::lost_window)). A `Connected` with
+///    a new session id means the old session expired.
 /// 5. **Time.** Pass a monotonic `now` to every call and call `handle_timeout(now)` once
 ///    `now >= poll_timeout()`.
 ///

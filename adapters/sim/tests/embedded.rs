@@ -2,6 +2,7 @@
 //! with its fault knobs. Every wait has a generous bound that turns a hang into a
 //! failure; nothing sleeps to synchronise.
 
+use lock_client::LockStatus;
 use lock_core::{LockEvent, LostReason};
 use lock_sim::Server;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -80,6 +81,12 @@ fn a_long_disconnect_expires_the_session_and_the_next_client_moves_up() {
         .expect("the waiter is granted in time")
         .unwrap();
     assert!(next.token() > guard.token());
+    // The holder was told before the server could expire its session.
+    assert_eq!(
+        guard.status(),
+        LockStatus::Lost(LostReason::SuspendedTooLong),
+        "lost before the waiter holds"
+    );
     assert_eq!(guard.lost_blocking(), LostReason::SuspendedTooLong);
     // Back, the holder is told of the expiry and goes on with a new session.
     let started = Instant::now();
