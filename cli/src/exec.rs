@@ -45,6 +45,15 @@ pub(crate) struct ExecArgs {
     cmd: Vec<std::ffi::OsString>,
 }
 
+impl ExecArgs {
+    /// What clap cannot check: a bad combination of flags.
+    pub(crate) fn usage_error(&self) -> Option<&'static str> {
+        (self.owner.is_some() && self.scheme == Scheme::Curator).then_some(
+            "--owner cannot be recorded in Curator-named nodes (use --scheme native or kazoo)",
+        )
+    }
+}
+
 /// A Unix signal stream, or `None` if it cannot be installed (then never fires).
 pub(crate) fn signal(kind: SignalKind) -> Option<tokio::signal::unix::Signal> {
     unix_signal(kind).ok()
@@ -137,10 +146,6 @@ pub(crate) async fn run(locks: &LockClient, args: ExecArgs) -> ExitCode {
     let mut sigterm = signal(SignalKind::terminate());
 
     // 1. Take the lock (a signal while waiting cancels: the node is deleted).
-    if args.owner.is_some() && args.scheme == Scheme::Curator {
-        say("--owner cannot be recorded in Curator-named nodes (use --scheme native or kazoo)");
-        return ExitCode::from(exit::USAGE);
-    }
     let mut progress = Progress::new(
         &args.path,
         std::io::stderr().is_terminal() && !args.nonblock,

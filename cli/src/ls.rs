@@ -137,8 +137,8 @@ pub(crate) fn columns(rows: &[Vec<String>]) -> String {
             if i + 1 == row.len() {
                 line.push_str(c);
             } else {
-                line.push_str(c);
-                line.extend(std::iter::repeat(' ').take(widths[i] - c.chars().count() + 2));
+                // `{:<w$}` pads by chars, as the widths were counted.
+                line.push_str(&format!("{c:<w$}  ", w = widths[i]));
             }
         }
         out.push_str(line.trim_end());

@@ -249,6 +249,12 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> ExitCode {
+    if let Command::Exec(args) = &cli.command {
+        if let Some(problem) = args.usage_error() {
+            say(problem);
+            return ExitCode::from(exit::USAGE);
+        }
+    }
     let locks = match connect(&cli.conn).await {
         Ok(locks) => locks,
         Err(e) => return fail(&e),
@@ -373,6 +379,23 @@ mod tests {
             let e = Cli::try_parse_from(bad).unwrap_err();
             assert_eq!(e.exit_code(), i32::from(exit::USAGE), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn owner_needs_a_scheme_with_room_for_it() {
+        let exec = |scheme: &str| {
+            let cli = Cli::try_parse_from([
+                "zklock", "exec", "--owner", "me", "--scheme", scheme, "/l", "--", "true",
+            ])
+            .unwrap();
+            let Command::Exec(args) = cli.command else {
+                panic!("not exec")
+            };
+            args.usage_error()
+        };
+        assert_eq!(exec("native"), None);
+        assert_eq!(exec("kazoo"), None);
+        assert!(exec("curator").unwrap().contains("Curator"));
     }
 
     #[test]
