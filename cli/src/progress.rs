@@ -2,7 +2,7 @@
 //! queue and the time waited, on stderr, rewritten in place (`\r`).
 //!
 //! The position comes from [`LockClient::participants`], asked every
-//! [`POLL`] while we wait (one round trip of 1 + n reads for n participants, no
+//! [`POLL_TICKS`] seconds while we wait (one round trip of 1 + n reads for n participants, no
 //! watches), and only on a terminal: a wait under cron or in a pipeline costs no
 //! request. Our node is the one our session owns (the command takes one lock).
 
@@ -14,8 +14,9 @@ use tokio::time::{sleep_until, Instant};
 
 /// How often the line is redrawn (the elapsed time is shown in seconds).
 const TICK: Duration = Duration::from_secs(1);
-/// How often the queue is read again.
-const POLL: Duration = Duration::from_secs(2);
+/// The queue is read again every this many redraws (every 2 s), first at the
+/// first redraw.
+const POLL_TICKS: u32 = 2;
 
 type Query = Pin<Box<dyn Future<Output = Result<Participants, Error>>>>;
 
@@ -32,7 +33,7 @@ pub(crate) struct Progress {
     enabled: bool,
     started: Instant,
     next_tick: Instant,
-    next_poll: Instant,
+    ticks: u32,
     query: Option<Query>,
     place: Option<Place>,
     shown: bool,
@@ -48,7 +49,7 @@ impl Progress {
             enabled,
             started: now,
             next_tick: now + TICK,
-            next_poll: now + TICK,
+            ticks: 0,
             query: None,
             place: None,
             shown: false,
@@ -84,10 +85,10 @@ impl Progress {
                 }
             }
             None => {
-                let now = Instant::now();
                 self.next_tick += TICK;
-                if self.query.is_none() && now >= self.next_poll {
-                    self.next_poll = now + POLL;
+                self.ticks += 1;
+                // A slow answer delays the next read rather than piling reads up.
+                if self.query.is_none() && (self.ticks - 1) % POLL_TICKS == 0 {
                     let (locks, path) = (locks.clone(), self.path.clone());
                     self.query = Some(Box::pin(async move { locks.participants(path).await }));
                 }
