@@ -88,7 +88,7 @@ impl Progress {
                 self.next_tick += TICK;
                 self.ticks += 1;
                 // A slow answer delays the next read rather than piling reads up.
-                if self.query.is_none() && (self.ticks - 1) % POLL_TICKS == 0 {
+                if self.query.is_none() && (self.ticks - 1).is_multiple_of(POLL_TICKS) {
                     let (locks, path) = (locks.clone(), self.path.clone());
                     self.query = Some(Box::pin(async move { locks.participants(path).await }));
                 }
