@@ -1,5 +1,6 @@
 //! `zklock exec`: run a command while holding a lock.
 
+use crate::progress::Progress;
 use crate::{exit, fail, say, Scheme};
 use clap::Args;
 use lock_zookeeper_client::{Error, FencingToken, Leadership, LockClient, LockEvent, LockGuard};
@@ -11,8 +12,6 @@ use std::time::Duration;
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{signal as unix_signal, SignalKind};
 use tokio::time::{sleep_until, Instant};
-
-use crate::progress::Progress;
 
 /// Arguments of `zklock exec`.
 #[derive(Args, Debug)]
