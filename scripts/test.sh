@@ -7,7 +7,8 @@
 # * ZooKeeper (scripts/install-zookeeper.sh);
 # * for the interop tests: kazoo for /usr/bin/python3 (python3-kazoo), Curator 5.4's jars
 #   (libcurator-recipes-java) and a JDK to compile the Curator peer
-#   (openjdk-17-jdk-headless, only if there is no javac).
+#   (openjdk-17-jdk-headless, only if there is no javac);
+# * for the zklock command's terminal test: script(1) (bsdutils, essential on Debian).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-zookeeper.sh
@@ -18,6 +19,7 @@ missing=()
 command -v javac >/dev/null 2>&1 \
     || { [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/javac" ]; } \
     || missing+=(openjdk-17-jdk-headless)
+command -v script >/dev/null 2>&1 || missing+=(bsdutils)
 if [ ${#missing[@]} -gt 0 ]; then
     SUDO=
     [ "$(id -u)" -ne 0 ] && SUDO="sudo -E"

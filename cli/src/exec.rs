@@ -1,5 +1,6 @@
 //! `zklock exec`: run a command while holding a lock.
 
+use crate::progress::Progress;
 use crate::{exit, fail, say, Scheme};
 use clap::Args;
 use lock_zookeeper_client::{Error, FencingToken, Leadership, LockClient, LockEvent, LockGuard};
@@ -30,11 +31,26 @@ pub(crate) struct ExecArgs {
     /// Node naming scheme (to share the lock with Curator or kazoo clients).
     #[arg(long, value_enum, default_value = "native")]
     scheme: Scheme,
+    /// Who the lock is taken for (a job, a host, a person): written into the node,
+    /// shown by `zklock ls`, followed by `zklock deadlocks`. Not with --scheme
+    /// curator, whose nodes have no room for it. (kazoo's nodes carry it as their
+    /// identifier.)
+    #[arg(long, value_name = "ID")]
+    owner: Option<String>,
     /// The lock's directory in ZooKeeper, e.g. /locks/backup.
     path: String,
     /// The command to run while holding the lock, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     cmd: Vec<std::ffi::OsString>,
+}
+
+impl ExecArgs {
+    /// What clap cannot check: a bad combination of flags.
+    pub(crate) fn usage_error(&self) -> Option<&'static str> {
+        (self.owner.is_some() && self.scheme == Scheme::Curator).then_some(
+            "--owner cannot be recorded in Curator-named nodes (use --scheme native or kazoo)",
+        )
+    }
 }
 
 /// A Unix signal stream, or `None` if it cannot be installed (then never fires).
@@ -69,6 +85,10 @@ async fn acquire(locks: &LockClient, args: &ExecArgs) -> Result<Option<LockGuard
             }
         }};
     }
+    let locks = match &args.owner {
+        Some(owner) => locks.with_owner(owner.clone()),
+        None => locks.clone(),
+    };
     // Every lock watches its own node: someone deleting it (an administrator)
     // ends the hold at once, and CMD is stopped, instead of at the next reconnect.
     if args.read {
@@ -84,13 +104,6 @@ async fn acquire(locks: &LockClient, args: &ExecArgs) -> Result<Option<LockGuard
             .mutex(args.path.clone())
             .with_scheme(scheme)
             .watch_node())
-    }
-}
-
-/// Erases the progress line, if one was shown.
-fn clear(shown: bool) {
-    if shown {
-        eprint!("\r\x1b[K");
     }
 }
 
@@ -132,31 +145,27 @@ pub(crate) async fn run(locks: &LockClient, args: ExecArgs) -> ExitCode {
     let mut sigterm = signal(SignalKind::terminate());
 
     // 1. Take the lock (a signal while waiting cancels: the node is deleted).
-    // On a terminal, the time waited so far is shown on stderr, in place.
-    let progress = std::io::stderr().is_terminal();
-    let started = Instant::now();
-    let mut shown = false;
+    let mut progress = Progress::new(
+        &args.path,
+        std::io::stderr().is_terminal() && !args.nonblock,
+    );
     let taking = acquire(locks, &args);
     tokio::pin!(taking);
     let taken = loop {
         tokio::select! {
             taken = &mut taking => break taken,
             _ = recv(&mut sigint) => {
-                clear(shown);
+                progress.clear();
                 return ExitCode::from(128 + 2);
             }
             _ = recv(&mut sigterm) => {
-                clear(shown);
+                progress.clear();
                 return ExitCode::from(128 + 15);
             }
-            _ = tokio::time::sleep(Duration::from_secs(1)), if progress => {
-                let waited = started.elapsed().as_secs();
-                eprint!("\rzklock: waiting for {} ({waited} s)\x1b[K", args.path);
-                shown = true;
-            }
+            _ = progress.step(locks) => {}
         }
     };
-    clear(shown);
+    progress.clear();
     let guard = match taken {
         Ok(Some(guard)) => guard,
         Ok(None) => {

@@ -1,10 +1,12 @@
 //! `zklock`: flock(1) and `etcdctl lock`/`elect` for Apache ZooKeeper.
 //!
 //! ```text
-//! zklock exec [-w SECS | -n] [--read | --semaphore N] [--scheme native|curator|kazoo] PATH -- CMD...
+//! zklock exec [-w SECS | -n] [--read | --semaphore N] [--scheme native|curator|kazoo] [--owner ID] PATH -- CMD...
 //! zklock elect PATH ID -- CMD...
+//! zklock ls PATH [--json]
 //! zklock revoke PATH|NODE
 //! zklock leader PATH [--watch]
+//! zklock deadlocks ROOT [--json | --dot]
 //! ```
 //!
 //! Every command takes `--zk HOSTS[/chroot]` (env `ZKLOCK_ZK`, default
@@ -13,7 +15,11 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod deadlocks;
 mod exec;
+mod json;
+mod ls;
+mod progress;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use lock_zookeeper_client::{Error, LockClient, NameScheme};
@@ -28,6 +34,8 @@ pub mod exit {
     pub const USAGE: u8 = 2;
     /// `leader`: nobody leads the election.
     pub const NO_LEADER: u8 = 3;
+    /// `deadlocks`: at least one deadlock was found.
+    pub const DEADLOCK: u8 = 4;
     /// Could not connect to ZooKeeper (sysexits' `EX_UNAVAILABLE`).
     pub const CONNECT: u8 = 69;
     /// The lock was suspended past the safe margin or lost while CMD ran: CMD was
@@ -43,10 +51,13 @@ pub mod exit {
 
 const EXIT_CODES: &str = "\
 Exit codes:
-  0..   exec: CMD's own exit code (128+N if CMD was killed by signal N)
+  0     success (ls: also when nobody holds or waits, or PATH does not exist;
+        deadlocks: no deadlock found)
+  0..   exec, elect: CMD's own exit code (128+N if CMD was killed by signal N)
   1     other failure (ZooKeeper refused a request, ...)
   2     usage error (bad arguments, invalid lock path)
   3     leader: no leader
+  4     deadlocks: deadlock(s) found
   69    cannot connect to ZooKeeper
   74    exec: the lock was lost (or suspended too long) while CMD ran; CMD was stopped
   75    exec: the lock is busy (-n) or the wait timed out (-w)
@@ -88,7 +99,10 @@ enum Command {
     /// goes down while CMD runs and does not come back quickly, CMD is stopped
     /// (SIGTERM, then SIGKILL) before the server could give the lock to another
     /// session, and zklock exits with 74; likewise at once if someone deletes the
-    /// lock node. On a terminal, the time waited for the lock is shown on stderr.
+    /// lock node. While it waits for the lock, on a terminal only, zklock shows its
+    /// position in the queue and the time waited on stderr, updated in place.
+    /// --owner ID records who the lock is taken for (`zklock ls` shows it, and
+    /// `zklock deadlocks` follows it).
     #[command(after_help = EXIT_CODES)]
     Exec(exec::ExecArgs),
     /// Run CMD while leader of the election at PATH, as participant ID.
@@ -105,6 +119,49 @@ enum Command {
     Revoke {
         /// A lock directory, or one participant node in it.
         target: String,
+    },
+    /// List the holders and waiters of the lock at PATH, in queue order.
+    ///
+    /// Columns: queue position, holds/waits, kind (write, read, semaphore,
+    /// leader), owner, session, age, fencing token, naming scheme, the positions a
+    /// waiter waits for, node name. Works on locks of Curator and kazoo clients too.
+    /// A lock nobody holds, or a PATH that does not exist, lists nobody (exit 0):
+    /// ZooKeeper keeps no record of a lock beyond its participants.
+    ///
+    /// --json prints one object: {"path", "foreign", "holders": [P...],
+    /// "waiters": [P...]}, each P {"position", "node", "path", "kind", "scheme",
+    /// "sequence", "owner" (or null), "session" (hex string), "ctime" (ms since
+    /// the epoch), "age_ms" (or null), "token", "waits_for" (node names),
+    /// "owner_waits_at" (full paths), "data"}.
+    #[command(after_help = EXIT_CODES)]
+    Ls {
+        /// The lock's directory, e.g. /locks/backup.
+        path: String,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Find deadlocks among the locks under ROOT (ROOT and its direct children).
+    ///
+    /// A deadlock is a cycle of owners (`exec --owner`, or the API's owners) each
+    /// holding a lock and waiting for one another's. Every cycle is confirmed by
+    /// reading it twice. Exit 0 when none is found, 4 when some are.
+    ///
+    /// Text: one table per cycle, nodes in wait order (each waits for the next,
+    /// the last for the first). --json: {"root", "cycles": [{"owners": [...],
+    /// "nodes": [{"node", "lock", "owner", "holds", "session", "token", "ctime",
+    /// "age_ms"}...]}...]}. --dot: a Graphviz digraph, one cluster per cycle
+    /// (`zklock deadlocks /locks --dot | dot -Tsvg > deadlocks.svg`).
+    #[command(after_help = EXIT_CODES)]
+    Deadlocks {
+        /// The directory whose children are lock directories, e.g. /locks.
+        root: String,
+        /// Print JSON instead of text.
+        #[arg(long, conflicts_with = "dot")]
+        json: bool,
+        /// Print a Graphviz digraph instead of text.
+        #[arg(long)]
+        dot: bool,
     },
     /// Print the current leader of the election at PATH: ID, node and token, tab-separated.
     #[command(after_help = EXIT_CODES)]
@@ -192,6 +249,12 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> ExitCode {
+    if let Command::Exec(args) = &cli.command {
+        if let Some(problem) = args.usage_error() {
+            say(problem);
+            return ExitCode::from(exit::USAGE);
+        }
+    }
     let locks = match connect(&cli.conn).await {
         Ok(locks) => locks,
         Err(e) => return fail(&e),
@@ -201,6 +264,17 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Elect(args) => exec::elect(&locks, args).await,
         Command::Revoke { target } => revoke(&locks, target).await,
         Command::Leader { path, watch } => leader(&locks, path, watch).await,
+        Command::Ls { path, json } => ls::run(&locks, path, json).await,
+        Command::Deadlocks { root, json, dot } => {
+            let format = if json {
+                deadlocks::Format::Json
+            } else if dot {
+                deadlocks::Format::Dot
+            } else {
+                deadlocks::Format::Text
+            };
+            deadlocks::run(&locks, root, format).await
+        }
     };
     let _ = tokio::time::timeout(Duration::from_secs(5), locks.close()).await;
     code
@@ -305,6 +379,23 @@ mod tests {
             let e = Cli::try_parse_from(bad).unwrap_err();
             assert_eq!(e.exit_code(), i32::from(exit::USAGE), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn owner_needs_a_scheme_with_room_for_it() {
+        let exec = |scheme: &str| {
+            let cli = Cli::try_parse_from([
+                "zklock", "exec", "--owner", "me", "--scheme", scheme, "/l", "--", "true",
+            ])
+            .unwrap();
+            let Command::Exec(args) = cli.command else {
+                panic!("not exec")
+            };
+            args.usage_error()
+        };
+        assert_eq!(exec("native"), None);
+        assert_eq!(exec("kazoo"), None);
+        assert!(exec("curator").unwrap().contains("Curator"));
     }
 
     #[test]

@@ -1,96 +1,12 @@
 //! The built `zklock` binary against a real ZooKeeper (lock-testkit).
 
-use lock_testkit::{FaultProxy, ZkServer};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+mod common;
+
+use common::*;
+use lock_testkit::FaultProxy;
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-const BUSY: i32 = 75;
-const LOST: i32 = 74;
-const CONNECT: i32 = 69;
-
-/// One server for the whole test binary (the testkit kills it at exit).
-fn server() -> &'static ZkServer {
-    static SERVER: OnceLock<ZkServer> = OnceLock::new();
-    SERVER.get_or_init(|| {
-        ZkServer::builder()
-            .config("preAllocSize", "1024")
-            .start()
-            .expect("starting ZooKeeper (lock-testkit)")
-    })
-}
-
-/// A lock path unique to this run.
-fn unique(test: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "/cli-tests/{test}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-/// A fresh scratch directory.
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "zklock-cli-{}-{}",
-        std::process::id(),
-        unique(test).replace('/', "_")
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// `zklock` connected to `zk`.
-fn zklock(zk: &str) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_zklock"));
-    c.env("ZKLOCK_ZK", zk);
-    c
-}
-
-fn run(c: &mut Command) -> Output {
-    c.output().expect("running zklock")
-}
-
-fn code(o: &Output) -> i32 {
-    o.status
-        .code()
-        .unwrap_or_else(|| panic!("killed by a signal: {o:?}"))
-}
-
-fn wait_for(path: &Path, timeout: Duration) {
-    let start = Instant::now();
-    while !path.exists() {
-        assert!(
-            start.elapsed() < timeout,
-            "{} never appeared",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// A holder running `sh -c script` under `zklock exec`, started in the background.
-fn hold(zk: &str, extra: &[&str], lock: &str, script: &str) -> Child {
-    zklock(zk)
-        .arg("exec")
-        .args(extra)
-        .arg(lock)
-        .args(["--", "sh", "-c", script])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-fn kill(child: &Child, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-}
 
 /// N concurrent processes, each incrementing a counter file 10 times under
 /// `zklock exec`: no lost update, and the tokens seen in the critical section

@@ -1,0 +1,139 @@
+//! Helpers shared by the test binaries that run the built `zklock` against a real
+//! ZooKeeper (lock-testkit).
+#![allow(dead_code)] // each test binary uses its own subset
+
+use lock_testkit::ZkServer;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+pub const BUSY: i32 = 75;
+pub const LOST: i32 = 74;
+pub const CONNECT: i32 = 69;
+
+/// One server per test binary (the testkit kills it at exit).
+pub fn server() -> &'static ZkServer {
+    static SERVER: OnceLock<ZkServer> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        ZkServer::builder()
+            .config("preAllocSize", "1024")
+            .start()
+            .expect("starting ZooKeeper (lock-testkit)")
+    })
+}
+
+/// A lock path unique to this run.
+pub fn unique(test: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "/cli-tests/{test}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A fresh scratch directory.
+pub fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "zklock-cli-{}-{}",
+        std::process::id(),
+        unique(test).replace('/', "_")
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `zklock` connected to `zk`.
+pub fn zklock(zk: &str) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_zklock"));
+    c.env("ZKLOCK_ZK", zk);
+    c
+}
+
+pub fn run(c: &mut Command) -> Output {
+    c.output().expect("running zklock")
+}
+
+pub fn code(o: &Output) -> i32 {
+    o.status
+        .code()
+        .unwrap_or_else(|| panic!("killed by a signal: {o:?}"))
+}
+
+pub fn wait_for(path: &Path, timeout: Duration) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed() < timeout,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A holder running `sh -c script` under `zklock exec`, started in the background.
+pub fn hold(zk: &str, extra: &[&str], lock: &str, script: &str) -> Child {
+    zklock(zk)
+        .arg("exec")
+        .args(extra)
+        .arg(lock)
+        .args(["--", "sh", "-c", script])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+pub fn kill(child: &Child, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+/// Polls `check` every 20 ms until it gives something (panics after `timeout`,
+/// naming `what`).
+pub fn until<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(t) = check() {
+            return t;
+        }
+        assert!(start.elapsed() < timeout, "{what}: not after {timeout:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs `script` with Debian's `/usr/bin/python3` (the one with kazoo), `input` on
+/// its stdin; panics unless it succeeds, and returns its stdout.
+pub fn python(script: &str, args: &[&str], input: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running /usr/bin/python3");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "python failed: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The rows of `zklock ls PATH` (whitespace-separated cells, header skipped).
+pub fn ls_rows(zk: &str, path: &str) -> Vec<Vec<String>> {
+    let out = run(zklock(zk).args(["ls", path]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().map(str::to_owned).collect())
+        .collect()
+}

@@ -1,0 +1,421 @@
+//! `zklock ls`, `zklock deadlocks` and the waiting line of `zklock exec`, run as
+//! built against a real ZooKeeper (lock-testkit).
+
+mod common;
+
+use common::*;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+const DEADLOCK: i32 = 4;
+const LONG: Duration = Duration::from_secs(30);
+
+/// Prints each participant of `zklock ls --json` as one tab-separated line.
+const LS_SUMMARY: &str = r#"
+import json, sys
+d = json.load(sys.stdin)
+assert d["path"] == sys.argv[1], d["path"]
+assert d["foreign"] == 0
+for state in ("holders", "waiters"):
+    for p in d[state]:
+        assert p["path"] == d["path"] + "/" + p["node"]
+        assert p["age_ms"] is None or p["age_ms"] >= 0
+        print("\t".join(str(x) for x in [state, p["position"], p["kind"], p["scheme"],
+              p["owner"] if p["owner"] is not None else "-", p["session"], p["token"],
+              ",".join(p["waits_for"]) or "-", p["node"]]))
+"#;
+
+/// A holder and two waiters (one with an owner): `ls` lists them in queue order
+/// with kinds, owners, sessions, tokens and what each waits for, as a table and
+/// as JSON that parses and says the same.
+#[test]
+fn ls_lists_holders_and_waiters_in_queue_order() {
+    let zk = server().connect_string();
+    let lock = unique("ls");
+    let dir = scratch("ls");
+    let ready = dir.join("ready");
+    let mut holder = hold(
+        &zk,
+        &["--owner", "alice"],
+        &lock,
+        &format!("echo $ZKLOCK_NODE > {}; exec sleep 60", ready.display()),
+    );
+    wait_for(&ready, LONG);
+    let waiter = |owner: Option<&str>| {
+        let mut c = zklock(&zk);
+        c.arg("exec");
+        if let Some(owner) = owner {
+            c.args(["--owner", owner]);
+        }
+        c.args([&lock, "--", "true"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let first = waiter(None);
+    until("the first waiter in the queue", LONG, || {
+        (ls_rows(&zk, &lock).len() == 2).then_some(())
+    });
+    let second = waiter(Some("bob"));
+    let rows = until("the second waiter in the queue", LONG, || {
+        let rows = ls_rows(&zk, &lock);
+        (rows.len() == 3).then_some(rows)
+    });
+    let node = std::fs::read_to_string(&ready).unwrap();
+    let node = node.trim().rsplit_once('/').unwrap().1.to_owned();
+
+    // # STATE KIND OWNER SESSION AGE TOKEN SCHEME WAITS-FOR NODE
+    let col = |r: usize, c: usize| rows[r][c].as_str();
+    assert_eq!(rows.iter().map(Vec::len).collect::<Vec<_>>(), [10; 3]);
+    assert_eq!(
+        [col(0, 0), col(0, 1), col(0, 2), col(0, 3)],
+        ["1", "holds", "write", "alice"]
+    );
+    assert_eq!(
+        [col(1, 0), col(1, 1), col(1, 2), col(1, 3)],
+        ["2", "waits", "write", "-"]
+    );
+    assert_eq!(
+        [col(2, 0), col(2, 1), col(2, 2), col(2, 3)],
+        ["3", "waits", "write", "bob"]
+    );
+    assert_eq!([col(0, 8), col(1, 8), col(2, 8)], ["-", "#1", "#1,#2"]);
+    assert_eq!(col(0, 9), node, "{rows:?}");
+    let tokens: Vec<i64> = (0..3).map(|r| col(r, 6).parse().unwrap()).collect();
+    assert!(tokens[0] < tokens[1] && tokens[1] < tokens[2], "{rows:?}");
+    let sessions: Vec<&str> = (0..3).map(|r| col(r, 4)).collect();
+    assert!(sessions.iter().all(|s| s.starts_with("0x")), "{rows:?}");
+    assert!(sessions[0] != sessions[1] && sessions[1] != sessions[2]);
+    assert!((0..3).all(|r| col(r, 7) == "native"));
+
+    // The JSON says the same, waits_for by node name.
+    let out = run(zklock(&zk).args(["ls", "--json", &lock]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let summary = python(LS_SUMMARY, &[&lock], &out.stdout);
+    let expected: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let waits: Vec<&str> = r[8]
+                .split(',')
+                .map(|w| match w.strip_prefix('#') {
+                    Some(i) => rows[i.parse::<usize>().unwrap() - 1][9].as_str(),
+                    None => w,
+                })
+                .collect();
+            let state = if r[1] == "holds" {
+                "holders"
+            } else {
+                "waiters"
+            };
+            [
+                state,
+                &r[0],
+                &r[2],
+                &r[7],
+                &r[3],
+                &r[4],
+                &r[6],
+                &waits.join(","),
+                &r[9],
+            ]
+            .join("\t")
+        })
+        .collect();
+    assert_eq!(summary.lines().collect::<Vec<_>>(), expected);
+
+    kill(&holder, "-TERM");
+    holder.wait().unwrap();
+    for w in [first, second] {
+        let out = w.wait_with_output().unwrap();
+        assert_eq!(code(&out), 0, "{out:?}");
+    }
+    assert!(ls_rows(&zk, &lock).is_empty());
+}
+
+/// A lock directory that does not exist lists nobody (exit 0); JSON escapes an
+/// owner's quotes, backslashes and control characters, and keeps its UTF-8.
+#[test]
+fn ls_of_a_missing_path_and_json_escaping() {
+    let zk = server().connect_string();
+    let missing = unique("missing");
+    let out = run(zklock(&zk).args(["ls", &missing]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("nobody"),
+        "{out:?}"
+    );
+    let out = run(zklock(&zk).args(["ls", "--json", &missing]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap().trim(),
+        format!(r#"{{"path":"{missing}","foreign":0,"holders":[],"waiters":[]}}"#)
+    );
+    let out = run(zklock(&zk).args(["ls", "not/absolute"]));
+    assert_eq!(code(&out), 2, "{out:?}");
+
+    let lock = unique("escaping");
+    let owner = "o'\"q\\ \n\t\u{1} été →";
+    let dir = scratch("escaping");
+    let ready = dir.join("ready");
+    let mut holder = hold(
+        &zk,
+        &["--owner", owner],
+        &lock,
+        &format!("touch {}; exec sleep 60", ready.display()),
+    );
+    wait_for(&ready, LONG);
+    let out = run(zklock(&zk).args(["ls", "--json", &lock]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let back = python(
+        "import json,sys; sys.stdout.write(json.load(sys.stdin)['holders'][0]['owner'])",
+        &[],
+        &out.stdout,
+    );
+    assert_eq!(back, owner);
+    // The table shows control characters as '?', on one line.
+    let out = run(zklock(&zk).args(["ls", &lock]));
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(table.lines().count(), 2, "{table:?}");
+    assert!(table.contains("o'\"q\\ ??? été →"), "{table:?}");
+    kill(&holder, "-TERM");
+    holder.wait().unwrap();
+}
+
+/// What the thread holding the locks reports.
+struct Nodes {
+    alice_holds_a: String,
+    bob_holds_b: String,
+    alice_waits_b: String,
+}
+
+/// A real deadlock: two sessions, owners alice and bob, take /a and /b in opposite
+/// order with deadlock detection off, so the cycle stays. Before the second wait
+/// closes it, `deadlocks` finds none (exit 0); then it reports the cycle as text,
+/// JSON and DOT (exit 4), in wait order.
+#[test]
+fn deadlocks_reports_a_real_cycle() {
+    let zk = server().connect_string();
+    let root = unique("deadlocks");
+    let (a, b) = (format!("{root}/a"), format!("{root}/b"));
+    let (report, reports) = mpsc::channel::<(Nodes, mpsc::Sender<()>)>();
+    let (cycle_tx, cycle_rx) = mpsc::channel::<String>();
+    let sessions = {
+        let (zk, a, b) = (zk.clone(), a.clone(), b.clone());
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let one = lock_zookeeper_client::connect(&zk).await.unwrap();
+                let two = lock_zookeeper_client::connect(&zk).await.unwrap();
+                let (alice, bob) = (one.with_owner("alice"), two.with_owner("bob"));
+                let ga = alice.mutex(a.clone()).lock().await.unwrap();
+                let gb = bob.mutex(b.clone()).lock().await.unwrap();
+                let waits = |locks: &lock_zookeeper_client::LockClient, path: &str| {
+                    let (locks, path) = (locks.clone(), path.to_owned());
+                    tokio::spawn(async move { locks.mutex(path).lock().await.map(drop) })
+                };
+                let queued = |path: String| {
+                    let one = one.clone();
+                    async move {
+                        loop {
+                            let who = one.participants(path.clone()).await.unwrap();
+                            if let Some(w) = who.waiters.first() {
+                                return format!("{path}/{}", w.node);
+                            }
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                    }
+                };
+                let alice_waits = waits(&alice, &b);
+                let alice_waits_b = queued(b.clone()).await;
+                let (go, next) = mpsc::channel();
+                let nodes = Nodes {
+                    alice_holds_a: ga.path().to_owned(),
+                    bob_holds_b: gb.path().to_owned(),
+                    alice_waits_b,
+                };
+                report.send((nodes, go)).unwrap();
+                while next.try_recv().is_err() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                let bob_waits = waits(&bob, &a);
+                cycle_tx.send(queued(a.clone()).await).unwrap();
+                while next.try_recv().is_err() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                // Closing alice's session breaks the deadlock by hand: her wait
+                // fails, her lock on /a goes, and bob gets it.
+                one.close().await;
+                assert!(alice_waits.await.unwrap().is_err());
+                bob_waits.await.unwrap().unwrap();
+                two.close().await;
+            })
+        })
+    };
+    let (nodes, go) = reports.recv_timeout(LONG).unwrap();
+
+    // A chain (alice waits for bob, who waits for nobody) is no deadlock.
+    let out = run(zklock(&zk).args(["deadlocks", &root]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("no deadlock under {root}\n")
+    );
+
+    go.send(()).unwrap();
+    let bob_waits_a = cycle_rx.recv_timeout(LONG).unwrap();
+    // Wait order: each node waits for the next, the last for the first.
+    let ring = [
+        (nodes.alice_holds_a.as_str(), "alice", "holds"),
+        (nodes.alice_waits_b.as_str(), "alice", "waits"),
+        (nodes.bob_holds_b.as_str(), "bob", "holds"),
+        (bob_waits_a.as_str(), "bob", "waits"),
+    ];
+    // The report may start anywhere on the ring.
+    let rotated = |first: &str| -> Vec<(&str, &str, &str)> {
+        let i = ring.iter().position(|(n, _, _)| *n == first).unwrap();
+        (0..4).map(|k| ring[(i + k) % 4]).collect()
+    };
+
+    let out = run(zklock(&zk).args(["deadlocks", &root]));
+    assert_eq!(code(&out), DEADLOCK, "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("deadlock 1 of 1: "), "{text}");
+    assert!(
+        ["alice -> bob -> alice", "bob -> alice -> bob"]
+            .iter()
+            .any(|r| lines[0].ends_with(r)),
+        "{text}"
+    );
+    // STATE OWNER SESSION AGE TOKEN NODE
+    let rows: Vec<Vec<&str>> = lines[2..6]
+        .iter()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let seen: Vec<(&str, &str, &str)> = rows.iter().map(|r| (r[5], r[1], r[0])).collect();
+    assert_eq!(seen, rotated(rows[0][5]), "{text}");
+    assert_eq!(lines.len(), 7, "{text}");
+
+    let out = run(zklock(&zk).args(["deadlocks", "--json", &root]));
+    assert_eq!(code(&out), DEADLOCK, "{out:?}");
+    let summary = python(
+        r#"
+import json, sys
+d = json.load(sys.stdin)
+assert d["root"] == sys.argv[1]
+assert len(d["cycles"]) == 1
+c = d["cycles"][0]
+print(",".join(sorted(c["owners"])))
+for n in c["nodes"]:
+    assert n["lock"] == n["node"].rsplit("/", 1)[0]
+    assert n["session"].startswith("0x") and n["token"] > 0
+    print("\t".join([n["node"], n["owner"], "holds" if n["holds"] else "waits"]))
+"#,
+        &[&root],
+        &out.stdout,
+    );
+    let mut lines = summary.lines();
+    assert_eq!(lines.next(), Some("alice,bob"));
+    let seen: Vec<(&str, &str, &str)> = lines
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f[0], f[1], f[2])
+        })
+        .collect();
+    assert_eq!(seen, rotated(seen[0].0), "{summary}");
+
+    let out = run(zklock(&zk).args(["deadlocks", "--dot", &root]));
+    assert_eq!(code(&out), DEADLOCK, "{out:?}");
+    let dot = String::from_utf8(out.stdout).unwrap();
+    assert!(dot.starts_with("digraph deadlocks {"), "{dot}");
+    let edges: Vec<&str> = dot.lines().filter(|l| l.contains(" -> ")).collect();
+    assert_eq!(edges.len(), 4, "{dot}");
+    for k in 0..4 {
+        let (from, _, state) = ring[k];
+        let (to, _, _) = ring[(k + 1) % 4];
+        let why = if state == "holds" {
+            "owner waits at"
+        } else {
+            "blocked by"
+        };
+        let edge = format!("\"{from}\" -> \"{to}\" [label=\"{why}\"];");
+        assert!(
+            edges.iter().any(|e| e.trim() == edge),
+            "{edge} not in {dot}"
+        );
+    }
+
+    go.send(()).unwrap();
+    sessions.join().unwrap();
+    let out = run(zklock(&zk).args(["deadlocks", "--json", &root]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap().trim(),
+        format!(r#"{{"root":"{root}","cycles":[]}}"#)
+    );
+}
+
+/// Waiting on a terminal (a pty from script(1)), exec shows its queue position
+/// and the time waited, rewritten in place, and erases the line once it holds;
+/// with stderr not a terminal it says nothing while waiting.
+#[test]
+fn waiting_line_on_a_tty_only() {
+    let zk = server().connect_string();
+    let lock = unique("tty");
+    let dir = scratch("tty");
+    let ready = dir.join("ready");
+    let mut holder = hold(
+        &zk,
+        &[],
+        &lock,
+        &format!("touch {}; exec sleep 60", ready.display()),
+    );
+    wait_for(&ready, LONG);
+
+    // Not a terminal: quiet until it gives up.
+    let out = run(zklock(&zk).args(["exec", "-w", "1.5", &lock, "--", "true"]));
+    assert_eq!(code(&out), BUSY, "{out:?}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr, format!("zklock: timed out waiting for {lock}\n"));
+
+    let zklock_cmd = format!(
+        "{} exec -w 60 {lock} -- echo ran",
+        env!("CARGO_BIN_EXE_zklock")
+    );
+    let mut script = Command::new("script")
+        .args(["-qec", &zklock_cmd, "/dev/null"])
+        .env("ZKLOCK_ZK", &zk)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("script(1) from util-linux");
+    let mut tty = script.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let wanted = format!("\rzklock: waiting for {lock}: position 2 of 2 in the queue, ");
+    until("the queue position on the terminal", LONG, || {
+        let mut buf = [0u8; 256];
+        let n = tty.read(&mut buf).unwrap();
+        assert!(
+            n > 0,
+            "the terminal closed: {:?}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buf[..n]);
+        String::from_utf8_lossy(&seen)
+            .contains(&wanted)
+            .then_some(())
+    });
+    kill(&holder, "-TERM");
+    holder.wait().unwrap();
+    tty.read_to_end(&mut seen).unwrap();
+    assert!(script.wait().unwrap().success());
+    let seen = String::from_utf8_lossy(&seen).into_owned();
+    // The line is erased before CMD runs.
+    assert!(seen.ends_with("\r\x1b[Kran\r\n"), "{seen:?}");
+}

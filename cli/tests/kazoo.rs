@@ -1,0 +1,115 @@
+//! `zklock exec --scheme kazoo` and a real kazoo client (kazoo's `Lock` recipe, in
+//! Debian's `/usr/bin/python3` with python3-kazoo: `tests/kazoo_lock.py`) on one
+//! path, against a real ZooKeeper: each excludes the other.
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const LONG: Duration = Duration::from_secs(30);
+const PEER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kazoo_lock.py");
+
+/// Runs the kazoo peer in `mode` on `lock` as `identifier`.
+fn kazoo(zk: &str, lock: &str, identifier: &str, mode: &[&str]) -> Command {
+    let mut c = Command::new("/usr/bin/python3");
+    c.arg(PEER).args([zk, lock, identifier]).args(mode);
+    c
+}
+
+/// The peer's one-line answer to `try` or `wait S`.
+fn kazoo_answer(zk: &str, lock: &str, mode: &[&str]) -> String {
+    let out = kazoo(zk, lock, "kazoo-contender", mode).output().unwrap();
+    assert!(
+        out.status.success(),
+        "kazoo peer failed (python3-kazoo?): {out:?}"
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// A kazoo holder: started, and returned once it says it holds (with its node).
+fn kazoo_holder(zk: &str, lock: &str, identifier: &str) -> (Child, String) {
+    let mut child = kazoo(zk, lock, identifier, &["hold"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let node = line
+        .strip_prefix("HELD ")
+        .unwrap_or_else(|| panic!("kazoo peer said {line:?} (python3-kazoo installed?)"))
+        .trim()
+        .to_owned();
+    (child, node)
+}
+
+/// kazoo holds: `zklock exec -n --scheme kazoo` is busy (75) and `ls` shows the
+/// kazoo holder with its identifier as owner; once kazoo releases, zklock takes it.
+#[test]
+fn a_kazoo_holder_excludes_zklock() {
+    let zk = server().connect_string();
+    let lock = unique("kazoo-holds");
+    let (mut holder, node) = kazoo_holder(&zk, &lock, "kazoo-holder");
+
+    let out = run(zklock(&zk).args(["exec", "-n", "--scheme", "kazoo", &lock, "--", "true"]));
+    assert_eq!(code(&out), BUSY, "{out:?}");
+    let out = run(zklock(&zk).args([
+        "exec", "-w", "0.5", "--scheme", "kazoo", &lock, "--", "true",
+    ]));
+    assert_eq!(code(&out), BUSY, "{out:?}");
+
+    let rows = ls_rows(&zk, &lock);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    // # STATE KIND OWNER SESSION AGE TOKEN SCHEME WAITS-FOR NODE
+    let row: Vec<&str> = rows[0].iter().map(String::as_str).collect();
+    assert_eq!(
+        [row[1], row[2], row[3], row[7], row[9]],
+        ["holds", "write", "kazoo-holder", "kazoo", node.as_str()]
+    );
+
+    drop(holder.stdin.take()); // kazoo releases and exits
+    assert!(holder.wait().unwrap().success());
+    let out = run(zklock(&zk).args(["exec", "-n", "--scheme", "kazoo", &lock, "--", "true"]));
+    assert_eq!(code(&out), 0, "{out:?}");
+}
+
+/// zklock holds (with --owner): kazoo's `acquire(blocking=False)` and
+/// `acquire(timeout=1)` fail; once zklock's CMD ends, kazoo gets the lock.
+#[test]
+fn a_zklock_holder_excludes_kazoo() {
+    let zk = server().connect_string();
+    let lock = unique("zklock-holds");
+    let dir = scratch("zklock-holds");
+    let ready = dir.join("ready");
+    let release = dir.join("release");
+    let mut holder = hold(
+        &zk,
+        &["--scheme", "kazoo", "--owner", "zklock-holder"],
+        &lock,
+        &format!(
+            "touch {}; while [ ! -e {} ]; do sleep 0.05; done",
+            ready.display(),
+            release.display()
+        ),
+    );
+    wait_for(&ready, LONG);
+
+    assert_eq!(kazoo_answer(&zk, &lock, &["try"]), "BUSY");
+    assert_eq!(kazoo_answer(&zk, &lock, &["wait", "1"]), "TIMEOUT");
+    let rows = ls_rows(&zk, &lock);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(
+        [rows[0][3].as_str(), rows[0][7].as_str()],
+        ["zklock-holder", "kazoo"]
+    );
+
+    std::fs::File::create(&release).unwrap().flush().unwrap();
+    assert_eq!(holder.wait().unwrap().code(), Some(0));
+    let answer = kazoo_answer(&zk, &lock, &["try"]);
+    assert!(answer.starts_with("HELD "), "{answer}");
+}
