@@ -822,12 +822,13 @@ pub fn blackhole_loses_before_another_session_holds<B: Backend>(b: &B) {
     };
     println!(
         "{} over {} blackholes (session timeout {SESSION_TIMEOUT:?}), min / median / max: \
-         suspended {}, lost {}, other granted {}",
+         suspended {}, lost {}, other granted {}, other granted - lost {}",
         b.name(),
         times.len(),
         column(|t| t.suspended),
         column(|t| t.lost),
         column(|t| t.other_granted),
+        column(|t| t.other_granted.saturating_sub(t.lost)),
     );
     for (kind, t) in &times {
         assert!(
