@@ -124,6 +124,7 @@
 
 pub mod blocking;
 mod client;
+mod connection;
 mod election;
 mod error;
 mod guard;
@@ -134,6 +135,7 @@ mod shared;
 mod writes;
 
 pub use client::{pair, LockClient};
+pub use connection::{ConnectionEvent, ConnectionEvents, ConnectionState};
 pub use election::{Election, ElectionEvent, ElectionObserver, Leadership};
 pub use error::{Cycle, Error};
 pub use guard::{LockGuard, LockStatus};

@@ -112,6 +112,8 @@ pub(crate) struct State {
     close_wakers: Vec<Waker>,
     /// Wakers to wake once the mutex is released.
     to_wake: Vec<Waker>,
+    /// The client-wide connection state and its subscribers.
+    pub(crate) connection: crate::connection::Tracker,
 }
 
 impl Shared {
@@ -133,6 +135,7 @@ impl Shared {
                 link_gone: false,
                 close_wakers: Vec::new(),
                 to_wake: Vec::new(),
+                connection: Default::default(),
             }),
             link_cv: Condvar::new(),
             session_timeout,
@@ -293,13 +296,18 @@ impl State {
     /// acquisition's terminal event) and closers return.
     pub(crate) fn end(&mut self, now: Timestamp) {
         self.link_gone = true;
-        self.core.handle_input(
-            lock_core::Input::Session(lock_core::SessionEvent::Closed),
-            now,
-        );
+        self.session_changed(lock_core::SessionEvent::Closed, now);
         self.requests.clear();
         self.to_wake.append(&mut self.close_wakers);
         self.to_wake.append(&mut self.idle_wakers);
+    }
+
+    /// What the binding reports about the session, for the core and for the
+    /// client-wide connection state.
+    pub(crate) fn session_changed(&mut self, event: lock_core::SessionEvent, now: Timestamp) {
+        self.connection.on_session(&event, &mut self.to_wake);
+        self.core
+            .handle_input(lock_core::Input::Session(event), now);
     }
 
     /// Rule 2 of the core's contract: drain after every call. Requests queue for the

@@ -40,6 +40,7 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+pub mod connection;
 mod env;
 mod hold_proxy;
 pub mod suite;
