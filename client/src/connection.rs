@@ -125,7 +125,12 @@ impl Tracker {
         };
         self.state = Some(after);
         for event in &events {
-            tracing::debug!(?event, "connection");
+            match event {
+                ConnectionEvent::Suspended | ConnectionEvent::SessionLost { .. } => {
+                    tracing::warn!(?event, "zklock connection")
+                }
+                _ => tracing::info!(?event, "zklock connection"),
+            }
         }
         for (_, sub) in &mut self.subscribers {
             sub.events.extend(events.iter().copied());

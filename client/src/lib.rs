@@ -132,6 +132,7 @@ mod link;
 mod lock;
 mod pending;
 mod shared;
+mod trace;
 mod writes;
 
 pub use client::{pair, LockClient};

@@ -45,6 +45,8 @@ pub(crate) struct Slot {
     pub(crate) writes: HashMap<u64, Option<WriteResult>>,
     /// The election whose stream also gets this slot's events.
     pub(crate) election: Option<u64>,
+    /// The acquisition's tracing span (disabled for other tasks).
+    pub(crate) span: tracing::Span,
     wakers: Vec<Waker>,
 }
 
@@ -60,6 +62,7 @@ impl Slot {
             section: None,
             writes: HashMap::new(),
             election,
+            span: tracing::Span::none(),
             wakers: Vec::new(),
         }
     }
@@ -317,6 +320,11 @@ impl State {
             match output {
                 Output::Request(request) if !self.link_gone => self.requests.push_back(request),
                 Output::Event { lock, event } => self.dispatch(lock, event),
+                Output::Progress { lock, progress } => {
+                    if let Some(slot) = self.slots.get(&lock) {
+                        crate::trace::progress(&slot.span, &progress);
+                    }
+                }
                 _ => {}
             }
         }
@@ -329,6 +337,7 @@ impl State {
         let Some(slot) = self.slots.get_mut(&lock) else {
             return;
         };
+        crate::trace::event(&slot.span, &event);
         self.to_wake.append(&mut slot.wakers);
         // Answers to a handle's own calls go to whoever awaits them.
         match event {

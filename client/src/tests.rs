@@ -470,3 +470,168 @@ fn a_connection_stream_does_not_keep_the_client_open() {
     drop(link);
     assert_eq!(events.next_blocking(), Some(ConnectionEvent::Closed));
 }
+
+/// A `tracing` subscriber that keeps what it sees, as text: spans with their
+/// fields, events with their fields and the span they belong to.
+#[derive(Default)]
+struct Recorder {
+    lines: std::sync::Mutex<Vec<String>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+struct Fields(String);
+
+impl tracing::field::Visit for Fields {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.push_str(&format!(" {}={value}", field.name()));
+    }
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.push_str(&format!(" {}={value:?}", field.name()));
+    }
+}
+
+impl tracing::Subscriber for Recorder {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        let id = 1 + self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut fields = Fields(String::new());
+        span.record(&mut fields);
+        let line = format!("span#{id} {}{}", span.metadata().name(), fields.0);
+        self.lines.lock().unwrap().push(line);
+        tracing::span::Id::from_u64(id)
+    }
+    fn record(&self, span: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+        let mut fields = Fields(String::new());
+        values.record(&mut fields);
+        let line = format!("record#{}{}", span.into_u64(), fields.0);
+        self.lines.lock().unwrap().push(line);
+    }
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut fields = Fields(String::new());
+        event.record(&mut fields);
+        let parent = event.parent().map_or(0, |p| p.into_u64());
+        let line = format!("event#{parent} {}{}", event.metadata().level(), fields.0);
+        self.lines.lock().unwrap().push(line);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn an_acquisition_is_traced_in_its_own_span() {
+    let recorder = std::sync::Arc::new(Recorder::default());
+    tracing::subscriber::with_default(recorder.clone(), || {
+        let (locks, mut link) = connected();
+        let worker = locks.with_owner("worker-7");
+        // Queued behind a participant of another session, then granted.
+        let mutex = worker.mutex("/locks/traced");
+        let mut lock = pin!(mutex.lock());
+        assert!(poll_once(lock.as_mut()).is_pending());
+        let sent = requests(&mut link);
+        let Op::Create { path, .. } = &sent[0].op else {
+            panic!("{:?}", sent[0].op)
+        };
+        let node = format!("{path}0000000002");
+        let stat = Stat {
+            czxid: 42,
+            ephemeral_owner: SID,
+            ..Stat::default()
+        };
+        let now = Instant::now();
+        let reply = Reply::Created {
+            path: node.clone(),
+            stat: Some(stat),
+        };
+        link.handle_reply(sent[0].id, Ok(reply), now);
+        let other = "zkl-00000000000000000000000000000001-write-0000000001";
+        let mine = node.rsplit('/').next().unwrap().to_owned();
+        let list = Reply::Children(vec![other.to_owned(), mine]);
+        link.handle_reply(sent[1].id, Ok(list), now);
+        let peer = format!("/locks/traced/{other}");
+        let answer = |link: &mut Link, peer_gone: bool| {
+            for r in requests(link) {
+                let reply = match &r.op {
+                    Op::GetData { path, .. } if *path == peer && peer_gone => {
+                        Err(lock_core::ZkError::NoNode)
+                    }
+                    Op::GetData { path, .. } => {
+                        let owner = if *path == node { SID } else { 0x99 };
+                        Ok(Reply::Data {
+                            data: Vec::new(),
+                            stat: Stat {
+                                czxid: 42,
+                                ephemeral_owner: owner,
+                                ..Stat::default()
+                            },
+                        })
+                    }
+                    Op::GetChildren { .. } => Ok(Reply::Children(vec![node
+                        .rsplit('/')
+                        .next()
+                        .unwrap()
+                        .to_owned()])),
+                    Op::RemoveWatch { .. } => Ok(Reply::WatchRemoved),
+                    other => panic!("unexpected {other:?}"),
+                };
+                link.handle_reply(r.id, reply, now);
+            }
+        };
+        answer(&mut link, false);
+        link.handle_watch(peer.clone(), lock_core::WatchKind::NodeDeleted, now);
+        answer(&mut link, true);
+        let Poll::Ready(Ok(guard)) = poll_once(lock.as_mut()) else {
+            panic!("not granted")
+        };
+        link.handle_session(
+            SessionEvent::Disconnected {
+                since_contact: Duration::ZERO,
+            },
+            now,
+        );
+        assert_eq!(guard.status(), LockStatus::Suspended);
+    });
+    let lines = recorder.lines.lock().unwrap().clone();
+    let text = lines.join("\n");
+    let span = lines
+        .iter()
+        .find(|l| l.contains("zklock.lock"))
+        .unwrap_or_else(|| panic!("no acquisition span:\n{text}"));
+    assert!(span.contains("path=/locks/traced"), "{span}");
+    assert!(span.contains("recipe=Write"), "{span}");
+    assert!(span.contains("owner=worker-7"), "{span}");
+    let id: u64 = span["span#".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("record#{id} lock="))),
+        "{text}"
+    );
+    let mine = |what: &str| {
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("event#{id} ")) && l.contains(what))
+    };
+    for what in [
+        "message=created node=/locks/traced/",
+        "message=queued behind=/locks/traced/zkl-00000000000000000000000000000001-write-0000000001",
+        "message=acquired",
+        "token=42",
+        "message=suspended",
+    ] {
+        assert!(mine(what), "no {what:?} in the span's events:\n{text}");
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("Suspended") && l.starts_with("event#0")),
+        "the connection change is logged too:\n{text}"
+    );
+}
