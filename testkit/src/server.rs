@@ -56,6 +56,38 @@ pub struct ZkServerBuilder {
     jvm_args: Vec<String>,
     config: Vec<(String, String)>,
     install: Option<ZkInstall>,
+    tls: Option<ServerTls>,
+}
+
+/// A secure client port for a standalone server ([`ZkServerBuilder::tls`]):
+/// ZooKeeper's Netty connection factory with PEM key and trust stores.
+#[derive(Debug, Clone)]
+pub struct ServerTls {
+    key_store: PathBuf,
+    trust_store: PathBuf,
+    client_auth: bool,
+}
+
+impl ServerTls {
+    /// `key_store`: a PEM file with the server's private key (PKCS#8, not
+    /// encrypted) and its certificate chain; `trust_store`: a PEM file with the
+    /// CA certificates that client certificates must chain to. The server's
+    /// certificate should name `127.0.0.1` (clients check it against the
+    /// address they dial), and so should client certificates (ZooKeeper checks
+    /// them against the client's address).
+    pub fn new(key_store: impl Into<PathBuf>, trust_store: impl Into<PathBuf>) -> Self {
+        ServerTls {
+            key_store: key_store.into(),
+            trust_store: trust_store.into(),
+            client_auth: false,
+        }
+    }
+
+    /// Requires a client certificate (`ssl.clientAuth=need`; default `none`).
+    pub fn require_client_auth(mut self) -> Self {
+        self.client_auth = true;
+        self
+    }
 }
 
 impl Default for ZkServerBuilder {
@@ -71,6 +103,7 @@ impl Default for ZkServerBuilder {
             jvm_args: Vec::new(),
             config: Vec::new(),
             install: None,
+            tls: None,
         }
     }
 }
@@ -138,6 +171,15 @@ impl ZkServerBuilder {
         self
     }
 
+    /// Standalone servers only: also serve TLS on a second client port
+    /// ([`ZkServer::secure_connect_string`]); the plain port stays (the testkit's
+    /// readiness checks use it). Switches the server to the Netty connection
+    /// factory, which ZooKeeper needs for TLS.
+    pub fn tls(mut self, tls: ServerTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
     /// Uses this installation instead of [`ZkInstall::locate`].
     pub fn install(mut self, install: ZkInstall) -> Self {
         self.install = Some(install);
@@ -155,16 +197,21 @@ impl ZkServerBuilder {
             let dir = TempDir::new("zk-testkit")
                 .map_err(|e| Error::io("creating a temporary directory", e))?;
             let port = reserve_port()?;
+            let mut ports = vec![port];
+            if self.tls.is_some() {
+                ports.push(reserve_port()?);
+            }
             let server = ZkServer::prepare(Prepare {
                 builder: &self,
                 install: &install,
                 role: Role::Standalone,
                 dir: dir.path().to_path_buf(),
-                client_port: port.port(),
+                client_port: ports[0].port(),
+                secure_port: ports.get(1).map(PortGuard::port),
                 cleanup: dir.path().to_path_buf(),
                 startup_timeout: timeout,
             })?;
-            let mut server = server.owning(dir, vec![port]);
+            let mut server = server.owning(dir, ports);
             let started = server
                 .spawn()
                 .and_then(|()| server.wait_serving(timeout).map(drop));
@@ -210,6 +257,10 @@ impl ZkServerBuilder {
         Ok(())
     }
 
+    pub(crate) fn has_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
     pub(crate) fn resolve_install(&self) -> Result<ZkInstall> {
         match &self.install {
             Some(install) => Ok(install.clone()),
@@ -226,7 +277,13 @@ impl ZkServerBuilder {
         span.as_millis().div_ceil(tick).max(1) as u64
     }
 
-    fn zoo_cfg(&self, data_dir: &Path, client_port: u16, role: &Role) -> String {
+    fn zoo_cfg(
+        &self,
+        data_dir: &Path,
+        client_port: u16,
+        secure_port: Option<u16>,
+        role: &Role,
+    ) -> String {
         let mut cfg = String::from("# written by lock-testkit\n");
         let mut line = |key: &str, value: &dyn std::fmt::Display| {
             let _ = writeln!(cfg, "{key}={value}");
@@ -259,6 +316,20 @@ impl ZkServerBuilder {
                     &format!("127.0.0.1:{quorum}:{election}"),
                 );
             }
+        }
+        if let (Some(tls), Some(port)) = (&self.tls, secure_port) {
+            line("secureClientPort", &port);
+            line("secureClientPortAddress", &Ipv4Addr::LOCALHOST);
+            line(
+                "serverCnxnFactory",
+                &"org.apache.zookeeper.server.NettyServerCnxnFactory",
+            );
+            line("ssl.keyStore.location", &tls.key_store.display());
+            line("ssl.keyStore.type", &"PEM");
+            line("ssl.trustStore.location", &tls.trust_store.display());
+            line("ssl.trustStore.type", &"PEM");
+            let client_auth = if tls.client_auth { "need" } else { "none" };
+            line("ssl.clientAuth", &client_auth);
         }
         for (key, value) in &self.config {
             line(key, value);
@@ -321,6 +392,8 @@ pub(crate) struct Prepare<'a> {
     /// This server's own directory (config, log, data/).
     pub(crate) dir: PathBuf,
     pub(crate) client_port: u16,
+    /// The TLS client port, with [`ZkServerBuilder::tls`].
+    pub(crate) secure_port: Option<u16>,
     /// Removed by the watchdog if the test process dies.
     pub(crate) cleanup: PathBuf,
     pub(crate) startup_timeout: Duration,
@@ -354,6 +427,7 @@ pub(crate) enum Probe {
 pub struct ZkServer {
     name: String,
     addr: SocketAddr,
+    secure_addr: Option<SocketAddr>,
     dir: PathBuf,
     data_dir: PathBuf,
     log: PathBuf,
@@ -400,11 +474,16 @@ impl ZkServer {
             }
         };
         let cfg = p.dir.join("zoo.cfg");
-        let text = p.builder.zoo_cfg(&data_dir, p.client_port, &p.role);
+        let text = p
+            .builder
+            .zoo_cfg(&data_dir, p.client_port, p.secure_port, &p.role);
         fs::write(&cfg, text).map_err(|e| Error::io(format!("writing {}", cfg.display()), e))?;
         Ok(ZkServer {
             name,
             addr: SocketAddr::from((Ipv4Addr::LOCALHOST, p.client_port)),
+            secure_addr: p
+                .secure_port
+                .map(|port| SocketAddr::from((Ipv4Addr::LOCALHOST, port))),
             log: p.dir.join("zookeeper.log"),
             args: p.builder.java_args(p.install, &p.dir, &cfg, main),
             java: p.install.java().to_path_buf(),
@@ -496,6 +575,12 @@ impl ZkServer {
     /// The connect string for clients, `"127.0.0.1:<port>"`.
     pub fn connect_string(&self) -> String {
         self.addr.to_string()
+    }
+
+    /// The TLS connect string, `"127.0.0.1:<secure port>"`, for a server started
+    /// with [`ZkServerBuilder::tls`].
+    pub fn secure_connect_string(&self) -> Option<String> {
+        self.secure_addr.map(|a| a.to_string())
     }
 
     /// The server's `dataDir`.

@@ -21,6 +21,7 @@
 //! 9/20 = 0.45 of the session timeout after the last byte received, well before 2/3.
 //! The tests check this against a blackholing proxy.
 
+use crate::dial::Dial;
 use crate::glue::{self, Answer};
 use crate::runtime::Runtime;
 use futures::channel::{mpsc, oneshot};
@@ -33,7 +34,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-use zookeeper_client::{Client, EventType, SessionState, WatchedEvent};
+use zookeeper_client::{Acl, Client, EventType, SessionState, WatchedEvent};
 
 /// Something that finished in the background.
 enum Completion {
@@ -67,10 +68,16 @@ type NoDelayOutcome = std::io::Result<lock_nodelay::Applied>;
 
 pub(crate) struct Driver {
     runtime: Runtime,
-    cluster: String,
+    /// Opens the sessions after an expiry, with the first one's options.
+    dial: Dial,
+    /// The ACL of every node created.
+    acls: Arc<[Acl]>,
     requested_timeout: Duration,
     link: Link,
     client: Option<Arc<Client>>,
+    /// `client` is the application's (`Builder::client`): closing ours does not
+    /// end its session.
+    shared: bool,
     states: Option<BoxStream<'static, SessionState>>,
     fed: Fed,
     inflight: FuturesUnordered<BoxFuture<'static, Completion>>,
@@ -94,17 +101,21 @@ pub(crate) struct Driver {
 impl Driver {
     pub(crate) fn new(
         runtime: Runtime,
-        cluster: String,
+        dial: Dial,
+        acls: Arc<[Acl]>,
         requested_timeout: Duration,
         client: Client,
+        shared: bool,
         link: Link,
     ) -> Driver {
         let mut driver = Driver {
             runtime,
-            cluster,
+            dial,
+            acls,
             requested_timeout,
             link,
             client: None,
+            shared,
             states: None,
             fed: Fed::Gone,
             inflight: FuturesUnordered::new(),
@@ -204,7 +215,8 @@ impl Driver {
                 }));
                 continue;
             };
-            self.start(glue::call(client, request).map(Completion::Reply).boxed());
+            let call = glue::call(client, request, self.acls.clone());
+            self.start(call.map(Completion::Reply).boxed());
         }
     }
 
@@ -296,6 +308,7 @@ impl Driver {
             }
             Completion::Connected(Ok(client)) => {
                 tracing::debug!(session = client.session_id().0, "new session");
+                self.shared = false;
                 self.install(client);
             }
             Completion::Connected(Err(e)) => {
@@ -368,9 +381,10 @@ impl Driver {
     /// as it may resolve host names. The outcome comes back as `Wake::NoDelay`.
     fn set_nodelay(&mut self) {
         let tx = self.nodelay.0.clone();
-        let started = lock_nodelay::apply_in_background(self.cluster.clone(), move |outcome| {
-            let _ = tx.unbounded_send(outcome);
-        });
+        let started =
+            lock_nodelay::apply_in_background(self.dial.cluster.clone(), move |outcome| {
+                let _ = tx.unbounded_send(outcome);
+            });
         if let Err(e) = started {
             self.on_nodelay(Err(e));
         }
@@ -389,12 +403,7 @@ impl Driver {
 
     fn start_connect(&mut self) {
         self.reconnect_at = None;
-        let connector =
-            zookeeper_client::Client::connector().with_session_timeout(self.requested_timeout);
-        let cluster = self.cluster.clone();
-        let connect = self
-            .runtime
-            .scope(async move { connector.connect(&cluster).await });
+        let connect = self.runtime.scope(self.dial.clone().connect());
         self.inflight
             .push(Box::pin(connect.map(Completion::Connected)));
     }
@@ -411,6 +420,10 @@ impl Driver {
         self.watches.clear();
         self.ready.clear();
         self.client = None;
+        if self.shared {
+            // The application's session lives on; nothing to wait for.
+            return;
+        }
         if let Some(mut states) = self.states.take() {
             let timeout = self.requested_timeout.max(Duration::from_secs(1));
             let bound = self.runtime.sleep_until(Instant::now() + timeout);

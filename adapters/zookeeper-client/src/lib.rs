@@ -147,16 +147,21 @@
 )]
 
 mod client;
+mod dial;
 mod driver;
 mod glue;
 mod runtime;
 
 pub use client::{builder, connect, Builder, Connect, DEFAULT_SESSION_TIMEOUT};
 pub use runtime::Runtime;
+/// The zookeeper-client crate this binding is built on, for
+/// [`Builder::client`] (a `Client` of the same version).
+pub use zookeeper_client;
 
 pub use lock_client::{
-    blocking, Cycle, Election, ElectionEvent, ElectionObserver, Error, Leadership, LockClient,
-    LockGuard, LockStatus, Mutex, ReadLock, RwLock, Semaphore, WriteLock, Writes,
+    blocking, AclEntry, Auth, ConnectOptions, Cycle, Election, ElectionEvent, ElectionObserver,
+    Error, Leadership, LockClient, LockGuard, LockStatus, Mutex, NodeAcl, Perms, ReadLock, RwLock,
+    Semaphore, Tls, WriteLock, Writes,
 };
 pub use lock_core::{
     CreateMode, CycleNode, FailReason, FencedError, FencingToken, Grant, Leader, LockEvent,

@@ -93,8 +93,9 @@ pub use driver::Diagnostics;
 pub use wire::MULTI_UNSUPPORTED;
 
 pub use lock_client::{
-    blocking, Canceller, Cycle, Election, ElectionEvent, ElectionObserver, Error, Leadership,
-    LockClient, LockGuard, LockStatus, Mutex, PendingLock, ReadLock, RwLock, Semaphore, WriteLock,
+    blocking, AclEntry, Auth, Canceller, ConnectOptions, Cycle, Election, ElectionEvent,
+    ElectionObserver, Error, Leadership, LockClient, LockGuard, LockStatus, Mutex, NodeAcl,
+    PendingLock, Perms, ReadLock, RwLock, Semaphore, Tls, WriteLock,
 };
 pub use lock_core::{
     CycleNode, FailReason, FencingToken, Grant, Leader, LockEvent, LockSpec, LostReason,
