@@ -140,7 +140,7 @@ pub use error::{Cycle, Error};
 pub use guard::{LockGuard, LockStatus};
 pub use link::{Link, Notifier};
 pub use lock::{Mutex, ReadLock, RwLock, Semaphore, WriteLock};
-pub use options::{AclEntry, Auth, ConnectOptions, NodeAcl, Perms, Tls};
+pub use options::{AclEntry, Auth, ConnectOptions, NodeAcl, Perms, SaslDigest, Tls};
 pub use pending::{Canceller, PendingLock};
 pub use writes::Writes;
 

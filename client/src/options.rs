@@ -34,6 +34,25 @@ pub struct ConnectOptions {
     session_timeout: Option<Duration>,
     connect_timeout: Option<Duration>,
     tls: Option<Tls>,
+    sasl: Option<SaslDigest>,
+}
+
+/// SASL DIGEST-MD5 credentials ([`ConnectOptions::sasl_digest_md5`]).
+#[derive(Clone, PartialEq, Eq)]
+pub struct SaslDigest {
+    /// The user, as in the server's JAAS `user_<name>` entry.
+    pub user: String,
+    /// The password.
+    pub password: String,
+}
+
+impl fmt::Debug for SaslDigest {
+    // The password stays out of logs.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SaslDigest")
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ConnectOptions {
@@ -97,6 +116,22 @@ impl ConnectOptions {
         self
     }
 
+    /// Authenticates with SASL DIGEST-MD5 (the server's `SASLAuthenticationProvider`
+    /// with a JAAS `DigestLoginModule`); the identity is `sasl:<user>`. A refusal
+    /// (unknown user, wrong password) fails `connect` with [`Error::AuthFailed`].
+    pub fn sasl_digest_md5(mut self, user: &str, password: &str) -> Self {
+        self.sasl = Some(SaslDigest {
+            user: user.to_owned(),
+            password: password.to_owned(),
+        });
+        self
+    }
+
+    /// The SASL DIGEST-MD5 credentials, if set.
+    pub fn sasl_option(&self) -> Option<&SaslDigest> {
+        self.sasl.as_ref()
+    }
+
     /// The credentials, in the order given.
     pub fn auth_list(&self) -> &[Auth] {
         &self.auth
@@ -151,9 +186,9 @@ impl ConnectOptions {
             .entries()
             .iter()
             .any(|e| e.scheme == "auth" && e.id.is_empty());
-        if creator && self.auth.is_empty() {
+        if creator && self.auth.is_empty() && self.sasl.is_none() {
             return Err(bad(
-                "acl: a creator ACL needs credentials (digest_auth) to name the creator",
+                "acl: a creator ACL needs credentials (digest_auth or sasl) to name the creator",
             ));
         }
         if let NodeAcl::Custom(entries) = &self.acl {
@@ -166,6 +201,9 @@ impl ConnectOptions {
                 lock_core::validate_lock_path(chroot)
                     .map_err(|e| bad(&format!("chroot {chroot:?}: {e}")))?;
             }
+        }
+        if self.sasl.as_ref().is_some_and(|s| s.user.is_empty()) {
+            return Err(bad("sasl: empty user"));
         }
         if self.session_timeout == Some(Duration::ZERO) {
             return Err(bad("session timeout: must be positive"));
@@ -406,9 +444,10 @@ mod tests {
     fn secrets_stay_out_of_debug() {
         let o = ConnectOptions::new()
             .digest_auth("alice", "hunter2")
+            .sasl_digest_md5("alice", "hunter3")
             .tls(Tls::new("CA").identity("CERT", "KEY"));
         let text = format!("{o:?}");
-        assert!(!text.contains("hunter2") && !text.contains("KEY"), "{text}");
+        assert!(!text.contains("hunter") && !text.contains("KEY"), "{text}");
         assert!(text.contains("digest"));
     }
 

@@ -26,6 +26,8 @@ pub(crate) const POLL: Duration = Duration::from_millis(25);
 /// How many times a start is retried when the server lost a race for a port.
 pub(crate) const START_ATTEMPTS: usize = 3;
 const LOG_TAIL_LINES: usize = 30;
+/// The JAAS file of a server with SASL users, in its directory.
+const JAAS_FILE: &str = "jaas.conf";
 
 /// Settings for a [`ZkServer`] or a [`ZkEnsemble`], then `start()` or
 /// `start_ensemble(n)`.
@@ -57,6 +59,7 @@ pub struct ZkServerBuilder {
     config: Vec<(String, String)>,
     install: Option<ZkInstall>,
     tls: Option<ServerTls>,
+    sasl_users: Vec<(String, String)>,
 }
 
 /// A secure client port for a standalone server ([`ZkServerBuilder::tls`]):
@@ -104,6 +107,7 @@ impl Default for ZkServerBuilder {
             config: Vec::new(),
             install: None,
             tls: None,
+            sasl_users: Vec::new(),
         }
     }
 }
@@ -180,6 +184,19 @@ impl ZkServerBuilder {
         self
     }
 
+    /// Accepts SASL DIGEST-MD5 logins of `user` with `password`
+    /// (`SASLAuthenticationProvider` and a JAAS `DigestLoginModule` section
+    /// `Server`, written to the server's directory); their identity is
+    /// `sasl:<user>`. Call once per user.
+    pub fn sasl_digest_user(
+        mut self,
+        user: impl Into<String>,
+        password: impl Into<String>,
+    ) -> Self {
+        self.sasl_users.push((user.into(), password.into()));
+        self
+    }
+
     /// Uses this installation instead of [`ZkInstall::locate`].
     pub fn install(mut self, install: ZkInstall) -> Self {
         self.install = Some(install);
@@ -243,6 +260,16 @@ impl ZkServerBuilder {
                 self.min_session_timeout, self.max_session_timeout
             ));
         }
+        for (user, password) in &self.sasl_users {
+            let plain = |s: &str| {
+                !s.is_empty()
+                    && s.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            };
+            if !plain(user) || password.contains(['"', '\\', '\n']) {
+                return bad(format!("sasl user {user:?}: letters, digits, - _ . only (and a password without quotes)"));
+            }
+        }
         if self.max_heap_mb < 16 {
             return bad(format!("max_heap_mb {} is below 16", self.max_heap_mb));
         }
@@ -255,6 +282,17 @@ impl ZkServerBuilder {
             }
         }
         Ok(())
+    }
+
+    /// The JAAS configuration of [`sasl_digest_user`](Self::sasl_digest_user).
+    fn jaas(&self) -> String {
+        let mut text =
+            String::from("Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required");
+        for (user, password) in &self.sasl_users {
+            let _ = write!(text, "\n  user_{user}=\"{password}\"");
+        }
+        text.push_str(";\n};\n");
+        text
     }
 
     pub(crate) fn has_tls(&self) -> bool {
@@ -331,6 +369,12 @@ impl ZkServerBuilder {
             let client_auth = if tls.client_auth { "need" } else { "none" };
             line("ssl.clientAuth", &client_auth);
         }
+        if !self.sasl_users.is_empty() {
+            line(
+                "authProvider.sasl",
+                &"org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+            );
+        }
         for (key, value) in &self.config {
             line(key, value);
         }
@@ -365,6 +409,10 @@ impl ZkServerBuilder {
         .into_iter()
         .map(OsString::from)
         .collect();
+        if !self.sasl_users.is_empty() {
+            let jaas = dir.join(JAAS_FILE);
+            args.push(format!("-Djava.security.auth.login.config={}", jaas.display()).into());
+        }
         args.extend(self.jvm_args.iter().map(OsString::from));
         args.push("-cp".into());
         args.push(install.classpath().into());
@@ -473,6 +521,11 @@ impl ZkServer {
                 )
             }
         };
+        if !p.builder.sasl_users.is_empty() {
+            let jaas = p.dir.join(JAAS_FILE);
+            fs::write(&jaas, p.builder.jaas())
+                .map_err(|e| Error::io(format!("writing {}", jaas.display()), e))?;
+        }
         let cfg = p.dir.join("zoo.cfg");
         let text = p
             .builder

@@ -13,6 +13,7 @@
 //! | `blocking` | [`blocking::connect`] / [`blocking::builder`]: the binding over the blocking `zookeeper` crate, with a driver thread |
 //! | `sim` | [`sim::Server`]: an in-process ZooKeeper whose clients are the same [`LockClient`], for tests and demos |
 //! | `tls` | TLS for the async binding ([`ConnectOptions::tls`], zookeeper-client's rustls) |
+//! | `sasl` | SASL DIGEST-MD5 for the async binding ([`ConnectOptions::sasl_digest_md5`]) |
 //!
 //! Every binding gives the same [`LockClient`]: async methods (`lock().await`) and
 //! blocking twins (`lock_blocking()`) alike, whichever binding made it.
@@ -43,8 +44,8 @@
 //! ## Secured ensembles
 //!
 //! [`ConnectOptions`] (one set for every binding, given to a builder's `options`):
-//! digest auth, the ACL of every node zklock creates ([`NodeAcl`]), chroot, session
-//! and connect timeouts, TLS ([`Tls`]). Each binding passes through what its client
+//! digest auth, SASL DIGEST-MD5, the ACL of every node zklock creates
+//! ([`NodeAcl`]), chroot, session and connect timeouts, TLS ([`Tls`]). Each binding passes through what its client
 //! library allows and refuses the rest with [`Error::Unsupported`] at connect:
 //!
 //! | option | async binding (`zookeeper-client`) | blocking binding (`zookeeper` 0.8) |
@@ -53,7 +54,7 @@
 //! | ACL of created nodes | yes | yes, session marker included |
 //! | chroot, session timeout, connect timeout | yes | yes |
 //! | TLS | with feature `tls` (else `Unsupported`) | `Unsupported`: the crate's I/O is plain TCP |
-//! | SASL | not wired: zookeeper-client's `sasl-digest-md5` pulls in `rsasl`, outside the allowed dependencies | no: the crate has no SASL |
+//! | SASL DIGEST-MD5 | with feature `sasl` (else `Unsupported`); a refused login is [`Error::AuthFailed`] | `Unsupported`: the crate has no SASL |
 //! | the application's own client | [`Builder::client`] | no: the crate hides the session id the binding must know |
 //!
 //! ```no_run

@@ -28,10 +28,11 @@ pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 /// # drop(locks); Ok(()) }
 /// ```
 ///
-/// Secured ensembles: digest auth, the ACL of the nodes zklock creates, chroot,
-/// timeouts and TLS come as lock-client's [`ConnectOptions`] (the same for every
-/// binding). This binding supports all of them (TLS with the `tls` feature; without
-/// it, TLS is refused with [`Error::Unsupported`]).
+/// Secured ensembles: digest auth, SASL DIGEST-MD5, the ACL of the nodes zklock
+/// creates, chroot, timeouts and TLS come as lock-client's [`ConnectOptions`] (the
+/// same for every binding). This binding supports all of them: TLS with the `tls`
+/// feature and SASL with the `sasl` feature (without them, those options are
+/// refused with [`Error::Unsupported`]).
 ///
 /// ```no_run
 /// # async fn demo(ca_pem: String) -> Result<(), lock_zookeeper_client::Error> {
@@ -191,7 +192,8 @@ impl Builder {
     ///
     /// # Errors
     /// [`Error::NoRuntime`] without a runtime; [`Error::BadOption`] for invalid
-    /// options, [`Error::Unsupported`] for TLS without the `tls` feature;
+    /// options, [`Error::Unsupported`] for TLS (SASL) without the `tls` (`sasl`)
+    /// feature;
     /// [`Error::AuthFailed`] if the server refused the credentials;
     /// [`Error::Connect`] if no session could be established within the connect
     /// timeout.

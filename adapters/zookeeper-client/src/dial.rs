@@ -30,6 +30,9 @@ impl Dial {
         for auth in options.auth_list() {
             connector = connector.with_auth(&auth.scheme, &auth.credentials);
         }
+        if let Some(sasl) = options.sasl_option() {
+            connector = with_sasl(connector, sasl)?;
+        }
         let secure = match options.tls_option() {
             None => false,
             Some(tls) => {
@@ -74,6 +77,20 @@ fn with_tls(connector: Connector, tls: &lock_client::Tls) -> Result<Connector, E
 fn with_tls(_: Connector, _: &lock_client::Tls) -> Result<Connector, Error> {
     Err(Error::Unsupported(
         "TLS needs lock-zookeeper-client's `tls` feature (zklock's `tls`)".into(),
+    ))
+}
+
+#[cfg(feature = "sasl")]
+fn with_sasl(connector: Connector, sasl: &lock_client::SaslDigest) -> Result<Connector, Error> {
+    let options =
+        zookeeper_client::SaslOptions::digest_md5(sasl.user.clone(), sasl.password.clone());
+    Ok(connector.with_sasl(options))
+}
+
+#[cfg(not(feature = "sasl"))]
+fn with_sasl(_: Connector, _: &lock_client::SaslDigest) -> Result<Connector, Error> {
+    Err(Error::Unsupported(
+        "SASL needs lock-zookeeper-client's `sasl` feature (zklock's `sasl`)".into(),
     ))
 }
 

@@ -1,6 +1,7 @@
 //! Connection options against a real ZooKeeper 3.8 (lock-testkit): digest auth with
 //! creator-only ACLs (other users refused with a typed error, not a hang), the
-//! other ACL presets, chroot, timeouts, TLS with certificates generated here, and a
+//! other ACL presets, SASL DIGEST-MD5, chroot, timeouts, TLS with certificates
+//! generated here, and a
 //! `LockClient` on the application's own zookeeper-client session.
 
 use lock_testkit::{ServerTls, ZkServer};
@@ -56,8 +57,8 @@ impl Pki {
     }
 }
 
-/// One server for the binary: plain client port, and a TLS port that requires a
-/// client certificate.
+/// One server for the binary: plain client port, a TLS port that requires a
+/// client certificate, and a SASL DIGEST-MD5 user `carol`.
 fn setup() -> &'static (ZkServer, Pki) {
     static SETUP: OnceLock<(ZkServer, Pki)> = OnceLock::new();
     SETUP.get_or_init(|| {
@@ -67,6 +68,7 @@ fn setup() -> &'static (ZkServer, Pki) {
         let server = ZkServer::builder()
             .config("preAllocSize", "1024")
             .tls(tls)
+            .sasl_digest_user("carol", "carol-secret")
             .start()
             .expect("starting ZooKeeper with TLS (lock-testkit)");
         (server, pki)
@@ -397,5 +399,43 @@ fn lock_client_on_the_applications_own_session() {
         // Closing the LockClient left the application's session open.
         assert!(zk.list_children(&path).await.unwrap().is_empty());
         assert_eq!(zk.state(), zookeeper_client::SessionState::SyncConnected);
+    });
+}
+
+#[test]
+fn sasl_digest_md5_user_locks_and_a_wrong_password_is_refused() {
+    run(async {
+        let carol = || ConnectOptions::new().sasl_digest_md5("carol", "carol-secret");
+        let locks = connect(carol().acl(NodeAcl::CreatorAll)).await.unwrap();
+        let path = unique("sasl");
+        let guard = locks.mutex(&path).lock_timeout(LOCK_WAIT).await.unwrap();
+        // The creator ACL names the SASL identity.
+        let sasl_reader = Client::connector()
+            .with_sasl(zookeeper_client::SaslOptions::digest_md5(
+                "carol",
+                "carol-secret",
+            ))
+            .connect(&cluster())
+            .await
+            .unwrap();
+        let (acl, _) = sasl_reader.get_acl(&path).await.unwrap();
+        assert_eq!((acl[0].scheme(), acl[0].id()), ("sasl", "carol"), "{acl:?}");
+        let nobody = connect(ConnectOptions::new()).await.unwrap();
+        refused(&nobody, &path).await;
+        guard.release().await.unwrap();
+        locks.close().await;
+        nobody.close().await;
+
+        // The server refuses the login: a typed error at connect, not a hang.
+        let wrong = connect(
+            ConnectOptions::new()
+                .sasl_digest_md5("carol", "guess")
+                .connect_timeout(Duration::from_secs(10)),
+        )
+        .await;
+        match wrong {
+            Err(e @ Error::AuthFailed(_)) => assert!(e.is_auth()),
+            other => panic!("expected AuthFailed, got {other:?}"),
+        }
     });
 }

@@ -71,8 +71,9 @@ impl Builder {
     /// This binding supports digest (and other scheme) auth, sent again after
     /// every reconnect before any lock request (the crate does not resend it), the
     /// ACL of created nodes (the session marker too), chroot and both timeouts.
-    /// It refuses TLS with [`Error::Unsupported`]: the `zookeeper` crate (0.8) has
-    /// no TLS (its I/O is a plain `mio` TCP stream).
+    /// It refuses TLS and SASL with [`Error::Unsupported`]: the `zookeeper` crate
+    /// (0.8) has neither (its I/O is a plain `mio` TCP stream, its only auth is
+    /// `addauth`).
     pub fn options(mut self, options: ConnectOptions) -> Self {
         self.options = options;
         self
@@ -115,7 +116,7 @@ impl Builder {
     /// Connects: returns once a session is established (and its id known).
     ///
     /// # Errors
-    /// [`Error::BadOption`] for invalid options, [`Error::Unsupported`] for TLS,
+    /// [`Error::BadOption`] for invalid options, [`Error::Unsupported`] for TLS and SASL,
     /// [`Error::AuthFailed`] if the server refused the credentials,
     /// [`Error::Connect`] for a malformed connect string, no session within the
     /// [connect timeout](Self::connect_timeout), or a session marker that cannot be
@@ -124,6 +125,11 @@ impl Builder {
         if self.options.tls_option().is_some() {
             return Err(Error::Unsupported(
                 "TLS: the zookeeper crate (0.8) has no TLS; use lock-zookeeper-client".into(),
+            ));
+        }
+        if self.options.sasl_option().is_some() {
+            return Err(Error::Unsupported(
+                "SASL: the zookeeper crate (0.8) has no SASL; use lock-zookeeper-client".into(),
             ));
         }
         let cluster = self.options.connect_string(&self.cluster)?;

@@ -1,7 +1,7 @@
 //! Connection options on the blocking binding, against a real ZooKeeper 3.8
 //! (lock-testkit): digest auth with creator-only ACLs (others refused with a typed
 //! error, not a hang; the credentials sent again after a reconnect), chroot, and
-//! TLS refused as unsupported.
+//! TLS and SASL refused as unsupported.
 
 use lock_testkit::{FaultProxy, ZkServer};
 use lock_zookeeper::{
@@ -181,6 +181,11 @@ fn unsupported_and_bad_options_are_typed_errors() {
     let cluster = server().connect_string();
     let tls = connect(&cluster, ConnectOptions::new().tls(Tls::new("CA")));
     assert!(matches!(tls, Err(Error::Unsupported(_))), "{tls:?}");
+    let sasl = connect(
+        &cluster,
+        ConnectOptions::new().sasl_digest_md5("carol", "pw"),
+    );
+    assert!(matches!(sasl, Err(Error::Unsupported(_))), "{sasl:?}");
     let creator = connect(&cluster, ConnectOptions::new().acl(NodeAcl::CreatorAll));
     assert!(matches!(creator, Err(Error::BadOption(_))), "{creator:?}");
     let malformed = connect(
