@@ -817,3 +817,46 @@ impl Drop for ZkServer {
         self.kill();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secure_port_and_sasl_users_reach_the_configuration() {
+        let builder = ZkServerBuilder::default()
+            .tls(ServerTls::new("/k/server.pem", "/k/ca.pem").require_client_auth())
+            .sasl_digest_user("carol", "pw");
+        let cfg = builder.zoo_cfg(Path::new("/d"), 1, Some(2), &Role::Standalone);
+        for line in [
+            "secureClientPort=2",
+            "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+            "ssl.keyStore.location=/k/server.pem",
+            "ssl.keyStore.type=PEM",
+            "ssl.trustStore.location=/k/ca.pem",
+            "ssl.trustStore.type=PEM",
+            "ssl.clientAuth=need",
+            "authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+        ] {
+            assert!(cfg.lines().any(|l| l == line), "{line} missing from\n{cfg}");
+        }
+        assert!(builder.jaas().contains("user_carol=\"pw\""));
+        let plain = ZkServerBuilder::default().zoo_cfg(Path::new("/d"), 1, None, &Role::Standalone);
+        assert!(!plain.contains("secureClientPort") && !plain.contains("authProvider"));
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_write() {
+        let bad_user = ZkServerBuilder::default().sasl_digest_user("a b", "pw");
+        assert!(matches!(bad_user.validate(), Err(Error::InvalidConfig(_))));
+        let bad_password = ZkServerBuilder::default().sasl_digest_user("a", "p\"w");
+        assert!(matches!(
+            bad_password.validate(),
+            Err(Error::InvalidConfig(_))
+        ));
+        let tls_ensemble = ZkServerBuilder::default()
+            .tls(ServerTls::new("k", "t"))
+            .start_ensemble(1);
+        assert!(matches!(tls_ensemble, Err(Error::InvalidConfig(_))));
+    }
+}
