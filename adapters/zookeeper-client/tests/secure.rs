@@ -97,7 +97,13 @@ fn run<Fut: Future<Output = ()>>(body: Fut) {
     });
 }
 
-async fn connect(options: ConnectOptions) -> Result<LockClient, Error> {
+/// A `LockClient` on the plain port. The connect timeout, unless the test sets
+/// one, is as generous as the other waits: the server is shared by tests running
+/// in parallel on a loaded machine.
+async fn connect(mut options: ConnectOptions) -> Result<LockClient, Error> {
+    if options.connect_timeout_option().is_none() {
+        options = options.connect_timeout(LOCK_WAIT);
+    }
     LockClient::builder(&cluster())
         .options(options)
         .connect()
@@ -109,8 +115,11 @@ fn alice() -> ConnectOptions {
 }
 
 /// A raw client with `auth` (scheme digest), to look at what zklock created.
+/// zookeeper-client gives up connecting after the session timeout: with its
+/// default (6 s) this connect once failed in a run on a loaded machine (load
+/// average above 6 on 2 cores), so it gets the generous bound of the other waits.
 async fn raw(auth: Option<&str>) -> Client {
-    let mut connector = Client::connector();
+    let mut connector = Client::connector().with_session_timeout(LOCK_WAIT);
     if let Some(auth) = auth {
         connector = connector.with_auth("digest", auth.as_bytes());
     }
@@ -270,6 +279,7 @@ fn chroot_puts_every_node_under_it() {
             .await
             .unwrap();
         let by_string = LockClient::builder(&format!("{}{chroot}", cluster()))
+            .options(ConnectOptions::new().connect_timeout(LOCK_WAIT))
             .connect()
             .await
             .unwrap();
@@ -343,7 +353,12 @@ fn tls_with_a_client_certificate_locks_and_unlocks() {
         let tls =
             Tls::new(pki.ca.clone()).identity(pki.client_cert.clone(), pki.client_key.clone());
         let locks = LockClient::builder(&secure)
-            .options(alice().acl(NodeAcl::CreatorAll).tls(tls))
+            .options(
+                alice()
+                    .acl(NodeAcl::CreatorAll)
+                    .tls(tls)
+                    .connect_timeout(LOCK_WAIT),
+            )
             .connect()
             .await
             .unwrap();
@@ -411,6 +426,7 @@ fn sasl_digest_md5_user_locks_and_a_wrong_password_is_refused() {
         let guard = locks.mutex(&path).lock_timeout(LOCK_WAIT).await.unwrap();
         // The creator ACL names the SASL identity.
         let sasl_reader = Client::connector()
+            .with_session_timeout(LOCK_WAIT)
             .with_sasl(zookeeper_client::SaslOptions::digest_md5(
                 "carol",
                 "carol-secret",
