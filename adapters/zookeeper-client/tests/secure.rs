@@ -455,3 +455,42 @@ fn sasl_digest_md5_user_locks_and_a_wrong_password_is_refused() {
         }
     });
 }
+
+#[test]
+fn creator_acl_covers_section_markers_and_election_nodes() {
+    run(async {
+        let locks = connect(alice().acl(NodeAcl::CreatorAll)).await.unwrap();
+        let zk = raw(Some("alice:alice-secret")).await;
+        let only_alice = |acl: &[zookeeper_client::Acl]| {
+            acl.len() == 1 && acl[0].scheme() == "digest" && acl[0].id().starts_with("alice:")
+        };
+
+        // The section marker is created inside a multi.
+        let path = unique("section");
+        let guard = locks
+            .mutex(&path)
+            .detect_crashes()
+            .lock_timeout(LOCK_WAIT)
+            .await
+            .unwrap();
+        guard.open_section().await.unwrap();
+        let (acl, _) = zk.get_acl(&format!("{path}/zkl-section")).await.unwrap();
+        assert!(only_alice(&acl), "{acl:?}");
+        guard.release().await.unwrap();
+
+        let path = unique("election");
+        let mut election = locks.election(&path, "node-1");
+        let leadership = election.leadership().await.unwrap();
+        let children = zk.list_children(&path).await.unwrap();
+        assert_eq!(children.len(), 1);
+        let (acl, _) = zk
+            .get_acl(&format!("{path}/{}", children[0]))
+            .await
+            .unwrap();
+        assert!(only_alice(&acl), "{acl:?}");
+        let (acl, _) = zk.get_acl(&path).await.unwrap();
+        assert!(only_alice(&acl), "{acl:?}");
+        leadership.resign().await.unwrap();
+        locks.close().await;
+    });
+}
