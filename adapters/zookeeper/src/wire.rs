@@ -346,6 +346,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn maps_acls() {
+        assert_eq!(&acl(&NodeAcl::Open), Acl::open_unsafe());
+        assert_eq!(&acl(&NodeAcl::CreatorAll), Acl::creator_all());
+        let read = acl(&NodeAcl::CreatorAllWorldRead);
+        assert_eq!(read[1], Acl::read_unsafe()[0]);
+        let custom = acl(&NodeAcl::Custom(vec![lock_client::AclEntry::new(
+            Perms::READ | Perms::CREATE,
+            "ip",
+            "10.0.0.1",
+        )]));
+        assert_eq!(
+            custom,
+            vec![Acl::new(
+                Permission::READ | Permission::CREATE,
+                "ip",
+                "10.0.0.1"
+            )]
+        );
+    }
+
+    #[test]
     fn multi_is_refused_with_a_clear_error() {
         let e = unsupported(&Op::Multi(Vec::new())).unwrap();
         assert_eq!(e, ZkError::Other(MULTI_UNSUPPORTED.into()));
