@@ -151,7 +151,9 @@ impl Builder {
     /// nodes of that session. The builder's connect string and options still say
     /// where the nodes go after that session ends (and the ACL of the nodes zklock
     /// creates): after an expiry, the `LockClient` opens a session of its own
-    /// with them, as it would after its own session expired.
+    /// with them, as it would after its own session expired. Give the options the
+    /// credentials `client` has: a creator ACL is refused without them, and the
+    /// later sessions need them.
     ///
     /// While the `LockClient` uses the session, the application must not:
     ///
