@@ -10,7 +10,6 @@ use lock_zookeeper_client::{
     AclEntry, Auth, Connect, ConnectOptions, Error, LockClient, NodeAcl, Perms, Tls, ZkError,
 };
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -20,8 +19,9 @@ const LOCK_WAIT: Duration = Duration::from_secs(20);
 
 /// A CA, and server and client certificates it signed, all naming 127.0.0.1.
 struct Pki {
-    dir: PathBuf,
     ca: String,
+    /// ZooKeeper's PEM key store: the key and the certificate chain in one file.
+    server_key_store: String,
     client_cert: String,
     client_key: String,
 }
@@ -43,17 +43,20 @@ impl Pki {
         };
         let (server_cert, server_key) = leaf();
         let (client_cert, client_key) = leaf();
-        let dir = std::env::temp_dir().join(format!("zklock-pki-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        // ZooKeeper's PEM key store: the key and the certificate chain in one file.
-        std::fs::write(dir.join("server.pem"), format!("{server_key}{server_cert}")).unwrap();
-        std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
         Pki {
-            dir,
             ca: ca.pem(),
+            server_key_store: format!("{server_key}{server_cert}"),
             client_cert,
             client_key,
         }
+    }
+
+    fn client_tls(&self) -> zookeeper_client::TlsOptions {
+        zookeeper_client::TlsOptions::new()
+            .with_pem_ca(&self.ca)
+            .unwrap()
+            .with_pem_identity(&self.client_cert, &self.client_key)
+            .unwrap()
     }
 }
 
@@ -63,14 +66,39 @@ fn setup() -> &'static (ZkServer, Pki) {
     static SETUP: OnceLock<(ZkServer, Pki)> = OnceLock::new();
     SETUP.get_or_init(|| {
         let pki = Pki::generate();
-        let tls = ServerTls::new(pki.dir.join("server.pem"), pki.dir.join("ca.pem"))
-            .require_client_auth();
+        let dir = std::env::temp_dir().join(format!("zklock-pki-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("server.pem"), &pki.server_key_store).unwrap();
+        std::fs::write(dir.join("ca.pem"), &pki.ca).unwrap();
+        let tls = ServerTls::new(dir.join("server.pem"), dir.join("ca.pem")).require_client_auth();
         let server = ZkServer::builder()
             .config("preAllocSize", "1024")
             .tls(tls)
             .sasl_digest_user("carol", "carol-secret")
             .start()
             .expect("starting ZooKeeper with TLS (lock-testkit)");
+        // ZooKeeper reads its stores at the first TLS connection and keeps them:
+        // make it now (so that the tests do not all wait behind it), then remove
+        // the files.
+        // (On a thread of its own: the first test calls this from its runtime.)
+        let secure = server.secure_connect_string().unwrap();
+        let tls = pki.client_tls();
+        std::thread::spawn(move || {
+            let warm_up = Client::connector()
+                .with_session_timeout(LOCK_WAIT)
+                .with_tls(tls)
+                .secure_connect(&secure);
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(warm_up)
+                .map(drop)
+        })
+        .join()
+        .unwrap()
+        .expect("a first TLS connection");
+        std::fs::remove_dir_all(&dir).unwrap();
         (server, pki)
     })
 }
