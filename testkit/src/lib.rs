@@ -74,7 +74,7 @@ pub use error::{Error, Result};
 pub use fourlw::{four_letter_word, Metrics, Mode, ServerStatus};
 pub use install::{InstallSource, ZkInstall, SYSTEM_JAR_DIR};
 pub use proxy::{Direction, FaultProxy, ProxyMode};
-pub use server::{ZkServer, ZkServerBuilder};
+pub use server::{ServerTls, ZkServer, ZkServerBuilder};
 
 #[cfg(test)]
 mod tests {
