@@ -22,7 +22,7 @@ mod ls;
 mod progress;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use lock_zookeeper_client::{Error, LockClient, NameScheme};
+use lock_zookeeper_client::{ConnectOptions, Error, LockClient, NameScheme, NodeAcl};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -89,6 +89,32 @@ struct ConnArgs {
     /// Session timeout to ask the server for, in seconds (the server may clamp it).
     #[arg(long, value_name = "SECS", global = true, value_parser = parse_secs)]
     session_timeout: Option<Duration>,
+    /// Authenticate with ZooKeeper's digest scheme (zkCli's `addauth digest
+    /// USER:PASSWORD`), on every connection of the session.
+    #[arg(long, env = "ZKLOCK_AUTH", value_name = "USER:PASSWORD", global = true,
+          hide_env_values = true, value_parser = parse_auth)]
+    auth: Option<(String, String)>,
+    /// The ACL of the nodes zklock creates: `open` (anyone), `creator` (only the
+    /// --auth identity) or `creator-read` (the creator, and anyone may read: `ls`
+    /// works for everyone).
+    #[arg(long, value_name = "ACL", global = true, default_value = "open", value_parser = parse_acl)]
+    acl: NodeAcl,
+}
+
+fn parse_auth(text: &str) -> Result<(String, String), String> {
+    match text.split_once(':') {
+        Some((user, password)) if !user.is_empty() => Ok((user.to_owned(), password.to_owned())),
+        _ => Err("expected USER:PASSWORD".to_owned()),
+    }
+}
+
+fn parse_acl(text: &str) -> Result<NodeAcl, String> {
+    match text {
+        "open" => Ok(NodeAcl::Open),
+        "creator" => Ok(NodeAcl::CreatorAll),
+        "creator-read" => Ok(NodeAcl::CreatorAllWorldRead),
+        _ => Err("expected open, creator or creator-read".to_owned()),
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -226,11 +252,17 @@ pub(crate) fn fail(e: &Error) -> ExitCode {
 }
 
 async fn connect(conn: &ConnArgs) -> Result<LockClient, Error> {
-    let mut builder = lock_zookeeper_client::builder(&conn.zk);
+    let mut options = ConnectOptions::new().acl(conn.acl.clone());
     if let Some(timeout) = conn.session_timeout {
-        builder = builder.session_timeout(timeout);
+        options = options.session_timeout(timeout);
     }
-    builder.connect().await
+    if let Some((user, password)) = &conn.auth {
+        options = options.digest_auth(user, password);
+    }
+    lock_zookeeper_client::builder(&conn.zk)
+        .options(options)
+        .connect()
+        .await
 }
 
 fn main() -> ExitCode {

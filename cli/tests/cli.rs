@@ -457,3 +457,44 @@ fn elect_runs_cmd_while_leader() {
     kill(&b, "-TERM");
     assert_eq!(b.wait().unwrap().code(), Some(128 + 15));
 }
+
+/// `--auth` and `--acl creator`: a holder's lock directory and node are its user's
+/// only; another user (or none) is refused with a failure (exit 1, "not
+/// authorised"), the same user finds the lock busy.
+#[test]
+fn digest_auth_and_creator_acl() {
+    let zk = server().connect_string();
+    let lock = format!("{}/job", unique("auth"));
+    let dir = scratch("auth");
+    let ready = dir.join("ready");
+    let alice = ["--auth", "alice:secret", "--acl", "creator"];
+    let mut holder = hold(
+        &zk,
+        &alice,
+        &lock,
+        &format!("touch {}; exec sleep 60", ready.display()),
+    );
+    wait_for(&ready, Duration::from_secs(30));
+    let out = run(zklock(&zk)
+        .args(alice)
+        .args(["exec", "-n", &lock, "--", "true"]));
+    assert_eq!(code(&out), BUSY, "same user: {out:?}");
+    for other in [
+        &["--auth", "bob:secret"][..],
+        &[],
+        &["--auth", "alice:wrong"],
+    ] {
+        let out = run(zklock(&zk)
+            .args(other)
+            .args(["exec", "-n", &lock, "--", "true"]));
+        assert_eq!(code(&out), 1, "{other:?}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("not authorised"),
+            "{other:?}: {out:?}"
+        );
+    }
+    let out = run(zklock(&zk).args(["--auth", "nocolon", "exec", &lock, "--", "true"]));
+    assert_eq!(code(&out), 2, "{out:?}");
+    kill(&holder, "-TERM");
+    holder.wait().unwrap();
+}
