@@ -19,6 +19,13 @@ use crate::timers::{TimerKind, Timers};
 use crate::watches::WatchIndex;
 use std::collections::{BTreeMap, VecDeque};
 
+/// Whether `spec` (to acquire) is the read half of the read/write lock whose write
+/// half `held` its owner holds: a downgrade, which does not queue behind that
+/// write (Curator's rule). A mutex's owner taking the read half waits as before.
+fn is_downgrade(spec: &LockSpec, held: &LockSpec) -> bool {
+    spec.recipe == Recipe::Read && spec.rwlock && held.recipe == Recipe::Write && held.rwlock
+}
+
 /// Something the adapter must act on, from [`Session::poll_output`].
 #[derive(Clone, PartialEq, Eq, Debug)]
 #[non_exhaustive]
@@ -254,16 +261,15 @@ impl Session {
             self.detection = true;
         }
         self.check_self_deadlock(&spec)?;
+        let downgrade = self.downgrade_from(&spec);
         let id = self.new_id();
         let attempt = AttemptId(self.rng.next_u128()).as_uuid_v4();
         if let Some(deadline) = spec.deadline {
             self.timers.set(id, TimerKind::Deadline, deadline);
         }
-        self.start(
-            id,
-            Task::Acquisition(Box::new(Acquisition::new(id, spec, attempt))),
-            now,
-        );
+        let mut acquisition = Acquisition::new(id, spec, attempt);
+        acquisition.downgrade_from(downgrade);
+        self.start(id, Task::Acquisition(Box::new(acquisition)), now);
         // A deadline already past fails at once rather than at the next timeout call.
         self.handle_timeout(now);
         Ok(id)
@@ -336,6 +342,7 @@ impl Session {
                 && other.owner.as_deref() == Some(owner)
                 && matches!(a.state(), State::Held | State::Granting)
                 && spec.recipe.is_blocked_by(other.recipe.node_kind())
+                && !is_downgrade(spec, other)
         });
         match held {
             Some(a) => Err(UsageError::SelfDeadlock {
@@ -345,6 +352,27 @@ impl Session {
             }),
             None => Ok(()),
         }
+    }
+
+    /// For a read that downgrades (see [`is_downgrade`]): the names of the write
+    /// nodes its owner holds on the path, which do not block it.
+    fn downgrade_from(&self, spec: &LockSpec) -> Vec<String> {
+        if spec.owner.is_none() {
+            return Vec::new();
+        }
+        self.tasks
+            .values()
+            .filter_map(Task::acquisition)
+            .filter(|a| {
+                let other = a.spec();
+                other.path == spec.path
+                    && other.owner == spec.owner
+                    && matches!(a.state(), State::Held | State::Granting)
+                    && is_downgrade(spec, other)
+            })
+            .filter_map(|a| a.node_path())
+            .map(|p| crate::path::split_parent(p).1.to_owned())
+            .collect()
     }
 
     fn check_open(&self) -> Result<(), UsageError> {

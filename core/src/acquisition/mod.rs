@@ -198,6 +198,10 @@ pub(crate) struct Acquisition {
     chase: Option<Chase>,
     /// Where our owner waits, as published in our held node's header.
     publication: Publication,
+    /// For a downgrade (a read taken by the owner of the held write half of the
+    /// same read/write lock, on this session): the names of those write nodes,
+    /// which do not block us (see [`Acquisition::downgrade_from`]).
+    downgrade: Vec<String>,
 }
 
 impl Acquisition {
@@ -238,7 +242,24 @@ impl Acquisition {
             wait_started: None,
             chase: None,
             publication: Publication::default(),
+            downgrade: Vec::new(),
         }
+    }
+
+    /// Makes this read acquisition a downgrade from the write nodes `names`, held
+    /// by its owner on this session (Curator's rule: a read is not blocked by a
+    /// write its own holder holds). Nothing lower than a held write node exists,
+    /// so with those skipped the read holds at its first listing, unless another
+    /// writer queued between: that one waits for our owner's write, so the read
+    /// would wait for its own owner, and it fails with
+    /// [`FailReason::SelfDeadlock`] instead.
+    pub(crate) fn downgrade_from(&mut self, names: Vec<String>) {
+        self.downgrade = names;
+    }
+
+    /// The full path of our node, once known.
+    pub(crate) fn node_path(&self) -> Option<&str> {
+        self.own.as_ref().map(|o| o.path.as_str())
     }
 
     pub(crate) fn state(&self) -> State {
@@ -659,13 +680,32 @@ impl Acquisition {
                 return self.fail(cx, FailReason::PermitsMismatch { ours, theirs });
             }
         }
+        let mut downgrading = false;
         let mut lower: Vec<(i32, String)> = others
             .into_iter()
             .map(|(p, n)| (relative_sequence(p.seq, seq), p, n))
             .filter(|(rel, p, _)| *rel < 0 && recipe.is_blocked_by(p.kind))
+            .filter(|(_, _, n)| {
+                let ours = self.downgrade.contains(n);
+                downgrading |= ours;
+                !ours
+            })
             .map(|(rel, _, n)| (rel, n.clone()))
             .collect();
         lower.sort();
+        if downgrading && !lower.is_empty() && self.spec.wait {
+            // Our owner's write node is still held, and a writer queued between it
+            // and us: that writer waits for our owner, we would wait for it.
+            let (path, owner) = (self.spec.path.clone(), self.spec.owner.clone());
+            return self.fail(
+                cx,
+                FailReason::SelfDeadlock {
+                    path,
+                    owner: owner.unwrap_or_default(),
+                    held: NodeKind::Write,
+                },
+            );
+        }
         self.lower = lower;
         // A grant straight from this listing knows the marker for free.
         self.marker_known = Some(marker_seen);
