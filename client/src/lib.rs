@@ -129,6 +129,7 @@ mod error;
 mod guard;
 mod link;
 mod lock;
+mod multi;
 mod pending;
 mod shared;
 mod writes;
@@ -139,6 +140,7 @@ pub use error::{Cycle, Error};
 pub use guard::{LockGuard, LockStatus};
 pub use link::{Link, Notifier};
 pub use lock::{Mutex, ReadLock, RwLock, Semaphore, WriteLock};
+pub use multi::{MultiGuard, MultiLock, MultiPart};
 pub use pending::{Canceller, PendingLock};
 pub use writes::Writes;
 

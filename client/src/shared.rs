@@ -97,6 +97,8 @@ pub(crate) struct State {
     pub(crate) slots: HashMap<LockId, Slot>,
     pub(crate) elections: HashMap<u64, ElectionQueue>,
     next_election: u64,
+    /// Reentrant mutexes held, by acquisition: who holds, and how many guards.
+    pub(crate) holds: HashMap<LockId, crate::guard::Holds>,
     /// Requests drained from the core, for the link to send in this order.
     pub(crate) requests: VecDeque<Request>,
     /// Handles changed something the link must look at (requests, the timer, close).
@@ -124,6 +126,7 @@ impl Shared {
                 slots: HashMap::new(),
                 elections: HashMap::new(),
                 next_election: 0,
+                holds: HashMap::new(),
                 requests: VecDeque::new(),
                 link_dirty: false,
                 link_waker: None,
