@@ -139,9 +139,12 @@ macro_rules! lock_methods {
         /// twice) exactly one member, the youngest waiting node, fails with
         /// [`Error::Deadlock`] and leaves its place; the others keep theirs. A wait
         /// shorter than `after` costs no request. Needs an [`owner`](Self::owner)
-        /// (or the client's [`with_owner`](LockClient::with_owner)) and the native
-        /// naming scheme; every owner in the cycle should use it (one that does not
-        /// publishes nothing, so cycles through it are not seen).
+        /// (or the client's [`with_owner`](LockClient::with_owner)), and the native
+        /// naming scheme, or the kazoo scheme with no data of its own (then the
+        /// owner is the node's data, as kazoo's identifier). zklock owners in a
+        /// cycle should all detect (one that does not publishes nothing); kazoo
+        /// clients whose `Lock` has an identifier take part too: their waits are
+        /// inferred from their nodes, and they are never the victim.
         pub fn detect_deadlocks(mut self, after: Duration) -> Self {
             self.spec = self.spec.detect_deadlocks(after);
             self

@@ -253,9 +253,12 @@ impl Session {
                     "deadlock detection needs an owner (LockSpec::owner)",
                 ));
             }
-            if spec.scheme != NameScheme::Native {
+            // The kazoo scheme carries the owner as the node's data (kazoo's
+            // identifier), and chases infer where such an owner waits.
+            let kazoo_owner = spec.scheme == NameScheme::Kazoo && spec.data.is_empty();
+            if spec.scheme != NameScheme::Native && !kazoo_owner {
                 return Err(UsageError::Unsupported(
-                    "deadlock detection needs NameScheme::Native (waits are published in its node header)",
+                    "deadlock detection needs NameScheme::Native, or NameScheme::Kazoo without data (the owner is the node's data)",
                 ));
             }
             self.detection = true;
@@ -698,6 +701,14 @@ impl Session {
             w.sort();
             w.dedup();
         }
+        let mut held: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for a in self.tasks.values().filter_map(Task::acquisition) {
+            if let Some((owner, path)) = a.held_node() {
+                held.entry(owner.to_owned())
+                    .or_default()
+                    .push(path.to_owned());
+            }
+        }
         let (mut cx, tasks) = self.ctx_parts(now);
         for t in tasks.values_mut() {
             if let Task::Acquisition(a) = t {
@@ -709,6 +720,9 @@ impl Session {
                     .cloned()
                     .unwrap_or_default();
                 a.publish(&mut cx, wanted);
+                if let Some(h) = a.spec().owner.as_ref().and_then(|o| held.get(o)) {
+                    a.set_owner_held(h);
+                }
             }
         }
     }

@@ -242,8 +242,11 @@ impl LockSpec {
     /// where its owner waits and chases the waits of its blockers through
     /// ZooKeeper; if it is the chosen victim of a confirmed cycle it fails with
     /// [`FailReason::Deadlock`](crate::FailReason::Deadlock). A wait shorter than
-    /// `after` costs nothing. Needs an [`owner`](Self::owner) and the native
-    /// scheme (the published waits live in zklock's node header).
+    /// `after` costs nothing. Needs an [`owner`](Self::owner), and the native
+    /// scheme (the published waits live in zklock's node header) or the kazoo
+    /// scheme without data of its own (the owner is the node's data, as kazoo's
+    /// identifier; such a node's waits are inferred, see
+    /// [`deadlock`](crate::deadlock)).
     pub fn detect_deadlocks(mut self, after: Duration) -> Self {
         self.detect_after = Some(after);
         self

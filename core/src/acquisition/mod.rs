@@ -202,6 +202,9 @@ pub(crate) struct Acquisition {
     /// same read/write lock, on this session): the names of those write nodes,
     /// which do not block us (see [`Acquisition::downgrade_from`]).
     downgrade: Vec<String>,
+    /// Deadlock detection: the nodes our owner holds on this session (kept by the
+    /// session while detection is on), where a chase must come back to.
+    owner_held: Vec<String>,
 }
 
 impl Acquisition {
@@ -243,6 +246,7 @@ impl Acquisition {
             chase: None,
             publication: Publication::default(),
             downgrade: Vec::new(),
+            owner_held: Vec::new(),
         }
     }
 
@@ -1203,6 +1207,26 @@ impl Acquisition {
         Some((self.spec.owner.as_deref()?, self.own.as_ref()?.path.clone()))
     }
 
+    /// The node we hold, for our owner's chases.
+    pub(crate) fn held_node(&self) -> Option<(&str, &str)> {
+        match self.state {
+            State::Held => Some((
+                self.spec.owner.as_deref()?,
+                self.own.as_ref()?.path.as_str(),
+            )),
+            _ => None,
+        }
+    }
+
+    /// Tells a detecting waiter which nodes its owner holds on this session.
+    pub(crate) fn set_owner_held(&mut self, held: &[String]) {
+        if self.detecting || self.spec.detect_after.is_some() {
+            if self.owner_held != held {
+                self.owner_held = held.to_vec();
+            }
+        }
+    }
+
     /// Publishes `waits` in our held node's header (or withdraws what is there).
     pub(crate) fn publish(&mut self, cx: &mut Ctx, waits: Vec<String>) {
         if waits.is_empty() && !self.publication.active() {
@@ -1237,7 +1261,13 @@ impl Acquisition {
         let (Some(own), Some(owner)) = (&self.own, &self.spec.owner) else {
             return;
         };
-        let chase = Chase::start(cx, self.id, own.path.clone(), owner.clone());
+        let chase = Chase::start(
+            cx,
+            self.id,
+            own.path.clone(),
+            owner.clone(),
+            self.owner_held.clone(),
+        );
         cx.stats.deadlock_chases += 1;
         self.chase = Some(chase);
     }
