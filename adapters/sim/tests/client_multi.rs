@@ -213,11 +213,9 @@ fn a_downgrade_behind_a_queued_writer_fails_as_a_self_deadlock() {
     // Another session's writer queues behind our write.
     let other = server.client();
     let queued = other.rwlock("/d/queued").write().start().unwrap();
-    let start = std::time::Instant::now();
-    while nodes(&server, "/d/queued").len() < 2 {
-        assert!(start.elapsed() < BOUND, "the writer never queued");
-        std::thread::yield_now();
-    }
+    // Its session's next request (FIFO) lists the directory after the create.
+    let seen = other.participants_blocking("/d/queued").unwrap();
+    assert_eq!((seen.holders.len(), seen.waiters.len()), (1, 1));
     let refused = table.read().lock_timeout_blocking(BOUND);
     assert!(
         matches!(&refused, Err(Error::SelfDeadlock { path, .. }) if path == "/d/queued"),

@@ -156,7 +156,8 @@ pub use runtime::Runtime;
 
 pub use lock_client::{
     blocking, Cycle, Election, ElectionEvent, ElectionObserver, Error, Leadership, LockClient,
-    LockGuard, LockStatus, Mutex, ReadLock, RwLock, Semaphore, WriteLock, Writes,
+    LockGuard, LockStatus, MultiGuard, MultiLock, MultiPart, Mutex, ReadLock, RwLock, Semaphore,
+    WriteLock, Writes,
 };
 pub use lock_core::{
     CreateMode, CycleNode, FailReason, FencedError, FencingToken, Grant, Leader, LockEvent,

@@ -94,7 +94,8 @@ pub use wire::MULTI_UNSUPPORTED;
 
 pub use lock_client::{
     blocking, Canceller, Cycle, Election, ElectionEvent, ElectionObserver, Error, Leadership,
-    LockClient, LockGuard, LockStatus, Mutex, PendingLock, ReadLock, RwLock, Semaphore, WriteLock,
+    LockClient, LockGuard, LockStatus, MultiGuard, MultiLock, MultiPart, Mutex, PendingLock,
+    ReadLock, RwLock, Semaphore, WriteLock,
 };
 pub use lock_core::{
     CycleNode, FailReason, FencingToken, Grant, Leader, LockEvent, LockSpec, LostReason,
