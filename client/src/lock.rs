@@ -311,6 +311,12 @@ impl Mutex {
 /// first. Independent tasks that contend for one path each take their own
 /// `rwlock(path)`.
 ///
+/// A write lock can be downgraded: while this `RwLock` (its owner) holds the write
+/// half, its read half is granted at once beside it (Curator's rule), and the write
+/// can then be released. Should a writer of another owner have queued between the
+/// two nodes, the read fails at once with [`Error::SelfDeadlock`]: that writer
+/// waits for our write, and the read would wait for that writer.
+///
 /// ```no_run
 /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
 /// let table = locks.rwlock("/locks/table");
