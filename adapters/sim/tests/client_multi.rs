@@ -182,6 +182,9 @@ fn a_write_holder_downgrades_to_read_and_writers_queued_behind_wait_for_the_read
     let write = table.write().lock_timeout_blocking(BOUND).unwrap();
     // Downgrade: the read half is granted at once beside our own write.
     let read = table.read().lock_timeout_blocking(BOUND).unwrap();
+    // Inspection applies the same rule: both are holders, nobody waits.
+    let seen = locks.participants_blocking("/d/table").unwrap();
+    assert_eq!((seen.holders.len(), seen.waiters.len()), (2, 0), "{seen:?}");
     write.release_blocking().unwrap();
     assert_eq!(read.status(), LockStatus::Held);
     // Another client's writer now waits for our read, readers do not.
@@ -246,6 +249,7 @@ fn a_reentrant_mutex_counts_holds_on_one_node() {
     let other = server.client();
     inner.release_blocking().unwrap();
     assert!(other.mutex("/r/job").try_lock_blocking().unwrap().is_none());
+    other.wait_idle_blocking().unwrap(); // its try's node is removed in the background
     outer.release_blocking().unwrap();
     assert!(nodes(&server, "/r/job").is_empty());
     assert!(other.mutex("/r/job").try_lock_blocking().unwrap().is_some());

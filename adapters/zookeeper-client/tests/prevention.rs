@@ -74,6 +74,9 @@ fn a_write_holder_downgrades_to_read_but_not_behind_a_queued_writer() {
         let table = locks.rwlock(format!("{dir}/t"));
         let write = table.write().lock().await.unwrap();
         let read = table.read().lock_timeout(BOUND).await.unwrap();
+        // Inspection applies the same rule: both are holders, nobody waits.
+        let seen = other.participants(format!("{dir}/t")).await.unwrap();
+        assert_eq!((seen.holders.len(), seen.waiters.len()), (2, 0), "{seen:?}");
         write.release().await.unwrap();
         assert_eq!(read.status(), LockStatus::Held);
         let theirs = other.rwlock(format!("{dir}/t"));
