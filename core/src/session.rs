@@ -720,9 +720,8 @@ impl Session {
                     .cloned()
                     .unwrap_or_default();
                 a.publish(&mut cx, wanted);
-                if let Some(h) = a.spec().owner.as_ref().and_then(|o| held.get(o)) {
-                    a.set_owner_held(h);
-                }
+                let h = a.spec().owner.as_ref().and_then(|o| held.get(o));
+                a.set_owner_held(h.map_or(&[], Vec::as_slice));
             }
         }
     }

@@ -217,7 +217,7 @@ fn a_mixed_cycle_with_a_kazoo_client_is_broken_by_the_zklock_member() {
             .chain(&left.waiters)
             .map(|p| p.node.clone())
             .collect();
-        assert_eq!(nodes, [ka.clone()]);
+        assert_eq!(nodes, std::slice::from_ref(&ka));
         assert_eq!(left.holders[0].owner.as_deref(), Some("K"));
         println!("real server: kazoo mixed cycle broken {waited:?} after zklock began to wait (detect_after {AFTER:?})");
         // Z lets go of b: kazoo gets it.

@@ -1220,10 +1220,8 @@ impl Acquisition {
 
     /// Tells a detecting waiter which nodes its owner holds on this session.
     pub(crate) fn set_owner_held(&mut self, held: &[String]) {
-        if self.detecting || self.spec.detect_after.is_some() {
-            if self.owner_held != held {
-                self.owner_held = held.to_vec();
-            }
+        if self.spec.detect_after.is_some() && self.owner_held != held {
+            self.owner_held = held.to_vec();
         }
     }
 
