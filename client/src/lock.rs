@@ -124,8 +124,9 @@ macro_rules! lock_methods {
         /// versioned header before the user data, in the native scheme) and read back
         /// by [`LockClient::participants`] and [`LockClient::deadlocks`]. An owner
         /// that waits for a lock it holds itself on this session (re-entering a
-        /// mutex, upgrading a read lock) is refused at once with
-        /// [`Error::SelfDeadlock`] instead of waiting forever. Default: the client's
+        /// mutex that is not [reentrant](Mutex::reentrant), upgrading a read lock)
+        /// is refused at once with [`Error::SelfDeadlock`] instead of waiting
+        /// forever. Default: the client's
         /// [`with_owner`](LockClient::with_owner), if any.
         pub fn owner(mut self, owner: impl Into<String>) -> Self {
             self.spec = self.spec.owner(owner);

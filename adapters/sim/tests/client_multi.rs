@@ -254,3 +254,20 @@ fn a_reentrant_mutex_counts_holds_on_one_node() {
     assert!(nodes(&server, "/r/job").is_empty());
     assert!(other.mutex("/r/job").try_lock_blocking().unwrap().is_some());
 }
+
+#[test]
+fn an_uncontended_multi_lock_costs_a_create_and_a_listing_per_part_and_a_delete_to_release() {
+    let server = Server::new();
+    let locks = server.client();
+    let multi = locks.multi(["/cost/a", "/cost/b", "/cost/c"]);
+    // The first time creates the lock directories too.
+    multi.lock_blocking().unwrap().release_blocking().unwrap();
+    let before = locks.stats_blocking().unwrap().requests;
+    let held = multi.lock_blocking().unwrap();
+    let taken = locks.stats_blocking().unwrap().requests;
+    held.release_blocking().unwrap();
+    let released = locks.stats_blocking().unwrap().requests;
+    // One pipelined round trip per part (create + getChildren), one after another.
+    assert_eq!(taken - before, 6);
+    assert_eq!(released - taken, 3);
+}
