@@ -136,6 +136,14 @@ impl Drop for Pending {
         }
         let (id, done) = (self.id, self.done);
         self.client.shared().with(|s| {
+            s.reentrant.remove(&id);
+            match s.holds.get(&id) {
+                // A reentrant mutex granted, never handed out, but re-entered
+                // meanwhile: it is theirs now (the last of them releases it).
+                Some(h) if h.count > 0 => return,
+                Some(_) => drop(s.holds.remove(&id)),
+                None => {}
+            }
             if !done {
                 // Waiting: cancelled; granted but never handed out: released.
                 let now = s.now();
@@ -197,15 +205,16 @@ impl LockGuard {
     /// Makes this fresh guard of a reentrant mutex the first counted hold of
     /// `owner` on its path.
     pub(crate) fn count_holds(mut self, owner: &str, path: &str) -> LockGuard {
-        let holds = Holds {
-            owner: owner.to_owned(),
-            path: path.to_owned(),
-            grant: self.grant.clone(),
-            count: 1,
-        };
-        self.client
-            .shared()
-            .with_quiet(|s| s.holds.insert(self.id, holds));
+        let (id, grant) = (self.id, &self.grant);
+        self.client.shared().with_quiet(|s| {
+            let holds = s.holds.entry(id).or_insert_with(|| Holds {
+                owner: owner.to_owned(),
+                path: path.to_owned(),
+                grant: grant.clone(),
+                count: 0,
+            });
+            holds.count += 1;
+        });
         self.hold = Hold::Counted;
         self
     }

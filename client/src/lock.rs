@@ -285,7 +285,7 @@ impl Mutex {
         if let Some(again) = LockGuard::reenter(&self.client, &owner, spec.path()) {
             return Ok(again);
         }
-        let guard = self.client.acquire(spec, deadline).await?;
+        let guard = self.client.acquire_reentrant(spec, deadline).await?;
         Ok(guard.count_holds(&owner, self.spec.path()))
     }
 

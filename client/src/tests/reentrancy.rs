@@ -85,3 +85,44 @@ fn without_opt_in_or_without_an_owner_there_is_no_reentry() {
     );
     drop(guard);
 }
+
+#[test]
+fn a_grant_is_reentered_even_before_its_first_guard_is_handed_out() {
+    let (locks, mut link) = connected();
+    let job = locks.with_owner("worker-1").mutex("/locks/u").reentrant();
+    let mut first = Box::pin(job.lock());
+    assert!(poll_once(first.as_mut()).is_pending());
+    let sent = requests(&mut link);
+    let node = grant(&mut link, &sent, 9);
+    // Granted, but the first future has not been polled since: a second task of
+    // the same owner re-enters (rather than being refused as a self-deadlock).
+    let Poll::Ready(Ok(second)) = poll_once(pin!(job.lock())) else {
+        panic!("not re-entered")
+    };
+    assert!(requests(&mut link).is_empty());
+    // The first future is dropped before handing out its guard: the node stays,
+    // the second guard holds it.
+    drop(first);
+    assert!(requests(&mut link).is_empty(), "still held by the second");
+    assert_eq!(second.status(), LockStatus::Held);
+    assert_eq!(second.holds(), 1);
+    drop(second);
+    let sent = requests(&mut link);
+    assert!(
+        sent.iter()
+            .any(|r| matches!(&r.op, lock_core::Op::Delete { path, .. } if *path == node)),
+        "{sent:?}"
+    );
+    // And when the first is polled in time, both count.
+    let mut first = Box::pin(job.lock());
+    assert!(poll_once(first.as_mut()).is_pending());
+    let sent = requests(&mut link);
+    grant(&mut link, &sent, 10);
+    let Poll::Ready(Ok(second)) = poll_once(pin!(job.lock())) else {
+        panic!("not re-entered")
+    };
+    let Poll::Ready(Ok(first)) = poll_once(first.as_mut()) else {
+        panic!("not granted")
+    };
+    assert_eq!((first.holds(), second.token()), (2, first.token()));
+}
