@@ -536,6 +536,11 @@ impl Acquisition {
                 }
                 self.own = Some(OwnNode { path, seq, stat });
                 match self.state {
+                    // The listing came first and found us free: the stat was missing.
+                    State::Granting => {
+                        self.state = State::Waiting;
+                        self.grant(cx);
+                    }
                     State::Waiting => {
                         self.ensure_own_read(cx);
                         if std::mem::take(&mut self.relist_after_create) && self.list.is_none() {
@@ -672,8 +677,16 @@ impl Acquisition {
                 stat: None,
             });
         }
-        self.create = Create::Done;
-        self.ensure_own_read(cx);
+        // A binding may hand us the listing before the create's reply, although
+        // the server answered the create first: that reply, right behind, brings
+        // our node's stat, so it is not read for it (a grant waits in Granting).
+        let create_in_flight = matches!(self.create, Create::InFlight(_));
+        if !create_in_flight {
+            self.create = Create::Done;
+        }
+        if !create_in_flight || self.spec.watches_node() {
+            self.ensure_own_read(cx);
+        }
         let recipe = self.spec.recipe;
         if let Recipe::Semaphore { permits: ours } = recipe {
             let theirs = others.iter().find_map(|(p, _)| match p.permits {
@@ -811,7 +824,10 @@ impl Acquisition {
             self.state = State::Granting;
             // The client library gave no stat on create: a getData on our own node
             // brings the token.
-            if stat.is_none() && self.own_read.is_none() {
+            if stat.is_none()
+                && self.own_read.is_none()
+                && !matches!(self.create, Create::InFlight(_))
+            {
                 self.send_own_read(cx, self.spec.watches_node());
             }
             // We waited: whether the previous holder closed its section is unknown.
