@@ -1,14 +1,17 @@
 //! Dining philosophers on the in-process server (lock-sim): distributed deadlock
 //! detection breaking a real deadlock, then the same philosophers made
-//! deadlock-free by taking their forks in one canonical order.
+//! deadlock-free by taking both forks with one multi-lock (`LockClient::multi`),
+//! which takes them in one canonical order.
 //!
 //! Each philosopher is an owner with its own client (its own ZooKeeper session);
 //! each fork is a mutex. Round 1: everyone takes the left fork, then the right
 //! one: a cycle of five waits. With `detect_deadlocks`, the waiters chase each
 //! other's published waits through ZooKeeper, and exactly one of them (the
 //! youngest waiting node) fails with `Error::Deadlock`; it puts its fork down and
-//! tries again, and everyone eats. Round 2: everyone takes the lower-numbered fork
-//! first, so no cycle can form (the order is a total order on forks).
+//! tries again, and everyone eats. Round 2: everyone asks for "left and right"
+//! as one multi-lock, all or nothing; the multi-lock takes the forks in path order,
+//! so no cycle can form (the order is a total order on forks), whatever order the
+//! philosopher names them in.
 //!
 //! Run with `cargo run -p zklock-examples --example philosophers`.
 
@@ -71,16 +74,16 @@ fn naive(me: usize, table: LockClient, all_seated: Arc<Barrier>) -> Result<u32, 
     }
 }
 
-/// Round 2: the lower-numbered fork first. No deadlock is possible.
+/// Round 2: both forks as one multi-lock (left named first, as in round 1). It
+/// takes them in canonical order, all or nothing: no deadlock is possible, and
+/// detection, still on, never fires.
 fn canonical(me: usize, table: LockClient, meals: usize) -> Result<(), Error> {
-    let (a, b) = (me.min((me + 1) % N), me.max((me + 1) % N));
+    let forks = table
+        .multi([fork(me), fork(me + 1)])
+        .detect_deadlocks(DETECT_AFTER);
     for _ in 0..meals {
-        let first = table.mutex(fork(a)).detect_deadlocks(DETECT_AFTER);
-        let first = first.lock_blocking()?;
-        let second = table.mutex(fork(b)).detect_deadlocks(DETECT_AFTER);
-        let second = second.lock_blocking()?; // never `Error::Deadlock`
-        second.release_blocking()?;
-        first.release_blocking()?;
+        let both = forks.lock_blocking()?; // never `Error::Deadlock`
+        both.release_blocking()?;
     }
     Ok(())
 }
@@ -108,7 +111,7 @@ fn main() -> Result<(), Error> {
     println!("round 1: everyone ate; {victims} victim(s) broke the deadlock");
 
     const MEALS: usize = 20;
-    println!("round 2: lower-numbered fork first, {MEALS} meals each");
+    println!("round 2: both forks as one multi-lock, {MEALS} meals each");
     let start = Instant::now();
     let threads: Vec<_> = tables
         .iter()

@@ -52,6 +52,10 @@ pub(crate) enum Task {
     Acquire {
         spec: LockSpec,
         deadline: Option<Instant>,
+        /// A reentrant mutex: its grant becomes a counted hold of its owner at
+        /// once (see `State::holds`), so that the owner re-enters it even before
+        /// the first guard is handed out.
+        reentrant: bool,
     },
     Observe(String),
     Revoke(String),
@@ -120,14 +124,25 @@ impl LockClient {
             let now = s.now();
             let mut span = tracing::Span::none();
             let id = match task {
-                Task::Acquire { mut spec, deadline } => {
+                Task::Acquire {
+                    mut spec,
+                    deadline,
+                    reentrant,
+                } => {
                     if let Some(deadline) = deadline {
                         spec = spec.deadline(s.timestamp(deadline));
                     }
+                    let held_for = spec
+                        .owner_id()
+                        .filter(|_| reentrant)
+                        .map(|o| (o.to_owned(), spec.path().to_owned()));
                     let lock = crate::trace::acquisition_span(&spec);
                     let id = s.core.acquire(spec, now)?;
                     lock.record("lock", id.0);
                     span = lock;
+                    if let Some(held_for) = held_for {
+                        s.reentrant.insert(id, held_for);
+                    }
                     id
                 }
                 Task::Observe(path) => s.core.observe(&path, now)?,
@@ -247,8 +262,30 @@ impl LockClient {
     /// # drop(guard); Ok(()) }
     /// ```
     pub fn start(&self, spec: LockSpec, deadline: Option<Instant>) -> Result<PendingLock, Error> {
-        let id = self.start_task(Task::Acquire { spec, deadline }, None)?;
+        let id = self.start_task(
+            Task::Acquire {
+                spec,
+                deadline,
+                reentrant: false,
+            },
+            None,
+        )?;
         Ok(PendingLock::new(self.clone(), id))
+    }
+
+    /// Acquires a reentrant mutex's `spec` (see [`Mutex::reentrant`]).
+    pub(crate) async fn acquire_reentrant(
+        &self,
+        spec: LockSpec,
+        deadline: Option<Instant>,
+    ) -> Result<LockGuard, Error> {
+        let task = Task::Acquire {
+            spec,
+            deadline,
+            reentrant: true,
+        };
+        let id = self.start_task(task, None)?;
+        PendingLock::new(self.clone(), id).await
     }
 
     /// Blocking twin of [`acquire`](Self::acquire).

@@ -116,6 +116,7 @@ impl Election {
 
     fn join(&mut self) -> Result<(), Error> {
         let task = Task::Acquire {
+            reentrant: false,
             spec: self.spec.clone(),
             deadline: None,
         };

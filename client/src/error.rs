@@ -79,8 +79,13 @@ pub enum Error {
     },
     /// Refused at once, before anything was sent: the acquisition's
     /// [owner](crate::Mutex::owner) already holds a lock on `path` that it would
-    /// wait for forever (re-entering a mutex, upgrading a read lock to write).
-    /// Release the held lock first.
+    /// wait for forever (re-entering a mutex that is not
+    /// [reentrant](crate::Mutex::reentrant), upgrading a read lock to write).
+    /// Release the held lock first. Also the outcome of a downgrade (the read half
+    /// taken while holding the write half, see [`RwLock`](crate::RwLock)) that found
+    /// another writer queued between its two nodes: that writer waits for the
+    /// owner's write, and the read would wait for that writer (failed at the first
+    /// listing, its node removed).
     #[error("owner {owner:?} already holds a {held:?} lock on {path} that this acquisition would wait for forever")]
     SelfDeadlock {
         /// The lock path.
@@ -161,6 +166,9 @@ impl From<FailReason> for Error {
             FailReason::WouldBlock => Error::WouldBlock,
             FailReason::Revoked => Error::Revoked,
             FailReason::Deadlock { cycle } => Error::Deadlock { cycle },
+            FailReason::SelfDeadlock { path, owner, held } => {
+                Error::SelfDeadlock { path, owner, held }
+            }
             other => Error::Failed(other),
         }
     }

@@ -133,6 +133,7 @@ impl Pending {
             client: self.client.clone(),
             id: self.id,
             grant,
+            hold: Hold::Single,
         }
     }
 }
@@ -144,6 +145,14 @@ impl Drop for Pending {
         }
         let (id, done) = (self.id, self.done);
         self.client.shared().with(|s| {
+            s.reentrant.remove(&id);
+            match s.holds.get(&id) {
+                // A reentrant mutex granted, never handed out, but re-entered
+                // meanwhile: it is theirs now (the last of them releases it).
+                Some(h) if h.count > 0 => return,
+                Some(_) => drop(s.holds.remove(&id)),
+                None => {}
+            }
             if !done {
                 // Waiting: cancelled; granted but never handed out: released.
                 let now = s.now();
@@ -179,6 +188,109 @@ pub struct LockGuard {
     client: LockClient,
     id: LockId,
     grant: Grant,
+    hold: Hold,
+}
+
+/// How a guard holds its lock: alone, or as one of the counted holds of a
+/// [reentrant](crate::Mutex::reentrant) mutex (see `State::holds`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Hold {
+    Single,
+    Counted,
+    /// A counted hold already given back (by `release`): its drop does nothing.
+    Spent,
+}
+
+/// One more hold on a reentrant mutex held by the same owner on this session.
+pub(crate) struct Holds {
+    pub(crate) owner: String,
+    pub(crate) path: String,
+    pub(crate) grant: Grant,
+    /// Guards alive on it; the node is released when the last one goes.
+    pub(crate) count: usize,
+}
+
+impl LockGuard {
+    /// Makes this fresh guard of a reentrant mutex the first counted hold of
+    /// `owner` on its path.
+    pub(crate) fn count_holds(mut self, owner: &str, path: &str) -> LockGuard {
+        let (id, grant) = (self.id, &self.grant);
+        self.client.shared().with_quiet(|s| {
+            let holds = s.holds.entry(id).or_insert_with(|| Holds {
+                owner: owner.to_owned(),
+                path: path.to_owned(),
+                grant: grant.clone(),
+                count: 0,
+            });
+            holds.count += 1;
+        });
+        self.hold = Hold::Counted;
+        self
+    }
+
+    /// Another counted hold on the reentrant mutex at `path` that `owner` holds
+    /// (trusted or suspended) on this session, if it does.
+    pub(crate) fn reenter(client: &LockClient, owner: &str, path: &str) -> Option<LockGuard> {
+        client.shared().with_quiet(|s| {
+            let (&id, holds) = s
+                .holds
+                .iter_mut()
+                .find(|(_, h)| h.owner == owner && h.path == path)?;
+            if !matches!(
+                s.core.state(id),
+                Some(LockState::Held | LockState::Suspended)
+            ) {
+                return None;
+            }
+            holds.count += 1;
+            Some(LockGuard {
+                client: client.clone(),
+                id,
+                grant: holds.grant.clone(),
+                hold: Hold::Counted,
+            })
+        })
+    }
+
+    /// Gives back a counted hold: `true` if other holds remain (then nothing more
+    /// is to be done); `false` for the last one (or a single hold), to be released.
+    fn give_back(&mut self) -> bool {
+        match self.hold {
+            Hold::Single => false,
+            Hold::Spent => true,
+            Hold::Counted => {
+                let id = self.id;
+                let others = self
+                    .client
+                    .shared()
+                    .with_quiet(|s| match s.holds.get_mut(&id) {
+                        Some(h) if h.count > 1 => {
+                            h.count -= 1;
+                            true
+                        }
+                        _ => {
+                            s.holds.remove(&id);
+                            false
+                        }
+                    });
+                self.hold = if others { Hold::Spent } else { Hold::Single };
+                others
+            }
+        }
+    }
+
+    /// How many guards hold this lock: more than 1 for a
+    /// [reentrant](crate::Mutex::reentrant) mutex its owner re-entered (the node is
+    /// released when the last one goes), else 1.
+    pub fn holds(&self) -> usize {
+        match self.hold {
+            Hold::Single | Hold::Spent => 1,
+            Hold::Counted => self
+                .client
+                .shared()
+                .read(|s| s.holds.get(&self.id).map_or(1, |h| h.count)),
+        }
+    }
 }
 
 impl std::fmt::Debug for LockGuard {
@@ -331,6 +443,23 @@ impl LockGuard {
         }
     }
 
+    /// The reason, if the lock is lost; else registers the task to wake at the
+    /// next event (without taking it).
+    pub(crate) fn poll_lost(&self, cx: &mut Context<'_>) -> Option<LostReason> {
+        self.client
+            .shared()
+            .with_quiet(|s| match s.slots.get_mut(&self.id) {
+                None => Some(LostReason::Closed),
+                Some(slot) => match &slot.status {
+                    LockStatus::Lost(reason) => Some(reason.clone()),
+                    _ => {
+                        slot.register(cx.waker());
+                        None
+                    }
+                },
+            })
+    }
+
     /// Blocking twin of [`lost`](Self::lost).
     pub fn lost_blocking(&self) -> LostReason {
         crate::blocking::block_on(self.lost())
@@ -375,7 +504,11 @@ impl LockGuard {
     /// guard.release().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn release(self) -> Result<(), Error> {
+    pub async fn release(mut self) -> Result<(), Error> {
+        if self.give_back() {
+            // An inner hold of a reentrant mutex: the node stays for the others.
+            return Ok(());
+        }
         let id = self.id;
         let mut asked = false;
         poll_fn(|cx| {
@@ -712,6 +845,9 @@ impl LockGuard {
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
+        if self.give_back() {
+            return;
+        }
         let id = self.id;
         self.client.shared().with(|s| {
             if let Some(slot) = s.slots.get_mut(&id).filter(|slot| !slot.ended) {

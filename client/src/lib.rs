@@ -51,6 +51,52 @@
 //!   [`LockEvent::Resumed`] once the node is verified after a reconnect, or
 //!   [`LockEvent::Lost`] after the suspension grace or on expiry.
 //!
+//! ## Owners and deadlocks
+//!
+//! An *owner* ([`LockClient::with_owner`], [`Mutex::owner`]) is who a lock is taken
+//! for, distinct from the session. An owner waiting for what it holds itself is
+//! refused at once ([`Error::SelfDeadlock`]); [`Mutex::detect_deadlocks`] breaks
+//! cycles across sessions with one victim ([`Error::Deadlock`]);
+//! [`LockClient::participants`] and [`LockClient::deadlocks`] inspect.
+//!
+//! ## Multi-locks
+//!
+//! [`LockClient::multi`] takes several locks for one owner, all or nothing, in one
+//! canonical order (the lock paths' order): two multi-locks over overlapping sets
+//! can never deadlock. A failure or timeout of any part releases those taken; the
+//! [`MultiGuard`] releases every part (last first) and is lost when any part is.
+//!
+//! ```no_run
+//! # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+//! let both = locks.multi(["/accounts/bob", "/accounts/alice"]).lock().await?;
+//! both.release().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Reentrancy
+//!
+//! A [`Mutex::reentrant`] mutex locked again by its owner on the same session gives
+//! another guard on the same node at once, with no request; the node goes with the
+//! last guard ([`LockGuard::holds`] counts them). Without it, re-entering is an
+//! [`Error::SelfDeadlock`].
+//!
+//! ## Downgrade
+//!
+//! The write holder of an [`RwLock`] takes its read half at once, beside its own
+//! write node (a read is not blocked by a write of its own owner), then releases
+//! the write and keeps reading. If a writer of someone else queued between the two
+//! nodes, the read fails at once with [`Error::SelfDeadlock`] (that writer waits
+//! for the owner's write, the read would wait for that writer).
+//!
+//! ```no_run
+//! # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+//! let table = locks.rwlock("/locks/table");
+//! let write = table.write().lock().await?;
+//! let read = table.read().lock().await?; // no queueing behind our own write
+//! write.release().await?;                // still reading
+//! # drop(read); Ok(()) }
+//! ```
+//!
 //! ## The canonical binding loop
 //!
 //! The calling rules are on [`Link`]. An async binding's driver, in outline (the
@@ -135,6 +181,7 @@ mod error;
 mod guard;
 mod link;
 mod lock;
+mod multi;
 mod options;
 mod pending;
 mod shared;
@@ -148,6 +195,7 @@ pub use error::{Cycle, Error};
 pub use guard::{LockGuard, LockStatus};
 pub use link::{Link, Notifier};
 pub use lock::{Mutex, ReadLock, RwLock, Semaphore, WriteLock};
+pub use multi::{MultiGuard, MultiLock, MultiPart};
 pub use options::{AclEntry, Auth, ConnectOptions, NodeAcl, Perms, SaslDigest, Tls};
 pub use pending::{Canceller, PendingLock};
 pub use writes::Writes;

@@ -25,7 +25,7 @@ macro_rules! lock_methods {
         /// [`Error::Usage`] for an invalid path, [`Error::Closed`] once the client is
         /// closed, [`Error::SessionExpired`] if the session expired while waiting.
         pub async fn $lock(&self) -> Result<LockGuard, Error> {
-            self.client.acquire(self.spec.clone(), None).await
+            self.acquire(self.spec.clone(), None).await
         }
 
         /// Takes
@@ -36,7 +36,6 @@ macro_rules! lock_methods {
         pub async fn $try_lock(&self) -> Result<Option<LockGuard>, Error> {
             let deadline = Instant::now() + self.client.session_timeout();
             match self
-                .client
                 .acquire(self.spec.clone().try_only(), Some(deadline))
                 .await
             {
@@ -53,7 +52,7 @@ macro_rules! lock_methods {
 
         /// Like the plain lock method, giving up with [`Error::Timeout`] at `deadline`.
         pub async fn $lock_until(&self, deadline: Instant) -> Result<LockGuard, Error> {
-            self.client.acquire(self.spec.clone(), Some(deadline)).await
+            self.acquire(self.spec.clone(), Some(deadline)).await
         }
 
         /// Starts the acquisition and returns at once (see [`PendingLock`]).
@@ -90,6 +89,11 @@ macro_rules! lock_methods {
             self.spec.path()
         }
 
+        /// What this lock object acquires (for [`LockClient::multi`]).
+        pub(crate) fn spec(&self) -> &LockSpec {
+            &self.spec
+        }
+
         /// Names this lock's nodes with `scheme` (default [`NameScheme::Native`]), e.g.
         /// to share the lock with Curator or kazoo clients.
         pub fn with_scheme(mut self, scheme: NameScheme) -> Self {
@@ -120,8 +124,9 @@ macro_rules! lock_methods {
         /// versioned header before the user data, in the native scheme) and read back
         /// by [`LockClient::participants`] and [`LockClient::deadlocks`]. An owner
         /// that waits for a lock it holds itself on this session (re-entering a
-        /// mutex, upgrading a read lock) is refused at once with
-        /// [`Error::SelfDeadlock`] instead of waiting forever. Default: the client's
+        /// mutex that is not [reentrant](Mutex::reentrant), upgrading a read lock)
+        /// is refused at once with [`Error::SelfDeadlock`] instead of waiting
+        /// forever. Default: the client's
         /// [`with_owner`](LockClient::with_owner), if any.
         pub fn owner(mut self, owner: impl Into<String>) -> Self {
             self.spec = self.spec.owner(owner);
@@ -135,9 +140,12 @@ macro_rules! lock_methods {
         /// twice) exactly one member, the youngest waiting node, fails with
         /// [`Error::Deadlock`] and leaves its place; the others keep theirs. A wait
         /// shorter than `after` costs no request. Needs an [`owner`](Self::owner)
-        /// (or the client's [`with_owner`](LockClient::with_owner)) and the native
-        /// naming scheme; every owner in the cycle should use it (one that does not
-        /// publishes nothing, so cycles through it are not seen).
+        /// (or the client's [`with_owner`](LockClient::with_owner)), and the native
+        /// naming scheme, or the kazoo scheme with no data of its own (then the
+        /// owner is the node's data, as kazoo's identifier). zklock owners in a
+        /// cycle should all detect (one that does not publishes nothing); kazoo
+        /// clients whose `Lock` has an identifier take part too: their waits are
+        /// inferred from their nodes, and they are never the victim.
         pub fn detect_deadlocks(mut self, after: Duration) -> Self {
             self.spec = self.spec.detect_deadlocks(after);
             self
@@ -217,6 +225,7 @@ macro_rules! crash_detection {
 pub struct Mutex {
     client: LockClient,
     spec: LockSpec,
+    reentrant: bool,
 }
 
 /// The spec with the client's default owner, if it has one.
@@ -232,7 +241,52 @@ impl Mutex {
         Mutex {
             spec: owned(&client, LockSpec::exclusive(path)),
             client,
+            reentrant: false,
         }
+    }
+
+    /// Makes the mutex reentrant for its [owner](Self::owner) (Curator's
+    /// `InterProcessMutex` semantics, with an owner in place of a thread): while
+    /// the owner holds it on this client's session, locking it again (through this
+    /// or any other reentrant `Mutex` on the same path and owner) returns at once
+    /// with another guard on the same node, with no request. The node is released
+    /// when the last of those guards is released or dropped; see
+    /// [`LockGuard::holds`]. The guards share one status and one event stream.
+    ///
+    /// Needs an owner ([`owner`](Self::owner) or the client's
+    /// [`with_owner`](LockClient::with_owner)): without one, locking gives
+    /// [`Error::Usage`]. Without `reentrant`, re-entering is refused with
+    /// [`Error::SelfDeadlock`].
+    ///
+    /// ```no_run
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let job = locks.with_owner("worker-1").mutex("/locks/job").reentrant();
+    /// let outer = job.lock().await?;
+    /// let inner = job.lock().await?; // no new node, no request
+    /// assert_eq!((outer.path(), inner.holds()), (inner.path(), 2));
+    /// inner.release().await?; // still held
+    /// outer.release().await?; // now the node goes
+    /// # Ok(()) }
+    /// ```
+    pub fn reentrant(mut self) -> Self {
+        self.reentrant = true;
+        self
+    }
+
+    async fn acquire(&self, spec: LockSpec, deadline: Option<Instant>) -> Result<LockGuard, Error> {
+        if !self.reentrant {
+            return self.client.acquire(spec, deadline).await;
+        }
+        let Some(owner) = spec.owner_id().map(str::to_owned) else {
+            return Err(Error::Usage(lock_core::UsageError::Unsupported(
+                "a reentrant mutex needs an owner (Mutex::owner or LockClient::with_owner)",
+            )));
+        };
+        if let Some(again) = LockGuard::reenter(&self.client, &owner, spec.path()) {
+            return Ok(again);
+        }
+        let guard = self.client.acquire_reentrant(spec, deadline).await?;
+        Ok(guard.count_holds(&owner, self.spec.path()))
     }
 
     lock_methods!(
@@ -257,6 +311,12 @@ impl Mutex {
 /// for itself forever; `try_lock` just finds the lock busy). Release the read lock
 /// first. Independent tasks that contend for one path each take their own
 /// `rwlock(path)`.
+///
+/// A write lock can be downgraded: while this `RwLock` (its owner) holds the write
+/// half, its read half is granted at once beside it (Curator's rule), and the write
+/// can then be released. Should a writer of another owner have queued between the
+/// two nodes, the read fails at once with [`Error::SelfDeadlock`]: that writer
+/// waits for our write, and the read would wait for that writer.
 ///
 /// ```no_run
 /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
@@ -389,6 +449,10 @@ pub struct ReadLock {
 }
 
 impl ReadLock {
+    async fn acquire(&self, spec: LockSpec, deadline: Option<Instant>) -> Result<LockGuard, Error> {
+        self.client.acquire(spec, deadline).await
+    }
+
     lock_methods!(
         "a read lock",
         lock,
@@ -414,6 +478,10 @@ pub struct WriteLock {
 }
 
 impl WriteLock {
+    async fn acquire(&self, spec: LockSpec, deadline: Option<Instant>) -> Result<LockGuard, Error> {
+        self.client.acquire(spec, deadline).await
+    }
+
     lock_methods!(
         "the write lock",
         lock,
@@ -459,6 +527,10 @@ impl Semaphore {
     /// The number of permits.
     pub fn permits(&self) -> u32 {
         self.permits
+    }
+
+    async fn acquire(&self, spec: LockSpec, deadline: Option<Instant>) -> Result<LockGuard, Error> {
+        self.client.acquire(spec, deadline).await
     }
 
     lock_methods!(

@@ -100,6 +100,10 @@ pub(crate) struct State {
     pub(crate) slots: HashMap<LockId, Slot>,
     pub(crate) elections: HashMap<u64, ElectionQueue>,
     next_election: u64,
+    /// Reentrant mutexes held, by acquisition: who holds, and how many guards.
+    pub(crate) holds: HashMap<LockId, crate::guard::Holds>,
+    /// Reentrant mutexes not granted yet: (owner, path), for `holds` at the grant.
+    pub(crate) reentrant: HashMap<LockId, (String, String)>,
     /// Requests drained from the core, for the link to send in this order.
     pub(crate) requests: VecDeque<Request>,
     /// Handles changed something the link must look at (requests, the timer, close).
@@ -129,6 +133,8 @@ impl Shared {
                 slots: HashMap::new(),
                 elections: HashMap::new(),
                 next_election: 0,
+                holds: HashMap::new(),
+                reentrant: HashMap::new(),
                 requests: VecDeque::new(),
                 link_dirty: false,
                 link_waker: None,
@@ -360,6 +366,22 @@ impl State {
                 return;
             }
             _ => {}
+        }
+        if let Some((owner, path)) = self.reentrant.get(&lock) {
+            if let LockEvent::Acquired(grant) = &event {
+                // Held for its owner from now on: a re-entry counts on it even
+                // before the first guard is handed out.
+                let holds = crate::guard::Holds {
+                    owner: owner.clone(),
+                    path: path.clone(),
+                    grant: grant.clone(),
+                    count: 0,
+                };
+                self.holds.insert(lock, holds);
+            }
+            if matches!(event, LockEvent::Acquired(_)) || event.is_terminal() {
+                self.reentrant.remove(&lock);
+            }
         }
         match &event {
             LockEvent::Acquired(_) => {

@@ -8,6 +8,8 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+mod reentrancy;
+
 fn send_sync<T: Send + Sync>() {}
 
 #[test]
@@ -22,6 +24,8 @@ fn handles_are_send_and_sync() {
     send_sync::<Leadership>();
     send_sync::<ElectionObserver>();
     send_sync::<Writes>();
+    send_sync::<MultiLock>();
+    send_sync::<MultiGuard>();
     send_sync::<Link>();
     send_sync::<Notifier>();
 }
@@ -47,11 +51,14 @@ fn futures_are_send(client: &LockClient, guard: LockGuard) {
     send(&client.observe_election("/a"));
     send(&client.participants("/a"));
     send(&client.deadlocks("/a"));
+    let multi = client.multi(["/a", "/b"]);
+    send(&multi.lock());
+    send(&multi.try_lock());
 }
 
-const SID: i64 = 0x77;
+pub(super) const SID: i64 = 0x77;
 
-fn connected() -> (LockClient, Link) {
+pub(super) fn connected() -> (LockClient, Link) {
     let (locks, mut link) = pair(Config::new(Duration::from_secs(10), 1));
     link.handle_session(SessionEvent::Connected { session_id: SID }, Instant::now());
     (locks, link)
@@ -63,17 +70,17 @@ impl std::task::Wake for Noop {
     fn wake(self: std::sync::Arc<Self>) {}
 }
 
-fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+pub(super) fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {
     let waker = Waker::from(std::sync::Arc::new(Noop));
     f.poll(&mut Context::from_waker(&waker))
 }
 
-fn requests(link: &mut Link) -> Vec<Request> {
+pub(super) fn requests(link: &mut Link) -> Vec<Request> {
     std::iter::from_fn(|| link.poll_request()).collect()
 }
 
 /// Plays the server for an uncontended acquisition.
-fn grant(link: &mut Link, sent: &[Request], czxid: i64) -> String {
+pub(super) fn grant(link: &mut Link, sent: &[Request], czxid: i64) -> String {
     let Op::Create { path, .. } = &sent[0].op else {
         panic!("{:?}", sent[0].op)
     };

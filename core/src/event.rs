@@ -134,6 +134,20 @@ pub enum FailReason {
         /// the first (ours).
         cycle: Vec<crate::deadlock::CycleNode>,
     },
+    /// A downgrade (the read half taken by the owner of the held write half, see
+    /// [`LockSpec::read`](crate::LockSpec::read)) found another writer queued
+    /// between its owner's write node and its read node: that writer waits for
+    /// the owner's write, and the read would wait for that writer, so the read
+    /// could only be granted after the owner let go of its write lock. It fails at
+    /// the first listing instead of waiting for itself; its node is removed.
+    SelfDeadlock {
+        /// The lock path.
+        path: String,
+        /// The owner.
+        owner: String,
+        /// The kind of node the owner holds there (a write).
+        held: crate::NodeKind,
+    },
 }
 
 /// Events the core reports for one acquisition.
@@ -256,6 +270,16 @@ pub enum UsageError {
         /// The kind of node the owner holds there.
         held: crate::NodeKind,
     },
+    /// A multi-lock names the same lock path twice (two parts on one path would
+    /// wait for each other, or take a second node for one owner).
+    #[error("a multi-lock names {path} twice")]
+    DuplicatePath {
+        /// The path named twice.
+        path: String,
+    },
+    /// A multi-lock needs at least one part.
+    #[error("a multi-lock needs at least one lock")]
+    EmptyMulti,
     /// A semaphore needs at least one permit.
     #[error("a semaphore needs at least one permit")]
     ZeroPermits,

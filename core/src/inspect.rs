@@ -241,9 +241,38 @@ impl Inspect {
             .filter(|(_, d)| d.is_some())
             .map(|(p, _)| p.name.as_str())
             .collect();
+        // Who each present node is held or waited for: (owner, session, holds).
+        let whose: std::collections::BTreeMap<&str, (Option<String>, i64, bool)> = self
+            .places
+            .iter()
+            .zip(&self.data)
+            .filter_map(|(p, d)| {
+                let (data, stat) = d.as_ref()?;
+                let owner = owner::parse(p.parsed.scheme, data).owner;
+                Some((p.name.as_str(), (owner, stat.ephemeral_owner, p.holds)))
+            })
+            .collect();
         for (place, data) in self.places.iter().zip(&self.data) {
             let Some((data, stat)) = data else { continue };
             let d = owner::parse(place.parsed.scheme, data);
+            // A downgrade: a read whose only blockers are held write nodes of its
+            // own owner on its own session holds (the read acquisition's rule).
+            let own_held = |b: &String| {
+                whose.get(b.as_str()).is_some_and(|(o, s, held)| {
+                    *held && *o == d.owner && *s == stat.ephemeral_owner
+                })
+            };
+            let mut present_blockers = place
+                .blockers
+                .iter()
+                .filter(|b| present.contains(b.as_str()))
+                .peekable();
+            let downgraded = !place.holds
+                && place.parsed.kind == NodeKind::Read
+                && d.owner.is_some()
+                && present_blockers.peek().is_some()
+                && present_blockers.all(own_held);
+            let holds = place.holds || downgraded;
             let p = Participant {
                 node: place.name.clone(),
                 kind: place.parsed.kind,
@@ -257,12 +286,12 @@ impl Inspect {
                 waits_for: place
                     .blockers
                     .iter()
-                    .filter(|b| !place.holds && present.contains(b.as_str()))
+                    .filter(|b| !holds && present.contains(b.as_str()))
                     .cloned()
                     .collect(),
                 owner_waits_at: d.waits,
             };
-            if place.holds {
+            if holds {
                 out.holders.push(p);
             } else {
                 out.waiters.push(p);

@@ -19,6 +19,13 @@ use crate::timers::{TimerKind, Timers};
 use crate::watches::WatchIndex;
 use std::collections::{BTreeMap, VecDeque};
 
+/// Whether `spec` (to acquire) is the read half of the read/write lock whose write
+/// half `held` its owner holds: a downgrade, which does not queue behind that
+/// write (Curator's rule). A mutex's owner taking the read half waits as before.
+fn is_downgrade(spec: &LockSpec, held: &LockSpec) -> bool {
+    spec.recipe == Recipe::Read && spec.rwlock && held.recipe == Recipe::Write && held.rwlock
+}
+
 /// Something the adapter must act on, from [`Session::poll_output`].
 #[derive(Clone, PartialEq, Eq, Debug)]
 #[non_exhaustive]
@@ -274,24 +281,26 @@ impl Session {
                     "deadlock detection needs an owner (LockSpec::owner)",
                 ));
             }
-            if spec.scheme != NameScheme::Native {
+            // The kazoo scheme carries the owner as the node's data (kazoo's
+            // identifier), and chases infer where such an owner waits.
+            let kazoo_owner = spec.scheme == NameScheme::Kazoo && spec.data.is_empty();
+            if spec.scheme != NameScheme::Native && !kazoo_owner {
                 return Err(UsageError::Unsupported(
-                    "deadlock detection needs NameScheme::Native (waits are published in its node header)",
+                    "deadlock detection needs NameScheme::Native, or NameScheme::Kazoo without data (the owner is the node's data)",
                 ));
             }
             self.detection = true;
         }
         self.check_self_deadlock(&spec)?;
+        let downgrade = self.downgrade_from(&spec);
         let id = self.new_id();
         let attempt = AttemptId(self.rng.next_u128()).as_uuid_v4();
         if let Some(deadline) = spec.deadline {
             self.timers.set(id, TimerKind::Deadline, deadline);
         }
-        self.start(
-            id,
-            Task::Acquisition(Box::new(Acquisition::new(id, spec, attempt))),
-            now,
-        );
+        let mut acquisition = Acquisition::new(id, spec, attempt);
+        acquisition.downgrade_from(downgrade);
+        self.start(id, Task::Acquisition(Box::new(acquisition)), now);
         // A deadline already past fails at once rather than at the next timeout call.
         self.handle_timeout(now);
         Ok(id)
@@ -364,6 +373,7 @@ impl Session {
                 && other.owner.as_deref() == Some(owner)
                 && matches!(a.state(), State::Held | State::Granting)
                 && spec.recipe.is_blocked_by(other.recipe.node_kind())
+                && !is_downgrade(spec, other)
         });
         match held {
             Some(a) => Err(UsageError::SelfDeadlock {
@@ -373,6 +383,27 @@ impl Session {
             }),
             None => Ok(()),
         }
+    }
+
+    /// For a read that downgrades (see [`is_downgrade`]): the names of the write
+    /// nodes its owner holds on the path, which do not block it.
+    fn downgrade_from(&self, spec: &LockSpec) -> Vec<String> {
+        if spec.owner.is_none() {
+            return Vec::new();
+        }
+        self.tasks
+            .values()
+            .filter_map(Task::acquisition)
+            .filter(|a| {
+                let other = a.spec();
+                other.path == spec.path
+                    && other.owner == spec.owner
+                    && matches!(a.state(), State::Held | State::Granting)
+                    && is_downgrade(spec, other)
+            })
+            .filter_map(|a| a.node_path())
+            .map(|p| crate::path::split_parent(p).1.to_owned())
+            .collect()
     }
 
     fn check_open(&self) -> Result<(), UsageError> {
@@ -701,6 +732,14 @@ impl Session {
             w.sort();
             w.dedup();
         }
+        let mut held: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for a in self.tasks.values().filter_map(Task::acquisition) {
+            if let Some((owner, path)) = a.held_node() {
+                held.entry(owner.to_owned())
+                    .or_default()
+                    .push(path.to_owned());
+            }
+        }
         let (mut cx, tasks) = self.ctx_parts(now);
         for t in tasks.values_mut() {
             if let Task::Acquisition(a) = t {
@@ -712,6 +751,8 @@ impl Session {
                     .cloned()
                     .unwrap_or_default();
                 a.publish(&mut cx, wanted);
+                let h = a.spec().owner.as_ref().and_then(|o| held.get(o));
+                a.set_owner_held(h.map_or(&[], Vec::as_slice));
             }
         }
     }

@@ -126,6 +126,14 @@ impl LockSpec {
     }
 
     /// The read (shared) half of a read/write lock on `path`.
+    ///
+    /// **Downgrade.** Taken for an [`owner`](Self::owner) that holds the write half
+    /// on this session, the read is not blocked by that write node (Curator's rule:
+    /// a read is not blocked by a write its own holder holds): it holds at its first
+    /// listing, and the owner may then release the write and keep reading. Should
+    /// another writer have queued between the two nodes (it waits for the owner's
+    /// write; the read would wait for it), the read fails at that listing with
+    /// [`FailReason::SelfDeadlock`](crate::FailReason::SelfDeadlock).
     pub fn read(path: impl Into<String>) -> Self {
         LockSpec {
             rwlock: true,
@@ -217,11 +225,12 @@ impl LockSpec {
     }
 
     /// Takes the lock for `owner`: who the lock is held for (a task, a job, a
-    /// transaction), as distinct from the session. An owner that already holds or
-    /// waits for a node on the same path that would block this acquisition forever
-    /// (upgrading a read lock to write, re-entering a mutex) is refused at once with
+    /// transaction), as distinct from the session. An owner that already holds a
+    /// node on the same path that would block this acquisition forever (upgrading
+    /// a read lock to write, re-entering a mutex) is refused at once with
     /// [`UsageError::SelfDeadlock`](crate::UsageError::SelfDeadlock) instead of
-    /// waiting for itself. Without an owner, no such check is made: two tasks sharing
+    /// waiting for itself (a downgrade, the read half taken while holding the
+    /// write half, is allowed: see [`LockSpec::read`]). Without an owner, no such check is made: two tasks sharing
     /// a session may well contend for one path.
     pub fn owner(mut self, owner: impl Into<String>) -> Self {
         self.owner = Some(owner.into());
@@ -233,8 +242,11 @@ impl LockSpec {
     /// where its owner waits and chases the waits of its blockers through
     /// ZooKeeper; if it is the chosen victim of a confirmed cycle it fails with
     /// [`FailReason::Deadlock`](crate::FailReason::Deadlock). A wait shorter than
-    /// `after` costs nothing. Needs an [`owner`](Self::owner) and the native
-    /// scheme (the published waits live in zklock's node header).
+    /// `after` costs nothing. Needs an [`owner`](Self::owner), and the native
+    /// scheme (the published waits live in zklock's node header) or the kazoo
+    /// scheme without data of its own (the owner is the node's data, as kazoo's
+    /// identifier; such a node's waits are inferred, see
+    /// [`deadlock`](crate::deadlock)).
     pub fn detect_deadlocks(mut self, after: Duration) -> Self {
         self.detect_after = Some(after);
         self

@@ -485,6 +485,43 @@ fn a_listing_that_overtakes_the_create_is_repeated_after_the_create_reply() {
     assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
 }
 
+#[test]
+fn a_listing_handed_over_before_its_create_reply_costs_no_extra_read() {
+    // The server answered the create first (the listing shows our node), but the
+    // binding handed us the listing first: the create's reply, right behind,
+    // brings the stat; no read of our own node is sent for it.
+    let mut h = H::new();
+    h.acquire(LockSpec::write("/r"));
+    let create = h.next_req();
+    let list = h.next_req();
+    let Op::Create { path, .. } = &create.op else {
+        panic!()
+    };
+    let node = format!("{path}0000000000");
+    h.reply(list.id, Ok(Reply::Children(vec![name_of(&node)])));
+    assert!(h.no_requests(), "{:?}", h.reqs);
+    assert!(h.take_events().is_empty(), "no token yet");
+    let stat = Stat {
+        czxid: 6,
+        ephemeral_owner: SID,
+        ..Stat::default()
+    };
+    h.reply(
+        create.id,
+        Ok(Reply::Created {
+            path: node.clone(),
+            stat: Some(stat),
+        }),
+    );
+    let events = h.take_events();
+    assert!(
+        matches!(&events[..], [LockEvent::Acquired(g)] if g.token == FencingToken(6) && g.path == node),
+        "{events:?}"
+    );
+    assert!(h.no_requests());
+    assert_eq!(h.s.stats().requests, 2);
+}
+
 /// A plain lock's uncontended cycle is create + getChildren + delete: no read of
 /// its own node, no watch on it, so its release notifies nobody.
 #[test]

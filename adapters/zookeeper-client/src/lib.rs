@@ -171,8 +171,8 @@ pub use zookeeper_client;
 
 pub use lock_client::{
     blocking, AclEntry, Auth, ConnectOptions, Cycle, Election, ElectionEvent, ElectionObserver,
-    Error, Leadership, LockClient, LockGuard, LockStatus, Mutex, NodeAcl, Perms, ReadLock, RwLock,
-    SaslDigest, Semaphore, Tls, WriteLock, Writes,
+    Error, Leadership, LockClient, LockGuard, LockStatus, MultiGuard, MultiLock, MultiPart, Mutex,
+    NodeAcl, Perms, ReadLock, RwLock, SaslDigest, Semaphore, Tls, WriteLock, Writes,
 };
 pub use lock_core::{
     CreateMode, CycleNode, FailReason, FencedError, FencingToken, Grant, Leader, LockEvent,

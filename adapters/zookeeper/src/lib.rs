@@ -102,8 +102,8 @@ pub use wire::MULTI_UNSUPPORTED;
 
 pub use lock_client::{
     blocking, AclEntry, Auth, Canceller, ConnectOptions, Cycle, Election, ElectionEvent,
-    ElectionObserver, Error, Leadership, LockClient, LockGuard, LockStatus, Mutex, NodeAcl,
-    PendingLock, Perms, ReadLock, RwLock, Semaphore, Tls, WriteLock,
+    ElectionObserver, Error, Leadership, LockClient, LockGuard, LockStatus, MultiGuard, MultiLock,
+    MultiPart, Mutex, NodeAcl, PendingLock, Perms, ReadLock, RwLock, Semaphore, Tls, WriteLock,
 };
 pub use lock_core::{
     CycleNode, FailReason, FencingToken, Grant, Leader, LockEvent, LockSpec, LostReason,

@@ -202,6 +202,13 @@ pub(crate) struct Acquisition {
     chase: Option<Chase>,
     /// Where our owner waits, as published in our held node's header.
     publication: Publication,
+    /// For a downgrade (a read taken by the owner of the held write half of the
+    /// same read/write lock, on this session): the names of those write nodes,
+    /// which do not block us (see [`Acquisition::downgrade_from`]).
+    downgrade: Vec<String>,
+    /// Deadlock detection: the nodes our owner holds on this session (kept by the
+    /// session while detection is on), where a chase must come back to.
+    owner_held: Vec<String>,
 }
 
 impl Acquisition {
@@ -242,7 +249,25 @@ impl Acquisition {
             wait_started: None,
             chase: None,
             publication: Publication::default(),
+            downgrade: Vec::new(),
+            owner_held: Vec::new(),
         }
+    }
+
+    /// Makes this read acquisition a downgrade from the write nodes `names`, held
+    /// by its owner on this session (Curator's rule: a read is not blocked by a
+    /// write its own holder holds). Nothing lower than a held write node exists,
+    /// so with those skipped the read holds at its first listing, unless another
+    /// writer queued between: that one waits for our owner's write, so the read
+    /// would wait for its own owner, and it fails with
+    /// [`FailReason::SelfDeadlock`] instead.
+    pub(crate) fn downgrade_from(&mut self, names: Vec<String>) {
+        self.downgrade = names;
+    }
+
+    /// The full path of our node, once known.
+    pub(crate) fn node_path(&self) -> Option<&str> {
+        self.own.as_ref().map(|o| o.path.as_str())
     }
 
     pub(crate) fn state(&self) -> State {
@@ -516,6 +541,11 @@ impl Acquisition {
                 cx.progress(self.id, Progress::Created { node: path.clone() });
                 self.own = Some(OwnNode { path, seq, stat });
                 match self.state {
+                    // The listing came first and found us free: the stat was missing.
+                    State::Granting => {
+                        self.state = State::Waiting;
+                        self.grant(cx);
+                    }
                     State::Waiting => {
                         self.ensure_own_read(cx);
                         if std::mem::take(&mut self.relist_after_create) && self.list.is_none() {
@@ -654,8 +684,16 @@ impl Acquisition {
                 stat: None,
             });
         }
-        self.create = Create::Done;
-        self.ensure_own_read(cx);
+        // A binding may hand us the listing before the create's reply, although
+        // the server answered the create first: that reply, right behind, brings
+        // our node's stat, so it is not read for it (a grant waits in Granting).
+        let create_in_flight = matches!(self.create, Create::InFlight(_));
+        if !create_in_flight {
+            self.create = Create::Done;
+        }
+        if !create_in_flight || self.spec.watches_node() {
+            self.ensure_own_read(cx);
+        }
         let recipe = self.spec.recipe;
         if let Recipe::Semaphore { permits: ours } = recipe {
             let theirs = others.iter().find_map(|(p, _)| match p.permits {
@@ -666,13 +704,32 @@ impl Acquisition {
                 return self.fail(cx, FailReason::PermitsMismatch { ours, theirs });
             }
         }
+        let mut downgrading = false;
         let mut lower: Vec<(i32, String)> = others
             .into_iter()
             .map(|(p, n)| (relative_sequence(p.seq, seq), p, n))
             .filter(|(rel, p, _)| *rel < 0 && recipe.is_blocked_by(p.kind))
+            .filter(|(_, _, n)| {
+                let ours = self.downgrade.contains(n);
+                downgrading |= ours;
+                !ours
+            })
             .map(|(rel, _, n)| (rel, n.clone()))
             .collect();
         lower.sort();
+        if downgrading && !lower.is_empty() && self.spec.wait {
+            // Our owner's write node is still held, and a writer queued between it
+            // and us: that writer waits for our owner, we would wait for it.
+            let (path, owner) = (self.spec.path.clone(), self.spec.owner.clone());
+            return self.fail(
+                cx,
+                FailReason::SelfDeadlock {
+                    path,
+                    owner: owner.unwrap_or_default(),
+                    held: NodeKind::Write,
+                },
+            );
+        }
         self.lower = lower;
         // A grant straight from this listing knows the marker for free.
         self.marker_known = Some(marker_seen);
@@ -776,7 +833,10 @@ impl Acquisition {
             self.state = State::Granting;
             // The client library gave no stat on create: a getData on our own node
             // brings the token.
-            if stat.is_none() && self.own_read.is_none() {
+            if stat.is_none()
+                && self.own_read.is_none()
+                && !matches!(self.create, Create::InFlight(_))
+            {
                 self.send_own_read(cx, self.spec.watches_node());
             }
             // We waited: whether the previous holder closed its section is unknown.
@@ -1178,6 +1238,24 @@ impl Acquisition {
         Some((self.spec.owner.as_deref()?, self.own.as_ref()?.path.clone()))
     }
 
+    /// The node we hold, for our owner's chases.
+    pub(crate) fn held_node(&self) -> Option<(&str, &str)> {
+        match self.state {
+            State::Held => Some((
+                self.spec.owner.as_deref()?,
+                self.own.as_ref()?.path.as_str(),
+            )),
+            _ => None,
+        }
+    }
+
+    /// Tells a detecting waiter which nodes its owner holds on this session.
+    pub(crate) fn set_owner_held(&mut self, held: &[String]) {
+        if self.spec.detect_after.is_some() && self.owner_held != held {
+            self.owner_held = held.to_vec();
+        }
+    }
+
     /// Publishes `waits` in our held node's header (or withdraws what is there).
     pub(crate) fn publish(&mut self, cx: &mut Ctx, waits: Vec<String>) {
         if waits.is_empty() && !self.publication.active() {
@@ -1212,7 +1290,13 @@ impl Acquisition {
         let (Some(own), Some(owner)) = (&self.own, &self.spec.owner) else {
             return;
         };
-        let chase = Chase::start(cx, self.id, own.path.clone(), owner.clone());
+        let chase = Chase::start(
+            cx,
+            self.id,
+            own.path.clone(),
+            owner.clone(),
+            self.owner_held.clone(),
+        );
         cx.stats.deadlock_chases += 1;
         self.chase = Some(chase);
     }

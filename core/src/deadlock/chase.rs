@@ -148,6 +148,34 @@ impl Pass {
     }
 }
 
+/// What a chase reads to follow the waits of holders that publish none.
+#[derive(Default)]
+struct Hints {
+    /// Directories listed, and whether the reads of their waiters were sent.
+    dirs: BTreeMap<String, bool>,
+    /// Waiting nodes read for the hint.
+    nodes: Vec<String>,
+}
+
+/// Whether held node `h` is taken to wait at waiting node `w` by inference: `h`
+/// publishes nothing (a foreign client's node: kazoo's `Lock` writes its
+/// identifier as the data; or a zklock node named in the kazoo scheme) but names an
+/// owner, and `w` waits for the same owner on the same session. A kazoo client is
+/// one session, and its identifier names the contender: a contender holding one
+/// lock while waiting for another holds the first until it gets the second.
+fn inferred(pass: &Pass, h: &str, w: &str) -> bool {
+    let (Some((dh, sh)), Some((dw, sw))) = (pass.node(h), pass.node(w)) else {
+        return false;
+    };
+    h != w
+        && !dh.header
+        && dh.waits.is_empty()
+        && dh.owner.is_some()
+        && dh.owner == dw.owner
+        && sh.ephemeral_owner == sw.ephemeral_owner
+        && pass.place(w).is_some_and(|p| !p.holds)
+}
+
 /// A path read from someone's data is followed only if it names a participant
 /// node under a valid lock path.
 fn plausible(path: &str) -> bool {
@@ -159,6 +187,14 @@ pub(crate) struct Chase {
     lock: LockId,
     start: String,
     owner: String,
+    /// Full paths of the nodes our owner holds on this session: where the cycle
+    /// must come back to, looked at for foreign holders' waits (see `hints`).
+    owner_held: Vec<String>,
+    /// Once a foreign holder was reached: the directories of `owner_held`, listed,
+    /// and in them the waiting nodes our owner's nodes block, read. A foreign
+    /// owner waits at its waiting nodes on the same session; one that closes a
+    /// cycle through us waits in one of these directories.
+    hints: Option<Hints>,
     explore: Pass,
     /// Explored nodes' predecessors (the breadth-first tree).
     parent: BTreeMap<String, Option<String>>,
@@ -170,12 +206,21 @@ pub(crate) struct Chase {
 }
 
 impl Chase {
-    /// Starts a chase from our waiting node `start`, for `owner`.
-    pub(crate) fn start(cx: &mut Ctx, lock: LockId, start: String, owner: String) -> Chase {
+    /// Starts a chase from our waiting node `start`, for `owner`, which holds the
+    /// nodes `owner_held` on this session.
+    pub(crate) fn start(
+        cx: &mut Ctx,
+        lock: LockId,
+        start: String,
+        owner: String,
+        owner_held: Vec<String>,
+    ) -> Chase {
         let mut c = Chase {
             lock,
             start: start.clone(),
             owner,
+            owner_held,
+            hints: None,
             explore: Pass::default(),
             parent: BTreeMap::new(),
             todo: VecDeque::new(),
@@ -228,6 +273,7 @@ impl Chase {
                 if self.explore.on_reply(request, result).is_err() {
                     Outcome::NoCycle
                 } else {
+                    self.read_hints(cx);
                     self.advance(cx)
                 }
             }
@@ -238,29 +284,109 @@ impl Chase {
         outcome
     }
 
+    /// Lists the directories of our owner's held nodes (once), and reads the
+    /// waiting nodes there that those nodes block.
+    fn ask_hints(&mut self, cx: &mut Ctx) {
+        let mut hints = Hints::default();
+        for held in &self.owner_held {
+            let dir = split_parent(held).0.to_owned();
+            self.explore.want_dir(cx, self.lock, &dir);
+            hints.dirs.insert(dir, false);
+        }
+        self.hints = Some(hints);
+        self.read_hints(cx);
+    }
+
+    fn read_hints(&mut self, cx: &mut Ctx) {
+        let Some(hints) = &mut self.hints else { return };
+        for (dir, sent) in hints.dirs.iter_mut().filter(|(_, sent)| !**sent) {
+            let places = match self.explore.dirs.get(dir) {
+                Some(Seen::Got(places)) => places,
+                Some(Seen::Gone) => {
+                    *sent = true;
+                    continue;
+                }
+                _ => continue,
+            };
+            *sent = true;
+            let ours: Vec<&str> = self
+                .owner_held
+                .iter()
+                .filter(|h| split_parent(h).0 == dir)
+                .map(|h| split_parent(h).1)
+                .collect();
+            for place in places.iter().filter(|p| !p.holds) {
+                if place.hard.iter().any(|b| ours.contains(&b.as_str())) {
+                    hints.nodes.push(format!("{dir}/{}", place.name));
+                }
+            }
+        }
+        let wanted: Vec<String> = hints
+            .nodes
+            .iter()
+            .filter(|n| !self.explore.nodes.contains_key(*n))
+            .cloned()
+            .collect();
+        for path in wanted {
+            self.explore.want_node(cx, self.lock, &path);
+        }
+    }
+
+    fn hints_pending(&self) -> bool {
+        self.hints.as_ref().is_some_and(|h| {
+            h.dirs.values().any(|sent| !sent)
+                || h.nodes
+                    .iter()
+                    .any(|n| matches!(self.explore.nodes.get(n), Some(Seen::Pending)))
+        })
+    }
+
     /// Expands what the first pass can, breadth first.
     fn advance(&mut self, cx: &mut Ctx) -> Outcome {
         while let Some(path) = self.todo.front().cloned() {
             if !self.explore.ready(&path) {
                 break;
             }
-            self.todo.pop_front();
             let Some(place) = self.explore.place(&path).cloned() else {
+                self.todo.pop_front();
                 continue; // gone since it was named: a dead end
             };
             let Some((data, _)) = self.explore.node(&path).cloned() else {
+                self.todo.pop_front();
                 continue;
             };
             if place.holds && path == self.start {
                 // Granted meanwhile: no wait to chase.
                 return Outcome::NoCycle;
             }
+            let silent = data.waits.is_empty() && !data.header && data.owner.is_some();
+            if place.holds && silent && data.owner.as_deref() != Some(self.owner.as_str()) {
+                // A holder that publishes nothing: its owner's waits are found by
+                // looking where it could close a cycle through us.
+                if self.hints.is_none() {
+                    self.ask_hints(cx);
+                }
+                if self.hints_pending() {
+                    break;
+                }
+            }
+            self.todo.pop_front();
             if place.holds {
                 if data.owner.as_deref() == Some(self.owner.as_str()) {
                     // Our owner holds this node and waits at our start: a cycle.
                     return self.begin_confirm(cx, path);
                 }
-                for w in data.waits {
+                let waits: Vec<String> = if silent {
+                    self.explore
+                        .nodes
+                        .keys()
+                        .filter(|w| inferred(&self.explore, &path, w))
+                        .cloned()
+                        .collect()
+                } else {
+                    data.waits
+                };
+                for w in waits {
                     self.reach(cx, w, Some(path.clone()));
                 }
             } else {
@@ -306,6 +432,9 @@ impl Chase {
         let first = &self.explore;
         let n = cycle.len();
         let mut out = Vec::with_capacity(n);
+        // Which nodes are entered by an inferred owner edge (their owner publishes
+        // nothing: never a victim, it cannot be told to give up).
+        let mut silent_entry = vec![false; n];
         for (i, node) in cycle.iter().enumerate() {
             let next = &cycle[(i + 1) % n];
             let (Some(p1), Some(p2)) = (first.place(node), second.place(node)) else {
@@ -319,11 +448,15 @@ impl Chase {
             }
             let edge = if p2.holds {
                 let closes = i == n - 1;
+                let published = d1.waits.contains(next) && d2.waits.contains(next);
+                let silent =
+                    !published && inferred(first, node, next) && inferred(second, node, next);
+                silent_entry[(i + 1) % n] = silent;
                 s1.mzxid == s2.mzxid
                     && if closes {
                         d2.owner.as_deref() == Some(self.owner.as_str())
                     } else {
-                        d1.waits.contains(next) && d2.waits.contains(next)
+                        published || silent
                     }
             } else {
                 let (dir, name) = split_parent(next);
@@ -343,10 +476,11 @@ impl Chase {
                 ctime: s2.ctime,
             });
         }
-        // Candidates: waiting nodes entered by an owner edge (the start is entered
-        // by our own owner's edge from the last node).
+        // Candidates: waiting nodes entered by a published owner edge, and the
+        // start (entered by our own owner's edge from the last node).
         let victim = (0..n)
             .filter(|&i| !out[i].holds && out[(i + n - 1) % n].holds)
+            .filter(|&i| i == 0 || !silent_entry[i])
             .max_by_key(|&i| out[i].token);
         Outcome::Cycle {
             victim: victim == Some(0),

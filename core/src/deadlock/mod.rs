@@ -91,27 +91,32 @@
 //! session (and one more to withdraw it), and per `detect_after` one chase of a
 //! listing per directory reached and a read per node reached.
 //!
-//! # Prevention and reentrancy (design notes, not built yet)
+//! # Holders that publish nothing (kazoo)
 //!
-//! * **Multi-lock** (Curator's `InterProcessMultiLock`): a task taking several
-//!   locks all-or-nothing for one owner. It sorts its parts in one canonical order
-//!   (byte order of the lock path; the same path twice is refused) and acquires
-//!   them one at a time, each an ordinary acquisition with the owner, the next
-//!   started when the previous is granted. Deadlock-free by construction among
-//!   multi-lock users and single-lock users: a cycle needs someone waiting for a
-//!   lower lock while it holds a higher one. Queueing all parts at once (one
-//!   round trip instead of one per part) would bring the deadlock back between two
-//!   multi-locks, so it is not done. A deadline, cancel or failure of any part
-//!   releases the held parts (in reverse order) and fails the whole with that
-//!   part's reason; a held part lost makes the whole `Lost` and releases the rest.
-//!   One `Acquired` carries every part's token; a fenced write checks every node
-//!   in its `multi`. Its parts carry the owner, so detection still sees them
-//!   beside users that lock in free order.
-//! * **Owner reentrancy** (opt-in): the same owner acquiring a mutex it holds gets
-//!   a counted hold on the same node, released at zero (Curator's semantics, with
-//!   an owner for a thread); today such a call is refused as a self-deadlock.
-//! * **Downgrade**: a write holder taking the read lock of the same path is
-//!   granted at once without queueing (nothing below its write node can hold).
+//! A kazoo client's `Lock` writes its identifier as its node's data and publishes
+//! no waits; neither can a zklock node named in the kazoo scheme (its data is the
+//! owner, as kazoo's identifier). A chase that reaches such a held node, naming an
+//! owner, *infers* its owner edges: that owner waits at every waiting node with the
+//! same owner on the same session (a kazoo client is one session, its identifier
+//! names the contender). Such waits are looked for where a cycle through us must
+//! come back: in the directories where our owner holds nodes on this session, the
+//! waiting nodes that those nodes block are read (one listing per directory and a
+//! read per such waiter, only once a silent holder is reached). The second pass
+//! checks an inferred edge like any other: both ends seen twice, the same owner
+//! and session, the holder's data unchanged. A node entered by an inferred edge is
+//! never a victim (a kazoo client cannot be told to give up); the zklock member of
+//! the cycle is. Limits: a foreign owner's wait in a directory where our owner
+//! holds nothing is not seen, and two zklock members on the kazoo scheme in one
+//! cycle cannot see each other as candidates, so both may fail.
+//!
+//! # Prevention, reentrancy, downgrade
+//!
+//! What lock-client builds on owners (see its crate docs): multi-locks that take
+//! several locks all-or-nothing in one canonical order (deadlock-free by
+//! construction among themselves), reentrant mutexes (counted holds of one owner
+//! on one node), and downgrade ([`LockSpec::read`](crate::LockSpec::read): the
+//! write holder's read is not blocked by its own write node, a rule of the read
+//! acquisition here; the self-deadlock check lets it through).
 
 pub(crate) mod chase;
 pub(crate) mod publish;

@@ -10,7 +10,9 @@
 # (deleting our ephemeral nodes) and exits.
 #
 # Ops:
-#   acquire <kind> <lock path>   -> HELD <node name>      (waits)
+#   acquire <kind> <lock path> [identifier]
+#                                -> HELD <node name>      (waits; the identifier is kazoo's,
+#                                   written as the node's data)
 #   try <kind> <lock path>       -> HELD <node name> | BUSY (acquire(blocking=False))
 #   release                      -> RELEASED
 #   work <kind> <lock path> <root> <iterations> <sleep ms>
@@ -124,7 +126,7 @@ class Slot(object):
     def execute(self, cmd):
         op = cmd[1]
         if op == "acquire":
-            lock = new_lock(cmd[2], cmd[3])
+            lock = new_lock(cmd[2], cmd[3], cmd[4] if len(cmd) > 4 else None)
             if not lock.acquire(timeout=WAIT_SECONDS):
                 raise RuntimeError("not acquired within %d s" % WAIT_SECONDS)
             self.held = lock
