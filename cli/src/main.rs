@@ -22,7 +22,7 @@ mod ls;
 mod progress;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use lock_zookeeper_client::{ConnectOptions, Error, LockClient, NameScheme, NodeAcl};
+use lock_zookeeper_client::{ConnectOptions, Error, LockClient, NameScheme, NodeAcl, Tls};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -99,6 +99,43 @@ struct ConnArgs {
     /// works for everyone).
     #[arg(long, value_name = "ACL", global = true, default_value = "open", value_parser = parse_acl)]
     acl: NodeAcl,
+    /// TLS: the CA certificate(s) to trust, a PEM file (connect to the servers'
+    /// secure client port, `secureClientPort`).
+    #[arg(long, value_name = "FILE", global = true)]
+    tls_ca: Option<std::path::PathBuf>,
+    /// TLS client certificate, a PEM file (with --tls-key), for servers that
+    /// require one.
+    #[arg(long, value_name = "FILE", global = true)]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The client certificate's private key, a PEM file (PKCS#8).
+    #[arg(long, value_name = "FILE", global = true)]
+    tls_key: Option<std::path::PathBuf>,
+}
+
+impl ConnArgs {
+    /// The TLS option from the --tls-* flags, if any.
+    fn tls(&self) -> Result<Option<Tls>, Error> {
+        let read = |path: &std::path::Path| {
+            std::fs::read_to_string(path)
+                .map_err(|e| Error::BadOption(format!("{}: {e}", path.display())))
+        };
+        let tls = match &self.tls_ca {
+            Some(ca) => Tls::new(read(ca)?),
+            None if self.tls_cert.is_some() || self.tls_key.is_some() => {
+                return Err(Error::BadOption(
+                    "--tls-cert and --tls-key need --tls-ca".into(),
+                ))
+            }
+            None => return Ok(None),
+        };
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Ok(Some(tls.identity(read(cert)?, read(key)?))),
+            (None, None) => Ok(Some(tls)),
+            _ => Err(Error::BadOption(
+                "--tls-cert and --tls-key go together".into(),
+            )),
+        }
+    }
 }
 
 fn parse_auth(text: &str) -> Result<(String, String), String> {
@@ -237,7 +274,7 @@ pub(crate) fn say(message: impl std::fmt::Display) {
 /// The exit code for a failed lock-client call.
 pub(crate) fn error_code(e: &Error) -> u8 {
     match e {
-        Error::Usage(_) => exit::USAGE,
+        Error::Usage(_) | Error::BadOption(_) => exit::USAGE,
         Error::Connect(_) | Error::NoRuntime => exit::CONNECT,
         Error::Timeout | Error::WouldBlock => exit::BUSY,
         Error::Lost(_) => exit::LOST,
@@ -258,6 +295,9 @@ async fn connect(conn: &ConnArgs) -> Result<LockClient, Error> {
     }
     if let Some((user, password)) = &conn.auth {
         options = options.digest_auth(user, password);
+    }
+    if let Some(tls) = conn.tls()? {
+        options = options.tls(tls);
     }
     lock_zookeeper_client::builder(&conn.zk)
         .options(options)

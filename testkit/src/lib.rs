@@ -64,6 +64,7 @@ mod ensemble;
 mod error;
 mod fourlw;
 mod install;
+mod pki;
 mod process;
 mod proxy;
 mod server;
@@ -73,6 +74,7 @@ pub use ensemble::ZkEnsemble;
 pub use error::{Error, Result};
 pub use fourlw::{four_letter_word, Metrics, Mode, ServerStatus};
 pub use install::{InstallSource, ZkInstall, SYSTEM_JAR_DIR};
+pub use pki::Pki;
 pub use proxy::{Direction, FaultProxy, ProxyMode};
 pub use server::{ServerTls, ZkServer, ZkServerBuilder};
 

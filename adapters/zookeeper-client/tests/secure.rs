@@ -4,7 +4,7 @@
 //! generated here, and a
 //! `LockClient` on the application's own zookeeper-client session.
 
-use lock_testkit::{ServerTls, ZkServer};
+use lock_testkit::{Pki, ZkServer};
 use lock_zookeeper_client::zookeeper_client::{self, Acls, Client};
 use lock_zookeeper_client::{
     AclEntry, Auth, Connect, ConnectOptions, Error, LockClient, NodeAcl, Perms, Tls, ZkError,
@@ -17,47 +17,12 @@ use std::time::Duration;
 /// Generous bound on any one wait: a refusal must come well before it.
 const LOCK_WAIT: Duration = Duration::from_secs(20);
 
-/// A CA, and server and client certificates it signed, all naming 127.0.0.1.
-struct Pki {
-    ca: String,
-    /// ZooKeeper's PEM key store: the key and the certificate chain in one file.
-    server_key_store: String,
-    client_cert: String,
-    client_key: String,
-}
-
-impl Pki {
-    fn generate() -> Pki {
-        use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
-        let leaf = || {
-            let key = KeyPair::generate().unwrap();
-            let names = vec!["127.0.0.1".to_owned(), "localhost".to_owned()];
-            let cert = CertificateParams::new(names)
-                .unwrap()
-                .signed_by(&key, &ca)
-                .unwrap();
-            (cert.pem(), key.serialize_pem())
-        };
-        let (server_cert, server_key) = leaf();
-        let (client_cert, client_key) = leaf();
-        Pki {
-            ca: ca.pem(),
-            server_key_store: format!("{server_key}{server_cert}"),
-            client_cert,
-            client_key,
-        }
-    }
-
-    fn client_tls(&self) -> zookeeper_client::TlsOptions {
-        zookeeper_client::TlsOptions::new()
-            .with_pem_ca(&self.ca)
-            .unwrap()
-            .with_pem_identity(&self.client_cert, &self.client_key)
-            .unwrap()
-    }
+fn client_tls(pki: &Pki) -> zookeeper_client::TlsOptions {
+    zookeeper_client::TlsOptions::new()
+        .with_pem_ca(&pki.ca)
+        .unwrap()
+        .with_pem_identity(&pki.client_cert, &pki.client_key)
+        .unwrap()
 }
 
 /// One server for the binary: plain client port, a TLS port that requires a
@@ -67,10 +32,7 @@ fn setup() -> &'static (ZkServer, Pki) {
     SETUP.get_or_init(|| {
         let pki = Pki::generate();
         let dir = std::env::temp_dir().join(format!("zklock-pki-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("server.pem"), &pki.server_key_store).unwrap();
-        std::fs::write(dir.join("ca.pem"), &pki.ca).unwrap();
-        let tls = ServerTls::new(dir.join("server.pem"), dir.join("ca.pem")).require_client_auth();
+        let tls = pki.server_tls(&dir).unwrap().require_client_auth();
         let server = ZkServer::builder()
             .config("preAllocSize", "1024")
             .tls(tls)
@@ -82,7 +44,7 @@ fn setup() -> &'static (ZkServer, Pki) {
         // the files.
         // (On a thread of its own: the first test calls this from its runtime.)
         let secure = server.secure_connect_string().unwrap();
-        let tls = pki.client_tls();
+        let tls = client_tls(&pki);
         std::thread::spawn(move || {
             let warm_up = Client::connector()
                 .with_session_timeout(LOCK_WAIT)
