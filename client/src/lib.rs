@@ -97,6 +97,17 @@
 //! # drop(read); Ok(()) }
 //! ```
 //!
+//! ## Connection state and tracing
+//!
+//! [`LockClient::connection_state`] and [`LockClient::connection_events`] follow
+//! the session as a whole ([`ConnectionEvent`]: `Connected`, `Suspended`,
+//! `Reconnected`, `SessionLost`, `Closed`), beside each guard's own events. Every
+//! acquisition runs in a `tracing` span `zklock.lock` (path, recipe, owner, lock id)
+//! with an event per step: created, queued behind a node, acquired (node, token),
+//! suspended, resumed, lost (reason), released, failed. The core has no `tracing`:
+//! it reports its steps as [`Output::Progress`](lock_core::Output::Progress), which
+//! this crate turns into those events, so every binding has them.
+//!
 //! ## The canonical binding loop
 //!
 //! The calling rules are on [`Link`]. An async binding's driver, in outline (the
