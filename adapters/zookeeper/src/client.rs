@@ -142,7 +142,10 @@ impl Builder {
         lock_core::validate_lock_path(&format!("{}x", self.marker))
             .map_err(|e| Error::Connect(format!("bad session marker prefix: {e}")))?;
         let seed = seed();
+        // The crate hides the negotiated timeout: the requested one it is.
+        let config = self.options.lock_config(session_timeout, seed);
         let settings = Settings {
+            lost_after: session_timeout.saturating_sub(config.margin()),
             hosts,
             chroot,
             session_timeout,
@@ -155,8 +158,6 @@ impl Builder {
             auth: self.options.auth_list().into(),
             acl: wire::acl(self.options.node_acl()).into(),
         };
-        // The crate hides the negotiated timeout: the requested one it is.
-        let config = self.options.lock_config(session_timeout, seed);
         let (locks, link) = lock_client::pair(config);
         let counters = Arc::new(Counters::default());
         link.set_extension(counters.clone());

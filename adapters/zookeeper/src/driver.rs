@@ -48,7 +48,9 @@
 //! after the last reply), so the crate keeps pinging and its probe proves the ping's
 //! answer arrived. A silent network is thus reported at most
 //! `2/3 T + probe_delay + reply_deadline` (< 0.92 T) after the last reply, before the
-//! server can expire the session at `T`. A connection suspect for `T +
+//! server can expire the session at `T`, and never later than `T` less the core's
+//! expiry margin after the newest answered request was issued (`lost_after`), when
+//! the core must report held locks lost anyway. A connection suspect for `T +
 //! reply_deadline` is abandoned (the session is expired on the server by then): the
 //! core gets `Expired` and a new client is opened.
 //!
@@ -157,6 +159,11 @@ pub(crate) enum Msg {
 /// Settings fixed at connect time.
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
+    /// How long after the server last heard from the session a request still
+    /// unanswered makes the connection suspect, however young the request: the
+    /// session timeout less the core's expiry margin, when the core must report
+    /// held locks lost.
+    pub(crate) lost_after: Duration,
     pub(crate) hosts: Vec<String>,
     pub(crate) chroot: String,
     pub(crate) session_timeout: Duration,
@@ -999,6 +1006,10 @@ impl Driver {
         match self.conn.suspect_since {
             None => match self.conn.oldest_pending() {
                 Some(oldest) if oldest + t.reply_deadline <= now => self.suspect(now),
+                // Still no answer when the server could soon expire the session.
+                Some(_) if self.conn.heard_at + self.settings.lost_after <= now => {
+                    self.suspect(now)
+                }
                 Some(_) => {}
                 None => {
                     let idle_since = self.conn.last_contact.max(self.conn.connected_at);
@@ -1045,7 +1056,10 @@ impl Driver {
             if l.connected {
                 match l.suspect_since {
                     None => match l.oldest_pending() {
-                        Some(oldest) => at(oldest + t.reply_deadline),
+                        Some(oldest) => {
+                            at(oldest + t.reply_deadline);
+                            at(l.heard_at + self.settings.lost_after);
+                        }
                         None => {
                             at(l.last_contact.max(l.connected_at) + t.ping_after + t.probe_delay)
                         }
