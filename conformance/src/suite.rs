@@ -1,21 +1,19 @@
-//! The conformance tests. Each takes the binding under test; run each in its own
-//! `#[test]` (see [`conformance_tests!`](crate::conformance_tests)).
+//! The conformance tests. Each takes a [`Suite`] (an environment with the client
+//! side); run each in its own `#[test]` (see
+//! [`conformance_tests!`](crate::conformance_tests)).
 
-use crate::admin::Admin;
-use crate::env::{
-    fresh_server, shared_server, unique_path, wait_until, watchers_of, LONG, SESSION_TIMEOUT, SHORT,
-};
-use crate::hold_proxy::{Direction, HoldProxy};
-use crate::{Backend, Failure, Kind, Wait};
+use crate::env::{unique_path, wait_until, Deployment, Faults, LONG, SESSION_TIMEOUT, SHORT};
+use crate::harness::{Suite, Wait};
+use crate::Kind;
+use lock_client::{Error, LockClient, LockGuard};
 use lock_core::{LockEvent, LostReason};
-use lock_testkit::{FaultProxy, ZkEnsemble};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-fn connect<B: Backend>(b: &B, connect_string: &str) -> B::Client {
-    connect_with(b, connect_string, SESSION_TIMEOUT)
+fn connect(b: &Suite, on: &dyn Deployment) -> LockClient {
+    b.client_on(on, SESSION_TIMEOUT)
 }
 
 /// The session timeout of a client whose session must simply survive (a bystander
@@ -23,12 +21,21 @@ fn connect<B: Backend>(b: &B, connect_string: &str) -> B::Client {
 /// a loaded machine.
 const BYSTANDER_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
-fn connect_with<B: Backend>(b: &B, connect_string: &str, timeout: Duration) -> B::Client {
-    b.connect(connect_string, timeout)
-        .unwrap_or_else(|e| panic!("{}: connecting to {connect_string}: {e}", b.name()))
+fn connect_with(b: &Suite, on: &dyn Deployment, timeout: Duration) -> LockClient {
+    b.client_on(on, timeout)
 }
 
-fn lock<B: Backend>(b: &B, c: &B::Client, kind: Kind, path: &str) -> B::Guard {
+fn connect_with_faults(b: &Suite, on: &dyn Deployment) -> (LockClient, Box<dyn Faults>) {
+    on.client_with_faults(SESSION_TIMEOUT)
+        .unwrap_or_else(|e| panic!("{}: connecting: {e}", b.name()))
+}
+
+fn watchers_of(b: &Suite, on: &dyn Deployment, path: &str) -> Vec<i64> {
+    on.watchers_of(path)
+        .unwrap_or_else(|| panic!("{}: generated without Capability::Watchers", b.name()))
+}
+
+fn lock(b: &Suite, c: &LockClient, kind: Kind, path: &str) -> LockGuard {
     b.lock(c, kind, path, Wait::Timeout(SHORT))
         .unwrap_or_else(|e| panic!("{}: {kind:?} on {path}: {e}", b.name()))
 }
@@ -38,9 +45,9 @@ fn name_of(path: &str) -> String {
 }
 
 /// Waits for an event matching `want`, skipping others; panics after `within`.
-fn expect_event<B: Backend>(
-    b: &B,
-    guard: &mut B::Guard,
+fn expect_event(
+    b: &Suite,
+    guard: &mut LockGuard,
     within: Duration,
     what: &str,
     want: impl Fn(&LockEvent) -> bool,
@@ -58,7 +65,7 @@ fn expect_event<B: Backend>(
 }
 
 /// The next event, which must come within `within`.
-fn next_event<B: Backend>(b: &B, guard: &mut B::Guard, within: Duration) -> LockEvent {
+fn next_event(b: &Suite, guard: &mut LockGuard, within: Duration) -> LockEvent {
     b.next_event(guard, within)
         .unwrap_or_else(|| panic!("{}: no event within {within:?}", b.name()))
 }
@@ -77,10 +84,10 @@ fn assert_strictly_increasing(tokens: &[i64], what: &str) {
 /// 8 sessions × 50 acquisitions of one mutex increment a non-atomic counter: no
 /// update is lost, no two holders overlap, and the fencing tokens of successive
 /// holders strictly increase.
-pub fn mutual_exclusion<B: Backend>(b: &B) {
+pub fn mutual_exclusion(b: &Suite) {
     const SESSIONS: usize = 8;
     const ROUNDS: usize = 50;
-    let server = shared_server();
+    let server = b.env().shared();
     let path = unique_path("mutual-exclusion");
     let counter = AtomicU64::new(0);
     let inside = AtomicBool::new(false);
@@ -88,7 +95,7 @@ pub fn mutual_exclusion<B: Backend>(b: &B) {
     thread::scope(|s| {
         for _ in 0..SESSIONS {
             s.spawn(|| {
-                let c = connect(b, &server.connect_string());
+                let c = connect(b, server);
                 for _ in 0..ROUNDS {
                     let g = b
                         .lock(&c, Kind::Mutex, &path, Wait::Timeout(LONG))
@@ -109,24 +116,24 @@ pub fn mutual_exclusion<B: Backend>(b: &B) {
     });
     assert_eq!(counter.load(Ordering::SeqCst), (SESSIONS * ROUNDS) as u64);
     assert_strictly_increasing(&tokens.lock().unwrap(), "mutex");
-    let admin = Admin::connect(&server.connect_string());
+    let admin = server.admin();
     assert!(admin.children(&path).is_empty(), "nodes left behind");
 }
 
 /// Waiters get the lock in the order they queued.
-pub fn fifo_order<B: Backend>(b: &B) {
+pub fn fifo_order(b: &Suite) {
     const WAITERS: usize = 4;
-    let server = shared_server();
+    let server = b.env().shared();
     let path = unique_path("fifo");
-    let admin = Admin::connect(&server.connect_string());
-    let holder = connect(b, &server.connect_string());
+    let admin = server.admin();
+    let holder = connect(b, server);
     let g = lock(b, &holder, Kind::Mutex, &path);
     let order = Mutex::new(Vec::new());
     thread::scope(|s| {
         for k in 0..WAITERS {
             let order = &order;
             let path = &path;
-            let c = connect(b, &server.connect_string());
+            let c = connect(b, server);
             s.spawn(move || {
                 let g = b
                     .lock(&c, Kind::Mutex, path, Wait::Timeout(LONG))
@@ -136,7 +143,7 @@ pub fn fifo_order<B: Backend>(b: &B) {
                 b.close(&c);
             });
             // The next waiter queues only once this one's node exists.
-            admin.wait_children(path, SHORT, |c| c.len() == k + 2);
+            admin.wait_children(path, SHORT, &|c| c.len() == k + 2);
         }
         b.release(g).expect("release");
     });
@@ -146,35 +153,31 @@ pub fn fifo_order<B: Backend>(b: &B) {
 }
 
 /// Readers hold together; a writer waits for them and excludes everyone.
-pub fn readers_share_writers_exclude<B: Backend>(b: &B) {
-    let server = shared_server();
+pub fn readers_share_writers_exclude(b: &Suite) {
+    let server = b.env().shared();
     let path = unique_path("rw-share");
-    let admin = Admin::connect(&server.connect_string());
-    let (c1, c2, c3) = (
-        connect(b, &server.connect_string()),
-        connect(b, &server.connect_string()),
-        connect(b, &server.connect_string()),
-    );
+    let admin = server.admin();
+    let (c1, c2, c3) = (connect(b, server), connect(b, server), connect(b, server));
     let r1 = lock(b, &c1, Kind::Read, &path);
     let r2 = b
         .lock(&c2, Kind::Read, &path, Wait::Try)
         .expect("a second reader shares the lock at once");
     assert!(matches!(
         b.lock(&c3, Kind::Write, &path, Wait::Try),
-        Err(Failure::WouldBlock)
+        Err(Error::WouldBlock)
     ));
     let w = b.start(&c3, Kind::Write, &path).expect("start writer");
-    admin.wait_children(&path, SHORT, |c| c.len() == 3);
+    admin.wait_children(&path, SHORT, &|c| c.len() == 3);
     b.release(r1).expect("release r1");
     b.release(r2).expect("release r2");
     let w = b.finish(w, SHORT).expect("the writer gets the lock");
     assert!(matches!(
         b.lock(&c1, Kind::Read, &path, Wait::Try),
-        Err(Failure::WouldBlock)
+        Err(Error::WouldBlock)
     ));
     assert!(matches!(
         b.lock(&c2, Kind::Mutex, &path, Wait::Try),
-        Err(Failure::WouldBlock)
+        Err(Error::WouldBlock)
     ));
     b.release(w).expect("release writer");
     for c in [&c1, &c2, &c3] {
@@ -187,25 +190,21 @@ pub fn readers_share_writers_exclude<B: Backend>(b: &B) {
 }
 
 /// A waiting writer is not overtaken by readers that come after it.
-pub fn writer_not_starved_by_later_readers<B: Backend>(b: &B) {
-    let server = shared_server();
+pub fn writer_not_starved_by_later_readers(b: &Suite) {
+    let server = b.env().shared();
     let path = unique_path("rw-starve");
-    let admin = Admin::connect(&server.connect_string());
-    let (c1, c2, c3) = (
-        connect(b, &server.connect_string()),
-        connect(b, &server.connect_string()),
-        connect(b, &server.connect_string()),
-    );
+    let admin = server.admin();
+    let (c1, c2, c3) = (connect(b, server), connect(b, server), connect(b, server));
     let r1 = lock(b, &c1, Kind::Read, &path);
     let w = b.start(&c2, Kind::Write, &path).expect("start writer");
-    admin.wait_children(&path, SHORT, |c| c.len() == 2);
+    admin.wait_children(&path, SHORT, &|c| c.len() == 2);
     // A reader arriving now queues behind the writer, although a reader holds.
     assert!(matches!(
         b.lock(&c3, Kind::Read, &path, Wait::Try),
-        Err(Failure::WouldBlock)
+        Err(Error::WouldBlock)
     ));
     let r2 = b.start(&c3, Kind::Read, &path).expect("start reader");
-    admin.wait_children(&path, SHORT, |c| c.len() == 3);
+    admin.wait_children(&path, SHORT, &|c| c.len() == 3);
     b.release(r1).expect("release r1");
     // Had the late reader been let in, it would hold (inside its pending acquisition)
     // and the writer could not get the lock.
@@ -222,14 +221,12 @@ pub fn writer_not_starved_by_later_readers<B: Backend>(b: &B) {
 
 /// A semaphore of 3 admits 3 holders, refuses a 4th, and under contention never
 /// has more than 3.
-pub fn semaphore_never_exceeds_permits<B: Backend>(b: &B) {
+pub fn semaphore_never_exceeds_permits(b: &Suite) {
     const PERMITS: u32 = 3;
-    let server = shared_server();
+    let server = b.env().shared();
     let path = unique_path("semaphore");
-    let admin = Admin::connect(&server.connect_string());
-    let clients: Vec<_> = (0..6)
-        .map(|_| connect(b, &server.connect_string()))
-        .collect();
+    let admin = server.admin();
+    let clients: Vec<_> = (0..6).map(|_| connect(b, server)).collect();
     let kind = Kind::Semaphore(PERMITS);
     let held: Vec<_> = clients[..3]
         .iter()
@@ -237,7 +234,7 @@ pub fn semaphore_never_exceeds_permits<B: Backend>(b: &B) {
         .collect();
     assert!(matches!(
         b.lock(&clients[3], kind, &path, Wait::Try),
-        Err(Failure::WouldBlock)
+        Err(Error::WouldBlock)
     ));
     for g in held {
         b.release(g).expect("release");
@@ -274,24 +271,21 @@ pub fn semaphore_never_exceeds_permits<B: Backend>(b: &B) {
 }
 
 /// A timed-out or busy `try` acquisition leaves no node behind.
-pub fn timeout_leaves_no_node<B: Backend>(b: &B) {
-    let server = shared_server();
+pub fn timeout_leaves_no_node(b: &Suite) {
+    let server = b.env().shared();
     let path = unique_path("timeout");
-    let admin = Admin::connect(&server.connect_string());
-    let (a, c) = (
-        connect(b, &server.connect_string()),
-        connect(b, &server.connect_string()),
-    );
+    let admin = server.admin();
+    let (a, c) = (connect(b, server), connect(b, server));
     let g = lock(b, &a, Kind::Mutex, &path);
     let holder = name_of(&b.node_path(&g));
     let timeout = Duration::from_millis(300);
     assert!(matches!(
         b.lock(&c, Kind::Mutex, &path, Wait::Timeout(timeout)),
-        Err(Failure::Timeout)
+        Err(Error::Timeout)
     ));
     assert!(matches!(
         b.lock(&c, Kind::Mutex, &path, Wait::Try),
-        Err(Failure::WouldBlock)
+        Err(Error::WouldBlock)
     ));
     b.wait_idle(&c).expect("idle");
     assert_eq!(
@@ -308,19 +302,16 @@ pub fn timeout_leaves_no_node<B: Backend>(b: &B) {
 
 /// Cancelling a waiting acquisition (queued, or with its create still in flight)
 /// leaves no node behind.
-pub fn cancel_leaves_no_node<B: Backend>(b: &B) {
-    let server = shared_server();
+pub fn cancel_leaves_no_node(b: &Suite) {
+    let server = b.env().shared();
     let path = unique_path("cancel");
-    let admin = Admin::connect(&server.connect_string());
-    let (a, c) = (
-        connect(b, &server.connect_string()),
-        connect(b, &server.connect_string()),
-    );
+    let admin = server.admin();
+    let (a, c) = (connect(b, server), connect(b, server));
     let g = lock(b, &a, Kind::Mutex, &path);
     let holder = name_of(&b.node_path(&g));
     // Queued: its node exists.
     let p = b.start(&c, Kind::Mutex, &path).expect("start");
-    admin.wait_children(&path, SHORT, |c| c.len() == 2);
+    admin.wait_children(&path, SHORT, &|c| c.len() == 2);
     b.cancel(p);
     b.wait_idle(&c).expect("idle");
     assert_eq!(
@@ -343,19 +334,27 @@ pub fn cancel_leaves_no_node<B: Backend>(b: &B) {
 /// The connection drops after the server applied our create but before its reply
 /// reached us: the node is found again (by the attempt id in its name) and adopted,
 /// not created twice; the lock is acquired once; nothing is left behind.
-pub fn connection_loss_during_create_adopts_node<B: Backend>(b: &B) {
-    let server = shared_server();
+pub fn connection_loss_during_create_adopts_node(b: &Suite) {
+    let server = b.env().shared();
     let path = unique_path("create-loss");
-    let admin = Admin::connect(&server.connect_string());
+    let admin = server.admin();
     // The lock directory exists, so the held request is our node's create.
-    let other = connect(b, &server.connect_string());
+    let other = connect(b, server);
     let g = lock(b, &other, Kind::Mutex, &path);
     b.release(g).expect("release");
-    let proxy = HoldProxy::start(server.addr());
-    let c = connect(b, &proxy.connect_string());
-    proxy.hold(Direction::ToClient);
-    let p = b.start(&c, Kind::Mutex, &path).expect("start");
-    let created = admin.wait_children(&path, SHORT, |c| c.len() == 1);
+    let (c, proxy) = server
+        .client_with_held_replies(SESSION_TIMEOUT)
+        .expect("an environment with Capability::HoldReplies")
+        .unwrap_or_else(|e| panic!("{}: connecting: {e}", b.name()));
+    proxy.hold();
+    let mut p = b.start(&c, Kind::Mutex, &path).expect("start");
+    let created = admin.wait_children(&path, SHORT, &|c| c.len() == 1);
+    // Applied on the server, but the client has heard nothing: it cannot be done.
+    assert!(
+        b.still_pending(&mut p, Duration::from_millis(200)),
+        "{}: the acquisition ended while its replies were held",
+        b.name()
+    );
     proxy.cut(); // the reply to the create is lost with the connection
     let g = b.finish(p, LONG).expect("acquired after the reconnect");
     assert_eq!(
@@ -374,12 +373,11 @@ pub fn connection_loss_during_create_adopts_node<B: Backend>(b: &B) {
 
 /// A short connection loss while holding: `Suspended`, then `Resumed` once the node
 /// is verified on the same session; the lock is still ours.
-pub fn short_cut_suspends_then_resumes<B: Backend>(b: &B) {
-    let server = shared_server();
+pub fn short_cut_suspends_then_resumes(b: &Suite) {
+    let server = b.env().shared();
     let path = unique_path("short-cut");
-    let admin = Admin::connect(&server.connect_string());
-    let proxy = FaultProxy::start(server.addr()).expect("proxy");
-    let c = connect(b, &proxy.connect_string());
+    let admin = server.admin();
+    let (c, proxy) = connect_with_faults(b, server);
     let mut g = lock(b, &c, Kind::Mutex, &path);
     let (token, node) = (b.token(&g), b.node_path(&g));
     // Whatever a loaded machine may have reported before (a suspension resumed).
@@ -389,7 +387,7 @@ pub fn short_cut_suspends_then_resumes<B: Backend>(b: &B) {
     assert_eq!(next_event(b, &mut g, SHORT), LockEvent::Resumed);
     assert!(b.is_trusted(&g));
     assert_eq!(b.token(&g), token);
-    assert_eq!(admin.stat(&node).map(|s| s.0), Some(token), "same node");
+    assert_eq!(admin.czxid(&node), Some(token), "same node");
     b.release(g).expect("release");
     b.wait_idle(&c).expect("idle");
     assert!(admin.children(&path).is_empty());
@@ -399,17 +397,16 @@ pub fn short_cut_suspends_then_resumes<B: Backend>(b: &B) {
 /// A waiter whose connection drops gets its watch back (ZooKeeper drops a
 /// connection's watches; some clients re-register none): after the reconnect it is
 /// still handed the lock when the holder releases.
-pub fn waiter_rewatches_after_reconnect<B: Backend>(b: &B) {
-    let server = shared_server();
+pub fn waiter_rewatches_after_reconnect(b: &Suite) {
+    let server = b.env().shared();
     let path = unique_path("rewatch");
-    let admin = Admin::connect(&server.connect_string());
-    let a = connect(b, &server.connect_string());
+    let admin = server.admin();
+    let a = connect(b, server);
     let g = lock(b, &a, Kind::Mutex, &path);
     let holder = b.node_path(&g);
-    let proxy = FaultProxy::start(server.addr()).expect("proxy");
-    let c = connect(b, &proxy.connect_string());
+    let (c, proxy) = connect_with_faults(b, server);
     let p = b.start(&c, Kind::Mutex, &path).expect("start");
-    admin.wait_children(&path, SHORT, |c| c.len() == 2);
+    admin.wait_children(&path, SHORT, &|c| c.len() == 2);
     let watches = wait_until("the waiter watches the holder", SHORT, || {
         let n = b.stats(&c).expect("stats").watches_set;
         (n >= 1).then_some(n)
@@ -420,7 +417,7 @@ pub fn waiter_rewatches_after_reconnect<B: Backend>(b: &B) {
     });
     let sid = b.session_id(&c).expect("session");
     wait_until("the server holds the new watch", SHORT, || {
-        watchers_of(server, &holder).contains(&sid).then_some(())
+        watchers_of(b, server, &holder).contains(&sid).then_some(())
     });
     b.release(g).expect("release");
     let g = b.finish(p, SHORT).expect("the waiter gets the lock");
@@ -435,23 +432,22 @@ pub fn waiter_rewatches_after_reconnect<B: Backend>(b: &B) {
 /// `Suspended` before the server can expire its session (so before another session
 /// can acquire), then `Lost`. After the network heals, no stale node of the old
 /// holder blocks anyone, and its client works again (on a new session).
-pub fn blackhole_suspends_before_expiry_then_lost<B: Backend>(b: &B) {
-    let server = shared_server();
+pub fn blackhole_suspends_before_expiry_then_lost(b: &Suite) {
+    let server = b.env().shared();
     let path = unique_path("blackhole");
-    let admin = Admin::connect(&server.connect_string());
-    let proxy = FaultProxy::start(server.addr()).expect("proxy");
-    let cb = connect(b, &proxy.connect_string());
+    let admin = server.admin();
+    let (cb, proxy) = connect_with_faults(b, server);
     // The waiter's session is not under test, and it idles through the whole
     // partition (several pings): it gets a session timeout a loaded machine can keep
     // alive. With 2 s, the blocking binding's `zookeeper` crate leaves an idle
     // session silent for 2/3 T plus its 100 ms timer tick (measured 1.45 s), so a
     // stall of about half a second expired the waiter's own session (and its
     // release failed with `Lost(SessionExpired)`).
-    let ca = connect_with(b, &server.connect_string(), BYSTANDER_SESSION_TIMEOUT);
+    let ca = connect_with(b, server, BYSTANDER_SESSION_TIMEOUT);
     let gb = lock(b, &cb, Kind::Mutex, &path);
     let old_session = b.session_id(&cb);
     let pa = b.start(&ca, Kind::Mutex, &path).expect("start");
-    admin.wait_children(&path, SHORT, |c| c.len() == 2);
+    admin.wait_children(&path, SHORT, &|c| c.len() == 2);
     let seq = AtomicU64::new(0);
     proxy.blackhole();
     let (suspended_at, lost, acquired_at, ga) = thread::scope(|s| {
@@ -509,11 +505,11 @@ pub fn blackhole_suspends_before_expiry_then_lost<B: Backend>(b: &B) {
 
 /// An administrator deleting the node of a holder that watches it: the holder
 /// hears `Lost(NodeDeleted)` at once.
-pub fn admin_delete_gives_lost<B: Backend>(b: &B) {
-    let server = shared_server();
+pub fn admin_delete_gives_lost(b: &Suite) {
+    let server = b.env().shared();
     let path = unique_path("admin-delete");
-    let admin = Admin::connect(&server.connect_string());
-    let c = connect(b, &server.connect_string());
+    let admin = server.admin();
+    let c = connect(b, server);
     let mut g = lock(b, &c, Kind::WatchedMutex, &path);
     assert!(admin.delete(&b.node_path(&g)));
     let event = expect_event(b, &mut g, SHORT, "Lost", |e| {
@@ -523,7 +519,7 @@ pub fn admin_delete_gives_lost<B: Backend>(b: &B) {
     assert!(!b.is_trusted(&g));
     assert!(matches!(
         b.release(g),
-        Err(Failure::Lost(LostReason::NodeDeleted))
+        Err(Error::Lost(LostReason::NodeDeleted))
     ));
     let g = lock(b, &c, Kind::Mutex, &path);
     b.release(g).expect("release");
@@ -535,15 +531,15 @@ pub fn admin_delete_gives_lost<B: Backend>(b: &B) {
 /// A plain lock watches no node while held (3 requests a cycle): an administrator
 /// deleting its node goes unheard until the release, which still succeeds, and
 /// the next holder gets in.
-pub fn admin_delete_of_a_plain_lock_is_not_watched<B: Backend>(b: &B) {
-    let server = shared_server();
+pub fn admin_delete_of_a_plain_lock_is_not_watched(b: &Suite) {
+    let server = b.env().shared();
     let path = unique_path("admin-delete-plain");
-    let admin = Admin::connect(&server.connect_string());
-    let c = connect(b, &server.connect_string());
+    let admin = server.admin();
+    let c = connect(b, server);
     let g = lock(b, &c, Kind::Mutex, &path);
     let node = b.node_path(&g);
     assert!(
-        watchers_of(server, &node).is_empty(),
+        watchers_of(b, server, &node).is_empty(),
         "a plain holder leaves no watch on its node"
     );
     assert!(admin.delete(&node));
@@ -560,13 +556,16 @@ pub fn admin_delete_of_a_plain_lock_is_not_watched<B: Backend>(b: &B) {
 /// holds throughout (no two trusted holders, no lost update, tokens increase), and
 /// every session goes on acquiring after the new leader is elected (each keeps
 /// contending until then, so the loss lands in the middle of the contention).
-pub fn ensemble_leader_loss_keeps_exclusion<B: Backend>(b: &B) {
+pub fn ensemble_leader_loss_keeps_exclusion(b: &Suite) {
     const SESSIONS: usize = 4;
     const KILL_AFTER: usize = 10;
     /// Acquisitions each session makes after the new leader is in place.
     const AFTER: usize = 5;
-    let ensemble = ZkEnsemble::start(3).expect("starting a 3-node ensemble");
-    let connect_string = ensemble.connect_string();
+    let ensemble = b
+        .env()
+        .ensemble()
+        .expect("an environment with Capability::Ensemble");
+    let ensemble = &*ensemble;
     let path = unique_path("ensemble");
     let counter = AtomicU64::new(0);
     let successes = AtomicUsize::new(0);
@@ -580,18 +579,13 @@ pub fn ensemble_leader_loss_keeps_exclusion<B: Backend>(b: &B) {
     thread::scope(|s| {
         for _ in 0..SESSIONS {
             let kill_tx = kill_tx.clone();
-            let (counter, successes, inside, recovered, tokens, path, cs, errors) = (
-                &counter,
-                &successes,
-                &inside,
-                &recovered,
-                &tokens,
-                &path,
-                &connect_string,
-                &errors,
+            let (counter, successes, inside, recovered, tokens, path, errors) = (
+                &counter, &successes, &inside, &recovered, &tokens, &path, &errors,
             );
             s.spawn(move || {
-                let c = connect(b, cs);
+                let c = ensemble
+                    .client(SESSION_TIMEOUT)
+                    .unwrap_or_else(|e| panic!("{}: connecting: {e}", b.name()));
                 let mut after = 0;
                 while after < AFTER {
                     assert!(Instant::now() < deadline, "{}: did not complete", b.name());
@@ -626,13 +620,7 @@ pub fn ensemble_leader_loss_keeps_exclusion<B: Backend>(b: &B) {
         }
         drop(kill_tx);
         kill_rx.recv().expect("contention started");
-        let leader = ensemble
-            .wait_for_leader(SHORT)
-            .expect("the ensemble has a leader");
-        ensemble.kill(leader).expect("killing the leader");
-        ensemble
-            .wait_for_leader(LONG)
-            .expect("a new leader is elected");
+        ensemble.lose_leader();
         recovered.store(true, Ordering::SeqCst);
     });
     let total = successes.load(Ordering::SeqCst);
@@ -649,9 +637,9 @@ pub fn ensemble_leader_loss_keeps_exclusion<B: Backend>(b: &B) {
 
 /// Invalid paths and bad input are refused with typed errors, before anything is
 /// sent.
-pub fn invalid_paths_give_typed_errors<B: Backend>(b: &B) {
-    let server = shared_server();
-    let c = connect(b, &server.connect_string());
+pub fn invalid_paths_give_typed_errors(b: &Suite) {
+    let server = b.env().shared();
+    let c = connect(b, server);
     let bad = [
         "",
         "relative",
@@ -666,7 +654,7 @@ pub fn invalid_paths_give_typed_errors<B: Backend>(b: &B) {
             for wait in [Wait::Try, Wait::Forever] {
                 let got = b.lock(&c, kind, path, wait);
                 assert!(
-                    matches!(got, Err(Failure::InvalidPath)),
+                    got.as_ref().is_err_and(Error::is_invalid_path),
                     "{}: {kind:?} on {path:?}: {:?}",
                     b.name(),
                     got.err()
@@ -676,20 +664,23 @@ pub fn invalid_paths_give_typed_errors<B: Backend>(b: &B) {
         let started = b
             .start(&c, Kind::Mutex, path)
             .and_then(|p| b.finish(p, SHORT));
-        assert!(matches!(started, Err(Failure::InvalidPath)), "{path:?}");
+        assert!(
+            started.as_ref().is_err_and(Error::is_invalid_path),
+            "{path:?}"
+        );
     }
     let zero = b.lock(&c, Kind::Semaphore(0), &unique_path("zero"), Wait::Try);
-    assert!(matches!(zero, Err(Failure::Usage(_))), "{:?}", zero.err());
+    assert!(matches!(zero, Err(Error::Usage(_))), "{:?}", zero.err());
     b.close(&c);
 }
 
 /// A closed client: held locks end with `Lost(Closed)`, the session's nodes are
 /// gone, and every call gives `Closed`.
-pub fn closed_client_gives_typed_errors<B: Backend>(b: &B) {
-    let server = shared_server();
+pub fn closed_client_gives_typed_errors(b: &Suite) {
+    let server = b.env().shared();
     let path = unique_path("closed");
-    let admin = Admin::connect(&server.connect_string());
-    let c = connect(b, &server.connect_string());
+    let admin = server.admin();
+    let c = connect(b, server);
     let mut g = lock(b, &c, Kind::Mutex, &path);
     let node = b.node_path(&g);
     b.close(&c);
@@ -702,17 +693,17 @@ pub fn closed_client_gives_typed_errors<B: Backend>(b: &B) {
     for wait in [Wait::Try, Wait::Forever, Wait::Timeout(SHORT)] {
         assert!(matches!(
             b.lock(&c, Kind::Mutex, &path, wait),
-            Err(Failure::Closed)
+            Err(Error::Closed)
         ));
     }
     let started = b
         .start(&c, Kind::Read, &path)
         .and_then(|p| b.finish(p, SHORT));
-    assert!(matches!(started, Err(Failure::Closed)));
-    assert!(matches!(b.wait_idle(&c), Err(Failure::Closed)));
+    assert!(matches!(started, Err(Error::Closed)));
+    assert!(matches!(b.wait_idle(&c), Err(Error::Closed)));
     assert!(matches!(
         b.release(g),
-        Err(Failure::Closed | Failure::Lost(LostReason::Closed))
+        Err(Error::Closed | Error::Lost(LostReason::Closed))
     ));
     b.close(&c); // idempotent
     assert_eq!(b.session_id(&c), None);
@@ -720,24 +711,23 @@ pub fn closed_client_gives_typed_errors<B: Backend>(b: &B) {
 
 /// Requests per uncontended acquire + release, counted by the server
 /// (`zk_packets_received` in `mntr`), on a server of its own.
-pub fn requests_per_uncontended_cycle<B: Backend>(b: &B) {
-    let server = fresh_server();
+pub fn requests_per_uncontended_cycle(b: &Suite) {
+    let server = b.env().fresh();
+    let server = &*server;
     let path = unique_path("requests");
     let packets = || {
         server
-            .mntr()
-            .expect("mntr")
-            .get_u64("zk_packets_received")
-            .expect("zk_packets_received")
+            .requests_received()
+            .expect("an environment with Capability::RequestCount")
     };
     // A long session timeout: no ping falls into the measurement.
-    let c = connect_with(b, &server.connect_string(), Duration::from_secs(10));
+    let c = connect_with(b, server, Duration::from_secs(10));
     // Warm up: the lock directory exists afterwards.
     let g = lock(b, &c, Kind::Mutex, &path);
     b.release(g).expect("release");
     b.wait_idle(&c).expect("idle");
     let m0 = packets();
-    let overhead = packets() - m0; // mntr's own connection
+    let overhead = packets() - m0; // mntr's own connection, if any
     let before = packets();
     let g = lock(b, &c, Kind::Mutex, &path);
     b.release(g).expect("release");
@@ -745,7 +735,7 @@ pub fn requests_per_uncontended_cycle<B: Backend>(b: &B) {
     let requests = packets() - before - overhead;
     assert_eq!(
         requests,
-        b.expectations().requests_per_cycle,
+        b.env().requests_per_cycle(),
         "{}: requests per uncontended acquire + release",
         b.name()
     );
@@ -785,8 +775,8 @@ const EXCLUDING: [(Kind, Kind); 5] = [
 /// the session, counted from the binding's last contact, not from the suspension).
 /// The holder idles for a different time before each blackhole, so the cut falls
 /// at different points of the client's ping cycle. Prints every round's times.
-pub fn blackhole_loses_before_another_session_holds<B: Backend>(b: &B) {
-    let server = shared_server();
+pub fn blackhole_loses_before_another_session_holds(b: &Suite) {
+    let server = b.env().shared();
     let times: Vec<(Kind, BlackholeTimes)> = thread::scope(|s| {
         let runs: Vec<_> = EXCLUDING
             .iter()
@@ -843,21 +833,20 @@ pub fn blackhole_loses_before_another_session_holds<B: Backend>(b: &B) {
 
 /// One round: `holder` kind held through a proxy, `other` kind waiting on a direct
 /// connection, the holder's network blackholed after `idle`.
-fn blackhole_round<B: Backend>(
-    b: &B,
-    server: &lock_testkit::ZkServer,
+fn blackhole_round(
+    b: &Suite,
+    server: &dyn Deployment,
     holder: Kind,
     other: Kind,
     idle: Duration,
 ) -> BlackholeTimes {
     let path = unique_path("blackhole-lost");
-    let admin = Admin::connect(&server.connect_string());
-    let proxy = FaultProxy::start(server.addr()).expect("proxy");
-    let ch = connect(b, &proxy.connect_string());
-    let co = connect_with(b, &server.connect_string(), BYSTANDER_SESSION_TIMEOUT);
+    let admin = server.admin();
+    let (ch, proxy) = connect_with_faults(b, server);
+    let co = connect_with(b, server, BYSTANDER_SESSION_TIMEOUT);
     let mut gh = lock(b, &ch, holder, &path);
     let po = b.start(&co, other, &path).expect("start");
-    admin.wait_children(&path, SHORT, |c| c.len() == 2);
+    admin.wait_children(&path, SHORT, &|c| c.len() == 2);
     // Idle (nothing of ours on the wire), then the blackhole; a spurious
     // suspension on a loaded machine is resumed before it starts.
     thread::sleep(idle);
@@ -912,8 +901,8 @@ fn blackhole_round<B: Backend>(
 /// of the client's ping cycle (the holder idles a different time before each
 /// cut): `Suspended`, then `Resumed` on the same session, never `Lost`. A cut
 /// heals within the lost window whenever the client reconnects at once.
-pub fn short_cut_resumes_every_recipe<B: Backend>(b: &B) {
-    let server = shared_server();
+pub fn short_cut_resumes_every_recipe(b: &Suite) {
+    let server = b.env().shared();
     thread::scope(|s| {
         for &(kind, _) in &EXCLUDING {
             s.spawn(move || {
@@ -926,11 +915,10 @@ pub fn short_cut_resumes_every_recipe<B: Backend>(b: &B) {
     });
 }
 
-fn short_cut_round<B: Backend>(b: &B, server: &lock_testkit::ZkServer, kind: Kind, idle: Duration) {
+fn short_cut_round(b: &Suite, server: &dyn Deployment, kind: Kind, idle: Duration) {
     let path = unique_path("short-cut-every");
-    let admin = Admin::connect(&server.connect_string());
-    let proxy = FaultProxy::start(server.addr()).expect("proxy");
-    let c = connect(b, &proxy.connect_string());
+    let admin = server.admin();
+    let (c, proxy) = connect_with_faults(b, server);
     let mut g = lock(b, &c, kind, &path);
     let token = b.token(&g);
     thread::sleep(idle);
