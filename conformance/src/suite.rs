@@ -64,6 +64,31 @@ fn expect_event(
     }
 }
 
+/// Before a fault: drains what a loaded machine may have reported meanwhile (a
+/// spurious suspension, e.g. a ping answered late), waiting for the resumption of
+/// one still under way; returns with the lock trusted and no event queued, or
+/// panics (with what it saw) if it is not trusted again within [`SHORT`].
+fn settle(b: &Suite, guard: &mut LockGuard, kind: Kind) {
+    let deadline = Instant::now() + SHORT;
+    let mut seen = Vec::new();
+    loop {
+        while let Some(event) = b.next_event(guard, Duration::ZERO) {
+            seen.push(event);
+        }
+        if b.is_trusted(guard) {
+            return;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match b.next_event(guard, left) {
+            Some(event) => seen.push(event),
+            None => panic!(
+                "{}: {kind:?} not trusted before the fault (saw {seen:?})",
+                b.name()
+            ),
+        }
+    }
+}
+
 /// The next event, which must come within `within`.
 fn next_event(b: &Suite, guard: &mut LockGuard, within: Duration) -> LockEvent {
     b.next_event(guard, within)
@@ -380,8 +405,7 @@ pub fn short_cut_suspends_then_resumes(b: &Suite) {
     let (c, proxy) = connect_with_faults(b, server);
     let mut g = lock(b, &c, Kind::Mutex, &path);
     let (token, node) = (b.token(&g), b.node_path(&g));
-    // Whatever a loaded machine may have reported before (a suspension resumed).
-    while b.next_event(&mut g, Duration::ZERO).is_some() {}
+    settle(b, &mut g, Kind::Mutex);
     proxy.cut();
     assert_eq!(next_event(b, &mut g, SHORT), LockEvent::Suspended);
     assert_eq!(next_event(b, &mut g, SHORT), LockEvent::Resumed);
@@ -588,7 +612,14 @@ pub fn ensemble_leader_loss_keeps_exclusion(b: &Suite) {
                     .unwrap_or_else(|e| panic!("{}: connecting: {e}", b.name()));
                 let mut after = 0;
                 while after < AFTER {
-                    assert!(Instant::now() < deadline, "{}: did not complete", b.name());
+                    assert!(
+                        Instant::now() < deadline,
+                        "{}: did not complete ({} acquisitions, recovered: {}, retried after {:?})",
+                        b.name(),
+                        successes.load(Ordering::SeqCst),
+                        recovered.load(Ordering::SeqCst),
+                        errors.lock().unwrap()
+                    );
                     let recovered_before = recovered.load(Ordering::SeqCst);
                     // Errors (session expired, timeouts during the election) are retried.
                     let g = match b.lock(&c, Kind::Mutex, path, Wait::Timeout(SHORT)) {
@@ -850,8 +881,7 @@ fn blackhole_round(
     // Idle (nothing of ours on the wire), then the blackhole; a spurious
     // suspension on a loaded machine is resumed before it starts.
     thread::sleep(idle);
-    while b.next_event(&mut gh, Duration::ZERO).is_some() {}
-    assert!(b.is_trusted(&gh), "{}: {holder:?} trusted before", b.name());
+    settle(b, &mut gh, holder);
     let start = Instant::now();
     proxy.blackhole();
     let times = thread::scope(|s| {
@@ -922,7 +952,7 @@ fn short_cut_round(b: &Suite, server: &dyn Deployment, kind: Kind, idle: Duratio
     let mut g = lock(b, &c, kind, &path);
     let token = b.token(&g);
     thread::sleep(idle);
-    while b.next_event(&mut g, Duration::ZERO).is_some() {}
+    settle(b, &mut g, kind);
     let session = b.session_id(&c);
     let start = Instant::now();
     proxy.cut();
