@@ -75,6 +75,9 @@ pub trait Env: Send + Sync {
     fn ensemble(&self) -> Option<Box<dyn Ensemble>>;
 }
 
+/// A client and the handle that holds its replies.
+pub type WithHeldReplies = (LockClient, Box<dyn HeldReplies>);
+
 /// One server (or the way to reach it) with clients of the binding under test.
 pub trait Deployment: Send + Sync {
     /// A client with its own session (returns once the session is established).
@@ -89,7 +92,7 @@ pub trait Deployment: Send + Sync {
     fn client_with_held_replies(
         &self,
         session_timeout: Duration,
-    ) -> Option<Result<(LockClient, Box<dyn HeldReplies>), Error>>;
+    ) -> Option<Result<WithHeldReplies, Error>>;
     /// An administrator's view of the tree.
     fn admin(&self) -> Box<dyn Admin>;
     /// The sessions watching `path` ([`Capability::Watchers`]).

@@ -80,7 +80,7 @@ mod zk;
 pub use admin::ZkAdmin;
 pub use env::{
     unique_path, wait_until, Admin, Capability, Deployment, Ensemble, Env, Faults, HeldReplies,
-    Style, LONG, SESSION_TIMEOUT, SHORT,
+    Style, WithHeldReplies, LONG, SESSION_TIMEOUT, SHORT,
 };
 pub use harness::{Pending, Suite, Wait};
 pub use lock_core::{LockEvent, LostReason};

@@ -3,7 +3,8 @@
 //! tree for the administrator.
 
 use crate::env::{
-    wait_until, Admin, Capability, Deployment, Ensemble, Env, Faults, HeldReplies, Style, SHORT,
+    wait_until, Admin, Capability, Deployment, Ensemble, Env, Faults, HeldReplies, Style,
+    WithHeldReplies, SHORT,
 };
 use lock_client::{Error, LockClient};
 use lock_sim::Server;
@@ -133,7 +134,7 @@ impl Deployment for SimDeployment {
     fn client_with_held_replies(
         &self,
         session_timeout: Duration,
-    ) -> Option<Result<(LockClient, Box<dyn HeldReplies>), Error>> {
+    ) -> Option<Result<WithHeldReplies, Error>> {
         let client = self.connected(session_timeout);
         let faults = SimFaults {
             server: self.0.clone(),

@@ -4,7 +4,8 @@
 
 use crate::admin::ZkAdmin;
 use crate::env::{
-    Admin, Capability, Deployment, Ensemble, Env, Faults, HeldReplies, Style, LONG, SHORT,
+    Admin, Capability, Deployment, Ensemble, Env, Faults, HeldReplies, Style, WithHeldReplies,
+    LONG, SHORT,
 };
 use lock_client::{Error, LockClient};
 use lock_testkit::{Direction, FaultProxy, HoldProxy, ZkEnsemble, ZkServer};
@@ -132,7 +133,7 @@ impl Env for ZkEnv {
 
     fn fresh(&self) -> Box<dyn Deployment> {
         Box::new(ZkDeployment {
-            server: Server::Own(fresh_server()),
+            server: Server::Own(Box::new(fresh_server())),
             connect: self.connect.clone(),
         })
     }
@@ -148,7 +149,7 @@ impl Env for ZkEnv {
 
 enum Server {
     Shared(&'static ZkServer),
-    Own(ZkServer),
+    Own(Box<ZkServer>),
 }
 
 struct ZkDeployment {
@@ -182,7 +183,7 @@ impl Deployment for ZkDeployment {
     fn client_with_held_replies(
         &self,
         session_timeout: Duration,
-    ) -> Option<Result<(LockClient, Box<dyn HeldReplies>), Error>> {
+    ) -> Option<Result<WithHeldReplies, Error>> {
         let proxy = HoldProxy::start(self.server().addr()).expect("hold proxy");
         let client = (self.connect)(&proxy.connect_string(), session_timeout);
         Some(client.map(|c| (c, Box::new(proxy) as Box<dyn HeldReplies>)))

@@ -24,6 +24,10 @@ impl Delivery {
     }
 }
 
+/// A request applied and answered at once: the firings for the client's own
+/// session (they precede the reply on the wire), then the reply.
+pub(crate) type Applied = (Vec<(String, WatchKind)>, Result<Reply, ZkError>);
+
 /// The state of a client's connection.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Conn {
@@ -95,12 +99,7 @@ impl State {
     /// client's own session are returned (they precede the reply on the wire);
     /// other sessions' are queued for their drivers, which are woken. `None` while
     /// the client's replies are held: the firings and the reply wait in its inbox.
-    pub(crate) fn apply(
-        &mut self,
-        key: u64,
-        id: RequestId,
-        op: &Op,
-    ) -> Option<(Vec<(String, WatchKind)>, Result<Reply, ZkError>)> {
+    pub(crate) fn apply(&mut self, key: u64, id: RequestId, op: &Op) -> Option<Applied> {
         let Some(client) = self.clients.get(&key) else {
             return Some((Vec::new(), Err(ZkError::Closed)));
         };
