@@ -118,12 +118,17 @@ impl LockClient {
                 return Err(Error::Closed);
             }
             let now = s.now();
+            let mut span = tracing::Span::none();
             let id = match task {
                 Task::Acquire { mut spec, deadline } => {
                     if let Some(deadline) = deadline {
                         spec = spec.deadline(s.timestamp(deadline));
                     }
-                    s.core.acquire(spec, now)?
+                    let lock = crate::trace::acquisition_span(&spec);
+                    let id = s.core.acquire(spec, now)?;
+                    lock.record("lock", id.0);
+                    span = lock;
+                    id
                 }
                 Task::Observe(path) => s.core.observe(&path, now)?,
                 Task::Revoke(path) => s.core.revoke(&path, now)?,
@@ -131,6 +136,9 @@ impl LockClient {
                 Task::Scan(root) => s.core.deadlocks(&root, now)?,
             };
             s.add_slot(id, election);
+            if let Some(slot) = s.slots.get_mut(&id) {
+                slot.span = span;
+            }
             Ok(id)
         })
     }

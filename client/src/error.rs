@@ -26,6 +26,20 @@ pub enum Error {
     /// described).
     #[error("cannot connect to ZooKeeper: {0}")]
     Connect(String),
+    /// The server refused the connection's credentials (an auth scheme it has no
+    /// provider for, failed SASL): the session is closed. Digest credentials are
+    /// never refused at connect; wrong ones get [`ZkError::NoAuth`] on nodes whose
+    /// ACL they do not match ([`Error::is_auth`]).
+    #[error("ZooKeeper refused the credentials: {0}")]
+    AuthFailed(String),
+    /// An invalid [`ConnectOptions`](crate::ConnectOptions) value, refused before
+    /// connecting (which option, and why).
+    #[error("invalid connection option: {0}")]
+    BadOption(String),
+    /// The binding's client library cannot do what the options ask (e.g. TLS on
+    /// the blocking `zookeeper` crate); nothing was connected.
+    #[error("not supported by this binding: {0}")]
+    Unsupported(String),
     /// The binding found no async runtime to run on (lock-zookeeper-client: enable
     /// one of the features `tokio`, `async-std`, `smol`, and connect from inside a
     /// tokio runtime or pass it a runtime).
@@ -102,6 +116,19 @@ impl Error {
     /// (its owner holds what it would wait for).
     pub fn is_deadlock(&self) -> bool {
         matches!(self, Error::Deadlock { .. } | Error::SelfDeadlock { .. })
+    }
+
+    /// Whether the server refused this client: credentials refused at connect
+    /// ([`Error::AuthFailed`]) or an ACL that does not let it touch a node
+    /// ([`ZkError::NoAuth`], also inside a failed acquisition).
+    ///
+    /// ```
+    /// use lock_client::{Error, ZkError};
+    /// assert!(Error::Zk(ZkError::NoAuth).is_auth());
+    /// assert!(!Error::Timeout.is_auth());
+    /// ```
+    pub fn is_auth(&self) -> bool {
+        matches!(self, Error::AuthFailed(_) | Error::Zk(ZkError::NoAuth))
     }
 
     /// Whether this is an invalid lock path.

@@ -115,30 +115,40 @@
 //!    reconnect, and report the new session with `Connected`). `Disconnected` must
 //!    come within 2/3 of the session timeout after the last contact.
 //! 4. **The loop** (`driver.rs`), as above, plus its close.
+//! 5. **Connection options** (`options(ConnectOptions)` on the builder): what the
+//!    client library allows of [`ConnectOptions`] (auth, resent on every
+//!    reconnect before any request; the [`NodeAcl`] on every `Create`, including
+//!    the binding's own nodes; chroot; timeouts; TLS; SASL), and
+//!    [`Error::Unsupported`] at connect for the rest, never a silent default.
 //!
 //! Everything else (handles, guards, events, deadlines, elections, sections,
-//! fenced writes, errors) is here, so a feature is written once and every binding
+//! fenced writes, errors, connection options) is here, so a feature is written once and every binding
 //! has it.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod blocking;
 mod client;
+mod connection;
 mod election;
 mod error;
 mod guard;
 mod link;
 mod lock;
+mod options;
 mod pending;
 mod shared;
+mod trace;
 mod writes;
 
 pub use client::{pair, LockClient};
+pub use connection::{ConnectionEvent, ConnectionEvents, ConnectionState};
 pub use election::{Election, ElectionEvent, ElectionObserver, Leadership};
 pub use error::{Cycle, Error};
 pub use guard::{LockGuard, LockStatus};
 pub use link::{Link, Notifier};
 pub use lock::{Mutex, ReadLock, RwLock, Semaphore, WriteLock};
+pub use options::{AclEntry, Auth, ConnectOptions, NodeAcl, Perms, SaslDigest, Tls};
 pub use pending::{Canceller, PendingLock};
 pub use writes::Writes;
 

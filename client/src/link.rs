@@ -149,7 +149,10 @@ impl Link {
     /// reconnect; a new id means the old session expired), `Disconnected`, `Expired`,
     /// `Closed`.
     pub fn handle_session(&mut self, event: SessionEvent, now: Instant) {
-        self.input(lock_core::Input::Session(event), now);
+        self.shared.with_quiet(|s| {
+            let now = s.timestamp(now);
+            s.session_changed(event, now);
+        });
     }
 
     /// The outcome of the request `request` (echo the id of the polled [`Request`]).

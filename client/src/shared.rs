@@ -45,6 +45,8 @@ pub(crate) struct Slot {
     pub(crate) writes: HashMap<u64, Option<WriteResult>>,
     /// The election whose stream also gets this slot's events.
     pub(crate) election: Option<u64>,
+    /// The acquisition's tracing span (disabled for other tasks).
+    pub(crate) span: tracing::Span,
     wakers: Vec<Waker>,
 }
 
@@ -60,6 +62,7 @@ impl Slot {
             section: None,
             writes: HashMap::new(),
             election,
+            span: tracing::Span::none(),
             wakers: Vec::new(),
         }
     }
@@ -112,6 +115,8 @@ pub(crate) struct State {
     close_wakers: Vec<Waker>,
     /// Wakers to wake once the mutex is released.
     to_wake: Vec<Waker>,
+    /// The client-wide connection state and its subscribers.
+    pub(crate) connection: crate::connection::Tracker,
 }
 
 impl Shared {
@@ -133,6 +138,7 @@ impl Shared {
                 link_gone: false,
                 close_wakers: Vec::new(),
                 to_wake: Vec::new(),
+                connection: Default::default(),
             }),
             link_cv: Condvar::new(),
             session_timeout,
@@ -293,13 +299,18 @@ impl State {
     /// acquisition's terminal event) and closers return.
     pub(crate) fn end(&mut self, now: Timestamp) {
         self.link_gone = true;
-        self.core.handle_input(
-            lock_core::Input::Session(lock_core::SessionEvent::Closed),
-            now,
-        );
+        self.session_changed(lock_core::SessionEvent::Closed, now);
         self.requests.clear();
         self.to_wake.append(&mut self.close_wakers);
         self.to_wake.append(&mut self.idle_wakers);
+    }
+
+    /// What the binding reports about the session, for the core and for the
+    /// client-wide connection state.
+    pub(crate) fn session_changed(&mut self, event: lock_core::SessionEvent, now: Timestamp) {
+        self.connection.on_session(&event, &mut self.to_wake);
+        self.core
+            .handle_input(lock_core::Input::Session(event), now);
     }
 
     /// Rule 2 of the core's contract: drain after every call. Requests queue for the
@@ -309,6 +320,11 @@ impl State {
             match output {
                 Output::Request(request) if !self.link_gone => self.requests.push_back(request),
                 Output::Event { lock, event } => self.dispatch(lock, event),
+                Output::Progress { lock, progress } => {
+                    if let Some(slot) = self.slots.get(&lock) {
+                        crate::trace::progress(&slot.span, &progress);
+                    }
+                }
                 _ => {}
             }
         }
@@ -321,6 +337,7 @@ impl State {
         let Some(slot) = self.slots.get_mut(&lock) else {
             return;
         };
+        crate::trace::event(&slot.span, &event);
         self.to_wake.append(&mut slot.wakers);
         // Answers to a handle's own calls go to whoever awaits them.
         match event {

@@ -367,3 +367,271 @@ fn participants_and_deadlocks_run_a_core_task_and_return_its_event() {
         Some(Err(e)) if e.is_invalid_path()
     ));
 }
+
+#[test]
+fn connection_events_follow_the_session() {
+    let (locks, mut link) = pair(Config::new(Duration::from_secs(10), 1));
+    let mut events = locks.connection_events();
+    let mut late = None;
+    let now = Instant::now();
+    let disconnected = SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    };
+    let script = [
+        (
+            SessionEvent::Connected { session_id: 1 },
+            ConnectionState::Connected { session_id: 1 },
+        ),
+        (disconnected, ConnectionState::Suspended { session_id: 1 }),
+        (disconnected, ConnectionState::Suspended { session_id: 1 }),
+        (
+            SessionEvent::Connected { session_id: 1 },
+            ConnectionState::Connected { session_id: 1 },
+        ),
+        (
+            SessionEvent::Connected { session_id: 1 },
+            ConnectionState::Connected { session_id: 1 },
+        ),
+        (disconnected, ConnectionState::Suspended { session_id: 1 }),
+        (SessionEvent::Expired, ConnectionState::Connecting),
+        (
+            SessionEvent::Connected { session_id: 2 },
+            ConnectionState::Connected { session_id: 2 },
+        ),
+        // A new id without an expiry first (a client that moved on by itself).
+        (
+            SessionEvent::Connected { session_id: 3 },
+            ConnectionState::Connected { session_id: 3 },
+        ),
+        (SessionEvent::Abandoned, ConnectionState::Connecting),
+        (
+            SessionEvent::Connected { session_id: 4 },
+            ConnectionState::Connected { session_id: 4 },
+        ),
+    ];
+    for (i, (event, state)) in script.into_iter().enumerate() {
+        link.handle_session(event, now);
+        assert_eq!(locks.connection_state(), state, "after step {i}: {event:?}");
+        if i == 5 {
+            late = Some(locks.connection_events());
+        }
+    }
+    let mut seen = Vec::new();
+    while let Some(e) = events.next_timeout_blocking(Duration::ZERO) {
+        seen.push(e);
+    }
+    use ConnectionEvent::*;
+    assert_eq!(
+        seen,
+        vec![
+            Connected { session_id: 1 },
+            Suspended,
+            Reconnected { session_id: 1 },
+            Suspended,
+            SessionLost { session_id: 1 },
+            Connected { session_id: 2 },
+            SessionLost { session_id: 2 },
+            Connected { session_id: 3 },
+            SessionLost { session_id: 3 },
+            Connected { session_id: 4 },
+        ]
+    );
+    // A stream sees what happens after it was made.
+    let mut late = late.unwrap();
+    assert_eq!(late.next_blocking(), Some(SessionLost { session_id: 1 }));
+    drop(link); // the binding is gone: closed, then the end of the streams
+    assert_eq!(locks.connection_state(), ConnectionState::Closed);
+    assert_eq!(events.next_blocking(), Some(Closed));
+    assert_eq!(events.next_blocking(), None);
+    let rest: Vec<_> = std::iter::from_fn(|| late.next_blocking()).collect();
+    assert_eq!(rest.len(), 6, "{rest:?}");
+    assert_eq!(rest.last(), Some(&Closed));
+}
+
+#[test]
+fn a_waiting_connection_stream_is_woken() {
+    let (locks, mut link) = connected();
+    let mut events = locks.connection_events();
+    let waiter = std::thread::spawn(move || events.next_blocking());
+    std::thread::sleep(Duration::from_millis(20));
+    let disconnected = SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    };
+    link.handle_session(disconnected, Instant::now());
+    assert_eq!(waiter.join().unwrap(), Some(ConnectionEvent::Suspended));
+}
+
+#[test]
+fn a_connection_stream_does_not_keep_the_client_open() {
+    let (locks, link) = connected();
+    let mut events = locks.connection_events();
+    drop(locks);
+    assert!(link.is_closed(), "the stream is not a user handle");
+    drop(link);
+    assert_eq!(events.next_blocking(), Some(ConnectionEvent::Closed));
+}
+
+/// A `tracing` subscriber that keeps what it sees, as text: spans with their
+/// fields, events with their fields and the span they belong to.
+#[derive(Default)]
+struct Recorder {
+    lines: std::sync::Mutex<Vec<String>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+struct Fields(String);
+
+impl tracing::field::Visit for Fields {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.push_str(&format!(" {}={value}", field.name()));
+    }
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.push_str(&format!(" {}={value:?}", field.name()));
+    }
+}
+
+impl tracing::Subscriber for Recorder {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        let id = 1 + self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut fields = Fields(String::new());
+        span.record(&mut fields);
+        let line = format!("span#{id} {}{}", span.metadata().name(), fields.0);
+        self.lines.lock().unwrap().push(line);
+        tracing::span::Id::from_u64(id)
+    }
+    fn record(&self, span: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+        let mut fields = Fields(String::new());
+        values.record(&mut fields);
+        let line = format!("record#{}{}", span.into_u64(), fields.0);
+        self.lines.lock().unwrap().push(line);
+    }
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut fields = Fields(String::new());
+        event.record(&mut fields);
+        let parent = event.parent().map_or(0, |p| p.into_u64());
+        let line = format!("event#{parent} {}{}", event.metadata().level(), fields.0);
+        self.lines.lock().unwrap().push(line);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn an_acquisition_is_traced_in_its_own_span() {
+    let recorder = std::sync::Arc::new(Recorder::default());
+    tracing::subscriber::with_default(recorder.clone(), || {
+        let (locks, mut link) = connected();
+        let worker = locks.with_owner("worker-7");
+        // Queued behind a participant of another session, then granted.
+        let mutex = worker.mutex("/locks/traced");
+        let mut lock = pin!(mutex.lock());
+        assert!(poll_once(lock.as_mut()).is_pending());
+        let sent = requests(&mut link);
+        let Op::Create { path, .. } = &sent[0].op else {
+            panic!("{:?}", sent[0].op)
+        };
+        let node = format!("{path}0000000002");
+        let stat = Stat {
+            czxid: 42,
+            ephemeral_owner: SID,
+            ..Stat::default()
+        };
+        let now = Instant::now();
+        let reply = Reply::Created {
+            path: node.clone(),
+            stat: Some(stat),
+        };
+        link.handle_reply(sent[0].id, Ok(reply), now);
+        let other = "zkl-00000000000000000000000000000001-write-0000000001";
+        let mine = node.rsplit('/').next().unwrap().to_owned();
+        let list = Reply::Children(vec![other.to_owned(), mine]);
+        link.handle_reply(sent[1].id, Ok(list), now);
+        let peer = format!("/locks/traced/{other}");
+        let answer = |link: &mut Link, peer_gone: bool| {
+            for r in requests(link) {
+                let reply = match &r.op {
+                    Op::GetData { path, .. } if *path == peer && peer_gone => {
+                        Err(lock_core::ZkError::NoNode)
+                    }
+                    Op::GetData { path, .. } => {
+                        let owner = if *path == node { SID } else { 0x99 };
+                        Ok(Reply::Data {
+                            data: Vec::new(),
+                            stat: Stat {
+                                czxid: 42,
+                                ephemeral_owner: owner,
+                                ..Stat::default()
+                            },
+                        })
+                    }
+                    Op::GetChildren { .. } => Ok(Reply::Children(vec![node
+                        .rsplit('/')
+                        .next()
+                        .unwrap()
+                        .to_owned()])),
+                    Op::RemoveWatch { .. } => Ok(Reply::WatchRemoved),
+                    other => panic!("unexpected {other:?}"),
+                };
+                link.handle_reply(r.id, reply, now);
+            }
+        };
+        answer(&mut link, false);
+        link.handle_watch(peer.clone(), lock_core::WatchKind::NodeDeleted, now);
+        answer(&mut link, true);
+        let Poll::Ready(Ok(guard)) = poll_once(lock.as_mut()) else {
+            panic!("not granted")
+        };
+        link.handle_session(
+            SessionEvent::Disconnected {
+                since_contact: Duration::ZERO,
+            },
+            now,
+        );
+        assert_eq!(guard.status(), LockStatus::Suspended);
+    });
+    let lines = recorder.lines.lock().unwrap().clone();
+    let text = lines.join("\n");
+    let span = lines
+        .iter()
+        .find(|l| l.contains("zklock.lock"))
+        .unwrap_or_else(|| panic!("no acquisition span:\n{text}"));
+    assert!(span.contains("path=/locks/traced"), "{span}");
+    assert!(span.contains("recipe=Write"), "{span}");
+    assert!(span.contains("owner=worker-7"), "{span}");
+    let id: u64 = span["span#".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("record#{id} lock="))),
+        "{text}"
+    );
+    let mine = |what: &str| {
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("event#{id} ")) && l.contains(what))
+    };
+    for what in [
+        "message=created node=/locks/traced/",
+        "message=queued behind=/locks/traced/zkl-00000000000000000000000000000001-write-0000000001",
+        "message=acquired",
+        "token=42",
+        "message=suspended",
+    ] {
+        assert!(mine(what), "no {what:?} in the span's events:\n{text}");
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("Suspended") && l.starts_with("event#0")),
+        "the connection change is logged too:\n{text}"
+    );
+}

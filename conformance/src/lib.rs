@@ -71,6 +71,7 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+pub mod connection;
 mod env;
 mod harness;
 mod sim;

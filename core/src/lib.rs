@@ -41,6 +41,6 @@ pub use proto::{
     CreateMode, Input, MultiOp, MultiResult, Op, Reply, Request, RequestId, SessionEvent, Stat,
     WatchKind, ZkError, ACL_ALLOWANCE,
 };
-pub use session::{LockState, Output, Session, Stats};
+pub use session::{LockState, Output, Progress, Session, Stats};
 pub use spec::{Config, LockSpec, Recipe, MAX_DATA_LEN};
 pub use time::Timestamp;

@@ -32,6 +32,32 @@ pub enum Output {
         /// What happened.
         event: LockEvent,
     },
+    /// How an acquisition is getting on, for diagnostics only (an adapter's logs or
+    /// tracing spans); ignoring it changes nothing.
+    Progress {
+        /// Which acquisition.
+        lock: LockId,
+        /// What it did.
+        progress: Progress,
+    },
+}
+
+/// A step of an acquisition on its way to the lock, from [`Output::Progress`].
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum Progress {
+    /// Our node exists: created, or found again by its attempt id after the create's
+    /// reply was lost.
+    Created {
+        /// Its full path.
+        node: String,
+    },
+    /// Waiting behind this participant: its node is watched, and its deletion is
+    /// what the acquisition waits for.
+    QueuedBehind {
+        /// The participant's full path.
+        node: String,
+    },
 }
 
 /// What an acquisition is doing, for status queries.

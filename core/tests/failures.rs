@@ -745,3 +745,16 @@ fn a_reconnect_within_the_window_resumes() {
     h.advance(Duration::from_secs(60));
     assert!(h.take_events().is_empty(), "no Lost after a resume");
 }
+
+#[test]
+fn progress_reports_the_node_created_and_the_participant_waited_for() {
+    let mut h = H::new();
+    let (id, node, ppath) = waiting(&mut h, "/f");
+    assert_eq!(
+        h.progress,
+        vec![
+            (id, Progress::Created { node }),
+            (id, Progress::QueuedBehind { node: ppath }),
+        ]
+    );
+}

@@ -1158,6 +1158,9 @@ impl Harness {
                     self.on_event(lock, &event);
                     events.push((lock, event));
                 }
+                Output::Progress { lock, progress } => {
+                    self.log(|| format!("{lock} progress {progress:?}"))
+                }
                 other => self.fail(format!("unknown output {other:?}")),
             }
         }

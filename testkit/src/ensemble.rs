@@ -49,6 +49,12 @@ impl ZkEnsemble {
             ));
         }
         builder.validate()?;
+        if builder.has_tls() {
+            return Err(Error::InvalidConfig(
+                "tls: standalone servers only (ensemble members would need a secure port each)"
+                    .into(),
+            ));
+        }
         let install = builder.resolve_install()?;
         let timeout = builder.ensemble_startup_timeout();
         let mut attempt = 0;
@@ -75,6 +81,7 @@ impl ZkEnsemble {
                     },
                     dir: root.path().join(format!("member-{}", i + 1)),
                     client_port: member_ports[0].port(),
+                    secure_port: None,
                     cleanup: root.path().to_path_buf(),
                     startup_timeout: timeout,
                 })?;

@@ -80,7 +80,7 @@ pub use fourlw::{four_letter_word, Metrics, Mode, ServerStatus};
 pub use hold_proxy::HoldProxy;
 pub use install::{InstallSource, ZkInstall, SYSTEM_JAR_DIR};
 pub use proxy::{Direction, FaultProxy, ProxyMode};
-pub use server::{ZkServer, ZkServerBuilder};
+pub use server::{ServerTls, ZkServer, ZkServerBuilder};
 
 #[cfg(test)]
 mod tests {

@@ -26,6 +26,8 @@ pub(crate) const POLL: Duration = Duration::from_millis(25);
 /// How many times a start is retried when the server lost a race for a port.
 pub(crate) const START_ATTEMPTS: usize = 3;
 const LOG_TAIL_LINES: usize = 30;
+/// The JAAS file of a server with SASL users, in its directory.
+const JAAS_FILE: &str = "jaas.conf";
 
 /// Settings for a [`ZkServer`] or a [`ZkEnsemble`], then `start()` or
 /// `start_ensemble(n)`.
@@ -56,6 +58,39 @@ pub struct ZkServerBuilder {
     jvm_args: Vec<String>,
     config: Vec<(String, String)>,
     install: Option<ZkInstall>,
+    tls: Option<ServerTls>,
+    sasl_users: Vec<(String, String)>,
+}
+
+/// A secure client port for a standalone server ([`ZkServerBuilder::tls`]):
+/// ZooKeeper's Netty connection factory with PEM key and trust stores.
+#[derive(Debug, Clone)]
+pub struct ServerTls {
+    key_store: PathBuf,
+    trust_store: PathBuf,
+    client_auth: bool,
+}
+
+impl ServerTls {
+    /// `key_store`: a PEM file with the server's private key (PKCS#8, not
+    /// encrypted) and its certificate chain; `trust_store`: a PEM file with the
+    /// CA certificates that client certificates must chain to. The server's
+    /// certificate should name `127.0.0.1` (clients check it against the
+    /// address they dial), and so should client certificates (ZooKeeper checks
+    /// them against the client's address).
+    pub fn new(key_store: impl Into<PathBuf>, trust_store: impl Into<PathBuf>) -> Self {
+        ServerTls {
+            key_store: key_store.into(),
+            trust_store: trust_store.into(),
+            client_auth: false,
+        }
+    }
+
+    /// Requires a client certificate (`ssl.clientAuth=need`; default `none`).
+    pub fn require_client_auth(mut self) -> Self {
+        self.client_auth = true;
+        self
+    }
 }
 
 impl Default for ZkServerBuilder {
@@ -71,6 +106,8 @@ impl Default for ZkServerBuilder {
             jvm_args: Vec::new(),
             config: Vec::new(),
             install: None,
+            tls: None,
+            sasl_users: Vec::new(),
         }
     }
 }
@@ -138,6 +175,28 @@ impl ZkServerBuilder {
         self
     }
 
+    /// Standalone servers only: also serve TLS on a second client port
+    /// ([`ZkServer::secure_connect_string`]); the plain port stays (the testkit's
+    /// readiness checks use it). Switches the server to the Netty connection
+    /// factory, which ZooKeeper needs for TLS.
+    pub fn tls(mut self, tls: ServerTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Accepts SASL DIGEST-MD5 logins of `user` with `password`
+    /// (`SASLAuthenticationProvider` and a JAAS `DigestLoginModule` section
+    /// `Server`, written to the server's directory); their identity is
+    /// `sasl:<user>`. Call once per user.
+    pub fn sasl_digest_user(
+        mut self,
+        user: impl Into<String>,
+        password: impl Into<String>,
+    ) -> Self {
+        self.sasl_users.push((user.into(), password.into()));
+        self
+    }
+
     /// Uses this installation instead of [`ZkInstall::locate`].
     pub fn install(mut self, install: ZkInstall) -> Self {
         self.install = Some(install);
@@ -155,16 +214,21 @@ impl ZkServerBuilder {
             let dir = TempDir::new("zk-testkit")
                 .map_err(|e| Error::io("creating a temporary directory", e))?;
             let port = reserve_port()?;
+            let mut ports = vec![port];
+            if self.tls.is_some() {
+                ports.push(reserve_port()?);
+            }
             let server = ZkServer::prepare(Prepare {
                 builder: &self,
                 install: &install,
                 role: Role::Standalone,
                 dir: dir.path().to_path_buf(),
-                client_port: port.port(),
+                client_port: ports[0].port(),
+                secure_port: ports.get(1).map(PortGuard::port),
                 cleanup: dir.path().to_path_buf(),
                 startup_timeout: timeout,
             })?;
-            let mut server = server.owning(dir, vec![port]);
+            let mut server = server.owning(dir, ports);
             let started = server
                 .spawn()
                 .and_then(|()| server.wait_serving(timeout).map(drop));
@@ -196,6 +260,16 @@ impl ZkServerBuilder {
                 self.min_session_timeout, self.max_session_timeout
             ));
         }
+        for (user, password) in &self.sasl_users {
+            let plain = |s: &str| {
+                !s.is_empty()
+                    && s.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            };
+            if !plain(user) || password.contains(['"', '\\', '\n']) {
+                return bad(format!("sasl user {user:?}: letters, digits, - _ . only (and a password without quotes)"));
+            }
+        }
         if self.max_heap_mb < 16 {
             return bad(format!("max_heap_mb {} is below 16", self.max_heap_mb));
         }
@@ -208,6 +282,21 @@ impl ZkServerBuilder {
             }
         }
         Ok(())
+    }
+
+    /// The JAAS configuration of [`sasl_digest_user`](Self::sasl_digest_user).
+    fn jaas(&self) -> String {
+        let mut text =
+            String::from("Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required");
+        for (user, password) in &self.sasl_users {
+            let _ = write!(text, "\n  user_{user}=\"{password}\"");
+        }
+        text.push_str(";\n};\n");
+        text
+    }
+
+    pub(crate) fn has_tls(&self) -> bool {
+        self.tls.is_some()
     }
 
     pub(crate) fn resolve_install(&self) -> Result<ZkInstall> {
@@ -226,7 +315,13 @@ impl ZkServerBuilder {
         span.as_millis().div_ceil(tick).max(1) as u64
     }
 
-    fn zoo_cfg(&self, data_dir: &Path, client_port: u16, role: &Role) -> String {
+    fn zoo_cfg(
+        &self,
+        data_dir: &Path,
+        client_port: u16,
+        secure_port: Option<u16>,
+        role: &Role,
+    ) -> String {
         let mut cfg = String::from("# written by lock-testkit\n");
         let mut line = |key: &str, value: &dyn std::fmt::Display| {
             let _ = writeln!(cfg, "{key}={value}");
@@ -259,6 +354,26 @@ impl ZkServerBuilder {
                     &format!("127.0.0.1:{quorum}:{election}"),
                 );
             }
+        }
+        if let (Some(tls), Some(port)) = (&self.tls, secure_port) {
+            line("secureClientPort", &port);
+            line("secureClientPortAddress", &Ipv4Addr::LOCALHOST);
+            line(
+                "serverCnxnFactory",
+                &"org.apache.zookeeper.server.NettyServerCnxnFactory",
+            );
+            line("ssl.keyStore.location", &tls.key_store.display());
+            line("ssl.keyStore.type", &"PEM");
+            line("ssl.trustStore.location", &tls.trust_store.display());
+            line("ssl.trustStore.type", &"PEM");
+            let client_auth = if tls.client_auth { "need" } else { "none" };
+            line("ssl.clientAuth", &client_auth);
+        }
+        if !self.sasl_users.is_empty() {
+            line(
+                "authProvider.sasl",
+                &"org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+            );
         }
         for (key, value) in &self.config {
             line(key, value);
@@ -294,6 +409,10 @@ impl ZkServerBuilder {
         .into_iter()
         .map(OsString::from)
         .collect();
+        if !self.sasl_users.is_empty() {
+            let jaas = dir.join(JAAS_FILE);
+            args.push(format!("-Djava.security.auth.login.config={}", jaas.display()).into());
+        }
         args.extend(self.jvm_args.iter().map(OsString::from));
         args.push("-cp".into());
         args.push(install.classpath().into());
@@ -321,6 +440,8 @@ pub(crate) struct Prepare<'a> {
     /// This server's own directory (config, log, data/).
     pub(crate) dir: PathBuf,
     pub(crate) client_port: u16,
+    /// The TLS client port, with [`ZkServerBuilder::tls`].
+    pub(crate) secure_port: Option<u16>,
     /// Removed by the watchdog if the test process dies.
     pub(crate) cleanup: PathBuf,
     pub(crate) startup_timeout: Duration,
@@ -354,6 +475,7 @@ pub(crate) enum Probe {
 pub struct ZkServer {
     name: String,
     addr: SocketAddr,
+    secure_addr: Option<SocketAddr>,
     dir: PathBuf,
     data_dir: PathBuf,
     log: PathBuf,
@@ -399,12 +521,22 @@ impl ZkServer {
                 )
             }
         };
+        if !p.builder.sasl_users.is_empty() {
+            let jaas = p.dir.join(JAAS_FILE);
+            fs::write(&jaas, p.builder.jaas())
+                .map_err(|e| Error::io(format!("writing {}", jaas.display()), e))?;
+        }
         let cfg = p.dir.join("zoo.cfg");
-        let text = p.builder.zoo_cfg(&data_dir, p.client_port, &p.role);
+        let text = p
+            .builder
+            .zoo_cfg(&data_dir, p.client_port, p.secure_port, &p.role);
         fs::write(&cfg, text).map_err(|e| Error::io(format!("writing {}", cfg.display()), e))?;
         Ok(ZkServer {
             name,
             addr: SocketAddr::from((Ipv4Addr::LOCALHOST, p.client_port)),
+            secure_addr: p
+                .secure_port
+                .map(|port| SocketAddr::from((Ipv4Addr::LOCALHOST, port))),
             log: p.dir.join("zookeeper.log"),
             args: p.builder.java_args(p.install, &p.dir, &cfg, main),
             java: p.install.java().to_path_buf(),
@@ -496,6 +628,12 @@ impl ZkServer {
     /// The connect string for clients, `"127.0.0.1:<port>"`.
     pub fn connect_string(&self) -> String {
         self.addr.to_string()
+    }
+
+    /// The TLS connect string, `"127.0.0.1:<secure port>"`, for a server started
+    /// with [`ZkServerBuilder::tls`].
+    pub fn secure_connect_string(&self) -> Option<String> {
+        self.secure_addr.map(|a| a.to_string())
     }
 
     /// The server's `dataDir`.
@@ -677,5 +815,48 @@ impl Drop for ZkServer {
         // Explicit for clarity: the JVM dies before the directory is removed
         // and the ports are released.
         self.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secure_port_and_sasl_users_reach_the_configuration() {
+        let builder = ZkServerBuilder::default()
+            .tls(ServerTls::new("/k/server.pem", "/k/ca.pem").require_client_auth())
+            .sasl_digest_user("carol", "pw");
+        let cfg = builder.zoo_cfg(Path::new("/d"), 1, Some(2), &Role::Standalone);
+        for line in [
+            "secureClientPort=2",
+            "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+            "ssl.keyStore.location=/k/server.pem",
+            "ssl.keyStore.type=PEM",
+            "ssl.trustStore.location=/k/ca.pem",
+            "ssl.trustStore.type=PEM",
+            "ssl.clientAuth=need",
+            "authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+        ] {
+            assert!(cfg.lines().any(|l| l == line), "{line} missing from\n{cfg}");
+        }
+        assert!(builder.jaas().contains("user_carol=\"pw\""));
+        let plain = ZkServerBuilder::default().zoo_cfg(Path::new("/d"), 1, None, &Role::Standalone);
+        assert!(!plain.contains("secureClientPort") && !plain.contains("authProvider"));
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_write() {
+        let bad_user = ZkServerBuilder::default().sasl_digest_user("a b", "pw");
+        assert!(matches!(bad_user.validate(), Err(Error::InvalidConfig(_))));
+        let bad_password = ZkServerBuilder::default().sasl_digest_user("a", "p\"w");
+        assert!(matches!(
+            bad_password.validate(),
+            Err(Error::InvalidConfig(_))
+        ));
+        let tls_ensemble = ZkServerBuilder::default()
+            .tls(ServerTls::new("k", "t"))
+            .start_ensemble(1);
+        assert!(matches!(tls_ensemble, Err(Error::InvalidConfig(_))));
     }
 }

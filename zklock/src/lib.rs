@@ -12,6 +12,8 @@
 //! | `tokio` (default), `async-std`, `smol` | [`connect`] / [`builder`]: the async binding over `zookeeper-client` on that runtime |
 //! | `blocking` | [`blocking::connect`] / [`blocking::builder`]: the binding over the blocking `zookeeper` crate, with a driver thread |
 //! | `sim` | [`sim::Server`]: an in-process ZooKeeper whose clients are the same [`LockClient`], for tests and demos |
+//! | `tls` | TLS for the async binding ([`ConnectOptions::tls`], zookeeper-client's rustls) |
+//! | `sasl` | SASL DIGEST-MD5 for the async binding ([`ConnectOptions::sasl_digest_md5`]) |
 //!
 //! Every binding gives the same [`LockClient`]: async methods (`lock().await`) and
 //! blocking twins (`lock_blocking()`) alike, whichever binding made it.
@@ -38,13 +40,40 @@
 //! assert_eq!(guard.lost_blocking(), zklock::LostReason::SessionExpired);
 //! # }
 //! ```
+//!
+//! ## Secured ensembles
+//!
+//! [`ConnectOptions`] (one set for every binding, given to a builder's `options`):
+//! digest auth, SASL DIGEST-MD5, the ACL of every node zklock creates
+//! ([`NodeAcl`]), chroot, session and connect timeouts, TLS ([`Tls`]). Each binding passes through what its client
+//! library allows and refuses the rest with [`Error::Unsupported`] at connect:
+//!
+//! | option | async binding (`zookeeper-client`) | blocking binding (`zookeeper` 0.8) |
+//! |---|---|---|
+//! | auth (digest or any scheme the server knows) | yes | yes; the binding sends it again after each reconnect (the crate does not) |
+//! | ACL of created nodes | yes | yes, session marker included |
+//! | chroot, session timeout, connect timeout | yes | yes |
+//! | TLS | with feature `tls` (else `Unsupported`) | `Unsupported`: the crate's I/O is plain TCP |
+//! | SASL DIGEST-MD5 | with feature `sasl` (else `Unsupported`); a refused login is [`Error::AuthFailed`] | `Unsupported`: the crate has no SASL |
+//! | the application's own client | [`Builder::client`] | no: the crate hides the session id the binding must know |
+//!
+//! ```no_run
+//! # async fn demo(ca_pem: String) -> Result<(), zklock::Error> {
+//! use zklock::{ConnectOptions, NodeAcl, Tls};
+//! let options = ConnectOptions::new()
+//!     .digest_auth("billing", "s3cret")
+//!     .acl(NodeAcl::CreatorAll)
+//!     .tls(Tls::new(ca_pem));
+//! let locks = zklock::builder("zk1:2281,zk2:2281/billing").options(options).connect().await?;
+//! # drop(locks); Ok(()) }
+//! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub use lock_client::*;
 
 #[cfg(any(feature = "tokio", feature = "async-std", feature = "smol"))]
-pub use lock_zookeeper_client::{builder, connect, Builder};
+pub use lock_zookeeper_client::{builder, connect, zookeeper_client, Builder};
 
 /// The blocking binding: a [`LockClient`] over the `zookeeper` crate.
 #[cfg(feature = "blocking")]

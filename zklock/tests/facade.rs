@@ -34,3 +34,26 @@ fn the_blocking_binding_refuses_an_unreachable_server_with_a_typed_error() {
         "{result:?}"
     );
 }
+
+#[test]
+fn the_blocking_binding_refuses_bad_and_unsupported_options() {
+    // Refused before anything is dialled: options lock-client checks for every
+    // binding, and TLS, which the blocking binding's crate cannot do.
+    let creator_without_credentials =
+        zklock::ConnectOptions::new().acl(zklock::NodeAcl::CreatorAll);
+    let blocking = zklock::blocking::builder("127.0.0.1:1")
+        .options(creator_without_credentials)
+        .connect();
+    assert!(
+        matches!(blocking, Err(zklock::Error::BadOption(_))),
+        "{blocking:?}"
+    );
+    let tls = zklock::ConnectOptions::new().tls(zklock::Tls::new("CA"));
+    let blocking = zklock::blocking::builder("127.0.0.1:1")
+        .options(tls)
+        .connect();
+    assert!(
+        matches!(blocking, Err(zklock::Error::Unsupported(_))),
+        "{blocking:?}"
+    );
+}

@@ -35,6 +35,7 @@ impl H {
             match out {
                 Output::Request(r) => self.reqs.push_back(r),
                 Output::Event { event, .. } => self.events.push(event),
+                Output::Progress { .. } => {} // diagnostics only
                 _ => unreachable!(),
             }
         }

@@ -1,12 +1,13 @@
 //! Connecting: [`Builder`] and the [`Connect`] shorthands on [`LockClient`].
 
+use crate::dial::{self, Dial};
 use crate::driver::Driver;
 use crate::glue::seed;
 use crate::runtime::Runtime;
-use lock_client::{Error, LockClient};
-use lock_core::Config;
+use futures::FutureExt;
+use lock_client::{ConnectOptions, Error, LockClient};
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Default requested session timeout.
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -25,13 +26,33 @@ pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 ///     .await?;
 /// # drop(locks); Ok(()) }
 /// ```
+///
+/// Secured ensembles: digest auth, SASL DIGEST-MD5, the ACL of the nodes zklock
+/// creates, chroot, timeouts and TLS come as lock-client's [`ConnectOptions`] (the
+/// same for every binding). This binding supports all of them: TLS with the `tls`
+/// feature and SASL with the `sasl` feature (without them, those options are
+/// refused with [`Error::Unsupported`]).
+///
+/// ```no_run
+/// # async fn demo(ca_pem: String) -> Result<(), lock_zookeeper_client::Error> {
+/// use lock_zookeeper_client::{Connect, ConnectOptions, LockClient, NodeAcl, Tls};
+/// let options = ConnectOptions::new()
+///     .digest_auth("billing", "s3cret")
+///     .acl(NodeAcl::CreatorAll)
+///     .tls(Tls::new(ca_pem));
+/// let locks = LockClient::builder("zk1:2281,zk2:2281/billing")
+///     .options(options)
+///     .connect()
+///     .await?;
+/// # drop(locks); Ok(()) }
+/// ```
 #[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until connect() is awaited"]
 pub struct Builder {
     cluster: String,
-    session_timeout: Duration,
-    grace: Option<Duration>,
+    options: ConnectOptions,
     runtime: Option<Runtime>,
+    shared: Option<zookeeper_client::Client>,
 }
 
 /// Settings for a connection to `cluster` (a ZooKeeper connect string:
@@ -44,9 +65,9 @@ pub struct Builder {
 pub fn builder(cluster: &str) -> Builder {
     Builder {
         cluster: cluster.to_owned(),
-        session_timeout: DEFAULT_SESSION_TIMEOUT,
-        grace: None,
+        options: ConnectOptions::new(),
         runtime: None,
+        shared: None,
     }
 }
 
@@ -87,9 +108,24 @@ impl Connect for LockClient {
 impl Builder {
     /// The session timeout to ask the server for (default 10 s). The server clamps
     /// it to its `minSessionTimeout..=maxSessionTimeout`; the negotiated value is
-    /// what counts (see [`LockClient::session_timeout`]).
+    /// what counts (see [`LockClient::session_timeout`]). Same as
+    /// [`ConnectOptions::session_timeout`].
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
-        self.session_timeout = timeout;
+        self.options = self.options.session_timeout(timeout);
+        self
+    }
+
+    /// The connection options (auth, ACL of created nodes, chroot, timeouts, TLS);
+    /// replaces any set before, including [`session_timeout`](Self::session_timeout).
+    ///
+    /// The connect timeout bounds [`connect`](Self::connect): zookeeper-client gives
+    /// up on one attempt after about the session timeout, and `connect` tries again
+    /// until the connect timeout (default: one attempt). It is not
+    /// zookeeper-client's own connection timeout, which the binding leaves at its
+    /// default because it derives the detection of a silent network from it (see
+    /// the crate docs).
+    pub fn options(mut self, options: ConnectOptions) -> Self {
+        self.options = options;
         self
     }
 
@@ -99,7 +135,7 @@ impl Builder {
     /// session timeout after the server last heard from us): see
     /// [`LockStatus::Lost`](lock_client::LockStatus::Lost).
     pub fn suspended_grace(mut self, grace: Duration) -> Self {
-        self.grace = Some(grace);
+        self.options = self.options.suspended_grace(grace);
         self
     }
 
@@ -110,32 +146,86 @@ impl Builder {
         self
     }
 
+    /// Uses the application's own zookeeper-client `client` (its session, its
+    /// credentials, its chroot) instead of opening a session: locks are ephemeral
+    /// nodes of that session. The builder's connect string and options still say
+    /// where the nodes go after that session ends (and the ACL of the nodes zklock
+    /// creates): after an expiry, the `LockClient` opens a session of its own
+    /// with them, as it would after its own session expired. Give the options the
+    /// credentials `client` has: a creator ACL is refused without them, and the
+    /// later sessions need them.
+    ///
+    /// While the `LockClient` uses the session, the application must not:
+    ///
+    /// * close `client` (or any clone): that ends the session, every held lock is
+    ///   lost ([`LostReason::SessionExpired`](lock_core::LostReason)) and the
+    ///   `LockClient` moves to a session of its own;
+    /// * delete or modify the nodes zklock creates under the lock paths (it would
+    ///   lose the locks, or break them for everyone);
+    /// * rely on the session's state for lock safety: the `LockClient` follows the
+    ///   session through its own state watcher and reports suspension and loss on
+    ///   its guards; the application's own watchers see the same session events
+    ///   but do not see lock state;
+    /// * expect [`LockClient::close`] to end the session: it does not. Release the
+    ///   guards (and await [`LockClient::wait_idle`]) before closing the
+    ///   `LockClient`, or held locks stay until the application's session ends.
+    ///
+    /// TCP_NODELAY is set on the session's connection, as for a session of
+    /// the binding's own (zookeeper-client leaves Nagle's algorithm on).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use lock_zookeeper_client::{Connect, LockClient};
+    /// let zk = lock_zookeeper_client::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+    /// let locks = LockClient::builder("127.0.0.1:2181").client(zk.clone()).connect().await?;
+    /// let guard = locks.mutex("/locks/job").lock().await?;
+    /// guard.release().await?;
+    /// locks.wait_idle().await?;
+    /// locks.close().await; // `zk` is still open
+    /// # Ok(()) }
+    /// ```
+    pub fn client(mut self, client: zookeeper_client::Client) -> Self {
+        self.shared = Some(client);
+        self
+    }
+
     /// Connects (waits until the session is established and its connection has
     /// TCP_NODELAY) and starts the driver.
     ///
     /// # Errors
-    /// [`Error::NoRuntime`] without a runtime, [`Error::Connect`] if no session could be
-    /// established (zookeeper-client gives up after about the session timeout).
+    /// [`Error::NoRuntime`] without a runtime; [`Error::BadOption`] for invalid
+    /// options, [`Error::Unsupported`] for TLS (SASL) without the `tls` (`sasl`)
+    /// feature;
+    /// [`Error::AuthFailed`] if the server refused the credentials;
+    /// [`Error::Connect`] if no session could be established within the connect
+    /// timeout.
     pub async fn connect(self) -> Result<LockClient, Error> {
         let runtime = self
             .runtime
             .or_else(Runtime::current)
             .ok_or(Error::NoRuntime)?;
-        let connector =
-            zookeeper_client::Client::connector().with_session_timeout(self.session_timeout);
-        let cluster = self.cluster.clone();
-        let client = runtime
-            .scope(async move { connector.connect(&cluster).await })
-            .await
-            .map_err(|e| Error::Connect(e.to_string()))?;
-        let mut config = Config::new(client.session_timeout(), seed(client.session_id().0));
-        config.suspended_grace = self.grace;
+        let session_timeout = self
+            .options
+            .session_timeout_option()
+            .unwrap_or(DEFAULT_SESSION_TIMEOUT);
+        let dial = Dial::new(&self.cluster, &self.options, session_timeout)?;
+        let acls = dial::acls(self.options.node_acl());
+        let shared = self.shared.is_some();
+        let client = match self.shared {
+            Some(client) => client,
+            None => first_session(&runtime, &dial, self.options.connect_timeout_option()).await?,
+        };
+        let config = self
+            .options
+            .lock_config(client.session_timeout(), seed(client.session_id().0));
         let (locks, link) = lock_client::pair(config);
         let mut driver = Driver::new(
             runtime.clone(),
-            self.cluster,
-            self.session_timeout,
+            dial,
+            acls,
+            session_timeout,
             client,
+            shared,
             link,
         );
         let nodelay = driver.nodelay_ready();
@@ -146,4 +236,46 @@ impl Builder {
         let _ = nodelay.await;
         Ok(locks)
     }
+}
+
+/// Opens the first session: one attempt (zookeeper-client's, about the session
+/// timeout long), or attempts until `timeout` when one is given.
+async fn first_session(
+    runtime: &Runtime,
+    dial: &Dial,
+    timeout: Option<Duration>,
+) -> Result<zookeeper_client::Client, Error> {
+    let Some(timeout) = timeout else {
+        let attempt = runtime.scope(dial.clone().connect()).await;
+        return attempt.map_err(dial::connect_error);
+    };
+    let deadline = Instant::now() + timeout;
+    let attempts = async {
+        loop {
+            match runtime.scope(dial.clone().connect()).await {
+                Ok(client) => return Ok(client),
+                // Refused for good: retrying cannot help.
+                Err(e @ zookeeper_client::Error::AuthFailed)
+                | Err(e @ zookeeper_client::Error::BadArguments(_)) => {
+                    return Err(dial::connect_error(e))
+                }
+                Err(e) if Instant::now() >= deadline => return Err(dial::connect_error(e)),
+                Err(e) => {
+                    tracing::debug!(error = %e, "first connect failed; retrying");
+                    let pause = (timeout / 10).min(Duration::from_millis(500));
+                    runtime.sleep_until(Instant::now() + pause).await;
+                }
+            }
+        }
+    };
+    let expired = runtime.sleep_until(deadline).map(|()| {
+        Err(Error::Connect(format!(
+            "no session within the connect timeout ({timeout:?})"
+        )))
+    });
+    futures::pin_mut!(attempts);
+    futures::future::select(attempts, expired)
+        .await
+        .factor_first()
+        .0
 }

@@ -28,6 +28,7 @@
 //! bounded by what the client's ping and read timeouts allow (13/20 of the session
 //! timeout).
 
+use crate::dial::Dial;
 use crate::glue::{self, Answer};
 use crate::runtime::Runtime;
 use futures::channel::{mpsc, oneshot};
@@ -40,7 +41,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-use zookeeper_client::{Client, EventType, SessionState, WatchedEvent};
+use zookeeper_client::{Acl, Client, EventType, SessionState, WatchedEvent};
 
 /// Something that finished in the background.
 enum Completion {
@@ -75,10 +76,16 @@ type NoDelayOutcome = std::io::Result<lock_nodelay::Applied>;
 
 pub(crate) struct Driver {
     runtime: Runtime,
-    cluster: String,
+    /// Opens the sessions after an expiry, with the first one's options.
+    dial: Dial,
+    /// The ACL of every node created.
+    acls: Arc<[Acl]>,
     requested_timeout: Duration,
     link: Link,
     client: Option<Arc<Client>>,
+    /// `client` is the application's (`Builder::client`): closing ours does not
+    /// end its session.
+    shared: bool,
     states: Option<BoxStream<'static, SessionState>>,
     fed: Fed,
     inflight: FuturesUnordered<BoxFuture<'static, Completion>>,
@@ -105,17 +112,21 @@ pub(crate) struct Driver {
 impl Driver {
     pub(crate) fn new(
         runtime: Runtime,
-        cluster: String,
+        dial: Dial,
+        acls: Arc<[Acl]>,
         requested_timeout: Duration,
         client: Client,
+        shared: bool,
         link: Link,
     ) -> Driver {
         let mut driver = Driver {
             runtime,
-            cluster,
+            dial,
+            acls,
             requested_timeout,
             link,
             client: None,
+            shared,
             states: None,
             fed: Fed::Gone,
             inflight: FuturesUnordered::new(),
@@ -220,8 +231,8 @@ impl Driver {
                 continue;
             };
             let sent = Some(Instant::now());
-            let call =
-                glue::call(client, request).map(move |answer| Completion::Reply(answer, sent));
+            let call = glue::call(client, request, self.acls.clone())
+                .map(move |answer| Completion::Reply(answer, sent));
             self.start(call.boxed());
         }
     }
@@ -325,6 +336,7 @@ impl Driver {
             }
             Completion::Connected(Ok(client)) => {
                 tracing::debug!(session = client.session_id().0, "new session");
+                self.shared = false;
                 self.install(client);
             }
             Completion::Connected(Err(e)) => {
@@ -360,9 +372,16 @@ impl Driver {
     /// sending (a tick is 1/20 of the session timeout) and reports `Disconnected`
     /// once nothing was received for 8 ticks, checked every tick: so when it does,
     /// its last ping that reached the server was sent no more than 3 + 8 + 2 = 13
-    /// ticks earlier (plus round trips, which the core's margin covers).
+    /// ticks earlier (plus round trips, which the core's margin covers). An
+    /// application's own client may have a connection timeout, which makes the
+    /// tick up to 3/40 of the session timeout: 13 of those are 39/40.
     fn since_contact(&self, client: &Client, now: Instant) -> Duration {
-        let silence = client.session_timeout() * 13 / 20;
+        let timeout = client.session_timeout();
+        let silence = if self.shared {
+            timeout * 39 / 40
+        } else {
+            timeout * 13 / 20
+        };
         now.saturating_duration_since(self.contact).min(silence)
     }
 
@@ -413,9 +432,10 @@ impl Driver {
     /// as it may resolve host names. The outcome comes back as `Wake::NoDelay`.
     fn set_nodelay(&mut self) {
         let tx = self.nodelay.0.clone();
-        let started = lock_nodelay::apply_in_background(self.cluster.clone(), move |outcome| {
-            let _ = tx.unbounded_send(outcome);
-        });
+        let started =
+            lock_nodelay::apply_in_background(self.dial.cluster.clone(), move |outcome| {
+                let _ = tx.unbounded_send(outcome);
+            });
         if let Err(e) = started {
             self.on_nodelay(Err(e));
         }
@@ -434,12 +454,7 @@ impl Driver {
 
     fn start_connect(&mut self) {
         self.reconnect_at = None;
-        let connector =
-            zookeeper_client::Client::connector().with_session_timeout(self.requested_timeout);
-        let cluster = self.cluster.clone();
-        let connect = self
-            .runtime
-            .scope(async move { connector.connect(&cluster).await });
+        let connect = self.runtime.scope(self.dial.clone().connect());
         self.inflight
             .push(Box::pin(connect.map(Completion::Connected)));
     }
@@ -456,6 +471,10 @@ impl Driver {
         self.watches.clear();
         self.ready.clear();
         self.client = None;
+        if self.shared {
+            // The application's session lives on; nothing to wait for.
+            return;
+        }
         if let Some(mut states) = self.states.take() {
             let timeout = self.requested_timeout.max(Duration::from_secs(1));
             let bound = self.runtime.sleep_until(Instant::now() + timeout);

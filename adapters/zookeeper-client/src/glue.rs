@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use lock_core::{CreateMode, MultiOp, MultiResult, Op, Reply, Request, RequestId, Stat, ZkError};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
-use zookeeper_client::{Acls, Client, OneshotWatcher};
+use zookeeper_client::{Acl, Acls, Client, OneshotWatcher};
 
 /// A finished request: its id, outcome, and the watch it left with its path (kept
 /// until it fires or the core drops it: dropping a `OneshotWatcher` makes
@@ -28,13 +28,18 @@ pub(crate) fn answer(id: RequestId, result: Result<Reply, ZkError>) -> Answer {
     }
 }
 
-/// Makes the client call for `request` (when first polled) and maps its outcome.
+/// Makes the client call for `request` (when first polled) and maps its outcome;
+/// nodes are created with `acls` (the options' [`NodeAcl`](lock_client::NodeAcl)).
 /// (`Op::RemoveWatch` is the driver's: it owns the watchers.)
-pub(crate) fn call(client: Arc<Client>, request: Request) -> BoxFuture<'static, Answer> {
+pub(crate) fn call(
+    client: Arc<Client>,
+    request: Request,
+    acls: Arc<[Acl]>,
+) -> BoxFuture<'static, Answer> {
     let Request { id, op } = request;
     match op {
         Op::Create { path, data, mode } => Box::pin(async move {
-            let options = create_mode(mode).with_acls(Acls::anyone_all());
+            let options = create_mode(mode).with_acls(Acls::new(&acls));
             let result = client.create(&path, &data, &options).await;
             let result = result.map_err(zk_error).map(|(stat, sequence)| {
                 let path = if mode == CreateMode::EphemeralSequential {
@@ -102,7 +107,7 @@ pub(crate) fn call(client: Arc<Client>, request: Request) -> BoxFuture<'static, 
             let result = client.delete(&path, version).await;
             answer(id, result.map(|()| Reply::Deleted).map_err(zk_error))
         }),
-        Op::Multi(ops) => Box::pin(async move { answer(id, multi(&client, ops).await) }),
+        Op::Multi(ops) => Box::pin(async move { answer(id, multi(&client, ops, &acls).await) }),
         other => {
             let message = format!("operation not supported by this binding: {other:?}");
             Box::pin(async move { answer(id, Err(ZkError::Other(message))) })
@@ -111,13 +116,17 @@ pub(crate) fn call(client: Arc<Client>, request: Request) -> BoxFuture<'static, 
 }
 
 /// A multi as one request (the ops are written into one buffer, sent on commit).
-fn multi(client: &Client, ops: Vec<MultiOp>) -> BoxFuture<'_, Result<Reply, ZkError>> {
+fn multi<'a>(
+    client: &'a Client,
+    ops: Vec<MultiOp>,
+    acls: &[Acl],
+) -> BoxFuture<'a, Result<Reply, ZkError>> {
     use zookeeper_client::{MultiWriteError, MultiWriteResult};
     let mut writer = client.new_multi_writer();
     for op in &ops {
         let added = match op {
             MultiOp::Create { path, data, mode } => {
-                let options = create_mode(*mode).with_acls(Acls::anyone_all());
+                let options = create_mode(*mode).with_acls(Acls::new(acls));
                 writer.add_create(path, data, &options)
             }
             MultiOp::Delete { path, version } => writer.add_delete(path, *version),

@@ -120,6 +120,17 @@
 //! * **Expiry.** After a session expiry the handle opens a new session by itself; see
 //!   [`LockClient`].
 //!
+//! ## Secured ensembles
+//!
+//! [`Builder::options`] takes lock-client's [`ConnectOptions`]: digest (or any
+//! scheme's) auth, resent by zookeeper-client on every reconnect; SASL DIGEST-MD5
+//! (feature `sasl`); the ACL of every node the binding creates ([`NodeAcl`]); chroot;
+//! session and connect timeouts; TLS with a CA and an optional client certificate
+//! (feature `tls`, rustls). Without a feature its option is refused with
+//! [`Error::Unsupported`]; credentials the server refuses at connect are
+//! [`Error::AuthFailed`]. [`Builder::client`] runs the locks on a zookeeper-client
+//! `Client` the application already has.
+//!
 //! ## Runtimes
 //!
 //! Features `tokio` (default), `async-std`, `smol` select the runtimes the driver can
@@ -147,16 +158,21 @@
 )]
 
 mod client;
+mod dial;
 mod driver;
 mod glue;
 mod runtime;
 
 pub use client::{builder, connect, Builder, Connect, DEFAULT_SESSION_TIMEOUT};
 pub use runtime::Runtime;
+/// The zookeeper-client crate this binding is built on, for
+/// [`Builder::client`] (a `Client` of the same version).
+pub use zookeeper_client;
 
 pub use lock_client::{
-    blocking, Cycle, Election, ElectionEvent, ElectionObserver, Error, Leadership, LockClient,
-    LockGuard, LockStatus, Mutex, ReadLock, RwLock, Semaphore, WriteLock, Writes,
+    blocking, AclEntry, Auth, ConnectOptions, Cycle, Election, ElectionEvent, ElectionObserver,
+    Error, Leadership, LockClient, LockGuard, LockStatus, Mutex, NodeAcl, Perms, ReadLock, RwLock,
+    SaslDigest, Semaphore, Tls, WriteLock, Writes,
 };
 pub use lock_core::{
     CreateMode, CycleNode, FailReason, FencedError, FencingToken, Grant, Leader, LockEvent,

@@ -2,8 +2,8 @@
 //! lock-client's [`LockClient`] for this binding.
 
 use crate::driver::{Counters, Diagnostics, Driver, Settings};
-use lock_client::{Error, LockClient};
-use lock_core::Config;
+use crate::wire;
+use lock_client::{ConnectOptions, Error, LockClient};
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,10 +32,8 @@ pub const DEFAULT_SESSION_MARKER: &str = "/zklock-session-";
 #[must_use = "a builder does nothing until connect() is called"]
 pub struct Builder {
     cluster: String,
-    session_timeout: Duration,
-    grace: Option<Duration>,
+    options: ConnectOptions,
     marker: String,
-    connect_timeout: Option<Duration>,
 }
 
 impl Builder {
@@ -57,8 +55,25 @@ impl Builder {
     /// crate docs). On a loaded machine, short timeouts (a few seconds) can thus
     /// expire idle sessions now and then: choose one that leaves room for the
     /// longest stall to expect.
+    ///
+    /// Same as [`ConnectOptions::session_timeout`].
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
-        self.session_timeout = timeout;
+        self.options = self.options.session_timeout(timeout);
+        self
+    }
+
+    /// The connection options (lock-client's, the same for every binding);
+    /// replaces any set before, including [`session_timeout`](Self::session_timeout)
+    /// and [`connect_timeout`](Self::connect_timeout).
+    ///
+    /// This binding supports digest (and other scheme) auth, sent again after
+    /// every reconnect before any lock request (the crate does not resend it), the
+    /// ACL of created nodes (the session marker too), chroot and both timeouts.
+    /// It refuses TLS and SASL with [`Error::Unsupported`]: the `zookeeper` crate
+    /// (0.8) has neither (its I/O is a plain `mio` TCP stream, its only auth is
+    /// `addauth`).
+    pub fn options(mut self, options: ConnectOptions) -> Self {
+        self.options = options;
         self
     }
 
@@ -68,7 +83,7 @@ impl Builder {
     /// session timeout after the server last heard from us): see
     /// [`LockStatus::Lost`](lock_client::LockStatus::Lost).
     pub fn suspended_grace(mut self, grace: Duration) -> Self {
-        self.grace = Some(grace);
+        self.options = self.options.suspended_grace(grace);
         self
     }
 
@@ -92,35 +107,56 @@ impl Builder {
     /// closes a client for good when it gets no session within about the session
     /// timeout plus a second (its own connection timeout is a fixed 2 s); `connect`
     /// then tries again with a fresh one until this timeout.
+    ///
+    /// Same as [`ConnectOptions::connect_timeout`].
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = Some(timeout);
+        self.options = self.options.connect_timeout(timeout);
         self
     }
 
     /// Connects: returns once a session is established (and its id known).
     ///
     /// # Errors
+    /// [`Error::BadOption`] for invalid options, [`Error::Unsupported`] for TLS and SASL,
+    /// [`Error::AuthFailed`] if the server refused the credentials,
     /// [`Error::Connect`] for a malformed connect string, no session within the
     /// [connect timeout](Self::connect_timeout), or a session marker that cannot be
     /// created.
     pub fn connect(self) -> Result<LockClient, Error> {
-        let (hosts, chroot) = parse_cluster(&self.cluster)?;
+        if self.options.tls_option().is_some() {
+            return Err(Error::Unsupported(
+                "TLS: the zookeeper crate (0.8) has no TLS; use lock-zookeeper-client".into(),
+            ));
+        }
+        if self.options.sasl_option().is_some() {
+            return Err(Error::Unsupported(
+                "SASL: the zookeeper crate (0.8) has no SASL; use lock-zookeeper-client".into(),
+            ));
+        }
+        let cluster = self.options.connect_string(&self.cluster)?;
+        let (hosts, chroot) = parse_cluster(&cluster)?;
+        let session_timeout = self
+            .options
+            .session_timeout_option()
+            .unwrap_or(DEFAULT_SESSION_TIMEOUT);
         lock_core::validate_lock_path(&format!("{}x", self.marker))
             .map_err(|e| Error::Connect(format!("bad session marker prefix: {e}")))?;
         let seed = seed();
         let settings = Settings {
             hosts,
             chroot,
-            session_timeout: self.session_timeout,
+            session_timeout,
             marker_prefix: self.marker,
             seed,
             connect_timeout: self
-                .connect_timeout
-                .unwrap_or((self.session_timeout + Duration::from_secs(4)) * 2),
+                .options
+                .connect_timeout_option()
+                .unwrap_or((session_timeout + Duration::from_secs(4)) * 2),
+            auth: self.options.auth_list().into(),
+            acl: wire::acl(self.options.node_acl()).into(),
         };
         // The crate hides the negotiated timeout: the requested one it is.
-        let mut config = Config::new(self.session_timeout, seed);
-        config.suspended_grace = self.grace;
+        let config = self.options.lock_config(session_timeout, seed);
         let (locks, link) = lock_client::pair(config);
         let counters = Arc::new(Counters::default());
         link.set_extension(counters.clone());
@@ -148,10 +184,8 @@ impl Builder {
 pub fn builder(cluster: &str) -> Builder {
     Builder {
         cluster: cluster.to_owned(),
-        session_timeout: DEFAULT_SESSION_TIMEOUT,
-        grace: None,
+        options: ConnectOptions::new(),
         marker: DEFAULT_SESSION_MARKER.to_owned(),
-        connect_timeout: None,
     }
 }
 
@@ -304,7 +338,7 @@ mod tests {
     #[test]
     fn closed_client_refuses_everything() {
         // A client whose driver is gone, without a server.
-        let (locks, link) = lock_client::pair(Config::new(Duration::from_secs(1), 1));
+        let (locks, link) = lock_client::pair(lock_core::Config::new(Duration::from_secs(1), 1));
         drop(link);
         assert_eq!(
             locks.mutex("/a").lock_blocking().unwrap_err(),

@@ -164,6 +164,10 @@ pub(crate) struct Settings {
     pub(crate) seed: u64,
     /// How long `connect` keeps trying (with fresh clients) for a first session.
     pub(crate) connect_timeout: Duration,
+    /// Credentials, sent again on every connection.
+    pub(crate) auth: Arc<[lock_client::Auth]>,
+    /// The ACL of every node created.
+    pub(crate) acl: Arc<[zookeeper::Acl]>,
 }
 
 /// The liveness timings derived from the session timeout `T` (see the module docs).
@@ -467,8 +471,9 @@ impl Driver {
             return;
         }
         let zk = zk.clone();
+        let acl = self.settings.acl.clone();
         self.pool.run(
-            move || wire::run_op(&zk, &op),
+            move || wire::run_op(&zk, &op, &acl),
             move |result| {
                 let _ = tx.send(Msg::Reply { gen, key, result });
             },
@@ -677,9 +682,10 @@ impl Driver {
         let gen = self.conn.gen;
         let marker = self.conn.marker.clone();
         let prefix = self.settings.marker_prefix.clone();
+        let (auth, acl) = (self.settings.auth.clone(), self.settings.acl.clone());
         let tx = self.tx.clone();
         self.pool.run(
-            move || wire::probe_session(&zk, marker.as_deref(), &prefix),
+            move || wire::probe_session(&zk, marker.as_deref(), &prefix, &auth, &acl),
             move |result| {
                 let _ = tx.send(Msg::Session { gen, epoch, result });
             },
@@ -731,7 +737,9 @@ impl Driver {
             }
             Err(e) => {
                 self.conn.probe_error = Some(e.clone());
-                if !self.ever_connected {
+                if !self.ever_connected && e == ZkError::Other(wire::AUTH_REFUSED.to_owned()) {
+                    self.fail_connect(Error::AuthFailed(wire::AUTH_REFUSED.to_owned()));
+                } else if !self.ever_connected {
                     self.fail_connect(Error::Connect(format!(
                         "cannot create the session marker under {:?}: {e}",
                         self.settings.marker_prefix

@@ -49,6 +49,14 @@
 //!   returns a [`PendingLock`] that can be waited for, with or without a timeout,
 //!   or cancelled (also from another thread, through a [`Canceller`]). Giving up
 //!   leaves no node behind.
+//! * **Secured ensembles** ([`Builder::options`], lock-client's [`ConnectOptions`]):
+//!   digest (or any scheme's) auth, sent again after every reconnect before any lock
+//!   request (the crate does not resend it; `tests/secure.rs` cuts the connection
+//!   under a creator-only ACL); the ACL of every node created, the session marker
+//!   included; chroot; session and connect timeouts. TLS and SASL are refused with
+//!   [`Error::Unsupported`]: the crate has neither. A `LockClient` on an
+//!   application's own `zookeeper` client is not offered: the binding must own the
+//!   client to learn the session id (the marker) and replace it after an expiry.
 //! * **Diagnostics** of the connection ([`Diagnose::diagnostics`]): clients opened,
 //!   sessions, reconnections, silences detected.
 //! * Everything else (revocation, leases, elections and observers, failures) is
@@ -93,8 +101,9 @@ pub use driver::Diagnostics;
 pub use wire::MULTI_UNSUPPORTED;
 
 pub use lock_client::{
-    blocking, Canceller, Cycle, Election, ElectionEvent, ElectionObserver, Error, Leadership,
-    LockClient, LockGuard, LockStatus, Mutex, PendingLock, ReadLock, RwLock, Semaphore, WriteLock,
+    blocking, AclEntry, Auth, Canceller, ConnectOptions, Cycle, Election, ElectionEvent,
+    ElectionObserver, Error, Leadership, LockClient, LockGuard, LockStatus, Mutex, NodeAcl,
+    PendingLock, Perms, ReadLock, RwLock, Semaphore, Tls, WriteLock,
 };
 pub use lock_core::{
     CycleNode, FailReason, FencingToken, Grant, Leader, LockEvent, LockSpec, LostReason,

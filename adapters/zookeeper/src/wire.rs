@@ -13,11 +13,36 @@
 //! relies on it: the driver issues a request only when the semantics cannot
 //! depend on the order (see `Dispatch` in `driver.rs`).
 
+use lock_client::{Auth, NodeAcl, Perms};
 use lock_core::{CreateMode, Op, Reply, Stat, ZkError};
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
-use zookeeper::{Acl, ZooKeeper};
+use zookeeper::{Acl, Permission, ZooKeeper};
+
+/// How `probe_session` reports credentials the server refused.
+pub(crate) const AUTH_REFUSED: &str = "the server refused the credentials";
+
+/// The ACL of the nodes zklock creates (and of the session marker), in the
+/// crate's terms.
+pub(crate) fn acl(acl: &NodeAcl) -> Vec<Acl> {
+    let permission = |perms: Perms| {
+        [
+            (Perms::READ, Permission::READ),
+            (Perms::WRITE, Permission::WRITE),
+            (Perms::CREATE, Permission::CREATE),
+            (Perms::DELETE, Permission::DELETE),
+            (Perms::ADMIN, Permission::ADMIN),
+        ]
+        .into_iter()
+        .filter(|(ours, _)| perms.contains(*ours))
+        .fold(Permission::NONE, |all, (_, theirs)| all | theirs)
+    };
+    acl.entries()
+        .iter()
+        .map(|e| Acl::new(permission(e.perms), &e.scheme, &e.id))
+        .collect()
+}
 
 /// The text of the error every `Op::Multi` gets: the `zookeeper` crate (0.8) has no
 /// `multi` (and no way to send a raw request), so fenced writes and crash-detecting
@@ -48,14 +73,14 @@ pub(crate) fn zk_error(e: zookeeper::ZkError) -> ZkError {
 /// Runs one of the core's operations as a blocking call. Returns `Created` without a
 /// stat: the crate's `create` gives only the path (the core fetches the token with
 /// the `getData` on its own node it sends anyway).
-pub(crate) fn run_op(zk: &ZooKeeper, op: &Op) -> Result<Reply, ZkError> {
+pub(crate) fn run_op(zk: &ZooKeeper, op: &Op, acl: &[Acl]) -> Result<Reply, ZkError> {
     if let Some(e) = unsupported(op) {
         return Err(e);
     }
     match op {
         Op::Create { path, data, mode } => {
             let mode = create_mode(*mode).map_err(zk_error)?;
-            zk.create(path, data.clone(), Acl::open_unsafe().clone(), mode)
+            zk.create(path, data.clone(), acl.to_vec(), mode)
                 .map(|path| Reply::Created { path, stat: None })
         }
         Op::GetChildren { path } => zk.get_children(path, false).map(Reply::Children),
@@ -128,13 +153,24 @@ pub(crate) fn map_stat(s: &zookeeper::Stat) -> Stat {
 /// which the crate does not expose. Finds the existing marker (same session) or
 /// creates a new one (a new session). Returns `(session id, marker path)`.
 ///
-/// Runs on a worker; the three calls are sequential on purpose (each needs the
-/// previous one's answer).
+/// Runs on a worker, first after every (re)connect: it sends the credentials
+/// first (the server keeps them per connection and the crate does not send them
+/// again after a reconnect). The calls are sequential on purpose (each needs the
+/// previous one's answer, and nothing may pass the credentials).
 pub(crate) fn probe_session(
     zk: &ZooKeeper,
     marker: Option<&str>,
     prefix: &str,
+    auth: &[Auth],
+    acl: &[Acl],
 ) -> Result<(i64, String), ZkError> {
+    for auth in auth {
+        zk.add_auth(&auth.scheme, auth.credentials.clone())
+            .map_err(|e| match e {
+                zookeeper::ZkError::AuthFailed => ZkError::Other(AUTH_REFUSED.to_owned()),
+                other => zk_error(other),
+            })?;
+    }
     if let Some(marker) = marker {
         match zk.exists(marker, false) {
             Ok(Some(stat)) => return Ok((stat.ephemeral_owner, marker.to_owned())),
@@ -146,7 +182,7 @@ pub(crate) fn probe_session(
         .create(
             prefix,
             Vec::new(),
-            Acl::open_unsafe().clone(),
+            acl.to_vec(),
             zookeeper::CreateMode::EphemeralSequential,
         )
         .map_err(zk_error)?;
@@ -308,6 +344,27 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn maps_acls() {
+        assert_eq!(&acl(&NodeAcl::Open), Acl::open_unsafe());
+        assert_eq!(&acl(&NodeAcl::CreatorAll), Acl::creator_all());
+        let read = acl(&NodeAcl::CreatorAllWorldRead);
+        assert_eq!(read[1], Acl::read_unsafe()[0]);
+        let custom = acl(&NodeAcl::Custom(vec![lock_client::AclEntry::new(
+            Perms::READ | Perms::CREATE,
+            "ip",
+            "10.0.0.1",
+        )]));
+        assert_eq!(
+            custom,
+            vec![Acl::new(
+                Permission::READ | Permission::CREATE,
+                "ip",
+                "10.0.0.1"
+            )]
+        );
+    }
 
     #[test]
     fn multi_is_refused_with_a_clear_error() {

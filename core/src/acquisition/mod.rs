@@ -31,7 +31,7 @@ use crate::names::{
 use crate::path::{ancestors, split_parent};
 use crate::proto::{CreateMode, Op, Reply, RequestId, Stat, WatchKind, ZkError};
 use crate::requests::{Purpose, RequestBook};
-use crate::session::{Output, Stats};
+use crate::session::{Output, Progress, Stats};
 use crate::spec::{Config, LockSpec, Recipe};
 use crate::time::Timestamp;
 use crate::timers::{TimerKind, Timers};
@@ -83,6 +83,10 @@ impl Ctx<'_> {
 
     pub(crate) fn emit(&mut self, lock: LockId, event: LockEvent) {
         self.out.push_back(Output::Event { lock, event });
+    }
+
+    pub(crate) fn progress(&mut self, lock: LockId, progress: Progress) {
+        self.out.push_back(Output::Progress { lock, progress });
     }
 }
 
@@ -509,6 +513,7 @@ impl Acquisition {
                         self.spec.owner.as_deref(),
                     );
                 }
+                cx.progress(self.id, Progress::Created { node: path.clone() });
                 self.own = Some(OwnNode { path, seq, stat });
                 match self.state {
                     State::Waiting => {
@@ -641,8 +646,10 @@ impl Acquisition {
         };
         let (seq, name) = mine[keep].clone();
         if self.own.is_none() {
+            let path = format!("{}/{}", self.spec.path, name);
+            cx.progress(self.id, Progress::Created { node: path.clone() });
             self.own = Some(OwnNode {
-                path: format!("{}/{}", self.spec.path, name),
+                path,
                 seq,
                 stat: None,
             });
@@ -739,13 +746,15 @@ impl Acquisition {
     }
 
     fn watch_peer(&mut self, cx: &mut Ctx, name: String) {
+        let path = format!("{}/{}", self.spec.path, name);
         let op = Op::GetData {
-            path: format!("{}/{}", self.spec.path, name),
+            path: path.clone(),
             watch: true,
         };
         if let Some(id) = cx.send(self.id, Purpose::WatchPeer { name: name.clone() }, op) {
             self.watched.insert(name, Watch::Pending(id));
             cx.stats.watches_set += 1;
+            cx.progress(self.id, Progress::QueuedBehind { node: path });
         }
     }
 

@@ -12,6 +12,8 @@ pub struct H {
     pub now: Timestamp,
     pub reqs: VecDeque<Request>,
     pub events: Vec<(LockId, LockEvent)>,
+    /// Diagnostics ([`Output::Progress`]), in order.
+    pub progress: Vec<(LockId, Progress)>,
     pub czxid: i64,
 }
 
@@ -29,6 +31,7 @@ impl H {
             now: Timestamp::ZERO,
             reqs: VecDeque::new(),
             events: Vec::new(),
+            progress: Vec::new(),
             czxid: 100,
         }
     }
@@ -38,6 +41,7 @@ impl H {
             match out {
                 Output::Request(r) => self.reqs.push_back(r),
                 Output::Event { lock, event } => self.events.push((lock, event)),
+                Output::Progress { lock, progress } => self.progress.push((lock, progress)),
                 _ => unreachable!(),
             }
         }

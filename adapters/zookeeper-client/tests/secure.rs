@@ -1,0 +1,524 @@
+//! Connection options against a real ZooKeeper 3.8 (lock-testkit): digest auth with
+//! creator-only ACLs (other users refused with a typed error, not a hang), the
+//! other ACL presets, SASL DIGEST-MD5, chroot, timeouts, TLS with certificates
+//! generated here, and a
+//! `LockClient` on the application's own zookeeper-client session.
+
+use lock_testkit::{ServerTls, ZkServer};
+use lock_zookeeper_client::zookeeper_client::{self, Acls, Client};
+use lock_zookeeper_client::{
+    AclEntry, Auth, Connect, ConnectOptions, Error, LockClient, NodeAcl, Perms, Tls, ZkError,
+};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// Generous bound on any one wait: a refusal must come well before it.
+const LOCK_WAIT: Duration = Duration::from_secs(20);
+
+/// A CA, and server and client certificates it signed, all naming 127.0.0.1.
+struct Pki {
+    ca: String,
+    /// ZooKeeper's PEM key store: the key and the certificate chain in one file.
+    server_key_store: String,
+    client_cert: String,
+    client_key: String,
+}
+
+impl Pki {
+    fn generate() -> Pki {
+        use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+        let leaf = || {
+            let key = KeyPair::generate().unwrap();
+            let names = vec!["127.0.0.1".to_owned(), "localhost".to_owned()];
+            let cert = CertificateParams::new(names)
+                .unwrap()
+                .signed_by(&key, &ca)
+                .unwrap();
+            (cert.pem(), key.serialize_pem())
+        };
+        let (server_cert, server_key) = leaf();
+        let (client_cert, client_key) = leaf();
+        Pki {
+            ca: ca.pem(),
+            server_key_store: format!("{server_key}{server_cert}"),
+            client_cert,
+            client_key,
+        }
+    }
+
+    fn client_tls(&self) -> zookeeper_client::TlsOptions {
+        zookeeper_client::TlsOptions::new()
+            .with_pem_ca(&self.ca)
+            .unwrap()
+            .with_pem_identity(&self.client_cert, &self.client_key)
+            .unwrap()
+    }
+}
+
+/// One server for the binary: plain client port, a TLS port that requires a
+/// client certificate, and a SASL DIGEST-MD5 user `carol`.
+fn setup() -> &'static (ZkServer, Pki) {
+    static SETUP: OnceLock<(ZkServer, Pki)> = OnceLock::new();
+    SETUP.get_or_init(|| {
+        let pki = Pki::generate();
+        let dir = std::env::temp_dir().join(format!("zklock-pki-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("server.pem"), &pki.server_key_store).unwrap();
+        std::fs::write(dir.join("ca.pem"), &pki.ca).unwrap();
+        let tls = ServerTls::new(dir.join("server.pem"), dir.join("ca.pem")).require_client_auth();
+        let server = ZkServer::builder()
+            .config("preAllocSize", "1024")
+            .tls(tls)
+            .sasl_digest_user("carol", "carol-secret")
+            .start()
+            .expect("starting ZooKeeper with TLS (lock-testkit)");
+        // ZooKeeper reads its stores at the first TLS connection and keeps them:
+        // make it now (so that the tests do not all wait behind it), then remove
+        // the files.
+        // (On a thread of its own: the first test calls this from its runtime.)
+        let secure = server.secure_connect_string().unwrap();
+        let tls = pki.client_tls();
+        std::thread::spawn(move || {
+            let warm_up = Client::connector()
+                .with_session_timeout(LOCK_WAIT)
+                .with_tls(tls)
+                .secure_connect(&secure);
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(warm_up)
+                .map(drop)
+        })
+        .join()
+        .unwrap()
+        .expect("a first TLS connection");
+        std::fs::remove_dir_all(&dir).unwrap();
+        (server, pki)
+    })
+}
+
+fn cluster() -> String {
+    setup().0.connect_string()
+}
+
+fn unique(name: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!("/secure-tests/{name}-{}", N.fetch_add(1, Ordering::Relaxed))
+}
+
+fn run<Fut: Future<Output = ()>>(body: Fut) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        tokio::time::timeout(Duration::from_secs(120), body)
+            .await
+            .expect("test hung")
+    });
+}
+
+/// A `LockClient` on the plain port. The connect timeout, unless the test sets
+/// one, is as generous as the other waits: the server is shared by tests running
+/// in parallel on a loaded machine.
+async fn connect(mut options: ConnectOptions) -> Result<LockClient, Error> {
+    if options.connect_timeout_option().is_none() {
+        options = options.connect_timeout(LOCK_WAIT);
+    }
+    LockClient::builder(&cluster())
+        .options(options)
+        .connect()
+        .await
+}
+
+fn alice() -> ConnectOptions {
+    ConnectOptions::new().digest_auth("alice", "alice-secret")
+}
+
+/// A raw client with `auth` (scheme digest), to look at what zklock created.
+/// zookeeper-client gives up connecting after the session timeout: with its
+/// default (6 s) this connect once failed in a run on a loaded machine (load
+/// average above 6 on 2 cores), so it gets the generous bound of the other waits.
+async fn raw(auth: Option<&str>) -> Client {
+    let mut connector = Client::connector().with_session_timeout(LOCK_WAIT);
+    if let Some(auth) = auth {
+        connector = connector.with_auth("digest", auth.as_bytes());
+    }
+    connector.connect(&cluster()).await.unwrap()
+}
+
+/// The acquisition's error, which must come (not a hang) and be an auth refusal.
+async fn refused(locks: &LockClient, path: &str) -> Error {
+    let err = locks
+        .mutex(path)
+        .lock_timeout(LOCK_WAIT)
+        .await
+        .expect_err("the lock must be refused");
+    assert!(err.is_auth(), "expected an auth refusal, got {err:?}");
+    assert_eq!(err, Error::Zk(ZkError::NoAuth));
+    err
+}
+
+#[test]
+fn creator_acl_admits_its_user_and_refuses_others_with_a_typed_error() {
+    run(async {
+        let path = unique("creator");
+        let owner = connect(alice().acl(NodeAcl::CreatorAll)).await.unwrap();
+        let guard = owner.mutex(&path).lock_timeout(LOCK_WAIT).await.unwrap();
+
+        // The lock directory and the lock node carry the creator's digest identity.
+        let zk = raw(Some("alice:alice-secret")).await;
+        let (acl, _) = zk.get_acl(&path).await.unwrap();
+        assert_eq!(acl.len(), 1, "{acl:?}");
+        assert_eq!(acl[0].scheme(), "digest");
+        assert!(acl[0].id().starts_with("alice:"), "{acl:?}");
+        assert_eq!(acl[0].permission(), zookeeper_client::Permission::ALL);
+        let children = zk.list_children(&path).await.unwrap();
+        assert_eq!(children.len(), 1);
+        let (node_acl, _) = zk
+            .get_acl(&format!("{path}/{}", children[0]))
+            .await
+            .unwrap();
+        assert_eq!(node_acl, acl);
+        // Without credentials, not even a read.
+        let anonymous = raw(None).await;
+        assert_eq!(
+            anonymous.list_children(&path).await.unwrap_err(),
+            zookeeper_client::Error::NoAuth
+        );
+
+        // Another user, no user, and the right user with a wrong password: refused.
+        let bob = connect(ConnectOptions::new().digest_auth("bob", "bob-secret"))
+            .await
+            .unwrap();
+        refused(&bob, &path).await;
+        let nobody = connect(ConnectOptions::new()).await.unwrap();
+        refused(&nobody, &path).await;
+        let wrong = connect(ConnectOptions::new().digest_auth("alice", "guess"))
+            .await
+            .unwrap();
+        refused(&wrong, &path).await;
+
+        // The owner is unaffected, and can lock again after releasing.
+        guard.release().await.unwrap();
+        let again = owner.mutex(&path).lock_timeout(LOCK_WAIT).await.unwrap();
+        // A second session of the same user shares the identity: it queues, and
+        // gets the lock once released.
+        let twin = connect(alice().acl(NodeAcl::CreatorAll)).await.unwrap();
+        let twin_mutex = twin.mutex(&path);
+        let waiting = twin_mutex.lock_timeout(LOCK_WAIT);
+        let release = async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            again.release().await.unwrap();
+        };
+        let (granted, ()) = futures::join!(waiting, release);
+        granted.unwrap().release().await.unwrap();
+        for locks in [owner, bob, nobody, wrong, twin] {
+            locks.close().await;
+        }
+    });
+}
+
+#[test]
+fn world_readable_and_custom_acls_are_applied() {
+    run(async {
+        let path = unique("world-read");
+        let owner = connect(alice().acl(NodeAcl::CreatorAllWorldRead))
+            .await
+            .unwrap();
+        let guard = owner.mutex(&path).lock_timeout(LOCK_WAIT).await.unwrap();
+        // Anyone may look (e.g. monitoring) but not take part.
+        let anonymous = raw(None).await;
+        assert_eq!(anonymous.list_children(&path).await.unwrap().len(), 1);
+        let (acl, _) = anonymous.get_acl(&path).await.unwrap();
+        assert_eq!(acl.len(), 2, "{acl:?}");
+        assert!(
+            acl.contains(&zookeeper_client::Acls::anyone_read()[0]),
+            "{acl:?}"
+        );
+        let nobody = connect(ConnectOptions::new()).await.unwrap();
+        refused(&nobody, &path).await;
+        guard.release().await.unwrap();
+
+        // A custom list: read/write/create/delete for an ip identity, nothing else.
+        let path = unique("custom");
+        let entry = AclEntry::new(
+            Perms::READ | Perms::WRITE | Perms::CREATE | Perms::DELETE,
+            "ip",
+            "127.0.0.1",
+        );
+        let custom = connect(ConnectOptions::new().acl(NodeAcl::Custom(vec![entry])))
+            .await
+            .unwrap();
+        let guard = custom.mutex(&path).lock_timeout(LOCK_WAIT).await.unwrap();
+        let (acl, _) = anonymous.get_acl(&path).await.unwrap();
+        assert_eq!(acl.len(), 1);
+        assert_eq!((acl[0].scheme(), acl[0].id()), ("ip", "127.0.0.1"));
+        assert!(!acl[0].permission().has(zookeeper_client::Permission::ADMIN));
+        guard.release().await.unwrap();
+        for locks in [owner, nobody, custom] {
+            locks.close().await;
+        }
+    });
+}
+
+#[test]
+fn bad_options_and_refused_credentials_are_typed_errors() {
+    run(async {
+        // Checked before connecting.
+        let creator_without_auth = connect(ConnectOptions::new().acl(NodeAcl::CreatorAll)).await;
+        assert!(matches!(creator_without_auth, Err(Error::BadOption(_))));
+        let malformed =
+            connect(ConnectOptions::new().auth(Auth::new("digest", b"nocolon".to_vec()))).await;
+        assert!(matches!(malformed, Err(Error::BadOption(_))));
+        let bad_pem = connect(ConnectOptions::new().tls(Tls::new("not a certificate"))).await;
+        assert!(matches!(bad_pem, Err(Error::BadOption(_))), "{bad_pem:?}");
+        // A scheme the server has no provider for: it refuses, and closes.
+        let unknown = connect(ConnectOptions::new().auth(Auth::new("kerberos-ish", b"x".to_vec())));
+        match unknown.await {
+            Err(e @ Error::AuthFailed(_)) => assert!(e.is_auth()),
+            other => panic!("expected AuthFailed, got {other:?}"),
+        }
+    });
+}
+
+#[test]
+fn chroot_puts_every_node_under_it() {
+    run(async {
+        let chroot = unique("chroot");
+        let zk = raw(None).await;
+        let options = zookeeper_client::CreateMode::Persistent.with_acls(Acls::anyone_all());
+        for dir in ["/secure-tests", chroot.as_str()] {
+            match zk.create(dir, b"", &options).await {
+                Ok(_) | Err(zookeeper_client::Error::NodeExists) => {}
+                Err(e) => panic!("creating {dir}: {e}"),
+            }
+        }
+
+        // As an option, and in the connect string.
+        let by_option = connect(ConnectOptions::new().chroot(&chroot))
+            .await
+            .unwrap();
+        let by_string = LockClient::builder(&format!("{}{chroot}", cluster()))
+            .options(ConnectOptions::new().connect_timeout(LOCK_WAIT))
+            .connect()
+            .await
+            .unwrap();
+        let held = by_option
+            .mutex("/app/job")
+            .lock_timeout(LOCK_WAIT)
+            .await
+            .unwrap();
+        let inside = zk
+            .list_children(&format!("{chroot}/app/job"))
+            .await
+            .unwrap();
+        assert_eq!(inside.len(), 1, "{inside:?}");
+        assert_eq!(
+            zk.list_children("/app/job").await.unwrap_err(),
+            zookeeper_client::Error::NoNode,
+            "nothing outside the chroot"
+        );
+        // The other client sees the same lock: same chroot.
+        assert!(by_string
+            .mutex("/app/job")
+            .try_lock()
+            .await
+            .unwrap()
+            .is_none());
+        held.release().await.unwrap();
+        let second = by_string.mutex("/app/job").try_lock().await.unwrap();
+        second
+            .expect("free after the release")
+            .release()
+            .await
+            .unwrap();
+
+        let both = LockClient::builder(&format!("{}/x", cluster()))
+            .options(ConnectOptions::new().chroot("/y"))
+            .connect()
+            .await;
+        assert!(matches!(both, Err(Error::BadOption(_))));
+        by_option.close().await;
+        by_string.close().await;
+    });
+}
+
+#[test]
+fn timeouts_are_passed_through() {
+    run(async {
+        let locks = connect(ConnectOptions::new().session_timeout(Duration::from_secs(4)))
+            .await
+            .unwrap();
+        assert_eq!(locks.session_timeout(), Duration::from_secs(4));
+        locks.close().await;
+
+        // Nothing listens there: the connect timeout ends the attempts.
+        let dead = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap()
+        };
+        let refused = LockClient::builder(&dead.to_string())
+            .options(ConnectOptions::new().connect_timeout(Duration::from_secs(1)))
+            .connect()
+            .await;
+        assert!(matches!(refused, Err(Error::Connect(_))), "{refused:?}");
+    });
+}
+
+#[test]
+fn tls_with_a_client_certificate_locks_and_unlocks() {
+    run(async {
+        let (server, pki) = setup();
+        let secure = server.secure_connect_string().unwrap();
+        let tls =
+            Tls::new(pki.ca.clone()).identity(pki.client_cert.clone(), pki.client_key.clone());
+        let locks = LockClient::builder(&secure)
+            .options(
+                alice()
+                    .acl(NodeAcl::CreatorAll)
+                    .tls(tls)
+                    .connect_timeout(LOCK_WAIT),
+            )
+            .connect()
+            .await
+            .unwrap();
+        let path = unique("tls");
+        let guard = locks.mutex(&path).lock_timeout(LOCK_WAIT).await.unwrap();
+        let zk = raw(Some("alice:alice-secret")).await;
+        assert_eq!(zk.list_children(&path).await.unwrap().len(), 1);
+        guard.release().await.unwrap();
+        locks.wait_idle().await.unwrap();
+        assert!(zk.list_children(&path).await.unwrap().is_empty());
+        locks.close().await;
+
+        // A CA that did not sign the server's certificate: no session, a typed error.
+        let stranger = Pki::generate();
+        let untrusted = LockClient::builder(&secure)
+            .options(
+                ConnectOptions::new()
+                    .tls(
+                        Tls::new(stranger.ca)
+                            .identity(pki.client_cert.clone(), pki.client_key.clone()),
+                    )
+                    .connect_timeout(Duration::from_secs(2)),
+            )
+            .connect()
+            .await;
+        assert!(matches!(untrusted, Err(Error::Connect(_))), "{untrusted:?}");
+    });
+}
+
+#[test]
+fn lock_client_on_the_applications_own_session() {
+    run(async {
+        let zk = raw(Some("alice:alice-secret")).await;
+        let locks = LockClient::builder(&cluster())
+            .options(alice().acl(NodeAcl::CreatorAll))
+            .client(zk.clone())
+            .connect()
+            .await
+            .unwrap();
+        assert_eq!(locks.session_id(), Some(zk.session_id().0));
+        let path = unique("shared");
+        let guard = locks.mutex(&path).lock_timeout(LOCK_WAIT).await.unwrap();
+        // The lock node is an ephemeral of the application's session.
+        let children = zk.list_children(&path).await.unwrap();
+        let (_, stat) = zk
+            .get_data(&format!("{path}/{}", children[0]))
+            .await
+            .unwrap();
+        assert_eq!(stat.ephemeral_owner, zk.session_id().0);
+        guard.release().await.unwrap();
+        locks.wait_idle().await.unwrap();
+        locks.close().await;
+        // Closing the LockClient left the application's session open.
+        assert!(zk.list_children(&path).await.unwrap().is_empty());
+        assert_eq!(zk.state(), zookeeper_client::SessionState::SyncConnected);
+    });
+}
+
+#[test]
+fn sasl_digest_md5_user_locks_and_a_wrong_password_is_refused() {
+    run(async {
+        let carol = || ConnectOptions::new().sasl_digest_md5("carol", "carol-secret");
+        let locks = connect(carol().acl(NodeAcl::CreatorAll)).await.unwrap();
+        let path = unique("sasl");
+        let guard = locks.mutex(&path).lock_timeout(LOCK_WAIT).await.unwrap();
+        // The creator ACL names the SASL identity.
+        let sasl_reader = Client::connector()
+            .with_session_timeout(LOCK_WAIT)
+            .with_sasl(zookeeper_client::SaslOptions::digest_md5(
+                "carol",
+                "carol-secret",
+            ))
+            .connect(&cluster())
+            .await
+            .unwrap();
+        let (acl, _) = sasl_reader.get_acl(&path).await.unwrap();
+        assert_eq!((acl[0].scheme(), acl[0].id()), ("sasl", "carol"), "{acl:?}");
+        let nobody = connect(ConnectOptions::new()).await.unwrap();
+        refused(&nobody, &path).await;
+        guard.release().await.unwrap();
+        locks.close().await;
+        nobody.close().await;
+
+        // The server refuses the login: a typed error at connect, not a hang.
+        let wrong = connect(
+            ConnectOptions::new()
+                .sasl_digest_md5("carol", "guess")
+                .connect_timeout(Duration::from_secs(10)),
+        )
+        .await;
+        match wrong {
+            Err(e @ Error::AuthFailed(_)) => assert!(e.is_auth()),
+            other => panic!("expected AuthFailed, got {other:?}"),
+        }
+    });
+}
+
+#[test]
+fn creator_acl_covers_section_markers_and_election_nodes() {
+    run(async {
+        let locks = connect(alice().acl(NodeAcl::CreatorAll)).await.unwrap();
+        let zk = raw(Some("alice:alice-secret")).await;
+        let only_alice = |acl: &[zookeeper_client::Acl]| {
+            acl.len() == 1 && acl[0].scheme() == "digest" && acl[0].id().starts_with("alice:")
+        };
+
+        // The section marker is created inside a multi.
+        let path = unique("section");
+        let guard = locks
+            .mutex(&path)
+            .detect_crashes()
+            .lock_timeout(LOCK_WAIT)
+            .await
+            .unwrap();
+        guard.open_section().await.unwrap();
+        let (acl, _) = zk.get_acl(&format!("{path}/zkl-section")).await.unwrap();
+        assert!(only_alice(&acl), "{acl:?}");
+        guard.release().await.unwrap();
+
+        let path = unique("election");
+        let mut election = locks.election(&path, "node-1");
+        let leadership = election.leadership().await.unwrap();
+        let children = zk.list_children(&path).await.unwrap();
+        assert_eq!(children.len(), 1);
+        let (acl, _) = zk
+            .get_acl(&format!("{path}/{}", children[0]))
+            .await
+            .unwrap();
+        assert!(only_alice(&acl), "{acl:?}");
+        let (acl, _) = zk.get_acl(&path).await.unwrap();
+        assert!(only_alice(&acl), "{acl:?}");
+        leadership.resign().await.unwrap();
+        locks.close().await;
+    });
+}

@@ -1,0 +1,260 @@
+//! The client-wide connection state ([`LockClient::connection_state`]) and its
+//! stream of changes ([`LockClient::connection_events`]), what Curator's
+//! `ConnectionStateListener` and kazoo's `add_listener` give: one place to learn
+//! that the session is in doubt, back, or gone, whatever locks are held.
+
+use crate::client::LockClient;
+use crate::shared::Shared;
+use lock_core::SessionEvent;
+use std::collections::VecDeque;
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::task::{Poll, Waker};
+use std::time::{Duration, Instant};
+
+/// Where the client's connection to ZooKeeper stands, from
+/// [`LockClient::connection_state`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum ConnectionState {
+    /// No session: before the first connection, or after a session was lost while
+    /// the binding opens a new one.
+    Connecting,
+    /// Connected on this session.
+    Connected {
+        /// The session in use.
+        session_id: i64,
+    },
+    /// The connection dropped; the session may still live on the server. Held
+    /// locks are suspended.
+    Suspended {
+        /// The session the client hopes to get back to.
+        session_id: i64,
+    },
+    /// Closed for good.
+    Closed,
+}
+
+/// A change of the connection, from [`ConnectionEvents`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum ConnectionEvent {
+    /// Connected on a new session: the first one, or the one after a loss.
+    Connected {
+        /// The new session.
+        session_id: i64,
+    },
+    /// The connection dropped (Curator's SUSPENDED): held locks are suspended, and
+    /// are reported lost before the server could expire the session unless the
+    /// connection comes back first.
+    Suspended,
+    /// Back on the same session (Curator's RECONNECTED): locks resume once their
+    /// nodes are verified.
+    Reconnected {
+        /// The session, unchanged.
+        session_id: i64,
+    },
+    /// The session is gone (expired, or given up by the client library; Curator's
+    /// LOST): every lock taken on it is lost. A `Connected` on a new session
+    /// follows when the binding opens one.
+    SessionLost {
+        /// The session that is gone.
+        session_id: i64,
+    },
+    /// The client is closed; the last event.
+    Closed,
+}
+
+/// The client's side of the connection state, in the shared state.
+#[derive(Default)]
+pub(crate) struct Tracker {
+    state: Option<ConnectionState>,
+    subscribers: Vec<(u64, Subscriber)>,
+    next_id: u64,
+}
+
+#[derive(Default)]
+struct Subscriber {
+    events: VecDeque<ConnectionEvent>,
+    wakers: Vec<Waker>,
+}
+
+impl Tracker {
+    pub(crate) fn state(&self) -> ConnectionState {
+        self.state.unwrap_or(ConnectionState::Connecting)
+    }
+
+    /// Follows what the binding reports; the wakers of every subscriber with news
+    /// go to `to_wake`.
+    pub(crate) fn on_session(&mut self, event: &SessionEvent, to_wake: &mut Vec<Waker>) {
+        use ConnectionState as State;
+        let before = self.state();
+        let (after, events): (State, Vec<ConnectionEvent>) = match (*event, before) {
+            (_, State::Closed) => return,
+            (SessionEvent::Connected { session_id }, State::Connecting) => (
+                State::Connected { session_id },
+                vec![ConnectionEvent::Connected { session_id }],
+            ),
+            (
+                SessionEvent::Connected { session_id },
+                State::Connected { session_id: old } | State::Suspended { session_id: old },
+            ) if old != session_id => (
+                State::Connected { session_id },
+                vec![
+                    ConnectionEvent::SessionLost { session_id: old },
+                    ConnectionEvent::Connected { session_id },
+                ],
+            ),
+            (SessionEvent::Connected { session_id }, State::Suspended { .. }) => (
+                State::Connected { session_id },
+                vec![ConnectionEvent::Reconnected { session_id }],
+            ),
+            (SessionEvent::Disconnected { .. }, State::Connected { session_id }) => (
+                State::Suspended { session_id },
+                vec![ConnectionEvent::Suspended],
+            ),
+            (
+                SessionEvent::Expired | SessionEvent::Abandoned,
+                State::Connected { session_id } | State::Suspended { session_id },
+            ) => (
+                State::Connecting,
+                vec![ConnectionEvent::SessionLost { session_id }],
+            ),
+            (SessionEvent::Closed, _) => (State::Closed, vec![ConnectionEvent::Closed]),
+            _ => return,
+        };
+        self.state = Some(after);
+        for event in &events {
+            match event {
+                ConnectionEvent::Suspended | ConnectionEvent::SessionLost { .. } => {
+                    tracing::warn!(?event, "zklock connection")
+                }
+                _ => tracing::info!(?event, "zklock connection"),
+            }
+        }
+        for (_, sub) in &mut self.subscribers {
+            sub.events.extend(events.iter().copied());
+            to_wake.append(&mut sub.wakers);
+        }
+    }
+
+    fn subscribe(&mut self) -> u64 {
+        self.next_id += 1;
+        self.subscribers.push((self.next_id, Subscriber::default()));
+        self.next_id
+    }
+
+    fn unsubscribe(&mut self, id: u64) {
+        self.subscribers.retain(|(i, _)| *i != id);
+    }
+
+    /// The subscriber's next event, or `None` once closed and drained; registers
+    /// `waker` when there is none yet.
+    fn poll_next(&mut self, id: u64, waker: &Waker) -> Poll<Option<ConnectionEvent>> {
+        let closed = self.state() == ConnectionState::Closed;
+        let Some((_, sub)) = self.subscribers.iter_mut().find(|(i, _)| *i == id) else {
+            return Poll::Ready(None);
+        };
+        match sub.events.pop_front() {
+            Some(event) => Poll::Ready(Some(event)),
+            None if closed => Poll::Ready(None),
+            None => {
+                if !sub.wakers.iter().any(|w| w.will_wake(waker)) {
+                    sub.wakers.push(waker.clone());
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// The connection's changes from the moment it was made, from
+/// [`LockClient::connection_events`]. Each stream gets every event; an unread one
+/// waits (nothing is dropped). It does not keep the client open: once the client is
+/// closed, [`next`](Self::next) returns `Closed` and then `None`.
+///
+/// ```no_run
+/// # async fn demo(locks: lock_client::LockClient) {
+/// use lock_client::ConnectionEvent;
+/// let mut events = locks.connection_events();
+/// while let Some(event) = events.next().await {
+///     match event {
+///         ConnectionEvent::Suspended => eprintln!("ZooKeeper unreachable: pausing"),
+///         ConnectionEvent::Reconnected { .. } => eprintln!("back"),
+///         ConnectionEvent::SessionLost { session_id } => eprintln!("session {session_id:#x} lost"),
+///         _ => {}
+///     }
+/// }
+/// # }
+/// ```
+pub struct ConnectionEvents {
+    shared: Arc<Shared>,
+    id: u64,
+}
+
+impl std::fmt::Debug for ConnectionEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionEvents")
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+impl ConnectionEvents {
+    /// The next change, waiting for it; `None` after `Closed`. Cancel-safe.
+    pub async fn next(&mut self) -> Option<ConnectionEvent> {
+        poll_fn(|cx| {
+            self.shared
+                .with_quiet(|s| s.connection.poll_next(self.id, cx.waker()))
+        })
+        .await
+    }
+
+    /// Blocking twin of [`next`](Self::next).
+    pub fn next_blocking(&mut self) -> Option<ConnectionEvent> {
+        crate::blocking::block_on(self.next())
+    }
+
+    /// Like [`next_blocking`](Self::next_blocking), giving up with `None` once
+    /// `timeout` has passed without a change (none is lost).
+    pub fn next_timeout_blocking(&mut self, timeout: Duration) -> Option<ConnectionEvent> {
+        crate::blocking::block_on_until(self.next(), Some(Instant::now() + timeout)).flatten()
+    }
+}
+
+impl Drop for ConnectionEvents {
+    fn drop(&mut self) {
+        self.shared
+            .with_quiet(|s| s.connection.unsubscribe(self.id));
+    }
+}
+
+impl LockClient {
+    /// Where the connection stands now, as the binding last reported it.
+    ///
+    /// ```
+    /// let config = lock_core::Config::new(std::time::Duration::from_secs(10), 7);
+    /// let (locks, mut link) = lock_client::pair(config);
+    /// assert_eq!(locks.connection_state(), lock_client::ConnectionState::Connecting);
+    /// let connected = lock_core::SessionEvent::Connected { session_id: 7 };
+    /// link.handle_session(connected, std::time::Instant::now());
+    /// assert_eq!(
+    ///     locks.connection_state(),
+    ///     lock_client::ConnectionState::Connected { session_id: 7 }
+    /// );
+    /// ```
+    pub fn connection_state(&self) -> ConnectionState {
+        self.shared().read(|s| s.connection.state())
+    }
+
+    /// A stream of the connection's changes from now on (read
+    /// [`connection_state`](Self::connection_state) for where it stands first):
+    /// suspended, reconnected on the same session, session lost, connected on a new
+    /// session, closed. For the client as a whole, whatever locks are held; each
+    /// lock also reports its own `Suspended` / `Resumed` / `Lost`.
+    pub fn connection_events(&self) -> ConnectionEvents {
+        let shared = self.inner.shared.clone();
+        let id = shared.with_quiet(|s| s.connection.subscribe());
+        ConnectionEvents { shared, id }
+    }
+}
