@@ -227,3 +227,72 @@ fn pump(mut from: TcpStream, mut to: TcpStream, direction: Direction, epoch: u64
     }
     let _ = to.shutdown(Shutdown::Write);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// An upstream that echoes every byte back, on each connection.
+    fn echo_server() -> SocketAddr {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let addr = listener.local_addr().unwrap();
+        thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                thread::spawn(move || {
+                    let mut buf = [0u8; 64];
+                    while let Ok(n @ 1..) = conn.read(&mut buf) {
+                        if conn.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    fn connect(proxy: &HoldProxy) -> TcpStream {
+        let conn = TcpStream::connect(proxy.addr()).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        conn
+    }
+
+    #[test]
+    fn held_replies_are_delivered_on_release_and_lost_on_cut() {
+        let proxy = HoldProxy::start(echo_server()).unwrap();
+        let mut conn = connect(&proxy);
+        proxy.hold(Direction::Downstream);
+        conn.write_all(b"ab").unwrap();
+        // The request reached the upstream; its echo waits in the proxy.
+        proxy.wait_forwarded(Direction::Upstream, 2);
+        proxy.wait_holding(Direction::Downstream);
+        assert_eq!(proxy.forwarded(Direction::Downstream), 0);
+        proxy.release(Direction::Downstream);
+        let mut echo = [0u8; 2];
+        conn.read_exact(&mut echo).unwrap();
+        assert_eq!(&echo, b"ab");
+
+        proxy.hold(Direction::Downstream);
+        conn.write_all(b"c").unwrap();
+        proxy.wait_holding(Direction::Downstream);
+        proxy.cut();
+        // The held echo died with the connection: end of stream, no byte.
+        let mut rest = Vec::new();
+        let _ = conn.read_to_end(&mut rest);
+        assert!(
+            rest.is_empty(),
+            "held bytes delivered after the cut: {rest:?}"
+        );
+        assert_eq!(proxy.forwarded(Direction::Downstream), 2);
+
+        // New connections flow both ways.
+        let mut conn = connect(&proxy);
+        conn.write_all(b"d").unwrap();
+        let mut echo = [0u8; 1];
+        conn.read_exact(&mut echo).unwrap();
+        assert_eq!(&echo, b"d");
+    }
+}
