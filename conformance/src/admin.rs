@@ -1,6 +1,7 @@
 //! An independent ZooKeeper client for inspecting and tampering with lock
-//! directories, whatever binding is under test.
+//! directories on a real server, whatever binding is under test.
 
+use crate::env::Admin;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use zookeeper::{WatchedEvent, ZkError, ZooKeeper};
@@ -8,16 +9,16 @@ use zookeeper::{WatchedEvent, ZkError, ZooKeeper};
 /// An administrator's session (over the `zookeeper` crate, session timeout 30 s).
 ///
 /// ```no_run
-/// let admin = lock_conformance::Admin::connect(&lock_conformance::shared_server().connect_string());
+/// let admin = lock_conformance::ZkAdmin::connect(&lock_conformance::shared_server().connect_string());
 /// assert!(admin.children("/no/such/dir").is_empty());
 /// ```
-pub struct Admin {
+pub struct ZkAdmin {
     zk: ZooKeeper,
 }
 
-impl Admin {
+impl ZkAdmin {
     /// Connects; panics if no session can be established.
-    pub fn connect(connect_string: &str) -> Admin {
+    pub fn connect(connect_string: &str) -> ZkAdmin {
         let zk = ZooKeeper::connect(
             connect_string,
             Duration::from_secs(30),
@@ -32,7 +33,7 @@ impl Admin {
                 Err(e) => assert!(Instant::now() < deadline, "admin cannot connect: {e:?}"),
             }
         }
-        Admin { zk }
+        ZkAdmin { zk }
     }
 
     /// The children of `path` (none if it does not exist), sorted.
@@ -141,5 +142,32 @@ impl Admin {
                 "timed out after {within:?} waiting for {path} to go"
             );
         }
+    }
+}
+
+impl Admin for ZkAdmin {
+    fn children(&self, path: &str) -> Vec<String> {
+        ZkAdmin::children(self, path)
+    }
+
+    fn delete(&self, path: &str) -> bool {
+        ZkAdmin::delete(self, path)
+    }
+
+    fn czxid(&self, path: &str) -> Option<i64> {
+        self.stat(path).map(|(czxid, _)| czxid)
+    }
+
+    fn wait_children(
+        &self,
+        path: &str,
+        within: Duration,
+        condition: &dyn Fn(&[String]) -> bool,
+    ) -> Vec<String> {
+        ZkAdmin::wait_children(self, path, within, condition)
+    }
+
+    fn wait_deleted(&self, path: &str, within: Duration) {
+        ZkAdmin::wait_deleted(self, path, within)
     }
 }

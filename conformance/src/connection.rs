@@ -4,7 +4,8 @@
 //! Written against lock-client's API directly (every binding hands out the same
 //! `LockClient`); a binding's test passes its connect function.
 
-use crate::env::{shared_server, wait_until, LONG, SESSION_TIMEOUT, SHORT};
+use crate::env::{wait_until, LONG, SESSION_TIMEOUT, SHORT};
+use crate::zk::shared_server;
 use lock_client::{ConnectionEvent, ConnectionEvents, ConnectionState, LockClient};
 use lock_testkit::FaultProxy;
 use std::time::Duration;

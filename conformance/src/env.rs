@@ -1,6 +1,8 @@
-//! Servers, paths and waiting helpers shared by the suite.
+//! What the suite runs against: an [`Env`] gives servers ([`Deployment`]), clients
+//! of the binding under test on them (with a handle on each client's network),
+//! an administrator's view, and optional [`Capability`]s.
 
-use lock_testkit::ZkServer;
+use lock_client::{Error, LockClient};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -15,26 +17,135 @@ pub const SHORT: Duration = Duration::from_secs(15);
 /// Upper bound for something that involves expiries or elections.
 pub const LONG: Duration = Duration::from_secs(60);
 
-/// The standalone server shared by the tests of one binary (each test uses its own
-/// lock paths). The testkit kills it when the test process exits.
-///
-/// ```no_run
-/// let connect = lock_conformance::shared_server().connect_string();
-/// # drop(connect);
-/// ```
-pub fn shared_server() -> &'static ZkServer {
-    static SERVER: OnceLock<ZkServer> = OnceLock::new();
-    SERVER.get_or_init(fresh_server)
+/// Which of lock-client's two API styles the suite's client side calls.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum Style {
+    /// The `*_blocking` twins; a started acquisition is a `PendingLock`, given up
+    /// with `cancel()`.
+    Blocking,
+    /// The async methods, awaited on the test's thread (lock-client's futures need
+    /// only a waker; the binding's own loop runs wherever the binding runs it); a
+    /// started acquisition is the `acquire` future, given up by dropping it.
+    Async,
 }
 
-/// A server of its own, for tests that count its packets or stop it.
-///
-/// ```no_run
-/// let server = lock_conformance::fresh_server();
-/// # drop(server);
-/// ```
-pub fn fresh_server() -> ZkServer {
-    ZkServer::start().expect("starting ZooKeeper (lock-testkit; see testkit/README.md)")
+/// A test's needs beyond the base contract; an [`Env`] lists those it has, and
+/// [`conformance_tests!`](crate::conformance_tests) generates the tests that need
+/// one only for the environments that list it (a lacking environment runs fewer
+/// tests, visibly: the test does not exist, it does not pass vacuously).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[non_exhaustive]
+pub enum Capability {
+    /// [`Deployment::client_with_held_replies`]: lose exactly the replies the
+    /// server sent after a point (`connection_loss_during_create_adopts_node`).
+    HoldReplies,
+    /// [`Deployment::watchers_of`]: which sessions watch a path
+    /// (`waiter_rewatches_after_reconnect`,
+    /// `admin_delete_of_a_plain_lock_is_not_watched`).
+    Watchers,
+    /// [`Deployment::requests_received`]: the server's request count
+    /// (`requests_per_uncontended_cycle`).
+    RequestCount,
+    /// [`Env::ensemble`]: a replicated ensemble that can lose its leader
+    /// (`ensemble_leader_loss_keeps_exclusion`).
+    Ensemble,
+}
+
+/// Where the suite runs: a binding on real ZooKeeper (`ZkEnv`), or lock-sim's
+/// in-process server (`SimEnv`).
+pub trait Env: Send + Sync {
+    /// For messages: the binding (and runtime) under test.
+    fn name(&self) -> String;
+    /// Which API style the suite calls.
+    fn style(&self) -> Style;
+    /// What this environment offers beyond the base contract.
+    fn capabilities(&self) -> Vec<Capability>;
+    /// Requests the server receives for one uncontended acquire + release on an
+    /// existing lock directory. The core sends `create` and `getChildren` back to
+    /// back and grants on the listing, then `delete` to release: 3, when the
+    /// client returns the node's Stat (the token) with `create`. One whose client
+    /// does not (the `zookeeper` crate) reads it with a `getData`: 4.
+    fn requests_per_cycle(&self) -> u64;
+    /// The server most tests share (each on its own lock paths).
+    fn shared(&self) -> &dyn Deployment;
+    /// A server of its own (for tests that count its requests).
+    fn fresh(&self) -> Box<dyn Deployment>;
+    /// A 3-node ensemble ([`Capability::Ensemble`]).
+    fn ensemble(&self) -> Option<Box<dyn Ensemble>>;
+}
+
+/// A client and the handle that holds its replies.
+pub type WithHeldReplies = (LockClient, Box<dyn HeldReplies>);
+
+/// One server (or the way to reach it) with clients of the binding under test.
+pub trait Deployment: Send + Sync {
+    /// A client with its own session (returns once the session is established).
+    fn client(&self, session_timeout: Duration) -> Result<LockClient, Error>;
+    /// A client whose network can be cut, blackholed and healed.
+    fn client_with_faults(
+        &self,
+        session_timeout: Duration,
+    ) -> Result<(LockClient, Box<dyn Faults>), Error>;
+    /// A client whose replies can be held, then lost with a cut
+    /// ([`Capability::HoldReplies`]; `None` without it).
+    fn client_with_held_replies(
+        &self,
+        session_timeout: Duration,
+    ) -> Option<Result<WithHeldReplies, Error>>;
+    /// An administrator's view of the tree.
+    fn admin(&self) -> Box<dyn Admin>;
+    /// The sessions watching `path` ([`Capability::Watchers`]).
+    fn watchers_of(&self, path: &str) -> Option<Vec<i64>>;
+    /// Requests received so far from all clients ([`Capability::RequestCount`]).
+    fn requests_received(&self) -> Option<u64>;
+}
+
+/// The network between one client and its server.
+pub trait Faults: Send + Sync {
+    /// Resets the connection (the client notices at once and reconnects).
+    fn cut(&self);
+    /// Silently drops everything, both ways, until [`heal`](Self::heal).
+    fn blackhole(&self);
+    /// Ends a blackhole.
+    fn heal(&self);
+}
+
+/// Holding one client's replies, then losing them.
+pub trait HeldReplies: Send + Sync {
+    /// From now on the server still applies the client's requests, but nothing it
+    /// sends reaches the client.
+    fn hold(&self);
+    /// Resets the connection: the held replies are lost with it.
+    fn cut(&self);
+}
+
+/// An administrator's view of the tree, whatever the binding under test.
+pub trait Admin: Send + Sync {
+    /// The children of `path` (none if it does not exist), sorted.
+    fn children(&self, path: &str) -> Vec<String>;
+    /// Deletes `path` (any version); `false` if it did not exist.
+    fn delete(&self, path: &str) -> bool;
+    /// The `czxid` of `path` (a lock node's fencing token), if it exists.
+    fn czxid(&self, path: &str) -> Option<i64>;
+    /// Waits until the children of `path` satisfy `condition`, for at most
+    /// `within`; returns them. Panics on timeout.
+    fn wait_children(
+        &self,
+        path: &str,
+        within: Duration,
+        condition: &dyn Fn(&[String]) -> bool,
+    ) -> Vec<String>;
+    /// Waits until `path` is gone, for at most `within`. Panics on timeout.
+    fn wait_deleted(&self, path: &str, within: Duration);
+}
+
+/// A replicated ensemble whose leader can be lost.
+pub trait Ensemble: Send + Sync {
+    /// A client of the binding under test, on the whole ensemble.
+    fn client(&self, session_timeout: Duration) -> Result<LockClient, Error>;
+    /// Kills the current leader and waits until a new one is elected.
+    fn lose_leader(&self);
 }
 
 /// A lock path no other test uses.
@@ -63,7 +174,7 @@ pub fn unique_path(test: &str) -> String {
 
 /// Polls `condition` until it holds (`Some`), for at most `within`; panics with
 /// `what` otherwise. For conditions that only a poll can observe (a server's
-/// counters); everything else waits for events.
+/// counters, the in-process server's tree); everything else waits for events.
 ///
 /// ```
 /// let mut n = 0;
@@ -85,28 +196,4 @@ pub fn wait_until<T>(what: &str, within: Duration, mut condition: impl FnMut() -
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-}
-
-/// Sessions watching `path`, from the server's `wchp` (4-letter word).
-///
-/// ```no_run
-/// let sessions = lock_conformance::watchers_of(lock_conformance::shared_server(), "/locks/a/x");
-/// # drop(sessions);
-/// ```
-pub fn watchers_of(server: &lock_testkit::ZkServer, path: &str) -> Vec<i64> {
-    let text = server.four_letter_word("wchp").unwrap_or_default();
-    let mut out = Vec::new();
-    let mut in_path = false;
-    for line in text.lines() {
-        if let Some(session) = line.strip_prefix('\t') {
-            if in_path {
-                if let Ok(id) = u64::from_str_radix(session.trim().trim_start_matches("0x"), 16) {
-                    out.push(id as i64);
-                }
-            }
-        } else {
-            in_path = line.trim() == path;
-        }
-    }
-    out
 }

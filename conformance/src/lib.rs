@@ -1,59 +1,97 @@
 //! # lock-conformance: one suite for every zklock binding
 //!
 //! Dev-only (`publish = false`). The behaviour a zklock binding promises, written
-//! once against a small blocking trait, [`Backend`], and run by each binding against
-//! real ZooKeeper servers (from `lock-testkit`): mutual exclusion, FIFO order,
+//! once against lock-client's [`LockClient`](lock_client::LockClient) (the one user
+//! API every binding hands out) and run against each binding on real ZooKeeper
+//! servers and against lock-sim's in-process server: mutual exclusion, FIFO order,
 //! read/write semantics, semaphores, timeouts and cancellation that leave no node,
 //! connection loss during a create, suspension and resumption on a short cut,
 //! suspension before expiry on a long partition, an administrator deleting the
 //! holder's node, losing an ensemble's leader under contention, typed errors, and
 //! the number of requests an uncontended lock costs.
 //!
-//! A binding implements [`Backend`] in its `tests/` (an async binding by blocking on
-//! its futures) and calls each test, one `#[test]` each, most simply with
-//! [`conformance_tests!`]:
+//! # How a binding plugs in
+//!
+//! A binding's `tests/conformance.rs` only says how to connect: a closure
+//! `(connect_string, session_timeout) -> Result<LockClient, lock_client::Error>`
+//! given to [`ZkEnv`], with the API [`Style`] the suite calls and the requests one
+//! uncontended lock costs on that binding. [`conformance_tests!`] then expands to
+//! one `#[test]` per conformance test:
 //!
 //! ```text
-//! // adapters/<binding>/tests/conformance.rs
-//! struct MyBackend;
-//! impl lock_conformance::Backend for MyBackend { /* ... */ }
-//! lock_conformance::conformance_tests!(MyBackend);
+//! // adapters/zookeeper/tests/conformance.rs
+//! lock_conformance::conformance_tests!(
+//!     lock_conformance::ZkEnv::new("lock-zookeeper", Style::Blocking, 4, |cluster, timeout| {
+//!         lock_zookeeper::builder(cluster).session_timeout(timeout).connect()
+//!     }),
+//!     [hold_replies, watchers, request_count, ensemble]
+//! );
 //! ```
+//!
+//! Everything else is here, once: the client side ([`Suite`]: the public lock
+//! objects' `lock`, `lock_timeout` and `try_lock`, a started acquisition given up by
+//! `cancel()` or by dropping its future, guards' events), the servers, the faults
+//! and the administrator's view (the [`Env`] traits).
+//!
+//! [`connection`] holds one more test over `LockClient`, of the client-wide
+//! connection-state stream through a fault proxy; each binding calls it from its
+//! `tests/connection_state.rs` with the same kind of connect closure (it reads the
+//! session list of a real server, so it runs on real ZooKeeper only).
+//!
+//! # Which tests run where, and why
+//!
+//! | Environment | Where | Style | Tests |
+//! |---|---|---|---|
+//! | lock-zookeeper-client on tokio, async-std and smol | `adapters/zookeeper-client/tests/conformance.rs` | async | all |
+//! | lock-zookeeper | `adapters/zookeeper/tests/conformance.rs` | blocking | all |
+//! | lock-sim's `Server` | `conformance/tests/sim.rs` | blocking and async | all but `ensemble_leader_loss_keeps_exclusion` |
+//!
+//! A test that needs more than the base contract names a [`Capability`]; the
+//! macro's second argument lists the environment's, and a test is generated only
+//! where its capability is listed (the macro also generates
+//! `declared_capabilities_match`, which fails if the list differs from what the
+//! environment says it has, so nothing is left out silently):
+//!
+//! | Capability | Tests | Real ZooKeeper | lock-sim |
+//! |---|---|---|---|
+//! | `hold_replies` | `connection_loss_during_create_adopts_node` | `lock_testkit::HoldProxy` | `Server::hold_replies` |
+//! | `watchers` | `waiter_rewatches_after_reconnect`, `admin_delete_of_a_plain_lock_is_not_watched` | `wchp` | `Server::watchers` |
+//! | `request_count` | `requests_per_uncontended_cycle` | `mntr` (`zk_packets_received`) | `Server::requests_received` |
+//! | `ensemble` | `ensemble_leader_loss_keeps_exclusion` | `lock_testkit::ZkEnsemble` | none: one server, no leader to lose |
 //!
 //! # Environment
 //!
-//! Tests that need no special server share one standalone server per test binary
-//! ([`shared_server`]), each on its own lock paths. Tests that count the server's
-//! packets or need an ensemble start their own. Faults are injected with
-//! `lock_testkit::FaultProxy` (cut, blackhole) and this crate's [`HoldProxy`]
-//! (hold the replies of one connection, to lose exactly the reply to a create the
-//! server applied). Directories are inspected with an independent client
-//! ([`Admin`], over the `zookeeper` crate). No test sleeps to synchronise: each
-//! waits for an event (a lock event, a watch firing, a condition on the server) with
-//! a generous upper bound that turns a hang into a failure.
-//!
-//! # Where bindings legitimately differ
-//!
-//! [`Expectations`] carries what may differ, with the reason documented on each
-//! field; everything else is the same contract for every binding.
+//! On real ZooKeeper, tests that need no special server share one standalone
+//! server per test binary ([`shared_server`]), each on its own lock paths; tests
+//! that count the server's requests or need an ensemble start their own. Faults
+//! are injected with `lock_testkit::FaultProxy` (cut, blackhole) and
+//! `lock_testkit::HoldProxy` (hold the replies of one connection, to lose exactly
+//! the reply to a create the server applied). Directories are inspected with an
+//! independent client ([`ZkAdmin`], over the `zookeeper` crate). On lock-sim each
+//! test has a server of its own and its fault knobs (`disconnect`, `partition`,
+//! `heal`, `hold_replies`) stand in for the proxies. No test sleeps to
+//! synchronise: each waits for an event (a lock event, a watch firing, a condition
+//! on the server) with a generous upper bound that turns a hang into a failure.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod admin;
 pub mod connection;
 mod env;
-mod hold_proxy;
+mod harness;
+mod sim;
 pub mod suite;
+mod zk;
 
-pub use admin::Admin;
+pub use admin::ZkAdmin;
 pub use env::{
-    fresh_server, shared_server, unique_path, wait_until, watchers_of, LONG, SESSION_TIMEOUT, SHORT,
+    unique_path, wait_until, Admin, Capability, Deployment, Ensemble, Env, Faults, HeldReplies,
+    Style, WithHeldReplies, LONG, SESSION_TIMEOUT, SHORT,
 };
-pub use hold_proxy::{Direction, HoldProxy};
+pub use harness::{Pending, Suite, Wait};
 pub use lock_core::{LockEvent, LostReason};
-
-use std::fmt;
-use std::time::Duration;
+pub use sim::SimEnv;
+pub use zk::{fresh_server, shared_server, watchers_of, Connect, ZkEnv};
 
 /// Which lock to take.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -72,157 +110,20 @@ pub enum Kind {
     Semaphore(u32),
 }
 
-/// How long [`Backend::lock`] may wait for the lock.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Wait {
-    /// Until held (the binding's `lock()`).
-    Forever,
-    /// Not at all (the binding's `try_lock()`): busy is [`Failure::WouldBlock`].
-    Try,
-    /// At most this long (the binding's `lock_timeout()`): then [`Failure::Timeout`].
-    Timeout(Duration),
-}
-
-/// A binding's error, classified. Implementations map their error type onto this.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub enum Failure {
-    /// `try_lock` found the lock busy.
-    WouldBlock,
-    /// The deadline passed.
-    Timeout,
-    /// The acquisition was cancelled.
-    Cancelled,
-    /// The session expired while waiting.
-    SessionExpired,
-    /// Our waiting node was deleted by someone else.
-    NodeDeleted,
-    /// The lock was lost before it could be released.
-    Lost(LostReason),
-    /// The client is closed.
-    Closed,
-    /// The lock path is invalid (refused before anything was sent).
-    InvalidPath,
-    /// Other bad input (e.g. a semaphore of 0 permits).
-    Usage(String),
-    /// [`Backend::finish`] gave up waiting: the acquisition had not ended.
-    StillPending,
-    /// Anything else (connect errors, ZooKeeper errors), with its description.
-    Other(String),
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self, f)
-    }
-}
-
-impl std::error::Error for Failure {}
-
-/// What may legitimately differ between bindings.
-#[derive(Clone, Debug)]
-pub struct Expectations {
-    /// Requests the server receives for one uncontended acquire + release on an
-    /// existing lock directory (`zk_packets_received` in `mntr`).
-    ///
-    /// The core sends `create` and `getChildren` back to back and grants on the
-    /// listing, then `delete` to release: 3 requests, 1 round trip each way, when the
-    /// client returns the node's Stat (the token) with `create` (`zookeeper-client`).
-    /// One whose client does not (the `zookeeper` crate) reads its node with a
-    /// `getData` for it: 4 requests, 2 round trips to acquire. A binding that sends
-    /// a request of its own per acquisition would count it here.
-    pub requests_per_cycle: u64,
-}
-
-/// A zklock binding, seen through a small blocking interface. Every method may
-/// block; async bindings implement it by blocking on their futures.
-///
-/// Guards must be released when dropped (in the background), like the bindings'
-/// own guards.
-pub trait Backend: Send + Sync + 'static {
-    /// A handle on one ZooKeeper session (the binding's client), cheap to clone.
-    type Client: Clone + Send + Sync + 'static;
-    /// A held lock.
-    type Guard: Send + 'static;
-    /// An acquisition in progress.
-    type Pending: Send + 'static;
-
-    /// The binding's name, for messages.
-    fn name(&self) -> &'static str;
-
-    /// Connects (returns once a session is established) with this session timeout.
-    fn connect(
-        &self,
-        connect_string: &str,
-        session_timeout: Duration,
-    ) -> Result<Self::Client, Failure>;
-
-    /// Closes the client (its session ends; its locks are lost with `Closed`).
-    fn close(&self, client: &Self::Client);
-
-    /// The session id the client's locks run on, if any.
-    fn session_id(&self, client: &Self::Client) -> Option<i64>;
-
-    /// Waits until the client has nothing in progress (releases and cleanups of
-    /// dropped guards and cancelled acquisitions done).
-    fn wait_idle(&self, client: &Self::Client) -> Result<(), Failure>;
-
-    /// The core's counters for this client.
-    fn stats(&self, client: &Self::Client) -> Result<lock_core::Stats, Failure>;
-
-    /// Acquires `kind` on `path`, waiting as `wait` says.
-    fn lock(
-        &self,
-        client: &Self::Client,
-        kind: Kind,
-        path: &str,
-        wait: Wait,
-    ) -> Result<Self::Guard, Failure>;
-
-    /// Starts acquiring `kind` on `path` without waiting.
-    fn start(
-        &self,
-        client: &Self::Client,
-        kind: Kind,
-        path: &str,
-    ) -> Result<Self::Pending, Failure>;
-
-    /// Waits at most `within` for a started acquisition; [`Failure::StillPending`]
-    /// (and the acquisition is given up) if it has not ended by then.
-    fn finish(&self, pending: Self::Pending, within: Duration) -> Result<Self::Guard, Failure>;
-
-    /// Gives up a started acquisition (its node is removed in the background).
-    fn cancel(&self, pending: Self::Pending);
-
-    /// The guard's fencing token.
-    fn token(&self, guard: &Self::Guard) -> i64;
-
-    /// The full path of the guard's lock node.
-    fn node_path(&self, guard: &Self::Guard) -> String;
-
-    /// Whether the lock is held and trusted right now.
-    fn is_trusted(&self, guard: &Self::Guard) -> bool;
-
-    /// The next event of a held lock (`Suspended`, `Resumed`, `Lost`, ...), waiting at
-    /// most `within`; `None` if nothing happened by then.
-    fn next_event(&self, guard: &mut Self::Guard, within: Duration) -> Option<LockEvent>;
-
-    /// Releases the lock and waits for the server to confirm.
-    fn release(&self, guard: Self::Guard) -> Result<(), Failure>;
-
-    /// What this binding legitimately does differently.
-    fn expectations(&self) -> Expectations;
-}
-
-/// Expands to one `#[test]` per conformance test, each running it against
-/// `$backend` (an expression of a type implementing [`Backend`]).
+/// Expands to one `#[test]` per conformance test, each running it on a fresh
+/// `$env` (an expression of a type implementing [`Env`]), for the tests of the
+/// base contract and those of each listed capability (`hold_replies`, `watchers`,
+/// `request_count`, `ensemble`; see the [crate docs](crate)), plus
+/// `declared_capabilities_match`.
 ///
 /// ```text
-/// lock_conformance::conformance_tests!(MyBackend::default());
+/// lock_conformance::conformance_tests!(lock_conformance::SimEnv::new(Style::Blocking),
+///     [hold_replies, watchers, request_count]);
 /// ```
 #[macro_export]
 macro_rules! conformance_tests {
-    ($backend:expr) => {
-        $crate::conformance_tests!(@tests $backend;
+    ($env:expr, [$($capability:ident),* $(,)?] $(,)?) => {
+        $crate::conformance_tests!(@tests $env;
             mutual_exclusion,
             fifo_order,
             readers_share_writers_exclude,
@@ -230,25 +131,55 @@ macro_rules! conformance_tests {
             semaphore_never_exceeds_permits,
             timeout_leaves_no_node,
             cancel_leaves_no_node,
-            connection_loss_during_create_adopts_node,
             short_cut_suspends_then_resumes,
             short_cut_resumes_every_recipe,
-            waiter_rewatches_after_reconnect,
             blackhole_suspends_before_expiry_then_lost,
             blackhole_loses_before_another_session_holds,
             admin_delete_gives_lost,
-            admin_delete_of_a_plain_lock_is_not_watched,
-            ensemble_leader_loss_keeps_exclusion,
             invalid_paths_give_typed_errors,
             closed_client_gives_typed_errors,
-            requests_per_uncontended_cycle,
+        );
+        $( $crate::conformance_tests!(@capability $env; $capability); )*
+
+        #[test]
+        fn declared_capabilities_match() {
+            let env = $env;
+            let mut has = $crate::Env::capabilities(&env);
+            let mut declared = vec![$($crate::conformance_tests!(@name $capability)),*];
+            let key = |c: &$crate::Capability| format!("{c:?}");
+            has.sort_by_key(key);
+            declared.sort_by_key(key);
+            assert_eq!(
+                declared, has,
+                "{}: the capabilities given to conformance_tests! differ from the environment's",
+                $crate::Env::name(&env)
+            );
+        }
+    };
+    (@capability $env:expr; hold_replies) => {
+        $crate::conformance_tests!(@tests $env; connection_loss_during_create_adopts_node);
+    };
+    (@capability $env:expr; watchers) => {
+        $crate::conformance_tests!(@tests $env;
+            waiter_rewatches_after_reconnect,
+            admin_delete_of_a_plain_lock_is_not_watched,
         );
     };
-    (@tests $backend:expr; $($name:ident),* $(,)?) => {
+    (@capability $env:expr; request_count) => {
+        $crate::conformance_tests!(@tests $env; requests_per_uncontended_cycle);
+    };
+    (@capability $env:expr; ensemble) => {
+        $crate::conformance_tests!(@tests $env; ensemble_leader_loss_keeps_exclusion);
+    };
+    (@name hold_replies) => { $crate::Capability::HoldReplies };
+    (@name watchers) => { $crate::Capability::Watchers };
+    (@name request_count) => { $crate::Capability::RequestCount };
+    (@name ensemble) => { $crate::Capability::Ensemble };
+    (@tests $env:expr; $($name:ident),* $(,)?) => {
         $(
             #[test]
             fn $name() {
-                $crate::suite::$name(&$backend);
+                $crate::suite::$name(&$crate::Suite::new($env));
             }
         )*
     };

@@ -10,7 +10,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use lock_testkit::{FaultProxy, Mode, ZkEnsemble, ZkServer};
+//! use lock_testkit::{Direction, FaultProxy, HoldProxy, Mode, ZkEnsemble, ZkServer};
 //!
 //! # fn main() -> lock_testkit::Result<()> {
 //! let server = ZkServer::start()?;                    // 127.0.0.1:<free port>, temp dir
@@ -23,6 +23,10 @@
 //! proxy.blackhole();                                  // partition (session expiry if long)
 //! proxy.heal();
 //! proxy.set_delays(Duration::from_millis(50), Duration::from_millis(50)); // latency each way
+//!
+//! let hold = HoldProxy::start(server.addr())?;       // hold one direction, then cut:
+//! hold.hold(Direction::Downstream);                   // requests pass, replies wait
+//! hold.cut();                                         // the held replies are lost
 //!
 //! server.kill();                                      // crash; restart() keeps port and data
 //! server.restart()?;
@@ -63,6 +67,7 @@
 mod ensemble;
 mod error;
 mod fourlw;
+mod hold_proxy;
 mod install;
 mod pki;
 mod process;
@@ -73,6 +78,7 @@ mod util;
 pub use ensemble::ZkEnsemble;
 pub use error::{Error, Result};
 pub use fourlw::{four_letter_word, Metrics, Mode, ServerStatus};
+pub use hold_proxy::HoldProxy;
 pub use install::{InstallSource, ZkInstall, SYSTEM_JAR_DIR};
 pub use pki::Pki;
 pub use proxy::{Direction, FaultProxy, ProxyMode};

@@ -35,7 +35,7 @@ pub enum Direction {
 }
 
 impl Direction {
-    fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         match self {
             Direction::Upstream => 0,
             Direction::Downstream => 1,

@@ -187,3 +187,25 @@ fn closing_a_client_deletes_its_nodes() {
     assert_eq!(guard.lost_blocking(), LostReason::Closed);
     assert_eq!(server.data(&node), None);
 }
+
+#[test]
+fn heal_ends_a_partition_early_on_the_same_session() {
+    let server = Server::new();
+    let client = server.client();
+    let guard = client.mutex("/locks/heal").lock_blocking().unwrap();
+    let session = client.session_id();
+    // A partition meant to outlast the session, healed at once: noticed as it ends.
+    server.partition(&client, Duration::from_secs(3600));
+    server.heal(&client);
+    assert_eq!(
+        guard.next_event_timeout_blocking(BOUND),
+        Some(LockEvent::Suspended)
+    );
+    assert_eq!(
+        guard.next_event_timeout_blocking(BOUND),
+        Some(LockEvent::Resumed)
+    );
+    assert_eq!(client.session_id(), session, "the same session");
+    guard.release_blocking().unwrap();
+    client.close_blocking();
+}

@@ -3,9 +3,9 @@
 
 mod common;
 
-use common::hold_proxy::{Direction, HoldProxy};
 use common::{connect, server, spawn, unique_path, Observer};
 use lock_testkit::FaultProxy;
+use lock_testkit::{Direction, HoldProxy};
 use lock_zookeeper_client::{Connect, LockClient, LockEvent, LockStatus, LostReason, Runtime};
 use std::time::{Duration, Instant};
 use zookeeper_client::{Acls, CreateMode};
@@ -49,9 +49,9 @@ rt_tests! {
         let dir = unique_path("adopt", &rt);
         let observer = Observer::connect(&server().connect_string()).await;
         make_dir(&observer, &dir).await;
-        let proxy = HoldProxy::start(server().addr());
+        let proxy = HoldProxy::start(server().addr()).expect("proxy");
         let client = connect(&rt, &proxy.connect_string(), SESSION).await;
-        proxy.hold(Direction::ToClient);
+        proxy.hold(Direction::Downstream);
         let lock = {
             let (client, dir) = (client.clone(), dir.clone());
             spawn(&rt, async move { client.mutex(dir).lock().await })
@@ -78,15 +78,15 @@ rt_tests! {
         let dir = unique_path("recreate", &rt);
         let observer = Observer::connect(&server().connect_string()).await;
         make_dir(&observer, &dir).await;
-        let proxy = HoldProxy::start(server().addr());
+        let proxy = HoldProxy::start(server().addr()).expect("proxy");
         let client = connect(&rt, &proxy.connect_string(), SESSION).await;
-        proxy.hold(Direction::ToServer);
+        proxy.hold(Direction::Upstream);
         let lock = {
             let (client, dir) = (client.clone(), dir.clone());
             spawn(&rt, async move { client.mutex(dir).lock().await })
         };
         // The create (and listing) are sent: they are held in the proxy.
-        proxy.wait_holding(Direction::ToServer);
+        proxy.wait_holding(Direction::Upstream);
         proxy.cut();
         let guard = lock.await.unwrap().expect("acquired after the reconnect");
         assert_eq!(observer.children(&dir).await, vec![node_name(guard.path())]);

@@ -3,9 +3,9 @@
 
 mod common;
 
-use common::hold_proxy::{Direction, HoldProxy};
 use common::{connect, server, spawn, unique_path, Observer};
 use lock_testkit::FaultProxy;
+use lock_testkit::{Direction, HoldProxy};
 use lock_zookeeper_client::{
     ElectionEvent, Error, FencedError, LockEvent, LockStatus, LostReason, MultiResult, Writes,
     ZkError,
@@ -397,17 +397,17 @@ rt_tests! {
     async fn section_call_survives_a_connection_loss(rt) {
         let dir = unique_path("section-cut", &rt);
         let zk = Observer::connect(&server().connect_string()).await;
-        let proxy = Arc::new(HoldProxy::start(server().addr()));
+        let proxy = Arc::new(HoldProxy::start(server().addr()).expect("proxy"));
         let a = connect(&rt, &proxy.connect_string(), SESSION).await;
         let guard = a.mutex(dir.clone()).detect_crashes().lock().await.unwrap();
-        proxy.hold(Direction::ToServer);
+        proxy.hold(Direction::Upstream);
         let result = {
             let mut open = std::pin::pin!(guard.open_section());
             // The first poll hands the call to the driver; `stats` is answered after
             // it (one command queue), so by then the request went to the client.
             assert!(futures::poll!(open.as_mut()).is_pending());
             a.stats().await.unwrap();
-            { let p = proxy.clone(); common::blocking(move || p.wait_holding(Direction::ToServer)).await; }
+            { let p = proxy.clone(); common::blocking(move || p.wait_holding(Direction::Upstream)).await; }
             proxy.cut();
             open.await
         };
@@ -474,13 +474,13 @@ rt_tests! {
             .create(&data, b"v0", &CreateMode::Persistent.with_acls(Acls::anyone_all()))
             .await
             .unwrap();
-        let proxy = Arc::new(HoldProxy::start(server().addr()));
+        let proxy = Arc::new(HoldProxy::start(server().addr()).expect("proxy"));
         let a = connect(&rt, &proxy.connect_string(), SESSION).await;
         let guard = a.mutex(dir.clone()).lock().await.unwrap();
 
-        proxy.hold(Direction::ToClient);
+        proxy.hold(Direction::Downstream);
         zk.client.delete(guard.path(), None).await.unwrap();
-        let sent = proxy.forwarded(Direction::ToServer);
+        let sent = proxy.forwarded(Direction::Upstream);
         let write = {
             let data = data.clone();
             spawn(&rt, async move {
@@ -489,8 +489,8 @@ rt_tests! {
             })
         };
         // The multi (check + setData, well over 100 bytes; a ping is 12) is through.
-        { let p = proxy.clone(); common::blocking(move || p.wait_forwarded(Direction::ToServer, sent + 100)).await; }
-        proxy.release(Direction::ToClient);
+        { let p = proxy.clone(); common::blocking(move || p.wait_forwarded(Direction::Upstream, sent + 100)).await; }
+        proxy.release(Direction::Downstream);
         let (guard, result) = write.await.unwrap();
         assert_eq!(result, Err(FencedError::NotHeld));
         assert_eq!(guard.lost().await, LostReason::NodeDeleted);

@@ -1,6 +1,9 @@
 //! The shared conformance suite (lock-conformance), against lock-zookeeper and real
-//! ZooKeeper servers.
+//! ZooKeeper servers: every test.
 
 mod common;
 
-lock_conformance::conformance_tests!(common::Blocking);
+lock_conformance::conformance_tests!(
+    common::env(),
+    [hold_replies, watchers, request_count, ensemble]
+);

@@ -1,6 +1,6 @@
 //! Revocation, leases and leader election against a real ZooKeeper server.
 
-use lock_conformance::{shared_server, unique_path, Admin, SHORT};
+use lock_conformance::{shared_server, unique_path, ZkAdmin, SHORT};
 use lock_core::{LockEvent, LostReason};
 use lock_zookeeper::{Connect, Error, LockClient, LockStatus};
 use std::sync::Arc;
@@ -17,8 +17,8 @@ fn client() -> LockClient {
         .expect("connect")
 }
 
-fn admin() -> Admin {
-    Admin::connect(&shared_server().connect_string())
+fn admin() -> ZkAdmin {
+    ZkAdmin::connect(&shared_server().connect_string())
 }
 
 fn node_name(path: &str) -> String {

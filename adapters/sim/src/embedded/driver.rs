@@ -19,10 +19,13 @@ pub(crate) fn run(server: Arc<Mutex<State>>, key: u64, mut link: Link) {
             match delivery {
                 Delivery::Session(event) => link.handle_session(event, now),
                 Delivery::Watch(path, kind) => link.handle_watch(path, kind, now),
+                Delivery::Reply(id, result) => link.handle_reply(id, result, now),
             }
         }
         while let Some(request) = link.poll_request() {
-            let (own, result) = lock().apply(key, &request.op);
+            let Some((own, result)) = lock().apply(key, request.id, &request.op) else {
+                continue; // held: delivered (or lost) later
+            };
             let now = Instant::now();
             for (path, kind) in own {
                 link.handle_watch(path, kind, now);

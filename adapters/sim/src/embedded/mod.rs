@@ -138,15 +138,53 @@ impl Server {
     fn cut(&self, client: &LockClient, duration: Duration, notice_after: Duration) {
         let Some(key) = self.key(client) else { return };
         let now = Instant::now();
+        self.lock()
+            .cut(key, now, now + duration, now + notice_after);
+    }
+
+    /// Ends a [`disconnect`](Self::disconnect) or [`partition`](Self::partition) of
+    /// `client` now (the network heals early): it reconnects, on its session if the
+    /// server has not expired it meanwhile. Nothing happens if it is not cut off.
+    pub fn heal(&self, client: &LockClient) {
+        let Some(key) = self.key(client) else { return };
         let mut state = self.lock();
         if let Some(c) = state.clients.get_mut(&key) {
-            c.conn = Conn::Down {
-                since: now,
-                until: now + duration,
-                notice_at: now + notice_after,
-                noticed: false,
-            };
-            c.notifier.notify();
+            if let Conn::Down { until, .. } = &mut c.conn {
+                *until = Instant::now();
+                c.notifier.notify();
+            }
+        }
+    }
+
+    /// Holds everything the server sends `client` from now on (replies and watch
+    /// firings): its requests are still applied, but it hears nothing until the
+    /// next [`disconnect`](Self::disconnect) or [`partition`](Self::partition),
+    /// which loses the held replies with the connection (the client gets
+    /// `ConnectionLoss` for those requests) and delivers the held firings after the
+    /// reconnect. This is how a test loses exactly the reply to a create the server
+    /// applied, which the client must then find and adopt:
+    ///
+    /// ```
+    /// # use lock_sim::Server;
+    /// # use std::time::Duration;
+    /// let server = Server::new();
+    /// let client = server.client();
+    /// // The lock directory exists, so the create is the first request held.
+    /// client.mutex("/locks/a").lock_blocking().unwrap().release_blocking().unwrap();
+    /// server.hold_replies(&client);
+    /// let pending = client.mutex("/locks/a").start().unwrap();
+    /// while server.children("/locks/a").unwrap().is_empty() {
+    ///     std::thread::yield_now(); // the create is applied; its reply is held
+    /// }
+    /// server.disconnect(&client, Duration::ZERO); // the reply is lost
+    /// let guard = pending.wait_blocking().unwrap();
+    /// assert_eq!(server.children("/locks/a").unwrap().len(), 1, "adopted, not created twice");
+    /// # drop(guard);
+    /// ```
+    pub fn hold_replies(&self, client: &LockClient) {
+        let Some(key) = self.key(client) else { return };
+        if let Some(c) = self.lock().clients.get_mut(&key) {
+            c.holding = true;
         }
     }
 
@@ -196,6 +234,31 @@ impl Server {
     /// The data of `path`; `None` if it does not exist.
     pub fn data(&self, path: &str) -> Option<Vec<u8>> {
         self.lock().model.get(path).map(|n| n.data)
+    }
+
+    /// The stat of `path` (its `czxid` is the fencing token of a lock node); `None`
+    /// if it does not exist.
+    pub fn stat(&self, path: &str) -> Option<lock_core::Stat> {
+        self.lock().model.stat(path)
+    }
+
+    /// The sessions watching `path` (any kind of watch), sorted.
+    pub fn watchers(&self, path: &str) -> Vec<i64> {
+        let state = self.lock();
+        let mut sessions: Vec<i64> = state
+            .model
+            .sessions()
+            .into_iter()
+            .filter(|&s| state.model.watches_of(s).iter().any(|(_, p)| p == path))
+            .collect();
+        sessions.sort_unstable();
+        sessions
+    }
+
+    /// Requests the server has received from all its clients so far (what a real
+    /// server counts as `zk_packets_received`, pings aside: these clients send none).
+    pub fn requests_received(&self) -> u64 {
+        self.lock().requests
     }
 
     /// The whole tree under `path`, one node a line (for debugging and examples).

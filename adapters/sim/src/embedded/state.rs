@@ -3,7 +3,7 @@
 
 use crate::model::ZkModel;
 use lock_client::Notifier;
-use lock_core::{Op, Reply, SessionEvent, WatchKind, ZkError};
+use lock_core::{Op, Reply, RequestId, SessionEvent, WatchKind, ZkError};
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -12,7 +12,21 @@ use std::time::{Duration, Instant};
 pub(crate) enum Delivery {
     Session(SessionEvent),
     Watch(String, WatchKind),
+    /// The reply to a request, when it was not delivered at once (replies held,
+    /// or lost with a cut connection as `ConnectionLoss`).
+    Reply(RequestId, Result<Reply, ZkError>),
 }
+
+impl Delivery {
+    /// A reply lost with the connection (delivered right after the notice of the cut).
+    fn is_lost_reply(&self) -> bool {
+        matches!(self, Delivery::Reply(_, Err(ZkError::ConnectionLoss)))
+    }
+}
+
+/// A request applied and answered at once: the firings for the client's own
+/// session (they precede the reply on the wire), then the reply.
+pub(crate) type Applied = (Vec<(String, WatchKind)>, Result<Reply, ZkError>);
 
 /// The state of a client's connection.
 #[derive(Clone, Copy, Debug)]
@@ -36,6 +50,9 @@ pub(crate) struct Client {
     pub conn: Conn,
     pub inbox: VecDeque<Delivery>,
     pub notifier: Notifier,
+    /// Replies (and watch firings) to this client wait in the inbox, undelivered,
+    /// until the next cut loses them (`Server::hold_replies`).
+    pub holding: bool,
 }
 
 /// The server: the model and its clients, under one mutex.
@@ -43,6 +60,8 @@ pub(crate) struct State {
     pub model: ZkModel,
     pub clients: HashMap<u64, Client>,
     pub next_key: u64,
+    /// Requests received from every client (as `zk_packets_received` counts them).
+    pub requests: u64,
 }
 
 impl State {
@@ -51,6 +70,7 @@ impl State {
             model: ZkModel::new(),
             clients: HashMap::new(),
             next_key: 0,
+            requests: 0,
         }
     }
 
@@ -69,30 +89,65 @@ impl State {
             conn: Conn::Up,
             inbox,
             notifier,
+            holding: false,
         };
         self.clients.insert(key, client);
         key
     }
 
-    /// Runs `op` for client `key` as the server would. Watch firings for the
+    /// Runs request `id` for client `key` as the server would. Watch firings for the
     /// client's own session are returned (they precede the reply on the wire);
-    /// other sessions' are queued for their drivers, which are woken.
-    pub(crate) fn apply(
-        &mut self,
-        key: u64,
-        op: &Op,
-    ) -> (Vec<(String, WatchKind)>, Result<Reply, ZkError>) {
+    /// other sessions' are queued for their drivers, which are woken. `None` while
+    /// the client's replies are held: the firings and the reply wait in its inbox.
+    pub(crate) fn apply(&mut self, key: u64, id: RequestId, op: &Op) -> Option<Applied> {
         let Some(client) = self.clients.get(&key) else {
-            return (Vec::new(), Err(ZkError::Closed));
+            return Some((Vec::new(), Err(ZkError::Closed)));
         };
         if !matches!(client.conn, Conn::Up) {
             // Sent before the client reported the cut: lost with the connection.
-            return (Vec::new(), Err(ZkError::ConnectionLoss));
+            return Some((Vec::new(), Err(ZkError::ConnectionLoss)));
         }
+        self.requests += 1;
         let session = client.session;
         let result = self.model.apply(session, op);
         let own = self.route(Some(session));
-        (own, result)
+        let client = self.clients.get_mut(&key)?;
+        if !client.holding {
+            return Some((own, result));
+        }
+        let firings = own.into_iter().map(|(p, k)| Delivery::Watch(p, k));
+        client.inbox.extend(firings);
+        client.inbox.push_back(Delivery::Reply(id, result));
+        None
+    }
+
+    /// Client `key`'s connection is cut now, to come back at `until`: what it
+    /// noticed is decided by [`take`](Self::take). Held replies are lost with the
+    /// connection (`ConnectionLoss`, after the notice of the cut); held firings
+    /// wait for the reconnect, like any firing while cut off.
+    pub(crate) fn cut(&mut self, key: u64, now: Instant, until: Instant, notice_at: Instant) {
+        let Some(c) = self.clients.get_mut(&key) else {
+            return;
+        };
+        c.conn = Conn::Down {
+            since: now,
+            until,
+            notice_at,
+            noticed: false,
+        };
+        if std::mem::take(&mut c.holding) {
+            let (mut lost, rest): (VecDeque<_>, VecDeque<_>) = c
+                .inbox
+                .drain(..)
+                .map(|d| match d {
+                    Delivery::Reply(id, _) => Delivery::Reply(id, Err(ZkError::ConnectionLoss)),
+                    other => other,
+                })
+                .partition(Delivery::is_lost_reply);
+            lost.extend(rest);
+            c.inbox = lost;
+        }
+        c.notifier.notify();
     }
 
     /// Hands every queued firing to its session's client; those of `own` are
@@ -152,10 +207,18 @@ impl State {
                     if alive {
                         // After the notice of the cut if it is still queued (a cut
                         // that ends before it is noticed is noticed as it ends).
-                        let at = usize::from(matches!(
-                            client.inbox.front(),
-                            Some(Delivery::Session(SessionEvent::Disconnected { .. }))
-                        ));
+                        // And after the replies lost with the connection.
+                        let at = client
+                            .inbox
+                            .iter()
+                            .take_while(|d| {
+                                d.is_lost_reply()
+                                    || matches!(
+                                        d,
+                                        Delivery::Session(SessionEvent::Disconnected { .. })
+                                    )
+                            })
+                            .count();
                         let connected = SessionEvent::Connected {
                             session_id: client.session,
                         };
@@ -195,11 +258,20 @@ impl State {
                 }));
         }
         let deliveries = match client.conn {
+            // Held: nothing reaches the client until the cut.
+            Conn::Up if client.holding => Vec::new(),
             Conn::Up => client.inbox.drain(..).collect(),
-            // Cut off: only the notice of the cut goes through.
+            // Cut off: only the notice of the cut goes through, with the replies
+            // lost with the connection.
             Conn::Down { .. } => match client.inbox.front() {
                 Some(Delivery::Session(SessionEvent::Disconnected { .. })) => {
-                    client.inbox.pop_front().into_iter().collect()
+                    let n = 1 + client
+                        .inbox
+                        .iter()
+                        .skip(1)
+                        .take_while(|d| d.is_lost_reply())
+                        .count();
+                    client.inbox.drain(..n).collect()
                 }
                 _ => Vec::new(),
             },

@@ -3,7 +3,6 @@
 //! directories, and small async utilities.
 #![allow(dead_code)]
 
-pub mod hold_proxy;
 pub mod peers;
 
 use lock_testkit::ZkServer;

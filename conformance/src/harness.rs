@@ -1,0 +1,242 @@
+//! The suite's client side: one implementation over lock-client's `LockClient`,
+//! calling its public lock objects in the environment's [`Style`].
+
+use crate::env::{Deployment, Env, Style};
+use crate::Kind;
+use lock_client::blocking::{block_on, block_on_until};
+use lock_client::{Error, LockClient, LockGuard, LockStatus, PendingLock};
+use lock_core::{LockEvent, LockSpec, Stats};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+/// How long [`Suite::lock`] may wait for the lock.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Wait {
+    /// Until held (`lock()`).
+    Forever,
+    /// Not at all (`try_lock()`): busy is [`Error::WouldBlock`].
+    Try,
+    /// At most this long (`lock_timeout()`): then [`Error::Timeout`].
+    Timeout(Duration),
+}
+
+type Acquisition = Pin<Box<dyn Future<Output = Result<LockGuard, Error>> + Send>>;
+
+/// An acquisition started by [`Suite::start`].
+pub enum Pending {
+    /// [`Style::Blocking`]: lock-client's handle.
+    Blocking(PendingLock),
+    /// [`Style::Async`]: the `acquire` future, polled once (which starts it).
+    Async(Acquisition),
+    /// [`Style::Async`]: it ended at the first poll.
+    Ended(Result<LockGuard, Error>),
+}
+
+/// An [`Env`] with the client side of the suite: what each conformance test takes.
+pub struct Suite {
+    env: Box<dyn Env>,
+}
+
+impl Suite {
+    /// The suite on `env`.
+    pub fn new(env: impl Env + 'static) -> Suite {
+        Suite { env: Box::new(env) }
+    }
+
+    /// The environment.
+    pub fn env(&self) -> &dyn Env {
+        &*self.env
+    }
+
+    /// For messages.
+    pub fn name(&self) -> String {
+        self.env.name()
+    }
+
+    fn is_async(&self) -> bool {
+        self.env.style() == Style::Async
+    }
+
+    /// A client on `on`, with this session timeout; panics if it cannot connect.
+    pub fn client_on(&self, on: &dyn Deployment, session_timeout: Duration) -> LockClient {
+        on.client(session_timeout)
+            .unwrap_or_else(|e| panic!("{}: connecting: {e}", self.name()))
+    }
+
+    /// Acquires `kind` on `path` through the public lock objects, waiting as `wait`
+    /// says.
+    pub fn lock(
+        &self,
+        client: &LockClient,
+        kind: Kind,
+        path: &str,
+        wait: Wait,
+    ) -> Result<LockGuard, Error> {
+        macro_rules! with {
+            ($lock:expr) => {{
+                let lock = $lock;
+                if self.is_async() {
+                    block_on(async {
+                        match wait {
+                            Wait::Forever => lock.lock().await,
+                            Wait::Timeout(d) => lock.lock_timeout(d).await,
+                            Wait::Try => lock
+                                .try_lock()
+                                .await
+                                .and_then(|g| g.ok_or(Error::WouldBlock)),
+                        }
+                    })
+                } else {
+                    match wait {
+                        Wait::Forever => lock.lock_blocking(),
+                        Wait::Timeout(d) => lock.lock_timeout_blocking(d),
+                        Wait::Try => lock
+                            .try_lock_blocking()
+                            .and_then(|g| g.ok_or(Error::WouldBlock)),
+                    }
+                }
+            }};
+        }
+        match kind {
+            Kind::Mutex => with!(client.mutex(path)),
+            Kind::WatchedMutex => with!(client.mutex(path).watch_node()),
+            Kind::Read => with!(client.rwlock(path).read().clone()),
+            Kind::Write => with!(client.rwlock(path).write().clone()),
+            Kind::Semaphore(n) => with!(client.semaphore(path, n)),
+        }
+    }
+
+    /// Starts acquiring `kind` on `path` without waiting.
+    pub fn start(&self, client: &LockClient, kind: Kind, path: &str) -> Result<Pending, Error> {
+        let spec = match kind {
+            Kind::Mutex | Kind::Write => LockSpec::write(path),
+            Kind::WatchedMutex => LockSpec::write(path).watch_node(),
+            Kind::Read => LockSpec::read(path),
+            Kind::Semaphore(n) => LockSpec::semaphore(path, n),
+        };
+        if !self.is_async() {
+            return client.start(spec, None).map(Pending::Blocking);
+        }
+        let client = client.clone();
+        let mut acquisition: Acquisition =
+            Box::pin(async move { client.acquire(spec, None).await });
+        // The first poll starts the acquisition; it goes on in the binding's loop
+        // whether or not the future is polled again.
+        match acquisition
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+        {
+            Poll::Ready(result) => Ok(Pending::Ended(result)),
+            Poll::Pending => Ok(Pending::Async(acquisition)),
+        }
+    }
+
+    /// Waits at most `within` for a started acquisition to end; panics if it has
+    /// not (every test expects it to end in time).
+    pub fn finish(&self, pending: Pending, within: Duration) -> Result<LockGuard, Error> {
+        let outcome = match pending {
+            Pending::Ended(result) => Some(result),
+            Pending::Blocking(mut p) => p.wait_timeout_blocking(within),
+            Pending::Async(p) => block_on_until(p, Some(Instant::now() + within)),
+        };
+        outcome.unwrap_or_else(|| panic!("{}: acquisition pending after {within:?}", self.name()))
+    }
+
+    /// Whether a started acquisition is still under way after waiting `within` for
+    /// it (if it ended, its outcome stays in `pending` for [`finish`](Self::finish)).
+    pub fn still_pending(&self, pending: &mut Pending, within: Duration) -> bool {
+        let outcome = match pending {
+            Pending::Ended(_) => return false,
+            Pending::Blocking(p) => p.wait_timeout_blocking(within),
+            Pending::Async(p) => block_on_until(p.as_mut(), Some(Instant::now() + within)),
+        };
+        match outcome {
+            None => true,
+            Some(result) => {
+                *pending = Pending::Ended(result);
+                false
+            }
+        }
+    }
+
+    /// Gives up a started acquisition: `cancel()`, or dropping the future (its node
+    /// is removed in the background, even one whose create is still in flight).
+    pub fn cancel(&self, pending: Pending) {
+        match pending {
+            Pending::Blocking(p) => p.cancel(),
+            other => drop(other),
+        }
+    }
+
+    /// The guard's fencing token.
+    pub fn token(&self, guard: &LockGuard) -> i64 {
+        guard.token().0
+    }
+
+    /// The full path of the guard's lock node.
+    pub fn node_path(&self, guard: &LockGuard) -> String {
+        guard.path().to_owned()
+    }
+
+    /// Whether the lock is held and trusted right now.
+    pub fn is_trusted(&self, guard: &LockGuard) -> bool {
+        if self.is_async() {
+            guard.is_trusted()
+        } else {
+            guard.status() == LockStatus::Held
+        }
+    }
+
+    /// The next event of a held lock, waiting at most `within`; `None` if nothing
+    /// happened by then (`next_event` is cancel-safe: a timeout loses no event).
+    pub fn next_event(&self, guard: &mut LockGuard, within: Duration) -> Option<LockEvent> {
+        if self.is_async() {
+            block_on_until(guard.next_event(), Some(Instant::now() + within)).flatten()
+        } else {
+            guard.next_event_timeout_blocking(within)
+        }
+    }
+
+    /// Releases the lock and waits for the server to confirm.
+    pub fn release(&self, guard: LockGuard) -> Result<(), Error> {
+        if self.is_async() {
+            block_on(guard.release())
+        } else {
+            guard.release_blocking()
+        }
+    }
+
+    /// Closes the client (its session ends; its locks are lost with `Closed`).
+    pub fn close(&self, client: &LockClient) {
+        if self.is_async() {
+            block_on(client.close());
+        } else {
+            client.close_blocking();
+        }
+    }
+
+    /// The session id the client's locks run on, if any.
+    pub fn session_id(&self, client: &LockClient) -> Option<i64> {
+        client.session_id()
+    }
+
+    /// Waits until the client has nothing in progress.
+    pub fn wait_idle(&self, client: &LockClient) -> Result<(), Error> {
+        if self.is_async() {
+            block_on(client.wait_idle())
+        } else {
+            client.wait_idle_blocking()
+        }
+    }
+
+    /// The core's counters for this client.
+    pub fn stats(&self, client: &LockClient) -> Result<Stats, Error> {
+        if self.is_async() {
+            block_on(client.stats())
+        } else {
+            client.stats_blocking()
+        }
+    }
+}

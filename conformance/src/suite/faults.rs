@@ -1,0 +1,314 @@
+//! Faults: a lost create reply, connection cuts, a partition past the session
+//! timeout, an administrator deleting nodes, an ensemble losing its leader.
+
+use super::*;
+
+/// The connection drops after the server applied our create but before its reply
+/// reached us: the node is found again (by the attempt id in its name) and adopted,
+/// not created twice; the lock is acquired once; nothing is left behind.
+pub fn connection_loss_during_create_adopts_node(b: &Suite) {
+    let server = b.env().shared();
+    let path = unique_path("create-loss");
+    let admin = server.admin();
+    // The lock directory exists, so the held request is our node's create.
+    let other = connect(b, server);
+    let g = lock(b, &other, Kind::Mutex, &path);
+    b.release(g).expect("release");
+    let (c, proxy) = server
+        .client_with_held_replies(SESSION_TIMEOUT)
+        .expect("an environment with Capability::HoldReplies")
+        .unwrap_or_else(|e| panic!("{}: connecting: {e}", b.name()));
+    proxy.hold();
+    let mut p = b.start(&c, Kind::Mutex, &path).expect("start");
+    let created = admin.wait_children(&path, SHORT, &|c| c.len() == 1);
+    // Applied on the server, but the client has heard nothing: it cannot be done.
+    assert!(
+        b.still_pending(&mut p, Duration::from_millis(200)),
+        "{}: the acquisition ended while its replies were held",
+        b.name()
+    );
+    proxy.cut(); // the reply to the create is lost with the connection
+    let g = b.finish(p, LONG).expect("acquired after the reconnect");
+    assert_eq!(
+        name_of(&b.node_path(&g)),
+        created[0],
+        "the node created before the cut must be adopted"
+    );
+    assert_eq!(admin.children(&path), created, "exactly one node");
+    assert!(b.is_trusted(&g));
+    b.release(g).expect("release");
+    b.wait_idle(&c).expect("idle");
+    assert!(admin.children(&path).is_empty(), "nodes left behind");
+    b.close(&c);
+    b.close(&other);
+}
+
+/// A short connection loss while holding: `Suspended`, then `Resumed` once the node
+/// is verified on the same session; the lock is still ours.
+pub fn short_cut_suspends_then_resumes(b: &Suite) {
+    let server = b.env().shared();
+    let path = unique_path("short-cut");
+    let admin = server.admin();
+    let (c, proxy) = connect_with_faults(b, server);
+    let mut g = lock(b, &c, Kind::Mutex, &path);
+    let (token, node) = (b.token(&g), b.node_path(&g));
+    settle(b, &mut g, Kind::Mutex);
+    proxy.cut();
+    assert_eq!(next_event(b, &mut g, SHORT), LockEvent::Suspended);
+    assert_eq!(next_event(b, &mut g, SHORT), LockEvent::Resumed);
+    assert!(b.is_trusted(&g));
+    assert_eq!(b.token(&g), token);
+    assert_eq!(admin.czxid(&node), Some(token), "same node");
+    b.release(g).expect("release");
+    b.wait_idle(&c).expect("idle");
+    assert!(admin.children(&path).is_empty());
+    b.close(&c);
+}
+
+/// A waiter whose connection drops gets its watch back (ZooKeeper drops a
+/// connection's watches; some clients re-register none): after the reconnect it is
+/// still handed the lock when the holder releases.
+pub fn waiter_rewatches_after_reconnect(b: &Suite) {
+    let server = b.env().shared();
+    let path = unique_path("rewatch");
+    let admin = server.admin();
+    let a = connect(b, server);
+    let g = lock(b, &a, Kind::Mutex, &path);
+    let holder = b.node_path(&g);
+    let (c, proxy) = connect_with_faults(b, server);
+    let p = b.start(&c, Kind::Mutex, &path).expect("start");
+    admin.wait_children(&path, SHORT, &|c| c.len() == 2);
+    let watches = wait_until("the waiter watches the holder", SHORT, || {
+        let n = b.stats(&c).expect("stats").watches_set;
+        (n >= 1).then_some(n)
+    });
+    proxy.cut();
+    wait_until("the waiter watches again after the reconnect", LONG, || {
+        (b.stats(&c).expect("stats").watches_set > watches).then_some(())
+    });
+    let sid = b.session_id(&c).expect("session");
+    wait_until("the server holds the new watch", SHORT, || {
+        watchers_of(b, server, &holder).contains(&sid).then_some(())
+    });
+    b.release(g).expect("release");
+    let g = b.finish(p, SHORT).expect("the waiter gets the lock");
+    b.release(g).expect("release");
+    b.wait_idle(&c).expect("idle");
+    assert!(admin.children(&path).is_empty());
+    b.close(&a);
+    b.close(&c);
+}
+
+/// A partition longer than the session timeout while holding: the holder reports
+/// `Suspended` before the server can expire its session (so before another session
+/// can acquire), then `Lost`. After the network heals, no stale node of the old
+/// holder blocks anyone, and its client works again (on a new session).
+pub fn blackhole_suspends_before_expiry_then_lost(b: &Suite) {
+    let server = b.env().shared();
+    let path = unique_path("blackhole");
+    let admin = server.admin();
+    let (cb, proxy) = connect_with_faults(b, server);
+    // The waiter's session is not under test, and it idles through the whole
+    // partition (several pings): it gets a session timeout a loaded machine can keep
+    // alive. With 2 s, the blocking binding's `zookeeper` crate leaves an idle
+    // session silent for 2/3 T plus its 100 ms timer tick (measured 1.45 s), so a
+    // stall of about half a second expired the waiter's own session (and its
+    // release failed with `Lost(SessionExpired)`).
+    let ca = connect_with(b, server, BYSTANDER_SESSION_TIMEOUT);
+    let gb = lock(b, &cb, Kind::Mutex, &path);
+    let old_session = b.session_id(&cb);
+    let pa = b.start(&ca, Kind::Mutex, &path).expect("start");
+    admin.wait_children(&path, SHORT, &|c| c.len() == 2);
+    let seq = AtomicU64::new(0);
+    proxy.blackhole();
+    let (suspended_at, lost, acquired_at, ga) = thread::scope(|s| {
+        let seq = &seq;
+        let holder = s.spawn(move || {
+            let mut gb = gb;
+            // The last suspension not followed by a resumption (a loaded machine may
+            // produce a spurious pair before the partition).
+            let mut suspended_at = None;
+            loop {
+                match b.next_event(&mut gb, LONG) {
+                    Some(LockEvent::Suspended) => {
+                        suspended_at = Some(seq.fetch_add(1, Ordering::SeqCst));
+                    }
+                    Some(LockEvent::Resumed) => suspended_at = None,
+                    Some(LockEvent::Lost(reason)) => return (suspended_at, reason),
+                    Some(other) => panic!("{}: unexpected {other:?}", b.name()),
+                    None => panic!("{}: the holder heard nothing", b.name()),
+                }
+            }
+        });
+        let ga = b
+            .finish(pa, LONG)
+            .expect("the other session acquires after the expiry");
+        let acquired_at = seq.fetch_add(1, Ordering::SeqCst);
+        let (suspended_at, lost) = holder.join().expect("holder thread");
+        (suspended_at, lost, acquired_at, ga)
+    });
+    let suspended_at = suspended_at.expect("the holder must report Suspended");
+    assert!(
+        suspended_at < acquired_at,
+        "{}: the holder must be Suspended before another session can acquire",
+        b.name()
+    );
+    assert!(
+        matches!(
+            lost,
+            LostReason::SessionExpired | LostReason::SuspendedTooLong
+        ),
+        "lost for {lost:?}"
+    );
+    proxy.heal();
+    b.release(ga).expect("release");
+    // The old holder's client recovers on a new session; nothing stale blocks it.
+    let g = b
+        .lock(&cb, Kind::Mutex, &path, Wait::Timeout(LONG))
+        .expect("the old holder's client can lock again");
+    assert_ne!(b.session_id(&cb), old_session, "a new session");
+    b.release(g).expect("release");
+    b.wait_idle(&cb).expect("idle");
+    assert!(admin.children(&path).is_empty(), "stale nodes left");
+    b.close(&ca);
+    b.close(&cb);
+}
+
+/// An administrator deleting the node of a holder that watches it: the holder
+/// hears `Lost(NodeDeleted)` at once.
+pub fn admin_delete_gives_lost(b: &Suite) {
+    let server = b.env().shared();
+    let path = unique_path("admin-delete");
+    let admin = server.admin();
+    let c = connect(b, server);
+    let mut g = lock(b, &c, Kind::WatchedMutex, &path);
+    assert!(admin.delete(&b.node_path(&g)));
+    let event = expect_event(b, &mut g, SHORT, "Lost", |e| {
+        matches!(e, LockEvent::Lost(_))
+    });
+    assert_eq!(event, LockEvent::Lost(LostReason::NodeDeleted));
+    assert!(!b.is_trusted(&g));
+    assert!(matches!(
+        b.release(g),
+        Err(Error::Lost(LostReason::NodeDeleted))
+    ));
+    let g = lock(b, &c, Kind::Mutex, &path);
+    b.release(g).expect("release");
+    b.wait_idle(&c).expect("idle");
+    assert!(admin.children(&path).is_empty());
+    b.close(&c);
+}
+
+/// A plain lock watches no node while held (3 requests a cycle): an administrator
+/// deleting its node goes unheard until the release, which still succeeds, and
+/// the next holder gets in.
+pub fn admin_delete_of_a_plain_lock_is_not_watched(b: &Suite) {
+    let server = b.env().shared();
+    let path = unique_path("admin-delete-plain");
+    let admin = server.admin();
+    let c = connect(b, server);
+    let g = lock(b, &c, Kind::Mutex, &path);
+    let node = b.node_path(&g);
+    assert!(
+        watchers_of(b, server, &node).is_empty(),
+        "a plain holder leaves no watch on its node"
+    );
+    assert!(admin.delete(&node));
+    b.release(g)
+        .expect("releasing a node already gone is a release");
+    let g = lock(b, &c, Kind::Mutex, &path);
+    b.release(g).expect("release");
+    b.wait_idle(&c).expect("idle");
+    assert!(admin.children(&path).is_empty());
+    b.close(&c);
+}
+
+/// A 3-node ensemble loses its leader while 4 sessions contend: mutual exclusion
+/// holds throughout (no two trusted holders, no lost update, tokens increase), and
+/// every session goes on acquiring after the new leader is elected (each keeps
+/// contending until then, so the loss lands in the middle of the contention).
+pub fn ensemble_leader_loss_keeps_exclusion(b: &Suite) {
+    const SESSIONS: usize = 4;
+    const KILL_AFTER: usize = 10;
+    /// Acquisitions each session makes after the new leader is in place.
+    const AFTER: usize = 5;
+    let ensemble = b
+        .env()
+        .ensemble()
+        .expect("an environment with Capability::Ensemble");
+    let ensemble = &*ensemble;
+    let path = unique_path("ensemble");
+    let counter = AtomicU64::new(0);
+    let successes = AtomicUsize::new(0);
+    let inside = AtomicBool::new(false);
+    let recovered = AtomicBool::new(false);
+    let tokens = Mutex::new(Vec::new());
+    let errors = Mutex::new(Vec::new());
+    let (kill_tx, kill_rx) = mpsc::channel();
+    let start = Instant::now();
+    let deadline = start + LONG;
+    thread::scope(|s| {
+        for _ in 0..SESSIONS {
+            let kill_tx = kill_tx.clone();
+            let (counter, successes, inside, recovered, tokens, path, errors) = (
+                &counter, &successes, &inside, &recovered, &tokens, &path, &errors,
+            );
+            s.spawn(move || {
+                let c = ensemble
+                    .client(SESSION_TIMEOUT)
+                    .unwrap_or_else(|e| panic!("{}: connecting: {e}", b.name()));
+                let mut after = 0;
+                while after < AFTER {
+                    assert!(
+                        Instant::now() < deadline,
+                        "{}: did not complete ({} acquisitions, recovered: {}, retried after {:?})",
+                        b.name(),
+                        successes.load(Ordering::SeqCst),
+                        recovered.load(Ordering::SeqCst),
+                        errors.lock().unwrap()
+                    );
+                    let recovered_before = recovered.load(Ordering::SeqCst);
+                    // Errors (session expired, timeouts during the election) are retried.
+                    let g = match b.lock(&c, Kind::Mutex, path, Wait::Timeout(SHORT)) {
+                        Ok(g) => g,
+                        Err(e) => {
+                            errors.lock().unwrap().push(e);
+                            continue;
+                        }
+                    };
+                    if !b.is_trusted(&g) {
+                        continue;
+                    }
+                    assert!(!inside.swap(true, Ordering::SeqCst), "two trusted holders");
+                    let v = counter.load(Ordering::SeqCst);
+                    thread::yield_now();
+                    counter.store(v + 1, Ordering::SeqCst);
+                    tokens.lock().unwrap().push(b.token(&g));
+                    inside.store(false, Ordering::SeqCst);
+                    if recovered_before {
+                        after += 1;
+                    }
+                    if successes.fetch_add(1, Ordering::SeqCst) + 1 == KILL_AFTER {
+                        let _ = kill_tx.send(());
+                    }
+                    let _ = b.release(g);
+                }
+                b.close(&c);
+            });
+        }
+        drop(kill_tx);
+        kill_rx.recv().expect("contention started");
+        ensemble.lose_leader();
+        recovered.store(true, Ordering::SeqCst);
+    });
+    let total = successes.load(Ordering::SeqCst);
+    eprintln!(
+        "{}: {total} acquisitions across a leader loss in {:?}; retried after {:?}",
+        b.name(),
+        start.elapsed(),
+        errors.lock().unwrap()
+    );
+    assert!(total >= KILL_AFTER + SESSIONS * AFTER);
+    assert_eq!(counter.load(Ordering::SeqCst), total as u64, "lost update");
+    assert_strictly_increasing(&tokens.lock().unwrap(), "ensemble");
+}

@@ -1,0 +1,362 @@
+//! The lock recipes' contract without faults: exclusion, order, read/write and
+//! semaphore semantics, timeouts and cancellation that leave no node, typed
+//! errors, and the requests an uncontended lock costs.
+
+use super::*;
+
+/// 8 sessions × 50 acquisitions of one mutex increment a non-atomic counter: no
+/// update is lost, no two holders overlap, and the fencing tokens of successive
+/// holders strictly increase.
+pub fn mutual_exclusion(b: &Suite) {
+    const SESSIONS: usize = 8;
+    const ROUNDS: usize = 50;
+    let server = b.env().shared();
+    let path = unique_path("mutual-exclusion");
+    let counter = AtomicU64::new(0);
+    let inside = AtomicBool::new(false);
+    let tokens = Mutex::new(Vec::new());
+    thread::scope(|s| {
+        for _ in 0..SESSIONS {
+            s.spawn(|| {
+                let c = connect(b, server);
+                for _ in 0..ROUNDS {
+                    let g = b
+                        .lock(&c, Kind::Mutex, &path, Wait::Timeout(LONG))
+                        .unwrap_or_else(|e| panic!("{}: lock: {e}", b.name()));
+                    assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
+                    // Read, yield, write: a lost update if anyone else is inside.
+                    let v = counter.load(Ordering::SeqCst);
+                    thread::yield_now();
+                    counter.store(v + 1, Ordering::SeqCst);
+                    tokens.lock().unwrap().push(b.token(&g));
+                    inside.store(false, Ordering::SeqCst);
+                    b.release(g)
+                        .unwrap_or_else(|e| panic!("{}: release: {e}", b.name()));
+                }
+                b.close(&c);
+            });
+        }
+    });
+    assert_eq!(counter.load(Ordering::SeqCst), (SESSIONS * ROUNDS) as u64);
+    assert_strictly_increasing(&tokens.lock().unwrap(), "mutex");
+    let admin = server.admin();
+    assert!(admin.children(&path).is_empty(), "nodes left behind");
+}
+
+/// Waiters get the lock in the order they queued.
+pub fn fifo_order(b: &Suite) {
+    const WAITERS: usize = 4;
+    let server = b.env().shared();
+    let path = unique_path("fifo");
+    let admin = server.admin();
+    let holder = connect(b, server);
+    let g = lock(b, &holder, Kind::Mutex, &path);
+    let order = Mutex::new(Vec::new());
+    thread::scope(|s| {
+        for k in 0..WAITERS {
+            let order = &order;
+            let path = &path;
+            let c = connect(b, server);
+            s.spawn(move || {
+                let g = b
+                    .lock(&c, Kind::Mutex, path, Wait::Timeout(LONG))
+                    .unwrap_or_else(|e| panic!("{}: waiter {k}: {e}", b.name()));
+                order.lock().unwrap().push(k);
+                b.release(g).expect("release");
+                b.close(&c);
+            });
+            // The next waiter queues only once this one's node exists.
+            admin.wait_children(path, SHORT, &|c| c.len() == k + 2);
+        }
+        b.release(g).expect("release");
+    });
+    assert_eq!(*order.lock().unwrap(), (0..WAITERS).collect::<Vec<_>>());
+    b.close(&holder);
+    assert!(admin.children(&path).is_empty(), "nodes left behind");
+}
+
+/// Readers hold together; a writer waits for them and excludes everyone.
+pub fn readers_share_writers_exclude(b: &Suite) {
+    let server = b.env().shared();
+    let path = unique_path("rw-share");
+    let admin = server.admin();
+    let (c1, c2, c3) = (connect(b, server), connect(b, server), connect(b, server));
+    let r1 = lock(b, &c1, Kind::Read, &path);
+    let r2 = b
+        .lock(&c2, Kind::Read, &path, Wait::Try)
+        .expect("a second reader shares the lock at once");
+    assert!(matches!(
+        b.lock(&c3, Kind::Write, &path, Wait::Try),
+        Err(Error::WouldBlock)
+    ));
+    let w = b.start(&c3, Kind::Write, &path).expect("start writer");
+    admin.wait_children(&path, SHORT, &|c| c.len() == 3);
+    b.release(r1).expect("release r1");
+    b.release(r2).expect("release r2");
+    let w = b.finish(w, SHORT).expect("the writer gets the lock");
+    assert!(matches!(
+        b.lock(&c1, Kind::Read, &path, Wait::Try),
+        Err(Error::WouldBlock)
+    ));
+    assert!(matches!(
+        b.lock(&c2, Kind::Mutex, &path, Wait::Try),
+        Err(Error::WouldBlock)
+    ));
+    b.release(w).expect("release writer");
+    for c in [&c1, &c2, &c3] {
+        b.wait_idle(c).expect("idle");
+    }
+    assert!(admin.children(&path).is_empty(), "nodes left behind");
+    for c in [&c1, &c2, &c3] {
+        b.close(c);
+    }
+}
+
+/// A waiting writer is not overtaken by readers that come after it.
+pub fn writer_not_starved_by_later_readers(b: &Suite) {
+    let server = b.env().shared();
+    let path = unique_path("rw-starve");
+    let admin = server.admin();
+    let (c1, c2, c3) = (connect(b, server), connect(b, server), connect(b, server));
+    let r1 = lock(b, &c1, Kind::Read, &path);
+    let w = b.start(&c2, Kind::Write, &path).expect("start writer");
+    admin.wait_children(&path, SHORT, &|c| c.len() == 2);
+    // A reader arriving now queues behind the writer, although a reader holds.
+    assert!(matches!(
+        b.lock(&c3, Kind::Read, &path, Wait::Try),
+        Err(Error::WouldBlock)
+    ));
+    let r2 = b.start(&c3, Kind::Read, &path).expect("start reader");
+    admin.wait_children(&path, SHORT, &|c| c.len() == 3);
+    b.release(r1).expect("release r1");
+    // Had the late reader been let in, it would hold (inside its pending acquisition)
+    // and the writer could not get the lock.
+    let w = b.finish(w, SHORT).expect("the writer gets the lock first");
+    b.release(w).expect("release writer");
+    let r2 = b.finish(r2, SHORT).expect("then the late reader");
+    b.release(r2).expect("release r2");
+    for c in [&c1, &c2, &c3] {
+        b.wait_idle(c).expect("idle");
+        b.close(c);
+    }
+    assert!(admin.children(&path).is_empty(), "nodes left behind");
+}
+
+/// A semaphore of 3 admits 3 holders, refuses a 4th, and under contention never
+/// has more than 3.
+pub fn semaphore_never_exceeds_permits(b: &Suite) {
+    const PERMITS: u32 = 3;
+    let server = b.env().shared();
+    let path = unique_path("semaphore");
+    let admin = server.admin();
+    let clients: Vec<_> = (0..6).map(|_| connect(b, server)).collect();
+    let kind = Kind::Semaphore(PERMITS);
+    let held: Vec<_> = clients[..3]
+        .iter()
+        .map(|c| lock(b, c, kind, &path))
+        .collect();
+    assert!(matches!(
+        b.lock(&clients[3], kind, &path, Wait::Try),
+        Err(Error::WouldBlock)
+    ));
+    for g in held {
+        b.release(g).expect("release");
+    }
+    let active = AtomicUsize::new(0);
+    let max = AtomicUsize::new(0);
+    thread::scope(|s| {
+        for c in &clients {
+            let (active, max, path) = (&active, &max, &path);
+            s.spawn(move || {
+                for _ in 0..10 {
+                    let g = b
+                        .lock(c, kind, path, Wait::Timeout(LONG))
+                        .unwrap_or_else(|e| panic!("{}: {e}", b.name()));
+                    let now = active.fetch_add(1, Ordering::SeqCst) + 1;
+                    max.fetch_max(now, Ordering::SeqCst);
+                    assert!(
+                        now <= PERMITS as usize,
+                        "{now} holders of a semaphore({PERMITS})"
+                    );
+                    thread::yield_now();
+                    active.fetch_sub(1, Ordering::SeqCst);
+                    b.release(g).expect("release");
+                }
+            });
+        }
+    });
+    assert!(max.load(Ordering::SeqCst) <= PERMITS as usize);
+    for c in &clients {
+        b.wait_idle(c).expect("idle");
+        b.close(c);
+    }
+    assert!(admin.children(&path).is_empty(), "nodes left behind");
+}
+
+/// A timed-out or busy `try` acquisition leaves no node behind.
+pub fn timeout_leaves_no_node(b: &Suite) {
+    let server = b.env().shared();
+    let path = unique_path("timeout");
+    let admin = server.admin();
+    let (a, c) = (connect(b, server), connect(b, server));
+    let g = lock(b, &a, Kind::Mutex, &path);
+    let holder = name_of(&b.node_path(&g));
+    let timeout = Duration::from_millis(300);
+    assert!(matches!(
+        b.lock(&c, Kind::Mutex, &path, Wait::Timeout(timeout)),
+        Err(Error::Timeout)
+    ));
+    assert!(matches!(
+        b.lock(&c, Kind::Mutex, &path, Wait::Try),
+        Err(Error::WouldBlock)
+    ));
+    b.wait_idle(&c).expect("idle");
+    assert_eq!(
+        admin.children(&path),
+        vec![holder],
+        "the waiter left a node"
+    );
+    b.release(g).expect("release");
+    b.wait_idle(&a).expect("idle");
+    assert!(admin.children(&path).is_empty());
+    b.close(&a);
+    b.close(&c);
+}
+
+/// Cancelling a waiting acquisition (queued, or with its create still in flight)
+/// leaves no node behind.
+pub fn cancel_leaves_no_node(b: &Suite) {
+    let server = b.env().shared();
+    let path = unique_path("cancel");
+    let admin = server.admin();
+    let (a, c) = (connect(b, server), connect(b, server));
+    let g = lock(b, &a, Kind::Mutex, &path);
+    let holder = name_of(&b.node_path(&g));
+    // Queued: its node exists.
+    let p = b.start(&c, Kind::Mutex, &path).expect("start");
+    admin.wait_children(&path, SHORT, &|c| c.len() == 2);
+    b.cancel(p);
+    b.wait_idle(&c).expect("idle");
+    assert_eq!(
+        admin.children(&path),
+        vec![holder.clone()],
+        "cancel left a node"
+    );
+    // At once: the create may still be in flight.
+    let p = b.start(&c, Kind::Mutex, &path).expect("start");
+    b.cancel(p);
+    b.wait_idle(&c).expect("idle");
+    assert_eq!(admin.children(&path), vec![holder], "cancel left a node");
+    b.release(g).expect("release");
+    b.wait_idle(&a).expect("idle");
+    assert!(admin.children(&path).is_empty());
+    b.close(&a);
+    b.close(&c);
+}
+
+/// Invalid paths and bad input are refused with typed errors, before anything is
+/// sent.
+pub fn invalid_paths_give_typed_errors(b: &Suite) {
+    let server = b.env().shared();
+    let c = connect(b, server);
+    let bad = [
+        "",
+        "relative",
+        "/trailing/",
+        "/a//b",
+        "/a/../b",
+        "/",
+        "/zookeeper/x",
+    ];
+    for path in bad {
+        for kind in [Kind::Mutex, Kind::Read, Kind::Write, Kind::Semaphore(2)] {
+            for wait in [Wait::Try, Wait::Forever] {
+                let got = b.lock(&c, kind, path, wait);
+                assert!(
+                    got.as_ref().is_err_and(Error::is_invalid_path),
+                    "{}: {kind:?} on {path:?}: {:?}",
+                    b.name(),
+                    got.err()
+                );
+            }
+        }
+        let started = b
+            .start(&c, Kind::Mutex, path)
+            .and_then(|p| b.finish(p, SHORT));
+        assert!(
+            started.as_ref().is_err_and(Error::is_invalid_path),
+            "{path:?}"
+        );
+    }
+    let zero = b.lock(&c, Kind::Semaphore(0), &unique_path("zero"), Wait::Try);
+    assert!(matches!(zero, Err(Error::Usage(_))), "{:?}", zero.err());
+    b.close(&c);
+}
+
+/// A closed client: held locks end with `Lost(Closed)`, the session's nodes are
+/// gone, and every call gives `Closed`.
+pub fn closed_client_gives_typed_errors(b: &Suite) {
+    let server = b.env().shared();
+    let path = unique_path("closed");
+    let admin = server.admin();
+    let c = connect(b, server);
+    let mut g = lock(b, &c, Kind::Mutex, &path);
+    let node = b.node_path(&g);
+    b.close(&c);
+    let event = expect_event(b, &mut g, SHORT, "Lost", |e| {
+        matches!(e, LockEvent::Lost(_))
+    });
+    assert_eq!(event, LockEvent::Lost(LostReason::Closed));
+    assert!(!b.is_trusted(&g));
+    admin.wait_deleted(&node, SHORT);
+    for wait in [Wait::Try, Wait::Forever, Wait::Timeout(SHORT)] {
+        assert!(matches!(
+            b.lock(&c, Kind::Mutex, &path, wait),
+            Err(Error::Closed)
+        ));
+    }
+    let started = b
+        .start(&c, Kind::Read, &path)
+        .and_then(|p| b.finish(p, SHORT));
+    assert!(matches!(started, Err(Error::Closed)));
+    assert!(matches!(b.wait_idle(&c), Err(Error::Closed)));
+    assert!(matches!(
+        b.release(g),
+        Err(Error::Closed | Error::Lost(LostReason::Closed))
+    ));
+    b.close(&c); // idempotent
+    assert_eq!(b.session_id(&c), None);
+}
+
+/// Requests per uncontended acquire + release, counted by the server
+/// (`zk_packets_received` in `mntr`), on a server of its own.
+pub fn requests_per_uncontended_cycle(b: &Suite) {
+    let server = b.env().fresh();
+    let server = &*server;
+    let path = unique_path("requests");
+    let packets = || {
+        server
+            .requests_received()
+            .expect("an environment with Capability::RequestCount")
+    };
+    // A long session timeout: no ping falls into the measurement.
+    let c = connect_with(b, server, Duration::from_secs(10));
+    // Warm up: the lock directory exists afterwards.
+    let g = lock(b, &c, Kind::Mutex, &path);
+    b.release(g).expect("release");
+    b.wait_idle(&c).expect("idle");
+    let m0 = packets();
+    let overhead = packets() - m0; // mntr's own connection, if any
+    let before = packets();
+    let g = lock(b, &c, Kind::Mutex, &path);
+    b.release(g).expect("release");
+    b.wait_idle(&c).expect("idle");
+    let requests = packets() - before - overhead;
+    assert_eq!(
+        requests,
+        b.env().requests_per_cycle(),
+        "{}: requests per uncontended acquire + release",
+        b.name()
+    );
+    b.close(&c);
+}

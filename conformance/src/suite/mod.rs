@@ -1,0 +1,115 @@
+//! The conformance tests. Each takes a [`Suite`] (an environment with the client
+//! side); run each in its own `#[test]` (see
+//! [`conformance_tests!`](crate::conformance_tests)).
+
+mod faults;
+mod locks;
+mod rounds;
+
+pub use faults::*;
+pub use locks::*;
+pub use rounds::*;
+
+use crate::env::{unique_path, wait_until, Deployment, Faults, LONG, SESSION_TIMEOUT, SHORT};
+use crate::harness::{Suite, Wait};
+use crate::Kind;
+use lock_client::{Error, LockClient, LockGuard};
+use lock_core::{LockEvent, LostReason};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+fn connect(b: &Suite, on: &dyn Deployment) -> LockClient {
+    b.client_on(on, SESSION_TIMEOUT)
+}
+
+/// The session timeout of a client whose session must simply survive (a bystander
+/// of a test about another session's expiry): long enough for any backend's pings on
+/// a loaded machine.
+const BYSTANDER_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn connect_with(b: &Suite, on: &dyn Deployment, timeout: Duration) -> LockClient {
+    b.client_on(on, timeout)
+}
+
+fn connect_with_faults(b: &Suite, on: &dyn Deployment) -> (LockClient, Box<dyn Faults>) {
+    on.client_with_faults(SESSION_TIMEOUT)
+        .unwrap_or_else(|e| panic!("{}: connecting: {e}", b.name()))
+}
+
+fn watchers_of(b: &Suite, on: &dyn Deployment, path: &str) -> Vec<i64> {
+    on.watchers_of(path)
+        .unwrap_or_else(|| panic!("{}: generated without Capability::Watchers", b.name()))
+}
+
+fn lock(b: &Suite, c: &LockClient, kind: Kind, path: &str) -> LockGuard {
+    b.lock(c, kind, path, Wait::Timeout(SHORT))
+        .unwrap_or_else(|e| panic!("{}: {kind:?} on {path}: {e}", b.name()))
+}
+
+fn name_of(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or_default().to_owned()
+}
+
+/// Waits for an event matching `want`, skipping others; panics after `within`.
+fn expect_event(
+    b: &Suite,
+    guard: &mut LockGuard,
+    within: Duration,
+    what: &str,
+    want: impl Fn(&LockEvent) -> bool,
+) -> LockEvent {
+    let deadline = Instant::now() + within;
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match b.next_event(guard, left) {
+            Some(event) if want(&event) => return event,
+            Some(event) => seen.push(event),
+            None => panic!("{}: no {what} within {within:?} (saw {seen:?})", b.name()),
+        }
+    }
+}
+
+/// Before a fault: drains what a loaded machine may have reported meanwhile (a
+/// spurious suspension, e.g. a ping answered late), waiting for the resumption of
+/// one still under way; returns with the lock trusted and no event queued, or
+/// panics (with what it saw) if it is not trusted again within [`SHORT`].
+fn settle(b: &Suite, guard: &mut LockGuard, kind: Kind) {
+    let deadline = Instant::now() + SHORT;
+    let mut seen = Vec::new();
+    loop {
+        while let Some(event) = b.next_event(guard, Duration::ZERO) {
+            seen.push(event);
+        }
+        if b.is_trusted(guard) {
+            return;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match b.next_event(guard, left) {
+            Some(event) => seen.push(event),
+            None => panic!(
+                "{}: {kind:?} not trusted before the fault (saw {seen:?})",
+                b.name()
+            ),
+        }
+    }
+}
+
+/// The next event, which must come within `within`.
+fn next_event(b: &Suite, guard: &mut LockGuard, within: Duration) -> LockEvent {
+    b.next_event(guard, within)
+        .unwrap_or_else(|| panic!("{}: no event within {within:?}", b.name()))
+}
+
+fn assert_strictly_increasing(tokens: &[i64], what: &str) {
+    for pair in tokens.windows(2) {
+        assert!(
+            pair[0] < pair[1],
+            "{what}: fencing tokens must strictly increase, got {} then {}",
+            pair[0],
+            pair[1]
+        );
+    }
+}

@@ -1,0 +1,206 @@
+//! Faults repeated at every point of the client's ping cycle, for every recipe
+//! that excludes: blackholes (`Lost` strictly before another session's grant, with
+//! the times printed) and short cuts (always resumed).
+
+use super::*;
+
+/// Rounds per lock kind in [`blackhole_loses_before_another_session_holds`]
+/// (five kinds, so 20 blackholes per run of the suite).
+const BLACKHOLE_ROUNDS: u32 = 4;
+
+/// What a holder cut off by a blackhole saw, in time from the start of the
+/// blackhole, beside when another session was granted the lock.
+#[derive(Clone, Copy, Debug)]
+pub struct BlackholeTimes {
+    /// When the holder heard `Suspended`.
+    pub suspended: Duration,
+    /// When the holder heard `Lost`.
+    pub lost: Duration,
+    /// When the other session's acquisition returned the lock.
+    pub other_granted: Duration,
+}
+
+/// The holder's and the other session's lock kinds, for every recipe that
+/// excludes: a mutex, one that watches its node, a write lock, a semaphore of one
+/// permit, a read lock blocking a writer.
+const EXCLUDING: [(Kind, Kind); 5] = [
+    (Kind::Mutex, Kind::Mutex),
+    (Kind::WatchedMutex, Kind::WatchedMutex),
+    (Kind::Write, Kind::Write),
+    (Kind::Semaphore(1), Kind::Semaphore(1)),
+    (Kind::Read, Kind::Write),
+];
+
+/// A partition longer than the session timeout while holding, many times over,
+/// for every recipe: the holder hears `Lost` strictly before another session is
+/// granted the lock (the core loses it a margin before the server could expire
+/// the session, counted from the binding's last contact, not from the suspension).
+/// The holder idles for a different time before each blackhole, so the cut falls
+/// at different points of the client's ping cycle. Prints every round's times.
+pub fn blackhole_loses_before_another_session_holds(b: &Suite) {
+    let server = b.env().shared();
+    let times: Vec<(Kind, BlackholeTimes)> = thread::scope(|s| {
+        let runs: Vec<_> = EXCLUDING
+            .iter()
+            .map(|&(holder, other)| {
+                s.spawn(move || {
+                    (0..BLACKHOLE_ROUNDS)
+                        .map(|round| {
+                            // Spread over one session timeout (idle phases).
+                            let idle = SESSION_TIMEOUT * round / BLACKHOLE_ROUNDS;
+                            (holder, blackhole_round(b, server, holder, other, idle))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        runs.into_iter()
+            .flat_map(|r| r.join().expect("round thread"))
+            .collect()
+    });
+    for (kind, t) in &times {
+        println!(
+            "{} {kind:?}: suspended {:?}, lost {:?}, other granted {:?}",
+            b.name(),
+            t.suspended,
+            t.lost,
+            t.other_granted
+        );
+    }
+    let column = |f: fn(&BlackholeTimes) -> Duration| {
+        let mut v: Vec<Duration> = times.iter().map(|(_, t)| f(t)).collect();
+        v.sort();
+        format!("{:?} / {:?} / {:?}", v[0], v[v.len() / 2], v[v.len() - 1])
+    };
+    println!(
+        "{} over {} blackholes (session timeout {SESSION_TIMEOUT:?}), min / median / max: \
+         suspended {}, lost {}, other granted {}, other granted - lost {}",
+        b.name(),
+        times.len(),
+        column(|t| t.suspended),
+        column(|t| t.lost),
+        column(|t| t.other_granted),
+        column(|t| t.other_granted.saturating_sub(t.lost)),
+    );
+    for (kind, t) in &times {
+        assert!(
+            t.lost < t.other_granted,
+            "{}: {kind:?} holder lost at {:?}, after another session was granted at {:?}",
+            b.name(),
+            t.lost,
+            t.other_granted
+        );
+    }
+}
+
+/// One round: `holder` kind held through a proxy, `other` kind waiting on a direct
+/// connection, the holder's network blackholed after `idle`.
+fn blackhole_round(
+    b: &Suite,
+    server: &dyn Deployment,
+    holder: Kind,
+    other: Kind,
+    idle: Duration,
+) -> BlackholeTimes {
+    let path = unique_path("blackhole-lost");
+    let admin = server.admin();
+    let (ch, proxy) = connect_with_faults(b, server);
+    let co = connect_with(b, server, BYSTANDER_SESSION_TIMEOUT);
+    let mut gh = lock(b, &ch, holder, &path);
+    let po = b.start(&co, other, &path).expect("start");
+    admin.wait_children(&path, SHORT, &|c| c.len() == 2);
+    // Idle (nothing of ours on the wire), then the blackhole; a spurious
+    // suspension on a loaded machine is resumed before it starts.
+    thread::sleep(idle);
+    settle(b, &mut gh, holder);
+    let start = Instant::now();
+    proxy.blackhole();
+    let times = thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let g = b
+                .finish(po, LONG)
+                .expect("the other session acquires after the expiry");
+            (start.elapsed(), g)
+        });
+        let mut suspended = None;
+        let lost = loop {
+            match b.next_event(&mut gh, LONG) {
+                Some(LockEvent::Suspended) => suspended = Some(start.elapsed()),
+                Some(LockEvent::Resumed) => panic!("{}: resumed in a blackhole", b.name()),
+                Some(LockEvent::Lost(reason)) => {
+                    assert!(
+                        matches!(
+                            reason,
+                            LostReason::SuspendedTooLong | LostReason::SessionExpired
+                        ),
+                        "{}: lost for {reason:?}",
+                        b.name()
+                    );
+                    break start.elapsed();
+                }
+                Some(_) => {}
+                None => panic!("{}: the holder heard nothing", b.name()),
+            }
+        };
+        let (other_granted, go) = waiter.join().expect("waiter");
+        b.release(go).expect("release");
+        BlackholeTimes {
+            suspended: suspended.expect("Suspended before Lost"),
+            lost,
+            other_granted,
+        }
+    });
+    proxy.heal();
+    drop(gh);
+    b.close(&ch);
+    b.wait_idle(&co).expect("idle");
+    b.close(&co);
+    times
+}
+
+/// A short connection cut while holding, for every recipe and at different points
+/// of the client's ping cycle (the holder idles a different time before each
+/// cut): `Suspended`, then `Resumed` on the same session, never `Lost`. A cut
+/// heals within the lost window whenever the client reconnects at once.
+pub fn short_cut_resumes_every_recipe(b: &Suite) {
+    let server = b.env().shared();
+    thread::scope(|s| {
+        for &(kind, _) in &EXCLUDING {
+            s.spawn(move || {
+                for round in 0..BLACKHOLE_ROUNDS {
+                    let idle = SESSION_TIMEOUT * round / BLACKHOLE_ROUNDS;
+                    short_cut_round(b, server, kind, idle);
+                }
+            });
+        }
+    });
+}
+
+fn short_cut_round(b: &Suite, server: &dyn Deployment, kind: Kind, idle: Duration) {
+    let path = unique_path("short-cut-every");
+    let admin = server.admin();
+    let (c, proxy) = connect_with_faults(b, server);
+    let mut g = lock(b, &c, kind, &path);
+    let token = b.token(&g);
+    thread::sleep(idle);
+    settle(b, &mut g, kind);
+    let session = b.session_id(&c);
+    let start = Instant::now();
+    proxy.cut();
+    let suspended = next_event(b, &mut g, SHORT);
+    let resumed = next_event(b, &mut g, SHORT);
+    assert_eq!(
+        (suspended, resumed),
+        (LockEvent::Suspended, LockEvent::Resumed),
+        "{}: {kind:?} after {idle:?} idle ({:?} after the cut)",
+        b.name(),
+        start.elapsed()
+    );
+    assert_eq!(b.session_id(&c), session, "same session");
+    assert!(b.is_trusted(&g));
+    assert_eq!(b.token(&g), token);
+    b.release(g).expect("release");
+    b.wait_idle(&c).expect("idle");
+    assert!(admin.children(&path).is_empty());
+    b.close(&c);
+}

@@ -1,0 +1,253 @@
+//! The environment of a binding on real ZooKeeper: servers and ensembles from
+//! lock-testkit, faults through its proxies, the administrator over the `zookeeper`
+//! crate, watchers from `wchp` and request counts from `mntr`.
+
+use crate::admin::ZkAdmin;
+use crate::env::{
+    Admin, Capability, Deployment, Ensemble, Env, Faults, HeldReplies, Style, WithHeldReplies,
+    LONG, SHORT,
+};
+use lock_client::{Error, LockClient};
+use lock_testkit::{Direction, FaultProxy, HoldProxy, ZkEnsemble, ZkServer};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// How a binding connects: `(connect_string, session_timeout)` to a client whose
+/// session is established.
+pub type Connect = dyn Fn(&str, Duration) -> Result<LockClient, Error> + Send + Sync;
+
+/// The standalone server shared by the tests of one binary (each test uses its own
+/// lock paths). The testkit kills it when the test process exits.
+///
+/// ```no_run
+/// let connect = lock_conformance::shared_server().connect_string();
+/// # drop(connect);
+/// ```
+pub fn shared_server() -> &'static ZkServer {
+    static SERVER: OnceLock<ZkServer> = OnceLock::new();
+    SERVER.get_or_init(fresh_server)
+}
+
+/// A server of its own, for tests that count its packets or stop it.
+///
+/// ```no_run
+/// let server = lock_conformance::fresh_server();
+/// # drop(server);
+/// ```
+pub fn fresh_server() -> ZkServer {
+    ZkServer::start().expect("starting ZooKeeper (lock-testkit; see testkit/README.md)")
+}
+
+/// Sessions watching `path`, from the server's `wchp` (4-letter word).
+///
+/// ```no_run
+/// let sessions = lock_conformance::watchers_of(lock_conformance::shared_server(), "/locks/a/x");
+/// # drop(sessions);
+/// ```
+pub fn watchers_of(server: &ZkServer, path: &str) -> Vec<i64> {
+    let text = server.four_letter_word("wchp").unwrap_or_default();
+    let mut out = Vec::new();
+    let mut in_path = false;
+    for line in text.lines() {
+        if let Some(session) = line.strip_prefix('\t') {
+            if in_path {
+                if let Ok(id) = u64::from_str_radix(session.trim().trim_start_matches("0x"), 16) {
+                    out.push(id as i64);
+                }
+            }
+        } else {
+            in_path = line.trim() == path;
+        }
+    }
+    out
+}
+
+/// A binding on real ZooKeeper servers. It has every [`Capability`].
+///
+/// ```no_run
+/// use lock_conformance::{Style, ZkEnv};
+/// let env = ZkEnv::new("lock-zookeeper", Style::Blocking, 4, |cluster, timeout| {
+///     // e.g. lock_zookeeper::builder(cluster).session_timeout(timeout).connect()
+///     # let _ = (cluster, timeout);
+///     # unimplemented!()
+/// });
+/// # drop(env);
+/// ```
+pub struct ZkEnv {
+    name: String,
+    style: Style,
+    requests_per_cycle: u64,
+    connect: Arc<Connect>,
+    shared: ZkDeployment,
+}
+
+impl ZkEnv {
+    /// The binding `name`, called in `style`, sending `requests_per_cycle` requests
+    /// per uncontended acquire + release (see [`Env::requests_per_cycle`]),
+    /// connecting with `connect`. Most tests run on [`shared_server`].
+    pub fn new(
+        name: impl Into<String>,
+        style: Style,
+        requests_per_cycle: u64,
+        connect: impl Fn(&str, Duration) -> Result<LockClient, Error> + Send + Sync + 'static,
+    ) -> ZkEnv {
+        let connect: Arc<Connect> = Arc::new(connect);
+        ZkEnv {
+            name: name.into(),
+            style,
+            requests_per_cycle,
+            shared: ZkDeployment {
+                server: Server::Shared(shared_server()),
+                connect: connect.clone(),
+            },
+            connect,
+        }
+    }
+}
+
+impl Env for ZkEnv {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn style(&self) -> Style {
+        self.style
+    }
+
+    fn capabilities(&self) -> Vec<Capability> {
+        vec![
+            Capability::HoldReplies,
+            Capability::Watchers,
+            Capability::RequestCount,
+            Capability::Ensemble,
+        ]
+    }
+
+    fn requests_per_cycle(&self) -> u64 {
+        self.requests_per_cycle
+    }
+
+    fn shared(&self) -> &dyn Deployment {
+        &self.shared
+    }
+
+    fn fresh(&self) -> Box<dyn Deployment> {
+        Box::new(ZkDeployment {
+            server: Server::Own(Box::new(fresh_server())),
+            connect: self.connect.clone(),
+        })
+    }
+
+    fn ensemble(&self) -> Option<Box<dyn Ensemble>> {
+        let ensemble = ZkEnsemble::start(3).expect("starting a 3-node ensemble");
+        Some(Box::new(ZkEnsembleEnv {
+            ensemble,
+            connect: self.connect.clone(),
+        }))
+    }
+}
+
+enum Server {
+    Shared(&'static ZkServer),
+    Own(Box<ZkServer>),
+}
+
+struct ZkDeployment {
+    server: Server,
+    connect: Arc<Connect>,
+}
+
+impl ZkDeployment {
+    fn server(&self) -> &ZkServer {
+        match &self.server {
+            Server::Shared(s) => s,
+            Server::Own(s) => s,
+        }
+    }
+}
+
+impl Deployment for ZkDeployment {
+    fn client(&self, session_timeout: Duration) -> Result<LockClient, Error> {
+        (self.connect)(&self.server().connect_string(), session_timeout)
+    }
+
+    fn client_with_faults(
+        &self,
+        session_timeout: Duration,
+    ) -> Result<(LockClient, Box<dyn Faults>), Error> {
+        let proxy = FaultProxy::start(self.server().addr()).expect("fault proxy");
+        let client = (self.connect)(&proxy.connect_string(), session_timeout)?;
+        Ok((client, Box::new(proxy)))
+    }
+
+    fn client_with_held_replies(
+        &self,
+        session_timeout: Duration,
+    ) -> Option<Result<WithHeldReplies, Error>> {
+        let proxy = HoldProxy::start(self.server().addr()).expect("hold proxy");
+        let client = (self.connect)(&proxy.connect_string(), session_timeout);
+        Some(client.map(|c| (c, Box::new(proxy) as Box<dyn HeldReplies>)))
+    }
+
+    fn admin(&self) -> Box<dyn Admin> {
+        Box::new(ZkAdmin::connect(&self.server().connect_string()))
+    }
+
+    fn watchers_of(&self, path: &str) -> Option<Vec<i64>> {
+        Some(watchers_of(self.server(), path))
+    }
+
+    fn requests_received(&self) -> Option<u64> {
+        let mntr = self.server().mntr().expect("mntr");
+        Some(
+            mntr.get_u64("zk_packets_received")
+                .expect("zk_packets_received"),
+        )
+    }
+}
+
+impl Faults for FaultProxy {
+    fn cut(&self) {
+        FaultProxy::cut(self);
+    }
+
+    fn blackhole(&self) {
+        FaultProxy::blackhole(self);
+    }
+
+    fn heal(&self) {
+        FaultProxy::heal(self);
+    }
+}
+
+impl HeldReplies for HoldProxy {
+    fn hold(&self) {
+        HoldProxy::hold(self, Direction::Downstream);
+    }
+
+    fn cut(&self) {
+        HoldProxy::cut(self);
+    }
+}
+
+struct ZkEnsembleEnv {
+    ensemble: ZkEnsemble,
+    connect: Arc<Connect>,
+}
+
+impl Ensemble for ZkEnsembleEnv {
+    fn client(&self, session_timeout: Duration) -> Result<LockClient, Error> {
+        (self.connect)(&self.ensemble.connect_string(), session_timeout)
+    }
+
+    fn lose_leader(&self) {
+        let leader = self
+            .ensemble
+            .wait_for_leader(SHORT)
+            .expect("the ensemble has a leader");
+        self.ensemble.kill(leader).expect("killing the leader");
+        self.ensemble
+            .wait_for_leader(LONG)
+            .expect("a new leader is elected");
+    }
+}
