@@ -76,7 +76,6 @@
 #![forbid(unsafe_code)]
 
 mod admin;
-pub mod connection;
 mod env;
 mod harness;
 mod sim;
@@ -133,6 +132,7 @@ macro_rules! conformance_tests {
             cancel_leaves_no_node,
             short_cut_suspends_then_resumes,
             short_cut_resumes_every_recipe,
+            connection_state_through_faults,
             blackhole_suspends_before_expiry_then_lost,
             blackhole_loses_before_another_session_holds,
             admin_delete_gives_lost,

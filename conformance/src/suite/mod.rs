@@ -2,10 +2,12 @@
 //! side); run each in its own `#[test]` (see
 //! [`conformance_tests!`](crate::conformance_tests)).
 
+mod connection;
 mod faults;
 mod locks;
 mod rounds;
 
+pub use connection::*;
 pub use faults::*;
 pub use locks::*;
 pub use rounds::*;
