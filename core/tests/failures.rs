@@ -694,20 +694,25 @@ fn suspended_after(since_contact: Duration, config: Config) -> (H, String) {
     (h, node)
 }
 
+/// Suspended now, lost exactly `after` from now (not a millisecond earlier).
+fn lost_exactly_after(h: &mut H, after: Duration) {
+    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.advance(after - Duration::from_millis(1));
+    assert!(h.take_events().is_empty(), "lost before {after:?}");
+    h.advance(Duration::from_millis(1));
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
+    );
+}
+
 #[test]
 fn lost_is_counted_from_the_last_contact_not_from_the_report() {
     // Reported 3 s after the last contact: the server could expire the session
     // 7 s from now, so the lock is lost a margin (1 s) before that, at 6 s.
     let config = Config::new(Duration::from_secs(10), 1);
     let (mut h, _) = suspended_after(Duration::from_secs(3), config);
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
-    h.advance(Duration::from_millis(5999));
-    assert!(h.take_events().is_empty());
-    h.advance(Duration::from_millis(1));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
-    );
+    lost_exactly_after(&mut h, Duration::from_millis(6000));
 }
 
 #[test]
@@ -729,14 +734,7 @@ fn the_expiry_margin_is_configurable() {
     let mut config = Config::new(Duration::from_secs(10), 1);
     config.expiry_margin = Some(Duration::from_secs(4));
     let (mut h, _) = suspended_after(Duration::from_secs(1), config);
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
-    h.advance(Duration::from_millis(4999));
-    assert!(h.take_events().is_empty());
-    h.advance(Duration::from_millis(1));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
-    );
+    lost_exactly_after(&mut h, Duration::from_millis(5000));
 }
 
 #[test]
@@ -744,14 +742,7 @@ fn a_shorter_grace_ends_the_suspension_first() {
     let mut config = Config::new(Duration::from_secs(10), 1);
     config.suspended_grace = Some(Duration::from_secs(2));
     let (mut h, _) = suspended_after(Duration::from_secs(1), config);
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
-    h.advance(Duration::from_millis(1999));
-    assert!(h.take_events().is_empty());
-    h.advance(Duration::from_millis(1));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
-    );
+    lost_exactly_after(&mut h, Duration::from_millis(2000));
 }
 
 #[test]
