@@ -33,11 +33,6 @@
 //! `cancel()` or by dropping its future, guards' events), the servers, the faults
 //! and the administrator's view (the [`Env`] traits).
 //!
-//! [`connection`] holds one more test over `LockClient`, of the client-wide
-//! connection-state stream through a fault proxy; each binding calls it from its
-//! `tests/connection_state.rs` with the same kind of connect closure (it reads the
-//! session list of a real server, so it runs on real ZooKeeper only).
-//!
 //! # Which tests run where, and why
 //!
 //! | Environment | Where | Style | Tests |

@@ -10,8 +10,8 @@
 //! | feature | what it gives |
 //! |---|---|
 //! | `tokio` (default), `async-std`, `smol` | [`connect`] / [`builder`]: the async binding over `zookeeper-client` on that runtime |
-//! | `blocking` | [`blocking::connect`] / [`blocking::builder`]: the binding over the blocking `zookeeper` crate, with a driver thread |
-//! | `sim` | [`sim::Server`]: an in-process ZooKeeper whose clients are the same [`LockClient`], for tests and demos |
+//! | `blocking` | `blocking::connect` / `blocking::builder`: the binding over the blocking `zookeeper` crate, with a driver thread |
+//! | `sim` | `sim::Server`: an in-process ZooKeeper whose clients are the same [`LockClient`], for tests and demos |
 //! | `tls` | TLS for the async binding ([`ConnectOptions::tls`], zookeeper-client's rustls) |
 //! | `sasl` | SASL DIGEST-MD5 for the async binding ([`ConnectOptions::sasl_digest_md5`]) |
 //!
