@@ -37,6 +37,11 @@ pub(crate) struct ExecArgs {
     /// identifier.)
     #[arg(long, value_name = "ID")]
     owner: Option<String>,
+    /// Let `zklock revoke` (or a Curator or kazoo revoker) take the lock: on a
+    /// revocation request CMD is stopped (SIGTERM, then SIGKILL) and the lock let go
+    /// (exit 74); while waiting, a revocation gives up the place in the queue.
+    #[arg(long)]
+    revocable: bool,
     /// The lock's directory in ZooKeeper, e.g. /locks/backup.
     path: String,
     /// The command to run while holding the lock, after `--`.
@@ -75,7 +80,11 @@ async fn acquire(locks: &LockClient, args: &ExecArgs) -> Result<Option<LockGuard
     let scheme = args.scheme.into();
     macro_rules! take {
         ($lock:expr) => {{
-            let lock = $lock;
+            let lock = if args.revocable {
+                $lock.revocable()
+            } else {
+                $lock
+            };
             if args.nonblock {
                 lock.try_lock().await
             } else if let Some(wait) = args.wait {
@@ -285,6 +294,15 @@ pub(crate) async fn supervise(
                     if let Phase::Suspended { .. } = phase {
                         say("connection back: the lock is held again; CMD continues");
                         phase = Phase::Running;
+                    }
+                }
+                Some(LockEvent::RevocationRequested) => {
+                    // Only a --revocable lock hears this.
+                    if let Phase::Running | Phase::Suspended { .. } = phase {
+                        lost = true;
+                        say("revocation requested: stopping CMD, then letting go");
+                        send(&child, Signal::TERM);
+                        phase = Phase::Terminating { kill_at: Instant::now() + margin };
                     }
                 }
                 Some(LockEvent::Lost(reason)) => {

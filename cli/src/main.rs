@@ -38,10 +38,12 @@ pub mod exit {
     pub const DEADLOCK: u8 = 4;
     /// Could not connect to ZooKeeper (sysexits' `EX_UNAVAILABLE`).
     pub const CONNECT: u8 = 69;
-    /// The lock was suspended past the safe margin or lost while CMD ran: CMD was
-    /// stopped (or had ended with the lock no longer guaranteed).
+    /// The lock was suspended past the safe margin, lost or revoked (`--revocable`)
+    /// while CMD ran: CMD was stopped (or had ended with the lock no longer
+    /// guaranteed).
     pub const LOST: u8 = 74;
-    /// `-n`: the lock is busy; `-w SECS`: timed out (sysexits' `EX_TEMPFAIL`, like flock's `-E` default).
+    /// `-n`: the lock is busy; `-w SECS`: timed out; `--revocable`: revoked while
+    /// waiting (sysexits' `EX_TEMPFAIL`, like flock's `-E` default).
     pub const BUSY: u8 = 75;
     /// CMD was found but could not be run.
     pub const CANNOT_RUN: u8 = 126;
@@ -59,8 +61,10 @@ Exit codes:
   3     leader: no leader
   4     deadlocks: deadlock(s) found
   69    cannot connect to ZooKeeper
-  74    exec: the lock was lost (or suspended too long) while CMD ran; CMD was stopped
-  75    exec: the lock is busy (-n) or the wait timed out (-w)
+  74    exec: the lock was lost (or suspended too long, or revoked with --revocable)
+        while CMD ran; CMD was stopped
+  75    exec: the lock is busy (-n), the wait timed out (-w), or it was revoked
+        while waiting (--revocable)
   126   exec: CMD could not be run
   127   exec: CMD not found";
 
@@ -276,7 +280,7 @@ pub(crate) fn error_code(e: &Error) -> u8 {
     match e {
         Error::Usage(_) | Error::BadOption(_) => exit::USAGE,
         Error::Connect(_) | Error::NoRuntime => exit::CONNECT,
-        Error::Timeout | Error::WouldBlock => exit::BUSY,
+        Error::Timeout | Error::WouldBlock | Error::Revoked => exit::BUSY,
         Error::Lost(_) => exit::LOST,
         _ => exit::FAILURE,
     }

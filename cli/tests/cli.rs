@@ -498,3 +498,58 @@ fn digest_auth_and_creator_acl() {
     kill(&holder, "-TERM");
     holder.wait().unwrap();
 }
+
+/// `exec --revocable`: `zklock revoke` stops the holder's CMD and takes the lock
+/// away (exit 74); a revocable waiter gives up its place (exit 75); a plain holder
+/// keeps the lock.
+#[test]
+fn revocable_exec_lets_go_when_revoked() {
+    let zk = server().connect_string();
+    let lock = unique("revocable");
+    let dir = scratch("revocable");
+    let ready = dir.join("ready");
+    let mut holder = hold(
+        &zk,
+        &["--revocable"],
+        &lock,
+        &format!("touch {}; exec sleep 60", ready.display()),
+    );
+    wait_for(&ready, Duration::from_secs(30));
+    let out = run(zklock(&zk).args(["revoke", &lock]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let status = holder.wait().unwrap();
+    assert_eq!(status.code(), Some(LOST), "{status:?}");
+    let out = run(zklock(&zk).args(["exec", "-n", &lock, "--", "true"]));
+    assert_eq!(code(&out), 0, "the lock is free again: {out:?}");
+
+    // A plain holder keeps the lock; the revocable waiter behind it gives up.
+    let ready = dir.join("ready-plain");
+    let mut plain = hold(
+        &zk,
+        &[],
+        &lock,
+        &format!("touch {}; exec sleep 60", ready.display()),
+    );
+    wait_for(&ready, Duration::from_secs(30));
+    let waiter = zklock(&zk)
+        .args(["exec", "--revocable", &lock, "--", "true"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rows = until("the waiter queues", Duration::from_secs(30), || {
+        let rows = ls_rows(&zk, &lock);
+        (rows.len() == 2).then_some(rows)
+    });
+    // `revoke PATH` asks the holders; a waiter is revoked by its node.
+    let out = run(zklock(&zk).args(["revoke", &lock]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let waiting = format!("{lock}/{}", rows[1].last().unwrap());
+    let out = run(zklock(&zk).args(["revoke", &waiting]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let out = waiter.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(BUSY), "{out:?}");
+    let out = run(zklock(&zk).args(["exec", "-n", &lock, "--", "true"]));
+    assert_eq!(code(&out), BUSY, "the plain holder still holds: {out:?}");
+    kill(&plain, "-TERM");
+    plain.wait().unwrap();
+}
