@@ -732,10 +732,12 @@ impl Driver {
                     }
                 }
                 self.ever_connected = true;
+                // The core hears of the session before `connect` returns: a caller
+                // asking for `session_id()` right away must see it.
+                self.sync_core();
                 if let Some(waiter) = self.connect_waiter.take() {
                     let _ = waiter.send(Ok(()));
                 }
-                self.sync_core();
             }
             Err(ZkError::ConnectionLoss) => {
                 // Reconnecting (the listener will say so) or closed for good (likewise).
