@@ -64,13 +64,7 @@ fn busy_timeout_and_signal_forwarding() {
     let lock = unique("busy");
     let dir = scratch("busy");
     let ready = dir.join("ready");
-    let mut holder = hold(
-        &zk,
-        &[],
-        &lock,
-        &format!("touch {}; exec sleep 60", ready.display()),
-    );
-    wait_for(&ready, Duration::from_secs(30));
+    let mut holder = holding(&zk, &[], &lock, &ready);
 
     let out = run(zklock(&zk).args(["exec", "-n", &lock, "--", "true"]));
     assert_eq!(code(&out), BUSY, "{out:?}");
@@ -339,13 +333,7 @@ fn signal_while_waiting_and_schemes() {
     let lock = unique("schemes");
     let dir = scratch("schemes");
     let ready = dir.join("ready");
-    let mut holder = hold(
-        &zk,
-        &["--scheme", "kazoo"],
-        &lock,
-        &format!("touch {}; exec sleep 60", ready.display()),
-    );
-    wait_for(&ready, Duration::from_secs(30));
+    let mut holder = holding(&zk, &["--scheme", "kazoo"], &lock, &ready);
     for scheme in ["native", "curator", "kazoo"] {
         let out = run(zklock(&zk).args(["exec", "-n", "--scheme", scheme, &lock, "--", "true"]));
         assert_eq!(code(&out), BUSY, "{scheme}: {out:?}");
@@ -468,13 +456,7 @@ fn digest_auth_and_creator_acl() {
     let dir = scratch("auth");
     let ready = dir.join("ready");
     let alice = ["--auth", "alice:secret", "--acl", "creator"];
-    let mut holder = hold(
-        &zk,
-        &alice,
-        &lock,
-        &format!("touch {}; exec sleep 60", ready.display()),
-    );
-    wait_for(&ready, Duration::from_secs(30));
+    let mut holder = holding(&zk, &alice, &lock, &ready);
     let out = run(zklock(&zk)
         .args(alice)
         .args(["exec", "-n", &lock, "--", "true"]));
@@ -508,13 +490,7 @@ fn revocable_exec_lets_go_when_revoked() {
     let lock = unique("revocable");
     let dir = scratch("revocable");
     let ready = dir.join("ready");
-    let mut holder = hold(
-        &zk,
-        &["--revocable"],
-        &lock,
-        &format!("touch {}; exec sleep 60", ready.display()),
-    );
-    wait_for(&ready, Duration::from_secs(30));
+    let mut holder = holding(&zk, &["--revocable"], &lock, &ready);
     let out = run(zklock(&zk).args(["revoke", &lock]));
     assert_eq!(code(&out), 0, "{out:?}");
     let status = holder.wait().unwrap();
@@ -524,13 +500,7 @@ fn revocable_exec_lets_go_when_revoked() {
 
     // A plain holder keeps the lock; the revocable waiter behind it gives up.
     let ready = dir.join("ready-plain");
-    let mut plain = hold(
-        &zk,
-        &[],
-        &lock,
-        &format!("touch {}; exec sleep 60", ready.display()),
-    );
-    wait_for(&ready, Duration::from_secs(30));
+    let mut plain = holding(&zk, &[], &lock, &ready);
     let waiter = zklock(&zk)
         .args(["exec", "--revocable", &lock, "--", "true"])
         .stderr(Stdio::piped())

@@ -86,6 +86,19 @@ pub fn hold(zk: &str, extra: &[&str], lock: &str, script: &str) -> Child {
         .unwrap()
 }
 
+/// `zklock exec` holding `lock` (with `extra` flags) around a minute-long sleep;
+/// returns once CMD runs (it touches `marker` first).
+pub fn holding(zk: &str, extra: &[&str], lock: &str, marker: &Path) -> Child {
+    let holder = hold(
+        zk,
+        extra,
+        lock,
+        &format!("touch {}; exec sleep 60", marker.display()),
+    );
+    wait_for(marker, Duration::from_secs(30));
+    holder
+}
+
 pub fn kill(child: &Child, sig: &str) {
     let ok = Command::new("kill")
         .args([sig, &child.id().to_string()])
