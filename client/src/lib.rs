@@ -146,14 +146,15 @@
 //!
 //! ## Writing a binding
 //!
-//! A binding for another ZooKeeper client is four pieces of glue; lock-zookeeper-client
-//! (adapters/zookeeper-client/src) is the worked example, in these files:
+//! A binding for another ZooKeeper client is five pieces of glue; lock-zookeeper-client
+//! (adapters/zookeeper-client/src, under 800 lines of code) is the worked example, in
+//! these files:
 //!
 //! 1. **Connect and pair** (`client.rs`): connect, then
-//!    `lock_client::pair(Config::new(negotiated_timeout, seed))`, with a seed that
-//!    differs per session (mix in the session id and process randomness). Hand the
-//!    `LockClient` to the user and the `Link` to the loop; re-export this crate's API
-//!    so users need one dependency.
+//!    `lock_client::pair(options.lock_config(negotiated_timeout, random_seed()))`
+//!    ([`ConnectOptions::lock_config`], [`random_seed`]). Hand the `LockClient` to
+//!    the user and the `Link` to the loop; re-export this crate's API so users need
+//!    one dependency.
 //! 2. **The request `match`** (`glue.rs`): one client call per [`lock_core::Op`]:
 //!    `Create { path, data, mode }` (for `EphemeralSequential`, the reply's path is
 //!    `path` plus the server's `%010d` sequence; give the `Stat` when the client
@@ -167,20 +168,26 @@
 //!    writes (Nagle), set `TCP_NODELAY`.
 //! 3. **Session mapping** (`driver.rs`): the client's states onto
 //!    [`SessionEvent`](lock_core::SessionEvent): connected → `Connected { session_id }`
-//!    (feed `Disconnected` first if the client skipped it), disconnected or
-//!    read-only → `Disconnected`, expired or auth-failed → `Expired` (then
-//!    reconnect, and report the new session with `Connected`). `Disconnected` must
-//!    come within 2/3 of the session timeout after the last contact.
+//!    (feed `Disconnected` first if the client skipped it: [`Link::is_connected`]
+//!    is still true), disconnected or read-only → `Disconnected { since_contact }`,
+//!    expired or auth-failed → `Expired` (then reconnect, and report the new session
+//!    with `Connected`). [`Link::is_connected`] and [`Link::session_id`] say what was
+//!    fed, so the driver keeps no copy. `Disconnected` must come within 2/3 of the
+//!    session timeout after the last contact, and `since_contact` must not
+//!    underestimate how long ago that was (rule 4 on [`Link`]): count from the
+//!    sending of the newest request the server answered (`ZkError::is_from_server`
+//!    tells which failures prove it heard), bounded by the client library's own
+//!    ping timing for an idle session.
 //! 4. **The loop** (`driver.rs`), as above, plus its close.
-//! 5. **Connection options** (`options(ConnectOptions)` on the builder): what the
+//! 5. **Connection options** (`dial.rs`; `options(ConnectOptions)` on the builder): what the
 //!    client library allows of [`ConnectOptions`] (auth, resent on every
 //!    reconnect before any request; the [`NodeAcl`] on every `Create`, including
 //!    the binding's own nodes; chroot; timeouts; TLS; SASL), and
 //!    [`Error::Unsupported`] at connect for the rest, never a silent default.
 //!
 //! Everything else (handles, guards, events, deadlines, elections, sections,
-//! fenced writes, errors, connection options) is here, so a feature is written once and every binding
-//! has it.
+//! fenced writes, errors, connection options) is here, so a feature is written once
+//! and every binding has it.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -207,7 +214,7 @@ pub use guard::{LockGuard, LockStatus};
 pub use link::{Link, Notifier};
 pub use lock::{Mutex, ReadLock, RwLock, Semaphore, WriteLock};
 pub use multi::{MultiGuard, MultiLock, MultiPart};
-pub use options::{AclEntry, Auth, ConnectOptions, NodeAcl, Perms, SaslDigest, Tls};
+pub use options::{random_seed, AclEntry, Auth, ConnectOptions, NodeAcl, Perms, SaslDigest, Tls};
 pub use pending::{Canceller, PendingLock};
 pub use writes::Writes;
 

@@ -19,7 +19,7 @@ use std::time::Instant;
 /// # Methods, by kind
 ///
 /// * **Getters**: [`is_closed`](Self::is_closed), [`session_id`](Self::session_id),
-///   [`stats`](Self::stats).
+///   [`is_connected`](Self::is_connected), [`stats`](Self::stats).
 /// * **Inputs** (`handle_*`): [`handle_session`](Self::handle_session),
 ///   [`handle_reply`](Self::handle_reply), [`handle_watch`](Self::handle_watch),
 ///   [`handle_timeout`](Self::handle_timeout).
@@ -128,6 +128,14 @@ impl Link {
     /// the first `Connected` and between an expiry and the next session.
     pub fn session_id(&self) -> Option<i64> {
         self.shared.read(|s| s.core.session_id())
+    }
+
+    /// Whether the core was told the connection is up: the last session change fed
+    /// was `Connected` (not followed by `Disconnected`, `Expired`, `Abandoned` or
+    /// `Closed`). A binding whose client library can skip a state (report
+    /// `Connected` twice) feeds the `Disconnected` it missed when this is still true.
+    pub fn is_connected(&self) -> bool {
+        self.shared.read(|s| s.core.is_connected())
     }
 
     /// The core's counters.

@@ -278,6 +278,26 @@ impl ConnectOptions {
     }
 }
 
+/// A seed for the core's random choices (attempt ids, node name suffixes),
+/// different in every call: this process's std hasher keys (random per process), a
+/// counter, the wall clock and the process id, mixed. For a binding's
+/// [`ConnectOptions::lock_config`]; the simulator passes its own seeds instead.
+///
+/// ```
+/// assert_ne!(lock_client::random_seed(), lock_client::random_seed());
+/// ```
+pub fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(CALLS.fetch_add(1, Ordering::Relaxed));
+    let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    hasher.write_u128(wall.map(|d| d.as_nanos()).unwrap_or_default());
+    hasher.write_u32(std::process::id());
+    hasher.finish()
+}
+
 fn bad(what: &str) -> Error {
     Error::BadOption(what.to_owned())
 }

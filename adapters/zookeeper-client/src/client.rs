@@ -1,16 +1,12 @@
 //! Connecting: [`Builder`] and the [`Connect`] shorthands on [`LockClient`].
 
-use crate::dial::{self, Dial};
+use crate::dial::Dial;
+pub use crate::dial::DEFAULT_SESSION_TIMEOUT;
 use crate::driver::Driver;
-use crate::glue::seed;
 use crate::runtime::Runtime;
-use futures::FutureExt;
 use lock_client::{ConnectOptions, Error, LockClient};
 use std::future::Future;
-use std::time::{Duration, Instant};
-
-/// Default requested session timeout.
-pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+use std::time::Duration;
 
 /// Settings for a [`LockClient`] on zookeeper-client; finish with
 /// [`connect`](Builder::connect).
@@ -204,31 +200,18 @@ impl Builder {
             .runtime
             .or_else(Runtime::current)
             .ok_or(Error::NoRuntime)?;
-        let session_timeout = self
-            .options
-            .session_timeout_option()
-            .unwrap_or(DEFAULT_SESSION_TIMEOUT);
-        let dial = Dial::new(&self.cluster, &self.options, session_timeout)?;
-        let acls = dial::acls(self.options.node_acl());
+        let dial = Dial::new(&self.cluster, &self.options)?;
         let shared = self.shared.is_some();
         let client = match self.shared {
             Some(client) => client,
-            None => first_session(&runtime, &dial, self.options.connect_timeout_option()).await?,
+            None => dial.first_session(&runtime).await?,
         };
         let config = self
             .options
-            .lock_config(client.session_timeout(), seed(client.session_id().0));
+            .lock_config(client.session_timeout(), lock_client::random_seed());
         let (locks, link) = lock_client::pair(config);
-        let mut driver = Driver::new(
-            runtime.clone(),
-            dial,
-            acls,
-            session_timeout,
-            client,
-            shared,
-            link,
-        );
-        let nodelay = driver.nodelay_ready();
+        let (nodelay_ready, nodelay) = futures::channel::oneshot::channel();
+        let driver = Driver::new(runtime.clone(), dial, client, shared, link, nodelay_ready);
         runtime.spawn(driver.run());
         // The first requests must not meet Nagle's algorithm either: return once
         // the connection has TCP_NODELAY (or could not get it; see the driver's
@@ -236,46 +219,4 @@ impl Builder {
         let _ = nodelay.await;
         Ok(locks)
     }
-}
-
-/// Opens the first session: one attempt (zookeeper-client's, about the session
-/// timeout long), or attempts until `timeout` when one is given.
-async fn first_session(
-    runtime: &Runtime,
-    dial: &Dial,
-    timeout: Option<Duration>,
-) -> Result<zookeeper_client::Client, Error> {
-    let Some(timeout) = timeout else {
-        let attempt = runtime.scope(dial.clone().connect()).await;
-        return attempt.map_err(dial::connect_error);
-    };
-    let deadline = Instant::now() + timeout;
-    let attempts = async {
-        loop {
-            match runtime.scope(dial.clone().connect()).await {
-                Ok(client) => return Ok(client),
-                // Refused for good: retrying cannot help.
-                Err(e @ zookeeper_client::Error::AuthFailed)
-                | Err(e @ zookeeper_client::Error::BadArguments(_)) => {
-                    return Err(dial::connect_error(e))
-                }
-                Err(e) if Instant::now() >= deadline => return Err(dial::connect_error(e)),
-                Err(e) => {
-                    tracing::debug!(error = %e, "first connect failed; retrying");
-                    let pause = (timeout / 10).min(Duration::from_millis(500));
-                    runtime.sleep_until(Instant::now() + pause).await;
-                }
-            }
-        }
-    };
-    let expired = runtime.sleep_until(deadline).map(|()| {
-        Err(Error::Connect(format!(
-            "no session within the connect timeout ({timeout:?})"
-        )))
-    });
-    futures::pin_mut!(attempts);
-    futures::future::select(attempts, expired)
-        .await
-        .factor_first()
-        .0
 }

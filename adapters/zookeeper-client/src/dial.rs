@@ -1,31 +1,41 @@
 //! lock-client's [`ConnectOptions`] onto zookeeper-client: a [`Dial`] opens
 //! sessions (the first, and each one after an expiry) with the same connect string,
-//! credentials and TLS, and [`acls`] gives the ACL of every node the driver creates.
+//! credentials and TLS, and carries the ACL of every node the driver creates.
 
+use crate::runtime::Runtime;
+use futures::FutureExt;
 use lock_client::{ConnectOptions, Error, NodeAcl, Perms};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use zookeeper_client::{Acl, AuthId, Client, Connector, Permission};
 
+/// Default requested session timeout.
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How to open a session: zookeeper-client's connector with the options applied,
-/// and the connect string (chroot included).
+/// the connect string (chroot included), and what the driver needs of the options.
 #[derive(Clone, Debug)]
 pub(crate) struct Dial {
     connector: Connector,
     pub(crate) cluster: String,
     /// Every host over TLS (`secure_connect`).
     secure: bool,
+    /// The session timeout asked for.
+    pub(crate) session_timeout: Duration,
+    /// How long the first connect keeps trying (`None`: one attempt).
+    connect_timeout: Option<Duration>,
+    /// The ACL of every node created.
+    pub(crate) acls: Arc<[Acl]>,
 }
 
 impl Dial {
     /// Checks `options` and applies what zookeeper-client allows; the rest is a
     /// typed error.
-    pub(crate) fn new(
-        cluster: &str,
-        options: &ConnectOptions,
-        session_timeout: Duration,
-    ) -> Result<Dial, Error> {
+    pub(crate) fn new(cluster: &str, options: &ConnectOptions) -> Result<Dial, Error> {
         let cluster = options.connect_string(cluster)?;
+        let session_timeout = options
+            .session_timeout_option()
+            .unwrap_or(DEFAULT_SESSION_TIMEOUT);
         let mut connector = Client::connector().with_session_timeout(session_timeout);
         for auth in options.auth_list() {
             connector = connector.with_auth(&auth.scheme, &auth.credentials);
@@ -44,7 +54,43 @@ impl Dial {
             connector,
             cluster,
             secure,
+            session_timeout,
+            connect_timeout: options.connect_timeout_option(),
+            acls: acls(options.node_acl()),
         })
+    }
+
+    /// Opens the first session: one attempt (zookeeper-client's, about the session
+    /// timeout long), or attempts until the connect timeout when one is given.
+    pub(crate) async fn first_session(&self, runtime: &Runtime) -> Result<Client, Error> {
+        let Some(timeout) = self.connect_timeout else {
+            let attempt = runtime.scope(self.clone().connect()).await;
+            return attempt.map_err(connect_error);
+        };
+        let deadline = Instant::now() + timeout;
+        let attempts = async {
+            loop {
+                match runtime.scope(self.clone().connect()).await {
+                    // Not refused for good (as credentials and arguments are): again.
+                    Err(e)
+                        if !matches!(e, zookeeper_client::Error::AuthFailed)
+                            && !matches!(e, zookeeper_client::Error::BadArguments(_)) =>
+                    {
+                        tracing::debug!(error = %e, "first connect failed; retrying");
+                        let pause = (timeout / 10).min(Duration::from_millis(500));
+                        runtime.sleep_until(Instant::now() + pause).await;
+                    }
+                    done => return done.map_err(connect_error),
+                }
+            }
+        };
+        let expired = runtime.sleep_until(deadline).map(|()| {
+            let message = format!("no session within the connect timeout ({timeout:?})");
+            Err(Error::Connect(message))
+        });
+        futures::pin_mut!(attempts);
+        let first = futures::future::select(attempts, expired).await;
+        first.factor_first().0
     }
 
     /// Opens a session (zookeeper-client gives up after about the session timeout).
@@ -95,7 +141,7 @@ fn with_sasl(_: Connector, _: &lock_client::SaslDigest) -> Result<Connector, Err
 }
 
 /// zookeeper-client's error from a failed first connect, typed.
-pub(crate) fn connect_error(e: zookeeper_client::Error) -> Error {
+fn connect_error(e: zookeeper_client::Error) -> Error {
     match e {
         zookeeper_client::Error::AuthFailed => {
             Error::AuthFailed("the server refused the session's credentials".into())
@@ -105,7 +151,7 @@ pub(crate) fn connect_error(e: zookeeper_client::Error) -> Error {
 }
 
 /// The ACL of the nodes zklock creates, in zookeeper-client's terms.
-pub(crate) fn acls(acl: &NodeAcl) -> Arc<[Acl]> {
+fn acls(acl: &NodeAcl) -> Arc<[Acl]> {
     acl.entries()
         .iter()
         .map(|e| Acl::new(permission(e.perms), AuthId::new(&e.scheme, &e.id)))
@@ -143,7 +189,7 @@ mod tests {
     #[test]
     fn refuses_what_it_cannot_do() {
         let options = ConnectOptions::new().tls(lock_client::Tls::new("not a pem"));
-        let refused = Dial::new("127.0.0.1:1", &options, Duration::from_secs(1)).unwrap_err();
+        let refused = Dial::new("127.0.0.1:1", &options).unwrap_err();
         if cfg!(feature = "tls") {
             assert!(
                 matches!(refused, Error::BadOption(ref m) if m.contains("CA")),
@@ -153,7 +199,7 @@ mod tests {
             assert!(matches!(refused, Error::Unsupported(_)), "{refused:?}");
         }
         let both = ConnectOptions::new().chroot("/a");
-        let refused = Dial::new("127.0.0.1:1/b", &both, Duration::from_secs(1)).unwrap_err();
+        let refused = Dial::new("127.0.0.1:1/b", &both).unwrap_err();
         assert!(matches!(refused, Error::BadOption(_)));
     }
 }

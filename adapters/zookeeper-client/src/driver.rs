@@ -31,128 +31,87 @@
 use crate::dial::Dial;
 use crate::glue::{self, Answer};
 use crate::runtime::Runtime;
-use futures::channel::{mpsc, oneshot};
-use futures::future::{abortable, AbortHandle, Aborted, BoxFuture};
+use futures::channel::oneshot;
+use futures::future::{abortable, AbortHandle, BoxFuture};
 use futures::stream::{BoxStream, FuturesUnordered};
 use futures::{FutureExt, StreamExt};
 use lock_client::Link;
-use lock_core::{Op, Reply, SessionEvent, WatchKind, ZkError};
+use lock_core::{Op, Reply, RequestId, SessionEvent, WatchKind, ZkError};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-use zookeeper_client::{Acl, Client, EventType, SessionState, WatchedEvent};
-
-/// Something that finished in the background.
-enum Completion {
-    /// A reply, with when its request was sent (`None`: answered locally).
-    Reply(Answer, Option<Instant>),
-    Watch(WatchedEvent),
-    /// A data watch dropped on the core's `RemoveWatch`.
-    Unwatched,
-    Connected(Result<Client, zookeeper_client::Error>),
-}
+use zookeeper_client::{Client, EventType, SessionState, WatchedEvent};
 
 /// What woke the driver.
 enum Wake {
     /// A handle changed something: drain the link.
     Link,
-    Done(Completion),
-    State(SessionState),
+    /// The link's timer is due.
     Timer,
-    NoDelay(std::io::Result<lock_nodelay::Applied>),
+    /// The session's state changed.
+    State(SessionState),
+    /// A request's answer, with when it was sent (`None`: answered locally).
+    Reply(RequestId, Answer, Option<Instant>),
+    /// A watch fired.
+    Watch(WatchedEvent),
+    /// A data watch dropped on the core's `RemoveWatch`.
+    Unwatched,
+    /// A new session opened (or failed to) after an expiry.
+    Connected(Result<Client, zookeeper_client::Error>),
 }
-
-/// What the link has been told about the connection.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Fed {
-    Connected,
-    Disconnected,
-    /// No session (expired; a new one is being opened).
-    Gone,
-}
-
-type NoDelayOutcome = std::io::Result<lock_nodelay::Applied>;
 
 pub(crate) struct Driver {
     runtime: Runtime,
     /// Opens the sessions after an expiry, with the first one's options.
     dial: Dial,
-    /// The ACL of every node created.
-    acls: Arc<[Acl]>,
-    requested_timeout: Duration,
     link: Link,
     client: Option<Arc<Client>>,
     /// `client` is the application's (`Builder::client`): closing ours does not
     /// end its session.
     shared: bool,
     states: Option<BoxStream<'static, SessionState>>,
-    fed: Fed,
-    inflight: FuturesUnordered<BoxFuture<'static, Completion>>,
+    /// Replies, watches and reconnects in progress.
+    inflight: FuturesUnordered<BoxFuture<'static, Wake>>,
     /// Handles to drop the watches still pending, by path: dropping a
     /// `OneshotWatcher` makes zookeeper-client send `removeWatches`.
     watches: HashMap<String, Vec<AbortHandle>>,
-    ready: VecDeque<Completion>,
+    /// Answered without the server, fed at the next wake-up.
+    ready: VecDeque<Wake>,
     timer: Option<(Instant, BoxFuture<'static, ()>)>,
-    reconnect_at: Option<Instant>,
     /// When the newest request the server answered on this client was sent: the
     /// server heard from the session no earlier (see `since_contact`).
     contact: Instant,
-    /// Outcomes of `set_nodelay`, from its helper threads.
-    nodelay: (
-        mpsc::UnboundedSender<NoDelayOutcome>,
-        mpsc::UnboundedReceiver<NoDelayOutcome>,
-    ),
-    /// Told when the first connection has TCP_NODELAY (or could not get it).
+    /// Told (or dropped) once the first connection has TCP_NODELAY or could not
+    /// get it: `connect` returns then.
     nodelay_ready: Option<oneshot::Sender<()>>,
-    /// `set_nodelay` has reported at least once.
-    nodelay_reported: bool,
 }
 
 impl Driver {
     pub(crate) fn new(
         runtime: Runtime,
         dial: Dial,
-        acls: Arc<[Acl]>,
-        requested_timeout: Duration,
         client: Client,
         shared: bool,
         link: Link,
+        nodelay_ready: oneshot::Sender<()>,
     ) -> Driver {
         let mut driver = Driver {
             runtime,
             dial,
-            acls,
-            requested_timeout,
             link,
             client: None,
             shared,
             states: None,
-            fed: Fed::Gone,
             inflight: FuturesUnordered::new(),
             watches: HashMap::new(),
             ready: VecDeque::new(),
             timer: None,
-            reconnect_at: None,
             contact: Instant::now(),
-            nodelay: mpsc::unbounded(),
-            nodelay_ready: None,
-            nodelay_reported: false,
+            nodelay_ready: Some(nodelay_ready),
         };
         driver.install(client);
         driver
-    }
-
-    /// Resolves once the first connection has TCP_NODELAY, or could not get it
-    /// (see `set_nodelay`). Call before `run`.
-    pub(crate) fn nodelay_ready(&mut self) -> oneshot::Receiver<()> {
-        let (tx, rx) = oneshot::channel();
-        if self.nodelay_reported {
-            let _ = tx.send(());
-        } else {
-            self.nodelay_ready = Some(tx);
-        }
-        rx
     }
 
     /// The driver task: drain, wait, feed, until the user side is done.
@@ -165,17 +124,16 @@ impl Driver {
             self.arm_timer();
             match futures::future::poll_fn(|cx| self.poll_wake(cx)).await {
                 Wake::Link => {}
-                Wake::Done(completion) => self.on_completion(completion),
+                Wake::Timer => self.link.handle_timeout(Instant::now()),
                 Wake::State(state) => self.on_state(state),
-                Wake::Timer => self.on_timer(),
-                Wake::NoDelay(outcome) => self.on_nodelay(outcome),
+                done => self.on_completion(done),
             }
         }
     }
 
     fn poll_wake(&mut self, cx: &mut Context<'_>) -> Poll<Wake> {
         if let Some(done) = self.ready.pop_front() {
-            return Poll::Ready(Wake::Done(done));
+            return Poll::Ready(done);
         }
         // State changes before replies: zookeeper-client publishes a state change
         // before it fails the requests of a lost connection.
@@ -185,13 +143,10 @@ impl Driver {
             }
         }
         if let Poll::Ready(Some(done)) = self.inflight.poll_next_unpin(cx) {
-            return Poll::Ready(Wake::Done(done));
+            return Poll::Ready(done);
         }
         if self.link.poll_wake(cx).is_ready() {
             return Poll::Ready(Wake::Link);
-        }
-        if let Poll::Ready(Some(outcome)) = self.nodelay.1.poll_next_unpin(cx) {
-            return Poll::Ready(Wake::NoDelay(outcome));
         }
         if let Some((_, timer)) = &mut self.timer {
             if timer.as_mut().poll(cx).is_ready() {
@@ -212,34 +167,27 @@ impl Driver {
                 for handle in self.watches.remove(path).unwrap_or_default() {
                     handle.abort();
                 }
-                let reply = glue::answer(request.id, Ok(Reply::WatchRemoved));
-                self.ready.push_back(Completion::Reply(reply, None));
+                let answer = (Ok(Reply::WatchRemoved), None);
+                self.ready.push_back(Wake::Reply(request.id, answer, None));
                 continue;
             }
             let Some(client) = self.client.clone() else {
                 // The core sends nothing while no session exists; a lost request
                 // is a retried one anyway.
-                let result = Err(ZkError::ConnectionLoss);
-                self.ready.push_back(Completion::Reply(
-                    Answer {
-                        id: request.id,
-                        result,
-                        watcher: None,
-                    },
-                    None,
-                ));
+                let answer = (Err(ZkError::ConnectionLoss), None);
+                self.ready.push_back(Wake::Reply(request.id, answer, None));
                 continue;
             };
-            let sent = Some(Instant::now());
-            let call = glue::call(client, request, self.acls.clone())
-                .map(move |answer| Completion::Reply(answer, sent));
+            let (id, sent) = (request.id, Some(Instant::now()));
+            let call = glue::call(client, request.op, self.dial.acls.clone())
+                .map(move |answer| Wake::Reply(id, answer, sent));
             self.start(call.boxed());
         }
     }
 
     /// Polls `future` once right away, which makes its client call (and so puts the
     /// request on the wire in program order), then parks it until its reply.
-    fn start(&mut self, mut future: BoxFuture<'static, Completion>) {
+    fn start(&mut self, mut future: BoxFuture<'static, Wake>) {
         let mut cx = Context::from_waker(futures::task::noop_waker_ref());
         match future.as_mut().poll(&mut cx) {
             // Refused on the spot (e.g. bad arguments): fed at the next wake-up.
@@ -250,11 +198,7 @@ impl Driver {
     }
 
     fn arm_timer(&mut self) {
-        let due = match (self.link.poll_timeout(), self.reconnect_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        match due {
+        match self.link.poll_timeout() {
             None => self.timer = None,
             Some(at) if self.timer.as_ref().map(|(t, _)| *t) != Some(at) => {
                 self.timer = Some((at, self.runtime.sleep_until(at)));
@@ -263,42 +207,22 @@ impl Driver {
         }
     }
 
-    fn on_timer(&mut self) {
-        let now = Instant::now();
-        if self.link.poll_timeout().is_some_and(|at| at <= now) {
-            self.link.handle_timeout(now);
-        }
-        if self.reconnect_at.is_some_and(|at| at <= now) {
-            self.start_connect();
-        }
-    }
-
-    fn on_completion(&mut self, completion: Completion) {
-        match completion {
-            Completion::Reply(
-                Answer {
-                    id,
-                    result,
-                    watcher,
-                },
-                sent,
-            ) => {
+    fn on_completion(&mut self, done: Wake) {
+        match done {
+            Wake::Reply(id, (result, watcher), sent) => {
                 // The server heard this request: it touched our session after
                 // we sent it.
                 let heard = result
                     .as_ref()
                     .map_or_else(ZkError::is_from_server, |_| true);
-                if let (Some(sent), true) = (sent, heard) {
+                if let Some(sent) = sent.filter(|_| heard) {
                     self.contact = self.contact.max(sent);
                 }
                 if let Some((path, watcher)) = watcher {
                     let (changed, handle) = abortable(watcher.changed());
                     self.watches.entry(path).or_default().push(handle);
-                    self.inflight
-                        .push(Box::pin(changed.map(|fired| match fired {
-                            Ok(event) => Completion::Watch(event),
-                            Err(Aborted) => Completion::Unwatched,
-                        })));
+                    let fired = changed.map(|fired| fired.map_or(Wake::Unwatched, Wake::Watch));
+                    self.inflight.push(Box::pin(fired));
                 }
                 if let (Err(e), Some(client)) = (&result, &self.client) {
                     // zookeeper-client publishes a state change before it fails the
@@ -309,7 +233,7 @@ impl Driver {
                     let catch_up = match e {
                         ZkError::SessionExpired | ZkError::Closed => is_terminal(state),
                         e if e.is_connection_loss() => {
-                            state == SessionState::Disconnected && self.fed == Fed::Connected
+                            state == SessionState::Disconnected && self.link.is_connected()
                         }
                         _ => false,
                     };
@@ -319,8 +243,8 @@ impl Driver {
                 }
                 self.link.handle_reply(id, result, Instant::now());
             }
-            Completion::Unwatched => {}
-            Completion::Watch(event) => {
+            Wake::Unwatched => {}
+            Wake::Watch(event) => {
                 // Fired: its handles are spent (a child watch on the same path, if
                 // any, just cannot be removed early any more).
                 self.watches.remove(&event.path);
@@ -334,16 +258,17 @@ impl Driver {
                 };
                 self.link.handle_watch(event.path, kind, Instant::now());
             }
-            Completion::Connected(Ok(client)) => {
+            Wake::Connected(Ok(client)) => {
                 tracing::debug!(session = client.session_id().0, "new session");
                 self.shared = false;
                 self.install(client);
             }
-            Completion::Connected(Err(e)) => {
+            Wake::Connected(Err(e)) => {
                 tracing::debug!(error = %e, "reconnect failed; retrying");
-                let pause = (self.requested_timeout / 4).min(Duration::from_secs(1));
-                self.reconnect_at = Some(Instant::now() + pause);
+                let pause = (self.dial.session_timeout / 4).min(Duration::from_secs(1));
+                self.start_connect(Some(Instant::now() + pause));
             }
+            Wake::Link | Wake::Timer | Wake::State(_) => {}
         }
     }
 
@@ -362,7 +287,6 @@ impl Driver {
         );
         self.client = Some(Arc::new(client));
         self.contact = Instant::now();
-        self.fed = Fed::Disconnected;
         self.on_state(initial);
     }
 
@@ -388,7 +312,7 @@ impl Driver {
     fn on_state(&mut self, state: SessionState) {
         let Some(client) = &self.client else { return };
         let session_id = client.session_id().0;
-        tracing::debug!(session = session_id, %state, fed = ?self.fed, "session state");
+        tracing::debug!(session = session_id, %state, "session state");
         let now = Instant::now();
         let disconnected = SessionEvent::Disconnected {
             since_contact: self.since_contact(client, now),
@@ -396,29 +320,26 @@ impl Driver {
         match state {
             SessionState::SyncConnected => {
                 self.set_nodelay();
-                if self.fed == Fed::Connected {
+                if self.link.is_connected() {
                     // Connected again without us seeing the disconnect in between.
                     self.link.handle_session(disconnected, now);
                 }
-                self.fed = Fed::Connected;
                 self.link
                     .handle_session(SessionEvent::Connected { session_id }, now);
             }
             SessionState::Disconnected | SessionState::ConnectedReadOnly => {
-                if self.fed == Fed::Connected {
-                    self.fed = Fed::Disconnected;
+                if self.link.is_connected() {
                     self.link.handle_session(disconnected, now);
                 }
             }
             // Terminal states of this client: the session is gone.
             _ => {
-                if self.fed != Fed::Gone {
-                    self.fed = Fed::Gone;
+                if self.link.session_id().is_some() {
                     self.link.handle_session(SessionEvent::Expired, now);
                 }
                 self.client = None;
                 self.states = None;
-                self.start_connect();
+                self.start_connect(None);
             }
         }
     }
@@ -429,34 +350,34 @@ impl Driver {
     /// for that reply (the `getChildren` behind the `create`: 2 round trips for a
     /// free lock instead of 1). lock-nodelay finds the socket among the process's
     /// descriptors by the server's address (see its docs); on a thread of its own,
-    /// as it may resolve host names. The outcome comes back as `Wake::NoDelay`.
+    /// as it may resolve host names. Without it everything works, with Nagle's
+    /// delays.
     fn set_nodelay(&mut self) {
-        let tx = self.nodelay.0.clone();
-        let started =
-            lock_nodelay::apply_in_background(self.dial.cluster.clone(), move |outcome| {
-                let _ = tx.unbounded_send(outcome);
-            });
+        let ready = self.nodelay_ready.take();
+        let cluster = self.dial.cluster.clone();
+        let started = lock_nodelay::apply_in_background(cluster, move |outcome| {
+            match outcome {
+                Ok(applied) => tracing::debug!(?applied, "TCP_NODELAY"),
+                Err(e) => tracing::debug!(error = %e, "TCP_NODELAY could not be set"),
+            }
+            drop(ready); // `connect` may return
+        });
         if let Err(e) = started {
-            self.on_nodelay(Err(e));
+            tracing::debug!(error = %e, "TCP_NODELAY could not be set");
         }
     }
 
-    fn on_nodelay(&mut self, outcome: NoDelayOutcome) {
-        match outcome {
-            Ok(applied) => tracing::debug!(?applied, "TCP_NODELAY"),
-            Err(e) => tracing::debug!(error = %e, "TCP_NODELAY could not be set"),
-        }
-        self.nodelay_reported = true;
-        if let Some(ready) = self.nodelay_ready.take() {
-            let _ = ready.send(());
-        }
-    }
-
-    fn start_connect(&mut self) {
-        self.reconnect_at = None;
+    /// Opens a new session, at `at` (a pause after a failed attempt) or now.
+    fn start_connect(&mut self, at: Option<Instant>) {
+        let pause = at.map(|at| self.runtime.sleep_until(at));
         let connect = self.runtime.scope(self.dial.clone().connect());
-        self.inflight
-            .push(Box::pin(connect.map(Completion::Connected)));
+        let connect = async move {
+            if let Some(pause) = pause {
+                pause.await;
+            }
+            Wake::Connected(connect.await)
+        };
+        self.inflight.push(Box::pin(connect));
     }
 
     /// Ends everything (rule 6 of the link): locks report `Closed`, the session is
@@ -476,7 +397,7 @@ impl Driver {
             return;
         }
         if let Some(mut states) = self.states.take() {
-            let timeout = self.requested_timeout.max(Duration::from_secs(1));
+            let timeout = self.dial.session_timeout.max(Duration::from_secs(1));
             let bound = self.runtime.sleep_until(Instant::now() + timeout);
             let closed = async {
                 while let Some(state) = states.next().await {

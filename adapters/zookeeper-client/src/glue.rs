@@ -6,91 +6,60 @@
 //! in the order the core polled them.
 
 use futures::future::BoxFuture;
-use lock_core::{CreateMode, MultiOp, MultiResult, Op, Reply, Request, RequestId, Stat, ZkError};
-use std::hash::{BuildHasher, Hasher};
+use lock_core::{CreateMode, MultiOp, MultiResult, Op, Reply, Stat, ZkError};
 use std::sync::Arc;
 use zookeeper_client::{Acl, Acls, Client, OneshotWatcher};
 
-/// A finished request: its id, outcome, and the watch it left with its path (kept
-/// until it fires or the core drops it: dropping a `OneshotWatcher` makes
-/// zookeeper-client send `removeWatches`).
-pub(crate) struct Answer {
-    pub(crate) id: RequestId,
-    pub(crate) result: Result<Reply, ZkError>,
-    pub(crate) watcher: Option<(String, OneshotWatcher)>,
-}
+/// A request's outcome, and the watch it left with its path (kept until it fires
+/// or the core drops it: dropping a `OneshotWatcher` makes zookeeper-client send
+/// `removeWatches`).
+pub(crate) type Answer = (Result<Reply, ZkError>, Option<(String, OneshotWatcher)>);
 
-pub(crate) fn answer(id: RequestId, result: Result<Reply, ZkError>) -> Answer {
-    Answer {
-        id,
-        result,
-        watcher: None,
-    }
-}
-
-/// Makes the client call for `request` (when first polled) and maps its outcome;
-/// nodes are created with `acls` (the options' [`NodeAcl`](lock_client::NodeAcl)).
+/// Makes the client call for `op` (when first polled) and maps its outcome; nodes
+/// are created with `acls` (the options' [`NodeAcl`](lock_client::NodeAcl)).
 /// (`Op::RemoveWatch` is the driver's: it owns the watchers.)
-pub(crate) fn call(
-    client: Arc<Client>,
-    request: Request,
-    acls: Arc<[Acl]>,
-) -> BoxFuture<'static, Answer> {
-    let Request { id, op } = request;
+pub(crate) fn call(client: Arc<Client>, op: Op, acls: Arc<[Acl]>) -> BoxFuture<'static, Answer> {
+    let unwatched =
+        |result: Result<Reply, zookeeper_client::Error>| (result.map_err(zk_error), None);
     match op {
         Op::Create { path, data, mode } => Box::pin(async move {
             let options = create_mode(mode).with_acls(Acls::new(&acls));
             let result = client.create(&path, &data, &options).await;
-            let result = result.map_err(zk_error).map(|(stat, sequence)| {
-                let path = if mode == CreateMode::EphemeralSequential {
-                    // The server's `%010d` of a signed 32-bit counter.
-                    format!("{path}{:010}", sequence.into_i64())
-                } else {
-                    path
-                };
-                Reply::Created {
-                    path,
-                    stat: (!stat.is_invalid()).then(|| core_stat(&stat)),
-                }
-            });
-            answer(id, result)
+            unwatched(result.map(|(stat, sequence)| Reply::Created {
+                // The server's `%010d` of a signed 32-bit counter.
+                path: match mode {
+                    CreateMode::EphemeralSequential => format!("{path}{:010}", sequence.into_i64()),
+                    _ => path,
+                },
+                stat: (!stat.is_invalid()).then(|| core_stat(&stat)),
+            }))
         }),
-        Op::GetChildren { path } => Box::pin(async move {
-            let result = client.list_children(&path).await;
-            answer(id, result.map(Reply::Children).map_err(zk_error))
-        }),
+        Op::GetChildren { path } => {
+            Box::pin(
+                async move { unwatched(client.list_children(&path).await.map(Reply::Children)) },
+            )
+        }
         Op::WatchChildren { path } => Box::pin(async move {
             match client.list_and_watch_children(&path).await {
-                Ok((children, watcher)) => Answer {
-                    id,
-                    result: Ok(Reply::Children(children)),
-                    watcher: Some((path, watcher)),
-                },
-                Err(e) => answer(id, Err(zk_error(e))),
+                Ok((children, watcher)) => (Ok(Reply::Children(children)), Some((path, watcher))),
+                Err(e) => (Err(zk_error(e)), None),
             }
         }),
         Op::GetData { path, watch: true } => Box::pin(async move {
             match client.get_and_watch_data(&path).await {
-                Ok((data, stat, watcher)) => Answer {
-                    id,
-                    result: Ok(Reply::Data {
-                        data,
-                        stat: core_stat(&stat),
-                    }),
-                    watcher: Some((path, watcher)),
-                },
-                Err(e) => answer(id, Err(zk_error(e))),
+                Ok((data, stat, watcher)) => {
+                    let stat = core_stat(&stat);
+                    (Ok(Reply::Data { data, stat }), Some((path, watcher)))
+                }
+                Err(e) => (Err(zk_error(e)), None),
             }
         }),
         Op::GetData { path, watch: false } => Box::pin(async move {
-            let result = client
-                .get_data(&path)
-                .await
-                .map(|(data, stat)| Reply::Data {
-                    data,
-                    stat: core_stat(&stat),
-                });
-            answer(id, result.map_err(zk_error))
+            let result = client.get_data(&path).await;
+            unwatched(result.map(|(data, stat)| Reply::Data {
+                data,
+                stat: core_stat(&stat),
+            }))
         }),
         Op::SetData {
             path,
@@ -98,29 +67,22 @@ pub(crate) fn call(
             version,
         } => Box::pin(async move {
             let result = client.set_data(&path, &data, version).await;
-            answer(
-                id,
-                result.map(|s| Reply::Stat(core_stat(&s))).map_err(zk_error),
-            )
+            unwatched(result.map(|stat| Reply::Stat(core_stat(&stat))))
         }),
         Op::Delete { path, version } => Box::pin(async move {
-            let result = client.delete(&path, version).await;
-            answer(id, result.map(|()| Reply::Deleted).map_err(zk_error))
+            unwatched(client.delete(&path, version).await.map(|()| Reply::Deleted))
         }),
-        Op::Multi(ops) => Box::pin(async move { answer(id, multi(&client, ops, &acls).await) }),
+        Op::Multi(ops) => Box::pin(async move { (multi(&client, ops, &acls).await, None) }),
         other => {
             let message = format!("operation not supported by this binding: {other:?}");
-            Box::pin(async move { answer(id, Err(ZkError::Other(message))) })
+            Box::pin(async move { (Err(ZkError::Other(message)), None) })
         }
     }
 }
 
-/// A multi as one request (the ops are written into one buffer, sent on commit).
-fn multi<'a>(
-    client: &'a Client,
-    ops: Vec<MultiOp>,
-    acls: &[Acl],
-) -> BoxFuture<'a, Result<Reply, ZkError>> {
+/// A multi as one request (the ops are written into one buffer, sent on commit,
+/// which happens on the first poll, like every other call).
+async fn multi(client: &Client, ops: Vec<MultiOp>, acls: &[Acl]) -> Result<Reply, ZkError> {
     use zookeeper_client::{MultiWriteError, MultiWriteResult};
     let mut writer = client.new_multi_writer();
     for op in &ops {
@@ -140,36 +102,31 @@ fn multi<'a>(
             }
             other => {
                 let message = format!("multi op not supported by this binding: {other:?}");
-                return Box::pin(async move { Err(ZkError::Other(message)) });
+                return Err(ZkError::Other(message));
             }
         };
-        if let Err(e) = added {
-            return Box::pin(async move { Err(zk_error(e)) });
-        }
+        added.map_err(zk_error)?;
     }
-    let commit = writer.commit();
-    Box::pin(async move {
-        match commit.await {
-            Ok(results) => Ok(Reply::Multi(
-                results
-                    .into_iter()
-                    .map(|r| match r {
-                        MultiWriteResult::Create { path, .. } => MultiResult::Created { path },
-                        MultiWriteResult::Delete => MultiResult::Deleted,
-                        MultiWriteResult::SetData { stat } => MultiResult::SetData {
-                            stat: core_stat(&stat),
-                        },
-                        _ => MultiResult::Checked,
-                    })
-                    .collect(),
-            )),
-            Err(MultiWriteError::OperationFailed { index, source }) => Err(ZkError::MultiFailed {
-                index: u32::try_from(index).unwrap_or(u32::MAX),
-                error: Box::new(zk_error(source)),
-            }),
-            Err(MultiWriteError::RequestFailed { source }) => Err(zk_error(source)),
-        }
-    })
+    match writer.commit().await {
+        Ok(results) => Ok(Reply::Multi(
+            results
+                .into_iter()
+                .map(|r| match r {
+                    MultiWriteResult::Create { path, .. } => MultiResult::Created { path },
+                    MultiWriteResult::Delete => MultiResult::Deleted,
+                    MultiWriteResult::SetData { stat } => MultiResult::SetData {
+                        stat: core_stat(&stat),
+                    },
+                    _ => MultiResult::Checked,
+                })
+                .collect(),
+        )),
+        Err(MultiWriteError::OperationFailed { index, source }) => Err(ZkError::MultiFailed {
+            index: u32::try_from(index).unwrap_or(u32::MAX),
+            error: Box::new(zk_error(source)),
+        }),
+        Err(MultiWriteError::RequestFailed { source }) => Err(zk_error(source)),
+    }
 }
 
 fn create_mode(mode: CreateMode) -> zookeeper_client::CreateMode {
@@ -226,18 +183,6 @@ pub(crate) fn zk_error(e: zookeeper_client::Error) -> ZkError {
     }
 }
 
-/// The core's seed: the session id mixed with this process's randomness (std's
-/// `RandomState` keys are random per process) and the time.
-pub(crate) fn seed(session_id: i64) -> u64 {
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_i64(session_id);
-    hasher.write_u32(std::process::id());
-    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-        hasher.write_u128(t.as_nanos());
-    }
-    hasher.finish()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,12 +195,6 @@ mod tests {
         assert_eq!(format!("{:010}", i64::from(i32::MAX)), "2147483647");
         assert_eq!(format!("{:010}", -5i64), "-000000005");
         assert_eq!(format!("{:010}", i64::from(i32::MIN)), "-2147483648");
-    }
-
-    #[test]
-    fn seeds_differ() {
-        assert_ne!(seed(1), seed(1));
-        assert_ne!(seed(1), seed(2));
     }
 
     #[test]

@@ -4,9 +4,6 @@
 use crate::driver::{Counters, Diagnostics, Driver, Settings};
 use crate::wire;
 use lock_client::{ConnectOptions, Error, LockClient};
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
@@ -141,7 +138,7 @@ impl Builder {
             .unwrap_or(DEFAULT_SESSION_TIMEOUT);
         lock_core::validate_lock_path(&format!("{}x", self.marker))
             .map_err(|e| Error::Connect(format!("bad session marker prefix: {e}")))?;
-        let seed = seed();
+        let seed = lock_client::random_seed();
         // The crate hides the negotiated timeout: the requested one it is.
         let config = self.options.lock_config(session_timeout, seed);
         let settings = Settings {
@@ -283,21 +280,6 @@ fn parse_cluster(cluster: &str) -> Result<(Vec<String>, String), Error> {
         }
     }
     Ok((hosts, chroot.to_owned()))
-}
-
-/// A seed for the core's attempt ids, different in every client.
-fn seed() -> u64 {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default(),
-    );
-    h.write_u32(std::process::id());
-    h.finish()
 }
 
 #[cfg(test)]

@@ -219,14 +219,6 @@ impl Timing {
     }
 }
 
-/// What the core has been told about the connection.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Fed {
-    Connected(i64),
-    Disconnected,
-    NoSession,
-}
-
 /// A request issued and not answered yet.
 struct Out {
     write: bool,
@@ -278,6 +270,10 @@ struct Conn {
     last_state: Option<ZkState>,
     /// How the last session probe on this client failed, if it did.
     probe_error: Option<ZkError>,
+    /// When the client was opened, and what happened to it since (states, probes;
+    /// the first few dozen): a `connect` that times out says it.
+    opened_at: Instant,
+    trail: Vec<(Duration, String)>,
     /// The servers of the client's connect string, resolved when it was opened
     /// (as the crate resolves them), for `set_nodelay`.
     peers: Option<lock_nodelay::Peers>,
@@ -311,6 +307,8 @@ impl Conn {
             last_state_at: now,
             last_state: None,
             probe_error: None,
+            opened_at: now,
+            trail: Vec::new(),
             peers: None,
         }
     }
@@ -331,7 +329,6 @@ pub(crate) struct Driver {
     timing: Timing,
     tx: mpsc::Sender<Msg>,
     rx: mpsc::Receiver<Msg>,
-    fed: Fed,
     link: Link,
     /// Wakes this thread when a handle changes something (sends `Msg::Wake`).
     waker: Waker,
@@ -373,7 +370,6 @@ impl Driver {
             waker: Waker::from(Arc::new(WakeMsg(tx.clone()))),
             tx,
             rx,
-            fed: Fed::NoSession,
             link,
             conn: Conn::new(now),
             pool: Pool::new(),
@@ -577,20 +573,17 @@ impl Driver {
         let l = &self.conn;
         let usable = l.zk.is_some() && l.connected && l.verified && l.suspect_since.is_none();
         let desired = if usable { l.sid } else { None };
-        match (self.fed, desired) {
-            (Fed::Connected(a), Some(b)) if a == b => {}
-            (_, Some(sid)) => {
-                // A different id than before means the old session is gone; the core
-                // ends its locks itself.
-                self.fed = Fed::Connected(sid);
-                self.feed(SessionEvent::Connected { session_id: sid });
-            }
-            (Fed::Connected(_), None) => {
-                self.fed = Fed::Disconnected;
+        let connected = self.link.is_connected();
+        match desired {
+            Some(sid) if connected && self.link.session_id() == Some(sid) => {}
+            // A different id than before means the old session is gone; the core
+            // ends its locks itself.
+            Some(session_id) => self.feed(SessionEvent::Connected { session_id }),
+            None if connected => {
                 let since_contact = self.conn.heard_at.elapsed();
                 self.feed(SessionEvent::Disconnected { since_contact });
             }
-            (_, None) => {}
+            None => {}
         }
     }
 
@@ -644,6 +637,8 @@ impl Driver {
                 l.last_state_at = now;
                 l.last_state = None;
                 l.probe_error = None;
+                l.opened_at = now;
+                l.trail.clear();
                 l.peers = lock_nodelay::Peers::resolve(&connect).ok();
                 // The listener may have missed the first `Connected` (it is added after
                 // the crate started connecting): the probe blocks until connected.
@@ -686,6 +681,7 @@ impl Driver {
         self.conn.probing = Some(epoch);
         self.conn.probe_retry_at = None;
         self.conn.probe_issued = Instant::now();
+        self.note("probe sent");
         let gen = self.conn.gen;
         let marker = self.conn.marker.clone();
         let prefix = self.settings.marker_prefix.clone();
@@ -700,6 +696,11 @@ impl Driver {
     }
 
     fn on_session_probe(&mut self, epoch: u64, result: Result<(i64, String), ZkError>) {
+        let outcome = match &result {
+            Ok((sid, _)) => format!("probe: session {sid:#x}"),
+            Err(e) => format!("probe: {e}"),
+        };
+        self.note(&outcome);
         if self.conn.epoch != epoch {
             return; // the connection changed meanwhile; another probe follows
         }
@@ -779,6 +780,7 @@ impl Driver {
         let now = Instant::now();
         self.conn.last_state_at = now;
         self.conn.last_state = Some(state);
+        self.note(&format!("{state:?}"));
         match state {
             ZkState::Connected => {
                 if self.conn.connected {
@@ -827,8 +829,7 @@ impl Driver {
         l.outstanding.clear();
         l.suspicious.clear();
         l.epoch += 1;
-        if self.fed != Fed::NoSession {
-            self.fed = Fed::NoSession;
+        if self.link.session_id().is_some() {
             // The server may still hold the session (the crate drops its session on
             // a connection loss while busy): the core deletes its nodes from the
             // next session rather than leave the queues stuck behind them.
@@ -870,9 +871,22 @@ impl Driver {
                 (None, Some(e)) => format!("session probe failed: {e}"),
                 (None, None) => "no session probe".to_owned(),
             };
-            format!("{state}, {probe}")
+            let trail: Vec<String> = l
+                .trail
+                .iter()
+                .map(|(t, e)| format!("{e} at {t:.2?}"))
+                .collect();
+            format!("{state}, {probe}; since opened: {}", trail.join(", "))
         };
         format!("{opened} client(s) opened; current client: {current}")
+    }
+
+    /// Adds to the current client's trail (see `Conn::trail`).
+    fn note(&mut self, what: &str) {
+        let l = &mut self.conn;
+        if l.trail.len() < 40 {
+            l.trail.push((l.opened_at.elapsed(), what.to_owned()));
+        }
     }
 
     fn schedule_reopen(&mut self, now: Instant) {
@@ -927,7 +941,7 @@ impl Driver {
                 // our session). While the core believes the connection down it gets
                 // none: on `Connected` it re-lists and re-verifies everything anyway.
                 self.conn.last_contact = Instant::now();
-                if matches!(self.fed, Fed::Connected(_)) {
+                if self.link.is_connected() {
                     self.link.handle_watch(path, kind, Instant::now());
                     self.drain();
                 }
