@@ -98,9 +98,9 @@ impl Builder {
     }
 
     /// How long [`connect`](Self::connect) tries to establish the first session
-    /// (default: twice the session timeout plus 4 s, so that a first client stuck
-    /// connecting, which is replaced after the session timeout plus 4 s, is followed
-    /// by a fresh attempt before `connect` gives up). The `zookeeper` crate
+    /// (default: twice the session timeout plus 8 s, so that a first client that has
+    /// given no session after the session timeout plus 4 s, and is replaced then, is
+    /// followed by a whole fresh attempt before `connect` gives up). The `zookeeper` crate
     /// closes a client for good when it gets no session within about the session
     /// timeout plus a second (its own connection timeout is a fixed 2 s); `connect`
     /// then tries again with a fresh one until this timeout.

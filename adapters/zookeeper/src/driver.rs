@@ -62,7 +62,8 @@
 //!
 //! The crate's first connection attempt has no timeout (only its reconnects have
 //! one): a client that is neither connected nor reporting any state change for
-//! `stuck_after` (`T + 4 s`) is given up and replaced.
+//! `stuck_after` (`T + 4 s`) is given up and replaced, and so is a first client
+//! that has not given a verified session `stuck_after` after it was opened.
 
 use crate::wire::{self, Pool};
 use lock_client::{Error, Link};
@@ -999,13 +1000,14 @@ impl Driver {
             self.start_probe();
         }
         if !self.ever_connected
-            && self.conn.connected
             && !self.conn.verified
-            && self.conn.last_state_at + self.timing.stuck_after <= now
+            && self.conn.opened_at + self.timing.stuck_after <= now
         {
-            // The first connection says Connected, but the probe that learns the
-            // session never got an answer (seen once in CI): nothing is held yet, so
-            // start over with a fresh client rather than wait for `connect` to time out.
+            // The first client has not given a session in all that time, whatever
+            // states it went through (it said Connected but the probe that learns
+            // the session never got an answer: seen in CI, under load). Nothing is
+            // held yet: start over with a fresh client rather than wait for
+            // `connect` to time out on this one.
             self.link_down(now);
             return;
         }
@@ -1066,8 +1068,11 @@ impl Driver {
             if let Some(retry) = l.probe_retry_at {
                 at(retry);
             }
-            if !l.connected || (!self.ever_connected && !l.verified) {
+            if !l.connected {
                 at(l.last_state_at + t.stuck_after);
+            }
+            if !self.ever_connected && !l.verified {
+                at(l.opened_at + t.stuck_after);
             }
             if l.connected {
                 match l.suspect_since {
