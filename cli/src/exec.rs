@@ -127,6 +127,20 @@ fn send(child: &Child, sig: Signal) {
     }
 }
 
+/// Whether a SIGINT zklock got was the terminal's (Ctrl-C), which reached CMD too:
+/// the terminal sends it to its whole foreground process group, and CMD runs in
+/// zklock's. Forwarding it as well would interrupt CMD twice (a second Ctrl-C, to
+/// many programs: stop cleaning up). `kill -INT` of zklock alone from elsewhere
+/// while it is in the foreground is taken for Ctrl-C too (tokio's signal streams
+/// do not say who sent a signal); outside the foreground (a background job, no
+/// terminal: cron, systemd) every SIGINT is forwarded.
+fn terminal_interrupted_cmd() -> bool {
+    let Ok(tty) = std::fs::File::open("/dev/tty") else {
+        return false; // no controlling terminal
+    };
+    rustix::termios::tcgetpgrp(&tty).is_ok_and(|fg| fg == rustix::process::getpgrp())
+}
+
 /// The exit code that reports `status` (128+N for signal N, like a shell).
 fn status_code(status: ExitStatus) -> u8 {
     match (status.code(), status.signal()) {
@@ -280,7 +294,11 @@ pub(crate) async fn supervise(
         };
         tokio::select! {
             status = child.wait() => break status,
-            _ = recv(sigint) => send(&child, Signal::INT),
+            _ = recv(sigint) => {
+                if !terminal_interrupted_cmd() {
+                    send(&child, Signal::INT);
+                }
+            }
             _ = recv(sigterm) => send(&child, Signal::TERM),
             event = guard.event(), if events => match event {
                 Some(LockEvent::Suspended) => {

@@ -162,11 +162,12 @@ fn parse_acl(text: &str) -> Result<NodeAcl, String> {
 enum Command {
     /// Run CMD while holding the lock at PATH (exports ZKLOCK_NODE and ZKLOCK_TOKEN).
     ///
-    /// SIGINT and SIGTERM are forwarded to CMD. If the connection to ZooKeeper
-    /// goes down while CMD runs and does not come back quickly, CMD is stopped
-    /// (SIGTERM, then SIGKILL) before the server could give the lock to another
-    /// session, and zklock exits with 74; likewise at once if someone deletes the
-    /// lock node. While it waits for the lock, on a terminal only, zklock shows its
+    /// SIGINT and SIGTERM are forwarded to CMD (not a SIGINT while zklock runs in
+    /// the terminal's foreground: Ctrl-C reaches CMD by itself). If the connection
+    /// to ZooKeeper goes down while CMD runs and does not come back quickly, CMD is
+    /// stopped (SIGTERM, then SIGKILL) before the server could give the lock to
+    /// another session, and zklock exits with 74; likewise at once if someone
+    /// deletes the lock node. While it waits for the lock, on a terminal only, zklock shows its
     /// position in the queue and the time waited on stderr, updated in place.
     /// --owner ID records who the lock is taken for (`zklock ls` shows it, and
     /// `zklock deadlocks` follows it).

@@ -523,3 +523,89 @@ fn revocable_exec_lets_go_when_revoked() {
     kill(&plain, "-TERM");
     plain.wait().unwrap();
 }
+
+/// SIGINT while CMD runs, three ways. CMD (a shell) writes its parent's pid (zklock's),
+/// counts the SIGINTs it gets, and ends by itself after about 1.5 s.
+///
+/// * Ctrl-C on the terminal (a pty from script(1)): the terminal interrupts the
+///   whole foreground process group, CMD included; zklock does not send it again,
+///   so CMD counts exactly one.
+/// * `kill -INT` of zklock while it runs in the terminal's foreground: taken for
+///   the terminal's (zklock cannot tell who sent it), so not forwarded: CMD counts
+///   none.
+/// * `kill -INT` of zklock without a terminal (setsid(1), like cron or systemd):
+///   forwarded, CMD counts one.
+#[test]
+fn sigint_reaches_cmd_once() {
+    let zk = server().connect_string();
+    let zklock_bin = env!("CARGO_BIN_EXE_zklock");
+    for case in ["ctrl-c", "kill-in-foreground", "kill-without-terminal"] {
+        let lock = unique("sigint");
+        let dir = scratch(&format!("sigint-{case}"));
+        let (pid, ints, ready, done) = (
+            dir.join("zklock.pid"),
+            dir.join("ints"),
+            dir.join("ready"),
+            dir.join("done"),
+        );
+        let cmd = dir.join("cmd.sh");
+        std::fs::write(
+            &cmd,
+            format!(
+                "echo $PPID > {pid}\n\
+                 trap 'echo int >> {ints}' INT\n\
+                 touch {ready}\n\
+                 i=0; while [ $i -lt 30 ]; do sleep 0.05; i=$((i+1)); done\n\
+                 touch {done}\n",
+                pid = pid.display(),
+                ints = ints.display(),
+                ready = ready.display(),
+                done = done.display(),
+            ),
+        )
+        .unwrap();
+        let exec = format!("exec {zklock_bin} exec {lock} -- sh {}", cmd.display());
+        let mut child = if case == "kill-without-terminal" {
+            Command::new("setsid")
+                .args(["-w", "sh", "-c", &exec])
+                .env("ZKLOCK_ZK", &zk)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("setsid(1) from util-linux")
+        } else {
+            Command::new("script")
+                .args(["-qec", &exec, "/dev/null"])
+                .env("ZKLOCK_ZK", &zk)
+                .env("SHELL", "/bin/sh")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("script(1) from util-linux")
+        };
+        wait_for(&ready, Duration::from_secs(30));
+        if case == "ctrl-c" {
+            use std::io::Write;
+            let tty = child.stdin.as_mut().unwrap();
+            tty.write_all(b"\x03").unwrap();
+            tty.flush().unwrap();
+        } else {
+            let zklock_pid = std::fs::read_to_string(&pid).unwrap();
+            let ok = Command::new("kill")
+                .args(["-INT", zklock_pid.trim()])
+                .status()
+                .unwrap();
+            assert!(ok.success(), "{case}");
+        }
+        wait_for(&done, Duration::from_secs(30));
+        drop(child.stdin.take());
+        let status = child.wait().unwrap();
+        assert!(status.success(), "{case}: {status:?}");
+        let count = std::fs::read_to_string(&ints)
+            .map(|s| s.lines().count())
+            .unwrap_or(0);
+        let expected = if case == "kill-in-foreground" { 0 } else { 1 };
+        assert_eq!(count, expected, "{case}: SIGINTs CMD got");
+    }
+}
