@@ -11,8 +11,11 @@
 //!  "sequence": 3, "owner": "alice" | null, "session": "0x10000a2c3e40001",
 //!  "ctime": 1764063123456, "age_ms": 5120 | null, "token": 4294967301,
 //!  "waits_for": ["zkl-..."], "owner_waits_at": ["/locks/other/zkl-..."],
-//!  "data": "..."}
+//!  "data": "...", "permits": 3 | null}
 //! ```
+//!
+//! `permits` is a semaphore node's permit count where its name carries it
+//! (zklock's scheme; the table shows it as `semaphore(3)`).
 
 use crate::json::Object;
 use crate::{fail, say};
@@ -187,7 +190,10 @@ fn table(who: &Participants, now: i64) -> String {
         rows.push(vec![
             (i + 1).to_string(),
             if *holds { "holds" } else { "waits" }.to_owned(),
-            kind_name(p.kind).to_owned(),
+            match p.permits {
+                Some(n) => format!("{}({n})", kind_name(p.kind)),
+                None => kind_name(p.kind).to_owned(),
+            },
             p.owner.as_deref().map_or_else(|| "-".to_owned(), cell),
             session_hex(p.session),
             age_text(age_ms(p.ctime, now)),
@@ -226,8 +232,12 @@ fn to_json(who: &Participants, now: i64) -> String {
         o.int("token", p.token.0)
             .strs("waits_for", &p.waits_for)
             .strs("owner_waits_at", &p.owner_waits_at)
-            .str("data", &String::from_utf8_lossy(&p.data))
-            .end();
+            .str("data", &String::from_utf8_lossy(&p.data));
+        match p.permits {
+            Some(n) => o.int("permits", i64::from(n)),
+            None => o.raw("permits", "null"),
+        };
+        o.end();
     };
     let mut out = String::new();
     Object::new(&mut out)

@@ -134,6 +134,60 @@ fn ls_lists_holders_and_waiters_in_queue_order() {
     assert!(ls_rows(&zk, &lock).is_empty());
 }
 
+/// A semaphore of 2 with both permits taken and a third process waiting: `ls`
+/// shows the permit count with the kind (zklock's nodes carry it in their name),
+/// in the table and as JSON's `permits`.
+#[test]
+fn ls_shows_semaphore_permits() {
+    let zk = server().connect_string();
+    let lock = unique("ls-sem");
+    let dir = scratch("ls-sem");
+    let holders: Vec<_> = ["a", "b"]
+        .iter()
+        .map(|name| holding(&zk, &["--semaphore", "2"], &lock, &dir.join(name)))
+        .collect();
+    let waiter = zklock(&zk)
+        .args(["exec", "--semaphore", "2", &lock, "--", "true"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rows = until("the waiter in the queue", LONG, || {
+        let rows = ls_rows(&zk, &lock);
+        (rows.len() == 3).then_some(rows)
+    });
+    let states: Vec<[&str; 2]> = rows
+        .iter()
+        .map(|r| [r[1].as_str(), r[2].as_str()])
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ["holds", "semaphore(2)"],
+            ["holds", "semaphore(2)"],
+            ["waits", "semaphore(2)"]
+        ],
+        "{rows:?}"
+    );
+    // The waiter needs one of the two holders to go: both block it.
+    assert_eq!(rows[2][8], "#1,#2", "{rows:?}");
+    let out = run(zklock(&zk).args(["ls", "--json", &lock]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let permits = python(
+        "import json, sys\n\
+         doc = json.load(sys.stdin)\n\
+         print(' '.join(str(p['permits']) for p in doc['holders'] + doc['waiters']))",
+        &[],
+        &out.stdout,
+    );
+    assert_eq!(permits.trim(), "2 2 2");
+    for mut holder in holders {
+        kill(&holder, "-TERM");
+        holder.wait().unwrap();
+    }
+    let out = waiter.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{out:?}");
+}
+
 /// A lock directory that does not exist lists nobody (exit 0); JSON escapes an
 /// owner's quotes, backslashes and control characters, and keeps its UTF-8.
 #[test]

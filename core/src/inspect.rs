@@ -27,6 +27,9 @@ pub struct Participant {
     pub node: String,
     /// What it asks for.
     pub kind: NodeKind,
+    /// A semaphore node's permit count, when its name carries it (zklock's native
+    /// scheme does; Curator's semaphore nodes do not).
+    pub permits: Option<u32>,
     /// The naming scheme it was created with (zklock, Curator or kazoo).
     pub scheme: NameScheme,
     /// The server's sequence number.
@@ -276,6 +279,7 @@ impl Inspect {
             let p = Participant {
                 node: place.name.clone(),
                 kind: place.parsed.kind,
+                permits: place.parsed.permits,
                 scheme: place.parsed.scheme,
                 sequence: place.parsed.seq,
                 owner: d.owner,

@@ -204,3 +204,52 @@ fn an_inspection_cut_by_a_disconnect_starts_over_after_the_reconnect() {
         "{events:?}"
     );
 }
+
+#[test]
+fn inspect_gives_a_semaphore_nodes_permit_count_from_its_name() {
+    let mut h = H::new();
+    h.s.inspect("/s", h.now).unwrap();
+    h.drain();
+    let name = |n: u128, permits: u32, seq: i32| {
+        format!(
+            "{}{}",
+            names::semaphore_node_prefix(NameScheme::Native, AttemptId(n), permits),
+            names::format_sequence(seq)
+        )
+    };
+    let (a, b) = (name(1, 3, 1), name(2, 3, 2));
+    let w = peer(NodeKind::Write, 3, 3);
+    h.answer_list(&[&a, &b, &w]);
+    let reads: Vec<Request> = h.reqs.drain(..).collect();
+    for (i, r) in reads.iter().enumerate() {
+        let stat = Stat {
+            czxid: 10 + i as i64,
+            ..Stat::default()
+        };
+        h.reply(
+            r.id,
+            Ok(Reply::Data {
+                data: Vec::new(),
+                stat,
+            }),
+        );
+    }
+    let events = h.take_events();
+    let [LockEvent::Participants(p)] = &events[..] else {
+        panic!("{events:?}")
+    };
+    let all: Vec<(&str, NodeKind, Option<u32>)> = p
+        .holders
+        .iter()
+        .chain(&p.waiters)
+        .map(|p| (p.node.as_str(), p.kind, p.permits))
+        .collect();
+    assert_eq!(
+        all,
+        [
+            (a.as_str(), NodeKind::Semaphore, Some(3)),
+            (b.as_str(), NodeKind::Semaphore, Some(3)),
+            (w.as_str(), NodeKind::Write, None),
+        ]
+    );
+}
