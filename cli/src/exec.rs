@@ -168,27 +168,12 @@ pub(crate) async fn run(locks: &LockClient, args: ExecArgs) -> ExitCode {
     let mut sigterm = signal(SignalKind::terminate());
 
     // 1. Take the lock (a signal while waiting cancels: the node is deleted).
-    let mut progress = Progress::new(
-        &args.path,
-        std::io::stderr().is_terminal() && !args.nonblock,
-    );
+    let line = std::io::stderr().is_terminal() && !args.nonblock;
     let taking = acquire(locks, &args);
-    tokio::pin!(taking);
-    let taken = loop {
-        tokio::select! {
-            taken = &mut taking => break taken,
-            _ = recv(&mut sigint) => {
-                progress.clear();
-                return ExitCode::from(128 + 2);
-            }
-            _ = recv(&mut sigterm) => {
-                progress.clear();
-                return ExitCode::from(128 + 15);
-            }
-            _ = progress.step(locks) => {}
-        }
+    let taken = match wait_for(locks, &args.path, line, taking, &mut sigint, &mut sigterm).await {
+        Ok(taken) => taken,
+        Err(code) => return code,
     };
-    progress.clear();
     let guard = match taken {
         Ok(Some(guard)) => guard,
         Ok(None) => {
@@ -203,6 +188,31 @@ pub(crate) async fn run(locks: &LockClient, args: ExecArgs) -> ExitCode {
     };
 
     supervise(locks, guard, &args.cmd, &mut sigint, &mut sigterm).await
+}
+
+/// Waits for `taking` (a lock, a leadership) on `path`, with the waiting line on a
+/// terminal if `line`; a signal gives up (dropping `taking` cancels it) with the
+/// exit code a shell would report.
+async fn wait_for<T>(
+    locks: &LockClient,
+    path: &str,
+    line: bool,
+    taking: impl std::future::Future<Output = T>,
+    sigint: &mut Sig,
+    sigterm: &mut Sig,
+) -> Result<T, ExitCode> {
+    let mut progress = Progress::new(path, line);
+    tokio::pin!(taking);
+    let outcome = loop {
+        tokio::select! {
+            taken = &mut taking => break Ok(taken),
+            _ = recv(sigint) => break Err(ExitCode::from(128 + 2)),
+            _ = recv(sigterm) => break Err(ExitCode::from(128 + 15)),
+            _ = progress.step(locks) => {}
+        }
+    };
+    progress.clear();
+    outcome
 }
 
 /// What CMD runs under: a held lock or a leadership.
@@ -420,13 +430,15 @@ pub(crate) async fn elect(locks: &LockClient, args: ElectArgs) -> ExitCode {
     let mut sigint = signal(SignalKind::interrupt());
     let mut sigterm = signal(SignalKind::terminate());
     let mut election = locks.election(args.path.clone(), args.id.clone());
-    let leadership = tokio::select! {
-        led = election.leadership() => match led {
-            Ok(leadership) => leadership,
-            Err(e) => return fail(&e),
-        },
-        _ = recv(&mut sigint) => return ExitCode::from(128 + 2),
-        _ = recv(&mut sigterm) => return ExitCode::from(128 + 15),
+    let line = std::io::stderr().is_terminal();
+    let leading = election.leadership();
+    let led = match wait_for(locks, &args.path, line, leading, &mut sigint, &mut sigterm).await {
+        Ok(led) => led,
+        Err(code) => return code,
+    };
+    let leadership = match led {
+        Ok(leadership) => leadership,
+        Err(e) => return fail(&e),
     };
     let code = supervise(locks, leadership, &args.cmd, &mut sigint, &mut sigterm).await;
     election.resign().await;

@@ -175,8 +175,10 @@ enum Command {
     Exec(exec::ExecArgs),
     /// Run CMD while leader of the election at PATH, as participant ID.
     ///
-    /// Waits to be elected, then behaves as `exec` (ZKLOCK_NODE, ZKLOCK_TOKEN,
-    /// signals, CMD stopped when the leadership is lost; same exit codes).
+    /// Waits to be elected (on a terminal, showing its place among the candidates,
+    /// as `exec` does in a lock's queue), then behaves as `exec` (ZKLOCK_NODE,
+    /// ZKLOCK_TOKEN, signals, CMD stopped when the leadership is lost; same exit
+    /// codes).
     #[command(after_help = EXIT_CODES)]
     Elect(exec::ElectArgs),
     /// Ask the holders of the lock at PATH (or the owner of participant NODE) to let go.

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -424,13 +424,7 @@ fn waiting_line_on_a_tty_only() {
     let lock = unique("tty");
     let dir = scratch("tty");
     let ready = dir.join("ready");
-    let mut holder = hold(
-        &zk,
-        &[],
-        &lock,
-        &format!("touch {}; exec sleep 60", ready.display()),
-    );
-    wait_for(&ready, LONG);
+    let holder = holding(&zk, &[], &lock, &ready);
 
     // Not a terminal: quiet until it gives up.
     let out = run(zklock(&zk).args(["exec", "-w", "1.5", &lock, "--", "true"]));
@@ -438,20 +432,41 @@ fn waiting_line_on_a_tty_only() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(stderr, format!("zklock: timed out waiting for {lock}\n"));
 
-    let zklock_cmd = format!(
-        "{} exec -w 60 {lock} -- echo ran",
-        env!("CARGO_BIN_EXE_zklock")
-    );
+    waiting_line_until_the_holder_goes(&zk, &lock, &format!("exec -w 60 {lock}"), holder);
+}
+
+/// `elect` shows the same line while it waits to lead.
+#[test]
+fn waiting_line_of_an_election() {
+    let zk = server().connect_string();
+    let path = unique("tty-elect");
+    let dir = scratch("tty-elect");
+    let ready = dir.join("ready");
+    let script = format!("touch {}; exec sleep 60", ready.display());
+    let leader = zklock(&zk)
+        .args(["elect", &path, "alpha", "--", "sh", "-c", &script])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&ready, LONG);
+    waiting_line_until_the_holder_goes(&zk, &path, &format!("elect {path} beta"), leader);
+}
+
+/// Runs `zklock ARGS -- echo ran` on a terminal while `holder` holds `path`: the
+/// line shows position 2 of 2; once `holder` is stopped, the line is erased and
+/// CMD runs.
+fn waiting_line_until_the_holder_goes(zk: &str, path: &str, args: &str, mut holder: Child) {
+    let zklock_cmd = format!("{} {args} -- echo ran", env!("CARGO_BIN_EXE_zklock"));
     let mut script = Command::new("script")
         .args(["-qec", &zklock_cmd, "/dev/null"])
-        .env("ZKLOCK_ZK", &zk)
+        .env("ZKLOCK_ZK", zk)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
         .expect("script(1) from util-linux");
     let mut tty = script.stdout.take().unwrap();
     let mut seen = Vec::new();
-    let wanted = format!("\rzklock: waiting for {lock}: position 2 of 2 in the queue, ");
+    let wanted = format!("\rzklock: waiting for {path}: position 2 of 2 in the queue, ");
     until("the queue position on the terminal", LONG, || {
         let mut buf = [0u8; 256];
         let n = tty.read(&mut buf).unwrap();
