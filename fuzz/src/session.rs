@@ -227,6 +227,21 @@ pub enum Step {
     Advance(u16),
     /// Time jumps to the next timer.
     AdvanceToTimeout,
+    /// `Session::inspect` of a lock directory (or an arbitrary path).
+    Inspect(DirPick),
+    /// `Session::deadlocks` under a root: one of [`SCAN_ROOTS`] (or an arbitrary path).
+    Scan(DirPick),
+    /// A peer node's data becomes an owner header (`OWNERS[owner % 3]`) publishing
+    /// waits at the world's participant nodes `waits` (ours included), so chases and
+    /// scans have owners to follow, cycles through our own owners among them.
+    PeerOwner {
+        /// Which peer node.
+        pick: u8,
+        /// Which owner.
+        owner: u8,
+        /// Published waits: indices into the world's participant nodes.
+        waits: Vec<u8>,
+    },
     /// The connection drops: the first `applied` outstanding requests were applied,
     /// the rest not; with `report_errors` the in-flight requests fail with
     /// ConnectionLoss before `Disconnected` is reported.
@@ -261,6 +276,11 @@ pub struct AcquireStep {
     pub detect_crashes: bool,
     /// `max_hold()` (ms).
     pub max_hold_ms: Option<u16>,
+    /// `owner(OWNERS[n % 3])`: few names, so one owner holds one lock and waits on
+    /// another.
+    pub owner: Option<u8>,
+    /// `detect_deadlocks(after)`: short (true) or long (false), see [`detect_after`].
+    pub detect: Option<bool>,
 }
 
 /// What `revoke` targets.
@@ -625,6 +645,8 @@ struct World {
     queue: VecDeque<(String, WatchKind)>,
     /// Our live session on the server, if any.
     session: Option<i64>,
+    /// Every node path ever created.
+    ever: BTreeSet<String>,
 }
 
 fn parent_of(path: &str) -> &str {
@@ -731,6 +753,7 @@ impl World {
             self.bump(&parent);
         }
         self.zxid += 1;
+        self.ever.insert(full.clone());
         self.nodes.insert(
             full.clone(),
             Node {
@@ -979,6 +1002,8 @@ enum TaskKind {
     Lock,
     Observer,
     Revoke,
+    Inspect,
+    Scan,
 }
 
 struct MLock {
@@ -1000,6 +1025,13 @@ struct MLock {
     writes: Vec<(u64, Option<RequestId>)>,
     /// Observers: what was last reported.
     reported: Option<Option<Leader>>,
+    /// `LockSpec::owner`.
+    owner: Option<String>,
+    /// `LockSpec::detect_deadlocks` given.
+    detect: bool,
+    /// The highest request id issued before the task started (inspections: only
+    /// listings answered after it count).
+    started_after: u64,
 }
 
 struct Harness {
@@ -1035,6 +1067,15 @@ struct Harness {
     stale_expected: u64,
     step: usize,
     trace: Option<String>,
+    /// Inspected directories and scan roots (read without watches).
+    inspected: BTreeSet<String>,
+    scan_roots: BTreeSet<String>,
+    /// Directories of the waits published in owner headers (where chases read).
+    published_dirs: BTreeSet<String>,
+    /// Honest answers to plain listings: (request, directory, children in name order).
+    listings: Vec<(RequestId, String, Vec<String>)>,
+    /// Honest answers to unwatched getData: (request, path, whether the node existed).
+    reads: Vec<(RequestId, String, bool)>,
 }
 
 macro_rules! check {
@@ -1044,6 +1085,11 @@ macro_rules! check {
         }
     };
 }
+
+// After `check!`: the module uses it.
+#[path = "session_detect.rs"]
+mod detect;
+use detect::{detect_after, OWNERS};
 
 impl Harness {
     fn new(case: &SessionCase) -> Harness {
@@ -1085,6 +1131,11 @@ impl Harness {
             stale_expected: 0,
             step: 0,
             trace,
+            inspected: BTreeSet::new(),
+            scan_roots: BTreeSet::new(),
+            published_dirs: BTreeSet::new(),
+            listings: Vec::new(),
+            reads: Vec::new(),
         }
     }
 
@@ -1143,6 +1194,9 @@ impl Harness {
             terminal: None,
             writes: Vec::new(),
             reported: None,
+            owner: None,
+            detect: false,
+            started_after: self.max_issued,
         });
         i
     }
@@ -1244,14 +1298,21 @@ impl Harness {
     fn check_scope(&mut self, op: &Op) {
         match op {
             Op::Create { path, mode, .. } => self.check_create(path, *mode),
-            Op::GetChildren { path } | Op::WatchChildren { path } => check!(
+            Op::GetChildren { path } => check!(
+                self,
+                self.readable(path) || self.plain_readable(path),
+                "listing of {path}, not a lock directory, inspected, scanned or chased"
+            ),
+            Op::WatchChildren { path } => check!(
                 self,
                 self.readable(path),
-                "listing of {path}, not a lock directory"
+                "watched listing of {path}, not a lock directory"
             ),
-            Op::GetData { path, .. } => {
+            Op::GetData { path, watch } => {
                 let participant = parse_name(name_of(path)).is_some()
-                    && (self.in_a_dir(path) || self.read_dirs.contains(parent_of(path)));
+                    && (self.in_a_dir(path)
+                        || self.read_dirs.contains(parent_of(path))
+                        || (!watch && self.plain_readable(parent_of(path))));
                 check!(
                     self,
                     participant || self.is_marker(path),
@@ -1278,6 +1339,9 @@ impl Harness {
                     && version.is_some()
                     && self.in_a_dir(path)
                     && self.is_our_node(path);
+                if publication {
+                    self.note_published(data);
+                }
                 check!(
                     self,
                     revocation || publication,
@@ -1365,6 +1429,15 @@ impl Harness {
                 r,
                 FailReason::Cancelled | FailReason::Closed | FailReason::Zk(_)
             ),
+            (TaskKind::Inspect, LockEvent::Participants(_)) => true,
+            (TaskKind::Scan, LockEvent::Deadlocks { .. }) => true,
+            (TaskKind::Inspect | TaskKind::Scan, LockEvent::Failed(r)) => matches!(
+                r,
+                FailReason::Cancelled
+                    | FailReason::Closed
+                    | FailReason::Zk(_)
+                    | FailReason::SessionExpired
+            ),
             (
                 TaskKind::Lock,
                 LockEvent::LeaderChanged { .. } | LockEvent::RevocationSent { .. },
@@ -1391,7 +1464,7 @@ impl Harness {
                                 let n = &self.world.nodes[path];
                                 check!(
                                     self,
-                                    n.data == l.id && n.czxid == l.token.0,
+                                    detect::user_data(&n.data) == l.id && n.czxid == l.token.0,
                                     "{lock} leader {l:?} but the node has data {:?} czxid {}",
                                     n.data,
                                     n.czxid
@@ -1404,6 +1477,14 @@ impl Harness {
                     }
                     self.locks[i].reported = Some(leader.clone());
                 }
+                if event.is_terminal() {
+                    M::Ended
+                } else {
+                    state
+                }
+            }
+            TaskKind::Inspect | TaskKind::Scan => {
+                self.on_read_task_event(i, event);
                 if event.is_terminal() {
                     M::Ended
                 } else {
@@ -1631,6 +1712,7 @@ impl Harness {
                         "Timeout at {:?} with deadline {deadline:?}",
                         self.now
                     ),
+                    FailReason::Deadlock { cycle } => self.check_deadlock_victim(i, cycle),
                     _ => {}
                 }
                 M::Ended
@@ -1645,7 +1727,8 @@ impl Harness {
         for i in 0..self.locks.len() {
             let (id, state, kind) = (self.locks[i].id, self.locks[i].state, self.locks[i].kind);
             let expect = match (kind, state) {
-                (TaskKind::Observer | TaskKind::Revoke, _) | (_, M::Ended) => None,
+                (TaskKind::Observer | TaskKind::Revoke | TaskKind::Inspect | TaskKind::Scan, _)
+                | (_, M::Ended) => None,
                 (_, M::Waiting) => Some(LockState::Waiting),
                 (_, M::Held) => Some(LockState::Held),
                 (_, M::Suspended) => Some(LockState::Suspended),
@@ -1806,6 +1889,16 @@ impl Harness {
         if let Some(m) = max_hold {
             spec = spec.max_hold(m);
         }
+        let owner = a
+            .owner
+            .map(|o| OWNERS[usize::from(o) % OWNERS.len()].to_owned());
+        if let Some(o) = &owner {
+            spec = spec.owner(o.clone());
+        }
+        if let Some(short) = a.detect {
+            spec = spec.detect_deadlocks(detect_after(short));
+        }
+        let node_len = detect::node_data_len(a.scheme.scheme(), owner.as_deref(), &data);
         // The harness keeps the default packet limit.
         let max_data = |path: &str| Config::default().max_data_len(path).unwrap_or(0);
         // The documented refusals, in order.
@@ -1813,9 +1906,9 @@ impl Harness {
             Some(UsageError::Closed)
         } else if let Err(e) = lock_core::validate_lock_path(&path) {
             Some(e)
-        } else if data.len() > max_data(&path) {
+        } else if node_len > max_data(&path) {
             Some(UsageError::DataTooLarge {
-                len: data.len(),
+                len: node_len,
                 max: max_data(&path),
             })
         } else if rec == Rec::Semaphore(0) {
@@ -1831,7 +1924,7 @@ impl Harness {
                 "crash detection needs an exclusive recipe",
             ))
         } else {
-            None
+            detect::detection_refusal(a, owner.as_deref(), &data)
         };
         self.log(|| format!("acquire {path} {rec:?} {a:?}"));
         let before = self.s.tracked();
@@ -1855,11 +1948,27 @@ impl Harness {
                 l.detect_crashes = a.detect_crashes;
                 l.max_hold = max_hold;
                 l.deadline = deadline;
+                l.owner = owner;
+                l.detect = a.detect.is_some();
             }
             Err(e) => {
+                // An owner re-entering a lock it holds is refused (the harness
+                // does not model `Granting`: accept it when a live acquisition of
+                // the same owner on the path could block this one).
+                let self_deadlock = expected_err.is_none()
+                    && matches!(&e, UsageError::SelfDeadlock { path: p, owner: o, .. }
+                        if *p == path && Some(o) == owner.as_ref())
+                    && !a.try_only
+                    && rec.permits() == 1
+                    && self.locks.iter().any(|l| {
+                        l.kind == TaskKind::Lock
+                            && l.dir == path
+                            && l.owner == owner
+                            && l.state != M::Ended
+                    });
                 check!(
                     self,
-                    Some(&e) == expected_err.as_ref(),
+                    self_deadlock || Some(&e) == expected_err.as_ref(),
                     "acquire refused with {e:?}, expected {expected_err:?}"
                 );
                 check!(
@@ -1974,7 +2083,7 @@ impl Harness {
                 UsageError::NotHeld(id),
                 UsageError::Unsupported("not a lock acquisition"),
             ]),
-            (TaskKind::Observer | TaskKind::Revoke, _) => {
+            (TaskKind::Observer | TaskKind::Revoke | TaskKind::Inspect | TaskKind::Scan, _) => {
                 Err(vec![UsageError::Unsupported("not a lock acquisition")])
             }
             (TaskKind::Lock, M::Held) if needs_detect && !l.detect_crashes => {
@@ -2161,6 +2270,7 @@ impl Harness {
             return false;
         };
         let result = self.apply(sid, &r);
+        self.note_read(&r, &result);
         self.past.push(r.clone());
         self.reply(r.id, result);
         true
@@ -2626,6 +2736,9 @@ impl Harness {
                     self.advance_to(t);
                 }
             }
+            Step::Inspect(d) => self.read_task(TaskKind::Inspect, d),
+            Step::Scan(d) => self.read_task(TaskKind::Scan, d),
+            Step::PeerOwner { pick, owner, waits } => self.peer_owner(*pick, *owner, waits),
         }
     }
 
@@ -2744,11 +2857,15 @@ impl Harness {
                     }
                 }
             }
-            if l.kind == TaskKind::Revoke {
+            if matches!(
+                l.kind,
+                TaskKind::Revoke | TaskKind::Inspect | TaskKind::Scan
+            ) {
                 check!(
                     self,
                     l.state == M::Ended,
-                    "revocation {} still running at rest",
+                    "{:?} {} still running at rest",
+                    l.kind,
                     l.id
                 );
             }

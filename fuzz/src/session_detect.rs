@@ -1,0 +1,401 @@
+//! The `session` target's owners, deadlock detection, inspection and deadlock
+//! scans: the steps that drive them and the checks of their results.
+//!
+//! A child module of `session.rs` (it extends its `Harness`), in a file of its own
+//! so that neither grows past reading size.
+
+use super::{name_of, parent_of, AcquireStep, DirPick, Harness, TaskKind, DIRS, PEER_SESSION};
+use lock_core::names::{compare_sequences, parse_name};
+use lock_core::{
+    CycleNode, LockEvent, NameScheme, Op, Participant, Reply, Request, UsageError, ZkError,
+};
+use std::cmp::Ordering;
+use std::time::Duration;
+
+/// Owners the fuzzer names: few, so one owner holds one lock and waits on another,
+/// and peers' headers name our owners too (cycles through our own owner).
+pub const OWNERS: [&str; 3] = ["job-a", "job-b", "job-c"];
+
+/// Roots of deadlock scans: `/a` holds the lock directory `/a/b` beside its own
+/// participants; `/locks` holds `/locks/job`.
+pub const SCAN_ROOTS: [&str; 4] = ["/a", "/locks", "/x", "/a/b"];
+
+/// `detect_deadlocks(after)`: shorter than most `Advance` steps, or longer than
+/// most waits.
+pub fn detect_after(short: bool) -> Duration {
+    Duration::from_millis(if short { 20 } else { 2_000 })
+}
+
+/// The native owner header's magic (lock-core's `owner` module documents the format).
+const MAGIC: [u8; 4] = [0, b'z', b'k', b'l'];
+
+/// An owner header (version 1) naming `owner` and publishing `waits`.
+pub fn header(owner: &str, waits: &[String]) -> Vec<u8> {
+    let mut out = MAGIC.to_vec();
+    out.push(1);
+    out.extend_from_slice(&(owner.len() as u16).to_be_bytes());
+    out.extend_from_slice(owner.as_bytes());
+    out.push(waits.len() as u8);
+    for w in waits {
+        out.extend_from_slice(&(w.len() as u16).to_be_bytes());
+        out.extend_from_slice(w.as_bytes());
+    }
+    out
+}
+
+/// Splits a header off `data`: (owner, waits, user data), `None` when headerless.
+fn split_header(data: &[u8]) -> Option<(&[u8], Vec<String>, &[u8])> {
+    fn field(d: &[u8]) -> Option<(&[u8], &[u8])> {
+        let len = u16::from_be_bytes([*d.first()?, *d.get(1)?]) as usize;
+        let rest = &d[2..];
+        (rest.len() >= len).then(|| rest.split_at(len))
+    }
+    let rest = data.strip_prefix(&MAGIC)?.strip_prefix(&[1])?;
+    let (owner, rest) = field(rest)?;
+    std::str::from_utf8(owner).ok()?;
+    let (&n, mut rest) = rest.split_first()?;
+    let mut waits = Vec::new();
+    for _ in 0..n {
+        let (w, r) = field(rest)?;
+        waits.push(std::str::from_utf8(w).ok()?.to_owned());
+        rest = r;
+    }
+    Some((owner, waits, rest))
+}
+
+/// The user's part of a node's data.
+pub fn user_data(data: &[u8]) -> &[u8] {
+    split_header(data).map_or(data, |(_, _, user)| user)
+}
+
+/// Length of the data a participant node is created with (the header counts
+/// toward the size limit): a native node of an owner (or whose data looks like a
+/// header) gets one; a kazoo node of an owner without data carries the owner.
+pub fn node_data_len(scheme: NameScheme, owner: Option<&str>, data: &[u8]) -> usize {
+    match (scheme, owner) {
+        (NameScheme::Native, _) if owner.is_some() || data.starts_with(&MAGIC) => {
+            8 + owner.map_or(0, str::len) + data.len()
+        }
+        (NameScheme::Kazoo, Some(o)) if data.is_empty() => o.len(),
+        _ => data.len(),
+    }
+}
+
+/// The documented refusal of deadlock detection, if any.
+pub fn detection_refusal(a: &AcquireStep, owner: Option<&str>, data: &[u8]) -> Option<UsageError> {
+    a.detect?;
+    let scheme = a.scheme.scheme();
+    if owner.is_none() {
+        Some(UsageError::Unsupported(
+            "deadlock detection needs an owner (LockSpec::owner)",
+        ))
+    } else if scheme == NameScheme::Native || (scheme == NameScheme::Kazoo && data.is_empty()) {
+        None
+    } else {
+        Some(UsageError::Unsupported(
+            "deadlock detection needs NameScheme::Native, or NameScheme::Kazoo without data (the owner is the node's data)",
+        ))
+    }
+}
+
+impl Harness {
+    /// Directories read without watches: inspected ones, scan roots and their
+    /// children, and (honest world) where published waits point; a dishonest world
+    /// can make a chase follow any path its crafted data names, and reads are
+    /// harmless.
+    pub(super) fn plain_readable(&self, dir: &str) -> bool {
+        self.inspected.contains(dir)
+            || self.scan_roots.contains(dir)
+            || self.scan_roots.contains(parent_of(dir))
+            || self.published_dirs.contains(dir)
+            || !self.honest
+    }
+
+    /// Our own publication: chases may read where it says we wait.
+    pub(super) fn note_published(&mut self, data: &[u8]) {
+        if let Some((_, waits, _)) = split_header(data) {
+            for w in waits {
+                self.published_dirs.insert(parent_of(&w).to_owned());
+            }
+        }
+    }
+
+    /// Records an honest answer to a plain listing or read (inspection checks).
+    pub(super) fn note_read(&mut self, r: &Request, result: &Result<Reply, ZkError>) {
+        match (&r.op, result) {
+            (Op::GetChildren { path }, Ok(Reply::Children(c))) => {
+                self.listings.push((r.id, path.clone(), c.clone()))
+            }
+            (Op::GetData { path, watch: false }, Ok(Reply::Data { .. })) => {
+                self.reads.push((r.id, path.clone(), true))
+            }
+            (Op::GetData { path, watch: false }, Err(ZkError::NoNode)) => {
+                self.reads.push((r.id, path.clone(), false))
+            }
+            _ => {}
+        }
+    }
+
+    /// `Session::inspect` or `Session::deadlocks`.
+    pub(super) fn read_task(&mut self, kind: TaskKind, d: &DirPick) {
+        let path = match d {
+            DirPick::Known(i) if kind == TaskKind::Inspect => {
+                DIRS[usize::from(*i) % DIRS.len()].to_owned()
+            }
+            DirPick::Known(i) => SCAN_ROOTS[usize::from(*i) % SCAN_ROOTS.len()].to_owned(),
+            DirPick::Raw(s) => s.clone(),
+        };
+        let expected_err = if self.conn == super::Conn::Closed {
+            Some(UsageError::Closed)
+        } else {
+            lock_core::validate_lock_path(&path).err()
+        };
+        let set = if kind == TaskKind::Inspect {
+            &mut self.inspected
+        } else {
+            &mut self.scan_roots
+        };
+        let known = set.contains(&path);
+        if expected_err.is_none() {
+            set.insert(path.clone());
+        }
+        let r = if kind == TaskKind::Inspect {
+            self.s.inspect(&path, self.now)
+        } else {
+            self.s.deadlocks(&path, self.now)
+        };
+        self.log(|| format!("{kind:?} {path} -> {r:?}"));
+        match r {
+            Ok(id) => {
+                check!(
+                    self,
+                    expected_err.is_none(),
+                    "{kind:?} accepted, expected {expected_err:?}"
+                );
+                self.add_task(id, kind, path);
+            }
+            Err(e) => {
+                check!(
+                    self,
+                    Some(&e) == expected_err.as_ref(),
+                    "{kind:?} refused with {e:?}"
+                );
+                if !known {
+                    let set = if kind == TaskKind::Inspect {
+                        &mut self.inspected
+                    } else {
+                        &mut self.scan_roots
+                    };
+                    set.remove(&path);
+                }
+            }
+        }
+        self.drain();
+    }
+
+    /// A peer's node gets an owner header publishing waits at world participants.
+    pub(super) fn peer_owner(&mut self, pick: u8, owner: u8, waits: &[u8]) {
+        let peers = self.peer_nodes();
+        if peers.is_empty() {
+            return;
+        }
+        let node = peers[usize::from(pick) % peers.len()].clone();
+        let parts: Vec<String> = self
+            .world
+            .nodes
+            .keys()
+            .filter(|p| parse_name(name_of(p)).is_some())
+            .cloned()
+            .collect();
+        let waits: Vec<String> = waits
+            .iter()
+            .take(4)
+            .map(|w| parts[usize::from(*w) % parts.len()].clone())
+            .collect();
+        for w in &waits {
+            self.published_dirs.insert(parent_of(w).to_owned());
+        }
+        let owner = OWNERS[usize::from(owner) % OWNERS.len()];
+        let mut data = header(owner, &waits);
+        data.extend_from_slice(user_data(&self.world.nodes[&node].data));
+        self.log(|| format!("peer {node} owned by {owner} waits at {waits:?}"));
+        let _ = self.world.set_data(&node, &data, None);
+    }
+
+    /// The terminal event of an inspection or a scan.
+    pub(super) fn on_read_task_event(&mut self, i: usize, event: &LockEvent) {
+        let (id, dir, after) = {
+            let l = &self.locks[i];
+            (l.id, l.dir.clone(), l.started_after)
+        };
+        match event {
+            LockEvent::Participants(p) => {
+                check!(
+                    self,
+                    p.path == dir,
+                    "{id} inspected {dir}, reports {}",
+                    p.path
+                );
+                for list in [&p.holders, &p.waiters] {
+                    let sorted = list
+                        .windows(2)
+                        .all(|w| compare_sequences(w[0].sequence, w[1].sequence) == Ordering::Less);
+                    check!(self, sorted, "{id}: participants out of order: {p:?}");
+                }
+                check!(
+                    self,
+                    p.holders.iter().all(|h| h.waits_for.is_empty()),
+                    "{id}: a holder waits: {p:?}"
+                );
+                if self.honest {
+                    self.check_participants(id, &dir, after, p);
+                }
+            }
+            LockEvent::Deadlocks { cycles } => {
+                for c in cycles {
+                    check!(self, !c.is_empty(), "{id}: an empty cycle");
+                    for n in c {
+                        let d = parent_of(&n.node);
+                        check!(
+                            self,
+                            d == dir || parent_of(d) == dir,
+                            "{id}: cycle node {} outside the scan of {dir}",
+                            n.node
+                        );
+                        if self.honest {
+                            check!(
+                                self,
+                                self.world.ever.contains(&n.node),
+                                "{id}: cycle node {} never existed",
+                                n.node
+                            );
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Honest world: the result lists exactly the participants of one listing of
+    /// the directory answered after the inspection started, minus those whose read
+    /// found them gone.
+    fn check_participants(
+        &mut self,
+        id: lock_core::LockId,
+        dir: &str,
+        after: u64,
+        p: &lock_core::Participants,
+    ) {
+        let got: std::collections::BTreeSet<&str> = p
+            .holders
+            .iter()
+            .chain(&p.waiters)
+            .map(|x: &Participant| x.node.as_str())
+            .collect();
+        let read = |name: &str, listed: u64, found: bool| {
+            let path = format!("{dir}/{name}");
+            self.reads
+                .iter()
+                .any(|(r, q, f)| r.0 > listed && *q == path && *f == found)
+        };
+        let matches = self
+            .listings
+            .iter()
+            .filter(|(r, d, _)| r.0 > after && d == dir)
+            .any(|(r, _, children)| {
+                let foreign = children.iter().filter(|c| parse_name(c).is_none()).count();
+                foreign == p.foreign
+                    && got.iter().all(|n| children.iter().any(|c| c == n))
+                    && children
+                        .iter()
+                        .filter(|c| parse_name(c).is_some())
+                        .all(|c| {
+                            if got.contains(c.as_str()) {
+                                read(c, r.0, true)
+                            } else {
+                                read(c, r.0, false)
+                            }
+                        })
+            });
+        check!(
+            self,
+            matches,
+            "{id}: participants {got:?} (foreign {}) match no listing of {dir} since #{after}",
+            p.foreign
+        );
+    }
+
+    /// A `Deadlock` failure: only a waiting acquisition with an owner and detection
+    /// on; the cycle starts at our node and follows real edges. (The weaker form of
+    /// "the tree holds a cycle now": each edge is checked against the names and
+    /// owners the core reports, and every node existed in the world; the tree may
+    /// have changed since the last confirming read.)
+    pub(super) fn check_deadlock_victim(&mut self, i: usize, cycle: &[CycleNode]) {
+        let l = &self.locks[i];
+        let (id, dir, owner) = (l.id, l.dir.clone(), l.owner.clone());
+        check!(
+            self,
+            l.kind == TaskKind::Lock && owner.is_some() && l.detect,
+            "{id} failed with Deadlock without an owner and detection"
+        );
+        let Some(first) = cycle.first() else {
+            self.fail(format!("{id}: Deadlock with an empty cycle"));
+        };
+        check!(
+            self,
+            parent_of(&first.node) == dir && self.is_our_node(&first.node) && !first.holds,
+            "{id}: the cycle does not start at our waiting node: {cycle:?}"
+        );
+        check!(
+            self,
+            first.owner == owner,
+            "{id}: our node's owner is {:?}, not {owner:?}",
+            first.owner
+        );
+        for (k, n) in cycle.iter().enumerate() {
+            let next = &cycle[(k + 1) % cycle.len()];
+            if n.holds {
+                // A holder leads to where its owner waits.
+                check!(
+                    self,
+                    n.owner.is_some() && n.owner == next.owner && !next.holds,
+                    "{id}: held {} leads to {} of another owner: {cycle:?}",
+                    n.node,
+                    next.node
+                );
+            } else {
+                // A waiter leads to a lower node of its directory.
+                let lower = parent_of(&n.node) == parent_of(&next.node)
+                    && match (
+                        parse_name(name_of(&n.node)),
+                        parse_name(name_of(&next.node)),
+                    ) {
+                        (Some(a), Some(b)) => compare_sequences(b.seq, a.seq) == Ordering::Less,
+                        _ => false,
+                    };
+                check!(
+                    self,
+                    lower,
+                    "{id}: waiting {} does not wait for {}: {cycle:?}",
+                    n.node,
+                    next.node
+                );
+            }
+            if self.honest {
+                check!(
+                    self,
+                    self.world.ever.contains(&n.node),
+                    "{id}: cycle node {} never existed",
+                    n.node
+                );
+                check!(
+                    self,
+                    n.session != PEER_SESSION || !self.is_our_node(&n.node),
+                    "{id}: {} is ours but has a peer's session",
+                    n.node
+                );
+            }
+        }
+    }
+}
