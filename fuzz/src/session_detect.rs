@@ -126,6 +126,10 @@ impl Harness {
             (Op::GetChildren { path }, Ok(Reply::Children(c))) => {
                 self.listings.push((r.id, path.clone(), c.clone()))
             }
+            // A missing directory lists as empty.
+            (Op::GetChildren { path }, Err(ZkError::NoNode)) => {
+                self.listings.push((r.id, path.clone(), Vec::new()))
+            }
             (Op::GetData { path, watch: false }, Ok(Reply::Data { .. })) => {
                 self.reads.push((r.id, path.clone(), true))
             }
