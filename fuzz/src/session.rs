@@ -1076,6 +1076,7 @@ struct Harness {
     listings: Vec<(RequestId, String, Vec<String>)>,
     /// Honest answers to unwatched getData: (request, path, whether the node existed).
     reads: Vec<(RequestId, String, bool)>,
+    outcome: Outcome,
 }
 
 macro_rules! check {
@@ -1136,6 +1137,7 @@ impl Harness {
             published_dirs: BTreeSet::new(),
             listings: Vec::new(),
             reads: Vec::new(),
+            outcome: Outcome::default(),
         }
     }
 
@@ -2927,8 +2929,21 @@ fn peer_name(scheme: NameScheme, attempt: u8, kind: NodeKind, seq: i32) -> Strin
     )
 }
 
+/// What a case came to (for tests that build cases by hand).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// Acquisitions failed with `FailReason::Deadlock`.
+    pub deadlock_failures: usize,
+    /// Inspections that reported participants.
+    pub inspections: usize,
+    /// Scans that reported, and the cycles they found.
+    pub scans: usize,
+    /// Cycles the scans found.
+    pub scan_cycles: usize,
+}
+
 /// Runs one case; panics on a contract violation.
-pub fn check_case(case: &SessionCase) {
+pub fn check_case(case: &SessionCase) -> Outcome {
     let mut h = Harness::new(case);
     h.log(|| format!("{case:#?}"));
     if case.start_connected {
@@ -2944,6 +2959,7 @@ pub fn check_case(case: &SessionCase) {
     if std::env::var_os("ZKLOCK_FUZZ_TRACE").is_some_and(|v| v == "all") {
         eprintln!("{}", h.trace.take().unwrap_or_default());
     }
+    h.outcome
 }
 
 /// Decodes a case from fuzzer bytes and runs it (the fuzz target's entry point).

@@ -234,6 +234,7 @@ impl Harness {
         };
         match event {
             LockEvent::Participants(p) => {
+                self.outcome.inspections += 1;
                 check!(
                     self,
                     p.path == dir,
@@ -256,6 +257,8 @@ impl Harness {
                 }
             }
             LockEvent::Deadlocks { cycles } => {
+                self.outcome.scans += 1;
+                self.outcome.scan_cycles += cycles.len();
                 for c in cycles {
                     check!(self, !c.is_empty(), "{id}: an empty cycle");
                     for n in c {
@@ -336,6 +339,7 @@ impl Harness {
     /// owners the core reports, and every node existed in the world; the tree may
     /// have changed since the last confirming read.)
     pub(super) fn check_deadlock_victim(&mut self, i: usize, cycle: &[CycleNode]) {
+        self.outcome.deadlock_failures += 1;
         let l = &self.locks[i];
         let (id, dir, owner) = (l.id, l.dir.clone(), l.owner.clone());
         check!(
