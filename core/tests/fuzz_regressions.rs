@@ -225,3 +225,33 @@ fn a_semaphore_does_not_hold_beside_a_lower_writer() {
         other => panic!("{other:?}"),
     }
 }
+
+/// fuzz `session`: "lock2 waits at rest but nothing blocks it". A watch firing of
+/// another kind than a deletion or a data change (here a spurious `NodeCreated`) on
+/// the node a waiter watched took the waiter out of the watch index without setting
+/// the watch again; the server's watch on that path (re-armed by the node's own
+/// holder in the same session) later delivered the deletion to nobody, and the
+/// waiter waited behind a node that was gone. Now any such firing re-arms the watch.
+#[test]
+fn a_spurious_firing_on_a_watched_blocker_does_not_lose_its_deletion() {
+    let mut h = H::new();
+    let id = h.acquire(LockSpec::write("/w"));
+    let node = h.answer_create(2);
+    let p = peer(NodeKind::Write, 1, 1);
+    h.answer_list(&[&p, &name_of(&node)]);
+    h.answer_data(&node, SID);
+    let ppath = format!("/w/{p}");
+    h.answer_watch(&ppath, 42);
+    assert!(h.no_requests());
+    h.watch(&ppath, WatchKind::NodeCreated);
+    // The watch is set again...
+    h.answer_watch(&ppath, 42);
+    assert!(h.take_events().is_empty());
+    assert_eq!(h.s.state(id), Some(LockState::Waiting));
+    // ...so the deletion reaches the waiter.
+    h.watch(&ppath, WatchKind::NodeDeleted);
+    match &h.take_events()[..] {
+        [LockEvent::Acquired(g)] => assert_eq!(g.path, node),
+        other => panic!("{other:?}"),
+    }
+}

@@ -1010,12 +1010,16 @@ impl Acquisition {
                 let name = name.to_owned();
                 self.peer_gone(cx, &name);
             }
-            WatchKind::NodeDataChanged if self.watched.contains_key(name) => {
-                // The one-shot watch is spent; set it again.
+            // Any other firing on a watched peer (data changed, or a kind a data
+            // watch never gets, which adapters may still pass on) spends our entry
+            // in the watch index, though the server may still hold a watch there
+            // for another task: set it again, or the peer's deletion would reach
+            // nobody and we would wait behind a node that is gone.
+            _ if self.watched.contains_key(name) => {
                 self.watched.remove(name);
                 self.watch_peer(cx, name.to_owned());
                 // Someone may have published a wait there: chase now.
-                if self.detecting && self.chase.is_none() {
+                if kind == WatchKind::NodeDataChanged && self.detecting && self.chase.is_none() {
                     self.start_chase(cx);
                 }
             }
