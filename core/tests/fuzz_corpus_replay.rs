@@ -129,3 +129,68 @@ fn session_scan_of_a_root_finds_the_cycle_between_its_locks() {
     assert_eq!((outcome.scans, outcome.scan_cycles), (1, 1), "{outcome:?}");
     assert_eq!(outcome.deadlock_failures, 0, "{outcome:?}");
 }
+
+/// A cycle through a peer's published wait: our owner `job-a` holds `/a` and waits
+/// at `/x` behind a peer node of `job-b`, whose header says `job-b` waits at its
+/// node in `/a`, queued behind ours. Our waiter, the youngest, is the victim.
+#[test]
+fn session_a_cycle_through_a_peers_published_wait_fails_our_waiter() {
+    use session::*;
+    let acquire = |dir: u8| {
+        Step::Acquire(AcquireStep {
+            dir: DirPick::Known(dir),
+            recipe: RecipePick::Write,
+            scheme: SchemePick::Native,
+            deadline_ms: None,
+            try_only: false,
+            data: DataPick::Empty,
+            revocable: false,
+            detect_crashes: false,
+            max_hold_ms: None,
+            owner: Some(0),
+            detect: Some(true),
+        })
+    };
+    let peer = |dir: u8, attempt: u8| Step::PeerJoin {
+        dir,
+        scheme: SchemePick::Native,
+        kind: KindPick::Write,
+        attempt,
+    };
+    let case = SessionCase {
+        seed: 11,
+        session_timeout_s: 10,
+        grace_ms: None,
+        retry_ms: 100,
+        max_parent_retries: 3,
+        seq_start: SeqStart::Zero,
+        stat_on_create: true,
+        start_connected: true,
+        reverse_listings: false,
+        end_with_expiry: false,
+        steps: vec![
+            acquire(0),
+            Step::Settle,
+            peer(3, 1),
+            peer(0, 2),
+            // Peer nodes in path order: /a's (index 0), then /x's (index 1); the
+            // world's participants: ours in /a, the peer's in /a, the peer's in /x.
+            Step::PeerOwner {
+                pick: 1,
+                owner: 1,
+                waits: vec![1],
+            },
+            Step::PeerOwner {
+                pick: 0,
+                owner: 1,
+                waits: vec![],
+            },
+            acquire(3),
+            Step::Settle,
+            Step::Advance(50),
+            Step::Settle,
+        ],
+    };
+    let outcome = check_case(&case);
+    assert_eq!(outcome.deadlock_failures, 1, "{outcome:?}");
+}
