@@ -29,44 +29,55 @@ fn session_corpus_replays_clean() {
     replay("session", 10, session::run);
 }
 
-/// The new steps' checks on a case built by hand: owners `job-a` and `job-b` each
-/// hold one lock and wait for the other's (a deadlock through our own owners),
-/// with peers publishing waits, then an inspection and a scan.
-#[test]
-fn session_checks_pass_on_an_own_owner_cycle_with_inspection_and_scan() {
-    use session::*;
-    let acquire = |dir: u8, owner: u8| {
-        Step::Acquire(AcquireStep {
-            dir: DirPick::Known(dir),
-            recipe: RecipePick::Write,
-            scheme: SchemePick::Native,
-            deadline_ms: None,
-            try_only: false,
-            data: DataPick::Empty,
-            revocable: false,
-            detect_crashes: false,
-            max_hold_ms: None,
-            owner: Some(owner),
-            detect: Some(true),
-        })
-    };
-    let case = SessionCase {
-        seed: 7,
+/// An exclusive lock on the known directory `dir` for `owner`, deadlock detection
+/// on (`Some(true)`) or not.
+fn owner_write(dir: u8, owner: u8, detect: Option<bool>) -> session::Step {
+    session::Step::Acquire(session::AcquireStep {
+        dir: session::DirPick::Known(dir),
+        recipe: session::RecipePick::Write,
+        scheme: session::SchemePick::Native,
+        deadline_ms: None,
+        try_only: false,
+        data: session::DataPick::Empty,
+        revocable: false,
+        detect_crashes: false,
+        max_hold_ms: None,
+        owner: Some(owner),
+        detect,
+    })
+}
+
+/// A case on a connected session of 10 s with nothing else special: `steps` only.
+fn plain_case(seed: u64, steps: Vec<session::Step>) -> session::SessionCase {
+    session::SessionCase {
+        seed,
         session_timeout_s: 10,
         grace_ms: None,
         retry_ms: 100,
         max_parent_retries: 3,
-        seq_start: SeqStart::Zero,
+        seq_start: session::SeqStart::Zero,
         stat_on_create: true,
         start_connected: true,
         reverse_listings: false,
         end_with_expiry: false,
-        steps: vec![
-            acquire(0, 0),
-            acquire(3, 1),
+        steps,
+    }
+}
+
+/// The new steps' checks on a case built by hand: owners `job-a` and `job-b` each
+/// hold one lock and wait for the other's (a deadlock through our own owners),
+/// then an inspection of one of the locks.
+#[test]
+fn session_checks_pass_on_an_own_owner_cycle_with_inspection_and_scan() {
+    use session::*;
+    let case = plain_case(
+        7,
+        vec![
+            owner_write(0, 0, Some(true)),
+            owner_write(3, 1, Some(true)),
             Step::Settle,
-            acquire(3, 0),
-            acquire(0, 1),
+            owner_write(3, 0, Some(true)),
+            owner_write(0, 1, Some(true)),
             Step::Settle,
             Step::Advance(50),
             Step::Settle,
@@ -75,7 +86,7 @@ fn session_checks_pass_on_an_own_owner_cycle_with_inspection_and_scan() {
             Step::Inspect(DirPick::Known(0)),
             Step::Settle,
         ],
-    };
+    );
     let outcome = check_case(&case);
     // One of the two waiters is the victim; the other keeps waiting until the
     // victim's owner lets go.
@@ -88,43 +99,19 @@ fn session_checks_pass_on_an_own_owner_cycle_with_inspection_and_scan() {
 #[test]
 fn session_scan_of_a_root_finds_the_cycle_between_its_locks() {
     use session::*;
-    let acquire = |dir: u8, owner: u8| {
-        Step::Acquire(AcquireStep {
-            dir: DirPick::Known(dir),
-            recipe: RecipePick::Write,
-            scheme: SchemePick::Native,
-            deadline_ms: None,
-            try_only: false,
-            data: DataPick::Empty,
-            revocable: false,
-            detect_crashes: false,
-            max_hold_ms: None,
-            owner: Some(owner),
-            detect: None,
-        })
-    };
-    let case = SessionCase {
-        seed: 9,
-        session_timeout_s: 10,
-        grace_ms: None,
-        retry_ms: 100,
-        max_parent_retries: 3,
-        seq_start: SeqStart::Zero,
-        stat_on_create: true,
-        start_connected: true,
-        reverse_listings: false,
-        end_with_expiry: false,
-        steps: vec![
-            acquire(0, 0),
-            acquire(1, 1),
+    let case = plain_case(
+        9,
+        vec![
+            owner_write(0, 0, None),
+            owner_write(1, 1, None),
             Step::Settle,
-            acquire(1, 0),
-            acquire(0, 1),
+            owner_write(1, 0, None),
+            owner_write(0, 1, None),
             Step::Settle,
             Step::Scan(DirPick::Known(0)),
             Step::Settle,
         ],
-    };
+    );
     let outcome = check_case(&case);
     assert_eq!((outcome.scans, outcome.scan_cycles), (1, 1), "{outcome:?}");
     assert_eq!(outcome.deadlock_failures, 0, "{outcome:?}");
@@ -136,40 +123,16 @@ fn session_scan_of_a_root_finds_the_cycle_between_its_locks() {
 #[test]
 fn session_a_cycle_through_a_peers_published_wait_fails_our_waiter() {
     use session::*;
-    let acquire = |dir: u8| {
-        Step::Acquire(AcquireStep {
-            dir: DirPick::Known(dir),
-            recipe: RecipePick::Write,
-            scheme: SchemePick::Native,
-            deadline_ms: None,
-            try_only: false,
-            data: DataPick::Empty,
-            revocable: false,
-            detect_crashes: false,
-            max_hold_ms: None,
-            owner: Some(0),
-            detect: Some(true),
-        })
-    };
     let peer = |dir: u8, attempt: u8| Step::PeerJoin {
         dir,
         scheme: SchemePick::Native,
         kind: KindPick::Write,
         attempt,
     };
-    let case = SessionCase {
-        seed: 11,
-        session_timeout_s: 10,
-        grace_ms: None,
-        retry_ms: 100,
-        max_parent_retries: 3,
-        seq_start: SeqStart::Zero,
-        stat_on_create: true,
-        start_connected: true,
-        reverse_listings: false,
-        end_with_expiry: false,
-        steps: vec![
-            acquire(0),
+    let case = plain_case(
+        11,
+        vec![
+            owner_write(0, 0, Some(true)),
             Step::Settle,
             peer(3, 1),
             peer(0, 2),
@@ -185,12 +148,12 @@ fn session_a_cycle_through_a_peers_published_wait_fails_our_waiter() {
                 owner: 1,
                 waits: vec![],
             },
-            acquire(3),
+            owner_write(3, 0, Some(true)),
             Step::Settle,
             Step::Advance(50),
             Step::Settle,
         ],
-    };
+    );
     let outcome = check_case(&case);
     assert_eq!(outcome.deadlock_failures, 1, "{outcome:?}");
 }

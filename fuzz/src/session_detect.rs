@@ -269,18 +269,22 @@ impl Harness {
                             "{id}: cycle node {} outside the scan of {dir}",
                             n.node
                         );
-                        if self.honest {
-                            check!(
-                                self,
-                                self.world.ever.contains(&n.node),
-                                "{id}: cycle node {} never existed",
-                                n.node
-                            );
-                        }
+                        self.check_existed(id, &n.node);
                     }
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Honest world: a node a cycle names existed at some point.
+    fn check_existed(&mut self, id: lock_core::LockId, node: &str) {
+        if self.honest {
+            check!(
+                self,
+                self.world.ever.contains(node),
+                "{id}: cycle node {node} never existed"
+            );
         }
     }
 
@@ -390,13 +394,8 @@ impl Harness {
                     next.node
                 );
             }
+            self.check_existed(id, &n.node);
             if self.honest {
-                check!(
-                    self,
-                    self.world.ever.contains(&n.node),
-                    "{id}: cycle node {} never existed",
-                    n.node
-                );
                 check!(
                     self,
                     n.session != PEER_SESSION || !self.is_our_node(&n.node),
