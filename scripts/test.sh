@@ -8,7 +8,9 @@
 # * for the interop tests: kazoo for /usr/bin/python3 (python3-kazoo), Curator 5.4's jars
 #   (libcurator-recipes-java) and a JDK to compile the Curator peer
 #   (openjdk-17-jdk-headless, only if there is no javac);
-# * for the zklock command's terminal test: script(1) (bsdutils, essential on Debian).
+# * for the zklock command's terminal test: script(1) (bsdutils, essential on Debian);
+# * for lock-testkit's network namespaces (NetLab: partition tests, run as root):
+#   ip(8) (iproute2) and nft(8) (nftables).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-zookeeper.sh
@@ -20,6 +22,8 @@ command -v javac >/dev/null 2>&1 \
     || { [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/javac" ]; } \
     || missing+=(openjdk-17-jdk-headless)
 command -v script >/dev/null 2>&1 || missing+=(bsdutils)
+PATH="$PATH:/usr/sbin:/sbin" command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+PATH="$PATH:/usr/sbin:/sbin" command -v nft >/dev/null 2>&1 || missing+=(nftables)
 if [ ${#missing[@]} -gt 0 ]; then
     SUDO=
     [ "$(id -u)" -ne 0 ] && SUDO="sudo -E"

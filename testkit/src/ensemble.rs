@@ -1,6 +1,7 @@
 //! A ZooKeeper ensemble on loopback.
 
 use std::fmt::Write as _;
+use std::net::Ipv4Addr;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -66,9 +67,9 @@ impl ZkEnsemble {
             for _ in 0..size {
                 ports.push([reserve_port()?, reserve_port()?, reserve_port()?]);
             }
-            let servers: Vec<(u16, u16)> = ports
+            let servers: Vec<(Ipv4Addr, u16, u16)> = ports
                 .iter()
-                .map(|[_, quorum, election]| (quorum.port(), election.port()))
+                .map(|[_, quorum, election]| (Ipv4Addr::LOCALHOST, quorum.port(), election.port()))
                 .collect();
             let mut members = Vec::with_capacity(size);
             for (i, member_ports) in ports.into_iter().enumerate() {
@@ -80,26 +81,46 @@ impl ZkEnsemble {
                         servers: servers.clone(),
                     },
                     dir: root.path().join(format!("member-{}", i + 1)),
+                    host: Ipv4Addr::LOCALHOST,
                     client_port: member_ports[0].port(),
+                    netns: None,
                     secure_port: None,
                     cleanup: root.path().to_path_buf(),
                     startup_timeout: timeout,
                 })?;
                 members.push(member.with_ports(member_ports.into()));
             }
-            let spawned = members.iter().try_for_each(ZkServer::spawn);
-            let ensemble = ZkEnsemble { members, root };
-            match spawned.and_then(|()| ensemble.wait_ready_strict(timeout, true).map(drop)) {
-                Ok(()) => return Ok(ensemble),
-                Err(_)
-                    if attempt < START_ATTEMPTS
-                        && ensemble.members.iter().any(ZkServer::lost_port_race) => {}
-                Err(e) => {
-                    let ZkEnsemble { members, mut root } = ensemble;
-                    drop(members);
-                    root.keep();
-                    return Err(e);
+            match ZkEnsemble::launch(members, root, timeout, attempt < START_ATTEMPTS) {
+                Ok(ensemble) => return Ok(ensemble),
+                Err(None) => {}
+                Err(Some(e)) => return Err(e),
+            }
+        }
+    }
+
+    /// Starts prepared members and waits until they serve with one leader. On
+    /// failure the members are killed, and `Err(None)` means that a member lost a
+    /// race for a port and `may_retry` allowed another attempt; otherwise the
+    /// directory is kept for inspection.
+    pub(crate) fn launch(
+        members: Vec<ZkServer>,
+        root: TempDir,
+        timeout: Duration,
+        may_retry: bool,
+    ) -> std::result::Result<ZkEnsemble, Option<Error>> {
+        let spawned = members.iter().try_for_each(ZkServer::spawn);
+        let ensemble = ZkEnsemble { members, root };
+        match spawned.and_then(|()| ensemble.wait_ready_strict(timeout, true).map(drop)) {
+            Ok(()) => Ok(ensemble),
+            Err(e) => {
+                let retry = may_retry && ensemble.members.iter().any(ZkServer::lost_port_race);
+                let ZkEnsemble { members, mut root } = ensemble;
+                drop(members);
+                if retry {
+                    return Err(None);
                 }
+                root.keep();
+                Err(Some(e))
             }
         }
     }

@@ -117,6 +117,29 @@ pub enum Error {
         len: usize,
     },
 
+    /// Network namespaces cannot be made here ([`NetLab`](crate::NetLab)): the
+    /// message says what is missing and how to get it.
+    #[error(
+        "network namespaces are not available: {missing}.\n\
+         Needed: root (or CAP_NET_ADMIN and CAP_SYS_ADMIN), `ip` from iproute2 and `nft` from \
+         nftables (`scripts/test.sh` installs both: apt-get install -y iproute2 nftables)"
+    )]
+    NamespacesUnavailable {
+        /// What is missing (a program, a capability, the kernel refusing).
+        missing: String,
+    },
+
+    /// A network setup command (`ip`, `nft`) failed.
+    #[error("`{command}` failed ({status}): {stderr}")]
+    NetworkCommand {
+        /// The command line.
+        command: String,
+        /// Its exit status.
+        status: String,
+        /// What it printed on stderr.
+        stderr: String,
+    },
+
     /// A builder setting or argument was invalid.
     #[error("invalid testkit configuration: {0}")]
     InvalidConfig(String),

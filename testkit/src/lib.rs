@@ -1,6 +1,7 @@
 //! Real Apache ZooKeeper for zklock's tests: standalone servers and ensembles
 //! on loopback, plus a TCP proxy that injects connection loss, network
-//! partitions and latency.
+//! partitions and latency, and [`NetLab`]: servers and clients in network
+//! namespaces, cut apart by packet filters.
 //!
 //! Dev-only; the API is synchronous (plain `std`, no async runtime), so it
 //! works in blocking tests and in `#[tokio::test]`, async-std or smol tests
@@ -69,6 +70,7 @@ mod error;
 mod fourlw;
 mod hold_proxy;
 mod install;
+mod netns;
 mod pki;
 mod process;
 mod proxy;
@@ -80,6 +82,7 @@ pub use error::{Error, Result};
 pub use fourlw::{four_letter_word, Metrics, Mode, ServerStatus};
 pub use hold_proxy::HoldProxy;
 pub use install::{InstallSource, ZkInstall, SYSTEM_JAR_DIR};
+pub use netns::{NetEnsemble, NetLab, NodeId};
 pub use pki::Pki;
 pub use proxy::{Direction, FaultProxy, ProxyMode};
 pub use server::{ServerTls, ZkServer, ZkServerBuilder};

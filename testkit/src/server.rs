@@ -223,7 +223,9 @@ impl ZkServerBuilder {
                 install: &install,
                 role: Role::Standalone,
                 dir: dir.path().to_path_buf(),
+                host: Ipv4Addr::LOCALHOST,
                 client_port: ports[0].port(),
+                netns: None,
                 secure_port: ports.get(1).map(PortGuard::port),
                 cleanup: dir.path().to_path_buf(),
                 startup_timeout: timeout,
@@ -318,7 +320,7 @@ impl ZkServerBuilder {
     fn zoo_cfg(
         &self,
         data_dir: &Path,
-        client_port: u16,
+        client: SocketAddr,
         secure_port: Option<u16>,
         role: &Role,
     ) -> String {
@@ -328,8 +330,8 @@ impl ZkServerBuilder {
         };
         line("tickTime", &self.tick_time.as_millis().max(1));
         line("dataDir", &data_dir.display());
-        line("clientPort", &client_port);
-        line("clientPortAddress", &Ipv4Addr::LOCALHOST);
+        line("clientPort", &client.port());
+        line("clientPortAddress", &client.ip());
         line("admin.enableServer", &"false");
         line("4lw.commands.whitelist", &"*");
         line("forceSync", &"no");
@@ -348,10 +350,10 @@ impl ZkServerBuilder {
             if servers.len() == 1 {
                 line("standaloneEnabled", &"false");
             }
-            for (i, (quorum, election)) in servers.iter().enumerate() {
+            for (i, (host, quorum, election)) in servers.iter().enumerate() {
                 line(
                     &format!("server.{}", i + 1),
-                    &format!("127.0.0.1:{quorum}:{election}"),
+                    &format!("{host}:{quorum}:{election}"),
                 );
             }
         }
@@ -426,10 +428,10 @@ impl ZkServerBuilder {
 pub(crate) enum Role {
     Standalone,
     /// Member `id` (1-based) of an ensemble whose members use these
-    /// (quorum, election) ports.
+    /// (host, quorum port, election port).
     Member {
         id: usize,
-        servers: Vec<(u16, u16)>,
+        servers: Vec<(Ipv4Addr, u16, u16)>,
     },
 }
 
@@ -439,12 +441,23 @@ pub(crate) struct Prepare<'a> {
     pub(crate) role: Role,
     /// This server's own directory (config, log, data/).
     pub(crate) dir: PathBuf,
+    /// The client address: `127.0.0.1`, or the server's own in a [`NetLab`](crate::NetLab).
+    pub(crate) host: Ipv4Addr,
     pub(crate) client_port: u16,
+    /// Runs the JVM inside this network namespace (and asks it four-letter words there).
+    pub(crate) netns: Option<Netns>,
     /// The TLS client port, with [`ZkServerBuilder::tls`].
     pub(crate) secure_port: Option<u16>,
     /// Removed by the watchdog if the test process dies.
     pub(crate) cleanup: PathBuf,
     pub(crate) startup_timeout: Duration,
+}
+
+/// A network namespace a server runs in: its name and the `ip` program that enters it.
+#[derive(Debug, Clone)]
+pub(crate) struct Netns {
+    pub(crate) name: String,
+    pub(crate) ip_program: PathBuf,
 }
 
 /// What the testkit knows about a server without asking it.
@@ -487,6 +500,7 @@ pub struct ZkServer {
     launches: Mutex<u32>,
     ports: Vec<PortGuard>,
     owned_dir: Option<TempDir>,
+    netns: Option<String>,
 }
 
 impl ZkServer {
@@ -516,7 +530,7 @@ impl ZkServer {
                 fs::write(&myid, format!("{id}\n"))
                     .map_err(|e| Error::io(format!("writing {}", myid.display()), e))?;
                 (
-                    format!("ensemble member {id} (127.0.0.1:{})", p.client_port),
+                    format!("ensemble member {id} ({}:{})", p.host, p.client_port),
                     "org.apache.zookeeper.server.quorum.QuorumPeerMain",
                 )
             }
@@ -527,19 +541,32 @@ impl ZkServer {
                 .map_err(|e| Error::io(format!("writing {}", jaas.display()), e))?;
         }
         let cfg = p.dir.join("zoo.cfg");
-        let text = p
-            .builder
-            .zoo_cfg(&data_dir, p.client_port, p.secure_port, &p.role);
+        let addr = SocketAddr::from((p.host, p.client_port));
+        let text = p.builder.zoo_cfg(&data_dir, addr, p.secure_port, &p.role);
         fs::write(&cfg, text).map_err(|e| Error::io(format!("writing {}", cfg.display()), e))?;
+        let mut java = p.install.java().to_path_buf();
+        let mut args = p.builder.java_args(p.install, &p.dir, &cfg, main);
+        if let Some(netns) = &p.netns {
+            // `ip netns exec` execs the JVM, so the watchdog's pid is still the JVM's.
+            let mut prefixed: Vec<OsString> = vec![
+                "netns".into(),
+                "exec".into(),
+                netns.name.clone().into(),
+                java.into(),
+            ];
+            prefixed.append(&mut args);
+            args = prefixed;
+            java = netns.ip_program.clone();
+        }
         Ok(ZkServer {
             name,
-            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, p.client_port)),
+            addr,
             secure_addr: p
                 .secure_port
                 .map(|port| SocketAddr::from((Ipv4Addr::LOCALHOST, port))),
             log: p.dir.join("zookeeper.log"),
-            args: p.builder.java_args(p.install, &p.dir, &cfg, main),
-            java: p.install.java().to_path_buf(),
+            args,
+            java,
             dir: p.dir,
             data_dir,
             cleanup: p.cleanup,
@@ -548,6 +575,7 @@ impl ZkServer {
             launches: Mutex::new(0),
             ports: Vec::new(),
             owned_dir: None,
+            netns: p.netns.map(|n| n.name),
         })
     }
 
@@ -748,7 +776,7 @@ impl ZkServer {
                 }
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            let last = match four_letter_word(self.addr, "srvr", left.min(FOUR_LETTER_TIMEOUT)) {
+            let last = match self.ask("srvr", left.min(FOUR_LETTER_TIMEOUT)) {
                 Ok(text) => {
                     let status = ServerStatus::parse(&text);
                     if status.mode.is_serving() {
@@ -775,7 +803,18 @@ impl ZkServer {
 
     /// Sends any four-letter word (2 s timeout) and returns the answer.
     pub fn four_letter_word(&self, command: &str) -> Result<String> {
-        four_letter_word(self.addr, command, FOUR_LETTER_TIMEOUT)
+        self.ask(command, FOUR_LETTER_TIMEOUT)
+    }
+
+    /// A four-letter word, asked from inside the server's network namespace if it
+    /// has one (there its own address is reachable whatever the partitions).
+    fn ask(&self, command: &str, timeout: Duration) -> Result<String> {
+        match &self.netns {
+            None => four_letter_word(self.addr, command, timeout),
+            Some(netns) => {
+                crate::netns::run_in(netns, || four_letter_word(self.addr, command, timeout))?
+            }
+        }
     }
 
     /// `ruok`: `true` if the server answered `imok`. A server answers this as
@@ -827,7 +866,8 @@ mod tests {
         let builder = ZkServerBuilder::default()
             .tls(ServerTls::new("/k/server.pem", "/k/ca.pem").require_client_auth())
             .sasl_digest_user("carol", "pw");
-        let cfg = builder.zoo_cfg(Path::new("/d"), 1, Some(2), &Role::Standalone);
+        let client = SocketAddr::from((Ipv4Addr::LOCALHOST, 1));
+        let cfg = builder.zoo_cfg(Path::new("/d"), client, Some(2), &Role::Standalone);
         for line in [
             "secureClientPort=2",
             "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
@@ -841,7 +881,8 @@ mod tests {
             assert!(cfg.lines().any(|l| l == line), "{line} missing from\n{cfg}");
         }
         assert!(builder.jaas().contains("user_carol=\"pw\""));
-        let plain = ZkServerBuilder::default().zoo_cfg(Path::new("/d"), 1, None, &Role::Standalone);
+        let plain =
+            ZkServerBuilder::default().zoo_cfg(Path::new("/d"), client, None, &Role::Standalone);
         assert!(!plain.contains("secureClientPort") && !plain.contains("authProvider"));
     }
 
