@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 
 use lock_testkit::{Error, Mode, NetLab, NodeId, ZkEnsemble};
 
+mod common;
+use common::{pid_alive, rerun_as_child, rerun_as_child_under};
+
 const PORT: u16 = 7000;
 const CHILD_ENV: &str = "LOCK_TESTKIT_NETNS_CHILD";
 
@@ -145,16 +148,6 @@ fn lab_namespaces(prefix: &str) -> Vec<String> {
         .collect()
 }
 
-fn pid_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            !stat[stat.rfind(')').unwrap() + 1..]
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(false)
-}
-
 #[test]
 fn a_lab_dropped_while_a_panic_unwinds_leaves_nothing() {
     let (tx, rx) = mpsc::channel();
@@ -198,13 +191,7 @@ fn a_killed_test_process_leaves_nothing() {
     if std::env::var_os(CHILD_ENV).is_some() {
         return doomed_child();
     }
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "a_killed_test_process_leaves_nothing",
-            "--exact",
-            "--nocapture",
-        ])
-        .env(CHILD_ENV, "1")
+    let mut child = rerun_as_child("a_killed_test_process_leaves_nothing", CHILD_ENV)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -280,20 +267,18 @@ fn without_privileges_it_says_what_is_needed() {
         return;
     }
     // Root without CAP_NET_ADMIN and CAP_SYS_ADMIN (setpriv is util-linux's).
-    let out = Command::new("setpriv")
-        .args([
-            "--bounding-set=-net_admin,-sys_admin",
-            "--inh-caps=-net_admin,-sys_admin",
-        ])
-        .arg(std::env::current_exe().unwrap())
-        .args([
-            "without_privileges_it_says_what_is_needed",
-            "--exact",
-            "--nocapture",
-        ])
-        .env(CHILD_ENV, "1")
-        .output()
-        .unwrap();
+    let wrapper = [
+        "setpriv",
+        "--bounding-set=-net_admin,-sys_admin",
+        "--inh-caps=-net_admin,-sys_admin",
+    ];
+    let out = rerun_as_child_under(
+        &wrapper,
+        "without_privileges_it_says_what_is_needed",
+        CHILD_ENV,
+    )
+    .output()
+    .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout
         .lines()

@@ -4,25 +4,17 @@
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use lock_testkit::{ZkEnsemble, ZkServer};
 
-const CHILD_ENV: &str = "LOCK_TESTKIT_ORPHAN_CHILD";
+mod common;
+use common::{pid_alive, rerun_as_child};
 
-/// Alive and not a zombie.
-fn pid_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            !stat[stat.rfind(')').unwrap() + 1..]
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(false)
-}
+const CHILD_ENV: &str = "LOCK_TESTKIT_ORPHAN_CHILD";
 
 /// The child half of `jvms_die_with_a_killed_test_process` (the same test, re-run
 /// in a child process with `CHILD_ENV` set): starts a server and an ensemble,
@@ -50,13 +42,7 @@ fn jvms_die_with_a_killed_test_process() {
     if std::env::var_os(CHILD_ENV).is_some() {
         return orphan_child();
     }
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "jvms_die_with_a_killed_test_process",
-            "--exact",
-            "--nocapture",
-        ])
-        .env(CHILD_ENV, "1")
+    let mut child = rerun_as_child("jvms_die_with_a_killed_test_process", CHILD_ENV)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

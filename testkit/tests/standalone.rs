@@ -8,6 +8,9 @@ use std::time::{Duration, Instant};
 
 use lock_testkit::{four_letter_word, Error, Mode, ZkServer};
 
+mod common;
+use common::pid_alive;
+
 fn start() -> ZkServer {
     let t = Instant::now();
     let server = ZkServer::start().unwrap_or_else(|e| panic!("{e}"));
@@ -17,17 +20,6 @@ fn start() -> ZkServer {
         t.elapsed()
     );
     server
-}
-
-fn pid_alive(pid: u32) -> bool {
-    // A zombie (state Z) is dead for our purposes.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            !stat[stat.rfind(')').unwrap() + 1..]
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(false)
 }
 
 #[test]

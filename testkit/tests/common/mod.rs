@@ -1,0 +1,37 @@
+//! Helpers shared by the testkit's integration tests.
+#![allow(dead_code)]
+
+use std::process::Command;
+
+/// Alive and not a zombie (a zombie is dead for our purposes).
+pub fn pid_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            !stat[stat.rfind(')').unwrap() + 1..]
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+/// This test binary, running only `test` with `env` set (the test's child half
+/// checks the variable).
+pub fn rerun_as_child(test: &str, env: &str) -> Command {
+    rerun_as_child_under(&[], test, env)
+}
+
+/// [`rerun_as_child`] started by `wrapper` (a program and its arguments, which
+/// then runs the test binary).
+pub fn rerun_as_child_under(wrapper: &[&str], test: &str, env: &str) -> Command {
+    let exe = std::env::current_exe().unwrap();
+    let mut command = match wrapper.split_first() {
+        None => Command::new(exe),
+        Some((program, args)) => {
+            let mut command = Command::new(program);
+            command.args(args).arg(exe);
+            command
+        }
+    };
+    command.args([test, "--exact", "--nocapture"]).env(env, "1");
+    command
+}
