@@ -10,7 +10,9 @@
 #   (openjdk-17-jdk-headless, only if there is no javac);
 # * for the zklock command's terminal test: script(1) (bsdutils, essential on Debian);
 # * for lock-testkit's network namespaces (NetLab: partition tests, run as root):
-#   ip(8) (iproute2) and nft(8) (nftables).
+#   ip(8) (iproute2) and nft(8) (nftables);
+# * for the fencing tests, PostgreSQL (postgresql: server, initdb, psql), which
+#   lock-testkit runs as the `postgres` user when the tests run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-zookeeper.sh
@@ -24,6 +26,8 @@ command -v javac >/dev/null 2>&1 \
 command -v script >/dev/null 2>&1 || missing+=(bsdutils)
 PATH="$PATH:/usr/sbin:/sbin" command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 PATH="$PATH:/usr/sbin:/sbin" command -v nft >/dev/null 2>&1 || missing+=(nftables)
+[ -n "${PG_BINDIR:-}" ] || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null \
+    || missing+=(postgresql)
 if [ ${#missing[@]} -gt 0 ]; then
     SUDO=
     [ "$(id -u)" -ne 0 ] && SUDO="sudo -E"

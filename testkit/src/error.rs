@@ -143,6 +143,27 @@ pub enum Error {
     /// A builder setting or argument was invalid.
     #[error("invalid testkit configuration: {0}")]
     InvalidConfig(String),
+
+    /// PostgreSQL's programs were not found (or, as root, no unprivileged
+    /// account to run them as). The message names the fix.
+    #[error(
+        "PostgreSQL is not installed: {searched}.\n\
+         Fix: run `scripts/test.sh` (or `apt-get install -y --no-install-recommends postgresql`), \
+         or set PG_BINDIR to a directory with postgres, initdb, pg_isready and psql"
+    )]
+    PostgresNotInstalled {
+        /// What was looked at, and why it did not qualify.
+        searched: String,
+    },
+
+    /// A PostgreSQL program failed: `initdb`, the server while starting, `psql`.
+    #[error("PostgreSQL: {context}:\n{detail}")]
+    Postgres {
+        /// What was being done.
+        context: String,
+        /// What the program said (its output, or the server log's tail).
+        detail: String,
+    },
 }
 
 /// `Result` with the testkit's [`Error`].

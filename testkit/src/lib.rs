@@ -1,7 +1,8 @@
 //! Real Apache ZooKeeper for zklock's tests: standalone servers and ensembles
 //! on loopback, plus a TCP proxy that injects connection loss, network
 //! partitions and latency, and [`NetLab`]: servers and clients in network
-//! namespaces, cut apart by packet filters.
+//! namespaces, cut apart by packet filters; and a throwaway PostgreSQL
+//! ([`Postgres`]), the resource that fencing tests protect.
 //!
 //! Dev-only; the API is synchronous (plain `std`, no async runtime), so it
 //! works in blocking tests and in `#[tokio::test]`, async-std or smol tests
@@ -72,6 +73,7 @@ mod hold_proxy;
 mod install;
 mod netns;
 mod pki;
+mod postgres;
 mod process;
 mod proxy;
 mod server;
@@ -84,6 +86,7 @@ pub use hold_proxy::HoldProxy;
 pub use install::{InstallSource, ZkInstall, SYSTEM_JAR_DIR};
 pub use netns::{NetEnsemble, NetLab, NodeId};
 pub use pki::Pki;
+pub use postgres::{Postgres, DEBIAN_POSTGRES_DIR, POSTGRES_BINDIR_ENV};
 pub use proxy::{Direction, FaultProxy, ProxyMode};
 pub use server::{ServerTls, ZkServer, ZkServerBuilder};
 

@@ -1,0 +1,101 @@
+//! A real PostgreSQL cluster: serves SQL on loopback, and leaves nothing behind
+//! when dropped, also by a panicking test. Needs PostgreSQL installed
+//! (`scripts/test.sh` installs Debian's `postgresql` when missing).
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lock_testkit::{Error, Postgres};
+
+/// The postmaster's pid, from its lock file.
+fn postmaster_pid(db: &Postgres) -> u32 {
+    let text = std::fs::read_to_string(db.dir().join("data/postmaster.pid")).unwrap();
+    text.lines().next().unwrap().trim().parse().unwrap()
+}
+
+fn assert_gone(dir: &Path, pid: u32, addr: std::net::SocketAddr) {
+    assert!(!dir.exists(), "{} is still there", dir.display());
+    assert!(
+        !PathBuf::from(format!("/proc/{pid}")).exists(),
+        "the postmaster {pid} still runs"
+    );
+    assert!(
+        TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err(),
+        "{addr} still accepts connections"
+    );
+}
+
+#[test]
+fn serves_sql_on_loopback_and_stops_with_its_sessions_on_drop() {
+    let started = Instant::now();
+    let db = Postgres::start().unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "PostgreSQL ready after {:?} at {}",
+        started.elapsed(),
+        db.url()
+    );
+    assert_eq!(
+        db.url(),
+        format!("postgresql://postgres@127.0.0.1:{}/postgres", db.port())
+    );
+
+    db.psql("CREATE TABLE t (id int PRIMARY KEY, v text); INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+        .unwrap();
+    assert_eq!(
+        db.psql("SELECT id, v FROM t ORDER BY id").unwrap(),
+        "1|a\n2|b"
+    );
+    let refused = db.psql("SELEC 1").unwrap_err();
+    assert!(matches!(refused, Error::Postgres { .. }), "{refused}");
+    assert!(refused.to_string().contains("syntax error"), "{refused}");
+    assert_eq!(
+        db.psql("SHOW listen_addresses").unwrap(),
+        "127.0.0.1",
+        "loopback only"
+    );
+
+    // A session still open when the server is dropped is ended with it.
+    let mut session = Command::new(db.psql_path())
+        .args(["--no-psqlrc", "--dbname", &db.url(), "--command"])
+        .arg("SELECT pg_sleep(60)")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let wait = Instant::now();
+    while db
+        .psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%'")
+        .unwrap()
+        != "1"
+    {
+        assert!(
+            wait.elapsed() < Duration::from_secs(10),
+            "the session never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let (dir, pid, addr) = (db.dir().to_path_buf(), postmaster_pid(&db), db.addr());
+    drop(db);
+    assert_gone(&dir, pid, addr);
+    let status = session.wait().unwrap();
+    assert!(
+        !status.success(),
+        "the session outlived its server: {status}"
+    );
+}
+
+#[test]
+fn a_panicking_test_leaves_no_server_behind() {
+    let mut seen = None;
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let db = Postgres::start().unwrap_or_else(|e| panic!("{e}"));
+        seen = Some((db.dir().to_path_buf(), postmaster_pid(&db), db.addr()));
+        panic!("the test fails while the server runs");
+    }));
+    assert!(unwound.is_err());
+    let (dir, pid, addr) = seen.expect("the server started");
+    assert_gone(&dir, pid, addr);
+}
