@@ -1,0 +1,192 @@
+//! Fencing end to end from the shell: a `zklock exec` holder paused past its
+//! session cannot clobber a newer holder's row in a real PostgreSQL when every
+//! write carries `ZKLOCK_TOKEN` in its condition, and does without it.
+//! Real ZooKeeper and PostgreSQL (lock-testkit).
+
+mod common;
+
+use common::*;
+use lock_testkit::Postgres;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The holder's session timeout, seconds: it is paused for longer.
+const SESSION_TIMEOUT: &str = "2";
+
+/// The write each holder makes: the row records the token that wrote it, and
+/// with `fenced` the write applies only if no newer token has written it.
+/// Shell text: `$ZKLOCK_TOKEN` is expanded by CMD's shell.
+fn update(who: &str, fenced: bool) -> String {
+    let fence = if fenced {
+        " AND fence <= $ZKLOCK_TOKEN"
+    } else {
+        ""
+    };
+    format!(
+        "\"$PSQL\" -X -v ON_ERROR_STOP=1 -d \"$DATABASE_URL\" -c \
+         \"UPDATE account SET owner = '{who}', fence = $ZKLOCK_TOKEN WHERE id = 1{fence}\""
+    )
+}
+
+/// Sends `sig` to a whole process group.
+fn signal_group(pgid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, "--", &format!("-{pgid}")])
+        .status()
+        .unwrap();
+    assert!(ok.success(), "kill {sig} -{pgid}");
+}
+
+/// The state letter of a process (`T` when stopped).
+fn state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap().trim().to_owned()
+}
+
+/// What one run of the scenario ended with.
+struct Outcome {
+    /// psql's report of A's late write (`UPDATE 0`: fenced out).
+    late_write: String,
+    /// A's `zklock exec` exit code.
+    holder_code: i32,
+    /// The row at the end: `owner|fence`.
+    row: String,
+    token_a: i64,
+    token_b: i64,
+}
+
+/// Holder A runs `zklock exec` with a short session and is stopped (zklock and
+/// CMD: SIGSTOP to the process group) just before its write; B is granted the
+/// lock once A's session expires and writes; A is resumed and writes.
+///
+/// Once resumed, zklock learns the lock is gone and stops CMD (SIGTERM, SIGKILL
+/// a tenth of the session timeout later), racing CMD's write, which in life
+/// may or may not get out first (measured: a CMD ran on for 0.5 s). Here CMD
+/// ignores SIGTERM and starts psql in a session of its own, out of zklock's
+/// reach, so that the late write always reaches the database: the test is
+/// about what the database does with it.
+fn paused_holder_writes_late(test: &str, fenced: bool) -> Outcome {
+    let db = Postgres::start().unwrap_or_else(|e| panic!("{e}"));
+    db.psql(
+        "CREATE TABLE account (id int PRIMARY KEY, owner text NOT NULL, fence bigint NOT NULL); \
+         INSERT INTO account VALUES (1, 'nobody', 0)",
+    )
+    .unwrap();
+    let zk = server().connect_string();
+    let lock = unique(test);
+    let dir = scratch(test);
+    let env = |command: &mut Command| {
+        command
+            .env("PSQL", db.psql_path())
+            .env("DATABASE_URL", db.url())
+            .current_dir(&dir);
+    };
+    let start = Instant::now();
+    let say = |what: &str| eprintln!("[{test}] {:>6.2} s  {what}", start.elapsed().as_secs_f64());
+
+    // A: holds, then waits for `go` (it is stopped meanwhile) and writes.
+    let script_a = format!(
+        "trap '' TERM; echo $ZKLOCK_TOKEN > a.token; touch ready; \
+         while [ ! -e go ]; do sleep 0.05; done; \
+         setsid sh -c '{} > a.tmp 2>&1; mv a.tmp a.result'",
+        update("A", fenced).replace('\'', "'\\''")
+    );
+    let mut a = zklock(&zk);
+    a.args([
+        "--session-timeout",
+        SESSION_TIMEOUT,
+        "exec",
+        &lock,
+        "--",
+        "sh",
+        "-c",
+    ])
+    .arg(&script_a)
+    .stderr(Stdio::piped())
+    .process_group(0);
+    env(&mut a);
+    let mut holder: Child = a.spawn().unwrap();
+    wait_for(&dir.join("ready"), Duration::from_secs(30));
+    let token_a: i64 = read(&dir.join("a.token")).parse().unwrap();
+    say(&format!(
+        "A holds the lock, token {token_a}; pausing A (SIGSTOP to zklock and CMD)"
+    ));
+    signal_group(holder.id(), "-STOP");
+    until("A stopped", Duration::from_secs(10), || {
+        (state(holder.id()) == Some('T')).then_some(())
+    });
+
+    // B: waits for the lock, writes, exits.
+    let mut b = zklock(&zk);
+    b.args(["exec", "-w", "30", &lock, "--", "sh", "-c"])
+        .arg(format!(
+            "echo $ZKLOCK_TOKEN > b.token; {} > b.result 2>&1",
+            update("B", fenced)
+        ));
+    env(&mut b);
+    let b_out = b.output().unwrap();
+    assert_eq!(code(&b_out), 0, "B: {b_out:?}");
+    let token_b: i64 = read(&dir.join("b.token")).parse().unwrap();
+    let b_write = read(&dir.join("b.result"));
+    say(&format!(
+        "B was granted the lock (A's session expired), token {token_b}: {b_write}; row = {}",
+        db.psql("SELECT owner, fence FROM account").unwrap()
+    ));
+    assert_eq!(b_write, "UPDATE 1");
+
+    std::fs::write(dir.join("go"), "").unwrap();
+    signal_group(holder.id(), "-CONT");
+    say("A resumed: it writes with its old token");
+    let status = holder.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    let late = dir.join("a.result");
+    until("A's write", Duration::from_secs(30), || {
+        late.exists().then_some(())
+    });
+    let late_write = read(&late);
+    let row = db.psql("SELECT owner, fence FROM account").unwrap();
+    say(&format!("A's write: {late_write}"));
+    say(&format!("A's zklock exited {status}: {}", stderr.trim()));
+    say(&format!("row = {row}"));
+    Outcome {
+        late_write,
+        holder_code: status
+            .code()
+            .unwrap_or_else(|| panic!("zklock killed: {status}")),
+        row,
+        token_a,
+        token_b,
+    }
+}
+
+/// With `AND fence <= $ZKLOCK_TOKEN` the paused holder's late write changes
+/// nothing: the row keeps the newer holder's value and token.
+#[test]
+fn paused_exec_holder_is_fenced_out_by_the_database() {
+    let run = paused_holder_writes_late("fenced", true);
+    assert!(run.token_b > run.token_a, "tokens increase");
+    assert_eq!(
+        run.late_write, "UPDATE 0",
+        "the stale write was not refused"
+    );
+    assert_eq!(run.row, format!("B|{}", run.token_b));
+    assert_eq!(run.holder_code, LOST, "zklock exec reports the lost lock");
+}
+
+/// The same pause without the fence condition: the late write lands on the
+/// newer holder's row, a lost update (the row's token even goes backwards).
+#[test]
+fn paused_exec_holder_clobbers_the_row_without_the_fence() {
+    let run = paused_holder_writes_late("unfenced", false);
+    assert!(run.token_b > run.token_a, "tokens increase");
+    assert_eq!(run.late_write, "UPDATE 1");
+    assert_eq!(run.row, format!("A|{}", run.token_a), "B's update was lost");
+    assert_eq!(run.holder_code, LOST, "zklock exec reports the lost lock");
+}
