@@ -307,6 +307,15 @@ impl LockGuard {
     /// The fencing token: the `czxid` of our lock node. Tokens of successive holders
     /// of an exclusive lock strictly increase.
     ///
+    /// A holder that pauses past its session (GC, SIGSTOP, a VM migration) can still
+    /// act after the lock has passed to the next holder; only the resource can refuse
+    /// that late write. Store the token with what it writes and make every write
+    /// conditional on it, in the write itself: in SQL, `UPDATE t SET v = $1, fence = $2
+    /// WHERE id = $3 AND fence <= $2` (0 rows: a newer holder has written; stop). For
+    /// ZooKeeper data, [`fenced_write`](Self::fenced_write) checks the lock node
+    /// instead. The README's "Fencing your resource" has the shell form and other
+    /// stores.
+    ///
     /// ```no_run
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let first = locks.mutex("/locks/job").lock().await?;

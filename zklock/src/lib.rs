@@ -41,6 +41,17 @@
 //! # }
 //! ```
 //!
+//! ## Fencing
+//!
+//! A lock cannot stop a holder that pauses past its session from writing after the
+//! next holder has: give the resource [`LockGuard::token`] and let it refuse older
+//! tokens, with every write conditional on the token stored with the data (SQL:
+//! `UPDATE ... SET ..., fence = $token WHERE ... AND fence <= $token`; 0 rows means
+//! fenced out). [`LockGuard::fenced_write`] does it for ZooKeeper data. The README's
+//! "Fencing your resource" has the pattern for the shell (`zklock exec` exports
+//! `ZKLOCK_TOKEN`) and other stores, and `examples/fenced_postgres.rs` the whole story
+//! on PostgreSQL.
+//!
 //! ## Secured ensembles
 //!
 //! [`ConnectOptions`] (one set for every binding, given to a builder's `options`):
