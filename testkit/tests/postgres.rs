@@ -2,12 +2,18 @@
 //! when dropped, also by a panicking test. Needs PostgreSQL installed
 //! (`scripts/test.sh` installs Debian's `postgresql` when missing).
 
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use lock_testkit::{Error, Postgres};
+
+mod common;
+use common::{pid_alive, rerun_as_child};
+
+const CHILD_ENV: &str = "LOCK_TESTKIT_POSTGRES_ORPHAN_CHILD";
 
 /// The postmaster's pid, from its lock file.
 fn postmaster_pid(db: &Postgres) -> u32 {
@@ -15,16 +21,23 @@ fn postmaster_pid(db: &Postgres) -> u32 {
     text.lines().next().unwrap().trim().parse().unwrap()
 }
 
-fn assert_gone(dir: &Path, pid: u32, addr: std::net::SocketAddr) {
-    assert!(!dir.exists(), "{} is still there", dir.display());
-    assert!(
-        !PathBuf::from(format!("/proc/{pid}")).exists(),
-        "the postmaster {pid} still runs"
-    );
-    assert!(
-        TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err(),
-        "{addr} still accepts connections"
-    );
+/// Waits up to `within` for the server to be gone: process, port and directory.
+fn assert_gone(dir: &Path, pid: u32, addr: SocketAddr, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let alive = pid_alive(pid);
+        let listening = TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok();
+        let dir_left = dir.exists();
+        if !alive && !listening && !dir_left {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "postmaster {pid} alive: {alive}, {addr} accepting: {listening}, {} left: {dir_left}",
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[test]
@@ -79,7 +92,7 @@ fn serves_sql_on_loopback_and_stops_with_its_sessions_on_drop() {
 
     let (dir, pid, addr) = (db.dir().to_path_buf(), postmaster_pid(&db), db.addr());
     drop(db);
-    assert_gone(&dir, pid, addr);
+    assert_gone(&dir, pid, addr, Duration::ZERO);
     let status = session.wait().unwrap();
     assert!(
         !status.success(),
@@ -97,5 +110,59 @@ fn a_panicking_test_leaves_no_server_behind() {
     }));
     assert!(unwound.is_err());
     let (dir, pid, addr) = seen.expect("the server started");
-    assert_gone(&dir, pid, addr);
+    assert_gone(&dir, pid, addr, Duration::ZERO);
+}
+
+/// The child half of `a_killed_test_process_leaves_no_server_behind`: starts a
+/// server it never drops, reports it, and waits to be killed.
+fn orphan_child() {
+    let db: &'static Postgres = Box::leak(Box::new(Postgres::start().unwrap()));
+    println!(
+        "READY {} {} {}",
+        postmaster_pid(db),
+        db.addr(),
+        db.dir().display()
+    );
+    std::thread::sleep(Duration::from_secs(120));
+}
+
+#[test]
+fn a_killed_test_process_leaves_no_server_behind() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return orphan_child();
+    }
+    let mut child = rerun_as_child("a_killed_test_process_leaves_no_server_behind", CHILD_ENV)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    while !line.starts_with("READY ") {
+        line.clear();
+        if stdout.read_line(&mut line).unwrap() == 0 {
+            let _ = child.kill();
+            panic!("the child never reported its server");
+        }
+    }
+    let words: Vec<&str> = line.split_whitespace().skip(1).collect();
+    let (pid, addr, dir) = (
+        words[0].parse().unwrap(),
+        words[1].parse().unwrap(),
+        PathBuf::from(words[2]),
+    );
+    assert!(
+        pid_alive(pid),
+        "the postmaster {pid} is not running before the kill"
+    );
+
+    // SIGKILL: no destructor runs in the child; the watchdog does the rest.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = Instant::now();
+    assert_gone(&dir, pid, addr, Duration::from_secs(15));
+    eprintln!(
+        "the server and its directory were gone {:?} after SIGKILL",
+        killed.elapsed()
+    );
 }
