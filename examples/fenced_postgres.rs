@@ -59,30 +59,21 @@ pub async fn reset_table(db: &Client) -> Result<(), tokio_postgres::Error> {
 }
 
 /// The fenced write: applies only if no newer token has written the row, and
-/// records `token`. Returns the rows written: 0 means fenced out.
-pub async fn fenced_write(
-    db: &Client,
-    owner: &str,
-    token: FencingToken,
-) -> Result<u64, tokio_postgres::Error> {
-    db.execute(
-        "UPDATE fenced_account SET owner = $1, fence = $2 WHERE id = 1 AND fence <= $2",
-        &[&owner, &token.0],
-    )
-    .await
-}
-
+/// records the writer's token.
+pub const FENCED: &str =
+    "UPDATE fenced_account SET owner = $1, fence = $2 WHERE id = 1 AND fence <= $2";
 /// The same write without the condition: what the lock alone protects.
-pub async fn unfenced_write(
+pub const UNFENCED: &str = "UPDATE fenced_account SET owner = $1, fence = $2 WHERE id = 1";
+
+/// Runs `update` ([`FENCED`] or [`UNFENCED`]) for `owner` holding `token`.
+/// Returns the rows written: 0 means fenced out.
+pub async fn write(
     db: &Client,
+    update: &str,
     owner: &str,
     token: FencingToken,
 ) -> Result<u64, tokio_postgres::Error> {
-    db.execute(
-        "UPDATE fenced_account SET owner = $1, fence = $2 WHERE id = 1",
-        &[&owner, &token.0],
-    )
-    .await
+    db.execute(update, &[&owner, &token.0]).await
 }
 
 /// The row: its owner and the token that wrote it.
@@ -117,7 +108,7 @@ pub async fn run(database_url: &str, zk: Option<&str>) -> Result<(String, i64), 
     println!("== worker-1 holds {LOCK} and writes");
     let g1 = w1.mutex(LOCK).lock().await?;
     let t1 = g1.token();
-    let written = fenced_write(&db, "worker-1", t1).await?;
+    let written = write(&db, FENCED, "worker-1", t1).await?;
     say(
         start,
         "worker-1",
@@ -138,7 +129,7 @@ pub async fn run(database_url: &str, zk: Option<&str>) -> Result<(String, i64), 
     let g2 = w2.mutex(LOCK).lock().await?;
     let t2 = g2.token();
     assert!(t2 > t1, "tokens increase");
-    let written = fenced_write(&db, "worker-2", t2).await?;
+    let written = write(&db, FENCED, "worker-2", t2).await?;
     say(
         start,
         "worker-2",
@@ -147,7 +138,7 @@ pub async fn run(database_url: &str, zk: Option<&str>) -> Result<(String, i64), 
     say(start, "", format!("    row = {:?}", row(&db).await?));
 
     println!("\n== worker-1 wakes up and writes with its old token");
-    let stale = fenced_write(&db, "worker-1", t1).await?;
+    let stale = write(&db, FENCED, "worker-1", t1).await?;
     say(
         start,
         "worker-1",
@@ -164,7 +155,7 @@ pub async fn run(database_url: &str, zk: Option<&str>) -> Result<(String, i64), 
     assert_eq!(stale, 0, "the stale write applied");
 
     db.batch_execute("BEGIN").await?;
-    let clobbered = unfenced_write(&db, "worker-1", t1).await?;
+    let clobbered = write(&db, UNFENCED, "worker-1", t1).await?;
     let lost = row(&db).await?;
     db.batch_execute("ROLLBACK").await?;
     say(start, "", format!("    without the fence: {clobbered} row, row = {lost:?}: worker-2's update lost (rolled back)"));

@@ -6,7 +6,7 @@
 #[allow(dead_code)] // the example's `main`
 mod example;
 
-use example::{connect_db, fenced_write, reset_table, row, unfenced_write};
+use example::{connect_db, reset_table, row, FENCED, UNFENCED};
 use lock_testkit::{FaultProxy, Postgres, ZkServer};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -60,12 +60,8 @@ struct Outcome {
 }
 
 async fn write(db: &Client, who: &str, token: FencingToken, fenced: bool) -> u64 {
-    let written = if fenced {
-        fenced_write(db, who, token).await
-    } else {
-        unfenced_write(db, who, token).await
-    };
-    written.unwrap()
+    let update = if fenced { FENCED } else { UNFENCED };
+    example::write(db, update, who, token).await.unwrap()
 }
 
 /// Holder A checks that it holds the lock and is about to write when its task
