@@ -67,10 +67,10 @@ struct Outcome {
 ///
 /// Once resumed, zklock learns the lock is gone and stops CMD (SIGTERM, SIGKILL
 /// a tenth of the session timeout later), racing CMD's write, which in life
-/// may or may not get out first (measured: a CMD ran on for 0.5 s). Here CMD
-/// ignores SIGTERM and starts psql in a session of its own, out of zklock's
-/// reach, so that the late write always reaches the database: the test is
-/// about what the database does with it.
+/// may or may not get out first (measured: a CMD ran on for 0.5 s). Here CMD's
+/// write runs in a session of its own, out of zklock's reach, and waits for the
+/// test's go (given when A is resumed), so that the late write always reaches
+/// the database: the test is about what the database does with it.
 fn paused_holder_writes_late(test: &str, fenced: bool) -> Outcome {
     let db = Postgres::start().unwrap_or_else(|e| panic!("{e}"));
     db.psql(
@@ -90,11 +90,11 @@ fn paused_holder_writes_late(test: &str, fenced: bool) -> Outcome {
     let start = Instant::now();
     let say = |what: &str| eprintln!("[{test}] {:>6.2} s  {what}", start.elapsed().as_secs_f64());
 
-    // A: holds, then waits for `go` (it is stopped meanwhile) and writes.
+    // A: holds; its write waits for `go` (A is stopped meanwhile).
     let script_a = format!(
-        "trap '' TERM; echo $ZKLOCK_TOKEN > a.token; touch ready; \
-         while [ ! -e go ]; do sleep 0.05; done; \
-         setsid sh -c '{} > a.tmp 2>&1; mv a.tmp a.result'",
+        "echo $ZKLOCK_TOKEN > a.token; \
+         setsid sh -c 'while [ ! -e go ]; do sleep 0.05; done; {} > a.tmp 2>&1; mv a.tmp a.result' & \
+         touch ready; wait",
         update("A", fenced).replace('\'', "'\\''")
     );
     let mut a = zklock(&zk);
