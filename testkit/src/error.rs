@@ -140,6 +140,14 @@ pub enum Error {
         stderr: String,
     },
 
+    /// A Java peer cannot be built ([`compile_java`](crate::compile_java),
+    /// [`curator_classpath`](crate::curator_classpath)): what is missing and the fix.
+    #[error("cannot build a Java peer: {what}")]
+    JavaPeer {
+        /// What went wrong.
+        what: String,
+    },
+
     /// A builder setting or argument was invalid.
     #[error("invalid testkit configuration: {0}")]
     InvalidConfig(String),

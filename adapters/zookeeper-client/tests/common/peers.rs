@@ -42,18 +42,6 @@ const LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 const CURATOR_SOURCE: &str = include_str!("../peers/CuratorPeer.java");
 const KAZOO_SOURCE: &str = include_str!("../peers/kazoo_peer.py");
 
-/// Jars Curator 5.4's locks and latch need (Debian: libcurator-recipes-java and its
-/// dependencies, all under /usr/share/java).
-const CURATOR_JARS: &[&str] = &[
-    "curator-recipes",
-    "curator-framework",
-    "curator-client",
-    "zookeeper",
-    "zookeeper-jute",
-    "guava",
-    "slf4j-api",
-];
-
 /// The other library in an interop test.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Library {
@@ -395,95 +383,11 @@ fn curator_classpath() -> (PathBuf, String) {
     static CLASSPATH: OnceLock<(PathBuf, String)> = OnceLock::new();
     CLASSPATH
         .get_or_init(|| {
-            let jars = Path::new(lock_testkit::SYSTEM_JAR_DIR);
-            let jar = |name: &str| jars.join(format!("{name}.jar"));
-            let missing: Vec<&str> = CURATOR_JARS
-                .iter()
-                .copied()
-                .filter(|name| !jar(name).is_file())
-                .collect();
-            assert!(
-                missing.is_empty(),
-                "the Curator interop tests need Curator 5.4 and ZooKeeper jars in {}, missing: \
-                 {missing:?}; install Debian's libcurator-recipes-java (scripts/test.sh does)",
-                jars.display()
-            );
-            let mut entries: Vec<PathBuf> = CURATOR_JARS.iter().map(|name| jar(name)).collect();
-            // Silence slf4j if its no-op binding is there (else it warns once on stderr).
-            if jar("slf4j-nop").is_file() {
-                entries.push(jar("slf4j-nop"));
-            }
-            let jars_cp = entries
-                .iter()
-                .map(|p| p.to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join(":");
-            let classes = compile_curator_peer(&jars_cp);
-            let java = lock_testkit::ZkInstall::locate()
-                .expect("locating java (lock-testkit)")
-                .java()
-                .to_path_buf();
-            (java, format!("{}:{jars_cp}", classes.display()))
+            let build_dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+            lock_testkit::curator_peer(CURATOR_SOURCE, "CuratorPeer", build_dir)
+                .unwrap_or_else(|e| panic!("{e}"))
         })
         .clone()
-}
-
-/// Compiles CuratorPeer.java into a directory of the target dir named by a hash of the
-/// source, once (concurrent test binaries race harmlessly: each compiles into a
-/// private directory, the first rename wins).
-fn compile_curator_peer(classpath: &str) -> PathBuf {
-    // FNV-1a: stable across Rust versions, unlike `DefaultHasher`.
-    let hash = CURATOR_SOURCE.bytes().fold(0xcbf29ce484222325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100000001b3)
-    });
-    let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let dir = base.join(format!("curator-peer-{hash:016x}"));
-    if dir.join("CuratorPeer.class").is_file() {
-        return dir;
-    }
-    let tmp = base.join(format!(
-        "curator-peer-{hash:016x}.{}.tmp",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).expect("creating the Curator peer's build directory");
-    let source = tmp.join("CuratorPeer.java");
-    std::fs::write(&source, CURATOR_SOURCE).expect("writing CuratorPeer.java");
-    let javac = match std::env::var_os("JAVA_HOME").filter(|v| !v.is_empty()) {
-        Some(home) => Path::new(&home).join("bin").join("javac"),
-        None => PathBuf::from("javac"),
-    };
-    let output = Command::new(&javac)
-        .args(["-nowarn", "-encoding", "UTF-8", "-d"])
-        .arg(&tmp)
-        .arg("-cp")
-        .arg(classpath)
-        .arg(&source)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!(
-                "running {} to build the Curator peer: {e}; install a JDK \
-                 (Debian: openjdk-17-jdk-headless; scripts/test.sh does)",
-                javac.display()
-            )
-        });
-    assert!(
-        output.status.success(),
-        "javac failed on the Curator peer ({}):\n{}{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    if std::fs::rename(&tmp, &dir).is_err() {
-        // Another test binary got there first.
-        let _ = std::fs::remove_dir_all(&tmp);
-        assert!(
-            dir.join("CuratorPeer.class").is_file(),
-            "the Curator peer build directory {} is unusable",
-            dir.display()
-        );
-    }
-    dir
 }
 
 // ---------------------------------------------------------------------------------

@@ -1,0 +1,14 @@
+//! Jepsen-style partition tests of zklock (dev-only).
+//!
+//! A 3-server ZooKeeper ensemble and contender processes, each in a network
+//! namespace of its own ([`lock_testkit::NetLab`]), contend for shared lock
+//! paths: zklock over both bindings (the `contender` program of this crate) beside
+//! Curator and kazoo (`contenders/`). Each prints a history line per event
+//! ([`history`]); the test cuts the network in the shapes of a real partition and
+//! [`check`] judges the merged history.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod check;
+pub mod history;

@@ -1,0 +1,123 @@
+//! Java peers for interop and partition tests: Debian's Curator 5.4 jars, and a
+//! peer's source compiled with `javac` once per source text.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::error::{Error, Result};
+use crate::install::SYSTEM_JAR_DIR;
+
+/// The jars (names in `/usr/share/java`) Curator 5.4's locks, latches and
+/// elections need: Debian's `libcurator-recipes-java` and its dependencies.
+pub const CURATOR_JARS: &[&str] = &[
+    "curator-recipes",
+    "curator-framework",
+    "curator-client",
+    "zookeeper",
+    "zookeeper-jute",
+    "guava",
+    "slf4j-api",
+];
+
+fn peer_error(what: String) -> Error {
+    Error::JavaPeer { what }
+}
+
+/// The classpath of [`CURATOR_JARS`] (plus `slf4j-nop`, if there, to keep slf4j
+/// quiet), or [`Error::JavaPeer`] naming the missing jars and the fix.
+pub fn curator_classpath() -> Result<String> {
+    let jars = Path::new(SYSTEM_JAR_DIR);
+    let jar = |name: &str| jars.join(format!("{name}.jar"));
+    let missing: Vec<&str> = CURATOR_JARS
+        .iter()
+        .copied()
+        .filter(|name| !jar(name).is_file())
+        .collect();
+    if !missing.is_empty() {
+        return Err(peer_error(format!(
+            "Curator 5.4 and ZooKeeper jars missing from {}: {missing:?}; install Debian's \
+             libcurator-recipes-java (scripts/test.sh does)",
+            jars.display()
+        )));
+    }
+    let mut entries: Vec<PathBuf> = CURATOR_JARS.iter().map(|name| jar(name)).collect();
+    if jar("slf4j-nop").is_file() {
+        entries.push(jar("slf4j-nop"));
+    }
+    Ok(entries
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(":"))
+}
+
+/// Compiles `source`, the Java class `class`, against `classpath` into a
+/// directory under `base` named by the class and a hash of the source, unless
+/// that is there already; returns the directory (for the classpath). Concurrent
+/// test binaries race harmlessly: each compiles into a private directory, the
+/// first rename wins. `javac` is `$JAVA_HOME/bin/javac` or the one on `PATH`.
+pub fn compile_java(source: &str, class: &str, classpath: &str, base: &Path) -> Result<PathBuf> {
+    // FNV-1a: stable across Rust versions, unlike `DefaultHasher`.
+    let hash = source.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    });
+    let dir = base.join(format!("{class}-{hash:016x}"));
+    let built = |dir: &Path| dir.join(format!("{class}.class")).is_file();
+    if built(&dir) {
+        return Ok(dir);
+    }
+    let tmp = base.join(format!("{class}-{hash:016x}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp)
+        .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
+    let file = tmp.join(format!("{class}.java"));
+    std::fs::write(&file, source)
+        .map_err(|e| Error::io(format!("writing {}", file.display()), e))?;
+    let javac = match std::env::var_os("JAVA_HOME").filter(|v| !v.is_empty()) {
+        Some(home) => Path::new(&home).join("bin").join("javac"),
+        None => PathBuf::from("javac"),
+    };
+    let output = Command::new(&javac)
+        .args(["-nowarn", "-encoding", "UTF-8", "-d"])
+        .arg(&tmp)
+        .arg("-cp")
+        .arg(classpath)
+        .arg(&file)
+        .output()
+        .map_err(|e| {
+            peer_error(format!(
+                "running {} to build {class}: {e}; install a JDK (Debian: \
+                 openjdk-17-jdk-headless; scripts/test.sh does)",
+                javac.display()
+            ))
+        })?;
+    if !output.status.success() {
+        return Err(peer_error(format!(
+            "javac failed on {class} ({}):\n{}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )));
+    }
+    if std::fs::rename(&tmp, &dir).is_err() {
+        // Another test binary got there first.
+        let _ = std::fs::remove_dir_all(&tmp);
+        if !built(&dir) {
+            return Err(peer_error(format!(
+                "the build directory {} is unusable",
+                dir.display()
+            )));
+        }
+    }
+    Ok(dir)
+}
+
+/// A Curator peer ready to run: `source` (class `class`) compiled under
+/// `build_dir` against [`curator_classpath`]; returns the `java` executable
+/// ([`ZkInstall`](crate::ZkInstall)'s) and the full classpath.
+pub fn curator_peer(source: &str, class: &str, build_dir: &Path) -> Result<(PathBuf, String)> {
+    let jars = curator_classpath()?;
+    let classes = compile_java(source, class, &jars, build_dir)?;
+    let java = crate::ZkInstall::locate()?.java().to_path_buf();
+    Ok((java, format!("{}:{jars}", classes.display())))
+}
