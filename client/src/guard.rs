@@ -504,7 +504,10 @@ impl LockGuard {
     ///
     /// # Errors
     /// [`Error::Lost`] if the lock had been lost before (whatever the guard protected
-    /// may have overlapped another holder), [`Error::Closed`] if the client is closed,
+    /// may have overlapped another holder), including `Lost(NodeDeleted)` when the
+    /// release finds that someone else deleted our node (a lock without
+    /// [`watch_node`](crate::Mutex::watch_node) learns of that only at the release or
+    /// the next reconnect), [`Error::Closed`] if the client is closed,
     /// [`Error::Zk`] if ZooKeeper refused the delete.
     ///
     /// ```no_run

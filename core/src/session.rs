@@ -428,7 +428,10 @@ impl Session {
     }
 
     /// Releases a held lock: deletes its node (retrying across reconnects) and reports
-    /// [`LockEvent::Released`]. A lock that is not held gives [`UsageError::NotHeld`]
+    /// [`LockEvent::Released`], or [`LockEvent::Lost`] with
+    /// [`NodeDeleted`](crate::LostReason::NodeDeleted) if someone else had deleted the
+    /// node (found by the first delete; after a delete whose outcome was unknown, a
+    /// missing node counts as released). A lock that is not held gives [`UsageError::NotHeld`]
     /// (use [`cancel`](Self::cancel) to give up waiting).
     pub fn release(&mut self, id: LockId, now: Timestamp) -> Result<(), UsageError> {
         match self.tasks.get(&id) {

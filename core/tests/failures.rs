@@ -401,6 +401,50 @@ fn release_with_connection_loss_retries_after_reconnect_and_no_node_counts_as_re
     assert!(h.s.is_idle());
 }
 
+/// A plain holder does not watch its node: one deleted by someone else is found at
+/// the release, whose delete (the first, so not an earlier one of ours) finds
+/// nothing. The hold ended before the user knew: the release says it was lost.
+#[test]
+fn release_of_a_node_deleted_by_someone_else_is_lost() {
+    let mut h = H::new();
+    let (id, node) = h.held("/r", 0);
+    h.s.release(id, h.now).unwrap();
+    h.drain();
+    let r = h.next_req();
+    assert_eq!(
+        r.op,
+        Op::Delete {
+            path: node,
+            version: None
+        }
+    );
+    h.reply(r.id, Err(ZkError::NoNode));
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Lost(LostReason::NodeDeleted)]
+    );
+    assert!(h.no_requests());
+    assert!(h.s.is_idle());
+}
+
+/// A delete in flight when the connection dropped may have been applied: the
+/// `NoNode` of the one sent again after the reconnect is the release's own.
+#[test]
+fn release_whose_delete_was_in_flight_at_a_disconnect_counts_no_node_as_released() {
+    let mut h = H::new();
+    let (id, _) = h.held("/r", 0);
+    h.s.release(id, h.now).unwrap();
+    h.drain();
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
+    h.reqs.clear();
+    h.session(SessionEvent::Connected { session_id: SID });
+    h.answer_err(ZkError::NoNode);
+    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    assert!(h.s.is_idle());
+}
+
 #[test]
 fn release_while_expired_counts_as_released() {
     let mut h = H::new();

@@ -1665,9 +1665,11 @@ impl Harness {
                 state
             }
             LockEvent::Lost(reason) => {
+                // A release finds out that someone else deleted the node.
+                let releasing = state == M::Releasing && *reason == LostReason::NodeDeleted;
                 check!(
                     self,
-                    matches!(state, M::Held | M::Suspended),
+                    matches!(state, M::Held | M::Suspended) || releasing,
                     "{event:?} for {lock} in {state:?}"
                 );
                 if *reason == LostReason::LeaseExpired {

@@ -173,6 +173,10 @@ pub(crate) struct Acquisition {
     own_watched: bool,
     list: Option<RequestId>,
     delete: Option<RequestId>,
+    /// A delete of our node went out and its outcome is unknown (in flight at a
+    /// disconnect, or failed with a connection loss): it may have been applied, so
+    /// a later `NoNode` may be our own doing rather than someone else's.
+    delete_maybe_applied: bool,
     /// Duplicate nodes of ours still to delete.
     extra: Vec<String>,
     parent_tries: u32,
@@ -233,6 +237,7 @@ impl Acquisition {
             own_watched: false,
             list: None,
             delete: None,
+            delete_maybe_applied: false,
             extra: Vec::new(),
             parent_tries: 0,
             suspended: false,
@@ -293,6 +298,7 @@ impl Acquisition {
         self.own_read = None;
         self.own_watched = false;
         self.list = None;
+        self.delete_maybe_applied |= self.delete.is_some();
         self.delete = None;
         self.marker_check = None;
         self.section_request = None;
@@ -1041,6 +1047,13 @@ impl Acquisition {
             other => other,
         };
         match result {
+            Err(ZkError::NoNode) if self.state == State::Releasing && !self.delete_maybe_applied => {
+                // Deleted by someone else while we believed we held it (a plain lock
+                // does not watch its node): what the lock protected may have
+                // overlapped another holder, and the release says so.
+                self.own = None;
+                self.terminal(cx, LockEvent::Lost(LostReason::NodeDeleted));
+            }
             Ok(_) | Err(ZkError::NoNode) => {
                 self.own = None;
                 match self.state {
@@ -1049,7 +1062,10 @@ impl Acquisition {
                     _ => {}
                 }
             }
-            Err(e) if e.is_connection_loss() => self.trouble(cx, e),
+            Err(e) if e.is_connection_loss() => {
+                self.delete_maybe_applied = true;
+                self.trouble(cx, e)
+            }
             Err(e) => match self.state {
                 State::Releasing => self.terminal(cx, LockEvent::Failed(FailReason::Zk(e))),
                 _ => self.trouble(cx, e),
@@ -1163,6 +1179,7 @@ impl Acquisition {
             self.create = Create::Unknown;
         }
         self.list = None;
+        self.delete_maybe_applied |= self.delete.is_some();
         self.delete = None;
         self.own_read = None;
         self.own_watched = false;
