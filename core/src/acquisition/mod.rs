@@ -1047,7 +1047,9 @@ impl Acquisition {
             other => other,
         };
         match result {
-            Err(ZkError::NoNode) if self.state == State::Releasing && !self.delete_maybe_applied => {
+            Err(ZkError::NoNode)
+                if self.state == State::Releasing && !self.delete_maybe_applied =>
+            {
                 // Deleted by someone else while we believed we held it (a plain lock
                 // does not watch its node): what the lock protected may have
                 // overlapped another holder, and the release says so.
