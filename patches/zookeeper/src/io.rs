@@ -196,6 +196,15 @@ impl ZkIo {
                 // Update last-seen zxid when this is a request response
                 self.zxid = header.zxid;
             }
+            if header.xid != -1 {
+                // The server answered a request of ours (a ping or any other), so it
+                // heard from the session: `reconnect` counts the session's age from
+                // here. A busy client never pings (the ping timer runs only after
+                // 2/3 of the timeout without I/O), and counting from its last ping
+                // made it give up a session the server still held on any
+                // connection loss.
+                self.ping_sent = Instant::now();
+            }
             let response = RawResponse {
                 header: header,
                 data: Cursor::new(data.bytes().to_vec()),
@@ -245,6 +254,8 @@ impl ZkIo {
             } else {
                 self.conn_resp = conn_resp;
                 trace!("Connected: {:?}", self.conn_resp);
+                // The server took the session: it heard from it (see above).
+                self.ping_sent = Instant::now();
                 self.timeout_ms = self.conn_resp.timeout;
                 self.ping_timeout_duration = Duration::from_millis(self.conn_resp.timeout / 3 * 2);
 
