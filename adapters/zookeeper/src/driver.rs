@@ -181,11 +181,12 @@ pub(crate) struct Settings {
 /// The liveness timings derived from the session timeout `T` (see the module docs).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Timing {
-    /// When the crate pings an idle connection: 2/3 T.
-    pub(crate) ping_after: Duration,
-    /// How long after that the driver probes (the crate's timer ticks every 100 ms).
-    pub(crate) probe_delay: Duration,
-    /// How long a request may stay unanswered before the connection is suspect.
+    /// How long a connection may stay without a reply before the driver probes it:
+    /// T/3, as the Java client pings.
+    pub(crate) probe_after: Duration,
+    /// How long a request may stay unanswered before the connection is suspect: T/3,
+    /// so that a silent network is noticed 2/3 T after the last reply at the latest
+    /// (the Java client's read timeout).
     pub(crate) reply_deadline: Duration,
     /// How long a suspect connection is kept before it is abandoned.
     pub(crate) abandon_after: Duration,
@@ -196,15 +197,9 @@ pub(crate) struct Timing {
 
 impl Timing {
     pub(crate) fn new(t: Duration) -> Timing {
-        let ping_after = t * 2 / 3;
-        let probe_delay = (t / 9).min(Duration::from_millis(150));
-        let reply_deadline = (t / 3)
-            .saturating_sub(probe_delay)
-            .saturating_sub(t / 12)
-            .max(Duration::from_millis(100));
+        let reply_deadline = t / 3;
         Timing {
-            ping_after,
-            probe_delay,
+            probe_after: t / 3,
             reply_deadline,
             abandon_after: t + reply_deadline,
             // The crate itself gives up within floor(T) + 1 s plus its 2 s connection
@@ -216,7 +211,7 @@ impl Timing {
     /// The latest a silent network is reported, after the last reply.
     #[cfg(test)]
     pub(crate) fn worst_detection(&self) -> Duration {
-        self.ping_after + self.probe_delay + self.reply_deadline
+        self.probe_after + self.reply_deadline
     }
 }
 
@@ -249,6 +244,8 @@ struct Conn {
     sid: Option<i64>,
     marker: Option<String>,
     suspect_since: Option<Instant>,
+    /// When the connection last delivered a reply (or came up): an idle connection
+    /// is probed `probe_after` later.
     last_contact: Instant,
     /// When the newest request the server answered was issued (or the client
     /// opened): the server last heard from the session no earlier. Reported with
@@ -936,12 +933,11 @@ impl Driver {
             Msg::Wake => {}
             Msg::Reply { gen, key, result } if gen == self.conn.gen => self.on_reply(key, result),
             Msg::Watch { gen, path, kind } if gen == self.conn.gen => {
-                // Bytes arrived (the crate's ping timer restarts), but a notification
-                // proves nothing about the connection: it may be the last thing a
-                // dying one delivers (the server fires our watches when it expires
-                // our session). While the core believes the connection down it gets
-                // none: on `Connected` it re-lists and re-verifies everything anyway.
-                self.conn.last_contact = Instant::now();
+                // A notification proves nothing about the connection (it may be the
+                // last thing a dying one delivers: the server fires our watches when
+                // it expires our session), so it does not put off the next probe.
+                // While the core believes the connection down it gets none: on
+                // `Connected` it re-lists and re-verifies everything anyway.
                 if self.link.is_connected() {
                     self.link.handle_watch(path, kind, Instant::now());
                     self.drain();
@@ -1031,7 +1027,7 @@ impl Driver {
                 Some(_) => {}
                 None => {
                     let idle_since = self.conn.last_contact.max(self.conn.connected_at);
-                    if idle_since + t.ping_after + t.probe_delay <= now {
+                    if idle_since + t.probe_after <= now {
                         self.issue_ping(now);
                     }
                 }
@@ -1082,7 +1078,7 @@ impl Driver {
                             at(l.heard_at + self.settings.lost_after);
                         }
                         None => {
-                            at(l.last_contact.max(l.connected_at) + t.ping_after + t.probe_delay)
+                            at(l.last_contact.max(l.connected_at) + t.probe_after)
                         }
                     },
                     Some(since) => {
@@ -1165,12 +1161,16 @@ mod tests {
     }
 
     #[test]
-    fn detection_beats_expiry() {
+    fn detection_leaves_a_suspended_window() {
         for ms in [500, 1000, 2000, 5000, 10_000, 30_000] {
             let t = Duration::from_millis(ms);
             let timing = Timing::new(t);
-            assert!(timing.worst_detection() < t, "{t:?}: {timing:?}");
-            assert!(timing.probe_delay >= Duration::from_millis(ms.min(1350) / 9));
+            // Reported 2/3 T after the last reply at the latest: a held lock then
+            // reads `Suspended` for at least the 0.9 T - 2/3 T before the core must
+            // report it lost (with the default margin of T/10).
+            assert!(timing.worst_detection() <= t * 2 / 3, "{t:?}: {timing:?}");
+            let lost_after = t - lock_core::Config::new(t, 0).margin();
+            assert!(timing.worst_detection() + t / 5 < lost_after, "{t:?}");
         }
     }
 }

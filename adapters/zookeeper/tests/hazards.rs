@@ -8,11 +8,11 @@ use lock_conformance::{
 };
 use lock_core::{LockEvent, LockSpec, LostReason};
 use lock_testkit::FaultProxy;
-use lock_zookeeper::{Connect, Diagnose, Error, LockClient};
+use lock_zookeeper::{Connect, Diagnose, Error, LockClient, LockStatus};
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use zookeeper::{Acl, CreateMode, WatchedEvent, ZkState, ZooKeeper};
 
 /// A raw `zookeeper` client whose state changes (after the first connection) arrive
@@ -451,103 +451,190 @@ fn idle_probes_keep_the_crates_pings_alive() {
     locks.close_blocking();
 }
 
-/// Hazard (not absorbable): the crate pings only after 2/3 T of idleness, and a
-/// reconnect gives up for good when its last ping is older than `floor(T) + 1` s. A
-/// client busy without such a pause for that long loses its session on any
-/// connection loss, although the server still has it. The binding keeps it safe: the
-/// held lock is reported `Lost(SessionExpired)` at once (never silently held), and a
-/// new client takes over (and deletes the old session's nodes: see the next test).
-#[test]
-fn busy_client_loses_its_session_on_a_cut_safely() {
-    let server = shared_server();
-    let timeout = Duration::from_secs(1);
-    let proxy = FaultProxy::start(server.addr()).expect("proxy");
-    let locks = client(&proxy.connect_string(), timeout);
-    let path = unique_path("busy");
-    let old_session = locks.session_id();
-    // Never idle for 2/3 T, for longer than floor(T) + 1 s.
-    let start = std::time::Instant::now();
-    while start.elapsed() < Duration::from_secs(3) {
+/// Keeps `locks` busy (taking and releasing a lock at `path`, never idle for 2/3 T)
+/// for `busy`: the `zookeeper` crate pings only after 2/3 T without traffic, so
+/// it sends no ping all that time.
+fn keep_busy(locks: &LockClient, path: &str, busy: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < busy {
         locks
-            .mutex(&path)
+            .mutex(path)
             .lock_blocking()
             .expect("lock")
             .release_blocking()
             .expect("release");
     }
+}
+
+/// Hazard, fixed in the crate (patches/zookeeper): a reconnect gave up for good
+/// (`Closed`) when the crate's last *ping* was older than `floor(T) + 1` s, and a
+/// busy client never pings (only after 2/3 T of idleness), so it lost its session
+/// on any connection loss although the server still held it. The patched crate
+/// counts from the server's last answer: a busy client reconnects into its
+/// session, and the binding's held lock is suspended, then resumed.
+#[test]
+fn busy_client_keeps_its_session_across_a_cut() {
+    let server = shared_server();
+    let timeout = Duration::from_secs(1);
+
+    // The crate: busy for three times `floor(T) + 1` s, then cut.
+    let proxy = FaultProxy::start(server.addr()).expect("proxy");
+    let (zk, states) = raw(&proxy.connect_string(), timeout);
+    let node = unique_path("raw-busy");
+    zk.create(
+        &node,
+        Vec::new(),
+        Acl::open_unsafe().clone(),
+        CreateMode::Ephemeral,
+    )
+    .expect("create");
+    let owner = zk.exists(&node, false).expect("exists").map(|s| s.ephemeral_owner);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(3) {
+        zk.exists("/", false).expect("busy");
+    }
+    proxy.cut();
+    let mut seen = Vec::new();
+    while !matches!(seen.last(), Some(ZkState::Connected | ZkState::Closed)) {
+        seen.push(states.recv_timeout(SHORT).expect("reconnects or gives up"));
+    }
+    assert_eq!(seen.last(), Some(&ZkState::Connected), "gave up: {seen:?}");
+    assert_eq!(
+        zk.exists(&node, false).expect("exists").map(|s| s.ephemeral_owner),
+        owner,
+        "the same session, its ephemeral node kept"
+    );
+    drop(ManuallyDrop::into_inner(zk));
+
+    // The binding: the held lock is suspended and resumed, on the same session.
+    let proxy = FaultProxy::start(server.addr()).expect("proxy");
+    let locks = client(&proxy.connect_string(), timeout);
+    let path = unique_path("busy");
+    let session = locks.session_id();
+    keep_busy(&locks, &path, Duration::from_secs(3));
     let guard = locks.mutex(&path).lock_blocking().expect("lock");
     proxy.cut();
-    let events = until_lost(&guard, SHORT);
-    assert_eq!(
-        events[events.len() - 2..],
-        [
-            LockEvent::Suspended,
-            LockEvent::Lost(LostReason::SessionExpired)
-        ]
-    );
-    let guard = locks
-        .mutex(&path)
-        .lock_timeout_blocking(LONG)
-        .expect("a new session");
-    assert_ne!(locks.session_id(), old_session);
-    assert_eq!(locks.diagnostics().clients_opened, 2);
+    wait_until("the reconnection", SHORT, || {
+        (locks.diagnostics().reconnects >= 1).then_some(())
+    });
+    wait_until("the lock resumed", SHORT, || {
+        guard.is_trusted().then_some(())
+    });
+    let events = queued(&guard);
+    assert_eq!(events.last(), Some(&LockEvent::Resumed), "{events:?}");
+    assert_eq!(locks.session_id(), session);
+    let d = locks.diagnostics();
+    assert_eq!((d.clients_opened, d.sessions), (1, 1), "{d:?}");
     guard.release_blocking().expect("release");
     locks.close_blocking();
 }
 
-/// The same hazard, seen from the queue: the session the crate gave up stays alive on
-/// the server for up to T, and so would its lock node, in front of every waiter. The
-/// binding reports the session abandoned, and the core deletes its nodes from the
-/// next session at once: a waiter on another session is granted while the server
-/// still holds the old session (its id still in the server's session `dump`), not a
-/// session timeout later.
+/// The same fix, seen from a queue: a busy client's waiter keeps its node (its
+/// place) across a cut, and is granted in turn, before a session that queued
+/// after it.
 #[test]
-fn abandoned_session_s_node_is_deleted_so_the_queue_moves_on() {
-    let server = fresh_server();
-    let timeout = Duration::from_secs(4);
+fn busy_client_s_waiter_keeps_its_place_across_a_cut() {
+    let server = shared_server();
+    let admin = ZkAdmin::connect(&server.connect_string());
+    let timeout = Duration::from_secs(2);
     let proxy = FaultProxy::start(server.addr()).expect("proxy");
     let busy = client(&proxy.connect_string(), timeout);
-    let waiter = client(&server.connect_string(), Duration::from_secs(10));
-    let path = unique_path("abandoned");
-    let old_session = busy.session_id();
+    let holder = client(&server.connect_string(), Duration::from_secs(10));
+    let later = client(&server.connect_string(), Duration::from_secs(10));
+    let queue = unique_path("busy-queue");
+    let held = holder.mutex(&queue).lock_blocking().expect("lock");
+    let mut waiting = busy.mutex(&queue).start().expect("start");
+    let ours = admin.wait_children(&queue, SHORT, |c| c.len() == 2);
+    let ours: Vec<String> = ours
+        .into_iter()
+        .filter(|name| !held.path().ends_with(name.as_str()))
+        .collect();
+    let mut behind = later.mutex(&queue).start().expect("start");
+    admin.wait_children(&queue, SHORT, |c| c.len() == 3);
+    let session = busy.session_id();
     // Never idle for 2/3 T, for longer than floor(T) + 1 s.
-    let start = std::time::Instant::now();
-    while start.elapsed() < Duration::from_secs(6) {
-        busy.mutex(&path)
-            .lock_blocking()
-            .expect("lock")
-            .release_blocking()
-            .expect("release");
-    }
-    let guard = busy.mutex(&path).lock_blocking().expect("lock");
-    let queued_behind = {
-        let (waiter, path) = (waiter.clone(), path.clone());
-        std::thread::spawn(move || waiter.mutex(&path).lock_timeout_blocking(LONG))
-    };
-    let admin = ZkAdmin::connect(&server.connect_string());
-    wait_until("the waiter to queue", SHORT, || {
-        (admin.children(&path).len() == 2).then_some(())
-    });
+    let work = unique_path("busy-work");
+    keep_busy(&busy, &work, Duration::from_millis(3500));
+    let guard = busy.mutex(&work).lock_blocking().expect("lock");
     proxy.cut();
-    let events = until_lost(&guard, SHORT);
-    assert_eq!(
-        events.last(),
-        Some(&LockEvent::Lost(LostReason::SessionExpired))
-    );
-    let granted = queued_behind
-        .join()
-        .expect("waiter thread")
-        .expect("the waiter is granted");
-    let dump = server.four_letter_word("dump").expect("dump");
-    let old = format!("{:#x}", old_session.expect("a session"));
+    wait_until("the lock resumed", SHORT, || {
+        (busy.diagnostics().reconnects >= 1 && guard.is_trusted()).then_some(())
+    });
+    assert_eq!(busy.session_id(), session);
+    assert_eq!(busy.diagnostics().clients_opened, 1);
+    let names = admin.children(&queue);
     assert!(
-        dump.contains(&old),
-        "granted only once the server expired the old session {old}: {dump}"
+        ours.iter().all(|name| names.contains(name)),
+        "the waiter's node {ours:?} is kept: {names:?}"
     );
-    assert_ne!(busy.session_id(), old_session);
+    held.release_blocking().expect("release");
+    let granted = waiting
+        .wait_timeout_blocking(SHORT)
+        .expect("the waiter ends")
+        .expect("the waiter is granted");
+    assert_eq!(
+        vec![granted.path().rsplit('/').next().unwrap_or_default().to_owned()],
+        ours,
+        "granted on its original node"
+    );
+    assert_eq!(granted.grant().session_id, session.expect("a session"));
+    assert!(
+        behind.wait_timeout_blocking(Duration::ZERO).is_none(),
+        "the later session still waits"
+    );
     granted.release_blocking().expect("release");
-    busy.close_blocking();
-    waiter.close_blocking();
+    let last = behind
+        .wait_timeout_blocking(SHORT)
+        .expect("the later waiter ends")
+        .expect("granted");
+    last.release_blocking().expect("release");
+    guard.release_blocking().expect("release");
+    for locks in [busy, holder, later] {
+        locks.close_blocking();
+    }
+}
+
+/// Behind a blackhole (nothing flows, nothing closes) with T = 2 s, a holder that
+/// has just been granted (the last contact is now) reads `Suspended` for a while
+/// before `Lost`: the binding notices the silence well before the core must give
+/// the lock up (a margin before the server could expire the session).
+#[test]
+fn blackhole_shows_suspended_before_lost() {
+    let server = shared_server();
+    let timeout = Duration::from_secs(2);
+    let proxy = FaultProxy::start(server.addr()).expect("proxy");
+    let locks = client(&proxy.connect_string(), timeout);
+    let guard = locks
+        .mutex(unique_path("blackhole-window"))
+        .lock_blocking()
+        .expect("lock");
+    proxy.blackhole();
+    let cut_at = Instant::now();
+    let mut suspended_at = None;
+    let lost_at = loop {
+        match guard.status() {
+            LockStatus::Held => {}
+            LockStatus::Suspended => {
+                suspended_at.get_or_insert_with(|| cut_at.elapsed());
+            }
+            LockStatus::Lost(_) => break cut_at.elapsed(),
+            other => panic!("{other:?}"),
+        }
+        assert!(cut_at.elapsed() < LONG, "not lost within {LONG:?}");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    eprintln!("blackhole at 0: Suspended from {suspended_at:?}, Lost at {lost_at:?}");
+    let suspended_at = suspended_at.expect("Suspended was never seen before Lost");
+    assert!(suspended_at < lost_at);
+    assert_eq!(
+        queued(&guard),
+        [
+            LockEvent::Suspended,
+            LockEvent::Lost(LostReason::SuspendedTooLong)
+        ]
+    );
+    proxy.heal();
+    locks.close_blocking();
 }
 
 /// A listener that holds every connection it accepts without answering (a tarpit)
