@@ -1,16 +1,16 @@
-//! A follower's death under mixed load must not stall every contender.
+//! A follower's death under mixed load must not stall every contender, nor cost the
+//! blocking clients their sessions.
 //!
 //! Blocking clients (this crate) and async clients (`lock-zookeeper-client`, on
 //! tokio) contend for one lock on a 3-node ensemble, each taking it, bumping a
 //! counter without atomicity (a lost update would show a double holder) and letting
-//! go. The blocking clients are connected to one follower (the `zookeeper` crate
-//! tries the hosts of its connect string in order); after more than `floor(T) + 1`
-//! seconds of that load, so that the crate's busy-client hazard is live (it drops
-//! its session on any connection loss, while the server keeps it for up to T), the
-//! follower is killed. Before lock-core learnt `SessionEvent::Abandoned`, the
-//! abandoned session's nodes blocked the queue until the server expired the session,
-//! a T-long outage for every library on the path. Now the new session deletes them
-//! at once: the longest stretch without an acquisition stays well under T.
+//! go. The blocking clients are connected to the two followers only; after more than
+//! `floor(T) + 1` seconds of that load (the `zookeeper` crate pings only when idle,
+//! so a busy client has not pinged all that time: the published crate then gave its
+//! session up on any connection loss, which patches/zookeeper fixes), the follower
+//! serving most of them is killed. They reconnect to the other follower within
+//! their sessions: none opens a new client or session, and the longest stretch
+//! without an acquisition stays well under T.
 
 use lock_conformance::{unique_path, SHORT};
 use lock_testkit::ZkEnsemble;
@@ -53,11 +53,7 @@ impl Ledger {
     }
 }
 
-fn blocking_contender(ledger: Arc<Ledger>, connect: String, path: String) -> u64 {
-    let locks = lock_zookeeper::builder(&connect)
-        .session_timeout(T)
-        .connect()
-        .expect("blocking client connects");
+fn blocking_contender(ledger: Arc<Ledger>, locks: lock_zookeeper::LockClient, path: String) {
     while !ledger.stop.load(Ordering::SeqCst) {
         // Errors (the session given up on, a timeout while it is replaced) are part
         // of the fault: try again.
@@ -68,9 +64,6 @@ fn blocking_contender(ledger: Arc<Ledger>, connect: String, path: String) -> u64
             let _ = guard.release_blocking();
         }
     }
-    let sessions = locks.diagnostics().sessions;
-    locks.close_blocking();
-    sessions
 }
 
 fn async_contender(ledger: Arc<Ledger>, connect: String, path: String) {
@@ -97,16 +90,12 @@ fn async_contender(ledger: Arc<Ledger>, connect: String, path: String) {
 }
 
 #[test]
-fn follower_death_does_not_stall_the_queue() {
+fn follower_death_does_not_stall_the_queue_nor_cost_sessions() {
     let ensemble = ZkEnsemble::start(3).expect("a 3-node ensemble");
     let leader = ensemble.wait_for_leader(SHORT).expect("a leader");
-    let follower = (0..3).find(|&i| i != leader).expect("a follower");
+    let followers: Vec<usize> = (0..3).filter(|&i| i != leader).collect();
     let member = |i: usize| ensemble.member(i).expect("member").connect_string();
-    // The blocking crate connects to the first host it is given, then the next.
-    let order: Vec<usize> = std::iter::once(follower)
-        .chain((0..3).filter(|&i| i != follower))
-        .collect();
-    let blocking_connect = order
+    let blocking_connect = followers
         .iter()
         .map(|&i| member(i))
         .collect::<Vec<_>>()
@@ -114,11 +103,19 @@ fn follower_death_does_not_stall_the_queue() {
     let path = unique_path("failover");
     let ledger = Arc::new(Ledger::default());
 
+    let clients: Vec<lock_zookeeper::LockClient> = (0..BLOCKING)
+        .map(|_| {
+            lock_zookeeper::builder(&blocking_connect)
+                .session_timeout(T)
+                .connect()
+                .expect("blocking client connects")
+        })
+        .collect();
     let mut blocking = Vec::new();
-    for _ in 0..BLOCKING {
-        let (ledger, connect, path) = (ledger.clone(), blocking_connect.clone(), path.clone());
+    for locks in &clients {
+        let (ledger, locks, path) = (ledger.clone(), locks.clone(), path.clone());
         blocking.push(thread::spawn(move || {
-            blocking_contender(ledger, connect, path)
+            blocking_contender(ledger, locks, path)
         }));
     }
     let mut asynchronous = Vec::new();
@@ -131,17 +128,40 @@ fn follower_death_does_not_stall_the_queue() {
 
     // Longer than floor(T) + 1 s of load: the busy blocking clients no longer ping.
     thread::sleep(T + Duration::from_secs(3));
+    // The follower serving the most blocking sessions (at least two of three).
+    let served = |i: usize| -> Vec<usize> {
+        let cons = ensemble
+            .member(i)
+            .expect("member")
+            .four_letter_word("cons")
+            .expect("cons");
+        (0..BLOCKING)
+            .filter(|&c| {
+                let sid = clients[c].session_id().expect("a session");
+                cons.contains(&format!("sid={sid:#x}"))
+            })
+            .collect()
+    };
+    let (follower, on_it) = followers
+        .iter()
+        .map(|&i| (i, served(i)))
+        .max_by_key(|(_, on)| on.len())
+        .expect("followers");
+    assert!(!on_it.is_empty(), "no blocking session on either follower");
     let before = ledger.acquisitions.load(Ordering::SeqCst);
     let killed_at = Instant::now();
     ensemble.kill(follower).expect("killing the follower");
     thread::sleep(T * 3 / 4);
     ledger.stop.store(true, Ordering::SeqCst);
-    let sessions: Vec<u64> = blocking
-        .into_iter()
-        .map(|h| h.join().expect("blocking contender"))
-        .collect();
+    for h in blocking {
+        h.join().expect("blocking contender");
+    }
     for h in asynchronous {
         h.join().expect("async contender");
+    }
+    let diagnostics: Vec<_> = clients.iter().map(|c| c.diagnostics()).collect();
+    for locks in clients {
+        locks.close_blocking();
     }
 
     let total = ledger.acquisitions.load(Ordering::SeqCst);
@@ -164,9 +184,20 @@ fn follower_death_does_not_stall_the_queue() {
     }
     eprintln!(
         "{total} acquisitions ({before} before the kill, {} after); longest stretch \
-         without one after the kill: {longest:?}; blocking clients' sessions: {sessions:?}",
+         without one after the kill: {longest:?}; blocking clients {on_it:?} were on the \
+         killed follower; their diagnostics: {diagnostics:?}",
         after.len()
     );
+    for (c, d) in diagnostics.iter().enumerate() {
+        assert_eq!(
+            (d.clients_opened, d.sessions),
+            (1, 1),
+            "blocking client {c} lost its session: {d:?}"
+        );
+        if on_it.contains(&c) {
+            assert!(d.reconnects >= 1, "client {c} never reconnected: {d:?}");
+        }
+    }
     assert!(!after.is_empty(), "no acquisition after the kill");
     assert!(
         longest < T / 3,
