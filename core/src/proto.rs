@@ -418,8 +418,9 @@ pub enum SessionEvent {
     /// The server expired the session: its ephemeral nodes are gone.
     Expired,
     /// The client gave the session up without the server having ended it (the
-    /// blocking `zookeeper` crate drops its session on a connection loss while
-    /// busy). Every lock ends as after an expiry, but the server may keep the
+    /// blocking binding replaces a client that its `zookeeper` crate closed for
+    /// good, or that stayed silent past the session timeout). Every lock ends as
+    /// after an expiry, but the server may keep the
     /// session, and our nodes in the queues, for up to a session timeout: the core
     /// deletes them from the next session as soon as there is one. They are found
     /// by path and by the attempt id in their names, so no node of another session

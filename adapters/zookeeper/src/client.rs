@@ -43,15 +43,12 @@ impl Builder {
     /// below 500 ms leave too little time to notice a silent network before the
     /// server expires the session.
     ///
-    /// An idle session is kept alive by the crate's pings alone, sent after 2/3 of
-    /// the timeout without traffic (plus up to its 100 ms timer tick): the server
-    /// sees silences of about `2/3 T + 0.1 s` (1.45 s measured for 2 s), and expires
-    /// the session if one stall (of this process's I/O thread, or of the server)
-    /// eats the remaining `T/3 - 0.1 s`. The binding's own probes cannot shorten
-    /// that silence without stopping the crate's pings (see the hazards in the
-    /// crate docs). On a loaded machine, short timeouts (a few seconds) can thus
-    /// expire idle sessions now and then: choose one that leaves room for the
-    /// longest stall to expect.
+    /// An idle session is kept alive by the binding's probes, sent when the
+    /// connection has gone T/3 without a reply (the Java client pings as often):
+    /// the server sees silences of about T/3 plus a round trip, and expires the
+    /// session only if one stall (of this process, or of the server) eats the
+    /// remaining 2/3 T. Choose a timeout that leaves room for the longest stall to
+    /// expect.
     ///
     /// Same as [`ConnectOptions::session_timeout`].
     pub fn session_timeout(mut self, timeout: Duration) -> Self {

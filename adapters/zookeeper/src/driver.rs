@@ -39,20 +39,24 @@
 //! # Liveness
 //!
 //! The crate never notices a silent connection (no read timeout: it pings after 2/3
-//! of the session timeout of idleness and waits for the answer forever), and when it
-//! reconnects it gives up for good (`Closed`) if its last ping is more than
-//! `floor(timeout) + 1` s old. So the driver watches the connection itself, without
-//! starving the crate's pings: a request unanswered for `reply_deadline` makes the
-//! connection suspect (the core gets `Disconnected`); when idle, the driver probes
-//! (`exists("/")`) just *after* the crate's own ping is due (`ping_after + probe_delay`
-//! after the last reply), so the crate keeps pinging and its probe proves the ping's
-//! answer arrived. A silent network is thus reported at most
-//! `2/3 T + probe_delay + reply_deadline` (< 0.92 T) after the last reply, before the
-//! server can expire the session at `T`, and never later than `T` less the core's
-//! expiry margin after the newest answered request was issued (`lost_after`), when
-//! the core must report held locks lost anyway. A connection suspect for `T +
-//! reply_deadline` is abandoned (the session is expired on the server by then): the
-//! core gets `Expired` and a new client is opened.
+//! of the session timeout of idleness and waits for the answer forever). So the
+//! driver watches the connection itself, as the Java client does: a request
+//! unanswered for `reply_deadline` (T/3) makes the connection suspect (the core gets
+//! `Disconnected`), and a connection without a reply for `probe_after` (T/3) is
+//! probed (`exists("/")`). A silent network is thus reported at most 2/3 T after
+//! the last reply, and never later than `T` less the core's expiry margin after the
+//! newest answered request was issued (`lost_after`), when the core must report
+//! held locks lost anyway: with the default margin (T/10) a held lock reads
+//! `Suspended` for at least 0.23 T before it is `Lost`. A connection suspect for
+//! `T + reply_deadline` is abandoned (the session is expired on the server by
+//! then): the core gets `Abandoned` and a new client is opened.
+//!
+//! When the crate reconnects, it gives up for good (`Closed`) if the server's last
+//! answer is more than `floor(T) + 1` s old. (The published crate counted from its
+//! last *ping*, which a busy client never sends, so it gave up a session the server
+//! still held on any connection loss; the workspace builds it patched:
+//! patches/README.md.) The probes keep that answer fresh on an idle connection, so
+//! the crate itself no longer needs to ping.
 //!
 //! Only replies prove a connection alive. A watch notification may be the last
 //! thing a dead connection delivers (the server fires our watches when it expires
@@ -828,9 +832,9 @@ impl Driver {
         l.suspicious.clear();
         l.epoch += 1;
         if self.link.session_id().is_some() {
-            // The server may still hold the session (the crate drops its session on
-            // a connection loss while busy): the core deletes its nodes from the
-            // next session rather than leave the queues stuck behind them.
+            // The server may still hold the session (a client given up on, or closed
+            // by the crate, within the session timeout): the core deletes its nodes
+            // from the next session rather than leave the queues stuck behind them.
             self.feed(SessionEvent::Abandoned);
         }
         if !self.ever_connected && now >= self.connect_deadline {
@@ -932,16 +936,14 @@ impl Driver {
         match msg {
             Msg::Wake => {}
             Msg::Reply { gen, key, result } if gen == self.conn.gen => self.on_reply(key, result),
-            Msg::Watch { gen, path, kind } if gen == self.conn.gen => {
-                // A notification proves nothing about the connection (it may be the
-                // last thing a dying one delivers: the server fires our watches when
-                // it expires our session), so it does not put off the next probe.
-                // While the core believes the connection down it gets none: on
-                // `Connected` it re-lists and re-verifies everything anyway.
-                if self.link.is_connected() {
-                    self.link.handle_watch(path, kind, Instant::now());
-                    self.drain();
-                }
+            // A notification proves nothing about the connection (it may be the last
+            // thing a dying one delivers: the server fires our watches when it
+            // expires our session), so it does not put off the next probe. While the
+            // core believes the connection down it gets none: on `Connected` it
+            // re-lists and re-verifies everything anyway.
+            Msg::Watch { gen, path, kind } if gen == self.conn.gen && self.link.is_connected() => {
+                self.link.handle_watch(path, kind, Instant::now());
+                self.drain();
             }
             Msg::State { gen, state } if gen == self.conn.gen => self.on_state(state),
             Msg::Session { gen, epoch, result } if gen == self.conn.gen => {
@@ -1077,9 +1079,7 @@ impl Driver {
                             at(oldest + t.reply_deadline);
                             at(l.heard_at + self.settings.lost_after);
                         }
-                        None => {
-                            at(l.last_contact.max(l.connected_at) + t.probe_after)
-                        }
+                        None => at(l.last_contact.max(l.connected_at) + t.probe_after),
                     },
                     Some(since) => {
                         at(since + t.abandon_after);

@@ -274,8 +274,8 @@ fn silent_new_session_after_expiry_is_reported_as_expiry() {
     locks.close_blocking();
 }
 
-/// Hazard: a server gone long enough (no answer for `floor(T) + 1` s after the last
-/// ping) leaves the crate `Closed` for good: every call returns `ConnectionLoss` at
+/// Hazard: a server gone long enough (no answer for `floor(T) + 1` s when the crate
+/// reconnects) leaves the crate `Closed` for good: every call returns `ConnectionLoss` at
 /// once. The binding treats that as the end of the session (waiters
 /// `SessionExpired`; held locks were already `Lost(SuspendedTooLong)` a margin
 /// before the server could expire the session), gives typed errors meanwhile, and
@@ -410,13 +410,12 @@ fn no_multi_needed_by_the_lock_api() {
 }
 
 /// Hazard: the crate never times out a silent connection, and gives up for good on
-/// a reconnect if its last ping is older than `floor(T) + 1` s. A liveness probe
-/// that kept the connection busy would starve the crate's pings (it pings only
-/// after 2/3 T of idleness), and the next cut would cost the session. The driver
-/// probes just after each ping is due, so an idle holder stays quiet (no spurious
-/// suspension) for many timeouts and still resumes after a cut.
+/// a reconnect if the server's last answer is older than `floor(T) + 1` s. The
+/// driver probes a connection without a reply for T/3, so an idle holder stays
+/// quiet (no spurious suspension) for many timeouts, its session is touched all
+/// the while, and the crate's last answer stays fresh: it still resumes after a cut.
 #[test]
-fn idle_probes_keep_the_crates_pings_alive() {
+fn idle_holder_stays_quiet_and_resumes_after_a_cut() {
     let server = shared_server();
     let timeout = Duration::from_secs(2);
     let proxy = FaultProxy::start(server.addr()).expect("proxy");
@@ -425,8 +424,8 @@ fn idle_probes_keep_the_crates_pings_alive() {
         .mutex(unique_path("idle"))
         .lock_blocking()
         .expect("lock");
-    // Four session timeouts of idleness (without the care, the crate's last ping
-    // would be 8 s old, against `floor(T) + 1` = 3 s). Nothing should happen to the
+    // Four session timeouts of idleness (without the probes, the crate's last answer
+    // could be 8 s old, against `floor(T) + 1` = 3 s). Nothing should happen to the
     // lock (a machine loaded enough to delay a reply past the reply deadline could
     // make the binding suspend and resume it, which is not what this is about).
     let idle = guard.next_event_timeout_blocking(timeout * 4);
@@ -488,7 +487,10 @@ fn busy_client_keeps_its_session_across_a_cut() {
         CreateMode::Ephemeral,
     )
     .expect("create");
-    let owner = zk.exists(&node, false).expect("exists").map(|s| s.ephemeral_owner);
+    let owner = zk
+        .exists(&node, false)
+        .expect("exists")
+        .map(|s| s.ephemeral_owner);
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(3) {
         zk.exists("/", false).expect("busy");
@@ -500,7 +502,9 @@ fn busy_client_keeps_its_session_across_a_cut() {
     }
     assert_eq!(seen.last(), Some(&ZkState::Connected), "gave up: {seen:?}");
     assert_eq!(
-        zk.exists(&node, false).expect("exists").map(|s| s.ephemeral_owner),
+        zk.exists(&node, false)
+            .expect("exists")
+            .map(|s| s.ephemeral_owner),
         owner,
         "the same session, its ephemeral node kept"
     );
@@ -573,7 +577,12 @@ fn busy_client_s_waiter_keeps_its_place_across_a_cut() {
         .expect("the waiter ends")
         .expect("the waiter is granted");
     assert_eq!(
-        vec![granted.path().rsplit('/').next().unwrap_or_default().to_owned()],
+        vec![granted
+            .path()
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned()],
         ours,
         "granted on its original node"
     );
