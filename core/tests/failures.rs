@@ -373,32 +373,40 @@ fn cancel_after_a_lost_create_finds_the_node_by_attempt_id_and_deletes_it() {
     assert!(h.s.is_idle());
 }
 
+/// A delete whose outcome is unknown (answered with a connection loss, or in flight
+/// when the connection dropped) may have been applied: it is sent again after the
+/// reconnect, and that one's `NoNode` is the release's own.
 #[test]
 fn release_with_connection_loss_retries_after_reconnect_and_no_node_counts_as_released() {
-    let mut h = H::new();
-    let (id, node) = h.held("/r", 0);
-    h.s.release(id, h.now).unwrap();
-    h.drain();
-    h.answer_err(ZkError::ConnectionLoss);
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    assert!(
-        h.take_events().is_empty(),
-        "a releasing lock is not suspended"
-    );
-    h.session(SessionEvent::Connected { session_id: SID });
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: node,
-            version: None
+    for answered in [true, false] {
+        let mut h = H::new();
+        let (id, node) = h.held("/r", 0);
+        h.s.release(id, h.now).unwrap();
+        h.drain();
+        if answered {
+            h.answer_err(ZkError::ConnectionLoss);
         }
-    );
-    h.reply(r.id, Err(ZkError::NoNode));
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
-    assert!(h.s.is_idle());
+        h.session(SessionEvent::Disconnected {
+            since_contact: Duration::ZERO,
+        });
+        h.reqs.clear();
+        assert!(
+            h.take_events().is_empty(),
+            "a releasing lock is not suspended"
+        );
+        h.session(SessionEvent::Connected { session_id: SID });
+        let r = h.next_req();
+        assert_eq!(
+            r.op,
+            Op::Delete {
+                path: node,
+                version: None
+            }
+        );
+        h.reply(r.id, Err(ZkError::NoNode));
+        assert_eq!(h.take_events(), vec![LockEvent::Released], "{answered}");
+        assert!(h.s.is_idle());
+    }
 }
 
 /// A plain holder does not watch its node: one deleted by someone else is found at
@@ -424,24 +432,6 @@ fn release_of_a_node_deleted_by_someone_else_is_lost() {
         vec![LockEvent::Lost(LostReason::NodeDeleted)]
     );
     assert!(h.no_requests());
-    assert!(h.s.is_idle());
-}
-
-/// A delete in flight when the connection dropped may have been applied: the
-/// `NoNode` of the one sent again after the reconnect is the release's own.
-#[test]
-fn release_whose_delete_was_in_flight_at_a_disconnect_counts_no_node_as_released() {
-    let mut h = H::new();
-    let (id, _) = h.held("/r", 0);
-    h.s.release(id, h.now).unwrap();
-    h.drain();
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    h.reqs.clear();
-    h.session(SessionEvent::Connected { session_id: SID });
-    h.answer_err(ZkError::NoNode);
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
     assert!(h.s.is_idle());
 }
 

@@ -42,6 +42,25 @@ fn raw(connect: &str, timeout: Duration) -> (ManuallyDrop<ZooKeeper>, mpsc::Rece
     (ManuallyDrop::new(zk), rx)
 }
 
+/// A raw client (see [`raw`]) through `proxy`, with an ephemeral node of its
+/// session at a new path named after `test` (returned).
+fn raw_with_ephemeral(
+    proxy: &FaultProxy,
+    timeout: Duration,
+    test: &str,
+) -> (ManuallyDrop<ZooKeeper>, mpsc::Receiver<ZkState>, String) {
+    let (zk, states) = raw(&proxy.connect_string(), timeout);
+    let node = unique_path(test);
+    zk.create(
+        &node,
+        Vec::new(),
+        Acl::open_unsafe().clone(),
+        CreateMode::Ephemeral,
+    )
+    .expect("create");
+    (zk, states, node)
+}
+
 /// Every event queued now (a loaded machine may have produced a spurious
 /// suspension, resumed, before the fault under test).
 fn queued(guard: &lock_zookeeper::LockGuard) -> Vec<LockEvent> {
@@ -65,6 +84,40 @@ fn client(connect: &str, timeout: Duration) -> LockClient {
         .session_timeout(timeout)
         .connect()
         .expect("connect")
+}
+
+/// A client (session timeout `timeout`) through a proxy of its own to the shared
+/// server, holding a mutex at a new path named after `test`.
+fn holding_through_proxy(
+    test: &str,
+    timeout: Duration,
+) -> (FaultProxy, LockClient, lock_zookeeper::LockGuard) {
+    let proxy = FaultProxy::start(shared_server().addr()).expect("proxy");
+    let locks = client(&proxy.connect_string(), timeout);
+    let guard = locks
+        .mutex(unique_path(test))
+        .lock_blocking()
+        .expect("lock");
+    (proxy, locks, guard)
+}
+
+/// Cuts `proxy` under `locks`, holding `guard`: the crate reconnects within the
+/// session (one client, one session) and the lock resumes. Then releases and
+/// closes.
+fn cut_costs_no_session(proxy: &FaultProxy, locks: &LockClient, guard: lock_zookeeper::LockGuard) {
+    proxy.cut();
+    wait_until("the reconnection", SHORT, || {
+        (locks.diagnostics().reconnects >= 1).then_some(())
+    });
+    wait_until("the lock resumed", SHORT, || {
+        guard.is_trusted().then_some(())
+    });
+    let events = queued(&guard);
+    assert_eq!(events.last(), Some(&LockEvent::Resumed), "{events:?}");
+    let d = locks.diagnostics();
+    assert_eq!((d.clients_opened, d.sessions), (1, 1), "{d:?}");
+    guard.release_blocking().expect("release");
+    locks.close_blocking();
 }
 
 /// Hazard: the crate runs its state listener on its I/O thread, under its listener
@@ -107,12 +160,7 @@ fn state_listener_cannot_call_zookeeper_so_the_driver_does() {
 
     // The binding: a cut while holding is reported, and the lock is re-verified
     // (ZooKeeper calls in reaction to the state change) and resumed.
-    let proxy = FaultProxy::start(server.addr()).expect("proxy");
-    let locks = client(&proxy.connect_string(), Duration::from_secs(2));
-    let guard = locks
-        .mutex(unique_path("listener"))
-        .lock_blocking()
-        .expect("lock");
+    let (proxy, locks, guard) = holding_through_proxy("listener", Duration::from_secs(2));
     proxy.cut();
     wait_until("the reconnection", SHORT, || {
         (locks.diagnostics().reconnects == 1).then_some(())
@@ -190,15 +238,7 @@ fn silent_new_session_after_expiry_is_reported_as_expiry() {
 
     // The raw crate.
     let proxy = FaultProxy::start(server.addr()).expect("proxy");
-    let (zk, states) = raw(&proxy.connect_string(), timeout);
-    let node = unique_path("raw-ephemeral");
-    zk.create(
-        &node,
-        Vec::new(),
-        Acl::open_unsafe().clone(),
-        CreateMode::Ephemeral,
-    )
-    .expect("create");
+    let (zk, states, node) = raw_with_ephemeral(&proxy, timeout, "raw-ephemeral");
     let (_, old_owner) = admin.stat(&node).expect("exists");
     proxy.blackhole();
     admin.wait_deleted(&node, LONG); // the server expired the session...
@@ -416,14 +456,8 @@ fn no_multi_needed_by_the_lock_api() {
 /// the while, and the crate's last answer stays fresh: it still resumes after a cut.
 #[test]
 fn idle_holder_stays_quiet_and_resumes_after_a_cut() {
-    let server = shared_server();
     let timeout = Duration::from_secs(2);
-    let proxy = FaultProxy::start(server.addr()).expect("proxy");
-    let locks = client(&proxy.connect_string(), timeout);
-    let guard = locks
-        .mutex(unique_path("idle"))
-        .lock_blocking()
-        .expect("lock");
+    let (proxy, locks, guard) = holding_through_proxy("idle", timeout);
     // Four session timeouts of idleness (without the probes, the crate's last answer
     // could be 8 s old, against `floor(T) + 1` = 3 s). Nothing should happen to the
     // lock (a machine loaded enough to delay a reply past the reply deadline could
@@ -433,21 +467,7 @@ fn idle_holder_stays_quiet_and_resumes_after_a_cut() {
         matches!(idle, None | Some(LockEvent::Suspended)),
         "{idle:?}"
     );
-    proxy.cut();
-    // The cut costs no session: the crate reconnects, the lock resumes.
-    wait_until("the reconnection", SHORT, || {
-        (locks.diagnostics().reconnects >= 1).then_some(())
-    });
-    wait_until("the lock resumed", SHORT, || {
-        guard.is_trusted().then_some(())
-    });
-    let events = queued(&guard);
-    assert_eq!(events.last(), Some(&LockEvent::Resumed), "{events:?}");
-    assert!(guard.is_trusted());
-    let d = locks.diagnostics();
-    assert_eq!((d.clients_opened, d.sessions), (1, 1), "{d:?}");
-    guard.release_blocking().expect("release");
-    locks.close_blocking();
+    cut_costs_no_session(&proxy, &locks, guard);
 }
 
 /// Keeps `locks` busy (taking and releasing a lock at `path`, never idle for 2/3 T)
@@ -478,15 +498,7 @@ fn busy_client_keeps_its_session_across_a_cut() {
 
     // The crate: busy for three times `floor(T) + 1` s, then cut.
     let proxy = FaultProxy::start(server.addr()).expect("proxy");
-    let (zk, states) = raw(&proxy.connect_string(), timeout);
-    let node = unique_path("raw-busy");
-    zk.create(
-        &node,
-        Vec::new(),
-        Acl::open_unsafe().clone(),
-        CreateMode::Ephemeral,
-    )
-    .expect("create");
+    let (zk, states, node) = raw_with_ephemeral(&proxy, timeout, "raw-busy");
     let owner = zk
         .exists(&node, false)
         .expect("exists")
@@ -517,20 +529,8 @@ fn busy_client_keeps_its_session_across_a_cut() {
     let session = locks.session_id();
     keep_busy(&locks, &path, Duration::from_secs(3));
     let guard = locks.mutex(&path).lock_blocking().expect("lock");
-    proxy.cut();
-    wait_until("the reconnection", SHORT, || {
-        (locks.diagnostics().reconnects >= 1).then_some(())
-    });
-    wait_until("the lock resumed", SHORT, || {
-        guard.is_trusted().then_some(())
-    });
-    let events = queued(&guard);
-    assert_eq!(events.last(), Some(&LockEvent::Resumed), "{events:?}");
+    cut_costs_no_session(&proxy, &locks, guard);
     assert_eq!(locks.session_id(), session);
-    let d = locks.diagnostics();
-    assert_eq!((d.clients_opened, d.sessions), (1, 1), "{d:?}");
-    guard.release_blocking().expect("release");
-    locks.close_blocking();
 }
 
 /// The same fix, seen from a queue: a busy client's waiter keeps its node (its
@@ -609,14 +609,8 @@ fn busy_client_s_waiter_keeps_its_place_across_a_cut() {
 /// the lock up (a margin before the server could expire the session).
 #[test]
 fn blackhole_shows_suspended_before_lost() {
-    let server = shared_server();
     let timeout = Duration::from_secs(2);
-    let proxy = FaultProxy::start(server.addr()).expect("proxy");
-    let locks = client(&proxy.connect_string(), timeout);
-    let guard = locks
-        .mutex(unique_path("blackhole-window"))
-        .lock_blocking()
-        .expect("lock");
+    let (proxy, locks, guard) = holding_through_proxy("blackhole-window", timeout);
     proxy.blackhole();
     let cut_at = Instant::now();
     let mut suspended_at = None;
