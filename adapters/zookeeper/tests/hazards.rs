@@ -526,11 +526,9 @@ fn busy_client_keeps_its_session_across_a_cut() {
     let proxy = FaultProxy::start(server.addr()).expect("proxy");
     let locks = client(&proxy.connect_string(), timeout);
     let path = unique_path("busy");
-    let session = locks.session_id();
     keep_busy(&locks, &path, Duration::from_secs(3));
     let guard = locks.mutex(&path).lock_blocking().expect("lock");
     cut_costs_no_session(&proxy, &locks, guard);
-    assert_eq!(locks.session_id(), session);
 }
 
 /// The same fix, seen from a queue: a busy client's waiter keeps its node (its
