@@ -7,7 +7,7 @@ use lock_conformance::{
     fresh_server, shared_server, unique_path, wait_until, watchers_of, ZkAdmin, LONG, SHORT,
 };
 use lock_core::{LockEvent, LockSpec, LostReason};
-use lock_testkit::FaultProxy;
+use lock_testkit::{FaultProxy, ZkEnsemble};
 use lock_zookeeper::{Connect, Diagnose, Error, LockClient, LockStatus};
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -747,4 +747,41 @@ fn first_connection_without_timeout_is_given_up() {
         .expect("lock");
     guard.release_blocking().expect("release");
     locks.close_blocking();
+}
+
+/// Hazard: the crate (0.8.0) has no `sync`, the request that makes a follower ask
+/// the leader (a read is answered by the server alone). Added in patches/zookeeper:
+/// through a follower whose leader is frozen, reads still return at once, and a
+/// sync returns only once the leader is back.
+#[test]
+fn sync_goes_through_the_leader() {
+    let ensemble = ZkEnsemble::start(3).expect("a 3-node ensemble");
+    let leader = ensemble.wait_for_leader(SHORT).expect("a leader");
+    let follower = (0..3).find(|&i| i != leader).expect("a follower");
+    let connect = ensemble.member(follower).expect("member").connect_string();
+    let (zk, _) = raw(&connect, Duration::from_secs(10));
+    let (reader, _) = raw(&connect, Duration::from_secs(10));
+    assert_eq!(zk.sync("/conformance"), Ok("/conformance".to_owned()));
+    ensemble.pause(leader).expect("pause the leader");
+    // Within syncLimit (3 s), the follower still serves.
+    reader
+        .exists("/", false)
+        .expect("a read, answered by the follower alone");
+    let (tx, synced) = mpsc::channel();
+    let zk = Arc::new(ManuallyDrop::into_inner(zk));
+    let syncing = zk.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(syncing.sync("/conformance"));
+    });
+    // Proving that something does not happen needs a bounded wait.
+    assert!(
+        synced.recv_timeout(Duration::from_secs(1)).is_err(),
+        "the sync returned while the leader was frozen"
+    );
+    ensemble.resume(leader).expect("resume the leader");
+    assert_eq!(
+        synced.recv_timeout(SHORT).expect("the sync returns"),
+        Ok("/conformance".to_owned())
+    );
+    drop(ManuallyDrop::into_inner(reader));
 }

@@ -20,6 +20,7 @@ pub enum OpCode {
     GetChildren = 8,
     GetData = 4,
     SetData = 5,
+    Sync = 9,
     Ping = 11,
     CloseSession = -11,
 }

@@ -331,6 +331,21 @@ impl ZooKeeper {
         }
     }
 
+    /// Flush the channel between the server this client is connected to and the
+    /// leader (ZooKeeper's `sync`): return once that server has applied every update
+    /// the leader had committed when the request reached it. The request goes
+    /// through the leader without a transaction. Return the path.
+    pub fn sync(&self, path: &str) -> ZkResult<String> {
+        trace!("ZooKeeper::sync");
+        // The request and the response are a path alone, as getAcl's request and
+        // create's response.
+        let req = GetAclRequest { path: try!(self.path(path)) };
+
+        let response: CreateResponse = try!(self.request(OpCode::Sync, self.xid(), req, None));
+
+        Ok(self.cut_chroot(response.path))
+    }
+
     /// Return the ACL and `Stat` of the node of the given path.
     ///
     /// # Errors
