@@ -4,10 +4,13 @@
 //! that the session is in doubt, back, or gone, whatever locks are held.
 
 use crate::client::LockClient;
+use crate::hazard::Hazard;
+use crate::server_check::ServerCheck;
 use crate::shared::Shared;
 use lock_core::SessionEvent;
 use std::collections::VecDeque;
 use std::future::poll_fn;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
@@ -61,6 +64,18 @@ pub enum ConnectionEvent {
         /// The session that is gone.
         session_id: i64,
     },
+    /// A server the client is connected to has settings under which a majority
+    /// can expire the session (and grant its locks to others) while this server
+    /// still answers it: see [`Hazard`] for the rule and the fix. Once per
+    /// server and kind of hazard, when the binding could read the server's
+    /// settings (its `conf` four-letter word); also logged as a `tracing`
+    /// warning. [`LockClient::server_checks`] has every check made.
+    ServerHazard {
+        /// The server's address.
+        server: SocketAddr,
+        /// What is wrong and how to fix it.
+        hazard: Hazard,
+    },
     /// The client is closed; the last event.
     Closed,
 }
@@ -71,6 +86,10 @@ pub(crate) struct Tracker {
     state: Option<ConnectionState>,
     subscribers: Vec<(u64, Subscriber)>,
     next_id: u64,
+    /// The latest check of each server's settings, in the order first checked.
+    checks: Vec<ServerCheck>,
+    /// The hazards reported so far: each is reported once.
+    reported: Vec<(SocketAddr, crate::hazard::HazardKind)>,
 }
 
 #[derive(Default)]
@@ -136,6 +155,47 @@ impl Tracker {
             sub.events.extend(events.iter().copied());
             to_wake.append(&mut sub.wakers);
         }
+    }
+
+    /// Records a check of a server's settings; hazards not reported before for
+    /// that server become events and warnings.
+    pub(crate) fn on_server_check(&mut self, check: ServerCheck, to_wake: &mut Vec<Waker>) {
+        let server = check.server;
+        match &check.conf {
+            Ok(conf) => tracing::debug!(%server, ?conf, "ZooKeeper server settings"),
+            Err(error) => {
+                let first = !self.checks.iter().any(|c| c.server == server);
+                if first {
+                    tracing::info!(%server, %error, "cannot check the server's settings")
+                }
+            }
+        }
+        let mut events = Vec::new();
+        for hazard in &check.hazards {
+            if !self.reported.contains(&(server, hazard.kind)) {
+                self.reported.push((server, hazard.kind));
+                tracing::warn!(%server, "zklock: unsafe ZooKeeper settings: {hazard}");
+                events.push(ConnectionEvent::ServerHazard {
+                    server,
+                    hazard: *hazard,
+                });
+            }
+        }
+        match self.checks.iter_mut().find(|c| c.server == server) {
+            Some(old) => *old = check,
+            None => self.checks.push(check),
+        }
+        if self.state() == ConnectionState::Closed || events.is_empty() {
+            return;
+        }
+        for (_, sub) in &mut self.subscribers {
+            sub.events.extend(events.iter().copied());
+            to_wake.append(&mut sub.wakers);
+        }
+    }
+
+    pub(crate) fn checks(&self) -> Vec<ServerCheck> {
+        self.checks.clone()
     }
 
     fn subscribe(&mut self) -> u64 {
@@ -256,5 +316,15 @@ impl LockClient {
         let shared = self.inner.shared.clone();
         let id = shared.with_quiet(|s| s.connection.subscribe());
         ConnectionEvents { shared, id }
+    }
+
+    /// The checks of the settings of the servers the client was connected to,
+    /// one per server (the latest), in the order first made: each server's
+    /// settings (or why they could not be read) and their [`Hazard`]s for this
+    /// session. The binding checks a server in the background after connecting
+    /// to it, so a check may come a moment later (hazards also come as
+    /// [`ConnectionEvent::ServerHazard`]).
+    pub fn server_checks(&self) -> Vec<ServerCheck> {
+        self.shared().read(|s| s.connection.checks())
     }
 }

@@ -101,7 +101,10 @@
 //!
 //! [`LockClient::connection_state`] and [`LockClient::connection_events`] follow
 //! the session as a whole ([`ConnectionEvent`]: `Connected`, `Suspended`,
-//! `Reconnected`, `SessionLost`, `Closed`), beside each guard's own events. Every
+//! `Reconnected`, `SessionLost`, `ServerHazard`, `Closed`), beside each guard's
+//! own events. `ServerHazard` says that a server's settings let a majority
+//! expire the session while that server still answers it ([`Hazard`]: the rule
+//! and the fix; [`LockClient::server_checks`] has every check). Every
 //! acquisition runs in a `tracing` span `zklock.lock` (path, recipe, owner, lock id)
 //! with an event per step: created, queued behind a node, acquired (node, token),
 //! suspended, resumed, lost (reason), released, failed. The core has no `tracing`:
@@ -146,7 +149,7 @@
 //!
 //! ## Writing a binding
 //!
-//! A binding for another ZooKeeper client is five pieces of glue; lock-zookeeper-client
+//! A binding for another ZooKeeper client is six pieces of glue; lock-zookeeper-client
 //! (adapters/zookeeper-client/src, under 800 lines of code) is the worked example, in
 //! these files:
 //!
@@ -185,6 +188,11 @@
 //!    the binding's own nodes; chroot; timeouts; TLS; SASL), and
 //!    [`Error::Unsupported`] at connect for the rest, never a silent default.
 //!
+//! 6. **Server checks** (`driver.rs`): after each (re)connect, on a thread of
+//!    its own, ask the server(s) the process is connected to for `conf`
+//!    (`lock_nodelay::ask_connected_servers`) and hand each answer to the
+//!    [`ServerChecker`] from [`Link::server_checker`].
+//!
 //! Everything else (handles, guards, events, deadlines, elections, sections,
 //! fenced writes, errors, connection options) is here, so a feature is written once
 //! and every binding has it.
@@ -197,11 +205,14 @@ mod connection;
 mod election;
 mod error;
 mod guard;
+mod hazard;
 mod link;
 mod lock;
 mod multi;
 mod options;
 mod pending;
+mod server_check;
+mod server_conf;
 mod shared;
 mod trace;
 mod writes;
@@ -211,11 +222,14 @@ pub use connection::{ConnectionEvent, ConnectionEvents, ConnectionState};
 pub use election::{Election, ElectionEvent, ElectionObserver, Leadership};
 pub use error::{Cycle, Error};
 pub use guard::{LockGuard, LockStatus};
+pub use hazard::{Hazard, HazardKind};
 pub use link::{Link, Notifier};
 pub use lock::{Mutex, ReadLock, RwLock, Semaphore, WriteLock};
 pub use multi::{MultiGuard, MultiLock, MultiPart};
 pub use options::{random_seed, AclEntry, Auth, ConnectOptions, NodeAcl, Perms, SaslDigest, Tls};
 pub use pending::{Canceller, PendingLock};
+pub use server_check::{ServerCheck, ServerChecker};
+pub use server_conf::{four_letter_word_refused, ConfError, ServerConf};
 pub use writes::Writes;
 
 pub use lock_core::{

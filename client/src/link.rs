@@ -19,7 +19,8 @@ use std::time::Instant;
 /// # Methods, by kind
 ///
 /// * **Getters**: [`is_closed`](Self::is_closed), [`session_id`](Self::session_id),
-///   [`is_connected`](Self::is_connected), [`stats`](Self::stats).
+///   [`is_connected`](Self::is_connected), [`stats`](Self::stats),
+///   [`server_checker`](Self::server_checker).
 /// * **Inputs** (`handle_*`): [`handle_session`](Self::handle_session),
 ///   [`handle_reply`](Self::handle_reply), [`handle_watch`](Self::handle_watch),
 ///   [`handle_timeout`](Self::handle_timeout).
@@ -149,6 +150,13 @@ impl Link {
     /// calls are ignored.
     pub fn set_extension(&self, extension: Arc<dyn Any + Send + Sync>) {
         let _ = self.shared.extension.set(extension);
+    }
+
+    /// Where to report the settings of each server the binding connects to (its
+    /// answer to the `conf` four-letter word), from a background thread: see
+    /// [`ServerChecker`](crate::ServerChecker).
+    pub fn server_checker(&self) -> crate::ServerChecker {
+        crate::ServerChecker::new(self.shared.clone())
     }
 
     // Inputs.

@@ -313,6 +313,11 @@ impl State {
 
     /// What the binding reports about the session, for the core and for the
     /// client-wide connection state.
+    /// A binding's check of a server's settings ([`crate::ServerChecker`]).
+    pub(crate) fn server_checked(&mut self, check: crate::ServerCheck) {
+        self.connection.on_server_check(check, &mut self.to_wake);
+    }
+
     pub(crate) fn session_changed(&mut self, event: lock_core::SessionEvent, now: Timestamp) {
         self.connection.on_session(&event, &mut self.to_wake);
         self.core

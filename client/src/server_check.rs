@@ -1,0 +1,86 @@
+//! Checking the settings of the servers a client is connected to: the
+//! [`ServerCheck`]s a binding reports through a [`ServerChecker`], after asking
+//! each server for its `conf` in the background.
+
+use crate::hazard::Hazard;
+use crate::server_conf::{ConfError, ServerConf};
+use crate::shared::Shared;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One check of a server's settings, from
+/// [`LockClient::server_checks`](crate::LockClient::server_checks).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerCheck {
+    /// The server's address.
+    pub server: SocketAddr,
+    /// Its settings, or why they could not be read (most often
+    /// [`ConfError::Refused`]: ZooKeeper 3.8 allows only `srvr` unless
+    /// `4lw.commands.whitelist` says more). Nothing is guessed.
+    pub conf: Result<ServerConf, ConfError>,
+    /// The hazards of the session on this server; empty when the settings are
+    /// safe or unknown.
+    pub hazards: Vec<Hazard>,
+}
+
+impl ServerCheck {
+    /// Judges `server`'s answer to `conf` (or the I/O error of asking) for a
+    /// session with timeout `session_timeout`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let server = "127.0.0.1:2181".parse().unwrap();
+    /// let answer = Ok("tickTime=2000\nsyncLimit=5\nminSessionTimeout=4000\n\
+    ///                  maxSessionTimeout=40000\n".to_owned());
+    /// let check = lock_client::ServerCheck::new(server, answer, Duration::from_secs(20));
+    /// assert!(check.conf.is_ok() && check.hazards.is_empty());
+    /// ```
+    pub fn new(
+        server: SocketAddr,
+        answer: std::io::Result<String>,
+        session_timeout: Duration,
+    ) -> ServerCheck {
+        let conf = ServerConf::from_answer(answer);
+        let hazards = match &conf {
+            Ok(conf) => Hazard::check(conf, session_timeout),
+            Err(_) => Vec::new(),
+        };
+        ServerCheck {
+            server,
+            conf,
+            hazards,
+        }
+    }
+}
+
+/// Where a binding reports the settings of the servers it connects to, from
+/// [`Link::server_checker`](crate::Link::server_checker): `Send`, for the
+/// background thread that asks (a check must never hold up lock operations).
+/// Each report becomes a [`ServerCheck`]; its new hazards become
+/// [`ConnectionEvent::ServerHazard`](crate::ConnectionEvent::ServerHazard)s and
+/// `tracing` warnings.
+#[derive(Clone)]
+pub struct ServerChecker {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for ServerChecker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ServerChecker")
+    }
+}
+
+impl ServerChecker {
+    pub(crate) fn new(shared: Arc<Shared>) -> ServerChecker {
+        ServerChecker { shared }
+    }
+
+    /// Reports `server`'s answer to the `conf` four-letter word, or the I/O
+    /// error of asking, judged against the client's negotiated session timeout.
+    pub fn report(&self, server: SocketAddr, answer: std::io::Result<String>) {
+        let check = ServerCheck::new(server, answer, self.shared.session_timeout);
+        self.shared.with_quiet(|s| s.server_checked(check));
+    }
+}
