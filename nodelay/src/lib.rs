@@ -59,6 +59,17 @@
 //! On other systems than Linux [`apply`] reports [`std::io::ErrorKind::Unsupported`]
 //! and the bindings carry on (Nagle's delays included).
 //!
+//! ## Four-letter words
+//!
+//! The crate also holds the other socket matter both bindings share:
+//! [`four_letter_word`], one short exchange with a server's client port (plain
+//! `std::net::TcpStream`, with a timeout), and
+//! [`ask_connected_servers_in_background`], which after a (re)connect asks the
+//! servers this process is connected to ([`connected_servers`], found as
+//! above) for their settings (`conf`) on a thread of its own, so that the check
+//! never holds up a lock operation. lock-client judges the answers
+//! (`lock_client::ServerConf`, `lock_client::Hazard`).
+//!
 //! ## Tests
 //!
 //! This crate's tests set the option on real loopback connections through both
@@ -71,11 +82,15 @@
 #![deny(missing_docs, unsafe_code)]
 #![warn(rust_2018_idioms)]
 
+mod fourlw;
 mod peers;
 
 #[cfg(target_os = "linux")]
 mod linux;
 
+pub use fourlw::{
+    ask_connected_servers_in_background, connected_servers, four_letter_word, BACKGROUND_TIMEOUT,
+};
 pub use peers::Peers;
 
 use std::io;

@@ -1,63 +1,26 @@
 //! ZooKeeper's four-letter-word admin commands (`ruok`, `srvr`, `mntr`, ...).
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::time::{Duration, Instant};
+use std::net::SocketAddr;
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 
 const NOT_SERVING: &str = "not currently serving requests";
 
-/// Sends a four-letter word to `addr` and returns the whole answer.
+/// Sends a four-letter word to `addr` and returns the whole answer
+/// (lock-nodelay's exchange, which zklock's bindings use too).
 ///
-/// Connecting, writing and reading each respect `timeout`; the whole exchange
+/// Connecting and the exchange each respect `timeout`; the whole exchange
 /// takes at most about twice `timeout`. The server closes the connection after
 /// answering. The server must whitelist the command (the testkit's servers
 /// whitelist all of them).
 pub fn four_letter_word(addr: SocketAddr, command: &str, timeout: Duration) -> Result<String> {
-    let fail = |reason: String| Error::FourLetterWord {
+    lock_nodelay::four_letter_word(addr, command, timeout).map_err(|e| Error::FourLetterWord {
         command: command.to_string(),
         addr,
-        reason,
-    };
-    if command.len() != 4 || !command.bytes().all(|b| b.is_ascii_lowercase()) {
-        return Err(fail("not a four-letter word".into()));
-    }
-    let timeout = timeout.max(Duration::from_millis(1));
-    let mut stream =
-        TcpStream::connect_timeout(&addr, timeout).map_err(|e| fail(format!("connect: {e}")))?;
-    let deadline = Instant::now() + timeout;
-    stream
-        .set_write_timeout(Some(timeout))
-        .and_then(|()| stream.write_all(command.as_bytes()))
-        .map_err(|e| fail(format!("write: {e}")))?;
-    let mut answer = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(fail(format!("no complete answer within {timeout:?}")));
-        }
-        stream
-            .set_read_timeout(Some(left))
-            .map_err(|e| fail(format!("set_read_timeout: {e}")))?;
-        match stream.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => answer.extend_from_slice(&buf[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(fail(format!("no complete answer within {timeout:?}")))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(fail(format!("read: {e}"))),
-        }
-    }
-    Ok(String::from_utf8_lossy(&answer).into_owned())
+        reason: e.to_string(),
+    })
 }
 
 /// A server's role, from the `Mode:` line of `srvr`.

@@ -320,6 +320,7 @@ impl Driver {
         match state {
             SessionState::SyncConnected => {
                 self.set_nodelay();
+                self.check_server();
                 if self.link.is_connected() {
                     // Connected again without us seeing the disconnect in between.
                     self.link.handle_session(disconnected, now);
@@ -364,6 +365,22 @@ impl Driver {
         });
         if let Err(e) = started {
             tracing::debug!(error = %e, "TCP_NODELAY could not be set");
+        }
+    }
+
+    /// Asks the server the client is now connected to for its settings (`conf`)
+    /// and has lock-client judge them for this session (a `ServerHazard` event
+    /// and a warning when a majority could expire the session while this server
+    /// still answers it). On a thread of its own: nothing waits for it.
+    fn check_server(&self) {
+        let checker = self.link.server_checker();
+        let started = lock_nodelay::ask_connected_servers_in_background(
+            self.dial.cluster.clone(),
+            "conf",
+            move |server, answer| checker.report(server, answer),
+        );
+        if let Err(e) = started {
+            tracing::debug!(error = %e, "the server's settings could not be checked");
         }
     }
 

@@ -712,6 +712,7 @@ impl Driver {
             Ok((sid, marker)) => {
                 // Before the core (or `connect`'s caller) sends anything on it.
                 self.set_nodelay();
+                self.check_server();
                 if !self.conn.connected {
                     // Connected before the listener was added.
                     self.conn.connected = true;
@@ -776,6 +777,19 @@ impl Driver {
             // Without it everything works, with Nagle's delays.
             let _ = lock_nodelay::apply(peers);
         }
+    }
+
+    /// Asks the server the crate is now connected to for its settings (`conf`)
+    /// and has lock-client judge them for this session (a `ServerHazard` event
+    /// and a warning when a majority could expire the session while this server
+    /// still answers it). On a thread of its own: nothing waits for it.
+    fn check_server(&self) {
+        let checker = self.link.server_checker();
+        let _ = lock_nodelay::ask_connected_servers_in_background(
+            self.settings.hosts.join(","),
+            "conf",
+            move |server, answer| checker.report(server, answer),
+        );
     }
 
     fn on_state(&mut self, state: ZkState) {

@@ -1,0 +1,179 @@
+//! ZooKeeper's four-letter words (`srvr`, `conf`, ...): one short exchange on a
+//! connection of its own to a server's client port, and asking the servers this
+//! process is connected to.
+
+use crate::Peers;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+/// Sends the four-letter word `word` to the server at `addr` and returns its
+/// whole answer (the server closes the connection after answering). Connecting
+/// and the exchange each take at most `timeout`.
+///
+/// A word the server's `4lw.commands.whitelist` leaves out is answered with
+/// `"<word> is not executed because it is not in the whitelist."` (ZooKeeper
+/// 3.8 allows only `srvr` by default): an `Ok` answer, for the caller to read.
+///
+/// # Errors
+/// `InvalidInput` when `word` is not four ASCII lowercase letters; `TimedOut`
+/// when the answer is not complete in time; connection and I/O errors.
+pub fn four_letter_word(addr: SocketAddr, word: &str, timeout: Duration) -> io::Result<String> {
+    if word.len() != 4 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{word:?} is not a four-letter word"),
+        ));
+    }
+    let timeout = timeout.max(Duration::from_millis(1));
+    let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
+    let deadline = Instant::now() + timeout;
+    stream.set_write_timeout(Some(timeout))?;
+    stream.write_all(word.as_bytes())?;
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(incomplete(timeout));
+        }
+        stream.set_read_timeout(Some(left))?;
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                return Err(incomplete(timeout))
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(String::from_utf8_lossy(&answer).into_owned())
+}
+
+fn incomplete(timeout: Duration) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!("no complete answer within {timeout:?}"),
+    )
+}
+
+/// The servers of `peers` this process has a TCP connection to (on Linux, from
+/// [`connections`](crate::connections)); elsewhere, or when none is found,
+/// every server of `peers`.
+pub fn connected_servers(peers: &Peers) -> Vec<SocketAddr> {
+    let mut servers: Vec<SocketAddr> = Vec::new();
+    for connection in crate::connections(peers).unwrap_or_default() {
+        if !servers.contains(&connection.peer) {
+            servers.push(connection.peer);
+        }
+    }
+    if servers.is_empty() {
+        servers = peers.addrs().to_vec();
+    }
+    servers
+}
+
+/// How long [`ask_connected_servers_in_background`] gives each server to
+/// connect, and again to answer.
+pub const BACKGROUND_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// On a thread of its own (name resolution and the exchanges block): resolves
+/// `connect_string`, then sends `word` to each of its servers this process is
+/// connected to ([`connected_servers`]) and calls `answer` with each server's
+/// answer ([`BACKGROUND_TIMEOUT`] each). For a binding's check of its server
+/// after a (re)connect, which must not hold up anything else.
+///
+/// # Errors
+/// When no thread can be started.
+pub fn ask_connected_servers_in_background(
+    connect_string: String,
+    word: &'static str,
+    mut answer: impl FnMut(SocketAddr, io::Result<String>) + Send + 'static,
+) -> io::Result<()> {
+    std::thread::Builder::new()
+        .name(format!("zklock-{word}"))
+        .spawn(move || {
+            let Ok(peers) = Peers::resolve(&connect_string) else {
+                return;
+            };
+            for server in connected_servers(&peers) {
+                answer(server, four_letter_word(server, word, BACKGROUND_TIMEOUT));
+            }
+        })
+        .map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A server that answers `answer` to every connection sending `conf`, then
+    /// closes it.
+    fn answering(answer: &'static str) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let mut stream = stream.unwrap();
+                std::thread::spawn(move || {
+                    let mut word = [0u8; 4];
+                    if stream.read_exact(&mut word).is_ok() && &word == b"conf" {
+                        stream.write_all(answer.as_bytes()).unwrap();
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn reads_the_whole_answer() {
+        let addr = answering("tickTime=2000\nsyncLimit=5\n");
+        let answer = four_letter_word(addr, "conf", Duration::from_secs(5)).unwrap();
+        assert_eq!(answer, "tickTime=2000\nsyncLimit=5\n");
+    }
+
+    #[test]
+    fn a_silent_server_times_out() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let err = four_letter_word(addr, "conf", Duration::from_millis(200)).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+        drop(listener);
+    }
+
+    #[test]
+    fn only_four_letter_words_are_sent() {
+        let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        for word in ["con", "CONF", "confs"] {
+            let err = four_letter_word(addr, word, Duration::from_secs(1)).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{word}");
+        }
+    }
+
+    #[test]
+    fn asks_the_connected_server_in_the_background() {
+        let addr = answering("imok-ish");
+        // Connected to it (this socket is what `connections` finds on Linux)...
+        let other = TcpListener::bind("127.0.0.1:0").unwrap();
+        let peers = Peers::new([addr, other.local_addr().unwrap()]);
+        // ... the first server only, so only it is asked.
+        let _ours = TcpStream::connect(addr);
+        let listed = connected_servers(&peers);
+        if cfg!(target_os = "linux") {
+            assert_eq!(listed, [addr]);
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        ask_connected_servers_in_background(
+            format!("{addr}"),
+            "conf",
+            move |server, answer| tx.send((server, answer.unwrap())).unwrap(),
+        )
+        .unwrap();
+        let (server, answer) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(server, addr);
+        assert_eq!(answer, "imok-ish");
+    }
+}
