@@ -69,7 +69,9 @@ pub enum ConnectionEvent {
     /// still answers it: see [`Hazard`] for the rule and the fix. Once per
     /// server and kind of hazard, when the binding could read the server's
     /// settings (its `conf` four-letter word); also logged as a `tracing`
-    /// warning. [`LockClient::server_checks`] has every check made.
+    /// warning. A new stream starts with the hazards found so far (a check
+    /// often ends before the user subscribes); [`LockClient::server_checks`]
+    /// has every check made.
     ServerHazard {
         /// The server's address.
         server: SocketAddr,
@@ -198,9 +200,20 @@ impl Tracker {
         self.checks.clone()
     }
 
+    /// A new subscriber starts with the hazards found so far: they describe the
+    /// servers, not a moment, and a check often ends before the user subscribes.
     fn subscribe(&mut self) -> u64 {
         self.next_id += 1;
-        self.subscribers.push((self.next_id, Subscriber::default()));
+        let mut subscriber = Subscriber::default();
+        for check in &self.checks {
+            for hazard in &check.hazards {
+                subscriber.events.push_back(ConnectionEvent::ServerHazard {
+                    server: check.server,
+                    hazard: *hazard,
+                });
+            }
+        }
+        self.subscribers.push((self.next_id, subscriber));
         self.next_id
     }
 
@@ -229,8 +242,9 @@ impl Tracker {
 }
 
 /// The connection's changes from the moment it was made, from
-/// [`LockClient::connection_events`]. Each stream gets every event; an unread one
-/// waits (nothing is dropped). It does not keep the client open: once the client is
+/// [`LockClient::connection_events`] (and first the
+/// [`ServerHazard`](ConnectionEvent::ServerHazard)s found before). Each stream
+/// gets every event; an unread one waits (nothing is dropped). It does not keep the client open: once the client is
 /// closed, [`next`](Self::next) returns `Closed` and then `None`.
 ///
 /// ```no_run

@@ -668,6 +668,13 @@ fn a_hazardous_server_is_an_event_and_a_warning_once() {
         // The same hazard again (a reconnect to the same server): no new event.
         checker.report(server, Ok(SAMPLE_CONF.to_owned()));
         assert_eq!(events.next_timeout_blocking(Duration::ZERO), None);
+        // A stream made later starts with it.
+        let mut late = locks.connection_events();
+        assert!(matches!(
+            late.next_timeout_blocking(Duration::ZERO),
+            Some(ConnectionEvent::ServerHazard { .. })
+        ));
+        assert_eq!(late.next_timeout_blocking(Duration::ZERO), None);
         let checks = locks.server_checks();
         assert_eq!(checks.len(), 1);
         assert_eq!(checks[0].hazards, [hazard]);

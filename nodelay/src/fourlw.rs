@@ -41,7 +41,12 @@ pub fn four_letter_word(addr: SocketAddr, word: &str, timeout: Duration) -> io::
         match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => answer.extend_from_slice(&buf[..n]),
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
                 return Err(incomplete(timeout))
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -166,11 +171,9 @@ mod tests {
             assert_eq!(listed, [addr]);
         }
         let (tx, rx) = std::sync::mpsc::channel();
-        ask_connected_servers_in_background(
-            format!("{addr}"),
-            "conf",
-            move |server, answer| tx.send((server, answer.unwrap())).unwrap(),
-        )
+        ask_connected_servers_in_background(format!("{addr}"), "conf", move |server, answer| {
+            tx.send((server, answer.unwrap())).unwrap()
+        })
         .unwrap();
         let (server, answer) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
         assert_eq!(server, addr);
