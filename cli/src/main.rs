@@ -7,6 +7,7 @@
 //! zklock revoke PATH|NODE
 //! zklock leader PATH [--watch]
 //! zklock deadlocks ROOT [--json | --dot]
+//! zklock doctor [--json] [--admin-port PORT]
 //! ```
 //!
 //! Every command takes `--zk HOSTS[/chroot]` (env `ZKLOCK_ZK`, default
@@ -16,6 +17,7 @@
 #![deny(missing_docs)]
 
 mod deadlocks;
+mod doctor;
 mod exec;
 mod json;
 mod ls;
@@ -36,6 +38,11 @@ pub mod exit {
     pub const NO_LEADER: u8 = 3;
     /// `deadlocks`: at least one deadlock was found.
     pub const DEADLOCK: u8 = 4;
+    /// `doctor`: some server's settings are unsafe for the session timeout.
+    pub const UNSAFE: u8 = 5;
+    /// `doctor`: nothing unsafe found, but something could not be checked (a
+    /// server unreachable, `conf` refused, no session).
+    pub const UNCHECKED: u8 = 6;
     /// Could not connect to ZooKeeper (sysexits' `EX_UNAVAILABLE`).
     pub const CONNECT: u8 = 69;
     /// The lock was suspended past the safe margin, lost or revoked (`--revocable`)
@@ -60,7 +67,10 @@ Exit codes:
   2     usage error (bad arguments, invalid lock path)
   3     leader: no leader
   4     deadlocks: deadlock(s) found
-  69    cannot connect to ZooKeeper
+  5     doctor: unsafe settings on some server (the report says how to fix them)
+  6     doctor: nothing unsafe found, but something could not be checked
+        (a server unreachable, `conf` refused, no session)
+  69    cannot connect to ZooKeeper (doctor: no server answered)
   74    exec: the lock was lost (or suspended too long, or revoked with --revocable)
         while CMD ran; CMD was stopped
   75    exec: the lock is busy (-n), the wait timed out (-w), or it was revoked
@@ -233,6 +243,30 @@ enum Command {
         #[arg(long)]
         dot: bool,
     },
+    /// Check every server of --zk for settings that make locks unsafe, and say how to fix them.
+    ///
+    /// For each server: reachable, mode and version (`srvr`), which four-letter
+    /// words it allows, its settings (`conf`: tickTime, syncLimit, min/max
+    /// session timeout; also the AdminServer's with --admin-port), the session
+    /// timeout it grants for --session-timeout, TCP_NODELAY on our connection,
+    /// and the lag rule: a server cut off from the ensemble answers its
+    /// clients for up to syncLimit × tickTime, so the session timeout must
+    /// exceed 1.5 × (syncLimit × tickTime + tickTime/2), and span two ticks.
+    /// Nothing is guessed: a refused `conf` leaves the rule unchecked. Exit 0
+    /// when every check passed, 5 when something is unsafe, 6 when something
+    /// could not be checked, 69 when no server answered.
+    ///
+    /// --json prints one object: {"connect", "session_timeout_ms", "verdict"
+    /// (safe, unsafe, unchecked, unreachable), "exit_code", "probed_words",
+    /// "servers": [{"server", "address", "reachable", "mode", "version",
+    /// "allowed_words", "refused_words", "conf" ({"tick_time_ms", "sync_limit",
+    /// "min_session_timeout_ms", "max_session_timeout_ms"} or null),
+    /// "conf_error", "admin", "negotiated_session_timeout_ms", "tcp_nodelay",
+    /// "lag_bound_ms", "hazards": [{"kind", "session_timeout_ms",
+    /// "safe_session_timeout_ms", "message"}], "findings": [{"severity"
+    /// (unsafe, unchecked, note), "message"}]}]}.
+    #[command(after_help = EXIT_CODES)]
+    Doctor(doctor::DoctorArgs),
     /// Print the current leader of the election at PATH: ID, node and token, tab-separated.
     #[command(after_help = EXIT_CODES)]
     Leader {
@@ -296,7 +330,19 @@ pub(crate) fn fail(e: &Error) -> ExitCode {
 }
 
 async fn connect(conn: &ConnArgs) -> Result<LockClient, Error> {
+    connect_to(conn, &conn.zk, None).await
+}
+
+/// Connects to the servers `zk` with the options of `conn`.
+pub(crate) async fn connect_to(
+    conn: &ConnArgs,
+    zk: &str,
+    connect_timeout: Option<Duration>,
+) -> Result<LockClient, Error> {
     let mut options = ConnectOptions::new().acl(conn.acl.clone());
+    if let Some(timeout) = connect_timeout {
+        options = options.connect_timeout(timeout);
+    }
     if let Some(timeout) = conn.session_timeout {
         options = options.session_timeout(timeout);
     }
@@ -306,7 +352,7 @@ async fn connect(conn: &ConnArgs) -> Result<LockClient, Error> {
     if let Some(tls) = conn.tls()? {
         options = options.tls(tls);
     }
-    lock_zookeeper_client::builder(&conn.zk)
+    lock_zookeeper_client::builder(zk)
         .options(options)
         .connect()
         .await
@@ -334,6 +380,9 @@ async fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(exit::USAGE);
         }
     }
+    if let Command::Doctor(args) = cli.command {
+        return doctor::run(&cli.conn, args).await;
+    }
     let locks = match connect(&cli.conn).await {
         Ok(locks) => locks,
         Err(e) => return fail(&e),
@@ -344,6 +393,7 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Revoke { target } => revoke(&locks, target).await,
         Command::Leader { path, watch } => leader(&locks, path, watch).await,
         Command::Ls { path, json } => ls::run(&locks, path, json).await,
+        Command::Doctor(_) => unreachable!("doctor runs without the shared connection"),
         Command::Deadlocks { root, json, dot } => {
             let format = if json {
                 deadlocks::Format::Json

@@ -106,6 +106,21 @@ impl Hazard {
     }
 }
 
+impl ServerConf {
+    /// The lag rule's bound, `1.5 × (syncLimit × tickTime + tickTime/2)`: a
+    /// session timeout must exceed it; `None` for a standalone server.
+    ///
+    /// ```
+    /// let conf = lock_client::ServerConf::new(
+    ///     std::time::Duration::from_secs(2), Some(5),
+    ///     std::time::Duration::from_secs(4), std::time::Duration::from_secs(40));
+    /// assert_eq!(conf.lag_bound(), Some(std::time::Duration::from_millis(16_500)));
+    /// ```
+    pub fn lag_bound(&self) -> Option<Duration> {
+        Some(lag_bound(self.tick_time, self.follower_lag()?))
+    }
+}
+
 /// `1.5 × (lag + tick/2)`: the session timeout must exceed it.
 fn lag_bound(tick: Duration, lag: Duration) -> Duration {
     lag * 3 / 2 + tick * 3 / 4

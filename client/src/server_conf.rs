@@ -30,7 +30,7 @@ pub struct ServerConf {
     /// sessions on tick boundaries.
     pub tick_time: Duration,
     /// `syncLimit`, in ticks; `None` for a standalone server (which has no
-    /// leader to fall behind).
+    /// leader to fall behind), or when the source does not tell it.
     pub sync_limit: Option<u32>,
     /// `minSessionTimeout`: shorter requested timeouts are raised to it.
     pub min_session_timeout: Duration,
@@ -70,6 +70,23 @@ pub fn four_letter_word_refused(answer: &str) -> bool {
 }
 
 impl ServerConf {
+    /// Settings known otherwise (e.g. from the AdminServer's
+    /// `/commands/configuration`, which has no `syncLimit` in ZooKeeper 3.8:
+    /// give `None` then, and the lag rule goes unchecked).
+    pub fn new(
+        tick_time: Duration,
+        sync_limit: Option<u32>,
+        min_session_timeout: Duration,
+        max_session_timeout: Duration,
+    ) -> ServerConf {
+        ServerConf {
+            tick_time,
+            sync_limit,
+            min_session_timeout,
+            max_session_timeout,
+        }
+    }
+
     /// Parses the answer to `conf` (`key=value` lines; a standalone server has
     /// no `syncLimit`).
     ///

@@ -68,6 +68,23 @@ impl Peers {
         Ok(peers)
     }
 
+    /// The hosts of a connect string as written, each with its port (2181 when
+    /// none is given), unresolved; `Err` with the entry for a malformed one
+    /// (empty entries are skipped).
+    ///
+    /// ```
+    /// let hosts = lock_nodelay::Peers::hosts("zk1,zk2:http,[::1]:2182/app");
+    /// assert_eq!(hosts, [Ok(("zk1", 2181)), Err("zk2:http"), Ok(("::1", 2182))]);
+    /// ```
+    pub fn hosts(connect_string: &str) -> Vec<Result<(&str, u16), &str>> {
+        connect_string
+            .split(',')
+            .map(str::trim)
+            .filter(|entry| !entry.is_empty() && !entry.starts_with('/'))
+            .map(|entry| parse_host(entry).ok_or(entry))
+            .collect()
+    }
+
     /// The addresses.
     pub fn addrs(&self) -> &[SocketAddr] {
         &self.addrs

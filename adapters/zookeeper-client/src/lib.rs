@@ -170,9 +170,11 @@ pub use runtime::Runtime;
 pub use zookeeper_client;
 
 pub use lock_client::{
-    blocking, AclEntry, Auth, ConnectOptions, Cycle, Election, ElectionEvent, ElectionObserver,
-    Error, Leadership, LockClient, LockGuard, LockStatus, MultiGuard, MultiLock, MultiPart, Mutex,
-    NodeAcl, Perms, ReadLock, RwLock, SaslDigest, Semaphore, Tls, WriteLock, Writes,
+    blocking, four_letter_word_refused, AclEntry, Auth, ConfError, ConnectOptions, ConnectionEvent,
+    ConnectionEvents, ConnectionState, Cycle, Election, ElectionEvent, ElectionObserver, Error,
+    Hazard, HazardKind, Leadership, LockClient, LockGuard, LockStatus, MultiGuard, MultiLock,
+    MultiPart, Mutex, NodeAcl, Perms, ReadLock, RwLock, SaslDigest, Semaphore, ServerCheck,
+    ServerConf, Tls, WriteLock, Writes,
 };
 pub use lock_core::{
     CreateMode, CycleNode, FailReason, FencedError, FencingToken, Grant, Leader, LockEvent,

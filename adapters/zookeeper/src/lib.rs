@@ -101,9 +101,11 @@ pub use driver::Diagnostics;
 pub use wire::MULTI_UNSUPPORTED;
 
 pub use lock_client::{
-    blocking, AclEntry, Auth, Canceller, ConnectOptions, Cycle, Election, ElectionEvent,
-    ElectionObserver, Error, Leadership, LockClient, LockGuard, LockStatus, MultiGuard, MultiLock,
-    MultiPart, Mutex, NodeAcl, PendingLock, Perms, ReadLock, RwLock, Semaphore, Tls, WriteLock,
+    blocking, four_letter_word_refused, AclEntry, Auth, Canceller, ConfError, ConnectOptions,
+    ConnectionEvent, ConnectionEvents, ConnectionState, Cycle, Election, ElectionEvent,
+    ElectionObserver, Error, Hazard, HazardKind, Leadership, LockClient, LockGuard, LockStatus,
+    MultiGuard, MultiLock, MultiPart, Mutex, NodeAcl, PendingLock, Perms, ReadLock, RwLock,
+    Semaphore, ServerCheck, ServerConf, Tls, WriteLock,
 };
 pub use lock_core::{
     CycleNode, FailReason, FencingToken, Grant, Leader, LockEvent, LockSpec, LostReason,

@@ -1,0 +1,79 @@
+//! `zklock doctor`: checks every server of the connect string for what makes
+//! locks unsafe (or unknowable), says how to fix it, and exits non-zero when
+//! something is unsafe ([`crate::exit::UNSAFE`]) or could not be checked
+//! ([`crate::exit::UNCHECKED`]).
+
+mod admin;
+mod findings;
+mod output;
+mod server;
+
+use crate::{exit, say, ConnArgs};
+use clap::Args;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// `zklock doctor`'s own options (the connection's are global).
+#[derive(Args, Debug)]
+pub(crate) struct DoctorArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Also ask each server's AdminServer (HTTP on this port, ZooKeeper's
+    /// `admin.serverPort`, 8080 by default) for its settings: tickTime and the
+    /// session timeout bounds when `conf` is refused (it has no syncLimit).
+    #[arg(long, value_name = "PORT")]
+    admin_port: Option<u16>,
+    /// How long each server gets to connect, and again to answer, per
+    /// four-letter word.
+    #[arg(long, value_name = "SECS", default_value = "3", value_parser = crate::parse_secs)]
+    probe_timeout: Duration,
+}
+
+/// What every server check needs.
+pub(crate) struct Options<'a> {
+    pub(crate) conn: &'a ConnArgs,
+    /// The session timeout asked for (`--session-timeout`, or the bindings'
+    /// default).
+    pub(crate) session_timeout: Duration,
+    pub(crate) admin_port: Option<u16>,
+    pub(crate) probe_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+}
+
+/// Runs the checks and prints the report; the exit code says the verdict.
+pub(crate) async fn run(conn: &ConnArgs, args: DoctorArgs) -> ExitCode {
+    let hosts = lock_nodelay::Peers::hosts(&conn.zk);
+    if let Some(Err(bad)) = hosts.iter().find(|h| h.is_err()) {
+        say(format_args!(
+            "malformed server {bad:?} in --zk {:?}",
+            conn.zk
+        ));
+        return ExitCode::from(exit::USAGE);
+    }
+    if hosts.is_empty() {
+        say(format_args!("no server in --zk {:?}", conn.zk));
+        return ExitCode::from(exit::USAGE);
+    }
+    let options = Options {
+        conn,
+        session_timeout: conn
+            .session_timeout
+            .unwrap_or(lock_zookeeper_client::DEFAULT_SESSION_TIMEOUT),
+        admin_port: args.admin_port,
+        probe_timeout: args.probe_timeout,
+        connect_timeout: (args.probe_timeout * 3).max(Duration::from_secs(5)),
+    };
+    let mut reports = Vec::new();
+    for (host, port) in hosts.into_iter().flatten() {
+        reports.push(server::check(&options, host, port).await);
+    }
+    let findings: Vec<_> = reports.iter().map(|r| findings::of(r, &options)).collect();
+    let code = findings::exit_code(&reports, &findings);
+    if args.json {
+        println!("{}", output::json(&options, &reports, &findings, code));
+    } else {
+        print!("{}", output::text(&options, &reports, &findings, code));
+    }
+    ExitCode::from(code)
+}
