@@ -7,7 +7,7 @@
 mod common;
 
 use common::{code, run, zklock, CONNECT};
-use lock_testkit::{ZkEnsemble, ZkServer};
+use lock_testkit::ZkEnsemble;
 use std::process::Output;
 use std::time::Duration;
 
@@ -137,16 +137,18 @@ fn the_sample_timing_is_unsafe_for_ten_second_sessions_and_safe_for_the_fix() {
 
 #[test]
 fn a_server_that_refuses_conf_is_reported_unchecked_not_guessed() {
-    // ZooKeeper 3.8's default whitelist.
-    let server = ZkServer::builder()
+    // ZooKeeper 3.8's default whitelist, on a lone quorum peer (an ensemble
+    // member's settings, one JVM).
+    let ensemble = ZkEnsemble::builder()
         .config("4lw.commands.whitelist", "srvr")
         .config("preAllocSize", "1024")
-        .start()
+        .start_ensemble(1)
         .expect("starting ZooKeeper");
+    let server = ensemble.member(0).expect("the member");
     let (status, report) = doctor(&server.connect_string(), &[]);
     println!("{report}");
     assert_eq!(status, UNCHECKED, "{report}");
-    assert_has(&report, "  mode         standalone");
+    assert_has(&report, "  mode         leader");
     assert_has(&report, "  4lw allowed  srvr\n");
     assert_has(
         &report,

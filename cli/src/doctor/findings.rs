@@ -92,21 +92,31 @@ pub(crate) fn of(report: &ServerReport, options: &Options<'_>) -> Vec<Finding> {
                 .session
                 .as_ref()
                 .map_or(options.session_timeout, |s| s.negotiated);
-            let what = if report.settings().is_some() {
-                "the AdminServer's settings have no syncLimit"
-            } else {
-                "tickTime and syncLimit are unknown"
-            };
-            found.push(finding(
-                Severity::Unchecked,
-                format!(
-                    "`conf` is refused (not in 4lw.commands.whitelist): {what}, so the lag rule \
-                     cannot be checked, and zklock does not guess; add conf to \
-                     4lw.commands.whitelist, or check zoo.cfg by hand: the session timeout \
-                     ({}) must exceed 1.5 × (syncLimit × tickTime + tickTime/2)",
+            let refused = "`conf` is refused (not in 4lw.commands.whitelist)";
+            let message = match (report.standalone(), report.settings().is_some()) {
+                // The AdminServer's tickTime settled the two-tick rule.
+                (true, true) => None,
+                (true, false) => Some(format!(
+                    "{refused}: tickTime is unknown, so the two-tick rule cannot be checked \
+                     (a standalone server has no lag rule), and zklock does not guess; add \
+                     conf to 4lw.commands.whitelist, or check zoo.cfg by hand: the session \
+                     timeout ({}) must span two ticks",
                     secs(session)
-                ),
-            ));
+                )),
+                (false, admin) => Some(format!(
+                    "{refused}: {}, so the lag rule cannot be checked, and zklock does not \
+                     guess; add conf to 4lw.commands.whitelist, or check zoo.cfg by hand: the \
+                     session timeout ({}) must exceed 1.5 × (syncLimit × tickTime + \
+                     tickTime/2)",
+                    if admin {
+                        "the AdminServer's settings have no syncLimit"
+                    } else {
+                        "tickTime and syncLimit are unknown"
+                    },
+                    secs(session)
+                )),
+            };
+            found.extend(message.map(|m| finding(Severity::Unchecked, m)));
         }
         Err(e) => found.push(finding(
             Severity::Unchecked,

@@ -51,6 +51,9 @@ fn lag_rule(report: &ServerReport, options: &Options<'_>) -> String {
     let conf = report.conf.as_ref().ok();
     match (conf, conf.and_then(ServerConf::lag_bound)) {
         (Some(_), None) => "none (standalone: no leader to fall behind)".to_owned(),
+        (None, _) if report.standalone() => {
+            "none (standalone: no leader to fall behind)".to_owned()
+        }
         (Some(_), Some(bound)) => {
             let timeout = judged_timeout(report, options).unwrap_or(options.session_timeout);
             if outlives(HazardKind::FollowerOutlivesSession) {

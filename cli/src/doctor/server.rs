@@ -56,6 +56,11 @@ impl ServerReport {
             .ok()
             .or_else(|| self.admin.as_ref()?.as_ref().ok())
     }
+
+    /// Whether `srvr` says the server is a standalone one (no lag rule).
+    pub(crate) fn standalone(&self) -> bool {
+        self.mode.as_deref() == Some("standalone")
+    }
 }
 
 /// Checks the server `entry` (`host` and `port` of the connect string).
