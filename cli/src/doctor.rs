@@ -70,10 +70,16 @@ pub(crate) async fn run(conn: &ConnArgs, args: DoctorArgs) -> ExitCode {
     }
     let findings: Vec<_> = reports.iter().map(|r| findings::of(r, &options)).collect();
     let code = findings::exit_code(&reports, &findings);
+    let run = output::Run {
+        options: &options,
+        reports: &reports,
+        findings: &findings,
+        code,
+    };
     if args.json {
-        println!("{}", output::json(&options, &reports, &findings, code));
+        println!("{}", output::json(&run));
     } else {
-        print!("{}", output::text(&options, &reports, &findings, code));
+        print!("{}", output::text(&run));
     }
     ExitCode::from(code)
 }

@@ -37,6 +37,17 @@ async fn wait_for_nodelay(proxy: &FaultProxy, old: Option<&Connection>) -> Conne
     }
 }
 
+/// Waits until the binding's check of the server's settings, a `conf` exchange
+/// on a connection of its own right after connecting, is done: until then the
+/// process has two connections to the server.
+async fn wait_checked(client: &LockClient) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while client.server_checks().is_empty() {
+        assert!(Instant::now() < deadline, "the server was never checked");
+        common::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 async fn wait_connected(client: &LockClient) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !client.is_connected() {
@@ -67,6 +78,7 @@ rt_tests! {
         let proxy = FaultProxy::start(server().addr()).unwrap();
         let client = connect(&rt, &proxy.connect_string(), Duration::from_secs(10)).await;
         // Set by the time `connect` returns.
+        wait_checked(&client).await;
         let first = through(&proxy);
         assert_eq!(first.len(), 1, "{first:?}");
         assert!(first[0].nodelay, "after connect: {first:?}");
@@ -94,6 +106,7 @@ rt_tests! {
         let b = FaultProxy::start(server().addr()).unwrap();
         let cluster = format!("{},{}", a.connect_string(), b.connect_string());
         let client = connect(&rt, &cluster, Duration::from_secs(10)).await;
+        wait_checked(&client).await;
         let (in_use, other) = match (through(&a).len(), through(&b).len()) {
             (1, 0) => (a, b),
             (0, 1) => (b, a),

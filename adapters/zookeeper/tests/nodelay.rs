@@ -37,6 +37,17 @@ fn wait_for_nodelay(proxy: &FaultProxy, old: Option<&Connection>) -> Connection 
     }
 }
 
+/// Waits until the binding's check of the server's settings, a `conf` exchange
+/// on a connection of its own right after connecting, is done: until then the
+/// process has two connections to the server.
+fn wait_checked(client: &LockClient) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while client.server_checks().is_empty() {
+        assert!(Instant::now() < deadline, "the server was never checked");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn wait_connected(client: &LockClient) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !client.is_connected() {
@@ -74,6 +85,7 @@ fn set_after_connect_and_after_reconnect() {
 
     let proxy = FaultProxy::start(shared_server().addr()).unwrap();
     let client = client(&proxy.connect_string());
+    wait_checked(&client);
     let first = through(&proxy);
     assert_eq!(first.len(), 1, "{first:?}");
     assert!(first[0].nodelay, "after connect: {first:?}");
@@ -107,6 +119,7 @@ fn set_after_moving_to_another_server() {
     let a = FaultProxy::start(shared_server().addr()).unwrap();
     let b = FaultProxy::start(shared_server().addr()).unwrap();
     let client = client(&format!("{},{}", a.connect_string(), b.connect_string()));
+    wait_checked(&client);
     let (in_use, other) = match (through(&a).len(), through(&b).len()) {
         (1, 0) => (a, b),
         (0, 1) => (b, a),

@@ -80,13 +80,22 @@ fn lag_rule(report: &ServerReport, options: &Options<'_>) -> String {
     }
 }
 
+/// A finished run: what every server showed, the findings, the exit code.
+pub(crate) struct Run<'a> {
+    pub(crate) options: &'a Options<'a>,
+    pub(crate) reports: &'a [ServerReport],
+    pub(crate) findings: &'a [Vec<Finding>],
+    pub(crate) code: u8,
+}
+
 /// The text report.
-pub(crate) fn text(
-    options: &Options<'_>,
-    reports: &[ServerReport],
-    findings: &[Vec<Finding>],
-    code: u8,
-) -> String {
+pub(crate) fn text(run: &Run<'_>) -> String {
+    let Run {
+        options,
+        reports,
+        findings,
+        code,
+    } = *run;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -195,20 +204,15 @@ fn conf_json(conf: &ServerConf) -> String {
 
 /// The JSON report: {"connect", "session_timeout_ms", "verdict", "exit_code",
 /// "probed_words", "servers": [...]}.
-pub(crate) fn json(
-    options: &Options<'_>,
-    reports: &[ServerReport],
-    findings: &[Vec<Finding>],
-    code: u8,
-) -> String {
+pub(crate) fn json(run: &Run<'_>) -> String {
     let mut out = String::new();
     let mut top = Object::new(&mut out);
-    top.str("connect", &options.conn.zk)
-        .int("session_timeout_ms", millis(options.session_timeout))
-        .str("verdict", verdict(code))
-        .int("exit_code", i64::from(code))
+    top.str("connect", &run.options.conn.zk)
+        .int("session_timeout_ms", millis(run.options.session_timeout))
+        .str("verdict", verdict(run.code))
+        .int("exit_code", i64::from(run.code))
         .strs("probed_words", &WORDS);
-    let servers: Vec<_> = reports.iter().zip(findings).collect();
+    let servers: Vec<_> = run.reports.iter().zip(run.findings).collect();
     top.array("servers", &servers, |out, (report, found)| {
         let mut o = Object::new(out);
         o.str("server", &report.entry)
