@@ -1,6 +1,7 @@
 //! `zklock doctor` against real ZooKeeper: an ensemble with ZooKeeper's sample
 //! timing (tickTime 2000, syncLimit 5, session bounds 4-40 s), unsafe for
 //! zklock's default 10 s session and safe for the 17 s the report proposes; a
+//! safe ensemble (syncLimit 2) for the default 10 s session; a
 //! server whose whitelist refuses `conf` (said, not guessed); an unreachable
 //! server; a connect string mixing a good server and a dead one.
 
@@ -32,16 +33,56 @@ fn dead_port() -> u16 {
     listener.local_addr().expect("its address").port()
 }
 
-#[test]
-fn the_sample_timing_is_unsafe_for_ten_second_sessions_and_safe_for_the_fix() {
-    let ensemble = ZkEnsemble::builder()
+/// A 3-node ensemble with tickTime 2 s, `sync_limit` ticks, and ZooKeeper's
+/// default session bounds (2 and 20 ticks).
+fn ensemble(sync_limit: u32) -> ZkEnsemble {
+    ZkEnsemble::builder()
         .tick_time(Duration::from_secs(2))
-        .sync_limit(5)
+        .sync_limit(sync_limit)
         .min_session_timeout(Duration::from_secs(4))
         .max_session_timeout(Duration::from_secs(40))
         .config("preAllocSize", "1024")
         .start_ensemble(3)
-        .expect("starting a 3-node ensemble");
+        .expect("starting a 3-node ensemble")
+}
+
+#[test]
+fn a_safe_ensemble_passes() {
+    // syncLimit 2: 4 s of lag; 1.5 × (4 s + 1 s) = 7.5 s < 10 s.
+    let ensemble = ensemble(2);
+    let (status, report) = doctor(&ensemble.connect_string(), &[]);
+    println!("{report}");
+    assert_eq!(status, 0, "{report}");
+    assert_eq!(
+        report
+            .matches(
+                "  lag rule     ok: the session timeout 10 s > 1.5 × (syncLimit × tickTime + \
+                 tickTime/2) = 7.5 s"
+            )
+            .count(),
+        3,
+        "{report}"
+    );
+    assert_eq!(
+        report.matches("  mode         leader").count(),
+        1,
+        "{report}"
+    );
+    assert!(
+        !report.contains("UNSAFE") && !report.contains("unchecked"),
+        "{report}"
+    );
+    assert_has(&report, "verdict: safe (exit 0): every check passed");
+    let (status, json) = doctor(&ensemble.connect_string(), &["--json"]);
+    assert_eq!(status, 0, "{json}");
+    assert_has(&json, r#""verdict":"safe","exit_code":0"#);
+    assert_has(&json, r#""lag_bound_ms":7500,"hazards":[],"findings":[]"#);
+}
+
+#[test]
+fn the_sample_timing_is_unsafe_for_ten_second_sessions_and_safe_for_the_fix() {
+    // ZooKeeper's sample zoo.cfg: syncLimit 5, 10 s of lag.
+    let ensemble = ensemble(5);
     let zk = ensemble.connect_string();
 
     // zklock's default session timeout, 10 s: syncLimit × tickTime = 10 s.
@@ -145,9 +186,15 @@ fn a_server_that_refuses_conf_is_reported_unchecked_not_guessed() {
         .start_ensemble(1)
         .expect("starting ZooKeeper");
     let server = ensemble.member(0).expect("the member");
-    let (status, report) = doctor(&server.connect_string(), &[]);
+    // By name: `localhost` may resolve to ::1 first, where nothing listens.
+    let by_name = format!("localhost:{}", server.port());
+    let (status, report) = doctor(&by_name, &[]);
     println!("{report}");
     assert_eq!(status, UNCHECKED, "{report}");
+    assert_has(
+        &report,
+        &format!("{by_name}\n  reachable    yes ({})", server.addr()),
+    );
     assert_has(&report, "  mode         leader");
     assert_has(&report, "  4lw allowed  srvr\n");
     assert_has(

@@ -83,20 +83,25 @@ pub(crate) async fn check(options: &Options<'_>, host: &str, port: u16) -> Serve
         session: Err("not opened".into()),
         hazards: Vec::new(),
     };
-    let addr = match (host, port).to_socket_addrs().map(|mut a| a.next()) {
-        Ok(Some(addr)) => addr,
-        Ok(None) => {
-            report.addr = Err(format!("{host} has no address"));
-            return report;
-        }
+    let timeout = options.probe_timeout;
+    let addrs: Vec<SocketAddr> = match (host, port).to_socket_addrs() {
+        Ok(addrs) => addrs.collect(),
         Err(e) => {
             report.addr = Err(format!("cannot resolve {host}: {e}"));
             return report;
         }
     };
+    // The first address that takes a connection (`localhost` may resolve to
+    // ::1 first for a server listening on 127.0.0.1 only), else the first.
+    let listening = addrs
+        .iter()
+        .filter(|_| addrs.len() > 1)
+        .find(|addr| std::net::TcpStream::connect_timeout(addr, timeout).is_ok());
+    let Some(&addr) = listening.or(addrs.first()) else {
+        report.addr = Err(format!("{host} has no address"));
+        return report;
+    };
     report.addr = Ok(addr);
-    let timeout = options.probe_timeout;
-    // `srvr` first: whether the server is there at all.
     for word in WORDS {
         let answer = lock_nodelay::four_letter_word(addr, word, timeout);
         if let Err(e) = &answer {
