@@ -27,6 +27,33 @@ fn assert_has(text: &str, line: &str) {
     assert!(text.contains(line), "no {line:?} in:\n{text}");
 }
 
+fn assert_times(text: &str, line: &str, times: usize) {
+    let found = text.matches(line).count();
+    assert_eq!(
+        found, times,
+        "{line:?} {found} times, not {times}, in:\n{text}"
+    );
+}
+
+/// Runs the doctor on a 3-node ensemble expected safe: exit 0, the lag rule
+/// met on every member, nothing unsafe or unchecked.
+fn all_safe(zk: &str, args: &[&str], timeout: &str, bound: &str) -> String {
+    let (status, report) = doctor(zk, args);
+    println!("{report}");
+    assert_eq!(status, 0, "{report}");
+    let rule = format!(
+        "  lag rule     ok: the session timeout {timeout} > 1.5 × (syncLimit × tickTime + \
+         tickTime/2) = {bound}"
+    );
+    assert_times(&report, &rule, 3);
+    assert!(
+        !report.contains("UNSAFE") && !report.contains("unchecked"),
+        "{report}"
+    );
+    assert_has(&report, "verdict: safe (exit 0): every check passed");
+    report
+}
+
 /// A port nothing listens on.
 fn dead_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
@@ -50,29 +77,8 @@ fn ensemble(sync_limit: u32) -> ZkEnsemble {
 fn a_safe_ensemble_passes() {
     // syncLimit 2: 4 s of lag; 1.5 × (4 s + 1 s) = 7.5 s < 10 s.
     let ensemble = ensemble(2);
-    let (status, report) = doctor(&ensemble.connect_string(), &[]);
-    println!("{report}");
-    assert_eq!(status, 0, "{report}");
-    assert_eq!(
-        report
-            .matches(
-                "  lag rule     ok: the session timeout 10 s > 1.5 × (syncLimit × tickTime + \
-                 tickTime/2) = 7.5 s"
-            )
-            .count(),
-        3,
-        "{report}"
-    );
-    assert_eq!(
-        report.matches("  mode         leader").count(),
-        1,
-        "{report}"
-    );
-    assert!(
-        !report.contains("UNSAFE") && !report.contains("unchecked"),
-        "{report}"
-    );
-    assert_has(&report, "verdict: safe (exit 0): every check passed");
+    let report = all_safe(&ensemble.connect_string(), &[], "10 s", "7.5 s");
+    assert_times(&report, "  mode         leader", 1);
     let (status, json) = doctor(&ensemble.connect_string(), &["--json"]);
     assert_eq!(status, 0, "{json}");
     assert_has(&json, r#""verdict":"safe","exit_code":0"#);
@@ -92,16 +98,8 @@ fn the_sample_timing_is_unsafe_for_ten_second_sessions_and_safe_for_the_fix() {
     for member in ensemble.members() {
         assert_has(&report, &format!("\n{}\n", member.connect_string()));
     }
-    assert_eq!(
-        report.matches("  mode         leader").count(),
-        1,
-        "{report}"
-    );
-    assert_eq!(
-        report.matches("  mode         follower").count(),
-        2,
-        "{report}"
-    );
+    assert_times(&report, "  mode         leader", 1);
+    assert_times(&report, "  mode         follower", 2);
     assert_has(&report, "  version      3.8");
     assert_has(
         &report,
@@ -110,12 +108,10 @@ fn the_sample_timing_is_unsafe_for_ten_second_sessions_and_safe_for_the_fix() {
     );
     assert_has(&report, "  session      granted 10 s (asked 10 s)");
     assert_has(&report, "  TCP_NODELAY  on (our connection)");
-    assert_eq!(
-        report
-            .matches("  lag rule     UNSAFE: syncLimit × tickTime ≥ the session timeout 10 s")
-            .count(),
+    assert_times(
+        &report,
+        "  lag rule     UNSAFE: syncLimit × tickTime ≥ the session timeout 10 s",
         3,
-        "{report}"
     );
     assert_has(
         &report,
@@ -144,21 +140,7 @@ fn the_sample_timing_is_unsafe_for_ten_second_sessions_and_safe_for_the_fix() {
     assert_has(&json, r#""safe_session_timeout_ms":16500"#);
 
     // The fix the report proposes.
-    let (status, report) = doctor(&zk, &["--session-timeout", "17"]);
-    println!("{report}");
-    assert_eq!(status, 0, "{report}");
-    assert_eq!(
-        report
-            .matches(
-                "  lag rule     ok: the session timeout 17 s > 1.5 × (syncLimit × tickTime + \
-                 tickTime/2) = 16.5 s"
-            )
-            .count(),
-        3,
-        "{report}"
-    );
-    assert!(!report.contains("UNSAFE"), "{report}");
-    assert_has(&report, "verdict: safe (exit 0): every check passed");
+    all_safe(&zk, &["--session-timeout", "17"], "17 s", "16.5 s");
 
     // A member that cannot be reached: nothing unsafe, but not all checked.
     let partly = format!(
