@@ -9,7 +9,13 @@
 //! |---------|------------------------------|-------------------------------|----------------------------|----------------------------|
 //! | native  | `zkl-<hex32>-write-<seq>`    | `zkl-<hex32>-read-<seq>`      | `zkl-<hex32>-sem<permits>-<seq>` | `zkl-<hex32>-lead-<seq>` |
 //! | Curator | `_c_<uuid>-lock-<seq>` (mutex) / `_c_<uuid>-__WRIT__<seq>` (read/write lock) | `_c_<uuid>-__READ__<seq>` | `_c_<uuid>-lease-<seq>` | `_c_<uuid>-latch-<seq>` |
-//! | kazoo   | `<hex32>__lock__<seq>`       | `<hex32>__rlock__<seq>`       | `<hex32>__lock__<seq>`     | `<hex32>__lock__<seq>`     |
+//! | kazoo   | `<hex32>__lock__<seq>`       | `<hex32>__rlock__<seq>`       | lease `<hex32>` (see below) | `<hex32>__lock__<seq>`     |
+//!
+//! Curator's and kazoo's semaphores keep their nodes in two directories, a queue
+//! (an internal mutex, [`semaphore_mutex_dir`]) and a pool of leases
+//! ([`semaphore_lease_dir`]): Curator `<path>/locks/_c_<uuid>-lock-<seq>` and
+//! `<path>/leases/_c_<uuid>-lease-<seq>`, kazoo `<path>-__lock__/<hex32>__lock__<seq>`
+//! and `<path>/<hex32>` ([`parse_kazoo_lease`]).
 //!
 //! `<seq>` is the server's `%010d` of a signed 32-bit counter: 10 characters, or 11
 //! for negative values below -999999999 (`-2147483648`).
@@ -179,6 +185,55 @@ fn prefix(
             format!("{attempt}{marker}")
         }
     }
+}
+
+/// The directory of the internal mutex that a semaphore on `path` queues in under
+/// `scheme`'s layout: Curator's `InterProcessSemaphoreV2` keeps it at
+/// `<path>/locks`, kazoo's `Semaphore` at `<path>-__lock__`. `None` for the native
+/// scheme, whose semaphore nodes queue in `path` itself.
+///
+/// ```
+/// use lock_core::{names::semaphore_mutex_dir, NameScheme};
+/// assert_eq!(semaphore_mutex_dir(NameScheme::Curator, "/s").as_deref(), Some("/s/locks"));
+/// assert_eq!(semaphore_mutex_dir(NameScheme::Kazoo, "/s").as_deref(), Some("/s-__lock__"));
+/// assert_eq!(semaphore_mutex_dir(NameScheme::Native, "/s"), None);
+/// ```
+pub fn semaphore_mutex_dir(scheme: NameScheme, path: &str) -> Option<String> {
+    match scheme {
+        NameScheme::Curator => Some(format!("{path}/locks")),
+        NameScheme::Kazoo => Some(format!("{path}-__lock__")),
+        NameScheme::Native => None,
+    }
+}
+
+/// The directory of the lease nodes of a semaphore on `path` under `scheme`'s
+/// layout: `<path>/leases` (Curator, nodes `_c_<uuid>-lease-<seq>`) or `path`
+/// itself (kazoo, nodes `<hex32>` without a sequence, the permit count in
+/// `path`'s data). `None` for the native scheme (see [`semaphore_mutex_dir`]).
+///
+/// ```
+/// use lock_core::{names::semaphore_lease_dir, NameScheme};
+/// assert_eq!(semaphore_lease_dir(NameScheme::Curator, "/s").as_deref(), Some("/s/leases"));
+/// assert_eq!(semaphore_lease_dir(NameScheme::Kazoo, "/s").as_deref(), Some("/s"));
+/// ```
+pub fn semaphore_lease_dir(scheme: NameScheme, path: &str) -> Option<String> {
+    match scheme {
+        NameScheme::Curator => Some(format!("{path}/leases")),
+        NameScheme::Kazoo => Some(path.to_owned()),
+        NameScheme::Native => None,
+    }
+}
+
+/// The attempt id of a kazoo semaphore lease node (`<hex32>`: kazoo's
+/// `uuid4().hex`, no sequence), or `None` for any other name.
+///
+/// ```
+/// use lock_core::{names::parse_kazoo_lease, AttemptId};
+/// assert_eq!(parse_kazoo_lease("000000000000000000000000000000ff"), Some(AttemptId(255)));
+/// assert_eq!(parse_kazoo_lease("000000000000000000000000000000ff__lock__0000000001"), None);
+/// ```
+pub fn parse_kazoo_lease(name: &str) -> Option<AttemptId> {
+    parse_hex32(name)
 }
 
 /// Formats a sequence number as the server does (`%010d`).

@@ -40,6 +40,14 @@ pub(crate) enum Purpose {
     Inspect,
     /// Delete a duplicate node of ours (a create that was retried after a connection loss).
     DeleteExtra { path: String },
+    /// Create our lease node in a peer's semaphore pool (see `acquisition::lease`).
+    LeaseCreate,
+    /// List a peer's semaphore pool, leaving a children watch.
+    LeaseList,
+    /// Read the permit count kazoo keeps in its semaphore pool's data.
+    PoolData,
+    /// Create kazoo's semaphore pool with our permit count.
+    PoolCreate,
 }
 
 #[derive(Default)]

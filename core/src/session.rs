@@ -251,7 +251,9 @@ impl Session {
     pub fn acquire(&mut self, spec: LockSpec, now: Timestamp) -> Result<LockId, UsageError> {
         self.check_open()?;
         validate_lock_path(&spec.path)?;
-        let room = limits::room_for_data(&self.config, &spec.path)?;
+        // A peer's semaphore layout nests its nodes deeper than the lock path.
+        let room =
+            limits::room_for_data(&self.config, &crate::acquisition::lease::longest_dir(&spec))?;
         // The owner header counts toward the data size.
         let len = crate::owner::node_data(spec.scheme, spec.owner.as_deref(), &spec.data).len();
         if len > room {
@@ -259,12 +261,13 @@ impl Session {
         }
         match spec.recipe {
             Recipe::Semaphore { permits: 0 } => return Err(UsageError::ZeroPermits),
-            // Curator's and kazoo's semaphores keep their leases in layouts of their
-            // own (a lease pool behind an internal lock); sequential nodes in the
-            // lock directory would not be seen as leases by them, nor theirs by us.
-            Recipe::Semaphore { .. } if spec.scheme != NameScheme::Native => {
+            // A peer's semaphore layout (a lease pool behind an internal mutex, see
+            // acquisition::lease) has no place for published waits.
+            Recipe::Semaphore { .. }
+                if spec.scheme != NameScheme::Native && spec.detect_after.is_some() =>
+            {
                 return Err(UsageError::Unsupported(
-                    "semaphores interoperate with neither Curator's nor kazoo's: use NameScheme::Native",
+                    "deadlock detection on a semaphore needs NameScheme::Native",
                 ))
             }
             Recipe::Leader if spec.data.is_empty() => return Err(UsageError::EmptyParticipant),

@@ -277,6 +277,11 @@ impl LockSpec {
     pub fn recipe(&self) -> Recipe {
         self.recipe
     }
+
+    /// The naming scheme nodes are created with (see [`LockSpec::scheme`]).
+    pub fn naming_scheme(&self) -> NameScheme {
+        self.scheme
+    }
 }
 
 /// Session-wide settings.

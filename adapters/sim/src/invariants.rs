@@ -41,7 +41,8 @@
 
 use crate::client::ClientId;
 use crate::model::ZkModel;
-use lock_core::names::parse_name;
+use lock_core::names::{parse_kazoo_lease, parse_name, semaphore_lease_dir, semaphore_mutex_dir};
+use lock_core::NameScheme;
 use lock_core::{LockEvent, LockId, MultiOp, Op, Recipe, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -132,12 +133,22 @@ struct Track {
     revocable: bool,
     /// Crash-detecting (`LockSpec::detect_crashes`).
     detects: bool,
+    /// The naming scheme (see [`Options::scheme`]).
+    scheme: NameScheme,
     /// Its section is open (as last reported).
     section_open: bool,
     /// `open_section`/`close_section` calls without a reported outcome yet.
     section_pending: u32,
     /// The last section call: `Some(true)` for an open.
     section_last_call: Option<bool>,
+}
+
+/// The lease pool of a semaphore track in a peer's layout.
+fn lease_dir(t: &Track) -> Option<String> {
+    match t.recipe {
+        Some(Recipe::Semaphore { .. }) => semaphore_lease_dir(t.scheme, &t.path),
+        _ => None,
+    }
 }
 
 impl Track {
@@ -156,6 +167,9 @@ pub(crate) struct Options {
     pub revocable: bool,
     /// `LockSpec::detect_crashes`.
     pub detects: bool,
+    /// The naming scheme: a semaphore in Curator's or kazoo's layout keeps its
+    /// nodes in a queue and a lease pool beside or under its path.
+    pub scheme: NameScheme,
 }
 
 /// The crash-detection marker of one lock path, as the events tell it.
@@ -307,6 +321,7 @@ impl Checker {
             compromised: false,
             revocable: options.revocable,
             detects: options.detects,
+            scheme: options.scheme,
             section_open: false,
             section_pending: 0,
             section_last_call: None,
@@ -443,7 +458,12 @@ impl Checker {
                 }
                 let (parent, name) = grant.path.rsplit_once('/').unwrap_or(("", ""));
                 let parsed = parse_name(name);
-                if parent != t.path || parsed.map(|p| p.seq) != Some(grant.sequence) {
+                let well_placed = match lease_dir(t) {
+                    // A lease node of a peer's layout (kazoo's have no sequence).
+                    Some(pool) => parent == pool,
+                    None => parent == t.path && parsed.map(|p| p.seq) == Some(grant.sequence),
+                };
+                if !well_placed {
                     return Err((
                         ViolationKind::BadGrant,
                         format!("{} {}: grant {grant:?} for lock {}", key.0, key.1, t.path),
@@ -965,12 +985,23 @@ impl Checker {
     /// current session with an unfinished acquisition on that path.
     pub fn orphans(&self, model: &ZkModel, sessions: &[(ClientId, Option<i64>)]) -> Vec<String> {
         let mut out = Vec::new();
-        for path in self.lock_paths() {
-            for name in model.children(&path).unwrap_or_default() {
-                if parse_name(&name).is_none() {
+        // Every directory participants of a lock path create nodes in: the path,
+        // and the queues and lease pools of semaphores in peers' layouts on it.
+        let mut dirs: BTreeSet<(String, String)> = BTreeSet::new();
+        for t in self.tracks.values().filter(|t| t.recipe.is_some()) {
+            dirs.insert((t.path.clone(), t.path.clone()));
+            if let Some(pool) = lease_dir(t) {
+                let mutex = semaphore_mutex_dir(t.scheme, &t.path).expect("a peer layout");
+                dirs.insert((t.path.clone(), pool));
+                dirs.insert((t.path.clone(), mutex));
+            }
+        }
+        for (path, dir) in dirs {
+            for name in model.children(&dir).unwrap_or_default() {
+                if parse_name(&name).is_none() && parse_kazoo_lease(&name).is_none() {
                     continue;
                 }
-                let node = format!("{path}/{name}");
+                let node = format!("{dir}/{name}");
                 let owner = model.stat(&node).map(|s| s.ephemeral_owner).unwrap_or(0);
                 let client = sessions
                     .iter()

@@ -255,6 +255,7 @@ impl Sim {
         let options = Options {
             revocable: spec.clone().revocable() == spec,
             detects: spec.clone().detect_crashes() == spec,
+            scheme: spec.naming_scheme(),
         };
         let now = self.now;
         let id = self.clients[i].core.acquire(spec, now)?;

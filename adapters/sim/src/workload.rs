@@ -711,11 +711,20 @@ fn random_spec(rng: &mut SimRng, mix: Mix, permits: u32, client: ClientId) -> Lo
         _ => LockSpec::leader("/locks/lead", format!("{client}")),
     };
     let scheme = match rng.below(4) {
-        // Semaphores are native only (Curator's and kazoo's keep other layouts).
-        _ if mix == Mix::Semaphore => NameScheme::Native,
         0 => NameScheme::Curator,
         1 => NameScheme::Kazoo,
         _ => NameScheme::Native,
     };
+    if mix == Mix::Semaphore {
+        // One layout per semaphore path: the native one, Curator's
+        // (`<path>/locks` + `<path>/leases`) and kazoo's (`<path>-__lock__` +
+        // `<path>`) are three different semaphores.
+        let path = match scheme {
+            NameScheme::Curator => "/locks/sem-curator",
+            NameScheme::Kazoo => "/locks/sem-kazoo",
+            _ => "/locks/sem",
+        };
+        return LockSpec::semaphore(path, permits).scheme(scheme);
+    }
     spec.scheme(scheme)
 }

@@ -39,6 +39,9 @@ use crate::watches::WatchIndex;
 use std::collections::{BTreeMap, VecDeque};
 
 mod holder;
+pub(crate) mod lease;
+
+use lease::Lease;
 
 /// Name of the crash-detection marker inside a lock directory (a persistent node
 /// that exists while a holder is inside a critical section).
@@ -156,6 +159,12 @@ struct OwnNode {
 pub(crate) struct Acquisition {
     id: LockId,
     spec: LockSpec,
+    /// The directory our node is created and queued in: the lock's path, or for a
+    /// semaphore in Curator's or kazoo's layout its internal mutex (see [`lease`]).
+    dir: String,
+    /// A semaphore in Curator's or kazoo's layout: the lease taken once the
+    /// internal mutex is ours (see [`lease`]).
+    lease: Option<Box<Lease>>,
     attempt: AttemptId,
     create_path: String,
     state: State,
@@ -217,15 +226,24 @@ pub(crate) struct Acquisition {
 
 impl Acquisition {
     pub(crate) fn new(id: LockId, spec: LockSpec, attempt: AttemptId) -> Self {
+        let lease = Lease::for_spec(&spec, attempt).map(Box::new);
+        let dir = match &lease {
+            Some(lease) => lease.mutex_dir().to_owned(),
+            None => spec.path.clone(),
+        };
         let prefix = match spec.recipe {
+            // The internal mutex of a semaphore in a peer's layout.
+            _ if lease.is_some() => node_prefix(spec.scheme, attempt, NodeKind::Write),
             Recipe::Semaphore { permits } => semaphore_node_prefix(spec.scheme, attempt, permits),
             _ if spec.rwlock => rwlock_node_prefix(spec.scheme, attempt, spec.recipe.node_kind()),
             _ => node_prefix(spec.scheme, attempt, spec.recipe.node_kind()),
         };
-        let create_path = format!("{}/{prefix}", spec.path);
+        let create_path = format!("{dir}/{prefix}");
         Acquisition {
             id,
             spec,
+            dir,
+            lease,
             attempt,
             create_path,
             state: State::Waiting,
@@ -291,6 +309,7 @@ impl Acquisition {
     /// request of the previous connection is forgotten by then.
     pub(crate) fn recover(&mut self, cx: &mut Ctx) {
         cx.requests.forget_lock(self.id);
+        self.lease_forget();
         self.chase = None;
         self.publication.forget();
         cx.timers.cancel(self.id, TimerKind::Retry);
@@ -344,8 +363,8 @@ impl Acquisition {
     }
 
     fn send_parents_then_create(&mut self, cx: &mut Ctx) {
-        let mut dirs = ancestors(&self.spec.path);
-        dirs.push(self.spec.path.clone());
+        let mut dirs = ancestors(&self.dir);
+        dirs.push(self.dir.clone());
         for dir in dirs {
             let op = Op::Create {
                 path: dir,
@@ -359,7 +378,7 @@ impl Acquisition {
 
     fn send_list(&mut self, cx: &mut Ctx) {
         let op = Op::GetChildren {
-            path: self.spec.path.clone(),
+            path: self.dir.clone(),
         };
         self.list = cx.send(self.id, Purpose::List, op);
     }
@@ -496,6 +515,9 @@ impl Acquisition {
                 }
             }
             Purpose::FencedWrite { write } => self.on_fenced_reply(cx, request, write, result),
+            Purpose::LeaseCreate | Purpose::LeaseList | Purpose::PoolData | Purpose::PoolCreate => {
+                self.on_lease_reply(cx, request, purpose, result)
+            }
             Purpose::DeleteExtra { path } => match result {
                 Ok(_) | Err(ZkError::NoNode) => {
                     self.extra.retain(|p| *p != path);
@@ -645,7 +667,7 @@ impl Acquisition {
         };
         let cleanup = self.state == State::Cleanup;
         for (i, (_, name)) in mine.iter().enumerate() {
-            let path = format!("{}/{}", self.spec.path, name);
+            let path = format!("{}/{}", self.dir, name);
             // In cleanup everything of ours goes (our known node by its own delete);
             // otherwise every duplicate but the one we keep.
             let spare = if cleanup {
@@ -682,7 +704,7 @@ impl Acquisition {
         };
         let (seq, name) = mine[keep].clone();
         if self.own.is_none() {
-            let path = format!("{}/{}", self.spec.path, name);
+            let path = format!("{}/{}", self.dir, name);
             cx.progress(self.id, Progress::Created { node: path.clone() });
             self.own = Some(OwnNode {
                 path,
@@ -700,7 +722,7 @@ impl Acquisition {
         if !create_in_flight || self.spec.watches_node() {
             self.ensure_own_read(cx);
         }
-        let recipe = self.spec.recipe;
+        let recipe = self.walk_recipe();
         if let Recipe::Semaphore { permits: ours } = recipe {
             let theirs = others.iter().find_map(|(p, _)| match p.permits {
                 Some(theirs) if p.kind == NodeKind::Semaphore && theirs != ours => Some(theirs),
@@ -747,11 +769,11 @@ impl Acquisition {
         if self.state != State::Waiting {
             return;
         }
-        let permits = self.spec.recipe.permits();
+        let permits = self.walk_recipe().permits();
         // A semaphore never holds beside an exclusive participant below it (a write
         // lock or leader on the same path): that one must go first, whatever the
         // permits. `lower` is farthest first, so this is the closest such writer.
-        let writer = match self.spec.recipe {
+        let writer = match self.walk_recipe() {
             Recipe::Semaphore { .. } => self
                 .lower
                 .iter()
@@ -809,7 +831,7 @@ impl Acquisition {
     }
 
     fn watch_peer(&mut self, cx: &mut Ctx, name: String) {
-        let path = format!("{}/{}", self.spec.path, name);
+        let path = format!("{}/{}", self.dir, name);
         let op = Op::GetData {
             path: path.clone(),
             watch: true,
@@ -827,6 +849,12 @@ impl Acquisition {
             // be trusted (no `Suspended` would follow). The listing after the
             // reconnect decides again.
             return;
+        }
+        if self.lease_pending() {
+            // What the walk won is the internal mutex of a peer's semaphore: the
+            // lease comes next.
+            self.state = State::Waiting;
+            return self.lease_start(cx);
         }
         let own = self.own.as_ref().expect("granted without a node");
         let stat = own.stat;
@@ -896,7 +924,7 @@ impl Acquisition {
     fn peer_gone(&mut self, cx: &mut Ctx, name: &str) {
         self.watched.remove(name);
         self.lower.retain(|(_, n)| n != name);
-        if self.lower.len() < self.spec.recipe.permits() {
+        if self.lower.len() < self.walk_recipe().permits() {
             // The cache can no longer block us: hold now, no round trip.
             return self.evaluate(cx, Look::Cache);
         }
@@ -1006,8 +1034,11 @@ impl Acquisition {
                 }
             };
         }
+        if self.on_pool_watch(cx, path) {
+            return;
+        }
         let (parent, name) = split_parent(path);
-        if parent != self.spec.path || self.state != State::Waiting {
+        if parent != self.dir || self.state != State::Waiting {
             return;
         }
         match kind {
@@ -1116,6 +1147,7 @@ impl Acquisition {
         self.lower.clear();
         self.suspended = false;
         self.list = None;
+        self.lease_terminal(cx);
         self.continue_cleanup(cx);
     }
 
@@ -1137,6 +1169,9 @@ impl Acquisition {
                 return;
             }
             Create::NotSent | Create::Done => {}
+        }
+        if !self.lease_cleanup_settled(cx) {
+            return;
         }
         if self.extra.is_empty() {
             self.state = State::Done;
@@ -1175,6 +1210,7 @@ impl Acquisition {
     /// back first.
     pub(crate) fn on_disconnected(&mut self, cx: &mut Ctx, lost_at: Timestamp) {
         cx.timers.cancel(self.id, TimerKind::Retry);
+        self.lease_forget();
         self.chase = None;
         self.publication.forget();
         if let Create::InFlight(_) = self.create {
@@ -1207,6 +1243,7 @@ impl Acquisition {
     /// unknown is looked for by attempt id).
     pub(crate) fn on_session_ended(&mut self, cx: &mut Ctx, how: Ended) {
         let closed = how == Ended::Closed;
+        self.lease_session_ended(how != Ended::Abandoned);
         if how == Ended::Abandoned {
             if let Create::InFlight(_) = self.create {
                 self.create = Create::Unknown;
