@@ -7,7 +7,9 @@
 # * ZooKeeper (scripts/install-zookeeper.sh);
 # * for the interop tests: kazoo for /usr/bin/python3 (python3-kazoo), Curator 5.4's jars
 #   (libcurator-recipes-java) and a JDK to compile the Curator peer
-#   (openjdk-17-jdk-headless, only if there is no javac);
+#   (openjdk-17-jdk-headless, only if there is no javac); and the newest kazoo release
+#   from PyPI in a virtualenv at <target dir>/kazoo-venv (python3-venv, then pip), which
+#   the kazoo interop tests run against as well as Debian's;
 # * for the zklock command's terminal test: script(1) (bsdutils, essential on Debian);
 # * for lock-testkit's network namespaces (NetLab: partition tests, run as root):
 #   ip(8) (iproute2) and nft(8) (nftables);
@@ -28,6 +30,7 @@ PATH="$PATH:/usr/sbin:/sbin" command -v ip >/dev/null 2>&1 || missing+=(iproute2
 PATH="$PATH:/usr/sbin:/sbin" command -v nft >/dev/null 2>&1 || missing+=(nftables)
 [ -n "${PG_BINDIR:-}" ] || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null \
     || missing+=(postgresql)
+/usr/bin/python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
     SUDO=
     [ "$(id -u)" -ne 0 ] && SUDO="sudo -E"
@@ -36,6 +39,17 @@ if [ ${#missing[@]} -gt 0 ]; then
     $SUDO apt-get install -y --no-install-recommends "${missing[@]}" \
         || { $SUDO apt-get update && $SUDO apt-get install -y --no-install-recommends "${missing[@]}"; }
 fi
+# The newest kazoo from PyPI, upgraded on every run so that a new release is tested as
+# soon as it is out. Without the network an existing virtualenv is used as it is (said
+# on stderr); without either the PyPI kazoo tests fail saying what is missing.
+venv="${CARGO_TARGET_DIR:-target}/kazoo-venv"
+[ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
+if ! "$venv/bin/pip" install --quiet --disable-pip-version-check --upgrade kazoo; then
+    "$venv/bin/python" -c 'import kazoo' 2>/dev/null \
+        || { echo "test.sh: cannot install kazoo from PyPI into $venv" >&2; exit 1; }
+    echo "test.sh: PyPI unreachable, testing the kazoo already in $venv" >&2
+fi
+echo "test.sh: PyPI kazoo $("$venv/bin/python" -c 'import kazoo.version as v; print(v.__version__)') in $venv"
 cargo test --workspace "$@"
 # The examples run on lock-sim's in-process server and check what they show: each
 # must finish cleanly (cargo test builds them but does not run them).

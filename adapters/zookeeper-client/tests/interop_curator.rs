@@ -14,7 +14,14 @@
 //!   made revocable with `makeRevocable`;
 //! * Curator's `LeaderLatch` and zklock leader participants (`LockSpec::leader` with the
 //!   Curator scheme; `LockClient::election` has no scheme option) on one path: exactly
-//!   one leader at any time, leadership passing between the libraries as leaders resign.
+//!   one leader at any time, leadership passing between the libraries as leaders resign;
+//! * Curator's `InterProcessSemaphoreV2` and a zklock semaphore with the Curator scheme
+//!   (Curator's layout: the internal mutex `<path>/locks`, lease nodes under
+//!   `<path>/leases`): holders of both fill the permits and queue in one line; a
+//!   holder's session expiry, Curator's or zklock's, frees its permit for the next
+//!   waiter; under load (2 Curator processes, 3 zklock sessions) never more than `n`
+//!   holders at once; `InterProcessSemaphoreMutex` and a zklock semaphore of 1 exclude
+//!   each other both ways.
 //!
 //! Needs a JDK (`javac`, `java`) and Debian's `libcurator-recipes-java` (jars in
 //! `/usr/share/java`); `scripts/test.sh` installs them when missing, and a missing
@@ -26,6 +33,9 @@ mod common;
 use common::peers::{
     counter_workload, delivered, mutex_handoff, node_name, received, rwlock_exclusion, within,
     zk_start_lock, Kind, Library, MixedElection, Peer, RW_PHASES,
+};
+use common::semaphores::{
+    semaphore_exclusion, semaphore_holder_expiry, semaphore_workload, zk_permit, zk_try_permit,
 };
 use common::{connect, run_tokio, server, unique_path, Observer};
 use lock_zookeeper_client::{LockStatus, NameScheme};
@@ -197,5 +207,87 @@ fn curator_leader_latch_and_zklock_election_one_leader_in_turn() {
         election.finish().await;
         z1.close().await;
         z2.close().await;
+    });
+}
+
+/// Curator `InterProcessSemaphoreV2`s and zklock semaphores (Curator scheme) fill two
+/// permits together and queue in one line (see `semaphore_exclusion`).
+#[test]
+fn curator_semaphore_and_zklock_semaphore_share_permits() {
+    run_tokio(|rt| async move {
+        let path = unique_path("curator-sem", &rt);
+        let connect_string = server().connect_string();
+        let observer = Observer::connect(&connect_string).await;
+        let locks = connect(&rt, &connect_string, SESSION).await;
+        let mut peer = Peer::curator(&connect_string, "curator1").await;
+        semaphore_exclusion(&rt, &mut peer, &locks, &observer, &path).await;
+        locks.close().await;
+    });
+}
+
+/// A Curator holder's session expires, then a zklock holder's: each permit goes to
+/// the next waiter, the zklock holder knowing it lost before the Curator waiter
+/// behind it holds.
+#[test]
+fn curator_semaphore_and_zklock_semaphore_survive_holder_expiry() {
+    run_tokio(|rt| async move {
+        let path = unique_path("curator-sem-expiry", &rt);
+        semaphore_holder_expiry(&rt, Library::Curator, &path).await;
+    });
+}
+
+/// 2 Curator processes and 3 zklock sessions on a semaphore of 2: never 3 holders.
+#[test]
+fn curator_semaphore_and_zklock_semaphore_never_exceed_permits() {
+    run_tokio(|rt| async move {
+        let path = unique_path("curator-sem-counter", &rt);
+        let most = semaphore_workload(&rt, Library::Curator, &path, 2, 2, 3, 8).await;
+        assert_eq!(most, 2, "the permits were never all used at once");
+    });
+}
+
+/// Curator's `InterProcessSemaphoreMutex` (a semaphore of one permit in the same
+/// layout) and a zklock semaphore of 1: each excludes the other, and a waiter of
+/// either gets in when the other lets go.
+#[test]
+fn curator_semaphore_mutex_and_zklock_semaphore_of_one_exclude() {
+    run_tokio(|rt| async move {
+        let path = unique_path("curator-sem-mutex", &rt);
+        let connect_string = server().connect_string();
+        let observer = Observer::connect(&connect_string).await;
+        let locks = connect(&rt, &connect_string, SESSION).await;
+        let mut peer = Peer::curator(&connect_string, "curator1").await;
+
+        peer.send("m", &format!("smutex {path}"));
+        peer.expect("m", "LEASED").await;
+        assert!(
+            zk_try_permit(&locks, Library::Curator, &path, 1)
+                .await
+                .is_none(),
+            "zklock took the permit of a held InterProcessSemaphoreMutex"
+        );
+        let waiting = {
+            let (locks, path) = (locks.clone(), path.clone());
+            common::spawn(&rt, async move {
+                zk_permit(&locks, Library::Curator, &path, 1).await
+            })
+        };
+        observer.wait_children(&format!("{path}/locks"), 1).await;
+        peer.send("m", "srelease");
+        peer.expect("m", "RELEASED").await;
+        let ours = received(waiting, "zklock behind InterProcessSemaphoreMutex").await;
+
+        peer.send("m", &format!("smutex {path}"));
+        observer.wait_children(&format!("{path}/locks"), 1).await;
+        assert!(
+            peer.quiet("m"),
+            "InterProcessSemaphoreMutex acquired beside a zklock holder"
+        );
+        ours.release().await.expect("release");
+        peer.expect("m", "LEASED").await;
+        peer.send("m", "srelease");
+        peer.expect("m", "RELEASED").await;
+        observer.wait_children(&format!("{path}/leases"), 0).await;
+        locks.close().await;
     });
 }

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod peers;
+pub mod semaphores;
 
 use lock_testkit::ZkServer;
 use lock_zookeeper_client::{Connect, LockClient, Runtime};

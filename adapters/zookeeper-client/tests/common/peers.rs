@@ -47,8 +47,11 @@ const KAZOO_SOURCE: &str = include_str!("../peers/kazoo_peer.py");
 pub enum Library {
     /// Apache Curator 5.4 (Java).
     Curator,
-    /// kazoo 2.8 (Python).
+    /// kazoo 2.8 (Python), Debian's.
     Kazoo,
+    /// The newest kazoo release from PyPI, in a virtualenv in the target directory
+    /// (see [`pypi_kazoo_python`]).
+    KazooPypi,
 }
 
 impl Library {
@@ -56,6 +59,7 @@ impl Library {
         match self {
             Library::Curator => "curator",
             Library::Kazoo => "kazoo",
+            Library::KazooPypi => "kazoo-pypi",
         }
     }
 
@@ -69,6 +73,10 @@ impl Library {
                 "the kazoo peer needs /usr/bin/python3 with Debian's python3-kazoo \
                  (scripts/test.sh installs it)"
             }
+            Library::KazooPypi => {
+                "the PyPI kazoo peer needs the newest kazoo in a virtualenv at \
+                 <target dir>/kazoo-venv (scripts/test.sh installs it)"
+            }
         }
     }
 
@@ -76,9 +84,32 @@ impl Library {
     pub fn scheme(self) -> NameScheme {
         match self {
             Library::Curator => NameScheme::Curator,
-            Library::Kazoo => NameScheme::Kazoo,
+            Library::Kazoo | Library::KazooPypi => NameScheme::Kazoo,
         }
     }
+}
+
+/// The Python of the virtualenv holding the newest kazoo from PyPI:
+/// `<target dir>/kazoo-venv/bin/python`, made by `scripts/test.sh` (`python3 -m venv`,
+/// then `pip install --upgrade kazoo`). Panics saying so when it is missing: the
+/// kazoo interop tests run against that release as well as Debian's, so that a kazoo
+/// upgrade cannot silently break interop.
+pub fn pypi_kazoo_python() -> PathBuf {
+    // CARGO_TARGET_TMPDIR is `<target dir>/tmp`.
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the target directory")
+        .to_path_buf();
+    let python = target.join("kazoo-venv").join("bin").join("python");
+    assert!(
+        python.is_file(),
+        "the PyPI kazoo interop tests need a virtualenv with the newest kazoo at {}; \
+         scripts/test.sh makes it (or: /usr/bin/python3 -m venv {venv} && \
+         {venv}/bin/pip install --upgrade kazoo)",
+        python.display(),
+        venv = target.join("kazoo-venv").display()
+    );
+    python
 }
 
 /// What a participant asks for.
@@ -127,31 +158,51 @@ impl Peer {
     /// Starts a Curator peer (a JVM with one CuratorFramework client) and waits until it
     /// is connected.
     pub async fn curator(connect: &str, name: &str) -> Peer {
-        let (java, classpath) = curator_classpath();
-        let mut command = Command::new(java);
-        command
-            // Start fast: the peer runs for seconds, not hours.
-            .args(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k"])
-            .arg("-cp")
-            .arg(classpath)
-            .args(["CuratorPeer", connect, name]);
-        Self::start(Library::Curator, name, command).await
+        Self::start_library(Library::Curator, connect, name).await
     }
 
     /// Starts a kazoo peer (`/usr/bin/python3`, one KazooClient) and waits until it is
     /// connected.
     pub async fn kazoo(connect: &str, name: &str) -> Peer {
-        let mut command = Command::new("/usr/bin/python3");
-        command.args(["-c", KAZOO_SOURCE, connect, name]);
-        Self::start(Library::Kazoo, name, command).await
+        Self::start_library(Library::Kazoo, connect, name).await
     }
 
     /// Starts a peer of `library`.
     pub async fn start_library(library: Library, connect: &str, name: &str) -> Peer {
-        match library {
-            Library::Curator => Self::curator(connect, name).await,
-            Library::Kazoo => Self::kazoo(connect, name).await,
-        }
+        Self::start_with_session(library, connect, name, Duration::from_secs(10)).await
+    }
+
+    /// Starts a peer of `library` whose session has the given timeout.
+    pub async fn start_with_session(
+        library: Library,
+        connect: &str,
+        name: &str,
+        session: Duration,
+    ) -> Peer {
+        let session_ms = session.as_millis().to_string();
+        let command = match library {
+            Library::Curator => {
+                let (java, classpath) = curator_classpath();
+                let mut command = Command::new(java);
+                command
+                    // Start fast: the peer runs for seconds, not hours.
+                    .args(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k"])
+                    .arg("-cp")
+                    .arg(classpath)
+                    .args(["CuratorPeer", connect, name, &session_ms]);
+                command
+            }
+            Library::Kazoo | Library::KazooPypi => {
+                let python = match library {
+                    Library::KazooPypi => pypi_kazoo_python(),
+                    _ => PathBuf::from("/usr/bin/python3"),
+                };
+                let mut command = Command::new(python);
+                command.args(["-c", KAZOO_SOURCE, connect, name, &session_ms]);
+                command
+            }
+        };
+        Self::start(library, name, command).await
     }
 
     async fn start(library: Library, name: &str, mut command: Command) -> Peer {

@@ -1,7 +1,7 @@
 // A Curator 5.4 peer for zklock's interop tests (adapters/zookeeper-client/tests/common/peers.rs
 // compiles it with javac at test time against Debian's jars in /usr/share/java, and drives it).
 //
-// Usage: java CuratorPeer <connect string> <name>
+// Usage: java CuratorPeer <connect string> <name> [session timeout ms, default 10000]
 //
 // One Curator client (one ZooKeeper session) per process. Commands arrive on stdin, one a
 // line: "<slot> <op> [args...]". Each slot is a thread of its own that runs its commands in
@@ -25,6 +25,12 @@
 //   resign                       -> RESIGNED               (leaves <root>/leaders, closes
 //                                   the LeaderLatch)
 //   status                       -> STATUS leader|follower|none (LeaderLatch.hasLeadership)
+//   sacquire <path> <permits>    -> LEASED <lease node name> (InterProcessSemaphoreV2, waits)
+//   stry <path> <permits>        -> LEASED <lease node name> | BUSY (acquire(0 ms))
+//   smutex <path>                -> LEASED <lease node name> (InterProcessSemaphoreMutex, waits)
+//   srelease                     -> RELEASED               (returns the lease / releases)
+//   swork <path> <permits> <root> <iterations> <sleep ms>
+//                                -> SWORKED <sections> <overlaps> <most inside at once>
 //
 // Kinds: mutex (InterProcessMutex), revocable (an InterProcessMutex made revocable: its
 // listener prints "<slot> REVOCATION_REQUESTED"), read / write (the halves of an
@@ -35,6 +41,11 @@
 // at who else is in (any other node for a writer, any "w-" for a reader: an overlap), then
 // a writer reads <root>/counter, sleeps and writes value+1 unconditionally, a reader reads
 // it twice across the sleep (a change is an overlap); leave, release.
+//
+// The semaphore loop (swork) is the same with <permits> holders allowed: each holder
+// registers "s-..." under <root>/inside and counts who is in; more than <permits> is an
+// overlap (of n+1 holders at once, the last to register sees n+1), and the most seen is
+// reported.
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -54,6 +65,9 @@ import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
@@ -71,7 +85,8 @@ public class CuratorPeer {
 
     public static void main(String[] args) throws Exception {
         name = args[1];
-        client = CuratorFrameworkFactory.newClient(args[0], 10_000, 15_000, new RetryNTimes(3, 200));
+        int sessionMs = args.length > 2 ? Integer.parseInt(args[2]) : 10_000;
+        client = CuratorFrameworkFactory.newClient(args[0], sessionMs, 15_000, new RetryNTimes(3, 200));
         client.start();
         if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
             say("_ ERROR not connected to " + args[0] + " within 30 s");
@@ -114,6 +129,8 @@ public class CuratorPeer {
             return t;
         });
         InterProcessMutex held;
+        Lease lease;
+        InterProcessSemaphoreMutex semaphoreMutex;
         volatile LeaderLatch latch;
         volatile String leaderMark;
 
@@ -194,6 +211,44 @@ public class CuratorPeer {
                     held = null;
                     reply("RELEASED");
                     break;
+                case "sacquire": {
+                    InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, cmd[2], Integer.parseInt(cmd[3]));
+                    lease = semaphore.acquire(WAIT_SECONDS, TimeUnit.SECONDS);
+                    if (lease == null) {
+                        throw new IllegalStateException("no lease within " + WAIT_SECONDS + " s");
+                    }
+                    reply("LEASED " + lease.getNodeName());
+                    break;
+                }
+                case "stry": {
+                    InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, cmd[2], Integer.parseInt(cmd[3]));
+                    lease = semaphore.acquire(0, TimeUnit.MILLISECONDS);
+                    reply(lease == null ? "BUSY" : "LEASED " + lease.getNodeName());
+                    break;
+                }
+                case "smutex": {
+                    InterProcessSemaphoreMutex mutex = new InterProcessSemaphoreMutex(client, cmd[2]);
+                    if (!mutex.acquire(WAIT_SECONDS, TimeUnit.SECONDS)) {
+                        throw new IllegalStateException("not acquired within " + WAIT_SECONDS + " s");
+                    }
+                    semaphoreMutex = mutex;
+                    List<String> leases = client.getChildren().forPath(cmd[2] + "/leases");
+                    reply("LEASED " + String.join(",", leases));
+                    break;
+                }
+                case "srelease":
+                    if (semaphoreMutex != null) {
+                        semaphoreMutex.release();
+                        semaphoreMutex = null;
+                    } else {
+                        lease.close();
+                        lease = null;
+                    }
+                    reply("RELEASED");
+                    break;
+                case "swork":
+                    semaphoreWork(cmd[2], Integer.parseInt(cmd[3]), cmd[4], Integer.parseInt(cmd[5]), Integer.parseInt(cmd[6]));
+                    break;
                 case "revoke":
                     Revoker.attemptRevoke(client, cmd[2]);
                     reply("REVOKE_SENT");
@@ -230,6 +285,29 @@ public class CuratorPeer {
                 default:
                     throw new IllegalArgumentException("unknown op " + cmd[1]);
             }
+        }
+
+        void semaphoreWork(String path, int permits, String root, int iterations, int sleepMs) throws Exception {
+            String inside = root + "/inside";
+            InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, path, permits);
+            int overlaps = 0;
+            int most = 0;
+            for (int i = 0; i < iterations; i++) {
+                Lease l = semaphore.acquire(WAIT_SECONDS, TimeUnit.SECONDS);
+                if (l == null) {
+                    throw new IllegalStateException("section " + i + " not leased within " + WAIT_SECONDS + " s");
+                }
+                String mark = "s-curator-" + name + "-" + id + "-" + i;
+                client.create().withMode(CreateMode.EPHEMERAL).forPath(inside + "/" + mark, new byte[0]);
+                int in = client.getChildren().forPath(inside).size();
+                most = Math.max(most, in);
+                if (in > permits) overlaps++;
+                Thread.sleep(sleepMs);
+                client.delete().forPath(inside + "/" + mark);
+                l.close();
+                Thread.sleep(java.util.concurrent.ThreadLocalRandom.current().nextInt(sleepMs + 1));
+            }
+            reply("SWORKED " + iterations + " " + overlaps + " " + most);
         }
 
         void work(String kind, String path, String root, int iterations, int sleepMs) throws Exception {

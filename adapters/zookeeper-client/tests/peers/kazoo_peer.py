@@ -1,7 +1,7 @@
 # A kazoo 2.8 peer for zklock's interop tests (adapters/zookeeper-client/tests/common/peers.rs
 # runs it with Debian's /usr/bin/python3 and python3-kazoo, and drives it).
 #
-# Usage: python3 kazoo_peer.py <connect string> <name>
+# Usage: python3 kazoo_peer.py <connect string> <name> [session timeout ms, default 10000]
 #
 # The same line protocol as CuratorPeer.java: one kazoo client (one ZooKeeper session) per
 # process; commands on stdin, "<slot> <op> [args...]", each slot a thread of its own that runs
@@ -24,11 +24,21 @@
 #   resign                       -> RESIGNED               (leaves <root>/leaders; the leader
 #                                   function returns, kazoo deletes the node)
 #   status                       -> STATUS leader|follower|none
+#   sacquire <path> <permits>    -> LEASED <lease node name> (Semaphore, waits; the peer's
+#                                   name is its identifier)
+#   stry <path> <permits>        -> LEASED <lease node name> | BUSY | MISMATCH <kazoo's message>
+#                                   (acquire(blocking=False); MISMATCH: the ValueError kazoo
+#                                   raises when the path's stored max_leases differs)
+#   srelease                     -> RELEASED
+#   swork <path> <permits> <root> <iterations> <sleep ms>
+#                                -> SWORKED <sections> <overlaps> <most inside at once>
+#   version                      -> VERSION <kazoo version>
 #
 # Kinds: mutex (Lock), read (ReadLock), write (WriteLock).
 #
-# The work loop is the one CuratorPeer.java describes (register under <root>/inside, look
-# for overlaps, non-atomic read-sleep-write of <root>/counter).
+# The work loops are the ones CuratorPeer.java describes (register under <root>/inside, look
+# for overlaps, non-atomic read-sleep-write of <root>/counter; for a semaphore, count who is
+# inside).
 #
 # On kazoo < 2.9 (Debian bookworm has 2.8.0) the peer replaces Lock._get_predecessor with
 # the rule of kazoo 2.9 (see _predecessor_below_us): 2.8's ReadLock deadlocks with any
@@ -75,7 +85,8 @@ if tuple(int(p) for p in KAZOO_VERSION.split(".")[:2]) < (2, 9):
 
 WAIT_SECONDS = 60
 NAME = sys.argv[2]
-zk = KazooClient(hosts=sys.argv[1], timeout=10.0)
+SESSION_MS = int(sys.argv[3]) if len(sys.argv) > 3 else 10000
+zk = KazooClient(hosts=sys.argv[1], timeout=SESSION_MS / 1000.0)
 zk.start(timeout=30)
 out = threading.Lock()
 
@@ -144,6 +155,32 @@ class Slot(object):
             self.reply("RELEASED")
         elif op == "work":
             self.work(cmd[2], cmd[3], cmd[4], int(cmd[5]), int(cmd[6]))
+        elif op == "sacquire":
+            sem = zk.Semaphore(cmd[2], NAME, max_leases=int(cmd[3]))
+            if not sem.acquire(timeout=WAIT_SECONDS):
+                raise RuntimeError("no lease within %d s" % WAIT_SECONDS)
+            self.held = sem
+            self.reply("LEASED " + sem.create_path.rsplit("/", 1)[1])
+        elif op == "stry":
+            sem = zk.Semaphore(cmd[2], NAME, max_leases=int(cmd[3]))
+            try:
+                got = sem.acquire(blocking=False)
+            except ValueError as e:
+                self.reply("MISMATCH " + str(e).replace(" ", "_"))
+                return
+            if got:
+                self.held = sem
+                self.reply("LEASED " + sem.create_path.rsplit("/", 1)[1])
+            else:
+                self.reply("BUSY")
+        elif op == "srelease":
+            self.held.release()
+            self.held = None
+            self.reply("RELEASED")
+        elif op == "swork":
+            self.semaphore_work(cmd[2], int(cmd[3]), cmd[4], int(cmd[5]), int(cmd[6]))
+        elif op == "version":
+            self.reply("VERSION " + KAZOO_VERSION)
         elif op == "elect":
             self.election = zk.Election(cmd[2], cmd[3])
             self.election.run(self.lead, cmd[4] + "/leaders", cmd[3])
@@ -161,6 +198,27 @@ class Slot(object):
             self.reply("ERROR expected resign, got " + " ".join(cmd))
         zk.delete(mark)
         self.leading = False
+
+    def semaphore_work(self, path, permits, root, iterations, sleep_ms):
+        inside = root + "/inside"
+        overlaps = 0
+        most = 0
+        for i in range(iterations):
+            # A fresh Semaphore object per section, like a fresh lock object.
+            sem = zk.Semaphore(path, NAME, max_leases=permits)
+            if not sem.acquire(timeout=WAIT_SECONDS):
+                raise RuntimeError("section %d not leased within %d s" % (i, WAIT_SECONDS))
+            mark = "s-kazoo-%s-%s-%d" % (NAME, self.id, i)
+            zk.create(inside + "/" + mark, b"", ephemeral=True)
+            count = len(zk.get_children(inside))
+            most = max(most, count)
+            if count > permits:
+                overlaps += 1
+            time.sleep(sleep_ms / 1000.0)
+            zk.delete(inside + "/" + mark)
+            sem.release()
+            time.sleep(random.uniform(0, sleep_ms / 1000.0))
+        self.reply("SWORKED %d %d %d" % (iterations, overlaps, most))
 
     def work(self, kind, path, root, iterations, sleep_ms):
         writer = kind != "read"
