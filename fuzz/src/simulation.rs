@@ -312,7 +312,10 @@ impl Driver {
                     SimRecipe::Leader => LockSpec::leader(dir, vec![b'p', *client]),
                 };
                 spec = spec.scheme(match scheme % 3 {
-                    // Semaphores are native only (Curator's and kazoo's keep other layouts).
+                    // Semaphores stay native here: Curator's and kazoo's layouts (a
+                    // lease pool behind an internal mutex; kazoo's pool is the path
+                    // itself) cannot share a directory with the other recipes these
+                    // cases mix on it. lock-sim's workloads run them, one per path.
                     _ if matches!(recipe, SimRecipe::Semaphore(_)) => NameScheme::Native,
                     0 => NameScheme::Native,
                     1 => NameScheme::Curator,
