@@ -31,8 +31,8 @@
 mod common;
 
 use common::peers::{
-    counter_workload, delivered, mutex_handoff, node_name, received, rwlock_exclusion, within,
-    zk_start_lock, Kind, Library, MixedElection, Peer, RW_PHASES,
+    counter_workload, delivered, mixed_election_in_turn, mutex_handoff, node_name, received,
+    rwlock_exclusion, within, zk_start_lock, Kind, Library, Peer, RW_PHASES,
 };
 use common::semaphores::{
     semaphore_exclusion, semaphore_holder_expiry, semaphore_workload, zk_permit, zk_try_permit,
@@ -177,36 +177,7 @@ fn zklock_revoke_fires_a_revocable_curator_mutex_listener() {
 fn curator_leader_latch_and_zklock_election_one_leader_in_turn() {
     run_tokio(|rt| async move {
         let path = unique_path("curator-latch", &rt);
-        let connect_string = server().connect_string();
-        let starting = [1, 2].map(|i| {
-            let connect_string = connect_string.clone();
-            common::spawn(&rt, async move {
-                Peer::curator(&connect_string, &format!("curator{i}")).await
-            })
-        });
-        let z1 = connect(&rt, &connect_string, SESSION).await;
-        let z2 = connect(&rt, &connect_string, SESSION).await;
-        let mut peers = Vec::new();
-        for rx in starting {
-            peers.push(received(rx, "starting a Curator peer").await);
-        }
-
-        let mut election = MixedElection::new(&rt, &path, NameScheme::Curator).await;
-        let mut all = vec![election.join_zklock(&rt, &z1, "zklock-1", 1).await];
-        election.elected(0, &mut all, &mut peers).await;
-        all.push(election.join_peer(&mut peers, 0, "l", "curator-1", 2).await);
-        all.push(election.join_zklock(&rt, &z2, "zklock-2", 3).await);
-        all.push(election.join_peer(&mut peers, 1, "l", "curator-2", 4).await);
-        election.check(0, &mut all, &mut peers).await;
-        for who in 0..all.len() {
-            if who > 0 {
-                election.elected(who, &mut all, &mut peers).await;
-            }
-            election.resign(who, &mut all, &mut peers).await;
-        }
-        election.finish().await;
-        z1.close().await;
-        z2.close().await;
+        mixed_election_in_turn(&rt, Library::Curator, &path).await;
     });
 }
 

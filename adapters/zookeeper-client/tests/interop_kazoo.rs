@@ -32,8 +32,8 @@
 mod common;
 
 use common::peers::{
-    counter_workload, mutex_handoff, received, rwlock_exclusion, Kind, Library, MixedElection,
-    Peer, RW_PHASES,
+    counter_workload, mixed_election_in_turn, mutex_handoff, rwlock_exclusion, Kind, Library, Peer,
+    RW_PHASES,
 };
 use common::semaphores::{
     semaphore_exclusion, semaphore_holder_expiry, semaphore_workload, zk_permit, Look,
@@ -128,36 +128,7 @@ with_both_kazoos!(
     |lib| {
         run_tokio(|rt| async move {
             let path = unique_path("kazoo-election", &rt);
-            let connect_string = server().connect_string();
-            let starting = [1, 2].map(|i| {
-                let connect_string = connect_string.clone();
-                common::spawn(&rt, async move {
-                    Peer::start_library(lib, &connect_string, &format!("kazoo{i}")).await
-                })
-            });
-            let z1 = connect(&rt, &connect_string, SESSION).await;
-            let z2 = connect(&rt, &connect_string, SESSION).await;
-            let mut peers = Vec::new();
-            for rx in starting {
-                peers.push(received(rx, "starting a kazoo peer").await);
-            }
-
-            let mut election = MixedElection::new(&rt, &path, NameScheme::Kazoo).await;
-            let mut all = vec![election.join_zklock(&rt, &z1, "zklock-1", 1).await];
-            election.elected(0, &mut all, &mut peers).await;
-            all.push(election.join_peer(&mut peers, 0, "e", "kazoo-1", 2).await);
-            all.push(election.join_zklock(&rt, &z2, "zklock-2", 3).await);
-            all.push(election.join_peer(&mut peers, 1, "e", "kazoo-2", 4).await);
-            election.check(0, &mut all, &mut peers).await;
-            for who in 0..all.len() {
-                if who > 0 {
-                    election.elected(who, &mut all, &mut peers).await;
-                }
-                election.resign(who, &mut all, &mut peers).await;
-            }
-            election.finish().await;
-            z1.close().await;
-            z2.close().await;
+            mixed_election_in_turn(&rt, lib, &path).await;
         });
     }
 );

@@ -1019,25 +1019,7 @@ pub async fn counter_workload(
     let connect = super::server().connect_string();
     let observer = Observer::connect(&connect).await;
     let work = Workload::prepare(&observer, lock_path, iterations, Duration::from_millis(10)).await;
-
-    // Start the peers in parallel (a JVM takes a second or more to come up).
-    let started: Vec<_> = (0..peers)
-        .map(|i| {
-            let connect = connect.clone();
-            let name = format!("{}{}", library.name(), i + 1);
-            super::spawn(rt, async move {
-                Peer::start_library(library, &connect, &name).await
-            })
-        })
-        .collect();
-    let mut zklock = Vec::new();
-    for _ in 0..zklock_sessions {
-        zklock.push(super::connect(rt, &connect, Duration::from_secs(10)).await);
-    }
-    let mut running = Vec::new();
-    for rx in started {
-        running.push(received(rx, "starting a peer").await);
-    }
+    let (mut running, zklock) = start_fleet(rt, library, &connect, peers, zklock_sessions).await;
 
     let mut tallies = Vec::new();
     for (phase, kinds) in phases.iter().enumerate() {
@@ -1072,9 +1054,74 @@ pub async fn counter_workload(
     }
 }
 
+/// Starts `peers` peer processes of `library` (named `<library><i>`, in parallel: a
+/// JVM takes a second or more to come up) and connects `zklock_sessions` zklock
+/// sessions, all to `connect`.
+pub async fn start_fleet(
+    rt: &Runtime,
+    library: Library,
+    connect: &str,
+    peers: usize,
+    zklock_sessions: usize,
+) -> (Vec<Peer>, Vec<LockClient>) {
+    let started: Vec<_> = (0..peers)
+        .map(|i| {
+            let connect = connect.to_owned();
+            let name = format!("{}{}", library.name(), i + 1);
+            super::spawn(rt, async move {
+                Peer::start_library(library, &connect, &name).await
+            })
+        })
+        .collect();
+    let mut sessions = Vec::new();
+    for _ in 0..zklock_sessions {
+        sessions.push(super::connect(rt, connect, Duration::from_secs(10)).await);
+    }
+    let mut running = Vec::new();
+    for rx in started {
+        running.push(received(rx, "starting a peer").await);
+    }
+    (running, sessions)
+}
+
 // ---------------------------------------------------------------------------------
 // Leader election
 // ---------------------------------------------------------------------------------
+
+/// Two peer participants (two processes of `library`) and two zklock leader
+/// participants (two sessions, the library's scheme) on `path`, joined alternately:
+/// one leader at a time, in join order, leadership passing zklock -> peer -> zklock
+/// -> peer as each resigns.
+pub async fn mixed_election_in_turn(rt: &Runtime, library: Library, path: &str) {
+    let connect = super::server().connect_string();
+    let (mut peers, zklock) = start_fleet(rt, library, &connect, 2, 2).await;
+    let name = library.name();
+    let mut election = MixedElection::new(rt, path, library.scheme()).await;
+    let mut all = vec![election.join_zklock(rt, &zklock[0], "zklock-1", 1).await];
+    election.elected(0, &mut all, &mut peers).await;
+    all.push(
+        election
+            .join_peer(&mut peers, 0, "e", &format!("{name}-1"), 2)
+            .await,
+    );
+    all.push(election.join_zklock(rt, &zklock[1], "zklock-2", 3).await);
+    all.push(
+        election
+            .join_peer(&mut peers, 1, "e", &format!("{name}-2"), 4)
+            .await,
+    );
+    election.check(0, &mut all, &mut peers).await;
+    for who in 0..all.len() {
+        if who > 0 {
+            election.elected(who, &mut all, &mut peers).await;
+        }
+        election.resign(who, &mut all, &mut peers).await;
+    }
+    election.finish().await;
+    for locks in zklock {
+        locks.close().await;
+    }
+}
 
 /// A participant in a mixed election.
 pub enum Candidate {

@@ -14,7 +14,7 @@
 //!   semaphore, each holder registering under `<root>/inside` and counting who is
 //!   in: more than `n` is an overlap; the most seen at once is reported.
 
-use super::peers::{delivered, received, Library, Peer};
+use super::peers::{delivered, received, start_fleet, Library, Peer};
 use super::Observer;
 use futures::channel::oneshot;
 use lock_testkit::FaultProxy;
@@ -308,23 +308,7 @@ pub async fn semaphore_workload(
     // Long enough inside that holders overlap whenever the permits allow.
     let sleep = Duration::from_millis(40);
 
-    let started: Vec<_> = (0..peers)
-        .map(|i| {
-            let connect = connect.clone();
-            let name = format!("{}{}", library.name(), i + 1);
-            super::spawn(rt, async move {
-                Peer::start_library(library, &connect, &name).await
-            })
-        })
-        .collect();
-    let mut sessions = Vec::new();
-    for _ in 0..zklock_sessions {
-        sessions.push(super::connect(rt, &connect, Duration::from_secs(10)).await);
-    }
-    let mut running = Vec::new();
-    for rx in started {
-        running.push(received(rx, "starting a peer").await);
-    }
+    let (mut running, sessions) = start_fleet(rt, library, &connect, peers, zklock_sessions).await;
     let begin = Instant::now();
     for peer in &mut running {
         peer.send(
