@@ -37,6 +37,8 @@ pub struct ConnectOptions {
     sasl: Option<SaslDigest>,
     suspended_grace: Option<Duration>,
     expiry_margin: Option<Duration>,
+    /// `None`: the default (a tenth of the session timeout); `Some(None)`: off.
+    sync_interval: Option<Option<Duration>>,
 }
 
 /// SASL DIGEST-MD5 credentials ([`ConnectOptions::sasl_digest_md5`]).
@@ -83,6 +85,21 @@ impl ConnectOptions {
         self
     }
 
+    /// How often, at most, the session proves that the ensemble's leader still hears
+    /// it, with a `sync` (default: a tenth of the session timeout; any write sent
+    /// in between counts, so a busy session sends fewer). `None` turns it off.
+    ///
+    /// A follower cut off from the leader keeps answering reads and pings for up to
+    /// `syncLimit x tickTime` while the leader expires the session and grants its
+    /// locks to others; with proven contact a held lock is `Suspended`, then `Lost`
+    /// a margin before that could happen, whatever the follower answers. Off, a
+    /// lock relies on the connection's state alone, as Curator's and kazoo's do.
+    /// See [`lock_core::contact`] for the argument and its cost.
+    pub fn sync_interval(mut self, interval: Option<Duration>) -> Self {
+        self.sync_interval = Some(interval);
+        self
+    }
+
     /// The core's settings for a session with this (negotiated) timeout and seed,
     /// with this grace and margin: what a binding passes to [`pair`](crate::pair).
     ///
@@ -98,6 +115,11 @@ impl ConnectOptions {
         let mut config = lock_core::Config::new(session_timeout, seed);
         config.suspended_grace = self.suspended_grace;
         config.expiry_margin = self.expiry_margin;
+        config.sync_interval =
+            self.sync_interval
+                .unwrap_or(Some(lock_core::Config::default_sync_interval(
+                    session_timeout,
+                )));
         config
     }
 

@@ -581,6 +581,7 @@ fn an_acquisition_is_traced_in_its_own_span() {
                         .unwrap()
                         .to_owned()])),
                     Op::RemoveWatch { .. } => Ok(Reply::WatchRemoved),
+                    Op::Sync { .. } => Ok(Reply::Synced),
                     other => panic!("unexpected {other:?}"),
                 };
                 link.handle_reply(r.id, reply, now);

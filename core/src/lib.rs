@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 mod acquisition;
+pub mod contact;
 pub mod deadlock;
 mod event;
 mod inspect;

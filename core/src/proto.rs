@@ -108,9 +108,38 @@ pub enum Op {
         /// Node path.
         path: String,
     },
+    /// `sync(path)`: a round trip through the ensemble's leader. Reply:
+    /// [`Reply::Synced`]. The core sends it only to learn that the leader still hears
+    /// this session (see [`Config::sync_interval`](crate::Config::sync_interval)), so a
+    /// client library without `sync` may send any other request that a follower
+    /// must forward to the leader and whose effect no lock depends on (the blocking
+    /// binding writes its own session marker), and reply `Synced` when it succeeds.
+    Sync {
+        /// The path to sync (the core uses `/`).
+        path: String,
+    },
 }
 
 impl Op {
+    /// Whether a follower must hand this request to the leader before answering:
+    /// writes and `sync`. A reply to one of these shows that the server we talk to
+    /// was connected to the leader after it was sent; a reply to a read shows
+    /// nothing of the kind (a follower cut off from the leader keeps answering
+    /// reads for up to `syncLimit x tickTime`).
+    pub fn passes_leader(&self) -> bool {
+        match self {
+            Op::Create { .. }
+            | Op::SetData { .. }
+            | Op::Delete { .. }
+            | Op::Multi(_)
+            | Op::Sync { .. } => true,
+            Op::GetChildren { .. }
+            | Op::WatchChildren { .. }
+            | Op::GetData { .. }
+            | Op::RemoveWatch { .. } => false,
+        }
+    }
+
     /// The path the operation acts on (the first op's path for a multi).
     pub fn path(&self) -> &str {
         match self {
@@ -120,7 +149,8 @@ impl Op {
             | Op::GetData { path, .. }
             | Op::SetData { path, .. }
             | Op::Delete { path, .. }
-            | Op::RemoveWatch { path } => path,
+            | Op::RemoveWatch { path }
+            | Op::Sync { path } => path,
             Op::Multi(ops) => ops.first().map(MultiOp::path).unwrap_or(""),
         }
     }
@@ -149,6 +179,7 @@ impl Op {
                 Op::SetData { path, data, .. } => string_len(path) + 4 + data.len() + 4,
                 Op::Delete { path, .. } => string_len(path) + 4,
                 Op::RemoveWatch { path } => string_len(path) + 4,
+                Op::Sync { path } => string_len(path),
                 Op::Multi(ops) => {
                     const MULTI_HEADER: usize = 9; // type, done, err
                     ops.iter()
@@ -292,6 +323,8 @@ pub enum Reply {
     Multi(Vec<MultiResult>),
     /// The reply to [`Op::RemoveWatch`] (sent whatever the outcome).
     WatchRemoved,
+    /// The reply to [`Op::Sync`].
+    Synced,
 }
 
 // A failed multi is `Err(ZkError::MultiFailed { index, error })`, the first failing op.

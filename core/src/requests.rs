@@ -70,6 +70,12 @@ impl RequestBook {
         id
     }
 
+    /// A fresh id for a request of the session's own, which no task waits for.
+    pub(crate) fn mint(&mut self) -> RequestId {
+        self.next += 1;
+        RequestId(self.next)
+    }
+
     /// Takes the bookkeeping for a reply; `None` for unknown or forgotten ids.
     pub(crate) fn take(&mut self, id: RequestId) -> Option<(LockId, Purpose)> {
         let taken = self.pending.remove(&id)?;

@@ -1,6 +1,7 @@
 //! [`Session`]: every lock of one ZooKeeper session, multiplexed in one state machine.
 
 use crate::acquisition::{Acquisition, Ctx, Ended, State};
+use crate::contact::Contact;
 use crate::deadlock::scan::Scan;
 use crate::event::{FailReason, LockEvent, LockId, UsageError};
 use crate::inspect::Inspect;
@@ -9,7 +10,7 @@ use crate::names::{AttemptId, NameScheme};
 use crate::observer::Observer;
 use crate::path::validate_lock_path;
 use crate::proto::MultiOp;
-use crate::proto::{Input, Request, SessionEvent};
+use crate::proto::{Input, Op, Request, SessionEvent};
 use crate::requests::RequestBook;
 use crate::revoke::Revoke;
 use crate::rng::SplitMix64;
@@ -221,7 +222,15 @@ pub struct Session {
     stats: Stats,
     /// Some acquisition detects deadlocks: publications must follow waits.
     detection: bool,
+    /// When the leader last heard from the session, as far as is proven.
+    contact: Contact,
+    /// When the current connection came up.
+    connected_at: Timestamp,
 }
+
+/// The timers of the session itself (not of a task) are filed under this id, which
+/// no task gets (task ids start at 1).
+const SESSION_TIMERS: LockId = LockId(0);
 
 impl Session {
     /// A session with no lock and no connection yet.
@@ -240,6 +249,8 @@ impl Session {
             next_write: 0,
             stats: Stats::default(),
             detection: false,
+            contact: Contact::default(),
+            connected_at: Timestamp::ZERO,
         }
     }
 
@@ -522,7 +533,13 @@ impl Session {
     /// Feeds a reply, a watch firing or a session change.
     pub fn handle_input(&mut self, input: Input, now: Timestamp) {
         match input {
-            Input::Reply { request, result } => match self.requests.take(request) {
+            Input::Reply { request, result } if self.contact.is_own_sync(request) => {
+                self.on_contact_reply(request, &result, now);
+            }
+            Input::Reply { request, result } => match {
+                self.on_contact_reply(request, &result, now);
+                self.requests.take(request)
+            } {
                 None => self.stats.stale_replies += 1,
                 Some((lock, purpose)) => self.with_task(lock, now, |t, cx| match t {
                     Task::Acquisition(a) => a.on_reply(cx, request, purpose, result),
@@ -557,20 +574,23 @@ impl Session {
                 // A different session: the old one is gone for us, though perhaps
                 // not yet on the server: its nodes are deleted from this one.
                 self.end_session(now, Ended::Abandoned);
-                self.conn = Conn::Connected(session_id);
-                self.for_each_task(now, |t, cx| t.recover(cx));
+                self.on_connected(session_id, now);
             }
-            (SessionEvent::Connected { session_id }, _) => {
-                self.conn = Conn::Connected(session_id);
-                self.for_each_task(now, |t, cx| t.recover(cx));
-            }
+            (SessionEvent::Connected { session_id }, _) => self.on_connected(session_id, now),
             (SessionEvent::Disconnected { since_contact }, Conn::Connected(id)) => {
                 self.conn = Conn::Disconnected(id);
                 self.requests.forget_all();
+                self.contact.forget_connection();
+                self.timers.cancel(SESSION_TIMERS, TimerKind::Sync);
                 self.timers.cancel_kind(TimerKind::Retry);
                 // Held locks are lost before the server could expire the session:
-                // counted from the last contact, not from this report.
-                let lost_at = now + self.config.lost_window(since_contact);
+                // counted from the last contact, not from this report, and from
+                // the last contact proven to have reached the leader if known.
+                let reported = now + self.config.lost_window(since_contact);
+                let lost_at = self
+                    .contact
+                    .trusted_until(&self.config)
+                    .map_or(reported, |until| until.min(reported));
                 self.for_each_task(now, |t, cx| {
                     if let Task::Acquisition(a) = t {
                         a.on_disconnected(cx, lost_at)
@@ -587,9 +607,96 @@ impl Session {
         }
     }
 
+    fn on_connected(&mut self, session_id: i64, now: Timestamp) {
+        self.conn = Conn::Connected(session_id);
+        self.connected_at = now;
+        self.contact.on_connected(now);
+        self.timers.cancel(SESSION_TIMERS, TimerKind::Sync);
+        if self.config.sync_interval.is_some() {
+            self.arm_contact();
+            self.arm_sync();
+        }
+        self.for_each_task(now, |t, cx| t.recover(cx));
+    }
+
+    /// A reply, for what it proves of the leader's contact (see [`crate::contact`]).
+    fn on_contact_reply<T>(
+        &mut self,
+        request: crate::proto::RequestId,
+        result: &Result<T, crate::proto::ZkError>,
+        now: Timestamp,
+    ) {
+        if self.config.sync_interval.is_none() {
+            return;
+        }
+        if self.contact.on_reply(&self.config, request, result, now) {
+            self.arm_contact();
+            if self.contact.is_fresh(&self.config, now) {
+                self.for_each_task(now, |t, cx| {
+                    if let Task::Acquisition(a) = t {
+                        a.on_contact_renewed(cx);
+                    }
+                });
+            }
+        }
+        self.arm_sync();
+    }
+
+    /// Arms the session's next `sync` unless it is armed already (a timer that
+    /// fires early finds out and arms again: sends only ever make it later).
+    fn arm_sync(&mut self) {
+        if self.timers.is_armed(SESSION_TIMERS, TimerKind::Sync) || !self.is_connected() {
+            return;
+        }
+        if let Some(at) = self.contact.next_sync(&self.config, self.connected_at) {
+            self.timers.set(SESSION_TIMERS, TimerKind::Sync, at);
+        }
+    }
+
+    /// Arms the suspension of held locks for want of a newer proof of contact.
+    fn arm_contact(&mut self) {
+        match self.contact.suspend_at(&self.config) {
+            Some(at) => self.timers.set(SESSION_TIMERS, TimerKind::Contact, at),
+            None => self.timers.cancel(SESSION_TIMERS, TimerKind::Contact),
+        }
+    }
+
+    fn on_session_timer(&mut self, kind: TimerKind, now: Timestamp) {
+        match kind {
+            TimerKind::Sync if self.is_connected() => {
+                match self.contact.next_sync(&self.config, self.connected_at) {
+                    Some(at) if at <= now => {
+                        let id = self.requests.mint();
+                        let op = Op::Sync { path: "/".into() };
+                        self.contact.on_sync_sent(&self.config, id, &op, now);
+                        self.stats.requests += 1;
+                        self.out.push_back(Output::Request(Request { id, op }));
+                    }
+                    Some(at) => self.timers.set(SESSION_TIMERS, TimerKind::Sync, at),
+                    None => {}
+                }
+            }
+            TimerKind::Contact => {
+                // No newer proof came in time: held locks are no longer trusted
+                // (locks granted from now on are suspended as they are granted).
+                if let Some(lost_at) = self.contact.trusted_until(&self.config) {
+                    self.for_each_task(now, |t, cx| {
+                        if let Task::Acquisition(a) = t {
+                            a.suspend(cx, lost_at);
+                        }
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn end_session(&mut self, now: Timestamp, how: Ended) {
         let closed = how == Ended::Closed;
         self.requests.forget_all();
+        self.contact.on_session_ended();
+        self.timers.cancel(SESSION_TIMERS, TimerKind::Sync);
+        self.timers.cancel(SESSION_TIMERS, TimerKind::Contact);
         self.timers.cancel_kind(TimerKind::Retry);
         self.timers.cancel_kind(TimerKind::Grace);
         // Events for the old session's locks carry its id; then there is none.
@@ -612,6 +719,10 @@ impl Session {
     /// Fires every timer due at `now`.
     pub fn handle_timeout(&mut self, now: Timestamp) {
         while let Some((lock, kind)) = self.timers.pop_due(now) {
+            if lock == SESSION_TIMERS {
+                self.on_session_timer(kind, now);
+                continue;
+            }
             self.with_task(lock, now, |t, cx| match t {
                 Task::Acquisition(a) => a.on_timer(cx, kind),
                 Task::Observer(o) => o.on_timer(cx, kind),
@@ -713,6 +824,7 @@ impl Session {
             timers: &mut self.timers,
             stats: &mut self.stats,
             watches: &mut self.watches,
+            contact: &mut self.contact,
         };
         (cx, &mut self.tasks)
     }

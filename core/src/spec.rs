@@ -319,6 +319,19 @@ pub struct Config {
     /// connection, so every request is measured before it is sent and input that
     /// would make one too large is refused with a typed error.
     pub max_packet: usize,
+    /// While connected, send a `sync` this often (at most: any request that passes
+    /// the leader in between counts), so that the core knows when the ensemble's
+    /// leader last heard from the session, not only when our server did; `None`
+    /// (the default here; lock-client turns it on) trusts the adapter's
+    /// `since_contact` alone. See [`crate::contact`] for the argument, and
+    /// [`touch_bound`](Self::touch_bound).
+    ///
+    /// With it, a held lock is [`Suspended`](crate::LockEvent::Suspended) once the
+    /// leader's last proven contact is more than the session timeout less
+    /// [`margin`](Self::margin) and [`suspend_lead`](Self::suspend_lead) old, and
+    /// [`Lost`](crate::LockEvent::Lost) at the session timeout less the margin, even
+    /// while our server still answers: a follower cut off from the leader does.
+    pub sync_interval: Option<Duration>,
 }
 
 impl Config {
@@ -332,7 +345,32 @@ impl Config {
             retry_interval: Duration::from_millis(200),
             max_parent_retries: 8,
             max_packet: MAX_DATA_LEN,
+            sync_interval: None,
         }
+    }
+
+    /// The default [`sync_interval`](Self::sync_interval) lock-client uses: a tenth
+    /// of the session timeout (one `sync` per second with the default 10 s).
+    pub fn default_sync_interval(session_timeout: Duration) -> Duration {
+        session_timeout / 10
+    }
+
+    /// How long a follower may take to pass a session's activity on to the leader:
+    /// it does so in its reply to the leader's ping, which comes every `tickTime / 2`,
+    /// and ZooKeeper's default `minSessionTimeout` of two ticks makes that at most a
+    /// quarter of the session timeout. A third leaves a twelfth for the ping's
+    /// scheduling and the network. (A server configured with a session timeout
+    /// below two ticks breaks this assumption; `zklock doctor` reports it.)
+    pub fn touch_bound(&self) -> Duration {
+        self.session_timeout / 3
+    }
+
+    /// How long before the proven-contact deadline held locks are suspended: a
+    /// fifth of the session timeout. In steady state the deadline stays at least
+    /// `7/15` of the session timeout less the margin ahead (see [`crate::contact`]), so
+    /// only a late `sync` reaches it.
+    pub fn suspend_lead(&self) -> Duration {
+        self.session_timeout / 5
     }
 
     /// The most participant data a node under `lock_path` can hold: what one

@@ -48,6 +48,14 @@ impl Timestamp {
         self.0 / 1_000_000
     }
 
+    /// `d` before `self`, or the epoch if that is earlier.
+    pub fn saturating_sub(self, d: Duration) -> Timestamp {
+        Timestamp(
+            self.0
+                .saturating_sub(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+        )
+    }
+
     /// `self - earlier`, or zero if `earlier` is later.
     pub fn saturating_since(self, earlier: Timestamp) -> Duration {
         Duration::from_nanos(self.0.saturating_sub(earlier.0))

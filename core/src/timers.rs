@@ -17,6 +17,10 @@ pub(crate) enum TimerKind {
     Lease,
     /// Deadlock detection: publish our wait and chase (again).
     Detect,
+    /// The session's next `sync` (see [`crate::contact`]).
+    Sync,
+    /// The session's held locks must be suspended for want of proven contact.
+    Contact,
 }
 
 #[derive(Default)]
@@ -32,6 +36,10 @@ impl Timers {
         self.armed.insert((lock, kind), at);
     }
 
+    pub(crate) fn is_armed(&self, lock: LockId, kind: TimerKind) -> bool {
+        self.armed.contains_key(&(lock, kind))
+    }
+
     pub(crate) fn cancel(&mut self, lock: LockId, kind: TimerKind) {
         if let Some(at) = self.armed.remove(&(lock, kind)) {
             self.queue.remove(&(at, lock, kind));
@@ -45,6 +53,8 @@ impl Timers {
             TimerKind::Retry,
             TimerKind::Lease,
             TimerKind::Detect,
+            TimerKind::Sync,
+            TimerKind::Contact,
         ] {
             self.cancel(lock, kind);
         }

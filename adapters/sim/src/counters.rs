@@ -23,6 +23,8 @@ pub enum OpKind {
     Multi,
     /// `removeWatches`.
     RemoveWatch,
+    /// `sync`.
+    Sync,
     /// Anything else.
     Other,
 }
@@ -38,6 +40,7 @@ impl OpKind {
             Op::Delete { .. } => OpKind::Delete,
             Op::Multi(_) => OpKind::Multi,
             Op::RemoveWatch { .. } => OpKind::RemoveWatch,
+            Op::Sync { .. } => OpKind::Sync,
             _ => OpKind::Other,
         }
     }
@@ -70,6 +73,8 @@ pub struct Counters {
     pub multi: u64,
     /// `removeWatches` requests sent.
     pub remove_watch: u64,
+    /// `sync` requests.
+    pub sync: u64,
     /// Other requests sent.
     pub other: u64,
     /// Replies delivered to the client (the network's, not local connection-loss errors).
@@ -101,6 +106,7 @@ impl Counters {
             OpKind::Delete => &mut self.delete,
             OpKind::Multi => &mut self.multi,
             OpKind::RemoveWatch => &mut self.remove_watch,
+            OpKind::Sync => &mut self.sync,
             OpKind::Other => &mut self.other,
         }
     }
@@ -120,6 +126,7 @@ impl Counters {
             + self.delete
             + self.multi
             + self.remove_watch
+            + self.sync
             + self.other
     }
 }
@@ -133,6 +140,7 @@ impl AddAssign for Counters {
         self.delete += o.delete;
         self.multi += o.multi;
         self.remove_watch += o.remove_watch;
+        self.sync += o.sync;
         self.other += o.other;
         self.replies += o.replies;
         self.notifications += o.notifications;

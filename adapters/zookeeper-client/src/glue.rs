@@ -73,6 +73,9 @@ pub(crate) fn call(client: Arc<Client>, op: Op, acls: Arc<[Acl]>) -> BoxFuture<'
             unwatched(client.delete(&path, version).await.map(|()| Reply::Deleted))
         }),
         Op::Multi(ops) => Box::pin(async move { (multi(&client, ops, &acls).await, None) }),
+        Op::Sync { path } => {
+            Box::pin(async move { unwatched(client.sync(&path).await.map(|()| Reply::Synced)) })
+        }
         other => {
             let message = format!("operation not supported by this binding: {other:?}");
             Box::pin(async move { (Err(ZkError::Other(message)), None) })

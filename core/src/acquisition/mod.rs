@@ -21,6 +21,7 @@
 //! again (one round trip: in a queue the rest of the cache is usually stale, and
 //! checking it node by node would cost a round trip per stale node).
 
+use crate::contact::Contact;
 use crate::deadlock::chase::{Chase, Outcome};
 use crate::deadlock::publish::Publication;
 use crate::event::{FailReason, FencingToken, Grant, LockEvent, LockId, LostReason};
@@ -62,6 +63,7 @@ pub(crate) struct Ctx<'a> {
     pub timers: &'a mut Timers,
     pub stats: &'a mut Stats,
     pub watches: &'a mut WatchIndex,
+    pub contact: &'a mut Contact,
 }
 
 impl Ctx<'_> {
@@ -73,6 +75,7 @@ impl Ctx<'_> {
         }
         let id = self.requests.insert(lock, purpose);
         self.stats.requests += 1;
+        self.contact.on_sent(self.config, id, &op, self.now);
         match &op {
             Op::GetData { path, watch: true } | Op::WatchChildren { path } => {
                 self.watches.add(lock, path)
@@ -82,6 +85,15 @@ impl Ctx<'_> {
         self.out
             .push_back(Output::Request(crate::proto::Request { id, op }));
         Some(id)
+    }
+
+    /// When held locks stop being trusted, if they already have: the leader's last
+    /// proven contact is too old (see [`crate::contact`]).
+    pub(crate) fn distrusted(&self) -> Option<Timestamp> {
+        if self.contact.is_fresh(self.config, self.now) {
+            return None;
+        }
+        self.contact.trusted_until(self.config)
     }
 
     pub(crate) fn emit(&mut self, lock: LockId, event: LockEvent) {
@@ -899,6 +911,11 @@ impl Acquisition {
         }
         cx.stats.acquired += 1;
         cx.emit(self.id, LockEvent::Acquired(grant));
+        if let Some(lost_at) = cx.distrusted() {
+            // Granted by a server whose leader has not been proven to hear us
+            // lately: held, but not to be trusted until it has.
+            self.suspend(cx, lost_at);
+        }
     }
 
     fn on_peer_data(
@@ -958,7 +975,8 @@ impl Acquisition {
                         self.state = State::Waiting;
                         self.grant(cx);
                     }
-                    State::Held if self.suspended => {
+                    // Resumed only once the leader is proven to hear us again.
+                    State::Held if self.suspended && cx.distrusted().is_none() => {
                         self.suspended = false;
                         cx.timers.cancel(self.id, TimerKind::Grace);
                         cx.emit(self.id, LockEvent::Resumed);
@@ -1202,6 +1220,8 @@ impl Acquisition {
                     self.terminal(cx, LockEvent::Lost(LostReason::LeaseExpired));
                 }
             }
+            // The session's own.
+            TimerKind::Sync | TimerKind::Contact => {}
         }
     }
 
@@ -1225,6 +1245,13 @@ impl Acquisition {
         self.marker_check = None;
         self.section_request = None;
         self.writes_unknown(cx);
+        self.suspend(cx, lost_at);
+    }
+
+    /// A held lock is no longer trusted: suspended, and lost at `lost_at` unless
+    /// it is resumed first (the connection comes back, or the leader is proven to
+    /// hear us again).
+    pub(crate) fn suspend(&mut self, cx: &mut Ctx, lost_at: Timestamp) {
         if self.state == State::Held && !self.suspended {
             self.suspended = true;
             cx.emit(self.id, LockEvent::Suspended);
@@ -1234,6 +1261,14 @@ impl Acquisition {
             } else {
                 cx.timers.set(self.id, TimerKind::Grace, lost_at);
             }
+        }
+    }
+
+    /// The leader was proven to hear us again: a lock suspended for want of that
+    /// proof (the connection up) checks that its node is still ours, then resumes.
+    pub(crate) fn on_contact_renewed(&mut self, cx: &mut Ctx) {
+        if self.state == State::Held && self.suspended && cx.connected && self.own_read.is_none() {
+            self.send_own_read(cx, self.spec.watches_node());
         }
     }
 

@@ -1,0 +1,360 @@
+//! Proven contact with the ensemble's leader: until when a held lock can be trusted.
+//!
+//! # Why a reply from our server is not enough
+//!
+//! ZooKeeper's *leader* expires sessions: its session tracker gives a session
+//! until one session timeout `T` after the last activity it *knows of* (rounded up
+//! to the next tick). A follower records the activity of its own clients (every
+//! request, every ping) in a table that it hands to the leader only in its replies
+//! to the leader's pings, which come every `tickTime / 2`. A follower cut off from
+//! the leader goes on answering its clients' reads and pings until it gives up on
+//! the leader, about `syncLimit x tickTime` later: all that time the leader hears
+//! nothing of the session, expires it one `T` after the last activity forwarded,
+//! and grants its locks to others. So the time since our server last answered
+//! says nothing about when the session can expire; with `syncLimit x tickTime >=
+//! T` our server may answer until after the expiry.
+//!
+//! # What a reply does prove
+//!
+//! Writes and `sync` ([`Op::passes_leader`]) are answered only after the follower
+//! has forwarded them to the leader and the leader has handled them. The follower
+//! sends its ping replies and forwarded requests on one TCP stream, and the leader
+//! handles that stream in order. So when such a request `S`, sent at `t_S`, is
+//! answered, and an earlier request `X` of the same connection (any request: the
+//! follower records the activity when it receives it) was answered at `r_X <= t_S
+//! - D`, then between receiving `X` (before `r_X`) and forwarding `S` (after `t_S`)
+//! the follower was pinged at least once if `D` exceeds the ping period, and its
+//! ping reply, carrying `X`'s activity, reached the leader before `S` did. The
+//! leader therefore heard of the session at some instant after `X` was sent, and
+//! cannot expire it before `t_X + T`. The proven contact is the latest such `t_X`;
+//! held locks are trusted until `t_X + T - margin`
+//! ([`Config::margin`](crate::Config::margin)) and are
+//! [`Suspended`](crate::LockEvent::Suspended) a [`Config::suspend_lead`] before.
+//!
+//! `D` is [`Config::touch_bound`]: a third of `T`, above the ping period of a
+//! quarter of `T` at most that ZooKeeper's default bounds on the session timeout
+//! (`minSessionTimeout` = 2 ticks) imply. Every time the core uses is on the safe
+//! side: a send time is taken when the request is queued (it leaves later), a
+//! reply time when the core sees it (it arrived earlier), so proven contact is
+//! never later than the truth. On the leader itself, or a standalone server,
+//! activity counts at once; the argument only gets more conservative there.
+//!
+//! A `Connected` report counts as contact at the instant it is handled: opening a
+//! session is a transaction of the leader's, and reopening one on a follower asks
+//! the leader to revalidate it (which renews it) before the client hears back.
+//! That one server-to-client hop of lateness is what the margin is for, with the
+//! adapter's own lateness.
+//!
+//! # Cost
+//!
+//! While connected, a `sync` goes out whenever no request that passes the leader
+//! was sent for [`Config::sync_interval`] (a tenth of `T` by default): ten per
+//! session timeout on an idle session, fewer on a busy one. A `sync` is a read of
+//! the leader's state, not a transaction: nothing is logged. In steady state the
+//! proven contact trails the present by at most `D + 2 x interval` plus two round
+//! trips (`T/3 + T/5`), so the deadline stays `7T/15 - margin` ahead and only a
+//! `sync` that is late by about `4T/15 - margin` suspends held locks.
+
+use crate::proto::{Op, RequestId, ZkError};
+use crate::spec::Config;
+use crate::time::Timestamp;
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+/// A request on its way: when it was queued, and whether it passes the leader.
+#[derive(Clone, Copy, Debug)]
+struct Sent {
+    at: Timestamp,
+    passes_leader: bool,
+}
+
+/// Requests answered on this connection, as `(sent, answered)` pairs in answer
+/// order (FIFO: sent order too). Answers close together share one entry, which
+/// keeps the earliest send and the latest answer: a later proof, never a wrong
+/// one, and a bounded history (a few entries per `touch_bound`).
+#[derive(Default, Debug)]
+struct Answered {
+    entries: VecDeque<(Timestamp, Timestamp)>,
+}
+
+impl Answered {
+    fn push(&mut self, sent: Timestamp, answered: Timestamp, bucket: Duration) {
+        if let Some(last) = self.entries.back_mut() {
+            // Same bucket: measured from the entry's send, so entries keep moving.
+            if answered.saturating_since(last.0) < bucket {
+                last.1 = last.1.max(answered);
+                return;
+            }
+        }
+        self.entries.push_back((sent, answered));
+    }
+
+    /// The latest send among requests answered no later than `by`; drops the
+    /// entries before it (a later proof can only use later ones).
+    fn latest_sent_answered_by(&mut self, by: Timestamp) -> Option<Timestamp> {
+        let count = self.entries.iter().take_while(|(_, a)| *a <= by).count();
+        if count == 0 {
+            return None;
+        }
+        self.entries.drain(..count - 1);
+        self.entries.front().map(|(sent, _)| *sent)
+    }
+}
+
+/// What the session knows of its contact with the leader (see the module docs).
+#[derive(Default, Debug)]
+pub(crate) struct Contact {
+    /// The latest instant the leader is proven to have heard from the session.
+    proven: Option<Timestamp>,
+    /// Requests in flight on this connection.
+    sent: HashMap<RequestId, Sent>,
+    answered: Answered,
+    /// When the newest request that passes the leader was queued.
+    last_leader_send: Option<Timestamp>,
+    /// The core's own `sync` in flight.
+    sync_in_flight: Option<RequestId>,
+}
+
+impl Contact {
+    /// Until when held locks are trusted, if the feature is on and there was
+    /// contact: the proven contact plus the session timeout less the margin.
+    pub(crate) fn trusted_until(&self, config: &Config) -> Option<Timestamp> {
+        config.sync_interval?;
+        let proven = self.proven?;
+        Some(proven + config.session_timeout.saturating_sub(config.margin()))
+    }
+
+    /// When held locks must be suspended for want of a newer proof.
+    pub(crate) fn suspend_at(&self, config: &Config) -> Option<Timestamp> {
+        self.trusted_until(config)
+            .map(|until| until.saturating_sub(config.suspend_lead()))
+    }
+
+    /// Whether held locks can be trusted at `now`.
+    pub(crate) fn is_fresh(&self, config: &Config, now: Timestamp) -> bool {
+        self.suspend_at(config).map_or(true, |at| now < at)
+    }
+
+    /// The session is (re)connected: opening or revalidating it went through the
+    /// leader just now.
+    pub(crate) fn on_connected(&mut self, now: Timestamp) {
+        self.forget_connection();
+        self.proven = Some(self.proven.map_or(now, |p| p.max(now)));
+    }
+
+    /// The connection dropped: nothing in flight will be answered on it, and
+    /// answers on the next one prove nothing together with those on this one.
+    pub(crate) fn forget_connection(&mut self) {
+        self.sent.clear();
+        self.answered.entries.clear();
+        self.sync_in_flight = None;
+        self.last_leader_send = None;
+    }
+
+    /// The session ended: nothing is proven of the next one until it connects.
+    pub(crate) fn on_session_ended(&mut self) {
+        self.forget_connection();
+        self.proven = None;
+    }
+
+    /// A request was queued at `now`.
+    pub(crate) fn on_sent(&mut self, config: &Config, id: RequestId, op: &Op, now: Timestamp) {
+        if config.sync_interval.is_none() {
+            return;
+        }
+        let passes_leader = op.passes_leader();
+        if passes_leader {
+            self.last_leader_send = Some(now);
+        }
+        self.sent.insert(
+            id,
+            Sent {
+                at: now,
+                passes_leader,
+            },
+        );
+    }
+
+    /// The core's own `sync` was queued.
+    pub(crate) fn on_sync_sent(&mut self, config: &Config, id: RequestId, op: &Op, now: Timestamp) {
+        self.on_sent(config, id, op, now);
+        self.sync_in_flight = Some(id);
+    }
+
+    /// Whether `id` is the core's own `sync`.
+    pub(crate) fn is_own_sync(&self, id: RequestId) -> bool {
+        self.sync_in_flight == Some(id)
+    }
+
+    /// A reply arrived at `now`. Returns whether the proven contact moved.
+    pub(crate) fn on_reply<T>(
+        &mut self,
+        config: &Config,
+        id: RequestId,
+        result: &Result<T, ZkError>,
+        now: Timestamp,
+    ) -> bool {
+        if self.sync_in_flight == Some(id) {
+            self.sync_in_flight = None;
+        }
+        let Some(sent) = self.sent.remove(&id) else {
+            return false;
+        };
+        // Only an answer from the server shows it received the request.
+        if result.as_ref().is_err_and(|e| !e.is_from_server()) {
+            return false;
+        }
+        let mut moved = false;
+        if sent.passes_leader {
+            let by = sent.at.saturating_sub(config.touch_bound());
+            if let Some(heard) = self.answered.latest_sent_answered_by(by) {
+                if self.proven.map_or(true, |p| heard > p) {
+                    self.proven = Some(heard);
+                    moved = true;
+                }
+            }
+        }
+        let bucket = config.touch_bound() / 8;
+        self.answered.push(sent.at, now, bucket);
+        moved
+    }
+
+    /// When the next `sync` is due, if one is: `sync_interval` after the newest
+    /// request that passes the leader, unless a `sync` is in flight.
+    pub(crate) fn next_sync(&self, config: &Config, connected_at: Timestamp) -> Option<Timestamp> {
+        let interval = config.sync_interval?;
+        if self.sync_in_flight.is_some() {
+            return None;
+        }
+        Some(self.last_leader_send.unwrap_or(connected_at) + interval)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::Reply;
+
+    fn config() -> Config {
+        let mut c = Config::new(Duration::from_secs(3), 0);
+        c.sync_interval = Some(Duration::from_millis(300));
+        c
+    }
+
+    fn ms(n: u64) -> Timestamp {
+        Timestamp::from_millis(n)
+    }
+
+    const SYNC: Op = Op::Sync {
+        path: String::new(),
+    };
+
+    fn read() -> Op {
+        Op::GetData {
+            path: "/a".into(),
+            watch: false,
+        }
+    }
+
+    fn answer(c: &mut Contact, id: u64, op: &Op, sent: u64, answered: u64) -> bool {
+        let config = config();
+        c.on_sent(&config, RequestId(id), op, ms(sent));
+        c.on_reply::<Reply>(&config, RequestId(id), &Ok(Reply::Synced), ms(answered))
+    }
+
+    #[test]
+    fn a_leader_answer_proves_only_requests_answered_a_touch_bound_before_it_was_sent() {
+        let config = config(); // touch bound 1 s
+        let mut c = Contact::default();
+        c.on_connected(ms(0));
+        assert!(!answer(&mut c, 1, &read(), 100, 110));
+        // Sent 890 ms after the read's answer: too soon to prove it.
+        assert!(!answer(&mut c, 2, &SYNC, 1000, 1010));
+        assert_eq!(c.proven, Some(ms(0)));
+        // Sent 1 s after it: the leader heard of the read, sent at 100.
+        assert!(answer(&mut c, 3, &SYNC, 1110, 1120));
+        assert_eq!(c.proven, Some(ms(100)));
+        assert_eq!(c.trusted_until(&config), Some(ms(100 + 3000 - 300)));
+        assert_eq!(c.suspend_at(&config), Some(ms(100 + 3000 - 300 - 600)));
+    }
+
+    #[test]
+    fn reads_never_prove_contact() {
+        let mut c = Contact::default();
+        c.on_connected(ms(0));
+        for i in 0..20 {
+            assert!(!answer(&mut c, i, &read(), i * 500, i * 500 + 10));
+        }
+        assert_eq!(c.proven, Some(ms(0)));
+    }
+
+    #[test]
+    fn connection_errors_are_not_answers() {
+        let config = config();
+        let mut c = Contact::default();
+        c.on_connected(ms(0));
+        c.on_sent(&config, RequestId(1), &read(), ms(100));
+        let lost: Result<Reply, _> = Err(ZkError::ConnectionLoss);
+        assert!(!c.on_reply(&config, RequestId(1), &lost, ms(110)));
+        assert!(!answer(&mut c, 2, &SYNC, 1200, 1210));
+        assert_eq!(c.proven, Some(ms(0)));
+        // A server error is an answer.
+        c.on_sent(&config, RequestId(3), &read(), ms(1400));
+        assert!(!c.on_reply::<Reply>(&config, RequestId(3), &Err(ZkError::NoNode), ms(1410)));
+        assert!(answer(&mut c, 4, &SYNC, 2500, 2510));
+        assert_eq!(c.proven, Some(ms(1400)));
+    }
+
+    #[test]
+    fn answers_of_an_earlier_connection_prove_nothing() {
+        let mut c = Contact::default();
+        c.on_connected(ms(0));
+        assert!(!answer(&mut c, 1, &read(), 100, 110));
+        c.forget_connection();
+        assert!(!answer(&mut c, 2, &SYNC, 2000, 2010));
+        assert_eq!(c.proven, Some(ms(0)));
+    }
+
+    #[test]
+    fn the_history_stays_small_under_many_answers() {
+        let mut c = Contact::default();
+        c.on_connected(ms(0));
+        for i in 0..10_000u64 {
+            answer(&mut c, i, &read(), i, i + 1);
+        }
+        assert!(
+            c.answered.entries.len() < 100,
+            "{}",
+            c.answered.entries.len()
+        );
+        assert!(answer(&mut c, 20_000, &SYNC, 10_000, 10_001));
+        let proven = c.proven.unwrap();
+        // Within two buckets (touch bound / 8 = 125 ms) of the exact answer, 9000:
+        // never later.
+        assert!(proven <= ms(9_000) && proven >= ms(8_750), "{proven:?}");
+    }
+
+    #[test]
+    fn off_without_a_sync_interval() {
+        let config = Config::new(Duration::from_secs(3), 0);
+        let mut c = Contact::default();
+        c.on_connected(ms(0));
+        assert_eq!(c.trusted_until(&config), None);
+        assert!(c.is_fresh(&config, ms(1_000_000)));
+        assert_eq!(c.next_sync(&config, ms(0)), None);
+    }
+
+    #[test]
+    fn syncs_are_due_an_interval_after_the_last_leader_request() {
+        let config = config();
+        let mut c = Contact::default();
+        c.on_connected(ms(0));
+        assert_eq!(c.next_sync(&config, ms(0)), Some(ms(300)));
+        c.on_sent(&config, RequestId(1), &read(), ms(200));
+        assert_eq!(c.next_sync(&config, ms(0)), Some(ms(300)));
+        c.on_sync_sent(&config, RequestId(2), &SYNC, ms(300));
+        assert_eq!(c.next_sync(&config, ms(0)), None);
+        c.on_reply::<Reply>(&config, RequestId(2), &Ok(Reply::Synced), ms(310));
+        assert_eq!(c.next_sync(&config, ms(0)), Some(ms(600)));
+    }
+}
