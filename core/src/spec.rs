@@ -304,6 +304,14 @@ pub struct Config {
     /// lateness in reporting the disconnection, and the difference between the
     /// server's clock rate and ours. Only monotonic clocks are involved on either
     /// side.
+    ///
+    /// "Last heard from us" means the *leader*: a follower cut off from it keeps
+    /// answering, so with [`sync_interval`](Self::sync_interval) on, the last
+    /// contact is the last one proven to have reached the leader, and the lock is
+    /// lost a margin before one session timeout after it even while connected (the
+    /// argument is in [`crate::contact`]). Without it, the adapter's `since_contact`
+    /// is all the core has, which is safe only against a standalone server or the
+    /// leader itself.
     pub expiry_margin: Option<Duration>,
     /// Seed for attempt ids. Give every session a different seed (the adapters mix
     /// in the session id and the process's randomness).
