@@ -533,22 +533,24 @@ impl Session {
     /// Feeds a reply, a watch firing or a session change.
     pub fn handle_input(&mut self, input: Input, now: Timestamp) {
         match input {
-            Input::Reply { request, result } if self.contact.is_own_sync(request) => {
+            Input::Reply { request, result } => {
+                // Every answer counts as contact, even one nobody waits for any more.
+                let own_sync = self.contact.is_own_sync(request);
                 self.on_contact_reply(request, &result, now);
+                if own_sync {
+                    return;
+                }
+                match self.requests.take(request) {
+                    None => self.stats.stale_replies += 1,
+                    Some((lock, purpose)) => self.with_task(lock, now, |t, cx| match t {
+                        Task::Acquisition(a) => a.on_reply(cx, request, purpose, result),
+                        Task::Observer(o) => o.on_reply(cx, request, purpose, result),
+                        Task::Revoke(r) => r.on_reply(cx, request, purpose, result),
+                        Task::Inspect(i) => i.on_reply(cx, request, purpose, result),
+                        Task::Scan(s) => s.on_reply(cx, request, result),
+                    }),
+                }
             }
-            Input::Reply { request, result } => match {
-                self.on_contact_reply(request, &result, now);
-                self.requests.take(request)
-            } {
-                None => self.stats.stale_replies += 1,
-                Some((lock, purpose)) => self.with_task(lock, now, |t, cx| match t {
-                    Task::Acquisition(a) => a.on_reply(cx, request, purpose, result),
-                    Task::Observer(o) => o.on_reply(cx, request, purpose, result),
-                    Task::Revoke(r) => r.on_reply(cx, request, purpose, result),
-                    Task::Inspect(i) => i.on_reply(cx, request, purpose, result),
-                    Task::Scan(s) => s.on_reply(cx, request, result),
-                }),
-            },
             // Only the tasks that set this watch hear it: a release wakes its
             // successor, not every waiter of the session.
             Input::Watch { path, kind } => {
