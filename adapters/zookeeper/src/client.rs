@@ -137,13 +137,7 @@ impl Builder {
             .map_err(|e| Error::Connect(format!("bad session marker prefix: {e}")))?;
         let seed = lock_client::random_seed();
         // The crate hides the negotiated timeout: the requested one it is.
-        let mut config = self.options.lock_config(session_timeout, seed);
-        // The crate (0.8) pings only after 2/3 T of idleness and gives a session up
-        // on a reconnect when its last ping is older than the timeout: a `sync` (a
-        // write of the session marker here) every tenth of T would starve its pings
-        // and cost the session at the next cut. Off until the crate counts from the
-        // server's last answer instead.
-        config.sync_interval = None;
+        let config = self.options.lock_config(session_timeout, seed);
         let settings = Settings {
             lost_after: session_timeout.saturating_sub(config.margin()),
             hosts,

@@ -442,10 +442,7 @@ impl Driver {
             if !may_issue(write, self.conn.outstanding.values().map(|o| o.write)) {
                 break;
             }
-            let mut request = self.conn.queue.pop_front().expect("front exists");
-            if let Op::Sync { .. } = request.op {
-                request.op = self.sync_substitute();
-            }
+            let request = self.conn.queue.pop_front().expect("front exists");
             let ephemeral = matches!(
                 request.op,
                 Op::Create {
@@ -454,24 +451,6 @@ impl Driver {
                 }
             );
             self.issue(&zk, Key::Core(request.id), request.op, write, ephemeral);
-        }
-    }
-
-    /// The crate has no `sync`: a write that changes nothing a lock depends on
-    /// takes its place, since a follower must pass it to the leader too. Writing
-    /// our own session marker's data (empty, as it is) does; without a marker yet,
-    /// a `setData` of a node that cannot exist is refused by the leader (NoNode),
-    /// which proves as much.
-    fn sync_substitute(&self) -> Op {
-        let path = self
-            .conn
-            .marker
-            .clone()
-            .unwrap_or_else(|| format!("{}-sync-probe", self.settings.marker_prefix));
-        Op::SetData {
-            path,
-            data: Vec::new(),
-            version: None,
         }
     }
 

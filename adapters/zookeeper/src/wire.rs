@@ -103,6 +103,8 @@ pub(crate) fn run_op(zk: &ZooKeeper, op: &Op, acl: &[Acl]) -> Result<Reply, ZkEr
             let _ = zk.remove_watches(path, zookeeper::WatcherType::Data);
             Ok(Reply::WatchRemoved)
         }
+        // The patched crate's (patches/zookeeper): through the leader, no transaction.
+        Op::Sync { path } => zk.sync(path).map(|_| Reply::Synced),
         _ => return Err(ZkError::Other(format!("unsupported operation {op:?}"))),
     }
     .map_err(zk_error)
@@ -121,7 +123,7 @@ pub(crate) fn unsupported(op: &Op) -> Option<ZkError> {
 pub(crate) fn is_write(op: &Op) -> bool {
     !matches!(
         op,
-        Op::GetChildren { .. } | Op::WatchChildren { .. } | Op::GetData { .. }
+        Op::GetChildren { .. } | Op::WatchChildren { .. } | Op::GetData { .. } | Op::Sync { .. }
     )
 }
 
