@@ -16,7 +16,10 @@
 //! `syncLimit × tickTime < 2/3 × T − tickTime/2`, i.e. `T > 1.5 × (syncLimit × tickTime + tickTime/2)`,
 //!
 //! and the session timeout spans at least two ticks (sessions expire on tick
-//! boundaries and the leader's view is half a tick old).
+//! boundaries and the leader's view is half a tick old). The rules are judged
+//! for the timeout the server grants (clamped into [`minSessionTimeout`,
+//! `maxSessionTimeout`]); a client that times its locks by a longer one than
+//! granted is a hazard of its own.
 
 use crate::server_conf::ServerConf;
 use std::fmt;
@@ -36,6 +39,11 @@ pub enum HazardKind {
     ThinFollowerMargin,
     /// The session timeout is shorter than two ticks.
     SessionUnderTwoTicks,
+    /// The client times its locks by a longer session timeout than the server
+    /// grants (`maxSessionTimeout` is lower): it would report a lock lost only
+    /// after the server may have expired the session. Only for a client that
+    /// cannot learn the negotiated timeout (the `zookeeper` crate hides it).
+    SessionLongerThanGranted,
 }
 
 /// A server setting that lets a majority expire a session (and grant its locks
@@ -67,15 +75,26 @@ pub struct Hazard {
 }
 
 impl Hazard {
-    /// The hazards of a session with timeout `session_timeout` on a server with
-    /// settings `conf`; empty when the rules hold.
+    /// The hazards of a session whose client times its locks by
+    /// `session_timeout` (the negotiated timeout, or the requested one when the
+    /// client cannot learn it) on a server with settings `conf`; empty when the
+    /// rules hold. The rules are judged for the timeout the server grants.
     pub fn check(conf: &ServerConf, session_timeout: Duration) -> Vec<Hazard> {
+        let mut hazards = Vec::new();
+        let granted = conf.negotiate(session_timeout);
+        if granted < session_timeout {
+            hazards.push(Hazard {
+                kind: HazardKind::SessionLongerThanGranted,
+                conf: *conf,
+                session_timeout,
+            });
+        }
+        let session_timeout = granted;
         let hazard = |kind| Hazard {
             kind,
             conf: *conf,
             session_timeout,
         };
-        let mut hazards = Vec::new();
         if let Some(lag) = conf.follower_lag() {
             if lag >= session_timeout {
                 hazards.push(hazard(HazardKind::FollowerOutlivesSession));
@@ -90,9 +109,11 @@ impl Hazard {
     }
 
     /// The session timeout that fixes this hazard at the server's settings: a
-    /// timeout above it (lag hazards) or at least it (two ticks).
+    /// timeout above it (lag hazards), at least it (two ticks), or at most it
+    /// (longer than granted).
     pub fn safe_session_timeout(&self) -> Duration {
         match (self.kind, self.conf.follower_lag()) {
+            (HazardKind::SessionLongerThanGranted, _) => self.conf.max_session_timeout,
             (HazardKind::SessionUnderTwoTicks, _) | (_, None) => self.conf.tick_time * 2,
             (_, Some(lag)) => lag_bound(self.conf.tick_time, lag),
         }
@@ -149,6 +170,16 @@ impl fmt::Display for Hazard {
             format!("raise the session timeout above {}", secs(safe))
         };
         match (self.kind, conf.follower_lag(), conf.sync_limit) {
+            (HazardKind::SessionLongerThanGranted, ..) => write!(
+                f,
+                "the client times its locks by a session timeout of {}, but the server \
+                 grants at most {} (maxSessionTimeout): a lock would be reported lost only \
+                 after the server may have expired the session; ask for at most {}, or \
+                 raise maxSessionTimeout",
+                secs(timeout),
+                secs(conf.max_session_timeout),
+                secs(conf.max_session_timeout)
+            ),
             (HazardKind::SessionUnderTwoTicks, ..) | (_, None, _) | (_, _, None) => write!(
                 f,
                 "session timeout {} is under two ticks (tickTime {}): the leader's view of \
@@ -200,11 +231,13 @@ impl fmt::Display for Hazard {
 mod tests {
     use super::*;
 
+    /// `maxSessionTimeout` ZooKeeper's default (20 ticks), `minSessionTimeout`
+    /// lowered to 100 ms (the default, 2 ticks, rules out a session under two).
     fn conf(tick_ms: u64, sync_limit: Option<u32>) -> ServerConf {
         ServerConf {
             tick_time: Duration::from_millis(tick_ms),
             sync_limit,
-            min_session_timeout: Duration::from_millis(tick_ms * 2),
+            min_session_timeout: Duration::from_millis(100),
             max_session_timeout: Duration::from_millis(tick_ms * 20),
         }
     }
@@ -286,6 +319,29 @@ mod tests {
         let short = Hazard::check(&conf, Duration::from_millis(1400))[0];
         assert_eq!(short.max_follower_lag(), None);
         assert!(!short.to_string().contains("lower syncLimit"));
+    }
+
+    #[test]
+    fn a_session_longer_than_granted() {
+        // Asked 60 s of a server granting at most 40 s (the sample settings).
+        let hazards = Hazard::check(&conf(2000, Some(5)), Duration::from_secs(60));
+        assert_eq!(hazards.len(), 1, "{hazards:?}");
+        assert_eq!(hazards[0].kind, HazardKind::SessionLongerThanGranted);
+        assert_eq!(hazards[0].session_timeout, Duration::from_secs(60));
+        assert_eq!(hazards[0].safe_session_timeout(), Duration::from_secs(40));
+        let text = hazards[0].to_string();
+        assert!(text.contains("grants at most 40 s"), "{text}");
+        // The lag rule is judged for what is granted: 40 s, which passes it;
+        // a 4 s lag bound fails at 4 s (the minimum raises 1 s to 4 s).
+        let defaults = ServerConf::new(
+            Duration::from_secs(2),
+            Some(2),
+            Duration::from_secs(4),
+            Duration::from_secs(40),
+        );
+        let short = Hazard::check(&defaults, Duration::from_secs(1));
+        assert_eq!(short[0].kind, HazardKind::FollowerOutlivesSession);
+        assert_eq!(short[0].session_timeout, Duration::from_secs(4));
     }
 
     #[test]

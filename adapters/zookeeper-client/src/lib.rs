@@ -109,6 +109,11 @@
 //!   connection, including reconnects to other servers, through [`lock_nodelay`]
 //!   (Linux; elsewhere Nagle's delays remain). [`LockClient::connect`] returns once
 //!   it is off.
+//! * **Server settings.** After every (re)connect the binding asks the server for
+//!   its settings (the `conf` four-letter word, on a thread of its own) and warns
+//!   (a `tracing` warning and [`ConnectionEvent::ServerHazard`]) when
+//!   `syncLimit × tickTime` is too long for the session timeout: see [`Hazard`]
+//!   for the rule and [`LockClient::server_checks`] for what was found.
 //! * **Cancel-safety.** Dropping a `lock()` future cancels the acquisition; the core
 //!   deletes the node, even one whose `create` was still in flight. Dropping a guard
 //!   releases the lock in the background ([`LockClient::wait_idle`] waits for it).

@@ -256,6 +256,7 @@ pub(crate) fn json(run: &Run<'_>) -> String {
                 HazardKind::FollowerOutlivesSession => "follower_outlives_session",
                 HazardKind::ThinFollowerMargin => "thin_follower_margin",
                 HazardKind::SessionUnderTwoTicks => "session_under_two_ticks",
+                HazardKind::SessionLongerThanGranted => "session_longer_than_granted",
                 _ => "other",
             };
             h.str("kind", kind)
