@@ -39,6 +39,18 @@ fn tls_flags_connect_to_the_secure_port() {
         .args(with_identity)
         .args(["exec", &lock, "--", "sh", "-c", script]));
     assert_eq!(code(&out), 0, "{out:?}");
+    // The doctor over TLS: a session, but no four-letter word on this port.
+    let out = run(zklock(&secure).args(with_identity).arg("doctor"));
+    let report = String::from_utf8_lossy(&out.stdout);
+    println!("{report}");
+    assert_eq!(code(&out), 6, "{out:?}");
+    for line in [
+        "  reachable    yes (",
+        "  session      granted 10 s (asked 10 s)",
+        "  unchecked: no four-letter word is answered on this port (",
+    ] {
+        assert!(report.contains(line), "no {line:?} in:\n{report}");
+    }
     // The server requires a client certificate: no session without one.
     let out = run(zklock(&secure)
         .args(["--tls-ca", &ca, "--session-timeout", "2"])

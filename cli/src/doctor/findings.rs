@@ -63,6 +63,16 @@ pub(crate) fn of(report: &ServerReport, options: &Options<'_>) -> Vec<Finding> {
         ));
         return found;
     }
+    if let Some(why) = &report.words_error {
+        found.push(finding(
+            Severity::Unchecked,
+            format!(
+                "no four-letter word is answered on this port ({why}): mode, version and \
+                 settings unknown, the rules unchecked (four-letter words go over plain TCP: \
+                 run the doctor against the servers' plain client port for them)"
+            ),
+        ));
+    }
     if report.refused.contains(&"srvr") {
         found.push(finding(
             Severity::Note,
@@ -118,6 +128,8 @@ pub(crate) fn of(report: &ServerReport, options: &Options<'_>) -> Vec<Finding> {
             };
             found.extend(message.map(|m| finding(Severity::Unchecked, m)));
         }
+        // Said above.
+        Err(ConfError::Unreachable(_)) if report.words_error.is_some() => {}
         Err(e) => found.push(finding(
             Severity::Unchecked,
             format!("settings unknown: {e}"),

@@ -19,8 +19,11 @@ pub(crate) struct ServerReport {
     pub(crate) entry: String,
     /// Its address, or why it has none.
     pub(crate) addr: Result<SocketAddr, String>,
-    /// Whether it answered a four-letter word; why not.
+    /// Whether it answered a four-letter word or took a session; why not.
     pub(crate) reachable: Result<(), String>,
+    /// Why no four-letter word was answered, when none was (on a TLS port,
+    /// none is: they go over plain TCP).
+    pub(crate) words_error: Option<String>,
     /// From `srvr`: `Mode:` (`None` when `srvr` is refused or unreachable).
     pub(crate) mode: Option<String>,
     /// From `srvr`: `Zookeeper version:`.
@@ -74,6 +77,7 @@ pub(crate) async fn check(options: &Options<'_>, host: &str, port: u16) -> Serve
         entry: entry.clone(),
         addr: Err(String::new()),
         reachable: Err("not asked".into()),
+        words_error: None,
         mode: None,
         version: None,
         allowed: Vec::new(),
@@ -103,15 +107,21 @@ pub(crate) async fn check(options: &Options<'_>, host: &str, port: u16) -> Serve
     };
     report.addr = Ok(addr);
     for word in WORDS {
-        let answer = lock_nodelay::four_letter_word(addr, word, timeout);
+        // ZooKeeper answers every word it knows, if only with a refusal.
+        let answer = lock_nodelay::four_letter_word(addr, word, timeout).and_then(|text| {
+            if text.is_empty() {
+                Err(std::io::Error::other("closed without an answer"))
+            } else {
+                Ok(text)
+            }
+        });
         if let Err(e) = &answer {
             if report.allowed.is_empty() && report.refused.is_empty() {
-                report.reachable = Err(e.to_string());
+                report.words_error = Some(e.to_string());
                 report.conf = Err(ConfError::Unreachable(e.to_string()));
-                return report;
+                break;
             }
         }
-        report.reachable = Ok(());
         match &answer {
             Ok(text) if four_letter_word_refused(text) => report.refused.push(word),
             Ok(_) => report.allowed.push(word),
@@ -131,11 +141,22 @@ pub(crate) async fn check(options: &Options<'_>, host: &str, port: u16) -> Serve
             _ => {}
         }
     }
+    if let Some(why) = &report.words_error {
+        // A TLS port answers no four-letter word, but may take a session.
+        if options.conn.tls_ca.is_none() {
+            report.reachable = Err(why.clone());
+            return report;
+        }
+    }
     if let Some(port) = options.admin_port {
         let admin_addr = SocketAddr::new(addr.ip(), port);
         report.admin = Some(admin::configuration(admin_addr, timeout));
     }
     report.session = session(options, &entry, addr).await;
+    report.reachable = match (&report.words_error, &report.session) {
+        (Some(why), Err(_)) => Err(why.clone()),
+        _ => Ok(()),
+    };
     if let Some(settings) = report.settings() {
         let timeout = match &report.session {
             Ok(session) => session.negotiated,
