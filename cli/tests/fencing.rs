@@ -32,11 +32,29 @@ fn update(who: &str, fenced: bool) -> String {
 
 /// Sends `sig` to a whole process group.
 fn signal_group(pgid: u32, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, "--", &format!("-{pgid}")])
+    // The shell's builtin `kill` (procps may not be installed); dash's takes no `--`.
+    let ok = Command::new("/bin/sh")
+        .args(["-c", "kill \"$1\" \"-$2\"", "sh", sig, &pgid.to_string()])
         .status()
         .unwrap();
     assert!(ok.success(), "kill {sig} -{pgid}");
+}
+
+/// Kills a process group when dropped: a failed test leaves no stopped holder.
+/// (Its late write gives up by itself: it waits a minute at most for `go`.)
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new("/bin/sh")
+            .args([
+                "-c",
+                "kill -KILL \"-$1\" 2>/dev/null",
+                "sh",
+                &self.0.to_string(),
+            ])
+            .status();
+    }
 }
 
 /// The state letter of a process (`T` when stopped).
@@ -93,7 +111,8 @@ fn paused_holder_writes_late(test: &str, fenced: bool) -> Outcome {
     // A: holds; its write waits for `go` (A is stopped meanwhile).
     let script_a = format!(
         "echo $ZKLOCK_TOKEN > a.token; \
-         setsid sh -c 'while [ ! -e go ]; do sleep 0.05; done; {} > a.tmp 2>&1; mv a.tmp a.result' & \
+         setsid sh -c 'n=0; while [ ! -e go ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done; \
+           [ -e go ] && {} > a.tmp 2>&1; mv a.tmp a.result' </dev/null >/dev/null 2>&1 & \
          touch ready; wait",
         update("A", fenced).replace('\'', "'\\''")
     );
@@ -112,6 +131,7 @@ fn paused_holder_writes_late(test: &str, fenced: bool) -> Outcome {
     .process_group(0);
     env(&mut a);
     let mut holder: Child = a.spawn().unwrap();
+    let group = KillOnDrop(holder.id());
     wait_for(&dir.join("ready"), Duration::from_secs(30));
     let token_a: i64 = read(&dir.join("a.token")).parse().unwrap();
     say(&format!(
@@ -144,6 +164,8 @@ fn paused_holder_writes_late(test: &str, fenced: bool) -> Outcome {
     signal_group(holder.id(), "-CONT");
     say("A resumed: it writes with its old token");
     let status = holder.wait().unwrap();
+    // zklock waited for CMD: the group is empty, and its id free for reuse.
+    std::mem::forget(group);
     let mut stderr = String::new();
     std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr).unwrap();
     let late = dir.join("a.result");

@@ -183,8 +183,9 @@ impl Drop for Postgres {
         // Immediate shutdown: the postmaster stops its backends and exits after
         // them, so none still writes into the directory being removed.
         if let Some(pid) = self.server.pid() {
-            let _ = Command::new("kill")
-                .args(["-QUIT", &pid.to_string()])
+            // The shell's builtin `kill`: procps may not be installed.
+            let _ = Command::new("/bin/sh")
+                .args(["-c", "kill -QUIT \"$1\"", "sh", &pid.to_string()])
                 .status();
             let deadline = Instant::now() + SHUTDOWN_GRACE;
             while self.server.exit_status().is_none() && Instant::now() < deadline {
