@@ -45,6 +45,24 @@
 //! That one server-to-client hop of lateness is what the margin is for, with the
 //! adapter's own lateness.
 //!
+//! # Where it does not hold
+//!
+//! - A server whose `minSessionTimeout` was lowered below two ticks can grant a
+//!   session timeout under `2 x tickTime`; its leader's pings may then come more
+//!   than a third of the timeout apart, and a proof can run ahead of what the
+//!   leader heard. `zklock doctor` and the bindings' server check report it; raise
+//!   the session timeout to at least two ticks.
+//! - An isolated *leader* answers `sync` from its own state until it notices it
+//!   lost its quorum (about `syncLimit x tickTime`). The sessions it answers for
+//!   are safe only because the new leader, elected after the followers give up on
+//!   the old one (after the same `syncLimit x tickTime`), restarts every
+//!   session's timeout when it takes over: a race between two timeouts of the
+//!   same length that ZooKeeper wins by the election's own duration, not a bound
+//!   the client can check.
+//! - Time on both sides is assumed to run at the same rate within the margin
+//!   ([`Config::margin`](crate::Config::margin)); a server whose clock runs fast
+//!   expires sessions early.
+//!
 //! # Cost
 //!
 //! While connected, a `sync` goes out whenever no request that passes the leader
