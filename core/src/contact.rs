@@ -57,7 +57,7 @@
 //!   are safe only because the new leader, elected after the followers give up on
 //!   the old one (after the same `syncLimit x tickTime`), restarts every
 //!   session's timeout when it takes over: a race between two timeouts of the
-//!   same length that ZooKeeper wins by the election's own duration, not a bound
+//!   same length, won by the election's own duration plus the margin, not a bound
 //!   the client can check.
 //! - Time on both sides is assumed to run at the same rate within the margin
 //!   ([`Config::margin`](crate::Config::margin)); a server whose clock runs fast
