@@ -1,16 +1,21 @@
 //! `zklock exec`: run a command while holding a lock.
 
+use crate::chroot::Chroot;
+use crate::job::Job;
 use crate::progress::Progress;
+use crate::signals::Signals;
+use crate::usage::{self, NodeFor};
 use crate::{exit, fail, say, Scheme};
 use clap::Args;
-use lock_zookeeper_client::{Error, FencingToken, Leadership, LockClient, LockEvent, LockGuard};
-use rustix::process::{kill_process, Pid, Signal};
-use std::io::{ErrorKind, IsTerminal};
+use lock_zookeeper_client::{
+    Error, FencingToken, Leadership, LockClient, LockEvent, LockGuard, NameScheme,
+};
+use rustix::process::Signal;
+use std::io::IsTerminal;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitCode, ExitStatus};
 use std::time::Duration;
-use tokio::process::{Child, Command};
-use tokio::signal::unix::{signal as unix_signal, SignalKind};
+use tokio::signal::unix::SignalKind;
 use tokio::time::{sleep_until, Instant};
 
 /// Arguments of `zklock exec`.
@@ -50,28 +55,25 @@ pub(crate) struct ExecArgs {
 }
 
 impl ExecArgs {
-    /// What clap cannot check: a bad combination of flags.
-    pub(crate) fn usage_error(&self) -> Option<&'static str> {
-        (self.owner.is_some() && self.scheme == Scheme::Curator).then_some(
-            "--owner cannot be recorded in Curator-named nodes (use --scheme native or kazoo)",
-        )
-    }
-}
-
-/// A Unix signal stream, or `None` if it cannot be installed (then never fires).
-pub(crate) fn signal(kind: SignalKind) -> Option<tokio::signal::unix::Signal> {
-    unix_signal(kind).ok()
-}
-
-/// Waits for the next delivery on `s` (forever if `s` is `None`).
-pub(crate) async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
-    match s {
-        Some(s) => {
-            if s.recv().await.is_none() {
-                std::future::pending::<()>().await;
-            }
+    /// What clap cannot check, found before connecting: a bad combination of
+    /// flags, an invalid path or permit count, a path too long for CMD's
+    /// environment.
+    pub(crate) fn usage_error(&self) -> Option<String> {
+        if self.owner.is_some() && self.scheme == Scheme::Curator {
+            return Some(
+                "--owner cannot be recorded in Curator-named nodes (use --scheme native or kazoo)"
+                    .to_owned(),
+            );
         }
-        None => std::future::pending::<()>().await,
+        let node = match (self.read, self.semaphore) {
+            (true, _) => NodeFor::Read,
+            (false, Some(permits)) => NodeFor::Semaphore { permits },
+            (false, None) => NodeFor::Write { rwlock: false },
+        };
+        usage::lock_path(&self.path)
+            .and_then(|()| self.semaphore.map_or(Ok(()), usage::permits))
+            .and_then(|()| usage::node_fits_in_env(&self.path, self.scheme.into(), node))
+            .err()
     }
 }
 
@@ -116,38 +118,28 @@ async fn acquire(locks: &LockClient, args: &ExecArgs) -> Result<Option<LockGuard
     }
 }
 
-/// Sends `sig` to the child (if it still runs).
-fn send(child: &Child, sig: Signal) {
-    if let Some(pid) = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .and_then(Pid::from_raw)
-    {
-        let _ = kill_process(pid, sig);
-    }
-}
-
-/// Whether a SIGINT zklock got was the terminal's (Ctrl-C), which reached CMD too:
-/// the terminal sends it to its whole foreground process group, and CMD runs in
-/// zklock's. Forwarding it as well would interrupt CMD twice (a second Ctrl-C, to
-/// many programs: stop cleaning up). `kill -INT` of zklock alone from elsewhere
-/// while it is in the foreground is taken for Ctrl-C too (tokio's signal streams
-/// do not say who sent a signal); outside the foreground (a background job, no
-/// terminal: cron, systemd) every SIGINT is forwarded.
-fn terminal_interrupted_cmd() -> bool {
-    let Ok(tty) = std::fs::File::open("/dev/tty") else {
-        return false; // no controlling terminal
-    };
-    rustix::termios::tcgetpgrp(&tty).is_ok_and(|fg| fg == rustix::process::getpgrp())
-}
-
 /// The exit code that reports `status` (128+N for signal N, like a shell).
-fn status_code(status: ExitStatus) -> u8 {
+pub(crate) fn status_code(status: ExitStatus) -> u8 {
     match (status.code(), status.signal()) {
         (Some(code), _) => u8::try_from(code & 0xff).unwrap_or(exit::FAILURE),
         (None, Some(sig)) => u8::try_from(128 + (sig & 0x7f)).unwrap_or(exit::FAILURE),
         (None, None) => exit::FAILURE,
     }
+}
+
+/// The exit code for giving up on signal `number` (what a shell reports).
+pub(crate) fn signal_code(number: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(128 + number).unwrap_or(exit::FAILURE))
+}
+
+/// Waits for the next SIGCHLD (forever if it cannot be caught).
+async fn recv_child(children: &mut Option<tokio::signal::unix::Signal>) {
+    if let Some(s) = children {
+        if s.recv().await.is_some() {
+            return;
+        }
+    }
+    std::future::pending().await
 }
 
 /// Where CMD stands with respect to the lock.
@@ -156,21 +148,23 @@ enum Phase {
     Running,
     /// The lock is suspended: CMD keeps running until `until` unless it resumes.
     Suspended { until: Instant },
-    /// CMD was sent SIGTERM; SIGKILL at `kill_at`.
+    /// CMD's group was sent SIGTERM; SIGKILL at `kill_at`.
     Terminating { kill_at: Instant },
-    /// CMD was sent SIGKILL.
+    /// CMD's group was sent SIGKILL.
     Killed,
 }
 
 /// Runs `zklock exec`.
-pub(crate) async fn run(locks: &LockClient, args: ExecArgs) -> ExitCode {
-    let mut sigint = signal(SignalKind::interrupt());
-    let mut sigterm = signal(SignalKind::terminate());
-
+pub(crate) async fn run(
+    locks: &LockClient,
+    args: ExecArgs,
+    signals: &mut Signals,
+    chroot: &Chroot<'_>,
+) -> ExitCode {
     // 1. Take the lock (a signal while waiting cancels: the node is deleted).
     let line = std::io::stderr().is_terminal() && !args.nonblock;
     let taking = acquire(locks, &args);
-    let taken = match wait_for(locks, &args.path, line, taking, &mut sigint, &mut sigterm).await {
+    let taken = match wait_for(locks, &args.path, line, taking, signals).await {
         Ok(taken) => taken,
         Err(code) => return code,
     };
@@ -184,30 +178,29 @@ pub(crate) async fn run(locks: &LockClient, args: ExecArgs) -> ExitCode {
             say(format_args!("timed out waiting for {}", args.path));
             return ExitCode::from(exit::BUSY);
         }
-        Err(e) => return fail(&e),
+        Err(e) => return chroot.fail(&e).await,
     };
 
-    supervise(locks, guard, &args.cmd, &mut sigint, &mut sigterm).await
+    supervise(locks, guard, &args.cmd, signals).await
 }
 
 /// Waits for `taking` (a lock, a leadership) on `path`, with the waiting line on a
 /// terminal if `line`; a signal gives up (dropping `taking` cancels it) with the
-/// exit code a shell would report.
+/// exit code a shell would report (the node is deleted when zklock closes its
+/// session, before it exits).
 async fn wait_for<T>(
     locks: &LockClient,
     path: &str,
     line: bool,
     taking: impl std::future::Future<Output = T>,
-    sigint: &mut Sig,
-    sigterm: &mut Sig,
+    signals: &mut Signals,
 ) -> Result<T, ExitCode> {
     let mut progress = Progress::new(path, line);
     tokio::pin!(taking);
     let outcome = loop {
         tokio::select! {
             taken = &mut taking => break Ok(taken),
-            _ = recv(sigint) => break Err(ExitCode::from(128 + 2)),
-            _ = recv(sigterm) => break Err(ExitCode::from(128 + 15)),
+            number = signals.next() => break Err(signal_code(number)),
             _ = progress.step(locks) => {}
         }
     };
@@ -257,35 +250,31 @@ impl Held for Leadership {
     }
 }
 
-type Sig = Option<tokio::signal::unix::Signal>;
-
-/// Runs `cmd` while `guard` holds, stops it if the hold is lost or suspended
-/// for too long, lets go, and returns the exit code.
+/// Runs `cmd` while `guard` holds, stops its process group if the hold is lost or
+/// suspended for too long, lets go once the group is empty, and returns the exit
+/// code.
 pub(crate) async fn supervise(
     locks: &LockClient,
     guard: impl Held,
     cmd: &[std::ffi::OsString],
-    sigint: &mut Sig,
-    sigterm: &mut Sig,
+    signals: &mut Signals,
 ) -> ExitCode {
-    // 2. Run CMD.
-    let mut command = Command::new(&cmd[0]);
-    command
-        .args(&cmd[1..])
-        .env("ZKLOCK_NODE", guard.node())
-        .env("ZKLOCK_TOKEN", guard.fencing().to_string());
-    let mut child = match command.spawn() {
-        Ok(child) => child,
+    // 2. Run CMD, in its own process group behind the guard.
+    let env = [
+        ("ZKLOCK_NODE", guard.node().to_owned()),
+        ("ZKLOCK_TOKEN", guard.fencing().to_string()),
+    ];
+    let mut job = match Job::start(cmd, &env) {
+        Ok(job) => job,
         Err(e) => {
-            say(format_args!("cannot run {:?}: {e}", cmd[0]));
+            say(format_args!(
+                "cannot start CMD's guard (zklock itself): {e}"
+            ));
             let _ = guard.let_go().await;
-            return ExitCode::from(if e.kind() == ErrorKind::NotFound {
-                exit::NOT_FOUND
-            } else {
-                exit::CANNOT_RUN
-            });
+            return ExitCode::from(exit::CANNOT_RUN);
         }
     };
+    let mut children = tokio::signal::unix::signal(SignalKind::child()).ok();
 
     // 3. Watch CMD, signals and the lock. The margins: the client declares
     // Suspended within 2/3 of the session timeout of its last contact with the
@@ -293,6 +282,9 @@ pub(crate) async fn supervise(
     // before the full timeout. Of the remaining third, a tenth of the timeout is
     // left for the connection to come back, another for CMD to exit on SIGTERM.
     let margin = locks.session_timeout() / 10;
+    // A stop of zklock (Ctrl-Z) stops its pings too: after a third of the session
+    // timeout (a ping's interval) the session may be near its expiry.
+    let longest_stop = locks.session_timeout() / 3;
     let mut phase = Phase::Running;
     let mut lost = false;
     let mut events = true;
@@ -302,14 +294,36 @@ pub(crate) async fn supervise(
             Phase::Terminating { kill_at } => Some(kill_at),
             Phase::Running | Phase::Killed => None,
         };
+        let stop = |job: &Job, phase: &mut Phase| {
+            job.terminate();
+            *phase = Phase::Terminating {
+                kill_at: Instant::now() + margin,
+            };
+        };
         tokio::select! {
-            status = child.wait() => break status,
-            _ = recv(sigint) => {
-                if !terminal_interrupted_cmd() {
-                    send(&child, Signal::INT);
+            status = job.wait() => break status,
+            // Every catchable signal that would end zklock: passed on to CMD's
+            // group (the terminal's Ctrl-C reaches that group by itself: it is
+            // the terminal's foreground while CMD runs).
+            number = signals.next() => {
+                if let Some(sig) = Signal::from_named_raw(number) {
+                    job.signal(sig);
                 }
             }
-            _ = recv(sigterm) => send(&child, Signal::TERM),
+            _ = recv_child(&mut children) => {
+                if let Some(stopped_for) = job.follow_stop() {
+                    if stopped_for >= longest_stop && matches!(phase, Phase::Running | Phase::Suspended { .. }) {
+                        lost = true;
+                        say(format_args!(
+                            "zklock was stopped for {stopped_for:.1?}: the lock is no longer \
+                             guaranteed; stopping CMD"
+                        ));
+                        stop(&job, &mut phase);
+                    } else {
+                        job.resume();
+                    }
+                }
+            }
             event = guard.event(), if events => match event {
                 Some(LockEvent::Suspended) => {
                     if let Phase::Running = phase {
@@ -329,8 +343,7 @@ pub(crate) async fn supervise(
                     if let Phase::Running | Phase::Suspended { .. } = phase {
                         lost = true;
                         say("revocation requested: stopping CMD, then letting go");
-                        send(&child, Signal::TERM);
-                        phase = Phase::Terminating { kill_at: Instant::now() + margin };
+                        stop(&job, &mut phase);
                     }
                 }
                 Some(LockEvent::Lost(reason)) => {
@@ -338,8 +351,7 @@ pub(crate) async fn supervise(
                     events = false;
                     if let Phase::Running | Phase::Suspended { .. } = phase {
                         say(format_args!("the lock was lost ({reason:?}): stopping CMD"));
-                        send(&child, Signal::TERM);
-                        phase = Phase::Terminating { kill_at: Instant::now() + margin };
+                        stop(&job, &mut phase);
                     }
                 }
                 Some(_) => {}
@@ -350,12 +362,11 @@ pub(crate) async fn supervise(
                     Phase::Suspended { .. } => {
                         lost = true;
                         say("the lock is no longer guaranteed: stopping CMD (SIGTERM)");
-                        send(&child, Signal::TERM);
-                        phase = Phase::Terminating { kill_at: Instant::now() + margin };
+                        stop(&job, &mut phase);
                     }
                     Phase::Terminating { .. } => {
-                        say("CMD did not exit on SIGTERM: killing it (SIGKILL)");
-                        let _ = child.start_kill();
+                        say("CMD did not exit on SIGTERM: killing its process group (SIGKILL)");
+                        job.signal(Signal::KILL);
                         phase = Phase::Killed;
                     }
                     Phase::Running | Phase::Killed => {}
@@ -363,6 +374,18 @@ pub(crate) async fn supervise(
             }
         }
     };
+    // Nothing of CMD's may outlive the lock: empty its group first (at once if
+    // the guard itself was killed: then CMD's status is unknown).
+    let guard_killed = status.as_ref().map_or(true, |s| s.signal().is_some());
+    if guard_killed && !lost {
+        if let Ok(status) = &status {
+            say(format_args!(
+                "CMD's guard was killed ({status}): killing CMD's process group"
+            ));
+        }
+    }
+    job.empty(if guard_killed { Duration::ZERO } else { margin })
+        .await;
     let status = match status {
         Ok(status) => status,
         Err(e) => {
@@ -425,14 +448,21 @@ pub(crate) struct ElectArgs {
     cmd: Vec<std::ffi::OsString>,
 }
 
+impl ElectArgs {
+    /// An invalid path, or one too long for CMD's environment (before connecting).
+    pub(crate) fn usage_error(&self) -> Option<String> {
+        usage::lock_path(&self.path)
+            .and_then(|()| usage::node_fits_in_env(&self.path, NameScheme::Native, NodeFor::Leader))
+            .err()
+    }
+}
+
 /// Runs `zklock elect`: waits to lead, then runs CMD as `exec` does.
-pub(crate) async fn elect(locks: &LockClient, args: ElectArgs) -> ExitCode {
-    let mut sigint = signal(SignalKind::interrupt());
-    let mut sigterm = signal(SignalKind::terminate());
+pub(crate) async fn elect(locks: &LockClient, args: ElectArgs, signals: &mut Signals) -> ExitCode {
     let mut election = locks.election(args.path.clone(), args.id.clone());
     let line = std::io::stderr().is_terminal();
     let leading = election.leadership();
-    let led = match wait_for(locks, &args.path, line, leading, &mut sigint, &mut sigterm).await {
+    let led = match wait_for(locks, &args.path, line, leading, signals).await {
         Ok(led) => led,
         Err(code) => return code,
     };
@@ -440,7 +470,7 @@ pub(crate) async fn elect(locks: &LockClient, args: ElectArgs) -> ExitCode {
         Ok(leadership) => leadership,
         Err(e) => return fail(&e),
     };
-    let code = supervise(locks, leadership, &args.cmd, &mut sigint, &mut sigterm).await;
+    let code = supervise(locks, leadership, &args.cmd, signals).await;
     election.resign().await;
     code
 }

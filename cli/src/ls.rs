@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! {"path": "/locks/job", "foreign": 0,
-//!  "holders": [PARTICIPANT...], "waiters": [PARTICIPANT...]}
+//!  "holders": [PARTICIPANT...], "waiters": [PARTICIPANT...],
+//!  "mixed_schemes": false, "holders_by_library": {"zklock": [NODE...]}}
 //! PARTICIPANT = {"position": 1, "node": "zkl-...-write-0000000003",
 //!  "path": "/locks/job/zkl-...", "kind": "write", "scheme": "native",
 //!  "sequence": 3, "owner": "alice" | null, "session": "0x10000a2c3e40001",
@@ -14,21 +15,40 @@
 //!  "data": "...", "permits": 3 | null}
 //! ```
 //!
+//! Then `"mixed_schemes": true|false` and `"holders_by_library": {"zklock":
+//! [NODE...], "curator": [NODE...], "kazoo": [NODE...]}`: the node names each
+//! client library takes for holders. Only zklock's when one scheme is used;
+//! with mixed schemes, also those of Curator and kazoo if their nodes are there
+//! (each counts only its own scheme's nodes).
+//!
 //! `permits` is a semaphore node's permit count where its name carries it
 //! (zklock's scheme; the table shows it as `semaphore(3)`).
 
+use crate::chroot::Chroot;
 use crate::json::Object;
-use crate::{fail, say};
+use crate::say;
+use crate::views;
 use lock_zookeeper_client::{LockClient, NameScheme, NodeKind, Participant, Participants};
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Runs `zklock ls`.
-pub(crate) async fn run(locks: &LockClient, path: String, as_json: bool) -> ExitCode {
+pub(crate) async fn run(
+    locks: &LockClient,
+    path: String,
+    as_json: bool,
+    chroot: &Chroot<'_>,
+) -> ExitCode {
     let who = match locks.participants(path.clone()).await {
         Ok(who) => who,
-        Err(e) => return fail(&e),
+        Err(e) => return chroot.fail(&e).await,
     };
+    if who.holders.is_empty() && who.waiters.is_empty() {
+        // Not "nobody holds" when nothing can be there at all.
+        if let Some(code) = chroot.report_missing().await {
+            return code;
+        }
+    }
     let now = now_ms();
     if as_json {
         println!("{}", to_json(&who, now));
@@ -36,6 +56,13 @@ pub(crate) async fn run(locks: &LockClient, path: String, as_json: bool) -> Exit
         say(format_args!("nobody holds or waits for {path}"));
     } else {
         print!("{}", table(&who, now));
+    }
+    if let (Some(views), false) = (views::views(&who), as_json) {
+        let all = in_queue_order(&who);
+        let position = |node: &str| all.iter().position(|(p, _)| p.node == node).map(|i| i + 1);
+        for line in views::describe(&path, &views, position) {
+            say(line);
+        }
     }
     if who.foreign > 0 && !as_json {
         say(format_args!(
@@ -240,11 +267,30 @@ fn to_json(who: &Participants, now: i64) -> String {
         o.end();
     };
     let mut out = String::new();
-    Object::new(&mut out)
+    let mut document = Object::new(&mut out);
+    document
         .str("path", &who.path)
         .int("foreign", who.foreign as i64)
         .array("holders", &who.holders, |o, p| participant(o, p))
-        .array("waiters", &who.waiters, |o, p| participant(o, p))
+        .array("waiters", &who.waiters, |o, p| participant(o, p));
+    let views = views::views(who);
+    let mut by_library = String::new();
+    let mut libraries = Object::new(&mut by_library);
+    match &views {
+        Some(views) => {
+            for view in views {
+                libraries.strs(view.library, &view.holders);
+            }
+        }
+        None => {
+            let holders: Vec<&str> = who.holders.iter().map(|p| p.node.as_str()).collect();
+            libraries.strs("zklock", &holders);
+        }
+    }
+    libraries.end();
+    document
+        .bool("mixed_schemes", views.is_some())
+        .raw("holders_by_library", &by_library)
         .end();
     out
 }

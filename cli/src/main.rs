@@ -16,12 +16,19 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod chroot;
 mod deadlocks;
 mod doctor;
 mod exec;
+mod guard;
+mod job;
 mod json;
 mod ls;
 mod progress;
+mod reach;
+mod signals;
+mod usage;
+mod views;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use lock_zookeeper_client::{ConnectOptions, Error, LockClient, NameScheme, NodeAcl, Tls};
@@ -32,7 +39,9 @@ use std::time::Duration;
 pub mod exit {
     /// Other failures: ZooKeeper refused a request, the client closed.
     pub const FAILURE: u8 = 1;
-    /// Usage error: bad arguments (clap's code) or an invalid lock path.
+    /// Usage error, found before connecting: bad arguments (clap's code), an
+    /// invalid lock path, permit count or connect string, a lock path too long
+    /// for CMD's environment; or the connect string's chroot does not exist.
     pub const USAGE: u8 = 2;
     /// `leader`: nobody leads the election.
     pub const NO_LEADER: u8 = 3;
@@ -62,15 +71,19 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0     success (ls: also when nobody holds or waits, or PATH does not exist;
         deadlocks: no deadlock found)
-  0..   exec, elect: CMD's own exit code (128+N if CMD was killed by signal N)
+  0..   exec, elect: CMD's own exit code (128+N if CMD was killed by signal N);
+        128+N also when signal N made zklock give up waiting
   1     other failure (ZooKeeper refused a request, ...)
-  2     usage error (bad arguments, invalid lock path)
+  2     usage error, found before connecting (bad arguments, invalid lock path,
+        permits or connect string, path too long for ZKLOCK_NODE); or the
+        connect string's chroot does not exist
   3     leader: no leader
   4     deadlocks: deadlock(s) found
   5     doctor: unsafe settings on some server (the report says how to fix them)
   6     doctor: nothing unsafe found, but something could not be checked
         (a server unreachable, `conf` refused, no session)
-  69    cannot connect to ZooKeeper (doctor: no server answered)
+  69    cannot connect to ZooKeeper (each server named, with what it did;
+        doctor: no server answered)
   74    exec: the lock was lost (or suspended too long, or revoked with --revocable)
         while CMD ran; CMD was stopped
   75    exec: the lock is busy (-n), the wait timed out (-w), or it was revoked
@@ -172,12 +185,17 @@ fn parse_acl(text: &str) -> Result<NodeAcl, String> {
 enum Command {
     /// Run CMD while holding the lock at PATH (exports ZKLOCK_NODE and ZKLOCK_TOKEN).
     ///
-    /// SIGINT and SIGTERM are forwarded to CMD (not a SIGINT while zklock runs in
-    /// the terminal's foreground: Ctrl-C reaches CMD by itself). If the connection
-    /// to ZooKeeper goes down while CMD runs and does not come back quickly, CMD is
-    /// stopped (SIGTERM, then SIGKILL) before the server could give the lock to
-    /// another session, and zklock exits with 74; likewise at once if someone
-    /// deletes the lock node. While it waits for the lock, on a terminal only, zklock shows its
+    /// CMD runs in a process group of its own (the terminal's foreground while it
+    /// runs, so Ctrl-C and Ctrl-Z reach it directly). SIGHUP, SIGINT, SIGQUIT,
+    /// SIGTERM, SIGUSR1, SIGUSR2 and SIGALRM sent to zklock are forwarded to that
+    /// group; while waiting they give up (the node is deleted, exit 128+N). If
+    /// zklock dies anyhow (kill -9, a crash, the OOM killer), CMD's group is killed
+    /// at once, long before the session (and the lock) expires. Processes CMD
+    /// leaves behind in its group are stopped (SIGTERM, then SIGKILL) before the
+    /// lock is let go. If the connection to ZooKeeper goes down while CMD runs and
+    /// does not come back quickly, CMD's group is stopped (SIGTERM, then SIGKILL)
+    /// before the server could give the lock to another session, and zklock exits
+    /// with 74; likewise at once if someone deletes the lock node. While it waits for the lock, on a terminal only, zklock shows its
     /// position in the queue and the time waited on stderr, updated in place.
     /// --owner ID records who the lock is taken for (`zklock ls` shows it, and
     /// `zklock deadlocks` follows it).
@@ -267,6 +285,9 @@ enum Command {
     /// (unsafe, unchecked, note), "message"}]}]}.
     #[command(after_help = EXIT_CODES)]
     Doctor(doctor::DoctorArgs),
+    /// zklock's own: the process CMD runs under (see `exec`).
+    #[command(name = "__guard", hide = true)]
+    Guard(guard::GuardArgs),
     /// Print the current leader of the election at PATH: ID, node and token, tab-separated.
     #[command(after_help = EXIT_CODES)]
     Leader {
@@ -358,8 +379,27 @@ pub(crate) async fn connect_to(
         .await
 }
 
+/// Connects; gives up early when every server refuses, and a failure names the
+/// servers and what each did.
+async fn connect_or_explain(
+    conn: &ConnArgs,
+    servers: &[usage::Server],
+) -> Result<LockClient, Error> {
+    tokio::select! {
+        result = connect(conn) => match result {
+            Err(Error::Connect(why)) => Err(Error::Connect(reach::explain(servers, &why).await)),
+            other => other,
+        },
+        refused = reach::every_server_refuses(servers) => Err(Error::Connect(refused)),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Guard(args) = cli.command {
+        return guard::main(args);
+    }
+    job::kill_group_on_panic();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -373,27 +413,74 @@ fn main() -> ExitCode {
     runtime.block_on(run(cli))
 }
 
-async fn run(cli: Cli) -> ExitCode {
-    if let Command::Exec(args) = &cli.command {
-        if let Some(problem) = args.usage_error() {
-            say(problem);
-            return ExitCode::from(exit::USAGE);
+/// What is wrong with the command line beyond clap's checks, found before
+/// connecting.
+fn usage_error(cli: &Cli) -> Option<String> {
+    // doctor reads the connect string itself (and reports every bad server).
+    if !matches!(cli.command, Command::Doctor(_)) {
+        if let Err(problem) = usage::connect_string(&cli.conn.zk) {
+            return Some(problem);
         }
+    }
+    match &cli.command {
+        Command::Exec(args) => args.usage_error(),
+        Command::Elect(args) => args.usage_error(),
+        Command::Ls { path, .. }
+        | Command::Leader { path, .. }
+        | Command::Revoke { target: path } => usage::lock_path(path).err(),
+        Command::Deadlocks { root, .. } if root != "/" => usage::lock_path(root).err(),
+        Command::Deadlocks { .. } | Command::Guard(_) | Command::Doctor(_) => None,
+    }
+}
+
+async fn run(cli: Cli) -> ExitCode {
+    if let Some(problem) = usage_error(&cli) {
+        say(problem);
+        return ExitCode::from(exit::USAGE);
     }
     if let Command::Doctor(args) = cli.command {
         return doctor::run(&cli.conn, args).await;
     }
-    let locks = match connect(&cli.conn).await {
-        Ok(locks) => locks,
-        Err(e) => return fail(&e),
+    // Caught from now on: a signal that would end zklock while it waits or holds
+    // is handled (the node deleted, CMD's group told) instead.
+    let mut signals = match signals::Signals::catch(&signals::ENDING) {
+        Ok(signals) => signals,
+        Err(e) => {
+            say(format_args!("cannot catch signals: {e}"));
+            return ExitCode::from(exit::FAILURE);
+        }
+    };
+    let Ok(target) = usage::connect_string(&cli.conn.zk) else {
+        unreachable!("checked by usage_error")
+    };
+    let chroot = chroot::Chroot::new(&cli.conn, target.chroot);
+    let locks = tokio::select! {
+        connected = connect_or_explain(&cli.conn, &target.servers) => match connected {
+            Ok(locks) => locks,
+            Err(e) => return fail(&e),
+        },
+        number = signals.next() => return exec::signal_code(number),
     };
     let code = match cli.command {
-        Command::Exec(args) => exec::run(&locks, args).await,
-        Command::Elect(args) => exec::elect(&locks, args).await,
-        Command::Revoke { target } => revoke(&locks, target).await,
-        Command::Leader { path, watch } => leader(&locks, path, watch).await,
-        Command::Ls { path, json } => ls::run(&locks, path, json).await,
-        Command::Doctor(_) => unreachable!("doctor runs without the shared connection"),
+        Command::Exec(args) => exec::run(&locks, args, &mut signals, &chroot).await,
+        Command::Elect(args) => exec::elect(&locks, args, &mut signals).await,
+        Command::Leader { path, watch } => leader(&locks, path, watch, &mut signals).await,
+        // The others end on a signal as its default action would, but with the
+        // session closed.
+        command => tokio::select! {
+            code = inspect(&locks, command, &chroot) => code,
+            number = signals.next() => exec::signal_code(number),
+        },
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(5), locks.close()).await;
+    code
+}
+
+/// The one-shot commands: revoke, ls, deadlocks.
+async fn inspect(locks: &LockClient, command: Command, chroot: &chroot::Chroot<'_>) -> ExitCode {
+    match command {
+        Command::Revoke { target } => revoke(locks, target).await,
+        Command::Ls { path, json } => ls::run(locks, path, json, chroot).await,
         Command::Deadlocks { root, json, dot } => {
             let format = if json {
                 deadlocks::Format::Json
@@ -402,11 +489,14 @@ async fn run(cli: Cli) -> ExitCode {
             } else {
                 deadlocks::Format::Text
             };
-            deadlocks::run(&locks, root, format).await
+            deadlocks::run(locks, root, format).await
         }
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(5), locks.close()).await;
-    code
+        Command::Exec(_)
+        | Command::Elect(_)
+        | Command::Leader { .. }
+        | Command::Guard(_)
+        | Command::Doctor(_) => unreachable!("not a one-shot command"),
+    }
 }
 
 async fn revoke(locks: &LockClient, target: String) -> ExitCode {
@@ -436,7 +526,12 @@ fn leader_line(leader: Option<&lock_zookeeper_client::Leader>) -> String {
     }
 }
 
-async fn leader(locks: &LockClient, path: String, watch: bool) -> ExitCode {
+async fn leader(
+    locks: &LockClient,
+    path: String,
+    watch: bool,
+    signals: &mut signals::Signals,
+) -> ExitCode {
     let mut observer = match locks.observe_election(path.clone()).await {
         Ok(observer) => observer,
         Err(e) => return fail(&e),
@@ -454,16 +549,13 @@ async fn leader(locks: &LockClient, path: String, watch: bool) -> ExitCode {
         };
     }
     println!("{}", leader_line(observer.leader()));
-    let mut sigint = exec::signal(tokio::signal::unix::SignalKind::interrupt());
-    let mut sigterm = exec::signal(tokio::signal::unix::SignalKind::terminate());
     loop {
         tokio::select! {
             changed = observer.changed() => match changed {
                 Ok(leader) => println!("{}", leader_line(leader.as_ref())),
                 Err(e) => return fail(&e),
             },
-            _ = exec::recv(&mut sigint) => return ExitCode::SUCCESS,
-            _ = exec::recv(&mut sigterm) => return ExitCode::SUCCESS,
+            _ = signals.next() => return ExitCode::SUCCESS,
         }
     }
 }

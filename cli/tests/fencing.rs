@@ -79,8 +79,9 @@ struct Outcome {
     token_b: i64,
 }
 
-/// Holder A runs `zklock exec` with a short session and is stopped (zklock and
-/// CMD: SIGSTOP to the process group) just before its write; B is granted the
+/// Holder A runs `zklock exec` with a short session and is stopped (SIGSTOP to
+/// zklock's process group; CMD, in a group of its own, waits for `go`) just
+/// before its write; B is granted the
 /// lock once A's session expires and writes; A is resumed and writes.
 ///
 /// Once resumed, zklock learns the lock is gone and stops CMD (SIGTERM, SIGKILL
@@ -135,7 +136,7 @@ fn paused_holder_writes_late(test: &str, fenced: bool) -> Outcome {
     wait_for(&dir.join("ready"), Duration::from_secs(30));
     let token_a: i64 = read(&dir.join("a.token")).parse().unwrap();
     say(&format!(
-        "A holds the lock, token {token_a}; pausing A (SIGSTOP to zklock and CMD)"
+        "A holds the lock, token {token_a}; pausing A (SIGSTOP to zklock)"
     ));
     signal_group(holder.id(), "-STOP");
     until("A stopped", Duration::from_secs(10), || {

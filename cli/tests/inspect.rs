@@ -205,7 +205,9 @@ fn ls_of_a_missing_path_and_json_escaping() {
     assert_eq!(code(&out), 0, "{out:?}");
     assert_eq!(
         String::from_utf8(out.stdout).unwrap().trim(),
-        format!(r#"{{"path":"{missing}","foreign":0,"holders":[],"waiters":[]}}"#)
+        format!(
+            r#"{{"path":"{missing}","foreign":0,"holders":[],"waiters":[],"mixed_schemes":false,"holders_by_library":{{"zklock":[]}}}}"#
+        )
     );
     let out = run(zklock(&zk).args(["ls", "not/absolute"]));
     assert_eq!(code(&out), 2, "{out:?}");
@@ -236,6 +238,60 @@ fn ls_of_a_missing_path_and_json_escaping() {
     assert!(table.contains("o'\"q\\ ??? été →"), "{table:?}");
     kill(&holder, "-TERM");
     holder.wait().unwrap();
+}
+
+/// A directory mixing schemes: a native holder, then kazoo- and Curator-named
+/// waiters (zklock's own clients, which read every scheme, so they wait). `ls`
+/// warns that kazoo and Curator clients each count only their own nodes, and
+/// names whom each takes for the holder: the kazoo node for kazoo, the Curator
+/// node for Curator; the same in --json.
+#[test]
+fn ls_warns_of_mixed_schemes() {
+    let zk = server().connect_string();
+    let lock = unique("mixed");
+    let dir = scratch("mixed");
+    let mut holder = holding(&zk, &[], &lock, &dir.join("ready"));
+    let mut waiters = Vec::new();
+    for (i, scheme) in ["kazoo", "curator"].into_iter().enumerate() {
+        waiters.push(
+            zklock(&zk)
+                .args(["exec", "--scheme", scheme, &lock, "--", "true"])
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        until("the waiter queued", LONG, || {
+            (ls_rows(&zk, &lock).len() == i + 2).then_some(())
+        });
+    }
+    let out = run(zklock(&zk).args(["ls", &lock]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("mixes naming schemes"), "{stderr}");
+    for line in [
+        "zklock takes for the holder: #1",
+        "curator takes for the holder: #3",
+        "kazoo takes for the holder: #2",
+    ] {
+        assert!(stderr.contains(line), "{line}: {stderr}");
+    }
+    let out = run(zklock(&zk).args(["ls", "--json", &lock]));
+    let views = python(
+        "import json, sys\n\
+         d = json.load(sys.stdin)\n\
+         scheme = {p['node']: p['scheme'] for p in d['holders'] + d['waiters']}\n\
+         print(d['mixed_schemes'])\n\
+         for lib, nodes in sorted(d['holders_by_library'].items()):\n\
+         \x20   print(lib, ' '.join(scheme[n] for n in nodes))",
+        &[],
+        &out.stdout,
+    );
+    assert_eq!(views, "True\ncurator curator\nkazoo kazoo\nzklock native\n");
+    kill(&holder, "-TERM");
+    holder.wait().unwrap();
+    for mut waiter in waiters {
+        assert!(waiter.wait().unwrap().success());
+    }
 }
 
 /// What the thread holding the locks reports.

@@ -1,0 +1,190 @@
+//! `zklock __guard`: the small process zklock starts CMD through, so that CMD
+//! never outlives zklock (and with it, the lock).
+//!
+//! zklock starts it (a re-exec of its own binary) as the leader of a new process
+//! group; CMD inherits the group, and so does everything CMD starts that does not
+//! leave it. The guard asks the kernel for a signal when its parent dies (Linux's
+//! and FreeBSD's parent-death signal; the parent is zklock's main thread, which
+//! lives as long as zklock) and then kills the whole group with SIGKILL: however
+//! zklock ends (SIGKILL, a crash, the OOM killer), CMD's group dies within
+//! moments, while zklock's session, and with it the lock, lasts a session timeout
+//! more. Elsewhere (macOS) it checks its parent every [`PARENT_POLL`] instead.
+//!
+//! The guard is otherwise inert: signals zklock forwards go to the whole group,
+//! the guard included, and it ignores them (CMD got them too); it passes CMD's
+//! exit status on as its own exit code (128+N for a signal N). On a terminal it
+//! gives the foreground back to zklock's group when CMD ends or stops, and stops
+//! itself when CMD stops (Ctrl-Z), so that zklock sees the stop and stops too:
+//! the shell then shows the job stopped, and `fg` resumes it.
+//!
+//! It does not make itself a child subreaper (PR_SET_CHILD_SUBREAPER): processes
+//! that leave CMD's group (setsid, daemons) would only come back to it after
+//! their parents die, and reaping them would race tokio's wait for CMD. The
+//! process group is what zklock signals and kills; see the README.
+
+use crate::signals::{Signals, ENDING};
+use crate::{exit, say};
+use clap::Args;
+use rustix::process::{getpgid, getpgrp, getpid, getppid, Pid, Signal, WaitId, WaitIdOptions};
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::ErrorKind;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use tokio::process::Command;
+use tokio::signal::unix::{signal, SignalKind};
+
+/// How often the guard checks that zklock still runs where the kernel has no
+/// parent-death signal (and, everywhere, in case the signal was lost).
+pub(crate) const PARENT_POLL: Duration = Duration::from_millis(100);
+
+/// How long the guard waits for zklock to hand it the terminal before starting
+/// CMD (zklock does so right after starting the guard).
+const HANDOVER_WAIT: Duration = Duration::from_secs(2);
+
+/// Arguments of the hidden `zklock __guard` (zklock's own, not for people).
+#[derive(Args, Debug)]
+pub(crate) struct GuardArgs {
+    /// zklock's pid: the parent whose death ends CMD's group.
+    #[arg(long, value_name = "PID")]
+    parent: i32,
+    /// zklock runs in the terminal's foreground and hands it to CMD's group:
+    /// start CMD once it has it (else CMD's first read would stop it).
+    #[arg(long)]
+    tty: bool,
+    /// The command, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    cmd: Vec<OsString>,
+}
+
+/// Runs the guard (its own runtime: the guard never connects to ZooKeeper).
+pub(crate) fn main(args: GuardArgs) -> ExitCode {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(run(args)),
+        Err(e) => {
+            say(format_args!("cannot start CMD's guard: {e}"));
+            ExitCode::from(exit::CANNOT_RUN)
+        }
+    }
+}
+
+async fn run(args: GuardArgs) -> ExitCode {
+    let Some(parent) = Pid::from_raw(args.parent) else {
+        say("__guard: invalid --parent");
+        return ExitCode::from(exit::USAGE);
+    };
+    let group = getpgrp();
+    // Catch every signal that would end the guard before CMD's group: first, so
+    // that the parent-death signal, once asked for, is caught.
+    let mut ending = match Signals::catch(&ENDING) {
+        Ok(signals) => signals,
+        Err(e) => return cannot_guard(e),
+    };
+    let (mut stops, mut children) = match (
+        signal(SignalKind::from_raw(Signal::TSTP.as_raw())),
+        signal(SignalKind::child()),
+    ) {
+        (Ok(stops), Ok(children)) => (stops, children),
+        (Err(e), _) | (_, Err(e)) => return cannot_guard(e),
+    };
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+    if let Err(e) = rustix::process::set_parent_process_death_signal(Some(Signal::TERM)) {
+        return cannot_guard(e.into());
+    }
+    // zklock may have died before the kernel was asked: then nothing is started.
+    if getppid() != Some(parent) {
+        return ExitCode::from(exit::FAILURE);
+    }
+    let zklock_group = getpgid(Some(parent)).ok();
+    let terminal = File::open("/dev/tty").ok();
+    if args.tty {
+        if let Some(tty) = &terminal {
+            await_foreground(tty, group).await;
+        }
+    }
+
+    let mut child = match Command::new(&args.cmd[0]).args(&args.cmd[1..]).spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            say(format_args!("cannot run {:?}: {e}", args.cmd[0]));
+            give_back(terminal.as_ref(), group, zklock_group);
+            return ExitCode::from(if e.kind() == ErrorKind::NotFound {
+                exit::NOT_FOUND
+            } else {
+                exit::CANNOT_RUN
+            });
+        }
+    };
+    let cmd_pid = child.id().and_then(|id| Pid::from_raw(id as i32));
+    let mut poll = tokio::time::interval(PARENT_POLL);
+    loop {
+        tokio::select! {
+            status = child.wait() => {
+                give_back(terminal.as_ref(), group, zklock_group);
+                return match status {
+                    Ok(status) => ExitCode::from(crate::exec::status_code(status)),
+                    Err(e) => {
+                        say(format_args!("waiting for CMD: {e}"));
+                        ExitCode::from(exit::FAILURE)
+                    }
+                };
+            }
+            // Sent to the group (CMD has it too), or the parent-death signal.
+            _ = ending.next() => kill_group_if_orphaned(parent, group),
+            _ = poll.tick() => kill_group_if_orphaned(parent, group),
+            // The terminal's Ctrl-Z reaches the whole group: CMD stops, the
+            // guard follows (below) once it has.
+            _ = stops.recv() => {}
+            _ = children.recv() => {
+                if terminal.is_some() && cmd_pid.is_some_and(stopped) {
+                    give_back(terminal.as_ref(), group, zklock_group);
+                    // zklock sees this stop, stops too, and continues the group.
+                    let _ = rustix::process::kill_process(getpid(), Signal::STOP);
+                }
+            }
+        }
+    }
+}
+
+fn cannot_guard(e: std::io::Error) -> ExitCode {
+    say(format_args!("cannot guard CMD: {e}"));
+    ExitCode::from(exit::CANNOT_RUN)
+}
+
+/// zklock is gone (its pid is no longer the guard's parent): SIGKILL to CMD's
+/// whole group, the guard included.
+fn kill_group_if_orphaned(parent: Pid, group: Pid) {
+    if getppid() != Some(parent) {
+        let _ = rustix::process::kill_process_group(group, Signal::KILL);
+    }
+}
+
+/// Whether the child `pid` has stopped (consumes the stop's report only: its
+/// exit is still tokio's to collect).
+fn stopped(pid: Pid) -> bool {
+    let options = WaitIdOptions::STOPPED | WaitIdOptions::NOHANG;
+    matches!(rustix::process::waitid(WaitId::Pid(pid), options), Ok(Some(s)) if s.stopped())
+}
+
+/// Waits (bounded) until the terminal's foreground process group is `group`.
+async fn await_foreground(tty: &File, group: Pid) {
+    let start = Instant::now();
+    while rustix::termios::tcgetpgrp(tty).is_ok_and(|fg| fg != group)
+        && start.elapsed() < HANDOVER_WAIT
+    {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Gives the terminal's foreground back to zklock's group, if CMD's group has it
+/// (only then: from the background, asking would stop the guard with SIGTTOU).
+fn give_back(tty: Option<&File>, group: Pid, zklock_group: Option<Pid>) {
+    if let (Some(tty), Some(zklock_group)) = (tty, zklock_group) {
+        if rustix::termios::tcgetpgrp(tty).is_ok_and(|fg| fg == group) {
+            let _ = rustix::termios::tcsetpgrp(tty, zklock_group);
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! Who each client library takes for the holder when a lock directory mixes
+//! naming schemes. zklock reads every scheme; the others do not: kazoo's Lock
+//! (ReadLock, WriteLock) counts only kazoo's `__lock__`/`__rlock__` nodes, and
+//! Curator sorts the others behind its own (their names carry none of its
+//! markers), so each can take the lock while a participant of another scheme
+//! holds it. `zklock ls` shows each library's view when they differ in what they
+//! see.
+
+use crate::ls::in_queue_order;
+use lock_core::Recipe;
+use lock_zookeeper_client::{NameScheme, NodeKind, Participant, Participants};
+
+/// One library's view of the queue.
+pub(crate) struct View {
+    /// `zklock`, `curator` or `kazoo`.
+    pub(crate) library: &'static str,
+    /// The nodes it takes for holders, in queue order.
+    pub(crate) holders: Vec<String>,
+}
+
+/// The views of zklock and of every other library whose scheme has participants
+/// here; `None` when all participants follow one scheme (everyone agrees).
+pub(crate) fn views(who: &Participants) -> Option<Vec<View>> {
+    let all = in_queue_order(who);
+    let present = |scheme: NameScheme| all.iter().any(|(p, _)| p.scheme == scheme);
+    let schemes = [NameScheme::Native, NameScheme::Curator, NameScheme::Kazoo];
+    if schemes.iter().filter(|s| present(**s)).count() < 2 {
+        return None;
+    }
+    let mut views = vec![View {
+        library: "zklock",
+        holders: all
+            .iter()
+            .filter(|(_, holds)| *holds)
+            .map(|(p, _)| p.node.clone())
+            .collect(),
+    }];
+    for (library, scheme) in [
+        ("curator", NameScheme::Curator),
+        ("kazoo", NameScheme::Kazoo),
+    ] {
+        if present(scheme) {
+            let seen: Vec<&Participant> = all
+                .iter()
+                .map(|(p, _)| *p)
+                .filter(|p| p.scheme == scheme)
+                .collect();
+            views.push(View {
+                library,
+                holders: holders_among(&seen),
+            });
+        }
+    }
+    Some(views)
+}
+
+/// The holders of a queue made of `queue` alone (in queue order), by the recipe
+/// rules of each node's kind.
+fn holders_among(queue: &[&Participant]) -> Vec<String> {
+    queue
+        .iter()
+        .enumerate()
+        .filter(|(i, p)| {
+            let recipe = recipe(p);
+            let blockers = queue[..*i]
+                .iter()
+                .filter(|q| recipe.is_blocked_by(q.kind))
+                .count();
+            blockers < recipe.permits()
+        })
+        .map(|(_, p)| p.node.clone())
+        .collect()
+}
+
+fn recipe(p: &Participant) -> Recipe {
+    match p.kind {
+        NodeKind::Read => Recipe::Read,
+        NodeKind::Semaphore => Recipe::Semaphore {
+            permits: p.permits.unwrap_or(1).max(1),
+        },
+        NodeKind::Leader => Recipe::Leader,
+        _ => Recipe::Write,
+    }
+}
+
+/// The warning lines for the text output (`position` maps a node to its row).
+pub(crate) fn describe(
+    path: &str,
+    views: &[View],
+    position: impl Fn(&str) -> Option<usize>,
+) -> Vec<String> {
+    let mut lines = vec![format!(
+        "{path} mixes naming schemes whose clients ignore each other's nodes \
+         (kazoo counts only kazoo's, Curator only Curator's; zklock all): \
+         each may take the lock while another holds it"
+    )];
+    for view in views {
+        let holders: Vec<String> = view
+            .holders
+            .iter()
+            .map(|node| position(node).map_or_else(|| node.clone(), |i| format!("#{i}")))
+            .collect();
+        let holders = if holders.is_empty() {
+            "nobody".to_owned()
+        } else {
+            holders.join(",")
+        };
+        lines.push(format!(
+            "  {} takes for the holder: {holders}",
+            view.library
+        ));
+    }
+    lines
+}

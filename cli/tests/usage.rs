@@ -1,0 +1,204 @@
+//! Bad input and unreachable servers, with the built `zklock`: usage errors are
+//! found before connecting (exit 2, one line), connect failures name each server
+//! and what it did (69), a missing chroot says so.
+
+mod common;
+
+use common::*;
+use lock_testkit::FaultProxy;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// A port nobody listens on (bound, then closed).
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Every usage error exits 2 with one line naming the problem, and is found
+/// before connecting: the server given refuses connections, which would be 69.
+#[test]
+fn usage_errors_before_connecting() {
+    let refusing = format!("127.0.0.1:{}", closed_port());
+    let too_long = format!("/{}", "a".repeat(131_010));
+    let cases: &[(&[&str], Option<&str>, &str)] = &[
+        (
+            &["exec", "relative", "--", "true"],
+            None,
+            "must be absolute",
+        ),
+        (
+            &["exec", "/a/", "--", "true"],
+            None,
+            "must not end with '/'",
+        ),
+        (&["exec", "/zookeeper/x", "--", "true"], None, "reserved"),
+        (
+            &["exec", "--semaphore", "0", "/a", "--", "true"],
+            None,
+            "at least 1 permit",
+        ),
+        (
+            &[
+                "exec", "--owner", "me", "--scheme", "curator", "/a", "--", "true",
+            ],
+            None,
+            "Curator",
+        ),
+        (&["exec", &too_long, "--", "true"], None, "ZKLOCK_NODE"),
+        (
+            &["exec", "--read", &too_long, "--", "true"],
+            None,
+            "ZKLOCK_NODE",
+        ),
+        (
+            &["elect", "relative", "id", "--", "true"],
+            None,
+            "must be absolute",
+        ),
+        (&["ls", "relative"], None, "must be absolute"),
+        (&["revoke", "/a//b"], None, "empty segment"),
+        (&["leader", "x"], None, "must be absolute"),
+        (&["ls", "/a"], Some(""), "empty ZooKeeper connect string"),
+        (
+            &["--zk", "", "exec", "/a", "--", "true"],
+            None,
+            "empty ZooKeeper connect string",
+        ),
+        (
+            &["--zk", "host:notaport", "ls", "/a"],
+            None,
+            "malformed server \"host:notaport\"",
+        ),
+        (
+            &["--zk", "host:0", "ls", "/a"],
+            None,
+            "malformed server \"host:0\"",
+        ),
+        (
+            &["--zk", "h:1,,g:2", "ls", "/a"],
+            None,
+            "empty server entry",
+        ),
+        (&["--zk", ":1", "ls", "/a"], None, "malformed server \":1\""),
+        (&["--zk", "h:1/chroot/", "ls", "/a"], None, "invalid chroot"),
+    ];
+    for (args, env_zk, message) in cases {
+        let shown: Vec<String> = args.iter().map(|a| a.chars().take(40).collect()).collect();
+        let out = run(zklock(env_zk.unwrap_or(&refusing)).args(*args));
+        assert_eq!(out.status.code(), Some(2), "{shown:?}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{shown:?}: one line: {stderr}");
+        assert!(stderr.contains(message), "{shown:?}: {stderr}");
+    }
+}
+
+/// A lock path just short of the environment limit still runs CMD (the check
+/// above refuses no more than the kernel would).
+#[test]
+fn longest_path_still_runs_cmd() {
+    let zk = server().connect_string();
+    // ZKLOCK_NODE=<path>/zkl-<32 hex>-write-<10> and the NUL: 68 bytes besides the
+    // path, one of them kept for a negative sequence number.
+    let path = format!("/cli-tests/{}", "b".repeat(131_072 - 68 - 11));
+    let out = run(zklock(&zk).args([
+        "exec",
+        &path,
+        "--",
+        "sh",
+        "-c",
+        "test ${#ZKLOCK_NODE} -gt 131000",
+    ]));
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Every server refusing: 69 well before the connect timeout (30 s asked),
+/// naming each server and the refusal. A server that accepts TCP but gives no
+/// session: 69 naming that; SIGINT while connecting to it: 130 at once.
+#[test]
+fn connect_failures_say_why() {
+    let (a, b) = (closed_port(), closed_port());
+    let start = Instant::now();
+    let out = run(zklock(&format!("127.0.0.1:{a},localhost:{b}")).args([
+        "--session-timeout",
+        "30",
+        "ls",
+        "/x",
+    ]));
+    let took = start.elapsed();
+    assert_eq!(code(&out), CONNECT, "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("127.0.0.1:{a}: connection refused")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("localhost:{b}: connection refused")),
+        "{stderr}"
+    );
+    assert!(
+        took < Duration::from_secs(15),
+        "waited {took:?} for refusing servers"
+    );
+
+    let proxy = FaultProxy::start(server().addr()).unwrap();
+    proxy.blackhole();
+    let out = run(zklock(&proxy.connect_string()).args(["--session-timeout", "1", "ls", "/x"]));
+    assert_eq!(code(&out), CONNECT, "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // A signal while connecting ends zklock as it would have (128+N), at once.
+    let connecting = zklock(&proxy.connect_string())
+        .args(["--session-timeout", "30", "ls", "/x"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    kill(&connecting, "-INT");
+    let interrupted = connecting.wait_with_output().unwrap();
+    assert_eq!(interrupted.status.code(), Some(128 + 2), "{interrupted:?}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: accepts TCP connections but gave no ZooKeeper session",
+            proxy.connect_string()
+        )),
+        "{stderr}"
+    );
+}
+
+/// A chroot missing on the server: `exec` and `ls` say so (exit 2); `ls` does
+/// not claim that nobody holds.
+#[test]
+fn missing_chroot_is_named() {
+    let zk = server().connect_string();
+    let chroot = unique("no-such-chroot").replace("/cli-tests/", "/");
+    let rooted = format!("{zk}{chroot}");
+    for args in [
+        &["exec", "/l", "--", "true"][..],
+        &["ls", "/l"],
+        &["ls", "--json", "/l"],
+    ] {
+        let out = zklock(&rooted)
+            .args(args)
+            .stdout(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "the chroot {chroot} of the connect string does not exist"
+            )),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("nobody"), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}: {out:?}");
+    }
+    // With the chroot there, ls lists nobody as before.
+    let out = run(zklock(&zk).args(["exec", &format!("{chroot}/l"), "--", "true"]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let out = run(zklock(&rooted).args(["ls", "/l"]));
+    assert_eq!(code(&out), 0, "{out:?}");
+}
