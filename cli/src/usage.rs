@@ -3,7 +3,10 @@
 //! Connecting first would turn a typo into "cannot connect" (69, which scripts
 //! retry) or, for a path, into a wait of a whole connect timeout.
 
-use lock_core::names::{node_prefix, rwlock_node_prefix, semaphore_node_prefix};
+use lock_core::names::{
+    node_prefix, rwlock_node_prefix, semaphore_lease_dir, semaphore_mutex_dir,
+    semaphore_node_prefix,
+};
 use lock_core::{validate_lock_path, AttemptId, NameScheme, NodeKind};
 
 /// The kernel's limit on one environment string (Linux's MAX_ARG_STRLEN,
@@ -114,14 +117,41 @@ pub(crate) fn node_fits_in_env(
     node: NodeFor,
 ) -> Result<(), String> {
     let id = AttemptId(u128::MAX);
-    let prefix = match node {
-        NodeFor::Write { rwlock: true } => rwlock_node_prefix(scheme, id, NodeKind::Write),
-        NodeFor::Write { rwlock: false } => node_prefix(scheme, id, NodeKind::Write),
-        NodeFor::Read => rwlock_node_prefix(scheme, id, NodeKind::Read),
-        NodeFor::Semaphore { permits } => semaphore_node_prefix(scheme, id, permits),
-        NodeFor::Leader => node_prefix(scheme, id, NodeKind::Leader),
+    let (dir, prefix) = match node {
+        NodeFor::Write { rwlock: true } => {
+            (path.len(), rwlock_node_prefix(scheme, id, NodeKind::Write))
+        }
+        NodeFor::Write { rwlock: false } => (path.len(), node_prefix(scheme, id, NodeKind::Write)),
+        NodeFor::Read => (path.len(), rwlock_node_prefix(scheme, id, NodeKind::Read)),
+        NodeFor::Leader => (path.len(), node_prefix(scheme, id, NodeKind::Leader)),
+        // Curator's and kazoo's semaphores hold a lease in another directory
+        // after queueing in a third: the longest of them (a few bytes too many
+        // at worst, never too few).
+        NodeFor::Semaphore { permits } => {
+            let dirs = [
+                Some(path.to_owned()),
+                semaphore_lease_dir(scheme, path),
+                semaphore_mutex_dir(scheme, path),
+            ];
+            let dir = dirs
+                .iter()
+                .flatten()
+                .map(String::len)
+                .max()
+                .unwrap_or(path.len());
+            let lease = semaphore_node_prefix(scheme, id, permits);
+            let queued = node_prefix(scheme, id, NodeKind::Write);
+            (
+                dir,
+                if lease.len() >= queued.len() {
+                    lease
+                } else {
+                    queued
+                },
+            )
+        }
     };
-    let string = "ZKLOCK_NODE=".len() + path.len() + 1 + prefix.len() + SEQUENCE_WIDTH + 1;
+    let string = "ZKLOCK_NODE=".len() + dir + 1 + prefix.len() + SEQUENCE_WIDTH + 1;
     if string > MAX_ENV_STRING {
         return Err(format!(
             "lock path too long ({} bytes): CMD's ZKLOCK_NODE would be {string} bytes, \
@@ -192,5 +222,10 @@ mod tests {
         let path = format!("/{}", "a".repeat(130_999));
         let e = node_fits_in_env(&path, NameScheme::Curator, NodeFor::Read).unwrap_err();
         assert!(e.contains("ZKLOCK_NODE"), "{e}");
+        // A Curator semaphore's lease is under <path>/leases: 7 bytes more.
+        let path = format!("/{}", "a".repeat(MAX_ENV_STRING - 68 - 1));
+        let semaphore = NodeFor::Semaphore { permits: 2 };
+        assert!(node_fits_in_env(&path, NameScheme::Native, semaphore).is_ok());
+        assert!(node_fits_in_env(&path, NameScheme::Curator, semaphore).is_err());
     }
 }
