@@ -69,7 +69,12 @@ pub(crate) fn remove(tools: &Tools, prefix: &str) -> Result<()> {
             first_error.get_or_insert(e);
         }
     }
-    first_error.map_or(Ok(()), Err)
+    match first_error {
+        // Someone else (a dead lab's watchdog, a parallel sweep) may have been
+        // quicker: only what is still there is a failure.
+        Some(e) if list(tools)?.iter().any(|n| names.contains(n)) => Err(e),
+        _ => Ok(()),
+    }
 }
 
 /// Removes the namespaces of labs whose process is gone (a crashed earlier run).
