@@ -1,5 +1,6 @@
-// A Curator 5.4 contender for zklock's partition tests (partition/src/peers.rs compiles it
-// with javac against Debian's jars in /usr/share/java and runs it in a network namespace).
+// A Curator 5.4 contender for zklock's partition tests (partition/tests/common/contenders.rs
+// compiles it with javac against Debian's jars in /usr/share/java and runs it in a network
+// namespace).
 //
 // Usage: java CuratorContender <connect string> <lock path> <name> <session timeout ms>
 //                              <hold ms> <pause ms>

@@ -1,5 +1,5 @@
-# A kazoo 2.8 contender for zklock's partition tests (partition/src/peers.rs runs it with
-# Debian's /usr/bin/python3 and python3-kazoo, in a network namespace).
+# A kazoo 2.8 contender for zklock's partition tests (partition/tests/common/contenders.rs runs
+# it with Debian's /usr/bin/python3 and python3-kazoo, in a network namespace).
 #
 # Usage: python3 kazoo_contender.py <connect string> <lock path> <name> <session timeout ms>
 #                                   <hold ms> <pause ms>
