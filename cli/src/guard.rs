@@ -22,7 +22,7 @@
 //! their parents die, and reaping them would race tokio's wait for CMD. The
 //! process group is what zklock signals and kills; see the README.
 
-use crate::signals::{Signals, ENDING};
+use crate::signals::{ignored_at_start, Signals, ENDING};
 use crate::{exit, say};
 use clap::Args;
 use rustix::process::{getpgid, getpgrp, getpid, getppid, Pid, Signal, WaitId, WaitIdOptions};
@@ -37,6 +37,9 @@ use tokio::signal::unix::{signal, SignalKind};
 /// How often the guard checks that zklock still runs where the kernel has no
 /// parent-death signal (and, everywhere, in case the signal was lost).
 pub(crate) const PARENT_POLL: Duration = Duration::from_millis(100);
+
+/// The signal the kernel sends the guard when zklock dies (Linux, FreeBSD).
+const PARENT_DEATH: SignalKind = SignalKind::terminate();
 
 /// How long the guard waits for zklock to hand it the terminal before starting
 /// CMD (zklock does so right after starting the guard).
@@ -77,21 +80,27 @@ async fn run(args: GuardArgs) -> ExitCode {
         return ExitCode::from(exit::USAGE);
     };
     let group = getpgrp();
-    // Catch every signal that would end the guard before CMD's group: first, so
-    // that the parent-death signal, once asked for, is caught.
-    let mut ending = match Signals::catch(&ENDING) {
+    // Catch every signal that would end (or stop) the guard before CMD's group,
+    // but those zklock was started with ignored (CMD inherits them ignored):
+    // first, so that the parent-death signal, once asked for, is caught.
+    let stop = SignalKind::from_raw(Signal::TSTP.as_raw());
+    let mut ending = match Signals::catch(&[&ENDING[..], &[stop]].concat()) {
         Ok(signals) => signals,
         Err(e) => return cannot_guard(e),
     };
-    let (mut stops, mut children) = match (
-        signal(SignalKind::from_raw(Signal::TSTP.as_raw())),
-        signal(SignalKind::child()),
-    ) {
-        (Ok(stops), Ok(children)) => (stops, children),
-        (Err(e), _) | (_, Err(e)) => return cannot_guard(e),
+    if ignored_at_start(PARENT_DEATH) {
+        if let Err(e) = ending.also(PARENT_DEATH) {
+            return cannot_guard(e);
+        }
+    }
+    let mut children = match signal(SignalKind::child()) {
+        Ok(children) => children,
+        Err(e) => return cannot_guard(e),
     };
     #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
-    if let Err(e) = rustix::process::set_parent_process_death_signal(Some(Signal::TERM)) {
+    if let Err(e) = rustix::process::set_parent_process_death_signal(Signal::from_named_raw(
+        PARENT_DEATH.as_raw_value(),
+    )) {
         return cannot_guard(e.into());
     }
     // zklock may have died before the kernel was asked: then nothing is started.
@@ -118,7 +127,10 @@ async fn run(args: GuardArgs) -> ExitCode {
             });
         }
     };
-    let cmd_pid = child.id().and_then(|id| Pid::from_raw(id as i32));
+    let cmd_pid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .and_then(Pid::from_raw);
     let mut poll = tokio::time::interval(PARENT_POLL);
     loop {
         tokio::select! {
@@ -132,12 +144,10 @@ async fn run(args: GuardArgs) -> ExitCode {
                     }
                 };
             }
-            // Sent to the group (CMD has it too), or the parent-death signal.
+            // Sent to the group (CMD has it too: the terminal's Ctrl-Z stops it,
+            // and the guard follows below), or the parent-death signal.
             _ = ending.next() => kill_group_if_orphaned(parent, group),
             _ = poll.tick() => kill_group_if_orphaned(parent, group),
-            // The terminal's Ctrl-Z reaches the whole group: CMD stops, the
-            // guard follows (below) once it has.
-            _ = stops.recv() => {}
             _ = children.recv() => {
                 if terminal.is_some() && cmd_pid.is_some_and(stopped) {
                     give_back(terminal.as_ref(), group, zklock_group);

@@ -188,7 +188,8 @@ enum Command {
     /// CMD runs in a process group of its own (the terminal's foreground while it
     /// runs, so Ctrl-C and Ctrl-Z reach it directly). SIGHUP, SIGINT, SIGQUIT,
     /// SIGTERM, SIGUSR1, SIGUSR2 and SIGALRM sent to zklock are forwarded to that
-    /// group; while waiting they give up (the node is deleted, exit 128+N). If
+    /// group; while waiting they give up (the node is deleted, exit 128+N). One
+    /// ignored when zklock started (nohup) stays ignored, for CMD too. If
     /// zklock dies anyhow (kill -9, a crash, the OOM killer), CMD's group is killed
     /// at once, long before the session (and the lock) expires. Processes CMD
     /// leaves behind in its group are stopped (SIGTERM, then SIGKILL) before the

@@ -370,3 +370,39 @@ fn state_of(pid: i32) -> Option<String> {
 fn parent_of(pid: i32) -> Option<i32> {
     stat_field(pid, 2)?.parse().ok()
 }
+
+/// zklock started with SIGHUP ignored (`nohup`, `trap '' HUP`): a SIGHUP
+/// changes nothing (CMD runs to its end, exit 0), and CMD inherits it ignored.
+#[test]
+fn a_signal_ignored_at_start_stays_ignored() {
+    let zk = server().connect_string();
+    let lock = unique("nohup");
+    let dir = scratch("nohup");
+    let (ignored, ready) = (dir.join("ignored"), dir.join("ready"));
+    let cmd = dir.join("cmd.sh");
+    std::fs::write(
+        &cmd,
+        format!(
+            "grep SigIgn /proc/$$/status > {}; touch {}; sleep 1\n",
+            ignored.display(),
+            ready.display()
+        ),
+    )
+    .unwrap();
+    let zklock = std::process::Command::new("sh")
+        .args(["-c", "trap '' HUP; exec \"$0\" exec \"$1\" -- sh \"$2\""])
+        .arg(env!("CARGO_BIN_EXE_zklock"))
+        .arg(&lock)
+        .arg(&cmd)
+        .env("ZKLOCK_ZK", &zk)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&ready, Duration::from_secs(30));
+    kill(&zklock, "-HUP");
+    let out = zklock.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{out:?}");
+    let mask = std::fs::read_to_string(&ignored).unwrap();
+    let mask = u64::from_str_radix(mask.trim_start_matches("SigIgn:").trim(), 16).unwrap();
+    assert_eq!(mask & 1, 1, "CMD's SIGHUP is not ignored: {mask:#x}");
+}
