@@ -104,7 +104,7 @@ async fn run(args: GuardArgs) -> ExitCode {
         return cannot_guard(e.into());
     }
     // zklock may have died before the kernel was asked: then nothing is started.
-    if getppid() != Some(parent) {
+    if orphaned(parent) {
         return ExitCode::from(exit::FAILURE);
     }
     let zklock_group = getpgid(Some(parent)).ok();
@@ -132,6 +132,16 @@ async fn run(args: GuardArgs) -> ExitCode {
         .and_then(|id| i32::try_from(id).ok())
         .and_then(Pid::from_raw);
     let mut poll = tokio::time::interval(PARENT_POLL);
+    // zklock gone: the terminal goes back to its group (a script zklock ran in
+    // may read it next; one reading at once may still find CMD's group in the
+    // foreground, it learns of zklock's death as early as the guard), and CMD's
+    // whole group, the guard included, is killed.
+    let end_if_orphaned = || {
+        if orphaned(parent) {
+            give_back(terminal.as_ref(), group, zklock_group);
+            let _ = rustix::process::kill_process_group(group, Signal::KILL);
+        }
+    };
     loop {
         tokio::select! {
             status = child.wait() => {
@@ -146,8 +156,8 @@ async fn run(args: GuardArgs) -> ExitCode {
             }
             // Sent to the group (CMD has it too: the terminal's Ctrl-Z stops it,
             // and the guard follows below), or the parent-death signal.
-            _ = ending.next() => kill_group_if_orphaned(parent, group),
-            _ = poll.tick() => kill_group_if_orphaned(parent, group),
+            _ = ending.next() => end_if_orphaned(),
+            _ = poll.tick() => end_if_orphaned(),
             _ = children.recv() => {
                 if terminal.is_some() && cmd_pid.is_some_and(stopped) {
                     give_back(terminal.as_ref(), group, zklock_group);
@@ -164,12 +174,9 @@ fn cannot_guard(e: std::io::Error) -> ExitCode {
     ExitCode::from(exit::CANNOT_RUN)
 }
 
-/// zklock is gone (its pid is no longer the guard's parent): SIGKILL to CMD's
-/// whole group, the guard included.
-fn kill_group_if_orphaned(parent: Pid, group: Pid) {
-    if getppid() != Some(parent) {
-        let _ = rustix::process::kill_process_group(group, Signal::KILL);
-    }
+/// Whether zklock is gone (its pid is no longer the guard's parent).
+fn orphaned(parent: Pid) -> bool {
+    getppid() != Some(parent)
 }
 
 /// Whether the child `pid` has stopped (consumes the stop's report only: its

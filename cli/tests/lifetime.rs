@@ -406,3 +406,62 @@ fn a_signal_ignored_at_start_stays_ignored() {
     let mask = u64::from_str_radix(mask.trim_start_matches("SigIgn:").trim(), 16).unwrap();
     assert_eq!(mask & 1, 1, "CMD's SIGHUP is not ignored: {mask:#x}");
 }
+
+/// kill -9 of zklock run by a script on a terminal (a pty from script(1)): CMD's
+/// group dies, and the terminal goes back to the script, which reads its next
+/// line from it a second later. (At once it could still find CMD's group in the
+/// foreground: the guard hears of zklock's death when the script does.)
+#[test]
+fn the_terminal_goes_back_when_zklock_dies() {
+    use std::io::Write;
+    let zk = server().connect_string();
+    let lock = unique("tty-back");
+    let dir = scratch("tty-back");
+    let (pid, got) = (dir.join("pid"), dir.join("got"));
+    let script = dir.join("script.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "{} exec {lock} -- sh -c 'echo $$ > {}; exec sleep 300'\nsleep 1\nread line\necho \"$line\" > {}\n",
+            env!("CARGO_BIN_EXE_zklock"),
+            pid.display(),
+            got.display()
+        ),
+    )
+    .unwrap();
+    let mut shell = KillOnDrop(
+        std::process::Command::new("script")
+            .args(["-qec", &format!("sh {}", script.display()), "/dev/null"])
+            .env("ZKLOCK_ZK", &zk)
+            .env("SHELL", "/bin/sh")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("script(1) from util-linux"),
+    );
+    let cmd: i32 = until("CMD's pid", Duration::from_secs(30), || {
+        let text = std::fs::read_to_string(&pid).ok()?;
+        text.strip_suffix('\n')?.parse().ok()
+    });
+    let guard = parent_of(cmd).unwrap();
+    let zklock = parent_of(guard).unwrap();
+    let comm = std::fs::read_to_string(format!("/proc/{zklock}/comm")).unwrap();
+    assert_eq!(comm.trim(), "zklock", "pid {zklock}");
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &zklock.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    until("CMD gone", GROUP_DEATH_BOUND, || {
+        (!alive(cmd)).then_some(())
+    });
+    let mut tty = shell.0.stdin.take().unwrap();
+    tty.write_all(b"hello\n").unwrap();
+    tty.flush().unwrap();
+    until("the script read its line", Duration::from_secs(10), || {
+        let text = std::fs::read_to_string(&got).ok()?;
+        (text == "hello\n").then_some(())
+    });
+    drop(tty);
+    shell.0.wait().unwrap();
+}
