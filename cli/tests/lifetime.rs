@@ -23,7 +23,7 @@ struct Family {
     group: i32,
 }
 
-fn family(zk: &str, lock: &str, dir: &Path) -> Family {
+fn family(zk: &str, extra: &[&str], lock: &str, dir: &Path) -> Family {
     let (pids_file, ready) = (dir.join("pids"), dir.join("ready"));
     let script = format!(
         "echo $$ >> {p}; sleep 300 & echo $! >> {p}; sleep 300 & echo $! >> {p}; touch {r}; wait",
@@ -31,16 +31,9 @@ fn family(zk: &str, lock: &str, dir: &Path) -> Family {
         r = ready.display()
     );
     let zklock = zklock(zk)
-        .args([
-            "--session-timeout",
-            "2",
-            "exec",
-            lock,
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ])
+        .args(["--session-timeout", "2", "exec"])
+        .args(extra)
+        .args([lock, "--", "sh", "-c", &script])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -97,7 +90,7 @@ fn cmd_group_dies_with_zklock() {
     ] {
         let lock = unique("dies-with");
         let dir = scratch(&format!("dies-with{signal}"));
-        let mut family = family(&zk, &lock, &dir);
+        let mut family = family(&zk, &[], &lock, &dir);
         let second = contender(&zk, &lock, &family.pids, &dir);
         until("the contender queued", Duration::from_secs(30), || {
             (ls_rows(&zk, &lock).len() == 2).then_some(())
@@ -122,6 +115,26 @@ fn cmd_group_dies_with_zklock() {
             "{signal}: the contender ran while these of CMD's processes lived: {overlap}"
         );
     }
+}
+
+/// A revocation (`--revocable`) stops CMD's whole group, the shell's children
+/// in the background too, not CMD's pid alone: exit 74, no process of the group
+/// alive once zklock is gone.
+#[test]
+fn a_revocation_stops_the_whole_group() {
+    let zk = server().connect_string();
+    let lock = unique("revoked");
+    let dir = scratch("revoked");
+    let mut family = family(&zk, &["--revocable"], &lock, &dir);
+    let out = run(zklock(&zk).args(["revoke", &lock]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let status = family.zklock.wait().unwrap();
+    assert_eq!(status.code(), Some(LOST), "{status:?}");
+    assert!(
+        !group_alive(family.group),
+        "CMD's group outlived the revoked lock: {:?}",
+        family.pids
+    );
 }
 
 /// CMD exits, leaving a child running in its group: the child is stopped before
@@ -207,7 +220,7 @@ fn how_long_cmd_outlives_zklock() {
         for _ in 0..runs {
             let lock = unique("outlive");
             let dir = scratch("outlive");
-            let mut family = family(&zk, &lock, &dir);
+            let mut family = family(&zk, &[], &lock, &dir);
             kill(&family.zklock, signal);
             family.zklock.wait().unwrap();
             // Measured to the start of the first scan of /proc that finds no
