@@ -123,6 +123,7 @@ impl LockClient {
             }
             let now = s.now();
             let mut span = tracing::Span::none();
+            let mut metrics = None;
             let id = match task {
                 Task::Acquire {
                     mut spec,
@@ -137,9 +138,11 @@ impl LockClient {
                         .filter(|_| reentrant)
                         .map(|o| (o.to_owned(), spec.path().to_owned()));
                     let lock = crate::trace::acquisition_span(&spec);
+                    let started = crate::metrics::Acquisition::start(&spec, s.metrics_prefix);
                     let id = s.core.acquire(spec, now)?;
                     lock.record("lock", id.0);
                     span = lock;
+                    metrics = Some(started);
                     if let Some(held_for) = held_for {
                         s.reentrant.insert(id, held_for);
                     }
@@ -153,6 +156,7 @@ impl LockClient {
             s.add_slot(id, election);
             if let Some(slot) = s.slots.get_mut(&id) {
                 slot.span = span;
+                slot.metrics = metrics;
             }
             Ok(id)
         })

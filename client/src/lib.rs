@@ -59,6 +59,27 @@
 //! cycles across sessions with one victim ([`Error::Deadlock`]);
 //! [`LockClient::participants`] and [`LockClient::deadlocks`] inspect.
 //!
+//! ## Metrics
+//!
+//! Every binding reports through the [`metrics`](https://docs.rs/metrics) facade
+//! (install any recorder, e.g. `metrics-exporter-prometheus`; with none installed
+//! the calls are the facade's no-ops). Labels stay bounded: `recipe` (`write`,
+//! `read`, `semaphore`, `leader`), `outcome`, `reason`, `end`, `op`; lock paths
+//! only with the opt-in [`ConnectOptions::metrics_path_prefix`] (`prefix`).
+//!
+//! | name | kind | labels | what |
+//! | --- | --- | --- | --- |
+//! | `zklock_acquire_wait_seconds` | histogram | `recipe`, `outcome` | from asking for a lock to its grant (`outcome="acquired"`) or to giving up (`timeout`, `cancelled`, `would_block`, `deadlock`, `self_deadlock`, `revoked`, `session_expired`, `node_deleted`, `closed`, `permits_mismatch`, `error`) |
+//! | `zklock_acquisitions_total` | counter | `recipe`, `outcome` | acquisitions that stopped waiting, by outcome |
+//! | `zklock_hold_seconds` | histogram | `recipe`, `end` | from the grant to the release (`end="released"`) or loss (`lost`) |
+//! | `zklock_lost_total` | counter | `recipe`, `reason` | held locks lost: `session_expired`, `suspended_too_long`, `node_deleted`, `node_not_owned`, `closed`, `lease_expired` |
+//! | `zklock_suspensions_total` | counter | `recipe` | held locks suspended (connection lost) |
+//! | `zklock_resumptions_total` | counter | `recipe` | suspended locks verified held again |
+//! | `zklock_deadlocks_broken_total` | counter | `recipe` | waits given up as a deadlock cycle's victim |
+//! | `zklock_requests_total` | counter | `op` | ZooKeeper requests handed to the binding: `create`, `get_children`, `watch_children`, `get_data`, `set_data`, `delete`, `multi`, `remove_watch`, `sync` |
+//! | `zklock_locks_held` | gauge | `recipe` | locks held now (suspended ones included) |
+//! | `zklock_locks_waiting` | gauge | `recipe` | acquisitions waiting now |
+//!
 //! ## Multi-locks
 //!
 //! [`LockClient::multi`] takes several locks for one owner, all or nothing, in one
@@ -208,6 +229,7 @@ mod guard;
 mod hazard;
 mod link;
 mod lock;
+mod metrics;
 mod multi;
 mod options;
 mod pending;

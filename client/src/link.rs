@@ -159,6 +159,14 @@ impl Link {
         crate::ServerChecker::new(self.shared.clone())
     }
 
+    /// Applies the options lock-client acts on itself rather than the binding
+    /// (today the metrics' [path prefix](crate::ConnectOptions::metrics_path_prefix));
+    /// a binding calls it once, right after [`pair`](crate::pair).
+    pub fn apply_options(&self, options: &crate::ConnectOptions) {
+        let depth = options.metrics_path_prefix_option();
+        self.shared.with_quiet(|s| s.metrics_prefix = depth);
+    }
+
     // Inputs.
 
     /// A change of the ZooKeeper session: `Connected { session_id }` (also after a
@@ -207,7 +215,11 @@ impl Link {
     /// The next request to send, in order; `None` when there is none (for now).
     #[must_use = "every request must be sent, in the order polled"]
     pub fn poll_request(&mut self) -> Option<Request> {
-        self.shared.with_quiet(|s| s.requests.pop_front())
+        let request = self.shared.with_quiet(|s| s.requests.pop_front());
+        if let Some(request) = &request {
+            crate::metrics::request_sent(&request.op);
+        }
+        request
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) must next be called, if ever.

@@ -39,6 +39,7 @@ pub struct ConnectOptions {
     expiry_margin: Option<Duration>,
     /// `None`: the default (a tenth of the session timeout); `Some(None)`: off.
     sync_interval: Option<Option<Duration>>,
+    metrics_path_prefix: Option<usize>,
 }
 
 /// SASL DIGEST-MD5 credentials ([`ConnectOptions::sasl_digest_md5`]).
@@ -121,6 +122,20 @@ impl ConnectOptions {
                     session_timeout,
                 )));
         config
+    }
+
+    /// Adds a `prefix` label to the lock metrics (see the crate's
+    /// [metrics table](crate#metrics)): the first `depth` components of the lock
+    /// path (`/app/orders/42`, 2: `/app/orders`). Off by default, as lock paths are
+    /// unbounded; choose a depth whose prefixes are few.
+    pub fn metrics_path_prefix(mut self, depth: usize) -> Self {
+        self.metrics_path_prefix = Some(depth);
+        self
+    }
+
+    /// The depth set with [`metrics_path_prefix`](Self::metrics_path_prefix).
+    pub fn metrics_path_prefix_option(&self) -> Option<usize> {
+        self.metrics_path_prefix
     }
 
     /// Authenticates every connection of the session with ZooKeeper's `digest`

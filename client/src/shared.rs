@@ -47,6 +47,8 @@ pub(crate) struct Slot {
     pub(crate) election: Option<u64>,
     /// The acquisition's tracing span (disabled for other tasks).
     pub(crate) span: tracing::Span,
+    /// The acquisition's metrics (`None` for other tasks).
+    pub(crate) metrics: Option<crate::metrics::Acquisition>,
     wakers: Vec<Waker>,
 }
 
@@ -63,6 +65,7 @@ impl Slot {
             writes: HashMap::new(),
             election,
             span: tracing::Span::none(),
+            metrics: None,
             wakers: Vec::new(),
         }
     }
@@ -121,6 +124,8 @@ pub(crate) struct State {
     to_wake: Vec<Waker>,
     /// The client-wide connection state and its subscribers.
     pub(crate) connection: crate::connection::Tracker,
+    /// The opt-in depth of the metrics' `prefix` label.
+    pub(crate) metrics_prefix: Option<usize>,
 }
 
 impl Shared {
@@ -145,6 +150,7 @@ impl Shared {
                 close_wakers: Vec::new(),
                 to_wake: Vec::new(),
                 connection: Default::default(),
+                metrics_prefix: None,
             }),
             link_cv: Condvar::new(),
             session_timeout,
@@ -349,6 +355,9 @@ impl State {
             return;
         };
         crate::trace::event(&slot.span, &event);
+        if let Some(metrics) = &mut slot.metrics {
+            metrics.on_event(&event);
+        }
         self.to_wake.append(&mut slot.wakers);
         // Answers to a handle's own calls go to whoever awaits them.
         match event {

@@ -77,6 +77,7 @@ mod pki;
 mod postgres;
 mod process;
 mod proxy;
+mod recorded;
 mod server;
 mod util;
 
@@ -90,6 +91,7 @@ pub use netns::{NetEnsemble, NetLab, NodeId};
 pub use pki::Pki;
 pub use postgres::{Postgres, DEBIAN_POSTGRES_DIR, POSTGRES_BINDIR_ENV};
 pub use proxy::{Direction, FaultProxy, ProxyMode};
+pub use recorded::RecordedMetrics;
 pub use server::{ServerTls, ZkServer, ZkServerBuilder};
 
 #[cfg(test)]

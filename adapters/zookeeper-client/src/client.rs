@@ -210,6 +210,7 @@ impl Builder {
             .options
             .lock_config(client.session_timeout(), lock_client::random_seed());
         let (locks, link) = lock_client::pair(config);
+        link.apply_options(&self.options);
         let (nodelay_ready, nodelay) = futures::channel::oneshot::channel();
         let driver = Driver::new(runtime.clone(), dial, client, shared, link, nodelay_ready);
         runtime.spawn(driver.run());

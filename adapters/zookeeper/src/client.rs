@@ -153,6 +153,7 @@ impl Builder {
             acl: wire::acl(self.options.node_acl()).into(),
         };
         let (locks, link) = lock_client::pair(config);
+        link.apply_options(&self.options);
         let counters = Arc::new(Counters::default());
         link.set_extension(counters.clone());
         let (ready_tx, ready_rx) = mpsc::channel();
