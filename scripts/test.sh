@@ -53,6 +53,6 @@ echo "test.sh: PyPI kazoo $("$venv/bin/python" -c 'import kazoo.version as v; pr
 cargo test --workspace "$@"
 # The examples run on lock-sim's in-process server and check what they show: each
 # must finish cleanly (cargo test builds them but does not run them).
-for example in demo revocation election sections fenced lease philosophers; do
+for example in demo revocation election sections fenced lease philosophers metrics; do
     cargo run --quiet --example "$example" > /dev/null
 done
