@@ -33,7 +33,11 @@ fn main() {
     let b = server.client().with_owner("worker-b");
 
     let held = a.mutex("/locks/orders/1").lock_blocking().unwrap();
-    assert!(b.mutex("/locks/orders/1").try_lock_blocking().unwrap().is_none());
+    assert!(b
+        .mutex("/locks/orders/1")
+        .try_lock_blocking()
+        .unwrap()
+        .is_none());
     let waiting = b.mutex("/locks/orders/1").start().unwrap();
     std::thread::sleep(Duration::from_millis(20));
     held.release_blocking().unwrap();

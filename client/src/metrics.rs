@@ -12,8 +12,8 @@
 //! every metric but `zklock_requests_total` also has a `prefix` label: the lock
 //! path's first components (a bounded set when lock paths are `/app/kind/id`).
 
-use lock_core::{FailReason, LockEvent, LockSpec, LostReason, Op, Recipe};
 use ::metrics::{counter, gauge, histogram, Label};
+use lock_core::{FailReason, LockEvent, LockSpec, LostReason, Op, Recipe};
 use std::time::Instant;
 
 /// Where an acquisition stands, for the gauges.
@@ -61,8 +61,12 @@ impl Acquisition {
                 self.stage = Stage::Held;
                 gauge!("zklock_locks_held", self.labels.iter()).increment(1.0);
             }
-            LockEvent::Suspended => counter!("zklock_suspensions_total", self.labels.iter()).increment(1),
-            LockEvent::Resumed => counter!("zklock_resumptions_total", self.labels.iter()).increment(1),
+            LockEvent::Suspended => {
+                counter!("zklock_suspensions_total", self.labels.iter()).increment(1)
+            }
+            LockEvent::Resumed => {
+                counter!("zklock_resumptions_total", self.labels.iter()).increment(1)
+            }
             LockEvent::Failed(reason) if self.stage == Stage::Waiting => {
                 if matches!(reason, FailReason::Deadlock { .. }) {
                     counter!("zklock_deadlocks_broken_total", self.labels.iter()).increment(1);

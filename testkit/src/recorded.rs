@@ -64,8 +64,7 @@ impl RecordedMetrics {
     fn find(&self, kind: MetricKind, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
         let mut wanted: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
         wanted.sort();
-        self.read()
-            .remove(&(kind, name.to_owned(), wanted))
+        self.read().remove(&(kind, name.to_owned(), wanted))
     }
 
     /// The counter `name` with exactly `labels` (0 if never reported).
@@ -95,7 +94,10 @@ impl RecordedMetrics {
     pub fn wait_for(&self, what: &str, bound: Duration, mut check: impl FnMut(&Self) -> bool) {
         let until = Instant::now() + bound;
         while !check(self) {
-            assert!(Instant::now() < until, "metrics: {what} not reported within {bound:?}");
+            assert!(
+                Instant::now() < until,
+                "metrics: {what} not reported within {bound:?}"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
     }

@@ -27,17 +27,24 @@ fn a_scripted_sequence_is_counted() {
     let held = a.mutex("/m/a").lock_timeout_blocking(BOUND).unwrap();
     assert_eq!(metrics.gauge("zklock_locks_held", &[WRITE]), 1.0);
     assert!(b.mutex("/m/a").try_lock_blocking().unwrap().is_none());
-    let timed_out = b.mutex("/m/a").lock_timeout_blocking(Duration::from_millis(50));
+    let timed_out = b
+        .mutex("/m/a")
+        .lock_timeout_blocking(Duration::from_millis(50));
     assert!(matches!(timed_out, Err(Error::Timeout)), "{timed_out:?}");
     let mut waiting = b.mutex("/m/a").start().unwrap();
-    metrics.wait_for("one waiter", BOUND, |m| m.gauge("zklock_locks_waiting", &[WRITE]) == 1.0);
+    metrics.wait_for("one waiter", BOUND, |m| {
+        m.gauge("zklock_locks_waiting", &[WRITE]) == 1.0
+    });
     held.release_blocking().unwrap();
     let second = waiting.wait_timeout_blocking(BOUND).unwrap().unwrap();
     second.release_blocking().unwrap();
     assert_eq!(acquisitions(&metrics, "acquired"), 2);
     assert_eq!(acquisitions(&metrics, "would_block"), 1);
     assert_eq!(acquisitions(&metrics, "timeout"), 1);
-    let waits = metrics.histogram("zklock_acquire_wait_seconds", &[WRITE, ("outcome", "timeout")]);
+    let waits = metrics.histogram(
+        "zklock_acquire_wait_seconds",
+        &[WRITE, ("outcome", "timeout")],
+    );
     assert!(waits.len() == 1 && waits[0] >= 0.05, "{waits:?}");
     let holds = metrics.histogram("zklock_hold_seconds", &[WRITE, ("end", "released")]);
     assert_eq!(holds.len(), 2, "{holds:?}");
@@ -46,7 +53,10 @@ fn a_scripted_sequence_is_counted() {
     let held = a.mutex("/m/s").lock_timeout_blocking(BOUND).unwrap();
     server.disconnect(&a, Duration::from_millis(100));
     assert_eq!(held.suspended_blocking(), LockEvent::Suspended);
-    assert_eq!(held.next_event_timeout_blocking(BOUND), Some(LockEvent::Resumed));
+    assert_eq!(
+        held.next_event_timeout_blocking(BOUND),
+        Some(LockEvent::Resumed)
+    );
     assert_eq!(metrics.counter("zklock_suspensions_total", &[WRITE]), 1);
     assert_eq!(metrics.counter("zklock_resumptions_total", &[WRITE]), 1);
 
@@ -55,8 +65,15 @@ fn a_scripted_sequence_is_counted() {
     assert_eq!(held.lost_blocking(), LostReason::SessionExpired);
     drop(held);
     let lost = [WRITE, ("reason", "session_expired")];
-    metrics.wait_for("the loss", BOUND, |m| m.counter("zklock_lost_total", &lost) == 1);
-    assert_eq!(metrics.histogram("zklock_hold_seconds", &[WRITE, ("end", "lost")]).len(), 1);
+    metrics.wait_for("the loss", BOUND, |m| {
+        m.counter("zklock_lost_total", &lost) == 1
+    });
+    assert_eq!(
+        metrics
+            .histogram("zklock_hold_seconds", &[WRITE, ("end", "lost")])
+            .len(),
+        1
+    );
 
     // A two-party deadlock: one victim.
     let barrier = Arc::new(Barrier::new(2));
@@ -65,7 +82,10 @@ fn a_scripted_sequence_is_counted() {
             let client = server.client().with_owner(format!("owner-{i}"));
             let barrier = barrier.clone();
             std::thread::spawn(move || {
-                let first = client.mutex(format!("/m/d{i}")).lock_timeout_blocking(BOUND).unwrap();
+                let first = client
+                    .mutex(format!("/m/d{i}"))
+                    .lock_timeout_blocking(BOUND)
+                    .unwrap();
                 barrier.wait();
                 let second = client
                     .mutex(format!("/m/d{}", 1 - i))
@@ -79,9 +99,16 @@ fn a_scripted_sequence_is_counted() {
             })
         })
         .collect();
-    let victims = parties.into_iter().map(|p| p.join().unwrap()).filter(|victim| *victim).count();
+    let victims = parties
+        .into_iter()
+        .map(|p| p.join().unwrap())
+        .filter(|victim| *victim)
+        .count();
     assert_eq!(victims, 1);
-    assert_eq!(metrics.counter("zklock_deadlocks_broken_total", &[WRITE]), 1);
+    assert_eq!(
+        metrics.counter("zklock_deadlocks_broken_total", &[WRITE]),
+        1
+    );
     assert_eq!(acquisitions(&metrics, "deadlock"), 1);
 
     // Requests by operation, and nothing held or waiting at the end.

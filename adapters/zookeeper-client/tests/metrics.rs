@@ -42,14 +42,21 @@ fn a_scripted_sequence_is_counted_on_zookeeper() {
         assert_eq!(metrics.gauge("zklock_locks_held", &labels), 1.0);
         assert!(other.mutex(path).try_lock().await.unwrap().is_none());
         let waiter = other.mutex(path).start().unwrap();
-        metrics.wait_for("one waiter", BOUND, |m| m.gauge("zklock_locks_waiting", &labels) == 1.0);
+        metrics.wait_for("one waiter", BOUND, |m| {
+            m.gauge("zklock_locks_waiting", &labels) == 1.0
+        });
         guard.release().await.unwrap();
         waiter.await.unwrap().release().await.unwrap();
         let acquired = with(("outcome", "acquired"));
         assert_eq!(metrics.counter("zklock_acquisitions_total", &acquired), 2);
         let busy = with(("outcome", "would_block"));
         assert_eq!(metrics.counter("zklock_acquisitions_total", &busy), 1);
-        assert_eq!(metrics.histogram("zklock_acquire_wait_seconds", &acquired).len(), 2);
+        assert_eq!(
+            metrics
+                .histogram("zklock_acquire_wait_seconds", &acquired)
+                .len(),
+            2
+        );
         let released = with(("end", "released"));
         assert_eq!(metrics.histogram("zklock_hold_seconds", &released).len(), 2);
 
