@@ -144,7 +144,11 @@ pub(crate) fn in_queue_order(who: &Participants) -> Vec<(&Participant, bool)> {
         .map(|p| (p, true))
         .chain(who.waiters.iter().map(|p| (p, false)))
         .collect();
-    all.sort_by_key(|(p, _)| p.sequence);
+    // One directory: its sequence numbers order it. A semaphore in Curator's or
+    // kazoo's layout (lease holders, then its queue) comes in the core's order.
+    if all.iter().all(|(p, _)| p.dir == who.path) {
+        all.sort_by_key(|(p, _)| p.sequence);
+    }
     all
 }
 
@@ -245,7 +249,7 @@ fn to_json(who: &Participants, now: i64) -> String {
         let mut o = Object::new(out);
         o.int("position", position(p))
             .str("node", &p.node)
-            .str("path", &format!("{}/{}", who.path, p.node))
+            .str("path", &format!("{}/{}", p.dir, p.node))
             .str("kind", kind_name(p.kind))
             .str("scheme", scheme_name(p.scheme))
             .int("sequence", i64::from(p.sequence))

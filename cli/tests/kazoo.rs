@@ -113,3 +113,73 @@ fn a_zklock_holder_excludes_kazoo() {
     let answer = kazoo_answer(&zk, &lock, &["try"]);
     assert!(answer.starts_with("HELD "), "{answer}");
 }
+
+/// `zklock exec --semaphore 2 --scheme kazoo` and kazoo's `Semaphore` share two
+/// permits: a kazoo holder and a zklock holder fill them, a third of either is
+/// refused, and `zklock ls` shows both leases (the count from the path's data).
+#[test]
+fn exec_semaphore_shares_permits_with_kazoo() {
+    let zk = server().connect_string();
+    let lock = unique("kazoo-semaphore");
+    let dir = scratch("kazoo-semaphore");
+    let (mut theirs, node) = {
+        let mut child = kazoo(&zk, &lock, "kazoo-holder", &["shold", "2"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let node = line
+            .strip_prefix("HELD ")
+            .unwrap_or_else(|| panic!("kazoo peer said {line:?} (python3-kazoo installed?)"))
+            .trim()
+            .to_owned();
+        (child, node)
+    };
+    let sem = [
+        "--semaphore",
+        "2",
+        "--scheme",
+        "kazoo",
+        "--owner",
+        "zklock-holder",
+    ];
+    let mut ours = holding(&zk, &sem, &lock, &dir.join("ready"));
+
+    let out = run(zklock(&zk).args([
+        "exec",
+        "-n",
+        "--semaphore",
+        "2",
+        "--scheme",
+        "kazoo",
+        &lock,
+        "--",
+        "true",
+    ]));
+    assert_eq!(code(&out), BUSY, "a third permit of 2: {out:?}");
+    assert_eq!(kazoo_answer(&zk, &lock, &["stry", "2"]), "BUSY");
+
+    let rows = ls_rows(&zk, &lock);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for row in &rows {
+        assert_eq!(
+            [row[1].as_str(), row[2].as_str(), row[7].as_str()],
+            ["holds", "semaphore(2)", "kazoo"],
+            "{rows:?}"
+        );
+    }
+    let owners: Vec<&str> = rows.iter().map(|r| r[3].as_str()).collect();
+    assert_eq!(owners, ["kazoo-holder", "zklock-holder"], "{rows:?}");
+    assert_eq!(rows[0][9], node);
+
+    drop(theirs.stdin.take());
+    assert!(theirs.wait().unwrap().success());
+    let answer = kazoo_answer(&zk, &lock, &["stry", "2"]);
+    assert!(answer.starts_with("HELD "), "{answer}");
+    kill(&ours, "-TERM");
+    ours.wait().unwrap();
+}

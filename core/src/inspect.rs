@@ -12,6 +12,7 @@
 
 use crate::acquisition::Ctx;
 use crate::event::{FailReason, FencingToken, LockEvent, LockId};
+use crate::lease_inspect::LeaseView;
 use crate::names::{parse_name, sort_by_sequence, NameScheme, NodeKind, ParsedName};
 use crate::owner;
 use crate::proto::{Op, Reply, RequestId, Stat, ZkError};
@@ -23,8 +24,12 @@ use crate::timers::TimerKind;
 #[derive(Clone, PartialEq, Eq, Debug)]
 #[non_exhaustive]
 pub struct Participant {
-    /// The node's name in the lock directory.
+    /// The node's name in its directory ([`dir`](Self::dir)).
     pub node: String,
+    /// The directory the node is in: the lock path, or for a semaphore in
+    /// Curator's or kazoo's layout its queue (`<path>/locks`, `<path>-__lock__`)
+    /// or its lease pool (`<path>/leases`, the path itself).
+    pub dir: String,
     /// What it asks for.
     pub kind: NodeKind,
     /// A semaphore node's permit count, when its name carries it (zklock's native
@@ -153,6 +158,8 @@ pub(crate) struct Inspect {
     foreign: usize,
     reads: Vec<(RequestId, usize)>,
     data: Vec<Option<(Vec<u8>, Stat)>>,
+    /// Semaphores in Curator's and kazoo's layouts on the path.
+    lease: LeaseView,
     pub(crate) done: bool,
 }
 
@@ -160,12 +167,13 @@ impl Inspect {
     pub(crate) fn new(id: LockId, path: String) -> Self {
         Inspect {
             id,
-            path,
+            path: path.clone(),
             list: None,
             places: Vec::new(),
             foreign: 0,
             reads: Vec::new(),
             data: Vec::new(),
+            lease: LeaseView::new(path.clone()),
             done: false,
         }
     }
@@ -177,6 +185,7 @@ impl Inspect {
             path: self.path.clone(),
         };
         self.list = cx.send(self.id, Purpose::List, op);
+        self.lease.recover(cx, self.id);
     }
 
     pub(crate) fn on_reply(
@@ -197,7 +206,9 @@ impl Inspect {
                 };
                 let (places, foreign) = queue(&children);
                 self.places = places;
-                self.foreign = foreign;
+                let claimed = children.iter().filter(|c| LeaseView::claims(c)).count();
+                self.foreign = foreign - claimed;
+                self.lease.kazoo_pool(cx, self.id, &children);
                 self.data = vec![None; self.places.len()];
                 for (i, p) in self.places.iter().enumerate() {
                     let op = Op::GetData {
@@ -210,6 +221,12 @@ impl Inspect {
                 }
             }
             Purpose::Inspect => {
+                if let Some(handled) = self.lease.on_reply(cx, self.id, request, &result) {
+                    if let Err(e) = handled {
+                        return self.trouble(cx, e);
+                    }
+                    return self.maybe_finish(cx);
+                }
                 let Some(pos) = self.reads.iter().position(|(r, _)| *r == request) else {
                     return;
                 };
@@ -224,7 +241,11 @@ impl Inspect {
             }
             _ => return,
         }
-        if self.list.is_none() && self.reads.is_empty() && !self.done {
+        self.maybe_finish(cx);
+    }
+
+    fn maybe_finish(&mut self, cx: &mut Ctx) {
+        if self.list.is_none() && self.reads.is_empty() && self.lease.settled() && !self.done {
             self.finish(cx);
         }
     }
@@ -278,6 +299,7 @@ impl Inspect {
             let holds = place.holds || downgraded;
             let p = Participant {
                 node: place.name.clone(),
+                dir: self.path.clone(),
                 kind: place.parsed.kind,
                 permits: place.parsed.permits,
                 scheme: place.parsed.scheme,
@@ -301,6 +323,9 @@ impl Inspect {
                 out.waiters.push(p);
             }
         }
+        let (holders, waiters) = self.lease.participants();
+        out.holders.extend(holders);
+        out.waiters.extend(waiters);
         cx.emit(self.id, LockEvent::Participants(out));
     }
 

@@ -16,6 +16,7 @@ pub mod contact;
 pub mod deadlock;
 mod event;
 mod inspect;
+mod lease_inspect;
 mod limits;
 pub mod names;
 mod observer;

@@ -65,6 +65,20 @@ fn the_owner_header_counts_toward_the_data_limit() {
     );
 }
 
+/// Answers the listings of the semaphore layouts' directories that every
+/// inspection of `path` sends after its own: none of them exists.
+fn answer_no_layouts(h: &mut H, path: &str) {
+    for dir in [
+        format!("{path}/locks"),
+        format!("{path}/leases"),
+        format!("{path}-__lock__"),
+    ] {
+        let r = h.next_req();
+        assert_eq!(r.op, Op::GetChildren { path: dir });
+        h.reply(r.id, Err(ZkError::NoNode));
+    }
+}
+
 fn header(owner: &str, waits: &[&str]) -> Vec<u8> {
     let mut d = b"\0zkl\x01".to_vec();
     d.extend_from_slice(&(owner.len() as u16).to_be_bytes());
@@ -89,6 +103,7 @@ fn inspect_lists_holders_and_waiters_in_queue_order_with_owners_and_what_they_wa
     let kazoo = format!("{:032x}__lock__0000000005", 5);
     // Listed out of order, with a foreign child.
     h.answer_list(&[&r3, &kazoo, "junk", &w2, &gone, &r1]);
+    answer_no_layouts(&mut h, "/l");
     // One read per participant, pipelined, in queue order, no watches.
     let reads: Vec<Request> = h.reqs.drain(..).collect();
     let paths: Vec<String> = reads
@@ -177,6 +192,7 @@ fn inspecting_a_missing_lock_reports_nobody() {
     h.s.inspect("/none", h.now).unwrap();
     h.drain();
     h.answer_err(ZkError::NoNode);
+    answer_no_layouts(&mut h, "/none");
     let events = h.take_events();
     assert!(
         matches!(&events[..], [LockEvent::Participants(p)] if p.holders.is_empty() && p.waiters.is_empty()),
@@ -197,6 +213,7 @@ fn an_inspection_cut_by_a_disconnect_starts_over_after_the_reconnect() {
     h.reqs.clear();
     h.session(SessionEvent::Connected { session_id: SID });
     h.answer_list(&[&w]);
+    answer_no_layouts(&mut h, "/l");
     h.answer_plain_read(&format!("/l/{w}"), 9);
     let events = h.take_events();
     assert!(
@@ -220,6 +237,7 @@ fn inspect_gives_a_semaphore_nodes_permit_count_from_its_name() {
     let (a, b) = (name(1, 3, 1), name(2, 3, 2));
     let w = peer(NodeKind::Write, 3, 3);
     h.answer_list(&[&a, &b, &w]);
+    answer_no_layouts(&mut h, "/s");
     let reads: Vec<Request> = h.reqs.drain(..).collect();
     for (i, r) in reads.iter().enumerate() {
         let stat = Stat {

@@ -333,3 +333,110 @@ fn deadlock_detection_on_a_peer_layout_is_refused() {
         Err(UsageError::Unsupported(_))
     ));
 }
+
+/// Answers a plain read of `path` with `data`, owned by session `owner`, token
+/// `czxid`.
+fn answer_read_of(h: &mut H, path: &str, data: &[u8], owner: i64, czxid: i64) {
+    let r = h.next_req();
+    assert_eq!(
+        r.op,
+        Op::GetData {
+            path: path.to_owned(),
+            watch: false
+        }
+    );
+    let stat = Stat {
+        czxid,
+        ephemeral_owner: owner,
+        ..Stat::default()
+    };
+    h.reply(
+        r.id,
+        Ok(Reply::Data {
+            data: data.to_vec(),
+            stat,
+        }),
+    );
+}
+
+fn curator_name(n: u32, marker: &str, seq: i32) -> String {
+    format!("_c_{n:08x}-0000-4000-8000-000000000000-{marker}{seq:010}")
+}
+
+#[test]
+fn inspection_shows_a_curator_semaphores_leases_and_queue() {
+    let mut h = H::new();
+    h.s.inspect("/s", h.now).unwrap();
+    h.drain();
+    let (l1, l2, l3) = (
+        curator_name(1, "lease-", 1),
+        curator_name(2, "lease-", 2),
+        curator_name(3, "lease-", 3),
+    );
+    let (q1, q2) = (curator_name(4, "lock-", 5), curator_name(5, "lock-", 6));
+    answer_list_of(&mut h, "/s", false, &["locks", "leases"]);
+    answer_list_of(&mut h, "/s/locks", false, &[&q2, &q1]);
+    answer_list_of(&mut h, "/s/leases", false, &[&l3, &l1, &l2]);
+    answer_list_of(&mut h, "/s-__lock__", false, &[]);
+    // Two holders (sessions 71, 72); the queue head (session 73) has added its
+    // lease and waits for room; another waits behind it.
+    answer_read_of(&mut h, &format!("/s/locks/{q2}"), b"", 74, 21);
+    answer_read_of(&mut h, &format!("/s/locks/{q1}"), b"", 73, 20);
+    answer_read_of(&mut h, &format!("/s/leases/{l3}"), b"", 73, 13);
+    answer_read_of(&mut h, &format!("/s/leases/{l1}"), b"", 71, 11);
+    answer_read_of(&mut h, &format!("/s/leases/{l2}"), b"", 72, 12);
+    let events = h.take_events();
+    let [LockEvent::Participants(p)] = &events[..] else {
+        panic!("{events:?}")
+    };
+    let names = |v: &[Participant]| v.iter().map(|p| p.node.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&p.holders), [l1.clone(), l2.clone()]);
+    assert_eq!(names(&p.waiters), [l3.clone(), q2.clone()]);
+    assert_eq!(p.waiters[0].waits_for, [l1, l2]);
+    assert_eq!(p.waiters[1].waits_for, [l3]);
+    assert_eq!(p.waiters[1].dir, "/s/locks");
+    assert!(p
+        .holders
+        .iter()
+        .all(|h| h.dir == "/s/leases" && h.kind == NodeKind::Semaphore));
+    assert_eq!(p.foreign, 0, "the layout's directories are not foreign");
+}
+
+#[test]
+fn inspection_shows_a_kazoo_semaphores_leases_queue_and_count() {
+    let mut h = H::new();
+    h.s.inspect("/s", h.now).unwrap();
+    h.drain();
+    let lease = "0123456789abcdef0123456789abcdef";
+    let queued = "fedcba9876543210fedcba9876543210__lock__0000000004";
+    answer_list_of(&mut h, "/s", false, &[lease]);
+    answer_list_of(&mut h, "/s/locks", false, &[]);
+    answer_list_of(&mut h, "/s/leases", false, &[]);
+    answer_list_of(&mut h, "/s-__lock__", false, &[queued]);
+    answer_read_of(&mut h, &format!("/s/{lease}"), b"worker-1", 71, 11);
+    answer_read_of(&mut h, "/s", b"1", 0, 1);
+    answer_read_of(
+        &mut h,
+        &format!("/s-__lock__/{queued}"),
+        b"worker-2",
+        72,
+        12,
+    );
+    let events = h.take_events();
+    let [LockEvent::Participants(p)] = &events[..] else {
+        panic!("{events:?}")
+    };
+    assert_eq!(p.holders.len(), 1);
+    assert_eq!(
+        (
+            p.holders[0].node.as_str(),
+            p.holders[0].owner.as_deref(),
+            p.holders[0].permits
+        ),
+        (lease, Some("worker-1"), Some(1))
+    );
+    assert_eq!(p.waiters.len(), 1);
+    assert_eq!(p.waiters[0].dir, "/s-__lock__");
+    assert_eq!(p.waiters[0].waits_for, [lease]);
+    assert_eq!(p.foreign, 0);
+}

@@ -98,6 +98,17 @@ pub fn detection_refusal(a: &AcquireStep, owner: Option<&str>, data: &[u8]) -> O
     }
 }
 
+/// The directories an inspection of `path` also lists: the queues and lease pools
+/// of semaphores in Curator's and kazoo's layouts on it.
+fn semaphore_layout_dirs(path: &str) -> Vec<String> {
+    use lock_core::names::{semaphore_lease_dir, semaphore_mutex_dir};
+    [NameScheme::Curator, NameScheme::Kazoo]
+        .into_iter()
+        .flat_map(|s| [semaphore_mutex_dir(s, path), semaphore_lease_dir(s, path)])
+        .flatten()
+        .collect()
+}
+
 impl Harness {
     /// Directories read without watches: inspected ones, scan roots and their
     /// children, and (honest world) where published waits point; a dishonest world
@@ -105,6 +116,10 @@ impl Harness {
     /// harmless.
     pub(super) fn plain_readable(&self, dir: &str) -> bool {
         self.inspected.contains(dir)
+            || self
+                .inspected
+                .iter()
+                .any(|p| semaphore_layout_dirs(p).iter().any(|d| d == dir))
             || self.scan_roots.contains(dir)
             || self.scan_roots.contains(parent_of(dir))
             || self.published_dirs.contains(dir)

@@ -5,7 +5,8 @@
 //!
 //! * [`semaphore_exclusion`]: holders of both libraries fill the permits together; a
 //!   full semaphore refuses a look of either; waiters of both queue in one FIFO line
-//!   and get in as holders of the other library leave;
+//!   (`participants` shows the two holders and the two waiters) and get in as
+//!   holders of the other library leave;
 //! * [`semaphore_holder_expiry`]: a peer holder's session expires (its network
 //!   blackholed), and then a zklock holder's: each lease goes with its session, the
 //!   next waiter gets in, and the zklock holder reports the loss before the waiter
@@ -171,6 +172,21 @@ pub async fn semaphore_exclusion(
         !delivered(&mut zw) && peer.quiet("b"),
         "a waiter got a permit of a full semaphore"
     );
+    // Inspection sees both layouts' holders (lease nodes) and waiters (queued).
+    let who = locks.participants(path).await.expect("participants");
+    let shown = |v: &[lock_zookeeper_client::Participant]| {
+        v.iter()
+            .map(|p| format!("{}/{}", p.dir, p.node))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        (who.holders.len(), who.waiters.len()),
+        (2, 2),
+        "holders {:?}, waiters {:?}",
+        shown(&who.holders),
+        shown(&who.waiters)
+    );
+    assert!(who.holders.iter().all(|p| p.dir == leases));
 
     // The peer holder leaves: the zklock waiter (first in line) gets in, the peer's
     // waiter stays out (zklock's two holders fill the permits).
