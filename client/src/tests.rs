@@ -342,7 +342,11 @@ fn participants_and_deadlocks_run_a_core_task_and_return_its_event() {
     assert!(poll_once(inspect.as_mut()).is_pending());
     let sent = requests(&mut link);
     assert!(matches!(&sent[0].op, Op::GetChildren { path, .. } if path == "/locks/none"));
-    link.handle_reply(sent[0].id, Err(ZkError::NoNode), Instant::now());
+    // The lock directory and the semaphore layouts' directories beside it: none exists.
+    assert_eq!(sent.len(), 4, "{sent:?}");
+    for r in &sent {
+        link.handle_reply(r.id, Err(ZkError::NoNode), Instant::now());
+    }
     let Poll::Ready(Ok(found)) = poll_once(inspect.as_mut()) else {
         panic!("no participants")
     };

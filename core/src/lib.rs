@@ -41,7 +41,7 @@ pub use names::{AttemptId, NameScheme, NodeKind};
 pub use path::validate_lock_path;
 pub use proto::{
     CreateMode, Input, MultiOp, MultiResult, Op, Reply, Request, RequestId, SessionEvent, Stat,
-    WatchKind, ZkError, ACL_ALLOWANCE,
+    WatchKind, WatchType, ZkError, ACL_ALLOWANCE,
 };
 pub use session::{LockState, Output, Progress, Session, Stats};
 pub use spec::{Config, LockSpec, Recipe, MAX_DATA_LEN};

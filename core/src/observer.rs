@@ -3,13 +3,15 @@
 //! An observer lists the election directory, reads the lowest participant's data
 //! (its id) with a watch, and re-lists when that node goes. Observers are woken by
 //! leader changes only, never by participants joining or leaving behind the leader;
-//! a child watch is used only while nobody participates.
+//! a child watch is used only while nobody participates, and removed from the server
+//! once someone does (else it would fire at the next join or leave: one leader
+//! change would wake the observer twice, by the leader's data watch and by it).
 
 use crate::acquisition::Ctx;
 use crate::event::{FailReason, FencingToken, Leader, LockEvent, LockId};
 use crate::names::{parse_name, sort_by_sequence};
 use crate::path::split_parent;
-use crate::proto::{Op, Reply, RequestId, WatchKind, ZkError};
+use crate::proto::{Op, Reply, RequestId, WatchKind, WatchType, ZkError};
 use crate::requests::Purpose;
 use crate::timers::TimerKind;
 
@@ -20,6 +22,10 @@ pub(crate) struct Observer {
     read: Option<RequestId>,
     /// The leader node whose data we watch.
     watching: Option<String>,
+    /// Whether the session may still hold our child watch on the directory (set
+    /// while nobody participated, not fired yet; a reconnect keeps it, as clients
+    /// set their watches again on the same session).
+    child_watch: bool,
     /// What we last reported, if anything.
     reported: Option<Option<Leader>>,
     participants: usize,
@@ -34,6 +40,7 @@ impl Observer {
             list: None,
             read: None,
             watching: None,
+            child_watch: false,
             reported: None,
             participants: 0,
             done: false,
@@ -50,6 +57,7 @@ impl Observer {
     fn send_list(&mut self, cx: &mut Ctx, watch: bool) {
         let path = self.path.clone();
         let op = if watch {
+            self.child_watch = true;
             Op::WatchChildren { path }
         } else {
             Op::GetChildren { path }
@@ -118,6 +126,7 @@ impl Observer {
             }
             return;
         }
+        self.drop_child_watch(cx);
         sort_by_sequence(&mut parts, |(s, _)| *s);
         let leader = format!("{}/{}", self.path, parts[0].1);
         if self.watching.as_deref() == Some(leader.as_str()) && self.read.is_none() {
@@ -136,6 +145,22 @@ impl Observer {
             },
             op,
         );
+    }
+
+    /// Someone participates: the leader's data watch tells us of the next change,
+    /// so the child watch set while nobody did must not fire as well.
+    fn drop_child_watch(&mut self, cx: &mut Ctx) {
+        if !std::mem::take(&mut self.child_watch) {
+            return;
+        }
+        // Another task of this session may list the directory with a watch too.
+        if cx.watches.remove(self.id, &self.path) {
+            let op = Op::RemoveWatch {
+                path: self.path.clone(),
+                watch: WatchType::Children,
+            };
+            cx.send(self.id, Purpose::RemoveOwnWatch, op);
+        }
     }
 
     fn on_leader_data(&mut self, cx: &mut Ctx, name: String, result: Result<Reply, ZkError>) {
@@ -185,6 +210,10 @@ impl Observer {
     }
 
     pub(crate) fn on_watch(&mut self, cx: &mut Ctx, path: &str, kind: WatchKind) {
+        if path == self.path {
+            // A fired watch is gone from the server.
+            self.child_watch = false;
+        }
         match (self.watching.as_deref(), kind) {
             (Some(w), WatchKind::NodeDeleted) if w == path => {
                 self.watching = None;

@@ -45,6 +45,17 @@ pub enum CreateMode {
     Container,
 }
 
+/// ZooKeeper's two watch tables (its `WatcherType`): a session has at most one
+/// watch of each type per path.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum WatchType {
+    /// Left by `getData` (and `exists`): fires on the node's deletion or data change.
+    Data,
+    /// Left by `getChildren`: fires when a child comes or goes, or the node goes.
+    Children,
+}
+
 /// A ZooKeeper operation.
 #[derive(Clone, PartialEq, Eq, Debug)]
 #[non_exhaustive]
@@ -99,14 +110,16 @@ pub enum Op {
     /// An atomic `multi`. Reply: [`Reply::Multi`]; on failure
     /// [`ZkError::MultiFailed`] naming the first failing op (connection errors as such).
     Multi(Vec<MultiOp>),
-    /// `removeWatches(path, Data)`: drop the data watch this session left on `path`
-    /// with `GetData { watch: true }`, so its firing is never sent. Reply:
-    /// [`Reply::WatchRemoved`], whatever happened (no watch left, client without
-    /// the call): the core only saves the server a notification with it, and
-    /// ignores a firing that comes anyway.
+    /// `removeWatches(path, type)`: drop the watch of type `watch` this session left
+    /// on `path` (with `GetData { watch: true }` or `WatchChildren`), so its firing
+    /// is never sent. Reply: [`Reply::WatchRemoved`], whatever happened (no watch
+    /// left, client without the call): the core only saves the server (and
+    /// itself) a notification with it, and ignores a firing that comes anyway.
     RemoveWatch {
         /// Node path.
         path: String,
+        /// Which of the session's watches on `path` to drop.
+        watch: WatchType,
     },
     /// `sync(path)`: a round trip through the ensemble's leader. Reply:
     /// [`Reply::Synced`]. The core sends it only to learn that the leader still hears
@@ -149,7 +162,7 @@ impl Op {
             | Op::GetData { path, .. }
             | Op::SetData { path, .. }
             | Op::Delete { path, .. }
-            | Op::RemoveWatch { path }
+            | Op::RemoveWatch { path, .. }
             | Op::Sync { path } => path,
             Op::Multi(ops) => ops.first().map(MultiOp::path).unwrap_or(""),
         }
@@ -178,7 +191,7 @@ impl Op {
                 Op::GetData { path, .. } => string_len(path) + 1,
                 Op::SetData { path, data, .. } => string_len(path) + 4 + data.len() + 4,
                 Op::Delete { path, .. } => string_len(path) + 4,
-                Op::RemoveWatch { path } => string_len(path) + 4,
+                Op::RemoveWatch { path, .. } => string_len(path) + 4,
                 Op::Sync { path } => string_len(path),
                 Op::Multi(ops) => {
                     const MULTI_HEADER: usize = 9; // type, done, err

@@ -614,7 +614,13 @@ fn waiter_watches_its_node_while_waiting_and_drops_the_watch_when_granted() {
     h.watch(&ppath, WatchKind::NodeDeleted);
     assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
     let r = h.next_req();
-    assert_eq!(r.op, Op::RemoveWatch { path: node.clone() });
+    assert_eq!(
+        r.op,
+        Op::RemoveWatch {
+            path: node.clone(),
+            watch: lock_core::WatchType::Data
+        }
+    );
     h.reply(r.id, Ok(Reply::WatchRemoved));
     assert!(h.no_requests());
     // A firing that comes anyway (a client that cannot remove watches) is ignored.

@@ -203,6 +203,46 @@ fn observer_follows_leader_changes_and_waits_for_first_participant() {
     assert!(h.no_requests());
 }
 
+/// The directory was empty, so the observer set a child watch; the watched listing
+/// already shows a participant: the child watch is removed from the server, else
+/// it would fire at the next join or leave, and one leader change would wake the
+/// observer twice (lock-sim's seed 410246 of `election_with_observers`).
+#[test]
+fn observer_removes_its_child_watch_once_someone_participates() {
+    let mut h = H::new();
+    h.s.observe("/election", h.now).unwrap();
+    h.drain();
+    h.answer_list(&[]);
+    h.take_events();
+    let r = h.next_req();
+    assert_eq!(
+        r.op,
+        Op::WatchChildren {
+            path: "/election".into()
+        }
+    );
+    let a = peer(NodeKind::Leader, 1, 4);
+    h.reply(r.id, Ok(Reply::Children(vec![a.clone()])));
+    let remove = h.next_req();
+    assert_eq!(
+        remove.op,
+        Op::RemoveWatch {
+            path: "/election".into(),
+            watch: lock_core::WatchType::Children
+        }
+    );
+    let read = h.next_req();
+    assert_eq!(
+        read.op,
+        Op::GetData {
+            path: format!("/election/{a}"),
+            watch: true
+        }
+    );
+    h.reply(remove.id, Ok(Reply::WatchRemoved));
+    assert!(h.no_requests());
+}
+
 #[test]
 fn uncontended_grant_reports_a_crashed_section_for_free() {
     let mut h = H::new();

@@ -850,8 +850,11 @@ impl World {
                 version,
             } => self.set_data(path, data, *version).map(Reply::Stat),
             Op::Delete { path, version } => self.delete(path, *version).map(|()| Reply::Deleted),
-            Op::RemoveWatch { path } => {
-                self.watches.remove(path);
+            Op::RemoveWatch { path, watch } => {
+                match watch {
+                    lock_core::WatchType::Children => self.child_watches.remove(path),
+                    _ => self.watches.remove(path),
+                };
                 Ok(Reply::WatchRemoved)
             }
             Op::Multi(ops) => {
@@ -1384,9 +1387,12 @@ impl Harness {
                     check!(self, ok, "multi op {m:?} out of scope in {ops:?}");
                 }
             }
-            Op::RemoveWatch { path } => check!(
+            Op::RemoveWatch { path, watch } => check!(
                 self,
-                self.in_a_dir(path) && self.is_our_node(path),
+                match watch {
+                    lock_core::WatchType::Children => self.readable(path),
+                    _ => self.in_a_dir(path) && self.is_our_node(path),
+                },
                 "removeWatches on {path}, not a node of ours"
             ),
             other => self.fail(format!("unknown op {other:?}")),

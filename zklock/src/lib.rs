@@ -89,6 +89,7 @@ pub use lock_zookeeper_client::{builder, connect, zookeeper_client, Builder};
 /// The blocking binding: a [`LockClient`] over the `zookeeper` crate.
 #[cfg(feature = "blocking")]
 pub mod blocking {
+    pub use lock_client::blocking::*;
     pub use lock_zookeeper::{Builder, Diagnose, Diagnostics};
 
     use crate::{Error, LockClient};

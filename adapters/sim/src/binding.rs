@@ -64,10 +64,13 @@ impl crate::scheduler::Sim {
             lock_core::Op::WatchChildren { path } => {
                 Some((crate::watches::WatchType::Child, path.clone()))
             }
-            lock_core::Op::RemoveWatch { path } => {
+            lock_core::Op::RemoveWatch { path, watch } => {
                 // The client forgets the watch at once (it is not re-set on a
                 // reconnect), as zookeeper-client does when a watcher is dropped.
-                c.watches.data.remove(path);
+                match watch {
+                    lock_core::WatchType::Children => c.watches.child.remove(path),
+                    _ => c.watches.data.remove(path),
+                };
                 None
             }
             _ => None,

@@ -348,13 +348,22 @@ impl ZkModel {
         Ok(out)
     }
 
-    /// `removeWatches(path, Data)`: drops `session`'s data watch on `path`; whether
+    /// `removeWatches(path, type)`: drops `session`'s watch of that type on `path`; whether
     /// there was one (the server answers `NoWatcher` when not; bindings report
     /// [`Reply::WatchRemoved`] either way, and so does [`ZkModel::apply`]).
-    pub fn remove_data_watch(&mut self, session: i64, path: &str) -> Result<bool, ZkError> {
+    pub fn remove_watch(
+        &mut self,
+        session: i64,
+        path: &str,
+        watch: lock_core::WatchType,
+    ) -> Result<bool, ZkError> {
         self.check_session(session)?;
         validate_path(path, false).map_err(|_| ZkError::BadArguments)?;
-        Ok(self.watches.remove(WatchType::Data, path, session))
+        let table = match watch {
+            lock_core::WatchType::Children => WatchType::Child,
+            _ => WatchType::Data,
+        };
+        Ok(self.watches.remove(table, path, session))
     }
 
     /// `exists(path, watch)`: the stat or `None`; with `watch`, a data watch, also on
@@ -511,8 +520,8 @@ impl ZkModel {
                 .delete(session, path, *version)
                 .map(|()| Reply::Deleted),
             Op::Multi(ops) => self.multi(session, ops).map(Reply::Multi),
-            Op::RemoveWatch { path } => self
-                .remove_data_watch(session, path)
+            Op::RemoveWatch { path, watch } => self
+                .remove_watch(session, path, *watch)
                 .map(|_| Reply::WatchRemoved),
             // One server is its own leader: a sync has nothing to wait for.
             Op::Sync { .. } => Ok(Reply::Synced),

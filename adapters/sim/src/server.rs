@@ -117,6 +117,11 @@ impl Sim {
             let i = ss.client;
             let c = &mut self.clients[i];
             if c.conn == Conn::Connected && c.session == Some(n.session) {
+                if self.cfg.trace {
+                    let text = format!("server: watch {:?} {} fires", n.kind, n.path);
+                    self.trace(Some(i), text);
+                }
+                let c = &mut self.clients[i];
                 let delay = latency.sample(&mut c.rng);
                 c.link.deliver(
                     now,

@@ -55,7 +55,7 @@ enum Wake {
     Reply(RequestId, Answer, Option<Instant>),
     /// A watch fired.
     Watch(WatchedEvent),
-    /// A data watch dropped on the core's `RemoveWatch`.
+    /// A watch dropped on the core's `RemoveWatch`.
     Unwatched,
     /// A new session opened (or failed to) after an expiry.
     Connected(Result<Client, zookeeper_client::Error>),
@@ -160,7 +160,7 @@ impl Driver {
     /// Rule 2 of the link: send every request now, in the order polled.
     fn send_requests(&mut self) {
         while let Some(request) = self.link.poll_request() {
-            if let Op::RemoveWatch { path } = &request.op {
+            if let Op::RemoveWatch { path, .. } = &request.op {
                 // Dropping the watchers (once the aborted futures are polled) sends
                 // removeWatches, behind the requests already written; the core
                 // expects `WatchRemoved` whatever happens.

@@ -174,18 +174,9 @@ pub use runtime::Runtime;
 /// [`Builder::client`] (a `Client` of the same version).
 pub use zookeeper_client;
 
-pub use lock_client::{
-    blocking, four_letter_word_refused, AclEntry, Auth, ConfError, ConnectOptions, ConnectionEvent,
-    ConnectionEvents, ConnectionState, Cycle, Election, ElectionEvent, ElectionObserver, Error,
-    Hazard, HazardKind, Leadership, LockClient, LockGuard, LockStatus, MultiGuard, MultiLock,
-    MultiPart, Mutex, NodeAcl, Perms, ReadLock, RwLock, SaslDigest, Semaphore, ServerCheck,
-    ServerConf, Tls, WriteLock, Writes,
-};
-pub use lock_core::{
-    CreateMode, CycleNode, FailReason, FencedError, FencingToken, Grant, Leader, LockEvent,
-    LockSpec, LostReason, MultiOp, MultiResult, NameScheme, NodeKind, Participant, Participants,
-    Stats, UsageError, ZkError,
-};
+// The user API, whole: the same names as the `zklock` facade and the blocking binding
+// (zklock's `tests/exports.rs` checks it).
+pub use lock_client::*;
 
 #[cfg(test)]
 mod tests {

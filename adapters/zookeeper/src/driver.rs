@@ -9,7 +9,7 @@
 //! listener lock, and a ZooKeeper call from there waits for a reply that only that
 //! thread could read, forever.
 //!
-//! # Ordering (`Dispatch`)
+//! # Ordering
 //!
 //! The core sends requests back to back and relies on ZooKeeper's per-session FIFO
 //! order (its `getChildren` must see the `create` sent before it). The crate gives no

@@ -100,14 +100,6 @@ pub use client::{
 pub use driver::Diagnostics;
 pub use wire::MULTI_UNSUPPORTED;
 
-pub use lock_client::{
-    blocking, four_letter_word_refused, AclEntry, Auth, Canceller, ConfError, ConnectOptions,
-    ConnectionEvent, ConnectionEvents, ConnectionState, Cycle, Election, ElectionEvent,
-    ElectionObserver, Error, Hazard, HazardKind, Leadership, LockClient, LockGuard, LockStatus,
-    MultiGuard, MultiLock, MultiPart, Mutex, NodeAcl, PendingLock, Perms, ReadLock, RwLock,
-    Semaphore, ServerCheck, ServerConf, Tls, WriteLock,
-};
-pub use lock_core::{
-    CycleNode, FailReason, FencingToken, Grant, Leader, LockEvent, LockSpec, LostReason,
-    NameScheme, NodeKind, Participant, Participants, Stats, UsageError, ZkError,
-};
+// The user API, whole: the same names as the `zklock` facade and the async binding
+// (zklock's `tests/exports.rs` checks it).
+pub use lock_client::*;

@@ -11,10 +11,10 @@
 //! From different threads that order is a race, and the crate offers no way to
 //! learn that a blocking call has reached the channel. The binding therefore never
 //! relies on it: the driver issues a request only when the semantics cannot
-//! depend on the order (see `Dispatch` in `driver.rs`).
+//! depend on the order (see the driver's "Ordering" section, `driver.rs`).
 
 use lock_client::{Auth, NodeAcl, Perms};
-use lock_core::{CreateMode, Op, Reply, Stat, ZkError};
+use lock_core::{CreateMode, Op, Reply, Stat, WatchType, ZkError};
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -99,8 +99,12 @@ pub(crate) fn run_op(zk: &ZooKeeper, op: &Op, acl: &[Acl]) -> Result<Reply, ZkEr
         Op::Delete { path, version } => zk.delete(path, *version).map(|()| Reply::Deleted),
         // Saves the server a notification; whatever the outcome (no watch left: the
         // server's NoWatcher), the core expects `WatchRemoved`.
-        Op::RemoveWatch { path } => {
-            let _ = zk.remove_watches(path, zookeeper::WatcherType::Data);
+        Op::RemoveWatch { path, watch } => {
+            let watch = match watch {
+                WatchType::Children => zookeeper::WatcherType::Children,
+                _ => zookeeper::WatcherType::Data,
+            };
+            let _ = zk.remove_watches(path, watch);
             Ok(Reply::WatchRemoved)
         }
         // The patched crate's (patches/zookeeper): through the leader, no transaction.

@@ -30,7 +30,7 @@ use crate::names::{
     semaphore_node_prefix, sort_by_sequence, AttemptId, NodeKind,
 };
 use crate::path::{ancestors, split_parent};
-use crate::proto::{CreateMode, Op, Reply, RequestId, Stat, WatchKind, ZkError};
+use crate::proto::{CreateMode, Op, Reply, RequestId, Stat, WatchKind, WatchType, ZkError};
 use crate::requests::{Purpose, RequestBook};
 use crate::session::{Output, Progress, Stats};
 use crate::spec::{Config, LockSpec, Recipe};
@@ -428,6 +428,7 @@ impl Acquisition {
         if cx.watches.remove(self.id, &own.path) {
             let op = Op::RemoveWatch {
                 path: own.path.clone(),
+                watch: WatchType::Data,
             };
             cx.send(self.id, Purpose::RemoveOwnWatch, op);
         }

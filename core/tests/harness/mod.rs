@@ -186,7 +186,8 @@ impl H {
         assert_eq!(
             r.op,
             Op::RemoveWatch {
-                path: expect_path.to_owned()
+                path: expect_path.to_owned(),
+                watch: lock_core::WatchType::Data,
             }
         );
         self.reply(r.id, Ok(Reply::WatchRemoved));
