@@ -129,9 +129,9 @@ fn revoke_by_node_path_targets_that_node() {
     );
 }
 
-#[test]
-fn observer_follows_leader_changes_and_waits_for_first_participant() {
-    let mut h = H::new();
+/// An observer of `/election`, which is empty: it reports no leader and lists with
+/// a child watch (the request returned).
+fn observing_empty_election(h: &mut H) -> Request {
     h.s.observe("/election", h.now).unwrap();
     h.drain();
     h.answer_list(&[]);
@@ -150,6 +150,13 @@ fn observer_follows_leader_changes_and_waits_for_first_participant() {
             path: "/election".into()
         }
     );
+    r
+}
+
+#[test]
+fn observer_follows_leader_changes_and_waits_for_first_participant() {
+    let mut h = H::new();
+    let r = observing_empty_election(&mut h);
     h.reply(r.id, Ok(Reply::Children(vec![])));
     assert!(h.no_requests());
     h.watch("/election", WatchKind::NodeChildrenChanged);
@@ -210,17 +217,7 @@ fn observer_follows_leader_changes_and_waits_for_first_participant() {
 #[test]
 fn observer_removes_its_child_watch_once_someone_participates() {
     let mut h = H::new();
-    h.s.observe("/election", h.now).unwrap();
-    h.drain();
-    h.answer_list(&[]);
-    h.take_events();
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::WatchChildren {
-            path: "/election".into()
-        }
-    );
+    let r = observing_empty_election(&mut h);
     let a = peer(NodeKind::Leader, 1, 4);
     h.reply(r.id, Ok(Reply::Children(vec![a.clone()])));
     let remove = h.next_req();
@@ -228,7 +225,7 @@ fn observer_removes_its_child_watch_once_someone_participates() {
         remove.op,
         Op::RemoveWatch {
             path: "/election".into(),
-            watch: lock_core::WatchType::Children
+            watch: WatchType::Children
         }
     );
     let read = h.next_req();

@@ -11,11 +11,18 @@
 //! what the feature promises. The randomized workloads ([`Workload::sections`],
 //! [`Workload::fenced`], [`Workload::features`]) then mix everything under chaos.
 //!
+//! Every test runs its fixed seed range and one seed in 50 more that changes from
+//! run to run (new schedules on every CI run): see `explored`.
+//!
 //! Environment:
-//! * `FEATURES_SEEDS=n`: seeds per scenario test (defaults below);
-//! * `FEATURES_SEED=s`: run only seed `s` of each test, with a trace printed on
-//!   failure (`FEATURES_SEED=17 cargo test -p lock-sim --test features revocation`);
-//!   `FEATURES_TRACE_TAIL=n`: how many trace lines to print (default 300).
+//! * `FEATURES_SEEDS=n`: fixed seeds per test (defaults below);
+//! * `SIM_SEED_BASE=b`: where the changing seeds come from (default: today's date;
+//!   `.ci/run` sets it from the commit);
+//! * `FEATURES_SEED=s`: run only seed `s` of each scenario test, with the trace of
+//!   the simulation (requests, replies, watches set and fired, events) printed
+//!   whichever check fails (`FEATURES_SEED=17 cargo test -p lock-sim --test
+//!   features revocation -- --nocapture`); `FEATURES_TRACE_TAIL=n`: how many
+//!   trace lines to print (default 300).
 
 use lock_core::{
     CreateMode, FailReason, FencedError, Leader, LockEvent, LockId, LockSpec, LockState,
