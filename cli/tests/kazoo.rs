@@ -29,9 +29,10 @@ fn kazoo_answer(zk: &str, lock: &str, mode: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
-/// A kazoo holder: started, and returned once it says it holds (with its node).
-fn kazoo_holder(zk: &str, lock: &str, identifier: &str) -> (Child, String) {
-    let mut child = kazoo(zk, lock, identifier, &["hold"])
+/// A kazoo holder (`hold`, or `shold N` for a semaphore lease): started, and
+/// returned once it says it holds (with its node).
+fn kazoo_holder(zk: &str, lock: &str, identifier: &str, mode: &[&str]) -> (Child, String) {
+    let mut child = kazoo(zk, lock, identifier, mode)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -54,7 +55,7 @@ fn kazoo_holder(zk: &str, lock: &str, identifier: &str) -> (Child, String) {
 fn a_kazoo_holder_excludes_zklock() {
     let zk = server().connect_string();
     let lock = unique("kazoo-holds");
-    let (mut holder, node) = kazoo_holder(&zk, &lock, "kazoo-holder");
+    let (mut holder, node) = kazoo_holder(&zk, &lock, "kazoo-holder", &["hold"]);
 
     let out = run(zklock(&zk).args(["exec", "-n", "--scheme", "kazoo", &lock, "--", "true"]));
     assert_eq!(code(&out), BUSY, "{out:?}");
@@ -122,23 +123,7 @@ fn exec_semaphore_shares_permits_with_kazoo() {
     let zk = server().connect_string();
     let lock = unique("kazoo-semaphore");
     let dir = scratch("kazoo-semaphore");
-    let (mut theirs, node) = {
-        let mut child = kazoo(&zk, &lock, "kazoo-holder", &["shold", "2"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.as_mut().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let node = line
-            .strip_prefix("HELD ")
-            .unwrap_or_else(|| panic!("kazoo peer said {line:?} (python3-kazoo installed?)"))
-            .trim()
-            .to_owned();
-        (child, node)
-    };
+    let (mut theirs, node) = kazoo_holder(&zk, &lock, "kazoo-holder", &["shold", "2"]);
     let sem = [
         "--semaphore",
         "2",

@@ -5,7 +5,7 @@
 //! uncontended acquisition. The protocols live in [`lock_core`]; this crate binds them
 //! to the [`zookeeper_client`] crate (0.11) and to an async runtime. The API is
 //! [`lock_client`]'s, re-exported here: this crate is the glue between its
-//! [`Link`](lock_client::Link) and zookeeper-client (the request `match`, the loop,
+//! [`Link`] and zookeeper-client (the request `match`, the loop,
 //! the session-state mapping, connect options, runtimes and `TCP_NODELAY`), and the
 //! worked example of lock-client's guide to writing a binding.
 //!
@@ -94,7 +94,7 @@
 //!
 //! A [`LockClient`] owns one ZooKeeper session and one background task, the
 //! *driver* (driver.rs), which owns zookeeper-client's `Client` and the
-//! [`Link`](lock_client::Link) of the lock-client state holding every lock of that
+//! [`Link`] of the lock-client state holding every lock of that
 //! session. Handles call the core directly and wake the driver; everything is
 //! `Send + Sync` (guards are `Send`) and cheap to clone. Every async method has a
 //! `*_blocking` twin ([`lock_client::blocking`]) for threads outside the runtime.

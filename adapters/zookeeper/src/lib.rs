@@ -5,7 +5,7 @@
 //! resumed / lost). The protocols live in [`lock_core`] and the user API in
 //! [`lock_client`] (re-exported here; its `*_blocking` methods are the ones to call
 //! from threads); this crate is the glue between lock-client's
-//! [`Link`](lock_client::Link) and the [`zookeeper`](https://docs.rs/zookeeper/0.8)
+//! [`Link`] and the [`zookeeper`](https://docs.rs/zookeeper/0.8)
 //! crate (0.8), and absorbs that crate's hazards (below).
 //!
 //! ```no_run
@@ -35,7 +35,7 @@
 //!
 //! A [`LockClient`] owns one ZooKeeper session and one background thread, the
 //! *driver* (driver.rs), which owns the `zookeeper` client and the
-//! [`Link`](lock_client::Link) of the lock-client state holding every lock of that
+//! [`Link`] of the lock-client state holding every lock of that
 //! session. It follows the link's calling rules: it takes the core's requests in
 //! the order polled, issues them (under the ordering rule below) on a small pool of
 //! worker threads that make the blocking calls, and feeds back replies, watch
