@@ -4,7 +4,7 @@
 //! session without the chroot) and says so.
 
 use crate::{exit, say, ConnArgs};
-use lock_zookeeper_client::{zookeeper_client, Error, ZkError};
+use lock_zookeeper_client::{Error, ZkError};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -48,23 +48,8 @@ impl<'a> Chroot<'a> {
     /// Whether `chroot` exists (`None`: could not tell).
     async fn exists(&self, chroot: &str) -> Option<bool> {
         let hosts = self.conn.zk.strip_suffix(chroot)?;
-        let mut connector =
-            zookeeper_client::Client::connector().with_session_timeout(LOOKUP_BOUND);
-        let tls = self.conn.tls().ok()?;
         let lookup = async {
-            let client = match tls {
-                Some(tls) => {
-                    let mut options = zookeeper_client::TlsOptions::new()
-                        .with_pem_ca(tls.ca_pem())
-                        .ok()?;
-                    if let Some((cert, key)) = tls.identity_pem() {
-                        options = options.with_pem_identity(cert, key).ok()?;
-                    }
-                    connector = connector.with_tls(options);
-                    connector.secure_connect(hosts).await.ok()?
-                }
-                None => connector.connect(hosts).await.ok()?,
-            };
+            let client = crate::raw::connect(self.conn, hosts, LOOKUP_BOUND).await?;
             // `exists` needs no permission on the node.
             let stat = client.check_stat(chroot).await.ok()?;
             Some(stat.is_some())

@@ -7,6 +7,7 @@
 //! zklock revoke PATH|NODE
 //! zklock leader PATH [--watch]
 //! zklock deadlocks ROOT [--json | --dot]
+//! zklock top ROOT [--once] [--sort wait|hold|path]
 //! zklock doctor [--json] [--admin-port PORT]
 //! ```
 //!
@@ -25,8 +26,10 @@ mod job;
 mod json;
 mod ls;
 mod progress;
+mod raw;
 mod reach;
 mod signals;
+mod top;
 mod usage;
 mod views;
 
@@ -262,6 +265,16 @@ enum Command {
         #[arg(long)]
         dot: bool,
     },
+    /// Show every lock under ROOT (ROOT and its direct children): holders, queues, deadlocks.
+    ///
+    /// One row per lock directory with holders or waiters: path, recipe (the
+    /// kinds of its nodes), holders (owner, age, fencing token), number of
+    /// waiters, the longest wait, naming scheme, and DEADLOCK when one of its
+    /// nodes is on a deadlock cycle (`zklock deadlocks` tells which). Deadlocked
+    /// locks come first, then the longest wait (--sort hold: the longest hold).
+    /// --once prints the table once (for scripts and CI logs).
+    #[command(after_help = EXIT_CODES)]
+    Top(top::TopArgs),
     /// Check every server of --zk for settings that make locks unsafe, and say how to fix them.
     ///
     /// For each server: reachable, mode and version (`srvr`), which four-letter
@@ -430,7 +443,8 @@ fn usage_error(cli: &Cli) -> Option<String> {
         | Command::Leader { path, .. }
         | Command::Revoke { target: path } => usage::lock_path(path).err(),
         Command::Deadlocks { root, .. } if root != "/" => usage::lock_path(root).err(),
-        Command::Deadlocks { .. } | Command::Guard(_) | Command::Doctor(_) => None,
+        Command::Top(args) if args.root != "/" => usage::lock_path(&args.root).err(),
+        Command::Deadlocks { .. } | Command::Top(_) | Command::Guard(_) | Command::Doctor(_) => None,
     }
 }
 
@@ -466,6 +480,10 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Exec(args) => exec::run(&locks, args, &mut signals, &chroot).await,
         Command::Elect(args) => exec::elect(&locks, args, &mut signals).await,
         Command::Leader { path, watch } => leader(&locks, path, watch, &mut signals).await,
+        Command::Top(args) => tokio::select! {
+            code = top::run(&cli.conn, &locks, args, &chroot) => code,
+            number = signals.next() => exec::signal_code(number),
+        },
         // The others end on a signal as its default action would, but with the
         // session closed.
         command => tokio::select! {
@@ -495,6 +513,7 @@ async fn inspect(locks: &LockClient, command: Command, chroot: &chroot::Chroot<'
         Command::Exec(_)
         | Command::Elect(_)
         | Command::Leader { .. }
+        | Command::Top(_)
         | Command::Guard(_)
         | Command::Doctor(_) => unreachable!("not a one-shot command"),
     }

@@ -1,0 +1,33 @@
+//! A plain zookeeper-client session with `zklock`'s connection options (TLS,
+//! digest auth), for what the lock client does not do: looking a chroot up,
+//! listing the lock directories under a root.
+
+use crate::ConnArgs;
+use lock_zookeeper_client::zookeeper_client::{self, Client};
+use std::time::Duration;
+
+/// Connects to `hosts` (a connect string, with or without a chroot); `None`
+/// when that fails.
+pub(crate) async fn connect(conn: &ConnArgs, hosts: &str, timeout: Duration) -> Option<Client> {
+    let mut connector = Client::connector().with_session_timeout(timeout);
+    let client = match conn.tls().ok()? {
+        Some(tls) => {
+            let mut options = zookeeper_client::TlsOptions::new()
+                .with_pem_ca(tls.ca_pem())
+                .ok()?;
+            if let Some((cert, key)) = tls.identity_pem() {
+                options = options.with_pem_identity(cert, key).ok()?;
+            }
+            connector = connector.with_tls(options);
+            connector.secure_connect(hosts).await.ok()?
+        }
+        None => connector.connect(hosts).await.ok()?,
+    };
+    if let Some((user, password)) = &conn.auth {
+        client
+            .auth("digest", format!("{user}:{password}").as_bytes())
+            .await
+            .ok()?;
+    }
+    Some(client)
+}

@@ -1,0 +1,55 @@
+//! `zklock top ROOT`: every lock directory under ROOT (ROOT and its children) with
+//! its holders (owner, age, token), queue depth, longest wait, naming scheme, and
+//! whether it is on a deadlock cycle. `--once` prints the table and exits.
+
+mod rows;
+mod table;
+
+use crate::chroot::Chroot;
+use crate::ls::now_ms;
+use crate::ConnArgs;
+use lock_zookeeper_client::{Error, LockClient};
+use std::process::ExitCode;
+use std::time::Duration;
+
+pub(crate) use table::SortBy;
+
+/// How long the listing session may take to connect.
+const CONNECT_BOUND: Duration = Duration::from_secs(10);
+
+/// `zklock top`'s arguments.
+#[derive(clap::Args, Debug)]
+pub(crate) struct TopArgs {
+    /// The directory whose children are lock directories, e.g. /locks.
+    pub(crate) root: String,
+    /// Print the table once and exit (no terminal needed).
+    #[arg(long)]
+    once: bool,
+    /// Sort by the longest wait, the longest hold, or the path (deadlocked
+    /// locks always come first).
+    #[arg(long, value_enum, default_value = "wait")]
+    sort: SortBy,
+}
+
+/// Runs `zklock top`.
+pub(crate) async fn run(
+    conn: &ConnArgs,
+    locks: &LockClient,
+    args: TopArgs,
+    chroot: &Chroot<'_>,
+) -> ExitCode {
+    let Some(raw) = crate::raw::connect(conn, &conn.zk, CONNECT_BOUND).await else {
+        return crate::fail(&Error::Connect(format!("a listing session to {}", conn.zk)));
+    };
+    let mut rows = match rows::gather(&raw, locks, &args.root, now_ms()).await {
+        Ok(rows) => rows,
+        Err(e) => return chroot.fail(&e).await,
+    };
+    table::sort(&mut rows, args.sort);
+    if !args.once {
+        crate::say("the live view is not built yet: use --once");
+        return ExitCode::from(crate::exit::USAGE);
+    }
+    print!("{}", table::text(&args.root, &rows));
+    ExitCode::SUCCESS
+}
