@@ -444,7 +444,9 @@ fn usage_error(cli: &Cli) -> Option<String> {
         | Command::Revoke { target: path } => usage::lock_path(path).err(),
         Command::Deadlocks { root, .. } if root != "/" => usage::lock_path(root).err(),
         Command::Top(args) if args.root != "/" => usage::lock_path(&args.root).err(),
-        Command::Deadlocks { .. } | Command::Top(_) | Command::Guard(_) | Command::Doctor(_) => None,
+        Command::Deadlocks { .. } | Command::Top(_) | Command::Guard(_) | Command::Doctor(_) => {
+            None
+        }
     }
 }
 

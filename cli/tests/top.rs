@@ -12,28 +12,47 @@ const LONG: Duration = Duration::from_secs(30);
 /// Waits until `path` has `n` waiters.
 async fn queued(locks: &LockClient, path: &str, n: usize) {
     let until = std::time::Instant::now() + LONG;
-    while locks.participants(path.to_owned()).await.unwrap().waiters.len() < n {
-        assert!(std::time::Instant::now() < until, "{path} never had {n} waiter(s)");
+    while locks
+        .participants(path.to_owned())
+        .await
+        .unwrap()
+        .waiters
+        .len()
+        < n
+    {
+        assert!(
+            std::time::Instant::now() < until,
+            "{path} never had {n} waiter(s)"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
 /// Under ROOT: alice holds /a and waits for /b, bob holds /b and waits for /a (a
-/// deadlock); carol holds /c with dave and an owner-less session waiting. `top
-/// --once` lists the three locks, the deadlocked ones first and marked, with
-/// owners, tokens and queue depths.
-#[test]
-fn once_prints_holders_waiters_and_deadlocks() {
-    let zk = server().connect_string();
-    let root = unique("top");
-    let (a, b, c) = (format!("{root}/a"), format!("{root}/b"), format!("{root}/c"));
+/// deadlock); carol holds /c with dave and an owner-less session waiting. Runs
+/// `look` (on a thread) while they are there; returns the three holders' tokens
+/// and what `look` returned.
+fn with_locks<T: Send + 'static>(
+    zk: &str,
+    root: &str,
+    look: impl FnOnce() -> T + Send + 'static,
+) -> ([i64; 3], T) {
+    let (a, b, c) = (
+        format!("{root}/a"),
+        format!("{root}/b"),
+        format!("{root}/c"),
+    );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let (tokens, out) = rt.block_on(async {
-        let connect = || lock_zookeeper_client::connect(&zk);
-        let (one, two, three) = (connect().await.unwrap(), connect().await.unwrap(), connect().await.unwrap());
+    rt.block_on(async {
+        let connect = || lock_zookeeper_client::connect(zk);
+        let (one, two, three) = (
+            connect().await.unwrap(),
+            connect().await.unwrap(),
+            connect().await.unwrap(),
+        );
         let (alice, bob) = (one.with_owner("alice"), two.with_owner("bob"));
         let (carol, dave) = (three.with_owner("carol"), two.with_owner("dave"));
         let ga = alice.mutex(a.clone()).lock().await.unwrap();
@@ -52,17 +71,29 @@ fn once_prints_holders_waiters_and_deadlocks() {
             queued(&one, path, n).await;
         }
         let tokens = [ga.token().0, gb.token().0, gc.token().0];
-        // The sessions (and guards) live on, served by this runtime, while `top` runs.
-        let (zk, root) = (zk.clone(), root.clone());
-        let out = tokio::task::spawn_blocking(move || run(zklock(&zk).args(["top", "--once", &root])))
-            .await
-            .unwrap();
+        // The sessions (and guards) live on, served by this runtime, while `look` runs.
+        let seen = tokio::task::spawn_blocking(look).await.unwrap();
         drop((ga, gb, gc));
         for locks in [one, two, three] {
             locks.close().await;
         }
-        (tokens, out)
-    });
+        (tokens, seen)
+    })
+}
+
+/// With the locks of [`with_locks`], `top --once` lists the three, the
+/// deadlocked ones first and marked, with owners, tokens and queue depths.
+#[test]
+fn once_prints_holders_waiters_and_deadlocks() {
+    let zk = server().connect_string();
+    let root = unique("top");
+    let (a, c) = (format!("{root}/a"), format!("{root}/c"));
+    let (tokens, out) = {
+        let (zk, root) = (zk.clone(), root.clone());
+        with_locks(&zk.clone(), &root.clone(), move || {
+            run(zklock(&zk).args(["top", "--once", &root]))
+        })
+    };
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     println!("{text}");
@@ -71,8 +102,22 @@ fn once_prints_holders_waiters_and_deadlocks() {
         lines[0],
         format!("3 lock(s) under {root} held or waited for, 4 waiter(s), 2 on a deadlock")
     );
-    let header: Vec<&str> = lines[1].split("  ").filter(|s| !s.is_empty()).map(str::trim).collect();
-    assert_eq!(header, ["LOCK", "RECIPE", "HOLDERS", "WAITING", "LONGEST WAIT", "SCHEME"]);
+    let header: Vec<&str> = lines[1]
+        .split("  ")
+        .filter(|s| !s.is_empty())
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        header,
+        [
+            "LOCK",
+            "RECIPE",
+            "HOLDERS",
+            "WAITING",
+            "LONGEST WAIT",
+            "SCHEME"
+        ]
+    );
     let row = |path: &str| {
         *lines
             .iter()
@@ -80,6 +125,7 @@ fn once_prints_holders_waiters_and_deadlocks() {
             .unwrap_or_else(|| panic!("no row for {path} in:\n{text}"))
     };
     let [ta, tb, tc] = tokens;
+    let b = format!("{root}/b");
     for (path, owner, token) in [(&a, "alice", ta), (&b, "bob", tb)] {
         let line = row(path);
         assert!(line.contains(&format!("{owner}(")), "{line}");
@@ -87,13 +133,144 @@ fn once_prints_holders_waiters_and_deadlocks() {
         assert!(line.ends_with("DEADLOCK"), "{line}");
     }
     let line = row(&c);
-    assert!(line.contains("carol(") && line.contains(&format!("token {tc})")), "{line}");
+    assert!(
+        line.contains("carol(") && line.contains(&format!("token {tc})")),
+        "{line}"
+    );
     assert!(!line.contains("DEADLOCK"), "{line}");
-    let cells: Vec<&str> = line.split("  ").filter(|s| !s.is_empty()).map(str::trim).collect();
+    let cells: Vec<&str> = line
+        .split("  ")
+        .filter(|s| !s.is_empty())
+        .map(str::trim)
+        .collect();
     assert_eq!(cells[1], "write");
     assert_eq!(cells[3], "2", "{line}");
     assert_eq!(cells.last(), Some(&"native"), "{line}");
     // Deadlocked locks first.
-    assert!(lines[2].starts_with(&a) || lines[2].starts_with(&b), "{text}");
+    assert!(
+        lines[2].starts_with(&a) || lines[2].starts_with(&b),
+        "{text}"
+    );
     assert!(lines[4].starts_with(&c), "{text}");
+}
+
+/// The live view on a terminal (a pty from script(1), 160x40), its screen read
+/// back: the locks with holders and DEADLOCK; a lock taken meanwhile under ROOT
+/// shows up, and goes when released (a watch refreshes the view); `q` quits with 0.
+#[test]
+fn live_view_on_a_terminal_refreshes_and_quits() {
+    let zk = server().connect_string();
+    let root = unique("top-live");
+    let (_, seen) = {
+        let (zk, root) = (zk.clone(), root.clone());
+        with_locks(&zk.clone(), &root.clone(), move || live_view(&zk, &root))
+    };
+    println!("{seen}");
+}
+
+/// Runs `zklock top ROOT` under script(1) and checks its screen as it goes.
+fn live_view(zk: &str, root: &str) -> String {
+    use std::io::{Read, Write};
+    use std::process::{Command, Stdio};
+    use std::sync::{Arc, Mutex};
+    let cmd = format!(
+        "stty cols 160 rows 40; exec {} top {root}",
+        env!("CARGO_BIN_EXE_zklock")
+    );
+    let mut script = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("ZKLOCK_ZK", zk)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("script(1) from util-linux");
+    let screen = Arc::new(Mutex::new(Vec::new()));
+    let reader = {
+        let (mut tty, screen) = (script.stdout.take().unwrap(), screen.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = tty.read(&mut buf) {
+                screen.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    let shows = |what: &str| {
+        let until = std::time::Instant::now() + LONG;
+        loop {
+            let seen = read_back(&String::from_utf8_lossy(&screen.lock().unwrap()));
+            if seen.contains(what) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < until,
+                "{what:?} not on the screen:\n{seen}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    shows(&format!(
+        "3 lock(s) under {root} held or waited for, 4 waiter(s), 2 on a deadlock"
+    ));
+    shows("alice(");
+    shows("DEADLOCK");
+    // A new lock under ROOT: the watch refreshes the view.
+    let marker = scratch("top-live").join("held");
+    let mut holder = holding(zk, &["--owner", "erin"], &format!("{root}/e"), &marker);
+    shows(&format!("4 lock(s) under {root}"));
+    shows("erin(");
+    kill(&holder, "-TERM");
+    holder.wait().unwrap();
+    // Its node gone: the lock leaves the view.
+    shows(&format!("3 lock(s) under {root}"));
+    script.stdin.as_mut().unwrap().write_all(b"q").unwrap();
+    let status = script.wait().unwrap();
+    reader.join().unwrap();
+    let seen = read_back(&String::from_utf8_lossy(&screen.lock().unwrap()));
+    assert!(status.success(), "{status:?}: {seen}");
+    seen
+}
+
+/// The screen a terminal of 40 rows of 160 columns shows after `output`: the
+/// cursor moves (`ESC [ row ; col H`) and the text; other escape sequences
+/// (colours, modes) are skipped. Enough for what ratatui draws.
+fn read_back(output: &str) -> String {
+    let mut grid = vec![vec![' '; 160]; 40];
+    let (mut row, mut col) = (0usize, 0usize);
+    let mut chars = output.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() != Some(&'[') {
+                chars.next();
+                continue;
+            }
+            chars.next();
+            let mut params = String::new();
+            let end = loop {
+                match chars.next() {
+                    Some(c) if c.is_ascii_alphabetic() || c == '~' => break c,
+                    Some(c) => params.push(c),
+                    None => break ' ',
+                }
+            };
+            if end == 'H' {
+                let mut at = params.split(';').map(|n| n.parse::<usize>().unwrap_or(1));
+                row = at.next().unwrap_or(1).saturating_sub(1);
+                col = at.next().unwrap_or(1).saturating_sub(1);
+            }
+        } else if c == '\r' {
+            col = 0;
+        } else if c == '\n' {
+            row += 1;
+        } else if !c.is_control() {
+            if let Some(cell) = grid.get_mut(row).and_then(|r| r.get_mut(col)) {
+                *cell = c;
+            }
+            col += 1;
+        }
+    }
+    let lines: Vec<String> = grid
+        .into_iter()
+        .map(|r| r.into_iter().collect::<String>().trim_end().to_owned())
+        .collect();
+    lines.join("\n")
 }

@@ -1,8 +1,10 @@
 //! `zklock top ROOT`: every lock directory under ROOT (ROOT and its children) with
 //! its holders (owner, age, token), queue depth, longest wait, naming scheme, and
-//! whether it is on a deadlock cycle. `--once` prints the table and exits.
+//! whether it is on a deadlock cycle: a live full-screen view (`screen`), or the
+//! same table printed once (`--once`).
 
 mod rows;
+mod screen;
 mod table;
 
 use crate::chroot::Chroot;
@@ -22,7 +24,8 @@ const CONNECT_BOUND: Duration = Duration::from_secs(10);
 pub(crate) struct TopArgs {
     /// The directory whose children are lock directories, e.g. /locks.
     pub(crate) root: String,
-    /// Print the table once and exit (no terminal needed).
+    /// Print the table once and exit (no terminal needed); without it, a live
+    /// full-screen view (q quits; w, h, p sort by wait, hold, path).
     #[arg(long)]
     once: bool,
     /// Sort by the longest wait, the longest hold, or the path (deadlocked
@@ -41,15 +44,23 @@ pub(crate) async fn run(
     let Some(raw) = crate::raw::connect(conn, &conn.zk, CONNECT_BOUND).await else {
         return crate::fail(&Error::Connect(format!("a listing session to {}", conn.zk)));
     };
+    if !args.once {
+        return match screen::run(&raw, locks, &args.root, args.sort).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(screen::Failure::Zk(e)) => chroot.fail(&e).await,
+            Err(screen::Failure::Terminal(e)) => {
+                crate::say(format_args!(
+                    "cannot drive the terminal: {e} (--once needs none)"
+                ));
+                ExitCode::from(crate::exit::FAILURE)
+            }
+        };
+    }
     let mut rows = match rows::gather(&raw, locks, &args.root, now_ms()).await {
         Ok(rows) => rows,
         Err(e) => return chroot.fail(&e).await,
     };
     table::sort(&mut rows, args.sort);
-    if !args.once {
-        crate::say("the live view is not built yet: use --once");
-        return ExitCode::from(crate::exit::USAGE);
-    }
     print!("{}", table::text(&args.root, &rows));
     ExitCode::SUCCESS
 }

@@ -70,7 +70,12 @@ fn deadlocked_locks(cycles: &[Cycle]) -> BTreeSet<String> {
     cycles
         .iter()
         .flatten()
-        .map(|n| n.node.rsplit_once('/').map_or(&*n.node, |(dir, _)| dir).to_owned())
+        .map(|n| {
+            n.node
+                .rsplit_once('/')
+                .map_or(&*n.node, |(dir, _)| dir)
+                .to_owned()
+        })
         .collect()
 }
 

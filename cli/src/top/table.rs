@@ -31,37 +31,64 @@ pub(crate) fn sort(rows: &mut [Row], by: SortBy) {
 
 /// The header and one line of cells per row.
 pub(crate) fn cells(rows: &[Row]) -> Vec<Vec<String>> {
-    let header = ["LOCK", "RECIPE", "HOLDERS", "WAITING", "LONGEST WAIT", "SCHEME", ""];
+    let header = [
+        "LOCK",
+        "RECIPE",
+        "HOLDERS",
+        "WAITING",
+        "LONGEST WAIT",
+        "SCHEME",
+        "",
+    ];
     let mut out = vec![header.map(str::to_owned).to_vec()];
     for row in rows {
         let holders = row
             .holders
             .iter()
-            .map(|(owner, age, token)| format!("{}({}, token {token})", cell(owner), age_text(*age)))
+            .map(|(owner, age, token)| {
+                format!("{}({}, token {token})", cell(owner), age_text(*age))
+            })
             .collect::<Vec<_>>()
             .join(" ");
         out.push(vec![
             cell(&row.path),
             row.recipe.clone(),
-            if holders.is_empty() { "-".to_owned() } else { holders },
+            if holders.is_empty() {
+                "-".to_owned()
+            } else {
+                holders
+            },
             row.waiting.to_string(),
-            if row.waiting == 0 { "-".to_owned() } else { age_text(row.longest_wait) },
+            if row.waiting == 0 {
+                "-".to_owned()
+            } else {
+                age_text(row.longest_wait)
+            },
             row.scheme.clone(),
-            if row.deadlocked { "DEADLOCK".to_owned() } else { String::new() },
+            if row.deadlocked {
+                "DEADLOCK".to_owned()
+            } else {
+                String::new()
+            },
         ]);
     }
     out
 }
 
-/// The whole table as text, with a summary line.
-pub(crate) fn text(root: &str, rows: &[Row]) -> String {
+/// One line: how many locks, waiters and deadlocked locks.
+pub(crate) fn summary(root: &str, rows: &[Row]) -> String {
     let waiting: usize = rows.iter().map(|r| r.waiting).sum();
     let deadlocked = rows.iter().filter(|r| r.deadlocked).count();
-    let mut out = format!(
-        "{} lock(s) under {} held or waited for, {waiting} waiter(s), {deadlocked} on a deadlock\n",
+    format!(
+        "{} lock(s) under {} held or waited for, {waiting} waiter(s), {deadlocked} on a deadlock",
         rows.len(),
         cell(root)
-    );
+    )
+}
+
+/// The whole table as text, after the summary line.
+pub(crate) fn text(root: &str, rows: &[Row]) -> String {
+    let mut out = summary(root, rows) + "\n";
     if !rows.is_empty() {
         out.push_str(&columns(&cells(rows)));
     }
