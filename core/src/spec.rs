@@ -374,11 +374,11 @@ impl Config {
     }
 
     /// How long before the proven-contact deadline held locks are suspended: a
-    /// fifth of the session timeout. In steady state the deadline stays at least
+    /// tenth of the session timeout. In steady state the deadline stays at least
     /// `7/15` of the session timeout less the margin ahead (see [`crate::contact`]), so
     /// only a late `sync` reaches it.
     pub fn suspend_lead(&self) -> Duration {
-        self.session_timeout / 5
+        self.session_timeout / 10
     }
 
     /// The most participant data a node under `lock_path` can hold: what one
