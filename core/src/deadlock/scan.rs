@@ -17,7 +17,7 @@
 //! cycle of each is reported. Cost: two round trips of `2 + d + n` requests for
 //! `d` directories and `n` participants, per pass.
 
-use super::chase::{CycleNode, Pass, Seen};
+use super::chase::{CycleNode, Pass, Seen, Target};
 use crate::acquisition::Ctx;
 use crate::event::{FailReason, FencingToken, LockEvent, LockId};
 use crate::names::parse_name;
@@ -78,22 +78,23 @@ impl Scan {
                     .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval);
             }
         }
+        let listing = match self.pass.requests.get(&request) {
+            Some(Target::Dir(dir)) => Some(dir.clone()),
+            _ => None,
+        };
         if self.pass.on_reply(request, result).is_err() {
             return self.stop(
                 cx,
                 FailReason::Zk(ZkError::Other("unexpected reply".into())),
             );
         }
-        // Newly listed directories: read their participants, and under the root
-        // list the subdirectories.
-        let new: Vec<(String, Vec<String>)> = self
-            .pass
-            .children
-            .iter()
-            .filter(|(d, _)| !self.listed.contains(*d))
-            .map(|(d, c)| (d.clone(), c.clone()))
-            .collect();
-        for (dir, children) in new {
+        // A directory just listed: read its participants, and under the root list
+        // the subdirectories. (Only this reply's directory: looking through every
+        // listing on every reply made a scan of d directories cost d^2.)
+        let new = listing
+            .filter(|dir| !self.listed.contains(dir))
+            .and_then(|dir| self.pass.children.get(&dir).map(|c| (dir, c.clone())));
+        if let Some((dir, children)) = new {
             self.listed.insert(dir.clone());
             let base = if dir == "/" {
                 String::new()
