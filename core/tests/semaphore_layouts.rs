@@ -440,3 +440,51 @@ fn inspection_shows_a_kazoo_semaphores_leases_queue_and_count() {
     assert_eq!(p.waiters[0].waits_for, [lease]);
     assert_eq!(p.foreign, 0);
 }
+
+/// A binding may hand over a listing before the reply of a create the server
+/// answered first: the listing shows our kazoo lease, we hold it, and the create's
+/// late reply (the same fixed path) must not make us delete the node we hold.
+#[test]
+fn a_late_create_reply_never_deletes_the_held_kazoo_lease() {
+    let mut h = H::new();
+    h.acquire(LockSpec::semaphore("/s", 2).scheme(NameScheme::Kazoo));
+    let mutex = take_mutex(&mut h, "/s-__lock__");
+    let r = h.next_req();
+    h.reply(
+        r.id,
+        Ok(Reply::Data {
+            data: b"2".to_vec(),
+            stat: Stat::default(),
+        }),
+    );
+    answer_list_of(&mut h, "/s", true, &[]);
+    let create = h.next_req();
+    let Op::Create { path: lease, .. } = create.op.clone() else {
+        panic!("expected the lease create, got {:?}", create.op)
+    };
+    // Our own create fires the pool's children watch: a new listing goes out.
+    h.watch("/s", WatchKind::NodeChildrenChanged);
+    let list = h.next_req();
+    assert_eq!(list.op, Op::WatchChildren { path: "/s".into() });
+    // Delivered first: the listing, showing our lease.
+    h.reply(list.id, Ok(Reply::Children(vec![name_of(&lease)])));
+    expect_delete(&mut h, &mutex);
+    // Adopted from the listing: its stat is read before the grant.
+    h.answer_data(&lease, SID);
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    // Then the create's reply.
+    h.czxid += 1;
+    let stat = Stat {
+        czxid: h.czxid,
+        ephemeral_owner: SID,
+        ..Stat::default()
+    };
+    h.reply(
+        create.id,
+        Ok(Reply::Created {
+            path: lease.clone(),
+            stat: Some(stat),
+        }),
+    );
+    assert!(h.no_requests(), "the held lease must stay: {:?}", h.reqs);
+}

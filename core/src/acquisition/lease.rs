@@ -690,6 +690,11 @@ impl Acquisition {
             .map(|l| std::mem::take(&mut l.spare))
             .unwrap_or_default();
         for path in spare {
+            // kazoo's lease path is fixed: a late reply to a create of it (or a
+            // listing) names the node we hold, which is no spare.
+            if self.own.as_ref().is_some_and(|o| o.path == path) {
+                continue;
+            }
             self.delete_extra(cx, path);
         }
         if self.state == State::Cleanup {
