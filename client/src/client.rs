@@ -219,6 +219,15 @@ impl LockClient {
 
     /// A counting semaphore on `path` with `permits` concurrent holders.
     ///
+    /// With [`with_scheme`](Semaphore::with_scheme)`(NameScheme::Curator)` it shares
+    /// `path` with Curator's `InterProcessSemaphoreV2` (and
+    /// `InterProcessSemaphoreMutex`), with `NameScheme::Kazoo` with kazoo's
+    /// `Semaphore`, in their layouts: a queue (an internal mutex) and a pool of
+    /// lease nodes (see [`names::semaphore_mutex_dir`](lock_core::names::semaphore_mutex_dir)).
+    /// kazoo's permit count is stored on the path and a different one is refused
+    /// ([`FailReason::PermitsMismatch`](lock_core::FailReason::PermitsMismatch));
+    /// Curator's layout stores none, so every client must be given the same count.
+    ///
     /// ```no_run
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let slots = locks.semaphore("/locks/gpu", 3);
