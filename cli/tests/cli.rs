@@ -561,7 +561,7 @@ fn sigint_reaches_cmd_once() {
         )
         .unwrap();
         let exec = format!(
-            "echo $$ > {}; exec env --default-signal=INT,QUIT {zklock_bin} exec {lock} -- sh {}",
+            "echo $$ > {}; exec env --default-signal {zklock_bin} exec {lock} -- sh {}",
             pid.display(),
             cmd.display()
         );

@@ -46,14 +46,14 @@ pub fn scratch(test: &str) -> PathBuf {
 }
 
 /// `zklock` connected to `zk`.
-/// The built zklock, with SIGINT and SIGQUIT at their defaults: zklock keeps a
-/// signal ignored when it was started with it ignored (as `cmd &` in a script
-/// starts it), and a test runner started in the background would pass that on,
-/// leaving the tests' `kill -INT` without effect. (`env --default-signal` execs, so
-/// the child's pid is zklock's.)
+/// The built zklock, with every signal at its default: zklock keeps a signal
+/// ignored when it was started with it ignored (as `cmd &` in a script starts it
+/// for SIGINT, `nohup` for SIGHUP), and a test runner started that way would pass
+/// it on, leaving the tests' `kill -INT` or `kill -HUP` without effect.
+/// (`env --default-signal` execs, so the child's pid is zklock's.)
 pub fn zklock(zk: &str) -> Command {
     let mut c = Command::new("env");
-    c.args(["--default-signal=INT,QUIT", env!("CARGO_BIN_EXE_zklock")]);
+    c.args(["--default-signal", env!("CARGO_BIN_EXE_zklock")]);
     c.env("ZKLOCK_ZK", zk);
     c
 }
