@@ -160,6 +160,9 @@ impl Contact {
     pub(crate) fn on_connected(&mut self, now: Timestamp) {
         self.forget_connection();
         self.proven = Some(self.proven.map_or(now, |p| p.max(now)));
+        // The session's (re)opening went through the leader: the first sync is
+        // due an interval after it.
+        self.last_leader_send = Some(now);
     }
 
     /// The connection dropped: nothing in flight will be answered on it, and
@@ -240,13 +243,14 @@ impl Contact {
     }
 
     /// When the next `sync` is due, if one is: `sync_interval` after the newest
-    /// request that passes the leader, unless a `sync` is in flight.
-    pub(crate) fn next_sync(&self, config: &Config, connected_at: Timestamp) -> Option<Timestamp> {
+    /// request that passes the leader (or the connection), unless a `sync` is in
+    /// flight or there is no connection.
+    pub(crate) fn next_sync(&self, config: &Config) -> Option<Timestamp> {
         let interval = config.sync_interval?;
         if self.sync_in_flight.is_some() {
             return None;
         }
-        Some(self.last_leader_send.unwrap_or(connected_at) + interval)
+        self.last_leader_send.map(|sent| sent + interval)
     }
 }
 
@@ -361,7 +365,7 @@ mod tests {
         c.on_connected(ms(0));
         assert_eq!(c.trusted_until(&config), None);
         assert!(c.is_fresh(&config, ms(1_000_000)));
-        assert_eq!(c.next_sync(&config, ms(0)), None);
+        assert_eq!(c.next_sync(&config), None);
     }
 
     #[test]
@@ -369,12 +373,12 @@ mod tests {
         let config = config();
         let mut c = Contact::default();
         c.on_connected(ms(0));
-        assert_eq!(c.next_sync(&config, ms(0)), Some(ms(300)));
+        assert_eq!(c.next_sync(&config), Some(ms(300)));
         c.on_sent(&config, RequestId(1), &read(), ms(200));
-        assert_eq!(c.next_sync(&config, ms(0)), Some(ms(300)));
+        assert_eq!(c.next_sync(&config), Some(ms(300)));
         c.on_sync_sent(&config, RequestId(2), &SYNC, ms(300));
-        assert_eq!(c.next_sync(&config, ms(0)), None);
+        assert_eq!(c.next_sync(&config), None);
         c.on_reply::<Reply>(&config, RequestId(2), &Ok(Reply::Synced), ms(310));
-        assert_eq!(c.next_sync(&config, ms(0)), Some(ms(600)));
+        assert_eq!(c.next_sync(&config), Some(ms(600)));
     }
 }

@@ -224,8 +224,6 @@ pub struct Session {
     detection: bool,
     /// When the leader last heard from the session, as far as is proven.
     contact: Contact,
-    /// When the current connection came up.
-    connected_at: Timestamp,
 }
 
 /// The timers of the session itself (not of a task) are filed under this id, which
@@ -250,7 +248,6 @@ impl Session {
             stats: Stats::default(),
             detection: false,
             contact: Contact::default(),
-            connected_at: Timestamp::ZERO,
         }
     }
 
@@ -611,7 +608,6 @@ impl Session {
 
     fn on_connected(&mut self, session_id: i64, now: Timestamp) {
         self.conn = Conn::Connected(session_id);
-        self.connected_at = now;
         self.contact.on_connected(now);
         self.timers.cancel(SESSION_TIMERS, TimerKind::Sync);
         if self.config.sync_interval.is_some() {
@@ -650,7 +646,7 @@ impl Session {
         if self.timers.is_armed(SESSION_TIMERS, TimerKind::Sync) || !self.is_connected() {
             return;
         }
-        if let Some(at) = self.contact.next_sync(&self.config, self.connected_at) {
+        if let Some(at) = self.contact.next_sync(&self.config) {
             self.timers.set(SESSION_TIMERS, TimerKind::Sync, at);
         }
     }
@@ -665,19 +661,17 @@ impl Session {
 
     fn on_session_timer(&mut self, kind: TimerKind, now: Timestamp) {
         match kind {
-            TimerKind::Sync if self.is_connected() => {
-                match self.contact.next_sync(&self.config, self.connected_at) {
-                    Some(at) if at <= now => {
-                        let id = self.requests.mint();
-                        let op = Op::Sync { path: "/".into() };
-                        self.contact.on_sync_sent(&self.config, id, &op, now);
-                        self.stats.requests += 1;
-                        self.out.push_back(Output::Request(Request { id, op }));
-                    }
-                    Some(at) => self.timers.set(SESSION_TIMERS, TimerKind::Sync, at),
-                    None => {}
+            TimerKind::Sync if self.is_connected() => match self.contact.next_sync(&self.config) {
+                Some(at) if at <= now => {
+                    let id = self.requests.mint();
+                    let op = Op::Sync { path: "/".into() };
+                    self.contact.on_sync_sent(&self.config, id, &op, now);
+                    self.stats.requests += 1;
+                    self.out.push_back(Output::Request(Request { id, op }));
                 }
-            }
+                Some(at) => self.timers.set(SESSION_TIMERS, TimerKind::Sync, at),
+                None => {}
+            },
             TimerKind::Contact => {
                 // No newer proof came in time: held locks are no longer trusted
                 // (locks granted from now on are suspended as they are granted).
