@@ -1,7 +1,7 @@
 //! `zklock exec`: run a command while holding a lock.
 
 use crate::chroot::Chroot;
-use crate::job::Job;
+use crate::job::{Job, Ready};
 use crate::progress::Progress;
 use crate::signals::Signals;
 use crate::usage::{self, NodeFor};
@@ -51,7 +51,7 @@ pub(crate) struct ExecArgs {
     path: String,
     /// The command to run while holding the lock, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
-    cmd: Vec<std::ffi::OsString>,
+    pub(crate) cmd: Vec<std::ffi::OsString>,
 }
 
 impl ExecArgs {
@@ -158,6 +158,7 @@ enum Phase {
 pub(crate) async fn run(
     locks: &LockClient,
     args: ExecArgs,
+    ready: Ready,
     signals: &mut Signals,
     chroot: &Chroot<'_>,
 ) -> ExitCode {
@@ -181,7 +182,7 @@ pub(crate) async fn run(
         Err(e) => return chroot.fail(&e).await,
     };
 
-    supervise(locks, guard, &args.cmd, signals).await
+    supervise(locks, guard, ready, signals).await
 }
 
 /// Waits for `taking` (a lock, a leadership) on `path`, with the waiting line on a
@@ -256,15 +257,15 @@ impl Held for Leadership {
 pub(crate) async fn supervise(
     locks: &LockClient,
     guard: impl Held,
-    cmd: &[std::ffi::OsString],
+    ready: Ready,
     signals: &mut Signals,
 ) -> ExitCode {
-    // 2. Run CMD, in its own process group behind the guard.
+    // 2. Run CMD, in its own process group behind the guard (started ahead).
     let env = [
         ("ZKLOCK_NODE", guard.node().to_owned()),
         ("ZKLOCK_TOKEN", guard.fencing().to_string()),
     ];
-    let mut job = match Job::start(cmd, &env) {
+    let mut job = match ready.start(&env) {
         Ok(job) => job,
         Err(e) => {
             say(format_args!(
@@ -445,7 +446,7 @@ pub(crate) struct ElectArgs {
     id: String,
     /// The command to run while leader, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
-    cmd: Vec<std::ffi::OsString>,
+    pub(crate) cmd: Vec<std::ffi::OsString>,
 }
 
 impl ElectArgs {
@@ -458,7 +459,12 @@ impl ElectArgs {
 }
 
 /// Runs `zklock elect`: waits to lead, then runs CMD as `exec` does.
-pub(crate) async fn elect(locks: &LockClient, args: ElectArgs, signals: &mut Signals) -> ExitCode {
+pub(crate) async fn elect(
+    locks: &LockClient,
+    args: ElectArgs,
+    ready: Ready,
+    signals: &mut Signals,
+) -> ExitCode {
     let mut election = locks.election(args.path.clone(), args.id.clone());
     let line = std::io::stderr().is_terminal();
     let leading = election.leadership();
@@ -470,7 +476,7 @@ pub(crate) async fn elect(locks: &LockClient, args: ElectArgs, signals: &mut Sig
         Ok(leadership) => leadership,
         Err(e) => return fail(&e),
     };
-    let code = supervise(locks, leadership, &args.cmd, signals).await;
+    let code = supervise(locks, leadership, ready, signals).await;
     election.resign().await;
     code
 }

@@ -2,7 +2,12 @@
 //! never outlives zklock (and with it, the lock).
 //!
 //! zklock starts it (a re-exec of its own binary) as the leader of a new process
-//! group; CMD inherits the group, and so does everything CMD starts that does not
+//! group before it connects, so that its start-up overlaps the connect and the
+//! acquisition; the guard waits on its stdin, a socket, for zklock's word that the
+//! lock is held: CMD's environment and zklock's own stdin (a passed descriptor,
+//! so that CMD reads from where zklock's caller left it). The socket ending
+//! without that word (no lock, zklock gone) ends the guard without starting CMD.
+//! CMD inherits the group, and so does everything CMD starts that does not
 //! leave it. The guard asks the kernel for a signal when its parent dies (Linux's
 //! and FreeBSD's parent-death signal; the parent is zklock's main thread, which
 //! lives as long as zklock) and then kills the whole group with SIGKILL: however
@@ -25,11 +30,15 @@
 use crate::signals::{ignored_at_start, Signals, ENDING};
 use crate::{exit, say};
 use clap::Args;
+use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
 use rustix::process::{getpgid, getpgrp, getpid, getppid, Pid, Signal, WaitId, WaitIdOptions};
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::ErrorKind;
-use std::process::ExitCode;
+use std::io::{ErrorKind, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStringExt;
+use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
 use tokio::process::Command;
 use tokio::signal::unix::{signal, SignalKind};
@@ -51,10 +60,6 @@ pub(crate) struct GuardArgs {
     /// zklock's pid: the parent whose death ends CMD's group.
     #[arg(long, value_name = "PID")]
     parent: i32,
-    /// zklock runs in the terminal's foreground and hands it to CMD's group:
-    /// start CMD once it has it (else CMD's first read would stop it).
-    #[arg(long)]
-    tty: bool,
     /// The command, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     cmd: Vec<OsString>,
@@ -108,14 +113,27 @@ async fn run(args: GuardArgs) -> ExitCode {
         return ExitCode::from(exit::FAILURE);
     }
     let zklock_group = getpgid(Some(parent)).ok();
+    // Started ahead of the lock: wait until zklock holds it and says so (on
+    // stdin, a socket: CMD's environment and zklock's stdin).
+    // Blocking: the guard has nothing else to do until then, and the socket
+    // ends when zklock does.
+    let go = match receive_go() {
+        Ok(Some(go)) if !orphaned(parent) => go,
+        // zklock gave up (no lock) or is gone: CMD never runs.
+        Ok(_) => return ExitCode::from(exit::FAILURE),
+        Err(e) => return cannot_guard(e),
+    };
     let terminal = File::open("/dev/tty").ok();
-    if args.tty {
+    if go.tty {
         if let Some(tty) = &terminal {
             await_foreground(tty, group).await;
         }
     }
 
-    let mut child = match Command::new(&args.cmd[0]).args(&args.cmd[1..]).spawn() {
+    let mut command = Command::new(&args.cmd[0]);
+    command.args(&args.cmd[1..]).envs(go.env);
+    command.stdin(go.stdin.map_or_else(Stdio::null, Stdio::from));
+    let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
             say(format_args!("cannot run {:?}: {e}", args.cmd[0]));
@@ -167,6 +185,68 @@ async fn run(args: GuardArgs) -> ExitCode {
             }
         }
     }
+}
+
+/// zklock's word to start CMD.
+struct Go {
+    /// zklock handed CMD's group the terminal's foreground.
+    tty: bool,
+    /// Added to CMD's environment (`ZKLOCK_NODE`, `ZKLOCK_TOKEN`).
+    env: Vec<(OsString, OsString)>,
+    /// zklock's stdin, for CMD's (`None`: zklock had none).
+    stdin: Option<OwnedFd>,
+}
+
+/// Reads zklock's message from stdin (a socket) to its end: `None` if zklock
+/// closed it without one.
+fn receive_go() -> std::io::Result<Option<Go>> {
+    let socket = std::io::stdin();
+    let socket = socket.as_fd();
+    let mut message = Vec::new();
+    let mut stdin = None;
+    let mut buffer = [0u8; 4096];
+    loop {
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let received = rustix::net::recvmsg(
+            socket,
+            &mut [IoSliceMut::new(&mut buffer)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        )?;
+        for ancillary in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(fds) = ancillary {
+                for fd in fds {
+                    stdin.get_or_insert(fd);
+                }
+            }
+        }
+        if received.bytes == 0 {
+            break;
+        }
+        message.extend_from_slice(&buffer[..received.bytes]);
+    }
+    let Some((&mode, entries)) = message.split_first() else {
+        return Ok(None);
+    };
+    let env = entries
+        .split(|&b| b == 0)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            let (key, value) =
+                entry.split_at(entry.iter().position(|&b| b == b'=').unwrap_or(entry.len()));
+            let value = value.get(1..).unwrap_or_default();
+            (
+                OsString::from_vec(key.to_vec()),
+                OsString::from_vec(value.to_vec()),
+            )
+        })
+        .collect();
+    Ok(Some(Go {
+        tty: mode == b'T',
+        env,
+        stdin,
+    }))
 }
 
 fn cannot_guard(e: std::io::Error) -> ExitCode {

@@ -4,10 +4,15 @@
 //! and emptied before the lock is let go.
 
 use crate::say;
+use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 use rustix::process::{getpgrp, getpid, Pid, Signal, WaitId, WaitIdOptions};
 use std::ffi::OsString;
 use std::fs::File;
-use std::process::ExitStatus;
+use std::io::{IoSlice, Write};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 use tokio::process::{Child, Command};
@@ -33,24 +38,34 @@ pub(crate) struct Job {
     group: Pid,
 }
 
-impl Job {
-    /// Starts `cmd` (with `env` added) in a new process group, behind the guard;
-    /// gives it the terminal's foreground if zklock has it.
-    pub(crate) fn start(cmd: &[OsString], env: &[(&str, String)]) -> std::io::Result<Job> {
-        let tty = foreground_terminal();
+/// CMD's guard, started before the lock is taken and waiting to be told to start
+/// CMD: its start-up (an exec of zklock's binary, a runtime) then overlaps the
+/// connect and the acquisition instead of following the grant.
+///
+/// The guard's stdin is one end of a socket pair; [`start`](Ready::start) sends
+/// it CMD's environment and zklock's own stdin (as a passed descriptor, so that
+/// CMD reads what zklock would have, at the same offset) and closes the socket.
+/// Dropped without starting, the guard is killed (it never started CMD); it also
+/// ends by itself when the socket closes without a message (zklock gone).
+pub(crate) struct Ready {
+    guard: Option<Child>,
+    group: Pid,
+    go: Option<UnixStream>,
+}
+
+impl Ready {
+    /// Starts the guard of `cmd` in a new process group, waiting.
+    pub(crate) fn spawn(cmd: &[OsString]) -> std::io::Result<Ready> {
+        let (go, guard_end) = UnixStream::pair()?;
         let mut command = Command::new(own_executable());
         command
             .arg0("zklock")
             .arg("__guard")
             .arg("--parent")
-            .arg(getpid().as_raw_nonzero().to_string());
-        if tty.is_some() {
-            command.arg("--tty");
-        }
-        command
+            .arg(getpid().as_raw_nonzero().to_string())
             .arg("--")
             .args(cmd)
-            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::from(OwnedFd::from(guard_end)))
             .process_group(0);
         // Spawned from the runtime's one thread, zklock's main thread: the
         // guard's parent-death signal fires when that thread ends, so it must
@@ -61,14 +76,76 @@ impl Job {
             .and_then(|id| i32::try_from(id).ok())
             .and_then(Pid::from_raw)
             .ok_or_else(|| std::io::Error::other("the guard has no pid"))?;
-        RUNNING_GROUP.store(group.as_raw_nonzero().get(), Ordering::SeqCst);
-        if let Some(tty) = tty {
-            // The guard starts CMD once its group has the terminal.
-            let _ = rustix::termios::tcsetpgrp(&tty, group);
-        }
-        Ok(Job { guard, group })
+        Ok(Ready {
+            guard: Some(guard),
+            group,
+            go: Some(go),
+        })
     }
 
+    /// Tells the guard to start CMD with `env` added; gives CMD's group the
+    /// terminal's foreground if zklock has it.
+    pub(crate) fn start(mut self, env: &[(&str, String)]) -> std::io::Result<Job> {
+        let tty = foreground_terminal();
+        let mut message = Vec::new();
+        message.push(if tty.is_some() { b'T' } else { b'-' });
+        for (key, value) in env {
+            message.extend_from_slice(key.as_bytes());
+            message.push(b'=');
+            message.extend_from_slice(value.as_bytes());
+            message.push(0);
+        }
+        RUNNING_GROUP.store(self.group.as_raw_nonzero().get(), Ordering::SeqCst);
+        if let Some(tty) = &tty {
+            // The guard starts CMD once its group has the terminal.
+            let _ = rustix::termios::tcsetpgrp(tty, self.group);
+        }
+        let go = self.go.take().expect("started once");
+        send_go(&go, &message)?;
+        drop(go);
+        let guard = self.guard.take().expect("started once");
+        Ok(Job {
+            guard,
+            group: self.group,
+        })
+    }
+}
+
+impl Drop for Ready {
+    fn drop(&mut self) {
+        if self.guard.is_some() {
+            // Not started: nothing but the guard is in the group.
+            let _ = rustix::process::kill_process_group(self.group, Signal::KILL);
+        }
+    }
+}
+
+/// Sends the start message and zklock's stdin (none if zklock has no fd 0).
+fn send_go(go: &UnixStream, message: &[u8]) -> std::io::Result<()> {
+    let stdin = std::io::stdin();
+    let stdin = stdin.as_fd();
+    let fds = [stdin];
+    let has_stdin = rustix::io::fcntl_getfd(stdin).is_ok();
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if has_stdin && !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+        return Err(std::io::Error::other("no room for a descriptor"));
+    }
+    let mut sent = sendmsg(
+        go,
+        &[IoSlice::new(message)],
+        &mut control,
+        SendFlags::NOSIGNAL,
+    )?;
+    // The descriptor went with the first byte; the rest (a long node path) follows.
+    let mut rest = go;
+    while sent < message.len() {
+        sent += rest.write(&message[sent..])?;
+    }
+    Ok(())
+}
+
+impl Job {
     /// Sends `sig` to the whole group (CMD and whatever it started).
     pub(crate) fn signal(&self, sig: Signal) {
         let _ = rustix::process::kill_process_group(self.group, sig);

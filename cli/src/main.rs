@@ -471,6 +471,22 @@ async fn run(cli: Cli) -> ExitCode {
         unreachable!("checked by usage_error")
     };
     let chroot = chroot::Chroot::new(&cli.conn, target.chroot);
+    // CMD's guard starts now, beside the connect, and waits for the lock: its
+    // start-up is off the path from the grant to CMD.
+    let cmd = match &cli.command {
+        Command::Exec(args) => Some(&args.cmd),
+        Command::Elect(args) => Some(&args.cmd),
+        _ => None,
+    };
+    let ready = match cmd.map(|cmd| job::Ready::spawn(cmd)).transpose() {
+        Ok(ready) => ready,
+        Err(e) => {
+            say(format_args!(
+                "cannot start CMD's guard (zklock itself): {e}"
+            ));
+            return ExitCode::from(exit::CANNOT_RUN);
+        }
+    };
     let locks = tokio::select! {
         connected = connect_or_explain(&cli.conn, &target.servers) => match connected {
             Ok(locks) => locks,
@@ -479,8 +495,14 @@ async fn run(cli: Cli) -> ExitCode {
         number = signals.next() => return exec::signal_code(number),
     };
     let code = match cli.command {
-        Command::Exec(args) => exec::run(&locks, args, &mut signals, &chroot).await,
-        Command::Elect(args) => exec::elect(&locks, args, &mut signals).await,
+        Command::Exec(args) => {
+            let ready = ready.expect("spawned for exec");
+            exec::run(&locks, args, ready, &mut signals, &chroot).await
+        }
+        Command::Elect(args) => {
+            let ready = ready.expect("spawned for elect");
+            exec::elect(&locks, args, ready, &mut signals).await
+        }
         Command::Leader { path, watch } => leader(&locks, path, watch, &mut signals).await,
         Command::Top(args) => tokio::select! {
             code = top::run(&cli.conn, &locks, args, &chroot) => code,

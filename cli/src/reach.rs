@@ -15,6 +15,11 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 const REFUSED_ROUNDS: u32 = 3;
 const ROUND_PAUSE: Duration = Duration::from_millis(200);
 
+/// How long the client's own connect runs alone before the first probe: a
+/// connect that succeeds at once (the usual case) costs the servers no second
+/// TCP connection.
+const FIRST_PROBE_AFTER: Duration = Duration::from_millis(100);
+
 /// What one server's port did.
 #[derive(Debug)]
 enum Reach {
@@ -73,8 +78,10 @@ async fn probe_all(servers: &[Server]) -> Vec<Reach> {
 }
 
 /// Resolves, with a description, once every server has refused (or failed to
-/// resolve) [`REFUSED_ROUNDS`] times in a row; never if one accepts.
+/// resolve) [`REFUSED_ROUNDS`] times in a row, the first round after
+/// [`FIRST_PROBE_AFTER`]; never if one accepts.
 pub(crate) async fn every_server_refuses(servers: &[Server]) -> String {
+    tokio::time::sleep(FIRST_PROBE_AFTER).await;
     let mut rounds = 0;
     loop {
         let reaches = probe_all(servers).await;

@@ -4,6 +4,7 @@ mod common;
 
 use common::*;
 use lock_testkit::FaultProxy;
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -124,6 +125,57 @@ fn exit_codes_and_environment() {
     assert_eq!(code(&out), 2, "{out:?}");
     let out = run(zklock(&zk).args(["exec", "relative", "--", "true"]));
     assert_eq!(code(&out), 2, "{out:?}");
+}
+
+/// CMD reads zklock's stdin from where zklock's caller left it (CMD's guard is
+/// started before the lock and handed zklock's stdin once it is held), with no
+/// stdin at all, and with a closed one.
+#[test]
+fn cmd_reads_zklocks_stdin_where_it_was_left() {
+    let zk = server().connect_string();
+    let lock = unique("stdin");
+    let dir = scratch("stdin");
+    let input = dir.join("input");
+    std::fs::write(&input, "first\nsecond\nthird\n").unwrap();
+    // The shell reads one line, then zklock's CMD reads the rest of the file
+    // through the same open file (same offset).
+    let script = format!(
+        "{{ read first; echo \"shell read $first\"; {zklock} exec {lock} -- cat; }} < {input}",
+        zklock = env!("CARGO_BIN_EXE_zklock"),
+        input = input.display(),
+    );
+    let out = run(Command::new("sh")
+        .args(["-c", &script])
+        .env("ZKLOCK_ZK", &zk));
+    assert_eq!(code(&out), 0, "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "shell read first\nsecond\nthird\n"
+    );
+    // Piped.
+    let mut piped = zklock(&zk)
+        .args(["exec", &lock, "--", "tr", "a-z", "A-Z"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    piped.stdin.take().unwrap().write_all(b"piped\n").unwrap();
+    let out = piped.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "PIPED\n", "{out:?}");
+    // /dev/null, and closed (CMD then reads nothing).
+    let out = run(zklock(&zk)
+        .args(["exec", &lock, "--", "cat"])
+        .stdin(Stdio::null()));
+    assert_eq!((code(&out), out.stdout.len()), (0, 0), "{out:?}");
+    let script = format!(
+        "{zklock} exec {lock} -- sh -c 'cat; echo \"cat: $?\"' <&-",
+        zklock = env!("CARGO_BIN_EXE_zklock"),
+    );
+    let out = run(Command::new("sh")
+        .args(["-c", &script])
+        .env("ZKLOCK_ZK", &zk));
+    assert_eq!(code(&out), 0, "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "cat: 0\n", "{out:?}");
 }
 
 /// No server: the connection failure code.

@@ -174,17 +174,26 @@ fn waiting_zklock_leaves_no_node() {
         ("-TERM", Some(128 + 15)),
         ("-KILL", None),
     ] {
+        let ran = dir.join(format!("ran{signal}"));
         let waiter = zklock(&zk)
-            .args(["--session-timeout", "2", "exec", &lock, "--", "true"])
+            .args(["--session-timeout", "2", "exec", &lock, "--", "touch"])
+            .arg(&ran)
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         until("the waiter queued", Duration::from_secs(30), || {
             (ls_rows(&zk, &lock).len() == 2).then_some(())
         });
+        // CMD's guard is started ahead of the lock and waits with zklock.
+        let guards = guards_of(waiter.id());
+        assert_eq!(guards.len(), 1, "{signal}: one guard waits: {guards:?}");
         kill(&waiter, signal);
         let out = waiter.wait_with_output().unwrap();
         assert_eq!(out.status.code(), code, "{signal}: {out:?}");
+        until("the waiting guard gone", GROUP_DEATH_BOUND, || {
+            (!alive(guards[0])).then_some(())
+        });
+        assert!(!ran.exists(), "{signal}: CMD ran without the lock");
         if code.is_some() {
             assert_eq!(
                 ls_rows(&zk, &lock).len(),
@@ -244,6 +253,22 @@ fn how_long_cmd_outlives_zklock() {
         }
         println!("{signal}: CMD's group outlived zklock by at most {longest:?} over {runs} runs");
     }
+}
+
+/// The live (not zombie) `zklock __guard` processes started by zklock `pid`.
+fn guards_of(pid: u32) -> Vec<i32> {
+    let parent = format!("--parent\0{pid}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&p| {
+            std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|cmdline| {
+                let cmdline = String::from_utf8_lossy(&cmdline);
+                cmdline.contains("__guard\0") && cmdline.contains(&parent)
+            }) && alive(p)
+        })
+        .collect()
 }
 
 /// The process group of `pid` (`None` once it is gone or a zombie).
