@@ -26,7 +26,15 @@ use std::time::{Duration, Instant};
 /// assert!(locks.session_id().is_none());
 /// ```
 pub fn pair(config: Config) -> (LockClient, Link) {
-    let shared = Arc::new(Shared::new(config, Instant::now()));
+    pair_with_clock(config, Arc::new(crate::SystemClock))
+}
+
+/// [`pair`] on the binding's `clock` instead of the operating system's: the
+/// handles read the time from it (see [`Clock`](crate::Clock) for the contract),
+/// and the binding passes the link instants of the same clock. A seeded
+/// simulation gives a virtual clock.
+pub fn pair_with_clock(config: Config, clock: Arc<dyn crate::Clock>) -> (LockClient, Link) {
+    let shared = Arc::new(Shared::new(config, clock));
     let client = LockClient {
         inner: Arc::new(Handles {
             shared: shared.clone(),
@@ -523,6 +531,18 @@ impl LockClient {
     /// ```
     pub fn session_timeout(&self) -> Duration {
         self.shared().session_timeout
+    }
+
+    /// The client's clock now (the binding's, see [`Clock`](crate::Clock)): what
+    /// `lock_timeout` and the like count a timeout from, and the time line of every
+    /// `deadline` a method takes.
+    ///
+    /// ```
+    /// let (locks, _link) = lock_client::pair(lock_core::Config::new(std::time::Duration::from_secs(10), 7));
+    /// assert!(locks.now() <= std::time::Instant::now());
+    /// ```
+    pub fn now(&self) -> Instant {
+        self.shared().read(|s| s.instant_now())
     }
 
     /// Waits until nothing is in progress on this session: no lock held or awaited

@@ -6,8 +6,8 @@
 //! is the API users call; a *binding* (lock-zookeeper-client on the async
 //! `zookeeper-client` crate, lock-zookeeper on the blocking `zookeeper` crate) is the
 //! only place that knows a ZooKeeper client library. This crate does no I/O, needs
-//! no runtime and reads no clock the binding does not give it, except `Instant::now()`
-//! when a handle calls the core.
+//! no runtime and reads no clock the binding does not give it: handles read the
+//! [`Clock`] given to [`pair_with_clock`] ([`SystemClock`] for [`pair`]).
 //!
 //! ```no_run
 //! # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
@@ -222,6 +222,7 @@
 
 pub mod blocking;
 mod client;
+mod clock;
 mod connection;
 mod election;
 mod error;
@@ -239,7 +240,8 @@ mod shared;
 mod trace;
 mod writes;
 
-pub use client::{pair, LockClient};
+pub use client::{pair, pair_with_clock, LockClient};
+pub use clock::{Clock, SystemClock};
 pub use connection::{ConnectionEvent, ConnectionEvents, ConnectionState};
 pub use election::{Election, ElectionEvent, ElectionObserver, Leadership};
 pub use error::{Cycle, Error};

@@ -56,7 +56,10 @@ use std::time::Instant;
 ///    reported lost before the server could expire the session, counted from then:
 ///    an underestimate here lets another session hold the lock first.
 /// 5. **Time**: call [`handle_timeout`](Self::handle_timeout) once `now` reaches
-///    [`poll_timeout`](Self::poll_timeout).
+///    [`poll_timeout`](Self::poll_timeout). Every `now` is read from the client's
+///    clock: `Instant::now()` after [`pair`](crate::pair), the binding's
+///    [`Clock`](crate::Clock) after [`pair_with_clock`](crate::pair_with_clock)
+///    (a simulation's virtual time).
 /// 6. **Close**: once [`is_closed`](Self::is_closed) is true, close the ZooKeeper
 ///    session, feed `handle_session(SessionEvent::Closed)`, and drop the link. Dropping
 ///    the link (also without closing first, e.g. when the binding's task dies) ends

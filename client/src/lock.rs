@@ -34,7 +34,7 @@ macro_rules! lock_methods {
         /// Does not wait for the lock, but may wait for ZooKeeper: [`Error::Timeout`]
         /// if no session could be used within the session timeout.
         pub async fn $try_lock(&self) -> Result<Option<LockGuard>, Error> {
-            let deadline = Instant::now() + self.client.session_timeout();
+            let deadline = self.client.now() + self.client.session_timeout();
             match self
                 .acquire(self.spec.clone().try_only(), Some(deadline))
                 .await
@@ -47,7 +47,7 @@ macro_rules! lock_methods {
 
         /// Like the plain lock method, giving up with [`Error::Timeout`] after `timeout`.
         pub async fn $lock_timeout(&self, timeout: Duration) -> Result<LockGuard, Error> {
-            self.$lock_until(Instant::now() + timeout).await
+            self.$lock_until(self.client.now() + timeout).await
         }
 
         /// Like the plain lock method, giving up with [`Error::Timeout`] at `deadline`.

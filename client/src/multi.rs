@@ -184,7 +184,7 @@ impl MultiLock {
     /// Like [`lock`](Self::lock), giving up with [`Error::Timeout`] after
     /// `timeout` (for the whole set).
     pub async fn lock_timeout(&self, timeout: Duration) -> Result<MultiGuard, Error> {
-        self.lock_until(Instant::now() + timeout).await
+        self.lock_until(self.client.now() + timeout).await
     }
 
     /// Like [`lock`](Self::lock), giving up with [`Error::Timeout`] at `deadline`.
@@ -197,7 +197,7 @@ impl MultiLock {
     /// Takes every part only if each is free at its first look; `Ok(None)` (the
     /// parts taken released) as soon as one is busy.
     pub async fn try_lock(&self) -> Result<Option<MultiGuard>, Error> {
-        let deadline = Instant::now() + self.client.session_timeout();
+        let deadline = self.client.now() + self.client.session_timeout();
         self.acquire(Some(deadline), true).await
     }
 

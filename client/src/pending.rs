@@ -55,6 +55,13 @@ impl PendingLock {
         }
     }
 
+    /// The core's id of this acquisition (as in its events and
+    /// [`Stats`](lock_core::Stats)' logs): stable for the acquisition's life, e.g.
+    /// to key what a harness records about it.
+    pub fn id(&self) -> LockId {
+        self.id
+    }
+
     /// Blocks until the lock is held, or the acquisition fails.
     ///
     /// # Errors

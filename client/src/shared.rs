@@ -100,6 +100,8 @@ pub(crate) struct State {
     pub(crate) core: Session,
     /// The core's `Timestamp::ZERO`.
     epoch: Instant,
+    /// Where handles read the time (the binding's, see [`crate::Clock`]).
+    clock: Arc<dyn crate::Clock>,
     pub(crate) slots: HashMap<LockId, Slot>,
     pub(crate) elections: HashMap<u64, ElectionQueue>,
     next_election: u64,
@@ -129,12 +131,13 @@ pub(crate) struct State {
 }
 
 impl Shared {
-    pub(crate) fn new(config: Config, now: Instant) -> Shared {
+    pub(crate) fn new(config: Config, clock: Arc<dyn crate::Clock>) -> Shared {
         let session_timeout = config.session_timeout;
         Shared {
             state: Mutex::new(State {
                 core: Session::new(config),
-                epoch: now,
+                epoch: clock.now(),
+                clock,
                 slots: HashMap::new(),
                 elections: HashMap::new(),
                 next_election: 0,
@@ -259,7 +262,12 @@ impl State {
 
     /// The core's clock now (for handles: the binding passes its own `now`).
     pub(crate) fn now(&self) -> Timestamp {
-        self.timestamp(Instant::now())
+        self.timestamp(self.clock.now())
+    }
+
+    /// The binding's clock now.
+    pub(crate) fn instant_now(&self) -> Instant {
+        self.clock.now()
     }
 
     /// Whether the user side may start nothing more.

@@ -13,6 +13,7 @@
 use crate::client::ClientId;
 use crate::client::{Conn, EventRecord, Pending, Profile};
 use crate::network::Link;
+use crate::user_face::Drained;
 use lock_core::{LockEvent, LockId, RequestId, Timestamp, ZkError};
 use std::time::Duration;
 
@@ -39,11 +40,16 @@ impl crate::scheduler::Sim {
 
     /// Drains client `i`'s core: sends every request in order, records every event.
     pub(crate) fn pump(&mut self, i: usize) {
-        while let Some(out) = self.clients[i].core.poll_output() {
+        let (now, check) = (self.now, self.cfg.check_invariants);
+        while let Some(out) = self.clients[i].core.poll_output(now, check) {
             match out {
-                lock_core::Output::Request(r) => self.send(i, r),
-                lock_core::Output::Event { lock, event } => self.on_event(i, lock, event),
-                _ => {}
+                Drained::Request(r) => self.send(i, r),
+                Drained::Event { lock, event } => self.on_event(i, lock, event),
+                Drained::Note(text) => self.trace_with(Some(i), || text),
+                Drained::Broken(kind, detail) => {
+                    let detail = format!("{}: {detail}", ClientId(i));
+                    self.violate(kind, detail);
+                }
             }
         }
     }

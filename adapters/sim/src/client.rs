@@ -9,6 +9,7 @@
 use crate::counters::Counters;
 use crate::network::Link;
 use crate::rng::SimRng;
+use crate::face::ClientCore;
 use lock_core::{Config, LockEvent, LockId, RequestId, Session, Timestamp, WatchKind, ZkError};
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
@@ -167,7 +168,7 @@ pub(crate) struct Pending {
 
 pub(crate) struct SimClient {
     pub cfg: ClientConfig,
-    pub core: Session,
+    pub core: ClientCore,
     pub rng: SimRng,
     pub conn: Conn,
     /// The server session in use (or last used; `None` before the first connect
@@ -193,11 +194,24 @@ pub(crate) struct SimClient {
 }
 
 impl SimClient {
-    pub fn new(cfg: ClientConfig, seed: u64, now: Timestamp) -> Self {
+    /// `user_api`: the instant of virtual time zero, for a client that is
+    /// lock-client's user API (`None`: a bare core).
+    pub fn new(
+        cfg: ClientConfig,
+        seed: u64,
+        now: Timestamp,
+        user_api: Option<std::time::Instant>,
+    ) -> Self {
         let mut config = Config::new(cfg.session_timeout, seed);
         config.suspended_grace = cfg.suspended_grace;
+        let core = match user_api {
+            Some(zero) => ClientCore::User(Box::new(crate::user_face::UserClient::new(
+                config, zero, now,
+            ))),
+            None => ClientCore::Session(Session::new(config)),
+        };
         SimClient {
-            core: Session::new(config),
+            core,
             rng: SimRng::new(seed ^ 0xc1e7_0000_0000_0000),
             conn: Conn::Connecting { at: now },
             session: None,

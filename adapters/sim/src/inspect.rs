@@ -49,7 +49,7 @@ impl Sim {
 
     /// A client's core, for its state and statistics.
     pub fn core(&self, client: ClientId) -> &Session {
-        &self.clients[client.0].core
+        self.clients[client.0].core.session()
     }
 
     /// The server session a client uses (or last used).

@@ -72,6 +72,7 @@ mod binding;
 mod client;
 mod counters;
 mod deadlock;
+mod face;
 pub mod embedded;
 mod faults;
 mod inspect;
@@ -82,6 +83,7 @@ mod paths;
 mod rng;
 mod scheduler;
 mod server;
+mod user_face;
 mod watches;
 mod workload;
 

@@ -1,0 +1,464 @@
+//! The simulator's clients through lock-client's user API ([`SimConfig::user_api`]):
+//! each client is a [`LockClient`] and the [`Link`] a binding drives, on a virtual
+//! [`Clock`], instead of a bare [`Session`].
+//!
+//! Like quinn-proto's test `Pair`, the harness is the binding and the executor at
+//! once: it feeds the link what the simulated network delivers, sends what the
+//! link asks for, and polls the user's futures (the pending acquisition, the
+//! guard's `next_event`, `release`) **only when their waker was woken**. What the
+//! user sees is what the invariant checker sees: the events come from the futures,
+//! not from the core. Two checks belong to this face:
+//!
+//! * **lost wake-up**: after every drain, each future whose waker was not woken is
+//!   probed with another waker; one that is ready is a wake-up the client lost
+//!   (an executor would never have polled it);
+//! * **status**: a held guard's [`LockGuard::status`] agrees with the last event
+//!   its stream gave (held after `Acquired`/`Resumed`, suspended after
+//!   `Suspended`, lost after `Lost`), also long after the loss.
+//!
+//! Sections, fenced writes, observers, revocation requests, inspections and
+//! deadlock scans are not driven through the user API yet: the calls panic on this
+//! face, and [`Workload::through_lock_client`](crate::Workload::through_lock_client)
+//! leaves them out.
+//!
+//! [`SimConfig::user_api`]: crate::SimConfig::user_api
+
+use lock_client::{Clock, Error, Link, LockClient, LockGuard, LockStatus, PendingLock};
+use lock_core::{
+    Config, FailReason, Input, LockEvent, LockId, LockSpec, LockState, LostReason, Request,
+    Timestamp, UsageError,
+};
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+/// A client's virtual clock: `zero` plus the simulation's time, which the harness
+/// sets before every call into the client.
+struct SimClock {
+    zero: Instant,
+    nanos: AtomicU64,
+}
+
+impl Clock for SimClock {
+    fn now(&self) -> Instant {
+        self.zero + Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
+    }
+}
+
+/// A task's waker: records that it was woken, and how often.
+#[derive(Default)]
+struct WakeFlag {
+    woken: AtomicBool,
+    wakes: AtomicU64,
+}
+
+impl Wake for WakeFlag {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Relaxed);
+        self.wakes.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+type Releasing = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
+
+/// Where one acquisition stands, as its user holds it.
+enum Stage {
+    /// Awaiting the [`PendingLock`].
+    Waiting(PendingLock),
+    /// Holding the guard and reading its events; `last` is the last one read.
+    Held { guard: LockGuard, last: LockEvent },
+    /// Awaiting `guard.release()`.
+    Releasing(Releasing),
+    /// Lost: the guard is kept to check that it keeps saying so.
+    Lost { guard: LockGuard, reason: LostReason },
+}
+
+struct Task {
+    stage: Stage,
+    flag: Arc<WakeFlag>,
+    waker: Waker,
+}
+
+/// What draining a user-face client gives the scheduler.
+pub(crate) enum Drained {
+    /// A request the link asked to send.
+    Request(Request),
+    /// What the user saw happen to an acquisition.
+    Event { lock: LockId, event: LockEvent },
+    /// A line for the trace.
+    Note(String),
+    /// The user API broke a promise: which check, and what happened.
+    Broken(crate::ViolationKind, String),
+}
+
+/// One simulated client through lock-client.
+pub(crate) struct UserClient {
+    client: LockClient,
+    link: Link,
+    clock: Arc<SimClock>,
+    tasks: BTreeMap<LockId, Task>,
+    out: VecDeque<Drained>,
+    /// The waker of probes and of `wait_idle`.
+    probe: Waker,
+}
+
+impl UserClient {
+    pub(crate) fn new(config: Config, zero: Instant, now: Timestamp) -> UserClient {
+        // Paired at `zero`: the core's timestamps are the simulation's.
+        let clock = Arc::new(SimClock {
+            zero,
+            nanos: AtomicU64::new(0),
+        });
+        let (client, link) = lock_client::pair_with_clock(config, clock.clone());
+        let mut user = UserClient {
+            client,
+            link,
+            clock,
+            tasks: BTreeMap::new(),
+            out: VecDeque::new(),
+            probe: Waker::from(Arc::new(WakeFlag::default())),
+        };
+        user.set_now(now);
+        user
+    }
+
+    fn set_now(&mut self, now: Timestamp) {
+        let nanos = u64::try_from(now.since_epoch().as_nanos()).unwrap_or(u64::MAX);
+        self.clock.nanos.store(nanos, Ordering::Relaxed);
+    }
+
+    fn instant(&self, at: Timestamp) -> Instant {
+        self.clock.zero + at.since_epoch()
+    }
+
+    // ----- the binding's side ------------------------------------------------------
+
+    pub(crate) fn handle_input(&mut self, input: Input, now: Timestamp) {
+        self.set_now(now);
+        let at = self.instant(now);
+        match input {
+            Input::Reply { request, result } => self.link.handle_reply(request, result, at),
+            Input::Watch { path, kind } => self.link.handle_watch(path, kind, at),
+            Input::Session(event) => self.link.handle_session(event, at),
+            other => unreachable!("the simulator feeds no {other:?}"),
+        }
+    }
+
+    pub(crate) fn handle_timeout(&mut self, now: Timestamp) {
+        self.set_now(now);
+        let at = self.instant(now);
+        self.link.handle_timeout(at);
+    }
+
+    pub(crate) fn poll_timeout(&self) -> Option<Timestamp> {
+        self.link
+            .poll_timeout()
+            .map(|at| Timestamp::from_duration(at.saturating_duration_since(self.clock.zero)))
+    }
+
+    pub(crate) fn session_id(&self) -> Option<i64> {
+        self.link.session_id()
+    }
+
+    /// No acquisition or cleanup left in the core (what `wait_idle` waits for).
+    pub(crate) fn is_idle(&self) -> bool {
+        let mut cx = Context::from_waker(&self.probe);
+        let mut idle = std::pin::pin!(self.client.wait_idle());
+        idle.as_mut().poll(&mut cx).is_ready()
+    }
+
+    /// Acquisitions the user still has a handle on.
+    pub(crate) fn tracked(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// The next thing to hand the scheduler: requests first (rule 2 of the link),
+    /// then what the woken futures report.
+    pub(crate) fn poll_output(&mut self, now: Timestamp, check: bool) -> Option<Drained> {
+        self.set_now(now);
+        loop {
+            if let Some(request) = self.link.poll_request() {
+                return Some(Drained::Request(request));
+            }
+            if let Some(out) = self.out.pop_front() {
+                return Some(out);
+            }
+            if !self.poll_woken() {
+                if check {
+                    self.probe_unwoken();
+                    if let Some(out) = self.out.pop_front() {
+                        return Some(out);
+                    }
+                }
+                return None;
+            }
+        }
+    }
+
+    // ----- the user's side ---------------------------------------------------------
+
+    pub(crate) fn acquire(&mut self, spec: LockSpec, now: Timestamp) -> Result<LockId, UsageError> {
+        self.set_now(now);
+        // The spec's deadline is on the simulation's clock, which is the core's.
+        let pending = self.client.start(spec, None).map_err(|e| match e {
+            Error::Usage(u) => u,
+            _ => UsageError::Closed,
+        })?;
+        let id = pending.id();
+        let flag = Arc::new(WakeFlag::default());
+        // Polled once at once, as `.await` does.
+        flag.woken.store(true, Ordering::Relaxed);
+        let task = Task {
+            stage: Stage::Waiting(pending),
+            waker: Waker::from(flag.clone()),
+            flag,
+        };
+        self.tasks.insert(id, task);
+        Ok(id)
+    }
+
+    pub(crate) fn release(&mut self, lock: LockId, now: Timestamp) -> Result<(), UsageError> {
+        self.set_now(now);
+        match self.tasks.get(&lock).map(|t| &t.stage) {
+            None | Some(Stage::Lost { .. }) => Err(UsageError::UnknownLock(lock)),
+            // A suspended lock is released once the connection is back (as the core does).
+            Some(Stage::Held { guard, .. })
+                if matches!(guard.status(), LockStatus::Held | LockStatus::Suspended) =>
+            {
+                self.start_release(lock);
+                Ok(())
+            }
+            Some(_) => Err(UsageError::NotHeld(lock)),
+        }
+    }
+
+    /// Gives up a waiting acquisition (drops its [`PendingLock`]: the user sees it
+    /// end there), or releases a held one.
+    pub(crate) fn cancel(&mut self, lock: LockId, now: Timestamp) -> Result<(), UsageError> {
+        self.set_now(now);
+        match self.tasks.get(&lock).map(|t| &t.stage) {
+            None => Err(UsageError::UnknownLock(lock)),
+            Some(Stage::Waiting(_)) => {
+                self.tasks.remove(&lock);
+                self.out.push_back(Drained::Event {
+                    lock,
+                    event: LockEvent::Failed(FailReason::Cancelled),
+                });
+                Ok(())
+            }
+            Some(Stage::Held { .. }) => {
+                self.start_release(lock);
+                Ok(())
+            }
+            Some(Stage::Releasing(_) | Stage::Lost { .. }) => Ok(()),
+        }
+    }
+
+    pub(crate) fn state(&self, lock: LockId) -> Option<LockState> {
+        match &self.tasks.get(&lock)?.stage {
+            Stage::Waiting(_) => Some(LockState::Waiting),
+            Stage::Held { guard, .. } => match guard.status() {
+                LockStatus::Held => Some(LockState::Held),
+                LockStatus::Suspended => Some(LockState::Suspended),
+                _ => Some(LockState::Releasing),
+            },
+            Stage::Releasing(_) => Some(LockState::Releasing),
+            Stage::Lost { .. } => None,
+        }
+    }
+
+    fn start_release(&mut self, lock: LockId) {
+        let Some(task) = self.tasks.get_mut(&lock) else {
+            return;
+        };
+        let placeholder = Stage::Releasing(Box::pin(async { Ok(()) }));
+        if let Stage::Held { guard, .. } = std::mem::replace(&mut task.stage, placeholder) {
+            task.stage = Stage::Releasing(Box::pin(guard.release()));
+            task.flag.woken.store(true, Ordering::Relaxed);
+        }
+    }
+
+    // ----- the executor ------------------------------------------------------------
+
+    /// Polls every task whose waker was woken; true if one was.
+    fn poll_woken(&mut self) -> bool {
+        let woken: Vec<LockId> = self
+            .tasks
+            .iter()
+            .filter(|(_, t)| t.flag.woken.swap(false, Ordering::Relaxed))
+            .map(|(id, _)| *id)
+            .collect();
+        for &id in &woken {
+            let waker = self.tasks[&id].waker.clone();
+            self.poll_task(id, &waker, false);
+        }
+        !woken.is_empty()
+    }
+
+    /// Polls the futures of every task not woken with the probe's waker: a ready one
+    /// lost its wake-up.
+    fn probe_unwoken(&mut self) {
+        let ids: Vec<LockId> = self.tasks.keys().copied().collect();
+        for id in ids {
+            let before = self.out.len();
+            let probe = self.probe.clone();
+            let wakes = self.tasks[&id].flag.wakes.load(Ordering::Relaxed);
+            self.poll_task(id, &probe, true);
+            let seen: Vec<String> = self
+                .out
+                .iter()
+                .skip(before)
+                .filter_map(|o| match o {
+                    Drained::Event { event, .. } => Some(format!("{event:?}")),
+                    _ => None,
+                })
+                .collect();
+            if !seen.is_empty() {
+                self.out.insert(
+                    before,
+                    Drained::Broken(
+                        crate::ViolationKind::Liveness,
+                        format!(
+                            "lost wake-up: {id}'s future was ready ({}) but its waker was \
+                             not woken ({wakes} wakes so far): an executor would never poll \
+                             it again",
+                            seen.join(", ")
+                        ),
+                    ),
+                );
+            }
+        }
+    }
+
+    fn poll_task(&mut self, id: LockId, waker: &Waker, probing: bool) {
+        let mut cx = Context::from_waker(waker);
+        let Some(task) = self.tasks.get_mut(&id) else {
+            return;
+        };
+        let mut report = Vec::new();
+        let mut remove = false;
+        loop {
+            match &mut task.stage {
+                Stage::Waiting(pending) => match Pin::new(pending).poll(&mut cx) {
+                    Poll::Pending => break,
+                    Poll::Ready(Ok(guard)) => {
+                        let event = LockEvent::Acquired(guard.grant().clone());
+                        report.push(event.clone());
+                        task.stage = Stage::Held { guard, last: event };
+                    }
+                    Poll::Ready(Err(e)) => {
+                        report.push(LockEvent::Failed(fail_reason(e)));
+                        remove = true;
+                        break;
+                    }
+                },
+                Stage::Held { guard, last } => {
+                    let polled = {
+                        let mut next = std::pin::pin!(guard.next_event());
+                        next.as_mut().poll(&mut cx)
+                    };
+                    match polled {
+                        Poll::Pending => break,
+                        Poll::Ready(Some(LockEvent::Lost(reason))) => {
+                            report.push(LockEvent::Lost(reason.clone()));
+                            let placeholder = Stage::Releasing(Box::pin(async { Ok(()) }));
+                            if let Stage::Held { guard, .. } =
+                                std::mem::replace(&mut task.stage, placeholder)
+                            {
+                                task.stage = Stage::Lost { guard, reason };
+                            }
+                        }
+                        Poll::Ready(Some(event)) => {
+                            report.push(event.clone());
+                            *last = event;
+                        }
+                        Poll::Ready(None) => {
+                            report.push(LockEvent::Lost(LostReason::Closed));
+                            remove = true;
+                            break;
+                        }
+                    }
+                }
+                Stage::Releasing(release) => match release.as_mut().poll(&mut cx) {
+                    Poll::Pending => break,
+                    Poll::Ready(result) => {
+                        report.push(match result {
+                            Ok(()) => LockEvent::Released,
+                            Err(Error::Lost(reason)) => LockEvent::Lost(reason),
+                            Err(_) => LockEvent::Lost(LostReason::Closed),
+                        });
+                        remove = true;
+                        break;
+                    }
+                },
+                Stage::Lost { .. } => break,
+            }
+        }
+        let status = match &task.stage {
+            Stage::Held { guard, last } => Some((guard.status(), expected_status(last))),
+            Stage::Lost { guard, reason } => {
+                Some((guard.status(), LockStatus::Lost(reason.clone())))
+            }
+            _ => None,
+        };
+        for event in report {
+            self.out.push_back(Drained::Event { lock: id, event });
+        }
+        if let Some((status, expected)) = status {
+            if status != expected {
+                self.out.push_back(Drained::Broken(
+                    crate::ViolationKind::IllegalEvent,
+                    format!(
+                        "{id}: the guard's status() is {status:?}, but its events say \
+                         {expected:?}"
+                    ),
+                ));
+            }
+        }
+        if remove {
+            self.tasks.remove(&id);
+        }
+        let wakes = self
+            .tasks
+            .get(&id)
+            .map(|t| t.flag.wakes.load(Ordering::Relaxed));
+        if let Some(wakes) = wakes.filter(|_| !probing) {
+            self.out
+                .push_back(Drained::Note(format!("user polled {id} ({wakes} wakes)")));
+        }
+    }
+}
+
+/// What a guard's status must be after `last`.
+fn expected_status(last: &LockEvent) -> LockStatus {
+    match last {
+        LockEvent::Suspended => LockStatus::Suspended,
+        LockEvent::Lost(reason) => LockStatus::Lost(reason.clone()),
+        _ => LockStatus::Held,
+    }
+}
+
+/// The core's reason behind a failed acquisition's error.
+fn fail_reason(e: Error) -> FailReason {
+    match e {
+        Error::Timeout => FailReason::Timeout,
+        Error::Cancelled => FailReason::Cancelled,
+        Error::SessionExpired => FailReason::SessionExpired,
+        Error::NodeDeleted => FailReason::NodeDeleted,
+        Error::Zk(e) => FailReason::Zk(e),
+        Error::WouldBlock => FailReason::WouldBlock,
+        Error::Revoked => FailReason::Revoked,
+        Error::Deadlock { cycle } => FailReason::Deadlock { cycle },
+        Error::SelfDeadlock { path, owner, held } => FailReason::SelfDeadlock { path, owner, held },
+        Error::Failed(reason) => reason,
+        _ => FailReason::Closed,
+    }
+}

@@ -1,0 +1,161 @@
+//! The randomized schedules of `tests/workload.rs` with every client driven through
+//! lock-client's user API ([`Workload::through_lock_client`]): a `LockClient` and its
+//! `Link` on a virtual clock, the pending acquisitions, guard event streams and
+//! releases polled only when their wakers are woken. The invariant checker sees
+//! what the user sees; lost wake-ups and guard statuses that contradict their
+//! events are violations too.
+//!
+//! Environment (as in `tests/workload.rs`):
+//! * `LOCK_SIM_USER_SCHEDULES=n`: schedules per workload (defaults below);
+//! * `LOCK_SIM_SEED=s`: first seed (default 0), to explore other schedules;
+//! * `SIM_SEED_BASE=b`: where each test's changing seeds come from (`.ci/run`
+//!   sets it from the commit; default: today's date), printed;
+//! * `LOCK_SIM_USER_REPLAY=s` (with `LOCK_SIM_WORKLOAD=exclusive|read_write|
+//!   semaphore|leader|mixed|harsh`): replays one schedule and prints its trace
+//!   (`cargo test -p lock-sim --test user_api replay -- --nocapture`).
+
+use lock_sim::{FaultConfig, Latency, Sim, Workload};
+use std::time::{Duration, Instant};
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+fn workload(name: &str) -> Workload {
+    let w = match name {
+        "exclusive" => Workload::exclusive(),
+        "read_write" => Workload::read_write(),
+        "semaphore" => Workload::semaphore(),
+        "leader" => Workload::leader(),
+        "mixed" => Workload::mixed(),
+        "harsh" => harsh(),
+        other => panic!("unknown workload {other:?}"),
+    };
+    w.through_lock_client()
+}
+
+/// Tight timing (as `tests/workload.rs`' harsh): latencies up to 40 ms against a
+/// 300 ms session timeout, a fault every 60 ms on average, up to 6 clients.
+fn harsh() -> Workload {
+    let mut w = Workload::mixed().with_faults(FaultConfig::chaos(Duration::from_millis(60)));
+    w.name = "harsh";
+    w.session_timeout = Duration::from_millis(300);
+    w.latency = Latency::between(Duration::from_micros(100), Duration::from_millis(40));
+    w.long_hold = (Duration::from_millis(150), Duration::from_millis(600));
+    w.clients = (2, 6);
+    w.acquisitions = (10, 40);
+    w
+}
+
+/// `count` seeds that change from run to run (one in 20 of the fixed ones), from
+/// `SIM_SEED_BASE` or today's date, mixed with `salt`; at and above 2^40.
+fn explored(salt: u64, count: u64) -> std::ops::Range<u64> {
+    let base = env_u64("SIM_SEED_BASE").unwrap_or_else(|| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        now.map_or(0, |d| d.as_secs() / 86_400)
+    });
+    // splitmix64's finalizer over the base and the salt.
+    let mut x = base ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    let first = (1 << 40) + ((x ^ (x >> 31)) >> 24);
+    first..first + count
+}
+
+/// Runs `default_count` fixed schedules of `name` (seeds offset by `salt`) and a
+/// twentieth as many changing ones; fails with the replay command on the first
+/// violation.
+fn run(name: &str, salt: u64, default_count: u64) {
+    let w = workload(name);
+    let count = env_u64("LOCK_SIM_USER_SCHEDULES").unwrap_or(default_count);
+    let first = env_u64("LOCK_SIM_SEED").unwrap_or(0).wrapping_add(salt);
+    let new = explored(salt, count.div_ceil(20));
+    println!(
+        "{name} through lock-client: seeds {first}..{} and {}..{} (SIM_SEED_BASE)",
+        first + count,
+        new.start,
+        new.end
+    );
+    let start = Instant::now();
+    let (mut steps, mut acquired) = (0u64, 0usize);
+    for seed in (first..first + count).chain(new) {
+        match w.run(seed) {
+            Ok(r) => {
+                steps += r.steps;
+                acquired += r.acquired;
+            }
+            Err(failure) => panic!(
+                "{failure}\nreplay with LOCK_SIM_USER_REPLAY={seed} LOCK_SIM_WORKLOAD={name} \
+                 cargo test -p lock-sim --test user_api replay -- --nocapture"
+            ),
+        }
+    }
+    println!(
+        "{name} through lock-client: {steps} steps, {acquired} acquisitions granted in {:.2}s",
+        start.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn exclusive_schedules() {
+    run("exclusive", 10_000_000, 500);
+}
+
+#[test]
+fn read_write_schedules() {
+    run("read_write", 11_000_000, 500);
+}
+
+#[test]
+fn semaphore_schedules() {
+    run("semaphore", 12_000_000, 500);
+}
+
+#[test]
+fn leader_schedules() {
+    run("leader", 13_000_000, 500);
+}
+
+#[test]
+fn mixed_schedules() {
+    run("mixed", 14_000_000, 500);
+}
+
+#[test]
+fn harsh_timing_schedules() {
+    run("harsh", 15_000_000, 500);
+}
+
+/// With `LOCK_SIM_USER_REPLAY` set, replays that schedule with its trace; otherwise
+/// checks that a schedule through lock-client replays exactly (same report, same
+/// trace) and differs from the bare core's only in who reports: the user.
+#[test]
+fn replay() {
+    if let Some(seed) = env_u64("LOCK_SIM_USER_REPLAY") {
+        let name = std::env::var("LOCK_SIM_WORKLOAD").unwrap_or_else(|_| "mixed".into());
+        let (result, sim) = workload(&name).simulate(seed, true);
+        for e in sim.trace_log() {
+            println!("{e}");
+        }
+        match result {
+            Ok(r) => println!("schedule {seed} of {name} through lock-client: ok: {r:?}"),
+            Err(v) => panic!("schedule {seed} of {name} through lock-client: {v}"),
+        }
+        return;
+    }
+    for name in ["exclusive", "mixed"] {
+        let w = workload(name);
+        for seed in [1u64, 77] {
+            let plain = w.run(seed).expect("passes");
+            let replayed = Sim::replay(seed, &w).expect("passes");
+            assert_eq!(plain, replayed, "{name} {seed}");
+            let (_, a) = w.simulate(seed, true);
+            let (_, b) = w.simulate(seed, true);
+            assert_eq!(a.trace_log(), b.trace_log(), "{name} {seed}: same trace");
+            assert!(
+                a.trace_log().iter().any(|e| e.text.starts_with("user polled")),
+                "{name} {seed}: the trace shows the user's polls"
+            );
+        }
+    }
+}
