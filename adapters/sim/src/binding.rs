@@ -40,8 +40,8 @@ impl crate::scheduler::Sim {
 
     /// Drains client `i`'s core: sends every request in order, records every event.
     pub(crate) fn pump(&mut self, i: usize) {
-        let (now, check) = (self.now, self.cfg.check_invariants);
-        while let Some(out) = self.clients[i].core.poll_output(now, check) {
+        let (now, check, trace) = (self.now, self.cfg.check_invariants, self.cfg.trace);
+        while let Some(out) = self.clients[i].core.poll_output(now, check, trace) {
             match out {
                 Drained::Request(r) => self.send(i, r),
                 Drained::Event { lock, event } => self.on_event(i, lock, event),

@@ -7,9 +7,9 @@
 //! after a reconnect like `SetWatches` does.
 
 use crate::counters::Counters;
+use crate::face::ClientCore;
 use crate::network::Link;
 use crate::rng::SimRng;
-use crate::face::ClientCore;
 use lock_core::{Config, LockEvent, LockId, RequestId, Session, Timestamp, WatchKind, ZkError};
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt;

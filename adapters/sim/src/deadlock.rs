@@ -121,6 +121,7 @@ impl DeadlockWorkload {
                     workload: "deadlock",
                     violation,
                     trace,
+                    user_api: false,
                 }),
             },
         }

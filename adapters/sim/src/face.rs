@@ -6,6 +6,8 @@
 use crate::user_face::{Drained, UserClient};
 use lock_core::{Input, LockId, LockSpec, LockState, Output, Session, Timestamp, UsageError};
 
+// The bare core is the common case and stays inline; the user face is boxed.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum ClientCore {
     Session(Session),
     User(Box<UserClient>),
@@ -36,8 +38,14 @@ impl ClientCore {
         }
     }
 
-    /// The next request or event (`check`: run the user face's own checks).
-    pub(crate) fn poll_output(&mut self, now: Timestamp, check: bool) -> Option<Drained> {
+    /// The next request or event (`check`: run the user face's own checks;
+    /// `trace`: note the user's polls).
+    pub(crate) fn poll_output(
+        &mut self,
+        now: Timestamp,
+        check: bool,
+        trace: bool,
+    ) -> Option<Drained> {
         match self {
             ClientCore::Session(core) => loop {
                 match core.poll_output()? {
@@ -46,7 +54,7 @@ impl ClientCore {
                     _ => {}
                 }
             },
-            ClientCore::User(user) => user.poll_output(now, check),
+            ClientCore::User(user) => user.poll_output(now, check, trace),
         }
     }
 
@@ -119,9 +127,9 @@ impl ClientCore {
     pub(crate) fn core_only(&mut self, call: &str) -> &mut Session {
         match self {
             ClientCore::Session(core) => core,
-            ClientCore::User(_) => panic!(
-                "Sim::{call} is not driven through lock-client yet (SimConfig::user_api)"
-            ),
+            ClientCore::User(_) => {
+                panic!("Sim::{call} is not driven through lock-client yet (SimConfig::user_api)")
+            }
         }
     }
 }

@@ -13,6 +13,13 @@
 //! * **a ZooKeeper model** ([`ZkModel`]) with the server's naming, versioning, watch
 //!   and container rules, usable on its own.
 //!
+//! Each simulated client is a bare [`lock_core::Session`], or with
+//! [`SimConfig::user_api`] (workloads: [`Workload::through_lock_client`])
+//! lock-client's `LockClient` driven through its `Link` on a virtual clock, its
+//! futures polled only when their wakers are woken (quinn-proto's test `Pair`):
+//! the invariants then check what the user sees, and a lost wake-up or a guard
+//! status contradicting its events is a violation too.
+//!
 //! ## Example
 //!
 //! ```
@@ -72,8 +79,8 @@ mod binding;
 mod client;
 mod counters;
 mod deadlock;
-mod face;
 pub mod embedded;
+mod face;
 mod faults;
 mod inspect;
 pub mod invariants;

@@ -294,14 +294,20 @@ impl Sim {
     /// [`Session::observe`](lock_core::Session::observe)).
     pub fn observe(&mut self, client: ClientId, path: &str) -> Result<LockId, UsageError> {
         let now = self.now;
-        let id = self.clients[client.0].core.core_only("observe").observe(path, now)?;
+        let id = self.clients[client.0]
+            .core
+            .core_only("observe")
+            .observe(path, now)?;
         self.start_task(client, id, path, "observes")
     }
 
     /// Asks the holders of the lock at `path` to let go (see [`Session::revoke`](lock_core::Session::revoke)).
     pub fn revoke(&mut self, client: ClientId, path: &str) -> Result<LockId, UsageError> {
         let now = self.now;
-        let id = self.clients[client.0].core.core_only("revoke").revoke(path, now)?;
+        let id = self.clients[client.0]
+            .core
+            .core_only("revoke")
+            .revoke(path, now)?;
         self.start_task(client, id, path, "revokes")
     }
 
@@ -309,7 +315,10 @@ impl Sim {
     /// [`Session::inspect`](lock_core::Session::inspect)).
     pub fn inspect(&mut self, client: ClientId, path: &str) -> Result<LockId, UsageError> {
         let now = self.now;
-        let id = self.clients[client.0].core.core_only("inspect").inspect(path, now)?;
+        let id = self.clients[client.0]
+            .core
+            .core_only("inspect")
+            .inspect(path, now)?;
         self.start_task(client, id, path, "inspects")
     }
 
@@ -317,7 +326,10 @@ impl Sim {
     /// [`Session::deadlocks`](lock_core::Session::deadlocks)).
     pub fn deadlocks(&mut self, client: ClientId, root: &str) -> Result<LockId, UsageError> {
         let now = self.now;
-        let id = self.clients[client.0].core.core_only("deadlocks").deadlocks(root, now)?;
+        let id = self.clients[client.0]
+            .core
+            .core_only("deadlocks")
+            .deadlocks(root, now)?;
         self.start_task(client, id, root, "scans")
     }
 
@@ -343,7 +355,10 @@ impl Sim {
     /// Opens a crash-detecting critical section (see [`Session::open_section`](lock_core::Session::open_section)).
     pub fn open_section(&mut self, client: ClientId, lock: LockId) -> Result<(), UsageError> {
         let now = self.now;
-        let r = self.clients[client.0].core.core_only("open_section").open_section(lock, now);
+        let r = self.clients[client.0]
+            .core
+            .core_only("open_section")
+            .open_section(lock, now);
         self.trace_with(Some(client.0), || {
             format!("user opens a section on {lock}: {r:?}")
         });
@@ -358,7 +373,10 @@ impl Sim {
     /// Closes the critical section (see [`Session::close_section`](lock_core::Session::close_section)).
     pub fn close_section(&mut self, client: ClientId, lock: LockId) -> Result<(), UsageError> {
         let now = self.now;
-        let r = self.clients[client.0].core.core_only("close_section").close_section(lock, now);
+        let r = self.clients[client.0]
+            .core
+            .core_only("close_section")
+            .close_section(lock, now);
         self.trace_with(Some(client.0), || {
             format!("user closes the section on {lock}: {r:?}")
         });
@@ -379,7 +397,10 @@ impl Sim {
     ) -> Result<u64, UsageError> {
         let now = self.now;
         let audited = ops.clone();
-        let r = self.clients[client.0].core.core_only("fenced_write").fenced_write(lock, ops, now);
+        let r = self.clients[client.0]
+            .core
+            .core_only("fenced_write")
+            .fenced_write(lock, ops, now);
         self.trace_with(Some(client.0), || {
             format!("user fenced write on {lock}: {r:?}")
         });

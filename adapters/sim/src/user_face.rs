@@ -14,7 +14,7 @@
 //!   (an executor would never have polled it);
 //! * **status**: a held guard's [`LockGuard::status`] agrees with the last event
 //!   its stream gave (held after `Acquired`/`Resumed`, suspended after
-//!   `Suspended`, lost after `Lost`), also long after the loss.
+//!   `Suspended`, lost after `Lost`), at every poll of the user's.
 //!
 //! Sections, fenced writes, observers, revocation requests, inspections and
 //! deadlock scans are not driven through the user API yet: the calls panic on this
@@ -78,7 +78,10 @@ enum Stage {
     /// Awaiting `guard.release()`.
     Releasing(Releasing),
     /// Lost: the guard is kept to check that it keeps saying so.
-    Lost { guard: LockGuard, reason: LostReason },
+    Lost {
+        guard: LockGuard,
+        reason: LostReason,
+    },
 }
 
 struct Task {
@@ -108,6 +111,8 @@ pub(crate) struct UserClient {
     out: VecDeque<Drained>,
     /// The waker of probes and of `wait_idle`.
     probe: Waker,
+    /// Whether to note the user's polls for the trace.
+    trace: bool,
 }
 
 impl UserClient {
@@ -125,6 +130,7 @@ impl UserClient {
             tasks: BTreeMap::new(),
             out: VecDeque::new(),
             probe: Waker::from(Arc::new(WakeFlag::default())),
+            trace: false,
         };
         user.set_now(now);
         user
@@ -182,8 +188,14 @@ impl UserClient {
 
     /// The next thing to hand the scheduler: requests first (rule 2 of the link),
     /// then what the woken futures report.
-    pub(crate) fn poll_output(&mut self, now: Timestamp, check: bool) -> Option<Drained> {
+    pub(crate) fn poll_output(
+        &mut self,
+        now: Timestamp,
+        check: bool,
+        trace: bool,
+    ) -> Option<Drained> {
         self.set_now(now);
+        self.trace = trace;
         loop {
             if let Some(request) = self.link.poll_request() {
                 return Some(Drained::Request(request));
@@ -306,7 +318,12 @@ impl UserClient {
     /// Polls the futures of every task not woken with the probe's waker: a ready one
     /// lost its wake-up.
     fn probe_unwoken(&mut self) {
-        let ids: Vec<LockId> = self.tasks.keys().copied().collect();
+        let ids: Vec<LockId> = self
+            .tasks
+            .iter()
+            .filter(|(_, t)| !matches!(t.stage, Stage::Lost { .. }))
+            .map(|(id, _)| *id)
+            .collect();
         for id in ids {
             let before = self.out.len();
             let probe = self.probe.clone();
@@ -412,7 +429,8 @@ impl UserClient {
         for event in report {
             self.out.push_back(Drained::Event { lock: id, event });
         }
-        if let Some((status, expected)) = status {
+        // Checked at the user's own polls (a probe's finds the same).
+        if let Some((status, expected)) = status.filter(|_| !probing) {
             if status != expected {
                 self.out.push_back(Drained::Broken(
                     crate::ViolationKind::IllegalEvent,
@@ -430,7 +448,7 @@ impl UserClient {
             .tasks
             .get(&id)
             .map(|t| t.flag.wakes.load(Ordering::Relaxed));
-        if let Some(wakes) = wakes.filter(|_| !probing) {
+        if let Some(wakes) = wakes.filter(|_| self.trace && !probing) {
             self.out
                 .push_back(Drained::Note(format!("user polled {id} ({wakes} wakes)")));
         }

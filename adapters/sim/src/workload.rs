@@ -249,6 +249,7 @@ impl Workload {
                     workload: self.name,
                     violation,
                     trace,
+                    user_api: self.user_api,
                 }),
         }
     }
@@ -260,6 +261,7 @@ impl Workload {
                 workload: self.name,
                 violation,
                 trace,
+                user_api: self.user_api,
             })
     }
 
@@ -314,6 +316,9 @@ pub struct Failure {
     pub violation: Violation,
     /// Everything that happened, up to the violation.
     pub trace: Vec<TraceEntry>,
+    /// Whether the clients ran through lock-client's user API
+    /// ([`Workload::through_lock_client`]).
+    pub user_api: bool,
 }
 
 impl fmt::Display for Failure {
@@ -327,11 +332,18 @@ impl fmt::Display for Failure {
         for e in &self.trace[skip..] {
             writeln!(f, "{e}")?;
         }
+        let (seed, name) = (self.violation.seed, self.workload);
+        if self.user_api {
+            return writeln!(
+                f,
+                "replay: lock_sim::Sim::replay({seed}, &lock_sim::Workload::{name}().through_lock_client())  \
+                 (or LOCK_SIM_USER_REPLAY={seed} LOCK_SIM_WORKLOAD={name} cargo test -p lock-sim --test user_api replay -- --nocapture)"
+            );
+        }
         writeln!(
             f,
-            "replay: lock_sim::Sim::replay({}, &lock_sim::Workload::{}())  \
-             (or LOCK_SIM_REPLAY={} cargo test -p lock-sim --test workload replay -- --nocapture)",
-            self.violation.seed, self.workload, self.violation.seed
+            "replay: lock_sim::Sim::replay({seed}, &lock_sim::Workload::{name}())  \
+             (or LOCK_SIM_REPLAY={seed} cargo test -p lock-sim --test workload replay -- --nocapture)"
         )
     }
 }
