@@ -169,6 +169,19 @@ impl Workload {
         Self::preset("mixed", Mix::All)
     }
 
+    /// Everything at once under tight timing: latencies up to 40 ms against a
+    /// 300 ms session timeout, a fault every 60 ms on average, up to 6 clients.
+    pub fn harsh() -> Self {
+        let mut w = Self::mixed().with_faults(FaultConfig::chaos(Duration::from_millis(60)));
+        w.name = "harsh";
+        w.session_timeout = Duration::from_millis(300);
+        w.latency = Latency::between(Duration::from_micros(100), Duration::from_millis(40));
+        w.long_hold = (Duration::from_millis(150), Duration::from_millis(600));
+        w.clients = (2, 6);
+        w.acquisitions = (10, 40);
+        w
+    }
+
     /// Crash-detecting critical sections on exclusive locks: most holders open a
     /// section, some close it before releasing, many hold long enough to meet an
     /// expiry inside it. The checker verifies every grant's

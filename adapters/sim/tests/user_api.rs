@@ -17,8 +17,8 @@
 //!   semaphore|leader|mixed|harsh`): replays one schedule and prints its trace
 //!   (`cargo test -p lock-sim --test user_api replay -- --nocapture`).
 
-use lock_sim::{FaultConfig, Latency, Sim, Workload};
-use std::time::{Duration, Instant};
+use lock_sim::{Sim, Workload};
+use std::time::Instant;
 
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
@@ -31,23 +31,10 @@ fn workload(name: &str) -> Workload {
         "semaphore" => Workload::semaphore(),
         "leader" => Workload::leader(),
         "mixed" => Workload::mixed(),
-        "harsh" => harsh(),
+        "harsh" => Workload::harsh(),
         other => panic!("unknown workload {other:?}"),
     };
     w.through_lock_client()
-}
-
-/// Tight timing (as `tests/workload.rs`' harsh): latencies up to 40 ms against a
-/// 300 ms session timeout, a fault every 60 ms on average, up to 6 clients.
-fn harsh() -> Workload {
-    let mut w = Workload::mixed().with_faults(FaultConfig::chaos(Duration::from_millis(60)));
-    w.name = "harsh";
-    w.session_timeout = Duration::from_millis(300);
-    w.latency = Latency::between(Duration::from_micros(100), Duration::from_millis(40));
-    w.long_hold = (Duration::from_millis(150), Duration::from_millis(600));
-    w.clients = (2, 6);
-    w.acquisitions = (10, 40);
-    w
 }
 
 /// `count` seeds that change from run to run (one in 20 of the fixed ones), from

@@ -28,7 +28,7 @@ fn workload(name: &str) -> Workload {
         "leader" => Workload::leader(),
         "mixed" => Workload::mixed(),
         "connection_faults" => connection_faults(),
-        "harsh" => harsh(),
+        "harsh" => Workload::harsh(),
         "sections" => Workload::sections(),
         "fenced" => Workload::fenced(),
         "features" => Workload::features(),
@@ -42,19 +42,6 @@ fn connection_faults() -> Workload {
     let mut w =
         Workload::mixed().with_faults(FaultConfig::connection_only(Duration::from_millis(150)));
     w.name = "connection_faults";
-    w
-}
-
-/// Tight timing: latencies up to 40 ms against a 300 ms session timeout, a fault
-/// every 60 ms on average, up to 6 clients.
-fn harsh() -> Workload {
-    let mut w = Workload::mixed().with_faults(FaultConfig::chaos(Duration::from_millis(60)));
-    w.name = "harsh";
-    w.session_timeout = Duration::from_millis(300);
-    w.latency = Latency::between(Duration::from_micros(100), Duration::from_millis(40));
-    w.long_hold = (Duration::from_millis(150), Duration::from_millis(600));
-    w.clients = (2, 6);
-    w.acquisitions = (10, 40);
     w
 }
 
@@ -122,7 +109,7 @@ fn connection_fault_schedules() {
 
 #[test]
 fn harsh_timing_schedules() {
-    run(harsh(), 6_000_000, 750);
+    run(Workload::harsh(), 6_000_000, 750);
 }
 
 /// With `LOCK_SIM_REPLAY` set, replays that schedule with its trace; otherwise checks
