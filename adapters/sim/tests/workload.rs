@@ -13,7 +13,7 @@
 //!   schedule and prints its trace
 //!   (`cargo test -p lock-sim --test workload replay -- --nocapture`).
 
-use lock_sim::{FaultConfig, Latency, Sim, Workload};
+use lock_sim::{FaultConfig, Sim, Workload};
 use std::time::{Duration, Instant};
 
 fn env_u64(name: &str) -> Option<u64> {
