@@ -1,32 +1,8 @@
 //! What the core tells the user about a lock, and how it refuses misuse.
 
+use crate::ids::{FencingToken, LockId};
+use crate::participants::{CycleNode, Participants};
 use crate::proto::{MultiResult, ZkError};
-use std::fmt;
-
-/// Identifies one acquisition within a [`Session`](crate::Session).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-pub struct LockId(pub u64);
-
-impl fmt::Display for LockId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "lock{}", self.0)
-    }
-}
-
-/// A fencing token: the `czxid` of the holder's lock node.
-///
-/// ZooKeeper's zxids grow with every write, across parent re-creation, so tokens of
-/// successive exclusive holders of a lock strictly increase. Pass it to the resource
-/// you protect and reject writes carrying a lower token than one already seen.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-pub struct FencingToken(pub i64);
-
-impl fmt::Display for FencingToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
 
 /// What a successful acquisition holds.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -132,7 +108,7 @@ pub enum FailReason {
     Deadlock {
         /// The cycle, in wait order: each node waits for the next, the last for
         /// the first (ours).
-        cycle: Vec<crate::deadlock::CycleNode>,
+        cycle: Vec<CycleNode>,
     },
     /// A downgrade (the read half taken by the owner of the held write half, see
     /// [`LockSpec::read`](crate::LockSpec::read)) found another writer queued
@@ -198,13 +174,13 @@ pub enum LockEvent {
     },
     /// Terminal, for an [`inspect`](crate::Session::inspect): the lock's holders and
     /// waiters.
-    Participants(crate::inspect::Participants),
+    Participants(Participants),
     /// Terminal, for a [`deadlocks`](crate::Session::deadlocks) scan: one cycle of
     /// waits per deadlock found under the root (empty: none).
     Deadlocks {
         /// The cycles, each in wait order (every node waits for the next, the last
         /// for the first).
-        cycles: Vec<Vec<crate::deadlock::CycleNode>>,
+        cycles: Vec<Vec<CycleNode>>,
     },
     /// Terminal: released as asked.
     Released,

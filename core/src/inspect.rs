@@ -10,68 +10,17 @@
 //! [`Recipe::is_blocked_by`] and [`Recipe::permits`], applied to the kinds (and, for
 //! native semaphores, the permit counts) written in the node names.
 
-use crate::acquisition::Ctx;
-use crate::event::{FailReason, FencingToken, LockEvent, LockId};
+use crate::ctx::Ctx;
+use crate::event::LockEvent;
+use crate::ids::{FencingToken, LockId};
 use crate::lease_inspect::LeaseView;
-use crate::names::{parse_name, sort_by_sequence, NameScheme, NodeKind, ParsedName};
+use crate::names::{parse_name, sort_by_sequence, NodeKind, ParsedName};
+use crate::oneshot::{unexpected_reply, OneShot};
 use crate::owner;
+use crate::participants::{Participant, Participants};
 use crate::proto::{Op, Reply, RequestId, Stat, ZkError};
 use crate::requests::Purpose;
 use crate::spec::Recipe;
-use crate::timers::TimerKind;
-
-/// One participant of a lock, as [`LockEvent::Participants`] reports it.
-#[derive(Clone, PartialEq, Eq, Debug)]
-#[non_exhaustive]
-pub struct Participant {
-    /// The node's name in its directory ([`dir`](Self::dir)).
-    pub node: String,
-    /// The directory the node is in: the lock path, or for a semaphore in
-    /// Curator's or kazoo's layout its queue (`<path>/locks`, `<path>-__lock__`)
-    /// or its lease pool (`<path>/leases`, the path itself).
-    pub dir: String,
-    /// What it asks for.
-    pub kind: NodeKind,
-    /// A semaphore node's permit count, when its name carries it (zklock's native
-    /// scheme does; Curator's semaphore nodes do not).
-    pub permits: Option<u32>,
-    /// The naming scheme it was created with (zklock, Curator or kazoo).
-    pub scheme: NameScheme,
-    /// The server's sequence number.
-    pub sequence: i32,
-    /// The owner written in its data, if any (see [`LockSpec::owner`](crate::LockSpec::owner)).
-    pub owner: Option<String>,
-    /// The session that owns the node (its `ephemeralOwner`).
-    pub session: i64,
-    /// When it was created (the node's `ctime`, ms since the epoch; 0 when the
-    /// client library gives none).
-    pub ctime: i64,
-    /// Its fencing token (`czxid`); also its age in zxids: higher is younger.
-    pub token: FencingToken,
-    /// The user's data (without zklock's owner header).
-    pub data: Vec<u8>,
-    /// For a waiter: the lower nodes that block it under its recipe's rule (all of
-    /// them must go for a lock, all but `permits - 1` for a semaphore). Empty for a
-    /// holder.
-    pub waits_for: Vec<String>,
-    /// Full paths of nodes where this node's owner waits, as published by deadlock
-    /// detection (empty unless its owner has waited longer than `detect_after`).
-    pub owner_waits_at: Vec<String>,
-}
-
-/// Holders and waiters of one lock, oldest first.
-#[derive(Clone, PartialEq, Eq, Debug, Default)]
-#[non_exhaustive]
-pub struct Participants {
-    /// The lock directory.
-    pub path: String,
-    /// The participants holding the lock, in queue order.
-    pub holders: Vec<Participant>,
-    /// The participants waiting, in queue order.
-    pub waiters: Vec<Participant>,
-    /// Children that match no naming scheme (ignored).
-    pub foreign: usize,
-}
 
 /// The recipe a participant follows, from its name (a semaphore without a recorded
 /// permit count is taken as one permit).
@@ -178,16 +127,6 @@ impl Inspect {
         }
     }
 
-    pub(crate) fn recover(&mut self, cx: &mut Ctx) {
-        cx.requests.forget_lock(self.id);
-        self.reads.clear();
-        let op = Op::GetChildren {
-            path: self.path.clone(),
-        };
-        self.list = cx.send(self.id, Purpose::List, op);
-        self.lease.recover(cx, self.id);
-    }
-
     pub(crate) fn on_reply(
         &mut self,
         cx: &mut Ctx,
@@ -201,7 +140,7 @@ impl Inspect {
                 let children = match result {
                     Ok(Reply::Children(c)) => c,
                     Err(ZkError::NoNode) => Vec::new(),
-                    Ok(_) => return self.trouble(cx, ZkError::Other("unexpected reply".into())),
+                    Ok(_) => return self.trouble(cx, unexpected_reply()),
                     Err(e) => return self.trouble(cx, e),
                 };
                 let (places, foreign) = queue(&children);
@@ -235,7 +174,7 @@ impl Inspect {
                     Ok(Reply::Data { data, stat }) => self.data[i] = Some((data, stat)),
                     // Gone since the listing: it left the queue.
                     Err(ZkError::NoNode) => {}
-                    Ok(_) => return self.trouble(cx, ZkError::Other("unexpected reply".into())),
+                    Ok(_) => return self.trouble(cx, unexpected_reply()),
                     Err(e) => return self.trouble(cx, e),
                 }
             }
@@ -328,27 +267,25 @@ impl Inspect {
         out.waiters.extend(waiters);
         cx.emit(self.id, LockEvent::Participants(out));
     }
+}
 
-    fn trouble(&mut self, cx: &mut Ctx, e: ZkError) {
-        if e.is_connection_loss() || matches!(e, ZkError::Other(_)) {
-            cx.timers
-                .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval);
-        } else {
-            self.stop(cx, FailReason::Zk(e));
-        }
+impl OneShot for Inspect {
+    fn id(&self) -> LockId {
+        self.id
     }
 
-    pub(crate) fn on_timer(&mut self, cx: &mut Ctx, kind: TimerKind) {
-        if kind == TimerKind::Retry && cx.connected {
-            self.recover(cx);
-        }
+    fn done_flag(&mut self) -> &mut bool {
+        &mut self.done
     }
 
-    pub(crate) fn stop(&mut self, cx: &mut Ctx, reason: FailReason) {
-        if !self.done {
-            self.done = true;
-            cx.emit(self.id, LockEvent::Failed(reason));
-        }
+    fn recover(&mut self, cx: &mut Ctx) {
+        cx.requests.forget_lock(self.id);
+        self.reads.clear();
+        let op = Op::GetChildren {
+            path: self.path.clone(),
+        };
+        self.list = cx.send(self.id, Purpose::List, op);
+        self.lease.recover(cx, self.id);
     }
 }
 

@@ -11,14 +11,15 @@
 //! shown as the first waiter, waiting for the other leases (for a moment after it is
 //! granted it still shows so, until it releases the queue).
 
-use crate::acquisition::Ctx;
-use crate::event::{FencingToken, LockId};
-use crate::inspect::Participant;
+use crate::ctx::Ctx;
+use crate::ids::{FencingToken, LockId};
 use crate::names::{
     parse_kazoo_lease, parse_name, semaphore_lease_dir, semaphore_mutex_dir, sort_by_sequence,
     NameScheme, NodeKind,
 };
+use crate::oneshot::unexpected_reply;
 use crate::owner;
+use crate::participants::Participant;
 use crate::proto::{Op, Reply, RequestId, Stat, ZkError};
 use crate::requests::Purpose;
 
@@ -147,7 +148,7 @@ impl LeaseView {
             let children = match result {
                 Ok(Reply::Children(c)) => c.clone(),
                 Err(ZkError::NoNode) => Vec::new(),
-                Ok(_) => return Some(Err(ZkError::Other("unexpected reply".into()))),
+                Ok(_) => return Some(Err(unexpected_reply())),
                 Err(e) => return Some(Err(e.clone())),
             };
             let (scheme, lease) = match source {
@@ -192,7 +193,7 @@ impl LeaseView {
             Ok(Reply::Data { data, stat }) => self.nodes[i].data = Some((data.clone(), *stat)),
             // Gone since the listing: it left.
             Err(ZkError::NoNode) => {}
-            Ok(_) => return Some(Err(ZkError::Other("unexpected reply".into()))),
+            Ok(_) => return Some(Err(unexpected_reply())),
             Err(e) => return Some(Err(e.clone())),
         }
         Some(Ok(()))

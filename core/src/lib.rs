@@ -13,14 +13,19 @@
 
 mod acquisition;
 pub mod contact;
+mod ctx;
 pub mod deadlock;
 mod event;
+mod ids;
 mod inspect;
 mod lease_inspect;
 mod limits;
 pub mod names;
 mod observer;
+mod oneshot;
+mod output;
 mod owner;
+mod participants;
 mod path;
 mod proto;
 mod requests;
@@ -28,21 +33,22 @@ mod revoke;
 mod rng;
 mod session;
 mod spec;
+mod stats;
 mod time;
 mod timers;
 mod watches;
 
-pub use deadlock::CycleNode;
-pub use event::{
-    FailReason, FencedError, FencingToken, Grant, Leader, LockEvent, LockId, LostReason, UsageError,
-};
-pub use inspect::{Participant, Participants};
+pub use event::{FailReason, FencedError, Grant, Leader, LockEvent, LostReason, UsageError};
+pub use ids::{FencingToken, LockId};
 pub use names::{AttemptId, NameScheme, NodeKind};
+pub use output::{Output, Progress};
+pub use participants::{CycleNode, Participant, Participants};
 pub use path::validate_lock_path;
 pub use proto::{
     CreateMode, Input, MultiOp, MultiResult, Op, Reply, Request, RequestId, SessionEvent, Stat,
     WatchKind, WatchType, ZkError, ACL_ALLOWANCE,
 };
-pub use session::{LockState, Output, Progress, Session, Stats};
+pub use session::{LockState, Session};
 pub use spec::{Config, LockSpec, Recipe, MAX_DATA_LEN};
+pub use stats::Stats;
 pub use time::Timestamp;

@@ -7,9 +7,11 @@
 //! once someone does (else it would fire at the next join or leave: one leader
 //! change would wake the observer twice, by the leader's data watch and by it).
 
-use crate::acquisition::Ctx;
-use crate::event::{FailReason, FencingToken, Leader, LockEvent, LockId};
+use crate::ctx::Ctx;
+use crate::event::{Leader, LockEvent};
+use crate::ids::{FencingToken, LockId};
 use crate::names::{parse_name, sort_by_sequence};
+use crate::oneshot::{unexpected_reply, OneShot};
 use crate::path::split_parent;
 use crate::proto::{Op, Reply, RequestId, WatchKind, WatchType, ZkError};
 use crate::requests::Purpose;
@@ -47,13 +49,6 @@ impl Observer {
         }
     }
 
-    pub(crate) fn recover(&mut self, cx: &mut Ctx) {
-        cx.requests.forget_lock(self.id);
-        self.read = None;
-        self.watching = None;
-        self.send_list(cx, false);
-    }
-
     fn send_list(&mut self, cx: &mut Ctx, watch: bool) {
         let path = self.path.clone();
         let op = if watch {
@@ -88,12 +83,7 @@ impl Observer {
     fn on_list(&mut self, cx: &mut Ctx, _request: RequestId, result: Result<Reply, ZkError>) {
         let children = match result {
             Ok(Reply::Children(c)) => c,
-            // Not a listing: nothing is awaited any more, so look again later.
-            Ok(_) => {
-                return cx
-                    .timers
-                    .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval)
-            }
+            Ok(_) => return self.trouble(cx, unexpected_reply()),
             // No directory yet: nothing can be watched there; look again later.
             Err(ZkError::NoNode) => {
                 self.report(cx, None);
@@ -101,11 +91,7 @@ impl Observer {
                     .timers
                     .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval);
             }
-            Err(_) => {
-                return cx
-                    .timers
-                    .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval)
-            }
+            Err(e) => return self.trouble(cx, e),
         };
         let mut parts: Vec<(i32, String)> = children
             .iter()
@@ -180,17 +166,12 @@ impl Observer {
                 };
                 self.report(cx, Some(leader));
             }
-            // Not the leader's data: no watch is known to be set, so look again later.
-            Ok(_) => cx
-                .timers
-                .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval),
+            Ok(_) => self.trouble(cx, unexpected_reply()),
             Err(ZkError::NoNode) => {
                 self.watching = None;
                 self.send_list(cx, false);
             }
-            Err(_) => cx
-                .timers
-                .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval),
+            Err(e) => self.trouble(cx, e),
         }
     }
 
@@ -236,17 +217,21 @@ impl Observer {
             _ => {}
         }
     }
+}
 
-    pub(crate) fn on_timer(&mut self, cx: &mut Ctx, kind: TimerKind) {
-        if kind == TimerKind::Retry && cx.connected {
-            self.recover(cx);
-        }
+impl OneShot for Observer {
+    fn id(&self) -> LockId {
+        self.id
     }
 
-    pub(crate) fn stop(&mut self, cx: &mut Ctx, reason: FailReason) {
-        if !self.done {
-            self.done = true;
-            cx.emit(self.id, LockEvent::Failed(reason));
-        }
+    fn done_flag(&mut self) -> &mut bool {
+        &mut self.done
+    }
+
+    fn recover(&mut self, cx: &mut Ctx) {
+        cx.requests.forget_lock(self.id);
+        self.read = None;
+        self.watching = None;
+        self.send_list(cx, false);
     }
 }

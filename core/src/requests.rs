@@ -4,7 +4,7 @@
 //! request (sent before a disconnect, or superseded by a recovery) can never be
 //! mistaken for a current one: it is simply not found, and counted as stale.
 
-use crate::event::LockId;
+use crate::ids::LockId;
 use crate::proto::RequestId;
 use std::collections::HashMap;
 

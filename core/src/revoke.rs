@@ -2,13 +2,14 @@
 //! `__REVOKE__` marker into their node's data. Revocable locks watch their own node
 //! and react; the others ignore it.
 
-use crate::acquisition::Ctx;
-use crate::event::{FailReason, LockEvent, LockId};
+use crate::ctx::Ctx;
+use crate::event::LockEvent;
+use crate::ids::LockId;
 use crate::names::{parse_name, sort_by_sequence, NodeKind};
+use crate::oneshot::{unexpected_reply, OneShot};
 use crate::path::split_parent;
 use crate::proto::{Op, Reply, RequestId, ZkError};
 use crate::requests::Purpose;
-use crate::timers::TimerKind;
 
 /// Curator's revocation marker.
 pub(crate) const REVOKE: &[u8] = b"__REVOKE__";
@@ -35,21 +36,6 @@ impl Revoke {
             list: None,
             revoked: Vec::new(),
             done: false,
-        }
-    }
-
-    pub(crate) fn recover(&mut self, cx: &mut Ctx) {
-        cx.requests.forget_lock(self.id);
-        self.pending.clear();
-        self.revoked.clear();
-        if self.target_is_node {
-            let t = self.target.clone();
-            self.send_set(cx, t);
-        } else {
-            let op = Op::GetChildren {
-                path: self.target.clone(),
-            };
-            self.list = cx.send(self.id, Purpose::List, op);
         }
     }
 
@@ -81,7 +67,8 @@ impl Revoke {
                             self.send_set(cx, path);
                         }
                     }
-                    Ok(_) | Err(ZkError::NoNode) => {}
+                    Err(ZkError::NoNode) => {}
+                    Ok(_) => return self.trouble(cx, unexpected_reply()),
                     Err(e) => return self.trouble(cx, e),
                 }
             }
@@ -104,26 +91,29 @@ impl Revoke {
             cx.emit(self.id, LockEvent::RevocationSent { nodes });
         }
     }
+}
 
-    fn trouble(&mut self, cx: &mut Ctx, e: ZkError) {
-        if e.is_connection_loss() {
-            cx.timers
-                .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval);
+impl OneShot for Revoke {
+    fn id(&self) -> LockId {
+        self.id
+    }
+
+    fn done_flag(&mut self) -> &mut bool {
+        &mut self.done
+    }
+
+    fn recover(&mut self, cx: &mut Ctx) {
+        cx.requests.forget_lock(self.id);
+        self.pending.clear();
+        self.revoked.clear();
+        if self.target_is_node {
+            let t = self.target.clone();
+            self.send_set(cx, t);
         } else {
-            self.stop(cx, FailReason::Zk(e));
-        }
-    }
-
-    pub(crate) fn on_timer(&mut self, cx: &mut Ctx, kind: TimerKind) {
-        if kind == TimerKind::Retry && cx.connected {
-            self.recover(cx);
-        }
-    }
-
-    pub(crate) fn stop(&mut self, cx: &mut Ctx, reason: FailReason) {
-        if !self.done {
-            self.done = true;
-            cx.emit(self.id, LockEvent::Failed(reason));
+            let op = Op::GetChildren {
+                path: self.target.clone(),
+            };
+            self.list = cx.send(self.id, Purpose::List, op);
         }
     }
 }

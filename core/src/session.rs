@@ -1,13 +1,17 @@
 //! [`Session`]: every lock of one ZooKeeper session, multiplexed in one state machine.
 
-use crate::acquisition::{Acquisition, Ctx, Ended, State};
+use crate::acquisition::{Acquisition, Ended, State};
 use crate::contact::Contact;
+use crate::ctx::Ctx;
 use crate::deadlock::scan::Scan;
-use crate::event::{FailReason, LockEvent, LockId, UsageError};
+use crate::event::{FailReason, UsageError};
+use crate::ids::LockId;
 use crate::inspect::Inspect;
 use crate::limits;
 use crate::names::{AttemptId, NameScheme};
 use crate::observer::Observer;
+use crate::oneshot::OneShot;
+use crate::output::Output;
 use crate::path::validate_lock_path;
 use crate::proto::MultiOp;
 use crate::proto::{Input, Op, Request, SessionEvent};
@@ -15,6 +19,7 @@ use crate::requests::RequestBook;
 use crate::revoke::Revoke;
 use crate::rng::SplitMix64;
 use crate::spec::{Config, LockSpec, Recipe};
+use crate::stats::Stats;
 use crate::time::Timestamp;
 use crate::timers::{TimerKind, Timers};
 use crate::watches::WatchIndex;
@@ -25,47 +30,6 @@ use std::collections::{BTreeMap, VecDeque};
 /// write (Curator's rule). A mutex's owner taking the read half waits as before.
 fn is_downgrade(spec: &LockSpec, held: &LockSpec) -> bool {
     spec.recipe == Recipe::Read && spec.rwlock && held.recipe == Recipe::Write && held.rwlock
-}
-
-/// Something the adapter must act on, from [`Session::poll_output`].
-#[derive(Clone, PartialEq, Eq, Debug)]
-#[non_exhaustive]
-pub enum Output {
-    /// Send this request now, after every request polled before it.
-    Request(Request),
-    /// Tell the user about an acquisition.
-    Event {
-        /// Which acquisition.
-        lock: LockId,
-        /// What happened.
-        event: LockEvent,
-    },
-    /// How an acquisition is getting on, for diagnostics only (an adapter's logs or
-    /// tracing spans); ignoring it changes nothing.
-    Progress {
-        /// Which acquisition.
-        lock: LockId,
-        /// What it did.
-        progress: Progress,
-    },
-}
-
-/// A step of an acquisition on its way to the lock, from [`Output::Progress`].
-#[derive(Clone, PartialEq, Eq, Debug)]
-#[non_exhaustive]
-pub enum Progress {
-    /// Our node exists: created, or found again by its attempt id after the create's
-    /// reply was lost.
-    Created {
-        /// Its full path.
-        node: String,
-    },
-    /// Waiting behind this participant: its node is watched, and its deletion is
-    /// what the acquisition waits for.
-    QueuedBehind {
-        /// The participant's full path.
-        node: String,
-    },
 }
 
 /// What an acquisition is doing, for status queries.
@@ -80,30 +44,6 @@ pub enum LockState {
     Suspended,
     /// Released by the user; the node is being deleted.
     Releasing,
-}
-
-/// Counters for diagnostics and benchmarks.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-#[non_exhaustive]
-pub struct Stats {
-    /// Requests emitted.
-    pub requests: u64,
-    /// Replies whose request was unknown or forgotten (e.g. sent before a disconnect).
-    pub stale_replies: u64,
-    /// Children of lock directories that match no naming scheme, seen in listings.
-    pub foreign_children: u64,
-    /// Watches set on lower participants.
-    pub watches_set: u64,
-    /// Deletions of a watched lower participant that reached an acquisition.
-    pub handoff_notifications: u64,
-    /// Acquisitions granted.
-    pub acquired: u64,
-    /// Retries after errors that left the connection up.
-    pub retries: u64,
-    /// Deadlock chases started (each a breadth-first read of the wait-for graph).
-    pub deadlock_chases: u64,
-    /// Deadlock cycles confirmed (whether or not this session's waiter was the victim).
-    pub deadlocks_seen: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -260,8 +200,10 @@ impl Session {
         self.check_open()?;
         validate_lock_path(&spec.path)?;
         // A peer's semaphore layout nests its nodes deeper than the lock path.
-        let room =
-            limits::room_for_data(&self.config, &crate::acquisition::lease::longest_dir(&spec))?;
+        let room = limits::room_for_data(
+            self.config.max_packet,
+            &crate::acquisition::lease::longest_dir(&spec),
+        )?;
         // The owner header counts toward the data size.
         let len = crate::owner::node_data(spec.scheme, spec.owner.as_deref(), &spec.data).len();
         if len > room {
@@ -323,7 +265,7 @@ impl Session {
     pub fn observe(&mut self, path: &str, now: Timestamp) -> Result<LockId, UsageError> {
         self.check_open()?;
         validate_lock_path(path)?;
-        limits::room_for_data(&self.config, path)?;
+        limits::room_for_data(self.config.max_packet, path)?;
         let id = self.new_id();
         self.start(id, Task::Observer(Observer::new(id, path.to_owned())), now);
         Ok(id)
@@ -335,7 +277,7 @@ impl Session {
     pub fn revoke(&mut self, path: &str, now: Timestamp) -> Result<LockId, UsageError> {
         self.check_open()?;
         validate_lock_path(path)?;
-        limits::room_for_data(&self.config, path)?;
+        limits::room_for_data(self.config.max_packet, path)?;
         let id = self.new_id();
         self.start(id, Task::Revoke(Revoke::new(id, path.to_owned())), now);
         Ok(id)
@@ -348,7 +290,7 @@ impl Session {
     pub fn inspect(&mut self, path: &str, now: Timestamp) -> Result<LockId, UsageError> {
         self.check_open()?;
         validate_lock_path(path)?;
-        limits::room_for_data(&self.config, path)?;
+        limits::room_for_data(self.config.max_packet, path)?;
         let id = self.new_id();
         self.start(id, Task::Inspect(Inspect::new(id, path.to_owned())), now);
         Ok(id)
@@ -362,7 +304,7 @@ impl Session {
     pub fn deadlocks(&mut self, root: &str, now: Timestamp) -> Result<LockId, UsageError> {
         self.check_open()?;
         validate_lock_path(root)?;
-        limits::room_for_data(&self.config, root)?;
+        limits::room_for_data(self.config.max_packet, root)?;
         let id = self.new_id();
         self.start(id, Task::Scan(Scan::new(id, root.to_owned())), now);
         Ok(id)

@@ -392,7 +392,7 @@ impl Config {
     /// assert!(room < lock_core::MAX_DATA_LEN && room > lock_core::MAX_DATA_LEN - 1024);
     /// ```
     pub fn max_data_len(&self, lock_path: &str) -> Option<usize> {
-        crate::limits::room_for_data(self, lock_path).ok()
+        crate::limits::room_for_data(self.max_packet, lock_path).ok()
     }
 
     /// The effective suspension grace.

@@ -1,6 +1,6 @@
 //! Per-acquisition timers, ordered so the next wakeup is found in O(log n).
 
-use crate::event::LockId;
+use crate::ids::LockId;
 use crate::time::Timestamp;
 use std::collections::{BTreeSet, HashMap};
 

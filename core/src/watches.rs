@@ -7,7 +7,7 @@
 //! one session cost O(N²) requests to drain (the herd effect inside one process).
 //! Routing by path keeps a release's work in the one task that watches the node.
 
-use crate::event::LockId;
+use crate::ids::LockId;
 use std::collections::{BTreeSet, HashMap};
 
 /// The tasks interested in each watched path (and the reverse, to forget a task).

@@ -2,7 +2,8 @@
 //! tell were interrupted (the Ready-file idea), and writes fenced by a `check` on the
 //! lock node.
 
-use super::{Acquisition, Ctx, State, SECTION_MARKER};
+use super::{Acquisition, State, SECTION_MARKER};
+use crate::ctx::Ctx;
 use crate::event::{FencedError, LockEvent, LostReason, UsageError};
 use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, ZkError};
 use crate::requests::Purpose;
@@ -179,7 +180,7 @@ impl Acquisition {
         });
         all.extend(ops);
         let op = Op::Multi(all);
-        crate::limits::check_request(cx.config, &op)?;
+        crate::limits::check_request(cx.config.max_packet, &op)?;
         if let Some(request) = cx.send(self.id, Purpose::FencedWrite { write }, op) {
             self.writes.push((write, request));
         }

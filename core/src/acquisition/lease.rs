@@ -34,10 +34,10 @@ use crate::names::{
     node_prefix, parse_kazoo_lease, parse_name, parse_sequence, semaphore_lease_dir as pool_dir,
     semaphore_mutex_dir as mutex_dir, AttemptId, NameScheme, NodeKind,
 };
+use crate::output::Progress;
 use crate::path::ancestors;
 use crate::proto::{CreateMode, Op, Reply, RequestId, ZkError};
 use crate::requests::Purpose;
-use crate::session::Progress;
 use crate::spec::{LockSpec, Recipe};
 
 /// Whose layout the pool follows.
@@ -194,7 +194,7 @@ impl Lease {
         }
     }
 
-    fn send_step(&mut self, cx: &mut Ctx, id: crate::event::LockId) {
+    fn send_step(&mut self, cx: &mut Ctx, id: crate::ids::LockId) {
         match self.layout {
             Layout::Kazoo if !self.pool_checked => self.send_pool_read(cx, id),
             Layout::Kazoo => self.send_list(cx, id),
@@ -209,14 +209,14 @@ impl Lease {
         }
     }
 
-    fn send_list(&mut self, cx: &mut Ctx, id: crate::event::LockId) {
+    fn send_list(&mut self, cx: &mut Ctx, id: crate::ids::LockId) {
         let op = Op::WatchChildren {
             path: self.pool.clone(),
         };
         self.list = cx.send(id, Purpose::LeaseList, op);
     }
 
-    fn send_create(&mut self, cx: &mut Ctx, id: crate::event::LockId) {
+    fn send_create(&mut self, cx: &mut Ctx, id: crate::ids::LockId) {
         let mode = match self.layout {
             Layout::Curator => CreateMode::EphemeralSequential,
             Layout::Kazoo => CreateMode::Ephemeral,
@@ -231,7 +231,7 @@ impl Lease {
         }
     }
 
-    fn send_pool_read(&mut self, cx: &mut Ctx, id: crate::event::LockId) {
+    fn send_pool_read(&mut self, cx: &mut Ctx, id: crate::ids::LockId) {
         let op = Op::GetData {
             path: self.pool.clone(),
             watch: false,
@@ -241,7 +241,7 @@ impl Lease {
 
     /// kazoo: creates the pool with our permit count as its data (kazoo's
     /// `ensure_path` and `set`, in one step), after its missing ancestors.
-    fn send_pool_create(&mut self, cx: &mut Ctx, id: crate::event::LockId, parents: bool) {
+    fn send_pool_create(&mut self, cx: &mut Ctx, id: crate::ids::LockId, parents: bool) {
         if parents {
             for dir in ancestors(&self.pool) {
                 let op = Op::Create {
@@ -262,7 +262,7 @@ impl Lease {
 
     /// Curator: the lease directory is missing: its containers, then our lease
     /// node and a listing, in one burst.
-    fn send_parents_then_create(&mut self, cx: &mut Ctx, id: crate::event::LockId) {
+    fn send_parents_then_create(&mut self, cx: &mut Ctx, id: crate::ids::LockId) {
         let mut dirs = ancestors(&self.pool);
         dirs.push(self.pool.clone());
         for dir in dirs {
@@ -295,7 +295,7 @@ impl Lease {
     fn on_pool_data(
         &mut self,
         cx: &mut Ctx,
-        id: crate::event::LockId,
+        id: crate::ids::LockId,
         result: Result<Reply, ZkError>,
     ) -> Outcome {
         match result {
@@ -320,7 +320,7 @@ impl Lease {
     fn on_pool_create(
         &mut self,
         cx: &mut Ctx,
-        id: crate::event::LockId,
+        id: crate::ids::LockId,
         result: Result<Reply, ZkError>,
         parent_tries: &mut u32,
         max_parent_tries: u32,
@@ -353,7 +353,7 @@ impl Lease {
     fn on_create(
         &mut self,
         cx: &mut Ctx,
-        id: crate::event::LockId,
+        id: crate::ids::LockId,
         result: Result<Reply, ZkError>,
         cleanup: bool,
         parent_tries: &mut u32,
@@ -472,7 +472,7 @@ impl Lease {
     fn on_list(
         &mut self,
         cx: &mut Ctx,
-        id: crate::event::LockId,
+        id: crate::ids::LockId,
         result: Result<Reply, ZkError>,
         cleanup: bool,
     ) -> Outcome {
@@ -569,7 +569,7 @@ impl Lease {
 
     /// Whether cleanup has nothing more to find (a create in flight or lost may
     /// still have made a node). Sends the listing that finds a lost one.
-    fn cleanup_settled(&mut self, cx: &mut Ctx, id: crate::event::LockId) -> bool {
+    fn cleanup_settled(&mut self, cx: &mut Ctx, id: crate::ids::LockId) -> bool {
         match self.create {
             LeaseCreate::InFlight(_) => false,
             LeaseCreate::Unknown => match self.layout {

@@ -21,23 +21,23 @@
 //! again (one round trip: in a queue the rest of the cache is usually stale, and
 //! checking it node by node would cost a round trip per stale node).
 
-use crate::contact::Contact;
+use crate::ctx::Ctx;
 use crate::deadlock::chase::{Chase, Outcome};
 use crate::deadlock::publish::Publication;
-use crate::event::{FailReason, FencingToken, Grant, LockEvent, LockId, LostReason};
+use crate::event::{FailReason, Grant, LockEvent, LostReason};
+use crate::ids::{FencingToken, LockId};
 use crate::names::{
     node_prefix, parse_name, parse_sequence, relative_sequence, rwlock_node_prefix,
     semaphore_node_prefix, sort_by_sequence, AttemptId, NodeKind,
 };
+use crate::output::Progress;
 use crate::path::{ancestors, split_parent};
 use crate::proto::{CreateMode, Op, Reply, RequestId, Stat, WatchKind, WatchType, ZkError};
-use crate::requests::{Purpose, RequestBook};
-use crate::session::{Output, Progress, Stats};
-use crate::spec::{Config, LockSpec, Recipe};
+use crate::requests::Purpose;
+use crate::spec::{LockSpec, Recipe};
 use crate::time::Timestamp;
-use crate::timers::{TimerKind, Timers};
-use crate::watches::WatchIndex;
-use std::collections::{BTreeMap, VecDeque};
+use crate::timers::TimerKind;
+use std::collections::BTreeMap;
 
 mod holder;
 pub(crate) mod lease;
@@ -51,59 +51,6 @@ pub(crate) const SECTION_MARKER: &str = "zkl-section";
 /// Data a holder finds in its own node when someone asks it to let go: Curator's
 /// revocation marker and the ZooKeeper recipe's `unlock`.
 const REVOKE_MARKERS: [&[u8]; 2] = [crate::revoke::REVOKE, b"unlock"];
-
-/// Everything an acquisition may touch besides itself.
-pub(crate) struct Ctx<'a> {
-    pub now: Timestamp,
-    pub connected: bool,
-    pub session_id: Option<i64>,
-    pub config: &'a Config,
-    pub requests: &'a mut RequestBook,
-    pub out: &'a mut VecDeque<Output>,
-    pub timers: &'a mut Timers,
-    pub stats: &'a mut Stats,
-    pub watches: &'a mut WatchIndex,
-    pub contact: &'a mut Contact,
-}
-
-impl Ctx<'_> {
-    /// Queues a request, or does nothing while disconnected: recovery after the
-    /// reconnect re-derives every request from the acquisition's state.
-    pub(crate) fn send(&mut self, lock: LockId, purpose: Purpose, op: Op) -> Option<RequestId> {
-        if !self.connected {
-            return None;
-        }
-        let id = self.requests.insert(lock, purpose);
-        self.stats.requests += 1;
-        self.contact.on_sent(self.config, id, &op, self.now);
-        match &op {
-            Op::GetData { path, watch: true } | Op::WatchChildren { path } => {
-                self.watches.add(lock, path)
-            }
-            _ => {}
-        }
-        self.out
-            .push_back(Output::Request(crate::proto::Request { id, op }));
-        Some(id)
-    }
-
-    /// When held locks stop being trusted, if they already have: the leader's last
-    /// proven contact is too old (see [`crate::contact`]).
-    pub(crate) fn distrusted(&self) -> Option<Timestamp> {
-        if self.contact.is_fresh(self.config, self.now) {
-            return None;
-        }
-        self.contact.trusted_until(self.config)
-    }
-
-    pub(crate) fn emit(&mut self, lock: LockId, event: LockEvent) {
-        self.out.push_back(Output::Event { lock, event });
-    }
-
-    pub(crate) fn progress(&mut self, lock: LockId, progress: Progress) {
-        self.out.push_back(Output::Progress { lock, progress });
-    }
-}
 
 /// Where the acquisition is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -2,36 +2,16 @@
 //! cycle found by reading every edge again (see the module above for why).
 
 use super::MAX_NODES;
-use crate::acquisition::Ctx;
-use crate::event::{FencingToken, LockId};
+use crate::ctx::Ctx;
+use crate::ids::{FencingToken, LockId};
 use crate::inspect::{queue, Place};
 use crate::names::parse_name;
 use crate::owner::{self, NodeData};
+use crate::participants::CycleNode;
 use crate::path::{split_parent, validate_lock_path};
 use crate::proto::{Op, Reply, RequestId, Stat, ZkError};
 use crate::requests::Purpose;
 use std::collections::{BTreeMap, VecDeque};
-
-/// One node of a deadlock cycle, as [`FailReason::Deadlock`](crate::FailReason::Deadlock)
-/// reports it. The cycle lists nodes in wait order: each waits for the next (a
-/// waiting node for its blocker, a held node for the node its owner waits at), and
-/// the last for the first.
-#[derive(Clone, PartialEq, Eq, Debug)]
-#[non_exhaustive]
-pub struct CycleNode {
-    /// Full path of the node.
-    pub node: String,
-    /// Its owner, when its data names one.
-    pub owner: Option<String>,
-    /// Whether it holds its lock (else it waits).
-    pub holds: bool,
-    /// Its `czxid`: the fencing token of a holder, the age of a waiter.
-    pub token: FencingToken,
-    /// The session that owns it.
-    pub session: i64,
-    /// When it was created (`ctime`, ms since the epoch; 0 when unknown): its age.
-    pub ctime: i64,
-}
 
 /// What a chase ended with.
 #[derive(Clone, PartialEq, Eq, Debug)]

@@ -122,7 +122,7 @@ pub(crate) mod chase;
 pub(crate) mod publish;
 pub(crate) mod scan;
 
-pub use chase::CycleNode;
+pub use crate::participants::CycleNode;
 
 /// The most nodes one chase visits (a bound on its requests).
 pub const MAX_NODES: usize = 256;

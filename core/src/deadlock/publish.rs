@@ -1,7 +1,7 @@
 //! Publishing where an owner waits, in the header of the nodes it holds.
 
-use crate::acquisition::Ctx;
-use crate::event::LockId;
+use crate::ctx::Ctx;
+use crate::ids::LockId;
 use crate::owner::{self, NodeData};
 use crate::proto::{Op, Reply, RequestId, Stat, ZkError};
 use crate::requests::Purpose;
@@ -81,7 +81,7 @@ impl Publication {
             data: owner::with_waits(data, &self.wanted),
             version: Some(version),
         };
-        if crate::limits::check_request(cx.config, &op).is_err() {
+        if crate::limits::check_request(cx.config.max_packet, &op).is_err() {
             return; // too many waits to publish: the chase will not see them
         }
         if let Some(r) = cx.send(lock, Purpose::Publish, op) {

@@ -17,12 +17,14 @@
 //! cycle of each is reported. Cost: two round trips of `2 + d + n` requests for
 //! `d` directories and `n` participants, per pass.
 
-use super::chase::{CycleNode, Pass, Seen, Target};
-use crate::acquisition::Ctx;
-use crate::event::{FailReason, FencingToken, LockEvent, LockId};
+use super::chase::{Pass, Seen, Target};
+use crate::ctx::Ctx;
+use crate::event::LockEvent;
+use crate::ids::{FencingToken, LockId};
 use crate::names::parse_name;
+use crate::oneshot::{unexpected_reply, OneShot};
+use crate::participants::CycleNode;
 use crate::proto::{Reply, RequestId, ZkError};
-use crate::timers::TimerKind;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 type Graph = BTreeMap<String, BTreeSet<String>>;
@@ -48,12 +50,6 @@ impl Scan {
         }
     }
 
-    pub(crate) fn recover(&mut self, cx: &mut Ctx) {
-        cx.requests.forget_lock(self.id);
-        self.first = None;
-        self.start_pass(cx);
-    }
-
     fn start_pass(&mut self, cx: &mut Ctx) {
         self.pass = Pass::default();
         self.listed.clear();
@@ -70,12 +66,12 @@ impl Scan {
         if self.done || !self.pass.requests.contains_key(&request) {
             return;
         }
+        // A missing node is the pass's business (it left the graph); any other error
+        // goes by the policy of tasks that own no node.
         if let Err(e) = &result {
-            if e.is_connection_loss() {
+            if *e != ZkError::NoNode {
                 self.pass.requests.remove(&request);
-                return cx
-                    .timers
-                    .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval);
+                return self.trouble(cx, e.clone());
             }
         }
         let listing = match self.pass.requests.get(&request) {
@@ -83,10 +79,7 @@ impl Scan {
             _ => None,
         };
         if self.pass.on_reply(request, result).is_err() {
-            return self.stop(
-                cx,
-                FailReason::Zk(ZkError::Other("unexpected reply".into())),
-            );
+            return self.trouble(cx, unexpected_reply());
         }
         // A directory just listed: read its participants, and under the root list
         // the subdirectories. (Only this reply's directory: looking through every
@@ -204,18 +197,21 @@ impl Scan {
             })
             .collect()
     }
+}
 
-    pub(crate) fn on_timer(&mut self, cx: &mut Ctx, kind: TimerKind) {
-        if kind == TimerKind::Retry && cx.connected && !self.done {
-            self.recover(cx);
-        }
+impl OneShot for Scan {
+    fn id(&self) -> LockId {
+        self.id
     }
 
-    pub(crate) fn stop(&mut self, cx: &mut Ctx, reason: FailReason) {
-        if !self.done {
-            self.done = true;
-            cx.emit(self.id, LockEvent::Failed(reason));
-        }
+    fn done_flag(&mut self) -> &mut bool {
+        &mut self.done
+    }
+
+    fn recover(&mut self, cx: &mut Ctx) {
+        cx.requests.forget_lock(self.id);
+        self.first = None;
+        self.start_pass(cx);
     }
 }
 

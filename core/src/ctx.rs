@@ -1,0 +1,68 @@
+//! [`Ctx`]: what a task (an acquisition, an inspection, a revocation, an observer,
+//! a deadlock scan) may touch of its session besides itself, lent by the session
+//! for one call.
+
+use crate::contact::Contact;
+use crate::event::LockEvent;
+use crate::ids::LockId;
+use crate::output::{Output, Progress};
+use crate::proto::{Op, Request, RequestId};
+use crate::requests::{Purpose, RequestBook};
+use crate::spec::Config;
+use crate::stats::Stats;
+use crate::time::Timestamp;
+use crate::timers::Timers;
+use crate::watches::WatchIndex;
+use std::collections::VecDeque;
+
+/// Everything a task may touch besides itself.
+pub(crate) struct Ctx<'a> {
+    pub now: Timestamp,
+    pub connected: bool,
+    pub session_id: Option<i64>,
+    pub config: &'a Config,
+    pub requests: &'a mut RequestBook,
+    pub out: &'a mut VecDeque<Output>,
+    pub timers: &'a mut Timers,
+    pub stats: &'a mut Stats,
+    pub watches: &'a mut WatchIndex,
+    pub contact: &'a mut Contact,
+}
+
+impl Ctx<'_> {
+    /// Queues a request, or does nothing while disconnected: recovery after the
+    /// reconnect re-derives every request from the acquisition's state.
+    pub(crate) fn send(&mut self, lock: LockId, purpose: Purpose, op: Op) -> Option<RequestId> {
+        if !self.connected {
+            return None;
+        }
+        let id = self.requests.insert(lock, purpose);
+        self.stats.requests += 1;
+        self.contact.on_sent(self.config, id, &op, self.now);
+        match &op {
+            Op::GetData { path, watch: true } | Op::WatchChildren { path } => {
+                self.watches.add(lock, path)
+            }
+            _ => {}
+        }
+        self.out.push_back(Output::Request(Request { id, op }));
+        Some(id)
+    }
+
+    /// When held locks stop being trusted, if they already have: the leader's last
+    /// proven contact is too old (see [`crate::contact`]).
+    pub(crate) fn distrusted(&self) -> Option<Timestamp> {
+        if self.contact.is_fresh(self.config, self.now) {
+            return None;
+        }
+        self.contact.trusted_until(self.config)
+    }
+
+    pub(crate) fn emit(&mut self, lock: LockId, event: LockEvent) {
+        self.out.push_back(Output::Event { lock, event });
+    }
+
+    pub(crate) fn progress(&mut self, lock: LockId, progress: Progress) {
+        self.out.push_back(Output::Progress { lock, progress });
+    }
+}

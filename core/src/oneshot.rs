@@ -1,0 +1,97 @@
+//! The one policy of the tasks that own no node (inspection, revocation, election
+//! observer, deadlock scan): when a request fails, retry or stop.
+//!
+//! * The outcome is unknown ([`ZkError::is_connection_loss`]) or the session is
+//!   going away (`SessionExpired`, `Closed`): retry after
+//!   [`Config::retry_interval`](crate::Config::retry_interval), once connected. The
+//!   task owns no node, so asking again is always safe, and the session's end (if it
+//!   comes) decides the rest: these tasks go on with the next session, or stop with
+//!   `Closed`.
+//! * Anything else the server or the client answered (`NoAuth`, `BadArguments`, an
+//!   op the binding cannot send, [`ZkError::Other`]), and a reply of the wrong kind
+//!   (a binding's mistake): stop with [`FailReason::Zk`]. Asking again would get the
+//!   same answer, and a task retried forever leaves its caller waiting forever.
+//!
+//! `NoNode` is no error here: each task says what a missing node means to it.
+
+use crate::ctx::Ctx;
+use crate::event::{FailReason, LockEvent};
+use crate::ids::LockId;
+use crate::proto::ZkError;
+use crate::timers::TimerKind;
+
+/// The error a reply of the wrong kind (e.g. data for a listing) stops a task with.
+pub(crate) fn unexpected_reply() -> ZkError {
+    ZkError::Other("unexpected reply".into())
+}
+
+/// Whether the policy retries after `error` (else the task stops).
+pub(crate) fn retries(error: &ZkError) -> bool {
+    error.is_connection_loss() || matches!(error, ZkError::SessionExpired | ZkError::Closed)
+}
+
+/// A task that owns no node and ends in one event (or, for an observer, runs until
+/// stopped): the shared half of inspect, revoke, observer and scan.
+pub(crate) trait OneShot {
+    /// The task's id (its events and timers are filed under it).
+    fn id(&self) -> LockId;
+    /// Whether the task has ended; set once it has.
+    fn done_flag(&mut self) -> &mut bool;
+    /// Sends the task's requests again from its own state, as after a reconnect.
+    fn recover(&mut self, cx: &mut Ctx);
+
+    /// Applies the policy to a failed request: a retry timer, or the end.
+    fn trouble(&mut self, cx: &mut Ctx, error: ZkError) {
+        if retries(&error) {
+            cx.timers.set(
+                self.id(),
+                TimerKind::Retry,
+                cx.now + cx.config.retry_interval,
+            );
+        } else {
+            self.stop(cx, FailReason::Zk(error));
+        }
+    }
+
+    /// A timer of the task fired: a retry starts over, once connected.
+    fn on_timer(&mut self, cx: &mut Ctx, kind: TimerKind) {
+        if kind == TimerKind::Retry && cx.connected && !*self.done_flag() {
+            self.recover(cx);
+        }
+    }
+
+    /// Ends the task with `reason`, once.
+    fn stop(&mut self, cx: &mut Ctx, reason: FailReason) {
+        let done = self.done_flag();
+        if !*done {
+            *done = true;
+            cx.emit(self.id(), LockEvent::Failed(reason));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_outcomes_and_ending_sessions_retry_the_rest_stops() {
+        for retried in [
+            ZkError::ConnectionLoss,
+            ZkError::OperationTimeout,
+            ZkError::SessionExpired,
+            ZkError::Closed,
+        ] {
+            assert!(retries(&retried), "{retried:?}");
+        }
+        for final_answer in [
+            ZkError::NoAuth,
+            ZkError::BadArguments,
+            ZkError::NodeExists,
+            ZkError::Other("unsupported op".into()),
+            unexpected_reply(),
+        ] {
+            assert!(!retries(&final_answer), "{final_answer:?}");
+        }
+    }
+}
