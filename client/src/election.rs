@@ -7,7 +7,8 @@
 
 use crate::client::{LockClient, Task};
 use crate::error::Error;
-use crate::guard::{LockGuard, LockStatus, Pending};
+use crate::guard::{LockGuard, Pending};
+use crate::status::LockStatus;
 use crate::writes::Writes;
 use lock_core::{
     FailReason, FencedError, FencingToken, Grant, Leader, LockEvent, LockId, LockSpec, LostReason,

@@ -12,8 +12,9 @@
 
 use crate::client::LockClient;
 use crate::error::Error;
-use crate::guard::{LockGuard, LockStatus};
+use crate::guard::LockGuard;
 use crate::lock::{Mutex, ReadLock, Semaphore, WriteLock};
+use crate::status::LockStatus;
 use lock_core::{FencingToken, LockSpec, LostReason, Recipe, UsageError};
 use std::future::poll_fn;
 use std::task::Poll;

@@ -3,9 +3,9 @@
 //! `ConnectionRef`: lock, call the core, drain, then wake whoever must act).
 
 use crate::error::Error;
-use crate::guard::LockStatus;
+use crate::status::LockStatus;
 use lock_core::{
-    Config, FencedError, LockEvent, LockId, MultiResult, Output, Request, Session, Timestamp,
+    Config, FencedError, Grant, LockEvent, LockId, MultiResult, Output, Request, Session, Timestamp,
 };
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
@@ -15,6 +15,15 @@ use std::time::{Duration, Instant};
 
 /// The outcome of a fenced write, as the guard's caller sees it.
 pub(crate) type WriteResult = Result<Vec<MultiResult>, FencedError>;
+
+/// One more hold on a reentrant mutex held by the same owner on this session.
+pub(crate) struct Holds {
+    pub(crate) owner: String,
+    pub(crate) path: String,
+    pub(crate) grant: Grant,
+    /// Guards alive on it; the node is released when the last one goes.
+    pub(crate) count: usize,
+}
 
 /// Everything shared, behind one `Arc`.
 pub(crate) struct Shared {
@@ -106,7 +115,7 @@ pub(crate) struct State {
     pub(crate) elections: HashMap<u64, ElectionQueue>,
     next_election: u64,
     /// Reentrant mutexes held, by acquisition: who holds, and how many guards.
-    pub(crate) holds: HashMap<LockId, crate::guard::Holds>,
+    pub(crate) holds: HashMap<LockId, Holds>,
     /// Reentrant mutexes not granted yet: (owner, path), for `holds` at the grant.
     pub(crate) reentrant: HashMap<LockId, (String, String)>,
     /// Requests drained from the core, for the link to send in this order.
@@ -125,7 +134,7 @@ pub(crate) struct State {
     /// Wakers to wake once the mutex is released.
     to_wake: Vec<Waker>,
     /// The client-wide connection state and its subscribers.
-    pub(crate) connection: crate::connection::Tracker,
+    pub(crate) connection: crate::connection_state::Tracker,
     /// The opt-in depth of the metrics' `prefix` label.
     pub(crate) metrics_prefix: Option<usize>,
 }
@@ -393,7 +402,7 @@ impl State {
             if let LockEvent::Acquired(grant) = &event {
                 // Held for its owner from now on: a re-entry counts on it even
                 // before the first guard is handed out.
-                let holds = crate::guard::Holds {
+                let holds = Holds {
                     owner: owner.clone(),
                     path: path.clone(),
                     grant: grant.clone(),
