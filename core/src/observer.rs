@@ -220,12 +220,8 @@ impl Observer {
 }
 
 impl OneShot for Observer {
-    fn id(&self) -> LockId {
-        self.id
-    }
-
-    fn done_flag(&mut self) -> &mut bool {
-        &mut self.done
+    fn id_and_done(&mut self) -> (LockId, &mut bool) {
+        (self.id, &mut self.done)
     }
 
     fn recover(&mut self, cx: &mut Ctx) {

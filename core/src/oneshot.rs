@@ -33,21 +33,18 @@ pub(crate) fn retries(error: &ZkError) -> bool {
 /// A task that owns no node and ends in one event (or, for an observer, runs until
 /// stopped): the shared half of inspect, revoke, observer and scan.
 pub(crate) trait OneShot {
-    /// The task's id (its events and timers are filed under it).
-    fn id(&self) -> LockId;
-    /// Whether the task has ended; set once it has.
-    fn done_flag(&mut self) -> &mut bool;
+    /// The task's id (its events and timers are filed under it), and whether it
+    /// has ended (set once it has).
+    fn id_and_done(&mut self) -> (LockId, &mut bool);
     /// Sends the task's requests again from its own state, as after a reconnect.
     fn recover(&mut self, cx: &mut Ctx);
 
     /// Applies the policy to a failed request: a retry timer, or the end.
     fn trouble(&mut self, cx: &mut Ctx, error: ZkError) {
         if retries(&error) {
-            cx.timers.set(
-                self.id(),
-                TimerKind::Retry,
-                cx.now + cx.config.retry_interval,
-            );
+            let (id, _) = self.id_and_done();
+            cx.timers
+                .set(id, TimerKind::Retry, cx.now + cx.config.retry_interval);
         } else {
             self.stop(cx, FailReason::Zk(error));
         }
@@ -55,17 +52,17 @@ pub(crate) trait OneShot {
 
     /// A timer of the task fired: a retry starts over, once connected.
     fn on_timer(&mut self, cx: &mut Ctx, kind: TimerKind) {
-        if kind == TimerKind::Retry && cx.connected && !*self.done_flag() {
+        if kind == TimerKind::Retry && cx.connected && !*self.id_and_done().1 {
             self.recover(cx);
         }
     }
 
     /// Ends the task with `reason`, once.
     fn stop(&mut self, cx: &mut Ctx, reason: FailReason) {
-        let done = self.done_flag();
+        let (id, done) = self.id_and_done();
         if !*done {
             *done = true;
-            cx.emit(self.id(), LockEvent::Failed(reason));
+            cx.emit(id, LockEvent::Failed(reason));
         }
     }
 }

@@ -94,12 +94,8 @@ impl Revoke {
 }
 
 impl OneShot for Revoke {
-    fn id(&self) -> LockId {
-        self.id
-    }
-
-    fn done_flag(&mut self) -> &mut bool {
-        &mut self.done
+    fn id_and_done(&mut self) -> (LockId, &mut bool) {
+        (self.id, &mut self.done)
     }
 
     fn recover(&mut self, cx: &mut Ctx) {
