@@ -104,7 +104,7 @@ impl LockClient {
 
     /// The checks of the settings of the servers the client was connected to,
     /// one per server (the latest), in the order first made: each server's
-    /// settings (or why they could not be read) and their [`Hazard`]s for this
+    /// settings (or why they could not be read) and their [`Hazard`](crate::Hazard)s for this
     /// session. The binding checks a server in the background after connecting
     /// to it, so a check may come a moment later (hazards also come as
     /// [`ConnectionEvent::ServerHazard`]).

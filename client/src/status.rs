@@ -3,7 +3,7 @@
 
 use lock_core::LostReason;
 
-/// Where a held lock stands, from [`LockGuard::status`].
+/// Where a held lock stands, from [`LockGuard::status`](crate::LockGuard::status).
 #[derive(Clone, PartialEq, Eq, Debug)]
 #[non_exhaustive]
 pub enum LockStatus {
@@ -11,7 +11,7 @@ pub enum LockStatus {
     Held,
     /// The connection is down: ownership is not guaranteed until it is resumed (or
     /// lost, see [`Lost`](Self::Lost)). Stop touching the protected resource, or
-    /// fence your writes with [`LockGuard::token`]. Nobody else can hold the lock
+    /// fence your writes with [`LockGuard::token`](crate::LockGuard::token). Nobody else can hold the lock
     /// yet: the lock turns `Lost` before the server could expire the session.
     Suspended,
     /// No longer held. After a suspension, `Lost(SuspendedTooLong)` comes before

@@ -120,7 +120,7 @@ impl Task {
 ///    `now >= poll_timeout()`.
 ///
 /// Misuse returns a [`UsageError`] and changes nothing; trouble with ZooKeeper turns
-/// into [`LockEvent`]s. Every acquisition ends in exactly one terminal event.
+/// into [`LockEvent`](crate::LockEvent)s. Every acquisition ends in exactly one terminal event.
 ///
 /// ```
 /// use lock_core::*;
@@ -260,7 +260,7 @@ impl Session {
     }
 
     /// Follows the leader of the election at `path` without taking part: reports
-    /// [`LockEvent::LeaderChanged`] now and at every change, until
+    /// [`LockEvent::LeaderChanged`](crate::LockEvent::LeaderChanged) now and at every change, until
     /// [`cancel`](Self::cancel)led (then [`FailReason::Cancelled`]).
     pub fn observe(&mut self, path: &str, now: Timestamp) -> Result<LockId, UsageError> {
         self.check_open()?;
@@ -273,7 +273,7 @@ impl Session {
 
     /// Asks the holders of the lock at `path` (or, for a participant node's path,
     /// that node's owner, waiting or holding) to let go, by writing `__REVOKE__` to
-    /// their node. Ends with [`LockEvent::RevocationSent`] naming the nodes asked.
+    /// their node. Ends with [`LockEvent::RevocationSent`](crate::LockEvent::RevocationSent) naming the nodes asked.
     pub fn revoke(&mut self, path: &str, now: Timestamp) -> Result<LockId, UsageError> {
         self.check_open()?;
         validate_lock_path(path)?;
@@ -286,7 +286,7 @@ impl Session {
     /// Lists the holders and waiters of the lock at `path`, in queue order, with
     /// their owners, sessions, ages and tokens, and what each waiter waits for: one
     /// pipelined round trip (a listing, then a `getData` per participant, no
-    /// watches). Ends with [`LockEvent::Participants`].
+    /// watches). Ends with [`LockEvent::Participants`](crate::LockEvent::Participants).
     pub fn inspect(&mut self, path: &str, now: Timestamp) -> Result<LockId, UsageError> {
         self.check_open()?;
         validate_lock_path(path)?;
@@ -297,7 +297,7 @@ impl Session {
     }
 
     /// Scans the lock directories under `root` (the root itself and its direct
-    /// children) for deadlocks, and ends with [`LockEvent::Deadlocks`]: one cycle of
+    /// children) for deadlocks, and ends with [`LockEvent::Deadlocks`](crate::LockEvent::Deadlocks): one cycle of
     /// waits per deadlock, each node with its owner, session, token and age. Every
     /// edge is read twice (see [`crate::deadlock`]); cycles through participants of
     /// any client count, as long as their owners are named in their data.
@@ -381,7 +381,7 @@ impl Session {
     }
 
     /// Releases a held lock: deletes its node (retrying across reconnects) and reports
-    /// [`LockEvent::Released`], or [`LockEvent::Lost`] with
+    /// [`LockEvent::Released`](crate::LockEvent::Released), or [`LockEvent::Lost`](crate::LockEvent::Lost) with
     /// [`NodeDeleted`](crate::LostReason::NodeDeleted) if someone else had deleted the
     /// node (found by the first delete; after a delete whose outcome was unknown, a
     /// missing node counts as released). A lock that is not held gives [`UsageError::NotHeld`]
@@ -401,7 +401,7 @@ impl Session {
 
     /// Lets go of a held lock without closing its open critical section (a guard
     /// dropped inside a section, as by a holder that crashed there): its node is
-    /// deleted and the acquisition ends with [`LockEvent::Released`], but the
+    /// deleted and the acquisition ends with [`LockEvent::Released`](crate::LockEvent::Released), but the
     /// section marker stays, so the next holder sees
     /// [`Grant::previous_holder_crashed`](crate::Grant::previous_holder_crashed).
     /// Without an open section this is [`release`](Self::release).
@@ -443,18 +443,18 @@ impl Session {
     /// Opens a critical section on a held lock with crash detection: a marker
     /// (fenced by our node) tells the next holder if we die before a clean
     /// [`release`](Self::release) or [`close_section`](Self::close_section).
-    /// Reports [`LockEvent::SectionOpened`].
+    /// Reports [`LockEvent::SectionOpened`](crate::LockEvent::SectionOpened).
     pub fn open_section(&mut self, id: LockId, now: Timestamp) -> Result<(), UsageError> {
         self.with_acquisition(id, now, |a, cx| a.open_section(cx))
     }
 
-    /// Closes the critical section; reports [`LockEvent::SectionClosed`].
+    /// Closes the critical section; reports [`LockEvent::SectionClosed`](crate::LockEvent::SectionClosed).
     pub fn close_section(&mut self, id: LockId, now: Timestamp) -> Result<(), UsageError> {
         self.with_acquisition(id, now, |a, cx| a.close_section(cx))
     }
 
     /// Applies `ops` in one `multi` with a `check` on our lock node, so they apply
-    /// only while we hold the lock. The outcome comes as [`LockEvent::FencedWrite`]
+    /// only while we hold the lock. The outcome comes as [`LockEvent::FencedWrite`](crate::LockEvent::FencedWrite)
     /// with the returned id. Refused with [`UsageError::NotHeld`] unless held and
     /// connected.
     pub fn fenced_write(
