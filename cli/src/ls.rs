@@ -52,25 +52,39 @@ pub(crate) async fn run(
     let now = now_ms();
     if as_json {
         println!("{}", to_json(&who, now));
-    } else if who.holders.is_empty() && who.waiters.is_empty() {
-        say(format_args!("nobody holds or waits for {path}"));
+        return ExitCode::SUCCESS;
+    }
+    let (table, notes) = text_view(&who, &path, now);
+    print!("{table}");
+    for line in notes {
+        say(line);
+    }
+    ExitCode::SUCCESS
+}
+
+/// The text view of one lock: the table (empty when nobody holds or waits),
+/// and the notes printed after it on stderr (nobody there, mixed naming
+/// schemes, foreign nodes). `zklock top` shows the same when following a lock.
+pub(crate) fn text_view(who: &Participants, path: &str, now: i64) -> (String, Vec<String>) {
+    let mut notes = Vec::new();
+    let table = if who.holders.is_empty() && who.waiters.is_empty() {
+        notes.push(format!("nobody holds or waits for {path}"));
+        String::new()
     } else {
-        print!("{}", table(&who, now));
-    }
-    if let (Some(views), false) = (views::views(&who), as_json) {
-        let all = in_queue_order(&who);
+        table(who, now)
+    };
+    if let Some(views) = views::views(who) {
+        let all = in_queue_order(who);
         let position = |node: &str| all.iter().position(|(p, _)| p.node == node).map(|i| i + 1);
-        for line in views::describe(&path, &views, position) {
-            say(line);
-        }
+        notes.extend(views::describe(path, &views, position));
     }
-    if who.foreign > 0 && !as_json {
-        say(format_args!(
+    if who.foreign > 0 {
+        notes.push(format!(
             "{} other node(s) in {path} follow no lock naming scheme (ignored)",
             who.foreign
         ));
     }
-    ExitCode::SUCCESS
+    (table, notes)
 }
 
 /// Milliseconds since the epoch (ZooKeeper's `ctime` unit).

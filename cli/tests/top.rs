@@ -156,7 +156,8 @@ fn once_prints_holders_waiters_and_deadlocks() {
 
 /// The live view on a terminal (a pty from script(1), 160x40), its screen read
 /// back: the locks with holders and DEADLOCK; a lock taken meanwhile under ROOT
-/// shows up, and goes when released (a watch refreshes the view); `q` quits with 0.
+/// shows up, and goes when released (a watch refreshes the view); a selected
+/// lock is followed into its `ls` view and back; `q` quits with 0.
 #[test]
 fn live_view_on_a_terminal_refreshes_and_quits() {
     let zk = server().connect_string();
@@ -194,10 +195,11 @@ fn live_view(zk: &str, root: &str) -> String {
             }
         })
     };
+    let screen_now = || read_back(&String::from_utf8_lossy(&screen.lock().unwrap()));
     let shows = |what: &str| {
         let until = std::time::Instant::now() + LONG;
         loop {
-            let seen = read_back(&String::from_utf8_lossy(&screen.lock().unwrap()));
+            let seen = screen_now();
             if seen.contains(what) {
                 return;
             }
@@ -222,7 +224,55 @@ fn live_view(zk: &str, root: &str) -> String {
     holder.wait().unwrap();
     // Its node gone: the lock leaves the view.
     shows(&format!("3 lock(s) under {root}"));
-    script.stdin.as_mut().unwrap().write_all(b"q").unwrap();
+    let mut press = |keys: &[u8]| {
+        let stdin = script.stdin.as_mut().unwrap();
+        stdin.write_all(keys).unwrap();
+        stdin.flush().unwrap();
+    };
+    // Sorted by path (deadlocked first): /a, /b, /c. Enter follows the selected
+    // (first) lock into its `ls` view, Backspace goes back.
+    press(b"p");
+    shows("sort: Path");
+    press(b"\r");
+    shows(&format!("zklock ls {root}/a | Esc back"));
+    shows("STATE");
+    shows("DEADLOCK: in a deadlock");
+    press(b"\x7f");
+    shows(&format!("3 lock(s) under {root}"));
+    // Two rows down (j, then the down arrow) is /c: carol holds, dave and an
+    // owner-less session wait; Esc goes back.
+    press(b"j\x1b[B");
+    press(b"\r");
+    shows(&format!("zklock ls {root}/c | Esc back"));
+    let lock_view = screen_now();
+    let lines: Vec<&str> = lock_view.lines().collect();
+    let row = |n: &str| {
+        lines
+            .iter()
+            .find(|l| {
+                l.trim_start_matches('│')
+                    .trim_start()
+                    .starts_with(&format!("{n} "))
+            })
+            .unwrap_or_else(|| panic!("no row {n} in:\n{lock_view}"))
+            .to_string()
+    };
+    assert!(
+        row("1").contains("holds") && row("1").contains("carol"),
+        "{lock_view}"
+    );
+    assert!(
+        row("2").contains("waits") && row("2").contains("dave"),
+        "{lock_view}"
+    );
+    assert!(
+        row("3").contains("waits") && row("3").contains(" - "),
+        "{lock_view}"
+    );
+    assert!(!lock_view.contains("DEADLOCK"), "{lock_view}");
+    press(b"\x1b");
+    shows(&format!("3 lock(s) under {root}"));
+    press(b"q");
     let status = script.wait().unwrap();
     reader.join().unwrap();
     let seen = read_back(&String::from_utf8_lossy(&screen.lock().unwrap()));

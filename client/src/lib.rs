@@ -265,7 +265,7 @@ pub use writes::Writes;
 pub use lock_core::{
     CreateMode, CycleNode, FailReason, FencedError, FencingToken, Grant, Leader, LockEvent,
     LockSpec, LostReason, MultiOp, MultiResult, NameScheme, NodeKind, Participant, Participants,
-    Stats, UsageError, ZkError,
+    Stats, UsageError, WaitFor, ZkError,
 };
 
 #[cfg(test)]

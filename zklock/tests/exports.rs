@@ -89,6 +89,7 @@ imported_through_each!(
     Participants,
     Stats,
     UsageError,
+    WaitFor,
     ZkError,
 );
 

@@ -3,6 +3,7 @@
 //! whether it is on a deadlock cycle: a live full-screen view (`screen`), or the
 //! same table printed once (`--once`).
 
+mod listing;
 mod rows;
 mod screen;
 mod table;
@@ -25,7 +26,8 @@ pub(crate) struct TopArgs {
     /// The directory whose children are lock directories, e.g. /locks.
     pub(crate) root: String,
     /// Print the table once and exit (no terminal needed); without it, a live
-    /// full-screen view (q quits; w, h, p sort by wait, hold, path).
+    /// full-screen view (q quits; w, h, p sort by wait, hold, path; arrows or
+    /// j/k select a lock, Enter follows it into its `ls` view, Esc goes back).
     #[arg(long)]
     once: bool,
     /// Sort by the longest wait, the longest hold, or the path (deadlocked
@@ -56,11 +58,15 @@ pub(crate) async fn run(
             }
         };
     }
-    let mut rows = match rows::gather(&raw, locks, &args.root, now_ms()).await {
-        Ok(rows) => rows,
+    let mut listing = match listing::Listing::read(&raw, locks, &args.root).await {
+        Ok(listing) => listing,
         Err(e) => return chroot.fail(&e).await,
     };
+    if let Err(e) = listing.confirm_deadlocks(locks).await {
+        return chroot.fail(&e).await;
+    }
+    let mut rows = listing.rows();
     table::sort(&mut rows, args.sort);
-    print!("{}", table::text(&args.root, &rows));
+    print!("{}", table::text(&args.root, &rows, now_ms()));
     ExitCode::SUCCESS
 }

@@ -1,7 +1,7 @@
 //! The table of `zklock top`, as text (`--once`, and the lines the screen shows).
 
 use super::rows::Row;
-use crate::ls::{age_text, cell, columns};
+use crate::ls::{age_ms, age_text, cell, columns};
 
 /// What to sort the rows by, longest first.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,11 +15,12 @@ pub(crate) enum SortBy {
 }
 
 /// Sorts `rows`: deadlocked locks first, then by `by` (longest first; ties by path).
-pub(crate) fn sort(rows: &mut [Row], by: SortBy) {
+pub(crate) fn sort(rows: &mut [&Row], by: SortBy) {
     rows.sort_by(|a, b| {
+        // The older the creation, the longer the wait (or hold).
         let key = |r: &Row| match by {
-            SortBy::Wait => r.longest_wait,
-            SortBy::Hold => r.longest_hold,
+            SortBy::Wait => r.oldest_wait.map(|ctime| -ctime),
+            SortBy::Hold => r.oldest_hold.map(|ctime| -ctime),
             SortBy::Path => None,
         };
         b.deadlocked
@@ -29,8 +30,8 @@ pub(crate) fn sort(rows: &mut [Row], by: SortBy) {
     });
 }
 
-/// The header and one line of cells per row.
-pub(crate) fn cells(rows: &[Row]) -> Vec<Vec<String>> {
+/// The header and one line of cells per row, with ages at `now` (ms since the epoch).
+pub(crate) fn cells(rows: &[&Row], now: i64) -> Vec<Vec<String>> {
     let header = [
         "LOCK",
         "RECIPE",
@@ -45,8 +46,9 @@ pub(crate) fn cells(rows: &[Row]) -> Vec<Vec<String>> {
         let holders = row
             .holders
             .iter()
-            .map(|(owner, age, token)| {
-                format!("{}({}, token {token})", cell(owner), age_text(*age))
+            .map(|(owner, ctime, token)| {
+                let age = age_text(age_ms(*ctime, now));
+                format!("{}({age}, token {token})", cell(owner))
             })
             .collect::<Vec<_>>()
             .join(" ");
@@ -62,7 +64,7 @@ pub(crate) fn cells(rows: &[Row]) -> Vec<Vec<String>> {
             if row.waiting == 0 {
                 "-".to_owned()
             } else {
-                age_text(row.longest_wait)
+                age_text(row.oldest_wait.and_then(|ctime| age_ms(ctime, now)))
             },
             row.scheme.clone(),
             if row.deadlocked {
@@ -76,7 +78,7 @@ pub(crate) fn cells(rows: &[Row]) -> Vec<Vec<String>> {
 }
 
 /// One line: how many locks, waiters and deadlocked locks.
-pub(crate) fn summary(root: &str, rows: &[Row]) -> String {
+pub(crate) fn summary(root: &str, rows: &[&Row]) -> String {
     let waiting: usize = rows.iter().map(|r| r.waiting).sum();
     let deadlocked = rows.iter().filter(|r| r.deadlocked).count();
     format!(
@@ -87,10 +89,10 @@ pub(crate) fn summary(root: &str, rows: &[Row]) -> String {
 }
 
 /// The whole table as text, after the summary line.
-pub(crate) fn text(root: &str, rows: &[Row]) -> String {
+pub(crate) fn text(root: &str, rows: &[&Row], now: i64) -> String {
     let mut out = summary(root, rows) + "\n";
     if !rows.is_empty() {
-        out.push_str(&columns(&cells(rows)));
+        out.push_str(&columns(&cells(rows, now)));
     }
     out
 }

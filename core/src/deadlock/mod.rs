@@ -119,10 +119,12 @@
 //! acquisition here; the self-deadlock check lets it through).
 
 pub(crate) mod chase;
+mod graph;
 pub(crate) mod publish;
 pub(crate) mod scan;
 
 pub use crate::participants::CycleNode;
+pub use graph::WaitFor;
 
 /// The most nodes one chase visits (a bound on its requests).
 pub const MAX_NODES: usize = 256;

@@ -18,6 +18,7 @@
 //! `d` directories and `n` participants, per pass.
 
 use super::chase::{Pass, Seen, Target};
+use super::graph::{common, cycles, graph, Graph, Vertex};
 use crate::ctx::Ctx;
 use crate::event::LockEvent;
 use crate::ids::{FencingToken, LockId};
@@ -25,9 +26,7 @@ use crate::names::parse_name;
 use crate::oneshot::{unexpected_reply, OneShot};
 use crate::participants::CycleNode;
 use crate::proto::{Reply, RequestId, ZkError};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
-
-type Graph = BTreeMap<String, BTreeSet<String>>;
+use std::collections::BTreeSet;
 
 pub(crate) struct Scan {
     id: LockId,
@@ -113,16 +112,7 @@ impl Scan {
                 self.start_pass(cx);
             }
             Some(first) => {
-                let both: Graph = graph
-                    .into_iter()
-                    .map(|(a, bs)| {
-                        let keep = first
-                            .get(&a)
-                            .map_or(BTreeSet::new(), |f| bs.intersection(f).cloned().collect());
-                        (a, keep)
-                    })
-                    .collect();
-                let cycles = cycles(&both)
+                let cycles = cycles(&common(&graph, &first))
                     .into_iter()
                     .map(|c| self.describe(&c))
                     .collect();
@@ -134,9 +124,7 @@ impl Scan {
 
     /// The wait-for graph of this pass.
     fn graph(&self) -> Graph {
-        let mut g = Graph::new();
-        let mut held: Vec<(String, String)> = Vec::new(); // (owner, node)
-        let mut waiting: BTreeMap<String, Vec<String>> = BTreeMap::new(); // owner -> nodes
+        let mut vertices = Vec::new();
         for (dir, places) in &self.pass.dirs {
             let Seen::Got(places) = places else { continue };
             let base = if dir == "/" { "" } else { dir.as_str() };
@@ -145,40 +133,20 @@ impl Scan {
                 let Some((data, _)) = self.pass.node(&path) else {
                     continue;
                 };
-                let edges = g.entry(path.clone()).or_default();
-                if p.holds {
-                    for w in &data.waits {
-                        edges.insert(w.clone());
-                    }
-                    if let Some(o) = &data.owner {
-                        held.push((o.clone(), path));
-                    }
-                } else {
-                    for b in &p.hard {
-                        let b = format!("{base}/{b}");
-                        if self.pass.node(&b).is_some() {
-                            edges.insert(b);
-                        }
-                    }
-                    if let Some(o) = &data.owner {
-                        waiting.entry(o.clone()).or_default().push(path);
-                    }
-                }
+                vertices.push(Vertex {
+                    holds: p.holds,
+                    owner: data.owner.clone(),
+                    published: if p.holds {
+                        data.waits.clone()
+                    } else {
+                        Vec::new()
+                    },
+                    hard: p.hard.iter().map(|b| format!("{base}/{b}")).collect(),
+                    path,
+                });
             }
         }
-        for (o, h) in held {
-            for w in waiting.get(&o).into_iter().flatten() {
-                g.entry(h.clone()).or_default().insert(w.clone());
-            }
-        }
-        // Published waits naming nodes that are not waiting here lead nowhere.
-        let waiting_nodes: BTreeSet<String> = waiting.into_values().flatten().collect();
-        let all: BTreeSet<String> = g.keys().cloned().collect();
-        for (a, bs) in g.iter_mut() {
-            let held_a = self.pass.place(a).is_some_and(|p| p.holds);
-            bs.retain(|b| all.contains(b) && (!held_a || waiting_nodes.contains(b)));
-        }
-        g
+        graph(&vertices)
     }
 
     fn describe(&self, cycle: &[String]) -> Vec<CycleNode> {
@@ -208,89 +176,5 @@ impl OneShot for Scan {
         cx.requests.forget_lock(self.id);
         self.first = None;
         self.start_pass(cx);
-    }
-}
-
-/// One shortest cycle per strongly connected set of `g` (of two nodes or more),
-/// through its first node in path order.
-fn cycles(g: &Graph) -> Vec<Vec<String>> {
-    let reach = |from: &str| -> BTreeSet<String> {
-        let mut seen = BTreeSet::new();
-        let mut todo: Vec<&str> = vec![from];
-        while let Some(v) = todo.pop() {
-            for w in g.get(v).into_iter().flatten() {
-                if seen.insert(w.clone()) {
-                    todo.push(w);
-                }
-            }
-        }
-        seen
-    };
-    let reaches: BTreeMap<&String, BTreeSet<String>> = g.keys().map(|k| (k, reach(k))).collect();
-    let mut covered = BTreeSet::new();
-    let mut out = Vec::new();
-    for (v, r) in &reaches {
-        if covered.contains(*v) || !r.contains(*v) {
-            continue;
-        }
-        let scc: BTreeSet<String> = r
-            .iter()
-            .filter(|w| reaches.get(w).is_some_and(|rw| rw.contains(*v)))
-            .cloned()
-            .collect();
-        covered.extend(scc.iter().cloned());
-        // Shortest cycle through v, breadth first inside its set.
-        let mut parent: BTreeMap<String, String> = BTreeMap::new();
-        let mut queue = VecDeque::from([(*v).clone()]);
-        'bfs: while let Some(a) = queue.pop_front() {
-            for b in g.get(&a).into_iter().flatten() {
-                if !scc.contains(b) {
-                    continue;
-                }
-                if b == *v {
-                    let mut cycle = vec![a.clone()];
-                    while let Some(p) = parent.get(cycle.last().expect("non-empty")) {
-                        cycle.push(p.clone());
-                    }
-                    cycle.reverse();
-                    out.push(cycle);
-                    break 'bfs;
-                }
-                if !parent.contains_key(b) && b != *v {
-                    parent.insert(b.clone(), a.clone());
-                    queue.push_back(b.clone());
-                }
-            }
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn one_shortest_cycle_per_strongly_connected_set() {
-        let mut g = Graph::new();
-        for (a, b) in [
-            ("a", "b"),
-            ("b", "c"),
-            ("c", "a"),
-            ("b", "a"),
-            ("x", "y"),
-            ("y", "x"),
-            ("y", "z"),
-        ] {
-            g.entry(a.into()).or_default().insert(b.into());
-        }
-        let c = cycles(&g);
-        assert_eq!(
-            c,
-            vec![
-                vec!["a".to_owned(), "b".to_owned()],
-                vec!["x".to_owned(), "y".to_owned()]
-            ]
-        );
     }
 }
