@@ -2,9 +2,11 @@
 //! and a deadlock under one root, printed as one table.
 
 mod common;
+mod screen;
 
 use common::*;
 use lock_zookeeper_client::LockClient;
+use screen::Screen;
 use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(30);
@@ -185,17 +187,17 @@ fn live_view(zk: &str, root: &str) -> String {
         .stdout(Stdio::piped())
         .spawn()
         .expect("script(1) from util-linux");
-    let screen = Arc::new(Mutex::new(Vec::new()));
+    let screen = Arc::new(Mutex::new(Screen::new(40, 160)));
     let reader = {
         let (mut tty, screen) = (script.stdout.take().unwrap(), screen.clone());
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n @ 1..) = tty.read(&mut buf) {
-                screen.lock().unwrap().extend_from_slice(&buf[..n]);
+                screen.lock().unwrap().feed(&buf[..n]);
             }
         })
     };
-    let screen_now = || read_back(&String::from_utf8_lossy(&screen.lock().unwrap()));
+    let screen_now = || screen.lock().unwrap().text();
     let shows = |what: &str| {
         let until = std::time::Instant::now() + LONG;
         loop {
@@ -215,6 +217,24 @@ fn live_view(zk: &str, root: &str) -> String {
     ));
     shows("alice(");
     shows("DEADLOCK");
+    // Deadlocked rows in bold red; the selected (first) row in reverse video.
+    let look = |what: &str| screen.lock().unwrap().look_of(what).unwrap();
+    let (alice, carol) = (look("alice("), look("carol("));
+    assert!(
+        alice.red && alice.bold,
+        "{}",
+        screen.lock().unwrap().marked()
+    );
+    assert!(
+        !carol.red && !carol.reversed,
+        "{}",
+        screen.lock().unwrap().marked()
+    );
+    assert!(
+        look(&format!("{root}/a")).reversed || look(&format!("{root}/b")).reversed,
+        "{}",
+        screen.lock().unwrap().marked()
+    );
     // A new lock under ROOT: the watch refreshes the view.
     let marker = scratch("top-live").join("held");
     let mut holder = holding(zk, &["--owner", "erin"], &format!("{root}/e"), &marker);
@@ -275,52 +295,7 @@ fn live_view(zk: &str, root: &str) -> String {
     press(b"q");
     let status = script.wait().unwrap();
     reader.join().unwrap();
-    let seen = read_back(&String::from_utf8_lossy(&screen.lock().unwrap()));
+    let seen = screen.lock().unwrap().marked();
     assert!(status.success(), "{status:?}: {seen}");
     seen
-}
-
-/// The screen a terminal of 40 rows of 160 columns shows after `output`: the
-/// cursor moves (`ESC [ row ; col H`) and the text; other escape sequences
-/// (colours, modes) are skipped. Enough for what ratatui draws.
-fn read_back(output: &str) -> String {
-    let mut grid = vec![vec![' '; 160]; 40];
-    let (mut row, mut col) = (0usize, 0usize);
-    let mut chars = output.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            if chars.peek() != Some(&'[') {
-                chars.next();
-                continue;
-            }
-            chars.next();
-            let mut params = String::new();
-            let end = loop {
-                match chars.next() {
-                    Some(c) if c.is_ascii_alphabetic() || c == '~' => break c,
-                    Some(c) => params.push(c),
-                    None => break ' ',
-                }
-            };
-            if end == 'H' {
-                let mut at = params.split(';').map(|n| n.parse::<usize>().unwrap_or(1));
-                row = at.next().unwrap_or(1).saturating_sub(1);
-                col = at.next().unwrap_or(1).saturating_sub(1);
-            }
-        } else if c == '\r' {
-            col = 0;
-        } else if c == '\n' {
-            row += 1;
-        } else if !c.is_control() {
-            if let Some(cell) = grid.get_mut(row).and_then(|r| r.get_mut(col)) {
-                *cell = c;
-            }
-            col += 1;
-        }
-    }
-    let lines: Vec<String> = grid
-        .into_iter()
-        .map(|r| r.into_iter().collect::<String>().trim_end().to_owned())
-        .collect();
-    lines.join("\n")
 }

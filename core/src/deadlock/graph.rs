@@ -305,6 +305,8 @@ fn join(dir: &str, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inspect::Participant;
+    use crate::names::{NameScheme, NodeKind};
 
     fn graph_of(edges: &[(&str, &str)]) -> Graph {
         let mut g = Graph::new();
@@ -352,6 +354,80 @@ mod tests {
         assert!(deadlocked_sets(&g).is_empty());
         g.get_mut(&names[199_999]).unwrap().insert(names[0].clone());
         assert_eq!(deadlocked_sets(&g)[0].len(), 200_000);
+    }
+
+    fn participant(dir: &str, seq: i32, owner: &str) -> Participant {
+        let node = format!("zkl-{:032x}-write-{seq:010}", seq as u128 + 1);
+        Participant {
+            node,
+            dir: dir.to_owned(),
+            kind: NodeKind::Write,
+            permits: None,
+            scheme: NameScheme::Native,
+            sequence: seq,
+            owner: Some(owner.to_owned()),
+            session: 1,
+            ctime: 1,
+            token: FencingToken(i64::from(seq)),
+            data: Vec::new(),
+            waits_for: Vec::new(),
+            owner_waits_at: Vec::new(),
+        }
+    }
+
+    /// `holder` holds `dir`, `waiters` wait there in order.
+    fn lock(dir: &str, holder: &str, waiters: &[&str]) -> Participants {
+        let held = participant(dir, 0, holder);
+        let waiters = waiters
+            .iter()
+            .enumerate()
+            .map(|(i, w)| Participant {
+                waits_for: vec![held.node.clone()],
+                ..participant(dir, i as i32 + 1, w)
+            })
+            .collect();
+        Participants {
+            path: dir.to_owned(),
+            holders: vec![held],
+            waiters,
+            foreign: 0,
+        }
+    }
+
+    #[test]
+    fn deadlocks_among_listings_read() {
+        let (a, b, c) = (
+            lock("/l/a", "alice", &["bob"]),
+            lock("/l/b", "bob", &["alice"]),
+            lock("/l/c", "carol", &["dave"]),
+        );
+        let graph = WaitFor::new([&a, &b, &c]);
+        assert_eq!(
+            graph.deadlocked_locks(),
+            BTreeSet::from(["/l/a".to_owned(), "/l/b".to_owned()])
+        );
+        let cycles = graph.cycles();
+        assert_eq!(cycles.len(), 1);
+        let around: Vec<(&str, bool)> = cycles[0]
+            .iter()
+            .map(|n| (n.owner.as_deref().unwrap(), n.holds))
+            .collect();
+        // alice holds /a and waits at /b behind bob, who waits at /a behind alice.
+        assert_eq!(
+            around,
+            [
+                ("alice", true),
+                ("alice", false),
+                ("bob", true),
+                ("bob", false)
+            ]
+        );
+        // Read again after bob gave up waiting at /a: no edge back, no deadlock.
+        let a_later = lock("/l/a", "alice", &[]);
+        let later = WaitFor::new([&a_later, &b, &c]);
+        assert!(later.deadlocked_locks().is_empty());
+        assert!(graph.common(&later).cycles().is_empty());
+        assert_eq!(graph.common(&graph).deadlocked_locks().len(), 2);
     }
 
     #[test]
