@@ -40,7 +40,13 @@ fn main() {
         .map_or(10_000, |n| n.parse().expect("LOCKS: a number"));
     let zklock = std::env::var("ZKLOCK").unwrap_or_else(|_| {
         let me = std::env::current_exe().unwrap();
-        me.parent().unwrap().parent().unwrap().join("zklock").display().to_string()
+        me.parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .join("zklock")
+            .display()
+            .to_string()
     });
     let server = ZkServer::builder()
         .config("preAllocSize", "65536")
@@ -62,7 +68,13 @@ fn main() {
     );
     println!("load average: {}", load_average());
 
-    let packets = || server.mntr().unwrap().get_u64("zk_packets_received").unwrap();
+    let packets = || {
+        server
+            .mntr()
+            .unwrap()
+            .get_u64("zk_packets_received")
+            .unwrap()
+    };
     for args in [vec!["top", "--once", root], vec!["deadlocks", root]] {
         let before = packets();
         let started = Instant::now();
@@ -123,7 +135,10 @@ async fn populate(raw: &Client, root: &str, locks: usize) -> usize {
     let dir = |i: usize| format!("{root}/lock-{i:05}");
     for chunk in (0..locks).collect::<Vec<_>>().chunks(1000) {
         let dirs: Vec<String> = chunk.iter().map(|i| dir(*i)).collect();
-        let created: Vec<_> = dirs.iter().map(|d| raw.create(d, &[], &persistent)).collect();
+        let created: Vec<_> = dirs
+            .iter()
+            .map(|d| raw.create(d, &[], &persistent))
+            .collect();
         for c in created {
             c.await.expect("a lock directory");
         }
@@ -161,14 +176,23 @@ fn cpu_ticks(pid: u32) -> u64 {
     // After the command name in parentheses: fields 3.. ; utime, stime are 14, 15.
     let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
     let fields: Vec<&str> = after.split_whitespace().collect();
-    let get = |i: usize| fields.get(i - 3).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    let get = |i: usize| {
+        fields
+            .get(i - 3)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     get(14) + get(15)
 }
 
 /// Milliseconds per clock tick (`getconf CLK_TCK`).
 fn ms_per_tick() -> f64 {
     let out = Command::new("getconf").arg("CLK_TCK").output().unwrap();
-    1000.0 / String::from_utf8_lossy(&out.stdout).trim().parse::<f64>().unwrap_or(100.0)
+    1000.0
+        / String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse::<f64>()
+            .unwrap_or(100.0)
 }
 
 fn load_average() -> String {

@@ -272,7 +272,13 @@ enum Command {
     /// waiters, the longest wait, naming scheme, and DEADLOCK when one of its
     /// nodes is on a deadlock cycle (`zklock deadlocks` tells which). Deadlocked
     /// locks come first, then the longest wait (--sort hold: the longest hold).
-    /// --once prints the table once (for scripts and CI logs).
+    /// --once prints the table once (for scripts and CI logs); a deadlock it
+    /// shows was seen in two readings, as `zklock deadlocks` confirms them.
+    ///
+    /// The live view reads every lock once, then only the locks a watch on ROOT
+    /// says changed (a burst of changes is one refresh, at most ten a second);
+    /// ages tick without reading. j/k or the arrows select a lock, Enter follows
+    /// it into its `zklock ls` view (kept current), Esc or Backspace goes back.
     #[command(after_help = EXIT_CODES)]
     Top(top::TopArgs),
     /// Check every server of --zk for settings that make locks unsafe, and say how to fix them.

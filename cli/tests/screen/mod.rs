@@ -52,9 +52,7 @@ impl Screen {
     fn step(&mut self, rest: &[u8]) -> Option<usize> {
         match rest[0] {
             0x1b => {
-                let Some(&next) = rest.get(1) else {
-                    return None;
-                };
+                let &next = rest.get(1)?;
                 if next != b'[' {
                     return Some(2);
                 }
