@@ -28,10 +28,8 @@ use lock_core::names::node_prefix;
 use lock_core::{AttemptId, NameScheme, NodeKind};
 use lock_testkit::ZkServer;
 use lock_zookeeper_client::zookeeper_client::{Acls, Client, CreateMode};
-use screen::Screen;
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use screen::{Screen, Terminal};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn main() {
@@ -233,27 +231,8 @@ fn live(
     let tick_ms = ms_per_tick();
     let before = packets();
     let started = Instant::now();
-    let mut script = Command::new("script")
-        .args([
-            "-qec",
-            &format!("stty cols 160 rows 40; exec {zklock} top {root}"),
-            "/dev/null",
-        ])
-        .env("ZKLOCK_ZK", zk)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("script(1) from util-linux");
-    let screen = Arc::new(Mutex::new(Screen::new(40, 160)));
-    let reader = {
-        let (mut tty, screen) = (script.stdout.take().unwrap(), screen.clone());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 65536];
-            while let Ok(n @ 1..) = tty.read(&mut buf) {
-                screen.lock().unwrap().feed(&buf[..n]);
-            }
-        })
-    };
+    let mut terminal = Terminal::top(zklock, zk, root);
+    let screen = terminal.screen.clone();
     let wait_for = |what: &dyn Fn(&Screen) -> bool| {
         let until = Instant::now() + Duration::from_secs(120);
         while !what(&screen.lock().unwrap()) {
@@ -264,7 +243,7 @@ fn live(
     let summary = format!("{locks} lock(s) under {root}");
     wait_for(&|s| s.text().contains(&summary));
     let first = started.elapsed();
-    let pid = child_of(script.id()).expect("zklock under script");
+    let pid = child_of(terminal.script.id()).expect("zklock under script");
     println!(
         "zklock top (live): first screen after {:.2} s, {} requests, {:.0} ms CPU",
         first.as_secs_f64(),
@@ -330,8 +309,6 @@ fn live(
         packets() - requests
     );
 
-    use std::io::Write;
-    script.stdin.as_mut().unwrap().write_all(b"q").unwrap();
-    script.wait().unwrap();
-    reader.join().unwrap();
+    terminal.press(b"q");
+    terminal.wait();
 }

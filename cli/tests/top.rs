@@ -6,7 +6,7 @@ mod screen;
 
 use common::*;
 use lock_zookeeper_client::LockClient;
-use screen::Screen;
+use screen::Terminal;
 use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(30);
@@ -173,30 +173,8 @@ fn live_view_on_a_terminal_refreshes_and_quits() {
 
 /// Runs `zklock top ROOT` under script(1) and checks its screen as it goes.
 fn live_view(zk: &str, root: &str) -> String {
-    use std::io::{Read, Write};
-    use std::process::{Command, Stdio};
-    use std::sync::{Arc, Mutex};
-    let cmd = format!(
-        "stty cols 160 rows 40; exec {} top {root}",
-        env!("CARGO_BIN_EXE_zklock")
-    );
-    let mut script = Command::new("script")
-        .args(["-qec", &cmd, "/dev/null"])
-        .env("ZKLOCK_ZK", zk)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("script(1) from util-linux");
-    let screen = Arc::new(Mutex::new(Screen::new(40, 160)));
-    let reader = {
-        let (mut tty, screen) = (script.stdout.take().unwrap(), screen.clone());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n @ 1..) = tty.read(&mut buf) {
-                screen.lock().unwrap().feed(&buf[..n]);
-            }
-        })
-    };
+    let mut terminal = Terminal::top(env!("CARGO_BIN_EXE_zklock"), zk, root);
+    let screen = terminal.screen.clone();
     let screen_now = || screen.lock().unwrap().text();
     let shows = |what: &str| {
         let until = std::time::Instant::now() + LONG;
@@ -244,11 +222,7 @@ fn live_view(zk: &str, root: &str) -> String {
     holder.wait().unwrap();
     // Its node gone: the lock leaves the view.
     shows(&format!("3 lock(s) under {root}"));
-    let mut press = |keys: &[u8]| {
-        let stdin = script.stdin.as_mut().unwrap();
-        stdin.write_all(keys).unwrap();
-        stdin.flush().unwrap();
-    };
+    let mut press = |keys: &[u8]| terminal.press(keys);
     // Sorted by path (deadlocked first): /a, /b, /c. Enter follows the selected
     // (first) lock into its `ls` view, Backspace goes back.
     press(b"p");
@@ -293,8 +267,7 @@ fn live_view(zk: &str, root: &str) -> String {
     press(b"\x1b");
     shows(&format!("3 lock(s) under {root}"));
     press(b"q");
-    let status = script.wait().unwrap();
-    reader.join().unwrap();
+    let status = terminal.wait();
     let seen = screen.lock().unwrap().marked();
     assert!(status.success(), "{status:?}: {seen}");
     seen

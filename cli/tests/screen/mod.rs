@@ -177,3 +177,60 @@ impl Screen {
             .join("\n")
     }
 }
+
+/// `zklock top ROOT` under script(1), on a pseudo-terminal of 40 rows of 160
+/// columns, its screen kept current from a reader thread.
+pub struct Terminal {
+    /// script(1), whose child the shell exec'ed into zklock.
+    pub script: std::process::Child,
+    pub screen: std::sync::Arc<std::sync::Mutex<Screen>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Terminal {
+    /// Starts `zklock top ROOT` (the binary `zklock`) against ZooKeeper at `zk`.
+    pub fn top(zklock: &str, zk: &str, root: &str) -> Terminal {
+        use std::io::Read;
+        use std::process::{Command, Stdio};
+        let cmd = format!("stty cols 160 rows 40; exec {zklock} top {root}");
+        let mut script = Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .env("ZKLOCK_ZK", zk)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("script(1) from util-linux");
+        let screen = std::sync::Arc::new(std::sync::Mutex::new(Screen::new(40, 160)));
+        let reader = {
+            let (mut tty, screen) = (script.stdout.take().unwrap(), screen.clone());
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 65536];
+                while let Ok(n @ 1..) = tty.read(&mut buf) {
+                    screen.lock().unwrap().feed(&buf[..n]);
+                }
+            })
+        };
+        Terminal {
+            script,
+            screen,
+            reader: Some(reader),
+        }
+    }
+
+    /// Types `keys`.
+    pub fn press(&mut self, keys: &[u8]) {
+        use std::io::Write;
+        let stdin = self.script.stdin.as_mut().unwrap();
+        stdin.write_all(keys).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Waits for script(1) (and so zklock) to exit, and for the last output.
+    pub fn wait(&mut self) -> std::process::ExitStatus {
+        let status = self.script.wait().unwrap();
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        status
+    }
+}
