@@ -311,11 +311,7 @@ impl View {
         let who = listing.participants(path).unwrap_or(&nobody);
         let (table, notes) = text_view(who, path, now_ms());
         let mut lines: Vec<TextLine> = table.lines().map(|l| TextLine::raw(l.to_owned())).collect();
-        if listing
-            .rows()
-            .iter()
-            .any(|r| r.path == path && r.deadlocked)
-        {
+        if listing.deadlocked(path) {
             let note = format!(
                 "DEADLOCK: in a deadlock (zklock deadlocks {} shows the cycle)",
                 self.root
