@@ -305,7 +305,7 @@ fn join(dir: &str, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inspect::Participant;
+    use crate::participants::Participant;
     use crate::names::{NameScheme, NodeKind};
 
     fn graph_of(edges: &[(&str, &str)]) -> Graph {
