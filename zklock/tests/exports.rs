@@ -31,6 +31,9 @@ macro_rules! imported_through_each {
 
 imported_through_each!(
     pair,
+    pair_with_clock,
+    Clock,
+    SystemClock,
     LockClient,
     ConnectionEvent,
     ConnectionEvents,
