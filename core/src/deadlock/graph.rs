@@ -305,8 +305,8 @@ fn join(dir: &str, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::participants::Participant;
     use crate::names::{NameScheme, NodeKind};
+    use crate::participants::Participant;
 
     fn graph_of(edges: &[(&str, &str)]) -> Graph {
         let mut g = Graph::new();
