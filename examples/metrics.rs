@@ -28,6 +28,8 @@ fn main() {
         .expect("bucket bounds")
         .install_recorder()
         .expect("installing the Prometheus recorder");
+    // The `# HELP` lines (clients created from now on would describe them too).
+    lock_client::describe_metrics();
     let server = Server::new();
     let a = server.client().with_owner("worker-a");
     let b = server.client().with_owner("worker-b");
@@ -60,6 +62,8 @@ fn main() {
         "zklock_lost_total{recipe=\"write\",reason=\"session_expired\"} 1",
         "zklock_suspensions_total{recipe=\"write\"} 1",
         "zklock_locks_held{recipe=\"write\"} 0",
+        "# HELP zklock_handoff_seconds for an acquisition that waited behind another participant",
+        "# TYPE zklock_handoff_seconds histogram",
     ] {
         assert!(text.contains(wanted), "missing {wanted:?} in:\n{text}");
     }

@@ -34,6 +34,7 @@ pub fn pair(config: Config) -> (LockClient, Link) {
 /// and the binding passes the link instants of the same clock. A seeded
 /// simulation gives a virtual clock.
 pub fn pair_with_clock(config: Config, clock: Arc<dyn crate::Clock>) -> (LockClient, Link) {
+    crate::metrics::describe_metrics();
     let shared = Arc::new(Shared::new(config, clock));
     let client = LockClient {
         inner: Arc::new(Handles {

@@ -69,9 +69,10 @@
 //!
 //! | name | kind | labels | what |
 //! | --- | --- | --- | --- |
-//! | `zklock_acquire_wait_seconds` | histogram | `recipe`, `outcome` | from asking for a lock to its grant (`outcome="acquired"`) or to giving up (`timeout`, `cancelled`, `would_block`, `deadlock`, `self_deadlock`, `revoked`, `session_expired`, `node_deleted`, `closed`, `permits_mismatch`, `error`) |
+//! | `zklock_acquire_wait_seconds` | histogram | `recipe`, `outcome` | from asking for a lock to its grant (`outcome="acquired"`) or to giving up: `timeout`, `cancelled`, `would_block`, `deadlock`, `self_deadlock`, `revoked`, `session_expired`, `node_deleted`, `closed`, `permits_mismatch`, `error` |
 //! | `zklock_acquisitions_total` | counter | `recipe`, `outcome` | acquisitions that stopped waiting, by outcome |
-//! | `zklock_hold_seconds` | histogram | `recipe`, `end` | from the grant to the release (`end="released"`) or loss (`lost`) |
+//! | `zklock_handoff_seconds` | histogram | `recipe` | for an acquisition that waited behind another participant: from this client's notification that the node it waited behind was deleted to its grant (what the handoff costs on this side: a listing round trip when it is next, more when it must queue again) |
+//! | `zklock_hold_seconds` | histogram | `recipe`, `end` | from the grant to the release (`end="released"`) or the loss (`lost`) |
 //! | `zklock_lost_total` | counter | `recipe`, `reason` | held locks lost: `session_expired`, `suspended_too_long`, `node_deleted`, `node_not_owned`, `closed`, `lease_expired` |
 //! | `zklock_suspensions_total` | counter | `recipe` | held locks suspended (connection lost) |
 //! | `zklock_resumptions_total` | counter | `recipe` | suspended locks verified held again |
@@ -243,6 +244,7 @@ mod status;
 mod trace;
 mod writes;
 
+pub use crate::metrics::describe_metrics;
 pub use client::{pair, pair_with_clock, LockClient};
 pub use clock::{Clock, SystemClock};
 pub use connection::ConnectionEvents;

@@ -194,6 +194,9 @@ impl Link {
 
     /// A watch set by a request fired on `path`.
     pub fn handle_watch(&mut self, path: String, kind: WatchKind, now: Instant) {
+        if kind == WatchKind::NodeDeleted {
+            self.shared.with_quiet(|s| s.watched_node_deleted(&path));
+        }
         self.input(lock_core::Input::Watch { path, kind }, now);
     }
 

@@ -1,20 +1,137 @@
 //! Metrics through the [`metrics`] facade, for every binding, in one place.
 //!
-//! The rest of the crate calls three hooks: [`Acquisition::start`] when an
-//! acquisition begins, [`Acquisition::on_event`] for each of its events, and
-//! [`request_sent`] when the link hands a request to the binding. Without an
+//! The rest of the crate calls these hooks: [`Acquisition::start`] when an
+//! acquisition begins, [`Acquisition::on_event`] for each of its events,
+//! [`Acquisition::on_progress`] for each step of its wait,
+//! [`Acquisition::on_node_deleted`] when a watched node's deletion is reported,
+//! and [`request_sent`] when the link hands a request to the binding. Without an
 //! installed recorder every call lands on the facade's no-op recorder: no
 //! allocation (labels are `&'static str`, except the opt-in path prefix), no lock.
 //!
-//! The names, labels and meanings are in the crate docs' [metrics table](crate#metrics).
+//! The names, labels and meanings are in the crate docs' [metrics table](crate#metrics)
+//! and the README's: both are [`METRICS`], which [`describe_metrics`] hands to the
+//! recorder (a test keeps the three the same).
 //!
 //! With [`ConnectOptions::metrics_path_prefix`](crate::ConnectOptions::metrics_path_prefix)
 //! every metric but `zklock_requests_total` also has a `prefix` label: the lock
 //! path's first components (a bounded set when lock paths are `/app/kind/id`).
 
-use ::metrics::{counter, gauge, histogram, Label};
-use lock_core::{FailReason, LockEvent, LockSpec, LostReason, Op, Recipe};
+use ::metrics::{
+    counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Label, Unit,
+};
+use lock_core::{FailReason, LockEvent, LockSpec, LostReason, Op, Progress, Recipe};
 use std::time::Instant;
+
+/// What kind of metric.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+/// One metric: its name, kind, labels and meaning, as the tables show them.
+struct Described {
+    name: &'static str,
+    kind: Kind,
+    /// The labels column (without the opt-in `prefix`); only the tables' test
+    /// reads it (the labels themselves are given where each value is recorded).
+    #[cfg_attr(not(test), allow(dead_code))]
+    labels: &'static str,
+    /// The meaning column; without its backticks, the `# HELP` text.
+    what: &'static str,
+}
+
+/// Every metric, in the tables' order.
+const METRICS: &[Described] = &[
+    Described {
+        name: "zklock_acquire_wait_seconds",
+        kind: Kind::Histogram,
+        labels: "`recipe`, `outcome`",
+        what: "from asking for a lock to its grant (`outcome=\"acquired\"`) or to giving up: `timeout`, `cancelled`, `would_block`, `deadlock`, `self_deadlock`, `revoked`, `session_expired`, `node_deleted`, `closed`, `permits_mismatch`, `error`",
+    },
+    Described {
+        name: "zklock_acquisitions_total",
+        kind: Kind::Counter,
+        labels: "`recipe`, `outcome`",
+        what: "acquisitions that stopped waiting, by outcome",
+    },
+    Described {
+        name: "zklock_handoff_seconds",
+        kind: Kind::Histogram,
+        labels: "`recipe`",
+        what: "for an acquisition that waited behind another participant: from this client's notification that the node it waited behind was deleted to its grant (what the handoff costs on this side: a listing round trip when it is next, more when it must queue again)",
+    },
+    Described {
+        name: "zklock_hold_seconds",
+        kind: Kind::Histogram,
+        labels: "`recipe`, `end`",
+        what: "from the grant to the release (`end=\"released\"`) or the loss (`lost`)",
+    },
+    Described {
+        name: "zklock_lost_total",
+        kind: Kind::Counter,
+        labels: "`recipe`, `reason`",
+        what: "held locks lost: `session_expired`, `suspended_too_long`, `node_deleted`, `node_not_owned`, `closed`, `lease_expired`",
+    },
+    Described {
+        name: "zklock_suspensions_total",
+        kind: Kind::Counter,
+        labels: "`recipe`",
+        what: "held locks suspended (connection lost)",
+    },
+    Described {
+        name: "zklock_resumptions_total",
+        kind: Kind::Counter,
+        labels: "`recipe`",
+        what: "suspended locks verified held again",
+    },
+    Described {
+        name: "zklock_deadlocks_broken_total",
+        kind: Kind::Counter,
+        labels: "`recipe`",
+        what: "waits given up as a deadlock cycle's victim",
+    },
+    Described {
+        name: "zklock_requests_total",
+        kind: Kind::Counter,
+        labels: "`op`",
+        what: "ZooKeeper requests handed to the binding: `create`, `get_children`, `watch_children`, `get_data`, `set_data`, `delete`, `multi`, `remove_watch`, `sync`",
+    },
+    Described {
+        name: "zklock_locks_held",
+        kind: Kind::Gauge,
+        labels: "`recipe`",
+        what: "locks held now (suspended ones included)",
+    },
+    Described {
+        name: "zklock_locks_waiting",
+        kind: Kind::Gauge,
+        labels: "`recipe`",
+        what: "acquisitions waiting now",
+    },
+];
+
+/// Describes every metric to the installed recorder: its `# HELP` text (and
+/// for the histograms the unit, seconds), which Prometheus' exposition shows
+/// with a `# TYPE` line. Each client calls it when it is created, so a recorder
+/// installed before the first client needs nothing more; call it after
+/// installing one later. Without a recorder it does nothing.
+///
+/// ```
+/// // After installing a recorder, e.g. metrics-exporter-prometheus':
+/// lock_client::describe_metrics();
+/// ```
+pub fn describe_metrics() {
+    for metric in METRICS {
+        let help = metric.what.replace('`', "");
+        match metric.kind {
+            Kind::Counter => describe_counter!(metric.name, help),
+            Kind::Gauge => describe_gauge!(metric.name, help),
+            Kind::Histogram => describe_histogram!(metric.name, Unit::Seconds, help),
+        }
+    }
+}
 
 /// Where an acquisition stands, for the gauges.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -31,6 +148,10 @@ pub(crate) struct Acquisition {
     started: Instant,
     granted: Option<Instant>,
     stage: Stage,
+    /// The node it waits behind now (full path).
+    behind: Option<String>,
+    /// When the deletion of `behind` was reported.
+    behind_left: Option<Instant>,
 }
 
 impl Acquisition {
@@ -46,6 +167,8 @@ impl Acquisition {
             started: Instant::now(),
             granted: None,
             stage: Stage::Waiting,
+            behind: None,
+            behind_left: None,
         };
         gauge!("zklock_locks_waiting", acquisition.labels.iter()).increment(1.0);
         acquisition
@@ -56,6 +179,10 @@ impl Acquisition {
         let now = Instant::now();
         match event {
             LockEvent::Acquired(_) if self.stage == Stage::Waiting => {
+                if let Some(left) = self.behind_left {
+                    histogram!("zklock_handoff_seconds", self.labels.iter())
+                        .record(now.saturating_duration_since(left));
+                }
                 self.end_wait("acquired", now);
                 self.granted = Some(now);
                 self.stage = Stage::Held;
@@ -81,6 +208,21 @@ impl Acquisition {
             }
             LockEvent::Released if self.stage == Stage::Held => self.end_hold("released", now),
             _ => {}
+        }
+    }
+
+    /// A step of the wait: queued behind a node, the handoff starts again.
+    pub(crate) fn on_progress(&mut self, progress: &Progress) {
+        if let Progress::QueuedBehind { node } = progress {
+            self.behind = Some(node.clone());
+            self.behind_left = None;
+        }
+    }
+
+    /// The binding reported the deletion of the watched node at `path`.
+    pub(crate) fn on_node_deleted(&mut self, path: &str) {
+        if self.stage == Stage::Waiting && self.behind.as_deref() == Some(path) {
+            self.behind_left = Some(Instant::now());
         }
     }
 
@@ -191,7 +333,34 @@ fn op_name(op: &Op) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::path_prefix;
+    use super::{path_prefix, Kind, METRICS};
+
+    /// The README's metrics table and the crate docs' are [`METRICS`], row for
+    /// row (so the `# HELP` texts say what the tables say).
+    #[test]
+    fn the_tables_are_the_metrics_described() {
+        let rows: Vec<String> = METRICS
+            .iter()
+            .map(|m| {
+                let kind = match m.kind {
+                    Kind::Counter => "counter",
+                    Kind::Gauge => "gauge",
+                    Kind::Histogram => "histogram",
+                };
+                format!("| `{}` | {kind} | {} | {} |", m.name, m.labels, m.what)
+            })
+            .collect();
+        let dir = env!("CARGO_MANIFEST_DIR");
+        for file in ["../README.md", "src/lib.rs"] {
+            let text = std::fs::read_to_string(format!("{dir}/{file}")).unwrap();
+            let table: Vec<&str> = text
+                .lines()
+                .map(|l| l.trim_start_matches("//!").trim())
+                .filter(|l| l.starts_with("| `zklock_"))
+                .collect();
+            assert_eq!(table, rows, "the metrics table of {file}");
+        }
+    }
 
     #[test]
     fn path_prefix_keeps_the_first_components() {

@@ -341,6 +341,16 @@ impl State {
         self.connection.on_server_check(check, &mut self.to_wake);
     }
 
+    /// The binding reported that the watched node at `path` was deleted: for
+    /// the handoff metric of the acquisitions waiting behind it.
+    pub(crate) fn watched_node_deleted(&mut self, path: &str) {
+        for slot in self.slots.values_mut() {
+            if let Some(metrics) = &mut slot.metrics {
+                metrics.on_node_deleted(path);
+            }
+        }
+    }
+
     pub(crate) fn session_changed(&mut self, event: lock_core::SessionEvent, now: Timestamp) {
         self.connection.on_session(&event, &mut self.to_wake);
         self.core
@@ -355,8 +365,11 @@ impl State {
                 Output::Request(request) if !self.link_gone => self.requests.push_back(request),
                 Output::Event { lock, event } => self.dispatch(lock, event),
                 Output::Progress { lock, progress } => {
-                    if let Some(slot) = self.slots.get(&lock) {
+                    if let Some(slot) = self.slots.get_mut(&lock) {
                         crate::trace::progress(&slot.span, &progress);
+                        if let Some(metrics) = &mut slot.metrics {
+                            metrics.on_progress(&progress);
+                        }
                     }
                 }
                 _ => {}

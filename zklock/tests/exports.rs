@@ -34,6 +34,7 @@ imported_through_each!(
     pair_with_clock,
     Clock,
     SystemClock,
+    describe_metrics,
     LockClient,
     ConnectionEvent,
     ConnectionEvents,

@@ -1,6 +1,6 @@
 //! lock-client's metrics (the `metrics` facade), recorded for a scripted sequence
-//! on the in-process server: acquire, contend (busy, wait, time out), suspend and
-//! resume, lose on expiry, break a deadlock. Its own test binary: the recorder is
+//! on the in-process server: acquire, contend (busy, wait, time out, a handoff),
+//! suspend and resume, lose on expiry, break a deadlock. Its own test binary: the recorder is
 //! process-wide.
 
 use lock_client::{Error, LockEvent, LostReason};
@@ -31,10 +31,17 @@ fn a_scripted_sequence_is_counted() {
         .mutex("/m/a")
         .lock_timeout_blocking(Duration::from_millis(50));
     assert!(matches!(timed_out, Err(Error::Timeout)), "{timed_out:?}");
+    let watches = b.stats_blocking().unwrap().watches_set;
     let mut waiting = b.mutex("/m/a").start().unwrap();
     metrics.wait_for("one waiter", BOUND, |m| {
         m.gauge("zklock_locks_waiting", &[WRITE]) == 1.0
     });
+    // Watching the holder's node (its deletion is the handoff): the watch was
+    // sent, and a later request of the same session answered after it.
+    metrics.wait_for("the waiter's watch", BOUND, |_| {
+        b.stats_blocking().unwrap().watches_set > watches
+    });
+    b.participants_blocking("/m/a").unwrap();
     held.release_blocking().unwrap();
     let second = waiting.wait_timeout_blocking(BOUND).unwrap().unwrap();
     second.release_blocking().unwrap();
@@ -48,6 +55,18 @@ fn a_scripted_sequence_is_counted() {
     assert!(waits.len() == 1 && waits[0] >= 0.05, "{waits:?}");
     let holds = metrics.histogram("zklock_hold_seconds", &[WRITE, ("end", "released")]);
     assert_eq!(holds.len(), 2, "{holds:?}");
+    // One handoff: the wait granted when the holder's node went (the first
+    // acquisition, the busy try and the timeout had none), within that wait.
+    let handoffs = metrics.histogram("zklock_handoff_seconds", &[WRITE]);
+    let granted = metrics.histogram(
+        "zklock_acquire_wait_seconds",
+        &[WRITE, ("outcome", "acquired")],
+    );
+    assert_eq!(handoffs.len(), 1, "{handoffs:?}");
+    assert!(
+        handoffs[0] <= granted.iter().copied().fold(0.0, f64::max),
+        "{handoffs:?} {granted:?}"
+    );
 
     // Suspended by a short disconnect, resumed on the same session.
     let held = a.mutex("/m/s").lock_timeout_blocking(BOUND).unwrap();
