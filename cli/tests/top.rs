@@ -239,6 +239,7 @@ fn live_view(zk: &str, root: &str) -> String {
     press(b"\r");
     shows(&format!("zklock ls {root}/c | Esc back"));
     let lock_view = screen_now();
+    println!("{}", screen.lock().unwrap().marked());
     let lines: Vec<&str> = lock_view.lines().collect();
     let row = |n: &str| {
         lines
