@@ -92,7 +92,7 @@ pub(crate) enum Task {
 /// # Blocking
 /// Every async method has a `*_blocking` twin (see [`blocking`](crate::blocking)).
 ///
-/// ```no_run
+/// ```
 /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
 /// let job = locks.mutex("/locks/job");
 /// let guard = job.lock().await?;
@@ -100,6 +100,7 @@ pub(crate) enum Task {
 /// guard.release().await?;
 /// locks.close().await;
 /// # Ok(()) }
+/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
 /// ```
 #[derive(Clone)]
 pub struct LockClient {
@@ -178,7 +179,7 @@ impl LockClient {
     /// owners may share one session (one handle each); a lock object's own
     /// [`owner`](Mutex::owner) overrides this.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// use std::time::Duration;
     /// let worker = locks.with_owner("worker-7");
@@ -189,6 +190,7 @@ impl LockClient {
     ///     Err(lock_client::Error::SelfDeadlock { .. })
     /// ));
     /// # drop(a); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn with_owner(&self, owner: impl Into<String>) -> LockClient {
         LockClient {
@@ -204,10 +206,11 @@ impl LockClient {
 
     /// An exclusive lock on the lock directory `path`.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let guard = locks.mutex("/locks/job").lock().await?;
     /// # drop(guard); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn mutex(&self, path: impl Into<String>) -> Mutex {
         Mutex::new(self.clone(), path.into())
@@ -215,12 +218,13 @@ impl LockClient {
 
     /// A read/write lock on `path`: many readers or one writer.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let table = locks.rwlock("/locks/table");
     /// let r1 = table.read().lock().await?;
     /// let r2 = table.read().lock().await?; // readers share
     /// # drop((r1, r2)); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn rwlock(&self, path: impl Into<String>) -> RwLock {
         RwLock::new(self.clone(), path.into())
@@ -237,11 +241,12 @@ impl LockClient {
     /// ([`FailReason::PermitsMismatch`](lock_core::FailReason::PermitsMismatch));
     /// Curator's layout stores none, so every client must be given the same count.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let slots = locks.semaphore("/locks/gpu", 3);
     /// let permit = slots.lock().await?;
     /// # drop(permit); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn semaphore(&self, path: impl Into<String>, permits: u32) -> Semaphore {
         Semaphore::new(self.clone(), path.into(), permits)
@@ -256,12 +261,13 @@ impl LockClient {
     /// [`Error::WouldBlock`]. Cancel-safe: dropping the future gives up and leaves
     /// no node behind.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// use lock_core::{LockSpec, NameScheme};
     /// let spec = LockSpec::write("/locks/shared-with-curator").scheme(NameScheme::Curator);
     /// let guard = locks.acquire(spec, None).await?;
     /// # drop(guard); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub async fn acquire(
         &self,
@@ -277,11 +283,12 @@ impl LockClient {
     /// # Errors
     /// [`Error::Usage`] for bad input, [`Error::Closed`] once the client is closed.
     ///
-    /// ```no_run
+    /// ```
     /// # fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let pending = locks.start(lock_core::LockSpec::write("/locks/job"), None)?;
     /// let guard = pending.wait_blocking()?;
     /// # drop(guard); Ok(()) }
+    /// # demo(lock_sim::Server::new().client()).unwrap();
     /// ```
     pub fn start(&self, spec: LockSpec, deadline: Option<Instant>) -> Result<PendingLock, Error> {
         let id = self.start_task(
@@ -323,13 +330,14 @@ impl LockClient {
     /// node for observers to read; must not be empty). The participant joins at once;
     /// see [`Election`].
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let mut election = locks.election("/services/scheduler/leader", "node-1");
     /// let leadership = election.leadership().await?; // waits until elected
     /// println!("leading, token {}", leadership.token());
     /// leadership.resign().await?;
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn election(&self, path: impl Into<String>, participant: impl Into<Vec<u8>>) -> Election {
         Election::new(self.clone(), path.into(), participant.into())
@@ -343,12 +351,15 @@ impl LockClient {
     /// # Errors
     /// [`Error::Usage`] for an invalid path, [`Error::Closed`] once the client is closed.
     ///
-    /// ```no_run
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
     /// let mut observer = locks.observe_election("/services/scheduler/leader").await?;
+    /// # let _leader = server.client().election("/services/scheduler/leader", "node-2").leadership().await?;
     /// println!("leader: {:?}", observer.leader().map(|l| l.id.clone()));
     /// let next = observer.changed().await?;
     /// # drop(next); Ok(()) }
+    /// # let server = lock_sim::Server::new();
+    /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
     /// ```
     pub async fn observe_election(
         &self,
@@ -379,13 +390,14 @@ impl LockClient {
     /// [`Error::Usage`] for an invalid path, [`Error::Zk`] if ZooKeeper refused,
     /// [`Error::Closed`] once the client is closed.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let asked = locks.revoke("/locks/job").await?;
     /// println!("asked {asked:?} to let go");
     /// // Now wait for the lock as usual.
     /// let guard = locks.mutex("/locks/job").lock().await?;
     /// # drop(guard); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub async fn revoke(&self, path: impl Into<String>) -> Result<Vec<String>, Error> {
         let id = self.start_task(Task::Revoke(path.into()), None)?;
@@ -417,7 +429,7 @@ impl LockClient {
     /// [`Error::Usage`] for an invalid path, [`Error::Zk`] if ZooKeeper refused,
     /// [`Error::Closed`] once the client is closed.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let who = locks.participants("/locks/job").await?;
     /// for h in &who.holders {
@@ -427,6 +439,7 @@ impl LockClient {
     ///     println!("{} ({:?}) waits for {:?}", w.node, w.owner, w.waits_for);
     /// }
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub async fn participants(&self, path: impl Into<String>) -> Result<Participants, Error> {
         let id = self.start_task(Task::Inspect(path.into()), None)?;
@@ -460,13 +473,14 @@ impl LockClient {
     /// [`Error::Usage`] for an invalid path, [`Error::Zk`] if ZooKeeper refused,
     /// [`Error::Closed`] once the client is closed.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// for cycle in locks.deadlocks("/locks").await? {
     ///     let owners: Vec<_> = cycle.iter().map(|n| n.owner.as_deref().unwrap_or("?")).collect();
     ///     println!("deadlock: {}", owners.join(" -> "));
     /// }
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub async fn deadlocks(&self, root: impl Into<String>) -> Result<Vec<Cycle>, Error> {
         let id = self.start_task(Task::Scan(root.into()), None)?;
@@ -489,10 +503,11 @@ impl LockClient {
     /// The current ZooKeeper session id (`None` before the first session, between
     /// an expiry and the next session, and after close).
     ///
-    /// ```no_run
+    /// ```
     /// # fn demo(locks: lock_client::LockClient) {
     /// println!("session {:#x}", locks.session_id().unwrap_or(0));
     /// # }
+    /// # demo(lock_sim::Server::new().client());
     /// ```
     pub fn session_id(&self) -> Option<i64> {
         self.shared().read(|s| s.core.session_id())
@@ -500,10 +515,12 @@ impl LockClient {
 
     /// Whether the connection is up, as last reported by the binding.
     ///
-    /// ```no_run
+    /// ```
     /// # fn demo(locks: lock_client::LockClient) {
+    /// # locks.mutex("/locks/warm-up").try_lock_blocking().unwrap(); // a round trip: connected
     /// assert!(locks.is_connected());
     /// # }
+    /// # demo(lock_sim::Server::new().client());
     /// ```
     pub fn is_connected(&self) -> bool {
         self.shared().read(|s| s.core.is_connected())
@@ -525,10 +542,11 @@ impl LockClient {
 
     /// The session timeout negotiated with the server.
     ///
-    /// ```no_run
+    /// ```
     /// # fn demo(locks: lock_client::LockClient) {
     /// println!("{:?}", locks.session_timeout());
     /// # }
+    /// # demo(lock_sim::Server::new().client());
     /// ```
     pub fn session_timeout(&self) -> Duration {
         self.shared().session_timeout
@@ -550,11 +568,12 @@ impl LockClient {
     /// and every node it created deleted (releases by dropped guards and cancelled
     /// acquisitions happen in the background; this waits for them).
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// drop(locks.mutex("/locks/job").lock().await?); // released in the background
     /// locks.wait_idle().await?;                      // ... and now it is gone
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     ///
     /// # Errors
@@ -582,10 +601,11 @@ impl LockClient {
 
     /// The core's counters (requests sent, stale replies, acquisitions, ...).
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// println!("{} requests so far", locks.stats().await?.requests);
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     ///
     /// # Errors
@@ -612,11 +632,12 @@ impl LockClient {
     /// binding has closed its session (lock-zookeeper-client: once the server
     /// confirmed, or after about a session timeout). Idempotent.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) {
     /// locks.close().await;
     /// assert!(locks.mutex("/locks/job").lock().await.is_err());
     /// # }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client()));
     /// ```
     pub async fn close(&self) {
         poll_fn(|cx| {

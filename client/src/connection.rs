@@ -17,10 +17,11 @@ use std::time::{Duration, Instant};
 /// gets every event; an unread one waits (nothing is dropped). It does not keep the client open: once the client is
 /// closed, [`next`](Self::next) returns `Closed` and then `None`.
 ///
-/// ```no_run
+/// ```
 /// # async fn demo(locks: lock_client::LockClient) {
 /// use lock_client::ConnectionEvent;
 /// let mut events = locks.connection_events();
+/// # locks.close().await; // the stream ends with the client
 /// while let Some(event) = events.next().await {
 ///     match event {
 ///         ConnectionEvent::Suspended => eprintln!("ZooKeeper unreachable: pausing"),
@@ -30,6 +31,7 @@ use std::time::{Duration, Instant};
 ///     }
 /// }
 /// # }
+/// # futures::executor::block_on(demo(lock_sim::Server::new().client()));
 /// ```
 pub struct ConnectionEvents {
     shared: Arc<Shared>,

@@ -61,7 +61,7 @@ struct Term {
 /// Dropping the participant withdraws a waiting candidacy; a [`Leadership`] already
 /// handed out leads until it is resigned or dropped.
 ///
-/// ```no_run
+/// ```
 /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
 /// use futures::FutureExt;
 /// let mut election = locks.election("/services/scheduler/leader", "node-1");
@@ -80,6 +80,7 @@ struct Term {
 /// }
 /// # Ok(()) }
 /// # async fn lead(_: lock_core::FencingToken) {}
+/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
 /// ```
 pub struct Election {
     client: LockClient,
@@ -139,10 +140,11 @@ impl Election {
 
     /// The election directory.
     ///
-    /// ```no_run
+    /// ```
     /// # fn demo(locks: lock_client::LockClient) {
     /// assert_eq!(locks.election("/svc/leader", "a").path(), "/svc/leader");
     /// # }
+    /// # demo(lock_sim::Server::new().client());
     /// ```
     pub fn path(&self) -> &str {
         self.spec.path()
@@ -151,11 +153,12 @@ impl Election {
     /// Whether this participant leads right now, trusted (elected, not suspended,
     /// not lost, not resigned).
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) {
     /// let election = locks.election("/svc/leader", "node-1");
     /// if election.is_leader() { /* act as the leader */ }
     /// # }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client()));
     /// ```
     pub fn is_leader(&self) -> bool {
         self.term_is(|acquired, status| acquired && *status == LockStatus::Held)
@@ -174,12 +177,13 @@ impl Election {
     /// the session expired while waiting (calling again joins on the new session);
     /// [`Error::Closed`] once the client is closed.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let mut election = locks.election("/svc/leader", "node-1");
     /// let leadership = election.leadership().await?;
     /// assert!(election.is_leader());
     /// # drop(leadership); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub async fn leadership(&mut self) -> Result<Leadership, Error> {
         if !self.candidacy.as_ref().is_some_and(Pending::is_live) {
@@ -223,7 +227,7 @@ impl Election {
     /// read. Independent of the [`Leadership`]'s own
     /// [`next_event`](Leadership::next_event). Cancel-safe.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) {
     /// use lock_client::ElectionEvent;
     /// let mut election = locks.election("/svc/leader", "node-1");
@@ -233,8 +237,10 @@ impl Election {
     ///         ElectionEvent::Suspended => println!("pausing"),
     ///         other => println!("{other:?}"),
     ///     }
+    /// #   break; // the stream follows the election for as long as it runs
     /// }
     /// # }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client()));
     /// ```
     pub async fn next_event(&mut self) -> Option<ElectionEvent> {
         loop {
@@ -289,11 +295,12 @@ impl Election {
     /// the current term (its [`Leadership`] then reports it released). Returns once
     /// the node is deleted (or the term had ended anyway).
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) {
     /// let election = locks.election("/svc/leader", "node-1");
     /// election.resign().await;
     /// # }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client()));
     /// ```
     pub async fn resign(mut self) {
         let Some(id) = self.term.as_ref().filter(|t| !t.ended).map(|t| t.id) else {
@@ -336,16 +343,19 @@ impl Drop for Election {
 /// fenced writes). Resigned by [`resign`](Self::resign), or in the background when
 /// dropped.
 ///
-/// ```no_run
-/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// ```
+/// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
 /// use lock_core::LockEvent;
 /// let mut election = locks.election("/svc/leader", "node-1");
 /// let leadership = election.leadership().await?;
+/// # server.disconnect(&locks, std::time::Duration::from_millis(100));
 /// match leadership.next_event().await {
 ///     Some(LockEvent::Suspended) => println!("stop leading until resumed"),
 ///     other => println!("{other:?}"),
 /// }
 /// # Ok(()) }
+/// # let server = lock_sim::Server::new();
+/// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
 /// ```
 #[derive(Debug)]
 #[must_use = "dropping a Leadership resigns"]
@@ -357,11 +367,12 @@ impl Leadership {
     /// The leader's fencing token (the `czxid` of its node): every later leader's is
     /// greater. Pass it along with the leader's writes so stale leaders are rejected.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
     /// let leadership = election.leadership().await?;
     /// println!("epoch {}", leadership.token());
     /// # drop(leadership); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
     /// ```
     pub fn token(&self) -> FencingToken {
         self.guard.token()
@@ -369,11 +380,12 @@ impl Leadership {
 
     /// The leader's node.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
     /// let leadership = election.leadership().await?;
     /// assert!(leadership.path().starts_with(election.path()));
     /// # drop(leadership); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
     /// ```
     pub fn path(&self) -> &str {
         self.guard.path()
@@ -381,11 +393,12 @@ impl Leadership {
 
     /// Everything the term was granted: path, token, sequence number, session.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
     /// let leadership = election.leadership().await?;
     /// println!("session {:#x}", leadership.grant().session_id);
     /// # drop(leadership); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
     /// ```
     pub fn grant(&self) -> &Grant {
         self.guard.grant()
@@ -393,12 +406,13 @@ impl Leadership {
 
     /// The latest status (see [`LockGuard::status`]).
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
     /// use lock_client::LockStatus;
     /// let leadership = election.leadership().await?;
     /// assert_eq!(leadership.status(), LockStatus::Held);
     /// # drop(leadership); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
     /// ```
     pub fn status(&self) -> LockStatus {
         self.guard.status()
@@ -406,11 +420,12 @@ impl Leadership {
 
     /// Whether this is the leader right now, trusted (not suspended, not lost).
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
     /// let leadership = election.leadership().await?;
     /// if leadership.is_trusted() { /* act as the leader */ }
     /// # drop(leadership); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
     /// ```
     pub fn is_trusted(&self) -> bool {
         self.guard.is_trusted()
@@ -420,13 +435,17 @@ impl Leadership {
     /// [`LockEvent::Resumed`], or the terminal [`LockEvent::Lost`]. `None` after the
     /// terminal event. Cancel-safe. (See also [`Election::next_event`].)
     ///
-    /// ```no_run
-    /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
+    /// # let mut election = locks.election("/svc/leader", "node-1");
     /// let leadership = election.leadership().await?;
+    /// # server.expire(&locks);
     /// while let Some(event) = leadership.next_event().await {
     ///     println!("{event:?}");
     /// }
     /// # Ok(()) }
+    /// # let server = lock_sim::Server::new();
+    /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
     /// ```
     pub async fn next_event(&self) -> Option<LockEvent> {
         self.guard.next_event().await
@@ -446,12 +465,16 @@ impl Leadership {
     /// Waits until leadership is suspended (connection down) or lost, and returns the
     /// event: stop acting as the leader. Cancel-safe.
     ///
-    /// ```no_run
-    /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
+    /// # let mut election = locks.election("/svc/leader", "node-1");
     /// let leadership = election.leadership().await?;
+    /// # server.disconnect(&locks, std::time::Duration::from_millis(100));
     /// let event = leadership.suspended().await;
     /// eprintln!("not trusted any more: {event:?}");
     /// # Ok(()) }
+    /// # let server = lock_sim::Server::new();
+    /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
     /// ```
     pub async fn suspended(&self) -> LockEvent {
         self.guard.suspended().await
@@ -464,12 +487,16 @@ impl Leadership {
 
     /// Waits until leadership is lost, and says why. Cancel-safe.
     ///
-    /// ```no_run
-    /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
+    /// # let mut election = locks.election("/svc/leader", "node-1");
     /// let leadership = election.leadership().await?;
+    /// # server.expire(&locks);
     /// let reason = leadership.lost().await;
     /// eprintln!("lost leadership: {reason:?}");
     /// # Ok(()) }
+    /// # let server = lock_sim::Server::new();
+    /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
     /// ```
     pub async fn lost(&self) -> LostReason {
         self.guard.lost().await
@@ -486,12 +513,14 @@ impl Leadership {
     /// # Errors
     /// [`FencedError::NotHeld`] once leadership is lost or suspended (nothing written).
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(mut election: lock_client::Election) -> Result<(), Box<dyn std::error::Error>> {
     /// use lock_client::Writes;
     /// let leadership = election.leadership().await?;
+    /// # leadership.fenced_write(Writes::new().create("/svc/assignments", b"")).await?;
     /// leadership.fenced_write(Writes::new().set_data("/svc/assignments", b"...")).await?;
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
     /// ```
     pub async fn fenced_write(
         &self,
@@ -514,11 +543,12 @@ impl Leadership {
     /// # Errors
     /// As for [`LockGuard::release`]: [`Error::Lost`] if leadership had been lost.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
     /// let leadership = election.leadership().await?;
     /// leadership.resign().await?;
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
     /// ```
     pub async fn resign(self) -> Result<(), Error> {
         self.guard.release().await
@@ -534,9 +564,10 @@ impl Leadership {
 /// [`LockClient::observe_election`]. Watches only the leader's node, so followers
 /// joining or leaving wake nobody. Dropping it stops observing.
 ///
-/// ```no_run
-/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// ```
+/// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
 /// let mut observer = locks.observe_election("/svc/leader").await?;
+/// # let _leader = server.client().election("/svc/leader", "node-2").leadership().await?;
 /// loop {
 ///     match observer.leader() {
 ///         Some(leader) => println!(
@@ -547,8 +578,11 @@ impl Leadership {
 ///         None => println!("no leader"),
 ///     }
 ///     observer.changed().await?;
+/// #     break;
 /// }
-/// # }
+/// # Ok(()) }
+/// # let server = lock_sim::Server::new();
+/// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
 /// ```
 pub struct ElectionObserver {
     started: Pending,
@@ -582,13 +616,14 @@ impl ElectionObserver {
     /// The current leader (its node, participant id and fencing token), as last
     /// seen; `None` if nobody participates.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let observer = locks.observe_election("/svc/leader").await?;
     /// if let Some(leader) = observer.leader() {
     ///     println!("{} leads", String::from_utf8_lossy(&leader.id));
     /// }
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn leader(&self) -> Option<&Leader> {
         self.leader.as_ref()
@@ -597,11 +632,12 @@ impl ElectionObserver {
     /// The number of participants (leader included) seen when the leader last
     /// changed.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let observer = locks.observe_election("/svc/leader").await?;
     /// println!("{} participants", observer.participants());
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn participants(&self) -> usize {
         self.participants
@@ -614,12 +650,15 @@ impl ElectionObserver {
     /// [`Error::Closed`] once the client is closed; [`Error::Usage`] for an invalid
     /// path (at the first call, from [`LockClient::observe_election`]).
     ///
-    /// ```no_run
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
     /// let mut observer = locks.observe_election("/svc/leader").await?;
+    /// # let _leader = server.client().election("/svc/leader", "node-2").leadership().await?;
     /// let next = observer.changed().await?;
     /// println!("new leader: {:?}", next.map(|l| l.id));
     /// # Ok(()) }
+    /// # let server = lock_sim::Server::new();
+    /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
     /// ```
     pub async fn changed(&mut self) -> Result<Option<Leader>, Error> {
         loop {

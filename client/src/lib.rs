@@ -9,7 +9,7 @@
 //! no runtime and reads no clock the binding does not give it: handles read the
 //! [`Clock`] given to [`pair_with_clock`] ([`SystemClock`] for [`pair`]).
 //!
-//! ```no_run
+//! ```
 //! # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
 //! use lock_client::LockStatus;
 //! use std::time::Duration;
@@ -24,6 +24,7 @@
 //! let guard = locks.mutex("/locks/report").lock_blocking()?;
 //! guard.release_blocking()?;
 //! # Ok(()) }
+//! # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
 //! ```
 //!
 //! ## Model
@@ -88,11 +89,12 @@
 //! can never deadlock. A failure or timeout of any part releases those taken; the
 //! [`MultiGuard`] releases every part (last first) and is lost when any part is.
 //!
-//! ```no_run
+//! ```
 //! # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
 //! let both = locks.multi(["/accounts/bob", "/accounts/alice"]).lock().await?;
 //! both.release().await?;
 //! # Ok(()) }
+//! # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
 //! ```
 //!
 //! ## Reentrancy
@@ -110,13 +112,14 @@
 //! nodes, the read fails at once with [`Error::SelfDeadlock`] (that writer waits
 //! for the owner's write, the read would wait for that writer).
 //!
-//! ```no_run
+//! ```
 //! # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
 //! let table = locks.rwlock("/locks/table");
 //! let write = table.write().lock().await?;
 //! let read = table.read().lock().await?; // no queueing behind our own write
 //! write.release().await?;                // still reading
 //! # drop(read); Ok(()) }
+//! # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
 //! ```
 //!
 //! ## Connection state and tracing
@@ -164,7 +167,7 @@
 //!
 //! A threaded binding runs the same loop with [`Link::wait`] in place of
 //! `poll_wake`, and wakes it from its client's callback threads through a
-//! [`Notifier`]. Or, as lock-zookeeper does (adapters/zookeeper/src/driver.rs), it
+//! [`Notifier`]. Or, as lock-zookeeper does (adapters/zookeeper/src/driver/), it
 //! receives everything on one channel, replies and watch firings from its client's
 //! threads and wake-ups from the handles alike: it registers with
 //! [`Link::poll_wake`] a `Waker` whose `wake` sends a message on that channel.

@@ -156,10 +156,11 @@ macro_rules! lock_methods {
         /// and decides; a waiter gives up its place and its lock call fails with
         /// [`Error::Revoked`].
         ///
-        /// ```no_run
+        /// ```
         /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
         #[doc = $example_revocable]
         /// # drop(guard); Ok(()) }
+        /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
         /// ```
         pub fn revocable(mut self) -> Self {
             self.spec = self.spec.revocable();
@@ -173,11 +174,12 @@ macro_rules! lock_methods {
         /// late is caught by its [fencing token](LockGuard::token) (or fails its
         /// [fenced writes](LockGuard::fenced_write)).
         ///
-        /// ```no_run
+        /// ```
         /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
         /// use std::time::Duration;
         #[doc = $example_lease]
         /// # drop(guard); Ok(()) }
+        /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
         /// ```
         pub fn max_hold(mut self, max_hold: Duration) -> Self {
             self.spec = self.spec.max_hold(max_hold);
@@ -195,11 +197,12 @@ macro_rules! crash_detection {
         /// [`LockGuard::close_section`]. Free on the uncontended acquire (the listing
         /// shows the marker); one extra read on a contended grant.
         ///
-        /// ```no_run
+        /// ```
         /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
         #[doc = $example]
         /// if guard.previous_holder_crashed() { /* repair */ }
         /// # Ok(()) }
+        /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
         /// ```
         pub fn detect_crashes(mut self) -> Self {
             self.spec = self.spec.detect_crashes();
@@ -210,7 +213,7 @@ macro_rules! crash_detection {
 
 /// An exclusive lock (a ZooKeeper write lock).
 ///
-/// ```no_run
+/// ```
 /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
 /// use std::time::Duration;
 /// let job = locks.mutex("/locks/job");
@@ -220,6 +223,7 @@ macro_rules! crash_detection {
 /// }
 /// let guard = job.lock_timeout(Duration::from_secs(5)).await?;
 /// # drop(guard); Ok(()) }
+/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
 /// ```
 #[derive(Clone, Debug)]
 pub struct Mutex {
@@ -258,7 +262,7 @@ impl Mutex {
     /// [`Error::Usage`]. Without `reentrant`, re-entering is refused with
     /// [`Error::SelfDeadlock`].
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let job = locks.with_owner("worker-1").mutex("/locks/job").reentrant();
     /// let outer = job.lock().await?;
@@ -267,6 +271,7 @@ impl Mutex {
     /// inner.release().await?; // still held
     /// outer.release().await?; // now the node goes
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn reentrant(mut self) -> Self {
         self.reentrant = true;
@@ -318,7 +323,7 @@ impl Mutex {
 /// two nodes, the read fails at once with [`Error::SelfDeadlock`]: that writer
 /// waits for our write, and the read would wait for that writer.
 ///
-/// ```no_run
+/// ```
 /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
 /// let table = locks.rwlock("/locks/table");
 /// let reader = table.read().lock().await?;
@@ -326,6 +331,7 @@ impl Mutex {
 /// reader.release().await?;
 /// let writer = table.write().lock().await?;
 /// # drop(writer); Ok(()) }
+/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
 /// ```
 #[derive(Clone, Debug)]
 pub struct RwLock {
@@ -386,11 +392,12 @@ impl RwLock {
     /// Makes both halves [revocable](Mutex::revocable) (the seeds' "revocable shared
     /// locks": a writer can ask the readers to let go).
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let table = locks.rwlock("/locks/table").revocable();
     /// let reader = table.read().lock().await?;
     /// # drop(reader); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn revocable(self) -> Self {
         RwLock {
@@ -421,11 +428,12 @@ impl RwLock {
 
     /// Gives both halves a [lease](Mutex::max_hold) of `max_hold`.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// use std::time::Duration;
     /// let table = locks.rwlock("/locks/table").max_hold(Duration::from_secs(60));
     /// # drop(table); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn max_hold(self, max_hold: Duration) -> Self {
         RwLock {
@@ -437,10 +445,11 @@ impl RwLock {
 
 /// The shared half of an [`RwLock`].
 ///
-/// ```no_run
+/// ```
 /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
 /// let reader = locks.rwlock("/locks/table").read().lock().await?;
 /// # drop(reader); Ok(()) }
+/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
 /// ```
 #[derive(Clone, Debug)]
 pub struct ReadLock {
@@ -466,10 +475,11 @@ impl ReadLock {
 
 /// The exclusive half of an [`RwLock`].
 ///
-/// ```no_run
+/// ```
 /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
 /// let writer = locks.rwlock("/locks/table").write().lock().await?;
 /// # drop(writer); Ok(()) }
+/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
 /// ```
 #[derive(Clone, Debug)]
 pub struct WriteLock {
@@ -499,13 +509,14 @@ impl WriteLock {
 
 /// A counting semaphore: at most `permits` holders at once.
 ///
-/// ```no_run
+/// ```
 /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
 /// let slots = locks.semaphore("/locks/gpu", 2);
 /// let a = slots.lock().await?;
 /// let b = slots.lock().await?;
 /// assert!(slots.try_lock().await?.is_none());
 /// # drop((a, b)); Ok(()) }
+/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
 /// ```
 #[derive(Clone, Debug)]
 #[doc(alias = "acquire")]

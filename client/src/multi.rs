@@ -101,7 +101,7 @@ fn recipe_rank(recipe: Recipe) -> u8 {
 ///   [`with_owner`](LockClient::with_owner) if it has one, else one private to this
 ///   `MultiLock` (and its clones); [`owner`](Self::owner) sets another.
 ///
-/// ```no_run
+/// ```
 /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
 /// use std::time::Duration;
 /// let transfer = locks.multi(["/accounts/bob", "/accounts/alice"]);
@@ -109,6 +109,7 @@ fn recipe_rank(recipe: Recipe) -> u8 {
 /// assert_eq!(both.parts().len(), 2);
 /// both.release().await?; // bob first, then alice
 /// # Ok(()) }
+/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
 /// ```
 #[derive(Clone, Debug)]
 pub struct MultiLock {
@@ -364,7 +365,7 @@ impl LockClient {
     /// lock while holding a later one in the order). Parts are lock objects, specs,
     /// or paths (mutexes); each path may appear once.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// use lock_client::MultiPart;
     /// let table = locks.rwlock("/locks/table");
@@ -372,6 +373,7 @@ impl LockClient {
     /// let held = job.lock().await?; // "/locks/job", then the read lock on "/locks/table"
     /// held.release().await?;
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn multi<I, P>(&self, parts: I) -> MultiLock
     where

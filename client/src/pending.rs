@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 /// [`cancel`](Self::cancel) (also from elsewhere, through a [`Canceller`]).
 /// Dropping it gives up; giving up leaves no node behind.
 ///
-/// ```no_run
+/// ```
 /// # fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
 /// use std::time::Duration;
 /// let mut pending = locks.mutex("/locks/job").start()?;
@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 ///     None => stop.cancel(), // still waiting: give up
 /// }
 /// # Ok(()) }
+/// # demo(lock_sim::Server::new().client()).unwrap();
 /// ```
 #[must_use = "dropping a PendingLock gives up the acquisition"]
 pub struct PendingLock {

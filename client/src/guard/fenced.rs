@@ -22,11 +22,13 @@ impl LockGuard {
     /// * [`FencedError::Unknown`]: the connection dropped (or the lock ended) before
     ///   the reply; the writes may or may not have been applied, all or none.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), Box<dyn std::error::Error>> {
     /// use lock_client::Writes;
     /// let guard = locks.mutex("/locks/config").lock().await?;
     /// let token = guard.token().to_string();
+    /// # let setup = lock_client::Writes::new().create("/config", b"").create("/config/current", b"v1");
+    /// # guard.fenced_write(setup.create("/config/history", b"")).await?;
     /// guard
     ///     .fenced_write(
     ///         Writes::new()
@@ -35,6 +37,7 @@ impl LockGuard {
     ///     )
     ///     .await?;
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub async fn fenced_write(
         &self,

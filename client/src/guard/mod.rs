@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 /// [`status`](Self::status), or await [`next_event`](Self::next_event) /
 /// [`lost`](Self::lost).
 ///
-/// ```no_run
+/// ```
 /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
 /// use futures::FutureExt;
 /// let guard = locks.mutex("/locks/job").lock().await?;
@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 /// guard.release().await?;
 /// # Ok(()) }
 /// # async fn do_the_work(_: lock_core::FencingToken) {}
+/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
 /// ```
 #[must_use = "dropping a guard releases the lock"]
 pub struct LockGuard {
@@ -69,7 +70,7 @@ impl LockGuard {
     /// instead. The README's "Fencing your resource" has the shell form and other
     /// stores.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let first = locks.mutex("/locks/job").lock().await?;
     /// let t1 = first.token();
@@ -77,6 +78,7 @@ impl LockGuard {
     /// let second = locks.mutex("/locks/job").lock().await?;
     /// assert!(second.token() > t1);
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn token(&self) -> FencingToken {
         self.grant.token
@@ -84,11 +86,12 @@ impl LockGuard {
 
     /// The full path of our lock node.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let guard = locks.mutex("/locks/job").lock().await?;
     /// assert!(guard.path().starts_with("/locks/job/"));
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn path(&self) -> &str {
         &self.grant.path
@@ -96,11 +99,12 @@ impl LockGuard {
 
     /// Everything the acquisition was granted: path, token, sequence number, session.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let guard = locks.mutex("/locks/job").lock().await?;
     /// assert_eq!(Some(guard.grant().session_id), locks.session_id());
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn grant(&self) -> &Grant {
         &self.grant
@@ -109,12 +113,13 @@ impl LockGuard {
     /// The latest status (updated by the driver as events happen, whether or not
     /// they have been read with [`next_event`](Self::next_event)).
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// use lock_client::LockStatus;
     /// let guard = locks.mutex("/locks/job").lock().await?;
     /// assert_eq!(guard.status(), LockStatus::Held);
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn status(&self) -> LockStatus {
         self.client.shared().read(|s| match s.slots.get(&self.id) {
@@ -125,11 +130,12 @@ impl LockGuard {
 
     /// Whether the lock is held and trusted right now (not suspended, not lost).
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let guard = locks.mutex("/locks/job").lock().await?;
     /// if guard.is_trusted() { /* touch the resource */ }
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn is_trusted(&self) -> bool {
         self.status() == LockStatus::Held
@@ -144,10 +150,11 @@ impl LockGuard {
     ///
     /// Cancel-safe: dropping the future loses no event.
     ///
-    /// ```no_run
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
     /// use lock_core::LockEvent;
     /// let guard = locks.mutex("/locks/job").lock().await?;
+    /// # server.expire(&locks);
     /// while let Some(event) = guard.next_event().await {
     ///     match event {
     ///         LockEvent::Suspended => eprintln!("connection down: pausing"),
@@ -156,6 +163,8 @@ impl LockGuard {
     ///     }
     /// }
     /// # Ok(()) }
+    /// # let server = lock_sim::Server::new();
+    /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
     /// ```
     pub async fn next_event(&self) -> Option<LockEvent> {
         let (client, id) = (&self.client, self.id);
@@ -183,12 +192,15 @@ impl LockGuard {
     /// before another holder starts. [`suspended`](Self::suspended) comes earlier:
     /// the first moment ownership is in doubt.
     ///
-    /// ```no_run
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
     /// let guard = locks.mutex("/locks/job").lock().await?;
+    /// # server.expire(&locks); // (a plain lock does not watch its node: the session goes instead)
     /// let reason = guard.lost().await; // e.g. an administrator deleted our node
     /// eprintln!("lost: {reason:?}");
     /// # Ok(()) }
+    /// # let server = lock_sim::Server::new();
+    /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
     /// ```
     pub async fn lost(&self) -> LostReason {
         loop {
@@ -230,12 +242,15 @@ impl LockGuard {
     /// Waits until the lock is suspended (connection down) or lost, and returns the
     /// event. Cancel-safe.
     ///
-    /// ```no_run
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
     /// let guard = locks.mutex("/locks/job").lock().await?;
+    /// # server.disconnect(&locks, std::time::Duration::from_millis(100));
     /// let event = guard.suspended().await;
     /// eprintln!("stop trusting the lock: {event:?}");
     /// # Ok(()) }
+    /// # let server = lock_sim::Server::new();
+    /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
     /// ```
     pub async fn suspended(&self) -> LockEvent {
         loop {
@@ -263,11 +278,12 @@ impl LockGuard {
     /// the next reconnect), [`Error::Closed`] if the client is closed,
     /// [`Error::Zk`] if ZooKeeper refused the delete.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let guard = locks.mutex("/locks/job").lock().await?;
     /// guard.release().await?;
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub async fn release(mut self) -> Result<(), Error> {
         if self.give_back() {
@@ -325,7 +341,7 @@ impl LockGuard {
     /// [`LockEvent::RevocationRequested`] arrived, whether or not it was read. Only
     /// locks made [`revocable`](crate::Mutex::revocable) are ever asked.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let guard = locks.mutex("/locks/job").revocable().lock().await?;
     /// for step in 0..100 {
@@ -336,6 +352,7 @@ impl LockGuard {
     /// }
     /// guard.release().await?;
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn is_revocation_requested(&self) -> bool {
         self.client.shared().read(|s| {
@@ -358,13 +375,15 @@ impl LockGuard {
     /// # Errors
     /// The lock was lost before anyone asked (the reason).
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let guard = locks.mutex("/locks/job").revocable().lock().await?;
+    /// # locks.revoke("/locks/job").await?;
     /// if guard.revocation_requested().await.is_ok() {
     ///     guard.release().await?; // cooperative: let the requester in
     /// }
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub async fn revocation_requested(&self) -> Result<(), LostReason> {
         loop {

@@ -15,7 +15,7 @@ impl LockGuard {
     /// [`close_section`](Self::close_section) (or open a new one). Always `false`
     /// without crash detection.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
     /// if guard.previous_holder_crashed() {
@@ -23,6 +23,7 @@ impl LockGuard {
     ///     guard.close_section().await?;
     /// }
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn previous_holder_crashed(&self) -> bool {
         self.grant.previous_holder_crashed
@@ -47,13 +48,14 @@ impl LockGuard {
     /// again once resumed); [`Error::Lost`] if the lock is lost before the section
     /// could be marked.
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
     /// guard.open_section().await?;
     /// // ... several writes that must all happen, or be repaired ...
     /// guard.release().await?; // closes the section and releases, in one multi
     /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub async fn open_section(&self) -> Result<(), Error> {
         self.section(true).await
@@ -69,7 +71,7 @@ impl LockGuard {
     /// # Errors
     /// As for [`open_section`](Self::open_section).
     ///
-    /// ```no_run
+    /// ```
     /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
     /// let guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
     /// guard.open_section().await?;
@@ -77,6 +79,7 @@ impl LockGuard {
     /// guard.close_section().await?;
     /// // ... more work that needs the lock but no repair if interrupted ...
     /// # drop(guard); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub async fn close_section(&self) -> Result<(), Error> {
         self.section(false).await
