@@ -167,7 +167,7 @@
 //!
 //! A threaded binding runs the same loop with [`Link::wait`] in place of
 //! `poll_wake`, and wakes it from its client's callback threads through a
-//! [`Notifier`]. Or, as lock-zookeeper does (adapters/zookeeper/src/driver.rs), it
+//! [`Notifier`]. Or, as lock-zookeeper does (adapters/zookeeper/src/driver/), it
 //! receives everything on one channel, replies and watch firings from its client's
 //! threads and wake-ups from the handles alike: it registers with
 //! [`Link::poll_wake`] a `Waker` whose `wake` sends a message on that channel.

@@ -34,7 +34,7 @@
 //! ## Model
 //!
 //! A [`LockClient`] owns one ZooKeeper session and one background thread, the
-//! *driver* (driver.rs), which owns the `zookeeper` client and the
+//! *driver* (driver/), which owns the `zookeeper` client and the
 //! [`Link`] of the lock-client state holding every lock of that
 //! session. It follows the link's calling rules: it takes the core's requests in
 //! the order polled, issues them (under the ordering rule below) on a small pool of

@@ -11,7 +11,7 @@
 //! From different threads that order is a race, and the crate offers no way to
 //! learn that a blocking call has reached the channel. The binding therefore never
 //! relies on it: the driver issues a request only when the semantics cannot
-//! depend on the order (see the driver's "Ordering" section, `driver.rs`).
+//! depend on the order (see `driver/ordering.rs`).
 
 use lock_client::{Auth, NodeAcl, Perms};
 use lock_core::{CreateMode, Op, Reply, Stat, WatchType, ZkError};

@@ -3,7 +3,7 @@
 //! request order, not speed tests: every bound is half a round trip above the
 //! expected count.
 //!
-//! * Acquire: **2** round trips, by design (see the driver's "Ordering" section, `driver.rs`). The
+//! * Acquire: **2** round trips, by design (see `driver/ordering.rs`). The
 //!   `zookeeper` crate gives no order between calls from different threads, so the
 //!   binding issues a read only once every write before it is answered: the
 //!   `getChildren` waits for the `create`'s reply, and leaves together with the
