@@ -39,11 +39,21 @@
 //! is *compromised*: it no longer counts as trusted, since nothing could have told it
 //! in time.
 
+mod exclusion;
+mod features;
+mod fenced;
+mod sections;
+
+use exclusion::is_exclusive;
+pub(crate) use fenced::AuditedWrite;
+use fenced::FencedData;
+use sections::SectionMarker;
+
 use crate::client::ClientId;
 use crate::model::ZkModel;
 use lock_core::names::{parse_kazoo_lease, parse_name, semaphore_lease_dir, semaphore_mutex_dir};
 use lock_core::NameScheme;
-use lock_core::{LockEvent, LockId, MultiOp, Op, Recipe, Timestamp};
+use lock_core::{LockEvent, LockId, Recipe, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Which property failed.
@@ -172,39 +182,6 @@ pub(crate) struct Options {
     pub scheme: NameScheme,
 }
 
-/// The crash-detection marker of one lock path, as the events tell it.
-#[derive(Clone, Debug)]
-struct SectionMarker {
-    /// Whether the marker exists, when known (it is unknown while a section call has
-    /// no outcome, or after a release whose delete may or may not have applied).
-    exists: Option<bool>,
-    /// The last exclusive holder granted on the path: the only one whose section
-    /// calls can still change the marker.
-    holder: Option<Key>,
-}
-
-impl Default for SectionMarker {
-    fn default() -> Self {
-        // Only `open_section` creates the marker.
-        SectionMarker {
-            exists: Some(false),
-            holder: None,
-        }
-    }
-}
-
-/// A data node whose writes are audited against the lock that fences them.
-#[derive(Clone, Debug)]
-struct FencedData {
-    lock_path: String,
-    last_token: Option<i64>,
-    /// Every data value applied (writes carry unique data to be told apart).
-    applied: BTreeSet<Vec<u8>>,
-}
-
-/// A write to an audited data node, found in a request.
-pub(crate) type AuditedWrite = (String, Vec<u8>);
-
 /// How much of the feature checks a run exercised (so that a passing run is known
 /// not to be vacuous), from [`Sim::coverage`](crate::Sim::coverage).
 #[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
@@ -245,60 +222,6 @@ pub(crate) struct Checker {
     /// The audited writes of each fenced write, by (acquisition, write id).
     writes: BTreeMap<(Key, u64), Vec<AuditedWrite>>,
     coverage: Coverage,
-}
-
-/// The token a fenced data value carries: `<token>` or `<token>:<anything>`.
-pub(crate) fn token_of(data: &[u8]) -> Option<i64> {
-    let s = std::str::from_utf8(data).ok()?;
-    s.split(':').next()?.parse().ok()
-}
-
-/// What the exit of holder `t` did to the section marker, if anything (`None`: left
-/// as it was; `Some(None)`: unknown now).
-///
-/// A clean release deletes the marker with the node in one multi when the holder's
-/// section is open or may be (an open whose outcome it has not heard yet). A loss
-/// leaves it: the holder died inside its section (or, with a section call in
-/// flight, perhaps did). A release the session may not have survived leaves it
-/// unknown.
-fn marker_after_exit(t: &Track, released: bool, clean: bool) -> Option<Option<bool>> {
-    let maybe_open = t.section_open || (t.section_pending > 0 && t.section_last_call == Some(true));
-    if t.compromised {
-        return Some(None);
-    }
-    match (released, clean) {
-        (true, true) if maybe_open => Some(Some(false)),
-        (true, true) if t.section_pending > 0 => Some(None),
-        (true, true) => None,
-        (true, false) if maybe_open || t.section_pending > 0 => Some(None),
-        (true, false) => None,
-        (false, _) if t.section_pending > 0 => Some(None),
-        (false, _) if t.section_open => Some(Some(true)),
-        (false, _) => None,
-    }
-}
-
-/// The section marker of `path`, tracked from now on if it was not.
-fn marker_of<'a>(
-    sections: &'a mut BTreeMap<String, SectionMarker>,
-    path: &str,
-) -> &'a mut SectionMarker {
-    if !sections.contains_key(path) {
-        sections.insert(path.to_owned(), SectionMarker::default());
-    }
-    sections.get_mut(path).expect("just inserted")
-}
-
-const REVOKE_MARKERS: [&[u8]; 2] = [b"__REVOKE__", b"unlock"];
-
-fn is_exclusive(r: Option<Recipe>) -> bool {
-    matches!(r, Some(Recipe::Write | Recipe::Leader))
-}
-
-/// Whether holders of `a` and `b` on one path exclude each other (a semaphore's
-/// count is checked on its own).
-fn conflicts(a: Option<Recipe>, b: Option<Recipe>) -> bool {
-    a.is_some() && b.is_some() && (is_exclusive(a) || is_exclusive(b))
 }
 
 impl Checker {
@@ -357,19 +280,6 @@ impl Checker {
         self.tracks
             .get(&key)
             .is_some_and(|t| t.phase == Phase::Ended)
-    }
-
-    /// An administrator created (`exists`) or deleted a node: if it is a crash
-    /// marker, the marker's state is now known to be that (unless a section call
-    /// with no outcome yet may still change it).
-    pub fn on_admin_marker(&mut self, path: &str, exists: bool) {
-        let Some(lock) = path.strip_suffix("/zkl-section") else {
-            return;
-        };
-        let marker = self.sections.entry(lock.to_owned()).or_default();
-        if marker.exists.is_some() {
-            marker.exists = Some(exists);
-        }
     }
 
     /// The server expired `session` by force (not after a session timeout of
@@ -551,285 +461,9 @@ impl Checker {
         }
     }
 
-    /// Revocation, sections and fenced-write outcomes, after the base rules passed.
-    fn on_feature_event(
-        &mut self,
-        key: Key,
-        event: &LockEvent,
-        before: Option<Phase>,
-        client_session: Option<i64>,
-        model: &ZkModel,
-    ) -> Result<(), Failure> {
-        let wrong = |why: String| {
-            Err((
-                ViolationKind::WrongOutcome,
-                format!("{} {}: {why}", key.0, key.1),
-            ))
-        };
-        let t = &self.tracks[&key];
-        match event {
-            LockEvent::RevocationRequested => {
-                self.coverage.revocations_requested += 1;
-                let node = t.node.clone().unwrap_or_default();
-                if let Some(info) = model.get(&node) {
-                    if !REVOKE_MARKERS.contains(&info.data.as_slice()) {
-                        return wrong(format!(
-                            "RevocationRequested, but {node} holds {:?}",
-                            String::from_utf8_lossy(&info.data)
-                        ));
-                    }
-                }
-                Ok(())
-            }
-            LockEvent::Acquired(grant) if is_exclusive(t.recipe) => {
-                let marker = marker_of(&mut self.sections, &t.path);
-                // The previous holder's node is gone, or we would not hold: if it has
-                // not heard yet, settle what its exit did to the marker now.
-                if let Some(prev) = marker.holder.filter(|k| *k != key) {
-                    let p = &self.tracks[&prev];
-                    if p.phase != Phase::Ended {
-                        let clean = p.released && model.session_is_alive(p.session);
-                        if let Some(m) = marker_after_exit(p, p.released, clean) {
-                            marker.exists = m;
-                        }
-                    }
-                }
-                marker.holder = Some(key);
-                if !t.detects || t.compromised {
-                    return Ok(());
-                }
-                let expected = marker.exists;
-                marker.exists = Some(grant.previous_holder_crashed);
-                if expected.is_some() {
-                    self.coverage.crash_flags_checked += 1;
-                    self.coverage.crashes_reported += u64::from(grant.previous_holder_crashed);
-                }
-                match expected {
-                    Some(e) if e != grant.previous_holder_crashed => wrong(format!(
-                        "grant {} says previous_holder_crashed = {}, but the section marker of {} {}",
-                        grant.path,
-                        grant.previous_holder_crashed,
-                        t.path,
-                        if e { "was left by a holder that died inside its section" } else { "was closed (clean release or close_section)" }
-                    )),
-                    _ => Ok(()),
-                }
-            }
-            LockEvent::SectionOpened | LockEvent::SectionClosed => {
-                let open = *event == LockEvent::SectionOpened;
-                let tr = self.tracks.get_mut(&key).expect("tracked");
-                tr.section_pending = tr.section_pending.saturating_sub(1);
-                tr.section_open = open;
-                let settled = tr.section_pending == 0 && !tr.compromised;
-                let marker = marker_of(&mut self.sections, &tr.path);
-                if marker.holder == Some(key) && settled {
-                    marker.exists = Some(open);
-                }
-                Ok(())
-            }
-            LockEvent::Released | LockEvent::Lost(_) => {
-                if *event == LockEvent::Lost(lock_core::LostReason::LeaseExpired) {
-                    self.coverage.leases_expired += 1;
-                }
-                if before != Some(Phase::Held) {
-                    return Ok(());
-                }
-                let marker = marker_of(&mut self.sections, &t.path);
-                if marker.holder != Some(key) {
-                    return Ok(());
-                }
-                let released = *event == LockEvent::Released;
-                let clean = released
-                    && client_session == Some(t.session)
-                    && model.session_is_alive(t.session);
-                if let Some(m) = marker_after_exit(t, released, clean) {
-                    marker.exists = m;
-                }
-                Ok(())
-            }
-            LockEvent::FencedWrite { write, result } => {
-                let Some(writes) = self.writes.remove(&(key, *write)) else {
-                    return Ok(());
-                };
-                let applied: Vec<bool> = writes
-                    .iter()
-                    .map(|(p, d)| self.fenced.get(p).is_some_and(|f| f.applied.contains(d)))
-                    .collect();
-                self.coverage.fenced_outcomes_checked += 1;
-                if matches!(result, Err(lock_core::FencedError::NotHeld)) {
-                    self.coverage.fenced_not_held += 1;
-                }
-                let ok = match result {
-                    Ok(_) => applied.iter().all(|a| *a),
-                    Err(lock_core::FencedError::Unknown(_)) => true,
-                    Err(_) => applied.iter().all(|a| !*a),
-                };
-                if !ok {
-                    return wrong(format!(
-                        "fenced write {write} reported {result:?}, but the server applied {:?} of {:?}",
-                        applied,
-                        writes.iter().map(|(p, d)| format!("{p}={}", String::from_utf8_lossy(d))).collect::<Vec<_>>()
-                    ));
-                }
-                Ok(())
-            }
-            LockEvent::Failed(lock_core::FailReason::Revoked) => {
-                self.coverage.waiters_revoked += 1;
-                Ok(())
-            }
-            LockEvent::Resumed => {
-                self.coverage.section_calls_interrupted += u64::from(t.section_pending);
-                Ok(())
-            }
-            _ => Ok(()),
-        }
-    }
-
     /// What the feature checks have exercised so far.
     pub fn coverage(&self) -> Coverage {
         self.coverage
-    }
-
-    /// The user called `open_section`/`close_section` on `key` and the core accepted:
-    /// until its outcome is reported, the marker may or may not change.
-    pub fn on_section_call(&mut self, key: Key, open: bool) {
-        let Some(t) = self.tracks.get_mut(&key) else {
-            return;
-        };
-        t.section_pending += 1;
-        t.section_last_call = Some(open);
-        let marker = self.sections.entry(t.path.clone()).or_default();
-        if marker.holder == Some(key) {
-            marker.exists = None;
-        }
-    }
-
-    /// Audits every write to `data_path`: it must be fenced by the lock at `lock_path`.
-    pub fn audit_fenced(&mut self, data_path: &str, lock_path: &str) {
-        self.fenced.insert(
-            data_path.to_owned(),
-            FencedData {
-                lock_path: lock_path.to_owned(),
-                last_token: None,
-                applied: BTreeSet::new(),
-            },
-        );
-    }
-
-    /// The writes to audited data nodes in `op`.
-    pub fn audited_writes(&self, op: &Op) -> Vec<AuditedWrite> {
-        if self.fenced.is_empty() {
-            return Vec::new();
-        }
-        let mut out = Vec::new();
-        let mut add = |path: &str, data: &[u8]| {
-            if self.fenced.contains_key(path) {
-                out.push((path.to_owned(), data.to_vec()));
-            }
-        };
-        match op {
-            Op::SetData { path, data, .. } => add(path, data),
-            Op::Multi(ops) => {
-                for o in ops {
-                    if let MultiOp::SetData { path, data, .. } = o {
-                        add(path, data);
-                    }
-                }
-            }
-            _ => {}
-        }
-        out
-    }
-
-    /// A fenced write was handed to the core as write `write` of `key`.
-    pub fn on_fenced_call(&mut self, key: Key, write: u64, ops: &[MultiOp]) {
-        let writes = self.audited_writes(&Op::Multi(ops.to_vec()));
-        if !writes.is_empty() {
-            self.writes.insert((key, write), writes);
-        }
-    }
-
-    /// Whether the writer (`session`, writing `data`) holds the lock fencing
-    /// `data_path` in `model` now, before its write applies: `Err` says why not.
-    pub fn writer_holds(
-        &self,
-        session: i64,
-        data_path: &str,
-        data: &[u8],
-        model: &ZkModel,
-    ) -> Result<(), String> {
-        let f = &self.fenced[data_path];
-        let Some(token) = token_of(data) else {
-            return Err(format!("{data:?} carries no token"));
-        };
-        let children = model.children(&f.lock_path).unwrap_or_default();
-        let parts: Vec<(String, i32)> = children
-            .iter()
-            .filter_map(|n| parse_name(n).map(|p| (n.clone(), p.seq)))
-            .collect();
-        let Some((name, seq)) = parts.iter().find(|(n, _)| {
-            model
-                .stat(&format!("{}/{n}", f.lock_path))
-                .is_some_and(|s| s.czxid == token)
-        }) else {
-            return Err(format!(
-                "no lock node of {} has czxid {token} (the writer's node is gone)",
-                f.lock_path
-            ));
-        };
-        let stat = model
-            .stat(&format!("{}/{name}", f.lock_path))
-            .expect("listed");
-        if stat.ephemeral_owner != session {
-            return Err(format!(
-                "{name} (token {token}) is owned by {:#x}, the writer is {session:#x}",
-                stat.ephemeral_owner
-            ));
-        }
-        if let Some((lower, _)) = parts
-            .iter()
-            .find(|(_, s)| lock_core::names::relative_sequence(*s, *seq) < 0)
-        {
-            return Err(format!(
-                "{name} (token {token}) has a lower participant {lower}: not the holder"
-            ));
-        }
-        Ok(())
-    }
-
-    /// Writes to audited data nodes were applied (`holds`: [`Checker::writer_holds`] of
-    /// each, checked just before).
-    pub fn on_fenced_applied(
-        &mut self,
-        writes: Vec<AuditedWrite>,
-        holds: Vec<Result<(), String>>,
-    ) -> Result<(), Failure> {
-        for ((path, data), held) in writes.into_iter().zip(holds) {
-            let f = self.fenced.get_mut(&path).expect("audited");
-            let shown = String::from_utf8_lossy(&data).into_owned();
-            if let Err(why) = held {
-                return Err((
-                    ViolationKind::StaleWrite,
-                    format!(
-                        "write {path}={shown} applied, but its writer did not hold {}: {why}",
-                        f.lock_path
-                    ),
-                ));
-            }
-            let token = token_of(&data).expect("checked by writer_holds");
-            if let Some(last) = f.last_token.filter(|l| token < *l) {
-                return Err((
-                    ViolationKind::StaleWrite,
-                    format!(
-                        "write {path}={shown} applied after token {last}: the token went backwards"
-                    ),
-                ));
-            }
-            f.last_token = Some(token);
-            f.applied.insert(data);
-            self.coverage.fenced_applied += 1;
-        }
-        Ok(())
     }
 
     fn end(&mut self, key: Key) {
@@ -865,91 +499,6 @@ impl Checker {
                 ),
             )),
             Some(_) => Ok(()),
-        }
-    }
-
-    /// After `key` became a trusted holder: does it clash with another?
-    fn check_exclusion(&self, key: Key) -> Result<(), Failure> {
-        let me = &self.tracks[&key];
-        if !me.trusted() {
-            return Ok(());
-        }
-        // A suspended holder of another session must have been told `Lost` before
-        // the server could let anyone else in.
-        let late = self.held.iter().filter(|k| **k != key).find(|k| {
-            let t = &self.tracks[k];
-            t.path == me.path
-                && t.session != me.session
-                && t.suspended
-                && !t.released
-                && !t.compromised
-                && conflicts(t.recipe, me.recipe)
-        });
-        if let Some(other) = late {
-            return Err((
-                ViolationKind::LostTooLate,
-                format!(
-                    "{} {} acquired {} while {} {} (session {:#x}) was suspended, not yet lost",
-                    key.0, key.1, me.path, other.0, other.1, self.tracks[other].session
-                ),
-            ));
-        }
-        let others: Vec<(&Key, &Track)> = self
-            .held
-            .iter()
-            .filter(|k| **k != key)
-            .map(|k| (k, &self.tracks[k]))
-            .filter(|(_, t)| t.path == me.path && t.trusted())
-            .collect();
-        let describe = |list: &[(&Key, &Track)]| {
-            list.iter()
-                .map(|(k, t)| {
-                    format!(
-                        "{} {} {:?} {}",
-                        k.0,
-                        k.1,
-                        t.recipe,
-                        t.node.as_deref().unwrap_or("?")
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let head = format!(
-            "{} {} ({:?}, {}) acquired {} beside",
-            key.0,
-            key.1,
-            me.recipe,
-            me.node.as_deref().unwrap_or("?"),
-            me.path
-        );
-        match me.recipe {
-            Some(Recipe::Write | Recipe::Leader) if !others.is_empty() => {
-                let kind = if others.iter().any(|(_, t)| is_exclusive(t.recipe)) {
-                    ViolationKind::TwoExclusiveHolders
-                } else {
-                    ViolationKind::WriterBesideHolder
-                };
-                Err((kind, format!("{head} {}", describe(&others))))
-            }
-            _ if others.iter().any(|(_, t)| is_exclusive(t.recipe)) => Err((
-                ViolationKind::WriterBesideHolder,
-                format!("{head} {}", describe(&others)),
-            )),
-            Some(Recipe::Semaphore { permits }) => {
-                let holders = 1 + others
-                    .iter()
-                    .filter(|(_, t)| matches!(t.recipe, Some(Recipe::Semaphore { .. })))
-                    .count();
-                if holders > permits as usize {
-                    return Err((
-                        ViolationKind::TooManySemaphoreHolders,
-                        format!("{head} {} ({holders} > {permits})", describe(&others)),
-                    ));
-                }
-                Ok(())
-            }
-            _ => Ok(()),
         }
     }
 
