@@ -51,6 +51,9 @@
 
 mod common;
 
+use common::bare_lock::{
+    bare_lock, bare_lock_counted, bare_release, mkdir, sequence_of, NAME,
+};
 use common::{
     bare_client, cpu_time, env_list, env_or, env_usize, loadavg, median, median_duration,
     mntr_overhead, packets, start_server, wait_quiet, wait_watches, watch_count, window, Packets,
@@ -65,8 +68,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use zookeeper_client::{Acls, Client, CreateMode};
 
-/// A node name of zklock's length (`zkl-<hex32>-write-`), for the floor.
-const NAME: &str = "zkl-0123456789abcdef0123456789abcdef-write-";
 const TIMEOUT: Duration = Duration::from_secs(20);
 
 fn main() {
@@ -132,68 +133,6 @@ async fn lock_client(rt: &Runtime, cluster: &str) -> LockClient {
         .connect()
         .await
         .expect("connecting")
-}
-
-async fn mkdir(client: &Client, path: &str) {
-    let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
-    client.mkdir(path, &options).await.expect("mkdir");
-}
-
-fn sequence_of(name: &str) -> Option<i64> {
-    name.get(name.len().checked_sub(10)?..)?.parse().ok()
-}
-
-/// The floor's acquire (see the module docs). Returns our node's path.
-async fn bare_lock(client: &Client, dir: &str) -> String {
-    bare_lock_counted(client, dir, None).await
-}
-
-/// [`bare_lock`], counting itself in `queued` once its watch is set.
-async fn bare_lock_counted(client: &Client, dir: &str, mut queued: Option<&AtomicUsize>) -> String {
-    let prefix = format!("{dir}/{NAME}");
-    let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
-    // Both requests are written when called: one flight.
-    let create = client.create(&prefix, b"", &options);
-    let list = client.list_children(dir);
-    let (created, listed) = futures::join!(create, list);
-    let seq = created.expect("create").1.into_i64();
-    let mut children = listed.expect("list");
-    loop {
-        let lower: Vec<i64> = children
-            .iter()
-            .filter_map(|n| sequence_of(n).filter(|&s| s < seq))
-            .collect();
-        let predecessor = children
-            .iter()
-            .filter_map(|n| sequence_of(n).filter(|&s| s < seq).map(|s| (s, n)))
-            .max();
-        let Some((_, predecessor)) = predecessor else {
-            return format!("{prefix}{seq:010}");
-        };
-        match client
-            .get_and_watch_data(&format!("{dir}/{predecessor}"))
-            .await
-        {
-            Ok((_, _, watcher)) => {
-                if let Some(queued) = queued.take() {
-                    queued.fetch_add(1, Ordering::Relaxed);
-                }
-                watcher.changed().await;
-                // zklock's rule: held at once if the listing showed nothing
-                // else lower, otherwise list again.
-                if lower.len() == 1 {
-                    return format!("{prefix}{seq:010}");
-                }
-            }
-            Err(zookeeper_client::Error::NoNode) => {}
-            Err(e) => panic!("getData: {e}"),
-        }
-        children = client.list_children(dir).await.expect("list");
-    }
-}
-
-async fn bare_release(client: &Client, path: &str) {
-    client.delete(path, None).await.expect("delete");
 }
 
 // ---------------------------------------------------------------------------

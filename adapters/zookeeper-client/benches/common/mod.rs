@@ -5,6 +5,8 @@
 // Each bench uses a subset.
 #![allow(dead_code)]
 
+pub mod bare_lock;
+
 use lock_testkit::ZkServer;
 use std::time::Duration;
 

@@ -1,0 +1,186 @@
+//! The comparison's SVG charts (plotters, SVG backend only): the uncontended
+//! cycle's latency distribution, handoffs per second by session count, and a
+//! herd's drain over time.
+
+use super::peer::Library;
+use plotters::prelude::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// What the sections keep for the charts.
+#[derive(Default)]
+pub struct ChartData {
+    /// Every uncontended loopback cycle, all rounds.
+    pub cycles: BTreeMap<Library, Vec<Duration>>,
+    /// Handoffs/s per round, by library and session count.
+    pub handoffs: BTreeMap<(Library, usize), Vec<f64>>,
+    /// When each waiter held, after the first release (one round).
+    pub drain: BTreeMap<Library, Vec<Duration>>,
+}
+
+fn color(lib: Library) -> RGBColor {
+    match lib {
+        Library::Zklock => RGBColor(213, 62, 79),
+        Library::Floor => RGBColor(120, 120, 120),
+        Library::Recipe => RGBColor(102, 166, 30),
+        Library::Curator => RGBColor(50, 136, 189),
+        Library::Kazoo => RGBColor(244, 165, 30),
+    }
+}
+
+type Result = std::result::Result<(), Box<dyn std::error::Error>>;
+
+/// Writes the charts into `dir`; returns the file names written.
+pub fn write(data: &ChartData, names: &[(Library, String)], dir: &Path) -> Vec<String> {
+    std::fs::create_dir_all(dir).expect("charts dir");
+    let name = |lib: Library| {
+        names
+            .iter()
+            .find(|(l, _)| *l == lib)
+            .map_or(lib.key().to_owned(), |(_, n)| n.clone())
+    };
+    let mut written = Vec::new();
+    let mut draw = |file: &str, result: Result| match result {
+        Ok(()) => written.push(file.to_owned()),
+        Err(e) => eprintln!("chart {file}: {e}"),
+    };
+    if !data.cycles.is_empty() {
+        let file = "uncontended-cycle.svg";
+        draw(file, cycle_cdf(data, &name, &dir.join(file)));
+    }
+    if !data.handoffs.is_empty() {
+        let file = "handoffs.svg";
+        draw(file, handoffs(data, &name, &dir.join(file)));
+    }
+    if !data.drain.is_empty() {
+        let file = "herd-drain.svg";
+        draw(file, drain(data, &name, &dir.join(file)));
+    }
+    written
+}
+
+fn ms(d: &Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn cycle_cdf(data: &ChartData, name: &dyn Fn(Library) -> String, path: &Path) -> Result {
+    let all: Vec<f64> = data.cycles.values().flatten().map(ms).collect();
+    let lo = all.iter().copied().fold(f64::INFINITY, f64::min).max(0.01) * 0.9;
+    let mut sorted = all.clone();
+    sorted.sort_by(f64::total_cmp);
+    let hi = sorted[((sorted.len() - 1) as f64 * 0.995) as usize] * 1.1;
+    let root = SVGBackend::new(path, (760, 440)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("Uncontended lock + release cycle on loopback", ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(56)
+        .build_cartesian_2d((lo..hi).log_scale(), 0.0..1.0)?;
+    chart
+        .configure_mesh()
+        .x_desc("cycle time (ms, log scale)")
+        .y_desc("fraction of cycles at most")
+        .draw()?;
+    for (lib, samples) in &data.cycles {
+        let mut v: Vec<f64> = samples.iter().map(ms).collect();
+        v.sort_by(f64::total_cmp);
+        let n = v.len() as f64;
+        let points: Vec<(f64, f64)> = v
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| **x <= hi)
+            .map(|(i, x)| (*x, (i + 1) as f64 / n))
+            .collect();
+        let c = color(*lib);
+        chart
+            .draw_series(LineSeries::new(points, c.stroke_width(2)))?
+            .label(name(*lib))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+fn handoffs(data: &ChartData, name: &dyn Fn(Library) -> String, path: &Path) -> Result {
+    let mut by_lib: BTreeMap<Library, Vec<(f64, f64)>> = BTreeMap::new();
+    for ((lib, sessions), v) in &data.handoffs {
+        let med = super::common::median(v);
+        by_lib.entry(*lib).or_default().push((*sessions as f64, med));
+    }
+    let max_y = by_lib.values().flatten().map(|p| p.1).fold(0.0, f64::max) * 1.15;
+    let max_x = by_lib.values().flatten().map(|p| p.0).fold(0.0, f64::max) + 1.0;
+    let root = SVGBackend::new(path, (760, 440)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("Handoffs per second on one lock, 3-node ensemble", ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(1.0..max_x, 0.0..max_y)?;
+    chart
+        .configure_mesh()
+        .x_desc("sessions contending")
+        .y_desc("handoffs / s (median of rounds)")
+        .draw()?;
+    for (lib, mut points) in by_lib {
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let c = color(lib);
+        chart
+            .draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))?
+            .label(name(lib))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+        chart.draw_series(points.iter().map(|p| Circle::new(*p, 4, c.filled())))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+fn drain(data: &ChartData, name: &dyn Fn(Library) -> String, path: &Path) -> Result {
+    let max_x = data.drain.values().flatten().map(ms).fold(0.0, f64::max) * 1.05;
+    let max_y = data.drain.values().map(Vec::len).max().unwrap_or(1) as f64 * 1.05;
+    let root = SVGBackend::new(path, (760, 440)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("Herd drain: queued waiters served after the holder's release", ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0.0..max_x.max(1.0), 0.0..max_y)?;
+    chart
+        .configure_mesh()
+        .x_desc("time since the holder's release (ms)")
+        .y_desc("waiters that have held the lock")
+        .draw()?;
+    for (lib, done) in &data.drain {
+        let points: Vec<(f64, f64)> = std::iter::once((0.0, 0.0))
+            .chain(done.iter().enumerate().map(|(i, d)| (ms(d), (i + 1) as f64)))
+            .collect();
+        let c = color(*lib);
+        chart
+            .draw_series(LineSeries::new(points, c.stroke_width(2)))?
+            .label(name(*lib))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
