@@ -51,9 +51,7 @@
 
 mod common;
 
-use common::bare_lock::{
-    bare_lock, bare_lock_counted, bare_release, mkdir, sequence_of, NAME,
-};
+use common::bare_lock::{bare_lock, bare_lock_counted, bare_release, mkdir, sequence_of, NAME};
 use common::{
     bare_client, cpu_time, env_list, env_or, env_usize, loadavg, median, median_duration,
     mntr_overhead, packets, start_server, wait_quiet, wait_watches, watch_count, window, Packets,

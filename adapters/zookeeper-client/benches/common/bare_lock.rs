@@ -22,7 +22,11 @@ pub async fn bare_lock(client: &Client, dir: &str) -> String {
 }
 
 /// [`bare_lock`], counting itself in `queued` once its watch is set.
-pub async fn bare_lock_counted(client: &Client, dir: &str, mut queued: Option<&AtomicUsize>) -> String {
+pub async fn bare_lock_counted(
+    client: &Client,
+    dir: &str,
+    mut queued: Option<&AtomicUsize>,
+) -> String {
     let prefix = format!("{dir}/{NAME}");
     let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
     // Both requests are written when called: one flight.
@@ -68,4 +72,3 @@ pub async fn bare_lock_counted(client: &Client, dir: &str, mut queued: Option<&A
 pub async fn bare_release(client: &Client, path: &str) {
     client.delete(path, None).await.expect("delete");
 }
-

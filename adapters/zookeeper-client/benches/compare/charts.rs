@@ -73,7 +73,10 @@ fn cycle_cdf(data: &ChartData, name: &dyn Fn(Library) -> String, path: &Path) ->
     let root = SVGBackend::new(path, (760, 440)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption("Uncontended lock + release cycle on loopback", ("sans-serif", 20))
+        .caption(
+            "Uncontended lock + release cycle on loopback",
+            ("sans-serif", 20),
+        )
         .margin(12)
         .x_label_area_size(44)
         .y_label_area_size(56)
@@ -113,14 +116,20 @@ fn handoffs(data: &ChartData, name: &dyn Fn(Library) -> String, path: &Path) -> 
     let mut by_lib: BTreeMap<Library, Vec<(f64, f64)>> = BTreeMap::new();
     for ((lib, sessions), v) in &data.handoffs {
         let med = super::common::median(v);
-        by_lib.entry(*lib).or_default().push((*sessions as f64, med));
+        by_lib
+            .entry(*lib)
+            .or_default()
+            .push((*sessions as f64, med));
     }
     let max_y = by_lib.values().flatten().map(|p| p.1).fold(0.0, f64::max) * 1.15;
     let max_x = by_lib.values().flatten().map(|p| p.0).fold(0.0, f64::max) + 1.0;
     let root = SVGBackend::new(path, (760, 440)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption("Handoffs per second on one lock, 3-node ensemble", ("sans-serif", 20))
+        .caption(
+            "Handoffs per second on one lock, 3-node ensemble",
+            ("sans-serif", 20),
+        )
         .margin(12)
         .x_label_area_size(44)
         .y_label_area_size(64)
@@ -155,7 +164,10 @@ fn drain(data: &ChartData, name: &dyn Fn(Library) -> String, path: &Path) -> Res
     let root = SVGBackend::new(path, (760, 440)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption("Herd drain: queued waiters served after the holder's release", ("sans-serif", 20))
+        .caption(
+            "Herd drain: queued waiters served after the holder's release",
+            ("sans-serif", 20),
+        )
         .margin(12)
         .x_label_area_size(44)
         .y_label_area_size(56)
@@ -167,7 +179,11 @@ fn drain(data: &ChartData, name: &dyn Fn(Library) -> String, path: &Path) -> Res
         .draw()?;
     for (lib, done) in &data.drain {
         let points: Vec<(f64, f64)> = std::iter::once((0.0, 0.0))
-            .chain(done.iter().enumerate().map(|(i, d)| (ms(d), (i + 1) as f64)))
+            .chain(
+                done.iter()
+                    .enumerate()
+                    .map(|(i, d)| (ms(d), (i + 1) as f64)),
+            )
             .collect();
         let c = color(*lib);
         chart

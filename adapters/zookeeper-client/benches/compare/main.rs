@@ -112,12 +112,20 @@ fn main() {
         zk_version: String::from("?"),
     };
     let started = std::time::SystemTime::now();
-    println!("compare: {:?}; load at start {}", bench.libraries, loadavg());
+    println!(
+        "compare: {:?}; load at start {}",
+        bench.libraries,
+        loadavg()
+    );
     bench.loads.push(("start".into(), loadavg()));
     let write = std::env::var_os("COMPARE_WRITE").is_some_and(|v| v == "1");
     if on("uncontended") || on("many") || on("herd") {
         let server = common::start_server();
-        if let Some(v) = server.mntr().ok().and_then(|m| m.get("zk_version").map(str::to_owned)) {
+        if let Some(v) = server
+            .mntr()
+            .ok()
+            .and_then(|m| m.get("zk_version").map(str::to_owned))
+        {
             bench.zk_version = v.split(['-', ',']).next().unwrap_or(&v).to_owned();
         }
         if on("uncontended") {

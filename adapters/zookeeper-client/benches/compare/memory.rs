@@ -133,7 +133,10 @@ fn table(bench: &Bench, cases: &[Case], started: std::time::SystemTime) -> Strin
     s += "|---|---|---|---|---|---|---|\n";
     for c in cases {
         let (rss, cpu, t) = c.held;
-        let held = (format!("{}, {}", kib(rss), us(cpu)), format!("{:.1} s", t.as_secs_f64()));
+        let held = (
+            format!("{}, {}", kib(rss), us(cpu)),
+            format!("{:.1} s", t.as_secs_f64()),
+        );
         let waiting = match &c.waiting {
             Ok((rss, cpu)) => format!("{}, {}", kib(*rss), us(*cpu)),
             Err(why) => why.clone(),

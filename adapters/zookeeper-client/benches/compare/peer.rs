@@ -45,9 +45,9 @@ impl Library {
     }
 
     pub fn parse(key: &str) -> Library {
-        ALL.into_iter()
-            .find(|l| l.key() == key)
-            .unwrap_or_else(|| panic!("unknown library {key:?} (zklock, floor, recipe, curator, kazoo)"))
+        ALL.into_iter().find(|l| l.key() == key).unwrap_or_else(|| {
+            panic!("unknown library {key:?} (zklock, floor, recipe, curator, kazoo)")
+        })
     }
 
     /// Whether a waiting acquisition costs a thread (a blocking `acquire()`).
@@ -79,16 +79,25 @@ impl Launcher {
         let python = kazoo_python(build_dir);
         let mut versions = vec![(
             Library::Zklock,
-            format!("zklock {} (lock-core, lock-client)", env!("CARGO_PKG_VERSION")),
+            format!(
+                "zklock {} (lock-core, lock-client)",
+                env!("CARGO_PKG_VERSION")
+            ),
         )];
         versions.push((Library::Floor, "zookeeper-client 0.11.2".into()));
-        versions.push((Library::Recipe, "zookeeper-client 0.11.2 `Client::lock`".into()));
+        versions.push((
+            Library::Recipe,
+            "zookeeper-client 0.11.2 `Client::lock`".into(),
+        ));
         if libraries.contains(&Library::Curator) {
             versions.push((Library::Curator, curator_version()));
         }
         if libraries.contains(&Library::Kazoo) {
             let out = Command::new(&python)
-                .args(["-c", "import kazoo.version as v, sys; print(v.__version__, sys.version.split()[0])"])
+                .args([
+                    "-c",
+                    "import kazoo.version as v, sys; print(v.__version__, sys.version.split()[0])",
+                ])
                 .output()
                 .unwrap_or_else(|e| panic!("running {}: {e}", python.display()));
             let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
@@ -240,7 +249,11 @@ impl Peer {
         let tasks = std::fs::read_dir(format!("/proc/{}/task", self.pid()));
         for task in tasks.into_iter().flatten().flatten() {
             let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
-            if let Some(ns) = stat.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()) {
+            if let Some(ns) = stat
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+            {
                 by_thread.insert(task.file_name().to_string_lossy().into_owned(), ns);
             }
         }
@@ -249,8 +262,8 @@ impl Peer {
 
     /// The peer's resident set, in bytes.
     pub fn rss(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
-            .unwrap_or_default();
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
         status
             .lines()
             .find_map(|l| l.strip_prefix("VmRSS:"))

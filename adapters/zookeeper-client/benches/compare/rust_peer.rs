@@ -54,7 +54,10 @@ impl Sessions {
                     .with_ancestor_options(dir)
                     .expect("options");
                 let prefix = LockPrefix::new_curator(path, "lock-").expect("prefix");
-                let lock = c[session].lock(prefix, b"", options).await.expect("Client::lock");
+                let lock = c[session]
+                    .lock(prefix, b"", options)
+                    .await
+                    .expect("Client::lock");
                 Held::Recipe(lock.into_owned())
             }
         }
@@ -118,7 +121,9 @@ pub fn run(library: Library) {
             Library::Zklock => Sessions::Zklock(Arc::new(
                 all.into_iter().map(|c| c.err().unwrap()).collect(),
             )),
-            Library::Floor => Sessions::Floor(Arc::new(all.into_iter().map(|c| c.unwrap()).collect())),
+            Library::Floor => {
+                Sessions::Floor(Arc::new(all.into_iter().map(|c| c.unwrap()).collect()))
+            }
             _ => Sessions::Recipe(Arc::new(all.into_iter().map(|c| c.unwrap()).collect())),
         }
     });
@@ -194,7 +199,11 @@ async fn command(sessions: &Sessions, state: &mut State, w: &[&str]) -> String {
             for t in tasks {
                 t.await.unwrap();
             }
-            format!("ok {} {}", count.load(Ordering::Relaxed), started.elapsed().as_nanos())
+            format!(
+                "ok {} {}",
+                count.load(Ordering::Relaxed),
+                started.elapsed().as_nanos()
+            )
         }
         "many" => {
             let (locks, cycles) = (num(2), num(3));
@@ -237,7 +246,11 @@ async fn command(sessions: &Sessions, state: &mut State, w: &[&str]) -> String {
         }
         "wait" => {
             for i in 0..num(2) {
-                let (s, path, held) = (sessions.clone(), format!("{}/l{i}", w[1]), state.held.clone());
+                let (s, path, held) = (
+                    sessions.clone(),
+                    format!("{}/l{i}", w[1]),
+                    state.held.clone(),
+                );
                 state.waiting.push(tokio::spawn(async move {
                     s.prepare(&path).await;
                     let h = s.acquire(i % s.len(), &path).await;

@@ -74,13 +74,55 @@ pub fn uncontended(bench: &mut Bench, server: &ZkServer) {
             let (acquire, release) = (nanos(&r[0]), nanos(&r[1]));
             let cycle: Vec<Duration> = acquire.iter().zip(&release).map(|(a, b)| *a + *b).collect();
             let t = &mut bench.table;
-            t.push("uncontended, loopback: acquire p50", Unit::Time, true, lib, percentile(&acquire, 0.5));
-            t.push("uncontended, loopback: acquire p99", Unit::Time, false, lib, percentile(&acquire, 0.99));
-            t.push("uncontended, loopback: release p50", Unit::Time, false, lib, percentile(&release, 0.5));
-            t.push("uncontended, loopback: cycle p50", Unit::Time, true, lib, percentile(&cycle, 0.5));
-            t.push("uncontended, loopback: cycle p99", Unit::Time, false, lib, percentile(&cycle, 0.99));
-            t.push("uncontended: requests / cycle (server)", Unit::Number(2), false, lib, sent as f64 / cycles as f64);
-            t.push("uncontended: client CPU / cycle", Unit::Time, true, lib, cpu.as_secs_f64() / cycles as f64);
+            t.push(
+                "uncontended, loopback: acquire p50",
+                Unit::Time,
+                true,
+                lib,
+                percentile(&acquire, 0.5),
+            );
+            t.push(
+                "uncontended, loopback: acquire p99",
+                Unit::Time,
+                false,
+                lib,
+                percentile(&acquire, 0.99),
+            );
+            t.push(
+                "uncontended, loopback: release p50",
+                Unit::Time,
+                false,
+                lib,
+                percentile(&release, 0.5),
+            );
+            t.push(
+                "uncontended, loopback: cycle p50",
+                Unit::Time,
+                true,
+                lib,
+                percentile(&cycle, 0.5),
+            );
+            t.push(
+                "uncontended, loopback: cycle p99",
+                Unit::Time,
+                false,
+                lib,
+                percentile(&cycle, 0.99),
+            );
+            t.push(
+                "uncontended: requests / cycle (server)",
+                Unit::Number(2),
+                false,
+                lib,
+                sent as f64 / cycles as f64,
+            );
+            t.push(
+                "uncontended: client CPU / cycle",
+                Unit::Time,
+                true,
+                lib,
+                cpu.as_secs_f64() / cycles as f64,
+            );
             bench.charts.cycles.entry(lib).or_default().extend(cycle);
         }
     }
@@ -105,7 +147,10 @@ fn through_proxy(bench: &mut Bench, server: &ZkServer) {
     for p in &mut peers {
         p.call(&format!("cycles /bench/p/{} 20", p.library.key()));
     }
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let bare = rt.block_on(super::common::bare_client(&cluster, super::SESSION_TIMEOUT));
     let mut rtts = Vec::new();
     for round in 0..bench.rounds {
@@ -126,9 +171,18 @@ fn through_proxy(bench: &mut Bench, server: &ZkServer) {
             let r = p.call(&format!("cycles /bench/p/{} {cycles}", lib.key()));
             let (acquire, release) = (nanos(&r[0]), nanos(&r[1]));
             let a = median(&secs(&acquire));
-            let c = median(&secs(&acquire.iter().zip(&release).map(|(a, b)| *a + *b).collect::<Vec<_>>()));
+            let c = median(&secs(
+                &acquire
+                    .iter()
+                    .zip(&release)
+                    .map(|(a, b)| *a + *b)
+                    .collect::<Vec<_>>(),
+            ));
             let t = &mut bench.table;
-            let label = format!("{} ms each way (proxy): acquire, in RTTs", delay.as_millis());
+            let label = format!(
+                "{} ms each way (proxy): acquire, in RTTs",
+                delay.as_millis()
+            );
             t.push(&label, Unit::Number(2), false, lib, a / unit);
             let label = format!("{} ms each way (proxy): cycle, in RTTs", delay.as_millis());
             t.push(&label, Unit::Number(2), true, lib, c / unit);
@@ -162,13 +216,19 @@ pub fn contention(bench: &mut Bench, ensemble: &ZkEnsemble, sessions: usize) {
             let before = requests.now();
             let r = p.call(&format!("contend {} {ms}", path(lib)));
             let sent = requests.since(before);
-            let (count, elapsed): (f64, f64) = (r[0].parse().unwrap(), r[1].parse::<f64>().unwrap() / 1e9);
+            let (count, elapsed): (f64, f64) =
+                (r[0].parse().unwrap(), r[1].parse::<f64>().unwrap() / 1e9);
             let t = &mut bench.table;
             let label = format!("{sessions} sessions on one lock (ensemble): handoffs / s");
             t.push(&label, Unit::Number(0), true, lib, count / elapsed);
             let label = format!("{sessions} sessions: requests / acquisition (servers)");
             t.push(&label, Unit::Number(2), true, lib, sent as f64 / count);
-            bench.charts.handoffs.entry((lib, sessions)).or_default().push(count / elapsed);
+            bench
+                .charts
+                .handoffs
+                .entry((lib, sessions))
+                .or_default()
+                .push(count / elapsed);
         }
     }
     bench.note_load(&format!("contention, {sessions} sessions"));
@@ -246,7 +306,13 @@ pub fn herd(bench: &mut Bench, server: &ZkServer) {
             let label = format!("herd: {waiters} queued waiters, drain");
             t.push(&label, Unit::Time, true, lib, elapsed);
             let label = format!("herd: requests / release (server)");
-            t.push(&label, Unit::Number(2), false, lib, sent as f64 / (waiters + 1) as f64);
+            t.push(
+                &label,
+                Unit::Number(2),
+                false,
+                lib,
+                sent as f64 / (waiters + 1) as f64,
+            );
             if round == 0 {
                 bench.charts.drain.insert(lib, nanos(&r[1]));
             }
