@@ -1,6 +1,7 @@
 //! Memory and CPU per held lock and per waiting acquisition: a peer with 1 or
 //! 100 sessions takes N distinct locks (`hold`), then queues N acquisitions on N
-//! other locks that a floor peer holds (`wait`); the peer's RSS and CPU time are
+//! other locks that a second peer of the same library holds (`wait`: other
+//! libraries' nodes would not be seen as holders); the peer's RSS and CPU time are
 //! read before and after each step. Curator and kazoo block a thread per waiting
 //! acquisition, so their waits stop at `MEMORY_THREAD_CAP`.
 
@@ -53,17 +54,18 @@ pub fn run(bench: &mut Bench) -> String {
                 let waiting = if lib.thread_per_waiter() && count > cap {
                     Err(format!("not run: one thread per waiting acquisition ({count} threads; MEMORY_THREAD_CAP {cap})"))
                 } else {
-                    let mut holder = bench.launcher.start(Library::Floor, &cluster, 1);
+                    let mut holder = bench.launcher.start(lib, &cluster, 1);
                     holder.call(&format!("hold {dir}/wait {count}"));
                     let base = watch_count(&server);
                     let (rss1, cpu1) = (p.rss(), p.cpu());
                     p.call(&format!("wait {dir}/wait {count}"));
-                    let deadline = Instant::now() + Duration::from_secs(600);
+                    let limit = env_usize("MEMORY_WAIT_S", 600);
+                    let deadline = Instant::now() + Duration::from_secs(limit as u64);
                     let mut result = Ok(());
                     while watch_count(&server) < base + count as u64 {
                         if Instant::now() > deadline {
                             result = Err(format!(
-                                "stopped after 10 min: {} of {count} queued",
+                                "stopped after {limit} s: {} of {count} queued",
                                 watch_count(&server) - base
                             ));
                             break;

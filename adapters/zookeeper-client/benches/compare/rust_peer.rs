@@ -142,6 +142,10 @@ pub fn run(library: Library) {
         out.flush().unwrap();
     }
     rt.block_on(async {
+        // Waiting acquisitions end here, not with an error when the sessions close.
+        for t in state.waiting.drain(..) {
+            t.abort();
+        }
         drop(state);
         if let Sessions::Zklock(c) = &sessions {
             for c in c.iter() {
