@@ -32,14 +32,9 @@ fn color(lib: Library) -> RGBColor {
 type Result = std::result::Result<(), Box<dyn std::error::Error>>;
 
 /// Writes the charts into `dir`; returns the file names written.
-pub fn write(data: &ChartData, names: &[(Library, String)], dir: &Path) -> Vec<String> {
+pub fn write(data: &ChartData, dir: &Path) -> Vec<String> {
     std::fs::create_dir_all(dir).expect("charts dir");
-    let name = |lib: Library| {
-        names
-            .iter()
-            .find(|(l, _)| *l == lib)
-            .map_or(lib.key().to_owned(), |(_, n)| n.clone())
-    };
+    let name = |lib: Library| lib.label().replace('`', "");
     let mut written = Vec::new();
     let mut draw = |file: &str, result: Result| match result {
         Ok(()) => written.push(file.to_owned()),
@@ -137,6 +132,7 @@ fn handoffs(data: &ChartData, name: &dyn Fn(Library) -> String, path: &Path) -> 
     chart
         .configure_mesh()
         .x_desc("sessions contending")
+        .x_label_formatter(&|x| format!("{x:.0}"))
         .y_desc("handoffs / s (median of rounds)")
         .draw()?;
     for (lib, mut points) in by_lib {
@@ -150,7 +146,7 @@ fn handoffs(data: &ChartData, name: &dyn Fn(Library) -> String, path: &Path) -> 
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(SeriesLabelPosition::LowerRight)
         .background_style(WHITE.mix(0.9))
         .border_style(BLACK)
         .draw()?;

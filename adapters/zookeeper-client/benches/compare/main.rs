@@ -152,11 +152,7 @@ fn main() {
         println!("\n{text}");
         if write {
             let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-            let charts = charts::write(
-                &bench.charts,
-                &bench.launcher.versions,
-                &manifest.join("benches/charts"),
-            );
+            let charts = charts::write(&bench.charts, &manifest.join("benches/charts"));
             println!("charts: {charts:?}");
             report::splice(&manifest.join("../../BENCHMARKS.md"), "compare", &text);
         }

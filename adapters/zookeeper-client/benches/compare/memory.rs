@@ -5,10 +5,22 @@
 //! read before and after each step. Curator and kazoo block a thread per waiting
 //! acquisition, so their waits stop at `MEMORY_THREAD_CAP`.
 
-use super::common::{env_list, env_usize, loadavg, watch_count};
+use super::common::{env_list, env_usize, loadavg};
 use super::peer::Library;
 use super::Bench;
 use std::time::{Duration, Instant};
+
+/// The server's `zk_watch_count`, asked again while a busy server (deleting a
+/// closed session's 100,000 nodes) does not answer `mntr` within its 2 s.
+fn watch_count(server: &lock_testkit::ZkServer) -> u64 {
+    for _ in 0..30 {
+        if let Ok(m) = server.mntr() {
+            return m.get_u64("zk_watch_count").expect("zk_watch_count");
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    panic!("the server did not answer mntr for a minute");
+}
 
 struct Case {
     lib: Library,
@@ -82,20 +94,17 @@ pub fn run(bench: &mut Bench) -> String {
                         )
                     })
                 };
-                println!(
-                    "  memory {} x{count} sessions {sessions}: held {held:?} waiting {waiting:?}; load {}",
-                    lib.key(),
-                    loadavg()
-                );
                 p.quit();
-                cases.push(Case {
+                let case = Case {
                     lib,
                     count,
                     sessions,
                     base_rss: rss0,
                     held,
                     waiting,
-                });
+                };
+                println!("  memory {}; load {}", row(&case).trim_end(), loadavg());
+                cases.push(case);
             }
         }
     }
@@ -134,25 +143,27 @@ fn table(bench: &Bench, cases: &[Case], started: std::time::SystemTime) -> Strin
     s += "| library | N | sessions | base RSS | per held lock: RSS, CPU | time to take N | per waiting acquisition: RSS, CPU |\n";
     s += "|---|---|---|---|---|---|---|\n";
     for c in cases {
-        let (rss, cpu, t) = c.held;
-        let held = (
-            format!("{}, {}", kib(rss), us(cpu)),
-            format!("{:.1} s", t.as_secs_f64()),
-        );
-        let waiting = match &c.waiting {
-            Ok((rss, cpu)) => format!("{}, {}", kib(*rss), us(*cpu)),
-            Err(why) => why.clone(),
-        };
-        s += &format!(
-            "| {} | {} | {} | {:.0} MiB | {} | {} | {} |\n",
-            c.lib.key(),
-            super::table::format_value(c.count as f64, super::table::Unit::Number(0)),
-            c.sessions,
-            c.base_rss as f64 / 1024.0 / 1024.0,
-            held.0,
-            held.1,
-            waiting
-        );
+        s += &row(c);
     }
     s
+}
+
+/// One case's table row.
+fn row(c: &Case) -> String {
+    let (rss, cpu, t) = c.held;
+    let waiting = match &c.waiting {
+        Ok((rss, cpu)) => format!("{}, {}", kib(*rss), us(*cpu)),
+        Err(why) => why.clone(),
+    };
+    format!(
+        "| {} | {} | {} | {:.0} MiB | {}, {} | {:.1} s | {} |\n",
+        c.lib.key(),
+        super::table::format_value(c.count as f64, super::table::Unit::Number(0)),
+        c.sessions,
+        c.base_rss as f64 / 1024.0 / 1024.0,
+        kib(rss),
+        us(cpu),
+        t.as_secs_f64(),
+        waiting
+    )
 }

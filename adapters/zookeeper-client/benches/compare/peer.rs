@@ -50,6 +50,17 @@ impl Library {
         })
     }
 
+    /// The name in tables and charts.
+    pub fn label(self) -> &'static str {
+        match self {
+            Library::Zklock => "zklock",
+            Library::Floor => "floor (bare zookeeper-client)",
+            Library::Recipe => "zookeeper-client `Client::lock`",
+            Library::Curator => "Curator `InterProcessMutex`",
+            Library::Kazoo => "kazoo `Lock`",
+        }
+    }
+
     /// Whether a waiting acquisition costs a thread (a blocking `acquire()`).
     pub fn thread_per_waiter(self) -> bool {
         matches!(self, Library::Curator | Library::Kazoo)

@@ -88,16 +88,7 @@ pub fn section(bench: &Bench, started: SystemTime) -> String {
     let columns: Vec<_> = bench
         .libraries
         .iter()
-        .map(|&l| {
-            let name = match l {
-                super::peer::Library::Zklock => "zklock",
-                super::peer::Library::Floor => "floor",
-                super::peer::Library::Recipe => "zookeeper-client `Client::lock`",
-                super::peer::Library::Curator => "Curator `InterProcessMutex`",
-                super::peer::Library::Kazoo => "kazoo `Lock`",
-            };
-            (l, name.to_owned())
-        })
+        .map(|&l| (l, l.label().to_owned()))
         .collect();
     s += &bench.table.markdown(&columns);
     s += "\n";

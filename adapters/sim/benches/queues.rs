@@ -1,0 +1,164 @@
+//! Work per release against queue length, at scale: `QUEUES_CLIENTS` simulated
+//! clients (one session each; 20,000 by default) queued on `QUEUES_LOCKS` locks
+//! (2,000): one queue each of 10,000, 1,000, 100 and 10 waiters, the other
+//! clients spread evenly over the other locks. One lock of each queue length
+//! is drained (each waiter releases as soon as it
+//! holds) and every release is counted: requests by kind, notifications, and the
+//! names the directory held when it went (what the next waiter's listing
+//! carries). Virtual time, seeded: the counts are the same on every run; the
+//! wall time per release is this machine's.
+//!
+//! ```text
+//! cargo bench -p lock-sim --bench queues
+//! QUEUES_CLIENTS=100000 QUEUES_LOCKS=10000 cargo bench -p lock-sim --bench queues
+//! ```
+//!
+//! lock-sim's scheduler looks at every client for its next wake-up (O(clients)
+//! per step), so a run grows with the square of the clients: 20,000 take
+//! minutes, 100,000 about an hour on a 2-core machine.
+
+#![forbid(unsafe_code)]
+
+use lock_core::{LockId, LockSpec};
+use lock_sim::{ClientId, Counters, Profile, Sim, SimConfig};
+use std::time::{Duration, Instant};
+
+/// Long enough that no session pings or syncs often enough to matter.
+const SESSION: Duration = Duration::from_secs(600);
+
+struct Class {
+    locks: usize,
+    waiters: usize,
+}
+
+fn main() {
+    let scale: usize =
+        std::env::var("QUEUES_SCALE").map_or(1, |v| v.parse().expect("QUEUES_SCALE"));
+    // 10,000 locks, 100,000 clients (at scale 1).
+    let classes = [
+        Class {
+            locks: 1,
+            waiters: 10_000 / scale,
+        },
+        Class {
+            locks: 9,
+            waiters: 1_000 / scale.min(10),
+        },
+        Class {
+            locks: 90 / scale.min(10),
+            waiters: 100,
+        },
+        Class {
+            locks: 900 / scale,
+            waiters: 10,
+        },
+        Class {
+            locks: 9_000 / scale,
+            waiters: 7,
+        },
+    ];
+    let cfg = SimConfig::new(27)
+        .check_invariants(false)
+        .reap_interval(None)
+        .run_limit(Duration::from_secs(24 * 3600));
+    let mut sim = Sim::new(cfg);
+    let started = Instant::now();
+    // Queues in FIFO order: each client's acquisition is queued (or granted)
+    // before the next client asks.
+    let mut queues: Vec<(String, Vec<(ClientId, LockId)>)> = Vec::new();
+    let mut clients = 0usize;
+    for (ci, class) in classes.iter().enumerate().filter(|(_, c)| c.locks > 0) {
+        for l in 0..class.locks {
+            let path = format!("/q{ci}/l{l}");
+            let mut queue = Vec::with_capacity(class.waiters);
+            for _ in 0..class.waiters {
+                let c = sim.add_client(Profile::KeepsWatches, SESSION);
+                let id = sim
+                    .acquire(c, LockSpec::write(path.as_str()))
+                    .expect("acquire");
+                sim.run_until(|s| queued(s, c, id)).expect("queued");
+                queue.push((c, id));
+                clients += 1;
+            }
+            queues.push((path, queue));
+        }
+    }
+    println!(
+        "{clients} clients queued on {} locks in {:.1?} (virtual {:?})",
+        queues.len(),
+        started.elapsed(),
+        sim.now()
+    );
+    println!();
+    println!("| waiters in the queue | releases | requests / release | of which getChildren | getData | removeWatches | sync | notifications / release | names listed / release | wall time / release |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    // The first lock of each class.
+    let mut first = 0;
+    for class in classes.iter().filter(|c| c.locks > 0) {
+        let (path, queue) = &queues[first];
+        first += class.locks;
+        let before = sum(&sim, queue);
+        let mut listed = 0u64;
+        let t0 = Instant::now();
+        for &(c, id) in queue {
+            sim.run_until(|s| s.holds(c, id)).expect("holds");
+            listed += sim.children(path).len() as u64;
+            sim.release(c, id).expect("release");
+        }
+        sim.run_until(|s| {
+            queue
+                .iter()
+                .all(|&(c, _)| s.counters(c).replies >= s.counters(c).requests())
+        })
+        .expect("drained");
+        let wall = t0.elapsed();
+        let d = diff(sum(&sim, queue), before);
+        let n = queue.len() as f64;
+        println!(
+            "| {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {:.1?} |",
+            class.waiters,
+            queue.len(),
+            (d.requests() - d.sync) as f64 / n,
+            d.get_children as f64 / n,
+            d.get_data as f64 / n,
+            d.remove_watch as f64 / n,
+            d.sync as f64 / n,
+            d.notifications as f64 / n,
+            listed as f64 / n,
+            wall / queue.len() as u32,
+        );
+    }
+    println!();
+    println!("total wall time {:.1?}", started.elapsed());
+}
+
+/// The acquisition is granted, or every request it sent so far is answered and
+/// it has set its watch (it waits).
+fn queued(sim: &Sim, c: ClientId, id: LockId) -> bool {
+    let n = sim.counters(c);
+    sim.holds(c, id) || (n.get_data >= 1 && n.replies >= n.requests())
+}
+
+fn sum(sim: &Sim, queue: &[(ClientId, LockId)]) -> Counters {
+    let mut total = Counters::default();
+    for &(c, _) in queue {
+        total += sim.counters(c);
+    }
+    total
+}
+
+fn diff(a: Counters, b: Counters) -> Counters {
+    let mut d = a;
+    d.create -= b.create;
+    d.get_children -= b.get_children;
+    d.get_data -= b.get_data;
+    d.set_data -= b.set_data;
+    d.delete -= b.delete;
+    d.multi -= b.multi;
+    d.remove_watch -= b.remove_watch;
+    d.sync -= b.sync;
+    d.other -= b.other;
+    d.replies -= b.replies;
+    d.notifications -= b.notifications;
+    d
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The project's benchmark command. Installs what the peers need when it is missing
+# (scripts/install-deps.sh: ZooKeeper, Curator 5.4's jars and a JDK, Debian's kazoo and the
+# newest kazoo from PyPI in <target>/kazoo-venv), then:
+#
+#   scripts/bench.sh [compare]   zklock, the bare-client floor, zookeeper-client's Client::lock,
+#                                Curator and kazoo side by side (about 10 minutes); rewrites
+#                                BENCHMARKS.md's first section and the SVG charts in
+#                                adapters/zookeeper-client/benches/charts/
+#   scripts/bench.sh memory      RSS and CPU per held lock and per waiting acquisition at
+#                                10,000 and 100,000 (1 and 100 sessions); rewrites
+#                                BENCHMARKS.md's memory section (long: 30+ minutes)
+#   scripts/bench.sh queues      lock-sim: work per release against queue length (prints
+#                                a table)
+#
+# Knobs are environment variables, listed in adapters/zookeeper-client/benches/compare/main.rs
+# (COMPARE_ROUNDS, COMPARE_LIBRARIES, CONTENTION_MS, HERD_WAITERS, MEMORY_COUNTS, ...) and
+# adapters/sim/benches/queues.rs (QUEUES_CLIENTS, QUEUES_LOCKS).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what="${1:-compare}"
+case "$what" in
+    compare)
+        bash scripts/install-deps.sh
+        COMPARE_WRITE=1 cargo bench -p lock-zookeeper-client --bench compare
+        ;;
+    memory)
+        bash scripts/install-deps.sh
+        COMPARE_WRITE=1 COMPARE_ONLY=memory cargo bench -p lock-zookeeper-client --bench compare
+        ;;
+    queues)
+        cargo bench -p lock-sim --bench queues
+        ;;
+    *)
+        echo "usage: scripts/bench.sh [compare|memory|queues]" >&2
+        exit 2
+        ;;
+esac
