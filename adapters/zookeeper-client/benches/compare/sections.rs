@@ -305,9 +305,8 @@ pub fn herd(bench: &mut Bench, server: &ZkServer) {
             let t = &mut bench.table;
             let label = format!("herd: {waiters} queued waiters, drain");
             t.push(&label, Unit::Time, true, lib, elapsed);
-            let label = format!("herd: requests / release (server)");
             t.push(
-                &label,
+                "herd: requests / release (server)",
                 Unit::Number(2),
                 false,
                 lib,
