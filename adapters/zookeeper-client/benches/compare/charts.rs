@@ -3,6 +3,7 @@
 //! herd's drain over time.
 
 use super::peer::Library;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -30,6 +31,64 @@ fn color(lib: Library) -> RGBColor {
 }
 
 type Result = std::result::Result<(), Box<dyn std::error::Error>>;
+
+/// A white 760x440 SVG canvas at `path`.
+fn canvas(
+    path: &Path,
+) -> std::result::Result<DrawingArea<SVGBackend<'_>, Shift>, Box<dyn std::error::Error>> {
+    let root = SVGBackend::new(path, (760, 440)).into_drawing_area();
+    root.fill(&WHITE)?;
+    Ok(root)
+}
+
+/// A chart with `caption` on `root`.
+fn titled<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    caption: &str,
+) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut builder = ChartBuilder::on(root);
+    builder
+        .caption(caption, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64);
+    builder
+}
+
+/// One library's line, with its legend entry.
+fn line<'a, CT>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    points: Vec<CT::From>,
+    lib: Library,
+    name: String,
+) -> Result
+where
+    CT: CoordTranslate,
+    CT::From: Clone + 'static,
+{
+    let c = color(lib);
+    chart
+        .draw_series(LineSeries::new(points, c.stroke_width(2)))?
+        .label(name)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+    Ok(())
+}
+
+/// The legend at `position`, then the file.
+fn finish<'a, CT: CoordTranslate>(
+    mut chart: ChartContext<'a, SVGBackend<'a>, CT>,
+    root: &DrawingArea<SVGBackend<'a>, Shift>,
+    position: SeriesLabelPosition,
+) -> Result {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
 
 /// Writes the charts into `dir`; returns the file names written.
 pub fn write(data: &ChartData, dir: &Path) -> Vec<String> {
@@ -65,16 +124,8 @@ fn cycle_cdf(data: &ChartData, name: &dyn Fn(Library) -> String, path: &Path) ->
     let mut sorted = all.clone();
     sorted.sort_by(f64::total_cmp);
     let hi = sorted[((sorted.len() - 1) as f64 * 0.995) as usize] * 1.1;
-    let root = SVGBackend::new(path, (760, 440)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "Uncontended lock + release cycle on loopback",
-            ("sans-serif", 20),
-        )
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(56)
+    let root = canvas(path)?;
+    let mut chart = titled(&root, "Uncontended lock + release cycle on loopback")
         .build_cartesian_2d((lo..hi).log_scale(), 0.0..1.0)?;
     chart
         .configure_mesh()
@@ -91,20 +142,9 @@ fn cycle_cdf(data: &ChartData, name: &dyn Fn(Library) -> String, path: &Path) ->
             .filter(|(_, x)| **x <= hi)
             .map(|(i, x)| (*x, (i + 1) as f64 / n))
             .collect();
-        let c = color(*lib);
-        chart
-            .draw_series(LineSeries::new(points, c.stroke_width(2)))?
-            .label(name(*lib))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+        line(&mut chart, points, *lib, name(*lib))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()?;
-    root.present()?;
-    Ok(())
+    finish(chart, &root, SeriesLabelPosition::LowerRight)
 }
 
 fn handoffs(data: &ChartData, name: &dyn Fn(Library) -> String, path: &Path) -> Result {
@@ -118,16 +158,8 @@ fn handoffs(data: &ChartData, name: &dyn Fn(Library) -> String, path: &Path) -> 
     }
     let max_y = by_lib.values().flatten().map(|p| p.1).fold(0.0, f64::max) * 1.15;
     let max_x = by_lib.values().flatten().map(|p| p.0).fold(0.0, f64::max) + 1.0;
-    let root = SVGBackend::new(path, (760, 440)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "Handoffs per second on one lock, 3-node ensemble",
-            ("sans-serif", 20),
-        )
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(64)
+    let root = canvas(path)?;
+    let mut chart = titled(&root, "Handoffs per second on one lock, 3-node ensemble")
         .build_cartesian_2d(1.0..max_x, 0.0..max_y)?;
     chart
         .configure_mesh()
@@ -138,36 +170,21 @@ fn handoffs(data: &ChartData, name: &dyn Fn(Library) -> String, path: &Path) -> 
     for (lib, mut points) in by_lib {
         points.sort_by(|a, b| a.0.total_cmp(&b.0));
         let c = color(lib);
-        chart
-            .draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))?
-            .label(name(lib))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
         chart.draw_series(points.iter().map(|p| Circle::new(*p, 4, c.filled())))?;
+        line(&mut chart, points, lib, name(lib))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()?;
-    root.present()?;
-    Ok(())
+    finish(chart, &root, SeriesLabelPosition::LowerRight)
 }
 
 fn drain(data: &ChartData, name: &dyn Fn(Library) -> String, path: &Path) -> Result {
     let max_x = data.drain.values().flatten().map(ms).fold(0.0, f64::max) * 1.05;
     let max_y = data.drain.values().map(Vec::len).max().unwrap_or(1) as f64 * 1.05;
-    let root = SVGBackend::new(path, (760, 440)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "Herd drain: queued waiters served after the holder's release",
-            ("sans-serif", 20),
-        )
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(56)
-        .build_cartesian_2d(0.0..max_x.max(1.0), 0.0..max_y)?;
+    let root = canvas(path)?;
+    let mut chart = titled(
+        &root,
+        "Herd drain: queued waiters served after the holder's release",
+    )
+    .build_cartesian_2d(0.0..max_x.max(1.0), 0.0..max_y)?;
     chart
         .configure_mesh()
         .x_desc("time since the holder's release (ms)")
@@ -181,18 +198,7 @@ fn drain(data: &ChartData, name: &dyn Fn(Library) -> String, path: &Path) -> Res
                     .map(|(i, d)| (ms(d), (i + 1) as f64)),
             )
             .collect();
-        let c = color(*lib);
-        chart
-            .draw_series(LineSeries::new(points, c.stroke_width(2)))?
-            .label(name(*lib))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+        line(&mut chart, points, *lib, name(*lib))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()?;
-    root.present()?;
-    Ok(())
+    finish(chart, &root, SeriesLabelPosition::LowerRight)
 }

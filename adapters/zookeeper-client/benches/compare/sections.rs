@@ -30,6 +30,22 @@ impl<'a> Requests<'a> {
     }
 }
 
+/// One peer per library, each with `sessions` sessions to `cluster`.
+fn start_all(bench: &Bench, cluster: &str, sessions: usize) -> Vec<Peer> {
+    bench
+        .libraries
+        .iter()
+        .map(|&l| bench.launcher.start(l, cluster, sessions))
+        .collect()
+}
+
+fn peer_of(peers: &mut [Peer], lib: Library) -> &mut Peer {
+    peers
+        .iter_mut()
+        .find(|p| p.library == lib)
+        .expect("a peer per library")
+}
+
 /// The libraries in round `round`'s order.
 fn rotated(libs: &[Library], round: usize) -> Vec<Library> {
     let mut v = libs.to_vec();
@@ -56,17 +72,13 @@ pub fn uncontended(bench: &mut Bench, server: &ZkServer) {
     let warm = env_usize("UNCONTENDED_WARMUP", 300);
     let requests = Requests::new(vec![server]);
     let cluster = server.connect_string();
-    let mut peers: Vec<Peer> = bench
-        .libraries
-        .iter()
-        .map(|&l| bench.launcher.start(l, &cluster, 1))
-        .collect();
+    let mut peers = start_all(bench, &cluster, 1);
     for p in &mut peers {
         p.call(&format!("cycles /bench/u/{} {warm}", p.library.key()));
     }
     for round in 0..bench.rounds {
         for lib in rotated(&bench.libraries, round) {
-            let p = peers.iter_mut().find(|p| p.library == lib).unwrap();
+            let p = peer_of(&mut peers, lib);
             let (before, cpu) = (requests.now(), p.thread_cpu());
             let r = p.call(&format!("cycles /bench/u/{} {cycles}", lib.key()));
             let cpu = p.thread_cpu().since(&cpu);
@@ -139,11 +151,7 @@ fn through_proxy(bench: &mut Bench, server: &ZkServer) {
     let proxy = FaultProxy::start(server.addr()).expect("proxy");
     proxy.set_delays(delay, delay);
     let cluster = proxy.connect_string();
-    let mut peers: Vec<Peer> = bench
-        .libraries
-        .iter()
-        .map(|&l| bench.launcher.start(l, &cluster, 1))
-        .collect();
+    let mut peers = start_all(bench, &cluster, 1);
     for p in &mut peers {
         p.call(&format!("cycles /bench/p/{} 20", p.library.key()));
     }
@@ -167,7 +175,7 @@ fn through_proxy(bench: &mut Bench, server: &ZkServer) {
         rtts.push(rtt);
         let unit = rtt.as_secs_f64();
         for lib in rotated(&bench.libraries, round) {
-            let p = peers.iter_mut().find(|p| p.library == lib).unwrap();
+            let p = peer_of(&mut peers, lib);
             let r = p.call(&format!("cycles /bench/p/{} {cycles}", lib.key()));
             let (acquire, release) = (nanos(&r[0]), nanos(&r[1]));
             let a = median(&secs(&acquire));
@@ -201,18 +209,14 @@ pub fn contention(bench: &mut Bench, ensemble: &ZkEnsemble, sessions: usize) {
     let ms = env_usize("CONTENTION_MS", 1500);
     let requests = Requests::new(ensemble.members().iter().collect());
     let cluster = ensemble.connect_string();
-    let mut peers: Vec<Peer> = bench
-        .libraries
-        .iter()
-        .map(|&l| bench.launcher.start(l, &cluster, sessions))
-        .collect();
+    let mut peers = start_all(bench, &cluster, sessions);
     let path = |lib: Library| format!("/bench/c{sessions}/{}", lib.key());
     for p in &mut peers {
         p.call(&format!("contend {} 300", path(p.library)));
     }
     for round in 0..bench.rounds {
         for lib in rotated(&bench.libraries, round) {
-            let p = peers.iter_mut().find(|p| p.library == lib).unwrap();
+            let p = peer_of(&mut peers, lib);
             let before = requests.now();
             let r = p.call(&format!("contend {} {ms}", path(lib)));
             let sent = requests.since(before);
@@ -244,15 +248,11 @@ pub fn many(bench: &mut Bench, server: &ZkServer) {
     let rounds = env_usize("MANY_ROUNDS", bench.rounds.min(3));
     let requests = Requests::new(vec![server]);
     let cluster = server.connect_string();
-    let mut peers: Vec<Peer> = bench
-        .libraries
-        .iter()
-        .map(|&l| bench.launcher.start(l, &cluster, 1))
-        .collect();
+    let mut peers = start_all(bench, &cluster, 1);
     // Round 0 warms up (directories, JIT) and is not counted.
     for round in 0..=rounds {
         for lib in rotated(&bench.libraries, round) {
-            let p = peers.iter_mut().find(|p| p.library == lib).unwrap();
+            let p = peer_of(&mut peers, lib);
             let (before, cpu) = (requests.now(), p.cpu());
             let r = p.call(&format!("many /bench/m/{} {locks} {cycles}", lib.key()));
             let cpu = p.cpu() - cpu;
