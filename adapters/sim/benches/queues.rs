@@ -1,7 +1,7 @@
 //! Work per release against queue length, at scale: `QUEUES_CLIENTS` simulated
 //! clients (one session each; 20,000 by default) queued on `QUEUES_LOCKS` locks
-//! (2,000): one queue each of 10,000, 1,000, 100 and 10 waiters, the other
-//! clients spread evenly over the other locks. One lock of each queue length
+//! (2,000): one queue each of `QUEUES_DEEP` waiters (10,000, 1,000, 100 and 10),
+//! the other clients spread evenly over the other locks. One lock of each queue length
 //! is drained (each waiter releases as soon as it
 //! holds) and every release is counted: requests by kind, notifications, and the
 //! names the directory held when it went (what the next waiter's listing
@@ -32,31 +32,41 @@ struct Class {
 }
 
 fn main() {
-    let scale: usize =
-        std::env::var("QUEUES_SCALE").map_or(1, |v| v.parse().expect("QUEUES_SCALE"));
-    // 10,000 locks, 100,000 clients (at scale 1).
-    let classes = [
-        Class {
+    let knob = |key: &str, default: &str| -> Vec<usize> {
+        std::env::var(key)
+            .unwrap_or_else(|_| default.into())
+            .split(',')
+            .map(|v| v.trim().parse().expect(key))
+            .collect()
+    };
+    let (total_clients, total_locks) = (
+        knob("QUEUES_CLIENTS", "20000")[0],
+        knob("QUEUES_LOCKS", "2000")[0],
+    );
+    let deep = knob("QUEUES_DEEP", "10000,1000,100,10");
+    assert!(
+        total_clients > deep.iter().sum::<usize>() && total_locks > deep.len(),
+        "QUEUES_CLIENTS must exceed the QUEUES_DEEP queues' sum, QUEUES_LOCKS their number"
+    );
+    let rest = total_clients - deep.iter().sum::<usize>();
+    let rest_locks = total_locks - deep.len();
+    let mut classes: Vec<Class> = deep
+        .iter()
+        .map(|&w| Class {
             locks: 1,
-            waiters: 10_000 / scale,
-        },
-        Class {
-            locks: 9,
-            waiters: 1_000 / scale.min(10),
-        },
-        Class {
-            locks: 90 / scale.min(10),
-            waiters: 100,
-        },
-        Class {
-            locks: 900 / scale,
-            waiters: 10,
-        },
-        Class {
-            locks: 9_000 / scale,
-            waiters: 7,
-        },
-    ];
+            waiters: w,
+        })
+        .collect();
+    // The rest, as evenly as whole queues allow.
+    let (small, extra) = (rest / rest_locks, rest % rest_locks);
+    classes.push(Class {
+        locks: extra,
+        waiters: small + 1,
+    });
+    classes.push(Class {
+        locks: rest_locks - extra,
+        waiters: small,
+    });
     let cfg = SimConfig::new(27)
         .check_invariants(false)
         .reap_interval(None)
