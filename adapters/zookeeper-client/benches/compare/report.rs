@@ -100,8 +100,11 @@ pub fn section(bench: &Bench, started: SystemTime) -> String {
     }
     s += "Each library runs in its own process (Curator: a JVM with the default flags; kazoo: \
           CPython; the other three: this bench's binary, tokio with 2 workers) and times its own \
-          cycles; CPU is the peer process's user + system time (`/proc/<pid>/stat`, 10 ms \
-          ticks) over the measured commands, divided by the cycles. Requests are the servers' \
+          cycles; CPU per cycle is the peer's time on CPU over the measured commands divided \
+          by the cycles: for the uncontended rows the sum over its threads \
+          (`/proc/<pid>/task/*/schedstat`, nanoseconds), for the 1,000-lock rows the \
+          process's user + system time (`/proc/<pid>/stat`, 10 ms ticks: those threads \
+          come and go). Requests are the servers' \
           `zk_packets_received` over the same window (summed over the ensemble's members), \
           less the `mntr` reads, so they include pings and zklock's `sync` on an idle session \
           (contact proof, every session timeout / 10 = 2 s), where a window is long enough to \

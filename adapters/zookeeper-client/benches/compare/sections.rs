@@ -4,7 +4,7 @@
 
 use super::common::{env_usize, median, mntr_overhead, packets, wait_quiet, watch_count};
 use super::peer::{nanos, Library, Peer};
-use super::table::Unit;
+use super::table::{format_value, Unit};
 use super::Bench;
 use lock_testkit::{FaultProxy, ZkEnsemble, ZkServer};
 use std::time::{Duration, Instant};
@@ -263,11 +263,12 @@ pub fn many(bench: &mut Bench, server: &ZkServer) {
                 continue;
             }
             let t = &mut bench.table;
-            let label = format!("{locks} locks on one session: cycles / s");
+            let locks_label = format_value(locks as f64, Unit::Number(0));
+            let label = format!("{locks_label} locks on one session: cycles / s");
             t.push(&label, Unit::Number(0), true, lib, n / elapsed);
-            let label = format!("{locks} locks: client CPU / cycle");
+            let label = format!("{locks_label} locks: client CPU / cycle");
             t.push(&label, Unit::Time, true, lib, cpu.as_secs_f64() / n);
-            let label = format!("{locks} locks: requests / cycle (server)");
+            let label = format!("{locks_label} locks: requests / cycle (server)");
             t.push(&label, Unit::Number(2), false, lib, sent as f64 / n);
         }
     }
