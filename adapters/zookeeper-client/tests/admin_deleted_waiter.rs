@@ -108,12 +108,8 @@ async fn cached_grant(
 /// node is gone, and C.
 #[test]
 fn without_the_own_watch_a_deleted_waiter_holds_beside_the_next() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    // Tokio (multi-threaded: the barriers block a worker), with the suite's timeout.
+    common::run_tokio(|_| async {
         let dir = "/zkc-tests/admin-waiter-bare";
         let connect = || async {
             zookeeper_client::Client::connector()
