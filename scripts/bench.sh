@@ -4,12 +4,13 @@
 # newest kazoo from PyPI in <target>/kazoo-venv), then:
 #
 #   scripts/bench.sh [compare]   zklock, the bare-client floor, zookeeper-client's Client::lock,
-#                                Curator and kazoo side by side (about 10 minutes); rewrites
+#                                Curator and kazoo side by side (3-10 minutes); rewrites
 #                                BENCHMARKS.md's first section and the SVG charts in
 #                                adapters/zookeeper-client/benches/charts/
 #   scripts/bench.sh memory      RSS and CPU per held lock and per waiting acquisition at
 #                                10,000 and 100,000 (1 and 100 sessions); rewrites
-#                                BENCHMARKS.md's memory section (long: 30+ minutes)
+#                                BENCHMARKS.md's memory section (long: 40+ minutes with
+#                                100,000; MEMORY_COUNTS=10000 takes ~15)
 #   scripts/bench.sh queues      lock-sim: work per release against queue length (prints
 #                                a table)
 #
