@@ -1,0 +1,222 @@
+//! The checks of the harness's state: after every step, and at quiescence.
+//!
+//! A child module of `session.rs`, in a file of its own so that neither grows
+//! past reading size.
+
+#![allow(dead_code)]
+
+use super::*;
+
+impl Harness {
+    pub(super) fn check_state(&mut self) {
+        for i in 0..self.locks.len() {
+            let (id, state, kind) = (self.locks[i].id, self.locks[i].state, self.locks[i].kind);
+            let expect = match (kind, state) {
+                (TaskKind::Observer | TaskKind::Revoke | TaskKind::Inspect | TaskKind::Scan, _)
+                | (_, M::Ended) => None,
+                (_, M::Waiting) => Some(LockState::Waiting),
+                (_, M::Held) => Some(LockState::Held),
+                (_, M::Suspended) => Some(LockState::Suspended),
+                (_, M::Releasing) => Some(LockState::Releasing),
+            };
+            let got = self.s.state(id);
+            check!(
+                self,
+                got == expect,
+                "state({id}) = {got:?}, events say {state:?}"
+            );
+            if state == M::Held {
+                check!(
+                    self,
+                    matches!(self.conn, Conn::Connected(_)),
+                    "{id} trusted while {:?}",
+                    self.conn
+                );
+            }
+        }
+        check!(
+            self,
+            self.s.stats().acquired == self.acquired_events,
+            "stats.acquired {} but {} Acquired events",
+            self.s.stats().acquired,
+            self.acquired_events
+        );
+        check!(
+            self,
+            self.s.stats().stale_replies >= self.stale_expected,
+            "stale replies {} < the {} surely stale ones fed",
+            self.s.stats().stale_replies,
+            self.stale_expected
+        );
+        if self.conn == Conn::Closed {
+            check!(
+                self,
+                self.s.tracked() == 0,
+                "closed session still tracks tasks"
+            );
+        }
+        if self.honest {
+            self.check_safety();
+        }
+    }
+
+    /// Honest world: every trusted holder really holds.
+    pub(super) fn check_safety(&mut self) {
+        for i in 0..self.locks.len() {
+            if self.locks[i].state != M::Held {
+                continue;
+            }
+            let l = &self.locks[i];
+            let g = l.grant.clone().expect("held without grant");
+            let Some(node) = self.world.nodes.get(&g.path) else {
+                self.fail(format!("{} trusted but its node {} is gone", l.id, g.path));
+            };
+            check!(
+                self,
+                Some(node.owner) == self.session_id() && self.world.session == self.session_id(),
+                "{} trusted but {} is owned by {:#x}, session {:?}",
+                l.id,
+                g.path,
+                node.owner,
+                self.session_id()
+            );
+            check!(
+                self,
+                node.czxid == g.token.0,
+                "{} token {} but czxid {}",
+                l.id,
+                g.token,
+                node.czxid
+            );
+            let own = parse_name(name_of(&g.path)).expect("grant name parses");
+            let blockers = self.blockers(&l.dir, l.recipe, own.attempt, own.seq);
+            let kinds: Vec<NodeKind> = blockers.iter().map(|(_, k)| *k).collect();
+            check!(
+                self,
+                !l.recipe.is_blocked(&kinds),
+                "{} ({:?}) trusted holder of {} but lower blockers exist: {blockers:?}",
+                l.id,
+                l.recipe,
+                g.path
+            );
+        }
+    }
+
+    /// The participants of `dir` below `seq` that count against `recipe`.
+    pub(super) fn blockers(
+        &self,
+        dir: &str,
+        recipe: Rec,
+        attempt: AttemptId,
+        seq: i32,
+    ) -> Vec<(String, NodeKind)> {
+        self.world
+            .children(dir)
+            .into_iter()
+            .filter_map(|n| {
+                let p = parse_name(&n)?;
+                let counts = p.attempt != attempt
+                    && relative_sequence(p.seq, seq) < 0
+                    && recipe.blocked_by(p.kind);
+                counts.then_some((n, p.kind))
+            })
+            .collect()
+    }
+
+    /// Honest world at rest: a waiter is really blocked, every node of ours belongs
+    /// to a live acquisition, revocations are done and observers report the truth.
+    pub(super) fn check_quiescent(&mut self) {
+        let sid = self.session_id().expect("connected");
+        let ours = self.world.ours(sid);
+        let mut attempts: BTreeMap<AttemptId, usize> = BTreeMap::new();
+        for p in &ours {
+            if let Some(n) = parse_name(name_of(p)) {
+                *attempts.entry(n.attempt).or_default() += 1;
+            }
+        }
+        check!(
+            self,
+            attempts.values().all(|&n| n == 1),
+            "duplicate nodes of one attempt at rest: {ours:?}"
+        );
+        let live = self
+            .locks
+            .iter()
+            .filter(|l| l.kind == TaskKind::Lock && l.state != M::Ended)
+            .count();
+        check!(
+            self,
+            ours.len() <= live,
+            "{} nodes of ours at rest but only {live} live acquisitions: {ours:?}",
+            ours.len()
+        );
+        for l in &self.locks {
+            if l.state == M::Ended {
+                if let Some(g) = &l.grant {
+                    if self
+                        .world
+                        .nodes
+                        .get(&g.path)
+                        .is_some_and(|n| n.owner == sid)
+                    {
+                        self.fail(format!("{} ended but its node {} remains", l.id, g.path));
+                    }
+                }
+            }
+            if matches!(
+                l.kind,
+                TaskKind::Revoke | TaskKind::Inspect | TaskKind::Scan
+            ) {
+                check!(
+                    self,
+                    l.state == M::Ended,
+                    "{:?} {} still running at rest",
+                    l.kind,
+                    l.id
+                );
+            }
+            if l.kind == TaskKind::Observer && l.state != M::Ended {
+                let truth = self.world_leader(&l.dir).map(|(p, _)| p);
+                let told = l.reported.clone().flatten().map(|x| x.path);
+                check!(
+                    self,
+                    truth == told,
+                    "observer {} at rest says {told:?}, the leader is {truth:?}",
+                    l.id
+                );
+            }
+        }
+        let held: BTreeSet<String> = self
+            .locks
+            .iter()
+            .filter(|o| o.state != M::Ended)
+            .filter_map(|o| o.grant.as_ref().map(|g| g.path.clone()))
+            .collect();
+        for i in 0..self.locks.len() {
+            let l = &self.locks[i];
+            if l.kind != TaskKind::Lock || l.state != M::Waiting {
+                continue;
+            }
+            // Its node: one of ours in its directory that no live holder has. With
+            // several waiters in one directory we cannot tell whose node is whose;
+            // require that at least one of the candidates is blocked.
+            let mine: Vec<&String> = ours
+                .iter()
+                .filter(|p| parent_of(p) == l.dir && !held.contains(p.as_str()))
+                .collect();
+            let blocked = mine.iter().any(|p| {
+                let own = parse_name(name_of(p)).expect("ours parse");
+                let b = self.blockers(&l.dir, l.recipe, own.attempt, own.seq);
+                l.recipe
+                    .is_blocked(&b.iter().map(|(_, k)| *k).collect::<Vec<_>>())
+            });
+            check!(
+                self,
+                blocked,
+                "{} waits at rest but nothing blocks it (candidates {mine:?}, dir {:?})",
+                l.id,
+                self.world.children(&l.dir)
+            );
+        }
+    }
+}

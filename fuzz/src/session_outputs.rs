@@ -1,0 +1,533 @@
+//! Draining the session and checking every output (requests, events) as it comes.
+//!
+//! A child module of `session.rs`, in a file of its own so that neither grows
+//! past reading size.
+
+#![allow(dead_code)]
+
+use super::*;
+
+impl Harness {
+    pub(super) fn drain(&mut self) -> Vec<(LockId, LockEvent)> {
+        let mut events = Vec::new();
+        while let Some(out) = self.s.poll_output() {
+            match out {
+                Output::Request(r) => self.on_request(r),
+                Output::Event { lock, event } => {
+                    self.on_event(lock, &event);
+                    events.push((lock, event));
+                }
+                Output::Progress { lock, progress } => {
+                    self.log(|| format!("{lock} progress {progress:?}"))
+                }
+                other => self.fail(format!("unknown output {other:?}")),
+            }
+        }
+        events
+    }
+
+    pub(super) fn on_request(&mut self, r: Request) {
+        self.log(|| format!("-> {:?} {:?}", r.id, r.op));
+        check!(
+            self,
+            matches!(self.conn, Conn::Connected(_)),
+            "request {r:?} emitted while {:?}",
+            self.conn
+        );
+        check!(
+            self,
+            r.id.0 > self.max_issued,
+            "request id {:?} reused or not increasing (max {})",
+            r.id,
+            self.max_issued
+        );
+        self.max_issued = r.id.0;
+        self.check_scope(&r.op);
+        self.outstanding.push_back(r);
+    }
+
+    pub(super) fn in_a_dir(&self, path: &str) -> bool {
+        self.dirs.contains(parent_of(path))
+    }
+
+    pub(super) fn readable(&self, path: &str) -> bool {
+        self.dirs.contains(path) || self.read_dirs.contains(path)
+    }
+
+    pub(super) fn is_our_node(&self, path: &str) -> bool {
+        let Some(p) = parse_name(name_of(path)) else {
+            return false;
+        };
+        self.attempts
+            .get(parent_of(path))
+            .is_some_and(|v| v.iter().any(|(a, _)| *a == p.attempt))
+    }
+
+    pub(super) fn is_marker(&self, path: &str) -> bool {
+        name_of(path) == SECTION_MARKER && self.in_a_dir(path)
+    }
+
+    pub(super) fn check_create(&mut self, path: &str, mode: CreateMode) {
+        match mode {
+            CreateMode::Container => {
+                let ok = self
+                    .dirs
+                    .iter()
+                    .any(|d| d == path || d.starts_with(&format!("{path}/")));
+                check!(
+                    self,
+                    ok && path != "/",
+                    "container {path} is neither a lock directory nor an ancestor of one"
+                );
+            }
+            CreateMode::EphemeralSequential => {
+                check!(
+                    self,
+                    self.in_a_dir(path),
+                    "create {path} outside the lock directories"
+                );
+                let probe = format!("{}{}", name_of(path), format_sequence(0));
+                let Some(p) = parse_name(&probe) else {
+                    self.fail(format!("create prefix {path} names no known scheme"));
+                };
+                let dir = parent_of(path).to_owned();
+                let v = self.attempts.entry(dir).or_default();
+                if !v.iter().any(|(a, _)| *a == p.attempt) {
+                    v.push((p.attempt, path.to_owned()));
+                }
+            }
+            other => self.fail(format!("create {path} with mode {other:?}")),
+        }
+    }
+
+    pub(super) fn check_scope(&mut self, op: &Op) {
+        match op {
+            Op::Create { path, mode, .. } => self.check_create(path, *mode),
+            Op::GetChildren { path } => check!(
+                self,
+                self.readable(path) || self.plain_readable(path),
+                "listing of {path}, not a lock directory, inspected, scanned or chased"
+            ),
+            Op::WatchChildren { path } => check!(
+                self,
+                self.readable(path),
+                "watched listing of {path}, not a lock directory"
+            ),
+            Op::GetData { path, watch } => {
+                let participant = parse_name(name_of(path)).is_some()
+                    && (self.in_a_dir(path)
+                        || self.read_dirs.contains(parent_of(path))
+                        || (!watch && self.plain_readable(parent_of(path))));
+                check!(
+                    self,
+                    participant || self.is_marker(path),
+                    "getData of {path}, not a participant of a lock directory"
+                )
+            }
+            Op::Delete { path, .. } => check!(
+                self,
+                self.in_a_dir(path) && self.is_our_node(path),
+                "delete of {path}, not a node of ours"
+            ),
+            Op::SetData {
+                path,
+                data,
+                version,
+            } => {
+                let revocation = data == b"__REVOKE__"
+                    && parse_name(name_of(path)).is_some()
+                    && (self.revoke_nodes.contains(path)
+                        || self.read_dirs.contains(parent_of(path)));
+                // Deadlock detection publishing where an owner waits: a versioned
+                // write of zklock's owner header on a node of ours.
+                let publication = data.starts_with(b"\0zkl\x01")
+                    && version.is_some()
+                    && self.in_a_dir(path)
+                    && self.is_our_node(path);
+                if publication {
+                    self.note_published(data);
+                }
+                check!(
+                    self,
+                    revocation || publication,
+                    "setData of {path} ({data:?}) is no revocation we asked for"
+                )
+            }
+            Op::Multi(ops) => {
+                // A fenced write: a check on our node, then exactly the user's writes.
+                let fenced = match ops.split_first() {
+                    Some((
+                        MultiOp::Check {
+                            path,
+                            version: None,
+                        },
+                        rest,
+                    )) => {
+                        self.is_our_node(path) && self.fenced.iter().any(|f| f.as_slice() == rest)
+                    }
+                    _ => false,
+                };
+                if fenced {
+                    return;
+                }
+                for m in ops {
+                    let ok = match m {
+                        MultiOp::Check { path, .. } => {
+                            self.in_a_dir(path) && self.is_our_node(path)
+                        }
+                        MultiOp::Delete { path, .. } => {
+                            self.is_marker(path) || (self.in_a_dir(path) && self.is_our_node(path))
+                        }
+                        MultiOp::Create { path, mode, .. } => {
+                            self.is_marker(path) && *mode == CreateMode::Persistent
+                        }
+                        MultiOp::SetData { path, .. } => self.is_marker(path),
+                        _ => false,
+                    };
+                    check!(self, ok, "multi op {m:?} out of scope in {ops:?}");
+                }
+            }
+            Op::RemoveWatch { path, watch } => check!(
+                self,
+                match watch {
+                    lock_core::WatchType::Children => self.readable(path),
+                    _ => self.in_a_dir(path) && self.is_our_node(path),
+                },
+                "removeWatches on {path}, not a node of ours"
+            ),
+            other => self.fail(format!("unknown op {other:?}")),
+        }
+    }
+
+    pub(super) fn world_leader(&self, dir: &str) -> Option<(String, i32)> {
+        let parts: Vec<(i32, String)> = self
+            .world
+            .children(dir)
+            .into_iter()
+            .filter_map(|n| {
+                parse_name(&n)
+                    .filter(|p| p.kind != NodeKind::Read)
+                    .map(|p| (p.seq, n))
+            })
+            .collect();
+        let reference = parts.first()?.0;
+        parts
+            .into_iter()
+            .min_by_key(|(s, _)| relative_sequence(*s, reference))
+            .map(|(s, n)| (format!("{dir}/{n}"), s))
+    }
+
+    pub(super) fn on_event(&mut self, lock: LockId, event: &LockEvent) {
+        self.log(|| format!("<- {lock} {event:?}"));
+        let Some(&i) = self.by_id.get(&lock) else {
+            self.fail(format!("event {event:?} for unknown {lock}"));
+        };
+        let l = &self.locks[i];
+        let (state, kind, dir) = (l.state, l.kind, l.dir.clone());
+        if state == M::Ended {
+            self.fail(format!(
+                "{event:?} for {lock} after its terminal event {:?}",
+                self.locks[i].terminal
+            ));
+        }
+        let allowed = match (kind, event) {
+            (TaskKind::Observer, LockEvent::LeaderChanged { .. }) => true,
+            (TaskKind::Revoke, LockEvent::RevocationSent { .. }) => true,
+            (TaskKind::Observer | TaskKind::Revoke, LockEvent::Failed(r)) => matches!(
+                r,
+                FailReason::Cancelled | FailReason::Closed | FailReason::Zk(_)
+            ),
+            (TaskKind::Inspect, LockEvent::Participants(_)) => true,
+            (TaskKind::Scan, LockEvent::Deadlocks { .. }) => true,
+            (TaskKind::Inspect | TaskKind::Scan, LockEvent::Failed(r)) => matches!(
+                r,
+                FailReason::Cancelled
+                    | FailReason::Closed
+                    | FailReason::Zk(_)
+                    | FailReason::SessionExpired
+            ),
+            (
+                TaskKind::Lock,
+                LockEvent::LeaderChanged { .. } | LockEvent::RevocationSent { .. },
+            ) => false,
+            (TaskKind::Lock, _) => true,
+            _ => false,
+        };
+        check!(self, allowed, "{event:?} for a {kind:?} task {lock}");
+        let next = match kind {
+            TaskKind::Lock => self.on_lock_event(i, event),
+            TaskKind::Observer => {
+                if let LockEvent::LeaderChanged { leader, .. } = event {
+                    let prev = self.locks[i].reported.clone();
+                    check!(
+                        self,
+                        prev.as_ref() != Some(leader),
+                        "{lock} reported the same leader twice: {leader:?}"
+                    );
+                    if self.honest {
+                        let truth = self.world_leader(&dir);
+                        match (leader, &truth) {
+                            (None, None) => {}
+                            (Some(l), Some((path, _))) if *path == l.path => {
+                                let n = &self.world.nodes[path];
+                                check!(
+                                    self,
+                                    detect::user_data(&n.data) == l.id && n.czxid == l.token.0,
+                                    "{lock} leader {l:?} but the node has data {:?} czxid {}",
+                                    n.data,
+                                    n.czxid
+                                );
+                            }
+                            _ => self.fail(format!(
+                                "{lock} reports leader {leader:?}, the world's is {truth:?}"
+                            )),
+                        }
+                    }
+                    self.locks[i].reported = Some(leader.clone());
+                }
+                if event.is_terminal() {
+                    M::Ended
+                } else {
+                    state
+                }
+            }
+            TaskKind::Inspect | TaskKind::Scan => {
+                self.on_read_task_event(i, event);
+                if event.is_terminal() {
+                    M::Ended
+                } else {
+                    state
+                }
+            }
+            TaskKind::Revoke => {
+                if let LockEvent::RevocationSent { nodes } = event {
+                    let target = self.locks[i].dir.clone();
+                    for n in nodes {
+                        check!(
+                            self,
+                            *n == target || parent_of(n) == target,
+                            "{lock} revoked {n}, outside its target {target}"
+                        );
+                    }
+                }
+                if event.is_terminal() {
+                    M::Ended
+                } else {
+                    state
+                }
+            }
+        };
+        if event.is_terminal() {
+            self.locks[i].terminal = Some(event.clone());
+            let pending = self.locks[i].writes.clone();
+            check!(
+                self,
+                pending.is_empty(),
+                "{lock} ended with fenced writes without outcome: {pending:?}"
+            );
+        }
+        self.locks[i].state = next;
+    }
+
+    pub(super) fn on_lock_event(&mut self, i: usize, event: &LockEvent) -> M {
+        let l = &self.locks[i];
+        let (lock, state, dir) = (l.id, l.state, l.dir.clone());
+        let (try_only, deadline, cancelled, revocable) =
+            (l.try_only, l.deadline, l.cancelled, l.revocable);
+        match event {
+            LockEvent::Acquired(g) => {
+                check!(
+                    self,
+                    state == M::Waiting,
+                    "Acquired for {lock} in {state:?}"
+                );
+                check!(
+                    self,
+                    matches!(self.conn, Conn::Connected(_)),
+                    "Acquired for {lock} while {:?}",
+                    self.conn
+                );
+                check!(
+                    self,
+                    Some(g.session_id) == self.session_id(),
+                    "grant {g:?} names a session other than {:?}",
+                    self.session_id()
+                );
+                check!(self, parent_of(&g.path) == dir, "grant {g:?} outside {dir}");
+                match parse_name(name_of(&g.path)) {
+                    Some(p) => check!(
+                        self,
+                        p.seq == g.sequence,
+                        "grant {g:?}: sequence differs from the name"
+                    ),
+                    None => self.fail(format!("grant {g:?} is not a participant name")),
+                }
+                if self.locks[i].detect_crashes {
+                    if self.honest {
+                        let marker = self.world.exists(&format!("{dir}/{SECTION_MARKER}"));
+                        check!(
+                            self,
+                            g.previous_holder_crashed == marker,
+                            "grant {g:?} but the crash marker {}",
+                            if marker { "exists" } else { "does not exist" }
+                        );
+                    }
+                } else {
+                    check!(
+                        self,
+                        !g.previous_holder_crashed,
+                        "crash reported without crash detection"
+                    );
+                }
+                self.acquired_events += 1;
+                self.locks[i].grant = Some(g.clone());
+                self.locks[i].granted_at = self.now;
+                M::Held
+            }
+            LockEvent::Suspended => {
+                check!(self, state == M::Held, "Suspended for {lock} in {state:?}");
+                M::Suspended
+            }
+            LockEvent::Resumed => {
+                check!(
+                    self,
+                    state == M::Suspended,
+                    "Resumed for {lock} in {state:?}"
+                );
+                check!(
+                    self,
+                    matches!(self.conn, Conn::Connected(_)),
+                    "Resumed while {:?}",
+                    self.conn
+                );
+                M::Held
+            }
+            LockEvent::RevocationRequested => {
+                check!(
+                    self,
+                    revocable,
+                    "RevocationRequested for non-revocable {lock}"
+                );
+                check!(
+                    self,
+                    matches!(state, M::Held | M::Suspended),
+                    "RevocationRequested for {lock} in {state:?}"
+                );
+                state
+            }
+            LockEvent::SectionOpened | LockEvent::SectionClosed => {
+                check!(
+                    self,
+                    matches!(state, M::Held | M::Suspended) && self.locks[i].detect_crashes,
+                    "{event:?} for {lock} in {state:?}"
+                );
+                if self.honest {
+                    let marker = self.world.exists(&format!("{dir}/{SECTION_MARKER}"));
+                    check!(
+                        self,
+                        marker == (*event == LockEvent::SectionOpened),
+                        "{event:?} for {lock} but the marker {}",
+                        if marker { "exists" } else { "does not exist" }
+                    );
+                }
+                state
+            }
+            LockEvent::SectionFailed(_) => {
+                check!(
+                    self,
+                    matches!(state, M::Held | M::Suspended) && self.locks[i].detect_crashes,
+                    "{event:?} for {lock} in {state:?}"
+                );
+                state
+            }
+            LockEvent::FencedWrite { write, result } => {
+                check!(
+                    self,
+                    matches!(state, M::Held | M::Suspended | M::Releasing),
+                    "{event:?} for {lock} in {state:?}"
+                );
+                let Some(pos) = self.locks[i].writes.iter().position(|(w, _)| w == write) else {
+                    self.fail(format!(
+                        "{event:?} for a write {lock} has no outcome pending for"
+                    ));
+                };
+                let (_, request) = self.locks[i].writes.remove(pos);
+                if self.honest {
+                    let applied = request.is_some_and(|r| self.applied_multis.contains(&r));
+                    match result {
+                        Ok(_) => {
+                            check!(self, applied, "write {write} reported applied but was not")
+                        }
+                        Err(FencedError::NotHeld | FencedError::Write { .. }) => {
+                            check!(
+                                self,
+                                !applied,
+                                "write {write} reported failed but was applied"
+                            )
+                        }
+                        Err(_) => {}
+                    }
+                }
+                state
+            }
+            LockEvent::Lost(reason) => {
+                // A release finds out that someone else deleted the node.
+                let releasing = state == M::Releasing && *reason == LostReason::NodeDeleted;
+                check!(
+                    self,
+                    matches!(state, M::Held | M::Suspended) || releasing,
+                    "{event:?} for {lock} in {state:?}"
+                );
+                if *reason == LostReason::LeaseExpired {
+                    let l = &self.locks[i];
+                    check!(
+                        self,
+                        l.max_hold.is_some_and(|m| l.granted_at + m <= self.now),
+                        "LeaseExpired at {:?}, granted at {:?} with max hold {:?}",
+                        self.now,
+                        l.granted_at,
+                        l.max_hold
+                    );
+                }
+                M::Ended
+            }
+            LockEvent::Released => {
+                check!(
+                    self,
+                    state == M::Releasing,
+                    "Released for {lock} in {state:?}"
+                );
+                M::Ended
+            }
+            LockEvent::Failed(reason) => {
+                match reason {
+                    FailReason::Zk(_) => check!(
+                        self,
+                        matches!(state, M::Waiting | M::Releasing),
+                        "{event:?} for {lock} in {state:?}"
+                    ),
+                    _ => check!(
+                        self,
+                        state == M::Waiting,
+                        "{event:?} for {lock} in {state:?}"
+                    ),
+                }
+                match reason {
+                    FailReason::Cancelled => check!(self, cancelled, "Cancelled without cancel"),
+                    FailReason::WouldBlock => check!(self, try_only, "WouldBlock without try_only"),
+                    FailReason::Revoked => check!(self, revocable, "Revoked without revocable"),
+                    FailReason::Timeout => check!(
+                        self,
+                        deadline.is_some_and(|d| d <= self.now),
+                        "Timeout at {:?} with deadline {deadline:?}",
+                        self.now
+                    ),
+                    FailReason::Deadlock { cycle } => self.check_deadlock_victim(i, cycle),
+                    _ => {}
+                }
+                M::Ended
+            }
+            other => self.fail(format!("unknown event {other:?} for {lock}")),
+        }
+    }
+}

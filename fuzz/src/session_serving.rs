@@ -1,0 +1,593 @@
+//! The server's and the network's steps: replies (honest, failed or crafted),
+//! watch deliveries, disconnects, expiries, time; running a case's steps and settling.
+//!
+//! A child module of `session.rs`, in a file of its own so that neither grows
+//! past reading size.
+
+#![allow(dead_code)]
+
+use super::*;
+
+impl Harness {
+    pub(super) fn feed(&mut self, input: CoreInput) {
+        self.log(|| format!("feed {input:?}"));
+        self.s.handle_input(input, self.now);
+        self.drain();
+    }
+
+    pub(super) fn reply(&mut self, id: RequestId, result: Result<Reply, ZkError>) {
+        self.feed(CoreInput::Reply {
+            request: id,
+            result,
+        });
+    }
+
+    pub(super) fn apply(&mut self, sid: i64, r: &Request) -> Result<Reply, ZkError> {
+        let mut result = self.world.apply(sid, &r.op, self.case_stat_on_create);
+        if matches!(r.op, Op::Multi(_)) && result.is_ok() {
+            self.applied_multis.insert(r.id);
+        }
+        if self.reverse_listings {
+            if let Ok(Reply::Children(c)) = &mut result {
+                c.reverse();
+            }
+        }
+        result
+    }
+
+    /// The server answers the front request from the world.
+    pub(super) fn serve_one(&mut self) -> bool {
+        let Conn::Connected(sid) = self.conn else {
+            return false;
+        };
+        let Some(r) = self.outstanding.pop_front() else {
+            return false;
+        };
+        let result = self.apply(sid, &r);
+        self.note_read(&r, &result);
+        self.past.push(r.clone());
+        self.reply(r.id, result);
+        true
+    }
+
+    pub(super) fn fail_front(&mut self, err: ErrPick, applied: bool) {
+        let Conn::Connected(sid) = self.conn else {
+            return;
+        };
+        let Some(r) = self.outstanding.pop_front() else {
+            return;
+        };
+        let e = err.error();
+        if e.is_connection_loss() {
+            if applied {
+                let _ = self.apply(sid, &r);
+            }
+        } else {
+            let truthful = self.world.clone().apply(sid, &r.op, true).err() == Some(e.clone());
+            let harmless = matches!(
+                e,
+                ZkError::NoAuth | ZkError::BadArguments | ZkError::Other(_)
+            );
+            if !truthful && !harmless {
+                self.lying("an error reply that lies about the state");
+            }
+        }
+        self.past.push(r.clone());
+        self.reply(r.id, Err(e));
+    }
+
+    pub(super) fn crafted(&self, op: &Op, c: &Crafted) -> Result<Reply, ZkError> {
+        let owner = match c.owner {
+            OwnerPick::Current => self.session_id().unwrap_or(0),
+            OwnerPick::Zero => 0,
+            OwnerPick::Raw(o) => o,
+        };
+        let stat = Stat {
+            czxid: c.czxid,
+            mzxid: c.czxid,
+            ephemeral_owner: owner,
+            ..Stat::default()
+        };
+        match c.shape {
+            Shape::Error(e) => Err(e.error()),
+            Shape::WrongType(t) => Ok(match t % 6 {
+                0 => Reply::Created {
+                    path: format!("/x/{}", format_sequence(c.seq)),
+                    stat: Some(stat),
+                },
+                1 => Reply::Children(vec!["stray".into()]),
+                2 => Reply::Data {
+                    data: c.data.bytes(),
+                    stat,
+                },
+                3 => Reply::Stat(stat),
+                4 => Reply::Deleted,
+                _ => Reply::Multi(Vec::new()),
+            }),
+            Shape::Plausible => Ok(match op {
+                Op::Create { path, mode, .. } => Reply::Created {
+                    path: if *mode == CreateMode::EphemeralSequential {
+                        format!("{path}{}", format_sequence(c.seq))
+                    } else {
+                        path.clone()
+                    },
+                    stat: c.with_stat.then_some(stat),
+                },
+                Op::GetChildren { path } | Op::WatchChildren { path } => Reply::Children(
+                    c.children
+                        .iter()
+                        .map(|ch| self.child_name(path, ch))
+                        .collect(),
+                ),
+                Op::GetData { .. } => Reply::Data {
+                    data: match &c.data {
+                        DataPick::TooLarge => b"unlock".to_vec(),
+                        d => d.bytes(),
+                    },
+                    stat,
+                },
+                Op::SetData { .. } => Reply::Stat(stat),
+                Op::Delete { .. } => Reply::Deleted,
+                Op::Multi(ops) => Reply::Multi(
+                    ops.iter()
+                        .map(|m| match m {
+                            MultiOp::Create { path, .. } => {
+                                MultiResult::Created { path: path.clone() }
+                            }
+                            MultiOp::Delete { .. } => MultiResult::Deleted,
+                            MultiOp::SetData { .. } => MultiResult::SetData { stat },
+                            _ => MultiResult::Checked,
+                        })
+                        .collect(),
+                ),
+                _ => Reply::Deleted,
+            }),
+        }
+    }
+
+    pub(super) fn child_name(&self, dir: &str, ch: &ChildPick) -> String {
+        match ch {
+            ChildPick::Ours { pick, seq } => match self.attempts.get(dir) {
+                Some(v) if !v.is_empty() => {
+                    let prefix = &v[usize::from(*pick) % v.len()].1;
+                    format!("{}{}", name_of(prefix), format_sequence(*seq))
+                }
+                _ => format!("zkl-{:032x}-write-{}", 0, format_sequence(*seq)),
+            },
+            ChildPick::World(i) => {
+                let c = self.world.children(dir);
+                if c.is_empty() {
+                    "empty".into()
+                } else {
+                    c[usize::from(*i) % c.len()].clone()
+                }
+            }
+            ChildPick::Peer {
+                scheme,
+                kind,
+                attempt,
+                seq,
+            } => peer_name(scheme.scheme(), *attempt, kind.kind(), *seq),
+            ChildPick::Foreign(i) => FOREIGN_NAMES[usize::from(*i) % FOREIGN_NAMES.len()].into(),
+            ChildPick::Raw(s) => s.clone(),
+        }
+    }
+
+    pub(super) fn craft(&mut self, pick: u8, c: &Crafted) {
+        if self.outstanding.is_empty() {
+            return;
+        }
+        let i = usize::from(pick) % self.outstanding.len();
+        let r = self.outstanding.remove(i).expect("index in range");
+        let result = self.crafted(&r.op, c);
+        self.lying("a crafted reply");
+        self.past.push(r.clone());
+        self.reply(r.id, result);
+    }
+
+    pub(super) fn stale_reply(&mut self, id: RequestId, op: Option<Op>, c: &Crafted) {
+        if self.outstanding.iter().any(|r| r.id == id) {
+            return;
+        }
+        let op = op.unwrap_or(Op::GetChildren { path: "/".into() });
+        let result = self.crafted(&op, c);
+        let before = self.s.stats().stale_replies;
+        self.reply(id, result);
+        self.stale_expected += 1;
+        check!(
+            self,
+            self.s.stats().stale_replies == before + 1,
+            "reply to forgotten/unknown {id:?} was not counted as stale"
+        );
+    }
+
+    pub(super) fn our_world_nodes(&self) -> Vec<String> {
+        self.world
+            .nodes
+            .iter()
+            .filter(|(p, n)| {
+                !n.container && n.owner != PEER_SESSION && n.owner != 0 && self.in_a_dir(p)
+            })
+            .map(|(p, _)| p.clone())
+            .collect()
+    }
+
+    pub(super) fn peer_nodes(&self) -> Vec<String> {
+        self.world
+            .nodes
+            .iter()
+            .filter(|(_, n)| n.owner == PEER_SESSION)
+            .map(|(p, _)| p.clone())
+            .collect()
+    }
+
+    pub(super) fn ensure_dir(&mut self, dir: &str) {
+        let mut ds: Vec<String> = Vec::new();
+        for (i, c) in dir.char_indices().skip(1) {
+            if c == '/' {
+                ds.push(dir[..i].to_owned());
+            }
+        }
+        ds.push(dir.to_owned());
+        for d in ds {
+            if !self.world.exists(&d) {
+                let _ = self.world.create(&d, b"", CreateMode::Container, 0);
+            }
+        }
+    }
+
+    pub(super) fn deliver(&mut self, i: u8) {
+        if self.world.queue.is_empty() {
+            return;
+        }
+        let i = usize::from(i) % self.world.queue.len();
+        let (path, kind) = self.world.queue.remove(i).expect("index in range");
+        self.feed(CoreInput::Watch { path, kind });
+    }
+
+    pub(super) fn after_session_change(&mut self) {
+        // Replies to requests of the old connection are never delivered.
+        let dropped: Vec<Request> = self.outstanding.drain(..).collect();
+        self.past.extend(dropped);
+    }
+
+    pub(super) fn disconnect(&mut self, applied: u8, report_errors: bool, since_contact_ms: u16) {
+        if let Conn::Connected(sid) = self.conn {
+            let mut applied = usize::from(applied);
+            let mut guard = 0;
+            while let Some(r) = self.outstanding.pop_front() {
+                if applied > 0 {
+                    applied -= 1;
+                    let _ = self.apply(sid, &r);
+                }
+                self.past.push(r.clone());
+                guard += 1;
+                if report_errors && guard < 256 {
+                    self.reply(r.id, Err(ZkError::ConnectionLoss));
+                }
+            }
+            self.conn = Conn::Disconnected(sid);
+        }
+        self.feed(CoreInput::Session(SessionEvent::Disconnected {
+            since_contact: Duration::from_millis(u64::from(since_contact_ms)),
+        }));
+        self.after_session_change();
+    }
+
+    pub(super) fn new_session_id(&mut self) -> i64 {
+        self.next_session += 1;
+        self.next_session
+    }
+
+    pub(super) fn reconnect(&mut self, new_session: bool) {
+        if self.conn == Conn::Closed {
+            return;
+        }
+        let sid = match (self.conn, self.world.session) {
+            (Conn::Connected(s) | Conn::Disconnected(s), Some(w)) if s == w && !new_session => s,
+            _ => {
+                if let Some(old) = self.world.session {
+                    self.world.end_session(old);
+                }
+                let s = self.new_session_id();
+                self.world.session = Some(s);
+                s
+            }
+        };
+        self.after_session_change();
+        self.conn = Conn::Connected(sid);
+        self.feed(CoreInput::Session(SessionEvent::Connected {
+            session_id: sid,
+        }));
+    }
+
+    pub(super) fn server_expire(&mut self) {
+        if matches!(self.conn, Conn::Connected(_)) {
+            self.lying("the server expired a session whose client is still connected");
+        }
+        if let Some(s) = self.world.session {
+            self.world.end_session(s);
+        }
+    }
+
+    pub(super) fn expired(&mut self) {
+        if self.conn == Conn::Closed {
+            return;
+        }
+        if let Some(s) = self.world.session {
+            self.world.end_session(s);
+        }
+        self.after_session_change();
+        self.conn = Conn::NoSession;
+        self.feed(CoreInput::Session(SessionEvent::Expired));
+    }
+
+    pub(super) fn close(&mut self) {
+        if let Some(s) = self.world.session {
+            self.world.end_session(s);
+        }
+        self.after_session_change();
+        self.conn = Conn::Closed;
+        self.feed(CoreInput::Session(SessionEvent::Closed));
+        for i in 0..self.locks.len() {
+            let (id, state) = (self.locks[i].id, self.locks[i].state);
+            check!(
+                self,
+                state == M::Ended,
+                "{id} has no terminal event after Closed ({state:?})"
+            );
+        }
+        check!(self, self.s.is_idle(), "closed session not idle");
+        check!(
+            self,
+            self.s.in_flight() == 0,
+            "closed session has requests in flight"
+        );
+        check!(
+            self,
+            self.s.poll_timeout().is_none(),
+            "closed session still has timers"
+        );
+    }
+
+    pub(super) fn advance_to(&mut self, t: Timestamp) {
+        if t > self.now {
+            self.now = t;
+        }
+        if self.s.poll_timeout().is_some_and(|d| d <= self.now) {
+            self.log(|| "handle_timeout".into());
+            self.s.handle_timeout(self.now);
+            self.drain();
+        }
+        let next = self.s.poll_timeout();
+        check!(
+            self,
+            !matches!(next, Some(d) if d <= self.now),
+            "handle_timeout({:?}) left a timer due at {next:?}",
+            self.now
+        );
+    }
+
+    pub(super) fn run_step(&mut self, step: &Step) {
+        match step {
+            Step::Acquire(a) => self.acquire(a),
+            Step::Release(p) => self.release(*p),
+            Step::Cancel(p) => self.cancel(*p),
+            Step::Observe(d) => self.observe(d),
+            Step::RevokeCall(t) => self.revoke_call(t),
+            Step::OpenSection(p) => self.section(*p, true),
+            Step::CloseSection(p) => self.section(*p, false),
+            Step::FencedWrite { lock, ops } => self.fenced_write(*lock, ops),
+            Step::Serve(n) => {
+                for _ in 0..=(n % 8) {
+                    if !self.serve_one() {
+                        break;
+                    }
+                }
+            }
+            Step::Settle => {
+                for _ in 0..256 {
+                    if self.serve_one() {
+                        continue;
+                    }
+                    if self.world.queue.is_empty() {
+                        break;
+                    }
+                    self.deliver(0);
+                }
+            }
+            Step::Fail { err, applied } => self.fail_front(*err, *applied),
+            Step::Craft { pick, reply } => self.craft(*pick, reply),
+            Step::Unknown { id, reply } => {
+                let id = RequestId(self.max_issued.saturating_add(1 + id % 1024));
+                self.stale_reply(id, None, reply);
+            }
+            Step::Stale { pick, reply } => {
+                if !self.past.is_empty() {
+                    let r = self.past[usize::from(*pick) % self.past.len()].clone();
+                    self.stale_reply(r.id, Some(r.op), reply);
+                }
+            }
+            Step::PeerJoin {
+                dir,
+                scheme,
+                kind,
+                attempt,
+            } => {
+                let dir = DIRS[usize::from(*dir) % DIRS.len()];
+                self.ensure_dir(dir);
+                let prefix = format!(
+                    "{dir}/{}",
+                    node_prefix(scheme.scheme(), peer_attempt(*attempt), kind.kind())
+                );
+                let r = self.world.create(
+                    &prefix,
+                    &[*attempt],
+                    CreateMode::EphemeralSequential,
+                    PEER_SESSION,
+                );
+                self.log(|| format!("peer joins: {r:?}"));
+            }
+            Step::Foreign { dir, name } => {
+                let dir = DIRS[usize::from(*dir) % DIRS.len()];
+                self.ensure_dir(dir);
+                let n = FOREIGN_NAMES[usize::from(*name) % FOREIGN_NAMES.len()];
+                let _ = self
+                    .world
+                    .create(&format!("{dir}/{n}"), b"", CreateMode::Persistent, 0);
+            }
+            Step::PeerLeave(i) => {
+                let peers = self.peer_nodes();
+                if !peers.is_empty() {
+                    let p = &peers[usize::from(*i) % peers.len()];
+                    self.log(|| format!("peer leaves: {p}"));
+                    let _ = self.world.delete(p, None);
+                }
+            }
+            Step::AdminDeleteOwn(i) => {
+                let ours = self.our_world_nodes();
+                if !ours.is_empty() {
+                    let p = ours[usize::from(*i) % ours.len()].clone();
+                    self.log(|| format!("admin deletes {p}"));
+                    self.lying("an admin deleted one of our nodes");
+                    let _ = self.world.delete(&p, None);
+                }
+            }
+            Step::Revoke { pick, curator } => {
+                let ours = self.our_world_nodes();
+                if !ours.is_empty() {
+                    let p = ours[usize::from(*pick) % ours.len()].clone();
+                    let marker: &[u8] = if *curator { b"__REVOKE__" } else { b"unlock" };
+                    let _ = self.world.set_data(&p, marker, None);
+                }
+            }
+            Step::Reap => self.world.reap(),
+            Step::Deliver(i) => self.deliver(*i),
+            Step::Spurious { path, kind } => {
+                let path = match path {
+                    PathPick::Ours(i) => {
+                        let ours: Vec<String> = self
+                            .locks
+                            .iter()
+                            .filter_map(|l| l.grant.as_ref().map(|g| g.path.clone()))
+                            .collect();
+                        if ours.is_empty() {
+                            return;
+                        }
+                        ours[usize::from(*i) % ours.len()].clone()
+                    }
+                    PathPick::World(i) => {
+                        let all: Vec<String> = self.world.nodes.keys().cloned().collect();
+                        if all.is_empty() {
+                            return;
+                        }
+                        all[usize::from(*i) % all.len()].clone()
+                    }
+                    PathPick::Dir(i) => DIRS[usize::from(*i) % DIRS.len()].to_owned(),
+                    PathPick::Raw(s) => s.clone(),
+                };
+                let kind = kind.kind();
+                if kind == WatchKind::NodeDeleted && self.world.exists(&path) {
+                    self.lying("a deletion notice for a node that exists");
+                }
+                self.feed(CoreInput::Watch { path, kind });
+            }
+            Step::Disconnect {
+                applied,
+                report_errors,
+                since_contact_ms,
+            } => self.disconnect(*applied, *report_errors, *since_contact_ms),
+            Step::Reconnect { new_session } => self.reconnect(*new_session),
+            Step::ServerExpire => self.server_expire(),
+            Step::Expired => self.expired(),
+            Step::Close => self.close(),
+            Step::Advance(ms) => {
+                let t = self.now + Duration::from_millis(u64::from(*ms));
+                self.advance_to(t);
+            }
+            Step::AdvanceToTimeout => {
+                if let Some(t) = self.s.poll_timeout() {
+                    self.advance_to(t);
+                }
+            }
+            Step::Inspect(d) => self.read_task(TaskKind::Inspect, d),
+            Step::Scan(d) => self.read_task(TaskKind::Scan, d),
+            Step::PeerOwner { pick, owner, waits } => self.peer_owner(*pick, *owner, waits),
+        }
+    }
+
+    /// Serves honestly until nothing is left to do but timers beyond the horizon
+    /// (observers of a missing directory poll forever).
+    pub(super) fn settle(&mut self) {
+        let horizon = self.now + SETTLE_HORIZON;
+        for _ in 0..50_000 {
+            if self.serve_one() {
+                continue;
+            }
+            if !self.world.queue.is_empty() {
+                self.deliver(0);
+                continue;
+            }
+            match self.s.poll_timeout() {
+                Some(t) if t <= horizon => self.advance_to(t),
+                _ => return,
+            }
+        }
+        self.fail("no quiescence after 50000 honest steps".into());
+    }
+
+    /// The end of a case: serve honestly, check what is left, cancel everything,
+    /// check the session comes to rest, then close.
+    pub(super) fn finish(&mut self, end_with_expiry: bool) {
+        self.step = usize::MAX;
+        if self.conn == Conn::Closed {
+            return;
+        }
+        if !matches!(self.conn, Conn::Connected(_)) {
+            self.reconnect(false);
+        }
+        self.settle();
+        self.check_state();
+        if self.honest {
+            self.check_quiescent();
+        }
+        let ids: Vec<LockId> = self
+            .locks
+            .iter()
+            .filter(|l| l.state != M::Ended)
+            .map(|l| l.id)
+            .collect();
+        for id in ids {
+            self.cancel(LockPick::Raw(id.0));
+        }
+        self.settle();
+        self.check_state();
+        check!(
+            self,
+            self.s.tracked() == 0 && self.s.is_idle(),
+            "after cancelling everything and serving honestly, {} tasks are still tracked",
+            self.s.tracked()
+        );
+        for i in 0..self.locks.len() {
+            let (id, state) = (self.locks[i].id, self.locks[i].state);
+            check!(
+                self,
+                state == M::Ended,
+                "{id} has not ended after cancel ({state:?})"
+            );
+        }
+        if self.honest {
+            let sid = self.session_id().expect("connected");
+            let left = self.world.ours(sid);
+            check!(
+                self,
+                left.is_empty(),
+                "orphan nodes of ours at quiescence: {left:?}"
+            );
+        }
+        if end_with_expiry {
+            self.expired();
+        }
+        self.close();
+    }
+}

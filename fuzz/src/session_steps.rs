@@ -1,0 +1,420 @@
+//! The user's steps: acquisitions, observers, revocations, sections, fenced
+//! writes, releases and cancels.
+//!
+//! A child module of `session.rs`, in a file of its own so that neither grows
+//! past reading size.
+
+#![allow(dead_code)]
+
+use super::*;
+
+impl Harness {
+    pub(super) fn pick_lock(&self, p: LockPick) -> LockId {
+        match p {
+            LockPick::Known(i) if !self.locks.is_empty() => {
+                self.locks[usize::from(i) % self.locks.len()].id
+            }
+            LockPick::Known(i) => LockId(u64::from(i)),
+            LockPick::Raw(r) => LockId(r),
+        }
+    }
+
+    pub(super) fn dir_of(p: &DirPick) -> String {
+        match p {
+            DirPick::Known(i) => DIRS[usize::from(*i) % DIRS.len()].to_owned(),
+            DirPick::Raw(s) => s.clone(),
+        }
+    }
+
+    pub(super) fn acquire(&mut self, a: &AcquireStep) {
+        // The model knows semaphores in zklock's own layout only: one in Curator's
+        // or kazoo's (a lease pool behind an internal mutex) is taken natively
+        // here, and checked in lock-core's tests and the simulation instead.
+        let native_semaphore;
+        let a = match a.recipe {
+            RecipePick::Semaphore(_) => {
+                native_semaphore = AcquireStep {
+                    scheme: SchemePick::Native,
+                    ..a.clone()
+                };
+                &native_semaphore
+            }
+            _ => a,
+        };
+        let path = Self::dir_of(&a.dir);
+        let data = a.data.bytes();
+        let (mut spec, rec) = match a.recipe {
+            RecipePick::Write => (LockSpec::write(path.clone()), Rec::Write),
+            RecipePick::Read => (LockSpec::read(path.clone()), Rec::Read),
+            RecipePick::Semaphore(n) => {
+                let n = u32::from(n % 4);
+                (LockSpec::semaphore(path.clone(), n), Rec::Semaphore(n))
+            }
+            RecipePick::Leader => (LockSpec::leader(path.clone(), data.clone()), Rec::Leader),
+        };
+        spec = spec.scheme(a.scheme.scheme()).data(data.clone());
+        let deadline = a
+            .deadline_ms
+            .map(|ms| self.now + Duration::from_millis(u64::from(ms)));
+        if let Some(d) = deadline {
+            spec = spec.deadline(d);
+        }
+        if a.try_only {
+            spec = spec.try_only();
+        }
+        if a.revocable {
+            spec = spec.revocable();
+        }
+        if a.detect_crashes {
+            spec = spec.detect_crashes();
+        }
+        let max_hold = a.max_hold_ms.map(|ms| Duration::from_millis(u64::from(ms)));
+        if let Some(m) = max_hold {
+            spec = spec.max_hold(m);
+        }
+        let owner = a
+            .owner
+            .map(|o| OWNERS[usize::from(o) % OWNERS.len()].to_owned());
+        if let Some(o) = &owner {
+            spec = spec.owner(o.clone());
+        }
+        if let Some(short) = a.detect {
+            spec = spec.detect_deadlocks(detect_after(short));
+        }
+        let node_len = detect::node_data_len(a.scheme.scheme(), owner.as_deref(), &data);
+        // The harness keeps the default packet limit.
+        let max_data = |path: &str| Config::default().max_data_len(path).unwrap_or(0);
+        // The documented refusals, in order.
+        let expected_err = if self.conn == Conn::Closed {
+            Some(UsageError::Closed)
+        } else if let Err(e) = lock_core::validate_lock_path(&path) {
+            Some(e)
+        } else if node_len > max_data(&path) {
+            Some(UsageError::DataTooLarge {
+                len: node_len,
+                max: max_data(&path),
+            })
+        } else if rec == Rec::Semaphore(0) {
+            Some(UsageError::ZeroPermits)
+        } else if rec == Rec::Leader && data.is_empty() {
+            Some(UsageError::EmptyParticipant)
+        } else if a.detect_crashes && !matches!(rec, Rec::Write | Rec::Leader) {
+            Some(UsageError::Unsupported(
+                "crash detection needs an exclusive recipe",
+            ))
+        } else {
+            detect::detection_refusal(a, owner.as_deref(), &data)
+        };
+        self.log(|| format!("acquire {path} {rec:?} {a:?}"));
+        let before = self.s.tracked();
+        // Register the directory first: the requests of this call belong to it.
+        let known_dir = self.dirs.contains(&path);
+        if expected_err.is_none() {
+            self.dirs.insert(path.clone());
+        }
+        match self.s.acquire(spec, self.now) {
+            Ok(id) => {
+                check!(
+                    self,
+                    expected_err.is_none(),
+                    "acquire accepted, expected {expected_err:?}"
+                );
+                let i = self.add_task(id, TaskKind::Lock, path);
+                let l = &mut self.locks[i];
+                l.recipe = rec;
+                l.try_only = a.try_only;
+                l.revocable = a.revocable;
+                l.detect_crashes = a.detect_crashes;
+                l.max_hold = max_hold;
+                l.deadline = deadline;
+                l.owner = owner;
+                l.detect = a.detect.is_some();
+            }
+            Err(e) => {
+                // An owner re-entering a lock it holds is refused (the harness
+                // does not model `Granting`: accept it when a live acquisition of
+                // the same owner on the path could block this one).
+                let self_deadlock = expected_err.is_none()
+                    && matches!(&e, UsageError::SelfDeadlock { path: p, owner: o, .. }
+                        if *p == path && Some(o) == owner.as_ref())
+                    && !a.try_only
+                    && rec.permits() == 1
+                    && self.locks.iter().any(|l| {
+                        l.kind == TaskKind::Lock
+                            && l.dir == path
+                            && l.owner == owner
+                            && l.state != M::Ended
+                    });
+                check!(
+                    self,
+                    self_deadlock || Some(&e) == expected_err.as_ref(),
+                    "acquire refused with {e:?}, expected {expected_err:?}"
+                );
+                check!(
+                    self,
+                    self.s.tracked() == before,
+                    "a refused acquire changed the session"
+                );
+                if !known_dir {
+                    self.dirs.remove(&path);
+                }
+            }
+        }
+        self.drain();
+    }
+
+    pub(super) fn observe(&mut self, dir: &DirPick) {
+        let path = Self::dir_of(dir);
+        let expected_err = if self.conn == Conn::Closed {
+            Some(UsageError::Closed)
+        } else {
+            lock_core::validate_lock_path(&path).err()
+        };
+        let known = self.read_dirs.contains(&path);
+        if expected_err.is_none() {
+            self.read_dirs.insert(path.clone());
+        }
+        let r = self.s.observe(&path, self.now);
+        self.log(|| format!("observe {path} -> {r:?}"));
+        match r {
+            Ok(id) => {
+                check!(
+                    self,
+                    expected_err.is_none(),
+                    "observe accepted, expected {expected_err:?}"
+                );
+                self.add_task(id, TaskKind::Observer, path);
+            }
+            Err(e) => {
+                check!(
+                    self,
+                    Some(&e) == expected_err.as_ref(),
+                    "observe refused with {e:?}"
+                );
+                if !known {
+                    self.read_dirs.remove(&path);
+                }
+            }
+        }
+        self.drain();
+    }
+
+    pub(super) fn revoke_call(&mut self, t: &RevokeTarget) {
+        let path = match t {
+            RevokeTarget::Dir(i) => DIRS[usize::from(*i) % DIRS.len()].to_owned(),
+            RevokeTarget::Node(i) => {
+                let parts: Vec<String> = self
+                    .world
+                    .nodes
+                    .keys()
+                    .filter(|p| parse_name(name_of(p)).is_some())
+                    .cloned()
+                    .collect();
+                if parts.is_empty() {
+                    return;
+                }
+                parts[usize::from(*i) % parts.len()].clone()
+            }
+            RevokeTarget::Raw(s) => s.clone(),
+        };
+        let expected_err = if self.conn == Conn::Closed {
+            Some(UsageError::Closed)
+        } else {
+            lock_core::validate_lock_path(&path).err()
+        };
+        if expected_err.is_none() {
+            if parse_name(name_of(&path)).is_some() {
+                self.revoke_nodes.insert(path.clone());
+            } else {
+                self.read_dirs.insert(path.clone());
+            }
+        }
+        let r = self.s.revoke(&path, self.now);
+        self.log(|| format!("revoke {path} -> {r:?}"));
+        match r {
+            Ok(id) => {
+                check!(
+                    self,
+                    expected_err.is_none(),
+                    "revoke accepted, expected {expected_err:?}"
+                );
+                self.add_task(id, TaskKind::Revoke, path);
+            }
+            Err(e) => check!(
+                self,
+                Some(&e) == expected_err.as_ref(),
+                "revoke refused with {e:?}"
+            ),
+        }
+        self.drain();
+    }
+
+    /// Expected outcome of a holder-only call (`open_section`, `close_section`,
+    /// `fenced_write`) on `id`: `Ok(())` or the set of acceptable errors.
+    pub(super) fn holder_call_expect(
+        &self,
+        id: LockId,
+        needs_detect: bool,
+    ) -> Result<(), Vec<UsageError>> {
+        let Some(&i) = self.by_id.get(&id) else {
+            return Err(vec![UsageError::UnknownLock(id)]);
+        };
+        let l = &self.locks[i];
+        match (l.kind, l.state) {
+            (_, M::Ended) => Err(vec![
+                UsageError::UnknownLock(id),
+                UsageError::NotHeld(id),
+                UsageError::Unsupported("not a lock acquisition"),
+            ]),
+            (TaskKind::Observer | TaskKind::Revoke | TaskKind::Inspect | TaskKind::Scan, _) => {
+                Err(vec![UsageError::Unsupported("not a lock acquisition")])
+            }
+            (TaskKind::Lock, M::Held) if needs_detect && !l.detect_crashes => {
+                Err(vec![UsageError::Unsupported(
+                    "sections need LockSpec::detect_crashes",
+                )])
+            }
+            (TaskKind::Lock, M::Held) => Ok(()),
+            (TaskKind::Lock, _) => Err(vec![UsageError::NotHeld(id)]),
+        }
+    }
+
+    pub(super) fn section(&mut self, p: LockPick, open: bool) {
+        let id = self.pick_lock(p);
+        let expect = self.holder_call_expect(id, true);
+        let r = if open {
+            self.s.open_section(id, self.now)
+        } else {
+            self.s.close_section(id, self.now)
+        };
+        self.log(|| format!("section open={open} {id} -> {r:?}"));
+        match (&r, &expect) {
+            (Ok(()), Ok(())) => {}
+            (Err(e), Err(allowed)) if allowed.contains(e) => {}
+            _ => self.fail(format!(
+                "section(open={open}) on {id}: {r:?}, expected {expect:?}"
+            )),
+        }
+        self.drain();
+    }
+
+    pub(super) fn fenced_write(&mut self, p: LockPick, ops: &[FencedOpPick]) {
+        let id = self.pick_lock(p);
+        let expect = self.holder_call_expect(id, false);
+        let ops: Vec<MultiOp> = ops.iter().take(4).map(FencedOpPick::op).collect();
+        self.fenced.push(ops.clone());
+        let max_before = self.max_issued;
+        let r = self.s.fenced_write(id, ops, self.now);
+        self.log(|| format!("fenced write on {id} -> {r:?}"));
+        match (&r, &expect) {
+            (Ok(w), Ok(())) => {
+                check!(self, *w > self.last_write, "write id {w} not increasing");
+                self.last_write = *w;
+                let i = self.by_id[&id];
+                self.locks[i].writes.push((*w, None));
+            }
+            (Err(e), Err(allowed)) if allowed.contains(e) => {}
+            _ => self.fail(format!("fenced_write on {id}: {r:?}, expected {expect:?}")),
+        }
+        self.drain();
+        if let Ok(w) = r {
+            // The multi this call emitted is the write's request.
+            let req = self
+                .outstanding
+                .iter()
+                .find(|q| q.id.0 > max_before && matches!(q.op, Op::Multi(_)))
+                .map(|q| q.id);
+            check!(self, req.is_some(), "fenced write {w} sent no multi");
+            let i = self.by_id[&id];
+            if let Some(e) = self.locks[i].writes.iter_mut().find(|(x, _)| *x == w) {
+                e.1 = req;
+            }
+        }
+    }
+
+    pub(super) fn release(&mut self, p: LockPick) {
+        let id = self.pick_lock(p);
+        let task = self
+            .by_id
+            .get(&id)
+            .map(|&i| (self.locks[i].kind, self.locks[i].state));
+        let r = self.s.release(id, self.now);
+        self.log(|| format!("release {id} ({task:?}) -> {r:?}"));
+        match task {
+            None => check!(
+                self,
+                r == Err(UsageError::UnknownLock(id)),
+                "release of unknown {id}: {r:?}"
+            ),
+            Some((_, M::Ended)) => check!(
+                self,
+                r == Err(UsageError::NotHeld(id)) || r == Err(UsageError::UnknownLock(id)),
+                "release of ended {id}: {r:?}"
+            ),
+            Some((TaskKind::Lock, M::Held | M::Suspended)) => {
+                check!(self, r.is_ok(), "release of held {id}: {r:?}");
+                self.locks[self.by_id[&id]].state = M::Releasing;
+            }
+            Some(_) => check!(
+                self,
+                r == Err(UsageError::NotHeld(id)),
+                "release of {task:?} {id}: {r:?}"
+            ),
+        }
+        let events = self.drain();
+        if matches!(task, Some((_, M::Ended))) {
+            check!(
+                self,
+                events.iter().all(|(l, _)| *l != id),
+                "events after the end of {id}"
+            );
+        }
+    }
+
+    pub(super) fn cancel(&mut self, p: LockPick) {
+        let id = self.pick_lock(p);
+        let task = self
+            .by_id
+            .get(&id)
+            .map(|&i| (self.locks[i].kind, self.locks[i].state));
+        if let Some(&i) = self.by_id.get(&id) {
+            if self.locks[i].state == M::Waiting {
+                self.locks[i].cancelled = true;
+            }
+        }
+        let r = self.s.cancel(id, self.now);
+        self.log(|| format!("cancel {id} ({task:?}) -> {r:?}"));
+        match task {
+            None => check!(
+                self,
+                r == Err(UsageError::UnknownLock(id)),
+                "cancel of unknown {id}: {r:?}"
+            ),
+            Some((_, M::Ended)) => check!(
+                self,
+                r.is_ok() || r == Err(UsageError::UnknownLock(id)),
+                "cancel of ended {id}: {r:?}"
+            ),
+            Some((TaskKind::Lock, M::Held | M::Suspended)) => {
+                check!(self, r.is_ok(), "cancel of held {id}: {r:?}");
+                self.locks[self.by_id[&id]].state = M::Releasing;
+            }
+            Some(_) => check!(self, r.is_ok(), "cancel of {task:?} {id}: {r:?}"),
+        }
+        let events = self.drain();
+        if matches!(task, Some((_, M::Waiting))) {
+            check!(
+                self,
+                events.contains(&(id, LockEvent::Failed(FailReason::Cancelled))),
+                "cancel of waiting {id} did not fail it: {events:?}"
+            );
+        }
+        if matches!(task, Some((_, M::Ended))) {
+            check!(
+                self,
+                events.iter().all(|(l, _)| *l != id),
+                "events after the end of {id}"
+            );
+        }
+    }
+}
