@@ -63,24 +63,7 @@ impl crate::scheduler::Sim {
         let c = &mut self.clients[i];
         c.counters
             .count_request(crate::counters::OpKind::of(&request.op));
-        let watch = match &request.op {
-            lock_core::Op::GetData { path, watch: true } => {
-                Some((crate::watches::WatchType::Data, path.clone()))
-            }
-            lock_core::Op::WatchChildren { path } => {
-                Some((crate::watches::WatchType::Child, path.clone()))
-            }
-            lock_core::Op::RemoveWatch { path, watch } => {
-                // The client forgets the watch at once (it is not re-set on a
-                // reconnect), as zookeeper-client does when a watcher is dropped.
-                match watch {
-                    lock_core::WatchType::Children => c.watches.child.remove(path),
-                    _ => c.watches.data.remove(path),
-                };
-                None
-            }
-            _ => None,
-        };
+        let watch = c.watches.on_send(&request.op);
         let id = request.id;
         match c.conn {
             Conn::Connected => {
@@ -131,15 +114,7 @@ impl crate::scheduler::Sim {
                 debug_assert_eq!(pos, Some(0), "replies come in request order");
                 let pending = pos.and_then(|p| c.pending.remove(p));
                 if c.keeps_watches() && result.is_ok() {
-                    match pending.and_then(|p| p.watch) {
-                        Some((crate::watches::WatchType::Data, path)) => {
-                            c.watches.data.insert(path);
-                        }
-                        Some((crate::watches::WatchType::Child, path)) => {
-                            c.watches.child.insert(path);
-                        }
-                        None => {}
-                    }
+                    c.watches.set(pending.and_then(|p| p.watch));
                 }
                 self.feed(
                     i,
@@ -215,20 +190,10 @@ impl crate::scheduler::Sim {
                 if let Some(ss) = self.server.get_mut(&s) {
                     ss.contact = None;
                 }
-                // The old connection's watches die with it on the server...
-                self.model.remove_watches(s);
                 let c = &mut self.clients[i];
-                if c.keeps_watches() {
-                    // ...and a client that keeps watches sets them again first thing.
-                    let data: Vec<String> = c.watches.data.iter().cloned().collect();
-                    let exist: Vec<String> = c.watches.exist.iter().cloned().collect();
-                    let child: Vec<String> = c.watches.child.iter().cloned().collect();
-                    let zxid = c.last_zxid;
-                    self.model.set_watches(s, zxid, &data, &exist, &child);
-                    self.route_notifications();
-                } else {
-                    c.watches.clear();
-                }
+                let (keeps, zxid) = (c.keeps_watches(), c.last_zxid);
+                c.watches.reconnect(&mut self.model, s, zxid, keeps);
+                self.route_notifications();
                 self.trace_with(Some(i), || format!("reconnected to session {s:#x}"));
                 self.feed(
                     i,

@@ -1,6 +1,7 @@
 //! The embedded server's shared state: one [`ZkModel`], the clients attached to it,
 //! and what each client's driver still has to deliver to its link.
 
+use crate::client::ClientWatches;
 use crate::model::ZkModel;
 use lock_client::Notifier;
 use lock_core::{Op, Reply, RequestId, SessionEvent, WatchKind, ZkError};
@@ -53,6 +54,12 @@ pub(crate) struct Client {
     /// Replies (and watch firings) to this client wait in the inbox, undelivered,
     /// until the next cut loses them (`Server::hold_replies`).
     pub holding: bool,
+    /// The watches the client's library knows it has (a firing counts once it is
+    /// queued for delivery), to set again after a reconnect, as zookeeper-client
+    /// does.
+    pub watches: ClientWatches,
+    /// The zxid of the last reply the client received (for `SetWatches`).
+    pub seen_zxid: i64,
 }
 
 /// The server: the model and its clients, under one mutex.
@@ -90,6 +97,8 @@ impl State {
             inbox,
             notifier,
             holding: false,
+            watches: ClientWatches::default(),
+            seen_zxid: self.model.zxid(),
         };
         self.clients.insert(key, client);
         key
@@ -110,9 +119,17 @@ impl State {
         self.requests += 1;
         let session = client.session;
         let result = self.model.apply(session, op);
+        let zxid = self.model.zxid();
         let own = self.route(Some(session));
         let client = self.clients.get_mut(&key)?;
+        own.iter()
+            .for_each(|(path, kind)| client.watches.fired(path, *kind));
+        let watch = client.watches.on_send(op);
         if !client.holding {
+            if result.is_ok() {
+                client.watches.set(watch);
+            }
+            client.seen_zxid = zxid;
             return Some((own, result));
         }
         let firings = own.into_iter().map(|(p, k)| Delivery::Watch(p, k));
@@ -122,13 +139,17 @@ impl State {
     }
 
     /// Client `key`'s connection is cut now, to come back at `until`: what it
-    /// noticed is decided by [`take`](Self::take). Held replies are lost with the
-    /// connection (`ConnectionLoss`, after the notice of the cut); held firings
-    /// wait for the reconnect, like any firing while cut off.
+    /// noticed is decided by [`take`](Self::take). The server drops the
+    /// connection's watches with it (ZooKeeper's `DataTree.removeCnxn`): changes
+    /// while cut off fire nothing until the client sets its watches again on the
+    /// reconnect (see [`take`](Self::take)). Held replies are lost with the
+    /// connection (`ConnectionLoss`, after the notice of the cut); firings already
+    /// queued (held ones too) wait for the reconnect.
     pub(crate) fn cut(&mut self, key: u64, now: Instant, until: Instant, notice_at: Instant) {
         let Some(c) = self.clients.get_mut(&key) else {
             return;
         };
+        self.model.remove_watches(c.session);
         c.conn = Conn::Down {
             since: now,
             until,
@@ -160,8 +181,7 @@ impl State {
                 continue;
             }
             if let Some(client) = self.clients.values_mut().find(|c| c.session == n.session) {
-                // While cut off, a firing waits for the reconnect (as a client's
-                // re-registered watch reports a change it missed).
+                client.watches.fired(&n.path, n.kind);
                 client.inbox.push_back(Delivery::Watch(n.path, n.kind));
                 if matches!(client.conn, Conn::Up) {
                     client.notifier.notify();
@@ -175,6 +195,7 @@ impl State {
     /// notice, a session to expire, a reconnect). Advances its connection.
     pub(crate) fn take(&mut self, key: u64, now: Instant) -> (Vec<Delivery>, Option<Instant>) {
         let mut expired = None;
+        let mut reconnected = None;
         let mut next = None;
         if let Some(client) = self.clients.get_mut(&key) {
             if let Conn::Down {
@@ -223,6 +244,7 @@ impl State {
                             session_id: client.session,
                         };
                         client.inbox.insert(at, Delivery::Session(connected));
+                        reconnected = Some(client.session);
                     }
                 } else {
                     let noticed_now = matches!(client.conn, Conn::Down { noticed: true, .. });
@@ -231,6 +253,23 @@ impl State {
                         .into_iter()
                         .flatten()
                         .min();
+                }
+            }
+        }
+        if let Some(session) = reconnected {
+            // zookeeper-client sets its watches again first thing (`SetWatches` with
+            // the last zxid it saw): those whose node changed meanwhile fire now.
+            if let Some(client) = self.clients.get_mut(&key) {
+                let zxid = client.seen_zxid;
+                client
+                    .watches
+                    .reconnect(&mut self.model, session, zxid, true);
+            }
+            let missed = self.route(Some(session));
+            if let Some(client) = self.clients.get_mut(&key) {
+                for (path, kind) in missed {
+                    client.watches.fired(&path, kind);
+                    client.inbox.push_back(Delivery::Watch(path, kind));
                 }
             }
         }
@@ -247,6 +286,8 @@ impl State {
             // Back after an expiry: told so, then given a new session.
             let session = self.model.create_session();
             client.session = session;
+            client.watches.clear();
+            client.seen_zxid = self.model.zxid();
             client.inbox.clear();
             client
                 .inbox
