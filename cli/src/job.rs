@@ -131,7 +131,7 @@ fn send_go(go: &UnixStream, message: &[u8]) -> std::io::Result<()> {
     if has_stdin && !control.push(SendAncillaryMessage::ScmRights(&fds)) {
         return Err(std::io::Error::other("no room for a descriptor"));
     }
-    let mut sent = sendmsg(
+    let sent = sendmsg(
         go,
         &[IoSlice::new(message)],
         &mut control,
@@ -139,10 +139,7 @@ fn send_go(go: &UnixStream, message: &[u8]) -> std::io::Result<()> {
     )?;
     // The descriptor went with the first byte; the rest (a long node path) follows.
     let mut rest = go;
-    while sent < message.len() {
-        sent += rest.write(&message[sent..])?;
-    }
-    Ok(())
+    rest.write_all(&message[sent..])
 }
 
 impl Job {
