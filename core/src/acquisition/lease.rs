@@ -28,7 +28,8 @@
 //! any lock's node, its `czxid` the fencing token. Cleanup removes the lease node
 //! and the mutex node both.
 
-use super::{Acquisition, Ctx, OwnNode, State};
+use super::node::OwnNode;
+use super::{Acquisition, Ctx, State};
 use crate::event::FailReason;
 use crate::names::{
     node_prefix, parse_kazoo_lease, parse_name, parse_sequence, semaphore_lease_dir as pool_dir,

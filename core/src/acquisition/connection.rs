@@ -1,0 +1,158 @@
+//! Connection and session changes: recovering after a reconnect (or a pause after
+//! trouble), suspending a held lock, resuming it, and the end of the session.
+
+use super::release::delete_op;
+use super::{Acquisition, Create, Ended, State};
+use crate::ctx::Ctx;
+use crate::event::{FailReason, LockEvent, LostReason};
+use crate::proto::ZkError;
+use crate::requests::Purpose;
+use crate::time::Timestamp;
+use crate::timers::TimerKind;
+
+impl Acquisition {
+    /// Starts (or restarts after a reconnect) whatever the state needs. Every
+    /// request of the previous connection is forgotten by then.
+    pub(crate) fn recover(&mut self, cx: &mut Ctx) {
+        cx.requests.forget_lock(self.id);
+        self.lease_forget();
+        self.chase = None;
+        self.publication.forget();
+        cx.timers.cancel(self.id, TimerKind::Retry);
+        self.watched.clear();
+        self.own_read = None;
+        self.own_watched = false;
+        self.list = None;
+        self.delete_maybe_applied |= self.delete.is_some();
+        self.delete = None;
+        self.marker_check = None;
+        self.section_request = None;
+        if let Create::InFlight(_) = self.create {
+            self.create = Create::Unknown;
+        }
+        for path in self.extra.clone() {
+            cx.send(
+                self.id,
+                Purpose::DeleteExtra { path: path.clone() },
+                delete_op(&path),
+            );
+        }
+        match self.state {
+            State::Waiting => match self.create {
+                Create::NotSent => self.send_create(cx),
+                // Find our node by attempt id (adopt it), or create again.
+                Create::Unknown | Create::Done | Create::InFlight(_) => self.send_list(cx),
+            },
+            // Is our node still ours? (With a watch only if the hold needs one.)
+            State::Granting | State::Held => self.send_own_read(cx, self.spec.watches_node()),
+            State::Releasing => self.send_delete(cx),
+            State::Cleanup => self.continue_cleanup(cx),
+            State::Done => {}
+        }
+    }
+
+    /// A request failed without the connection being declared down (or with an
+    /// error worth retrying): start over from the state after a pause.
+    pub(super) fn trouble(&mut self, cx: &mut Ctx, _error: ZkError) {
+        cx.stats.retries += 1;
+        cx.timers
+            .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval);
+    }
+
+    /// The connection dropped: outstanding requests are forgotten by the session.
+    /// A held lock is suspended, and lost at `lost_at` unless the connection comes
+    /// back first.
+    pub(crate) fn on_disconnected(&mut self, cx: &mut Ctx, lost_at: Timestamp) {
+        cx.timers.cancel(self.id, TimerKind::Retry);
+        self.lease_forget();
+        self.chase = None;
+        self.publication.forget();
+        if let Create::InFlight(_) = self.create {
+            self.create = Create::Unknown;
+        }
+        self.list = None;
+        self.delete_maybe_applied |= self.delete.is_some();
+        self.delete = None;
+        self.own_read = None;
+        self.own_watched = false;
+        self.watched.clear();
+        self.marker_check = None;
+        self.section_request = None;
+        self.writes_unknown(cx);
+        self.suspend(cx, lost_at);
+    }
+
+    /// A held lock is no longer trusted: suspended, and lost at `lost_at` unless
+    /// it is resumed first (the connection comes back, or the leader is proven to
+    /// hear us again).
+    pub(crate) fn suspend(&mut self, cx: &mut Ctx, lost_at: Timestamp) {
+        if self.state == State::Held && !self.suspended {
+            self.suspended = true;
+            cx.emit(self.id, LockEvent::Suspended);
+            if lost_at <= cx.now {
+                // The server may already have expired the session.
+                self.terminal(cx, LockEvent::Lost(LostReason::SuspendedTooLong));
+            } else {
+                cx.timers.set(self.id, TimerKind::Grace, lost_at);
+            }
+        }
+    }
+
+    /// The leader was proven to hear us again: a lock suspended for want of that
+    /// proof (the connection up) checks that its node is still ours, then resumes.
+    pub(crate) fn on_contact_renewed(&mut self, cx: &mut Ctx) {
+        if self.state == State::Held && self.suspended && cx.connected && self.own_read.is_none() {
+            self.send_own_read(cx, self.spec.watches_node());
+        }
+    }
+
+    /// The session is gone (expired, abandoned or closed). After an expiry so are
+    /// our nodes; after an abandonment they may live on, so the paths are kept
+    /// and cleanup deletes them from the next session (a create whose outcome is
+    /// unknown is looked for by attempt id).
+    pub(crate) fn on_session_ended(&mut self, cx: &mut Ctx, how: Ended) {
+        let closed = how == Ended::Closed;
+        self.lease_session_ended(how != Ended::Abandoned);
+        if how == Ended::Abandoned {
+            if let Create::InFlight(_) = self.create {
+                self.create = Create::Unknown;
+            }
+        } else {
+            self.own = None;
+            self.extra.clear();
+            if self.create != Create::NotSent {
+                self.create = Create::Done;
+            }
+        }
+        match self.state {
+            State::Waiting | State::Granting => {
+                if self.create == Create::NotSent && !closed {
+                    // Never reached the old session: it will start on the next one
+                    // (unless the client is closed: then it fails like the others).
+                    return;
+                }
+                let reason = if closed {
+                    FailReason::Closed
+                } else {
+                    FailReason::SessionExpired
+                };
+                self.fail(cx, reason)
+            }
+            State::Held => {
+                let reason = if closed {
+                    LostReason::Closed
+                } else {
+                    LostReason::SessionExpired
+                };
+                self.terminal(cx, LockEvent::Lost(reason))
+            }
+            State::Releasing => self.terminal(cx, LockEvent::Released),
+            State::Cleanup => self.continue_cleanup(cx),
+            State::Done => {}
+        }
+        if closed && self.state != State::Done {
+            // A closed client can send nothing more; what it had dies with the session.
+            self.state = State::Done;
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The grant: holding once our node's token (its stat) and, with crash detection,
+//! the previous holder's section marker are known.
+
+use super::{Acquisition, Create, State};
+use crate::ctx::Ctx;
+use crate::event::{Grant, LockEvent};
+use crate::ids::FencingToken;
+use crate::proto::Op;
+use crate::requests::Purpose;
+use crate::timers::TimerKind;
+
+impl Acquisition {
+    pub(super) fn grant(&mut self, cx: &mut Ctx) {
+        if !cx.connected {
+            // A late notification while the connection is down: a grant now could not
+            // be trusted (no `Suspended` would follow). The listing after the
+            // reconnect decides again.
+            return;
+        }
+        if self.lease_pending() {
+            // What the walk won is the internal mutex of a peer's semaphore: the
+            // lease comes next.
+            self.state = State::Waiting;
+            return self.lease_start(cx);
+        }
+        let own = self.own.as_ref().expect("granted without a node");
+        let stat = own.stat;
+        let crashed = if self.spec.detect_crashes {
+            self.marker_known
+        } else {
+            Some(false)
+        };
+        let (Some(stat), Some(crashed)) = (stat, crashed) else {
+            self.state = State::Granting;
+            // The client library gave no stat on create: a getData on our own node
+            // brings the token.
+            if stat.is_none()
+                && self.own_read.is_none()
+                && !matches!(self.create, Create::InFlight(_))
+            {
+                self.send_own_read(cx, self.spec.watches_node());
+            }
+            // We waited: whether the previous holder closed its section is unknown.
+            if crashed.is_none() && self.marker_check.is_none() {
+                let op = Op::GetData {
+                    path: self.marker_path(),
+                    watch: false,
+                };
+                self.marker_check = cx.send(self.id, Purpose::MarkerCheck, op);
+            }
+            return;
+        };
+        let grant = Grant {
+            path: own.path.clone(),
+            token: FencingToken(stat.czxid),
+            sequence: own.seq,
+            session_id: cx.session_id.unwrap_or_default(),
+            previous_holder_crashed: crashed,
+        };
+        self.state = State::Held;
+        self.stop_detecting(cx);
+        self.drop_own_watch(cx);
+        cx.timers.cancel(self.id, TimerKind::Deadline);
+        if let Some(max_hold) = self.spec.max_hold {
+            cx.timers.set(self.id, TimerKind::Lease, cx.now + max_hold);
+        }
+        cx.stats.acquired += 1;
+        cx.emit(self.id, LockEvent::Acquired(grant));
+        if let Some(lost_at) = cx.distrusted() {
+            // Granted by a server whose leader has not been proven to hear us
+            // lately: held, but not to be trusted until it has.
+            self.suspend(cx, lost_at);
+        }
+    }
+}
