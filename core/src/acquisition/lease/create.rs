@@ -1,0 +1,146 @@
+//! Our lease node's create: Curator's sequential node (with the pool's containers
+//! first when missing), kazoo's fixed `<pool>/<hex32>`.
+
+use super::{Layout, Lease, LeaseCreate, Outcome};
+use crate::acquisition::node::OwnNode;
+use crate::ctx::Ctx;
+use crate::event::FailReason;
+use crate::names::parse_sequence;
+use crate::output::Progress;
+use crate::path::ancestors;
+use crate::proto::{CreateMode, Op, Reply, ZkError};
+use crate::requests::Purpose;
+
+impl Lease {
+    pub(super) fn send_create(&mut self, cx: &mut Ctx, id: crate::ids::LockId) {
+        let mode = match self.layout {
+            Layout::Curator => CreateMode::EphemeralSequential,
+            Layout::Kazoo => CreateMode::Ephemeral,
+        };
+        let op = Op::Create {
+            path: self.create_path.clone(),
+            data: self.data.clone(),
+            mode,
+        };
+        if let Some(r) = cx.send(id, Purpose::LeaseCreate, op) {
+            self.create = LeaseCreate::InFlight(r);
+        }
+    }
+
+    /// Curator: the lease directory is missing: its containers, then our lease
+    /// node and a listing, in one burst.
+    fn send_parents_then_create(&mut self, cx: &mut Ctx, id: crate::ids::LockId) {
+        let mut dirs = ancestors(&self.pool);
+        dirs.push(self.pool.clone());
+        for dir in dirs {
+            let op = Op::Create {
+                path: dir,
+                data: Vec::new(),
+                mode: CreateMode::Container,
+            };
+            cx.send(id, Purpose::CreateParent, op);
+        }
+        self.send_create(cx, id);
+        self.send_list(cx, id);
+    }
+
+    /// The reply to our lease node's create. In cleanup, a node it made is spare.
+    pub(super) fn on_create(
+        &mut self,
+        cx: &mut Ctx,
+        id: crate::ids::LockId,
+        result: Result<Reply, ZkError>,
+        cleanup: bool,
+        parent_tries: &mut u32,
+        max_parent_tries: u32,
+    ) -> Outcome {
+        match result {
+            Ok(Reply::Created { path, stat }) => {
+                let seq = match self.layout {
+                    Layout::Curator => path
+                        .strip_prefix(self.create_path.as_str())
+                        .and_then(parse_sequence),
+                    Layout::Kazoo => (path == self.create_path).then_some(0),
+                };
+                self.create = LeaseCreate::Done;
+                let Some(seq) = seq else {
+                    // Not the node we asked for: never adopt it. Ours, if made, is
+                    // found by its attempt id like after a lost reply.
+                    self.create = LeaseCreate::Unknown;
+                    return Outcome::Fail(FailReason::Zk(ZkError::Other(format!(
+                        "unexpected created path {path:?}"
+                    ))));
+                };
+                if cleanup {
+                    self.spare.push(path);
+                    return Outcome::Pending;
+                }
+                cx.progress(id, Progress::Created { node: path.clone() });
+                self.node = Some(OwnNode { path, seq, stat });
+                match self.layout {
+                    // Made while the pool had room: ours.
+                    Layout::Kazoo => Outcome::Hold,
+                    // The listing right behind decides.
+                    Layout::Curator => {
+                        if std::mem::take(&mut self.relist_after_create) && self.list.is_none() {
+                            self.send_list(cx, id);
+                        }
+                        Outcome::Pending
+                    }
+                }
+            }
+            Ok(other) => {
+                self.create = LeaseCreate::Unknown;
+                Outcome::Fail(FailReason::Zk(ZkError::Other(format!(
+                    "unexpected reply {other:?}"
+                ))))
+            }
+            // kazoo: a create of ours whose reply was lost made it: it is ours.
+            Err(ZkError::NodeExists) if self.layout == Layout::Kazoo => {
+                self.create = LeaseCreate::Done;
+                if cleanup {
+                    self.spare.push(self.create_path.clone());
+                    return Outcome::Pending;
+                }
+                self.node = Some(OwnNode {
+                    path: self.create_path.clone(),
+                    seq: 0,
+                    stat: None,
+                });
+                Outcome::Hold
+            }
+            Err(ZkError::NoNode) => {
+                self.create = LeaseCreate::NotSent;
+                if cleanup {
+                    self.create = LeaseCreate::Done;
+                    return Outcome::Pending;
+                }
+                *parent_tries += 1;
+                if *parent_tries > max_parent_tries {
+                    return Outcome::Fail(FailReason::Zk(ZkError::NoNode));
+                }
+                match self.layout {
+                    Layout::Curator => self.send_parents_then_create(cx, id),
+                    // The pool went (deleted by hand): check it again.
+                    Layout::Kazoo => {
+                        self.pool_checked = false;
+                        self.send_pool_read(cx, id);
+                    }
+                }
+                Outcome::Pending
+            }
+            Err(e) if e.is_connection_loss() => {
+                self.create = LeaseCreate::Unknown;
+                Outcome::Trouble(e)
+            }
+            Err(e) => {
+                self.create = if cleanup {
+                    LeaseCreate::Done
+                } else {
+                    LeaseCreate::NotSent
+                };
+                Outcome::Fail(FailReason::Zk(e))
+            }
+        }
+    }
+}
