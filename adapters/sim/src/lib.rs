@@ -8,7 +8,7 @@
 //! * **the engine of zklock's simulation tests**: a [`Workload`] drives many clients
 //!   through random schedules with disconnects, partitions, session expiries, lost
 //!   watch notifications and admin meddling, while the invariant checker
-//!   ([`invariants`]) verifies mutual exclusion, fencing and liveness after every
+//!   ([`check`]) verifies mutual exclusion, fencing and liveness after every
 //!   step; a failing seed replays exactly with [`Sim::replay`];
 //! * **a ZooKeeper model** ([`ZkModel`]) with the server's naming, versioning, watch
 //!   and container rules, usable on its own.
@@ -75,35 +75,21 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-mod binding;
-mod client;
-mod counters;
-mod deadlock;
-pub mod embedded;
-mod face;
-mod faults;
-mod inspect;
-pub mod invariants;
+pub mod check;
 mod model;
-mod network;
-mod paths;
-mod rng;
-mod scheduler;
-mod server;
-mod user_face;
-mod watches;
-mod workload;
+pub mod server;
+mod sim;
 
-pub use client::{ClientConfig, ClientId, EventRecord, Profile};
-pub use counters::{Counters, OpKind};
-pub use deadlock::{DeadlockReport, DeadlockWorkload};
-pub use embedded::Server;
-pub use faults::{FaultConfig, InFlight};
-pub use invariants::{Coverage, Violation, ViolationKind};
+pub use check::{Coverage, Violation, ViolationKind};
+pub use model::paths::validate_path;
+pub use model::watches::{Notification, WatchType};
 pub use model::{NodeInfo, ZkModel, CONTAINER_OWNER, NO_SESSION};
-pub use network::Latency;
-pub use paths::validate_path;
-pub use rng::SimRng;
-pub use scheduler::{Sim, SimConfig, TraceEntry};
-pub use watches::{Notification, WatchType};
-pub use workload::{Failure, Report, Workload};
+pub use server::Server;
+pub use sim::client::{ClientConfig, ClientId, EventRecord, Profile};
+pub use sim::counters::{Counters, OpKind};
+pub use sim::deadlock::{DeadlockReport, DeadlockWorkload};
+pub use sim::faults::{FaultConfig, InFlight};
+pub use sim::network::Latency;
+pub use sim::rng::SimRng;
+pub use sim::scheduler::{Sim, SimConfig, TraceEntry};
+pub use sim::workload::{Failure, Report, Workload};

@@ -6,7 +6,7 @@
 //! time is clamped to the previous one's), which is ZooKeeper's per-session FIFO
 //! guarantee, and what lets the core pipeline requests.
 
-use crate::rng::SimRng;
+use crate::sim::rng::SimRng;
 use lock_core::{Reply, Request, Timestamp, WatchKind, ZkError};
 use std::collections::VecDeque;
 use std::time::Duration;

@@ -21,12 +21,12 @@
 //! }
 //! ```
 
-use crate::client::{ClientId, Profile};
-use crate::faults::FaultConfig;
-use crate::invariants::{Violation, ViolationKind};
-use crate::network::Latency;
-use crate::rng::SimRng;
-use crate::scheduler::{Sim, SimConfig, TraceEntry};
+use crate::check::{Violation, ViolationKind};
+use crate::sim::client::{ClientId, Profile};
+use crate::sim::faults::FaultConfig;
+use crate::sim::network::Latency;
+use crate::sim::rng::SimRng;
+use crate::sim::scheduler::{Sim, SimConfig, TraceEntry};
 use lock_core::{CreateMode, LockEvent, LockId, LockSpec, MultiOp, NameScheme, Recipe, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

@@ -6,14 +6,13 @@
 //! [`Profile::KeepsWatches`]) the watches it believes are set, which it re-registers
 //! after a reconnect like `SetWatches` does.
 
-use crate::counters::Counters;
-use crate::face::ClientCore;
-use crate::model::ZkModel;
-use crate::network::Link;
-use crate::rng::SimRng;
-use crate::watches::WatchType;
-use lock_core::{Config, LockEvent, LockId, RequestId, Session, Timestamp, WatchKind, ZkError};
-use std::collections::{BTreeSet, VecDeque};
+use crate::model::ClientWatches;
+use crate::sim::counters::Counters;
+use crate::sim::face::ClientCore;
+use crate::sim::network::Link;
+use crate::sim::rng::SimRng;
+use lock_core::{Config, LockEvent, LockId, RequestId, Session, Timestamp, ZkError};
+use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
 
@@ -126,92 +125,12 @@ pub(crate) enum Conn {
     Closed,
 }
 
-/// The watches a client library believes it has, to re-register after a reconnect.
-#[derive(Default, Debug)]
-pub(crate) struct ClientWatches {
-    pub data: BTreeSet<String>,
-    pub exist: BTreeSet<String>,
-    pub child: BTreeSet<String>,
-}
-
-impl ClientWatches {
-    /// A notification consumes the watches it answers (client-side `materialize`).
-    pub fn fired(&mut self, path: &str, kind: WatchKind) {
-        match kind {
-            WatchKind::NodeDeleted => {
-                self.data.remove(path);
-                self.exist.remove(path);
-                self.child.remove(path);
-            }
-            WatchKind::NodeChildrenChanged => {
-                self.child.remove(path);
-            }
-            _ => {
-                self.data.remove(path);
-                self.exist.remove(path);
-            }
-        }
-    }
-
-    pub fn clear(&mut self) {
-        self.data.clear();
-        self.exist.clear();
-        self.child.clear();
-    }
-
-    /// What a request does to the registry as it is sent: the watch it leaves once
-    /// answered (to [`set`](Self::set) on success). A watch removal forgets at once
-    /// (it is not set again on a reconnect), as zookeeper-client does when a
-    /// watcher is dropped.
-    pub fn on_send(&mut self, op: &lock_core::Op) -> Option<(WatchType, String)> {
-        match op {
-            lock_core::Op::GetData { path, watch: true } => Some((WatchType::Data, path.clone())),
-            lock_core::Op::WatchChildren { path } => Some((WatchType::Child, path.clone())),
-            lock_core::Op::RemoveWatch { path, watch } => {
-                match watch {
-                    lock_core::WatchType::Children => self.child.remove(path),
-                    _ => self.data.remove(path),
-                };
-                None
-            }
-            _ => None,
-        }
-    }
-
-    /// A request that leaves `watch` succeeded: the library knows the watch.
-    pub fn set(&mut self, watch: Option<(WatchType, String)>) {
-        match watch {
-            Some((WatchType::Data, path)) => drop(self.data.insert(path)),
-            Some((WatchType::Child, path)) => drop(self.child.insert(path)),
-            None => {}
-        }
-    }
-
-    /// A reconnect to the same, live `session`. The server dropped the old
-    /// connection's watches with it (ZooKeeper's `DataTree.removeCnxn`); a library
-    /// that `keeps` watches sets its own again with the last zxid it saw
-    /// (`SetWatches`: `DataTree.setWatches` fires at once those whose node changed
-    /// since, see [`ZkModel::set_watches`]); one that does not forgets them. The
-    /// firings wait in the model's notifications.
-    pub fn reconnect(&mut self, model: &mut ZkModel, session: i64, last_zxid: i64, keeps: bool) {
-        model.remove_watches(session);
-        if !keeps {
-            self.clear();
-            return;
-        }
-        let data: Vec<String> = self.data.iter().cloned().collect();
-        let exist: Vec<String> = self.exist.iter().cloned().collect();
-        let child: Vec<String> = self.child.iter().cloned().collect();
-        model.set_watches(session, last_zxid, &data, &exist, &child);
-    }
-}
-
 /// A request sent on the current connection, awaiting its reply.
 #[derive(Clone, Debug)]
 pub(crate) struct Pending {
     pub id: RequestId,
     /// The watch it leaves (registered client-side on success).
-    pub watch: Option<(crate::watches::WatchType, String)>,
+    pub watch: Option<(crate::model::watches::WatchType, String)>,
 }
 
 pub(crate) struct SimClient {
@@ -253,7 +172,7 @@ impl SimClient {
         let mut config = Config::new(cfg.session_timeout, seed);
         config.suspended_grace = cfg.suspended_grace;
         let core = match user_api {
-            Some(zero) => ClientCore::User(Box::new(crate::user_face::UserClient::new(
+            Some(zero) => ClientCore::User(Box::new(crate::sim::user_face::UserClient::new(
                 config, zero, now,
             ))),
             None => ClientCore::Session(Session::new(config)),

@@ -1,7 +1,7 @@
 //! The embedded server's shared state: one [`ZkModel`], the clients attached to it,
 //! and what each client's driver still has to deliver to its link.
 
-use crate::client::ClientWatches;
+use crate::model::ClientWatches;
 use crate::model::ZkModel;
 use lock_client::Notifier;
 use lock_core::{Op, Reply, RequestId, SessionEvent, WatchKind, ZkError};

@@ -25,8 +25,8 @@
 //! assert!(zk.stat("/locks").is_none());
 //! ```
 
-use crate::paths::{join, split, validate_path};
-use crate::watches::{Notification, WatchTable, WatchType};
+use crate::model::paths::{join, split, validate_path};
+use crate::model::watches::{Notification, WatchTable, WatchType};
 use lock_core::{CreateMode, MultiOp, MultiResult, Op, Reply, Stat, WatchKind, ZkError};
 use std::collections::{BTreeMap, BTreeSet};
 

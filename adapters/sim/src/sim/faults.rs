@@ -6,9 +6,9 @@
 //! only ever lost the way it is lost in ZooKeeper: in flight when a connection drops
 //! (or sent into a connection that silently stopped working).
 
-use crate::binding::Break;
-use crate::client::{ClientId, Conn};
-use crate::scheduler::Sim;
+use crate::sim::binding::Break;
+use crate::sim::client::{ClientId, Conn};
+use crate::sim::scheduler::Sim;
 use lock_core::names::parse_name;
 use lock_core::{CreateMode, Timestamp, ZkError};
 use std::time::Duration;

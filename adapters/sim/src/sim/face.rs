@@ -1,9 +1,9 @@
 //! What a simulated client runs: the bare core [`Session`] (the default), or
 //! lock-client's user API over a [`Link`](lock_client::Link)
-//! ([`SimConfig::user_api`](crate::SimConfig::user_api), see [`crate::user_face`]).
+//! ([`SimConfig::user_api`](crate::SimConfig::user_api), see [`crate::sim::user_face`]).
 //! The scheduler drives both alike: inputs in, drain, timers.
 
-use crate::user_face::{Drained, UserClient};
+use crate::sim::user_face::{Drained, UserClient};
 use lock_core::{Input, LockId, LockSpec, LockState, Output, Session, Timestamp, UsageError};
 
 // The bare core is the common case and stays inline; the user face is boxed.

@@ -20,13 +20,13 @@
 //! * the simulator's own safety invariants throughout, and at the end (faults
 //!   stopped, every round finished) liveness and no orphan nodes.
 
-use crate::client::{ClientId, Profile};
-use crate::faults::FaultConfig;
-use crate::invariants::{Violation, ViolationKind};
-use crate::network::Latency;
-use crate::rng::SimRng;
-use crate::scheduler::{Sim, SimConfig};
-use crate::workload::Failure;
+use crate::check::{Violation, ViolationKind};
+use crate::sim::client::{ClientId, Profile};
+use crate::sim::faults::FaultConfig;
+use crate::sim::network::Latency;
+use crate::sim::rng::SimRng;
+use crate::sim::scheduler::{Sim, SimConfig};
+use crate::sim::workload::Failure;
 use lock_core::{
     names::parse_name, FailReason, LockEvent, LockId, LockSpec, LockState, NodeKind, Timestamp,
 };
@@ -131,7 +131,7 @@ impl DeadlockWorkload {
         &self,
         seed: u64,
         trace: bool,
-    ) -> Result<DeadlockReport, (Violation, Vec<crate::scheduler::TraceEntry>)> {
+    ) -> Result<DeadlockReport, (Violation, Vec<crate::sim::scheduler::TraceEntry>)> {
         let mut run = Run::new(self, seed, trace);
         match run.go() {
             Ok(()) => Ok(run.report()),

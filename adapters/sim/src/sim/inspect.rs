@@ -1,9 +1,9 @@
 //! Looking into a running [`Sim`]: time, the tree, clients, events, counters.
 
-use crate::client::{ClientId, Conn, EventRecord};
-use crate::counters::Counters;
 use crate::model::{NodeInfo, ZkModel};
-use crate::scheduler::{Sim, SimConfig};
+use crate::sim::client::{ClientId, Conn, EventRecord};
+use crate::sim::counters::Counters;
+use crate::sim::scheduler::{Sim, SimConfig};
 use lock_core::{Grant, LockEvent, LockId, LockState, Session, Timestamp};
 
 impl Sim {

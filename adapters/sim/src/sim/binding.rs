@@ -10,10 +10,10 @@
 //!   same id, or the expiry as the [`Profile`] reports it;
 //! * `handle_timeout(now)` is called once `now >= poll_timeout()`.
 
-use crate::client::ClientId;
-use crate::client::{Conn, EventRecord, Pending, Profile};
-use crate::network::Link;
-use crate::user_face::Drained;
+use crate::sim::client::ClientId;
+use crate::sim::client::{Conn, EventRecord, Pending, Profile};
+use crate::sim::network::Link;
+use crate::sim::user_face::Drained;
 use lock_core::{LockEvent, LockId, RequestId, Timestamp, ZkError};
 use std::time::Duration;
 
@@ -27,7 +27,7 @@ pub(crate) enum Break {
     Blackhole { until: Timestamp },
 }
 
-impl crate::scheduler::Sim {
+impl crate::sim::scheduler::Sim {
     /// Feeds one input to client `i`'s core, then drains it.
     pub(crate) fn feed(&mut self, i: usize, input: lock_core::Input) {
         if self.cfg.trace {
@@ -62,7 +62,7 @@ impl crate::scheduler::Sim {
         let latency = self.cfg.latency;
         let c = &mut self.clients[i];
         c.counters
-            .count_request(crate::counters::OpKind::of(&request.op));
+            .count_request(crate::sim::counters::OpKind::of(&request.op));
         let watch = c.watches.on_send(&request.op);
         let id = request.id;
         match c.conn {
@@ -107,7 +107,7 @@ impl crate::scheduler::Sim {
             return;
         };
         match d.msg {
-            crate::network::Message::Reply { id, result, zxid } => {
+            crate::sim::network::Message::Reply { id, result, zxid } => {
                 c.last_zxid = c.last_zxid.max(zxid);
                 c.counters.replies += 1;
                 let pos = c.pending.iter().position(|p| p.id == id);
@@ -124,7 +124,7 @@ impl crate::scheduler::Sim {
                     },
                 );
             }
-            crate::network::Message::Watch { path, kind } => {
+            crate::sim::network::Message::Watch { path, kind } => {
                 c.watches.fired(&path, kind);
                 c.counters.notifications += 1;
                 self.feed(i, lock_core::Input::Watch { path, kind });
@@ -157,7 +157,7 @@ impl crate::scheduler::Sim {
         if c.timer_spin.1 > 10_000 {
             let at = c.core.poll_timeout();
             self.violate(
-                crate::invariants::ViolationKind::Stalled,
+                crate::check::ViolationKind::Stalled,
                 format!(
                     "{}: core timer {at:?} stays due after handle_timeout",
                     ClientId(i)
@@ -239,7 +239,7 @@ impl crate::scheduler::Sim {
         let (_, deliveries) = c.link.cut();
         c.counters.notifications_lost += deliveries
             .iter()
-            .filter(|d| matches!(d.msg, crate::network::Message::Watch { .. }))
+            .filter(|d| matches!(d.msg, crate::sim::network::Message::Watch { .. }))
             .count() as u64;
         c.conn = Conn::Connecting { at: now + delay };
         c.counters.disconnects += 1;
@@ -297,7 +297,7 @@ impl crate::scheduler::Sim {
         let (packets, deliveries) = c.link.cut();
         c.counters.notifications_lost += deliveries
             .iter()
-            .filter(|d| matches!(d.msg, crate::network::Message::Watch { .. }))
+            .filter(|d| matches!(d.msg, crate::sim::network::Message::Watch { .. }))
             .count() as u64;
         let k = applied
             .unwrap_or_else(|| c.rng.index(packets.len() + 1))

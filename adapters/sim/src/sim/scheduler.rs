@@ -3,13 +3,13 @@
 //! container reaper, a fault); ties are broken by a fixed order, so one seed gives one
 //! schedule.
 
-use crate::client::{ClientConfig, ClientId, Conn, EventRecord, Profile, SimClient};
-use crate::faults::FaultConfig;
-use crate::invariants::{Checker, Options, Violation, ViolationKind};
+use crate::check::{Checker, Options, Violation, ViolationKind};
 use crate::model::ZkModel;
-use crate::network::Latency;
-use crate::rng::SimRng;
-use crate::server::ServerSession;
+use crate::sim::client::{ClientConfig, ClientId, Conn, EventRecord, Profile, SimClient};
+use crate::sim::faults::FaultConfig;
+use crate::sim::network::Latency;
+use crate::sim::rng::SimRng;
+use crate::sim::server_side::ServerSession;
 use lock_core::{LockId, LockSpec, Timestamp, UsageError};
 use std::collections::BTreeMap;
 use std::fmt;

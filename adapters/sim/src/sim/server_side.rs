@@ -1,9 +1,9 @@
 //! The server side of the simulation: applying requests that arrive, routing watch
 //! firings to the sessions' connections, the session tracker and the container reaper.
 
-use crate::client::Conn;
-use crate::network::Message;
-use crate::scheduler::Sim;
+use crate::sim::client::Conn;
+use crate::sim::network::Message;
+use crate::sim::scheduler::Sim;
 use lock_core::{Op, Reply, Timestamp, ZkError};
 use std::time::Duration;
 

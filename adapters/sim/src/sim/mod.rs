@@ -1,0 +1,27 @@
+//! The seeded simulator: [`Sim`](crate::Sim) schedules clients, their connections
+//! and faults over the [`model`](crate::model) in virtual time.
+//!
+//! * `scheduler.rs`: [`Sim`](crate::Sim), its configuration and the step loop;
+//! * `client.rs`, `face.rs`, `user_face.rs`, `binding.rs`: a simulated client (a bare
+//!   core or lock-client's user API) and how its library drives it;
+//! * `network.rs`: the FIFO pipes of one connection, with latency;
+//! * `server_side.rs`: the server applying requests, routing firings, expiring
+//!   sessions and reaping containers;
+//! * `faults.rs`: random and explicit faults;
+//! * `inspect.rs`, `counters.rs`: looking into a run;
+//! * `workload.rs`, `deadlock.rs`: randomized workloads and their reports;
+//! * `rng.rs`: the only source of randomness.
+
+pub(crate) mod binding;
+pub(crate) mod client;
+pub(crate) mod counters;
+pub(crate) mod deadlock;
+pub(crate) mod face;
+pub(crate) mod faults;
+pub(crate) mod inspect;
+pub(crate) mod network;
+pub(crate) mod rng;
+pub(crate) mod scheduler;
+pub(crate) mod server_side;
+pub(crate) mod user_face;
+pub(crate) mod workload;
