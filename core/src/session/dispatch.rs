@@ -1,0 +1,95 @@
+//! Running tasks: each gets a [`Ctx`] over the session's parts, and a task that is
+//! done is dropped with its timers, requests and watches.
+
+use super::task::Task;
+use super::{Conn, Session};
+use crate::acquisition::Acquisition;
+use crate::ctx::Ctx;
+use crate::event::UsageError;
+use crate::ids::LockId;
+use crate::time::Timestamp;
+use std::collections::BTreeMap;
+
+impl Session {
+    pub(super) fn with_acquisition(
+        &mut self,
+        id: LockId,
+        now: Timestamp,
+        f: impl FnOnce(&mut Acquisition, &mut Ctx) -> Result<(), UsageError>,
+    ) -> Result<(), UsageError> {
+        let mut out = Err(UsageError::UnknownLock(id));
+        self.with_task(id, now, |t, cx| {
+            out = match t {
+                Task::Acquisition(a) => f(a, cx),
+                _ => Err(UsageError::Unsupported("not a lock acquisition")),
+            }
+        });
+        out
+    }
+
+    pub(super) fn ctx_parts(&mut self, now: Timestamp) -> (Ctx<'_>, &mut BTreeMap<LockId, Task>) {
+        let (connected, session_id) = match self.conn {
+            Conn::Connected(id) => (true, Some(id)),
+            Conn::Disconnected(id) => (false, Some(id)),
+            _ => (false, None),
+        };
+        let cx = Ctx {
+            now,
+            connected,
+            session_id,
+            config: &self.config,
+            requests: &mut self.requests,
+            out: &mut self.out,
+            timers: &mut self.timers,
+            stats: &mut self.stats,
+            watches: &mut self.watches,
+            contact: &mut self.contact,
+        };
+        (cx, &mut self.tasks)
+    }
+
+    pub(super) fn with_task(
+        &mut self,
+        id: LockId,
+        now: Timestamp,
+        f: impl FnOnce(&mut Task, &mut Ctx),
+    ) {
+        self.with_task_inner(id, now, f);
+        self.sync_publications(now);
+    }
+
+    fn with_task_inner(&mut self, id: LockId, now: Timestamp, f: impl FnOnce(&mut Task, &mut Ctx)) {
+        let (mut cx, tasks) = self.ctx_parts(now);
+        if let Some(t) = tasks.get_mut(&id) {
+            f(t, &mut cx);
+            if t.is_done() {
+                tasks.remove(&id);
+                cx.timers.cancel_lock(id);
+                cx.requests.forget_lock(id);
+                cx.watches.forget_lock(id);
+            }
+        }
+    }
+
+    pub(super) fn for_each_task(&mut self, now: Timestamp, f: impl FnMut(&mut Task, &mut Ctx)) {
+        self.for_each_task_inner(now, f);
+        self.sync_publications(now);
+    }
+
+    fn for_each_task_inner(&mut self, now: Timestamp, mut f: impl FnMut(&mut Task, &mut Ctx)) {
+        let (mut cx, tasks) = self.ctx_parts(now);
+        let mut done = Vec::new();
+        for (id, t) in tasks.iter_mut() {
+            f(t, &mut cx);
+            if t.is_done() {
+                done.push(*id);
+            }
+        }
+        for id in done {
+            tasks.remove(&id);
+            cx.timers.cancel_lock(id);
+            cx.requests.forget_lock(id);
+            cx.watches.forget_lock(id);
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! The session's own timers: the `sync` that proves the leader hears us, and the
+//! suspension of held locks when no newer proof comes (see [`crate::contact`]).
+
+use super::task::Task;
+use super::{Session, SESSION_TIMERS};
+use crate::output::Output;
+use crate::proto::{Op, Request};
+use crate::time::Timestamp;
+use crate::timers::TimerKind;
+
+impl Session {
+    /// A reply, for what it proves of the leader's contact (see [`crate::contact`]).
+    pub(super) fn on_contact_reply<T>(
+        &mut self,
+        request: crate::proto::RequestId,
+        result: &Result<T, crate::proto::ZkError>,
+        now: Timestamp,
+    ) {
+        if self.config.sync_interval.is_none() {
+            return;
+        }
+        if self.contact.on_reply(&self.config, request, result, now) {
+            self.arm_contact();
+            if self.contact.is_fresh(&self.config, now) {
+                self.for_each_task(now, |t, cx| {
+                    if let Task::Acquisition(a) = t {
+                        a.on_contact_renewed(cx);
+                    }
+                });
+            }
+        }
+        self.arm_sync();
+    }
+
+    /// Arms the session's next `sync` unless it is armed already (a timer that
+    /// fires early finds out and arms again: sends only ever make it later).
+    pub(super) fn arm_sync(&mut self) {
+        if self.timers.is_armed(SESSION_TIMERS, TimerKind::Sync) || !self.is_connected() {
+            return;
+        }
+        if let Some(at) = self.contact.next_sync(&self.config) {
+            self.timers.set(SESSION_TIMERS, TimerKind::Sync, at);
+        }
+    }
+
+    /// Arms the suspension of held locks for want of a newer proof of contact.
+    pub(super) fn arm_contact(&mut self) {
+        match self.contact.suspend_at(&self.config) {
+            Some(at) => self.timers.set(SESSION_TIMERS, TimerKind::Contact, at),
+            None => self.timers.cancel(SESSION_TIMERS, TimerKind::Contact),
+        }
+    }
+
+    pub(super) fn on_session_timer(&mut self, kind: TimerKind, now: Timestamp) {
+        match kind {
+            TimerKind::Sync if self.is_connected() => match self.contact.next_sync(&self.config) {
+                Some(at) if at <= now => {
+                    let id = self.requests.mint();
+                    let op = Op::Sync { path: "/".into() };
+                    self.contact.on_sync_sent(&self.config, id, &op, now);
+                    self.stats.requests += 1;
+                    self.out.push_back(Output::Request(Request { id, op }));
+                }
+                Some(at) => self.timers.set(SESSION_TIMERS, TimerKind::Sync, at),
+                None => {}
+            },
+            TimerKind::Contact => {
+                // No newer proof came in time: held locks are no longer trusted
+                // (locks granted from now on are suspended as they are granted).
+                if let Some(lost_at) = self.contact.trusted_until(&self.config) {
+                    self.for_each_task(now, |t, cx| {
+                        if let Task::Acquisition(a) = t {
+                            a.suspend(cx, lost_at);
+                        }
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! [`Task`]: one unit of work on the session (an acquisition, an observer, a
+//! revocation, an inspection, a deadlock scan).
+
+use crate::acquisition::{Acquisition, State};
+use crate::ctx::Ctx;
+use crate::deadlock::scan::Scan;
+use crate::inspect::Inspect;
+use crate::observer::Observer;
+use crate::oneshot::OneShot;
+use crate::revoke::Revoke;
+
+/// One unit of work on the session, addressed by a [`LockId`](crate::LockId).
+pub(super) enum Task {
+    Acquisition(Box<Acquisition>),
+    Observer(Observer),
+    Revoke(Revoke),
+    Inspect(Inspect),
+    Scan(Scan),
+}
+
+impl Task {
+    pub(super) fn is_done(&self) -> bool {
+        match self {
+            Task::Acquisition(a) => a.state() == State::Done,
+            Task::Observer(o) => o.done,
+            Task::Revoke(r) => r.done,
+            Task::Inspect(i) => i.done,
+            Task::Scan(s) => s.done,
+        }
+    }
+
+    pub(super) fn recover(&mut self, cx: &mut Ctx) {
+        match self {
+            Task::Acquisition(a) => a.recover(cx),
+            Task::Observer(o) => o.recover(cx),
+            Task::Revoke(r) => r.recover(cx),
+            Task::Inspect(i) => i.recover(cx),
+            Task::Scan(s) => s.recover(cx),
+        }
+    }
+
+    pub(super) fn acquisition(&self) -> Option<&Acquisition> {
+        match self {
+            Task::Acquisition(a) => Some(a),
+            _ => None,
+        }
+    }
+}
