@@ -1,0 +1,72 @@
+//! Unit tests: the API against a scripted link (the test plays binding and server).
+
+use crate::*;
+use lock_core::{Config, Op, Reply, Request, SessionEvent, Stat};
+use std::future::Future;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+mod connection;
+mod core_tasks;
+mod lifecycle;
+mod owners;
+mod recorder;
+mod reentrancy;
+mod server_check;
+mod spans;
+mod thread_safety;
+
+pub(super) const SID: i64 = 0x77;
+
+pub(super) fn connected() -> (LockClient, Link) {
+    let (locks, mut link) = pair(Config::new(Duration::from_secs(10), 1));
+    link.handle_session(SessionEvent::Connected { session_id: SID }, Instant::now());
+    (locks, link)
+}
+
+struct Noop;
+
+impl std::task::Wake for Noop {
+    fn wake(self: std::sync::Arc<Self>) {}
+}
+
+pub(super) fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+    let waker = Waker::from(std::sync::Arc::new(Noop));
+    f.poll(&mut Context::from_waker(&waker))
+}
+
+pub(super) fn requests(link: &mut Link) -> Vec<Request> {
+    std::iter::from_fn(|| link.poll_request()).collect()
+}
+
+/// Plays the server for an uncontended acquisition.
+pub(super) fn grant(link: &mut Link, sent: &[Request], czxid: i64) -> String {
+    let Op::Create { path, .. } = &sent[0].op else {
+        panic!("{:?}", sent[0].op)
+    };
+    let node = format!("{path}0000000001");
+    let stat = Stat {
+        czxid,
+        ephemeral_owner: SID,
+        ..Stat::default()
+    };
+    let now = Instant::now();
+    let reply = Reply::Created {
+        path: node.clone(),
+        stat: Some(stat),
+    };
+    link.handle_reply(sent[0].id, Ok(reply), now);
+    let name = node.rsplit('/').next().unwrap().to_owned();
+    link.handle_reply(sent[1].id, Ok(Reply::Children(vec![name])), now);
+    node
+}
+
+/// A lower participant of another client, in the native scheme.
+fn peer(seq: i32) -> String {
+    let prefix = lock_core::names::node_prefix(
+        NameScheme::Native,
+        lock_core::AttemptId(0xabc),
+        lock_core::NodeKind::Write,
+    );
+    format!("{prefix}{seq:010}")
+}

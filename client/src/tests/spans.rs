@@ -1,0 +1,126 @@
+//! Tracing: an acquisition in its own span, with its events inside it.
+
+use super::recorder::Recorder;
+use super::{connected, poll_once, requests, SID};
+use crate::*;
+use lock_core::{Op, Reply, SessionEvent, Stat};
+use std::pin::pin;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+#[test]
+fn an_acquisition_is_traced_in_its_own_span() {
+    let recorder = std::sync::Arc::new(Recorder::default());
+    tracing::subscriber::with_default(recorder.clone(), || {
+        let (locks, mut link) = connected();
+        let worker = locks.with_owner("worker-7");
+        // Queued behind a participant of another session, then granted.
+        let mutex = worker.mutex("/locks/traced");
+        let mut lock = pin!(mutex.lock());
+        assert!(poll_once(lock.as_mut()).is_pending());
+        let sent = requests(&mut link);
+        let Op::Create { path, .. } = &sent[0].op else {
+            panic!("{:?}", sent[0].op)
+        };
+        let node = format!("{path}0000000002");
+        let stat = Stat {
+            czxid: 42,
+            ephemeral_owner: SID,
+            ..Stat::default()
+        };
+        let now = Instant::now();
+        let reply = Reply::Created {
+            path: node.clone(),
+            stat: Some(stat),
+        };
+        link.handle_reply(sent[0].id, Ok(reply), now);
+        let other = "zkl-00000000000000000000000000000001-write-0000000001";
+        let mine = node.rsplit('/').next().unwrap().to_owned();
+        let list = Reply::Children(vec![other.to_owned(), mine]);
+        link.handle_reply(sent[1].id, Ok(list), now);
+        let peer = format!("/locks/traced/{other}");
+        let answer = |link: &mut Link, peer_gone: bool| {
+            for r in requests(link) {
+                let reply = match &r.op {
+                    Op::GetData { path, .. } if *path == peer && peer_gone => {
+                        Err(lock_core::ZkError::NoNode)
+                    }
+                    Op::GetData { path, .. } => {
+                        let owner = if *path == node { SID } else { 0x99 };
+                        Ok(Reply::Data {
+                            data: Vec::new(),
+                            stat: Stat {
+                                czxid: 42,
+                                ephemeral_owner: owner,
+                                ..Stat::default()
+                            },
+                        })
+                    }
+                    Op::GetChildren { .. } => Ok(Reply::Children(vec![node
+                        .rsplit('/')
+                        .next()
+                        .unwrap()
+                        .to_owned()])),
+                    Op::RemoveWatch { .. } => Ok(Reply::WatchRemoved),
+                    Op::Sync { .. } => Ok(Reply::Synced),
+                    other => panic!("unexpected {other:?}"),
+                };
+                link.handle_reply(r.id, reply, now);
+            }
+        };
+        answer(&mut link, false);
+        link.handle_watch(peer.clone(), lock_core::WatchKind::NodeDeleted, now);
+        answer(&mut link, true);
+        let Poll::Ready(Ok(guard)) = poll_once(lock.as_mut()) else {
+            panic!("not granted")
+        };
+        link.handle_session(
+            SessionEvent::Disconnected {
+                since_contact: Duration::ZERO,
+            },
+            now,
+        );
+        assert_eq!(guard.status(), LockStatus::Suspended);
+    });
+    let lines = recorder.lines.lock().unwrap().clone();
+    let text = lines.join("\n");
+    let span = lines
+        .iter()
+        .find(|l| l.contains("zklock.lock"))
+        .unwrap_or_else(|| panic!("no acquisition span:\n{text}"));
+    assert!(span.contains("path=/locks/traced"), "{span}");
+    assert!(span.contains("recipe=Write"), "{span}");
+    assert!(span.contains("owner=worker-7"), "{span}");
+    let id: u64 = span["span#".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("record#{id} lock="))),
+        "{text}"
+    );
+    let mine = |what: &str| {
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("event#{id} ")) && l.contains(what))
+    };
+    for what in [
+        "message=created node=/locks/traced/",
+        "message=queued behind=/locks/traced/zkl-00000000000000000000000000000001-write-0000000001",
+        "message=acquired",
+        "token=42",
+        "message=suspended",
+    ] {
+        assert!(mine(what), "no {what:?} in the span's events:\n{text}");
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("Suspended") && l.starts_with("event#0")),
+        "the connection change is logged too:\n{text}"
+    );
+}
