@@ -77,7 +77,7 @@ enum Conn {
 ///
 /// The adapter owns one `Session` per ZooKeeper client and follows these rules:
 ///
-/// 1. **Connect.** Feed [`SessionEvent::Connected`](crate::SessionEvent::Connected) with the session id once the client is
+/// 1. **Connect.** Feed [`SessionEvent::Connected`] with the session id once the client is
 ///    connected. Nothing is sent before; acquisitions made earlier wait.
 /// 2. **Drain after every call.** After [`acquire`](Self::acquire), [`release`](Self::release),
 ///    [`cancel`](Self::cancel), [`handle_input`](Self::handle_input) and
@@ -89,7 +89,7 @@ enum Conn {
 ///    [`RequestId`](crate::RequestId); replies for unknown or forgotten ids are ignored
 ///    (and counted in [`Stats::stale_replies`]).
 /// 4. **Forward watches** as [`Input::Watch`] and **session changes** as
-///    [`Input::Session`]. Report [`SessionEvent::Disconnected`](crate::SessionEvent::Disconnected) no later than 2/3 of the
+///    [`Input::Session`]. Report [`SessionEvent::Disconnected`] no later than 2/3 of the
 ///    session timeout after the last contact with the server, with the time since that
 ///    contact: held locks are lost a margin before the server could expire the
 ///    session ([`Config::lost_window`](crate::Config::lost_window)). A `Connected` with
@@ -97,7 +97,7 @@ enum Conn {
 /// 5. **Time.** Pass a monotonic `now` to every call and call `handle_timeout(now)` once
 ///    `now >= poll_timeout()`.
 ///
-/// Misuse returns a [`UsageError`](crate::UsageError) and changes nothing; trouble with ZooKeeper turns
+/// Misuse returns a [`UsageError`] and changes nothing; trouble with ZooKeeper turns
 /// into [`LockEvent`](crate::LockEvent)s. Every acquisition ends in exactly one terminal event.
 ///
 /// ```
@@ -126,6 +126,10 @@ enum Conn {
 /// assert!(acquired);
 /// # let _ = lock;
 /// ```
+///
+/// [`SessionEvent::Connected`]: crate::SessionEvent::Connected
+/// [`SessionEvent::Disconnected`]: crate::SessionEvent::Disconnected
+/// [`UsageError`]: crate::UsageError
 pub struct Session {
     config: Config,
     conn: Conn,

@@ -96,7 +96,9 @@ impl Session {
 
     /// Follows the leader of the election at `path` without taking part: reports
     /// [`LockEvent::LeaderChanged`](crate::LockEvent::LeaderChanged) now and at every change, until
-    /// [`cancel`](Self::cancel)led (then [`FailReason::Cancelled`](crate::FailReason::Cancelled)).
+    /// [`cancel`](Self::cancel)led (then [`FailReason::Cancelled`]).
+    ///
+    /// [`FailReason::Cancelled`]: crate::FailReason::Cancelled
     pub fn observe(&mut self, path: &str, now: Timestamp) -> Result<LockId, UsageError> {
         self.check_open()?;
         validate_lock_path(path)?;

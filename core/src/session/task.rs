@@ -9,7 +9,9 @@ use crate::observer::Observer;
 use crate::oneshot::OneShot;
 use crate::revoke::Revoke;
 
-/// One unit of work on the session, addressed by a [`LockId`](crate::LockId).
+/// One unit of work on the session, addressed by a [`LockId`].
+///
+/// [`LockId`]: crate::LockId
 pub(super) enum Task {
     Acquisition(Box<Acquisition>),
     Observer(Observer),

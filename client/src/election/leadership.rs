@@ -1,0 +1,236 @@
+//! [`Leadership`]: one term of an [`Election`](super::Election) participant, a
+//! guard like [`LockGuard`].
+
+use crate::error::Error;
+use crate::guard::LockGuard;
+use crate::status::LockStatus;
+use crate::writes::Writes;
+use lock_core::{FencedError, FencingToken, Grant, LockEvent, LostReason, MultiResult};
+use std::time::Duration;
+
+/// The leadership of an [`Election`] participant for one term, from
+/// [`Election::leadership`]: like a [`LockGuard`] (a fencing token, events, loss,
+/// fenced writes). Resigned by [`resign`](Self::resign), or in the background when
+/// dropped.
+///
+/// ```
+/// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
+/// use lock_core::LockEvent;
+/// let mut election = locks.election("/svc/leader", "node-1");
+/// let leadership = election.leadership().await?;
+/// # server.disconnect(&locks, std::time::Duration::from_millis(100));
+/// match leadership.next_event().await {
+///     Some(LockEvent::Suspended) => println!("stop leading until resumed"),
+///     other => println!("{other:?}"),
+/// }
+/// # Ok(()) }
+/// # let server = lock_sim::Server::new();
+/// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
+/// ```
+///
+/// [`Election`]: crate::Election
+/// [`Election::leadership`]: crate::Election::leadership
+#[derive(Debug)]
+#[must_use = "dropping a Leadership resigns"]
+pub struct Leadership {
+    pub(super) guard: LockGuard,
+}
+
+impl Leadership {
+    /// The leader's fencing token (the `czxid` of its node): every later leader's is
+    /// greater. Pass it along with the leader's writes so stale leaders are rejected.
+    ///
+    /// ```
+    /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
+    /// let leadership = election.leadership().await?;
+    /// println!("epoch {}", leadership.token());
+    /// # drop(leadership); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
+    /// ```
+    pub fn token(&self) -> FencingToken {
+        self.guard.token()
+    }
+
+    /// The leader's node.
+    ///
+    /// ```
+    /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
+    /// let leadership = election.leadership().await?;
+    /// assert!(leadership.path().starts_with(election.path()));
+    /// # drop(leadership); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
+    /// ```
+    pub fn path(&self) -> &str {
+        self.guard.path()
+    }
+
+    /// Everything the term was granted: path, token, sequence number, session.
+    ///
+    /// ```
+    /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
+    /// let leadership = election.leadership().await?;
+    /// println!("session {:#x}", leadership.grant().session_id);
+    /// # drop(leadership); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
+    /// ```
+    pub fn grant(&self) -> &Grant {
+        self.guard.grant()
+    }
+
+    /// The latest status (see [`LockGuard::status`]).
+    ///
+    /// ```
+    /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
+    /// use lock_client::LockStatus;
+    /// let leadership = election.leadership().await?;
+    /// assert_eq!(leadership.status(), LockStatus::Held);
+    /// # drop(leadership); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
+    /// ```
+    pub fn status(&self) -> LockStatus {
+        self.guard.status()
+    }
+
+    /// Whether this is the leader right now, trusted (not suspended, not lost).
+    ///
+    /// ```
+    /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
+    /// let leadership = election.leadership().await?;
+    /// if leadership.is_trusted() { /* act as the leader */ }
+    /// # drop(leadership); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
+    /// ```
+    pub fn is_trusted(&self) -> bool {
+        self.guard.is_trusted()
+    }
+
+    /// The next thing that happens to the term: [`LockEvent::Suspended`],
+    /// [`LockEvent::Resumed`], or the terminal [`LockEvent::Lost`]. `None` after the
+    /// terminal event. Cancel-safe. (See also [`Election::next_event`].)
+    ///
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
+    /// # let mut election = locks.election("/svc/leader", "node-1");
+    /// let leadership = election.leadership().await?;
+    /// # server.expire(&locks);
+    /// while let Some(event) = leadership.next_event().await {
+    ///     println!("{event:?}");
+    /// }
+    /// # Ok(()) }
+    /// # let server = lock_sim::Server::new();
+    /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
+    /// ```
+    ///
+    /// [`Election::next_event`]: crate::Election::next_event
+    pub async fn next_event(&self) -> Option<LockEvent> {
+        self.guard.next_event().await
+    }
+
+    /// Blocking twin of [`next_event`](Self::next_event).
+    pub fn next_event_blocking(&self) -> Option<LockEvent> {
+        crate::blocking::block_on(self.next_event())
+    }
+
+    /// Like [`next_event_blocking`](Self::next_event_blocking), giving up with
+    /// `None` once `timeout` has passed without an event (none is lost).
+    pub fn next_event_timeout_blocking(&self, timeout: Duration) -> Option<LockEvent> {
+        self.guard.next_event_timeout_blocking(timeout)
+    }
+
+    /// Waits until leadership is suspended (connection down) or lost, and returns the
+    /// event: stop acting as the leader. Cancel-safe.
+    ///
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
+    /// # let mut election = locks.election("/svc/leader", "node-1");
+    /// let leadership = election.leadership().await?;
+    /// # server.disconnect(&locks, std::time::Duration::from_millis(100));
+    /// let event = leadership.suspended().await;
+    /// eprintln!("not trusted any more: {event:?}");
+    /// # Ok(()) }
+    /// # let server = lock_sim::Server::new();
+    /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
+    /// ```
+    pub async fn suspended(&self) -> LockEvent {
+        self.guard.suspended().await
+    }
+
+    /// Blocking twin of [`suspended`](Self::suspended).
+    pub fn suspended_blocking(&self) -> LockEvent {
+        crate::blocking::block_on(self.suspended())
+    }
+
+    /// Waits until leadership is lost, and says why. Cancel-safe.
+    ///
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
+    /// # let mut election = locks.election("/svc/leader", "node-1");
+    /// let leadership = election.leadership().await?;
+    /// # server.expire(&locks);
+    /// let reason = leadership.lost().await;
+    /// eprintln!("lost leadership: {reason:?}");
+    /// # Ok(()) }
+    /// # let server = lock_sim::Server::new();
+    /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
+    /// ```
+    pub async fn lost(&self) -> LostReason {
+        self.guard.lost().await
+    }
+
+    /// Blocking twin of [`lost`](Self::lost).
+    pub fn lost_blocking(&self) -> LostReason {
+        crate::blocking::block_on(self.lost())
+    }
+
+    /// ZooKeeper writes applied only while this is the leader (see
+    /// [`LockGuard::fenced_write`]).
+    ///
+    /// # Errors
+    /// [`FencedError::NotHeld`] once leadership is lost or suspended (nothing written).
+    ///
+    /// ```
+    /// # async fn demo(mut election: lock_client::Election) -> Result<(), Box<dyn std::error::Error>> {
+    /// use lock_client::Writes;
+    /// let leadership = election.leadership().await?;
+    /// # leadership.fenced_write(Writes::new().create("/svc/assignments", b"")).await?;
+    /// leadership.fenced_write(Writes::new().set_data("/svc/assignments", b"...")).await?;
+    /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
+    /// ```
+    pub async fn fenced_write(
+        &self,
+        writes: impl Into<Writes>,
+    ) -> Result<Vec<MultiResult>, FencedError> {
+        self.guard.fenced_write(writes).await
+    }
+
+    /// Blocking twin of [`fenced_write`](Self::fenced_write).
+    pub fn fenced_write_blocking(
+        &self,
+        writes: impl Into<Writes>,
+    ) -> Result<Vec<MultiResult>, FencedError> {
+        crate::blocking::block_on(self.fenced_write(writes))
+    }
+
+    /// Resigns: deletes the leader's node (the next participant is elected) and waits
+    /// for the server to confirm.
+    ///
+    /// # Errors
+    /// As for [`LockGuard::release`]: [`Error::Lost`] if leadership had been lost.
+    ///
+    /// ```
+    /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
+    /// let leadership = election.leadership().await?;
+    /// leadership.resign().await?;
+    /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
+    /// ```
+    pub async fn resign(self) -> Result<(), Error> {
+        self.guard.release().await
+    }
+
+    /// Blocking twin of [`resign`](Self::resign).
+    pub fn resign_blocking(self) -> Result<(), Error> {
+        crate::blocking::block_on(self.resign())
+    }
+}

@@ -1,0 +1,344 @@
+//! Leader election: participants ([`Election`], [`Leadership`]) and observers
+//! ([`ElectionObserver`]).
+//!
+//! A participant is an ephemeral sequential node whose data is its id; the lowest one
+//! leads. Each participant watches only its predecessor and an observer only the
+//! leader, so a change of leader wakes exactly one participant and the observers.
+//!
+//! One handle per file: [`Election`] here, [`Leadership`] in `leadership.rs`,
+//! [`ElectionObserver`] in `observer.rs`.
+
+use crate::client::{LockClient, Task};
+use crate::error::Error;
+use crate::guard::Pending;
+use crate::status::LockStatus;
+use lock_core::{FailReason, FencingToken, LockEvent, LockId, LockSpec, LostReason};
+use std::future::poll_fn;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+mod leadership;
+mod observer;
+
+pub use leadership::Leadership;
+pub use observer::ElectionObserver;
+
+/// What happens to an [`Election`] participant, from [`Election::next_event`].
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum ElectionEvent {
+    /// This participant became the leader.
+    Elected {
+        /// Its fencing token (the `czxid` of its node): strictly greater than every
+        /// earlier leader's.
+        token: FencingToken,
+        /// Its node.
+        path: String,
+    },
+    /// The connection is down: leadership is not guaranteed until `Resumed`. Stop
+    /// acting as the leader.
+    Suspended,
+    /// The connection is back and the node verified: leading again.
+    Resumed,
+    /// Leadership is lost (session expired, suspended too long, node deleted); this
+    /// term is over. [`Election::leadership`] joins again.
+    Lost(LostReason),
+    /// This participant resigned (released its leadership, or withdrew while waiting).
+    Resigned,
+    /// The candidacy ended without leading (e.g. the session expired while waiting);
+    /// [`Election::leadership`] joins again.
+    Failed(Error),
+}
+
+struct Term {
+    id: LockId,
+    /// Its terminal event was read from the participant's stream.
+    ended: bool,
+}
+
+/// A participant in the leader election at a path, from [`LockClient::election`].
+///
+/// It joins when created (its node goes at the back of the queue) and stays until it
+/// [resigns](Self::resign) or is dropped. [`leadership`](Self::leadership) waits until
+/// it leads and hands out a [`Leadership`] guard for the term; when a term ends (lost
+/// or resigned), `leadership` joins again.
+///
+/// Dropping the participant withdraws a waiting candidacy; a [`Leadership`] already
+/// handed out leads until it is resigned or dropped.
+///
+/// ```
+/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// use futures::FutureExt;
+/// let mut election = locks.election("/services/scheduler/leader", "node-1");
+/// loop {
+///     let leadership = election.leadership().await?;
+///     let token = leadership.token();
+///     println!("leading with token {token}");
+///     let done = futures::select! {
+///         reason = leadership.lost().fuse() => { eprintln!("lost: {reason:?}"); false }
+///         _ = lead(token).fuse() => true,
+///     };
+///     if done {
+///         leadership.resign().await?;
+///         break;
+///     }
+/// }
+/// # Ok(()) }
+/// # async fn lead(_: lock_core::FencingToken) {}
+/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+/// ```
+pub struct Election {
+    client: LockClient,
+    spec: LockSpec,
+    /// This participant's event queue in the shared state (every term's events).
+    queue: u64,
+    /// The current candidacy while it waits (until handed to a `Leadership`).
+    candidacy: Option<Pending>,
+    term: Option<Term>,
+}
+
+impl std::fmt::Debug for Election {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Election")
+            .field("path", &self.spec.path())
+            .field("is_leader", &self.is_leader())
+            .finish()
+    }
+}
+
+impl Election {
+    pub(crate) fn new(client: LockClient, path: String, participant: Vec<u8>) -> Election {
+        let queue = client.shared().with_quiet(|s| s.new_election());
+        let mut election = Election {
+            client,
+            spec: LockSpec::leader(path, participant),
+            queue,
+            candidacy: None,
+            term: None,
+        };
+        // A closed client or bad input shows at `leadership()`.
+        let _ = election.join();
+        election
+    }
+
+    fn join(&mut self) -> Result<(), Error> {
+        let task = Task::Acquire {
+            reentrant: false,
+            spec: self.spec.clone(),
+            deadline: None,
+        };
+        let id = self.client.start_task(task, Some(self.queue))?;
+        self.term = Some(Term { id, ended: false });
+        self.candidacy = Some(Pending::new(self.client.clone(), id));
+        Ok(())
+    }
+
+    /// Whether the term's slot says `f`.
+    fn term_is(&self, f: impl FnOnce(bool, &LockStatus) -> bool) -> bool {
+        let Some(term) = &self.term else { return false };
+        self.client.shared().read(|s| {
+            s.slots
+                .get(&term.id)
+                .is_some_and(|slot| f(slot.acquired, &slot.status))
+        })
+    }
+
+    /// The election directory.
+    ///
+    /// ```
+    /// # fn demo(locks: lock_client::LockClient) {
+    /// assert_eq!(locks.election("/svc/leader", "a").path(), "/svc/leader");
+    /// # }
+    /// # demo(lock_sim::Server::new().client());
+    /// ```
+    pub fn path(&self) -> &str {
+        self.spec.path()
+    }
+
+    /// Whether this participant leads right now, trusted (elected, not suspended,
+    /// not lost, not resigned).
+    ///
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient) {
+    /// let election = locks.election("/svc/leader", "node-1");
+    /// if election.is_leader() { /* act as the leader */ }
+    /// # }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client()));
+    /// ```
+    pub fn is_leader(&self) -> bool {
+        self.term_is(|acquired, status| acquired && *status == LockStatus::Held)
+    }
+
+    /// Waits until this participant leads and returns the [`Leadership`] for the
+    /// term. If the previous term ended (lost, resigned, failed), joins again first
+    /// (at the back of the queue).
+    ///
+    /// Cancel-safe: dropping the future keeps the candidacy (call again to go on
+    /// waiting).
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for an invalid path or empty participant id, or if this
+    /// participant leads already (use its `Leadership`); [`Error::SessionExpired`] if
+    /// the session expired while waiting (calling again joins on the new session);
+    /// [`Error::Closed`] once the client is closed.
+    ///
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let mut election = locks.election("/svc/leader", "node-1");
+    /// let leadership = election.leadership().await?;
+    /// assert!(election.is_leader());
+    /// # drop(leadership); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// ```
+    pub async fn leadership(&mut self) -> Result<Leadership, Error> {
+        if !self.candidacy.as_ref().is_some_and(Pending::is_live) {
+            let leading = self.term_is(|acquired, status| {
+                acquired && matches!(status, LockStatus::Held | LockStatus::Suspended)
+            });
+            if leading {
+                return Err(Error::Usage(lock_core::UsageError::Unsupported(
+                    "this participant leads already: use its Leadership",
+                )));
+            }
+            self.join()?;
+        }
+        let candidacy = self.candidacy.as_mut().expect("joined");
+        let grant = candidacy.granted().await?;
+        let started = self.candidacy.take().expect("joined");
+        Ok(Leadership {
+            guard: started.into_guard(grant),
+        })
+    }
+
+    /// Blocking twin of [`leadership`](Self::leadership).
+    pub fn leadership_blocking(&mut self) -> Result<Leadership, Error> {
+        crate::blocking::block_on(self.leadership())
+    }
+
+    /// Like [`leadership_blocking`](Self::leadership_blocking), giving up with
+    /// [`Error::Timeout`] after `timeout` (the candidacy stays: call again to go on
+    /// waiting).
+    ///
+    /// # Errors
+    /// As for [`leadership`](Self::leadership), and [`Error::Timeout`].
+    pub fn leadership_timeout_blocking(&mut self, timeout: Duration) -> Result<Leadership, Error> {
+        crate::blocking::block_on_until(self.leadership(), Some(Instant::now() + timeout))
+            .unwrap_or(Err(Error::Timeout))
+    }
+
+    /// The next thing that happens to this participant, across terms:
+    /// [`ElectionEvent::Elected`], `Suspended`, `Resumed`, and per term one of `Lost`,
+    /// `Resigned`, `Failed`. `None` when no term is going on and nothing is left to
+    /// read. Independent of the [`Leadership`]'s own
+    /// [`next_event`](Leadership::next_event). Cancel-safe.
+    ///
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient) {
+    /// use lock_client::ElectionEvent;
+    /// let mut election = locks.election("/svc/leader", "node-1");
+    /// while let Some(event) = election.next_event().await {
+    ///     match event {
+    ///         ElectionEvent::Elected { token, .. } => println!("leading ({token})"),
+    ///         ElectionEvent::Suspended => println!("pausing"),
+    ///         other => println!("{other:?}"),
+    ///     }
+    /// #   break; // the stream follows the election for as long as it runs
+    /// }
+    /// # }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client()));
+    /// ```
+    pub async fn next_event(&mut self) -> Option<ElectionEvent> {
+        loop {
+            let live = self.term.as_ref().is_some_and(|t| !t.ended);
+            let queue = self.queue;
+            let (key, event) = poll_fn(|cx| {
+                self.client.shared().with_quiet(|s| {
+                    let Some(q) = s.elections.get_mut(&queue) else {
+                        return Poll::Ready(None);
+                    };
+                    match q.events.pop_front() {
+                        Some(tagged) => Poll::Ready(Some(tagged)),
+                        // The live term's terminal event is still to come.
+                        None if live => {
+                            q.register(cx.waker());
+                            Poll::Pending
+                        }
+                        None => Poll::Ready(None),
+                    }
+                })
+            })
+            .await?;
+            if event.is_terminal() {
+                if let Some(term) = self.term.as_mut().filter(|t| t.id == key) {
+                    term.ended = true;
+                }
+            }
+            let mapped = match event {
+                LockEvent::Acquired(grant) => ElectionEvent::Elected {
+                    token: grant.token,
+                    path: grant.path,
+                },
+                LockEvent::Suspended => ElectionEvent::Suspended,
+                LockEvent::Resumed => ElectionEvent::Resumed,
+                LockEvent::Lost(reason) => ElectionEvent::Lost(reason),
+                LockEvent::Released | LockEvent::Failed(FailReason::Cancelled) => {
+                    ElectionEvent::Resigned
+                }
+                LockEvent::Failed(reason) => ElectionEvent::Failed(reason.into()),
+                _ => continue,
+            };
+            return Some(mapped);
+        }
+    }
+
+    /// Blocking twin of [`next_event`](Self::next_event).
+    pub fn next_event_blocking(&mut self) -> Option<ElectionEvent> {
+        crate::blocking::block_on(self.next_event())
+    }
+
+    /// Leaves the election: withdraws a waiting candidacy, or ends the leadership of
+    /// the current term (its [`Leadership`] then reports it released). Returns once
+    /// the node is deleted (or the term had ended anyway).
+    ///
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient) {
+    /// let election = locks.election("/svc/leader", "node-1");
+    /// election.resign().await;
+    /// # }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client()));
+    /// ```
+    pub async fn resign(mut self) {
+        let Some(id) = self.term.as_ref().filter(|t| !t.ended).map(|t| t.id) else {
+            return;
+        };
+        match self.candidacy.take() {
+            // Dropping a waiting candidacy cancels it.
+            Some(candidacy) if candidacy.is_live() => drop(candidacy),
+            _ => self.client.shared().with(|s| {
+                let now = s.now();
+                let _ = s.core.cancel(id, now);
+            }),
+        }
+        while self.term.as_ref().is_some_and(|t| !t.ended) {
+            if self.next_event().await.is_none() {
+                break;
+            }
+        }
+    }
+
+    /// Blocking twin of [`resign`](Self::resign).
+    pub fn resign_blocking(self) {
+        crate::blocking::block_on(self.resign())
+    }
+}
+
+impl Drop for Election {
+    fn drop(&mut self) {
+        // A waiting candidacy is cancelled by its own drop; a handed-out
+        // `Leadership` lives on.
+        let queue = self.queue;
+        self.client
+            .shared()
+            .with_quiet(|s| s.elections.remove(&queue));
+    }
+}
