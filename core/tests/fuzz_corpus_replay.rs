@@ -1,7 +1,8 @@
-//! Replays the committed fuzz corpus of the `names` and `session` targets
-//! (`fuzz/corpus/<target>/`; the `simulation` target's is replayed by
-//! adapters/sim/tests/fuzz_corpus_replay.rs) and the minimised crash inputs (`fuzz/regressions/<target>/`) through the very checks the cargo-fuzz
-//! targets run, on stable Rust, so `cargo test` guards against regressions.
+//! Replays the committed fuzz corpus of the `names` target (`fuzz/corpus/names/`)
+//! and its minimised crash inputs (`fuzz/regressions/names/`) through the very
+//! checks the cargo-fuzz target runs, on stable Rust, so `cargo test` guards
+//! against regressions. (The `session` and `simulation` targets serve from lock-sim's
+//! ZooKeeper model; adapters/sim/tests/fuzz_corpus_replay.rs replays theirs.)
 //!
 //! The input types and checks live in `fuzz/src/` and are compiled here unchanged.
 //! A failing file is named in the panic message; replay it alone (or a whole
@@ -14,146 +15,8 @@
 mod names;
 #[path = "../../fuzz/src/replay.rs"]
 mod replay;
-#[path = "../../fuzz/src/session.rs"]
-mod session;
-
-use replay::replay;
 
 #[test]
 fn names_corpus_replays_clean() {
-    replay("names", 10, names::run);
-}
-
-#[test]
-fn session_corpus_replays_clean() {
-    replay("session", 10, session::run);
-}
-
-/// An exclusive lock on the known directory `dir` for `owner`, deadlock detection
-/// on (`Some(true)`) or not.
-fn owner_write(dir: u8, owner: u8, detect: Option<bool>) -> session::Step {
-    session::Step::Acquire(session::AcquireStep {
-        dir: session::DirPick::Known(dir),
-        recipe: session::RecipePick::Write,
-        scheme: session::SchemePick::Native,
-        deadline_ms: None,
-        try_only: false,
-        data: session::DataPick::Empty,
-        revocable: false,
-        detect_crashes: false,
-        max_hold_ms: None,
-        owner: Some(owner),
-        detect,
-    })
-}
-
-/// A case on a connected session of 10 s with nothing else special: `steps` only.
-fn plain_case(seed: u64, steps: Vec<session::Step>) -> session::SessionCase {
-    session::SessionCase {
-        seed,
-        session_timeout_s: 10,
-        grace_ms: None,
-        retry_ms: 100,
-        max_parent_retries: 3,
-        seq_start: session::SeqStart::Zero,
-        stat_on_create: true,
-        start_connected: true,
-        reverse_listings: false,
-        end_with_expiry: false,
-        steps,
-    }
-}
-
-/// The new steps' checks on a case built by hand: owners `job-a` and `job-b` each
-/// hold one lock and wait for the other's (a deadlock through our own owners),
-/// then an inspection of one of the locks.
-#[test]
-fn session_checks_pass_on_an_own_owner_cycle_with_inspection_and_scan() {
-    use session::*;
-    let case = plain_case(
-        7,
-        vec![
-            owner_write(0, 0, Some(true)),
-            owner_write(3, 1, Some(true)),
-            Step::Settle,
-            owner_write(3, 0, Some(true)),
-            owner_write(0, 1, Some(true)),
-            Step::Settle,
-            Step::Advance(50),
-            Step::Settle,
-            Step::Advance(50),
-            Step::Settle,
-            Step::Inspect(DirPick::Known(0)),
-            Step::Settle,
-        ],
-    );
-    let outcome = check_case(&case);
-    // One of the two waiters is the victim; the other keeps waiting until the
-    // victim's owner lets go.
-    assert_eq!(outcome.deadlock_failures, 1, "{outcome:?}");
-    assert_eq!(outcome.inspections, 1, "{outcome:?}");
-}
-
-/// A scan finds the deadlock of two owners whose waits never time out; scanning
-/// the root `/a` covers the lock `/a/b` too.
-#[test]
-fn session_scan_of_a_root_finds_the_cycle_between_its_locks() {
-    use session::*;
-    let case = plain_case(
-        9,
-        vec![
-            owner_write(0, 0, None),
-            owner_write(1, 1, None),
-            Step::Settle,
-            owner_write(1, 0, None),
-            owner_write(0, 1, None),
-            Step::Settle,
-            Step::Scan(DirPick::Known(0)),
-            Step::Settle,
-        ],
-    );
-    let outcome = check_case(&case);
-    assert_eq!((outcome.scans, outcome.scan_cycles), (1, 1), "{outcome:?}");
-    assert_eq!(outcome.deadlock_failures, 0, "{outcome:?}");
-}
-
-/// A cycle through a peer's published wait: our owner `job-a` holds `/a` and waits
-/// at `/x` behind a peer node of `job-b`, whose header says `job-b` waits at its
-/// node in `/a`, queued behind ours. Our waiter, the youngest, is the victim.
-#[test]
-fn session_a_cycle_through_a_peers_published_wait_fails_our_waiter() {
-    use session::*;
-    let peer = |dir: u8, attempt: u8| Step::PeerJoin {
-        dir,
-        scheme: SchemePick::Native,
-        kind: KindPick::Write,
-        attempt,
-    };
-    let case = plain_case(
-        11,
-        vec![
-            owner_write(0, 0, Some(true)),
-            Step::Settle,
-            peer(3, 1),
-            peer(0, 2),
-            // Peer nodes in path order: /a's (index 0), then /x's (index 1); the
-            // world's participants: ours in /a, the peer's in /a, the peer's in /x.
-            Step::PeerOwner {
-                pick: 1,
-                owner: 1,
-                waits: vec![1],
-            },
-            Step::PeerOwner {
-                pick: 0,
-                owner: 1,
-                waits: vec![],
-            },
-            owner_write(3, 0, Some(true)),
-            Step::Settle,
-            Step::Advance(50),
-            Step::Settle,
-        ],
-    );
-    let outcome = check_case(&case);
-    assert_eq!(outcome.deadlock_failures, 1, "{outcome:?}");
+    replay::replay("names", 10, names::run);
 }

@@ -1,6 +1,6 @@
 //! Corpus replay on stable Rust, shared by the workspace tests that include this file
-//! via `#[path]` (core/tests/fuzz_corpus_replay.rs for `names` and `session`,
-//! adapters/sim/tests/fuzz_corpus_replay.rs for `simulation`). Not part of the
+//! via `#[path]` (core/tests/fuzz_corpus_replay.rs for `names`,
+//! adapters/sim/tests/fuzz_corpus_replay.rs for `session` and `simulation`). Not part of the
 //! fuzz crate itself.
 #![allow(dead_code)]
 

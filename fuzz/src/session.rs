@@ -2,11 +2,12 @@
 //! firings, session changes and time steps fed into one [`lock_core::Session`].
 //!
 //! Shared verbatim by the cargo-fuzz target (`fuzz/fuzz_targets/session.rs`) and the
-//! corpus replay test of the workspace (`core/tests/fuzz_corpus_replay.rs`), so it
-//! depends only on `lock_core` and `arbitrary`.
+//! corpus replay test of the workspace (`adapters/sim/tests/fuzz_corpus_replay.rs`),
+//! so it depends only on `lock_core`, `lock_sim` and `arbitrary`.
 //!
-//! The harness plays the server with a small in-memory ZooKeeper (a "world": nodes,
-//! sequence counters, one-shot data watches, sessions). Most steps keep that world
+//! The harness plays the server with lock-sim's ZooKeeper model ([`lock_sim::ZkModel`],
+//! wrapped in a "world" that knows which session is ours and holds the watch firings
+//! until the harness delivers them). Most steps keep that world
 //! *honest* (FIFO replies computed from it, truthful watch firings, expiry only while
 //! the client is disconnected); others lie (crafted replies to any request, spurious
 //! deletions, an admin deleting our node). Checks:
@@ -48,9 +49,6 @@ use std::time::Duration;
 /// Lock directories the fuzzer picks from: `/a` is an ancestor of `/a/b` (so one lock
 /// directory holds another's container as a foreign child).
 pub const DIRS: [&str; 4] = ["/a", "/a/b", "/locks/job", "/x"];
-
-/// Session id of the peers' nodes in the world (never one of ours).
-const PEER_SESSION: i64 = 0x7eed;
 
 /// The crash-detection marker's name inside a lock directory.
 const SECTION_MARKER: &str = "zkl-section";
@@ -165,7 +163,6 @@ struct Harness {
     reverse_listings: bool,
     now: Timestamp,
     conn: Conn,
-    next_session: i64,
     world: World,
     honest: bool,
     locks: Vec<MLock>,
@@ -236,18 +233,16 @@ impl Harness {
         config.retry_interval = Duration::from_millis(10 + u64::from(case.retry_ms % 991));
         config.max_parent_retries = u32::from(case.max_parent_retries % 9);
         let trace = std::env::var_os("ZKLOCK_FUZZ_TRACE").map(|_| String::new());
-        let mut world = World {
-            seq_start: case.seq_start.value(),
-            ..World::default()
-        };
-        let _ = world.create(DATA_DIR, b"", CreateMode::Persistent, 0);
+        let mut world = World::new(case.seq_start.value());
+        world
+            .create(lock_sim::NO_SESSION, DATA_DIR, b"", CreateMode::Persistent)
+            .expect("a fresh server takes /data");
         Harness {
             s: Session::new(config),
             case_stat_on_create: case.stat_on_create,
             reverse_listings: case.reverse_listings,
             now: Timestamp::ZERO,
             conn: Conn::NoSession,
-            next_session: 0x100,
             world,
             honest: true,
             locks: Vec::new(),

@@ -68,25 +68,26 @@ impl Harness {
             }
             let l = &self.locks[i];
             let g = l.grant.clone().expect("held without grant");
-            let Some(node) = self.world.nodes.get(&g.path) else {
+            let Some(node) = self.world.node(&g.path) else {
                 self.fail(format!("{} trusted but its node {} is gone", l.id, g.path));
             };
             check!(
                 self,
-                Some(node.owner) == self.session_id() && self.world.session == self.session_id(),
+                Some(node.stat.ephemeral_owner) == self.session_id()
+                    && self.world.session == self.session_id(),
                 "{} trusted but {} is owned by {:#x}, session {:?}",
                 l.id,
                 g.path,
-                node.owner,
+                node.stat.ephemeral_owner,
                 self.session_id()
             );
             check!(
                 self,
-                node.czxid == g.token.0,
+                node.stat.czxid == g.token.0,
                 "{} token {} but czxid {}",
                 l.id,
                 g.token,
-                node.czxid
+                node.stat.czxid
             );
             let own = parse_name(name_of(&g.path)).expect("grant name parses");
             let blockers = self.blockers(&l.dir, l.recipe, own.attempt, own.seq);
@@ -155,9 +156,8 @@ impl Harness {
                 if let Some(g) = &l.grant {
                     if self
                         .world
-                        .nodes
-                        .get(&g.path)
-                        .is_some_and(|n| n.owner == sid)
+                        .node(&g.path)
+                        .is_some_and(|n| n.stat.ephemeral_owner == sid)
                     {
                         self.fail(format!("{} ended but its node {} remains", l.id, g.path));
                     }

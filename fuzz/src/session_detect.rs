@@ -4,7 +4,7 @@
 //! A child module of `session.rs` (it extends its `Harness`), in a file of its own
 //! so that neither grows past reading size.
 
-use super::{name_of, parent_of, AcquireStep, DirPick, Harness, TaskKind, DIRS, PEER_SESSION};
+use super::{name_of, parent_of, AcquireStep, DirPick, Harness, TaskKind, DIRS};
 use lock_core::names::{compare_sequences, parse_name};
 use lock_core::{
     CycleNode, LockEvent, NameScheme, Op, Participant, Reply, Request, UsageError, ZkError,
@@ -219,13 +219,8 @@ impl Harness {
             return;
         }
         let node = peers[usize::from(pick) % peers.len()].clone();
-        let parts: Vec<String> = self
-            .world
-            .nodes
-            .keys()
-            .filter(|p| parse_name(name_of(p)).is_some())
-            .cloned()
-            .collect();
+        let mut parts = self.world.paths();
+        parts.retain(|p| parse_name(name_of(p)).is_some());
         let waits: Vec<String> = waits
             .iter()
             .take(4)
@@ -236,9 +231,10 @@ impl Harness {
         }
         let owner = OWNERS[usize::from(owner) % OWNERS.len()];
         let mut data = header(owner, &waits);
-        data.extend_from_slice(user_data(&self.world.nodes[&node].data));
+        let old = self.world.node(&node).expect("a peer node").data;
+        data.extend_from_slice(user_data(&old));
         self.log(|| format!("peer {node} owned by {owner} waits at {waits:?}"));
-        let _ = self.world.set_data(&node, &data, None);
+        let _ = self.world.set_data(&node, &data);
     }
 
     /// The terminal event of an inspection or a scan.
@@ -413,7 +409,7 @@ impl Harness {
             if self.honest {
                 check!(
                     self,
-                    n.session != PEER_SESSION || !self.is_our_node(&n.node),
+                    n.session != self.world.peer_session || !self.is_our_node(&n.node),
                     "{id}: {} is ours but has a peer's session",
                     n.node
                 );

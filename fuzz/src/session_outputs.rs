@@ -269,13 +269,14 @@ impl Harness {
                         match (leader, &truth) {
                             (None, None) => {}
                             (Some(l), Some((path, _))) if *path == l.path => {
-                                let n = &self.world.nodes[path];
+                                let n = self.world.node(path).expect("the leader's node");
                                 check!(
                                     self,
-                                    detect::user_data(&n.data) == l.id && n.czxid == l.token.0,
+                                    detect::user_data(&n.data) == l.id
+                                        && n.stat.czxid == l.token.0,
                                     "{lock} leader {l:?} but the node has data {:?} czxid {}",
                                     n.data,
-                                    n.czxid
+                                    n.stat.czxid
                                 );
                             }
                             _ => self.fail(format!(

@@ -44,6 +44,7 @@ impl Harness {
             return false;
         };
         let result = self.apply(sid, &r);
+        self.world.replied();
         self.note_read(&r, &result);
         self.past.push(r.clone());
         self.reply(r.id, result);
@@ -63,7 +64,8 @@ impl Harness {
                 let _ = self.apply(sid, &r);
             }
         } else {
-            let truthful = self.world.clone().apply(sid, &r.op, true).err() == Some(e.clone());
+            self.world.replied();
+            let truthful = self.world.error_for(sid, &r.op) == Some(e.clone());
             let harmless = matches!(
                 e,
                 ZkError::NoAuth | ZkError::BadArguments | ZkError::Other(_)
@@ -202,23 +204,15 @@ impl Harness {
     }
 
     pub(super) fn our_world_nodes(&self) -> Vec<String> {
-        self.world
-            .nodes
-            .iter()
-            .filter(|(p, n)| {
-                !n.container && n.owner != PEER_SESSION && n.owner != 0 && self.in_a_dir(p)
-            })
-            .map(|(p, _)| p.clone())
-            .collect()
+        let peers = self.world.peer_session;
+        let mut ours = self.world.ephemerals_where(|owner| owner != peers);
+        ours.retain(|p| self.in_a_dir(p));
+        ours
     }
 
     pub(super) fn peer_nodes(&self) -> Vec<String> {
-        self.world
-            .nodes
-            .iter()
-            .filter(|(_, n)| n.owner == PEER_SESSION)
-            .map(|(p, _)| p.clone())
-            .collect()
+        let peers = self.world.peer_session;
+        self.world.ephemerals_where(|owner| owner == peers)
     }
 
     pub(super) fn ensure_dir(&mut self, dir: &str) {
@@ -231,7 +225,9 @@ impl Harness {
         ds.push(dir.to_owned());
         for d in ds {
             if !self.world.exists(&d) {
-                let _ = self.world.create(&d, b"", CreateMode::Container, 0);
+                let _ = self
+                    .world
+                    .create(lock_sim::NO_SESSION, &d, b"", CreateMode::Container);
             }
         }
     }
@@ -241,8 +237,11 @@ impl Harness {
             return;
         }
         let i = usize::from(i) % self.world.queue.len();
-        let (path, kind) = self.world.queue.remove(i).expect("index in range");
-        self.feed(CoreInput::Watch { path, kind });
+        let n = self.world.queue.remove(i).expect("index in range");
+        self.feed(CoreInput::Watch {
+            path: n.path,
+            kind: n.kind,
+        });
     }
 
     pub(super) fn after_session_change(&mut self) {
@@ -253,6 +252,7 @@ impl Harness {
 
     pub(super) fn disconnect(&mut self, applied: u8, report_errors: bool, since_contact_ms: u16) {
         if let Conn::Connected(sid) = self.conn {
+            let known = self.world.client_watches();
             let mut applied = usize::from(applied);
             let mut guard = 0;
             while let Some(r) = self.outstanding.pop_front() {
@@ -266,6 +266,7 @@ impl Harness {
                     self.reply(r.id, Err(ZkError::ConnectionLoss));
                 }
             }
+            self.world.cut(known);
             self.conn = Conn::Disconnected(sid);
         }
         self.feed(CoreInput::Session(SessionEvent::Disconnected {
@@ -274,24 +275,26 @@ impl Harness {
         self.after_session_change();
     }
 
-    pub(super) fn new_session_id(&mut self) -> i64 {
-        self.next_session += 1;
-        self.next_session
-    }
-
     pub(super) fn reconnect(&mut self, new_session: bool) {
         if self.conn == Conn::Closed {
             return;
         }
         let sid = match (self.conn, self.world.session) {
-            (Conn::Connected(s) | Conn::Disconnected(s), Some(w)) if s == w && !new_session => s,
+            (Conn::Connected(s) | Conn::Disconnected(s), Some(w)) if s == w && !new_session => {
+                // A new connection to the same session: the old one's watches go
+                // with it and the client sets its own again.
+                if matches!(self.conn, Conn::Connected(_)) {
+                    let known = self.world.client_watches();
+                    self.world.cut(known);
+                }
+                self.world.resume();
+                s
+            }
             _ => {
                 if let Some(old) = self.world.session {
                     self.world.end_session(old);
                 }
-                let s = self.new_session_id();
-                self.world.session = Some(s);
-                s
+                self.world.open_session()
             }
         };
         self.after_session_change();
@@ -420,11 +423,12 @@ impl Harness {
                     "{dir}/{}",
                     node_prefix(scheme.scheme(), peer_attempt(*attempt), kind.kind())
                 );
+                let peers = self.world.peer_session;
                 let r = self.world.create(
+                    peers,
                     &prefix,
                     &[*attempt],
                     CreateMode::EphemeralSequential,
-                    PEER_SESSION,
                 );
                 self.log(|| format!("peer joins: {r:?}"));
             }
@@ -432,16 +436,19 @@ impl Harness {
                 let dir = DIRS[usize::from(*dir) % DIRS.len()];
                 self.ensure_dir(dir);
                 let n = FOREIGN_NAMES[usize::from(*name) % FOREIGN_NAMES.len()];
-                let _ = self
-                    .world
-                    .create(&format!("{dir}/{n}"), b"", CreateMode::Persistent, 0);
+                let _ = self.world.create(
+                    lock_sim::NO_SESSION,
+                    &format!("{dir}/{n}"),
+                    b"",
+                    CreateMode::Persistent,
+                );
             }
             Step::PeerLeave(i) => {
                 let peers = self.peer_nodes();
                 if !peers.is_empty() {
                     let p = &peers[usize::from(*i) % peers.len()];
                     self.log(|| format!("peer leaves: {p}"));
-                    let _ = self.world.delete(p, None);
+                    let _ = self.world.delete(p);
                 }
             }
             Step::AdminDeleteOwn(i) => {
@@ -450,7 +457,7 @@ impl Harness {
                     let p = ours[usize::from(*i) % ours.len()].clone();
                     self.log(|| format!("admin deletes {p}"));
                     self.lying("an admin deleted one of our nodes");
-                    let _ = self.world.delete(&p, None);
+                    let _ = self.world.delete(&p);
                 }
             }
             Step::Revoke { pick, curator } => {
@@ -458,7 +465,7 @@ impl Harness {
                 if !ours.is_empty() {
                     let p = ours[usize::from(*pick) % ours.len()].clone();
                     let marker: &[u8] = if *curator { b"__REVOKE__" } else { b"unlock" };
-                    let _ = self.world.set_data(&p, marker, None);
+                    let _ = self.world.set_data(&p, marker);
                 }
             }
             Step::Reap => self.world.reap(),
@@ -477,7 +484,7 @@ impl Harness {
                         ours[usize::from(*i) % ours.len()].clone()
                     }
                     PathPick::World(i) => {
-                        let all: Vec<String> = self.world.nodes.keys().cloned().collect();
+                        let all = self.world.paths();
                         if all.is_empty() {
                             return;
                         }

@@ -203,13 +203,8 @@ impl Harness {
         let path = match t {
             RevokeTarget::Dir(i) => DIRS[usize::from(*i) % DIRS.len()].to_owned(),
             RevokeTarget::Node(i) => {
-                let parts: Vec<String> = self
-                    .world
-                    .nodes
-                    .keys()
-                    .filter(|p| parse_name(name_of(p)).is_some())
-                    .cloned()
-                    .collect();
+                let mut parts = self.world.paths();
+                parts.retain(|p| parse_name(name_of(p)).is_some());
                 if parts.is_empty() {
                     return;
                 }

@@ -1,4 +1,10 @@
-//! The world: a small, honest ZooKeeper the `session` target's harness serves from.
+//! The world: the ZooKeeper server the `session` target's harness serves from.
+//!
+//! The server is lock-sim's [`ZkModel`], the project's one ZooKeeper model; this
+//! module keeps only what the harness needs beside it: which session is ours, the
+//! session of the peers' nodes, every path ever created, the firings not yet
+//! delivered (the harness picks their delivery order), and, while our connection
+//! is cut, the watches our client will set again when it reconnects.
 //!
 //! A child module of `session.rs`, in a file of its own so that neither grows
 //! past reading size.
@@ -6,35 +12,32 @@
 #![allow(dead_code)]
 
 use super::*;
+use lock_sim::{NodeInfo, Notification, WatchType, ZkModel, CONTAINER_OWNER, NO_SESSION};
+
+/// The nodes a fresh server has, which no step may pick (the old in-harness
+/// model had none of them, so corpus bytes keep picking what they picked).
+const RESERVED: [&str; 3] = ["/", "/zookeeper", "/zookeeper/quota"];
 
 #[derive(Clone, Debug)]
-pub(super) struct Node {
-    pub(super) data: Vec<u8>,
-    pub(super) czxid: i64,
-    pub(super) mzxid: i64,
-    pub(super) version: i32,
-    pub(super) owner: i64,
-    pub(super) container: bool,
-    pub(super) had_children: bool,
-}
-
-#[derive(Clone, Debug, Default)]
 pub(super) struct World {
-    pub(super) nodes: BTreeMap<String, Node>,
-    /// Next sequence number per directory (ZooKeeper's parent cversion).
-    pub(super) counters: BTreeMap<String, i32>,
-    pub(super) seq_start: i32,
-    pub(super) zxid: i64,
-    /// One-shot data watches of our current session.
-    pub(super) watches: BTreeSet<String>,
-    /// One-shot child watches of our current session.
-    pub(super) child_watches: BTreeSet<String>,
-    /// Fired, not yet delivered.
-    pub(super) queue: VecDeque<(String, WatchKind)>,
-    /// Our live session on the server, if any.
-    pub(super) session: Option<i64>,
+    zk: ZkModel,
+    /// Where the sequence counter of a path created for the first time starts
+    /// (the case's [`SeqStart`]: a directory that has been busy for a long time). A
+    /// path created again (a reaped container) starts at 0, like any new node.
+    seq_start: i32,
     /// Every node path ever created.
     pub(super) ever: BTreeSet<String>,
+    /// Fired for our session, not yet delivered.
+    pub(super) queue: VecDeque<Notification>,
+    /// Our live session on the server, if any.
+    pub(super) session: Option<i64>,
+    /// The session the peers' nodes belong to (never ours).
+    pub(super) peer_session: i64,
+    /// The zxid of the last reply our client got from the server: what it sends
+    /// with `SetWatches` when it reconnects.
+    last_seen_zxid: i64,
+    /// While our connection is cut: the data and child watches our client had.
+    cut_watches: Option<(Vec<String>, Vec<String>)>,
 }
 
 pub(super) fn parent_of(path: &str) -> &str {
@@ -50,297 +53,208 @@ pub(super) fn name_of(path: &str) -> &str {
 }
 
 impl World {
+    /// A fresh server with the peers' session open.
+    pub(super) fn new(seq_start: i32) -> World {
+        let mut zk = ZkModel::new();
+        let peer_session = zk.create_session();
+        World {
+            ever: zk.paths().map(str::to_owned).collect(),
+            zk,
+            seq_start,
+            queue: VecDeque::new(),
+            session: None,
+            peer_session,
+            last_seen_zxid: 0,
+            cut_watches: None,
+        }
+    }
+
+    /// After every change of the model: new paths get their counters, and our
+    /// session's firings join the undelivered ones.
+    fn note_changes(&mut self) {
+        let new: Vec<String> = self
+            .zk
+            .paths()
+            .filter(|p| !self.ever.contains(*p))
+            .map(str::to_owned)
+            .collect();
+        for path in new {
+            self.zk
+                .set_cversion(&path, self.seq_start)
+                .expect("the path was just listed");
+            self.ever.insert(path);
+        }
+        for n in self.zk.take_notifications() {
+            if Some(n.session) == self.session {
+                self.queue.push_back(n);
+            }
+        }
+    }
+
+    // ----- reads ----------------------------------------------------------------
+
+    /// The child names of `dir` in name order (none if it does not exist).
     pub(super) fn children(&self, dir: &str) -> Vec<String> {
-        let prefix = if dir == "/" {
-            "/".to_owned()
-        } else {
-            format!("{dir}/")
-        };
-        self.nodes
-            .range(prefix.clone()..)
-            .take_while(|(p, _)| p.starts_with(&prefix))
-            .filter(|(p, _)| !p[prefix.len()..].contains('/'))
-            .map(|(p, _)| p[prefix.len()..].to_owned())
-            .collect()
+        self.zk.children(dir).unwrap_or_default()
     }
 
     pub(super) fn exists(&self, path: &str) -> bool {
-        path == "/" || self.nodes.contains_key(path)
+        self.zk.contains(path)
     }
 
-    pub(super) fn stat(&self, path: &str) -> Stat {
-        let n = &self.nodes[path];
-        Stat {
-            czxid: n.czxid,
-            mzxid: n.mzxid,
-            version: n.version,
-            cversion: 0,
-            ephemeral_owner: if n.container { i64::MIN } else { n.owner },
-            num_children: self.children(path).len() as i32,
-            data_length: n.data.len() as i32,
-            ctime: 0,
-        }
+    pub(super) fn node(&self, path: &str) -> Option<NodeInfo> {
+        self.zk.get(path)
     }
 
-    pub(super) fn bump(&mut self, dir: &str) -> i32 {
-        let start = self.seq_start;
-        let c = self.counters.entry(dir.to_owned()).or_insert(start);
-        let seq = *c;
-        *c = c.wrapping_add(1);
-        seq
+    /// Every node's path in path order, without the server's reserved ones.
+    pub(super) fn paths(&self) -> Vec<String> {
+        self.zk
+            .paths()
+            .filter(|p| !RESERVED.contains(p))
+            .map(str::to_owned)
+            .collect()
     }
 
-    pub(super) fn fire(&mut self, path: &str, kind: WatchKind) {
-        if self.watches.remove(path) {
-            self.queue.push_back((path.to_owned(), kind));
-        }
+    /// The paths of the ephemeral nodes whose owner passes `keep`, in path order.
+    pub(super) fn ephemerals_where(&self, keep: impl Fn(i64) -> bool) -> Vec<String> {
+        self.paths()
+            .into_iter()
+            .filter(|p| {
+                self.zk.stat(p).is_some_and(|s| {
+                    !matches!(s.ephemeral_owner, 0 | CONTAINER_OWNER) && keep(s.ephemeral_owner)
+                })
+            })
+            .collect()
     }
 
-    pub(super) fn fire_children(&mut self, path: &str, kind: WatchKind) {
-        if self.child_watches.remove(path) {
-            self.queue.push_back((path.to_owned(), kind));
-        }
+    /// The ephemeral nodes of `session`.
+    pub(super) fn ours(&self, session: i64) -> Vec<String> {
+        self.zk.ephemerals(session)
     }
 
-    pub(super) fn create(
-        &mut self,
-        path: &str,
-        data: &[u8],
-        mode: CreateMode,
-        owner: i64,
-    ) -> Result<(String, Stat), ZkError> {
-        let parent = parent_of(path).to_owned();
-        if parent.is_empty() || !self.exists(&parent) {
-            return Err(ZkError::NoNode);
-        }
-        if let Some(p) = self.nodes.get(&parent) {
-            if p.owner != 0 && !p.container {
-                return Err(ZkError::NoChildrenForEphemerals);
-            }
-        }
-        let sequential = matches!(mode, CreateMode::EphemeralSequential);
-        let ephemeral = matches!(
-            mode,
-            CreateMode::Ephemeral | CreateMode::EphemeralSequential
-        );
-        if ephemeral && owner == 0 {
-            return Err(ZkError::BadArguments);
-        }
-        let full = if sequential {
-            // The counter moves even when the create fails below (as the server's
-            // cversion does not, but it cannot fail below for a fresh suffix).
-            let seq = self.bump(&parent);
-            format!("{path}{}", format_sequence(seq))
-        } else {
-            path.to_owned()
-        };
-        if self.exists(&full) {
-            return Err(ZkError::NodeExists);
-        }
-        if !sequential {
-            self.bump(&parent);
-        }
-        self.zxid += 1;
-        self.ever.insert(full.clone());
-        self.nodes.insert(
-            full.clone(),
-            Node {
-                data: data.to_vec(),
-                czxid: self.zxid,
-                mzxid: self.zxid,
-                version: 0,
-                owner: if ephemeral { owner } else { 0 },
-                container: matches!(mode, CreateMode::Container),
-                had_children: false,
-            },
-        );
-        if let Some(p) = self.nodes.get_mut(&parent) {
-            p.had_children = true;
-        }
-        self.fire_children(&parent, WatchKind::NodeChildrenChanged);
-        let stat = self.stat(&full);
-        Ok((full, stat))
-    }
+    // ----- requests -------------------------------------------------------------
 
-    pub(super) fn delete(&mut self, path: &str, version: Option<i32>) -> Result<(), ZkError> {
-        let Some(n) = self.nodes.get(path) else {
-            return Err(ZkError::NoNode);
-        };
-        if version.is_some_and(|v| v != n.version) {
-            return Err(ZkError::BadVersion);
-        }
-        if !self.children(path).is_empty() {
-            return Err(ZkError::NotEmpty);
-        }
-        self.nodes.remove(path);
-        self.zxid += 1;
-        let parent = parent_of(path).to_owned();
-        self.bump(&parent);
-        self.fire(path, WatchKind::NodeDeleted);
-        self.fire_children(path, WatchKind::NodeDeleted);
-        self.fire_children(&parent, WatchKind::NodeChildrenChanged);
-        Ok(())
-    }
-
-    pub(super) fn set_data(
-        &mut self,
-        path: &str,
-        data: &[u8],
-        version: Option<i32>,
-    ) -> Result<Stat, ZkError> {
-        let Some(n) = self.nodes.get_mut(path) else {
-            return Err(ZkError::NoNode);
-        };
-        if version.is_some_and(|v| v != n.version) {
-            return Err(ZkError::BadVersion);
-        }
-        self.zxid += 1;
-        n.data = data.to_vec();
-        n.version = n.version.wrapping_add(1);
-        n.mzxid = self.zxid;
-        self.fire(path, WatchKind::NodeDataChanged);
-        Ok(self.stat(path))
-    }
-
-    /// Applies `op` for `session`, as the server would.
+    /// Applies `op` for `session`, as the server would. `stat_on_create`: whether
+    /// the binding's create replies carry the stat.
     pub(super) fn apply(
         &mut self,
         session: i64,
         op: &Op,
         stat_on_create: bool,
     ) -> Result<Reply, ZkError> {
-        match op {
-            Op::Create { path, data, mode } => {
-                let (path, stat) = self.create(path, data, *mode, session)?;
-                Ok(Reply::Created {
-                    path,
-                    stat: stat_on_create.then_some(stat),
-                })
+        let mut result = self.zk.apply(session, op);
+        self.note_changes();
+        if let Ok(Reply::Created { stat, .. }) = &mut result {
+            if !stat_on_create {
+                *stat = None;
             }
-            Op::GetChildren { path } => {
-                if !self.exists(path) {
-                    return Err(ZkError::NoNode);
-                }
-                Ok(Reply::Children(self.children(path)))
-            }
-            Op::WatchChildren { path } => {
-                if !self.exists(path) {
-                    return Err(ZkError::NoNode);
-                }
-                self.child_watches.insert(path.clone());
-                Ok(Reply::Children(self.children(path)))
-            }
-            Op::GetData { path, watch } => {
-                if !self.nodes.contains_key(path) {
-                    return Err(ZkError::NoNode);
-                }
-                if *watch {
-                    self.watches.insert(path.clone());
-                }
-                Ok(Reply::Data {
-                    data: self.nodes[path].data.clone(),
-                    stat: self.stat(path),
-                })
-            }
-            Op::SetData {
-                path,
-                data,
-                version,
-            } => self.set_data(path, data, *version).map(Reply::Stat),
-            Op::Delete { path, version } => self.delete(path, *version).map(|()| Reply::Deleted),
-            Op::RemoveWatch { path, watch } => {
-                match watch {
-                    lock_core::WatchType::Children => self.child_watches.remove(path),
-                    _ => self.watches.remove(path),
-                };
-                Ok(Reply::WatchRemoved)
-            }
-            Op::Multi(ops) => {
-                let saved = self.clone();
-                let mut results = Vec::new();
-                for (index, op) in ops.iter().enumerate() {
-                    let r = match op {
-                        MultiOp::Create { path, data, mode } => self
-                            .create(path, data, *mode, session)
-                            .map(|(path, _)| MultiResult::Created { path }),
-                        MultiOp::Delete { path, version } => {
-                            self.delete(path, *version).map(|()| MultiResult::Deleted)
-                        }
-                        MultiOp::SetData {
-                            path,
-                            data,
-                            version,
-                        } => self
-                            .set_data(path, data, *version)
-                            .map(|stat| MultiResult::SetData { stat }),
-                        MultiOp::Check { path, version } => match self.nodes.get(path) {
-                            None => Err(ZkError::NoNode),
-                            Some(n) if version.is_some_and(|v| v != n.version) => {
-                                Err(ZkError::BadVersion)
-                            }
-                            Some(_) => Ok(MultiResult::Checked),
-                        },
-                        _ => Err(ZkError::BadArguments),
-                    };
-                    match r {
-                        Ok(r) => results.push(r),
-                        Err(e) => {
-                            *self = saved;
-                            return Err(ZkError::MultiFailed {
-                                index: index as u32,
-                                error: Box::new(e),
-                            });
-                        }
-                    }
-                }
-                Ok(Reply::Multi(results))
-            }
-            _ => Err(ZkError::BadArguments),
         }
+        result
     }
 
-    /// The session ends on the server: its ephemeral nodes go, its watches die.
+    /// The error the server would answer `op` with now, changing nothing.
+    pub(super) fn error_for(&self, session: i64, op: &Op) -> Option<ZkError> {
+        self.zk.clone().apply(session, op).err()
+    }
+
+    /// Our client got a reply the server sent now.
+    pub(super) fn replied(&mut self) {
+        self.last_seen_zxid = self.zk.zxid();
+    }
+
+    // ----- what the harness does to the server directly ----------------------
+
+    /// A create by `session` (the peers' or [`NO_SESSION`], an administrator).
+    pub(super) fn create(
+        &mut self,
+        session: i64,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> Result<String, ZkError> {
+        let r = self.zk.create(session, path, data, mode).map(|(p, _)| p);
+        self.note_changes();
+        r
+    }
+
+    /// An administrator deletes `path`, any version.
+    pub(super) fn delete(&mut self, path: &str) -> Result<(), ZkError> {
+        let r = self.zk.delete(NO_SESSION, path, None);
+        self.note_changes();
+        r
+    }
+
+    /// An administrator writes `data` to `path`, any version.
+    pub(super) fn set_data(&mut self, path: &str, data: &[u8]) -> Result<Stat, ZkError> {
+        let r = self.zk.set_data(NO_SESSION, path, data, None);
+        self.note_changes();
+        r
+    }
+
+    /// One pass of the server's container reaper.
+    pub(super) fn reap(&mut self) {
+        self.zk.reap_containers();
+        self.note_changes();
+    }
+
+    // ----- sessions and connections ------------------------------------------
+
+    /// A new session of ours.
+    pub(super) fn open_session(&mut self) -> i64 {
+        let s = self.zk.create_session();
+        self.session = Some(s);
+        self.last_seen_zxid = self.zk.zxid();
+        self.cut_watches = None;
+        s
+    }
+
+    /// `session` ends on the server: its ephemeral nodes go, its watches die.
     pub(super) fn end_session(&mut self, session: i64) {
         if self.session == Some(session) {
             self.session = None;
-            self.watches.clear();
-            self.child_watches.clear();
+            self.cut_watches = None;
         }
-        let doomed: Vec<String> = self
-            .nodes
-            .iter()
-            .filter(|(_, n)| n.owner == session && !n.container)
-            .map(|(p, _)| p.clone())
-            .collect();
-        for p in doomed {
-            let _ = self.delete(&p, None);
+        self.zk.expire_session(session);
+        self.note_changes();
+    }
+
+    /// The data and child watches our client knows it has: taken before the
+    /// requests whose replies a cut loses are applied (the client library registers
+    /// a watch when the reply comes).
+    pub(super) fn client_watches(&self) -> (Vec<String>, Vec<String>) {
+        let mut data = Vec::new();
+        let mut child = Vec::new();
+        if let Some(s) = self.session {
+            for (table, path) in self.zk.watches_of(s) {
+                if table == WatchType::Child {
+                    child.push(path);
+                } else {
+                    data.push(path);
+                }
+            }
+        }
+        (data, child)
+    }
+
+    /// Our connection is cut: the server drops its watches with it (ZooKeeper's
+    /// `DataTree.removeCnxn`); the client keeps `known` to set them again.
+    pub(super) fn cut(&mut self, known: (Vec<String>, Vec<String>)) {
+        let Some(s) = self.session else {
+            return;
+        };
+        self.zk.remove_watches(s);
+        if self.cut_watches.is_none() {
+            self.cut_watches = Some(known);
         }
     }
 
-    pub(super) fn reap(&mut self) {
-        loop {
-            let doomed: Vec<String> = self
-                .nodes
-                .iter()
-                .filter(|(p, n)| n.container && n.had_children && self.children(p).is_empty())
-                .map(|(p, _)| p.clone())
-                .collect();
-            if doomed.is_empty() {
-                return;
-            }
-            for p in doomed {
-                let _ = self.delete(&p, None);
-                // A re-created container restarts its counter at 0.
-                self.counters.insert(p, 0);
-            }
-        }
-    }
-
-    pub(super) fn ours(&self, session: i64) -> Vec<String> {
-        self.nodes
-            .iter()
-            .filter(|(_, n)| n.owner == session && !n.container)
-            .map(|(p, _)| p.clone())
-            .collect()
+    /// Our client reconnects to its live session and sets its watches again with
+    /// the last zxid it saw (`SetWatches`: those whose node changed since fire now).
+    pub(super) fn resume(&mut self) {
+        let (Some(s), Some((data, child))) = (self.session, self.cut_watches.take()) else {
+            return;
+        };
+        self.zk.set_watches(s, self.last_seen_zxid, &data, &[], &child);
+        self.note_changes();
     }
 }
