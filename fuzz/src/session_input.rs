@@ -91,7 +91,8 @@ pub enum Step {
     },
     /// A peer node goes away (release or its session died): watches fire.
     PeerLeave(u8),
-    /// The connection comes back (same session if it lives, unless `new_session`).
+    /// The connection comes back (same session if it lives, unless `new_session`;
+    /// the same session's watches are set again with `SetWatches`).
     Reconnect {
         /// Open a new session (the old one is expired on the server).
         new_session: bool,
@@ -158,7 +159,8 @@ pub enum Step {
         /// Curator's marker or the recipe's.
         curator: bool,
     },
-    /// The container manager reaps empty containers.
+    /// One pass of the container manager: it reaps the empty containers that had
+    /// children (a parent emptied by the pass goes in the next one).
     Reap,
     /// A watch firing the server did not send.
     Spurious {
@@ -167,7 +169,8 @@ pub enum Step {
         /// Which kind.
         kind: WatchKindPick,
     },
-    /// The server expires our session (honest only while disconnected).
+    /// The server expires our session (honest only while disconnected; a connected
+    /// client loses its connection with it).
     ServerExpire,
     /// Report `SessionEvent::Expired` (the server expires it at the same moment).
     Expired,

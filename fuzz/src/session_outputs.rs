@@ -272,8 +272,7 @@ impl Harness {
                                 let n = self.world.node(path).expect("the leader's node");
                                 check!(
                                     self,
-                                    detect::user_data(&n.data) == l.id
-                                        && n.stat.czxid == l.token.0,
+                                    detect::user_data(&n.data) == l.id && n.stat.czxid == l.token.0,
                                     "{lock} leader {l:?} but the node has data {:?} czxid {}",
                                     n.data,
                                     n.stat.czxid

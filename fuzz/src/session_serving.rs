@@ -287,7 +287,10 @@ impl Harness {
                     let known = self.world.client_watches();
                     self.world.cut(known);
                 }
+                let queued = self.world.queue.len();
                 self.world.resume();
+                let fired = self.world.queue.len() - queued;
+                self.log(|| format!("the client sets its watches again: {fired} fire"));
                 s
             }
             _ => {
@@ -305,11 +308,18 @@ impl Harness {
     }
 
     pub(super) fn server_expire(&mut self) {
-        if matches!(self.conn, Conn::Connected(_)) {
+        let connected = matches!(self.conn, Conn::Connected(_));
+        if connected {
             self.lying("the server expired a session whose client is still connected");
         }
         if let Some(s) = self.world.session {
             self.world.end_session(s);
+        }
+        if connected {
+            // The server closes the connection of the session it closes
+            // (ZooKeeper's FinalRequestProcessor on closeSession): the client loses
+            // it, and the requests on it, and learns of the expiry when it reconnects.
+            self.disconnect(0, true, 0);
         }
     }
 
@@ -424,12 +434,9 @@ impl Harness {
                     node_prefix(scheme.scheme(), peer_attempt(*attempt), kind.kind())
                 );
                 let peers = self.world.peer_session;
-                let r = self.world.create(
-                    peers,
-                    &prefix,
-                    &[*attempt],
-                    CreateMode::EphemeralSequential,
-                );
+                let r =
+                    self.world
+                        .create(peers, &prefix, &[*attempt], CreateMode::EphemeralSequential);
                 self.log(|| format!("peer joins: {r:?}"));
             }
             Step::Foreign { dir, name } => {

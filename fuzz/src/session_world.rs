@@ -254,7 +254,8 @@ impl World {
         let (Some(s), Some((data, child))) = (self.session, self.cut_watches.take()) else {
             return;
         };
-        self.zk.set_watches(s, self.last_seen_zxid, &data, &[], &child);
+        self.zk
+            .set_watches(s, self.last_seen_zxid, &data, &[], &child);
         self.note_changes();
     }
 }
