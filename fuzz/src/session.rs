@@ -29,8 +29,8 @@
 //! The parts, each a child module in a file of its own: the input
 //! (`session_input.rs`), the world (`session_world.rs`), the per-output checks
 //! (`session_outputs.rs`), the state checks (`session_checks.rs`), the user's steps
-//! (`session_steps.rs`), the server's steps and the run (`session_serving.rs`), and
-//! owners, deadlocks and inspection (`session_detect.rs`).
+//! (`session_steps.rs`), the server's steps (`session_serving.rs`), the run
+//! (`session_run.rs`), and owners, deadlocks and inspection (`session_detect.rs`).
 
 #![allow(dead_code)]
 
@@ -218,6 +218,8 @@ use detect::{detect_after, OWNERS};
 mod checks;
 #[path = "session_outputs.rs"]
 mod outputs;
+#[path = "session_run.rs"]
+mod running;
 #[path = "session_serving.rs"]
 mod serving;
 #[path = "session_steps.rs"]

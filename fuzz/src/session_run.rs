@@ -1,0 +1,236 @@
+//! Running a case: each step dispatched to the user's, the server's or the
+//! network's side; settling (honest serving until only far timers are left);
+//! and the end of a case (check what is left, cancel everything, close).
+//!
+//! A child module of `session.rs`, in a file of its own so that neither grows
+//! past reading size.
+
+#![allow(dead_code)]
+
+use super::*;
+
+impl Harness {
+    pub(super) fn run_step(&mut self, step: &Step) {
+        match step {
+            Step::Acquire(a) => self.acquire(a),
+            Step::Release(p) => self.release(*p),
+            Step::Cancel(p) => self.cancel(*p),
+            Step::Observe(d) => self.observe(d),
+            Step::RevokeCall(t) => self.revoke_call(t),
+            Step::OpenSection(p) => self.section(*p, true),
+            Step::CloseSection(p) => self.section(*p, false),
+            Step::FencedWrite { lock, ops } => self.fenced_write(*lock, ops),
+            Step::Serve(n) => {
+                for _ in 0..=(n % 8) {
+                    if !self.serve_one() {
+                        break;
+                    }
+                }
+            }
+            Step::Settle => {
+                for _ in 0..256 {
+                    if self.serve_one() {
+                        continue;
+                    }
+                    if self.world.queue.is_empty() {
+                        break;
+                    }
+                    self.deliver(0);
+                }
+            }
+            Step::Fail { err, applied } => self.fail_front(*err, *applied),
+            Step::Craft { pick, reply } => self.craft(*pick, reply),
+            Step::Unknown { id, reply } => {
+                let id = RequestId(self.max_issued.saturating_add(1 + id % 1024));
+                self.stale_reply(id, None, reply);
+            }
+            Step::Stale { pick, reply } => {
+                if !self.past.is_empty() {
+                    let r = self.past[usize::from(*pick) % self.past.len()].clone();
+                    self.stale_reply(r.id, Some(r.op), reply);
+                }
+            }
+            Step::PeerJoin {
+                dir,
+                scheme,
+                kind,
+                attempt,
+            } => {
+                let dir = DIRS[usize::from(*dir) % DIRS.len()];
+                self.ensure_dir(dir);
+                let prefix = format!(
+                    "{dir}/{}",
+                    node_prefix(scheme.scheme(), peer_attempt(*attempt), kind.kind())
+                );
+                let peers = self.world.peer_session;
+                let r =
+                    self.world
+                        .create(peers, &prefix, &[*attempt], CreateMode::EphemeralSequential);
+                self.log(|| format!("peer joins: {r:?}"));
+            }
+            Step::Foreign { dir, name } => {
+                let dir = DIRS[usize::from(*dir) % DIRS.len()];
+                self.ensure_dir(dir);
+                let n = FOREIGN_NAMES[usize::from(*name) % FOREIGN_NAMES.len()];
+                let _ = self.world.create(
+                    lock_sim::NO_SESSION,
+                    &format!("{dir}/{n}"),
+                    b"",
+                    CreateMode::Persistent,
+                );
+            }
+            Step::PeerLeave(i) => {
+                let peers = self.peer_nodes();
+                if !peers.is_empty() {
+                    let p = &peers[usize::from(*i) % peers.len()];
+                    self.log(|| format!("peer leaves: {p}"));
+                    let _ = self.world.delete(p);
+                }
+            }
+            Step::AdminDeleteOwn(i) => {
+                let ours = self.our_world_nodes();
+                if !ours.is_empty() {
+                    let p = ours[usize::from(*i) % ours.len()].clone();
+                    self.log(|| format!("admin deletes {p}"));
+                    self.lying("an admin deleted one of our nodes");
+                    let _ = self.world.delete(&p);
+                }
+            }
+            Step::Revoke { pick, curator } => {
+                let ours = self.our_world_nodes();
+                if !ours.is_empty() {
+                    let p = ours[usize::from(*pick) % ours.len()].clone();
+                    let marker: &[u8] = if *curator { b"__REVOKE__" } else { b"unlock" };
+                    let _ = self.world.set_data(&p, marker);
+                }
+            }
+            Step::Reap => self.world.reap(),
+            Step::Deliver(i) => self.deliver(*i),
+            Step::Spurious { path, kind } => {
+                let path = match path {
+                    PathPick::Ours(i) => {
+                        let ours: Vec<String> = self
+                            .locks
+                            .iter()
+                            .filter_map(|l| l.grant.as_ref().map(|g| g.path.clone()))
+                            .collect();
+                        if ours.is_empty() {
+                            return;
+                        }
+                        ours[usize::from(*i) % ours.len()].clone()
+                    }
+                    PathPick::World(i) => {
+                        let all = self.world.paths();
+                        if all.is_empty() {
+                            return;
+                        }
+                        all[usize::from(*i) % all.len()].clone()
+                    }
+                    PathPick::Dir(i) => DIRS[usize::from(*i) % DIRS.len()].to_owned(),
+                    PathPick::Raw(s) => s.clone(),
+                };
+                let kind = kind.kind();
+                if kind == WatchKind::NodeDeleted && self.world.exists(&path) {
+                    self.lying("a deletion notice for a node that exists");
+                }
+                self.feed(CoreInput::Watch { path, kind });
+            }
+            Step::Disconnect {
+                applied,
+                report_errors,
+                since_contact_ms,
+            } => self.disconnect(*applied, *report_errors, *since_contact_ms),
+            Step::Reconnect { new_session } => self.reconnect(*new_session),
+            Step::ServerExpire => self.server_expire(),
+            Step::Expired => self.expired(),
+            Step::Close => self.close(),
+            Step::Advance(ms) => {
+                let t = self.now + Duration::from_millis(u64::from(*ms));
+                self.advance_to(t);
+            }
+            Step::AdvanceToTimeout => {
+                if let Some(t) = self.s.poll_timeout() {
+                    self.advance_to(t);
+                }
+            }
+            Step::Inspect(d) => self.read_task(TaskKind::Inspect, d),
+            Step::Scan(d) => self.read_task(TaskKind::Scan, d),
+            Step::PeerOwner { pick, owner, waits } => self.peer_owner(*pick, *owner, waits),
+        }
+    }
+
+    /// Serves honestly until nothing is left to do but timers beyond the horizon
+    /// (observers of a missing directory poll forever).
+    pub(super) fn settle(&mut self) {
+        let horizon = self.now + SETTLE_HORIZON;
+        for _ in 0..50_000 {
+            if self.serve_one() {
+                continue;
+            }
+            if !self.world.queue.is_empty() {
+                self.deliver(0);
+                continue;
+            }
+            match self.s.poll_timeout() {
+                Some(t) if t <= horizon => self.advance_to(t),
+                _ => return,
+            }
+        }
+        self.fail("no quiescence after 50000 honest steps".into());
+    }
+
+    /// The end of a case: serve honestly, check what is left, cancel everything,
+    /// check the session comes to rest, then close.
+    pub(super) fn finish(&mut self, end_with_expiry: bool) {
+        self.step = usize::MAX;
+        if self.conn == Conn::Closed {
+            return;
+        }
+        if !matches!(self.conn, Conn::Connected(_)) {
+            self.reconnect(false);
+        }
+        self.settle();
+        self.check_state();
+        if self.honest {
+            self.check_quiescent();
+        }
+        let ids: Vec<LockId> = self
+            .locks
+            .iter()
+            .filter(|l| l.state != M::Ended)
+            .map(|l| l.id)
+            .collect();
+        for id in ids {
+            self.cancel(LockPick::Raw(id.0));
+        }
+        self.settle();
+        self.check_state();
+        check!(
+            self,
+            self.s.tracked() == 0 && self.s.is_idle(),
+            "after cancelling everything and serving honestly, {} tasks are still tracked",
+            self.s.tracked()
+        );
+        for i in 0..self.locks.len() {
+            let (id, state) = (self.locks[i].id, self.locks[i].state);
+            check!(
+                self,
+                state == M::Ended,
+                "{id} has not ended after cancel ({state:?})"
+            );
+        }
+        if self.honest {
+            let sid = self.session_id().expect("connected");
+            let left = self.world.ours(sid);
+            check!(
+                self,
+                left.is_empty(),
+                "orphan nodes of ours at quiescence: {left:?}"
+            );
+        }
+        if end_with_expiry {
+            self.expired();
+        }
+        self.close();
+    }
+}
