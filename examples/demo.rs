@@ -97,7 +97,7 @@ fn main() {
     }
     let waiting = workers[1].mutex("/demo/job").start().expect("start");
     say(start, NAMES[1], "waits behind alice");
-    server.expire(&workers[0]);
+    server.expire_session(&workers[0]);
     say(
         start,
         NAMES[0],

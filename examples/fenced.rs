@@ -68,7 +68,7 @@ fn main() {
     println!("\n== an operator evicts worker-1; worker-1 writes at once, racing the news");
     let sent = || w1.stats_blocking().map(|s| s.requests).unwrap_or_default();
     let before = sent();
-    assert!(server.delete(g1.path()), "worker-1's node was there");
+    assert!(server.admin_delete(g1.path()), "worker-1's node was there");
     let stale = write(&g1, 666);
     let went_out = sent() > before;
     say(start, "operator", "deletes worker-1's lock node");

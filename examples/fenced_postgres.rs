@@ -118,7 +118,7 @@ pub async fn run(database_url: &str, zk: Option<&str>) -> Result<(String, i64), 
 
     println!("\n== worker-1 stops; its session ends; worker-2 takes over");
     match &embedded {
-        Some(server) => server.expire(&w1),
+        Some(server) => server.expire_session(&w1),
         None => w1.close().await,
     }
     say(

@@ -49,7 +49,7 @@ fn main() {
     server.disconnect(&a, Duration::from_millis(50));
     assert_eq!(held.suspended_blocking(), LockEvent::Suspended);
     assert_eq!(held.next_event_blocking(), Some(LockEvent::Resumed));
-    server.expire(&a);
+    server.expire_session(&a);
     assert_eq!(held.lost_blocking(), LostReason::SessionExpired);
     drop(held);
     a.close_blocking();

@@ -63,7 +63,7 @@ fn main() {
     books.alice -= 30;
     books.pending_credit = Some(30);
     say(start, "worker-1", format!("debits alice: {books:?}"));
-    server.expire(&w1);
+    server.expire_session(&w1);
     say(start, "worker-1", "crashes: its session expires");
     assert_eq!(g1.lost_blocking(), LostReason::SessionExpired);
 

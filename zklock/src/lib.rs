@@ -36,7 +36,7 @@
 //! let server = zklock::sim::Server::new();
 //! let locks = server.client();
 //! let guard = locks.mutex("/locks/report").lock_blocking().unwrap();
-//! server.expire(&locks);
+//! server.expire_session(&locks);
 //! assert_eq!(guard.lost_blocking(), zklock::LostReason::SessionExpired);
 //! # }
 //! ```

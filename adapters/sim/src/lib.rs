@@ -62,6 +62,29 @@
 //! | check | invariants after every step (a [`Violation`] stops the run), [`Sim::check_quiescent`] for orphans, [`Sim::audit_fenced_writes`] (every write to a data node audited at the server), [`Sim::coverage`] (what the feature checks exercised) |
 //! | explore | [`Workload::run`]`(seed)`, [`Sim::replay`]`(seed, &workload)`, [`Workload::simulate`]; presets per recipe and for the holder's features ([`Workload::sections`], [`Workload::fenced`], [`Workload::features`]) |
 //!
+//! ## Faults: one set of names on both faces
+//!
+//! The seeded [`Sim`] and the in-process [`Server`] serve the same ZooKeeper model
+//! (the tree, its watches and its session tracker) and break it with the same
+//! faults, under the same names:
+//!
+//! | fault | seeded [`Sim`] | in-process [`Server`] |
+//! |---|---|---|
+//! | reset connection: noticed at once, back after a delay | [`Sim::disconnect`], [`Sim::disconnect_with`] | [`Server::disconnect`] |
+//! | silent partition: noticed within 2/3 of the session timeout | [`Sim::partition`] | [`Server::partition`] |
+//! | end the cut early | [`Sim::heal`], [`Sim::heal_all`] | [`Server::heal`] |
+//! | the server expires the session | [`Sim::expire_session`] | [`Server::expire_session`] |
+//! | an administrator deletes a node | [`Sim::admin_delete`] | [`Server::admin_delete`] |
+//! | an administrator writes a node | [`Sim::admin_set_data`] | [`Server::admin_set_data`] |
+//! | notifications in flight lost with their connection | [`Sim::lose_notifications`] | [`Server::hold_replies`], then a cut |
+//! | replies applied but lost with their connection | [`Sim::disconnect_with`] ([`InFlight::Applied`]) | [`Server::hold_replies`], then a cut |
+//! | reconnects fail for a while | [`Sim::delay_reconnect`] | a [`Server::partition`] that lasts |
+//!
+//! A cut session expires one session timeout after the cut unless its client is back
+//! first, on both faces; a watch set before a cut is dropped with the connection and
+//! set again on the reconnect with the last zxid the client saw, so a change while
+//! cut off fires once it is back.
+//!
 //! ## The model of the network and the clients
 //!
 //! Each client has one connection with per-session FIFO order: requests are applied

@@ -80,7 +80,7 @@ fn a_scripted_sequence_is_counted() {
     assert_eq!(metrics.counter("zklock_resumptions_total", &[WRITE]), 1);
 
     // Lost when the session expires.
-    server.expire(&a);
+    server.expire_session(&a);
     assert_eq!(held.lost_blocking(), LostReason::SessionExpired);
     drop(held);
     let lost = [WRITE, ("reason", "session_expired")];

@@ -89,7 +89,7 @@ fn dropping_a_multi_guard_releases_every_part_and_losing_one_part_loses_the_whol
         .parts()
         .iter()
         .find(|g| g.path().starts_with("/m/job/"));
-    assert!(server.delete(job.unwrap().path()));
+    assert!(server.admin_delete(job.unwrap().path()));
     assert_eq!(held.lost_blocking(), LostReason::NodeDeleted);
     assert_eq!(held.status(), LockStatus::Lost(LostReason::NodeDeleted));
     // Releasing says so, and still lets go of the others.

@@ -144,7 +144,7 @@ fn expiry_loses_the_lock_and_an_admin_delete_is_heard_by_a_watching_holder() {
     let server = Server::new();
     let client = server.client();
     let plain = client.mutex("/locks/d").lock_blocking().unwrap();
-    server.expire(&client);
+    server.expire_session(&client);
     assert_eq!(plain.lost_blocking(), LostReason::SessionExpired);
 
     // A revocable lock watches its node while held.
@@ -153,7 +153,7 @@ fn expiry_loses_the_lock_and_an_admin_delete_is_heard_by_a_watching_holder() {
         .revocable()
         .lock_blocking()
         .unwrap();
-    assert!(server.delete(watched.path()));
+    assert!(server.admin_delete(watched.path()));
     assert_eq!(watched.lost_blocking(), LostReason::NodeDeleted);
 }
 

@@ -7,8 +7,10 @@
 
 mod client_watches;
 pub(crate) mod paths;
+mod sessions;
 mod tree;
 pub(crate) mod watches;
 
 pub(crate) use client_watches::ClientWatches;
+pub(crate) use sessions::{silent_cut_noticed_after, SessionTracker, SILENT_CUT_NOTICED_WITHIN};
 pub use tree::{NodeInfo, ZkModel, CONTAINER_OWNER, NO_SESSION};

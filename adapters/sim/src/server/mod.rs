@@ -19,7 +19,7 @@
 //! assert!(bob.mutex("/locks/report").try_lock_blocking().unwrap().is_none());
 //!
 //! // Alice's session expires: she is told, and Bob can take the lock.
-//! server.expire(&alice);
+//! server.expire_session(&alice);
 //! assert!(matches!(guard.lost_blocking(), lock_core::LostReason::SessionExpired));
 //! let bobs = bob.mutex("/locks/report").lock_timeout_blocking(Duration::from_secs(5)).unwrap();
 //! assert!(bobs.token() > guard.token());
@@ -38,6 +38,7 @@
 mod driver;
 mod state;
 
+use crate::model::silent_cut_noticed_after;
 use lock_client::LockClient;
 use lock_core::Config;
 use state::{Conn, State};
@@ -131,7 +132,7 @@ impl Server {
             .key(client)
             .and_then(|k| self.lock().clients.get(&k).map(|c| c.timeout));
         if let Some(timeout) = timeout {
-            self.cut(client, duration, timeout * 2 / 3);
+            self.cut(client, duration, silent_cut_noticed_after(timeout));
         }
     }
 
@@ -190,31 +191,33 @@ impl Server {
 
     /// Expires `client`'s session now, as the server does after a long silence: its
     /// nodes are deleted (waking the sessions that watch them), its locks are lost,
-    /// and it continues on a new session.
-    pub fn expire(&self, client: &LockClient) {
+    /// and it continues on a new session ([`Sim::expire_session`](crate::Sim::expire_session)
+    /// on the seeded face).
+    pub fn expire_session(&self, client: &LockClient) {
         let Some(key) = self.key(client) else { return };
         let mut state = self.lock();
         let Some(session) = state.clients.get(&key).map(|c| c.session) else {
             return;
         };
-        state.model.expire_session(session);
-        state.route(None);
+        state.expire_session(session);
         if let Some(c) = state.clients.get(&key) {
             c.notifier.notify();
         }
     }
 
     /// Deletes `path` as an administrator would (any version); whether it existed.
-    /// Watches fire as on a real server.
-    pub fn delete(&self, path: &str) -> bool {
+    /// Watches fire as on a real server ([`Sim::admin_delete`](crate::Sim::admin_delete)
+    /// on the seeded face).
+    pub fn admin_delete(&self, path: &str) -> bool {
         let mut state = self.lock();
         let deleted = state.model.delete(crate::NO_SESSION, path, None).is_ok();
         state.route(None);
         deleted
     }
 
-    /// Writes `data` to `path` as an administrator would; whether the node exists.
-    pub fn set_data(&self, path: &str, data: &[u8]) -> bool {
+    /// Writes `data` to `path` as an administrator would; whether the node exists
+    /// ([`Sim::admin_set_data`](crate::Sim::admin_set_data) on the seeded face).
+    pub fn admin_set_data(&self, path: &str, data: &[u8]) -> bool {
         let mut state = self.lock();
         let written = state
             .model
@@ -222,6 +225,27 @@ impl Server {
             .is_ok();
         state.route(None);
         written
+    }
+
+    /// Renamed [`expire_session`](Self::expire_session), the fault's name on both faces.
+    #[doc(hidden)]
+    #[deprecated(note = "renamed `expire_session`, as on `Sim`")]
+    pub fn expire(&self, client: &LockClient) {
+        self.expire_session(client);
+    }
+
+    /// Renamed [`admin_delete`](Self::admin_delete), the fault's name on both faces.
+    #[doc(hidden)]
+    #[deprecated(note = "renamed `admin_delete`, as on `Sim`")]
+    pub fn delete(&self, path: &str) -> bool {
+        self.admin_delete(path)
+    }
+
+    /// Renamed [`admin_set_data`](Self::admin_set_data), the fault's name on both faces.
+    #[doc(hidden)]
+    #[deprecated(note = "renamed `admin_set_data`, as on `Sim`")]
+    pub fn set_data(&self, path: &str, data: &[u8]) -> bool {
+        self.admin_set_data(path, data)
     }
 
     /// The children of `path`, sorted; `None` if it does not exist.

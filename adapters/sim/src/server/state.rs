@@ -1,8 +1,7 @@
 //! The embedded server's shared state: one [`ZkModel`], the clients attached to it,
 //! and what each client's driver still has to deliver to its link.
 
-use crate::model::ClientWatches;
-use crate::model::ZkModel;
+use crate::model::{ClientWatches, SessionTracker, ZkModel};
 use lock_client::Notifier;
 use lock_core::{Op, Reply, RequestId, SessionEvent, WatchKind, ZkError};
 use std::collections::{HashMap, VecDeque};
@@ -34,8 +33,9 @@ pub(crate) type Applied = (Vec<(String, WatchKind)>, Result<Reply, ZkError>);
 pub(crate) enum Conn {
     Up,
     /// Cut off since `since` until `until`. `noticed` once the client reported
-    /// `Disconnected` (at once for a disconnect, after 2/3 of the session timeout
-    /// for a partition, as real clients notice a silent connection).
+    /// `Disconnected` (at once for a disconnect, after its read timeout for a
+    /// partition, as real clients notice a silent connection). Its session expires
+    /// as the [`SessionTracker`] says.
     Down {
         since: Instant,
         until: Instant,
@@ -47,6 +47,7 @@ pub(crate) enum Conn {
 /// One client of the server.
 pub(crate) struct Client {
     pub session: i64,
+    /// The negotiated session timeout (a new session after an expiry gets it too).
     pub timeout: Duration,
     pub conn: Conn,
     pub inbox: VecDeque<Delivery>,
@@ -65,6 +66,8 @@ pub(crate) struct Client {
 /// The server: the model and its clients, under one mutex.
 pub(crate) struct State {
     pub model: ZkModel,
+    /// The live sessions, by the key of the client that owns them.
+    pub sessions: SessionTracker<Instant, u64>,
     pub clients: HashMap<u64, Client>,
     pub next_key: u64,
     /// Requests received from every client (as `zk_packets_received` counts them).
@@ -75,6 +78,7 @@ impl State {
     pub(crate) fn new() -> State {
         State {
             model: ZkModel::new(),
+            sessions: SessionTracker::default(),
             clients: HashMap::new(),
             next_key: 0,
             requests: 0,
@@ -86,6 +90,7 @@ impl State {
         self.next_key += 1;
         let key = self.next_key;
         let session = self.model.create_session();
+        self.sessions.open(session, key, timeout);
         let mut inbox = VecDeque::new();
         inbox.push_back(Delivery::Session(SessionEvent::Connected {
             session_id: session,
@@ -150,6 +155,7 @@ impl State {
             return;
         };
         self.model.remove_watches(c.session);
+        self.sessions.lost_contact(c.session, now);
         c.conn = Conn::Down {
             since: now,
             until,
@@ -180,7 +186,8 @@ impl State {
                 mine.push((n.path, n.kind));
                 continue;
             }
-            if let Some(client) = self.clients.values_mut().find(|c| c.session == n.session) {
+            let owner = self.sessions.owner(n.session);
+            if let Some(client) = owner.and_then(|key| self.clients.get_mut(&key)) {
                 client.watches.fired(&n.path, n.kind);
                 client.inbox.push_back(Delivery::Watch(n.path, n.kind));
                 if matches!(client.conn, Conn::Up) {
@@ -205,8 +212,8 @@ impl State {
                 noticed,
             } = client.conn
             {
-                let expiry = since + client.timeout;
-                let alive = self.model.session_is_alive(client.session);
+                let expiry = self.sessions.expiry(client.session);
+                let alive = self.sessions.contains(client.session);
                 if !noticed && now >= notice_at.min(until) {
                     client.conn = Conn::Down {
                         since,
@@ -221,7 +228,7 @@ impl State {
                             since_contact: now.saturating_duration_since(since),
                         }));
                 }
-                if alive && now >= expiry {
+                if self.sessions.is_due(client.session, now) {
                     expired = Some(client.session);
                 } else if now >= until {
                     client.conn = Conn::Up;
@@ -240,6 +247,7 @@ impl State {
                                     )
                             })
                             .count();
+                        self.sessions.in_contact(client.session);
                         let connected = SessionEvent::Connected {
                             session_id: client.session,
                         };
@@ -249,10 +257,7 @@ impl State {
                 } else {
                     let noticed_now = matches!(client.conn, Conn::Down { noticed: true, .. });
                     let notice = (!noticed_now).then_some(notice_at);
-                    next = [Some(until), notice, alive.then_some(expiry)]
-                        .into_iter()
-                        .flatten()
-                        .min();
+                    next = [Some(until), notice, expiry].into_iter().flatten().min();
                 }
             }
         }
@@ -275,16 +280,17 @@ impl State {
         }
         if let Some(session) = expired {
             // The server's session tracker: other sessions hear of the deleted nodes.
-            self.model.expire_session(session);
+            self.expire_session(session);
             self.route(None);
             return self.take(key, now);
         }
         let Some(client) = self.clients.get_mut(&key) else {
             return (vec![Delivery::Session(SessionEvent::Closed)], None);
         };
-        if matches!(client.conn, Conn::Up) && !self.model.session_is_alive(client.session) {
+        if matches!(client.conn, Conn::Up) && !self.sessions.contains(client.session) {
             // Back after an expiry: told so, then given a new session.
             let session = self.model.create_session();
+            self.sessions.open(session, key, client.timeout);
             client.session = session;
             client.watches.clear();
             client.seen_zxid = self.model.zxid();
@@ -320,9 +326,20 @@ impl State {
         (deliveries, next)
     }
 
+    /// The session tracker (or a fault) expires `session`: its nodes go, and the
+    /// sessions watching them hear of it. Its client learns of the expiry when it
+    /// is back in contact.
+    pub(crate) fn expire_session(&mut self, session: i64) {
+        if self.sessions.expired(session).is_some() {
+            self.model.expire_session(session);
+            self.route(None);
+        }
+    }
+
     /// Client `key` is gone: its session closes (its nodes go, waking others).
     pub(crate) fn detach(&mut self, key: u64) {
         if let Some(client) = self.clients.remove(&key) {
+            self.sessions.expired(client.session);
             self.model.close_session(client.session);
             self.route(None);
         }

@@ -187,9 +187,7 @@ impl crate::sim::scheduler::Sim {
                 c.link = Link::default();
                 c.conn = Conn::Connected;
                 c.counters.reconnects += 1;
-                if let Some(ss) = self.server.get_mut(&s) {
-                    ss.contact = None;
-                }
+                self.sessions.in_contact(s);
                 let c = &mut self.clients[i];
                 let (keeps, zxid) = (c.keeps_watches(), c.last_zxid);
                 c.watches.reconnect(&mut self.model, s, zxid, keeps);
@@ -325,9 +323,7 @@ impl crate::sim::scheduler::Sim {
                 self.route_notifications();
             }
         }
-        if let Some(ss) = self.server.get_mut(&session) {
-            ss.contact = Some(now);
-        }
+        self.sessions.lost_contact(session, now);
         // A connected client pings: its last contact is the moment of the break.
         self.clients[i].last_contact = now;
         if how == Break::Reset {

@@ -220,7 +220,7 @@ impl Sim {
     pub fn close(&mut self, client: ClientId) {
         let i = client.0;
         if let Some(s) = self.clients[i].session {
-            if self.server.contains_key(&s) {
+            if self.sessions.contains(s) {
                 self.server_expire(s);
             }
         }

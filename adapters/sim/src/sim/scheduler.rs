@@ -5,13 +5,12 @@
 
 use crate::check::{Checker, Options, Violation, ViolationKind};
 use crate::model::ZkModel;
+use crate::model::{SessionTracker, SILENT_CUT_NOTICED_WITHIN};
 use crate::sim::client::{ClientConfig, ClientId, Conn, EventRecord, Profile, SimClient};
 use crate::sim::faults::FaultConfig;
 use crate::sim::network::Latency;
 use crate::sim::rng::SimRng;
-use crate::sim::server_side::ServerSession;
 use lock_core::{LockId, LockSpec, Timestamp, UsageError};
-use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
@@ -82,7 +81,7 @@ impl SimConfig {
             trace: false,
             shuffle_children: true,
             run_limit: Duration::from_secs(3600),
-            notice_within: 2.0 / 3.0,
+            notice_within: SILENT_CUT_NOTICED_WITHIN,
             report_contact: true,
             user_api: false,
         }
@@ -201,7 +200,8 @@ pub struct Sim {
     pub(crate) rng: SimRng,
     pub(crate) model: ZkModel,
     pub(crate) clients: Vec<SimClient>,
-    pub(crate) server: BTreeMap<i64, ServerSession>,
+    /// The server's live sessions, by the client that owns them.
+    pub(crate) sessions: SessionTracker<Timestamp, usize>,
     pub(crate) next_reap: Option<Timestamp>,
     pub(crate) next_fault: Option<Timestamp>,
     pub(crate) checker: Checker,
@@ -230,7 +230,7 @@ impl Sim {
             rng,
             model: ZkModel::new(),
             clients: Vec::new(),
-            server: BTreeMap::new(),
+            sessions: SessionTracker::default(),
             checker: Checker::default(),
             feed_log: Vec::new(),
             trace_log: Vec::new(),
@@ -503,10 +503,8 @@ impl Sim {
                 consider(t.max(self.now), Wake::CoreTimer(i));
             }
         }
-        for (s, ss) in &self.server {
-            if let Some(t) = ss.contact {
-                consider(t + ss.timeout, Wake::Expire(*s));
-            }
+        if let Some((t, s)) = self.sessions.next_expiry() {
+            consider(t, Wake::Expire(s));
         }
         if let Some(t) = self.next_reap {
             consider(t, Wake::Reap);

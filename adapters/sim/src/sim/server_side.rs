@@ -4,32 +4,14 @@
 use crate::sim::client::Conn;
 use crate::sim::network::Message;
 use crate::sim::scheduler::Sim;
-use lock_core::{Op, Reply, Timestamp, ZkError};
-use std::time::Duration;
-
-/// What the server knows about a session.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ServerSession {
-    pub client: usize,
-    pub timeout: Duration,
-    /// `None` while the client's connection is up (it pings); otherwise the last
-    /// time the server heard from it: the session expires `timeout` later.
-    pub contact: Option<Timestamp>,
-}
+use lock_core::{Op, Reply, ZkError};
 
 impl Sim {
     /// Opens a new server session for client `i` and makes it the client's.
     pub(crate) fn open_session(&mut self, i: usize) -> i64 {
         let s = self.model.create_session();
         let timeout = self.clients[i].cfg.session_timeout;
-        self.server.insert(
-            s,
-            ServerSession {
-                client: i,
-                timeout,
-                contact: None,
-            },
-        );
+        self.sessions.open(s, i, timeout);
         let c = &mut self.clients[i];
         c.session = Some(s);
         c.last_zxid = self.model.zxid();
@@ -111,10 +93,9 @@ impl Sim {
         let now = self.now;
         let latency = self.cfg.latency;
         for n in self.model.take_notifications() {
-            let Some(ss) = self.server.get(&n.session) else {
+            let Some(i) = self.sessions.owner(n.session) else {
                 continue;
             };
-            let i = ss.client;
             let c = &mut self.clients[i];
             if c.conn == Conn::Connected && c.session == Some(n.session) {
                 if self.cfg.trace {
@@ -143,14 +124,14 @@ impl Sim {
 
     /// The session tracker expires `session` (or a fault does): its ephemerals go.
     pub(crate) fn server_expire(&mut self, session: i64) {
-        let Some(ss) = self.server.remove(&session) else {
+        let Some(owner) = self.sessions.expired(session) else {
             return;
         };
         let deleted = self.model.expire_session(session);
-        self.clients[ss.client].counters.expirations += 1;
+        self.clients[owner].counters.expirations += 1;
         if self.cfg.trace {
             let text = format!("server expires session {session:#x}, deleting {deleted:?}");
-            self.trace(Some(ss.client), text);
+            self.trace(Some(owner), text);
         }
         self.route_notifications();
     }
