@@ -2,6 +2,7 @@
 //! and faults over the [`model`](crate::model) in virtual time.
 //!
 //! * `scheduler.rs`: [`Sim`](crate::Sim), its configuration and the step loop;
+//! * `clients.rs`: the clients, indexed by their next wakeup;
 //! * `client.rs`, `face.rs`, `user_face.rs`, `binding.rs`: a simulated client (a bare
 //!   core or lock-client's user API) and how its library drives it;
 //! * `network.rs`: the FIFO pipes of one connection, with latency;
@@ -14,6 +15,7 @@
 
 pub(crate) mod binding;
 pub(crate) mod client;
+pub(crate) mod clients;
 pub(crate) mod counters;
 pub(crate) mod deadlock;
 pub(crate) mod face;
