@@ -110,6 +110,8 @@ pub(crate) struct Inspect {
     /// Semaphores in Curator's and kazoo's layouts on the path.
     lease: LeaseView,
     pub(crate) done: bool,
+    /// A failed request is to be asked again: not finished before it is.
+    retry_due: bool,
 }
 
 impl Inspect {
@@ -124,6 +126,7 @@ impl Inspect {
             data: Vec::new(),
             lease: LeaseView::new(path.clone()),
             done: false,
+            retry_due: false,
         }
     }
 
@@ -184,7 +187,12 @@ impl Inspect {
     }
 
     fn maybe_finish(&mut self, cx: &mut Ctx) {
-        if self.list.is_none() && self.reads.is_empty() && self.lease.settled() && !self.done {
+        if self.list.is_none()
+            && self.reads.is_empty()
+            && self.lease.settled()
+            && !self.done
+            && !self.retry_due
+        {
             self.finish(cx);
         }
     }
@@ -274,7 +282,11 @@ impl OneShot for Inspect {
         (self.id, &mut self.done)
     }
 
-    fn recover(&mut self, cx: &mut Ctx) {
+    fn retry_due(&mut self) -> &mut bool {
+        &mut self.retry_due
+    }
+
+    fn restart(&mut self, cx: &mut Ctx) {
         cx.requests.forget_lock(self.id);
         self.reads.clear();
         let op = Op::GetChildren {

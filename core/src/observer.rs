@@ -32,6 +32,8 @@ pub(crate) struct Observer {
     reported: Option<Option<Leader>>,
     participants: usize,
     pub(crate) done: bool,
+    /// A failed request is to be asked again: not finished before it is.
+    retry_due: bool,
 }
 
 impl Observer {
@@ -46,6 +48,7 @@ impl Observer {
             reported: None,
             participants: 0,
             done: false,
+            retry_due: false,
         }
     }
 
@@ -224,7 +227,11 @@ impl OneShot for Observer {
         (self.id, &mut self.done)
     }
 
-    fn recover(&mut self, cx: &mut Ctx) {
+    fn retry_due(&mut self) -> &mut bool {
+        &mut self.retry_due
+    }
+
+    fn restart(&mut self, cx: &mut Ctx) {
         cx.requests.forget_lock(self.id);
         self.read = None;
         self.watching = None;

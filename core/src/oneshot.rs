@@ -13,6 +13,13 @@
 //!   same answer, and a task retried forever leaves its caller waiting forever.
 //!
 //! `NoNode` is no error here: each task says what a missing node means to it.
+//!
+//! A task waiting for its retry has not finished, whatever its other requests
+//! answer meanwhile: a request that failed is out of the task's books, and the
+//! replies still coming could otherwise look like a complete answer (an inspection
+//! reporting an empty queue it never listed, a revocation reporting nodes sent
+//! without the one it could not ask). [`OneShot::retry_due`] says so until the
+//! retry starts over.
 
 use crate::ctx::Ctx;
 use crate::event::{FailReason, LockEvent};
@@ -36,12 +43,22 @@ pub(crate) trait OneShot {
     /// The task's id (its events and timers are filed under it), and whether it
     /// has ended (set once it has).
     fn id_and_done(&mut self) -> (LockId, &mut bool);
-    /// Sends the task's requests again from its own state, as after a reconnect.
-    fn recover(&mut self, cx: &mut Ctx);
+    /// Whether a retry is due: set when a failed request is to be asked again,
+    /// cleared when the task starts over. The task must not finish while it is set.
+    fn retry_due(&mut self) -> &mut bool;
+    /// Sends the task's requests again from its own state.
+    fn restart(&mut self, cx: &mut Ctx);
+
+    /// Starts over (a retry, or a reconnect): the retry is no longer due.
+    fn recover(&mut self, cx: &mut Ctx) {
+        *self.retry_due() = false;
+        self.restart(cx);
+    }
 
     /// Applies the policy to a failed request: a retry timer, or the end.
     fn trouble(&mut self, cx: &mut Ctx, error: ZkError) {
         if retries(&error) {
+            *self.retry_due() = true;
             let (id, _) = self.id_and_done();
             cx.timers
                 .set(id, TimerKind::Retry, cx.now + cx.config.retry_interval);

@@ -23,6 +23,8 @@ pub(crate) struct Revoke {
     list: Option<RequestId>,
     revoked: Vec<String>,
     pub(crate) done: bool,
+    /// A failed request is to be asked again: not finished before it is.
+    retry_due: bool,
 }
 
 impl Revoke {
@@ -36,6 +38,7 @@ impl Revoke {
             list: None,
             revoked: Vec::new(),
             done: false,
+            retry_due: false,
         }
     }
 
@@ -85,7 +88,7 @@ impl Revoke {
             }
             _ => return,
         }
-        if self.pending.is_empty() && self.list.is_none() && !self.done {
+        if self.pending.is_empty() && self.list.is_none() && !self.done && !self.retry_due {
             self.done = true;
             let nodes = std::mem::take(&mut self.revoked);
             cx.emit(self.id, LockEvent::RevocationSent { nodes });
@@ -98,7 +101,11 @@ impl OneShot for Revoke {
         (self.id, &mut self.done)
     }
 
-    fn recover(&mut self, cx: &mut Ctx) {
+    fn retry_due(&mut self) -> &mut bool {
+        &mut self.retry_due
+    }
+
+    fn restart(&mut self, cx: &mut Ctx) {
         cx.requests.forget_lock(self.id);
         self.pending.clear();
         self.revoked.clear();

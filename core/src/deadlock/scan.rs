@@ -35,6 +35,8 @@ pub(crate) struct Scan {
     listed: BTreeSet<String>,
     first: Option<Graph>,
     pub(crate) done: bool,
+    /// A failed request is to be asked again: not finished before it is.
+    retry_due: bool,
 }
 
 impl Scan {
@@ -46,6 +48,7 @@ impl Scan {
             listed: BTreeSet::new(),
             first: None,
             done: false,
+            retry_due: false,
         }
     }
 
@@ -102,7 +105,7 @@ impl Scan {
                 }
             }
         }
-        if !self.pass.requests.is_empty() {
+        if !self.pass.requests.is_empty() || self.retry_due {
             return;
         }
         let graph = self.graph();
@@ -172,7 +175,11 @@ impl OneShot for Scan {
         (self.id, &mut self.done)
     }
 
-    fn recover(&mut self, cx: &mut Ctx) {
+    fn retry_due(&mut self) -> &mut bool {
+        &mut self.retry_due
+    }
+
+    fn restart(&mut self, cx: &mut Ctx) {
         cx.requests.forget_lock(self.id);
         self.first = None;
         self.start_pass(cx);
