@@ -1,6 +1,6 @@
 //! Work per release against queue length, at scale: `QUEUES_CLIENTS` simulated
-//! clients (one session each; 20,000 by default) queued on `QUEUES_LOCKS` locks
-//! (2,000): one queue each of `QUEUES_DEEP` waiters (10,000, 1,000, 100 and 10),
+//! clients (one session each; 100,000 by default) queued on `QUEUES_LOCKS` locks
+//! (10,000): one queue each of `QUEUES_DEEP` waiters (10,000, 1,000, 100 and 10),
 //! the other clients spread evenly over the other locks. One lock of each queue length
 //! is drained (each waiter releases as soon as it
 //! holds) and every release is counted: requests by kind, notifications, and the
@@ -9,8 +9,8 @@
 //! wall time per release is this machine's.
 //!
 //! ```text
-//! cargo bench -p lock-sim --bench queues
-//! QUEUES_CLIENTS=100000 QUEUES_LOCKS=10000 cargo bench -p lock-sim --bench queues
+//! cargo bench -p lock-sim --bench queues      # about 5 minutes, 6 GB
+//! QUEUES_CLIENTS=20000 QUEUES_LOCKS=2000 cargo bench -p lock-sim --bench queues
 //! ```
 //!
 //! lock-sim's scheduler keeps its clients indexed by their next wake-up, so a step
@@ -39,8 +39,8 @@ fn main() {
             .collect()
     };
     let (total_clients, total_locks) = (
-        knob("QUEUES_CLIENTS", "20000")[0],
-        knob("QUEUES_LOCKS", "2000")[0],
+        knob("QUEUES_CLIENTS", "100000")[0],
+        knob("QUEUES_LOCKS", "10000")[0],
     );
     let deep = knob("QUEUES_DEEP", "10000,1000,100,10");
     assert!(
