@@ -1344,18 +1344,7 @@ fn run_workload(w: Workload, salt: u64, default: u64) -> lock_sim::Coverage {
     let explore = explored(w.name, n.div_ceil(EXPLORE_ONE_IN));
     for seed in (salt..salt + n).chain(explore) {
         match w.run(seed) {
-            Ok(r) => {
-                let c = r.coverage;
-                total.crash_flags_checked += c.crash_flags_checked;
-                total.crashes_reported += c.crashes_reported;
-                total.fenced_applied += c.fenced_applied;
-                total.fenced_outcomes_checked += c.fenced_outcomes_checked;
-                total.fenced_not_held += c.fenced_not_held;
-                total.revocations_requested += c.revocations_requested;
-                total.waiters_revoked += c.waiters_revoked;
-                total.leases_expired += c.leases_expired;
-                total.section_calls_interrupted += c.section_calls_interrupted;
-            }
+            Ok(r) => total += r.coverage,
             Err(failure) => panic!(
                 "{failure}\nreplay: lock_sim::Sim::replay({seed}, &lock_sim::Workload::{}())",
                 w.name

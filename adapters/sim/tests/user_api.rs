@@ -1,11 +1,12 @@
-//! The randomized schedules of `tests/workload.rs` with every client driven through
-//! lock-client's user API ([`Workload::through_lock_client`]): a `LockClient` and its
-//! `Link` on a virtual clock, the pending acquisitions, guard event streams and
-//! releases polled only when their wakers are woken. The invariant checker sees
-//! what the user sees; lost wake-ups and guard statuses that contradict their
-//! events are violations too.
+//! The randomized schedules of `tests/workload.rs` and `tests/features.rs` with
+//! every client driven through lock-client's user API
+//! ([`Workload::through_lock_client`]): a `LockClient` and its `Link` on a virtual
+//! clock, the pending acquisitions, guard event streams, releases, section calls
+//! and fenced writes polled only when their wakers are woken. The invariant
+//! checker sees what the user sees; lost wake-ups and guard statuses that
+//! contradict their events are violations too.
 //!
-//! 1,800 fixed schedules (300 per workload) and 90 that change from run to run;
+//! 2,700 fixed schedules (300 per workload) and 135 that change from run to run;
 //! with `tests/workload.rs`' 9,500 on the bare core, over 10,000 per CI run.
 //!
 //! Environment (as in `tests/workload.rs`):
@@ -14,10 +15,11 @@
 //! * `SIM_SEED_BASE=b`: where each test's changing seeds come from (`.ci/run`
 //!   sets it from the commit; default: today's date), printed;
 //! * `LOCK_SIM_USER_REPLAY=s` (with `LOCK_SIM_WORKLOAD=exclusive|read_write|
-//!   semaphore|leader|mixed|harsh`): replays one schedule and prints its trace
+//!   semaphore|leader|mixed|harsh|sections|fenced|features`): replays one schedule
+//!   and prints its trace
 //!   (`cargo test -p lock-sim --test user_api replay -- --nocapture`).
 
-use lock_sim::{Sim, Workload};
+use lock_sim::{Coverage, Sim, Workload};
 use std::time::Instant;
 
 fn env_u64(name: &str) -> Option<u64> {
@@ -32,6 +34,9 @@ fn workload(name: &str) -> Workload {
         "leader" => Workload::leader(),
         "mixed" => Workload::mixed(),
         "harsh" => Workload::harsh(),
+        "sections" => Workload::sections(),
+        "fenced" => Workload::fenced(),
+        "features" => Workload::features(),
         other => panic!("unknown workload {other:?}"),
     };
     w.through_lock_client()
@@ -54,8 +59,8 @@ fn explored(salt: u64, count: u64) -> std::ops::Range<u64> {
 
 /// Runs `default_count` fixed schedules of `name` (seeds offset by `salt`) and a
 /// twentieth as many changing ones; fails with the replay command on the first
-/// violation.
-fn run(name: &str, salt: u64, default_count: u64) {
+/// violation. Returns the schedules run and what their feature checks exercised.
+fn run(name: &str, salt: u64, default_count: u64) -> (u64, Coverage) {
     let w = workload(name);
     let count = env_u64("LOCK_SIM_USER_SCHEDULES").unwrap_or(default_count);
     let first = env_u64("LOCK_SIM_SEED").unwrap_or(0).wrapping_add(salt);
@@ -68,20 +73,23 @@ fn run(name: &str, salt: u64, default_count: u64) {
     );
     let start = Instant::now();
     let (mut steps, mut acquired) = (0u64, 0usize);
+    let mut total = Coverage::default();
     for seed in (first..first + count).chain(new) {
         match w.run(seed) {
             Ok(r) => {
                 steps += r.steps;
                 acquired += r.acquired;
+                total += r.coverage;
             }
             // The failure says how to replay it, with its trace.
             Err(failure) => panic!("{failure}"),
         }
     }
     println!(
-        "{name} through lock-client: {steps} steps, {acquired} acquisitions granted in {:.2}s",
+        "{name} through lock-client: {steps} steps, {acquired} acquisitions granted in {:.2}s; {total:?}",
         start.elapsed().as_secs_f64()
     );
+    (count, total)
 }
 
 #[test]
@@ -112,6 +120,40 @@ fn mixed_schedules() {
 #[test]
 fn harsh_timing_schedules() {
     run("harsh", 15_000_000, 300);
+}
+
+/// Crash-detecting sections opened and closed through the guard: every
+/// crash-detecting grant's flag is checked against the section marker that the
+/// outcomes of `open_section`/`close_section` imply.
+#[test]
+fn sections_schedules() {
+    let (n, c) = run("sections", 16_000_000, 300);
+    assert!(
+        c.crash_flags_checked > 4 * n && c.crashes_reported > n / 10,
+        "{c:?}"
+    );
+}
+
+/// Fenced writes through the guard (with leases and revocable locks): every write
+/// audited at the server, every outcome `fenced_write` returned checked against it.
+#[test]
+fn fenced_schedules() {
+    let (n, c) = run("fenced", 17_000_000, 300);
+    assert!(
+        c.fenced_applied > 10 * n && c.fenced_outcomes_checked > 10 * n && c.leases_expired > n / 4,
+        "{c:?}"
+    );
+}
+
+/// Every recipe with sections, fenced writes, leases and revocable locks, through
+/// lock-client.
+#[test]
+fn features_schedules() {
+    let (n, c) = run("features", 18_000_000, 300);
+    assert!(
+        c.crash_flags_checked > n && c.fenced_applied > 5 * n,
+        "{c:?}"
+    );
 }
 
 /// With `LOCK_SIM_USER_REPLAY` set, replays that schedule with its trace; otherwise

@@ -210,6 +210,28 @@ pub struct Coverage {
     pub section_calls_interrupted: u64,
 }
 
+/// Sums the coverage of several runs.
+///
+/// ```
+/// let mut total = lock_sim::Coverage::default();
+/// total += lock_sim::Workload::sections().run(1).unwrap().coverage;
+/// total += lock_sim::Workload::sections().run(2).unwrap().coverage;
+/// assert!(total.crash_flags_checked > 0);
+/// ```
+impl std::ops::AddAssign for Coverage {
+    fn add_assign(&mut self, other: Coverage) {
+        self.crash_flags_checked += other.crash_flags_checked;
+        self.crashes_reported += other.crashes_reported;
+        self.fenced_applied += other.fenced_applied;
+        self.fenced_outcomes_checked += other.fenced_outcomes_checked;
+        self.fenced_not_held += other.fenced_not_held;
+        self.revocations_requested += other.revocations_requested;
+        self.waiters_revoked += other.waiters_revoked;
+        self.leases_expired += other.leases_expired;
+        self.section_calls_interrupted += other.section_calls_interrupted;
+    }
+}
+
 /// The checker's state; driven by [`Sim`](crate::Sim).
 #[derive(Default, Debug)]
 pub(crate) struct Checker {

@@ -45,6 +45,19 @@ impl crate::sim::scheduler::Sim {
             match out {
                 Drained::Request(r) => self.send(i, r),
                 Drained::Event { lock, event } => self.on_event(i, lock, event),
+                Drained::SectionCall { lock, open } => {
+                    self.trace_with(Some(i), || {
+                        format!("lock-client sends the section call (open: {open}) on {lock}")
+                    });
+                    self.checker.on_section_call((ClientId(i), lock), open);
+                }
+                Drained::FencedCall { lock, write, ops } => {
+                    self.trace_with(Some(i), || {
+                        format!("lock-client sends fenced write {write} on {lock}")
+                    });
+                    self.checker
+                        .on_fenced_call((ClientId(i), lock), write, &ops);
+                }
                 Drained::Note(text) => self.trace_with(Some(i), || text),
                 Drained::Broken(kind, detail) => {
                     let detail = format!("{}: {detail}", ClientId(i));

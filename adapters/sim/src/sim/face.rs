@@ -4,7 +4,9 @@
 //! The scheduler drives both alike: inputs in, drain, timers.
 
 use crate::sim::user_face::{Drained, UserClient};
-use lock_core::{Input, LockId, LockSpec, LockState, Output, Session, Timestamp, UsageError};
+use lock_core::{
+    Input, LockId, LockSpec, LockState, MultiOp, Output, Session, Timestamp, UsageError,
+};
 
 // The bare core is the common case and stays inline; the user face is boxed.
 #[allow(clippy::large_enum_variant)]
@@ -121,6 +123,38 @@ impl ClientCore {
             ClientCore::Session(core) => core.cancel(lock, now),
             ClientCore::User(user) => user.cancel(lock, now),
         }
+    }
+
+    pub(crate) fn open_section(
+        &mut self,
+        lock: LockId,
+        open: bool,
+        now: Timestamp,
+    ) -> Result<(), UsageError> {
+        match self {
+            ClientCore::Session(core) if open => core.open_section(lock, now),
+            ClientCore::Session(core) => core.close_section(lock, now),
+            ClientCore::User(user) => user.section(lock, open, now),
+        }
+    }
+
+    pub(crate) fn fenced_write(
+        &mut self,
+        lock: LockId,
+        ops: Vec<MultiOp>,
+        now: Timestamp,
+    ) -> Result<u64, UsageError> {
+        match self {
+            ClientCore::Session(core) => core.fenced_write(lock, ops, now),
+            ClientCore::User(user) => user.fenced_write(lock, ops, now),
+        }
+    }
+
+    /// Whether the calls a holder makes are reported by the face itself, when the
+    /// user API hands them to the core ([`Drained::SectionCall`],
+    /// [`Drained::FencedCall`]), rather than by the caller at once.
+    pub(crate) fn reports_calls(&self) -> bool {
+        matches!(self, ClientCore::User(_))
     }
 
     /// The bare core for the calls the user face does not drive yet.

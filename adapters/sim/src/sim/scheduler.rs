@@ -64,9 +64,9 @@ pub struct SimConfig {
     /// driven through its `Link`, on a virtual clock, its futures polled only when
     /// woken) instead of a bare [`lock_core::Session`] (default: off). The same
     /// invariants then check what the user sees, plus lost wake-ups and guard
-    /// statuses. Sections, fenced writes, observers, revocation requests,
-    /// inspections and deadlock scans are not driven that way yet (those calls
-    /// panic).
+    /// statuses. Sections and fenced writes go through the guard; observers,
+    /// revocation requests, inspections and deadlock scans are not driven that way
+    /// yet (those calls panic).
     pub user_api: bool,
 }
 
@@ -353,43 +353,44 @@ impl Sim {
         Ok(id)
     }
 
-    /// Opens a crash-detecting critical section (see [`Session::open_section`](lock_core::Session::open_section)).
+    /// Opens a crash-detecting critical section (see [`Session::open_section`](lock_core::Session::open_section);
+    /// on the user face [`LockGuard::open_section`](lock_client::LockGuard::open_section)).
     pub fn open_section(&mut self, client: ClientId, lock: LockId) -> Result<(), UsageError> {
-        let now = self.now;
-        let r = self.clients[client.0]
-            .core
-            .core_only("open_section")
-            .open_section(lock, now);
-        self.trace_with(Some(client.0), || {
-            format!("user opens a section on {lock}: {r:?}")
-        });
-        if r.is_ok() {
-            self.checker.on_section_call((client, lock), true);
-        }
-        self.pump(client.0);
-        self.after_call();
-        r
+        self.section_call(client, lock, true)
     }
 
-    /// Closes the critical section (see [`Session::close_section`](lock_core::Session::close_section)).
+    /// Closes the critical section (see [`Session::close_section`](lock_core::Session::close_section);
+    /// on the user face [`LockGuard::close_section`](lock_client::LockGuard::close_section)).
     pub fn close_section(&mut self, client: ClientId, lock: LockId) -> Result<(), UsageError> {
+        self.section_call(client, lock, false)
+    }
+
+    fn section_call(
+        &mut self,
+        client: ClientId,
+        lock: LockId,
+        open: bool,
+    ) -> Result<(), UsageError> {
         let now = self.now;
-        let r = self.clients[client.0]
-            .core
-            .core_only("close_section")
-            .close_section(lock, now);
+        let core = &mut self.clients[client.0].core;
+        let r = core.open_section(lock, open, now);
+        let reported = core.reports_calls();
         self.trace_with(Some(client.0), || {
-            format!("user closes the section on {lock}: {r:?}")
+            let what = if open { "opens" } else { "closes" };
+            format!("user {what} a section on {lock}: {r:?}")
         });
-        if r.is_ok() {
-            self.checker.on_section_call((client, lock), false);
+        // (The user face reports the call when lock-client makes it.)
+        if r.is_ok() && !reported {
+            self.checker.on_section_call((client, lock), open);
         }
         self.pump(client.0);
         self.after_call();
         r
     }
 
-    /// Writes fenced by the lock (see [`Session::fenced_write`](lock_core::Session::fenced_write)).
+    /// Writes fenced by the lock (see [`Session::fenced_write`](lock_core::Session::fenced_write);
+    /// on the user face [`LockGuard::fenced_write`](lock_client::LockGuard::fenced_write), whose
+    /// outcome is reported as the core's `FencedWrite` event under the id returned here).
     pub fn fenced_write(
         &mut self,
         client: ClientId,
@@ -398,15 +399,15 @@ impl Sim {
     ) -> Result<u64, UsageError> {
         let now = self.now;
         let audited = ops.clone();
-        let r = self.clients[client.0]
-            .core
-            .core_only("fenced_write")
-            .fenced_write(lock, ops, now);
+        let core = &mut self.clients[client.0].core;
+        let r = core.fenced_write(lock, ops, now);
+        let reported = core.reports_calls();
         self.trace_with(Some(client.0), || {
             format!("user fenced write on {lock}: {r:?}")
         });
-        if let Ok(write) = r {
-            self.checker.on_fenced_call((client, lock), write, &audited);
+        match r {
+            Ok(write) if !reported => self.checker.on_fenced_call((client, lock), write, &audited),
+            _ => {}
         }
         self.pump(client.0);
         self.after_call();

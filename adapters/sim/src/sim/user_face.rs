@@ -16,17 +16,26 @@
 //!   its stream gave (held after `Acquired`/`Resumed`, suspended after
 //!   `Suspended`, lost after `Lost`), at every poll of the user's.
 //!
-//! Sections, fenced writes, observers, revocation requests, inspections and
-//! deadlock scans are not driven through the user API yet: the calls panic on this
-//! face, and [`Workload::through_lock_client`](crate::Workload::through_lock_client)
-//! leaves them out.
+//! A holder's crash-detecting sections and fenced writes go through its guard
+//! ([`LockGuard::open_section`], [`LockGuard::close_section`],
+//! [`LockGuard::fenced_write`]), each call a future of its own that shares the
+//! guard (see [`crate::sim::user_calls`]); a release waits until none is in flight,
+//! as the guard's owner must take it back to release it. The checker hears of the
+//! calls when lock-client makes them and of their outcomes as the events the bare
+//! core reports.
+//!
+//! Observers, revocation requests, inspections and deadlock scans are not driven
+//! through the user API yet: the calls panic on this face, and
+//! [`Workload::through_lock_client`](crate::Workload::through_lock_client) leaves
+//! them out.
 //!
 //! [`SimConfig::user_api`]: crate::SimConfig::user_api
 
+use crate::sim::user_calls::Sides;
 use lock_client::{Clock, Error, Link, LockClient, LockGuard, LockStatus, PendingLock};
 use lock_core::{
-    Config, FailReason, Input, LockEvent, LockId, LockSpec, LockState, LostReason, Request,
-    Timestamp, UsageError,
+    Config, FailReason, Input, LockEvent, LockId, LockSpec, LockState, LostReason, MultiOp,
+    Request, Timestamp, UsageError,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
@@ -51,9 +60,9 @@ impl Clock for SimClock {
 
 /// A task's waker: records that it was woken, and how often.
 #[derive(Default)]
-struct WakeFlag {
-    woken: AtomicBool,
-    wakes: AtomicU64,
+pub(crate) struct WakeFlag {
+    pub(crate) woken: AtomicBool,
+    pub(crate) wakes: AtomicU64,
 }
 
 impl Wake for WakeFlag {
@@ -73,13 +82,19 @@ type Releasing = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
 enum Stage {
     /// Awaiting the [`PendingLock`].
     Waiting(PendingLock),
-    /// Holding the guard and reading its events; `last` is the last one read.
-    Held { guard: LockGuard, last: LockEvent },
+    /// Holding the guard and reading its events; `last` is the last one read. The
+    /// guard is shared with the side calls in flight; `release_asked`: the user
+    /// releases it once they have returned.
+    Held {
+        guard: Arc<LockGuard>,
+        last: LockEvent,
+        release_asked: bool,
+    },
     /// Awaiting `guard.release()`.
     Releasing(Releasing),
     /// Lost: the guard is kept to check that it keeps saying so.
     Lost {
-        guard: LockGuard,
+        guard: Arc<LockGuard>,
         reason: LostReason,
     },
 }
@@ -96,6 +111,15 @@ pub(crate) enum Drained {
     Request(Request),
     /// What the user saw happen to an acquisition.
     Event { lock: LockId, event: LockEvent },
+    /// lock-client handed a section call of the user's to the core.
+    SectionCall { lock: LockId, open: bool },
+    /// lock-client handed a fenced write of the user's to the core (`write`: the
+    /// harness's name for it).
+    FencedCall {
+        lock: LockId,
+        write: u64,
+        ops: Vec<MultiOp>,
+    },
     /// A line for the trace.
     Note(String),
     /// The user API broke a promise: which check, and what happened.
@@ -108,6 +132,8 @@ pub(crate) struct UserClient {
     link: Link,
     clock: Arc<SimClock>,
     tasks: BTreeMap<LockId, Task>,
+    /// The holders' section calls and fenced writes in flight.
+    sides: Sides,
     out: VecDeque<Drained>,
     /// The waker of probes and of `wait_idle`.
     probe: Waker,
@@ -128,6 +154,7 @@ impl UserClient {
             link,
             clock,
             tasks: BTreeMap::new(),
+            sides: Sides::default(),
             out: VecDeque::new(),
             probe: Waker::from(Arc::new(WakeFlag::default())),
             trace: false,
@@ -205,6 +232,7 @@ impl UserClient {
             }
             if !self.poll_woken() {
                 if check {
+                    self.probe_unwoken_sides();
                     self.probe_unwoken();
                     if let Some(out) = self.out.pop_front() {
                         return Some(out);
@@ -242,10 +270,12 @@ impl UserClient {
         match self.tasks.get(&lock).map(|t| &t.stage) {
             None | Some(Stage::Lost { .. }) => Err(UsageError::UnknownLock(lock)),
             // A suspended lock is released once the connection is back (as the core does).
-            Some(Stage::Held { guard, .. })
-                if matches!(guard.status(), LockStatus::Held | LockStatus::Suspended) =>
-            {
-                self.start_release(lock);
+            Some(Stage::Held {
+                guard,
+                release_asked: false,
+                ..
+            }) if matches!(guard.status(), LockStatus::Held | LockStatus::Suspended) => {
+                self.ask_release(lock);
                 Ok(())
             }
             Some(_) => Err(UsageError::NotHeld(lock)),
@@ -267,7 +297,7 @@ impl UserClient {
                 Ok(())
             }
             Some(Stage::Held { .. }) => {
-                self.start_release(lock);
+                self.ask_release(lock);
                 Ok(())
             }
             Some(Stage::Releasing(_) | Stage::Lost { .. }) => Ok(()),
@@ -277,6 +307,10 @@ impl UserClient {
     pub(crate) fn state(&self, lock: LockId) -> Option<LockState> {
         match &self.tasks.get(&lock)?.stage {
             Stage::Waiting(_) => Some(LockState::Waiting),
+            Stage::Held {
+                release_asked: true,
+                ..
+            } => Some(LockState::Releasing),
             Stage::Held { guard, .. } => match guard.status() {
                 LockStatus::Held => Some(LockState::Held),
                 LockStatus::Suspended => Some(LockState::Suspended),
@@ -287,21 +321,100 @@ impl UserClient {
         }
     }
 
-    fn start_release(&mut self, lock: LockId) {
-        let Some(task) = self.tasks.get_mut(&lock) else {
-            return;
-        };
-        let placeholder = Stage::Releasing(Box::pin(async { Ok(()) }));
-        if let Stage::Held { guard, .. } = std::mem::replace(&mut task.stage, placeholder) {
-            task.stage = Stage::Releasing(Box::pin(guard.release()));
-            task.flag.woken.store(true, Ordering::Relaxed);
+    /// The user gives the guard back to release it: at once, or once the side calls
+    /// sharing it have returned.
+    fn ask_release(&mut self, lock: LockId) {
+        if let Some(Stage::Held { release_asked, .. }) =
+            self.tasks.get_mut(&lock).map(|t| &mut t.stage)
+        {
+            *release_asked = true;
+        }
+        self.start_releases();
+    }
+
+    /// Starts every release asked for whose guard no side call shares any more.
+    fn start_releases(&mut self) {
+        for (lock, task) in &mut self.tasks {
+            let ready = matches!(
+                task.stage,
+                Stage::Held {
+                    release_asked: true,
+                    ..
+                }
+            ) && !self.sides.busy(*lock);
+            if !ready {
+                continue;
+            }
+            let placeholder = Stage::Releasing(Box::pin(async { Ok(()) }));
+            if let Stage::Held { guard, .. } = std::mem::replace(&mut task.stage, placeholder) {
+                let guard = Arc::try_unwrap(guard)
+                    .unwrap_or_else(|_| unreachable!("no side call shares the guard"));
+                task.stage = Stage::Releasing(Box::pin(guard.release()));
+                task.flag.woken.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The user calls `open_section` (`open`) or `close_section` on the guard of
+    /// `lock` (after the section call in flight on it, if any).
+    pub(crate) fn section(
+        &mut self,
+        lock: LockId,
+        open: bool,
+        now: Timestamp,
+    ) -> Result<(), UsageError> {
+        self.set_now(now);
+        let guard = self.guard_in_hand(lock)?;
+        self.sides.section(&guard, lock, open, &mut self.out)
+    }
+
+    /// The user calls `fenced_write(ops)` on the guard of `lock`: the harness's
+    /// name of the write (its outcome is reported under it).
+    pub(crate) fn fenced_write(
+        &mut self,
+        lock: LockId,
+        ops: Vec<MultiOp>,
+        now: Timestamp,
+    ) -> Result<u64, UsageError> {
+        self.set_now(now);
+        let guard = self.guard_in_hand(lock)?;
+        self.sides.fenced_write(&guard, lock, ops, &mut self.out)
+    }
+
+    /// The guard of `lock` while the user still has it to call on (held, not given
+    /// to a release).
+    fn guard_in_hand(&self, lock: LockId) -> Result<Arc<LockGuard>, UsageError> {
+        match self.tasks.get(&lock).map(|t| &t.stage) {
+            None => Err(UsageError::UnknownLock(lock)),
+            Some(Stage::Held {
+                guard,
+                release_asked: false,
+                ..
+            }) => Ok(guard.clone()),
+            Some(_) => Err(UsageError::NotHeld(lock)),
+        }
+    }
+
+    /// The guards of the locks the user holds (and has not seen end).
+    fn held_guards(
+        tasks: &BTreeMap<LockId, Task>,
+    ) -> impl Fn(LockId) -> Option<Arc<LockGuard>> + '_ {
+        move |lock| match tasks.get(&lock).map(|t| &t.stage) {
+            Some(Stage::Held { guard, .. }) => Some(guard.clone()),
+            _ => None,
         }
     }
 
     // ----- the executor ------------------------------------------------------------
 
-    /// Polls every task whose waker was woken; true if one was.
+    /// Polls every side call, then every task, whose waker was woken; true if one
+    /// was. Side calls first: an answer the core gave before the lock's end reaches
+    /// the checker before the end.
     fn poll_woken(&mut self) -> bool {
+        let held = Self::held_guards(&self.tasks);
+        let sides = self.sides.poll_woken(&held, &mut self.out);
+        drop(held);
+        self.start_releases();
         let woken: Vec<LockId> = self
             .tasks
             .iter()
@@ -312,7 +425,14 @@ impl UserClient {
             let waker = self.tasks[&id].waker.clone();
             self.poll_task(id, &waker, false);
         }
-        !woken.is_empty()
+        sides || !woken.is_empty()
+    }
+
+    fn probe_unwoken_sides(&mut self) {
+        let held = Self::held_guards(&self.tasks);
+        self.sides.probe_unwoken(&self.probe, &held, &mut self.out);
+        drop(held);
+        self.start_releases();
     }
 
     /// Polls the futures of every task not woken with the probe's waker: a ready one
@@ -369,7 +489,11 @@ impl UserClient {
                     Poll::Ready(Ok(guard)) => {
                         let event = LockEvent::Acquired(guard.grant().clone());
                         report.push(event.clone());
-                        task.stage = Stage::Held { guard, last: event };
+                        task.stage = Stage::Held {
+                            guard: Arc::new(guard),
+                            last: event,
+                            release_asked: false,
+                        };
                     }
                     Poll::Ready(Err(e)) => {
                         report.push(LockEvent::Failed(fail_reason(e)));
@@ -377,7 +501,7 @@ impl UserClient {
                         break;
                     }
                 },
-                Stage::Held { guard, last } => {
+                Stage::Held { guard, last, .. } => {
                     let polled = {
                         let mut next = std::pin::pin!(guard.next_event());
                         next.as_mut().poll(&mut cx)
@@ -420,7 +544,7 @@ impl UserClient {
             }
         }
         let status = match &task.stage {
-            Stage::Held { guard, last } => Some((guard.status(), expected_status(last))),
+            Stage::Held { guard, last, .. } => Some((guard.status(), expected_status(last))),
             Stage::Lost { guard, reason } => {
                 Some((guard.status(), LockStatus::Lost(reason.clone())))
             }
@@ -443,6 +567,12 @@ impl UserClient {
         }
         if remove {
             self.tasks.remove(&id);
+        }
+        if !matches!(
+            self.tasks.get(&id).map(|t| &t.stage),
+            Some(Stage::Held { .. })
+        ) {
+            self.sides.forget(id);
         }
         let wakes = self
             .tasks

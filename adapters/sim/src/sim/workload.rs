@@ -225,23 +225,24 @@ impl Workload {
 
     /// The same schedules with every client driven through lock-client's user API
     /// ([`SimConfig::user_api`]): the acquisitions, releases, cancellations,
-    /// timeouts, leases and revocable locks of the preset; the holder features not
-    /// driven that way yet (sections, fenced writes, observers, revocation
-    /// requests) are left out.
+    /// timeouts, leases and revocable locks of the preset, and the holders'
+    /// crash-detecting sections and fenced writes through their guards; the calls
+    /// not driven that way yet (election observers, revocation requests) are left
+    /// out.
     ///
     /// ```
     /// use lock_sim::Workload;
     /// let w = Workload::mixed().through_lock_client();
     /// let report = w.run(1).unwrap_or_else(|f| panic!("{f}"));
     /// assert!(report.acquired > 0);
+    /// let w = Workload::fenced().through_lock_client();
+    /// let report = w.run(1).unwrap_or_else(|f| panic!("{f}"));
+    /// assert!(report.coverage.fenced_outcomes_checked > 0);
     /// ```
     pub fn through_lock_client(mut self) -> Self {
         self.user_api = true;
         self.revoke_chance = 0.0;
         self.observe_chance = 0.0;
-        self.section_chance = 0.0;
-        self.close_section_chance = 0.0;
-        self.fenced_chance = 0.0;
         self
     }
 

@@ -1,0 +1,299 @@
+//! What a holder calls on its guard through lock-client besides reading its events
+//! and releasing: crash-detecting sections ([`LockGuard::open_section`],
+//! [`LockGuard::close_section`]) and fenced writes ([`LockGuard::fenced_write`]).
+//!
+//! Each call is a future of its own, as a user task sharing the guard through an
+//! `Arc<LockGuard>` awaits it: polled once at the call (as `.await` does), then only
+//! when its waker is woken, and probed for lost wake-ups like the others. A user's
+//! section calls on one guard follow each other (the next one starts once the one
+//! in flight has its answer: `open_section().await; ...; close_section().await`);
+//! fenced writes run side by side.
+//!
+//! The invariant checker hears of each call when lock-client hands it to the core
+//! ([`Drained::SectionCall`], [`Drained::FencedCall`]) and of its outcome as the
+//! event the bare core would report for it (`SectionOpened`, `SectionClosed`,
+//! `SectionFailed`, `FencedWrite`), while the lock is still held. A fenced write is
+//! named by the harness (the user API returns its outcome from the call itself, so
+//! nothing needs the core's own write id): the name only pairs the call with its
+//! outcome for the checker.
+
+use crate::sim::user_face::{Drained, WakeFlag};
+use lock_client::{Error, LockGuard, Writes};
+use lock_core::{FencedError, LockEvent, LockId, MultiOp, MultiResult, UsageError};
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+/// Which call a side future is.
+#[derive(Clone, Copy, Debug)]
+enum Call {
+    Section { open: bool },
+    Fenced { write: u64 },
+}
+
+/// What the call returned to the user.
+enum Answer {
+    Section(Result<(), Error>),
+    Fenced(Result<Vec<MultiResult>, FencedError>),
+}
+
+type SideFuture = Pin<Box<dyn Future<Output = Answer> + Send>>;
+
+struct Side {
+    lock: LockId,
+    call: Call,
+    future: SideFuture,
+    flag: Arc<WakeFlag>,
+    waker: Waker,
+}
+
+/// The side calls of one client's holders.
+#[derive(Default)]
+pub(crate) struct Sides {
+    running: BTreeMap<u64, Side>,
+    next_side: u64,
+    /// Section calls made while another was in flight on the same guard: they
+    /// start, in order, as the one before gets its answer.
+    queued: BTreeMap<LockId, VecDeque<bool>>,
+    next_write: u64,
+}
+
+impl Sides {
+    /// Whether a call on `lock` is in flight or waiting its turn (a release waits
+    /// for them: it needs the guard back).
+    pub(crate) fn busy(&self, lock: LockId) -> bool {
+        self.queued.contains_key(&lock) || self.running.values().any(|s| s.lock == lock)
+    }
+
+    /// The user calls `open_section` (`open`) or `close_section` on the guard of
+    /// `lock`; after the call in flight on it, if any.
+    pub(crate) fn section(
+        &mut self,
+        guard: &Arc<LockGuard>,
+        lock: LockId,
+        open: bool,
+        out: &mut VecDeque<Drained>,
+    ) -> Result<(), UsageError> {
+        let in_flight = self
+            .running
+            .values()
+            .any(|s| s.lock == lock && matches!(s.call, Call::Section { .. }));
+        if in_flight || self.queued.contains_key(&lock) {
+            self.queued.entry(lock).or_default().push_back(open);
+            return Ok(());
+        }
+        self.start_section(guard, lock, open, out)
+    }
+
+    fn start_section(
+        &mut self,
+        guard: &Arc<LockGuard>,
+        lock: LockId,
+        open: bool,
+        out: &mut VecDeque<Drained>,
+    ) -> Result<(), UsageError> {
+        let guard = guard.clone();
+        let future: SideFuture = Box::pin(async move {
+            Answer::Section(if open {
+                guard.open_section().await
+            } else {
+                guard.close_section().await
+            })
+        });
+        match self.start(lock, Call::Section { open }, future) {
+            // Refused at once: nothing was sent.
+            Err(Answer::Section(Err(Error::Usage(e)))) => Err(e),
+            Err(_) => Err(UsageError::NotHeld(lock)),
+            Ok(()) => {
+                out.push_back(Drained::SectionCall { lock, open });
+                Ok(())
+            }
+        }
+    }
+
+    /// The user calls `fenced_write(ops)` on the guard of `lock`: the harness's
+    /// name of the write, or why nothing was sent.
+    pub(crate) fn fenced_write(
+        &mut self,
+        guard: &Arc<LockGuard>,
+        lock: LockId,
+        ops: Vec<MultiOp>,
+        out: &mut VecDeque<Drained>,
+    ) -> Result<u64, UsageError> {
+        let guard = guard.clone();
+        let writes = Writes::from(ops.clone());
+        let future: SideFuture =
+            Box::pin(async move { Answer::Fenced(guard.fenced_write(writes).await) });
+        let write = self.next_write + 1;
+        match self.start(lock, Call::Fenced { write }, future) {
+            // Not held or not trusted: nothing was sent.
+            Err(Answer::Fenced(Err(FencedError::NotHeld))) => Err(UsageError::NotHeld(lock)),
+            Err(answer) => {
+                // Answered at the first poll, but sent: report the call and its outcome.
+                self.next_write = write;
+                out.push_back(Drained::FencedCall { lock, write, ops });
+                out.extend(outcome(lock, Call::Fenced { write }, answer));
+                Ok(write)
+            }
+            Ok(()) => {
+                self.next_write = write;
+                out.push_back(Drained::FencedCall { lock, write, ops });
+                Ok(write)
+            }
+        }
+    }
+
+    /// Polls `future` once, as `.await` does: `Err` with its answer if it is ready
+    /// at once; otherwise it runs from now on.
+    fn start(&mut self, lock: LockId, call: Call, mut future: SideFuture) -> Result<(), Answer> {
+        let flag = Arc::new(WakeFlag::default());
+        let waker = Waker::from(flag.clone());
+        if let Poll::Ready(answer) = future.as_mut().poll(&mut Context::from_waker(&waker)) {
+            return Err(answer);
+        }
+        self.next_side += 1;
+        let side = Side {
+            lock,
+            call,
+            future,
+            flag,
+            waker,
+        };
+        self.running.insert(self.next_side, side);
+        Ok(())
+    }
+
+    /// Polls every side future whose waker was woken; true if one was. `held`
+    /// gives the guard of a lock the user still holds (for the next section call
+    /// in line, and to tell whether an outcome comes before the lock's end).
+    pub(crate) fn poll_woken(
+        &mut self,
+        held: &dyn Fn(LockId) -> Option<Arc<LockGuard>>,
+        out: &mut VecDeque<Drained>,
+    ) -> bool {
+        let woken: Vec<u64> = self
+            .running
+            .iter()
+            .filter(|(_, s)| s.flag.woken.swap(false, Ordering::Relaxed))
+            .map(|(k, _)| *k)
+            .collect();
+        for &k in &woken {
+            let waker = self.running[&k].waker.clone();
+            if let Some((lock, call, answer)) = self.poll_side(k, &waker) {
+                self.finish(lock, call, answer, held, out);
+            }
+        }
+        !woken.is_empty()
+    }
+
+    /// Polls every side future not woken with `probe`: a ready one lost its
+    /// wake-up (an executor would never poll it again).
+    pub(crate) fn probe_unwoken(
+        &mut self,
+        probe: &Waker,
+        held: &dyn Fn(LockId) -> Option<Arc<LockGuard>>,
+        out: &mut VecDeque<Drained>,
+    ) {
+        let keys: Vec<u64> = self.running.keys().copied().collect();
+        for k in keys {
+            let wakes = self.running[&k].flag.wakes.load(Ordering::Relaxed);
+            if let Some((lock, call, answer)) = self.poll_side(k, probe) {
+                out.push_back(Drained::Broken(
+                    crate::ViolationKind::Liveness,
+                    format!(
+                        "lost wake-up: {call:?} on {lock} was ready but its waker was not \
+                         woken ({wakes} wakes so far): an executor would never poll it again"
+                    ),
+                ));
+                self.finish(lock, call, answer, held, out);
+            }
+        }
+    }
+
+    fn poll_side(&mut self, k: u64, waker: &Waker) -> Option<(LockId, Call, Answer)> {
+        let side = self.running.get_mut(&k)?;
+        match side.future.as_mut().poll(&mut Context::from_waker(waker)) {
+            Poll::Pending => None,
+            Poll::Ready(answer) => {
+                let side = self.running.remove(&k).expect("polled");
+                Some((side.lock, side.call, answer))
+            }
+        }
+    }
+
+    /// A call returned: its outcome for the checker while the lock is held, and the
+    /// next section call in line.
+    fn finish(
+        &mut self,
+        lock: LockId,
+        call: Call,
+        answer: Answer,
+        held: &dyn Fn(LockId) -> Option<Arc<LockGuard>>,
+        out: &mut VecDeque<Drained>,
+    ) {
+        let guard = held(lock);
+        if guard.is_some() {
+            out.extend(outcome(lock, call, answer));
+        } else {
+            // The user saw the lock end first: the core reports nothing after it.
+            out.push_back(Drained::Note(format!(
+                "{call:?} on {lock} returned after the lock ended"
+            )));
+        }
+        if !matches!(call, Call::Section { .. }) {
+            return;
+        }
+        let Some(guard) = guard else {
+            self.queued.remove(&lock);
+            return;
+        };
+        while let Some(open) = self.next_in_line(lock) {
+            match self.start_section(&guard, lock, open, out) {
+                Ok(()) => return,
+                Err(e) => out.push_back(Drained::Note(format!(
+                    "the section call on {lock} in line was refused: {e}"
+                ))),
+            }
+        }
+    }
+
+    fn next_in_line(&mut self, lock: LockId) -> Option<bool> {
+        let line = self.queued.get_mut(&lock)?;
+        let open = line.pop_front();
+        if line.is_empty() {
+            self.queued.remove(&lock);
+        }
+        open
+    }
+
+    /// The lock ended for the user: its section calls in line are dropped.
+    pub(crate) fn forget(&mut self, lock: LockId) {
+        self.queued.remove(&lock);
+    }
+}
+
+/// The event the bare core reports for a call's answer, if any (a call that ended
+/// with the lock has none: the lock's own end says it).
+fn outcome(lock: LockId, call: Call, answer: Answer) -> Option<Drained> {
+    let event = match (call, answer) {
+        (Call::Section { open }, Answer::Section(Ok(()))) => {
+            if open {
+                LockEvent::SectionOpened
+            } else {
+                LockEvent::SectionClosed
+            }
+        }
+        (Call::Section { .. }, Answer::Section(Err(Error::Zk(e)))) => LockEvent::SectionFailed(e),
+        (Call::Fenced { write }, Answer::Fenced(result)) => {
+            LockEvent::FencedWrite { write, result }
+        }
+        (call, Answer::Section(Err(e))) => {
+            return Some(Drained::Note(format!("{call:?} on {lock} failed: {e}")))
+        }
+        (call, _) => unreachable!("{call:?} answered as another call"),
+    };
+    Some(Drained::Event { lock, event })
+}
