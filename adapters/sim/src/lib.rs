@@ -99,19 +99,21 @@
 #![deny(missing_docs)]
 
 pub mod check;
+mod ids;
 mod model;
 pub mod server;
 mod sim;
 
 pub use check::{Coverage, Violation, ViolationKind};
+pub use ids::ClientId;
 pub use model::paths::validate_path;
 pub use model::watches::{Notification, WatchType};
 pub use model::{NodeInfo, ZkModel, CONTAINER_OWNER, NO_SESSION};
 pub use server::Server;
-pub use sim::client::{ClientConfig, ClientId, EventRecord, Profile};
+pub use sim::client::{ClientConfig, EventRecord, Profile};
 pub use sim::counters::{Counters, OpKind};
 pub use sim::deadlock::{DeadlockReport, DeadlockWorkload};
-pub use sim::faults::{FaultConfig, InFlight};
+pub use sim::fault_config::{FaultConfig, InFlight};
 pub use sim::network::Latency;
 pub use sim::rng::SimRng;
 pub use sim::scheduler::{Sim, SimConfig, TraceEntry};

@@ -49,8 +49,8 @@ pub(crate) use fenced::AuditedWrite;
 use fenced::FencedData;
 use sections::SectionMarker;
 
+use crate::ids::ClientId;
 use crate::model::ZkModel;
-use crate::sim::client::ClientId;
 use lock_core::names::{parse_kazoo_lease, parse_name, semaphore_lease_dir, semaphore_mutex_dir};
 use lock_core::NameScheme;
 use lock_core::{LockEvent, LockId, Recipe, Timestamp};

@@ -10,7 +10,7 @@
 //!   same id, or the expiry as the [`Profile`] reports it;
 //! * `handle_timeout(now)` is called once `now >= poll_timeout()`.
 
-use crate::sim::client::ClientId;
+use crate::ids::ClientId;
 use crate::sim::client::{Conn, EventRecord, Pending, Profile};
 use crate::sim::network::Link;
 use crate::sim::user_face::Drained;

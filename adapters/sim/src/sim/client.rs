@@ -6,6 +6,7 @@
 //! [`Profile::KeepsWatches`]) the watches it believes are set, which it re-registers
 //! after a reconnect like `SetWatches` does.
 
+use crate::ids::ClientId;
 use crate::model::ClientWatches;
 use crate::sim::counters::Counters;
 use crate::sim::face::ClientCore;
@@ -15,16 +16,6 @@ use lock_core::{Config, LockEvent, LockId, RequestId, Session, Timestamp, ZkErro
 use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
-
-/// Identifies a client of a [`Sim`](crate::Sim) (its index, in the order added).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-pub struct ClientId(pub usize);
-
-impl fmt::Display for ClientId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "c{}", self.0)
-    }
-}
 
 /// How the simulated client library behaves across reconnects and expiry.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

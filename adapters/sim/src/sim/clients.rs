@@ -14,10 +14,23 @@
 //! each client's entry is the minimum of its own candidates, under the same order.
 
 use crate::sim::client::{Conn, SimClient};
-use crate::sim::scheduler::Wake;
 use lock_core::Timestamp;
 use std::collections::BTreeSet;
 use std::ops::{Index, IndexMut};
+
+/// What the scheduler wakes up for; at equal times, the earlier variant goes first.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub(crate) enum Wake {
+    ServerReceive(usize),
+    ClientReceive(usize),
+    LocalFailure(usize),
+    Connect(usize),
+    NoticeDisconnect(usize),
+    CoreTimer(usize),
+    Expire(i64),
+    Reap,
+    Fault,
+}
 
 #[derive(Default)]
 pub(crate) struct Clients {

@@ -1,7 +1,8 @@
 //! Looking into a running [`Sim`]: time, the tree, clients, events, counters.
 
+use crate::ids::ClientId;
 use crate::model::{NodeInfo, ZkModel};
-use crate::sim::client::{ClientId, Conn, EventRecord};
+use crate::sim::client::{Conn, EventRecord};
 use crate::sim::counters::Counters;
 use crate::sim::scheduler::{Sim, SimConfig};
 use lock_core::{Grant, LockEvent, LockId, LockState, Session, Timestamp};

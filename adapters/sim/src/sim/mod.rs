@@ -9,7 +9,7 @@
 //! * `network.rs`: the FIFO pipes of one connection, with latency;
 //! * `server_side.rs`: the server applying requests, routing firings, expiring
 //!   sessions and reaping containers;
-//! * `faults.rs`: random and explicit faults;
+//! * `faults.rs`, `fault_config.rs`: random and explicit faults, and their settings;
 //! * `inspect.rs`, `counters.rs`: looking into a run;
 //! * `workload.rs`, `deadlock.rs`: randomized workloads and their reports;
 //! * `rng.rs`: the only source of randomness.
@@ -20,6 +20,7 @@ pub(crate) mod clients;
 pub(crate) mod counters;
 pub(crate) mod deadlock;
 pub(crate) mod face;
+pub(crate) mod fault_config;
 pub(crate) mod faults;
 pub(crate) mod inspect;
 pub(crate) mod network;

@@ -4,11 +4,12 @@
 //! schedule.
 
 use crate::check::{Checker, Options, Violation, ViolationKind};
+use crate::ids::ClientId;
 use crate::model::ZkModel;
 use crate::model::{SessionTracker, SILENT_CUT_NOTICED_WITHIN};
-use crate::sim::client::{ClientConfig, ClientId, Conn, EventRecord, Profile, SimClient};
-use crate::sim::clients::Clients;
-use crate::sim::faults::FaultConfig;
+use crate::sim::client::{ClientConfig, Conn, EventRecord, Profile, SimClient};
+use crate::sim::clients::{Clients, Wake};
+use crate::sim::fault_config::FaultConfig;
 use crate::sim::network::Latency;
 use crate::sim::rng::SimRng;
 use lock_core::{LockId, LockSpec, Timestamp, UsageError};
@@ -157,20 +158,6 @@ impl fmt::Display for TraceEntry {
             None => write!(f, "[{:>6}] {:>9} --: {}", self.step, self.at, self.text),
         }
     }
-}
-
-/// What the scheduler wakes up for; at equal times, the earlier variant goes first.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-pub(crate) enum Wake {
-    ServerReceive(usize),
-    ClientReceive(usize),
-    LocalFailure(usize),
-    Connect(usize),
-    NoticeDisconnect(usize),
-    CoreTimer(usize),
-    Expire(i64),
-    Reap,
-    Fault,
 }
 
 /// A simulated ZooKeeper server with clients, each running a [`lock_core::Session`],

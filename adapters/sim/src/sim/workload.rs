@@ -22,8 +22,9 @@
 //! ```
 
 use crate::check::{Violation, ViolationKind};
-use crate::sim::client::{ClientId, Profile};
-use crate::sim::faults::FaultConfig;
+use crate::ids::ClientId;
+use crate::sim::client::Profile;
+use crate::sim::fault_config::FaultConfig;
 use crate::sim::network::Latency;
 use crate::sim::rng::SimRng;
 use crate::sim::scheduler::{Sim, SimConfig, TraceEntry};
