@@ -112,7 +112,7 @@ impl Leadership {
     /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
     /// # let mut election = locks.election("/svc/leader", "node-1");
     /// let leadership = election.leadership().await?;
-    /// # server.expire(&locks);
+    /// # server.expire_session(&locks);
     /// while let Some(event) = leadership.next_event().await {
     ///     println!("{event:?}");
     /// }
@@ -166,7 +166,7 @@ impl Leadership {
     /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
     /// # let mut election = locks.election("/svc/leader", "node-1");
     /// let leadership = election.leadership().await?;
-    /// # server.expire(&locks);
+    /// # server.expire_session(&locks);
     /// let reason = leadership.lost().await;
     /// eprintln!("lost leadership: {reason:?}");
     /// # Ok(()) }

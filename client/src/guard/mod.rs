@@ -154,7 +154,7 @@ impl LockGuard {
     /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
     /// use lock_core::LockEvent;
     /// let guard = locks.mutex("/locks/job").lock().await?;
-    /// # server.expire(&locks);
+    /// # server.expire_session(&locks);
     /// while let Some(event) = guard.next_event().await {
     ///     match event {
     ///         LockEvent::Suspended => eprintln!("connection down: pausing"),
@@ -195,7 +195,7 @@ impl LockGuard {
     /// ```
     /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
     /// let guard = locks.mutex("/locks/job").lock().await?;
-    /// # server.expire(&locks); // (a plain lock does not watch its node: the session goes instead)
+    /// # server.expire_session(&locks); // (a plain lock does not watch its node: the session goes instead)
     /// let reason = guard.lost().await; // e.g. an administrator deleted our node
     /// eprintln!("lost: {reason:?}");
     /// # Ok(()) }
