@@ -7,9 +7,12 @@
 
 mod client_watches;
 pub(crate) mod paths;
+mod reads;
 mod sessions;
 mod tree;
+mod tree_watches;
 pub(crate) mod watches;
+mod writes;
 
 pub(crate) use client_watches::ClientWatches;
 pub(crate) use sessions::{silent_cut_noticed_after, SessionTracker, SILENT_CUT_NOTICED_WITHIN};

@@ -25,9 +25,9 @@
 //! assert!(zk.stat("/locks").is_none());
 //! ```
 
-use crate::model::paths::{join, split, validate_path};
-use crate::model::watches::{Notification, WatchTable, WatchType};
-use lock_core::{CreateMode, MultiOp, MultiResult, Op, Reply, Stat, WatchKind, ZkError};
+use crate::model::paths::join;
+use crate::model::watches::{Notification, WatchTable};
+use lock_core::{CreateMode, Stat, ZkError};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The pseudo-session of administrative operations (tests, a human with `zkCli`):
@@ -38,23 +38,23 @@ pub const NO_SESSION: i64 = 0;
 pub const CONTAINER_OWNER: i64 = i64::MIN;
 
 /// Session ids are minted from here up (the shape of a real server's ids).
-const SESSION_BASE: i64 = 0x0100_0000_0000_0000;
+pub(super) const SESSION_BASE: i64 = 0x0100_0000_0000_0000;
 
 #[derive(Clone, Debug)]
-struct Znode {
-    data: Vec<u8>,
-    czxid: i64,
-    mzxid: i64,
-    pzxid: i64,
-    version: i32,
-    cversion: i32,
-    ephemeral_owner: i64,
-    mode: CreateMode,
-    children: BTreeSet<String>,
+pub(super) struct Znode {
+    pub(super) data: Vec<u8>,
+    pub(super) czxid: i64,
+    pub(super) mzxid: i64,
+    pub(super) pzxid: i64,
+    pub(super) version: i32,
+    pub(super) cversion: i32,
+    pub(super) ephemeral_owner: i64,
+    pub(super) mode: CreateMode,
+    pub(super) children: BTreeSet<String>,
 }
 
 impl Znode {
-    fn new(data: Vec<u8>, zxid: i64, mode: CreateMode, owner: i64) -> Self {
+    pub(super) fn new(data: Vec<u8>, zxid: i64, mode: CreateMode, owner: i64) -> Self {
         Znode {
             data,
             czxid: zxid,
@@ -68,7 +68,7 @@ impl Znode {
         }
     }
 
-    fn stat(&self) -> Stat {
+    pub(super) fn stat(&self) -> Stat {
         Stat {
             czxid: self.czxid,
             mzxid: self.mzxid,
@@ -82,7 +82,7 @@ impl Znode {
         }
     }
 
-    fn is_ephemeral(&self) -> bool {
+    pub(super) fn is_ephemeral(&self) -> bool {
         matches!(
             self.mode,
             CreateMode::Ephemeral | CreateMode::EphemeralSequential
@@ -108,13 +108,13 @@ pub struct NodeInfo {
 /// The in-memory ZooKeeper server state. See the [crate docs](crate) and [`ZkModel::new`].
 #[derive(Clone, Debug)]
 pub struct ZkModel {
-    nodes: BTreeMap<String, Znode>,
-    zxid: i64,
+    pub(super) nodes: BTreeMap<String, Znode>,
+    pub(super) zxid: i64,
     /// Live sessions and their ephemeral nodes.
-    sessions: BTreeMap<i64, BTreeSet<String>>,
-    next_session: i64,
-    watches: WatchTable,
-    notifications: Vec<Notification>,
+    pub(super) sessions: BTreeMap<i64, BTreeSet<String>>,
+    pub(super) next_session: i64,
+    pub(super) watches: WatchTable,
+    pub(super) notifications: Vec<Notification>,
 }
 
 impl Default for ZkModel {
@@ -124,7 +124,7 @@ impl Default for ZkModel {
 }
 
 /// The reserved nodes of a fresh server, which nobody may delete.
-const SPECIAL: [&str; 3] = ["/", "/zookeeper", "/zookeeper/quota"];
+pub(super) const SPECIAL: [&str; 3] = ["/", "/zookeeper", "/zookeeper/quota"];
 
 impl ZkModel {
     /// A fresh server: `/`, `/zookeeper` and `/zookeeper/quota`, zxid 0.
@@ -155,7 +155,7 @@ impl ZkModel {
         self.zxid
     }
 
-    fn next_zxid(&mut self) -> i64 {
+    pub(super) fn next_zxid(&mut self) -> i64 {
         self.zxid += 1;
         self.zxid
     }
@@ -214,459 +214,12 @@ impl ZkModel {
         self.expire_session(session)
     }
 
-    fn check_session(&self, session: i64) -> Result<(), ZkError> {
+    pub(super) fn check_session(&self, session: i64) -> Result<(), ZkError> {
         if session == NO_SESSION || self.sessions.contains_key(&session) {
             Ok(())
         } else {
             Err(ZkError::SessionExpired)
         }
-    }
-
-    // ----- watches --------------------------------------------------------------
-
-    /// Removes and returns the watch firings queued since the last call, in the
-    /// order the server would send them.
-    pub fn take_notifications(&mut self) -> Vec<Notification> {
-        std::mem::take(&mut self.notifications)
-    }
-
-    /// Whether firings are queued.
-    pub fn has_notifications(&self) -> bool {
-        !self.notifications.is_empty()
-    }
-
-    /// Drops every watch `session` left (its connection closed).
-    pub fn remove_watches(&mut self, session: i64) {
-        self.watches.remove_session(session);
-    }
-
-    /// Whether `session` has a watch of type `ty` on `path`.
-    pub fn has_watch(&self, session: i64, ty: WatchType, path: &str) -> bool {
-        self.watches.contains(ty, path, session)
-    }
-
-    /// Every watch `session` has, as (type, path), in order.
-    pub fn watches_of(&self, session: i64) -> Vec<(WatchType, String)> {
-        self.watches.of_session(session)
-    }
-
-    /// The number of registered watches of all sessions.
-    pub fn watch_count(&self) -> usize {
-        self.watches.len()
-    }
-
-    /// Re-registers a reconnecting client's watches (the `SetWatches` request), with
-    /// the server's rules: given the last zxid the client saw, a data watch whose node
-    /// is gone fires `NodeDeleted`, whose node changed since fires `NodeDataChanged`;
-    /// an exists watch whose node now exists fires `NodeCreated`; a child watch fires
-    /// `NodeDeleted` or `NodeChildrenChanged` likewise. The others are set again.
-    pub fn set_watches(
-        &mut self,
-        session: i64,
-        relative_zxid: i64,
-        data: &[String],
-        exist: &[String],
-        child: &[String],
-    ) {
-        if !self.sessions.contains_key(&session) {
-            return;
-        }
-        let zxid = self.zxid;
-        let fire = |n: &mut Vec<Notification>, path: &str, kind| {
-            n.push(Notification {
-                session,
-                path: path.to_owned(),
-                kind,
-                zxid,
-            })
-        };
-        for path in data {
-            match self.nodes.get(path) {
-                None => fire(&mut self.notifications, path, WatchKind::NodeDeleted),
-                Some(n) if n.mzxid > relative_zxid => {
-                    fire(&mut self.notifications, path, WatchKind::NodeDataChanged)
-                }
-                Some(_) => self.watches.add(WatchType::Data, path, session),
-            }
-        }
-        for path in exist {
-            if self.nodes.contains_key(path) {
-                fire(&mut self.notifications, path, WatchKind::NodeCreated);
-            } else {
-                self.watches.add(WatchType::Data, path, session);
-            }
-        }
-        for path in child {
-            match self.nodes.get(path) {
-                None => fire(&mut self.notifications, path, WatchKind::NodeDeleted),
-                Some(n) if n.pzxid > relative_zxid => fire(
-                    &mut self.notifications,
-                    path,
-                    WatchKind::NodeChildrenChanged,
-                ),
-                Some(_) => self.watches.add(WatchType::Child, path, session),
-            }
-        }
-    }
-
-    fn trigger(
-        &mut self,
-        ty: WatchType,
-        path: &str,
-        kind: WatchKind,
-        except: &BTreeSet<i64>,
-    ) -> BTreeSet<i64> {
-        let fired = self.watches.take(ty, path, except);
-        for &session in &fired {
-            self.notifications.push(Notification {
-                session,
-                path: path.to_owned(),
-                kind,
-                zxid: self.zxid,
-            });
-        }
-        fired
-    }
-
-    // ----- reads ----------------------------------------------------------------
-
-    /// `getData(path, watch)`: the data and stat; with `watch`, a data watch (only
-    /// if the node exists: a missing node answers `NoNode` and leaves no watch).
-    pub fn get_data(
-        &mut self,
-        session: i64,
-        path: &str,
-        watch: bool,
-    ) -> Result<(Vec<u8>, Stat), ZkError> {
-        self.check_session(session)?;
-        validate_path(path, false).map_err(|_| ZkError::BadArguments)?;
-        let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
-        let out = (node.data.clone(), node.stat());
-        if watch && session != NO_SESSION {
-            self.watches.add(WatchType::Data, path, session);
-        }
-        Ok(out)
-    }
-
-    /// `removeWatches(path, type)`: drops `session`'s watch of that type on `path`; whether
-    /// there was one (the server answers `NoWatcher` when not; bindings report
-    /// [`Reply::WatchRemoved`] either way, and so does [`ZkModel::apply`]).
-    pub fn remove_watch(
-        &mut self,
-        session: i64,
-        path: &str,
-        watch: lock_core::WatchType,
-    ) -> Result<bool, ZkError> {
-        self.check_session(session)?;
-        validate_path(path, false).map_err(|_| ZkError::BadArguments)?;
-        let table = match watch {
-            lock_core::WatchType::Children => WatchType::Child,
-            _ => WatchType::Data,
-        };
-        Ok(self.watches.remove(table, path, session))
-    }
-
-    /// `exists(path, watch)`: the stat or `None`; with `watch`, a data watch, also on
-    /// a missing node (it then fires `NodeCreated`).
-    pub fn exists(
-        &mut self,
-        session: i64,
-        path: &str,
-        watch: bool,
-    ) -> Result<Option<Stat>, ZkError> {
-        self.check_session(session)?;
-        validate_path(path, false).map_err(|_| ZkError::BadArguments)?;
-        if watch && session != NO_SESSION {
-            self.watches.add(WatchType::Data, path, session);
-        }
-        Ok(self.nodes.get(path).map(Znode::stat))
-    }
-
-    /// `getChildren(path, watch)`: child names in name order; with `watch`, a child
-    /// watch (only if the node exists).
-    pub fn get_children(
-        &mut self,
-        session: i64,
-        path: &str,
-        watch: bool,
-    ) -> Result<Vec<String>, ZkError> {
-        self.check_session(session)?;
-        validate_path(path, false).map_err(|_| ZkError::BadArguments)?;
-        let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
-        let out = node.children.iter().cloned().collect();
-        if watch && session != NO_SESSION {
-            self.watches.add(WatchType::Child, path, session);
-        }
-        Ok(out)
-    }
-
-    // ----- writes ---------------------------------------------------------------
-
-    /// `create(path, data, mode)` by `session`. Returns the actual path (with the
-    /// `%010d` suffix of the parent's cversion for sequential modes) and the stat.
-    pub fn create(
-        &mut self,
-        session: i64,
-        path: &str,
-        data: &[u8],
-        mode: CreateMode,
-    ) -> Result<(String, Stat), ZkError> {
-        self.check_session(session)?;
-        let zxid = self.next_zxid();
-        let actual = self.do_create(session, path, data, mode, zxid)?;
-        let stat = self.nodes[&actual].stat();
-        Ok((actual, stat))
-    }
-
-    /// `delete(path, version)` (`None`: any version).
-    pub fn delete(
-        &mut self,
-        session: i64,
-        path: &str,
-        version: Option<i32>,
-    ) -> Result<(), ZkError> {
-        self.check_session(session)?;
-        let zxid = self.next_zxid();
-        self.do_delete(path, version, zxid)
-    }
-
-    /// `setData(path, data, version)` (`None`: any version). Returns the new stat.
-    pub fn set_data(
-        &mut self,
-        session: i64,
-        path: &str,
-        data: &[u8],
-        version: Option<i32>,
-    ) -> Result<Stat, ZkError> {
-        self.check_session(session)?;
-        let zxid = self.next_zxid();
-        self.do_set(path, data, version, zxid)
-    }
-
-    /// An atomic `multi`: every op applies (one transaction, one zxid) or none does;
-    /// a failure is [`ZkError::MultiFailed`] with the first failing op's index and error.
-    pub fn multi(&mut self, session: i64, ops: &[MultiOp]) -> Result<Vec<MultiResult>, ZkError> {
-        self.check_session(session)?;
-        let zxid = self.next_zxid();
-        let saved_nodes = self.nodes.clone();
-        let saved_sessions = self.sessions.clone();
-        let saved_watches = self.watches.clone();
-        let fired_before = self.notifications.len();
-        let mut results = Vec::with_capacity(ops.len());
-        for (index, op) in ops.iter().enumerate() {
-            let r = match op {
-                MultiOp::Create { path, data, mode } => self
-                    .do_create(session, path, data, *mode, zxid)
-                    .map(|path| MultiResult::Created { path }),
-                MultiOp::Delete { path, version } => self
-                    .do_delete(path, *version, zxid)
-                    .map(|()| MultiResult::Deleted),
-                MultiOp::SetData {
-                    path,
-                    data,
-                    version,
-                } => self
-                    .do_set(path, data, *version, zxid)
-                    .map(|stat| MultiResult::SetData { stat }),
-                MultiOp::Check { path, version } => {
-                    self.do_check(path, *version).map(|()| MultiResult::Checked)
-                }
-                _ => Err(ZkError::Other("unsupported multi op".to_owned())),
-            };
-            match r {
-                Ok(r) => results.push(r),
-                Err(e) => {
-                    self.nodes = saved_nodes;
-                    self.sessions = saved_sessions;
-                    self.watches = saved_watches;
-                    self.notifications.truncate(fired_before);
-                    return Err(ZkError::MultiFailed {
-                        index: u32::try_from(index).unwrap_or(u32::MAX),
-                        error: Box::new(e),
-                    });
-                }
-            }
-        }
-        Ok(results)
-    }
-
-    /// Applies one request as the server would for `session`.
-    pub fn apply(&mut self, session: i64, op: &Op) -> Result<Reply, ZkError> {
-        match op {
-            Op::Create { path, data, mode } => {
-                self.create(session, path, data, *mode)
-                    .map(|(path, stat)| Reply::Created {
-                        path,
-                        stat: Some(stat),
-                    })
-            }
-            Op::GetChildren { path } => {
-                self.get_children(session, path, false).map(Reply::Children)
-            }
-            Op::WatchChildren { path } => {
-                self.get_children(session, path, true).map(Reply::Children)
-            }
-            Op::GetData { path, watch } => self
-                .get_data(session, path, *watch)
-                .map(|(data, stat)| Reply::Data { data, stat }),
-            Op::SetData {
-                path,
-                data,
-                version,
-            } => self
-                .set_data(session, path, data, *version)
-                .map(Reply::Stat),
-            Op::Delete { path, version } => self
-                .delete(session, path, *version)
-                .map(|()| Reply::Deleted),
-            Op::Multi(ops) => self.multi(session, ops).map(Reply::Multi),
-            Op::RemoveWatch { path, watch } => self
-                .remove_watch(session, path, *watch)
-                .map(|_| Reply::WatchRemoved),
-            // One server is its own leader: a sync has nothing to wait for.
-            Op::Sync { .. } => Ok(Reply::Synced),
-            _ => Err(ZkError::Other("unsupported op".to_owned())),
-        }
-    }
-
-    fn do_create(
-        &mut self,
-        session: i64,
-        path: &str,
-        data: &[u8],
-        mode: CreateMode,
-        zxid: i64,
-    ) -> Result<String, ZkError> {
-        let sequential = matches!(mode, CreateMode::EphemeralSequential);
-        validate_path(path, sequential).map_err(|_| ZkError::BadArguments)?;
-        if path == "/" {
-            return Err(ZkError::NodeExists);
-        }
-        let ephemeral = matches!(
-            mode,
-            CreateMode::Ephemeral | CreateMode::EphemeralSequential
-        );
-        let owner = match mode {
-            CreateMode::Ephemeral | CreateMode::EphemeralSequential if session == NO_SESSION => {
-                return Err(ZkError::BadArguments)
-            }
-            CreateMode::Ephemeral | CreateMode::EphemeralSequential => session,
-            CreateMode::Container => CONTAINER_OWNER,
-            CreateMode::Persistent => 0,
-            _ => return Err(ZkError::BadArguments),
-        };
-        let (parent_path, _) = split(path);
-        let parent = self.nodes.get(parent_path).ok_or(ZkError::NoNode)?;
-        let actual = if sequential {
-            format!("{path}{:010}", parent.cversion)
-        } else {
-            path.to_owned()
-        };
-        if self.nodes.contains_key(&actual) {
-            return Err(ZkError::NodeExists);
-        }
-        if parent.is_ephemeral() {
-            return Err(ZkError::NoChildrenForEphemerals);
-        }
-        let (_, name) = split(&actual);
-        let name = name.to_owned();
-        let parent = self.nodes.get_mut(parent_path).expect("checked above");
-        parent.cversion = parent.cversion.wrapping_add(1);
-        parent.pzxid = zxid;
-        parent.children.insert(name);
-        self.nodes
-            .insert(actual.clone(), Znode::new(data.to_vec(), zxid, mode, owner));
-        if ephemeral {
-            self.sessions
-                .entry(session)
-                .or_default()
-                .insert(actual.clone());
-        }
-        let none = BTreeSet::new();
-        self.trigger(WatchType::Data, &actual, WatchKind::NodeCreated, &none);
-        self.trigger(
-            WatchType::Child,
-            parent_path,
-            WatchKind::NodeChildrenChanged,
-            &none,
-        );
-        Ok(actual)
-    }
-
-    fn do_delete(&mut self, path: &str, version: Option<i32>, zxid: i64) -> Result<(), ZkError> {
-        validate_path(path, false).map_err(|_| ZkError::BadArguments)?;
-        if SPECIAL.contains(&path) {
-            return Err(ZkError::BadArguments);
-        }
-        let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
-        if version.is_some_and(|v| v != node.version) {
-            return Err(ZkError::BadVersion);
-        }
-        if !node.children.is_empty() {
-            return Err(ZkError::NotEmpty);
-        }
-        self.remove_node(path, zxid);
-        Ok(())
-    }
-
-    /// Removes an existing childless node and fires the watches.
-    fn remove_node(&mut self, path: &str, zxid: i64) {
-        let node = self.nodes.remove(path).expect("caller checked");
-        if node.is_ephemeral() {
-            if let Some(set) = self.sessions.get_mut(&node.ephemeral_owner) {
-                set.remove(path);
-            }
-        }
-        let (parent_path, name) = split(path);
-        if let Some(parent) = self.nodes.get_mut(parent_path) {
-            parent.children.remove(name);
-            // Deleting a child moves the parent's pzxid, not its cversion.
-            parent.pzxid = zxid;
-        }
-        let none = BTreeSet::new();
-        let fired = self.trigger(WatchType::Data, path, WatchKind::NodeDeleted, &none);
-        self.trigger(WatchType::Child, path, WatchKind::NodeDeleted, &fired);
-        let parent_path = parent_path.to_owned();
-        self.trigger(
-            WatchType::Child,
-            &parent_path,
-            WatchKind::NodeChildrenChanged,
-            &none,
-        );
-    }
-
-    fn do_set(
-        &mut self,
-        path: &str,
-        data: &[u8],
-        version: Option<i32>,
-        zxid: i64,
-    ) -> Result<Stat, ZkError> {
-        validate_path(path, false).map_err(|_| ZkError::BadArguments)?;
-        let node = self.nodes.get_mut(path).ok_or(ZkError::NoNode)?;
-        if version.is_some_and(|v| v != node.version) {
-            return Err(ZkError::BadVersion);
-        }
-        node.data = data.to_vec();
-        node.version = node.version.wrapping_add(1);
-        node.mzxid = zxid;
-        let stat = node.stat();
-        self.trigger(
-            WatchType::Data,
-            path,
-            WatchKind::NodeDataChanged,
-            &BTreeSet::new(),
-        );
-        Ok(stat)
-    }
-
-    fn do_check(&self, path: &str, version: Option<i32>) -> Result<(), ZkError> {
-        validate_path(path, false).map_err(|_| ZkError::BadArguments)?;
-        let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
-        if version.is_some_and(|v| v != node.version) {
-            return Err(ZkError::BadVersion);
-        }
-        Ok(())
     }
 
     // ----- containers -----------------------------------------------------------
