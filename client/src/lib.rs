@@ -239,6 +239,7 @@ mod metrics;
 mod multi;
 mod options;
 mod pending;
+mod section_calls;
 mod server_check;
 mod server_checker;
 mod server_conf;

@@ -3,6 +3,7 @@
 //! `ConnectionRef`: lock, call the core, drain, then wake whoever must act).
 
 use crate::error::Error;
+use crate::section_calls::SectionCalls;
 use crate::status::LockStatus;
 use lock_core::{
     Config, FencedError, Grant, LockEvent, LockId, MultiResult, Output, Request, Session, Timestamp,
@@ -48,8 +49,8 @@ pub(crate) struct Slot {
     pub(crate) ended: bool,
     /// The handle is gone: the slot goes with the terminal event.
     pub(crate) dropped: bool,
-    /// A section call awaits its outcome (`Some` once known).
-    pub(crate) section: Option<Option<Result<(), Error>>>,
+    /// The handle's section calls and their answers.
+    pub(crate) section: SectionCalls,
     /// Fenced writes in flight, by the core's write id (`Some` once answered).
     pub(crate) writes: HashMap<u64, Option<WriteResult>>,
     /// The election whose stream also gets this slot's events.
@@ -70,7 +71,7 @@ impl Slot {
             revocation_requested: false,
             ended: false,
             dropped: false,
-            section: None,
+            section: SectionCalls::default(),
             writes: HashMap::new(),
             election,
             span: tracing::Span::none(),
@@ -398,15 +399,11 @@ impl State {
                 return;
             }
             LockEvent::SectionOpened | LockEvent::SectionClosed => {
-                if let Some(answer @ None) = &mut slot.section {
-                    *answer = Some(Ok(()));
-                }
+                slot.section.answer(Ok(()));
                 return;
             }
             LockEvent::SectionFailed(e) => {
-                if let Some(answer @ None) = &mut slot.section {
-                    *answer = Some(Err(Error::Zk(e)));
-                }
+                slot.section.answer(Err(Error::Zk(e)));
                 return;
             }
             _ => {}
@@ -444,12 +441,10 @@ impl State {
             slot.ended = true;
             // A section call survives a suspension (the core sends it again once the
             // node is verified); it ends with the lock.
-            if let Some(answer @ None) = &mut slot.section {
-                *answer = Some(Err(match &event {
-                    LockEvent::Lost(reason) => Error::Lost(reason.clone()),
-                    _ => Error::Closed,
-                }));
-            }
+            slot.section.answer(Err(match &event {
+                LockEvent::Lost(reason) => Error::Lost(reason.clone()),
+                _ => Error::Closed,
+            }));
         }
         if let Some(queue) = slot.election.and_then(|e| self.elections.get_mut(&e)) {
             queue.events.push_back((lock, event.clone()));

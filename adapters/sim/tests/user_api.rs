@@ -19,8 +19,9 @@
 //!   and prints its trace
 //!   (`cargo test -p lock-sim --test user_api replay -- --nocapture`).
 
-use lock_sim::{Coverage, Sim, Workload};
-use std::time::Instant;
+use lock_core::{LockEvent, LockSpec};
+use lock_sim::{Coverage, Profile, Sim, SimConfig, Workload};
+use std::time::{Duration, Instant};
 
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
@@ -154,6 +155,41 @@ fn features_schedules() {
         c.crash_flags_checked > n && c.fenced_applied > 5 * n,
         "{c:?}"
     );
+}
+
+/// Two section calls in flight on one guard at once (a user's tasks sharing it):
+/// both return, the later one decides (as the core lets it supersede the
+/// earlier), and a release, which needs the guard back from both, goes through.
+#[test]
+fn overlapping_section_calls_on_one_guard_both_return() {
+    let mut sim = Sim::new(SimConfig::new(5).user_api(true));
+    let c = sim.add_client(Profile::KeepsWatches, Duration::from_secs(6));
+    let spec = LockSpec::write("/locks/ledger").detect_crashes();
+    let l = sim.acquire(c, spec).unwrap();
+    sim.settle().unwrap();
+    assert!(sim.holds(c, l));
+    sim.open_section(c, l).unwrap();
+    sim.close_section(c, l).unwrap();
+    sim.settle().unwrap();
+    assert!(
+        sim.get("/locks/ledger/zkl-section").is_none(),
+        "the later call (close) decided"
+    );
+    let sections: Vec<LockEvent> = sim
+        .events(c)
+        .iter()
+        .map(|r| r.event.clone())
+        .filter(|e| matches!(e, LockEvent::SectionOpened | LockEvent::SectionClosed))
+        .collect();
+    assert_eq!(
+        sections,
+        [LockEvent::SectionClosed],
+        "only the latest call's outcome"
+    );
+    // Waits for both calls to return: one left waiting would stall it.
+    sim.release(c, l).unwrap();
+    sim.run_until_idle().unwrap();
+    assert!(matches!(sim.outcome(c, l), Some(LockEvent::Released)));
 }
 
 /// With `LOCK_SIM_USER_REPLAY` set, replays that schedule with its trace; otherwise

@@ -40,7 +40,9 @@ impl LockGuard {
     ///
     /// One round trip. Opening an open section is harmless. If the connection drops
     /// meanwhile, the call goes on once the lock is resumed (it is idempotent and
-    /// fenced by our node).
+    /// fenced by our node). Section calls on one guard may overlap (tasks sharing
+    /// it): a later call supersedes one still in flight, and every call in flight
+    /// returns the outcome of the latest (the section ends as the latest asked).
     ///
     /// # Errors
     /// [`Error::Usage`] without [crash detection](crate::Mutex::detect_crashes);
@@ -100,24 +102,18 @@ impl LockGuard {
             } else {
                 s.core.close_section(id, now)
             };
-            if asked.is_ok() {
-                if let Some(slot) = s.slots.get_mut(&id) {
-                    slot.section = Some(None);
-                }
-            }
-            asked
+            // The call's number, to find its answer by.
+            asked.map(|()| s.slots.get_mut(&id).map(|slot| slot.section.call()))
         });
         let result = match asked {
             Err(e) => Err(e.into()),
-            Ok(()) => {
+            Ok(None) => Err(Error::Closed),
+            Ok(Some(call)) => {
                 poll_fn(|cx| {
                     shared.with_quiet(|s| match s.slots.get_mut(&id) {
                         None => Poll::Ready(Err(Error::Closed)),
-                        Some(slot) => match slot.section.as_mut().and_then(Option::take) {
-                            Some(result) => {
-                                slot.section = None;
-                                Poll::Ready(result)
-                            }
+                        Some(slot) => match slot.section.answer_to(call) {
+                            Some(result) => Poll::Ready(result),
                             None => {
                                 slot.register(cx.waker());
                                 Poll::Pending

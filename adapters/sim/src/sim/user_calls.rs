@@ -4,15 +4,16 @@
 //!
 //! Each call is a future of its own, as a user task sharing the guard through an
 //! `Arc<LockGuard>` awaits it: polled once at the call (as `.await` does), then only
-//! when its waker is woken, and probed for lost wake-ups like the others. A user's
-//! section calls on one guard follow each other (the next one starts once the one
-//! in flight has its answer: `open_section().await; ...; close_section().await`);
-//! fenced writes run side by side.
+//! when its waker is woken, and probed for lost wake-ups like the others. Calls on
+//! one guard overlap when the workload makes one before the last has returned (a
+//! section call held up by a suspension, say): a later section call supersedes one
+//! in flight, as in the core, and both return.
 //!
 //! The invariant checker hears of each call when lock-client hands it to the core
 //! ([`Drained::SectionCall`], [`Drained::FencedCall`]) and of its outcome as the
 //! event the bare core would report for it (`SectionOpened`, `SectionClosed`,
-//! `SectionFailed`, `FencedWrite`), while the lock is still held. A fenced write is
+//! `SectionFailed`, `FencedWrite`), while the lock is still held; a superseded
+//! section call has none (the core reports only the latest). A fenced write is
 //! named by the harness (the user API returns its outcome from the call itself, so
 //! nothing needs the core's own write id): the name only pairs the call with its
 //! outcome for the checker.
@@ -30,8 +31,15 @@ use std::task::{Context, Poll, Waker};
 /// Which call a side future is.
 #[derive(Clone, Copy, Debug)]
 enum Call {
-    Section { open: bool },
-    Fenced { write: u64 },
+    /// `superseded`: a later section call on the same guard went to the core while
+    /// this one was in flight.
+    Section {
+        open: bool,
+        superseded: bool,
+    },
+    Fenced {
+        write: u64,
+    },
 }
 
 /// What the call returned to the user.
@@ -55,40 +63,19 @@ struct Side {
 pub(crate) struct Sides {
     running: BTreeMap<u64, Side>,
     next_side: u64,
-    /// Section calls made while another was in flight on the same guard: they
-    /// start, in order, as the one before gets its answer.
-    queued: BTreeMap<LockId, VecDeque<bool>>,
     next_write: u64,
 }
 
 impl Sides {
-    /// Whether a call on `lock` is in flight or waiting its turn (a release waits
-    /// for them: it needs the guard back).
+    /// Whether a call on `lock` is in flight (a release waits for them: it needs
+    /// the guard back).
     pub(crate) fn busy(&self, lock: LockId) -> bool {
-        self.queued.contains_key(&lock) || self.running.values().any(|s| s.lock == lock)
+        self.running.values().any(|s| s.lock == lock)
     }
 
     /// The user calls `open_section` (`open`) or `close_section` on the guard of
-    /// `lock`; after the call in flight on it, if any.
+    /// `lock`.
     pub(crate) fn section(
-        &mut self,
-        guard: &Arc<LockGuard>,
-        lock: LockId,
-        open: bool,
-        out: &mut VecDeque<Drained>,
-    ) -> Result<(), UsageError> {
-        let in_flight = self
-            .running
-            .values()
-            .any(|s| s.lock == lock && matches!(s.call, Call::Section { .. }));
-        if in_flight || self.queued.contains_key(&lock) {
-            self.queued.entry(lock).or_default().push_back(open);
-            return Ok(());
-        }
-        self.start_section(guard, lock, open, out)
-    }
-
-    fn start_section(
         &mut self,
         guard: &Arc<LockGuard>,
         lock: LockId,
@@ -103,11 +90,24 @@ impl Sides {
                 guard.close_section().await
             })
         });
-        match self.start(lock, Call::Section { open }, future) {
+        let before: Vec<u64> = self.running.keys().copied().collect();
+        let call = Call::Section {
+            open,
+            superseded: false,
+        };
+        match self.start(lock, call, future) {
             // Refused at once: nothing was sent.
             Err(Answer::Section(Err(Error::Usage(e)))) => Err(e),
             Err(_) => Err(UsageError::NotHeld(lock)),
             Ok(()) => {
+                for k in before {
+                    let side = self.running.get_mut(&k).expect("running");
+                    if let (true, Call::Section { superseded, .. }) =
+                        (side.lock == lock, &mut side.call)
+                    {
+                        *superseded = true;
+                    }
+                }
                 out.push_back(Drained::SectionCall { lock, open });
                 Ok(())
             }
@@ -224,8 +224,7 @@ impl Sides {
         }
     }
 
-    /// A call returned: its outcome for the checker while the lock is held, and the
-    /// next section call in line.
+    /// A call returned: its outcome for the checker while the lock is held.
     fn finish(
         &mut self,
         lock: LockId,
@@ -234,8 +233,7 @@ impl Sides {
         held: &dyn Fn(LockId) -> Option<Arc<LockGuard>>,
         out: &mut VecDeque<Drained>,
     ) {
-        let guard = held(lock);
-        if guard.is_some() {
+        if held(lock).is_some() {
             out.extend(outcome(lock, call, answer));
         } else {
             // The user saw the lock end first: the core reports nothing after it.
@@ -243,35 +241,6 @@ impl Sides {
                 "{call:?} on {lock} returned after the lock ended"
             )));
         }
-        if !matches!(call, Call::Section { .. }) {
-            return;
-        }
-        let Some(guard) = guard else {
-            self.queued.remove(&lock);
-            return;
-        };
-        while let Some(open) = self.next_in_line(lock) {
-            match self.start_section(&guard, lock, open, out) {
-                Ok(()) => return,
-                Err(e) => out.push_back(Drained::Note(format!(
-                    "the section call on {lock} in line was refused: {e}"
-                ))),
-            }
-        }
-    }
-
-    fn next_in_line(&mut self, lock: LockId) -> Option<bool> {
-        let line = self.queued.get_mut(&lock)?;
-        let open = line.pop_front();
-        if line.is_empty() {
-            self.queued.remove(&lock);
-        }
-        open
-    }
-
-    /// The lock ended for the user: its section calls in line are dropped.
-    pub(crate) fn forget(&mut self, lock: LockId) {
-        self.queued.remove(&lock);
     }
 }
 
@@ -279,7 +248,17 @@ impl Sides {
 /// with the lock has none: the lock's own end says it).
 fn outcome(lock: LockId, call: Call, answer: Answer) -> Option<Drained> {
     let event = match (call, answer) {
-        (Call::Section { open }, Answer::Section(Ok(()))) => {
+        (
+            Call::Section {
+                superseded: true, ..
+            },
+            Answer::Section(result),
+        ) => {
+            return Some(Drained::Note(format!(
+                "{call:?} on {lock} returned {result:?}: the answer to the later call"
+            )))
+        }
+        (Call::Section { open, .. }, Answer::Section(Ok(()))) => {
             if open {
                 LockEvent::SectionOpened
             } else {

@@ -568,12 +568,6 @@ impl UserClient {
         if remove {
             self.tasks.remove(&id);
         }
-        if !matches!(
-            self.tasks.get(&id).map(|t| &t.stage),
-            Some(Stage::Held { .. })
-        ) {
-            self.sides.forget(id);
-        }
         let wakes = self
             .tasks
             .get(&id)
