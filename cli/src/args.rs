@@ -1,0 +1,259 @@
+//! The command line: what `zklock` accepts (clap's derive), how to reach ZooKeeper
+//! ([`ConnArgs`]) and the value parsers the subcommands share.
+
+use crate::*;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Distributed locks on Apache ZooKeeper from the shell.
+#[derive(Parser, Debug)]
+#[command(name = "zklock", version, after_help = EXIT_CODES)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) conn: ConnArgs,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// How to reach ZooKeeper (every command).
+#[derive(Args, Debug)]
+pub(crate) struct ConnArgs {
+    /// ZooKeeper connect string: host:port[,host:port...][/chroot].
+    #[arg(
+        long,
+        env = "ZKLOCK_ZK",
+        default_value = "127.0.0.1:2181",
+        value_name = "HOSTS",
+        global = true
+    )]
+    pub(crate) zk: String,
+    /// Session timeout to ask the server for, in seconds (the server may clamp it).
+    #[arg(long, value_name = "SECS", global = true, value_parser = parse_secs)]
+    pub(crate) session_timeout: Option<Duration>,
+    /// Authenticate with ZooKeeper's digest scheme (zkCli's `addauth digest
+    /// USER:PASSWORD`), on every connection of the session.
+    #[arg(long, env = "ZKLOCK_AUTH", value_name = "USER:PASSWORD", global = true,
+          hide_env_values = true, value_parser = parse_auth)]
+    pub(crate) auth: Option<(String, String)>,
+    /// The ACL of the nodes zklock creates: `open` (anyone), `creator` (only the
+    /// --auth identity) or `creator-read` (the creator, and anyone may read: `ls`
+    /// works for everyone).
+    #[arg(long, value_name = "ACL", global = true, default_value = "open", value_parser = parse_acl)]
+    pub(crate) acl: NodeAcl,
+    /// TLS: the CA certificate(s) to trust, a PEM file (connect to the servers'
+    /// secure client port, `secureClientPort`).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub(crate) tls_ca: Option<std::path::PathBuf>,
+    /// TLS client certificate, a PEM file (with --tls-key), for servers that
+    /// require one.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub(crate) tls_cert: Option<std::path::PathBuf>,
+    /// The client certificate's private key, a PEM file (PKCS#8).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub(crate) tls_key: Option<std::path::PathBuf>,
+}
+
+impl ConnArgs {
+    /// The TLS option from the --tls-* flags, if any.
+    pub(crate) fn tls(&self) -> Result<Option<Tls>, Error> {
+        let read = |path: &std::path::Path| {
+            std::fs::read_to_string(path)
+                .map_err(|e| Error::BadOption(format!("{}: {e}", path.display())))
+        };
+        let tls = match &self.tls_ca {
+            Some(ca) => Tls::new(read(ca)?),
+            None if self.tls_cert.is_some() || self.tls_key.is_some() => {
+                return Err(Error::BadOption(
+                    "--tls-cert and --tls-key need --tls-ca".into(),
+                ))
+            }
+            None => return Ok(None),
+        };
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Ok(Some(tls.identity(read(cert)?, read(key)?))),
+            (None, None) => Ok(Some(tls)),
+            _ => Err(Error::BadOption(
+                "--tls-cert and --tls-key go together".into(),
+            )),
+        }
+    }
+}
+
+fn parse_auth(text: &str) -> Result<(String, String), String> {
+    match text.split_once(':') {
+        Some((user, password)) if !user.is_empty() => Ok((user.to_owned(), password.to_owned())),
+        _ => Err("expected USER:PASSWORD".to_owned()),
+    }
+}
+
+fn parse_acl(text: &str) -> Result<NodeAcl, String> {
+    match text {
+        "open" => Ok(NodeAcl::Open),
+        "creator" => Ok(NodeAcl::CreatorAll),
+        "creator-read" => Ok(NodeAcl::CreatorAllWorldRead),
+        _ => Err("expected open, creator or creator-read".to_owned()),
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Command {
+    /// Run CMD while holding the lock at PATH (exports ZKLOCK_NODE and ZKLOCK_TOKEN).
+    ///
+    /// CMD runs in a process group of its own (the terminal's foreground while it
+    /// runs, so Ctrl-C and Ctrl-Z reach it directly). SIGHUP, SIGINT, SIGQUIT,
+    /// SIGTERM, SIGUSR1, SIGUSR2 and SIGALRM sent to zklock are forwarded to that
+    /// group; while waiting they give up (the node is deleted, exit 128+N). One
+    /// ignored when zklock started (nohup) stays ignored, for CMD too. If
+    /// zklock dies anyhow (kill -9, a crash, the OOM killer), CMD's group is killed
+    /// at once, long before the session (and the lock) expires. Processes CMD
+    /// leaves behind in its group are stopped (SIGTERM, then SIGKILL) before the
+    /// lock is let go. If the connection to ZooKeeper goes down while CMD runs and
+    /// does not come back quickly, CMD's group is stopped (SIGTERM, then SIGKILL)
+    /// before the server could give the lock to another session, and zklock exits
+    /// with 74; likewise at once if someone deletes the lock node. While it waits for the lock, on a terminal only, zklock shows its
+    /// position in the queue and the time waited on stderr, updated in place.
+    /// --owner ID records who the lock is taken for (`zklock ls` shows it, and
+    /// `zklock deadlocks` follows it).
+    #[command(after_help = EXIT_CODES)]
+    Exec(exec::ExecArgs),
+    /// Run CMD while leader of the election at PATH, as participant ID.
+    ///
+    /// Waits to be elected (on a terminal, showing its place among the candidates,
+    /// as `exec` does in a lock's queue), then behaves as `exec` (ZKLOCK_NODE,
+    /// ZKLOCK_TOKEN, signals, CMD stopped when the leadership is lost; same exit
+    /// codes).
+    #[command(after_help = EXIT_CODES)]
+    Elect(exec::ElectArgs),
+    /// Ask the holders of the lock at PATH (or the owner of participant NODE) to let go.
+    ///
+    /// Writes Curator's revocation request into their nodes; holders that made
+    /// their lock revocable (zklock's API, Curator) release. Prints the nodes asked.
+    #[command(after_help = EXIT_CODES)]
+    Revoke {
+        /// A lock directory, or one participant node in it.
+        target: String,
+    },
+    /// List the holders and waiters of the lock at PATH, in queue order.
+    ///
+    /// Columns: queue position, holds/waits, kind (write, read, semaphore,
+    /// leader), owner, session, age, fencing token, naming scheme, the positions a
+    /// waiter waits for, node name. Works on locks of Curator and kazoo clients too.
+    /// A lock nobody holds, or a PATH that does not exist, lists nobody (exit 0):
+    /// ZooKeeper keeps no record of a lock beyond its participants.
+    ///
+    /// --json prints one object: {"path", "foreign", "holders": [P...],
+    /// "waiters": [P...]}, each P {"position", "node", "path", "kind", "scheme",
+    /// "sequence", "owner" (or null), "session" (hex string), "ctime" (ms since
+    /// the epoch), "age_ms" (or null), "token", "waits_for" (node names),
+    /// "owner_waits_at" (full paths), "data"}.
+    #[command(after_help = EXIT_CODES)]
+    Ls {
+        /// The lock's directory, e.g. /locks/backup.
+        path: String,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Find deadlocks among the locks under ROOT (ROOT and its direct children).
+    ///
+    /// A deadlock is a cycle of owners (`exec --owner`, or the API's owners) each
+    /// holding a lock and waiting for one another's. Every cycle is confirmed by
+    /// reading it twice. Exit 0 when none is found, 4 when some are.
+    ///
+    /// Text: one table per cycle, nodes in wait order (each waits for the next,
+    /// the last for the first). --json: {"root", "cycles": [{"owners": [...],
+    /// "nodes": [{"node", "lock", "owner", "holds", "session", "token", "ctime",
+    /// "age_ms"}...]}...]}. --dot: a Graphviz digraph, one cluster per cycle
+    /// (`zklock deadlocks /locks --dot | dot -Tsvg > deadlocks.svg`).
+    #[command(after_help = EXIT_CODES)]
+    Deadlocks {
+        /// The directory whose children are lock directories, e.g. /locks.
+        root: String,
+        /// Print JSON instead of text.
+        #[arg(long, conflicts_with = "dot")]
+        json: bool,
+        /// Print a Graphviz digraph instead of text.
+        #[arg(long)]
+        dot: bool,
+    },
+    /// Show every lock under ROOT (ROOT and its direct children): holders, queues, deadlocks.
+    ///
+    /// One row per lock directory with holders or waiters: path, recipe (the
+    /// kinds of its nodes), holders (owner, age, fencing token), number of
+    /// waiters, the longest wait, naming scheme, and DEADLOCK when one of its
+    /// nodes is on a deadlock cycle (`zklock deadlocks` tells which). Deadlocked
+    /// locks come first, then the longest wait (--sort hold: the longest hold).
+    /// --once prints the table once (for scripts and CI logs); a deadlock it
+    /// shows was seen in two readings, as `zklock deadlocks` confirms them.
+    ///
+    /// The live view reads every lock once, then only the locks a watch on ROOT
+    /// says changed (a burst of changes is one refresh, at most ten a second);
+    /// ages tick without reading. j/k or the arrows select a lock, Enter follows
+    /// it into its `zklock ls` view (kept current), Esc or Backspace goes back.
+    #[command(after_help = EXIT_CODES)]
+    Top(top::TopArgs),
+    /// Check every server of --zk for settings that make locks unsafe, and say how to fix them.
+    ///
+    /// For each server: reachable, mode and version (`srvr`), which four-letter
+    /// words it allows, its settings (`conf`: tickTime, syncLimit, min/max
+    /// session timeout; also the AdminServer's with --admin-port), the session
+    /// timeout it grants for --session-timeout, TCP_NODELAY on our connection,
+    /// and the lag rule: a server cut off from the ensemble answers its
+    /// clients for up to syncLimit × tickTime, so the session timeout must
+    /// exceed 1.5 × (syncLimit × tickTime + tickTime/2), and span two ticks.
+    /// Nothing is guessed: a refused `conf` leaves the rule unchecked. Exit 0
+    /// when every check passed, 5 when something is unsafe, 6 when something
+    /// could not be checked, 69 when no server answered.
+    ///
+    /// --json prints one object: {"connect", "session_timeout_ms", "verdict"
+    /// (safe, unsafe, unchecked, unreachable), "exit_code", "probed_words",
+    /// "servers": [{"server", "address", "reachable", "mode", "version",
+    /// "allowed_words", "refused_words", "conf" ({"tick_time_ms", "sync_limit",
+    /// "min_session_timeout_ms", "max_session_timeout_ms"} or null),
+    /// "conf_error", "admin", "negotiated_session_timeout_ms", "tcp_nodelay",
+    /// "lag_bound_ms", "hazards": [{"kind", "session_timeout_ms",
+    /// "safe_session_timeout_ms", "message"}], "findings": [{"severity"
+    /// (unsafe, unchecked, note), "message"}]}]}.
+    #[command(after_help = EXIT_CODES)]
+    Doctor(doctor::DoctorArgs),
+    /// zklock's own: the process CMD runs under (see `exec`).
+    #[command(name = "__guard", hide = true)]
+    Guard(guard::GuardArgs),
+    /// Print the current leader of the election at PATH: ID, node and token, tab-separated.
+    #[command(after_help = EXIT_CODES)]
+    Leader {
+        /// The election's directory.
+        path: String,
+        /// Keep running and print a line at every change ("-" when nobody leads).
+        #[arg(long)]
+        watch: bool,
+    },
+}
+
+/// Node naming scheme of the lock (shared with Curator or kazoo clients on the same path).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scheme {
+    /// zklock's own names.
+    Native,
+    /// Apache Curator's (InterProcessMutex, InterProcessReadWriteLock).
+    Curator,
+    /// kazoo's (Lock, ReadLock, WriteLock).
+    Kazoo,
+}
+
+impl From<Scheme> for NameScheme {
+    fn from(s: Scheme) -> NameScheme {
+        match s {
+            Scheme::Native => NameScheme::Native,
+            Scheme::Curator => NameScheme::Curator,
+            Scheme::Kazoo => NameScheme::Kazoo,
+        }
+    }
+}
+
+/// Parses a non-negative number of seconds (fractions allowed).
+pub(crate) fn parse_secs(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("`{s}` is not a valid duration"))
+}
