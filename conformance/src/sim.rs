@@ -166,7 +166,7 @@ impl Admin for SimAdmin {
     }
 
     fn delete(&self, path: &str) -> bool {
-        self.0.delete(path)
+        self.0.admin_delete(path)
     }
 
     fn czxid(&self, path: &str) -> Option<i64> {
