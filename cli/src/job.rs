@@ -53,9 +53,49 @@ pub(crate) struct Ready {
     go: Option<UnixStream>,
 }
 
+/// A guard being started by [`Ready::spawn_beside`].
+pub(crate) struct Starting(tokio::sync::oneshot::Receiver<std::io::Result<Ready>>);
+
+impl Starting {
+    /// The guard, once started.
+    pub(crate) async fn ready(self) -> std::io::Result<Ready> {
+        self.0
+            .await
+            .unwrap_or_else(|_| Err(std::io::Error::other("the guard's starter is gone")))
+    }
+}
+
 impl Ready {
+    /// Starts the guard of `cmd` as [`spawn`](Self::spawn) does, from a thread of
+    /// its own: the spawn holds its caller until the kernel has set the guard's
+    /// program up (a vfork and most of an exec), which zklock's main thread
+    /// spends connecting instead. The thread then stays, parked, as long as
+    /// zklock lives: the guard's parent-death signal fires when the thread that
+    /// started it ends. Must be called inside the runtime (the guard's `Child`
+    /// is the runtime's to wait for).
+    pub(crate) fn spawn_beside(cmd: &[OsString]) -> std::io::Result<Starting> {
+        let runtime = tokio::runtime::Handle::current();
+        let cmd = cmd.to_vec();
+        let (started, starting) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("zklock-guard".into())
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                let spawned = {
+                    let _runtime = runtime.enter();
+                    Ready::spawn(&cmd)
+                };
+                // Not wanted any more (zklock gave up): dropped here, killed.
+                drop(started.send(spawned));
+                loop {
+                    std::thread::park();
+                }
+            })?;
+        Ok(Starting(starting))
+    }
+
     /// Starts the guard of `cmd` in a new process group, waiting.
-    pub(crate) fn spawn(cmd: &[OsString]) -> std::io::Result<Ready> {
+    fn spawn(cmd: &[OsString]) -> std::io::Result<Ready> {
         let (go, guard_end) = UnixStream::pair()?;
         let mut command = Command::new(own_executable());
         command
@@ -67,9 +107,8 @@ impl Ready {
             .args(cmd)
             .stdin(Stdio::from(OwnedFd::from(guard_end)))
             .process_group(0);
-        // Spawned from the runtime's one thread, zklock's main thread: the
-        // guard's parent-death signal fires when that thread ends, so it must
-        // live as long as zklock (a worker thread could end first).
+        // Spawned from a thread that lives as long as zklock (`spawn_beside`):
+        // the guard's parent-death signal fires when that thread ends.
         let guard = command.spawn()?;
         let group = guard
             .id()

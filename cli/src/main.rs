@@ -232,14 +232,15 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Elect(args) => Some(&args.cmd),
         _ => None,
     };
-    let ready = match cmd.map(|cmd| job::Ready::spawn(cmd)).transpose() {
-        Ok(ready) => ready,
-        Err(e) => {
-            say(format_args!(
-                "cannot start CMD's guard (zklock itself): {e}"
-            ));
-            return ExitCode::from(exit::CANNOT_RUN);
-        }
+    let cannot_guard = |e: std::io::Error| {
+        say(format_args!(
+            "cannot start CMD's guard (zklock itself): {e}"
+        ));
+        ExitCode::from(exit::CANNOT_RUN)
+    };
+    let starting = match cmd.map(|cmd| job::Ready::spawn_beside(cmd)).transpose() {
+        Ok(starting) => starting,
+        Err(e) => return cannot_guard(e),
     };
     let locks = tokio::select! {
         connected = connect_or_explain(&cli.conn, &target.servers) => match connected {
@@ -247,6 +248,16 @@ async fn run(cli: Cli) -> ExitCode {
             Err(e) => return fail(&e),
         },
         number = signals.next() => return exec::signal_code(number),
+    };
+    let ready = match starting {
+        Some(starting) => match starting.ready().await {
+            Ok(ready) => Some(ready),
+            Err(e) => {
+                let _ = tokio::time::timeout(Duration::from_secs(5), locks.close()).await;
+                return cannot_guard(e);
+            }
+        },
+        None => None,
     };
     let code = match cli.command {
         Command::Exec(args) => {

@@ -29,6 +29,23 @@ impl Peers {
         peers
     }
 
+    /// The servers of `connect_string` (read as [`resolve`](Self::resolve) reads
+    /// it) when every host in it is an IP address: no name to resolve, so the
+    /// caller may [`apply`](crate::apply) at once instead of on a thread of its
+    /// own. `None` when a host is a name, or when there is no valid host.
+    ///
+    /// ```
+    /// assert!(lock_nodelay::Peers::literal("127.0.0.1:2181,[::1]:2182/app").is_some());
+    /// assert!(lock_nodelay::Peers::literal("127.0.0.1:2181,zk2:2181").is_none());
+    /// ```
+    pub fn literal(connect_string: &str) -> Option<Peers> {
+        let mut peers = Peers::default();
+        for (host, port) in connect_string.split(',').filter_map(parse_host) {
+            peers.push(SocketAddr::new(host.parse::<IpAddr>().ok()?, port));
+        }
+        (!peers.addrs.is_empty()).then_some(peers)
+    }
+
     /// The servers of a ZooKeeper connect string, as `zookeeper-client` and the
     /// `zookeeper` crate read it: `host[:port][,host[:port]...][/chroot]`, hosts
     /// optionally prefixed with `tcp://` or `tcp+tls://`, IPv6 addresses in
@@ -176,6 +193,17 @@ mod tests {
         assert!(!peers.contains(addr("127.0.0.1:8")));
         let err = Peers::resolve(",/chroot").unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn literal_connect_strings_need_no_resolution() {
+        let peers = Peers::literal("127.0.0.1:1,[::1]:2,10.0.0.3/app").unwrap();
+        assert_eq!(
+            peers.addrs(),
+            [addr("127.0.0.1:1"), addr("[::1]:2"), addr("10.0.0.3:2181")]
+        );
+        assert_eq!(Peers::literal("127.0.0.1:1,localhost:2"), None);
+        assert_eq!(Peers::literal(",/chroot"), None);
     }
 
     #[test]

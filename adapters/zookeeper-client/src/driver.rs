@@ -59,7 +59,14 @@ enum Wake {
     Unwatched,
     /// A new session opened (or failed to) after an expiry.
     Connected(Result<Client, zookeeper_client::Error>),
+    /// Time to ask the server now connected to for its settings.
+    CheckServer,
 }
+
+/// How long after a (re)connect the server's settings are asked for: out of the
+/// way of the session's first requests (the `conf` exchange is a connection of
+/// its own that the server answers beside them, and a thread on the client).
+const SERVER_CHECK_DELAY: Duration = Duration::from_millis(100);
 
 pub(crate) struct Driver {
     runtime: Runtime,
@@ -126,6 +133,7 @@ impl Driver {
                 Wake::Link => {}
                 Wake::Timer => self.link.handle_timeout(Instant::now()),
                 Wake::State(state) => self.on_state(state),
+                Wake::CheckServer => self.check_server(),
                 done => self.on_completion(done),
             }
         }
@@ -268,7 +276,7 @@ impl Driver {
                 let pause = (self.dial.session_timeout / 4).min(Duration::from_secs(1));
                 self.start_connect(Some(Instant::now() + pause));
             }
-            Wake::Link | Wake::Timer | Wake::State(_) => {}
+            Wake::Link | Wake::Timer | Wake::State(_) | Wake::CheckServer => {}
         }
     }
 
@@ -320,7 +328,9 @@ impl Driver {
         match state {
             SessionState::SyncConnected => {
                 self.set_nodelay();
-                self.check_server();
+                let check_due = self.runtime.sleep_until(now + SERVER_CHECK_DELAY);
+                self.inflight
+                    .push(Box::pin(check_due.map(|()| Wake::CheckServer)));
                 if self.link.is_connected() {
                     // Connected again without us seeing the disconnect in between.
                     self.link.handle_session(disconnected, now);
@@ -350,19 +360,25 @@ impl Driver {
     /// on its own, so a request sent while an earlier one is unanswered would wait
     /// for that reply (the `getChildren` behind the `create`: 2 round trips for a
     /// free lock instead of 1). lock-nodelay finds the socket among the process's
-    /// descriptors by the server's address (see its docs); on a thread of its own,
-    /// as it may resolve host names. Without it everything works, with Nagle's
-    /// delays.
+    /// descriptors by the server's address (see its docs); on a thread of its own
+    /// when the connect string names hosts (resolving them may block). Without it
+    /// everything works, with Nagle's delays.
     fn set_nodelay(&mut self) {
         let ready = self.nodelay_ready.take();
-        let cluster = self.dial.cluster.clone();
-        let started = lock_nodelay::apply_in_background(cluster, move |outcome| {
+        let report = move |outcome: std::io::Result<lock_nodelay::Applied>| {
             match outcome {
                 Ok(applied) => tracing::debug!(?applied, "TCP_NODELAY"),
                 Err(e) => tracing::debug!(error = %e, "TCP_NODELAY could not be set"),
             }
             drop(ready); // `connect` may return
-        });
+        };
+        // Addresses only, no name to resolve: set here and now (a few system
+        // calls), without a thread to start and hear back from before the first
+        // request may leave.
+        if let Some(peers) = lock_nodelay::Peers::literal(&self.dial.cluster) {
+            return report(lock_nodelay::apply(&peers));
+        }
+        let started = lock_nodelay::apply_in_background(self.dial.cluster.clone(), report);
         if let Err(e) = started {
             tracing::debug!(error = %e, "TCP_NODELAY could not be set");
         }
@@ -371,7 +387,8 @@ impl Driver {
     /// Asks the server the client is now connected to for its settings (`conf`)
     /// and has lock-client judge them for this session (a `ServerHazard` event
     /// and a warning when a majority could expire the session while this server
-    /// still answers it). On a thread of its own: nothing waits for it.
+    /// still answers it). On a thread of its own, [`SERVER_CHECK_DELAY`] after
+    /// the connect: nothing waits for it.
     fn check_server(&self) {
         let checker = self.link.server_checker();
         let started = lock_nodelay::ask_connected_servers_in_background(

@@ -110,7 +110,8 @@
 //!   (Linux; elsewhere Nagle's delays remain). [`LockClient::connect`] returns once
 //!   it is off.
 //! * **Server settings.** After every (re)connect the binding asks the server for
-//!   its settings (the `conf` four-letter word, on a thread of its own) and warns
+//!   its settings (the `conf` four-letter word, on a thread of its own, 100 ms
+//!   later: out of the way of the session's first requests) and warns
 //!   (a `tracing` warning and [`ConnectionEvent::ServerHazard`]) when
 //!   `syncLimit × tickTime` is too long for the session timeout: see [`Hazard`]
 //!   for the rule and [`LockClient::server_checks`] for what was found.
