@@ -112,7 +112,8 @@ pub(crate) struct State {
     epoch: Instant,
     /// Where handles read the time (the binding's, see [`crate::Clock`]).
     clock: Arc<dyn crate::Clock>,
-    pub(crate) slots: HashMap<LockId, Slot>,
+    /// Boxed: one per held or waiting lock, in a table with room to spare.
+    pub(crate) slots: HashMap<LockId, Box<Slot>>,
     pub(crate) elections: HashMap<u64, ElectionQueue>,
     next_election: u64,
     /// Reentrant mutexes held, by acquisition: who holds, and how many guards.
@@ -287,7 +288,7 @@ impl State {
 
     /// A slot for a task the core just started.
     pub(crate) fn add_slot(&mut self, id: LockId, election: Option<u64>) {
-        self.slots.insert(id, Slot::new(election));
+        self.slots.insert(id, Box::new(Slot::new(election)));
     }
 
     pub(crate) fn new_election(&mut self) -> u64 {
@@ -389,7 +390,8 @@ impl State {
         if let Some(metrics) = &mut slot.metrics {
             metrics.on_event(&event);
         }
-        self.to_wake.append(&mut slot.wakers);
+        // Taken, not appended: a held lock's slot keeps no room for wakers.
+        self.to_wake.extend(std::mem::take(&mut slot.wakers));
         // Answers to a handle's own calls go to whoever awaits them.
         match event {
             LockEvent::FencedWrite { write, result } => {

@@ -28,7 +28,7 @@ pub(crate) fn call(client: Arc<Client>, op: Op, acls: Arc<[Acl]>) -> BoxFuture<'
             unwatched(result.map(|(stat, sequence)| Reply::Created {
                 // The server's `%010d` of a signed 32-bit counter.
                 path: match mode {
-                    CreateMode::EphemeralSequential => format!("{path}{:010}", sequence.into_i64()),
+                    CreateMode::EphemeralSequential => sequential_path(&path, sequence.into_i64()),
                     _ => path,
                 },
                 stat: (!stat.is_invalid()).then(|| core_stat(&stat)),
@@ -81,6 +81,18 @@ pub(crate) fn call(client: Arc<Client>, op: Op, acls: Arc<[Acl]>) -> BoxFuture<'
             Box::pin(async move { (Err(ZkError::Other(message)), None) })
         }
     }
+}
+
+/// The path the server gave a sequential node: `prefix` and the sequence number
+/// as the server's `%010d` of a signed 32-bit counter (at most 11 characters).
+/// Allocated at its size: the core keeps it as long as the node lives, and
+/// `format!` would leave it up to twice that.
+fn sequential_path(prefix: &str, sequence: i64) -> String {
+    use std::fmt::Write;
+    let mut path = String::with_capacity(prefix.len() + 11);
+    path.push_str(prefix);
+    let _ = write!(path, "{sequence:010}");
+    path
 }
 
 /// A multi as one request (the ops are written into one buffer, sent on commit,
@@ -198,6 +210,10 @@ mod tests {
         assert_eq!(format!("{:010}", i64::from(i32::MAX)), "2147483647");
         assert_eq!(format!("{:010}", -5i64), "-000000005");
         assert_eq!(format!("{:010}", i64::from(i32::MIN)), "-2147483648");
+        let path = sequential_path("/l/n-", i64::from(i32::MIN));
+        assert_eq!(path, "/l/n--2147483648");
+        assert_eq!(path.capacity(), path.len());
+        assert_eq!(sequential_path("/l/n-", 7), "/l/n-0000000007");
     }
 
     #[test]

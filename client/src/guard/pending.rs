@@ -5,6 +5,7 @@ use super::{Hold, LockGuard};
 use crate::client::LockClient;
 use crate::error::Error;
 use lock_core::{Grant, LockEvent, LockId};
+use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::task::{Context, Poll};
 
@@ -20,7 +21,14 @@ pub(crate) fn poll_event(
             return Poll::Ready(None);
         };
         match slot.events.pop_front() {
-            Some(event) => Poll::Ready(Some(event)),
+            Some(event) => {
+                if slot.events.is_empty() {
+                    // Events are few and far between: a held lock's slot keeps
+                    // no room for them.
+                    slot.events = VecDeque::new();
+                }
+                Poll::Ready(Some(event))
+            }
             None if slot.ended => Poll::Ready(None),
             None => {
                 slot.register(cx.waker());

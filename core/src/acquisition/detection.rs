@@ -78,7 +78,7 @@ impl Acquisition {
             self.owner_held.clone(),
         );
         cx.stats.deadlock_chases += 1;
-        self.chase = Some(chase);
+        self.chase = Some(Box::new(chase));
     }
 
     pub(super) fn on_chase_reply(

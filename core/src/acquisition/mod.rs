@@ -190,8 +190,9 @@ pub(crate) struct Acquisition {
     detecting: bool,
     /// When we started waiting (the first look that did not grant).
     wait_started: Option<Timestamp>,
-    /// The deadlock chase in progress.
-    chase: Option<Chase>,
+    /// The deadlock chase in progress (boxed: most acquisitions never chase,
+    /// and a `Chase` is several times the size of the rest).
+    chase: Option<Box<Chase>>,
     /// Where our owner waits, as published in our held node's header.
     publication: Publication,
     /// For a downgrade (a read taken by the owner of the held write half of the

@@ -104,7 +104,11 @@ impl Session {
         validate_lock_path(path)?;
         limits::room_for_data(self.config.max_packet, path)?;
         let id = self.new_id();
-        self.start(id, Task::Observer(Observer::new(id, path.to_owned())), now);
+        self.start(
+            id,
+            Task::Observer(Box::new(Observer::new(id, path.to_owned()))),
+            now,
+        );
         Ok(id)
     }
 
@@ -116,7 +120,11 @@ impl Session {
         validate_lock_path(path)?;
         limits::room_for_data(self.config.max_packet, path)?;
         let id = self.new_id();
-        self.start(id, Task::Revoke(Revoke::new(id, path.to_owned())), now);
+        self.start(
+            id,
+            Task::Revoke(Box::new(Revoke::new(id, path.to_owned()))),
+            now,
+        );
         Ok(id)
     }
 
@@ -129,7 +137,11 @@ impl Session {
         validate_lock_path(path)?;
         limits::room_for_data(self.config.max_packet, path)?;
         let id = self.new_id();
-        self.start(id, Task::Inspect(Inspect::new(id, path.to_owned())), now);
+        self.start(
+            id,
+            Task::Inspect(Box::new(Inspect::new(id, path.to_owned()))),
+            now,
+        );
         Ok(id)
     }
 
@@ -143,7 +155,11 @@ impl Session {
         validate_lock_path(root)?;
         limits::room_for_data(self.config.max_packet, root)?;
         let id = self.new_id();
-        self.start(id, Task::Scan(Scan::new(id, root.to_owned())), now);
+        self.start(
+            id,
+            Task::Scan(Box::new(Scan::new(id, root.to_owned()))),
+            now,
+        );
         Ok(id)
     }
 

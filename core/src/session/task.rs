@@ -12,12 +12,14 @@ use crate::revoke::Revoke;
 /// One unit of work on the session, addressed by a [`LockId`].
 ///
 /// [`LockId`]: crate::LockId
+// Boxed, every one: the task map holds one `Task` per held or waiting lock,
+// and an unboxed variant would size every entry to the largest.
 pub(super) enum Task {
     Acquisition(Box<Acquisition>),
-    Observer(Observer),
-    Revoke(Revoke),
-    Inspect(Inspect),
-    Scan(Scan),
+    Observer(Box<Observer>),
+    Revoke(Box<Revoke>),
+    Inspect(Box<Inspect>),
+    Scan(Box<Scan>),
 }
 
 impl Task {
