@@ -33,9 +33,11 @@ rt_tests! {
     /// A plain holder reads not its own node and leaves no watch on it (that costs a
     /// 4th request and a notification per release; `watch_node()` asks for it). The
     /// server counts the same 3 per cycle, once the one packet each `mntr` itself
-    /// counts is subtracted. The only other packets could be pings, which
-    /// zookeeper-client sends after 3/20 of the session timeout without sending
-    /// anything (1.5 s here): none during the busy loop.
+    /// counts is subtracted. The binding's check of the server's settings (a `conf`
+    /// on a connection of its own, 100 ms after connecting) is waited for before
+    /// counting. The only other packets could be pings, which zookeeper-client
+    /// sends after 3/20 of the session timeout without sending anything (1.5 s
+    /// here): none during the busy loop.
     async fn requests_per_uncontended_cycle(rt) {
         const CYCLES: u64 = 200;
         let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
@@ -44,6 +46,11 @@ rt_tests! {
         // Warm up: the first acquisition also creates the lock directory.
         mutex.lock().await.unwrap().release().await.unwrap();
         client.wait_idle().await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while client.server_checks().is_empty() {
+            assert!(Instant::now() < deadline, "the server was never checked");
+            common::sleep(Duration::from_millis(10)).await;
+        }
 
         let requests_before = client.stats().await.unwrap().requests;
         // `mntr` is itself counted as a received packet: measure that overhead.
