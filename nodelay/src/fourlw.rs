@@ -94,11 +94,27 @@ pub const BACKGROUND_TIMEOUT: Duration = Duration::from_secs(2);
 pub fn ask_connected_servers_in_background(
     connect_string: String,
     word: &'static str,
+    answer: impl FnMut(SocketAddr, io::Result<String>) + Send + 'static,
+) -> io::Result<()> {
+    ask_connected_servers_after(Duration::ZERO, connect_string, word, answer)
+}
+
+/// As [`ask_connected_servers_in_background`], the thread first waiting `delay`:
+/// for a check right after a connect that should stay out of the way of the
+/// session's first requests (the server answers the word beside them).
+///
+/// # Errors
+/// When no thread can be started.
+pub fn ask_connected_servers_after(
+    delay: Duration,
+    connect_string: String,
+    word: &'static str,
     mut answer: impl FnMut(SocketAddr, io::Result<String>) + Send + 'static,
 ) -> io::Result<()> {
     std::thread::Builder::new()
         .name(format!("zklock-{word}"))
         .spawn(move || {
+            std::thread::sleep(delay);
             let Ok(peers) = Peers::resolve(&connect_string) else {
                 return;
             };
@@ -178,5 +194,21 @@ mod tests {
         let (server, answer) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
         assert_eq!(server, addr);
         assert_eq!(answer, "imok-ish");
+    }
+
+    #[test]
+    fn asks_no_sooner_than_the_delay() {
+        let addr = answering("imok-ish");
+        let _ours = TcpStream::connect(addr);
+        let delay = Duration::from_millis(200);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let asked = Instant::now();
+        ask_connected_servers_after(delay, format!("{addr}"), "conf", move |server, answer| {
+            tx.send((server, answer.unwrap(), asked.elapsed())).unwrap()
+        })
+        .unwrap();
+        let (server, answer, after) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!((server, answer.as_str()), (addr, "imok-ish"));
+        assert!(after >= delay, "answered {after:?} after asking");
     }
 }

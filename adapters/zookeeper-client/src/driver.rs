@@ -59,13 +59,12 @@ enum Wake {
     Unwatched,
     /// A new session opened (or failed to) after an expiry.
     Connected(Result<Client, zookeeper_client::Error>),
-    /// Time to ask the server now connected to for its settings.
-    CheckServer,
 }
 
 /// How long after a (re)connect the server's settings are asked for: out of the
 /// way of the session's first requests (the `conf` exchange is a connection of
-/// its own that the server answers beside them, and a thread on the client).
+/// its own that the server answers beside them). The thread waits, not the
+/// runtime: the check comes even while nothing drives the runtime.
 const SERVER_CHECK_DELAY: Duration = Duration::from_millis(100);
 
 pub(crate) struct Driver {
@@ -133,7 +132,6 @@ impl Driver {
                 Wake::Link => {}
                 Wake::Timer => self.link.handle_timeout(Instant::now()),
                 Wake::State(state) => self.on_state(state),
-                Wake::CheckServer => self.check_server(),
                 done => self.on_completion(done),
             }
         }
@@ -276,7 +274,7 @@ impl Driver {
                 let pause = (self.dial.session_timeout / 4).min(Duration::from_secs(1));
                 self.start_connect(Some(Instant::now() + pause));
             }
-            Wake::Link | Wake::Timer | Wake::State(_) | Wake::CheckServer => {}
+            Wake::Link | Wake::Timer | Wake::State(_) => {}
         }
     }
 
@@ -328,9 +326,7 @@ impl Driver {
         match state {
             SessionState::SyncConnected => {
                 self.set_nodelay();
-                let check_due = self.runtime.sleep_until(now + SERVER_CHECK_DELAY);
-                self.inflight
-                    .push(Box::pin(check_due.map(|()| Wake::CheckServer)));
+                self.check_server();
                 if self.link.is_connected() {
                     // Connected again without us seeing the disconnect in between.
                     self.link.handle_session(disconnected, now);
@@ -391,7 +387,8 @@ impl Driver {
     /// the connect: nothing waits for it.
     fn check_server(&self) {
         let checker = self.link.server_checker();
-        let started = lock_nodelay::ask_connected_servers_in_background(
+        let started = lock_nodelay::ask_connected_servers_after(
+            SERVER_CHECK_DELAY,
             self.dial.cluster.clone(),
             "conf",
             move |server, answer| checker.report(server, answer),
