@@ -1,10 +1,10 @@
 //! The randomized schedules of `tests/workload.rs` and `tests/features.rs` with
 //! every client driven through lock-client's user API
 //! ([`Workload::through_lock_client`]): a `LockClient` and its `Link` on a virtual
-//! clock, the pending acquisitions, guard event streams, releases, section calls
-//! and fenced writes polled only when their wakers are woken. The invariant
-//! checker sees what the user sees; lost wake-ups and guard statuses that
-//! contradict their events are violations too.
+//! clock, the pending acquisitions, guard event streams, releases, section calls,
+//! fenced writes, revocation requests and election observers polled only when
+//! their wakers are woken. The invariant checker sees what the user sees; lost
+//! wake-ups and guard statuses that contradict their events are violations too.
 //!
 //! 2,700 fixed schedules (300 per workload) and 135 that change from run to run;
 //! with `tests/workload.rs`' 9,500 on the bare core, over 10,000 per CI run.
@@ -146,13 +146,13 @@ fn fenced_schedules() {
     );
 }
 
-/// Every recipe with sections, fenced writes, leases and revocable locks, through
-/// lock-client.
+/// Every recipe with sections, fenced writes, leases, revocable locks, revocation
+/// requests and election observers, through lock-client.
 #[test]
 fn features_schedules() {
     let (n, c) = run("features", 18_000_000, 300);
     assert!(
-        c.crash_flags_checked > n && c.fenced_applied > 5 * n,
+        c.crash_flags_checked > n && c.fenced_applied > 5 * n && c.revocations_requested > n / 10,
         "{c:?}"
     );
 }
@@ -190,6 +190,97 @@ fn overlapping_section_calls_on_one_guard_both_return() {
     sim.release(c, l).unwrap();
     sim.run_until_idle().unwrap();
     assert!(matches!(sim.outcome(c, l), Some(LockEvent::Released)));
+}
+
+/// The user's queries through the client: a revocation reaches the holder's
+/// guard, an inspection lists the holder and the waiter, a deadlock scan finds
+/// none, an election observer follows the leader until dropped; each answer comes
+/// as the core's event.
+#[test]
+fn revocation_inspection_scan_and_observer_through_the_client() {
+    let mut sim = Sim::new(SimConfig::new(8).user_api(true));
+    let timeout = Duration::from_secs(6);
+    let (a, b, c) = (
+        sim.add_client(Profile::KeepsWatches, timeout),
+        sim.add_client(Profile::LosesWatchesNewSession, timeout),
+        sim.add_client(Profile::KeepsWatches, timeout),
+    );
+    let held = sim
+        .acquire(a, LockSpec::write("/locks/job").revocable())
+        .unwrap();
+    sim.settle().unwrap();
+    let waiting = sim.acquire(b, LockSpec::write("/locks/job")).unwrap();
+    let leader = sim
+        .acquire(a, LockSpec::leader("/locks/lead", "a"))
+        .unwrap();
+    let observer = sim.observe(c, "/locks/lead").unwrap();
+    sim.settle().unwrap();
+    let node = sim.grant(a, held).unwrap().path;
+    let leader_node = sim.grant(a, leader).unwrap().path;
+
+    let inspect = sim.inspect(c, "/locks/job").unwrap();
+    let scan = sim.deadlocks(c, "/locks").unwrap();
+    sim.settle().unwrap();
+    match sim.outcome(c, inspect) {
+        Some(LockEvent::Participants(p)) => {
+            let names = |ps: &[lock_core::Participant]| -> Vec<String> {
+                ps.iter().map(|p| format!("{}/{}", p.dir, p.node)).collect()
+            };
+            assert_eq!(names(&p.holders), [node.as_str()]);
+            assert_eq!(p.waiters.len(), 1);
+        }
+        other => panic!("inspection answered {other:?}"),
+    }
+    assert!(
+        matches!(sim.outcome(c, scan), Some(LockEvent::Deadlocks { cycles }) if cycles.is_empty()),
+        "{:?}",
+        sim.outcome(c, scan)
+    );
+
+    let revoke = sim.revoke(b, "/locks/job").unwrap();
+    sim.settle().unwrap();
+    assert!(
+        matches!(sim.outcome(b, revoke), Some(LockEvent::RevocationSent { nodes }) if *nodes == [node.clone()]),
+        "{:?}",
+        sim.outcome(b, revoke)
+    );
+    let told = sim
+        .events(a)
+        .iter()
+        .any(|r| r.lock == held && r.event == LockEvent::RevocationRequested);
+    assert!(told, "the holder's guard hears the request");
+
+    // The observer saw a lead; when it resigns, nobody leads.
+    let leaders = |sim: &Sim| -> Vec<Option<String>> {
+        sim.events(c)
+            .iter()
+            .filter(|r| r.lock == observer)
+            .filter_map(|r| match &r.event {
+                LockEvent::LeaderChanged { leader, .. } => {
+                    Some(leader.as_ref().map(|l| l.path.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(leaders(&sim).first(), Some(&None), "no election yet");
+    // (An observer looks again for an election that did not exist yet.)
+    sim.run_for(Duration::from_secs(2)).unwrap();
+    assert_eq!(leaders(&sim).last(), Some(&Some(leader_node)));
+    sim.release(a, leader).unwrap();
+    sim.settle().unwrap();
+    assert_eq!(leaders(&sim).last(), Some(&None));
+    sim.cancel(c, observer).unwrap();
+    sim.release(a, held).unwrap();
+    sim.settle().unwrap();
+    assert!(sim.holds(b, waiting));
+    sim.release(b, waiting).unwrap();
+    sim.run_until_idle().unwrap();
+    assert!(matches!(
+        sim.outcome(c, observer),
+        Some(LockEvent::Failed(lock_core::FailReason::Cancelled))
+    ));
+    assert_eq!(sim.violation(), None);
 }
 
 /// With `LOCK_SIM_USER_REPLAY` set, replays that schedule with its trace; otherwise

@@ -4,6 +4,7 @@
 //! The scheduler drives both alike: inputs in, drain, timers.
 
 use crate::sim::user_face::{Drained, UserClient};
+use crate::sim::user_queries::Ask;
 use lock_core::{
     Input, LockId, LockSpec, LockState, MultiOp, Output, Session, Timestamp, UsageError,
 };
@@ -157,13 +158,14 @@ impl ClientCore {
         matches!(self, ClientCore::User(_))
     }
 
-    /// The bare core for the calls the user face does not drive yet.
-    pub(crate) fn core_only(&mut self, call: &str) -> &mut Session {
-        match self {
-            ClientCore::Session(core) => core,
-            ClientCore::User(_) => {
-                panic!("Sim::{call} is not driven through lock-client yet (SimConfig::user_api)")
-            }
+    /// Starts a revocation, an inspection, a deadlock scan or an election observer.
+    pub(crate) fn ask(&mut self, ask: Ask, now: Timestamp) -> Result<LockId, UsageError> {
+        match (self, ask) {
+            (ClientCore::Session(core), Ask::Revoke(path)) => core.revoke(&path, now),
+            (ClientCore::Session(core), Ask::Inspect(path)) => core.inspect(&path, now),
+            (ClientCore::Session(core), Ask::Deadlocks(root)) => core.deadlocks(&root, now),
+            (ClientCore::Session(core), Ask::Observe(path)) => core.observe(&path, now),
+            (ClientCore::User(user), ask) => user.query(ask, now),
         }
     }
 }

@@ -12,6 +12,7 @@ use crate::sim::clients::{Clients, Wake};
 use crate::sim::fault_config::FaultConfig;
 use crate::sim::network::Latency;
 use crate::sim::rng::SimRng;
+use crate::sim::user_queries::Ask;
 use lock_core::{LockId, LockSpec, Timestamp, UsageError};
 use std::fmt;
 use std::time::Duration;
@@ -66,8 +67,7 @@ pub struct SimConfig {
     /// woken) instead of a bare [`lock_core::Session`] (default: off). The same
     /// invariants then check what the user sees, plus lost wake-ups and guard
     /// statuses. Sections and fenced writes go through the guard; observers,
-    /// revocation requests, inspections and deadlock scans are not driven that way
-    /// yet (those calls panic).
+    /// revocation requests, inspections and deadlock scans through the client.
     pub user_api: bool,
 }
 
@@ -279,60 +279,43 @@ impl Sim {
     }
 
     /// Starts following the leader of the election at `path` (see
-    /// [`Session::observe`](lock_core::Session::observe)).
+    /// [`Session::observe`](lock_core::Session::observe); on the user face
+    /// [`LockClient::observe_election`](lock_client::LockClient::observe_election)).
     pub fn observe(&mut self, client: ClientId, path: &str) -> Result<LockId, UsageError> {
-        let now = self.now;
-        let id = self.clients[client.0]
-            .core
-            .core_only("observe")
-            .observe(path, now)?;
-        self.start_task(client, id, path, "observes")
+        self.start_task(client, Ask::Observe(path.to_owned()), "observes")
     }
 
-    /// Asks the holders of the lock at `path` to let go (see [`Session::revoke`](lock_core::Session::revoke)).
+    /// Asks the holders of the lock at `path` to let go (see [`Session::revoke`](lock_core::Session::revoke);
+    /// on the user face [`LockClient::revoke`](lock_client::LockClient::revoke)).
     pub fn revoke(&mut self, client: ClientId, path: &str) -> Result<LockId, UsageError> {
-        let now = self.now;
-        let id = self.clients[client.0]
-            .core
-            .core_only("revoke")
-            .revoke(path, now)?;
-        self.start_task(client, id, path, "revokes")
+        self.start_task(client, Ask::Revoke(path.to_owned()), "revokes")
     }
 
     /// Lists the holders and waiters of the lock at `path` (see
-    /// [`Session::inspect`](lock_core::Session::inspect)).
+    /// [`Session::inspect`](lock_core::Session::inspect); on the user face
+    /// [`LockClient::participants`](lock_client::LockClient::participants)).
     pub fn inspect(&mut self, client: ClientId, path: &str) -> Result<LockId, UsageError> {
-        let now = self.now;
-        let id = self.clients[client.0]
-            .core
-            .core_only("inspect")
-            .inspect(path, now)?;
-        self.start_task(client, id, path, "inspects")
+        self.start_task(client, Ask::Inspect(path.to_owned()), "inspects")
     }
 
     /// Scans the locks under `root` for deadlocks (see
-    /// [`Session::deadlocks`](lock_core::Session::deadlocks)).
+    /// [`Session::deadlocks`](lock_core::Session::deadlocks); on the user face
+    /// [`LockClient::deadlocks`](lock_client::LockClient::deadlocks)).
     pub fn deadlocks(&mut self, client: ClientId, root: &str) -> Result<LockId, UsageError> {
-        let now = self.now;
-        let id = self.clients[client.0]
-            .core
-            .core_only("deadlocks")
-            .deadlocks(root, now)?;
-        self.start_task(client, id, root, "scans")
+        self.start_task(client, Ask::Deadlocks(root.to_owned()), "scans")
     }
 
-    fn start_task(
-        &mut self,
-        client: ClientId,
-        id: LockId,
-        path: &str,
-        what: &str,
-    ) -> Result<LockId, UsageError> {
+    fn start_task(&mut self, client: ClientId, ask: Ask, what: &str) -> Result<LockId, UsageError> {
+        let now = self.now;
+        let path = match &ask {
+            Ask::Revoke(p) | Ask::Inspect(p) | Ask::Deadlocks(p) | Ask::Observe(p) => p.clone(),
+        };
+        let id = self.clients[client.0].core.ask(ask, now)?;
         self.trace_with(Some(client.0), || format!("user {what} {path} as {id}"));
         if self.cfg.check_invariants {
             let r = self
                 .checker
-                .on_start((client, id), path, None, Options::default());
+                .on_start((client, id), &path, None, Options::default());
             self.check(r);
         }
         self.pump(client.0);

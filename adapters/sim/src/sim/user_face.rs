@@ -24,14 +24,16 @@
 //! calls when lock-client makes them and of their outcomes as the events the bare
 //! core reports.
 //!
-//! Observers, revocation requests, inspections and deadlock scans are not driven
-//! through the user API yet: the calls panic on this face, and
-//! [`Workload::through_lock_client`](crate::Workload::through_lock_client) leaves
-//! them out.
+//! Revocation requests, inspections, deadlock scans and election observers are
+//! the user's queries to the client ([`LockClient::revoke`],
+//! [`LockClient::participants`], [`LockClient::deadlocks`],
+//! [`LockClient::observe_election`]), futures of their own as well (see
+//! [`crate::sim::user_queries`]).
 //!
 //! [`SimConfig::user_api`]: crate::SimConfig::user_api
 
 use crate::sim::user_calls::Sides;
+use crate::sim::user_queries::{Ask, Queries};
 use lock_client::{Clock, Error, Link, LockClient, LockGuard, LockStatus, PendingLock};
 use lock_core::{
     Config, FailReason, Input, LockEvent, LockId, LockSpec, LockState, LostReason, MultiOp,
@@ -134,6 +136,8 @@ pub(crate) struct UserClient {
     tasks: BTreeMap<LockId, Task>,
     /// The holders' section calls and fenced writes in flight.
     sides: Sides,
+    /// Revocations, inspections, deadlock scans and election observers.
+    queries: Queries,
     out: VecDeque<Drained>,
     /// The waker of probes and of `wait_idle`.
     probe: Waker,
@@ -155,6 +159,7 @@ impl UserClient {
             clock,
             tasks: BTreeMap::new(),
             sides: Sides::default(),
+            queries: Queries::default(),
             out: VecDeque::new(),
             probe: Waker::from(Arc::new(WakeFlag::default())),
             trace: false,
@@ -286,6 +291,10 @@ impl UserClient {
     /// end there), or releases a held one.
     pub(crate) fn cancel(&mut self, lock: LockId, now: Timestamp) -> Result<(), UsageError> {
         self.set_now(now);
+        if self.queries.contains(lock) {
+            self.queries.cancel(lock, &mut self.out);
+            return Ok(());
+        }
         match self.tasks.get(&lock).map(|t| &t.stage) {
             None => Err(UsageError::UnknownLock(lock)),
             Some(Stage::Waiting(_)) => {
@@ -368,6 +377,13 @@ impl UserClient {
         self.sides.section(&guard, lock, open, &mut self.out)
     }
 
+    /// The user asks a revocation, an inspection, a deadlock scan or to observe an
+    /// election: the harness's name of the query.
+    pub(crate) fn query(&mut self, ask: Ask, now: Timestamp) -> Result<LockId, UsageError> {
+        self.set_now(now);
+        self.queries.start(&self.client, ask, &mut self.out)
+    }
+
     /// The user calls `fenced_write(ops)` on the guard of `lock`: the harness's
     /// name of the write (its outcome is reported under it).
     pub(crate) fn fenced_write(
@@ -415,6 +431,7 @@ impl UserClient {
         let sides = self.sides.poll_woken(&held, &mut self.out);
         drop(held);
         self.start_releases();
+        let queries = self.queries.poll_woken(&mut self.out);
         let woken: Vec<LockId> = self
             .tasks
             .iter()
@@ -425,7 +442,7 @@ impl UserClient {
             let waker = self.tasks[&id].waker.clone();
             self.poll_task(id, &waker, false);
         }
-        sides || !woken.is_empty()
+        sides || queries || !woken.is_empty()
     }
 
     fn probe_unwoken_sides(&mut self) {
@@ -433,6 +450,7 @@ impl UserClient {
         self.sides.probe_unwoken(&self.probe, &held, &mut self.out);
         drop(held);
         self.start_releases();
+        self.queries.probe_unwoken(&self.probe, &mut self.out);
     }
 
     /// Polls the futures of every task not woken with the probe's waker: a ready one
@@ -589,7 +607,7 @@ fn expected_status(last: &LockEvent) -> LockStatus {
 }
 
 /// The core's reason behind a failed acquisition's error.
-fn fail_reason(e: Error) -> FailReason {
+pub(crate) fn fail_reason(e: Error) -> FailReason {
     match e {
         Error::Timeout => FailReason::Timeout,
         Error::Cancelled => FailReason::Cancelled,

@@ -226,10 +226,9 @@ impl Workload {
 
     /// The same schedules with every client driven through lock-client's user API
     /// ([`SimConfig::user_api`]): the acquisitions, releases, cancellations,
-    /// timeouts, leases and revocable locks of the preset, and the holders'
-    /// crash-detecting sections and fenced writes through their guards; the calls
-    /// not driven that way yet (election observers, revocation requests) are left
-    /// out.
+    /// timeouts, leases and revocable locks of the preset, the holders'
+    /// crash-detecting sections and fenced writes through their guards, and the
+    /// revocation requests and election observers through the client.
     ///
     /// ```
     /// use lock_sim::Workload;
@@ -242,8 +241,6 @@ impl Workload {
     /// ```
     pub fn through_lock_client(mut self) -> Self {
         self.user_api = true;
-        self.revoke_chance = 0.0;
-        self.observe_chance = 0.0;
         self
     }
 
