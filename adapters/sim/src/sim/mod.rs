@@ -3,9 +3,11 @@
 //!
 //! * `scheduler.rs`: [`Sim`](crate::Sim), its configuration and the step loop;
 //! * `clients.rs`: the clients, indexed by their next wakeup;
-//! * `client.rs`, `face.rs`, `user_face.rs`, `user_calls.rs`, `user_queries.rs`,
-//!   `binding.rs`: a simulated client (a bare core or lock-client's user API) and
-//!   how its library drives it;
+//! * `client.rs`, `face.rs`, `binding.rs`: a simulated client (a bare core or
+//!   lock-client's user API) and how its library drives it;
+//! * `user_face.rs`, `user_calls.rs`, `user_queries.rs`, `user_events.rs`,
+//!   `user_wake.rs`: the user API's face: the acquisitions, the holders' calls,
+//!   the queries, their results as the core's events, the executor's wakers;
 //! * `network.rs`: the FIFO pipes of one connection, with latency;
 //! * `server_side.rs`: the server applying requests, routing firings, expiring
 //!   sessions and reaping containers;
@@ -28,6 +30,8 @@ pub(crate) mod rng;
 pub(crate) mod scheduler;
 pub(crate) mod server_side;
 pub(crate) mod user_calls;
+pub(crate) mod user_events;
 pub(crate) mod user_face;
 pub(crate) mod user_queries;
+pub(crate) mod user_wake;
 pub(crate) mod workload;

@@ -18,7 +18,8 @@
 //! nothing needs the core's own write id): the name only pairs the call with its
 //! outcome for the checker.
 
-use crate::sim::user_face::{Drained, WakeFlag};
+use crate::sim::user_face::Drained;
+use crate::sim::user_wake::WakeFlag;
 use lock_client::{Error, LockGuard, Writes};
 use lock_core::{FencedError, LockEvent, LockId, MultiOp, MultiResult, UsageError};
 use std::collections::{BTreeMap, VecDeque};

@@ -33,8 +33,10 @@
 //! [`SimConfig::user_api`]: crate::SimConfig::user_api
 
 use crate::sim::user_calls::Sides;
+use crate::sim::user_events::{expected_status, fail_reason};
 use crate::sim::user_queries::{Ask, Queries};
-use lock_client::{Clock, Error, Link, LockClient, LockGuard, LockStatus, PendingLock};
+use crate::sim::user_wake::{SimClock, WakeFlag};
+use lock_client::{Error, Link, LockClient, LockGuard, LockStatus, PendingLock};
 use lock_core::{
     Config, FailReason, Input, LockEvent, LockId, LockSpec, LockState, LostReason, MultiOp,
     Request, Timestamp, UsageError,
@@ -42,41 +44,10 @@ use lock_core::{
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
-use std::time::{Duration, Instant};
-
-/// A client's virtual clock: `zero` plus the simulation's time, which the harness
-/// sets before every call into the client.
-struct SimClock {
-    zero: Instant,
-    nanos: AtomicU64,
-}
-
-impl Clock for SimClock {
-    fn now(&self) -> Instant {
-        self.zero + Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
-    }
-}
-
-/// A task's waker: records that it was woken, and how often.
-#[derive(Default)]
-pub(crate) struct WakeFlag {
-    pub(crate) woken: AtomicBool,
-    pub(crate) wakes: AtomicU64,
-}
-
-impl Wake for WakeFlag {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.woken.store(true, Ordering::Relaxed);
-        self.wakes.fetch_add(1, Ordering::Relaxed);
-    }
-}
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
 
 type Releasing = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
 
@@ -594,31 +565,5 @@ impl UserClient {
             self.out
                 .push_back(Drained::Note(format!("user polled {id} ({wakes} wakes)")));
         }
-    }
-}
-
-/// What a guard's status must be after `last`.
-fn expected_status(last: &LockEvent) -> LockStatus {
-    match last {
-        LockEvent::Suspended => LockStatus::Suspended,
-        LockEvent::Lost(reason) => LockStatus::Lost(reason.clone()),
-        _ => LockStatus::Held,
-    }
-}
-
-/// The core's reason behind a failed acquisition's error.
-pub(crate) fn fail_reason(e: Error) -> FailReason {
-    match e {
-        Error::Timeout => FailReason::Timeout,
-        Error::Cancelled => FailReason::Cancelled,
-        Error::SessionExpired => FailReason::SessionExpired,
-        Error::NodeDeleted => FailReason::NodeDeleted,
-        Error::Zk(e) => FailReason::Zk(e),
-        Error::WouldBlock => FailReason::WouldBlock,
-        Error::Revoked => FailReason::Revoked,
-        Error::Deadlock { cycle } => FailReason::Deadlock { cycle },
-        Error::SelfDeadlock { path, owner, held } => FailReason::SelfDeadlock { path, owner, held },
-        Error::Failed(reason) => reason,
-        _ => FailReason::Closed,
     }
 }

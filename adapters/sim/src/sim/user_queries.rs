@@ -13,7 +13,9 @@
 //! key and the one [`Sim::cancel`](crate::Sim::cancel) takes, which stops the task as
 //! a user does, by dropping its future (or observer).
 
-use crate::sim::user_face::{fail_reason, Drained, WakeFlag};
+use crate::sim::user_events::fail_reason;
+use crate::sim::user_face::Drained;
+use crate::sim::user_wake::WakeFlag;
 use lock_client::{ElectionObserver, Error, LockClient};
 use lock_core::{FailReason, LockEvent, LockId, UsageError};
 use std::collections::{BTreeMap, VecDeque};
