@@ -1,0 +1,58 @@
+//! Leader elections: taking part ([`Election`]) and observing
+//! ([`ElectionObserver`]).
+
+use super::LockClient;
+use crate::election::{Election, ElectionObserver};
+use crate::error::Error;
+
+impl LockClient {
+    /// Joins the leader election at `path` as `participant` (its id, stored in its
+    /// node for observers to read; must not be empty). The participant joins at once;
+    /// see [`Election`].
+    ///
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let mut election = locks.election("/services/scheduler/leader", "node-1");
+    /// let leadership = election.leadership().await?; // waits until elected
+    /// println!("leading, token {}", leadership.token());
+    /// leadership.resign().await?;
+    /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// ```
+    pub fn election(&self, path: impl Into<String>, participant: impl Into<Vec<u8>>) -> Election {
+        Election::new(self.clone(), path.into(), participant.into())
+    }
+
+    /// Follows the leader of the election at `path` without taking part (the
+    /// election directory need not exist yet). Returns once the current leader is
+    /// known. While the observer lives, [`wait_idle`](Self::wait_idle) waits too (it
+    /// is work in progress on the session).
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for an invalid path, [`Error::Closed`] once the client is closed.
+    ///
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
+    /// let mut observer = locks.observe_election("/services/scheduler/leader").await?;
+    /// # let _leader = server.client().election("/services/scheduler/leader", "node-2").leadership().await?;
+    /// println!("leader: {:?}", observer.leader().map(|l| l.id.clone()));
+    /// let next = observer.changed().await?;
+    /// # drop(next); Ok(()) }
+    /// # let server = lock_sim::Server::new();
+    /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
+    /// ```
+    pub async fn observe_election(
+        &self,
+        path: impl Into<String>,
+    ) -> Result<ElectionObserver, Error> {
+        ElectionObserver::start(self, path.into()).await
+    }
+
+    /// Blocking twin of [`observe_election`](Self::observe_election).
+    pub fn observe_election_blocking(
+        &self,
+        path: impl Into<String>,
+    ) -> Result<ElectionObserver, Error> {
+        crate::blocking::block_on(self.observe_election(path))
+    }
+}

@@ -1,0 +1,330 @@
+//! [`LockClient`]: the user's handle on one ZooKeeper session, and [`pair`].
+//!
+//! The handle's methods live by concept: [`start`] (starting a core task),
+//! [`locks`] (taking locks), [`elections`], [`one_shot`] (revocation,
+//! participants, deadlock scans); the session's getters, `wait_idle`, `stats`
+//! and `close` are here.
+
+use crate::error::Error;
+use crate::link::Link;
+use crate::shared::Shared;
+use lock_core::{Config, LockSpec, Stats};
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+mod elections;
+mod locks;
+mod one_shot;
+mod start;
+
+/// A [`LockClient`] and the [`Link`] its binding drives, sharing one core
+/// [`Session`](lock_core::Session) made from `config` (its `session_timeout` is
+/// the negotiated one; give every session a different `seed`).
+///
+/// ```
+/// let config = lock_core::Config::new(std::time::Duration::from_secs(10), 7);
+/// let (locks, link) = lock_client::pair(config);
+/// assert_eq!(locks.session_timeout(), std::time::Duration::from_secs(10));
+/// assert!(!link.is_closed());
+/// drop(link); // the binding is gone: the client is closed
+/// assert!(locks.session_id().is_none());
+/// ```
+pub fn pair(config: Config) -> (LockClient, Link) {
+    pair_with_clock(config, Arc::new(crate::SystemClock))
+}
+
+/// [`pair`] on the binding's `clock` instead of the operating system's: the
+/// handles read the time from it (see [`Clock`](crate::Clock) for the contract),
+/// and the binding passes the link instants of the same clock. A seeded
+/// simulation gives a virtual clock.
+pub fn pair_with_clock(config: Config, clock: Arc<dyn crate::Clock>) -> (LockClient, Link) {
+    crate::metrics::describe_metrics();
+    let shared = Arc::new(Shared::new(config, clock));
+    let client = LockClient {
+        inner: Arc::new(Handles {
+            shared: shared.clone(),
+        }),
+        owner: None,
+    };
+    (client, Link::new(shared))
+}
+
+/// What every user handle holds: when the last one goes, the link hears of it.
+pub(crate) struct Handles {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Drop for Handles {
+    fn drop(&mut self) {
+        self.shared.with(|s| s.handles_gone = true);
+    }
+}
+
+/// What a task is, for [`LockClient::start`].
+pub(crate) enum Task {
+    Acquire {
+        spec: LockSpec,
+        deadline: Option<Instant>,
+        /// A reentrant mutex: its grant becomes a counted hold of its owner at
+        /// once (see `State::holds`), so that the owner re-enters it even before
+        /// the first guard is handed out.
+        reentrant: bool,
+    },
+    Observe(String),
+    Revoke(String),
+    Inspect(String),
+    Scan(String),
+}
+
+/// A handle on one ZooKeeper session that drives every lock taken through it.
+///
+/// Cheap to clone (an `Arc`), `Send + Sync`. Handles, lock objects and guards share
+/// one state with the binding's [`Link`] (the core
+/// [`Session`](lock_core::Session) and a slot per lock); a call locks it, asks the
+/// core, and wakes the link, which sends the requests. The session stays open while
+/// any handle, lock object or guard exists, or until [`close`](Self::close).
+///
+/// # Session loss
+/// When the session expires, held locks report
+/// [`LostReason::SessionExpired`](lock_core::LostReason::SessionExpired), waiting
+/// acquisitions fail with [`Error::SessionExpired`], and a binding that reconnects
+/// (lock-zookeeper-client does) opens a **new session** by itself: later
+/// acquisitions (and ones made while no session exists) run on it. The handle is
+/// dead only after [`close`](Self::close), or when every clone is dropped, or when
+/// the binding stops; then every call returns [`Error::Closed`].
+///
+/// # Blocking
+/// Every async method has a `*_blocking` twin (see [`blocking`](crate::blocking)).
+///
+/// ```
+/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// let job = locks.mutex("/locks/job");
+/// let guard = job.lock().await?;
+/// println!("holding {} with fencing token {}", guard.path(), guard.token());
+/// guard.release().await?;
+/// locks.close().await;
+/// # Ok(()) }
+/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct LockClient {
+    pub(crate) inner: Arc<Handles>,
+    /// The default owner of the lock objects made through this handle
+    /// ([`with_owner`](Self::with_owner)).
+    pub(crate) owner: Option<Arc<str>>,
+}
+
+impl std::fmt::Debug for LockClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockClient")
+            .field("session_id", &self.session_id())
+            .field("connected", &self.is_connected())
+            .field("owner", &self.owner)
+            .finish()
+    }
+}
+
+impl LockClient {
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.inner.shared
+    }
+
+    /// A handle on the same session whose lock objects ([`mutex`](Self::mutex),
+    /// [`rwlock`](Self::rwlock), [`semaphore`](Self::semaphore)) are taken for
+    /// `owner` by default (see [`Mutex::owner`]): the unit deadlock detection and the
+    /// self-deadlock check reason about, e.g. one worker or one philosopher. Several
+    /// owners may share one session (one handle each); a lock object's own
+    /// [`owner`](crate::Mutex::owner) overrides this.
+    ///
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// use std::time::Duration;
+    /// let worker = locks.with_owner("worker-7");
+    /// let a = worker.mutex("/locks/a").detect_deadlocks(Duration::from_secs(1)).lock().await?;
+    /// // Taking "/locks/a" again for "worker-7" is refused at once:
+    /// assert!(matches!(
+    ///     worker.mutex("/locks/a").lock().await,
+    ///     Err(lock_client::Error::SelfDeadlock { .. })
+    /// ));
+    /// # drop(a); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// ```
+    ///
+    /// [`Mutex::owner`]: crate::Mutex::owner
+    pub fn with_owner(&self, owner: impl Into<String>) -> LockClient {
+        LockClient {
+            inner: self.inner.clone(),
+            owner: Some(Arc::from(owner.into())),
+        }
+    }
+
+    /// The default owner given with [`with_owner`](Self::with_owner), if any.
+    pub fn owner(&self) -> Option<&str> {
+        self.owner.as_deref()
+    }
+
+    // Getters.
+
+    /// The current ZooKeeper session id (`None` before the first session, between
+    /// an expiry and the next session, and after close).
+    ///
+    /// ```
+    /// # fn demo(locks: lock_client::LockClient) {
+    /// println!("session {:#x}", locks.session_id().unwrap_or(0));
+    /// # }
+    /// # demo(lock_sim::Server::new().client());
+    /// ```
+    pub fn session_id(&self) -> Option<i64> {
+        self.shared().read(|s| s.core.session_id())
+    }
+
+    /// Whether the connection is up, as last reported by the binding.
+    ///
+    /// ```
+    /// # fn demo(locks: lock_client::LockClient) {
+    /// # locks.mutex("/locks/warm-up").try_lock_blocking().unwrap(); // a round trip: connected
+    /// assert!(locks.is_connected());
+    /// # }
+    /// # demo(lock_sim::Server::new().client());
+    /// ```
+    pub fn is_connected(&self) -> bool {
+        self.shared().read(|s| s.core.is_connected())
+    }
+
+    /// What the binding attached with [`Link::set_extension`], if it is a `T`: how a
+    /// binding extends the client (e.g. lock-zookeeper's connection diagnostics).
+    ///
+    /// ```
+    /// let config = lock_core::Config::new(std::time::Duration::from_secs(10), 7);
+    /// let (locks, link) = lock_client::pair(config);
+    /// link.set_extension(std::sync::Arc::new(42u32));
+    /// assert_eq!(locks.extension::<u32>().as_deref(), Some(&42));
+    /// assert!(locks.extension::<String>().is_none());
+    /// ```
+    pub fn extension<T: std::any::Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.shared().extension.get()?.clone().downcast().ok()
+    }
+
+    /// The session timeout negotiated with the server.
+    ///
+    /// ```
+    /// # fn demo(locks: lock_client::LockClient) {
+    /// println!("{:?}", locks.session_timeout());
+    /// # }
+    /// # demo(lock_sim::Server::new().client());
+    /// ```
+    pub fn session_timeout(&self) -> Duration {
+        self.shared().session_timeout
+    }
+
+    /// The client's clock now (the binding's, see [`Clock`](crate::Clock)): what
+    /// `lock_timeout` and the like count a timeout from, and the time line of every
+    /// `deadline` a method takes.
+    ///
+    /// ```
+    /// let (locks, _link) = lock_client::pair(lock_core::Config::new(std::time::Duration::from_secs(10), 7));
+    /// assert!(locks.now() <= std::time::Instant::now());
+    /// ```
+    pub fn now(&self) -> Instant {
+        self.shared().read(|s| s.instant_now())
+    }
+
+    // Waiting for the session, and closing it.
+
+    /// Waits until nothing is in progress on this session: no lock held or awaited
+    /// and every node it created deleted (releases by dropped guards and cancelled
+    /// acquisitions happen in the background; this waits for them).
+    ///
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// drop(locks.mutex("/locks/job").lock().await?); // released in the background
+    /// locks.wait_idle().await?;                      // ... and now it is gone
+    /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Closed`] if the client is (or gets) closed.
+    pub async fn wait_idle(&self) -> Result<(), Error> {
+        poll_fn(|cx| {
+            self.shared().with_quiet(|s| {
+                if s.is_closed() {
+                    Poll::Ready(Err(Error::Closed))
+                } else if s.core.is_idle() {
+                    Poll::Ready(Ok(()))
+                } else {
+                    s.register_idle(cx.waker());
+                    Poll::Pending
+                }
+            })
+        })
+        .await
+    }
+
+    /// Blocking twin of [`wait_idle`](Self::wait_idle).
+    pub fn wait_idle_blocking(&self) -> Result<(), Error> {
+        crate::blocking::block_on(self.wait_idle())
+    }
+
+    /// The core's counters (requests sent, stale replies, acquisitions, ...).
+    ///
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// println!("{} requests so far", locks.stats().await?.requests);
+    /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Closed`] once the client is closed.
+    pub async fn stats(&self) -> Result<Stats, Error> {
+        self.stats_blocking()
+    }
+
+    /// Blocking twin of [`stats`](Self::stats) (it never waits).
+    pub fn stats_blocking(&self) -> Result<Stats, Error> {
+        self.shared().read(|s| {
+            if s.is_closed() {
+                Err(Error::Closed)
+            } else {
+                Ok(s.core.stats())
+            }
+        })
+    }
+
+    /// Closes the session: held locks report
+    /// [`LostReason::Closed`](lock_core::LostReason::Closed), waiting acquisitions
+    /// fail with [`Error::Closed`], the server deletes every node of the session, and
+    /// every later call on any clone returns [`Error::Closed`]. Returns once the
+    /// binding has closed its session (lock-zookeeper-client: once the server
+    /// confirmed, or after about a session timeout). Idempotent.
+    ///
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient) {
+    /// locks.close().await;
+    /// assert!(locks.mutex("/locks/job").lock().await.is_err());
+    /// # }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client()));
+    /// ```
+    pub async fn close(&self) {
+        poll_fn(|cx| {
+            self.shared().with(|s| {
+                s.close_requested = true;
+                if s.link_gone {
+                    Poll::Ready(())
+                } else {
+                    s.register_close(cx.waker());
+                    Poll::Pending
+                }
+            })
+        })
+        .await
+    }
+
+    /// Blocking twin of [`close`](Self::close).
+    pub fn close_blocking(&self) {
+        crate::blocking::block_on(self.close())
+    }
+}

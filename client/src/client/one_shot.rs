@@ -1,0 +1,138 @@
+//! One-shot tasks on the session: revocation requests, a lock's participants,
+//! and a deadlock scan.
+
+use super::{LockClient, Task};
+use crate::error::{Cycle, Error};
+use crate::guard::Pending;
+use lock_core::{LockEvent, Participants};
+
+impl LockClient {
+    /// Asks holders to let go, by writing Curator's `__REVOKE__` into their nodes:
+    /// given a lock directory, its current holders (the lowest node, or the leading
+    /// readers); given a participant node's path, that node's owner, holding or
+    /// waiting. Returns the nodes asked (empty if there were none).
+    ///
+    /// Holders of locks made [`revocable`](crate::Mutex::revocable) are told
+    /// ([`LockGuard::revocation_requested`]) and decide; a revocable waiter gives up
+    /// its place ([`Error::Revoked`]); other participants ignore the request. Curator
+    /// clients honour it too.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for an invalid path, [`Error::Zk`] if ZooKeeper refused,
+    /// [`Error::Closed`] once the client is closed.
+    ///
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let asked = locks.revoke("/locks/job").await?;
+    /// println!("asked {asked:?} to let go");
+    /// // Now wait for the lock as usual.
+    /// let guard = locks.mutex("/locks/job").lock().await?;
+    /// # drop(guard); Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// ```
+    ///
+    /// [`LockGuard::revocation_requested`]: crate::LockGuard::revocation_requested
+    pub async fn revoke(&self, path: impl Into<String>) -> Result<Vec<String>, Error> {
+        let id = self.start_task(Task::Revoke(path.into()), None)?;
+        let mut pending = Pending::new(self.clone(), id);
+        loop {
+            match pending.next().await {
+                Some(LockEvent::RevocationSent { nodes }) => return Ok(nodes),
+                Some(LockEvent::Failed(reason)) => return Err(reason.into()),
+                Some(_) => {}
+                None => return Err(Error::Closed),
+            }
+        }
+    }
+
+    /// Blocking twin of [`revoke`](Self::revoke).
+    pub fn revoke_blocking(&self, path: impl Into<String>) -> Result<Vec<String>, Error> {
+        crate::blocking::block_on(self.revoke(path))
+    }
+
+    /// Who holds the lock at `path` and who waits, in queue order: each
+    /// [`Participant`](crate::Participant) with its node, kind, naming scheme, owner, session, creation
+    /// time (`ctime`), fencing token (`czxid`, higher is younger), user data, and
+    /// for a waiter the nodes it waits for. Works on locks taken by any client
+    /// (Curator's and kazoo's participants have no owner). One pipelined round trip
+    /// (a listing and a read per participant); no watches are left behind. A lock
+    /// directory that does not exist has no participants.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for an invalid path, [`Error::Zk`] if ZooKeeper refused,
+    /// [`Error::Closed`] once the client is closed.
+    ///
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let who = locks.participants("/locks/job").await?;
+    /// for h in &who.holders {
+    ///     println!("held by {:?} (session {:#x}, token {})", h.owner, h.session, h.token);
+    /// }
+    /// for w in &who.waiters {
+    ///     println!("{} ({:?}) waits for {:?}", w.node, w.owner, w.waits_for);
+    /// }
+    /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// ```
+    pub async fn participants(&self, path: impl Into<String>) -> Result<Participants, Error> {
+        let id = self.start_task(Task::Inspect(path.into()), None)?;
+        let mut pending = Pending::new(self.clone(), id);
+        loop {
+            match pending.next().await {
+                Some(LockEvent::Participants(participants)) => return Ok(participants),
+                Some(LockEvent::Failed(reason)) => return Err(reason.into()),
+                Some(_) => {}
+                None => return Err(Error::Closed),
+            }
+        }
+    }
+
+    /// Blocking twin of [`participants`](Self::participants).
+    pub fn participants_blocking(&self, path: impl Into<String>) -> Result<Participants, Error> {
+        crate::blocking::block_on(self.participants(path))
+    }
+
+    /// Scans the lock directories under `root` (`root` itself and its direct
+    /// children) for deadlocks, and returns one cycle per deadlock (empty: none).
+    /// Each cycle lists its nodes in wait order (each waits for the next, the last
+    /// for the first) with owner, session, token and `ctime`. Every edge is read
+    /// twice, so a reported cycle really existed; cycles through participants of
+    /// any client count, as long as their owners are named in their data (see
+    /// [`Mutex::owner`] and [`Mutex::detect_deadlocks`]: an owner's waits are
+    /// published once it has waited for its `detect_deadlocks` delay). Breaks
+    /// nothing: acquisitions with detection on break their own cycles.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for an invalid path, [`Error::Zk`] if ZooKeeper refused,
+    /// [`Error::Closed`] once the client is closed.
+    ///
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// for cycle in locks.deadlocks("/locks").await? {
+    ///     let owners: Vec<_> = cycle.iter().map(|n| n.owner.as_deref().unwrap_or("?")).collect();
+    ///     println!("deadlock: {}", owners.join(" -> "));
+    /// }
+    /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// ```
+    ///
+    /// [`Mutex::owner`]: crate::Mutex::owner
+    /// [`Mutex::detect_deadlocks`]: crate::Mutex::detect_deadlocks
+    pub async fn deadlocks(&self, root: impl Into<String>) -> Result<Vec<Cycle>, Error> {
+        let id = self.start_task(Task::Scan(root.into()), None)?;
+        let mut pending = Pending::new(self.clone(), id);
+        loop {
+            match pending.next().await {
+                Some(LockEvent::Deadlocks { cycles }) => return Ok(cycles),
+                Some(LockEvent::Failed(reason)) => return Err(reason.into()),
+                Some(_) => {}
+                None => return Err(Error::Closed),
+            }
+        }
+    }
+
+    /// Blocking twin of [`deadlocks`](Self::deadlocks).
+    pub fn deadlocks_blocking(&self, root: impl Into<String>) -> Result<Vec<Cycle>, Error> {
+        crate::blocking::block_on(self.deadlocks(root))
+    }
+}
