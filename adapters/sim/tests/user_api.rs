@@ -1,13 +1,14 @@
-//! The randomized schedules of `tests/workload.rs` and `tests/features.rs` with
-//! every client driven through lock-client's user API
+//! The randomized schedules of `tests/workload.rs`, `tests/features.rs` and
+//! `tests/deadlock.rs` with every client driven through lock-client's user API
 //! ([`Workload::through_lock_client`]): a `LockClient` and its `Link` on a virtual
 //! clock, the pending acquisitions, guard event streams, releases, section calls,
 //! fenced writes, revocation requests and election observers polled only when
 //! their wakers are woken. The invariant checker sees what the user sees; lost
 //! wake-ups and guard statuses that contradict their events are violations too.
 //!
-//! 2,700 fixed schedules (300 per workload) and 135 that change from run to run;
-//! with `tests/workload.rs`' 9,500 on the bare core, over 10,000 per CI run.
+//! 3,200 fixed schedules (300 per workload, 500 deadlock ones) and 160 that change
+//! from run to run; with `tests/workload.rs`' 9,500 on the bare core, over 10,000
+//! per CI run.
 //!
 //! Environment (as in `tests/workload.rs`):
 //! * `LOCK_SIM_USER_SCHEDULES=n`: fixed schedules per workload (default 300);
@@ -154,6 +155,48 @@ fn features_schedules() {
     assert!(
         c.crash_flags_checked > n && c.fenced_applied > 5 * n && c.revocations_requested > n / 10,
         "{c:?}"
+    );
+}
+
+/// The deadlock schedules of `tests/deadlock.rs` through lock-client (500 fixed
+/// and 25 changing): owners on several sessions take 2 to 4 locks in random
+/// order with deadlock detection, under faults; every cycle is broken within the
+/// bound by one true victim, which hears of it from its pending acquisition
+/// (`LOCK_SIM_USER_DEADLOCK_SCHEDULES=n` for another count).
+#[test]
+fn deadlock_schedules() {
+    let w = lock_sim::DeadlockWorkload::default().through_lock_client();
+    let count = env_u64("LOCK_SIM_USER_DEADLOCK_SCHEDULES").unwrap_or(500);
+    let first = env_u64("LOCK_SIM_SEED")
+        .unwrap_or(0)
+        .wrapping_add(19_000_000);
+    let new = explored(19_000_000, count.div_ceil(20));
+    println!(
+        "deadlock through lock-client: seeds {first}..{} and {}..{} (SIM_SEED_BASE)",
+        first + count,
+        new.start,
+        new.end
+    );
+    let (mut victims, mut acquisitions) = (0, 0);
+    for seed in (first..first + count).chain(new) {
+        match w.run(seed) {
+            Ok(r) => {
+                victims += r.victims;
+                acquisitions += r.acquisitions;
+            }
+            Err(failure) => panic!(
+                "{failure}\nreplay: LOCK_SIM_SEED={} LOCK_SIM_USER_DEADLOCK_SCHEDULES=1 \
+                 cargo test -p lock-sim --test user_api deadlock_schedules -- --nocapture",
+                seed - 19_000_000
+            ),
+        }
+    }
+    println!(
+        "deadlock through lock-client: {acquisitions} acquisitions, {victims} deadlocks broken"
+    );
+    assert!(
+        victims as u64 > count / 20,
+        "too few deadlocks to prove anything: {victims}"
     );
 }
 

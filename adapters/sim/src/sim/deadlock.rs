@@ -68,6 +68,9 @@ pub struct DeadlockWorkload {
     pub bound: Duration,
     /// Virtual time the drain may take before liveness is declared violated.
     pub drain_limit: Duration,
+    /// Whether the sessions are lock-client's user API ([`SimConfig::user_api`]);
+    /// set with [`through_lock_client`](Self::through_lock_client).
+    pub user_api: bool,
 }
 
 impl Default for DeadlockWorkload {
@@ -90,7 +93,24 @@ impl Default for DeadlockWorkload {
             chaos: timeout,
             bound: detect_after * 3 + timeout * 2,
             drain_limit: Duration::from_secs(60),
+            user_api: false,
         }
+    }
+}
+
+impl DeadlockWorkload {
+    /// The same schedules with every session driven through lock-client's user
+    /// API ([`SimConfig::user_api`]): the victims hear of their deadlock as the
+    /// user does, from the pending acquisition's `Error::Deadlock`.
+    ///
+    /// ```
+    /// let w = lock_sim::DeadlockWorkload::default().through_lock_client();
+    /// let report = w.run(1).unwrap_or_else(|f| panic!("{f}"));
+    /// assert!(report.acquisitions > 0);
+    /// ```
+    pub fn through_lock_client(mut self) -> Self {
+        self.user_api = true;
+        self
     }
 }
 
@@ -122,7 +142,7 @@ impl DeadlockWorkload {
                     workload: "deadlock",
                     violation,
                     trace,
-                    user_api: false,
+                    user_api: self.user_api,
                 }),
             },
         }
@@ -201,7 +221,8 @@ impl<'w> Run<'w> {
             .latency(w.latency)
             .faults(w.faults.clone())
             .reap_interval(Some(Duration::from_millis(200)))
-            .trace(trace);
+            .trace(trace)
+            .user_api(w.user_api);
         let mut sim = Sim::new(cfg);
         let n = w.clients.0 + rng.index(w.clients.1 - w.clients.0 + 1);
         let clients: Vec<ClientId> = (0..n)
