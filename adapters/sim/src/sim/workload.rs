@@ -345,6 +345,18 @@ impl fmt::Display for Failure {
             writeln!(f, "{e}")?;
         }
         let (seed, name) = (self.violation.seed, self.workload);
+        if name == "deadlock" {
+            // (A DeadlockWorkload's failure: it replays with its trace on its own.)
+            let face = if self.user_api {
+                ".through_lock_client()"
+            } else {
+                ""
+            };
+            return writeln!(
+                f,
+                "replay: lock_sim::DeadlockWorkload::default(){face}.run({seed})"
+            );
+        }
         if self.user_api {
             return writeln!(
                 f,
