@@ -22,7 +22,6 @@
 
 use crate::check::{Violation, ViolationKind};
 use crate::ids::ClientId;
-use crate::sim::client::Profile;
 use crate::sim::fault_config::FaultConfig;
 use crate::sim::network::Latency;
 use crate::sim::rng::SimRng;
@@ -224,17 +223,7 @@ impl<'w> Run<'w> {
             .trace(trace)
             .user_api(w.user_api);
         let mut sim = Sim::new(cfg);
-        let n = w.clients.0 + rng.index(w.clients.1 - w.clients.0 + 1);
-        let clients: Vec<ClientId> = (0..n)
-            .map(|_| {
-                let profile = if rng.chance(0.5) {
-                    Profile::KeepsWatches
-                } else {
-                    Profile::LosesWatchesNewSession
-                };
-                sim.add_client(profile, w.session_timeout)
-            })
-            .collect();
+        let clients = sim.add_random_clients(&mut rng, w.clients, w.session_timeout);
         let m = w.owners.0 + rng.index(w.owners.1 - w.owners.0 + 1);
         let mut actions = BTreeMap::new();
         let owners = (0..m)

@@ -250,6 +250,27 @@ impl Sim {
         ClientId(i)
     }
 
+    /// Adds between `range.0` and `range.1` clients (drawn from `rng`), each of a
+    /// profile drawn from `rng` too: the population of a randomized workload.
+    pub(crate) fn add_random_clients(
+        &mut self,
+        rng: &mut SimRng,
+        range: (usize, usize),
+        session_timeout: Duration,
+    ) -> Vec<ClientId> {
+        let n = range.0 + rng.index(range.1 - range.0 + 1);
+        (0..n)
+            .map(|_| {
+                let profile = if rng.chance(0.5) {
+                    Profile::KeepsWatches
+                } else {
+                    Profile::LosesWatchesNewSession
+                };
+                self.add_client(profile, session_timeout)
+            })
+            .collect()
+    }
+
     // ----- the user's calls -----------------------------------------------------
 
     /// Starts an acquisition on `client` (see [`Session::acquire`](lock_core::Session::acquire)).

@@ -23,7 +23,6 @@
 
 use crate::check::{Violation, ViolationKind};
 use crate::ids::ClientId;
-use crate::sim::client::Profile;
 use crate::sim::fault_config::FaultConfig;
 use crate::sim::network::Latency;
 use crate::sim::rng::SimRng;
@@ -430,17 +429,7 @@ impl Run {
             .trace(trace)
             .user_api(w.user_api);
         let mut sim = Sim::new(cfg);
-        let n = w.clients.0 + rng.index(w.clients.1 - w.clients.0 + 1);
-        let clients: Vec<ClientId> = (0..n)
-            .map(|_| {
-                let profile = if rng.chance(0.5) {
-                    Profile::KeepsWatches
-                } else {
-                    Profile::LosesWatchesNewSession
-                };
-                sim.add_client(profile, w.session_timeout)
-            })
-            .collect();
+        let clients = sim.add_random_clients(&mut rng, w.clients, w.session_timeout);
         let permits = 1 + rng.below(3) as u32;
         let count = w.acquisitions.0 + rng.index(w.acquisitions.1 - w.acquisitions.0 + 1);
         let mut at = Timestamp::ZERO;
