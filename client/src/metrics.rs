@@ -244,8 +244,11 @@ impl Acquisition {
     }
 
     /// This acquisition's labels and one more.
+    /// (Sized once: a clone then a push reallocates, on every acquisition, with
+    /// or without a recorder.)
     fn with(&self, (key, value): (&'static str, &'static str)) -> Vec<Label> {
-        let mut labels = self.labels.clone();
+        let mut labels = Vec::with_capacity(self.labels.len() + 1);
+        labels.extend_from_slice(&self.labels);
         labels.push(Label::from_static_parts(key, value));
         labels
     }

@@ -75,8 +75,15 @@ impl AttemptId {
 }
 
 impl fmt::Display for AttemptId {
+    /// 32 lowercase hex digits, as `{:032x}` writes them, without the formatting
+    /// machinery: every acquisition's node name carries one.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:032x}", self.0)
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut hex = [0u8; 32];
+        for (i, digit) in hex.iter_mut().enumerate() {
+            *digit = DIGITS[((self.0 >> (4 * (31 - i))) & 0xf) as usize];
+        }
+        f.write_str(std::str::from_utf8(&hex).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -395,6 +402,19 @@ pub fn compare_sequences(a: i32, b: i32) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attempt_ids_print_as_32_hex_digits() {
+        for v in [
+            0,
+            1,
+            0xabc,
+            u128::MAX,
+            0x0123_4567_89ab_cdef_fedc_ba98_7654_3210,
+        ] {
+            assert_eq!(AttemptId(v).to_string(), format!("{v:032x}"));
+        }
+    }
 
     #[test]
     fn sequence_widths_round_trip() {
