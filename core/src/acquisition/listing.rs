@@ -61,16 +61,22 @@ impl Acquisition {
         };
         let cleanup = self.state == State::Cleanup;
         for (i, (_, name)) in mine.iter().enumerate() {
-            let path = format!("{}/{}", self.dir, name);
             // In cleanup everything of ours goes (our known node by its own delete);
-            // otherwise every duplicate but the one we keep.
+            // otherwise every duplicate but the one we keep. (The path is built
+            // only for a node to delete: a listing of one's own node allocates
+            // nothing here.)
             let spare = if cleanup {
-                self.own.as_ref().map(|o| &o.path) != Some(&path)
+                let known = self.own.as_ref().and_then(|o| {
+                    o.path
+                        .strip_prefix(self.dir.as_str())
+                        .and_then(|rest| rest.strip_prefix('/'))
+                });
+                known != Some(name.as_str())
             } else {
                 Some(i) != keep
             };
             if spare {
-                self.delete_extra(cx, path);
+                self.delete_extra(cx, format!("{}/{}", self.dir, name));
             }
         }
         if cleanup {
