@@ -100,32 +100,18 @@ impl Session {
     ///
     /// [`FailReason::Cancelled`]: crate::FailReason::Cancelled
     pub fn observe(&mut self, path: &str, now: Timestamp) -> Result<LockId, UsageError> {
-        self.check_open()?;
-        validate_lock_path(path)?;
-        limits::room_for_data(self.config.max_packet, path)?;
-        let id = self.new_id();
-        self.start(
-            id,
-            Task::Observer(Box::new(Observer::new(id, path.to_owned()))),
-            now,
-        );
-        Ok(id)
+        self.start_on_path(path, now, |id, path| {
+            Task::Observer(Box::new(Observer::new(id, path)))
+        })
     }
 
     /// Asks the holders of the lock at `path` (or, for a participant node's path,
     /// that node's owner, waiting or holding) to let go, by writing `__REVOKE__` to
     /// their node. Ends with [`LockEvent::RevocationSent`](crate::LockEvent::RevocationSent) naming the nodes asked.
     pub fn revoke(&mut self, path: &str, now: Timestamp) -> Result<LockId, UsageError> {
-        self.check_open()?;
-        validate_lock_path(path)?;
-        limits::room_for_data(self.config.max_packet, path)?;
-        let id = self.new_id();
-        self.start(
-            id,
-            Task::Revoke(Box::new(Revoke::new(id, path.to_owned()))),
-            now,
-        );
-        Ok(id)
+        self.start_on_path(path, now, |id, path| {
+            Task::Revoke(Box::new(Revoke::new(id, path)))
+        })
     }
 
     /// Lists the holders and waiters of the lock at `path`, in queue order, with
@@ -133,16 +119,9 @@ impl Session {
     /// pipelined round trip (a listing, then a `getData` per participant, no
     /// watches). Ends with [`LockEvent::Participants`](crate::LockEvent::Participants).
     pub fn inspect(&mut self, path: &str, now: Timestamp) -> Result<LockId, UsageError> {
-        self.check_open()?;
-        validate_lock_path(path)?;
-        limits::room_for_data(self.config.max_packet, path)?;
-        let id = self.new_id();
-        self.start(
-            id,
-            Task::Inspect(Box::new(Inspect::new(id, path.to_owned()))),
-            now,
-        );
-        Ok(id)
+        self.start_on_path(path, now, |id, path| {
+            Task::Inspect(Box::new(Inspect::new(id, path)))
+        })
     }
 
     /// Scans the lock directories under `root` (the root itself and its direct
@@ -151,15 +130,24 @@ impl Session {
     /// edge is read twice (see [`crate::deadlock`]); cycles through participants of
     /// any client count, as long as their owners are named in their data.
     pub fn deadlocks(&mut self, root: &str, now: Timestamp) -> Result<LockId, UsageError> {
+        self.start_on_path(root, now, |id, root| {
+            Task::Scan(Box::new(Scan::new(id, root)))
+        })
+    }
+
+    /// Starts a task that owns no node on the lock path `path` (an observer, a
+    /// revocation, an inspection, a scan): the same checks for each.
+    fn start_on_path(
+        &mut self,
+        path: &str,
+        now: Timestamp,
+        task: impl FnOnce(LockId, String) -> Task,
+    ) -> Result<LockId, UsageError> {
         self.check_open()?;
-        validate_lock_path(root)?;
-        limits::room_for_data(self.config.max_packet, root)?;
+        validate_lock_path(path)?;
+        limits::room_for_data(self.config.max_packet, path)?;
         let id = self.new_id();
-        self.start(
-            id,
-            Task::Scan(Box::new(Scan::new(id, root.to_owned()))),
-            now,
-        );
+        self.start(id, task(id, path.to_owned()), now);
         Ok(id)
     }
 
