@@ -12,14 +12,14 @@
 //! ```
 //!
 //! On a real ZooKeeper, replace `server.client()` with
-//! `lock_zookeeper::LockClient::connect("127.0.0.1:2181")?` (blocking) or
-//! `lock_zookeeper_client::LockClient::connect("127.0.0.1:2181").await?` (async).
+//! `zklock::blocking::connect("127.0.0.1:2181")?` (feature `blocking`) or
+//! `zklock::connect("127.0.0.1:2181").await?` (async, the default feature).
 
-use lock_client::{LockClient, LockGuard};
-use lock_core::LockEvent;
-use lock_sim::Server;
 use std::thread;
 use std::time::{Duration, Instant};
+use zklock::sim::Server;
+use zklock::LockEvent;
+use zklock::{LockClient, LockGuard};
 
 const NAMES: [&str; 4] = ["alice", "bob", "carol", "dave"];
 

@@ -15,13 +15,13 @@
 //! ```
 //!
 //! On a real ZooKeeper, replace `server.client_with_timeout(..)` with
-//! `lock_zookeeper::LockClient::connect("127.0.0.1:2181")?` (blocking) or
-//! `lock_zookeeper_client::LockClient::connect("127.0.0.1:2181").await?` (async).
+//! `zklock::blocking::connect("127.0.0.1:2181")?` (feature `blocking`) or
+//! `zklock::connect("127.0.0.1:2181").await?` (async, the default feature).
 
-use lock_client::{ElectionObserver, LockClient, LostReason};
-use lock_sim::Server;
 use std::thread;
 use std::time::{Duration, Instant};
+use zklock::sim::Server;
+use zklock::{ElectionObserver, LockClient, LostReason};
 
 const ELECTION: &str = "/services/billing/leader";
 const NAMES: [&str; 3] = ["node-a", "node-b", "node-c"];

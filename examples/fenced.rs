@@ -16,12 +16,12 @@
 //! ```
 //!
 //! On a real ZooKeeper, replace `server.client()` with
-//! `lock_zookeeper::LockClient::connect("127.0.0.1:2181")?` (blocking) or
-//! `lock_zookeeper_client::LockClient::connect("127.0.0.1:2181").await?` (async).
+//! `zklock::blocking::connect("127.0.0.1:2181")?` (feature `blocking`) or
+//! `zklock::connect("127.0.0.1:2181").await?` (async, the default feature).
 
-use lock_client::{FencedError, LockClient, LockGuard, Writes};
-use lock_sim::Server;
 use std::time::Instant;
+use zklock::sim::Server;
+use zklock::{FencedError, LockClient, LockGuard, Writes};
 
 const LOCK: &str = "/locks/balance";
 const DATA: &str = "/bank/balance";

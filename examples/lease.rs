@@ -15,14 +15,14 @@
 //! ```
 //!
 //! On a real ZooKeeper, replace `server.client()` with
-//! `lock_zookeeper::LockClient::connect("127.0.0.1:2181")?` (blocking) or
-//! `lock_zookeeper_client::LockClient::connect("127.0.0.1:2181").await?` (async).
+//! `zklock::blocking::connect("127.0.0.1:2181")?` (feature `blocking`) or
+//! `zklock::connect("127.0.0.1:2181").await?` (async, the default feature).
 
-use lock_client::{FencingToken, LockClient, LostReason, Writes};
-use lock_sim::Server;
 use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
+use zklock::sim::Server;
+use zklock::{FencingToken, LockClient, LostReason, Writes};
 
 const LOCK: &str = "/locks/batch";
 const LEASE: Duration = Duration::from_secs(1);

@@ -17,10 +17,10 @@
 //! prefix label is opt-in: `ConnectOptions::new().metrics_path_prefix(2)` on a real
 //! binding labels these locks `prefix="/locks/orders"`.
 
-use lock_client::{LockEvent, LostReason};
-use lock_sim::Server;
 use metrics_exporter_prometheus::PrometheusBuilder;
 use std::time::Duration;
+use zklock::sim::Server;
+use zklock::{LockEvent, LostReason};
 
 fn main() {
     let scrape = PrometheusBuilder::new()
@@ -29,7 +29,7 @@ fn main() {
         .install_recorder()
         .expect("installing the Prometheus recorder");
     // The `# HELP` lines (clients created from now on would describe them too).
-    lock_client::describe_metrics();
+    zklock::describe_metrics();
     let server = Server::new();
     let a = server.client().with_owner("worker-a");
     let b = server.client().with_owner("worker-b");

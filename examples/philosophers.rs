@@ -15,10 +15,10 @@
 //!
 //! Run with `cargo run -p zklock-examples --example philosophers`.
 
-use lock_client::{Error, LockClient};
-use lock_sim::Server;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
+use zklock::sim::Server;
+use zklock::{Error, LockClient};
 
 const N: usize = 5;
 const DETECT_AFTER: Duration = Duration::from_millis(100);

@@ -38,7 +38,7 @@ impl Wake for Signal {
 /// Runs `future` to completion on this thread.
 ///
 /// ```
-/// assert_eq!(lock_client::blocking::block_on(async { 7 }), 7);
+/// assert_eq!(zklock::blocking::block_on(async { 7 }), 7);
 /// ```
 pub fn block_on<F: Future>(future: F) -> F::Output {
     block_on_until(future, None).expect("no deadline")
@@ -52,7 +52,7 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 /// use std::time::{Duration, Instant};
 /// let never = std::future::pending::<()>();
 /// let soon = Instant::now() + Duration::from_millis(1);
-/// assert_eq!(lock_client::blocking::block_on_until(never, Some(soon)), None);
+/// assert_eq!(zklock::blocking::block_on_until(never, Some(soon)), None);
 /// ```
 pub fn block_on_until<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Output> {
     let signal = Arc::new(Signal::default());

@@ -28,7 +28,7 @@ use std::time::Instant;
 /// is for code that polls the futures itself.
 ///
 /// ```
-/// use lock_client::Clock;
+/// use zklock::Clock;
 /// use std::sync::{Arc, Mutex};
 /// use std::time::{Duration, Instant};
 ///
@@ -42,7 +42,7 @@ use std::time::Instant;
 ///
 /// let clock = Arc::new(Manual { zero: Instant::now(), elapsed: Mutex::new(Duration::ZERO) });
 /// let config = lock_core::Config::new(Duration::from_secs(10), 7);
-/// let (locks, _link) = lock_client::pair_with_clock(config, clock.clone());
+/// let (locks, _link) = zklock::pair_with_clock(config, clock.clone());
 /// *clock.elapsed.lock().unwrap() = Duration::from_secs(3);
 /// assert_eq!(locks.now(), clock.zero + Duration::from_secs(3));
 /// ```

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 /// closed, [`next`](Self::next) returns `Closed` and then `None`.
 ///
 /// ```
-/// # async fn demo(locks: lock_client::LockClient) {
-/// use lock_client::ConnectionEvent;
+/// # async fn demo(locks: zklock::LockClient) {
+/// use zklock::ConnectionEvent;
 /// let mut events = locks.connection_events();
 /// # locks.close().await; // the stream ends with the client
 /// while let Some(event) = events.next().await {
@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 ///     }
 /// }
 /// # }
-/// # futures::executor::block_on(demo(lock_sim::Server::new().client()));
+/// # futures::executor::block_on(demo(zklock::sim::Server::new().client()));
 /// ```
 pub struct ConnectionEvents {
     shared: Arc<Shared>,
@@ -80,13 +80,13 @@ impl LockClient {
     ///
     /// ```
     /// let config = lock_core::Config::new(std::time::Duration::from_secs(10), 7);
-    /// let (locks, mut link) = lock_client::pair(config);
-    /// assert_eq!(locks.connection_state(), lock_client::ConnectionState::Connecting);
+    /// let (locks, mut link) = zklock::pair(config);
+    /// assert_eq!(locks.connection_state(), zklock::ConnectionState::Connecting);
     /// let connected = lock_core::SessionEvent::Connected { session_id: 7 };
     /// link.handle_session(connected, std::time::Instant::now());
     /// assert_eq!(
     ///     locks.connection_state(),
-    ///     lock_client::ConnectionState::Connected { session_id: 7 }
+    ///     zklock::ConnectionState::Connected { session_id: 7 }
     /// );
     /// ```
     pub fn connection_state(&self) -> ConnectionState {

@@ -10,7 +10,7 @@ pub type Cycle = Vec<CycleNode>;
 /// Why a lock operation failed.
 ///
 /// ```
-/// use lock_client::Error;
+/// use zklock::Error;
 /// let e = Error::from(lock_core::validate_lock_path("relative").unwrap_err());
 /// assert!(e.is_invalid_path());
 /// assert!(!Error::Timeout.is_invalid_path());
@@ -128,7 +128,7 @@ impl Error {
     /// ([`ZkError::NoAuth`], also inside a failed acquisition).
     ///
     /// ```
-    /// use lock_client::{Error, ZkError};
+    /// use zklock::{Error, ZkError};
     /// assert!(Error::Zk(ZkError::NoAuth).is_auth());
     /// assert!(!Error::Timeout.is_auth());
     /// ```

@@ -53,7 +53,7 @@ pub enum HazardKind {
 /// Its `Display` says what is wrong and how to fix it.
 ///
 /// ```
-/// use lock_client::{Hazard, HazardKind, ServerConf};
+/// use zklock::{Hazard, HazardKind, ServerConf};
 /// use std::time::Duration;
 /// // ZooKeeper's sample zoo.cfg (tickTime 2000, syncLimit 5), a 10 s session.
 /// let conf = ServerConf::parse("tickTime=2000\nsyncLimit=5\n\
@@ -132,7 +132,7 @@ impl ServerConf {
     /// session timeout must exceed it; `None` for a standalone server.
     ///
     /// ```
-    /// let conf = lock_client::ServerConf::new(
+    /// let conf = zklock::ServerConf::new(
     ///     std::time::Duration::from_secs(2), Some(5),
     ///     std::time::Duration::from_secs(4), std::time::Duration::from_secs(40));
     /// assert_eq!(conf.lag_bound(), Some(std::time::Duration::from_millis(16_500)));

@@ -10,8 +10,8 @@
 //! [`Clock`] given to [`pair_with_clock`] ([`SystemClock`] for [`pair`]).
 //!
 //! ```
-//! # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
-//! use lock_client::LockStatus;
+//! # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
+//! use zklock::LockStatus;
 //! use std::time::Duration;
 //!
 //! // `locks` comes from a binding, e.g. lock_zookeeper_client::LockClient::connect(..).
@@ -24,7 +24,7 @@
 //! let guard = locks.mutex("/locks/report").lock_blocking()?;
 //! guard.release_blocking()?;
 //! # Ok(()) }
-//! # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+//! # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
 //! ```
 //!
 //! ## Model
@@ -90,11 +90,11 @@
 //! [`MultiGuard`] releases every part (last first) and is lost when any part is.
 //!
 //! ```
-//! # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+//! # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
 //! let both = locks.multi(["/accounts/bob", "/accounts/alice"]).lock().await?;
 //! both.release().await?;
 //! # Ok(()) }
-//! # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+//! # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
 //! ```
 //!
 //! ## Reentrancy
@@ -113,13 +113,13 @@
 //! for the owner's write, the read would wait for that writer).
 //!
 //! ```
-//! # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+//! # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
 //! let table = locks.rwlock("/locks/table");
 //! let write = table.write().lock().await?;
 //! let read = table.read().lock().await?; // no queueing behind our own write
 //! write.release().await?;                // still reading
 //! # drop(read); Ok(()) }
-//! # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+//! # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
 //! ```
 //!
 //! ## Connection state and tracing
@@ -179,7 +179,7 @@
 //! these files:
 //!
 //! 1. **Connect and pair** (`client.rs`): connect, then
-//!    `lock_client::pair(options.lock_config(negotiated_timeout, random_seed()))`
+//!    `zklock::pair(options.lock_config(negotiated_timeout, random_seed()))`
 //!    ([`ConnectOptions::lock_config`], [`random_seed`]). Hand the `LockClient` to
 //!    the user and the `Link` to the loop; re-export this crate's API so users need
 //!    one dependency.

@@ -69,7 +69,7 @@ use std::time::Instant;
 /// Every `poll_*` is `#[must_use]`: an undrained request is a lock that never moves.
 ///
 /// ```
-/// use lock_client::Link;
+/// use zklock::Link;
 /// use lock_core::{Op, Request, SessionEvent};
 /// use std::time::Instant;
 ///
@@ -87,7 +87,7 @@ use std::time::Instant;
 /// }
 ///
 /// let config = lock_core::Config::new(std::time::Duration::from_secs(10), 7);
-/// let (locks, mut link) = lock_client::pair(config);
+/// let (locks, mut link) = zklock::pair(config);
 /// link.handle_session(SessionEvent::Connected { session_id: 0x42 }, Instant::now());
 /// let job = locks.mutex("/locks/job");
 /// let mut lock = Box::pin(job.lock());

@@ -157,10 +157,10 @@ macro_rules! lock_methods {
         /// [`Error::Revoked`].
         ///
         /// ```
-        /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+        /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
         #[doc = $example_revocable]
         /// # drop(guard); Ok(()) }
-        /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+        /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
         /// ```
         pub fn revocable(mut self) -> Self {
             self.spec = self.spec.revocable();
@@ -175,11 +175,11 @@ macro_rules! lock_methods {
         /// [fenced writes](LockGuard::fenced_write)).
         ///
         /// ```
-        /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+        /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
         /// use std::time::Duration;
         #[doc = $example_lease]
         /// # drop(guard); Ok(()) }
-        /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+        /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
         /// ```
         pub fn max_hold(mut self, max_hold: Duration) -> Self {
             self.spec = self.spec.max_hold(max_hold);
@@ -198,11 +198,11 @@ macro_rules! crash_detection {
         /// shows the marker); one extra read on a contended grant.
         ///
         /// ```
-        /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+        /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
         #[doc = $example]
         /// if guard.previous_holder_crashed() { /* repair */ }
         /// # Ok(()) }
-        /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+        /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
         /// ```
         pub fn detect_crashes(mut self) -> Self {
             self.spec = self.spec.detect_crashes();
@@ -214,7 +214,7 @@ macro_rules! crash_detection {
 /// An exclusive lock (a ZooKeeper write lock).
 ///
 /// ```
-/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
 /// use std::time::Duration;
 /// let job = locks.mutex("/locks/job");
 /// match job.try_lock().await? {
@@ -223,7 +223,7 @@ macro_rules! crash_detection {
 /// }
 /// let guard = job.lock_timeout(Duration::from_secs(5)).await?;
 /// # drop(guard); Ok(()) }
-/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+/// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
 /// ```
 #[derive(Clone, Debug)]
 pub struct Mutex {
@@ -263,7 +263,7 @@ impl Mutex {
     /// [`Error::SelfDeadlock`].
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let job = locks.with_owner("worker-1").mutex("/locks/job").reentrant();
     /// let outer = job.lock().await?;
     /// let inner = job.lock().await?; // no new node, no request
@@ -271,7 +271,7 @@ impl Mutex {
     /// inner.release().await?; // still held
     /// outer.release().await?; // now the node goes
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn reentrant(mut self) -> Self {
         self.reentrant = true;
@@ -324,14 +324,14 @@ impl Mutex {
 /// waits for our write, and the read would wait for that writer.
 ///
 /// ```
-/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
 /// let table = locks.rwlock("/locks/table");
 /// let reader = table.read().lock().await?;
 /// assert!(table.write().try_lock().await?.is_none()); // a reader holds it
 /// reader.release().await?;
 /// let writer = table.write().lock().await?;
 /// # drop(writer); Ok(()) }
-/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+/// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
 /// ```
 #[derive(Clone, Debug)]
 pub struct RwLock {
@@ -393,11 +393,11 @@ impl RwLock {
     /// locks": a writer can ask the readers to let go).
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let table = locks.rwlock("/locks/table").revocable();
     /// let reader = table.read().lock().await?;
     /// # drop(reader); Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn revocable(self) -> Self {
         RwLock {
@@ -429,11 +429,11 @@ impl RwLock {
     /// Gives both halves a [lease](Mutex::max_hold) of `max_hold`.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// use std::time::Duration;
     /// let table = locks.rwlock("/locks/table").max_hold(Duration::from_secs(60));
     /// # drop(table); Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn max_hold(self, max_hold: Duration) -> Self {
         RwLock {
@@ -446,10 +446,10 @@ impl RwLock {
 /// The shared half of an [`RwLock`].
 ///
 /// ```
-/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
 /// let reader = locks.rwlock("/locks/table").read().lock().await?;
 /// # drop(reader); Ok(()) }
-/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+/// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
 /// ```
 #[derive(Clone, Debug)]
 pub struct ReadLock {
@@ -476,10 +476,10 @@ impl ReadLock {
 /// The exclusive half of an [`RwLock`].
 ///
 /// ```
-/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
 /// let writer = locks.rwlock("/locks/table").write().lock().await?;
 /// # drop(writer); Ok(()) }
-/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+/// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
 /// ```
 #[derive(Clone, Debug)]
 pub struct WriteLock {
@@ -510,13 +510,13 @@ impl WriteLock {
 /// A counting semaphore: at most `permits` holders at once.
 ///
 /// ```
-/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
 /// let slots = locks.semaphore("/locks/gpu", 2);
 /// let a = slots.lock().await?;
 /// let b = slots.lock().await?;
 /// assert!(slots.try_lock().await?.is_none());
 /// # drop((a, b)); Ok(()) }
-/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+/// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
 /// ```
 #[derive(Clone, Debug)]
 #[doc(alias = "acquire")]

@@ -120,7 +120,7 @@ const METRICS: &[Described] = &[
 ///
 /// ```
 /// // After installing a recorder, e.g. metrics-exporter-prometheus':
-/// lock_client::describe_metrics();
+/// zklock::describe_metrics();
 /// ```
 pub fn describe_metrics() {
     for metric in METRICS {

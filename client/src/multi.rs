@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 /// path (a mutex on it, as Curator's `InterProcessMultiLock(client, paths)`).
 ///
 /// ```
-/// use lock_client::MultiPart;
+/// use zklock::MultiPart;
 /// let part = MultiPart::from("/locks/a");
 /// assert_eq!(part.path(), "/locks/a");
 /// ```
@@ -102,14 +102,14 @@ fn recipe_rank(recipe: Recipe) -> u8 {
 ///   `MultiLock` (and its clones); [`owner`](Self::owner) sets another.
 ///
 /// ```
-/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
 /// use std::time::Duration;
 /// let transfer = locks.multi(["/accounts/bob", "/accounts/alice"]);
 /// let both = transfer.lock_timeout(Duration::from_secs(5)).await?; // alice first, then bob
 /// assert_eq!(both.parts().len(), 2);
 /// both.release().await?; // bob first, then alice
 /// # Ok(()) }
-/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+/// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
 /// ```
 #[derive(Clone, Debug)]
 pub struct MultiLock {
@@ -366,14 +366,14 @@ impl LockClient {
     /// or paths (mutexes); each path may appear once.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
-    /// use lock_client::MultiPart;
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
+    /// use zklock::MultiPart;
     /// let table = locks.rwlock("/locks/table");
     /// let job = locks.multi([MultiPart::from(table.read()), MultiPart::from("/locks/job")]);
     /// let held = job.lock().await?; // "/locks/job", then the read lock on "/locks/table"
     /// held.release().await?;
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn multi<I, P>(&self, parts: I) -> MultiLock
     where

@@ -13,7 +13,7 @@ use std::time::Duration;
 /// session and connect timeouts, TLS.
 ///
 /// ```
-/// use lock_client::{ConnectOptions, NodeAcl};
+/// use zklock::{ConnectOptions, NodeAcl};
 /// use std::time::Duration;
 /// let options = ConnectOptions::new()
 ///     .digest_auth("alice", "secret")
@@ -105,7 +105,7 @@ impl ConnectOptions {
     /// with this grace and margin: what a binding passes to [`pair`](crate::pair).
     ///
     /// ```
-    /// use lock_client::ConnectOptions;
+    /// use zklock::ConnectOptions;
     /// use std::time::Duration;
     /// let options = ConnectOptions::new().expiry_margin(Duration::from_millis(500));
     /// let config = options.lock_config(Duration::from_secs(2), 1);
@@ -298,7 +298,7 @@ impl ConnectOptions {
     /// `cluster` and as an option.
     ///
     /// ```
-    /// use lock_client::ConnectOptions;
+    /// use zklock::ConnectOptions;
     /// let options = ConnectOptions::new().chroot("/app");
     /// assert_eq!(options.connect_string("h:1,h:2").unwrap(), "h:1,h:2/app");
     /// assert!(options.connect_string("h:1/other").is_err());
@@ -321,7 +321,7 @@ impl ConnectOptions {
 /// [`ConnectOptions::lock_config`]; the simulator passes its own seeds instead.
 ///
 /// ```
-/// assert_ne!(lock_client::random_seed(), lock_client::random_seed());
+/// assert_ne!(zklock::random_seed(), zklock::random_seed());
 /// ```
 pub fn random_seed() -> u64 {
     use std::hash::{BuildHasher, Hasher};
@@ -388,7 +388,7 @@ impl NodeAcl {
     /// The entries this ACL stands for.
     ///
     /// ```
-    /// use lock_client::{NodeAcl, Perms};
+    /// use zklock::{NodeAcl, Perms};
     /// let entries = NodeAcl::CreatorAllWorldRead.entries();
     /// assert_eq!(entries[0].perms, Perms::ALL);
     /// assert_eq!((entries[1].scheme.as_str(), entries[1].perms), ("world", Perms::READ));

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 /// Dropping it gives up; giving up leaves no node behind.
 ///
 /// ```
-/// # fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// # fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
 /// use std::time::Duration;
 /// let mut pending = locks.mutex("/locks/job").start()?;
 /// let stop = pending.canceller(); // e.g. for a signal handler
@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 ///     None => stop.cancel(), // still waiting: give up
 /// }
 /// # Ok(()) }
-/// # demo(lock_sim::Server::new().client()).unwrap();
+/// # demo(zklock::sim::Server::new().client()).unwrap();
 /// ```
 #[must_use = "dropping a PendingLock gives up the acquisition"]
 pub struct PendingLock {

@@ -33,7 +33,7 @@ impl ServerCheck {
     /// let server = "127.0.0.1:2181".parse().unwrap();
     /// let answer = Ok("tickTime=2000\nsyncLimit=5\nminSessionTimeout=4000\n\
     ///                  maxSessionTimeout=40000\n".to_owned());
-    /// let check = lock_client::ServerCheck::new(server, answer, Duration::from_secs(20));
+    /// let check = zklock::ServerCheck::new(server, answer, Duration::from_secs(20));
     /// assert!(check.conf.is_ok() && check.hazards.is_empty());
     /// ```
     pub fn new(

@@ -18,7 +18,7 @@ const NOT_SERVING: &str = "not currently serving requests";
 /// ```
 /// let answer = "clientPort=2181\ntickTime=2000\nminSessionTimeout=4000\n\
 ///               maxSessionTimeout=40000\nserverId=1\ninitLimit=10\nsyncLimit=5\n";
-/// let conf = lock_client::ServerConf::parse(answer).unwrap();
+/// let conf = zklock::ServerConf::parse(answer).unwrap();
 /// assert_eq!(conf.follower_lag(), Some(std::time::Duration::from_secs(10)));
 /// // ZooKeeper clamps the session timeout a client asks for into [min, max].
 /// assert_eq!(conf.negotiate(std::time::Duration::from_secs(60)).as_secs(), 40);
@@ -60,10 +60,10 @@ pub enum ConfError {
 /// `4lw.commands.whitelist` leaves out.
 ///
 /// ```
-/// assert!(lock_client::four_letter_word_refused(
+/// assert!(zklock::four_letter_word_refused(
 ///     "conf is not executed because it is not in the whitelist.\n"
 /// ));
-/// assert!(!lock_client::four_letter_word_refused("imok"));
+/// assert!(!zklock::four_letter_word_refused("imok"));
 /// ```
 pub fn four_letter_word_refused(answer: &str) -> bool {
     answer.contains(REFUSED)

@@ -10,7 +10,7 @@ use lock_core::{CreateMode, MultiOp};
 /// A `Vec<MultiOp>` converts into `Writes` too.
 ///
 /// ```
-/// use lock_client::Writes;
+/// use zklock::Writes;
 /// let writes = Writes::new()
 ///     .set_data("/app/config", b"v2")
 ///     .create("/app/history/v2", b"by leader 7")
@@ -28,7 +28,7 @@ impl Writes {
     /// No writes yet.
     ///
     /// ```
-    /// assert!(lock_client::Writes::new().is_empty());
+    /// assert!(zklock::Writes::new().is_empty());
     /// ```
     pub fn new() -> Self {
         Self::default()
@@ -37,7 +37,7 @@ impl Writes {
     /// Sets `path`'s data, whatever its version.
     ///
     /// ```
-    /// let w = lock_client::Writes::new().set_data("/app/config", b"v2");
+    /// let w = zklock::Writes::new().set_data("/app/config", b"v2");
     /// # assert_eq!(w.len(), 1);
     /// ```
     pub fn set_data(self, path: impl Into<String>, data: impl Into<Vec<u8>>) -> Self {
@@ -52,7 +52,7 @@ impl Writes {
     /// with [`FencedError::Write`](lock_core::FencedError::Write) and `BadVersion`).
     ///
     /// ```
-    /// let w = lock_client::Writes::new().set_data_version("/app/config", b"v2", 1);
+    /// let w = zklock::Writes::new().set_data_version("/app/config", b"v2", 1);
     /// # assert_eq!(w.len(), 1);
     /// ```
     pub fn set_data_version(
@@ -71,7 +71,7 @@ impl Writes {
     /// Creates a persistent node (its parent must exist).
     ///
     /// ```
-    /// let w = lock_client::Writes::new().create("/app/history/v2", b"");
+    /// let w = zklock::Writes::new().create("/app/history/v2", b"");
     /// # assert_eq!(w.len(), 1);
     /// ```
     pub fn create(self, path: impl Into<String>, data: impl Into<Vec<u8>>) -> Self {
@@ -81,7 +81,7 @@ impl Writes {
     /// Creates a node with the given mode (for a sequential mode, `path` is the prefix).
     ///
     /// ```
-    /// use lock_client::{CreateMode, Writes};
+    /// use zklock::{CreateMode, Writes};
     /// let w = Writes::new().create_with_mode("/app/owner", b"me", CreateMode::Ephemeral);
     /// # assert_eq!(w.len(), 1);
     /// ```
@@ -101,7 +101,7 @@ impl Writes {
     /// Deletes a node (without children), whatever its version.
     ///
     /// ```
-    /// let w = lock_client::Writes::new().delete("/app/draft");
+    /// let w = zklock::Writes::new().delete("/app/draft");
     /// # assert_eq!(w.len(), 1);
     /// ```
     pub fn delete(self, path: impl Into<String>) -> Self {
@@ -114,7 +114,7 @@ impl Writes {
     /// Deletes a node if its data version is `version`.
     ///
     /// ```
-    /// let w = lock_client::Writes::new().delete_version("/app/draft", 4);
+    /// let w = zklock::Writes::new().delete_version("/app/draft", 4);
     /// # assert_eq!(w.len(), 1);
     /// ```
     pub fn delete_version(self, path: impl Into<String>, version: i32) -> Self {
@@ -127,7 +127,7 @@ impl Writes {
     /// Requires `path` to exist with data version `version` (writes nothing).
     ///
     /// ```
-    /// let w = lock_client::Writes::new().check_version("/app/schema", 3);
+    /// let w = zklock::Writes::new().check_version("/app/schema", 3);
     /// # assert_eq!(w.len(), 1);
     /// ```
     pub fn check_version(self, path: impl Into<String>, version: i32) -> Self {
@@ -140,7 +140,7 @@ impl Writes {
     /// Appends any [`MultiOp`].
     ///
     /// ```
-    /// use lock_client::{MultiOp, Writes};
+    /// use zklock::{MultiOp, Writes};
     /// let w = Writes::new().push(MultiOp::Delete { path: "/app/draft".into(), version: None });
     /// # assert_eq!(w.len(), 1);
     /// ```
@@ -152,7 +152,7 @@ impl Writes {
     /// The number of writes.
     ///
     /// ```
-    /// assert_eq!(lock_client::Writes::new().delete("/a").len(), 1);
+    /// assert_eq!(zklock::Writes::new().delete("/a").len(), 1);
     /// ```
     pub fn len(&self) -> usize {
         self.ops.len()
@@ -161,7 +161,7 @@ impl Writes {
     /// Whether there are none.
     ///
     /// ```
-    /// assert!(lock_client::Writes::new().is_empty());
+    /// assert!(zklock::Writes::new().is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
@@ -170,7 +170,7 @@ impl Writes {
     /// The writes, in order.
     ///
     /// ```
-    /// let w = lock_client::Writes::new().delete("/a");
+    /// let w = zklock::Writes::new().delete("/a");
     /// assert_eq!(w.ops()[0].path(), "/a");
     /// ```
     pub fn ops(&self) -> &[MultiOp] {
@@ -180,7 +180,7 @@ impl Writes {
     /// The writes as the core's [`MultiOp`]s.
     ///
     /// ```
-    /// let ops = lock_client::Writes::new().delete("/a").into_ops();
+    /// let ops = zklock::Writes::new().delete("/a").into_ops();
     /// assert_eq!(ops.len(), 1);
     /// ```
     pub fn into_ops(self) -> Vec<MultiOp> {

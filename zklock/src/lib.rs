@@ -81,16 +81,31 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+// The README's Rust blocks compile as doc tests of this crate (the README is the
+// crate's page on the registry): a user's first program is the one tested.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
+
 pub use lock_client::*;
 
 #[cfg(any(feature = "tokio", feature = "async-std", feature = "smol"))]
-pub use lock_zookeeper_client::{builder, connect, zookeeper_client, Builder};
+pub use lock_zookeeper_client::{
+    builder, connect, zookeeper_client, Builder, Connect, Runtime, DEFAULT_SESSION_TIMEOUT,
+};
 
 /// The blocking binding: a [`LockClient`] over the `zookeeper` crate.
 #[cfg(feature = "blocking")]
 pub mod blocking {
     pub use lock_client::blocking::*;
-    pub use lock_zookeeper::{Builder, Diagnose, Diagnostics};
+    /// `LockClient::connect` / `LockClient::builder` for the blocking binding (bring
+    /// it into scope: `use zklock::blocking::Connect;`). The async binding's twin is
+    /// [`crate::Connect`]: import one of the two, as both name their methods alike.
+    pub use lock_zookeeper::Connect;
+    pub use lock_zookeeper::{
+        Builder, Diagnose, Diagnostics, DEFAULT_SESSION_MARKER, DEFAULT_SESSION_TIMEOUT,
+        MULTI_UNSUPPORTED,
+    };
 
     use crate::{Error, LockClient};
 

@@ -23,8 +23,8 @@
 //! ## Example
 //!
 //! ```
-//! use lock_core::{LockEvent, LockSpec};
-//! use lock_sim::{Profile, Sim, SimConfig};
+//! use zklock::{LockEvent, LockSpec};
+//! use zklock::sim::{Profile, Sim, SimConfig};
 //! use std::time::Duration;
 //!
 //! let mut sim = Sim::new(SimConfig::new(7));

@@ -12,8 +12,8 @@ use std::time::Duration;
 /// [`connect`](Builder::connect).
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), lock_zookeeper_client::Error> {
-/// use lock_zookeeper_client::{Connect, LockClient};
+/// # async fn demo() -> Result<(), zklock::Error> {
+/// use zklock::{Connect, LockClient};
 /// use std::time::Duration;
 /// let locks = LockClient::builder("127.0.0.1:2181")
 ///     .session_timeout(Duration::from_secs(6))
@@ -30,8 +30,8 @@ use std::time::Duration;
 /// refused with [`Error::Unsupported`]).
 ///
 /// ```no_run
-/// # async fn demo(ca_pem: String) -> Result<(), lock_zookeeper_client::Error> {
-/// use lock_zookeeper_client::{Connect, ConnectOptions, LockClient, NodeAcl, Tls};
+/// # async fn demo(ca_pem: String) -> Result<(), zklock::Error> {
+/// use zklock::{Connect, ConnectOptions, LockClient, NodeAcl, Tls};
 /// let options = ConnectOptions::new()
 ///     .digest_auth("billing", "s3cret")
 ///     .acl(NodeAcl::CreatorAll)
@@ -55,7 +55,7 @@ pub struct Builder {
 /// `host:port[,host:port...][/chroot]`).
 ///
 /// ```
-/// let builder = lock_zookeeper_client::builder("127.0.0.1:2181");
+/// let builder = zklock::builder("127.0.0.1:2181");
 /// # drop(builder);
 /// ```
 pub fn builder(cluster: &str) -> Builder {
@@ -76,11 +76,11 @@ pub async fn connect(cluster: &str) -> Result<LockClient, Error> {
 }
 
 /// `LockClient::connect` and `LockClient::builder` for this binding (bring the
-/// trait into scope: `use lock_zookeeper_client::Connect;`).
+/// trait into scope: `use zklock::Connect;`).
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), lock_zookeeper_client::Error> {
-/// use lock_zookeeper_client::{Connect, LockClient};
+/// # async fn demo() -> Result<(), zklock::Error> {
+/// use zklock::{Connect, LockClient};
 /// let locks = LockClient::connect("127.0.0.1:2181").await?;
 /// # drop(locks); Ok(()) }
 /// ```
@@ -171,8 +171,8 @@ impl Builder {
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// use lock_zookeeper_client::{Connect, LockClient};
-    /// let zk = lock_zookeeper_client::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
+    /// use zklock::{Connect, LockClient};
+    /// let zk = zklock::zookeeper_client::Client::connect("127.0.0.1:2181").await?;
     /// let locks = LockClient::builder("127.0.0.1:2181").client(zk.clone()).connect().await?;
     /// let guard = locks.mutex("/locks/job").lock().await?;
     /// guard.release().await?;

@@ -10,8 +10,8 @@
 //! worked example of lock-client's guide to writing a binding.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), lock_zookeeper_client::Error> {
-//! use lock_zookeeper_client::{Connect, LockClient, LockStatus};
+//! # async fn demo() -> Result<(), zklock::Error> {
+//! use zklock::{Connect, LockClient, LockStatus};
 //! use std::time::Duration;
 //!
 //! let locks = LockClient::connect("127.0.0.1:2181").await?;
@@ -36,7 +36,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use lock_zookeeper_client::{Connect, LockClient, LostReason, Writes};
+//! use zklock::{Connect, LockClient, LostReason, Writes};
 //! use std::time::Duration;
 //! let locks = LockClient::connect("127.0.0.1:2181").await?;
 //!

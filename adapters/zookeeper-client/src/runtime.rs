@@ -19,7 +19,7 @@ use std::time::Instant;
 /// # {
 /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
 /// let handle = rt.handle().clone();
-/// let runtime = lock_zookeeper_client::Runtime::Tokio(handle);
+/// let runtime = zklock::Runtime::Tokio(handle);
 /// assert!(format!("{runtime:?}").starts_with("Tokio"));
 /// # }
 /// ```
@@ -47,7 +47,7 @@ impl Runtime {
     /// ```
     /// // Outside any runtime, with only the default `tokio` feature, there is none.
     /// # #[cfg(not(any(feature = "async-std", feature = "smol")))]
-    /// assert!(lock_zookeeper_client::Runtime::current().is_none());
+    /// assert!(zklock::Runtime::current().is_none());
     /// ```
     pub fn current() -> Option<Runtime> {
         #[cfg(feature = "tokio")]

@@ -37,7 +37,9 @@ rt_tests! {
     /// on a connection of its own, 100 ms after connecting) is waited for before
     /// counting. The only other packets could be pings, which zookeeper-client
     /// sends after 3/20 of the session timeout without sending anything (1.5 s
-    /// here): none during the busy loop.
+    /// here), and the core's proof-of-contact `sync`, sent only when nothing passed
+    /// the leader for a second: neither during the busy loop, and a measurement
+    /// that a stall lets one into is outnumbered by the others.
     async fn requests_per_uncontended_cycle(rt) {
         const CYCLES: u64 = 200;
         let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
@@ -52,24 +54,42 @@ rt_tests! {
             common::sleep(Duration::from_millis(10)).await;
         }
 
-        let requests_before = client.stats().await.unwrap().requests;
-        // `mntr` is itself counted as a received packet: measure that overhead.
-        let baseline = packets_received();
-        let packets_before = packets_received();
-        let mntr_overhead = packets_before - baseline;
-        let started = Instant::now();
-        for _ in 0..CYCLES {
-            let guard = mutex.lock().await.unwrap();
-            guard.release().await.unwrap();
+        // `mntr` is itself counted as a received packet: the overhead is the smallest
+        // of a few back-to-back readings (a packet of the session's own, a ping or
+        // the core's proof-of-contact `sync`, can only make one larger).
+        let mut mntr_overhead = u64::MAX;
+        for _ in 0..5 {
+            let first = packets_received();
+            mntr_overhead = mntr_overhead.min(packets_received() - first);
         }
-        client.wait_idle().await.unwrap();
-        let elapsed = started.elapsed();
-        let packets = packets_received() - packets_before - mntr_overhead;
-        let requests = client.stats().await.unwrap().requests - requests_before;
-        eprintln!(
-            "{}: {CYCLES} cycles in {elapsed:?}: {requests} requests sent, {packets} packets received by the server",
-            common::runtime_name(&rt)
-        );
+        // The core proves contact with a `sync` when nothing else passed the leader
+        // for a tenth of the session timeout: none while the loop runs, but one may
+        // fall into a measurement on a machine that stalls between two. It shows in
+        // both counts, so the measurement that sent the fewest requests is the one
+        // asserted on; a cycle costing more shows in every measurement.
+        let mut measurements = Vec::new();
+        for _ in 0..3 {
+            let requests_before = client.stats().await.unwrap().requests;
+            let packets_before = packets_received();
+            let started = Instant::now();
+            for _ in 0..CYCLES {
+                let guard = mutex.lock().await.unwrap();
+                guard.release().await.unwrap();
+            }
+            client.wait_idle().await.unwrap();
+            let elapsed = started.elapsed();
+            let packets = packets_received() - packets_before - mntr_overhead;
+            let requests = client.stats().await.unwrap().requests - requests_before;
+            eprintln!(
+                "{}: {CYCLES} cycles in {elapsed:?}: {requests} requests sent, {packets} packets received by the server",
+                common::runtime_name(&rt)
+            );
+            measurements.push((requests, packets, elapsed));
+        }
+        let (requests, packets, elapsed) = measurements
+            .into_iter()
+            .min_by_key(|&(requests, _, _)| requests)
+            .expect("measured");
         assert_eq!(requests, 3 * CYCLES, "requests the core sent");
         // Pings: only after 1.5 s without sending, so none unless the loop stalls.
         let pings = elapsed.as_millis() as u64 / 1500;

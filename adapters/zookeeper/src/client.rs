@@ -16,10 +16,10 @@ pub const DEFAULT_SESSION_MARKER: &str = "/zklock-session-";
 /// Settings for a [`LockClient`]; finish with [`connect`](Builder::connect).
 ///
 /// ```no_run
-/// # fn demo() -> Result<(), lock_zookeeper::Error> {
+/// # fn demo() -> Result<(), zklock::Error> {
 /// use std::time::Duration;
-/// use lock_zookeeper::Connect;
-/// let locks = lock_zookeeper::LockClient::builder("127.0.0.1:2181")
+/// use zklock::blocking::Connect;
+/// let locks = zklock::blocking::builder("127.0.0.1:2181")
 ///     .session_timeout(Duration::from_secs(6))
 ///     .suspended_grace(Duration::from_secs(3))
 ///     .connect()?;
@@ -174,7 +174,7 @@ impl Builder {
 /// `host:port[,host:port...][/chroot]`).
 ///
 /// ```
-/// let builder = lock_zookeeper::builder("127.0.0.1:2181");
+/// let builder = zklock::blocking::builder("127.0.0.1:2181");
 /// # drop(builder);
 /// ```
 pub fn builder(cluster: &str) -> Builder {
@@ -194,11 +194,12 @@ pub fn connect(cluster: &str) -> Result<LockClient, Error> {
 }
 
 /// `LockClient::connect` and `LockClient::builder` for this binding (bring the
-/// trait into scope: `use lock_zookeeper::Connect;`).
+/// trait into scope: `use zklock::blocking::Connect;`).
 ///
 /// ```no_run
-/// # fn demo() -> Result<(), lock_zookeeper::Error> {
-/// use lock_zookeeper::{Connect, LockClient};
+/// # fn demo() -> Result<(), zklock::Error> {
+/// use zklock::blocking::Connect;
+/// use zklock::LockClient;
 /// let locks = LockClient::connect("127.0.0.1:2181")?;
 /// let guard = locks.mutex("/locks/job").lock_blocking()?;
 /// guard.release_blocking()?;
@@ -226,14 +227,14 @@ impl Connect for LockClient {
 }
 
 /// What a client of this binding went through (bring the trait into scope: `use
-/// lock_zookeeper::Diagnose;`).
+/// zklock::blocking::Diagnose;`).
 pub trait Diagnose {
     /// `zookeeper` clients opened, sessions, reconnections, silent connections
     /// detected (all zero for a client of another binding).
     ///
     /// ```no_run
-    /// # fn demo(locks: lock_zookeeper::LockClient) {
-    /// use lock_zookeeper::Diagnose;
+    /// # fn demo(locks: zklock::LockClient) {
+    /// use zklock::blocking::Diagnose;
     /// let d = locks.diagnostics();
     /// println!("{} sessions over {} clients", d.sessions, d.clients_opened);
     /// # }

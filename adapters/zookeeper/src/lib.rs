@@ -9,8 +9,9 @@
 //! crate (0.8), and absorbs that crate's hazards (below).
 //!
 //! ```no_run
-//! # fn demo() -> Result<(), lock_zookeeper::Error> {
-//! use lock_zookeeper::{Connect, LockClient, LockStatus};
+//! # fn demo() -> Result<(), zklock::Error> {
+//! use zklock::blocking::Connect;
+//! use zklock::{LockClient, LockStatus};
 //! use std::time::Duration;
 //!
 //! let locks = LockClient::connect("127.0.0.1:2181")?;

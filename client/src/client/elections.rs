@@ -11,13 +11,13 @@ impl LockClient {
     /// see [`Election`].
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let mut election = locks.election("/services/scheduler/leader", "node-1");
     /// let leadership = election.leadership().await?; // waits until elected
     /// println!("leading, token {}", leadership.token());
     /// leadership.resign().await?;
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn election(&self, path: impl Into<String>, participant: impl Into<Vec<u8>>) -> Election {
         Election::new(self.clone(), path.into(), participant.into())
@@ -32,13 +32,13 @@ impl LockClient {
     /// [`Error::Usage`] for an invalid path, [`Error::Closed`] once the client is closed.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient, server: zklock::sim::Server) -> Result<(), zklock::Error> {
     /// let mut observer = locks.observe_election("/services/scheduler/leader").await?;
     /// # let _leader = server.client().election("/services/scheduler/leader", "node-2").leadership().await?;
     /// println!("leader: {:?}", observer.leader().map(|l| l.id.clone()));
     /// let next = observer.changed().await?;
     /// # drop(next); Ok(()) }
-    /// # let server = lock_sim::Server::new();
+    /// # let server = zklock::sim::Server::new();
     /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
     /// ```
     pub async fn observe_election(

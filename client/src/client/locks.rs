@@ -13,10 +13,10 @@ impl LockClient {
     /// An exclusive lock on the lock directory `path`.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let guard = locks.mutex("/locks/job").lock().await?;
     /// # drop(guard); Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn mutex(&self, path: impl Into<String>) -> Mutex {
         Mutex::new(self.clone(), path.into())
@@ -25,12 +25,12 @@ impl LockClient {
     /// A read/write lock on `path`: many readers or one writer.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let table = locks.rwlock("/locks/table");
     /// let r1 = table.read().lock().await?;
     /// let r2 = table.read().lock().await?; // readers share
     /// # drop((r1, r2)); Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn rwlock(&self, path: impl Into<String>) -> RwLock {
         RwLock::new(self.clone(), path.into())
@@ -48,11 +48,11 @@ impl LockClient {
     /// Curator's layout stores none, so every client must be given the same count.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let slots = locks.semaphore("/locks/gpu", 3);
     /// let permit = slots.lock().await?;
     /// # drop(permit); Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn semaphore(&self, path: impl Into<String>, permits: u32) -> Semaphore {
         Semaphore::new(self.clone(), path.into(), permits)
@@ -68,12 +68,12 @@ impl LockClient {
     /// no node behind.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
-    /// use lock_core::{LockSpec, NameScheme};
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
+    /// use zklock::{LockSpec, NameScheme};
     /// let spec = LockSpec::write("/locks/shared-with-curator").scheme(NameScheme::Curator);
     /// let guard = locks.acquire(spec, None).await?;
     /// # drop(guard); Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub async fn acquire(
         &self,
@@ -90,11 +90,11 @@ impl LockClient {
     /// [`Error::Usage`] for bad input, [`Error::Closed`] once the client is closed.
     ///
     /// ```
-    /// # fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
-    /// let pending = locks.start(lock_core::LockSpec::write("/locks/job"), None)?;
+    /// # fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
+    /// let pending = locks.start(zklock::LockSpec::write("/locks/job"), None)?;
     /// let guard = pending.wait_blocking()?;
     /// # drop(guard); Ok(()) }
-    /// # demo(lock_sim::Server::new().client()).unwrap();
+    /// # demo(zklock::sim::Server::new().client()).unwrap();
     /// ```
     pub fn start(&self, spec: LockSpec, deadline: Option<Instant>) -> Result<PendingLock, Error> {
         let id = self.start_task(

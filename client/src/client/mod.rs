@@ -25,7 +25,7 @@ mod start;
 ///
 /// ```
 /// let config = lock_core::Config::new(std::time::Duration::from_secs(10), 7);
-/// let (locks, link) = lock_client::pair(config);
+/// let (locks, link) = zklock::pair(config);
 /// assert_eq!(locks.session_timeout(), std::time::Duration::from_secs(10));
 /// assert!(!link.is_closed());
 /// drop(link); // the binding is gone: the client is closed
@@ -99,14 +99,14 @@ pub(crate) enum Task {
 /// Every async method has a `*_blocking` twin (see [`blocking`](crate::blocking)).
 ///
 /// ```
-/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
 /// let job = locks.mutex("/locks/job");
 /// let guard = job.lock().await?;
 /// println!("holding {} with fencing token {}", guard.path(), guard.token());
 /// guard.release().await?;
 /// locks.close().await;
 /// # Ok(()) }
-/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+/// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
 /// ```
 #[derive(Clone)]
 pub struct LockClient {
@@ -139,17 +139,17 @@ impl LockClient {
     /// [`owner`](crate::Mutex::owner) overrides this.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// use std::time::Duration;
     /// let worker = locks.with_owner("worker-7");
     /// let a = worker.mutex("/locks/a").detect_deadlocks(Duration::from_secs(1)).lock().await?;
     /// // Taking "/locks/a" again for "worker-7" is refused at once:
     /// assert!(matches!(
     ///     worker.mutex("/locks/a").lock().await,
-    ///     Err(lock_client::Error::SelfDeadlock { .. })
+    ///     Err(zklock::Error::SelfDeadlock { .. })
     /// ));
     /// # drop(a); Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     ///
     /// [`Mutex::owner`]: crate::Mutex::owner
@@ -171,10 +171,10 @@ impl LockClient {
     /// an expiry and the next session, and after close).
     ///
     /// ```
-    /// # fn demo(locks: lock_client::LockClient) {
+    /// # fn demo(locks: zklock::LockClient) {
     /// println!("session {:#x}", locks.session_id().unwrap_or(0));
     /// # }
-    /// # demo(lock_sim::Server::new().client());
+    /// # demo(zklock::sim::Server::new().client());
     /// ```
     pub fn session_id(&self) -> Option<i64> {
         self.shared().read(|s| s.core.session_id())
@@ -183,11 +183,11 @@ impl LockClient {
     /// Whether the connection is up, as last reported by the binding.
     ///
     /// ```
-    /// # fn demo(locks: lock_client::LockClient) {
+    /// # fn demo(locks: zklock::LockClient) {
     /// # locks.mutex("/locks/warm-up").try_lock_blocking().unwrap(); // a round trip: connected
     /// assert!(locks.is_connected());
     /// # }
-    /// # demo(lock_sim::Server::new().client());
+    /// # demo(zklock::sim::Server::new().client());
     /// ```
     pub fn is_connected(&self) -> bool {
         self.shared().read(|s| s.core.is_connected())
@@ -198,7 +198,7 @@ impl LockClient {
     ///
     /// ```
     /// let config = lock_core::Config::new(std::time::Duration::from_secs(10), 7);
-    /// let (locks, link) = lock_client::pair(config);
+    /// let (locks, link) = zklock::pair(config);
     /// link.set_extension(std::sync::Arc::new(42u32));
     /// assert_eq!(locks.extension::<u32>().as_deref(), Some(&42));
     /// assert!(locks.extension::<String>().is_none());
@@ -210,10 +210,10 @@ impl LockClient {
     /// The session timeout negotiated with the server.
     ///
     /// ```
-    /// # fn demo(locks: lock_client::LockClient) {
+    /// # fn demo(locks: zklock::LockClient) {
     /// println!("{:?}", locks.session_timeout());
     /// # }
-    /// # demo(lock_sim::Server::new().client());
+    /// # demo(zklock::sim::Server::new().client());
     /// ```
     pub fn session_timeout(&self) -> Duration {
         self.shared().session_timeout
@@ -224,7 +224,7 @@ impl LockClient {
     /// `deadline` a method takes.
     ///
     /// ```
-    /// let (locks, _link) = lock_client::pair(lock_core::Config::new(std::time::Duration::from_secs(10), 7));
+    /// let (locks, _link) = zklock::pair(lock_core::Config::new(std::time::Duration::from_secs(10), 7));
     /// assert!(locks.now() <= std::time::Instant::now());
     /// ```
     pub fn now(&self) -> Instant {
@@ -238,11 +238,11 @@ impl LockClient {
     /// acquisitions happen in the background; this waits for them).
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// drop(locks.mutex("/locks/job").lock().await?); // released in the background
     /// locks.wait_idle().await?;                      // ... and now it is gone
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     ///
     /// # Errors
@@ -271,10 +271,10 @@ impl LockClient {
     /// The core's counters (requests sent, stale replies, acquisitions, ...).
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// println!("{} requests so far", locks.stats().await?.requests);
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     ///
     /// # Errors
@@ -302,11 +302,11 @@ impl LockClient {
     /// confirmed, or after about a session timeout). Idempotent.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) {
+    /// # async fn demo(locks: zklock::LockClient) {
     /// locks.close().await;
     /// assert!(locks.mutex("/locks/job").lock().await.is_err());
     /// # }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client()));
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client()));
     /// ```
     pub async fn close(&self) {
         poll_fn(|cx| {

@@ -22,13 +22,13 @@ impl LockClient {
     /// [`Error::Closed`] once the client is closed.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let asked = locks.revoke("/locks/job").await?;
     /// println!("asked {asked:?} to let go");
     /// // Now wait for the lock as usual.
     /// let guard = locks.mutex("/locks/job").lock().await?;
     /// # drop(guard); Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     ///
     /// [`LockGuard::revocation_requested`]: crate::LockGuard::revocation_requested
@@ -63,7 +63,7 @@ impl LockClient {
     /// [`Error::Closed`] once the client is closed.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let who = locks.participants("/locks/job").await?;
     /// for h in &who.holders {
     ///     println!("held by {:?} (session {:#x}, token {})", h.owner, h.session, h.token);
@@ -72,7 +72,7 @@ impl LockClient {
     ///     println!("{} ({:?}) waits for {:?}", w.node, w.owner, w.waits_for);
     /// }
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub async fn participants(&self, path: impl Into<String>) -> Result<Participants, Error> {
         let id = self.start_task(Task::Inspect(path.into()), None)?;
@@ -107,13 +107,13 @@ impl LockClient {
     /// [`Error::Closed`] once the client is closed.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// for cycle in locks.deadlocks("/locks").await? {
     ///     let owners: Vec<_> = cycle.iter().map(|n| n.owner.as_deref().unwrap_or("?")).collect();
     ///     println!("deadlock: {}", owners.join(" -> "));
     /// }
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     ///
     /// [`Mutex::owner`]: crate::Mutex::owner

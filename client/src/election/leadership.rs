@@ -14,8 +14,8 @@ use std::time::Duration;
 /// dropped.
 ///
 /// ```
-/// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
-/// use lock_core::LockEvent;
+/// # async fn demo(locks: zklock::LockClient, server: zklock::sim::Server) -> Result<(), zklock::Error> {
+/// use zklock::LockEvent;
 /// let mut election = locks.election("/svc/leader", "node-1");
 /// let leadership = election.leadership().await?;
 /// # server.disconnect(&locks, std::time::Duration::from_millis(100));
@@ -24,7 +24,7 @@ use std::time::Duration;
 ///     other => println!("{other:?}"),
 /// }
 /// # Ok(()) }
-/// # let server = lock_sim::Server::new();
+/// # let server = zklock::sim::Server::new();
 /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
 /// ```
 ///
@@ -41,11 +41,11 @@ impl Leadership {
     /// greater. Pass it along with the leader's writes so stale leaders are rejected.
     ///
     /// ```
-    /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
+    /// # async fn demo(mut election: zklock::Election) -> Result<(), zklock::Error> {
     /// let leadership = election.leadership().await?;
     /// println!("epoch {}", leadership.token());
     /// # drop(leadership); Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
     /// ```
     pub fn token(&self) -> FencingToken {
         self.guard.token()
@@ -54,11 +54,11 @@ impl Leadership {
     /// The leader's node.
     ///
     /// ```
-    /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
+    /// # async fn demo(mut election: zklock::Election) -> Result<(), zklock::Error> {
     /// let leadership = election.leadership().await?;
     /// assert!(leadership.path().starts_with(election.path()));
     /// # drop(leadership); Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
     /// ```
     pub fn path(&self) -> &str {
         self.guard.path()
@@ -67,11 +67,11 @@ impl Leadership {
     /// Everything the term was granted: path, token, sequence number, session.
     ///
     /// ```
-    /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
+    /// # async fn demo(mut election: zklock::Election) -> Result<(), zklock::Error> {
     /// let leadership = election.leadership().await?;
     /// println!("session {:#x}", leadership.grant().session_id);
     /// # drop(leadership); Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
     /// ```
     pub fn grant(&self) -> &Grant {
         self.guard.grant()
@@ -80,12 +80,12 @@ impl Leadership {
     /// The latest status (see [`LockGuard::status`]).
     ///
     /// ```
-    /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
-    /// use lock_client::LockStatus;
+    /// # async fn demo(mut election: zklock::Election) -> Result<(), zklock::Error> {
+    /// use zklock::LockStatus;
     /// let leadership = election.leadership().await?;
     /// assert_eq!(leadership.status(), LockStatus::Held);
     /// # drop(leadership); Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
     /// ```
     pub fn status(&self) -> LockStatus {
         self.guard.status()
@@ -94,11 +94,11 @@ impl Leadership {
     /// Whether this is the leader right now, trusted (not suspended, not lost).
     ///
     /// ```
-    /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
+    /// # async fn demo(mut election: zklock::Election) -> Result<(), zklock::Error> {
     /// let leadership = election.leadership().await?;
     /// if leadership.is_trusted() { /* act as the leader */ }
     /// # drop(leadership); Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
     /// ```
     pub fn is_trusted(&self) -> bool {
         self.guard.is_trusted()
@@ -109,7 +109,7 @@ impl Leadership {
     /// terminal event. Cancel-safe. (See also [`Election::next_event`].)
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient, server: zklock::sim::Server) -> Result<(), zklock::Error> {
     /// # let mut election = locks.election("/svc/leader", "node-1");
     /// let leadership = election.leadership().await?;
     /// # server.expire_session(&locks);
@@ -117,7 +117,7 @@ impl Leadership {
     ///     println!("{event:?}");
     /// }
     /// # Ok(()) }
-    /// # let server = lock_sim::Server::new();
+    /// # let server = zklock::sim::Server::new();
     /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
     /// ```
     ///
@@ -141,14 +141,14 @@ impl Leadership {
     /// event: stop acting as the leader. Cancel-safe.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient, server: zklock::sim::Server) -> Result<(), zklock::Error> {
     /// # let mut election = locks.election("/svc/leader", "node-1");
     /// let leadership = election.leadership().await?;
     /// # server.disconnect(&locks, std::time::Duration::from_millis(100));
     /// let event = leadership.suspended().await;
     /// eprintln!("not trusted any more: {event:?}");
     /// # Ok(()) }
-    /// # let server = lock_sim::Server::new();
+    /// # let server = zklock::sim::Server::new();
     /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
     /// ```
     pub async fn suspended(&self) -> LockEvent {
@@ -163,14 +163,14 @@ impl Leadership {
     /// Waits until leadership is lost, and says why. Cancel-safe.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient, server: zklock::sim::Server) -> Result<(), zklock::Error> {
     /// # let mut election = locks.election("/svc/leader", "node-1");
     /// let leadership = election.leadership().await?;
     /// # server.expire_session(&locks);
     /// let reason = leadership.lost().await;
     /// eprintln!("lost leadership: {reason:?}");
     /// # Ok(()) }
-    /// # let server = lock_sim::Server::new();
+    /// # let server = zklock::sim::Server::new();
     /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
     /// ```
     pub async fn lost(&self) -> LostReason {
@@ -189,13 +189,13 @@ impl Leadership {
     /// [`FencedError::NotHeld`] once leadership is lost or suspended (nothing written).
     ///
     /// ```
-    /// # async fn demo(mut election: lock_client::Election) -> Result<(), Box<dyn std::error::Error>> {
-    /// use lock_client::Writes;
+    /// # async fn demo(mut election: zklock::Election) -> Result<(), Box<dyn std::error::Error>> {
+    /// use zklock::Writes;
     /// let leadership = election.leadership().await?;
     /// # leadership.fenced_write(Writes::new().create("/svc/assignments", b"")).await?;
     /// leadership.fenced_write(Writes::new().set_data("/svc/assignments", b"...")).await?;
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
     /// ```
     pub async fn fenced_write(
         &self,
@@ -219,11 +219,11 @@ impl Leadership {
     /// As for [`LockGuard::release`]: [`Error::Lost`] if leadership had been lost.
     ///
     /// ```
-    /// # async fn demo(mut election: lock_client::Election) -> Result<(), lock_client::Error> {
+    /// # async fn demo(mut election: zklock::Election) -> Result<(), zklock::Error> {
     /// let leadership = election.leadership().await?;
     /// leadership.resign().await?;
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client().election("/svc/leader", "node-1"))).unwrap();
     /// ```
     pub async fn resign(self) -> Result<(), Error> {
         self.guard.release().await

@@ -67,7 +67,7 @@ struct Term {
 /// handed out leads until it is resigned or dropped.
 ///
 /// ```
-/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
 /// use futures::FutureExt;
 /// let mut election = locks.election("/services/scheduler/leader", "node-1");
 /// loop {
@@ -84,8 +84,8 @@ struct Term {
 ///     }
 /// }
 /// # Ok(()) }
-/// # async fn lead(_: lock_core::FencingToken) {}
-/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+/// # async fn lead(_: zklock::FencingToken) {}
+/// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
 /// ```
 pub struct Election {
     client: LockClient,
@@ -146,10 +146,10 @@ impl Election {
     /// The election directory.
     ///
     /// ```
-    /// # fn demo(locks: lock_client::LockClient) {
+    /// # fn demo(locks: zklock::LockClient) {
     /// assert_eq!(locks.election("/svc/leader", "a").path(), "/svc/leader");
     /// # }
-    /// # demo(lock_sim::Server::new().client());
+    /// # demo(zklock::sim::Server::new().client());
     /// ```
     pub fn path(&self) -> &str {
         self.spec.path()
@@ -159,11 +159,11 @@ impl Election {
     /// not lost, not resigned).
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) {
+    /// # async fn demo(locks: zklock::LockClient) {
     /// let election = locks.election("/svc/leader", "node-1");
     /// if election.is_leader() { /* act as the leader */ }
     /// # }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client()));
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client()));
     /// ```
     pub fn is_leader(&self) -> bool {
         self.term_is(|acquired, status| acquired && *status == LockStatus::Held)
@@ -183,12 +183,12 @@ impl Election {
     /// [`Error::Closed`] once the client is closed.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let mut election = locks.election("/svc/leader", "node-1");
     /// let leadership = election.leadership().await?;
     /// assert!(election.is_leader());
     /// # drop(leadership); Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub async fn leadership(&mut self) -> Result<Leadership, Error> {
         if !self.candidacy.as_ref().is_some_and(Pending::is_live) {
@@ -233,8 +233,8 @@ impl Election {
     /// [`next_event`](Leadership::next_event). Cancel-safe.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) {
-    /// use lock_client::ElectionEvent;
+    /// # async fn demo(locks: zklock::LockClient) {
+    /// use zklock::ElectionEvent;
     /// let mut election = locks.election("/svc/leader", "node-1");
     /// while let Some(event) = election.next_event().await {
     ///     match event {
@@ -245,7 +245,7 @@ impl Election {
     /// #   break; // the stream follows the election for as long as it runs
     /// }
     /// # }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client()));
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client()));
     /// ```
     pub async fn next_event(&mut self) -> Option<ElectionEvent> {
         loop {
@@ -301,11 +301,11 @@ impl Election {
     /// the node is deleted (or the term had ended anyway).
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) {
+    /// # async fn demo(locks: zklock::LockClient) {
     /// let election = locks.election("/svc/leader", "node-1");
     /// election.resign().await;
     /// # }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client()));
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client()));
     /// ```
     pub async fn resign(mut self) {
         let Some(id) = self.term.as_ref().filter(|t| !t.ended).map(|t| t.id) else {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 /// joining or leaving wake nobody. Dropping it stops observing.
 ///
 /// ```
-/// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
+/// # async fn demo(locks: zklock::LockClient, server: zklock::sim::Server) -> Result<(), zklock::Error> {
 /// let mut observer = locks.observe_election("/svc/leader").await?;
 /// # let _leader = server.client().election("/svc/leader", "node-2").leadership().await?;
 /// loop {
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 /// #     break;
 /// }
 /// # Ok(()) }
-/// # let server = lock_sim::Server::new();
+/// # let server = zklock::sim::Server::new();
 /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
 /// ```
 pub struct ElectionObserver {
@@ -63,13 +63,13 @@ impl ElectionObserver {
     /// seen; `None` if nobody participates.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let observer = locks.observe_election("/svc/leader").await?;
     /// if let Some(leader) = observer.leader() {
     ///     println!("{} leads", String::from_utf8_lossy(&leader.id));
     /// }
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn leader(&self) -> Option<&Leader> {
         self.leader.as_ref()
@@ -79,11 +79,11 @@ impl ElectionObserver {
     /// changed.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let observer = locks.observe_election("/svc/leader").await?;
     /// println!("{} participants", observer.participants());
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn participants(&self) -> usize {
         self.participants
@@ -97,13 +97,13 @@ impl ElectionObserver {
     /// path (at the first call, from [`LockClient::observe_election`]).
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient, server: zklock::sim::Server) -> Result<(), zklock::Error> {
     /// let mut observer = locks.observe_election("/svc/leader").await?;
     /// # let _leader = server.client().election("/svc/leader", "node-2").leadership().await?;
     /// let next = observer.changed().await?;
     /// println!("new leader: {:?}", next.map(|l| l.id));
     /// # Ok(()) }
-    /// # let server = lock_sim::Server::new();
+    /// # let server = zklock::sim::Server::new();
     /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
     /// ```
     pub async fn changed(&mut self) -> Result<Option<Leader>, Error> {

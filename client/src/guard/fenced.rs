@@ -23,11 +23,11 @@ impl LockGuard {
     ///   the reply; the writes may or may not have been applied, all or none.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), Box<dyn std::error::Error>> {
-    /// use lock_client::Writes;
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), Box<dyn std::error::Error>> {
+    /// use zklock::Writes;
     /// let guard = locks.mutex("/locks/config").lock().await?;
     /// let token = guard.token().to_string();
-    /// # let setup = lock_client::Writes::new().create("/config", b"").create("/config/current", b"v1");
+    /// # let setup = zklock::Writes::new().create("/config", b"").create("/config/current", b"v1");
     /// # guard.fenced_write(setup.create("/config/history", b"")).await?;
     /// guard
     ///     .fenced_write(
@@ -37,7 +37,7 @@ impl LockGuard {
     ///     )
     ///     .await?;
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub async fn fenced_write(
         &self,

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 /// [`lost`](Self::lost).
 ///
 /// ```
-/// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+/// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
 /// use futures::FutureExt;
 /// let guard = locks.mutex("/locks/job").lock().await?;
 /// let token = guard.token(); // pass it to the resource you protect
@@ -36,8 +36,8 @@ use std::time::{Duration, Instant};
 /// }
 /// guard.release().await?;
 /// # Ok(()) }
-/// # async fn do_the_work(_: lock_core::FencingToken) {}
-/// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+/// # async fn do_the_work(_: zklock::FencingToken) {}
+/// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
 /// ```
 #[must_use = "dropping a guard releases the lock"]
 pub struct LockGuard {
@@ -71,14 +71,14 @@ impl LockGuard {
     /// stores.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let first = locks.mutex("/locks/job").lock().await?;
     /// let t1 = first.token();
     /// first.release().await?;
     /// let second = locks.mutex("/locks/job").lock().await?;
     /// assert!(second.token() > t1);
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn token(&self) -> FencingToken {
         self.grant.token
@@ -87,11 +87,11 @@ impl LockGuard {
     /// The full path of our lock node.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let guard = locks.mutex("/locks/job").lock().await?;
     /// assert!(guard.path().starts_with("/locks/job/"));
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn path(&self) -> &str {
         &self.grant.path
@@ -100,11 +100,11 @@ impl LockGuard {
     /// Everything the acquisition was granted: path, token, sequence number, session.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let guard = locks.mutex("/locks/job").lock().await?;
     /// assert_eq!(Some(guard.grant().session_id), locks.session_id());
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn grant(&self) -> &Grant {
         &self.grant
@@ -114,12 +114,12 @@ impl LockGuard {
     /// they have been read with [`next_event`](Self::next_event)).
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
-    /// use lock_client::LockStatus;
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
+    /// use zklock::LockStatus;
     /// let guard = locks.mutex("/locks/job").lock().await?;
     /// assert_eq!(guard.status(), LockStatus::Held);
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn status(&self) -> LockStatus {
         self.client.shared().read(|s| match s.slots.get(&self.id) {
@@ -131,11 +131,11 @@ impl LockGuard {
     /// Whether the lock is held and trusted right now (not suspended, not lost).
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let guard = locks.mutex("/locks/job").lock().await?;
     /// if guard.is_trusted() { /* touch the resource */ }
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn is_trusted(&self) -> bool {
         self.status() == LockStatus::Held
@@ -151,8 +151,8 @@ impl LockGuard {
     /// Cancel-safe: dropping the future loses no event.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
-    /// use lock_core::LockEvent;
+    /// # async fn demo(locks: zklock::LockClient, server: zklock::sim::Server) -> Result<(), zklock::Error> {
+    /// use zklock::LockEvent;
     /// let guard = locks.mutex("/locks/job").lock().await?;
     /// # server.expire_session(&locks);
     /// while let Some(event) = guard.next_event().await {
@@ -163,7 +163,7 @@ impl LockGuard {
     ///     }
     /// }
     /// # Ok(()) }
-    /// # let server = lock_sim::Server::new();
+    /// # let server = zklock::sim::Server::new();
     /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
     /// ```
     pub async fn next_event(&self) -> Option<LockEvent> {
@@ -193,13 +193,13 @@ impl LockGuard {
     /// the first moment ownership is in doubt.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient, server: zklock::sim::Server) -> Result<(), zklock::Error> {
     /// let guard = locks.mutex("/locks/job").lock().await?;
     /// # server.expire_session(&locks); // (a plain lock does not watch its node: the session goes instead)
     /// let reason = guard.lost().await; // e.g. an administrator deleted our node
     /// eprintln!("lost: {reason:?}");
     /// # Ok(()) }
-    /// # let server = lock_sim::Server::new();
+    /// # let server = zklock::sim::Server::new();
     /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
     /// ```
     pub async fn lost(&self) -> LostReason {
@@ -243,13 +243,13 @@ impl LockGuard {
     /// event. Cancel-safe.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient, server: lock_sim::Server) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient, server: zklock::sim::Server) -> Result<(), zklock::Error> {
     /// let guard = locks.mutex("/locks/job").lock().await?;
     /// # server.disconnect(&locks, std::time::Duration::from_millis(100));
     /// let event = guard.suspended().await;
     /// eprintln!("stop trusting the lock: {event:?}");
     /// # Ok(()) }
-    /// # let server = lock_sim::Server::new();
+    /// # let server = zklock::sim::Server::new();
     /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
     /// ```
     pub async fn suspended(&self) -> LockEvent {
@@ -279,11 +279,11 @@ impl LockGuard {
     /// [`Error::Zk`] if ZooKeeper refused the delete.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let guard = locks.mutex("/locks/job").lock().await?;
     /// guard.release().await?;
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub async fn release(mut self) -> Result<(), Error> {
         if self.give_back() {
@@ -342,7 +342,7 @@ impl LockGuard {
     /// locks made [`revocable`](crate::Mutex::revocable) are ever asked.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let guard = locks.mutex("/locks/job").revocable().lock().await?;
     /// for step in 0..100 {
     ///     if guard.is_revocation_requested() {
@@ -352,7 +352,7 @@ impl LockGuard {
     /// }
     /// guard.release().await?;
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn is_revocation_requested(&self) -> bool {
         self.client.shared().read(|s| {
@@ -376,14 +376,14 @@ impl LockGuard {
     /// The lock was lost before anyone asked (the reason).
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let guard = locks.mutex("/locks/job").revocable().lock().await?;
     /// # locks.revoke("/locks/job").await?;
     /// if guard.revocation_requested().await.is_ok() {
     ///     guard.release().await?; // cooperative: let the requester in
     /// }
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub async fn revocation_requested(&self) -> Result<(), LostReason> {
         loop {

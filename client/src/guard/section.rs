@@ -16,14 +16,14 @@ impl LockGuard {
     /// without crash detection.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
     /// if guard.previous_holder_crashed() {
     ///     // repair ...
     ///     guard.close_section().await?;
     /// }
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn previous_holder_crashed(&self) -> bool {
         self.grant.previous_holder_crashed
@@ -51,13 +51,13 @@ impl LockGuard {
     /// could be marked.
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
     /// guard.open_section().await?;
     /// // ... several writes that must all happen, or be repaired ...
     /// guard.release().await?; // closes the section and releases, in one multi
     /// # Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub async fn open_section(&self) -> Result<(), Error> {
         self.section(true).await
@@ -74,14 +74,14 @@ impl LockGuard {
     /// As for [`open_section`](Self::open_section).
     ///
     /// ```
-    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
     /// let guard = locks.mutex("/locks/ledger").detect_crashes().lock().await?;
     /// guard.open_section().await?;
     /// // ... the delicate part ...
     /// guard.close_section().await?;
     /// // ... more work that needs the lock but no repair if interrupted ...
     /// # drop(guard); Ok(()) }
-    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub async fn close_section(&self) -> Result<(), Error> {
         self.section(false).await

@@ -330,7 +330,17 @@ pub fn closed_client_gives_typed_errors(b: &Suite) {
 
 /// Requests per uncontended acquire + release, counted by the server
 /// (`zk_packets_received` in `mntr`), on a server of its own.
+///
+/// The session also sends requests of its own while the cycle runs: the core's
+/// proof of contact (a `sync` at most every tenth of the session timeout while
+/// nothing else passes the leader), the client library's pings, a binding's
+/// liveness probes. Such packets can only add to a count, never take from one, so
+/// the test measures several cycles and asserts on the smallest count: a cycle
+/// that costs more than it should shows in every measurement, and one that costs
+/// less in the smallest. The same holds for `mntr`'s own packet (its connection
+/// counts one): the smallest of several back-to-back readings is the overhead.
 pub fn requests_per_uncontended_cycle(b: &Suite) {
+    const MEASUREMENTS: usize = 5;
     let server = b.env().fresh();
     let server = &*server;
     let path = unique_path("requests");
@@ -339,23 +349,31 @@ pub fn requests_per_uncontended_cycle(b: &Suite) {
             .requests_received()
             .expect("an environment with Capability::RequestCount")
     };
-    // A long session timeout: no ping falls into the measurement.
     let c = connect_with(b, server, Duration::from_secs(10));
     // Warm up: the lock directory exists afterwards.
     let g = lock(b, &c, Kind::Mutex, &path);
     b.release(g).expect("release");
     b.wait_idle(&c).expect("idle");
-    let m0 = packets();
-    let overhead = packets() - m0; // mntr's own connection, if any
-    let before = packets();
-    let g = lock(b, &c, Kind::Mutex, &path);
-    b.release(g).expect("release");
-    b.wait_idle(&c).expect("idle");
-    let requests = packets() - before - overhead;
+    let overhead = (0..MEASUREMENTS)
+        .map(|_| {
+            let first = packets();
+            packets() - first
+        })
+        .min()
+        .expect("measured"); // mntr's own connection, if any
+    let counts: Vec<u64> = (0..MEASUREMENTS)
+        .map(|_| {
+            let before = packets();
+            let g = lock(b, &c, Kind::Mutex, &path);
+            b.release(g).expect("release");
+            b.wait_idle(&c).expect("idle");
+            packets() - before - overhead
+        })
+        .collect();
     assert_eq!(
-        requests,
-        b.env().requests_per_cycle(),
-        "{}: requests per uncontended acquire + release",
+        counts.iter().min().copied(),
+        Some(b.env().requests_per_cycle()),
+        "{}: requests per uncontended acquire + release (the smallest of {counts:?})",
         b.name()
     );
     b.close(&c);

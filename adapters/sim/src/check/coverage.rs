@@ -31,9 +31,9 @@ pub struct Coverage {
 /// Sums the coverage of several runs.
 ///
 /// ```
-/// let mut total = lock_sim::Coverage::default();
-/// total += lock_sim::Workload::sections().run(1).unwrap().coverage;
-/// total += lock_sim::Workload::sections().run(2).unwrap().coverage;
+/// let mut total = zklock::sim::Coverage::default();
+/// total += zklock::sim::Workload::sections().run(1).unwrap().coverage;
+/// total += zklock::sim::Workload::sections().run(2).unwrap().coverage;
 /// assert!(total.crash_flags_checked > 0);
 /// ```
 impl std::ops::AddAssign for Coverage {

@@ -3,7 +3,7 @@
 /// Why the server would reject a path (it answers `BadArguments`).
 ///
 /// ```
-/// use lock_sim::validate_path;
+/// use zklock::sim::validate_path;
 /// assert!(validate_path("/a/b", false).is_ok());
 /// assert!(validate_path("/", false).is_ok());
 /// assert!(validate_path("/a/", false).is_err());

@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use lock_core::{CreateMode, WatchKind};
-//! use lock_sim::ZkModel;
+//! use zklock::sim::ZkModel;
 //!
 //! let mut zk = ZkModel::new();
 //! let s = zk.create_session();

@@ -8,7 +8,7 @@
 //! or another worker holds the lock, with no ZooKeeper installed.
 //!
 //! ```
-//! use lock_sim::Server;
+//! use zklock::sim::Server;
 //! use std::time::Duration;
 //!
 //! let server = Server::new();
@@ -20,7 +20,7 @@
 //!
 //! // Alice's session expires: she is told, and Bob can take the lock.
 //! server.expire_session(&alice);
-//! assert!(matches!(guard.lost_blocking(), lock_core::LostReason::SessionExpired));
+//! assert!(matches!(guard.lost_blocking(), zklock::LostReason::SessionExpired));
 //! let bobs = bob.mutex("/locks/report").lock_timeout_blocking(Duration::from_secs(5)).unwrap();
 //! assert!(bobs.token() > guard.token());
 //! ```
@@ -166,7 +166,7 @@ impl Server {
     /// applied, which the client must then find and adopt:
     ///
     /// ```
-    /// # use lock_sim::Server;
+    /// # use zklock::sim::Server;
     /// # use std::time::Duration;
     /// let server = Server::new();
     /// let client = server.client();

@@ -36,7 +36,7 @@ pub enum Profile {
 /// Settings of one simulated client.
 ///
 /// ```
-/// use lock_sim::{ClientConfig, Profile};
+/// use zklock::sim::{ClientConfig, Profile};
 /// use std::time::Duration;
 /// let c = ClientConfig::new(Profile::KeepsWatches, Duration::from_secs(10)).seed(42);
 /// assert_eq!(c.session_timeout, Duration::from_secs(10));

@@ -49,7 +49,7 @@ impl OpKind {
 /// Traffic counters. Add them up with `+=`; reset with [`Sim::reset_counters`](crate::Sim::reset_counters).
 ///
 /// ```
-/// use lock_sim::{Counters, OpKind};
+/// use zklock::sim::{Counters, OpKind};
 /// let mut c = Counters::default();
 /// c.count_request(OpKind::Create);
 /// c.count_request(OpKind::GetChildren);

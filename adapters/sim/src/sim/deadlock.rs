@@ -103,7 +103,7 @@ impl DeadlockWorkload {
     /// user does, from the pending acquisition's `Error::Deadlock`.
     ///
     /// ```
-    /// let w = lock_sim::DeadlockWorkload::default().through_lock_client();
+    /// let w = zklock::sim::DeadlockWorkload::default().through_lock_client();
     /// let report = w.run(1).unwrap_or_else(|f| panic!("{f}"));
     /// assert!(report.acquisitions > 0);
     /// ```

@@ -6,7 +6,7 @@ use std::time::Duration;
 /// Random faults, by weight, at random intervals.
 ///
 /// ```
-/// use lock_sim::FaultConfig;
+/// use zklock::sim::FaultConfig;
 /// use std::time::Duration;
 /// let f = FaultConfig::chaos(Duration::from_millis(300));
 /// assert!(f.mean_interval.is_some());

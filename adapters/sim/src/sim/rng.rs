@@ -10,7 +10,7 @@ use std::time::Duration;
 /// A small, fast, seeded pseudo-random generator (SplitMix64).
 ///
 /// ```
-/// use lock_sim::SimRng;
+/// use zklock::sim::SimRng;
 /// let mut a = SimRng::new(7);
 /// let mut b = SimRng::new(7);
 /// assert_eq!(a.next_u64(), b.next_u64());

@@ -20,7 +20,7 @@ use std::time::Duration;
 /// Settings of a simulation.
 ///
 /// ```
-/// use lock_sim::{FaultConfig, Latency, SimConfig};
+/// use zklock::sim::{FaultConfig, Latency, SimConfig};
 /// use std::time::Duration;
 /// let cfg = SimConfig::new(42)
 ///     .latency(Latency::fixed(Duration::from_millis(2)))
@@ -164,8 +164,8 @@ impl fmt::Display for TraceEntry {
 /// under a deterministic scheduler with fault injection and invariant checks.
 ///
 /// ```
-/// use lock_core::{LockEvent, LockSpec};
-/// use lock_sim::{Profile, Sim, SimConfig};
+/// use zklock::{LockEvent, LockSpec};
+/// use zklock::sim::{Profile, Sim, SimConfig};
 /// use std::time::Duration;
 ///
 /// let mut sim = Sim::new(SimConfig::new(1));
@@ -414,8 +414,8 @@ impl Sim {
     /// [`ViolationKind::StaleWrite`] or [`ViolationKind::WrongOutcome`].
     ///
     /// ```
-    /// use lock_core::{CreateMode, LockSpec, MultiOp};
-    /// use lock_sim::{Profile, Sim, SimConfig};
+    /// use zklock::{CreateMode, LockSpec, MultiOp};
+    /// use zklock::sim::{Profile, Sim, SimConfig};
     /// use std::time::Duration;
     ///
     /// let mut sim = Sim::new(SimConfig::new(3));

@@ -13,7 +13,7 @@
 //! [`Workload::fenced`], [`Workload::features`]).
 //!
 //! ```
-//! use lock_sim::Workload;
+//! use zklock::sim::Workload;
 //! let w = Workload::exclusive();
 //! for seed in 0..3 {
 //!     let report = w.run(seed).unwrap_or_else(|f| panic!("{f}"));
@@ -230,7 +230,7 @@ impl Workload {
     /// revocation requests and election observers through the client.
     ///
     /// ```
-    /// use lock_sim::Workload;
+    /// use zklock::sim::Workload;
     /// let w = Workload::mixed().through_lock_client();
     /// let report = w.run(1).unwrap_or_else(|f| panic!("{f}"));
     /// assert!(report.acquired > 0);
