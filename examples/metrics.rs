@@ -17,14 +17,15 @@
 //! prefix label is opt-in: `ConnectOptions::new().metrics_path_prefix(2)` on a real
 //! binding labels these locks `prefix="/locks/orders"`.
 
-use metrics_exporter_prometheus::PrometheusBuilder;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use std::time::Duration;
 use zklock::sim::Server;
 use zklock::{LockEvent, LostReason};
 
 fn main() {
     let scrape = PrometheusBuilder::new()
-        .set_buckets(&[0.001, 0.01, 0.1, 1.0, 10.0])
+        // Without buckets the exporter renders histograms as summaries.
+        .set_buckets_for_metric(Matcher::Prefix("zklock_".into()), zklock::HISTOGRAM_BUCKETS)
         .expect("bucket bounds")
         .install_recorder()
         .expect("installing the Prometheus recorder");
@@ -64,6 +65,8 @@ fn main() {
         "zklock_locks_held{recipe=\"write\"} 0",
         "# HELP zklock_handoff_seconds for an acquisition that waited behind another participant",
         "# TYPE zklock_handoff_seconds histogram",
+        "zklock_acquire_wait_seconds_bucket{recipe=\"write\",outcome=\"acquired\",le=\"0.0005\"}",
+        "zklock_hold_seconds_bucket{recipe=\"write\",end=\"released\",le=\"+Inf\"} 2",
     ] {
         assert!(text.contains(wanted), "missing {wanted:?} in:\n{text}");
     }

@@ -248,7 +248,7 @@ mod status;
 mod trace;
 mod writes;
 
-pub use crate::metrics::describe_metrics;
+pub use crate::metrics::{describe_metrics, HISTOGRAM_BUCKETS};
 pub use client::{pair, pair_with_clock, LockClient};
 pub use clock::{Clock, SystemClock};
 pub use connection::ConnectionEvents;

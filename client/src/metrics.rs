@@ -112,6 +112,26 @@ const METRICS: &[Described] = &[
     },
 ];
 
+/// Bucket bounds, in seconds, that fit zklock's `_seconds` histograms: from a
+/// loopback round trip (half a millisecond) to a minute-long wait, about three per
+/// decade.
+///
+/// The `metrics` facade leaves the shape of a histogram to the recorder, and some
+/// pick a summary unless told the buckets: `metrics-exporter-prometheus`'s
+/// `PrometheusBuilder` renders quantiles (`# TYPE ... summary`) by default. Give it
+/// these for zklock's metrics and they render as Prometheus histograms, which add up
+/// across processes:
+///
+/// ```text
+/// PrometheusBuilder::new()
+///     .set_buckets_for_metric(Matcher::Prefix("zklock_".into()), zklock::HISTOGRAM_BUCKETS)?
+///     .install()?;
+/// ```
+pub const HISTOGRAM_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+    60.0,
+];
+
 /// Describes every metric to the installed recorder: its `# HELP` text (and
 /// for the histograms the unit, seconds), which Prometheus' exposition shows
 /// with a `# TYPE` line. Each client calls it when it is created, so a recorder

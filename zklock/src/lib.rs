@@ -79,6 +79,8 @@
 //! # drop(locks); Ok(()) }
 //! ```
 #![forbid(unsafe_code)]
+// docs.rs: each item labelled with the features it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 // The README's Rust blocks compile as doc tests of this crate (the README is the

@@ -156,6 +156,8 @@
 //! would change those fractions) and its tests measure it through a blackholing proxy.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+// docs.rs: each item labelled with the features it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Without a runtime feature nothing can run (`connect` returns `Error::NoRuntime`), and
 // the compiler sees the rest as dead code.
 #![cfg_attr(
