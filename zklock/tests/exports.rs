@@ -35,6 +35,7 @@ imported_through_each!(
     Clock,
     SystemClock,
     describe_metrics,
+    HISTOGRAM_BUCKETS,
     LockClient,
     ConnectionEvent,
     ConnectionEvents,
