@@ -113,7 +113,7 @@ pub(crate) enum Command {
     /// position in the queue and the time waited on stderr, updated in place.
     /// --owner ID records who the lock is taken for (`zklock ls` shows it, and
     /// `zklock deadlocks` follows it).
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = SEE_EXIT_CODES)]
     Exec(exec::ExecArgs),
     /// Run CMD while leader of the election at PATH, as participant ID.
     ///
@@ -121,13 +121,13 @@ pub(crate) enum Command {
     /// as `exec` does in a lock's queue), then behaves as `exec` (ZKLOCK_NODE,
     /// ZKLOCK_TOKEN, signals, CMD stopped when the leadership is lost; same exit
     /// codes).
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = SEE_EXIT_CODES)]
     Elect(exec::ElectArgs),
     /// Ask the holders of the lock at PATH (or the owner of participant NODE) to let go.
     ///
     /// Writes Curator's revocation request into their nodes; holders that made
     /// their lock revocable (zklock's API, Curator) release. Prints the nodes asked.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = SEE_EXIT_CODES)]
     Revoke {
         /// A lock directory, or one participant node in it.
         target: String,
@@ -145,7 +145,7 @@ pub(crate) enum Command {
     /// "sequence", "owner" (or null), "session" (hex string), "ctime" (ms since
     /// the epoch), "age_ms" (or null), "token", "waits_for" (node names),
     /// "owner_waits_at" (full paths), "data"}.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = SEE_EXIT_CODES)]
     Ls {
         /// The lock's directory, e.g. /locks/backup.
         path: String,
@@ -164,7 +164,7 @@ pub(crate) enum Command {
     /// "nodes": [{"node", "lock", "owner", "holds", "session", "token", "ctime",
     /// "age_ms"}...]}...]}. --dot: a Graphviz digraph, one cluster per cycle
     /// (`zklock deadlocks /locks --dot | dot -Tsvg > deadlocks.svg`).
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = SEE_EXIT_CODES)]
     Deadlocks {
         /// The directory whose children are lock directories, e.g. /locks.
         root: String,
@@ -189,7 +189,7 @@ pub(crate) enum Command {
     /// says changed (a burst of changes is one refresh, at most ten a second);
     /// ages tick without reading. j/k or the arrows select a lock, Enter follows
     /// it into its `zklock ls` view (kept current), Esc or Backspace goes back.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = SEE_EXIT_CODES)]
     Top(top::TopArgs),
     /// Check every server of --zk for settings that make locks unsafe, and say how to fix them.
     ///
@@ -213,13 +213,30 @@ pub(crate) enum Command {
     /// "lag_bound_ms", "hazards": [{"kind", "session_timeout_ms",
     /// "safe_session_timeout_ms", "message"}], "findings": [{"severity"
     /// (unsafe, unchecked, note), "message"}]}]}.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = SEE_EXIT_CODES)]
     Doctor(doctor::DoctorArgs),
+    /// Print a shell completion script for zklock to stdout.
+    ///
+    /// bash: `zklock completions bash > ~/.local/share/bash-completion/completions/zklock`;
+    /// zsh: `zklock completions zsh > "${fpath[1]}/_zklock"`; fish:
+    /// `zklock completions fish > ~/.config/fish/completions/zklock.fish`.
+    #[command(after_help = SEE_EXIT_CODES)]
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print zklock's manual page (roff) to stdout.
+    ///
+    /// `zklock man > ~/.local/share/man/man1/zklock.1`, or read it at once with
+    /// `zklock man | man -l -`.
+    #[command(after_help = SEE_EXIT_CODES)]
+    Man,
     /// zklock's own: the process CMD runs under (see `exec`).
     #[command(name = "__guard", hide = true)]
     Guard(guard::GuardArgs),
     /// Print the current leader of the election at PATH: ID, node and token, tab-separated.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = SEE_EXIT_CODES)]
     Leader {
         /// The election's directory.
         path: String,

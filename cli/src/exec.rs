@@ -1,7 +1,7 @@
 //! `zklock exec`: run a command while holding a lock.
 
 use crate::chroot::Chroot;
-use crate::job::{Job, Ready};
+use crate::job::Ready;
 use crate::progress::Progress;
 use crate::signals::Signals;
 use crate::usage::{self, NodeFor};
@@ -15,7 +15,6 @@ use std::io::IsTerminal;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitCode, ExitStatus};
 use std::time::Duration;
-use tokio::signal::unix::SignalKind;
 use tokio::time::{sleep_until, Instant};
 
 /// Arguments of `zklock exec`.
@@ -132,16 +131,6 @@ pub(crate) fn signal_code(number: i32) -> ExitCode {
     ExitCode::from(u8::try_from(128 + number).unwrap_or(exit::FAILURE))
 }
 
-/// Waits for the next SIGCHLD (forever if it cannot be caught).
-async fn recv_child(children: &mut Option<tokio::signal::unix::Signal>) {
-    if let Some(s) = children {
-        if s.recv().await.is_some() {
-            return;
-        }
-    }
-    std::future::pending().await
-}
-
 /// Where CMD stands with respect to the lock.
 enum Phase {
     /// The lock is held; CMD runs.
@@ -213,6 +202,8 @@ async fn wait_for<T>(
 pub(crate) trait Held {
     /// Our node.
     fn node(&self) -> &str;
+    /// Until when the hold can be trusted (see `LockGuard::trusted_until`).
+    fn trusted_until(&self) -> Option<std::time::Instant>;
     /// Our fencing token.
     fn fencing(&self) -> FencingToken;
     /// The next event of the hold.
@@ -224,6 +215,9 @@ pub(crate) trait Held {
 impl Held for LockGuard {
     fn node(&self) -> &str {
         self.path()
+    }
+    fn trusted_until(&self) -> Option<std::time::Instant> {
+        LockGuard::trusted_until(self)
     }
     fn fencing(&self) -> FencingToken {
         self.token()
@@ -239,6 +233,9 @@ impl Held for LockGuard {
 impl Held for Leadership {
     fn node(&self) -> &str {
         self.path()
+    }
+    fn trusted_until(&self) -> Option<std::time::Instant> {
+        Leadership::trusted_until(self)
     }
     fn fencing(&self) -> FencingToken {
         self.token()
@@ -260,12 +257,16 @@ pub(crate) async fn supervise(
     ready: Ready,
     signals: &mut Signals,
 ) -> ExitCode {
-    // 2. Run CMD, in its own process group behind the guard (started ahead).
+    // 2. Run CMD, in its own process group behind the guard (started ahead),
+    // which stops it on its own clock if the lock's deadline passes unrenewed
+    // and kills it a margin later (the earliest the server could expire the
+    // session), whether zklock runs or not.
     let env = [
         ("ZKLOCK_NODE", guard.node().to_owned()),
         ("ZKLOCK_TOKEN", guard.fencing().to_string()),
     ];
-    let mut job = match ready.start(&env) {
+    let margin = locks.session_timeout() / 10;
+    let mut job = match ready.start(&env, guard.trusted_until(), margin).await {
         Ok(job) => job,
         Err(e) => {
             say(format_args!(
@@ -275,17 +276,20 @@ pub(crate) async fn supervise(
             return ExitCode::from(exit::CANNOT_RUN);
         }
     };
-    let mut children = tokio::signal::unix::signal(SignalKind::child()).ok();
 
     // 3. Watch CMD, signals and the lock. The margins: the client declares
-    // Suspended within 2/3 of the session timeout of its last contact with the
-    // server, which cannot expire the session (and grant the lock to another)
-    // before the full timeout. Of the remaining third, a tenth of the timeout is
-    // left for the connection to come back, another for CMD to exit on SIGTERM.
-    let margin = locks.session_timeout() / 10;
+    // Suspended a tenth of the session timeout before the lock's deadline (a
+    // margin before the server could expire the session). CMD gets SIGTERM half
+    // that before the deadline unless the connection comes back, and the guard
+    // stops its group at the deadline and kills it a margin later.
     // A stop of zklock (Ctrl-Z) stops its pings too: after a third of the session
     // timeout (a ping's interval) the session may be near its expiry.
     let longest_stop = locks.session_timeout() / 3;
+    // The deadline moves with every proof of contact (a `sync` every tenth of
+    // the session timeout): read twice as often, handed on when it moved.
+    let mut renewals = tokio::time::interval(locks.session_timeout() / 20);
+    renewals.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut messages = job.messages();
     let mut phase = Phase::Running;
     let mut lost = false;
     let mut events = true;
@@ -294,12 +298,6 @@ pub(crate) async fn supervise(
             Phase::Suspended { until } => Some(until),
             Phase::Terminating { kill_at } => Some(kill_at),
             Phase::Running | Phase::Killed => None,
-        };
-        let stop = |job: &Job, phase: &mut Phase| {
-            job.terminate();
-            *phase = Phase::Terminating {
-                kill_at: Instant::now() + margin,
-            };
         };
         tokio::select! {
             status = job.wait() => break status,
@@ -311,18 +309,23 @@ pub(crate) async fn supervise(
                     job.signal(sig);
                 }
             }
-            _ = recv_child(&mut children) => {
-                if let Some(stopped_for) = job.follow_stop() {
-                    if stopped_for >= longest_stop && matches!(phase, Phase::Running | Phase::Suspended { .. }) {
-                        lost = true;
-                        say(format_args!(
-                            "zklock was stopped for {stopped_for:.1?}: the lock is no longer \
-                             guaranteed; stopping CMD"
-                        ));
-                        stop(&job, &mut phase);
-                    } else {
-                        job.resume();
-                    }
+            _ = renewals.tick(), if matches!(phase, Phase::Running | Phase::Suspended { .. }) => {
+                if let Some(until) = guard.trusted_until() {
+                    job.renew(until).await;
+                }
+            }
+            () = messages.cmd_stopped() => {
+                let stopped_for = job.follow_stop();
+                if stopped_for >= longest_stop && matches!(phase, Phase::Running | Phase::Suspended { .. }) {
+                    lost = true;
+                    say(format_args!(
+                        "zklock was stopped for {stopped_for:.1?}: the lock is no longer \
+                         guaranteed; stopping CMD"
+                    ));
+                    job.terminate().await;
+                    phase = Phase::Terminating { kill_at: Instant::now() + margin };
+                } else {
+                    job.resume().await;
                 }
             }
             event = guard.event(), if events => match event {
@@ -330,13 +333,23 @@ pub(crate) async fn supervise(
                     if let Phase::Running = phase {
                         say("connection to ZooKeeper lost: the lock is suspended; \
                              stopping CMD unless it comes back at once");
-                        phase = Phase::Suspended { until: Instant::now() + margin };
+                        // SIGTERM half a margin before the guard's deadline at the
+                        // latest: CMD has that long to exit cleanly.
+                        let now = Instant::now();
+                        let until = guard
+                            .trusted_until()
+                            .map_or(now + margin, |at| Instant::from_std(at).max(now + margin / 2) - margin / 2)
+                            .min(now + margin);
+                        phase = Phase::Suspended { until };
                     }
                 }
                 Some(LockEvent::Resumed) => {
                     if let Phase::Suspended { .. } = phase {
                         say("connection back: the lock is held again; CMD continues");
                         phase = Phase::Running;
+                        if let Some(until) = guard.trusted_until() {
+                            job.renew(until).await;
+                        }
                     }
                 }
                 Some(LockEvent::RevocationRequested) => {
@@ -344,7 +357,8 @@ pub(crate) async fn supervise(
                     if let Phase::Running | Phase::Suspended { .. } = phase {
                         lost = true;
                         say("revocation requested: stopping CMD, then letting go");
-                        stop(&job, &mut phase);
+                        job.terminate().await;
+                        phase = Phase::Terminating { kill_at: Instant::now() + margin };
                     }
                 }
                 Some(LockEvent::Lost(reason)) => {
@@ -352,7 +366,8 @@ pub(crate) async fn supervise(
                     events = false;
                     if let Phase::Running | Phase::Suspended { .. } = phase {
                         say(format_args!("the lock was lost ({reason:?}): stopping CMD"));
-                        stop(&job, &mut phase);
+                        job.terminate().await;
+                        phase = Phase::Terminating { kill_at: Instant::now() + margin };
                     }
                 }
                 Some(_) => {}
@@ -363,7 +378,8 @@ pub(crate) async fn supervise(
                     Phase::Suspended { .. } => {
                         lost = true;
                         say("the lock is no longer guaranteed: stopping CMD (SIGTERM)");
-                        stop(&job, &mut phase);
+                        job.terminate().await;
+                        phase = Phase::Terminating { kill_at: Instant::now() + margin };
                     }
                     Phase::Terminating { .. } => {
                         say("CMD did not exit on SIGTERM: killing its process group (SIGKILL)");

@@ -1,37 +1,71 @@
 //! `zklock __guard`: the small process zklock starts CMD through, so that CMD
-//! never outlives zklock (and with it, the lock).
+//! never outlives zklock (and with it, the lock), and never runs past the lock's
+//! deadline, whatever happens to zklock.
 //!
-//! zklock starts it (a re-exec of its own binary) as the leader of a new process
-//! group before it connects, so that its start-up overlaps the connect and the
-//! acquisition; the guard waits on its stdin, a socket, for zklock's word that the
-//! lock is held: CMD's environment and zklock's own stdin (a passed descriptor,
-//! so that CMD reads from where zklock's caller left it). The socket ending
-//! without that word (no lock, zklock gone) ends the guard without starting CMD.
-//! CMD inherits the group, and so does everything CMD starts that does not
-//! leave it. The guard asks the kernel for a signal when its parent dies (Linux's
-//! and FreeBSD's parent-death signal; the parent is zklock's main thread, which
-//! lives as long as zklock) and then kills the whole group with SIGKILL: however
-//! zklock ends (SIGKILL, a crash, the OOM killer), CMD's group dies within
-//! moments, while zklock's session, and with it the lock, lasts a session timeout
-//! more. Elsewhere (macOS) it checks its parent every [`PARENT_POLL`] instead.
+//! zklock starts it (a re-exec of its own binary) as the leader of a process
+//! group of its own before it connects, so that its start-up overlaps the connect
+//! and the acquisition; the guard waits on its stdin, a socket, for zklock's word
+//! that the lock is held (a [`Frame::Go`]): CMD's environment, zklock's own stdin
+//! (a passed descriptor, so that CMD reads from where zklock's caller left it),
+//! and the lock's deadline. The socket ending without that word (no lock, zklock
+//! gone) ends the guard without starting CMD.
 //!
-//! The guard is otherwise inert: signals zklock forwards go to the whole group,
-//! the guard included, and it ignores them (CMD got them too); it passes CMD's
-//! exit status on as its own exit code (128+N for a signal N). On a terminal it
-//! gives the foreground back to zklock's group when CMD ends or stops, and stops
-//! itself when CMD stops (Ctrl-Z), so that zklock sees the stop and stops too:
-//! the shell then shows the job stopped, and `fg` resumes it.
+//! CMD runs in a process group of its own, which it leads, and so does
+//! everything CMD starts that does not leave it. The guard is *not* in that
+//! group: a SIGSTOP of CMD's group (a debugger, `kill -STOP -PGID`, a job stop)
+//! leaves the guard running, so that its clock runs on whatever is stopped. A
+//! guard that shared CMD's group would resume together with CMD and could only
+//! race it.
+//!
+//! # The deadline
+//!
+//! The socket stays open while CMD runs. zklock sends the lock's trusted-until
+//! instant (a margin before the server could expire the session, one session
+//! timeout after the ensemble's leader last provably heard from it) with the
+//! start, then again at every renewal (each newer proof of contact), as an
+//! absolute reading of CLOCK_MONOTONIC, one clock for every process of the host:
+//! a message read late is no less true, unlike a duration relative to its
+//! sending. When the deadline passes unrenewed, the guard stops CMD's group
+//! (SIGSTOP) at once, on its own clock, whether zklock runs or not; a renewal
+//! after that continues it (a starved zklock caught up); a kill grace later (the
+//! earliest the server could expire the session), or as soon as zklock says the
+//! lock is gone, it kills the group (SIGKILL) and exits with 74. Past the
+//! deadline, every wake-up of the guard (a SIGCHLD of CMD continued by someone,
+//! its 100 ms tick) stops the group again: only the guard continues CMD's group,
+//! and only before the deadline.
+//!
+//! # zklock's end
+//!
+//! The guard asks the kernel for a signal when its parent dies (Linux's and
+//! FreeBSD's parent-death signal; the parent is the thread of zklock that started
+//! it, which lives as long as zklock) and then kills CMD's group with SIGKILL;
+//! the socket's end says the same: however zklock ends (SIGKILL, a crash, the OOM
+//! killer), CMD's group dies within moments, while zklock's session, and with it
+//! the lock, lasts a session timeout more. Elsewhere (macOS) it checks its parent
+//! every [`PARENT_POLL`] instead.
+//!
+//! # Job control
+//!
+//! Signals zklock forwards go to CMD's group, not to the guard; it passes CMD's
+//! exit status on as its own exit code (128+N for a signal N). On a terminal
+//! zklock hands CMD's group the foreground once it is made; when CMD stops for
+//! the terminal (Ctrl-Z: SIGTSTP, or SIGTTIN/SIGTTOU) the guard gives the
+//! foreground back to zklock's group and tells zklock, which stops itself: the
+//! shell shows the job stopped, and `fg` continues zklock, which asks the guard
+//! to continue CMD (it does, before the deadline only). A SIGSTOP from elsewhere
+//! is not job control and is not followed (zklock stopping itself because a
+//! debugger stopped CMD left zklock stopped while CMD was continued).
 //!
 //! It does not make itself a child subreaper (PR_SET_CHILD_SUBREAPER): processes
 //! that leave CMD's group (setsid, daemons) would only come back to it after
 //! their parents die, and reaping them would race tokio's wait for CMD. The
-//! process group is what zklock signals and kills; see the README.
+//! process group is what zklock and the guard signal and kill; see the README.
 
 use crate::signals::{ignored_at_start, Signals, ENDING};
 use crate::{exit, say};
 use clap::Args;
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
-use rustix::process::{getpgid, getpgrp, getpid, getppid, Pid, Signal, WaitId, WaitIdOptions};
+use rustix::process::{getpgid, getppid, Pid, Signal, WaitId, WaitIdOptions};
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{ErrorKind, IoSliceMut};
@@ -39,20 +73,70 @@ use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::process::{ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 use tokio::signal::unix::{signal, SignalKind};
 
 /// How often the guard checks that zklock still runs where the kernel has no
-/// parent-death signal (and, everywhere, in case the signal was lost).
+/// parent-death signal (and, everywhere, in case the signal was lost), and, past
+/// the deadline, stops CMD's group again (members continued by someone else).
 pub(crate) const PARENT_POLL: Duration = Duration::from_millis(100);
 
 /// The signal the kernel sends the guard when zklock dies (Linux, FreeBSD).
 const PARENT_DEATH: SignalKind = SignalKind::terminate();
 
-/// How long the guard waits for zklock to hand it the terminal before starting
-/// CMD (zklock does so right after starting the guard).
-const HANDOVER_WAIT: Duration = Duration::from_secs(2);
+/// The messages on the guard's socket: one kind byte, then the kind's payload
+/// (integers little-endian).
+pub(crate) mod wire {
+    /// zklock to the guard, first and once: start CMD. A mode byte (`T`: zklock
+    /// has the terminal's foreground, `-`), the deadline (u64 nanoseconds of
+    /// CLOCK_MONOTONIC, 0 for none), the kill grace (u64 milliseconds), the
+    /// environment's length (u32) and the environment (`KEY=VALUE\0`...); zklock's
+    /// stdin rides along as a passed descriptor.
+    pub(crate) const GO: u8 = b'G';
+    /// zklock to the guard: the lock's deadline renewed (u64 nanoseconds of
+    /// CLOCK_MONOTONIC).
+    pub(crate) const DEADLINE: u8 = b'D';
+    /// zklock to the guard: continue CMD's group (after a job stop, after the
+    /// terminal's handover), if the deadline has not passed.
+    pub(crate) const CONTINUE: u8 = b'C';
+    /// zklock to the guard: the lock is gone: SIGTERM and SIGCONT to CMD's group
+    /// before the deadline, SIGKILL after it.
+    pub(crate) const TERMINATE: u8 = b'T';
+    /// The guard to zklock: CMD runs, its pid (i32), the id of its process group.
+    pub(crate) const STARTED: u8 = b'P';
+    /// The guard to zklock: CMD stopped for the terminal (Ctrl-Z): zklock follows.
+    pub(crate) const STOPPED: u8 = b'S';
+    /// The length of [`GO`]'s fixed part, the kind byte included.
+    pub(crate) const GO_HEADER: usize = 1 + 1 + 8 + 8 + 4;
+}
+
+/// CLOCK_MONOTONIC now, in nanoseconds: one clock for every process of the host,
+/// which a stop of either end does not shift.
+pub(crate) fn monotonic_ns() -> u64 {
+    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .unwrap_or_else(|_| nix::sys::time::TimeSpec::new(0, 0));
+    let secs = u64::try_from(now.tv_sec()).unwrap_or(0);
+    let nanos = u64::try_from(now.tv_nsec()).unwrap_or(0);
+    secs.saturating_mul(1_000_000_000).saturating_add(nanos)
+}
+
+/// `at` on CLOCK_MONOTONIC, in nanoseconds, never later than the truth: the clock
+/// is read before the `Instant` it is matched with, so that a delay between the
+/// two readings (a stop) makes the result earlier, not later.
+pub(crate) fn on_monotonic(at: std::time::Instant) -> u64 {
+    let clock = monotonic_ns();
+    let now = std::time::Instant::now();
+    match at.checked_duration_since(now) {
+        Some(ahead) => clock.saturating_add(nanos(ahead)),
+        None => clock.saturating_sub(nanos(now.duration_since(at))),
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
 
 /// Arguments of the hidden `zklock __guard` (zklock's own, not for people).
 #[derive(Args, Debug)]
@@ -84,10 +168,10 @@ async fn run(args: GuardArgs) -> ExitCode {
         say("__guard: invalid --parent");
         return ExitCode::from(exit::USAGE);
     };
-    let group = getpgrp();
-    // Catch every signal that would end (or stop) the guard before CMD's group,
-    // but those zklock was started with ignored (CMD inherits them ignored):
-    // first, so that the parent-death signal, once asked for, is caught.
+    // Catch every signal that would end (or stop) the guard, but those zklock
+    // was started with ignored (CMD inherits them ignored): first, so that the
+    // parent-death signal, once asked for, is caught. The guard is in a group of
+    // its own, which nobody signals but on purpose.
     let stop = SignalKind::from_raw(Signal::TSTP.as_raw());
     let mut ending = match Signals::catch(&[&ENDING[..], &[stop]].concat()) {
         Ok(signals) => signals,
@@ -113,31 +197,29 @@ async fn run(args: GuardArgs) -> ExitCode {
         return ExitCode::from(exit::FAILURE);
     }
     let zklock_group = getpgid(Some(parent)).ok();
-    // Started ahead of the lock: wait until zklock holds it and says so (on
-    // stdin, a socket: CMD's environment and zklock's stdin).
+    // Started ahead of the lock: wait until zklock holds it and says so.
     // Blocking: the guard has nothing else to do until then, and the socket
     // ends when zklock does.
-    let go = match receive_go() {
+    let (go, rest) = match receive_go() {
         Ok(Some(go)) if !orphaned(parent) => go,
         // zklock gave up (no lock) or is gone: CMD never runs.
         Ok(_) => return ExitCode::from(exit::FAILURE),
         Err(e) => return cannot_guard(e),
     };
+    let socket = match socket_from_stdin() {
+        Ok(socket) => socket,
+        Err(e) => return cannot_guard(e),
+    };
+    let (mut from_zklock, mut to_zklock) = socket.into_split();
     let terminal = File::open("/dev/tty").ok();
-    if go.tty {
-        if let Some(tty) = &terminal {
-            await_foreground(tty, group).await;
-        }
-    }
 
     let mut command = Command::new(&args.cmd[0]);
-    command.args(&args.cmd[1..]).envs(go.env);
+    command.args(&args.cmd[1..]).envs(go.env).process_group(0);
     command.stdin(go.stdin.map_or_else(Stdio::null, Stdio::from));
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
             say(format_args!("cannot run {:?}: {e}", args.cmd[0]));
-            give_back(terminal.as_ref(), group, zklock_group);
             return ExitCode::from(if e.kind() == ErrorKind::NotFound {
                 exit::NOT_FOUND
             } else {
@@ -145,25 +227,46 @@ async fn run(args: GuardArgs) -> ExitCode {
             });
         }
     };
-    let cmd_pid = child
+    let Some(cmd_pid) = child
         .id()
         .and_then(|id| i32::try_from(id).ok())
-        .and_then(Pid::from_raw);
-    let mut poll = tokio::time::interval(PARENT_POLL);
-    // zklock gone: the terminal goes back to its group (a script zklock ran in
-    // may read it next; one reading at once may still find CMD's group in the
-    // foreground, it learns of zklock's death as early as the guard), and CMD's
-    // whole group, the guard included, is killed.
-    let end_if_orphaned = || {
-        if orphaned(parent) {
-            give_back(terminal.as_ref(), group, zklock_group);
-            let _ = rustix::process::kill_process_group(group, Signal::KILL);
-        }
+        .and_then(Pid::from_raw)
+    else {
+        let _ = child.kill().await;
+        return cannot_guard(std::io::Error::other("CMD has no pid"));
     };
+    let mut started = vec![wire::STARTED];
+    started.extend_from_slice(&cmd_pid.as_raw_nonzero().get().to_le_bytes());
+    // zklock may be gone already: the socket's end (below) says so.
+    let _ = to_zklock.write_all(&started).await;
+
+    let mut cmd = Cmd {
+        group: cmd_pid,
+        deadline: go.deadline,
+        grace: go.grace,
+        frozen: false,
+        killed: false,
+        // CMD's stops for the terminal before zklock handed it the foreground
+        // are the handover's, not the user's.
+        handed_over: !(go.tty && terminal.is_some()),
+    };
+    let mut inbox = rest;
+    let mut buffer = [0u8; 256];
+    let mut poll = tokio::time::interval(PARENT_POLL);
+    let mut zklock_gone = false;
+    cmd.enforce();
     loop {
+        // The next instant the deadline asks for something: stopping, or killing.
+        let due = cmd.next_due().map(at_monotonic);
         tokio::select! {
+            biased;
             status = child.wait() => {
-                give_back(terminal.as_ref(), group, zklock_group);
+                if cmd.handed_over {
+                    give_back(terminal.as_ref(), cmd.group, zklock_group);
+                }
+                if cmd.killed {
+                    return ExitCode::from(exit::LOST);
+                }
                 return match status {
                     Ok(status) => ExitCode::from(crate::exec::status_code(status)),
                     Err(e) => {
@@ -172,40 +275,219 @@ async fn run(args: GuardArgs) -> ExitCode {
                     }
                 };
             }
-            // Sent to the group (CMD has it too: the terminal's Ctrl-Z stops it,
-            // and the guard follows below), or the parent-death signal.
-            _ = ending.next() => end_if_orphaned(),
-            _ = poll.tick() => end_if_orphaned(),
+            // Wake-ups first check the clock: CMD's group never gets to run past
+            // the deadline for want of the guard's attention.
             _ = children.recv() => {
-                if terminal.is_some() && cmd_pid.is_some_and(stopped) {
-                    give_back(terminal.as_ref(), group, zklock_group);
-                    // zklock sees this stop, stops too, and continues the group.
-                    let _ = rustix::process::kill_process(getpid(), Signal::STOP);
+                cmd.enforce();
+                if let Some(stop) = stopped_by(cmd_pid) {
+                    let for_terminal = [Signal::TSTP, Signal::TTIN, Signal::TTOU]
+                        .iter()
+                        .any(|s| s.as_raw() == stop);
+                    if for_terminal && cmd.handed_over && terminal.is_some() {
+                        give_back(terminal.as_ref(), cmd.group, zklock_group);
+                        // zklock stops too, and asks for CMD's continuation.
+                        let _ = to_zklock.write_all(&[wire::STOPPED]).await;
+                    }
+                }
+            }
+            () = sleep_until_due(due) => cmd.enforce(),
+            read = from_zklock.read(&mut buffer), if !zklock_gone => {
+                match read {
+                    Ok(0) | Err(_) => {
+                        // zklock is gone (its socket ends with it).
+                        zklock_gone = true;
+                        cmd.kill("zklock is gone");
+                    }
+                    Ok(n) => {
+                        inbox.extend_from_slice(&buffer[..n]);
+                        cmd.take_frames(&mut inbox);
+                    }
+                }
+            }
+            _ = ending.next() => {
+                cmd.enforce();
+                if orphaned(parent) {
+                    cmd.kill("zklock is gone");
+                }
+            }
+            _ = poll.tick() => {
+                cmd.enforce();
+                if orphaned(parent) {
+                    cmd.kill("zklock is gone");
                 }
             }
         }
     }
 }
 
+/// CMD's process group as the guard keeps it: within the lock's deadline.
+struct Cmd {
+    /// CMD's process group (its pid: it leads it).
+    group: Pid,
+    /// The lock's deadline on CLOCK_MONOTONIC (ns), if zklock gave one.
+    deadline: Option<u64>,
+    /// How long after the deadline the group is killed if zklock does not say.
+    grace: Duration,
+    /// The group was stopped by the deadline.
+    frozen: bool,
+    /// The group was killed by the guard.
+    killed: bool,
+    /// zklock handed the terminal over (or there was none to hand).
+    handed_over: bool,
+}
+
+impl Cmd {
+    /// When the deadline next asks for something, on CLOCK_MONOTONIC.
+    fn next_due(&self) -> Option<u64> {
+        let deadline = self.deadline?;
+        if self.killed {
+            None
+        } else if self.frozen {
+            Some(deadline.saturating_add(nanos(self.grace)))
+        } else {
+            Some(deadline)
+        }
+    }
+
+    /// Whether the deadline has passed.
+    fn past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| monotonic_ns() >= d)
+    }
+
+    /// Stops the group once the deadline has passed (again at every call: a
+    /// member someone else continued stops at once), kills it a grace later.
+    fn enforce(&mut self) {
+        let Some(deadline) = self.deadline else {
+            return;
+        };
+        if self.killed {
+            return;
+        }
+        let now = monotonic_ns();
+        if now < deadline {
+            return;
+        }
+        self.signal(Signal::STOP);
+        if !self.frozen {
+            self.frozen = true;
+            say("the lock's deadline passed unrenewed: CMD's process group stopped (SIGSTOP)");
+        }
+        if now >= deadline.saturating_add(nanos(self.grace)) {
+            self.kill("the lock is no longer held");
+        }
+    }
+
+    /// Kills the group (once), saying why.
+    fn kill(&mut self, why: &str) {
+        if !self.killed {
+            self.killed = true;
+            self.signal(Signal::KILL);
+            say(format_args!("{why}: CMD's process group killed (SIGKILL)"));
+        }
+    }
+
+    fn signal(&self, sig: Signal) {
+        let _ = rustix::process::kill_process_group(self.group, sig);
+    }
+
+    /// Acts on zklock's complete messages in `inbox`, leaving a partial one.
+    fn take_frames(&mut self, inbox: &mut Vec<u8>) {
+        loop {
+            let used = match inbox.first() {
+                Some(&wire::DEADLINE) if inbox.len() >= 9 => {
+                    let mut ns = [0u8; 8];
+                    ns.copy_from_slice(&inbox[1..9]);
+                    self.renew(u64::from_le_bytes(ns));
+                    9
+                }
+                Some(&wire::CONTINUE) => {
+                    self.handed_over = true;
+                    self.enforce();
+                    if !self.past_deadline() && !self.killed {
+                        self.signal(Signal::CONT);
+                    }
+                    1
+                }
+                Some(&wire::TERMINATE) => {
+                    if self.past_deadline() {
+                        self.kill("the lock is gone after its deadline");
+                    } else if !self.killed {
+                        self.signal(Signal::TERM);
+                        self.signal(Signal::CONT);
+                    }
+                    1
+                }
+                Some(&wire::DEADLINE) | None => return,
+                Some(other) => {
+                    say(format_args!("__guard: unknown message {other}"));
+                    1
+                }
+            };
+            inbox.drain(..used);
+        }
+    }
+
+    /// A newer deadline: a group the old one stopped continues if it is ahead.
+    fn renew(&mut self, deadline: u64) {
+        if self.deadline.is_some_and(|d| d >= deadline) || self.killed {
+            return;
+        }
+        self.deadline = Some(deadline);
+        if self.frozen && !self.past_deadline() {
+            self.frozen = false;
+            self.signal(Signal::CONT);
+            say("the lock's deadline was renewed: CMD's process group continued");
+        }
+    }
+}
+
+/// The tokio instant for `at` on CLOCK_MONOTONIC (for a timer only: the guard
+/// acts on the clock's own reading).
+fn at_monotonic(at: u64) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    let clock = monotonic_ns();
+    now + Duration::from_nanos(at.saturating_sub(clock))
+}
+
+/// Sleeps until `due`, forever if `None`.
+async fn sleep_until_due(due: Option<tokio::time::Instant>) {
+    match due {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// zklock's word to start CMD.
 struct Go {
-    /// zklock handed CMD's group the terminal's foreground.
+    /// zklock has the terminal's foreground: it hands it to CMD's group.
     tty: bool,
+    /// The lock's deadline (CLOCK_MONOTONIC, ns).
+    deadline: Option<u64>,
+    /// How long after the deadline CMD's group is killed.
+    grace: Duration,
     /// Added to CMD's environment (`ZKLOCK_NODE`, `ZKLOCK_TOKEN`).
     env: Vec<(OsString, OsString)>,
     /// zklock's stdin, for CMD's (`None`: zklock had none).
     stdin: Option<OwnedFd>,
 }
 
-/// Reads zklock's message from stdin (a socket) to its end: `None` if zklock
-/// closed it without one.
-fn receive_go() -> std::io::Result<Option<Go>> {
+/// Reads zklock's [`wire::GO`] from stdin (a socket): `None` if zklock closed it
+/// without one; with it, what was read past it (zklock's next messages).
+fn receive_go() -> std::io::Result<Option<(Go, Vec<u8>)>> {
     let socket = std::io::stdin();
     let socket = socket.as_fd();
     let mut message = Vec::new();
     let mut stdin = None;
     let mut buffer = [0u8; 4096];
-    loop {
+    let total = loop {
+        if message.len() >= wire::GO_HEADER {
+            let mut len = [0u8; 4];
+            len.copy_from_slice(&message[18..22]);
+            let total = wire::GO_HEADER + u32::from_le_bytes(len) as usize;
+            if message.len() >= total {
+                break total;
+            }
+        }
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
         let mut control = RecvAncillaryBuffer::new(&mut space);
         let received = rustix::net::recvmsg(
@@ -222,14 +504,20 @@ fn receive_go() -> std::io::Result<Option<Go>> {
             }
         }
         if received.bytes == 0 {
-            break;
+            return Ok(None);
         }
         message.extend_from_slice(&buffer[..received.bytes]);
-    }
-    let Some((&mode, entries)) = message.split_first() else {
-        return Ok(None);
     };
-    let env = entries
+    if message[0] != wire::GO {
+        return Err(std::io::Error::other("the first message is not the start"));
+    }
+    let rest = message.split_off(total);
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&message[2..10]);
+    let deadline = Some(u64::from_le_bytes(word)).filter(|&d| d != 0);
+    word.copy_from_slice(&message[10..18]);
+    let grace = Duration::from_millis(u64::from_le_bytes(word));
+    let env = message[wire::GO_HEADER..]
         .split(|&b| b == 0)
         .filter(|entry| !entry.is_empty())
         .map(|entry| {
@@ -242,11 +530,23 @@ fn receive_go() -> std::io::Result<Option<Go>> {
             )
         })
         .collect();
-    Ok(Some(Go {
-        tty: mode == b'T',
+    let go = Go {
+        tty: message[1] == b'T',
+        deadline,
+        grace,
         env,
         stdin,
-    }))
+    };
+    Ok(Some((go, rest)))
+}
+
+/// The guard's stdin, the socket to zklock, as a tokio stream (a duplicate, not
+/// inherited by CMD, whose stdin is zklock's).
+fn socket_from_stdin() -> std::io::Result<tokio::net::UnixStream> {
+    let fd = rustix::io::fcntl_dupfd_cloexec(std::io::stdin().as_fd(), 3)?;
+    let socket = std::os::unix::net::UnixStream::from(fd);
+    socket.set_nonblocking(true)?;
+    tokio::net::UnixStream::from_std(socket)
 }
 
 fn cannot_guard(e: std::io::Error) -> ExitCode {
@@ -259,29 +559,34 @@ fn orphaned(parent: Pid) -> bool {
     getppid() != Some(parent)
 }
 
-/// Whether the child `pid` has stopped (consumes the stop's report only: its
-/// exit is still tokio's to collect).
-fn stopped(pid: Pid) -> bool {
-    let options = WaitIdOptions::STOPPED | WaitIdOptions::NOHANG;
-    matches!(rustix::process::waitid(WaitId::Pid(pid), options), Ok(Some(s)) if s.stopped())
-}
-
-/// Waits (bounded) until the terminal's foreground process group is `group`.
-async fn await_foreground(tty: &File, group: Pid) {
-    let start = Instant::now();
-    while rustix::termios::tcgetpgrp(tty).is_ok_and(|fg| fg != group)
-        && start.elapsed() < HANDOVER_WAIT
-    {
-        tokio::time::sleep(Duration::from_millis(1)).await;
+/// The signal that stopped the child `pid`, if it has just stopped (consumes the
+/// stop's report only, and a continuation's: its exit is still tokio's to
+/// collect).
+fn stopped_by(pid: Pid) -> Option<i32> {
+    let options = WaitIdOptions::STOPPED | WaitIdOptions::CONTINUED | WaitIdOptions::NOHANG;
+    match rustix::process::waitid(WaitId::Pid(pid), options) {
+        Ok(Some(status)) if status.stopped() => status.stopping_signal(),
+        _ => None,
     }
 }
 
 /// Gives the terminal's foreground back to zklock's group, if CMD's group has it
-/// (only then: from the background, asking would stop the guard with SIGTTOU).
+/// (only then). The guard asks from the background: SIGTTOU, which would stop
+/// it, is blocked for the call (blocked, not ignored: an ignored disposition
+/// would be inherited by anything the guard starts later; it starts nothing
+/// later, but the mask is restored at once all the same).
 fn give_back(tty: Option<&File>, group: Pid, zklock_group: Option<Pid>) {
+    use nix::sys::signal::{pthread_sigmask, SigSet, SigmaskHow, Signal as NixSignal};
     if let (Some(tty), Some(zklock_group)) = (tty, zklock_group) {
         if rustix::termios::tcgetpgrp(tty).is_ok_and(|fg| fg == group) {
+            let mut ttou = SigSet::empty();
+            ttou.add(NixSignal::SIGTTOU);
+            let mut old = SigSet::empty();
+            let blocked = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&ttou), Some(&mut old));
             let _ = rustix::termios::tcsetpgrp(tty, zklock_group);
+            if blocked.is_ok() {
+                let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
+            }
         }
     }
 }

@@ -1,11 +1,13 @@
 //! CMD's process group, from zklock's side: started through the guard
-//! ([`crate::guard`]), signalled and killed as a whole, given the terminal's
-//! foreground while it runs, stopped and continued with zklock (Ctrl-Z, `fg`),
-//! and emptied before the lock is let go.
+//! ([`crate::guard`]), which keeps it within the lock's deadline (zklock renews
+//! it), signalled and killed as a whole, given the terminal's foreground while it
+//! runs, stopped and continued with zklock (Ctrl-Z, `fg`), and emptied before the
+//! lock is let go.
 
+use crate::guard::{on_monotonic, wire};
 use crate::say;
 use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
-use rustix::process::{getpgrp, getpid, Pid, Signal, WaitId, WaitIdOptions};
+use rustix::process::{getpgrp, getpid, Pid, Signal};
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{IoSlice, Write};
@@ -15,6 +17,8 @@ use std::os::unix::net::UnixStream;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::process::{Child, Command};
 
 /// CMD's process group while one runs (0: none), for the panic hook.
@@ -32,10 +36,17 @@ pub(crate) fn kill_group_on_panic() {
     }));
 }
 
-/// The guard's and CMD's process group.
+/// CMD's guard and process group.
 pub(crate) struct Job {
     guard: Child,
-    group: Pid,
+    /// CMD's process group (`None`: the guard could not start CMD).
+    group: Option<Pid>,
+    /// Messages to the guard (`None` once it is gone).
+    to_guard: Option<OwnedWriteHalf>,
+    /// Messages from the guard (`None` once it is gone).
+    from_guard: Option<OwnedReadHalf>,
+    /// The latest deadline handed to the guard (CLOCK_MONOTONIC, ns).
+    deadline: Option<u64>,
 }
 
 /// CMD's guard, started before the lock is taken and waiting to be told to start
@@ -43,10 +54,11 @@ pub(crate) struct Job {
 /// connect and the acquisition instead of following the grant.
 ///
 /// The guard's stdin is one end of a socket pair; [`start`](Ready::start) sends
-/// it CMD's environment and zklock's own stdin (as a passed descriptor, so that
-/// CMD reads what zklock would have, at the same offset) and closes the socket.
-/// Dropped without starting, the guard is killed (it never started CMD); it also
-/// ends by itself when the socket closes without a message (zklock gone).
+/// it CMD's environment, zklock's own stdin (as a passed descriptor, so that CMD
+/// reads what zklock would have, at the same offset) and the lock's deadline,
+/// and keeps the socket for the deadline's renewals. Dropped without starting,
+/// the guard is killed (it never started CMD); it also ends by itself when the
+/// socket closes without a message (zklock gone).
 pub(crate) struct Ready {
     guard: Option<Child>,
     group: Pid,
@@ -122,31 +134,65 @@ impl Ready {
         })
     }
 
-    /// Tells the guard to start CMD with `env` added; gives CMD's group the
-    /// terminal's foreground if zklock has it.
-    pub(crate) fn start(mut self, env: &[(&str, String)]) -> std::io::Result<Job> {
+    /// Tells the guard to start CMD with `env` added, within `deadline` (the
+    /// lock's trusted-until instant) and killed `grace` after it unless renewed;
+    /// gives CMD's group the terminal's foreground if zklock has it. Returns once
+    /// the guard has started CMD (or failed to: then the guard's exit says why).
+    pub(crate) async fn start(
+        mut self,
+        env: &[(&str, String)],
+        deadline: Option<Instant>,
+        grace: Duration,
+    ) -> std::io::Result<Job> {
         let tty = foreground_terminal();
-        let mut message = Vec::new();
-        message.push(if tty.is_some() { b'T' } else { b'-' });
+        let deadline = deadline.map(on_monotonic);
+        let mut environment = Vec::new();
         for (key, value) in env {
-            message.extend_from_slice(key.as_bytes());
-            message.push(b'=');
-            message.extend_from_slice(value.as_bytes());
-            message.push(0);
+            environment.extend_from_slice(key.as_bytes());
+            environment.push(b'=');
+            environment.extend_from_slice(value.as_bytes());
+            environment.push(0);
         }
-        RUNNING_GROUP.store(self.group.as_raw_nonzero().get(), Ordering::SeqCst);
-        if let Some(tty) = &tty {
-            // The guard starts CMD once its group has the terminal.
-            let _ = rustix::termios::tcsetpgrp(tty, self.group);
-        }
+        let mut message = vec![wire::GO, if tty.is_some() { b'T' } else { b'-' }];
+        message.extend_from_slice(&deadline.unwrap_or(0).to_le_bytes());
+        let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
+        message.extend_from_slice(&grace_ms.to_le_bytes());
+        let length = u32::try_from(environment.len())
+            .map_err(|_| std::io::Error::other("CMD's environment is too large"))?;
+        message.extend_from_slice(&length.to_le_bytes());
+        message.extend_from_slice(&environment);
         let go = self.go.take().expect("started once");
         send_go(&go, &message)?;
-        drop(go);
         let guard = self.guard.take().expect("started once");
-        Ok(Job {
+        go.set_nonblocking(true)?;
+        let (mut from_guard, to_guard) = tokio::net::UnixStream::from_std(go)?.into_split();
+        // CMD's pid, which leads its group; none if the guard could not start it.
+        let mut started = [0u8; 5];
+        let group = match from_guard.read_exact(&mut started).await {
+            Ok(_) if started[0] == wire::STARTED => {
+                let mut pid = [0u8; 4];
+                pid.copy_from_slice(&started[1..]);
+                Pid::from_raw(i32::from_le_bytes(pid))
+            }
+            _ => None,
+        };
+        if let Some(group) = group {
+            RUNNING_GROUP.store(group.as_raw_nonzero().get(), Ordering::SeqCst);
+        }
+        let mut job = Job {
             guard,
-            group: self.group,
-        })
+            group,
+            to_guard: Some(to_guard),
+            from_guard: Some(from_guard),
+            deadline,
+        };
+        if let (Some(tty), Some(group)) = (&tty, group) {
+            // zklock has the foreground, and asks from it; then the guard continues
+            // CMD if it stopped reading the terminal before this.
+            let _ = rustix::termios::tcsetpgrp(tty, group);
+            job.tell(&[wire::CONTINUE]).await;
+        }
+        Ok(job)
     }
 }
 
@@ -182,15 +228,59 @@ fn send_go(go: &UnixStream, message: &[u8]) -> std::io::Result<()> {
 }
 
 impl Job {
-    /// Sends `sig` to the whole group (CMD and whatever it started).
+    /// Sends `sig` to CMD's group (CMD and whatever it started).
     pub(crate) fn signal(&self, sig: Signal) {
-        let _ = rustix::process::kill_process_group(self.group, sig);
+        if let Some(group) = self.group {
+            let _ = rustix::process::kill_process_group(group, sig);
+        }
     }
 
-    /// SIGTERM to the group, and SIGCONT so that stopped members get it now.
-    pub(crate) fn terminate(&self) {
-        self.signal(Signal::TERM);
-        self.signal(Signal::CONT);
+    /// Hands the guard a renewed deadline (the lock's trusted-until instant), if
+    /// later than the last one.
+    pub(crate) async fn renew(&mut self, until: Instant) {
+        let until = on_monotonic(until);
+        if self.deadline.is_some_and(|d| d >= until) {
+            return;
+        }
+        self.deadline = Some(until);
+        let mut message = vec![wire::DEADLINE];
+        message.extend_from_slice(&until.to_le_bytes());
+        self.tell(&message).await;
+    }
+
+    /// Sends the guard `message` (nothing if it is gone: CMD has ended).
+    async fn tell(&mut self, message: &[u8]) {
+        if let Some(to_guard) = &mut self.to_guard {
+            if to_guard.write_all(message).await.is_err() {
+                self.to_guard = None;
+            }
+        }
+    }
+
+    /// Whether the latest deadline has passed (by zklock's clock).
+    fn past_deadline(&self) -> bool {
+        self.deadline
+            .is_some_and(|d| crate::guard::monotonic_ns() >= d)
+    }
+
+    /// The lock is gone: SIGTERM to the group and SIGCONT so that stopped members
+    /// get it now, if the deadline has not passed; SIGKILL after it (a member
+    /// continued then would run without the lock). The guard decides, on its
+    /// clock; zklock itself once the guard is gone.
+    pub(crate) async fn terminate(&mut self) {
+        self.tell(&[wire::TERMINATE]).await;
+        if self.to_guard.is_none() {
+            self.terminate_here();
+        }
+    }
+
+    fn terminate_here(&self) {
+        if self.past_deadline() {
+            self.signal(Signal::KILL);
+        } else {
+            self.signal(Signal::TERM);
+            self.signal(Signal::CONT);
+        }
     }
 
     /// Waits for the guard, that is for CMD (cancel-safe).
@@ -198,42 +288,45 @@ impl Job {
         self.guard.wait().await
     }
 
-    /// After a SIGCHLD: if the guard stopped (CMD stopped: Ctrl-Z, or a read
-    /// from the terminal in the background), stops zklock too, as a shell job
-    /// stops, and returns how long it was stopped once continued (`fg`, `bg`).
-    /// The caller then [`resume`](Self::resume)s the group or stops it for good.
-    pub(crate) fn follow_stop(&self) -> Option<Duration> {
-        let options = WaitIdOptions::STOPPED | WaitIdOptions::NOHANG;
-        let guard = Pid::from_raw(self.group.as_raw_nonzero().get())?;
-        match rustix::process::waitid(WaitId::Pid(guard), options) {
-            Ok(Some(status)) if status.stopped() => {}
-            _ => return None,
+    /// The guard's messages, read apart from the job (which is waited for
+    /// meanwhile).
+    pub(crate) fn messages(&mut self) -> Messages {
+        Messages {
+            from_guard: self.from_guard.take(),
         }
+    }
+
+    /// CMD stopped for the terminal: stops zklock too, as a shell job stops, and
+    /// returns how long it was stopped once continued (`fg`, `bg`). The caller
+    /// then [`resume`](Self::resume)s the group or stops it for good.
+    pub(crate) fn follow_stop(&self) -> Duration {
         let stopped = Instant::now();
         // Returns once zklock is continued; at once where the kernel discards a
         // terminal stop (an orphaned process group: no shell to continue it).
         let _ = rustix::process::kill_process(getpid(), Signal::TSTP);
-        Some(stopped.elapsed())
+        stopped.elapsed()
     }
 
-    /// Continues the group, in the terminal's foreground if zklock now has it.
-    pub(crate) fn resume(&self) {
-        if let Some(tty) = foreground_terminal() {
-            let _ = rustix::termios::tcsetpgrp(&tty, self.group);
+    /// Continues the group, in the terminal's foreground if zklock now has it:
+    /// through the guard, which continues it before the deadline only.
+    pub(crate) async fn resume(&mut self) {
+        if let (Some(tty), Some(group)) = (foreground_terminal(), self.group) {
+            let _ = rustix::termios::tcsetpgrp(&tty, group);
         }
-        self.signal(Signal::CONT);
+        self.tell(&[wire::CONTINUE]).await;
     }
 
     /// Once the guard has ended: stops what CMD left running in its group
-    /// (SIGTERM, then SIGKILL after `grace`) and waits (bounded) until none is
-    /// left, so that nothing started under the lock runs once it is let go.
+    /// (SIGTERM, then SIGKILL after `grace`; SIGKILL at once past the deadline)
+    /// and waits (bounded) until none is left, so that nothing started under the
+    /// lock runs once it is let go.
     pub(crate) async fn empty(self, grace: Duration) {
         if self.has_members() {
             say(
                 "CMD left processes in its process group: stopping them (SIGTERM, \
                  then SIGKILL) before letting go of the lock",
             );
-            self.terminate();
+            self.terminate_here();
             if !self.gone_within(grace).await {
                 self.signal(Signal::KILL);
                 if !self.gone_within(Duration::from_secs(5)).await {
@@ -247,10 +340,13 @@ impl Job {
     /// Whether a process of the group is still alive (zombies, which some init
     /// processes never reap, do not count: they hold nothing and run nothing).
     fn has_members(&self) -> bool {
-        if rustix::process::test_kill_process_group(self.group).is_err() {
+        let Some(group) = self.group else {
+            return false;
+        };
+        if rustix::process::test_kill_process_group(group).is_err() {
             return false;
         }
-        live_member_in_proc(self.group).unwrap_or(true)
+        live_member_in_proc(group).unwrap_or(true)
     }
 
     async fn gone_within(&self, bound: Duration) -> bool {
@@ -262,6 +358,30 @@ impl Job {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         true
+    }
+}
+
+/// The guard's messages to zklock.
+pub(crate) struct Messages {
+    /// `None` once the guard's socket has ended.
+    from_guard: Option<OwnedReadHalf>,
+}
+
+impl Messages {
+    /// Returns when the guard says CMD stopped for the terminal (Ctrl-Z, a read
+    /// from it in the background); never once the guard's socket has ended
+    /// (cancel-safe: one byte at a time).
+    pub(crate) async fn cmd_stopped(&mut self) {
+        loop {
+            let Some(from_guard) = &mut self.from_guard else {
+                return std::future::pending().await;
+            };
+            match from_guard.read_u8().await {
+                Ok(wire::STOPPED) => return,
+                Ok(_) => {}
+                Err(_) => self.from_guard = None,
+            }
+        }
     }
 }
 

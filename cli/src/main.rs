@@ -72,6 +72,9 @@ pub mod exit {
     pub const NOT_FOUND: u8 = 127;
 }
 
+/// What every subcommand's help says instead of repeating the table.
+const SEE_EXIT_CODES: &str = "Exit codes: see `zklock --help`.";
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0     success (ls: also when nobody holds or waits, or PATH does not exist;
@@ -163,9 +166,15 @@ async fn connect_or_explain(
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    if let Command::Guard(args) = cli.command {
-        return guard::main(args);
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage::clap_error(e),
+    };
+    match cli.command {
+        Command::Guard(args) => return guard::main(args),
+        Command::Completions { shell } => return print_completions(shell),
+        Command::Man => return print_man_page(),
+        _ => {}
     }
     job::kill_group_on_panic();
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -179,6 +188,57 @@ fn main() -> ExitCode {
         }
     };
     runtime.block_on(run(cli))
+}
+
+/// `zklock completions SHELL`: generated from the command line's own
+/// definition, at run time (nothing to install beside the binary).
+fn print_completions(shell: clap_complete::Shell) -> ExitCode {
+    use clap::CommandFactory;
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "zklock", &mut script);
+    print_out(&script, "completion script")
+}
+
+/// Writes `text` to stdout; a reader that stopped early (`| head`) is no error.
+fn print_out(text: &[u8], what: &str) -> ExitCode {
+    match std::io::Write::write_all(&mut std::io::stdout(), text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            say(format_args!("cannot print the {what}: {e}"));
+            ExitCode::from(exit::FAILURE)
+        }
+    }
+}
+
+/// `zklock man`: the manual page, zklock(1), in roff, from the command line's
+/// definition (the subcommands as sections of one page).
+fn print_man_page() -> ExitCode {
+    use clap::CommandFactory;
+    let command = Cli::command();
+    let mut page = Vec::new();
+    let rendered = clap_mangen::Man::new(command.clone())
+        .render(&mut page)
+        .and_then(|()| {
+            for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+                let name = format!("zklock {}", sub.get_name());
+                use std::io::Write;
+                writeln!(page, ".SH \"{}\"", name.to_uppercase())?;
+                let sub = sub.clone().bin_name(name);
+                let man = clap_mangen::Man::new(sub);
+                man.render_synopsis_section(&mut page)?;
+                man.render_description_section(&mut page)?;
+                man.render_options_section(&mut page)?;
+            }
+            Ok(())
+        });
+    match rendered {
+        Ok(()) => print_out(&page, "manual page"),
+        Err(e) => {
+            say(format_args!("cannot print the manual page: {e}"));
+            ExitCode::from(exit::FAILURE)
+        }
+    }
 }
 
 /// What is wrong with the command line beyond clap's checks, found before
@@ -198,9 +258,12 @@ fn usage_error(cli: &Cli) -> Option<String> {
         | Command::Revoke { target: path } => usage::lock_path(path).err(),
         Command::Deadlocks { root, .. } if root != "/" => usage::lock_path(root).err(),
         Command::Top(args) if args.root != "/" => usage::lock_path(&args.root).err(),
-        Command::Deadlocks { .. } | Command::Top(_) | Command::Guard(_) | Command::Doctor(_) => {
-            None
-        }
+        Command::Deadlocks { .. }
+        | Command::Top(_)
+        | Command::Guard(_)
+        | Command::Doctor(_)
+        | Command::Completions { .. }
+        | Command::Man => None,
     }
 }
 
@@ -304,7 +367,9 @@ async fn inspect(locks: &LockClient, command: Command, chroot: &chroot::Chroot<'
         | Command::Leader { .. }
         | Command::Top(_)
         | Command::Guard(_)
-        | Command::Doctor(_) => unreachable!("not a one-shot command"),
+        | Command::Doctor(_)
+        | Command::Completions { .. }
+        | Command::Man => unreachable!("not a one-shot command"),
     }
 }
 

@@ -91,6 +91,12 @@ impl Leadership {
         self.guard.status()
     }
 
+    /// Until when the leadership can be trusted, on this process's monotonic
+    /// clock: see [`LockGuard::trusted_until`].
+    pub fn trusted_until(&self) -> Option<std::time::Instant> {
+        self.guard.trusted_until()
+    }
+
     /// Whether this is the leader right now, trusted (not suspended, not lost).
     ///
     /// ```

@@ -141,6 +141,42 @@ impl LockGuard {
         self.status() == LockStatus::Held
     }
 
+    /// Until when the lock can be trusted, on this process's monotonic clock
+    /// ([`Instant`]), while it is held (trusted or suspended): a margin before the
+    /// server could expire the session, one session timeout after the ensemble's
+    /// leader last provably heard from it (see [`lock_core::contact`]). It moves
+    /// forward with every proof of contact (a `sync` or a write answered); `None`
+    /// once the lock is lost or released, or without proven contact (with
+    /// [`ConnectOptions::sync_interval`](crate::ConnectOptions::sync_interval)
+    /// off).
+    ///
+    /// Another process can enforce it on its own clock: a reading taken late is
+    /// earlier than the truth, never later. zklock's guard stops CMD when it
+    /// passes unrenewed, even while zklock itself is stopped.
+    ///
+    /// ```
+    /// # async fn demo(locks: lock_client::LockClient) -> Result<(), lock_client::Error> {
+    /// let guard = locks.mutex("/locks/job").lock().await?;
+    /// if let Some(until) = guard.trusted_until() {
+    ///     assert!(until <= std::time::Instant::now() + locks.session_timeout());
+    /// }
+    /// # Ok(()) }
+    /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
+    /// ```
+    pub fn trusted_until(&self) -> Option<Instant> {
+        self.client.shared().read(|s| {
+            // Read with the lock's status in one critical section: a lock still
+            // held is on the session whose proofs the core reports (an expiry
+            // makes it lost before a new session connects).
+            let held = matches!(
+                s.slots.get(&self.id).map(|slot| &slot.status),
+                Some(LockStatus::Held | LockStatus::Suspended)
+            );
+            let until = s.core.trusted_until().map(|at| s.instant(at));
+            until.filter(|_| held)
+        })
+    }
+
     /// The next thing that happens to the lock: [`LockEvent::Suspended`],
     /// [`LockEvent::Resumed`], [`LockEvent::RevocationRequested`] (for a
     /// [revocable](crate::Mutex::revocable) lock), or the terminal [`LockEvent::Lost`] (e.g.

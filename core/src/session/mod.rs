@@ -290,4 +290,17 @@ impl Session {
     pub fn stats(&self) -> Stats {
         self.stats
     }
+
+    /// Until when held locks can be trusted, from the latest proven contact with
+    /// the ensemble's leader (see [`crate::contact`]): one session timeout after
+    /// it, less the [`margin`](Config::margin). `None` without proven contact on
+    /// the current session, or with [`Config::sync_interval`] off.
+    ///
+    /// The value only moves forward while the session lasts, and a reading that
+    /// is late (taken before the newest proof was handled) is earlier, never
+    /// wrong: a process that enforces it on its own clock (zklock's guard of
+    /// CMD) is safe with any reading it has.
+    pub fn trusted_until(&self) -> Option<Timestamp> {
+        self.contact.trusted_until(&self.config)
+    }
 }
