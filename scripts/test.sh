@@ -15,6 +15,11 @@
 #   ip(8) (iproute2) and nft(8) (nftables);
 # * for the fencing tests, PostgreSQL (postgresql: server, initdb, psql), which
 #   lock-testkit runs as the `postgres` user when the tests run as root.
+#
+# Last, zklock as a user gets it (scripts/dependent-crate.sh): every publishable
+# crate packaged with its verification build, and a crate outside the repository
+# built against the packages with each feature set, taking a lock on a real
+# ZooKeeper and on the in-process server; `cargo install` of the packaged CLI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -24,3 +29,4 @@ cargo test --workspace "$@"
 for example in demo revocation election sections fenced lease philosophers metrics; do
     cargo run --quiet --example "$example" > /dev/null
 done
+bash scripts/dependent-crate.sh
