@@ -7,7 +7,7 @@ use lock_conformance::{
     fresh_server, shared_server, unique_path, wait_until, watchers_of, ZkAdmin, LONG, SHORT,
 };
 use lock_core::{LockEvent, LockSpec, LostReason};
-use lock_testkit::{FaultProxy, ZkEnsemble};
+use lock_testkit::{FaultProxy, ZkEnsemble, ZkServer};
 use lock_zookeeper::{Connect, Diagnose, Error, LockClient, LockStatus};
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -784,4 +784,36 @@ fn sync_goes_through_the_leader() {
         Ok("/conformance".to_owned())
     );
     drop(ManuallyDrop::into_inner(reader));
+}
+
+/// Hazard: the crate (0.8.0) does not say which session timeout the server
+/// granted; a server clamps the timeout asked for into its `minSessionTimeout`
+/// ..= `maxSessionTimeout`. Added in the fork (`ZooKeeper::session_timeout`): the
+/// granted one once connected, the one asked for before.
+#[test]
+fn fork_reports_the_granted_session_timeout() {
+    let server = ZkServer::builder()
+        .max_session_timeout(Duration::from_secs(4))
+        .start()
+        .expect("a server granting at most 4 s");
+    // Clamped down.
+    let (zk, _) = raw(&server.connect_string(), Duration::from_secs(20));
+    assert_eq!(zk.session_timeout(), Duration::from_secs(4));
+    drop(ManuallyDrop::into_inner(zk));
+    // Granted as asked.
+    let (zk, _) = raw(&server.connect_string(), Duration::from_millis(1500));
+    assert_eq!(zk.session_timeout(), Duration::from_millis(1500));
+    drop(ManuallyDrop::into_inner(zk));
+    // Before any answer: a listener that never accepts (the kernel completes the
+    // handshake, nobody answers the connection request).
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let zk = ZooKeeper::connect(
+        &silent.local_addr().expect("addr").to_string(),
+        Duration::from_secs(20),
+        |_: WatchedEvent| {},
+    )
+    .expect("a client, connecting");
+    assert_eq!(zk.session_timeout(), Duration::from_secs(20));
+    // Closing would wait for an answer that never comes.
+    std::mem::forget(zk);
 }

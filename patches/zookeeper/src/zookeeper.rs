@@ -10,7 +10,8 @@ use std::convert::From;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::result;
 use std::string::ToString;
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -38,6 +39,7 @@ pub struct ZooKeeper {
     xid: AtomicIsize,
     io: Mutex<MioSender<RawRequest>>,
     listeners: ListenerSet<ZkState>,
+    session_timeout_ms: Arc<AtomicU64>,
 }
 
 impl ZooKeeper {
@@ -74,6 +76,7 @@ impl ZooKeeper {
         let listeners1 = listeners.clone();
         let io = ZkIo::new(addrs.clone(), timeout, watch_sender, listeners1);
         let sender = io.sender();
+        let session_timeout_ms = io.session_timeout_ms();
 
         try!(Self::zk_thread("event", move || watch.run().unwrap()));
         try!(Self::zk_thread("io", move || io.run().unwrap()));
@@ -85,6 +88,7 @@ impl ZooKeeper {
             xid: AtomicIsize::new(1),
             io: Mutex::new(sender),
             listeners: listeners,
+            session_timeout_ms: session_timeout_ms,
         })
     }
 
@@ -572,6 +576,16 @@ impl ZooKeeper {
     pub fn remove_listener(&self, sub: Subscription) {
         trace!("ZooKeeper::remove_listener");
         self.listeners.unsubscribe(sub);
+    }
+
+    /// The session timeout: the one the server granted when this client last
+    /// connected (it fits the timeout asked for into its `minSessionTimeout` ..=
+    /// `maxSessionTimeout`, and keeps it for the session's life; a new session after
+    /// an expiry is granted its own), or the one asked for in `connect` before the
+    /// first connection. Read it once the state listener reports `Connected`: it is
+    /// updated before the listeners hear of the connection.
+    pub fn session_timeout(&self) -> Duration {
+        Duration::from_millis(self.session_timeout_ms.load(Ordering::Acquire))
     }
 
     /// Close this client object. Once the client is closed, its session becomes invalid. All the
