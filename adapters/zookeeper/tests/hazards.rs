@@ -485,7 +485,7 @@ fn keep_busy(locks: &LockClient, path: &str, busy: Duration) {
     }
 }
 
-/// Hazard, fixed in the crate (patches/zookeeper): a reconnect gave up for good
+/// Hazard, fixed in the crate (the fork, zookeeper-zklock): a reconnect gave up for good
 /// (`Closed`) when the crate's last *ping* was older than `floor(T) + 1` s, and a
 /// busy client never pings (only after 2/3 T of idleness), so it lost its session
 /// on any connection loss although the server still held it. The patched crate
@@ -750,7 +750,7 @@ fn first_connection_without_timeout_is_given_up() {
 }
 
 /// Hazard: the crate (0.8.0) has no `sync`, the request that makes a follower ask
-/// the leader (a read is answered by the server alone). Added in patches/zookeeper:
+/// the leader (a read is answered by the server alone). Added in the fork (zookeeper-zklock):
 /// through a follower whose leader is frozen, reads still return at once, and a
 /// sync returns only once the leader is back.
 #[test]

@@ -16,8 +16,8 @@
 //! When the crate reconnects, it gives up for good (`Closed`) if the server's last
 //! answer is more than `floor(T) + 1` s old. (The published crate counted from its
 //! last *ping*, which a busy client never sends, so it gave up a session the server
-//! still held on any connection loss; the workspace builds it patched:
-//! patches/README.md.) The probes keep that answer fresh on an idle connection, so
+//! still held on any connection loss; the binding uses the fork that counts from
+//! the last answer, zookeeper-zklock: adapters/zookeeper-fork/README.md.) The probes keep that answer fresh on an idle connection, so
 //! the crate itself no longer needs to ping.
 //!
 //! Only replies prove a connection alive. A watch notification may be the last

@@ -263,7 +263,8 @@ impl ZkIo {
                 self.ping_sent = Instant::now();
                 self.timeout_ms = self.conn_resp.timeout;
                 // Before the state listeners hear of the connection: they may ask.
-                self.session_timeout_ms.store(self.timeout_ms, Ordering::Release);
+                self.session_timeout_ms
+                    .store(self.timeout_ms, Ordering::Release);
                 self.ping_timeout_duration = Duration::from_millis(self.conn_resp.timeout / 3 * 2);
 
                 self.state = if self.conn_resp.read_only {
@@ -291,7 +292,7 @@ impl ZkIo {
                 .send(WatchMessage::RemoveWatch(w.path, w.watcher_type))
                 .unwrap(),
             (_, Some(w)) => self.watch_sender.send(WatchMessage::Watch(w)).unwrap(),
-            (_, None) => {},
+            (_, None) => {}
         }
     }
 
