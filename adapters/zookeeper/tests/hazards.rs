@@ -817,3 +817,54 @@ fn fork_reports_the_granted_session_timeout() {
     // Closing would wait for an answer that never comes.
     std::mem::forget(zk);
 }
+
+/// The binding asks for 20 s of a server that grants at most 4 s: it reports 4 s
+/// and times its locks by it. Behind a blackhole (the server hears nothing more,
+/// and expires the session 4 s after it last did), a held lock goes `Suspended`,
+/// then `Lost` within 4 s of the cut, before the server could expire the session
+/// (timed by the 20 s asked for, it would read `Lost` after about 18 s).
+#[test]
+fn granted_timeout_times_the_locks() {
+    let granted = Duration::from_secs(4);
+    let server = ZkServer::builder()
+        .max_session_timeout(granted)
+        .start()
+        .expect("a server granting at most 4 s");
+    let proxy = FaultProxy::start(server.addr()).expect("proxy");
+    let locks = client(&proxy.connect_string(), Duration::from_secs(20));
+    assert_eq!(locks.session_timeout(), granted);
+    let guard = locks
+        .mutex(unique_path("granted-timeout"))
+        .lock_blocking()
+        .expect("lock");
+    proxy.blackhole();
+    let cut_at = Instant::now();
+    let mut suspended_at = None;
+    let lost_at = loop {
+        match guard.status() {
+            LockStatus::Held => {}
+            LockStatus::Suspended => {
+                suspended_at.get_or_insert_with(|| cut_at.elapsed());
+            }
+            LockStatus::Lost(_) => break cut_at.elapsed(),
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            cut_at.elapsed() < LONG,
+            "not lost within {LONG:?} of the cut"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    eprintln!("granted 4 s, blackhole at 0: Suspended from {suspended_at:?}, Lost at {lost_at:?}");
+    assert!(
+        lost_at < granted,
+        "lost {lost_at:?} after the cut: the server may have expired the session first"
+    );
+    assert!(suspended_at.expect("Suspended before Lost") < lost_at);
+    assert_eq!(
+        queued(&guard).last(),
+        Some(&LockEvent::Lost(LostReason::SuspendedTooLong))
+    );
+    proxy.heal();
+    locks.close_blocking();
+}
