@@ -43,10 +43,10 @@ impl Permission {
     /// Check that all `permissions` are set.
     ///
     /// ```
-    /// use zookeeper::Permission;
+    /// use zookeeper_zklock::Permission;
     ///
-    /// (Permission::READ | Permission::WRITE).can(Permission::WRITE); // -> true
-    /// Permission::ADMIN.can(Permission::CREATE); // -> false
+    /// assert!((Permission::READ | Permission::WRITE).can(Permission::WRITE));
+    /// assert!(!Permission::ADMIN.can(Permission::CREATE));
     /// ```
     pub fn can(self, permissions: Permission) -> bool {
         (self & permissions) == permissions
