@@ -42,7 +42,9 @@ pub enum HazardKind {
     /// The client times its locks by a longer session timeout than the server
     /// grants (`maxSessionTimeout` is lower): it would report a lock lost only
     /// after the server may have expired the session. Only for a client that
-    /// cannot learn the negotiated timeout (the `zookeeper` crate hides it).
+    /// cannot learn the negotiated timeout (both of zklock's bindings learn it
+    /// and time their locks by it), or whose servers grant different timeouts
+    /// (the check judges the server asked, the timeout came from another).
     SessionLongerThanGranted,
 }
 

@@ -179,8 +179,11 @@
 //! these files:
 //!
 //! 1. **Connect and pair** (`client.rs`): connect, then
-//!    `zklock::pair(options.lock_config(negotiated_timeout, random_seed()))`
-//!    ([`ConnectOptions::lock_config`], [`random_seed`]). Hand the `LockClient` to
+//!    `lock_client::pair(options.lock_config(negotiated_timeout, random_seed()))`
+//!    ([`ConnectOptions::lock_config`], [`random_seed`]); a client that learns
+//!    the granted timeout only once connected pairs with the one asked for and
+//!    feeds the granted one with [`Link::reconfigure`] before `Connected`
+//!    (lock-zookeeper does). Hand the `LockClient` to
 //!    the user and the `Link` to the loop; re-export this crate's API so users need
 //!    one dependency.
 //! 2. **The request `match`** (`glue.rs`): one client call per [`lock_core::Op`]:

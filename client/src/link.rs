@@ -21,6 +21,8 @@ use std::time::Instant;
 /// * **Getters**: [`is_closed`](Self::is_closed), [`session_id`](Self::session_id),
 ///   [`is_connected`](Self::is_connected), [`stats`](Self::stats),
 ///   [`server_checker`](Self::server_checker).
+/// * **Settings**: [`reconfigure`](Self::reconfigure) (the session timeout the
+///   server granted, when the binding learns it only once connected).
 /// * **Inputs** (`handle_*`): [`handle_session`](Self::handle_session),
 ///   [`handle_reply`](Self::handle_reply), [`handle_watch`](Self::handle_watch),
 ///   [`handle_timeout`](Self::handle_timeout).
@@ -160,6 +162,29 @@ impl Link {
     /// [`ServerChecker`](crate::ServerChecker).
     pub fn server_checker(&self) -> crate::ServerChecker {
         crate::ServerChecker::new(self.shared.clone())
+    }
+
+    /// Gives the core new settings: for a binding whose client learns the session
+    /// timeout the server granted only once connected (servers fit the one asked
+    /// for into their `minSessionTimeout..=maxSessionTimeout`; a new session after an
+    /// expiry may be granted another). Build `config` as for [`pair`](crate::pair),
+    /// with [`ConnectOptions::lock_config`](crate::ConnectOptions::lock_config) and the
+    /// granted timeout, and feed it before the `Connected` of the session it is for.
+    /// [`LockClient::session_timeout`](crate::LockClient::session_timeout) and the
+    /// checks of the servers' settings use it from then on. See
+    /// [`lock_core::Session::reconfigure`] for what it changes.
+    ///
+    /// ```
+    /// use lock_client::ConnectOptions;
+    /// use std::time::Duration;
+    /// let options = ConnectOptions::new();
+    /// let (locks, mut link) = lock_client::pair(options.lock_config(Duration::from_secs(20), 7));
+    /// // Connected: the server granted 4 s.
+    /// link.reconfigure(options.lock_config(Duration::from_secs(4), 7));
+    /// assert_eq!(locks.session_timeout(), Duration::from_secs(4));
+    /// ```
+    pub fn reconfigure(&mut self, config: lock_core::Config) {
+        self.shared.reconfigure(config);
     }
 
     /// Applies the options lock-client acts on itself rather than the binding

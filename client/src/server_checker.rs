@@ -31,7 +31,7 @@ impl ServerChecker {
     /// Reports `server`'s answer to the `conf` four-letter word, or the I/O
     /// error of asking, judged against the client's negotiated session timeout.
     pub fn report(&self, server: SocketAddr, answer: std::io::Result<String>) {
-        let check = ServerCheck::new(server, answer, self.shared.session_timeout);
+        let check = ServerCheck::new(server, answer, self.shared.session_timeout());
         self.shared.with_quiet(|s| s.server_checked(check));
     }
 }

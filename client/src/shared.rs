@@ -10,6 +10,7 @@ use lock_core::{
 };
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -31,7 +32,10 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     /// Signalled with `State::link_dirty` for a binding that waits on a thread.
     link_cv: Condvar,
-    pub(crate) session_timeout: Duration,
+    /// The core's session timeout in nanoseconds (readable without the mutex):
+    /// the one the client was made with, or the one the binding last set with
+    /// `Link::reconfigure` (the server's grant).
+    session_timeout_ns: AtomicU64,
     /// What the binding attaches for its own handle extensions.
     pub(crate) extension: OnceLock<Arc<dyn Any + Send + Sync>>,
 }
@@ -167,9 +171,23 @@ impl Shared {
                 metrics_prefix: None,
             }),
             link_cv: Condvar::new(),
-            session_timeout,
+            session_timeout_ns: AtomicU64::new(duration_ns(session_timeout)),
             extension: OnceLock::new(),
         }
+    }
+
+    /// The core's session timeout (see [`Link::reconfigure`](crate::Link::reconfigure)).
+    pub(crate) fn session_timeout(&self) -> Duration {
+        Duration::from_nanos(self.session_timeout_ns.load(Ordering::Acquire))
+    }
+
+    /// Gives the core new settings (see [`Link::reconfigure`](crate::Link::reconfigure)).
+    pub(crate) fn reconfigure(&self, config: Config) {
+        self.with_quiet(|s| {
+            self.session_timeout_ns
+                .store(duration_ns(config.session_timeout), Ordering::Release);
+            s.core.reconfigure(config);
+        });
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -460,4 +478,9 @@ impl State {
             slot.events.push_back(event);
         }
     }
+}
+
+/// `d` in nanoseconds, saturating (585 years).
+fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

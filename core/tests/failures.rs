@@ -826,3 +826,26 @@ fn progress_reports_the_node_created_and_the_participant_waited_for() {
         ]
     );
 }
+
+/// A session made for the timeout asked for (20 s), then reconfigured to the one
+/// the server granted (4 s) before its `Connected`: a held lock is lost by the 4 s
+/// clock (less the default margin, 400 ms), not the 20 s one.
+#[test]
+fn reconfigured_before_connecting_times_locks_by_the_granted_timeout() {
+    let mut h = H::unconnected();
+    h.s = Session::new(Config::new(Duration::from_secs(20), 1));
+    h.s.reconfigure(Config::new(Duration::from_secs(4), 1));
+    h.session(SessionEvent::Connected { session_id: SID });
+    h.held("/f", 0);
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
+    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.advance(Duration::from_millis(3599));
+    assert!(h.take_events().is_empty());
+    h.advance(Duration::from_millis(1));
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
+    );
+}

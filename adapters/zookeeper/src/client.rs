@@ -36,10 +36,12 @@ pub struct Builder {
 impl Builder {
     /// The session timeout to ask the server for (default 10 s).
     ///
-    /// The `zookeeper` crate does not tell the timeout the server negotiated, so the
-    /// binding times everything (suspension grace, its liveness checks) on this one:
-    /// ask for a value inside the server's `minSessionTimeout..=maxSessionTimeout`
-    /// (by default 2 to 20 ticks, 4 s to 40 s with the usual 2 s tick). Values
+    /// The server fits it into its `minSessionTimeout..=maxSessionTimeout` (by
+    /// default 2 to 20 ticks, 4 s to 40 s with the usual 2 s tick), and the binding
+    /// times everything (suspension grace, expiry margin, proof of contact, its
+    /// liveness checks) by the timeout the server granted, from before
+    /// [`connect`](Self::connect) returns: [`LockClient::session_timeout`] reports
+    /// it. A new session after an expiry is timed by its own grant. Timeouts
     /// below 500 ms leave too little time to notice a silent network before the
     /// server expires the session.
     ///
@@ -136,13 +138,15 @@ impl Builder {
         lock_core::validate_lock_path(&format!("{}x", self.marker))
             .map_err(|e| Error::Connect(format!("bad session marker prefix: {e}")))?;
         let seed = lock_client::random_seed();
-        // The crate hides the negotiated timeout: the requested one it is.
+        // Timed by the timeout asked for until the server grants one: the driver
+        // then reconfigures the core, before `connect` returns (driver/liveness.rs,
+        // `adopt_session_timeout`).
         let config = self.options.lock_config(session_timeout, seed);
         let settings = Settings {
-            lost_after: session_timeout.saturating_sub(config.margin()),
             hosts,
             chroot,
-            session_timeout,
+            requested_timeout: session_timeout,
+            options: self.options.clone(),
             marker_prefix: self.marker,
             seed,
             connect_timeout: self

@@ -107,7 +107,7 @@ pub(crate) fn run_op(zk: &ZooKeeper, op: &Op, acl: &[Acl]) -> Result<Reply, ZkEr
             let _ = zk.remove_watches(path, watch);
             Ok(Reply::WatchRemoved)
         }
-        // The patched crate's (patches/zookeeper): through the leader, no transaction.
+        // The fork's (zookeeper-zklock): through the leader, no transaction.
         Op::Sync { path } => zk.sync(path).map(|_| Reply::Synced),
         _ => return Err(ZkError::Other(format!("unsupported operation {op:?}"))),
     }

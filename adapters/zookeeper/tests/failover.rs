@@ -7,7 +7,7 @@
 //! go. The blocking clients are connected to the two followers only; after more than
 //! `floor(T) + 1` seconds of that load (the `zookeeper` crate pings only when idle,
 //! so a busy client has not pinged all that time: the published crate then gave its
-//! session up on any connection loss, which patches/zookeeper fixes), the follower
+//! session up on any connection loss, which the fork, zookeeper-zklock, fixes), the follower
 //! serving most of them is killed. They reconnect to the other follower within
 //! their sessions: none opens a new client or session, and the longest stretch
 //! without an acquisition stays well under T.

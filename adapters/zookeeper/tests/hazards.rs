@@ -7,7 +7,7 @@ use lock_conformance::{
     fresh_server, shared_server, unique_path, wait_until, watchers_of, ZkAdmin, LONG, SHORT,
 };
 use lock_core::{LockEvent, LockSpec, LostReason};
-use lock_testkit::{FaultProxy, ZkEnsemble};
+use lock_testkit::{FaultProxy, ZkEnsemble, ZkServer};
 use lock_zookeeper::{Connect, Diagnose, Error, LockClient, LockStatus};
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -485,7 +485,7 @@ fn keep_busy(locks: &LockClient, path: &str, busy: Duration) {
     }
 }
 
-/// Hazard, fixed in the crate (patches/zookeeper): a reconnect gave up for good
+/// Hazard, fixed in the crate (the fork, zookeeper-zklock): a reconnect gave up for good
 /// (`Closed`) when the crate's last *ping* was older than `floor(T) + 1` s, and a
 /// busy client never pings (only after 2/3 T of idleness), so it lost its session
 /// on any connection loss although the server still held it. The patched crate
@@ -750,7 +750,7 @@ fn first_connection_without_timeout_is_given_up() {
 }
 
 /// Hazard: the crate (0.8.0) has no `sync`, the request that makes a follower ask
-/// the leader (a read is answered by the server alone). Added in patches/zookeeper:
+/// the leader (a read is answered by the server alone). Added in the fork (zookeeper-zklock):
 /// through a follower whose leader is frozen, reads still return at once, and a
 /// sync returns only once the leader is back.
 #[test]
@@ -784,4 +784,87 @@ fn sync_goes_through_the_leader() {
         Ok("/conformance".to_owned())
     );
     drop(ManuallyDrop::into_inner(reader));
+}
+
+/// Hazard: the crate (0.8.0) does not say which session timeout the server
+/// granted; a server clamps the timeout asked for into its `minSessionTimeout`
+/// ..= `maxSessionTimeout`. Added in the fork (`ZooKeeper::session_timeout`): the
+/// granted one once connected, the one asked for before.
+#[test]
+fn fork_reports_the_granted_session_timeout() {
+    let server = ZkServer::builder()
+        .max_session_timeout(Duration::from_secs(4))
+        .start()
+        .expect("a server granting at most 4 s");
+    // Clamped down.
+    let (zk, _) = raw(&server.connect_string(), Duration::from_secs(20));
+    assert_eq!(zk.session_timeout(), Duration::from_secs(4));
+    drop(ManuallyDrop::into_inner(zk));
+    // Granted as asked.
+    let (zk, _) = raw(&server.connect_string(), Duration::from_millis(1500));
+    assert_eq!(zk.session_timeout(), Duration::from_millis(1500));
+    drop(ManuallyDrop::into_inner(zk));
+    // Before any answer: a listener that never accepts (the kernel completes the
+    // handshake, nobody answers the connection request).
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let zk = ZooKeeper::connect(
+        &silent.local_addr().expect("addr").to_string(),
+        Duration::from_secs(20),
+        |_: WatchedEvent| {},
+    )
+    .expect("a client, connecting");
+    assert_eq!(zk.session_timeout(), Duration::from_secs(20));
+    // Closing would wait for an answer that never comes.
+    std::mem::forget(zk);
+}
+
+/// The binding asks for 20 s of a server that grants at most 4 s: it reports 4 s
+/// and times its locks by it. Behind a blackhole (the server hears nothing more,
+/// and expires the session 4 s after it last did), a held lock goes `Suspended`,
+/// then `Lost` within 4 s of the cut, before the server could expire the session
+/// (timed by the 20 s asked for, it would read `Lost` after about 18 s).
+#[test]
+fn granted_timeout_times_the_locks() {
+    let granted = Duration::from_secs(4);
+    let server = ZkServer::builder()
+        .max_session_timeout(granted)
+        .start()
+        .expect("a server granting at most 4 s");
+    let proxy = FaultProxy::start(server.addr()).expect("proxy");
+    let locks = client(&proxy.connect_string(), Duration::from_secs(20));
+    assert_eq!(locks.session_timeout(), granted);
+    let guard = locks
+        .mutex(unique_path("granted-timeout"))
+        .lock_blocking()
+        .expect("lock");
+    proxy.blackhole();
+    let cut_at = Instant::now();
+    let mut suspended_at = None;
+    let lost_at = loop {
+        match guard.status() {
+            LockStatus::Held => {}
+            LockStatus::Suspended => {
+                suspended_at.get_or_insert_with(|| cut_at.elapsed());
+            }
+            LockStatus::Lost(_) => break cut_at.elapsed(),
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            cut_at.elapsed() < LONG,
+            "not lost within {LONG:?} of the cut"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    eprintln!("granted 4 s, blackhole at 0: Suspended from {suspended_at:?}, Lost at {lost_at:?}");
+    assert!(
+        lost_at < granted,
+        "lost {lost_at:?} after the cut: the server may have expired the session first"
+    );
+    assert!(suspended_at.expect("Suspended before Lost") < lost_at);
+    assert_eq!(
+        queued(&guard).last(),
+        Some(&LockEvent::Lost(LostReason::SuspendedTooLong))
+    );
+    proxy.heal();
+    locks.close_blocking();
 }

@@ -207,7 +207,9 @@ impl LockClient {
         self.shared().extension.get()?.clone().downcast().ok()
     }
 
-    /// The session timeout negotiated with the server.
+    /// The session timeout negotiated with the server: the one the server granted
+    /// the current session (every binding times its locks by it), or, before the
+    /// first session, the one asked for.
     ///
     /// ```
     /// # fn demo(locks: zklock::LockClient) {
@@ -216,7 +218,7 @@ impl LockClient {
     /// # demo(zklock::sim::Server::new().client());
     /// ```
     pub fn session_timeout(&self) -> Duration {
-        self.shared().session_timeout
+        self.shared().session_timeout()
     }
 
     /// The client's clock now (the binding's, see [`Clock`](crate::Clock)): what

@@ -8,10 +8,50 @@ use crate::acquisition::Ended;
 use crate::event::FailReason;
 use crate::oneshot::OneShot;
 use crate::proto::SessionEvent;
+use crate::spec::Config;
 use crate::time::Timestamp;
 use crate::timers::TimerKind;
 
 impl Session {
+    /// Replaces the session's settings: for a binding whose client learns the
+    /// session timeout the server granted only once connected (servers fit the one
+    /// asked for into their `minSessionTimeout..=maxSessionTimeout`, and a new
+    /// session after an expiry may be granted another). Feed it before the
+    /// `Connected` of the session it is for, so that every lock of that session is
+    /// timed by it (suspension grace, expiry margin, proof of contact).
+    ///
+    /// Keeps every task and the attempt-id generator (`config.seed` is not used
+    /// again), and the times already decided: a suspended lock keeps the time it is
+    /// lost at (the session those times were decided for keeps its timeout). While
+    /// connected, the session's own timers (the next `sync`, the suspension for want
+    /// of contact) are armed again by the new settings.
+    ///
+    /// ```
+    /// use lock_core::{Config, Session};
+    /// use std::time::Duration;
+    /// let mut s = Session::new(Config::new(Duration::from_secs(20), 7));
+    /// // The server granted 4 s.
+    /// s.reconfigure(Config::new(Duration::from_secs(4), 7));
+    /// assert_eq!(s.config().session_timeout, Duration::from_secs(4));
+    /// ```
+    pub fn reconfigure(&mut self, config: Config) {
+        self.config = config;
+        if self.is_connected() {
+            self.timers.cancel(SESSION_TIMERS, TimerKind::Sync);
+            if self.config.sync_interval.is_some() {
+                self.arm_contact();
+                self.arm_sync();
+            } else {
+                self.timers.cancel(SESSION_TIMERS, TimerKind::Contact);
+            }
+        }
+    }
+
+    /// The session's settings (as made, or as last [reconfigured](Self::reconfigure)).
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
     pub(super) fn on_session(&mut self, event: SessionEvent, now: Timestamp) {
         match (event, self.conn) {
             (_, Conn::Closed) => {}

@@ -16,8 +16,8 @@
 //! When the crate reconnects, it gives up for good (`Closed`) if the server's last
 //! answer is more than `floor(T) + 1` s old. (The published crate counted from its
 //! last *ping*, which a busy client never sends, so it gave up a session the server
-//! still held on any connection loss; the workspace builds it patched:
-//! patches/README.md.) The probes keep that answer fresh on an idle connection, so
+//! still held on any connection loss; the binding uses the fork that counts from
+//! the last answer, zookeeper-zklock: adapters/zookeeper-fork/README.md.) The probes keep that answer fresh on an idle connection, so
 //! the crate itself no longer needs to ping.
 //!
 //! Only replies prove a connection alive. A watch notification may be the last
@@ -69,6 +69,32 @@ impl Timing {
 }
 
 impl Driver {
+    /// Times everything by the session timeout the server granted the session the
+    /// crate is now connected to (the crate learns it from the server's answer to
+    /// its connection request, before it reports `Connected`): the liveness
+    /// timings here, and the core's settings (grace, expiry margin, proof of
+    /// contact), before the core hears of the session. The server keeps a
+    /// session's timeout for its life; a new session after an expiry may be
+    /// granted another, and gets its own.
+    pub(super) fn adopt_session_timeout(&mut self) {
+        let Some(zk) = &self.conn.zk else {
+            return;
+        };
+        let granted = zk.session_timeout();
+        if granted == self.session_timeout || granted.is_zero() {
+            return;
+        }
+        self.note(&format!("session timeout: {granted:?} granted"));
+        let config = self
+            .settings
+            .options
+            .lock_config(granted, self.settings.seed);
+        self.session_timeout = granted;
+        self.timing = Timing::new(granted);
+        self.lost_after = granted.saturating_sub(config.margin());
+        self.link.reconfigure(config);
+    }
+
     /// The connection looks dead although the crate believes it connected.
     pub(super) fn suspect(&mut self, now: Instant) {
         if self.conn.suspect_since.is_none() {
@@ -167,9 +193,7 @@ impl Driver {
             None => match self.conn.oldest_pending() {
                 Some(oldest) if oldest + t.reply_deadline <= now => self.suspect(now),
                 // Still no answer when the server could soon expire the session.
-                Some(_) if self.conn.heard_at + self.settings.lost_after <= now => {
-                    self.suspect(now)
-                }
+                Some(_) if self.conn.heard_at + self.lost_after <= now => self.suspect(now),
                 Some(_) => {}
                 None => {
                     let idle_since = self.conn.last_contact.max(self.conn.connected_at);
@@ -221,7 +245,7 @@ impl Driver {
                     None => match l.oldest_pending() {
                         Some(oldest) => {
                             at(oldest + t.reply_deadline);
-                            at(l.heard_at + self.settings.lost_after);
+                            at(l.heard_at + self.lost_after);
                         }
                         None => at(l.last_contact.max(l.connected_at) + t.probe_after),
                     },

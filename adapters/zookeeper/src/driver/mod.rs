@@ -117,14 +117,13 @@ pub(crate) enum Msg {
 /// Settings fixed at connect time.
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
-    /// How long after the server last heard from the session a request still
-    /// unanswered makes the connection suspect, however young the request: the
-    /// session timeout less the core's expiry margin, when the core must report
-    /// held locks lost.
-    pub(crate) lost_after: Duration,
     pub(crate) hosts: Vec<String>,
     pub(crate) chroot: String,
-    pub(crate) session_timeout: Duration,
+    /// The session timeout to ask for. The server may grant another: everything
+    /// is timed by the granted one once known (`Driver::adopt_session_timeout`).
+    pub(crate) requested_timeout: Duration,
+    /// The user's options, to build the core's settings for a granted timeout.
+    pub(crate) options: lock_client::ConnectOptions,
     pub(crate) marker_prefix: String,
     pub(crate) seed: u64,
     /// How long `connect` keeps trying (with fresh clients) for a first session.
@@ -244,7 +243,15 @@ impl Conn {
 
 pub(crate) struct Driver {
     settings: Settings,
+    /// The session timeout everything is timed by: the one asked for until the
+    /// server grants one, then the one granted to the current session.
+    session_timeout: Duration,
     timing: Timing,
+    /// How long after the server last heard from the session a request still
+    /// unanswered makes the connection suspect, however young the request: the
+    /// session timeout less the core's expiry margin, when the core must report
+    /// held locks lost.
+    lost_after: Duration,
     tx: mpsc::Sender<Msg>,
     rx: mpsc::Receiver<Msg>,
     link: Link,
@@ -281,8 +288,12 @@ impl Driver {
         let (tx, rx) = mpsc::channel();
         let now = Instant::now();
         let settings_connect_timeout = settings.connect_timeout;
+        let session_timeout = settings.requested_timeout;
+        let config = settings.options.lock_config(session_timeout, settings.seed);
         Driver {
-            timing: Timing::new(settings.session_timeout),
+            session_timeout,
+            timing: Timing::new(session_timeout),
+            lost_after: session_timeout.saturating_sub(config.margin()),
             rng: settings.seed | 1,
             settings,
             waker: Waker::from(Arc::new(WakeMsg(tx.clone()))),
@@ -395,7 +406,7 @@ impl Driver {
                 let _ = tx.send(());
                 reap(zk, flag);
             });
-            let _ = rx.recv_timeout(self.settings.session_timeout);
+            let _ = rx.recv_timeout(self.session_timeout);
         }
     }
 }

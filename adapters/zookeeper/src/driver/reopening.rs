@@ -49,7 +49,7 @@ impl Driver {
             }
         };
         let connect = self.connect_string();
-        match wire::open(&connect, self.settings.session_timeout, watcher) {
+        match wire::open(&connect, self.settings.requested_timeout, watcher) {
             Ok(zk) => {
                 let closed_flag = Arc::new(AtomicBool::new(false));
                 let tx = self.tx.clone();
@@ -233,8 +233,7 @@ impl Driver {
     pub(super) fn schedule_reopen(&mut self, now: Instant) {
         let failures = self.conn.failures.min(6);
         self.conn.failures += 1;
-        let pause =
-            (Duration::from_millis(50) * (1 << failures)).min(self.settings.session_timeout);
+        let pause = (Duration::from_millis(50) * (1 << failures)).min(self.session_timeout);
         self.conn.reopen_at = Some(now + pause);
     }
 

@@ -1,6 +1,6 @@
 //! The session probe: learning the session id the crate hides, and telling the core.
 //!
-//! The crate hides the session id (and the negotiated timeout). The driver learns
+//! The crate hides the session id. The driver learns
 //! the id from the `ephemeralOwner` of a marker node (`probe_session`): created once
 //! per session, checked with one `exists` after every reconnect. A marker that is
 //! gone means the crate silently opened a new session after an expiry; the core
@@ -68,7 +68,9 @@ impl Driver {
         let now = Instant::now();
         match result {
             Ok((sid, marker)) => {
-                // Before the core (or `connect`'s caller) sends anything on it.
+                // Before the core (or `connect`'s caller) sends anything on it, and
+                // before the server's settings are judged for the session.
+                self.adopt_session_timeout();
                 self.set_nodelay();
                 self.check_server();
                 if !self.conn.connected {

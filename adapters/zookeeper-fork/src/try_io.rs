@@ -26,7 +26,8 @@ use std::mem::MaybeUninit;
 
 pub(crate) trait TryRead {
     fn try_read_buf<B: BufMut>(&mut self, buf: &mut B) -> Result<Option<usize>>
-        where Self : Sized
+    where
+        Self: Sized,
     {
         // Reads the length of the slice supplied by buf.bytes_mut into the buffer
         // This is not guaranteed to consume an entire datagram or segment.
@@ -36,7 +37,9 @@ pub(crate) trait TryRead {
         let res = self.try_read(buf.bytes_mut());
 
         if let Ok(Some(cnt)) = res {
-            unsafe { buf.advance_mut(cnt); }
+            unsafe {
+                buf.advance_mut(cnt);
+            }
         }
 
         res
@@ -47,7 +50,8 @@ pub(crate) trait TryRead {
 
 pub(crate) trait TryWrite {
     fn try_write_buf<B: Buf>(&mut self, buf: &mut B) -> Result<Option<usize>>
-        where Self : Sized
+    where
+        Self: Sized,
     {
         let res = self.try_write(buf.bytes());
 

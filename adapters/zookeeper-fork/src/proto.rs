@@ -1,9 +1,9 @@
 use acl::{Acl, Permission};
-use byteorder::{ReadBytesExt, WriteBytesExt, BigEndian};
-use consts::{KeeperState, WatchedEventType, AddWatchMode, WatcherType};
+use byteorder::{BigEndian, ReadBytesExt, WriteBytesExt};
+use consts::{AddWatchMode, KeeperState, WatchedEventType, WatcherType};
 use data::Stat;
 use std::convert::From;
-use std::io::{Cursor, Read, Write, Result, Error, ErrorKind};
+use std::io::{Cursor, Error, ErrorKind, Read, Result, Write};
 use watch::WatchedEvent;
 
 /// Operation code for messages. See `RequestHeader`.
@@ -81,11 +81,7 @@ impl<R: Read> StringReader for R {
 impl<R: Read> BufferReader for R {
     fn read_buffer(&mut self) -> Result<Vec<u8>> {
         let len = try!(self.read_i32::<BigEndian>());
-        let len = if len < 0 {
-            0
-        } else {
-            len as usize
-        };
+        let len = if len < 0 { 0 } else { len as usize };
         let mut buf = vec![0; len];
         let read = try!(self.read(&mut buf));
         if read == len {
@@ -215,7 +211,7 @@ impl ConnectResponse {
             protocol_version: 0,
             timeout: timeout,
             session_id: 0,
-            passwd: vec![0;16],
+            passwd: vec![0; 16],
             read_only: false,
         }
     }
@@ -289,7 +285,9 @@ pub struct CreateResponse {
 
 impl ReadFrom for CreateResponse {
     fn read_from<R: Read>(reader: &mut R) -> Result<CreateResponse> {
-        Ok(CreateResponse { path: try!(reader.read_string()) })
+        Ok(CreateResponse {
+            path: try!(reader.read_string()),
+        })
     }
 }
 
@@ -328,7 +326,9 @@ pub struct StatResponse {
 
 impl ReadFrom for StatResponse {
     fn read_from<R: Read>(read: &mut R) -> Result<StatResponse> {
-        Ok(StatResponse { stat: try!(Stat::read_from(read)) })
+        Ok(StatResponse {
+            stat: try!(Stat::read_from(read)),
+        })
     }
 }
 
@@ -354,7 +354,9 @@ impl ReadFrom for GetAclResponse {
             acl.push(try!(Acl::read_from(reader)));
         }
         let stat = try!(Stat::read_from(reader));
-        Ok(GetAclResponse { acl_stat: (acl, stat) })
+        Ok(GetAclResponse {
+            acl_stat: (acl, stat),
+        })
     }
 }
 
@@ -419,7 +421,9 @@ impl ReadFrom for GetDataResponse {
     fn read_from<R: Read>(reader: &mut R) -> Result<GetDataResponse> {
         let data = try!(reader.read_buffer());
         let stat = try!(Stat::read_from(reader));
-        Ok(GetDataResponse { data_stat: (data, stat) })
+        Ok(GetDataResponse {
+            data_stat: (data, stat),
+        })
     }
 }
 

@@ -17,7 +17,8 @@ use std::io;
 use std::io::{Cursor, ErrorKind};
 use std::mem;
 use std::net::SocketAddr;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 const ZK: Token = Token(1);
@@ -81,6 +82,9 @@ pub struct ZkIo {
     conn_timeout: Option<Timeout>,
     timer: Timer<ZkTimeout>,
     timeout_ms: u64,
+    // The session timeout in ms, shared with the ZooKeeper handle: the one the
+    // server granted on the last connection, the one asked for before.
+    session_timeout_ms: Arc<AtomicU64>,
     ping_timeout_duration: Duration,
     conn_timeout_duration: Duration,
     watch_sender: mpsc::Sender<WatchMessage>,
@@ -120,6 +124,7 @@ impl ZkIo {
             ping_timeout_duration: ping_timeout_duration,
             conn_timeout_duration: Duration::from_secs(2),
             timeout_ms: timeout_ms,
+            session_timeout_ms: Arc::new(AtomicU64::new(timeout_ms)),
             watch_sender: watch_sender,
             conn_resp: ConnectResponse::initial(timeout_ms),
             zxid: 0,
@@ -257,6 +262,9 @@ impl ZkIo {
                 // The server took the session: it heard from it (see above).
                 self.ping_sent = Instant::now();
                 self.timeout_ms = self.conn_resp.timeout;
+                // Before the state listeners hear of the connection: they may ask.
+                self.session_timeout_ms
+                    .store(self.timeout_ms, Ordering::Release);
                 self.ping_timeout_duration = Duration::from_millis(self.conn_resp.timeout / 3 * 2);
 
                 self.state = if self.conn_resp.read_only {
@@ -284,7 +292,7 @@ impl ZkIo {
                 .send(WatchMessage::RemoveWatch(w.path, w.watcher_type))
                 .unwrap(),
             (_, Some(w)) => self.watch_sender.send(WatchMessage::Watch(w)).unwrap(),
-            (_, None) => {},
+            (_, None) => {}
         }
     }
 
@@ -562,6 +570,12 @@ impl ZkIo {
                 }
             }
         }
+    }
+
+    /// The session timeout in ms, as the server granted it (updated on every
+    /// connection), shared with the `ZooKeeper` handle.
+    pub fn session_timeout_ms(&self) -> Arc<AtomicU64> {
+        self.session_timeout_ms.clone()
     }
 
     pub fn sender(&self) -> Sender<RawRequest> {

@@ -1,8 +1,8 @@
 use acl::*;
 use consts::{CreateMode, ZkError};
-use zookeeper::{ZkResult, ZooKeeper};
-use std::iter::once;
 use std::collections::VecDeque;
+use std::iter::once;
+use zookeeper::{ZkResult, ZooKeeper};
 
 /// Extended ZooKeeper operations that are not needed for the "core."
 pub trait ZooKeeperExt {
@@ -23,15 +23,19 @@ pub trait ZooKeeperExt {
 impl ZooKeeperExt for ZooKeeper {
     fn ensure_path(&self, path: &str) -> ZkResult<()> {
         trace!("ensure_path {}", path);
-        for (i, _) in path.chars()
-                          .chain(once('/'))
-                          .enumerate()
-                          .skip(1)
-                          .filter(|c| c.1 == '/') {
-            match self.create(&path[..i],
-                              vec![],
-                              Acl::open_unsafe().clone(),
-                              CreateMode::Persistent) {
+        for (i, _) in path
+            .chars()
+            .chain(once('/'))
+            .enumerate()
+            .skip(1)
+            .filter(|c| c.1 == '/')
+        {
+            match self.create(
+                &path[..i],
+                vec![],
+                Acl::open_unsafe().clone(),
+                CreateMode::Persistent,
+            ) {
                 Ok(_) | Err(ZkError::NodeExists) => {}
                 Err(e) => return Err(e),
             }

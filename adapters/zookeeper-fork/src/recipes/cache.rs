@@ -1,16 +1,16 @@
 //! Caching mechanisms.
-use std::thread;
-use std::sync::{Arc, Mutex};
-use std::sync::mpsc;
-use std::sync::mpsc::Sender;
-use std::collections::HashMap;
 use consts::{WatchedEventType, ZkError, ZkState};
 use data::Stat;
+use listeners::{ListenerSet, Subscription};
 use paths::make_path;
+use std::collections::HashMap;
+use std::sync::mpsc;
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+use std::thread;
 use watch::WatchedEvent;
 use zookeeper::{ZkResult, ZooKeeper};
 use zookeeper_ext::ZooKeeperExt;
-use listeners::{ListenerSet, Subscription};
 
 /// Data contents of a znode and associated `Stat`.
 pub type ChildData = Arc<(Vec<u8>, Stat)>;
@@ -89,12 +89,13 @@ impl PathChildrenCache {
         })
     }
 
-    fn get_children(zk: Arc<ZooKeeper>,
-                    path: &str,
-                    data: Arc<Mutex<Data>>,
-                    ops_chan: Sender<Operation>,
-                    mode: RefreshMode)
-                    -> ZkResult<()> {
+    fn get_children(
+        zk: Arc<ZooKeeper>,
+        path: &str,
+        data: Arc<Mutex<Data>>,
+        ops_chan: Sender<Operation>,
+        mode: RefreshMode,
+    ) -> ZkResult<()> {
         let ops_chan1 = ops_chan.clone();
 
         let watcher = move |event: WatchedEvent| {
@@ -119,18 +120,23 @@ impl PathChildrenCache {
             let child_path = make_path(path, child);
 
             if mode == RefreshMode::ForceGetDataAndStat || !data_locked.contains_key(&child_path) {
-
-                let child_data = Arc::new(Self::get_data(zk.clone(),
-                                                         &child_path,
-                                                         data.clone(),
-                                                         ops_chan.clone())?);
+                let child_data = Arc::new(Self::get_data(
+                    zk.clone(),
+                    &child_path,
+                    data.clone(),
+                    ops_chan.clone(),
+                )?);
 
                 data_locked.insert(child_path.clone(), child_data.clone());
 
-                try!(ops_chan.send(Operation::Event(PathChildrenCacheEvent::ChildAdded(child_path, child_data))).map_err(|err| {
-                    info!("error sending ChildAdded event: {:?}", err);
-                    ZkError::APIError
-                }));
+                try!(ops_chan
+                    .send(Operation::Event(PathChildrenCacheEvent::ChildAdded(
+                        child_path, child_data
+                    )))
+                    .map_err(|err| {
+                        info!("error sending ChildAdded event: {:?}", err);
+                        ZkError::APIError
+                    }));
             }
         }
 
@@ -139,11 +145,12 @@ impl PathChildrenCache {
         Ok(())
     }
 
-    fn get_data(zk: Arc<ZooKeeper>,
-                path: &str,
-                data: Arc<Mutex<Data>>,
-                ops_chan: Sender<Operation>)
-                -> ZkResult<(Vec<u8>, Stat)> {
+    fn get_data(
+        zk: Arc<ZooKeeper>,
+        path: &str,
+        data: Arc<Mutex<Data>>,
+        ops_chan: Sender<Operation>,
+    ) -> ZkResult<(Vec<u8>, Stat)> {
         let path1 = path.to_owned();
 
         let data_watcher = move |event: WatchedEvent| {
@@ -152,7 +159,9 @@ impl PathChildrenCache {
                 WatchedEventType::NodeDeleted => {
                     data_locked.remove(&path1);
 
-                    if let Err(err) = ops_chan.send(Operation::Event(PathChildrenCacheEvent::ChildRemoved(path1.clone()))) {
+                    if let Err(err) = ops_chan.send(Operation::Event(
+                        PathChildrenCacheEvent::ChildRemoved(path1.clone()),
+                    )) {
                         warn!("error sending ChildRemoved event: {:?}", err);
                     }
                 }
@@ -171,11 +180,12 @@ impl PathChildrenCache {
         zk.get_data_w(path, data_watcher)
     }
 
-    fn update_data(zk: Arc<ZooKeeper>,
-                   path: &str,
-                   data: Arc<Mutex<Data>>,
-                   ops_chan_tx: Sender<Operation>)
-                   -> ZkResult<()> {
+    fn update_data(
+        zk: Arc<ZooKeeper>,
+        path: &str,
+        data: Arc<Mutex<Data>>,
+        ops_chan_tx: Sender<Operation>,
+    ) -> ZkResult<()> {
         let mut data_locked = data.lock().unwrap();
 
         let path = path.to_owned();
@@ -190,12 +200,14 @@ impl PathChildrenCache {
 
                 data_locked.insert(path.clone(), child_data.clone());
 
-                ops_chan_tx.send(Operation::Event(PathChildrenCacheEvent::ChildUpdated(path,
-                                                                                       child_data)))
-                           .map_err(|err| {
-                               warn!("error sending ChildUpdated event: {:?}", err);
-                               ZkError::APIError
-                           })
+                ops_chan_tx
+                    .send(Operation::Event(PathChildrenCacheEvent::ChildUpdated(
+                        path, child_data,
+                    )))
+                    .map_err(|err| {
+                        warn!("error sending ChildUpdated event: {:?}", err);
+                        ZkError::APIError
+                    })
             }
             Err(err) => {
                 warn!("error getting child data: {:?}", err);
@@ -219,8 +231,8 @@ impl PathChildrenCache {
 
         debug!("zk state change {:?}", state);
         if let ZkState::Connected = state {
-            if let Err(err) =
-                   ops_chan_tx.send(Operation::Refresh(RefreshMode::ForceGetDataAndStat)) {
+            if let Err(err) = ops_chan_tx.send(Operation::Refresh(RefreshMode::ForceGetDataAndStat))
+            {
                 warn!("error sending Refresh to op channel: {:?}", err);
                 done = true;
             }
@@ -229,23 +241,26 @@ impl PathChildrenCache {
         done
     }
 
-    fn handle_operation(op: Operation,
-                        zk: Arc<ZooKeeper>,
-                        path: Arc<String>,
-                        data: Arc<Mutex<Data>>,
-                        event_listeners: ListenerSet<PathChildrenCacheEvent>,
-                        ops_chan_tx: Sender<Operation>)
-                        -> bool {
+    fn handle_operation(
+        op: Operation,
+        zk: Arc<ZooKeeper>,
+        path: Arc<String>,
+        data: Arc<Mutex<Data>>,
+        event_listeners: ListenerSet<PathChildrenCacheEvent>,
+        ops_chan_tx: Sender<Operation>,
+    ) -> bool {
         let mut done = false;
 
         match op {
             Operation::Initialize => {
                 debug!("initialising...");
-                let result = Self::get_children(zk.clone(),
-                                                &*path,
-                                                data.clone(),
-                                                ops_chan_tx.clone(),
-                                                RefreshMode::ForceGetDataAndStat);
+                let result = Self::get_children(
+                    zk.clone(),
+                    &*path,
+                    data.clone(),
+                    ops_chan_tx.clone(),
+                    RefreshMode::ForceGetDataAndStat,
+                );
                 debug!("got children {:?}", result);
 
                 match data.lock() {
@@ -264,19 +279,14 @@ impl PathChildrenCache {
             }
             Operation::Refresh(mode) => {
                 debug!("getting children");
-                let result = Self::get_children(zk.clone(),
-                                                &*path,
-                                                data.clone(),
-                                                ops_chan_tx.clone(),
-                                                mode);
+                let result =
+                    Self::get_children(zk.clone(), &*path, data.clone(), ops_chan_tx.clone(), mode);
                 debug!("got children {:?}", result);
             }
             Operation::GetData(path) => {
                 debug!("getting data");
-                let result = Self::update_data(zk.clone(),
-                                               &*path,
-                                               data.clone(),
-                                               ops_chan_tx.clone());
+                let result =
+                    Self::update_data(zk.clone(), &*path, data.clone(), ops_chan_tx.clone());
                 if let Err(err) = result {
                     warn!("error getting child data: {:?}", err);
                 }
@@ -299,7 +309,9 @@ impl PathChildrenCache {
         let ops_chan_rx_zk_events = ops_chan_tx.clone();
 
         let sub = self.zk.add_listener(move |s| {
-            ops_chan_rx_zk_events.send(Operation::ZkStateEvent(s)).unwrap()
+            ops_chan_rx_zk_events
+                .send(Operation::ZkStateEvent(s))
+                .unwrap()
         });
         self.listener_subscription = Some(sub);
 
@@ -315,17 +327,21 @@ impl PathChildrenCache {
             while !done {
                 match ops_chan_rx.recv() {
                     Ok(operation) => {
-                        done = Self::handle_operation(operation,
-                                                      zk.clone(),
-                                                      path.clone(),
-                                                      data.clone(),
-                                                      event_listeners.clone(),
-                                                      ops_chan_tx.clone());
+                        done = Self::handle_operation(
+                            operation,
+                            zk.clone(),
+                            path.clone(),
+                            data.clone(),
+                            event_listeners.clone(),
+                            ops_chan_tx.clone(),
+                        );
                     }
                     Err(err) => {
-                        info!("error receiving from operations channel ({:?}). shutting down \
+                        info!(
+                            "error receiving from operations channel ({:?}). shutting down \
                                worker thread",
-                              err);
+                            err
+                        );
                         done = true;
                     }
                 }
@@ -335,9 +351,10 @@ impl PathChildrenCache {
         self.offer_operation(Operation::Initialize)
     }
 
-    pub fn add_listener<Listener: Fn(PathChildrenCacheEvent) + Send + 'static>(&self,
-                                                                               subscriber: Listener)
-                                                                               -> Subscription {
+    pub fn add_listener<Listener: Fn(PathChildrenCacheEvent) + Send + 'static>(
+        &self,
+        subscriber: Listener,
+    ) -> Subscription {
         self.event_listeners.subscribe(subscriber)
     }
 
@@ -347,12 +364,10 @@ impl PathChildrenCache {
 
     fn offer_operation(&self, op: Operation) -> ZkResult<()> {
         match self.channel {
-            Some(ref chan) => {
-                chan.send(op).map_err(|err| {
-                    warn!("error submitting op to channel: {:?}", err);
-                    ZkError::APIError
-                })
-            }
+            Some(ref chan) => chan.send(op).map_err(|err| {
+                warn!("error submitting op to channel: {:?}", err);
+                ZkError::APIError
+            }),
             None => Err(ZkError::APIError),
         }
     }

@@ -202,9 +202,8 @@ fn create_latch_znode(ll: &LeaderLatch, parent_path: &str, id: &str) -> ZkResult
     )?;
     // add the handle_znode_change to the freshly created znode
     let latch = ll.clone();
-    ll.zk.exists_w(&zrsp, move |ev| {
-        handle_znode_change(&latch, ev)
-    })?;
+    ll.zk
+        .exists_w(&zrsp, move |ev| handle_znode_change(&latch, ev))?;
     Ok(zrsp)
 }
 

@@ -1,9 +1,9 @@
 /// https://github.com/apache/zookeeper/blob/master/zookeeper-recipes/zookeeper-recipes-queue/src/main/java/org/apache/zookeeper/recipes/queue/DistributedQueue.java
 ///
 use crate::{
-    Acl, CreateMode, WatchedEvent, WatchedEventType, ZkError, ZkResult, ZooKeeper, watch::Watcher
+    watch::Watcher, Acl, CreateMode, WatchedEvent, WatchedEventType, ZkError, ZkResult, ZooKeeper,
 };
-use std::sync::mpsc::{SyncSender, Receiver, sync_channel};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
 /// The default prefix to use for all children in the znode
@@ -17,12 +17,14 @@ pub struct ZkQueue {
 impl ZkQueue {
     pub fn new(zk: Arc<ZooKeeper>, dir: String) -> ZkResult<Self> {
         if zk.exists(&dir, false)?.is_none() {
-            let _ = zk.create(&dir, vec![0], Acl::open_unsafe().clone(), CreateMode::Container)?;
+            let _ = zk.create(
+                &dir,
+                vec![0],
+                Acl::open_unsafe().clone(),
+                CreateMode::Container,
+            )?;
         }
-        Ok(Self {
-            zk,
-            dir
-        })
+        Ok(Self { zk, dir })
     }
 
     /// Inserts data into the queue
@@ -31,7 +33,8 @@ impl ZkQueue {
             &*format!("{}/{}", self.dir, ZK_DISTRIBUTEDQUEUE_PREFIX),
             data,
             Acl::open_unsafe().clone(),
-            CreateMode::PersistentSequential)
+            CreateMode::PersistentSequential,
+        )
     }
 
     /// Claim a item from the queue. gets the contents of the znode, and then delete it.
@@ -49,8 +52,10 @@ impl ZkQueue {
         let mut children: Vec<(u64, String)> = Vec::new();
         match watcher {
             Some(w) => self.zk.get_children_w(&self.dir, w),
-            None => self.zk.get_children(&self.dir, false) // false I think?
-        }?.iter().for_each(|child| {
+            None => self.zk.get_children(&self.dir, false), // false I think?
+        }?
+        .iter()
+        .for_each(|child| {
             // the child names will be like qn-0000001. chop off the prefix, and try and convert the
             // rest to a u64. if it fails, let's ignore it and move on
             if let Ok(index) = child.replace(ZK_DISTRIBUTEDQUEUE_PREFIX, "").parse::<u64>() {
@@ -71,9 +76,7 @@ impl ZkQueue {
         let latch: (SyncSender<bool>, Receiver<bool>) = sync_channel(1);
         loop {
             let tx = latch.0.clone();
-            let op = self.ordered_children(Some(move |ev| {
-                handle_znode_change(&tx, ev)
-            }))?;
+            let op = self.ordered_children(Some(move |ev| handle_znode_change(&tx, ev)))?;
 
             // if self.ordered_children returned something, let's try and claim it
             if !op.is_empty() {
@@ -84,7 +87,7 @@ impl ZkQueue {
                     // any other error should be passed up
                     Err(e) => Err(e),
 
-                    Ok(claim) => Ok(claim)
+                    Ok(claim) => Ok(claim),
                 };
             }
 
@@ -95,26 +98,29 @@ impl ZkQueue {
 
     /// Returns the data at the first element of the queue, or Ok(None) if the queue is empty.
     pub fn peek(&self) -> ZkResult<Option<Vec<u8>>> {
-        let op = self.ordered_children(Some(|_|{}))?;
+        let op = self.ordered_children(Some(|_| {}))?;
         Ok(match op.is_empty() {
-            false => Some(self.zk.get_data(&*format!("{}/{}", self.dir, op[0]), false)?.0),
-            true => None
+            false => Some(
+                self.zk
+                    .get_data(&*format!("{}/{}", self.dir, op[0]), false)?
+                    .0,
+            ),
+            true => None,
         })
     }
 
     /// Attempts to remove the head of the queue and return it. Returns Ok(None) if the queue is empty.
     pub fn poll(&self) -> ZkResult<Option<Vec<u8>>> {
-        let op = self.ordered_children(Some(|_|{}))?;
+        let op = self.ordered_children(Some(|_| {}))?;
         if !op.is_empty() {
             return match self.claim(format!("{}/{}", self.dir, op[0])) {
                 Err(e) if e == ZkError::NoNode => Ok(None),
                 Err(e) => Err(e),
-                Ok(claim) => Ok(Some(claim))
+                Ok(claim) => Ok(Some(claim)),
             };
         }
         Ok(None)
     }
-
 }
 
 fn handle_znode_change(chan: &SyncSender<bool>, ev: WatchedEvent) {

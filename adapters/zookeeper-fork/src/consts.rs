@@ -55,7 +55,7 @@ pub enum ZkError {
     /// than `APIError`, are system errors.
     SystemError = -1,
     /// Operation is unimplemented.
-    Unimplemented = -6
+    Unimplemented = -6,
 }
 
 impl fmt::Display for ZkError {
@@ -109,7 +109,7 @@ pub enum KeeperState {
     /// The serving cluster has expired this session. The ZooKeeper client connection (the session)
     /// is no longer valid. You must create a new client connection (instantiate a new `ZooKeeper`
     /// instance) if you with to access the ensemble.
-    Expired = -112
+    Expired = -112,
 }
 
 /// Enumeration of types of events that may occur on the znode.
@@ -132,7 +132,7 @@ pub enum WatchedEventType {
     /// Issued when the client removes a data watcher.
     DataWatchRemoved = 5,
     /// Issued when the client removes a child watcher.
-    ChildWatchRemoved = 6
+    ChildWatchRemoved = 6,
 }
 
 /// The mode of watch.
