@@ -38,7 +38,20 @@ trap cleanup EXIT
 
 echo "dependent-crate: cargo package (verified) of ${#crates[@]} crates"
 args=()
-for crate in "${crates[@]}"; do args+=(-p "${crate%% *}"); done
+for crate in "${crates[@]}"; do
+    args+=(-p "${crate%% *}")
+    # Verification unpacks each package from a temporary local registry into
+    # $CARGO_HOME/registry/src/-<hash>/ and reuses a directory already there for the
+    # same name and version: a second run would verify against the first run's
+    # sources. Remove them so that every run verifies what it packaged.
+    rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/"${crate%% *}-${crate##* }"
+done
+# The verification builds share the target directory, where cargo takes a registry
+# crate already built for the same name and version as fresh (registry sources do not
+# change): a second run would link the first run's builds of our crates. Cleaning
+# them (by name, whatever their source) makes every run verify what it packaged;
+# their dependencies stay built.
+cargo clean -q "${args[@]}"
 # --allow-dirty: a local run packages the tree as it is; CI's clone is clean anyway.
 cargo package --allow-dirty "${args[@]}"
 
@@ -74,7 +87,10 @@ zk=$(head -n 1 "$work/zk-address")
 [ -n "$zk" ] || { echo "dependent-crate: no connect string from the ZooKeeper server" >&2; exit 1; }
 echo "dependent-crate: ZooKeeper at $zk"
 
-export CARGO_TARGET_DIR="$target/dependent-crate"
+# The workspace's target directory: the registry crates the tests built are reused
+# (our crates come from the unpacked packages, another source, so nothing of the
+# workspace's own builds of them is).
+export CARGO_TARGET_DIR="$target"
 for set in "${feature_sets[@]}"; do
     if [ "$set" = tokio ]; then features=(); else features=(--no-default-features --features "$set"); fi
     echo "dependent-crate: feature set '$set'"
@@ -83,13 +99,12 @@ done
 
 echo "dependent-crate: cargo install zklock-cli from its package"
 cli_version=$(printf '%s\n' "${crates[@]}" | awk '$1 == "zklock-cli" {print $2}')
-(cd "$work" && cargo install -q "${patches[@]}" --path "$work/registry/zklock-cli-$cli_version" --root "$work/install")
+(cd "$work" && cargo install -q --debug "${patches[@]}" --path "$work/registry/zklock-cli-$cli_version" --root "$work/install")
 "$work/install/bin/zklock" --version
-if "$work/install/bin/zklock" completions bash > "$work/zklock.bash" 2>/dev/null; then
-    grep -q "exec" "$work/zklock.bash" || { echo "dependent-crate: bash completions name no subcommand" >&2; exit 1; }
-    "$work/install/bin/zklock" man > "$work/zklock.1"
-    grep -q '^\.TH' "$work/zklock.1" || { echo "dependent-crate: the man page has no .TH header" >&2; exit 1; }
-    echo "dependent-crate: completions and man page from the installed zklock"
-fi
-"$work/install/bin/zklock" ls --zk "$zk" / > /dev/null
+"$work/install/bin/zklock" completions bash > "$work/zklock.bash"
+grep -q "exec" "$work/zklock.bash" || { echo "dependent-crate: bash completions name no subcommand" >&2; exit 1; }
+"$work/install/bin/zklock" man > "$work/zklock.1"
+grep -q '^\.TH' "$work/zklock.1" || { echo "dependent-crate: the man page has no .TH header" >&2; exit 1; }
+echo "dependent-crate: completions and man page from the installed zklock"
+"$work/install/bin/zklock" exec -n --zk "$zk" /zklock-user/cli -- true
 echo "dependent-crate: ok (${feature_sets[*]})"

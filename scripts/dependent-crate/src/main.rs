@@ -53,11 +53,18 @@ fn main() {
     let _ = zk;
 }
 
+#[cfg(any(
+    feature = "sim",
+    feature = "blocking",
+    feature = "tokio",
+    feature = "async-std",
+    feature = "smol"
+))]
 fn path(binding: &str) -> String {
     format!("/zklock-user/{binding}-{}", std::process::id())
 }
 
-#[allow(dead_code)]
+#[cfg(any(feature = "sim", feature = "blocking"))]
 fn check_blocking(a: &zklock::LockClient, b: &zklock::LockClient, binding: &str) {
     let path = path(binding);
     let guard = a.mutex(&path).lock_timeout_blocking(WAIT).expect("lock");
@@ -83,7 +90,7 @@ fn check_blocking(a: &zklock::LockClient, b: &zklock::LockClient, binding: &str)
     println!("{binding}: took, handed over and released {path}");
 }
 
-#[allow(dead_code)]
+#[cfg(any(feature = "tokio", feature = "async-std", feature = "smol"))]
 async fn check_async(zk: &str, binding: &str) {
     let a = zklock::connect(zk).await.expect("connect");
     let b = zklock::connect(zk).await.expect("connect");
