@@ -12,7 +12,7 @@ use crate::client::{LockClient, Task};
 use crate::error::Error;
 use crate::guard::Pending;
 use crate::status::LockStatus;
-use lock_core::{FailReason, FencingToken, LockEvent, LockId, LockSpec, LostReason};
+use lock_core::{FailReason, FencingToken, LockEvent, LockId, LockSpec, LostReason, ZkError};
 use std::future::poll_fn;
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -171,16 +171,29 @@ impl Election {
 
     /// Waits until this participant leads and returns the [`Leadership`] for the
     /// term. If the previous term ended (lost, resigned, failed), joins again first
-    /// (at the back of the queue).
+    /// (at the back of the queue, on the current session or, between sessions, on
+    /// the next one).
+    ///
+    /// A candidate stays in the election until its client is closed or it is given
+    /// up ([`resign`](Self::resign), dropped): when its session expires or is
+    /// replaced while it waits, or an administrator deletes its node, it joins again
+    /// by itself and goes on waiting (as Curator's `LeaderLatch` and kazoo's
+    /// `Election` do). So a supervision loop around this call runs for as long as
+    /// the service does (see the [type's docs](Self)).
+    ///
+    /// Never two terms at once: a new term starts only after the previous one
+    /// ended, and a term that ended with its session has its node gone (the server
+    /// deleted it) or deleted from the next session before anyone is elected behind
+    /// it.
     ///
     /// Cancel-safe: dropping the future keeps the candidacy (call again to go on
     /// waiting).
     ///
     /// # Errors
-    /// [`Error::Usage`] for an invalid path or empty participant id, or if this
-    /// participant leads already (use its `Leadership`); [`Error::SessionExpired`] if
-    /// the session expired while waiting (calling again joins on the new session);
-    /// [`Error::Closed`] once the client is closed.
+    /// [`Error::Closed`] once the client is closed; [`Error::Usage`] for an invalid
+    /// path or empty participant id, or if this participant leads already (use its
+    /// `Leadership`); an error ZooKeeper answers that no new session mends (e.g.
+    /// [`ZkError::NoAuth`](lock_core::ZkError::NoAuth)).
     ///
     /// ```
     /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
@@ -191,23 +204,55 @@ impl Election {
     /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub async fn leadership(&mut self) -> Result<Leadership, Error> {
-        if !self.candidacy.as_ref().is_some_and(Pending::is_live) {
-            let leading = self.term_is(|acquired, status| {
-                acquired && matches!(status, LockStatus::Held | LockStatus::Suspended)
-            });
-            if leading {
-                return Err(Error::Usage(lock_core::UsageError::Unsupported(
-                    "this participant leads already: use its Leadership",
-                )));
+        loop {
+            if !self.candidacy.as_ref().is_some_and(Pending::is_live) {
+                let leading = self.term_is(|acquired, status| {
+                    acquired && matches!(status, LockStatus::Held | LockStatus::Suspended)
+                });
+                if leading {
+                    return Err(Error::Usage(lock_core::UsageError::Unsupported(
+                        "this participant leads already: use its Leadership",
+                    )));
+                }
+                self.join()?;
             }
-            self.join()?;
+            let candidacy = self.candidacy.as_mut().expect("joined");
+            match candidacy.granted().await {
+                Ok(grant) => {
+                    let started = self.candidacy.take().expect("joined");
+                    return Ok(Leadership {
+                        guard: started.into_guard(grant),
+                    });
+                }
+                // The candidacy's node went with its session (or was deleted by
+                // someone else) before it led: it never held, so there is no term
+                // to end. Join again: a closed client refuses the join.
+                Err(Error::SessionExpired | Error::NodeDeleted) => {}
+                // The server (or the client library) answered for a session that
+                // is gone before the binding reported its end: joining now would
+                // send the create on that session again and fail the same way, in
+                // a loop. Join once the session has changed.
+                Err(Error::Zk(ZkError::SessionExpired | ZkError::Closed)) => {
+                    self.session_changed().await;
+                }
+                Err(e) => return Err(e),
+            }
         }
-        let candidacy = self.candidacy.as_mut().expect("joined");
-        let grant = candidacy.granted().await?;
-        let started = self.candidacy.take().expect("joined");
-        Ok(Leadership {
-            guard: started.into_guard(grant),
-        })
+    }
+
+    /// Waits until the client's session is no longer the one it is on now (ended,
+    /// replaced, or the client closed).
+    async fn session_changed(&self) {
+        let Some(dead) = self.client.session_id() else {
+            return;
+        };
+        // Subscribed before looking again, so that no change falls in between.
+        let mut changes = self.client.connection_events();
+        while self.client.session_id() == Some(dead) {
+            if changes.next().await.is_none() {
+                return;
+            }
+        }
     }
 
     /// Blocking twin of [`leadership`](Self::leadership).
