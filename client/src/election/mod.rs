@@ -59,34 +59,71 @@ struct Term {
 /// A participant in the leader election at a path, from [`LockClient::election`].
 ///
 /// It joins when created (its node goes at the back of the queue) and stays until it
-/// [resigns](Self::resign) or is dropped. [`leadership`](Self::leadership) waits until
-/// it leads and hands out a [`Leadership`] guard for the term; when a term ends (lost
-/// or resigned), `leadership` joins again.
+/// [resigns](Self::resign), is dropped, or its client is closed.
+/// [`leadership`](Self::leadership) waits until it leads and hands out a
+/// [`Leadership`] guard for the term; when a term ends (lost or resigned),
+/// `leadership` joins again. A candidate outlives its sessions: when the session
+/// expires or is replaced, `leadership()` joins again on the new session by itself
+/// and goes on waiting, and a leader's next `leadership()` does after a lost term,
+/// so `leadership()` fails only once the client is closed (or for bad input).
 ///
-/// Dropping the participant withdraws a waiting candidacy; a [`Leadership`] already
-/// handed out leads until it is resigned or dropped.
+/// # Supervision: a loop that runs as long as the service
 ///
 /// ```
 /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
 /// use futures::FutureExt;
 /// let mut election = locks.election("/services/scheduler/leader", "node-1");
 /// loop {
+///     // Err only once the client is closed: session loss just means waiting again.
 ///     let leadership = election.leadership().await?;
-///     let token = leadership.token();
-///     println!("leading with token {token}");
 ///     let done = futures::select! {
 ///         reason = leadership.lost().fuse() => { eprintln!("lost: {reason:?}"); false }
-///         _ = lead(token).fuse() => true,
+///         _ = lead(&leadership).fuse() => true,
 ///     };
 ///     if done {
-///         leadership.resign().await?;
+///         leadership.resign().await?; // the next candidate leads at once
 ///         break;
 ///     }
+///     // Lost: the next turn of the loop joins again (on a new session if need be).
 /// }
 /// # Ok(()) }
-/// # async fn lead(_: zklock::FencingToken) {}
+/// # async fn lead(_: &zklock::Leadership) {}
 /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
 /// ```
+///
+/// # What `select!` on [`Leadership::lost`] cancels
+///
+/// When `lost()` wins, `select!` (futures' or `tokio::select!`) **drops the other
+/// branch's future** where it last waited: `lead` stops at its last `.await`, in the
+/// middle of whatever it was doing. Work whose side effects are not atomic (two
+/// writes that belong together, a file half written, a message sent but not
+/// recorded) is abandoned half done, and nothing after that `.await` runs, not even
+/// its clean-up (only destructors). Design the leader's work for it:
+/// * make each step atomic and idempotent, so that the next leader can finish or
+///   redo it: one transaction, or [`Leadership::fenced_write`] (ZooKeeper writes
+///   applied only while this is still the leader, all or nothing);
+/// * pass [`Leadership::token`] to every resource the leader writes, and have it
+///   refuse tokens lower than the highest it has seen (fencing): a deposed leader
+///   whose write arrives late is turned away, whether or not it was cancelled;
+/// * or do not race the work against `lost()`: let it check
+///   [`Leadership::is_trusted`] (or [`Leadership::trusted_until`]) between steps and
+///   stop at a step boundary of its choosing; a cancellation-safe design.
+///
+/// Either way, losing leadership can never be prevented, only noticed: a process
+/// paused long enough (GC, swap, `SIGSTOP`) is deposed without running any code,
+/// which is what fencing tokens are for.
+///
+/// # Handover
+///
+/// Resigning ([`Leadership::resign`], [`Election::resign`]), dropping the
+/// `Leadership` or a waiting `Election`, and closing the client
+/// ([`LockClient::close`]) delete the node at once, so the next candidate leads
+/// after a round trip and a watch notification, not a session timeout later. A
+/// process that exits without closing its client leaves its node to the server's
+/// expiry of the session: call `close().await` on shutdown.
+///
+/// Dropping the participant withdraws a waiting candidacy; a [`Leadership`] already
+/// handed out leads until it is resigned or dropped.
 pub struct Election {
     client: LockClient,
     spec: LockSpec,

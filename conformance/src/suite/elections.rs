@@ -108,9 +108,8 @@ pub fn election_rejoins_after_the_leader_is_cut_off(b: &Suite) {
         });
         proxy.heal();
         // a's old node went with its session; its new one queues behind b's.
-        let children = admin.wait_children(&path, LONG, &|c| {
-            c.len() == 2 && !c.contains(&old_node)
-        });
+        let children =
+            admin.wait_children(&path, LONG, &|c| c.len() == 2 && !c.contains(&old_node));
         assert_eq!(children.len(), 2);
         assert!(
             rx.try_recv().is_err(),
