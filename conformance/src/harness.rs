@@ -4,8 +4,8 @@
 use crate::env::{Deployment, Env, Style};
 use crate::Kind;
 use lock_client::blocking::{block_on, block_on_until};
-use lock_client::{Error, LockClient, LockGuard, LockStatus, PendingLock};
-use lock_core::{LockEvent, LockSpec, Stats};
+use lock_client::{Election, Error, Leadership, LockClient, LockGuard, LockStatus, PendingLock};
+use lock_core::{LockEvent, LockSpec, LostReason, Stats};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
@@ -205,6 +205,48 @@ impl Suite {
             block_on(guard.release())
         } else {
             guard.release_blocking()
+        }
+    }
+
+    /// Waits at most `within` for `election` to lead ([`Election::leadership`]);
+    /// [`Error::Timeout`] if it does not by then (the candidacy stays).
+    pub fn leadership(
+        &self,
+        election: &mut Election,
+        within: Duration,
+    ) -> Result<Leadership, Error> {
+        if self.is_async() {
+            block_on_until(election.leadership(), Some(Instant::now() + within))
+                .unwrap_or(Err(Error::Timeout))
+        } else {
+            election.leadership_timeout_blocking(within)
+        }
+    }
+
+    /// Waits at most `within` for the term to be lost, skipping `Suspended` and
+    /// `Resumed`; `None` if it was not lost by then.
+    pub fn leadership_lost(&self, leadership: &Leadership, within: Duration) -> Option<LostReason> {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let event = if self.is_async() {
+                block_on_until(leadership.next_event(), Some(Instant::now() + left)).flatten()
+            } else {
+                leadership.next_event_timeout_blocking(left)
+            };
+            match event? {
+                LockEvent::Lost(reason) => return Some(reason),
+                _ => continue,
+            }
+        }
+    }
+
+    /// Resigns the term and waits for the server to confirm.
+    pub fn resign(&self, leadership: Leadership) -> Result<(), Error> {
+        if self.is_async() {
+            block_on(leadership.resign())
+        } else {
+            leadership.resign_blocking()
         }
     }
 

@@ -7,8 +7,10 @@
 //! read/write semantics, semaphores, timeouts and cancellation that leave no node,
 //! connection loss during a create, suspension and resumption on a short cut,
 //! suspension before expiry on a long partition, an administrator deleting the
-//! holder's node, losing an ensemble's leader under contention, typed errors, and
-//! the number of requests an uncontended lock costs.
+//! holder's node, losing an ensemble's leader under contention, elections that
+//! outlive their sessions (a leader cut off loses its term before the next is
+//! elected, then rejoins on a new session; a closing leader hands over at once),
+//! typed errors, and the number of requests an uncontended lock costs.
 //!
 //! # How a binding plugs in
 //!
@@ -131,6 +133,8 @@ macro_rules! conformance_tests {
             blackhole_suspends_before_expiry_then_lost,
             blackhole_loses_before_another_session_holds,
             admin_delete_gives_lost,
+            election_rejoins_after_the_leader_is_cut_off,
+            election_hands_over_at_once_on_close,
             invalid_paths_give_typed_errors,
             closed_client_gives_typed_errors,
         );

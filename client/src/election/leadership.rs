@@ -168,6 +168,10 @@ impl Leadership {
 
     /// Waits until leadership is lost, and says why. Cancel-safe.
     ///
+    /// Raced against the leader's work with `select!`, a loss drops the work's
+    /// future at its next `.await`, half done: see what that cancels, and the
+    /// patterns that make it safe, in [`Election`](crate::Election)'s docs.
+    ///
     /// ```
     /// # async fn demo(locks: zklock::LockClient, server: zklock::sim::Server) -> Result<(), zklock::Error> {
     /// # let mut election = locks.election("/svc/leader", "node-1");

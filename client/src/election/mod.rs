@@ -12,7 +12,7 @@ use crate::client::{LockClient, Task};
 use crate::error::Error;
 use crate::guard::Pending;
 use crate::status::LockStatus;
-use lock_core::{FailReason, FencingToken, LockEvent, LockId, LockSpec, LostReason};
+use lock_core::{FailReason, FencingToken, LockEvent, LockId, LockSpec, LostReason, ZkError};
 use std::future::poll_fn;
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -59,34 +59,71 @@ struct Term {
 /// A participant in the leader election at a path, from [`LockClient::election`].
 ///
 /// It joins when created (its node goes at the back of the queue) and stays until it
-/// [resigns](Self::resign) or is dropped. [`leadership`](Self::leadership) waits until
-/// it leads and hands out a [`Leadership`] guard for the term; when a term ends (lost
-/// or resigned), `leadership` joins again.
+/// [resigns](Self::resign), is dropped, or its client is closed.
+/// [`leadership`](Self::leadership) waits until it leads and hands out a
+/// [`Leadership`] guard for the term; when a term ends (lost or resigned),
+/// `leadership` joins again. A candidate outlives its sessions: when the session
+/// expires or is replaced, `leadership()` joins again on the new session by itself
+/// and goes on waiting, and a leader's next `leadership()` does after a lost term,
+/// so `leadership()` fails only once the client is closed (or for bad input).
 ///
-/// Dropping the participant withdraws a waiting candidacy; a [`Leadership`] already
-/// handed out leads until it is resigned or dropped.
+/// # Supervision: a loop that runs as long as the service
 ///
 /// ```
 /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
 /// use futures::FutureExt;
 /// let mut election = locks.election("/services/scheduler/leader", "node-1");
 /// loop {
+///     // Err only once the client is closed: session loss just means waiting again.
 ///     let leadership = election.leadership().await?;
-///     let token = leadership.token();
-///     println!("leading with token {token}");
 ///     let done = futures::select! {
 ///         reason = leadership.lost().fuse() => { eprintln!("lost: {reason:?}"); false }
-///         _ = lead(token).fuse() => true,
+///         _ = lead(&leadership).fuse() => true,
 ///     };
 ///     if done {
-///         leadership.resign().await?;
+///         leadership.resign().await?; // the next candidate leads at once
 ///         break;
 ///     }
+///     // Lost: the next turn of the loop joins again (on a new session if need be).
 /// }
 /// # Ok(()) }
-/// # async fn lead(_: zklock::FencingToken) {}
+/// # async fn lead(_: &zklock::Leadership) {}
 /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
 /// ```
+///
+/// # What `select!` on [`Leadership::lost`] cancels
+///
+/// When `lost()` wins, `select!` (futures' or `tokio::select!`) **drops the other
+/// branch's future** where it last waited: `lead` stops at its last `.await`, in the
+/// middle of whatever it was doing. Work whose side effects are not atomic (two
+/// writes that belong together, a file half written, a message sent but not
+/// recorded) is abandoned half done, and nothing after that `.await` runs, not even
+/// its clean-up (only destructors). Design the leader's work for it:
+/// * make each step atomic and idempotent, so that the next leader can finish or
+///   redo it: one transaction, or [`Leadership::fenced_write`] (ZooKeeper writes
+///   applied only while this is still the leader, all or nothing);
+/// * pass [`Leadership::token`] to every resource the leader writes, and have it
+///   refuse tokens lower than the highest it has seen (fencing): a deposed leader
+///   whose write arrives late is turned away, whether or not it was cancelled;
+/// * or do not race the work against `lost()`: let it check
+///   [`Leadership::is_trusted`] (or [`Leadership::trusted_until`]) between steps and
+///   stop at a step boundary of its choosing; a cancellation-safe design.
+///
+/// Either way, losing leadership can never be prevented, only noticed: a process
+/// paused long enough (GC, swap, `SIGSTOP`) is deposed without running any code,
+/// which is what fencing tokens are for.
+///
+/// # Handover
+///
+/// Resigning ([`Leadership::resign`], [`Election::resign`]), dropping the
+/// `Leadership` or a waiting `Election`, and closing the client
+/// ([`LockClient::close`]) delete the node at once, so the next candidate leads
+/// after a round trip and a watch notification, not a session timeout later. A
+/// process that exits without closing its client leaves its node to the server's
+/// expiry of the session: call `close().await` on shutdown.
+///
+/// Dropping the participant withdraws a waiting candidacy; a [`Leadership`] already
+/// handed out leads until it is resigned or dropped.
 pub struct Election {
     client: LockClient,
     spec: LockSpec,
@@ -171,16 +208,29 @@ impl Election {
 
     /// Waits until this participant leads and returns the [`Leadership`] for the
     /// term. If the previous term ended (lost, resigned, failed), joins again first
-    /// (at the back of the queue).
+    /// (at the back of the queue, on the current session or, between sessions, on
+    /// the next one).
+    ///
+    /// A candidate stays in the election until its client is closed or it is given
+    /// up ([`resign`](Self::resign), dropped): when its session expires or is
+    /// replaced while it waits, or an administrator deletes its node, it joins again
+    /// by itself and goes on waiting (as Curator's `LeaderLatch` and kazoo's
+    /// `Election` do). So a supervision loop around this call runs for as long as
+    /// the service does (see the [type's docs](Self)).
+    ///
+    /// Never two terms at once: a new term starts only after the previous one
+    /// ended, and a term that ended with its session has its node gone (the server
+    /// deleted it) or deleted from the next session before anyone is elected behind
+    /// it.
     ///
     /// Cancel-safe: dropping the future keeps the candidacy (call again to go on
     /// waiting).
     ///
     /// # Errors
-    /// [`Error::Usage`] for an invalid path or empty participant id, or if this
-    /// participant leads already (use its `Leadership`); [`Error::SessionExpired`] if
-    /// the session expired while waiting (calling again joins on the new session);
-    /// [`Error::Closed`] once the client is closed.
+    /// [`Error::Closed`] once the client is closed; [`Error::Usage`] for an invalid
+    /// path or empty participant id, or if this participant leads already (use its
+    /// `Leadership`); an error ZooKeeper answers that no new session mends (e.g.
+    /// [`ZkError::NoAuth`](lock_core::ZkError::NoAuth)).
     ///
     /// ```
     /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
@@ -191,23 +241,55 @@ impl Election {
     /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub async fn leadership(&mut self) -> Result<Leadership, Error> {
-        if !self.candidacy.as_ref().is_some_and(Pending::is_live) {
-            let leading = self.term_is(|acquired, status| {
-                acquired && matches!(status, LockStatus::Held | LockStatus::Suspended)
-            });
-            if leading {
-                return Err(Error::Usage(lock_core::UsageError::Unsupported(
-                    "this participant leads already: use its Leadership",
-                )));
+        loop {
+            if !self.candidacy.as_ref().is_some_and(Pending::is_live) {
+                let leading = self.term_is(|acquired, status| {
+                    acquired && matches!(status, LockStatus::Held | LockStatus::Suspended)
+                });
+                if leading {
+                    return Err(Error::Usage(lock_core::UsageError::Unsupported(
+                        "this participant leads already: use its Leadership",
+                    )));
+                }
+                self.join()?;
             }
-            self.join()?;
+            let candidacy = self.candidacy.as_mut().expect("joined");
+            match candidacy.granted().await {
+                Ok(grant) => {
+                    let started = self.candidacy.take().expect("joined");
+                    return Ok(Leadership {
+                        guard: started.into_guard(grant),
+                    });
+                }
+                // The candidacy's node went with its session (or was deleted by
+                // someone else) before it led: it never held, so there is no term
+                // to end. Join again: a closed client refuses the join.
+                Err(Error::SessionExpired | Error::NodeDeleted) => {}
+                // The server (or the client library) answered for a session that
+                // is gone before the binding reported its end: joining now would
+                // send the create on that session again and fail the same way, in
+                // a loop. Join once the session has changed.
+                Err(Error::Zk(ZkError::SessionExpired | ZkError::Closed)) => {
+                    self.session_changed().await;
+                }
+                Err(e) => return Err(e),
+            }
         }
-        let candidacy = self.candidacy.as_mut().expect("joined");
-        let grant = candidacy.granted().await?;
-        let started = self.candidacy.take().expect("joined");
-        Ok(Leadership {
-            guard: started.into_guard(grant),
-        })
+    }
+
+    /// Waits until the client's session is no longer the one it is on now (ended,
+    /// replaced, or the client closed).
+    async fn session_changed(&self) {
+        let Some(dead) = self.client.session_id() else {
+            return;
+        };
+        // Subscribed before looking again, so that no change falls in between.
+        let mut changes = self.client.connection_events();
+        while self.client.session_id() == Some(dead) {
+            if changes.next().await.is_none() {
+                return;
+            }
+        }
     }
 
     /// Blocking twin of [`leadership`](Self::leadership).

@@ -3,11 +3,13 @@
 //! [`conformance_tests!`](crate::conformance_tests)).
 
 mod connection;
+mod elections;
 mod faults;
 mod locks;
 mod rounds;
 
 pub use connection::*;
+pub use elections::*;
 pub use faults::*;
 pub use locks::*;
 pub use rounds::*;
