@@ -14,7 +14,7 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
-/// How to reach ZooKeeper (every command).
+/// How to reach ZooKeeper (every command that connects).
 #[derive(Args, Debug)]
 pub(crate) struct ConnArgs {
     /// ZooKeeper connect string: host:port[,host:port...][/chroot].
@@ -34,11 +34,6 @@ pub(crate) struct ConnArgs {
     #[arg(long, env = "ZKLOCK_AUTH", value_name = "USER:PASSWORD", global = true,
           hide_env_values = true, value_parser = parse_auth)]
     pub(crate) auth: Option<(String, String)>,
-    /// The ACL of the nodes zklock creates: `open` (anyone), `creator` (only the
-    /// --auth identity) or `creator-read` (the creator, and anyone may read: `ls`
-    /// works for everyone).
-    #[arg(long, value_name = "ACL", global = true, default_value = "open", value_parser = parse_acl)]
-    pub(crate) acl: NodeAcl,
     /// TLS: the CA certificate(s) to trust, a PEM file (connect to the servers'
     /// secure client port, `secureClientPort`).
     #[arg(long, value_name = "FILE", global = true)]
@@ -76,6 +71,18 @@ impl ConnArgs {
             )),
         }
     }
+}
+
+/// How zklock creates nodes: only for the subcommands that create any (`exec`,
+/// `elect`); the others only read, or write into nodes that exist (`revoke`), so
+/// their help does not offer it and their command line refuses it.
+#[derive(Args, Debug)]
+pub(crate) struct NodeArgs {
+    /// The ACL of the nodes zklock creates: `open` (anyone), `creator` (only the
+    /// --auth identity) or `creator-read` (the creator, and anyone may read: `ls`
+    /// works for everyone).
+    #[arg(long, value_name = "ACL", default_value = "open", value_parser = parse_acl)]
+    pub(crate) acl: NodeAcl,
 }
 
 fn parse_auth(text: &str) -> Result<(String, String), String> {

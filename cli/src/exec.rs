@@ -46,6 +46,8 @@ pub(crate) struct ExecArgs {
     /// (exit 74); while waiting, a revocation gives up the place in the queue.
     #[arg(long)]
     revocable: bool,
+    #[command(flatten)]
+    pub(crate) nodes: crate::args::NodeArgs,
     /// The lock's directory in ZooKeeper, e.g. /locks/backup.
     path: String,
     /// The command to run while holding the lock, after `--`.
@@ -460,6 +462,8 @@ pub(crate) struct ElectArgs {
     path: String,
     /// Our participant id (what `zklock leader` prints).
     id: String,
+    #[command(flatten)]
+    pub(crate) nodes: crate::args::NodeArgs,
     /// The command to run while leader, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(crate) cmd: Vec<std::ffi::OsString>,

@@ -1,8 +1,8 @@
 //! `zklock`: flock(1) and `etcdctl lock`/`elect` for Apache ZooKeeper.
 //!
 //! ```text
-//! zklock exec [-w SECS | -n] [--read | --semaphore N] [--scheme native|curator|kazoo] [--owner ID] PATH -- CMD...
-//! zklock elect PATH ID -- CMD...
+//! zklock exec [-w SECS | -n] [--read | --semaphore N] [--scheme native|curator|kazoo] [--owner ID] [--acl ACL] PATH -- CMD...
+//! zklock elect [--acl ACL] PATH ID -- CMD...
 //! zklock ls PATH [--json]
 //! zklock revoke PATH|NODE
 //! zklock leader PATH [--watch]
@@ -121,17 +121,19 @@ pub(crate) fn fail(e: &Error) -> ExitCode {
     ExitCode::from(error_code(e))
 }
 
-async fn connect(conn: &ConnArgs) -> Result<LockClient, Error> {
-    connect_to(conn, &conn.zk, None).await
+async fn connect(conn: &ConnArgs, acl: NodeAcl) -> Result<LockClient, Error> {
+    connect_to(conn, &conn.zk, None, acl).await
 }
 
-/// Connects to the servers `zk` with the options of `conn`.
+/// Connects to the servers `zk` with the options of `conn`; nodes created in the
+/// session get `acl`.
 pub(crate) async fn connect_to(
     conn: &ConnArgs,
     zk: &str,
     connect_timeout: Option<Duration>,
+    acl: NodeAcl,
 ) -> Result<LockClient, Error> {
-    let mut options = ConnectOptions::new().acl(conn.acl.clone());
+    let mut options = ConnectOptions::new().acl(acl);
     if let Some(timeout) = connect_timeout {
         options = options.connect_timeout(timeout);
     }
@@ -154,10 +156,11 @@ pub(crate) async fn connect_to(
 /// servers and what each did.
 async fn connect_or_explain(
     conn: &ConnArgs,
+    acl: NodeAcl,
     servers: &[usage::Server],
 ) -> Result<LockClient, Error> {
     tokio::select! {
-        result = connect(conn) => match result {
+        result = connect(conn, acl) => match result {
             Err(Error::Connect(why)) => Err(Error::Connect(reach::explain(servers, &why).await)),
             other => other,
         },
@@ -305,8 +308,14 @@ async fn run(cli: Cli) -> ExitCode {
         Ok(starting) => starting,
         Err(e) => return cannot_guard(e),
     };
+    // Only the subcommands that create nodes take --acl; the others create none.
+    let acl = match &cli.command {
+        Command::Exec(args) => args.nodes.acl.clone(),
+        Command::Elect(args) => args.nodes.acl.clone(),
+        _ => NodeAcl::Open,
+    };
     let locks = tokio::select! {
-        connected = connect_or_explain(&cli.conn, &target.servers) => match connected {
+        connected = connect_or_explain(&cli.conn, acl, &target.servers) => match connected {
             Ok(locks) => locks,
             Err(e) => return fail(&e),
         },

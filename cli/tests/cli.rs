@@ -510,8 +510,9 @@ fn digest_auth_and_creator_acl() {
     let alice = ["--auth", "alice:secret", "--acl", "creator"];
     let mut holder = holding(&zk, &alice, &lock, &ready);
     let out = run(zklock(&zk)
+        .arg("exec")
         .args(alice)
-        .args(["exec", "-n", &lock, "--", "true"]));
+        .args(["-n", &lock, "--", "true"]));
     assert_eq!(code(&out), BUSY, "same user: {out:?}");
     for other in [
         &["--auth", "bob:secret"][..],
