@@ -5,7 +5,7 @@ use crate::job::Ready;
 use crate::progress::Progress;
 use crate::signals::Signals;
 use crate::usage::{self, NodeFor};
-use crate::{exit, fail, say, Scheme};
+use crate::{exit, say, Scheme};
 use clap::Args;
 use lock_zookeeper_client::{
     Error, FencingToken, Leadership, LockClient, LockEvent, LockGuard, NameScheme,
@@ -484,6 +484,7 @@ pub(crate) async fn elect(
     args: ElectArgs,
     ready: Ready,
     signals: &mut Signals,
+    chroot: &Chroot<'_>,
 ) -> ExitCode {
     let mut election = locks.election(args.path.clone(), args.id.clone());
     let line = std::io::stderr().is_terminal();
@@ -494,7 +495,7 @@ pub(crate) async fn elect(
     };
     let leadership = match led {
         Ok(leadership) => leadership,
-        Err(e) => return fail(&e),
+        Err(e) => return chroot.fail(&e).await,
     };
     let code = supervise(locks, leadership, ready, signals).await;
     election.resign().await;

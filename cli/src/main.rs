@@ -36,7 +36,7 @@ mod views;
 
 pub(crate) use args::{parse_secs, Cli, Command, ConnArgs, Scheme};
 use clap::Parser;
-use lock_zookeeper_client::{ConnectOptions, Error, LockClient, NameScheme, NodeAcl, Tls};
+use lock_zookeeper_client::{ConnectOptions, Error, LockClient, NameScheme, NodeAcl, Tls, ZkError};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -256,17 +256,14 @@ fn usage_error(cli: &Cli) -> Option<String> {
     match &cli.command {
         Command::Exec(args) => args.usage_error(),
         Command::Elect(args) => args.usage_error(),
+        // The lock client refuses `/` as a root too (it cannot be a lock
+        // directory): refused here, before connecting, like any invalid path.
         Command::Ls { path, .. }
         | Command::Leader { path, .. }
-        | Command::Revoke { target: path } => usage::lock_path(path).err(),
-        Command::Deadlocks { root, .. } if root != "/" => usage::lock_path(root).err(),
-        Command::Top(args) if args.root != "/" => usage::lock_path(&args.root).err(),
-        Command::Deadlocks { .. }
-        | Command::Top(_)
-        | Command::Guard(_)
-        | Command::Doctor(_)
-        | Command::Completions { .. }
-        | Command::Man => None,
+        | Command::Revoke { target: path }
+        | Command::Deadlocks { root: path, .. } => usage::lock_path(path).err(),
+        Command::Top(args) => usage::lock_path(&args.root).err(),
+        Command::Guard(_) | Command::Doctor(_) | Command::Completions { .. } | Command::Man => None,
     }
 }
 
@@ -338,9 +335,9 @@ async fn run(cli: Cli) -> ExitCode {
         }
         Command::Elect(args) => {
             let ready = ready.expect("spawned for elect");
-            exec::elect(&locks, args, ready, &mut signals).await
+            exec::elect(&locks, args, ready, &mut signals, &chroot).await
         }
-        Command::Leader { path, watch } => leader(&locks, path, watch, &mut signals).await,
+        Command::Leader { path, watch } => leader(&locks, path, watch, &mut signals, &chroot).await,
         Command::Top(args) => tokio::select! {
             code = top::run(&cli.conn, &locks, args, &chroot) => code,
             number = signals.next() => exec::signal_code(number),
@@ -359,7 +356,7 @@ async fn run(cli: Cli) -> ExitCode {
 /// The one-shot commands: revoke, ls, deadlocks.
 async fn inspect(locks: &LockClient, command: Command, chroot: &chroot::Chroot<'_>) -> ExitCode {
     match command {
-        Command::Revoke { target } => revoke(locks, target).await,
+        Command::Revoke { target } => revoke(locks, target, chroot).await,
         Command::Ls { path, json } => ls::run(locks, path, json, chroot).await,
         Command::Deadlocks { root, json, dot } => {
             let format = if json {
@@ -369,7 +366,7 @@ async fn inspect(locks: &LockClient, command: Command, chroot: &chroot::Chroot<'
             } else {
                 deadlocks::Format::Text
             };
-            deadlocks::run(locks, root, format).await
+            deadlocks::run(locks, root, format, chroot).await
         }
         Command::Exec(_)
         | Command::Elect(_)
@@ -382,18 +379,32 @@ async fn inspect(locks: &LockClient, command: Command, chroot: &chroot::Chroot<'
     }
 }
 
-async fn revoke(locks: &LockClient, target: String) -> ExitCode {
+/// `zklock revoke`: asks the holders at `target` (or its one node) to let go.
+async fn revoke(locks: &LockClient, target: String, chroot: &chroot::Chroot<'_>) -> ExitCode {
     match locks.revoke(target.clone()).await {
         Ok(nodes) => {
             if nodes.is_empty() {
-                say(format_args!("nobody to revoke at {target}"));
+                // Nobody there: a missing chroot is exit 2, a missing path said.
+                let hint = match chroot.nothing_at(&target).await {
+                    Ok(hint) => hint.map(|h| format!(": {h}")).unwrap_or_default(),
+                    Err(code) => return code,
+                };
+                say(format_args!("nobody to revoke at {target}{hint}"));
             }
             for node in nodes {
                 println!("{node}");
             }
             ExitCode::SUCCESS
         }
-        Err(e) => fail(&e),
+        Err(e @ Error::Zk(ZkError::NoNode)) => match chroot.nothing_at(&target).await {
+            Err(code) => code,
+            Ok(Some(hint)) => {
+                say(format_args!("cannot revoke {target}: {hint}"));
+                ExitCode::from(error_code(&e))
+            }
+            Ok(None) => fail(&e),
+        },
+        Err(e) => chroot.fail(&e).await,
     }
 }
 
@@ -409,15 +420,27 @@ fn leader_line(leader: Option<&lock_zookeeper_client::Leader>) -> String {
     }
 }
 
+/// `zklock leader`: the leader of the election at `path`, once or at every
+/// change (`watch`).
 async fn leader(
     locks: &LockClient,
     path: String,
     watch: bool,
     signals: &mut signals::Signals,
+    chroot: &chroot::Chroot<'_>,
 ) -> ExitCode {
     let mut observer = match locks.observe_election(path.clone()).await {
         Ok(observer) => observer,
-        Err(e) => return fail(&e),
+        Err(e) => return chroot.fail(&e).await,
+    };
+    // Nobody leads: a missing chroot is exit 2 (also with --watch: nothing
+    // could ever lead there), a missing path is said (a typo, most likely).
+    let absent = match observer.leader() {
+        Some(_) => None,
+        None => match chroot.nothing_at(&path).await {
+            Ok(hint) => hint,
+            Err(code) => return code,
+        },
     };
     if !watch {
         return match observer.leader() {
@@ -426,10 +449,15 @@ async fn leader(
                 ExitCode::SUCCESS
             }
             None => {
-                say(format_args!("no leader at {path}"));
+                let hint = absent.map(|h| format!(": {h}")).unwrap_or_default();
+                say(format_args!("no leader at {path}{hint}"));
                 ExitCode::from(exit::NO_LEADER)
             }
         };
+    }
+    if let Some(hint) = absent {
+        // Watched all the same: the election may start later.
+        say(hint);
     }
     println!("{}", leader_line(observer.leader()));
     loop {

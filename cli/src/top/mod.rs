@@ -46,6 +46,11 @@ pub(crate) async fn run(
     let Some(raw) = crate::raw::connect(conn, &conn.zk, CONNECT_BOUND).await else {
         return crate::fail(&Error::Connect(format!("a listing session to {}", conn.zk)));
     };
+    // A missing chroot would show an empty tree (and exit 0): exit 2 instead,
+    // before the screen is taken. One round trip on the listing session.
+    if let Some(code) = chroot.report_missing_in(&raw).await {
+        return code;
+    }
     if !args.once {
         return match screen::run(&raw, locks, &args.root, args.sort).await {
             Ok(()) => ExitCode::SUCCESS,
@@ -66,7 +71,19 @@ pub(crate) async fn run(
         return chroot.fail(&e).await;
     }
     let mut rows = listing.rows();
+    // Nothing listed: say so if ROOT itself is missing (a typo, most likely).
+    let absent = if rows.is_empty() {
+        match chroot.nothing_at_in(&raw, &args.root).await {
+            Ok(hint) => hint,
+            Err(code) => return code,
+        }
+    } else {
+        None
+    };
     table::sort(&mut rows, args.sort);
     print!("{}", table::text(&args.root, &rows, now_ms()));
+    if let Some(hint) = absent {
+        crate::say(hint);
+    }
     ExitCode::SUCCESS
 }
