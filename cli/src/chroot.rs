@@ -37,14 +37,15 @@ impl<'a> Chroot<'a> {
         Some(ExitCode::from(exit::USAGE))
     }
 
-    /// Reports `e`, as the missing chroot if that is what a "no node" means.
-    pub(crate) async fn fail(&self, e: &Error) -> ExitCode {
+    /// Reports `e` about `path`, as the missing chroot if that is what a "no
+    /// node" means.
+    pub(crate) async fn fail(&self, path: &str, e: &Error) -> ExitCode {
         if matches!(e, Error::Zk(ZkError::NoNode)) {
             if let Some(code) = self.report_missing().await {
                 return code;
             }
         }
-        crate::fail(e)
+        crate::fail_at(path, e)
     }
 
     /// After a read found nobody at `path`: `Err` with the exit code (said) if

@@ -49,7 +49,7 @@ pub(crate) async fn run(
 ) -> ExitCode {
     let cycles = match locks.deadlocks(root.clone()).await {
         Ok(cycles) => cycles,
-        Err(e) => return chroot.fail(&e).await,
+        Err(e) => return chroot.fail(&root, &e).await,
     };
     let absent = if cycles.is_empty() {
         match chroot.nothing_at(&root).await {

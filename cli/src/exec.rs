@@ -8,7 +8,7 @@ use crate::usage::{self, NodeFor};
 use crate::{exit, say, Scheme};
 use clap::Args;
 use lock_zookeeper_client::{
-    Error, FencingToken, Leadership, LockClient, LockEvent, LockGuard, NameScheme,
+    Error, FailReason, FencingToken, Leadership, LockClient, LockEvent, LockGuard, NameScheme,
 };
 use rustix::process::Signal;
 use std::io::IsTerminal;
@@ -170,7 +170,13 @@ pub(crate) async fn run(
             say(format_args!("timed out waiting for {}", args.path));
             return ExitCode::from(exit::BUSY);
         }
-        Err(e) => return chroot.fail(&e).await,
+        Err(Error::Failed(FailReason::PermitsMismatch { ours, theirs })) => {
+            let (sentence, code) =
+                crate::explain::permits_mismatch(&args.path, args.scheme, ours, theirs);
+            say(sentence);
+            return ExitCode::from(code);
+        }
+        Err(e) => return chroot.fail(&args.path, &e).await,
     };
 
     supervise(locks, guard, ready, signals).await
@@ -367,7 +373,11 @@ pub(crate) async fn supervise(
                     lost = true;
                     events = false;
                     if let Phase::Running | Phase::Suspended { .. } = phase {
-                        say(format_args!("the lock was lost ({reason:?}): stopping CMD"));
+                        say(format_args!(
+                            "the lock at {} was lost ({}): stopping CMD",
+                            guard.node(),
+                            crate::explain::lost(&reason)
+                        ));
                         job.terminate().await;
                         phase = Phase::Terminating { kill_at: Instant::now() + margin };
                     }
@@ -419,6 +429,7 @@ pub(crate) async fn supervise(
     // a lock no longer guaranteed is not worth waiting for (the server deletes
     // the node with the session).
     let bound = locks.session_timeout() * 2;
+    let node = guard.node().to_owned();
     match tokio::time::timeout(bound, guard.let_go())
         .await
         .unwrap_or(Err(Error::Timeout))
@@ -427,13 +438,17 @@ pub(crate) async fn supervise(
         Err(Error::Lost(reason)) => {
             if !lost {
                 say(format_args!(
-                    "the lock was lost ({reason:?}) before CMD ended"
+                    "the lock at {node} was lost ({}) before CMD ended",
+                    crate::explain::lost(&reason)
                 ));
             }
             lost = true;
         }
         Err(e) => {
-            say(format_args!("releasing the lock: {e}"));
+            say(format_args!(
+                "releasing the lock at {node}: {}",
+                crate::explain::error(&e)
+            ));
         }
     }
     if lost {
@@ -495,7 +510,7 @@ pub(crate) async fn elect(
     };
     let leadership = match led {
         Ok(leadership) => leadership,
-        Err(e) => return chroot.fail(&e).await,
+        Err(e) => return chroot.fail(&args.path, &e).await,
     };
     let code = supervise(locks, leadership, ready, signals).await;
     election.resign().await;

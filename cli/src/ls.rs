@@ -41,7 +41,7 @@ pub(crate) async fn run(
 ) -> ExitCode {
     let who = match locks.participants(path.clone()).await {
         Ok(who) => who,
-        Err(e) => return chroot.fail(&e).await,
+        Err(e) => return chroot.fail(&path, &e).await,
     };
     // Not "nobody holds" when nothing can be there at all (a missing chroot:
     // exit 2), and a path that does not exist is said to (a typo, most likely).

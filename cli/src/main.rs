@@ -22,6 +22,7 @@ mod chroot;
 mod deadlocks;
 mod doctor;
 mod exec;
+mod explain;
 mod guard;
 mod job;
 mod json;
@@ -46,7 +47,9 @@ pub mod exit {
     pub const FAILURE: u8 = 1;
     /// Usage error, found before connecting: bad arguments (clap's code), an
     /// invalid lock path, permit count or connect string, a lock path too long
-    /// for CMD's environment; or the connect string's chroot does not exist.
+    /// for CMD's environment; or found on the server, where the remedy is still
+    /// a different command line: the connect string's chroot does not exist,
+    /// `exec --semaphore N` where the semaphore has another permit count.
     pub const USAGE: u8 = 2;
     /// `leader`: nobody leads the election.
     pub const NO_LEADER: u8 = 3;
@@ -83,8 +86,9 @@ Exit codes:
         128+N also when signal N made zklock give up waiting
   1     other failure (ZooKeeper refused a request, ...)
   2     usage error, found before connecting (bad arguments, invalid lock path,
-        permits or connect string, path too long for ZKLOCK_NODE); or the
-        connect string's chroot does not exist
+        permits or connect string, path too long for ZKLOCK_NODE); or found on
+        the server: the connect string's chroot does not exist, exec
+        --semaphore N where the semaphore has another permit count
   3     leader: no leader
   4     deadlocks: deadlock(s) found
   5     doctor: unsafe settings on some server (the report says how to fix them)
@@ -111,13 +115,21 @@ pub(crate) fn error_code(e: &Error) -> u8 {
         Error::Connect(_) | Error::NoRuntime => exit::CONNECT,
         Error::Timeout | Error::WouldBlock | Error::Revoked => exit::BUSY,
         Error::Lost(_) => exit::LOST,
+        // The command line asks for another count than the semaphore's.
+        Error::Failed(lock_zookeeper_client::FailReason::PermitsMismatch { .. }) => exit::USAGE,
         _ => exit::FAILURE,
     }
 }
 
-/// Reports `e` and returns its exit code.
+/// Reports `e` (a sentence) and returns its exit code.
 pub(crate) fn fail(e: &Error) -> ExitCode {
-    say(e);
+    say(explain::error(e));
+    ExitCode::from(error_code(e))
+}
+
+/// Reports `e` as about `path` (a sentence naming it) and returns its exit code.
+pub(crate) fn fail_at(path: &str, e: &Error) -> ExitCode {
+    say(explain::at(path, e));
     ExitCode::from(error_code(e))
 }
 
@@ -402,9 +414,9 @@ async fn revoke(locks: &LockClient, target: String, chroot: &chroot::Chroot<'_>)
                 say(format_args!("cannot revoke {target}: {hint}"));
                 ExitCode::from(error_code(&e))
             }
-            Ok(None) => fail(&e),
+            Ok(None) => fail_at(&target, &e),
         },
-        Err(e) => chroot.fail(&e).await,
+        Err(e) => chroot.fail(&target, &e).await,
     }
 }
 
@@ -431,7 +443,7 @@ async fn leader(
 ) -> ExitCode {
     let mut observer = match locks.observe_election(path.clone()).await {
         Ok(observer) => observer,
-        Err(e) => return chroot.fail(&e).await,
+        Err(e) => return chroot.fail(&path, &e).await,
     };
     // Nobody leads: a missing chroot is exit 2 (also with --watch: nothing
     // could ever lead there), a missing path is said (a typo, most likely).
@@ -464,7 +476,7 @@ async fn leader(
         tokio::select! {
             changed = observer.changed() => match changed {
                 Ok(leader) => println!("{}", leader_line(leader.as_ref())),
-                Err(e) => return fail(&e),
+                Err(e) => return fail_at(&path, &e),
             },
             _ = signals.next() => return ExitCode::SUCCESS,
         }

@@ -54,7 +54,7 @@ pub(crate) async fn run(
     if !args.once {
         return match screen::run(&raw, locks, &args.root, args.sort).await {
             Ok(()) => ExitCode::SUCCESS,
-            Err(screen::Failure::Zk(e)) => chroot.fail(&e).await,
+            Err(screen::Failure::Zk(e)) => chroot.fail(&args.root, &e).await,
             Err(screen::Failure::Terminal(e)) => {
                 crate::say(format_args!(
                     "cannot drive the terminal: {e} (--once needs none)"
@@ -65,10 +65,10 @@ pub(crate) async fn run(
     }
     let mut listing = match listing::Listing::read(&raw, locks, &args.root).await {
         Ok(listing) => listing,
-        Err(e) => return chroot.fail(&e).await,
+        Err(e) => return chroot.fail(&args.root, &e).await,
     };
     if let Err(e) = listing.confirm_deadlocks(locks).await {
-        return chroot.fail(&e).await;
+        return chroot.fail(&args.root, &e).await;
     }
     let mut rows = listing.rows();
     // Nothing listed: say so if ROOT itself is missing (a typo, most likely).
