@@ -209,10 +209,11 @@ pub(crate) enum Command {
     /// exceed 1.5 × (syncLimit × tickTime + tickTime/2), and span two ticks.
     /// Nothing is guessed: a refused `conf` leaves the rule unchecked. Exit 0
     /// when every check passed, 5 when something is unsafe, 6 when something
-    /// could not be checked, 69 when no server answered.
+    /// could not be checked, 69 when no server answered, 2 when the connect
+    /// string's chroot does not exist on the servers (the report still shown).
     ///
     /// --json prints one object: {"connect", "session_timeout_ms", "verdict"
-    /// (safe, unsafe, unchecked, unreachable), "exit_code", "probed_words",
+    /// (safe, unsafe, unchecked, unreachable, no-chroot), "exit_code", "probed_words",
     /// "servers": [{"server", "address", "reachable", "mode", "version",
     /// "allowed_words", "refused_words", "conf" ({"tick_time_ms", "sync_limit",
     /// "min_session_timeout_ms", "max_session_timeout_ms"} or null),

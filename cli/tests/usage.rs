@@ -307,3 +307,43 @@ fn missing_paths_name_the_missing_ancestor() {
         );
     }
 }
+
+/// `doctor` with a connect string whose chroot does not exist: the servers'
+/// report as usual, its verdict naming the chroot, the one line on stderr, and
+/// exit 2 as every subcommand (nothing could lock under it); `--json` says
+/// "no-chroot". With the chroot there, the verdict is the servers' again.
+#[test]
+fn doctor_names_a_missing_chroot() {
+    let zk = server().connect_string();
+    let chroot = unique("doctor-no-chroot").replace("/cli-tests/", "/");
+    let rooted = format!("{zk}{chroot}");
+    let line = format!("the chroot {chroot} of the connect string does not exist");
+    let out = run(zklock(&rooted).args(["doctor"]));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(code(&out), 2, "{stdout}{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&line), "{stderr}");
+    assert!(
+        stdout.contains(&format!("verdict: no-chroot (exit 2): {line}")),
+        "{stdout}"
+    );
+    let out = run(zklock(&rooted).args(["doctor", "--json"]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(code(&out), 2, "{stdout}");
+    assert!(
+        stdout.contains(r#""verdict":"no-chroot","exit_code":2"#)
+            || stdout.contains(r#""verdict": "no-chroot", "exit_code": 2"#),
+        "{stdout}"
+    );
+    let out = run(zklock(&zk).args(["exec", &format!("{chroot}/l"), "--", "true"]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let out = run(zklock(&rooted).args(["doctor"]));
+    assert_ne!(code(&out), 2, "{out:?}");
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("verdict: no-chroot"),
+        "{out:?}"
+    );
+}
