@@ -145,7 +145,8 @@ pub(crate) enum Command {
     /// leader), owner, session, age, fencing token, naming scheme, the positions a
     /// waiter waits for, node name. Works on locks of Curator and kazoo clients too.
     /// A lock nobody holds, or a PATH that does not exist, lists nobody (exit 0):
-    /// ZooKeeper keeps no record of a lock beyond its participants.
+    /// ZooKeeper keeps no record of a lock beyond its participants. A PATH that
+    /// does not exist is said to, with its first missing ancestor (a typo?).
     ///
     /// --json prints one object: {"path", "foreign", "holders": [P...],
     /// "waiters": [P...]}, each P {"position", "node", "path", "kind", "scheme",
