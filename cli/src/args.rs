@@ -14,6 +14,41 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+/// The command line's definition: [`Cli`]'s, with the connection options kept
+/// off the subcommands that do not connect (`completions`, `man`). They are
+/// global (accepted before the subcommand or after it), and clap gives a global
+/// option to every subcommand that has none of that name: these get one of
+/// their own, hidden, that refuses any value (exit 2), and no environment
+/// variable, so `ZKLOCK_ZK` set in the shell does not disturb them.
+pub(crate) fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let mut cli = Cli::command();
+    for name in ["completions", "man"] {
+        cli = cli.mut_subcommand(name, |sub| {
+            let refused = |(id, long): (&'static str, &'static str)| {
+                clap::Arg::new(id).long(long).hide(true).value_parser(
+                    move |_: &str| -> Result<String, String> {
+                        Err(format!("`zklock {name}` does not connect to ZooKeeper"))
+                    },
+                )
+            };
+            // The ids of [`ConnArgs`]' fields, and their flags.
+            let options = [
+                ("zk", "zk"),
+                ("session_timeout", "session-timeout"),
+                ("auth", "auth"),
+                ("tls_ca", "tls-ca"),
+                ("tls_cert", "tls-cert"),
+                ("tls_key", "tls-key"),
+            ];
+            options
+                .into_iter()
+                .fold(sub, |sub, option| sub.arg(refused(option)))
+        });
+    }
+    cli
+}
+
 /// How to reach ZooKeeper (every command that connects).
 #[derive(Args, Debug)]
 pub(crate) struct ConnArgs {

@@ -36,7 +36,6 @@ mod usage;
 mod views;
 
 pub(crate) use args::{parse_secs, Cli, Command, ConnArgs, Scheme};
-use clap::Parser;
 use lock_zookeeper_client::{ConnectOptions, Error, LockClient, NameScheme, NodeAcl, Tls, ZkError};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -181,7 +180,10 @@ async fn connect_or_explain(
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let parsed = args::command()
+        .try_get_matches()
+        .and_then(|matches| <Cli as clap::FromArgMatches>::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => return usage::clap_error(e),
     };
@@ -208,9 +210,8 @@ fn main() -> ExitCode {
 /// `zklock completions SHELL`: generated from the command line's own
 /// definition, at run time (nothing to install beside the binary).
 fn print_completions(shell: clap_complete::Shell) -> ExitCode {
-    use clap::CommandFactory;
     let mut script = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "zklock", &mut script);
+    clap_complete::generate(shell, &mut args::command(), "zklock", &mut script);
     print_out(&script, "completion script")
 }
 
@@ -229,8 +230,7 @@ fn print_out(text: &[u8], what: &str) -> ExitCode {
 /// `zklock man`: the manual page, zklock(1), in roff, from the command line's
 /// definition (the subcommands as sections of one page).
 fn print_man_page() -> ExitCode {
-    use clap::CommandFactory;
-    let command = Cli::command();
+    let command = args::command();
     let mut page = Vec::new();
     let rendered = clap_mangen::Man::new(command.clone())
         .render(&mut page)
@@ -486,11 +486,11 @@ async fn leader(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
+    use clap::Parser;
 
     #[test]
     fn the_cli_is_well_formed() {
-        Cli::command().debug_assert();
+        args::command().debug_assert();
     }
 
     #[test]

@@ -141,3 +141,40 @@ fn acl_only_where_nodes_are_created() {
     let o = zklock(&["exec", "--acl", "nobody", "/p", "--", "true"]);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
 }
+
+/// The subcommands that do not connect (`completions`, `man`) neither offer the
+/// connection options nor take them (exit 2, saying why); the environment's
+/// `ZKLOCK_ZK` and `ZKLOCK_AUTH` do not disturb them.
+#[test]
+fn no_connection_options_where_nothing_connects() {
+    for sub in [&["man"][..], &["completions", "bash"]] {
+        let help = stdout(&zklock(&[sub[0], "--help"]));
+        for option in ["--zk", "--session-timeout", "--auth", "--tls-ca", "--acl"] {
+            assert!(
+                !help.contains(option),
+                "{sub:?} --help offers {option}: {help}"
+            );
+        }
+        for option in [
+            &["--zk", "h:1"][..],
+            &["--session-timeout", "3"],
+            &["--tls-ca", "ca.pem"],
+        ] {
+            let args: Vec<&str> = sub.iter().chain(option).copied().collect();
+            let o = zklock(&args);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                err.contains("does not connect to ZooKeeper"),
+                "{args:?}: {err}"
+            );
+        }
+        let o = Command::new(env!("CARGO_BIN_EXE_zklock"))
+            .args(sub)
+            .env("ZKLOCK_ZK", "h:1/x")
+            .env("ZKLOCK_AUTH", "u:p")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{sub:?} with ZKLOCK_ZK set: {o:?}");
+    }
+}
