@@ -3,13 +3,19 @@
 //! should not have to decode; zklock says what happened, and at which path.
 
 use crate::{exit, Scheme};
-use lock_zookeeper_client::{Error, FailReason, LostReason};
+use lock_zookeeper_client::{Error, FailReason, LostReason, ZkError};
 
 /// `e` as one sentence (no path: see [`at`]).
 pub(crate) fn error(e: &Error) -> String {
     match e {
         Error::Failed(reason) => failed(reason),
         Error::Lost(reason) => format!("the lock was lost: {}", lost(reason)),
+        // The likely cause, since zklock's own nodes are only refused by the
+        // ACL another identity created them with (`exec --acl creator`).
+        Error::Zk(ZkError::NoAuth) => {
+            "ZooKeeper refused: not authorised by the node's ACL (another --auth identity's?)"
+                .to_owned()
+        }
         other => other.to_string(),
     }
 }

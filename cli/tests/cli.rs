@@ -530,10 +530,15 @@ fn digest_auth_and_creator_acl() {
             .args(other)
             .args(["exec", "-n", &lock, "--", "true"]));
         assert_eq!(code(&out), 1, "{other:?}: {out:?}");
+        // One sentence naming the lock.
+        let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
-            String::from_utf8_lossy(&out.stderr).contains("not authorised"),
+            stderr.contains(&format!(
+                "zklock: {lock}: ZooKeeper refused: not authorised"
+            )),
             "{other:?}: {out:?}"
         );
+        assert_eq!(stderr.lines().count(), 1, "{other:?}: {stderr}");
     }
     let out = run(zklock(&zk).args(["--auth", "nocolon", "exec", &lock, "--", "true"]));
     assert_eq!(code(&out), 2, "{out:?}");
