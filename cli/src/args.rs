@@ -14,7 +14,42 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
-/// How to reach ZooKeeper (every command).
+/// The command line's definition: [`Cli`]'s, with the connection options kept
+/// off the subcommands that do not connect (`completions`, `man`). They are
+/// global (accepted before the subcommand or after it), and clap gives a global
+/// option to every subcommand that has none of that name: these get one of
+/// their own, hidden, that refuses any value (exit 2), and no environment
+/// variable, so `ZKLOCK_ZK` set in the shell does not disturb them.
+pub(crate) fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let mut cli = Cli::command();
+    for name in ["completions", "man"] {
+        cli = cli.mut_subcommand(name, |sub| {
+            let refused = |(id, long): (&'static str, &'static str)| {
+                clap::Arg::new(id).long(long).hide(true).value_parser(
+                    move |_: &str| -> Result<String, String> {
+                        Err(format!("`zklock {name}` does not connect to ZooKeeper"))
+                    },
+                )
+            };
+            // The ids of [`ConnArgs`]' fields, and their flags.
+            let options = [
+                ("zk", "zk"),
+                ("session_timeout", "session-timeout"),
+                ("auth", "auth"),
+                ("tls_ca", "tls-ca"),
+                ("tls_cert", "tls-cert"),
+                ("tls_key", "tls-key"),
+            ];
+            options
+                .into_iter()
+                .fold(sub, |sub, option| sub.arg(refused(option)))
+        });
+    }
+    cli
+}
+
+/// How to reach ZooKeeper (every command that connects).
 #[derive(Args, Debug)]
 pub(crate) struct ConnArgs {
     /// ZooKeeper connect string: host:port[,host:port...][/chroot].
@@ -34,11 +69,6 @@ pub(crate) struct ConnArgs {
     #[arg(long, env = "ZKLOCK_AUTH", value_name = "USER:PASSWORD", global = true,
           hide_env_values = true, value_parser = parse_auth)]
     pub(crate) auth: Option<(String, String)>,
-    /// The ACL of the nodes zklock creates: `open` (anyone), `creator` (only the
-    /// --auth identity) or `creator-read` (the creator, and anyone may read: `ls`
-    /// works for everyone).
-    #[arg(long, value_name = "ACL", global = true, default_value = "open", value_parser = parse_acl)]
-    pub(crate) acl: NodeAcl,
     /// TLS: the CA certificate(s) to trust, a PEM file (connect to the servers'
     /// secure client port, `secureClientPort`).
     #[arg(long, value_name = "FILE", global = true)]
@@ -76,6 +106,18 @@ impl ConnArgs {
             )),
         }
     }
+}
+
+/// How zklock creates nodes: only for the subcommands that create any (`exec`,
+/// `elect`); the others only read, or write into nodes that exist (`revoke`), so
+/// their help does not offer it and their command line refuses it.
+#[derive(Args, Debug)]
+pub(crate) struct NodeArgs {
+    /// The ACL of the nodes zklock creates: `open` (anyone), `creator` (only the
+    /// --auth identity) or `creator-read` (the creator, and anyone may read: `ls`
+    /// works for everyone).
+    #[arg(long, value_name = "ACL", default_value = "open", value_parser = parse_acl)]
+    pub(crate) acl: NodeAcl,
 }
 
 fn parse_auth(text: &str) -> Result<(String, String), String> {
@@ -138,7 +180,8 @@ pub(crate) enum Command {
     /// leader), owner, session, age, fencing token, naming scheme, the positions a
     /// waiter waits for, node name. Works on locks of Curator and kazoo clients too.
     /// A lock nobody holds, or a PATH that does not exist, lists nobody (exit 0):
-    /// ZooKeeper keeps no record of a lock beyond its participants.
+    /// ZooKeeper keeps no record of a lock beyond its participants. A PATH that
+    /// does not exist is said to, with its first missing ancestor (a typo?).
     ///
     /// --json prints one object: {"path", "foreign", "holders": [P...],
     /// "waiters": [P...]}, each P {"position", "node", "path", "kind", "scheme",
@@ -202,10 +245,11 @@ pub(crate) enum Command {
     /// exceed 1.5 × (syncLimit × tickTime + tickTime/2), and span two ticks.
     /// Nothing is guessed: a refused `conf` leaves the rule unchecked. Exit 0
     /// when every check passed, 5 when something is unsafe, 6 when something
-    /// could not be checked, 69 when no server answered.
+    /// could not be checked, 69 when no server answered, 2 when the connect
+    /// string's chroot does not exist on the servers (the report still shown).
     ///
     /// --json prints one object: {"connect", "session_timeout_ms", "verdict"
-    /// (safe, unsafe, unchecked, unreachable), "exit_code", "probed_words",
+    /// (safe, unsafe, unchecked, unreachable, no-chroot), "exit_code", "probed_words",
     /// "servers": [{"server", "address", "reachable", "mode", "version",
     /// "allowed_words", "refused_words", "conf" ({"tick_time_ms", "sync_limit",
     /// "min_session_timeout_ms", "max_session_timeout_ms"} or null),

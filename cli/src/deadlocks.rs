@@ -15,9 +15,10 @@
 //!   "ctime": 1764063123456, "age_ms": 5120 | null}
 //! ```
 
+use crate::chroot::Chroot;
 use crate::json::Object;
 use crate::ls::{age_ms, age_text, cell, columns, now_ms, session_hex};
-use crate::{exit, fail};
+use crate::{exit, say};
 use lock_zookeeper_client::{Cycle, CycleNode, LockClient};
 use std::fmt::Write;
 use std::process::ExitCode;
@@ -36,10 +37,27 @@ pub(crate) enum Format {
 /// Runs `zklock deadlocks`: exit 0 when there is none, [`exit::DEADLOCK`] when
 /// some were found (so that `zklock deadlocks /locks || alert` alerts on a
 /// deadlock and on a failure alike).
-pub(crate) async fn run(locks: &LockClient, root: String, format: Format) -> ExitCode {
+///
+/// None found: a missing chroot is exit 2 before anything is printed (else
+/// `zklock deadlocks /locks || alert` would pass on a typo in `--zk`), and a
+/// ROOT that does not exist is said to on stderr (still exit 0: no deadlock).
+pub(crate) async fn run(
+    locks: &LockClient,
+    root: String,
+    format: Format,
+    chroot: &Chroot<'_>,
+) -> ExitCode {
     let cycles = match locks.deadlocks(root.clone()).await {
         Ok(cycles) => cycles,
-        Err(e) => return fail(&e),
+        Err(e) => return chroot.fail(&root, &e).await,
+    };
+    let absent = if cycles.is_empty() {
+        match chroot.nothing_at(&root).await {
+            Ok(hint) => hint,
+            Err(code) => return code,
+        }
+    } else {
+        None
     };
     let now = now_ms();
     print!(
@@ -50,6 +68,9 @@ pub(crate) async fn run(locks: &LockClient, root: String, format: Format) -> Exi
             Format::Dot => dot(&cycles),
         }
     );
+    if let Some(hint) = absent {
+        say(hint);
+    }
     if cycles.is_empty() {
         ExitCode::SUCCESS
     } else {

@@ -69,12 +69,32 @@ pub(crate) async fn run(conn: &ConnArgs, args: DoctorArgs) -> ExitCode {
         reports.push(server::check(&options, host, port).await);
     }
     let findings: Vec<_> = reports.iter().map(|r| findings::of(r, &options)).collect();
-    let code = findings::exit_code(&reports, &findings);
+    let mut code = findings::exit_code(&reports, &findings);
+    // A chroot the servers do not have: nothing could lock under it, whatever
+    // their settings (exit 2, as every subcommand; the report is still shown).
+    // Looked up only when some server took a session: else there is no one to
+    // ask, and the verdict says so already.
+    let chroot = crate::usage::connect_string(&conn.zk)
+        .ok()
+        .and_then(|target| target.chroot);
+    let mut missing_chroot = None;
+    if let Some(chroot) = chroot.as_deref() {
+        if reports.iter().any(|r| r.session.is_ok())
+            && crate::chroot::Chroot::new(conn, Some(chroot.to_owned()))
+                .report_missing()
+                .await
+                .is_some()
+        {
+            code = exit::USAGE;
+            missing_chroot = Some(chroot);
+        }
+    }
     let run = output::Run {
         options: &options,
         reports: &reports,
         findings: &findings,
         code,
+        missing_chroot,
     };
     if args.json {
         println!("{}", output::json(&run));

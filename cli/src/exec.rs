@@ -5,10 +5,10 @@ use crate::job::Ready;
 use crate::progress::Progress;
 use crate::signals::Signals;
 use crate::usage::{self, NodeFor};
-use crate::{exit, fail, say, Scheme};
+use crate::{exit, say, Scheme};
 use clap::Args;
 use lock_zookeeper_client::{
-    Error, FencingToken, Leadership, LockClient, LockEvent, LockGuard, NameScheme,
+    Error, FailReason, FencingToken, Leadership, LockClient, LockEvent, LockGuard, NameScheme,
 };
 use rustix::process::Signal;
 use std::io::IsTerminal;
@@ -46,6 +46,8 @@ pub(crate) struct ExecArgs {
     /// (exit 74); while waiting, a revocation gives up the place in the queue.
     #[arg(long)]
     revocable: bool,
+    #[command(flatten)]
+    pub(crate) nodes: crate::args::NodeArgs,
     /// The lock's directory in ZooKeeper, e.g. /locks/backup.
     path: String,
     /// The command to run while holding the lock, after `--`.
@@ -168,7 +170,13 @@ pub(crate) async fn run(
             say(format_args!("timed out waiting for {}", args.path));
             return ExitCode::from(exit::BUSY);
         }
-        Err(e) => return chroot.fail(&e).await,
+        Err(Error::Failed(FailReason::PermitsMismatch { ours, theirs })) => {
+            let (sentence, code) =
+                crate::explain::permits_mismatch(&args.path, args.scheme, ours, theirs);
+            say(sentence);
+            return ExitCode::from(code);
+        }
+        Err(e) => return chroot.fail(&args.path, &e).await,
     };
 
     supervise(locks, guard, ready, signals).await
@@ -365,7 +373,11 @@ pub(crate) async fn supervise(
                     lost = true;
                     events = false;
                     if let Phase::Running | Phase::Suspended { .. } = phase {
-                        say(format_args!("the lock was lost ({reason:?}): stopping CMD"));
+                        say(format_args!(
+                            "the lock at {} was lost ({}): stopping CMD",
+                            guard.node(),
+                            crate::explain::lost(&reason)
+                        ));
                         job.terminate().await;
                         phase = Phase::Terminating { kill_at: Instant::now() + margin };
                     }
@@ -417,6 +429,7 @@ pub(crate) async fn supervise(
     // a lock no longer guaranteed is not worth waiting for (the server deletes
     // the node with the session).
     let bound = locks.session_timeout() * 2;
+    let node = guard.node().to_owned();
     match tokio::time::timeout(bound, guard.let_go())
         .await
         .unwrap_or(Err(Error::Timeout))
@@ -425,13 +438,17 @@ pub(crate) async fn supervise(
         Err(Error::Lost(reason)) => {
             if !lost {
                 say(format_args!(
-                    "the lock was lost ({reason:?}) before CMD ended"
+                    "the lock at {node} was lost ({}) before CMD ended",
+                    crate::explain::lost(&reason)
                 ));
             }
             lost = true;
         }
         Err(e) => {
-            say(format_args!("releasing the lock: {e}"));
+            say(format_args!(
+                "releasing the lock at {node}: {}",
+                crate::explain::error(&e)
+            ));
         }
     }
     if lost {
@@ -460,6 +477,8 @@ pub(crate) struct ElectArgs {
     path: String,
     /// Our participant id (what `zklock leader` prints).
     id: String,
+    #[command(flatten)]
+    pub(crate) nodes: crate::args::NodeArgs,
     /// The command to run while leader, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(crate) cmd: Vec<std::ffi::OsString>,
@@ -480,6 +499,7 @@ pub(crate) async fn elect(
     args: ElectArgs,
     ready: Ready,
     signals: &mut Signals,
+    chroot: &Chroot<'_>,
 ) -> ExitCode {
     let mut election = locks.election(args.path.clone(), args.id.clone());
     let line = std::io::stderr().is_terminal();
@@ -490,7 +510,7 @@ pub(crate) async fn elect(
     };
     let leadership = match led {
         Ok(leadership) => leadership,
-        Err(e) => return fail(&e),
+        Err(e) => return chroot.fail(&args.path, &e).await,
     };
     let code = supervise(locks, leadership, ready, signals).await;
     election.resign().await;

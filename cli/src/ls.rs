@@ -41,20 +41,30 @@ pub(crate) async fn run(
 ) -> ExitCode {
     let who = match locks.participants(path.clone()).await {
         Ok(who) => who,
-        Err(e) => return chroot.fail(&e).await,
+        Err(e) => return chroot.fail(&path, &e).await,
     };
+    // Not "nobody holds" when nothing can be there at all (a missing chroot:
+    // exit 2), and a path that does not exist is said to (a typo, most likely).
+    let mut absent = None;
     if who.holders.is_empty() && who.waiters.is_empty() {
-        // Not "nobody holds" when nothing can be there at all.
-        if let Some(code) = chroot.report_missing().await {
-            return code;
+        match chroot.nothing_at(&path).await {
+            Ok(hint) => absent = hint,
+            Err(code) => return code,
         }
     }
     let now = now_ms();
     if as_json {
         println!("{}", to_json(&who, now));
+        if let Some(hint) = absent {
+            say(hint);
+        }
         return ExitCode::SUCCESS;
     }
-    let (table, notes) = text_view(&who, &path, now);
+    let (table, mut notes) = text_view(&who, &path, now);
+    if let (Some(hint), Some(nobody)) = (absent, notes.first_mut()) {
+        // The "nobody holds or waits" note, and why.
+        *nobody = format!("{nobody}: {hint}");
+    }
     print!("{table}");
     for line in notes {
         say(line);

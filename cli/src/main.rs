@@ -1,8 +1,8 @@
 //! `zklock`: flock(1) and `etcdctl lock`/`elect` for Apache ZooKeeper.
 //!
 //! ```text
-//! zklock exec [-w SECS | -n] [--read | --semaphore N] [--scheme native|curator|kazoo] [--owner ID] PATH -- CMD...
-//! zklock elect PATH ID -- CMD...
+//! zklock exec [-w SECS | -n] [--read | --semaphore N] [--scheme native|curator|kazoo] [--owner ID] [--acl ACL] PATH -- CMD...
+//! zklock elect [--acl ACL] PATH ID -- CMD...
 //! zklock ls PATH [--json]
 //! zklock revoke PATH|NODE
 //! zklock leader PATH [--watch]
@@ -22,6 +22,7 @@ mod chroot;
 mod deadlocks;
 mod doctor;
 mod exec;
+mod explain;
 mod guard;
 mod job;
 mod json;
@@ -35,8 +36,7 @@ mod usage;
 mod views;
 
 pub(crate) use args::{parse_secs, Cli, Command, ConnArgs, Scheme};
-use clap::Parser;
-use lock_zookeeper_client::{ConnectOptions, Error, LockClient, NameScheme, NodeAcl, Tls};
+use lock_zookeeper_client::{ConnectOptions, Error, LockClient, NameScheme, NodeAcl, Tls, ZkError};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -46,7 +46,9 @@ pub mod exit {
     pub const FAILURE: u8 = 1;
     /// Usage error, found before connecting: bad arguments (clap's code), an
     /// invalid lock path, permit count or connect string, a lock path too long
-    /// for CMD's environment; or the connect string's chroot does not exist.
+    /// for CMD's environment; or found on the server, where the remedy is still
+    /// a different command line: the connect string's chroot does not exist,
+    /// `exec --semaphore N` where the semaphore has another permit count.
     pub const USAGE: u8 = 2;
     /// `leader`: nobody leads the election.
     pub const NO_LEADER: u8 = 3;
@@ -83,8 +85,9 @@ Exit codes:
         128+N also when signal N made zklock give up waiting
   1     other failure (ZooKeeper refused a request, ...)
   2     usage error, found before connecting (bad arguments, invalid lock path,
-        permits or connect string, path too long for ZKLOCK_NODE); or the
-        connect string's chroot does not exist
+        permits or connect string, path too long for ZKLOCK_NODE); or found on
+        the server: the connect string's chroot does not exist, exec
+        --semaphore N where the semaphore has another permit count
   3     leader: no leader
   4     deadlocks: deadlock(s) found
   5     doctor: unsafe settings on some server (the report says how to fix them)
@@ -111,27 +114,37 @@ pub(crate) fn error_code(e: &Error) -> u8 {
         Error::Connect(_) | Error::NoRuntime => exit::CONNECT,
         Error::Timeout | Error::WouldBlock | Error::Revoked => exit::BUSY,
         Error::Lost(_) => exit::LOST,
+        // The command line asks for another count than the semaphore's.
+        Error::Failed(lock_zookeeper_client::FailReason::PermitsMismatch { .. }) => exit::USAGE,
         _ => exit::FAILURE,
     }
 }
 
-/// Reports `e` and returns its exit code.
+/// Reports `e` (a sentence) and returns its exit code.
 pub(crate) fn fail(e: &Error) -> ExitCode {
-    say(e);
+    say(explain::error(e));
     ExitCode::from(error_code(e))
 }
 
-async fn connect(conn: &ConnArgs) -> Result<LockClient, Error> {
-    connect_to(conn, &conn.zk, None).await
+/// Reports `e` as about `path` (a sentence naming it) and returns its exit code.
+pub(crate) fn fail_at(path: &str, e: &Error) -> ExitCode {
+    say(explain::at(path, e));
+    ExitCode::from(error_code(e))
 }
 
-/// Connects to the servers `zk` with the options of `conn`.
+async fn connect(conn: &ConnArgs, acl: NodeAcl) -> Result<LockClient, Error> {
+    connect_to(conn, &conn.zk, None, acl).await
+}
+
+/// Connects to the servers `zk` with the options of `conn`; nodes created in the
+/// session get `acl`.
 pub(crate) async fn connect_to(
     conn: &ConnArgs,
     zk: &str,
     connect_timeout: Option<Duration>,
+    acl: NodeAcl,
 ) -> Result<LockClient, Error> {
-    let mut options = ConnectOptions::new().acl(conn.acl.clone());
+    let mut options = ConnectOptions::new().acl(acl);
     if let Some(timeout) = connect_timeout {
         options = options.connect_timeout(timeout);
     }
@@ -154,10 +167,11 @@ pub(crate) async fn connect_to(
 /// servers and what each did.
 async fn connect_or_explain(
     conn: &ConnArgs,
+    acl: NodeAcl,
     servers: &[usage::Server],
 ) -> Result<LockClient, Error> {
     tokio::select! {
-        result = connect(conn) => match result {
+        result = connect(conn, acl) => match result {
             Err(Error::Connect(why)) => Err(Error::Connect(reach::explain(servers, &why).await)),
             other => other,
         },
@@ -166,7 +180,10 @@ async fn connect_or_explain(
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let parsed = args::command()
+        .try_get_matches()
+        .and_then(|matches| <Cli as clap::FromArgMatches>::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => return usage::clap_error(e),
     };
@@ -193,9 +210,8 @@ fn main() -> ExitCode {
 /// `zklock completions SHELL`: generated from the command line's own
 /// definition, at run time (nothing to install beside the binary).
 fn print_completions(shell: clap_complete::Shell) -> ExitCode {
-    use clap::CommandFactory;
     let mut script = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "zklock", &mut script);
+    clap_complete::generate(shell, &mut args::command(), "zklock", &mut script);
     print_out(&script, "completion script")
 }
 
@@ -214,8 +230,7 @@ fn print_out(text: &[u8], what: &str) -> ExitCode {
 /// `zklock man`: the manual page, zklock(1), in roff, from the command line's
 /// definition (the subcommands as sections of one page).
 fn print_man_page() -> ExitCode {
-    use clap::CommandFactory;
-    let command = Cli::command();
+    let command = args::command();
     let mut page = Vec::new();
     let rendered = clap_mangen::Man::new(command.clone())
         .render(&mut page)
@@ -253,17 +268,14 @@ fn usage_error(cli: &Cli) -> Option<String> {
     match &cli.command {
         Command::Exec(args) => args.usage_error(),
         Command::Elect(args) => args.usage_error(),
+        // The lock client refuses `/` as a root too (it cannot be a lock
+        // directory): refused here, before connecting, like any invalid path.
         Command::Ls { path, .. }
         | Command::Leader { path, .. }
-        | Command::Revoke { target: path } => usage::lock_path(path).err(),
-        Command::Deadlocks { root, .. } if root != "/" => usage::lock_path(root).err(),
-        Command::Top(args) if args.root != "/" => usage::lock_path(&args.root).err(),
-        Command::Deadlocks { .. }
-        | Command::Top(_)
-        | Command::Guard(_)
-        | Command::Doctor(_)
-        | Command::Completions { .. }
-        | Command::Man => None,
+        | Command::Revoke { target: path }
+        | Command::Deadlocks { root: path, .. } => usage::lock_path(path).err(),
+        Command::Top(args) => usage::lock_path(&args.root).err(),
+        Command::Guard(_) | Command::Doctor(_) | Command::Completions { .. } | Command::Man => None,
     }
 }
 
@@ -305,8 +317,14 @@ async fn run(cli: Cli) -> ExitCode {
         Ok(starting) => starting,
         Err(e) => return cannot_guard(e),
     };
+    // Only the subcommands that create nodes take --acl; the others create none.
+    let acl = match &cli.command {
+        Command::Exec(args) => args.nodes.acl.clone(),
+        Command::Elect(args) => args.nodes.acl.clone(),
+        _ => NodeAcl::Open,
+    };
     let locks = tokio::select! {
-        connected = connect_or_explain(&cli.conn, &target.servers) => match connected {
+        connected = connect_or_explain(&cli.conn, acl, &target.servers) => match connected {
             Ok(locks) => locks,
             Err(e) => return fail(&e),
         },
@@ -329,9 +347,9 @@ async fn run(cli: Cli) -> ExitCode {
         }
         Command::Elect(args) => {
             let ready = ready.expect("spawned for elect");
-            exec::elect(&locks, args, ready, &mut signals).await
+            exec::elect(&locks, args, ready, &mut signals, &chroot).await
         }
-        Command::Leader { path, watch } => leader(&locks, path, watch, &mut signals).await,
+        Command::Leader { path, watch } => leader(&locks, path, watch, &mut signals, &chroot).await,
         Command::Top(args) => tokio::select! {
             code = top::run(&cli.conn, &locks, args, &chroot) => code,
             number = signals.next() => exec::signal_code(number),
@@ -350,7 +368,7 @@ async fn run(cli: Cli) -> ExitCode {
 /// The one-shot commands: revoke, ls, deadlocks.
 async fn inspect(locks: &LockClient, command: Command, chroot: &chroot::Chroot<'_>) -> ExitCode {
     match command {
-        Command::Revoke { target } => revoke(locks, target).await,
+        Command::Revoke { target } => revoke(locks, target, chroot).await,
         Command::Ls { path, json } => ls::run(locks, path, json, chroot).await,
         Command::Deadlocks { root, json, dot } => {
             let format = if json {
@@ -360,7 +378,7 @@ async fn inspect(locks: &LockClient, command: Command, chroot: &chroot::Chroot<'
             } else {
                 deadlocks::Format::Text
             };
-            deadlocks::run(locks, root, format).await
+            deadlocks::run(locks, root, format, chroot).await
         }
         Command::Exec(_)
         | Command::Elect(_)
@@ -373,18 +391,32 @@ async fn inspect(locks: &LockClient, command: Command, chroot: &chroot::Chroot<'
     }
 }
 
-async fn revoke(locks: &LockClient, target: String) -> ExitCode {
+/// `zklock revoke`: asks the holders at `target` (or its one node) to let go.
+async fn revoke(locks: &LockClient, target: String, chroot: &chroot::Chroot<'_>) -> ExitCode {
     match locks.revoke(target.clone()).await {
         Ok(nodes) => {
             if nodes.is_empty() {
-                say(format_args!("nobody to revoke at {target}"));
+                // Nobody there: a missing chroot is exit 2, a missing path said.
+                let hint = match chroot.nothing_at(&target).await {
+                    Ok(hint) => hint.map(|h| format!(": {h}")).unwrap_or_default(),
+                    Err(code) => return code,
+                };
+                say(format_args!("nobody to revoke at {target}{hint}"));
             }
             for node in nodes {
                 println!("{node}");
             }
             ExitCode::SUCCESS
         }
-        Err(e) => fail(&e),
+        Err(e @ Error::Zk(ZkError::NoNode)) => match chroot.nothing_at(&target).await {
+            Err(code) => code,
+            Ok(Some(hint)) => {
+                say(format_args!("cannot revoke {target}: {hint}"));
+                ExitCode::from(error_code(&e))
+            }
+            Ok(None) => fail_at(&target, &e),
+        },
+        Err(e) => chroot.fail(&target, &e).await,
     }
 }
 
@@ -400,15 +432,27 @@ fn leader_line(leader: Option<&lock_zookeeper_client::Leader>) -> String {
     }
 }
 
+/// `zklock leader`: the leader of the election at `path`, once or at every
+/// change (`watch`).
 async fn leader(
     locks: &LockClient,
     path: String,
     watch: bool,
     signals: &mut signals::Signals,
+    chroot: &chroot::Chroot<'_>,
 ) -> ExitCode {
     let mut observer = match locks.observe_election(path.clone()).await {
         Ok(observer) => observer,
-        Err(e) => return fail(&e),
+        Err(e) => return chroot.fail(&path, &e).await,
+    };
+    // Nobody leads: a missing chroot is exit 2 (also with --watch: nothing
+    // could ever lead there), a missing path is said (a typo, most likely).
+    let absent = match observer.leader() {
+        Some(_) => None,
+        None => match chroot.nothing_at(&path).await {
+            Ok(hint) => hint,
+            Err(code) => return code,
+        },
     };
     if !watch {
         return match observer.leader() {
@@ -417,17 +461,22 @@ async fn leader(
                 ExitCode::SUCCESS
             }
             None => {
-                say(format_args!("no leader at {path}"));
+                let hint = absent.map(|h| format!(": {h}")).unwrap_or_default();
+                say(format_args!("no leader at {path}{hint}"));
                 ExitCode::from(exit::NO_LEADER)
             }
         };
+    }
+    if let Some(hint) = absent {
+        // Watched all the same: the election may start later.
+        say(hint);
     }
     println!("{}", leader_line(observer.leader()));
     loop {
         tokio::select! {
             changed = observer.changed() => match changed {
                 Ok(leader) => println!("{}", leader_line(leader.as_ref())),
-                Err(e) => return fail(&e),
+                Err(e) => return fail_at(&path, &e),
             },
             _ = signals.next() => return ExitCode::SUCCESS,
         }
@@ -437,11 +486,11 @@ async fn leader(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
+    use clap::Parser;
 
     #[test]
     fn the_cli_is_well_formed() {
-        Cli::command().debug_assert();
+        args::command().debug_assert();
     }
 
     #[test]

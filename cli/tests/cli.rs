@@ -441,7 +441,14 @@ fn cmd_stopped_when_the_node_is_deleted() {
     let mut stderr = String::new();
     std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr).unwrap();
     assert_eq!(status.code(), Some(LOST), "{stderr}");
-    assert!(stderr.contains("NodeDeleted"), "{stderr}");
+    // A sentence naming the node, not the lock client's `NodeDeleted`.
+    assert!(
+        stderr.contains(&format!(
+            "the lock at {node} was lost (its node was deleted by someone else"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("NodeDeleted"), "{stderr}");
     assert!(
         start.elapsed() < Duration::from_secs(5),
         "{:?}",
@@ -510,8 +517,9 @@ fn digest_auth_and_creator_acl() {
     let alice = ["--auth", "alice:secret", "--acl", "creator"];
     let mut holder = holding(&zk, &alice, &lock, &ready);
     let out = run(zklock(&zk)
+        .arg("exec")
         .args(alice)
-        .args(["exec", "-n", &lock, "--", "true"]));
+        .args(["-n", &lock, "--", "true"]));
     assert_eq!(code(&out), BUSY, "same user: {out:?}");
     for other in [
         &["--auth", "bob:secret"][..],
@@ -522,10 +530,15 @@ fn digest_auth_and_creator_acl() {
             .args(other)
             .args(["exec", "-n", &lock, "--", "true"]));
         assert_eq!(code(&out), 1, "{other:?}: {out:?}");
+        // One sentence naming the lock.
+        let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
-            String::from_utf8_lossy(&out.stderr).contains("not authorised"),
+            stderr.contains(&format!(
+                "zklock: {lock}: ZooKeeper refused: not authorised"
+            )),
             "{other:?}: {out:?}"
         );
+        assert_eq!(stderr.lines().count(), 1, "{other:?}: {stderr}");
     }
     let out = run(zklock(&zk).args(["--auth", "nocolon", "exec", &lock, "--", "true"]));
     assert_eq!(code(&out), 2, "{out:?}");
@@ -659,4 +672,24 @@ fn sigint_reaches_cmd_once() {
             .unwrap_or(0);
         assert_eq!(count, 1, "{case}: SIGINTs CMD got");
     }
+}
+
+/// `exec --semaphore 2` where zklock's semaphore of 3 is held: one sentence
+/// naming the path and the count that fits (exit 2), not the lock client's
+/// `PermitsMismatch { .. }`.
+#[test]
+fn semaphore_of_another_count_is_named() {
+    let zk = server().connect_string();
+    let lock = unique("permits");
+    let dir = scratch("permits");
+    let mut holder = holding(&zk, &["--semaphore", "3"], &lock, &dir.join("ready"));
+    let out = run(zklock(&zk).args(["exec", "--semaphore", "2", &lock, "--", "true"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 2, "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!("zklock: {lock} is a semaphore of 3 permits; asked for 2: use --semaphore 3")
+    );
+    kill(&holder, "-TERM");
+    holder.wait().unwrap();
 }

@@ -105,3 +105,76 @@ fn cmd_without_double_dash_gets_a_hint() {
     assert_eq!(o.status.code(), Some(2));
     assert!(!String::from_utf8_lossy(&o.stderr).contains("before CMD"));
 }
+
+/// Options only where they apply: `--acl` (how nodes are created) is offered and
+/// accepted by the subcommands that create nodes, and refused by the others as
+/// a usage error (exit 2); the connection options stay on every subcommand that
+/// connects, and their environment variables keep working.
+#[test]
+fn acl_only_where_nodes_are_created() {
+    for sub in ["exec", "elect"] {
+        let help = stdout(&zklock(&[sub, "--help"]));
+        assert!(help.contains("--acl"), "{sub} --help: {help}");
+    }
+    for sub in ["ls", "revoke", "leader", "deadlocks", "top", "doctor"] {
+        let help = stdout(&zklock(&[sub, "--help"]));
+        assert!(!help.contains("--acl"), "{sub} --help offers --acl: {help}");
+        for option in ["--zk", "--session-timeout", "--auth", "--tls-ca"] {
+            assert!(help.contains(option), "{sub} --help lacks {option}: {help}");
+        }
+    }
+    for args in [
+        &["ls", "--acl", "creator", "/p"][..],
+        &["--acl", "creator", "ls", "/p"],
+        &["revoke", "--acl", "open", "/p"],
+        &["leader", "/p", "--acl", "open"],
+        &["deadlocks", "--acl", "open", "/"],
+        &["top", "--once", "--acl", "open", "/"],
+        &["doctor", "--acl", "open"],
+    ] {
+        let o = zklock(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("--acl"), "{args:?}: {err}");
+    }
+    // Where it applies, a bad value is a usage error too (before connecting).
+    let o = zklock(&["exec", "--acl", "nobody", "/p", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+}
+
+/// The subcommands that do not connect (`completions`, `man`) neither offer the
+/// connection options nor take them (exit 2, saying why); the environment's
+/// `ZKLOCK_ZK` and `ZKLOCK_AUTH` do not disturb them.
+#[test]
+fn no_connection_options_where_nothing_connects() {
+    for sub in [&["man"][..], &["completions", "bash"]] {
+        let help = stdout(&zklock(&[sub[0], "--help"]));
+        for option in ["--zk", "--session-timeout", "--auth", "--tls-ca", "--acl"] {
+            assert!(
+                !help.contains(option),
+                "{sub:?} --help offers {option}: {help}"
+            );
+        }
+        for option in [
+            &["--zk", "h:1"][..],
+            &["--session-timeout", "3"],
+            &["--tls-ca", "ca.pem"],
+        ] {
+            let args: Vec<&str> = sub.iter().chain(option).copied().collect();
+            let o = zklock(&args);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                err.contains("does not connect to ZooKeeper"),
+                "{args:?}: {err}"
+            );
+        }
+        let o = Command::new(env!("CARGO_BIN_EXE_zklock"))
+            .args(sub)
+            .env("ZKLOCK_ZK", "h:1/x")
+            .env("ZKLOCK_AUTH", "u:p")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{sub:?} with ZKLOCK_ZK set: {o:?}");
+    }
+}

@@ -168,3 +168,50 @@ fn exec_semaphore_shares_permits_with_kazoo() {
     kill(&ours, "-TERM");
     ours.wait().unwrap();
 }
+
+/// `zklock exec --semaphore 2 --scheme kazoo` against a kazoo pool of 3 (kazoo
+/// keeps the count in the path's data): one line naming the path, the pool's
+/// count and the flag that fits, exit 2 (the command line is what to change),
+/// no Rust value; CMD does not run. With `--semaphore 3` it shares the pool.
+#[test]
+fn exec_semaphore_of_another_count_than_kazoos_is_named() {
+    let zk = server().connect_string();
+    let lock = unique("kazoo-permits");
+    let (mut theirs, _) = kazoo_holder(&zk, &lock, "kazoo-holder", &["shold", "3"]);
+    let dir = scratch("kazoo-permits");
+    let ran = dir.join("ran");
+    let out = run(zklock(&zk).args([
+        "exec",
+        "--semaphore",
+        "2",
+        "--scheme",
+        "kazoo",
+        &lock,
+        "--",
+        "touch",
+        ran.to_str().unwrap(),
+    ]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 2, "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "zklock: {lock} is a semaphore of 3 permits (kazoo); asked for 2: use --semaphore 3"
+        )
+    );
+    assert!(!ran.exists(), "CMD ran");
+    let out = run(zklock(&zk).args([
+        "exec",
+        "-n",
+        "--semaphore",
+        "3",
+        "--scheme",
+        "kazoo",
+        &lock,
+        "--",
+        "true",
+    ]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    drop(theirs.stdin.take());
+    assert!(theirs.wait().unwrap().success());
+}

@@ -176,12 +176,16 @@ fn live_view(zk: &str, root: &str) -> String {
     let mut terminal = Terminal::top(env!("CARGO_BIN_EXE_zklock"), zk, root);
     let screen = terminal.screen.clone();
     let screen_now = || screen.lock().unwrap().text();
-    let shows = |what: &str| {
+    // The screen is read while zklock writes it: a frame arrives in pieces (the
+    // title line before the rows below it), so whatever is checked is waited
+    // for, all of it on one screen, never assumed to be there because something
+    // drawn before it is.
+    let shows_all = |what: &[&str]| {
         let until = std::time::Instant::now() + LONG;
         loop {
             let seen = screen_now();
-            if seen.contains(what) {
-                return;
+            if what.iter().all(|w| seen.contains(w)) {
+                return seen;
             }
             assert!(
                 std::time::Instant::now() < until,
@@ -190,13 +194,26 @@ fn live_view(zk: &str, root: &str) -> String {
             std::thread::sleep(Duration::from_millis(20));
         }
     };
-    shows(&format!(
-        "3 lock(s) under {root} held or waited for, 4 waiter(s), 2 on a deadlock"
-    ));
-    shows("alice(");
-    shows("DEADLOCK");
+    let shows = |what: &str| {
+        shows_all(&[what]);
+    };
+    let (lock_a, lock_b) = (format!("{root}/a"), format!("{root}/b"));
+    shows_all(&[
+        &format!("3 lock(s) under {root} held or waited for, 4 waiter(s), 2 on a deadlock"),
+        "alice(",
+        "carol(",
+        "DEADLOCK",
+        &lock_a,
+        &lock_b,
+    ]);
     // Deadlocked rows in bold red; the selected (first) row in reverse video.
-    let look = |what: &str| screen.lock().unwrap().look_of(what).unwrap();
+    let look = |what: &str| {
+        screen
+            .lock()
+            .unwrap()
+            .look_of(what)
+            .unwrap_or_else(|| panic!("{what:?} left the screen"))
+    };
     let (alice, carol) = (look("alice("), look("carol("));
     assert!(
         alice.red && alice.bold,
@@ -209,7 +226,7 @@ fn live_view(zk: &str, root: &str) -> String {
         screen.lock().unwrap().marked()
     );
     assert!(
-        look(&format!("{root}/a")).reversed || look(&format!("{root}/b")).reversed,
+        look(&lock_a).reversed || look(&lock_b).reversed,
         "{}",
         screen.lock().unwrap().marked()
     );
@@ -237,33 +254,40 @@ fn live_view(zk: &str, root: &str) -> String {
     // owner-less session wait; Esc goes back.
     press(b"j\x1b[B");
     press(b"\r");
-    shows(&format!("zklock ls {root}/c | Esc back"));
-    let lock_view = screen_now();
-    println!("{}", screen.lock().unwrap().marked());
-    let lines: Vec<&str> = lock_view.lines().collect();
-    let row = |n: &str| {
-        lines
-            .iter()
+    // The whole lock view: its title and its three rows (written after it, each
+    // left to right): carol holds, dave waits, then the owner-less session.
+    let title = format!("zklock ls {root}/c | Esc back");
+    let row_of = |view: &str, n: &str| {
+        view.lines()
             .find(|l| {
                 l.trim_start_matches('│')
                     .trim_start()
                     .starts_with(&format!("{n} "))
             })
-            .unwrap_or_else(|| panic!("no row {n} in:\n{lock_view}"))
-            .to_string()
+            .map(str::to_owned)
     };
-    assert!(
-        row("1").contains("holds") && row("1").contains("carol"),
-        "{lock_view}"
-    );
-    assert!(
-        row("2").contains("waits") && row("2").contains("dave"),
-        "{lock_view}"
-    );
-    assert!(
-        row("3").contains("waits") && row("3").contains(" - "),
-        "{lock_view}"
-    );
+    let expected = [
+        ("1", "holds", "carol"),
+        ("2", "waits", "dave"),
+        ("3", "waits", " - "),
+    ];
+    let until = std::time::Instant::now() + LONG;
+    let lock_view = loop {
+        let seen = screen_now();
+        let complete = seen.contains(&title)
+            && expected.iter().all(|(n, state, owner)| {
+                row_of(&seen, n).is_some_and(|r| r.contains(state) && r.contains(owner))
+            });
+        if complete {
+            break seen;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "not the lock view of {root}/c ({expected:?}):\n{seen}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    println!("{}", screen.lock().unwrap().marked());
     assert!(!lock_view.contains("DEADLOCK"), "{lock_view}");
     press(b"\x1b");
     shows(&format!("3 lock(s) under {root}"));

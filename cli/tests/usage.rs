@@ -85,6 +85,16 @@ fn usage_errors_before_connecting() {
         ),
         (&["--zk", ":1", "ls", "/a"], None, "malformed server \":1\""),
         (&["--zk", "h:1/chroot/", "ls", "/a"], None, "invalid chroot"),
+        (
+            &["deadlocks", "/"],
+            None,
+            "the root cannot be a lock directory",
+        ),
+        (
+            &["top", "--once", "/"],
+            None,
+            "the root cannot be a lock directory",
+        ),
     ];
     for (args, env_zk, message) in cases {
         let shown: Vec<String> = args.iter().map(|a| a.chars().take(40).collect()).collect();
@@ -168,8 +178,10 @@ fn connect_failures_say_why() {
     );
 }
 
-/// A chroot missing on the server: `exec` and `ls` say so (exit 2); `ls` does
-/// not claim that nobody holds.
+/// A chroot missing on the server: every subcommand that reads the tree under
+/// it says so in one line and exits 2 (not an empty tree and 0, which would let
+/// `zklock deadlocks /locks || alert` pass on a typo in `--zk`); none claims
+/// that nobody holds or prints anything on stdout.
 #[test]
 fn missing_chroot_is_named() {
     let zk = server().connect_string();
@@ -177,8 +189,22 @@ fn missing_chroot_is_named() {
     let rooted = format!("{zk}{chroot}");
     for args in [
         &["exec", "/l", "--", "true"][..],
+        &["elect", "/e", "me", "--", "true"],
         &["ls", "/l"],
         &["ls", "--json", "/l"],
+        &["top", "--once", "/locks"],
+        // The live view checks before taking the screen (no terminal needed).
+        &["top", "/locks"],
+        &["deadlocks", "/locks"],
+        &["deadlocks", "--json", "/locks"],
+        &["deadlocks", "--dot", "/locks"],
+        &["leader", "/e"],
+        &["leader", "--watch", "/e"],
+        &["revoke", "/l"],
+        &[
+            "revoke",
+            "/l/zkl-0123456789abcdef0123456789abcdef-write-0000000001",
+        ],
     ] {
         let out = zklock(&rooted)
             .args(args)
@@ -193,12 +219,131 @@ fn missing_chroot_is_named() {
             )),
             "{args:?}: {stderr}"
         );
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: one line: {stderr}");
         assert!(!stderr.contains("nobody"), "{args:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{args:?}: {out:?}");
     }
-    // With the chroot there, ls lists nobody as before.
+    // With the chroot there, the same find nobody as before.
     let out = run(zklock(&zk).args(["exec", &format!("{chroot}/l"), "--", "true"]));
     assert_eq!(code(&out), 0, "{out:?}");
-    let out = run(zklock(&rooted).args(["ls", "/l"]));
+    for (args, expected) in [
+        (&["ls", "/l"][..], 0),
+        (&["top", "--once", "/locks"], 0),
+        (&["deadlocks", "/locks"], 0),
+        (&["leader", "/l"], 3),
+        (&["revoke", "/l"], 0),
+    ] {
+        let out = run(zklock(&rooted).args(args));
+        assert_eq!(code(&out), expected, "{args:?}: {out:?}");
+        assert!(
+            !String::from_utf8_lossy(&out.stderr).contains("chroot"),
+            "{args:?}: {out:?}"
+        );
+    }
+}
+
+/// A path that does not exist, where that matters: `ls`, `revoke`, `leader`,
+/// `deadlocks` and `top --once` find nobody there, and say that the path does
+/// not exist and where it went wrong (its parent exists, is missing, or which
+/// ancestor is the first missing one), with the exit codes of the table: 0 for
+/// `ls`, `deadlocks`, `top`, `revoke` (nobody to ask), 3 for `leader`.
+#[test]
+fn missing_paths_name_the_missing_ancestor() {
+    let zk = server().connect_string();
+    let base = unique("missing-paths");
+    // base/held exists (a lock was taken there); base/held/x does not.
+    let out = run(zklock(&zk).args(["exec", &format!("{base}/held"), "--", "true"]));
     assert_eq!(code(&out), 0, "{out:?}");
+    let parent_there = format!("{base}/held/x");
+    let parent_missing = format!("{base}/none/x");
+    let ancestor_missing = format!("{base}/none/deeper/x");
+    let cases = [
+        (
+            parent_there.clone(),
+            format!("{parent_there} does not exist (its parent {base}/held does)"),
+        ),
+        (
+            parent_missing.clone(),
+            format!("{parent_missing} does not exist, nor does its parent {base}/none"),
+        ),
+        (
+            ancestor_missing.clone(),
+            format!("{ancestor_missing} does not exist: its ancestor {base}/none is missing"),
+        ),
+    ];
+    for (path, said) in &cases {
+        for (args, expected, prefix) in [
+            (
+                &["ls", path.as_str()][..],
+                0,
+                Some("nobody holds or waits for"),
+            ),
+            (&["ls", "--json", path.as_str()], 0, None),
+            (&["revoke", path.as_str()], 0, Some("nobody to revoke at")),
+            (&["leader", path.as_str()], 3, Some("no leader at")),
+            (&["deadlocks", path.as_str()], 0, None),
+            (&["top", "--once", path.as_str()], 0, None),
+        ] {
+            let out = run(zklock(&zk).args(args));
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(code(&out), expected, "{args:?}: {stderr}");
+            assert_eq!(stderr.lines().count(), 1, "{args:?}: one line: {stderr}");
+            assert!(stderr.contains(said.as_str()), "{args:?}: {stderr}");
+            if let Some(prefix) = prefix {
+                assert!(
+                    stderr.starts_with(&format!("zklock: {prefix} {path}: ")),
+                    "{args:?}: {stderr}"
+                );
+            }
+        }
+    }
+    // A path that exists gets no such line.
+    for args in [&["ls", &format!("{base}/held")][..], &["deadlocks", &base]] {
+        let out = run(zklock(&zk).args(args));
+        assert_eq!(code(&out), 0, "{args:?}: {out:?}");
+        assert!(
+            !String::from_utf8_lossy(&out.stderr).contains("does not exist"),
+            "{args:?}: {out:?}"
+        );
+    }
+}
+
+/// `doctor` with a connect string whose chroot does not exist: the servers'
+/// report as usual, its verdict naming the chroot, the one line on stderr, and
+/// exit 2 as every subcommand (nothing could lock under it); `--json` says
+/// "no-chroot". With the chroot there, the verdict is the servers' again.
+#[test]
+fn doctor_names_a_missing_chroot() {
+    let zk = server().connect_string();
+    let chroot = unique("doctor-no-chroot").replace("/cli-tests/", "/");
+    let rooted = format!("{zk}{chroot}");
+    let line = format!("the chroot {chroot} of the connect string does not exist");
+    let out = run(zklock(&rooted).args(["doctor"]));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(code(&out), 2, "{stdout}{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&line), "{stderr}");
+    assert!(
+        stdout.contains(&format!("verdict: no-chroot (exit 2): {line}")),
+        "{stdout}"
+    );
+    let out = run(zklock(&rooted).args(["doctor", "--json"]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(code(&out), 2, "{stdout}");
+    assert!(
+        stdout.contains(r#""verdict":"no-chroot","exit_code":2"#)
+            || stdout.contains(r#""verdict": "no-chroot", "exit_code": 2"#),
+        "{stdout}"
+    );
+    let out = run(zklock(&zk).args(["exec", &format!("{chroot}/l"), "--", "true"]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let out = run(zklock(&rooted).args(["doctor"]));
+    assert_ne!(code(&out), 2, "{out:?}");
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("verdict: no-chroot"),
+        "{out:?}"
+    );
 }

@@ -16,6 +16,7 @@ fn verdict(code: u8) -> &'static str {
         0 => "safe",
         exit::UNSAFE => "unsafe",
         exit::CONNECT => "unreachable",
+        exit::USAGE => "no-chroot",
         _ => "unchecked",
     }
 }
@@ -86,6 +87,9 @@ pub(crate) struct Run<'a> {
     pub(crate) reports: &'a [ServerReport],
     pub(crate) findings: &'a [Vec<Finding>],
     pub(crate) code: u8,
+    /// The connect string's chroot, when the servers say it does not exist
+    /// (then `code` is [`exit::USAGE`]).
+    pub(crate) missing_chroot: Option<&'a str>,
 }
 
 /// The text report.
@@ -95,6 +99,7 @@ pub(crate) fn text(run: &Run<'_>) -> String {
         reports,
         findings,
         code,
+        missing_chroot,
     } = *run;
     let mut out = String::new();
     let _ = writeln!(
@@ -165,6 +170,11 @@ pub(crate) fn text(run: &Run<'_>) -> String {
             reports.len()
         ),
         exit::CONNECT => "no server answered".to_owned(),
+        exit::USAGE => format!(
+            "the chroot {} of the connect string does not exist on the server \
+             (create it, or fix --zk / ZKLOCK_ZK)",
+            missing_chroot.unwrap_or("?")
+        ),
         _ => format!(
             "nothing unsafe found, but {} of {} server(s) could not be fully checked",
             count(Severity::Unchecked),

@@ -176,9 +176,15 @@ fn field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
 /// Opens a session on this one server with the options given: its negotiated
 /// timeout and our connection's `TCP_NODELAY`.
 async fn session(options: &Options<'_>, entry: &str, addr: SocketAddr) -> Result<Session, String> {
-    let locks = crate::connect_to(options.conn, entry, Some(options.connect_timeout))
-        .await
-        .map_err(|e| e.to_string())?;
+    let locks = crate::connect_to(
+        options.conn,
+        entry,
+        Some(options.connect_timeout),
+        // doctor creates no node.
+        lock_zookeeper_client::NodeAcl::Open,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     let negotiated = locks.session_timeout();
     let nodelay = lock_nodelay::connections(&lock_nodelay::Peers::new([addr]))
         .ok()

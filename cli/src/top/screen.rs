@@ -152,7 +152,13 @@ async fn live(
                         }
                         SessionState::Disconnected => {}
                         ended => {
-                            let why = format!("the listing session of {root} ended: {ended:?}", root = view.root);
+                            let how = match ended {
+                                SessionState::Expired => "expired",
+                                SessionState::AuthFailed => "its credentials were refused",
+                                SessionState::Closed => "was closed",
+                                _ => "ended",
+                            };
+                            let why = format!("the listing session of {root} {how}", root = view.root);
                             return Err(Error::Connect(why).into());
                         }
                     },

@@ -1,0 +1,113 @@
+//! Errors as sentences: the lock client's `Failed` and `Lost` reasons display as
+//! Rust values (`PermitsMismatch { ours: 2, theirs: 3 }`), which an operator
+//! should not have to decode; zklock says what happened, and at which path.
+
+use crate::{exit, Scheme};
+use lock_zookeeper_client::{Error, FailReason, LostReason, ZkError};
+
+/// `e` as one sentence (no path: see [`at`]).
+pub(crate) fn error(e: &Error) -> String {
+    match e {
+        Error::Failed(reason) => failed(reason),
+        Error::Lost(reason) => format!("the lock was lost: {}", lost(reason)),
+        // The likely cause, since zklock's own nodes are only refused by the
+        // ACL another identity created them with (`exec --acl creator`).
+        Error::Zk(ZkError::NoAuth) => {
+            "ZooKeeper refused: not authorised by the node's ACL (another --auth identity's?)"
+                .to_owned()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// `e` as one sentence naming `path`, where the error does not already (an
+/// invalid path names itself).
+pub(crate) fn at(path: &str, e: &Error) -> String {
+    match e {
+        Error::Usage(_) | Error::SelfDeadlock { .. } => error(e),
+        _ => format!("{path}: {}", error(e)),
+    }
+}
+
+/// Why an acquisition failed, in words.
+pub(crate) fn failed(reason: &FailReason) -> String {
+    match reason {
+        FailReason::Timeout => "timed out waiting for the lock".to_owned(),
+        FailReason::Cancelled => "the wait was cancelled".to_owned(),
+        FailReason::SessionExpired => "the ZooKeeper session expired while waiting".to_owned(),
+        FailReason::NodeDeleted => "our waiting node was deleted by someone else".to_owned(),
+        FailReason::Closed => "the lock client is closed".to_owned(),
+        FailReason::Zk(e) => format!("ZooKeeper error: {e}"),
+        FailReason::WouldBlock => "the lock is busy".to_owned(),
+        FailReason::Revoked => "revoked while waiting".to_owned(),
+        FailReason::PermitsMismatch { ours, theirs } => {
+            format!("a semaphore of {theirs} permits; asked for {ours}: use --semaphore {theirs}")
+        }
+        FailReason::Deadlock { cycle } => format!(
+            "chosen to break a deadlock (a cycle of {} waiting nodes)",
+            cycle.len()
+        ),
+        FailReason::SelfDeadlock { path, owner, .. } => {
+            format!("owner {owner} already holds {path}, and would wait for itself")
+        }
+        // The reasons are non-exhaustive: one added later is still shown.
+        other => format!("the acquisition failed: {other:?}"),
+    }
+}
+
+/// Why a held lock was lost, in words.
+pub(crate) fn lost(reason: &LostReason) -> String {
+    match reason {
+        LostReason::SessionExpired => "the ZooKeeper session expired".to_owned(),
+        LostReason::SuspendedTooLong => {
+            "the connection to ZooKeeper stayed down too long".to_owned()
+        }
+        LostReason::NodeDeleted => {
+            "its node was deleted by someone else (an administrator, a revoker)".to_owned()
+        }
+        LostReason::NodeNotOwned => "its node now belongs to another session".to_owned(),
+        LostReason::Closed => "the lock client was closed".to_owned(),
+        LostReason::LeaseExpired => "its maximum hold time passed".to_owned(),
+        // Non-exhaustive: one added later is still shown.
+        other => format!("{other:?}"),
+    }
+}
+
+/// `exec --semaphore N` against a semaphore of another count at `path`: the
+/// sentence, naming the peer's layout (`scheme`) and the flag that fits, and
+/// its exit code (a usage error: the remedy is a different command line).
+pub(crate) fn permits_mismatch(path: &str, scheme: Scheme, ours: u32, theirs: u32) -> (String, u8) {
+    let whose = match scheme {
+        Scheme::Native => "",
+        Scheme::Curator => " (Curator)",
+        Scheme::Kazoo => " (kazoo)",
+    };
+    (
+        format!(
+            "{path} is a semaphore of {theirs} permits{whose}; asked for {ours}: \
+             use --semaphore {theirs}"
+        ),
+        exit::USAGE,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentences_name_the_path_and_no_rust_values() {
+        let e = Error::Failed(FailReason::PermitsMismatch { ours: 2, theirs: 3 });
+        let said = at("/p", &e);
+        assert_eq!(
+            said,
+            "/p: a semaphore of 3 permits; asked for 2: use --semaphore 3"
+        );
+        let said = error(&Error::Lost(LostReason::SuspendedTooLong));
+        assert!(!said.contains("SuspendedTooLong"), "{said}");
+        assert_eq!(
+            permits_mismatch("/p", Scheme::Kazoo, 2, 3).0,
+            "/p is a semaphore of 3 permits (kazoo); asked for 2: use --semaphore 3"
+        );
+    }
+}
