@@ -255,6 +255,8 @@ pub(crate) enum Scheme {
     Curator,
     /// kazoo's (Lock, ReadLock, WriteLock).
     Kazoo,
+    /// go-zookeeper's (Lock): the mutex only.
+    Go,
 }
 
 impl From<Scheme> for NameScheme {
@@ -263,6 +265,7 @@ impl From<Scheme> for NameScheme {
             Scheme::Native => NameScheme::Native,
             Scheme::Curator => NameScheme::Curator,
             Scheme::Kazoo => NameScheme::Kazoo,
+            Scheme::Go => NameScheme::Go,
         }
     }
 }
