@@ -299,6 +299,8 @@ pub(crate) enum Scheme {
     Curator,
     /// kazoo's (Lock, ReadLock, WriteLock).
     Kazoo,
+    /// go-zookeeper's (Lock): the mutex only.
+    Go,
 }
 
 impl From<Scheme> for NameScheme {
@@ -307,6 +309,7 @@ impl From<Scheme> for NameScheme {
             Scheme::Native => NameScheme::Native,
             Scheme::Curator => NameScheme::Curator,
             Scheme::Kazoo => NameScheme::Kazoo,
+            Scheme::Go => NameScheme::Go,
         }
     }
 }

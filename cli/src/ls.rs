@@ -147,6 +147,7 @@ pub(crate) fn scheme_name(scheme: NameScheme) -> &'static str {
         NameScheme::Native => "native",
         NameScheme::Curator => "curator",
         NameScheme::Kazoo => "kazoo",
+        NameScheme::Go => "go",
         _ => "other",
     }
 }

@@ -274,4 +274,18 @@ pub enum UsageError {
     /// The operation does not apply to this kind of handle or recipe.
     #[error("unsupported: {0}")]
     Unsupported(&'static str),
+    /// The naming scheme has no layout for this recipe: go-zookeeper
+    /// ([`NameScheme::Go`](crate::NameScheme::Go)) has only a mutex, and
+    /// [`NameScheme::Other`](crate::NameScheme::Other) names no layout at all.
+    /// Nothing was sent: a node the peer cannot read as what it is would mislead it.
+    #[error("the {scheme:?} naming scheme has no layout for a {recipe} (it has: {has})")]
+    NoLayout {
+        /// The scheme asked for.
+        scheme: crate::NameScheme,
+        /// The recipe asked for: `read lock`, `write half of a read/write lock`,
+        /// `semaphore` or `leader election`.
+        recipe: &'static str,
+        /// What the scheme does have.
+        has: &'static str,
+    },
 }

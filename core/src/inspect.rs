@@ -14,7 +14,7 @@ use crate::ctx::Ctx;
 use crate::event::LockEvent;
 use crate::ids::{FencingToken, LockId};
 use crate::lease_inspect::LeaseView;
-use crate::names::{parse_name, sort_by_sequence, NodeKind, ParsedName};
+use crate::names::{parse_participant, sort_by_sequence, NodeKind, ParsedName};
 use crate::oneshot::{unexpected_reply, OneShot};
 use crate::owner;
 use crate::participants::{Participant, Participants};
@@ -58,7 +58,7 @@ pub(crate) fn queue(children: &[String]) -> (Vec<Place>, usize) {
     let mut parts: Vec<(ParsedName, String)> = Vec::new();
     let mut foreign = 0;
     for c in children {
-        match parse_name(c) {
+        match parse_participant(c) {
             Some(p) => parts.push((p, c.clone())),
             None => foreign += 1,
         }

@@ -1,5 +1,6 @@
-//! Node names: the native scheme and the Curator- and kazoo-compatible ones, and
-//! wrap-aware ordering of server sequence numbers.
+//! Node names: the native scheme and the Curator-, kazoo- and go-zookeeper-compatible
+//! ones, which children of a lock directory count as participants, and wrap-aware
+//! ordering of server sequence numbers.
 //!
 //! Every scheme carries a random per-attempt id in the name, so that after a
 //! connection loss during `create` the client can find the node it may have created
@@ -10,6 +11,7 @@
 //! | native  | `zkl-<hex32>-write-<seq>`    | `zkl-<hex32>-read-<seq>`      | `zkl-<hex32>-sem<permits>-<seq>` | `zkl-<hex32>-lead-<seq>` |
 //! | Curator | `_c_<uuid>-lock-<seq>` (mutex) / `_c_<uuid>-__WRIT__<seq>` (read/write lock) | `_c_<uuid>-__READ__<seq>` | `_c_<uuid>-lease-<seq>` | `_c_<uuid>-latch-<seq>` |
 //! | kazoo   | `<hex32>__lock__<seq>`       | `<hex32>__rlock__<seq>`       | lease `<hex32>` (see below) | `<hex32>__lock__<seq>`     |
+//! | Go      | `_c_<hex32>-lock-<seq>` (go-zookeeper's `Lock`) | - | - | - |
 //!
 //! Curator's and kazoo's semaphores keep their nodes in two directories, a queue
 //! (an internal mutex, [`semaphore_mutex_dir`]) and a pool of leases
@@ -19,6 +21,49 @@
 //!
 //! `<seq>` is the server's `%010d` of a signed 32-bit counter: 10 characters, or 11
 //! for negative values below -999999999 (`-2147483648`).
+//!
+//! go-zookeeper (github.com/samuel/go-zookeeper, the snapshot Debian ships) has one
+//! recipe, `Lock`, a mutex: `CreateProtectedEphemeralSequential(path + "/lock-")`
+//! names the node `_c_` + `fmt.Sprintf("%x", [16]byte)` (32 lowercase hex digits, no
+//! dashes: not Curator's UUID) + `-lock-` + the sequence, with empty data. Its `Lock`
+//! counts *every* child of the directory as an exclusive participant, its sequence
+//! the text after the last `-`, and waits for the next lower one; a child whose text
+//! after the last `-` is not a number makes its `Lock` return an error.
+//!
+//! # Which children are participants
+//!
+//! [`parse_participant`] decides, for every listing that decides who holds (an
+//! acquisition's, an inspection's, an election observer's, a revocation's):
+//!
+//! 1. A name in a known scheme ([`parse_name`]: native, Curator, kazoo, Go) is a
+//!    participant of the kind its name says.
+//! 2. Else a name in zklock's own namespace (`zkl-...`, such as the crash-detection
+//!    marker `zkl-section`) is not one: zklock knows every node it makes, and a
+//!    `zkl-` name that is no participant name is one of its markers.
+//! 3. Else a name that is exactly 32 hex digits is not one: that is kazoo's
+//!    semaphore lease layout (`<path>/<uuid hex>`, no sequence), and a uuid's last
+//!    ten hex digits are all decimal about once in a hundred.
+//! 4. Else a name ending in a server sequence (`%010d`, read from its last 10
+//!    characters) is an *exclusive* participant of an unknown scheme
+//!    ([`NameScheme::Other`]), ordered by that sequence: a lock waits for it, a reader
+//!    waits for it, a semaphore does not hold beside it. Such nodes are ZooKeeper's
+//!    own lock recipe (`x-<session>-<seq>`, the Java and C recipes), go-zookeeper
+//!    forks writing other prefixes, and any client whose scheme zklock does not know.
+//! 5. Anything else (no sequence: Curator's `leases` and `locks` directories, a
+//!    kazoo lease, a user's plain node) is foreign: ignored and counted.
+//!
+//! Which way this errs, and why that is the safe way: a name that could be one
+//! peer's or another's, or a participant's or not, is taken as a *participant that
+//! excludes*. Mistaking a non-participant for a participant costs liveness, visibly:
+//! the lock waits, `zklock ls` shows the node as the holder (scheme `other`), and
+//! deleting the node (or renaming one's own markers) ends the wait. Mistaking a
+//! participant for a non-participant costs safety, silently: two holders, which is
+//! what a Go `Lock` beside zklock's Curator scheme gave before go-zookeeper's names
+//! were known. Rules 2 and 3 are the only exemptions, and each is exact (zklock's own
+//! names; kazoo's lease shape, which no sequential create can produce since the server
+//! appends 10 characters to a prefix). Known names are never confused: Curator's id is
+//! a 36-character UUID with dashes after `_c_`, Go's 32 hex digits without, and a
+//! name that fits neither falls to rule 4 (exclusive), never to "ignored".
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -36,6 +81,16 @@ pub enum NameScheme {
     Curator,
     /// kazoo's: `<uuid hex32>__lock__<seq>`, `__rlock__`.
     Kazoo,
+    /// go-zookeeper's `Lock` (a mutex only): `_c_<hex32>-lock-<seq>`, the node
+    /// name of its `CreateProtectedEphemeralSequential`. Only an exclusive lock
+    /// (`LockSpec::exclusive`, a mutex) can be created with it: go-zookeeper has no
+    /// read/write lock, semaphore or election, and acquiring one with this scheme is
+    /// refused with [`UsageError::NoLayout`](crate::UsageError::NoLayout).
+    Go,
+    /// A sequential child that follows no known scheme, counted as an exclusive
+    /// participant (see the [module docs](self)). Only ever read from a listing:
+    /// acquiring with it is refused with [`UsageError::NoLayout`](crate::UsageError::NoLayout).
+    Other,
 }
 
 /// What a participant node asks for, as written in its name.
@@ -191,6 +246,11 @@ fn prefix(
             };
             format!("{attempt}{marker}")
         }
+        // go-zookeeper has only its mutex: every kind is written as one (an
+        // acquisition of another kind is refused before a name is made). `Other`
+        // has no names of its own; it is refused before a name is made, and writes
+        // Go's (exclusive to every peer that reads it) should it ever be asked.
+        NameScheme::Go | NameScheme::Other => format!("_c_{attempt}-lock-"),
     }
 }
 
@@ -209,7 +269,7 @@ pub fn semaphore_mutex_dir(scheme: NameScheme, path: &str) -> Option<String> {
     match scheme {
         NameScheme::Curator => Some(format!("{path}/locks")),
         NameScheme::Kazoo => Some(format!("{path}-__lock__")),
-        NameScheme::Native => None,
+        NameScheme::Native | NameScheme::Go | NameScheme::Other => None,
     }
 }
 
@@ -227,7 +287,7 @@ pub fn semaphore_lease_dir(scheme: NameScheme, path: &str) -> Option<String> {
     match scheme {
         NameScheme::Curator => Some(format!("{path}/leases")),
         NameScheme::Kazoo => Some(path.to_owned()),
-        NameScheme::Native => None,
+        NameScheme::Native | NameScheme::Go | NameScheme::Other => None,
     }
 }
 
@@ -270,16 +330,66 @@ pub fn parse_sequence(s: &str) -> Option<i32> {
     canonical.then_some(v)
 }
 
-/// Parses a child name in any known scheme. Unknown names give `None`: they are
-/// foreign children, to be ignored.
+/// Parses a child name in any known scheme (native, Curator, kazoo, Go). Other
+/// names give `None`; whether such a child still counts as a participant is
+/// [`parse_participant`]'s question.
+///
+/// ```
+/// use lock_core::{names::parse_name, NameScheme, NodeKind};
+/// let go = parse_name("_c_0123456789abcdef0123456789abcdef-lock-0000000007").unwrap();
+/// assert_eq!((go.scheme, go.kind, go.seq), (NameScheme::Go, NodeKind::Write, 7));
+/// ```
 pub fn parse_name(name: &str) -> Option<ParsedName> {
     if let Some(rest) = name.strip_prefix("zkl-") {
         return parse_native(rest);
     }
     if let Some(rest) = name.strip_prefix("_c_") {
-        return parse_curator(rest);
+        return parse_curator(rest).or_else(|| parse_go(rest));
     }
     parse_kazoo(name)
+}
+
+/// Parses a child of a lock directory as a participant, by the rule of the
+/// [module docs](self#which-children-are-participants): a known name as
+/// [`parse_name`] reads it; a name that follows no known scheme but ends in a server
+/// sequence as an exclusive participant of scheme [`NameScheme::Other`] (its
+/// `attempt` is `AttemptId(0)` and means nothing: compare schemes before attempts);
+/// zklock's own markers (`zkl-...`), kazoo's semaphore leases (32 hex digits) and
+/// names without a sequence give `None` (foreign, ignored).
+///
+/// ```
+/// use lock_core::names::parse_participant;
+/// use lock_core::{NameScheme, NodeKind};
+/// // ZooKeeper's own lock recipe: an exclusive participant of an unknown scheme.
+/// let p = parse_participant("x-72057594037927936-0000000003").unwrap();
+/// assert_eq!((p.scheme, p.kind, p.seq), (NameScheme::Other, NodeKind::Write, 3));
+/// assert_eq!(parse_participant("leases"), None);
+/// assert_eq!(parse_participant("zkl-section"), None);
+/// ```
+pub fn parse_participant(name: &str) -> Option<ParsedName> {
+    if let Some(p) = parse_name(name) {
+        return Some(p);
+    }
+    if name.starts_with("zkl-") || parse_kazoo_lease(name).is_some() {
+        return None;
+    }
+    Some(ParsedName {
+        scheme: NameScheme::Other,
+        attempt: AttemptId(0),
+        kind: NodeKind::Write,
+        seq: trailing_sequence(name)?,
+        permits: None,
+    })
+}
+
+/// The sequence number a name of an unknown scheme ends in: its last 10 characters
+/// as `%010d` writes them (all digits, or `-` and 9 digits). An 11-character
+/// `-2147483648`-style suffix reads as its last 10 digits: for a name of unknown
+/// shape the digits before cannot be told from the prefix, and the 10-character
+/// reading is the one every value above -1000000000 needs.
+fn trailing_sequence(name: &str) -> Option<i32> {
+    let start = name.len().checked_sub(10)?;
+    parse_sequence(name.get(start..)?)
 }
 
 fn parse_hex32(s: &str) -> Option<AttemptId> {
@@ -347,6 +457,21 @@ fn parse_curator(rest: &str) -> Option<ParsedName> {
         scheme: NameScheme::Curator,
         attempt,
         kind,
+        seq: parse_sequence(seq)?,
+        permits: None,
+    })
+}
+
+/// go-zookeeper's `_c_<hex32>-lock-<seq>` (after the `_c_`): `%x` of 16 random
+/// bytes, lowercase (either case is accepted: a name that is Go's in every other
+/// way is Go's).
+fn parse_go(rest: &str) -> Option<ParsedName> {
+    let attempt = parse_hex32(rest.get(..32)?)?;
+    let seq = rest.get(32..)?.strip_prefix("-lock-")?;
+    Some(ParsedName {
+        scheme: NameScheme::Go,
+        attempt,
+        kind: NodeKind::Write,
         seq: parse_sequence(seq)?,
         permits: None,
     })
@@ -451,7 +576,12 @@ mod tests {
     #[test]
     fn every_scheme_and_kind_round_trips() {
         let id = AttemptId(0xdead_beef_0123_4567_89ab_cdef_0011_2233).as_uuid_v4();
-        for scheme in [NameScheme::Native, NameScheme::Curator, NameScheme::Kazoo] {
+        for scheme in [
+            NameScheme::Native,
+            NameScheme::Curator,
+            NameScheme::Kazoo,
+            NameScheme::Go,
+        ] {
             for kind in [
                 NodeKind::Write,
                 NodeKind::Read,
@@ -462,11 +592,12 @@ mod tests {
                     let name = format!("{}{}", node_prefix(scheme, id, kind), format_sequence(seq));
                     let p = parse_name(&name).unwrap_or_else(|| panic!("{name}"));
                     assert_eq!((p.scheme, p.attempt, p.seq), (scheme, id, seq), "{name}");
-                    // kazoo has no semaphore or leader marker: both are written as locks.
-                    let expect = if scheme == NameScheme::Kazoo && kind != NodeKind::Read {
-                        NodeKind::Write
-                    } else {
-                        kind
+                    // kazoo has no semaphore or leader marker: both are written as
+                    // locks; go-zookeeper has nothing but its lock.
+                    let expect = match scheme {
+                        NameScheme::Kazoo if kind != NodeKind::Read => NodeKind::Write,
+                        NameScheme::Go => NodeKind::Write,
+                        _ => kind,
                     };
                     assert_eq!(p.kind, expect, "{name}");
                 }
@@ -491,7 +622,7 @@ mod tests {
     }
 
     #[test]
-    fn foreign_names_are_not_participants() {
+    fn foreign_names_are_not_known_names() {
         for n in [
             "lock-0000000001",
             "zkl-xyz-write-0000000001",
@@ -501,6 +632,131 @@ mod tests {
         ] {
             assert_eq!(parse_name(n), None, "{n}");
         }
+    }
+
+    /// Names as go-zookeeper's `CreateProtectedEphemeralSequential(path + "/lock-")`
+    /// writes them: `_c_` + `%x` of 16 random bytes + `-lock-` + the sequence.
+    #[test]
+    fn go_zookeeper_names_parse_as_go_mutex_nodes() {
+        let g = parse_name("_c_9f86d081884c7d659a2feaa0c55ad015-lock-0000000042").unwrap();
+        assert_eq!(
+            (g.scheme, g.kind, g.seq, g.attempt),
+            (
+                NameScheme::Go,
+                NodeKind::Write,
+                42,
+                AttemptId(0x9f86d081884c7d659a2feaa0c55ad015)
+            )
+        );
+        // All-digit and uppercase guids are still Go's; the server's widths too.
+        let d = parse_name("_c_01234567890123456789012345678901-lock-2147483647").unwrap();
+        assert_eq!((d.scheme, d.seq), (NameScheme::Go, i32::MAX));
+        let u = parse_name("_c_9F86D081884C7D659A2FEAA0C55AD015-lock--2147483648").unwrap();
+        assert_eq!((u.scheme, u.seq), (NameScheme::Go, i32::MIN));
+        // zklock's own Go-scheme prefix reads back as Go, with its attempt id.
+        let id = AttemptId(0xfeed).as_uuid_v4();
+        let ours = format!(
+            "{}0000000001",
+            node_prefix(NameScheme::Go, id, NodeKind::Write)
+        );
+        assert_eq!(ours, format!("_c_{id}-lock-0000000001"));
+        assert_eq!(parse_name(&ours).map(|p| p.attempt), Some(id));
+    }
+
+    /// Curator's and Go's protected names differ only in the id's shape: a UUID
+    /// with four dashes against 32 bare hex digits. Neither is taken for the other,
+    /// and near misses are no known name (they fall to the participant rule).
+    #[test]
+    fn go_and_curator_near_misses() {
+        let curator = "_c_9f86d081-884c-7d65-9a2f-eaa0c55ad015-lock-0000000001";
+        assert_eq!(parse_name(curator).unwrap().scheme, NameScheme::Curator);
+        for (name, why) in [
+            (
+                "_c_9f86d081884c7d659a2feaa0c55ad01-lock-0000000001",
+                "31 hex digits",
+            ),
+            (
+                "_c_9f86d081884c7d659a2feaa0c55ad0155-lock-0000000001",
+                "33 hex digits",
+            ),
+            (
+                "_c_9f86d081884c7d659a2feaa0c55ad0g5-lock-0000000001",
+                "a non-hex digit",
+            ),
+            (
+                "_c_9f86d081884c7d659a2feaa0c55ad015-lock-000000001",
+                "9-digit sequence",
+            ),
+            (
+                "_c_9f86d081884c7d659a2feaa0c55ad015-lock-00000000001",
+                "11 digits",
+            ),
+            (
+                "_c_9f86d081884c7d659a2feaa0c55ad015-lock0000000001",
+                "no dash",
+            ),
+            (
+                "_c_9f86d081884c7d659a2feaa0c55ad015-__READ__0000000001",
+                "Curator marker",
+            ),
+            (
+                "_c_9f86d081884c7d659a2feaa0c55ad015-latch-0000000001",
+                "other prefix",
+            ),
+            (
+                "c_9f86d081884c7d659a2feaa0c55ad015-lock-0000000001",
+                "no _c_",
+            ),
+            ("_c_9f86d081884c7d659a2feaa0c55ad015-lock-", "no sequence"),
+        ] {
+            assert_eq!(parse_name(name), None, "{name}: {why}");
+        }
+    }
+
+    /// The participant rule of the module docs: unknown sequential children are
+    /// exclusive participants; zklock's markers, kazoo's leases and names without a
+    /// sequence are not.
+    #[test]
+    fn unknown_sequential_children_are_exclusive_participants() {
+        for (name, seq) in [
+            ("lock-0000000001", 1),
+            ("x-72057594037927936-0000000007", 7),
+            ("0000000012", 12),
+            ("_c_9f86d081884c7d659a2feaa0c55ad015-latch-0000000003", 3),
+            ("_c_9f86d081884c7d659a2feaa0c55ad01-lock-0000000004", 4),
+            (
+                "_c_9f86d081-884c-7d65-9a2f-eaa0c55ad015-lease2-0000000005",
+                5,
+            ),
+            ("3f2504e04f8911d39a0c0305e82c3301__party__0000000006", 6),
+            ("entry--000000009", -9),
+        ] {
+            let p = parse_participant(name).unwrap_or_else(|| panic!("{name}"));
+            assert_eq!(
+                (p.scheme, p.kind, p.seq),
+                (NameScheme::Other, NodeKind::Write, seq),
+                "{name}"
+            );
+            assert!(p.kind.is_exclusive());
+        }
+        for name in [
+            "zkl-section",
+            "zkl-marker-0000000001",
+            "leases",
+            "locks",
+            "readme",
+            "123456789",
+            "3f2504e04f8911d39a0c0305e8201234",
+            "01234567890123456789012345678901",
+            "entry-00000000x1",
+        ] {
+            assert_eq!(parse_participant(name), None, "{name}");
+        }
+        // Known names are read as they are, never as `Other`.
+        let k = "3f2504e04f8911d39a0c0305e82c3301__rlock__0000000012";
+        assert_eq!(parse_participant(k), parse_name(k));
+        let g = "_c_9f86d081884c7d659a2feaa0c55ad015-lock-0000000042";
+        assert_eq!(parse_participant(g).unwrap().scheme, NameScheme::Go);
     }
 
     #[test]

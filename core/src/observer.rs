@@ -10,7 +10,7 @@
 use crate::ctx::Ctx;
 use crate::event::{Leader, LockEvent};
 use crate::ids::{FencingToken, LockId};
-use crate::names::{parse_name, sort_by_sequence};
+use crate::names::{parse_participant, sort_by_sequence};
 use crate::oneshot::{unexpected_reply, OneShot};
 use crate::path::split_parent;
 use crate::proto::{Op, Reply, RequestId, WatchKind, WatchType, ZkError};
@@ -99,7 +99,7 @@ impl Observer {
         let mut parts: Vec<(i32, String)> = children
             .iter()
             .filter_map(|n| {
-                parse_name(n)
+                parse_participant(n)
                     .filter(|p| p.kind.is_exclusive())
                     .map(|p| (p.seq, n.clone()))
             })

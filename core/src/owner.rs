@@ -103,7 +103,11 @@ pub(crate) fn node_data(scheme: NameScheme, owner: Option<&str>, data: &[u8]) ->
         return out;
     }
     match (scheme, owner) {
-        (NameScheme::Kazoo, Some(owner)) if data.is_empty() => owner.as_bytes().to_vec(),
+        // kazoo's identifier is the node's data; go-zookeeper writes none and never
+        // reads it, so the owner fits there too.
+        (NameScheme::Kazoo | NameScheme::Go, Some(owner)) if data.is_empty() => {
+            owner.as_bytes().to_vec()
+        }
         _ => data.to_vec(),
     }
 }
@@ -121,7 +125,9 @@ pub(crate) fn parse(scheme: NameScheme, data: &[u8]) -> NodeData {
         return d;
     }
     let owner = match scheme {
-        NameScheme::Kazoo if !data.is_empty() => std::str::from_utf8(data).ok().map(str::to_owned),
+        NameScheme::Kazoo | NameScheme::Go if !data.is_empty() => {
+            std::str::from_utf8(data).ok().map(str::to_owned)
+        }
         _ => None,
     };
     NodeData {

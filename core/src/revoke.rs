@@ -5,7 +5,7 @@
 use crate::ctx::Ctx;
 use crate::event::LockEvent;
 use crate::ids::LockId;
-use crate::names::{parse_name, sort_by_sequence, NodeKind};
+use crate::names::{parse_name, parse_participant, sort_by_sequence, NameScheme, NodeKind};
 use crate::oneshot::{unexpected_reply, OneShot};
 use crate::path::split_parent;
 use crate::proto::{Op, Reply, RequestId, ZkError};
@@ -122,11 +122,13 @@ impl OneShot for Revoke {
 }
 
 /// The participants holding the lock now, from a listing: the lowest one, and if it
-/// is a reader, every reader before the first exclusive participant.
+/// is a reader, every reader before the first exclusive participant. A holder of an
+/// unknown scheme ([`NameScheme::Other`]) holds, but is not asked: its client would
+/// not read the marker, and its data is not ours to overwrite.
 pub(crate) fn current_holders(children: &[String]) -> Vec<String> {
     let mut parts: Vec<_> = children
         .iter()
-        .filter_map(|n| parse_name(n).map(|p| (p, n.clone())))
+        .filter_map(|n| parse_participant(n).map(|p| (p, n.clone())))
         .collect();
     if parts.is_empty() {
         return Vec::new();
@@ -138,6 +140,7 @@ pub(crate) fn current_holders(children: &[String]) -> Vec<String> {
             .take_while(|(p, _)| p.kind == NodeKind::Read)
             .map(|(_, n)| n.clone())
             .collect(),
+        _ if parts[0].0.scheme == NameScheme::Other => Vec::new(),
         _ => vec![parts[0].1.clone()],
     }
 }

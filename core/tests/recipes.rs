@@ -205,9 +205,100 @@ fn foreign_children_are_ignored_and_counted() {
     let mut h = H::new();
     h.acquire(LockSpec::write("/l"));
     let node = h.answer_create(3);
-    h.answer_list(&["readme", "lock-0000000001", &name_of(&node), "config"]);
+    h.answer_list(&["readme", "leases", &name_of(&node), "config", "zkl-section"]);
     assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    // zklock's own marker is neither a participant nor counted as foreign.
     assert_eq!(h.s.stats().foreign_children, 3);
+}
+
+/// A sequential child of no known scheme (here ZooKeeper's own lock recipe,
+/// `x-<session>-<seq>`) blocks as an exclusive participant: taking it for foreign
+/// would make two holders if it is a lock. A higher one does not block.
+#[test]
+fn unknown_sequential_children_block_as_exclusive_participants() {
+    for spec in [LockSpec::write("/l"), LockSpec::read("/l")] {
+        let mut h = H::new();
+        h.acquire(spec);
+        let node = h.answer_create(3);
+        let unknown = "x-72057594037927936-0000000001";
+        h.answer_list(&[unknown, &name_of(&node), "x-72057594037927937-0000000009"]);
+        // One blocker cached: our own node is watched first, then the blocker.
+        h.answer_watch(&node, SID);
+        h.answer_watch(&format!("/l/{unknown}"), 77);
+        assert!(h.take_events().is_empty(), "waits for {unknown}");
+        h.watch(&format!("/l/{unknown}"), WatchKind::NodeDeleted);
+        assert!(
+            matches!(h.take_events()[..], [LockEvent::Acquired(_)]),
+            "holds once it is gone"
+        );
+    }
+}
+
+/// go-zookeeper's `Lock` node (`_c_<hex32>-lock-<seq>`) blocks a lock of every
+/// scheme: before Go's names were known it was foreign, and a Go holder and a
+/// zklock holder held together.
+#[test]
+fn go_zookeeper_holder_blocks_every_scheme() {
+    for scheme in [
+        NameScheme::Native,
+        NameScheme::Curator,
+        NameScheme::Kazoo,
+        NameScheme::Go,
+    ] {
+        let mut h = H::new();
+        h.acquire(LockSpec::exclusive("/g").scheme(scheme).try_only());
+        let node = h.answer_create(2);
+        h.answer_list(&[
+            "_c_9f86d081884c7d659a2feaa0c55ad015-lock-0000000001",
+            &name_of(&node),
+        ]);
+        h.drain();
+        let events = h.take_events();
+        assert!(
+            matches!(events[..], [LockEvent::Failed(FailReason::WouldBlock)]),
+            "{scheme:?}: {events:?}"
+        );
+    }
+}
+
+/// go-zookeeper has only a mutex: other recipes in its scheme are refused before
+/// anything is sent, as is the read-only `Other` scheme.
+#[test]
+fn go_scheme_is_for_the_mutex_only() {
+    let mut h = H::new();
+    for spec in [
+        LockSpec::read("/g"),
+        LockSpec::write("/g"),
+        LockSpec::semaphore("/g", 2),
+        LockSpec::leader("/g", "me"),
+    ] {
+        let e = h.s.acquire(spec.scheme(NameScheme::Go), h.now).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                UsageError::NoLayout {
+                    scheme: NameScheme::Go,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("go-zookeeper's Lock"), "{e}");
+    }
+    let e =
+        h.s.acquire(LockSpec::exclusive("/g").scheme(NameScheme::Other), h.now)
+            .unwrap_err();
+    assert!(matches!(e, UsageError::NoLayout { .. }), "{e:?}");
+    h.drain();
+    assert!(h.no_requests());
+    h.acquire(LockSpec::exclusive("/g").scheme(NameScheme::Go));
+    let Op::Create { path, .. } = &h.next_req().op else {
+        panic!()
+    };
+    assert!(
+        path.starts_with("/g/_c_") && path.ends_with("-lock-"),
+        "{path}"
+    );
 }
 
 #[test]

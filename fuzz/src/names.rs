@@ -1,5 +1,6 @@
 //! The `names` fuzz target's input and checks: node-name parsing and wrap-aware
-//! ordering across the native, Curator and kazoo schemes.
+//! ordering across the native, Curator, kazoo and go-zookeeper schemes, and the
+//! participant rule for names of no known scheme.
 //!
 //! Shared verbatim by the cargo-fuzz target (`fuzz/fuzz_targets/names.rs`) and the
 //! corpus replay test of the workspace (`core/tests/fuzz_corpus_replay.rs`).
@@ -17,8 +18,8 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use lock_core::names::{
-    compare_sequences, format_sequence, node_prefix, parse_name, parse_sequence, relative_sequence,
-    ParsedName,
+    compare_sequences, format_sequence, node_prefix, parse_name, parse_participant, parse_sequence,
+    relative_sequence, ParsedName,
 };
 use lock_core::{AttemptId, NameScheme, NodeKind};
 use std::cmp::Ordering;
@@ -101,10 +102,11 @@ impl SeqPick {
 }
 
 fn scheme_of(i: u8) -> NameScheme {
-    match i % 3 {
+    match i % 4 {
         0 => NameScheme::Native,
         1 => NameScheme::Curator,
-        _ => NameScheme::Kazoo,
+        2 => NameScheme::Kazoo,
+        _ => NameScheme::Go,
     }
 }
 
@@ -118,12 +120,13 @@ fn kind_of(i: u8) -> NodeKind {
 }
 
 /// The kind a name written with `kind` in `scheme` reads back as: kazoo has no
-/// semaphore or leader marker (both are written as locks).
+/// semaphore or leader marker (both are written as locks), go-zookeeper nothing but
+/// its lock.
 fn read_back(scheme: NameScheme, kind: NodeKind) -> NodeKind {
-    if scheme == NameScheme::Kazoo && kind != NodeKind::Read {
-        NodeKind::Write
-    } else {
-        kind
+    match scheme {
+        NameScheme::Kazoo if kind != NodeKind::Read => NodeKind::Write,
+        NameScheme::Go => NodeKind::Write,
+        _ => kind,
     }
 }
 
@@ -168,6 +171,7 @@ fn check_parse(s: &str) {
         reference_sequence(s),
         "parse_sequence({s:?})"
     );
+    check_participant(s);
     let Some(p) = parse_name(s) else { return };
     // The suffix is the canonical spelling of the sequence number.
     let suffix = format_sequence(p.seq);
@@ -178,6 +182,38 @@ fn check_parse(s: &str) {
     assert_eq!(canon(&again), canon(s), "{s:?} parsed as {p:?}");
     // And that re-formatted name parses to the same thing.
     assert_eq!(parse_name(&again), Some(p), "{again:?}");
+}
+
+/// The participant rule: a known name reads as `parse_name` reads it; any other
+/// name is an exclusive `Other` participant exactly when it is outside zklock's
+/// namespace, not a kazoo lease, and ends in a canonical sequence.
+fn check_participant(s: &str) {
+    let got = parse_participant(s);
+    if let Some(p) = parse_name(s) {
+        assert_eq!(got, Some(p), "{s:?}");
+        return;
+    }
+    let tail = s
+        .len()
+        .checked_sub(10)
+        .and_then(|i| s.get(i..))
+        .and_then(reference_sequence);
+    let lease = s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let expect = tail.filter(|_| !s.starts_with("zkl-") && !lease);
+    match got {
+        None => assert_eq!(
+            expect, None,
+            "{s:?} ends in a sequence but is not a participant"
+        ),
+        Some(p) => {
+            assert_eq!(Some(p.seq), expect, "{s:?}");
+            assert_eq!(
+                (p.scheme, p.kind),
+                (NameScheme::Other, NodeKind::Write),
+                "{s:?}"
+            );
+        }
+    }
 }
 
 fn check_pair(a: i32, b: i32) {

@@ -115,10 +115,12 @@ impl Harness {
             .children(dir)
             .into_iter()
             .filter_map(|n| {
-                let p = parse_name(&n)?;
-                let counts = p.attempt != attempt
-                    && relative_sequence(p.seq, seq) < 0
-                    && recipe.blocked_by(p.kind);
+                // The core's own rule of who participates (unknown sequential
+                // names exclude), and only a known name can carry our attempt.
+                let p = lock_core::names::parse_participant(&n)?;
+                let ours = p.scheme != NameScheme::Other && p.attempt == attempt;
+                let counts =
+                    !ours && relative_sequence(p.seq, seq) < 0 && recipe.blocked_by(p.kind);
                 counts.then_some((n, p.kind))
             })
             .collect()

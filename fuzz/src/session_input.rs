@@ -557,13 +557,18 @@ impl WatchKindPick {
     }
 }
 
-pub(super) const FOREIGN_NAMES: [&str; 7] = [
+/// Names that are no participants (names::parse_participant): a sequential name
+/// of no known scheme counts as an exclusive participant, so none of these ends in
+/// a server sequence except inside zklock's own `zkl-` namespace.
+pub(super) const FOREIGN_NAMES: [&str; 8] = [
     // A crash marker left by a holder of another client that died in its section.
     SECTION_MARKER,
     "readme",
-    "lock-0000000001",
+    "lock-000000001x",
     "zkl-xyz-write-0000000001",
-    "_c_short-lock-0000000001",
+    "_c_short-lock-",
     "leases",
-    "00000000000000000000000000000000__lock__00000000001",
+    "00000000000000000000000000000000__lock__0000000001x",
+    // A kazoo semaphore lease whose uuid ends in ten decimal digits.
+    "3f2504e04f8911d39a0c030123456789",
 ];

@@ -36,7 +36,10 @@ pub use input::*;
 #[path = "simulation_steps.rs"]
 mod steps;
 
-const FOREIGN: [&str; 3] = ["readme", "zkl-section", "lock-0000000001"];
+/// Children that are no participants (names::parse_participant): a plain node,
+/// zklock's own marker, a name that only looks sequential. (A sequential name of no
+/// known scheme is an exclusive participant: an admin-made one would block forever.)
+const FOREIGN: [&str; 3] = ["readme", "zkl-section", "lock-000000001x"];
 
 struct Task {
     client: ClientId,

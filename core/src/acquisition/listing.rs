@@ -4,7 +4,7 @@
 use super::{Acquisition, Create, Look, OwnNode, State, SECTION_MARKER};
 use crate::ctx::Ctx;
 use crate::event::FailReason;
-use crate::names::{parse_name, relative_sequence, sort_by_sequence, NodeKind};
+use crate::names::{parse_participant, relative_sequence, sort_by_sequence, NameScheme, NodeKind};
 use crate::output::Progress;
 use crate::path::split_parent;
 use crate::proto::{Op, Reply, ZkError};
@@ -37,8 +37,13 @@ impl Acquisition {
         let mut others = Vec::new();
         let marker_seen = children.iter().any(|c| c == SECTION_MARKER);
         for name in children.iter().filter(|c| *c != SECTION_MARKER) {
-            match parse_name(name) {
-                Some(p) if p.attempt == self.attempt => mine.push((p.seq, name.clone())),
+            // Every participant counts, of a scheme zklock does not know too (as
+            // an exclusive one: see names::parse_participant); only a known name
+            // carries an attempt id that can be ours.
+            match parse_participant(name) {
+                Some(p) if p.scheme != NameScheme::Other && p.attempt == self.attempt => {
+                    mine.push((p.seq, name.clone()))
+                }
                 Some(p) => others.push((p, name)),
                 None => cx.stats.foreign_children += 1,
             }

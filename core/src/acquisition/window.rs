@@ -4,7 +4,7 @@
 use super::{Acquisition, Look, State, Watch};
 use crate::ctx::Ctx;
 use crate::event::FailReason;
-use crate::names::{parse_name, NodeKind};
+use crate::names::{parse_participant, NodeKind};
 use crate::output::Progress;
 use crate::proto::{Op, Reply, RequestId, ZkError};
 use crate::requests::Purpose;
@@ -27,7 +27,7 @@ impl Acquisition {
                 .iter()
                 .rev()
                 .find(|(_, n)| {
-                    parse_name(n)
+                    parse_participant(n)
                         .is_some_and(|p| matches!(p.kind, NodeKind::Write | NodeKind::Leader))
                 })
                 .map(|(_, n)| n.clone()),

@@ -25,6 +25,32 @@ fn is_downgrade(spec: &LockSpec, held: &LockSpec) -> bool {
     spec.recipe == Recipe::Read && spec.rwlock && held.recipe == Recipe::Write && held.rwlock
 }
 
+/// Refuses a scheme that has no node layout for `spec`'s recipe: go-zookeeper
+/// names only a mutex (its `Lock`), and `Other` is read from listings only.
+/// Writing Go's mutex name for a reader or a semaphore would make every Go `Lock`
+/// take it for an exclusive holder, and a peer recipe that does not exist cannot be
+/// interoperated with.
+fn check_layout(spec: &LockSpec) -> Result<(), UsageError> {
+    let has = match spec.scheme {
+        NameScheme::Go => "a mutex (go-zookeeper's Lock)",
+        NameScheme::Other => "no layout: it is read from listings only",
+        _ => return Ok(()),
+    };
+    let recipe = match spec.recipe {
+        Recipe::Write if spec.rwlock => "write half of a read/write lock",
+        Recipe::Write if spec.scheme == NameScheme::Go => return Ok(()),
+        Recipe::Write => "mutex",
+        Recipe::Read => "read lock",
+        Recipe::Semaphore { .. } => "semaphore",
+        Recipe::Leader => "leader election",
+    };
+    Err(UsageError::NoLayout {
+        scheme: spec.scheme,
+        recipe,
+        has,
+    })
+}
+
 impl Session {
     /// Starts an acquisition. Its progress comes as events for the returned id.
     ///
@@ -44,6 +70,7 @@ impl Session {
         if len > room {
             return Err(UsageError::DataTooLarge { len, max: room });
         }
+        check_layout(&spec)?;
         match spec.recipe {
             Recipe::Semaphore { permits: 0 } => return Err(UsageError::ZeroPermits),
             // A peer's semaphore layout (a lease pool behind an internal mutex, see

@@ -762,9 +762,12 @@ fn random_spec(rng: &mut SimRng, mix: Mix, permits: u32, client: ClientId) -> Lo
         Mix::Semaphore => LockSpec::semaphore("/locks/sem", permits),
         _ => LockSpec::leader("/locks/lead", format!("{client}")),
     };
-    let scheme = match rng.below(4) {
-        0 => NameScheme::Curator,
-        1 => NameScheme::Kazoo,
+    let scheme = match (rng.below(4), mix) {
+        (0, _) => NameScheme::Curator,
+        (1, _) => NameScheme::Kazoo,
+        // go-zookeeper has only a mutex: its names on the exclusive paths, beside
+        // every other scheme (one draw as before, so seeds keep their schedules).
+        (3, Mix::Exclusive) => NameScheme::Go,
         _ => NameScheme::Native,
     };
     if mix == Mix::Semaphore {

@@ -41,6 +41,7 @@ const LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
 const CURATOR_SOURCE: &str = include_str!("../peers/CuratorPeer.java");
 const KAZOO_SOURCE: &str = include_str!("../peers/kazoo_peer.py");
+const GO_SOURCE: &str = include_str!("../peers/go_peer.go");
 
 /// The other library in an interop test.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -52,6 +53,9 @@ pub enum Library {
     /// The newest kazoo release from PyPI, in a virtualenv in the target directory
     /// (see [`pypi_kazoo_python`]).
     KazooPypi,
+    /// go-zookeeper's `Lock` (Go), Debian's snapshot, built at test time (see
+    /// [`go_peer_binary`]).
+    Go,
 }
 
 impl Library {
@@ -60,6 +64,7 @@ impl Library {
             Library::Curator => "curator",
             Library::Kazoo => "kazoo",
             Library::KazooPypi => "kazoo-pypi",
+            Library::Go => "go",
         }
     }
 
@@ -77,6 +82,10 @@ impl Library {
                 "the PyPI kazoo peer needs the newest kazoo in a virtualenv at \
                  <target dir>/kazoo-venv (scripts/test.sh installs it)"
             }
+            Library::Go => {
+                "the Go peer needs Debian's golang-go and golang-github-samuel-go-zookeeper-dev \
+                 (scripts/test.sh installs them)"
+            }
         }
     }
 
@@ -85,6 +94,7 @@ impl Library {
         match self {
             Library::Curator => NameScheme::Curator,
             Library::Kazoo | Library::KazooPypi => NameScheme::Kazoo,
+            Library::Go => NameScheme::Go,
         }
     }
 }
@@ -199,6 +209,11 @@ impl Peer {
                 };
                 let mut command = Command::new(python);
                 command.args(["-c", KAZOO_SOURCE, connect, name, &session_ms]);
+                command
+            }
+            Library::Go => {
+                let mut command = Command::new(go_peer_binary());
+                command.args([connect, name, &session_ms]);
                 command
             }
         };
@@ -404,6 +419,13 @@ impl Peer {
         self.expect(slot, "RELEASED").await;
     }
 
+    /// Kills the peer process with SIGKILL (no goodbye to the server: its session
+    /// lives on until the server expires it) and reaps it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// `<slot> status`: the slot's own view of its leadership.
     pub async fn status(&mut self, slot: &str) -> String {
         self.send(slot, "status");
@@ -437,6 +459,72 @@ fn curator_classpath() -> (PathBuf, String) {
             let build_dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
             lock_testkit::curator_peer(CURATOR_SOURCE, "CuratorPeer", build_dir)
                 .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .clone()
+}
+
+/// The Go peer (`tests/peers/go_peer.go`), built the first time with Debian's Go 1.19
+/// in GOPATH mode against Debian's go-zookeeper (`/usr/share/gocode`), no module
+/// download, and cached under the target directory by the hash of its source. A
+/// missing `go` or go-zookeeper fails the test saying which package to install.
+pub fn go_peer_binary() -> PathBuf {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY
+        .get_or_init(|| {
+            use std::hash::{Hash, Hasher};
+            const GOCODE: &str = "/usr/share/gocode";
+            let go = ["/usr/bin/go", "/usr/lib/go-1.19/bin/go"]
+                .into_iter()
+                .map(PathBuf::from)
+                .find(|p| p.is_file())
+                .unwrap_or_else(|| panic!("no `go` (/usr/bin/go): {}", Library::Go.install_hint()));
+            let lock_go = Path::new(GOCODE).join("src/github.com/samuel/go-zookeeper/zk/lock.go");
+            assert!(
+                lock_go.is_file(),
+                "no go-zookeeper at {}: {}",
+                lock_go.display(),
+                Library::Go.install_hint()
+            );
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            GO_SOURCE.hash(&mut hasher);
+            let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("go-peer-{:016x}", hasher.finish()));
+            let binary = dir.join("go_peer");
+            if binary.is_file() {
+                return binary;
+            }
+            // GOPATH mode: the peer as package `zklockgopeer` in a GOPATH of its own,
+            // go-zookeeper from Debian's GOPATH; a per-process directory, renamed into
+            // place, so that concurrent test binaries never see half a build.
+            let work = dir.with_extension(format!("build-{}", std::process::id()));
+            let src = work.join("src/zklockgopeer");
+            std::fs::create_dir_all(&src).expect("go peer build directory");
+            std::fs::write(src.join("main.go"), GO_SOURCE).expect("go peer source");
+            let built = work.join("go_peer");
+            let output = Command::new(&go)
+                .args(["build", "-o"])
+                .arg(&built)
+                .arg("zklockgopeer")
+                .current_dir(&work)
+                .env("GOPATH", format!("{}:{GOCODE}", work.display()))
+                .env("GO111MODULE", "off")
+                .env("GOFLAGS", "")
+                .env("GOCACHE", work.join("cache"))
+                .output()
+                .unwrap_or_else(|e| panic!("running {}: {e}", go.display()));
+            assert!(
+                output.status.success(),
+                "go build of the Go peer failed ({}): {}\n{}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr),
+                Library::Go.install_hint()
+            );
+            std::fs::create_dir_all(&dir).expect("go peer directory");
+            std::fs::rename(&built, &binary)
+                .or_else(|e| if binary.is_file() { Ok(()) } else { Err(e) })
+                .expect("go peer binary");
+            let _ = std::fs::remove_dir_all(&work);
+            binary
         })
         .clone()
 }
@@ -771,6 +859,20 @@ pub struct Tally {
     pub finished: Duration,
 }
 
+/// Writes `<mark> <who>` to the interval log `<root>/log` (a persistent sequential
+/// node: the server's order is the log's), `E` right after taking the lock, `X`
+/// right before releasing it, as the Go peer does.
+pub async fn log_section(data: &zookeeper_client::Client, root: &str, mark: char, who: &str) {
+    let persistent = CreateMode::PersistentSequential.with_acls(Acls::anyone_all());
+    data.create(
+        &format!("{root}/log/e-"),
+        format!("{mark} {who}").as_bytes(),
+        &persistent,
+    )
+    .await
+    .expect("writing the interval log");
+}
+
 /// The counter workload on one lock path: see the module documentation.
 pub struct Workload {
     pub lock_path: String,
@@ -780,7 +882,8 @@ pub struct Workload {
 }
 
 impl Workload {
-    /// Creates `<root>`, `<root>/inside` and `<root>/counter` = 0.
+    /// Creates `<root>`, `<root>/inside`, `<root>/log` (the interval log, see
+    /// `tests/peers/go_peer.go`) and `<root>/counter` = 0.
     pub async fn prepare(
         observer: &Observer,
         lock_path: &str,
@@ -792,6 +895,11 @@ impl Workload {
         observer
             .client
             .mkdir(&format!("{root}/inside"), &persistent)
+            .await
+            .expect("mkdir");
+        observer
+            .client
+            .mkdir(&format!("{root}/log"), &persistent)
             .await
             .expect("mkdir");
         observer
@@ -865,6 +973,7 @@ impl Workload {
             for i in 0..iterations {
                 let guard = zk_lock(&locks, kind, &path, scheme).await;
                 first_held.get_or_insert_with(|| start.elapsed());
+                log_section(&data, &root, 'E', &who).await;
                 let mark = format!(
                     "{}-zklock-{who}-{i}",
                     if kind.exclusive() { "w" } else { "r" }
@@ -888,6 +997,7 @@ impl Workload {
                 }
                 overlaps += u64::from(overlap);
                 data.delete(&marker, None).await.expect("leaving");
+                log_section(&data, &root, 'X', &who).await;
                 guard.release().await.expect("zklock release");
                 // Think time, so that queues drain and refill instead of marching in step.
                 super::sleep(think.next(sleep)).await;
