@@ -81,6 +81,8 @@ pub(crate) fn permits_mismatch(path: &str, scheme: Scheme, ours: u32, theirs: u3
         Scheme::Native => "",
         Scheme::Curator => " (Curator)",
         Scheme::Kazoo => " (kazoo)",
+        // go-zookeeper has no semaphore: `--scheme go` is refused before this.
+        Scheme::Go => " (go-zookeeper)",
     };
     (
         format!(
