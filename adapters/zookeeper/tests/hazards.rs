@@ -86,6 +86,34 @@ fn client(connect: &str, timeout: Duration) -> LockClient {
         .expect("connect")
 }
 
+/// Blackholes `proxy` and watches `guard` until it is lost: when it was first seen
+/// `Suspended` (if it was) and when `Lost`, both from the cut. Panics if it is not
+/// lost within [`LONG`].
+fn blackhole_until_lost(
+    proxy: &FaultProxy,
+    guard: &lock_zookeeper::LockGuard,
+) -> (Option<Duration>, Duration) {
+    proxy.blackhole();
+    let cut_at = Instant::now();
+    let mut suspended_at = None;
+    let lost_at = loop {
+        match guard.status() {
+            LockStatus::Held => {}
+            LockStatus::Suspended => {
+                suspended_at.get_or_insert_with(|| cut_at.elapsed());
+            }
+            LockStatus::Lost(_) => break cut_at.elapsed(),
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            cut_at.elapsed() < LONG,
+            "not lost within {LONG:?} of the cut"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    (suspended_at, lost_at)
+}
+
 /// A client (session timeout `timeout`) through a proxy of its own to the shared
 /// server, holding a mutex at a new path named after `test`.
 fn holding_through_proxy(
@@ -609,21 +637,7 @@ fn busy_client_s_waiter_keeps_its_place_across_a_cut() {
 fn blackhole_shows_suspended_before_lost() {
     let timeout = Duration::from_secs(2);
     let (proxy, locks, guard) = holding_through_proxy("blackhole-window", timeout);
-    proxy.blackhole();
-    let cut_at = Instant::now();
-    let mut suspended_at = None;
-    let lost_at = loop {
-        match guard.status() {
-            LockStatus::Held => {}
-            LockStatus::Suspended => {
-                suspended_at.get_or_insert_with(|| cut_at.elapsed());
-            }
-            LockStatus::Lost(_) => break cut_at.elapsed(),
-            other => panic!("{other:?}"),
-        }
-        assert!(cut_at.elapsed() < LONG, "not lost within {LONG:?}");
-        std::thread::sleep(Duration::from_millis(1));
-    };
+    let (suspended_at, lost_at) = blackhole_until_lost(&proxy, &guard);
     eprintln!("blackhole at 0: Suspended from {suspended_at:?}, Lost at {lost_at:?}");
     let suspended_at = suspended_at.expect("Suspended was never seen before Lost");
     assert!(suspended_at < lost_at);
@@ -837,24 +851,7 @@ fn granted_timeout_times_the_locks() {
         .mutex(unique_path("granted-timeout"))
         .lock_blocking()
         .expect("lock");
-    proxy.blackhole();
-    let cut_at = Instant::now();
-    let mut suspended_at = None;
-    let lost_at = loop {
-        match guard.status() {
-            LockStatus::Held => {}
-            LockStatus::Suspended => {
-                suspended_at.get_or_insert_with(|| cut_at.elapsed());
-            }
-            LockStatus::Lost(_) => break cut_at.elapsed(),
-            other => panic!("{other:?}"),
-        }
-        assert!(
-            cut_at.elapsed() < LONG,
-            "not lost within {LONG:?} of the cut"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let (suspended_at, lost_at) = blackhole_until_lost(&proxy, &guard);
     eprintln!("granted 4 s, blackhole at 0: Suspended from {suspended_at:?}, Lost at {lost_at:?}");
     assert!(
         lost_at < granted,
