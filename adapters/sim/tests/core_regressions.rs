@@ -1,4 +1,4 @@
-//! Core bugs found by the feature simulations (tests/features.rs, the section and
+//! Core bugs found by the feature simulations (tests/features/, the section and
 //! fenced-write checks of the invariant checker), each reduced to a minimal script
 //! against `lock_core::Session` alone, the test playing the server by hand (the
 //! style of core/tests). Fixed in the core; these keep them fixed.

@@ -1,4 +1,4 @@
-//! The randomized schedules of `tests/workload.rs`, `tests/features.rs` and
+//! The randomized schedules of `tests/workload.rs`, `tests/features/` and
 //! `tests/deadlock.rs` with every client driven through lock-client's user API
 //! ([`Workload::through_lock_client`]): a `LockClient` and its `Link` on a virtual
 //! clock, the pending acquisitions, guard event streams, releases, section calls,
