@@ -1,0 +1,185 @@
+//! Deterministic scenarios, shared by the Curator and kazoo tests.
+use crate::common::Observer;
+use lock_core::NodeKind;
+use lock_zookeeper_client::{LockClient, LockGuard, LockStatus, Runtime};
+
+use super::process::{Kind, Peer};
+use super::zklock_side::{
+    assert_node, delivered, node_name, received, zk_lock, zk_start_lock, zk_try,
+};
+
+/// Exclusive locks of the peer and of zklock (with the peer's scheme) exclude each
+/// other and hand over in FIFO order, in both directions.
+pub async fn mutex_handoff(
+    rt: &Runtime,
+    peer: &mut Peer,
+    locks: &LockClient,
+    observer: &Observer,
+    path: &str,
+) {
+    let lib = peer.library;
+    let scheme = lib.scheme();
+
+    // The peer holds; zklock cannot take it, queues, and gets it when the peer lets go.
+    let theirs = peer.acquire("h", Kind::Mutex, path).await;
+    assert_node(&theirs, scheme, NodeKind::Write, lib.name());
+    assert!(
+        zk_try(locks, Kind::Mutex, path, scheme, observer, 1)
+            .await
+            .is_none(),
+        "zklock took the mutex while {} held it ({theirs})",
+        lib.name()
+    );
+    let mut waiting = zk_start_lock(rt, locks, Kind::Mutex, path, scheme);
+    observer.wait_children(path, 2).await;
+    assert!(
+        !delivered(&mut waiting),
+        "zklock got the mutex while {} held it",
+        lib.name()
+    );
+    peer.release("h").await;
+    let ours = received(waiting, "zklock waiting behind the peer").await;
+    assert_node(node_name(ours.path()), scheme, NodeKind::Write, "zklock");
+
+    // zklock holds; the peer cannot take it, queues, and gets it when zklock lets go.
+    assert_eq!(
+        peer.try_acquire("t", Kind::Mutex, path).await,
+        None,
+        "{} took the mutex while zklock held it ({})",
+        lib.name(),
+        ours.path()
+    );
+    peer.start_acquire("h", "mutex", path);
+    observer.wait_children(path, 2).await;
+    assert!(
+        peer.quiet("h"),
+        "{} got the mutex while zklock held it",
+        lib.name()
+    );
+    ours.release().await.expect("zklock release");
+    peer.held("h").await;
+    peer.release("h").await;
+    observer.wait_children(path, 0).await;
+}
+
+/// Read/write locks of the peer and of zklock (with the peer's scheme): readers of
+/// both hold at once (both directions); a writer of either excludes readers and
+/// writers of the other (both directions); waiters of either are served in order.
+pub async fn rwlock_exclusion(
+    rt: &Runtime,
+    peer: &mut Peer,
+    locks: &LockClient,
+    observer: &Observer,
+    path: &str,
+) {
+    let lib = peer.library;
+    let name = lib.name();
+    let scheme = lib.scheme();
+    let held = |g: &LockGuard| g.status() == LockStatus::Held;
+
+    // --- Readers share, both ways. -------------------------------------------------
+    let zr = zk_lock(locks, Kind::Read, path, scheme).await;
+    let theirs = peer
+        .try_acquire("r", Kind::Read, path)
+        .await
+        .unwrap_or_else(|| panic!("a {name} reader was refused while only a zklock reader held"));
+    assert_node(&theirs, scheme, NodeKind::Read, name);
+    assert!(
+        held(&zr),
+        "the zklock reader still holds while the {name} reader holds"
+    );
+    assert_eq!(observer.children(path).await.len(), 2);
+    peer.release("r").await;
+    zr.release().await.expect("release");
+
+    peer.acquire("r", Kind::Read, path).await;
+    let zr = zk_try(locks, Kind::Read, path, scheme, observer, 1)
+        .await
+        .unwrap_or_else(|| panic!("a zklock reader was refused while only a {name} reader held"));
+    assert!(peer.quiet("r"));
+    assert_eq!(observer.children(path).await.len(), 2, "both readers hold");
+    zr.release().await.expect("release");
+    peer.release("r").await;
+    observer.wait_children(path, 0).await;
+
+    // --- A zklock writer excludes the peer's readers and writers; they queue. --------
+    let zw = zk_lock(locks, Kind::Write, path, scheme).await;
+    let ours = node_name(zw.path()).to_owned();
+    if let Some(node) = peer.try_acquire("t", Kind::Read, path).await {
+        panic!("a {name} reader ({node}) got in while a zklock writer ({ours}) held");
+    }
+    if let Some(node) = peer.try_acquire("t", Kind::Write, path).await {
+        panic!("a {name} writer ({node}) got in while a zklock writer ({ours}) held");
+    }
+    peer.start_acquire("a", "read", path);
+    observer.wait_children(path, 2).await;
+    peer.start_acquire("b", "write", path);
+    observer.wait_children(path, 3).await;
+    assert!(
+        peer.quiet("a") && peer.quiet("b"),
+        "{name} waiters got in while a zklock writer ({ours}) held"
+    );
+    zw.release().await.expect("release");
+    // The peer's reader (first in line) gets in; its writer waits behind it.
+    peer.held("a").await;
+    assert!(
+        zk_try(locks, Kind::Write, path, scheme, observer, 2)
+            .await
+            .is_none(),
+        "a zklock writer got in while a {name} reader held"
+    );
+    assert!(
+        zk_try(locks, Kind::Read, path, scheme, observer, 2)
+            .await
+            .is_none(),
+        "a zklock reader got in ahead of a waiting {name} writer"
+    );
+    peer.release("a").await;
+    let theirs = peer.held("b").await;
+    assert_node(&theirs, scheme, NodeKind::Write, name);
+    assert!(
+        zk_try(locks, Kind::Read, path, scheme, observer, 1)
+            .await
+            .is_none(),
+        "a zklock reader got in while a {name} writer held"
+    );
+    assert!(
+        zk_try(locks, Kind::Write, path, scheme, observer, 1)
+            .await
+            .is_none(),
+        "a zklock writer got in while a {name} writer held"
+    );
+
+    // --- The peer's writer excludes zklock readers and writers; they queue. ----------
+    let mut zr = zk_start_lock(rt, locks, Kind::Read, path, scheme);
+    observer.wait_children(path, 2).await;
+    let mut zw = zk_start_lock(rt, locks, Kind::Write, path, scheme);
+    observer.wait_children(path, 3).await;
+    assert!(
+        !delivered(&mut zr) && !delivered(&mut zw),
+        "zklock waiters got in while a {name} writer held"
+    );
+    peer.release("b").await;
+    let zr = received(zr, "the zklock reader queued behind the peer's writer").await;
+    if let Some(node) = peer.try_acquire("t", Kind::Write, path).await {
+        panic!("a {name} writer ({node}) got in while a zklock reader held");
+    }
+    if let Some(node) = peer.try_acquire("t", Kind::Read, path).await {
+        panic!("a {name} reader ({node}) got in ahead of a waiting zklock writer");
+    }
+    assert!(
+        !delivered(&mut zw),
+        "the zklock writer got in while the zklock reader held"
+    );
+    zr.release().await.expect("release");
+    let zw = received(zw, "the zklock writer queued behind the reader").await;
+    let ours = node_name(zw.path()).to_owned();
+    if let Some(node) = peer.try_acquire("t", Kind::Read, path).await {
+        panic!("a {name} reader ({node}) got in while a zklock writer ({ours}) held");
+    }
+    if let Some(node) = peer.try_acquire("t", Kind::Write, path).await {
+        panic!("a {name} writer ({node}) got in while a zklock writer ({ours}) held");
+    }
+    zw.release().await.expect("release");
+    observer.wait_children(path, 0).await;
+}

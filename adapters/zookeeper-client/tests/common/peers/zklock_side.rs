@@ -1,0 +1,141 @@
+//! The zklock side of an interop test: taking locks in the peers' layouts, and waiting helpers.
+use crate::common::Observer;
+use futures::channel::oneshot;
+use lock_core::names::parse_name;
+use lock_core::{NameScheme, NodeKind};
+use lock_zookeeper_client::{LockClient, LockGuard, Runtime};
+
+use std::time::{Duration, Instant};
+
+use super::process::{Kind, LOCK_TIMEOUT};
+
+// ---------------------------------------------------------------------------------
+// zklock side
+// ---------------------------------------------------------------------------------
+
+/// Last path segment.
+pub fn node_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Asserts that `name` is a node of `scheme` asking for `kind`.
+pub fn assert_node(name: &str, scheme: NameScheme, kind: NodeKind, who: &str) {
+    let parsed =
+        parse_name(name).unwrap_or_else(|| panic!("{who}: node {name} parses in no scheme"));
+    assert_eq!(
+        (parsed.scheme, parsed.kind),
+        (scheme, kind),
+        "{who}: node {name}"
+    );
+}
+
+/// Takes a zklock lock, waiting.
+pub async fn zk_lock(locks: &LockClient, kind: Kind, path: &str, scheme: NameScheme) -> LockGuard {
+    let deadline = Instant::now() + LOCK_TIMEOUT;
+    let guard = match kind {
+        Kind::Mutex => {
+            locks
+                .mutex(path)
+                .with_scheme(scheme)
+                .lock_until(deadline)
+                .await
+        }
+        Kind::Read => {
+            locks
+                .rwlock(path)
+                .with_scheme(scheme)
+                .read()
+                .lock_until(deadline)
+                .await
+        }
+        Kind::Write => {
+            locks
+                .rwlock(path)
+                .with_scheme(scheme)
+                .write()
+                .lock_until(deadline)
+                .await
+        }
+    };
+    guard.unwrap_or_else(|e| panic!("zklock {kind:?} lock on {path}: {e}"))
+}
+
+/// Starts waiting for a zklock lock in a task; the receiver gets the guard.
+pub fn zk_start_lock(
+    rt: &Runtime,
+    locks: &LockClient,
+    kind: Kind,
+    path: &str,
+    scheme: NameScheme,
+) -> oneshot::Receiver<LockGuard> {
+    let (locks, path) = (locks.clone(), path.to_owned());
+    crate::common::spawn(
+        rt,
+        async move { zk_lock(&locks, kind, &path, scheme).await },
+    )
+}
+
+/// One look with zklock (`try_lock`). When busy, waits until the attempt's node is
+/// gone again (the core deletes it after answering), i.e. until `dir` is back to
+/// `before` children, so that the next step counts nodes right.
+pub async fn zk_try(
+    locks: &LockClient,
+    kind: Kind,
+    path: &str,
+    scheme: NameScheme,
+    observer: &Observer,
+    before: usize,
+) -> Option<LockGuard> {
+    let got = match kind {
+        Kind::Mutex => locks.mutex(path).with_scheme(scheme).try_lock().await,
+        Kind::Read => {
+            locks
+                .rwlock(path)
+                .with_scheme(scheme)
+                .read()
+                .try_lock()
+                .await
+        }
+        Kind::Write => {
+            locks
+                .rwlock(path)
+                .with_scheme(scheme)
+                .write()
+                .try_lock()
+                .await
+        }
+    }
+    .unwrap_or_else(|e| panic!("zklock {kind:?} try_lock on {path}: {e}"));
+    if got.is_none() {
+        observer.wait_children(path, before).await;
+    }
+    got
+}
+
+/// Receives what a spawned task sends, within the lock timeout.
+pub async fn received<T>(rx: oneshot::Receiver<T>, what: &str) -> T {
+    let timer = smol::Timer::after(LOCK_TIMEOUT + Duration::from_secs(5));
+    futures::pin_mut!(timer);
+    match futures::future::select(rx, timer).await {
+        futures::future::Either::Left((Ok(value), _)) => value,
+        futures::future::Either::Left((Err(_), _)) => panic!("{what}: the task failed"),
+        futures::future::Either::Right(_) => panic!("{what}: nothing within {LOCK_TIMEOUT:?}"),
+    }
+}
+
+/// Awaits `future`, failing the test with `what` if it takes longer than the lock
+/// timeout.
+pub async fn within<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    let timer = smol::Timer::after(LOCK_TIMEOUT);
+    futures::pin_mut!(future);
+    futures::pin_mut!(timer);
+    match futures::future::select(future, timer).await {
+        futures::future::Either::Left((value, _)) => value,
+        futures::future::Either::Right(_) => panic!("{what}: nothing within {LOCK_TIMEOUT:?}"),
+    }
+}
+
+/// Whether a spawned task has delivered yet, without waiting.
+pub fn delivered<T>(rx: &mut oneshot::Receiver<T>) -> bool {
+    !matches!(rx.try_recv(), Ok(None))
+}
