@@ -36,7 +36,7 @@ pub fn parse_name(name: &str) -> Option<ParsedName> {
 }
 
 /// Parses a child of a lock directory as a participant, by the rule of the
-/// [module docs](self#which-children-are-participants): a known name as
+/// [module docs](crate::names#which-children-are-participants): a known name as
 /// [`parse_name`] reads it; a name that follows no known scheme but ends in a server
 /// sequence as an exclusive participant of scheme [`NameScheme::Other`] (its
 /// `attempt` is `AttemptId(0)` and means nothing: compare schemes before attempts);
