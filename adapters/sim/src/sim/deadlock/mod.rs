@@ -64,7 +64,7 @@ pub struct DeadlockWorkload {
     pub bound: Duration,
     /// Virtual time the drain may take before liveness is declared violated.
     pub drain_limit: Duration,
-    /// Whether the sessions are lock-client's user API ([`SimConfig::user_api`]);
+    /// Whether the sessions are lock-client's user API ([`SimConfig::user_api`](crate::SimConfig::user_api));
     /// set with [`through_lock_client`](Self::through_lock_client).
     pub user_api: bool,
 }
@@ -96,7 +96,7 @@ impl Default for DeadlockWorkload {
 
 impl DeadlockWorkload {
     /// The same schedules with every session driven through lock-client's user
-    /// API ([`SimConfig::user_api`]): the victims hear of their deadlock as the
+    /// API ([`SimConfig::user_api`](crate::SimConfig::user_api)): the victims hear of their deadlock as the
     /// user does, from the pending acquisition's `Error::Deadlock`.
     ///
     /// ```

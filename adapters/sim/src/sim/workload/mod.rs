@@ -83,7 +83,7 @@ pub struct Workload {
     /// workloads only).
     pub observe_chance: f64,
     /// Probability that an exclusive (write or leader) acquisition detects crashes
-    /// ([`LockSpec::detect_crashes`]).
+    /// ([`LockSpec::detect_crashes`](lock_core::LockSpec::detect_crashes)).
     pub detect_crashes_chance: f64,
     /// Probability that a crash-detecting holder opens a critical section as soon as
     /// it holds (it stays open until the release unless closed).
@@ -109,7 +109,7 @@ pub struct Workload {
     pub reap_interval: Duration,
     /// Virtual time the drain phase may take before liveness is declared violated.
     pub drain_limit: Duration,
-    /// Whether the clients are lock-client's user API ([`SimConfig::user_api`]);
+    /// Whether the clients are lock-client's user API ([`SimConfig::user_api`](crate::SimConfig::user_api));
     /// set with [`through_lock_client`](Self::through_lock_client).
     pub user_api: bool,
 }
@@ -226,7 +226,7 @@ impl Workload {
     }
 
     /// The same schedules with every client driven through lock-client's user API
-    /// ([`SimConfig::user_api`]): the acquisitions, releases, cancellations,
+    /// ([`SimConfig::user_api`](crate::SimConfig::user_api)): the acquisitions, releases, cancellations,
     /// timeouts, leases and revocable locks of the preset, the holders'
     /// crash-detecting sections and fenced writes through their guards, and the
     /// revocation requests and election observers through the client.
