@@ -3,8 +3,9 @@
 use crate::ids::ClientId;
 use crate::model::{NodeInfo, ZkModel};
 use crate::sim::client::{Conn, EventRecord};
+use crate::sim::config::SimConfig;
 use crate::sim::counters::Counters;
-use crate::sim::scheduler::{Sim, SimConfig};
+use crate::sim::scheduler::Sim;
 use lock_core::{Grant, LockEvent, LockId, LockState, Session, Timestamp};
 
 impl Sim {

@@ -19,6 +19,7 @@
 pub(crate) mod binding;
 pub(crate) mod client;
 pub(crate) mod clients;
+pub(crate) mod config;
 pub(crate) mod counters;
 pub(crate) mod deadlock;
 pub(crate) mod face;

@@ -5,8 +5,9 @@
 use super::{DeadlockReport, DeadlockWorkload};
 use crate::check::{Violation, ViolationKind};
 use crate::ids::ClientId;
+use crate::sim::config::SimConfig;
 use crate::sim::rng::SimRng;
-use crate::sim::scheduler::{Sim, SimConfig};
+use crate::sim::scheduler::Sim;
 use lock_core::{
     names::parse_name, FailReason, LockEvent, LockId, LockSpec, LockState, NodeKind, Timestamp,
 };

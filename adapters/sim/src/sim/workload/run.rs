@@ -4,8 +4,9 @@
 use super::{Mix, Report, Workload};
 use crate::check::{Violation, ViolationKind};
 use crate::ids::ClientId;
+use crate::sim::config::SimConfig;
 use crate::sim::rng::SimRng;
-use crate::sim::scheduler::{Sim, SimConfig};
+use crate::sim::scheduler::Sim;
 use lock_core::{CreateMode, LockEvent, LockId, LockSpec, MultiOp, NameScheme, Recipe, Timestamp};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
