@@ -1,5 +1,5 @@
 //! The floor: the bare zookeeper-client doing the lock with zklock's requests
-//! (see floor.rs's docs), shared by the benches that compare against it.
+//! (see the floor bench's docs, benches/floor/main.rs), shared by the benches that compare against it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use zookeeper_client::{Acls, Client, CreateMode};
