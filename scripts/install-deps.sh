@@ -9,7 +9,7 @@ bash scripts/install-zookeeper.sh
 missing=()
 /usr/bin/python3 -c 'import kazoo' 2>/dev/null || missing+=(python3-kazoo)
 [ -e /usr/share/java/curator-recipes.jar ] || missing+=(libcurator-recipes-java)
-# The Go interop peer (adapters/zookeeper-client/tests/peers/go_peer.go) is built with
+# The Go interop peer (testkit/peers/go_peer.go) is built with
 # Debian's Go in GOPATH mode against Debian's go-zookeeper snapshot.
 command -v go >/dev/null 2>&1 || [ -x /usr/lib/go-1.19/bin/go ] || missing+=(golang-go)
 [ -e /usr/share/gocode/src/github.com/samuel/go-zookeeper/zk/lock.go ] \

@@ -148,6 +148,14 @@ pub enum Error {
         what: String,
     },
 
+    /// The Go peer cannot be built ([`go_peer`](crate::go_peer)): what is missing
+    /// and the fix.
+    #[error("cannot build the Go peer: {what}")]
+    GoPeer {
+        /// What went wrong.
+        what: String,
+    },
+
     /// A builder setting or argument was invalid.
     #[error("invalid testkit configuration: {0}")]
     InvalidConfig(String),

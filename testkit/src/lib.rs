@@ -69,6 +69,7 @@
 mod ensemble;
 mod error;
 mod fourlw;
+mod go;
 mod hold_proxy;
 mod install;
 mod java;
@@ -84,6 +85,7 @@ mod util;
 pub use ensemble::ZkEnsemble;
 pub use error::{Error, Result};
 pub use fourlw::{four_letter_word, Metrics, Mode, ServerStatus};
+pub use go::{go_peer, DEBIAN_GOCODE, GO_PEER_SOURCE};
 pub use hold_proxy::HoldProxy;
 pub use install::{InstallSource, ZkInstall, SYSTEM_JAR_DIR};
 pub use java::{compile_java, curator_classpath, curator_peer, CURATOR_JARS};

@@ -1,5 +1,5 @@
 //! Interop with go-zookeeper (Go), against a real ZooKeeper, with real go-zookeeper
-//! clients in their own processes (`tests/peers/go_peer.go`, built at test time with
+//! clients in their own processes (lock-testkit's `peers/go_peer.go`, built at test time with
 //! Debian's Go 1.19 in GOPATH mode against Debian's go-zookeeper snapshot):
 //!
 //! * go-zookeeper's `Lock` and a zklock mutex with `NameScheme::Go` exclude each other

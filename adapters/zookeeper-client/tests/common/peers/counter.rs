@@ -50,7 +50,7 @@ pub struct Workload {
 
 impl Workload {
     /// Creates `<root>`, `<root>/inside`, `<root>/log` (the interval log, see
-    /// `tests/peers/go_peer.go`) and `<root>/counter` = 0.
+    /// lock-testkit's `peers/go_peer.go`) and `<root>/counter` = 0.
     pub async fn prepare(
         observer: &Observer,
         lock_path: &str,

@@ -17,7 +17,6 @@ pub(super) const LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
 const CURATOR_SOURCE: &str = include_str!("../../peers/CuratorPeer.java");
 const KAZOO_SOURCE: &str = include_str!("../../peers/kazoo_peer.py");
-const GO_SOURCE: &str = include_str!("../../peers/go_peer.go");
 
 /// The other library in an interop test.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -439,68 +438,14 @@ fn curator_classpath() -> (PathBuf, String) {
         .clone()
 }
 
-/// The Go peer (`tests/peers/go_peer.go`), built the first time with Debian's Go 1.19
-/// in GOPATH mode against Debian's go-zookeeper (`/usr/share/gocode`), no module
-/// download, and cached under the target directory by the hash of its source. A
-/// missing `go` or go-zookeeper fails the test saying which package to install.
+/// The Go peer, built once per test binary into the target's scratch directory
+/// (lock-testkit's [`go_peer`](lock_testkit::go_peer)).
 pub fn go_peer_binary() -> PathBuf {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY
         .get_or_init(|| {
-            use std::hash::{Hash, Hasher};
-            const GOCODE: &str = "/usr/share/gocode";
-            let go = ["/usr/bin/go", "/usr/lib/go-1.19/bin/go"]
-                .into_iter()
-                .map(PathBuf::from)
-                .find(|p| p.is_file())
-                .unwrap_or_else(|| panic!("no `go` (/usr/bin/go): {}", Library::Go.install_hint()));
-            let lock_go = Path::new(GOCODE).join("src/github.com/samuel/go-zookeeper/zk/lock.go");
-            assert!(
-                lock_go.is_file(),
-                "no go-zookeeper at {}: {}",
-                lock_go.display(),
-                Library::Go.install_hint()
-            );
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            GO_SOURCE.hash(&mut hasher);
-            let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-                .join(format!("go-peer-{:016x}", hasher.finish()));
-            let binary = dir.join("go_peer");
-            if binary.is_file() {
-                return binary;
-            }
-            // GOPATH mode: the peer as package `zklockgopeer` in a GOPATH of its own,
-            // go-zookeeper from Debian's GOPATH; a per-process directory, renamed into
-            // place, so that concurrent test binaries never see half a build.
-            let work = dir.with_extension(format!("build-{}", std::process::id()));
-            let src = work.join("src/zklockgopeer");
-            std::fs::create_dir_all(&src).expect("go peer build directory");
-            std::fs::write(src.join("main.go"), GO_SOURCE).expect("go peer source");
-            let built = work.join("go_peer");
-            let output = Command::new(&go)
-                .args(["build", "-o"])
-                .arg(&built)
-                .arg("zklockgopeer")
-                .current_dir(&work)
-                .env("GOPATH", format!("{}:{GOCODE}", work.display()))
-                .env("GO111MODULE", "off")
-                .env("GOFLAGS", "")
-                .env("GOCACHE", work.join("cache"))
-                .output()
-                .unwrap_or_else(|e| panic!("running {}: {e}", go.display()));
-            assert!(
-                output.status.success(),
-                "go build of the Go peer failed ({}): {}\n{}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr),
-                Library::Go.install_hint()
-            );
-            std::fs::create_dir_all(&dir).expect("go peer directory");
-            std::fs::rename(&built, &binary)
-                .or_else(|e| if binary.is_file() { Ok(()) } else { Err(e) })
-                .expect("go peer binary");
-            let _ = std::fs::remove_dir_all(&work);
-            binary
+            lock_testkit::go_peer(Path::new(env!("CARGO_TARGET_TMPDIR")))
+                .unwrap_or_else(|e| panic!("{e}"))
         })
         .clone()
 }

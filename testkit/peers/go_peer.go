@@ -1,6 +1,6 @@
-// A go-zookeeper peer for zklock's interop tests (adapters/zookeeper-client/tests/common/peers.rs
-// builds it with Debian's golang-go and golang-github-samuel-go-zookeeper-dev, in GOPATH mode,
-// and drives it).
+// A go-zookeeper peer for zklock's interop tests: lock-testkit's `go_peer` builds it with
+// Debian's golang-go and golang-github-samuel-go-zookeeper-dev, in GOPATH mode; the tests of
+// lock-zookeeper-client (tests/common/peers/) and of the zklock command drive it.
 //
 // Usage: go_peer <connect string> <name> [session timeout ms, default 10000]
 //

@@ -1,0 +1,205 @@
+//! `zklock exec` and a real go-zookeeper client (its `Lock` recipe, in a Go process
+//! built by lock-testkit's `go_peer` with Debian's golang-go and go-zookeeper) on
+//! one path, against a real ZooKeeper: each excludes the other. A Go holder also
+//! keeps out `zklock exec` in every other scheme: its node counts as an exclusive
+//! participant whatever scheme the command was given.
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// How long any one line from the Go peer may take (its lock waits are in the test).
+const REPLY: Duration = Duration::from_secs(60);
+
+/// One go-zookeeper session in a process of its own, driven by the peer's line
+/// protocol (`<slot> <op> [args]` in, `<slot> <WORD> [args]` out; see the top of
+/// lock-testkit's `peers/go_peer.go`).
+struct GoPeer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+}
+
+impl GoPeer {
+    /// Starts a peer named `name` and waits for its session.
+    fn start(zk: &str, name: &str) -> GoPeer {
+        let scratch = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let binary = lock_testkit::go_peer(scratch).unwrap_or_else(|e| panic!("{e}"));
+        let mut child = Command::new(binary)
+            .args([zk, name])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("starting the Go peer");
+        let stdin = child.stdin.take();
+        let stdout: ChildStdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut peer = GoPeer {
+            child,
+            stdin,
+            lines,
+        };
+        assert_eq!(peer.line(), "_ READY");
+        peer
+    }
+
+    fn line(&mut self) -> String {
+        self.lines
+            .recv_timeout(REPLY)
+            .unwrap_or_else(|e| panic!("no line from the Go peer in {REPLY:?}: {e}"))
+    }
+
+    /// Sends `slot op args` and returns the reply's words after the slot.
+    fn ask(&mut self, command: &str) -> String {
+        let stdin = self.stdin.as_mut().expect("peer open");
+        writeln!(stdin, "1 {command}").unwrap();
+        stdin.flush().unwrap();
+        let reply = self.line();
+        reply
+            .strip_prefix("1 ")
+            .unwrap_or_else(|| panic!("Go peer answered {reply:?} to {command:?}"))
+            .to_owned()
+    }
+
+    /// go-zookeeper's `Lock` on `lock`, waited for; the node it holds with.
+    fn acquire(&mut self, lock: &str) -> String {
+        let reply = self.ask(&format!("acquire mutex {lock}"));
+        reply
+            .strip_prefix("HELD ")
+            .unwrap_or_else(|| panic!("Go peer: {reply:?}"))
+            .to_owned()
+    }
+
+    /// Ends the session (deleting its nodes) and the process.
+    fn close(mut self) {
+        drop(self.stdin.take());
+        assert!(self.child.wait().unwrap().success());
+    }
+}
+
+impl Drop for GoPeer {
+    fn drop(&mut self) {
+        if self.stdin.is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A Go holder: `zklock exec -n` is busy (75) in the go scheme and in every other
+/// (the Go node counts as an exclusive participant), CMD never runs, and `ls` shows
+/// the Go holder; once Go releases, `exec -n --scheme go` runs CMD.
+#[test]
+fn a_go_holder_excludes_zklock_in_every_scheme() {
+    let zk = server().connect_string();
+    let lock = unique("go-holds");
+    let dir = scratch("go-holds");
+    let ran = dir.join("ran");
+    let mut go = GoPeer::start(&zk, "go-holder");
+    let node = go.acquire(&lock);
+    assert!(node.starts_with("_c_") && node.contains("-lock-"), "{node}");
+
+    for scheme in ["go", "native", "curator", "kazoo"] {
+        let out = run(zklock(&zk).args([
+            "exec",
+            "-n",
+            "--scheme",
+            scheme,
+            &lock,
+            "--",
+            "touch",
+            ran.to_str().unwrap(),
+        ]));
+        assert_eq!(code(&out), BUSY, "--scheme {scheme}: {out:?}");
+        assert!(
+            !ran.exists(),
+            "--scheme {scheme}: CMD ran beside a Go holder"
+        );
+    }
+    let out = run(zklock(&zk).args(["exec", "-w", "0.5", "--scheme", "go", &lock, "--", "true"]));
+    assert_eq!(code(&out), BUSY, "{out:?}");
+
+    let rows = ls_rows(&zk, &lock);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    // # STATE KIND OWNER SESSION AGE TOKEN SCHEME WAITS-FOR NODE
+    assert_eq!(
+        [
+            rows[0][1].as_str(),
+            rows[0][7].as_str(),
+            rows[0][9].as_str()
+        ],
+        ["holds", "go", node.as_str()],
+        "{rows:?}"
+    );
+
+    go.close();
+    let out = run(zklock(&zk).args([
+        "exec",
+        "-n",
+        "--scheme",
+        "go",
+        &lock,
+        "--",
+        "touch",
+        ran.to_str().unwrap(),
+    ]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    assert!(ran.exists());
+}
+
+/// `zklock exec --scheme go` holds: go-zookeeper's `Lock` waits behind it (its
+/// `try` is busy; its `acquire` returns only after CMD ended), and `ls` names
+/// zklock's node in Go's layout.
+#[test]
+fn a_zklock_holder_excludes_go() {
+    let zk = server().connect_string();
+    let lock = unique("zklock-holds-go");
+    let dir = scratch("zklock-holds-go");
+    let ready = dir.join("ready");
+    let release = dir.join("release");
+    let mut holder = hold(
+        &zk,
+        &["--scheme", "go"],
+        &lock,
+        &format!(
+            "touch {}; while [ ! -e {} ]; do sleep 0.05; done",
+            ready.display(),
+            release.display()
+        ),
+    );
+    wait_for(&ready, Duration::from_secs(30));
+    let rows = ls_rows(&zk, &lock);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0][7], "go", "{rows:?}");
+    assert!(rows[0][9].starts_with("_c_"), "{rows:?}");
+
+    let mut go = GoPeer::start(&zk, "go-waiter");
+    assert_eq!(go.ask(&format!("try mutex {lock}")), "BUSY");
+
+    // Go queues behind zklock; it holds only once CMD ended and zklock released.
+    let stdin = go.stdin.as_mut().unwrap();
+    writeln!(stdin, "1 acquire mutex {lock}").unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        go.lines.try_recv().is_err(),
+        "the Go peer answered while zklock held"
+    );
+    std::fs::File::create(&release).unwrap().flush().unwrap();
+    assert_eq!(holder.wait().unwrap().code(), Some(0));
+    let reply = go.line();
+    assert!(reply.starts_with("1 HELD _c_"), "{reply}");
+    go.close();
+}
