@@ -44,7 +44,7 @@ impl Driver {
                     SimRecipe::Semaphore(n) => LockSpec::semaphore(dir, 1 + u32::from(*n % 3)),
                     SimRecipe::Leader => LockSpec::leader(dir, vec![b'p', *client]),
                 };
-                spec = spec.scheme(match scheme % 3 {
+                spec = spec.scheme(match *scheme % 3 {
                     // Semaphores stay native here: Curator's and kazoo's layouts (a
                     // lease pool behind an internal mutex; kazoo's pool is the path
                     // itself) cannot share a directory with the other recipes these
@@ -54,6 +54,13 @@ impl Driver {
                     1 => NameScheme::Curator,
                     _ => NameScheme::Kazoo,
                 });
+                // go-zookeeper has only a mutex: a quarter of the write picks are
+                // go-zookeeper's mutex instead, beside every other scheme and recipe on
+                // the same directory. (Only the top bits decide: the corpus's other
+                // picks keep their meaning.)
+                if matches!(recipe, SimRecipe::Write) && *scheme >= 0xC0 {
+                    spec = LockSpec::exclusive(dir).scheme(NameScheme::Go);
+                }
                 if let Some(ms) = deadline_ms {
                     let d = self.sim.now() + Duration::from_millis(u64::from(*ms));
                     spec = spec.deadline(d);
