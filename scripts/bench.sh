@@ -13,10 +13,15 @@
 #                                100,000; MEMORY_COUNTS=10000 takes ~15)
 #   scripts/bench.sh queues      lock-sim: work per release against queue length (prints
 #                                a table; 100,000 clients, ~5 minutes, 6 GB)
+#   scripts/bench.sh tolerance   how long a held lock survives server restarts (standalone,
+#                                follower, leader) and client cuts of 0.5, 0.8 and 1.5 session
+#                                timeouts: zklock (both bindings), Curator and kazoo side by
+#                                side (prints a table; ~10 minutes; root, network namespaces)
 #
 # Knobs are environment variables, listed in adapters/zookeeper-client/benches/compare/main.rs
 # (COMPARE_ROUNDS, COMPARE_LIBRARIES, CONTENTION_MS, HERD_WAITERS, MEMORY_COUNTS, ...) and
-# adapters/sim/benches/queues.rs (QUEUES_CLIENTS, QUEUES_LOCKS).
+# adapters/sim/benches/queues.rs (QUEUES_CLIENTS, QUEUES_LOCKS), partition/benches/tolerance.rs
+# (TOLERANCE_OUTAGES, TOLERANCE_TOPOLOGIES, TOLERANCE_LIBRARIES, TOLERANCE_SESSION_MS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-compare}"
@@ -32,8 +37,12 @@ case "$what" in
     queues)
         cargo bench -p lock-sim --bench queues
         ;;
+    tolerance)
+        bash scripts/install-deps.sh
+        cargo bench -p lock-partition --bench tolerance
+        ;;
     *)
-        echo "usage: scripts/bench.sh [compare|memory|queues]" >&2
+        echo "usage: scripts/bench.sh [compare|memory|queues|tolerance]" >&2
         exit 2
         ;;
 esac
