@@ -1,8 +1,8 @@
 #![no_main]
 //! Arbitrary user calls, replies, watch firings, session changes and time steps into
-//! one `lock_core::Session`; see `src/session.rs` for the checks.
+//! one `lock_core::Session`; see `checks/src/session/` for the checks.
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    zklock_fuzz::session::run(data);
+    lock_fuzz_checks::session::run(data);
 });

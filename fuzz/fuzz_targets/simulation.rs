@@ -1,8 +1,8 @@
 #![no_main]
 //! An arbitrary fault schedule for several clients in lock-sim, with the simulator's
-//! invariant checks after every step; see `src/simulation.rs`.
+//! invariant checks after every step; see `checks/src/simulation/`.
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    zklock_fuzz::simulation::run(data);
+    lock_fuzz_checks::simulation::run(data);
 });

@@ -2,12 +2,20 @@
 //! network's side; settling (honest serving until only far timers are left);
 //! and the end of a case (check what is left, cancel everything, close).
 //!
-//! A child module of `session.rs`, in a file of its own so that neither grows
+//! A child module of `session`, in a file of its own so that neither grows
 //! past reading size.
 
-#![allow(dead_code)]
-
-use super::*;
+use super::{
+    peer_attempt, Conn, Harness, LockPick, PathPick, Step, TaskKind, DIRS, FOREIGN_NAMES, M,
+    SETTLE_HORIZON,
+};
+use lock_core::names::node_prefix;
+use lock_core::CreateMode;
+use lock_core::Input as CoreInput;
+use lock_core::LockId;
+use lock_core::RequestId;
+use lock_core::WatchKind;
+use std::time::Duration;
 
 impl Harness {
     pub(super) fn run_step(&mut self, step: &Step) {

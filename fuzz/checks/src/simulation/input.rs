@@ -1,13 +1,10 @@
 //! The `simulation` target's input: a case (the seed, the clients, chaos, the
 //! reaper) and its steps, decoded from the fuzzer's bytes by `arbitrary`.
 //!
-//! A child module of `simulation.rs`, in a file of its own so that neither grows
+//! A child module of `simulation`, in a file of its own so that neither grows
 //! past reading size.
 
-#![allow(dead_code)]
-
-use super::*;
-
+use arbitrary::Arbitrary;
 /// One fuzz case.
 #[derive(Arbitrary, Debug, Clone)]
 pub struct SimCase {

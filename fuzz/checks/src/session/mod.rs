@@ -1,8 +1,8 @@
 //! The `session` fuzz target's input and checks: arbitrary user calls, replies, watch
 //! firings, session changes and time steps fed into one [`lock_core::Session`].
 //!
-//! Shared verbatim by the cargo-fuzz target (`fuzz/fuzz_targets/session.rs`) and the
-//! corpus replay test of the workspace (`adapters/sim/tests/fuzz_corpus_replay.rs`),
+//! Shared by the cargo-fuzz target (`fuzz/fuzz_targets/session.rs`) and the
+//! corpus replay test of the workspace (`fuzz/checks/tests/corpus_replay.rs`),
 //! so it depends only on `lock_core`, `lock_sim` and `arbitrary`.
 //!
 //! The harness plays the server with lock-sim's ZooKeeper model ([`lock_sim::ZkModel`],
@@ -27,20 +27,16 @@
 //!   an ended acquisition is left behind.
 //!
 //! The parts, each a child module in a file of its own: the input
-//! (`session_input.rs`), the world (`session_world.rs`), the per-output checks
-//! (`session_outputs.rs`), the state checks (`session_checks.rs`), the user's steps
-//! (`session_steps.rs`), the server's steps (`session_serving.rs`), the run
-//! (`session_run.rs`), and owners, deadlocks and inspection (`session_detect.rs`).
-
-#![allow(dead_code)]
+//! (`input.rs`), the world (`world.rs`), the per-output checks
+//! (`outputs.rs`), the state checks (`checks.rs`), the user's steps
+//! (`steps.rs`), the server's steps (`serving.rs`), the run
+//! (`running.rs`), and owners, deadlocks and inspection (`detect.rs`).
 
 use arbitrary::{Arbitrary, Unstructured};
-use lock_core::names::{format_sequence, node_prefix, parse_name, relative_sequence};
+use lock_core::names::{format_sequence, node_prefix};
 use lock_core::{
-    AttemptId, Config, CreateMode, FailReason, FencedError, Grant, Input as CoreInput, Leader,
-    LockEvent, LockId, LockSpec, LockState, LostReason, MultiOp, MultiResult, NameScheme, NodeKind,
-    Op, Output, Reply, Request, RequestId, Session, SessionEvent, Stat, Timestamp, UsageError,
-    WatchKind, ZkError, MAX_DATA_LEN,
+    AttemptId, Config, CreateMode, Grant, Leader, LockEvent, LockId, MultiOp, NameScheme, NodeKind,
+    Request, RequestId, Session, Timestamp,
 };
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
@@ -59,11 +55,9 @@ const DATA_DIR: &str = "/data";
 /// How long `settle` lets virtual time run for retries and polls.
 const SETTLE_HORIZON: Duration = Duration::from_secs(5);
 
-#[path = "session_input.rs"]
 mod input;
 pub use input::*;
 
-#[path = "session_world.rs"]
 mod world;
 use world::{name_of, parent_of, World};
 
@@ -210,19 +204,12 @@ macro_rules! check {
 }
 
 // After `check!`: the module uses it.
-#[path = "session_detect.rs"]
 mod detect;
-use detect::{detect_after, OWNERS};
 
-#[path = "session_checks.rs"]
 mod checks;
-#[path = "session_outputs.rs"]
 mod outputs;
-#[path = "session_run.rs"]
 mod running;
-#[path = "session_serving.rs"]
 mod serving;
-#[path = "session_steps.rs"]
 mod steps;
 
 impl Harness {

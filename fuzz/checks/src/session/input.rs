@@ -1,12 +1,18 @@
 //! The `session` target's input: the user calls, replies, watch firings, session
 //! changes and time steps a fuzz case is made of.
 //!
-//! A child module of `session.rs`, in a file of its own so that neither grows
+//! A child module of `session`, in a file of its own so that neither grows
 //! past reading size.
 
-#![allow(dead_code)]
-
-use super::*;
+use super::{DATA_DIR, SECTION_MARKER};
+use arbitrary::Arbitrary;
+use lock_core::CreateMode;
+use lock_core::MultiOp;
+use lock_core::NameScheme;
+use lock_core::NodeKind;
+use lock_core::WatchKind;
+use lock_core::ZkError;
+use lock_core::MAX_DATA_LEN;
 
 /// One fuzz case.
 #[derive(Arbitrary, Debug, Clone)]
@@ -182,7 +188,7 @@ pub enum Step {
     AdvanceToTimeout,
     /// `Session::inspect` of a lock directory (or an arbitrary path).
     Inspect(DirPick),
-    /// `Session::deadlocks` under a root: one of [`SCAN_ROOTS`] (or an arbitrary path).
+    /// `Session::deadlocks` under a root: one of `SCAN_ROOTS` (or an arbitrary path).
     Scan(DirPick),
     /// A peer node's data becomes an owner header (`OWNERS[owner % 3]`) publishing
     /// waits at the world's participant nodes `waits` (ours included), so chases and
@@ -232,7 +238,7 @@ pub struct AcquireStep {
     /// `owner(OWNERS[n % 3])`: few names, so one owner holds one lock and waits on
     /// another.
     pub owner: Option<u8>,
-    /// `detect_deadlocks(after)`: short (true) or long (false), see [`detect_after`].
+    /// `detect_deadlocks(after)`: short (true) or long (false), see `detect_after`.
     pub detect: Option<bool>,
 }
 
@@ -289,7 +295,7 @@ impl FencedOpPick {
 /// A lock directory.
 #[derive(Arbitrary, Debug, Clone)]
 pub enum DirPick {
-    /// One of [`DIRS`].
+    /// One of [`DIRS`](super::DIRS).
     Known(u8),
     /// Anything.
     Raw(String),

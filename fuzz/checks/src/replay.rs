@@ -1,12 +1,9 @@
-//! Corpus replay on stable Rust, shared by the workspace tests that include this file
-//! via `#[path]` (core/tests/fuzz_corpus_replay.rs for `names`,
-//! adapters/sim/tests/fuzz_corpus_replay.rs for `session` and `simulation`). Not part of the
-//! fuzz crate itself.
-#![allow(dead_code)]
+//! Corpus replay on stable Rust, for the crate's test
+//! (`fuzz/checks/tests/corpus_replay.rs`); the fuzzers themselves do not use it.
 
 use std::path::{Path, PathBuf};
 
-/// The `fuzz/` directory of the repository (found upwards from the including crate).
+/// The `fuzz/` directory of the repository (found upwards from this crate).
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
@@ -54,6 +51,10 @@ fn inputs(target: &str) -> Vec<PathBuf> {
     files
 }
 
+/// Runs `run` on every committed input of `target` (`fuzz/corpus/<target>/` and
+/// `fuzz/regressions/<target>/`, or only `ZKLOCK_FUZZ_FILE` when set); panics
+/// naming the first input that fails, when fewer than `min` inputs exist, or when
+/// under 90% of them still decode (`run` returns whether its input decoded).
 pub fn replay(target: &str, min: usize, run: fn(&[u8]) -> bool) {
     let files = inputs(target);
     let single = std::env::var_os("ZKLOCK_FUZZ_FILE").is_some();

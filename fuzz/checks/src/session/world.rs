@@ -6,13 +6,17 @@
 //! delivered (the harness picks their delivery order), and, while our connection
 //! is cut, the watches our client will set again when it reconnects.
 //!
-//! A child module of `session.rs`, in a file of its own so that neither grows
+//! A child module of `session`, in a file of its own so that neither grows
 //! past reading size.
 
-#![allow(dead_code)]
-
-use super::*;
+use lock_core::CreateMode;
+use lock_core::Op;
+use lock_core::Reply;
+use lock_core::Stat;
+use lock_core::ZkError;
 use lock_sim::{NodeInfo, Notification, WatchType, ZkModel, CONTAINER_OWNER, NO_SESSION};
+use std::collections::BTreeSet;
+use std::collections::VecDeque;
 
 /// The nodes a fresh server has, which no step may pick (the old in-harness
 /// model had none of them, so corpus bytes keep picking what they picked).

@@ -2,8 +2,8 @@
 //! ordering across the native, Curator, kazoo and go-zookeeper schemes, and the
 //! participant rule for names of no known scheme.
 //!
-//! Shared verbatim by the cargo-fuzz target (`fuzz/fuzz_targets/names.rs`) and the
-//! corpus replay test of the workspace (`core/tests/fuzz_corpus_replay.rs`).
+//! Shared by the cargo-fuzz target (`fuzz/fuzz_targets/names.rs`) and the
+//! corpus replay test of the workspace (`fuzz/checks/tests/corpus_replay.rs`).
 //!
 //! Checks:
 //! * `parse(format(x)) == x` for every scheme, kind, attempt id and sequence number
@@ -14,7 +14,6 @@
 //! * the wrap-aware order agrees with a reference order (offsets from a base, within
 //!   a window of 2^30 either side) and is a consistent total order: antisymmetric,
 //!   transitive, and sorting names by it gives the reference order.
-#![allow(dead_code)]
 
 use arbitrary::{Arbitrary, Unstructured};
 use lock_core::names::{

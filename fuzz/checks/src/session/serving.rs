@@ -1,12 +1,28 @@
 //! The server's and the network's steps: replies (honest, failed or crafted),
 //! watch deliveries, disconnects, reconnects, expiries, time.
 //!
-//! A child module of `session.rs`, in a file of its own so that neither grows
+//! A child module of `session`, in a file of its own so that neither grows
 //! past reading size.
 
-#![allow(dead_code)]
-
-use super::*;
+use super::world::name_of;
+use super::{
+    peer_name, ChildPick, Conn, Crafted, DataPick, ErrPick, Harness, OwnerPick, Shape,
+    FOREIGN_NAMES, M,
+};
+use lock_core::names::format_sequence;
+use lock_core::CreateMode;
+use lock_core::Input as CoreInput;
+use lock_core::MultiOp;
+use lock_core::MultiResult;
+use lock_core::Op;
+use lock_core::Reply;
+use lock_core::Request;
+use lock_core::RequestId;
+use lock_core::SessionEvent;
+use lock_core::Stat;
+use lock_core::Timestamp;
+use lock_core::ZkError;
+use std::time::Duration;
 
 impl Harness {
     pub(super) fn feed(&mut self, input: CoreInput) {

@@ -1,23 +1,22 @@
-//! Replays the committed corpus of the `session` and `simulation` fuzz targets
-//! (`fuzz/corpus/<target>/`, `fuzz/regressions/<target>/`) through the targets' own
-//! checks on stable Rust, so `cargo test` guards against regressions. Both serve
-//! from lock-sim: `session` from its ZooKeeper model ([`lock_sim::ZkModel`]),
-//! `simulation` from the seeded simulator. (The `names` target's corpus is
-//! replayed by core/tests/fuzz_corpus_replay.rs.)
+//! Replays the committed corpus of every fuzz target (`fuzz/corpus/<target>/`,
+//! `fuzz/regressions/<target>/`) through the targets' own checks on stable Rust,
+//! so `cargo test` guards against regressions: `names` on lock-core's naming
+//! schemes, `session` served from lock-sim's ZooKeeper model
+//! ([`lock_sim::ZkModel`]), `simulation` on the seeded simulator. Then hand-built
+//! `session` cases that pin what the fuzzer once found.
 //!
-//! The input types and checks live in `fuzz/src/` and are compiled here unchanged.
 //! A failing file is named in the panic message; replay it alone (or a whole
 //! directory, e.g. a fuzzer's working corpus) with a trace:
-//! `ZKLOCK_FUZZ_FILE=<path> ZKLOCK_FUZZ_TRACE=1 cargo test -p lock-sim --test fuzz_corpus_replay -- --nocapture`
+//! `ZKLOCK_FUZZ_FILE=<path> ZKLOCK_FUZZ_TRACE=1 cargo test -p lock-fuzz-checks --test corpus_replay -- --nocapture`
 //! (the path must contain the target's name; `ZKLOCK_FUZZ_TRACE=all` prints the
 //! trace of every case, not only of a failing one).
 
-#[path = "../../../fuzz/src/replay.rs"]
-mod replay;
-#[path = "../../../fuzz/src/session.rs"]
-mod session;
-#[path = "../../../fuzz/src/simulation.rs"]
-mod simulation;
+use lock_fuzz_checks::{names, replay, session, simulation};
+
+#[test]
+fn names_corpus_replays_clean() {
+    replay::replay("names", 10, names::run);
+}
 
 #[test]
 fn simulation_corpus_replays_clean() {

@@ -1,8 +1,8 @@
 //! The `simulation` fuzz target's input and checks: an arbitrary schedule of user
 //! calls and faults for several clients of one `lock_sim::Sim`.
 //!
-//! Shared verbatim by the cargo-fuzz target (`fuzz/fuzz_targets/simulation.rs`) and
-//! the corpus replay test of the workspace (`adapters/sim/tests/fuzz_corpus_replay.rs`).
+//! Shared by the cargo-fuzz target (`fuzz/fuzz_targets/simulation.rs`) and
+//! the corpus replay test of the workspace (`fuzz/checks/tests/corpus_replay.rs`).
 //!
 //! The simulator's own invariant checker runs after every
 //! step: at most one trusted exclusive holder, no writer beside another holder, at
@@ -16,24 +16,21 @@
 //! cores must go idle with no orphan node left.
 //!
 //! The parts, each a child module in a file of its own: the input
-//! (`simulation_input.rs`) and the steps (`simulation_steps.rs`); the driver,
+//! (`input.rs`) and the steps (`steps.rs`); the driver,
 //! the end of a case and the run stay here.
-#![allow(dead_code)]
 
 use arbitrary::{Arbitrary, Unstructured};
 use lock_core::names::parse_name;
-use lock_core::{CreateMode, LockId, LockSpec, LockState, MultiOp, NameScheme};
-use lock_sim::{ClientConfig, ClientId, FaultConfig, InFlight, Profile, Sim, SimConfig};
+use lock_core::{CreateMode, LockId, LockState};
+use lock_sim::{ClientConfig, ClientId, FaultConfig, Profile, Sim, SimConfig};
 use std::time::Duration;
 
 /// Lock directories (`/a` is an ancestor of `/a/b`).
 pub const DIRS: [&str; 3] = ["/a", "/a/b", "/locks/job"];
 
-#[path = "simulation_input.rs"]
 mod input;
 pub use input::*;
 
-#[path = "simulation_steps.rs"]
 mod steps;
 
 /// Children that are no participants (names::parse_participant): a plain node,

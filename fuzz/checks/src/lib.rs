@@ -1,0 +1,13 @@
+//! Input types and checks of zklock's fuzz targets, one module per target.
+//!
+//! The cargo-fuzz targets (`fuzz/fuzz_targets/`) feed them the fuzzer's bytes; the
+//! crate's corpus replay test (`fuzz/checks/tests/corpus_replay.rs`) feeds them the
+//! committed corpus on stable Rust ([`replay`]), so the fuzzers and `cargo test`
+//! run the very same checks on the same bytes. The crate depends on nothing but `lock_core`,
+//! `lock_sim` and `arbitrary`.
+#![forbid(unsafe_code)]
+
+pub mod names;
+pub mod replay;
+pub mod session;
+pub mod simulation;
