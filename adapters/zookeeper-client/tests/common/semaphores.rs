@@ -255,11 +255,19 @@ pub async fn semaphore_holder_expiry(rt: &Runtime, library: Library, path: &str)
         super::blocking(move || p.blackhole()).await;
     }
     let zw = received(zw, "the zklock waiter behind an expiring peer holder").await;
-    assert_eq!(
-        held.status(),
-        LockStatus::Held,
-        "the zklock holder on a healthy session"
-    );
+    // The zklock holder's session is healthy: it still holds. (On a machine busy
+    // enough to delay its proof of contact, a 2 s session may be `Suspended` for a
+    // moment: that is the lock being careful, not lost; it must come back.)
+    let healthy_until = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        match held.status() {
+            LockStatus::Held => break,
+            LockStatus::Suspended if std::time::Instant::now() < healthy_until => {
+                super::sleep(Duration::from_millis(50)).await
+            }
+            other => panic!("the zklock holder on a healthy session: {other:?}"),
+        }
+    }
     assert!(
         waiting_peer.quiet("w"),
         "the {name} waiter got in beside two holders"
