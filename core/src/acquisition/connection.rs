@@ -20,13 +20,13 @@ impl Acquisition {
         self.publication.forget();
         cx.timers.cancel(self.id, TimerKind::Retry);
         self.watched.clear();
-        self.own_read = None;
+        self.own_read.forget();
         self.own_watched = false;
-        self.list = None;
-        self.delete_maybe_applied |= self.delete.is_some();
-        self.delete = None;
-        self.marker_check = None;
-        self.section_request = None;
+        self.list.forget();
+        self.delete_maybe_applied |= self.delete.is_pending();
+        self.delete.forget();
+        self.marker_check.forget();
+        self.section_request.forget();
         if let Create::InFlight(_) = self.create {
             self.create = Create::Unknown;
         }
@@ -70,14 +70,14 @@ impl Acquisition {
         if let Create::InFlight(_) = self.create {
             self.create = Create::Unknown;
         }
-        self.list = None;
-        self.delete_maybe_applied |= self.delete.is_some();
-        self.delete = None;
-        self.own_read = None;
+        self.list.forget();
+        self.delete_maybe_applied |= self.delete.is_pending();
+        self.delete.forget();
+        self.own_read.forget();
         self.own_watched = false;
         self.watched.clear();
-        self.marker_check = None;
-        self.section_request = None;
+        self.marker_check.forget();
+        self.section_request.forget();
         self.writes_unknown(cx);
         self.suspend(cx, lost_at);
     }
@@ -101,7 +101,11 @@ impl Acquisition {
     /// The leader was proven to hear us again: a lock suspended for want of that
     /// proof (the connection up) checks that its node is still ours, then resumes.
     pub(crate) fn on_contact_renewed(&mut self, cx: &mut Ctx) {
-        if self.state == State::Held && self.suspended && cx.connected && self.own_read.is_none() {
+        if self.state == State::Held
+            && self.suspended
+            && cx.connected
+            && !self.own_read.is_pending()
+        {
             self.send_own_read(cx, self.spec.watches_node());
         }
     }

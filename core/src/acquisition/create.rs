@@ -93,7 +93,8 @@ impl Acquisition {
                     }
                     State::Waiting => {
                         self.ensure_own_read(cx);
-                        if std::mem::take(&mut self.relist_after_create) && self.list.is_none() {
+                        if std::mem::take(&mut self.relist_after_create) && !self.list.is_pending()
+                        {
                             self.send_list(cx);
                         }
                     }
@@ -117,7 +118,7 @@ impl Acquisition {
                 // The lock directory (or an ancestor) is missing: create the containers,
                 // then our node, in one pipelined burst.
                 self.create = Create::NotSent;
-                self.list = None;
+                self.list.forget();
                 if self.state == State::Cleanup {
                     return self.continue_cleanup(cx);
                 }
@@ -133,7 +134,7 @@ impl Acquisition {
             }
             Err(e) => {
                 self.create = Create::NotSent;
-                self.list = None;
+                self.list.forget();
                 if self.state == State::Cleanup {
                     return self.continue_cleanup(cx);
                 }

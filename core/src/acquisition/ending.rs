@@ -25,7 +25,7 @@ impl Acquisition {
         self.watched.clear();
         self.lower.clear();
         self.suspended = false;
-        self.list = None;
+        self.list.forget();
         self.lease_terminal(cx);
         self.continue_cleanup(cx);
     }
@@ -34,7 +34,7 @@ impl Acquisition {
     /// and duplicates; done when nothing of ours can remain.
     pub(super) fn continue_cleanup(&mut self, cx: &mut Ctx) {
         if self.own.is_some() {
-            if self.delete.is_none() {
+            if !self.delete.is_pending() {
                 self.send_delete(cx);
             }
             return;
@@ -42,7 +42,7 @@ impl Acquisition {
         match self.create {
             Create::InFlight(_) => return, // its reply decides
             Create::Unknown => {
-                if self.list.is_none() {
+                if !self.list.is_pending() {
                     self.send_list(cx);
                 }
                 return;

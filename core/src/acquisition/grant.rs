@@ -35,18 +35,19 @@ impl Acquisition {
             // The client library gave no stat on create: a getData on our own node
             // brings the token.
             if stat.is_none()
-                && self.own_read.is_none()
+                && !self.own_read.is_pending()
                 && !matches!(self.create, Create::InFlight(_))
             {
                 self.send_own_read(cx, self.spec.watches_node());
             }
             // We waited: whether the previous holder closed its section is unknown.
-            if crashed.is_none() && self.marker_check.is_none() {
+            if crashed.is_none() && !self.marker_check.is_pending() {
                 let op = Op::GetData {
                     path: self.marker_path(),
                     watch: false,
                 };
-                self.marker_check = cx.send(self.id, Purpose::MarkerCheck, op);
+                self.marker_check
+                    .send(cx, self.id, Purpose::MarkerCheck, op);
             }
             return;
         };

@@ -58,7 +58,7 @@ impl Acquisition {
     /// Our node is verified: a section call whose outcome was lost goes again (both
     /// directions are idempotent and fenced by the check on our node).
     pub(super) fn resend_section(&mut self, cx: &mut Ctx) {
-        if self.section_request.is_some() {
+        if self.section_request.is_pending() {
             return;
         }
         if let (Some(open), Ok(own)) = (self.section_wanted, self.own_path()) {
@@ -96,7 +96,8 @@ impl Acquisition {
             path: own,
             version: None,
         };
-        self.section_request = cx.send(
+        self.section_request.send(
+            cx,
             self.id,
             Purpose::Section { open },
             Op::Multi(vec![check, op]),

@@ -16,7 +16,7 @@ impl Acquisition {
         let op = Op::GetChildren {
             path: self.dir.clone(),
         };
-        self.list = cx.send(self.id, Purpose::List, op);
+        self.list.send(cx, self.id, Purpose::List, op);
     }
 
     pub(super) fn on_list(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {

@@ -37,7 +37,7 @@ use crate::ids::LockId;
 use crate::names::{node_prefix, rwlock_node_prefix, semaphore_node_prefix, AttemptId, NodeKind};
 use crate::path::split_parent;
 use crate::proto::{Reply, RequestId, WatchKind, ZkError};
-use crate::requests::Purpose;
+use crate::requests::{InFlight, Purpose};
 use crate::spec::{LockSpec, Recipe};
 use crate::time::Timestamp;
 use crate::timers::TimerKind;
@@ -154,13 +154,13 @@ pub(crate) struct Acquisition {
     /// Watches on lower blockers, by name.
     watched: BTreeMap<String, Watch>,
     /// The `getData` on our own node in flight, whose reply we act on.
-    own_read: Option<RequestId>,
+    own_read: InFlight,
     /// A watch on our own node is set (or being set) on the server. Set while
     /// waiting (see [`Acquisition::evaluate`]) and while held when the spec needs it
     /// ([`LockSpec::watches_node`]); never on a plain lock's uncontended path.
     own_watched: bool,
-    list: Option<RequestId>,
-    delete: Option<RequestId>,
+    list: InFlight,
+    delete: InFlight,
     /// A delete of our node went out and its outcome is unknown (in flight at a
     /// disconnect, or failed with a connection loss): it may have been applied, so
     /// a later `NoNode` may be our own doing rather than someone else's.
@@ -173,10 +173,10 @@ pub(crate) struct Acquisition {
     /// Whether the crash marker exists, when known without asking (from a listing in
     /// which we could be granted); `None` once we waited, as it may have changed.
     marker_known: Option<bool>,
-    marker_check: Option<RequestId>,
+    marker_check: InFlight,
     /// Our section marker is set (release deletes it in the same multi).
     section_open: bool,
-    section_request: Option<RequestId>,
+    section_request: InFlight,
     /// A section call whose outcome is unknown (in flight at a disconnect, or not
     /// yet answered): `Some(open)`. Sent again once our node is verified.
     section_wanted: Option<bool>,
@@ -231,19 +231,19 @@ impl Acquisition {
             own: None,
             lower: Vec::new(),
             watched: BTreeMap::new(),
-            own_read: None,
+            own_read: InFlight::default(),
             own_watched: false,
-            list: None,
-            delete: None,
+            list: InFlight::default(),
+            delete: InFlight::default(),
             delete_maybe_applied: false,
             extra: Vec::new(),
             parent_tries: 0,
             suspended: false,
             revocation_seen: false,
             marker_known: None,
-            marker_check: None,
+            marker_check: InFlight::default(),
             section_open: false,
-            section_request: None,
+            section_request: InFlight::default(),
             section_wanted: None,
             writes: Vec::new(),
             relist_after_create: false,
@@ -305,15 +305,15 @@ impl Acquisition {
             Purpose::CreateParent => {}
             Purpose::CreateNode => self.on_create(cx, request, result),
             Purpose::List => {
-                if self.list == Some(request) {
-                    self.list = None;
+                if self.list.take_reply(request) {
+                    self.list.forget();
                     self.on_list(cx, result);
                 }
             }
             Purpose::WatchPeer { name } => self.on_peer_data(cx, request, name, result),
             Purpose::OwnData => {
-                if self.own_read == Some(request) {
-                    self.own_read = None;
+                if self.own_read.take_reply(request) {
+                    self.own_read.forget();
                     self.on_own_data(cx, result);
                 }
             }
@@ -327,20 +327,20 @@ impl Acquisition {
                 }
             }
             Purpose::DeleteOwn => {
-                if self.delete == Some(request) {
-                    self.delete = None;
+                if self.delete.take_reply(request) {
+                    self.delete.forget();
                     self.on_delete(cx, result);
                 }
             }
             Purpose::MarkerCheck => {
-                if self.marker_check == Some(request) {
-                    self.marker_check = None;
+                if self.marker_check.take_reply(request) {
+                    self.marker_check.forget();
                     self.on_marker_check(cx, result);
                 }
             }
             Purpose::Section { open } => {
-                if self.section_request == Some(request) {
-                    self.section_request = None;
+                if self.section_request.take_reply(request) {
+                    self.section_request.forget();
                     self.on_section_reply(cx, open, result);
                 }
             }

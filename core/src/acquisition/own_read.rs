@@ -20,8 +20,8 @@ impl Acquisition {
             path: own.path.clone(),
             watch,
         };
-        self.own_read = cx.send(self.id, Purpose::OwnData, op);
-        self.own_watched |= watch && self.own_read.is_some();
+        let sent = self.own_read.send(cx, self.id, Purpose::OwnData, op);
+        self.own_watched |= watch && sent;
     }
 
     /// Reads our node if something is missing: its stat (a client that returns none
@@ -29,7 +29,7 @@ impl Acquisition {
     pub(super) fn ensure_own_read(&mut self, cx: &mut Ctx) {
         let watch = self.spec.watches_node();
         let stat_known = self.own.as_ref().is_some_and(|o| o.stat.is_some());
-        if self.own_read.is_none() && ((watch && !self.own_watched) || !stat_known) {
+        if !self.own_read.is_pending() && ((watch && !self.own_watched) || !stat_known) {
             self.send_own_read(cx, watch);
         }
     }
@@ -52,7 +52,7 @@ impl Acquisition {
         }
         self.own_watched = false;
         // A read still in flight answers for a node we no longer need news of.
-        self.own_read = None;
+        self.own_read.forget();
     }
 
     pub(super) fn on_own_data(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
@@ -113,7 +113,7 @@ impl Acquisition {
 
     /// Our node is gone (or not ours) while we still counted on it.
     pub(super) fn own_gone(&mut self, cx: &mut Ctx, reason: LostReason) {
-        self.own_read = None;
+        self.own_read.forget();
         self.own_watched = false;
         match self.state {
             State::Waiting | State::Granting => {
@@ -125,7 +125,7 @@ impl Acquisition {
                 self.terminal(cx, LockEvent::Lost(reason));
             }
             // Our own delete's watch firing: its reply, right behind, ends the release.
-            State::Releasing if self.delete.is_some() => {}
+            State::Releasing if self.delete.is_pending() => {}
             State::Releasing => {
                 self.own = None;
                 self.terminal(cx, LockEvent::Released);

@@ -42,7 +42,7 @@ impl Acquisition {
         } else {
             delete_op(&own.path)
         };
-        self.delete = cx.send(self.id, Purpose::DeleteOwn, op);
+        self.delete.send(cx, self.id, Purpose::DeleteOwn, op);
     }
 
     pub(super) fn on_delete(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {

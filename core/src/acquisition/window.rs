@@ -35,7 +35,7 @@ impl Acquisition {
         };
         if writer.is_none() && self.lower.len() < permits {
             self.watched.clear();
-            if look == Look::Cache && self.own_read.is_some() {
+            if look == Look::Cache && self.own_read.is_pending() {
                 // The news of our own node is still on its way (rare: a watch set
                 // before it fired first). Hold only once it says the node is there.
                 self.state = State::Granting;
@@ -121,7 +121,7 @@ impl Acquisition {
         // The rest of the cache is likely stale (in a queue, everyone below our
         // predecessor left before it did): one fresh listing beats checking the
         // candidates one round trip at a time.
-        if self.list.is_none() {
+        if !self.list.is_pending() {
             self.send_list(cx);
         }
     }

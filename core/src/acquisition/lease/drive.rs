@@ -49,7 +49,7 @@ impl Acquisition {
         if lease.pool != path {
             return false;
         }
-        if waiting && lease.active && lease.list.is_none() && lease.pool_read.is_none() {
+        if waiting && lease.active && !lease.list.is_pending() && !lease.pool_read.is_pending() {
             lease.send_step(cx, id);
         }
         true
@@ -76,22 +76,19 @@ impl Acquisition {
             Purpose::LeaseCreate if lease.create == LeaseCreate::InFlight(request) => {
                 lease.on_create(cx, id, result, cleanup || !live, &mut tries, max_tries)
             }
-            Purpose::LeaseList if lease.list == Some(request) => {
-                lease.list = None;
+            Purpose::LeaseList if lease.list.take_reply(request) => {
                 if !live {
                     return;
                 }
                 lease.on_list(cx, id, result, cleanup)
             }
-            Purpose::PoolData if lease.pool_read == Some(request) => {
-                lease.pool_read = None;
+            Purpose::PoolData if lease.pool_read.take_reply(request) => {
                 if !live || cleanup {
                     return;
                 }
                 lease.on_pool_data(cx, id, result)
             }
-            Purpose::PoolCreate if lease.pool_create == Some(request) => {
-                lease.pool_create = None;
+            Purpose::PoolCreate if lease.pool_create.take_reply(request) => {
                 if !live || cleanup {
                     return;
                 }
@@ -161,7 +158,7 @@ impl Acquisition {
             self.delete_extra(cx, mutex.path);
         }
         self.own_watched = false;
-        self.own_read = None;
+        self.own_read.forget();
         self.own = Some(node);
         self.ensure_own_read(cx);
         self.grant(cx);
