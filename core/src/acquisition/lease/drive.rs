@@ -66,7 +66,7 @@ impl Acquisition {
         let id = self.id;
         let cleanup = self.state == State::Cleanup;
         let max_tries = cx.config.max_parent_retries;
-        let mut tries = self.parent_tries;
+        let mut tries = self.node.parent_tries;
         let Some(lease) = self.lease.as_deref_mut() else {
             return;
         };
@@ -96,7 +96,7 @@ impl Acquisition {
             }
             _ => return,
         };
-        self.parent_tries = tries;
+        self.node.parent_tries = tries;
         self.act_on(cx, outcome);
     }
 
@@ -109,7 +109,7 @@ impl Acquisition {
         for path in spare {
             // kazoo's lease path is fixed: a late reply to a create of it (or a
             // listing) names the node we hold, which is no spare.
-            if self.own.as_ref().is_some_and(|o| o.path == path) {
+            if self.node.own.as_ref().is_some_and(|o| o.path == path) {
                 continue;
             }
             self.delete_extra(cx, path);
@@ -146,8 +146,8 @@ impl Acquisition {
         };
         lease.active = false;
         lease.granted = true;
-        if let Some(mutex) = self.own.take() {
-            if self.own_watched {
+        if let Some(mutex) = self.node.own.take() {
+            if self.node.own_watched {
                 cx.watches.remove(self.id, &mutex.path);
             }
             // kazoo's lease node has no sequence: the grant carries the mutex's,
@@ -157,9 +157,9 @@ impl Acquisition {
             }
             self.delete_extra(cx, mutex.path);
         }
-        self.own_watched = false;
-        self.own_read.forget();
-        self.own = Some(node);
+        self.node.own_watched = false;
+        self.node.own_read.forget();
+        self.node.own = Some(node);
         self.ensure_own_read(cx);
         self.grant(cx);
     }
