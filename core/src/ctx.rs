@@ -66,3 +66,49 @@ impl Ctx<'_> {
         self.out.push_back(Output::Progress { lock, progress });
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// What a [`Ctx`] borrows, owned, for unit tests of a part on its own.
+    #[derive(Default)]
+    pub(crate) struct Session {
+        pub config: Config,
+        pub requests: RequestBook,
+        pub out: VecDeque<Output>,
+        pub timers: Timers,
+        pub stats: Stats,
+        pub watches: WatchIndex,
+        pub contact: Contact,
+    }
+
+    impl Session {
+        /// A context connected at time zero, session 1.
+        pub(crate) fn cx(&mut self) -> Ctx<'_> {
+            Ctx {
+                now: Timestamp::default(),
+                connected: true,
+                session_id: Some(1),
+                config: &self.config,
+                requests: &mut self.requests,
+                out: &mut self.out,
+                timers: &mut self.timers,
+                stats: &mut self.stats,
+                watches: &mut self.watches,
+                contact: &mut self.contact,
+            }
+        }
+
+        /// The requests queued so far, in order, drained.
+        pub(crate) fn sent(&mut self) -> Vec<Request> {
+            self.out
+                .drain(..)
+                .filter_map(|o| match o {
+                    Output::Request(r) => Some(r),
+                    _ => None,
+                })
+                .collect()
+        }
+    }
+}

@@ -4,8 +4,9 @@
 //! request (sent before a disconnect, or superseded by a recovery) can never be
 //! mistaken for a current one: it is simply not found, and counted as stale.
 
+use crate::ctx::Ctx;
 use crate::ids::LockId;
-use crate::proto::RequestId;
+use crate::proto::{Op, RequestId};
 use std::collections::HashMap;
 
 /// Why a request was sent; decides how its reply is handled.
@@ -48,6 +49,45 @@ pub(crate) enum Purpose {
     PoolData,
     /// Create kazoo's semaphore pool with our permit count.
     PoolCreate,
+}
+
+/// One request of a kind that a part keeps at most one of in flight (a listing,
+/// a read of our node, a delete): sent through the [`Ctx`], its reply taken only
+/// if it answers the request sent last, and forgotten when the connection drops.
+///
+/// In place of a bare `Option<RequestId>`, so that no reply handler can forget
+/// the guard (a reply to a superseded or forgotten request changes nothing).
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub(crate) struct InFlight(Option<RequestId>);
+
+impl InFlight {
+    /// Whether a request is in flight.
+    pub(crate) fn is_pending(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Sends `op` for `lock`, superseding whatever was in flight (its reply, if it
+    /// comes, is no longer ours). Returns whether it went out (not while
+    /// disconnected).
+    pub(crate) fn send(&mut self, cx: &mut Ctx, lock: LockId, purpose: Purpose, op: Op) -> bool {
+        self.0 = cx.send(lock, purpose, op);
+        self.0.is_some()
+    }
+
+    /// Takes the reply to `request` if it is the one in flight (then nothing is).
+    pub(crate) fn take_reply(&mut self, request: RequestId) -> bool {
+        let ours = self.0 == Some(request);
+        if ours {
+            self.0 = None;
+        }
+        ours
+    }
+
+    /// Stops waiting for the request in flight (the connection dropped, or its
+    /// answer no longer matters). Returns whether one was in flight.
+    pub(crate) fn forget(&mut self) -> bool {
+        self.0.take().is_some()
+    }
 }
 
 #[derive(Default)]
@@ -122,6 +162,50 @@ impl RequestBook {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn in_flight_takes_only_the_reply_to_its_latest_request() {
+        let mut session = crate::ctx::tests::Session::default();
+        let lock = LockId(3);
+        let list = || Op::GetChildren { path: "/l".into() };
+        let mut in_flight = InFlight::default();
+        assert!(!in_flight.is_pending());
+        assert!(in_flight.send(&mut session.cx(), lock, Purpose::List, list()));
+        assert!(in_flight.send(&mut session.cx(), lock, Purpose::List, list()));
+        let sent: Vec<RequestId> = session.sent().iter().map(|r| r.id).collect();
+        assert_eq!(sent.len(), 2);
+        // Superseded: the first reply is not ours any more.
+        assert!(!in_flight.take_reply(sent[0]));
+        assert!(in_flight.is_pending());
+        assert!(in_flight.take_reply(sent[1]));
+        assert!(!in_flight.is_pending());
+        // Taken once: a duplicate is not ours.
+        assert!(!in_flight.take_reply(sent[1]));
+    }
+
+    #[test]
+    fn in_flight_forgets_and_sends_nothing_while_disconnected() {
+        let mut session = crate::ctx::tests::Session::default();
+        let lock = LockId(4);
+        let mut in_flight = InFlight::default();
+        assert!(in_flight.send(&mut session.cx(), lock, Purpose::DeleteOwn, del()));
+        let sent = session.sent();
+        assert!(in_flight.forget());
+        assert!(!in_flight.forget());
+        assert!(!in_flight.take_reply(sent[0].id), "forgotten: not ours");
+        let mut cx = session.cx();
+        cx.connected = false;
+        assert!(!in_flight.send(&mut cx, lock, Purpose::DeleteOwn, del()));
+        assert!(!in_flight.is_pending());
+        assert!(session.sent().is_empty());
+    }
+
+    fn del() -> Op {
+        Op::Delete {
+            path: "/l/n".into(),
+            version: None,
+        }
+    }
 
     #[test]
     fn forgetting_a_lock_forgets_only_its_requests() {

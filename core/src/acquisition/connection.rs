@@ -15,22 +15,9 @@ impl Acquisition {
     /// request of the previous connection is forgotten by then.
     pub(crate) fn recover(&mut self, cx: &mut Ctx) {
         cx.requests.forget_lock(self.id);
-        self.lease_forget();
-        self.chase = None;
-        self.publication.forget();
         cx.timers.cancel(self.id, TimerKind::Retry);
-        self.watched.clear();
-        self.own_read = None;
-        self.own_watched = false;
-        self.list = None;
-        self.delete_maybe_applied |= self.delete.is_some();
-        self.delete = None;
-        self.marker_check = None;
-        self.section_request = None;
-        if let Create::InFlight(_) = self.create {
-            self.create = Create::Unknown;
-        }
-        for path in self.extra.clone() {
+        self.forget_requests();
+        for path in self.node.extra.clone() {
             cx.send(
                 self.id,
                 Purpose::DeleteExtra { path: path.clone() },
@@ -38,7 +25,7 @@ impl Acquisition {
             );
         }
         match self.state {
-            State::Waiting => match self.create {
+            State::Waiting => match self.node.create {
                 Create::NotSent => self.send_create(cx),
                 // Find our node by attempt id (adopt it), or create again.
                 Create::Unknown | Create::Done | Create::InFlight(_) => self.send_list(cx),
@@ -49,6 +36,16 @@ impl Acquisition {
             State::Cleanup => self.continue_cleanup(cx),
             State::Done => {}
         }
+    }
+
+    /// Every part forgets what it had in flight (the connection dropped, or a
+    /// recovery starts over): each keeps what outlives a connection.
+    fn forget_requests(&mut self) {
+        self.node.forget();
+        self.queue.forget();
+        self.holder.forget();
+        self.detection.forget();
+        self.lease_forget();
     }
 
     /// A request failed without the connection being declared down (or with an
@@ -64,20 +61,7 @@ impl Acquisition {
     /// back first.
     pub(crate) fn on_disconnected(&mut self, cx: &mut Ctx, lost_at: Timestamp) {
         cx.timers.cancel(self.id, TimerKind::Retry);
-        self.lease_forget();
-        self.chase = None;
-        self.publication.forget();
-        if let Create::InFlight(_) = self.create {
-            self.create = Create::Unknown;
-        }
-        self.list = None;
-        self.delete_maybe_applied |= self.delete.is_some();
-        self.delete = None;
-        self.own_read = None;
-        self.own_watched = false;
-        self.watched.clear();
-        self.marker_check = None;
-        self.section_request = None;
+        self.forget_requests();
         self.writes_unknown(cx);
         self.suspend(cx, lost_at);
     }
@@ -101,7 +85,11 @@ impl Acquisition {
     /// The leader was proven to hear us again: a lock suspended for want of that
     /// proof (the connection up) checks that its node is still ours, then resumes.
     pub(crate) fn on_contact_renewed(&mut self, cx: &mut Ctx) {
-        if self.state == State::Held && self.suspended && cx.connected && self.own_read.is_none() {
+        if self.state == State::Held
+            && self.suspended
+            && cx.connected
+            && !self.node.own_read.is_pending()
+        {
             self.send_own_read(cx, self.spec.watches_node());
         }
     }
@@ -114,19 +102,19 @@ impl Acquisition {
         let closed = how == Ended::Closed;
         self.lease_session_ended(how != Ended::Abandoned);
         if how == Ended::Abandoned {
-            if let Create::InFlight(_) = self.create {
-                self.create = Create::Unknown;
+            if let Create::InFlight(_) = self.node.create {
+                self.node.create = Create::Unknown;
             }
         } else {
-            self.own = None;
-            self.extra.clear();
-            if self.create != Create::NotSent {
-                self.create = Create::Done;
+            self.node.own = None;
+            self.node.extra.clear();
+            if self.node.create != Create::NotSent {
+                self.node.create = Create::Done;
             }
         }
         match self.state {
             State::Waiting | State::Granting => {
-                if self.create == Create::NotSent && !closed {
+                if self.node.create == Create::NotSent && !closed {
                     // Never reached the old session: it will start on the next one
                     // (unless the client is closed: then it fails like the others).
                     return;

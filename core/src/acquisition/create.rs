@@ -13,7 +13,7 @@ use crate::requests::Purpose;
 impl Acquisition {
     pub(super) fn send_create(&mut self, cx: &mut Ctx) {
         let op = Op::Create {
-            path: self.create_path.clone(),
+            path: self.node.create_path.clone(),
             data: crate::owner::node_data(
                 self.spec.scheme,
                 self.spec.owner.as_deref(),
@@ -22,7 +22,7 @@ impl Acquisition {
             mode: CreateMode::EphemeralSequential,
         };
         if let Some(id) = cx.send(self.id, Purpose::CreateNode, op) {
-            self.create = Create::InFlight(id);
+            self.node.create = Create::InFlight(id);
             // Pipelined: per-session FIFO means this listing already holds our node.
             self.send_list(cx);
         }
@@ -48,19 +48,19 @@ impl Acquisition {
         request: RequestId,
         result: Result<Reply, ZkError>,
     ) {
-        if self.create != Create::InFlight(request) {
+        if self.node.create != Create::InFlight(request) {
             return;
         }
         match result {
             Ok(Reply::Created { path, stat }) => {
                 let seq = path
-                    .strip_prefix(self.create_path.as_str())
+                    .strip_prefix(self.node.create_path.as_str())
                     .and_then(parse_sequence);
                 let Some(seq) = seq else {
                     // Not the node we asked for (a confused adapter or server): never
                     // adopt, hold or delete it. Ours, if created, is found by attempt
                     // id and removed, as after a connection loss.
-                    self.create = Create::Unknown;
+                    self.node.create = Create::Unknown;
                     if self.state == State::Cleanup {
                         return self.continue_cleanup(cx);
                     }
@@ -69,14 +69,14 @@ impl Acquisition {
                         FailReason::Zk(ZkError::Other(format!("unexpected created path {path:?}"))),
                     );
                 };
-                self.create = Create::Done;
+                self.node.create = Create::Done;
                 if let Some(stat) = &stat {
                     let data = crate::owner::node_data(
                         self.spec.scheme,
                         self.spec.owner.as_deref(),
                         &self.spec.data,
                     );
-                    self.publication.created(
+                    self.detection.publication.created(
                         data,
                         stat,
                         self.spec.scheme,
@@ -84,7 +84,7 @@ impl Acquisition {
                     );
                 }
                 cx.progress(self.id, Progress::Created { node: path.clone() });
-                self.own = Some(OwnNode { path, seq, stat });
+                self.node.own = Some(OwnNode { path, seq, stat });
                 match self.state {
                     // The listing came first and found us free: the stat was missing.
                     State::Granting => {
@@ -93,7 +93,9 @@ impl Acquisition {
                     }
                     State::Waiting => {
                         self.ensure_own_read(cx);
-                        if std::mem::take(&mut self.relist_after_create) && self.list.is_none() {
+                        if std::mem::take(&mut self.queue.relist_after_create)
+                            && !self.queue.list.is_pending()
+                        {
                             self.send_list(cx);
                         }
                     }
@@ -104,7 +106,7 @@ impl Acquisition {
             Ok(other) => {
                 // Not a create's reply: whether our node exists is unknown, so look for
                 // it by attempt id (as after a connection loss) rather than forget it.
-                self.create = Create::Unknown;
+                self.node.create = Create::Unknown;
                 if self.state == State::Cleanup {
                     return self.continue_cleanup(cx);
                 }
@@ -116,24 +118,24 @@ impl Acquisition {
             Err(ZkError::NoNode) => {
                 // The lock directory (or an ancestor) is missing: create the containers,
                 // then our node, in one pipelined burst.
-                self.create = Create::NotSent;
-                self.list = None;
+                self.node.create = Create::NotSent;
+                self.queue.list.forget();
                 if self.state == State::Cleanup {
                     return self.continue_cleanup(cx);
                 }
-                self.parent_tries += 1;
-                if self.parent_tries > cx.config.max_parent_retries {
+                self.node.parent_tries += 1;
+                if self.node.parent_tries > cx.config.max_parent_retries {
                     return self.fail(cx, FailReason::Zk(ZkError::NoNode));
                 }
                 self.send_parents_then_create(cx);
             }
             Err(e) if e.is_connection_loss() => {
-                self.create = Create::Unknown;
+                self.node.create = Create::Unknown;
                 self.trouble(cx, e);
             }
             Err(e) => {
-                self.create = Create::NotSent;
-                self.list = None;
+                self.node.create = Create::NotSent;
+                self.queue.list.forget();
                 if self.state == State::Cleanup {
                     return self.continue_cleanup(cx);
                 }

@@ -22,10 +22,8 @@ impl Acquisition {
         cx.emit(self.id, event);
         cx.timers.cancel_lock(self.id);
         self.state = State::Cleanup;
-        self.watched.clear();
-        self.lower.clear();
+        self.queue.clear();
         self.suspended = false;
-        self.list = None;
         self.lease_terminal(cx);
         self.continue_cleanup(cx);
     }
@@ -33,16 +31,16 @@ impl Acquisition {
     /// Cleanup: delete our node (or find it first if a create's outcome is unknown),
     /// and duplicates; done when nothing of ours can remain.
     pub(super) fn continue_cleanup(&mut self, cx: &mut Ctx) {
-        if self.own.is_some() {
-            if self.delete.is_none() {
+        if self.node.own.is_some() {
+            if !self.node.delete.is_pending() {
                 self.send_delete(cx);
             }
             return;
         }
-        match self.create {
+        match self.node.create {
             Create::InFlight(_) => return, // its reply decides
             Create::Unknown => {
-                if self.list.is_none() {
+                if !self.queue.list.is_pending() {
                     self.send_list(cx);
                 }
                 return;
@@ -52,7 +50,7 @@ impl Acquisition {
         if !self.lease_cleanup_settled(cx) {
             return;
         }
-        if self.extra.is_empty() {
+        if self.node.extra.is_empty() {
             self.state = State::Done;
         }
     }

@@ -23,10 +23,10 @@ impl Acquisition {
             self.state = State::Waiting;
             return self.lease_start(cx);
         }
-        let own = self.own.as_ref().expect("granted without a node");
+        let own = self.node.own.as_ref().expect("granted without a node");
         let stat = own.stat;
         let crashed = if self.spec.detect_crashes {
-            self.marker_known
+            self.holder.marker_known
         } else {
             Some(false)
         };
@@ -35,18 +35,20 @@ impl Acquisition {
             // The client library gave no stat on create: a getData on our own node
             // brings the token.
             if stat.is_none()
-                && self.own_read.is_none()
-                && !matches!(self.create, Create::InFlight(_))
+                && !self.node.own_read.is_pending()
+                && !matches!(self.node.create, Create::InFlight(_))
             {
                 self.send_own_read(cx, self.spec.watches_node());
             }
             // We waited: whether the previous holder closed its section is unknown.
-            if crashed.is_none() && self.marker_check.is_none() {
+            if crashed.is_none() && !self.holder.marker_check.is_pending() {
                 let op = Op::GetData {
                     path: self.marker_path(),
                     watch: false,
                 };
-                self.marker_check = cx.send(self.id, Purpose::MarkerCheck, op);
+                self.holder
+                    .marker_check
+                    .send(cx, self.id, Purpose::MarkerCheck, op);
             }
             return;
         };

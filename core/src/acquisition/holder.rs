@@ -6,7 +6,39 @@ use super::{Acquisition, State, SECTION_MARKER};
 use crate::ctx::Ctx;
 use crate::event::{FencedError, LockEvent, LostReason, UsageError};
 use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, ZkError};
-use crate::requests::Purpose;
+use crate::requests::{InFlight, Purpose};
+
+/// The part of an acquisition that owns what a holder does besides releasing:
+/// its critical section (and the crash marker a grant looks at) and its fenced
+/// writes.
+#[derive(Default, Debug)]
+pub(super) struct Holder {
+    /// Whether the crash marker exists, when known without asking (from a listing in
+    /// which we could be granted); `None` once we waited, as it may have changed.
+    pub(super) marker_known: Option<bool>,
+    pub(super) marker_check: InFlight,
+    /// Our section marker is set (release deletes it in the same multi).
+    pub(super) section_open: bool,
+    pub(super) section_request: InFlight,
+    /// A section call whose outcome is unknown (in flight at a disconnect, or not
+    /// yet answered): `Some(open)`. Sent again once our node is verified.
+    pub(super) section_wanted: Option<bool>,
+    /// Fenced writes awaiting a reply: (write id, request).
+    pub(super) writes: Vec<(u64, RequestId)>,
+    /// Released by [`Acquisition::abandon`]: the node goes, the section marker stays.
+    pub(super) abandoned: bool,
+}
+
+impl Holder {
+    /// The connection dropped (or a recovery starts): the marker check and the
+    /// section call in flight are gone. A section call still wanted is sent again
+    /// once our node is verified; fenced writes are settled by the acquisition
+    /// (their outcome is reported, not retried).
+    pub(super) fn forget(&mut self) {
+        self.marker_check.forget();
+        self.section_request.forget();
+    }
+}
 
 impl Acquisition {
     /// The reply to the crash-marker check of a contended grant.
@@ -15,8 +47,8 @@ impl Acquisition {
             return;
         }
         match result {
-            Ok(_) => self.marker_known = Some(true),
-            Err(ZkError::NoNode) => self.marker_known = Some(false),
+            Ok(_) => self.holder.marker_known = Some(true),
+            Err(ZkError::NoNode) => self.holder.marker_known = Some(false),
             Err(e) => return self.trouble(cx, e),
         }
         self.state = State::Waiting;
@@ -24,7 +56,7 @@ impl Acquisition {
     }
 
     fn own_path(&self) -> Result<String, UsageError> {
-        match (&self.own, self.state) {
+        match (&self.node.own, self.state) {
             (Some(own), State::Held) if !self.suspended => Ok(own.path.clone()),
             _ => Err(UsageError::NotHeld(self.id)),
         }
@@ -58,17 +90,17 @@ impl Acquisition {
     /// Our node is verified: a section call whose outcome was lost goes again (both
     /// directions are idempotent and fenced by the check on our node).
     pub(super) fn resend_section(&mut self, cx: &mut Ctx) {
-        if self.section_request.is_some() {
+        if self.holder.section_request.is_pending() {
             return;
         }
-        if let (Some(open), Ok(own)) = (self.section_wanted, self.own_path()) {
+        if let (Some(open), Ok(own)) = (self.holder.section_wanted, self.own_path()) {
             self.send_section(cx, open, own, false);
         }
     }
 
     /// `overwrite`: the marker of a crashed holder exists; take it over.
     fn send_section(&mut self, cx: &mut Ctx, open: bool, own: String, overwrite: bool) {
-        self.section_wanted = Some(open);
+        self.holder.section_wanted = Some(open);
         let marker = format!("{}/{SECTION_MARKER}", self.spec.path);
         let data = own
             .rsplit('/')
@@ -96,7 +128,8 @@ impl Acquisition {
             path: own,
             version: None,
         };
-        self.section_request = cx.send(
+        self.holder.section_request.send(
+            cx,
             self.id,
             Purpose::Section { open },
             Op::Multi(vec![check, op]),
@@ -114,8 +147,8 @@ impl Acquisition {
         }
         match result {
             Ok(_) => {
-                self.section_open = open;
-                self.section_wanted = None;
+                self.holder.section_open = open;
+                self.holder.section_wanted = None;
                 let event = if open {
                     LockEvent::SectionOpened
                 } else {
@@ -134,8 +167,8 @@ impl Acquisition {
                     }
                 }
                 (ZkError::NoNode, false) => {
-                    self.section_open = false;
-                    self.section_wanted = None;
+                    self.holder.section_open = false;
+                    self.holder.section_wanted = None;
                     cx.emit(self.id, LockEvent::SectionClosed);
                 }
                 (ZkError::NoNode, true) => {
@@ -147,13 +180,13 @@ impl Acquisition {
                 (e, _) if e.is_connection_loss() => self.trouble(cx, e),
                 // A lasting refusal (e.g. an ACL): retrying would never end, so say so.
                 (e, _) => {
-                    self.section_wanted = None;
+                    self.holder.section_wanted = None;
                     cx.emit(self.id, LockEvent::SectionFailed(e));
                 }
             },
             Err(e) if e.is_connection_loss() => self.trouble(cx, e),
             Err(e) => {
-                self.section_wanted = None;
+                self.holder.section_wanted = None;
                 cx.emit(self.id, LockEvent::SectionFailed(e));
             }
         }
@@ -182,7 +215,7 @@ impl Acquisition {
         let op = Op::Multi(all);
         crate::limits::check_request(cx.config.max_packet, &op)?;
         if let Some(request) = cx.send(self.id, Purpose::FencedWrite { write }, op) {
-            self.writes.push((write, request));
+            self.holder.writes.push((write, request));
         }
         Ok(())
     }
@@ -194,10 +227,15 @@ impl Acquisition {
         write: u64,
         result: Result<Reply, ZkError>,
     ) {
-        let Some(pos) = self.writes.iter().position(|w| *w == (write, request)) else {
+        let Some(pos) = self
+            .holder
+            .writes
+            .iter()
+            .position(|w| *w == (write, request))
+        else {
             return;
         };
-        self.writes.remove(pos);
+        self.holder.writes.remove(pos);
         let result = match result {
             Ok(Reply::Multi(mut results)) => {
                 if !results.is_empty() {
@@ -224,7 +262,7 @@ impl Acquisition {
 
     /// Before a terminal event: pending writes end first, so nothing follows it.
     pub(super) fn abandon_writes(&mut self, cx: &mut Ctx, terminal: &LockEvent) {
-        for (write, request) in std::mem::take(&mut self.writes) {
+        for (write, request) in std::mem::take(&mut self.holder.writes) {
             cx.requests.take(request);
             // Replies and notifications share one ordered stream: a write still
             // unanswered when our node's deletion is seen was applied after it, and
@@ -246,9 +284,46 @@ impl Acquisition {
 
     /// The connection dropped with writes in flight: their outcome is unknown.
     pub(super) fn writes_unknown(&mut self, cx: &mut Ctx) {
-        for (write, _) in std::mem::take(&mut self.writes) {
+        for (write, _) in std::mem::take(&mut self.holder.writes) {
             let result = Err(FencedError::Unknown(ZkError::ConnectionLoss));
             cx.emit(self.id, LockEvent::FencedWrite { write, result });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::LockId;
+
+    #[test]
+    fn forget_drops_requests_in_flight_but_keeps_the_section_wanted() {
+        let mut session = crate::ctx::tests::Session::default();
+        let lock = LockId(2);
+        let mut holder = Holder::default();
+        let check = || Op::GetData {
+            path: "/l/zkl-section".into(),
+            watch: false,
+        };
+        assert!(holder
+            .marker_check
+            .send(&mut session.cx(), lock, Purpose::MarkerCheck, check()));
+        assert!(holder.section_request.send(
+            &mut session.cx(),
+            lock,
+            Purpose::Section { open: true },
+            check()
+        ));
+        holder.section_wanted = Some(true);
+        holder.writes.push((9, RequestId(40)));
+        holder.forget();
+        assert!(!holder.marker_check.is_pending());
+        assert!(!holder.section_request.is_pending());
+        assert_eq!(
+            holder.section_wanted,
+            Some(true),
+            "sent again once verified"
+        );
+        assert_eq!(holder.writes, [(9, RequestId(40))]);
     }
 }

@@ -16,7 +16,7 @@ impl Acquisition {
         let op = Op::GetChildren {
             path: self.dir.clone(),
         };
-        self.list = cx.send(self.id, Purpose::List, op);
+        self.queue.list.send(cx, self.id, Purpose::List, op);
     }
 
     pub(super) fn on_list(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
@@ -41,7 +41,7 @@ impl Acquisition {
             // an exclusive one: see names::parse_participant); only a known name
             // carries an attempt id that can be ours.
             match parse_participant(name) {
-                Some(p) if p.scheme != NameScheme::Other && p.attempt == self.attempt => {
+                Some(p) if p.scheme != NameScheme::Other && p.attempt == self.node.attempt => {
                     mine.push((p.seq, name.clone()))
                 }
                 Some(p) => others.push((p, name)),
@@ -51,12 +51,13 @@ impl Acquisition {
         // Adopt our node. More than one of ours means a create was retried after a
         // connection loss although the first one had been applied: keep the oldest,
         // delete the others.
-        if let Some(own) = &self.own {
+        if let Some(own) = &self.node.own {
             mine.sort_by_key(|(seq, _)| relative_sequence(*seq, own.seq));
         } else {
             sort_by_sequence(&mut mine, |(seq, _)| *seq);
         }
         let own_name = self
+            .node
             .own
             .as_ref()
             .map(|o| split_parent(&o.path).1.to_owned());
@@ -71,7 +72,7 @@ impl Acquisition {
             // only for a node to delete: a listing of one's own node allocates
             // nothing here.)
             let spare = if cleanup {
-                let known = self.own.as_ref().and_then(|o| {
+                let known = self.node.own.as_ref().and_then(|o| {
                     o.path
                         .strip_prefix(self.dir.as_str())
                         .and_then(|rest| rest.strip_prefix('/'))
@@ -85,8 +86,8 @@ impl Acquisition {
             }
         }
         if cleanup {
-            if self.create == Create::Unknown {
-                self.create = Create::Done;
+            if self.node.create == Create::Unknown {
+                self.node.create = Create::Done;
             }
             return self.continue_cleanup(cx);
         }
@@ -94,24 +95,24 @@ impl Acquisition {
             return;
         }
         let Some(keep) = keep else {
-            return match self.create {
+            return match self.node.create {
                 // It existed and is gone: someone deleted it (or the session lost it).
                 Create::Done => self.fail(cx, FailReason::NodeDeleted),
                 // The create never happened: do it now.
                 Create::Unknown | Create::NotSent => {
-                    self.create = Create::NotSent;
+                    self.node.create = Create::NotSent;
                     self.send_create(cx)
                 }
                 // Only without FIFO order (a binding that cannot keep it): the
                 // listing overtook our create. List again once the create is answered.
-                Create::InFlight(_) => self.relist_after_create = true,
+                Create::InFlight(_) => self.queue.relist_after_create = true,
             };
         };
         let (seq, name) = mine[keep].clone();
-        if self.own.is_none() {
+        if self.node.own.is_none() {
             let path = format!("{}/{}", self.dir, name);
             cx.progress(self.id, Progress::Created { node: path.clone() });
-            self.own = Some(OwnNode {
+            self.node.own = Some(OwnNode {
                 path,
                 seq,
                 stat: None,
@@ -120,9 +121,9 @@ impl Acquisition {
         // A binding may hand us the listing before the create's reply, although
         // the server answered the create first: that reply, right behind, brings
         // our node's stat, so it is not read for it (a grant waits in Granting).
-        let create_in_flight = matches!(self.create, Create::InFlight(_));
+        let create_in_flight = matches!(self.node.create, Create::InFlight(_));
         if !create_in_flight {
-            self.create = Create::Done;
+            self.node.create = Create::Done;
         }
         if !create_in_flight || self.spec.watches_node() {
             self.ensure_own_read(cx);
@@ -143,7 +144,7 @@ impl Acquisition {
             .map(|(p, n)| (relative_sequence(p.seq, seq), p, n))
             .filter(|(rel, p, _)| *rel < 0 && recipe.is_blocked_by(p.kind))
             .filter(|(_, _, n)| {
-                let ours = self.downgrade.contains(n);
+                let ours = self.detection.downgrade.contains(n);
                 downgrading |= ours;
                 !ours
             })
@@ -163,9 +164,9 @@ impl Acquisition {
                 },
             );
         }
-        self.lower = lower;
+        self.queue.lower = lower;
         // A grant straight from this listing knows the marker for free.
-        self.marker_known = Some(marker_seen);
+        self.holder.marker_known = Some(marker_seen);
         self.evaluate(cx, Look::Listing);
     }
 }

@@ -21,17 +21,23 @@
 //! again (one round trip: in a queue the rest of the cache is usually stale, and
 //! checking it node by node would cost a round trip per stale node).
 //!
+//! The acquisition's state lives in parts that own it, each in a file named after
+//! it, each with a `forget()` for a dropped connection: [`node`] (our node's life:
+//! create, own read, delete, duplicates), [`queue`] (the lower blockers, the watched
+//! window and the listing; [`queue::Queue::decide`] returns a decision, the
+//! acquisition acts on it), [`holder`] (sections, the crash marker, fenced writes),
+//! [`detection`] (deadlocks) and [`lease`] (a semaphore in a peer's layout). A
+//! recovery after a reconnect is the parts' `forget()` and one resend.
+//!
 //! The acquisition's methods live by concept, one file each: [`create`] (our
 //! node's create), [`listing`] (the listing, adopting our node), [`window`]
 //! (deciding and watching the closest blockers), [`grant`], [`own_read`] (our own
 //! node's stat, data and loss), [`holder`] (sections and fenced writes),
 //! [`release`], [`ending`] (the terminal event and cleanup), [`connection`]
 //! (reconnects, suspension, the session's end), [`detection`] (deadlocks) and
-//! [`lease`] (a semaphore in a peer's layout).
+//! [`lease`].
 
 use crate::ctx::Ctx;
-use crate::deadlock::chase::Chase;
-use crate::deadlock::publish::Publication;
 use crate::event::{FailReason, LockEvent, LostReason};
 use crate::ids::LockId;
 use crate::names::{node_prefix, rwlock_node_prefix, semaphore_node_prefix, AttemptId, NodeKind};
@@ -39,9 +45,7 @@ use crate::path::split_parent;
 use crate::proto::{Reply, RequestId, WatchKind, ZkError};
 use crate::requests::Purpose;
 use crate::spec::{LockSpec, Recipe};
-use crate::time::Timestamp;
 use crate::timers::TimerKind;
-use std::collections::BTreeMap;
 
 mod connection;
 mod create;
@@ -53,11 +57,15 @@ pub(crate) mod lease;
 mod listing;
 mod node;
 mod own_read;
+mod queue;
 mod release;
 mod window;
 
+use detection::Detection;
+use holder::Holder;
 use lease::Lease;
-use node::OwnNode;
+use node::{Create, Node, OwnNode};
+use queue::{Queue, Watch};
 
 /// Name of the crash-detection marker inside a lock directory (a persistent node
 /// that exists while a holder is inside a critical section).
@@ -100,25 +108,6 @@ enum Look {
     Cache,
 }
 
-/// What we know about our `create`.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Create {
-    /// Not sent yet (not connected when acquired).
-    NotSent,
-    /// Sent in this connection; the reply will tell.
-    InFlight(RequestId),
-    /// Sent, but the reply was lost with the connection: the node may exist.
-    Unknown,
-    /// We saw our node (reply or listing).
-    Done,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Watch {
-    Pending(RequestId),
-    Armed,
-}
-
 /// One acquisition, driven by the session.
 ///
 /// # Methods, by kind
@@ -144,64 +133,17 @@ pub(crate) struct Acquisition {
     /// A semaphore in Curator's or kazoo's layout: the lease taken once the
     /// internal mutex is ours (see [`lease`]).
     lease: Option<Box<Lease>>,
-    attempt: AttemptId,
-    create_path: String,
     state: State,
-    create: Create,
-    own: Option<OwnNode>,
-    /// Lower blockers from the last listing, farthest first: (relative seq, name).
-    lower: Vec<(i32, String)>,
-    /// Watches on lower blockers, by name.
-    watched: BTreeMap<String, Watch>,
-    /// The `getData` on our own node in flight, whose reply we act on.
-    own_read: Option<RequestId>,
-    /// A watch on our own node is set (or being set) on the server. Set while
-    /// waiting (see [`Acquisition::evaluate`]) and while held when the spec needs it
-    /// ([`LockSpec::watches_node`]); never on a plain lock's uncontended path.
-    own_watched: bool,
-    list: Option<RequestId>,
-    delete: Option<RequestId>,
-    /// A delete of our node went out and its outcome is unknown (in flight at a
-    /// disconnect, or failed with a connection loss): it may have been applied, so
-    /// a later `NoNode` may be our own doing rather than someone else's.
-    delete_maybe_applied: bool,
-    /// Duplicate nodes of ours still to delete.
-    extra: Vec<String>,
-    parent_tries: u32,
+    /// Held but not trusted (disconnected, or the leader not proven to hear us).
     suspended: bool,
-    revocation_seen: bool,
-    /// Whether the crash marker exists, when known without asking (from a listing in
-    /// which we could be granted); `None` once we waited, as it may have changed.
-    marker_known: Option<bool>,
-    marker_check: Option<RequestId>,
-    /// Our section marker is set (release deletes it in the same multi).
-    section_open: bool,
-    section_request: Option<RequestId>,
-    /// A section call whose outcome is unknown (in flight at a disconnect, or not
-    /// yet answered): `Some(open)`. Sent again once our node is verified.
-    section_wanted: Option<bool>,
-    /// Fenced writes awaiting a reply: (write id, request).
-    writes: Vec<(u64, RequestId)>,
-    /// A listing came back without our node while its create was in flight.
-    relist_after_create: bool,
-    /// Released by [`Acquisition::abandon`]: the node goes, the section marker stays.
-    abandoned: bool,
-    /// Deadlock detection: we have waited past `detect_after` and publish our wait.
-    detecting: bool,
-    /// When we started waiting (the first look that did not grant).
-    wait_started: Option<Timestamp>,
-    /// The deadlock chase in progress (boxed: most acquisitions never chase,
-    /// and a `Chase` is several times the size of the rest).
-    chase: Option<Box<Chase>>,
-    /// Where our owner waits, as published in our held node's header.
-    publication: Publication,
-    /// For a downgrade (a read taken by the owner of the held write half of the
-    /// same read/write lock, on this session): the names of those write nodes,
-    /// which do not block us (see [`Acquisition::downgrade_from`]).
-    downgrade: Vec<String>,
-    /// Deadlock detection: the nodes our owner holds on this session (kept by the
-    /// session while detection is on), where a chase must come back to.
-    owner_held: Vec<String>,
+    /// Our node's life: its create, the reads of it, its delete, duplicates.
+    node: Node,
+    /// Our place in the queue: the lower blockers, the watched window, the listing.
+    queue: Queue,
+    /// What a holder does besides releasing: sections, the crash marker, fenced writes.
+    holder: Holder,
+    /// Deadlock detection: the wait, the chase, the publication, a downgrade.
+    detection: Detection,
 }
 
 impl Acquisition {
@@ -224,36 +166,12 @@ impl Acquisition {
             spec,
             dir,
             lease,
-            attempt,
-            create_path,
             state: State::Waiting,
-            create: Create::NotSent,
-            own: None,
-            lower: Vec::new(),
-            watched: BTreeMap::new(),
-            own_read: None,
-            own_watched: false,
-            list: None,
-            delete: None,
-            delete_maybe_applied: false,
-            extra: Vec::new(),
-            parent_tries: 0,
             suspended: false,
-            revocation_seen: false,
-            marker_known: None,
-            marker_check: None,
-            section_open: false,
-            section_request: None,
-            section_wanted: None,
-            writes: Vec::new(),
-            relist_after_create: false,
-            abandoned: false,
-            detecting: false,
-            wait_started: None,
-            chase: None,
-            publication: Publication::default(),
-            downgrade: Vec::new(),
-            owner_held: Vec::new(),
+            node: Node::new(attempt, create_path),
+            queue: Queue::default(),
+            holder: Holder::default(),
+            detection: Detection::default(),
         }
     }
 
@@ -265,14 +183,14 @@ impl Acquisition {
     /// would wait for its own owner, and it fails with
     /// [`FailReason::SelfDeadlock`] instead.
     pub(crate) fn downgrade_from(&mut self, names: Vec<String>) {
-        self.downgrade = names;
+        self.detection.downgrade = names;
     }
 
     // Getters.
 
     /// The full path of our node, once known.
     pub(crate) fn node_path(&self) -> Option<&str> {
-        self.own.as_ref().map(|o| o.path.as_str())
+        self.node.path()
     }
 
     pub(crate) fn state(&self) -> State {
@@ -305,42 +223,43 @@ impl Acquisition {
             Purpose::CreateParent => {}
             Purpose::CreateNode => self.on_create(cx, request, result),
             Purpose::List => {
-                if self.list == Some(request) {
-                    self.list = None;
+                if self.queue.list.take_reply(request) {
+                    self.queue.list.forget();
                     self.on_list(cx, result);
                 }
             }
             Purpose::WatchPeer { name } => self.on_peer_data(cx, request, name, result),
             Purpose::OwnData => {
-                if self.own_read == Some(request) {
-                    self.own_read = None;
+                if self.node.own_read.take_reply(request) {
+                    self.node.own_read.forget();
                     self.on_own_data(cx, result);
                 }
             }
             Purpose::RemoveOwnWatch | Purpose::Inspect => {}
             Purpose::Chase => self.on_chase_reply(cx, request, result),
             Purpose::Publish => {
-                if let Some(own) = &self.own {
+                if let Some(own) = &self.node.own {
                     let path = own.path.clone();
-                    self.publication
+                    self.detection
+                        .publication
                         .on_reply(cx, self.id, &path, request, &result);
                 }
             }
             Purpose::DeleteOwn => {
-                if self.delete == Some(request) {
-                    self.delete = None;
+                if self.node.delete.take_reply(request) {
+                    self.node.delete.forget();
                     self.on_delete(cx, result);
                 }
             }
             Purpose::MarkerCheck => {
-                if self.marker_check == Some(request) {
-                    self.marker_check = None;
+                if self.holder.marker_check.take_reply(request) {
+                    self.holder.marker_check.forget();
                     self.on_marker_check(cx, result);
                 }
             }
             Purpose::Section { open } => {
-                if self.section_request == Some(request) {
-                    self.section_request = None;
+                if self.holder.section_request.take_reply(request) {
+                    self.holder.section_request.forget();
                     self.on_section_reply(cx, open, result);
                 }
             }
@@ -350,7 +269,7 @@ impl Acquisition {
             }
             Purpose::DeleteExtra { path } => match result {
                 Ok(_) | Err(ZkError::NoNode) => {
-                    self.extra.retain(|p| *p != path);
+                    self.node.extra.retain(|p| *p != path);
                     if self.state == State::Cleanup {
                         self.continue_cleanup(cx);
                     }
@@ -362,19 +281,19 @@ impl Acquisition {
 
     /// A watch fired somewhere; react if it concerns us.
     pub(crate) fn on_watch(&mut self, cx: &mut Ctx, path: &str, kind: WatchKind) {
-        if self.own.as_ref().is_some_and(|o| o.path == path) {
+        if self.node.own.as_ref().is_some_and(|o| o.path == path) {
             // While disconnected, a late firing may stem from a session expiry we have
             // not heard of yet: the check after the reconnect gives the true reason.
             if matches!(self.state, State::Cleanup | State::Done) || !cx.connected {
                 return;
             }
-            self.own_watched = false;
+            self.node.own_watched = false;
             return match kind {
                 WatchKind::NodeDeleted => self.own_gone(cx, LostReason::NodeDeleted),
                 // Data changed (a revocation request?): look, and watch again if
                 // we still need to.
                 _ => {
-                    self.revocation_seen = false;
+                    self.node.revocation_seen = false;
                     let watch = self.spec.watches_node() || self.state == State::Waiting;
                     self.send_own_read(cx, watch)
                 }
@@ -388,7 +307,7 @@ impl Acquisition {
             return;
         }
         match kind {
-            WatchKind::NodeDeleted if self.lower.iter().any(|(_, n)| n == name) => {
+            WatchKind::NodeDeleted if self.queue.blocks_with(name) => {
                 cx.stats.handoff_notifications += 1;
                 let name = name.to_owned();
                 self.peer_gone(cx, &name);
@@ -398,11 +317,14 @@ impl Acquisition {
             // in the watch index, though the server may still hold a watch there
             // for another task: set it again, or the peer's deletion would reach
             // nobody and we would wait behind a node that is gone.
-            _ if self.watched.contains_key(name) => {
-                self.watched.remove(name);
+            _ if self.queue.watched.contains_key(name) => {
+                self.queue.watched.remove(name);
                 self.watch_peer(cx, name.to_owned());
                 // Someone may have published a wait there: chase now.
-                if kind == WatchKind::NodeDataChanged && self.detecting && self.chase.is_none() {
+                if kind == WatchKind::NodeDataChanged
+                    && self.detection.detecting
+                    && self.detection.chase.is_none()
+                {
                     self.start_chase(cx);
                 }
             }

@@ -15,21 +15,21 @@ const REVOKE_MARKERS: [&[u8]; 2] = [crate::revoke::REVOKE, b"unlock"];
 impl Acquisition {
     /// Reads our own node (its stat, its data), leaving a watch on it if `watch`.
     pub(super) fn send_own_read(&mut self, cx: &mut Ctx, watch: bool) {
-        let Some(own) = &self.own else { return };
+        let Some(own) = &self.node.own else { return };
         let op = Op::GetData {
             path: own.path.clone(),
             watch,
         };
-        self.own_read = cx.send(self.id, Purpose::OwnData, op);
-        self.own_watched |= watch && self.own_read.is_some();
+        let sent = self.node.own_read.send(cx, self.id, Purpose::OwnData, op);
+        self.node.own_watched |= watch && sent;
     }
 
     /// Reads our node if something is missing: its stat (a client that returns none
     /// with `create`, or a node adopted from a listing), or a watch the spec needs.
     pub(super) fn ensure_own_read(&mut self, cx: &mut Ctx) {
         let watch = self.spec.watches_node();
-        let stat_known = self.own.as_ref().is_some_and(|o| o.stat.is_some());
-        if self.own_read.is_none() && ((watch && !self.own_watched) || !stat_known) {
+        let stat_known = self.node.own.as_ref().is_some_and(|o| o.stat.is_some());
+        if !self.node.own_read.is_pending() && ((watch && !self.node.own_watched) || !stat_known) {
             self.send_own_read(cx, watch);
         }
     }
@@ -37,10 +37,10 @@ impl Acquisition {
     /// Held and the watch on our node is no longer needed (it was set while we
     /// waited): drop it, so our own release does not notify us.
     pub(super) fn drop_own_watch(&mut self, cx: &mut Ctx) {
-        if !self.own_watched || self.spec.watches_node() {
+        if !self.node.own_watched || self.spec.watches_node() {
             return;
         }
-        let Some(own) = &self.own else { return };
+        let Some(own) = &self.node.own else { return };
         // Another task of this session may watch our node too (the one queued
         // behind us): the server's watch is then still needed, for it.
         if cx.watches.remove(self.id, &own.path) {
@@ -50,9 +50,9 @@ impl Acquisition {
             };
             cx.send(self.id, Purpose::RemoveOwnWatch, op);
         }
-        self.own_watched = false;
+        self.node.own_watched = false;
         // A read still in flight answers for a node we no longer need news of.
-        self.own_read = None;
+        self.node.own_read.forget();
     }
 
     pub(super) fn on_own_data(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
@@ -61,11 +61,11 @@ impl Acquisition {
                 if Some(stat.ephemeral_owner) != cx.session_id {
                     return self.own_gone(cx, LostReason::NodeNotOwned);
                 }
-                if let Some(own) = &mut self.own {
+                if let Some(own) = &mut self.node.own {
                     own.stat.get_or_insert(stat);
                 }
                 if self.spec.detect_after.is_some() || self.spec.owner.is_some() {
-                    self.publication.observe(
+                    self.detection.publication.observe(
                         &data,
                         &stat,
                         self.spec.scheme,
@@ -89,8 +89,8 @@ impl Acquisition {
                 let revoke = self.spec.revocable && REVOKE_MARKERS.contains(&data.as_slice());
                 if revoke {
                     match self.state {
-                        State::Held if !self.revocation_seen => {
-                            self.revocation_seen = true;
+                        State::Held if !self.node.revocation_seen => {
+                            self.node.revocation_seen = true;
                             cx.emit(self.id, LockEvent::RevocationRequested);
                         }
                         State::Waiting | State::Granting => self.fail(cx, FailReason::Revoked),
@@ -103,7 +103,7 @@ impl Acquisition {
             Err(ZkError::NoNode) => self.own_gone(cx, LostReason::NodeDeleted),
             Err(e) if e.is_connection_loss() => self.trouble(cx, e),
             Err(e) => {
-                self.own_watched = false;
+                self.node.own_watched = false;
                 if matches!(self.state, State::Waiting | State::Granting) {
                     self.fail(cx, FailReason::Zk(e));
                 }
@@ -113,21 +113,21 @@ impl Acquisition {
 
     /// Our node is gone (or not ours) while we still counted on it.
     pub(super) fn own_gone(&mut self, cx: &mut Ctx, reason: LostReason) {
-        self.own_read = None;
-        self.own_watched = false;
+        self.node.own_read.forget();
+        self.node.own_watched = false;
         match self.state {
             State::Waiting | State::Granting => {
-                self.own = None;
+                self.node.own = None;
                 self.fail(cx, FailReason::NodeDeleted)
             }
             State::Held => {
-                self.own = None;
+                self.node.own = None;
                 self.terminal(cx, LockEvent::Lost(reason));
             }
             // Our own delete's watch firing: its reply, right behind, ends the release.
-            State::Releasing if self.delete.is_some() => {}
+            State::Releasing if self.node.delete.is_pending() => {}
             State::Releasing => {
-                self.own = None;
+                self.node.own = None;
                 self.terminal(cx, LockEvent::Released);
             }
             State::Cleanup | State::Done => {}

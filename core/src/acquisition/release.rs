@@ -18,16 +18,16 @@ impl Acquisition {
 
     /// The user lets go inside an open section: release, leaving the marker.
     pub(crate) fn abandon(&mut self, cx: &mut Ctx) {
-        self.abandoned = true;
+        self.holder.abandoned = true;
         self.release(cx);
     }
 
     pub(super) fn send_delete(&mut self, cx: &mut Ctx) {
-        let Some(own) = &self.own else { return };
+        let Some(own) = &self.node.own else { return };
         // A section maybe opened (its reply lost) is closed too: if the marker is not
         // there, the multi fails on it and the node is deleted alone.
-        let section = self.section_open || self.section_wanted == Some(true);
-        let op = if section && self.state == State::Releasing && !self.abandoned {
+        let section = self.holder.section_open || self.holder.section_wanted == Some(true);
+        let op = if section && self.state == State::Releasing && !self.holder.abandoned {
             // A clean release closes the section in the same transaction.
             Op::Multi(vec![
                 crate::proto::MultiOp::Delete {
@@ -42,15 +42,15 @@ impl Acquisition {
         } else {
             delete_op(&own.path)
         };
-        self.delete = cx.send(self.id, Purpose::DeleteOwn, op);
+        self.node.delete.send(cx, self.id, Purpose::DeleteOwn, op);
     }
 
     pub(super) fn on_delete(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
         if let Err(ZkError::MultiFailed { index, error }) = &result {
             if **error == ZkError::NoNode && *index == 0 {
                 // Our section marker is already gone: delete the node alone.
-                self.section_open = false;
-                self.section_wanted = None;
+                self.holder.section_open = false;
+                self.holder.section_wanted = None;
                 return self.send_delete(cx);
             }
         }
@@ -60,16 +60,16 @@ impl Acquisition {
         };
         match result {
             Err(ZkError::NoNode)
-                if self.state == State::Releasing && !self.delete_maybe_applied =>
+                if self.state == State::Releasing && !self.node.delete_maybe_applied =>
             {
                 // Deleted by someone else while we believed we held it (a plain lock
                 // does not watch its node): what the lock protected may have
                 // overlapped another holder, and the release says so.
-                self.own = None;
+                self.node.own = None;
                 self.terminal(cx, LockEvent::Lost(LostReason::NodeDeleted));
             }
             Ok(_) | Err(ZkError::NoNode) => {
-                self.own = None;
+                self.node.own = None;
                 match self.state {
                     State::Releasing => self.terminal(cx, LockEvent::Released),
                     State::Cleanup => self.continue_cleanup(cx),
@@ -77,7 +77,7 @@ impl Acquisition {
                 }
             }
             Err(e) if e.is_connection_loss() => {
-                self.delete_maybe_applied = true;
+                self.node.delete_maybe_applied = true;
                 self.trouble(cx, e)
             }
             Err(e) => match self.state {
@@ -89,13 +89,13 @@ impl Acquisition {
 
     /// Deletes a duplicate node of ours (once; recovery sends it again if needed).
     pub(super) fn delete_extra(&mut self, cx: &mut Ctx, path: String) {
-        if !self.extra.contains(&path) {
+        if !self.node.extra.contains(&path) {
             cx.send(
                 self.id,
                 Purpose::DeleteExtra { path: path.clone() },
                 delete_op(&path),
             );
-            self.extra.push(path);
+            self.node.extra.push(path);
         }
     }
 }

@@ -82,7 +82,8 @@ impl Lease {
                     Layout::Kazoo => Outcome::Hold,
                     // The listing right behind decides.
                     Layout::Curator => {
-                        if std::mem::take(&mut self.relist_after_create) && self.list.is_none() {
+                        if std::mem::take(&mut self.relist_after_create) && !self.list.is_pending()
+                        {
                             self.send_list(cx, id);
                         }
                         Outcome::Pending

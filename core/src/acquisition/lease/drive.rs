@@ -49,7 +49,7 @@ impl Acquisition {
         if lease.pool != path {
             return false;
         }
-        if waiting && lease.active && lease.list.is_none() && lease.pool_read.is_none() {
+        if waiting && lease.active && !lease.list.is_pending() && !lease.pool_read.is_pending() {
             lease.send_step(cx, id);
         }
         true
@@ -66,7 +66,7 @@ impl Acquisition {
         let id = self.id;
         let cleanup = self.state == State::Cleanup;
         let max_tries = cx.config.max_parent_retries;
-        let mut tries = self.parent_tries;
+        let mut tries = self.node.parent_tries;
         let Some(lease) = self.lease.as_deref_mut() else {
             return;
         };
@@ -76,22 +76,19 @@ impl Acquisition {
             Purpose::LeaseCreate if lease.create == LeaseCreate::InFlight(request) => {
                 lease.on_create(cx, id, result, cleanup || !live, &mut tries, max_tries)
             }
-            Purpose::LeaseList if lease.list == Some(request) => {
-                lease.list = None;
+            Purpose::LeaseList if lease.list.take_reply(request) => {
                 if !live {
                     return;
                 }
                 lease.on_list(cx, id, result, cleanup)
             }
-            Purpose::PoolData if lease.pool_read == Some(request) => {
-                lease.pool_read = None;
+            Purpose::PoolData if lease.pool_read.take_reply(request) => {
                 if !live || cleanup {
                     return;
                 }
                 lease.on_pool_data(cx, id, result)
             }
-            Purpose::PoolCreate if lease.pool_create == Some(request) => {
-                lease.pool_create = None;
+            Purpose::PoolCreate if lease.pool_create.take_reply(request) => {
                 if !live || cleanup {
                     return;
                 }
@@ -99,7 +96,7 @@ impl Acquisition {
             }
             _ => return,
         };
-        self.parent_tries = tries;
+        self.node.parent_tries = tries;
         self.act_on(cx, outcome);
     }
 
@@ -112,7 +109,7 @@ impl Acquisition {
         for path in spare {
             // kazoo's lease path is fixed: a late reply to a create of it (or a
             // listing) names the node we hold, which is no spare.
-            if self.own.as_ref().is_some_and(|o| o.path == path) {
+            if self.node.own.as_ref().is_some_and(|o| o.path == path) {
                 continue;
             }
             self.delete_extra(cx, path);
@@ -149,8 +146,8 @@ impl Acquisition {
         };
         lease.active = false;
         lease.granted = true;
-        if let Some(mutex) = self.own.take() {
-            if self.own_watched {
+        if let Some(mutex) = self.node.own.take() {
+            if self.node.own_watched {
                 cx.watches.remove(self.id, &mutex.path);
             }
             // kazoo's lease node has no sequence: the grant carries the mutex's,
@@ -160,9 +157,9 @@ impl Acquisition {
             }
             self.delete_extra(cx, mutex.path);
         }
-        self.own_watched = false;
-        self.own_read = None;
-        self.own = Some(node);
+        self.node.own_watched = false;
+        self.node.own_read.forget();
+        self.node.own = Some(node);
         self.ensure_own_read(cx);
         self.grant(cx);
     }

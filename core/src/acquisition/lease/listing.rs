@@ -14,7 +14,7 @@ impl Lease {
         let op = Op::WatchChildren {
             path: self.pool.clone(),
         };
-        self.list = cx.send(id, Purpose::LeaseList, op);
+        self.list.send(cx, id, Purpose::LeaseList, op);
     }
 
     /// The names of our lease nodes in a listing of the pool.
@@ -148,7 +148,7 @@ impl Lease {
                     true
                 }
                 Layout::Curator => {
-                    if self.list.is_none() {
+                    if !self.list.is_pending() {
                         self.send_list(cx, id);
                     }
                     false

@@ -40,6 +40,7 @@ use crate::names::{
     NameScheme, NodeKind,
 };
 use crate::proto::{RequestId, ZkError};
+use crate::requests::InFlight;
 use crate::spec::{LockSpec, Recipe};
 
 mod create;
@@ -102,9 +103,9 @@ pub(crate) struct Lease {
     create: LeaseCreate,
     /// Our lease node, once known (until it becomes the acquisition's own node).
     node: Option<OwnNode>,
-    list: Option<RequestId>,
-    pool_read: Option<RequestId>,
-    pool_create: Option<RequestId>,
+    list: InFlight,
+    pool_read: InFlight,
+    pool_create: InFlight,
     /// kazoo: the pool's permit count was read and agrees (or we created the pool).
     pool_checked: bool,
     /// Curator: a listing came back without our node while its create was in flight.
@@ -157,9 +158,9 @@ impl Lease {
             granted: false,
             create: LeaseCreate::NotSent,
             node: None,
-            list: None,
-            pool_read: None,
-            pool_create: None,
+            list: InFlight::default(),
+            pool_read: InFlight::default(),
+            pool_create: InFlight::default(),
             pool_checked: false,
             relist_after_create: false,
             spare: Vec::new(),
@@ -180,9 +181,9 @@ impl Lease {
     /// starts again once the mutex is confirmed ours.
     pub(super) fn forget(&mut self) {
         self.active = false;
-        self.list = None;
-        self.pool_read = None;
-        self.pool_create = None;
+        self.list.forget();
+        self.pool_read.forget();
+        self.pool_create.forget();
         self.relist_after_create = false;
         if let LeaseCreate::InFlight(_) = self.create {
             self.create = LeaseCreate::Unknown;

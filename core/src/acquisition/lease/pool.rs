@@ -14,7 +14,7 @@ impl Lease {
             path: self.pool.clone(),
             watch: false,
         };
-        self.pool_read = cx.send(id, Purpose::PoolData, op);
+        self.pool_read.send(cx, id, Purpose::PoolData, op);
     }
 
     /// kazoo: creates the pool with our permit count as its data (kazoo's
@@ -35,7 +35,7 @@ impl Lease {
             data: self.permits.to_string().into_bytes(),
             mode: CreateMode::Persistent,
         };
-        self.pool_create = cx.send(id, Purpose::PoolCreate, op);
+        self.pool_create.send(cx, id, Purpose::PoolCreate, op);
     }
 
     /// kazoo: the permit count in the pool's data, as kazoo reads it (data that

@@ -1,0 +1,225 @@
+//! [`Queue`]: our place in the lock directory's queue, the part of an acquisition
+//! that owns the lower blockers from the last listing, the watched window and the
+//! listing in flight.
+//!
+//! Deciding from the cache ([`Queue::decide`]) returns a [`Decision`] and sends
+//! nothing: the acquisition acts on it (grant, fail, or watch the window).
+
+use crate::names::{parse_participant, NodeKind};
+use crate::proto::RequestId;
+use crate::requests::InFlight;
+use crate::spec::Recipe;
+use std::collections::BTreeMap;
+
+/// A watch on a lower blocker.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Watch {
+    /// Its `getData` is in flight.
+    Pending(RequestId),
+    /// Its `getData` was answered: the watch is set on the server.
+    Armed,
+}
+
+/// What the cached lower blockers say.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(super) enum Decision {
+    /// Nothing in the cache can block us: hold.
+    Hold,
+    /// Blocked: wait, watching `window` (the `permits` closest blockers, or the
+    /// closest writer below a semaphore), closest last.
+    Wait { window: Vec<String> },
+}
+
+/// The queue as we last saw it (see the module docs).
+#[derive(Default, Debug)]
+pub(super) struct Queue {
+    /// Lower blockers from the last listing, farthest first: (relative seq, name).
+    /// Sequence numbers only grow, so the set can only shrink until the next listing.
+    pub(super) lower: Vec<(i32, String)>,
+    /// Watches on lower blockers, by name.
+    pub(super) watched: BTreeMap<String, Watch>,
+    /// The listing of the lock directory in flight.
+    pub(super) list: InFlight,
+    /// A listing came back without our node while its create was in flight.
+    pub(super) relist_after_create: bool,
+}
+
+impl Queue {
+    // Getters.
+
+    /// Decides from the cached lower blockers, for the walk's `recipe`.
+    pub(super) fn decide(&self, recipe: Recipe) -> Decision {
+        let permits = recipe.permits();
+        // A semaphore never holds beside an exclusive participant below it (a write
+        // lock or leader on the same path): that one must go first, whatever the
+        // permits. `lower` is farthest first, so this is the closest such writer.
+        let writer = match recipe {
+            Recipe::Semaphore { .. } => self
+                .lower
+                .iter()
+                .rev()
+                .find(|(_, n)| {
+                    parse_participant(n)
+                        .is_some_and(|p| matches!(p.kind, NodeKind::Write | NodeKind::Leader))
+                })
+                .map(|(_, n)| n.clone()),
+            _ => None,
+        };
+        match writer {
+            Some(writer) => Decision::Wait {
+                window: vec![writer],
+            },
+            None if self.lower.len() < permits => Decision::Hold,
+            None => Decision::Wait {
+                window: self.lower[self.lower.len() - permits..]
+                    .iter()
+                    .map(|(_, n)| n.clone())
+                    .collect(),
+            },
+        }
+    }
+
+    /// Whether a firing on `name` concerns a blocker we cache.
+    pub(super) fn blocks_with(&self, name: &str) -> bool {
+        self.lower.iter().any(|(_, n)| n == name)
+    }
+
+    // Replies.
+
+    /// Takes the reply to the watch on `name`: `true` if it answers the `getData`
+    /// we wait for (then the caller acts on it).
+    pub(super) fn take_watch_reply(&self, name: &str, request: RequestId) -> bool {
+        self.watched.get(name) == Some(&Watch::Pending(request))
+    }
+
+    // Mutators.
+
+    /// The blocker `name` is gone: drops it from the cache and its watch. Returns
+    /// whether the cache can still block us with `permits`.
+    pub(super) fn drop_blocker(&mut self, name: &str, permits: usize) -> bool {
+        self.watched.remove(name);
+        self.lower.retain(|(_, n)| n != name);
+        self.lower.len() >= permits
+    }
+
+    /// Keeps only the watches on `window`; returns the names still to watch.
+    pub(super) fn narrow_to(&mut self, window: Vec<String>) -> Vec<String> {
+        self.watched.retain(|n, _| window.contains(n));
+        window
+            .into_iter()
+            .filter(|n| !self.watched.contains_key(n))
+            .collect()
+    }
+
+    /// The connection dropped (or a recovery starts): no watch or listing of ours
+    /// is in flight or set any more. The cache stays until the next listing.
+    pub(super) fn forget(&mut self) {
+        self.watched.clear();
+        self.list.forget();
+    }
+
+    /// The acquisition ended: nothing of the queue matters any more.
+    pub(super) fn clear(&mut self) {
+        self.forget();
+        self.lower.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(kind: &str, seq: i32) -> String {
+        format!("zkl-{:032x}-{kind}-{seq:010}", seq as u128 + 1)
+    }
+
+    fn queue(lower: &[String]) -> Queue {
+        Queue {
+            lower: lower
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (i as i32 - lower.len() as i32, n.clone()))
+                .collect(),
+            ..Queue::default()
+        }
+    }
+
+    #[test]
+    fn one_permit_holds_on_an_empty_cache_and_watches_its_predecessor() {
+        assert_eq!(queue(&[]).decide(Recipe::Write), Decision::Hold);
+        let q = queue(&[name("write", 1), name("write", 2)]);
+        assert_eq!(
+            q.decide(Recipe::Write),
+            Decision::Wait {
+                window: vec![name("write", 2)]
+            }
+        );
+    }
+
+    #[test]
+    fn a_semaphore_watches_its_permits_closest_or_the_closest_writer() {
+        let sem = Recipe::Semaphore { permits: 2 };
+        let readers = [name("sem2", 1), name("sem2", 2), name("sem2", 3)];
+        assert_eq!(queue(&readers[..1]).decide(sem), Decision::Hold);
+        assert_eq!(
+            queue(&readers).decide(sem),
+            Decision::Wait {
+                window: readers[1..].to_vec()
+            }
+        );
+        // One writer below: it goes first, whatever the permits.
+        let with_writer = [name("write", 1), name("sem2", 2)];
+        assert_eq!(
+            queue(&with_writer[..1]).decide(sem),
+            Decision::Wait {
+                window: vec![name("write", 1)]
+            }
+        );
+        assert_eq!(
+            queue(&with_writer).decide(sem),
+            Decision::Wait {
+                window: vec![name("write", 1)]
+            }
+        );
+    }
+
+    #[test]
+    fn a_gone_blocker_shrinks_the_cache_and_the_window() {
+        let blockers = [name("write", 1), name("write", 2)];
+        let mut q = queue(&blockers);
+        q.watched
+            .insert(blockers[1].clone(), Watch::Pending(RequestId(5)));
+        assert!(q.blocks_with(&blockers[1]));
+        assert!(q.take_watch_reply(&blockers[1], RequestId(5)));
+        assert!(!q.take_watch_reply(&blockers[1], RequestId(4)));
+        assert!(q.drop_blocker(&blockers[1], 1), "one blocker still cached");
+        assert!(q.watched.is_empty());
+        assert!(!q.blocks_with(&blockers[1]));
+        assert_eq!(
+            q.narrow_to(vec![blockers[0].clone()]),
+            vec![blockers[0].clone()]
+        );
+        assert!(!q.drop_blocker(&blockers[0], 1), "nothing left to block us");
+    }
+
+    #[test]
+    fn forget_drops_watches_and_the_listing_but_keeps_the_cache() {
+        let blockers = [name("write", 1)];
+        let mut q = queue(&blockers);
+        q.watched.insert(blockers[0].clone(), Watch::Armed);
+        let mut session = crate::ctx::tests::Session::default();
+        let op = crate::proto::Op::GetChildren { path: "/l".into() };
+        q.list.send(
+            &mut session.cx(),
+            crate::ids::LockId(1),
+            crate::requests::Purpose::List,
+            op,
+        );
+        q.forget();
+        assert!(q.watched.is_empty());
+        assert!(!q.list.is_pending());
+        assert_eq!(q.lower.len(), 1);
+        q.clear();
+        assert!(q.lower.is_empty());
+    }
+}
