@@ -75,11 +75,49 @@
 //! its 1 s margin) suspends held locks: a loaded machine's stall of a second or two
 //! does not.
 
+use crate::ids::LockId;
 use crate::proto::{Op, RequestId, ZkError};
 use crate::spec::Config;
 use crate::time::Timestamp;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
+
+/// What a binding learned of the server its session is connected to (given to
+/// [`Session::learn_server`](crate::Session::learn_server)); each kind of
+/// knowledge shortens how far proven contact trails the present (see the module
+/// docs, "What the server tells").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerRole {
+    /// A standalone server (`srvr` says `Mode: standalone`, or `conf` has no
+    /// `syncLimit`): it expires sessions itself, so every answer proves the
+    /// session was touched no earlier than the request's send time.
+    Standalone,
+    /// A member of an ensemble (leader, follower or observer) whose `tickTime`
+    /// is known (from `conf`): a session's activity reaches the leader within
+    /// half a tick, and an isolated leader answers at most about a tick longer
+    /// than its followers wait for it.
+    Member {
+        /// The member's `tickTime` (every member of an ensemble is assumed to
+        /// have the same one, as ZooKeeper's own timeouts assume).
+        tick_time: Duration,
+    },
+}
+
+/// What is known of the current connection's server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Learned {
+    /// Nothing: the conservative bound applies.
+    #[default]
+    Nothing,
+    /// Reported at `at`, not yet confirmed for this connection.
+    Pending { role: ServerRole, at: Timestamp },
+    /// Reported, and confirmed by an answer to a request sent after the report:
+    /// the connection was up from before the probe to after its answer, and a
+    /// server changing role (or restarting) closes its client connections, so
+    /// every answer on this connection comes from a server of that role.
+    Confirmed(ServerRole),
+}
 
 /// A request on its way: when it was queued, and whether it passes the leader.
 #[derive(Clone, Copy, Debug)]
@@ -133,9 +171,16 @@ pub(crate) struct Contact {
     last_leader_send: Option<Timestamp>,
     /// The core's own `sync` in flight.
     sync_in_flight: Option<RequestId>,
+    /// What is known of this connection's server.
+    learned: Learned,
+    /// The acquisitions that hold or are being granted: only for them does the
+    /// session send `sync`s (an idle session sends none).
+    wanted: BTreeSet<LockId>,
 }
 
 impl Contact {
+    // Getters.
+
     /// Until when held locks are trusted, if the feature is on and there was
     /// contact: the proven contact plus the session timeout less the margin.
     pub(crate) fn trusted_until(&self, config: &Config) -> Option<Timestamp> {
@@ -155,6 +200,45 @@ impl Contact {
         self.suspend_at(config).map_or(true, |at| now < at)
     }
 
+    /// Whether `id` is the core's own `sync`.
+    pub(crate) fn is_own_sync(&self, id: RequestId) -> bool {
+        self.sync_in_flight == Some(id)
+    }
+
+    /// The server's role as confirmed on this connection, if it is.
+    pub(crate) fn confirmed_role(&self) -> Option<ServerRole> {
+        match self.learned {
+            Learned::Confirmed(role) => Some(role),
+            _ => None,
+        }
+    }
+
+    /// How long a follower may take to pass our activity on to the leader, as far
+    /// as this connection's server is known: [`Config::touch_bound`] unless its
+    /// tick is known and makes it shorter (see the module docs).
+    pub(crate) fn touch_bound(&self, config: &Config) -> Duration {
+        match self.confirmed_role() {
+            Some(ServerRole::Member { tick_time }) => config.touch_bound().min(tick_time),
+            Some(ServerRole::Standalone) => Duration::ZERO,
+            None => config.touch_bound(),
+        }
+    }
+
+    /// When the next `sync` is due, if one is: `sync_interval` after the newest
+    /// request that passes the leader (or the connection), unless a `sync` is in
+    /// flight, there is no connection, or no acquisition holds or is being
+    /// granted (an idle session proves nothing: a grant proves itself, see
+    /// `Acquisition::grant`).
+    pub(crate) fn next_sync(&self, config: &Config) -> Option<Timestamp> {
+        let interval = config.sync_interval?;
+        if self.sync_in_flight.is_some() || self.wanted.is_empty() {
+            return None;
+        }
+        self.last_leader_send.map(|sent| sent + interval)
+    }
+
+    // Handlers.
+
     /// The session is (re)connected: opening or revalidating it went through the
     /// leader just now.
     pub(crate) fn on_connected(&mut self, now: Timestamp) {
@@ -165,19 +249,13 @@ impl Contact {
         self.last_leader_send = Some(now);
     }
 
-    /// The connection dropped: nothing in flight will be answered on it, and
-    /// answers on the next one prove nothing together with those on this one.
-    pub(crate) fn forget_connection(&mut self) {
-        self.sent.clear();
-        self.answered.entries.clear();
-        self.sync_in_flight = None;
-        self.last_leader_send = None;
-    }
-
-    /// The session ended: nothing is proven of the next one until it connects.
-    pub(crate) fn on_session_ended(&mut self) {
-        self.forget_connection();
-        self.proven = None;
+    /// The binding learned `role` of the connection's server at `now`, from a
+    /// probe sent after the connection was established. It counts once a
+    /// request sent at or after `now` is answered on this connection.
+    pub(crate) fn on_server_learned(&mut self, role: ServerRole, now: Timestamp) {
+        if self.learned != Learned::Confirmed(role) {
+            self.learned = Learned::Pending { role, at: now };
+        }
     }
 
     /// A request was queued at `now`.
@@ -185,7 +263,9 @@ impl Contact {
         if config.sync_interval.is_none() {
             return;
         }
-        let passes_leader = op.passes_leader();
+        // A standalone server is the session tracker: every request renews.
+        let passes_leader =
+            op.passes_leader() || self.confirmed_role() == Some(ServerRole::Standalone);
         if passes_leader {
             self.last_leader_send = Some(now);
         }
@@ -202,11 +282,6 @@ impl Contact {
     pub(crate) fn on_sync_sent(&mut self, config: &Config, id: RequestId, op: &Op, now: Timestamp) {
         self.on_sent(config, id, op, now);
         self.sync_in_flight = Some(id);
-    }
-
-    /// Whether `id` is the core's own `sync`.
-    pub(crate) fn is_own_sync(&self, id: RequestId) -> bool {
-        self.sync_in_flight == Some(id)
     }
 
     /// A reply arrived at `now`. Returns whether the proven contact moved.
@@ -227,30 +302,60 @@ impl Contact {
         if result.as_ref().is_err_and(|e| !e.is_from_server()) {
             return false;
         }
-        let mut moved = false;
-        if sent.passes_leader {
-            let by = sent.at.saturating_sub(config.touch_bound());
-            if let Some(heard) = self.answered.latest_sent_answered_by(by) {
-                if self.proven.map_or(true, |p| heard > p) {
-                    self.proven = Some(heard);
-                    moved = true;
-                }
+        if let Learned::Pending { role, at } = self.learned {
+            if sent.at >= at {
+                self.learned = Learned::Confirmed(role);
             }
         }
-        let bucket = config.touch_bound() / 8;
+        let touch_bound = self.touch_bound(config);
+        let mut moved = false;
+        let heard = match self.confirmed_role() {
+            // The session tracker answered: it touched the session on receipt.
+            Some(ServerRole::Standalone) => Some(sent.at),
+            _ if sent.passes_leader => self
+                .answered
+                .latest_sent_answered_by(sent.at.saturating_sub(touch_bound)),
+            _ => None,
+        };
+        if let Some(heard) = heard {
+            if self.proven.map_or(true, |p| heard > p) {
+                self.proven = Some(heard);
+                moved = true;
+            }
+        }
+        let bucket = touch_bound / 8;
         self.answered.push(sent.at, now, bucket);
         moved
     }
 
-    /// When the next `sync` is due, if one is: `sync_interval` after the newest
-    /// request that passes the leader (or the connection), unless a `sync` is in
-    /// flight or there is no connection.
-    pub(crate) fn next_sync(&self, config: &Config) -> Option<Timestamp> {
-        let interval = config.sync_interval?;
-        if self.sync_in_flight.is_some() {
-            return None;
+    // Mutators.
+
+    /// Whether the acquisition `lock` holds or is being granted (and so wants
+    /// the session to keep proving contact).
+    pub(crate) fn set_wanted(&mut self, lock: LockId, wanted: bool) {
+        if wanted {
+            self.wanted.insert(lock);
+        } else {
+            self.wanted.remove(&lock);
         }
-        self.last_leader_send.map(|sent| sent + interval)
+    }
+
+    /// The connection dropped: nothing in flight will be answered on it, and
+    /// answers on the next one prove nothing together with those on this one.
+    /// What was learned of its server is forgotten: the next connection may be
+    /// to another server, and is learned again.
+    pub(crate) fn forget_connection(&mut self) {
+        self.sent.clear();
+        self.answered.entries.clear();
+        self.sync_in_flight = None;
+        self.last_leader_send = None;
+        self.learned = Learned::Nothing;
+    }
+
+    /// The session ended: nothing is proven of the next one until it connects.
+    pub(crate) fn on_session_ended(&mut self) {
+        self.forget_connection();
+        self.proven = None;
     }
 }
 
@@ -373,6 +478,7 @@ mod tests {
         let config = config();
         let mut c = Contact::default();
         c.on_connected(ms(0));
+        c.set_wanted(LockId(1), true);
         assert_eq!(c.next_sync(&config), Some(ms(300)));
         c.on_sent(&config, RequestId(1), &read(), ms(200));
         assert_eq!(c.next_sync(&config), Some(ms(300)));
@@ -380,5 +486,103 @@ mod tests {
         assert_eq!(c.next_sync(&config), None);
         c.on_reply::<Reply>(&config, RequestId(2), &Ok(Reply::Synced), ms(310));
         assert_eq!(c.next_sync(&config), Some(ms(600)));
+    }
+
+    #[test]
+    fn an_idle_session_sends_no_sync_and_a_held_lock_wants_one_at_once() {
+        let config = config();
+        let mut c = Contact::default();
+        c.on_connected(ms(0));
+        // Nothing held or being granted: no sync, however long.
+        assert_eq!(c.next_sync(&config), None);
+        // A grant long after the last request: a sync is due at once (overdue).
+        c.set_wanted(LockId(7), true);
+        assert_eq!(c.next_sync(&config), Some(ms(300)));
+        c.set_wanted(LockId(7), false);
+        assert_eq!(c.next_sync(&config), None);
+    }
+
+    #[test]
+    fn a_standalone_server_proves_every_answer_at_its_send_time_once_confirmed() {
+        let config = config(); // T 3 s, margin 300 ms
+        let mut c = Contact::default();
+        c.on_connected(ms(0));
+        // Learned at 500: a read sent before that confirms nothing, proves nothing.
+        c.on_server_learned(ServerRole::Standalone, ms(500));
+        assert!(!answer(&mut c, 1, &read(), 400, 600));
+        assert_eq!(c.proven, Some(ms(0)));
+        assert_eq!(c.confirmed_role(), None);
+        // A read sent after it confirms and proves its own send time.
+        assert!(answer(&mut c, 2, &read(), 700, 710));
+        assert_eq!(c.confirmed_role(), Some(ServerRole::Standalone));
+        assert_eq!(c.proven, Some(ms(700)));
+        assert_eq!(c.trusted_until(&config), Some(ms(700 + 3000 - 300)));
+        // Any answer from the server, errors included; never a connection error.
+        c.on_sent(&config, RequestId(3), &read(), ms(900));
+        assert!(c.on_reply::<Reply>(&config, RequestId(3), &Err(ZkError::NoNode), ms(905)));
+        assert_eq!(c.proven, Some(ms(900)));
+        c.on_sent(&config, RequestId(4), &read(), ms(1000));
+        let lost: Result<Reply, _> = Err(ZkError::ConnectionLoss);
+        assert!(!c.on_reply(&config, RequestId(4), &lost, ms(1005)));
+        // Reads count as activity for the sync schedule there.
+        c.set_wanted(LockId(1), true);
+        assert_eq!(c.next_sync(&config), Some(ms(1300)));
+    }
+
+    #[test]
+    fn what_was_learned_is_forgotten_with_the_connection() {
+        let mut c = Contact::default();
+        c.on_connected(ms(0));
+        c.on_server_learned(ServerRole::Standalone, ms(10));
+        assert!(answer(&mut c, 1, &read(), 20, 30));
+        c.forget_connection();
+        c.on_connected(ms(100));
+        // The next connection's answers are judged as on an unknown server.
+        assert!(!answer(&mut c, 2, &read(), 200, 210));
+        assert_eq!(c.proven, Some(ms(100)));
+        // A report from before this connection's probe would come through the
+        // binding only for this connection; a pending one needs a later request.
+        c.on_server_learned(ServerRole::Standalone, ms(300));
+        assert!(!answer(&mut c, 3, &read(), 250, 310));
+        assert!(answer(&mut c, 4, &read(), 320, 330));
+        assert_eq!(c.proven, Some(ms(320)));
+    }
+
+    #[test]
+    fn a_known_tick_shortens_the_touch_bound_of_an_ensemble_member() {
+        let config = config(); // touch bound 1 s
+        let mut c = Contact::default();
+        c.on_connected(ms(0));
+        let tick = Duration::from_millis(200);
+        c.on_server_learned(ServerRole::Member { tick_time: tick }, ms(50));
+        assert!(!answer(&mut c, 1, &read(), 100, 110));
+        assert_eq!(c.touch_bound(&config), tick);
+        // Reads alone still prove nothing on a member (a follower answers them).
+        assert!(!answer(&mut c, 2, &read(), 400, 410));
+        // A sync sent 190 ms after the read at 400 was answered: too soon for
+        // it, the read at 100 (a tick and more before) is proven.
+        assert!(answer(&mut c, 3, &SYNC, 600, 610));
+        assert_eq!(c.proven, Some(ms(100)));
+        // A tick after the sync at 600 was answered: proves its send time.
+        assert!(answer(&mut c, 4, &SYNC, 810, 820));
+        assert_eq!(c.proven, Some(ms(600)));
+    }
+
+    #[test]
+    fn a_tick_longer_than_a_third_of_the_timeout_changes_nothing() {
+        let config = config(); // touch bound 1 s
+        let mut c = Contact::default();
+        c.on_connected(ms(0));
+        c.on_server_learned(
+            ServerRole::Member {
+                tick_time: Duration::from_secs(2),
+            },
+            ms(0),
+        );
+        assert!(!answer(&mut c, 1, &read(), 100, 110));
+        assert_eq!(c.touch_bound(&config), config.touch_bound());
+        assert!(!answer(&mut c, 2, &SYNC, 1000, 1010));
+        assert!(answer(&mut c, 3, &SYNC, 1110, 1120));
+        assert_eq!(c.proven, Some(ms(100)));
     }
 }

@@ -38,6 +38,7 @@ mod time;
 mod timers;
 mod watches;
 
+pub use contact::ServerRole;
 pub use deadlock::WaitFor;
 pub use event::{FailReason, FencedError, Grant, Leader, LockEvent, LostReason, UsageError};
 pub use ids::{FencingToken, LockId};

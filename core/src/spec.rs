@@ -357,10 +357,15 @@ impl Config {
         }
     }
 
-    /// The default [`sync_interval`](Self::sync_interval) lock-client uses: a tenth
-    /// of the session timeout (one `sync` per second with the default 10 s).
+    /// The default [`sync_interval`](Self::sync_interval) lock-client uses: a
+    /// twentieth of the session timeout (one `sync` every 500 ms with the default
+    /// 10 s, sent only while the session holds a lock or is being granted one).
+    /// With the [`margin`](Self::margin) of a tenth it keeps proven contact at
+    /// most `T/20` behind the present on a standalone server, so a held lock
+    /// survives a loss of contact of `0.85 T` less a round trip there (see
+    /// [`crate::contact`]).
     pub fn default_sync_interval(session_timeout: Duration) -> Duration {
-        session_timeout / 10
+        session_timeout / 20
     }
 
     /// How long a follower may take to pass a session's activity on to the leader:
@@ -369,6 +374,11 @@ impl Config {
     /// quarter of the session timeout. A third leaves a twelfth for the ping's
     /// scheduling and the network. (A server configured with a session timeout
     /// below two ticks breaks this assumption; `zklock doctor` reports it.)
+    ///
+    /// This is the bound when nothing is known of the server; a session that
+    /// learned its server's `tickTime` uses one tick instead when that is
+    /// shorter, and one on a standalone server none (see
+    /// [`ServerRole`](crate::ServerRole)).
     pub fn touch_bound(&self) -> Duration {
         self.session_timeout / 3
     }

@@ -83,14 +83,21 @@ impl Acquisition {
     }
 
     /// The leader was proven to hear us again: a lock suspended for want of that
-    /// proof (the connection up) checks that its node is still ours, then resumes.
+    /// proof (the connection up) checks that its node is still ours, then resumes;
+    /// a grant that waited for it goes on.
     pub(crate) fn on_contact_renewed(&mut self, cx: &mut Ctx) {
-        if self.state == State::Held
-            && self.suspended
-            && cx.connected
-            && !self.node.own_read.is_pending()
-        {
-            self.send_own_read(cx, self.spec.watches_node());
+        if !cx.connected {
+            return;
+        }
+        match self.state {
+            State::Held if self.suspended && !self.node.own_read.is_pending() => {
+                self.send_own_read(cx, self.spec.watches_node());
+            }
+            State::Granting => {
+                self.state = State::Waiting;
+                self.grant(cx);
+            }
+            _ => {}
         }
     }
 

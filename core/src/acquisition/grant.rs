@@ -52,6 +52,14 @@ impl Acquisition {
             }
             return;
         };
+        if cx.distrusted().is_some() {
+            // Nothing proves the leader heard the session lately (an idle session
+            // sends no `sync`): granted once a `sync` proves it
+            // (`on_contact_renewed`), never reported held on a session that may
+            // be expiring. Being granted makes the session prove contact at once.
+            self.state = State::Granting;
+            return;
+        }
         let grant = Grant {
             path: own.path.clone(),
             token: FencingToken(stat.czxid),
@@ -68,10 +76,5 @@ impl Acquisition {
         }
         cx.stats.acquired += 1;
         cx.emit(self.id, LockEvent::Acquired(grant));
-        if let Some(lost_at) = cx.distrusted() {
-            // Granted by a server whose leader has not been proven to hear us
-            // lately: held, but not to be trusted until it has.
-            self.suspend(cx, lost_at);
-        }
     }
 }

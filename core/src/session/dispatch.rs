@@ -3,7 +3,7 @@
 
 use super::task::Task;
 use super::{Conn, Session};
-use crate::acquisition::Acquisition;
+use crate::acquisition::{Acquisition, State};
 use crate::ctx::Ctx;
 use crate::event::UsageError;
 use crate::ids::LockId;
@@ -56,12 +56,14 @@ impl Session {
     ) {
         self.with_task_inner(id, now, f);
         self.sync_publications(now);
+        self.arm_sync();
     }
 
     fn with_task_inner(&mut self, id: LockId, now: Timestamp, f: impl FnOnce(&mut Task, &mut Ctx)) {
         let (mut cx, tasks) = self.ctx_parts(now);
         if let Some(t) = tasks.get_mut(&id) {
             f(t, &mut cx);
+            cx.contact.set_wanted(id, wants_proof(t));
             if t.is_done() {
                 tasks.remove(&id);
                 cx.timers.cancel_lock(id);
@@ -74,6 +76,7 @@ impl Session {
     pub(super) fn for_each_task(&mut self, now: Timestamp, f: impl FnMut(&mut Task, &mut Ctx)) {
         self.for_each_task_inner(now, f);
         self.sync_publications(now);
+        self.arm_sync();
     }
 
     fn for_each_task_inner(&mut self, now: Timestamp, mut f: impl FnMut(&mut Task, &mut Ctx)) {
@@ -81,6 +84,7 @@ impl Session {
         let mut done = Vec::new();
         for (id, t) in tasks.iter_mut() {
             f(t, &mut cx);
+            cx.contact.set_wanted(*id, wants_proof(t));
             if t.is_done() {
                 done.push(*id);
             }
@@ -92,4 +96,10 @@ impl Session {
             cx.watches.forget_lock(id);
         }
     }
+}
+
+/// Whether `task` holds a lock or is being granted one: only then does the
+/// session keep proving contact with the leader (see [`crate::contact`]).
+fn wants_proof(task: &Task) -> bool {
+    matches!(task, Task::Acquisition(a) if matches!(a.state(), State::Held | State::Granting))
 }

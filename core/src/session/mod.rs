@@ -291,6 +291,19 @@ impl Session {
         self.stats
     }
 
+    /// Tells what the binding learned of the server the session is connected to
+    /// (its role, its `tickTime`), from a probe sent *after* the current
+    /// connection was established (a probe answered before it proves nothing of
+    /// it). It shortens how far proven contact trails the present, and so how long
+    /// a held lock survives a loss of contact (see [`crate::contact`]), once a
+    /// request sent at or after `now` is answered on this connection: that answer
+    /// shows the connection outlived the probe's answer, and a server that
+    /// changes role closes its connections. Forgotten at every disconnection:
+    /// learn it again after each reconnect. Ignored while disconnected.
+    pub fn learn_server(&mut self, role: crate::contact::ServerRole, now: Timestamp) {
+        self.on_server_learned(role, now);
+    }
+
     /// Until when held locks can be trusted, from the latest proven contact with
     /// the ensemble's leader (see [`crate::contact`]): one session timeout after
     /// it, less the [`margin`](Config::margin). `None` without proven contact on
