@@ -265,7 +265,7 @@ pub use lock::{Mutex, ReadLock, RwLock, Semaphore, WriteLock};
 pub use multi::{MultiGuard, MultiLock, MultiPart};
 pub use options::{random_seed, AclEntry, Auth, ConnectOptions, NodeAcl, Perms, SaslDigest, Tls};
 pub use pending::{Canceller, PendingLock};
-pub use server_check::ServerCheck;
+pub use server_check::{ServerCheck, ServerProbe};
 pub use server_checker::ServerChecker;
 pub use server_conf::{four_letter_word_refused, ConfError, ServerConf};
 pub use status::LockStatus;
@@ -274,7 +274,7 @@ pub use writes::Writes;
 pub use lock_core::{
     CreateMode, CycleNode, FailReason, FencedError, FencingToken, Grant, Leader, LockEvent,
     LockSpec, LostReason, MultiOp, MultiResult, NameScheme, NodeKind, Participant, Participants,
-    Stats, UsageError, WaitFor, ZkError,
+    ServerRole, Stats, UsageError, WaitFor, ZkError,
 };
 
 #[cfg(test)]

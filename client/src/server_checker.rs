@@ -1,7 +1,7 @@
 //! [`ServerChecker`]: the binding's way to report the servers' settings into the
 //! shared state, from a thread of its own.
 
-use crate::server_check::ServerCheck;
+use crate::server_check::{ServerCheck, ServerProbe};
 use crate::shared::Shared;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,6 +15,8 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct ServerChecker {
     shared: Arc<Shared>,
+    /// The connection it was made for (see [`report_probes`](Self::report_probes)).
+    generation: u64,
 }
 
 impl std::fmt::Debug for ServerChecker {
@@ -25,7 +27,8 @@ impl std::fmt::Debug for ServerChecker {
 
 impl ServerChecker {
     pub(crate) fn new(shared: Arc<Shared>) -> ServerChecker {
-        ServerChecker { shared }
+        let generation = shared.read(|s| s.connection_generation);
+        ServerChecker { shared, generation }
     }
 
     /// Reports `server`'s answer to the `conf` four-letter word, or the I/O
@@ -33,5 +36,28 @@ impl ServerChecker {
     pub fn report(&self, server: SocketAddr, answer: std::io::Result<String>) {
         let check = ServerCheck::new(server, answer, self.shared.session_timeout());
         self.shared.with_quiet(|s| s.server_checked(check));
+    }
+
+    /// Reports what each server this process is connected to (of the session's
+    /// connect string) answered to `srvr` and `conf`, asked after the connection
+    /// this checker was made for was established: each `conf` is judged as by
+    /// [`report`](Self::report), and what holds for every one of them (the
+    /// session's server is one of them; which one is not known) is told to the
+    /// core as the session's [`ServerRole`](lock_core::ServerRole) (see
+    /// [`ServerProbe::role_of_all`]), unless the connection changed meanwhile.
+    /// Make the checker once the link has been told of the connection
+    /// (`SessionEvent::Connected`), then ask.
+    pub fn report_probes(&self, probes: Vec<ServerProbe>) {
+        let role = ServerProbe::role_of_all(&probes);
+        for probe in probes {
+            self.report(probe.server, probe.conf);
+        }
+        if let Some(role) = role {
+            let generation = self.generation;
+            self.shared.with_quiet(|s| {
+                let now = s.now();
+                s.server_learned(generation, role, now);
+            });
+        }
     }
 }

@@ -143,6 +143,9 @@ pub(crate) struct State {
     pub(crate) connection: crate::connection_state::Tracker,
     /// The opt-in depth of the metrics' `prefix` label.
     pub(crate) metrics_prefix: Option<usize>,
+    /// Counts the session changes fed to the core: a report about the server
+    /// learned under another count is about another connection.
+    pub(crate) connection_generation: u64,
 }
 
 impl Shared {
@@ -169,6 +172,7 @@ impl Shared {
                 to_wake: Vec::new(),
                 connection: Default::default(),
                 metrics_prefix: None,
+                connection_generation: 0,
             }),
             link_cv: Condvar::new(),
             session_timeout_ns: AtomicU64::new(duration_ns(session_timeout)),
@@ -371,7 +375,22 @@ impl State {
         }
     }
 
+    /// What a binding learned of the connection's server, from a probe sent while
+    /// the connection was the one of `generation`: told to the core only if it
+    /// still is.
+    pub(crate) fn server_learned(
+        &mut self,
+        generation: u64,
+        role: lock_core::ServerRole,
+        now: Timestamp,
+    ) {
+        if generation == self.connection_generation {
+            self.core.learn_server(role, now);
+        }
+    }
+
     pub(crate) fn session_changed(&mut self, event: lock_core::SessionEvent, now: Timestamp) {
+        self.connection_generation += 1;
         self.connection.on_session(&event, &mut self.to_wake);
         self.core
             .handle_input(lock_core::Input::Session(event), now);

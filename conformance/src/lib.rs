@@ -73,6 +73,7 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+pub mod availability;
 mod env;
 mod harness;
 mod sim;

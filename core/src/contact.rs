@@ -36,14 +36,52 @@
 //! (`minSessionTimeout` = 2 ticks) imply. Every time the core uses is on the safe
 //! side: a send time is taken when the request is queued (it leaves later), a
 //! reply time when the core sees it (it arrived earlier), so proven contact is
-//! never later than the truth. On the leader itself, or a standalone server,
-//! activity counts at once; the argument only gets more conservative there.
+//! never later than the truth.
 //!
 //! A `Connected` report counts as contact at the instant it is handled: opening a
 //! session is a transaction of the leader's, and reopening one on a follower asks
 //! the leader to revalidate it (which renews it) before the client hears back.
 //! That one server-to-client hop of lateness is what the margin is for, with the
 //! adapter's own lateness.
+//!
+//! # What the server tells
+//!
+//! A binding may learn more of the server its session is connected to
+//! ([`Session::learn_server`](crate::Session::learn_server), a [`ServerRole`]):
+//! lock-client's bindings ask `srvr` (its `Mode`; ZooKeeper's default
+//! `4lw.commands.whitelist` allows it) and `conf` (its `tickTime`; often
+//! refused) of the servers the process is connected to, after the connection is
+//! established, and report what holds for every one of them.
+//!
+//! - **Standalone.** A standalone server is the session tracker: it touches the
+//!   session when it receives any request, so every answer (reads too, errors
+//!   from the server too) proves contact at the request's send time, with no `D`
+//!   at all. A restarted standalone server gives every session it reloads a
+//!   whole timeout from its start, so a proof from before the restart stays a
+//!   lower bound.
+//! - **Ensemble member with a known `tickTime`.** `D` becomes one tick (when
+//!   shorter than `T/3`): the leader pings every half tick and the other half is
+//!   the slack for its scheduling and the network (today's `T/3` leaves `T/12`
+//!   above a ping period of `T/4`). One tick also covers the isolated leader
+//!   below: it gives up on its quorum at most a tick after its followers give up
+//!   on it (it checks their acknowledgements against `syncLimit` once a tick),
+//!   so every answer it gives comes at most a tick after the followers start
+//!   electing, and the new leader restarts every session's timeout only once it
+//!   is established, later still. All members are assumed to have one
+//!   `tickTime`, as ZooKeeper's own timeouts assume. The leader is treated like a
+//!   follower here: which member is the leader changes at every election, and
+//!   one tick is the price of not trusting a role that can change under the
+//!   connection.
+//! - **Nothing known** (a refused or failed probe, members that disagree, or
+//!   before the report is confirmed): `D = T/3`, as without a report.
+//!
+//! A report is about one connection. It counts once a request sent after the
+//! report was handled is answered on that connection: the connection was then up
+//! from before the probe was sent until after its answer, and a server that
+//! changes role or restarts closes every client connection, so every answer on
+//! that connection comes from a server of the reported kind. It is forgotten at
+//! every disconnection, and the binding asks again after each reconnect (a
+//! report made for an earlier connection is dropped by lock-client).
 //!
 //! # Where it does not hold
 //!
@@ -53,27 +91,44 @@
 //!   leader heard. `zklock doctor` and the bindings' server check report it; raise
 //!   the session timeout to at least two ticks.
 //! - An isolated *leader* answers `sync` from its own state until it notices it
-//!   lost its quorum (about `syncLimit x tickTime`). The sessions it answers for
-//!   are safe only because the new leader, elected after the followers give up on
-//!   the old one (after the same `syncLimit x tickTime`), restarts every
-//!   session's timeout when it takes over: a race between two timeouts of the
-//!   same length, won by the election's own duration plus the margin, not a bound
-//!   the client can check.
+//!   lost its quorum (about `syncLimit x tickTime`, and at most a tick after its
+//!   followers give up on it). Without a known tick, the sessions it answers for
+//!   are safe only because the new leader, elected after the followers give up
+//!   on the old one, restarts every session's timeout when it takes over: a race
+//!   won by `D` (`T/3`, at least two thirds of a tick) plus the election's own
+//!   duration and the margin; with a known tick, `D` itself covers the tick (see
+//!   above).
 //! - Time on both sides is assumed to run at the same rate within the margin
 //!   ([`Config::margin`](crate::Config::margin)); a server whose clock runs fast
 //!   expires sessions early.
 //!
-//! # Cost
+//! # Cost, and the tolerance it buys
 //!
-//! While connected, a `sync` goes out whenever no request that passes the leader
-//! was sent for [`Config::sync_interval`] (a tenth of `T` by default): ten per
-//! session timeout on an idle session, fewer on a busy one. A `sync` is a read of
-//! the leader's state, not a transaction: nothing is logged. In steady state the
-//! proven contact trails the present by at most `D + 2 x interval` plus two round
-//! trips (`T/3 + T/5`), so the deadline stays `7T/15 - margin` ahead and only a
-//! `sync` that is late by about `11T/30 - margin` (2.7 s with the default 10 s and
-//! its 1 s margin) suspends held locks: a loaded machine's stall of a second or two
-//! does not.
+//! A session sends `sync`s only while some acquisition holds its lock or is
+//! being granted it: one whenever no request that passes the leader (on a
+//! standalone server: no request) was sent for [`Config::sync_interval`]
+//! (`T/20` by default): twenty per session timeout on a holder with nothing else
+//! to say, fewer on a busy one, none on an idle session (which costs the
+//! ensemble only its client library's pings). A `sync` is a read of the leader's
+//! state, not a transaction: nothing is logged. A lock granted while nothing
+//! proves contact (an idle session's proof runs out) is not reported held until a
+//! `sync`, sent at once, proves it: at once on a standalone server (the grant's
+//! own answers prove it), about `D` later on an ensemble.
+//!
+//! In steady state proven contact trails the present by at most `D` plus an
+//! interval, a bucket of the answer history (`D/8`) and a round trip, and a held
+//! lock is `Lost` at the proof plus `T` less the margin. So a holder survives
+//! (is `Resumed`, never `Lost`) any loss of contact shorter than
+//! `T - margin - interval - 9D/8` less a round trip:
+//!
+//! | server (what the session learned) | tolerated loss of contact (default margin `T/10`, interval `T/20`) |
+//! |---|---|
+//! | standalone (`srvr`) | `0.85 T` |
+//! | ensemble member, `tickTime` known (`srvr` and `conf`) | `0.85 T - 1.125 tick` (`0.83 T` with `T` = 100 ticks; the 10 s timeout on ZooKeeper's sample 2 s tick: `0.625 T`) |
+//! | unknown (`conf` refused on an ensemble, or no probe) | `0.85 T - 0.375 T = 0.475 T` |
+//!
+//! Held locks are [`Suspended`](crate::LockEvent::Suspended) a
+//! [`Config::suspend_lead`] (`T/10`) before they would be lost.
 
 use crate::ids::LockId;
 use crate::proto::{Op, RequestId, ZkError};

@@ -125,6 +125,42 @@ pub fn ask_connected_servers_after(
         .map(drop)
 }
 
+/// As [`ask_connected_servers_after`], for several words, with one call of
+/// `answers` once every server has answered every word (or failed to): each
+/// server with its answers in the order of `words`. For a judgement that needs
+/// all of them at once (which of the servers is the session's is not known, so
+/// what holds for the session must hold for each).
+///
+/// # Errors
+/// When no thread can be started.
+pub fn ask_connected_servers_all_after(
+    delay: Duration,
+    connect_string: String,
+    words: &'static [&'static str],
+    answers: impl FnOnce(Vec<(SocketAddr, Vec<io::Result<String>>)>) + Send + 'static,
+) -> io::Result<()> {
+    std::thread::Builder::new()
+        .name("zklock-4lw".to_owned())
+        .spawn(move || {
+            std::thread::sleep(delay);
+            let Ok(peers) = Peers::resolve(&connect_string) else {
+                return;
+            };
+            let all = connected_servers(&peers)
+                .into_iter()
+                .map(|server| {
+                    let said = words
+                        .iter()
+                        .map(|word| four_letter_word(server, word, BACKGROUND_TIMEOUT))
+                        .collect();
+                    (server, said)
+                })
+                .collect();
+            answers(all);
+        })
+        .map(drop)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +230,27 @@ mod tests {
         let (server, answer) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
         assert_eq!(server, addr);
         assert_eq!(answer, "imok-ish");
+    }
+
+    #[test]
+    fn asks_every_word_of_every_connected_server_at_once() {
+        let addr = answering("imok-ish");
+        let _ours = TcpStream::connect(addr);
+        let (tx, rx) = std::sync::mpsc::channel();
+        ask_connected_servers_all_after(
+            Duration::ZERO,
+            format!("{addr}"),
+            &["conf", "srvr"],
+            move |all| tx.send(all).unwrap(),
+        )
+        .unwrap();
+        let all = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(all.len(), 1);
+        let (server, said) = &all[0];
+        assert_eq!(*server, addr);
+        // The test server answers `conf` only, and closes on `srvr`.
+        assert_eq!(said[0].as_ref().unwrap(), "imok-ish");
+        assert_eq!(said[1].as_ref().unwrap(), "");
     }
 
     #[test]

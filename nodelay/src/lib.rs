@@ -89,8 +89,8 @@ mod peers;
 mod linux;
 
 pub use fourlw::{
-    ask_connected_servers_after, ask_connected_servers_in_background, connected_servers,
-    four_letter_word, BACKGROUND_TIMEOUT,
+    ask_connected_servers_after, ask_connected_servers_all_after,
+    ask_connected_servers_in_background, connected_servers, four_letter_word, BACKGROUND_TIMEOUT,
 };
 pub use peers::Peers;
 

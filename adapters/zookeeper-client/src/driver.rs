@@ -326,13 +326,15 @@ impl Driver {
         match state {
             SessionState::SyncConnected => {
                 self.set_nodelay();
-                self.check_server();
                 if self.link.is_connected() {
                     // Connected again without us seeing the disconnect in between.
                     self.link.handle_session(disconnected, now);
                 }
                 self.link
                     .handle_session(SessionEvent::Connected { session_id }, now);
+                // After the link heard of the connection: what the check learns
+                // of the server is for this connection.
+                self.check_server();
             }
             SessionState::Disconnected | SessionState::ConnectedReadOnly => {
                 if self.link.is_connected() {
@@ -387,11 +389,11 @@ impl Driver {
     /// the connect: nothing waits for it.
     fn check_server(&self) {
         let checker = self.link.server_checker();
-        let started = lock_nodelay::ask_connected_servers_after(
+        let started = lock_nodelay::ask_connected_servers_all_after(
             SERVER_CHECK_DELAY,
             self.dial.cluster.clone(),
-            "conf",
-            move |server, answer| checker.report(server, answer),
+            &["srvr", "conf"],
+            move |all| checker.report_probes(lock_client::ServerProbe::from_answers(all)),
         );
         if let Err(e) = started {
             tracing::debug!(error = %e, "the server's settings could not be checked");

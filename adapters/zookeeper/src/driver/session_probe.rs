@@ -72,7 +72,6 @@ impl Driver {
                 // before the server's settings are judged for the session.
                 self.adopt_session_timeout();
                 self.set_nodelay();
-                self.check_server();
                 if !self.conn.connected {
                     // Connected before the listener was added.
                     self.conn.connected = true;
@@ -99,6 +98,9 @@ impl Driver {
                 // The core hears of the session before `connect` returns: a caller
                 // asking for `session_id()` right away must see it.
                 self.sync_core();
+                // After the core heard of the connection: what the check learns
+                // of the server is for this connection.
+                self.check_server();
                 if let Some(waiter) = self.connect_waiter.take() {
                     let _ = waiter.send(Ok(()));
                 }
@@ -145,10 +147,11 @@ impl Driver {
     /// still answers it). On a thread of its own: nothing waits for it.
     pub(super) fn check_server(&self) {
         let checker = self.link.server_checker();
-        let _ = lock_nodelay::ask_connected_servers_in_background(
+        let _ = lock_nodelay::ask_connected_servers_all_after(
+            std::time::Duration::ZERO,
             self.settings.hosts.join(","),
-            "conf",
-            move |server, answer| checker.report(server, answer),
+            &["srvr", "conf"],
+            move |all| checker.report_probes(lock_client::ServerProbe::from_answers(all)),
         );
     }
 }
