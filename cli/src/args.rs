@@ -1,8 +1,12 @@
 //! The command line: what `zklock` accepts (clap's derive), how to reach ZooKeeper
 //! ([`ConnArgs`]) and the value parsers the subcommands share.
 
-use crate::*;
+use crate::exit::{EXIT_CODES, SEE_EXIT_CODES};
+use crate::format::{AnyFormat, TextOrJson};
+use crate::{doctor, exec, guard, top};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use lock_zookeeper_client::{Error, NameScheme, NodeAcl, Tls};
+use std::time::Duration;
 
 /// Distributed locks on Apache ZooKeeper from the shell.
 #[derive(Parser, Debug)]
@@ -192,9 +196,8 @@ pub(crate) enum Command {
     Ls {
         /// The lock's directory, e.g. /locks/backup.
         path: String,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: TextOrJson,
     },
     /// Find deadlocks among the locks under ROOT (ROOT and its direct children).
     ///
@@ -211,12 +214,8 @@ pub(crate) enum Command {
     Deadlocks {
         /// The directory whose children are lock directories, e.g. /locks.
         root: String,
-        /// Print JSON instead of text.
-        #[arg(long, conflicts_with = "dot")]
-        json: bool,
-        /// Print a Graphviz digraph instead of text.
-        #[arg(long)]
-        dot: bool,
+        #[command(flatten)]
+        output: AnyFormat,
     },
     /// Show every lock under ROOT (ROOT and its direct children): holders, queues, deadlocks.
     ///

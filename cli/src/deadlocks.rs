@@ -16,23 +16,13 @@
 //! ```
 
 use crate::chroot::Chroot;
+use crate::format::Format;
 use crate::json::Object;
-use crate::ls::{age_ms, age_text, cell, columns, now_ms, session_hex};
+use crate::render::{age_ms, age_text, cell, columns, now_ms, session_hex};
 use crate::{exit, say};
 use lock_zookeeper_client::{Cycle, CycleNode, LockClient};
 use std::fmt::Write;
 use std::process::ExitCode;
-
-/// How to print the cycles.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Format {
-    /// One table per cycle.
-    Text,
-    /// The JSON document of the module docs.
-    Json,
-    /// A Graphviz `digraph`, one cluster per cycle.
-    Dot,
-}
 
 /// Runs `zklock deadlocks`: exit 0 when there is none, [`exit::DEADLOCK`] when
 /// some were found (so that `zklock deadlocks /locks || alert` alerts on a
@@ -63,8 +53,10 @@ pub(crate) async fn run(
     print!(
         "{}",
         match format {
+            // One table per cycle.
             Format::Text => text(&root, &cycles, now),
             Format::Json => json(&root, &cycles, now) + "\n",
+            // A Graphviz `digraph`, one cluster per cycle.
             Format::Dot => dot(&cycles),
         }
     );

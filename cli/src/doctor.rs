@@ -16,9 +16,8 @@ use std::time::Duration;
 /// `zklock doctor`'s own options (the connection's are global).
 #[derive(Args, Debug)]
 pub(crate) struct DoctorArgs {
-    /// Print JSON instead of text.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: crate::format::TextOrJson,
     /// Also ask each server's AdminServer (HTTP on this port, ZooKeeper's
     /// `admin.serverPort`, 8080 by default) for its settings: tickTime and the
     /// session timeout bounds when `conf` is refused (it has no syncLimit).
@@ -59,7 +58,7 @@ pub(crate) async fn run(conn: &ConnArgs, args: DoctorArgs) -> ExitCode {
         conn,
         session_timeout: conn
             .session_timeout
-            .unwrap_or(lock_zookeeper_client::DEFAULT_SESSION_TIMEOUT),
+            .unwrap_or(lock_core::DEFAULT_SESSION_TIMEOUT),
         admin_port: args.admin_port,
         probe_timeout: args.probe_timeout,
         connect_timeout: (args.probe_timeout * 3).max(Duration::from_secs(5)),
@@ -96,7 +95,7 @@ pub(crate) async fn run(conn: &ConnArgs, args: DoctorArgs) -> ExitCode {
         code,
         missing_chroot,
     };
-    if args.json {
+    if args.output.format() == crate::format::Format::Json {
         println!("{}", output::json(&run));
     } else {
         print!("{}", output::text(&run));

@@ -1,7 +1,9 @@
 //! `zklock exec`: run a command while holding a lock.
 
+mod supervision;
+
 use crate::chroot::Chroot;
-use crate::job::Ready;
+use crate::job::{Job, Ready};
 use crate::progress::Progress;
 use crate::signals::Signals;
 use crate::usage::{self, NodeFor};
@@ -15,6 +17,7 @@ use std::io::IsTerminal;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitCode, ExitStatus};
 use std::time::Duration;
+use supervision::{Act, Supervision, Windows};
 use tokio::time::{sleep_until, Instant};
 
 /// Arguments of `zklock exec`.
@@ -131,18 +134,6 @@ pub(crate) fn status_code(status: ExitStatus) -> u8 {
 /// The exit code for giving up on signal `number` (what a shell reports).
 pub(crate) fn signal_code(number: i32) -> ExitCode {
     ExitCode::from(u8::try_from(128 + number).unwrap_or(exit::FAILURE))
-}
-
-/// Where CMD stands with respect to the lock.
-enum Phase {
-    /// The lock is held; CMD runs.
-    Running,
-    /// The lock is suspended: CMD keeps running until `until` unless it resumes.
-    Suspended { until: Instant },
-    /// CMD's group was sent SIGTERM; SIGKILL at `kill_at`.
-    Terminating { kill_at: Instant },
-    /// CMD's group was sent SIGKILL.
-    Killed,
 }
 
 /// Runs `zklock exec`.
@@ -273,7 +264,8 @@ pub(crate) async fn supervise(
         ("ZKLOCK_NODE", guard.node().to_owned()),
         ("ZKLOCK_TOKEN", guard.fencing().to_string()),
     ];
-    let margin = locks.session_timeout() / 10;
+    let windows = Windows::of(&locks.config());
+    let margin = windows.margin;
     let mut job = match ready.start(&env, guard.trusted_until(), margin).await {
         Ok(job) => job,
         Err(e) => {
@@ -285,29 +277,17 @@ pub(crate) async fn supervise(
         }
     };
 
-    // 3. Watch CMD, signals and the lock. The margins: the client declares
-    // Suspended a tenth of the session timeout before the lock's deadline (a
-    // margin before the server could expire the session). CMD gets SIGTERM half
-    // that before the deadline unless the connection comes back, and the guard
-    // stops its group at the deadline and kills it a margin later.
-    // A stop of zklock (Ctrl-Z) stops its pings too: after a third of the session
-    // timeout (a ping's interval) the session may be near its expiry.
-    let longest_stop = locks.session_timeout() / 3;
-    // The deadline moves with every proof of contact (a `sync` every tenth of
-    // the session timeout): read twice as often, handed on when it moved.
-    let mut renewals = tokio::time::interval(locks.session_timeout() / 20);
+    // 3. Watch CMD, signals and the lock; what to do is `Supervision`'s call
+    // (the margins are explained there), carrying it out is ours. The deadline
+    // moves with every proof of contact: read twice per `sync`, handed on when
+    // it moved.
+    let mut renewals = tokio::time::interval(windows.deadline_poll);
     renewals.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut messages = job.messages();
-    let mut phase = Phase::Running;
-    let mut lost = false;
-    let mut events = true;
+    let mut watch = Supervision::new(guard.node().to_owned(), windows);
     let status = loop {
-        let deadline = match phase {
-            Phase::Suspended { until } => Some(until),
-            Phase::Terminating { kill_at } => Some(kill_at),
-            Phase::Running | Phase::Killed => None,
-        };
-        tokio::select! {
+        let deadline = watch.deadline().map(Instant::from_std);
+        let act = tokio::select! {
             status = job.wait() => break status,
             // Every catchable signal that would end zklock: passed on to CMD's
             // group (the terminal's Ctrl-C reaches that group by itself: it is
@@ -316,93 +296,22 @@ pub(crate) async fn supervise(
                 if let Some(sig) = Signal::from_named_raw(number) {
                     job.signal(sig);
                 }
+                Act::Nothing
             }
-            _ = renewals.tick(), if matches!(phase, Phase::Running | Phase::Suspended { .. }) => {
-                if let Some(until) = guard.trusted_until() {
-                    job.renew(until).await;
-                }
-            }
+            _ = renewals.tick(), if watch.follows_deadline() => Act::Renew(None),
             () = messages.cmd_stopped() => {
-                let stopped_for = job.follow_stop();
-                if stopped_for >= longest_stop && matches!(phase, Phase::Running | Phase::Suspended { .. }) {
-                    lost = true;
-                    say(format_args!(
-                        "zklock was stopped for {stopped_for:.1?}: the lock is no longer \
-                         guaranteed; stopping CMD"
-                    ));
-                    job.terminate().await;
-                    phase = Phase::Terminating { kill_at: Instant::now() + margin };
-                } else {
-                    job.resume().await;
-                }
+                watch.handle_stopped(job.follow_stop(), std::time::Instant::now())
             }
-            event = guard.event(), if events => match event {
-                Some(LockEvent::Suspended) => {
-                    if let Phase::Running = phase {
-                        say("connection to ZooKeeper lost: the lock is suspended; \
-                             stopping CMD unless it comes back at once");
-                        // SIGTERM half a margin before the guard's deadline at the
-                        // latest: CMD has that long to exit cleanly.
-                        let now = Instant::now();
-                        let until = guard
-                            .trusted_until()
-                            .map_or(now + margin, |at| Instant::from_std(at).max(now + margin / 2) - margin / 2)
-                            .min(now + margin);
-                        phase = Phase::Suspended { until };
-                    }
-                }
-                Some(LockEvent::Resumed) => {
-                    if let Phase::Suspended { .. } = phase {
-                        say("connection back: the lock is held again; CMD continues");
-                        phase = Phase::Running;
-                        if let Some(until) = guard.trusted_until() {
-                            job.renew(until).await;
-                        }
-                    }
-                }
-                Some(LockEvent::RevocationRequested) => {
-                    // Only a --revocable lock hears this.
-                    if let Phase::Running | Phase::Suspended { .. } = phase {
-                        lost = true;
-                        say("revocation requested: stopping CMD, then letting go");
-                        job.terminate().await;
-                        phase = Phase::Terminating { kill_at: Instant::now() + margin };
-                    }
-                }
-                Some(LockEvent::Lost(reason)) => {
-                    lost = true;
-                    events = false;
-                    if let Phase::Running | Phase::Suspended { .. } = phase {
-                        say(format_args!(
-                            "the lock at {} was lost ({}): stopping CMD",
-                            guard.node(),
-                            crate::explain::lost(&reason)
-                        ));
-                        job.terminate().await;
-                        phase = Phase::Terminating { kill_at: Instant::now() + margin };
-                    }
-                }
-                Some(_) => {}
-                None => events = false,
-            },
+            event = guard.event(), if watch.hears_events() => {
+                watch.handle_event(event, guard.trusted_until(), std::time::Instant::now())
+            }
             _ = sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
-                match phase {
-                    Phase::Suspended { .. } => {
-                        lost = true;
-                        say("the lock is no longer guaranteed: stopping CMD (SIGTERM)");
-                        job.terminate().await;
-                        phase = Phase::Terminating { kill_at: Instant::now() + margin };
-                    }
-                    Phase::Terminating { .. } => {
-                        say("CMD did not exit on SIGTERM: killing its process group (SIGKILL)");
-                        job.signal(Signal::KILL);
-                        phase = Phase::Killed;
-                    }
-                    Phase::Running | Phase::Killed => {}
-                }
+                watch.handle_deadline(std::time::Instant::now())
             }
-        }
+        };
+        carry_out(act, &mut job, &guard).await;
     };
+    let mut lost = watch.lost();
     // Nothing of CMD's may outlive the lock: empty its group first (at once if
     // the guard itself was killed: then CMD's status is unknown).
     let guard_killed = status.as_ref().map_or(true, |s| s.signal().is_some());
@@ -428,9 +337,8 @@ pub(crate) async fn supervise(
     // Bounded: with the connection down the release waits for a reconnect, and
     // a lock no longer guaranteed is not worth waiting for (the server deletes
     // the node with the session).
-    let bound = locks.session_timeout() * 2;
     let node = guard.node().to_owned();
-    match tokio::time::timeout(bound, guard.let_go())
+    match tokio::time::timeout(windows.release_bound, guard.let_go())
         .await
         .unwrap_or(Err(Error::Timeout))
     {
@@ -455,6 +363,31 @@ pub(crate) async fn supervise(
         ExitCode::from(exit::LOST)
     } else {
         ExitCode::from(status_code(status))
+    }
+}
+
+/// Does `act` to CMD (its message said first).
+async fn carry_out(act: Act, job: &mut Job, guard: &impl Held) {
+    match act {
+        Act::Nothing => {}
+        Act::Say(message) => say(message),
+        Act::Renew(message) => {
+            if let Some(message) = message {
+                say(message);
+            }
+            if let Some(until) = guard.trusted_until() {
+                job.renew(until).await;
+            }
+        }
+        Act::Resume => job.resume().await,
+        Act::Terminate(message) => {
+            say(message);
+            job.terminate().await;
+        }
+        Act::Kill(message) => {
+            say(message);
+            job.signal(Signal::KILL);
+        }
     }
 }
 

@@ -1,6 +1,5 @@
-//! Errors as sentences: the lock client's `Failed` and `Lost` reasons display as
-//! Rust values (`PermitsMismatch { ours: 2, theirs: 3 }`), which an operator
-//! should not have to decode; zklock says what happened, and at which path.
+//! Errors as sentences for an operator: what happened, at which path, and the
+//! flag that fixes it (the lock client's own sentences name no flags).
 
 use crate::{exit, Scheme};
 use lock_zookeeper_client::{Error, FailReason, LostReason, ZkError};
@@ -51,7 +50,7 @@ pub(crate) fn failed(reason: &FailReason) -> String {
             format!("owner {owner} already holds {path}, and would wait for itself")
         }
         // The reasons are non-exhaustive: one added later is still shown.
-        other => format!("the acquisition failed: {other:?}"),
+        other => format!("the acquisition failed: {other}"),
     }
 }
 
@@ -69,7 +68,7 @@ pub(crate) fn lost(reason: &LostReason) -> String {
         LostReason::Closed => "the lock client was closed".to_owned(),
         LostReason::LeaseExpired => "its maximum hold time passed".to_owned(),
         // Non-exhaustive: one added later is still shown.
-        other => format!("{other:?}"),
+        other => other.to_string(),
     }
 }
 

@@ -122,7 +122,7 @@ impl Progress {
 /// Our place in `who`: the participant our session owns.
 fn place(who: &Participants, session: Option<i64>) -> Option<Place> {
     let session = session?;
-    let all = crate::ls::in_queue_order(who);
+    let all = crate::render::in_queue_order(who);
     let i = all.iter().rposition(|(p, _)| p.session == session)?;
     Some(Place {
         position: i + 1,

@@ -6,12 +6,12 @@
 //! holds it. `zklock ls` shows each library's view when they differ in what they
 //! see.
 
-use crate::ls::in_queue_order;
+use crate::render::in_queue_order;
 use lock_core::Recipe;
 use lock_zookeeper_client::{NameScheme, NodeKind, Participant, Participants};
 
 /// One library's view of the queue.
-pub(crate) struct View {
+pub(crate) struct LibraryView {
     /// `zklock`, `curator` or `kazoo`.
     pub(crate) library: &'static str,
     /// The nodes it takes for holders, in queue order.
@@ -20,14 +20,14 @@ pub(crate) struct View {
 
 /// The views of zklock and of every other library whose scheme has participants
 /// here; `None` when all participants follow one scheme (everyone agrees).
-pub(crate) fn views(who: &Participants) -> Option<Vec<View>> {
+pub(crate) fn views(who: &Participants) -> Option<Vec<LibraryView>> {
     let all = in_queue_order(who);
     let present = |scheme: NameScheme| all.iter().any(|(p, _)| p.scheme == scheme);
     let schemes = [NameScheme::Native, NameScheme::Curator, NameScheme::Kazoo];
     if schemes.iter().filter(|s| present(**s)).count() < 2 {
         return None;
     }
-    let mut views = vec![View {
+    let mut views = vec![LibraryView {
         library: "zklock",
         holders: all
             .iter()
@@ -45,7 +45,7 @@ pub(crate) fn views(who: &Participants) -> Option<Vec<View>> {
                 .map(|(p, _)| *p)
                 .filter(|p| p.scheme == scheme)
                 .collect();
-            views.push(View {
+            views.push(LibraryView {
                 library,
                 holders: holders_among(&seen),
             });
@@ -86,7 +86,7 @@ fn recipe(p: &Participant) -> Recipe {
 /// The warning lines for the text output (`position` maps a node to its row).
 pub(crate) fn describe(
     path: &str,
-    views: &[View],
+    views: &[LibraryView],
     position: impl Fn(&str) -> Option<usize>,
 ) -> Vec<String> {
     let mut lines = vec![format!(

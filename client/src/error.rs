@@ -86,7 +86,7 @@ pub enum Error {
     /// another writer queued between its two nodes: that writer waits for the
     /// owner's write, and the read would wait for that writer (failed at the first
     /// listing, its node removed).
-    #[error("owner {owner:?} already holds a {held:?} lock on {path} that this acquisition would wait for forever")]
+    #[error("owner {owner:?} already holds a {held} lock on {path} that this acquisition would wait for forever")]
     SelfDeadlock {
         /// The lock path.
         path: String,
@@ -96,11 +96,11 @@ pub enum Error {
         held: NodeKind,
     },
     /// The acquisition ended for another reason the core reports.
-    #[error("the acquisition failed: {0:?}")]
+    #[error("the acquisition failed: {0}")]
     Failed(FailReason),
     /// The lock was lost before it could be released (the protected work may have
     /// overlapped another holder's).
-    #[error("the lock was lost: {0:?}")]
+    #[error("the lock was lost: {0}")]
     Lost(LostReason),
     /// The client was closed (explicitly, or every handle was dropped).
     #[error("the lock client is closed")]

@@ -30,7 +30,7 @@
 //! ## Model
 //!
 //! [`pair`] makes a [`LockClient`] and a [`Link`] around one core
-//! [`Session`](lock_core::Session) (quinn's `ConnectionRef`: an `Arc<Mutex<State>>`).
+//! [`Session`](lock_core::Session) (quinn's `ConnectionRef`: an `Arc<Mutex<SharedState>>`).
 //! Handles ([`LockClient`], [`Mutex`], [`RwLock`], [`Semaphore`], [`LockGuard`],
 //! [`Election`], [`Leadership`], [`ElectionObserver`]) lock the state, call the core,
 //! drain its outputs (requests queue for the link; events go to per-lock slots and
@@ -231,11 +231,9 @@ pub mod blocking;
 mod client;
 mod clock;
 mod connection;
-mod connection_state;
 mod election;
 mod error;
 mod guard;
-mod hazard;
 mod link;
 mod lock;
 mod metrics;
@@ -243,9 +241,7 @@ mod multi;
 mod options;
 mod pending;
 mod section_calls;
-mod server_check;
-mod server_checker;
-mod server_conf;
+mod server;
 mod shared;
 mod status;
 mod trace;
@@ -255,19 +251,19 @@ pub use crate::metrics::{describe_metrics, HISTOGRAM_BUCKETS};
 pub use client::{pair, pair_with_clock, LockClient};
 pub use clock::{Clock, SystemClock};
 pub use connection::ConnectionEvents;
-pub use connection_state::{ConnectionEvent, ConnectionState};
+pub use connection::{ConnectionEvent, ConnectionState};
 pub use election::{Election, ElectionEvent, ElectionObserver, Leadership};
 pub use error::{Cycle, Error};
 pub use guard::LockGuard;
-pub use hazard::{Hazard, HazardKind};
 pub use link::{Link, Notifier};
 pub use lock::{Mutex, ReadLock, RwLock, Semaphore, WriteLock};
 pub use multi::{MultiGuard, MultiLock, MultiPart};
 pub use options::{random_seed, AclEntry, Auth, ConnectOptions, NodeAcl, Perms, SaslDigest, Tls};
 pub use pending::{Canceller, PendingLock};
-pub use server_check::{ServerCheck, ServerProbe};
-pub use server_checker::ServerChecker;
-pub use server_conf::{four_letter_word_refused, ConfError, ServerConf};
+pub use server::{
+    four_letter_word_refused, ConfError, Hazard, HazardKind, ServerCheck, ServerChecker, ServerConf,
+    ServerProbe,
+};
 pub use status::LockStatus;
 pub use writes::Writes;
 

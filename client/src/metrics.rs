@@ -1,9 +1,9 @@
 //! Metrics through the [`metrics`] facade, for every binding, in one place.
 //!
-//! The rest of the crate calls these hooks: [`Acquisition::start`] when an
-//! acquisition begins, [`Acquisition::on_event`] for each of its events,
-//! [`Acquisition::on_progress`] for each step of its wait,
-//! [`Acquisition::on_node_deleted`] when a watched node's deletion is reported,
+//! The rest of the crate calls these hooks: [`AcquisitionMetrics::start`] when an
+//! acquisition begins, [`AcquisitionMetrics::on_event`] for each of its events,
+//! [`AcquisitionMetrics::on_progress`] for each step of its wait,
+//! [`AcquisitionMetrics::on_node_deleted`] when a watched node's deletion is reported,
 //! and [`request_sent`] when the link hands a request to the binding. Without an
 //! installed recorder every call lands on the facade's no-op recorder: no
 //! allocation (labels are `&'static str`, except the opt-in path prefix), no lock.
@@ -163,7 +163,7 @@ enum Stage {
 
 /// The metrics of one acquisition, kept in its slot.
 #[derive(Debug)]
-pub(crate) struct Acquisition {
+pub(crate) struct AcquisitionMetrics {
     labels: Vec<Label>,
     started: Instant,
     granted: Option<Instant>,
@@ -174,15 +174,15 @@ pub(crate) struct Acquisition {
     behind_left: Option<Instant>,
 }
 
-impl Acquisition {
+impl AcquisitionMetrics {
     /// An acquisition of `spec` begins now; `prefix_depth` is the opt-in number of
     /// path components for the `prefix` label.
-    pub(crate) fn start(spec: &LockSpec, prefix_depth: Option<usize>) -> Acquisition {
+    pub(crate) fn start(spec: &LockSpec, prefix_depth: Option<usize>) -> AcquisitionMetrics {
         let mut labels = vec![Label::from_static_parts("recipe", recipe(spec.recipe()))];
         if let Some(depth) = prefix_depth {
             labels.push(Label::new("prefix", path_prefix(spec.path(), depth)));
         }
-        let acquisition = Acquisition {
+        let acquisition = AcquisitionMetrics {
             labels,
             started: Instant::now(),
             granted: None,
@@ -274,7 +274,7 @@ impl Acquisition {
     }
 }
 
-impl Drop for Acquisition {
+impl Drop for AcquisitionMetrics {
     /// A slot forgotten before its terminal event (the link went away mid-way)
     /// takes its share of the gauges with it.
     fn drop(&mut self) {

@@ -171,8 +171,8 @@ impl ConnectOptions {
         self
     }
 
-    /// The session timeout to ask the server for (default: the binding's
-    /// `DEFAULT_SESSION_TIMEOUT`, 10 s).
+    /// The session timeout to ask the server for (default:
+    /// [`lock_core::DEFAULT_SESSION_TIMEOUT`], 10 s).
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = Some(timeout);
         self
@@ -226,6 +226,21 @@ impl ConnectOptions {
     /// The requested session timeout, if set.
     pub fn session_timeout_option(&self) -> Option<Duration> {
         self.session_timeout
+    }
+
+    /// The session timeout to ask the server for: the one set, or
+    /// [`lock_core::DEFAULT_SESSION_TIMEOUT`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zklock::ConnectOptions;
+    /// assert_eq!(ConnectOptions::new().requested_session_timeout(), lock_core::DEFAULT_SESSION_TIMEOUT);
+    /// let six = ConnectOptions::new().session_timeout(Duration::from_secs(6));
+    /// assert_eq!(six.requested_session_timeout(), Duration::from_secs(6));
+    /// ```
+    pub fn requested_session_timeout(&self) -> Duration {
+        self.session_timeout
+            .unwrap_or(lock_core::DEFAULT_SESSION_TIMEOUT)
     }
 
     /// The connect timeout, if set.

@@ -2,7 +2,7 @@
 
 use crate::client::LockClient;
 use crate::error::Error;
-use crate::guard::{LockGuard, Pending};
+use crate::guard::{LockGuard, UnclaimedTask};
 use lock_core::{LockId, LockState};
 use std::future::Future;
 use std::pin::Pin;
@@ -35,7 +35,7 @@ pub struct PendingLock {
     client: LockClient,
     id: LockId,
     /// `None` once the outcome was handed out.
-    pending: Option<Pending>,
+    pending: Option<UnclaimedTask>,
 }
 
 impl std::fmt::Debug for PendingLock {
@@ -50,7 +50,7 @@ impl std::fmt::Debug for PendingLock {
 impl PendingLock {
     pub(crate) fn new(client: LockClient, id: LockId) -> PendingLock {
         PendingLock {
-            pending: Some(Pending::new(client.clone(), id)),
+            pending: Some(UnclaimedTask::new(client.clone(), id)),
             client,
             id,
         }

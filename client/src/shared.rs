@@ -29,8 +29,8 @@ pub(crate) struct Holds {
 
 /// Everything shared, behind one `Arc`.
 pub(crate) struct Shared {
-    state: Mutex<State>,
-    /// Signalled with `State::link_dirty` for a binding that waits on a thread.
+    state: Mutex<SharedState>,
+    /// Signalled with `SharedState::link_dirty` for a binding that waits on a thread.
     link_cv: Condvar,
     /// The core's session timeout in nanoseconds (readable without the mutex):
     /// the one the client was made with, or the one the binding last set with
@@ -62,7 +62,7 @@ pub(crate) struct Slot {
     /// The acquisition's tracing span (disabled for other tasks).
     pub(crate) span: tracing::Span,
     /// The acquisition's metrics (`None` for other tasks).
-    pub(crate) metrics: Option<crate::metrics::Acquisition>,
+    pub(crate) metrics: Option<crate::metrics::AcquisitionMetrics>,
     wakers: Vec<Waker>,
 }
 
@@ -110,7 +110,7 @@ fn register(wakers: &mut Vec<Waker>, waker: &Waker) {
 }
 
 /// The state behind the mutex.
-pub(crate) struct State {
+pub(crate) struct SharedState {
     pub(crate) core: Session,
     /// The core's `Timestamp::ZERO`.
     epoch: Instant,
@@ -140,7 +140,7 @@ pub(crate) struct State {
     /// Wakers to wake once the mutex is released.
     to_wake: Vec<Waker>,
     /// The client-wide connection state and its subscribers.
-    pub(crate) connection: crate::connection_state::Tracker,
+    pub(crate) connection: crate::connection::tracker::Tracker,
     /// The opt-in depth of the metrics' `prefix` label.
     pub(crate) metrics_prefix: Option<usize>,
     /// Counts the session changes fed to the core: a report about the server
@@ -152,7 +152,7 @@ impl Shared {
     pub(crate) fn new(config: Config, clock: Arc<dyn crate::Clock>) -> Shared {
         let session_timeout = config.session_timeout;
         Shared {
-            state: Mutex::new(State {
+            state: Mutex::new(SharedState {
                 core: Session::new(config),
                 epoch: clock.now(),
                 clock,
@@ -194,34 +194,32 @@ impl Shared {
         });
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic while holding the lock leaves the state as consistent as the core
-        // call it interrupted; going on beats poisoning every handle.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, SharedState> {
+        unpoisoned(self.state.lock())
     }
 
     /// Reads the state without changing it.
-    pub(crate) fn read<R>(&self, f: impl FnOnce(&State) -> R) -> R {
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&SharedState) -> R) -> R {
         f(&self.lock())
     }
 
     /// A handle's mutation: runs `f`, drains the core, and wakes the link (it may
     /// have requests to send, a new timer, a close), then whoever else the outputs
     /// concern, after releasing the mutex.
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut SharedState) -> R) -> R {
         self.update(|s| (f(s), true))
     }
 
     /// A look that may change nothing the link cares about (registering a waker,
     /// taking an event): like [`with`](Self::with) without waking the link. The
     /// link's own calls use it too (their caller polls right after).
-    pub(crate) fn with_quiet<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+    pub(crate) fn with_quiet<R>(&self, f: impl FnOnce(&mut SharedState) -> R) -> R {
         self.update(|s| (f(s), false))
     }
 
     /// [`with`](Self::with) when `f` says it called the core (`true`), else
     /// [`with_quiet`](Self::with_quiet): for polls that call the core only once.
-    pub(crate) fn update<R>(&self, f: impl FnOnce(&mut State) -> (R, bool)) -> R {
+    pub(crate) fn update<R>(&self, f: impl FnOnce(&mut SharedState) -> (R, bool)) -> R {
         let (out, wake, wake_link) = {
             let mut state = self.lock();
             let (out, wake_link) = f(&mut state);
@@ -270,19 +268,14 @@ impl Shared {
                 None => None,
             };
             state = match timeout {
-                Some(left) => {
-                    self.link_cv
-                        .wait_timeout(state, left)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0
-                }
-                None => self.link_cv.wait(state).unwrap_or_else(|p| p.into_inner()),
+                Some(left) => unpoisoned(self.link_cv.wait_timeout(state, left)).0,
+                None => unpoisoned(self.link_cv.wait(state)),
             };
         }
     }
 }
 
-impl State {
+impl SharedState {
     /// The core's clock reading for `at`.
     pub(crate) fn timestamp(&self, at: Instant) -> Timestamp {
         Timestamp::from_duration(at.saturating_duration_since(self.epoch))
@@ -502,4 +495,69 @@ impl State {
 /// `d` in nanoseconds, saturating (585 years).
 fn duration_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The poisoning policy (quinn's and raft-rs's): only lock-client and lock-core
+/// code runs under the state's mutex (wakers and user callbacks run after it is
+/// released), so a panic there is a bug that may have left the core half-way
+/// through a transition, and every later call on the state panics too rather
+/// than act on it: a lock must never be reported held from a broken state.
+/// Except while this thread is already unwinding (a handle dropped by the very
+/// panic): panicking again would abort the process and hide the first panic, so
+/// that drop goes ahead, and the first panic goes on unwinding.
+fn unpoisoned<G>(locked: std::sync::LockResult<G>) -> G {
+    locked.unwrap_or_else(|poisoned| {
+        if std::thread::panicking() {
+            poisoned.into_inner()
+        } else {
+            panic!(
+                "lock-client's shared state is poisoned: code of lock-client or lock-core \
+                 panicked while holding it (a bug; please report it)"
+            )
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unpoisoned;
+    use std::sync::{Arc, Mutex};
+
+    fn poisoned() -> Arc<Mutex<u32>> {
+        let state = Arc::new(Mutex::new(0));
+        let held = Arc::clone(&state);
+        let _ = std::thread::spawn(move || {
+            let _guard = held.lock().unwrap();
+            panic!("a bug under the lock");
+        })
+        .join();
+        assert!(state.is_poisoned());
+        state
+    }
+
+    #[test]
+    #[should_panic(expected = "lock-client's shared state is poisoned")]
+    fn a_panic_under_the_lock_is_not_hidden() {
+        let state = poisoned();
+        drop(unpoisoned(state.lock()));
+    }
+
+    #[test]
+    fn a_drop_during_that_panic_goes_ahead() {
+        struct Handle(Arc<Mutex<u32>>);
+        impl Drop for Handle {
+            fn drop(&mut self) {
+                *unpoisoned(self.0.lock()) += 1;
+            }
+        }
+        let state = poisoned();
+        let handle = Handle(Arc::clone(&state));
+        let unwound = std::thread::spawn(move || {
+            let _handle = handle;
+            panic!("the first panic");
+        })
+        .join();
+        assert!(unwound.is_err(), "the first panic unwound, no abort");
+        assert_eq!(*state.lock().unwrap_or_else(|p| p.into_inner()), 1);
+    }
 }

@@ -126,6 +126,66 @@ pub enum FailReason {
     },
 }
 
+/// The reason as a clause: "the lock was lost: {reason}".
+///
+/// ```
+/// assert_eq!(lock_core::LostReason::SessionExpired.to_string(), "the ZooKeeper session expired");
+/// ```
+impl std::fmt::Display for LostReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LostReason::SessionExpired => "the ZooKeeper session expired",
+            LostReason::SuspendedTooLong => {
+                "the connection stayed down longer than the suspension grace"
+            }
+            LostReason::NodeDeleted => "its node was deleted by someone else",
+            LostReason::NodeNotOwned => "its node now belongs to another session",
+            LostReason::Closed => "the lock client was closed",
+            LostReason::LeaseExpired => "its maximum hold time passed",
+        })
+    }
+}
+
+/// The reason as a clause: "the acquisition failed: {reason}".
+///
+/// ```
+/// use lock_core::FailReason;
+/// let mismatch = FailReason::PermitsMismatch { ours: 2, theirs: 3 };
+/// assert_eq!(
+///     mismatch.to_string(),
+///     "the semaphore has 3 permits, this acquisition asked for 2"
+/// );
+/// ```
+impl std::fmt::Display for FailReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FailReason::Timeout => f.write_str("the deadline passed"),
+            FailReason::Cancelled => f.write_str("it was cancelled"),
+            FailReason::SessionExpired => {
+                f.write_str("the ZooKeeper session expired while waiting")
+            }
+            FailReason::NodeDeleted => f.write_str("our waiting node was deleted by someone else"),
+            FailReason::Closed => f.write_str("the lock client was closed"),
+            FailReason::Zk(e) => write!(f, "ZooKeeper error: {e}"),
+            FailReason::WouldBlock => f.write_str("the lock is busy"),
+            FailReason::Revoked => f.write_str("it was revoked while waiting"),
+            FailReason::PermitsMismatch { ours, theirs } => write!(
+                f,
+                "the semaphore has {theirs} permits, this acquisition asked for {ours}"
+            ),
+            FailReason::Deadlock { cycle } => write!(
+                f,
+                "it was chosen to break a deadlock (a cycle of {} waiting nodes)",
+                cycle.len()
+            ),
+            FailReason::SelfDeadlock { path, owner, held } => write!(
+                f,
+                "owner {owner:?} already holds a {held} lock on {path} and would wait for itself"
+            ),
+        }
+    }
+}
+
 /// Events the core reports for one acquisition.
 ///
 /// Every acquisition ends in exactly one terminal event ([`LockEvent::is_terminal`]):
@@ -237,7 +297,7 @@ pub enum UsageError {
     /// The owner already holds a node on this path that this acquisition would
     /// wait behind forever: a read lock upgraded to write, or a mutex re-entered.
     /// Release the held lock first (read locks cannot be upgraded, as in Curator).
-    #[error("owner {owner:?} already holds a {held:?} lock on {path} that this acquisition would wait for forever")]
+    #[error("owner {owner:?} already holds a {held} lock on {path} that this acquisition would wait for forever")]
     SelfDeadlock {
         /// The lock path.
         path: String,

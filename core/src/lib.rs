@@ -51,6 +51,6 @@ pub use proto::{
     WatchKind, WatchType, ZkError, ACL_ALLOWANCE,
 };
 pub use session::{LockState, Session};
-pub use spec::{Config, LockSpec, Recipe, MAX_DATA_LEN};
+pub use spec::{Config, LockSpec, Recipe, DEFAULT_SESSION_TIMEOUT, MAX_DATA_LEN};
 pub use stats::Stats;
 pub use time::Timestamp;

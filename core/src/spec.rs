@@ -284,7 +284,14 @@ impl LockSpec {
     }
 }
 
-/// Session-wide settings.
+/// The session timeout asked for when the user names none: 10 s, ZooKeeper's
+/// usual choice (Curator's is 60 s, kazoo's 10 s). The one default of the
+/// workspace: [`Config::default`], every binding and the `zklock` command use it.
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Session-wide settings, and the one owner of the rules derived from the
+/// session timeout (the margins, the intervals, the bounds): a caller asks for a
+/// window here instead of dividing the timeout itself.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Config {
     /// The negotiated ZooKeeper session timeout.
@@ -368,6 +375,51 @@ impl Config {
         session_timeout / 20
     }
 
+    /// How often a ZooKeeper client pings an idle session: every third of the
+    /// session timeout (the Java client's read timeout, two thirds of it, halved;
+    /// zookeeper-client does the same). A client process stopped (`SIGSTOP`, a
+    /// debugger) for this long has stopped pinging long enough that its session
+    /// may be close to expiry.
+    ///
+    /// ```
+    /// let config = lock_core::Config::new(std::time::Duration::from_secs(9), 0);
+    /// assert_eq!(config.ping_interval(), std::time::Duration::from_secs(3));
+    /// ```
+    pub fn ping_interval(&self) -> Duration {
+        self.session_timeout / 3
+    }
+
+    /// How often to read a held lock's trust deadline to follow it (e.g. to hand
+    /// it on to a watchdog in another process): twice per
+    /// [`sync_interval`](Self::sync_interval), the pace at which the deadline
+    /// moves (the [default](Self::default_sync_interval) when none is set).
+    ///
+    /// ```
+    /// let config = lock_core::Config::new(std::time::Duration::from_secs(10), 0);
+    /// assert_eq!(config.deadline_poll_interval(), std::time::Duration::from_millis(500));
+    /// ```
+    pub fn deadline_poll_interval(&self) -> Duration {
+        self.sync_interval
+            .unwrap_or_else(|| Self::default_sync_interval(self.session_timeout))
+            / 2
+    }
+
+    /// How long after its last contact a session is certainly gone from the
+    /// ensemble: two session timeouts (one for the server to expire it, the rest
+    /// for its expiry tick, at most half a session timeout under ZooKeeper's
+    /// default `minSessionTimeout` of two ticks, the leader's processing and
+    /// clock-rate differences).
+    /// Past it, waiting on a release or a reconnect gains nothing: the server has
+    /// deleted the session's ephemeral nodes.
+    ///
+    /// ```
+    /// let config = lock_core::Config::new(std::time::Duration::from_secs(10), 0);
+    /// assert_eq!(config.session_gone_after(), std::time::Duration::from_secs(20));
+    /// ```
+    pub fn session_gone_after(&self) -> Duration {
+        self.session_timeout * 2
+    }
+
     /// How long a follower may take to pass a session's activity on to the leader:
     /// it does so in its reply to the leader's ping, which comes every `tickTime / 2`,
     /// and ZooKeeper's default `minSessionTimeout` of two ticks makes that at most a
@@ -440,6 +492,6 @@ impl Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config::new(Duration::from_secs(10), 0)
+        Config::new(DEFAULT_SESSION_TIMEOUT, 0)
     }
 }

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zookeeper_client::{Acl, AuthId, Client, Connector, Permission};
 
-/// Default requested session timeout.
-pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default requested session timeout (lock-core's, the workspace's one default).
+pub use lock_core::DEFAULT_SESSION_TIMEOUT;
 
 /// How to open a session: zookeeper-client's connector with the options applied,
 /// the connect string (chroot included), and what the driver needs of the options.
@@ -33,9 +33,7 @@ impl Dial {
     /// typed error.
     pub(crate) fn new(cluster: &str, options: &ConnectOptions) -> Result<Dial, Error> {
         let cluster = options.connect_string(cluster)?;
-        let session_timeout = options
-            .session_timeout_option()
-            .unwrap_or(DEFAULT_SESSION_TIMEOUT);
+        let session_timeout = options.requested_session_timeout();
         let mut connector = Client::connector().with_session_timeout(session_timeout);
         for auth in options.auth_list() {
             connector = connector.with_auth(&auth.scheme, &auth.credentials);

@@ -7,8 +7,8 @@ use lock_client::{ConnectOptions, Error, LockClient};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-/// Default requested session timeout.
-pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default requested session timeout (lock-core's, the workspace's one default).
+pub use lock_core::DEFAULT_SESSION_TIMEOUT;
 
 /// Default prefix of the session marker node (see [`Builder::session_marker`]).
 pub const DEFAULT_SESSION_MARKER: &str = "/zklock-session-";
@@ -131,10 +131,7 @@ impl Builder {
         }
         let cluster = self.options.connect_string(&self.cluster)?;
         let (hosts, chroot) = parse_cluster(&cluster)?;
-        let session_timeout = self
-            .options
-            .session_timeout_option()
-            .unwrap_or(DEFAULT_SESSION_TIMEOUT);
+        let session_timeout = self.options.requested_session_timeout();
         lock_core::validate_lock_path(&format!("{}x", self.marker))
             .map_err(|e| Error::Connect(format!("bad session marker prefix: {e}")))?;
         let seed = lock_client::random_seed();

@@ -9,7 +9,7 @@ mod screen;
 mod table;
 
 use crate::chroot::Chroot;
-use crate::ls::now_ms;
+use crate::render::now_ms;
 use crate::ConnArgs;
 use lock_zookeeper_client::{Error, LockClient};
 use std::process::ExitCode;

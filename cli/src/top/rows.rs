@@ -1,7 +1,7 @@
 //! One row per lock directory under the root: what `zklock top` shows. A row
 //! keeps creation times, not ages, so that the view ages it without reading.
 
-use crate::ls::{kind_name, scheme_name};
+use crate::render::{kind_name, scheme_name};
 use lock_zookeeper_client::Participants;
 use std::collections::BTreeSet;
 

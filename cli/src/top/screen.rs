@@ -13,7 +13,8 @@
 use super::listing::Listing;
 use super::rows::Row;
 use super::table::{self, SortBy};
-use crate::ls::{now_ms, text_view};
+use crate::ls::text_view;
+use crate::render::now_ms;
 use lock_zookeeper_client::zookeeper_client::{
     AddWatchMode, Client, EventType, PersistentWatcher, SessionState,
 };

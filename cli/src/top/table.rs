@@ -1,7 +1,7 @@
 //! The table of `zklock top`, as text (`--once`, and the lines the screen shows).
 
 use super::rows::Row;
-use crate::ls::{age_ms, age_text, cell, columns};
+use crate::render::{age_ms, age_text, cell, columns};
 
 /// What to sort the rows by, longest first.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

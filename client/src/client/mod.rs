@@ -68,7 +68,7 @@ pub(crate) enum Task {
         spec: LockSpec,
         deadline: Option<Instant>,
         /// A reentrant mutex: its grant becomes a counted hold of its owner at
-        /// once (see `State::holds`), so that the owner re-enters it even before
+        /// once (see `SharedState::holds`), so that the owner re-enters it even before
         /// the first guard is handed out.
         reentrant: bool,
     },
@@ -219,6 +219,22 @@ impl LockClient {
     /// ```
     pub fn session_timeout(&self) -> Duration {
         self.shared().session_timeout()
+    }
+
+    /// The core's settings now, with the [`session_timeout`](Self::session_timeout)
+    /// the server granted: ask them for the windows derived from it (the
+    /// [`margin`](lock_core::Config::margin) before the server could expire the
+    /// session, the [`ping_interval`](lock_core::Config::ping_interval), ...)
+    /// instead of dividing the timeout yourself.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let (locks, _link) = zklock::pair(lock_core::Config::new(Duration::from_secs(10), 7));
+    /// assert_eq!(locks.config().session_timeout, locks.session_timeout());
+    /// assert_eq!(locks.config().margin(), Duration::from_secs(1));
+    /// ```
+    pub fn config(&self) -> lock_core::Config {
+        self.shared().read(|s| s.core.config().clone())
     }
 
     /// The client's clock now (the binding's, see [`Clock`](crate::Clock)): what

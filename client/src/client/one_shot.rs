@@ -3,7 +3,7 @@
 
 use super::{LockClient, Task};
 use crate::error::{Cycle, Error};
-use crate::guard::Pending;
+use crate::guard::UnclaimedTask;
 use lock_core::{LockEvent, Participants};
 
 impl LockClient {
@@ -34,7 +34,7 @@ impl LockClient {
     /// [`LockGuard::revocation_requested`]: crate::LockGuard::revocation_requested
     pub async fn revoke(&self, path: impl Into<String>) -> Result<Vec<String>, Error> {
         let id = self.start_task(Task::Revoke(path.into()), None)?;
-        let mut pending = Pending::new(self.clone(), id);
+        let mut pending = UnclaimedTask::new(self.clone(), id);
         loop {
             match pending.next().await {
                 Some(LockEvent::RevocationSent { nodes }) => return Ok(nodes),
@@ -76,7 +76,7 @@ impl LockClient {
     /// ```
     pub async fn participants(&self, path: impl Into<String>) -> Result<Participants, Error> {
         let id = self.start_task(Task::Inspect(path.into()), None)?;
-        let mut pending = Pending::new(self.clone(), id);
+        let mut pending = UnclaimedTask::new(self.clone(), id);
         loop {
             match pending.next().await {
                 Some(LockEvent::Participants(participants)) => return Ok(participants),
@@ -120,7 +120,7 @@ impl LockClient {
     /// [`Mutex::detect_deadlocks`]: crate::Mutex::detect_deadlocks
     pub async fn deadlocks(&self, root: impl Into<String>) -> Result<Vec<Cycle>, Error> {
         let id = self.start_task(Task::Scan(root.into()), None)?;
-        let mut pending = Pending::new(self.clone(), id);
+        let mut pending = UnclaimedTask::new(self.clone(), id);
         loop {
             match pending.next().await {
                 Some(LockEvent::Deadlocks { cycles }) => return Ok(cycles),

@@ -3,13 +3,13 @@
 
 use super::{LockClient, Task};
 use crate::error::Error;
-use crate::shared::State;
+use crate::shared::SharedState;
 use lock_core::LockId;
 
 impl LockClient {
     /// Starts a task in the core and gives it a slot; its id comes back at once.
     pub(crate) fn start_task(&self, task: Task, election: Option<u64>) -> Result<LockId, Error> {
-        self.shared().with(|s: &mut State| {
+        self.shared().with(|s: &mut SharedState| {
             if s.is_closed() {
                 return Err(Error::Closed);
             }
@@ -30,7 +30,8 @@ impl LockClient {
                         .filter(|_| reentrant)
                         .map(|o| (o.to_owned(), spec.path().to_owned()));
                     let lock = crate::trace::acquisition_span(&spec);
-                    let started = crate::metrics::Acquisition::start(&spec, s.metrics_prefix);
+                    let started =
+                        crate::metrics::AcquisitionMetrics::start(&spec, s.metrics_prefix);
                     let id = s.core.acquire(spec, now)?;
                     lock.record("lock", id.0);
                     span = lock;

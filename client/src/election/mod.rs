@@ -10,7 +10,7 @@
 
 use crate::client::{LockClient, Task};
 use crate::error::Error;
-use crate::guard::Pending;
+use crate::guard::UnclaimedTask;
 use crate::status::LockStatus;
 use lock_core::{FailReason, FencingToken, LockEvent, LockId, LockSpec, LostReason, ZkError};
 use std::future::poll_fn;
@@ -130,7 +130,7 @@ pub struct Election {
     /// This participant's event queue in the shared state (every term's events).
     queue: u64,
     /// The current candidacy while it waits (until handed to a `Leadership`).
-    candidacy: Option<Pending>,
+    candidacy: Option<UnclaimedTask>,
     term: Option<Term>,
 }
 
@@ -166,7 +166,7 @@ impl Election {
         };
         let id = self.client.start_task(task, Some(self.queue))?;
         self.term = Some(Term { id, ended: false });
-        self.candidacy = Some(Pending::new(self.client.clone(), id));
+        self.candidacy = Some(UnclaimedTask::new(self.client.clone(), id));
         Ok(())
     }
 
@@ -242,7 +242,7 @@ impl Election {
     /// ```
     pub async fn leadership(&mut self) -> Result<Leadership, Error> {
         loop {
-            if !self.candidacy.as_ref().is_some_and(Pending::is_live) {
+            if !self.candidacy.as_ref().is_some_and(UnclaimedTask::is_live) {
                 let leading = self.term_is(|acquired, status| {
                     acquired && matches!(status, LockStatus::Held | LockStatus::Suspended)
                 });

@@ -2,7 +2,7 @@
 
 use crate::client::{LockClient, Task};
 use crate::error::Error;
-use crate::guard::Pending;
+use crate::guard::UnclaimedTask;
 use lock_core::{Leader, LockEvent};
 use std::time::{Duration, Instant};
 
@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
 /// ```
 pub struct ElectionObserver {
-    started: Pending,
+    started: UnclaimedTask,
     leader: Option<Leader>,
     participants: usize,
 }
@@ -48,7 +48,7 @@ impl std::fmt::Debug for ElectionObserver {
 impl ElectionObserver {
     pub(crate) async fn start(client: &LockClient, path: String) -> Result<Self, Error> {
         let mut observer = ElectionObserver {
-            started: Pending::new(
+            started: UnclaimedTask::new(
                 client.clone(),
                 client.start_task(Task::Observe(path), None)?,
             ),

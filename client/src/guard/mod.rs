@@ -7,7 +7,7 @@ pub(crate) mod pending;
 mod reentrancy;
 mod section;
 
-pub(crate) use pending::{poll_event, Pending};
+pub(crate) use pending::{poll_event, UnclaimedTask};
 use reentrancy::Hold;
 
 use crate::client::LockClient;

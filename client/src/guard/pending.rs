@@ -1,4 +1,4 @@
-//! [`Pending`]: a task started in the core whose handle has not taken it over yet,
+//! [`UnclaimedTask`]: a task started in the core whose handle has not taken it over yet,
 //! and [`poll_event`], how every handle reads its task's events.
 
 use super::{Hold, LockGuard};
@@ -40,7 +40,7 @@ pub(crate) fn poll_event(
 
 /// A task started in the core (an acquisition, observer or revocation) whose
 /// handle has not taken it over yet: cancelled when dropped before it ends.
-pub(crate) struct Pending {
+pub(crate) struct UnclaimedTask {
     client: LockClient,
     id: LockId,
     /// The task ended, or was handed to a guard.
@@ -49,9 +49,9 @@ pub(crate) struct Pending {
     handed: bool,
 }
 
-impl Pending {
-    pub(crate) fn new(client: LockClient, id: LockId) -> Pending {
-        Pending {
+impl UnclaimedTask {
+    pub(crate) fn new(client: LockClient, id: LockId) -> UnclaimedTask {
+        UnclaimedTask {
             client,
             id,
             done: false,
@@ -118,7 +118,7 @@ impl Pending {
     }
 }
 
-impl Drop for Pending {
+impl Drop for UnclaimedTask {
     fn drop(&mut self) {
         if self.handed {
             return;

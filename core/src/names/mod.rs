@@ -114,6 +114,18 @@ pub enum NodeKind {
     Leader,
 }
 
+/// The kind in one word: `write`, `read`, `semaphore`, `leader`.
+impl std::fmt::Display for NodeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NodeKind::Write => "write",
+            NodeKind::Read => "read",
+            NodeKind::Semaphore => "semaphore",
+            NodeKind::Leader => "leader",
+        })
+    }
+}
+
 impl NodeKind {
     /// Whether a participant of this kind excludes others (everything but a read).
     pub fn is_exclusive(self) -> bool {

@@ -47,8 +47,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// The session timeout of [`Server::client`].
-pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+/// The session timeout of [`Server::client`] (lock-core's, the workspace's one
+/// default).
+pub use lock_core::DEFAULT_SESSION_TIMEOUT;
 
 /// An in-process ZooKeeper; see the [module docs](self). Cheap to clone: clones share
 /// the same tree.

@@ -3,9 +3,12 @@
 //! `ConnectionStateListener` and kazoo's `add_listener` give: one place to learn
 //! that the session is in doubt, back, or gone, whatever locks are held.
 
+pub(crate) mod tracker;
+
+pub use tracker::{ConnectionEvent, ConnectionState};
+
 use crate::client::LockClient;
-use crate::connection_state::{ConnectionEvent, ConnectionState};
-use crate::server_check::ServerCheck;
+use crate::server::check::ServerCheck;
 use crate::shared::Shared;
 use std::future::poll_fn;
 use std::sync::Arc;

@@ -21,7 +21,7 @@
 //! `maxSessionTimeout`]); a client that times its locks by a longer one than
 //! granted is a hazard of its own.
 
-use crate::server_conf::ServerConf;
+use crate::server::conf::ServerConf;
 use std::fmt;
 use std::time::Duration;
 

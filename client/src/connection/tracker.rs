@@ -1,10 +1,10 @@
 //! The client-wide connection state as the shared state keeps it: where it stands
 //! ([`ConnectionState`]), its changes ([`ConnectionEvent`]) and the tracker that
 //! follows the binding's reports and queues the changes for every subscribed
-//! [`ConnectionEvents`](crate::ConnectionEvents)(crate::ConnectionEvents) stream.
+//! [`ConnectionEvents`](crate::ConnectionEvents) stream.
 
-use crate::hazard::Hazard;
-use crate::server_check::ServerCheck;
+use crate::server::check::ServerCheck;
+use crate::server::hazard::Hazard;
 use lock_core::SessionEvent;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -86,7 +86,7 @@ pub(crate) struct Tracker {
     /// The latest check of each server's settings, in the order first checked.
     checks: Vec<ServerCheck>,
     /// The hazards reported so far: each is reported once.
-    reported: Vec<(SocketAddr, crate::hazard::HazardKind)>,
+    reported: Vec<(SocketAddr, crate::server::hazard::HazardKind)>,
 }
 
 #[derive(Default)]

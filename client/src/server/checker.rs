@@ -1,7 +1,7 @@
 //! [`ServerChecker`]: the binding's way to report the servers' settings into the
 //! shared state, from a thread of its own.
 
-use crate::server_check::{ServerCheck, ServerProbe};
+use crate::server::check::{ServerCheck, ServerProbe};
 use crate::shared::Shared;
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -3,8 +3,8 @@
 //! [`ServerChecker`](crate::ServerChecker), after asking each server for its
 //! `conf` in the background.
 
-use crate::hazard::Hazard;
-use crate::server_conf::{ConfError, ServerConf};
+use crate::server::conf::{ConfError, ServerConf};
+use crate::server::hazard::Hazard;
 use std::net::SocketAddr;
 use std::time::Duration;
 

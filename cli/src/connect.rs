@@ -1,0 +1,53 @@
+//! Connecting to ZooKeeper with the command line's options.
+
+use crate::{reach, usage, ConnArgs};
+use lock_zookeeper_client::{ConnectOptions, Error, LockClient, NodeAcl};
+use std::time::Duration;
+
+/// Connects to the servers of `--zk`; nodes created in the session get `acl`.
+async fn connect(conn: &ConnArgs, acl: NodeAcl) -> Result<LockClient, Error> {
+    connect_to(conn, &conn.zk, None, acl).await
+}
+
+/// Connects to the servers `zk` with the options of `conn`; nodes created in the
+/// session get `acl`.
+pub(crate) async fn connect_to(
+    conn: &ConnArgs,
+    zk: &str,
+    connect_timeout: Option<Duration>,
+    acl: NodeAcl,
+) -> Result<LockClient, Error> {
+    let mut options = ConnectOptions::new().acl(acl);
+    if let Some(timeout) = connect_timeout {
+        options = options.connect_timeout(timeout);
+    }
+    if let Some(timeout) = conn.session_timeout {
+        options = options.session_timeout(timeout);
+    }
+    if let Some((user, password)) = &conn.auth {
+        options = options.digest_auth(user, password);
+    }
+    if let Some(tls) = conn.tls()? {
+        options = options.tls(tls);
+    }
+    lock_zookeeper_client::builder(zk)
+        .options(options)
+        .connect()
+        .await
+}
+
+/// Connects; gives up early when every server refuses, and a failure names the
+/// servers and what each did.
+pub(crate) async fn connect_or_explain(
+    conn: &ConnArgs,
+    acl: NodeAcl,
+    servers: &[usage::Server],
+) -> Result<LockClient, Error> {
+    tokio::select! {
+        result = connect(conn, acl) => match result {
+            Err(Error::Connect(why)) => Err(Error::Connect(reach::explain(servers, &why).await)),
+            other => other,
+        },
+        refused = reach::every_server_refuses(servers) => Err(Error::Connect(refused)),
+    }
+}
