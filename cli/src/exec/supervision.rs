@@ -259,7 +259,7 @@ mod tests {
             w.longest_stop,
             Duration::from_millis(3333) + Duration::from_nanos(333_333)
         );
-        assert_eq!(w.deadline_poll, Duration::from_millis(500));
+        assert_eq!(w.deadline_poll, Duration::from_millis(250));
         assert_eq!(w.release_bound, Duration::from_secs(20));
         // The guard's margin is the core's, with its 2 s cap: a 60 s session's
         // guard kills CMD 2 s after the deadline, when the server could expire
