@@ -46,14 +46,19 @@ pub enum Mode {
     Uncontended,
     /// Yardstick: every session loops acquire + release on one lock.
     Handoff,
+    /// No locks at all: what an idle session costs (pings, zklock's contact
+    /// `sync`s), the baseline the fleet's requests per session sit on.
+    Idle,
 }
 
 impl Mode {
-    fn key(self) -> &'static str {
+    /// The mode's name on command lines and in tables.
+    pub fn key(self) -> &'static str {
         match self {
             Mode::Fleet => "fleet",
             Mode::Uncontended => "uncontended",
             Mode::Handoff => "handoff",
+            Mode::Idle => "idle",
         }
     }
 
@@ -62,6 +67,7 @@ impl Mode {
             "fleet" => Mode::Fleet,
             "uncontended" => Mode::Uncontended,
             "handoff" => Mode::Handoff,
+            "idle" => Mode::Idle,
             other => panic!("unknown mode {other:?}"),
         }
     }

@@ -2,13 +2,18 @@
 //!
 //! ```text
 //! zklock-fleet suite                # what scripts/bench.sh fleet runs
-//! zklock-fleet run 1000 [restart]   # one fleet case
+//! zklock-fleet run 1000 [restart]   # one fleet case (idle: sessions holding nothing;
+//!                                   # FLEET_LIBRARY=curator|kazoo: a peer library)
 //! zklock-fleet yard                 # only the yardstick
 //! zklock-fleet worker key=value...  # a worker process (the coordinator starts these)
 //! ```
 //!
 //! Suite knobs: `FLEET_SIZES` (1000,10000), `FLEET_RESTART` (1: each size also
-//! with a rolling restart), `FLEET_YARD_SESSIONS` (64), `FLEET_YARD_SECONDS`
+//! with a rolling restart), `FLEET_IDLE` (1: each size also idle, the
+//! baseline, for `FLEET_IDLE_SECONDS`, 30), `FLEET_PEERS` (curator,kazoo: the
+//! same shape with Curator's `InterProcessMutex` and kazoo's `Lock`, at
+//! `FLEET_PEER_SIZE`, 1000; `FLEET_KAZOO_PYTHON`, default
+//! `<target>/kazoo-venv/bin/python`), `FLEET_YARD_SESSIONS` (64), `FLEET_YARD_SECONDS`
 //! (15), `FLEET_YARD_ROUNDS` (3), `FLEET_WRITE=1` (write BENCHMARKS.md's fleet
 //! section and fleet/charts/fleet.svg); the case knobs are listed on
 //! `CaseConfig::from_env`.
@@ -52,9 +57,15 @@ fn main() {
             let sessions: usize = args
                 .get(1)
                 .and_then(|s| s.parse().ok())
-                .expect("usage: zklock-fleet run N [restart]");
+                .expect("usage: zklock-fleet run N [restart|idle]");
             let mut config = CaseConfig::from_env(sessions, exe(), records_dir("run"));
             config.rolling_restart = args.get(2).is_some_and(|a| a == "restart");
+            if args.get(2).is_some_and(|a| a == "idle") {
+                config.mode = Mode::Idle;
+            }
+            if let Ok(library) = std::env::var("FLEET_LIBRARY") {
+                config.library = library;
+            }
             let result = run_case(&config);
             println!("{}", report::case_text(&result));
             if !result.problems().is_empty() {
@@ -85,7 +96,18 @@ fn suite() {
     );
     let mut results = Vec::new();
     let mut failed = false;
+    let idle = std::env::var("FLEET_IDLE").map_or(true, |v| v != "0");
     for &n in &sizes {
+        if idle {
+            // The baseline: the same sessions holding nothing.
+            let mut config = CaseConfig::from_env(n, exe(), records_dir(&format!("idle-{n}")));
+            config.mode = Mode::Idle;
+            config.window = Duration::from_secs(env_list("FLEET_IDLE_SECONDS", "30")[0] as u64);
+            let result = run_case(&config);
+            println!("{}", report::case_text(&result));
+            failed |= !result.problems().is_empty();
+            results.push(result);
+        }
         for with_restart in [false, true] {
             if with_restart && !restart {
                 continue;
@@ -98,6 +120,23 @@ fn suite() {
             failed |= !result.problems().is_empty();
             results.push(result);
         }
+    }
+    // The peers at the same shape, without a restart.
+    for library in std::env::var("FLEET_PEERS")
+        .unwrap_or_else(|_| "curator,kazoo".into())
+        .split(',')
+    {
+        let library = library.trim();
+        if library.is_empty() {
+            continue;
+        }
+        let n = env_list("FLEET_PEER_SIZE", "1000")[0];
+        let mut config = CaseConfig::from_env(n, exe(), records_dir(&format!("{library}-{n}")));
+        config.library = library.to_owned();
+        let result = run_case(&config);
+        println!("{}", report::case_text(&result));
+        failed |= !result.problems().is_empty();
+        results.push(result);
     }
     let yard = yardstick();
     let text = section(&results, &yard, started);

@@ -151,9 +151,12 @@ fn row(r: &CaseResult) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
+    let library = match c.mode {
+        crate::Mode::Fleet => c.library.clone(),
+        mode => format!("{} ({}, no locks)", c.library, mode.key()),
+    };
     format!(
-        "| {} | {} | {restart} | {:.0} / {:.0} | {:.3} | {:.1} | {} | {} | {} | {:.1} / {:.1} | {} | {} / {} | {} | {faults} | {} |",
-        c.library,
+        "| {library} | {} | {restart} | {:.0} / {:.0} | {:.3} | {:.1} | {} | {} | {} | {:.1} / {:.1} | {} | {} / {} | {} | {faults} | {} |",
         thousands(c.sessions),
         r.leader_rps,
         r.follower_rps,

@@ -229,6 +229,11 @@ async fn session_task(shared: Arc<Shared>, session: Arc<Session>, global: usize)
         Session::Zklock(c) => c.session_id(),
         Session::Bare(c) => Some(c.session_id().0),
     };
+    if spec.mode == Mode::Idle {
+        let mut phase = shared.phase.clone();
+        let _ = phase.wait_for(|p| *p == Phase::Stopped).await;
+        return;
+    }
     if spec.mode == Mode::Fleet && !hot {
         // Spread the first acquisitions over one mean think time.
         let first = Duration::from_secs_f64(rng.f64() * spec.think_ms as f64 / 1000.0);
@@ -261,6 +266,7 @@ async fn session_task(shared: Arc<Shared>, session: Arc<Session>, global: usize)
             ),
             Mode::Uncontended => (format!("/yard/u/{global}"), false),
             Mode::Handoff => ("/yard/h".to_owned(), true),
+            Mode::Idle => unreachable!("idle sessions returned above"),
         };
         let hold = match (spec.mode, hot) {
             (Mode::Fleet, true) => Duration::from_millis(spec.hot_hold_ms),
@@ -324,7 +330,14 @@ async fn cycle_zklock(
     };
     let requested = now_ns();
     let timeout = Duration::from_millis(shared.spec.acquire_timeout_ms);
-    let guard = match client.mutex(lock).lock_timeout(timeout).await {
+    let mut phase = shared.phase.clone();
+    // A stopped run gives up waiting (dropping the future cancels the acquisition).
+    let mutex = client.mutex(lock);
+    let acquired = tokio::select! {
+        acquired = mutex.lock_timeout(timeout) => acquired,
+        _ = phase.wait_for(|p| *p == Phase::Stopped) => return,
+    };
+    let guard = match acquired {
         Ok(guard) => guard,
         Err(Error::SessionExpired) => return fault("expired-waiting", lock.to_owned()),
         Err(Error::Timeout) => return fault("acquire-timeout", lock.to_owned()),
