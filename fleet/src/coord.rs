@@ -202,7 +202,8 @@ pub struct CaseResult {
     pub first_fault: Option<Fault>,
     /// What the rolling restart did (member, role, seconds to serve again).
     pub restarts: Vec<(usize, String, Duration)>,
-    /// A worker that failed (its exit status).
+    /// A worker that failed (its exit status), or a restart that did not
+    /// bring its member back.
     pub worker_failures: Vec<String>,
 }
 
@@ -581,6 +582,7 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
     let t0 = now_ns();
     let window_start = Instant::now();
     let mut restarts = Vec::new();
+    let mut restart_failures = Vec::new();
     if config.rolling_restart {
         let leader = ensemble
             .wait_ready(Duration::from_secs(60))
@@ -591,10 +593,14 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
             thread::sleep(config.restart_gap);
             let role = if i == leader { "leader" } else { "follower" };
             let begun = Instant::now();
-            ensemble.restart(i).expect("restarting a member");
-            ensemble
-                .wait_ready(Duration::from_secs(120))
-                .expect("the ensemble serving again");
+            let back = ensemble
+                .restart(i)
+                .and_then(|()| ensemble.wait_ready(Duration::from_secs(120)).map(drop));
+            if let Err(e) = back {
+                // What gave out: recorded, and the rest of the run still checked.
+                restart_failures.push(format!("restarting member {}: {e}", i + 1));
+                continue;
+            }
             let took = begun.elapsed();
             println!(
                 "  restarted member {} ({role}): serving again after {:.1} s; load {}",
@@ -637,7 +643,7 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
     for w in &mut workers {
         w.send("close");
     }
-    let mut worker_failures = Vec::new();
+    let mut worker_failures = restart_failures;
     let mut holds: Vec<Hold> = Vec::new();
     let mut faults: Vec<Fault> = Vec::new();
     for w in &mut workers {

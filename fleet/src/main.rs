@@ -84,6 +84,26 @@ fn main() {
     }
 }
 
+/// Runs a case of the suite; a case that panics is reported and the suite
+/// goes on (its workers see their stdin close and exit).
+fn attempt(config: &CaseConfig, failed: &mut bool, notes: &mut Vec<String>) -> Option<CaseResult> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case(config))) {
+        Ok(result) => {
+            println!("{}", report::case_text(&result));
+            *failed |= !result.problems().is_empty();
+            Some(result)
+        }
+        Err(_) => {
+            *failed = true;
+            notes.push(format!(
+                "{}: the run failed (see its panic above)",
+                config.label()
+            ));
+            None
+        }
+    }
+}
+
 /// Runs every fleet case, then the yardstick; prints the section and, with
 /// `FLEET_WRITE=1`, writes it.
 fn suite() {
@@ -96,6 +116,7 @@ fn suite() {
     );
     let mut results = Vec::new();
     let mut failed = false;
+    let mut notes = Vec::new();
     let idle = std::env::var("FLEET_IDLE").map_or(true, |v| v != "0");
     for &n in &sizes {
         if idle {
@@ -103,10 +124,7 @@ fn suite() {
             let mut config = CaseConfig::from_env(n, exe(), records_dir(&format!("idle-{n}")));
             config.mode = Mode::Idle;
             config.window = Duration::from_secs(env_list("FLEET_IDLE_SECONDS", "30")[0] as u64);
-            let result = run_case(&config);
-            println!("{}", report::case_text(&result));
-            failed |= !result.problems().is_empty();
-            results.push(result);
+            results.extend(attempt(&config, &mut failed, &mut notes));
         }
         for with_restart in [false, true] {
             if with_restart && !restart {
@@ -115,10 +133,7 @@ fn suite() {
             let mut config =
                 CaseConfig::from_env(n, exe(), records_dir(&format!("fleet-{n}-{with_restart}")));
             config.rolling_restart = with_restart;
-            let result = run_case(&config);
-            println!("{}", report::case_text(&result));
-            failed |= !result.problems().is_empty();
-            results.push(result);
+            results.extend(attempt(&config, &mut failed, &mut notes));
         }
     }
     // The peers at the same shape, without a restart.
@@ -133,13 +148,10 @@ fn suite() {
         let n = env_list("FLEET_PEER_SIZE", "1000")[0];
         let mut config = CaseConfig::from_env(n, exe(), records_dir(&format!("{library}-{n}")));
         config.library = library.to_owned();
-        let result = run_case(&config);
-        println!("{}", report::case_text(&result));
-        failed |= !result.problems().is_empty();
-        results.push(result);
+        results.extend(attempt(&config, &mut failed, &mut notes));
     }
     let yard = yardstick();
-    let text = section(&results, &yard, started);
+    let text = section(&results, &notes, &yard, started);
     println!("\n{text}");
     if std::env::var("FLEET_WRITE").is_ok_and(|v| v == "1") {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -157,7 +169,9 @@ fn suite() {
 /// The yardstick's rounds: per mode, zklock and the bare client alternate.
 struct Yard {
     /// (mode, library) -> cycles/s per round.
-    rounds: Vec<(Mode, &'static str, Vec<f64>)>,
+    /// (mode, library) -> per round: cycles/s, packets received per cycle
+    /// (whole ensemble), client CPU µs per cycle.
+    rounds: Vec<(Mode, &'static str, Vec<[f64; 3]>)>,
     sessions: usize,
     seconds: u64,
     load: Vec<String>,
@@ -221,8 +235,19 @@ fn yardstick() -> Yard {
                 yard.faults
                     .push(format!("{library} {mode:?} round {round}: {p}"));
             }
-            entry.2.push(result.grants_per_s);
-            yard.load.push(result.load.1.clone());
+            let cycles = result.grants_per_s.max(1e-9);
+            let packets = result.per_session_rps * sessions as f64 / cycles;
+            let cpu = result.client_cpu_us_per_session_s * sessions as f64 / cycles;
+            entry.2.push([result.grants_per_s, packets, cpu]);
+            yard.load.push(
+                result
+                    .load
+                    .1
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("?")
+                    .to_owned(),
+            );
         }
     }
     yard
@@ -230,25 +255,31 @@ fn yardstick() -> Yard {
 
 fn yard_table(yard: &Yard) -> String {
     let mut t = format!(
-        "| {} sessions, closed loop | zklock cycles/s | bare client cycles/s | zklock / bare |\n|---|---|---|---|\n",
+        "| {} sessions, closed loop | zklock cycles/s | bare client cycles/s | zklock / bare | packets per cycle, zklock / bare | client CPU µs per cycle, zklock / bare |\n|---|---|---|---|---|---|\n",
         yard.sessions
     );
     for mode in [Mode::Uncontended, Mode::Handoff] {
-        let get = |lib: &str| {
+        let get = |lib: &str, i: usize| {
             yard.rounds
                 .iter()
                 .find(|e| e.0 == mode && e.1 == lib)
-                .map_or(0.0, |e| median(&e.2))
+                .map_or(0.0, |e| {
+                    median(&e.2.iter().map(|r| r[i]).collect::<Vec<_>>())
+                })
         };
-        let (z, b) = (get("zklock"), get("bare"));
+        let (z, b) = (get("zklock", 0), get("bare", 0));
         let name = match mode {
             Mode::Uncontended => "uncontended, a lock per session",
             _ => "handed off, one lock",
         };
         let _ = writeln!(
             t,
-            "| {name} | {z:.0} | {b:.0} | {:.2} |",
-            if b > 0.0 { z / b } else { 0.0 }
+            "| {name} | {z:.0} | {b:.0} | {:.2} | {:.2} / {:.2} | {:.0} / {:.0} |",
+            if b > 0.0 { z / b } else { 0.0 },
+            get("zklock", 1),
+            get("bare", 1),
+            get("zklock", 2),
+            get("bare", 2),
         );
     }
     let _ = writeln!(
@@ -264,7 +295,12 @@ fn yard_table(yard: &Yard) -> String {
     t
 }
 
-fn section(results: &[CaseResult], yard: &Yard, started: std::time::SystemTime) -> String {
+fn section(
+    results: &[CaseResult],
+    notes: &[String],
+    yard: &Yard,
+    started: std::time::SystemTime,
+) -> String {
     let mut t = String::new();
     let date = started
         .duration_since(std::time::UNIX_EPOCH)
@@ -294,6 +330,9 @@ fn section(results: &[CaseResult], yard: &Yard, started: std::time::SystemTime) 
                 took.as_secs_f64()
             );
         }
+    }
+    for note in notes {
+        let _ = writeln!(t, "- {note}");
     }
     let _ = writeln!(
         t,
