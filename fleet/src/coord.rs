@@ -149,13 +149,19 @@ pub struct MemberFigures {
     pub received_leading: u64,
     /// See `received_leading`.
     pub received_following: u64,
+    /// Requests into the request pipeline while this member led: its own
+    /// clients' and every write and `sync` its followers forwarded
+    /// (`zk_prep_processor_request_queued`).
+    pub pipeline_leading: u64,
+    /// Writes proposed while this member led (`zk_proposal_count`).
+    pub proposals: u64,
     /// The most outstanding requests seen.
     pub max_outstanding: u64,
     /// The most alive connections seen.
     pub max_connections: u64,
     /// `mntr` samples that got no answer.
     pub unanswered: usize,
-    /// Heap used at the window's end (jcmd `GC.heap_info`), MiB.
+    /// Live heap at the window's end (jcmd `GC.run`, `GC.heap_info`), MiB.
     pub heap_used_mb: Option<f64>,
     /// The JVM's RSS at the window's end, MiB.
     pub rss_mb: Option<f64>,
@@ -182,6 +188,11 @@ pub struct CaseResult {
     pub leader_rps: f64,
     /// Packets per second received by a follower (mean of the followers).
     pub follower_rps: f64,
+    /// Requests per second into the leader's pipeline (its clients' and what
+    /// its followers forward: every write and `sync`).
+    pub leader_pipeline_rps: f64,
+    /// Writes proposed per second (the leader's).
+    pub proposals_per_s: f64,
     /// Packets per second per session, over the whole ensemble.
     pub per_session_rps: f64,
     /// Latencies and grants.
@@ -194,6 +205,10 @@ pub struct CaseResult {
     pub client_cpu_us_per_session_s: f64,
     /// Sessions the clients saw expire (distinct).
     pub client_expired: usize,
+    /// Sessions the servers expired that a fleet session had (the rest of
+    /// [`server_expired`](Self::server_expired) no client ever got: handshakes
+    /// a client gave up on while the server was slow).
+    pub server_expired_fleet: usize,
     /// Two holders at once (must be empty).
     pub overlaps: Vec<Overlap>,
     /// Faults by kind.
@@ -208,7 +223,7 @@ pub struct CaseResult {
 }
 
 impl CaseResult {
-    /// Sessions the servers expired.
+    /// Sessions the servers expired (every `Expiring session` line).
     pub fn server_expired(&self) -> usize {
         self.members.iter().map(|m| m.expired).sum()
     }
@@ -232,16 +247,12 @@ impl CaseResult {
             ));
         }
         p.extend(self.worker_failures.iter().cloned());
-        let (client, server) = (self.client_expired, self.server_expired());
+        let (client, server) = (self.client_expired, self.server_expired_fleet);
         if !self.config.rolling_restart && (client > 0 || server > 0) {
-            p.push(format!(
-                "sessions expired: {client} seen by clients, {server} by the servers"
-            ));
+            p.push(format!("sessions expired: {client} seen by clients, {server} of the fleet's by the servers"));
         }
         if self.config.rolling_restart && client != server {
-            p.push(format!(
-                "expiries unaccounted for: {client} seen by clients, {server} by the servers"
-            ));
+            p.push(format!("expiries unaccounted for: {client} seen by clients, {server} of the fleet's by the servers"));
         }
         if self.figures.grants == 0 && self.config.mode != Mode::Idle {
             p.push("no grants in the window".into());
@@ -322,9 +333,16 @@ pub fn loadavg() -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
-/// Heap used by a JVM, MiB, from `jcmd <pid> GC.heap_info` (the generations'
+/// The live heap of a JVM, MiB: `jcmd <pid> GC.run` (a full collection, after
+/// the window, so that the figure is what the sessions and nodes keep, not
+/// where the collector happened to be), then `GC.heap_info` (the generations'
 /// `used`; metaspace is not heap).
 fn heap_used_mb(pid: u32) -> Option<f64> {
+    Command::new("jcmd")
+        .arg(pid.to_string())
+        .arg("GC.run")
+        .output()
+        .ok()?;
     let out = Command::new("jcmd")
         .arg(pid.to_string())
         .arg("GC.heap_info")
@@ -351,7 +369,12 @@ fn heap_used_mb(pid: u32) -> Option<f64> {
 fn sampler(ensemble: Arc<ZkEnsemble>, stop: Arc<AtomicBool>) -> Vec<MemberFigures> {
     let n = ensemble.members().len();
     let mut figures = vec![MemberFigures::default(); n];
-    let mut last: Vec<Option<u64>> = vec![None; n];
+    // Per member: packets received from clients, requests into the request
+    // pipeline (on the leader: its clients' and the writes and syncs its
+    // followers forward), writes proposed.
+    let mut last: Vec<Option<[u64; 3]>> = vec![None; n];
+    // A restarted member counts from 0 again.
+    let delta = |now: u64, prev: u64| if now >= prev { now - prev } else { now };
     loop {
         let stopping = stop.load(Ordering::SeqCst);
         for (i, member) in ensemble.members().iter().enumerate() {
@@ -359,28 +382,30 @@ fn sampler(ensemble: Arc<ZkEnsemble>, stop: Arc<AtomicBool>) -> Vec<MemberFigure
                 figures[i].unanswered += 1;
                 continue;
             };
-            let received = m.get_u64("zk_packets_received").unwrap_or(0);
+            let counters = [
+                m.get_u64("zk_packets_received").unwrap_or(0),
+                m.get_u64("zk_prep_processor_request_queued").unwrap_or(0),
+                m.get_u64("zk_proposal_count").unwrap_or(0),
+            ];
             let leading = m.get("zk_server_state") == Some("leader");
-            figures[i].max_outstanding = figures[i]
+            let f = &mut figures[i];
+            f.max_outstanding = f
                 .max_outstanding
                 .max(m.get_u64("zk_outstanding_requests").unwrap_or(0));
-            figures[i].max_connections = figures[i]
+            f.max_connections = f
                 .max_connections
                 .max(m.get_u64("zk_num_alive_connections").unwrap_or(0));
             if let Some(prev) = last[i] {
-                // A restarted member counts from 0 again.
-                let delta = if received >= prev {
-                    received - prev
-                } else {
-                    received
-                };
+                let received = delta(counters[0], prev[0]);
                 if leading {
-                    figures[i].received_leading += delta;
+                    f.received_leading += received;
+                    f.pipeline_leading += delta(counters[1], prev[1]);
+                    f.proposals += delta(counters[2], prev[2]);
                 } else {
-                    figures[i].received_following += delta;
+                    f.received_following += received;
                 }
             }
-            last[i] = Some(received);
+            last[i] = Some(counters);
         }
         if stopping {
             return figures;
@@ -392,14 +417,16 @@ fn sampler(ensemble: Arc<ZkEnsemble>, stop: Arc<AtomicBool>) -> Vec<MemberFigure
     }
 }
 
-fn count_expiring(server: &ZkServer) -> usize {
+/// The ids (`0x...`) of the sessions a member's log says it expired, in order.
+fn expiring_ids(server: &ZkServer) -> Vec<String> {
     std::fs::read_to_string(server.log_path())
         .map(|log| {
             log.lines()
-                .filter(|l| l.contains("Expiring session"))
-                .count()
+                .filter_map(|l| l.split("Expiring session ").nth(1))
+                .map(|rest| rest.split([',', ' ']).next().unwrap_or("").to_owned())
+                .collect()
         })
-        .unwrap_or(0)
+        .unwrap_or_default()
 }
 
 const CURATOR_SOURCE: &str = include_str!("../peers/CuratorFleet.java");
@@ -505,7 +532,11 @@ pub fn run_case(config: &CaseConfig) -> CaseResult {
 pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult {
     std::fs::create_dir_all(&config.dir).expect("record directory");
     let connect = ensemble.connect_string();
-    let expired_before: Vec<usize> = ensemble.members().iter().map(count_expiring).collect();
+    let expired_before: Vec<usize> = ensemble
+        .members()
+        .iter()
+        .map(|m| expiring_ids(m).len())
+        .collect();
     let peers = Peers::prepare(config);
     let started = Instant::now();
     let mut workers: Vec<Worker> = (0..config.workers)
@@ -637,8 +668,12 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
     }
     // Expiries are counted before the sessions close (a close is not an expiry,
     // but counting first keeps the two apart for certain).
+    let mut server_expired_ids = Vec::new();
     for (i, member) in ensemble.members().iter().enumerate() {
-        members[i].expired = count_expiring(member).saturating_sub(expired_before[i]);
+        let ids = expiring_ids(member);
+        let new = ids.get(expired_before[i]..).unwrap_or_default();
+        members[i].expired = new.len();
+        server_expired_ids.extend_from_slice(new);
     }
     for w in &mut workers {
         w.send("close");
@@ -660,6 +695,22 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
             }
         }
     }
+
+    // Every session id a fleet session ever had; the rest of the servers'
+    // expiries are sessions no client got (a handshake the client gave up on).
+    let mut known = std::collections::HashSet::new();
+    for f in &faults {
+        if f.kind == crate::record::SESSION_OPENED {
+            known.insert(f.detail.clone());
+        } else if f.kind == "session-changed" {
+            known.extend(f.detail.split(" -> ").map(str::to_owned));
+        }
+    }
+    faults.retain(|f| f.kind != crate::record::SESSION_OPENED);
+    let server_expired_fleet = server_expired_ids
+        .iter()
+        .filter(|id| known.contains(*id))
+        .count();
 
     let secs = window.as_secs_f64();
     let leading: u64 = members.iter().map(|m| m.received_leading).sum();
@@ -690,6 +741,8 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
         load: (load_start, load_end),
         leader_rps: leading as f64 / secs,
         follower_rps: following as f64 / secs / 2.0,
+        leader_pipeline_rps: members.iter().map(|m| m.pipeline_leading).sum::<u64>() as f64 / secs,
+        proposals_per_s: members.iter().map(|m| m.proposals).sum::<u64>() as f64 / secs,
         per_session_rps: (leading + following) as f64 / secs / config.sessions as f64,
         grants_per_s: figures.grants as f64 / secs,
         figures,
@@ -697,6 +750,7 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
         client_rss_kib_per_session: client_rss as f64 / config.sessions as f64,
         client_cpu_us_per_session_s: cpu.as_secs_f64() * 1e6 / config.sessions as f64 / secs,
         client_expired: expired_sessions.len(),
+        server_expired_fleet,
         overlaps: check::overlaps(&holds),
         faults: by_kind,
         first_fault,

@@ -226,7 +226,15 @@ fn yardstick() -> Yard {
             config.workers = 2;
             config.window = Duration::from_secs(seconds);
             config.warmup = Duration::from_secs(2);
-            let result: CaseResult = run_case_on(&config, ensemble.clone());
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_case_on(&config, ensemble.clone())
+            }));
+            let Ok(result) = run else {
+                yard.faults.push(format!(
+                    "{library} {mode:?} round {round}: the run failed (see its panic above)"
+                ));
+                continue;
+            };
             println!(
                 "  yardstick round {round}: {library} {mode:?}: {:.0} cycles/s, load {}",
                 result.grants_per_s, result.load.1

@@ -9,7 +9,12 @@
 //!   of one lock that overlap are two holders at once.
 //! * `F <session> <at> <kind> <detail>`: anything that went wrong (an expiry
 //!   seen while waiting or holding, a new session id, a timeout, a lost lock,
-//!   an error).
+//!   an error), or, with kind `session-opened`, the session's id.
+
+/// The [`Fault::kind`] of a note, not a fault: the session's id when its task
+/// started (the detail, `0x...`), so that the servers' expiries can be matched
+/// to the fleet's sessions.
+pub const SESSION_OPENED: &str = "session-opened";
 
 /// A hold of a lock.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -61,6 +61,11 @@ pub fn case_text(r: &CaseResult) -> String {
     );
     let _ = writeln!(
         t,
+        "leader pipeline requests/s {:.0}, writes proposed/s {:.0}",
+        r.leader_pipeline_rps, r.proposals_per_s
+    );
+    let _ = writeln!(
+        t,
         "grants/s: {:.1} ({} in the window)",
         r.grants_per_s, r.figures.grants
     );
@@ -108,8 +113,9 @@ pub fn case_text(r: &CaseResult) -> String {
     }
     let _ = writeln!(
         t,
-        "expired sessions: clients {}, servers {}",
+        "expired sessions: clients {}, servers {} of the fleet's ({} in all)",
         r.client_expired,
+        r.server_expired_fleet,
         r.server_expired()
     );
     let _ = writeln!(t, "overlaps: {}", r.overlaps.len());
@@ -156,10 +162,12 @@ fn row(r: &CaseResult) -> String {
         mode => format!("{} ({}, no locks)", c.library, mode.key()),
     };
     format!(
-        "| {library} | {} | {restart} | {:.0} / {:.0} | {:.3} | {:.1} | {} | {} | {} | {:.1} / {:.1} | {} | {} / {} | {} | {faults} | {} |",
+        "| {library} | {} | {restart} | {:.0} / {:.0} | {:.0} ({:.0}) | {:.3} | {:.1} | {} | {} | {} | {:.1} / {:.1} | {} | {} / {} ({}) | {} | {faults} | {} |",
         thousands(c.sessions),
         r.leader_rps,
         r.follower_rps,
+        r.leader_pipeline_rps,
+        r.proposals_per_s,
         r.per_session_rps,
         r.grants_per_s,
         spread(&r.figures.cold_grant),
@@ -169,7 +177,8 @@ fn row(r: &CaseResult) -> String {
         r.client_cpu_us_per_session_s,
         heaps(r),
         r.client_expired,
-        r.server_expired(),
+        r.server_expired_fleet,
+        r.server_expired() - r.server_expired_fleet,
         r.overlaps.len(),
         r.load.1,
     )
@@ -178,7 +187,7 @@ fn row(r: &CaseResult) -> String {
 /// The fleet table (markdown).
 pub fn table(results: &[CaseResult]) -> String {
     let mut t = String::from(
-        "| library | sessions | servers | packets/s leader / follower | packets/s per session | grants/s | grant ms, cold p50 / p99 / max | grant ms, hot | handoff ms p50 / p99 / max | client KiB / CPU µs/s per session | heap used MiB (members 1/2/3) | expired client / server | overlaps | faults | load (1 min, end) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| library | sessions | servers | packets/s from clients, leader / follower | leader pipeline req/s (writes/s) | packets/s per session | grants/s | grant ms, cold p50 / p99 / max | grant ms, hot | handoff ms p50 / p99 / max | client KiB / CPU µs/s per session | heap used MiB (members 1/2/3) | expired: client / server (server, no client's) | overlaps | faults | load (1 min, end) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in results {
         t.push_str(&row(r));

@@ -229,9 +229,19 @@ async fn session_task(shared: Arc<Shared>, session: Arc<Session>, global: usize)
         Session::Zklock(c) => c.session_id(),
         Session::Bare(c) => Some(c.session_id().0),
     };
+    // The coordinator matches the servers' expiries against these ids.
+    shared.record(Record::Fault(Fault {
+        session: global,
+        at: now_ns(),
+        kind: crate::record::SESSION_OPENED.into(),
+        detail: format!("{:#x}", session_id.unwrap_or(0)),
+    }));
     if spec.mode == Mode::Idle {
-        let mut phase = shared.phase.clone();
-        let _ = phase.wait_for(|p| *p == Phase::Stopped).await;
+        // Holding nothing, a session sees an expiry only as a new session id.
+        while pause(&shared, Duration::from_secs(1)).await {
+            note_session_change(&shared, &session, global, &mut session_id);
+        }
+        note_session_change(&shared, &session, global, &mut session_id);
         return;
     }
     if spec.mode == Mode::Fleet && !hot {
@@ -244,7 +254,7 @@ async fn session_task(shared: Arc<Shared>, session: Arc<Session>, global: usize)
     match spec.mode {
         Mode::Uncontended if spec.library == "bare" => {
             if let Session::Bare(c) = &*session {
-                bare_lock::mkdir(c, &format!("/yard/u/{global}")).await;
+                bare_lock::mkdir(c, &format!("/yard/bare/u/{global}")).await;
             }
         }
         Mode::Handoff if spec.library == "bare" => {
@@ -252,11 +262,12 @@ async fn session_task(shared: Arc<Shared>, session: Arc<Session>, global: usize)
                 // Every session makes it; mkdir tolerates existing ancestors, and a
                 // concurrent creation of the last one is harmless.
                 let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
-                let _ = c.mkdir("/yard/h", &options).await;
+                let _ = c.mkdir("/yard/bare/h", &options).await;
             }
         }
         _ => {}
     }
+    let bare = spec.library == "bare";
     while shared.running() {
         let (lock, hot_lock) = match spec.mode {
             Mode::Fleet if hot => (format!("/fleet/hot/{}", global % spec.hot_locks), true),
@@ -264,7 +275,11 @@ async fn session_task(shared: Arc<Shared>, session: Arc<Session>, global: usize)
                 format!("/fleet/cold/{}", rng.usize(..spec.cold_locks)),
                 false,
             ),
+            // The bare client's directories are persistent nodes of their own: zklock's
+            // are containers, which the server reaps once empty, under a bare create.
+            Mode::Uncontended if bare => (format!("/yard/bare/u/{global}"), false),
             Mode::Uncontended => (format!("/yard/u/{global}"), false),
+            Mode::Handoff if bare => ("/yard/bare/h".to_owned(), true),
             Mode::Handoff => ("/yard/h".to_owned(), true),
             Mode::Idle => unreachable!("idle sessions returned above"),
         };
@@ -281,23 +296,7 @@ async fn session_task(shared: Arc<Shared>, session: Arc<Session>, global: usize)
                 cycle_bare(&shared, client, global, &lock, hot_lock, hold).await
             }
         }
-        let now_id = match &*session {
-            Session::Zklock(c) => c.session_id(),
-            Session::Bare(c) => Some(c.session_id().0),
-        };
-        if now_id != session_id && now_id.is_some() {
-            shared.record(Record::Fault(Fault {
-                session: global,
-                at: now_ns(),
-                kind: "session-changed".into(),
-                detail: format!(
-                    "{:#x} -> {:#x}",
-                    session_id.unwrap_or(0),
-                    now_id.unwrap_or(0)
-                ),
-            }));
-            session_id = now_id;
-        }
+        note_session_change(&shared, &session, global, &mut session_id);
         let think = match (spec.mode, hot) {
             (Mode::Fleet, true) => Duration::from_millis(rng.u64(..=spec.hot_think_ms)),
             (Mode::Fleet, false) => exponential(&mut rng, spec.think_ms as f64),
@@ -306,6 +305,33 @@ async fn session_task(shared: Arc<Shared>, session: Arc<Session>, global: usize)
         if !think.is_zero() && !pause(&shared, think).await {
             break;
         }
+    }
+}
+
+/// Records a fault if the session's id changed since `session_id` (an expiry
+/// the client recovered from with a new session).
+fn note_session_change(
+    shared: &Shared,
+    session: &Session,
+    global: usize,
+    session_id: &mut Option<i64>,
+) {
+    let now_id = match session {
+        Session::Zklock(c) => c.session_id(),
+        Session::Bare(c) => Some(c.session_id().0),
+    };
+    if now_id != *session_id && now_id.is_some() {
+        shared.record(Record::Fault(Fault {
+            session: global,
+            at: now_ns(),
+            kind: "session-changed".into(),
+            detail: format!(
+                "{:#x} -> {:#x}",
+                session_id.unwrap_or(0),
+                now_id.unwrap_or(0)
+            ),
+        }));
+        *session_id = now_id;
     }
 }
 
