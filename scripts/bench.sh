@@ -16,7 +16,7 @@
 #                                yardstick (zklock against bare zookeeper-client sessions
 #                                at the ensemble's limit); checks that no two holders
 #                                overlapped and no session expired; rewrites BENCHMARKS.md's
-#                                fleet section and fleet/charts/fleet.svg (~20 minutes)
+#                                fleet section and fleet/charts/fleet.svg (~35 minutes)
 #   scripts/bench.sh queues      lock-sim: work per release against queue length (prints
 #                                a table; 100,000 clients, ~5 minutes, 6 GB)
 #

@@ -310,11 +310,12 @@ fn section(
     started: std::time::SystemTime,
 ) -> String {
     let mut t = String::new();
-    let date = started
+    let days = started
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() / 86400)
+        .map(|d| (d.as_secs() / 86400) as i64)
         .unwrap_or(0);
-    let _ = writeln!(t, "Measured with `scripts/bench.sh fleet` (day {date} since 1970, UTC). ZooKeeper 3.8.0, a 3-node ensemble on this machine (each server its own JVM), 2 cores, shared: the load average is given with every row.\n");
+    let (y, m, d) = civil_from_days(days);
+    let _ = writeln!(t, "Measured with `scripts/bench.sh fleet` on {y}-{m:02}-{d:02} (UTC). ZooKeeper 3.8.0, a 3-node ensemble on this machine (each server its own JVM), 2 cores, shared: the load average is given with every row.\n");
     let _ = writeln!(t, "{}", report::table(results));
     for r in results {
         let c = &r.config;
@@ -353,4 +354,28 @@ fn section(
     t.push_str(&yard_table(yard));
     let _ = coord::loadavg;
     t
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard
+/// Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn civil_dates() {
+        assert_eq!(super::civil_from_days(0), (1970, 1, 1));
+        assert_eq!(super::civil_from_days(20_785), (2026, 11, 28));
+        assert_eq!(super::civil_from_days(11_016), (2000, 2, 29));
+    }
 }
