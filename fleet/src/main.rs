@@ -20,7 +20,7 @@
 
 #![forbid(unsafe_code)]
 
-use lock_fleet::coord::{self, loadavg, start_ensemble, thousands};
+use lock_fleet::coord::{loadavg, start_ensemble, thousands};
 use lock_fleet::{report, run_case, run_case_on, CaseConfig, CaseResult, Mode, WorkerSpec};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -352,7 +352,6 @@ fn section(
         "The yardstick: the same harness and ensemble, every session in a closed loop.\n"
     );
     t.push_str(&yard_table(yard));
-    let _ = coord::loadavg;
     t
 }
 
