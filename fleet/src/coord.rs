@@ -205,10 +205,13 @@ pub struct CaseResult {
     pub client_cpu_us_per_session_s: f64,
     /// Sessions the clients saw expire (distinct).
     pub client_expired: usize,
-    /// Sessions the servers expired that a fleet session had (the rest of
-    /// [`server_expired`](Self::server_expired) no client ever got: handshakes
-    /// a client gave up on while the server was slow).
+    /// Fleet sessions (distinct) one of whose ZooKeeper sessions the servers
+    /// expired; [`server_expired`](Self::server_expired) less the expiries of
+    /// these sessions' ids are sessions no client ever got (handshakes a client
+    /// gave up on while the server was slow).
     pub server_expired_fleet: usize,
+    /// Sessions the servers expired that no client ever had.
+    pub server_expired_unowned: usize,
     /// Two holders at once (must be empty).
     pub overlaps: Vec<Overlap>,
     /// Faults by kind.
@@ -696,20 +699,31 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
         }
     }
 
-    // Every session id a fleet session ever had; the rest of the servers'
-    // expiries are sessions no client got (a handshake the client gave up on).
-    let mut known = std::collections::HashSet::new();
+    // Every session id a fleet session ever had, and whose it was; the rest of
+    // the servers' expiries are sessions no client got (a handshake the client
+    // gave up on). Both sides count fleet sessions, not ZooKeeper sessions: a
+    // fleet session whose replacement sessions expired too counts once.
+    let mut owner = std::collections::HashMap::new();
     for f in &faults {
         if f.kind == crate::record::SESSION_OPENED {
-            known.insert(f.detail.clone());
+            owner.insert(f.detail.clone(), f.session);
         } else if f.kind == "session-changed" {
-            known.extend(f.detail.split(" -> ").map(str::to_owned));
+            for id in f.detail.split(" -> ") {
+                owner.insert(id.to_owned(), f.session);
+            }
         }
     }
     faults.retain(|f| f.kind != crate::record::SESSION_OPENED);
-    let server_expired_fleet = server_expired_ids
+    let mut expired_owners: Vec<usize> = server_expired_ids
         .iter()
-        .filter(|id| known.contains(*id))
+        .filter_map(|id| owner.get(id).copied())
+        .collect();
+    expired_owners.sort_unstable();
+    expired_owners.dedup();
+    let server_expired_fleet = expired_owners.len();
+    let server_expired_unowned = server_expired_ids
+        .iter()
+        .filter(|id| !owner.contains_key(*id))
         .count();
 
     let secs = window.as_secs_f64();
@@ -751,6 +765,7 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
         client_cpu_us_per_session_s: cpu.as_secs_f64() * 1e6 / config.sessions as f64 / secs,
         client_expired: expired_sessions.len(),
         server_expired_fleet,
+        server_expired_unowned,
         overlaps: check::overlaps(&holds),
         faults: by_kind,
         first_fault,

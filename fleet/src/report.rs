@@ -113,7 +113,7 @@ pub fn case_text(r: &CaseResult) -> String {
     }
     let _ = writeln!(
         t,
-        "expired sessions: clients {}, servers {} of the fleet's ({} in all)",
+        "expired sessions (fleet sessions): clients {}, servers {} (expiries in all {})",
         r.client_expired,
         r.server_expired_fleet,
         r.server_expired()
@@ -178,7 +178,7 @@ fn row(r: &CaseResult) -> String {
         heaps(r),
         r.client_expired,
         r.server_expired_fleet,
-        r.server_expired() - r.server_expired_fleet,
+        r.server_expired_unowned,
         r.overlaps.len(),
         r.load.1,
     )
@@ -187,7 +187,7 @@ fn row(r: &CaseResult) -> String {
 /// The fleet table (markdown).
 pub fn table(results: &[CaseResult]) -> String {
     let mut t = String::from(
-        "| library | sessions | servers | packets/s from clients, leader / follower | leader pipeline req/s (writes/s) | packets/s per session | grants/s | grant ms, cold p50 / p99 / max | grant ms, hot | handoff ms p50 / p99 / max | client KiB / CPU µs/s per session | heap used MiB (members 1/2/3) | expired: client / server (server, no client's) | overlaps | faults | load (1 min, end) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| library | sessions | servers | packets/s from clients, leader / follower | leader pipeline req/s (writes/s) | packets/s per session | grants/s | grant ms, cold p50 / p99 / max | grant ms, hot | handoff ms p50 / p99 / max | client KiB / CPU µs/s per session | heap used MiB (members 1/2/3) | expired fleet sessions: client / server (server expiries of no client's session) | overlaps | faults | load (1 min, end) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in results {
         t.push_str(&row(r));
