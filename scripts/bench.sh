@@ -11,6 +11,12 @@
 #                                10,000 and 100,000 (1 and 100 sessions); rewrites
 #                                BENCHMARKS.md's memory section (long: 40+ minutes with
 #                                100,000; MEMORY_COUNTS=10000 takes ~15)
+#   scripts/bench.sh fleet       1,000 and 10,000 sessions over worker processes on a 3-node
+#                                ensemble, each also with a rolling restart, then the
+#                                yardstick (zklock against bare zookeeper-client sessions
+#                                at the ensemble's limit); checks that no two holders
+#                                overlapped and no session expired; rewrites BENCHMARKS.md's
+#                                fleet section and fleet/charts/fleet.svg (~35 minutes)
 #   scripts/bench.sh queues      lock-sim: work per release against queue length (prints
 #                                a table; 100,000 clients, ~5 minutes, 6 GB)
 #   scripts/bench.sh tolerance   how long a held lock survives server restarts (standalone,
@@ -21,7 +27,8 @@
 # Knobs are environment variables, listed in adapters/zookeeper-client/benches/compare/main.rs
 # (COMPARE_ROUNDS, COMPARE_LIBRARIES, CONTENTION_MS, HERD_WAITERS, MEMORY_COUNTS, ...) and
 # adapters/sim/benches/queues.rs (QUEUES_CLIENTS, QUEUES_LOCKS), partition/benches/tolerance.rs
-# (TOLERANCE_OUTAGES, TOLERANCE_TOPOLOGIES, TOLERANCE_LIBRARIES, TOLERANCE_SESSION_MS).
+# (TOLERANCE_OUTAGES, TOLERANCE_TOPOLOGIES, TOLERANCE_LIBRARIES, TOLERANCE_SESSION_MS) and
+# fleet/src/main.rs (FLEET_SIZES, FLEET_SECONDS, FLEET_RESTART, FLEET_YARD_SESSIONS, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-compare}"
@@ -41,8 +48,13 @@ case "$what" in
         bash scripts/install-deps.sh
         cargo bench -p lock-partition --bench tolerance
         ;;
+    fleet)
+        bash scripts/install-deps.sh
+        cargo build --release -p lock-fleet
+        FLEET_WRITE=1 "${CARGO_TARGET_DIR:-target}/release/zklock-fleet" suite
+        ;;
     *)
-        echo "usage: scripts/bench.sh [compare|memory|queues|tolerance]" >&2
+        echo "usage: scripts/bench.sh [compare|memory|queues|tolerance|fleet]" >&2
         exit 2
         ;;
 esac
