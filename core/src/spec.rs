@@ -396,7 +396,7 @@ impl Config {
     ///
     /// ```
     /// let config = lock_core::Config::new(std::time::Duration::from_secs(10), 0);
-    /// assert_eq!(config.deadline_poll_interval(), std::time::Duration::from_millis(500));
+    /// assert_eq!(config.deadline_poll_interval(), std::time::Duration::from_millis(250));
     /// ```
     pub fn deadline_poll_interval(&self) -> Duration {
         self.sync_interval
