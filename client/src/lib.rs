@@ -261,8 +261,8 @@ pub use multi::{MultiGuard, MultiLock, MultiPart};
 pub use options::{random_seed, AclEntry, Auth, ConnectOptions, NodeAcl, Perms, SaslDigest, Tls};
 pub use pending::{Canceller, PendingLock};
 pub use server::{
-    four_letter_word_refused, ConfError, Hazard, HazardKind, ServerCheck, ServerChecker, ServerConf,
-    ServerProbe,
+    four_letter_word_refused, ConfError, Hazard, HazardKind, ServerCheck, ServerChecker,
+    ServerConf, ServerProbe,
 };
 pub use status::LockStatus;
 pub use writes::Writes;
