@@ -72,6 +72,8 @@ imported_through_each!(
     PendingLock,
     ServerCheck,
     ServerChecker,
+    ServerProbe,
+    ServerRole,
     four_letter_word_refused,
     ConfError,
     ServerConf,
