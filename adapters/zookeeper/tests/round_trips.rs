@@ -136,23 +136,21 @@ fn measure(one_way: Duration, cycles: usize) -> Measured {
     measured
 }
 
-fn assert_round_trips(m: &Measured, handoff_bound: f64) {
+fn assert_round_trips(m: &Measured) {
     assert!(m.acquire < 2.5, "acquire: {m:?}");
     assert!(m.release < 1.5, "release: {m:?}");
-    assert!(m.handoff < handoff_bound, "handoff: {m:?}");
+    assert!(m.handoff < 1.5, "handoff: {m:?}");
 }
 
-/// 50 ms each way: acquire < 2.5 round trips (2), release < 1.5 (1), handoff
-/// < 2.5. KNOWN REGRESSION (issue 35, to fix): since the bindings report their
-/// server's role (standalone here), a handoff through 50 ms costs a second round
-/// trip (1.85-1.91 measured; 1 before, still 1 through 10 ms). It was 1 at
-/// 6b28501 and is 2 from 2c12ebb on; the cause is not found yet. Until it is,
-/// this bound only keeps it from growing further.
+/// 50 ms each way: acquire < 2.5 round trips (2), release < 1.5 (1), handoff < 1.5
+/// (1). The holder's periodic `sync` is often on the wire when it releases here
+/// (the release comes about 5 round trips after its grant, the sync interval is
+/// 500 ms): the release must not wait for it (`driver/ordering.rs`).
 #[test]
 fn round_trips_through_50ms() {
     let m = measure(Duration::from_millis(50), 5);
     assert!(m.round_trip >= Duration::from_millis(100), "{m:?}");
-    assert_round_trips(&m, 2.5);
+    assert_round_trips(&m);
 }
 
 /// 10 ms each way, where Nagle's algorithm would cost a round trip: the same bounds.
@@ -162,5 +160,5 @@ fn round_trips_through_50ms() {
 fn round_trips_through_10ms_despite_nagle() {
     let m = measure(Duration::from_millis(10), 7);
     assert!(m.round_trip >= Duration::from_millis(20), "{m:?}");
-    assert_round_trips(&m, 1.5);
+    assert_round_trips(&m);
 }

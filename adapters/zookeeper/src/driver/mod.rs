@@ -136,7 +136,7 @@ pub(crate) struct Settings {
 
 /// A request issued and not answered yet.
 struct Out {
-    write: bool,
+    order: ordering::Order,
     issued: Instant,
     /// The session id when it was issued.
     sid: Option<i64>,

@@ -4,9 +4,16 @@
 //! order (its `getChildren` must see the `create` sent before it). The crate gives no
 //! order between calls made from different threads (see `wire.rs`), so the driver
 //! issues the core's requests, in the order polled, under one rule that makes every
-//! reply what FIFO order would have given: a write is issued only when nothing sent
-//! before it is still unanswered, a read only when no write sent before it is. Reads
-//! run concurrently; no reply can depend on an order the crate does not guarantee.
+//! reply what FIFO order would have given: a write is issued only when no read or
+//! write sent before it is still unanswered, a read only when no write sent before
+//! it is. Reads run concurrently; no reply can depend on an order the crate does not
+//! guarantee.
+//!
+//! A `sync` (the core's proof of contact) is issued like a read but holds back no
+//! write: its reply carries nothing a later write could change, and the proof it
+//! gives rests on the times the core took, not on the order of replies (see
+//! lock-core's `contact` module). Without that exemption a release issued while a
+//! holder's periodic `sync` is on the wire waits a round trip for it.
 //!
 //! The price is small. The uncontended path is `create`, then `getChildren` and the
 //! `getData` on our own node, which the core sends when the create returns: the
@@ -24,18 +31,39 @@ use std::sync::Arc;
 use std::time::Instant;
 use zookeeper::ZooKeeper;
 
-/// The ordering rule (see the module docs): a request may be issued when no reply it
-/// could depend on is outstanding. `outstanding` says, for each unanswered request,
-/// whether it is a write.
-fn may_issue(write: bool, outstanding: impl IntoIterator<Item = bool>) -> bool {
-    let mut any = false;
-    for outstanding_write in outstanding {
-        if outstanding_write {
-            return false;
+/// What a request is to the ordering rule (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Order {
+    /// Changes the tree: waits for every read and write sent before it.
+    Write,
+    /// Reads the tree: waits for the writes sent before it, and holds back the
+    /// writes sent after it.
+    Read,
+    /// A `sync`: waits like a read, holds back nothing.
+    Sync,
+}
+
+impl Order {
+    pub(super) fn of(op: &Op) -> Order {
+        if matches!(op, Op::Sync { .. }) {
+            Order::Sync
+        } else if wire::is_write(op) {
+            Order::Write
+        } else {
+            Order::Read
         }
-        any = true;
     }
-    !(write && any)
+}
+
+/// The ordering rule (see the module docs): a request may be issued when no reply it
+/// could depend on is outstanding. `outstanding` lists each unanswered request's
+/// [`Order`].
+fn may_issue(order: Order, outstanding: impl IntoIterator<Item = Order>) -> bool {
+    outstanding.into_iter().all(|earlier| match earlier {
+        Order::Write => false,
+        Order::Read => order != Order::Write,
+        Order::Sync => true,
+    })
 }
 
 impl Driver {
@@ -48,8 +76,8 @@ impl Driver {
             return;
         };
         while let Some(request) = self.conn.queue.front() {
-            let write = wire::is_write(&request.op);
-            if !may_issue(write, self.conn.outstanding.values().map(|o| o.write)) {
+            let order = Order::of(&request.op);
+            if !may_issue(order, self.conn.outstanding.values().map(|o| o.order)) {
                 break;
             }
             let request = self.conn.queue.pop_front().expect("front exists");
@@ -60,7 +88,7 @@ impl Driver {
                     ..
                 }
             );
-            self.issue(&zk, Key::Core(request.id), request.op, write, ephemeral);
+            self.issue(&zk, Key::Core(request.id), request.op, order, ephemeral);
         }
     }
 
@@ -69,13 +97,13 @@ impl Driver {
         zk: &Arc<ZooKeeper>,
         key: Key,
         op: Op,
-        write: bool,
+        order: Order,
         ephemeral: bool,
     ) {
         self.conn.outstanding.insert(
             key,
             Out {
-                write,
+                order,
                 issued: Instant::now(),
                 sid: self.conn.sid,
                 ephemeral,
@@ -159,7 +187,7 @@ impl Driver {
                 path,
                 version: None,
             },
-            true,
+            Order::Write,
             false,
         );
     }
@@ -171,15 +199,24 @@ mod tests {
 
     #[test]
     fn ordering_rule() {
+        use Order::{Read, Sync, Write};
         // Nothing outstanding: anything goes.
-        assert!(may_issue(true, []));
-        assert!(may_issue(false, []));
-        // A create is outstanding: the listing after it waits (it must see the node).
-        assert!(!may_issue(false, [true]));
-        assert!(!may_issue(true, [true]));
+        assert!(may_issue(Write, []));
+        assert!(may_issue(Read, []));
+        assert!(may_issue(Sync, []));
+        // A create is outstanding: the listing after it waits (it must see the
+        // node), and so does a sync.
+        assert!(!may_issue(Read, [Write]));
+        assert!(!may_issue(Write, [Write]));
+        assert!(!may_issue(Sync, [Write]));
         // Reads run together; a write waits for them (a delete must not overtake a
         // getData sent before it).
-        assert!(may_issue(false, [false, false]));
-        assert!(!may_issue(true, [false]));
+        assert!(may_issue(Read, [Read, Read]));
+        assert!(!may_issue(Write, [Read]));
+        // A sync holds back nothing: a release does not wait for the proof of
+        // contact on the wire.
+        assert!(may_issue(Write, [Sync]));
+        assert!(may_issue(Read, [Sync, Read]));
+        assert!(!may_issue(Write, [Sync, Read]));
     }
 }
