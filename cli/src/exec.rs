@@ -4,17 +4,20 @@ mod supervision;
 
 use crate::chroot::Chroot;
 use crate::job::{Job, Ready};
-use crate::progress::Progress;
+use crate::progress::{Progress, Show, Source};
 use crate::signals::Signals;
 use crate::usage::{self, NodeFor};
 use crate::{exit, say, Scheme};
 use clap::Args;
 use lock_zookeeper_client::{
     Error, FailReason, FencingToken, Leadership, LockClient, LockEvent, LockGuard, NameScheme,
+    PendingLock,
 };
 use rustix::process::Signal;
+use std::future::Future;
 use std::io::IsTerminal;
 use std::os::unix::process::ExitStatusExt;
+use std::pin::Pin;
 use std::process::{ExitCode, ExitStatus};
 use std::time::Duration;
 use supervision::{Act, Supervision, Windows};
@@ -29,6 +32,11 @@ pub(crate) struct ExecArgs {
     /// Fail at once (exit 75) if the lock is busy.
     #[arg(short = 'n', long = "nonblock", conflicts_with = "wait")]
     nonblock: bool,
+    /// Say nothing while waiting (by default the place in the queue is shown:
+    /// on a terminal as one line rewritten in place, elsewhere a line per
+    /// change).
+    #[arg(short = 'q', long)]
+    quiet: bool,
     /// Take the read side of a read/write lock (shared with other readers).
     #[arg(long, conflicts_with = "semaphore")]
     read: bool,
@@ -81,8 +89,16 @@ impl ExecArgs {
     }
 }
 
-/// Acquires as `args` say: `Ok(None)` if busy (`-n`).
-async fn acquire(locks: &LockClient, args: &ExecArgs) -> Result<Option<LockGuard>, Error> {
+/// How `args` take the lock.
+enum Taking {
+    /// `-n`: at once or not at all (`None` if busy).
+    AtOnce(Pin<Box<dyn Future<Output = Result<Option<LockGuard>, Error>>>>),
+    /// Waiting in the queue (at most `-w SECS`).
+    Waiting(PendingLock, Option<Duration>),
+}
+
+/// Starts taking the lock as `args` say.
+fn start(locks: &LockClient, args: &ExecArgs) -> Result<Taking, Error> {
     let scheme = args.scheme.into();
     macro_rules! take {
         ($lock:expr) => {{
@@ -92,11 +108,12 @@ async fn acquire(locks: &LockClient, args: &ExecArgs) -> Result<Option<LockGuard
                 $lock
             };
             if args.nonblock {
-                lock.try_lock().await
-            } else if let Some(wait) = args.wait {
-                lock.lock_timeout(wait).await.map(Some)
+                Ok(Taking::AtOnce(Box::pin(
+                    async move { lock.try_lock().await },
+                )))
             } else {
-                lock.lock().await.map(Some)
+                lock.start()
+                    .map(|pending| Taking::Waiting(pending, args.wait))
             }
         }};
     }
@@ -119,6 +136,44 @@ async fn acquire(locks: &LockClient, args: &ExecArgs) -> Result<Option<LockGuard
             .mutex(args.path.clone())
             .with_scheme(scheme)
             .watch_node())
+    }
+}
+
+/// Takes the lock as `args` say, showing the wait: `Ok(None)` if busy (`-n`),
+/// `Err(Error::Timeout)` past `-w`. A signal gives up (see [`wait_for`]).
+async fn acquire(
+    locks: &LockClient,
+    args: &ExecArgs,
+    signals: &mut Signals,
+) -> Result<Result<Option<LockGuard>, Error>, ExitCode> {
+    let terminal = std::io::stderr().is_terminal();
+    match start(locks, args) {
+        Err(e) => Ok(Err(e)),
+        Ok(Taking::AtOnce(taking)) => {
+            let progress = Progress::new(&args.path, Show::Nothing, Source::Participants);
+            wait_for(locks, progress, taking, signals).await
+        }
+        Ok(Taking::Waiting(pending, wait)) => {
+            let show = match (args.quiet, terminal) {
+                (true, _) => Show::Nothing,
+                (false, true) => Show::Line,
+                (false, false) => Show::Changes,
+            };
+            let progress =
+                Progress::new(&args.path, show, Source::Acquisition(pending.queue_watch()));
+            // Dropping the pending acquisition at the timeout gives up its place
+            // (its node is deleted).
+            let taking = async move {
+                match wait {
+                    Some(wait) => match tokio::time::timeout(wait, pending).await {
+                        Ok(taken) => taken.map(Some),
+                        Err(_) => Err(Error::Timeout),
+                    },
+                    None => pending.await.map(Some),
+                }
+            };
+            wait_for(locks, progress, taking, signals).await
+        }
     }
 }
 
@@ -145,9 +200,7 @@ pub(crate) async fn run(
     chroot: &Chroot<'_>,
 ) -> ExitCode {
     // 1. Take the lock (a signal while waiting cancels: the node is deleted).
-    let line = std::io::stderr().is_terminal() && !args.nonblock;
-    let taking = acquire(locks, &args);
-    let taken = match wait_for(locks, &args.path, line, taking, signals).await {
+    let taken = match acquire(locks, &args, signals).await {
         Ok(taken) => taken,
         Err(code) => return code,
     };
@@ -173,18 +226,15 @@ pub(crate) async fn run(
     supervise(locks, guard, ready, signals).await
 }
 
-/// Waits for `taking` (a lock, a leadership) on `path`, with the waiting line on a
-/// terminal if `line`; a signal gives up (dropping `taking` cancels it) with the
-/// exit code a shell would report (the node is deleted when zklock closes its
-/// session, before it exits).
+/// Waits for `taking` (a lock, a leadership), showing `progress`; a signal gives
+/// up (dropping `taking` cancels it) with the exit code a shell would report (the
+/// node is deleted when zklock closes its session, before it exits).
 async fn wait_for<T>(
     locks: &LockClient,
-    path: &str,
-    line: bool,
-    taking: impl std::future::Future<Output = T>,
+    mut progress: Progress,
+    taking: impl Future<Output = T>,
     signals: &mut Signals,
 ) -> Result<T, ExitCode> {
-    let mut progress = Progress::new(path, line);
     tokio::pin!(taking);
     let outcome = loop {
         tokio::select! {
@@ -435,9 +485,13 @@ pub(crate) async fn elect(
     chroot: &Chroot<'_>,
 ) -> ExitCode {
     let mut election = locks.election(args.path.clone(), args.id.clone());
-    let line = std::io::stderr().is_terminal();
+    let show = match std::io::stderr().is_terminal() {
+        true => Show::Line,
+        false => Show::Nothing,
+    };
+    let progress = Progress::new(&args.path, show, Source::Participants);
     let leading = election.leadership();
-    let led = match wait_for(locks, &args.path, line, leading, signals).await {
+    let led = match wait_for(locks, progress, leading, signals).await {
         Ok(led) => led,
         Err(code) => return code,
     };

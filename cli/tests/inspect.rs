@@ -471,24 +471,63 @@ for n in c["nodes"]:
     );
 }
 
-/// Waiting on a terminal (a pty from script(1)), exec shows its queue position
-/// and the time waited, rewritten in place, and erases the line once it holds;
-/// with stderr not a terminal it says nothing while waiting.
+/// Waiting on a terminal (a pty from script(1)), exec shows its place in the
+/// queue and the time waited, rewritten in place, and erases the line once it
+/// holds; with stderr not a terminal it prints a line per place (here one: next
+/// in the queue); with -q nothing.
 #[test]
-fn waiting_line_on_a_tty_only() {
+fn waiting_line_on_a_tty_and_places_elsewhere() {
     let zk = server().connect_string();
     let lock = unique("tty");
     let dir = scratch("tty");
     let ready = dir.join("ready");
     let holder = holding(&zk, &[], &lock, &ready);
 
-    // Not a terminal: quiet until it gives up.
+    // Not a terminal: its place, then that it gave up.
     let out = run(zklock(&zk).args(["exec", "-w", "1.5", &lock, "--", "true"]));
+    assert_eq!(code(&out), BUSY, "{out:?}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        stderr,
+        format!(
+            "zklock: waiting for {lock}: next in the queue\nzklock: timed out waiting for {lock}\n"
+        )
+    );
+    // Two waiting: the second is told it has two ahead.
+    let first = zklock(&zk)
+        .args(["exec", "-q", &lock, "--", "true"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    until("the first waiter queued", LONG, || {
+        let out = run(zklock(&zk).args(["ls", "--json", &lock]));
+        let json = String::from_utf8(out.stdout).unwrap();
+        (json.matches("\"session\"").count() >= 2).then_some(())
+    });
+    let out = run(zklock(&zk).args(["exec", "-w", "1.5", &lock, "--", "true"]));
+    assert_eq!(code(&out), BUSY, "{out:?}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.starts_with(&format!(
+            "zklock: waiting for {lock}: 2 ahead in the queue\n"
+        )),
+        "{stderr:?}"
+    );
+    // Quiet: only the outcome.
+    let out = run(zklock(&zk).args(["exec", "-q", "-w", "1.5", &lock, "--", "true"]));
     assert_eq!(code(&out), BUSY, "{out:?}");
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(stderr, format!("zklock: timed out waiting for {lock}\n"));
 
-    waiting_line_until_the_holder_goes(&zk, &lock, &format!("exec -w 60 {lock}"), holder);
+    waiting_line_until_the_holder_goes(
+        &zk,
+        &lock,
+        &format!("exec -w 60 {lock}"),
+        "2 ahead in the queue",
+        holder,
+    );
+    let first = first.wait_with_output().unwrap();
+    assert!(first.status.success(), "{first:?}");
 }
 
 /// `elect` shows the same line while it waits to lead.
@@ -505,13 +544,24 @@ fn waiting_line_of_an_election() {
         .spawn()
         .unwrap();
     wait_for(&ready, LONG);
-    waiting_line_until_the_holder_goes(&zk, &path, &format!("elect {path} beta"), leader);
+    waiting_line_until_the_holder_goes(
+        &zk,
+        &path,
+        &format!("elect {path} beta"),
+        "position 2 of 2 in the queue",
+        leader,
+    );
 }
 
 /// Runs `zklock ARGS -- echo ran` on a terminal while `holder` holds `path`: the
-/// line shows position 2 of 2; once `holder` is stopped, the line is erased and
-/// CMD runs.
-fn waiting_line_until_the_holder_goes(zk: &str, path: &str, args: &str, mut holder: Child) {
+/// line shows `place`; once `holder` is stopped, the line is erased and CMD runs.
+fn waiting_line_until_the_holder_goes(
+    zk: &str,
+    path: &str,
+    args: &str,
+    place: &str,
+    mut holder: Child,
+) {
     let zklock_cmd = format!("{} {args} -- echo ran", env!("CARGO_BIN_EXE_zklock"));
     let mut script = Command::new("script")
         .args(["-qec", &zklock_cmd, "/dev/null"])
@@ -522,7 +572,7 @@ fn waiting_line_until_the_holder_goes(zk: &str, path: &str, args: &str, mut hold
         .expect("script(1) from util-linux");
     let mut tty = script.stdout.take().unwrap();
     let mut seen = Vec::new();
-    let wanted = format!("\rzklock: waiting for {path}: position 2 of 2 in the queue, ");
+    let wanted = format!("\rzklock: waiting for {path}: {place}, ");
     until("the queue position on the terminal", LONG, || {
         let mut buf = [0u8; 256];
         let n = tty.read(&mut buf).unwrap();

@@ -259,7 +259,7 @@ pub use link::{Link, Notifier};
 pub use lock::{Mutex, ReadLock, RwLock, Semaphore, WriteLock};
 pub use multi::{MultiGuard, MultiLock, MultiPart};
 pub use options::{random_seed, AclEntry, Auth, ConnectOptions, NodeAcl, Perms, SaslDigest, Tls};
-pub use pending::{Canceller, PendingLock};
+pub use pending::{Canceller, PendingLock, QueueWatch, Queued};
 pub use server::{
     four_letter_word_refused, ConfError, Hazard, HazardKind, ServerCheck, ServerChecker,
     ServerConf, ServerProbe,

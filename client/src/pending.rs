@@ -3,8 +3,8 @@
 use crate::client::LockClient;
 use crate::error::Error;
 use crate::guard::{LockGuard, UnclaimedTask};
-use lock_core::{LockId, LockState};
-use std::future::Future;
+use lock_core::{LockId, LockState, QueuePlace};
+use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -87,6 +87,23 @@ impl PendingLock {
         drop(self);
     }
 
+    /// Where the acquisition stands in its lock's queue while it waits: `None`
+    /// until its first look at the queue (made as soon as its node exists), and
+    /// once it is granted or ended. Costs no request (see [`Queued`]).
+    pub fn queued(&self) -> Option<Queued> {
+        queued_now(&self.client, self.id)
+    }
+
+    /// A handle that follows this acquisition's place in the queue (from
+    /// another task or thread; see [`QueueWatch::changed`]).
+    pub fn queue_watch(&self) -> QueueWatch {
+        QueueWatch {
+            client: self.client.clone(),
+            id: self.id,
+            last: None,
+        }
+    }
+
     /// A handle that cancels this acquisition from anywhere (another thread, a
     /// signal handler) while it is still waiting; once the lock is held it does
     /// nothing (release the guard instead).
@@ -137,5 +154,144 @@ impl Canceller {
                 let _ = s.core.cancel(id, now);
             }
         });
+    }
+}
+
+/// Where a waiting acquisition stands in its lock's queue ([`PendingLock::queued`],
+/// [`QueueWatch::changed`]).
+///
+/// It comes from the acquisition's own looks at the lock directory and the
+/// deletions it watched since, at no cost: a participant ahead that leaves
+/// while another one is watched is seen at the next look, so `position` is
+/// an upper bound between looks (never closer than the truth), made exact by
+/// [`QueueWatch::refresh`] (one read).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Queued {
+    /// Our node's full path.
+    pub node: String,
+    /// How many participants ahead of ours must leave before the lock (or a
+    /// permit) is ours: 1 when we are next.
+    pub position: usize,
+    /// For a semaphore: the permits the participants ahead of ours take (at
+    /// most all of them). `None` for other locks.
+    pub permits_in_use: Option<u32>,
+}
+
+impl Queued {
+    pub(crate) fn new(node: String, place: QueuePlace) -> Queued {
+        Queued {
+            node,
+            position: place.position,
+            permits_in_use: place.permits_in_use,
+        }
+    }
+}
+
+impl std::fmt::Display for Queued {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.position {
+            1 => write!(f, "next in the queue")?,
+            n => write!(f, "{n} ahead in the queue")?,
+        }
+        if let Some(in_use) = self.permits_in_use {
+            write!(f, ", {in_use} permit(s) in use")?;
+        }
+        Ok(())
+    }
+}
+
+fn queued_now(client: &LockClient, id: LockId) -> Option<Queued> {
+    client.shared().with_quiet(|s| {
+        let slot = s.slots.get(&id)?;
+        (!slot.acquired && !slot.ended)
+            .then(|| slot.queued.clone())
+            .flatten()
+    })
+}
+
+/// Follows a [`PendingLock`]'s place in the queue; see
+/// [`PendingLock::queue_watch`].
+///
+/// ```
+/// # fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
+/// let pending = locks.mutex("/locks/job").start()?;
+/// let mut place = pending.queue_watch();
+/// // Beside the wait (a task of its own, or a branch of `select!`):
+/// let report = async move {
+///     while let Some(queued) = place.changed().await {
+///         eprintln!("waiting: {queued}"); // "2 ahead in the queue", ...
+///     }
+/// };
+/// # drop(report);
+/// let _guard = pending.wait_blocking()?;
+/// # Ok(()) }
+/// # demo(zklock::sim::Server::new().client()).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct QueueWatch {
+    client: LockClient,
+    id: LockId,
+    /// The place this watch reported last.
+    last: Option<Queued>,
+}
+
+impl std::fmt::Debug for QueueWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueueWatch")
+            .field("id", &self.id)
+            .field("last", &self.last)
+            .finish()
+    }
+}
+
+impl QueueWatch {
+    /// The next place that differs from the one this watch returned last (the
+    /// current one at the first call, as soon as the acquisition has looked at
+    /// its queue). `None` once the acquisition no longer waits: granted, failed,
+    /// cancelled. Cancel-safe.
+    pub async fn changed(&mut self) -> Option<Queued> {
+        let (client, id) = (self.client.clone(), self.id);
+        let last = &mut self.last;
+        poll_fn(|cx| {
+            client.shared().with_quiet(|s| {
+                let Some(slot) = s.slots.get_mut(&id) else {
+                    return Poll::Ready(None);
+                };
+                if slot.acquired || slot.ended {
+                    return Poll::Ready(None);
+                }
+                match &slot.queued {
+                    Some(queued) if last.as_ref() != Some(queued) => {
+                        *last = Some(queued.clone());
+                        Poll::Ready(Some(queued.clone()))
+                    }
+                    _ => {
+                        slot.register(cx.waker());
+                        Poll::Pending
+                    }
+                }
+            })
+        })
+        .await
+    }
+
+    /// Has the acquisition look at its queue again (one read), so that
+    /// [`changed`](Self::changed) reports its exact place: between its own looks
+    /// a waiter watches only the participants right ahead of it and does not see
+    /// others leave, so the place it knows is an upper bound. Does nothing
+    /// unless it waits on a connected session; calling it again before the
+    /// answer costs nothing more.
+    pub fn refresh(&self) {
+        let id = self.id;
+        self.client.shared().with(|s| {
+            let now = s.now();
+            let _ = s.core.look_again(id, now);
+        });
+    }
+
+    /// [`changed`](Self::changed), blocking the calling thread.
+    pub fn changed_blocking(&mut self) -> Option<Queued> {
+        crate::blocking::block_on(self.changed())
     }
 }

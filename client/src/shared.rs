@@ -63,6 +63,9 @@ pub(crate) struct Slot {
     pub(crate) span: tracing::Span,
     /// The acquisition's metrics (`None` for other tasks).
     pub(crate) metrics: Option<crate::metrics::AcquisitionMetrics>,
+    /// Where the acquisition stands in its queue, while it waits (the core's
+    /// last `Progress::Queued`).
+    pub(crate) queued: Option<crate::pending::Queued>,
     wakers: Vec<Waker>,
 }
 
@@ -80,6 +83,7 @@ impl Slot {
             election,
             span: tracing::Span::none(),
             metrics: None,
+            queued: None,
             wakers: Vec::new(),
         }
     }
@@ -401,6 +405,10 @@ impl SharedState {
                         crate::trace::progress(&slot.span, &progress);
                         if let Some(metrics) = &mut slot.metrics {
                             metrics.on_progress(&progress);
+                        }
+                        if let lock_core::Progress::Queued { node, place } = progress {
+                            slot.queued = Some(crate::pending::Queued::new(node, place));
+                            self.to_wake.extend(std::mem::take(&mut slot.wakers));
                         }
                     }
                 }

@@ -43,7 +43,7 @@ pub use deadlock::WaitFor;
 pub use event::{FailReason, FencedError, Grant, Leader, LockEvent, LostReason, UsageError};
 pub use ids::{FencingToken, LockId};
 pub use names::{AttemptId, NameScheme, NodeKind};
-pub use output::{Output, Progress};
+pub use output::{Output, Progress, QueuePlace};
 pub use participants::{CycleNode, Participant, Participants};
 pub use path::validate_lock_path;
 pub use proto::{

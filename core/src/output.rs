@@ -44,4 +44,43 @@ pub enum Progress {
         /// The participant's full path.
         node: String,
     },
+    /// Waiting in the lock's queue, at `place`: emitted at the first look that
+    /// does not grant (our node exists by then), and again whenever the place
+    /// changes. Costs no request: it is read from the listing the acquisition
+    /// makes anyway.
+    Queued {
+        /// Our node's full path.
+        node: String,
+        /// Where we stand.
+        place: QueuePlace,
+    },
+}
+
+/// Where a waiting acquisition stands in its lock's queue (see
+/// [`Progress::Queued`]).
+///
+/// Both numbers come from the acquisition's last look at the lock directory and
+/// the deletions it watched since: a participant ahead of us that leaves while
+/// we watch another one is seen at the next listing, so `position` is an upper
+/// bound between listings (it never claims we are closer than we are).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct QueuePlace {
+    /// How many participants ahead of ours must leave before the lock (or a
+    /// permit) is ours: 1 when we are next.
+    pub position: usize,
+    /// For a semaphore: how many of its permits the participants ahead of us
+    /// take (at most its permits; participants of an exclusive kind sharing
+    /// the path take none, but block it). `None` for other locks.
+    pub permits_in_use: Option<u32>,
+}
+
+impl QueuePlace {
+    /// A place (for adapters' and users' tests).
+    pub fn new(position: usize, permits_in_use: Option<u32>) -> QueuePlace {
+        QueuePlace {
+            position,
+            permits_in_use,
+        }
+    }
 }

@@ -815,16 +815,63 @@ fn a_reconnect_within_the_window_resumes() {
 }
 
 #[test]
-fn progress_reports_the_node_created_and_the_participant_waited_for() {
+fn progress_reports_the_node_created_the_place_and_the_participant_waited_for() {
     let mut h = H::new();
     let (id, node, ppath) = waiting(&mut h, "/f");
     assert_eq!(
         h.progress,
         vec![
-            (id, Progress::Created { node }),
+            (id, Progress::Created { node: node.clone() }),
+            (
+                id,
+                Progress::Queued {
+                    node,
+                    place: QueuePlace::new(1, None)
+                }
+            ),
             (id, Progress::QueuedBehind { node: ppath }),
         ]
     );
+}
+
+/// The place is reported as soon as the first look does not grant, and again,
+/// with no request of its own, whenever it changes: behind three, then two
+/// once the closest one left (the cache is deeper than the window, so a
+/// notification brings a listing, which shows the rest).
+#[test]
+fn progress_reports_the_place_again_when_it_changes() {
+    let mut h = H::new();
+    let id = h.acquire(LockSpec::write("/q"));
+    let node = h.answer_create(4);
+    let ahead: Vec<String> = (1..=3)
+        .map(|i| peer(NodeKind::Write, i, i as i32))
+        .collect();
+    let mut listing: Vec<&str> = ahead.iter().map(String::as_str).collect();
+    let own = name_of(&node);
+    listing.push(&own);
+    h.answer_list(&listing);
+    let closest = format!("/q/{}", ahead[2]);
+    h.answer_watch(&closest, 42);
+    let places = |h: &H| -> Vec<usize> {
+        h.progress
+            .iter()
+            .filter_map(|(lock, p)| match p {
+                Progress::Queued { node: n, place } if *lock == id => {
+                    assert_eq!(n, &node);
+                    Some(place.position)
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(places(&h), vec![3]);
+    // The closest one leaves; the next listing shows the other two.
+    h.watch(&closest, WatchKind::NodeDeleted);
+    let mut listing: Vec<&str> = ahead[..2].iter().map(String::as_str).collect();
+    listing.push(&own);
+    h.answer_list(&listing);
+    assert_eq!(places(&h), vec![3, 2]);
+    assert_eq!(h.s.state(id), Some(LockState::Waiting));
 }
 
 /// A session made for the timeout asked for (20 s), then reconfigured to the one

@@ -70,6 +70,8 @@ imported_through_each!(
     Tls,
     Canceller,
     PendingLock,
+    QueueWatch,
+    Queued,
     ServerCheck,
     ServerChecker,
     ServerProbe,

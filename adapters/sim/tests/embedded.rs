@@ -209,3 +209,80 @@ fn heal_ends_a_partition_early_on_the_same_session() {
     guard.release_blocking().unwrap();
     client.close_blocking();
 }
+
+/// A waiter knows its place in the queue as soon as its node exists, and hears
+/// each change: two ahead, then (once the head left, which the third in line
+/// does not watch: a refresh looks again) one, then (granted) the watch ends.
+#[test]
+fn a_waiter_follows_its_place_in_the_queue() {
+    let server = Server::new();
+    let clients: Vec<_> = (0..3).map(|_| server.client()).collect();
+    let first = clients[0].mutex("/locks/q").lock_blocking().unwrap();
+    let mut second = clients[1].mutex("/locks/q").start().unwrap();
+    // Queued before the third starts (their creates would race otherwise).
+    let ahead = second
+        .queue_watch()
+        .changed_blocking()
+        .expect("second waits");
+    assert_eq!(ahead.position, 1, "{ahead:?}");
+    let third = clients[2].mutex("/locks/q").start().unwrap();
+    let mut place = third.queue_watch();
+    let refresher = place.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let follower = std::thread::spawn(move || {
+        while let Some(queued) = place.changed_blocking() {
+            tx.send(queued).unwrap();
+        }
+    });
+    let queued = rx
+        .recv_timeout(BOUND)
+        .expect("a place once the node exists");
+    assert_eq!(queued.position, 2, "{queued:?}");
+    assert_eq!(queued.permits_in_use, None);
+    assert!(queued.node.starts_with("/locks/q/"), "{queued:?}");
+    assert_eq!(third.queued(), Some(queued.clone()));
+    assert_eq!(queued.to_string(), "2 ahead in the queue");
+    first.release_blocking().unwrap();
+    let second = second
+        .wait_timeout_blocking(BOUND)
+        .expect("granted")
+        .unwrap();
+    // The third watches the second's node only: its place is stale until it
+    // looks again.
+    assert_eq!(third.queued().map(|q| q.position), Some(2));
+    refresher.refresh();
+    let next = rx.recv_timeout(BOUND).expect("the next place");
+    assert_eq!(next.position, 1, "{next:?}");
+    assert_eq!(next.node, queued.node);
+    second.release_blocking().unwrap();
+    let mut third = third;
+    let guard = third
+        .wait_timeout_blocking(BOUND)
+        .expect("granted")
+        .unwrap();
+    // Granted: the watch ends, and nothing else was reported.
+    follower.join().unwrap();
+    assert!(rx.try_recv().is_err());
+    assert_eq!(third.queued(), None);
+    drop(guard);
+}
+
+/// A semaphore waiter's place says how many permits are in use ahead of it.
+#[test]
+fn a_semaphore_waiter_sees_the_permits_in_use() {
+    let server = Server::new();
+    let clients: Vec<_> = (0..3).map(|_| server.client()).collect();
+    let a = clients[0].semaphore("/locks/s", 2).lock_blocking().unwrap();
+    let b = clients[1].semaphore("/locks/s", 2).lock_blocking().unwrap();
+    let waiter = clients[2].semaphore("/locks/s", 2).start().unwrap();
+    let queued = waiter.queue_watch().changed_blocking().expect("waiting");
+    assert_eq!((queued.position, queued.permits_in_use), (1, Some(2)));
+    assert_eq!(queued.to_string(), "next in the queue, 2 permit(s) in use");
+    a.release_blocking().unwrap();
+    let mut waiter = waiter;
+    let guard = waiter
+        .wait_timeout_blocking(BOUND)
+        .expect("granted")
+        .unwrap();
+    drop((guard, b));
+}

@@ -19,6 +19,17 @@ impl Acquisition {
         self.queue.list.send(cx, self.id, Purpose::List, op);
     }
 
+    /// See [`Session::look_again`](crate::Session::look_again).
+    pub(crate) fn look_again(&mut self, cx: &mut Ctx) {
+        if self.state == State::Waiting
+            && cx.connected
+            && self.node.own.is_some()
+            && !self.queue.list.is_pending()
+        {
+            self.send_list(cx);
+        }
+    }
+
     pub(super) fn on_list(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
         let children = match result {
             Ok(Reply::Children(c)) => c,

@@ -6,6 +6,7 @@
 //! nothing: the acquisition acts on it (grant, fail, or watch the window).
 
 use crate::names::{parse_participant, NodeKind};
+use crate::output::QueuePlace;
 use crate::proto::RequestId;
 use crate::requests::InFlight;
 use crate::spec::Recipe;
@@ -42,6 +43,9 @@ pub(super) struct Queue {
     pub(super) list: InFlight,
     /// A listing came back without our node while its create was in flight.
     pub(super) relist_after_create: bool,
+    /// The place last reported (`Progress::Queued`): a new one is reported only
+    /// when it differs.
+    pub(super) reported: Option<QueuePlace>,
 }
 
 impl Queue {
@@ -75,6 +79,36 @@ impl Queue {
                     .iter()
                     .map(|(_, n)| n.clone())
                     .collect(),
+            },
+        }
+    }
+
+    /// Where we stand among the cached lower blockers, for the walk's `recipe`:
+    /// how many of them must leave before [`decide`](Self::decide) holds.
+    /// A semaphore holds once no exclusive participant (write lock or leader)
+    /// is below it and fewer than `permits` others are; so all of the first
+    /// kind must go, and enough of the rest.
+    pub(super) fn place(&self, recipe: Recipe) -> QueuePlace {
+        let permits = recipe.permits();
+        match recipe {
+            Recipe::Semaphore { permits: total } => {
+                let exclusive = self
+                    .lower
+                    .iter()
+                    .filter(|(_, n)| {
+                        parse_participant(n)
+                            .is_some_and(|p| matches!(p.kind, NodeKind::Write | NodeKind::Leader))
+                    })
+                    .count();
+                let sharing = self.lower.len() - exclusive;
+                QueuePlace {
+                    position: exclusive + (sharing + 1).saturating_sub(permits),
+                    permits_in_use: Some(total.min(u32::try_from(sharing).unwrap_or(u32::MAX))),
+                }
+            }
+            _ => QueuePlace {
+                position: (self.lower.len() + 1).saturating_sub(permits),
+                permits_in_use: None,
             },
         }
     }
@@ -118,10 +152,21 @@ impl Queue {
         self.list.forget();
     }
 
+    /// The place to report at a look that did not grant: `Some` when it
+    /// differs from the last one reported (which it becomes).
+    pub(super) fn report_place(&mut self, recipe: Recipe) -> Option<QueuePlace> {
+        let place = self.place(recipe);
+        (self.reported != Some(place)).then(|| {
+            self.reported = Some(place);
+            place
+        })
+    }
+
     /// The acquisition ended: nothing of the queue matters any more.
     pub(super) fn clear(&mut self) {
         self.forget();
         self.lower.clear();
+        self.reported = None;
     }
 }
 
@@ -181,6 +226,39 @@ mod tests {
                 window: vec![name("write", 1)]
             }
         );
+    }
+
+    #[test]
+    fn the_place_counts_who_must_leave_first() {
+        let mutex = queue(&[name("write", 1), name("write", 2), name("write", 3)]);
+        assert_eq!(mutex.place(Recipe::Write), QueuePlace::new(3, None));
+        assert_eq!(queue(&[]).place(Recipe::Write), QueuePlace::new(0, None));
+        // Three permits, four taking a permit below us: one must leave.
+        let sem = Recipe::Semaphore { permits: 3 };
+        let sharing: Vec<String> = (1..=4).map(|i| name("sem3", i)).collect();
+        assert_eq!(queue(&sharing).place(sem), QueuePlace::new(2, Some(3)));
+        assert_eq!(queue(&sharing[..3]).place(sem), QueuePlace::new(1, Some(3)));
+        assert_eq!(queue(&sharing[..1]).place(sem), QueuePlace::new(0, Some(1)));
+        // A writer below: it must go, whatever the permits; it takes none.
+        let with_writer = [name("write", 1), name("sem3", 2)];
+        assert_eq!(queue(&with_writer).place(sem), QueuePlace::new(1, Some(1)));
+    }
+
+    #[test]
+    fn a_place_is_reported_once_until_it_changes() {
+        let mut q = queue(&[name("write", 1), name("write", 2)]);
+        assert_eq!(
+            q.report_place(Recipe::Write),
+            Some(QueuePlace::new(2, None))
+        );
+        assert_eq!(q.report_place(Recipe::Write), None);
+        q.drop_blocker(&name("write", 2), 1);
+        assert_eq!(
+            q.report_place(Recipe::Write),
+            Some(QueuePlace::new(1, None))
+        );
+        q.clear();
+        assert_eq!(q.reported, None);
     }
 
     #[test]

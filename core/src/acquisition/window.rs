@@ -33,6 +33,12 @@ impl Acquisition {
         if !self.spec.wait {
             return self.fail(cx, FailReason::WouldBlock);
         }
+        if let Some(own) = &self.node.own {
+            if let Some(place) = self.queue.report_place(recipe) {
+                let node = own.path.clone();
+                cx.progress(self.id, Progress::Queued { node, place });
+            }
+        }
         if let (Some(after), None) = (self.spec.detect_after, self.detection.wait_started) {
             self.detection.wait_started = Some(cx.now);
             cx.timers.set(self.id, TimerKind::Detect, cx.now + after);

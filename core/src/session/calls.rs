@@ -71,6 +71,20 @@ impl Session {
         Ok(())
     }
 
+    /// Looks at a waiting acquisition's queue again (one `getChildren`), so that
+    /// its place ([`Progress::Queued`](crate::Progress::Queued)) is reported
+    /// anew if it changed: between its own looks a waiter watches only the
+    /// participants right ahead of it, and does not see others leave. A no-op
+    /// unless the acquisition waits with its node on a connected session and
+    /// no listing of its queue is in flight (so calling it often costs at most
+    /// one request per round trip).
+    pub fn look_again(&mut self, id: LockId, now: Timestamp) -> Result<(), UsageError> {
+        self.with_acquisition(id, now, |a, cx| {
+            a.look_again(cx);
+            Ok(())
+        })
+    }
+
     /// Opens a critical section on a held lock with crash detection: a marker
     /// (fenced by our node) tells the next holder if we die before a clean
     /// [`release`](Self::release) or [`close_section`](Self::close_section).
