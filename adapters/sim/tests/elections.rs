@@ -35,7 +35,11 @@ fn elect_in_background(
 fn wait_for_children(server: &Server, path: &str, n: usize) {
     let started = Instant::now();
     while server.children(path).map_or(0, |c| c.len()) != n {
-        assert!(started.elapsed() < BOUND, "{path}: never {n} children");
+        assert!(
+            started.elapsed() < BOUND,
+            "{path}: never {n} children: {:?}",
+            server.children(path)
+        );
         thread::sleep(Duration::from_millis(5));
     }
 }
@@ -55,9 +59,11 @@ fn a_waiting_candidate_rejoins_after_its_session_expires() {
     let path = "/svc/waiting";
     let mut leader = a.election(path, "a");
     let term = leader.leadership_blocking().unwrap();
-    let before = b.session_id();
     let waiting = elect_in_background(b.election(path, "b"));
     wait_for_children(&server, path, 2);
+    // Read once b's node exists: its client connects on a thread of its own.
+    let before = b.session_id();
+    assert!(before.is_some());
     // The candidate's node goes with its session; it must not give up.
     server.expire_session(&b);
     wait_for_new_session(&b, before);

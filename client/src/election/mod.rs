@@ -132,6 +132,8 @@ pub struct Election {
     /// The current candidacy while it waits (until handed to a `Leadership`).
     candidacy: Option<UnclaimedTask>,
     term: Option<Term>,
+    /// The client's connection generation when the current candidacy joined.
+    joined_at_generation: u64,
 }
 
 impl std::fmt::Debug for Election {
@@ -152,6 +154,7 @@ impl Election {
             queue,
             candidacy: None,
             term: None,
+            joined_at_generation: 0,
         };
         // A closed client or bad input shows at `leadership()`.
         let _ = election.join();
@@ -159,6 +162,9 @@ impl Election {
     }
 
     fn join(&mut self) -> Result<(), Error> {
+        // Read before the task starts: a session event in between counts as a
+        // change since the join (one more attempt, never a missed change).
+        self.joined_at_generation = self.connection_generation();
         let task = Task::Acquire {
             reentrant: false,
             spec: self.spec.clone(),
@@ -270,26 +276,32 @@ impl Election {
                 // send the create on that session again and fail the same way, in
                 // a loop. Join once the session has changed.
                 Err(Error::Zk(ZkError::SessionExpired | ZkError::Closed)) => {
-                    self.session_changed().await;
+                    self.session_changed_since_join().await;
                 }
                 Err(e) => return Err(e),
             }
         }
     }
 
-    /// Waits until the client's session is no longer the one it is on now (ended,
-    /// replaced, or the client closed).
-    async fn session_changed(&self) {
-        let Some(dead) = self.client.session_id() else {
-            return;
-        };
-        // Subscribed before looking again, so that no change falls in between.
+    /// Waits until the client's connection reported something since the
+    /// candidacy joined (its session ended, was replaced, the client closed).
+    ///
+    /// Counted from the join, not from now: by the time the error of the dead
+    /// session reaches us the binding may have opened the next session already,
+    /// and waiting for *that* one to change would wait forever.
+    async fn session_changed_since_join(&self) {
+        // Subscribed before looking, so that no change falls in between.
         let mut changes = self.client.connection_events();
-        while self.client.session_id() == Some(dead) {
+        while self.connection_generation() == self.joined_at_generation {
             if changes.next().await.is_none() {
                 return;
             }
         }
+    }
+
+    /// How many session events the client has had (see `SharedState`).
+    fn connection_generation(&self) -> u64 {
+        self.client.shared().read(|s| s.connection_generation)
     }
 
     /// Blocking twin of [`leadership`](Self::leadership).

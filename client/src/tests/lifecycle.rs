@@ -191,3 +191,35 @@ fn a_pending_lock_is_waited_for_with_a_timeout_or_cancelled_from_elsewhere() {
     assert!(matches!(waiter.wait_blocking(), Err(Error::Cancelled)));
     drop(guard);
 }
+
+/// A candidacy whose request the server answered "session expired" rejoins on
+/// the next session even when that session was already open by the time the
+/// election saw the error (it waited for the *new* session to change, for
+/// ever, before: a hang seen under load in lock-sim's elections test).
+#[test]
+fn a_candidacy_failed_by_a_dead_session_rejoins_on_a_session_opened_meanwhile() {
+    let (locks, mut link) = connected();
+    let mut election = locks.election("/e", "a");
+    let mut leading = Box::pin(election.leadership());
+    assert!(poll_once(leading.as_mut()).is_pending());
+    let sent = requests(&mut link);
+    assert!(matches!(sent[0].op, Op::Create { .. }), "{:?}", sent[0].op);
+    let now = Instant::now();
+    // The create is answered for the dead session, then the binding reports
+    // the expiry and the next session, all before the election looks.
+    link.handle_reply(sent[0].id, Err(lock_core::ZkError::SessionExpired), now);
+    link.handle_session(SessionEvent::Expired, now);
+    link.handle_session(
+        SessionEvent::Connected {
+            session_id: SID + 1,
+        },
+        now,
+    );
+    let _ = requests(&mut link);
+    assert!(poll_once(leading.as_mut()).is_pending());
+    let rejoined = requests(&mut link);
+    assert!(
+        rejoined.iter().any(|r| matches!(r.op, Op::Create { .. })),
+        "joined again on the new session: {rejoined:?}"
+    );
+}
