@@ -209,6 +209,7 @@ fn a_newcomer_finding_a_stale_marker_waits_from_its_own_look() {
     answer_marker_create(&mut h, &node, exists());
     answer_marker_read(&mut h, &peer(NodeKind::Write, 9, 4));
     assert_eq!(delays(&h), vec![(node.clone(), looked + DELAY)]);
+    assert_eq!(h.s.stats().foreign_children, 0, "the marker is not foreign");
     h.advance(DELAY - Duration::from_millis(1));
     assert!(h.no_requests() && h.take_events().is_empty());
     h.advance(Duration::from_millis(1));

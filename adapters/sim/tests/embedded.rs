@@ -305,6 +305,11 @@ fn a_waiter_sees_the_lock_delay_it_waits_out() {
         .children("/locks/delayed")
         .unwrap()
         .contains(&"zkl-delay".to_owned()));
+    assert_eq!(
+        b.participants_blocking("/locks/delayed").unwrap().foreign,
+        0,
+        "the marker is not a foreign node"
+    );
     let mut pending = b.mutex("/locks/delayed").lock_delay(DELAY).start().unwrap();
     let mut place = pending.queue_watch();
     assert_eq!(place.changed_blocking().map(|q| q.position), Some(1));

@@ -78,6 +78,11 @@ pub(crate) const SECTION_MARKER: &str = "zkl-section";
 /// release: see [`delay`]).
 pub(crate) const DELAY_MARKER: &str = "zkl-delay";
 
+/// Whether `name` is one of zklock's markers in a lock directory.
+pub(crate) fn is_marker(name: &str) -> bool {
+    name == SECTION_MARKER || name == DELAY_MARKER
+}
+
 /// Where the acquisition is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum State {
