@@ -313,3 +313,54 @@ fn lock_delay_gap_after_an_expiry() {
         gaps[RUNS - 1]
     );
 }
+
+/// A holder killed (SIGKILL to zklock: it cannot release) ends uncleanly: once
+/// its session expired, `exec -n --lock-delay` finds the lock busy (exit 75)
+/// while a plain `exec -n` takes it (a holder without lock-delay does not look
+/// at the marker, and leaves it).
+#[test]
+fn a_try_lock_finds_a_lock_in_its_delay_busy() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let locks = client(&rt);
+    let zk = server().connect_string();
+    let lock = unique("try");
+    let dir = scratch("try");
+    let mut a = zklock(&zk);
+    a.args([
+        "--session-timeout",
+        SESSION_TIMEOUT,
+        "exec",
+        "--lock-delay",
+        "60",
+    ])
+    .args([
+        lock.as_str(),
+        "--",
+        "sh",
+        "-c",
+        "basename $ZKLOCK_NODE > a.node; exec sleep 60",
+    ])
+    .current_dir(&dir)
+    .stderr(Stdio::null());
+    let mut a = a.spawn().unwrap();
+    wait_for(&dir.join("a.node"), Duration::from_secs(30));
+    let a_node = until("A's node name", Duration::from_secs(10), || {
+        Some(read(&dir.join("a.node"))).filter(|n| !n.is_empty())
+    });
+    kill(&a, "-KILL");
+    let _ = a.wait();
+    until("A's session to expire", Duration::from_secs(60), || {
+        (!present(&locks, &lock, &a_node)).then_some(())
+    });
+    let try_delayed =
+        run(zklock(&zk).args(["exec", "-n", "--lock-delay", "60", &lock, "--", "true"]));
+    assert_eq!(code(&try_delayed), BUSY, "{try_delayed:?}");
+    let plain = run(zklock(&zk).args(["exec", "-n", &lock, "--", "true"]));
+    assert_eq!(code(&plain), 0, "{plain:?}");
+    let again = run(zklock(&zk).args(["exec", "-n", "--lock-delay", "60", &lock, "--", "true"]));
+    assert_eq!(code(&again), BUSY, "the marker stays: {again:?}");
+}
