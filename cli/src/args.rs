@@ -178,6 +178,38 @@ pub(crate) enum Command {
         /// A lock directory, or one participant node in it.
         target: String,
     },
+    /// Break a stuck lock: delete its holder's node (or NODE's), without its release.
+    ///
+    /// For a holder that is wedged while its session lives. Prints who held it
+    /// since when with which token (one line on stdout), then, with --force,
+    /// deletes that node (exactly the one inspected) so that the next in line
+    /// is granted. Without --force it refuses (exit 7): a node that exists
+    /// means its owner's session is alive, and nothing records whether it would
+    /// let go if asked: try `zklock revoke` first. Several holders (readers, a
+    /// semaphore's permits) need --node; --node may also name a waiter.
+    ///
+    /// The broken holder hears it at once if it watches its node (`zklock exec`
+    /// does: CMD is stopped, exit 74); others at their next fenced write (which
+    /// fails), release or reconnect. Writes fenced by the token are safe across
+    /// a break; unfenced ones of the broken holder may still land after it.
+    ///
+    /// --format json prints one object: {"path", "node", "held", "owner",
+    /// "session", "ctime", "since", "age_ms", "token", "outcome" (deleted,
+    /// already-gone, gone-uncertain, refused)}.
+    #[command(after_help = SEE_EXIT_CODES)]
+    Break {
+        /// The lock's directory, e.g. /locks/backup.
+        path: String,
+        /// The participant to break: its node name (as `zklock ls` shows it) or
+        /// full path; a holder or a waiter.
+        #[arg(long, value_name = "NAME")]
+        node: Option<String>,
+        /// Delete the node (without it, only print what would be broken).
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        output: TextOrJson,
+    },
     /// List the holders and waiters of the lock at PATH, in queue order.
     ///
     /// Columns: queue position, holds/waits, kind (write, read, semaphore,

@@ -11,6 +11,9 @@ pub const FAILURE: u8 = 1;
 pub const USAGE: u8 = 2;
 /// `leader`: nobody leads the election.
 pub const NO_LEADER: u8 = 3;
+/// `break`: nobody holds the lock (and no --node was named): nothing broken.
+/// The same code as `leader`'s "nobody leads".
+pub const NOBODY_HOLDS: u8 = 3;
 /// `deadlocks`: at least one deadlock was found.
 pub const DEADLOCK: u8 = 4;
 /// `doctor`: some server's settings are unsafe for the session timeout.
@@ -18,6 +21,10 @@ pub const UNSAFE: u8 = 5;
 /// `doctor`: nothing unsafe found, but something could not be checked (a
 /// server unreachable, `conf` refused, no session).
 pub const UNCHECKED: u8 = 6;
+/// `break` without `--force`: refused (the holder's session is alive and
+/// nothing records whether it would let go if asked); the participant it
+/// would break was printed.
+pub const NOT_FORCED: u8 = 7;
 /// Could not connect to ZooKeeper (sysexits' `EX_UNAVAILABLE`).
 pub const CONNECT: u8 = 69;
 /// The lock was suspended past the safe margin, lost or revoked (`--revocable`)
@@ -45,12 +52,15 @@ Exit codes:
   2     usage error, found before connecting (bad arguments, invalid lock path,
         permits or connect string, path too long for ZKLOCK_NODE); or found on
         the server: the connect string's chroot does not exist, exec
-        --semaphore N where the semaphore has another permit count
-  3     leader: no leader
+        --semaphore N where the semaphore has another permit count, break
+        with several holders and no --node, or a --node that takes no part
+  3     leader: no leader; break: nobody holds the lock (nothing broken)
   4     deadlocks: deadlock(s) found
   5     doctor: unsafe settings on some server (the report says how to fix them)
   6     doctor: nothing unsafe found, but something could not be checked
         (a server unreachable, `conf` refused, no session)
+  7     break: refused without --force (the holder's session is alive); the
+        participant it would break is printed
   69    cannot connect to ZooKeeper (each server named, with what it did;
         doctor: no server answered)
   74    exec: the lock was lost (or suspended too long, or revoked with --revocable)

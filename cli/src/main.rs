@@ -18,6 +18,7 @@
 #![deny(missing_docs)]
 
 mod args;
+mod break_lock;
 mod chroot;
 mod connect;
 mod deadlocks;
@@ -169,7 +170,7 @@ enum Look {
     Leader { path: String, watch: bool },
     /// `top`: until q or a signal.
     Top(top::TopArgs),
-    /// `revoke`, `ls`, `deadlocks`: one answer (a signal ends them with the
+    /// `revoke`, `break`, `ls`, `deadlocks`: one answer (a signal ends them with the
     /// session closed).
     Inspect(Inspect),
 }
@@ -183,6 +184,7 @@ enum Supervised {
 /// The one-shot subcommands.
 enum Inspect {
     Revoke { target: String },
+    Break(break_lock::BreakArgs),
     Ls { path: String, output: TextOrJson },
     Deadlocks { root: String, output: AnyFormat },
 }
@@ -202,6 +204,17 @@ impl Run {
             Command::Revoke { target } => {
                 InSession::Look(Look::Inspect(Inspect::Revoke { target }))
             }
+            Command::Break {
+                path,
+                node,
+                force,
+                output,
+            } => InSession::Look(Look::Inspect(Inspect::Break(break_lock::BreakArgs {
+                path,
+                node,
+                force,
+                format: output.format(),
+            }))),
             Command::Ls { path, output } => {
                 InSession::Look(Look::Inspect(Inspect::Ls { path, output }))
             }
@@ -225,6 +238,7 @@ impl InSession {
             | InSession::Look(Look::Inspect(
                 Inspect::Ls { path, .. }
                 | Inspect::Revoke { target: path }
+                | Inspect::Break(break_lock::BreakArgs { path, .. })
                 | Inspect::Deadlocks { root: path, .. },
             )) => usage::lock_path(path).err(),
             InSession::Look(Look::Top(args)) => usage::lock_path(&args.root).err(),
@@ -367,10 +381,11 @@ async fn close(locks: &LockClient) {
 }
 
 impl Inspect {
-    /// Runs `revoke`, `ls` or `deadlocks`.
+    /// Runs `revoke`, `break`, `ls` or `deadlocks`.
     async fn run(self, locks: &LockClient, chroot: &chroot::Chroot<'_>) -> ExitCode {
         match self {
             Inspect::Revoke { target } => revoke::run(locks, target, chroot).await,
+            Inspect::Break(args) => break_lock::run(locks, args, chroot).await,
             Inspect::Ls { path, output } => ls::run(locks, path, output.format(), chroot).await,
             Inspect::Deadlocks { root, output } => {
                 deadlocks::run(locks, root, output.format(), chroot).await

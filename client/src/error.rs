@@ -110,6 +110,10 @@ pub enum Error {
     /// again.
     #[error("the lock is suspended")]
     Suspended,
+    /// [`LockClient::break_lock`](crate::LockClient::break_lock) broke nothing:
+    /// why (nobody holds, several hold, no such participant, not forced).
+    #[error(transparent)]
+    Break(crate::BreakError),
     /// ZooKeeper answered with an error the protocol cannot recover from.
     #[error("ZooKeeper error: {0}")]
     Zk(ZkError),

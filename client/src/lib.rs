@@ -248,7 +248,7 @@ mod trace;
 mod writes;
 
 pub use crate::metrics::{describe_metrics, HISTOGRAM_BUCKETS};
-pub use client::{pair, pair_with_clock, LockClient};
+pub use client::{pair, pair_with_clock, BreakError, BreakLock, Broken, LockClient};
 pub use clock::{Clock, SystemClock};
 pub use connection::ConnectionEvents;
 pub use connection::{ConnectionEvent, ConnectionState};
@@ -268,9 +268,9 @@ pub use status::LockStatus;
 pub use writes::Writes;
 
 pub use lock_core::{
-    CreateMode, CycleNode, FailReason, FencedError, FencingToken, Grant, Leader, LockEvent,
-    LockSpec, LostReason, MultiOp, MultiResult, NameScheme, NodeKind, Participant, Participants,
-    ServerRole, Stats, UsageError, WaitFor, ZkError,
+    BreakOutcome, CreateMode, CycleNode, FailReason, FencedError, FencingToken, Grant, Leader,
+    LockEvent, LockSpec, LostReason, MultiOp, MultiResult, NameScheme, NodeKind, Participant,
+    Participants, ServerRole, Stats, UsageError, WaitFor, ZkError,
 };
 
 #[cfg(test)]

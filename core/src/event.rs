@@ -232,6 +232,14 @@ pub enum LockEvent {
         /// The nodes asked to let go.
         nodes: Vec<String>,
     },
+    /// Terminal, for a [`break_node`](crate::Session::break_node): what became of
+    /// the node.
+    Broken {
+        /// The node's full path.
+        node: String,
+        /// Whether our delete removed it.
+        outcome: crate::BreakOutcome,
+    },
     /// Terminal, for an [`inspect`](crate::Session::inspect): the lock's holders and
     /// waiters.
     Participants(Participants),
@@ -257,6 +265,7 @@ impl LockEvent {
                 | LockEvent::Released
                 | LockEvent::Failed(_)
                 | LockEvent::RevocationSent { .. }
+                | LockEvent::Broken { .. }
                 | LockEvent::Participants(_)
                 | LockEvent::Deadlocks { .. }
         )

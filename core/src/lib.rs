@@ -32,6 +32,7 @@
 #![deny(missing_docs)]
 
 mod acquisition;
+mod break_lock;
 pub mod contact;
 mod ctx;
 pub mod deadlock;
@@ -58,6 +59,7 @@ mod time;
 mod timers;
 mod watches;
 
+pub use break_lock::BreakOutcome;
 pub use contact::ServerRole;
 pub use deadlock::WaitFor;
 pub use event::{FailReason, FencedError, Grant, Leader, LockEvent, LostReason, UsageError};

@@ -54,6 +54,8 @@ pub(crate) enum Purpose {
     PoolData,
     /// Create kazoo's semaphore pool with our permit count.
     PoolCreate,
+    /// Read or delete the node an operator breaks (see `break_lock`).
+    Break,
 }
 
 /// One request of a kind that a part keeps at most one of in flight (a listing,

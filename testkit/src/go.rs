@@ -49,7 +49,12 @@ pub fn go_peer(build_dir: &Path) -> Result<PathBuf> {
     if binary.is_file() {
         return Ok(binary);
     }
-    let work = dir.with_extension(format!("build-{}", std::process::id()));
+    // One work directory per call, not per process: two tests of one binary
+    // building at once shared it, and the first to finish removed it under the
+    // other's `go build` (the Go interop tests failed 1 in a few runs).
+    static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let build = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let work = dir.with_extension(format!("build-{}-{build}", std::process::id()));
     let src = work.join("src/zklockgopeer");
     std::fs::create_dir_all(&src)
         .map_err(|e| Error::io(format!("creating {}", src.display()), e))?;

@@ -2,18 +2,20 @@
 //!
 //! The handle's methods live by concept: [`start`] (starting a core task),
 //! [`locks`] (taking locks), [`elections`], [`one_shot`] (revocation,
-//! participants, deadlock scans); the session's getters, `wait_idle`, `stats`
+//! participants, deadlock scans), [`break_lock`] (breaking a stuck lock); the session's getters, `wait_idle`, `stats`
 //! and `close` are here.
 
 use crate::error::Error;
 use crate::link::Link;
 use crate::shared::Shared;
+pub use break_lock::{BreakError, BreakLock, Broken};
 use lock_core::{Config, LockSpec, Stats};
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+mod break_lock;
 mod elections;
 mod locks;
 mod one_shot;
@@ -74,6 +76,8 @@ pub(crate) enum Task {
     },
     Observe(String),
     Revoke(String),
+    /// A participant node's full path, and the token it was inspected with.
+    Break(String, lock_core::FencingToken),
     Inspect(String),
     Scan(String),
 }

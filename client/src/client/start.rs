@@ -43,6 +43,7 @@ impl LockClient {
                 }
                 Task::Observe(path) => s.core.observe(&path, now)?,
                 Task::Revoke(path) => s.core.revoke(&path, now)?,
+                Task::Break(node, token) => s.core.break_node(&node, token, now)?,
                 Task::Inspect(path) => s.core.inspect(&path, now)?,
                 Task::Scan(root) => s.core.deadlocks(&root, now)?,
             };

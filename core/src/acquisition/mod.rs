@@ -250,7 +250,7 @@ impl Acquisition {
                     self.on_own_data(cx, result);
                 }
             }
-            Purpose::RemoveOwnWatch | Purpose::Inspect => {}
+            Purpose::RemoveOwnWatch | Purpose::Inspect | Purpose::Break => {}
             Purpose::Chase => self.on_chase_reply(cx, request, result),
             Purpose::Publish => {
                 if let Some(own) = &self.node.own {

@@ -65,6 +65,7 @@ impl Session {
             },
             Task::Observer(o) => o.stop(cx, FailReason::Cancelled),
             Task::Revoke(r) => r.stop(cx, FailReason::Cancelled),
+            Task::Break(b) => b.stop(cx, FailReason::Cancelled),
             Task::Inspect(i) => i.stop(cx, FailReason::Cancelled),
             Task::Scan(s) => s.stop(cx, FailReason::Cancelled),
         });

@@ -124,6 +124,7 @@ impl Session {
             // Observers and revocations own no node: they go on with the next session.
             Task::Observer(o) if closed => o.stop(cx, FailReason::Closed),
             Task::Revoke(r) if closed => r.stop(cx, FailReason::Closed),
+            Task::Break(b) if closed => b.stop(cx, FailReason::Closed),
             Task::Inspect(i) if closed => i.stop(cx, FailReason::Closed),
             Task::Scan(s) if closed => s.stop(cx, FailReason::Closed),
             _ => {}

@@ -60,7 +60,7 @@ enum Conn {
 /// # Methods, by kind
 ///
 /// * **Starting tasks**: [`acquire`](Self::acquire), [`observe`](Self::observe),
-///   [`revoke`](Self::revoke), [`inspect`](Self::inspect),
+///   [`revoke`](Self::revoke), [`break_node`](Self::break_node), [`inspect`](Self::inspect),
 ///   [`deadlocks`](Self::deadlocks).
 /// * **Calls on a task**: [`release`](Self::release), [`abandon`](Self::abandon),
 ///   [`cancel`](Self::cancel), [`open_section`](Self::open_section),
@@ -191,6 +191,7 @@ impl Session {
                         Task::Acquisition(a) => a.on_reply(cx, request, purpose, result),
                         Task::Observer(o) => o.on_reply(cx, request, purpose, result),
                         Task::Revoke(r) => r.on_reply(cx, request, purpose, result),
+                        Task::Break(b) => b.on_reply(cx, request, result),
                         Task::Inspect(i) => i.on_reply(cx, request, purpose, result),
                         Task::Scan(s) => s.on_reply(cx, request, result),
                     }),
@@ -203,7 +204,7 @@ impl Session {
                     self.with_task(lock, now, |t, cx| match t {
                         Task::Acquisition(a) => a.on_watch(cx, &path, kind),
                         Task::Observer(o) => o.on_watch(cx, &path, kind),
-                        Task::Revoke(_) | Task::Inspect(_) | Task::Scan(_) => {}
+                        Task::Revoke(_) | Task::Break(_) | Task::Inspect(_) | Task::Scan(_) => {}
                     });
                 }
             }
@@ -222,6 +223,7 @@ impl Session {
                 Task::Acquisition(a) => a.on_timer(cx, kind),
                 Task::Observer(o) => o.on_timer(cx, kind),
                 Task::Revoke(r) => r.on_timer(cx, kind),
+                Task::Break(b) => b.on_timer(cx, kind),
                 Task::Inspect(i) => i.on_timer(cx, kind),
                 Task::Scan(s) => s.on_timer(cx, kind),
             });

@@ -5,6 +5,7 @@
 use super::task::Task;
 use super::{Conn, Session};
 use crate::acquisition::{Acquisition, State};
+use crate::break_lock::BreakNode;
 use crate::deadlock::scan::Scan;
 use crate::event::UsageError;
 use crate::ids::LockId;
@@ -143,6 +144,26 @@ impl Session {
     pub fn revoke(&mut self, path: &str, now: Timestamp) -> Result<LockId, UsageError> {
         self.start_on_path(path, now, |id, path| {
             Task::Revoke(Box::new(Revoke::new(id, path)))
+        })
+    }
+
+    /// Breaks a lock: deletes the participant node `node` (a full path) without
+    /// its owner's release, if it is still the node whose fencing token
+    /// (`czxid`) is `token` (so a node inspected earlier, and only that one, is
+    /// deleted). Ends with [`LockEvent::Broken`](crate::LockEvent::Broken) saying
+    /// whether our delete removed it. See [`crate::BreakOutcome`].
+    ///
+    /// The node's owner learns only from ZooKeeper: at once if it watches its
+    /// node, else at its next request on the node (a fenced write, its release,
+    /// its check after a reconnect), each of which then reports the lock lost.
+    pub fn break_node(
+        &mut self,
+        node: &str,
+        token: crate::FencingToken,
+        now: Timestamp,
+    ) -> Result<LockId, UsageError> {
+        self.start_on_path(node, now, |id, node| {
+            Task::Break(Box::new(BreakNode::new(id, node, token)))
         })
     }
 

@@ -2,6 +2,7 @@
 //! revocation, an inspection, a deadlock scan).
 
 use crate::acquisition::{Acquisition, State};
+use crate::break_lock::BreakNode;
 use crate::ctx::Ctx;
 use crate::deadlock::scan::Scan;
 use crate::inspect::Inspect;
@@ -18,6 +19,7 @@ pub(super) enum Task {
     Acquisition(Box<Acquisition>),
     Observer(Box<Observer>),
     Revoke(Box<Revoke>),
+    Break(Box<BreakNode>),
     Inspect(Box<Inspect>),
     Scan(Box<Scan>),
 }
@@ -28,6 +30,7 @@ impl Task {
             Task::Acquisition(a) => a.state() == State::Done,
             Task::Observer(o) => o.done,
             Task::Revoke(r) => r.done,
+            Task::Break(b) => b.done,
             Task::Inspect(i) => i.done,
             Task::Scan(s) => s.done,
         }
@@ -38,6 +41,7 @@ impl Task {
             Task::Acquisition(a) => a.recover(cx),
             Task::Observer(o) => o.recover(cx),
             Task::Revoke(r) => r.recover(cx),
+            Task::Break(b) => b.recover(cx),
             Task::Inspect(i) => i.recover(cx),
             Task::Scan(s) => s.recover(cx),
         }

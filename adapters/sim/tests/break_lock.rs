@@ -1,0 +1,165 @@
+//! Breaking a stuck lock (`LockClient::break_lock`) on the in-process server,
+//! through the real API: refused unless forced, the holder inspected (and only
+//! it) deleted, the broken holder told, the next waiter granted. Every wait has
+//! a generous bound that turns a hang into a failure; nothing sleeps.
+
+use lock_client::{BreakError, BreakLock, BreakOutcome, Error, FencedError, Writes};
+use lock_core::LostReason;
+use lock_sim::Server;
+use std::time::Duration;
+
+const BOUND: Duration = Duration::from_secs(10);
+
+#[test]
+fn a_forced_break_deletes_the_holder_which_hears_it_and_the_next_waiter_holds() {
+    let server = Server::new();
+    let (holder, waiter, admin) = (server.client(), server.client(), server.client());
+    let stuck = holder
+        .with_owner("wedged")
+        .mutex("/locks/b")
+        .watch_node()
+        .lock_blocking()
+        .unwrap();
+    let mut next = waiter.mutex("/locks/b").start().unwrap();
+    // Its node exists once it has looked at its queue.
+    assert!(next.queue_watch().changed_blocking().is_some());
+
+    // Not forced: refused, naming the holder; its node stays.
+    let refused = admin.break_lock_blocking("/locks/b", BreakLock::holder());
+    let Err(Error::Break(BreakError::NotForced { target, held })) = refused else {
+        panic!("not refused: {refused:?}")
+    };
+    assert!(held);
+    assert_eq!(format!("{}/{}", target.dir, target.node), stuck.path());
+    assert_eq!(target.owner.as_deref(), Some("wedged"));
+    assert_eq!(target.token, stuck.token());
+    assert_eq!(target.session, holder.session_id().unwrap());
+    assert!(stuck.is_trusted(), "a refused break touched the holder");
+    assert_eq!(server.children("/locks/b").map(|c| c.len()), Some(2));
+
+    // Forced: the holder's node goes, the holder hears it, the waiter holds.
+    let broken = admin
+        .break_lock_blocking("/locks/b", BreakLock::holder().force())
+        .unwrap();
+    assert_eq!(broken.outcome, BreakOutcome::Deleted);
+    assert!(broken.held);
+    assert_eq!(broken.participant.token, stuck.token());
+    assert_eq!(stuck.lost_blocking(), LostReason::NodeDeleted);
+    let granted = next
+        .wait_timeout_blocking(BOUND)
+        .expect("granted in time")
+        .unwrap();
+    assert!(granted.token() > stuck.token(), "tokens grow past a break");
+    assert_eq!(
+        server.children("/locks/b").map(|c| c.len()),
+        Some(1),
+        "only the new holder's node"
+    );
+    granted.release_blocking().unwrap();
+}
+
+#[test]
+fn a_plain_holder_learns_at_its_next_fenced_write_or_release() {
+    let server = Server::new();
+    let (holder, admin) = (server.client(), server.client());
+    let setup = holder.mutex("/locks/setup").lock_blocking().unwrap();
+    setup
+        .fenced_write_blocking(Writes::new().create("/data", b""))
+        .unwrap();
+    setup.release_blocking().unwrap();
+
+    // Its fenced write fails (nothing written), and the lock is lost.
+    let plain = holder.mutex("/locks/p").lock_blocking().unwrap();
+    admin
+        .break_lock_blocking("/locks/p", BreakLock::holder().force())
+        .unwrap();
+    assert!(plain.is_trusted(), "a plain holder watches nothing");
+    assert_eq!(
+        plain.fenced_write_blocking(Writes::new().create("/data/late", b"")),
+        Err(FencedError::NotHeld)
+    );
+    assert_eq!(
+        server.children("/data"),
+        Some(vec![]),
+        "the late write landed"
+    );
+    assert_eq!(plain.lost_blocking(), LostReason::NodeDeleted);
+
+    // Its release reports the lock lost, not released.
+    let plain = holder.mutex("/locks/q").lock_blocking().unwrap();
+    admin
+        .break_lock_blocking("/locks/q", BreakLock::holder().force())
+        .unwrap();
+    assert_eq!(
+        plain.release_blocking(),
+        Err(Error::Lost(LostReason::NodeDeleted))
+    );
+}
+
+#[test]
+fn several_holders_need_a_node_and_a_named_waiter_can_be_broken() {
+    let server = Server::new();
+    let (a, b, c, admin) = (
+        server.client(),
+        server.client(),
+        server.client(),
+        server.client(),
+    );
+    // Nothing there.
+    assert_eq!(
+        admin.break_lock_blocking("/locks/r", BreakLock::holder().force()),
+        Err(Error::Break(BreakError::NobodyHolds {
+            path: "/locks/r".into()
+        }))
+    );
+    let r1 = a.rwlock("/locks/r").read().lock_blocking().unwrap();
+    let r2 = b.rwlock("/locks/r").read().lock_blocking().unwrap();
+    let mut writer = c.rwlock("/locks/r").write().start().unwrap();
+    assert!(writer.queue_watch().changed_blocking().is_some());
+    let name = |path: &str| path.rsplit('/').next().unwrap().to_owned();
+
+    // Two readers hold: name one.
+    match admin.break_lock_blocking("/locks/r", BreakLock::holder().force()) {
+        Err(Error::Break(BreakError::SeveralHolders { holders, .. })) => {
+            assert_eq!(holders, [name(r1.path()), name(r2.path())])
+        }
+        other => panic!("{other:?}"),
+    }
+    // A name that takes no part: the participants are named.
+    match admin.break_lock_blocking("/locks/r", BreakLock::node("nobody-0000000009").force()) {
+        Err(Error::Break(BreakError::NoSuchNode { participants, .. })) => {
+            assert_eq!(participants.len(), 3)
+        }
+        other => panic!("{other:?}"),
+    }
+    // The waiting writer, named by its full path: the readers stay; it fails
+    // at its next look at the queue (when a reader leaves: two blockers ahead,
+    // it does not watch its own node).
+    let waiting = admin.participants_blocking("/locks/r").unwrap().waiters[0].clone();
+    let broken = admin
+        .break_lock_blocking(
+            "/locks/r",
+            BreakLock::node(format!("/locks/r/{}", waiting.node)).force(),
+        )
+        .unwrap();
+    assert!(!broken.held);
+    assert_eq!(broken.outcome, BreakOutcome::Deleted);
+    assert!(r1.is_trusted() && r2.is_trusted());
+    r2.release_blocking().unwrap();
+    assert_eq!(
+        writer
+            .wait_timeout_blocking(BOUND)
+            .expect("told in time")
+            .err(),
+        Some(Error::NodeDeleted)
+    );
+    // One reader, by name.
+    admin
+        .break_lock_blocking("/locks/r", BreakLock::node(name(r1.path())).force())
+        .unwrap();
+    assert_eq!(
+        r1.release_blocking(),
+        Err(Error::Lost(LostReason::NodeDeleted))
+    );
+    assert_eq!(server.children("/locks/r").map(|c| c.len()).unwrap_or(0), 0);
+}

@@ -1,0 +1,266 @@
+//! `zklock break` against a real ZooKeeper (lock-testkit): refused without
+//! --force (exit 7, the holder named, its node kept); with --force the holder's
+//! node goes, a `zklock exec` holder's CMD is stopped (exit 74), the next waiter
+//! is granted with a higher token, and a lock-client holder's fenced write
+//! fails; bad input gets one line and its documented exit code.
+
+mod common;
+
+use common::*;
+use lock_zookeeper_client::{Error, FencedError, LostReason, Writes};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const NOT_FORCED: i32 = 7;
+const NOBODY_HOLDS: i32 = 3;
+const USAGE: i32 = 2;
+
+/// Generous: the machine may be busy (load 6+).
+const BOUND: Duration = Duration::from_secs(30);
+
+fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Whether process `pid` still exists.
+fn alive(pid: &str) -> bool {
+    Command::new("/bin/sh")
+        .args(["-c", "kill -0 \"$1\" 2>/dev/null", "sh", pid])
+        .status()
+        .unwrap()
+        .success()
+}
+
+#[test]
+fn an_exec_holder_is_broken_only_with_force_and_the_next_waiter_holds() {
+    let zk = server().connect_string();
+    let lock = unique("break-exec");
+    let dir = scratch("break-exec");
+    let (cmd_pid, token_file, next_token) = (
+        dir.join("cmd-pid"),
+        dir.join("token"),
+        dir.join("next-token"),
+    );
+    // CMD records its pid and token, then hangs (the wedged holder).
+    let mut holder = hold(
+        &zk,
+        &["--owner", "wedged"],
+        &lock,
+        &format!(
+            "echo $ZKLOCK_TOKEN > {}; echo $$ > {}; exec sleep 120",
+            token_file.display(),
+            cmd_pid.display()
+        ),
+    );
+    wait_for(&cmd_pid, BOUND);
+    let pid = std::fs::read_to_string(&cmd_pid).unwrap().trim().to_owned();
+    let old_token: i64 = until("the holder's token", BOUND, || {
+        std::fs::read_to_string(&token_file)
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    });
+    let waiter = zklock(&zk)
+        .args(["exec", "-w", "120", &lock, "--", "sh", "-c"])
+        .arg(format!("echo $ZKLOCK_TOKEN > {}", next_token.display()))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rows = until("the waiter queues", BOUND, || {
+        let rows = ls_rows(&zk, &lock);
+        (rows.len() == 2).then_some(rows)
+    });
+    let node = format!("{lock}/{}", rows[0].last().unwrap());
+
+    // Without --force: refused, the holder named on stdout, what to do on stderr.
+    let out = run(zklock(&zk).args(["break", &lock]));
+    assert_eq!(code(&out), NOT_FORCED, "{out:?}");
+    let line = stdout(&out);
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(
+        line.starts_with(&format!("would break {node}: held since ")),
+        "{line}"
+    );
+    assert!(line.contains("owner wedged"), "{line}");
+    assert!(line.contains(&format!("token {old_token}")), "{line}");
+    let said = stderr(&out);
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(
+        said.contains("zklock revoke") && said.contains("--force"),
+        "{said}"
+    );
+    assert_eq!(
+        ls_rows(&zk, &lock).len(),
+        2,
+        "a refused break deleted a node"
+    );
+    assert!(holder.try_wait().unwrap().is_none(), "the holder ended");
+
+    // With --force (JSON): the node goes; exec stops CMD and exits 74.
+    let started = Instant::now();
+    let out = run(zklock(&zk).args(["break", "--force", "--format", "json", &lock]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let fields = python(
+        "import json,sys; d=json.load(sys.stdin); \
+         print(d['node'], d['held'], d['owner'], d['token'], d['outcome'], d['since'] is not None)",
+        &[],
+        &out.stdout,
+    );
+    assert_eq!(
+        fields.trim(),
+        format!("{node} True wedged {old_token} deleted True")
+    );
+    let status = holder.wait().unwrap();
+    assert_eq!(status.code(), Some(LOST), "{status:?}");
+    assert!(!alive(&pid), "CMD still runs after the break");
+    // Well before CMD's own end (120 s), and a margin under the session's
+    // expiry would not explain it (exec's session lives on: it was closed).
+    assert!(started.elapsed() < BOUND, "{:?}", started.elapsed());
+
+    // The waiter was granted, with a higher token.
+    let out = waiter.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let new_token: i64 = std::fs::read_to_string(&next_token)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(new_token > old_token, "{new_token} after {old_token}");
+}
+
+#[test]
+fn a_broken_client_holders_fenced_write_fails_and_its_release_says_lost() {
+    let zk = server().connect_string();
+    let lock = unique("break-client");
+    let data = unique("break-client-data");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let locks = lock_zookeeper_client::connect(&zk).await.unwrap();
+        // A plain holder: no watch on its node, so it hears nothing until it asks.
+        let guard = locks.mutex(lock.clone()).lock().await.unwrap();
+        guard
+            .fenced_write(Writes::new().create(data.clone(), b""))
+            .await
+            .unwrap();
+        let zk2 = zk.clone();
+        let lock2 = lock.clone();
+        let out = tokio::task::spawn_blocking(move || {
+            run(zklock(&zk2).args(["break", "--force", &lock2]))
+        })
+        .await
+        .unwrap();
+        assert_eq!(code(&out), 0, "{out:?}");
+        assert!(
+            stdout(&out).starts_with(&format!("broke {}: held since", guard.path())),
+            "{out:?}"
+        );
+        assert!(stdout(&out).contains(&format!("token {}", guard.token())));
+        let late = format!("{data}/late");
+        assert_eq!(
+            guard
+                .fenced_write(Writes::new().create(late.clone(), b""))
+                .await,
+            Err(FencedError::NotHeld)
+        );
+        assert_eq!(guard.lost().await, LostReason::NodeDeleted);
+        // The next holder, with a higher token.
+        let next = locks.mutex(lock.clone()).lock().await.unwrap();
+        assert!(next.token() > guard.token());
+        next.release().await.unwrap();
+        // A plain holder's release after a break reports the lock lost.
+        let plain = locks.mutex(lock.clone()).lock().await.unwrap();
+        let zk2 = zk.clone();
+        let lock2 = lock.clone();
+        let out = tokio::task::spawn_blocking(move || {
+            run(zklock(&zk2).args(["break", "--force", &lock2]))
+        })
+        .await
+        .unwrap();
+        assert_eq!(code(&out), 0, "{out:?}");
+        assert_eq!(
+            plain.release().await,
+            Err(Error::Lost(LostReason::NodeDeleted))
+        );
+        // The late write did not land: the data directory has no child.
+        let who = locks.participants(data.clone()).await.unwrap();
+        assert_eq!(who.foreign, 0, "the late write landed");
+        locks.close().await;
+    });
+}
+
+#[test]
+fn several_holders_need_a_node_and_bad_input_gets_one_line() {
+    let zk = server().connect_string();
+    let lock = unique("break-readers");
+    let dir = scratch("break-readers");
+    let mut readers: Vec<_> = (0..2)
+        .map(|i| holding(&zk, &["--read"], &lock, &dir.join(format!("r{i}"))))
+        .collect();
+    let rows = until("both readers hold", BOUND, || {
+        let rows = ls_rows(&zk, &lock);
+        (rows.len() == 2).then_some(rows)
+    });
+    let names: Vec<String> = rows.iter().map(|r| r.last().unwrap().clone()).collect();
+
+    let one_line = |args: &[&str], want: i32, says: &[&str]| {
+        let out = run(zklock(&zk).args(args));
+        assert_eq!(code(&out), want, "{args:?}: {out:?}");
+        let said = stderr(&out);
+        assert_eq!(said.lines().count(), 1, "{args:?}: one line: {said}");
+        for s in says {
+            assert!(said.contains(s), "{args:?}: {said}");
+        }
+    };
+    // Several holders and no --node: a usage error naming them.
+    one_line(
+        &["break", "--force", &lock],
+        USAGE,
+        &[&names[0], &names[1], "--node"],
+    );
+    // A --node that takes no part: named, with the participants.
+    one_line(
+        &["break", "--force", "--node", "nobody-0000000001", &lock],
+        USAGE,
+        &["nobody-0000000001", &names[0]],
+    );
+    // Nobody holds: a path that does not exist says so.
+    let missing = unique("break-missing");
+    one_line(
+        &["break", "--force", &missing],
+        NOBODY_HOLDS,
+        &["nobody holds", "does not exist"],
+    );
+    // An invalid path, before connecting.
+    one_line(&["break", "relative"], USAGE, &["must be absolute"]);
+    // No path at all: clap's usage error.
+    let out = run(zklock(&zk).args(["break", "--force"]));
+    assert_eq!(code(&out), USAGE, "{out:?}");
+    assert!(stderr(&out).contains("PATH"), "{out:?}");
+
+    // One reader, by name: that exec stops (74), the other holds on.
+    let out = run(zklock(&zk).args(["break", "--force", "--node", &names[1], &lock]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let stopped = until("a reader's exec ends", BOUND, || {
+        readers
+            .iter_mut()
+            .position(|r| r.try_wait().unwrap().is_some())
+    });
+    let status = readers.remove(stopped).wait().unwrap();
+    assert_eq!(status.code(), Some(LOST), "{status:?}");
+    let rows = ls_rows(&zk, &lock);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].last().unwrap(), &names[0], "the other reader stays");
+    for mut r in readers {
+        kill(&r, "-TERM");
+        r.wait().unwrap();
+    }
+}

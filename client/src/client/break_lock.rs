@@ -1,0 +1,233 @@
+//! Breaking a stuck lock: [`LockClient::break_lock`] deletes a holder's node
+//! (or a named waiter's) without its owner's release.
+//!
+//! Why it refuses unless forced: ZooKeeper deletes an ephemeral node with its
+//! session, so a node that exists means its owner's session is alive, and no
+//! naming scheme records whether its owner would let go if asked
+//! ([`LockClient::revoke`]). A break is for the holder that is wedged while its
+//! session lives; it costs what the holder was protecting, unless that is
+//! fenced (see [`BreakLock::force`]).
+
+use super::{LockClient, Task};
+use crate::error::Error;
+use crate::guard::UnclaimedTask;
+use lock_core::{BreakOutcome, LockEvent, Participant, Participants};
+
+/// What [`LockClient::break_lock`] breaks, and whether it may: the lock's one
+/// holder ([`holder`](Self::holder)) or a named participant
+/// ([`node`](Self::node)), refused unless [`force`](Self::force)d.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BreakLock {
+    /// The participant to break, by node name (as
+    /// [`Participant::node`] gives it) or full path; `None`: the lock's one
+    /// holder.
+    pub node: Option<String>,
+    /// Delete it (else refuse with [`BreakError::NotForced`], naming it).
+    pub force: bool,
+}
+
+impl BreakLock {
+    /// The lock's holder, which must be the only one (a read lock held by
+    /// several readers, or a semaphore's permits, need [`node`](Self::node)).
+    pub fn holder() -> Self {
+        BreakLock::default()
+    }
+
+    /// The participant whose node is `name` (its name in the lock directory,
+    /// or its full path): a holder, or a waiter.
+    pub fn node(name: impl Into<String>) -> Self {
+        BreakLock {
+            node: Some(name.into()),
+            force: false,
+        }
+    }
+
+    /// Deletes the node. Without it the break is refused
+    /// ([`BreakError::NotForced`]), naming the participant it would break.
+    ///
+    /// What it costs: the broken holder was alive (its session was), and may be
+    /// in the middle of its work. A resource that checks fencing tokens (or
+    /// writes made through [`LockGuard::fenced_write`](crate::LockGuard::fenced_write),
+    /// which check the node) refuses the broken holder's writes from now on,
+    /// so the break is safe for it. A resource that does not check takes the
+    /// broken holder's in-flight writes until that holder learns it lost the
+    /// lock: at once if it watches its node
+    /// ([`Mutex::watch_node`](crate::Mutex::watch_node); `zklock exec` always
+    /// does), else at its next request on the node (a fenced write, its
+    /// release, its check after a reconnect), while the next holder already
+    /// works.
+    pub fn force(mut self) -> Self {
+        self.force = true;
+        self
+    }
+}
+
+/// A lock broken by [`LockClient::break_lock`]: who held it (or waited), and
+/// what became of its node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Broken {
+    /// The participant broken, as inspected before the delete: its node,
+    /// owner, session, `ctime` (since when) and token.
+    pub participant: Participant,
+    /// Whether it held the lock (else it waited).
+    pub held: bool,
+    /// Whether our delete removed the node ([`BreakOutcome::Deleted`]) or it
+    /// was gone already.
+    pub outcome: BreakOutcome,
+}
+
+/// Why [`LockClient::break_lock`] broke nothing (in [`Error::Break`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BreakError {
+    /// Nobody holds the lock (and no node was named).
+    #[error("nobody holds {path}")]
+    NobodyHolds {
+        /// The lock path.
+        path: String,
+    },
+    /// Several participants hold the lock (readers, a semaphore's permits):
+    /// name the one to break.
+    #[error("{} participants hold {path} ({}): name the one to break", holders.len(), holders.join(", "))]
+    SeveralHolders {
+        /// The lock path.
+        path: String,
+        /// The holders' node names.
+        holders: Vec<String>,
+    },
+    /// No participant of the lock has the node named.
+    #[error("{node} is no participant of {path}{}", if participants.is_empty() { String::new() } else { format!(" (participants: {})", participants.join(", ")) })]
+    NoSuchNode {
+        /// The lock path.
+        path: String,
+        /// The node named.
+        node: String,
+        /// The participants' node names, in queue order.
+        participants: Vec<String>,
+    },
+    /// Not [`force`](BreakLock::force)d: its owner's session is alive (its node
+    /// exists), and whether it would let go if asked is not recorded anywhere.
+    #[error("{} {} and its session is alive: not broken without force", target.node, if *held { "holds the lock" } else { "waits" })]
+    NotForced {
+        /// The participant it would break.
+        target: Box<Participant>,
+        /// Whether it holds (else it waits).
+        held: bool,
+    },
+}
+
+impl LockClient {
+    /// Breaks a stuck lock: deletes the node of its holder (or of the
+    /// participant `what` names), without its owner's release, so that the
+    /// next in line is granted. For the holder that is wedged while its session
+    /// lives (a process stuck holding a lock, a bug): ask first with
+    /// [`revoke`](Self::revoke), which a revocable holder obeys.
+    ///
+    /// It reads the lock's [`participants`](Self::participants), picks the
+    /// participant, and, only when [`forced`](BreakLock::force), deletes
+    /// exactly the node inspected (the same `czxid`): two more round trips.
+    /// Markers the holder left in the lock directory (a crash marker of an
+    /// open section) stay, so the next holder sees an unclean end.
+    ///
+    /// The broken holder gets [`LostReason::NodeDeleted`](crate::LostReason::NodeDeleted):
+    /// at once if it watches its node ([`Mutex::watch_node`](crate::Mutex::watch_node)),
+    /// else at its next request on the node: its next fenced write
+    /// ([`LockGuard::fenced_write`](crate::LockGuard::fenced_write)) fails, its release
+    /// reports the lock lost, and so does its check after a reconnect. A broken
+    /// waiter fails with [`Error::NodeDeleted`] at its next look at the queue.
+    ///
+    /// # Errors
+    /// [`Error::Break`] when nothing was broken: nobody holds, several hold
+    /// and no node was named, the node named takes no part, or not forced
+    /// ([`BreakError::NotForced`] names the participant it would break).
+    /// [`Error::Usage`] for an invalid path, [`Error::Zk`] if ZooKeeper refused
+    /// (e.g. [`ZkError::NoAuth`](crate::ZkError::NoAuth) where the node's ACL
+    /// does not let this client delete it), [`Error::Closed`] once the client
+    /// is closed.
+    ///
+    /// ```
+    /// use zklock::{BreakLock, BreakOutcome};
+    /// # async fn demo(locks: zklock::LockClient, stuck: zklock::LockClient) -> Result<(), zklock::Error> {
+    /// let _wedged = stuck.mutex("/locks/job").lock().await?;
+    /// let broken = locks.break_lock("/locks/job", BreakLock::holder().force()).await?;
+    /// assert_eq!(broken.outcome, BreakOutcome::Deleted);
+    /// println!("broke {} (token {})", broken.participant.node, broken.participant.token);
+    /// # Ok(()) }
+    /// # let server = zklock::sim::Server::new();
+    /// # futures::executor::block_on(demo(server.client(), server.client())).unwrap();
+    /// ```
+    pub async fn break_lock(
+        &self,
+        path: impl Into<String>,
+        what: BreakLock,
+    ) -> Result<Broken, Error> {
+        let who = self.participants(path).await?;
+        let (target, held) = pick(&who, what.node.as_deref()).map_err(Error::Break)?;
+        if !what.force {
+            return Err(Error::Break(BreakError::NotForced {
+                target: Box::new(target),
+                held,
+            }));
+        }
+        let node = format!("{}/{}", target.dir, target.node);
+        let id = self.start_task(Task::Break(node, target.token), None)?;
+        let mut pending = UnclaimedTask::new(self.clone(), id);
+        loop {
+            match pending.next().await {
+                Some(LockEvent::Broken { outcome, .. }) => {
+                    return Ok(Broken {
+                        participant: target,
+                        held,
+                        outcome,
+                    })
+                }
+                Some(LockEvent::Failed(reason)) => return Err(reason.into()),
+                Some(_) => {}
+                None => return Err(Error::Closed),
+            }
+        }
+    }
+
+    /// Blocking twin of [`break_lock`](Self::break_lock).
+    pub fn break_lock_blocking(
+        &self,
+        path: impl Into<String>,
+        what: BreakLock,
+    ) -> Result<Broken, Error> {
+        crate::blocking::block_on(self.break_lock(path, what))
+    }
+}
+
+/// The participant to break, and whether it holds.
+fn pick(who: &Participants, node: Option<&str>) -> Result<(Participant, bool), BreakError> {
+    let path = || who.path.clone();
+    let Some(name) = node else {
+        return match who.holders.as_slice() {
+            [] => Err(BreakError::NobodyHolds { path: path() }),
+            [one] => Ok((one.clone(), true)),
+            several => Err(BreakError::SeveralHolders {
+                path: path(),
+                holders: several.iter().map(|p| p.node.clone()).collect(),
+            }),
+        };
+    };
+    let named = |p: &&Participant| p.node == name || format!("{}/{}", p.dir, p.node) == name;
+    if let Some(p) = who.holders.iter().find(named) {
+        return Ok((p.clone(), true));
+    }
+    if let Some(p) = who.waiters.iter().find(named) {
+        return Ok((p.clone(), false));
+    }
+    Err(BreakError::NoSuchNode {
+        path: path(),
+        node: name.to_owned(),
+        participants: who
+            .holders
+            .iter()
+            .chain(&who.waiters)
+            .map(|p| p.node.clone())
+            .collect(),
+    })
+}
