@@ -169,8 +169,20 @@ fn late_write(test: &str, extra: &[&str], resume_after: Duration) -> Outcome {
         .stderr(Stdio::piped());
     let b = b.spawn().unwrap();
 
+    // When the node went is known to within a poll: after the last look that
+    // still found it (sent before the server answered it: a lower bound), and
+    // before the first that did not. B counts its delay from its own notice,
+    // which can come before our poll's: the gap is measured from the lower
+    // bound, so it can only be longer than B's own.
+    let mut still_there = Instant::now();
     let gone = until("A's session to expire", Duration::from_secs(60), || {
-        (!present(&locks, &lock, &a_node)).then(Instant::now)
+        let asked = Instant::now();
+        if present(&locks, &lock, &a_node) {
+            still_there = asked;
+            None
+        } else {
+            Some(still_there)
+        }
     });
     say("A's node is gone (its session expired)");
     let started = |dir: &Path| dir.join("b.started").exists();
