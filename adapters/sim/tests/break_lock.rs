@@ -163,3 +163,28 @@ fn several_holders_need_a_node_and_a_named_waiter_can_be_broken() {
     );
     assert_eq!(server.children("/locks/r").map(|c| c.len()).unwrap_or(0), 0);
 }
+
+#[test]
+fn a_break_leaves_the_crash_marker_so_the_next_holder_sees_an_unclean_end() {
+    let server = Server::new();
+    let (holder, next, admin) = (server.client(), server.client(), server.client());
+    let stuck = holder
+        .mutex("/locks/s")
+        .detect_crashes()
+        .lock_blocking()
+        .unwrap();
+    stuck.open_section_blocking().unwrap();
+    admin
+        .break_lock_blocking("/locks/s", BreakLock::holder().force())
+        .unwrap();
+    let granted = next
+        .mutex("/locks/s")
+        .detect_crashes()
+        .lock_blocking()
+        .unwrap();
+    assert!(
+        granted.previous_holder_crashed(),
+        "the break removed the holder's crash marker"
+    );
+    granted.release_blocking().unwrap();
+}
