@@ -27,7 +27,7 @@
 # Knobs are environment variables, listed in adapters/zookeeper-client/benches/compare/main.rs
 # (COMPARE_ROUNDS, COMPARE_LIBRARIES, CONTENTION_MS, HERD_WAITERS, MEMORY_COUNTS, ...) and
 # adapters/sim/benches/queues.rs (QUEUES_CLIENTS, QUEUES_LOCKS), partition/benches/tolerance.rs
-# (TOLERANCE_OUTAGES, TOLERANCE_TOPOLOGIES, TOLERANCE_LIBRARIES, TOLERANCE_SESSION_MS) and
+# (TOLERANCE_OUTAGES, TOLERANCE_TOPOLOGIES, TOLERANCE_LIBRARIES, TOLERANCE_SESSION_MS, TOLERANCE_TICK_MS) and
 # fleet/src/main.rs (FLEET_SIZES, FLEET_SECONDS, FLEET_RESTART, FLEET_YARD_SESSIONS, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -57,6 +57,15 @@ pub(crate) struct ExecArgs {
     /// (exit 74); while waiting, a revocation gives up the place in the queue.
     #[arg(long)]
     revocable: bool,
+    /// Lock-delay: after a holder's unclean end (its session expired, its node
+    /// deleted by someone else), take the lock no sooner than SECS seconds after
+    /// finding it free, so that the old holder's late writes land first; a
+    /// clean release is not delayed. The wait is shown ("lock-delay after an
+    /// unclean end ..."); with -n a lock in its delay is busy. 0 means none.
+    /// Mutex only; every holder of the path should use it (a holder without it
+    /// leaves no marker, and its own unclean end delays nobody).
+    #[arg(long, value_name = "SECS", value_parser = crate::parse_secs)]
+    lock_delay: Option<Duration>,
     #[command(flatten)]
     pub(crate) nodes: crate::args::NodeArgs,
     /// The lock's directory in ZooKeeper, e.g. /locks/backup.
@@ -71,6 +80,9 @@ impl ExecArgs {
     /// flags, an invalid path or permit count, a path too long for CMD's
     /// environment.
     pub(crate) fn usage_error(&self) -> Option<String> {
+        if self.lock_delay.is_some() && (self.read || self.semaphore.is_some()) {
+            return Some("--lock-delay needs a mutex (not --read or --semaphore)".to_owned());
+        }
         if self.owner.is_some() && self.scheme == Scheme::Curator {
             return Some(
                 "--owner cannot be recorded in Curator-named nodes (use --scheme native or kazoo)"
@@ -135,6 +147,7 @@ fn start(locks: &LockClient, args: &ExecArgs) -> Result<Taking, Error> {
         take!(locks
             .mutex(args.path.clone())
             .with_scheme(scheme)
+            .lock_delay(args.lock_delay.unwrap_or_default())
             .watch_node())
     }
 }

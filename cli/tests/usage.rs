@@ -37,6 +37,25 @@ fn usage_errors_before_connecting() {
         ),
         (&["exec", "/zookeeper/x", "--", "true"], None, "reserved"),
         (
+            &["exec", "--lock-delay", "5", "--read", "/a", "--", "true"],
+            None,
+            "--lock-delay needs a mutex",
+        ),
+        (
+            &[
+                "exec",
+                "--lock-delay",
+                "5",
+                "--semaphore",
+                "2",
+                "/a",
+                "--",
+                "true",
+            ],
+            None,
+            "--lock-delay needs a mutex",
+        ),
+        (
             &["exec", "--semaphore", "0", "/a", "--", "true"],
             None,
             "at least 1 permit",

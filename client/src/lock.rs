@@ -211,6 +211,39 @@ macro_rules! crash_detection {
     };
 }
 
+/// Lock-delay, for the exclusive lock objects.
+macro_rules! lock_delay {
+    ($example:literal) => {
+        /// Lock-delay (Chubby's, Consul's): after a holder's *unclean* end (its
+        /// session expired, it was lost, its node was deleted by someone else or
+        /// broken), the next holder is granted no sooner than `delay` after it found
+        /// the lock free, by its own clock; a clean release is not delayed. For
+        /// resources that cannot check a [fencing token](LockGuard::token): a paused
+        /// or cut-off old holder's in-flight writes get `delay` to land first.
+        /// A waiter waiting out the delay says so ([`PendingLock::queued`](crate::PendingLock::queued)
+        /// gives [`Queued::lock_delay_ends`](crate::Queued::lock_delay_ends));
+        /// `try_lock` finds the lock busy. `Duration::ZERO` means no delay.
+        ///
+        /// Costs one round trip per grant (the holder's marker node, `zkl-delay`,
+        /// created before the grant is reported and deleted with the node by a
+        /// clean release). Holders that leave no marker (Curator, kazoo, Go, or
+        /// zklock without lock-delay) count as ending cleanly. See
+        /// [`LockSpec::lock_delay`](lock_core::LockSpec::lock_delay) for the design.
+        ///
+        /// ```
+        /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
+        /// use std::time::Duration;
+        #[doc = $example]
+        /// # drop(guard); Ok(()) }
+        /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
+        /// ```
+        pub fn lock_delay(mut self, delay: Duration) -> Self {
+            self.spec = self.spec.lock_delay(delay);
+            self
+        }
+    };
+}
+
 /// An exclusive lock (a ZooKeeper write lock).
 ///
 /// ```
@@ -305,6 +338,8 @@ impl Mutex {
     );
 
     crash_detection!("let guard = locks.mutex(\"/locks/ledger\").detect_crashes().lock().await?;");
+
+    lock_delay!("let guard = locks.mutex(\"/locks/job\").lock_delay(Duration::from_secs(15)).lock().await?;");
 }
 
 /// A read/write lock: any number of readers, or one writer. A waiting writer is not
@@ -504,6 +539,10 @@ impl WriteLock {
 
     crash_detection!(
         "let guard = locks.rwlock(\"/locks/table\").write().clone().detect_crashes().lock().await?;"
+    );
+
+    lock_delay!(
+        "let guard = locks.rwlock(\"/locks/table\").write().clone().lock_delay(Duration::from_secs(15)).lock().await?;"
     );
 }
 

@@ -176,6 +176,10 @@ pub struct Queued {
     /// For a semaphore: the permits the participants ahead of ours take (at
     /// most all of them). `None` for other locks.
     pub permits_in_use: Option<u32>,
+    /// Nobody is ahead any more, but the previous holder ended uncleanly: the
+    /// grant waits out the [lock-delay](crate::Mutex::lock_delay) until this
+    /// instant (`position` is then 0).
+    pub lock_delay_ends: Option<Instant>,
 }
 
 impl Queued {
@@ -184,12 +188,37 @@ impl Queued {
             node,
             position: place.position,
             permits_in_use: place.permits_in_use,
+            lock_delay_ends: None,
         }
+    }
+
+    /// Waiting out a lock-delay that ends at `ends`.
+    pub(crate) fn lock_delay(node: String, ends: Instant) -> Queued {
+        Queued {
+            node,
+            position: 0,
+            permits_in_use: None,
+            lock_delay_ends: Some(ends),
+        }
+    }
+
+    /// When the lock-delay this acquisition waits out ends, if it waits one.
+    pub fn lock_delay_ends(&self) -> Option<Instant> {
+        self.lock_delay_ends
     }
 }
 
 impl std::fmt::Display for Queued {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(ends) = self.lock_delay_ends {
+            // Read when shown: a line redrawn each second counts down.
+            let left = ends.saturating_duration_since(Instant::now());
+            return write!(
+                f,
+                "lock-delay after an unclean end of the previous holder, {:.1} s left",
+                left.as_secs_f64()
+            );
+        }
         match self.position {
             1 => write!(f, "next in the queue")?,
             n => write!(f, "{n} ahead in the queue")?,

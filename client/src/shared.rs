@@ -401,13 +401,25 @@ impl SharedState {
                 Output::Request(request) if !self.link_gone => self.requests.push_back(request),
                 Output::Event { lock, event } => self.dispatch(lock, event),
                 Output::Progress { lock, progress } => {
+                    let delay_ends = match &progress {
+                        lock_core::Progress::LockDelay { until, .. } => Some(self.instant(*until)),
+                        _ => None,
+                    };
                     if let Some(slot) = self.slots.get_mut(&lock) {
                         crate::trace::progress(&slot.span, &progress);
                         if let Some(metrics) = &mut slot.metrics {
                             metrics.on_progress(&progress);
                         }
-                        if let lock_core::Progress::Queued { node, place } = progress {
-                            slot.queued = Some(crate::pending::Queued::new(node, place));
+                        let queued = match progress {
+                            lock_core::Progress::Queued { node, place } => {
+                                Some(crate::pending::Queued::new(node, place))
+                            }
+                            lock_core::Progress::LockDelay { node, .. } => delay_ends
+                                .map(|ends| crate::pending::Queued::lock_delay(node, ends)),
+                            _ => None,
+                        };
+                        if let Some(queued) = queued {
+                            slot.queued = Some(queued);
                             self.to_wake.extend(std::mem::take(&mut slot.wakers));
                         }
                     }

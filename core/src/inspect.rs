@@ -60,6 +60,8 @@ pub(crate) fn queue(children: &[String]) -> (Vec<Place>, usize) {
     for c in children {
         match parse_participant(c) {
             Some(p) => parts.push((p, c.clone())),
+            // zklock's own markers (crash detection, lock-delay) are not foreign.
+            None if crate::acquisition::is_marker(c) => {}
             None => foreign += 1,
         }
     }

@@ -8,6 +8,26 @@
 //!
 //! The adapters (`lock-zookeeper-client`, `lock-zookeeper`, `lock-sim`) bind a
 //! [`Session`] to a ZooKeeper client. See [`Session`] for the calling contract.
+//!
+//! ## Markers in a lock directory
+//!
+//! Besides the participants' ephemeral nodes, zklock keeps at most two persistent
+//! markers in a lock directory, both named `zkl-...` (which no listing counts as a
+//! participant, see [`names`]), both written only in a `multi` that checks the
+//! writer's own lock node, both deleted in one `multi` with the node by a clean
+//! release, so that a marker left behind means an unclean end:
+//!
+//! * `zkl-section` ([`LockSpec::detect_crashes`]): exists while a holder is inside a
+//!   critical section; the next grant says [`Grant::previous_holder_crashed`].
+//! * `zkl-delay` ([`LockSpec::lock_delay`]): names the node of the lock-delay holder
+//!   for its whole hold; a grant that finds it naming another node waits out the
+//!   delay from when it found the lock free ([`Progress::LockDelay`]), by its own
+//!   clock, then takes it over. Why a marker kept for the hold rather than one left
+//!   by each clean release: a newcomer could not tell a clean release from a lock
+//!   never taken, and every lock directory would keep a node for ever; this way a
+//!   marker exists only while a lock-delay holder holds or after an unclean end, one
+//!   per path, and the next clean release removes it. Peers (Curator, kazoo, Go)
+//!   leave no marker: their ends count as clean.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

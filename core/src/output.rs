@@ -54,6 +54,16 @@ pub enum Progress {
         /// Where we stand.
         place: QueuePlace,
     },
+    /// Nobody is ahead any more, but the previous holder ended uncleanly (or a
+    /// stale marker says one did): the grant waits out the lock-delay
+    /// ([`LockSpec::lock_delay`](crate::LockSpec::lock_delay)) until `until`.
+    LockDelay {
+        /// Our node's full path.
+        node: String,
+        /// When the delay ends (the session's time line): the grant comes no
+        /// sooner.
+        until: crate::time::Timestamp,
+    },
 }
 
 /// Where a waiting acquisition stands in its lock's queue (see

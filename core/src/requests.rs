@@ -27,6 +27,11 @@ pub(crate) enum Purpose {
     DeleteOwn,
     /// Does the crash marker exist (a contended grant with crash detection)?
     MarkerCheck,
+    /// Create (`take: false`) or take over (`take: true`) the lock-delay marker,
+    /// checking our node in the same multi.
+    DelayMarker { take: bool },
+    /// Read the lock-delay marker: whose is it?
+    DelayRead,
     /// Open (`open`) or close a critical section.
     Section { open: bool },
     /// A write fenced by a check on our node.

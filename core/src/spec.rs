@@ -85,6 +85,7 @@ pub struct LockSpec {
     pub(crate) rwlock: bool,
     pub(crate) owner: Option<String>,
     pub(crate) detect_after: Option<Duration>,
+    pub(crate) lock_delay: Option<Duration>,
 }
 
 impl LockSpec {
@@ -103,6 +104,7 @@ impl LockSpec {
             rwlock: false,
             owner: None,
             detect_after: None,
+            lock_delay: None,
         }
     }
 
@@ -194,6 +196,50 @@ impl LockSpec {
     pub fn detect_crashes(mut self) -> Self {
         self.detect_crashes = true;
         self
+    }
+
+    /// Lock-delay (Chubby's and Consul's): after a holder's *unclean* end (its
+    /// session expired, it was [`Lost`](crate::LockEvent::Lost), its node was
+    /// deleted by someone else, or it [abandoned](crate::Session::abandon) the
+    /// lock), this acquisition is granted no sooner than `delay` after the moment
+    /// it found the lock free, by its own clock (no clocks are compared across
+    /// machines). A clean release is not delayed. It is for resources that cannot
+    /// check a [fencing token](crate::Grant::token): a paused or partitioned old
+    /// holder (which stopped trusting the lock before its node went) gets `delay`
+    /// to let its in-flight writes land before the next holder starts.
+    /// `Duration::ZERO` means no delay (the default).
+    ///
+    /// How: a lock-delay holder keeps a persistent marker node, `zkl-delay` in the
+    /// lock directory, naming its node, for its whole hold: it is created (or
+    /// taken over) by a `multi` checking our node before the grant is reported
+    /// (one extra round trip per grant, paid only with a delay), and deleted in
+    /// the same `multi` as our node by a clean release. A grant that finds the
+    /// marker naming another node knows its predecessor ended uncleanly (or a
+    /// newcomer finds a stale one: it is covered too) and waits out the delay,
+    /// reporting [`Progress::LockDelay`](crate::Progress::LockDelay) with its end,
+    /// before taking the marker over. So at most one marker exists per lock path,
+    /// only after an unclean end, and the next lock-delay holder's clean release
+    /// removes it.
+    ///
+    /// A predecessor that leaves no marker counts as clean: a Curator, kazoo or Go
+    /// holder, or a zklock holder without lock-delay, is not waited for after its
+    /// crash (its client cannot say which it was). A stale marker of an earlier
+    /// zklock crash still delays the next lock-delay holder, whoever held in
+    /// between (it errs on the safe side). A try-lock
+    /// ([`LockSpec::try_only`]) that would have to wait out a delay fails with
+    /// [`FailReason::WouldBlock`](crate::FailReason::WouldBlock).
+    ///
+    /// Exclusive recipes only (write / exclusive, leader): shared holders would
+    /// need a marker each.
+    pub fn lock_delay(mut self, delay: Duration) -> Self {
+        self.lock_delay = (!delay.is_zero()).then_some(delay);
+        self
+    }
+
+    /// The lock-delay set with [`LockSpec::lock_delay`], if any (a zero delay is
+    /// none).
+    pub fn lock_delay_duration(&self) -> Option<Duration> {
+        self.lock_delay
     }
 
     /// Keeps a watch on our node while held, so an administrator deleting it ends

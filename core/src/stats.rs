@@ -22,4 +22,7 @@ pub struct Stats {
     pub deadlock_chases: u64,
     /// Deadlock cycles confirmed (whether or not this session's waiter was the victim).
     pub deadlocks_seen: u64,
+    /// Grants that waited out a lock-delay (the previous holder ended uncleanly:
+    /// see [`LockSpec::lock_delay`](crate::LockSpec::lock_delay)).
+    pub lock_delays: u64,
 }

@@ -17,6 +17,8 @@ pub(crate) enum TimerKind {
     Lease,
     /// Deadlock detection: publish our wait and chase (again).
     Detect,
+    /// The end of a lock-delay (see [`crate::LockSpec::lock_delay`]).
+    LockDelay,
     /// The session's next `sync` (see [`crate::contact`]).
     Sync,
     /// The session's held locks must be suspended for want of proven contact.
@@ -53,6 +55,7 @@ impl Timers {
             TimerKind::Retry,
             TimerKind::Lease,
             TimerKind::Detect,
+            TimerKind::LockDelay,
             TimerKind::Sync,
             TimerKind::Contact,
         ] {

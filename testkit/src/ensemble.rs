@@ -206,8 +206,12 @@ impl ZkEnsemble {
                             log_tail: member.log_tail(30),
                         })
                     }
+                    // A standalone server (an ensemble of 1 in a NetLab) serves
+                    // as its own leader.
                     Probe::Running => match member.srvr() {
-                        Ok(status) if status.mode == Mode::Leader => leaders.push(i),
+                        Ok(status) if matches!(status.mode, Mode::Leader | Mode::Standalone) => {
+                            leaders.push(i)
+                        }
                         Ok(status) if status.mode.is_serving() => {}
                         _ => all_serving = false,
                     },

@@ -110,7 +110,7 @@ pub use model::paths::validate_path;
 pub use model::watches::{Notification, WatchType};
 pub use model::{NodeInfo, ZkModel, CONTAINER_OWNER, NO_SESSION};
 pub use server::Server;
-pub use sim::client::{ClientConfig, EventRecord, Profile};
+pub use sim::client::{ClientConfig, EventRecord, Profile, ProgressRecord};
 pub use sim::config::SimConfig;
 pub use sim::counters::{Counters, OpKind};
 pub use sim::deadlock::{DeadlockReport, DeadlockWorkload};

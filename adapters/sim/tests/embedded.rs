@@ -286,3 +286,73 @@ fn a_semaphore_waiter_sees_the_permits_in_use() {
         .unwrap();
     drop((guard, b));
 }
+
+/// A waiter behind a lock-delay holder whose session expires says why it
+/// waits: its place names the lock-delay and when it ends (the end about the
+/// delay after the expiry it saw), and the grant comes no sooner. A zero delay
+/// is no delay: no marker is made.
+#[test]
+fn a_waiter_sees_the_lock_delay_it_waits_out() {
+    const DELAY: Duration = Duration::from_millis(800);
+    let server = Server::new();
+    let (a, b) = (server.client(), server.client());
+    let held = a
+        .mutex("/locks/delayed")
+        .lock_delay(DELAY)
+        .lock_blocking()
+        .unwrap();
+    assert!(server
+        .children("/locks/delayed")
+        .unwrap()
+        .contains(&"zkl-delay".to_owned()));
+    assert_eq!(
+        b.participants_blocking("/locks/delayed").unwrap().foreign,
+        0,
+        "the marker is not a foreign node"
+    );
+    let mut pending = b.mutex("/locks/delayed").lock_delay(DELAY).start().unwrap();
+    let mut place = pending.queue_watch();
+    assert_eq!(place.changed_blocking().map(|q| q.position), Some(1));
+    let expired = Instant::now();
+    server.expire_session(&a);
+    let queued = place.changed_blocking().expect("a place naming the delay");
+    let ends = queued
+        .lock_delay_ends()
+        .expect("waiting out the lock-delay");
+    assert_eq!(queued.position, 0, "{queued:?}");
+    assert!(
+        ends >= expired + DELAY && ends <= Instant::now() + DELAY,
+        "the delay counts from when the waiter saw the expiry: ends {:?} after the expiry",
+        ends - expired
+    );
+    assert!(
+        queued
+            .to_string()
+            .starts_with("lock-delay after an unclean end"),
+        "{queued}"
+    );
+    assert_eq!(pending.queued(), Some(queued.clone()));
+    let guard = pending
+        .wait_timeout_blocking(BOUND)
+        .expect("granted")
+        .unwrap();
+    assert!(Instant::now() >= ends, "granted before the delay ended");
+    drop(held);
+    guard.release_blocking().unwrap();
+    assert_eq!(
+        server.children("/locks/delayed").unwrap_or_default(),
+        Vec::<String>::new(),
+        "a clean release takes the marker with it"
+    );
+    let zero = b
+        .mutex("/locks/zero")
+        .lock_delay(Duration::ZERO)
+        .lock_blocking()
+        .unwrap();
+    assert_eq!(
+        server.children("/locks/zero").unwrap().len(),
+        1,
+        "no marker"
+    );
+    drop(zero);
+}

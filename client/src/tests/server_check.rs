@@ -71,3 +71,83 @@ fn a_refused_or_safe_check_is_recorded_without_an_event() {
     assert_eq!(checks[1].conf.as_ref().unwrap().sync_limit, Some(2));
     assert!(checks[1].hazards.is_empty());
 }
+
+/// What a probe made for an earlier connection found is dropped: the server
+/// the session reconnected to may be another one. The same report made for
+/// the current connection counts (a standalone server: the next answered read
+/// proves contact at its send time, which moves the lock's trust).
+#[test]
+fn a_probe_report_for_an_earlier_connection_is_dropped() {
+    use super::{grant, requests, SID};
+    use lock_core::{Op, Reply, SessionEvent, Stat};
+    use std::time::Instant;
+    let standalone = || {
+        let server: std::net::SocketAddr = "10.0.0.1:2181".parse().unwrap();
+        let srvr = "Zookeeper version: 3.9.3\nMode: standalone\n".to_owned();
+        let conf = "clientPort=2181\ntickTime=2000\n".to_owned();
+        ServerProbe::from_answers(vec![(server, vec![Ok(srvr), Ok(conf)])])
+    };
+    let answer_all = |link: &mut Link| {
+        for r in requests(link) {
+            let reply = match r.op {
+                Op::GetData { .. } => Reply::Data {
+                    data: Vec::new(),
+                    stat: Stat {
+                        czxid: 5,
+                        ephemeral_owner: SID,
+                        ..Stat::default()
+                    },
+                },
+                Op::GetChildren { .. } => Reply::Children(Vec::new()),
+                Op::Sync { .. } => Reply::Synced,
+                ref other => panic!("unexpected {other:?}"),
+            };
+            link.handle_reply(r.id, Ok(reply), Instant::now());
+        }
+    };
+    for stale in [true, false] {
+        // Proofs of contact on, as the bindings set them.
+        let mut config = lock_core::Config::new(Duration::from_secs(10), 1);
+        config.sync_interval = Some(lock_core::Config::default_sync_interval(
+            config.session_timeout,
+        ));
+        let (locks, mut link) = pair(config);
+        link.handle_session(SessionEvent::Connected { session_id: SID }, Instant::now());
+        let mut pending = locks.mutex("/l").start().unwrap();
+        let sent = requests(&mut link);
+        grant(&mut link, &sent, 5);
+        let guard = pending
+            .wait_timeout_blocking(Duration::from_secs(5))
+            .expect("granted")
+            .unwrap();
+        let early = link.server_checker();
+        // The connection drops and comes back (same session): the lock checks
+        // its node and resumes.
+        let now = Instant::now();
+        let dropped = SessionEvent::Disconnected {
+            since_contact: Duration::ZERO,
+        };
+        link.handle_session(dropped, now);
+        link.handle_session(SessionEvent::Connected { session_id: SID }, now);
+        answer_all(&mut link);
+        assert_eq!(guard.status(), LockStatus::Held);
+        let before = guard.trusted_until().expect("trusted");
+        let checker = if stale { early } else { link.server_checker() };
+        std::thread::sleep(Duration::from_millis(20));
+        checker.report_probes(standalone());
+        // A read, answered on this connection.
+        let mut who = Box::pin(locks.participants("/other"));
+        assert!(super::poll_once(who.as_mut()).is_pending());
+        answer_all(&mut link);
+        let after = guard.trusted_until().expect("trusted");
+        if stale {
+            assert_eq!(after, before, "a report for the old connection counted");
+        } else {
+            assert!(
+                after >= before + Duration::from_millis(20),
+                "{before:?} -> {after:?}"
+            );
+        }
+        drop(guard);
+    }
+}

@@ -44,6 +44,7 @@ impl Acquisition {
         self.node.forget();
         self.queue.forget();
         self.holder.forget();
+        self.delay.forget();
         self.detection.forget();
         self.lease_forget();
     }

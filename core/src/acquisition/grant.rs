@@ -52,6 +52,11 @@ impl Acquisition {
             }
             return;
         };
+        if !self.delay_grant(cx) {
+            // Lock-delay: our marker is being made, or another holder's says it
+            // ended uncleanly and the delay runs (see `delay`).
+            return;
+        }
         if cx.distrusted().is_some() {
             // Nothing proves the leader heard the session lately (an idle session
             // sends no `sync`): granted once a `sync` proves it
@@ -60,6 +65,7 @@ impl Acquisition {
             self.state = State::Granting;
             return;
         }
+        let own = self.node.own.as_ref().expect("granted without a node");
         let grant = Grant {
             path: own.path.clone(),
             token: FencingToken(stat.czxid),

@@ -1,7 +1,7 @@
 //! The listing of the lock directory: adopting our node (deleting duplicates),
 //! and the set of lower blockers that the window is then chosen from.
 
-use super::{Acquisition, Create, Look, OwnNode, State, SECTION_MARKER};
+use super::{Acquisition, Create, Look, OwnNode, State, DELAY_MARKER, SECTION_MARKER};
 use crate::ctx::Ctx;
 use crate::event::FailReason;
 use crate::names::{parse_participant, relative_sequence, sort_by_sequence, NameScheme, NodeKind};
@@ -47,7 +47,11 @@ impl Acquisition {
         let mut mine: Vec<(i32, String)> = Vec::new();
         let mut others = Vec::new();
         let marker_seen = children.iter().any(|c| c == SECTION_MARKER);
-        for name in children.iter().filter(|c| *c != SECTION_MARKER) {
+        // Our own markers are neither participants nor foreign.
+        for name in children
+            .iter()
+            .filter(|c| *c != SECTION_MARKER && *c != DELAY_MARKER)
+        {
             // Every participant counts, of a scheme zklock does not know too (as
             // an exclusive one: see names::parse_participant); only a known name
             // carries an attempt id that can be ours.

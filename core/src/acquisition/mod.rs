@@ -49,6 +49,7 @@ use crate::timers::TimerKind;
 
 mod connection;
 mod create;
+mod delay;
 mod detection;
 mod ending;
 mod grant;
@@ -61,6 +62,7 @@ mod queue;
 mod release;
 mod window;
 
+use delay::Delay;
 use detection::Detection;
 use holder::Holder;
 use lease::Lease;
@@ -70,6 +72,16 @@ use queue::{Queue, Watch};
 /// Name of the crash-detection marker inside a lock directory (a persistent node
 /// that exists while a holder is inside a critical section).
 pub(crate) const SECTION_MARKER: &str = "zkl-section";
+
+/// Name of the lock-delay marker inside a lock directory (a persistent node naming
+/// the node of the lock-delay holder that holds, or last held without a clean
+/// release: see [`delay`]).
+pub(crate) const DELAY_MARKER: &str = "zkl-delay";
+
+/// Whether `name` is one of zklock's markers in a lock directory.
+pub(crate) fn is_marker(name: &str) -> bool {
+    name == SECTION_MARKER || name == DELAY_MARKER
+}
 
 /// Where the acquisition is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -144,6 +156,8 @@ pub(crate) struct Acquisition {
     holder: Holder,
     /// Deadlock detection: the wait, the chase, the publication, a downgrade.
     detection: Detection,
+    /// Lock-delay: our marker, and the wait after another holder's unclean end.
+    delay: Delay,
 }
 
 impl Acquisition {
@@ -172,6 +186,7 @@ impl Acquisition {
             queue: Queue::default(),
             holder: Holder::default(),
             detection: Detection::default(),
+            delay: Delay::default(),
         }
     }
 
@@ -255,6 +270,18 @@ impl Acquisition {
                 if self.holder.marker_check.take_reply(request) {
                     self.holder.marker_check.forget();
                     self.on_marker_check(cx, result);
+                }
+            }
+            Purpose::DelayMarker { take } => {
+                if self.delay.request.take_reply(request) {
+                    self.delay.request.forget();
+                    self.on_delay_marker(cx, take, result);
+                }
+            }
+            Purpose::DelayRead => {
+                if self.delay.request.take_reply(request) {
+                    self.delay.request.forget();
+                    self.on_delay_read(cx, result);
                 }
             }
             Purpose::Section { open } => {
@@ -351,6 +378,7 @@ impl Acquisition {
                 }
             }
             TimerKind::Detect => self.on_detect_timer(cx),
+            TimerKind::LockDelay => self.on_delay_timer(cx),
             TimerKind::Lease => {
                 if self.state == State::Held {
                     self.terminal(cx, LockEvent::Lost(LostReason::LeaseExpired));

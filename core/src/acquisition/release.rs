@@ -1,10 +1,10 @@
-//! Releasing: deleting our node (with the section marker in one multi on a clean
-//! release), and the duplicates of it a retried create left.
+//! Releasing: deleting our node (with the section and lock-delay markers in one
+//! multi on a clean release), and the duplicates of it a retried create left.
 
-use super::{Acquisition, State};
+use super::{Acquisition, State, DELAY_MARKER};
 use crate::ctx::Ctx;
 use crate::event::{FailReason, LockEvent, LostReason};
-use crate::proto::{Op, Reply, ZkError};
+use crate::proto::{MultiOp, Op, Reply, ZkError};
 use crate::requests::Purpose;
 use crate::timers::TimerKind;
 
@@ -24,33 +24,67 @@ impl Acquisition {
 
     pub(super) fn send_delete(&mut self, cx: &mut Ctx) {
         let Some(own) = &self.node.own else { return };
-        // A section maybe opened (its reply lost) is closed too: if the marker is not
-        // there, the multi fails on it and the node is deleted alone.
-        let section = self.holder.section_open || self.holder.section_wanted == Some(true);
-        let op = if section && self.state == State::Releasing && !self.holder.abandoned {
-            // A clean release closes the section in the same transaction.
-            Op::Multi(vec![
-                crate::proto::MultiOp::Delete {
-                    path: self.marker_path(),
-                    version: None,
-                },
-                crate::proto::MultiOp::Delete {
-                    path: own.path.clone(),
-                    version: None,
-                },
-            ])
-        } else {
+        let markers = self.release_markers();
+        let op = if markers.is_empty() {
             delete_op(&own.path)
+        } else {
+            // A clean release closes the section and gives up the lock-delay
+            // marker in the same transaction as our node's delete.
+            let mut ops: Vec<_> = markers
+                .iter()
+                .map(|marker| MultiOp::Delete {
+                    path: self.release_marker_path(*marker),
+                    version: None,
+                })
+                .collect();
+            ops.push(MultiOp::Delete {
+                path: own.path.clone(),
+                version: None,
+            });
+            Op::Multi(ops)
         };
         self.node.delete.send(cx, self.id, Purpose::DeleteOwn, op);
     }
 
+    /// The markers a clean release deletes with our node, in the multi's order.
+    /// Only a clean release (not an abandonment, not the cleanup after a loss or
+    /// failure) deletes them: a marker left behind is how the next holder learns
+    /// of an unclean end.
+    fn release_markers(&self) -> Vec<ReleaseMarker> {
+        let mut markers = Vec::new();
+        if self.state != State::Releasing || self.holder.abandoned {
+            return markers;
+        }
+        // A section maybe opened (its reply lost) is closed too: if the marker is
+        // not there, the multi fails on it and goes again without it.
+        if self.holder.section_open || self.holder.section_wanted == Some(true) {
+            markers.push(ReleaseMarker::Section);
+        }
+        if self.delay.marker_ours {
+            markers.push(ReleaseMarker::Delay);
+        }
+        markers
+    }
+
+    fn release_marker_path(&self, marker: ReleaseMarker) -> String {
+        match marker {
+            ReleaseMarker::Section => self.marker_path(),
+            ReleaseMarker::Delay => format!("{}/{DELAY_MARKER}", self.spec.path),
+        }
+    }
+
     pub(super) fn on_delete(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
         if let Err(ZkError::MultiFailed { index, error }) = &result {
-            if **error == ZkError::NoNode && *index == 0 {
-                // Our section marker is already gone: delete the node alone.
-                self.holder.section_open = false;
-                self.holder.section_wanted = None;
+            let markers = self.release_markers();
+            if **error == ZkError::NoNode && (*index as usize) < markers.len() {
+                // That marker is already gone: delete the rest without it.
+                match markers[*index as usize] {
+                    ReleaseMarker::Section => {
+                        self.holder.section_open = false;
+                        self.holder.section_wanted = None;
+                    }
+                    ReleaseMarker::Delay => self.delay.marker_ours = false,
+                }
                 return self.send_delete(cx);
             }
         }
@@ -105,4 +139,13 @@ pub(super) fn delete_op(path: &str) -> Op {
         path: path.to_owned(),
         version: None,
     }
+}
+
+/// A marker a clean release deletes in the multi with our node.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ReleaseMarker {
+    /// The crash-detection section marker (an open section closed by the release).
+    Section,
+    /// Our lock-delay marker.
+    Delay,
 }

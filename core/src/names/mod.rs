@@ -38,7 +38,7 @@
 //! 1. A name in a known scheme ([`parse_name`]: native, Curator, kazoo, Go) is a
 //!    participant of the kind its name says.
 //! 2. Else a name in zklock's own namespace (`zkl-...`, such as the crash-detection
-//!    marker `zkl-section`) is not one: zklock knows every node it makes, and a
+//!    marker `zkl-section` and the lock-delay marker `zkl-delay`) is not one: zklock knows every node it makes, and a
 //!    `zkl-` name that is no participant name is one of its markers.
 //! 3. Else a name that is exactly 32 hex digits is not one: that is kazoo's
 //!    semaphore lease layout (`<path>/<uuid hex>`, no sequence), and a uuid's last

@@ -91,6 +91,11 @@ impl Session {
                 "crash detection needs an exclusive recipe",
             ));
         }
+        if spec.lock_delay.is_some() && !matches!(spec.recipe, Recipe::Write | Recipe::Leader) {
+            return Err(UsageError::Unsupported(
+                "lock-delay needs an exclusive recipe",
+            ));
+        }
         if spec.detect_after.is_some() {
             if spec.owner.is_none() {
                 return Err(UsageError::Unsupported(

@@ -44,7 +44,10 @@ impl NetLab {
     /// Starts an ensemble of `size` members (settings from `builder`, e.g.
     /// `ZkEnsemble::builder().tick_time(..).sync_limit(..)`), each on a new node
     /// labelled `zk<myid>`, and waits until it is ready. Its connect strings name
-    /// lab addresses: use them from the lab's nodes.
+    /// lab addresses: use them from the lab's nodes. A `size` of 1 is a
+    /// standalone server (`srvr` says `Mode: standalone`), as ZooKeeper runs
+    /// one configured without peers, not a one-member quorum (which would say
+    /// `Mode: leader`).
     pub fn start_ensemble(&mut self, builder: ZkServerBuilder, size: usize) -> Result<NetEnsemble> {
         if size == 0 {
             return Err(Error::InvalidConfig(
@@ -71,9 +74,13 @@ impl NetLab {
             members.push(ZkServer::prepare(Prepare {
                 builder: &builder,
                 install: &install,
-                role: Role::Member {
-                    id: i + 1,
-                    servers: servers.clone(),
+                role: if size == 1 {
+                    Role::Standalone
+                } else {
+                    Role::Member {
+                        id: i + 1,
+                        servers: servers.clone(),
+                    }
                 },
                 dir: root.path().join(format!("member-{}", i + 1)),
                 host: self.ip(node),

@@ -131,7 +131,7 @@ impl ZkServer {
             .map_err(|e| Error::io(format!("creating {}", data_dir.display()), e))?;
         let (name, main) = match &p.role {
             Role::Standalone => (
-                format!("standalone server 127.0.0.1:{}", p.client_port),
+                format!("standalone server {}:{}", p.host, p.client_port),
                 "org.apache.zookeeper.server.ZooKeeperServerMain",
             ),
             Role::Member { id, .. } => {

@@ -11,7 +11,7 @@
 //! * `handle_timeout(now)` is called once `now >= poll_timeout()`.
 
 use crate::ids::ClientId;
-use crate::sim::client::{Conn, EventRecord, Pending, Profile};
+use crate::sim::client::{Conn, EventRecord, Pending, Profile, ProgressRecord};
 use crate::sim::network::Link;
 use crate::sim::user_face::Drained;
 use lock_core::{LockEvent, LockId, RequestId, Timestamp, ZkError};
@@ -57,6 +57,13 @@ impl crate::sim::scheduler::Sim {
                     });
                     self.checker
                         .on_fenced_call((ClientId(i), lock), write, &ops);
+                }
+                Drained::Progress { lock, progress } => {
+                    self.trace_with(Some(i), || format!("progress {lock} {progress:?}"));
+                    let at = self.now;
+                    self.clients[i]
+                        .progress
+                        .push(ProgressRecord { at, lock, progress });
                 }
                 Drained::Note(text) => self.trace_with(Some(i), || text),
                 Drained::Broken(kind, detail) => {

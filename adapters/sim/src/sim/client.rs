@@ -92,6 +92,19 @@ pub struct EventRecord {
     pub event: LockEvent,
 }
 
+/// A step of an acquisition (the core's [`Progress`](lock_core::Progress)), with
+/// when it was reported ([`Sim::progress`](crate::Sim::progress)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProgressRecord {
+    /// Virtual time of the report.
+    pub at: Timestamp,
+    /// The acquisition.
+    pub lock: LockId,
+    /// The step.
+    pub progress: lock_core::Progress,
+}
+
 impl fmt::Display for EventRecord {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -145,6 +158,8 @@ pub(crate) struct SimClient {
     /// `Disconnected`.
     pub last_contact: Timestamp,
     pub events: Vec<EventRecord>,
+    /// Every step reported by the core (session-face clients only), in order.
+    pub progress: Vec<ProgressRecord>,
     pub counters: Counters,
     /// (now, count) of core timeouts handled at one instant, to catch a timer that
     /// never advances.
@@ -181,6 +196,7 @@ impl SimClient {
             partition_until: None,
             last_contact: now,
             events: Vec::new(),
+            progress: Vec::new(),
             counters: Counters::default(),
             timer_spin: (Timestamp::ZERO, 0),
             cfg,

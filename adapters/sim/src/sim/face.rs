@@ -54,6 +54,9 @@ impl ClientCore {
                 match core.poll_output()? {
                     Output::Request(request) => return Some(Drained::Request(request)),
                     Output::Event { lock, event } => return Some(Drained::Event { lock, event }),
+                    Output::Progress { lock, progress } => {
+                        return Some(Drained::Progress { lock, progress })
+                    }
                     _ => {}
                 }
             },

@@ -109,6 +109,13 @@ impl Sim {
         &self.clients[client.0].events
     }
 
+    /// Every step (the core's [`Progress`](lock_core::Progress)) reported to a
+    /// session-face `client`, in order, with timestamps (none for a client of the
+    /// user face, whose lock-client keeps them).
+    pub fn progress(&self, client: ClientId) -> &[crate::ProgressRecord] {
+        &self.clients[client.0].progress
+    }
+
     /// Every event of every client, in order.
     pub fn all_events(&self) -> &[EventRecord] {
         &self.feed_log

@@ -93,6 +93,11 @@ pub(crate) enum Drained {
         write: u64,
         ops: Vec<MultiOp>,
     },
+    /// A step of an acquisition (the session face's [`Output::Progress`](lock_core::Output::Progress)).
+    Progress {
+        lock: LockId,
+        progress: lock_core::Progress,
+    },
     /// A line for the trace.
     Note(String),
     /// The user API broke a promise: which check, and what happened.

@@ -30,5 +30,6 @@ mod chaos;
 mod election;
 mod fenced;
 mod leases;
+mod lock_delay;
 mod revocation;
 mod sections;

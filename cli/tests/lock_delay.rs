@@ -1,0 +1,366 @@
+//! Lock-delay end to end on a real ZooKeeper and a real PostgreSQL (lock-testkit):
+//! a `zklock exec` holder paused (SIGSTOP) past its session timeout, whose
+//! *unfenced* write is still on its way when it is continued.
+//!
+//! - Without `--lock-delay` the next holder is granted as soon as the paused
+//!   holder's session expires and writes first: the late write lands after it
+//!   (the hazard).
+//! - With `--lock-delay` the next holder (a `zklock exec` too, showing the wait)
+//!   starts only the delay after it saw the old holder gone: the late write
+//!   lands first.
+//! - The gap between the expiry as the waiter saw it and the next grant,
+//!   measured over runs through the API (printed: min/median/max).
+
+mod common;
+
+use common::*;
+use lock_testkit::Postgres;
+use lock_zookeeper_client::LockClient;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The paused holder's session timeout, seconds: it is paused for longer.
+const SESSION_TIMEOUT: &str = "2";
+
+/// Sends `sig` to a whole process group.
+fn signal_group(pgid: u32, sig: &str) {
+    let ok = Command::new("/bin/sh")
+        .args(["-c", "kill \"$1\" \"-$2\"", "sh", sig, &pgid.to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success(), "kill {sig} -{pgid}");
+}
+
+/// Kills a process group when dropped: a failed test leaves no stopped holder.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new("/bin/sh")
+            .args([
+                "-c",
+                "kill -KILL \"-$1\" 2>/dev/null",
+                "sh",
+                &self.0.to_string(),
+            ])
+            .status();
+    }
+}
+
+/// The state letter of a process (`T` when stopped).
+fn state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap().trim().to_owned()
+}
+
+/// psql inserting a row for `who` into the write log (no fence: the resource
+/// cannot check a token). Shell text.
+fn insert(who: &str) -> String {
+    format!(
+        "\"$PSQL\" -X -q -v ON_ERROR_STOP=1 -d \"$DATABASE_URL\" -c \
+         \"INSERT INTO writes (who) VALUES ('{who}')\""
+    )
+}
+
+/// A client of the test's own, for looking at the lock.
+fn client(rt: &tokio::runtime::Runtime) -> LockClient {
+    rt.block_on(lock_zookeeper_client::connect(&server().connect_string()))
+        .expect("connecting")
+}
+
+/// Whether the node named `name` is among `lock`'s participants.
+fn present(locks: &LockClient, lock: &str, name: &str) -> bool {
+    let who = locks.participants_blocking(lock).expect("participants");
+    who.holders
+        .iter()
+        .chain(&who.waiters)
+        .any(|p| p.node.rsplit('/').next() == Some(name))
+}
+
+/// The paused holder: `zklock exec` (with `extra` flags) whose CMD records its
+/// node, then starts its write in a session of its own (out of zklock's reach,
+/// as in tests/fencing.rs) that waits for the file `go`: the write "in flight"
+/// while the holder is paused. Returns the child (its own process group) and its
+/// node's name, once CMD runs.
+fn paused_holder(
+    zk: &str,
+    lock: &str,
+    extra: &[&str],
+    dir: &Path,
+    db: &Postgres,
+) -> (Child, String) {
+    let script = format!(
+        "basename $ZKLOCK_NODE > a.node; \
+         setsid sh -c 'n=0; while [ ! -e go ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done; \
+           [ -e go ] && {} > a.tmp 2>&1; mv a.tmp a.result' </dev/null >/dev/null 2>&1 & \
+         touch ready; wait",
+        insert("A").replace('\'', "'\\''")
+    );
+    let mut a = zklock(zk);
+    a.args(["--session-timeout", SESSION_TIMEOUT, "exec"])
+        .args(extra)
+        .args([lock, "--", "sh", "-c"])
+        .arg(&script)
+        .env("PSQL", db.psql_path())
+        .env("DATABASE_URL", db.url())
+        .current_dir(dir)
+        .stderr(Stdio::null())
+        .process_group(0);
+    let holder = a.spawn().unwrap();
+    wait_for(&dir.join("ready"), Duration::from_secs(30));
+    let node = read(&dir.join("a.node"));
+    signal_group(holder.id(), "-STOP");
+    until("A stopped", Duration::from_secs(10), || {
+        (state(holder.id()) == Some('T')).then_some(())
+    });
+    (holder, node)
+}
+
+/// What one run of the late-write scenario ended with.
+struct Outcome {
+    /// Who wrote, in the order the database applied the writes.
+    order: Vec<String>,
+    /// From the paused holder's node going (as the test's poller saw it) to
+    /// the next holder's CMD starting.
+    gap: Duration,
+    /// The next holder's stderr (its waiting lines).
+    waiter_says: String,
+}
+
+/// Holder A (paused, its unfenced write in flight) and the next holder B, both
+/// `zklock exec` with `extra` flags. A is continued when B's write has landed,
+/// or `resume_after` after A's node went, whichever comes first: a pause that
+/// ends a little after the expiry.
+fn late_write(test: &str, extra: &[&str], resume_after: Duration) -> Outcome {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let locks = client(&rt);
+    let db = Postgres::start().unwrap_or_else(|e| panic!("{e}"));
+    db.psql("CREATE TABLE writes (id serial PRIMARY KEY, who text NOT NULL)")
+        .unwrap();
+    let zk = server().connect_string();
+    let lock = unique(test);
+    let dir = scratch(test);
+    let start = Instant::now();
+    let say = |what: &str| eprintln!("[{test}] {:>6.2} s  {what}", start.elapsed().as_secs_f64());
+
+    let (holder, a_node) = paused_holder(&zk, &lock, extra, &dir, &db);
+    let group = KillOnDrop(holder.id());
+    say(&format!("A holds {a_node} and is paused (SIGSTOP)"));
+
+    // B waits, then writes at once.
+    let mut b = zklock(&zk);
+    b.args(["exec", "-w", "60"])
+        .args(extra)
+        .args([lock.as_str(), "--", "sh", "-c"])
+        .arg(format!("touch b.started; {}", insert("B")))
+        .env("PSQL", db.psql_path())
+        .env("DATABASE_URL", db.url())
+        .current_dir(&dir)
+        .stderr(Stdio::piped());
+    let b = b.spawn().unwrap();
+
+    let gone = until("A's session to expire", Duration::from_secs(60), || {
+        (!present(&locks, &lock, &a_node)).then(Instant::now)
+    });
+    say("A's node is gone (its session expired)");
+    let started = |dir: &Path| dir.join("b.started").exists();
+    let b_wrote = || {
+        db.psql("SELECT count(*) FROM writes WHERE who = 'B'")
+            .unwrap()
+            == "1"
+    };
+    until(
+        "B's write, or time to resume A",
+        Duration::from_secs(60),
+        || (b_wrote() || gone.elapsed() >= resume_after).then_some(()),
+    );
+    let b_started_before_resume = started(&dir);
+    std::fs::write(dir.join("go"), "").unwrap();
+    signal_group(holder.id(), "-CONT");
+    say(&format!(
+        "A continued (B started before: {b_started_before_resume}): its late write goes out"
+    ));
+    until("B to start", Duration::from_secs(60), || {
+        started(&dir).then_some(())
+    });
+    let gap = gone.elapsed();
+    let b_out = b.wait_with_output().unwrap();
+    assert_eq!(code(&b_out), 0, "B: {b_out:?}");
+    let mut holder = holder;
+    let _ = holder.wait();
+    std::mem::forget(group);
+    until("A's write", Duration::from_secs(60), || {
+        dir.join("a.result").exists().then_some(())
+    });
+    let order: Vec<String> = db
+        .psql("SELECT who FROM writes ORDER BY id")
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    say(&format!(
+        "writes in order: {order:?}; B started {gap:?} after A's node went"
+    ));
+    Outcome {
+        order,
+        gap,
+        waiter_says: String::from_utf8_lossy(&b_out.stderr).into_owned(),
+    }
+}
+
+/// Without lock-delay the next holder writes before the paused holder's late
+/// write: its work is overwritten (the hazard lock-delay is for).
+#[test]
+fn without_lock_delay_the_late_write_lands_after_the_next_holder() {
+    let run = late_write("no-delay", &[], Duration::from_secs(20));
+    assert_eq!(
+        run.order,
+        ["B", "A"],
+        "the hazard: B first, A's late write after"
+    );
+}
+
+/// With `--lock-delay 8` the next holder starts no sooner than 8 s after it saw
+/// the paused holder gone, and says why it waits: the late write (the holder is
+/// continued 2 s after the expiry) lands first.
+#[test]
+fn with_lock_delay_the_late_write_lands_before_the_next_holder_starts() {
+    let run = late_write("delay", &["--lock-delay", "8"], Duration::from_secs(2));
+    assert_eq!(run.order, ["A", "B"], "A's late write first");
+    assert!(
+        run.gap >= Duration::from_secs(8),
+        "B started after {:?}",
+        run.gap
+    );
+    assert!(
+        run.waiter_says.contains("lock-delay after an unclean end"),
+        "B's waiting lines: {}",
+        run.waiter_says
+    );
+}
+
+/// The gap between the expiry of a paused `zklock exec --lock-delay` holder as
+/// the waiter saw it (the start of its delay, from `Queued::lock_delay_ends`)
+/// and its grant, over 10 runs: never less than the delay. Prints
+/// min/median/max, and the gap from the node's disappearance as a poller saw it.
+#[test]
+fn lock_delay_gap_after_an_expiry() {
+    const RUNS: usize = 10;
+    const DELAY: Duration = Duration::from_secs(1);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let locks = client(&rt);
+    let db = Postgres::start().unwrap_or_else(|e| panic!("{e}"));
+    db.psql("CREATE TABLE writes (id serial PRIMARY KEY, who text NOT NULL)")
+        .unwrap();
+    let zk = server().connect_string();
+    let mut gaps = Vec::new();
+    for run in 0..RUNS {
+        let lock = unique("gap");
+        let dir = scratch("gap");
+        let (holder, _) = paused_holder(&zk, &lock, &["--lock-delay", "1"], &dir, &db);
+        let group = KillOnDrop(holder.id());
+        let mutex = locks.mutex(lock.clone()).lock_delay(DELAY);
+        let mut pending = mutex.start().unwrap();
+        let mut place = pending.queue_watch();
+        let ends = rt.block_on(async {
+            loop {
+                let next = tokio::time::timeout(Duration::from_secs(60), place.changed());
+                match next.await {
+                    Ok(Some(queued)) => match queued.lock_delay_ends() {
+                        Some(ends) => break ends,
+                        None => continue,
+                    },
+                    other => panic!("run {run}: no lock-delay reported: {other:?}"),
+                }
+            }
+        });
+        let guard = pending
+            .wait_timeout_blocking(Duration::from_secs(30))
+            .expect("granted")
+            .unwrap();
+        let granted = Instant::now();
+        let seen = ends - DELAY;
+        let gap = granted - seen;
+        eprintln!("run {run}: granted {gap:?} after the waiter saw the expiry");
+        assert!(gap >= DELAY, "run {run}: granted {gap:?} after the expiry");
+        guard.release_blocking().unwrap();
+        std::fs::write(dir.join("go"), "").unwrap();
+        signal_group(holder.id(), "-CONT");
+        let mut holder = holder;
+        let _ = holder.wait();
+        std::mem::forget(group);
+        gaps.push(gap);
+    }
+    gaps.sort();
+    eprintln!(
+        "lock-delay {DELAY:?}, {RUNS} runs: gap from the expiry seen to the grant min {:?} median {:?} max {:?}",
+        gaps[0],
+        gaps[RUNS / 2],
+        gaps[RUNS - 1]
+    );
+}
+
+/// A holder killed (SIGKILL to zklock: it cannot release) ends uncleanly: once
+/// its session expired, `exec -n --lock-delay` finds the lock busy (exit 75)
+/// while a plain `exec -n` takes it (a holder without lock-delay does not look
+/// at the marker, and leaves it).
+#[test]
+fn a_try_lock_finds_a_lock_in_its_delay_busy() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let locks = client(&rt);
+    let zk = server().connect_string();
+    let lock = unique("try");
+    let dir = scratch("try");
+    let mut a = zklock(&zk);
+    a.args([
+        "--session-timeout",
+        SESSION_TIMEOUT,
+        "exec",
+        "--lock-delay",
+        "60",
+    ])
+    .args([
+        lock.as_str(),
+        "--",
+        "sh",
+        "-c",
+        "basename $ZKLOCK_NODE > a.node; exec sleep 60",
+    ])
+    .current_dir(&dir)
+    .stderr(Stdio::null());
+    let mut a = a.spawn().unwrap();
+    wait_for(&dir.join("a.node"), Duration::from_secs(30));
+    let a_node = until("A's node name", Duration::from_secs(10), || {
+        Some(read(&dir.join("a.node"))).filter(|n| !n.is_empty())
+    });
+    kill(&a, "-KILL");
+    let _ = a.wait();
+    until("A's session to expire", Duration::from_secs(60), || {
+        (!present(&locks, &lock, &a_node)).then_some(())
+    });
+    let try_delayed =
+        run(zklock(&zk).args(["exec", "-n", "--lock-delay", "60", &lock, "--", "true"]));
+    assert_eq!(code(&try_delayed), BUSY, "{try_delayed:?}");
+    let plain = run(zklock(&zk).args(["exec", "-n", &lock, "--", "true"]));
+    assert_eq!(code(&plain), 0, "{plain:?}");
+    let again = run(zklock(&zk).args(["exec", "-n", "--lock-delay", "60", &lock, "--", "true"]));
+    assert_eq!(code(&again), BUSY, "the marker stays: {again:?}");
+}
