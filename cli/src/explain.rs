@@ -62,7 +62,8 @@ pub(crate) fn lost(reason: &LostReason) -> String {
             "the connection to ZooKeeper stayed down too long".to_owned()
         }
         LostReason::NodeDeleted => {
-            "its node was deleted by someone else (an administrator, `zklock break`, a revoker)".to_owned()
+            "its node was deleted by someone else (an administrator, `zklock break`, a revoker)"
+                .to_owned()
         }
         LostReason::NodeNotOwned => "its node now belongs to another session".to_owned(),
         LostReason::Closed => "the lock client was closed".to_owned(),

@@ -115,9 +115,16 @@ fn an_exec_holder_is_broken_only_with_force_and_the_next_waiter_holds() {
         fields.trim(),
         format!("{node} True wedged {old_token} deleted True")
     );
+    let broke_after = started.elapsed();
     let status = holder.wait().unwrap();
     assert_eq!(status.code(), Some(LOST), "{status:?}");
     assert!(!alive(&pid), "CMD still runs after the break");
+    // For the record (--nocapture): the break command's own time, and from its
+    // start to the broken exec's exit with CMD stopped.
+    eprintln!(
+        "break --force took {broke_after:?}; exec exited 74 after {:?}",
+        started.elapsed()
+    );
     // Well before CMD's own end (120 s), and a margin under the session's
     // expiry would not explain it (exec's session lives on: it was closed).
     assert!(started.elapsed() < BOUND, "{:?}", started.elapsed());

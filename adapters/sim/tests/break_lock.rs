@@ -163,3 +163,77 @@ fn several_holders_need_a_node_and_a_named_waiter_can_be_broken() {
     );
     assert_eq!(server.children("/locks/r").map(|c| c.len()).unwrap_or(0), 0);
 }
+
+#[test]
+fn a_break_leaves_the_crash_marker_so_the_next_holder_sees_an_unclean_end() {
+    let server = Server::new();
+    let (holder, next, admin) = (server.client(), server.client(), server.client());
+    let stuck = holder
+        .mutex("/locks/s")
+        .detect_crashes()
+        .lock_blocking()
+        .unwrap();
+    stuck.open_section_blocking().unwrap();
+    admin
+        .break_lock_blocking("/locks/s", BreakLock::holder().force())
+        .unwrap();
+    let granted = next
+        .mutex("/locks/s")
+        .detect_crashes()
+        .lock_blocking()
+        .unwrap();
+    assert!(
+        granted.previous_holder_crashed(),
+        "the break removed the holder's crash marker"
+    );
+    granted.release_blocking().unwrap();
+}
+
+/// Lock-delay applies after a break: the broken holder's marker stays, so the
+/// next holder counts the end as unclean and is granted no sooner than the
+/// delay after it saw the break.
+#[test]
+fn lock_delay_applies_after_a_break() {
+    const DELAY: Duration = Duration::from_millis(800);
+    let server = Server::new();
+    let (holder, waiter, admin) = (server.client(), server.client(), server.client());
+    let stuck = holder
+        .mutex("/locks/delayed")
+        .lock_delay(DELAY)
+        .lock_blocking()
+        .unwrap();
+    let mut pending = waiter
+        .mutex("/locks/delayed")
+        .lock_delay(DELAY)
+        .start()
+        .unwrap();
+    let mut place = pending.queue_watch();
+    assert_eq!(place.changed_blocking().map(|q| q.position), Some(1));
+    let broke = std::time::Instant::now();
+    admin
+        .break_lock_blocking("/locks/delayed", BreakLock::holder().force())
+        .unwrap();
+    assert!(
+        server
+            .children("/locks/delayed")
+            .unwrap()
+            .contains(&"zkl-delay".to_owned()),
+        "the break deleted the lock-delay marker"
+    );
+    let queued = place.changed_blocking().expect("a place naming the delay");
+    let ends = queued
+        .lock_delay_ends()
+        .expect("waiting out the lock-delay");
+    assert!(ends >= broke + DELAY, "{:?}", ends - broke);
+    let granted = pending
+        .wait_timeout_blocking(BOUND)
+        .expect("granted")
+        .unwrap();
+    assert!(
+        std::time::Instant::now() >= broke + DELAY,
+        "granted before the delay ended"
+    );
+    assert!(granted.token() > stuck.token());
+    drop(stuck);
+    granted.release_blocking().unwrap();
+}
