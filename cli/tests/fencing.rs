@@ -8,7 +8,6 @@ mod common;
 use common::*;
 use lock_testkit::Postgres;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -28,43 +27,6 @@ fn update(who: &str, fenced: bool) -> String {
         "\"$PSQL\" -X -v ON_ERROR_STOP=1 -d \"$DATABASE_URL\" -c \
          \"UPDATE account SET owner = '{who}', fence = $ZKLOCK_TOKEN WHERE id = 1{fence}\""
     )
-}
-
-/// Sends `sig` to a whole process group.
-fn signal_group(pgid: u32, sig: &str) {
-    // The shell's builtin `kill` (procps may not be installed); dash's takes no `--`.
-    let ok = Command::new("/bin/sh")
-        .args(["-c", "kill \"$1\" \"-$2\"", "sh", sig, &pgid.to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success(), "kill {sig} -{pgid}");
-}
-
-/// Kills a process group when dropped: a failed test leaves no stopped holder.
-/// (Its late write gives up by itself: it waits a minute at most for `go`.)
-struct KillOnDrop(u32);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = Command::new("/bin/sh")
-            .args([
-                "-c",
-                "kill -KILL \"-$1\" 2>/dev/null",
-                "sh",
-                &self.0.to_string(),
-            ])
-            .status();
-    }
-}
-
-/// The state letter of a process (`T` when stopped).
-fn state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
-}
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap().trim().to_owned()
 }
 
 /// What one run of the scenario ended with.

@@ -18,46 +18,11 @@ use lock_testkit::Postgres;
 use lock_zookeeper_client::LockClient;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// The paused holder's session timeout, seconds: it is paused for longer.
 const SESSION_TIMEOUT: &str = "2";
-
-/// Sends `sig` to a whole process group.
-fn signal_group(pgid: u32, sig: &str) {
-    let ok = Command::new("/bin/sh")
-        .args(["-c", "kill \"$1\" \"-$2\"", "sh", sig, &pgid.to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success(), "kill {sig} -{pgid}");
-}
-
-/// Kills a process group when dropped: a failed test leaves no stopped holder.
-struct KillOnDrop(u32);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = Command::new("/bin/sh")
-            .args([
-                "-c",
-                "kill -KILL \"-$1\" 2>/dev/null",
-                "sh",
-                &self.0.to_string(),
-            ])
-            .status();
-    }
-}
-
-/// The state letter of a process (`T` when stopped).
-fn state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
-}
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap().trim().to_owned()
-}
 
 /// psql inserting a row for `who` into the write log (no fence: the resource
 /// cannot check a token). Shell text.

@@ -156,3 +156,40 @@ pub fn ls_rows(zk: &str, path: &str) -> Vec<Vec<String>> {
         .map(|l| l.split_whitespace().map(str::to_owned).collect())
         .collect()
 }
+
+/// Sends `sig` to a whole process group.
+pub fn signal_group(pgid: u32, sig: &str) {
+    // The shell's builtin `kill` (procps may not be installed); dash's takes no `--`.
+    let ok = Command::new("/bin/sh")
+        .args(["-c", "kill \"$1\" \"-$2\"", "sh", sig, &pgid.to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success(), "kill {sig} -{pgid}");
+}
+
+/// Kills a process group when dropped: a failed test leaves no stopped holder.
+/// (Its late write gives up by itself: it waits a minute at most for `go`.)
+pub struct KillOnDrop(pub u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new("/bin/sh")
+            .args([
+                "-c",
+                "kill -KILL \"-$1\" 2>/dev/null",
+                "sh",
+                &self.0.to_string(),
+            ])
+            .status();
+    }
+}
+
+/// The state letter of a process (`T` when stopped).
+pub fn state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+}
+
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap().trim().to_owned()
+}
