@@ -83,6 +83,12 @@ impl ExecArgs {
         if self.lock_delay.is_some() && (self.read || self.semaphore.is_some()) {
             return Some("--lock-delay needs a mutex (not --read or --semaphore)".to_owned());
         }
+        if self.lock_delay.is_some() && self.scheme == Scheme::Go {
+            return Some(
+                "--lock-delay cannot be used with --scheme go: go-zookeeper's Lock fails on the marker node it keeps"
+                    .to_owned(),
+            );
+        }
         if self.owner.is_some() && self.scheme == Scheme::Curator {
             return Some(
                 "--owner cannot be recorded in Curator-named nodes (use --scheme native or kazoo)"

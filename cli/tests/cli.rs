@@ -693,3 +693,30 @@ fn semaphore_of_another_count_is_named() {
     kill(&holder, "-TERM");
     holder.wait().unwrap();
 }
+
+/// go-zookeeper's `Lock` fails on a marker node in the lock directory, so
+/// `--scheme go` refuses `--lock-delay` (which keeps one): one line, exit 2, CMD
+/// not run, nothing connected.
+#[test]
+fn scheme_go_refuses_lock_delay() {
+    let dir = scratch("go-marker");
+    let ran = dir.join("ran");
+    let out = run(zklock("127.0.0.1:1").args([
+        "exec",
+        "--scheme",
+        "go",
+        "--lock-delay",
+        "1",
+        "/go-marker",
+        "--",
+        "touch",
+        ran.to_str().unwrap(),
+    ]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 2, "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "zklock: --lock-delay cannot be used with --scheme go: go-zookeeper's Lock fails on the marker node it keeps"
+    );
+    assert!(!ran.exists(), "CMD ran");
+}

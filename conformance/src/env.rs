@@ -42,7 +42,7 @@ pub enum Capability {
     HoldReplies,
     /// [`Deployment::watchers_of`]: which sessions watch a path
     /// (`waiter_rewatches_after_reconnect`,
-    /// `admin_delete_of_a_plain_lock_is_not_watched`).
+    /// `admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals`).
     Watchers,
     /// [`Deployment::requests_received`]: the server's request count
     /// (`requests_per_uncontended_cycle`).

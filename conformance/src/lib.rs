@@ -52,7 +52,7 @@
 //! | Capability | Tests | Real ZooKeeper | lock-sim |
 //! |---|---|---|---|
 //! | `hold_replies` | `connection_loss_during_create_adopts_node` | `lock_testkit::HoldProxy` | `Server::hold_replies` |
-//! | `watchers` | `waiter_rewatches_after_reconnect`, `admin_delete_of_a_plain_lock_is_not_watched` | `wchp` | `Server::watchers` |
+//! | `watchers` | `waiter_rewatches_after_reconnect`, `admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals` | `wchp` | `Server::watchers` |
 //! | `request_count` | `requests_per_uncontended_cycle` | `mntr` (`zk_packets_received`) | `Server::requests_received` |
 //! | `ensemble` | `ensemble_leader_loss_keeps_exclusion` | `lock_testkit::ZkEnsemble` | none: one server, no leader to lose |
 //!
@@ -162,7 +162,7 @@ macro_rules! conformance_tests {
     (@capability $env:expr; watchers) => {
         $crate::conformance_tests!(@tests $env;
             waiter_rewatches_after_reconnect,
-            admin_delete_of_a_plain_lock_is_not_watched,
+            admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals,
         );
     };
     (@capability $env:expr; request_count) => {

@@ -22,17 +22,33 @@ fn connected() -> H {
     h
 }
 
-/// Answers every queued sync (the leader hears us); other requests stay queued.
+/// Answers every queued sync (the leader hears us) and the read with a watch a
+/// holder sends on its own node with its first sync; other requests stay queued.
 fn answer_syncs(h: &mut H) -> usize {
-    let (syncs, rest): (Vec<_>, Vec<_>) = h
+    let (answered, rest): (Vec<_>, Vec<_>) = h
         .reqs
         .drain(..)
-        .partition(|r| matches!(r.op, Op::Sync { .. }));
+        .partition(|r| matches!(r.op, Op::Sync { .. } | Op::GetData { watch: true, .. }));
     h.reqs.extend(rest);
-    for r in &syncs {
-        h.reply(r.id, Ok(Reply::Synced));
+    let mut syncs = 0;
+    for r in &answered {
+        let reply = match r.op {
+            Op::Sync { .. } => {
+                syncs += 1;
+                Reply::Synced
+            }
+            _ => Reply::Data {
+                data: vec![],
+                stat: Stat {
+                    ephemeral_owner: SID,
+                    czxid: 101,
+                    ..Stat::default()
+                },
+            },
+        };
+        h.reply(r.id, Ok(reply));
     }
-    syncs.len()
+    syncs
 }
 
 /// Drops every queued sync unanswered (the follower cannot reach the leader).
@@ -261,7 +277,7 @@ fn reconnecting_proves_contact_and_resumes() {
     assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
     h.advance(Duration::from_secs(2));
     h.session(SessionEvent::Connected { session_id: SID });
-    h.answer_plain_read(&node, SID);
+    h.answer_watch(&node, SID);
     assert_eq!(h.take_events(), vec![LockEvent::Resumed]);
     // Trusted for a whole T - margin from the reconnect, with syncs answered.
     for _ in 0..100 {
@@ -409,7 +425,7 @@ fn outage(h: &mut H, node: &str, reconnect_at: Duration) -> Result<(), Duration>
         }
     }
     h.session(SessionEvent::Connected { session_id: SID });
-    h.answer_plain_read(node, SID);
+    h.answer_watch(node, SID);
     assert_eq!(h.take_events(), vec![LockEvent::Resumed]);
     Ok(())
 }
@@ -467,4 +483,46 @@ fn a_known_tick_lets_a_held_lock_on_an_ensemble_member_survive_longer() {
     healthy(&mut h, 100);
     let lost = outage(&mut h, &node, T).expect_err("lost");
     assert!(lost >= Duration::from_millis(8100), "lost {lost:?} in");
+}
+
+/// A plain, uncontended hold sets no watch on its node at first (the cycle stays
+/// create, list, delete). Once it outlives a sync interval it watches its node,
+/// once, with the sync: from then on a deletion under it (an operator's break)
+/// is `Lost(NodeDeleted)` at once. A hold shorter than the interval sends nothing.
+#[test]
+fn a_hold_that_outlives_a_sync_interval_watches_its_node_once() {
+    let mut h = connected();
+    let (id, node) = h.held("/c", 0);
+    h.s.release(id, h.now).unwrap();
+    h.drain();
+    let r = h.next_req();
+    assert!(matches!(r.op, Op::Delete { .. }), "a short hold: {r:?}");
+    assert!(h.no_requests(), "{:?}", h.reqs);
+    h.reply(r.id, Ok(Reply::Deleted));
+    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+
+    let mut h = connected();
+    let node2 = held(&mut h);
+    let mut reads = 0;
+    for _ in 0..30 {
+        h.advance(STEP);
+        reads += h
+            .reqs
+            .iter()
+            .filter(|r| {
+                r.op == Op::GetData {
+                    path: node2.clone(),
+                    watch: true,
+                }
+            })
+            .count();
+        answer_syncs(&mut h);
+        assert!(h.no_requests(), "{:?}", h.reqs);
+    }
+    assert_eq!(reads, 1, "one watched read over 3 s of hold ({node})");
+    h.watch(&node2, WatchKind::NodeDeleted);
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Lost(LostReason::NodeDeleted)]
+    );
 }

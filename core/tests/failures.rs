@@ -576,8 +576,9 @@ fn plain_lock_cycle_is_three_requests_and_leaves_no_watch() {
     assert_eq!(h.s.stats().requests, 3);
 }
 
-/// Without `watch_node`, a firing on the holder's node is not the holder's (it set
-/// no watch): the deletion is found by the check every reconnect makes.
+/// Without `watch_node`, a firing on the holder's node is not the holder's (an
+/// uncontended grant set no watch): the deletion is found by the check every
+/// reconnect makes, which watches the node from then on.
 #[test]
 fn plain_holder_notices_a_deleted_node_at_the_next_reconnect_check() {
     let mut h = H::new();
@@ -594,9 +595,9 @@ fn plain_holder_notices_a_deleted_node_at_the_next_reconnect_check() {
         r.op,
         Op::GetData {
             path: node.clone(),
-            watch: false
+            watch: true
         },
-        "a plain holder checks its node without a watch"
+        "the check after a reconnect watches the node"
     );
     h.reply(r.id, Err(ZkError::NoNode));
     assert_eq!(
@@ -605,33 +606,36 @@ fn plain_holder_notices_a_deleted_node_at_the_next_reconnect_check() {
     );
 }
 
-/// A waiter watches its own node (sent before the peer watch), and drops that
-/// watch when granted, so its own release does not notify it.
+/// A waiter watches its own node (sent before the peer watch) and keeps the
+/// watch once granted: no `RemoveWatch`, and a deletion under the holder (an
+/// operator's break) is `Lost(NodeDeleted)` at once. Its own release fires the
+/// watch too, ahead of the delete's reply: that firing is not a loss.
 #[test]
-fn waiter_watches_its_node_while_waiting_and_drops_the_watch_when_granted() {
+fn waiter_keeps_the_watch_on_its_node_when_granted() {
     let mut h = H::new();
     let (id, node, ppath) = waiting(&mut h, "/w");
     h.watch(&ppath, WatchKind::NodeDeleted);
     assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::RemoveWatch {
-            path: node.clone(),
-            watch: lock_core::WatchType::Data
-        }
-    );
-    h.reply(r.id, Ok(Reply::WatchRemoved));
-    assert!(h.no_requests());
-    // A firing that comes anyway (a client that cannot remove watches) is ignored.
-    h.watch(&node, WatchKind::NodeDataChanged);
-    assert!(h.take_events().is_empty() && h.no_requests());
+    assert!(h.no_requests(), "nothing sent at the grant: {:?}", h.reqs);
     h.s.release(id, h.now).unwrap();
     h.drain();
     let r = h.next_req();
     assert!(matches!(r.op, Op::Delete { .. }));
+    h.watch(&node, WatchKind::NodeDeleted);
+    assert!(h.take_events().is_empty(), "our own delete is no loss");
     h.reply(r.id, Ok(Reply::Deleted));
     assert_eq!(h.take_events(), vec![LockEvent::Released]);
+
+    // The same grant, then the node deleted by someone else while held.
+    let mut h = H::new();
+    let (_, node, ppath) = waiting(&mut h, "/w");
+    h.watch(&ppath, WatchKind::NodeDeleted);
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.watch(&node, WatchKind::NodeDeleted);
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Lost(LostReason::NodeDeleted)]
+    );
 }
 
 /// With `watch_node`, the watch set while waiting is kept through the hold.

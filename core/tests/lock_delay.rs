@@ -179,7 +179,7 @@ fn after_an_unclean_end_the_grant_comes_exactly_the_delay_after_the_waiter_saw_i
     h.advance(Duration::from_millis(1));
     assert_eq!(h.now, seen + DELAY);
     answer_take_over(&mut h, &node);
-    h.answer_remove_watch(&node);
+    assert!(h.no_requests(), "{:?} ({node})", h.reqs);
     assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
     assert_eq!(h.s.stats().lock_delays, 1);
 }
@@ -191,7 +191,7 @@ fn after_a_clean_release_the_grant_is_not_delayed() {
     // The holder's clean release deleted the marker with its node.
     h.watch(&ppath, WatchKind::NodeDeleted);
     answer_marker_create(&mut h, &node, created());
-    h.answer_remove_watch(&node);
+    assert!(h.no_requests(), "{:?} ({node})", h.reqs);
     assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
     assert!(delays(&h).is_empty());
     assert_eq!(h.s.stats().lock_delays, 0);
@@ -364,6 +364,21 @@ fn lock_delay_is_refused_on_shared_recipes() {
             Err(UsageError::Unsupported(_))
         ));
     }
+}
+
+/// go-zookeeper's `Lock` fails on a child whose name does not end in a number,
+/// so the markers of lock-delay and crash detection are refused in its layout.
+#[test]
+fn markers_are_refused_in_go_zookeepers_layout() {
+    let mut h = H::new();
+    let go = LockSpec::exclusive("/d").scheme(NameScheme::Go);
+    for spec in [go.clone().lock_delay(DELAY), go.clone().detect_crashes()] {
+        assert!(matches!(
+            h.s.acquire(spec, h.now),
+            Err(UsageError::Unsupported(why)) if why.contains("go-zookeeper")
+        ));
+    }
+    assert!(h.s.acquire(go, h.now).is_ok(), "the plain mutex is fine");
 }
 
 #[test]

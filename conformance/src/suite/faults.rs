@@ -199,22 +199,37 @@ pub fn admin_delete_gives_lost(b: &Suite) {
     b.close(&c);
 }
 
-/// A plain lock watches no node while held (3 requests a cycle): an administrator
-/// deleting its node goes unheard until the release, which reports the lock lost
-/// (`Lost(NodeDeleted)`: another holder may have been granted meanwhile), and the
-/// next holder gets in.
-pub fn admin_delete_of_a_plain_lock_is_not_watched(b: &Suite) {
+/// A plain lock costs no watch on a short hold (3 requests a cycle on a client
+/// whose `create` returns the stat), but a hold that outlives the session's sync
+/// interval watches its node (one read, at most two intervals after the grant):
+/// an administrator deleting its node is then heard at once, `Lost(NodeDeleted)`
+/// (another holder may have been granted meanwhile); the release reports the loss
+/// too, and the next holder gets in.
+pub fn admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals(b: &Suite) {
     let server = b.env().shared();
     let path = unique_path("admin-delete-plain");
     let admin = server.admin();
     let c = connect(b, server);
-    let g = lock(b, &c, Kind::Mutex, &path);
+    let mut g = lock(b, &c, Kind::Mutex, &path);
     let node = b.node_path(&g);
-    assert!(
-        watchers_of(b, server, &node).is_empty(),
-        "a plain holder leaves no watch on its node"
-    );
+    // Two sync intervals (T/20 each at the default) and a generous margin for a
+    // loaded machine: the watch is then set.
+    let interval = lock_core::Config::default_sync_interval(SESSION_TIMEOUT);
+    let deadline = Instant::now() + 2 * interval + SHORT;
+    while watchers_of(b, server, &node).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "{}: a plain holder watches its node within two sync intervals",
+            b.name()
+        );
+        std::thread::sleep(interval / 5);
+    }
     assert!(admin.delete(&node));
+    let event = expect_event(b, &mut g, SHORT, "Lost", |e| {
+        matches!(e, LockEvent::Lost(_))
+    });
+    assert_eq!(event, LockEvent::Lost(LostReason::NodeDeleted));
+    assert!(!b.is_trusted(&g));
     assert_eq!(b.release(g), Err(Error::Lost(LostReason::NodeDeleted)));
     let g = lock(b, &c, Kind::Mutex, &path);
     b.release(g).expect("release");

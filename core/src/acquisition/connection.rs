@@ -30,8 +30,8 @@ impl Acquisition {
                 // Find our node by attempt id (adopt it), or create again.
                 Create::Unknown | Create::Done | Create::InFlight(_) => self.send_list(cx),
             },
-            // Is our node still ours? (With a watch only if the hold needs one.)
-            State::Granting | State::Held => self.send_own_read(cx, self.spec.watches_node()),
+            // Is our node still ours? (Watched from here on.)
+            State::Granting | State::Held => self.send_own_read(cx),
             State::Releasing => self.send_delete(cx),
             State::Cleanup => self.continue_cleanup(cx),
             State::Done => {}
@@ -92,7 +92,7 @@ impl Acquisition {
         }
         match self.state {
             State::Held if self.suspended && !self.node.own_read.is_pending() => {
-                self.send_own_read(cx, self.spec.watches_node());
+                self.send_own_read(cx);
             }
             State::Granting => {
                 self.state = State::Waiting;

@@ -38,7 +38,7 @@ impl Acquisition {
                 && !self.node.own_read.is_pending()
                 && !matches!(self.node.create, Create::InFlight(_))
             {
-                self.send_own_read(cx, self.spec.watches_node());
+                self.send_own_read(cx);
             }
             // We waited: whether the previous holder closed its section is unknown.
             if crashed.is_none() && !self.holder.marker_check.is_pending() {
@@ -74,8 +74,8 @@ impl Acquisition {
             previous_holder_crashed: crashed,
         };
         self.state = State::Held;
+        self.holder.held_since = Some(cx.now);
         self.stop_detecting(cx);
-        self.drop_own_watch(cx);
         cx.timers.cancel(self.id, TimerKind::Deadline);
         if let Some(max_hold) = self.spec.max_hold {
             cx.timers.set(self.id, TimerKind::Lease, cx.now + max_hold);

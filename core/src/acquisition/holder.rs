@@ -7,6 +7,7 @@ use crate::ctx::Ctx;
 use crate::event::{FencedError, LockEvent, LostReason, UsageError};
 use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, ZkError};
 use crate::requests::{InFlight, Purpose};
+use crate::time::Timestamp;
 
 /// The part of an acquisition that owns what a holder does besides releasing:
 /// its critical section (and the crash marker a grant looks at) and its fenced
@@ -27,6 +28,9 @@ pub(super) struct Holder {
     pub(super) writes: Vec<(u64, RequestId)>,
     /// Released by [`Acquisition::abandon`]: the node goes, the section marker stays.
     pub(super) abandoned: bool,
+    /// When the lock was granted (reported held): a hold that outlives a sync
+    /// interval watches its node (see `Acquisition::on_sync_timer`).
+    pub(super) held_since: Option<Timestamp>,
 }
 
 impl Holder {

@@ -317,12 +317,10 @@ impl Acquisition {
             self.node.own_watched = false;
             return match kind {
                 WatchKind::NodeDeleted => self.own_gone(cx, LostReason::NodeDeleted),
-                // Data changed (a revocation request?): look, and watch again if
-                // we still need to.
+                // Data changed (a revocation request?): look, and watch again.
                 _ => {
                     self.node.revocation_seen = false;
-                    let watch = self.spec.watches_node() || self.state == State::Waiting;
-                    self.send_own_read(cx, watch)
+                    self.send_own_read(cx)
                 }
             };
         }

@@ -39,10 +39,10 @@ pub(super) struct Node {
     pub(super) own: Option<OwnNode>,
     /// The `getData` on our own node in flight, whose reply we act on.
     pub(super) own_read: InFlight,
-    /// A watch on our own node is set (or being set) on the server. Set while
-    /// waiting (see `Acquisition::evaluate`) and while held when the spec needs it
-    /// ([`crate::spec::LockSpec::watches_node`]); never on a plain lock's
-    /// uncontended path.
+    /// A watch on our own node is set (or being set) on the server: by every read
+    /// of our node (next in line, a grant that reads the token, a check after a
+    /// reconnect, a spec that watches: [`crate::spec::LockSpec::watches_node`]),
+    /// and by a hold that outlives a sync interval; kept until the node goes.
     pub(super) own_watched: bool,
     pub(super) delete: InFlight,
     /// A delete of our node went out and its outcome is unknown (in flight at a

@@ -4,7 +4,7 @@
 use super::{Acquisition, State};
 use crate::ctx::Ctx;
 use crate::event::{FailReason, LockEvent, LostReason};
-use crate::proto::{Op, Reply, WatchType, ZkError};
+use crate::proto::{Op, Reply, ZkError};
 use crate::requests::Purpose;
 use crate::timers::TimerKind;
 
@@ -13,15 +13,21 @@ use crate::timers::TimerKind;
 const REVOKE_MARKERS: [&[u8]; 2] = [crate::revoke::REVOKE, b"unlock"];
 
 impl Acquisition {
-    /// Reads our own node (its stat, its data), leaving a watch on it if `watch`.
-    pub(super) fn send_own_read(&mut self, cx: &mut Ctx, watch: bool) {
+    /// Reads our own node (its stat, its data) and leaves a watch on it.
+    ///
+    /// Every read of our node watches it: the watch costs no request of its own,
+    /// and it is how a holder hears at once that its node was deleted under it
+    /// (an operator's `break`, an administrator). It is kept once held (no
+    /// `RemoveWatch`: our own release's delete fires it, one notification we
+    /// ignore, cheaper than a request).
+    pub(super) fn send_own_read(&mut self, cx: &mut Ctx) {
         let Some(own) = &self.node.own else { return };
         let op = Op::GetData {
             path: own.path.clone(),
-            watch,
+            watch: true,
         };
         let sent = self.node.own_read.send(cx, self.id, Purpose::OwnData, op);
-        self.node.own_watched |= watch && sent;
+        self.node.own_watched |= sent;
     }
 
     /// Reads our node if something is missing: its stat (a client that returns none
@@ -30,29 +36,31 @@ impl Acquisition {
         let watch = self.spec.watches_node();
         let stat_known = self.node.own.as_ref().is_some_and(|o| o.stat.is_some());
         if !self.node.own_read.is_pending() && ((watch && !self.node.own_watched) || !stat_known) {
-            self.send_own_read(cx, watch);
+            self.send_own_read(cx);
         }
     }
 
-    /// Held and the watch on our node is no longer needed (it was set while we
-    /// waited): drop it, so our own release does not notify us.
-    pub(super) fn drop_own_watch(&mut self, cx: &mut Ctx) {
-        if !self.node.own_watched || self.spec.watches_node() {
-            return;
+    /// The session's sync timer fired (about once a sync interval while a lock is
+    /// held, whether a `sync` went out or the session's other requests made one
+    /// unnecessary): a holder that has held for `interval` and whose node is not
+    /// watched yet (an uncontended grant on a client that gave the stat with
+    /// `create`) watches it now. So a hold hears of its node's deletion at once
+    /// from at most two intervals after its grant, at one read per hold that
+    /// long; a shorter hold costs nothing and learns of it at its release or its
+    /// next fenced write.
+    pub(crate) fn on_sync_timer(&mut self, cx: &mut Ctx, interval: std::time::Duration) {
+        let held_long = self
+            .holder
+            .held_since
+            .is_some_and(|since| cx.now >= since + interval);
+        if self.state == State::Held
+            && held_long
+            && !self.suspended
+            && !self.node.own_watched
+            && !self.node.own_read.is_pending()
+        {
+            self.send_own_read(cx);
         }
-        let Some(own) = &self.node.own else { return };
-        // Another task of this session may watch our node too (the one queued
-        // behind us): the server's watch is then still needed, for it.
-        if cx.watches.remove(self.id, &own.path) {
-            let op = Op::RemoveWatch {
-                path: own.path.clone(),
-                watch: WatchType::Data,
-            };
-            cx.send(self.id, Purpose::RemoveOwnWatch, op);
-        }
-        self.node.own_watched = false;
-        // A read still in flight answers for a node we no longer need news of.
-        self.node.own_read.forget();
     }
 
     pub(super) fn on_own_data(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {

@@ -96,6 +96,16 @@ impl Session {
                 "lock-delay needs an exclusive recipe",
             ));
         }
+        // go-zookeeper's `Lock` reads every child of the lock directory as
+        // `...-<sequence>` and fails (`Lock()` returns an error) on a name that
+        // does not end in a number: the markers these two features keep beside
+        // the participants would stop every Go peer on the path. Refused rather
+        // than break them (safe either way: a failing Go peer holds nothing).
+        if spec.scheme == NameScheme::Go && (spec.detect_crashes || spec.lock_delay.is_some()) {
+            return Err(UsageError::Unsupported(
+                "crash detection and lock-delay keep a marker node in the lock directory, which go-zookeeper's Lock cannot read: not with NameScheme::Go",
+            ));
+        }
         if spec.detect_after.is_some() {
             if spec.owner.is_none() {
                 return Err(UsageError::Unsupported(

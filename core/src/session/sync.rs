@@ -60,19 +60,35 @@ impl Session {
         }
     }
 
+    /// The sync timer fired: a `sync` goes out if one is due, else the timer is
+    /// armed for when one will be.
+    fn on_sync_timer(&mut self, now: Timestamp) {
+        match self.contact.next_sync(&self.config) {
+            Some(at) if at <= now => {
+                let id = self.requests.mint();
+                let op = Op::Sync { path: "/".into() };
+                self.contact.on_sync_sent(&self.config, id, &op, now);
+                self.stats.requests += 1;
+                self.out.push_back(Output::Request(Request { id, op }));
+            }
+            Some(at) => self.timers.set(SESSION_TIMERS, TimerKind::Sync, at),
+            None => {}
+        }
+    }
+
     pub(super) fn on_session_timer(&mut self, kind: TimerKind, now: Timestamp) {
         match kind {
-            TimerKind::Sync if self.is_connected() => match self.contact.next_sync(&self.config) {
-                Some(at) if at <= now => {
-                    let id = self.requests.mint();
-                    let op = Op::Sync { path: "/".into() };
-                    self.contact.on_sync_sent(&self.config, id, &op, now);
-                    self.stats.requests += 1;
-                    self.out.push_back(Output::Request(Request { id, op }));
+            TimerKind::Sync if self.is_connected() => {
+                self.on_sync_timer(now);
+                // A hold that outlived a sync interval watches its node (once).
+                if let Some(interval) = self.config.sync_interval {
+                    self.for_each_task(now, |t, cx| {
+                        if let Task::Acquisition(a) = t {
+                            a.on_sync_timer(cx, interval);
+                        }
+                    });
                 }
-                Some(at) => self.timers.set(SESSION_TIMERS, TimerKind::Sync, at),
-                None => {}
-            },
+            }
             TimerKind::Contact => {
                 // No newer proof came in time: held locks are no longer trusted
                 // (locks granted from now on are suspended as they are granted).

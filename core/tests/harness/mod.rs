@@ -180,19 +180,6 @@ impl H {
         );
     }
 
-    /// Answers the `RemoveWatch` a waiter sends on its own node once granted.
-    pub fn answer_remove_watch(&mut self, expect_path: &str) {
-        let r = self.next_req();
-        assert_eq!(
-            r.op,
-            Op::RemoveWatch {
-                path: expect_path.to_owned(),
-                watch: lock_core::WatchType::Data,
-            }
-        );
-        self.reply(r.id, Ok(Reply::WatchRemoved));
-    }
-
     pub fn answer_err(&mut self, e: ZkError) -> Request {
         let r = self.next_req();
         self.reply(r.id, Err(e));

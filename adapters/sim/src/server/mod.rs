@@ -101,7 +101,12 @@ impl Server {
         static CLIENTS: AtomicU64 = AtomicU64::new(0);
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
         hasher.write_u64(CLIENTS.fetch_add(1, Ordering::Relaxed));
-        let (locks, link) = lock_client::pair(Config::new(session_timeout, hasher.finish()));
+        // Timed as the real bindings time a session: the same sync interval, so a
+        // held lock here proves contact, and watches its node once held a while,
+        // as it does against ZooKeeper.
+        let mut config = Config::new(session_timeout, hasher.finish());
+        config.sync_interval = Some(Config::default_sync_interval(session_timeout));
+        let (locks, link) = lock_client::pair(config);
         let key = self.lock().attach(session_timeout, link.notifier());
         link.set_extension(Arc::new(ClientKey(key)));
         let state = self.state.clone();

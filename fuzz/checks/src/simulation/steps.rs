@@ -62,7 +62,8 @@ impl Driver {
                 // go-zookeeper's mutex instead, beside every other scheme and recipe on
                 // the same directory. (Only the top bits decide: the corpus's other
                 // picks keep their meaning.)
-                if matches!(recipe, SimRecipe::Write) && *scheme >= 0xC0 {
+                let go = matches!(recipe, SimRecipe::Write) && *scheme >= 0xC0;
+                if go {
                     spec = LockSpec::exclusive(dir).scheme(NameScheme::Go);
                 }
                 if let Some(ms) = deadline_ms {
@@ -75,7 +76,9 @@ impl Driver {
                 if *revocable {
                     spec = spec.revocable();
                 }
-                if *detect_crashes && matches!(recipe, SimRecipe::Write | SimRecipe::Leader) {
+                // Not in go-zookeeper's layout, whose `Lock` fails on the marker.
+                if *detect_crashes && !go && matches!(recipe, SimRecipe::Write | SimRecipe::Leader)
+                {
                     spec = spec.detect_crashes();
                 }
                 if let Some(ms) = max_hold_ms {

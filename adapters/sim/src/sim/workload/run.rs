@@ -92,9 +92,15 @@ impl Run {
             let mut extras = Extras::default();
             let exclusive = matches!(spec.recipe(), Recipe::Write | Recipe::Leader);
             if exclusive && w.detect_crashes_chance > 0.0 && rng.chance(w.detect_crashes_chance) {
-                spec = spec.detect_crashes();
-                extras.section = rng.chance(w.section_chance);
-                extras.close_section = extras.section && rng.chance(w.close_section_chance);
+                let section = rng.chance(w.section_chance);
+                let close_section = section && rng.chance(w.close_section_chance);
+                // Not in go-zookeeper's layout, whose `Lock` fails on the marker
+                // (the draws stay, so seeds keep their schedules).
+                if spec.naming_scheme() != NameScheme::Go {
+                    spec = spec.detect_crashes();
+                    extras.section = section;
+                    extras.close_section = close_section;
+                }
             }
             if exclusive && w.fenced_chance > 0.0 && rng.chance(w.fenced_chance) {
                 let data = fenced_data_path(spec.path());
