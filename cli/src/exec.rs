@@ -10,8 +10,8 @@ use crate::usage::{self, NodeFor};
 use crate::{exit, say, Scheme};
 use clap::Args;
 use lock_zookeeper_client::{
-    Error, FailReason, FencingToken, Leadership, LockClient, LockEvent, LockGuard, NameScheme,
-    PendingLock,
+    Error, FailReason, FencingToken, Leadership, LockClient, LockEvent, LockGuard, LockSpec,
+    NameScheme, PendingLock,
 };
 use rustix::process::Signal;
 use std::future::Future;
@@ -479,6 +479,13 @@ pub(crate) struct ElectArgs {
     path: String,
     /// Our participant id (what `zklock leader` prints).
     id: String,
+    /// Lock-delay: after a leader's unclean end (its session expired, its node
+    /// deleted by someone else), lead no sooner than SECS seconds after finding
+    /// the election free, so that the old leader's late writes land first; a
+    /// clean resignation is not delayed. 0 means none. Every participant should
+    /// use it (one without it leaves no marker).
+    #[arg(long, value_name = "SECS", value_parser = crate::parse_secs)]
+    lock_delay: Option<Duration>,
     #[command(flatten)]
     pub(crate) nodes: crate::args::NodeArgs,
     /// The command to run while leader, after `--`.
@@ -503,7 +510,14 @@ pub(crate) async fn elect(
     signals: &mut Signals,
     chroot: &Chroot<'_>,
 ) -> ExitCode {
-    let mut election = locks.election(args.path.clone(), args.id.clone());
+    let mut spec = LockSpec::leader(args.path.clone(), args.id.clone());
+    if let Some(delay) = args.lock_delay {
+        spec = spec.lock_delay(delay);
+    }
+    let mut election = match locks.election_with_spec(spec) {
+        Ok(election) => election,
+        Err(e) => return crate::report::fail(&e),
+    };
     let show = match std::io::stderr().is_terminal() {
         true => Show::Line,
         false => Show::Nothing,

@@ -341,3 +341,60 @@ fn a_try_lock_finds_a_lock_in_its_delay_busy() {
     let again = run(zklock(&zk).args(["exec", "-n", "--lock-delay", "60", &lock, "--", "true"]));
     assert_eq!(code(&again), BUSY, "the marker stays: {again:?}");
 }
+
+/// `zklock elect --lock-delay 3`: the leader (paused by SIGSTOP past its
+/// session timeout) ends uncleanly, and the next candidate leads no sooner than
+/// 3 s after the leader's node went (measured from the last look that still saw
+/// it, a lower bound on its deletion).
+#[test]
+fn elect_with_lock_delay_leads_the_delay_after_an_expired_leader() {
+    const DELAY: Duration = Duration::from_secs(3);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let locks = client(&rt);
+    let zk = server().connect_string();
+    let path = unique("elect-delay");
+    let dir = scratch("elect-delay");
+    let elect = |id: &str, script: &str| {
+        let mut c = zklock(&zk);
+        c.args(["--session-timeout", SESSION_TIMEOUT, "elect", "--lock-delay", "3"])
+            .args([path.as_str(), id, "--", "sh", "-c", script])
+            .current_dir(&dir)
+            .stderr(Stdio::null())
+            .process_group(0);
+        c.spawn().unwrap()
+    };
+    let leader = elect("a", "basename $ZKLOCK_NODE > a.node; touch a.ready; sleep 300");
+    let group = KillOnDrop(leader.id());
+    wait_for(&dir.join("a.ready"), Duration::from_secs(30));
+    let a_node = read(&dir.join("a.node"));
+    signal_group(leader.id(), "-STOP");
+    until("A stopped", Duration::from_secs(10), || {
+        (state(leader.id()) == Some('T')).then_some(())
+    });
+    let next = elect("b", "touch b.leads");
+    let mut still_there = Instant::now();
+    let gone = until("A's session to expire", Duration::from_secs(60), || {
+        let asked = Instant::now();
+        if present(&locks, &path, &a_node) {
+            still_there = asked;
+            None
+        } else {
+            Some(still_there)
+        }
+    });
+    until("B to lead", Duration::from_secs(60), || {
+        dir.join("b.leads").exists().then_some(())
+    });
+    let gap = gone.elapsed();
+    eprintln!("B led {gap:?} after A's node went");
+    assert!(gap >= DELAY, "B led {gap:?} after A's node went");
+    let out = next.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "B: {out:?}");
+    drop(group);
+    let mut leader = leader;
+    let _ = leader.wait();
+}

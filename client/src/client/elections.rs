@@ -4,6 +4,7 @@
 use super::LockClient;
 use crate::election::{Election, ElectionObserver};
 use crate::error::Error;
+use lock_core::{LockSpec, Recipe, UsageError};
 
 impl LockClient {
     /// Joins the leader election at `path` as `participant` (its id, stored in its
@@ -20,7 +21,41 @@ impl LockClient {
     /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn election(&self, path: impl Into<String>, participant: impl Into<Vec<u8>>) -> Election {
-        Election::new(self.clone(), path.into(), participant.into())
+        Election::new(self.clone(), LockSpec::leader(path, participant))
+    }
+
+    /// Joins the leader election that `spec` describes: a
+    /// [`LockSpec::leader`] with options, such as
+    /// [`lock_delay`](LockSpec::lock_delay) (after a leader's unclean end, the
+    /// next one leads no sooner than the delay after finding the election free)
+    /// or [`detect_crashes`](LockSpec::detect_crashes). Otherwise as
+    /// [`election`](Self::election).
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for a spec of another recipe (a lock: use
+    /// [`acquire`](Self::acquire)). Bad input in a leader spec shows at
+    /// [`Election::leadership`], as with `election`.
+    ///
+    /// ```
+    /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
+    /// use std::time::Duration;
+    /// use zklock::LockSpec;
+    /// let spec = LockSpec::leader("/services/scheduler/leader", "node-1")
+    ///     .lock_delay(Duration::from_secs(15));
+    /// let mut election = locks.election_with_spec(spec)?;
+    /// let leadership = election.leadership().await?;
+    /// leadership.resign().await?;
+    /// assert!(locks.election_with_spec(LockSpec::exclusive("/x")).is_err());
+    /// # Ok(()) }
+    /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
+    /// ```
+    pub fn election_with_spec(&self, spec: LockSpec) -> Result<Election, Error> {
+        if spec.recipe() != Recipe::Leader {
+            return Err(Error::Usage(UsageError::Unsupported(
+                "an election needs LockSpec::leader (a lock is taken with acquire)",
+            )));
+        }
+        Ok(Election::new(self.clone(), spec))
     }
 
     /// Follows the leader of the election at `path` without taking part (the

@@ -146,11 +146,12 @@ impl std::fmt::Debug for Election {
 }
 
 impl Election {
-    pub(crate) fn new(client: LockClient, path: String, participant: Vec<u8>) -> Election {
+    /// Joins at once with `spec` (a [`LockSpec::leader`]).
+    pub(crate) fn new(client: LockClient, spec: LockSpec) -> Election {
         let queue = client.shared().with_quiet(|s| s.new_election());
         let mut election = Election {
             client,
-            spec: LockSpec::leader(path, participant),
+            spec,
             queue,
             candidacy: None,
             term: None,
