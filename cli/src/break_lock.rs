@@ -34,6 +34,19 @@ pub(crate) struct BreakArgs {
     pub(crate) format: Format,
 }
 
+/// Who breaks, for the break's record: `user@host` (the user from `$USER` or
+/// `$LOGNAME`, else the uid).
+fn breaker() -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| format!("uid {}", rustix::process::getuid().as_raw()));
+    let host = rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned();
+    format!("{user}@{host}")
+}
+
 /// Runs `zklock break`.
 pub(crate) async fn run(locks: &LockClient, args: BreakArgs, chroot: &Chroot<'_>) -> ExitCode {
     let what = match args.node.clone() {
@@ -41,6 +54,7 @@ pub(crate) async fn run(locks: &LockClient, args: BreakArgs, chroot: &Chroot<'_>
         None => BreakLock::holder(),
     };
     let what = if args.force { what.force() } else { what };
+    let what = what.by(breaker());
     let now = now_ms();
     match locks.break_lock(args.path.clone(), what).await {
         Ok(broken) => {

@@ -15,11 +15,13 @@
 //!  "data": "...", "permits": 3 | null}
 //! ```
 //!
-//! Then `"mixed_schemes": true|false` and `"holders_by_library": {"zklock":
+//! Then `"mixed_schemes": true|false`, `"holders_by_library": {"zklock":
 //! [NODE...], "curator": [NODE...], "kazoo": [NODE...]}`: the node names each
 //! client library takes for holders. Only zklock's when one scheme is used;
 //! with mixed schemes, also those of Curator and kazoo if their nodes are there
-//! (each counts only its own scheme's nodes).
+//! (each counts only its own scheme's nodes), and `"last_break"`: `null`, or
+//! the record the last `zklock break` left, `{"node": NAME, "token": N,
+//! "session": "0x...", "by": "user@host" | null, "at": MS_SINCE_EPOCH}`.
 //!
 //! `permits` is a semaphore node's permit count where its name carries it
 //! (zklock's scheme; the table shows it as `semaphore(3)`).
@@ -95,6 +97,19 @@ pub(crate) fn text_view(who: &Participants, path: &str, now: i64) -> (String, Ve
         notes.push(format!(
             "{} other node(s) in {path} follow no lock naming scheme (ignored)",
             who.foreign
+        ));
+    }
+    if let Some(last) = &who.last_break {
+        notes.push(format!(
+            "last broken {} ago{}: {} (token {}, session {})",
+            age_text(age_ms(last.at, now)),
+            last.by
+                .as_deref()
+                .map(|by| format!(" by {by}"))
+                .unwrap_or_default(),
+            last.node,
+            last.token.0,
+            session_hex(last.session),
         ));
     }
     (table, notes)
@@ -211,9 +226,23 @@ fn to_json(who: &Participants, now: i64) -> String {
         }
     }
     libraries.end();
+    let mut last_break = String::new();
+    match &who.last_break {
+        Some(last) => {
+            let mut o = Object::new(&mut last_break);
+            o.str("node", &last.node)
+                .int("token", last.token.0)
+                .str("session", &session_hex(last.session))
+                .opt_str("by", last.by.as_deref())
+                .int("at", last.at)
+                .end();
+        }
+        None => last_break.push_str("null"),
+    }
     document
         .bool("mixed_schemes", views.is_some())
         .raw("holders_by_library", &by_library)
+        .raw("last_break", &last_break)
         .end();
     out
 }

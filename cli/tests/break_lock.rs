@@ -138,6 +138,29 @@ fn an_exec_holder_is_broken_only_with_force_and_the_next_waiter_holds() {
         .parse()
         .unwrap();
     assert!(new_token > old_token, "{new_token} after {old_token}");
+
+    // `zklock ls` shows the break: which node, its token, who broke it.
+    let out = run(zklock(&zk).args(["ls", &lock]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let notes = stderr(&out);
+    let name = node.rsplit('/').next().unwrap();
+    let note = notes
+        .lines()
+        .find(|l| l.starts_with("zklock: last broken "))
+        .unwrap_or_else(|| panic!("no break shown: {notes}"));
+    assert!(
+        note.contains(&format!(": {name} (token {old_token}, session 0x")),
+        "{note}"
+    );
+    assert!(note.contains(" ago by "), "{note}");
+    let out = run(zklock(&zk).args(["ls", "--format", "json", &lock]));
+    let fields = python(
+        "import json,sys; b=json.load(sys.stdin)['last_break']; \
+         print(b['node'], b['token'], b['by'] is not None, b['at'] > 0)",
+        &[],
+        &out.stdout,
+    );
+    assert_eq!(fields.trim(), format!("{name} {old_token} True True"));
 }
 
 #[test]

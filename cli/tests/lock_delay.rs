@@ -360,14 +360,23 @@ fn elect_with_lock_delay_leads_the_delay_after_an_expired_leader() {
     let dir = scratch("elect-delay");
     let elect = |id: &str, script: &str| {
         let mut c = zklock(&zk);
-        c.args(["--session-timeout", SESSION_TIMEOUT, "elect", "--lock-delay", "3"])
-            .args([path.as_str(), id, "--", "sh", "-c", script])
-            .current_dir(&dir)
-            .stderr(Stdio::null())
-            .process_group(0);
+        c.args([
+            "--session-timeout",
+            SESSION_TIMEOUT,
+            "elect",
+            "--lock-delay",
+            "3",
+        ])
+        .args([path.as_str(), id, "--", "sh", "-c", script])
+        .current_dir(&dir)
+        .stderr(Stdio::null())
+        .process_group(0);
         c.spawn().unwrap()
     };
-    let leader = elect("a", "basename $ZKLOCK_NODE > a.node; touch a.ready; sleep 300");
+    let leader = elect(
+        "a",
+        "basename $ZKLOCK_NODE > a.node; touch a.ready; sleep 300",
+    );
     let group = KillOnDrop(leader.id());
     wait_for(&dir.join("a.ready"), Duration::from_secs(30));
     let a_node = read(&dir.join("a.node"));

@@ -268,9 +268,9 @@ pub use status::LockStatus;
 pub use writes::Writes;
 
 pub use lock_core::{
-    BreakOutcome, CreateMode, CycleNode, FailReason, FencedError, FencingToken, Grant, Leader,
-    LockEvent, LockSpec, LostReason, MultiOp, MultiResult, NameScheme, NodeKind, Participant,
-    Participants, ServerRole, Stats, UsageError, WaitFor, ZkError,
+    BreakOutcome, CreateMode, CycleNode, FailReason, FencedError, FencingToken, Grant, LastBreak,
+    Leader, LockEvent, LockSpec, LostReason, MultiOp, MultiResult, NameScheme, NodeKind,
+    Participant, Participants, ServerRole, Stats, UsageError, WaitFor, ZkError,
 };
 
 #[cfg(test)]

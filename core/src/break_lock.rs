@@ -13,6 +13,11 @@
 //! crash or lock-delay marker the holder left) stay, so the next holder sees
 //! the end as unclean.
 //!
+//! With a record (see [`BREAK_RECORD`]), the delete goes in one `multi` with the
+//! record's create (or, when it exists from an earlier break, its `setData`): a
+//! break that happens is recorded, and a record says only what happened. A
+//! record that turns out to exist (or to be gone) costs one more round trip.
+//!
 //! Failures follow the [`OneShot`] policy: a request whose outcome is unknown
 //! is asked again once connected. A delete that may have been applied before
 //! the connection dropped makes a later "no such node" uncertain
@@ -22,8 +27,14 @@ use crate::ctx::Ctx;
 use crate::event::LockEvent;
 use crate::ids::{FencingToken, LockId};
 use crate::oneshot::{unexpected_reply, OneShot};
-use crate::proto::{Op, Reply, RequestId, ZkError};
+use crate::path::split_parent;
+use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, ZkError};
 use crate::requests::Purpose;
+
+/// Name of the break record in a lock directory: a persistent node saying which
+/// node an operator broke last, written in the `multi` of the break's delete
+/// ([`crate::LastBreak`]).
+pub(crate) const BREAK_RECORD: &str = "zkl-broken";
 
 /// What a [`break_node`](crate::Session::break_node) did to the node.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -50,6 +61,15 @@ impl std::fmt::Display for BreakOutcome {
     }
 }
 
+/// What a break records about itself (see [`Session::break_node`](crate::Session::break_node)).
+#[derive(Clone, Copy, Debug)]
+pub struct BreakRecord<'a> {
+    /// The session that owns the node being broken (from the inspection).
+    pub session: i64,
+    /// Who breaks it (e.g. `user@host`), if known.
+    pub by: Option<&'a str>,
+}
+
 /// The task: read the node, check its token, delete it at the version read.
 pub(crate) struct BreakNode {
     id: LockId,
@@ -63,13 +83,24 @@ pub(crate) struct BreakNode {
     delete: Option<RequestId>,
     /// A delete of ours may have been applied (its answer was lost).
     delete_maybe_applied: bool,
+    /// The record to leave beside the delete (its data), if any.
+    record: Option<Vec<u8>>,
+    /// Whether the record node exists (from an earlier break): set, not created.
+    record_exists: bool,
+    /// The node's data version our read found (what the delete expects).
+    version: i32,
     pub(crate) done: bool,
     /// A failed request is to be asked again: not finished before it is.
     retry_due: bool,
 }
 
 impl BreakNode {
-    pub(crate) fn new(id: LockId, node: String, token: FencingToken) -> Self {
+    pub(crate) fn new(
+        id: LockId,
+        node: String,
+        token: FencingToken,
+        record: Option<Vec<u8>>,
+    ) -> Self {
         BreakNode {
             id,
             node,
@@ -77,6 +108,9 @@ impl BreakNode {
             read: None,
             delete: None,
             delete_maybe_applied: false,
+            record,
+            record_exists: false,
+            version: 0,
             done: false,
             retry_due: false,
         }
@@ -88,6 +122,45 @@ impl BreakNode {
             watch: false,
         };
         self.read = cx.send(self.id, Purpose::Break, op);
+    }
+
+    /// Deletes the node at `version`, in one `multi` with the record if there is
+    /// one.
+    fn send_delete(&mut self, cx: &mut Ctx, version: i32) {
+        self.version = version;
+        let delete = Op::Delete {
+            path: self.node.clone(),
+            version: Some(version),
+        };
+        let op = match &self.record {
+            None => delete,
+            Some(data) => {
+                let (dir, _) = split_parent(&self.node);
+                let path = format!("{dir}/{BREAK_RECORD}");
+                let data = data.clone();
+                let record = if self.record_exists {
+                    MultiOp::SetData {
+                        path,
+                        data,
+                        version: None,
+                    }
+                } else {
+                    MultiOp::Create {
+                        path,
+                        data,
+                        mode: CreateMode::Persistent,
+                    }
+                };
+                Op::Multi(vec![
+                    MultiOp::Delete {
+                        path: self.node.clone(),
+                        version: Some(version),
+                    },
+                    record,
+                ])
+            }
+        };
+        self.delete = cx.send(self.id, Purpose::Break, op);
     }
 
     /// The node is gone: ours or not, said once.
@@ -121,11 +194,7 @@ impl BreakNode {
             self.read = None;
             match result {
                 Ok(Reply::Data { stat, .. }) if FencingToken(stat.czxid) == self.token => {
-                    let op = Op::Delete {
-                        path: self.node.clone(),
-                        version: Some(stat.version),
-                    };
-                    self.delete = cx.send(self.id, Purpose::Break, op);
+                    self.send_delete(cx, stat.version)
                 }
                 // Another node of that name: the one inspected is gone.
                 Ok(Reply::Data { .. }) | Err(ZkError::NoNode) => self.gone(cx),
@@ -134,6 +203,29 @@ impl BreakNode {
             }
         } else if self.delete == Some(request) {
             self.delete = None;
+            // A failed `multi` names its first failing op: 0 is the delete, 1
+            // the record (created while it exists, or set while it is gone:
+            // nothing was applied, so the delete goes again with the other).
+            let result = match result {
+                Err(ZkError::MultiFailed { index: 1, error }) => {
+                    match *error {
+                        ZkError::NodeExists if !self.record_exists => self.record_exists = true,
+                        ZkError::NoNode if self.record_exists => self.record_exists = false,
+                        e => return self.trouble(cx, e),
+                    }
+                    return self.send_delete(cx, self.version);
+                }
+                Err(ZkError::MultiFailed { index: 0, error }) => Err(*error),
+                // A client library without `multi` (the blocking `zookeeper`
+                // crate refuses it before sending): the delete goes alone, and
+                // the break is not recorded.
+                Err(ZkError::Other(_)) if self.record.is_some() => {
+                    self.record = None;
+                    return self.send_delete(cx, self.version);
+                }
+                Ok(Reply::Multi(_)) => Ok(Reply::Deleted),
+                other => other,
+            };
             match result {
                 Ok(Reply::Deleted) => self.finish(cx, BreakOutcome::Deleted),
                 Err(ZkError::NoNode) => self.gone(cx),

@@ -1,7 +1,8 @@
 //! Inspection: who holds a lock and who waits, in queue order, as a request plan.
 //!
 //! [`Session::inspect`](crate::Session::inspect) lists the lock directory, then reads
-//! every participant's data and stat in one pipelined burst (no watches), and ends
+//! every participant's data and stat (and the record of the last break, if the
+//! listing shows one) in one pipelined burst (no watches), and ends
 //! with one [`LockEvent::Participants`]. A node that vanishes between the listing and
 //! its read is skipped: it left the queue. Cost: one round trip, 1 + n requests for n
 //! participants.
@@ -10,6 +11,7 @@
 //! [`Recipe::is_blocked_by`] and [`Recipe::permits`], applied to the kinds (and, for
 //! native semaphores, the permit counts) written in the node names.
 
+use crate::break_lock::BREAK_RECORD;
 use crate::ctx::Ctx;
 use crate::event::LockEvent;
 use crate::ids::{FencingToken, LockId};
@@ -17,7 +19,7 @@ use crate::lease_inspect::LeaseView;
 use crate::names::{parse_participant, sort_by_sequence, NodeKind, ParsedName};
 use crate::oneshot::{unexpected_reply, OneShot};
 use crate::owner;
-use crate::participants::{Participant, Participants};
+use crate::participants::{LastBreak, Participant, Participants};
 use crate::proto::{Op, Reply, RequestId, Stat, ZkError};
 use crate::requests::Purpose;
 use crate::spec::Recipe;
@@ -111,6 +113,9 @@ pub(crate) struct Inspect {
     data: Vec<Option<(Vec<u8>, Stat)>>,
     /// Semaphores in Curator's and kazoo's layouts on the path.
     lease: LeaseView,
+    /// The read of the break record, when the listing shows one.
+    record_read: Option<RequestId>,
+    last_break: Option<LastBreak>,
     pub(crate) done: bool,
     /// A failed request is to be asked again: not finished before it is.
     retry_due: bool,
@@ -127,6 +132,8 @@ impl Inspect {
             reads: Vec::new(),
             data: Vec::new(),
             lease: LeaseView::new(path.clone()),
+            record_read: None,
+            last_break: None,
             done: false,
             retry_due: false,
         }
@@ -163,6 +170,25 @@ impl Inspect {
                         self.reads.push((r, i));
                     }
                 }
+                if children.iter().any(|c| c == BREAK_RECORD) {
+                    let op = Op::GetData {
+                        path: format!("{}/{BREAK_RECORD}", self.path),
+                        watch: false,
+                    };
+                    self.record_read = cx.send(self.id, Purpose::Inspect, op);
+                }
+            }
+            Purpose::Inspect if self.record_read == Some(request) => {
+                self.record_read = None;
+                match result {
+                    Ok(Reply::Data { data, stat }) => {
+                        self.last_break = LastBreak::parse(&data, stat.mtime)
+                    }
+                    // Gone since the listing: no record to show.
+                    Err(ZkError::NoNode) => {}
+                    Ok(_) => return self.trouble(cx, unexpected_reply()),
+                    Err(e) => return self.trouble(cx, e),
+                }
             }
             Purpose::Inspect => {
                 if let Some(handled) = self.lease.on_reply(cx, self.id, request, &result) {
@@ -191,6 +217,7 @@ impl Inspect {
     fn maybe_finish(&mut self, cx: &mut Ctx) {
         if self.list.is_none()
             && self.reads.is_empty()
+            && self.record_read.is_none()
             && self.lease.settled()
             && !self.done
             && !self.retry_due
@@ -204,6 +231,7 @@ impl Inspect {
         let mut out = Participants {
             path: self.path.clone(),
             foreign: self.foreign,
+            last_break: self.last_break.clone(),
             ..Participants::default()
         };
         // Nodes gone since the listing left the queue: nobody waits for them.
@@ -291,6 +319,8 @@ impl OneShot for Inspect {
     fn restart(&mut self, cx: &mut Ctx) {
         cx.requests.forget_lock(self.id);
         self.reads.clear();
+        self.record_read = None;
+        self.last_break = None;
         let op = Op::GetChildren {
             path: self.path.clone(),
         };

@@ -28,6 +28,12 @@
 //!   marker exists only while a lock-delay holder holds or after an unclean end, one
 //!   per path, and the next clean release removes it. Peers (Curator, kazoo, Go)
 //!   leave no marker: their ends count as clean.
+//!
+//! A third persistent node, `zkl-broken`, is no marker of a hold but a record: an
+//! operator's break ([`Session::break_node`]) writes it in the `multi` that deletes
+//! the broken node (which node, its token, by whom; the server's `mtime` says when),
+//! and an inspection reports it ([`Participants::last_break`]). The next break
+//! overwrites it; nothing else removes it.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -59,14 +65,14 @@ mod time;
 mod timers;
 mod watches;
 
-pub use break_lock::BreakOutcome;
+pub use break_lock::{BreakOutcome, BreakRecord};
 pub use contact::ServerRole;
 pub use deadlock::WaitFor;
 pub use event::{FailReason, FencedError, Grant, Leader, LockEvent, LostReason, UsageError};
 pub use ids::{FencingToken, LockId};
 pub use names::{AttemptId, NameScheme, NodeKind};
 pub use output::{Output, Progress, QueuePlace};
-pub use participants::{CycleNode, Participant, Participants};
+pub use participants::{CycleNode, LastBreak, Participant, Participants};
 pub use path::validate_lock_path;
 pub use proto::{
     CreateMode, Input, MultiOp, MultiResult, Op, Reply, Request, RequestId, SessionEvent, Stat,

@@ -56,6 +56,75 @@ pub struct Participants {
     pub waiters: Vec<Participant>,
     /// Children that match no naming scheme (ignored).
     pub foreign: usize,
+    /// The last break of this lock by an operator, from the record a break
+    /// leaves (`<path>/zkl-broken`, see [`Session::break_node`](crate::Session::break_node)).
+    pub last_break: Option<LastBreak>,
+}
+
+/// The record of the last break of a lock ([`Participants::last_break`]): which
+/// node an operator deleted, with which token, by whom and when.
+#[derive(Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub struct LastBreak {
+    /// The name of the node that was broken.
+    pub node: String,
+    /// Its fencing token (`czxid`).
+    pub token: FencingToken,
+    /// The session that owned it.
+    pub session: i64,
+    /// Who broke it, as the breaker said (e.g. `user@host`), if it did.
+    pub by: Option<String>,
+    /// When (the record's `mtime`, the server's clock, ms since the epoch).
+    pub at: i64,
+}
+
+/// First line of a break record: what the node holds.
+const RECORD_HEADER: &str = "zklock-break 1";
+
+impl LastBreak {
+    /// The record a break stores: the header, then `key=value` lines (newlines
+    /// in `by` become spaces).
+    pub(crate) fn record(
+        node: &str,
+        token: FencingToken,
+        session: i64,
+        by: Option<&str>,
+    ) -> Vec<u8> {
+        let mut text = format!(
+            "{RECORD_HEADER}\nnode={node}\ntoken={}\nsession={session}\n",
+            token.0
+        );
+        if let Some(by) = by {
+            text.push_str(&format!("by={}\n", by.replace(['\n', '\r'], " ")));
+        }
+        text.into_bytes()
+    }
+
+    /// Reads a record stored at `mtime`; `None` if it is not one.
+    pub(crate) fn parse(data: &[u8], mtime: i64) -> Option<LastBreak> {
+        let text = std::str::from_utf8(data).ok()?;
+        let mut lines = text.lines();
+        if lines.next()? != RECORD_HEADER {
+            return None;
+        }
+        let (mut node, mut token, mut session, mut by) = (None, None, 0, None);
+        for line in lines {
+            match line.split_once('=') {
+                Some(("node", v)) => node = Some(v.to_owned()),
+                Some(("token", v)) => token = v.parse().ok().map(FencingToken),
+                Some(("session", v)) => session = v.parse().unwrap_or(0),
+                Some(("by", v)) => by = Some(v.to_owned()),
+                _ => {}
+            }
+        }
+        Some(LastBreak {
+            node: node?,
+            token: token?,
+            session,
+            by,
+            at: mtime,
+        })
+    }
 }
 
 /// One node of a deadlock cycle, as [`FailReason::Deadlock`](crate::FailReason::Deadlock)
@@ -77,4 +146,33 @@ pub struct CycleNode {
     pub session: i64,
     /// When it was created (`ctime`, ms since the epoch; 0 when unknown): its age.
     pub ctime: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_break_record_reads_back() {
+        let data = LastBreak::record(
+            "zkl-x-write-0000000001",
+            FencingToken(42),
+            7,
+            Some("ops@db1\nx"),
+        );
+        let back = LastBreak::parse(&data, 1_000).unwrap();
+        assert_eq!(back.node, "zkl-x-write-0000000001");
+        assert_eq!(back.token, FencingToken(42));
+        assert_eq!(back.session, 7);
+        assert_eq!(back.by.as_deref(), Some("ops@db1 x"));
+        assert_eq!(back.at, 1_000);
+        let anonymous = LastBreak::record("n", FencingToken(1), 0, None);
+        assert_eq!(LastBreak::parse(&anonymous, 0).unwrap().by, None);
+        assert_eq!(LastBreak::parse(b"something else", 0), None);
+        assert_eq!(
+            LastBreak::parse(b"zklock-break 1\ntoken=3\n", 0),
+            None,
+            "no node"
+        );
+    }
 }

@@ -304,6 +304,9 @@ pub struct Stat {
     pub data_length: i32,
     /// Creation time, ms since the epoch (0 when the client library gives none).
     pub ctime: i64,
+    /// Time of the last data change, ms since the epoch (0 when the client
+    /// library gives none).
+    pub mtime: i64,
 }
 
 /// A successful reply.

@@ -13,7 +13,9 @@ fn retry_interval() -> Duration {
 
 /// Starts a break of `node` expecting token `token`.
 fn start_break(h: &mut H, node: &str, token: i64) -> LockId {
-    let id = h.s.break_node(node, FencingToken(token), h.now).unwrap();
+    let id =
+        h.s.break_node(node, FencingToken(token), None, h.now)
+            .unwrap();
     h.drain();
     id
 }
@@ -201,7 +203,10 @@ fn the_one_shot_policy_applies() {
     assert_eq!(h.take_events(), [LockEvent::Failed(FailReason::Closed)]);
     // An invalid path is refused before anything is sent.
     let mut h = H::new();
-    assert!(h.s.break_node("relative", FencingToken(1), h.now).is_err());
+    assert!(h
+        .s
+        .break_node("relative", FencingToken(1), None, h.now)
+        .is_err());
     h.drain();
     assert!(h.no_requests());
 }
@@ -247,4 +252,138 @@ fn a_holder_watching_its_node_is_lost_at_once_a_plain_one_at_its_release() {
     h.drain();
     h.answer_err(ZkError::NoNode);
     assert_eq!(h.take_events(), [LockEvent::Lost(LostReason::NodeDeleted)]);
+}
+
+/// With a record, the delete goes in one `multi` with the record's create; a
+/// record left by an earlier break is set instead (the failed `multi` applied
+/// nothing, the delete goes again with the `setData`); an inspection then
+/// reports the last break.
+#[test]
+fn a_break_with_a_record_leaves_it_in_the_same_multi() {
+    let mut h = H::new();
+    let name = peer(NodeKind::Write, 1, 1);
+    let node = format!("/l/{name}");
+    let record = BreakRecord {
+        session: 0x77,
+        by: Some("ops@db1"),
+    };
+    h.s.break_node(&node, FencingToken(500), Some(record), h.now)
+        .unwrap();
+    h.drain();
+    answer_read(&mut h, &node, 500, 3);
+    let data = |r: &Request| match &r.op {
+        Op::Multi(ops) => ops
+            .iter()
+            .find_map(|op| match op {
+                MultiOp::Create { data, .. } | MultiOp::SetData { data, .. } => Some(data.clone()),
+                _ => None,
+            })
+            .unwrap(),
+        other => panic!("expected a multi, got {other:?}"),
+    };
+    let first = h.next_req();
+    let Op::Multi(ops) = &first.op else {
+        panic!("{first:?}")
+    };
+    assert_eq!(
+        ops[0],
+        MultiOp::Delete {
+            path: node.clone(),
+            version: Some(3)
+        }
+    );
+    assert!(
+        matches!(&ops[1], MultiOp::Create { path, mode: CreateMode::Persistent, .. } if path == "/l/zkl-broken"),
+        "{ops:?}"
+    );
+    let stored = data(&first);
+    // The record exists from an earlier break: nothing applied, set it instead.
+    h.reply(
+        first.id,
+        Err(ZkError::MultiFailed {
+            index: 1,
+            error: Box::new(ZkError::NodeExists),
+        }),
+    );
+    let second = h.next_req();
+    let Op::Multi(ops) = &second.op else {
+        panic!("{second:?}")
+    };
+    assert!(
+        matches!(&ops[1], MultiOp::SetData { path, version: None, .. } if path == "/l/zkl-broken"),
+        "{ops:?}"
+    );
+    assert_eq!(data(&second), stored);
+    assert_eq!(broken(&mut h), []);
+    h.reply(second.id, Ok(Reply::Multi(vec![])));
+    assert_eq!(broken(&mut h), [(node.clone(), BreakOutcome::Deleted)]);
+
+    // An inspection reads the record back.
+    h.s.inspect("/l", h.now).unwrap();
+    h.drain();
+    let list = h.next_req();
+    h.reply(list.id, Ok(Reply::Children(vec!["zkl-broken".into()])));
+    // Peers' semaphore layouts are looked for too: none here.
+    let mut read = None;
+    while let Some(r) = h.reqs.pop_front() {
+        match r.op {
+            Op::GetChildren { .. } => h.reply(r.id, Err(ZkError::NoNode)),
+            _ => read = Some(r),
+        }
+    }
+    let read = read.expect("the record's read");
+    assert_eq!(
+        read.op,
+        Op::GetData {
+            path: "/l/zkl-broken".into(),
+            watch: false
+        }
+    );
+    let stat = Stat {
+        mtime: 1_700_000_000_000,
+        ..Stat::default()
+    };
+    h.reply(read.id, Ok(Reply::Data { data: stored, stat }));
+    let who = h
+        .take_events()
+        .into_iter()
+        .find_map(|e| match e {
+            LockEvent::Participants(p) => Some(p),
+            _ => None,
+        })
+        .expect("participants");
+    assert_eq!(who.foreign, 0, "the record is no foreign node");
+    let last = who.last_break.expect("the last break");
+    assert_eq!(last.node, name);
+    assert_eq!(last.token, FencingToken(500));
+    assert_eq!(last.session, 0x77);
+    assert_eq!(last.by.as_deref(), Some("ops@db1"));
+    assert_eq!(last.at, 1_700_000_000_000);
+}
+
+/// A client library without `multi` refuses the recorded delete before sending
+/// it: the delete goes again alone, unrecorded, and the break happens.
+#[test]
+fn without_multi_the_break_goes_unrecorded() {
+    let mut h = H::new();
+    let node = format!("/l/{}", peer(NodeKind::Write, 1, 1));
+    let record = BreakRecord {
+        session: 0x77,
+        by: None,
+    };
+    h.s.break_node(&node, FencingToken(500), Some(record), h.now)
+        .unwrap();
+    h.drain();
+    answer_read(&mut h, &node, 500, 3);
+    let multi = h.next_req();
+    assert!(matches!(multi.op, Op::Multi(_)), "{multi:?}");
+    h.reply(
+        multi.id,
+        Err(ZkError::Other(
+            "multi unsupported by the zookeeper crate".into(),
+        )),
+    );
+    let delete = take_delete(&mut h, &node, 3);
+    h.reply(delete.id, Ok(Reply::Deleted));
+    assert_eq!(broken(&mut h), [(node, BreakOutcome::Deleted)]);
 }

@@ -92,6 +92,7 @@ imported_through_each!(
     Grant,
     Leader,
     LockEvent,
+    LastBreak,
     LockSpec,
     LostReason,
     MultiOp,

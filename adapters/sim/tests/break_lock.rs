@@ -50,11 +50,19 @@ fn a_forced_break_deletes_the_holder_which_hears_it_and_the_next_waiter_holds() 
         .expect("granted in time")
         .unwrap();
     assert!(granted.token() > stuck.token(), "tokens grow past a break");
+    let children = server.children("/locks/b").unwrap();
     assert_eq!(
-        server.children("/locks/b").map(|c| c.len()),
-        Some(1),
-        "only the new holder's node"
+        children.len(),
+        2,
+        "the new holder's node and the break's record: {children:?}"
     );
+    assert!(children.iter().any(|c| c == "zkl-broken"), "{children:?}");
+    let last = admin
+        .participants_blocking("/locks/b")
+        .unwrap()
+        .last_break
+        .expect("the break's record");
+    assert_eq!(last.token, stuck.token());
     granted.release_blocking().unwrap();
 }
 
@@ -161,7 +169,11 @@ fn several_holders_need_a_node_and_a_named_waiter_can_be_broken() {
         r1.release_blocking(),
         Err(Error::Lost(LostReason::NodeDeleted))
     );
-    assert_eq!(server.children("/locks/r").map(|c| c.len()).unwrap_or(0), 0);
+    assert_eq!(
+        server.children("/locks/r").unwrap_or_default(),
+        ["zkl-broken"],
+        "only the record of the last break"
+    );
 }
 
 #[test]

@@ -160,6 +160,7 @@ fn core_stat(stat: &zookeeper_client::Stat) -> Stat {
         czxid: stat.czxid,
         mzxid: stat.mzxid,
         ctime: stat.ctime,
+        mtime: stat.mtime,
         version: stat.version,
         cversion: stat.cversion,
         ephemeral_owner: stat.ephemeral_owner,

@@ -152,6 +152,7 @@ pub(crate) fn map_stat(s: &zookeeper::Stat) -> Stat {
         num_children: s.num_children,
         data_length: s.data_length,
         ctime: s.ctime,
+        mtime: s.mtime,
     }
 }
 

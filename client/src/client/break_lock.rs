@@ -11,7 +11,7 @@
 use super::{LockClient, Task};
 use crate::error::Error;
 use crate::guard::UnclaimedTask;
-use lock_core::{BreakOutcome, LockEvent, Participant, Participants};
+use lock_core::{BreakOutcome, LockEvent, NameScheme, NodeKind, Participant, Participants};
 
 /// What [`LockClient::break_lock`] breaks, and whether it may: the lock's one
 /// holder ([`holder`](Self::holder)) or a named participant
@@ -25,6 +25,8 @@ pub struct BreakLock {
     pub node: Option<String>,
     /// Delete it (else refuse with [`BreakError::NotForced`], naming it).
     pub force: bool,
+    /// Who breaks it (e.g. `user@host`), kept in the break's record.
+    pub by: Option<String>,
 }
 
 impl BreakLock {
@@ -39,8 +41,17 @@ impl BreakLock {
     pub fn node(name: impl Into<String>) -> Self {
         BreakLock {
             node: Some(name.into()),
-            force: false,
+            ..BreakLock::default()
         }
+    }
+
+    /// Says who breaks it (e.g. `user@host`): kept in the record the break
+    /// leaves in the lock directory, which [`LockClient::participants`] reads
+    /// back ([`Participants::last_break`](lock_core::Participants::last_break);
+    /// `zklock ls` shows it).
+    pub fn by(mut self, who: impl Into<String>) -> Self {
+        self.by = Some(who.into());
+        self
     }
 
     /// Deletes the node. Without it the break is refused
@@ -54,9 +65,16 @@ impl BreakLock {
     /// broken holder's in-flight writes until that holder learns it lost the
     /// lock: at once if it watches its node
     /// ([`Mutex::watch_node`](crate::Mutex::watch_node); `zklock exec` always
-    /// does), else at its next request on the node (a fenced write, its
-    /// release, its check after a reconnect), while the next holder already
-    /// works.
+    /// does, and a zklock holder from at most two sync intervals after its
+    /// grant), else at its next request on the node (a fenced write, its
+    /// release), while the next holder already works.
+    ///
+    /// The delete leaves a record of the break in the lock directory (a
+    /// persistent `zkl-broken` node: which node, its token and session, who
+    /// broke it, and when), in the same `multi`, so `participants` and `zklock
+    /// ls` show the last break. Not where a peer would trip over an extra
+    /// child: a node in go-zookeeper's layout (its `Lock` fails on one), a
+    /// semaphore in Curator's or kazoo's layout.
     pub fn force(mut self) -> Self {
         self.force = true;
         self
@@ -172,7 +190,18 @@ impl LockClient {
             }));
         }
         let node = format!("{}/{}", target.dir, target.node);
-        let id = self.start_task(Task::Break(node, target.token), None)?;
+        let peer_layout = target.scheme == NameScheme::Go
+            || (target.kind == NodeKind::Semaphore && target.scheme != NameScheme::Native)
+            || target.dir != who.path;
+        let record = (!peer_layout).then(|| (target.session, what.by.clone()));
+        let id = self.start_task(
+            Task::Break {
+                node,
+                token: target.token,
+                record,
+            },
+            None,
+        )?;
         let mut pending = UnclaimedTask::new(self.clone(), id);
         loop {
             match pending.next().await {

@@ -76,8 +76,16 @@ pub(crate) enum Task {
     },
     Observe(String),
     Revoke(String),
-    /// A participant node's full path, and the token it was inspected with.
-    Break(String, lock_core::FencingToken),
+    /// Breaking a participant node.
+    Break {
+        /// Its full path.
+        node: String,
+        /// The token it was inspected with.
+        token: lock_core::FencingToken,
+        /// For the break's record: the node's session and who breaks it; `None`
+        /// for no record.
+        record: Option<(i64, Option<String>)>,
+    },
     Inspect(String),
     Scan(String),
 }

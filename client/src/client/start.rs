@@ -43,7 +43,17 @@ impl LockClient {
                 }
                 Task::Observe(path) => s.core.observe(&path, now)?,
                 Task::Revoke(path) => s.core.revoke(&path, now)?,
-                Task::Break(node, token) => s.core.break_node(&node, token, now)?,
+                Task::Break {
+                    node,
+                    token,
+                    record,
+                } => {
+                    let record = record.as_ref().map(|(session, by)| lock_core::BreakRecord {
+                        session: *session,
+                        by: by.as_deref(),
+                    });
+                    s.core.break_node(&node, token, record, now)?
+                }
                 Task::Inspect(path) => s.core.inspect(&path, now)?,
                 Task::Scan(root) => s.core.deadlocks(&root, now)?,
             };

@@ -31,7 +31,7 @@ impl Acquisition {
                 Create::Unknown | Create::Done | Create::InFlight(_) => self.send_list(cx),
             },
             // Is our node still ours? (Watched from here on.)
-            State::Granting | State::Held => self.send_own_read(cx),
+            State::Granting | State::Held => self.send_own_read(cx, true),
             State::Releasing => self.send_delete(cx),
             State::Cleanup => self.continue_cleanup(cx),
             State::Done => {}
@@ -92,7 +92,7 @@ impl Acquisition {
         }
         match self.state {
             State::Held if self.suspended && !self.node.own_read.is_pending() => {
-                self.send_own_read(cx);
+                self.send_own_read(cx, true);
             }
             State::Granting => {
                 self.state = State::Waiting;

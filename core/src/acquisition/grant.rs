@@ -38,7 +38,7 @@ impl Acquisition {
                 && !self.node.own_read.is_pending()
                 && !matches!(self.node.create, Create::InFlight(_))
             {
-                self.send_own_read(cx);
+                self.send_own_read(cx, self.spec.watches_node());
             }
             // We waited: whether the previous holder closed its section is unknown.
             if crashed.is_none() && !self.holder.marker_check.is_pending() {

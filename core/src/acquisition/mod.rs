@@ -78,9 +78,10 @@ pub(crate) const SECTION_MARKER: &str = "zkl-section";
 /// release: see [`delay`]).
 pub(crate) const DELAY_MARKER: &str = "zkl-delay";
 
-/// Whether `name` is one of zklock's markers in a lock directory.
+/// Whether `name` is one of zklock's markers (or the break record) in a lock
+/// directory.
 pub(crate) fn is_marker(name: &str) -> bool {
-    name == SECTION_MARKER || name == DELAY_MARKER
+    name == SECTION_MARKER || name == DELAY_MARKER || name == crate::break_lock::BREAK_RECORD
 }
 
 /// Where the acquisition is.
@@ -320,7 +321,7 @@ impl Acquisition {
                 // Data changed (a revocation request?): look, and watch again.
                 _ => {
                     self.node.revocation_seen = false;
-                    self.send_own_read(cx)
+                    self.send_own_read(cx, true)
                 }
             };
         }

@@ -39,10 +39,11 @@ pub(super) struct Node {
     pub(super) own: Option<OwnNode>,
     /// The `getData` on our own node in flight, whose reply we act on.
     pub(super) own_read: InFlight,
-    /// A watch on our own node is set (or being set) on the server: by every read
-    /// of our node (next in line, a grant that reads the token, a check after a
-    /// reconnect, a spec that watches: [`crate::spec::LockSpec::watches_node`]),
-    /// and by a hold that outlives a sync interval; kept until the node goes.
+    /// A watch on our own node is set (or being set) on the server: by the reads
+    /// of our node next in line, after a reconnect, for a spec that watches
+    /// ([`crate::spec::LockSpec::watches_node`]) and by a hold that outlives a
+    /// sync interval (not by a plain acquisition's read of its token); kept
+    /// until the node goes.
     pub(super) own_watched: bool,
     pub(super) delete: InFlight,
     /// A delete of our node went out and its outcome is unknown (in flight at a

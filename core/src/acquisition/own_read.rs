@@ -13,21 +13,23 @@ use crate::timers::TimerKind;
 const REVOKE_MARKERS: [&[u8]; 2] = [crate::revoke::REVOKE, b"unlock"];
 
 impl Acquisition {
-    /// Reads our own node (its stat, its data) and leaves a watch on it.
+    /// Reads our own node (its stat, its data), leaving a watch on it if `watch`.
     ///
-    /// Every read of our node watches it: the watch costs no request of its own,
-    /// and it is how a holder hears at once that its node was deleted under it
-    /// (an operator's `break`, an administrator). It is kept once held (no
-    /// `RemoveWatch`: our own release's delete fires it, one notification we
-    /// ignore, cheaper than a request).
-    pub(super) fn send_own_read(&mut self, cx: &mut Ctx) {
+    /// Every read of our node watches it except the reads for a plain
+    /// acquisition's token (a client that returns no stat with `create`): the
+    /// watch costs no request of its own, and it is how a holder hears at once
+    /// that its node was deleted under it (an operator's `break`, an
+    /// administrator). It is kept once held (no `RemoveWatch`): our own
+    /// release's delete fires it, one notification we ignore, which is why a
+    /// short uncontended hold sets none (see `on_sync_timer`).
+    pub(super) fn send_own_read(&mut self, cx: &mut Ctx, watch: bool) {
         let Some(own) = &self.node.own else { return };
         let op = Op::GetData {
             path: own.path.clone(),
-            watch: true,
+            watch,
         };
         let sent = self.node.own_read.send(cx, self.id, Purpose::OwnData, op);
-        self.node.own_watched |= sent;
+        self.node.own_watched |= watch && sent;
     }
 
     /// Reads our node if something is missing: its stat (a client that returns none
@@ -36,7 +38,7 @@ impl Acquisition {
         let watch = self.spec.watches_node();
         let stat_known = self.node.own.as_ref().is_some_and(|o| o.stat.is_some());
         if !self.node.own_read.is_pending() && ((watch && !self.node.own_watched) || !stat_known) {
-            self.send_own_read(cx);
+            self.send_own_read(cx, watch);
         }
     }
 
@@ -59,7 +61,7 @@ impl Acquisition {
             && !self.node.own_watched
             && !self.node.own_read.is_pending()
         {
-            self.send_own_read(cx);
+            self.send_own_read(cx, true);
         }
     }
 

@@ -5,7 +5,7 @@
 use super::task::Task;
 use super::{Conn, Session};
 use crate::acquisition::{Acquisition, State};
-use crate::break_lock::BreakNode;
+use crate::break_lock::{BreakNode, BreakRecord};
 use crate::deadlock::scan::Scan;
 use crate::event::UsageError;
 use crate::ids::LockId;
@@ -163,17 +163,30 @@ impl Session {
     /// deleted). Ends with [`LockEvent::Broken`](crate::LockEvent::Broken) saying
     /// whether our delete removed it. See [`crate::BreakOutcome`].
     ///
+    /// With `record`, the delete leaves the record of the break beside it, in
+    /// the same `multi` (`<dir>/zkl-broken`, read back as
+    /// [`Participants::last_break`](crate::Participants::last_break)); leave it
+    /// out where a peer would trip over an extra child (go-zookeeper's `Lock`
+    /// fails on it, kazoo's semaphore counts it as a lease).
+    ///
     /// The node's owner learns only from ZooKeeper: at once if it watches its
-    /// node, else at its next request on the node (a fenced write, its release,
-    /// its check after a reconnect), each of which then reports the lock lost.
+    /// node (a zklock holder does from at most two sync intervals after its
+    /// grant), else at its next request on the node (a fenced write, its
+    /// release, its check after a reconnect), each of which then reports the
+    /// lock lost.
     pub fn break_node(
         &mut self,
         node: &str,
         token: crate::FencingToken,
+        record: Option<BreakRecord<'_>>,
         now: Timestamp,
     ) -> Result<LockId, UsageError> {
+        let record = record.map(|r| {
+            let name = node.rsplit('/').next().unwrap_or(node);
+            crate::LastBreak::record(name, token, r.session, r.by)
+        });
         self.start_on_path(node, now, |id, node| {
-            Task::Break(Box::new(BreakNode::new(id, node, token)))
+            Task::Break(Box::new(BreakNode::new(id, node, token, record)))
         })
     }
 

@@ -79,6 +79,7 @@ impl Znode {
             data_length: i32::try_from(self.data.len()).unwrap_or(i32::MAX),
             // The model keeps no clock: creation order stands in for time.
             ctime: self.czxid,
+            mtime: self.mzxid,
         }
     }
 
