@@ -29,8 +29,8 @@ impl Acquisition {
     }
 
     fn send_parents_then_create(&mut self, cx: &mut Ctx) {
-        let mut dirs = ancestors(&self.dir);
-        dirs.push(self.dir.clone());
+        let mut dirs = ancestors(&self.queue.dir);
+        dirs.push(self.queue.dir.clone());
         for dir in dirs {
             let op = Op::Create {
                 path: dir,

@@ -1,7 +1,7 @@
 //! The grant: holding once our node's token (its stat) and, with crash detection,
 //! the previous holder's section marker are known.
 
-use super::{Acquisition, Create, State};
+use super::{ours, Acquisition, Create, Ours, State};
 use crate::ctx::Ctx;
 use crate::event::{Grant, LockEvent};
 use crate::ids::FencingToken;
@@ -52,9 +52,10 @@ impl Acquisition {
             }
             return;
         };
-        if !self.delay_grant(cx) {
+        if !self.delay.may_grant(cx, ours!(self)) {
             // Lock-delay: our marker is being made, or another holder's says it
             // ended uncleanly and the delay runs (see `delay`).
+            self.state = State::Granting;
             return;
         }
         if cx.distrusted().is_some() {

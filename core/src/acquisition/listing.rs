@@ -14,7 +14,7 @@ use crate::spec::Recipe;
 impl Acquisition {
     pub(super) fn send_list(&mut self, cx: &mut Ctx) {
         let op = Op::GetChildren {
-            path: self.dir.clone(),
+            path: self.queue.dir.clone(),
         };
         self.queue.list.send(cx, self.id, Purpose::List, op);
     }
@@ -89,7 +89,7 @@ impl Acquisition {
             let spare = if cleanup {
                 let known = self.node.own.as_ref().and_then(|o| {
                     o.path
-                        .strip_prefix(self.dir.as_str())
+                        .strip_prefix(self.queue.dir.as_str())
                         .and_then(|rest| rest.strip_prefix('/'))
                 });
                 known != Some(name.as_str())
@@ -97,7 +97,7 @@ impl Acquisition {
                 Some(i) != keep
             };
             if spare {
-                self.delete_extra(cx, format!("{}/{}", self.dir, name));
+                self.delete_extra(cx, format!("{}/{}", self.queue.dir, name));
             }
         }
         if cleanup {
@@ -125,7 +125,7 @@ impl Acquisition {
         };
         let (seq, name) = mine[keep].clone();
         if self.node.own.is_none() {
-            let path = format!("{}/{}", self.dir, name);
+            let path = format!("{}/{}", self.queue.dir, name);
             cx.progress(self.id, Progress::Created { node: path.clone() });
             self.node.own = Some(OwnNode {
                 path,

@@ -62,7 +62,7 @@ mod queue;
 mod release;
 mod window;
 
-use delay::Delay;
+use delay::{Delay, DelayOutcome};
 use detection::Detection;
 use holder::Holder;
 use lease::Lease;
@@ -111,6 +111,28 @@ pub(crate) enum Ended {
     Closed,
 }
 
+/// What a part reads of its acquisition to act on its own: whose requests it
+/// sends, the spec, and our node as far as known.
+#[derive(Clone, Copy)]
+pub(in crate::acquisition) struct Ours<'a> {
+    pub(in crate::acquisition) id: LockId,
+    pub(in crate::acquisition) spec: &'a LockSpec,
+    pub(in crate::acquisition) node: Option<&'a OwnNode>,
+}
+
+/// [`Ours`] of an acquisition, borrowing only the fields it names (so that a
+/// part beside them can be borrowed mutably at once).
+macro_rules! ours {
+    ($acquisition:expr) => {
+        Ours {
+            id: $acquisition.id,
+            spec: &$acquisition.spec,
+            node: $acquisition.node.own.as_ref(),
+        }
+    };
+}
+use ours;
+
 /// What a decision to hold rests on.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Look {
@@ -139,9 +161,6 @@ enum Look {
 pub(crate) struct Acquisition {
     id: LockId,
     spec: LockSpec,
-    /// The directory our node is created and queued in: the lock's path, or for a
-    /// semaphore in Curator's or kazoo's layout its internal mutex (see [`lease`]).
-    dir: String,
     /// A semaphore in Curator's or kazoo's layout: the lease taken once the
     /// internal mutex is ours (see [`lease`]).
     lease: Option<Box<Lease>>,
@@ -150,7 +169,8 @@ pub(crate) struct Acquisition {
     suspended: bool,
     /// Our node's life: its create, the reads of it, its delete, duplicates.
     node: Node,
-    /// Our place in the queue: the lower blockers, the watched window, the listing.
+    /// Our place in the queue: the directory, the lower blockers, the watched
+    /// window, the listing.
     queue: Queue,
     /// What a holder does besides releasing: sections, the crash marker, fenced writes.
     holder: Holder,
@@ -178,12 +198,11 @@ impl Acquisition {
         Acquisition {
             id,
             spec,
-            dir,
             lease,
             state: State::Waiting,
             suspended: false,
             node: Node::new(attempt, create_path),
-            queue: Queue::default(),
+            queue: Queue::new(dir),
             holder: Holder::default(),
             detection: Detection::default(),
             delay: Delay::default(),
@@ -273,15 +292,17 @@ impl Acquisition {
                 }
             }
             Purpose::DelayMarker { take } => {
-                if self.delay.request.take_reply(request) {
-                    self.delay.request.forget();
-                    self.on_delay_marker(cx, take, result);
+                if self.delay.take_reply(request) && self.state == State::Granting {
+                    let ours = ours!(self);
+                    let outcome = self.delay.on_marker_reply(cx, ours, take, result);
+                    self.act_on_delay(cx, outcome);
                 }
             }
             Purpose::DelayRead => {
-                if self.delay.request.take_reply(request) {
-                    self.delay.request.forget();
-                    self.on_delay_read(cx, result);
+                if self.delay.take_reply(request) && self.state == State::Granting {
+                    let ours = ours!(self);
+                    let outcome = self.delay.on_read_reply(cx, ours, result);
+                    self.act_on_delay(cx, outcome);
                 }
             }
             Purpose::Section { open } => {
@@ -328,7 +349,7 @@ impl Acquisition {
             return;
         }
         let (parent, name) = split_parent(path);
-        if parent != self.dir || self.state != State::Waiting {
+        if parent != self.queue.dir || self.state != State::Waiting {
             return;
         }
         match kind {
@@ -357,6 +378,20 @@ impl Acquisition {
         }
     }
 
+    /// Acts on what a reply about the lock-delay marker asks (see [`delay`]).
+    fn act_on_delay(&mut self, cx: &mut Ctx, outcome: DelayOutcome) {
+        match outcome {
+            DelayOutcome::Pending => {}
+            DelayOutcome::Grant => {
+                self.state = State::Waiting;
+                self.grant(cx);
+            }
+            DelayOutcome::Lost => self.own_gone(cx, LostReason::NodeDeleted),
+            DelayOutcome::WouldBlock => self.fail(cx, FailReason::WouldBlock),
+            DelayOutcome::Trouble(e) => self.trouble(cx, e),
+        }
+    }
+
     /// Timers.
     pub(crate) fn on_timer(&mut self, cx: &mut Ctx, kind: TimerKind) {
         match kind {
@@ -376,7 +411,13 @@ impl Acquisition {
                 }
             }
             TimerKind::Detect => self.on_detect_timer(cx),
-            TimerKind::LockDelay => self.on_delay_timer(cx),
+            // The delay is over: the grant goes on (taking the marker over).
+            TimerKind::LockDelay => {
+                if self.state == State::Granting && cx.connected {
+                    self.state = State::Waiting;
+                    self.grant(cx);
+                }
+            }
             TimerKind::Lease => {
                 if self.state == State::Held {
                     self.terminal(cx, LockEvent::Lost(LostReason::LeaseExpired));

@@ -34,6 +34,10 @@ pub(super) enum Decision {
 /// The queue as we last saw it (see the module docs).
 #[derive(Default, Debug)]
 pub(super) struct Queue {
+    /// The directory our node is created and queued in: the lock's path, or for a
+    /// semaphore in Curator's or kazoo's layout its internal mutex (see
+    /// [`lease`](super::lease)).
+    pub(super) dir: String,
     /// Lower blockers from the last listing, farthest first: (relative seq, name).
     /// Sequence numbers only grow, so the set can only shrink until the next listing.
     pub(super) lower: Vec<(i32, String)>,
@@ -49,6 +53,14 @@ pub(super) struct Queue {
 }
 
 impl Queue {
+    /// The queue in the directory `dir`, not listed yet.
+    pub(super) fn new(dir: String) -> Self {
+        Queue {
+            dir,
+            ..Queue::default()
+        }
+    }
+
     // Getters.
 
     /// Decides from the cached lower blockers, for the walk's `recipe`.

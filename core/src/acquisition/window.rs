@@ -62,7 +62,7 @@ impl Acquisition {
     }
 
     pub(super) fn watch_peer(&mut self, cx: &mut Ctx, name: String) {
-        let path = format!("{}/{}", self.dir, name);
+        let path = format!("{}/{}", self.queue.dir, name);
         let op = Op::GetData {
             path: path.clone(),
             watch: true,

@@ -12,7 +12,7 @@ use crate::requests::Purpose;
 use crate::spec::Recipe;
 
 impl Acquisition {
-    /// The kind of walk our node makes in [`Acquisition::dir`]: the semaphore's
+    /// The kind of walk our node makes in its queue's directory: the semaphore's
     /// own recipe, or for a semaphore in a peer's layout its internal mutex.
     pub(in crate::acquisition) fn walk_recipe(&self) -> Recipe {
         match self.lease {
