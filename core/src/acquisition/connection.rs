@@ -63,7 +63,7 @@ impl Acquisition {
     pub(crate) fn on_disconnected(&mut self, cx: &mut Ctx, lost_at: Timestamp) {
         cx.timers.cancel(self.id, TimerKind::Retry);
         self.forget_requests();
-        self.writes_unknown(cx);
+        self.holder.writes_unknown(cx, self.id);
         self.suspend(cx, lost_at);
     }
 

@@ -76,12 +76,7 @@ impl Acquisition {
                         self.spec.owner.as_deref(),
                         &self.spec.data,
                     );
-                    self.detection.publication.created(
-                        data,
-                        stat,
-                        self.spec.scheme,
-                        self.spec.owner.as_deref(),
-                    );
+                    self.detection.node_created(&self.spec, data, stat);
                 }
                 cx.progress(self.id, Progress::Created { node: path.clone() });
                 self.node.own = Some(OwnNode { path, seq, stat });

@@ -17,8 +17,8 @@ impl Acquisition {
         if matches!(self.state, State::Cleanup | State::Done) {
             return;
         }
-        self.abandon_writes(cx, &event);
-        self.stop_detecting(cx);
+        self.holder.abandon_writes(cx, self.id, &event);
+        self.detection.stop(cx, self.id);
         cx.emit(self.id, event);
         cx.timers.cancel_lock(self.id);
         self.state = State::Cleanup;

@@ -5,8 +5,6 @@ use super::{ours, Acquisition, Create, Ours, State};
 use crate::ctx::Ctx;
 use crate::event::{Grant, LockEvent};
 use crate::ids::FencingToken;
-use crate::proto::Op;
-use crate::requests::Purpose;
 use crate::timers::TimerKind;
 
 impl Acquisition {
@@ -25,11 +23,7 @@ impl Acquisition {
         }
         let own = self.node.own.as_ref().expect("granted without a node");
         let stat = own.stat;
-        let crashed = if self.spec.detect_crashes {
-            self.holder.marker_known
-        } else {
-            Some(false)
-        };
+        let crashed = self.holder.previous_crashed(&self.spec);
         let (Some(stat), Some(crashed)) = (stat, crashed) else {
             self.state = State::Granting;
             // The client library gave no stat on create: a getData on our own node
@@ -41,14 +35,8 @@ impl Acquisition {
                 self.send_own_read(cx);
             }
             // We waited: whether the previous holder closed its section is unknown.
-            if crashed.is_none() && !self.holder.marker_check.is_pending() {
-                let op = Op::GetData {
-                    path: self.marker_path(),
-                    watch: false,
-                };
-                self.holder
-                    .marker_check
-                    .send(cx, self.id, Purpose::MarkerCheck, op);
+            if crashed.is_none() {
+                self.holder.check_marker(cx, ours!(self));
             }
             return;
         };
@@ -75,8 +63,8 @@ impl Acquisition {
             previous_holder_crashed: crashed,
         };
         self.state = State::Held;
-        self.holder.held_since = Some(cx.now);
-        self.stop_detecting(cx);
+        self.holder.granted(cx.now);
+        self.detection.stop(cx, self.id);
         cx.timers.cancel(self.id, TimerKind::Deadline);
         if let Some(max_hold) = self.spec.max_hold {
             cx.timers.set(self.id, TimerKind::Lease, cx.now + max_hold);

@@ -181,7 +181,7 @@ impl Acquisition {
         }
         self.queue.lower = lower;
         // A grant straight from this listing knows the marker for free.
-        self.holder.marker_known = Some(marker_seen);
+        self.holder.set_marker_known(Some(marker_seen));
         self.evaluate(cx, Look::Listing);
     }
 }

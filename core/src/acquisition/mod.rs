@@ -38,11 +38,11 @@
 //! [`lease`].
 
 use crate::ctx::Ctx;
-use crate::event::{FailReason, LockEvent, LostReason};
+use crate::event::{FailReason, LockEvent, LostReason, UsageError};
 use crate::ids::LockId;
 use crate::names::{node_prefix, rwlock_node_prefix, semaphore_node_prefix, AttemptId, NodeKind};
 use crate::path::split_parent;
-use crate::proto::{Reply, RequestId, WatchKind, ZkError};
+use crate::proto::{MultiOp, Reply, RequestId, WatchKind, ZkError};
 use crate::requests::Purpose;
 use crate::spec::{LockSpec, Recipe};
 use crate::timers::TimerKind;
@@ -64,7 +64,7 @@ mod window;
 
 use delay::{Delay, DelayOutcome};
 use detection::Detection;
-use holder::Holder;
+use holder::{Holder, HolderOutcome};
 use lease::Lease;
 use node::{Create, Node, OwnNode};
 use queue::{Queue, Watch};
@@ -239,8 +239,75 @@ impl Acquisition {
         self.suspended
     }
 
-    fn marker_path(&self) -> String {
-        format!("{}/{SECTION_MARKER}", self.spec.path)
+    // Deadlock detection, called by the session after every call (see
+    // [`detection`]).
+
+    /// Where our owner waits, if we publish it: (owner, our waiting node).
+    pub(crate) fn published_wait(&self) -> Option<(&str, String)> {
+        let waiting = self.state == State::Waiting;
+        self.detection.published_wait(waiting, ours!(self))
+    }
+
+    /// The node we hold, for our owner's chases.
+    pub(crate) fn held_node(&self) -> Option<(&str, &str)> {
+        match self.state {
+            State::Held => Some((self.spec.owner.as_deref()?, self.node.path()?)),
+            _ => None,
+        }
+    }
+
+    /// Tells a detecting waiter which nodes its owner holds on this session.
+    pub(crate) fn set_owner_held(&mut self, held: &[String]) {
+        self.detection.set_owner_held(&self.spec, held);
+    }
+
+    /// Publishes `waits` in our held node's header (or withdraws what is there).
+    pub(crate) fn publish(&mut self, cx: &mut Ctx, waits: Vec<String>) {
+        let trusted = self.state == State::Held && !self.suspended;
+        let ours = ours!(self);
+        self.detection.publish(cx, ours, trusted, waits);
+    }
+
+    /// Our node's path while we hold and are trusted: what a holder's request is
+    /// fenced by.
+    fn trusted_path(&self) -> Result<String, UsageError> {
+        match (self.node.path(), self.state) {
+            (Some(own), State::Held) if !self.suspended => Ok(own.to_owned()),
+            _ => Err(UsageError::NotHeld(self.id)),
+        }
+    }
+
+    // User calls of a holder (see [`holder`]).
+
+    /// Marks a critical section as in progress, fenced by our node: if we no longer
+    /// hold the lock, nothing is written.
+    pub(crate) fn open_section(&mut self, cx: &mut Ctx) -> Result<(), UsageError> {
+        let own = self.trusted_path()?;
+        self.holder.section(cx, ours!(self), own, true)
+    }
+
+    /// Closes the critical section (the work is consistent again).
+    pub(crate) fn close_section(&mut self, cx: &mut Ctx) -> Result<(), UsageError> {
+        let own = self.trusted_path()?;
+        self.holder.section(cx, ours!(self), own, false)
+    }
+
+    /// Applies `ops` atomically, only while our node exists.
+    pub(crate) fn fenced_write(
+        &mut self,
+        cx: &mut Ctx,
+        write: u64,
+        ops: Vec<MultiOp>,
+    ) -> Result<(), UsageError> {
+        let own = self.trusted_path()?;
+        self.holder.fenced_write(cx, self.id, own, write, ops)
+    }
+
+    /// Our node is verified: a section call whose outcome was lost goes again.
+    fn resend_section(&mut self, cx: &mut Ctx) {
+        if let Ok(own) = self.trusted_path() {
+            self.holder.resend_section(cx, ours!(self), own);
+        }
     }
 
     // Inputs, routed here by the session.
@@ -270,14 +337,16 @@ impl Acquisition {
                 }
             }
             Purpose::RemoveOwnWatch | Purpose::Inspect | Purpose::Break => {}
-            Purpose::Chase => self.on_chase_reply(cx, request, result),
-            Purpose::Publish => {
-                if let Some(own) = &self.node.own {
-                    let path = own.path.clone();
-                    self.detection
-                        .publication
-                        .on_reply(cx, self.id, &path, request, &result);
+            Purpose::Chase => {
+                let waiting = self.state == State::Waiting;
+                if let Some(deadlock) = self.detection.on_chase_reply(cx, request, result, waiting)
+                {
+                    self.fail(cx, deadlock);
                 }
+            }
+            Purpose::Publish => {
+                let ours = ours!(self);
+                self.detection.on_publish_reply(cx, ours, request, &result);
             }
             Purpose::DeleteOwn => {
                 if self.node.delete.take_reply(request) {
@@ -286,9 +355,14 @@ impl Acquisition {
                 }
             }
             Purpose::MarkerCheck => {
-                if self.holder.marker_check.take_reply(request) {
-                    self.holder.marker_check.forget();
-                    self.on_marker_check(cx, result);
+                if self.holder.take_marker_check(request) && self.state == State::Granting {
+                    match self.holder.on_marker_check(result) {
+                        Ok(()) => {
+                            self.state = State::Waiting;
+                            self.grant(cx);
+                        }
+                        Err(e) => self.trouble(cx, e),
+                    }
                 }
             }
             Purpose::DelayMarker { take } => {
@@ -306,12 +380,19 @@ impl Acquisition {
                 }
             }
             Purpose::Section { open } => {
-                if self.holder.section_request.take_reply(request) {
-                    self.holder.section_request.forget();
-                    self.on_section_reply(cx, open, result);
+                if self.holder.take_section_reply(request) && self.state == State::Held {
+                    let own = self.trusted_path().ok();
+                    let ours = ours!(self);
+                    let outcome = self.holder.on_section_reply(cx, ours, own, open, result);
+                    self.act_on_holder(cx, outcome);
                 }
             }
-            Purpose::FencedWrite { write } => self.on_fenced_reply(cx, request, write, result),
+            Purpose::FencedWrite { write } => {
+                let outcome = self
+                    .holder
+                    .on_fenced_reply(cx, self.id, request, write, result);
+                self.act_on_holder(cx, outcome);
+            }
             Purpose::LeaseCreate | Purpose::LeaseList | Purpose::PoolData | Purpose::PoolCreate => {
                 self.on_lease_reply(cx, request, purpose, result)
             }
@@ -367,14 +448,21 @@ impl Acquisition {
                 self.queue.watched.remove(name);
                 self.watch_peer(cx, name.to_owned());
                 // Someone may have published a wait there: chase now.
-                if kind == WatchKind::NodeDataChanged
-                    && self.detection.detecting
-                    && self.detection.chase.is_none()
-                {
-                    self.start_chase(cx);
+                if kind == WatchKind::NodeDataChanged {
+                    let ours = ours!(self);
+                    self.detection.on_blocker_changed(cx, ours);
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Acts on what a reply to a holder's request asks (see [`holder`]).
+    fn act_on_holder(&mut self, cx: &mut Ctx, outcome: HolderOutcome) {
+        match outcome {
+            HolderOutcome::Done => {}
+            HolderOutcome::Lost => self.own_gone(cx, LostReason::NodeDeleted),
+            HolderOutcome::Trouble(e) => self.trouble(cx, e),
         }
     }
 
@@ -410,7 +498,11 @@ impl Acquisition {
                     self.recover(cx);
                 }
             }
-            TimerKind::Detect => self.on_detect_timer(cx),
+            TimerKind::Detect => {
+                let waiting = self.state == State::Waiting;
+                let ours = ours!(self);
+                self.detection.on_timer(cx, ours, waiting);
+            }
             // The delay is over: the grant goes on (taking the marker over).
             TimerKind::LockDelay => {
                 if self.state == State::Granting && cx.connected {

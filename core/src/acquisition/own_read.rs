@@ -49,10 +49,7 @@ impl Acquisition {
     /// long; a shorter hold costs nothing and learns of it at its release or its
     /// next fenced write.
     pub(crate) fn on_sync_timer(&mut self, cx: &mut Ctx, interval: std::time::Duration) {
-        let held_long = self
-            .holder
-            .held_since
-            .is_some_and(|since| cx.now >= since + interval);
+        let held_long = self.holder.held_for(cx.now, interval);
         if self.state == State::Held
             && held_long
             && !self.suspended
@@ -72,14 +69,7 @@ impl Acquisition {
                 if let Some(own) = &mut self.node.own {
                     own.stat.get_or_insert(stat);
                 }
-                if self.spec.detect_after.is_some() || self.spec.owner.is_some() {
-                    self.detection.publication.observe(
-                        &data,
-                        &stat,
-                        self.spec.scheme,
-                        self.spec.owner.as_deref(),
-                    );
-                }
+                self.detection.node_read(&self.spec, &data, &stat);
                 match self.state {
                     State::Granting => {
                         self.state = State::Waiting;

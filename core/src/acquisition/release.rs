@@ -1,7 +1,7 @@
 //! Releasing: deleting our node (with the section and lock-delay markers in one
 //! multi on a clean release), and the duplicates of it a retried create left.
 
-use super::{Acquisition, State, DELAY_MARKER};
+use super::{delay, holder, Acquisition, State};
 use crate::ctx::Ctx;
 use crate::event::{FailReason, LockEvent, LostReason};
 use crate::proto::{MultiOp, Op, Reply, ZkError};
@@ -18,7 +18,7 @@ impl Acquisition {
 
     /// The user lets go inside an open section: release, leaving the marker.
     pub(crate) fn abandon(&mut self, cx: &mut Ctx) {
-        self.holder.abandoned = true;
+        self.holder.abandon();
         self.release(cx);
     }
 
@@ -52,12 +52,12 @@ impl Acquisition {
     /// of an unclean end.
     fn release_markers(&self) -> Vec<ReleaseMarker> {
         let mut markers = Vec::new();
-        if self.state != State::Releasing || self.holder.abandoned {
+        if self.state != State::Releasing || self.holder.is_abandoned() {
             return markers;
         }
         // A section maybe opened (its reply lost) is closed too: if the marker is
         // not there, the multi fails on it and goes again without it.
-        if self.holder.section_open || self.holder.section_wanted == Some(true) {
+        if self.holder.release_closes_section() {
             markers.push(ReleaseMarker::Section);
         }
         if self.delay.marker_ours {
@@ -68,8 +68,8 @@ impl Acquisition {
 
     fn release_marker_path(&self, marker: ReleaseMarker) -> String {
         match marker {
-            ReleaseMarker::Section => self.marker_path(),
-            ReleaseMarker::Delay => format!("{}/{DELAY_MARKER}", self.spec.path),
+            ReleaseMarker::Section => holder::marker_path(&self.spec.path),
+            ReleaseMarker::Delay => delay::marker_path(&self.spec.path),
         }
     }
 
@@ -79,10 +79,7 @@ impl Acquisition {
             if **error == ZkError::NoNode && (*index as usize) < markers.len() {
                 // That marker is already gone: delete the rest without it.
                 match markers[*index as usize] {
-                    ReleaseMarker::Section => {
-                        self.holder.section_open = false;
-                        self.holder.section_wanted = None;
-                    }
+                    ReleaseMarker::Section => self.holder.section_gone(),
                     ReleaseMarker::Delay => self.delay.marker_ours = false,
                 }
                 return self.send_delete(cx);

@@ -8,7 +8,6 @@ use crate::event::FailReason;
 use crate::output::Progress;
 use crate::proto::{Op, Reply, RequestId, ZkError};
 use crate::requests::Purpose;
-use crate::timers::TimerKind;
 
 impl Acquisition {
     /// Decides from the cached lower blockers: hold, or watch the window.
@@ -39,11 +38,8 @@ impl Acquisition {
                 cx.progress(self.id, Progress::Queued { node, place });
             }
         }
-        if let (Some(after), None) = (self.spec.detect_after, self.detection.wait_started) {
-            self.detection.wait_started = Some(cx.now);
-            cx.timers.set(self.id, TimerKind::Detect, cx.now + after);
-        }
-        self.holder.marker_known = None;
+        self.detection.start_waiting(cx, self.id, &self.spec);
+        self.holder.set_marker_known(None);
         // When one notification could grant us from the cache, with no further look
         // at the server (the cache holds no more than `permits` blockers), our own
         // node is watched too, and this read goes out before the peer watches:
