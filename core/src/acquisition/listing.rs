@@ -97,7 +97,8 @@ impl Acquisition {
                 Some(i) != keep
             };
             if spare {
-                self.delete_extra(cx, format!("{}/{}", self.queue.dir, name));
+                self.node
+                    .delete_extra(cx, self.id, format!("{}/{}", self.queue.dir, name));
             }
         }
         if cleanup {
@@ -141,7 +142,7 @@ impl Acquisition {
             self.node.create = Create::Done;
         }
         if !create_in_flight || self.spec.watches_node() {
-            self.ensure_own_read(cx);
+            self.node.ensure_read(cx, self.id, &self.spec);
         }
         let recipe = self.walk_recipe();
         if let Recipe::Semaphore { permits: ours } = recipe {

@@ -47,19 +47,14 @@ use crate::requests::Purpose;
 use crate::spec::{LockSpec, Recipe};
 use crate::timers::TimerKind;
 
-mod connection;
-mod create;
 mod delay;
 mod detection;
-mod ending;
-mod grant;
 mod holder;
 pub(crate) mod lease;
 mod listing;
 mod node;
-mod own_read;
 mod queue;
-mod release;
+mod transitions;
 mod window;
 
 use delay::{Delay, DelayOutcome};
@@ -322,7 +317,7 @@ impl Acquisition {
     ) {
         match purpose {
             Purpose::CreateParent => {}
-            Purpose::CreateNode => self.on_create(cx, request, result),
+            Purpose::CreateNode => self.on_create_reply(cx, request, result),
             Purpose::List => {
                 if self.queue.list.take_reply(request) {
                     self.queue.list.forget();
@@ -331,8 +326,7 @@ impl Acquisition {
             }
             Purpose::WatchPeer { name } => self.on_peer_data(cx, request, name, result),
             Purpose::OwnData => {
-                if self.node.own_read.take_reply(request) {
-                    self.node.own_read.forget();
+                if self.node.take_read_reply(request) {
                     self.on_own_data(cx, result);
                 }
             }
@@ -349,8 +343,7 @@ impl Acquisition {
                 self.detection.on_publish_reply(cx, ours, request, &result);
             }
             Purpose::DeleteOwn => {
-                if self.node.delete.take_reply(request) {
-                    self.node.delete.forget();
+                if self.node.take_delete_reply(request) {
                     self.on_delete(cx, result);
                 }
             }
@@ -396,9 +389,8 @@ impl Acquisition {
             Purpose::LeaseCreate | Purpose::LeaseList | Purpose::PoolData | Purpose::PoolCreate => {
                 self.on_lease_reply(cx, request, purpose, result)
             }
-            Purpose::DeleteExtra { path } => match result {
-                Ok(_) | Err(ZkError::NoNode) => {
-                    self.node.extra.retain(|p| *p != path);
+            Purpose::DeleteExtra { path } => match self.node.on_extra_reply(&path, result) {
+                Ok(()) => {
                     if self.state == State::Cleanup {
                         self.continue_cleanup(cx);
                     }
@@ -422,7 +414,7 @@ impl Acquisition {
                 // Data changed (a revocation request?): look, and watch again.
                 _ => {
                     self.node.revocation_seen = false;
-                    self.send_own_read(cx)
+                    self.node.send_read(cx, self.id)
                 }
             };
         }

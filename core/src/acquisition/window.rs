@@ -50,7 +50,7 @@ impl Acquisition {
         // whether our node is still there: no watch needed (a long queue drains at
         // one notification and no extra request per handoff).
         if !self.node.own_watched && self.queue.lower.len() <= recipe.permits() {
-            self.send_own_read(cx);
+            self.node.send_read(cx, self.id);
         }
         for name in self.queue.narrow_to(window) {
             self.watch_peer(cx, name);

@@ -112,7 +112,7 @@ impl Acquisition {
             if self.node.own.as_ref().is_some_and(|o| o.path == path) {
                 continue;
             }
-            self.delete_extra(cx, path);
+            self.node.delete_extra(cx, self.id, path);
         }
         if self.state == State::Cleanup {
             return match outcome {
@@ -155,12 +155,12 @@ impl Acquisition {
             if lease.layout == Layout::Kazoo {
                 node.seq = mutex.seq;
             }
-            self.delete_extra(cx, mutex.path);
+            self.node.delete_extra(cx, self.id, mutex.path);
         }
         self.node.own_watched = false;
         self.node.own_read.forget();
         self.node.own = Some(node);
-        self.ensure_own_read(cx);
+        self.node.ensure_read(cx, self.id, &self.spec);
         self.grant(cx);
     }
 
@@ -179,7 +179,7 @@ impl Acquisition {
         }
         let spare = std::mem::take(&mut lease.spare);
         for path in spare {
-            self.delete_extra(cx, path);
+            self.node.delete_extra(cx, self.id, path);
         }
     }
 
@@ -192,7 +192,7 @@ impl Acquisition {
         let settled = lease.cleanup_settled(cx, id);
         let spare = std::mem::take(&mut lease.spare);
         for path in spare {
-            self.delete_extra(cx, path);
+            self.node.delete_extra(cx, self.id, path);
         }
         settled
     }
