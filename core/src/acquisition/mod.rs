@@ -51,18 +51,16 @@ mod delay;
 mod detection;
 mod holder;
 pub(crate) mod lease;
-mod listing;
 mod node;
 mod queue;
 mod transitions;
-mod window;
 
 use delay::{Delay, DelayOutcome};
 use detection::Detection;
 use holder::{Holder, HolderOutcome};
 use lease::Lease;
 use node::{Create, Node, OwnNode};
-use queue::{Queue, Watch};
+use queue::Queue;
 
 /// Name of the crash-detection marker inside a lock directory (a persistent node
 /// that exists while a holder is inside a critical section).
@@ -319,12 +317,11 @@ impl Acquisition {
             Purpose::CreateParent => {}
             Purpose::CreateNode => self.on_create_reply(cx, request, result),
             Purpose::List => {
-                if self.queue.list.take_reply(request) {
-                    self.queue.list.forget();
+                if self.queue.take_list_reply(request) {
                     self.on_list(cx, result);
                 }
             }
-            Purpose::WatchPeer { name } => self.on_peer_data(cx, request, name, result),
+            Purpose::WatchPeer { name } => self.on_peer_data(cx, request, &name, result),
             Purpose::OwnData => {
                 if self.node.take_read_reply(request) {
                     self.on_own_data(cx, result);
@@ -436,16 +433,14 @@ impl Acquisition {
             // in the watch index, though the server may still hold a watch there
             // for another task: set it again, or the peer's deletion would reach
             // nobody and we would wait behind a node that is gone.
-            _ if self.queue.watched.contains_key(name) => {
-                self.queue.watched.remove(name);
-                self.watch_peer(cx, name.to_owned());
+            _ => {
                 // Someone may have published a wait there: chase now.
-                if kind == WatchKind::NodeDataChanged {
+                if self.queue.on_peer_fired(cx, self.id, name) && kind == WatchKind::NodeDataChanged
+                {
                     let ours = ours!(self);
                     self.detection.on_blocker_changed(cx, ours);
                 }
             }
-            _ => {}
         }
     }
 

@@ -6,7 +6,7 @@
 use crate::ctx::Ctx;
 use crate::event::{FailReason, LostReason};
 use crate::ids::LockId;
-use crate::names::{parse_sequence, AttemptId};
+use crate::names::{parse_sequence, relative_sequence, sort_by_sequence, AttemptId};
 use crate::output::Progress;
 use crate::path::{ancestors, split_parent};
 use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, Stat, ZkError};
@@ -321,6 +321,81 @@ impl Node {
             cx.send(id, Purpose::CreateParent, op);
         }
         true
+    }
+
+    /// A listing of our directory `dir` found `mine` (our nodes: sequence,
+    /// name). More than one of ours means a create was retried after a
+    /// connection loss although the first one had been applied: keeps our known
+    /// node (else the oldest) and deletes the others; in `cleanup` everything
+    /// of ours goes (our known node by its own delete). Returns the one kept.
+    pub(super) fn sort_out_mine(
+        &mut self,
+        cx: &mut Ctx,
+        id: LockId,
+        dir: &str,
+        mut mine: Vec<(i32, String)>,
+        cleanup: bool,
+    ) -> Option<(i32, String)> {
+        if let Some(own) = &self.own {
+            mine.sort_by_key(|(seq, _)| relative_sequence(*seq, own.seq));
+        } else {
+            sort_by_sequence(&mut mine, |(seq, _)| *seq);
+        }
+        let own_name = self
+            .own
+            .as_ref()
+            .map(|o| split_parent(&o.path).1.to_owned());
+        let keep = match &own_name {
+            Some(n) => mine.iter().position(|(_, m)| m == n),
+            None => (!mine.is_empty()).then_some(0),
+        };
+        for (i, (_, name)) in mine.iter().enumerate() {
+            // (The path is built only for a node to delete: a listing of one's
+            // own node allocates nothing here.)
+            let spare = if cleanup {
+                let known = self.own.as_ref().and_then(|o| {
+                    o.path
+                        .strip_prefix(dir)
+                        .and_then(|rest| rest.strip_prefix('/'))
+                });
+                known != Some(name.as_str())
+            } else {
+                Some(i) != keep
+            };
+            if spare {
+                self.delete_extra(cx, id, format!("{dir}/{name}"));
+            }
+        }
+        keep.map(|keep| mine.swap_remove(keep))
+    }
+
+    /// A listing of `dir` showed our node `name` (sequence `seq`): adopted if
+    /// not known yet. Returns whether our create is still in flight (a binding
+    /// may hand us the listing before the create's reply, although the server
+    /// answered the create first: that reply, right behind, brings our node's
+    /// stat).
+    pub(super) fn adopt(
+        &mut self,
+        cx: &mut Ctx,
+        id: LockId,
+        dir: &str,
+        seq: i32,
+        name: &str,
+    ) -> bool {
+        if self.own.is_none() {
+            let path = format!("{dir}/{name}");
+            cx.progress(id, Progress::Created { node: path.clone() });
+            self.own = Some(OwnNode {
+                path,
+                seq,
+                stat: None,
+            });
+        }
+        let create_in_flight = matches!(self.create, Create::InFlight(_));
+        if !create_in_flight {
+            self.create = Create::Done;
+        }
+        create_in_flight
     }
 
     /// Reads our own node (its stat, its data) and leaves a watch on it.

@@ -4,11 +4,14 @@
 //! The parts act on their own state; these move the acquisition's [`State`].
 
 use super::node::{CreateOutcome, DeleteOutcome, Node, ReadOutcome};
-use super::{delay, holder, ours, Acquisition, Create, Ended, Ours, State};
+use super::queue::{Decision, PeerOutcome, Queue};
+use super::{delay, holder, ours, Acquisition, Create, Ended, Look, Ours, State};
 use crate::ctx::Ctx;
 use crate::event::{FailReason, Grant, LockEvent, LostReason};
 use crate::ids::FencingToken;
+use crate::names::NodeKind;
 use crate::proto::{Reply, RequestId, ZkError};
+use crate::spec::Recipe;
 use crate::time::Timestamp;
 use crate::timers::TimerKind;
 
@@ -119,7 +122,7 @@ impl Acquisition {
             Create::InFlight(_) => return, // its reply decides
             Create::Unknown => {
                 if !self.queue.list.is_pending() {
-                    self.send_list(cx);
+                    self.queue.send_list(cx, self.id);
                 }
                 return;
             }
@@ -146,7 +149,9 @@ impl Acquisition {
             State::Waiting => match self.node.create {
                 Create::NotSent => self.send_create(cx),
                 // Find our node by attempt id (adopt it), or create again.
-                Create::Unknown | Create::Done | Create::InFlight(_) => self.send_list(cx),
+                Create::Unknown | Create::Done | Create::InFlight(_) => {
+                    self.queue.send_list(cx, self.id)
+                }
             },
             // Is our node still ours? (Watched from here on.)
             State::Granting | State::Held => self.node.send_read(cx, self.id),
@@ -276,7 +281,7 @@ impl Acquisition {
     pub(super) fn send_create(&mut self, cx: &mut Ctx) {
         if self.node.send_create(cx, self.id, &self.spec) {
             // Pipelined: per-session FIFO means this listing already holds our node.
-            self.send_list(cx);
+            self.queue.send_list(cx, self.id);
         }
     }
 
@@ -307,7 +312,7 @@ impl Acquisition {
                         if std::mem::take(&mut self.queue.relist_after_create)
                             && !self.queue.list.is_pending()
                         {
-                            self.send_list(cx);
+                            self.queue.send_list(cx, self.id);
                         }
                     }
                     State::Cleanup => self.continue_cleanup(cx),
@@ -500,6 +505,167 @@ impl Acquisition {
                 State::Releasing => self.terminal(cx, LockEvent::Failed(FailReason::Zk(e))),
                 _ => self.trouble(cx, e),
             },
+        }
+    }
+
+    // The queue (see [`queue`](super::queue)): the listing, the decision and
+    // the window, acted on.
+
+    /// See [`Session::look_again`](crate::Session::look_again).
+    pub(crate) fn look_again(&mut self, cx: &mut Ctx) {
+        if self.state == State::Waiting
+            && cx.connected
+            && self.node.own.is_some()
+            && !self.queue.list.is_pending()
+        {
+            self.queue.send_list(cx, self.id);
+        }
+    }
+
+    /// The listing of our directory answered: adopt our node (deleting
+    /// duplicates), cache the lower blockers, decide.
+    pub(super) fn on_list(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
+        let children = match result {
+            Ok(Reply::Children(c)) => c,
+            // Not a listing: nothing is awaited any more, so ask again later.
+            Ok(_) => return self.trouble(cx, ZkError::Other("unexpected reply".into())),
+            Err(ZkError::NoNode) => Vec::new(),
+            Err(e) if e.is_connection_loss() => return self.trouble(cx, e),
+            Err(e) => {
+                if self.state == State::Cleanup {
+                    return self.trouble(cx, e);
+                }
+                return self.fail(cx, FailReason::Zk(e));
+            }
+        };
+        let listing = Queue::sort_listing(cx, children, self.node.attempt);
+        let cleanup = self.state == State::Cleanup;
+        let kept = self
+            .node
+            .sort_out_mine(cx, self.id, &self.queue.dir, listing.mine, cleanup);
+        if cleanup {
+            if self.node.create == Create::Unknown {
+                self.node.create = Create::Done;
+            }
+            return self.continue_cleanup(cx);
+        }
+        if self.state != State::Waiting {
+            return;
+        }
+        let Some((seq, name)) = kept else {
+            return match self.node.create {
+                // It existed and is gone: someone deleted it (or the session lost it).
+                Create::Done => self.fail(cx, FailReason::NodeDeleted),
+                // The create never happened: do it now.
+                Create::Unknown | Create::NotSent => {
+                    self.node.create = Create::NotSent;
+                    self.send_create(cx)
+                }
+                // Only without FIFO order (a binding that cannot keep it): the
+                // listing overtook our create. List again once the create is answered.
+                Create::InFlight(_) => self.queue.relist_after_create = true,
+            };
+        };
+        let create_in_flight = self.node.adopt(cx, self.id, &self.queue.dir, seq, &name);
+        // With our create's reply right behind, our node's stat comes with it: it
+        // is not read for it (a grant waits in Granting).
+        if !create_in_flight || self.spec.watches_node() {
+            self.node.ensure_read(cx, self.id, &self.spec);
+        }
+        let recipe = self.walk_recipe();
+        if let Recipe::Semaphore { permits: ours } = recipe {
+            let theirs = listing.others.iter().find_map(|(p, _)| match p.permits {
+                Some(theirs) if p.kind == NodeKind::Semaphore && theirs != ours => Some(theirs),
+                _ => None,
+            });
+            if let Some(theirs) = theirs {
+                return self.fail(cx, FailReason::PermitsMismatch { ours, theirs });
+            }
+        }
+        let downgrade = &self.detection.downgrade;
+        let downgrading = self.queue.set_lower(listing.others, seq, recipe, downgrade);
+        if downgrading && !self.queue.lower.is_empty() && self.spec.wait {
+            // Our owner's write node is still held, and a writer queued between it
+            // and us: that writer waits for our owner, we would wait for it.
+            let (path, owner) = (self.spec.path.clone(), self.spec.owner.clone());
+            return self.fail(
+                cx,
+                FailReason::SelfDeadlock {
+                    path,
+                    owner: owner.unwrap_or_default(),
+                    held: NodeKind::Write,
+                },
+            );
+        }
+        // A grant straight from this listing knows the marker for free.
+        self.holder.set_marker_known(Some(listing.marker_seen));
+        self.evaluate(cx, Look::Listing);
+    }
+
+    /// Decides from the cached lower blockers: hold, or watch the window.
+    pub(super) fn evaluate(&mut self, cx: &mut Ctx, look: Look) {
+        if self.state != State::Waiting {
+            return;
+        }
+        let recipe = self.walk_recipe();
+        let window = match self.queue.decide(recipe) {
+            Decision::Hold => {
+                self.queue.unwatch_all();
+                if look == Look::Cache && self.node.is_reading() {
+                    // The news of our own node is still on its way (rare: a watch set
+                    // before it fired first). Hold only once it says the node is there.
+                    self.state = State::Granting;
+                    return;
+                }
+                return self.grant(cx);
+            }
+            Decision::Wait { window } => window,
+        };
+        if !self.spec.wait {
+            return self.fail(cx, FailReason::WouldBlock);
+        }
+        if let Some(own) = self.node.path() {
+            self.queue.report(cx, self.id, recipe, own);
+        }
+        self.detection.start_waiting(cx, self.id, &self.spec);
+        self.holder.set_marker_known(None);
+        // When one notification could grant us from the cache, with no further look
+        // at the server (the cache holds no more than `permits` blockers), our own
+        // node is watched too, and this read goes out before the peer watches:
+        // per-session FIFO order then brings news of our node (deleted by an
+        // administrator, say) before that notification. Without it a waiter whose
+        // node was deleted would take the lock beside the one queued behind it.
+        // A deeper cache lists again after a notification, and the listing shows
+        // whether our node is still there: no watch needed (a long queue drains at
+        // one notification and no extra request per handoff).
+        if !self.node.own_watched && self.queue.lower.len() <= recipe.permits() {
+            self.node.send_read(cx, self.id);
+        }
+        self.queue.watch_window(cx, self.id, window);
+    }
+
+    /// The reply to a blocker's watch.
+    pub(super) fn on_peer_data(
+        &mut self,
+        cx: &mut Ctx,
+        request: RequestId,
+        name: &str,
+        result: Result<Reply, ZkError>,
+    ) {
+        match self.queue.on_peer_reply(request, name, result) {
+            PeerOutcome::Done => {}
+            PeerOutcome::Gone => self.peer_gone(cx, name),
+            PeerOutcome::Trouble(e) => self.trouble(cx, e),
+            PeerOutcome::Failed(e) => self.fail(cx, FailReason::Zk(e)),
+        }
+    }
+
+    /// The blocker `name` is gone: hold from the cache, or list again.
+    pub(super) fn peer_gone(&mut self, cx: &mut Ctx, name: &str) {
+        let permits = self.walk_recipe().permits();
+        if self.queue.on_blocker_gone(cx, self.id, name, permits) {
+            // The cache can no longer block us: hold now, no round trip.
+            self.evaluate(cx, Look::Cache);
         }
     }
 }
