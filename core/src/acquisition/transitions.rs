@@ -3,6 +3,7 @@
 //! pause after trouble, suspending a held lock, resuming it, the session's end).
 //! The parts act on their own state; these move the acquisition's [`State`].
 
+use super::lease::{Outcome as LeaseOutcome, Step};
 use super::node::{CreateOutcome, DeleteOutcome, Node, ReadOutcome};
 use super::queue::{Decision, PeerOutcome, Queue};
 use super::{delay, holder, ours, Acquisition, Create, Ended, Look, Ours, State};
@@ -10,7 +11,9 @@ use crate::ctx::Ctx;
 use crate::event::{FailReason, Grant, LockEvent, LostReason};
 use crate::ids::FencingToken;
 use crate::names::NodeKind;
+use crate::output::Progress;
 use crate::proto::{Reply, RequestId, ZkError};
+use crate::requests::Purpose;
 use crate::spec::Recipe;
 use crate::time::Timestamp;
 use crate::timers::TimerKind;
@@ -26,11 +29,11 @@ impl Acquisition {
             // reconnect decides again.
             return;
         }
-        if self.lease_pending() {
+        if let Some(lease) = self.lease.as_deref_mut().filter(|l| l.pending()) {
             // What the walk won is the internal mutex of a peer's semaphore: the
             // lease comes next.
             self.state = State::Waiting;
-            return self.lease_start(cx);
+            return lease.start(cx, self.id);
         }
         let own = self.node.own.as_ref().expect("granted without a node");
         let stat = own.stat;
@@ -105,7 +108,11 @@ impl Acquisition {
         self.state = State::Cleanup;
         self.queue.clear();
         self.suspended = false;
-        self.lease_terminal(cx);
+        if let Some(lease) = self.lease.as_deref_mut() {
+            for path in lease.terminal() {
+                self.node.delete_extra(cx, self.id, path);
+            }
+        }
         self.continue_cleanup(cx);
     }
 
@@ -128,8 +135,14 @@ impl Acquisition {
             }
             Create::NotSent | Create::Done => {}
         }
-        if !self.lease_cleanup_settled(cx) {
-            return;
+        if let Some(lease) = self.lease.as_deref_mut() {
+            let settled = lease.cleanup_settled(cx, self.id);
+            for path in lease.take_spare() {
+                self.node.delete_extra(cx, self.id, path);
+            }
+            if !settled {
+                return;
+            }
         }
         if self.node.extra.is_empty() {
             self.state = State::Done;
@@ -169,7 +182,9 @@ impl Acquisition {
         self.holder.forget();
         self.delay.forget();
         self.detection.forget();
-        self.lease_forget();
+        if let Some(lease) = self.lease.as_deref_mut() {
+            lease.forget();
+        }
     }
 
     /// A request failed without the connection being declared down (or with an
@@ -231,7 +246,9 @@ impl Acquisition {
     /// unknown is looked for by attempt id).
     pub(crate) fn on_session_ended(&mut self, cx: &mut Ctx, how: Ended) {
         let closed = how == Ended::Closed;
-        self.lease_session_ended(how != Ended::Abandoned);
+        if let Some(lease) = self.lease.as_deref_mut() {
+            lease.session_ended(how != Ended::Abandoned);
+        }
         if how == Ended::Abandoned {
             if let Create::InFlight(_) = self.node.create {
                 self.node.create = Create::Unknown;
@@ -667,6 +684,105 @@ impl Acquisition {
             // The cache can no longer block us: hold now, no round trip.
             self.evaluate(cx, Look::Cache);
         }
+    }
+
+    // The lease (see [`lease`](super::lease)): a semaphore in a peer's layout,
+    // whose walk is its internal mutex.
+
+    /// The kind of walk our node makes in its queue's directory: the semaphore's
+    /// own recipe, or for a semaphore in a peer's layout its internal mutex.
+    pub(super) fn walk_recipe(&self) -> Recipe {
+        match self.lease {
+            Some(_) => Recipe::Write,
+            None => self.spec.recipe,
+        }
+    }
+
+    /// A watch fired on `path`; true if it was the pool's children watch.
+    pub(super) fn on_pool_watch(&mut self, cx: &mut Ctx, path: &str) -> bool {
+        let waiting = self.state == State::Waiting;
+        match self.lease.as_deref_mut() {
+            Some(lease) => lease.on_pool_watch(cx, self.id, path, waiting),
+            None => false,
+        }
+    }
+
+    /// A reply to one of the lease's requests.
+    pub(super) fn on_lease_reply(
+        &mut self,
+        cx: &mut Ctx,
+        request: RequestId,
+        purpose: Purpose,
+        result: Result<Reply, ZkError>,
+    ) {
+        let Some(lease) = self.lease.as_deref_mut() else {
+            return;
+        };
+        let step = Step {
+            id: self.id,
+            waiting: self.state == State::Waiting,
+            cleanup: self.state == State::Cleanup,
+            parent_tries: &mut self.node.parent_tries,
+        };
+        if let Some(outcome) = lease.on_reply(cx, step, request, purpose, result) {
+            self.act_on_lease(cx, outcome);
+        }
+    }
+
+    fn act_on_lease(&mut self, cx: &mut Ctx, outcome: LeaseOutcome) {
+        let spare = self
+            .lease
+            .as_deref_mut()
+            .map(|l| l.take_spare())
+            .unwrap_or_default();
+        for path in spare {
+            // kazoo's lease path is fixed: a late reply to a create of it (or a
+            // listing) names the node we hold, which is no spare.
+            if self.node.path() == Some(path.as_str()) {
+                continue;
+            }
+            self.node.delete_extra(cx, self.id, path);
+        }
+        if self.state == State::Cleanup {
+            return match outcome {
+                LeaseOutcome::Trouble(e) => self.trouble(cx, e),
+                _ => self.continue_cleanup(cx),
+            };
+        }
+        match outcome {
+            LeaseOutcome::Pending => {}
+            LeaseOutcome::Hold => self.lease_hold(cx),
+            LeaseOutcome::Full if !self.spec.wait => self.fail(cx, FailReason::WouldBlock),
+            LeaseOutcome::Full => {
+                if let Some(lease) = &self.lease {
+                    let node = lease.pool_path().to_owned();
+                    cx.progress(self.id, Progress::QueuedBehind { node });
+                }
+            }
+            LeaseOutcome::Fail(reason) => self.fail(cx, reason),
+            LeaseOutcome::Trouble(e) => self.trouble(cx, e),
+        }
+    }
+
+    /// The lease is ours: release the internal mutex (as the peers do once they
+    /// have their lease) and hold the lease node as our own.
+    fn lease_hold(&mut self, cx: &mut Ctx) {
+        let Some(lease) = self.lease.as_deref_mut() else {
+            return;
+        };
+        let Some(node) = lease.hold(self.node.own.as_ref()) else {
+            return;
+        };
+        if let Some(mutex) = self.node.own.take() {
+            if self.node.own_watched {
+                cx.watches.remove(self.id, &mutex.path);
+            }
+            self.node.delete_extra(cx, self.id, mutex.path);
+        }
+        self.node.unwatch();
+        self.node.own = Some(node);
+        self.node.ensure_read(cx, self.id, &self.spec);
+        self.grant(cx);
     }
 }
 
