@@ -21,21 +21,22 @@
 //! again (one round trip: in a queue the rest of the cache is usually stale, and
 //! checking it node by node would cost a round trip per stale node).
 //!
-//! The acquisition's state lives in parts that own it, each in a file named after
-//! it, each with a `forget()` for a dropped connection: [`node`] (our node's life:
-//! create, own read, delete, duplicates), [`queue`] (the lower blockers, the watched
-//! window and the listing; [`queue::Queue::decide`] returns a decision, the
-//! acquisition acts on it), [`holder`] (sections, the crash marker, fenced writes),
+//! The acquisition's state and logic live in parts that own them, each in a file
+//! named after it, each with a `forget()` for a dropped connection and unit tests
+//! of its own: [`node`] (our node's life: create, own read, delete, duplicates),
+//! [`queue`] (the listing, the lower blockers, the watched window;
+//! [`queue::Queue::decide`] returns a decision), [`holder`] (sections, the crash
+//! marker, fenced writes), [`delay`] (the lock-delay marker and wait),
 //! [`detection`] (deadlocks) and [`lease`] (a semaphore in a peer's layout). A
-//! recovery after a reconnect is the parts' `forget()` and one resend.
+//! part sends its own requests and returns an outcome for what it cannot decide
+//! alone (our node gone, hold, fail, retry); the acquisition acts on it.
 //!
-//! The acquisition's methods live by concept, one file each: [`create`] (our
-//! node's create), [`listing`] (the listing, adopting our node), [`window`]
-//! (deciding and watching the closest blockers), [`grant`], [`own_read`] (our own
-//! node's stat, data and loss), [`holder`] (sections and fenced writes),
-//! [`release`], [`ending`] (the terminal event and cleanup), [`connection`]
-//! (reconnects, suspension, the session's end), [`detection`] (deadlocks) and
-//! [`lease`].
+//! The acquisition itself is the spine, in two files: here its state, the
+//! routing of replies (by [`Purpose`]), watches and timers to the parts, and the
+//! calls of the session and the user; in [`transitions`] the moves of its
+//! [`State`] (grant, terminal event, cleanup, recovery, suspension, the
+//! session's end, release) and the acting on the parts' outcomes. A recovery
+//! after a reconnect is the parts' `forget()` and one resend.
 
 use crate::ctx::Ctx;
 use crate::event::{FailReason, LockEvent, LostReason, UsageError};
@@ -141,12 +142,13 @@ enum Look {
 ///
 /// * **Getters** (here): `node_path`, `state`, `spec`, `is_suspended`.
 /// * **Inputs** (here): `on_reply`, `on_watch`, `on_timer`; and from
-///   [`connection`]: `recover`, `on_disconnected`, `suspend`, `on_contact_renewed`,
-///   `on_session_ended`.
-/// * **User calls**: `release`, `abandon` ([`release`]), `fail` ([`ending`]),
-///   `open_section`, `close_section`, `fenced_write` ([`holder`]).
-/// * **Deadlock detection** ([`detection`]): `published_wait`, `held_node`,
-///   `set_owner_held`, `publish`, called by the session after every call above.
+///   [`transitions`]: `recover`, `on_disconnected`, `suspend`,
+///   `on_contact_renewed`, `on_session_ended`, `on_sync_timer`, `look_again`.
+/// * **User calls**: `open_section`, `close_section`, `fenced_write` (here);
+///   `release`, `abandon`, `fail` ([`transitions`]).
+/// * **Deadlock detection** (here, answered by [`detection`]): `published_wait`,
+///   `held_node`, `set_owner_held`, `publish`, called by the session after every
+///   call above.
 ///
 /// Calling order: `new` (then `downgrade_from` for a downgrade), `recover` once
 /// connected (and after every reconnect), then inputs and user calls as they come
