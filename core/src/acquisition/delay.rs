@@ -1,23 +1,40 @@
-//! Lock-delay ([`LockSpec::lock_delay`](crate::LockSpec::lock_delay)): the marker a
-//! lock-delay holder keeps for its whole hold, and the wait a grant makes when it
-//! finds another holder's marker (that holder ended without a clean release).
+//! [`Delay`]: lock-delay ([`LockSpec::lock_delay`](crate::LockSpec::lock_delay)),
+//! the part of an acquisition that owns the marker a lock-delay holder keeps for
+//! its whole hold, and the wait a grant makes when it finds another holder's
+//! marker (that holder ended without a clean release).
 //!
-//! Calling order: [`Acquisition::grant`] calls [`Acquisition::delay_grant`] once the
-//! token (and a crash marker) are known; it returns `true` once the marker names our
-//! node and the grant may go on. Until then the acquisition stays in
-//! [`State::Granting`]: creating the marker, reading it, waiting out the delay
-//! ([`TimerKind::LockDelay`]) or taking it over. A clean release deletes the marker
-//! in its multi ([`Acquisition::release_markers`](super::release)).
+//! Calling order: the acquisition's grant asks [`Delay::may_grant`] once the
+//! token (and a crash marker) are known; it answers `true` once the marker names
+//! our node and the grant may go on. Until then the acquisition stays granting
+//! while the delay creates the marker, reads it, waits out the delay
+//! ([`TimerKind::LockDelay`]) or takes it over; the replies
+//! ([`Delay::on_marker_reply`], [`Delay::on_read_reply`]) return a
+//! [`DelayOutcome`] the acquisition acts on. A clean release deletes the marker
+//! in its multi ([`Delay::marker_ours`]).
 
-use super::{Acquisition, State, DELAY_MARKER};
+use super::{Ours, DELAY_MARKER};
 use crate::ctx::Ctx;
-use crate::event::{FailReason, LostReason};
 use crate::output::Progress;
 use crate::path::split_parent;
-use crate::proto::{CreateMode, MultiOp, Op, Reply, ZkError};
+use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, ZkError};
 use crate::requests::{InFlight, Purpose};
 use crate::time::Timestamp;
 use crate::timers::TimerKind;
+
+/// What a reply about the marker asks of the acquisition.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(super) enum DelayOutcome {
+    /// A request of ours went out (or nothing is to be done): wait for it.
+    Pending,
+    /// Try the grant again: the marker is ours, or the delay to wait is known.
+    Grant,
+    /// The check on our node failed: it is gone.
+    Lost,
+    /// Another holder's marker, and the acquisition may not wait.
+    WouldBlock,
+    /// A request failed: retry after a pause.
+    Trouble(ZkError),
+}
 
 /// The part of an acquisition that owns its lock-delay (only with a delay set).
 #[derive(Default, Debug)]
@@ -27,75 +44,142 @@ pub(super) struct Delay {
     pub(super) marker_ours: bool,
     /// When this acquisition first found nobody ahead of it (its predecessor's end
     /// observed, or the lock free): the delay counts from here, on our own clock.
-    pub(super) free_since: Option<Timestamp>,
+    free_since: Option<Timestamp>,
     /// The marker named another node: no grant before this.
-    pub(super) until: Option<Timestamp>,
+    until: Option<Timestamp>,
     /// The marker's create, read or take-over in flight.
-    pub(super) request: InFlight,
+    request: InFlight,
+}
+
+/// The path of the lock-delay marker of the lock at `lock_path`.
+pub(super) fn marker_path(lock_path: &str) -> String {
+    format!("{lock_path}/{DELAY_MARKER}")
 }
 
 impl Delay {
-    /// The connection dropped: the request in flight is gone (what it found is
-    /// asked again after the reconnect; the wait keeps its start).
-    pub(super) fn forget(&mut self) {
-        self.request.forget();
-    }
-}
+    // Replies.
 
-impl Acquisition {
-    fn delay_marker_path(&self) -> String {
-        format!("{}/{DELAY_MARKER}", self.spec.path)
+    /// Takes the reply to `request` if it answers the marker request in flight.
+    pub(super) fn take_reply(&mut self, request: RequestId) -> bool {
+        self.request.take_reply(request)
     }
 
-    /// Our node's name: the marker's data.
-    fn own_name(&self) -> Option<String> {
-        let own = self.node.own.as_ref()?;
-        Some(split_parent(&own.path).1.to_owned())
+    /// The reply to our marker's create (`take: false`) or take-over.
+    pub(super) fn on_marker_reply(
+        &mut self,
+        cx: &mut Ctx,
+        ours: Ours<'_>,
+        take: bool,
+        result: Result<Reply, ZkError>,
+    ) -> DelayOutcome {
+        match result {
+            Ok(_) => {
+                self.marker_ours = true;
+                DelayOutcome::Grant
+            }
+            Err(ZkError::MultiFailed { index: 0, .. }) => DelayOutcome::Lost,
+            Err(ZkError::MultiFailed { index: 1, error }) => match (*error, take) {
+                // Someone's marker is there: whose?
+                (ZkError::NodeExists, false) => {
+                    let op = Op::GetData {
+                        path: marker_path(&ours.spec.path),
+                        watch: false,
+                    };
+                    self.request.send(cx, ours.id, Purpose::DelayRead, op);
+                    DelayOutcome::Pending
+                }
+                // Gone between our read and the take-over (deleted by hand): create.
+                (ZkError::NoNode, true) => {
+                    self.send_marker(cx, ours, false);
+                    DelayOutcome::Pending
+                }
+                (e, _) => DelayOutcome::Trouble(e),
+            },
+            Err(e) => DelayOutcome::Trouble(e),
+        }
     }
 
-    /// The grant's lock-delay step: `true` when the grant may go on (no delay set,
-    /// or the marker is ours). Otherwise the state is [`State::Granting`] and a
-    /// reply or the delay's timer calls [`Acquisition::grant`] again.
-    pub(super) fn delay_grant(&mut self, cx: &mut Ctx) -> bool {
-        let Some(delay) = self.spec.lock_delay else {
+    /// The marker's data: ours (a create of ours retried), or another holder's,
+    /// which ended without a clean release: the delay to wait out is set.
+    pub(super) fn on_read_reply(
+        &mut self,
+        cx: &mut Ctx,
+        ours: Ours<'_>,
+        result: Result<Reply, ZkError>,
+    ) -> DelayOutcome {
+        let data = match result {
+            Ok(Reply::Data { data, .. }) => data,
+            Ok(_) => return DelayOutcome::Trouble(ZkError::Other("unexpected reply".into())),
+            // Gone since our create failed: create again.
+            Err(ZkError::NoNode) => {
+                self.send_marker(cx, ours, false);
+                return DelayOutcome::Pending;
+            }
+            Err(e) => return DelayOutcome::Trouble(e),
+        };
+        if own_name(ours).is_some_and(|name| name.as_bytes() == data) {
+            self.marker_ours = true;
+            return DelayOutcome::Grant;
+        }
+        if !ours.spec.wait {
+            return DelayOutcome::WouldBlock;
+        }
+        let delay = ours.spec.lock_delay.unwrap_or_default();
+        let since = self.free_since.unwrap_or(cx.now);
+        let until = since + delay;
+        self.until = Some(until);
+        cx.stats.lock_delays += 1;
+        if let Some(own) = ours.node {
+            let node = own.path.clone();
+            cx.progress(ours.id, Progress::LockDelay { node, until });
+        }
+        DelayOutcome::Grant
+    }
+
+    // Mutators.
+
+    /// The grant's lock-delay step: `true` when the grant may go on (no delay
+    /// set, or the marker is ours). Otherwise the acquisition stays granting and
+    /// a reply (its [`DelayOutcome::Grant`]) or the delay's timer tries again.
+    pub(super) fn may_grant(&mut self, cx: &mut Ctx, ours: Ours<'_>) -> bool {
+        let Some(delay) = ours.spec.lock_delay else {
             return true;
         };
-        if self.delay.marker_ours {
+        if self.marker_ours {
             return true;
         }
-        self.state = State::Granting;
-        let free_since = *self.delay.free_since.get_or_insert(cx.now);
-        if self.delay.request.is_pending() {
+        let free_since = *self.free_since.get_or_insert(cx.now);
+        if self.request.is_pending() {
             return false;
         }
-        let Some(until) = self.delay.until else {
+        let Some(until) = self.until else {
             // First the cheap case: no marker (the last holder released cleanly).
-            self.send_delay_marker(cx, false);
+            self.send_marker(cx, ours, false);
             return false;
         };
         if cx.now < until {
-            if !cx.timers.is_armed(self.id, TimerKind::LockDelay) {
-                cx.timers.set(self.id, TimerKind::LockDelay, until);
+            if !cx.timers.is_armed(ours.id, TimerKind::LockDelay) {
+                cx.timers.set(ours.id, TimerKind::LockDelay, until);
             }
             return false;
         }
         debug_assert!(until >= free_since + delay);
-        self.send_delay_marker(cx, true);
+        self.send_marker(cx, ours, true);
         false
     }
 
     /// Creates (`take: false`) or takes over our marker, checking our node in the
     /// same multi (a node no longer ours writes nothing).
-    fn send_delay_marker(&mut self, cx: &mut Ctx, take: bool) {
-        let (Some(own), Some(name)) = (self.node.own.as_ref(), self.own_name()) else {
+    fn send_marker(&mut self, cx: &mut Ctx, ours: Ours<'_>, take: bool) {
+        let (Some(own), Some(name)) = (ours.node, own_name(ours)) else {
             return;
         };
         let check = MultiOp::Check {
             path: own.path.clone(),
             version: None,
         };
-        let path = self.delay_marker_path();
-        let data = name.into_bytes();
+        let path = marker_path(&ours.spec.path);
+        let data = name.as_bytes().to_vec();
         let op = if take {
             MultiOp::SetData {
                 path,
@@ -110,86 +194,194 @@ impl Acquisition {
             }
         };
         let op = Op::Multi(vec![check, op]);
-        self.delay
-            .request
-            .send(cx, self.id, Purpose::DelayMarker { take }, op);
+        self.request
+            .send(cx, ours.id, Purpose::DelayMarker { take }, op);
     }
 
-    /// The reply to our marker's create or take-over.
-    pub(super) fn on_delay_marker(
-        &mut self,
-        cx: &mut Ctx,
-        take: bool,
-        result: Result<Reply, ZkError>,
-    ) {
-        if self.state != State::Granting {
-            return;
-        }
-        match result {
-            Ok(_) => {
-                self.delay.marker_ours = true;
-                self.state = State::Waiting;
-                self.grant(cx);
-            }
-            Err(ZkError::MultiFailed { index: 0, .. }) => {
-                self.own_gone(cx, LostReason::NodeDeleted)
-            }
-            Err(ZkError::MultiFailed { index: 1, error }) => match (*error, take) {
-                // Someone's marker is there: whose?
-                (ZkError::NodeExists, false) => {
-                    let op = Op::GetData {
-                        path: self.delay_marker_path(),
-                        watch: false,
-                    };
-                    self.delay.request.send(cx, self.id, Purpose::DelayRead, op);
+    /// The connection dropped: the request in flight is gone (what it found is
+    /// asked again after the reconnect; the wait keeps its start).
+    pub(super) fn forget(&mut self) {
+        self.request.forget();
+    }
+}
+
+/// Our node's name: the marker's data.
+fn own_name(ours: Ours<'_>) -> Option<&str> {
+    Some(split_parent(&ours.node?.path).1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::acquisition::node::OwnNode;
+    use crate::ids::LockId;
+    use crate::output::Output;
+    use crate::spec::LockSpec;
+    use std::time::Duration;
+
+    /// The requests sent since the last call, their ids kept in `last`.
+    fn sent_with(session: &mut crate::ctx::tests::Session, last: &mut RequestId) -> Vec<Op> {
+        session
+            .out
+            .drain(..)
+            .filter_map(|o| match o {
+                Output::Request(r) => {
+                    *last = r.id;
+                    Some(r.op)
                 }
-                // Gone between our read and the take-over (deleted by hand): create.
-                (ZkError::NoNode, true) => self.send_delay_marker(cx, false),
-                (e, _) => self.trouble(cx, e),
-            },
-            Err(e) => self.trouble(cx, e),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn sent(session: &mut crate::ctx::tests::Session) -> Vec<Op> {
+        sent_with(session, &mut RequestId(0))
+    }
+
+    fn node() -> OwnNode {
+        OwnNode {
+            path: "/l/n-0000000002".into(),
+            seq: 2,
+            stat: None,
         }
     }
 
-    /// The marker's data: ours (a create of ours retried), or another holder's,
-    /// which ended without a clean release: wait out the delay.
-    pub(super) fn on_delay_read(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
-        if self.state != State::Granting {
-            return;
-        }
-        let data = match result {
-            Ok(Reply::Data { data, .. }) => data,
-            Ok(_) => return self.trouble(cx, ZkError::Other("unexpected reply".into())),
-            // Gone since our create failed: create again.
-            Err(ZkError::NoNode) => return self.send_delay_marker(cx, false),
-            Err(e) => return self.trouble(cx, e),
+    fn marker_op(take: bool) -> Op {
+        let check = MultiOp::Check {
+            path: "/l/n-0000000002".into(),
+            version: None,
         };
-        if self.own_name().is_some_and(|name| name.as_bytes() == data) {
-            self.delay.marker_ours = true;
-            self.state = State::Waiting;
-            return self.grant(cx);
-        }
-        if !self.spec.wait {
-            return self.fail(cx, FailReason::WouldBlock);
-        }
-        let delay = self.spec.lock_delay.unwrap_or_default();
-        let since = self.delay.free_since.unwrap_or(cx.now);
-        let until = since + delay;
-        self.delay.until = Some(until);
-        cx.stats.lock_delays += 1;
-        if let Some(own) = &self.node.own {
-            let node = own.path.clone();
-            cx.progress(self.id, Progress::LockDelay { node, until });
-        }
-        self.state = State::Waiting;
-        self.grant(cx);
+        let (path, data) = ("/l/zkl-delay".to_owned(), b"n-0000000002".to_vec());
+        let op = if take {
+            MultiOp::SetData {
+                path,
+                data,
+                version: None,
+            }
+        } else {
+            MultiOp::Create {
+                path,
+                data,
+                mode: CreateMode::Persistent,
+            }
+        };
+        Op::Multi(vec![check, op])
     }
 
-    /// The delay is over: the grant goes on (taking the marker over).
-    pub(super) fn on_delay_timer(&mut self, cx: &mut Ctx) {
-        if self.state == State::Granting && cx.connected {
-            self.state = State::Waiting;
-            self.grant(cx);
-        }
+    #[test]
+    fn without_a_delay_a_grant_goes_on_at_no_request() {
+        let mut session = crate::ctx::tests::Session::default();
+        let spec = LockSpec::write("/l");
+        let own = node();
+        let ours = Ours {
+            id: LockId(1),
+            spec: &spec,
+            node: Some(&own),
+        };
+        let mut delay = Delay::default();
+        assert!(delay.may_grant(&mut session.cx(), ours));
+        assert!(sent(&mut session).is_empty());
+    }
+
+    #[test]
+    fn a_clean_marker_is_created_and_ours() {
+        let mut session = crate::ctx::tests::Session::default();
+        let spec = LockSpec::write("/l").lock_delay(Duration::from_secs(5));
+        let own = node();
+        let ours = Ours {
+            id: LockId(1),
+            spec: &spec,
+            node: Some(&own),
+        };
+        let mut delay = Delay::default();
+        assert!(!delay.may_grant(&mut session.cx(), ours));
+        let mut last = RequestId(0);
+        assert_eq!(sent_with(&mut session, &mut last), [marker_op(false)]);
+        assert!(!delay.may_grant(&mut session.cx(), ours), "one at a time");
+        assert!(sent(&mut session).is_empty());
+        assert!(delay.take_reply(last));
+        let outcome =
+            delay.on_marker_reply(&mut session.cx(), ours, false, Ok(Reply::Multi(Vec::new())));
+        assert_eq!(outcome, DelayOutcome::Grant);
+        assert!(delay.marker_ours);
+        assert!(delay.may_grant(&mut session.cx(), ours));
+    }
+
+    #[test]
+    fn another_holders_marker_is_waited_out_then_taken_over() {
+        let mut session = crate::ctx::tests::Session::default();
+        let spec = LockSpec::write("/l").lock_delay(Duration::from_secs(5));
+        let own = node();
+        let ours = Ours {
+            id: LockId(1),
+            spec: &spec,
+            node: Some(&own),
+        };
+        let mut delay = Delay::default();
+        let mut last = RequestId(0);
+        assert!(!delay.may_grant(&mut session.cx(), ours));
+        sent_with(&mut session, &mut last);
+        assert!(delay.take_reply(last));
+        let exists = Err(ZkError::MultiFailed {
+            index: 1,
+            error: Box::new(ZkError::NodeExists),
+        });
+        let outcome = delay.on_marker_reply(&mut session.cx(), ours, false, exists);
+        assert_eq!(outcome, DelayOutcome::Pending);
+        let read = Op::GetData {
+            path: "/l/zkl-delay".into(),
+            watch: false,
+        };
+        assert_eq!(sent_with(&mut session, &mut last), [read]);
+        assert!(!delay.take_reply(RequestId(0)), "not the read's reply");
+        assert!(delay.take_reply(last));
+        let theirs = Ok(Reply::Data {
+            data: b"n-0000000001".to_vec(),
+            stat: Default::default(),
+        });
+        let outcome = delay.on_read_reply(&mut session.cx(), ours, theirs);
+        assert_eq!(outcome, DelayOutcome::Grant);
+        assert_eq!(session.stats.lock_delays, 1);
+        let until = Timestamp::default() + Duration::from_secs(5);
+        assert_eq!(delay.until, Some(until));
+        // Before the delay is over the grant waits for its timer.
+        assert!(!delay.may_grant(&mut session.cx(), ours));
+        assert!(session.timers.is_armed(LockId(1), TimerKind::LockDelay));
+        assert!(sent(&mut session).is_empty());
+        // Then it takes the marker over.
+        let mut cx = session.cx();
+        cx.now = until;
+        assert!(!delay.may_grant(&mut cx, ours));
+        assert_eq!(sent(&mut session), [marker_op(true)]);
+        delay.forget();
+        assert!(!delay.request.is_pending());
+        assert_eq!(delay.until, Some(until), "the wait outlives a connection");
+    }
+
+    #[test]
+    fn a_try_lock_does_not_wait_out_a_marker_and_a_failed_check_is_a_loss() {
+        let mut session = crate::ctx::tests::Session::default();
+        let spec = LockSpec::write("/l")
+            .lock_delay(Duration::from_secs(5))
+            .try_only();
+        let own = node();
+        let ours = Ours {
+            id: LockId(1),
+            spec: &spec,
+            node: Some(&own),
+        };
+        let mut delay = Delay::default();
+        let theirs = Ok(Reply::Data {
+            data: b"n-0000000001".to_vec(),
+            stat: Default::default(),
+        });
+        let outcome = delay.on_read_reply(&mut session.cx(), ours, theirs);
+        assert_eq!(outcome, DelayOutcome::WouldBlock);
+        let gone = Err(ZkError::MultiFailed {
+            index: 0,
+            error: Box::new(ZkError::NoNode),
+        });
+        let outcome = delay.on_marker_reply(&mut session.cx(), ours, true, gone);
+        assert_eq!(outcome, DelayOutcome::Lost);
     }
 }

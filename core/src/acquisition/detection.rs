@@ -1,38 +1,209 @@
-//! Deadlock detection for one acquisition (see [`crate::deadlock`]): publishing
-//! where our owner waits, and chasing the waits from our node.
+//! [`Detection`]: deadlock detection for one acquisition (see
+//! [`crate::deadlock`]), the part that owns the wait, the chase from our node,
+//! the publication of where our owner waits in our held node, and a downgrade's
+//! write nodes.
+//!
+//! Calling order: [`Detection::start_waiting`] at the first look that does not
+//! grant (it arms [`TimerKind::Detect`]); [`Detection::on_timer`] when that
+//! fires (it starts chasing); [`Detection::on_chase_reply`] for each reply of a
+//! chase, which names a deadlock this acquisition is the victim of; and
+//! [`Detection::stop`] at the grant or the end. The session publishes through
+//! [`Detection::publish`] after every call.
 
-use super::{Acquisition, State};
+use super::Ours;
 use crate::ctx::Ctx;
 use crate::deadlock::chase::{Chase, Outcome};
 use crate::deadlock::publish::Publication;
 use crate::event::FailReason;
-use crate::proto::{Reply, RequestId, ZkError};
+use crate::ids::LockId;
+use crate::proto::{Reply, RequestId, Stat, ZkError};
+use crate::spec::LockSpec;
 use crate::time::Timestamp;
 use crate::timers::TimerKind;
 
-/// The part of an acquisition that owns its deadlock detection: the wait, the
-/// chase, the publication in our held node, and a downgrade's write nodes.
+/// The part of an acquisition that owns its deadlock detection (see the module
+/// docs).
 #[derive(Default)]
 pub(super) struct Detection {
     /// We have waited past `detect_after` and publish our wait.
-    pub(super) detecting: bool,
+    detecting: bool,
     /// When we started waiting (the first look that did not grant).
-    pub(super) wait_started: Option<Timestamp>,
+    wait_started: Option<Timestamp>,
     /// The deadlock chase in progress (boxed: most acquisitions never chase,
     /// and a `Chase` is several times the size of the rest).
-    pub(super) chase: Option<Box<Chase>>,
+    chase: Option<Box<Chase>>,
     /// Where our owner waits, as published in our held node's header.
-    pub(super) publication: Publication,
+    publication: Publication,
     /// For a downgrade (a read taken by the owner of the held write half of the
     /// same read/write lock, on this session): the names of those write nodes,
-    /// which do not block us (see [`Acquisition::downgrade_from`]).
+    /// which do not block us (see `Acquisition::downgrade_from`).
     pub(super) downgrade: Vec<String>,
     /// The nodes our owner holds on this session (kept by the session while
     /// detection is on), where a chase must come back to.
-    pub(super) owner_held: Vec<String>,
+    owner_held: Vec<String>,
 }
 
 impl Detection {
+    // Getters.
+
+    /// Where our owner waits, if we publish it (`waiting`: the acquisition
+    /// waits): (owner, our waiting node).
+    pub(super) fn published_wait<'a>(
+        &self,
+        waiting: bool,
+        ours: Ours<'a>,
+    ) -> Option<(&'a str, String)> {
+        if !self.detecting || !waiting {
+            return None;
+        }
+        Some((ours.spec.owner.as_deref()?, ours.node?.path.clone()))
+    }
+
+    // Replies.
+
+    /// A reply that the request book attributed to our chase, if any: the
+    /// deadlock to fail with when we are its victim and still `waiting`.
+    pub(super) fn on_chase_reply(
+        &mut self,
+        cx: &mut Ctx,
+        request: RequestId,
+        result: Result<Reply, ZkError>,
+        waiting: bool,
+    ) -> Option<FailReason> {
+        let chase = self.chase.as_mut()?;
+        if !chase.owns(request) {
+            return None;
+        }
+        match chase.on_reply(cx, request, result) {
+            Outcome::Pending => None,
+            Outcome::NoCycle => {
+                self.chase = None;
+                None
+            }
+            Outcome::Cycle { victim, cycle } => {
+                self.chase = None;
+                cx.stats.deadlocks_seen += 1;
+                (victim && waiting).then_some(FailReason::Deadlock { cycle })
+            }
+        }
+    }
+
+    /// The reply to a publication's `setData` on our node.
+    pub(super) fn on_publish_reply(
+        &mut self,
+        cx: &mut Ctx,
+        ours: Ours<'_>,
+        request: RequestId,
+        result: &Result<Reply, ZkError>,
+    ) {
+        if let Some(own) = ours.node {
+            self.publication
+                .on_reply(cx, ours.id, &own.path, request, result);
+        }
+    }
+
+    /// Our create's reply brought our node's stat: the node holds `data` (our
+    /// header) at that version.
+    pub(super) fn node_created(&mut self, spec: &LockSpec, data: Vec<u8>, stat: &Stat) {
+        self.publication
+            .created(data, stat, spec.scheme, spec.owner.as_deref());
+    }
+
+    /// A read of our node found `data` at `stat`: what our header says, if it is
+    /// still ours (a revocation marker is not).
+    pub(super) fn node_read(&mut self, spec: &LockSpec, data: &[u8], stat: &Stat) {
+        if spec.detect_after.is_some() || spec.owner.is_some() {
+            self.publication
+                .observe(data, stat, spec.scheme, spec.owner.as_deref());
+        }
+    }
+
+    // Mutators.
+
+    /// A look did not grant: the wait starts (once), and with detection on, its
+    /// timer.
+    pub(super) fn start_waiting(&mut self, cx: &mut Ctx, id: LockId, spec: &LockSpec) {
+        if let (Some(after), None) = (spec.detect_after, self.wait_started) {
+            self.wait_started = Some(cx.now);
+            cx.timers.set(id, TimerKind::Detect, cx.now + after);
+        }
+    }
+
+    /// The detect timer fired (`waiting`: the acquisition still waits): arm it
+    /// again, and chase from our node unless a chase runs.
+    pub(super) fn on_timer(&mut self, cx: &mut Ctx, ours: Ours<'_>, waiting: bool) {
+        let Some(after) = ours.spec.detect_after else {
+            return;
+        };
+        if !waiting {
+            return;
+        }
+        cx.timers.set(ours.id, TimerKind::Detect, cx.now + after);
+        if !cx.connected || ours.node.is_none() {
+            return;
+        }
+        self.detecting = true;
+        if self.chase.is_none() {
+            self.start_chase(cx, ours);
+        }
+    }
+
+    /// A watched blocker's data changed: someone may have published a wait
+    /// there, so a detecting waiter chases now.
+    pub(super) fn on_blocker_changed(&mut self, cx: &mut Ctx, ours: Ours<'_>) {
+        if self.detecting && self.chase.is_none() {
+            self.start_chase(cx, ours);
+        }
+    }
+
+    fn start_chase(&mut self, cx: &mut Ctx, ours: Ours<'_>) {
+        let (Some(own), Some(owner)) = (ours.node, &ours.spec.owner) else {
+            return;
+        };
+        let chase = Chase::start(
+            cx,
+            ours.id,
+            own.path.clone(),
+            owner.clone(),
+            self.owner_held.clone(),
+        );
+        cx.stats.deadlock_chases += 1;
+        self.chase = Some(Box::new(chase));
+    }
+
+    /// Tells a detecting waiter which nodes its owner holds on this session.
+    pub(super) fn set_owner_held(&mut self, spec: &LockSpec, held: &[String]) {
+        if spec.detect_after.is_some() && self.owner_held != held {
+            self.owner_held = held.to_vec();
+        }
+    }
+
+    /// Publishes `waits` in our held node's header (or withdraws what is there),
+    /// while `trusted` (held, not suspended) and connected.
+    pub(super) fn publish(
+        &mut self,
+        cx: &mut Ctx,
+        ours: Ours<'_>,
+        trusted: bool,
+        waits: Vec<String>,
+    ) {
+        if waits.is_empty() && !self.publication.active() {
+            return;
+        }
+        if !trusted || !cx.connected {
+            return;
+        }
+        let Some(own) = ours.node else { return };
+        self.publication.publish(cx, ours.id, &own.path, waits);
+    }
+
+    /// Granted or ended: no more chasing or detect timer.
+    pub(super) fn stop(&mut self, cx: &mut Ctx, id: LockId) {
+        self.detecting = false;
+        self.chase = None;
+        cx.timers.cancel(id, TimerKind::Detect);
+    }
+
     /// The connection dropped (or a recovery starts): a chase in progress and a
     /// publication in flight are gone; the next detect timer chases again.
     pub(super) fn forget(&mut self) {
@@ -41,119 +212,27 @@ impl Detection {
     }
 }
 
-/// Deadlock detection (see [`crate::deadlock`]).
-impl Acquisition {
-    /// Where our owner waits, if we publish it: (owner, our waiting node).
-    pub(crate) fn published_wait(&self) -> Option<(&str, String)> {
-        if !self.detection.detecting || self.state != State::Waiting {
-            return None;
-        }
-        Some((
-            self.spec.owner.as_deref()?,
-            self.node.own.as_ref()?.path.clone(),
-        ))
-    }
-
-    /// The node we hold, for our owner's chases.
-    pub(crate) fn held_node(&self) -> Option<(&str, &str)> {
-        match self.state {
-            State::Held => Some((
-                self.spec.owner.as_deref()?,
-                self.node.own.as_ref()?.path.as_str(),
-            )),
-            _ => None,
-        }
-    }
-
-    /// Tells a detecting waiter which nodes its owner holds on this session.
-    pub(crate) fn set_owner_held(&mut self, held: &[String]) {
-        if self.spec.detect_after.is_some() && self.detection.owner_held != held {
-            self.detection.owner_held = held.to_vec();
-        }
-    }
-
-    /// Publishes `waits` in our held node's header (or withdraws what is there).
-    pub(crate) fn publish(&mut self, cx: &mut Ctx, waits: Vec<String>) {
-        if waits.is_empty() && !self.detection.publication.active() {
-            return;
-        }
-        if self.state != State::Held || self.suspended || !cx.connected {
-            return;
-        }
-        let Some(own) = &self.node.own else { return };
-        let path = own.path.clone();
-        self.detection
-            .publication
-            .publish(cx, self.id, &path, waits);
-    }
-
-    pub(super) fn on_detect_timer(&mut self, cx: &mut Ctx) {
-        let Some(after) = self.spec.detect_after else {
-            return;
-        };
-        if self.state != State::Waiting {
-            return;
-        }
-        cx.timers.set(self.id, TimerKind::Detect, cx.now + after);
-        if !cx.connected || self.node.own.is_none() {
-            return;
-        }
-        self.detection.detecting = true;
-        if self.detection.chase.is_none() {
-            self.start_chase(cx);
-        }
-    }
-
-    pub(super) fn start_chase(&mut self, cx: &mut Ctx) {
-        let (Some(own), Some(owner)) = (&self.node.own, &self.spec.owner) else {
-            return;
-        };
-        let chase = Chase::start(
-            cx,
-            self.id,
-            own.path.clone(),
-            owner.clone(),
-            self.detection.owner_held.clone(),
-        );
-        cx.stats.deadlock_chases += 1;
-        self.detection.chase = Some(Box::new(chase));
-    }
-
-    pub(super) fn on_chase_reply(
-        &mut self,
-        cx: &mut Ctx,
-        request: RequestId,
-        result: Result<Reply, ZkError>,
-    ) {
-        let Some(chase) = &mut self.detection.chase else {
-            return;
-        };
-        if !chase.owns(request) {
-            return;
-        }
-        match chase.on_reply(cx, request, result) {
-            Outcome::Pending => {}
-            Outcome::NoCycle => self.detection.chase = None,
-            Outcome::Cycle { victim, cycle } => {
-                self.detection.chase = None;
-                cx.stats.deadlocks_seen += 1;
-                if victim && self.state == State::Waiting {
-                    self.fail(cx, FailReason::Deadlock { cycle });
-                }
-            }
-        }
-    }
-
-    pub(super) fn stop_detecting(&mut self, cx: &mut Ctx) {
-        self.detection.detecting = false;
-        self.detection.chase = None;
-        cx.timers.cancel(self.id, TimerKind::Detect);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::acquisition::node::OwnNode;
+    use crate::output::Output;
+    use crate::proto::Op;
+    use std::time::Duration;
+
+    fn spec() -> LockSpec {
+        LockSpec::write("/l")
+            .owner("w1")
+            .detect_deadlocks(Duration::from_secs(2))
+    }
+
+    fn node() -> OwnNode {
+        OwnNode {
+            path: format!("/l/zkl-{:032x}-write-0000000002", 7),
+            seq: 2,
+            stat: None,
+        }
+    }
 
     #[test]
     fn forget_keeps_what_outlives_a_connection() {
@@ -169,5 +248,71 @@ mod tests {
         assert!(detection.detecting);
         assert_eq!(detection.downgrade, ["w"]);
         assert_eq!(detection.owner_held, ["/a/n"]);
+    }
+
+    #[test]
+    fn a_wait_past_the_threshold_chases_from_our_node_and_publishes() {
+        let mut session = crate::ctx::tests::Session::default();
+        let (spec, own) = (spec(), node());
+        let ours = Ours {
+            id: LockId(3),
+            spec: &spec,
+            node: Some(&own),
+        };
+        let mut detection = Detection::default();
+        detection.start_waiting(&mut session.cx(), ours.id, &spec);
+        assert!(session.timers.is_armed(ours.id, TimerKind::Detect));
+        assert_eq!(detection.published_wait(true, ours), None, "not yet");
+        // Before the threshold nothing is sent.
+        assert!(session.out.is_empty());
+        detection.on_timer(&mut session.cx(), ours, true);
+        assert!(detection.chase.is_some());
+        assert_eq!(session.stats.deadlock_chases, 1);
+        let reads: Vec<Op> = session
+            .out
+            .drain(..)
+            .filter_map(|o| match o {
+                Output::Request(r) => Some(r.op),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            reads.first(),
+            Some(&Op::GetChildren { path: "/l".into() }),
+            "the chase lists our directory first: {reads:?}"
+        );
+        assert_eq!(
+            detection.published_wait(true, ours),
+            Some(("w1", own.path.clone()))
+        );
+        assert_eq!(detection.published_wait(false, ours), None);
+        // A reply that is not the chase's changes nothing.
+        let other = detection.on_chase_reply(
+            &mut session.cx(),
+            RequestId(999),
+            Ok(Reply::Children(Vec::new())),
+            true,
+        );
+        assert_eq!(other, None);
+        assert!(detection.chase.is_some());
+        detection.stop(&mut session.cx(), ours.id);
+        assert!(detection.chase.is_none());
+        assert!(!session.timers.is_armed(ours.id, TimerKind::Detect));
+        assert_eq!(detection.published_wait(true, ours), None);
+    }
+
+    #[test]
+    fn nothing_is_published_while_untrusted_or_with_nothing_to_say() {
+        let mut session = crate::ctx::tests::Session::default();
+        let (spec, own) = (spec(), node());
+        let ours = Ours {
+            id: LockId(3),
+            spec: &spec,
+            node: Some(&own),
+        };
+        let mut detection = Detection::default();
+        detection.publish(&mut session.cx(), ours, true, Vec::new());
+        detection.publish(&mut session.cx(), ours, false, vec!["/m/x".into()]);
+        assert!(session.out.is_empty());
     }
 }

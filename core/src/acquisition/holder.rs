@@ -1,13 +1,31 @@
-//! What a holder can do besides releasing: critical sections that a successor can
-//! tell were interrupted (the Ready-file idea), and writes fenced by a `check` on the
-//! lock node.
+//! [`Holder`]: what a holder can do besides releasing, the part of an
+//! acquisition that owns critical sections that a successor can tell were
+//! interrupted (the Ready-file idea, with the crash marker a grant looks at)
+//! and writes fenced by a `check` on the lock node.
+//!
+//! The acquisition hands the part our node's path only while it holds and is
+//! trusted (`own`); the part sends, emits the section and write events, and
+//! returns what the acquisition must act on (our node gone, a retry).
 
-use super::{Acquisition, State, SECTION_MARKER};
+use super::{Ours, SECTION_MARKER};
 use crate::ctx::Ctx;
-use crate::event::{FencedError, LockEvent, LostReason, UsageError};
+use crate::event::{FailReason, FencedError, LockEvent, LostReason, UsageError};
+use crate::ids::LockId;
 use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, ZkError};
 use crate::requests::{InFlight, Purpose};
+use crate::spec::LockSpec;
 use crate::time::Timestamp;
+
+/// What a reply to a holder's request asks of the acquisition.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(super) enum HolderOutcome {
+    /// Handled (an event emitted, or the next request sent).
+    Done,
+    /// The check on our node failed: it is gone.
+    Lost,
+    /// Lost with the connection: retry after a pause.
+    Trouble(ZkError),
+}
 
 /// The part of an acquisition that owns what a holder does besides releasing:
 /// its critical section (and the crash marker a grant looks at) and its fenced
@@ -16,96 +34,256 @@ use crate::time::Timestamp;
 pub(super) struct Holder {
     /// Whether the crash marker exists, when known without asking (from a listing in
     /// which we could be granted); `None` once we waited, as it may have changed.
-    pub(super) marker_known: Option<bool>,
-    pub(super) marker_check: InFlight,
+    marker_known: Option<bool>,
+    marker_check: InFlight,
     /// Our section marker is set (release deletes it in the same multi).
-    pub(super) section_open: bool,
-    pub(super) section_request: InFlight,
+    section_open: bool,
+    section_request: InFlight,
     /// A section call whose outcome is unknown (in flight at a disconnect, or not
     /// yet answered): `Some(open)`. Sent again once our node is verified.
-    pub(super) section_wanted: Option<bool>,
+    section_wanted: Option<bool>,
     /// Fenced writes awaiting a reply: (write id, request).
-    pub(super) writes: Vec<(u64, RequestId)>,
-    /// Released by [`Acquisition::abandon`]: the node goes, the section marker stays.
-    pub(super) abandoned: bool,
+    writes: Vec<(u64, RequestId)>,
+    /// Released by `Acquisition::abandon`: the node goes, the section marker stays.
+    abandoned: bool,
     /// When the lock was granted (reported held): a hold that outlives a sync
     /// interval watches its node (see `Acquisition::on_sync_timer`).
-    pub(super) held_since: Option<Timestamp>,
+    held_since: Option<Timestamp>,
+}
+
+/// The path of the crash-detection marker of the lock at `lock_path`.
+pub(super) fn marker_path(lock_path: &str) -> String {
+    format!("{lock_path}/{SECTION_MARKER}")
 }
 
 impl Holder {
-    /// The connection dropped (or a recovery starts): the marker check and the
-    /// section call in flight are gone. A section call still wanted is sent again
-    /// once our node is verified; fenced writes are settled by the acquisition
-    /// (their outcome is reported, not retried).
-    pub(super) fn forget(&mut self) {
-        self.marker_check.forget();
-        self.section_request.forget();
-    }
-}
+    // Getters.
 
-impl Acquisition {
-    /// The reply to the crash-marker check of a contended grant.
-    pub(super) fn on_marker_check(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
-        if self.state != State::Granting {
-            return;
+    /// Whether the previous holder crashed inside its section, for a grant:
+    /// `Some(false)` without crash detection, `None` while unknown.
+    pub(super) fn previous_crashed(&self, spec: &LockSpec) -> Option<bool> {
+        if spec.detect_crashes {
+            self.marker_known
+        } else {
+            Some(false)
         }
+    }
+
+    /// Whether the hold has lasted `interval` by `now`.
+    pub(super) fn held_for(&self, now: Timestamp, interval: std::time::Duration) -> bool {
+        self.held_since.is_some_and(|since| now >= since + interval)
+    }
+
+    /// Whether a release leaves the section marker (an abandonment).
+    pub(super) fn is_abandoned(&self) -> bool {
+        self.abandoned
+    }
+
+    /// Whether a clean release closes a section: one open, or maybe opened (its
+    /// reply lost): if the marker is not there, the release's multi fails on it
+    /// and goes again without it ([`Holder::section_gone`]).
+    pub(super) fn release_closes_section(&self) -> bool {
+        self.section_open || self.section_wanted == Some(true)
+    }
+
+    // Replies.
+
+    /// Takes the reply to the crash-marker check in flight, if `request` is it.
+    pub(super) fn take_marker_check(&mut self, request: RequestId) -> bool {
+        self.marker_check.take_reply(request)
+    }
+
+    /// The reply to the crash-marker check of a contended grant: `Ok` once the
+    /// marker's presence is known (the grant goes on).
+    pub(super) fn on_marker_check(
+        &mut self,
+        result: Result<Reply, ZkError>,
+    ) -> Result<(), ZkError> {
         match result {
-            Ok(_) => self.holder.marker_known = Some(true),
-            Err(ZkError::NoNode) => self.holder.marker_known = Some(false),
-            Err(e) => return self.trouble(cx, e),
+            Ok(_) => self.marker_known = Some(true),
+            Err(ZkError::NoNode) => self.marker_known = Some(false),
+            Err(e) => return Err(e),
         }
-        self.state = State::Waiting;
-        self.grant(cx);
-    }
-
-    fn own_path(&self) -> Result<String, UsageError> {
-        match (&self.node.own, self.state) {
-            (Some(own), State::Held) if !self.suspended => Ok(own.path.clone()),
-            _ => Err(UsageError::NotHeld(self.id)),
-        }
-    }
-
-    /// Marks a critical section as in progress, fenced by our node: if we no longer
-    /// hold the lock, nothing is written.
-    pub(crate) fn open_section(&mut self, cx: &mut Ctx) -> Result<(), UsageError> {
-        let own = self.own_path()?;
-        if !self.spec.detect_crashes {
-            return Err(UsageError::Unsupported(
-                "sections need LockSpec::detect_crashes",
-            ));
-        }
-        self.send_section(cx, true, own, false);
         Ok(())
     }
 
-    /// Closes the critical section (the work is consistent again).
-    pub(crate) fn close_section(&mut self, cx: &mut Ctx) -> Result<(), UsageError> {
-        let own = self.own_path()?;
-        if !self.spec.detect_crashes {
-            return Err(UsageError::Unsupported(
-                "sections need LockSpec::detect_crashes",
-            ));
-        }
-        self.send_section(cx, false, own, false);
-        Ok(())
+    /// Takes the reply to the section call in flight, if `request` is it.
+    pub(super) fn take_section_reply(&mut self, request: RequestId) -> bool {
+        self.section_request.take_reply(request)
     }
 
-    /// Our node is verified: a section call whose outcome was lost goes again (both
-    /// directions are idempotent and fenced by the check on our node).
-    pub(super) fn resend_section(&mut self, cx: &mut Ctx) {
-        if self.holder.section_request.is_pending() {
+    /// The reply to a section call of a holder (`own`: our node, while trusted).
+    pub(super) fn on_section_reply(
+        &mut self,
+        cx: &mut Ctx,
+        ours: Ours<'_>,
+        own: Option<String>,
+        open: bool,
+        result: Result<Reply, ZkError>,
+    ) -> HolderOutcome {
+        match result {
+            Ok(_) => {
+                self.section_open = open;
+                self.section_wanted = None;
+                let event = if open {
+                    LockEvent::SectionOpened
+                } else {
+                    LockEvent::SectionClosed
+                };
+                cx.emit(ours.id, event);
+            }
+            // The check on our node failed: the lock is gone.
+            Err(ZkError::MultiFailed { index: 0, .. }) => return HolderOutcome::Lost,
+            Err(ZkError::MultiFailed { index: 1, error }) => match (*error, open) {
+                (ZkError::NodeExists, true) => {
+                    if let Some(own) = own {
+                        self.send_section(cx, ours, true, own, true)
+                    }
+                }
+                (ZkError::NoNode, false) => {
+                    self.section_gone();
+                    cx.emit(ours.id, LockEvent::SectionClosed);
+                }
+                (ZkError::NoNode, true) => {
+                    // The marker vanished between our create and set: create it.
+                    if let Some(own) = own {
+                        self.send_section(cx, ours, true, own, false)
+                    }
+                }
+                (e, _) if e.is_connection_loss() => return HolderOutcome::Trouble(e),
+                // A lasting refusal (e.g. an ACL): retrying would never end, so say so.
+                (e, _) => {
+                    self.section_wanted = None;
+                    cx.emit(ours.id, LockEvent::SectionFailed(e));
+                }
+            },
+            Err(e) if e.is_connection_loss() => return HolderOutcome::Trouble(e),
+            Err(e) => {
+                self.section_wanted = None;
+                cx.emit(ours.id, LockEvent::SectionFailed(e));
+            }
+        }
+        HolderOutcome::Done
+    }
+
+    /// The reply to a fenced write, if `request` is the one of `write`: its
+    /// outcome is reported; [`HolderOutcome::Lost`] when its check found our
+    /// node gone.
+    pub(super) fn on_fenced_reply(
+        &mut self,
+        cx: &mut Ctx,
+        id: LockId,
+        request: RequestId,
+        write: u64,
+        result: Result<Reply, ZkError>,
+    ) -> HolderOutcome {
+        let Some(pos) = self.writes.iter().position(|w| *w == (write, request)) else {
+            return HolderOutcome::Done;
+        };
+        self.writes.remove(pos);
+        let result = match result {
+            Ok(Reply::Multi(mut results)) => {
+                if !results.is_empty() {
+                    results.remove(0);
+                }
+                Ok(results)
+            }
+            Ok(other) => Err(FencedError::Unknown(ZkError::Other(format!(
+                "unexpected reply {other:?}"
+            )))),
+            Err(ZkError::MultiFailed { index: 0, .. }) => Err(FencedError::NotHeld),
+            Err(ZkError::MultiFailed { index, error }) => Err(FencedError::Write {
+                index: index as usize - 1,
+                error: *error,
+            }),
+            Err(e) => Err(FencedError::Unknown(e)),
+        };
+        let lost = matches!(result, Err(FencedError::NotHeld));
+        cx.emit(id, LockEvent::FencedWrite { write, result });
+        if lost {
+            HolderOutcome::Lost
+        } else {
+            HolderOutcome::Done
+        }
+    }
+
+    // Mutators.
+
+    /// A listing in which we could be granted saw whether the crash marker is
+    /// there (`None`: we waited, and it may change).
+    pub(super) fn set_marker_known(&mut self, known: Option<bool>) {
+        self.marker_known = known;
+    }
+
+    /// A grant waits for the crash marker: look at it (once at a time).
+    pub(super) fn check_marker(&mut self, cx: &mut Ctx, ours: Ours<'_>) {
+        if self.marker_check.is_pending() {
             return;
         }
-        if let (Some(open), Ok(own)) = (self.holder.section_wanted, self.own_path()) {
-            self.send_section(cx, open, own, false);
+        let op = Op::GetData {
+            path: marker_path(&ours.spec.path),
+            watch: false,
+        };
+        self.marker_check
+            .send(cx, ours.id, Purpose::MarkerCheck, op);
+    }
+
+    /// Held from `now`.
+    pub(super) fn granted(&mut self, now: Timestamp) {
+        self.held_since = Some(now);
+    }
+
+    /// The user lets go inside an open section: the marker stays.
+    pub(super) fn abandon(&mut self) {
+        self.abandoned = true;
+    }
+
+    /// The section marker is gone (a release's multi found no marker to delete).
+    pub(super) fn section_gone(&mut self) {
+        self.section_open = false;
+        self.section_wanted = None;
+    }
+
+    /// Opens (`open`) or closes the critical section, fenced by our node `own`
+    /// (if we no longer hold the lock, nothing is written).
+    pub(super) fn section(
+        &mut self,
+        cx: &mut Ctx,
+        ours: Ours<'_>,
+        own: String,
+        open: bool,
+    ) -> Result<(), UsageError> {
+        if !ours.spec.detect_crashes {
+            return Err(UsageError::Unsupported(
+                "sections need LockSpec::detect_crashes",
+            ));
+        }
+        self.send_section(cx, ours, open, own, false);
+        Ok(())
+    }
+
+    /// Our node `own` is verified: a section call whose outcome was lost goes
+    /// again (both directions are idempotent and fenced by the check on our node).
+    pub(super) fn resend_section(&mut self, cx: &mut Ctx, ours: Ours<'_>, own: String) {
+        if self.section_request.is_pending() {
+            return;
+        }
+        if let Some(open) = self.section_wanted {
+            self.send_section(cx, ours, open, own, false);
         }
     }
 
     /// `overwrite`: the marker of a crashed holder exists; take it over.
-    fn send_section(&mut self, cx: &mut Ctx, open: bool, own: String, overwrite: bool) {
-        self.holder.section_wanted = Some(open);
-        let marker = format!("{}/{SECTION_MARKER}", self.spec.path);
+    fn send_section(
+        &mut self,
+        cx: &mut Ctx,
+        ours: Ours<'_>,
+        open: bool,
+        own: String,
+        overwrite: bool,
+    ) {
+        self.section_wanted = Some(open);
+        let marker = marker_path(&ours.spec.path);
         let data = own
             .rsplit('/')
             .next()
@@ -132,80 +310,25 @@ impl Acquisition {
             path: own,
             version: None,
         };
-        self.holder.section_request.send(
+        self.section_request.send(
             cx,
-            self.id,
+            ours.id,
             Purpose::Section { open },
             Op::Multi(vec![check, op]),
         );
     }
 
-    pub(super) fn on_section_reply(
+    /// Applies `ops` atomically, only while our node `own` exists.
+    pub(super) fn fenced_write(
         &mut self,
         cx: &mut Ctx,
-        open: bool,
-        result: Result<Reply, ZkError>,
-    ) {
-        if self.state != State::Held {
-            return;
-        }
-        match result {
-            Ok(_) => {
-                self.holder.section_open = open;
-                self.holder.section_wanted = None;
-                let event = if open {
-                    LockEvent::SectionOpened
-                } else {
-                    LockEvent::SectionClosed
-                };
-                cx.emit(self.id, event);
-            }
-            Err(ZkError::MultiFailed { index: 0, .. }) => {
-                // The check on our node failed: the lock is gone.
-                self.own_gone(cx, crate::event::LostReason::NodeDeleted)
-            }
-            Err(ZkError::MultiFailed { index: 1, error }) => match (*error, open) {
-                (ZkError::NodeExists, true) => {
-                    if let Ok(own) = self.own_path() {
-                        self.send_section(cx, true, own, true)
-                    }
-                }
-                (ZkError::NoNode, false) => {
-                    self.holder.section_open = false;
-                    self.holder.section_wanted = None;
-                    cx.emit(self.id, LockEvent::SectionClosed);
-                }
-                (ZkError::NoNode, true) => {
-                    // The marker vanished between our create and set: create it.
-                    if let Ok(own) = self.own_path() {
-                        self.send_section(cx, true, own, false)
-                    }
-                }
-                (e, _) if e.is_connection_loss() => self.trouble(cx, e),
-                // A lasting refusal (e.g. an ACL): retrying would never end, so say so.
-                (e, _) => {
-                    self.holder.section_wanted = None;
-                    cx.emit(self.id, LockEvent::SectionFailed(e));
-                }
-            },
-            Err(e) if e.is_connection_loss() => self.trouble(cx, e),
-            Err(e) => {
-                self.holder.section_wanted = None;
-                cx.emit(self.id, LockEvent::SectionFailed(e));
-            }
-        }
-    }
-
-    /// Applies `ops` atomically, only while our node exists.
-    pub(crate) fn fenced_write(
-        &mut self,
-        cx: &mut Ctx,
+        id: LockId,
+        own: String,
         write: u64,
         ops: Vec<MultiOp>,
     ) -> Result<(), UsageError> {
-        let own = self.own_path()?;
         if !cx.connected {
-            return Err(UsageError::NotHeld(self.id));
+            return Err(UsageError::NotHeld(id));
         }
         for op in &ops {
             crate::path::validate_node_path(op.path())?;
@@ -218,55 +341,15 @@ impl Acquisition {
         all.extend(ops);
         let op = Op::Multi(all);
         crate::limits::check_request(cx.config.max_packet, &op)?;
-        if let Some(request) = cx.send(self.id, Purpose::FencedWrite { write }, op) {
-            self.holder.writes.push((write, request));
+        if let Some(request) = cx.send(id, Purpose::FencedWrite { write }, op) {
+            self.writes.push((write, request));
         }
         Ok(())
     }
 
-    pub(super) fn on_fenced_reply(
-        &mut self,
-        cx: &mut Ctx,
-        request: RequestId,
-        write: u64,
-        result: Result<Reply, ZkError>,
-    ) {
-        let Some(pos) = self
-            .holder
-            .writes
-            .iter()
-            .position(|w| *w == (write, request))
-        else {
-            return;
-        };
-        self.holder.writes.remove(pos);
-        let result = match result {
-            Ok(Reply::Multi(mut results)) => {
-                if !results.is_empty() {
-                    results.remove(0);
-                }
-                Ok(results)
-            }
-            Ok(other) => Err(FencedError::Unknown(ZkError::Other(format!(
-                "unexpected reply {other:?}"
-            )))),
-            Err(ZkError::MultiFailed { index: 0, .. }) => Err(FencedError::NotHeld),
-            Err(ZkError::MultiFailed { index, error }) => Err(FencedError::Write {
-                index: index as usize - 1,
-                error: *error,
-            }),
-            Err(e) => Err(FencedError::Unknown(e)),
-        };
-        let lost = matches!(result, Err(FencedError::NotHeld));
-        cx.emit(self.id, LockEvent::FencedWrite { write, result });
-        if lost {
-            self.own_gone(cx, crate::event::LostReason::NodeDeleted);
-        }
-    }
-
     /// Before a terminal event: pending writes end first, so nothing follows it.
-    pub(super) fn abandon_writes(&mut self, cx: &mut Ctx, terminal: &LockEvent) {
-        for (write, request) in std::mem::take(&mut self.holder.writes) {
+    pub(super) fn abandon_writes(&mut self, cx: &mut Ctx, id: LockId, terminal: &LockEvent) {
+        for (write, request) in std::mem::take(&mut self.writes) {
             cx.requests.take(request);
             // Replies and notifications share one ordered stream: a write still
             // unanswered when our node's deletion is seen was applied after it, and
@@ -276,22 +359,31 @@ impl Acquisition {
                     Err(FencedError::NotHeld)
                 }
                 LockEvent::Lost(LostReason::SessionExpired)
-                | LockEvent::Failed(crate::event::FailReason::SessionExpired) => {
+                | LockEvent::Failed(FailReason::SessionExpired) => {
                     Err(FencedError::Unknown(ZkError::SessionExpired))
                 }
                 LockEvent::Lost(LostReason::Closed) => Err(FencedError::Unknown(ZkError::Closed)),
                 _ => Err(FencedError::Unknown(ZkError::ConnectionLoss)),
             };
-            cx.emit(self.id, LockEvent::FencedWrite { write, result });
+            cx.emit(id, LockEvent::FencedWrite { write, result });
         }
     }
 
     /// The connection dropped with writes in flight: their outcome is unknown.
-    pub(super) fn writes_unknown(&mut self, cx: &mut Ctx) {
-        for (write, _) in std::mem::take(&mut self.holder.writes) {
+    pub(super) fn writes_unknown(&mut self, cx: &mut Ctx, id: LockId) {
+        for (write, _) in std::mem::take(&mut self.writes) {
             let result = Err(FencedError::Unknown(ZkError::ConnectionLoss));
-            cx.emit(self.id, LockEvent::FencedWrite { write, result });
+            cx.emit(id, LockEvent::FencedWrite { write, result });
         }
+    }
+
+    /// The connection dropped (or a recovery starts): the marker check and the
+    /// section call in flight are gone. A section call still wanted is sent again
+    /// once our node is verified; fenced writes are settled by
+    /// [`Holder::writes_unknown`] (their outcome is reported, not retried).
+    pub(super) fn forget(&mut self) {
+        self.marker_check.forget();
+        self.section_request.forget();
     }
 }
 
@@ -329,5 +421,149 @@ mod tests {
             "sent again once verified"
         );
         assert_eq!(holder.writes, [(9, RequestId(40))]);
+    }
+
+    fn sent(session: &mut crate::ctx::tests::Session) -> Vec<Op> {
+        session
+            .out
+            .drain(..)
+            .filter_map(|o| match o {
+                crate::output::Output::Request(r) => Some(r.op),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_section_is_fenced_by_our_node_and_taken_over_from_a_crashed_holder() {
+        let mut session = crate::ctx::tests::Session::default();
+        let spec = LockSpec::write("/l").detect_crashes();
+        let ours = Ours {
+            id: LockId(4),
+            spec: &spec,
+            node: None,
+        };
+        let own = "/l/n-0000000003".to_owned();
+        let mut holder = Holder::default();
+        holder
+            .section(&mut session.cx(), ours, own.clone(), true)
+            .unwrap();
+        let check = MultiOp::Check {
+            path: own.clone(),
+            version: None,
+        };
+        let create = MultiOp::Create {
+            path: "/l/zkl-section".into(),
+            data: b"n-0000000003".to_vec(),
+            mode: CreateMode::Persistent,
+        };
+        assert_eq!(sent(&mut session), [Op::Multi(vec![check.clone(), create])]);
+        assert!(holder.release_closes_section(), "maybe opened");
+        // A crashed holder's marker is there: take it over.
+        let exists = Err(ZkError::MultiFailed {
+            index: 1,
+            error: Box::new(ZkError::NodeExists),
+        });
+        let outcome =
+            holder.on_section_reply(&mut session.cx(), ours, Some(own.clone()), true, exists);
+        assert_eq!(outcome, HolderOutcome::Done);
+        let take = MultiOp::SetData {
+            path: "/l/zkl-section".into(),
+            data: b"n-0000000003".to_vec(),
+            version: None,
+        };
+        assert_eq!(sent(&mut session), [Op::Multi(vec![check, take])]);
+        let ok = Ok(Reply::Multi(Vec::new()));
+        let outcome = holder.on_section_reply(&mut session.cx(), ours, Some(own), true, ok);
+        assert_eq!(outcome, HolderOutcome::Done);
+        assert!(holder.section_open && holder.section_wanted.is_none());
+        assert!(matches!(
+            session.out.pop_front(),
+            Some(crate::output::Output::Event {
+                event: LockEvent::SectionOpened,
+                ..
+            })
+        ));
+        // The check on our node failing means the lock is gone.
+        let gone = Err(ZkError::MultiFailed {
+            index: 0,
+            error: Box::new(ZkError::NoNode),
+        });
+        let outcome = holder.on_section_reply(&mut session.cx(), ours, None, false, gone);
+        assert_eq!(outcome, HolderOutcome::Lost);
+        let plain = LockSpec::write("/l");
+        let ours = Ours {
+            spec: &plain,
+            ..ours
+        };
+        assert!(holder
+            .section(&mut session.cx(), ours, "/l/n".into(), true)
+            .is_err());
+    }
+
+    #[test]
+    fn a_fenced_write_reports_its_outcome_and_a_failed_check_is_a_loss() {
+        let mut session = crate::ctx::tests::Session::default();
+        let lock = LockId(5);
+        let mut holder = Holder::default();
+        let write = MultiOp::SetData {
+            path: "/data".into(),
+            data: b"x".to_vec(),
+            version: None,
+        };
+        holder
+            .fenced_write(
+                &mut session.cx(),
+                lock,
+                "/l/n-1".into(),
+                1,
+                vec![write.clone()],
+            )
+            .unwrap();
+        holder
+            .fenced_write(&mut session.cx(), lock, "/l/n-1".into(), 2, vec![write])
+            .unwrap();
+        let ids: Vec<RequestId> = holder.writes.iter().map(|(_, r)| *r).collect();
+        assert_eq!(sent(&mut session).len(), 2);
+        let stray = holder.on_fenced_reply(
+            &mut session.cx(),
+            lock,
+            ids[1],
+            1,
+            Ok(Reply::Multi(Vec::new())),
+        );
+        assert_eq!(stray, HolderOutcome::Done);
+        assert!(session.out.is_empty(), "not write 1's request");
+        let not_held = Err(ZkError::MultiFailed {
+            index: 0,
+            error: Box::new(ZkError::BadVersion),
+        });
+        let outcome = holder.on_fenced_reply(&mut session.cx(), lock, ids[0], 1, not_held);
+        assert_eq!(outcome, HolderOutcome::Lost);
+        // The other write ends before the terminal event, its check failed too.
+        holder.abandon_writes(
+            &mut session.cx(),
+            lock,
+            &LockEvent::Lost(LostReason::NodeDeleted),
+        );
+        let results: Vec<_> = session
+            .out
+            .drain(..)
+            .filter_map(|o| match o {
+                crate::output::Output::Event {
+                    event: LockEvent::FencedWrite { write, result },
+                    ..
+                } => Some((write, result)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            results,
+            [
+                (1, Err(FencedError::NotHeld)),
+                (2, Err(FencedError::NotHeld))
+            ]
+        );
+        assert!(holder.writes.is_empty());
     }
 }

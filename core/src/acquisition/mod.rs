@@ -21,53 +21,47 @@
 //! again (one round trip: in a queue the rest of the cache is usually stale, and
 //! checking it node by node would cost a round trip per stale node).
 //!
-//! The acquisition's state lives in parts that own it, each in a file named after
-//! it, each with a `forget()` for a dropped connection: [`node`] (our node's life:
-//! create, own read, delete, duplicates), [`queue`] (the lower blockers, the watched
-//! window and the listing; [`queue::Queue::decide`] returns a decision, the
-//! acquisition acts on it), [`holder`] (sections, the crash marker, fenced writes),
+//! The acquisition's state and logic live in parts that own them, each in a file
+//! named after it, each with a `forget()` for a dropped connection and unit tests
+//! of its own: [`node`] (our node's life: create, own read, delete, duplicates),
+//! [`queue`] (the listing, the lower blockers, the watched window;
+//! [`queue::Queue::decide`] returns a decision), [`holder`] (sections, the crash
+//! marker, fenced writes), [`delay`] (the lock-delay marker and wait),
 //! [`detection`] (deadlocks) and [`lease`] (a semaphore in a peer's layout). A
-//! recovery after a reconnect is the parts' `forget()` and one resend.
+//! part sends its own requests and returns an outcome for what it cannot decide
+//! alone (our node gone, hold, fail, retry); the acquisition acts on it.
 //!
-//! The acquisition's methods live by concept, one file each: [`create`] (our
-//! node's create), [`listing`] (the listing, adopting our node), [`window`]
-//! (deciding and watching the closest blockers), [`grant`], [`own_read`] (our own
-//! node's stat, data and loss), [`holder`] (sections and fenced writes),
-//! [`release`], [`ending`] (the terminal event and cleanup), [`connection`]
-//! (reconnects, suspension, the session's end), [`detection`] (deadlocks) and
-//! [`lease`].
+//! The acquisition itself is the spine, in two files: here its state, the
+//! routing of replies (by [`Purpose`]), watches and timers to the parts, and the
+//! calls of the session and the user; in [`transitions`] the moves of its
+//! [`State`] (grant, terminal event, cleanup, recovery, suspension, the
+//! session's end, release) and the acting on the parts' outcomes. A recovery
+//! after a reconnect is the parts' `forget()` and one resend.
 
 use crate::ctx::Ctx;
-use crate::event::{FailReason, LockEvent, LostReason};
+use crate::event::{FailReason, LockEvent, LostReason, UsageError};
 use crate::ids::LockId;
 use crate::names::{node_prefix, rwlock_node_prefix, semaphore_node_prefix, AttemptId, NodeKind};
 use crate::path::split_parent;
-use crate::proto::{Reply, RequestId, WatchKind, ZkError};
+use crate::proto::{MultiOp, Reply, RequestId, WatchKind, ZkError};
 use crate::requests::Purpose;
 use crate::spec::{LockSpec, Recipe};
 use crate::timers::TimerKind;
 
-mod connection;
-mod create;
 mod delay;
 mod detection;
-mod ending;
-mod grant;
 mod holder;
 pub(crate) mod lease;
-mod listing;
 mod node;
-mod own_read;
 mod queue;
-mod release;
-mod window;
+mod transitions;
 
-use delay::Delay;
+use delay::{Delay, DelayOutcome};
 use detection::Detection;
-use holder::Holder;
+use holder::{Holder, HolderOutcome};
 use lease::Lease;
 use node::{Create, Node, OwnNode};
-use queue::{Queue, Watch};
+use queue::Queue;
 
 /// Name of the crash-detection marker inside a lock directory (a persistent node
 /// that exists while a holder is inside a critical section).
@@ -112,6 +106,28 @@ pub(crate) enum Ended {
     Closed,
 }
 
+/// What a part reads of its acquisition to act on its own: whose requests it
+/// sends, the spec, and our node as far as known.
+#[derive(Clone, Copy)]
+pub(in crate::acquisition) struct Ours<'a> {
+    pub(in crate::acquisition) id: LockId,
+    pub(in crate::acquisition) spec: &'a LockSpec,
+    pub(in crate::acquisition) node: Option<&'a OwnNode>,
+}
+
+/// [`Ours`] of an acquisition, borrowing only the fields it names (so that a
+/// part beside them can be borrowed mutably at once).
+macro_rules! ours {
+    ($acquisition:expr) => {
+        Ours {
+            id: $acquisition.id,
+            spec: &$acquisition.spec,
+            node: $acquisition.node.own.as_ref(),
+        }
+    };
+}
+use ours;
+
 /// What a decision to hold rests on.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Look {
@@ -127,12 +143,13 @@ enum Look {
 ///
 /// * **Getters** (here): `node_path`, `state`, `spec`, `is_suspended`.
 /// * **Inputs** (here): `on_reply`, `on_watch`, `on_timer`; and from
-///   [`connection`]: `recover`, `on_disconnected`, `suspend`, `on_contact_renewed`,
-///   `on_session_ended`.
-/// * **User calls**: `release`, `abandon` ([`release`]), `fail` ([`ending`]),
-///   `open_section`, `close_section`, `fenced_write` ([`holder`]).
-/// * **Deadlock detection** ([`detection`]): `published_wait`, `held_node`,
-///   `set_owner_held`, `publish`, called by the session after every call above.
+///   [`transitions`]: `recover`, `on_disconnected`, `suspend`,
+///   `on_contact_renewed`, `on_session_ended`, `on_sync_timer`, `look_again`.
+/// * **User calls**: `open_section`, `close_section`, `fenced_write` (here);
+///   `release`, `abandon`, `fail` ([`transitions`]).
+/// * **Deadlock detection** (here, answered by [`detection`]): `published_wait`,
+///   `held_node`, `set_owner_held`, `publish`, called by the session after every
+///   call above.
 ///
 /// Calling order: `new` (then `downgrade_from` for a downgrade), `recover` once
 /// connected (and after every reconnect), then inputs and user calls as they come
@@ -140,9 +157,6 @@ enum Look {
 pub(crate) struct Acquisition {
     id: LockId,
     spec: LockSpec,
-    /// The directory our node is created and queued in: the lock's path, or for a
-    /// semaphore in Curator's or kazoo's layout its internal mutex (see [`lease`]).
-    dir: String,
     /// A semaphore in Curator's or kazoo's layout: the lease taken once the
     /// internal mutex is ours (see [`lease`]).
     lease: Option<Box<Lease>>,
@@ -151,7 +165,8 @@ pub(crate) struct Acquisition {
     suspended: bool,
     /// Our node's life: its create, the reads of it, its delete, duplicates.
     node: Node,
-    /// Our place in the queue: the lower blockers, the watched window, the listing.
+    /// Our place in the queue: the directory, the lower blockers, the watched
+    /// window, the listing.
     queue: Queue,
     /// What a holder does besides releasing: sections, the crash marker, fenced writes.
     holder: Holder,
@@ -179,12 +194,11 @@ impl Acquisition {
         Acquisition {
             id,
             spec,
-            dir,
             lease,
             state: State::Waiting,
             suspended: false,
             node: Node::new(attempt, create_path),
-            queue: Queue::default(),
+            queue: Queue::new(dir),
             holder: Holder::default(),
             detection: Detection::default(),
             delay: Delay::default(),
@@ -221,8 +235,75 @@ impl Acquisition {
         self.suspended
     }
 
-    fn marker_path(&self) -> String {
-        format!("{}/{SECTION_MARKER}", self.spec.path)
+    // Deadlock detection, called by the session after every call (see
+    // [`detection`]).
+
+    /// Where our owner waits, if we publish it: (owner, our waiting node).
+    pub(crate) fn published_wait(&self) -> Option<(&str, String)> {
+        let waiting = self.state == State::Waiting;
+        self.detection.published_wait(waiting, ours!(self))
+    }
+
+    /// The node we hold, for our owner's chases.
+    pub(crate) fn held_node(&self) -> Option<(&str, &str)> {
+        match self.state {
+            State::Held => Some((self.spec.owner.as_deref()?, self.node.path()?)),
+            _ => None,
+        }
+    }
+
+    /// Tells a detecting waiter which nodes its owner holds on this session.
+    pub(crate) fn set_owner_held(&mut self, held: &[String]) {
+        self.detection.set_owner_held(&self.spec, held);
+    }
+
+    /// Publishes `waits` in our held node's header (or withdraws what is there).
+    pub(crate) fn publish(&mut self, cx: &mut Ctx, waits: Vec<String>) {
+        let trusted = self.state == State::Held && !self.suspended;
+        let ours = ours!(self);
+        self.detection.publish(cx, ours, trusted, waits);
+    }
+
+    /// Our node's path while we hold and are trusted: what a holder's request is
+    /// fenced by.
+    fn trusted_path(&self) -> Result<String, UsageError> {
+        match (self.node.path(), self.state) {
+            (Some(own), State::Held) if !self.suspended => Ok(own.to_owned()),
+            _ => Err(UsageError::NotHeld(self.id)),
+        }
+    }
+
+    // User calls of a holder (see [`holder`]).
+
+    /// Marks a critical section as in progress, fenced by our node: if we no longer
+    /// hold the lock, nothing is written.
+    pub(crate) fn open_section(&mut self, cx: &mut Ctx) -> Result<(), UsageError> {
+        let own = self.trusted_path()?;
+        self.holder.section(cx, ours!(self), own, true)
+    }
+
+    /// Closes the critical section (the work is consistent again).
+    pub(crate) fn close_section(&mut self, cx: &mut Ctx) -> Result<(), UsageError> {
+        let own = self.trusted_path()?;
+        self.holder.section(cx, ours!(self), own, false)
+    }
+
+    /// Applies `ops` atomically, only while our node exists.
+    pub(crate) fn fenced_write(
+        &mut self,
+        cx: &mut Ctx,
+        write: u64,
+        ops: Vec<MultiOp>,
+    ) -> Result<(), UsageError> {
+        let own = self.trusted_path()?;
+        self.holder.fenced_write(cx, self.id, own, write, ops)
+    }
+
+    /// Our node is verified: a section call whose outcome was lost goes again.
+    fn resend_section(&mut self, cx: &mut Ctx) {
+        if let Ok(own) = self.trusted_path() {
+            self.holder.resend_section(cx, ours!(self), own);
+        }
     }
 
     // Inputs, routed here by the session.
@@ -237,67 +318,79 @@ impl Acquisition {
     ) {
         match purpose {
             Purpose::CreateParent => {}
-            Purpose::CreateNode => self.on_create(cx, request, result),
+            Purpose::CreateNode => self.on_create_reply(cx, request, result),
             Purpose::List => {
-                if self.queue.list.take_reply(request) {
-                    self.queue.list.forget();
+                if self.queue.take_list_reply(request) {
                     self.on_list(cx, result);
                 }
             }
-            Purpose::WatchPeer { name } => self.on_peer_data(cx, request, name, result),
+            Purpose::WatchPeer { name } => self.on_peer_data(cx, request, &name, result),
             Purpose::OwnData => {
-                if self.node.own_read.take_reply(request) {
-                    self.node.own_read.forget();
+                if self.node.take_read_reply(request) {
                     self.on_own_data(cx, result);
                 }
             }
             Purpose::RemoveOwnWatch | Purpose::Inspect | Purpose::Break => {}
-            Purpose::Chase => self.on_chase_reply(cx, request, result),
-            Purpose::Publish => {
-                if let Some(own) = &self.node.own {
-                    let path = own.path.clone();
-                    self.detection
-                        .publication
-                        .on_reply(cx, self.id, &path, request, &result);
+            Purpose::Chase => {
+                let waiting = self.state == State::Waiting;
+                if let Some(deadlock) = self.detection.on_chase_reply(cx, request, result, waiting)
+                {
+                    self.fail(cx, deadlock);
                 }
             }
+            Purpose::Publish => {
+                let ours = ours!(self);
+                self.detection.on_publish_reply(cx, ours, request, &result);
+            }
             Purpose::DeleteOwn => {
-                if self.node.delete.take_reply(request) {
-                    self.node.delete.forget();
+                if self.node.take_delete_reply(request) {
                     self.on_delete(cx, result);
                 }
             }
             Purpose::MarkerCheck => {
-                if self.holder.marker_check.take_reply(request) {
-                    self.holder.marker_check.forget();
-                    self.on_marker_check(cx, result);
+                if self.holder.take_marker_check(request) && self.state == State::Granting {
+                    match self.holder.on_marker_check(result) {
+                        Ok(()) => {
+                            self.state = State::Waiting;
+                            self.grant(cx);
+                        }
+                        Err(e) => self.trouble(cx, e),
+                    }
                 }
             }
             Purpose::DelayMarker { take } => {
-                if self.delay.request.take_reply(request) {
-                    self.delay.request.forget();
-                    self.on_delay_marker(cx, take, result);
+                if self.delay.take_reply(request) && self.state == State::Granting {
+                    let ours = ours!(self);
+                    let outcome = self.delay.on_marker_reply(cx, ours, take, result);
+                    self.act_on_delay(cx, outcome);
                 }
             }
             Purpose::DelayRead => {
-                if self.delay.request.take_reply(request) {
-                    self.delay.request.forget();
-                    self.on_delay_read(cx, result);
+                if self.delay.take_reply(request) && self.state == State::Granting {
+                    let ours = ours!(self);
+                    let outcome = self.delay.on_read_reply(cx, ours, result);
+                    self.act_on_delay(cx, outcome);
                 }
             }
             Purpose::Section { open } => {
-                if self.holder.section_request.take_reply(request) {
-                    self.holder.section_request.forget();
-                    self.on_section_reply(cx, open, result);
+                if self.holder.take_section_reply(request) && self.state == State::Held {
+                    let own = self.trusted_path().ok();
+                    let ours = ours!(self);
+                    let outcome = self.holder.on_section_reply(cx, ours, own, open, result);
+                    self.act_on_holder(cx, outcome);
                 }
             }
-            Purpose::FencedWrite { write } => self.on_fenced_reply(cx, request, write, result),
+            Purpose::FencedWrite { write } => {
+                let outcome = self
+                    .holder
+                    .on_fenced_reply(cx, self.id, request, write, result);
+                self.act_on_holder(cx, outcome);
+            }
             Purpose::LeaseCreate | Purpose::LeaseList | Purpose::PoolData | Purpose::PoolCreate => {
                 self.on_lease_reply(cx, request, purpose, result)
             }
-            Purpose::DeleteExtra { path } => match result {
-                Ok(_) | Err(ZkError::NoNode) => {
-                    self.node.extra.retain(|p| *p != path);
+            Purpose::DeleteExtra { path } => match self.node.on_extra_reply(&path, result) {
+                Ok(()) => {
                     if self.state == State::Cleanup {
                         self.continue_cleanup(cx);
                     }
@@ -321,7 +414,7 @@ impl Acquisition {
                 // Data changed (a revocation request?): look, and watch again.
                 _ => {
                     self.node.revocation_seen = false;
-                    self.send_own_read(cx, true)
+                    self.node.send_read(cx, self.id, true)
                 }
             };
         }
@@ -329,7 +422,7 @@ impl Acquisition {
             return;
         }
         let (parent, name) = split_parent(path);
-        if parent != self.dir || self.state != State::Waiting {
+        if parent != self.queue.dir || self.state != State::Waiting {
             return;
         }
         match kind {
@@ -343,18 +436,37 @@ impl Acquisition {
             // in the watch index, though the server may still hold a watch there
             // for another task: set it again, or the peer's deletion would reach
             // nobody and we would wait behind a node that is gone.
-            _ if self.queue.watched.contains_key(name) => {
-                self.queue.watched.remove(name);
-                self.watch_peer(cx, name.to_owned());
+            _ => {
                 // Someone may have published a wait there: chase now.
-                if kind == WatchKind::NodeDataChanged
-                    && self.detection.detecting
-                    && self.detection.chase.is_none()
+                if self.queue.on_peer_fired(cx, self.id, name) && kind == WatchKind::NodeDataChanged
                 {
-                    self.start_chase(cx);
+                    let ours = ours!(self);
+                    self.detection.on_blocker_changed(cx, ours);
                 }
             }
-            _ => {}
+        }
+    }
+
+    /// Acts on what a reply to a holder's request asks (see [`holder`]).
+    fn act_on_holder(&mut self, cx: &mut Ctx, outcome: HolderOutcome) {
+        match outcome {
+            HolderOutcome::Done => {}
+            HolderOutcome::Lost => self.own_gone(cx, LostReason::NodeDeleted),
+            HolderOutcome::Trouble(e) => self.trouble(cx, e),
+        }
+    }
+
+    /// Acts on what a reply about the lock-delay marker asks (see [`delay`]).
+    fn act_on_delay(&mut self, cx: &mut Ctx, outcome: DelayOutcome) {
+        match outcome {
+            DelayOutcome::Pending => {}
+            DelayOutcome::Grant => {
+                self.state = State::Waiting;
+                self.grant(cx);
+            }
+            DelayOutcome::Lost => self.own_gone(cx, LostReason::NodeDeleted),
+            DelayOutcome::WouldBlock => self.fail(cx, FailReason::WouldBlock),
+            DelayOutcome::Trouble(e) => self.trouble(cx, e),
         }
     }
 
@@ -376,8 +488,18 @@ impl Acquisition {
                     self.recover(cx);
                 }
             }
-            TimerKind::Detect => self.on_detect_timer(cx),
-            TimerKind::LockDelay => self.on_delay_timer(cx),
+            TimerKind::Detect => {
+                let waiting = self.state == State::Waiting;
+                let ours = ours!(self);
+                self.detection.on_timer(cx, ours, waiting);
+            }
+            // The delay is over: the grant goes on (taking the marker over).
+            TimerKind::LockDelay => {
+                if self.state == State::Granting && cx.connected {
+                    self.state = State::Waiting;
+                    self.grant(cx);
+                }
+            }
             TimerKind::Lease => {
                 if self.state == State::Held {
                     self.terminal(cx, LockEvent::Lost(LostReason::LeaseExpired));

@@ -3,9 +3,67 @@
 //! create left. [`OwnNode`] (our node as far as we know it) is shared with the
 //! lease step.
 
-use crate::names::AttemptId;
-use crate::proto::{RequestId, Stat};
-use crate::requests::InFlight;
+use crate::ctx::Ctx;
+use crate::event::{FailReason, LostReason};
+use crate::ids::LockId;
+use crate::names::{parse_sequence, relative_sequence, sort_by_sequence, AttemptId};
+use crate::output::Progress;
+use crate::path::{ancestors, split_parent};
+use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, Stat, ZkError};
+use crate::requests::{InFlight, Purpose};
+use crate::spec::LockSpec;
+
+/// Data a holder finds in its own node when someone asks it to let go: Curator's
+/// revocation marker and the ZooKeeper recipe's `unlock`.
+const REVOKE_MARKERS: [&[u8]; 2] = [crate::revoke::REVOKE, b"unlock"];
+
+/// What the reply to our create asks of the acquisition.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(super) enum CreateOutcome {
+    /// Not the reply to the create in flight: nothing to do.
+    Stale,
+    /// Our node exists (now [`Node::path`]), with its stat if the reply had it.
+    Created { stat: Option<Stat> },
+    /// Whether our node exists is unknown (a reply not to the create asked
+    /// for): it is looked for by attempt id, as after a connection loss; the
+    /// acquisition fails with the reason unless it is cleaning up.
+    Unknown(FailReason),
+    /// The lock directory (or an ancestor) is missing: not created.
+    NoParent,
+    /// Refused: not created.
+    Failed(FailReason),
+    /// Lost with the connection: the node may exist.
+    Trouble(ZkError),
+}
+
+/// What a read of our node found.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(super) enum ReadOutcome {
+    /// Our node, still ours: its data and stat.
+    Ours { data: Vec<u8>, stat: Stat },
+    /// Gone, or not ours any more.
+    Gone(LostReason),
+    /// Retry after a pause.
+    Trouble(ZkError),
+    /// A lasting refusal.
+    Failed(ZkError),
+}
+
+/// What the reply to our node's delete says.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(super) enum DeleteOutcome {
+    /// Our node is gone: deleted by us (or by a delete of ours whose answer
+    /// was lost).
+    Deleted,
+    /// Our node was already gone, and no delete of ours can have done it:
+    /// someone else deleted it.
+    DeletedByOther,
+    /// Lost with the connection: it may have been applied.
+    Trouble(ZkError),
+    /// Refused (a failed marker of the release's multi is the acquisition's to
+    /// read: it gets the whole reply).
+    Failed(ZkError),
+}
 
 /// Our node (or lease node): its path, its sequence and, once read, its stat.
 #[derive(Clone, Debug)]
@@ -82,7 +140,351 @@ impl Node {
         self.own.as_ref().map(|o| o.path.as_str())
     }
 
+    /// Whether a read of our node is in flight.
+    pub(super) fn is_reading(&self) -> bool {
+        self.own_read.is_pending()
+    }
+
+    /// Whether a delete of our node is in flight.
+    pub(super) fn is_deleting(&self) -> bool {
+        self.delete.is_pending()
+    }
+
+    /// Whether `data` found in our node asks a `revocable` holder to let go.
+    pub(super) fn is_revocation(spec: &LockSpec, data: &[u8]) -> bool {
+        spec.revocable && REVOKE_MARKERS.contains(&data)
+    }
+
+    // Replies.
+
+    /// The reply to a create of ours (see [`CreateOutcome`]).
+    pub(super) fn on_create_reply(
+        &mut self,
+        cx: &mut Ctx,
+        id: LockId,
+        request: RequestId,
+        result: Result<Reply, ZkError>,
+    ) -> CreateOutcome {
+        if self.create != Create::InFlight(request) {
+            return CreateOutcome::Stale;
+        }
+        match result {
+            Ok(Reply::Created { path, stat }) => {
+                let seq = path
+                    .strip_prefix(self.create_path.as_str())
+                    .and_then(parse_sequence);
+                let Some(seq) = seq else {
+                    // Not the node we asked for (a confused adapter or server): never
+                    // adopt, hold or delete it. Ours, if created, is found by attempt
+                    // id and removed, as after a connection loss.
+                    self.create = Create::Unknown;
+                    let reason = format!("unexpected created path {path:?}");
+                    return CreateOutcome::Unknown(FailReason::Zk(ZkError::Other(reason)));
+                };
+                self.create = Create::Done;
+                cx.progress(id, Progress::Created { node: path.clone() });
+                self.own = Some(OwnNode { path, seq, stat });
+                CreateOutcome::Created { stat }
+            }
+            Ok(other) => {
+                // Not a create's reply: whether our node exists is unknown, so look for
+                // it by attempt id (as after a connection loss) rather than forget it.
+                self.create = Create::Unknown;
+                let reason = format!("unexpected reply {other:?}");
+                CreateOutcome::Unknown(FailReason::Zk(ZkError::Other(reason)))
+            }
+            Err(ZkError::NoNode) => {
+                self.create = Create::NotSent;
+                CreateOutcome::NoParent
+            }
+            Err(e) if e.is_connection_loss() => {
+                self.create = Create::Unknown;
+                CreateOutcome::Trouble(e)
+            }
+            Err(e) => {
+                self.create = Create::NotSent;
+                CreateOutcome::Failed(FailReason::Zk(e))
+            }
+        }
+    }
+
+    /// Takes the reply to the read of our node in flight, if `request` is it.
+    pub(super) fn take_read_reply(&mut self, request: RequestId) -> bool {
+        self.own_read.take_reply(request)
+    }
+
+    /// The reply to a read of our node, on the session `session_id`.
+    pub(super) fn on_read_reply(
+        &mut self,
+        session_id: Option<i64>,
+        result: Result<Reply, ZkError>,
+    ) -> ReadOutcome {
+        match result {
+            Ok(Reply::Data { data, stat }) => {
+                if Some(stat.ephemeral_owner) != session_id {
+                    return ReadOutcome::Gone(LostReason::NodeNotOwned);
+                }
+                if let Some(own) = &mut self.own {
+                    own.stat.get_or_insert(stat);
+                }
+                ReadOutcome::Ours { data, stat }
+            }
+            // Not our node's data: read it again later (a grant may be waiting on it).
+            Ok(_) => ReadOutcome::Trouble(ZkError::Other("unexpected reply".into())),
+            Err(ZkError::NoNode) => ReadOutcome::Gone(LostReason::NodeDeleted),
+            Err(e) if e.is_connection_loss() => ReadOutcome::Trouble(e),
+            Err(e) => {
+                self.own_watched = false;
+                ReadOutcome::Failed(e)
+            }
+        }
+    }
+
+    /// Takes the reply to our node's delete in flight, if `request` is it.
+    pub(super) fn take_delete_reply(&mut self, request: RequestId) -> bool {
+        self.delete.take_reply(request)
+    }
+
+    /// The reply to our node's delete (markers of the release's multi already
+    /// dealt with by the acquisition).
+    pub(super) fn on_delete_reply(&mut self, result: Result<Reply, ZkError>) -> DeleteOutcome {
+        let result = match result {
+            Err(ZkError::MultiFailed { error, .. }) => Err(*error),
+            other => other,
+        };
+        match result {
+            Err(ZkError::NoNode) if !self.delete_maybe_applied => {
+                self.own = None;
+                DeleteOutcome::DeletedByOther
+            }
+            Ok(_) | Err(ZkError::NoNode) => {
+                self.own = None;
+                DeleteOutcome::Deleted
+            }
+            Err(e) if e.is_connection_loss() => {
+                self.delete_maybe_applied = true;
+                DeleteOutcome::Trouble(e)
+            }
+            Err(e) => DeleteOutcome::Failed(e),
+        }
+    }
+
+    /// The reply to a duplicate's delete: `Ok` once it is gone.
+    pub(super) fn on_extra_reply(
+        &mut self,
+        path: &str,
+        result: Result<Reply, ZkError>,
+    ) -> Result<(), ZkError> {
+        match result {
+            Ok(_) | Err(ZkError::NoNode) => {
+                self.extra.retain(|p| p != path);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     // Mutators.
+
+    /// Creates our node (a sequential ephemeral, carrying `spec`'s data). Returns
+    /// whether it went out: the listing that follows it is the queue's.
+    pub(super) fn send_create(&mut self, cx: &mut Ctx, id: LockId, spec: &LockSpec) -> bool {
+        let op = Op::Create {
+            path: self.create_path.clone(),
+            data: crate::owner::node_data(spec.scheme, spec.owner.as_deref(), &spec.data),
+            mode: CreateMode::EphemeralSequential,
+        };
+        match cx.send(id, Purpose::CreateNode, op) {
+            Some(request) => {
+                self.create = Create::InFlight(request);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The lock directory is missing: creates it and its ancestors as
+    /// containers, if tries are left (then `true`; our create goes right behind).
+    pub(super) fn send_parents(&mut self, cx: &mut Ctx, id: LockId) -> bool {
+        self.parent_tries += 1;
+        if self.parent_tries > cx.config.max_parent_retries {
+            return false;
+        }
+        let dir = split_parent(&self.create_path).0.to_owned();
+        let mut dirs = ancestors(&dir);
+        dirs.push(dir);
+        for dir in dirs {
+            let op = Op::Create {
+                path: dir,
+                data: Vec::new(),
+                mode: CreateMode::Container,
+            };
+            cx.send(id, Purpose::CreateParent, op);
+        }
+        true
+    }
+
+    /// A listing of our directory `dir` found `mine` (our nodes: sequence,
+    /// name). More than one of ours means a create was retried after a
+    /// connection loss although the first one had been applied: keeps our known
+    /// node (else the oldest) and deletes the others; in `cleanup` everything
+    /// of ours goes (our known node by its own delete). Returns the one kept.
+    pub(super) fn sort_out_mine(
+        &mut self,
+        cx: &mut Ctx,
+        id: LockId,
+        dir: &str,
+        mut mine: Vec<(i32, String)>,
+        cleanup: bool,
+    ) -> Option<(i32, String)> {
+        if let Some(own) = &self.own {
+            mine.sort_by_key(|(seq, _)| relative_sequence(*seq, own.seq));
+        } else {
+            sort_by_sequence(&mut mine, |(seq, _)| *seq);
+        }
+        let own_name = self
+            .own
+            .as_ref()
+            .map(|o| split_parent(&o.path).1.to_owned());
+        let keep = match &own_name {
+            Some(n) => mine.iter().position(|(_, m)| m == n),
+            None => (!mine.is_empty()).then_some(0),
+        };
+        for (i, (_, name)) in mine.iter().enumerate() {
+            // (The path is built only for a node to delete: a listing of one's
+            // own node allocates nothing here.)
+            let spare = if cleanup {
+                let known = self.own.as_ref().and_then(|o| {
+                    o.path
+                        .strip_prefix(dir)
+                        .and_then(|rest| rest.strip_prefix('/'))
+                });
+                known != Some(name.as_str())
+            } else {
+                Some(i) != keep
+            };
+            if spare {
+                self.delete_extra(cx, id, format!("{dir}/{name}"));
+            }
+        }
+        keep.map(|keep| mine.swap_remove(keep))
+    }
+
+    /// A listing of `dir` showed our node `name` (sequence `seq`): adopted if
+    /// not known yet. Returns whether our create is still in flight (a binding
+    /// may hand us the listing before the create's reply, although the server
+    /// answered the create first: that reply, right behind, brings our node's
+    /// stat).
+    pub(super) fn adopt(
+        &mut self,
+        cx: &mut Ctx,
+        id: LockId,
+        dir: &str,
+        seq: i32,
+        name: &str,
+    ) -> bool {
+        if self.own.is_none() {
+            let path = format!("{dir}/{name}");
+            cx.progress(id, Progress::Created { node: path.clone() });
+            self.own = Some(OwnNode {
+                path,
+                seq,
+                stat: None,
+            });
+        }
+        let create_in_flight = matches!(self.create, Create::InFlight(_));
+        if !create_in_flight {
+            self.create = Create::Done;
+        }
+        create_in_flight
+    }
+
+    /// Reads our own node (its stat, its data), leaving a watch on it if `watch`.
+    ///
+    /// Every read of our node watches it except the read for a plain
+    /// acquisition's token (a client that returns no stat with `create`): the
+    /// watch costs no request of its own, and it is how a holder hears at once
+    /// that its node was deleted under it (an operator's `break`, an
+    /// administrator). It is kept once held (no `RemoveWatch`): our own
+    /// release's delete fires it, one notification we ignore, which is why a
+    /// short uncontended hold sets none (see `Acquisition::on_sync_timer`).
+    pub(super) fn send_read(&mut self, cx: &mut Ctx, id: LockId, watch: bool) {
+        let Some(own) = &self.own else { return };
+        let op = Op::GetData {
+            path: own.path.clone(),
+            watch,
+        };
+        let sent = self.own_read.send(cx, id, Purpose::OwnData, op);
+        self.own_watched |= watch && sent;
+    }
+
+    /// Reads our node if something is missing: its stat (a client that returns none
+    /// with `create`, or a node adopted from a listing), or a watch `spec` needs.
+    pub(super) fn ensure_read(&mut self, cx: &mut Ctx, id: LockId, spec: &LockSpec) {
+        let watch = spec.watches_node();
+        let stat_known = self.own.as_ref().is_some_and(|o| o.stat.is_some());
+        if !self.own_read.is_pending() && ((watch && !self.own_watched) || !stat_known) {
+            self.send_read(cx, id, watch);
+        }
+    }
+
+    /// Our node's watch fired, or it is gone: no read or watch of it stands.
+    pub(super) fn unwatch(&mut self) {
+        self.own_read.forget();
+        self.own_watched = false;
+    }
+
+    /// A revocation request was found in our node: `true` the first time since
+    /// its data last changed (report it then).
+    pub(super) fn note_revocation(&mut self) -> bool {
+        !std::mem::replace(&mut self.revocation_seen, true)
+    }
+
+    /// Deletes our node; with `markers`, in one multi that deletes them first.
+    pub(super) fn send_delete(&mut self, cx: &mut Ctx, id: LockId, markers: Vec<String>) {
+        let Some(own) = &self.own else { return };
+        let op = if markers.is_empty() {
+            delete_op(&own.path)
+        } else {
+            let mut ops: Vec<_> = markers
+                .into_iter()
+                .map(|path| MultiOp::Delete {
+                    path,
+                    version: None,
+                })
+                .collect();
+            ops.push(MultiOp::Delete {
+                path: own.path.clone(),
+                version: None,
+            });
+            Op::Multi(ops)
+        };
+        self.delete.send(cx, id, Purpose::DeleteOwn, op);
+    }
+
+    /// Deletes a duplicate node of ours (once; [`Node::resend_extra`] sends it
+    /// again after a reconnect).
+    pub(super) fn delete_extra(&mut self, cx: &mut Ctx, id: LockId, path: String) {
+        if !self.extra.contains(&path) {
+            cx.send(
+                id,
+                Purpose::DeleteExtra { path: path.clone() },
+                delete_op(&path),
+            );
+            self.extra.push(path);
+        }
+    }
+
+    /// A recovery: the duplicates still to delete go again.
+    pub(super) fn resend_extra(&self, cx: &mut Ctx, id: LockId) {
+        for path in &self.extra {
+            cx.send(
+                id,
+                Purpose::DeleteExtra { path: path.clone() },
+                delete_op(path),
+            );
+        }
+    }
 
     /// The connection dropped (or a recovery starts): the read, watch and delete in
     /// flight are gone with it. A create in flight may have been applied, and so
@@ -94,6 +496,14 @@ impl Node {
         if let Create::InFlight(_) = self.create {
             self.create = Create::Unknown;
         }
+    }
+}
+
+/// A plain delete of `path`.
+pub(super) fn delete_op(path: &str) -> Op {
+    Op::Delete {
+        path: path.to_owned(),
+        version: None,
     }
 }
 
@@ -149,5 +559,148 @@ mod tests {
         node.forget();
         assert!(!node.delete_maybe_applied);
         assert_eq!(node.create, Create::Done);
+    }
+
+    fn sent(session: &mut crate::ctx::tests::Session) -> Vec<(RequestId, Op)> {
+        session
+            .out
+            .drain(..)
+            .filter_map(|o| match o {
+                crate::output::Output::Request(r) => Some((r.id, r.op)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_create_reply_names_our_node_and_a_stale_or_strange_one_does_not() {
+        let mut session = crate::ctx::tests::Session::default();
+        let lock = LockId(1);
+        let spec = LockSpec::write("/l");
+        let mut node = Node::new(AttemptId(7), "/l/n-".into());
+        assert!(node.send_create(&mut session.cx(), lock, &spec));
+        let (request, op) = sent(&mut session).remove(0);
+        assert!(matches!(
+            op,
+            Op::Create { ref path, mode: CreateMode::EphemeralSequential, .. } if path == "/l/n-"
+        ));
+        let created = |path: &str| {
+            Ok(Reply::Created {
+                path: path.into(),
+                stat: None,
+            })
+        };
+        let stale = node.on_create_reply(
+            &mut session.cx(),
+            lock,
+            RequestId(0),
+            created("/l/n-0000000001"),
+        );
+        assert_eq!(stale, CreateOutcome::Stale);
+        let outcome =
+            node.on_create_reply(&mut session.cx(), lock, request, created("/l/n-0000000001"));
+        assert_eq!(outcome, CreateOutcome::Created { stat: None });
+        assert_eq!(node.path(), Some("/l/n-0000000001"));
+        assert_eq!(node.create, Create::Done);
+        // A path that is not ours is never adopted.
+        let mut other = Node::new(AttemptId(8), "/l/n-".into());
+        other.send_create(&mut session.cx(), lock, &spec);
+        let (request, _) = sent(&mut session).remove(0);
+        let outcome =
+            other.on_create_reply(&mut session.cx(), lock, request, created("/x/y-0000000001"));
+        assert!(matches!(outcome, CreateOutcome::Unknown(_)));
+        assert_eq!((other.path(), other.create), (None, Create::Unknown));
+    }
+
+    #[test]
+    fn a_missing_directory_is_created_as_containers_within_the_tries() {
+        let mut session = crate::ctx::tests::Session::default();
+        session.config.max_parent_retries = 1;
+        let lock = LockId(1);
+        let spec = LockSpec::write("/a/l");
+        let mut node = Node::new(AttemptId(7), "/a/l/n-".into());
+        node.send_create(&mut session.cx(), lock, &spec);
+        let (request, _) = sent(&mut session).remove(0);
+        let outcome = node.on_create_reply(&mut session.cx(), lock, request, Err(ZkError::NoNode));
+        assert_eq!(outcome, CreateOutcome::NoParent);
+        assert_eq!(node.create, Create::NotSent);
+        assert!(node.send_parents(&mut session.cx(), lock));
+        let dirs: Vec<String> = sent(&mut session)
+            .into_iter()
+            .map(|(_, op)| match op {
+                Op::Create {
+                    path,
+                    mode: CreateMode::Container,
+                    ..
+                } => path,
+                other => panic!("not a container: {other:?}"),
+            })
+            .collect();
+        assert_eq!(dirs, ["/a", "/a/l"]);
+        assert!(!node.send_parents(&mut session.cx(), lock), "no tries left");
+        assert!(sent(&mut session).is_empty());
+    }
+
+    #[test]
+    fn a_read_of_our_node_checks_its_owner_and_a_delete_tells_whose_it_was() {
+        let mut session = crate::ctx::tests::Session::default();
+        let lock = LockId(1);
+        let mut node = Node::new(AttemptId(7), "/l/n-".into());
+        node.own = Some(OwnNode {
+            path: "/l/n-0000000001".into(),
+            seq: 1,
+            stat: None,
+        });
+        node.send_read(&mut session.cx(), lock, true);
+        assert!(node.own_watched && node.is_reading());
+        let (request, _) = sent(&mut session).remove(0);
+        assert!(node.take_read_reply(request));
+        let stat = Stat {
+            czxid: 9,
+            ephemeral_owner: 1,
+            ..Stat::default()
+        };
+        let data = Ok(Reply::Data {
+            data: b"unlock".to_vec(),
+            stat,
+        });
+        let outcome = node.on_read_reply(Some(1), data.clone());
+        assert!(matches!(outcome, ReadOutcome::Ours { .. }));
+        assert_eq!(node.own.as_ref().unwrap().stat, Some(stat));
+        assert_eq!(
+            node.on_read_reply(Some(2), data),
+            ReadOutcome::Gone(LostReason::NodeNotOwned)
+        );
+        let revocable = LockSpec::write("/l").revocable();
+        assert!(Node::is_revocation(&revocable, b"unlock"));
+        assert!(!Node::is_revocation(&LockSpec::write("/l"), b"unlock"));
+        assert!(
+            node.note_revocation() && !node.note_revocation(),
+            "reported once"
+        );
+        // A NoNode after no delete of ours can have applied: someone else's.
+        node.send_delete(&mut session.cx(), lock, Vec::new());
+        let (request, op) = sent(&mut session).remove(0);
+        assert_eq!(op, delete_op("/l/n-0000000001"));
+        assert!(node.take_delete_reply(request));
+        assert_eq!(
+            node.on_delete_reply(Err(ZkError::NoNode)),
+            DeleteOutcome::DeletedByOther
+        );
+        assert_eq!(node.path(), None);
+        // After a delete whose answer was lost, it may have been ours.
+        node.own = Some(OwnNode {
+            path: "/l/n-0000000001".into(),
+            seq: 1,
+            stat: None,
+        });
+        assert_eq!(
+            node.on_delete_reply(Err(ZkError::ConnectionLoss)),
+            DeleteOutcome::Trouble(ZkError::ConnectionLoss)
+        );
+        assert_eq!(
+            node.on_delete_reply(Err(ZkError::NoNode)),
+            DeleteOutcome::Deleted
+        );
     }
 }

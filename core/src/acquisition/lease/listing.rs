@@ -137,7 +137,11 @@ impl Lease {
 
     /// Whether cleanup has nothing more to find (a create in flight or lost may
     /// still have made a node). Sends the listing that finds a lost one.
-    pub(super) fn cleanup_settled(&mut self, cx: &mut Ctx, id: crate::ids::LockId) -> bool {
+    pub(in crate::acquisition) fn cleanup_settled(
+        &mut self,
+        cx: &mut Ctx,
+        id: crate::ids::LockId,
+    ) -> bool {
         match self.create {
             LeaseCreate::InFlight(_) => false,
             LeaseCreate::Unknown => match self.layout {

@@ -45,6 +45,8 @@ use crate::spec::{LockSpec, Recipe};
 
 mod create;
 mod drive;
+
+pub(in crate::acquisition) use drive::Step;
 mod listing;
 mod pool;
 
@@ -114,8 +116,8 @@ pub(crate) struct Lease {
     spare: Vec<String>,
 }
 
-/// What a lease step leads to.
-enum Outcome {
+/// What a lease step leads to (the acquisition acts on it).
+pub(in crate::acquisition) enum Outcome {
     /// Nothing to do until a reply or a watch.
     Pending,
     /// The pool is full; its children are watched.

@@ -1,0 +1,796 @@
+//! The acquisition's transitions: the grant, the terminal event and the cleanup
+//! after it, and the connection's changes (recovering after a reconnect or a
+//! pause after trouble, suspending a held lock, resuming it, the session's end).
+//! The parts act on their own state; these move the acquisition's [`State`].
+
+use super::lease::{Outcome as LeaseOutcome, Step};
+use super::node::{CreateOutcome, DeleteOutcome, Node, ReadOutcome};
+use super::queue::{Decision, PeerOutcome, Queue};
+use super::{delay, holder, ours, Acquisition, Create, Ended, Look, Ours, State};
+use crate::ctx::Ctx;
+use crate::event::{FailReason, Grant, LockEvent, LostReason};
+use crate::ids::FencingToken;
+use crate::names::NodeKind;
+use crate::output::Progress;
+use crate::proto::{Reply, RequestId, ZkError};
+use crate::requests::Purpose;
+use crate::spec::Recipe;
+use crate::time::Timestamp;
+use crate::timers::TimerKind;
+
+impl Acquisition {
+    // The grant: holding once our node's token (its stat) and, with crash
+    // detection, the previous holder's section marker are known.
+
+    pub(super) fn grant(&mut self, cx: &mut Ctx) {
+        if !cx.connected {
+            // A late notification while the connection is down: a grant now could not
+            // be trusted (no `Suspended` would follow). The listing after the
+            // reconnect decides again.
+            return;
+        }
+        if let Some(lease) = self.lease.as_deref_mut().filter(|l| l.pending()) {
+            // What the walk won is the internal mutex of a peer's semaphore: the
+            // lease comes next.
+            self.state = State::Waiting;
+            return lease.start(cx, self.id);
+        }
+        let own = self.node.own.as_ref().expect("granted without a node");
+        let stat = own.stat;
+        let crashed = self.holder.previous_crashed(&self.spec);
+        let (Some(stat), Some(crashed)) = (stat, crashed) else {
+            self.state = State::Granting;
+            // The client library gave no stat on create: a getData on our own node
+            // brings the token.
+            if stat.is_none()
+                && !self.node.own_read.is_pending()
+                && !matches!(self.node.create, Create::InFlight(_))
+            {
+                self.node.send_read(cx, self.id, self.spec.watches_node());
+            }
+            // We waited: whether the previous holder closed its section is unknown.
+            if crashed.is_none() {
+                self.holder.check_marker(cx, ours!(self));
+            }
+            return;
+        };
+        if !self.delay.may_grant(cx, ours!(self)) {
+            // Lock-delay: our marker is being made, or another holder's says it
+            // ended uncleanly and the delay runs (see `delay`).
+            self.state = State::Granting;
+            return;
+        }
+        if cx.distrusted().is_some() {
+            // Nothing proves the leader heard the session lately (an idle session
+            // sends no `sync`): granted once a `sync` proves it
+            // (`on_contact_renewed`), never reported held on a session that may
+            // be expiring. Being granted makes the session prove contact at once.
+            self.state = State::Granting;
+            return;
+        }
+        let own = self.node.own.as_ref().expect("granted without a node");
+        let grant = Grant {
+            path: own.path.clone(),
+            token: FencingToken(stat.czxid),
+            sequence: own.seq,
+            session_id: cx.session_id.unwrap_or_default(),
+            previous_holder_crashed: crashed,
+        };
+        self.state = State::Held;
+        self.holder.granted(cx.now);
+        self.detection.stop(cx, self.id);
+        cx.timers.cancel(self.id, TimerKind::Deadline);
+        if let Some(max_hold) = self.spec.max_hold {
+            cx.timers.set(self.id, TimerKind::Lease, cx.now + max_hold);
+        }
+        cx.stats.acquired += 1;
+        cx.emit(self.id, LockEvent::Acquired(grant));
+    }
+
+    // The end: the one terminal event, then the cleanup of whatever node of
+    // ours remains.
+
+    /// The acquisition ends for the user without holding.
+    pub(crate) fn fail(&mut self, cx: &mut Ctx, reason: FailReason) {
+        self.terminal(cx, LockEvent::Failed(reason));
+    }
+
+    /// Emits the terminal event, then removes whatever node remains.
+    pub(super) fn terminal(&mut self, cx: &mut Ctx, event: LockEvent) {
+        debug_assert!(event.is_terminal());
+        if matches!(self.state, State::Cleanup | State::Done) {
+            return;
+        }
+        self.holder.abandon_writes(cx, self.id, &event);
+        self.detection.stop(cx, self.id);
+        cx.emit(self.id, event);
+        cx.timers.cancel_lock(self.id);
+        self.state = State::Cleanup;
+        self.queue.clear();
+        self.suspended = false;
+        if let Some(lease) = self.lease.as_deref_mut() {
+            for path in lease.terminal() {
+                self.node.delete_extra(cx, self.id, path);
+            }
+        }
+        self.continue_cleanup(cx);
+    }
+
+    /// Cleanup: delete our node (or find it first if a create's outcome is unknown),
+    /// and duplicates; done when nothing of ours can remain.
+    pub(super) fn continue_cleanup(&mut self, cx: &mut Ctx) {
+        if self.node.own.is_some() {
+            if !self.node.delete.is_pending() {
+                self.send_delete(cx);
+            }
+            return;
+        }
+        match self.node.create {
+            Create::InFlight(_) => return, // its reply decides
+            Create::Unknown => {
+                if !self.queue.list.is_pending() {
+                    self.queue.send_list(cx, self.id);
+                }
+                return;
+            }
+            Create::NotSent | Create::Done => {}
+        }
+        if let Some(lease) = self.lease.as_deref_mut() {
+            let settled = lease.cleanup_settled(cx, self.id);
+            for path in lease.take_spare() {
+                self.node.delete_extra(cx, self.id, path);
+            }
+            if !settled {
+                return;
+            }
+        }
+        if self.node.extra.is_empty() {
+            self.state = State::Done;
+        }
+    }
+
+    // Connection and session changes.
+
+    /// Starts (or restarts after a reconnect) whatever the state needs. Every
+    /// request of the previous connection is forgotten by then.
+    pub(crate) fn recover(&mut self, cx: &mut Ctx) {
+        cx.requests.forget_lock(self.id);
+        cx.timers.cancel(self.id, TimerKind::Retry);
+        self.forget_requests();
+        self.node.resend_extra(cx, self.id);
+        match self.state {
+            State::Waiting => match self.node.create {
+                Create::NotSent => self.send_create(cx),
+                // Find our node by attempt id (adopt it), or create again.
+                Create::Unknown | Create::Done | Create::InFlight(_) => {
+                    self.queue.send_list(cx, self.id)
+                }
+            },
+            // Is our node still ours? (Watched from here on.)
+            State::Granting | State::Held => self.node.send_read(cx, self.id, true),
+            State::Releasing => self.send_delete(cx),
+            State::Cleanup => self.continue_cleanup(cx),
+            State::Done => {}
+        }
+    }
+
+    /// Every part forgets what it had in flight (the connection dropped, or a
+    /// recovery starts over): each keeps what outlives a connection.
+    fn forget_requests(&mut self) {
+        self.node.forget();
+        self.queue.forget();
+        self.holder.forget();
+        self.delay.forget();
+        self.detection.forget();
+        if let Some(lease) = self.lease.as_deref_mut() {
+            lease.forget();
+        }
+    }
+
+    /// A request failed without the connection being declared down (or with an
+    /// error worth retrying): start over from the state after a pause.
+    pub(super) fn trouble(&mut self, cx: &mut Ctx, _error: ZkError) {
+        cx.stats.retries += 1;
+        cx.timers
+            .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval);
+    }
+
+    /// The connection dropped: outstanding requests are forgotten by the session.
+    /// A held lock is suspended, and lost at `lost_at` unless the connection comes
+    /// back first.
+    pub(crate) fn on_disconnected(&mut self, cx: &mut Ctx, lost_at: Timestamp) {
+        cx.timers.cancel(self.id, TimerKind::Retry);
+        self.forget_requests();
+        self.holder.writes_unknown(cx, self.id);
+        self.suspend(cx, lost_at);
+    }
+
+    /// A held lock is no longer trusted: suspended, and lost at `lost_at` unless
+    /// it is resumed first (the connection comes back, or the leader is proven to
+    /// hear us again).
+    pub(crate) fn suspend(&mut self, cx: &mut Ctx, lost_at: Timestamp) {
+        if self.state == State::Held && !self.suspended {
+            self.suspended = true;
+            cx.emit(self.id, LockEvent::Suspended);
+            if lost_at <= cx.now {
+                // The server may already have expired the session.
+                self.terminal(cx, LockEvent::Lost(LostReason::SuspendedTooLong));
+            } else {
+                cx.timers.set(self.id, TimerKind::Grace, lost_at);
+            }
+        }
+    }
+
+    /// The leader was proven to hear us again: a lock suspended for want of that
+    /// proof (the connection up) checks that its node is still ours, then resumes;
+    /// a grant that waited for it goes on.
+    pub(crate) fn on_contact_renewed(&mut self, cx: &mut Ctx) {
+        if !cx.connected {
+            return;
+        }
+        match self.state {
+            State::Held if self.suspended && !self.node.own_read.is_pending() => {
+                self.node.send_read(cx, self.id, true);
+            }
+            State::Granting => {
+                self.state = State::Waiting;
+                self.grant(cx);
+            }
+            _ => {}
+        }
+    }
+
+    /// The session is gone (expired, abandoned or closed). After an expiry so are
+    /// our nodes; after an abandonment they may live on, so the paths are kept
+    /// and cleanup deletes them from the next session (a create whose outcome is
+    /// unknown is looked for by attempt id).
+    pub(crate) fn on_session_ended(&mut self, cx: &mut Ctx, how: Ended) {
+        let closed = how == Ended::Closed;
+        if let Some(lease) = self.lease.as_deref_mut() {
+            lease.session_ended(how != Ended::Abandoned);
+        }
+        if how == Ended::Abandoned {
+            if let Create::InFlight(_) = self.node.create {
+                self.node.create = Create::Unknown;
+            }
+        } else {
+            self.node.own = None;
+            self.node.extra.clear();
+            if self.node.create != Create::NotSent {
+                self.node.create = Create::Done;
+            }
+        }
+        match self.state {
+            State::Waiting | State::Granting => {
+                if self.node.create == Create::NotSent && !closed {
+                    // Never reached the old session: it will start on the next one
+                    // (unless the client is closed: then it fails like the others).
+                    return;
+                }
+                let reason = if closed {
+                    FailReason::Closed
+                } else {
+                    FailReason::SessionExpired
+                };
+                self.fail(cx, reason)
+            }
+            State::Held => {
+                let reason = if closed {
+                    LostReason::Closed
+                } else {
+                    LostReason::SessionExpired
+                };
+                self.terminal(cx, LockEvent::Lost(reason))
+            }
+            State::Releasing => self.terminal(cx, LockEvent::Released),
+            State::Cleanup => self.continue_cleanup(cx),
+            State::Done => {}
+        }
+        if closed && self.state != State::Done {
+            // A closed client can send nothing more; what it had dies with the session.
+            self.state = State::Done;
+        }
+    }
+
+    // Our node (see [`node`](super::node)): its create, the reads of it and its
+    // delete, acted on.
+
+    pub(super) fn send_create(&mut self, cx: &mut Ctx) {
+        if self.node.send_create(cx, self.id, &self.spec) {
+            // Pipelined: per-session FIFO means this listing already holds our node.
+            self.queue.send_list(cx, self.id);
+        }
+    }
+
+    pub(super) fn on_create_reply(
+        &mut self,
+        cx: &mut Ctx,
+        request: RequestId,
+        result: Result<Reply, ZkError>,
+    ) {
+        let cleanup = self.state == State::Cleanup;
+        match self.node.on_create_reply(cx, self.id, request, result) {
+            CreateOutcome::Stale => {}
+            CreateOutcome::Created { stat } => {
+                if let Some(stat) = &stat {
+                    let spec = &self.spec;
+                    let data =
+                        crate::owner::node_data(spec.scheme, spec.owner.as_deref(), &spec.data);
+                    self.detection.node_created(spec, data, stat);
+                }
+                match self.state {
+                    // The listing came first and found us free: the stat was missing.
+                    State::Granting => {
+                        self.state = State::Waiting;
+                        self.grant(cx);
+                    }
+                    State::Waiting => {
+                        self.node.ensure_read(cx, self.id, &self.spec);
+                        if std::mem::take(&mut self.queue.relist_after_create)
+                            && !self.queue.list.is_pending()
+                        {
+                            self.queue.send_list(cx, self.id);
+                        }
+                    }
+                    State::Cleanup => self.continue_cleanup(cx),
+                    _ => {}
+                }
+            }
+            CreateOutcome::Unknown(_) if cleanup => self.continue_cleanup(cx),
+            CreateOutcome::Unknown(reason) => self.fail(cx, reason),
+            CreateOutcome::NoParent => {
+                // The lock directory (or an ancestor) is missing: create the
+                // containers, then our node, in one pipelined burst.
+                self.queue.list.forget();
+                if cleanup {
+                    return self.continue_cleanup(cx);
+                }
+                if !self.node.send_parents(cx, self.id) {
+                    return self.fail(cx, FailReason::Zk(ZkError::NoNode));
+                }
+                self.send_create(cx);
+            }
+            CreateOutcome::Failed(reason) => {
+                self.queue.list.forget();
+                if cleanup {
+                    return self.continue_cleanup(cx);
+                }
+                self.fail(cx, reason);
+            }
+            CreateOutcome::Trouble(e) => self.trouble(cx, e),
+        }
+    }
+
+    /// The session's sync timer fired (about once a sync interval while a lock is
+    /// held, whether a `sync` went out or the session's other requests made one
+    /// unnecessary): a holder that has held for `interval` and whose node is not
+    /// watched yet (an uncontended grant on a client that gave the stat with
+    /// `create`) watches it now. So a hold hears of its node's deletion at once
+    /// from at most two intervals after its grant, at one read per hold that
+    /// long; a shorter hold costs nothing and learns of it at its release or its
+    /// next fenced write.
+    pub(crate) fn on_sync_timer(&mut self, cx: &mut Ctx, interval: std::time::Duration) {
+        let held_long = self.holder.held_for(cx.now, interval);
+        if self.state == State::Held
+            && held_long
+            && !self.suspended
+            && !self.node.own_watched
+            && !self.node.is_reading()
+        {
+            self.node.send_read(cx, self.id, true);
+        }
+    }
+
+    /// A read of our node answered: its token, whether it is still ours, a
+    /// revocation request in it.
+    pub(super) fn on_own_data(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
+        let data = match self.node.on_read_reply(cx.session_id, result) {
+            ReadOutcome::Ours { data, stat } => {
+                self.detection.node_read(&self.spec, &data, &stat);
+                data
+            }
+            ReadOutcome::Gone(reason) => return self.own_gone(cx, reason),
+            ReadOutcome::Trouble(e) => return self.trouble(cx, e),
+            ReadOutcome::Failed(e) => {
+                if matches!(self.state, State::Waiting | State::Granting) {
+                    self.fail(cx, FailReason::Zk(e));
+                }
+                return;
+            }
+        };
+        match self.state {
+            State::Granting => {
+                self.state = State::Waiting;
+                self.grant(cx);
+            }
+            // Resumed only once the leader is proven to hear us again.
+            State::Held if self.suspended && cx.distrusted().is_none() => {
+                self.suspended = false;
+                cx.timers.cancel(self.id, TimerKind::Grace);
+                cx.emit(self.id, LockEvent::Resumed);
+            }
+            _ => {}
+        }
+        self.resend_section(cx);
+        if Node::is_revocation(&self.spec, &data) {
+            match self.state {
+                State::Held if self.node.note_revocation() => {
+                    cx.emit(self.id, LockEvent::RevocationRequested);
+                }
+                State::Waiting | State::Granting => self.fail(cx, FailReason::Revoked),
+                _ => {}
+            }
+        }
+    }
+
+    /// Our node is gone (or not ours) while we still counted on it.
+    pub(super) fn own_gone(&mut self, cx: &mut Ctx, reason: LostReason) {
+        self.node.unwatch();
+        match self.state {
+            State::Waiting | State::Granting => {
+                self.node.own = None;
+                self.fail(cx, FailReason::NodeDeleted)
+            }
+            State::Held => {
+                self.node.own = None;
+                self.terminal(cx, LockEvent::Lost(reason));
+            }
+            // Our own delete's watch firing: its reply, right behind, ends the release.
+            State::Releasing if self.node.is_deleting() => {}
+            State::Releasing => {
+                self.node.own = None;
+                self.terminal(cx, LockEvent::Released);
+            }
+            State::Cleanup | State::Done => {}
+        }
+    }
+
+    // Releasing: deleting our node (with the section and lock-delay markers in
+    // one multi on a clean release).
+
+    /// The user releases a held lock.
+    pub(crate) fn release(&mut self, cx: &mut Ctx) {
+        self.state = State::Releasing;
+        cx.timers.cancel(self.id, TimerKind::Grace);
+        self.send_delete(cx);
+    }
+
+    /// The user lets go inside an open section: release, leaving the marker.
+    pub(crate) fn abandon(&mut self, cx: &mut Ctx) {
+        self.holder.abandon();
+        self.release(cx);
+    }
+
+    /// Deletes our node; a clean release closes the section and gives up the
+    /// lock-delay marker in the same transaction.
+    pub(super) fn send_delete(&mut self, cx: &mut Ctx) {
+        let markers = self
+            .release_markers()
+            .into_iter()
+            .map(|marker| match marker {
+                ReleaseMarker::Section => holder::marker_path(&self.spec.path),
+                ReleaseMarker::Delay => delay::marker_path(&self.spec.path),
+            })
+            .collect();
+        self.node.send_delete(cx, self.id, markers);
+    }
+
+    /// The markers a clean release deletes with our node, in the multi's order.
+    /// Only a clean release (not an abandonment, not the cleanup after a loss or
+    /// failure) deletes them: a marker left behind is how the next holder learns
+    /// of an unclean end.
+    fn release_markers(&self) -> Vec<ReleaseMarker> {
+        let mut markers = Vec::new();
+        if self.state != State::Releasing || self.holder.is_abandoned() {
+            return markers;
+        }
+        if self.holder.release_closes_section() {
+            markers.push(ReleaseMarker::Section);
+        }
+        if self.delay.marker_ours {
+            markers.push(ReleaseMarker::Delay);
+        }
+        markers
+    }
+
+    pub(super) fn on_delete(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
+        if let Err(ZkError::MultiFailed { index, error }) = &result {
+            let markers = self.release_markers();
+            if **error == ZkError::NoNode && (*index as usize) < markers.len() {
+                // That marker is already gone: delete the rest without it.
+                match markers[*index as usize] {
+                    ReleaseMarker::Section => self.holder.section_gone(),
+                    ReleaseMarker::Delay => self.delay.marker_ours = false,
+                }
+                return self.send_delete(cx);
+            }
+        }
+        match self.node.on_delete_reply(result) {
+            // Deleted by someone else while we believed we held it (a plain lock
+            // does not watch its node): what the lock protected may have
+            // overlapped another holder, and the release says so.
+            DeleteOutcome::DeletedByOther if self.state == State::Releasing => {
+                self.terminal(cx, LockEvent::Lost(LostReason::NodeDeleted));
+            }
+            DeleteOutcome::Deleted | DeleteOutcome::DeletedByOther => match self.state {
+                State::Releasing => self.terminal(cx, LockEvent::Released),
+                State::Cleanup => self.continue_cleanup(cx),
+                _ => {}
+            },
+            DeleteOutcome::Trouble(e) => self.trouble(cx, e),
+            DeleteOutcome::Failed(e) => match self.state {
+                State::Releasing => self.terminal(cx, LockEvent::Failed(FailReason::Zk(e))),
+                _ => self.trouble(cx, e),
+            },
+        }
+    }
+
+    // The queue (see [`queue`](super::queue)): the listing, the decision and
+    // the window, acted on.
+
+    /// See [`Session::look_again`](crate::Session::look_again).
+    pub(crate) fn look_again(&mut self, cx: &mut Ctx) {
+        if self.state == State::Waiting
+            && cx.connected
+            && self.node.own.is_some()
+            && !self.queue.list.is_pending()
+        {
+            self.queue.send_list(cx, self.id);
+        }
+    }
+
+    /// The listing of our directory answered: adopt our node (deleting
+    /// duplicates), cache the lower blockers, decide.
+    pub(super) fn on_list(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
+        let children = match result {
+            Ok(Reply::Children(c)) => c,
+            // Not a listing: nothing is awaited any more, so ask again later.
+            Ok(_) => return self.trouble(cx, ZkError::Other("unexpected reply".into())),
+            Err(ZkError::NoNode) => Vec::new(),
+            Err(e) if e.is_connection_loss() => return self.trouble(cx, e),
+            Err(e) => {
+                if self.state == State::Cleanup {
+                    return self.trouble(cx, e);
+                }
+                return self.fail(cx, FailReason::Zk(e));
+            }
+        };
+        let listing = Queue::sort_listing(cx, children, self.node.attempt);
+        let cleanup = self.state == State::Cleanup;
+        let kept = self
+            .node
+            .sort_out_mine(cx, self.id, &self.queue.dir, listing.mine, cleanup);
+        if cleanup {
+            if self.node.create == Create::Unknown {
+                self.node.create = Create::Done;
+            }
+            return self.continue_cleanup(cx);
+        }
+        if self.state != State::Waiting {
+            return;
+        }
+        let Some((seq, name)) = kept else {
+            return match self.node.create {
+                // It existed and is gone: someone deleted it (or the session lost it).
+                Create::Done => self.fail(cx, FailReason::NodeDeleted),
+                // The create never happened: do it now.
+                Create::Unknown | Create::NotSent => {
+                    self.node.create = Create::NotSent;
+                    self.send_create(cx)
+                }
+                // Only without FIFO order (a binding that cannot keep it): the
+                // listing overtook our create. List again once the create is answered.
+                Create::InFlight(_) => self.queue.relist_after_create = true,
+            };
+        };
+        let create_in_flight = self.node.adopt(cx, self.id, &self.queue.dir, seq, &name);
+        // With our create's reply right behind, our node's stat comes with it: it
+        // is not read for it (a grant waits in Granting).
+        if !create_in_flight || self.spec.watches_node() {
+            self.node.ensure_read(cx, self.id, &self.spec);
+        }
+        let recipe = self.walk_recipe();
+        if let Recipe::Semaphore { permits: ours } = recipe {
+            let theirs = listing.others.iter().find_map(|(p, _)| match p.permits {
+                Some(theirs) if p.kind == NodeKind::Semaphore && theirs != ours => Some(theirs),
+                _ => None,
+            });
+            if let Some(theirs) = theirs {
+                return self.fail(cx, FailReason::PermitsMismatch { ours, theirs });
+            }
+        }
+        let downgrade = &self.detection.downgrade;
+        let downgrading = self.queue.set_lower(listing.others, seq, recipe, downgrade);
+        if downgrading && !self.queue.lower.is_empty() && self.spec.wait {
+            // Our owner's write node is still held, and a writer queued between it
+            // and us: that writer waits for our owner, we would wait for it.
+            let (path, owner) = (self.spec.path.clone(), self.spec.owner.clone());
+            return self.fail(
+                cx,
+                FailReason::SelfDeadlock {
+                    path,
+                    owner: owner.unwrap_or_default(),
+                    held: NodeKind::Write,
+                },
+            );
+        }
+        // A grant straight from this listing knows the marker for free.
+        self.holder.set_marker_known(Some(listing.marker_seen));
+        self.evaluate(cx, Look::Listing);
+    }
+
+    /// Decides from the cached lower blockers: hold, or watch the window.
+    pub(super) fn evaluate(&mut self, cx: &mut Ctx, look: Look) {
+        if self.state != State::Waiting {
+            return;
+        }
+        let recipe = self.walk_recipe();
+        let window = match self.queue.decide(recipe) {
+            Decision::Hold => {
+                self.queue.unwatch_all();
+                if look == Look::Cache && self.node.is_reading() {
+                    // The news of our own node is still on its way (rare: a watch set
+                    // before it fired first). Hold only once it says the node is there.
+                    self.state = State::Granting;
+                    return;
+                }
+                return self.grant(cx);
+            }
+            Decision::Wait { window } => window,
+        };
+        if !self.spec.wait {
+            return self.fail(cx, FailReason::WouldBlock);
+        }
+        if let Some(own) = self.node.path() {
+            self.queue.report(cx, self.id, recipe, own);
+        }
+        self.detection.start_waiting(cx, self.id, &self.spec);
+        self.holder.set_marker_known(None);
+        // When one notification could grant us from the cache, with no further look
+        // at the server (the cache holds no more than `permits` blockers), our own
+        // node is watched too, and this read goes out before the peer watches:
+        // per-session FIFO order then brings news of our node (deleted by an
+        // administrator, say) before that notification. Without it a waiter whose
+        // node was deleted would take the lock beside the one queued behind it.
+        // A deeper cache lists again after a notification, and the listing shows
+        // whether our node is still there: no watch needed (a long queue drains at
+        // one notification and no extra request per handoff).
+        if !self.node.own_watched && self.queue.lower.len() <= recipe.permits() {
+            self.node.send_read(cx, self.id, true);
+        }
+        self.queue.watch_window(cx, self.id, window);
+    }
+
+    /// The reply to a blocker's watch.
+    pub(super) fn on_peer_data(
+        &mut self,
+        cx: &mut Ctx,
+        request: RequestId,
+        name: &str,
+        result: Result<Reply, ZkError>,
+    ) {
+        match self.queue.on_peer_reply(request, name, result) {
+            PeerOutcome::Done => {}
+            PeerOutcome::Gone => self.peer_gone(cx, name),
+            PeerOutcome::Trouble(e) => self.trouble(cx, e),
+            PeerOutcome::Failed(e) => self.fail(cx, FailReason::Zk(e)),
+        }
+    }
+
+    /// The blocker `name` is gone: hold from the cache, or list again.
+    pub(super) fn peer_gone(&mut self, cx: &mut Ctx, name: &str) {
+        let permits = self.walk_recipe().permits();
+        if self.queue.on_blocker_gone(cx, self.id, name, permits) {
+            // The cache can no longer block us: hold now, no round trip.
+            self.evaluate(cx, Look::Cache);
+        }
+    }
+
+    // The lease (see [`lease`](super::lease)): a semaphore in a peer's layout,
+    // whose walk is its internal mutex.
+
+    /// The kind of walk our node makes in its queue's directory: the semaphore's
+    /// own recipe, or for a semaphore in a peer's layout its internal mutex.
+    pub(super) fn walk_recipe(&self) -> Recipe {
+        match self.lease {
+            Some(_) => Recipe::Write,
+            None => self.spec.recipe,
+        }
+    }
+
+    /// A watch fired on `path`; true if it was the pool's children watch.
+    pub(super) fn on_pool_watch(&mut self, cx: &mut Ctx, path: &str) -> bool {
+        let waiting = self.state == State::Waiting;
+        match self.lease.as_deref_mut() {
+            Some(lease) => lease.on_pool_watch(cx, self.id, path, waiting),
+            None => false,
+        }
+    }
+
+    /// A reply to one of the lease's requests.
+    pub(super) fn on_lease_reply(
+        &mut self,
+        cx: &mut Ctx,
+        request: RequestId,
+        purpose: Purpose,
+        result: Result<Reply, ZkError>,
+    ) {
+        let Some(lease) = self.lease.as_deref_mut() else {
+            return;
+        };
+        let step = Step {
+            id: self.id,
+            waiting: self.state == State::Waiting,
+            cleanup: self.state == State::Cleanup,
+            parent_tries: &mut self.node.parent_tries,
+        };
+        if let Some(outcome) = lease.on_reply(cx, step, request, purpose, result) {
+            self.act_on_lease(cx, outcome);
+        }
+    }
+
+    fn act_on_lease(&mut self, cx: &mut Ctx, outcome: LeaseOutcome) {
+        let spare = self
+            .lease
+            .as_deref_mut()
+            .map(|l| l.take_spare())
+            .unwrap_or_default();
+        for path in spare {
+            // kazoo's lease path is fixed: a late reply to a create of it (or a
+            // listing) names the node we hold, which is no spare.
+            if self.node.path() == Some(path.as_str()) {
+                continue;
+            }
+            self.node.delete_extra(cx, self.id, path);
+        }
+        if self.state == State::Cleanup {
+            return match outcome {
+                LeaseOutcome::Trouble(e) => self.trouble(cx, e),
+                _ => self.continue_cleanup(cx),
+            };
+        }
+        match outcome {
+            LeaseOutcome::Pending => {}
+            LeaseOutcome::Hold => self.lease_hold(cx),
+            LeaseOutcome::Full if !self.spec.wait => self.fail(cx, FailReason::WouldBlock),
+            LeaseOutcome::Full => {
+                if let Some(lease) = &self.lease {
+                    let node = lease.pool_path().to_owned();
+                    cx.progress(self.id, Progress::QueuedBehind { node });
+                }
+            }
+            LeaseOutcome::Fail(reason) => self.fail(cx, reason),
+            LeaseOutcome::Trouble(e) => self.trouble(cx, e),
+        }
+    }
+
+    /// The lease is ours: release the internal mutex (as the peers do once they
+    /// have their lease) and hold the lease node as our own.
+    fn lease_hold(&mut self, cx: &mut Ctx) {
+        let Some(lease) = self.lease.as_deref_mut() else {
+            return;
+        };
+        let Some(node) = lease.hold(self.node.own.as_ref()) else {
+            return;
+        };
+        if let Some(mutex) = self.node.own.take() {
+            if self.node.own_watched {
+                cx.watches.remove(self.id, &mutex.path);
+            }
+            self.node.delete_extra(cx, self.id, mutex.path);
+        }
+        self.node.unwatch();
+        self.node.own = Some(node);
+        self.node.ensure_read(cx, self.id, &self.spec);
+        self.grant(cx);
+    }
+}
+
+/// A marker a clean release deletes in the multi with our node.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ReleaseMarker {
+    /// The crash-detection section marker (an open section closed by the release).
+    Section,
+    /// Our lock-delay marker.
+    Delay,
+}
