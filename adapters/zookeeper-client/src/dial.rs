@@ -2,7 +2,7 @@
 //! sessions (the first, and each one after an expiry) with the same connect string,
 //! credentials and TLS, and carries the ACL of every node the driver creates.
 
-use crate::runtime::Runtime;
+use crate::runtime::{in_runtime, Runtime};
 use futures::FutureExt;
 use lock_client::{ConnectFailure, ConnectOptions, Error, NodeAcl, Perms};
 use std::sync::Arc;
@@ -60,15 +60,15 @@ impl Dial {
 
     /// Opens the first session: one attempt (zookeeper-client's, about the session
     /// timeout long), or attempts until the connect timeout when one is given.
-    pub(crate) async fn first_session(&self, runtime: &Runtime) -> Result<Client, Error> {
+    pub(crate) async fn first_session(&self, runtime: &Arc<dyn Runtime>) -> Result<Client, Error> {
         let Some(timeout) = self.connect_timeout else {
-            let attempt = runtime.scope(self.clone().connect()).await;
+            let attempt = in_runtime(runtime, self.clone().connect()).await;
             return attempt.map_err(connect_error);
         };
         let deadline = Instant::now() + timeout;
         let attempts = async {
             loop {
-                match runtime.scope(self.clone().connect()).await {
+                match in_runtime(runtime, self.clone().connect()).await {
                     // Not refused for good (as credentials and arguments are): again.
                     Err(e)
                         if !matches!(e, zookeeper_client::Error::AuthFailed)
