@@ -89,24 +89,31 @@ pub(crate) struct ConnArgs {
 impl ConnArgs {
     /// The TLS option from the --tls-* flags, if any.
     pub(crate) fn tls(&self) -> Result<Option<Tls>, Error> {
-        let read = |path: &std::path::Path| {
-            std::fs::read_to_string(path)
-                .map_err(|e| Error::BadOption(format!("{}: {e}", path.display())))
+        // The io error names no file: the path goes into its message.
+        let read = |option: &'static str, path: &std::path::Path| {
+            std::fs::read_to_string(path).map_err(|e| {
+                let named = std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+                Error::bad_option_caused_by(option, "the file cannot be read", named)
+            })
         };
         let tls = match &self.tls_ca {
-            Some(ca) => Tls::new(read(ca)?),
+            Some(ca) => Tls::new(read("--tls-ca", ca)?),
             None if self.tls_cert.is_some() || self.tls_key.is_some() => {
-                return Err(Error::BadOption(
-                    "--tls-cert and --tls-key need --tls-ca".into(),
+                return Err(Error::bad_option(
+                    "--tls-cert/--tls-key",
+                    "they need --tls-ca",
                 ))
             }
             None => return Ok(None),
         };
         match (&self.tls_cert, &self.tls_key) {
-            (Some(cert), Some(key)) => Ok(Some(tls.identity(read(cert)?, read(key)?))),
+            (Some(cert), Some(key)) => Ok(Some(
+                tls.identity(read("--tls-cert", cert)?, read("--tls-key", key)?),
+            )),
             (None, None) => Ok(Some(tls)),
-            _ => Err(Error::BadOption(
-                "--tls-cert and --tls-key go together".into(),
+            _ => Err(Error::bad_option(
+                "--tls-cert/--tls-key",
+                "they go together",
             )),
         }
     }

@@ -1,7 +1,7 @@
 //! Connecting to ZooKeeper with the command line's options.
 
 use crate::{reach, usage, ConnArgs};
-use lock_zookeeper_client::{ConnectOptions, Error, LockClient, NodeAcl};
+use lock_zookeeper_client::{ConnectFailure, ConnectOptions, Error, LockClient, NodeAcl};
 use std::time::Duration;
 
 /// Connects to the servers of `--zk`; nodes created in the session get `acl`.
@@ -45,9 +45,14 @@ pub(crate) async fn connect_or_explain(
 ) -> Result<LockClient, Error> {
     tokio::select! {
         result = connect(conn, acl) => match result {
-            Err(Error::Connect(why)) => Err(Error::Connect(reach::explain(servers, &why).await)),
+            Err(Error::Connect { failure, source }) => Err(Error::connect_caused_by(
+                failure,
+                reach::explain(servers, source).await,
+            )),
             other => other,
         },
-        refused = reach::every_server_refuses(servers) => Err(Error::Connect(refused)),
+        refused = reach::every_server_refuses(servers) => {
+            Err(Error::connect_caused_by(ConnectFailure::Unreachable, refused))
+        }
     }
 }

@@ -15,8 +15,21 @@ pub(crate) fn error(e: &Error) -> String {
             "ZooKeeper refused: not authorised by the node's ACL (another --auth identity's?)"
                 .to_owned()
         }
-        other => other.to_string(),
+        other => with_sources(other),
     }
+}
+
+/// `e` and the errors underneath it, outermost first, joined by colons (a
+/// connect failure's own sentence names what failed; its sources say why).
+fn with_sources(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(source) = next {
+        text.push_str(": ");
+        text.push_str(&source.to_string());
+        next = source.source();
+    }
+    text
 }
 
 /// `e` as one sentence naming `path`, where the error does not already (an

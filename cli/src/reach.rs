@@ -4,6 +4,7 @@
 //! the connect fails, what each server did.
 
 use crate::usage::Server;
+use lock_zookeeper_client::Cause;
 use std::time::Duration;
 use tokio::net::TcpStream;
 
@@ -80,7 +81,7 @@ async fn probe_all(servers: &[Server]) -> Vec<Reach> {
 /// Resolves, with a description, once every server has refused (or failed to
 /// resolve) [`REFUSED_ROUNDS`] times in a row, the first round after
 /// [`FIRST_PROBE_AFTER`]; never if one accepts.
-pub(crate) async fn every_server_refuses(servers: &[Server]) -> String {
+pub(crate) async fn every_server_refuses(servers: &[Server]) -> Reachability {
     tokio::time::sleep(FIRST_PROBE_AFTER).await;
     let mut rounds = 0;
     loop {
@@ -94,22 +95,56 @@ pub(crate) async fn every_server_refuses(servers: &[Server]) -> String {
             0
         };
         if rounds >= REFUSED_ROUNDS {
-            return describe(servers, &reaches);
+            return Reachability::new(servers, reaches, None);
         }
         tokio::time::sleep(ROUND_PAUSE).await;
     }
 }
 
-/// What each server does now, after the client failed with `why`.
-pub(crate) async fn explain(servers: &[Server], why: &str) -> String {
+/// What each server does now, after the client failed (with `client`, the
+/// error underneath its failure, if any).
+pub(crate) async fn explain(servers: &[Server], client: Option<Cause>) -> Reachability {
     let reaches = probe_all(servers).await;
-    format!("{} (the client said: {why})", describe(servers, &reaches))
+    Reachability::new(servers, reaches, client)
 }
 
-fn describe(servers: &[Server], reaches: &[Reach]) -> String {
+/// What each server's port did, as an error: the source of a failed connect
+/// (whose own source is the client's error, if any).
+#[derive(Debug)]
+pub(crate) struct Reachability {
+    /// Each server (as given) and what its port did.
+    servers: Vec<(String, Reach)>,
+    /// The error underneath the client's failure.
+    client: Option<Cause>,
+}
+
+impl Reachability {
+    fn new(servers: &[Server], reaches: Vec<Reach>, client: Option<Cause>) -> Reachability {
+        let servers = servers
+            .iter()
+            .map(|s| s.text.clone())
+            .zip(reaches)
+            .collect();
+        Reachability { servers, client }
+    }
+}
+
+impl std::fmt::Display for Reachability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&describe(&self.servers))
+    }
+}
+
+impl std::error::Error for Reachability {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        let client: &(dyn std::error::Error + Send + Sync + 'static) = self.client.as_deref()?;
+        Some(client)
+    }
+}
+
+fn describe(servers: &[(String, Reach)]) -> String {
     servers
         .iter()
-        .zip(reaches)
         .map(|(server, reach)| {
             let what = match reach {
                 Reach::Accepted => "accepts TCP connections but gave no ZooKeeper session \
@@ -120,7 +155,7 @@ fn describe(servers: &[Server], reaches: &[Reach]) -> String {
                 Reach::Unknown(e) => format!("cannot resolve the host: {e}"),
                 Reach::Failed(e) => e.clone(),
             };
-            format!("{}: {what}", server.text)
+            format!("{server}: {what}")
         })
         .collect::<Vec<_>>()
         .join("; ")

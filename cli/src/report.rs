@@ -13,8 +13,8 @@ pub(crate) fn say(message: impl std::fmt::Display) {
 /// The exit code for a failed lock-client call.
 pub(crate) fn error_code(e: &Error) -> u8 {
     match e {
-        Error::Usage(_) | Error::BadOption(_) => exit::USAGE,
-        Error::Connect(_) | Error::NoRuntime => exit::CONNECT,
+        Error::Usage(_) | Error::BadOption { .. } => exit::USAGE,
+        Error::Connect { .. } | Error::NoRuntime => exit::CONNECT,
         Error::Timeout | Error::WouldBlock | Error::Revoked => exit::BUSY,
         Error::Lost(_) => exit::LOST,
         // The command line asks for another count than the semaphore's.
@@ -42,7 +42,9 @@ mod tests {
     #[test]
     fn error_codes() {
         assert_eq!(error_code(&Error::Timeout), exit::BUSY);
-        assert_eq!(error_code(&Error::Connect("x".into())), exit::CONNECT);
+        let unreachable = Error::connect(lock_zookeeper_client::ConnectFailure::Unreachable);
+        assert_eq!(error_code(&unreachable), exit::CONNECT);
+        assert_eq!(error_code(&Error::bad_option("acl", "x")), exit::USAGE);
         assert_eq!(error_code(&Error::Closed), exit::FAILURE);
     }
 }

@@ -22,24 +22,47 @@ pub enum Error {
     /// semaphore of 0 permits, oversized participant data.
     #[error(transparent)]
     Usage(UsageError),
-    /// The binding's first connection to ZooKeeper failed (its client's error,
-    /// described).
-    #[error("cannot connect to ZooKeeper: {0}")]
-    Connect(String),
+    /// The binding's first connection to ZooKeeper failed: what failed, and the
+    /// error underneath (the binding client's, an I/O error) when there is one.
+    #[error("cannot connect to ZooKeeper: {failure}")]
+    Connect {
+        /// What failed.
+        failure: ConnectFailure,
+        /// The error underneath, if any.
+        #[source]
+        source: Option<Cause>,
+    },
     /// The server refused the connection's credentials (an auth scheme it has no
     /// provider for, failed SASL): the session is closed. Digest credentials are
     /// never refused at connect; wrong ones get [`ZkError::NoAuth`] on nodes whose
     /// ACL they do not match ([`Error::is_auth`]).
-    #[error("ZooKeeper refused the credentials: {0}")]
-    AuthFailed(String),
-    /// An invalid [`ConnectOptions`](crate::ConnectOptions) value, refused before
-    /// connecting (which option, and why).
-    #[error("invalid connection option: {0}")]
-    BadOption(String),
+    #[error("ZooKeeper refused the credentials")]
+    AuthFailed {
+        /// The binding client's refusal, if it gave one.
+        #[source]
+        source: Option<Cause>,
+    },
+    /// An invalid [`ConnectOptions`](crate::ConnectOptions) value (or a binding's
+    /// own setting), refused before connecting: which option, and why.
+    #[error("invalid connection option {option}: {reason}")]
+    BadOption {
+        /// The option (`acl`, `chroot`, `tls`, ...).
+        option: &'static str,
+        /// What is wrong with it.
+        reason: &'static str,
+        /// The error underneath (the path check, the TLS library's), if any.
+        #[source]
+        source: Option<Cause>,
+    },
     /// The binding's client library cannot do what the options ask (e.g. TLS on
     /// the blocking `zookeeper` crate); nothing was connected.
-    #[error("not supported by this binding: {0}")]
-    Unsupported(String),
+    #[error("this binding cannot do {option}: {reason}")]
+    Unsupported {
+        /// What was asked for (`TLS`, `SASL`).
+        option: &'static str,
+        /// Why not, and what does it.
+        reason: &'static str,
+    },
     /// The binding found no async runtime to run on (lock-zookeeper-client: enable
     /// one of the features `tokio`, `async-std`, `smol`, and connect from inside a
     /// tokio runtime or pass it a runtime).
@@ -86,7 +109,7 @@ pub enum Error {
     /// another writer queued between its two nodes: that writer waits for the
     /// owner's write, and the read would wait for that writer (failed at the first
     /// listing, its node removed).
-    #[error("owner {owner:?} already holds a {held} lock on {path} that this acquisition would wait for forever")]
+    #[error("owner \"{owner}\" already holds a {held} lock on {path} that this acquisition would wait for forever")]
     SelfDeadlock {
         /// The lock path.
         path: String,
@@ -137,7 +160,48 @@ impl Error {
     /// assert!(!Error::Timeout.is_auth());
     /// ```
     pub fn is_auth(&self) -> bool {
-        matches!(self, Error::AuthFailed(_) | Error::Zk(ZkError::NoAuth))
+        matches!(self, Error::AuthFailed { .. } | Error::Zk(ZkError::NoAuth))
+    }
+
+    /// A [`Error::Connect`] for `failure`, with no error underneath.
+    pub fn connect(failure: ConnectFailure) -> Error {
+        Error::Connect {
+            failure,
+            source: None,
+        }
+    }
+
+    /// A [`Error::Connect`] for `failure`, caused by `source`.
+    pub fn connect_caused_by(
+        failure: ConnectFailure,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
+        Error::Connect {
+            failure,
+            source: Some(Cause::new(source)),
+        }
+    }
+
+    /// A [`Error::BadOption`]: `option` is invalid for `reason`.
+    pub fn bad_option(option: &'static str, reason: &'static str) -> Error {
+        Error::BadOption {
+            option,
+            reason,
+            source: None,
+        }
+    }
+
+    /// A [`Error::BadOption`]: `option` is invalid for `reason`, as `source` found.
+    pub fn bad_option_caused_by(
+        option: &'static str,
+        reason: &'static str,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
+        Error::BadOption {
+            option,
+            reason,
+            source: Some(Cause::new(source)),
+        }
     }
 
     /// Whether this is an invalid lock path.
@@ -145,6 +209,104 @@ impl Error {
         matches!(self, Error::Usage(UsageError::InvalidPath { .. }))
     }
 }
+
+/// What failed when connecting ([`Error::Connect`]); the error underneath, if
+/// any, is the [`Error::Connect`]'s source.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectFailure {
+    /// The connect string names no host.
+    #[error("the connect string \"{connect_string}\" names no host")]
+    NoHost {
+        /// The connect string.
+        connect_string: String,
+    },
+    /// The chroot at the end of the connect string is not a valid path (the
+    /// source says why).
+    #[error("the chroot of the connect string \"{connect_string}\" is not a valid path")]
+    BadChroot {
+        /// The connect string.
+        connect_string: String,
+    },
+    /// A host of the connect string does not resolve to an address.
+    #[error("the host \"{host}\" does not resolve")]
+    Unresolved {
+        /// The host, as given (`host:port`).
+        host: String,
+    },
+    /// The binding's ZooKeeper client failed to open a session (its error is the
+    /// source).
+    #[error("the ZooKeeper client failed to open a session")]
+    Client,
+    /// No session within the connect timeout (the source, if any, says how far
+    /// the attempts got).
+    #[error("no session within the connect timeout of {} ms", connect_timeout.as_millis())]
+    NoSession {
+        /// The connect timeout.
+        connect_timeout: std::time::Duration,
+    },
+    /// Every server refused or ignored the connection before the client gave up
+    /// (the source, if any, says what each did).
+    #[error("no server can be reached")]
+    Unreachable,
+    /// The binding could not start the thread or task that drives the session
+    /// (the source says why).
+    #[error("the binding could not start its driver")]
+    DriverStart,
+    /// The binding's driver stopped before a session was established.
+    #[error("the binding's driver stopped before a session was established")]
+    DriverStopped,
+    /// The session's marker node could not be created (the source is
+    /// ZooKeeper's answer).
+    #[error("the session marker under {prefix} could not be created")]
+    SessionMarker {
+        /// The marker's path prefix.
+        prefix: String,
+    },
+}
+
+/// The error underneath an [`Error`]: a binding client's, an I/O error, a core
+/// [`UsageError`]. Shared, so that [`Error`] stays `Clone`; it dereferences to
+/// the error itself (`cause.downcast_ref::<T>()`), which is also what
+/// [`std::error::Error::source`] returns. Two causes are equal when their
+/// messages are (the errors underneath have no common equality).
+#[derive(Clone)]
+pub struct Cause(std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>);
+
+impl Cause {
+    /// Wraps `error`.
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Cause {
+        Cause(std::sync::Arc::new(error))
+    }
+}
+
+impl std::ops::Deref for Cause {
+    type Target = dyn std::error::Error + Send + Sync + 'static;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
+impl std::fmt::Debug for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl PartialEq for Cause {
+    fn eq(&self, other: &Cause) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for Cause {}
 
 impl From<UsageError> for Error {
     fn from(e: UsageError) -> Self {
@@ -206,5 +368,35 @@ mod tests {
             }
         ));
         assert!(e.is_deadlock() && !Error::Timeout.is_deadlock());
+    }
+
+    #[test]
+    fn keeps_the_error_underneath() {
+        use std::error::Error as _;
+        let io = std::io::Error::other("no threads left");
+        let e = Error::connect_caused_by(ConnectFailure::DriverStart, io);
+        assert_eq!(
+            e.to_string(),
+            "cannot connect to ZooKeeper: the binding could not start its driver"
+        );
+        let source = e.source().expect("the io error is kept");
+        assert_eq!(source.to_string(), "no threads left");
+        let io = source.downcast_ref::<std::io::Error>().expect("typed");
+        assert_eq!(io.kind(), std::io::ErrorKind::Other);
+        assert_eq!(e.clone(), e);
+        assert_ne!(e, Error::connect(ConnectFailure::DriverStart));
+
+        let path = lock_core::validate_lock_path("x").unwrap_err();
+        let e = Error::bad_option_caused_by("chroot", "not a valid path", path.clone());
+        assert!(matches!(
+            e,
+            Error::BadOption {
+                option: "chroot",
+                ..
+            }
+        ));
+        let source = e.source().and_then(|s| s.downcast_ref::<UsageError>());
+        assert_eq!(source, Some(&path));
+        assert!(Error::AuthFailed { source: None }.is_auth());
     }
 }

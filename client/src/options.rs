@@ -262,13 +262,18 @@ impl ConnectOptions {
     pub fn validate(&self) -> Result<(), Error> {
         for auth in &self.auth {
             if auth.scheme.is_empty() {
-                return Err(bad("auth: empty scheme"));
+                return Err(Error::bad_option("auth", "empty scheme"));
             }
             if auth.scheme == "digest" {
                 let text = std::str::from_utf8(&auth.credentials).unwrap_or("");
                 match text.split_once(':') {
                     Some((user, _)) if !user.is_empty() => {}
-                    _ => return Err(bad("digest auth: credentials must be user:password")),
+                    _ => {
+                        return Err(Error::bad_option(
+                            "digest auth",
+                            "the credentials must be user:password",
+                        ))
+                    }
                 }
             }
         }
@@ -278,29 +283,33 @@ impl ConnectOptions {
             .iter()
             .any(|e| e.scheme == "auth" && e.id.is_empty());
         if creator && self.auth.is_empty() && self.sasl.is_none() {
-            return Err(bad(
-                "acl: a creator ACL needs credentials (digest_auth or sasl) to name the creator",
+            return Err(Error::bad_option(
+                "acl",
+                "a creator ACL needs credentials (digest_auth or sasl) to name the creator",
             ));
         }
         if let NodeAcl::Custom(entries) = &self.acl {
             if entries.is_empty() {
-                return Err(bad("acl: a custom ACL needs at least one entry"));
+                return Err(Error::bad_option(
+                    "acl",
+                    "a custom ACL needs at least one entry",
+                ));
             }
         }
         if let Some(chroot) = &self.chroot {
             if chroot != "/" {
                 lock_core::validate_lock_path(chroot)
-                    .map_err(|e| bad(&format!("chroot {chroot:?}: {e}")))?;
+                    .map_err(|e| Error::bad_option_caused_by("chroot", "not a valid path", e))?;
             }
         }
         if self.sasl.as_ref().is_some_and(|s| s.user.is_empty()) {
-            return Err(bad("sasl: empty user"));
+            return Err(Error::bad_option("sasl", "empty user"));
         }
         if self.session_timeout == Some(Duration::ZERO) {
-            return Err(bad("session timeout: must be positive"));
+            return Err(Error::bad_option("session timeout", "must be positive"));
         }
         if self.connect_timeout == Some(Duration::ZERO) {
-            return Err(bad("connect timeout: must be positive"));
+            return Err(Error::bad_option("connect timeout", "must be positive"));
         }
         Ok(())
     }
@@ -322,8 +331,9 @@ impl ConnectOptions {
         self.validate()?;
         match self.chroot.as_deref() {
             None | Some("/") => Ok(cluster.to_owned()),
-            Some(_) if cluster.contains('/') => Err(bad(
-                "chroot: given both in the connect string and as an option",
+            Some(_) if cluster.contains('/') => Err(Error::bad_option(
+                "chroot",
+                "given both in the connect string and as an option",
             )),
             Some(chroot) => Ok(format!("{cluster}{chroot}")),
         }
@@ -348,10 +358,6 @@ pub fn random_seed() -> u64 {
     hasher.write_u128(wall.map(|d| d.as_nanos()).unwrap_or_default());
     hasher.write_u32(std::process::id());
     hasher.finish()
-}
-
-fn bad(what: &str) -> Error {
-    Error::BadOption(what.to_owned())
 }
 
 /// Credentials of one ZooKeeper auth scheme (`addauth scheme credentials`).
@@ -533,7 +539,7 @@ mod tests {
     #[test]
     fn refuses_bad_options() {
         let err = |o: ConnectOptions| match o.validate() {
-            Err(Error::BadOption(what)) => what,
+            Err(Error::BadOption { option, reason, .. }) => format!("{option}: {reason}"),
             other => panic!("expected BadOption, got {other:?}"),
         };
         assert!(

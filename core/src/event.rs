@@ -180,7 +180,7 @@ impl std::fmt::Display for FailReason {
             ),
             FailReason::SelfDeadlock { path, owner, held } => write!(
                 f,
-                "owner {owner:?} already holds a {held} lock on {path} and would wait for itself"
+                "owner \"{owner}\" already holds a {held} lock on {path} and would wait for itself"
             ),
         }
     }
@@ -278,7 +278,7 @@ impl LockEvent {
 #[non_exhaustive]
 pub enum UsageError {
     /// The lock path is not a valid ZooKeeper path for a lock.
-    #[error("invalid lock path {path:?}: {reason}")]
+    #[error("invalid lock path \"{path}\": {reason}")]
     InvalidPath {
         /// The path given.
         path: String,
@@ -306,7 +306,7 @@ pub enum UsageError {
     /// The owner already holds a node on this path that this acquisition would
     /// wait behind forever: a read lock upgraded to write, or a mutex re-entered.
     /// Release the held lock first (read locks cannot be upgraded, as in Curator).
-    #[error("owner {owner:?} already holds a {held} lock on {path} that this acquisition would wait for forever")]
+    #[error("owner \"{owner}\" already holds a {held} lock on {path} that this acquisition would wait for forever")]
     SelfDeadlock {
         /// The lock path.
         path: String,

@@ -2,7 +2,7 @@
 //! against the number of sessions, and the packets per second the leader and a
 //! follower receive.
 
-use crate::coord::CaseResult;
+use crate::case::CaseResult;
 use plotters::prelude::*;
 use std::path::Path;
 

@@ -7,7 +7,8 @@
 //!
 //! * [`worker`]: one process of sessions (zklock's `LockClient` or the bare
 //!   zookeeper-client), driven over stdin/stdout.
-//! * [`coord`]: one case (N sessions, optionally a rolling restart), end to end.
+//! * [`coord`]: one case (N sessions, optionally a rolling restart), end to end;
+//!   its settings and results in [`case`], what it measures in [`measure`].
 //! * [`check`]: the overlap check and the latency figures.
 //! * [`report`], [`chart`]: BENCHMARKS.md's fleet section and its SVG.
 //!
@@ -17,14 +18,18 @@
 
 #![forbid(unsafe_code)]
 
+pub mod case;
 pub mod chart;
 pub mod check;
 pub mod coord;
+mod launch;
+pub mod measure;
 pub mod record;
 pub mod report;
 pub mod worker;
 
-pub use coord::{run_case, run_case_on, CaseConfig, CaseResult};
+pub use case::{CaseConfig, CaseResult};
+pub use coord::{run_case, run_case_on};
 
 /// CLOCK_MONOTONIC in nanoseconds: one clock for every process on the machine
 /// (and across network namespaces), so that the holds recorded by different

@@ -20,7 +20,9 @@
 
 #![forbid(unsafe_code)]
 
-use lock_fleet::coord::{loadavg, start_ensemble, thousands};
+use lock_fleet::case::thousands;
+use lock_fleet::coord::start_ensemble;
+use lock_fleet::measure::loadavg;
 use lock_fleet::{report, run_case, run_case_on, CaseConfig, CaseResult, Mode, WorkerSpec};
 use std::fmt::Write as _;
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! The text of a case, and BENCHMARKS.md's fleet section.
 
+use crate::case::{thousands, CaseResult};
 use crate::check::Spread;
-use crate::coord::{thousands, CaseResult};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;

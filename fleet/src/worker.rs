@@ -16,7 +16,7 @@
 use crate::record::{Fault, Hold, Record};
 use crate::{now_ns, Mode, WorkerSpec};
 use futures::StreamExt;
-use lock_zookeeper_client::{Connect, Error, LockClient, LockEvent, LostReason, Runtime};
+use lock_zookeeper_client::{Connect, Error, LockClient, LockEvent, LostReason, TokioRuntime};
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -154,7 +154,7 @@ fn write_records(path: &str, records: &[Record]) {
 /// is reported on stderr and left out.
 async fn connect_all(spec: &WorkerSpec) -> Vec<Option<Session>> {
     let timeout = Duration::from_millis(spec.session_timeout_ms);
-    let handle = Runtime::Tokio(tokio::runtime::Handle::current());
+    let handle = TokioRuntime(tokio::runtime::Handle::current());
     let connects = (0..spec.count).map(|i| {
         let handle = handle.clone();
         async move {

@@ -91,9 +91,16 @@ struct ReadmeDoctests;
 
 pub use lock_client::*;
 
+#[cfg(feature = "async-std")]
+pub use lock_zookeeper_client::AsyncStdRuntime;
+#[cfg(feature = "smol")]
+pub use lock_zookeeper_client::SmolRuntime;
+#[cfg(feature = "tokio")]
+pub use lock_zookeeper_client::TokioRuntime;
 #[cfg(any(feature = "tokio", feature = "async-std", feature = "smol"))]
 pub use lock_zookeeper_client::{
-    builder, connect, zookeeper_client, Builder, Connect, Runtime, DEFAULT_SESSION_TIMEOUT,
+    builder, connect, default_runtime, zookeeper_client, BoxedFuture, Builder, Connect, Runtime,
+    DEFAULT_SESSION_TIMEOUT,
 };
 
 /// The blocking binding: a [`LockClient`] over the `zookeeper` crate.

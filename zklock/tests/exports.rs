@@ -47,6 +47,8 @@ imported_through_each!(
     ElectionEvent,
     ElectionObserver,
     Leadership,
+    Cause,
+    ConnectFailure,
     Cycle,
     Error,
     LockGuard,

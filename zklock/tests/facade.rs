@@ -30,7 +30,7 @@ fn the_blocking_binding_refuses_an_unreachable_server_with_a_typed_error() {
         .connect_timeout(Duration::from_millis(300))
         .connect();
     assert!(
-        matches!(result, Err(zklock::Error::Connect(_))),
+        matches!(result, Err(zklock::Error::Connect { .. })),
         "{result:?}"
     );
 }
@@ -45,7 +45,10 @@ fn the_blocking_binding_refuses_bad_and_unsupported_options() {
         .options(creator_without_credentials)
         .connect();
     assert!(
-        matches!(blocking, Err(zklock::Error::BadOption(_))),
+        matches!(
+            blocking,
+            Err(zklock::Error::BadOption { option: "acl", .. })
+        ),
         "{blocking:?}"
     );
     let tls = zklock::ConnectOptions::new().tls(zklock::Tls::new("CA"));
@@ -53,7 +56,10 @@ fn the_blocking_binding_refuses_bad_and_unsupported_options() {
         .options(tls)
         .connect();
     assert!(
-        matches!(blocking, Err(zklock::Error::Unsupported(_))),
+        matches!(
+            blocking,
+            Err(zklock::Error::Unsupported { option: "TLS", .. })
+        ),
         "{blocking:?}"
     );
 }

@@ -21,7 +21,7 @@ mod common;
 
 use common::{env_or, packets, start_server, wait_quiet, wait_watches, watch_count, Sniffer};
 use lock_testkit::ZkServer;
-use lock_zookeeper_client::{Connect, LockClient, Runtime};
+use lock_zookeeper_client::{Connect, LockClient, TokioRuntime};
 use std::time::{Duration, Instant};
 
 fn main() {
@@ -43,7 +43,7 @@ fn main() {
         "sessions", "waiters", "drain", "req/acquisition", "pkts/acquisition", "wake-ups/release"
     );
     for (round, &s) in sessions.iter().enumerate() {
-        let runtime = Runtime::Tokio(rt.handle().clone());
+        let runtime = TokioRuntime(rt.handle().clone());
         let path = format!("/bench/drain-{round}");
         let r = rt.block_on(drain(runtime, &server, &path, s, waiters));
         println!(
@@ -60,7 +60,13 @@ struct Drain {
     wakeups: f64,
 }
 
-async fn drain(rt: Runtime, server: &ZkServer, path: &str, sessions: usize, n: usize) -> Drain {
+async fn drain(
+    rt: TokioRuntime,
+    server: &ZkServer,
+    path: &str,
+    sessions: usize,
+    n: usize,
+) -> Drain {
     // DRAIN_TRACE=1: through a frame-decoding proxy that prints the window's
     // requests by operation and the server's packets by kind.
     let sniffer = std::env::var_os("DRAIN_TRACE").map(|_| Sniffer::start(server.addr()));

@@ -10,7 +10,7 @@
 //! Every session takes and releases one lock first, so it is idle, not new.
 
 use lock_testkit::ZkEnsemble;
-use lock_zookeeper_client::Runtime;
+use lock_zookeeper_client::TokioRuntime;
 use std::time::{Duration, Instant};
 
 fn arg(n: usize, default: u64) -> u64 {
@@ -46,7 +46,7 @@ fn main() {
                 .block_on(
                     lock_zookeeper_client::builder(&server.connect_string())
                         .session_timeout(timeout)
-                        .runtime(Runtime::Tokio(rt.handle().clone()))
+                        .runtime(TokioRuntime(rt.handle().clone()))
                         .connect(),
                 )
                 .expect("connect");

@@ -3,9 +3,10 @@
 use crate::dial::Dial;
 pub use crate::dial::DEFAULT_SESSION_TIMEOUT;
 use crate::driver::Driver;
-use crate::runtime::Runtime;
+use crate::runtime::{default_runtime, in_runtime, Runtime};
 use lock_client::{ConnectOptions, Error, LockClient};
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Settings for a [`LockClient`] on zookeeper-client; finish with
@@ -47,7 +48,7 @@ use std::time::Duration;
 pub struct Builder {
     cluster: String,
     options: ConnectOptions,
-    runtime: Option<Runtime>,
+    runtime: Option<Arc<dyn Runtime>>,
     shared: Option<zookeeper_client::Client>,
 }
 
@@ -136,9 +137,11 @@ impl Builder {
     }
 
     /// Runs the driver and zookeeper-client's session task on `runtime` (default:
-    /// [`Runtime::current`]).
-    pub fn runtime(mut self, runtime: Runtime) -> Self {
-        self.runtime = Some(runtime);
+    /// [`default_runtime`](crate::default_runtime)): a shipped one
+    /// (`TokioRuntime`, `AsyncStdRuntime`, `SmolRuntime`) or the application's own
+    /// [`Runtime`].
+    pub fn runtime(mut self, runtime: impl Runtime) -> Self {
+        self.runtime = Some(Arc::new(runtime));
         self
     }
 
@@ -198,7 +201,7 @@ impl Builder {
     pub async fn connect(self) -> Result<LockClient, Error> {
         let runtime = self
             .runtime
-            .or_else(Runtime::current)
+            .or_else(default_runtime)
             .ok_or(Error::NoRuntime)?;
         let dial = Dial::new(&self.cluster, &self.options)?;
         let shared = self.shared.is_some();
@@ -213,7 +216,9 @@ impl Builder {
         link.apply_options(&self.options);
         let (nodelay_ready, nodelay) = futures::channel::oneshot::channel();
         let driver = Driver::new(runtime.clone(), dial, client, shared, link, nodelay_ready);
-        runtime.spawn(driver.run());
+        // Scoped: whatever zookeeper-client spawns from the driver's calls goes to
+        // the same runtime.
+        runtime.spawn(Box::pin(in_runtime(&runtime, driver.run())));
         // The first requests must not meet Nagle's algorithm either: return once
         // the connection has TCP_NODELAY (or could not get it; see the driver's
         // `set_nodelay`).

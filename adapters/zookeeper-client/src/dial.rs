@@ -2,9 +2,9 @@
 //! sessions (the first, and each one after an expiry) with the same connect string,
 //! credentials and TLS, and carries the ACL of every node the driver creates.
 
-use crate::runtime::Runtime;
+use crate::runtime::{in_runtime, Runtime};
 use futures::FutureExt;
-use lock_client::{ConnectOptions, Error, NodeAcl, Perms};
+use lock_client::{ConnectFailure, ConnectOptions, Error, NodeAcl, Perms};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zookeeper_client::{Acl, AuthId, Client, Connector, Permission};
@@ -60,15 +60,15 @@ impl Dial {
 
     /// Opens the first session: one attempt (zookeeper-client's, about the session
     /// timeout long), or attempts until the connect timeout when one is given.
-    pub(crate) async fn first_session(&self, runtime: &Runtime) -> Result<Client, Error> {
+    pub(crate) async fn first_session(&self, runtime: &Arc<dyn Runtime>) -> Result<Client, Error> {
         let Some(timeout) = self.connect_timeout else {
-            let attempt = runtime.scope(self.clone().connect()).await;
+            let attempt = in_runtime(runtime, self.clone().connect()).await;
             return attempt.map_err(connect_error);
         };
         let deadline = Instant::now() + timeout;
         let attempts = async {
             loop {
-                match runtime.scope(self.clone().connect()).await {
+                match in_runtime(runtime, self.clone().connect()).await {
                     // Not refused for good (as credentials and arguments are): again.
                     Err(e)
                         if !matches!(e, zookeeper_client::Error::AuthFailed)
@@ -83,8 +83,9 @@ impl Dial {
             }
         };
         let expired = runtime.sleep_until(deadline).map(|()| {
-            let message = format!("no session within the connect timeout ({timeout:?})");
-            Err(Error::Connect(message))
+            Err(Error::connect(ConnectFailure::NoSession {
+                connect_timeout: timeout,
+            }))
         });
         futures::pin_mut!(attempts);
         let first = futures::future::select(attempts, expired).await;
@@ -104,24 +105,26 @@ impl Dial {
 
 #[cfg(feature = "tls")]
 fn with_tls(connector: Connector, tls: &lock_client::Tls) -> Result<Connector, Error> {
-    let bad =
-        |what: &str, e: zookeeper_client::Error| Error::BadOption(format!("tls: {what}: {e}"));
+    let bad = |reason: &'static str, e: zookeeper_client::Error| {
+        Error::bad_option_caused_by("tls", reason, e)
+    };
     let mut options = zookeeper_client::TlsOptions::new()
         .with_pem_ca(tls.ca_pem())
-        .map_err(|e| bad("CA certificates", e))?;
+        .map_err(|e| bad("the CA certificates cannot be read", e))?;
     if let Some((cert, key)) = tls.identity_pem() {
         options = options
             .with_pem_identity(cert, key)
-            .map_err(|e| bad("client certificate or key", e))?;
+            .map_err(|e| bad("the client certificate or key cannot be read", e))?;
     }
     Ok(connector.with_tls(options))
 }
 
 #[cfg(not(feature = "tls"))]
 fn with_tls(_: Connector, _: &lock_client::Tls) -> Result<Connector, Error> {
-    Err(Error::Unsupported(
-        "TLS needs lock-zookeeper-client's `tls` feature (zklock's `tls`)".into(),
-    ))
+    Err(Error::Unsupported {
+        option: "TLS",
+        reason: "it needs lock-zookeeper-client's `tls` feature (zklock's `tls`)",
+    })
 }
 
 #[cfg(feature = "sasl")]
@@ -133,18 +136,19 @@ fn with_sasl(connector: Connector, sasl: &lock_client::SaslDigest) -> Result<Con
 
 #[cfg(not(feature = "sasl"))]
 fn with_sasl(_: Connector, _: &lock_client::SaslDigest) -> Result<Connector, Error> {
-    Err(Error::Unsupported(
-        "SASL needs lock-zookeeper-client's `sasl` feature (zklock's `sasl`)".into(),
-    ))
+    Err(Error::Unsupported {
+        option: "SASL",
+        reason: "it needs lock-zookeeper-client's `sasl` feature (zklock's `sasl`)",
+    })
 }
 
 /// zookeeper-client's error from a failed first connect, typed.
 fn connect_error(e: zookeeper_client::Error) -> Error {
     match e {
-        zookeeper_client::Error::AuthFailed => {
-            Error::AuthFailed("the server refused the session's credentials".into())
-        }
-        other => Error::Connect(other.to_string()),
+        zookeeper_client::Error::AuthFailed => Error::AuthFailed {
+            source: Some(lock_client::Cause::new(e)),
+        },
+        other => Error::connect_caused_by(ConnectFailure::Client, other),
     }
 }
 
@@ -190,14 +194,23 @@ mod tests {
         let refused = Dial::new("127.0.0.1:1", &options).unwrap_err();
         if cfg!(feature = "tls") {
             assert!(
-                matches!(refused, Error::BadOption(ref m) if m.contains("CA")),
+                matches!(refused, Error::BadOption { reason, .. } if reason.contains("CA")),
                 "{refused:?}"
             );
         } else {
-            assert!(matches!(refused, Error::Unsupported(_)), "{refused:?}");
+            assert!(
+                matches!(refused, Error::Unsupported { option: "TLS", .. }),
+                "{refused:?}"
+            );
         }
         let both = ConnectOptions::new().chroot("/a");
         let refused = Dial::new("127.0.0.1:1/b", &both).unwrap_err();
-        assert!(matches!(refused, Error::BadOption(_)));
+        assert!(matches!(
+            refused,
+            Error::BadOption {
+                option: "chroot",
+                ..
+            }
+        ));
     }
 }

@@ -30,7 +30,7 @@
 
 use crate::dial::Dial;
 use crate::glue::{self, Answer};
-use crate::runtime::Runtime;
+use crate::runtime::{in_runtime, Runtime};
 use futures::channel::oneshot;
 use futures::future::{abortable, AbortHandle, BoxFuture};
 use futures::stream::{BoxStream, FuturesUnordered};
@@ -68,7 +68,7 @@ enum Wake {
 const SERVER_CHECK_DELAY: Duration = Duration::from_millis(100);
 
 pub(crate) struct Driver {
-    runtime: Runtime,
+    runtime: Arc<dyn Runtime>,
     /// Opens the sessions after an expiry, with the first one's options.
     dial: Dial,
     link: Link,
@@ -95,7 +95,7 @@ pub(crate) struct Driver {
 
 impl Driver {
     pub(crate) fn new(
-        runtime: Runtime,
+        runtime: Arc<dyn Runtime>,
         dial: Dial,
         client: Client,
         shared: bool,
@@ -403,7 +403,7 @@ impl Driver {
     /// Opens a new session, at `at` (a pause after a failed attempt) or now.
     fn start_connect(&mut self, at: Option<Instant>) {
         let pause = at.map(|at| self.runtime.sleep_until(at));
-        let connect = self.runtime.scope(self.dial.clone().connect());
+        let connect = in_runtime(&self.runtime, self.dial.clone().connect());
         let connect = async move {
             if let Some(pause) = pause {
                 pause.await;

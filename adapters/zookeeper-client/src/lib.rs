@@ -139,10 +139,13 @@
 //!
 //! ## Runtimes
 //!
-//! Features `tokio` (default), `async-std`, `smol` select the runtimes the driver can
-//! run on (spawning and timers); each also enables the matching runtime feature of
-//! zookeeper-client. The runtime is picked by [`Runtime::current`] or given to
-//! [`Builder::runtime`]; zookeeper-client's own session task goes to the same one.
+//! The driver runs on a [`Runtime`]: spawning and timers, all zookeeper-client needs
+//! of one too (its sockets and timers are async-io's; its session task is spawned
+//! on the same runtime). Features `tokio` (default), `async-std`, `smol` ship
+//! `TokioRuntime`, `AsyncStdRuntime` and `SmolRuntime` (and enable the
+//! matching runtime feature of zookeeper-client); an application on another
+//! executor implements [`Runtime`] itself. The runtime is picked by
+//! [`default_runtime`] or given to [`Builder::runtime`].
 //!
 //! ## Detecting a silent network in time
 //!
@@ -158,12 +161,6 @@
 #![forbid(unsafe_code)]
 // docs.rs: each item labelled with the features it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
-// Without a runtime feature nothing can run (`connect` returns `Error::NoRuntime`), and
-// the compiler sees the rest as dead code.
-#![cfg_attr(
-    not(any(feature = "tokio", feature = "async-std", feature = "smol")),
-    allow(unused, unreachable_code)
-)]
 
 mod client;
 mod dial;
@@ -172,7 +169,13 @@ mod glue;
 mod runtime;
 
 pub use client::{builder, connect, Builder, Connect, DEFAULT_SESSION_TIMEOUT};
-pub use runtime::Runtime;
+#[cfg(feature = "async-std")]
+pub use runtime::AsyncStdRuntime;
+#[cfg(feature = "smol")]
+pub use runtime::SmolRuntime;
+#[cfg(feature = "tokio")]
+pub use runtime::TokioRuntime;
+pub use runtime::{default_runtime, BoxedFuture, Runtime};
 /// The zookeeper-client crate this binding is built on, for
 /// [`Builder::client`] (a `Client` of the same version).
 pub use zookeeper_client;

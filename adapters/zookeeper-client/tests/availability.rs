@@ -4,7 +4,7 @@
 //! tokio (the suite's threads use the blocking twins).
 
 use lock_conformance::availability::{self, Member};
-use lock_zookeeper_client::{LockClient, Runtime};
+use lock_zookeeper_client::{LockClient, TokioRuntime};
 use std::time::Duration;
 
 /// Connects on a runtime of its own (2 workers), kept alive with the client's
@@ -17,7 +17,7 @@ fn connect(cluster: &str, timeout: Duration) -> Result<LockClient, lock_zookeepe
             .build()
             .expect("tokio runtime"),
     ));
-    let runtime = Runtime::Tokio(rt.handle().clone());
+    let runtime = TokioRuntime(rt.handle().clone());
     rt.block_on(
         lock_zookeeper_client::builder(cluster)
             .session_timeout(timeout)

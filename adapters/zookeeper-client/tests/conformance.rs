@@ -9,14 +9,18 @@
 //! smol's global executors.
 
 use lock_conformance::{Style, ZkEnv};
-use lock_zookeeper_client::Runtime;
+use lock_zookeeper_client::{AsyncStdRuntime, Runtime, SmolRuntime, TokioRuntime};
 use std::time::Duration;
 
 /// create + getChildren (pipelined; create returns the Stat, so the listing
 /// grants), delete.
 const REQUESTS_PER_CYCLE: u64 = 3;
 
-fn builder(cluster: &str, timeout: Duration, runtime: Runtime) -> lock_zookeeper_client::Builder {
+fn builder(
+    cluster: &str,
+    timeout: Duration,
+    runtime: impl Runtime,
+) -> lock_zookeeper_client::Builder {
     lock_zookeeper_client::builder(cluster)
         .session_timeout(timeout)
         .runtime(runtime)
@@ -38,7 +42,7 @@ mod tokio {
             Style::Async,
             REQUESTS_PER_CYCLE,
             move |cluster, timeout| {
-                let runtime = Runtime::Tokio(rt.handle().clone());
+                let runtime = TokioRuntime(rt.handle().clone());
                 rt.block_on(builder(cluster, timeout, runtime).connect())
             },
         )
@@ -57,7 +61,7 @@ mod async_std {
             Style::Async,
             REQUESTS_PER_CYCLE,
             |cluster, timeout| {
-                ::async_std::task::block_on(builder(cluster, timeout, Runtime::AsyncStd).connect())
+                ::async_std::task::block_on(builder(cluster, timeout, AsyncStdRuntime).connect())
             },
         )
     }
@@ -74,7 +78,7 @@ mod smol {
             name,
             Style::Async,
             REQUESTS_PER_CYCLE,
-            |cluster, timeout| ::smol::block_on(builder(cluster, timeout, Runtime::Smol).connect()),
+            |cluster, timeout| ::smol::block_on(builder(cluster, timeout, SmolRuntime).connect()),
         )
     }
 

@@ -3,10 +3,11 @@
 
 mod common;
 
+use crate::common::Runtime;
 use common::{connect, server, spawn, unique_path, Observer};
 use lock_testkit::FaultProxy;
 use lock_testkit::{Direction, HoldProxy};
-use lock_zookeeper_client::{Connect, LockClient, LockEvent, LockStatus, LostReason, Runtime};
+use lock_zookeeper_client::{Connect, LockClient, LockEvent, LockStatus, LostReason};
 use std::time::{Duration, Instant};
 use zookeeper_client::{Acls, CreateMode};
 

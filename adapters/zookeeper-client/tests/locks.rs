@@ -497,6 +497,10 @@ rt_tests! {
             .runtime(rt.clone())
             .connect()
             .await;
-        assert!(matches!(result, Err(Error::Connect(_))), "{result:?}");
+        // One attempt (no connect timeout): the client's own error is kept.
+        let Err(Error::Connect { failure: lock_zookeeper_client::ConnectFailure::Client, source: Some(source) }) = &result else {
+            panic!("expected the client's connect failure, got {result:?}");
+        };
+        assert!(source.downcast_ref::<zookeeper_client::Error>().is_some(), "{source:?}");
     }
 }

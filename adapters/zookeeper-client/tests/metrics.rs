@@ -5,9 +5,10 @@
 
 mod common;
 
+use crate::common::Runtime;
 use common::{server, Observer};
 use lock_testkit::{FaultProxy, RecordedMetrics};
-use lock_zookeeper_client::{Connect, ConnectOptions, LockClient, LockEvent, LostReason, Runtime};
+use lock_zookeeper_client::{Connect, ConnectOptions, LockClient, LockEvent, LostReason};
 use std::time::Duration;
 
 const SESSION: Duration = Duration::from_secs(10);

@@ -30,9 +30,10 @@
 
 mod common;
 
+use crate::common::Runtime;
 use common::{connect, server, spawn, unique_path, Observer};
 use lock_testkit::FaultProxy;
-use lock_zookeeper_client::{LockClient, Runtime};
+use lock_zookeeper_client::LockClient;
 use std::time::{Duration, Instant};
 
 /// The fastest of several trials, in round trips: load on the machine only ever

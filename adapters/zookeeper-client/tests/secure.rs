@@ -236,16 +236,36 @@ fn bad_options_and_refused_credentials_are_typed_errors() {
     run(async {
         // Checked before connecting.
         let creator_without_auth = connect(ConnectOptions::new().acl(NodeAcl::CreatorAll)).await;
-        assert!(matches!(creator_without_auth, Err(Error::BadOption(_))));
+        assert!(matches!(
+            creator_without_auth,
+            Err(Error::BadOption { option: "acl", .. })
+        ));
         let malformed =
             connect(ConnectOptions::new().auth(Auth::new("digest", b"nocolon".to_vec()))).await;
-        assert!(matches!(malformed, Err(Error::BadOption(_))));
+        assert!(matches!(
+            malformed,
+            Err(Error::BadOption {
+                option: "digest auth",
+                ..
+            })
+        ));
         let bad_pem = connect(ConnectOptions::new().tls(Tls::new("not a certificate"))).await;
-        assert!(matches!(bad_pem, Err(Error::BadOption(_))), "{bad_pem:?}");
+        assert!(
+            matches!(&bad_pem, Err(Error::BadOption { option: "tls", source: Some(why), .. })
+                if why.downcast_ref::<zookeeper_client::Error>().is_some()),
+            "{bad_pem:?}"
+        );
         // A scheme the server has no provider for: it refuses, and closes.
         let unknown = connect(ConnectOptions::new().auth(Auth::new("kerberos-ish", b"x".to_vec())));
         match unknown.await {
-            Err(e @ Error::AuthFailed(_)) => assert!(e.is_auth()),
+            Err(e @ Error::AuthFailed { .. }) => {
+                assert!(e.is_auth());
+                let source = std::error::Error::source(&e).expect("the client's refusal");
+                assert!(matches!(
+                    source.downcast_ref::<zookeeper_client::Error>(),
+                    Some(zookeeper_client::Error::AuthFailed)
+                ));
+            }
             other => panic!("expected AuthFailed, got {other:?}"),
         }
     });
@@ -307,7 +327,13 @@ fn chroot_puts_every_node_under_it() {
             .options(ConnectOptions::new().chroot("/y"))
             .connect()
             .await;
-        assert!(matches!(both, Err(Error::BadOption(_))));
+        assert!(matches!(
+            both,
+            Err(Error::BadOption {
+                option: "chroot",
+                ..
+            })
+        ));
         by_option.close().await;
         by_string.close().await;
     });
@@ -331,7 +357,16 @@ fn timeouts_are_passed_through() {
             .options(ConnectOptions::new().connect_timeout(Duration::from_secs(1)))
             .connect()
             .await;
-        assert!(matches!(refused, Err(Error::Connect(_))), "{refused:?}");
+        assert!(
+            matches!(
+                refused,
+                Err(Error::Connect {
+                    failure: lock_zookeeper_client::ConnectFailure::NoSession { connect_timeout },
+                    ..
+                }) if connect_timeout == Duration::from_secs(1)
+            ),
+            "{refused:?}"
+        );
     });
 }
 
@@ -374,7 +409,10 @@ fn tls_with_a_client_certificate_locks_and_unlocks() {
             )
             .connect()
             .await;
-        assert!(matches!(untrusted, Err(Error::Connect(_))), "{untrusted:?}");
+        assert!(
+            matches!(untrusted, Err(Error::Connect { .. })),
+            "{untrusted:?}"
+        );
     });
 }
 
@@ -440,7 +478,14 @@ fn sasl_digest_md5_user_locks_and_a_wrong_password_is_refused() {
         )
         .await;
         match wrong {
-            Err(e @ Error::AuthFailed(_)) => assert!(e.is_auth()),
+            Err(e @ Error::AuthFailed { .. }) => {
+                assert!(e.is_auth());
+                let source = std::error::Error::source(&e).expect("the client's refusal");
+                assert!(matches!(
+                    source.downcast_ref::<zookeeper_client::Error>(),
+                    Some(zookeeper_client::Error::AuthFailed)
+                ));
+            }
             other => panic!("expected AuthFailed, got {other:?}"),
         }
     });

@@ -3,7 +3,7 @@
 
 use crate::driver::{Counters, Diagnostics, Driver, Settings};
 use crate::wire;
-use lock_client::{ConnectOptions, Error, LockClient};
+use lock_client::{ConnectFailure, ConnectOptions, Error, LockClient};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
@@ -120,20 +120,23 @@ impl Builder {
     /// created.
     pub fn connect(self) -> Result<LockClient, Error> {
         if self.options.tls_option().is_some() {
-            return Err(Error::Unsupported(
-                "TLS: the zookeeper crate (0.8) has no TLS; use lock-zookeeper-client".into(),
-            ));
+            return Err(Error::Unsupported {
+                option: "TLS",
+                reason: "the zookeeper crate (0.8) has no TLS; use lock-zookeeper-client",
+            });
         }
         if self.options.sasl_option().is_some() {
-            return Err(Error::Unsupported(
-                "SASL: the zookeeper crate (0.8) has no SASL; use lock-zookeeper-client".into(),
-            ));
+            return Err(Error::Unsupported {
+                option: "SASL",
+                reason: "the zookeeper crate (0.8) has no SASL; use lock-zookeeper-client",
+            });
         }
         let cluster = self.options.connect_string(&self.cluster)?;
         let (hosts, chroot) = parse_cluster(&cluster)?;
         let session_timeout = self.options.requested_session_timeout();
-        lock_core::validate_lock_path(&format!("{}x", self.marker))
-            .map_err(|e| Error::Connect(format!("bad session marker prefix: {e}")))?;
+        lock_core::validate_lock_path(&format!("{}x", self.marker)).map_err(|e| {
+            Error::bad_option_caused_by("session marker prefix", "not a valid path prefix", e)
+        })?;
         let seed = lock_client::random_seed();
         // Timed by the timeout asked for until the server grants one: the driver
         // then reconfigures the core, before `connect` returns (driver/liveness.rs,
@@ -162,11 +165,11 @@ impl Builder {
         std::thread::Builder::new()
             .name("lock-zookeeper-driver".into())
             .spawn(move || driver.run())
-            .map_err(|e| Error::Connect(format!("cannot start the driver thread: {e}")))?;
+            .map_err(|e| Error::connect_caused_by(ConnectFailure::DriverStart, e))?;
         match ready_rx.recv() {
             Ok(Ok(())) => Ok(locks),
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(Error::Connect("the driver stopped".into())),
+            Err(_) => Err(Error::connect(ConnectFailure::DriverStopped)),
         }
     }
 }
@@ -260,8 +263,12 @@ fn parse_cluster(cluster: &str) -> Result<(Vec<String>, String), Error> {
     };
     let chroot = if chroot == "/" { "" } else { chroot };
     if !chroot.is_empty() {
-        lock_core::validate_lock_path(chroot)
-            .map_err(|e| Error::Connect(format!("bad chroot in {cluster:?}: {e}")))?;
+        lock_core::validate_lock_path(chroot).map_err(|e| {
+            let failure = ConnectFailure::BadChroot {
+                connect_string: cluster.to_owned(),
+            };
+            Error::connect_caused_by(failure, e)
+        })?;
     }
     let hosts: Vec<String> = hosts
         .split(',')
@@ -270,13 +277,17 @@ fn parse_cluster(cluster: &str) -> Result<(Vec<String>, String), Error> {
         .map(str::to_owned)
         .collect();
     if hosts.is_empty() {
-        return Err(Error::Connect(format!("no host in {cluster:?}")));
+        return Err(Error::connect(ConnectFailure::NoHost {
+            connect_string: cluster.to_owned(),
+        }));
     }
     for host in &hosts {
         use std::net::ToSocketAddrs;
-        let resolves = host.to_socket_addrs().map(|mut a| a.next().is_some());
-        if !matches!(resolves, Ok(true)) {
-            return Err(Error::Connect(format!("cannot resolve {host:?}")));
+        let unresolved = ConnectFailure::Unresolved { host: host.clone() };
+        match host.to_socket_addrs().map(|mut a| a.next().is_some()) {
+            Ok(true) => {}
+            Ok(false) => return Err(Error::connect(unresolved)),
+            Err(e) => return Err(Error::connect_caused_by(unresolved, e)),
         }
     }
     Ok((hosts, chroot.to_owned()))
@@ -294,11 +305,18 @@ mod tests {
         let (hosts, chroot) = parse_cluster("localhost:2181/").unwrap();
         assert_eq!(hosts.len(), 1);
         assert_eq!(chroot, "");
-        assert!(matches!(parse_cluster(""), Err(Error::Connect(_))));
-        assert!(matches!(parse_cluster("nohost"), Err(Error::Connect(_))));
+        let failure = |cluster| match parse_cluster(cluster) {
+            Err(Error::Connect { failure, .. }) => failure,
+            other => panic!("expected a connect failure, got {other:?}"),
+        };
+        assert!(matches!(failure(""), ConnectFailure::NoHost { .. }));
         assert!(matches!(
-            parse_cluster("127.0.0.1:1/a/"),
-            Err(Error::Connect(_))
+            failure("nohost"),
+            ConnectFailure::Unresolved { .. }
+        ));
+        assert!(matches!(
+            failure("127.0.0.1:1/a/"),
+            ConnectFailure::BadChroot { .. }
         ));
     }
 

@@ -207,15 +207,44 @@ pub(crate) fn open(
     connect: &str,
     session_timeout: Duration,
     watcher: impl Fn(zookeeper::WatchedEvent) + Send + 'static,
-) -> Result<ZooKeeper, String> {
+) -> Result<ZooKeeper, OpenError> {
     let connect = connect.to_owned();
     // The watcher is only moved into the crate; nothing is observed after a panic.
     let open = std::panic::AssertUnwindSafe(move || {
         ZooKeeper::connect(&connect, session_timeout, watcher)
     });
     std::panic::catch_unwind(open)
-        .map_err(|_| "the zookeeper crate panicked while opening its socket".to_owned())?
-        .map_err(|e| format!("{e:?}"))
+        .map_err(|_| OpenError::Panicked)?
+        .map_err(OpenError::Refused)
+}
+
+/// Why [`open`] gave no client.
+#[derive(Debug)]
+pub(crate) enum OpenError {
+    /// The crate panicked while opening its socket.
+    Panicked,
+    /// The crate returned an error.
+    Refused(zookeeper::ZkError),
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Panicked => {
+                f.write_str("the zookeeper crate panicked while opening its socket")
+            }
+            OpenError::Refused(_) => f.write_str("the zookeeper crate could not open a client"),
+        }
+    }
+}
+
+impl std::error::Error for OpenError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OpenError::Panicked => None,
+            OpenError::Refused(e) => Some(e),
+        }
+    }
 }
 
 /// A blocking call; what it returns is run once the worker is available again.

@@ -184,7 +184,7 @@ async fn session(options: &Options<'_>, entry: &str, addr: SocketAddr) -> Result
         lock_zookeeper_client::NodeAcl::Open,
     )
     .await
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| crate::explain::error(&e))?;
     let negotiated = locks.session_timeout();
     let nodelay = lock_nodelay::connections(&lock_nodelay::Peers::new([addr]))
         .ok()

@@ -40,7 +40,13 @@ impl Listing {
         let children = match raw.list_children(root).await {
             Ok(children) => children,
             Err(zookeeper_client::Error::NoNode) => Vec::new(),
-            Err(e) => return Err(Error::Connect(format!("listing {root}: {e}"))),
+            Err(source) => {
+                let root = root.clone();
+                return Err(crate::raw::connect_error(crate::raw::Failure::List {
+                    root,
+                    source,
+                }));
+            }
         };
         let mut dirs: BTreeSet<String> = children.iter().map(|c| self.child(c)).collect();
         dirs.insert(root.clone());
@@ -77,7 +83,8 @@ impl Listing {
             spawn_next(&mut tasks);
         }
         while let Some(done) = tasks.join_next().await {
-            let who = done.map_err(|e| Error::Connect(e.to_string()))??;
+            let client = lock_zookeeper_client::ConnectFailure::Client;
+            let who = done.map_err(|e| Error::connect_caused_by(client, e))??;
             spawn_next(&mut tasks);
             match row(&who) {
                 Some(row) => self.locks.insert(who.path.clone(), (who, row)),

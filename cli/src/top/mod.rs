@@ -11,7 +11,7 @@ mod table;
 use crate::chroot::Chroot;
 use crate::render::now_ms;
 use crate::ConnArgs;
-use lock_zookeeper_client::{Error, LockClient};
+use lock_zookeeper_client::LockClient;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -44,7 +44,10 @@ pub(crate) async fn run(
     chroot: &Chroot<'_>,
 ) -> ExitCode {
     let Some(raw) = crate::raw::connect(conn, &conn.zk, CONNECT_BOUND).await else {
-        return crate::fail(&Error::Connect(format!("a listing session to {}", conn.zk)));
+        let servers = conn.zk.clone();
+        return crate::fail(&crate::raw::connect_error(crate::raw::Failure::NoSession {
+            servers,
+        }));
     };
     // A missing chroot would show an empty tree (and exit 0): exit 2 instead,
     // before the screen is taken. One round trip on the listing session.

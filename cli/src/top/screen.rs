@@ -78,7 +78,10 @@ pub(crate) async fn run(
     let changes = raw
         .watch(root, AddWatchMode::PersistentRecursive)
         .await
-        .map_err(|e| Error::Connect(format!("watching {root}: {e}")))?;
+        .map_err(|source| {
+            let root = root.to_owned();
+            crate::raw::connect_error(crate::raw::Failure::Watch { root, source })
+        })?;
     let listing = Listing::read(raw, locks, root).await?;
     let mut terminal = ratatui::try_init().map_err(Failure::Terminal)?;
     let view = View {
@@ -159,8 +162,9 @@ async fn live(
                                 SessionState::Closed => "was closed",
                                 _ => "ended",
                             };
-                            let why = format!("the listing session of {root} {how}", root = view.root);
-                            return Err(Error::Connect(why).into());
+                            let root = view.root.clone();
+                            let ended = crate::raw::Failure::Ended { root, how };
+                            return Err(crate::raw::connect_error(ended).into());
                         }
                     },
                     _ => match listing.touched(&event.path) {

@@ -7,7 +7,7 @@ use super::common::bare_client;
 use super::common::bare_lock::{bare_lock, bare_release, mkdir};
 use super::peer::Library;
 use futures::StreamExt;
-use lock_zookeeper_client::{Connect, LockClient, LockGuard, Runtime};
+use lock_zookeeper_client::{Connect, LockClient, LockGuard, TokioRuntime};
 use std::collections::BTreeSet;
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -103,7 +103,7 @@ pub fn run(library: Library) {
         .enable_all()
         .build()
         .unwrap();
-    let handle = Runtime::Tokio(rt.handle().clone());
+    let handle = TokioRuntime(rt.handle().clone());
     let sessions = rt.block_on(async {
         let connects = (0..sessions).map(|_| async {
             match library {

@@ -7,7 +7,7 @@ use crate::common::{
 };
 use crate::{lock_client, TIMEOUT};
 use lock_testkit::ZkServer;
-use lock_zookeeper_client::Runtime;
+use lock_zookeeper_client::TokioRuntime;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -54,7 +54,12 @@ impl Handoffs {
     }
 }
 
-pub(crate) async fn contention(rt: &Runtime, server: &ZkServer, rounds: usize, sessions: usize) {
+pub(crate) async fn contention(
+    rt: &TokioRuntime,
+    server: &ZkServer,
+    rounds: usize,
+    sessions: usize,
+) {
     let time = Duration::from_millis(env_usize("CONTENTION_MS", 1500) as u64);
     let cluster = server.connect_string();
     let mut zks = Vec::new();

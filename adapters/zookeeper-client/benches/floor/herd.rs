@@ -11,7 +11,7 @@ use crate::{lock_client, TIMEOUT};
 use futures::channel::mpsc;
 use futures::StreamExt;
 use lock_testkit::ZkServer;
-use lock_zookeeper_client::Runtime;
+use lock_zookeeper_client::TokioRuntime;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,7 +43,7 @@ pub(crate) struct HerdRound {
     notifications: f64,
 }
 
-pub(crate) async fn herd(rt: &Runtime, server: &ZkServer, waiters: usize) {
+pub(crate) async fn herd(rt: &TokioRuntime, server: &ZkServer, waiters: usize) {
     let cap = env_usize("HERD_CAP", 50);
     // A round with 1,000 sessions per design takes ~1.5 min on 2 cores.
     let rounds = env_usize("HERD_ROUNDS", if waiters > 200 { 1 } else { 3 });
@@ -133,7 +133,7 @@ where
 }
 
 pub(crate) async fn herd_round(
-    rt: &Runtime,
+    rt: &TokioRuntime,
     server: &ZkServer,
     sniffer: Option<&Sniffer>,
     design: Design,

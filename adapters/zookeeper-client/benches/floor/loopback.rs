@@ -7,7 +7,7 @@ use crate::common::{
 };
 use crate::{lock_client, TIMEOUT};
 use lock_testkit::ZkServer;
-use lock_zookeeper_client::Runtime;
+use lock_zookeeper_client::TokioRuntime;
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
@@ -19,7 +19,7 @@ pub(crate) struct CycleRound {
     notifications: f64,
 }
 
-pub(crate) async fn uncontended(rt: &Runtime, server: &ZkServer, rounds: usize) {
+pub(crate) async fn uncontended(rt: &TokioRuntime, server: &ZkServer, rounds: usize) {
     let cycles = env_usize("UNCONTENDED_CYCLES", 500);
     let cluster = server.connect_string();
     let zk = lock_client(rt, &cluster).await;

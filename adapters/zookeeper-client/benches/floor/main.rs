@@ -59,7 +59,7 @@ mod many;
 mod proxy;
 
 use common::{env_list, env_or, env_usize, loadavg, start_server};
-use lock_zookeeper_client::{Connect, LockClient, Runtime};
+use lock_zookeeper_client::{Connect, LockClient, TokioRuntime};
 use std::time::Duration;
 
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(20);
@@ -93,7 +93,7 @@ fn main() {
             println!("  mntr {k} = {v}");
         }
     }
-    let handle = Runtime::Tokio(rt.handle().clone());
+    let handle = TokioRuntime(rt.handle().clone());
     if on("uncontended") {
         rt.block_on(loopback::uncontended(&handle, &server, rounds));
     }
@@ -120,7 +120,7 @@ fn main() {
 // ---------------------------------------------------------------------------
 // Clients
 
-pub(crate) async fn lock_client(rt: &Runtime, cluster: &str) -> LockClient {
+pub(crate) async fn lock_client(rt: &TokioRuntime, cluster: &str) -> LockClient {
     LockClient::builder(cluster)
         .session_timeout(TIMEOUT)
         .runtime(rt.clone())

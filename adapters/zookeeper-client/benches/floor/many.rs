@@ -7,7 +7,7 @@ use crate::common::{
 };
 use crate::{lock_client, TIMEOUT};
 use lock_testkit::ZkServer;
-use lock_zookeeper_client::Runtime;
+use lock_zookeeper_client::TokioRuntime;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,7 +21,7 @@ pub(crate) struct ManyRound {
     server_cores: f64,
 }
 
-pub(crate) async fn many(rt: &Runtime, server: &ZkServer, rounds: usize) {
+pub(crate) async fn many(rt: &TokioRuntime, server: &ZkServer, rounds: usize) {
     let locks = env_usize("MANY_LOCKS", 1000);
     let cycles = env_usize("MANY_CYCLES", 10);
     let cluster = server.connect_string();

@@ -5,10 +5,10 @@ use crate::common::{bare_client, env_usize, loadavg, median, median_duration, mn
 use crate::loopback::{cycle_round, CycleRound};
 use crate::{lock_client, TIMEOUT};
 use lock_testkit::{FaultProxy, ZkServer};
-use lock_zookeeper_client::Runtime;
+use lock_zookeeper_client::TokioRuntime;
 use std::time::{Duration, Instant};
 
-pub(crate) async fn through_proxy(rt: &Runtime, server: &ZkServer, rounds: usize) {
+pub(crate) async fn through_proxy(rt: &TokioRuntime, server: &ZkServer, rounds: usize) {
     let cycles = env_usize("PROXY_CYCLES", 40);
     let delay = Duration::from_millis(env_usize("PROXY_DELAY_MS", 1) as u64);
     let proxy = FaultProxy::start(server.addr()).expect("proxy");

@@ -17,9 +17,10 @@
 
 use super::peers::{delivered, received, start_fleet, Library, Peer};
 use super::Observer;
+use crate::common::Runtime;
 use futures::channel::oneshot;
 use lock_testkit::FaultProxy;
-use lock_zookeeper_client::{LockClient, LockGuard, LockStatus, Runtime};
+use lock_zookeeper_client::{LockClient, LockGuard, LockStatus};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zookeeper_client::{Acls, CreateMode};

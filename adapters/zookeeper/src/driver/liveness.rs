@@ -27,7 +27,6 @@
 //! it believes the connection down: on `Connected` it re-lists and re-verifies.
 
 use super::{Driver, Msg};
-use lock_client::Error;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -143,11 +142,11 @@ impl Driver {
     pub(super) fn on_tick(&mut self) {
         let now = Instant::now();
         if !self.ever_connected && now >= self.connect_deadline {
-            self.fail_connect(Error::Connect(format!(
-                "no session within {:?} ({})",
-                self.settings.connect_timeout,
-                self.connect_progress(now)
-            )));
+            let attempts = super::reopening::Attempts {
+                every_client_closed: false,
+                progress: self.connect_progress(now),
+            };
+            self.fail_connect(self.no_session(attempts));
             return;
         }
         if self.link.poll_timeout().is_some_and(|due| due <= now) {

@@ -7,7 +7,7 @@
 
 use super::{Driver, Msg};
 use crate::wire;
-use lock_client::Error;
+use lock_client::{ConnectFailure, Error};
 use lock_core::{SessionEvent, WatchKind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -90,7 +90,7 @@ impl Driver {
             }
             Err(e) => {
                 if !self.ever_connected && now >= self.connect_deadline {
-                    self.fail_connect(Error::Connect(e));
+                    self.fail_connect(Error::connect_caused_by(ConnectFailure::Client, e));
                 } else {
                     self.schedule_reopen(now);
                 }
@@ -177,12 +177,11 @@ impl Driver {
             self.feed(SessionEvent::Abandoned);
         }
         if !self.ever_connected && now >= self.connect_deadline {
-            self.fail_connect(Error::Connect(format!(
-                "no session within {:?} (the zookeeper crate closed every client before \
-                 it reached a server; {})",
-                self.settings.connect_timeout,
-                self.connect_progress(now)
-            )));
+            let attempts = Attempts {
+                every_client_closed: true,
+                progress: self.connect_progress(now),
+            };
+            self.fail_connect(self.no_session(attempts));
             return;
         }
         self.schedule_reopen(now);
@@ -222,6 +221,15 @@ impl Driver {
         format!("{opened} client(s) opened; current client: {current}")
     }
 
+    /// The error of a first connect that got no session within the connect
+    /// timeout, after `attempts`.
+    pub(super) fn no_session(&self, attempts: Attempts) -> Error {
+        let failure = ConnectFailure::NoSession {
+            connect_timeout: self.settings.connect_timeout,
+        };
+        Error::connect_caused_by(failure, attempts)
+    }
+
     /// Adds to the current client's trail (see `Conn::trail`).
     pub(super) fn note(&mut self, what: &str) {
         let l = &mut self.conn;
@@ -244,3 +252,25 @@ impl Driver {
         self.stop = true;
     }
 }
+
+/// How far the attempts of a first connect got: the source of its
+/// [`ConnectFailure::NoSession`], for a reader (the progress is a description:
+/// the clients opened, the current one's last state and session probe, its trail).
+#[derive(Debug)]
+pub(super) struct Attempts {
+    /// The zookeeper crate closed every client before it reached a server.
+    pub(super) every_client_closed: bool,
+    /// [`Driver::connect_progress`].
+    pub(super) progress: String,
+}
+
+impl std::fmt::Display for Attempts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.every_client_closed {
+            f.write_str("the zookeeper crate closed every client before it reached a server; ")?;
+        }
+        f.write_str(&self.progress)
+    }
+}
+
+impl std::error::Error for Attempts {}

@@ -8,7 +8,7 @@
 
 use super::{Driver, Msg};
 use crate::wire;
-use lock_client::Error;
+use lock_client::{ConnectFailure, Error};
 use lock_core::{SessionEvent, ZkError};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -113,12 +113,14 @@ impl Driver {
             Err(e) => {
                 self.conn.probe_error = Some(e.clone());
                 if !self.ever_connected && e == ZkError::Other(wire::AUTH_REFUSED.to_owned()) {
-                    self.fail_connect(Error::AuthFailed(wire::AUTH_REFUSED.to_owned()));
+                    self.fail_connect(Error::AuthFailed {
+                        source: Some(lock_client::Cause::new(e)),
+                    });
                 } else if !self.ever_connected {
-                    self.fail_connect(Error::Connect(format!(
-                        "cannot create the session marker under {:?}: {e}",
-                        self.settings.marker_prefix
-                    )));
+                    let failure = ConnectFailure::SessionMarker {
+                        prefix: self.settings.marker_prefix.clone(),
+                    };
+                    self.fail_connect(Error::connect_caused_by(failure, e));
                 } else {
                     self.conn.probe_retry_at = Some(now + Duration::from_secs(1));
                 }

@@ -1,8 +1,9 @@
 //! The counter workload (see the module above for what it checks).
 use crate::common::Observer;
+use crate::common::Runtime;
 use futures::channel::oneshot;
 use lock_core::NameScheme;
-use lock_zookeeper_client::{LockClient, Runtime};
+use lock_zookeeper_client::LockClient;
 use std::fmt::Write as _;
 
 use std::time::{Duration, Instant};

@@ -1,8 +1,9 @@
 //! Leader election with peers of the other library.
 use crate::common::Observer;
+use crate::common::Runtime;
 use futures::channel::oneshot;
 use lock_core::NameScheme;
-use lock_zookeeper_client::{LockClient, LockGuard, LockSpec, LockStatus, Runtime};
+use lock_zookeeper_client::{LockClient, LockGuard, LockSpec, LockStatus};
 use std::time::{Duration, Instant};
 use zookeeper_client::{Acls, CreateMode};
 

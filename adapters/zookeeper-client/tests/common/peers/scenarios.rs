@@ -1,7 +1,8 @@
 //! Deterministic scenarios, shared by the Curator and kazoo tests.
 use crate::common::Observer;
+use crate::common::Runtime;
 use lock_core::NodeKind;
-use lock_zookeeper_client::{LockClient, LockGuard, LockStatus, Runtime};
+use lock_zookeeper_client::{LockClient, LockGuard, LockStatus};
 
 use super::process::{Kind, Peer};
 use super::zklock_side::{

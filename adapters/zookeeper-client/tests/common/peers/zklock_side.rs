@@ -1,9 +1,10 @@
 //! The zklock side of an interop test: taking locks in the peers' layouts, and waiting helpers.
 use crate::common::Observer;
+use crate::common::Runtime;
 use futures::channel::oneshot;
 use lock_core::names::parse_name;
 use lock_core::{NameScheme, NodeKind};
-use lock_zookeeper_client::{LockClient, LockGuard, Runtime};
+use lock_zookeeper_client::{LockClient, LockGuard};
 
 use std::time::{Duration, Instant};
 

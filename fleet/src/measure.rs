@@ -1,0 +1,144 @@
+//! What the coordinator measures of the processes and the servers: a process's
+//! RSS and CPU time, a JVM's live heap, the machine's load, the members' `mntr`
+//! counters over the window, the sessions a member's log says it expired.
+
+use crate::case::MemberFigures;
+use lock_testkit::{ZkEnsemble, ZkServer};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// VmRSS of a process, KiB.
+pub(crate) fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// User + system CPU time of a process.
+pub(crate) fn cpu_time(pid: u32) -> Duration {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return Duration::ZERO;
+    };
+    let rest = text.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15; `rest` starts at field 3.
+    let ticks = |i: usize| {
+        fields
+            .get(i - 3)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // USER_HZ is 100 on every Linux this runs on.
+    Duration::from_millis((ticks(14) + ticks(15)) * 10)
+}
+
+/// `/proc/loadavg`'s first three fields.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// The live heap of a JVM, MiB: `jcmd <pid> GC.run` (a full collection, after
+/// the window, so that the figure is what the sessions and nodes keep, not
+/// where the collector happened to be), then `GC.heap_info` (the generations'
+/// `used`; metaspace is not heap).
+pub(crate) fn heap_used_mb(pid: u32) -> Option<f64> {
+    Command::new("jcmd")
+        .arg(pid.to_string())
+        .arg("GC.run")
+        .output()
+        .ok()?;
+    let out = Command::new("jcmd")
+        .arg(pid.to_string())
+        .arg("GC.heap_info")
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut kib = 0u64;
+    let mut seen = false;
+    for line in text
+        .lines()
+        .filter(|l| l.contains("generation") || l.contains("garbage-first heap"))
+    {
+        if let Some(used) = line.split("used ").nth(1) {
+            let number: String = used.chars().take_while(char::is_ascii_digit).collect();
+            kib += number.parse::<u64>().ok()?;
+            seen = true;
+        }
+    }
+    seen.then_some(kib as f64 / 1024.0)
+}
+
+/// Samples every member every 2 s until `stop`: packets received (attributed to
+/// the member's role at the sample), outstanding requests, connections.
+pub(crate) fn sampler(ensemble: Arc<ZkEnsemble>, stop: Arc<AtomicBool>) -> Vec<MemberFigures> {
+    let n = ensemble.members().len();
+    let mut figures = vec![MemberFigures::default(); n];
+    // Per member: packets received from clients, requests into the request
+    // pipeline (on the leader: its clients' and the writes and syncs its
+    // followers forward), writes proposed.
+    let mut last: Vec<Option<[u64; 3]>> = vec![None; n];
+    // A restarted member counts from 0 again.
+    let delta = |now: u64, prev: u64| if now >= prev { now - prev } else { now };
+    loop {
+        let stopping = stop.load(Ordering::SeqCst);
+        for (i, member) in ensemble.members().iter().enumerate() {
+            let Ok(m) = member.mntr() else {
+                figures[i].unanswered += 1;
+                continue;
+            };
+            let counters = [
+                m.get_u64("zk_packets_received").unwrap_or(0),
+                m.get_u64("zk_prep_processor_request_queued").unwrap_or(0),
+                m.get_u64("zk_proposal_count").unwrap_or(0),
+            ];
+            let leading = m.get("zk_server_state") == Some("leader");
+            let f = &mut figures[i];
+            f.max_outstanding = f
+                .max_outstanding
+                .max(m.get_u64("zk_outstanding_requests").unwrap_or(0));
+            f.max_connections = f
+                .max_connections
+                .max(m.get_u64("zk_num_alive_connections").unwrap_or(0));
+            if let Some(prev) = last[i] {
+                let received = delta(counters[0], prev[0]);
+                if leading {
+                    f.received_leading += received;
+                    f.pipeline_leading += delta(counters[1], prev[1]);
+                    f.proposals += delta(counters[2], prev[2]);
+                } else {
+                    f.received_following += received;
+                }
+            }
+            last[i] = Some(counters);
+        }
+        if stopping {
+            return figures;
+        }
+        let until = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < until && !stop.load(Ordering::SeqCst) {
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// The ids (`0x...`) of the sessions a member's log says it expired, in order.
+pub(crate) fn expiring_ids(server: &ZkServer) -> Vec<String> {
+    std::fs::read_to_string(server.log_path())
+        .map(|log| {
+            log.lines()
+                .filter_map(|l| l.split("Expiring session ").nth(1))
+                .map(|rest| rest.split([',', ' ']).next().unwrap_or("").to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
