@@ -387,3 +387,65 @@ fn without_multi_the_break_goes_unrecorded() {
     h.reply(delete.id, Ok(Reply::Deleted));
     assert_eq!(broken(&mut h), [(node, BreakOutcome::Deleted)]);
 }
+
+/// Without `watch_node`, a firing on the holder's node is not the holder's (an
+/// uncontended grant set no watch): the deletion is found by the check every
+/// reconnect makes, which watches the node from then on.
+#[test]
+fn plain_holder_notices_a_deleted_node_at_the_next_reconnect_check() {
+    let mut h = H::new();
+    let (_, node) = h.held("/p", 0);
+    h.watch(&node, WatchKind::NodeDeleted);
+    assert!(h.take_events().is_empty(), "no watch was set");
+    h.session(SessionEvent::Disconnected {
+        since_contact: Duration::ZERO,
+    });
+    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.session(SessionEvent::Connected { session_id: SID });
+    let r = h.next_req();
+    assert_eq!(
+        r.op,
+        Op::GetData {
+            path: node.clone(),
+            watch: true
+        },
+        "the check after a reconnect watches the node"
+    );
+    h.reply(r.id, Err(ZkError::NoNode));
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Lost(LostReason::NodeDeleted)]
+    );
+}
+
+/// A waiter watches its own node (sent before the peer watch) and keeps the
+/// watch once granted: no `RemoveWatch`, and a deletion under the holder (an
+/// operator's break) is `Lost(NodeDeleted)` at once. Its own release fires the
+/// watch too, ahead of the delete's reply: that firing is not a loss.
+#[test]
+fn waiter_keeps_the_watch_on_its_node_when_granted() {
+    let mut h = H::new();
+    let (id, node, ppath) = waiting(&mut h, "/w");
+    h.watch(&ppath, WatchKind::NodeDeleted);
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    assert!(h.no_requests(), "nothing sent at the grant: {:?}", h.reqs);
+    h.s.release(id, h.now).unwrap();
+    h.drain();
+    let r = h.next_req();
+    assert!(matches!(r.op, Op::Delete { .. }));
+    h.watch(&node, WatchKind::NodeDeleted);
+    assert!(h.take_events().is_empty(), "our own delete is no loss");
+    h.reply(r.id, Ok(Reply::Deleted));
+    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+
+    // The same grant, then the node deleted by someone else while held.
+    let mut h = H::new();
+    let (_, node, ppath) = waiting(&mut h, "/w");
+    h.watch(&ppath, WatchKind::NodeDeleted);
+    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.watch(&node, WatchKind::NodeDeleted);
+    assert_eq!(
+        h.take_events(),
+        vec![LockEvent::Lost(LostReason::NodeDeleted)]
+    );
+}

@@ -237,3 +237,17 @@ pub fn peer(kind: NodeKind, n: u128, seq: i32) -> String {
         names::format_sequence(seq)
     )
 }
+
+/// Waits behind `peer(Write, 1, 1)` with our node at seq 2; returns (id, node, peer path).
+pub fn waiting(h: &mut H, path: &str) -> (LockId, String, String) {
+    let id = h.acquire(LockSpec::write(path));
+    let node = h.answer_create(2);
+    let p = peer(NodeKind::Write, 1, 1);
+    h.answer_list(&[&p, &name_of(&node)]);
+    // Our own node first (watched while we wait), then the predecessor.
+    h.answer_watch(&node, SID);
+    let ppath = format!("{path}/{p}");
+    h.answer_watch(&ppath, 42);
+    assert!(h.take_events().is_empty());
+    (id, node, ppath)
+}
