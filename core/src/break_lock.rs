@@ -28,7 +28,7 @@ use crate::event::LockEvent;
 use crate::ids::{FencingToken, LockId};
 use crate::oneshot::{unexpected_reply, OneShot};
 use crate::path::split_parent;
-use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, ZkError};
+use crate::proto::{MultiOp, Op, Reply, RequestId, ZkError};
 use crate::requests::Purpose;
 
 /// Name of the break record in a lock directory: a persistent node saying which
@@ -137,20 +137,7 @@ impl BreakNode {
             Some(data) => {
                 let (dir, _) = split_parent(&self.node);
                 let path = format!("{dir}/{BREAK_RECORD}");
-                let data = data.clone();
-                let record = if self.record_exists {
-                    MultiOp::SetData {
-                        path,
-                        data,
-                        version: None,
-                    }
-                } else {
-                    MultiOp::Create {
-                        path,
-                        data,
-                        mode: CreateMode::Persistent,
-                    }
-                };
+                let record = MultiOp::put_persistent(path, data.clone(), self.record_exists);
                 Op::Multi(vec![
                     MultiOp::Delete {
                         path: self.node.clone(),

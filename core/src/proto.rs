@@ -243,6 +243,26 @@ pub enum MultiOp {
 }
 
 impl MultiOp {
+    /// Writes `data` to the persistent node at `path`: its `setData` (whatever
+    /// the version) when it `exists`, else its create. Inside a `multi` the
+    /// guess is checked: a wrong one fails the whole `multi` at this op
+    /// (`NodeExists`, `NoNode`), and nothing is applied.
+    pub(crate) fn put_persistent(path: String, data: Vec<u8>, exists: bool) -> MultiOp {
+        if exists {
+            MultiOp::SetData {
+                path,
+                data,
+                version: None,
+            }
+        } else {
+            MultiOp::Create {
+                path,
+                data,
+                mode: CreateMode::Persistent,
+            }
+        }
+    }
+
     /// The size of this operation's body in ZooKeeper's wire format (see
     /// [`Op::encoded_len`]).
     pub fn encoded_len(&self) -> usize {

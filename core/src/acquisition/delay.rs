@@ -16,7 +16,7 @@ use super::{Ours, DELAY_MARKER};
 use crate::ctx::Ctx;
 use crate::output::Progress;
 use crate::path::split_parent;
-use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, ZkError};
+use crate::proto::{MultiOp, Op, Reply, RequestId, ZkError};
 use crate::requests::{InFlight, Purpose};
 use crate::time::Timestamp;
 use crate::timers::TimerKind;
@@ -178,22 +178,9 @@ impl Delay {
             path: own.path.clone(),
             version: None,
         };
-        let path = marker_path(&ours.spec.path);
-        let data = name.as_bytes().to_vec();
-        let op = if take {
-            MultiOp::SetData {
-                path,
-                data,
-                version: None,
-            }
-        } else {
-            MultiOp::Create {
-                path,
-                data,
-                mode: CreateMode::Persistent,
-            }
-        };
-        let op = Op::Multi(vec![check, op]);
+        let marker =
+            MultiOp::put_persistent(marker_path(&ours.spec.path), name.as_bytes().to_vec(), take);
+        let op = Op::Multi(vec![check, marker]);
         self.request
             .send(cx, ours.id, Purpose::DelayMarker { take }, op);
     }
@@ -216,6 +203,7 @@ mod tests {
     use crate::acquisition::node::OwnNode;
     use crate::ids::LockId;
     use crate::output::Output;
+    use crate::proto::CreateMode;
     use crate::spec::LockSpec;
     use std::time::Duration;
 
