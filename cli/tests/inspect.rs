@@ -206,7 +206,7 @@ fn ls_of_a_missing_path_and_json_escaping() {
     assert_eq!(
         String::from_utf8(out.stdout).unwrap().trim(),
         format!(
-            r#"{{"path":"{missing}","foreign":0,"holders":[],"waiters":[],"mixed_schemes":false,"holders_by_library":{{"zklock":[]}}}}"#
+            r#"{{"path":"{missing}","foreign":0,"holders":[],"waiters":[],"mixed_schemes":false,"holders_by_library":{{"zklock":[]}},"last_break":null}}"#
         )
     );
     let out = run(zklock(&zk).args(["ls", "not/absolute"]));
