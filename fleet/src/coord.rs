@@ -185,6 +185,12 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
         let new = ids.get(expired_before[i]..).unwrap_or_default();
         members[i].expired = new.len();
         server_expired_ids.extend_from_slice(new);
+        // The member's log beside the workers' records: what the servers did
+        // (expiries, elections, throttling) is read from it after the run.
+        let _ = std::fs::copy(
+            member.log_path(),
+            config.dir.join(format!("member-{}.log", i + 1)),
+        );
     }
     for w in &mut workers {
         w.send("close");

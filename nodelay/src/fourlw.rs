@@ -125,11 +125,31 @@ pub fn ask_connected_servers_after(
         .map(drop)
 }
 
+/// Every server's answers to every word, as [`ask_connected_servers_all_after`]
+/// hands them over.
+pub type ServersAnswers = Vec<(SocketAddr, Vec<io::Result<String>>)>;
+
+/// How long the answers [`ask_connected_servers_all_after`] got are handed to
+/// the later askers of the same process (same connect string, same words)
+/// instead of asking the servers again.
+///
+/// A binding asks after every (re)connect of every session: a process with a
+/// thousand sessions whose server restarted would otherwise open six thousand
+/// connections to the remaining servers (three servers, two words) while
+/// those servers take over its sessions, and scan its thousand sockets a
+/// thousand times. A server's settings and role do not change within seconds.
+pub const SHARED_ANSWERS_FOR: Duration = Duration::from_secs(10);
+
 /// As [`ask_connected_servers_after`], for several words, with one call of
 /// `answers` once every server has answered every word (or failed to): each
 /// server with its answers in the order of `words`. For a judgement that needs
 /// all of them at once (which of the servers is the session's is not known, so
 /// what holds for the session must hold for each).
+///
+/// Askers of one process share: while an exchange for the same connect string
+/// and words is under way, a later asker waits for its answers, and answers
+/// younger than [`SHARED_ANSWERS_FOR`] are handed over without asking again
+/// (then without the `delay`: nothing is sent). One thread per exchange.
 ///
 /// # Errors
 /// When no thread can be started.
@@ -137,28 +157,149 @@ pub fn ask_connected_servers_all_after(
     delay: Duration,
     connect_string: String,
     words: &'static [&'static str],
-    answers: impl FnOnce(Vec<(SocketAddr, Vec<io::Result<String>>)>) + Send + 'static,
+    answers: impl FnOnce(ServersAnswers) + Send + 'static,
 ) -> io::Result<()> {
-    std::thread::Builder::new()
-        .name("zklock-4lw".to_owned())
-        .spawn(move || {
-            std::thread::sleep(delay);
-            let Ok(peers) = Peers::resolve(&connect_string) else {
+    shared::ask(
+        delay,
+        SHARED_ANSWERS_FOR,
+        connect_string,
+        words,
+        Box::new(answers),
+    )
+}
+
+/// The askers of [`ask_connected_servers_all_after`] in this process, by what
+/// they ask.
+mod shared {
+    use super::*;
+    use std::collections::HashMap;
+    use std::sync::{Mutex, PoisonError};
+
+    pub(super) type Asker = Box<dyn FnOnce(ServersAnswers) + Send>;
+    type Key = (String, &'static [&'static str]);
+
+    /// One connect string's and word list's exchanges.
+    #[derive(Default)]
+    struct Exchanges {
+        /// The latest answers, and when they were complete.
+        latest: Option<(Instant, ServersAnswers)>,
+        /// Askers not answered yet.
+        waiting: Vec<Asker>,
+        /// Whether a thread is serving `waiting` (it ends when none is left).
+        serving: bool,
+    }
+
+    static EXCHANGES: Mutex<Option<HashMap<Key, Exchanges>>> = Mutex::new(None);
+
+    fn with<R>(key: &Key, f: impl FnOnce(&mut Exchanges) -> R) -> R {
+        // A panic in here leaves plain data (answers, askers): nothing to undo.
+        let mut all = EXCHANGES.lock().unwrap_or_else(PoisonError::into_inner);
+        f(all
+            .get_or_insert_with(HashMap::new)
+            .entry(key.clone())
+            .or_default())
+    }
+
+    pub(super) fn ask(
+        delay: Duration,
+        reuse: Duration,
+        connect_string: String,
+        words: &'static [&'static str],
+        asker: Asker,
+    ) -> io::Result<()> {
+        let key: Key = (connect_string, words);
+        let start = with(&key, |x| {
+            x.waiting.push(asker);
+            !std::mem::replace(&mut x.serving, true)
+        });
+        if !start {
+            return Ok(());
+        }
+        let started = std::thread::Builder::new()
+            .name("zklock-4lw".to_owned())
+            .spawn({
+                let key = key.clone();
+                move || serve(&key, delay, reuse)
+            });
+        if let Err(e) = started {
+            // Nobody serves them: the askers are dropped unanswered, as before.
+            with(&key, |x| {
+                x.serving = false;
+                x.waiting.clear();
+            });
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// The serving thread: answers the waiting askers, from fresh answers or a
+    /// new exchange, until none is left.
+    fn serve(key: &Key, delay: Duration, reuse: Duration) {
+        std::thread::sleep(delay);
+        loop {
+            let (askers, fresh) = with(key, |x| {
+                let askers = std::mem::take(&mut x.waiting);
+                if askers.is_empty() {
+                    x.serving = false;
+                }
+                let fresh = x
+                    .latest
+                    .as_ref()
+                    .filter(|(at, _)| at.elapsed() < reuse)
+                    .map(|(_, all)| copy(all));
+                (askers, fresh)
+            });
+            if askers.is_empty() {
                 return;
-            };
-            let all = connected_servers(&peers)
-                .into_iter()
-                .map(|server| {
-                    let said = words
-                        .iter()
-                        .map(|word| four_letter_word(server, word, BACKGROUND_TIMEOUT))
+            }
+            let all = match fresh {
+                Some(all) => all,
+                None => {
+                    let Ok(peers) = Peers::resolve(&key.0) else {
+                        // Unanswerable: dropped unanswered, as a lone asker's.
+                        continue;
+                    };
+                    let all: ServersAnswers = connected_servers(&peers)
+                        .into_iter()
+                        .map(|server| {
+                            let said = key
+                                .1
+                                .iter()
+                                .map(|word| four_letter_word(server, word, BACKGROUND_TIMEOUT))
+                                .collect();
+                            (server, said)
+                        })
                         .collect();
-                    (server, said)
-                })
-                .collect();
-            answers(all);
-        })
-        .map(drop)
+                    with(key, |x| x.latest = Some((Instant::now(), copy(&all))));
+                    all
+                }
+            };
+            let mut askers = askers.into_iter();
+            let last = askers.next_back();
+            for asker in askers {
+                asker(copy(&all));
+            }
+            if let Some(last) = last {
+                last(all);
+            }
+        }
+    }
+
+    /// A copy of every answer (an I/O error keeps its kind and text).
+    fn copy(all: &ServersAnswers) -> ServersAnswers {
+        all.iter()
+            .map(|(server, said)| {
+                let said = said
+                    .iter()
+                    .map(|answer| match answer {
+                        Ok(text) => Ok(text.clone()),
+                        Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
+                    })
+                    .collect();
+                (*server, said)
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -251,6 +392,94 @@ mod tests {
         // The test server answers `conf` only, and closes on `srvr`.
         assert_eq!(said[0].as_ref().unwrap(), "imok-ish");
         assert_eq!(said[1].as_ref().unwrap(), "");
+    }
+
+    /// A server answering every word with `answer`, counting the connections.
+    fn counting(
+        answer: &'static str,
+    ) -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let count = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = count.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let mut stream = stream.unwrap();
+                counted.fetch_add(1, Ordering::SeqCst);
+                std::thread::spawn(move || {
+                    let mut word = [0u8; 4];
+                    if stream.read_exact(&mut word).is_ok() {
+                        let _ = stream.write_all(answer.as_bytes());
+                    }
+                });
+            }
+        });
+        (addr, count)
+    }
+
+    #[test]
+    fn askers_of_one_process_share_one_exchange() {
+        use std::sync::atomic::Ordering;
+        let (addr, exchanges) = counting("shared");
+        let _ours = TcpStream::connect(addr);
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Ten sessions reconnecting at once, and one a moment later.
+        for i in 0..10 {
+            let tx = tx.clone();
+            ask_connected_servers_all_after(
+                Duration::from_millis(100),
+                format!("{addr}"),
+                &["conf", "srvr"],
+                move |all| tx.send((i, all)).unwrap(),
+            )
+            .unwrap();
+        }
+        let first: Vec<_> = (0..10)
+            .map(|_| rx.recv_timeout(Duration::from_secs(10)).unwrap())
+            .collect();
+        let tx2 = tx.clone();
+        ask_connected_servers_all_after(
+            Duration::from_millis(100),
+            format!("{addr}"),
+            &["conf", "srvr"],
+            move |all| tx2.send((10, all)).unwrap(),
+        )
+        .unwrap();
+        let later = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        for (_, all) in first.iter().chain([&later]) {
+            assert_eq!(all.len(), 1);
+            assert_eq!(all[0].0, addr);
+            let said: Vec<_> = all[0]
+                .1
+                .iter()
+                .map(|a| a.as_ref().unwrap().as_str())
+                .collect();
+            assert_eq!(said, ["shared", "shared"]);
+        }
+        // Our own connection, then one per word for all eleven askers.
+        assert_eq!(exchanges.load(Ordering::SeqCst), 1 + 2);
+    }
+
+    #[test]
+    fn answers_older_than_the_window_are_asked_again() {
+        use std::sync::atomic::Ordering;
+        let (addr, exchanges) = counting("again");
+        let _ours = TcpStream::connect(addr);
+        for round in 1..=2 {
+            let (tx, rx) = std::sync::mpsc::channel();
+            shared::ask(
+                Duration::ZERO,
+                Duration::ZERO,
+                format!("{addr}"),
+                &["conf"],
+                Box::new(move |all| tx.send(all).unwrap()),
+            )
+            .unwrap();
+            rx.recv_timeout(Duration::from_secs(10)).unwrap();
+            // Our own connection, then one per round.
+            assert_eq!(exchanges.load(Ordering::SeqCst), 1 + round);
+        }
     }
 
     #[test]

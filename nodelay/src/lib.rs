@@ -90,7 +90,8 @@ mod linux;
 
 pub use fourlw::{
     ask_connected_servers_after, ask_connected_servers_all_after,
-    ask_connected_servers_in_background, connected_servers, four_letter_word, BACKGROUND_TIMEOUT,
+    ask_connected_servers_in_background, connected_servers, four_letter_word, ServersAnswers,
+    BACKGROUND_TIMEOUT, SHARED_ANSWERS_FOR,
 };
 pub use peers::Peers;
 

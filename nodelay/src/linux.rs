@@ -7,10 +7,13 @@ use rustix::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use rustix::io::Errno;
 use rustix::net::{sockopt, SocketType};
 use rustix::process::{getpid, pidfd_getfd, pidfd_open, PidfdFlags, PidfdGetfdFlags};
-use std::collections::HashSet;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 /// How to reach a socket listed in `/proc/self/fd`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,45 +32,100 @@ pub(crate) enum Access {
 /// will be again, so later calls borrow at once.
 static DUPLICATION_REFUSED: AtomicBool = AtomicBool::new(false);
 
+/// The sockets an earlier [`apply`] found connected to a server with
+/// `TCP_NODELAY` on, by their `socket:[<inode>]` link, with their server. A
+/// binding calls [`apply`] after every (re)connect of every session, and a
+/// process with a thousand sessions has a thousand sockets: without this, each
+/// call asked the kernel about every one of them again (a duplicate, two links,
+/// the peer, the option), thousands of system calls per connect and a
+/// reconnect storm's worth of CPU after a server restart. A known socket costs
+/// one `readlink`; an inode is not reused while its socket is open, and the
+/// set keeps only what the latest scan saw.
+static KNOWN_NODELAY: Mutex<Option<HashMap<PathBuf, SocketAddr>>> = Mutex::new(None);
+
 pub(crate) fn apply(peers: &Peers, access: Access) -> io::Result<Applied> {
-    let mut applied = Applied::default();
-    applied.borrowed = each_socket(peers, access, |fd, _| {
-        applied.connections += 1;
-        match sockopt::tcp_nodelay(fd) {
-            Ok(true) => {}
-            Ok(false) => match sockopt::set_tcp_nodelay(fd, true) {
-                Ok(()) => applied.changed += 1,
-                Err(_) => applied.failed += 1,
-            },
-            Err(_) => applied.failed += 1,
-        }
-    })?;
+    // A panic during a scan leaves the set as it was or partly rebuilt, both
+    // true statements about sockets: the poison carries nothing to act on.
+    let mut known = KNOWN_NODELAY.lock().unwrap_or_else(PoisonError::into_inner);
+    let before = known.take().unwrap_or_default();
+    // Both closures below record into these (one runs per socket, never both).
+    let seen = RefCell::new(HashMap::new());
+    let applied = RefCell::new(Applied::default());
+    let scanned = each_socket(
+        peers,
+        access,
+        |link| match before.get(link) {
+            Some(&peer) => {
+                if peers.contains(peer) {
+                    applied.borrow_mut().connections += 1;
+                }
+                seen.borrow_mut().insert(link.to_owned(), peer);
+                true
+            }
+            None => false,
+        },
+        |fd, peer, link| {
+            let mut applied = applied.borrow_mut();
+            applied.connections += 1;
+            let on = match sockopt::tcp_nodelay(fd) {
+                Ok(true) => true,
+                Ok(false) => match sockopt::set_tcp_nodelay(fd, true) {
+                    Ok(()) => {
+                        applied.changed += 1;
+                        true
+                    }
+                    Err(_) => {
+                        applied.failed += 1;
+                        false
+                    }
+                },
+                Err(_) => {
+                    applied.failed += 1;
+                    false
+                }
+            };
+            if on {
+                seen.borrow_mut().insert(link.to_owned(), peer);
+            }
+        },
+    );
+    *known = Some(seen.into_inner());
+    let mut applied = applied.into_inner();
+    applied.borrowed = scanned?;
     Ok(applied)
 }
 
 pub(crate) fn connections(peers: &Peers, access: Access) -> io::Result<Vec<Connection>> {
     let mut found = Vec::new();
-    each_socket(peers, access, |fd, peer| {
-        let local = rustix::net::getsockname(fd)
-            .ok()
-            .and_then(|a| SocketAddr::try_from(a).ok());
-        if let (Some(local), Ok(nodelay)) = (local, sockopt::tcp_nodelay(fd)) {
-            found.push(Connection {
-                local,
-                peer,
-                nodelay,
-            });
-        }
-    })?;
+    each_socket(
+        peers,
+        access,
+        |_| false,
+        |fd, peer, _| {
+            let local = rustix::net::getsockname(fd)
+                .ok()
+                .and_then(|a| SocketAddr::try_from(a).ok());
+            if let (Some(local), Ok(nodelay)) = (local, sockopt::tcp_nodelay(fd)) {
+                found.push(Connection {
+                    local,
+                    peer,
+                    nodelay,
+                });
+            }
+        },
+    )?;
     Ok(found)
 }
 
 /// Calls `visit` with every TCP socket of this process connected to one of
-/// `peers`, and its peer address. Returns whether any socket was borrowed.
+/// `peers`, its peer address and its `socket:[<inode>]` link, except the sockets
+/// whose link `skip` takes (it is asked once per socket). Returns whether any
+/// socket was borrowed.
 fn each_socket(
     peers: &Peers,
     access: Access,
-    mut visit: impl FnMut(BorrowedFd<'_>, SocketAddr),
+    mut skip: impl FnMut(&std::path::Path) -> bool,
+    mut visit: impl FnMut(BorrowedFd<'_>, SocketAddr, &std::path::Path),
 ) -> io::Result<bool> {
     let mut duplicate = match access {
         Access::Auto => !DUPLICATION_REFUSED.load(Ordering::Relaxed),
@@ -96,6 +154,10 @@ fn each_socket(
         if !link.to_str().is_some_and(|l| l.starts_with("socket:[")) || seen.contains(&link) {
             continue;
         }
+        if skip(&link) {
+            seen.insert(link);
+            continue;
+        }
         if duplicate {
             match duplicate_fd(&mut pidfd, fd) {
                 Ok(dup) => {
@@ -103,7 +165,7 @@ fn each_socket(
                     // listed: go on only if the duplicate is the socket listed.
                     if std::fs::read_link(format!("/proc/self/fd/{}", dup.as_raw_fd()))
                         .is_ok_and(|l| l == link)
-                        && inspect(dup.as_fd(), peers, &mut visit)
+                        && inspect(dup.as_fd(), peers, &mut |fd, peer| visit(fd, peer, &link))
                     {
                         seen.insert(link);
                     }
@@ -119,7 +181,9 @@ fn each_socket(
             }
         }
         borrowed = true;
-        if borrowed::with_fd(fd, |fd| inspect(fd, peers, &mut visit)) {
+        if borrowed::with_fd(fd, |fd| {
+            inspect(fd, peers, &mut |fd, peer| visit(fd, peer, &link))
+        }) {
             seen.insert(link);
         }
     }
@@ -245,6 +309,25 @@ mod tests {
         // Idempotent.
         let again = apply(&peers, access).unwrap();
         assert_eq!((again.connections, again.changed), (2, 0), "{again:?}");
+    }
+
+    #[test]
+    fn a_socket_set_by_an_earlier_call_is_not_asked_again() {
+        let (server, _other, [nagle, _nodelay, _elsewhere]) = setup();
+        let peers = Peers::new([server.local_addr().unwrap()]);
+        let first = apply(&peers, Access::Duplicate).unwrap();
+        assert_eq!((first.connections, first.changed), (2, 1), "{first:?}");
+        // Turned back on behind our back (nothing does that; here it shows which
+        // sockets the next call asks), and a new connection since.
+        nagle.set_nodelay(false).unwrap();
+        let later = TcpStream::connect(server.local_addr().unwrap()).unwrap();
+        let again = apply(&peers, Access::Duplicate).unwrap();
+        assert_eq!((again.connections, again.changed), (3, 1), "{again:?}");
+        assert!(later.nodelay().unwrap(), "the new socket is set");
+        assert!(
+            !nagle.nodelay().unwrap(),
+            "a known socket is not asked again"
+        );
     }
 
     #[test]
