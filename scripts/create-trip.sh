@@ -2,7 +2,7 @@
 # The trip of one acquisition from the user API to the core's `create` request
 # (issue 36): builds lock-client's unit tests, runs the one that polls
 # `locks.mutex("/locks/a").lock()` once on a connected link under gdb, stops in
-# lock-core's `Acquisition::send_create`, and prints the stack in call order
+# lock-core's `Node::send_create` at its `Ctx::send`, and prints the stack in call order
 # (file:line and function, lock-client's and lock-core's frames), then the files
 # the call enters, a file counted each time the call enters it.
 #
@@ -19,11 +19,19 @@ for line in sys.stdin:
         print(m["executable"])')
 [ -n "$bin" ] || { echo "create-trip: no lock-client test binary" >&2; exit 1; }
 # The build may carry line tables only (no function entries for gdb): break on the
-# symbol's address, at the base gdb loads a position-independent binary at.
-offset=$(nm -C "$bin" | grep ' lock_core::acquisition::create::<impl lock_core::acquisition::Acquisition>::send_create$' | cut -d' ' -f1)
-[ -n "$offset" ] || { echo "create-trip: no Acquisition::send_create in $bin" >&2; exit 1; }
-address=$(printf '0x%x' $((0x555555554000 + 0x$offset)))
-frames=$(cd client && gdb -q -batch -ex "break *$address" -ex run -ex bt \
+# symbols' addresses, at the base gdb loads a position-independent binary at.
+# First our node's `Node::send_create`, then the `Ctx::send` it makes: the frame
+# that queues the `create` request.
+address() {
+    local offset
+    offset=$(nm -C "$bin" | grep " $1\$" | cut -d' ' -f1)
+    [ -n "$offset" ] || { echo "create-trip: no $1 in $bin" >&2; exit 1; }
+    printf '0x%x' $((0x555555554000 + 0x$offset))
+}
+node_create=$(address 'lock_core::acquisition::node::Node::send_create')
+ctx_send=$(address 'lock_core::ctx::Ctx::send')
+frames=$(cd client && gdb -q -batch -ex "break *$node_create" -ex run \
+    -ex "break *$ctx_send" -ex continue -ex bt \
     --args "$bin" tests::lifecycle::a_lock_wakes_the_link_and_its_grant_wakes_the_future \
     --exact --test-threads=1 2>&1 |
     grep -E '^#[0-9]+ ' | grep -E ' at (client|core)/src/' | grep -v 'client/src/tests/' |

@@ -224,24 +224,20 @@ impl Shared {
     /// [`with`](Self::with) when `f` says it called the core (`true`), else
     /// [`with_quiet`](Self::with_quiet): for polls that call the core only once.
     pub(crate) fn update<R>(&self, f: impl FnOnce(&mut SharedState) -> (R, bool)) -> R {
-        let (out, wake, wake_link) = {
-            let mut state = self.lock();
-            let (out, wake_link) = f(&mut state);
-            state.drain();
-            if wake_link {
-                state.link_dirty = true;
-                if let Some(waker) = state.link_waker.take() {
-                    state.to_wake.push(waker);
-                }
-            }
-            (out, std::mem::take(&mut state.to_wake), wake_link)
-        };
-        if wake_link {
-            // A binding waiting on a thread (`Link::wait`).
-            self.link_cv.notify_all();
-        }
-        wake.into_iter().for_each(Waker::wake);
+        let mut state = self.lock_state();
+        let (out, wake_link) = f(&mut state);
+        state.release(wake_link);
         out
+    }
+
+    /// The state, locked for a handle's mutation without a closure (quinn's
+    /// habit: lock, call the core, then [`StateLock::wake`]). Dropped without
+    /// `wake`, it only unlocks: nothing is drained and nobody is woken.
+    pub(crate) fn lock_state(&self) -> StateLock<'_> {
+        StateLock {
+            shared: self,
+            state: self.lock(),
+        }
     }
 
     /// Marks the link as having something to look at, and wakes it.
@@ -276,6 +272,55 @@ impl Shared {
                 None => unpoisoned(self.link_cv.wait(state)),
             };
         }
+    }
+}
+
+/// [`SharedState`] locked by a handle (see [`Shared::lock_state`]).
+pub(crate) struct StateLock<'a> {
+    shared: &'a Shared,
+    state: MutexGuard<'a, SharedState>,
+}
+
+impl StateLock<'_> {
+    /// Ends a handle's mutation: drains the core, wakes the link (it may have
+    /// requests to send, a new timer, a close), then, with the mutex released,
+    /// whoever else the outputs concern.
+    pub(crate) fn wake(self) {
+        self.release(true);
+    }
+
+    /// Drains the core, wakes the link if `wake_link`, unlocks, then wakes
+    /// whoever the outputs concern.
+    fn release(self, wake_link: bool) {
+        let StateLock { shared, mut state } = self;
+        state.drain();
+        if wake_link {
+            state.link_dirty = true;
+            if let Some(waker) = state.link_waker.take() {
+                state.to_wake.push(waker);
+            }
+        }
+        let wake = std::mem::take(&mut state.to_wake);
+        drop(state);
+        if wake_link {
+            // A binding waiting on a thread (`Link::wait`).
+            shared.link_cv.notify_all();
+        }
+        wake.into_iter().for_each(Waker::wake);
+    }
+}
+
+impl std::ops::Deref for StateLock<'_> {
+    type Target = SharedState;
+
+    fn deref(&self) -> &SharedState {
+        &self.state
+    }
+}
+
+impl std::ops::DerefMut for StateLock<'_> {
+    fn deref_mut(&mut self) -> &mut SharedState {
+        &mut self.state
     }
 }
 
@@ -539,45 +584,4 @@ fn unpoisoned<G>(locked: std::sync::LockResult<G>) -> G {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::unpoisoned;
-    use std::sync::{Arc, Mutex};
-
-    fn poisoned() -> Arc<Mutex<u32>> {
-        let state = Arc::new(Mutex::new(0));
-        let held = Arc::clone(&state);
-        let _ = std::thread::spawn(move || {
-            let _guard = held.lock().unwrap();
-            panic!("a bug under the lock");
-        })
-        .join();
-        assert!(state.is_poisoned());
-        state
-    }
-
-    #[test]
-    #[should_panic(expected = "lock-client's shared state is poisoned")]
-    fn a_panic_under_the_lock_is_not_hidden() {
-        let state = poisoned();
-        drop(unpoisoned(state.lock()));
-    }
-
-    #[test]
-    fn a_drop_during_that_panic_goes_ahead() {
-        struct Handle(Arc<Mutex<u32>>);
-        impl Drop for Handle {
-            fn drop(&mut self) {
-                *unpoisoned(self.0.lock()) += 1;
-            }
-        }
-        let state = poisoned();
-        let handle = Handle(Arc::clone(&state));
-        let unwound = std::thread::spawn(move || {
-            let _handle = handle;
-            panic!("the first panic");
-        })
-        .join();
-        assert!(unwound.is_err(), "the first panic unwound, no abort");
-        assert_eq!(*state.lock().unwrap_or_else(|p| p.into_inner()), 1);
-    }
-}
+mod tests;

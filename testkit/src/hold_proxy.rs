@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::proxy::Direction;
 use crate::util::lock;
 
-struct State {
+struct HoldState {
     hold: [bool; 2],
     /// Pumps waiting with a chunk in hand, per direction.
     holding: [usize; 2],
@@ -23,15 +23,15 @@ struct State {
 
 struct Shared {
     upstream: SocketAddr,
-    state: Mutex<State>,
+    state: Mutex<HoldState>,
     changed: Condvar,
 }
 
 impl Shared {
     fn wait<'a>(
         &self,
-        state: std::sync::MutexGuard<'a, State>,
-    ) -> std::sync::MutexGuard<'a, State> {
+        state: std::sync::MutexGuard<'a, HoldState>,
+    ) -> std::sync::MutexGuard<'a, HoldState> {
         self.changed.wait(state).unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -84,7 +84,7 @@ impl HoldProxy {
             .map_err(|e| Error::io("reading the hold proxy's address", e))?;
         let shared = Arc::new(Shared {
             upstream,
-            state: Mutex::new(State {
+            state: Mutex::new(HoldState {
                 hold: [false; 2],
                 holding: [0; 2],
                 forwarded: [0; 2],

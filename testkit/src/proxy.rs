@@ -81,7 +81,7 @@ pub struct FaultProxy {
 #[derive(Debug)]
 struct Shared {
     upstream: SocketAddr,
-    state: Mutex<State>,
+    state: Mutex<ProxyState>,
     changed: Condvar,
     accepted: AtomicU64,
 }
@@ -95,20 +95,20 @@ enum Chunk {
 }
 
 #[derive(Debug)]
-struct State {
+struct ProxyState {
     mode: ProxyMode,
     /// Per [`Direction::index`].
     delays: [Duration; 2],
     stopped: bool,
     next_id: u64,
-    conns: HashMap<u64, Conn>,
+    conns: HashMap<u64, ProxiedConnection>,
     threads: Vec<JoinHandle<()>>,
     /// Writes in progress (so that `blackhole()` can wait for them).
     in_flight: usize,
 }
 
 #[derive(Debug)]
-struct Conn {
+struct ProxiedConnection {
     client: TcpStream,
     upstream: Option<TcpStream>,
     /// Running pump threads; the connection is forgotten when it reaches 0.
@@ -118,7 +118,7 @@ struct Conn {
     lines: [VecDeque<(Instant, Chunk)>; 2],
 }
 
-impl Conn {
+impl ProxiedConnection {
     fn shutdown(&self) {
         let _ = self.client.shutdown(Shutdown::Both);
         if let Some(upstream) = &self.upstream {
@@ -137,7 +137,7 @@ impl FaultProxy {
             .map_err(|e| Error::io("reading the fault proxy's address", e))?;
         let shared = Arc::new(Shared {
             upstream,
-            state: Mutex::new(State {
+            state: Mutex::new(ProxyState {
                 mode: ProxyMode::Forward,
                 delays: [Duration::ZERO; 2],
                 stopped: false,
@@ -322,13 +322,13 @@ impl Drop for FaultProxy {
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, ProxyState> {
         lock(&self.state)
     }
 
     /// Waits while blackholed; `false` if the connection was cut or the proxy
     /// stopped. Returns the guard so callers can act atomically.
-    fn wait_forwarding(&self, id: u64) -> (MutexGuard<'_, State>, bool) {
+    fn wait_forwarding(&self, id: u64) -> (MutexGuard<'_, ProxyState>, bool) {
         let mut state = self.lock();
         loop {
             if state.stopped || !state.conns.contains_key(&id) {
@@ -362,7 +362,7 @@ impl Shared {
 }
 
 /// Spawns a thread that `Drop for FaultProxy` will join.
-fn spawn_tracked(state: &mut State, name: String, f: impl FnOnce() + Send + 'static) -> bool {
+fn spawn_tracked(state: &mut ProxyState, name: String, f: impl FnOnce() + Send + 'static) -> bool {
     match thread::Builder::new().name(name).spawn(f) {
         Ok(handle) => {
             state.threads.retain(|t| !t.is_finished());
@@ -396,7 +396,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
         state.next_id += 1;
         state.conns.insert(
             id,
-            Conn {
+            ProxiedConnection {
                 client: registered,
                 upstream: None,
                 pumps: 1,

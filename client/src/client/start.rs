@@ -87,60 +87,66 @@ impl LockClient {
 
     /// Starts a task in the core and gives it a slot; its id comes back at once.
     pub(crate) fn start_task(&self, task: Task, election: Option<u64>) -> Result<LockId, Error> {
-        self.shared().with(|s: &mut SharedState| {
-            if s.is_closed() {
-                return Err(Error::Closed);
-            }
-            let now = s.now();
-            let mut span = tracing::Span::none();
-            let mut metrics = None;
-            let id = match task {
-                Task::Acquire {
-                    mut spec,
-                    deadline,
-                    reentrant,
-                } => {
-                    if let Some(deadline) = deadline {
-                        spec = spec.deadline(s.timestamp(deadline));
-                    }
-                    let held_for = spec
-                        .owner_id()
-                        .filter(|_| reentrant)
-                        .map(|o| (o.to_owned(), spec.path().to_owned()));
-                    let lock = crate::trace::acquisition_span(&spec);
-                    let started =
-                        crate::metrics::AcquisitionMetrics::start(&spec, s.metrics_prefix);
-                    let id = s.core.acquire(spec, now)?;
-                    lock.record("lock", id.0);
-                    span = lock;
-                    metrics = Some(started);
-                    if let Some(held_for) = held_for {
-                        s.reentrant.insert(id, held_for);
-                    }
-                    id
-                }
-                Task::Observe(path) => s.core.observe(&path, now)?,
-                Task::Revoke(path) => s.core.revoke(&path, now)?,
-                Task::Break {
-                    node,
-                    token,
-                    record,
-                } => {
-                    let record = record.as_ref().map(|(session, by)| lock_core::BreakRecord {
-                        session: *session,
-                        by: by.as_deref(),
-                    });
-                    s.core.break_node(&node, token, record, now)?
-                }
-                Task::Inspect(path) => s.core.inspect(&path, now)?,
-                Task::Scan(root) => s.core.deadlocks(&root, now)?,
-            };
-            s.add_slot(id, election);
-            if let Some(slot) = s.slots.get_mut(&id) {
-                slot.span = span;
-                slot.metrics = metrics;
-            }
-            Ok(id)
-        })
+        let mut state = self.shared().lock_state();
+        let started = file_task(&mut state, task, election);
+        state.wake();
+        started
     }
+}
+
+/// Starts `task` in the core under the locked state `s` and gives it a slot
+/// (for an acquisition with its tracing span and metrics).
+fn file_task(s: &mut SharedState, task: Task, election: Option<u64>) -> Result<LockId, Error> {
+    if s.is_closed() {
+        return Err(Error::Closed);
+    }
+    let now = s.now();
+    let mut span = tracing::Span::none();
+    let mut metrics = None;
+    let id = match task {
+        Task::Acquire {
+            mut spec,
+            deadline,
+            reentrant,
+        } => {
+            if let Some(deadline) = deadline {
+                spec = spec.deadline(s.timestamp(deadline));
+            }
+            let held_for = spec
+                .owner_id()
+                .filter(|_| reentrant)
+                .map(|o| (o.to_owned(), spec.path().to_owned()));
+            let lock = crate::trace::acquisition_span(&spec);
+            let started = crate::metrics::AcquisitionMetrics::start(&spec, s.metrics_prefix);
+            let id = s.core.acquire(spec, now)?;
+            lock.record("lock", id.0);
+            span = lock;
+            metrics = Some(started);
+            if let Some(held_for) = held_for {
+                s.reentrant.insert(id, held_for);
+            }
+            id
+        }
+        Task::Observe(path) => s.core.observe(&path, now)?,
+        Task::Revoke(path) => s.core.revoke(&path, now)?,
+        Task::Break {
+            node,
+            token,
+            record,
+        } => {
+            let record = record.as_ref().map(|(session, by)| lock_core::BreakRecord {
+                session: *session,
+                by: by.as_deref(),
+            });
+            s.core.break_node(&node, token, record, now)?
+        }
+        Task::Inspect(path) => s.core.inspect(&path, now)?,
+        Task::Scan(root) => s.core.deadlocks(&root, now)?,
+    };
+    s.add_slot(id, election);
+    if let Some(slot) = s.slots.get_mut(&id) {
+        slot.span = span;
+        slot.metrics = metrics;
+    }
+    Ok(id)
 }

@@ -64,8 +64,23 @@ impl Delay {
         self.request.take_reply(request)
     }
 
+    /// A reply about the marker, taken ([`take_reply`](Self::take_reply)):
+    /// to its create or take-over, or to its read.
+    pub(super) fn on_reply(
+        &mut self,
+        cx: &mut Ctx,
+        ours: Ours<'_>,
+        purpose: Purpose,
+        result: Result<Reply, ZkError>,
+    ) -> DelayOutcome {
+        match purpose {
+            Purpose::DelayMarker { take } => self.on_marker_reply(cx, ours, take, result),
+            _ => self.on_read_reply(cx, ours, result),
+        }
+    }
+
     /// The reply to our marker's create (`take: false`) or take-over.
-    pub(super) fn on_marker_reply(
+    fn on_marker_reply(
         &mut self,
         cx: &mut Ctx,
         ours: Ours<'_>,
@@ -101,7 +116,7 @@ impl Delay {
 
     /// The marker's data: ours (a create of ours retried), or another holder's,
     /// which ended without a clean release: the delay to wait out is set.
-    pub(super) fn on_read_reply(
+    fn on_read_reply(
         &mut self,
         cx: &mut Ctx,
         ours: Ours<'_>,

@@ -27,16 +27,19 @@
 //! [`queue`] (the listing, the lower blockers, the watched window;
 //! [`queue::Queue::decide`] returns a decision), [`holder`] (sections, the crash
 //! marker, fenced writes), [`delay`] (the lock-delay marker and wait),
-//! [`detection`] (deadlocks) and [`lease`] (a semaphore in a peer's layout). A
-//! part sends its own requests and returns an outcome for what it cannot decide
-//! alone (our node gone, hold, fail, retry); the acquisition acts on it.
+//! [`detection`] (deadlocks), [`lease`] (a semaphore in a peer's layout) and
+//! [`markers`] (what a clean release deletes with our node). A part sends its
+//! own requests and returns an outcome for what it cannot decide alone (our
+//! node gone, hold, fail, retry); the acquisition acts on it.
 //!
 //! The acquisition itself is the spine, in two files: here its state, the
-//! routing of replies (by [`Purpose`]), watches and timers to the parts, and the
-//! calls of the session and the user; in [`transitions`] the moves of its
-//! [`State`] (grant, terminal event, cleanup, recovery, suspension, the
-//! session's end, release) and the acting on the parts' outcomes. A recovery
-//! after a reconnect is the parts' `forget()` and one resend.
+//! routing of replies (by [`Purpose`]), watches and timers to the parts (and
+//! the acting on the outcomes of a holder's, the lock-delay's, a blocker's and
+//! the lease's replies), and the calls of the session and the user; in
+//! [`transitions`] the moves of its [`State`] (grant, terminal event, cleanup,
+//! recovery, suspension, the session's end, release) and the acting on our
+//! node's and the listing's outcomes. A recovery after a reconnect is the
+//! parts' `forget()` and one resend.
 
 use crate::ctx::Ctx;
 use crate::event::{FailReason, LockEvent, LostReason, UsageError};
@@ -52,6 +55,7 @@ mod delay;
 mod detection;
 mod holder;
 pub(crate) mod lease;
+mod markers;
 mod node;
 mod queue;
 mod transitions;
@@ -59,24 +63,10 @@ mod transitions;
 use delay::{Delay, DelayOutcome};
 use detection::Detection;
 use holder::{Holder, HolderOutcome};
-use lease::Lease;
+use lease::{Lease, Next, Step};
+pub(crate) use markers::{is_marker, DELAY_MARKER, SECTION_MARKER};
 use node::{Create, Node, OwnNode};
-use queue::Queue;
-
-/// Name of the crash-detection marker inside a lock directory (a persistent node
-/// that exists while a holder is inside a critical section).
-pub(crate) const SECTION_MARKER: &str = "zkl-section";
-
-/// Name of the lock-delay marker inside a lock directory (a persistent node naming
-/// the node of the lock-delay holder that holds, or last held without a clean
-/// release: see [`delay`]).
-pub(crate) const DELAY_MARKER: &str = "zkl-delay";
-
-/// Whether `name` is one of zklock's markers (or the break record) in a lock
-/// directory.
-pub(crate) fn is_marker(name: &str) -> bool {
-    name == SECTION_MARKER || name == DELAY_MARKER || name == crate::break_lock::BREAK_RECORD
-}
+use queue::{PeerOutcome, Queue};
 
 /// Where the acquisition is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -142,9 +132,9 @@ enum Look {
 /// # Methods, by kind
 ///
 /// * **Getters** (here): `node_path`, `state`, `spec`, `is_suspended`.
-/// * **Inputs** (here): `on_reply`, `on_watch`, `on_timer`; and from
-///   [`transitions`]: `recover`, `on_disconnected`, `suspend`,
-///   `on_contact_renewed`, `on_session_ended`, `on_sync_timer`, `look_again`.
+/// * **Inputs** (here): `on_reply`, `on_watch`, `on_timer`, `on_sync_timer`,
+///   `look_again`; and from [`transitions`]: `recover`, `on_disconnected`,
+///   `suspend`, `on_contact_renewed`, `on_session_ended`.
 /// * **User calls**: `open_section`, `close_section`, `fenced_write` (here);
 ///   `release`, `abandon`, `fail` ([`transitions`]).
 /// * **Deadlock detection** (here, answered by [`detection`]): `published_wait`,
@@ -358,17 +348,10 @@ impl Acquisition {
                     }
                 }
             }
-            Purpose::DelayMarker { take } => {
+            Purpose::DelayMarker { .. } | Purpose::DelayRead => {
                 if self.delay.take_reply(request) && self.state == State::Granting {
                     let ours = ours!(self);
-                    let outcome = self.delay.on_marker_reply(cx, ours, take, result);
-                    self.act_on_delay(cx, outcome);
-                }
-            }
-            Purpose::DelayRead => {
-                if self.delay.take_reply(request) && self.state == State::Granting {
-                    let ours = ours!(self);
-                    let outcome = self.delay.on_read_reply(cx, ours, result);
+                    let outcome = self.delay.on_reply(cx, ours, purpose, result);
                     self.act_on_delay(cx, outcome);
                 }
             }
@@ -447,6 +430,37 @@ impl Acquisition {
         }
     }
 
+    /// The session's sync timer fired (about once a sync interval while a lock is
+    /// held, whether a `sync` went out or the session's other requests made one
+    /// unnecessary): a holder that has held for `interval` and whose node is not
+    /// watched yet (an uncontended grant on a client that gave the stat with
+    /// `create`) watches it now. So a hold hears of its node's deletion at once
+    /// from at most two intervals after its grant, at one read per hold that
+    /// long; a shorter hold costs nothing and learns of it at its release or its
+    /// next fenced write.
+    pub(crate) fn on_sync_timer(&mut self, cx: &mut Ctx, interval: std::time::Duration) {
+        let held_long = self.holder.held_for(cx.now, interval);
+        if self.state == State::Held
+            && held_long
+            && !self.suspended
+            && !self.node.own_watched
+            && !self.node.is_reading()
+        {
+            self.node.send_read(cx, self.id, true);
+        }
+    }
+
+    /// See [`Session::look_again`](crate::Session::look_again).
+    pub(crate) fn look_again(&mut self, cx: &mut Ctx) {
+        if self.state == State::Waiting
+            && cx.connected
+            && self.node.own.is_some()
+            && !self.queue.list.is_pending()
+        {
+            self.queue.send_list(cx, self.id);
+        }
+    }
+
     /// Acts on what a reply to a holder's request asks (see [`holder`]).
     fn act_on_holder(&mut self, cx: &mut Ctx, outcome: HolderOutcome) {
         match outcome {
@@ -467,6 +481,71 @@ impl Acquisition {
             DelayOutcome::Lost => self.own_gone(cx, LostReason::NodeDeleted),
             DelayOutcome::WouldBlock => self.fail(cx, FailReason::WouldBlock),
             DelayOutcome::Trouble(e) => self.trouble(cx, e),
+        }
+    }
+
+    /// The reply to a blocker's watch.
+    pub(super) fn on_peer_data(
+        &mut self,
+        cx: &mut Ctx,
+        request: RequestId,
+        name: &str,
+        result: Result<Reply, ZkError>,
+    ) {
+        match self.queue.on_peer_reply(request, name, result) {
+            PeerOutcome::Done => {}
+            PeerOutcome::Gone => self.peer_gone(cx, name),
+            PeerOutcome::Trouble(e) => self.trouble(cx, e),
+            PeerOutcome::Failed(e) => self.fail(cx, FailReason::Zk(e)),
+        }
+    }
+
+    // The lease (see [`lease`](super::lease)): a semaphore in a peer's layout,
+    // whose walk is its internal mutex.
+
+    /// The kind of walk our node makes in its queue's directory: the semaphore's
+    /// own recipe, or for a semaphore in a peer's layout its internal mutex.
+    pub(super) fn walk_recipe(&self) -> Recipe {
+        match self.lease {
+            Some(_) => Recipe::Write,
+            None => self.spec.recipe,
+        }
+    }
+
+    /// A watch fired on `path`; true if it was the pool's children watch.
+    pub(super) fn on_pool_watch(&mut self, cx: &mut Ctx, path: &str) -> bool {
+        let waiting = self.state == State::Waiting;
+        match self.lease.as_deref_mut() {
+            Some(lease) => lease.on_pool_watch(cx, self.id, path, waiting),
+            None => false,
+        }
+    }
+
+    /// A reply to one of the lease's requests (acted on by the lease as far as
+    /// it and our node go).
+    pub(super) fn on_lease_reply(
+        &mut self,
+        cx: &mut Ctx,
+        request: RequestId,
+        purpose: Purpose,
+        result: Result<Reply, ZkError>,
+    ) {
+        let Some(lease) = self.lease.as_deref_mut() else {
+            return;
+        };
+        let step = Step {
+            id: self.id,
+            waiting: self.state == State::Waiting,
+            cleanup: self.state == State::Cleanup,
+            spec: &self.spec,
+            node: &mut self.node,
+        };
+        match lease.on_reply(cx, step, request, purpose, result) {
+            Next::Wait => {}
+            Next::Grant => self.grant(cx),
+            Next::Cleanup => self.continue_cleanup(cx),
+            Next::Fail(reason) => self.fail(cx, reason),
+            Next::Trouble(e) => self.trouble(cx, e),
         }
     }
 

@@ -7,6 +7,7 @@
 
 use super::{DELAY_MARKER, SECTION_MARKER};
 use crate::ctx::Ctx;
+use crate::event::FailReason;
 use crate::ids::LockId;
 use crate::names::{
     parse_participant, relative_sequence, AttemptId, NameScheme, NodeKind, ParsedName,
@@ -14,7 +15,7 @@ use crate::names::{
 use crate::output::{Progress, QueuePlace};
 use crate::proto::{Op, Reply, RequestId, ZkError};
 use crate::requests::{InFlight, Purpose};
-use crate::spec::Recipe;
+use crate::spec::{LockSpec, Recipe};
 use std::collections::BTreeMap;
 
 /// A listing of the lock directory, sorted out.
@@ -240,6 +241,41 @@ impl Queue {
     /// Caches the blockers of `recipe` lower than our sequence `seq` among
     /// `others`, but for the write nodes of a `downgrade`. Returns whether one
     /// of those was there.
+    /// Takes our place from a listing's `others` for our node at `seq`, walking
+    /// as `recipe` (see [`set_lower`](Self::set_lower), with `downgrade` our
+    /// owner's write nodes): refused with the reason to fail when a semaphore's
+    /// peers count other permits than ours, or when a downgrade of `spec`, which
+    /// waits, would queue behind a writer between our owner's write and us.
+    pub(super) fn take_place(
+        &mut self,
+        others: Vec<(ParsedName, String)>,
+        seq: i32,
+        recipe: Recipe,
+        downgrade: &[String],
+        spec: &LockSpec,
+    ) -> Result<(), FailReason> {
+        if let Recipe::Semaphore { permits: ours } = recipe {
+            let theirs = others.iter().find_map(|(p, _)| match p.permits {
+                Some(theirs) if p.kind == NodeKind::Semaphore && theirs != ours => Some(theirs),
+                _ => None,
+            });
+            if let Some(theirs) = theirs {
+                return Err(FailReason::PermitsMismatch { ours, theirs });
+            }
+        }
+        let downgrading = self.set_lower(others, seq, recipe, downgrade);
+        if downgrading && !self.lower.is_empty() && spec.wait {
+            // Our owner's write node is still held, and a writer queued between it
+            // and us: that writer waits for our owner, we would wait for it.
+            return Err(FailReason::SelfDeadlock {
+                path: spec.path.clone(),
+                owner: spec.owner.clone().unwrap_or_default(),
+                held: NodeKind::Write,
+            });
+        }
+        Ok(())
+    }
+
     pub(super) fn set_lower(
         &mut self,
         others: Vec<(ParsedName, String)>,
@@ -371,212 +407,4 @@ impl Queue {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn name(kind: &str, seq: i32) -> String {
-        format!("zkl-{:032x}-{kind}-{seq:010}", seq as u128 + 1)
-    }
-
-    fn queue(lower: &[String]) -> Queue {
-        Queue {
-            lower: lower
-                .iter()
-                .enumerate()
-                .map(|(i, n)| (i as i32 - lower.len() as i32, n.clone()))
-                .collect(),
-            ..Queue::default()
-        }
-    }
-
-    #[test]
-    fn one_permit_holds_on_an_empty_cache_and_watches_its_predecessor() {
-        assert_eq!(queue(&[]).decide(Recipe::Write), Decision::Hold);
-        let q = queue(&[name("write", 1), name("write", 2)]);
-        assert_eq!(
-            q.decide(Recipe::Write),
-            Decision::Wait {
-                window: vec![name("write", 2)]
-            }
-        );
-    }
-
-    #[test]
-    fn a_semaphore_watches_its_permits_closest_or_the_closest_writer() {
-        let sem = Recipe::Semaphore { permits: 2 };
-        let readers = [name("sem2", 1), name("sem2", 2), name("sem2", 3)];
-        assert_eq!(queue(&readers[..1]).decide(sem), Decision::Hold);
-        assert_eq!(
-            queue(&readers).decide(sem),
-            Decision::Wait {
-                window: readers[1..].to_vec()
-            }
-        );
-        // One writer below: it goes first, whatever the permits.
-        let with_writer = [name("write", 1), name("sem2", 2)];
-        assert_eq!(
-            queue(&with_writer[..1]).decide(sem),
-            Decision::Wait {
-                window: vec![name("write", 1)]
-            }
-        );
-        assert_eq!(
-            queue(&with_writer).decide(sem),
-            Decision::Wait {
-                window: vec![name("write", 1)]
-            }
-        );
-    }
-
-    #[test]
-    fn the_place_counts_who_must_leave_first() {
-        let mutex = queue(&[name("write", 1), name("write", 2), name("write", 3)]);
-        assert_eq!(mutex.place(Recipe::Write), QueuePlace::new(3, None));
-        assert_eq!(queue(&[]).place(Recipe::Write), QueuePlace::new(0, None));
-        // Three permits, four taking a permit below us: one must leave.
-        let sem = Recipe::Semaphore { permits: 3 };
-        let sharing: Vec<String> = (1..=4).map(|i| name("sem3", i)).collect();
-        assert_eq!(queue(&sharing).place(sem), QueuePlace::new(2, Some(3)));
-        assert_eq!(queue(&sharing[..3]).place(sem), QueuePlace::new(1, Some(3)));
-        assert_eq!(queue(&sharing[..1]).place(sem), QueuePlace::new(0, Some(1)));
-        // A writer below: it must go, whatever the permits; it takes none.
-        let with_writer = [name("write", 1), name("sem3", 2)];
-        assert_eq!(queue(&with_writer).place(sem), QueuePlace::new(1, Some(1)));
-    }
-
-    #[test]
-    fn a_place_is_reported_once_until_it_changes() {
-        let mut q = queue(&[name("write", 1), name("write", 2)]);
-        assert_eq!(
-            q.report_place(Recipe::Write),
-            Some(QueuePlace::new(2, None))
-        );
-        assert_eq!(q.report_place(Recipe::Write), None);
-        q.drop_blocker(&name("write", 2), 1);
-        assert_eq!(
-            q.report_place(Recipe::Write),
-            Some(QueuePlace::new(1, None))
-        );
-        q.clear();
-        assert_eq!(q.reported, None);
-    }
-
-    #[test]
-    fn a_gone_blocker_shrinks_the_cache_and_the_window() {
-        let blockers = [name("write", 1), name("write", 2)];
-        let mut q = queue(&blockers);
-        q.watched
-            .insert(blockers[1].clone(), Watch::Pending(RequestId(5)));
-        assert!(q.blocks_with(&blockers[1]));
-        assert!(q.take_watch_reply(&blockers[1], RequestId(5)));
-        assert!(!q.take_watch_reply(&blockers[1], RequestId(4)));
-        assert!(q.drop_blocker(&blockers[1], 1), "one blocker still cached");
-        assert!(q.watched.is_empty());
-        assert!(!q.blocks_with(&blockers[1]));
-        assert_eq!(
-            q.narrow_to(vec![blockers[0].clone()]),
-            vec![blockers[0].clone()]
-        );
-        assert!(!q.drop_blocker(&blockers[0], 1), "nothing left to block us");
-    }
-
-    #[test]
-    fn forget_drops_watches_and_the_listing_but_keeps_the_cache() {
-        let blockers = [name("write", 1)];
-        let mut q = queue(&blockers);
-        q.watched.insert(blockers[0].clone(), Watch::Armed);
-        let mut session = crate::ctx::tests::Session::default();
-        let op = crate::proto::Op::GetChildren { path: "/l".into() };
-        q.list.send(
-            &mut session.cx(),
-            crate::ids::LockId(1),
-            crate::requests::Purpose::List,
-            op,
-        );
-        q.forget();
-        assert!(q.watched.is_empty());
-        assert!(!q.list.is_pending());
-        assert_eq!(q.lower.len(), 1);
-        q.clear();
-        assert!(q.lower.is_empty());
-    }
-
-    #[test]
-    fn a_listing_is_sorted_into_ours_others_and_the_marker() {
-        let mut session = crate::ctx::tests::Session::default();
-        let ours = name("write", 3);
-        let attempt = parse_participant(&ours).unwrap().attempt;
-        let children = vec![
-            name("write", 1),
-            ours.clone(),
-            SECTION_MARKER.to_owned(),
-            DELAY_MARKER.to_owned(),
-            "README".to_owned(),
-        ];
-        let listing = Queue::sort_listing(&mut session.cx(), children, attempt);
-        assert_eq!(listing.mine, [(3, ours)]);
-        assert_eq!(listing.others.len(), 1);
-        assert!(listing.marker_seen);
-        assert_eq!(
-            session.stats.foreign_children, 1,
-            "the markers are not foreign"
-        );
-    }
-
-    #[test]
-    fn only_lower_blockers_are_cached_and_a_downgrade_skips_its_own_write() {
-        let parsed = |n: &String| (parse_participant(n).unwrap(), n.clone());
-        let (w1, r2, w4) = (name("write", 1), name("read", 2), name("write", 4));
-        let others = vec![parsed(&w1), parsed(&r2), parsed(&w4)];
-        let mut q = Queue::new("/l".into());
-        assert!(!q.set_lower(others.clone(), 3, Recipe::Read, &[]));
-        assert_eq!(
-            q.lower,
-            [(-2, w1.clone())],
-            "a read is blocked by lower writes only"
-        );
-        assert!(q.set_lower(others, 3, Recipe::Write, std::slice::from_ref(&w1)));
-        assert_eq!(q.lower, [(-1, r2)]);
-    }
-
-    #[test]
-    fn a_watch_reply_arms_it_and_a_gone_blocker_lists_again_or_decides() {
-        let mut session = crate::ctx::tests::Session::default();
-        let lock = crate::ids::LockId(1);
-        let blockers = [name("write", 1), name("write", 2)];
-        let mut q = queue(&blockers);
-        q.dir = "/l".into();
-        q.watch_window(&mut session.cx(), lock, vec![blockers[1].clone()]);
-        let request = match session.out.pop_front() {
-            Some(crate::output::Output::Request(r)) => {
-                let path = format!("/l/{}", blockers[1]);
-                assert_eq!(r.op, Op::GetData { path, watch: true });
-                r.id
-            }
-            other => panic!("no watch: {other:?}"),
-        };
-        let ok = Ok(Reply::Data {
-            data: Vec::new(),
-            stat: Default::default(),
-        });
-        assert_eq!(
-            q.on_peer_reply(RequestId(0), &blockers[1], ok.clone()),
-            PeerOutcome::Done
-        );
-        assert_eq!(q.watched[&blockers[1]], Watch::Pending(request));
-        assert_eq!(
-            q.on_peer_reply(request, &blockers[1], ok),
-            PeerOutcome::Done
-        );
-        assert_eq!(q.watched[&blockers[1]], Watch::Armed);
-        session.out.clear();
-        // One blocker left below: list again (once).
-        assert!(!q.on_blocker_gone(&mut session.cx(), lock, &blockers[1], 1));
-        assert!(q.list.is_pending());
-        assert!(!q.on_blocker_gone(&mut session.cx(), lock, &blockers[1], 1));
-        assert_eq!(session.out.len(), 1, "one listing");
-        // None left: decide from the cache, no request.
-        assert!(q.on_blocker_gone(&mut session.cx(), lock, &blockers[0], 1));
-        assert_eq!(session.out.len(), 1);
-    }
-}
+mod tests;

@@ -3,18 +3,14 @@
 //! pause after trouble, suspending a held lock, resuming it, the session's end).
 //! The parts act on their own state; these move the acquisition's [`State`].
 
-use super::lease::{Outcome as LeaseOutcome, Step};
+use super::markers::ReleaseMarker;
 use super::node::{CreateOutcome, DeleteOutcome, Node, ReadOutcome};
-use super::queue::{Decision, PeerOutcome, Queue};
-use super::{delay, holder, ours, Acquisition, Create, Ended, Look, Ours, State};
+use super::queue::{Decision, Queue};
+use super::{ours, Acquisition, Create, Ended, Look, Ours, State};
 use crate::ctx::Ctx;
 use crate::event::{FailReason, Grant, LockEvent, LostReason};
 use crate::ids::FencingToken;
-use crate::names::NodeKind;
-use crate::output::Progress;
 use crate::proto::{Reply, RequestId, ZkError};
-use crate::requests::Purpose;
-use crate::spec::Recipe;
 use crate::time::Timestamp;
 use crate::timers::TimerKind;
 
@@ -249,17 +245,7 @@ impl Acquisition {
         if let Some(lease) = self.lease.as_deref_mut() {
             lease.session_ended(how != Ended::Abandoned);
         }
-        if how == Ended::Abandoned {
-            if let Create::InFlight(_) = self.node.create {
-                self.node.create = Create::Unknown;
-            }
-        } else {
-            self.node.own = None;
-            self.node.extra.clear();
-            if self.node.create != Create::NotSent {
-                self.node.create = Create::Done;
-            }
-        }
+        self.node.on_session_ended(how == Ended::Abandoned);
         match self.state {
             State::Waiting | State::Granting => {
                 if self.node.create == Create::NotSent && !closed {
@@ -361,26 +347,6 @@ impl Acquisition {
         }
     }
 
-    /// The session's sync timer fired (about once a sync interval while a lock is
-    /// held, whether a `sync` went out or the session's other requests made one
-    /// unnecessary): a holder that has held for `interval` and whose node is not
-    /// watched yet (an uncontended grant on a client that gave the stat with
-    /// `create`) watches it now. So a hold hears of its node's deletion at once
-    /// from at most two intervals after its grant, at one read per hold that
-    /// long; a shorter hold costs nothing and learns of it at its release or its
-    /// next fenced write.
-    pub(crate) fn on_sync_timer(&mut self, cx: &mut Ctx, interval: std::time::Duration) {
-        let held_long = self.holder.held_for(cx.now, interval);
-        if self.state == State::Held
-            && held_long
-            && !self.suspended
-            && !self.node.own_watched
-            && !self.node.is_reading()
-        {
-            self.node.send_read(cx, self.id, true);
-        }
-    }
-
     /// A read of our node answered: its token, whether it is still ours, a
     /// revocation request in it.
     pub(super) fn on_own_data(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
@@ -464,46 +430,22 @@ impl Acquisition {
     /// Deletes our node; a clean release closes the section and gives up the
     /// lock-delay marker in the same transaction.
     pub(super) fn send_delete(&mut self, cx: &mut Ctx) {
-        let markers = self
-            .release_markers()
-            .into_iter()
-            .map(|marker| match marker {
-                ReleaseMarker::Section => holder::marker_path(&self.spec.path),
-                ReleaseMarker::Delay => delay::marker_path(&self.spec.path),
-            })
-            .collect();
-        self.node.send_delete(cx, self.id, markers);
+        let markers = self.release_markers().into_iter();
+        let paths = markers.map(|m| m.path(&self.spec.path)).collect();
+        self.node.send_delete(cx, self.id, paths);
     }
 
-    /// The markers a clean release deletes with our node, in the multi's order.
-    /// Only a clean release (not an abandonment, not the cleanup after a loss or
-    /// failure) deletes them: a marker left behind is how the next holder learns
-    /// of an unclean end.
+    /// The markers a clean release deletes with our node (see [`ReleaseMarker`]).
     fn release_markers(&self) -> Vec<ReleaseMarker> {
-        let mut markers = Vec::new();
-        if self.state != State::Releasing || self.holder.is_abandoned() {
-            return markers;
-        }
-        if self.holder.release_closes_section() {
-            markers.push(ReleaseMarker::Section);
-        }
-        if self.delay.marker_ours {
-            markers.push(ReleaseMarker::Delay);
-        }
-        markers
+        let clean = self.state == State::Releasing;
+        ReleaseMarker::for_release(clean, &self.holder, &self.delay)
     }
 
     pub(super) fn on_delete(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
-        if let Err(ZkError::MultiFailed { index, error }) = &result {
-            let markers = self.release_markers();
-            if **error == ZkError::NoNode && (*index as usize) < markers.len() {
-                // That marker is already gone: delete the rest without it.
-                match markers[*index as usize] {
-                    ReleaseMarker::Section => self.holder.section_gone(),
-                    ReleaseMarker::Delay => self.delay.marker_ours = false,
-                }
-                return self.send_delete(cx);
-            }
+        if let Some(marker) = ReleaseMarker::missing(&result, &self.release_markers()) {
+            // That marker is already gone: delete the rest without it.
+            marker.forget(&mut self.holder, &mut self.delay);
+            return self.send_delete(cx);
         }
         match self.node.on_delete_reply(result) {
             // Deleted by someone else while we believed we held it (a plain lock
@@ -527,17 +469,6 @@ impl Acquisition {
 
     // The queue (see [`queue`](super::queue)): the listing, the decision and
     // the window, acted on.
-
-    /// See [`Session::look_again`](crate::Session::look_again).
-    pub(crate) fn look_again(&mut self, cx: &mut Ctx) {
-        if self.state == State::Waiting
-            && cx.connected
-            && self.node.own.is_some()
-            && !self.queue.list.is_pending()
-        {
-            self.queue.send_list(cx, self.id);
-        }
-    }
 
     /// The listing of our directory answered: adopt our node (deleting
     /// duplicates), cache the lower blockers, decide.
@@ -590,29 +521,12 @@ impl Acquisition {
             self.node.ensure_read(cx, self.id, &self.spec);
         }
         let recipe = self.walk_recipe();
-        if let Recipe::Semaphore { permits: ours } = recipe {
-            let theirs = listing.others.iter().find_map(|(p, _)| match p.permits {
-                Some(theirs) if p.kind == NodeKind::Semaphore && theirs != ours => Some(theirs),
-                _ => None,
-            });
-            if let Some(theirs) = theirs {
-                return self.fail(cx, FailReason::PermitsMismatch { ours, theirs });
-            }
-        }
         let downgrade = &self.detection.downgrade;
-        let downgrading = self.queue.set_lower(listing.others, seq, recipe, downgrade);
-        if downgrading && !self.queue.lower.is_empty() && self.spec.wait {
-            // Our owner's write node is still held, and a writer queued between it
-            // and us: that writer waits for our owner, we would wait for it.
-            let (path, owner) = (self.spec.path.clone(), self.spec.owner.clone());
-            return self.fail(
-                cx,
-                FailReason::SelfDeadlock {
-                    path,
-                    owner: owner.unwrap_or_default(),
-                    held: NodeKind::Write,
-                },
-            );
+        let placed = self
+            .queue
+            .take_place(listing.others, seq, recipe, downgrade, &self.spec);
+        if let Err(reason) = placed {
+            return self.fail(cx, reason);
         }
         // A grant straight from this listing knows the marker for free.
         self.holder.set_marker_known(Some(listing.marker_seen));
@@ -661,22 +575,6 @@ impl Acquisition {
         self.queue.watch_window(cx, self.id, window);
     }
 
-    /// The reply to a blocker's watch.
-    pub(super) fn on_peer_data(
-        &mut self,
-        cx: &mut Ctx,
-        request: RequestId,
-        name: &str,
-        result: Result<Reply, ZkError>,
-    ) {
-        match self.queue.on_peer_reply(request, name, result) {
-            PeerOutcome::Done => {}
-            PeerOutcome::Gone => self.peer_gone(cx, name),
-            PeerOutcome::Trouble(e) => self.trouble(cx, e),
-            PeerOutcome::Failed(e) => self.fail(cx, FailReason::Zk(e)),
-        }
-    }
-
     /// The blocker `name` is gone: hold from the cache, or list again.
     pub(super) fn peer_gone(&mut self, cx: &mut Ctx, name: &str) {
         let permits = self.walk_recipe().permits();
@@ -685,112 +583,4 @@ impl Acquisition {
             self.evaluate(cx, Look::Cache);
         }
     }
-
-    // The lease (see [`lease`](super::lease)): a semaphore in a peer's layout,
-    // whose walk is its internal mutex.
-
-    /// The kind of walk our node makes in its queue's directory: the semaphore's
-    /// own recipe, or for a semaphore in a peer's layout its internal mutex.
-    pub(super) fn walk_recipe(&self) -> Recipe {
-        match self.lease {
-            Some(_) => Recipe::Write,
-            None => self.spec.recipe,
-        }
-    }
-
-    /// A watch fired on `path`; true if it was the pool's children watch.
-    pub(super) fn on_pool_watch(&mut self, cx: &mut Ctx, path: &str) -> bool {
-        let waiting = self.state == State::Waiting;
-        match self.lease.as_deref_mut() {
-            Some(lease) => lease.on_pool_watch(cx, self.id, path, waiting),
-            None => false,
-        }
-    }
-
-    /// A reply to one of the lease's requests.
-    pub(super) fn on_lease_reply(
-        &mut self,
-        cx: &mut Ctx,
-        request: RequestId,
-        purpose: Purpose,
-        result: Result<Reply, ZkError>,
-    ) {
-        let Some(lease) = self.lease.as_deref_mut() else {
-            return;
-        };
-        let step = Step {
-            id: self.id,
-            waiting: self.state == State::Waiting,
-            cleanup: self.state == State::Cleanup,
-            parent_tries: &mut self.node.parent_tries,
-        };
-        if let Some(outcome) = lease.on_reply(cx, step, request, purpose, result) {
-            self.act_on_lease(cx, outcome);
-        }
-    }
-
-    fn act_on_lease(&mut self, cx: &mut Ctx, outcome: LeaseOutcome) {
-        let spare = self
-            .lease
-            .as_deref_mut()
-            .map(|l| l.take_spare())
-            .unwrap_or_default();
-        for path in spare {
-            // kazoo's lease path is fixed: a late reply to a create of it (or a
-            // listing) names the node we hold, which is no spare.
-            if self.node.path() == Some(path.as_str()) {
-                continue;
-            }
-            self.node.delete_extra(cx, self.id, path);
-        }
-        if self.state == State::Cleanup {
-            return match outcome {
-                LeaseOutcome::Trouble(e) => self.trouble(cx, e),
-                _ => self.continue_cleanup(cx),
-            };
-        }
-        match outcome {
-            LeaseOutcome::Pending => {}
-            LeaseOutcome::Hold => self.lease_hold(cx),
-            LeaseOutcome::Full if !self.spec.wait => self.fail(cx, FailReason::WouldBlock),
-            LeaseOutcome::Full => {
-                if let Some(lease) = &self.lease {
-                    let node = lease.pool_path().to_owned();
-                    cx.progress(self.id, Progress::QueuedBehind { node });
-                }
-            }
-            LeaseOutcome::Fail(reason) => self.fail(cx, reason),
-            LeaseOutcome::Trouble(e) => self.trouble(cx, e),
-        }
-    }
-
-    /// The lease is ours: release the internal mutex (as the peers do once they
-    /// have their lease) and hold the lease node as our own.
-    fn lease_hold(&mut self, cx: &mut Ctx) {
-        let Some(lease) = self.lease.as_deref_mut() else {
-            return;
-        };
-        let Some(node) = lease.hold(self.node.own.as_ref()) else {
-            return;
-        };
-        if let Some(mutex) = self.node.own.take() {
-            if self.node.own_watched {
-                cx.watches.remove(self.id, &mutex.path);
-            }
-            self.node.delete_extra(cx, self.id, mutex.path);
-        }
-        self.node.unwatch();
-        self.node.own = Some(node);
-        self.node.ensure_read(cx, self.id, &self.spec);
-        self.grant(cx);
-    }
-}
-
-/// A marker a clean release deletes in the multi with our node.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum ReleaseMarker {
-    /// The crash-detection section marker (an open section closed by the release).
-    Section,
-    /// Our lock-delay marker.
-    Delay,
 }

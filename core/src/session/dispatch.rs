@@ -63,14 +63,23 @@ impl Session {
         let (mut cx, tasks) = self.ctx_parts(now);
         if let Some(t) = tasks.get_mut(&id) {
             f(t, &mut cx);
-            cx.contact.set_wanted(id, wants_proof(t));
-            if t.is_done() {
-                tasks.remove(&id);
-                cx.timers.cancel_lock(id);
-                cx.requests.forget_lock(id);
-                cx.watches.forget_lock(id);
-            }
+            settle(&mut cx, tasks, id);
         }
+    }
+
+    /// Files the new task `task` under `id` and starts it if connected (as
+    /// [`with_task`](Self::with_task) would, without a closure).
+    pub(super) fn start(&mut self, id: LockId, task: Task, now: Timestamp) {
+        self.tasks.insert(id, task);
+        let (mut cx, tasks) = self.ctx_parts(now);
+        if let Some(t) = tasks.get_mut(&id) {
+            if cx.connected {
+                t.recover(&mut cx);
+            }
+            settle(&mut cx, tasks, id);
+        }
+        self.sync_publications(now);
+        self.arm_sync();
     }
 
     pub(super) fn for_each_task(&mut self, now: Timestamp, f: impl FnMut(&mut Task, &mut Ctx)) {
@@ -95,6 +104,21 @@ impl Session {
             cx.requests.forget_lock(id);
             cx.watches.forget_lock(id);
         }
+    }
+}
+
+/// After a call on the task `id`: whether the session must prove contact for
+/// it, and if it is done, the task dropped with its timers, requests and watches.
+fn settle(cx: &mut Ctx, tasks: &mut BTreeMap<LockId, Task>, id: LockId) {
+    let Some(t) = tasks.get(&id) else {
+        return;
+    };
+    cx.contact.set_wanted(id, wants_proof(t));
+    if t.is_done() {
+        tasks.remove(&id);
+        cx.timers.cancel_lock(id);
+        cx.requests.forget_lock(id);
+        cx.watches.forget_lock(id);
     }
 }
 

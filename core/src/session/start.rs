@@ -287,13 +287,4 @@ impl Session {
         self.next_id += 1;
         LockId(self.next_id)
     }
-
-    fn start(&mut self, id: LockId, task: Task, now: Timestamp) {
-        self.tasks.insert(id, task);
-        self.with_task(id, now, |t, cx| {
-            if cx.connected {
-                t.recover(cx);
-            }
-        });
-    }
 }

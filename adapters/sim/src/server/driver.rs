@@ -4,13 +4,13 @@
 //! in order: the per-session FIFO order ZooKeeper gives), fires due timers, then
 //! sleeps until a handle, the server or a timer needs it.
 
-use super::state::{Delivery, State};
+use super::state::{Delivery, ServerState};
 use lock_client::Link;
 use lock_core::SessionEvent;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-pub(crate) fn run(server: Arc<Mutex<State>>, key: u64, mut link: Link) {
+pub(crate) fn run(server: Arc<Mutex<ServerState>>, key: u64, mut link: Link) {
     let lock = || server.lock().unwrap_or_else(PoisonError::into_inner);
     loop {
         let now = Instant::now();

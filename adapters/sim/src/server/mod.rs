@@ -41,7 +41,7 @@ mod state;
 use crate::model::silent_cut_noticed_after;
 use lock_client::LockClient;
 use lock_core::Config;
-use state::{Conn, State};
+use state::{Reachability, ServerState};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -55,7 +55,7 @@ pub use lock_core::DEFAULT_SESSION_TIMEOUT;
 /// the same tree.
 #[derive(Clone)]
 pub struct Server {
-    state: Arc<Mutex<State>>,
+    state: Arc<Mutex<ServerState>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -81,11 +81,11 @@ impl Server {
     /// An empty tree (just `/`).
     pub fn new() -> Server {
         Server {
-            state: Arc::new(Mutex::new(State::new())),
+            state: Arc::new(Mutex::new(ServerState::new())),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ServerState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -156,7 +156,7 @@ impl Server {
         let Some(key) = self.key(client) else { return };
         let mut state = self.lock();
         if let Some(c) = state.clients.get_mut(&key) {
-            if let Conn::Down { until, .. } = &mut c.conn {
+            if let Reachability::Down { until, .. } = &mut c.conn {
                 *until = Instant::now();
                 c.notifier.notify();
             }

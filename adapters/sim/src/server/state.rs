@@ -30,7 +30,7 @@ pub(crate) type Applied = (Vec<(String, WatchKind)>, Result<Reply, ZkError>);
 
 /// The state of a client's connection.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Conn {
+pub(crate) enum Reachability {
     Up,
     /// Cut off since `since` until `until`. `noticed` once the client reported
     /// `Disconnected` (at once for a disconnect, after its read timeout for a
@@ -49,7 +49,7 @@ pub(crate) struct Client {
     pub session: i64,
     /// The negotiated session timeout (a new session after an expiry gets it too).
     pub timeout: Duration,
-    pub conn: Conn,
+    pub conn: Reachability,
     pub inbox: VecDeque<Delivery>,
     pub notifier: Notifier,
     /// Replies (and watch firings) to this client wait in the inbox, undelivered,
@@ -64,7 +64,7 @@ pub(crate) struct Client {
 }
 
 /// The server: the model and its clients, under one mutex.
-pub(crate) struct State {
+pub(crate) struct ServerState {
     pub model: ZkModel,
     /// The live sessions, by the key of the client that owns them.
     pub sessions: SessionTracker<Instant, u64>,
@@ -74,9 +74,9 @@ pub(crate) struct State {
     pub requests: u64,
 }
 
-impl State {
-    pub(crate) fn new() -> State {
-        State {
+impl ServerState {
+    pub(crate) fn new() -> ServerState {
+        ServerState {
             model: ZkModel::new(),
             sessions: SessionTracker::default(),
             clients: HashMap::new(),
@@ -98,7 +98,7 @@ impl State {
         let client = Client {
             session,
             timeout,
-            conn: Conn::Up,
+            conn: Reachability::Up,
             inbox,
             notifier,
             holding: false,
@@ -117,7 +117,7 @@ impl State {
         let Some(client) = self.clients.get(&key) else {
             return Some((Vec::new(), Err(ZkError::Closed)));
         };
-        if !matches!(client.conn, Conn::Up) {
+        if !matches!(client.conn, Reachability::Up) {
             // Sent before the client reported the cut: lost with the connection.
             return Some((Vec::new(), Err(ZkError::ConnectionLoss)));
         }
@@ -156,7 +156,7 @@ impl State {
         };
         self.model.remove_watches(c.session);
         self.sessions.lost_contact(c.session, now);
-        c.conn = Conn::Down {
+        c.conn = Reachability::Down {
             since: now,
             until,
             notice_at,
@@ -190,7 +190,7 @@ impl State {
             if let Some(client) = owner.and_then(|key| self.clients.get_mut(&key)) {
                 client.watches.fired(&n.path, n.kind);
                 client.inbox.push_back(Delivery::Watch(n.path, n.kind));
-                if matches!(client.conn, Conn::Up) {
+                if matches!(client.conn, Reachability::Up) {
                     client.notifier.notify();
                 }
             }
@@ -205,7 +205,7 @@ impl State {
         let mut reconnected = None;
         let mut next = None;
         if let Some(client) = self.clients.get_mut(&key) {
-            if let Conn::Down {
+            if let Reachability::Down {
                 since,
                 until,
                 notice_at,
@@ -215,7 +215,7 @@ impl State {
                 let expiry = self.sessions.expiry(client.session);
                 let alive = self.sessions.contains(client.session);
                 if !noticed && now >= notice_at.min(until) {
-                    client.conn = Conn::Down {
+                    client.conn = Reachability::Down {
                         since,
                         until,
                         notice_at,
@@ -231,7 +231,7 @@ impl State {
                 if self.sessions.is_due(client.session, now) {
                     expired = Some(client.session);
                 } else if now >= until {
-                    client.conn = Conn::Up;
+                    client.conn = Reachability::Up;
                     if alive {
                         // After the notice of the cut if it is still queued (a cut
                         // that ends before it is noticed is noticed as it ends).
@@ -255,7 +255,8 @@ impl State {
                         reconnected = Some(client.session);
                     }
                 } else {
-                    let noticed_now = matches!(client.conn, Conn::Down { noticed: true, .. });
+                    let noticed_now =
+                        matches!(client.conn, Reachability::Down { noticed: true, .. });
                     let notice = (!noticed_now).then_some(notice_at);
                     next = [Some(until), notice, expiry].into_iter().flatten().min();
                 }
@@ -287,7 +288,7 @@ impl State {
         let Some(client) = self.clients.get_mut(&key) else {
             return (vec![Delivery::Session(SessionEvent::Closed)], None);
         };
-        if matches!(client.conn, Conn::Up) && !self.sessions.contains(client.session) {
+        if matches!(client.conn, Reachability::Up) && !self.sessions.contains(client.session) {
             // Back after an expiry: told so, then given a new session.
             let session = self.model.create_session();
             self.sessions.open(session, key, client.timeout);
@@ -306,11 +307,11 @@ impl State {
         }
         let deliveries = match client.conn {
             // Held: nothing reaches the client until the cut.
-            Conn::Up if client.holding => Vec::new(),
-            Conn::Up => client.inbox.drain(..).collect(),
+            Reachability::Up if client.holding => Vec::new(),
+            Reachability::Up => client.inbox.drain(..).collect(),
             // Cut off: only the notice of the cut goes through, with the replies
             // lost with the connection.
-            Conn::Down { .. } => match client.inbox.front() {
+            Reachability::Down { .. } => match client.inbox.front() {
                 Some(Delivery::Session(SessionEvent::Disconnected { .. })) => {
                     let n = 1 + client
                         .inbox

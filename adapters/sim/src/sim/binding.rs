@@ -11,7 +11,7 @@
 //! * `handle_timeout(now)` is called once `now >= poll_timeout()`.
 
 use crate::ids::ClientId;
-use crate::sim::client::{Conn, EventRecord, Pending, Profile, ProgressRecord};
+use crate::sim::client::{ConnectionView, EventRecord, InFlightRequest, Profile, ProgressRecord};
 use crate::sim::network::Link;
 use crate::sim::user_face::Drained;
 use lock_core::{LockEvent, LockId, RequestId, Timestamp, ZkError};
@@ -86,16 +86,18 @@ impl crate::sim::scheduler::Sim {
         let watch = c.watches.on_send(&request.op);
         let id = request.id;
         match c.conn {
-            Conn::Connected => {
+            ConnectionView::Connected => {
                 let session = c.session.expect("connected clients have a session");
                 let delay = latency.sample(&mut c.rng);
                 c.link.send(now, delay, session, request);
-                c.pending.push_back(Pending { id, watch });
+                c.pending.push_back(InFlightRequest { id, watch });
             }
             // Into the void; the client finds out when it notices the disconnect.
-            Conn::Blackholed { .. } => c.pending.push_back(Pending { id, watch }),
-            Conn::Connecting { .. } => c.local.push_back((now, id, ZkError::ConnectionLoss)),
-            Conn::Closed => c.local.push_back((now, id, ZkError::Closed)),
+            ConnectionView::Blackholed { .. } => c.pending.push_back(InFlightRequest { id, watch }),
+            ConnectionView::Connecting { .. } => {
+                c.local.push_back((now, id, ZkError::ConnectionLoss))
+            }
+            ConnectionView::Closed => c.local.push_back((now, id, ZkError::Closed)),
         }
     }
 
@@ -197,7 +199,7 @@ impl crate::sim::scheduler::Sim {
         let now = self.now;
         if self.clients[i].is_partitioned(now) {
             let delay = self.reconnect_delay(i);
-            self.clients[i].conn = Conn::Connecting { at: now + delay };
+            self.clients[i].conn = ConnectionView::Connecting { at: now + delay };
             return;
         }
         let profile = self.clients[i].cfg.profile;
@@ -205,7 +207,7 @@ impl crate::sim::scheduler::Sim {
             Some(s) if self.model.session_is_alive(s) => {
                 let c = &mut self.clients[i];
                 c.link = Link::default();
-                c.conn = Conn::Connected;
+                c.conn = ConnectionView::Connected;
                 c.counters.reconnects += 1;
                 self.sessions.in_contact(s);
                 let c = &mut self.clients[i];
@@ -224,7 +226,7 @@ impl crate::sim::scheduler::Sim {
                 self.clients[i].session = None;
                 self.clients[i].watches.clear();
                 let delay = self.reconnect_delay(i);
-                self.clients[i].conn = Conn::Connecting { at: now + delay };
+                self.clients[i].conn = ConnectionView::Connecting { at: now + delay };
                 self.feed(
                     i,
                     lock_core::Input::Session(lock_core::SessionEvent::Expired),
@@ -235,7 +237,7 @@ impl crate::sim::scheduler::Sim {
                 let s = self.open_session(i);
                 let c = &mut self.clients[i];
                 c.link = Link::default();
-                c.conn = Conn::Connected;
+                c.conn = ConnectionView::Connected;
                 self.trace_with(Some(i), || format!("connected with new session {s:#x}"));
                 self.feed(
                     i,
@@ -259,7 +261,7 @@ impl crate::sim::scheduler::Sim {
             .iter()
             .filter(|d| matches!(d.msg, crate::sim::network::Message::Watch { .. }))
             .count() as u64;
-        c.conn = Conn::Connecting { at: now + delay };
+        c.conn = ConnectionView::Connecting { at: now + delay };
         c.counters.disconnects += 1;
         let errors = !lost.is_empty() && c.rng.chance(p_errors);
         let before = c.rng.chance(0.5);
@@ -297,7 +299,7 @@ impl crate::sim::scheduler::Sim {
     /// never do. Returns false if it was not connected.
     pub(crate) fn break_link(&mut self, i: usize, how: Break, applied: Option<usize>) -> bool {
         let now = self.now;
-        if self.clients[i].conn != Conn::Connected {
+        if self.clients[i].conn != ConnectionView::Connected {
             if let Break::Blackhole { until } = how {
                 let c = &mut self.clients[i];
                 c.partition_until = Some(c.partition_until.map_or(until, |t| t.max(until)));
@@ -322,11 +324,11 @@ impl crate::sim::scheduler::Sim {
             .min(packets.len());
         // Nothing reaches this client from now on.
         c.conn = match how {
-            Break::Reset => Conn::Connecting { at: Timestamp::MAX },
+            Break::Reset => ConnectionView::Connecting { at: Timestamp::MAX },
             Break::Blackhole { until } => {
                 c.partition_until = Some(until);
                 let detect = c.rng.duration(Duration::from_nanos(1).min(notice), notice);
-                Conn::Blackholed {
+                ConnectionView::Blackholed {
                     detect_at: now + detect,
                 }
             }

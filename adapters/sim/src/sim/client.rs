@@ -117,7 +117,7 @@ impl fmt::Display for EventRecord {
 
 /// The client's view of its connection.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Conn {
+pub(crate) enum ConnectionView {
     /// Not connected; the next (re)connect attempt is at `at`.
     Connecting { at: Timestamp },
     /// Connected and talking.
@@ -131,7 +131,7 @@ pub(crate) enum Conn {
 
 /// A request sent on the current connection, awaiting its reply.
 #[derive(Clone, Debug)]
-pub(crate) struct Pending {
+pub(crate) struct InFlightRequest {
     pub id: RequestId,
     /// The watch it leaves (registered client-side on success).
     pub watch: Option<(crate::model::watches::WatchType, String)>,
@@ -141,12 +141,12 @@ pub(crate) struct SimClient {
     pub cfg: ClientConfig,
     pub core: ClientCore,
     pub rng: SimRng,
-    pub conn: Conn,
+    pub conn: ConnectionView,
     /// The server session in use (or last used; `None` before the first connect
     /// and after an expiry the client has noticed).
     pub session: Option<i64>,
     pub link: Link,
-    pub pending: VecDeque<Pending>,
+    pub pending: VecDeque<InFlightRequest>,
     /// Requests the library failed locally (sent while not connected), due now.
     pub local: VecDeque<(Timestamp, RequestId, ZkError)>,
     pub watches: ClientWatches,
@@ -186,7 +186,7 @@ impl SimClient {
         SimClient {
             core,
             rng: SimRng::new(seed ^ 0xc1e7_0000_0000_0000),
-            conn: Conn::Connecting { at: now },
+            conn: ConnectionView::Connecting { at: now },
             session: None,
             link: Link::default(),
             pending: VecDeque::new(),
@@ -215,6 +215,9 @@ impl SimClient {
     pub fn is_quiet(&self) -> bool {
         self.link.is_empty()
             && self.local.is_empty()
-            && matches!(self.conn, Conn::Connected | Conn::Closed)
+            && matches!(
+                self.conn,
+                ConnectionView::Connected | ConnectionView::Closed
+            )
     }
 }

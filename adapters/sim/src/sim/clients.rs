@@ -13,7 +13,7 @@
 //! The earliest entry of the index is the same `(due, Wake)` the full scan found:
 //! each client's entry is the minimum of its own candidates, under the same order.
 
-use crate::sim::client::{Conn, SimClient};
+use crate::sim::client::{ConnectionView, SimClient};
 use lock_core::Timestamp;
 use std::collections::BTreeSet;
 use std::ops::{Index, IndexMut};
@@ -154,9 +154,9 @@ impl<'a> IntoIterator for &'a mut Clients {
 /// earlier [`Wake`] variant).
 fn own_next_wakeup(i: usize, c: &SimClient, now: Timestamp) -> Option<(Timestamp, Wake)> {
     let conn = match c.conn {
-        Conn::Connecting { at } => Some((at, Wake::Connect(i))),
-        Conn::Blackholed { detect_at } => Some((detect_at, Wake::NoticeDisconnect(i))),
-        Conn::Connected | Conn::Closed => None,
+        ConnectionView::Connecting { at } => Some((at, Wake::Connect(i))),
+        ConnectionView::Blackholed { detect_at } => Some((detect_at, Wake::NoticeDisconnect(i))),
+        ConnectionView::Connected | ConnectionView::Closed => None,
     };
     [
         c.link

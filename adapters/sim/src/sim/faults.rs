@@ -8,7 +8,7 @@
 
 use crate::ids::ClientId;
 use crate::sim::binding::Break;
-use crate::sim::client::Conn;
+use crate::sim::client::ConnectionView;
 use crate::sim::fault_config::{FaultConfig, InFlight};
 use crate::sim::scheduler::Sim;
 use lock_core::names::parse_name;
@@ -55,9 +55,9 @@ impl Sim {
         let now = self.now;
         let c = &mut self.clients[client.0];
         c.partition_until = None;
-        if let Conn::Connecting { at } = c.conn {
+        if let ConnectionView::Connecting { at } = c.conn {
             if at > now && at != Timestamp::MAX {
-                c.conn = Conn::Connecting { at: at.min(now) };
+                c.conn = ConnectionView::Connecting { at: at.min(now) };
             }
         }
     }
@@ -91,11 +91,11 @@ impl Sim {
         self.faults_injected += 1;
         let connected = matches!(
             self.clients[i].conn,
-            Conn::Connected | Conn::Blackholed { .. }
+            ConnectionView::Connected | ConnectionView::Blackholed { .. }
         );
         if connected {
             // Nothing more gets through on this connection.
-            self.clients[i].conn = Conn::Connecting { at: Timestamp::MAX };
+            self.clients[i].conn = ConnectionView::Connecting { at: Timestamp::MAX };
         }
         self.checker.on_forced_expiry(s);
         self.server_expire(s);
@@ -117,7 +117,7 @@ impl Sim {
             }
         }
         let c = &mut self.clients[i];
-        c.conn = Conn::Closed;
+        c.conn = ConnectionView::Closed;
         c.link.cut();
         c.pending.clear();
         self.feed(

@@ -2,7 +2,7 @@
 
 use crate::ids::ClientId;
 use crate::model::{NodeInfo, ZkModel};
-use crate::sim::client::{Conn, EventRecord};
+use crate::sim::client::{ConnectionView, EventRecord};
 use crate::sim::config::SimConfig;
 use crate::sim::counters::Counters;
 use crate::sim::scheduler::Sim;
@@ -101,7 +101,7 @@ impl Sim {
 
     /// Whether a client's connection is up.
     pub fn is_connected(&self, client: ClientId) -> bool {
-        self.clients[client.0].conn == Conn::Connected
+        self.clients[client.0].conn == ConnectionView::Connected
     }
 
     /// Every event reported to `client`, in order, with timestamps.

@@ -7,7 +7,7 @@ use crate::check::{Checker, Options, Violation, ViolationKind};
 use crate::ids::ClientId;
 use crate::model::SessionTracker;
 use crate::model::ZkModel;
-use crate::sim::client::{ClientConfig, Conn, EventRecord, Profile, SimClient};
+use crate::sim::client::{ClientConfig, ConnectionView, EventRecord, Profile, SimClient};
 use crate::sim::clients::{Clients, Wake};
 use crate::sim::config::SimConfig;
 use crate::sim::rng::SimRng;
@@ -121,7 +121,7 @@ impl Sim {
         let user_api = self.cfg.user_api.then_some(self.zero);
         let mut client = SimClient::new(cfg, seed, self.now, user_api);
         let delay = self.cfg.latency.sample(&mut client.rng);
-        client.conn = Conn::Connecting {
+        client.conn = ConnectionView::Connecting {
             at: self.now + delay,
         };
         self.clients.push(client);

@@ -1,7 +1,7 @@
 //! The server side of the simulation: applying requests that arrive, routing watch
 //! firings to the sessions' connections, the session tracker and the container reaper.
 
-use crate::sim::client::Conn;
+use crate::sim::client::ConnectionView;
 use crate::sim::network::Message;
 use crate::sim::scheduler::Sim;
 use lock_core::{Op, Reply, ZkError};
@@ -47,7 +47,7 @@ impl Sim {
         let now = self.now;
         let latency = self.cfg.latency;
         let c = &mut self.clients[i];
-        if c.conn == Conn::Connected && c.session == Some(p.session) {
+        if c.conn == ConnectionView::Connected && c.session == Some(p.session) {
             let delay = latency.sample(&mut c.rng);
             c.link.deliver(
                 now,
@@ -97,7 +97,7 @@ impl Sim {
                 continue;
             };
             let c = &mut self.clients[i];
-            if c.conn == Conn::Connected && c.session == Some(n.session) {
+            if c.conn == ConnectionView::Connected && c.session == Some(n.session) {
                 if self.cfg.trace {
                     let text = format!("server: watch {:?} {} fires", n.kind, n.path);
                     self.trace(Some(i), text);

@@ -72,7 +72,7 @@ enum Stage {
     },
 }
 
-struct Task {
+struct UserTask {
     stage: Stage,
     flag: Arc<WakeFlag>,
     waker: Waker,
@@ -109,7 +109,7 @@ pub(crate) struct UserClient {
     client: LockClient,
     link: Link,
     clock: Arc<SimClock>,
-    tasks: BTreeMap<LockId, Task>,
+    tasks: BTreeMap<LockId, UserTask>,
     /// The holders' section calls and fenced writes in flight.
     sides: Sides,
     /// Revocations, inspections, deadlock scans and election observers.
@@ -237,7 +237,7 @@ impl UserClient {
         let flag = Arc::new(WakeFlag::default());
         // Polled once at once, as `.await` does.
         flag.woken.store(true, Ordering::Relaxed);
-        let task = Task {
+        let task = UserTask {
             stage: Stage::Waiting(pending),
             waker: Waker::from(flag.clone()),
             flag,
@@ -389,7 +389,7 @@ impl UserClient {
 
     /// The guards of the locks the user holds (and has not seen end).
     fn held_guards(
-        tasks: &BTreeMap<LockId, Task>,
+        tasks: &BTreeMap<LockId, UserTask>,
     ) -> impl Fn(LockId) -> Option<Arc<LockGuard>> + '_ {
         move |lock| match tasks.get(&lock).map(|t| &t.stage) {
             Some(Stage::Held { guard, .. }) => Some(guard.clone()),

@@ -146,7 +146,7 @@ struct Out {
 }
 
 /// The current `zookeeper` client and what the driver knows about it.
-struct Conn {
+struct CurrentClient {
     gen: u64,
     zk: Option<Arc<ZooKeeper>>,
     /// Set by the listener when the crate reports `Closed` (read by the reaper).
@@ -196,9 +196,9 @@ struct Conn {
     peers: Option<lock_nodelay::Peers>,
 }
 
-impl Conn {
-    fn new(now: Instant) -> Conn {
-        Conn {
+impl CurrentClient {
+    fn new(now: Instant) -> CurrentClient {
+        CurrentClient {
             gen: 0,
             zk: None,
             closed_flag: Arc::new(AtomicBool::new(false)),
@@ -257,7 +257,7 @@ pub(crate) struct Driver {
     link: Link,
     /// Wakes this thread when a handle changes something (sends `Msg::Wake`).
     waker: Waker,
-    conn: Conn,
+    conn: CurrentClient,
     pool: Pool,
     connect_waiter: Option<mpsc::Sender<Result<(), Error>>>,
     connect_deadline: Instant,
@@ -300,7 +300,7 @@ impl Driver {
             tx,
             rx,
             link,
-            conn: Conn::new(now),
+            conn: CurrentClient::new(now),
             pool: Pool::new(),
             connect_waiter: Some(connect_waiter),
             connect_deadline: now + settings_connect_timeout,

@@ -230,7 +230,7 @@ impl Driver {
         Error::connect_caused_by(failure, attempts)
     }
 
-    /// Adds to the current client's trail (see `Conn::trail`).
+    /// Adds to the current client's trail (see `CurrentClient::trail`).
     pub(super) fn note(&mut self, what: &str) {
         let l = &mut self.conn;
         if l.trail.len() < 40 {

@@ -1,14 +1,18 @@
 //! The lease step's side of the acquisition: starting the step once the walk's
-//! grant is the internal mutex, the pool watch, the lease's replies (returning
-//! an [`Outcome`] the acquisition acts on), and handing over the lease node as
-//! our node once held.
+//! grant is the internal mutex, the pool watch, the lease's replies (acted on
+//! here as far as the lease and our node go: spare nodes deleted, the lease
+//! node handed over as our node once held; the acquisition's own move comes
+//! back as a [`Next`]).
 
 use super::{Layout, Lease, LeaseCreate, Outcome};
-use crate::acquisition::node::OwnNode;
+use crate::acquisition::node::{Node, OwnNode};
 use crate::ctx::Ctx;
+use crate::event::FailReason;
 use crate::ids::LockId;
+use crate::output::Progress;
 use crate::proto::{Reply, RequestId, ZkError};
 use crate::requests::Purpose;
+use crate::spec::LockSpec;
 
 /// Where the acquisition is when a reply of the lease step comes.
 pub(in crate::acquisition) struct Step<'a> {
@@ -18,22 +22,34 @@ pub(in crate::acquisition) struct Step<'a> {
     pub(in crate::acquisition) waiting: bool,
     /// The acquisition cleans up (it hears of nodes made).
     pub(in crate::acquisition) cleanup: bool,
-    /// The container creates so far, shared with our node's create.
-    pub(in crate::acquisition) parent_tries: &'a mut u32,
+    /// What the acquisition acquires.
+    pub(in crate::acquisition) spec: &'a LockSpec,
+    /// Our node: the internal mutex's until the lease is held, then the lease
+    /// node (its container creates are shared with the lease's).
+    pub(in crate::acquisition) node: &'a mut Node,
+}
+
+/// What the acquisition does after a reply of the lease step.
+pub(in crate::acquisition) enum Next {
+    /// Nothing until a reply or a watch.
+    Wait,
+    /// The lease node is our node now: the grant goes on.
+    Grant,
+    /// The acquisition cleans up: it goes on with that.
+    Cleanup,
+    /// The acquisition fails.
+    Fail(FailReason),
+    /// Trouble worth retrying after a pause.
+    Trouble(ZkError),
 }
 
 impl Lease {
-    // Getters.
-
-    /// The pool's directory (what a full pool waits on).
-    pub(in crate::acquisition) fn pool_path(&self) -> &str {
-        &self.pool
-    }
-
     // Replies.
 
-    /// A reply to one of the lease's requests: `None` if it is not the one in
-    /// flight, or the step does not act on it now.
+    /// A reply to one of the lease's requests, acted on: spare nodes of ours
+    /// are deleted, a lease that is ours becomes our node, and what is left is
+    /// the acquisition's move ([`Next::Wait`] too for a reply that is not the one
+    /// in flight, or that the step does not act on now).
     pub(in crate::acquisition) fn on_reply(
         &mut self,
         cx: &mut Ctx,
@@ -41,13 +57,9 @@ impl Lease {
         request: RequestId,
         purpose: Purpose,
         result: Result<Reply, ZkError>,
-    ) -> Option<Outcome> {
-        let Step {
-            id,
-            waiting,
-            cleanup,
-            parent_tries,
-        } = step;
+    ) -> Next {
+        let (id, waiting, cleanup) = (step.id, step.waiting, step.cleanup);
+        let parent_tries = &mut step.node.parent_tries;
         let max_tries = cx.config.max_parent_retries;
         // Only the step of a mutex we hold acts; cleanup hears of nodes made.
         let live = (waiting && self.active) || cleanup;
@@ -57,25 +69,70 @@ impl Lease {
             }
             Purpose::LeaseList if self.list.take_reply(request) => {
                 if !live {
-                    return None;
+                    return Next::Wait;
                 }
                 self.on_list(cx, id, result, cleanup)
             }
             Purpose::PoolData if self.pool_read.take_reply(request) => {
                 if !live || cleanup {
-                    return None;
+                    return Next::Wait;
                 }
                 self.on_pool_data(cx, id, result)
             }
             Purpose::PoolCreate if self.pool_create.take_reply(request) => {
                 if !live || cleanup {
-                    return None;
+                    return Next::Wait;
                 }
                 self.on_pool_create(cx, id, result, parent_tries, max_tries)
             }
-            _ => return None,
+            _ => return Next::Wait,
         };
-        Some(outcome)
+        self.act(cx, step, outcome)
+    }
+
+    /// Acts on a reply's `outcome` as far as the lease and our `node` go, and
+    /// says what the acquisition does next.
+    fn act(&mut self, cx: &mut Ctx, step: Step<'_>, outcome: Outcome) -> Next {
+        let Step {
+            id,
+            cleanup,
+            spec,
+            node,
+            ..
+        } = step;
+        for path in self.take_spare() {
+            // kazoo's lease path is fixed: a late reply to a create of it (or a
+            // listing) names the node we hold, which is no spare.
+            if node.path() == Some(path.as_str()) {
+                continue;
+            }
+            node.delete_extra(cx, id, path);
+        }
+        if cleanup {
+            return match outcome {
+                Outcome::Trouble(e) => Next::Trouble(e),
+                _ => Next::Cleanup,
+            };
+        }
+        match outcome {
+            Outcome::Pending => Next::Wait,
+            Outcome::Hold => match self.hold(node.own.as_ref()) {
+                Some(lease) => {
+                    node.hold_lease(cx, id, spec, lease);
+                    Next::Grant
+                }
+                None => Next::Wait,
+            },
+            Outcome::Full if !spec.wait => Next::Fail(FailReason::WouldBlock),
+            Outcome::Full => {
+                // The pool's directory: what a full pool waits on.
+                let node = self.pool.clone();
+                cx.progress(id, Progress::QueuedBehind { node });
+                Next::Wait
+            }
+            Outcome::Fail(reason) => Next::Fail(reason),
+            Outcome::Trouble(e) => Next::Trouble(e),
+        }
     }
 
     // Mutators.
@@ -114,7 +171,7 @@ impl Lease {
 
     /// The lease is ours: the lease node, to hold as our node once the internal
     /// mutex `mutex` is released (as the peers do once they have their lease).
-    pub(in crate::acquisition) fn hold(&mut self, mutex: Option<&OwnNode>) -> Option<OwnNode> {
+    fn hold(&mut self, mutex: Option<&OwnNode>) -> Option<OwnNode> {
         let mut node = self.node.take()?;
         self.active = false;
         self.granted = true;

@@ -30,7 +30,8 @@
 //!
 //! The lease's steps live by concept: [`pool`] (kazoo's permit count), [`create`]
 //! (our lease node), [`listing`] (counting the pool) and [`drive`] (the
-//! acquisition's side: starting the step, routing replies, acting on outcomes).
+//! acquisition's side: starting the step, routing replies, acting on outcomes
+//! as far as the lease and our node go, handing the acquisition its next move).
 
 use crate::acquisition::node::OwnNode;
 use crate::ctx::Ctx;
@@ -46,7 +47,7 @@ use crate::spec::{LockSpec, Recipe};
 mod create;
 mod drive;
 
-pub(in crate::acquisition) use drive::Step;
+pub(in crate::acquisition) use drive::{Next, Step};
 mod listing;
 mod pool;
 
@@ -116,8 +117,8 @@ pub(crate) struct Lease {
     spare: Vec<String>,
 }
 
-/// What a lease step leads to (the acquisition acts on it).
-pub(in crate::acquisition) enum Outcome {
+/// What a lease step leads to (acted on in [`drive`]).
+enum Outcome {
     /// Nothing to do until a reply or a watch.
     Pending,
     /// The pool is full; its children are watched.

@@ -27,6 +27,9 @@ const CHANNEL: Token = Token(3);
 
 use try_io::{TryRead, TryWrite};
 
+mod hosts;
+use self::hosts::Hosts;
+
 lazy_static! {
     static ref PING: ByteBuf = RequestHeader {
         xid: -2,
@@ -36,33 +39,9 @@ lazy_static! {
     .unwrap();
 }
 
-struct Hosts {
-    addrs: Vec<SocketAddr>,
-    index: usize,
-}
-
 #[inline]
 fn pollopt() -> PollOpt {
     PollOpt::edge() | PollOpt::oneshot()
-}
-
-impl Hosts {
-    fn new(addrs: Vec<SocketAddr>) -> Hosts {
-        Hosts {
-            addrs: addrs,
-            index: 0,
-        }
-    }
-
-    fn get(&mut self) -> &SocketAddr {
-        let addr = &self.addrs[self.index];
-        if self.addrs.len() == self.index + 1 {
-            self.index = 0;
-        } else {
-            self.index += 1;
-        }
-        addr
-    }
 }
 
 #[derive(Clone, Debug)]

@@ -1,0 +1,82 @@
+//! zklock's markers in a lock directory (persistent nodes beside the
+//! participants), and the ones a clean release deletes in one multi with our
+//! node.
+
+use super::delay::{self, Delay};
+use super::holder::{self, Holder};
+use crate::proto::{Reply, ZkError};
+
+/// Name of the crash-detection marker inside a lock directory (a persistent node
+/// that exists while a holder is inside a critical section).
+pub(crate) const SECTION_MARKER: &str = "zkl-section";
+
+/// Name of the lock-delay marker inside a lock directory (a persistent node naming
+/// the node of the lock-delay holder that holds, or last held without a clean
+/// release: see [`delay`]).
+pub(crate) const DELAY_MARKER: &str = "zkl-delay";
+
+/// Whether `name` is one of zklock's markers (or the break record) in a lock
+/// directory.
+pub(crate) fn is_marker(name: &str) -> bool {
+    name == SECTION_MARKER || name == DELAY_MARKER || name == crate::break_lock::BREAK_RECORD
+}
+
+/// A marker a clean release deletes in the multi with our node.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum ReleaseMarker {
+    /// The crash-detection section marker (an open section closed by the release).
+    Section,
+    /// Our lock-delay marker.
+    Delay,
+}
+
+impl ReleaseMarker {
+    /// The markers a release deletes with our node, in the multi's order. Only a
+    /// `clean` release (not an abandonment, not the cleanup after a loss or
+    /// failure) deletes them: a marker left behind is how the next holder learns
+    /// of an unclean end.
+    pub(super) fn for_release(clean: bool, holder: &Holder, delay: &Delay) -> Vec<ReleaseMarker> {
+        let mut markers = Vec::new();
+        if !clean || holder.is_abandoned() {
+            return markers;
+        }
+        if holder.release_closes_section() {
+            markers.push(ReleaseMarker::Section);
+        }
+        if delay.marker_ours {
+            markers.push(ReleaseMarker::Delay);
+        }
+        markers
+    }
+
+    /// Its path in the lock directory `lock_path`.
+    pub(super) fn path(self, lock_path: &str) -> String {
+        match self {
+            ReleaseMarker::Section => holder::marker_path(lock_path),
+            ReleaseMarker::Delay => delay::marker_path(lock_path),
+        }
+    }
+
+    /// The marker of `markers` (the multi's first ops) that the release's
+    /// `result` found missing, if that is why it failed.
+    pub(super) fn missing(
+        result: &Result<Reply, ZkError>,
+        markers: &[ReleaseMarker],
+    ) -> Option<ReleaseMarker> {
+        match result {
+            Err(ZkError::MultiFailed { index, error }) if **error == ZkError::NoNode => {
+                markers.get(*index as usize).copied()
+            }
+            _ => None,
+        }
+    }
+
+    /// The marker is gone already: the part that owns it stops counting on it,
+    /// and the release deletes the rest without it.
+    pub(super) fn forget(self, holder: &mut Holder, delay: &mut Delay) {
+        match self {
+            ReleaseMarker::Section => holder.section_gone(),
+            ReleaseMarker::Delay => delay.marker_ours = false,
+        }
+    }
+}
