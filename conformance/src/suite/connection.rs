@@ -16,7 +16,8 @@ fn next_change(b: &Suite, events: &mut ConnectionEvents, what: &str) -> Connecti
 /// * a blackhole past the session timeout: `Suspended`; once the server has
 ///   expired the session (its lock node is gone) and the network heals,
 ///   `SessionLost` for the old session, then `Connected` on a new one that works;
-/// * close: `Closed`, then the end of the stream.
+/// * close: `Closed` (after a suspension a stalled machine may cause), then the
+///   end of the stream.
 pub fn connection_state_through_faults(b: &Suite) {
     let server = b.env().shared();
     let admin = server.admin();
@@ -75,10 +76,17 @@ pub fn connection_state_through_faults(b: &Suite) {
     b.release(again).expect("release on the new session");
 
     b.close(&locks);
-    assert_eq!(
-        next_change(b, &mut events, "Closed"),
-        ConnectionEvent::Closed
-    );
+    // With T = 2 s a request unanswered for T/3 makes the connection suspect: a
+    // machine stalled that long (seen at load 14) suspends the session between the
+    // release and the close, which is the client doing its job. What close must
+    // give is `Closed` and then the end of the stream.
+    loop {
+        match next_change(b, &mut events, "Closed") {
+            ConnectionEvent::Closed => break,
+            ConnectionEvent::Suspended | ConnectionEvent::Reconnected { .. } => {}
+            other => panic!("{}: {other:?} before Closed", b.name()),
+        }
+    }
     assert_eq!(events.next_timeout_blocking(Duration::ZERO), None);
     assert_eq!(locks.connection_state(), ConnectionState::Closed);
 }
