@@ -106,9 +106,8 @@ pub fn section(bench: &Bench, started: SystemTime) -> String {
           process's user + system time (`/proc/<pid>/stat`, 10 ms ticks: those threads \
           come and go). Requests are the servers' \
           `zk_packets_received` over the same window (summed over the ensemble's members), \
-          less the `mntr` reads, so they include pings and zklock's `sync` on an idle session \
-          (contact proof, every session timeout / 10 = 2 s), where a window is long enough to \
-          hold one. Ratios are zklock's value divided by the other library's in the same \
+          less the `mntr` reads, so they include the clients' pings where a window is long \
+          enough to hold one (zklock sends no request of its own on an idle session). Ratios are zklock's value divided by the other library's in the same \
           round (below 1 = zklock smaller: faster for times and CPU, fewer requests; above 1 \
           for handoffs/s = zklock faster). `Client::lock` releases by dropping its guard (the \
           `delete` goes out in the background), so its release time is ~0 and its cycle \
