@@ -59,7 +59,12 @@ impl Session {
         self.arm_sync();
     }
 
-    fn with_task_inner(&mut self, id: LockId, now: Timestamp, f: impl FnOnce(&mut Task, &mut Ctx)) {
+    pub(super) fn with_task_inner(
+        &mut self,
+        id: LockId,
+        now: Timestamp,
+        f: impl FnOnce(&mut Task, &mut Ctx),
+    ) {
         let (mut cx, tasks) = self.ctx_parts(now);
         if let Some(t) = tasks.get_mut(&id) {
             f(t, &mut cx);
@@ -94,6 +99,7 @@ impl Session {
         for (id, t) in tasks.iter_mut() {
             f(t, &mut cx);
             cx.contact.set_wanted(*id, wants_proof(t));
+            cx.contact.set_awaiting(*id, awaits_contact(t));
             if t.is_done() {
                 done.push(*id);
             }
@@ -114,6 +120,7 @@ fn settle(cx: &mut Ctx, tasks: &mut BTreeMap<LockId, Task>, id: LockId) {
         return;
     };
     cx.contact.set_wanted(id, wants_proof(t));
+    cx.contact.set_awaiting(id, awaits_contact(t));
     if t.is_done() {
         tasks.remove(&id);
         cx.timers.cancel_lock(id);
@@ -124,6 +131,14 @@ fn settle(cx: &mut Ctx, tasks: &mut BTreeMap<LockId, Task>, id: LockId) {
 
 /// Whether `task` holds a lock or is being granted one: only then does the
 /// session keep proving contact with the leader (see [`crate::contact`]).
+/// Whether a renewed proof of contact moves `task` on: what
+/// `Acquisition::on_contact_renewed` acts on (a grant waiting for it, a
+/// suspended hold).
+fn awaits_contact(task: &Task) -> bool {
+    matches!(task, Task::Acquisition(a)
+        if a.state() == State::Granting || (a.state() == State::Held && a.is_suspended()))
+}
+
 fn wants_proof(task: &Task) -> bool {
     matches!(task, Task::Acquisition(a) if matches!(a.state(), State::Held | State::Granting))
 }

@@ -22,11 +22,18 @@ impl Session {
         if self.contact.on_reply(&self.config, request, result, now) {
             self.arm_contact();
             if self.contact.is_fresh(&self.config, now) {
-                self.for_each_task(now, |t, cx| {
-                    if let Task::Acquisition(a) = t {
-                        a.on_contact_renewed(cx);
-                    }
-                });
+                // Only the tasks a renewed proof moves on (in lock order, as a
+                // walk over every task would call them): the rest would do
+                // nothing, and a session holding 10,000 locks renews contact
+                // with nearly every reply.
+                for id in self.contact.awaiting() {
+                    self.with_task_inner(id, now, |t, cx| {
+                        if let Task::Acquisition(a) = t {
+                            a.on_contact_renewed(cx);
+                        }
+                    });
+                }
+                self.sync_publications(now);
             }
         }
         self.arm_sync();
