@@ -109,16 +109,20 @@
 //!
 //! # Cost, and the tolerance it buys
 //!
-//! A session sends `sync`s only while some acquisition holds its lock or is
-//! being granted it: one whenever no request that passes the leader (on a
+//! A session sends `sync`s only while some acquisition holds its lock, is
+//! being granted it, or waits next in line (one departure can grant it: its
+//! grant may come after a wait of any length, and is reported at once only on
+//! a fresh proof): one whenever no request that passes the leader (on a
 //! standalone server: no request) was sent for [`Config::sync_interval`]
 //! (`T/20` by default): twenty per session timeout on a holder with nothing else
 //! to say, fewer on a busy one, none on an idle session (which costs the
 //! ensemble only its client library's pings). A `sync` is a read of the leader's
-//! state, not a transaction: nothing is logged. A lock granted while nothing
-//! proves contact (an idle session's proof runs out) is not reported held until a
+//! state, not a transaction: nothing is logged. A lock granted while no proof
+//! lasts until the session can renew it (an idle session's proof is old: the
+//! renewal needs a `sync` sent `D` after an answer) is not reported held until a
 //! `sync`, sent at once, proves it: at once on a standalone server (the grant's
-//! own answers prove it), about `D` later on an ensemble.
+//! own answers prove it), about `D` later on an ensemble. So a holder is never
+//! told `Suspended` just after its grant on a connection that answers.
 //!
 //! In steady state proven contact trails the present by at most `D` plus an
 //! interval, a bucket of the answer history (`D/8`) and a round trip, and a held
@@ -233,8 +237,8 @@ pub(crate) struct Contact {
     sync_in_flight: Option<RequestId>,
     /// What is known of this connection's server.
     learned: Learned,
-    /// The acquisitions that hold or are being granted: only for them does the
-    /// session send `sync`s (an idle session sends none).
+    /// The acquisitions that hold, are being granted, or wait next in line:
+    /// only for them does the session send `sync`s (an idle session sends none).
     wanted: BTreeSet<LockId>,
     /// The acquisitions a renewed proof moves on (a grant waiting for it, a
     /// suspended hold): a reply that renews contact calls only these, not every
@@ -262,6 +266,37 @@ impl Contact {
     /// Whether held locks can be trusted at `now`.
     pub(crate) fn is_fresh(&self, config: &Config, now: Timestamp) -> bool {
         self.suspend_at(config).map_or(true, |at| now < at)
+    }
+
+    /// Whether a lock granted at `now` may be reported held: the proof must last
+    /// until the session can renew it, or the holder would be told `Suspended`
+    /// (then `Resumed` or `Lost`) moments after its grant on a connection that
+    /// is fine (a waiter that sent nothing for a while has an old proof).
+    ///
+    /// A `sync` moves the proof past its value only once it is sent a
+    /// [`touch_bound`](Self::touch_bound) after the answer to a request sent
+    /// later than the proof (the grant's own create is one): that is when the
+    /// renewal can come, plus an interval for the `sync`'s schedule and one for
+    /// its round trip. A proof that runs out before then waits for the renewal
+    /// (the grant is reported once it comes, see `Acquisition::grant`).
+    pub(crate) fn lasts_until_renewed(&self, config: &Config, now: Timestamp) -> bool {
+        let (Some(suspend_at), Some(interval)) = (self.suspend_at(config), config.sync_interval)
+        else {
+            return true;
+        };
+        let touch_bound = self.touch_bound(config);
+        let first_answer_after_proof = self
+            .answered
+            .entries
+            .iter()
+            .find(|(sent, _)| self.proven.map_or(true, |p| *sent > p))
+            .map(|(_, answered)| *answered);
+        let renewable_at = match first_answer_after_proof {
+            Some(answered) => (answered + touch_bound).max(now),
+            // Nothing answered since the proof: the next answer comes no sooner.
+            None => now + touch_bound,
+        };
+        renewable_at + 2 * interval < suspend_at
     }
 
     /// Whether `id` is the core's own `sync`.
@@ -394,8 +429,6 @@ impl Contact {
 
     // Mutators.
 
-    /// Whether the acquisition `lock` holds or is being granted (and so wants
-    /// the session to keep proving contact).
     /// Records whether `lock` waits for a renewed proof (see `awaiting`).
     pub(crate) fn set_awaiting(&mut self, lock: LockId, awaiting: bool) {
         if awaiting {
@@ -410,6 +443,8 @@ impl Contact {
         self.awaiting.iter().copied().collect()
     }
 
+    /// Records whether `lock` wants the session to keep proving contact (see
+    /// `wanted`).
     pub(crate) fn set_wanted(&mut self, lock: LockId, wanted: bool) {
         if wanted {
             self.wanted.insert(lock);

@@ -58,6 +58,12 @@ impl Ctx<'_> {
         self.contact.trusted_until(self.config)
     }
 
+    /// Whether a lock granted now may be reported held: the proof of contact
+    /// lasts until the session can renew it (see `Contact::lasts_until_renewed`).
+    pub(crate) fn proof_lasts(&self) -> bool {
+        self.contact.lasts_until_renewed(self.config, self.now)
+    }
+
     pub(crate) fn emit(&mut self, lock: LockId, event: LockEvent) {
         self.out.push_back(Output::Event { lock, event });
     }

@@ -412,7 +412,7 @@ impl Config {
 
     /// The default [`sync_interval`](Self::sync_interval) lock-client uses: a
     /// twentieth of the session timeout (one `sync` every 500 ms with the default
-    /// 10 s, sent only while the session holds a lock or is being granted one).
+    /// 10 s, sent only while the session holds a lock, is being granted one or waits next in line).
     /// With the [`margin`](Self::margin) of a tenth it keeps proven contact at
     /// most `T/20` behind the present on a standalone server, so a held lock
     /// survives a loss of contact of `0.85 T` less a round trip there (see

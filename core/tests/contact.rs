@@ -526,3 +526,89 @@ fn a_hold_that_outlives_a_sync_interval_watches_its_node_once() {
         vec![LockEvent::Lost(LostReason::NodeDeleted)]
     );
 }
+
+/// A lock taken after the session was idle for 0.5-0.9 T (no fault at all): its
+/// grant is reported once, on a proof that lasts until the session renews it,
+/// and the holder hears nothing else for 2 T (no `Suspended` right after the
+/// grant, no `Lost`). Idle longer than the proof allows, the grant waits for
+/// the renewal instead of being reported on a proof about to run out.
+#[test]
+fn a_lock_taken_after_an_idle_spell_is_never_suspended_on_a_sound_connection() {
+    for tenths in 5..=9 {
+        let mut h = connected();
+        for _ in 0..tenths * 10 {
+            h.advance(STEP);
+            assert!(h.no_requests());
+        }
+        let id = h.acquire(LockSpec::write("/c"));
+        let node = h.answer_create(0);
+        h.answer_list(&[&name_of(&node)]);
+        let mut events = h.take_events();
+        for _ in 0..200 {
+            h.advance(STEP);
+            answer_syncs(&mut h);
+            events.extend(h.take_events());
+        }
+        assert!(
+            matches!(&events[..], [LockEvent::Acquired(_)]),
+            "idle {tenths}/10 T: {events:?}"
+        );
+        assert_eq!(h.s.state(id), Some(LockState::Held));
+    }
+}
+
+/// The waiter one notification can let in keeps the session's proof of contact
+/// fresh while it waits, however long: the grant the notification brings is
+/// reported at once (no round trip) and stays trusted.
+#[test]
+fn a_waiter_next_in_line_is_granted_at_once_after_a_long_wait_and_stays_trusted() {
+    let mut h = connected();
+    let (id, _node, blocker) = waiting(&mut h, "/c");
+    // 60 s of waiting at two syncs a second.
+    let syncs = healthy(&mut h, 600);
+    assert!(
+        (118..=121).contains(&syncs),
+        "{syncs} syncs while next in line"
+    );
+    h.watch(&blocker, WatchKind::NodeDeleted);
+    let events = h.take_events();
+    assert!(
+        matches!(&events[..], [LockEvent::Acquired(_)]),
+        "{events:?}"
+    );
+    healthy(&mut h, 200);
+    assert_eq!(h.s.state(id), Some(LockState::Held));
+}
+
+/// A waiter farther back sends nothing of its own; it starts proving contact
+/// once one blocker is left in front of it.
+#[test]
+fn only_the_waiter_next_in_line_pays_for_syncs() {
+    let mut h = connected();
+    let id = h.acquire(LockSpec::write("/c"));
+    let node = h.answer_create(3);
+    let (first, second) = (peer(NodeKind::Write, 1, 1), peer(NodeKind::Write, 2, 2));
+    h.answer_list(&[&first, &second, &name_of(&node)]);
+    h.answer_watch(&format!("/c/{second}"), 42);
+    for _ in 0..300 {
+        h.advance(STEP);
+        assert!(
+            h.no_requests(),
+            "second in line at {:?}: {:?}",
+            h.now,
+            h.reqs
+        );
+    }
+    // The blocker behind the first leaves: the queue is listed again and the
+    // first is watched.
+    h.watch(&format!("/c/{second}"), WatchKind::NodeDeleted);
+    h.answer_list(&[&first, &name_of(&node)]);
+    while let Some(r) = h.reqs.front() {
+        match &r.op {
+            Op::GetData { path, .. } if *path == node => h.answer_watch(&node, SID),
+            _ => h.answer_watch(&format!("/c/{first}"), 41),
+        }
+    }
+    assert!(healthy(&mut h, 100) >= 18);
+    assert_eq!(h.s.state(id), Some(LockState::Waiting));
+}

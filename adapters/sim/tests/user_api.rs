@@ -16,7 +16,7 @@
 //! * `SIM_SEED_BASE=b`: where each test's changing seeds come from (`.ci/run`
 //!   sets it from the commit; default: today's date), printed;
 //! * `LOCK_SIM_USER_REPLAY=s` (with `LOCK_SIM_WORKLOAD=exclusive|read_write|
-//!   semaphore|leader|mixed|harsh|sections|fenced|features`): replays one schedule
+//!   semaphore|leader|mixed|harsh|sections|fenced|features|liveness`): replays one schedule
 //!   and prints its trace
 //!   (`cargo test -p lock-sim --test user_api replay -- --nocapture`).
 
@@ -39,6 +39,7 @@ fn workload(name: &str) -> Workload {
         "sections" => Workload::sections(),
         "fenced" => Workload::fenced(),
         "features" => Workload::features(),
+        "liveness" => Workload::liveness(),
         other => panic!("unknown workload {other:?}"),
     };
     w.through_lock_client()
@@ -92,6 +93,13 @@ fn run(name: &str, salt: u64, default_count: u64) -> (u64, Coverage) {
         start.elapsed().as_secs_f64()
     );
     (count, total)
+}
+
+/// The liveness mode (`Workload::liveness`) through lock-client: no false
+/// `Suspended` or `Lost` reaches a guard on a sound network.
+#[test]
+fn liveness_schedules() {
+    run("liveness", 17_000_000, 200);
 }
 
 #[test]

@@ -9,7 +9,7 @@
 //!   two fault-heavy ones);
 //! * `LOCK_SIM_SEED=s`: first seed (default 0), to explore other schedules;
 //! * `LOCK_SIM_REPLAY=s` (with `LOCK_SIM_WORKLOAD=exclusive|read_write|semaphore|
-//!   leader|mixed|connection_faults|harsh|sections|fenced|features`): replays one
+//!   leader|mixed|connection_faults|harsh|sections|fenced|features|liveness`): replays one
 //!   schedule and prints its trace
 //!   (`cargo test -p lock-sim --test workload replay -- --nocapture`).
 
@@ -32,6 +32,7 @@ fn workload(name: &str) -> Workload {
         "sections" => Workload::sections(),
         "fenced" => Workload::fenced(),
         "features" => Workload::features(),
+        "liveness" => Workload::liveness(),
         other => panic!("unknown workload {other:?}"),
     }
 }
@@ -59,11 +60,16 @@ fn run(w: Workload, salt: u64, default_count: u64) {
                 acquired += r.acquired;
                 faults += r.faults;
             }
-            Err(failure) => panic!(
-                "{failure}\nreplay with LOCK_SIM_REPLAY={seed} LOCK_SIM_WORKLOAD={} \
-                 cargo test -p lock-sim --test workload replay -- --nocapture",
-                w.name
-            ),
+            Err(failure) => {
+                let (clients, acquisitions) = shrink(&w, seed);
+                panic!(
+                    "{failure}\nreplay with LOCK_SIM_REPLAY={seed} LOCK_SIM_WORKLOAD={} \
+                     cargo test -p lock-sim --test workload replay -- --nocapture\n\
+                     shrunk: it fails with {clients} clients and {acquisitions} acquisitions \
+                     (keep ({seed}, {clients}, {acquisitions}) as a regression)",
+                    w.name
+                )
+            }
         }
     }
     let secs = start.elapsed().as_secs_f64();
@@ -75,6 +81,31 @@ fn run(w: Workload, salt: u64, default_count: u64) {
         count as f64 / secs,
         steps as f64 / secs,
     );
+}
+
+/// The same seed of `w`, failing with as few clients and acquisitions as it
+/// still fails with (one fewer at a time, while it fails): the smallest form
+/// of a failure to keep as a regression.
+fn shrink(w: &Workload, seed: u64) -> (usize, usize) {
+    let sized = |clients: usize, acquisitions: usize| {
+        let mut small = w.clone();
+        small.clients = (clients, clients);
+        small.acquisitions = (acquisitions, acquisitions);
+        small
+    };
+    let (mut clients, mut acquisitions) = (w.clients.1, w.acquisitions.1);
+    if sized(clients, acquisitions).run(seed).is_ok() {
+        return (clients, acquisitions); // fails only at another size: keep the range
+    }
+    loop {
+        if clients > 1 && sized(clients - 1, acquisitions).run(seed).is_err() {
+            clients -= 1;
+        } else if acquisitions > 1 && sized(clients, acquisitions - 1).run(seed).is_err() {
+            acquisitions -= 1;
+        } else {
+            return (clients, acquisitions);
+        }
+    }
 }
 
 #[test]
@@ -110,6 +141,36 @@ fn connection_fault_schedules() {
 #[test]
 fn harsh_timing_schedules() {
     run(Workload::harsh(), 6_000_000, 750);
+}
+
+/// No fault, delays far below the contact rules' margins: no holder is ever
+/// told `Suspended` or `Lost`, and every acquisition is granted (waiters wait
+/// longer than a session timeout, sessions sit idle for most of one).
+#[test]
+fn liveness_schedules() {
+    run(Workload::liveness(), 7_000_000, 1000);
+}
+
+/// Liveness schedules that failed before grants waited for a proof that lasts
+/// (waiters next in line went unproven, and a grant on a proof about to run
+/// out was reported, then suspended), shrunk: (seed, clients, acquisitions).
+const LIVENESS_REGRESSIONS: &[(u64, usize, usize)] = &[
+    (7_000_001, 1, 2),
+    (7_000_005, 5, 3),
+    (7_000_003, 4, 11),
+    (7_000_000, 1, 19),
+];
+
+#[test]
+fn liveness_regressions() {
+    for &(seed, clients, acquisitions) in LIVENESS_REGRESSIONS {
+        let mut w = Workload::liveness();
+        w.clients = (clients, clients);
+        w.acquisitions = (acquisitions, acquisitions);
+        if let Err(failure) = w.run(seed) {
+            panic!("{failure}\n(regression: seed {seed}, {clients} clients, {acquisitions} acquisitions)");
+        }
+    }
 }
 
 /// With `LOCK_SIM_REPLAY` set, replays that schedule with its trace; otherwise checks

@@ -225,6 +225,15 @@ impl Acquisition {
         self.suspended
     }
 
+    /// Whether this acquisition waits where one departure can let it in (one
+    /// blocker left in its cached queue): the session keeps its proof of contact
+    /// fresh for it, as for a holder.
+    pub(crate) fn is_next_in_line(&self) -> bool {
+        self.state == State::Waiting
+            && self.node.own.is_some()
+            && self.queue.place(self.walk_recipe()).position <= 1
+    }
+
     // Deadlock detection, called by the session after every call (see
     // [`detection`]).
 

@@ -56,11 +56,13 @@ impl Acquisition {
             self.state = State::Granting;
             return;
         }
-        if cx.distrusted().is_some() {
-            // Nothing proves the leader heard the session lately (an idle session
-            // sends no `sync`): granted once a `sync` proves it
-            // (`on_contact_renewed`), never reported held on a session that may
-            // be expiring. Being granted makes the session prove contact at once.
+        if !cx.proof_lasts() {
+            // Nothing proves the leader heard the session lately enough for the
+            // proof to last until a `sync` renews it (an idle session sends none):
+            // granted once one does (`on_contact_renewed`), never reported held
+            // on a session that may be expiring, nor on a proof that would run
+            // out before its renewal (a false `Suspended` right after the grant).
+            // Being granted makes the session prove contact at once.
             self.state = State::Granting;
             return;
         }

@@ -129,8 +129,6 @@ fn settle(cx: &mut Ctx, tasks: &mut BTreeMap<LockId, Task>, id: LockId) {
     }
 }
 
-/// Whether `task` holds a lock or is being granted one: only then does the
-/// session keep proving contact with the leader (see [`crate::contact`]).
 /// Whether a renewed proof of contact moves `task` on: what
 /// `Acquisition::on_contact_renewed` acts on (a grant waiting for it, a
 /// suspended hold).
@@ -139,6 +137,12 @@ fn awaits_contact(task: &Task) -> bool {
         if a.state() == State::Granting || (a.state() == State::Held && a.is_suspended()))
 }
 
+/// Whether `task` holds a lock, is being granted one, or waits where one
+/// notification can grant it: only then does the session keep proving contact
+/// with the leader (see [`crate::contact`]). The waiter next in line pays a
+/// `sync` an interval so that its grant, which may come after a wait of any
+/// length, is reported at once on a proof that lasts.
 fn wants_proof(task: &Task) -> bool {
-    matches!(task, Task::Acquisition(a) if matches!(a.state(), State::Held | State::Granting))
+    matches!(task, Task::Acquisition(a)
+        if matches!(a.state(), State::Held | State::Granting) || a.is_next_in_line())
 }

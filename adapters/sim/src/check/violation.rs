@@ -29,6 +29,11 @@ pub enum ViolationKind {
     UsageRefused,
     /// With faults stopped, an acquisition never ended (or a core never went idle).
     Liveness,
+    /// In a liveness run ([`Workload::liveness`](crate::Workload::liveness)),
+    /// where nothing fails and every message arrives well within the contact
+    /// rules' margins: a holder told `Suspended` or `Lost`, or a waiter that
+    /// failed for want of contact.
+    FalseAlarm,
     /// A lock node left in the tree that no live owner knows about.
     Orphan,
     /// A fenced write applied although its writer did not hold the lock at that

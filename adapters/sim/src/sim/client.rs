@@ -53,6 +53,12 @@ pub struct ClientConfig {
     pub seed: Option<u64>,
     /// The core's suspension grace (`None`: the core's default, the session timeout).
     pub suspended_grace: Option<Duration>,
+    /// Whether the session proves its contact with the leader with `sync`s, as
+    /// lock-client's bindings do (the core's
+    /// [`sync_interval`](lock_core::Config::sync_interval) at its default of a
+    /// twentieth of the timeout): held locks are then trusted only while a proof
+    /// lasts (default: off, the core's contact rules unused).
+    pub proves_contact: bool,
 }
 
 impl ClientConfig {
@@ -63,12 +69,19 @@ impl ClientConfig {
             session_timeout,
             seed: None,
             suspended_grace: None,
+            proves_contact: false,
         }
     }
 
     /// Sets the seed.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
+        self
+    }
+
+    /// Turns the proof of contact on (see [`proves_contact`](Self::proves_contact)).
+    pub fn proves_contact(mut self, on: bool) -> Self {
+        self.proves_contact = on;
         self
     }
 
@@ -177,6 +190,9 @@ impl SimClient {
     ) -> Self {
         let mut config = Config::new(cfg.session_timeout, seed);
         config.suspended_grace = cfg.suspended_grace;
+        if cfg.proves_contact {
+            config.sync_interval = Some(Config::default_sync_interval(cfg.session_timeout));
+        }
         let core = match user_api {
             Some(zero) => ClientCore::User(Box::new(crate::sim::user_face::UserClient::new(
                 config, zero, now,

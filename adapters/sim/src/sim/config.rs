@@ -58,6 +58,10 @@ pub struct SimConfig {
     /// statuses. Sections and fenced writes go through the guard; observers,
     /// revocation requests, inspections and deadlock scans through the client.
     pub user_api: bool,
+    /// Whether every client proves its contact with the leader with `sync`s
+    /// ([`ClientConfig::proves_contact`](crate::ClientConfig::proves_contact)),
+    /// as lock-client's bindings do (default: off).
+    pub proves_contact: bool,
 }
 
 impl SimConfig {
@@ -75,6 +79,7 @@ impl SimConfig {
             notice_within: SILENT_CUT_NOTICED_WITHIN,
             report_contact: true,
             user_api: false,
+            proves_contact: false,
         }
     }
 
@@ -105,6 +110,12 @@ impl SimConfig {
     /// Runs every client through lock-client's user API (see [`SimConfig::user_api`]).
     pub fn user_api(mut self, on: bool) -> Self {
         self.user_api = on;
+        self
+    }
+
+    /// Makes every client prove its contact (see [`SimConfig::proves_contact`]).
+    pub fn proves_contact(mut self, on: bool) -> Self {
+        self.proves_contact = on;
         self
     }
 

@@ -113,7 +113,8 @@ impl Sim {
     }
 
     /// Adds a client with full settings.
-    pub fn add_client_with(&mut self, cfg: ClientConfig) -> ClientId {
+    pub fn add_client_with(&mut self, mut cfg: ClientConfig) -> ClientId {
+        cfg.proves_contact |= self.cfg.proves_contact;
         let i = self.clients.len();
         let seed = cfg.seed.unwrap_or_else(|| {
             SimRng::new(self.cfg.seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)).next_u64()

@@ -112,6 +112,11 @@ pub struct Workload {
     /// Whether the clients are lock-client's user API ([`SimConfig::user_api`](crate::SimConfig::user_api));
     /// set with [`through_lock_client`](Self::through_lock_client).
     pub user_api: bool,
+    /// A liveness run: with no fault and message delays far below the contact
+    /// rules' margins, a `Suspended` or `Lost` (or a waiter failing for want of
+    /// contact) is a [`FalseAlarm`](crate::ViolationKind::FalseAlarm), and every
+    /// acquisition must be granted. Set by [`liveness`](Self::liveness).
+    pub liveness: bool,
 }
 
 impl Workload {
@@ -143,6 +148,7 @@ impl Workload {
             reap_interval: Duration::from_millis(200),
             drain_limit: Duration::from_secs(120),
             user_api: false,
+            liveness: false,
         }
     }
 
@@ -181,6 +187,36 @@ impl Workload {
         w.long_hold = (Duration::from_millis(150), Duration::from_millis(600));
         w.clients = (2, 6);
         w.acquisitions = (10, 40);
+        w
+    }
+
+    /// Liveness: clients that prove their contact with `sync`s, as lock-client's
+    /// bindings do; every recipe, no fault, one-way delays of at most a fortieth of
+    /// the session timeout (far below the margins of a tenth), holds of up to
+    /// two session timeouts (waiters wait longer than a timeout) and gaps that
+    /// leave sessions idle for most of one. No holder may ever be told
+    /// `Suspended` or `Lost` (a [`FalseAlarm`](crate::ViolationKind::FalseAlarm)),
+    /// and every acquisition is granted. Nothing is cancelled, timed out,
+    /// revoked or leased: each of those ends an acquisition on purpose.
+    ///
+    /// ```
+    /// use zklock::sim::Workload;
+    /// let report = Workload::liveness().run(7).unwrap_or_else(|f| panic!("{f}"));
+    /// assert_eq!(report.acquired, report.acquisitions);
+    /// ```
+    pub fn liveness() -> Self {
+        let mut w = Self::preset("liveness", Mix::All).with_faults(FaultConfig::none());
+        w.liveness = true;
+        w.latency = Latency::between(Duration::from_micros(500), w.session_timeout / 40);
+        w.gap = (Duration::from_millis(1), w.session_timeout * 9 / 10);
+        w.long_hold_chance = 0.3;
+        w.long_hold = (w.session_timeout / 2, w.session_timeout * 2);
+        w.revocable_chance = 0.0;
+        w.revoke_chance = 0.0;
+        w.lease_chance = 0.0;
+        w.deadline_chance = 0.0;
+        w.try_chance = 0.0;
+        w.cancel_chance = 0.0;
         w
     }
 

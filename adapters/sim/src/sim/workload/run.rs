@@ -55,6 +55,8 @@ pub(super) struct Run {
     drain_limit: Duration,
     drain_deadline: Timestamp,
     observe_for: Duration,
+    /// A liveness run (see [`Workload::liveness`]).
+    liveness: bool,
 }
 
 impl Run {
@@ -65,7 +67,8 @@ impl Run {
             .faults(w.faults.clone())
             .reap_interval(Some(w.reap_interval))
             .trace(trace)
-            .user_api(w.user_api);
+            .user_api(w.user_api)
+            .proves_contact(w.liveness);
         let mut sim = Sim::new(cfg);
         let clients = sim.add_random_clients(&mut rng, w.clients, w.session_timeout);
         let permits = 1 + rng.below(3) as u32;
@@ -159,6 +162,7 @@ impl Run {
             drain_limit: w.drain_limit,
             drain_deadline: Timestamp::MAX,
             observe_for: w.session_timeout * 2,
+            liveness: w.liveness,
         }
     }
 
@@ -198,6 +202,11 @@ impl Run {
                 }
                 LockEvent::RevocationRequested => {
                     self.schedule(now, Action::Release(r.client, r.lock));
+                }
+                ref event if self.liveness && is_false_alarm(event) => {
+                    let detail =
+                        format!("{} {} told {event:?} on a sound network", r.client, r.lock);
+                    self.sim.violate(ViolationKind::FalseAlarm, detail);
                 }
                 _ => {}
             }
@@ -309,13 +318,26 @@ impl Run {
         let mut faults_on = true;
         loop {
             self.react();
+            if let Some(v) = self.sim.violation() {
+                return Err(v.clone());
+            }
             if faults_on && self.sim.now() >= self.chaos_until {
                 faults_on = false;
                 self.sim.stop_faults();
                 self.drain_deadline = self.sim.now() + self.drain_limit;
             }
             if !faults_on && self.done() {
-                return self.sim.check_quiescent();
+                self.sim.check_quiescent()?;
+                if self.liveness && self.acquired < self.plan.len() {
+                    let detail = format!(
+                        "{} of {} acquisitions granted on a sound network",
+                        self.acquired,
+                        self.plan.len()
+                    );
+                    self.sim.violate(ViolationKind::Liveness, detail);
+                    return Err(self.sim.violation().cloned().expect("just violated"));
+                }
+                return Ok(());
             }
             if !faults_on && self.sim.now() >= self.drain_deadline {
                 let detail = self.liveness_report();
@@ -385,6 +407,25 @@ impl Run {
             requests: self.sim.total_counters().requests(),
             coverage: self.sim.coverage(),
         }
+    }
+}
+
+/// Whether `event` can only come from a connection that is silent or gone, or
+/// from a session that ended: what a liveness run never allows. A task that
+/// ends for a reason of the recipe (a deadlock, a permit count its peers do
+/// not share) or of its user (an election observer stopped) is not one.
+fn is_false_alarm(event: &LockEvent) -> bool {
+    use lock_core::FailReason;
+    match event {
+        LockEvent::Suspended | LockEvent::Lost(_) => true,
+        LockEvent::Failed(reason) => !matches!(
+            reason,
+            FailReason::Deadlock { .. }
+                | FailReason::SelfDeadlock { .. }
+                | FailReason::PermitsMismatch { .. }
+                | FailReason::Cancelled
+        ),
+        _ => false,
     }
 }
 
