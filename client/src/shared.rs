@@ -65,7 +65,7 @@ pub(crate) struct Slot {
     pub(crate) metrics: Option<crate::metrics::AcquisitionMetrics>,
     /// Where the acquisition stands in its queue, while it waits (the core's
     /// last `Progress::Queued`).
-    pub(crate) queued: Option<crate::pending::Queued>,
+    pub(crate) queued: Option<crate::status::Queued>,
     wakers: Vec<Waker>,
 }
 
@@ -457,10 +457,11 @@ impl SharedState {
                         }
                         let queued = match progress {
                             lock_core::Progress::Queued { node, place } => {
-                                Some(crate::pending::Queued::new(node, place))
+                                Some(crate::status::Queued::new(node, place))
                             }
-                            lock_core::Progress::LockDelay { node, .. } => delay_ends
-                                .map(|ends| crate::pending::Queued::lock_delay(node, ends)),
+                            lock_core::Progress::LockDelay { node, .. } => {
+                                delay_ends.map(|ends| crate::status::Queued::lock_delay(node, ends))
+                            }
                             _ => None,
                         };
                         if let Some(queued) = queued {

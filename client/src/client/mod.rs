@@ -8,7 +8,7 @@
 use crate::error::Error;
 use crate::link::Link;
 use crate::shared::Shared;
-pub use break_lock::{BreakError, BreakLock, Broken};
+pub use break_lock::{BreakLock, Broken};
 use lock_core::{Config, LockSpec, Stats};
 use std::future::poll_fn;
 use std::sync::Arc;
