@@ -255,14 +255,13 @@ pub use connection::{ConnectionEvent, ConnectionState};
 pub use election::{Election, ElectionEvent, ElectionObserver, Leadership};
 pub use error::{BreakError, Cause, ConnectFailure, Cycle, Error};
 pub use guard::LockGuard;
-pub use link::{Link, Notifier};
+pub use link::{Link, Notifier, ServerChecker};
 pub use lock::{Mutex, ReadLock, RwLock, Semaphore, WriteLock};
 pub use multi::{MultiGuard, MultiLock, MultiPart};
 pub use options::{random_seed, AclEntry, Auth, ConnectOptions, NodeAcl, Perms, SaslDigest, Tls};
 pub use pending::{Canceller, PendingLock, QueueWatch};
 pub use server::{
-    four_letter_word_refused, ConfError, Hazard, HazardKind, ServerCheck, ServerChecker,
-    ServerConf, ServerProbe,
+    four_letter_word_refused, ConfError, Hazard, HazardKind, ServerCheck, ServerConf, ServerProbe,
 };
 pub use status::{LockStatus, Queued};
 pub use writes::Writes;

@@ -2,6 +2,10 @@
 //! [`Session`] and one slot per acquisition, under one mutex (quinn's
 //! `ConnectionRef`: lock, call the core, drain, then wake whoever must act).
 
+// The connection tracker is part of this state (not of the `connection` module,
+// whose streams read it), so that this module imports no handle built on it.
+pub(crate) mod tracker;
+
 use crate::error::Error;
 use crate::section_calls::SectionCalls;
 use crate::status::LockStatus;
@@ -144,7 +148,7 @@ pub(crate) struct SharedState {
     /// Wakers to wake once the mutex is released.
     to_wake: Vec<Waker>,
     /// The client-wide connection state and its subscribers.
-    pub(crate) connection: crate::connection::tracker::Tracker,
+    pub(crate) connection: tracker::Tracker,
     /// The opt-in depth of the metrics' `prefix` label.
     pub(crate) metrics_prefix: Option<usize>,
     /// Counts the session changes fed to the core: a report about the server

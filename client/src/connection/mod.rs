@@ -3,9 +3,7 @@
 //! `ConnectionStateListener` and kazoo's `add_listener` give: one place to learn
 //! that the session is in doubt, back, or gone, whatever locks are held.
 
-pub(crate) mod tracker;
-
-pub use tracker::{ConnectionEvent, ConnectionState};
+pub use crate::shared::tracker::{ConnectionEvent, ConnectionState};
 
 use crate::client::LockClient;
 use crate::server::check::ServerCheck;
