@@ -1,8 +1,8 @@
 //! [`PendingLock`]: an acquisition under way, to await, wait for, or give up.
 
-use crate::client::LockClient;
 use crate::error::Error;
 use crate::guard::{LockGuard, UnclaimedTask};
+use crate::handle::LockClient;
 use crate::status::Queued;
 use lock_core::{LockId, LockState};
 use std::future::{poll_fn, Future};

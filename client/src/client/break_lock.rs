@@ -8,9 +8,9 @@
 //! session lives; it costs what the holder was protecting, unless that is
 //! fenced (see [`BreakLock::force`]).
 
-use super::{LockClient, Task};
 use crate::error::{BreakError, Error};
 use crate::guard::UnclaimedTask;
+use crate::handle::{LockClient, Task};
 use lock_core::{BreakOutcome, LockEvent, NameScheme, NodeKind, Participant, Participants};
 
 /// What [`LockClient::break_lock`] breaks, and whether it may: the lock's one

@@ -5,7 +5,7 @@
 
 pub use crate::shared::tracker::{ConnectionEvent, ConnectionState};
 
-use crate::client::LockClient;
+use crate::handle::LockClient;
 use crate::server::check::ServerCheck;
 use crate::shared::Shared;
 use std::future::poll_fn;
