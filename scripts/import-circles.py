@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Import circles of a Rust crate: which modules import each other, directly or around a loop.
 
-Usage: scripts/import-circles.py CRATE_SRC_DIR [--depth N] [--tests] [--explain]
+Usage: scripts/import-circles.py CRATE_SRC_DIR [--depth N] [--tests] [--explain] [--check]
 
 Builds the crate's module tree from `mod` declarations (starting at lib.rs or main.rs),
 then one edge A -> B for every reference in A's code to an item defined in B: `use`
@@ -19,7 +19,8 @@ every strongly connected component with more than one node (a circle) with its s
 and members, largest first; --explain adds, for each edge inside a circle, where the
 first reference is (file:line).
 
-Exit status 0 always: this measures, it does not judge. Only the standard library.
+Exit status 0: this measures, it does not judge; with --check, 1 when there is a circle
+(what CI runs, .ci/run). Only the standard library.
 """
 
 import argparse
@@ -354,6 +355,7 @@ def main():
     ap.add_argument("--depth", type=int, default=1, help="module depth of a node; 0: every module (default 1)")
     ap.add_argument("--tests", action="store_true", help="count test code too")
     ap.add_argument("--explain", action="store_true", help="show where each edge inside a circle comes from")
+    ap.add_argument("--check", action="store_true", help="exit with status 1 when there is a circle")
     args = ap.parse_args()
 
     modules = load(args.src, args.tests)
@@ -386,6 +388,8 @@ def main():
                 for b in sorted(edges.get(a, ())):
                     if b in members:
                         print(f"    {name(a)} -> {name(b)}   ({evidence[(a, b)]})")
+    if args.check and comps:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 //! [`Error`]: why a call of the user API failed, whatever the binding.
 
-use lock_core::{CycleNode, FailReason, LostReason, NodeKind, UsageError, ZkError};
+use lock_core::{CycleNode, FailReason, LostReason, NodeKind, Participant, UsageError, ZkError};
 
 /// One deadlock: its nodes in wait order (each waits for the next, the last for
 /// the first), as [`Error::Deadlock`] and
@@ -136,7 +136,7 @@ pub enum Error {
     /// [`LockClient::break_lock`](crate::LockClient::break_lock) broke nothing:
     /// why (nobody holds, several hold, no such participant, not forced).
     #[error(transparent)]
-    Break(crate::BreakError),
+    Break(BreakError),
     /// ZooKeeper answered with an error the protocol cannot recover from.
     #[error("ZooKeeper error: {0}")]
     Zk(ZkError),
@@ -338,6 +338,48 @@ impl From<FailReason> for Error {
             other => Error::Failed(other),
         }
     }
+}
+
+// Defined here, beside the `Error::Break` that carries it, rather than with
+// `LockClient::break_lock`: the errors are a leaf every module imports.
+/// Why [`LockClient::break_lock`](crate::LockClient::break_lock) broke nothing (in [`Error::Break`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BreakError {
+    /// Nobody holds the lock (and no node was named).
+    #[error("nobody holds {path}")]
+    NobodyHolds {
+        /// The lock path.
+        path: String,
+    },
+    /// Several participants hold the lock (readers, a semaphore's permits):
+    /// name the one to break.
+    #[error("{} participants hold {path} ({}): name the one to break", holders.len(), holders.join(", "))]
+    SeveralHolders {
+        /// The lock path.
+        path: String,
+        /// The holders' node names.
+        holders: Vec<String>,
+    },
+    /// No participant of the lock has the node named.
+    #[error("{node} is no participant of {path}{}", if participants.is_empty() { String::new() } else { format!(" (participants: {})", participants.join(", ")) })]
+    NoSuchNode {
+        /// The lock path.
+        path: String,
+        /// The node named.
+        node: String,
+        /// The participants' node names, in queue order.
+        participants: Vec<String>,
+    },
+    /// Not [`force`](crate::BreakLock::force)d: its owner's session is alive (its node
+    /// exists), and whether it would let go if asked is not recorded anywhere.
+    #[error("{} {} and its session is alive: not broken without force", target.node, if *held { "holds the lock" } else { "waits" })]
+    NotForced {
+        /// The participant it would break.
+        target: Box<Participant>,
+        /// Whether it holds (else it waits).
+        held: bool,
+    },
 }
 
 #[cfg(test)]

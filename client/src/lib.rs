@@ -234,6 +234,7 @@ mod connection;
 mod election;
 mod error;
 mod guard;
+mod handle;
 mod link;
 mod lock;
 mod metrics;
@@ -248,23 +249,23 @@ mod trace;
 mod writes;
 
 pub use crate::metrics::{describe_metrics, HISTOGRAM_BUCKETS};
-pub use client::{pair, pair_with_clock, BreakError, BreakLock, Broken, LockClient};
+pub use client::{pair, pair_with_clock, BreakLock, Broken};
 pub use clock::{Clock, SystemClock};
 pub use connection::ConnectionEvents;
 pub use connection::{ConnectionEvent, ConnectionState};
 pub use election::{Election, ElectionEvent, ElectionObserver, Leadership};
-pub use error::{Cause, ConnectFailure, Cycle, Error};
+pub use error::{BreakError, Cause, ConnectFailure, Cycle, Error};
 pub use guard::LockGuard;
-pub use link::{Link, Notifier};
+pub use handle::LockClient;
+pub use link::{Link, Notifier, ServerChecker};
 pub use lock::{Mutex, ReadLock, RwLock, Semaphore, WriteLock};
 pub use multi::{MultiGuard, MultiLock, MultiPart};
 pub use options::{random_seed, AclEntry, Auth, ConnectOptions, NodeAcl, Perms, SaslDigest, Tls};
-pub use pending::{Canceller, PendingLock, QueueWatch, Queued};
+pub use pending::{Canceller, PendingLock, QueueWatch};
 pub use server::{
-    four_letter_word_refused, ConfError, Hazard, HazardKind, ServerCheck, ServerChecker,
-    ServerConf, ServerProbe,
+    four_letter_word_refused, ConfError, Hazard, HazardKind, ServerCheck, ServerConf, ServerProbe,
 };
-pub use status::LockStatus;
+pub use status::{LockStatus, Queued};
 pub use writes::Writes;
 
 pub use lock_core::{

@@ -1,5 +1,11 @@
 //! [`Link`]: the end of a [`LockClient`](crate::LockClient) that a binding drives.
 
+// The checker writes into the shared state, so it lives here with the binding's
+// other handle rather than in `server`, which judges settings and imports nothing.
+mod checker;
+
+pub use checker::ServerChecker;
+
 use crate::shared::Shared;
 use lock_core::{Reply, Request, RequestId, SessionEvent, Stats, WatchKind, ZkError};
 use std::any::Any;
@@ -160,8 +166,8 @@ impl Link {
     /// Where to report the settings of each server the binding connects to (its
     /// answer to the `conf` four-letter word), from a background thread: see
     /// [`ServerChecker`](crate::ServerChecker).
-    pub fn server_checker(&self) -> crate::ServerChecker {
-        crate::ServerChecker::new(self.shared.clone())
+    pub fn server_checker(&self) -> ServerChecker {
+        ServerChecker::new(self.shared.clone())
     }
 
     /// Gives the core new settings: for a binding whose client learns the session

@@ -1,8 +1,8 @@
 //! User-facing lock objects ([`Mutex`], [`RwLock`], [`Semaphore`]): what to lock, and how.
 
-use crate::client::LockClient;
 use crate::error::Error;
 use crate::guard::LockGuard;
+use crate::handle::LockClient;
 use crate::pending::PendingLock;
 use lock_core::{LockSpec, NameScheme};
 use std::time::{Duration, Instant};

@@ -10,9 +10,9 @@
 //! would save round trips but bring the deadlock back between two multi-locks, so
 //! it is not done.
 
-use crate::client::LockClient;
 use crate::error::Error;
 use crate::guard::LockGuard;
+use crate::handle::LockClient;
 use crate::lock::{Mutex, ReadLock, Semaphore, WriteLock};
 use crate::status::LockStatus;
 use lock_core::{FencingToken, LockSpec, LostReason, Recipe, UsageError};

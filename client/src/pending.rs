@@ -1,9 +1,10 @@
 //! [`PendingLock`]: an acquisition under way, to await, wait for, or give up.
 
-use crate::client::LockClient;
 use crate::error::Error;
 use crate::guard::{LockGuard, UnclaimedTask};
-use lock_core::{LockId, LockState, QueuePlace};
+use crate::handle::LockClient;
+use crate::status::Queued;
+use lock_core::{LockId, LockState};
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -154,79 +155,6 @@ impl Canceller {
                 let _ = s.core.cancel(id, now);
             }
         });
-    }
-}
-
-/// Where a waiting acquisition stands in its lock's queue ([`PendingLock::queued`],
-/// [`QueueWatch::changed`]).
-///
-/// It comes from the acquisition's own looks at the lock directory and the
-/// deletions it watched since, at no cost: a participant ahead that leaves
-/// while another one is watched is seen at the next look, so `position` is
-/// an upper bound between looks (never closer than the truth), made exact by
-/// [`QueueWatch::refresh`] (one read).
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Queued {
-    /// Our node's full path.
-    pub node: String,
-    /// How many participants ahead of ours must leave before the lock (or a
-    /// permit) is ours: 1 when we are next.
-    pub position: usize,
-    /// For a semaphore: the permits the participants ahead of ours take (at
-    /// most all of them). `None` for other locks.
-    pub permits_in_use: Option<u32>,
-    /// Nobody is ahead any more, but the previous holder ended uncleanly: the
-    /// grant waits out the [lock-delay](crate::Mutex::lock_delay) until this
-    /// instant (`position` is then 0).
-    pub lock_delay_ends: Option<Instant>,
-}
-
-impl Queued {
-    pub(crate) fn new(node: String, place: QueuePlace) -> Queued {
-        Queued {
-            node,
-            position: place.position,
-            permits_in_use: place.permits_in_use,
-            lock_delay_ends: None,
-        }
-    }
-
-    /// Waiting out a lock-delay that ends at `ends`.
-    pub(crate) fn lock_delay(node: String, ends: Instant) -> Queued {
-        Queued {
-            node,
-            position: 0,
-            permits_in_use: None,
-            lock_delay_ends: Some(ends),
-        }
-    }
-
-    /// When the lock-delay this acquisition waits out ends, if it waits one.
-    pub fn lock_delay_ends(&self) -> Option<Instant> {
-        self.lock_delay_ends
-    }
-}
-
-impl std::fmt::Display for Queued {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if let Some(ends) = self.lock_delay_ends {
-            // Read when shown: a line redrawn each second counts down.
-            let left = ends.saturating_duration_since(Instant::now());
-            return write!(
-                f,
-                "lock-delay after an unclean end of the previous holder, {:.1} s left",
-                left.as_secs_f64()
-            );
-        }
-        match self.position {
-            1 => write!(f, "next in the queue")?,
-            n => write!(f, "{n} ahead in the queue")?,
-        }
-        if let Some(in_use) = self.permits_in_use {
-            write!(f, ", {in_use} permit(s) in use")?;
-        }
-        Ok(())
     }
 }
 

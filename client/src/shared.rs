@@ -2,6 +2,10 @@
 //! [`Session`] and one slot per acquisition, under one mutex (quinn's
 //! `ConnectionRef`: lock, call the core, drain, then wake whoever must act).
 
+// The connection tracker is part of this state (not of the `connection` module,
+// whose streams read it), so that this module imports no handle built on it.
+pub(crate) mod tracker;
+
 use crate::error::Error;
 use crate::section_calls::SectionCalls;
 use crate::status::LockStatus;
@@ -65,7 +69,7 @@ pub(crate) struct Slot {
     pub(crate) metrics: Option<crate::metrics::AcquisitionMetrics>,
     /// Where the acquisition stands in its queue, while it waits (the core's
     /// last `Progress::Queued`).
-    pub(crate) queued: Option<crate::pending::Queued>,
+    pub(crate) queued: Option<crate::status::Queued>,
     wakers: Vec<Waker>,
 }
 
@@ -144,7 +148,7 @@ pub(crate) struct SharedState {
     /// Wakers to wake once the mutex is released.
     to_wake: Vec<Waker>,
     /// The client-wide connection state and its subscribers.
-    pub(crate) connection: crate::connection::tracker::Tracker,
+    pub(crate) connection: tracker::Tracker,
     /// The opt-in depth of the metrics' `prefix` label.
     pub(crate) metrics_prefix: Option<usize>,
     /// Counts the session changes fed to the core: a report about the server
@@ -457,10 +461,11 @@ impl SharedState {
                         }
                         let queued = match progress {
                             lock_core::Progress::Queued { node, place } => {
-                                Some(crate::pending::Queued::new(node, place))
+                                Some(crate::status::Queued::new(node, place))
                             }
-                            lock_core::Progress::LockDelay { node, .. } => delay_ends
-                                .map(|ends| crate::pending::Queued::lock_delay(node, ends)),
+                            lock_core::Progress::LockDelay { node, .. } => {
+                                delay_ends.map(|ends| crate::status::Queued::lock_delay(node, ends))
+                            }
                             _ => None,
                         };
                         if let Some(queued) = queued {

@@ -24,42 +24,13 @@
 //! ([`BreakOutcome::GoneUncertain`]).
 
 use crate::ctx::Ctx;
-use crate::event::LockEvent;
+use crate::event::{BreakOutcome, LockEvent};
 use crate::ids::{FencingToken, LockId};
+use crate::names::BREAK_RECORD;
 use crate::oneshot::{unexpected_reply, OneShot};
 use crate::path::split_parent;
 use crate::proto::{MultiOp, Op, Reply, RequestId, ZkError};
 use crate::requests::Purpose;
-
-/// Name of the break record in a lock directory: a persistent node saying which
-/// node an operator broke last, written in the `multi` of the break's delete
-/// ([`crate::LastBreak`]).
-pub(crate) const BREAK_RECORD: &str = "zkl-broken";
-
-/// What a [`break_node`](crate::Session::break_node) did to the node.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[non_exhaustive]
-pub enum BreakOutcome {
-    /// Our delete removed the node: its owner no longer holds (or waits).
-    Deleted,
-    /// The node was gone before our delete could reach it (released, its
-    /// session ended, deleted by someone else), or the node of that name is
-    /// another one (a different `czxid`): nothing was deleted.
-    AlreadyGone,
-    /// The node is gone, after a delete of ours whose answer was lost with the
-    /// connection: our delete or its owner's end removed it.
-    GoneUncertain,
-}
-
-impl std::fmt::Display for BreakOutcome {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            BreakOutcome::Deleted => "deleted",
-            BreakOutcome::AlreadyGone => "already gone",
-            BreakOutcome::GoneUncertain => "gone (our delete or its owner's end)",
-        })
-    }
-}
 
 /// What a break records about itself (see [`Session::break_node`](crate::Session::break_node)).
 #[derive(Clone, Copy, Debug)]

@@ -238,7 +238,7 @@ pub enum LockEvent {
         /// The node's full path.
         node: String,
         /// Whether our delete removed it.
-        outcome: crate::BreakOutcome,
+        outcome: BreakOutcome,
     },
     /// Terminal, for an [`inspect`](crate::Session::inspect): the lock's holders and
     /// waiters.
@@ -269,6 +269,34 @@ impl LockEvent {
                 | LockEvent::Participants(_)
                 | LockEvent::Deadlocks { .. }
         )
+    }
+}
+
+// Defined here, beside the `LockEvent::Broken` that carries it, rather than in
+// break_lock.rs: the events are a leaf every task module imports, and a payload
+// defined in a task module would make an import circle.
+/// What a [`break_node`](crate::Session::break_node) did to the node.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[non_exhaustive]
+pub enum BreakOutcome {
+    /// Our delete removed the node: its owner no longer holds (or waits).
+    Deleted,
+    /// The node was gone before our delete could reach it (released, its
+    /// session ended, deleted by someone else), or the node of that name is
+    /// another one (a different `czxid`): nothing was deleted.
+    AlreadyGone,
+    /// The node is gone, after a delete of ours whose answer was lost with the
+    /// connection: our delete or its owner's end removed it.
+    GoneUncertain,
+}
+
+impl std::fmt::Display for BreakOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BreakOutcome::Deleted => "deleted",
+            BreakOutcome::AlreadyGone => "already gone",
+            BreakOutcome::GoneUncertain => "gone (our delete or its owner's end)",
+        })
     }
 }
 

@@ -11,12 +11,13 @@
 //! [`Recipe::is_blocked_by`] and [`Recipe::permits`], applied to the kinds (and, for
 //! native semaphores, the permit counts) written in the node names.
 
-use crate::break_lock::BREAK_RECORD;
 use crate::ctx::Ctx;
 use crate::event::LockEvent;
 use crate::ids::{FencingToken, LockId};
 use crate::lease_inspect::LeaseView;
-use crate::names::{parse_participant, sort_by_sequence, NodeKind, ParsedName};
+use crate::names::{
+    is_marker, parse_participant, sort_by_sequence, NodeKind, ParsedName, BREAK_RECORD,
+};
 use crate::oneshot::{unexpected_reply, OneShot};
 use crate::owner;
 use crate::participants::{LastBreak, Participant, Participants};
@@ -63,7 +64,7 @@ pub(crate) fn queue(children: &[String]) -> (Vec<Place>, usize) {
         match parse_participant(c) {
             Some(p) => parts.push((p, c.clone())),
             // zklock's own markers (crash detection, lock-delay) are not foreign.
-            None if crate::acquisition::is_marker(c) => {}
+            None if is_marker(c) => {}
             None => foreign += 1,
         }
     }

@@ -65,10 +65,12 @@ mod time;
 mod timers;
 mod watches;
 
-pub use break_lock::{BreakOutcome, BreakRecord};
+pub use break_lock::BreakRecord;
 pub use contact::ServerRole;
 pub use deadlock::WaitFor;
-pub use event::{FailReason, FencedError, Grant, Leader, LockEvent, LostReason, UsageError};
+pub use event::{
+    BreakOutcome, FailReason, FencedError, Grant, Leader, LockEvent, LostReason, UsageError,
+};
 pub use ids::{FencingToken, LockId};
 pub use names::{AttemptId, NameScheme, NodeKind};
 pub use output::{Output, Progress, QueuePlace};

@@ -4,9 +4,8 @@
 //! request (sent before a disconnect, or superseded by a recovery) can never be
 //! mistaken for a current one: it is simply not found, and counted as stale.
 
-use crate::ctx::Ctx;
 use crate::ids::LockId;
-use crate::proto::{Op, RequestId};
+use crate::proto::RequestId;
 use std::collections::HashMap;
 
 /// Why a request was sent; decides how its reply is handled.
@@ -56,45 +55,6 @@ pub(crate) enum Purpose {
     PoolCreate,
     /// Read or delete the node an operator breaks (see `break_lock`).
     Break,
-}
-
-/// One request of a kind that a part keeps at most one of in flight (a listing,
-/// a read of our node, a delete): sent through the [`Ctx`], its reply taken only
-/// if it answers the request sent last, and forgotten when the connection drops.
-///
-/// In place of a bare `Option<RequestId>`, so that no reply handler can forget
-/// the guard (a reply to a superseded or forgotten request changes nothing).
-#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
-pub(crate) struct InFlight(Option<RequestId>);
-
-impl InFlight {
-    /// Whether a request is in flight.
-    pub(crate) fn is_pending(&self) -> bool {
-        self.0.is_some()
-    }
-
-    /// Sends `op` for `lock`, superseding whatever was in flight (its reply, if it
-    /// comes, is no longer ours). Returns whether it went out (not while
-    /// disconnected).
-    pub(crate) fn send(&mut self, cx: &mut Ctx, lock: LockId, purpose: Purpose, op: Op) -> bool {
-        self.0 = cx.send(lock, purpose, op);
-        self.0.is_some()
-    }
-
-    /// Takes the reply to `request` if it is the one in flight (then nothing is).
-    pub(crate) fn take_reply(&mut self, request: RequestId) -> bool {
-        let ours = self.0 == Some(request);
-        if ours {
-            self.0 = None;
-        }
-        ours
-    }
-
-    /// Stops waiting for the request in flight (the connection dropped, or its
-    /// answer no longer matters). Returns whether one was in flight.
-    pub(crate) fn forget(&mut self) -> bool {
-        self.0.take().is_some()
-    }
 }
 
 #[derive(Default)]
@@ -169,6 +129,8 @@ impl RequestBook {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ctx::InFlight;
+    use crate::proto::Op;
 
     #[test]
     fn in_flight_takes_only_the_reply_to_its_latest_request() {

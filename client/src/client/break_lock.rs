@@ -8,9 +8,9 @@
 //! session lives; it costs what the holder was protecting, unless that is
 //! fenced (see [`BreakLock::force`]).
 
-use super::{LockClient, Task};
-use crate::error::Error;
+use crate::error::{BreakError, Error};
 use crate::guard::UnclaimedTask;
+use crate::handle::{LockClient, Task};
 use lock_core::{BreakOutcome, LockEvent, NameScheme, NodeKind, Participant, Participants};
 
 /// What [`LockClient::break_lock`] breaks, and whether it may: the lock's one
@@ -94,46 +94,6 @@ pub struct Broken {
     /// Whether our delete removed the node ([`BreakOutcome::Deleted`]) or it
     /// was gone already.
     pub outcome: BreakOutcome,
-}
-
-/// Why [`LockClient::break_lock`] broke nothing (in [`Error::Break`]).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum BreakError {
-    /// Nobody holds the lock (and no node was named).
-    #[error("nobody holds {path}")]
-    NobodyHolds {
-        /// The lock path.
-        path: String,
-    },
-    /// Several participants hold the lock (readers, a semaphore's permits):
-    /// name the one to break.
-    #[error("{} participants hold {path} ({}): name the one to break", holders.len(), holders.join(", "))]
-    SeveralHolders {
-        /// The lock path.
-        path: String,
-        /// The holders' node names.
-        holders: Vec<String>,
-    },
-    /// No participant of the lock has the node named.
-    #[error("{node} is no participant of {path}{}", if participants.is_empty() { String::new() } else { format!(" (participants: {})", participants.join(", ")) })]
-    NoSuchNode {
-        /// The lock path.
-        path: String,
-        /// The node named.
-        node: String,
-        /// The participants' node names, in queue order.
-        participants: Vec<String>,
-    },
-    /// Not [`force`](BreakLock::force)d: its owner's session is alive (its node
-    /// exists), and whether it would let go if asked is not recorded anywhere.
-    #[error("{} {} and its session is alive: not broken without force", target.node, if *held { "holds the lock" } else { "waits" })]
-    NotForced {
-        /// The participant it would break.
-        target: Box<Participant>,
-        /// Whether it holds (else it waits).
-        held: bool,
-    },
 }
 
 impl LockClient {

@@ -1,9 +1,9 @@
 //! Leader elections: taking part ([`Election`]) and observing
 //! ([`ElectionObserver`]).
 
-use super::LockClient;
 use crate::election::{Election, ElectionObserver};
 use crate::error::Error;
+use crate::handle::LockClient;
 use lock_core::{LockSpec, Recipe, UsageError};
 
 impl LockClient {

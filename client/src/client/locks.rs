@@ -1,7 +1,7 @@
 //! The lock objects ([`Mutex`], [`RwLock`], [`Semaphore`]) a client makes; they
 //! acquire through [`LockClient::acquire`] (`start.rs`).
 
-use super::LockClient;
+use crate::handle::LockClient;
 use crate::lock::{Mutex, RwLock, Semaphore};
 
 impl LockClient {

@@ -1,9 +1,9 @@
 //! One-shot tasks on the session: revocation requests, a lock's participants,
 //! and a deadlock scan.
 
-use super::{LockClient, Task};
 use crate::error::{Cycle, Error};
 use crate::guard::UnclaimedTask;
+use crate::handle::{LockClient, Task};
 use lock_core::{LockEvent, Participants};
 
 impl LockClient {

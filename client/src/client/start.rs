@@ -2,9 +2,9 @@
 //! lock objects call), and for every task the core call, its slot, and for an
 //! acquisition its tracing span and metrics.
 
-use super::{LockClient, Task};
 use crate::error::Error;
 use crate::guard::LockGuard;
+use crate::handle::{LockClient, Task};
 use crate::pending::PendingLock;
 use crate::shared::SharedState;
 use lock_core::{LockId, LockSpec};

@@ -3,11 +3,9 @@
 //! `ConnectionStateListener` and kazoo's `add_listener` give: one place to learn
 //! that the session is in doubt, back, or gone, whatever locks are held.
 
-pub(crate) mod tracker;
+pub use crate::shared::tracker::{ConnectionEvent, ConnectionState};
 
-pub use tracker::{ConnectionEvent, ConnectionState};
-
-use crate::client::LockClient;
+use crate::handle::LockClient;
 use crate::server::check::ServerCheck;
 use crate::shared::Shared;
 use std::future::poll_fn;

@@ -8,9 +8,9 @@
 //! One handle per file: [`Election`] here, [`Leadership`] in `leadership.rs`,
 //! [`ElectionObserver`] in `observer.rs`.
 
-use crate::client::{LockClient, Task};
 use crate::error::Error;
 use crate::guard::UnclaimedTask;
+use crate::handle::{LockClient, Task};
 use crate::status::LockStatus;
 use lock_core::{FailReason, FencingToken, LockEvent, LockId, LockSpec, LostReason, ZkError};
 use std::future::poll_fn;

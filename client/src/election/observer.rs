@@ -1,8 +1,8 @@
 //! [`ElectionObserver`]: following who leads without taking part.
 
-use crate::client::{LockClient, Task};
 use crate::error::Error;
 use crate::guard::UnclaimedTask;
+use crate::handle::{LockClient, Task};
 use lock_core::{Leader, LockEvent};
 use std::time::{Duration, Instant};
 

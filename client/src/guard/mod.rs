@@ -10,8 +10,8 @@ mod section;
 pub(crate) use pending::{poll_event, UnclaimedTask};
 use reentrancy::Hold;
 
-use crate::client::LockClient;
 use crate::error::Error;
+use crate::handle::LockClient;
 use crate::status::LockStatus;
 use lock_core::{FencingToken, Grant, LockEvent, LockId, LockState, LostReason};
 use std::future::poll_fn;

@@ -2,8 +2,8 @@
 //! and [`poll_event`], how every handle reads its task's events.
 
 use super::{Hold, LockGuard};
-use crate::client::LockClient;
 use crate::error::Error;
+use crate::handle::LockClient;
 use lock_core::{Grant, LockEvent, LockId};
 use std::collections::VecDeque;
 use std::future::poll_fn;

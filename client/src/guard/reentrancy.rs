@@ -3,7 +3,7 @@
 //! `SharedState::holds`).
 
 use super::LockGuard;
-use crate::client::LockClient;
+use crate::handle::LockClient;
 use crate::shared::Holds;
 use lock_core::LockState;
 

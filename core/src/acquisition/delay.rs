@@ -12,12 +12,14 @@
 //! [`DelayOutcome`] the acquisition acts on. A clean release deletes the marker
 //! in its multi ([`Delay::marker_ours`]).
 
-use super::{Ours, DELAY_MARKER};
+use super::Ours;
 use crate::ctx::Ctx;
+use crate::ctx::InFlight;
+use crate::names::DELAY_MARKER;
 use crate::output::Progress;
 use crate::path::split_parent;
 use crate::proto::{MultiOp, Op, Reply, RequestId, ZkError};
-use crate::requests::{InFlight, Purpose};
+use crate::requests::Purpose;
 use crate::time::Timestamp;
 use crate::timers::TimerKind;
 

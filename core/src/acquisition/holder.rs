@@ -7,12 +7,14 @@
 //! trusted (`own`); the part sends, emits the section and write events, and
 //! returns what the acquisition must act on (our node gone, a retry).
 
-use super::{Ours, SECTION_MARKER};
+use super::Ours;
 use crate::ctx::Ctx;
+use crate::ctx::InFlight;
 use crate::event::{FailReason, FencedError, LockEvent, LostReason, UsageError};
 use crate::ids::LockId;
+use crate::names::SECTION_MARKER;
 use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, ZkError};
-use crate::requests::{InFlight, Purpose};
+use crate::requests::Purpose;
 use crate::spec::LockSpec;
 use crate::time::Timestamp;
 

@@ -1,25 +1,10 @@
 //! zklock's markers in a lock directory (persistent nodes beside the
-//! participants), and the ones a clean release deletes in one multi with our
-//! node.
+//! participants; their names are in `names`, which inspection reads too): the
+//! ones a clean release deletes in one multi with our node.
 
 use super::delay::{self, Delay};
 use super::holder::{self, Holder};
 use crate::proto::{Reply, ZkError};
-
-/// Name of the crash-detection marker inside a lock directory (a persistent node
-/// that exists while a holder is inside a critical section).
-pub(crate) const SECTION_MARKER: &str = "zkl-section";
-
-/// Name of the lock-delay marker inside a lock directory (a persistent node naming
-/// the node of the lock-delay holder that holds, or last held without a clean
-/// release: see [`delay`]).
-pub(crate) const DELAY_MARKER: &str = "zkl-delay";
-
-/// Whether `name` is one of zklock's markers (or the break record) in a lock
-/// directory.
-pub(crate) fn is_marker(name: &str) -> bool {
-    name == SECTION_MARKER || name == DELAY_MARKER || name == crate::break_lock::BREAK_RECORD
-}
 
 /// A marker a clean release deletes in the multi with our node.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

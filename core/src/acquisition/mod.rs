@@ -64,7 +64,6 @@ use delay::{Delay, DelayOutcome};
 use detection::Detection;
 use holder::{Holder, HolderOutcome};
 use lease::{Lease, Next, Step};
-pub(crate) use markers::{is_marker, DELAY_MARKER, SECTION_MARKER};
 use node::{Create, Node, OwnNode};
 use queue::{PeerOutcome, Queue};
 

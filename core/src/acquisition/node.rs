@@ -4,13 +4,14 @@
 //! lease step.
 
 use crate::ctx::Ctx;
+use crate::ctx::InFlight;
 use crate::event::{FailReason, LostReason};
 use crate::ids::LockId;
 use crate::names::{parse_sequence, relative_sequence, sort_by_sequence, AttemptId};
 use crate::output::Progress;
 use crate::path::{ancestors, split_parent};
 use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, Stat, ZkError};
-use crate::requests::{InFlight, Purpose};
+use crate::requests::Purpose;
 use crate::spec::LockSpec;
 
 /// Data a holder finds in its own node when someone asks it to let go: Curator's

@@ -5,16 +5,17 @@
 //! Deciding from the cache ([`Queue::decide`]) returns a [`Decision`] and sends
 //! nothing: the acquisition acts on it (grant, fail, or watch the window).
 
-use super::{DELAY_MARKER, SECTION_MARKER};
 use crate::ctx::Ctx;
+use crate::ctx::InFlight;
 use crate::event::FailReason;
 use crate::ids::LockId;
 use crate::names::{
     parse_participant, relative_sequence, AttemptId, NameScheme, NodeKind, ParsedName,
+    DELAY_MARKER, SECTION_MARKER,
 };
 use crate::output::{Progress, QueuePlace};
 use crate::proto::{Op, Reply, RequestId, ZkError};
-use crate::requests::{InFlight, Purpose};
+use crate::requests::Purpose;
 use crate::spec::{LockSpec, Recipe};
 use std::collections::BTreeMap;
 

@@ -309,6 +309,30 @@ pub fn semaphore_lease_dir(scheme: NameScheme, path: &str) -> Option<String> {
     }
 }
 
+// zklock's own node names in a lock directory, beside the participants' names:
+// the acquisition writes the markers, inspection and the break read them, and
+// this module is the leaf all three import.
+
+/// Name of the break record in a lock directory: a persistent node saying which
+/// node an operator broke last, written in the `multi` of the break's delete
+/// ([`crate::LastBreak`]).
+pub(crate) const BREAK_RECORD: &str = "zkl-broken";
+
+/// Name of the crash-detection marker inside a lock directory (a persistent node
+/// that exists while a holder is inside a critical section).
+pub(crate) const SECTION_MARKER: &str = "zkl-section";
+
+/// Name of the lock-delay marker inside a lock directory (a persistent node naming
+/// the node of the lock-delay holder that holds, or last held without a clean
+/// release: see `acquisition/delay.rs`).
+pub(crate) const DELAY_MARKER: &str = "zkl-delay";
+
+/// Whether `name` is one of zklock's markers (or the break record) in a lock
+/// directory.
+pub(crate) fn is_marker(name: &str) -> bool {
+    name == SECTION_MARKER || name == DELAY_MARKER || name == BREAK_RECORD
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,13 +35,13 @@
 
 use crate::acquisition::node::OwnNode;
 use crate::ctx::Ctx;
+use crate::ctx::InFlight;
 use crate::event::FailReason;
 use crate::names::{
     node_prefix, semaphore_lease_dir as pool_dir, semaphore_mutex_dir as mutex_dir, AttemptId,
     NameScheme, NodeKind,
 };
 use crate::proto::{RequestId, ZkError};
-use crate::requests::InFlight;
 use crate::spec::{LockSpec, Recipe};
 
 mod create;
