@@ -50,6 +50,10 @@ pub enum Capability {
     /// [`Env::ensemble`]: a replicated ensemble that can lose its leader
     /// (`ensemble_leader_loss_keeps_exclusion`).
     Ensemble,
+    /// Room for a load test: an ensemble ([`Env::ensemble`]) and 140 sessions
+    /// contending on it for a minute or two while two busy processes load the
+    /// machine (`contended_grants_under_load_raise_no_false_alarm`).
+    Load,
 }
 
 /// Where the suite runs: a binding on real ZooKeeper (`ZkEnv`), or lock-sim's
@@ -71,8 +75,8 @@ pub trait Env: Send + Sync {
     fn shared(&self) -> &dyn Deployment;
     /// A server of its own (for tests that count its requests).
     fn fresh(&self) -> Box<dyn Deployment>;
-    /// A 3-node ensemble ([`Capability::Ensemble`]).
-    fn ensemble(&self) -> Option<Box<dyn Ensemble>>;
+    /// A 3-node ensemble of this `tickTime` ([`Capability::Ensemble`]).
+    fn ensemble(&self, tick_time: Duration) -> Option<Box<dyn Ensemble>>;
 }
 
 /// A client and the handle that holds its replies.

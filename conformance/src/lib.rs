@@ -10,7 +10,8 @@
 //! holder's node, losing an ensemble's leader under contention, elections that
 //! outlive their sessions (a leader cut off loses its term before the next is
 //! elected, then rejoins on a new session; a closing leader hands over at once),
-//! typed errors, and the number of requests an uncontended lock costs.
+//! typed errors, the number of requests an uncontended lock costs, and no false
+//! alarm after 1,000 contended grants on an ensemble under load.
 //!
 //! # How a binding plugs in
 //!
@@ -39,9 +40,9 @@
 //!
 //! | Environment | Where | Style | Tests |
 //! |---|---|---|---|
-//! | lock-zookeeper-client on tokio, async-std and smol | `adapters/zookeeper-client/tests/conformance.rs` | async | all |
+//! | lock-zookeeper-client on tokio, async-std and smol | `adapters/zookeeper-client/tests/conformance.rs` | async | all (the `load` test on tokio only) |
 //! | lock-zookeeper | `adapters/zookeeper/tests/conformance.rs` | blocking | all |
-//! | lock-sim's `Server` | `conformance/tests/sim.rs` | blocking and async | all but `ensemble_leader_loss_keeps_exclusion` |
+//! | lock-sim's `Server` | `conformance/tests/sim.rs` | blocking and async | all but the `ensemble` and `load` tests |
 //!
 //! A test that needs more than the base contract names a [`Capability`]; the
 //! macro's second argument lists the environment's, and a test is generated only
@@ -55,6 +56,7 @@
 //! | `watchers` | `waiter_rewatches_after_reconnect`, `admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals` | `wchp` | `Server::watchers` |
 //! | `request_count` | `requests_per_uncontended_cycle` | `mntr` (`zk_packets_received`) | `Server::requests_received` |
 //! | `ensemble` | `ensemble_leader_loss_keeps_exclusion` | `lock_testkit::ZkEnsemble` | none: one server, no leader to lose |
+//! | `load` | `contended_grants_under_load_raise_no_false_alarm` | an ensemble (500 ms ticks), 140 sessions, two busy processes: declared by lock-zookeeper and lock-zookeeper-client on tokio | none |
 //!
 //! # Environment
 //!
@@ -110,7 +112,7 @@ pub enum Kind {
 /// Expands to one `#[test]` per conformance test, each running it on a fresh
 /// `$env` (an expression of a type implementing [`Env`]), for the tests of the
 /// base contract and those of each listed capability (`hold_replies`, `watchers`,
-/// `request_count`, `ensemble`; see the [crate docs](crate)), plus
+/// `request_count`, `ensemble`, `load`; see the [crate docs](crate)), plus
 /// `declared_capabilities_match`.
 ///
 /// ```text
@@ -171,10 +173,14 @@ macro_rules! conformance_tests {
     (@capability $env:expr; ensemble) => {
         $crate::conformance_tests!(@tests $env; ensemble_leader_loss_keeps_exclusion);
     };
+    (@capability $env:expr; load) => {
+        $crate::conformance_tests!(@tests $env; contended_grants_under_load_raise_no_false_alarm);
+    };
     (@name hold_replies) => { $crate::Capability::HoldReplies };
     (@name watchers) => { $crate::Capability::Watchers };
     (@name request_count) => { $crate::Capability::RequestCount };
     (@name ensemble) => { $crate::Capability::Ensemble };
+    (@name load) => { $crate::Capability::Load };
     (@tests $env:expr; $($name:ident),* $(,)?) => {
         $(
             #[test]

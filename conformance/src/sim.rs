@@ -65,7 +65,7 @@ impl Env for SimEnv {
         Box::new(SimDeployment(Server::new()))
     }
 
-    fn ensemble(&self) -> Option<Box<dyn Ensemble>> {
+    fn ensemble(&self, _tick_time: Duration) -> Option<Box<dyn Ensemble>> {
         None
     }
 }

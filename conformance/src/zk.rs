@@ -62,7 +62,9 @@ pub fn watchers_of(server: &ZkServer, path: &str) -> Vec<i64> {
     out
 }
 
-/// A binding on real ZooKeeper servers. It has every [`Capability`].
+/// A binding on real ZooKeeper servers. It has every [`Capability`] but
+/// [`Capability::Load`], which [`under_load`](ZkEnv::under_load) adds (the
+/// load test takes a while: one runtime of a binding is enough).
 ///
 /// ```no_run
 /// use lock_conformance::{Style, ZkEnv};
@@ -79,6 +81,7 @@ pub struct ZkEnv {
     requests_per_cycle: u64,
     connect: Arc<Connect>,
     shared: ZkDeployment,
+    under_load: bool,
 }
 
 impl ZkEnv {
@@ -101,7 +104,14 @@ impl ZkEnv {
                 connect: connect.clone(),
             },
             connect,
+            under_load: false,
         }
+    }
+
+    /// Adds [`Capability::Load`]: the suite's load test runs here too.
+    pub fn under_load(mut self) -> ZkEnv {
+        self.under_load = true;
+        self
     }
 }
 
@@ -115,12 +125,14 @@ impl Env for ZkEnv {
     }
 
     fn capabilities(&self) -> Vec<Capability> {
-        vec![
+        let mut has = vec![
             Capability::HoldReplies,
             Capability::Watchers,
             Capability::RequestCount,
             Capability::Ensemble,
-        ]
+        ];
+        has.extend(self.under_load.then_some(Capability::Load));
+        has
     }
 
     fn requests_per_cycle(&self) -> u64 {
@@ -138,8 +150,11 @@ impl Env for ZkEnv {
         })
     }
 
-    fn ensemble(&self) -> Option<Box<dyn Ensemble>> {
-        let ensemble = ZkEnsemble::start(3).expect("starting a 3-node ensemble");
+    fn ensemble(&self, tick_time: Duration) -> Option<Box<dyn Ensemble>> {
+        let ensemble = ZkEnsemble::builder()
+            .tick_time(tick_time)
+            .start_ensemble(3)
+            .expect("starting a 3-node ensemble");
         Some(Box::new(ZkEnsembleEnv {
             ensemble,
             connect: self.connect.clone(),

@@ -269,34 +269,47 @@ impl Contact {
     }
 
     /// Whether a lock granted at `now` may be reported held: the proof must last
-    /// until the session can renew it, or the holder would be told `Suspended`
+    /// until the session renews it, or the holder would be told `Suspended`
     /// (then `Resumed` or `Lost`) moments after its grant on a connection that
     /// is fine (a waiter that sent nothing for a while has an old proof).
     ///
-    /// A `sync` moves the proof past its value only once it is sent a
-    /// [`touch_bound`](Self::touch_bound) after the answer to a request sent
-    /// later than the proof (the grant's own create is one): that is when the
-    /// renewal can come, plus an interval for the `sync`'s schedule and one for
-    /// its round trip. A proof that runs out before then waits for the renewal
-    /// (the grant is reported once it comes, see `Acquisition::grant`).
+    /// A `sync` proves what was answered a [`touch_bound`](Self::touch_bound)
+    /// `D` before it was sent. So proofs come steadily only from a *run* of
+    /// answers, each sent within two intervals of the next, the newest recent
+    /// (a holder's or a next waiter's `sync`s, a grant's own requests), and
+    /// only from `D` after the run began. Until then the best a `sync` sent now
+    /// can prove is what was answered `D` ago. The grant is reported when both
+    /// last: the current proof until a `sync` sent now is answered, and what
+    /// that `sync` proves until the run proves itself (an interval for the
+    /// `sync`'s schedule and one for its round trip in each). Otherwise it
+    /// waits for the renewal (see `Acquisition::grant`).
     pub(crate) fn lasts_until_renewed(&self, config: &Config, now: Timestamp) -> bool {
         let (Some(suspend_at), Some(interval)) = (self.suspend_at(config), config.sync_interval)
         else {
             return true;
         };
         let touch_bound = self.touch_bound(config);
-        let first_answer_after_proof = self
+        // How long a proof keeps a lock from being suspended.
+        let lasts = suspend_at.saturating_since(self.proven.unwrap_or_default());
+        let gap = 2 * interval + touch_bound / 8;
+        let mut run_start = now;
+        for (sent, _) in self.answered.entries.iter().rev() {
+            if run_start.saturating_since(*sent) > gap {
+                break;
+            }
+            run_start = *sent;
+        }
+        let provable_now = self
             .answered
             .entries
             .iter()
-            .find(|(sent, _)| self.proven.map_or(true, |p| *sent > p))
-            .map(|(_, answered)| *answered);
-        let renewable_at = match first_answer_after_proof {
-            Some(answered) => (answered + touch_bound).max(now),
-            // Nothing answered since the proof: the next answer comes no sooner.
-            None => now + touch_bound,
-        };
-        renewable_at + 2 * interval < suspend_at
+            .rev()
+            .find(|(_, answered)| *answered + touch_bound <= now)
+            .map(|(sent, _)| *sent)
+            .max(self.proven)
+            .unwrap_or_default();
+        now + 2 * interval < suspend_at
+            && run_start + touch_bound + 2 * interval < provable_now + lasts
     }
 
     /// Whether `id` is the core's own `sync`.

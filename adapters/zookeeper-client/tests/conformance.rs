@@ -46,9 +46,13 @@ mod tokio {
                 rt.block_on(builder(cluster, timeout, runtime).connect())
             },
         )
+        .under_load()
     }
 
-    lock_conformance::conformance_tests!(env(), [hold_replies, watchers, request_count, ensemble]);
+    lock_conformance::conformance_tests!(
+        env(),
+        [hold_replies, watchers, request_count, ensemble, load]
+    );
 }
 
 mod async_std {

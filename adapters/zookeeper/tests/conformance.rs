@@ -4,6 +4,6 @@
 mod common;
 
 lock_conformance::conformance_tests!(
-    common::env(),
-    [hold_replies, watchers, request_count, ensemble]
+    common::env().under_load(),
+    [hold_replies, watchers, request_count, ensemble, load]
 );

@@ -249,7 +249,7 @@ pub fn ensemble_leader_loss_keeps_exclusion(b: &Suite) {
     const AFTER: usize = 5;
     let ensemble = b
         .env()
-        .ensemble()
+        .ensemble(Duration::from_millis(100))
         .expect("an environment with Capability::Ensemble");
     let ensemble = &*ensemble;
     let path = unique_path("ensemble");

@@ -5,12 +5,14 @@
 mod connection;
 mod elections;
 mod faults;
+mod load;
 mod locks;
 mod rounds;
 
 pub use connection::*;
 pub use elections::*;
 pub use faults::*;
+pub use load::*;
 pub use locks::*;
 pub use rounds::*;
 
