@@ -280,9 +280,10 @@ impl Contact {
     /// only from `D` after the run began. Until then the best a `sync` sent now
     /// can prove is what was answered `D` ago. The grant is reported when both
     /// last: the current proof until a `sync` sent now is answered, and what
-    /// that `sync` proves until the run proves itself (an interval for the
-    /// `sync`'s schedule and one for its round trip in each). Otherwise it
-    /// waits for the renewal (see `Acquisition::grant`).
+    /// that `sync` proves until one sent `D` after the run's first answer is
+    /// (an interval for the `sync`'s schedule and two for its round trip and
+    /// the machine's lateness, in each). Otherwise it waits for the renewal
+    /// (see `Acquisition::grant`).
     pub(crate) fn lasts_until_renewed(&self, config: &Config, now: Timestamp) -> bool {
         let (Some(suspend_at), Some(interval)) = (self.suspend_at(config), config.sync_interval)
         else {
@@ -291,13 +292,16 @@ impl Contact {
         let touch_bound = self.touch_bound(config);
         // How long a proof keeps a lock from being suspended.
         let lasts = suspend_at.saturating_since(self.proven.unwrap_or_default());
+        // The first answer of the run (an entry keeps its earliest send and its
+        // latest answer), or none yet: a sync proves it once sent a touch
+        // bound after it.
         let gap = 2 * interval + touch_bound / 8;
-        let mut run_start = now;
-        for (sent, _) in self.answered.entries.iter().rev() {
-            if run_start.saturating_since(*sent) > gap {
+        let (mut run_sent, mut run_answered) = (now, now);
+        for (sent, answered) in self.answered.entries.iter().rev() {
+            if run_sent.saturating_since(*sent) > gap {
                 break;
             }
-            run_start = *sent;
+            (run_sent, run_answered) = (*sent, *answered);
         }
         let provable_now = self
             .answered
@@ -308,8 +312,10 @@ impl Contact {
             .map(|(sent, _)| *sent)
             .max(self.proven)
             .unwrap_or_default();
-        now + 2 * interval < suspend_at
-            && run_start + touch_bound + 2 * interval < provable_now + lasts
+        // Syncs leave an interval apart: one for their schedule, two for the
+        // round trip and the machine's lateness.
+        let renewal = 3 * interval;
+        now + renewal < suspend_at && run_answered + touch_bound + renewal < provable_now + lasts
     }
 
     /// Whether `id` is the core's own `sync`.
