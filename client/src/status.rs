@@ -10,8 +10,10 @@ use std::time::Instant;
 pub enum LockStatus {
     /// Held and trusted.
     Held,
-    /// The connection is down: ownership is not guaranteed until it is resumed (or
-    /// lost, see [`Lost`](Self::Lost)). Stop touching the protected resource, or
+    /// The connection is down, or the trust deadline
+    /// ([`LockGuard::trusted_until`](crate::LockGuard::trusted_until)) has passed
+    /// before the driver got to it (after a pause): ownership is not guaranteed
+    /// until it is resumed (or lost, see [`Lost`](Self::Lost)). Stop touching the protected resource, or
     /// fence your writes with [`LockGuard::token`](crate::LockGuard::token). Nobody else can hold the lock
     /// yet: the lock turns `Lost` before the server could expire the session.
     Suspended,
