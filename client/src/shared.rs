@@ -502,11 +502,12 @@ impl SharedState {
                         }
                         let queued = match progress {
                             lock_core::Progress::Queued { node, place } => {
-                                Some(crate::status::Queued::new(node, place))
+                                let clock = self.clock.clone();
+                                Some(crate::status::Queued::new(node, place, clock))
                             }
-                            lock_core::Progress::LockDelay { node, .. } => {
-                                delay_ends.map(|ends| crate::status::Queued::lock_delay(node, ends))
-                            }
+                            lock_core::Progress::LockDelay { node, .. } => delay_ends.map(|ends| {
+                                crate::status::Queued::lock_delay(node, ends, self.clock.clone())
+                            }),
                             _ => None,
                         };
                         if let Some(queued) = queued {

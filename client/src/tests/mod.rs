@@ -10,6 +10,7 @@ mod connection;
 mod core_tasks;
 mod lifecycle;
 mod owners;
+mod queued;
 mod recorder;
 mod reentrancy;
 mod server_check;
