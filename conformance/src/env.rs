@@ -50,6 +50,11 @@ pub enum Capability {
     /// [`Env::ensemble`]: a replicated ensemble that can lose its leader
     /// (`ensemble_leader_loss_keeps_exclusion`).
     Ensemble,
+    /// [`Deployment::connect_string`] and [`Env::client_at`]: a server another
+    /// process reaches, so that a test can run its binary again as a child
+    /// that holds a lock there and be signalled
+    /// (`a_paused_holder_distrusts_its_lock_at_the_first_check`).
+    Processes,
 }
 
 /// Where the suite runs: a binding on real ZooKeeper (`ZkEnv`), or lock-sim's
@@ -73,6 +78,14 @@ pub trait Env: Send + Sync {
     fn fresh(&self) -> Box<dyn Deployment>;
     /// A 3-node ensemble ([`Capability::Ensemble`]).
     fn ensemble(&self) -> Option<Box<dyn Ensemble>>;
+    /// A client of the binding on the server at `connect_string` (from
+    /// [`Deployment::connect_string`], perhaps in another process;
+    /// [`Capability::Processes`]; `None` without it).
+    fn client_at(
+        &self,
+        connect_string: &str,
+        session_timeout: Duration,
+    ) -> Option<Result<LockClient, Error>>;
 }
 
 /// A client and the handle that holds its replies.
@@ -99,6 +112,9 @@ pub trait Deployment: Send + Sync {
     fn watchers_of(&self, path: &str) -> Option<Vec<i64>>;
     /// Requests received so far from all clients ([`Capability::RequestCount`]).
     fn requests_received(&self) -> Option<u64>;
+    /// Where a client in another process reaches this server
+    /// ([`Capability::Processes`]; `None` without it).
+    fn connect_string(&self) -> Option<String>;
 }
 
 /// The network between one client and its server.

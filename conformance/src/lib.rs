@@ -10,7 +10,9 @@
 //! holder's node, losing an ensemble's leader under contention, elections that
 //! outlive their sessions (a leader cut off loses its term before the next is
 //! elected, then rejoins on a new session; a closing leader hands over at once),
-//! typed errors, and the number of requests an uncontended lock costs.
+//! a holder process paused past its trust deadline that distrusts its lock at
+//! its first check, typed errors, and the number of requests an uncontended lock
+//! costs.
 //!
 //! # How a binding plugs in
 //!
@@ -55,6 +57,7 @@
 //! | `watchers` | `waiter_rewatches_after_reconnect`, `admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals` | `wchp` | `Server::watchers` |
 //! | `request_count` | `requests_per_uncontended_cycle` | `mntr` (`zk_packets_received`) | `Server::requests_received` |
 //! | `ensemble` | `ensemble_leader_loss_keeps_exclusion` | `lock_testkit::ZkEnsemble` | none: one server, no leader to lose |
+//! | `processes` | `a_paused_holder_distrusts_its_lock_at_the_first_check` (the test binary run again as a paused holder) | the shared server's connect string | none: its server is in-process |
 //!
 //! # Environment
 //!
@@ -110,7 +113,7 @@ pub enum Kind {
 /// Expands to one `#[test]` per conformance test, each running it on a fresh
 /// `$env` (an expression of a type implementing [`Env`]), for the tests of the
 /// base contract and those of each listed capability (`hold_replies`, `watchers`,
-/// `request_count`, `ensemble`; see the [crate docs](crate)), plus
+/// `request_count`, `ensemble`, `processes`; see the [crate docs](crate)), plus
 /// `declared_capabilities_match`.
 ///
 /// ```text
@@ -171,10 +174,22 @@ macro_rules! conformance_tests {
     (@capability $env:expr; ensemble) => {
         $crate::conformance_tests!(@tests $env; ensemble_leader_loss_keeps_exclusion);
     };
+    (@capability $env:expr; processes) => {
+        #[test]
+        fn a_paused_holder_distrusts_its_lock_at_the_first_check() {
+            // The module path names the test in its binary: it runs again as
+            // the child.
+            $crate::suite::a_paused_holder_distrusts_its_lock_at_the_first_check(
+                &$crate::Suite::new($env),
+                module_path!(),
+            );
+        }
+    };
     (@name hold_replies) => { $crate::Capability::HoldReplies };
     (@name watchers) => { $crate::Capability::Watchers };
     (@name request_count) => { $crate::Capability::RequestCount };
     (@name ensemble) => { $crate::Capability::Ensemble };
+    (@name processes) => { $crate::Capability::Processes };
     (@tests $env:expr; $($name:ident),* $(,)?) => {
         $(
             #[test]

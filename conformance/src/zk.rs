@@ -97,7 +97,7 @@ impl ZkEnv {
             style,
             requests_per_cycle,
             shared: ZkDeployment {
-                server: Server::Shared(shared_server()),
+                server: Server::Shared,
                 connect: connect.clone(),
             },
             connect,
@@ -120,7 +120,16 @@ impl Env for ZkEnv {
             Capability::Watchers,
             Capability::RequestCount,
             Capability::Ensemble,
+            Capability::Processes,
         ]
+    }
+
+    fn client_at(
+        &self,
+        connect_string: &str,
+        session_timeout: Duration,
+    ) -> Option<Result<LockClient, Error>> {
+        Some((self.connect)(connect_string, session_timeout))
     }
 
     fn requests_per_cycle(&self) -> u64 {
@@ -148,7 +157,10 @@ impl Env for ZkEnv {
 }
 
 enum Server {
-    Shared(&'static ZkServer),
+    /// [`shared_server`], started at its first use: a child process running
+    /// a test of this environment again (see [`Capability::Processes`]) uses
+    /// its parent's server and starts none.
+    Shared,
     Own(Box<ZkServer>),
 }
 
@@ -160,7 +172,7 @@ struct ZkDeployment {
 impl ZkDeployment {
     fn server(&self) -> &ZkServer {
         match &self.server {
-            Server::Shared(s) => s,
+            Server::Shared => shared_server(),
             Server::Own(s) => s,
         }
     }
@@ -203,6 +215,10 @@ impl Deployment for ZkDeployment {
             mntr.get_u64("zk_packets_received")
                 .expect("zk_packets_received"),
         )
+    }
+
+    fn connect_string(&self) -> Option<String> {
+        Some(self.server().connect_string())
     }
 }
 

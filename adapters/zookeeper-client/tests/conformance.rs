@@ -48,7 +48,10 @@ mod tokio {
         )
     }
 
-    lock_conformance::conformance_tests!(env(), [hold_replies, watchers, request_count, ensemble]);
+    lock_conformance::conformance_tests!(
+        env(),
+        [hold_replies, watchers, request_count, ensemble, processes]
+    );
 }
 
 mod async_std {
@@ -66,7 +69,10 @@ mod async_std {
         )
     }
 
-    lock_conformance::conformance_tests!(env(), [hold_replies, watchers, request_count, ensemble]);
+    lock_conformance::conformance_tests!(
+        env(),
+        [hold_replies, watchers, request_count, ensemble, processes]
+    );
 }
 
 mod smol {
@@ -82,5 +88,8 @@ mod smol {
         )
     }
 
-    lock_conformance::conformance_tests!(env(), [hold_replies, watchers, request_count, ensemble]);
+    lock_conformance::conformance_tests!(
+        env(),
+        [hold_replies, watchers, request_count, ensemble, processes]
+    );
 }

@@ -6,12 +6,14 @@ mod connection;
 mod elections;
 mod faults;
 mod locks;
+mod pause;
 mod rounds;
 
 pub use connection::*;
 pub use elections::*;
 pub use faults::*;
 pub use locks::*;
+pub use pause::*;
 pub use rounds::*;
 
 use crate::env::{unique_path, wait_until, Deployment, Faults, LONG, SESSION_TIMEOUT, SHORT};
