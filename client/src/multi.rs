@@ -300,7 +300,8 @@ impl MultiGuard {
         LockStatus::Held
     }
 
-    /// Whether every part is held and trusted right now.
+    /// Whether every part is held and trusted right now (each part's
+    /// [`LockGuard::is_trusted`], read against the clock).
     pub fn is_trusted(&self) -> bool {
         self.status() == LockStatus::Held
     }

@@ -349,6 +349,47 @@ impl SharedState {
         self.clock.now()
     }
 
+    /// The status the handles of acquisition `id` report: the one the driver
+    /// last set, read against the clock ([`Closed`](lock_core::LostReason::Closed)
+    /// lost once the slot is gone).
+    ///
+    /// The driver moves a lock to `Suspended` and `Lost` when it gets to the
+    /// trust deadline, but a process paused past it (SIGSTOP, a GC, a VM
+    /// migration) runs the user's next check before its driver has run: a `Held`
+    /// lock whose deadline has passed is reported `Suspended`. Not `Lost`: the
+    /// loss and its reason are the driver's to decide and report as an event (it
+    /// may yet learn that the session expired), and a status must not run ahead
+    /// of the events the handle will read.
+    pub(crate) fn lock_status(&self, id: LockId) -> LockStatus {
+        match self.slots.get(&id).map(|slot| &slot.status) {
+            None => LockStatus::Lost(lock_core::LostReason::Closed),
+            Some(LockStatus::Held) if self.trust_expired() => LockStatus::Suspended,
+            Some(status) => status.clone(),
+        }
+    }
+
+    /// Until when acquisition `id` can be trusted, while it is held (trusted or
+    /// suspended): see [`LockGuard::trusted_until`](crate::LockGuard::trusted_until).
+    pub(crate) fn trusted_until(&self, id: LockId) -> Option<Instant> {
+        // Read with the lock's status under one lock: a lock still held is on
+        // the session whose proofs the core reports (an expiry makes it lost
+        // before a new session connects).
+        let held = matches!(
+            self.slots.get(&id).map(|slot| &slot.status),
+            Some(LockStatus::Held | LockStatus::Suspended)
+        );
+        let until = self.core.trusted_until().map(|at| self.instant(at));
+        until.filter(|_| held)
+    }
+
+    /// Whether the held locks' trust deadline has passed on the client's clock
+    /// (never without one: see [`lock_core::Session::trusted_until`]).
+    fn trust_expired(&self) -> bool {
+        self.core
+            .trusted_until()
+            .is_some_and(|until| self.now() >= until)
+    }
+
     /// Whether the user side may start nothing more.
     pub(crate) fn is_closed(&self) -> bool {
         self.close_requested || self.link_gone
@@ -461,11 +502,12 @@ impl SharedState {
                         }
                         let queued = match progress {
                             lock_core::Progress::Queued { node, place } => {
-                                Some(crate::status::Queued::new(node, place))
+                                let clock = self.clock.clone();
+                                Some(crate::status::Queued::new(node, place, clock))
                             }
-                            lock_core::Progress::LockDelay { node, .. } => {
-                                delay_ends.map(|ends| crate::status::Queued::lock_delay(node, ends))
-                            }
+                            lock_core::Progress::LockDelay { node, .. } => delay_ends.map(|ends| {
+                                crate::status::Queued::lock_delay(node, ends, self.clock.clone())
+                            }),
                             _ => None,
                         };
                         if let Some(queued) = queued {

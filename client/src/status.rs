@@ -1,7 +1,9 @@
 //! Where a lock stands, as its handles and the shared state see it: held
 //! ([`LockStatus`]) or waiting in its queue ([`Queued`]).
 
+use crate::clock::Clock;
 use lock_core::{LostReason, QueuePlace};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Where a held lock stands, from [`LockGuard::status`](crate::LockGuard::status).
@@ -10,8 +12,10 @@ use std::time::Instant;
 pub enum LockStatus {
     /// Held and trusted.
     Held,
-    /// The connection is down: ownership is not guaranteed until it is resumed (or
-    /// lost, see [`Lost`](Self::Lost)). Stop touching the protected resource, or
+    /// The connection is down, or the trust deadline
+    /// ([`LockGuard::trusted_until`](crate::LockGuard::trusted_until)) has passed
+    /// before the driver got to it (after a pause): ownership is not guaranteed
+    /// until it is resumed (or lost, see [`Lost`](Self::Lost)). Stop touching the protected resource, or
     /// fence your writes with [`LockGuard::token`](crate::LockGuard::token). Nobody else can hold the lock
     /// yet: the lock turns `Lost` before the server could expire the session.
     Suspended,
@@ -40,7 +44,9 @@ pub enum LockStatus {
 /// while another one is watched is seen at the next look, so `position` is
 /// an upper bound between looks (never closer than the truth), made exact by
 /// [`QueueWatch::refresh`](crate::QueueWatch::refresh) (one read).
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Two places are equal when their public fields are.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct Queued {
     /// Our node's full path.
@@ -53,27 +59,32 @@ pub struct Queued {
     pub permits_in_use: Option<u32>,
     /// Nobody is ahead any more, but the previous holder ended uncleanly: the
     /// grant waits out the [lock-delay](crate::Mutex::lock_delay) until this
-    /// instant (`position` is then 0).
+    /// instant, on the client's [`Clock`] (`position` is then 0).
     pub lock_delay_ends: Option<Instant>,
+    /// The client's clock, the one `lock_delay_ends` is on: `Display` reads its
+    /// countdown from it when shown.
+    clock: Arc<dyn Clock>,
 }
 
 impl Queued {
-    pub(crate) fn new(node: String, place: QueuePlace) -> Queued {
+    pub(crate) fn new(node: String, place: QueuePlace, clock: Arc<dyn Clock>) -> Queued {
         Queued {
             node,
             position: place.position,
             permits_in_use: place.permits_in_use,
             lock_delay_ends: None,
+            clock,
         }
     }
 
-    /// Waiting out a lock-delay that ends at `ends`.
-    pub(crate) fn lock_delay(node: String, ends: Instant) -> Queued {
+    /// Waiting out a lock-delay that ends at `ends` on `clock`.
+    pub(crate) fn lock_delay(node: String, ends: Instant, clock: Arc<dyn Clock>) -> Queued {
         Queued {
             node,
             position: 0,
             permits_in_use: None,
             lock_delay_ends: Some(ends),
+            clock,
         }
     }
 
@@ -83,11 +94,34 @@ impl Queued {
     }
 }
 
+impl PartialEq for Queued {
+    fn eq(&self, other: &Queued) -> bool {
+        // Not the clock: a place is where the acquisition stands.
+        self.node == other.node
+            && self.position == other.position
+            && self.permits_in_use == other.permits_in_use
+            && self.lock_delay_ends == other.lock_delay_ends
+    }
+}
+
+impl Eq for Queued {}
+
+impl std::fmt::Debug for Queued {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queued")
+            .field("node", &self.node)
+            .field("position", &self.position)
+            .field("permits_in_use", &self.permits_in_use)
+            .field("lock_delay_ends", &self.lock_delay_ends)
+            .finish()
+    }
+}
+
 impl std::fmt::Display for Queued {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if let Some(ends) = self.lock_delay_ends {
             // Read when shown: a line redrawn each second counts down.
-            let left = ends.saturating_duration_since(Instant::now());
+            let left = ends.saturating_duration_since(self.clock.now());
             return write!(
                 f,
                 "lock-delay after an unclean end of the previous holder, {:.1} s left",

@@ -54,6 +54,11 @@ pub enum Capability {
     /// contending on it for a minute or two while two busy processes load the
     /// machine (`contended_grants_under_load_raise_no_false_alarm`).
     Load,
+    /// [`Deployment::connect_string`] and [`Env::client_at`]: a server another
+    /// process reaches, so that a test can run its binary again as a child
+    /// that holds a lock there and be signalled
+    /// (`a_paused_holder_distrusts_its_lock_at_the_first_check`).
+    Processes,
 }
 
 /// Where the suite runs: a binding on real ZooKeeper (`ZkEnv`), or lock-sim's
@@ -77,6 +82,14 @@ pub trait Env: Send + Sync {
     fn fresh(&self) -> Box<dyn Deployment>;
     /// A 3-node ensemble of this `tickTime` ([`Capability::Ensemble`]).
     fn ensemble(&self, tick_time: Duration) -> Option<Box<dyn Ensemble>>;
+    /// A client of the binding on the server at `connect_string` (from
+    /// [`Deployment::connect_string`], perhaps in another process;
+    /// [`Capability::Processes`]; `None` without it).
+    fn client_at(
+        &self,
+        connect_string: &str,
+        session_timeout: Duration,
+    ) -> Option<Result<LockClient, Error>>;
 }
 
 /// A client and the handle that holds its replies.
@@ -103,6 +116,9 @@ pub trait Deployment: Send + Sync {
     fn watchers_of(&self, path: &str) -> Option<Vec<i64>>;
     /// Requests received so far from all clients ([`Capability::RequestCount`]).
     fn requests_received(&self) -> Option<u64>;
+    /// Where a client in another process reaches this server
+    /// ([`Capability::Processes`]; `None` without it).
+    fn connect_string(&self) -> Option<String>;
 }
 
 /// The network between one client and its server.

@@ -10,8 +10,10 @@
 //! holder's node, losing an ensemble's leader under contention, elections that
 //! outlive their sessions (a leader cut off loses its term before the next is
 //! elected, then rejoins on a new session; a closing leader hands over at once),
-//! typed errors, the number of requests an uncontended lock costs, and no false
-//! alarm after 1,000 contended grants on an ensemble under load.
+//! a holder process paused past its trust deadline that distrusts its lock at
+//! its first check, typed errors, the number of requests an uncontended lock
+//! costs, and no false alarm after 1,000 contended grants on an ensemble under
+//! load.
 //!
 //! # How a binding plugs in
 //!
@@ -57,6 +59,7 @@
 //! | `request_count` | `requests_per_uncontended_cycle` | `mntr` (`zk_packets_received`) | `Server::requests_received` |
 //! | `ensemble` | `ensemble_leader_loss_keeps_exclusion` | `lock_testkit::ZkEnsemble` | none: one server, no leader to lose |
 //! | `load` | `contended_grants_under_load_raise_no_false_alarm` | an ensemble (500 ms ticks), 140 sessions, two busy processes: declared by lock-zookeeper and lock-zookeeper-client on tokio | none |
+//! | `processes` | `a_paused_holder_distrusts_its_lock_at_the_first_check` (the test binary run again as a paused holder) | the shared server's connect string | none: its server is in-process |
 //!
 //! # Environment
 //!
@@ -112,7 +115,7 @@ pub enum Kind {
 /// Expands to one `#[test]` per conformance test, each running it on a fresh
 /// `$env` (an expression of a type implementing [`Env`]), for the tests of the
 /// base contract and those of each listed capability (`hold_replies`, `watchers`,
-/// `request_count`, `ensemble`, `load`; see the [crate docs](crate)), plus
+/// `request_count`, `ensemble`, `load`, `processes`; see the [crate docs](crate)), plus
 /// `declared_capabilities_match`.
 ///
 /// ```text
@@ -176,11 +179,23 @@ macro_rules! conformance_tests {
     (@capability $env:expr; load) => {
         $crate::conformance_tests!(@tests $env; contended_grants_under_load_raise_no_false_alarm);
     };
+    (@capability $env:expr; processes) => {
+        #[test]
+        fn a_paused_holder_distrusts_its_lock_at_the_first_check() {
+            // The module path names the test in its binary: it runs again as
+            // the child.
+            $crate::suite::a_paused_holder_distrusts_its_lock_at_the_first_check(
+                &$crate::Suite::new($env),
+                module_path!(),
+            );
+        }
+    };
     (@name hold_replies) => { $crate::Capability::HoldReplies };
     (@name watchers) => { $crate::Capability::Watchers };
     (@name request_count) => { $crate::Capability::RequestCount };
     (@name ensemble) => { $crate::Capability::Ensemble };
     (@name load) => { $crate::Capability::Load };
+    (@name processes) => { $crate::Capability::Processes };
     (@tests $env:expr; $($name:ident),* $(,)?) => {
         $(
             #[test]

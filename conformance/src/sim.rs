@@ -68,6 +68,11 @@ impl Env for SimEnv {
     fn ensemble(&self, _tick_time: Duration) -> Option<Box<dyn Ensemble>> {
         None
     }
+
+    fn client_at(&self, _: &str, _: Duration) -> Option<Result<LockClient, Error>> {
+        // Its server lives in this process: no other reaches it.
+        None
+    }
 }
 
 struct SimDeployment(Server);
@@ -153,6 +158,11 @@ impl Deployment for SimDeployment {
 
     fn requests_received(&self) -> Option<u64> {
         Some(self.0.requests_received())
+    }
+
+    fn connect_string(&self) -> Option<String> {
+        // In-process only.
+        None
     }
 }
 

@@ -100,7 +100,7 @@ impl ZkEnv {
             style,
             requests_per_cycle,
             shared: ZkDeployment {
-                server: Server::Shared(shared_server()),
+                server: Server::Shared,
                 connect: connect.clone(),
             },
             connect,
@@ -130,9 +130,18 @@ impl Env for ZkEnv {
             Capability::Watchers,
             Capability::RequestCount,
             Capability::Ensemble,
+            Capability::Processes,
         ];
         has.extend(self.under_load.then_some(Capability::Load));
         has
+    }
+
+    fn client_at(
+        &self,
+        connect_string: &str,
+        session_timeout: Duration,
+    ) -> Option<Result<LockClient, Error>> {
+        Some((self.connect)(connect_string, session_timeout))
     }
 
     fn requests_per_cycle(&self) -> u64 {
@@ -163,7 +172,10 @@ impl Env for ZkEnv {
 }
 
 enum Server {
-    Shared(&'static ZkServer),
+    /// [`shared_server`], started at its first use: a child process running
+    /// a test of this environment again (see [`Capability::Processes`]) uses
+    /// its parent's server and starts none.
+    Shared,
     Own(Box<ZkServer>),
 }
 
@@ -175,7 +187,7 @@ struct ZkDeployment {
 impl ZkDeployment {
     fn server(&self) -> &ZkServer {
         match &self.server {
-            Server::Shared(s) => s,
+            Server::Shared => shared_server(),
             Server::Own(s) => s,
         }
     }
@@ -218,6 +230,10 @@ impl Deployment for ZkDeployment {
             mntr.get_u64("zk_packets_received")
                 .expect("zk_packets_received"),
         )
+    }
+
+    fn connect_string(&self) -> Option<String> {
+        Some(self.server().connect_string())
     }
 }
 

@@ -51,7 +51,14 @@ mod tokio {
 
     lock_conformance::conformance_tests!(
         env(),
-        [hold_replies, watchers, request_count, ensemble, load]
+        [
+            hold_replies,
+            watchers,
+            request_count,
+            ensemble,
+            load,
+            processes
+        ]
     );
 }
 
@@ -70,7 +77,10 @@ mod async_std {
         )
     }
 
-    lock_conformance::conformance_tests!(env(), [hold_replies, watchers, request_count, ensemble]);
+    lock_conformance::conformance_tests!(
+        env(),
+        [hold_replies, watchers, request_count, ensemble, processes]
+    );
 }
 
 mod smol {
@@ -86,5 +96,8 @@ mod smol {
         )
     }
 
-    lock_conformance::conformance_tests!(env(), [hold_replies, watchers, request_count, ensemble]);
+    lock_conformance::conformance_tests!(
+        env(),
+        [hold_replies, watchers, request_count, ensemble, processes]
+    );
 }

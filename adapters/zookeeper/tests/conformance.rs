@@ -5,5 +5,12 @@ mod common;
 
 lock_conformance::conformance_tests!(
     common::env().under_load(),
-    [hold_replies, watchers, request_count, ensemble, load]
+    [
+        hold_replies,
+        watchers,
+        request_count,
+        ensemble,
+        load,
+        processes
+    ]
 );

@@ -77,7 +77,9 @@ impl Leadership {
         self.guard.grant()
     }
 
-    /// The latest status (see [`LockGuard::status`]).
+    /// The latest status, read against the client's clock: `Suspended` at once
+    /// when [`trusted_until`](Self::trusted_until) has passed (see
+    /// [`LockGuard::status`]).
     ///
     /// ```
     /// # async fn demo(mut election: zklock::Election) -> Result<(), zklock::Error> {
@@ -91,13 +93,15 @@ impl Leadership {
         self.guard.status()
     }
 
-    /// Until when the leadership can be trusted, on this process's monotonic
-    /// clock: see [`LockGuard::trusted_until`].
+    /// Until when the leadership can be trusted, on the client's clock: see
+    /// [`LockGuard::trusted_until`].
     pub fn trusted_until(&self) -> Option<std::time::Instant> {
         self.guard.trusted_until()
     }
 
-    /// Whether this is the leader right now, trusted (not suspended, not lost).
+    /// Whether this is the leader right now, trusted (not suspended, not lost):
+    /// false from the moment [`trusted_until`](Self::trusted_until) has passed,
+    /// even as the first check after a pause (see [`LockGuard::is_trusted`]).
     ///
     /// ```
     /// # async fn demo(mut election: zklock::Election) -> Result<(), zklock::Error> {

@@ -177,13 +177,14 @@ impl Election {
         Ok(())
     }
 
-    /// Whether the term's slot says `f`.
+    /// Whether the term's slot says `f` (of whether it was granted, and its
+    /// status as its handles report it).
     fn term_is(&self, f: impl FnOnce(bool, &LockStatus) -> bool) -> bool {
         let Some(term) = &self.term else { return false };
         self.client.shared().read(|s| {
             s.slots
                 .get(&term.id)
-                .is_some_and(|slot| f(slot.acquired, &slot.status))
+                .is_some_and(|slot| f(slot.acquired, &s.lock_status(term.id)))
         })
     }
 
@@ -200,7 +201,8 @@ impl Election {
     }
 
     /// Whether this participant leads right now, trusted (elected, not suspended,
-    /// not lost, not resigned).
+    /// not lost, not resigned): its term's [`Leadership::is_trusted`], read
+    /// against the clock as that is.
     ///
     /// ```
     /// # async fn demo(locks: zklock::LockClient) {

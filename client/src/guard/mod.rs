@@ -110,8 +110,15 @@ impl LockGuard {
         &self.grant
     }
 
-    /// The latest status (updated by the driver as events happen, whether or not
-    /// they have been read with [`next_event`](Self::next_event)).
+    /// The latest status: the one the driver set as events happened (whether or
+    /// not they have been read with [`next_event`](Self::next_event)), read
+    /// against the client's clock. Once [`trusted_until`](Self::trusted_until)
+    /// has passed, a lock the driver still has as held is
+    /// [`Suspended`](LockStatus::Suspended), at once: after a pause (SIGSTOP, a
+    /// GC, a VM migration) the first check is right before the driver has run.
+    /// It stays `Suspended` until the driver reports `Lost` (or `Resumed`):
+    /// `Lost` and its reason are the driver's to decide (it may yet learn that
+    /// the session expired), and a status never runs ahead of the events.
     ///
     /// ```
     /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
@@ -122,13 +129,14 @@ impl LockGuard {
     /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn status(&self) -> LockStatus {
-        self.client.shared().read(|s| match s.slots.get(&self.id) {
-            Some(slot) => slot.status.clone(),
-            None => LockStatus::Lost(LostReason::Closed),
-        })
+        self.client.shared().read(|s| s.lock_status(self.id))
     }
 
-    /// Whether the lock is held and trusted right now (not suspended, not lost).
+    /// Whether the lock is held and trusted right now: the
+    /// [`status`](Self::status) is [`Held`](LockStatus::Held) (not suspended,
+    /// not lost), so [`trusted_until`](Self::trusted_until), if known, is still
+    /// ahead on the client's clock. Check it between steps of the work the lock
+    /// protects: it is right even as the first check after a pause.
     ///
     /// ```
     /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
@@ -141,14 +149,15 @@ impl LockGuard {
         self.status() == LockStatus::Held
     }
 
-    /// Until when the lock can be trusted, on this process's monotonic clock
-    /// ([`Instant`]), while it is held (trusted or suspended): a margin before the
-    /// server could expire the session, one session timeout after the ensemble's
-    /// leader last provably heard from it (see [`lock_core::contact`]). It moves
-    /// forward with every proof of contact (a `sync` or a write answered); `None`
-    /// once the lock is lost or released, or without proven contact (with
+    /// Until when the lock can be trusted, on the client's clock (the process's
+    /// monotonic [`Instant`] in every binding), while it is held (trusted or
+    /// suspended): a margin before the server could expire the session, one
+    /// session timeout after the ensemble's leader last provably heard from it
+    /// (see [`lock_core::contact`]). It moves forward with every proof of
+    /// contact (a `sync` or a write answered); `None` once the lock is lost or
+    /// released, or without proven contact (with
     /// [`ConnectOptions::sync_interval`](crate::ConnectOptions::sync_interval)
-    /// off).
+    /// off). Once it has passed, [`status`](Self::status) is no longer `Held`.
     ///
     /// Another process can enforce it on its own clock: a reading taken late is
     /// earlier than the truth, never later. zklock's guard stops CMD when it
@@ -164,17 +173,7 @@ impl LockGuard {
     /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn trusted_until(&self) -> Option<Instant> {
-        self.client.shared().read(|s| {
-            // Read with the lock's status in one critical section: a lock still
-            // held is on the session whose proofs the core reports (an expiry
-            // makes it lost before a new session connects).
-            let held = matches!(
-                s.slots.get(&self.id).map(|slot| &slot.status),
-                Some(LockStatus::Held | LockStatus::Suspended)
-            );
-            let until = s.core.trusted_until().map(|at| s.instant(at));
-            until.filter(|_| held)
-        })
+        self.client.shared().read(|s| s.trusted_until(self.id))
     }
 
     /// The next thing that happens to the lock: [`LockEvent::Suspended`],

@@ -10,11 +10,13 @@ mod connection;
 mod core_tasks;
 mod lifecycle;
 mod owners;
+mod queued;
 mod recorder;
 mod reentrancy;
 mod server_check;
 mod spans;
 mod thread_safety;
+mod trust;
 
 pub(super) const SID: i64 = 0x77;
 
@@ -22,6 +24,31 @@ pub(super) fn connected() -> (LockClient, Link) {
     let (locks, mut link) = pair(Config::new(Duration::from_secs(10), 1));
     link.handle_session(SessionEvent::Connected { session_id: SID }, Instant::now());
     (locks, link)
+}
+
+/// A clock that moves only when told.
+pub(super) struct ManualClock {
+    pub(super) zero: Instant,
+    elapsed: std::sync::Mutex<Duration>,
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Instant {
+        self.zero + *self.elapsed.lock().unwrap()
+    }
+}
+
+impl ManualClock {
+    pub(super) fn new() -> std::sync::Arc<ManualClock> {
+        std::sync::Arc::new(ManualClock {
+            zero: Instant::now(),
+            elapsed: std::sync::Mutex::new(Duration::ZERO),
+        })
+    }
+
+    pub(super) fn set(&self, at: Instant) {
+        *self.elapsed.lock().unwrap() = at - self.zero;
+    }
 }
 
 struct Noop;
@@ -41,6 +68,11 @@ pub(super) fn requests(link: &mut Link) -> Vec<Request> {
 
 /// Plays the server for an uncontended acquisition.
 pub(super) fn grant(link: &mut Link, sent: &[Request], czxid: i64) -> String {
+    grant_at(link, sent, czxid, Instant::now())
+}
+
+/// [`grant`], answered at `now` (on a client's own clock).
+pub(super) fn grant_at(link: &mut Link, sent: &[Request], czxid: i64, now: Instant) -> String {
     let Op::Create { path, .. } = &sent[0].op else {
         panic!("{:?}", sent[0].op)
     };
@@ -50,7 +82,6 @@ pub(super) fn grant(link: &mut Link, sent: &[Request], czxid: i64) -> String {
         ephemeral_owner: SID,
         ..Stat::default()
     };
-    let now = Instant::now();
     let reply = Reply::Created {
         path: node.clone(),
         stat: Some(stat),

@@ -7,6 +7,7 @@ mod elections;
 mod faults;
 mod load;
 mod locks;
+mod pause;
 mod rounds;
 
 pub use connection::*;
@@ -14,6 +15,7 @@ pub use elections::*;
 pub use faults::*;
 pub use load::*;
 pub use locks::*;
+pub use pause::*;
 pub use rounds::*;
 
 use crate::env::{unique_path, wait_until, Deployment, Faults, LONG, SESSION_TIMEOUT, SHORT};
