@@ -271,6 +271,25 @@ impl Peer {
         ThreadCpu(by_thread)
     }
 
+    /// Voluntary context switches of the peer's live threads so far
+    /// (`/proc/<pid>/task/*/status`): each one a thread that slept until it was
+    /// woken, so their growth over a step counts the step's wake-ups.
+    pub fn voluntary_switches(&self) -> u64 {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", self.pid()));
+        tasks
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|task| std::fs::read_to_string(task.path().join("status")).ok())
+            .filter_map(|status| {
+                status.lines().find_map(|l| {
+                    l.strip_prefix("voluntary_ctxt_switches:")
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                })
+            })
+            .sum()
+    }
+
     /// The peer's resident set, in bytes.
     pub fn rss(&self) -> u64 {
         let status =

@@ -79,9 +79,11 @@ pub fn uncontended(bench: &mut Bench, server: &ZkServer) {
     for round in 0..bench.rounds {
         for lib in rotated(&bench.libraries, round) {
             let p = peer_of(&mut peers, lib);
-            let (before, cpu) = (requests.now(), p.thread_cpu());
+            let (before, cpu, switches) =
+                (requests.now(), p.thread_cpu(), p.voluntary_switches());
             let r = p.call(&format!("cycles /bench/u/{} {cycles}", lib.key()));
             let cpu = p.thread_cpu().since(&cpu);
+            let switches = p.voluntary_switches().saturating_sub(switches);
             let sent = requests.since(before);
             let (acquire, release) = (nanos(&r[0]), nanos(&r[1]));
             let cycle: Vec<Duration> = acquire.iter().zip(&release).map(|(a, b)| *a + *b).collect();
@@ -134,6 +136,13 @@ pub fn uncontended(bench: &mut Bench, server: &ZkServer) {
                 true,
                 lib,
                 cpu.as_secs_f64() / cycles as f64,
+            );
+            t.push(
+                "uncontended: wake-ups / cycle (voluntary context switches)",
+                Unit::Number(1),
+                true,
+                lib,
+                switches as f64 / cycles as f64,
             );
             bench.charts.cycles.entry(lib).or_default().extend(cycle);
         }
