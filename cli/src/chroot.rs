@@ -110,7 +110,7 @@ impl<'a> Chroot<'a> {
 }
 
 /// The one line that names a missing chroot.
-fn missing_chroot(chroot: &str) -> String {
+pub(crate) fn missing_chroot(chroot: &str) -> String {
     format!(
         "the chroot {chroot} of the connect string does not exist on the server \
          (create it, or fix --zk / ZKLOCK_ZK)"

@@ -253,7 +253,7 @@ pub use clock::{Clock, SystemClock};
 pub use connection::ConnectionEvents;
 pub use connection::{ConnectionEvent, ConnectionState};
 pub use election::{Election, ElectionEvent, ElectionObserver, Leadership};
-pub use error::{Cause, ConnectFailure, Cycle, Error};
+pub use error::{Cause, ConnectFailure, Cycle, Error, Reach};
 pub use guard::LockGuard;
 pub use link::{Link, Notifier};
 pub use lock::{Mutex, ReadLock, RwLock, Semaphore, WriteLock};

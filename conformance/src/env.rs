@@ -50,6 +50,12 @@ pub enum Capability {
     /// [`Env::ensemble`]: a replicated ensemble that can lose its leader
     /// (`ensemble_leader_loss_keeps_exclusion`).
     Ensemble,
+    /// [`Env::connect_to`] and [`Deployment::connect_string`]: connects to any
+    /// address over a real network (`connect_refused_is_prompt_and_named`,
+    /// `connect_unresolvable_is_prompt_and_named`,
+    /// `connect_not_zookeeper_is_prompt_and_named`,
+    /// `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu`).
+    ConnectFailures,
 }
 
 /// Where the suite runs: a binding on real ZooKeeper (`ZkEnv`), or lock-sim's
@@ -73,6 +79,15 @@ pub trait Env: Send + Sync {
     fn fresh(&self) -> Box<dyn Deployment>;
     /// A 3-node ensemble ([`Capability::Ensemble`]).
     fn ensemble(&self) -> Option<Box<dyn Ensemble>>;
+    /// A client of the binding connected to `cluster`, a connect string
+    /// ([`Capability::ConnectFailures`]; `None` without it).
+    fn connect_to(
+        &self,
+        _cluster: &str,
+        _session_timeout: Duration,
+    ) -> Option<Result<LockClient, Error>> {
+        None
+    }
 }
 
 /// A client and the handle that holds its replies.
@@ -99,6 +114,10 @@ pub trait Deployment: Send + Sync {
     fn watchers_of(&self, path: &str) -> Option<Vec<i64>>;
     /// Requests received so far from all clients ([`Capability::RequestCount`]).
     fn requests_received(&self) -> Option<u64>;
+    /// The server's connect string ([`Capability::ConnectFailures`]).
+    fn connect_string(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The network between one client and its server.

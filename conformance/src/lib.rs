@@ -55,6 +55,7 @@
 //! | `watchers` | `waiter_rewatches_after_reconnect`, `admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals` | `wchp` | `Server::watchers` |
 //! | `request_count` | `requests_per_uncontended_cycle` | `mntr` (`zk_packets_received`) | `Server::requests_received` |
 //! | `ensemble` | `ensemble_leader_loss_keeps_exclusion` | `lock_testkit::ZkEnsemble` | none: one server, no leader to lose |
+//! | `connect_failures` | `connect_refused_is_prompt_and_named`, `connect_unresolvable_is_prompt_and_named`, `connect_not_zookeeper_is_prompt_and_named`, `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu` | any connect string | none: no network |
 //!
 //! # Environment
 //!
@@ -110,7 +111,7 @@ pub enum Kind {
 /// Expands to one `#[test]` per conformance test, each running it on a fresh
 /// `$env` (an expression of a type implementing [`Env`]), for the tests of the
 /// base contract and those of each listed capability (`hold_replies`, `watchers`,
-/// `request_count`, `ensemble`; see the [crate docs](crate)), plus
+/// `request_count`, `ensemble`, `connect_failures`; see the [crate docs](crate)), plus
 /// `declared_capabilities_match`.
 ///
 /// ```text
@@ -171,10 +172,20 @@ macro_rules! conformance_tests {
     (@capability $env:expr; ensemble) => {
         $crate::conformance_tests!(@tests $env; ensemble_leader_loss_keeps_exclusion);
     };
+    (@capability $env:expr; connect_failures) => {
+        $crate::conformance_tests!(@tests $env;
+            connect_refused_is_prompt_and_named,
+            connect_unresolvable_is_prompt_and_named,
+            connect_not_zookeeper_is_prompt_and_named,
+            connect_missing_chroot_is_named,
+            refused_connect_costs_little_cpu,
+        );
+    };
     (@name hold_replies) => { $crate::Capability::HoldReplies };
     (@name watchers) => { $crate::Capability::Watchers };
     (@name request_count) => { $crate::Capability::RequestCount };
     (@name ensemble) => { $crate::Capability::Ensemble };
+    (@name connect_failures) => { $crate::Capability::ConnectFailures };
     (@tests $env:expr; $($name:ident),* $(,)?) => {
         $(
             #[test]

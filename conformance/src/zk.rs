@@ -120,7 +120,16 @@ impl Env for ZkEnv {
             Capability::Watchers,
             Capability::RequestCount,
             Capability::Ensemble,
+            Capability::ConnectFailures,
         ]
+    }
+
+    fn connect_to(
+        &self,
+        cluster: &str,
+        session_timeout: Duration,
+    ) -> Option<Result<LockClient, Error>> {
+        Some((self.connect)(cluster, session_timeout))
     }
 
     fn requests_per_cycle(&self) -> u64 {
@@ -203,6 +212,10 @@ impl Deployment for ZkDeployment {
             mntr.get_u64("zk_packets_received")
                 .expect("zk_packets_received"),
         )
+    }
+
+    fn connect_string(&self) -> Option<String> {
+        Some(self.server().connect_string())
     }
 }
 

@@ -48,7 +48,16 @@ mod tokio {
         )
     }
 
-    lock_conformance::conformance_tests!(env(), [hold_replies, watchers, request_count, ensemble]);
+    lock_conformance::conformance_tests!(
+        env(),
+        [
+            hold_replies,
+            watchers,
+            request_count,
+            ensemble,
+            connect_failures
+        ]
+    );
 }
 
 mod async_std {
@@ -66,7 +75,16 @@ mod async_std {
         )
     }
 
-    lock_conformance::conformance_tests!(env(), [hold_replies, watchers, request_count, ensemble]);
+    lock_conformance::conformance_tests!(
+        env(),
+        [
+            hold_replies,
+            watchers,
+            request_count,
+            ensemble,
+            connect_failures
+        ]
+    );
 }
 
 mod smol {
@@ -82,5 +100,14 @@ mod smol {
         )
     }
 
-    lock_conformance::conformance_tests!(env(), [hold_replies, watchers, request_count, ensemble]);
+    lock_conformance::conformance_tests!(
+        env(),
+        [
+            hold_replies,
+            watchers,
+            request_count,
+            ensemble,
+            connect_failures
+        ]
+    );
 }

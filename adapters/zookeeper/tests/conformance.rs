@@ -5,5 +5,11 @@ mod common;
 
 lock_conformance::conformance_tests!(
     common::env(),
-    [hold_replies, watchers, request_count, ensemble]
+    [
+        hold_replies,
+        watchers,
+        request_count,
+        ensemble,
+        connect_failures
+    ]
 );

@@ -2,12 +2,14 @@
 //! side); run each in its own `#[test]` (see
 //! [`conformance_tests!`](crate::conformance_tests)).
 
+mod connect;
 mod connection;
 mod elections;
 mod faults;
 mod locks;
 mod rounds;
 
+pub use connect::*;
 pub use connection::*;
 pub use elections::*;
 pub use faults::*;

@@ -116,6 +116,9 @@ impl Driver {
                     self.fail_connect(Error::AuthFailed {
                         source: Some(lock_client::Cause::new(e)),
                     });
+                } else if !self.ever_connected && self.chroot_missing(&e) {
+                    let chroot = self.settings.chroot.clone();
+                    self.fail_connect(Error::connect(ConnectFailure::NoChroot { chroot }));
                 } else if !self.ever_connected {
                     let failure = ConnectFailure::SessionMarker {
                         prefix: self.settings.marker_prefix.clone(),
@@ -126,6 +129,13 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// Whether the marker's `NoNode` means that the chroot does not exist: the
+    /// marker is created at the chroot's root.
+    fn chroot_missing(&self, e: &ZkError) -> bool {
+        let at_root = self.settings.marker_prefix.rfind('/') == Some(0);
+        *e == ZkError::NoNode && at_root && !self.settings.chroot.is_empty()
     }
 
     /// Turns Nagle's algorithm off on the crate's connection, new after every
