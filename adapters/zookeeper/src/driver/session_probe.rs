@@ -23,8 +23,13 @@ impl Driver {
         match desired {
             Some(sid) if connected && self.link.session_id() == Some(sid) => {}
             // A different id than before means the old session is gone; the core
-            // ends its locks itself.
-            Some(session_id) => self.feed(SessionEvent::Connected { session_id }),
+            // ends its locks itself. The core forgets its server at every
+            // disconnection (a silence too, the connection kept): after it heard
+            // of the connection, what the check learns is for this one.
+            Some(session_id) => {
+                self.feed(SessionEvent::Connected { session_id });
+                self.check_server();
+            }
             None if connected => {
                 let since_contact = self.conn.heard_at.elapsed();
                 self.feed(SessionEvent::Disconnected { since_contact });
@@ -98,9 +103,6 @@ impl Driver {
                 // The core hears of the session before `connect` returns: a caller
                 // asking for `session_id()` right away must see it.
                 self.sync_core();
-                // After the core heard of the connection: what the check learns
-                // of the server is for this connection.
-                self.check_server();
                 if let Some(waiter) = self.connect_waiter.take() {
                     let _ = waiter.send(Ok(()));
                 }
