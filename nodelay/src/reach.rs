@@ -1,6 +1,6 @@
 //! Why a ZooKeeper server cannot be reached: a probe of each server of a connect
 //! string (a TCP connection, then `srvr`, then a TLS hello if `srvr` got no
-//! answer), and the one wording of what each did, for every binding and the CLI.
+//! answer or an empty one), and the one wording of what each did, for every binding and the CLI.
 //!
 //! The bindings probe beside a first connect that has not succeeded at once, to
 //! give up in about a round trip when no server can ever give a session
@@ -120,7 +120,9 @@ fn probe(host: &str, port: u16, tls: bool) -> Reach {
     }
     let mut outcome = Reach::Refused;
     for addr in addrs {
-        match exchange(addr, b"srvr") {
+        // The newline (as `echo srvr | nc` sends it) makes 5 bytes, a TLS record
+        // header's length: a TLS port then closes at once instead of waiting.
+        match exchange(addr, b"srvr\n") {
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
             Err(e) if e.kind() == io::ErrorKind::TimedOut => outcome = Reach::Silent,
             Err(e) => outcome = Reach::Failed(e.to_string()),
@@ -134,7 +136,10 @@ fn probe(host: &str, port: u16, tls: bool) -> Reach {
 /// when it was silence).
 fn judge(addr: SocketAddr, srvr: Option<Vec<u8>>, tls: bool) -> Reach {
     let Some(answer) = srvr else {
-        return Reach::NoAnswer;
+        return match exchange(addr, CLIENT_HELLO) {
+            Ok(Some(hello)) if speaks_tls(&hello) => tls_reach(tls),
+            _ => Reach::NoAnswer,
+        };
     };
     let text = String::from_utf8_lossy(&answer).to_ascii_lowercase();
     // An answer, or the refusal of a word left out of `4lw.commands.whitelist`.
@@ -145,18 +150,27 @@ fn judge(addr: SocketAddr, srvr: Option<Vec<u8>>, tls: bool) -> Reach {
             Reach::ZooKeeper
         };
     }
-    let speaks_tls = |bytes: &[u8]| matches!(bytes, [0x15 | 0x16, 0x03, ..]);
     if speaks_tls(&answer)
         || (answer.is_empty()
             && matches!(exchange(addr, CLIENT_HELLO), Ok(Some(hello)) if speaks_tls(&hello)))
     {
-        return if tls {
-            Reach::ZooKeeper
-        } else {
-            Reach::TlsExpected
-        };
+        return tls_reach(tls);
     }
     Reach::NotZooKeeper
+}
+
+/// Whether `bytes` start with a TLS record (a handshake or an alert).
+fn speaks_tls(bytes: &[u8]) -> bool {
+    matches!(bytes, [0x15 | 0x16, 0x03, ..])
+}
+
+/// A server that speaks TLS, to a client that does (`tls`) or not.
+fn tls_reach(tls: bool) -> Reach {
+    if tls {
+        Reach::ZooKeeper
+    } else {
+        Reach::TlsExpected
+    }
 }
 
 /// Connects to `addr`, sends `bytes` and reads until the server closes (or 4 KiB
