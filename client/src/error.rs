@@ -183,6 +183,16 @@ impl Error {
         }
     }
 
+    /// A connect the client gave up on, explained by what each server did when
+    /// probed afterwards: [`ConnectFailure::Unreachable`] caused by `self` when
+    /// no server answered as ZooKeeper; else `self`, unchanged.
+    pub fn explained_by(self, servers: Vec<(String, Reach)>) -> Error {
+        if servers.is_empty() || servers.iter().any(|(_, r)| *r == Reach::ZooKeeper) {
+            return self;
+        }
+        Error::connect_caused_by(ConnectFailure::Unreachable { servers }, self)
+    }
+
     /// A [`Error::BadOption`]: `option` is invalid for `reason`.
     pub fn bad_option(option: &'static str, reason: &'static str) -> Error {
         Error::BadOption {

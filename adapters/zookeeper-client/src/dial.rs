@@ -81,14 +81,12 @@ impl Dial {
         };
         match attempted {
             Ok(client) => self.in_chroot(client).await,
-            Err(e @ Error::Connect { .. }) => {
-                let servers = probe(&self.cluster, self.secure).await;
-                if servers.is_empty() || servers.iter().any(|(_, r)| *r == Reach::ZooKeeper) {
-                    return Err(e);
-                }
-                let failure = ConnectFailure::Unreachable { servers };
-                Err(Error::connect_caused_by(failure, e))
-            }
+            Err(
+                e @ Error::Connect {
+                    failure: ConnectFailure::Client | ConnectFailure::NoSession { .. },
+                    ..
+                },
+            ) => Err(e.explained_by(probe(&self.cluster, self.secure).await)),
             Err(e) => Err(e),
         }
     }

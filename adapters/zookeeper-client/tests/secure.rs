@@ -349,25 +349,34 @@ fn timeouts_are_passed_through() {
         assert_eq!(locks.session_timeout(), Duration::from_secs(4));
         locks.close().await;
 
-        // Nothing listens there: the connect timeout ends the attempts.
-        let dead = {
-            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            listener.local_addr().unwrap()
-        };
-        let refused = LockClient::builder(&dead.to_string())
+        // A port that accepts TCP connections (the kernel does, into the
+        // backlog) and answers nothing: the connect timeout ends the attempts,
+        // and the failure says what the server did.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = silent.local_addr().unwrap().to_string();
+        let gave_up = LockClient::builder(&addr)
             .options(ConnectOptions::new().connect_timeout(Duration::from_secs(1)))
             .connect()
             .await;
+        let Err(Error::Connect {
+            failure: ConnectFailure::Unreachable { servers },
+            source: Some(source),
+        }) = &gave_up
+        else {
+            panic!("{gave_up:?}");
+        };
+        assert_eq!(servers, &vec![(addr, Reach::NoAnswer)]);
         assert!(
             matches!(
-                refused,
-                Err(Error::Connect {
-                    failure: lock_zookeeper_client::ConnectFailure::NoSession { connect_timeout },
+                source.downcast_ref::<Error>(),
+                Some(Error::Connect {
+                    failure: ConnectFailure::NoSession { connect_timeout },
                     ..
-                }) if connect_timeout == Duration::from_secs(1)
+                }) if *connect_timeout == Duration::from_secs(1)
             ),
-            "{refused:?}"
+            "{source:?}"
         );
+        drop(silent);
     });
 }
 

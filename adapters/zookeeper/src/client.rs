@@ -191,6 +191,13 @@ impl Builder {
         // On a failure, dropping `locks` stops the driver.
         match ready {
             Some(Ok(())) => Ok(locks),
+            // The client gave up: why, if the servers tell.
+            Some(Err(
+                e @ Error::Connect {
+                    failure: ConnectFailure::NoSession { .. },
+                    ..
+                },
+            )) => Err(e.explained_by(lock_nodelay::probe_all(&cluster, false))),
             Some(Err(e)) => Err(e),
             None => Err(Error::connect(ConnectFailure::DriverStopped)),
         }
