@@ -408,6 +408,28 @@ mod tests {
     }
 
     #[test]
+    fn explains_a_connect_by_what_the_servers_did() {
+        use std::error::Error as _;
+        let gave_up = Error::connect(ConnectFailure::Client);
+        let silent = vec![("h:1".to_owned(), Reach::Silent)];
+        let e = gave_up.clone().explained_by(silent.clone());
+        assert_eq!(
+            e.to_string(),
+            "cannot connect to ZooKeeper: no server can be reached: h:1: no answer within 1s"
+        );
+        let source = e.source().and_then(|s| s.downcast_ref::<Error>());
+        assert_eq!(source, Some(&gave_up));
+        // A server answering as ZooKeeper explains nothing.
+        let mixed = [silent, vec![("h:2".to_owned(), Reach::ZooKeeper)]].concat();
+        assert_eq!(gave_up.clone().explained_by(mixed), gave_up);
+        // Only definite refusals give up early.
+        let refused = vec![("h:1".to_owned(), Reach::Refused)];
+        assert!(ConnectFailure::if_unreachable(refused).is_some());
+        assert!(ConnectFailure::if_unreachable(vec![("h:1".into(), Reach::NoAnswer)]).is_none());
+        assert!(ConnectFailure::if_unreachable(Vec::new()).is_none());
+    }
+
+    #[test]
     fn keeps_the_error_underneath() {
         use std::error::Error as _;
         let io = std::io::Error::other("no threads left");
