@@ -136,27 +136,31 @@ fn probe(host: &str, port: u16, tls: bool) -> Reach {
 /// when it was silence).
 fn judge(addr: SocketAddr, srvr: Option<Vec<u8>>, tls: bool) -> Reach {
     let Some(answer) = srvr else {
-        return match exchange(addr, CLIENT_HELLO) {
-            Ok(Some(hello)) if speaks_tls(&hello) => tls_reach(tls),
-            _ => Reach::NoAnswer,
+        return if answers_tls(addr) {
+            tls_reach(tls)
+        } else {
+            Reach::NoAnswer
         };
     };
     let text = String::from_utf8_lossy(&answer).to_ascii_lowercase();
     // An answer, or the refusal of a word left out of `4lw.commands.whitelist`.
+    // A port with `client.portUnification` speaks both: TLS if it answers a hello.
     if text.contains("zookeeper") || text.contains("whitelist") {
-        return if tls {
+        return if tls && !answers_tls(addr) {
             Reach::PlainText
         } else {
             Reach::ZooKeeper
         };
     }
-    if speaks_tls(&answer)
-        || (answer.is_empty()
-            && matches!(exchange(addr, CLIENT_HELLO), Ok(Some(hello)) if speaks_tls(&hello)))
-    {
+    if speaks_tls(&answer) || (answer.is_empty() && answers_tls(addr)) {
         return tls_reach(tls);
     }
     Reach::NotZooKeeper
+}
+
+/// Whether `addr` answers a TLS hello in TLS.
+fn answers_tls(addr: SocketAddr) -> bool {
+    matches!(exchange(addr, CLIENT_HELLO), Ok(Some(hello)) if speaks_tls(&hello))
 }
 
 /// Whether `bytes` start with a TLS record (a handshake or an alert).
