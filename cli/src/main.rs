@@ -320,12 +320,8 @@ async fn in_session(conn: &ConnArgs, work: InSession) -> ExitCode {
                 }
             };
             let code = match supervised {
-                Supervised::Exec(args) => {
-                    exec::run(&locks, args, ready, &mut signals, &chroot).await
-                }
-                Supervised::Elect(args) => {
-                    exec::elect(&locks, args, ready, &mut signals, &chroot).await
-                }
+                Supervised::Exec(args) => exec::run(&locks, args, ready, &mut signals).await,
+                Supervised::Elect(args) => exec::elect(&locks, args, ready, &mut signals).await,
             };
             (locks, code)
         }
