@@ -90,12 +90,9 @@ pub(crate) async fn run(locks: &LockClient, args: BreakArgs, chroot: &Chroot<'_>
             ExitCode::from(exit::NOT_FORCED)
         }
         Err(Error::Break(e @ BreakError::NobodyHolds { .. })) => {
-            // Not "nobody holds" when nothing can be there at all (a missing
-            // chroot: exit 2); a path that does not exist is said to.
-            let hint = match chroot.nothing_at(&args.path).await {
-                Ok(hint) => hint.map(|h| format!(": {h}")).unwrap_or_default(),
-                Err(code) => return code,
-            };
+            // A path that does not exist is said to.
+            let hint = chroot.nothing_at(&args.path).await;
+            let hint = hint.map(|h| format!(": {h}")).unwrap_or_default();
             say(format_args!("nothing to break: {e}{hint}"));
             ExitCode::from(exit::NOBODY_HOLDS)
         }
@@ -108,7 +105,7 @@ pub(crate) async fn run(locks: &LockClient, args: BreakArgs, chroot: &Chroot<'_>
             ));
             ExitCode::from(exit::USAGE)
         }
-        Err(e) => chroot.fail(&args.path, &e).await,
+        Err(e) => crate::fail_at(&args.path, &e),
     }
 }
 

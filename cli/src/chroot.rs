@@ -1,15 +1,14 @@
-//! A connect string's chroot that does not exist on the server: inside it every
-//! path is missing, so `exec` would fail with a bare "no node" and `ls`, `top`,
-//! `deadlocks`, `leader` and `revoke` would find nobody. When that happens,
-//! zklock looks the chroot up and says so (exit 2, for every subcommand).
+//! A connect string's chroot that does not exist on the server: the library
+//! refuses to connect into it (`ConnectFailure::NoChroot`, exit 2 for every
+//! subcommand); `doctor`, which connects on its own, looks the chroot up here.
 //!
 //! Also a path that does not exist where that matters (`ls`, `revoke`,
-//! `leader`, `deadlocks`, `top --once` found nobody there): zklock says so, and
-//! which ancestor is the first missing one, as a likely typo is not "nobody".
+//! `leader`, `deadlocks`, `top --once`, `break` found nobody there): zklock says
+//! so, and which ancestor is the first missing one, as a likely typo is not
+//! "nobody".
 
 use crate::{exit, say, ConnArgs};
 use lock_zookeeper_client::zookeeper_client::Client;
-use lock_zookeeper_client::{Error, ZkError};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -37,63 +36,29 @@ impl<'a> Chroot<'a> {
         Some(ExitCode::from(exit::USAGE))
     }
 
-    /// Reports `e` about `path`, as the missing chroot if that is what a "no
-    /// node" means.
-    pub(crate) async fn fail(&self, path: &str, e: &Error) -> ExitCode {
-        if matches!(e, Error::Zk(ZkError::NoNode)) {
-            if let Some(code) = self.report_missing().await {
-                return code;
-            }
-        }
-        crate::fail_at(path, e)
-    }
-
-    /// After a read found nobody at `path`: `Err` with the exit code (said) if
-    /// the chroot does not exist; else what is missing on the way to `path`, if
-    /// anything (`None` also when the look-up failed: then nothing is claimed).
-    /// Opens a look-up session; see [`Chroot::nothing_at_in`] to reuse one.
-    pub(crate) async fn nothing_at(&self, path: &str) -> Result<Option<String>, ExitCode> {
+    /// After a read found nobody at `path`: what is missing on the way to
+    /// `path`, if anything (`None` also when the look-up failed: then nothing is
+    /// claimed). Opens a look-up session; see [`Chroot::nothing_at_in`] to
+    /// reuse one.
+    pub(crate) async fn nothing_at(&self, path: &str) -> Option<String> {
         let lookup = async {
             let client = crate::raw::connect(self.conn, &self.conn.zk, LOOKUP_BOUND).await?;
-            Some(self.nothing_at_in(&client, path).await)
+            self.nothing_at_in(&client, path).await
         };
         tokio::time::timeout(LOOKUP_BOUND, lookup)
             .await
             .ok()
             .flatten()
-            .unwrap_or(Ok(None))
     }
 
     /// [`Chroot::nothing_at`] on `client`, a session with the connect string's
-    /// chroot (in which `/` is the chroot itself).
-    pub(crate) async fn nothing_at_in(
-        &self,
-        client: &Client,
-        path: &str,
-    ) -> Result<Option<String>, ExitCode> {
-        if let Some(code) = self.report_missing_in(client).await {
-            return Err(code);
-        }
+    /// chroot.
+    pub(crate) async fn nothing_at_in(&self, client: &Client, path: &str) -> Option<String> {
         let lookup = missing_on_the_way(client, path);
-        Ok(tokio::time::timeout(LOOKUP_BOUND, lookup)
+        tokio::time::timeout(LOOKUP_BOUND, lookup)
             .await
             .ok()
-            .flatten())
-    }
-
-    /// If the chroot does not exist as seen from `client` (a session with the
-    /// chroot): says so and returns the exit code.
-    pub(crate) async fn report_missing_in(&self, client: &Client) -> Option<ExitCode> {
-        let chroot = self.chroot.as_deref()?;
-        let stat = tokio::time::timeout(LOOKUP_BOUND, client.check_stat("/"))
-            .await
-            .ok()?
-            .ok()?;
-        if stat.is_some() {
-            return None;
-        }
-        say(missing_chroot(chroot));
-        Some(ExitCode::from(exit::USAGE))
+            .flatten()
     }
 
     /// Whether `chroot` exists (`None`: could not tell).
@@ -110,7 +75,7 @@ impl<'a> Chroot<'a> {
 }
 
 /// The one line that names a missing chroot.
-fn missing_chroot(chroot: &str) -> String {
+pub(crate) fn missing_chroot(chroot: &str) -> String {
     format!(
         "the chroot {chroot} of the connect string does not exist on the server \
          (create it, or fix --zk / ZKLOCK_ZK)"

@@ -1,11 +1,13 @@
 //! Connecting to ZooKeeper with the command line's options.
 
-use crate::{reach, usage, ConnArgs};
-use lock_zookeeper_client::{ConnectFailure, ConnectOptions, Error, LockClient, NodeAcl};
+use crate::ConnArgs;
+use lock_zookeeper_client::{ConnectOptions, Error, LockClient, NodeAcl};
 use std::time::Duration;
 
 /// Connects to the servers of `--zk`; nodes created in the session get `acl`.
-async fn connect(conn: &ConnArgs, acl: NodeAcl) -> Result<LockClient, Error> {
+/// The library gives up at once when no server can give a session, and its
+/// error names each server and what it did.
+pub(crate) async fn connect(conn: &ConnArgs, acl: NodeAcl) -> Result<LockClient, Error> {
     connect_to(conn, &conn.zk, None, acl).await
 }
 
@@ -34,25 +36,4 @@ pub(crate) async fn connect_to(
         .options(options)
         .connect()
         .await
-}
-
-/// Connects; gives up early when every server refuses, and a failure names the
-/// servers and what each did.
-pub(crate) async fn connect_or_explain(
-    conn: &ConnArgs,
-    acl: NodeAcl,
-    servers: &[usage::Server],
-) -> Result<LockClient, Error> {
-    tokio::select! {
-        result = connect(conn, acl) => match result {
-            Err(Error::Connect { failure, source }) => Err(Error::connect_caused_by(
-                failure,
-                reach::explain(servers, source).await,
-            )),
-            other => other,
-        },
-        refused = reach::every_server_refuses(servers) => {
-            Err(Error::connect_caused_by(ConnectFailure::Unreachable, refused))
-        }
-    }
 }

@@ -39,13 +39,10 @@ pub(crate) async fn run(
 ) -> ExitCode {
     let cycles = match locks.deadlocks(root.clone()).await {
         Ok(cycles) => cycles,
-        Err(e) => return chroot.fail(&root, &e).await,
+        Err(e) => return crate::fail_at(&root, &e),
     };
     let absent = if cycles.is_empty() {
-        match chroot.nothing_at(&root).await {
-            Ok(hint) => hint,
-            Err(code) => return code,
-        }
+        chroot.nothing_at(&root).await
     } else {
         None
     };

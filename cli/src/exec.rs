@@ -2,7 +2,6 @@
 
 mod supervision;
 
-use crate::chroot::Chroot;
 use crate::job::{Job, Ready};
 use crate::progress::{Progress, Show, Source};
 use crate::signals::Signals;
@@ -216,7 +215,6 @@ pub(crate) async fn run(
     args: ExecArgs,
     ready: Ready,
     signals: &mut Signals,
-    chroot: &Chroot<'_>,
 ) -> ExitCode {
     // 1. Take the lock (a signal while waiting cancels: the node is deleted).
     let taken = match acquire(locks, &args, signals).await {
@@ -239,7 +237,7 @@ pub(crate) async fn run(
             say(sentence);
             return ExitCode::from(code);
         }
-        Err(e) => return chroot.fail(&args.path, &e).await,
+        Err(e) => return crate::fail_at(&args.path, &e),
     };
 
     supervise(locks, guard, ready, signals).await
@@ -508,7 +506,6 @@ pub(crate) async fn elect(
     args: ElectArgs,
     ready: Ready,
     signals: &mut Signals,
-    chroot: &Chroot<'_>,
 ) -> ExitCode {
     let mut spec = LockSpec::leader(args.path.clone(), args.id.clone());
     if let Some(delay) = args.lock_delay {
@@ -530,7 +527,7 @@ pub(crate) async fn elect(
     };
     let leadership = match led {
         Ok(leadership) => leadership,
-        Err(e) => return chroot.fail(&args.path, &e).await,
+        Err(e) => return crate::fail_at(&args.path, &e),
     };
     let code = supervise(locks, leadership, ready, signals).await;
     election.resign().await;

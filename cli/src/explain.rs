@@ -2,13 +2,17 @@
 //! flag that fixes it (the lock client's own sentences name no flags).
 
 use crate::{exit, Scheme};
-use lock_zookeeper_client::{Error, FailReason, LostReason, ZkError};
+use lock_zookeeper_client::{ConnectFailure, Error, FailReason, LostReason, ZkError};
 
 /// `e` as one sentence (no path: see [`at`]).
 pub(crate) fn error(e: &Error) -> String {
     match e {
         Error::Failed(reason) => failed(reason),
         Error::Lost(reason) => format!("the lock was lost: {}", lost(reason)),
+        Error::Connect {
+            failure: ConnectFailure::NoChroot { chroot },
+            ..
+        } => crate::chroot::missing_chroot(chroot),
         // The likely cause, since zklock's own nodes are only refused by the
         // ACL another identity created them with (`exec --acl creator`).
         Error::Zk(ZkError::NoAuth) => {

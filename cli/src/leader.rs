@@ -30,16 +30,12 @@ pub(crate) async fn run(
 ) -> ExitCode {
     let mut observer = match locks.observe_election(path.clone()).await {
         Ok(observer) => observer,
-        Err(e) => return chroot.fail(&path, &e).await,
+        Err(e) => return crate::fail_at(&path, &e),
     };
-    // Nobody leads: a missing chroot is exit 2 (also with --watch: nothing
-    // could ever lead there), a missing path is said (a typo, most likely).
+    // Nobody leads: a missing path is said (a typo, most likely).
     let absent = match observer.leader() {
         Some(_) => None,
-        None => match chroot.nothing_at(&path).await {
-            Ok(hint) => hint,
-            Err(code) => return code,
-        },
+        None => chroot.nothing_at(&path).await,
     };
     if !watch {
         return match observer.leader() {

@@ -46,16 +46,12 @@ pub(crate) async fn run(
 ) -> ExitCode {
     let who = match locks.participants(path.clone()).await {
         Ok(who) => who,
-        Err(e) => return chroot.fail(&path, &e).await,
+        Err(e) => return crate::fail_at(&path, &e),
     };
-    // Not "nobody holds" when nothing can be there at all (a missing chroot:
-    // exit 2), and a path that does not exist is said to (a typo, most likely).
+    // A path that does not exist is said to (a typo, most likely).
     let mut absent = None;
     if who.holders.is_empty() && who.waiters.is_empty() {
-        match chroot.nothing_at(&path).await {
-            Ok(hint) => absent = hint,
-            Err(code) => return code,
-        }
+        absent = chroot.nothing_at(&path).await;
     }
     let now = now_ms();
     if format == Format::Json {

@@ -34,7 +34,6 @@ mod leader;
 mod ls;
 mod progress;
 mod raw;
-mod reach;
 mod render;
 mod report;
 mod revoke;
@@ -295,7 +294,6 @@ async fn in_session(conn: &ConnArgs, work: InSession) -> ExitCode {
         }
     };
     let chroot = chroot::Chroot::new(conn, target.chroot);
-    let servers = &target.servers;
     let (locks, code) = match work {
         InSession::Supervised(supervised) => {
             let cannot_guard = |e: std::io::Error| {
@@ -310,7 +308,7 @@ async fn in_session(conn: &ConnArgs, work: InSession) -> ExitCode {
                 Ok(starting) => starting,
                 Err(e) => return cannot_guard(e),
             };
-            let locks = match open(conn, supervised.acl(), servers, &mut signals).await {
+            let locks = match open(conn, supervised.acl(), &mut signals).await {
                 Ok(locks) => locks,
                 Err(code) => return code,
             };
@@ -322,18 +320,14 @@ async fn in_session(conn: &ConnArgs, work: InSession) -> ExitCode {
                 }
             };
             let code = match supervised {
-                Supervised::Exec(args) => {
-                    exec::run(&locks, args, ready, &mut signals, &chroot).await
-                }
-                Supervised::Elect(args) => {
-                    exec::elect(&locks, args, ready, &mut signals, &chroot).await
-                }
+                Supervised::Exec(args) => exec::run(&locks, args, ready, &mut signals).await,
+                Supervised::Elect(args) => exec::elect(&locks, args, ready, &mut signals).await,
             };
             (locks, code)
         }
         InSession::Look(look) => {
             // Only the subcommands that create nodes take --acl; these create none.
-            let locks = match open(conn, NodeAcl::Open, servers, &mut signals).await {
+            let locks = match open(conn, NodeAcl::Open, &mut signals).await {
                 Ok(locks) => locks,
                 Err(code) => return code,
             };
@@ -364,11 +358,10 @@ async fn in_session(conn: &ConnArgs, work: InSession) -> ExitCode {
 async fn open(
     conn: &ConnArgs,
     acl: NodeAcl,
-    servers: &[usage::Server],
     signals: &mut signals::Signals,
 ) -> Result<LockClient, ExitCode> {
     tokio::select! {
-        connected = connect::connect_or_explain(conn, acl, servers) => {
+        connected = connect::connect(conn, acl) => {
             connected.map_err(|e| fail(&e))
         }
         number = signals.next() => Err(exec::signal_code(number)),

@@ -2,7 +2,7 @@
 //! goes with the error.
 
 use crate::{exit, explain};
-use lock_zookeeper_client::Error;
+use lock_zookeeper_client::{ConnectFailure, Error};
 use std::process::ExitCode;
 
 /// Prints `zklock: <message>` on stderr.
@@ -14,6 +14,11 @@ pub(crate) fn say(message: impl std::fmt::Display) {
 pub(crate) fn error_code(e: &Error) -> u8 {
     match e {
         Error::Usage(_) | Error::BadOption { .. } => exit::USAGE,
+        // As a chroot found missing later: nothing could lock under it.
+        Error::Connect {
+            failure: ConnectFailure::NoChroot { .. },
+            ..
+        } => exit::USAGE,
         Error::Connect { .. } | Error::NoRuntime => exit::CONNECT,
         Error::Timeout | Error::WouldBlock | Error::Revoked => exit::BUSY,
         Error::Lost(_) => exit::LOST,
@@ -42,8 +47,13 @@ mod tests {
     #[test]
     fn error_codes() {
         assert_eq!(error_code(&Error::Timeout), exit::BUSY);
-        let unreachable = Error::connect(lock_zookeeper_client::ConnectFailure::Unreachable);
+        let servers = vec![("h:1".to_owned(), lock_zookeeper_client::Reach::Refused)];
+        let unreachable = Error::connect(ConnectFailure::Unreachable { servers });
         assert_eq!(error_code(&unreachable), exit::CONNECT);
+        let chroot = ConnectFailure::NoChroot {
+            chroot: "/a".into(),
+        };
+        assert_eq!(error_code(&Error::connect(chroot)), exit::USAGE);
         assert_eq!(error_code(&Error::bad_option("acl", "x")), exit::USAGE);
         assert_eq!(error_code(&Error::Closed), exit::FAILURE);
     }

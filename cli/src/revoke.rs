@@ -10,11 +10,9 @@ pub(crate) async fn run(locks: &LockClient, target: String, chroot: &Chroot<'_>)
     match locks.revoke(target.clone()).await {
         Ok(nodes) => {
             if nodes.is_empty() {
-                // Nobody there: a missing chroot is exit 2, a missing path said.
-                let hint = match chroot.nothing_at(&target).await {
-                    Ok(hint) => hint.map(|h| format!(": {h}")).unwrap_or_default(),
-                    Err(code) => return code,
-                };
+                // Nobody there: a missing path is said.
+                let hint = chroot.nothing_at(&target).await;
+                let hint = hint.map(|h| format!(": {h}")).unwrap_or_default();
                 say(format_args!("nobody to revoke at {target}{hint}"));
             }
             for node in nodes {
@@ -23,13 +21,12 @@ pub(crate) async fn run(locks: &LockClient, target: String, chroot: &Chroot<'_>)
             ExitCode::SUCCESS
         }
         Err(e @ Error::Zk(ZkError::NoNode)) => match chroot.nothing_at(&target).await {
-            Err(code) => code,
-            Ok(Some(hint)) => {
+            Some(hint) => {
                 say(format_args!("cannot revoke {target}: {hint}"));
                 ExitCode::from(error_code(&e))
             }
-            Ok(None) => fail_at(&target, &e),
+            None => fail_at(&target, &e),
         },
-        Err(e) => chroot.fail(&target, &e).await,
+        Err(e) => fail_at(&target, &e),
     }
 }

@@ -1,6 +1,7 @@
 //! [`Error`]: why a call of the user API failed, whatever the binding.
 
 use lock_core::{CycleNode, FailReason, LostReason, NodeKind, Participant, UsageError, ZkError};
+pub use lock_nodelay::Reach;
 
 /// One deadlock: its nodes in wait order (each waits for the next, the last for
 /// the first), as [`Error::Deadlock`] and
@@ -182,6 +183,16 @@ impl Error {
         }
     }
 
+    /// A connect the client gave up on, explained by what each server did when
+    /// probed afterwards: [`ConnectFailure::Unreachable`] caused by `self` when
+    /// no server answered as ZooKeeper; else `self`, unchanged.
+    pub fn explained_by(self, servers: Vec<(String, Reach)>) -> Error {
+        if servers.is_empty() || servers.iter().any(|(_, r)| *r == Reach::ZooKeeper) {
+            return self;
+        }
+        Error::connect_caused_by(ConnectFailure::Unreachable { servers }, self)
+    }
+
     /// A [`Error::BadOption`]: `option` is invalid for `reason`.
     pub fn bad_option(option: &'static str, reason: &'static str) -> Error {
         Error::BadOption {
@@ -228,12 +239,6 @@ pub enum ConnectFailure {
         /// The connect string.
         connect_string: String,
     },
-    /// A host of the connect string does not resolve to an address.
-    #[error("the host \"{host}\" does not resolve")]
-    Unresolved {
-        /// The host, as given (`host:port`).
-        host: String,
-    },
     /// The binding's ZooKeeper client failed to open a session (its error is the
     /// source).
     #[error("the ZooKeeper client failed to open a session")]
@@ -245,10 +250,26 @@ pub enum ConnectFailure {
         /// The connect timeout.
         connect_timeout: std::time::Duration,
     },
-    /// Every server refused or ignored the connection before the client gave up
-    /// (the source, if any, says what each did).
-    #[error("no server can be reached")]
-    Unreachable,
+    /// No server of the connect string can give a session: what each did when
+    /// probed (refused, no such host, not ZooKeeper, TLS on one side only, ...;
+    /// see [`Reach`]). Reported as soon as every server is known to refuse for
+    /// good, else when the client gave up (its error is then the source).
+    #[error("no server can be reached: {}", describe(servers))]
+    Unreachable {
+        /// Each server, as written in the connect string (`host:port`), and what
+        /// it did.
+        servers: Vec<(String, Reach)>,
+    },
+    /// The chroot of the connect string does not exist on the server (inside it,
+    /// every path would be missing).
+    #[error(
+        "the chroot {chroot} of the connect string does not exist on the server \
+         (create it, or fix the connect string)"
+    )]
+    NoChroot {
+        /// The chroot (`/app`).
+        chroot: String,
+    },
     /// The binding could not start the thread or task that drives the session
     /// (the source says why).
     #[error("the binding could not start its driver")]
@@ -263,6 +284,22 @@ pub enum ConnectFailure {
         /// The marker's path prefix.
         prefix: String,
     },
+}
+
+impl ConnectFailure {
+    /// [`ConnectFailure::Unreachable`] if every server of `servers` (as
+    /// [`probe_all`](lock_nodelay::probe_all) found them) refuses for good
+    /// ([`Reach::is_definite`]): waiting would not give a session.
+    pub fn if_unreachable(servers: Vec<(String, Reach)>) -> Option<ConnectFailure> {
+        let definite = !servers.is_empty() && servers.iter().all(|(_, r)| r.is_definite());
+        definite.then_some(ConnectFailure::Unreachable { servers })
+    }
+}
+
+/// `server: what it did; ...`.
+fn describe(servers: &[(String, Reach)]) -> String {
+    let each: Vec<String> = servers.iter().map(|(s, r)| format!("{s}: {r}")).collect();
+    each.join("; ")
 }
 
 /// The error underneath an [`Error`]: a binding client's, an I/O error, a core
@@ -410,6 +447,28 @@ mod tests {
             }
         ));
         assert!(e.is_deadlock() && !Error::Timeout.is_deadlock());
+    }
+
+    #[test]
+    fn explains_a_connect_by_what_the_servers_did() {
+        use std::error::Error as _;
+        let gave_up = Error::connect(ConnectFailure::Client);
+        let silent = vec![("h:1".to_owned(), Reach::Silent)];
+        let e = gave_up.clone().explained_by(silent.clone());
+        assert_eq!(
+            e.to_string(),
+            "cannot connect to ZooKeeper: no server can be reached: h:1: no answer within 1s"
+        );
+        let source = e.source().and_then(|s| s.downcast_ref::<Error>());
+        assert_eq!(source, Some(&gave_up));
+        // A server answering as ZooKeeper explains nothing.
+        let mixed = [silent, vec![("h:2".to_owned(), Reach::ZooKeeper)]].concat();
+        assert_eq!(gave_up.clone().explained_by(mixed), gave_up);
+        // Only definite refusals give up early.
+        let refused = vec![("h:1".to_owned(), Reach::Refused)];
+        assert!(ConnectFailure::if_unreachable(refused).is_some());
+        assert!(ConnectFailure::if_unreachable(vec![("h:1".into(), Reach::NoAnswer)]).is_none());
+        assert!(ConnectFailure::if_unreachable(Vec::new()).is_none());
     }
 
     #[test]

@@ -254,7 +254,7 @@ pub use clock::{Clock, SystemClock};
 pub use connection::ConnectionEvents;
 pub use connection::{ConnectionEvent, ConnectionState};
 pub use election::{Election, ElectionEvent, ElectionObserver, Leadership};
-pub use error::{BreakError, Cause, ConnectFailure, Cycle, Error};
+pub use error::{BreakError, Cause, ConnectFailure, Cycle, Error, Reach};
 pub use guard::LockGuard;
 pub use handle::LockClient;
 pub use link::{Link, Notifier, ServerChecker};

@@ -59,6 +59,12 @@ pub enum Capability {
     /// that holds a lock there and be signalled
     /// (`a_paused_holder_distrusts_its_lock_at_the_first_check`).
     Processes,
+    /// [`Env::client_at`] and [`Deployment::connect_string`]: connects to any
+    /// address over a real network (`connect_refused_is_prompt_and_named`,
+    /// `connect_unresolvable_is_prompt_and_named`,
+    /// `connect_not_zookeeper_is_prompt_and_named`,
+    /// `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu`).
+    ConnectFailures,
 }
 
 /// Where the suite runs: a binding on real ZooKeeper (`ZkEnv`), or lock-sim's
@@ -117,7 +123,8 @@ pub trait Deployment: Send + Sync {
     /// Requests received so far from all clients ([`Capability::RequestCount`]).
     fn requests_received(&self) -> Option<u64>;
     /// Where a client in another process reaches this server
-    /// ([`Capability::Processes`]; `None` without it).
+    /// ([`Capability::Processes`], [`Capability::ConnectFailures`]; `None`
+    /// without them).
     fn connect_string(&self) -> Option<String>;
 }
 

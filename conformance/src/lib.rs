@@ -60,6 +60,7 @@
 //! | `ensemble` | `ensemble_leader_loss_keeps_exclusion` | `lock_testkit::ZkEnsemble` | none: one server, no leader to lose |
 //! | `load` | `contended_grants_under_load_raise_no_false_alarm` | an ensemble (500 ms ticks), 140 sessions, two busy processes: declared by lock-zookeeper and lock-zookeeper-client on tokio | none |
 //! | `processes` | `a_paused_holder_distrusts_its_lock_at_the_first_check` (the test binary run again as a paused holder) | the shared server's connect string | none: its server is in-process |
+//! | `connect_failures` | `connect_refused_is_prompt_and_named`, `connect_unresolvable_is_prompt_and_named`, `connect_not_zookeeper_is_prompt_and_named`, `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu` | any connect string | none: no network |
 //!
 //! # Environment
 //!
@@ -115,7 +116,8 @@ pub enum Kind {
 /// Expands to one `#[test]` per conformance test, each running it on a fresh
 /// `$env` (an expression of a type implementing [`Env`]), for the tests of the
 /// base contract and those of each listed capability (`hold_replies`, `watchers`,
-/// `request_count`, `ensemble`, `load`, `processes`; see the [crate docs](crate)), plus
+/// `request_count`, `ensemble`, `load`, `processes`, `connect_failures`; see the
+/// [crate docs](crate)), plus
 /// `declared_capabilities_match`.
 ///
 /// ```text
@@ -190,12 +192,22 @@ macro_rules! conformance_tests {
             );
         }
     };
+    (@capability $env:expr; connect_failures) => {
+        $crate::conformance_tests!(@tests $env;
+            connect_refused_is_prompt_and_named,
+            connect_unresolvable_is_prompt_and_named,
+            connect_not_zookeeper_is_prompt_and_named,
+            connect_missing_chroot_is_named,
+            refused_connect_costs_little_cpu,
+        );
+    };
     (@name hold_replies) => { $crate::Capability::HoldReplies };
     (@name watchers) => { $crate::Capability::Watchers };
     (@name request_count) => { $crate::Capability::RequestCount };
     (@name ensemble) => { $crate::Capability::Ensemble };
     (@name load) => { $crate::Capability::Load };
     (@name processes) => { $crate::Capability::Processes };
+    (@name connect_failures) => { $crate::Capability::ConnectFailures };
     (@tests $env:expr; $($name:ident),* $(,)?) => {
         $(
             #[test]

@@ -131,6 +131,7 @@ impl Env for ZkEnv {
             Capability::RequestCount,
             Capability::Ensemble,
             Capability::Processes,
+            Capability::ConnectFailures,
         ];
         has.extend(self.under_load.then_some(Capability::Load));
         has

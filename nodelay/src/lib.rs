@@ -84,6 +84,7 @@
 
 mod fourlw;
 mod peers;
+mod reach;
 
 #[cfg(target_os = "linux")]
 mod linux;
@@ -94,6 +95,7 @@ pub use fourlw::{
     BACKGROUND_TIMEOUT, SHARED_ANSWERS_FOR,
 };
 pub use peers::Peers;
+pub use reach::{probe_all, Reach, PROBE_TIMEOUT};
 
 use std::io;
 use std::net::SocketAddr;

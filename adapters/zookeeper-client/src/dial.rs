@@ -3,8 +3,9 @@
 //! credentials and TLS, and carries the ACL of every node the driver creates.
 
 use crate::runtime::{in_runtime, Runtime};
+use futures::future::Either;
 use futures::FutureExt;
-use lock_client::{ConnectFailure, ConnectOptions, Error, NodeAcl, Perms};
+use lock_client::{ConnectFailure, ConnectOptions, Error, NodeAcl, Perms, Reach};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zookeeper_client::{Acl, AuthId, Client, Connector, Permission};
@@ -58,9 +59,56 @@ impl Dial {
         })
     }
 
-    /// Opens the first session: one attempt (zookeeper-client's, about the session
-    /// timeout long), or attempts until the connect timeout when one is given.
+    /// Opens the first session ([`Dial::attempts`]), in a chroot that exists.
+    /// Gives up at once if a probe of the servers, made when no session came
+    /// within [`PROBE_AFTER`], finds that none can give one (zookeeper-client
+    /// would retry a refusing server until its timeout); a failure is
+    /// [`ConnectFailure::Unreachable`] when no server answers as ZooKeeper.
     pub(crate) async fn first_session(&self, runtime: &Arc<dyn Runtime>) -> Result<Client, Error> {
+        let attempts = self.attempts(runtime);
+        let unreachable = async {
+            runtime.sleep_until(Instant::now() + PROBE_AFTER).await;
+            let servers = probe(&self.cluster, self.secure).await;
+            match ConnectFailure::if_unreachable(servers) {
+                Some(failure) => Err(Error::connect(failure)),
+                None => std::future::pending().await,
+            }
+        };
+        futures::pin_mut!(attempts, unreachable);
+        let attempted = match futures::future::select(attempts, unreachable).await {
+            Either::Left((attempted, _)) => attempted,
+            Either::Right((unreachable, _)) => return unreachable,
+        };
+        match attempted {
+            Ok(client) => self.in_chroot(client).await,
+            Err(
+                e @ Error::Connect {
+                    failure: ConnectFailure::Client | ConnectFailure::NoSession { .. },
+                    ..
+                },
+            ) => Err(e.explained_by(probe(&self.cluster, self.secure).await)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `client`, if the connect string's chroot exists (a look-up costs a round
+    /// trip only when there is a chroot): else every path would be missing.
+    async fn in_chroot(&self, client: Client) -> Result<Client, Error> {
+        let Some(chroot) = self.cluster.find('/').map(|i| &self.cluster[i..]) else {
+            return Ok(client);
+        };
+        match client.check_stat("/").await {
+            Ok(None) if chroot != "/" => Err(Error::connect(ConnectFailure::NoChroot {
+                chroot: chroot.to_owned(),
+            })),
+            // Anything else shows soon enough, on the first request.
+            _ => Ok(client),
+        }
+    }
+
+    /// One attempt (zookeeper-client's, about the session timeout long), or
+    /// attempts until the connect timeout when one is given.
+    async fn attempts(&self, runtime: &Arc<dyn Runtime>) -> Result<Client, Error> {
         let Some(timeout) = self.connect_timeout else {
             let attempt = in_runtime(runtime, self.clone().connect()).await;
             return attempt.map_err(connect_error);
@@ -100,6 +148,24 @@ impl Dial {
         }
         debug_assert!(!self.secure, "TLS is refused without the feature");
         self.connector.connect(&self.cluster).await
+    }
+}
+
+/// How long a first connect waits for a session before probing the servers: a
+/// connect that succeeds at once (the usual case) costs them no probe.
+const PROBE_AFTER: Duration = Duration::from_millis(50);
+
+/// What each server of `cluster` does ([`lock_nodelay::probe_all`], on a
+/// thread of its own: it blocks); none if no thread can be started.
+async fn probe(cluster: &str, tls: bool) -> Vec<(String, Reach)> {
+    let (tx, rx) = futures::channel::oneshot::channel();
+    let cluster = cluster.to_owned();
+    let started = std::thread::Builder::new()
+        .name("lock-zookeeper-client-probe".into())
+        .spawn(move || tx.send(lock_nodelay::probe_all(&cluster, tls)));
+    match started {
+        Ok(_) => rx.await.unwrap_or_default(),
+        Err(_) => Vec::new(),
     }
 }
 

@@ -57,7 +57,8 @@ mod tokio {
             request_count,
             ensemble,
             load,
-            processes
+            processes,
+            connect_failures
         ]
     );
 }
@@ -79,7 +80,14 @@ mod async_std {
 
     lock_conformance::conformance_tests!(
         env(),
-        [hold_replies, watchers, request_count, ensemble, processes]
+        [
+            hold_replies,
+            watchers,
+            request_count,
+            ensemble,
+            processes,
+            connect_failures
+        ]
     );
 }
 
@@ -98,6 +106,13 @@ mod smol {
 
     lock_conformance::conformance_tests!(
         env(),
-        [hold_replies, watchers, request_count, ensemble, processes]
+        [
+            hold_replies,
+            watchers,
+            request_count,
+            ensemble,
+            processes,
+            connect_failures
+        ]
     );
 }

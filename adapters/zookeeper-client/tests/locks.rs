@@ -6,7 +6,7 @@ mod common;
 
 use common::{connect, server, spawn, unique_path, yield_now, Observer};
 use futures::FutureExt;
-use lock_zookeeper_client::{Connect, Error, LockEvent, LockStatus, LostReason, UsageError};
+use lock_zookeeper_client::{Error, LockEvent, LockStatus, LostReason, UsageError};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -486,21 +486,5 @@ rt_tests! {
         assert!(observer.children(&format!("{dir}-held")).await.is_empty());
         blocker.release().await.unwrap();
         other.close().await;
-    }
-
-    /// Connecting to nothing is a typed error, within about the session timeout.
-    async fn connect_failure_gives_typed_error(rt) {
-        // A port nobody listens on.
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let result = lock_zookeeper_client::LockClient::builder(&format!("127.0.0.1:{port}"))
-            .session_timeout(Duration::from_millis(500))
-            .runtime(rt.clone())
-            .connect()
-            .await;
-        // One attempt (no connect timeout): the client's own error is kept.
-        let Err(Error::Connect { failure: lock_zookeeper_client::ConnectFailure::Client, source: Some(source) }) = &result else {
-            panic!("expected the client's connect failure, got {result:?}");
-        };
-        assert!(source.downcast_ref::<zookeeper_client::Error>().is_some(), "{source:?}");
     }
 }

@@ -1,18 +1,19 @@
 //! Connection options against a real ZooKeeper 3.8 (lock-testkit): digest auth with
 //! creator-only ACLs (other users refused with a typed error, not a hang), the
 //! other ACL presets, SASL DIGEST-MD5, chroot, timeouts, TLS with certificates
-//! generated here, and a
-//! `LockClient` on the application's own zookeeper-client session.
+//! generated here (and TLS on one side only), and a `LockClient` on the
+//! application's own zookeeper-client session.
 
 use lock_testkit::{Pki, ZkServer};
 use lock_zookeeper_client::zookeeper_client::{self, Acls, Client};
 use lock_zookeeper_client::{
-    AclEntry, Auth, Connect, ConnectOptions, Error, LockClient, NodeAcl, Perms, Tls, ZkError,
+    AclEntry, Auth, Connect, ConnectFailure, ConnectOptions, Error, LockClient, NodeAcl, Perms,
+    Reach, Tls, ZkError,
 };
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Generous bound on any one wait: a refusal must come well before it.
 const LOCK_WAIT: Duration = Duration::from_secs(20);
@@ -348,25 +349,34 @@ fn timeouts_are_passed_through() {
         assert_eq!(locks.session_timeout(), Duration::from_secs(4));
         locks.close().await;
 
-        // Nothing listens there: the connect timeout ends the attempts.
-        let dead = {
-            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            listener.local_addr().unwrap()
-        };
-        let refused = LockClient::builder(&dead.to_string())
+        // A port that accepts TCP connections (the kernel does, into the
+        // backlog) and answers nothing: the connect timeout ends the attempts,
+        // and the failure says what the server did.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = silent.local_addr().unwrap().to_string();
+        let gave_up = LockClient::builder(&addr)
             .options(ConnectOptions::new().connect_timeout(Duration::from_secs(1)))
             .connect()
             .await;
+        let Err(Error::Connect {
+            failure: ConnectFailure::Unreachable { servers },
+            source: Some(source),
+        }) = &gave_up
+        else {
+            panic!("{gave_up:?}");
+        };
+        assert_eq!(servers, &vec![(addr, Reach::NoAnswer)]);
         assert!(
             matches!(
-                refused,
-                Err(Error::Connect {
-                    failure: lock_zookeeper_client::ConnectFailure::NoSession { connect_timeout },
+                source.downcast_ref::<Error>(),
+                Some(Error::Connect {
+                    failure: ConnectFailure::NoSession { connect_timeout },
                     ..
-                }) if connect_timeout == Duration::from_secs(1)
+                }) if *connect_timeout == Duration::from_secs(1)
             ),
-            "{refused:?}"
+            "{source:?}"
         );
+        drop(silent);
     });
 }
 
@@ -413,6 +423,45 @@ fn tls_with_a_client_certificate_locks_and_unlocks() {
             matches!(untrusted, Err(Error::Connect { .. })),
             "{untrusted:?}"
         );
+    });
+}
+
+/// TLS on one side only, typed and named at once rather than after the connect
+/// timeout: a plain client on the TLS port ([`Reach::TlsExpected`]), a TLS
+/// client on the plain port ([`Reach::PlainText`]).
+#[test]
+fn tls_on_one_side_only_is_named_at_once() {
+    run(async {
+        let (server, pki) = setup();
+        let tls =
+            Tls::new(pki.ca.clone()).identity(pki.client_cert.clone(), pki.client_key.clone());
+        let secure = server.secure_connect_string().unwrap();
+        for (cluster, options, reach) in [
+            (secure, ConnectOptions::new(), Reach::TlsExpected),
+            (cluster(), ConnectOptions::new().tls(tls), Reach::PlainText),
+        ] {
+            let start = Instant::now();
+            let options = options.connect_timeout(LOCK_WAIT);
+            let failed = LockClient::builder(&cluster)
+                .options(options)
+                .connect()
+                .await;
+            let took = start.elapsed();
+            let Err(Error::Connect {
+                failure: ConnectFailure::Unreachable { servers },
+                ..
+            }) = &failed
+            else {
+                panic!("{cluster}: {failed:?}");
+            };
+            assert_eq!(servers, &vec![(cluster.clone(), reach.clone())]);
+            let message = failed.unwrap_err().to_string();
+            assert!(
+                message.contains(&format!("{cluster}: {reach}")),
+                "{message}"
+            );
+            assert!(took < Duration::from_secs(2), "{cluster}: {took:?}");
+        }
     });
 }
 

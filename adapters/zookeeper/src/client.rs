@@ -3,12 +3,16 @@
 
 use crate::driver::{Counters, Diagnostics, Driver, Settings};
 use crate::wire;
-use lock_client::{ConnectFailure, ConnectOptions, Error, LockClient};
+use lock_client::{ConnectFailure, ConnectOptions, Error, LockClient, Reach};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 /// Default requested session timeout (lock-core's, the workspace's one default).
 pub use lock_core::DEFAULT_SESSION_TIMEOUT;
+
+/// How long `connect` waits for a session before probing the servers: a
+/// connect that succeeds at once (the usual case) costs them no probe.
+const PROBE_AFTER: Duration = Duration::from_millis(50);
 
 /// Default prefix of the session marker node (see [`Builder::session_marker`]).
 pub const DEFAULT_SESSION_MARKER: &str = "/zklock-session-";
@@ -161,15 +165,41 @@ impl Builder {
         let counters = Arc::new(Counters::default());
         link.set_extension(counters.clone());
         let (ready_tx, ready_rx) = mpsc::channel();
-        let driver = Driver::new(settings, link, counters, ready_tx);
+        let hosts = cluster.clone();
+        let driver = Driver::new(settings, link, counters, ready_tx.clone());
         std::thread::Builder::new()
             .name("lock-zookeeper-driver".into())
             .spawn(move || driver.run())
             .map_err(|e| Error::connect_caused_by(ConnectFailure::DriverStart, e))?;
-        match ready_rx.recv() {
-            Ok(Ok(())) => Ok(locks),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(Error::connect(ConnectFailure::DriverStopped)),
+        let ready = match ready_rx.recv_timeout(PROBE_AFTER) {
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // Not connected at once: probe the servers beside the driver's
+                // attempts, to give up now if none can ever give a session (the
+                // crate would retry a refusing server until the connect timeout).
+                let _ = std::thread::Builder::new()
+                    .name("lock-zookeeper-probe".into())
+                    .spawn(move || {
+                        let servers = lock_nodelay::probe_all(&hosts, false);
+                        if let Some(failure) = ConnectFailure::if_unreachable(servers) {
+                            let _ = ready_tx.send(Err(Error::connect(failure)));
+                        }
+                    });
+                ready_rx.recv().ok()
+            }
+            ready => ready.ok(),
+        };
+        // On a failure, dropping `locks` stops the driver.
+        match ready {
+            Some(Ok(())) => Ok(locks),
+            // The client gave up: why, if the servers tell.
+            Some(Err(
+                e @ Error::Connect {
+                    failure: ConnectFailure::NoSession { .. },
+                    ..
+                },
+            )) => Err(e.explained_by(lock_nodelay::probe_all(&cluster, false))),
+            Some(Err(e)) => Err(e),
+            None => Err(Error::connect(ConnectFailure::DriverStopped)),
         }
     }
 }
@@ -254,8 +284,8 @@ impl Diagnose for LockClient {
     }
 }
 
-/// Splits `host:port,host:port/chroot`, checking the hosts resolve (the crate would
-/// otherwise refuse the whole string with a bare `BadArguments`).
+/// Splits `host:port,host:port/chroot`, leaving out the hosts that do not
+/// resolve; none resolving is [`ConnectFailure::Unreachable`].
 fn parse_cluster(cluster: &str) -> Result<(Vec<String>, String), Error> {
     let (hosts, chroot) = match cluster.find('/') {
         Some(i) => (&cluster[..i], &cluster[i..]),
@@ -281,14 +311,26 @@ fn parse_cluster(cluster: &str) -> Result<(Vec<String>, String), Error> {
             connect_string: cluster.to_owned(),
         }));
     }
-    for host in &hosts {
-        use std::net::ToSocketAddrs;
-        let unresolved = ConnectFailure::Unresolved { host: host.clone() };
-        match host.to_socket_addrs().map(|mut a| a.next().is_some()) {
-            Ok(true) => {}
-            Ok(false) => return Err(Error::connect(unresolved)),
-            Err(e) => return Err(Error::connect_caused_by(unresolved, e)),
-        }
+    // The crate refuses the whole string with a bare `BadArguments` if one host
+    // does not resolve: the Java client skips such hosts, and so does this.
+    let mut unresolved = Vec::new();
+    let hosts: Vec<String> = hosts
+        .into_iter()
+        .filter(|host| {
+            use std::net::ToSocketAddrs;
+            let why = match host.to_socket_addrs().map(|mut a| a.next().is_some()) {
+                Ok(true) => return true,
+                Ok(false) => "no address".to_owned(),
+                Err(e) => e.to_string(),
+            };
+            unresolved.push((host.clone(), Reach::Unresolved(why)));
+            false
+        })
+        .collect();
+    if hosts.is_empty() {
+        return Err(Error::connect(ConnectFailure::Unreachable {
+            servers: unresolved,
+        }));
     }
     Ok((hosts, chroot.to_owned()))
 }
@@ -312,8 +354,10 @@ mod tests {
         assert!(matches!(failure(""), ConnectFailure::NoHost { .. }));
         assert!(matches!(
             failure("nohost"),
-            ConnectFailure::Unresolved { .. }
+            ConnectFailure::Unreachable { servers } if matches!(servers[..], [(_, Reach::Unresolved(_))])
         ));
+        let (hosts, _) = parse_cluster("no-such-host.invalid:1,127.0.0.1:2").unwrap();
+        assert_eq!(hosts, vec!["127.0.0.1:2"]);
         assert!(matches!(
             failure("127.0.0.1:1/a/"),
             ConnectFailure::BadChroot { .. }

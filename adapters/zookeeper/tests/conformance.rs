@@ -11,6 +11,7 @@ lock_conformance::conformance_tests!(
         request_count,
         ensemble,
         load,
-        processes
+        processes,
+        connect_failures
     ]
 );

@@ -9,7 +9,7 @@
 //! answering for 3 s. A 2 s session is below that; a 6 s one has the margin
 //! (1.5 × (3 s + 50 ms) = 4.575 s).
 
-use lock_client::{ConnectionEvent, HazardKind, LockClient, ServerCheck};
+use lock_client::{ConnectionEvent, ConnectionState, HazardKind, LockClient, ServerCheck};
 use lock_testkit::ZkEnsemble;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -136,4 +136,76 @@ fn both_bindings_report_an_unsafe_session_and_pass_a_safe_one() {
     let locks = connect(SAFE);
     safe_check(&locks, "lock-zookeeper-client", server);
     rt.block_on(locks.close());
+}
+
+/// How long a held lock is trusted from now, in session timeouts.
+fn window(guard: &lock_client::LockGuard, timeout: Duration) -> f64 {
+    let until = guard.trusted_until().expect("a held lock has a deadline");
+    until
+        .saturating_duration_since(Instant::now())
+        .as_secs_f64()
+        / timeout.as_secs_f64()
+}
+
+/// The trust window of `guard` once settled (in session timeouts): the widest
+/// over half a timeout, from one timeout on (when the contact a connect itself
+/// proves has aged out, and the proofs renewed every T/10 decide).
+fn settled_window(guard: &lock_client::LockGuard, timeout: Duration) -> f64 {
+    std::thread::sleep(timeout);
+    let until = Instant::now() + timeout / 2;
+    let mut widest: f64 = 0.0;
+    while Instant::now() < until {
+        widest = widest.max(window(guard, timeout));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    widest
+}
+
+/// Waits until the connection state satisfies `condition`.
+fn wait_state(locks: &LockClient, what: &str, condition: impl Fn(&ConnectionState) -> bool) {
+    let deadline = Instant::now() + CHECK_WITHIN;
+    while !condition(&locks.connection_state()) {
+        assert!(
+            Instant::now() < deadline,
+            "not {what} within {CHECK_WITHIN:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The blocking binding learns its server again after a reconnect, as the
+/// async one does: silenced until it suspends the session (the core then
+/// forgets its server), then back on the same connection to the same
+/// standalone server, a held lock's trust window settles in the known-server
+/// regime again (every answer a proof: about 0.9 T here) rather than in the
+/// unknown-server one (proofs a third of T older: about 0.55 T).
+#[test]
+fn blocking_binding_relearns_its_server_after_a_reconnect() {
+    const T: Duration = Duration::from_secs(4);
+    const KNOWN: f64 = 0.7;
+    let server = lock_testkit::ZkServer::start().expect("a server");
+    let proxy = lock_testkit::FaultProxy::start(server.addr()).expect("a proxy");
+    let locks = lock_zookeeper::builder(&proxy.connect_string())
+        .session_timeout(T)
+        .connect()
+        .expect("connects");
+    let session = locks.session_id();
+    let guard = locks.mutex("/relearn").lock_blocking().expect("locked");
+    let first = settled_window(&guard, T);
+    assert!(first >= KNOWN, "the server learned at first: {first:.2} T");
+    // A silence the driver notices (a pause of the network) until it suspends
+    // the session, then the same connection back.
+    proxy.blackhole();
+    wait_state(&locks, "suspended", |s| {
+        matches!(s, ConnectionState::Suspended { .. })
+    });
+    proxy.heal();
+    wait_state(&locks, "connected", |s| {
+        matches!(s, ConnectionState::Connected { .. })
+    });
+    assert_eq!(locks.session_id(), session, "the same session");
+    let again = settled_window(&guard, T);
+    assert!(again >= KNOWN, "the server learned again: {again:.2} T");
+    guard.release_blocking().expect("released");
+    locks.close_blocking();
 }

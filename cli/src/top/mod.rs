@@ -49,15 +49,10 @@ pub(crate) async fn run(
             servers,
         }));
     };
-    // A missing chroot would show an empty tree (and exit 0): exit 2 instead,
-    // before the screen is taken. One round trip on the listing session.
-    if let Some(code) = chroot.report_missing_in(&raw).await {
-        return code;
-    }
     if !args.once {
         return match screen::run(&raw, locks, &args.root, args.sort).await {
             Ok(()) => ExitCode::SUCCESS,
-            Err(screen::Failure::Zk(e)) => chroot.fail(&args.root, &e).await,
+            Err(screen::Failure::Zk(e)) => crate::fail_at(&args.root, &e),
             Err(screen::Failure::Terminal(e)) => {
                 crate::say(format_args!(
                     "cannot drive the terminal: {e} (--once needs none)"
@@ -68,18 +63,15 @@ pub(crate) async fn run(
     }
     let mut listing = match listing::Listing::read(&raw, locks, &args.root).await {
         Ok(listing) => listing,
-        Err(e) => return chroot.fail(&args.root, &e).await,
+        Err(e) => return crate::fail_at(&args.root, &e),
     };
     if let Err(e) = listing.confirm_deadlocks(locks).await {
-        return chroot.fail(&args.root, &e).await;
+        return crate::fail_at(&args.root, &e);
     }
     let mut rows = listing.rows();
     // Nothing listed: say so if ROOT itself is missing (a typo, most likely).
     let absent = if rows.is_empty() {
-        match chroot.nothing_at_in(&raw, &args.root).await {
-            Ok(hint) => hint,
-            Err(code) => return code,
-        }
+        chroot.nothing_at_in(&raw, &args.root).await
     } else {
         None
     };

@@ -2,6 +2,7 @@
 //! side); run each in its own `#[test]` (see
 //! [`conformance_tests!`](crate::conformance_tests)).
 
+mod connect;
 mod connection;
 mod elections;
 mod faults;
@@ -10,6 +11,7 @@ mod locks;
 mod pause;
 mod rounds;
 
+pub use connect::*;
 pub use connection::*;
 pub use elections::*;
 pub use faults::*;

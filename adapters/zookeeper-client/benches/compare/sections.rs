@@ -79,8 +79,7 @@ pub fn uncontended(bench: &mut Bench, server: &ZkServer) {
     for round in 0..bench.rounds {
         for lib in rotated(&bench.libraries, round) {
             let p = peer_of(&mut peers, lib);
-            let (before, cpu, switches) =
-                (requests.now(), p.thread_cpu(), p.voluntary_switches());
+            let (before, cpu, switches) = (requests.now(), p.thread_cpu(), p.voluntary_switches());
             let r = p.call(&format!("cycles /bench/u/{} {cycles}", lib.key()));
             let cpu = p.thread_cpu().since(&cpu);
             let switches = p.voluntary_switches().saturating_sub(switches);

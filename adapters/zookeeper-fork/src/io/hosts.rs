@@ -15,6 +15,10 @@ impl Hosts {
         }
     }
 
+    pub fn len(&self) -> usize {
+        self.addrs.len()
+    }
+
     pub fn get(&mut self) -> &SocketAddr {
         let addr = &self.addrs[self.index];
         if self.addrs.len() == self.index + 1 {

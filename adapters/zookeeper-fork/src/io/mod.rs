@@ -39,6 +39,10 @@ lazy_static! {
     .unwrap();
 }
 
+/// The pause before another round of connection attempts (see `ZkIo::attempts`):
+/// the Java client pauses up to a second.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
 #[inline]
 fn pollopt() -> PollOpt {
     PollOpt::edge() | PollOpt::oneshot()
@@ -70,6 +74,10 @@ pub struct ZkIo {
     conn_resp: ConnectResponse,
     zxid: i64,
     ping_sent: Instant,
+    // Connection attempts since the last session was established: once every
+    // host has had one, the next waits `RETRY_PAUSE` (refusing servers answer
+    // at once, and retrying at once spun a core until the session timed out).
+    attempts: usize,
     state_listeners: ListenerSet<ZkState>,
     poll: Poll,
     shutdown: bool,
@@ -108,6 +116,7 @@ impl ZkIo {
             conn_resp: ConnectResponse::initial(timeout_ms),
             zxid: 0,
             ping_sent: Instant::now(),
+            attempts: 1,
             state_listeners: state_listeners,
             // TODO add error handling to this method in subsequent commit.
             // There's already another unwrap which needs to be addressed.
@@ -240,6 +249,7 @@ impl ZkIo {
                 trace!("Connected: {:?}", self.conn_resp);
                 // The server took the session: it heard from it (see above).
                 self.ping_sent = Instant::now();
+                self.attempts = 0;
                 self.timeout_ms = self.conn_resp.timeout;
                 // Before the state listeners hear of the connection: they may ask.
                 self.session_timeout_ms
@@ -329,6 +339,11 @@ impl ZkIo {
 
             self.clear_timeout(ZkTimeout::Ping);
             self.clear_timeout(ZkTimeout::Connect);
+            if self.attempts >= self.hosts.len() {
+                // Nothing else to do meanwhile: the requests wait for a session.
+                std::thread::sleep(RETRY_PAUSE);
+            }
+            self.attempts += 1;
             {
                 let host = self.hosts.get();
                 info!("Connecting to new server {:?}", host);

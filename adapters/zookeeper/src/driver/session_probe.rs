@@ -23,8 +23,13 @@ impl Driver {
         match desired {
             Some(sid) if connected && self.link.session_id() == Some(sid) => {}
             // A different id than before means the old session is gone; the core
-            // ends its locks itself.
-            Some(session_id) => self.feed(SessionEvent::Connected { session_id }),
+            // ends its locks itself. The core forgets its server at every
+            // disconnection (a silence too, the connection kept): after it heard
+            // of the connection, what the check learns is for this one.
+            Some(session_id) => {
+                self.feed(SessionEvent::Connected { session_id });
+                self.check_server();
+            }
             None if connected => {
                 let since_contact = self.conn.heard_at.elapsed();
                 self.feed(SessionEvent::Disconnected { since_contact });
@@ -98,9 +103,6 @@ impl Driver {
                 // The core hears of the session before `connect` returns: a caller
                 // asking for `session_id()` right away must see it.
                 self.sync_core();
-                // After the core heard of the connection: what the check learns
-                // of the server is for this connection.
-                self.check_server();
                 if let Some(waiter) = self.connect_waiter.take() {
                     let _ = waiter.send(Ok(()));
                 }
@@ -116,6 +118,9 @@ impl Driver {
                     self.fail_connect(Error::AuthFailed {
                         source: Some(lock_client::Cause::new(e)),
                     });
+                } else if !self.ever_connected && self.chroot_missing(&e) {
+                    let chroot = self.settings.chroot.clone();
+                    self.fail_connect(Error::connect(ConnectFailure::NoChroot { chroot }));
                 } else if !self.ever_connected {
                     let failure = ConnectFailure::SessionMarker {
                         prefix: self.settings.marker_prefix.clone(),
@@ -126,6 +131,13 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// Whether the marker's `NoNode` means that the chroot does not exist: the
+    /// marker is created at the chroot's root.
+    fn chroot_missing(&self, e: &ZkError) -> bool {
+        let at_root = self.settings.marker_prefix.rfind('/') == Some(0);
+        *e == ZkError::NoNode && at_root && !self.settings.chroot.is_empty()
     }
 
     /// Turns Nagle's algorithm off on the crate's connection, new after every
