@@ -95,14 +95,21 @@ async fn exec(cluster: &str, path: &str, cmd: &[&str]) -> ExitCode {
         match tokio::join!(create, list) {
             (Err(Error::NoNode), _) => {
                 let parent = CreateMode::Container.with_acls(Acls::anyone_all());
-                client.mkdir(path, &parent).await.expect("the lock's directory");
+                client
+                    .mkdir(path, &parent)
+                    .await
+                    .expect("the lock's directory");
             }
             (created, listed) => break (created, listed),
         }
     };
     let node = format!("{prefix}{:010}", created.expect("create").1.into_i64());
     let listed = listed.expect("getChildren");
-    assert_eq!(listed.len(), 1, "exec_floor takes uncontended locks only: {listed:?}");
+    assert_eq!(
+        listed.len(),
+        1,
+        "exec_floor takes uncontended locks only: {listed:?}"
+    );
     let mut stdin = guard.stdin.take().expect("the guard's stdin");
     stdin.write_all(b"go\n").expect("telling the guard");
     drop(stdin);

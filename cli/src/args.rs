@@ -1,12 +1,10 @@
-//! The command line: what `zklock` accepts (clap's derive), how to reach ZooKeeper
-//! ([`ConnArgs`]) and the value parsers the subcommands share.
+//! The command line: what `zklock` accepts (clap's derive).
 
 use crate::exit::{EXIT_CODES, SEE_EXIT_CODES};
 use crate::format::{AnyFormat, TextOrJson};
+use crate::options::ConnArgs;
 use crate::{doctor, exec, guard, top};
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use lock_zookeeper_client::{Error, NameScheme, NodeAcl, Tls};
-use std::time::Duration;
+use clap::{Parser, Subcommand};
 
 /// Distributed locks on Apache ZooKeeper from the shell.
 #[derive(Parser, Debug)]
@@ -53,100 +51,6 @@ pub(crate) fn command() -> clap::Command {
     cli
 }
 
-/// How to reach ZooKeeper (every command that connects).
-#[derive(Args, Debug)]
-pub(crate) struct ConnArgs {
-    /// ZooKeeper connect string: host:port[,host:port...][/chroot].
-    #[arg(
-        long,
-        env = "ZKLOCK_ZK",
-        default_value = "127.0.0.1:2181",
-        value_name = "HOSTS",
-        global = true
-    )]
-    pub(crate) zk: String,
-    /// Session timeout to ask the server for, in seconds (the server may clamp it).
-    #[arg(long, value_name = "SECS", global = true, value_parser = parse_secs)]
-    pub(crate) session_timeout: Option<Duration>,
-    /// Authenticate with ZooKeeper's digest scheme (zkCli's `addauth digest
-    /// USER:PASSWORD`), on every connection of the session.
-    #[arg(long, env = "ZKLOCK_AUTH", value_name = "USER:PASSWORD", global = true,
-          hide_env_values = true, value_parser = parse_auth)]
-    pub(crate) auth: Option<(String, String)>,
-    /// TLS: the CA certificate(s) to trust, a PEM file (connect to the servers'
-    /// secure client port, `secureClientPort`).
-    #[arg(long, value_name = "FILE", global = true)]
-    pub(crate) tls_ca: Option<std::path::PathBuf>,
-    /// TLS client certificate, a PEM file (with --tls-key), for servers that
-    /// require one.
-    #[arg(long, value_name = "FILE", global = true)]
-    pub(crate) tls_cert: Option<std::path::PathBuf>,
-    /// The client certificate's private key, a PEM file (PKCS#8).
-    #[arg(long, value_name = "FILE", global = true)]
-    pub(crate) tls_key: Option<std::path::PathBuf>,
-}
-
-impl ConnArgs {
-    /// The TLS option from the --tls-* flags, if any.
-    pub(crate) fn tls(&self) -> Result<Option<Tls>, Error> {
-        // The io error names no file: the path goes into its message.
-        let read = |option: &'static str, path: &std::path::Path| {
-            std::fs::read_to_string(path).map_err(|e| {
-                let named = std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
-                Error::bad_option_caused_by(option, "the file cannot be read", named)
-            })
-        };
-        let tls = match &self.tls_ca {
-            Some(ca) => Tls::new(read("--tls-ca", ca)?),
-            None if self.tls_cert.is_some() || self.tls_key.is_some() => {
-                return Err(Error::bad_option(
-                    "--tls-cert/--tls-key",
-                    "they need --tls-ca",
-                ))
-            }
-            None => return Ok(None),
-        };
-        match (&self.tls_cert, &self.tls_key) {
-            (Some(cert), Some(key)) => Ok(Some(
-                tls.identity(read("--tls-cert", cert)?, read("--tls-key", key)?),
-            )),
-            (None, None) => Ok(Some(tls)),
-            _ => Err(Error::bad_option(
-                "--tls-cert/--tls-key",
-                "they go together",
-            )),
-        }
-    }
-}
-
-/// How zklock creates nodes: only for the subcommands that create any (`exec`,
-/// `elect`); the others only read, or write into nodes that exist (`revoke`), so
-/// their help does not offer it and their command line refuses it.
-#[derive(Args, Debug)]
-pub(crate) struct NodeArgs {
-    /// The ACL of the nodes zklock creates: `open` (anyone), `creator` (only the
-    /// --auth identity) or `creator-read` (the creator, and anyone may read: `ls`
-    /// works for everyone).
-    #[arg(long, value_name = "ACL", default_value = "open", value_parser = parse_acl)]
-    pub(crate) acl: NodeAcl,
-}
-
-fn parse_auth(text: &str) -> Result<(String, String), String> {
-    match text.split_once(':') {
-        Some((user, password)) if !user.is_empty() => Ok((user.to_owned(), password.to_owned())),
-        _ => Err("expected USER:PASSWORD".to_owned()),
-    }
-}
-
-fn parse_acl(text: &str) -> Result<NodeAcl, String> {
-    match text {
-        "open" => Ok(NodeAcl::Open),
-        "creator" => Ok(NodeAcl::CreatorAll),
-        "creator-read" => Ok(NodeAcl::CreatorAllWorldRead),
-        _ => Err("expected open, creator or creator-read".to_owned()),
-    }
-}
-
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
     /// Run CMD while holding the lock at PATH (exports ZKLOCK_NODE and ZKLOCK_TOKEN).
@@ -162,11 +66,15 @@ pub(crate) enum Command {
     /// lock is let go. If the connection to ZooKeeper goes down while CMD runs and
     /// does not come back quickly, CMD's group is stopped (SIGTERM, then SIGKILL)
     /// before the server could give the lock to another session, and zklock exits
-    /// with 74; likewise at once if someone deletes the lock node. While it waits for the lock, on a terminal only, zklock shows its
-    /// position in the queue and the time waited on stderr, updated in place.
+    /// with 74; likewise at once if someone deletes the lock node.
+    /// While it waits for the lock, on a terminal, zklock shows its position in
+    /// the queue and the time waited on stderr, updated in place; elsewhere
+    /// nothing, unless asked with --progress (a line per change).
     /// --owner ID records who the lock is taken for (`zklock ls` shows it, and
     /// `zklock deadlocks` follows it).
-    #[command(after_help = SEE_EXIT_CODES)]
+    // Written out: clap's usage on a missing argument names every option
+    // given, ZKLOCK_ZK's value included, as if --zk were required.
+    #[command(after_help = SEE_EXIT_CODES, override_usage = "zklock exec [OPTIONS] <PATH> -- <CMD>...")]
     Exec(exec::ExecArgs),
     /// Run CMD while leader of the election at PATH, as participant ID.
     ///
@@ -174,7 +82,7 @@ pub(crate) enum Command {
     /// as `exec` does in a lock's queue), then behaves as `exec` (ZKLOCK_NODE,
     /// ZKLOCK_TOKEN, signals, CMD stopped when the leadership is lost; same exit
     /// codes).
-    #[command(after_help = SEE_EXIT_CODES)]
+    #[command(after_help = SEE_EXIT_CODES, override_usage = "zklock elect [OPTIONS] <PATH> <ID> -- <CMD>...")]
     Elect(exec::ElectArgs),
     /// Ask the holders of the lock at PATH (or the owner of participant NODE) to let go.
     ///
@@ -326,36 +234,4 @@ pub(crate) enum Command {
         #[arg(long)]
         watch: bool,
     },
-}
-
-/// Node naming scheme of the lock (shared with Curator or kazoo clients on the same path).
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Scheme {
-    /// zklock's own names.
-    Native,
-    /// Apache Curator's (InterProcessMutex, InterProcessReadWriteLock).
-    Curator,
-    /// kazoo's (Lock, ReadLock, WriteLock).
-    Kazoo,
-    /// go-zookeeper's (Lock): the mutex only.
-    Go,
-}
-
-impl From<Scheme> for NameScheme {
-    fn from(s: Scheme) -> NameScheme {
-        match s {
-            Scheme::Native => NameScheme::Native,
-            Scheme::Curator => NameScheme::Curator,
-            Scheme::Kazoo => NameScheme::Kazoo,
-            Scheme::Go => NameScheme::Go,
-        }
-    }
-}
-
-/// Parses a non-negative number of seconds (fractions allowed).
-pub(crate) fn parse_secs(s: &str) -> Result<Duration, String> {
-    let secs: f64 = s
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("`{s}` is not a valid duration"))
 }

@@ -32,7 +32,7 @@ impl<'a> Chroot<'a> {
         if self.exists(chroot).await != Some(false) {
             return None;
         }
-        say(missing_chroot(chroot));
+        say(crate::explain::missing_chroot(chroot));
         Some(ExitCode::from(exit::USAGE))
     }
 
@@ -72,14 +72,6 @@ impl<'a> Chroot<'a> {
         };
         tokio::time::timeout(LOOKUP_BOUND, lookup).await.ok()?
     }
-}
-
-/// The one line that names a missing chroot.
-pub(crate) fn missing_chroot(chroot: &str) -> String {
-    format!(
-        "the chroot {chroot} of the connect string does not exist on the server \
-         (create it, or fix --zk / ZKLOCK_ZK)"
-    )
 }
 
 /// `None` if `path` exists (or could not be looked up); else a sentence saying

@@ -17,7 +17,7 @@ use std::future::Future;
 use std::io::IsTerminal;
 use std::os::unix::process::ExitStatusExt;
 use std::pin::Pin;
-use std::process::{ExitCode, ExitStatus};
+use std::process::ExitCode;
 use std::time::Duration;
 use supervision::{Act, Supervision, Windows};
 use tokio::time::{sleep_until, Instant};
@@ -31,11 +31,14 @@ pub(crate) struct ExecArgs {
     /// Fail at once (exit 75) if the lock is busy.
     #[arg(short = 'n', long = "nonblock", conflicts_with = "wait")]
     nonblock: bool,
-    /// Say nothing while waiting (by default the place in the queue is shown:
-    /// on a terminal as one line rewritten in place, elsewhere a line per
-    /// change).
+    /// Say nothing while waiting, even on a terminal.
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// Show the place in the queue when stderr is not a terminal too, a line
+    /// per change (on a terminal it is always shown, as one line rewritten in
+    /// place; elsewhere, a log or cron's mail, nothing unless asked).
+    #[arg(short = 'v', long, conflicts_with = "quiet")]
+    progress: bool,
     /// Take the read side of a read/write lock (shared with other readers).
     #[arg(long, conflicts_with = "semaphore")]
     read: bool,
@@ -59,14 +62,14 @@ pub(crate) struct ExecArgs {
     /// Lock-delay: after a holder's unclean end (its session expired, its node
     /// deleted by someone else), take the lock no sooner than SECS seconds after
     /// finding it free, so that the old holder's late writes land first; a
-    /// clean release is not delayed. The wait is shown ("lock-delay after an
+    /// clean release is not delayed. The wait is shown as the queue is ("lock-delay after an
     /// unclean end ..."); with -n a lock in its delay is busy. 0 means none.
     /// Mutex only; every holder of the path should use it (a holder without it
     /// leaves no marker, and its own unclean end delays nobody).
     #[arg(long, value_name = "SECS", value_parser = crate::parse_secs)]
     lock_delay: Option<Duration>,
     #[command(flatten)]
-    pub(crate) nodes: crate::args::NodeArgs,
+    pub(crate) nodes: crate::options::NodeArgs,
     /// The lock's directory in ZooKeeper, e.g. /locks/backup.
     path: String,
     /// The command to run while holding the lock, after `--`.
@@ -81,6 +84,13 @@ impl ExecArgs {
     pub(crate) fn usage_error(&self) -> Option<String> {
         if self.lock_delay.is_some() && (self.read || self.semaphore.is_some()) {
             return Some("--lock-delay needs a mutex (not --read or --semaphore)".to_owned());
+        }
+        // lock-core refuses these too (no layout), but only once connected.
+        if self.scheme == Scheme::Go && (self.read || self.semaphore.is_some()) {
+            return Some(
+                "--scheme go has only a mutex (go-zookeeper's Lock): not with --read or --semaphore"
+                    .to_owned(),
+            );
         }
         if self.lock_delay.is_some() && self.scheme == Scheme::Go {
             return Some(
@@ -172,10 +182,11 @@ async fn acquire(
             wait_for(locks, progress, taking, signals).await
         }
         Ok(Taking::Waiting(pending, wait)) => {
-            let show = match (args.quiet, terminal) {
-                (true, _) => Show::Nothing,
-                (false, true) => Show::Line,
-                (false, false) => Show::Changes,
+            let show = match (args.quiet, terminal, args.progress) {
+                (true, _, _) => Show::Nothing,
+                (false, true, _) => Show::Line,
+                (false, false, true) => Show::Changes,
+                (false, false, false) => Show::Nothing,
             };
             let progress =
                 Progress::new(&args.path, show, Source::Acquisition(pending.queue_watch()));
@@ -192,15 +203,6 @@ async fn acquire(
             };
             wait_for(locks, progress, taking, signals).await
         }
-    }
-}
-
-/// The exit code that reports `status` (128+N for signal N, like a shell).
-pub(crate) fn status_code(status: ExitStatus) -> u8 {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => u8::try_from(code & 0xff).unwrap_or(exit::FAILURE),
-        (None, Some(sig)) => u8::try_from(128 + (sig & 0x7f)).unwrap_or(exit::FAILURE),
-        (None, None) => exit::FAILURE,
     }
 }
 
@@ -429,7 +431,7 @@ pub(crate) async fn supervise(
     if lost {
         ExitCode::from(exit::LOST)
     } else {
-        ExitCode::from(status_code(status))
+        ExitCode::from(exit::status_code(status))
     }
 }
 
@@ -458,18 +460,6 @@ async fn carry_out(act: Act, job: &mut Job, guard: &impl Held) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn status_codes_like_a_shell() {
-        assert_eq!(status_code(ExitStatus::from_raw(7 << 8)), 7);
-        assert_eq!(status_code(ExitStatus::from_raw(15)), 128 + 15);
-        assert_eq!(status_code(ExitStatus::from_raw(9)), 128 + 9);
-    }
-}
-
 /// Arguments of `zklock elect`.
 #[derive(Args, Debug)]
 pub(crate) struct ElectArgs {
@@ -485,15 +475,19 @@ pub(crate) struct ElectArgs {
     #[arg(long, value_name = "SECS", value_parser = crate::parse_secs)]
     lock_delay: Option<Duration>,
     #[command(flatten)]
-    pub(crate) nodes: crate::args::NodeArgs,
+    pub(crate) nodes: crate::options::NodeArgs,
     /// The command to run while leader, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(crate) cmd: Vec<std::ffi::OsString>,
 }
 
 impl ElectArgs {
-    /// An invalid path, or one too long for CMD's environment (before connecting).
+    /// An empty ID, an invalid path, or one too long for CMD's environment
+    /// (before connecting).
     pub(crate) fn usage_error(&self) -> Option<String> {
+        if self.id.is_empty() {
+            return Some("the participant ID must not be empty".to_owned());
+        }
         usage::lock_path(&self.path)
             .and_then(|()| usage::node_fits_in_env(&self.path, NameScheme::Native, NodeFor::Leader))
             .err()

@@ -69,3 +69,29 @@ Exit codes:
         while waiting (--revocable)
   126   exec: CMD could not be run
   127   exec: CMD not found";
+
+/// The exit code that reports `status` (128+N for signal N, like a shell).
+pub(crate) fn status_code(status: std::process::ExitStatus) -> u8 {
+    match (
+        status.code(),
+        std::os::unix::process::ExitStatusExt::signal(&status),
+    ) {
+        (Some(code), _) => u8::try_from(code & 0xff).unwrap_or(FAILURE),
+        (None, Some(sig)) => u8::try_from(128 + (sig & 0x7f)).unwrap_or(FAILURE),
+        (None, None) => FAILURE,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::ExitStatus;
+
+    #[test]
+    fn status_codes_like_a_shell() {
+        assert_eq!(status_code(ExitStatus::from_raw(7 << 8)), 7);
+        assert_eq!(status_code(ExitStatus::from_raw(15)), 128 + 15);
+        assert_eq!(status_code(ExitStatus::from_raw(9)), 128 + 9);
+    }
+}

@@ -2,17 +2,20 @@
 //! flag that fixes it (the lock client's own sentences name no flags).
 
 use crate::{exit, Scheme};
-use lock_zookeeper_client::{ConnectFailure, Error, FailReason, LostReason, ZkError};
+use lock_zookeeper_client::{ConnectFailure, Error, LostReason, ZkError};
 
 /// `e` as one sentence (no path: see [`at`]).
 pub(crate) fn error(e: &Error) -> String {
     match e {
-        Error::Failed(reason) => failed(reason),
+        // lock-client turns every reason it knows into an error of its own
+        // (Timeout, WouldBlock, ...): what is left is said by the core's
+        // sentence, except a permit count, said by `exec` (`permits_mismatch`).
+        Error::Failed(reason) => format!("the acquisition failed: {reason}"),
         Error::Lost(reason) => format!("the lock was lost: {}", lost(reason)),
         Error::Connect {
             failure: ConnectFailure::NoChroot { chroot },
             ..
-        } => crate::chroot::missing_chroot(chroot),
+        } => missing_chroot(chroot),
         // The likely cause, since zklock's own nodes are only refused by the
         // ACL another identity created them with (`exec --acl creator`).
         Error::Zk(ZkError::NoAuth) => {
@@ -42,32 +45,6 @@ pub(crate) fn at(path: &str, e: &Error) -> String {
     match e {
         Error::Usage(_) | Error::SelfDeadlock { .. } => error(e),
         _ => format!("{path}: {}", error(e)),
-    }
-}
-
-/// Why an acquisition failed, in words.
-pub(crate) fn failed(reason: &FailReason) -> String {
-    match reason {
-        FailReason::Timeout => "timed out waiting for the lock".to_owned(),
-        FailReason::Cancelled => "the wait was cancelled".to_owned(),
-        FailReason::SessionExpired => "the ZooKeeper session expired while waiting".to_owned(),
-        FailReason::NodeDeleted => "our waiting node was deleted by someone else".to_owned(),
-        FailReason::Closed => "the lock client is closed".to_owned(),
-        FailReason::Zk(e) => format!("ZooKeeper error: {e}"),
-        FailReason::WouldBlock => "the lock is busy".to_owned(),
-        FailReason::Revoked => "revoked while waiting".to_owned(),
-        FailReason::PermitsMismatch { ours, theirs } => {
-            format!("a semaphore of {theirs} permits; asked for {ours}: use --semaphore {theirs}")
-        }
-        FailReason::Deadlock { cycle } => format!(
-            "chosen to break a deadlock (a cycle of {} waiting nodes)",
-            cycle.len()
-        ),
-        FailReason::SelfDeadlock { path, owner, .. } => {
-            format!("owner {owner} already holds {path}, and would wait for itself")
-        }
-        // The reasons are non-exhaustive: one added later is still shown.
-        other => format!("the acquisition failed: {other}"),
     }
 }
 
@@ -110,17 +87,25 @@ pub(crate) fn permits_mismatch(path: &str, scheme: Scheme, ours: u32, theirs: u3
     )
 }
 
+/// The one line that names a missing chroot (the library's refusal, and
+/// `doctor`'s own look-up).
+pub(crate) fn missing_chroot(chroot: &str) -> String {
+    format!(
+        "the chroot {chroot} of the connect string does not exist on the server \
+         (create it, or fix --zk / ZKLOCK_ZK)"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn sentences_name_the_path_and_no_rust_values() {
-        let e = Error::Failed(FailReason::PermitsMismatch { ours: 2, theirs: 3 });
-        let said = at("/p", &e);
-        assert_eq!(
-            said,
-            "/p: a semaphore of 3 permits; asked for 2: use --semaphore 3"
+        let said = at("/p", &Error::Lost(LostReason::NodeDeleted));
+        assert!(
+            said.starts_with("/p: the lock was lost: its node was deleted"),
+            "{said}"
         );
         let said = error(&Error::Lost(LostReason::SuspendedTooLong));
         assert!(!said.contains("SuspendedTooLong"), "{said}");

@@ -268,7 +268,7 @@ async fn run(args: GuardArgs) -> ExitCode {
                     return ExitCode::from(exit::LOST);
                 }
                 return match status {
-                    Ok(status) => ExitCode::from(crate::exec::status_code(status)),
+                    Ok(status) => ExitCode::from(crate::exit::status_code(status)),
                     Err(e) => {
                         say(format_args!("waiting for CMD: {e}"));
                         ExitCode::from(exit::FAILURE)

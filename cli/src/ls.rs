@@ -16,10 +16,11 @@
 //! ```
 //!
 //! Then `"mixed_schemes": true|false`, `"holders_by_library": {"zklock":
-//! [NODE...], "curator": [NODE...], "kazoo": [NODE...]}`: the node names each
-//! client library takes for holders. Only zklock's when one scheme is used;
-//! with mixed schemes, also those of Curator and kazoo if their nodes are there
-//! (each counts only its own scheme's nodes), and `"last_break"`: `null`, or
+//! [NODE...], "curator": [NODE...], "kazoo": [NODE...], "go-zookeeper":
+//! [NODE...]}`: the node names each client library takes for holders. Only
+//! zklock's when one scheme is used; with mixed schemes, also those of
+//! Curator, kazoo and go-zookeeper if their nodes are there (Curator and kazoo
+//! count only their own scheme's nodes, go-zookeeper every node), and `"last_break"`: `null`, or
 //! the record the last `zklock break` left, `{"node": NAME, "token": N,
 //! "session": "0x...", "by": "user@host" | null, "at": MS_SINCE_EPOCH}`.
 //!
@@ -30,7 +31,8 @@ use crate::chroot::Chroot;
 use crate::format::Format;
 use crate::json::Object;
 use crate::render::{
-    age_ms, age_text, cell, columns, in_queue_order, kind_name, now_ms, scheme_name, session_hex,
+    age_ms, age_text, cell, columns, in_queue_order, kind_name, now_ms, owner_text, scheme_name,
+    session_hex,
 };
 use crate::say;
 use crate::views;
@@ -155,7 +157,7 @@ fn table(who: &Participants, now: i64) -> String {
                 Some(n) => format!("{}({n})", kind_name(p.kind)),
                 None => kind_name(p.kind).to_owned(),
             },
-            p.owner.as_deref().map_or_else(|| "-".to_owned(), cell),
+            owner_text(p),
             session_hex(p.session),
             age_text(age_ms(p.ctime, now)),
             p.token.to_string(),

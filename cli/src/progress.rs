@@ -9,9 +9,10 @@
 //! - `elect` reads the election's participants every [`POLL_TICKS`] seconds (one
 //!   round trip of 1 + n reads for n participants, no watches).
 //!
-//! Not on a terminal (a log, a pipe, cron): `exec` prints one line each time its
-//! place changes, which costs no request (between the acquisition's own looks
-//! the place is an upper bound); `elect` prints nothing. `exec -q` prints
+//! Not on a terminal (a log, a pipe, cron): nothing, as flock(1) says nothing
+//! (cron would mail every contended run's output); `exec --progress` prints one
+//! line each time its place changes, which costs no request (between the
+//! acquisition's own looks the place is an upper bound). `exec -q` prints
 //! nothing in either case.
 
 use lock_zookeeper_client::{Error, LockClient, Participants, QueueWatch, Queued};
@@ -41,9 +42,9 @@ pub(crate) enum Source {
 pub(crate) enum Show {
     /// One line on a terminal, rewritten in place.
     Line,
-    /// A line per change of place (stderr is not a terminal).
+    /// A line per change of place (`--progress`, stderr not a terminal).
     Changes,
-    /// Nothing (`-q`, or an election off a terminal).
+    /// Nothing (`-q`, or off a terminal unless asked).
     Nothing,
 }
 

@@ -60,6 +60,17 @@ pub(crate) fn scheme_name(scheme: NameScheme) -> &'static str {
     }
 }
 
+/// Who a participant is for, as `ls` and `top` show it: its owner, or an
+/// election candidate's id (its data, what `zklock leader` prints); `-` for
+/// neither.
+pub(crate) fn owner_text(p: &Participant) -> String {
+    match (&p.owner, p.kind) {
+        (Some(owner), _) => cell(owner),
+        (None, NodeKind::Leader) if !p.data.is_empty() => cell(&String::from_utf8_lossy(&p.data)),
+        (None, _) => "-".to_owned(),
+    }
+}
+
 /// Text safe for one table cell: control characters (which would break the
 /// alignment or drive the terminal) become `?`.
 pub(crate) fn cell(s: &str) -> String {

@@ -170,28 +170,6 @@ pub(crate) fn permits(n: u32) -> Result<(), String> {
     Ok(())
 }
 
-/// Reports a command line clap refused, with a hint where the mistake is a
-/// common one: CMD without `--` before it (`zklock exec /p echo hi`), which clap
-/// calls an unexpected argument. Help and version requests print as clap does.
-pub(crate) fn clap_error(e: clap::Error) -> std::process::ExitCode {
-    use clap::error::ErrorKind;
-    let args: Vec<String> = std::env::args().collect();
-    let with_cmd = args.iter().skip(1).any(|a| a == "exec" || a == "elect");
-    if e.kind() == ErrorKind::UnknownArgument && with_cmd && !args.iter().any(|a| a == "--") {
-        let sub = if args.iter().any(|a| a == "elect") {
-            "elect PATH ID"
-        } else {
-            "exec PATH"
-        };
-        let _ = e.print();
-        eprintln!("hint: add `--` before CMD: zklock {sub} -- CMD [ARGS...]");
-        return std::process::ExitCode::from(crate::exit::USAGE);
-    }
-    let code = e.exit_code();
-    let _ = e.print();
-    std::process::ExitCode::from(u8::try_from(code).unwrap_or(crate::exit::USAGE))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,9 +1,10 @@
 //! Who each client library takes for the holder when a lock directory mixes
 //! naming schemes. zklock reads every scheme; the others do not: kazoo's Lock
-//! (ReadLock, WriteLock) counts only kazoo's `__lock__`/`__rlock__` nodes, and
+//! (ReadLock, WriteLock) counts only kazoo's `__lock__`/`__rlock__` nodes,
 //! Curator sorts the others behind its own (their names carry none of its
-//! markers), so each can take the lock while a participant of another scheme
-//! holds it. `zklock ls` shows each library's view when they differ in what they
+//! markers), and go-zookeeper's Lock counts every child as an exclusive
+//! participant (its sequence: the text after the last `-`), so each can take
+//! the lock while a participant of another scheme holds it. `zklock ls` shows each library's view when they differ in what they
 //! see.
 
 use crate::render::in_queue_order;
@@ -23,7 +24,12 @@ pub(crate) struct LibraryView {
 pub(crate) fn views(who: &Participants) -> Option<Vec<LibraryView>> {
     let all = in_queue_order(who);
     let present = |scheme: NameScheme| all.iter().any(|(p, _)| p.scheme == scheme);
-    let schemes = [NameScheme::Native, NameScheme::Curator, NameScheme::Kazoo];
+    let schemes = [
+        NameScheme::Native,
+        NameScheme::Curator,
+        NameScheme::Kazoo,
+        NameScheme::Go,
+    ];
     if schemes.iter().filter(|s| present(**s)).count() < 2 {
         return None;
     }
@@ -38,17 +44,25 @@ pub(crate) fn views(who: &Participants) -> Option<Vec<LibraryView>> {
     for (library, scheme) in [
         ("curator", NameScheme::Curator),
         ("kazoo", NameScheme::Kazoo),
+        ("go-zookeeper", NameScheme::Go),
     ] {
         if present(scheme) {
             let seen: Vec<&Participant> = all
                 .iter()
                 .map(|(p, _)| *p)
-                .filter(|p| p.scheme == scheme)
+                .filter(|p| p.scheme == scheme || scheme == NameScheme::Go)
                 .collect();
-            views.push(LibraryView {
-                library,
-                holders: holders_among(&seen),
-            });
+            // Go's Lock takes the lowest sequence of all, whatever its kind.
+            let holders = match scheme {
+                NameScheme::Go => seen
+                    .iter()
+                    .min_by_key(|p| p.sequence)
+                    .map(|p| p.node.clone())
+                    .into_iter()
+                    .collect(),
+                _ => holders_among(&seen),
+            };
+            views.push(LibraryView { library, holders });
         }
     }
     Some(views)
@@ -91,8 +105,8 @@ pub(crate) fn describe(
 ) -> Vec<String> {
     let mut lines = vec![format!(
         "{path} mixes naming schemes whose clients ignore each other's nodes \
-         (kazoo counts only kazoo's, Curator only Curator's; zklock all): \
-         each may take the lock while another holds it"
+         (kazoo counts only kazoo's, Curator only Curator's; zklock and \
+         go-zookeeper all): each may take the lock while another holds it"
     )];
     for view in views {
         let holders: Vec<String> = view

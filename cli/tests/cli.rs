@@ -457,11 +457,13 @@ fn cmd_stopped_when_the_node_is_deleted() {
 }
 
 /// `zklock elect`: one leader runs CMD at a time; when it stops, the next is
-/// elected; `leader` names each in turn.
+/// elected; `leader` names each in turn, `ls` and `top` by the same ids.
 #[test]
 fn elect_runs_cmd_while_leader() {
     let zk = server().connect_string();
-    let path = unique("elect");
+    // A root of its own for `top` (others' under /cli-tests may refuse reads).
+    let root = unique("elect");
+    let path = format!("{root}/e");
     let dir = scratch("elect");
     let candidate = |id: &str| {
         let ready = dir.join(id);
@@ -486,6 +488,18 @@ fn elect_runs_cmd_while_leader() {
         String::from_utf8_lossy(&leader.stdout).starts_with("alpha\t"),
         "{leader:?}"
     );
+    // `ls` and `top` name the candidates by their ids, as `leader` does (the
+    // OWNER column; it was `-`).
+    let rows = ls_rows(&zk, &path);
+    let owners: Vec<&str> = rows.iter().map(|row| row[3].as_str()).collect();
+    assert_eq!(owners, ["alpha", "beta"], "{rows:?}");
+    let top = run(zklock(&zk).args(["top", "--once", &root]));
+    let table = String::from_utf8_lossy(&top.stdout);
+    let row = table.lines().find(|l| l.starts_with(&format!("{path} ")));
+    assert!(row.is_some_and(|r| r.contains(" alpha(")), "{top:?}");
+    // `/` is a root like any other (it was refused as a lock directory).
+    let top = run(zklock(&zk).args(["top", "--once", "/"]));
+    assert_eq!(code(&top), 0, "{top:?}");
 
     kill(&a, "-TERM");
     assert_eq!(a.wait().unwrap().code(), Some(128 + 15));

@@ -203,3 +203,43 @@ fn a_zklock_holder_excludes_go() {
     assert!(reply.starts_with("1 HELD _c_"), "{reply}");
     go.close();
 }
+
+/// A go-zookeeper holder, then a kazoo holder on the same path: two holders,
+/// each in its own library's eyes (kazoo counts only kazoo's nodes). `ls` says
+/// the schemes are mixed and names each library's holder (Go's view counts
+/// every node, so its holder is the Go node), as text and as JSON; before, Go's
+/// scheme was not counted and `ls` showed kazoo's holder as a mere waiter with
+/// `mixed_schemes: false`.
+#[test]
+fn a_go_holder_and_a_kazoo_holder_are_mixed_schemes() {
+    let zk = server().connect_string();
+    let lock = unique("go-and-kazoo");
+    let mut go = GoPeer::start(&zk, "go-holder");
+    let go_node = go.acquire(&lock);
+    let (mut kazoo, kazoo_node) = kazoo_holder(&zk, &lock, "kazoo-holder", &["hold"]);
+
+    let out = run(zklock(&zk).args(["ls", &lock]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("mixes naming schemes"), "{stderr}");
+    for line in [
+        "zklock takes for the holder: #1",
+        "kazoo takes for the holder: #2",
+        "go-zookeeper takes for the holder: #1",
+    ] {
+        assert!(stderr.contains(line), "{line}: {stderr}");
+    }
+    let out = run(zklock(&zk).args(["ls", "--json", &lock]));
+    let json = String::from_utf8(out.stdout).unwrap();
+    assert!(json.contains(r#""mixed_schemes":true"#), "{json}");
+    for (library, node) in [("go-zookeeper", &go_node), ("kazoo", &kazoo_node)] {
+        assert!(
+            json.contains(&format!(r#""{library}":["{node}"]"#)),
+            "{library}: {json}"
+        );
+    }
+
+    drop(kazoo.stdin.take()); // kazoo releases and exits
+    assert!(kazoo.wait().unwrap().success());
+    go.close();
+}

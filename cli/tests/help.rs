@@ -178,3 +178,37 @@ fn no_connection_options_where_nothing_connects() {
         assert!(o.status.success(), "{sub:?} with ZKLOCK_ZK set: {o:?}");
     }
 }
+
+/// `--zk` has a default and an environment variable: the usage lines of `exec`
+/// and `elect` never show it as required, with ZKLOCK_ZK set or not (clap's own
+/// usage named it, from ZKLOCK_ZK's value, on a missing argument).
+#[test]
+fn usage_lines_do_not_show_zk_as_required() {
+    for (args, usage) in [
+        (
+            &["exec"][..],
+            "Usage: zklock exec [OPTIONS] <PATH> -- <CMD>...",
+        ),
+        (
+            &["exec", "/a"],
+            "Usage: zklock exec [OPTIONS] <PATH> -- <CMD>...",
+        ),
+        (
+            &["elect", "/a"],
+            "Usage: zklock elect [OPTIONS] <PATH> <ID> -- <CMD>...",
+        ),
+    ] {
+        for zk in [None, Some("h:1")] {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_zklock"));
+            c.args(args).env_remove("ZKLOCK_ZK");
+            if let Some(zk) = zk {
+                c.env("ZKLOCK_ZK", zk);
+            }
+            let o = c.output().unwrap();
+            assert_eq!(o.status.code(), Some(2), "{args:?} {zk:?}: {o:?}");
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert!(stderr.contains(usage), "{args:?} {zk:?}: {stderr}");
+            assert!(!stderr.contains("--zk"), "{args:?} {zk:?}: {stderr}");
+        }
+    }
+}

@@ -473,26 +473,35 @@ for n in c["nodes"]:
 
 /// Waiting on a terminal (a pty from script(1)), exec shows its place in the
 /// queue and the time waited, rewritten in place, and erases the line once it
-/// holds; with stderr not a terminal it prints a line per place (here one: next
-/// in the queue); with -q nothing.
+/// holds; with stderr not a terminal (a log, cron) it says nothing while it
+/// waits unless asked (`--progress`, `-v`: a line per place, here one: next in
+/// the queue); with -q nothing.
 #[test]
-fn waiting_line_on_a_tty_and_places_elsewhere() {
+fn waiting_line_on_a_tty_and_places_only_when_asked_elsewhere() {
     let zk = server().connect_string();
     let lock = unique("tty");
     let dir = scratch("tty");
     let ready = dir.join("ready");
     let holder = holding(&zk, &[], &lock, &ready);
 
-    // Not a terminal: its place, then that it gave up.
+    // Not a terminal, not asked: only the outcome.
     let out = run(zklock(&zk).args(["exec", "-w", "1.5", &lock, "--", "true"]));
     assert_eq!(code(&out), BUSY, "{out:?}");
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(
-        stderr,
-        format!(
-            "zklock: waiting for {lock}: next in the queue\nzklock: timed out waiting for {lock}\n"
-        )
-    );
+    assert_eq!(stderr, format!("zklock: timed out waiting for {lock}\n"));
+    // Asked: its place, then that it gave up.
+    for asked in ["--progress", "-v"] {
+        let out = run(zklock(&zk).args(["exec", asked, "-w", "1.5", &lock, "--", "true"]));
+        assert_eq!(code(&out), BUSY, "{out:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(
+            stderr,
+            format!(
+                "zklock: waiting for {lock}: next in the queue\nzklock: timed out waiting for {lock}\n"
+            ),
+            "{asked}"
+        );
+    }
     // Two waiting: the second is told it has two ahead.
     let first = zklock(&zk)
         .args(["exec", "-q", &lock, "--", "true"])
@@ -504,7 +513,7 @@ fn waiting_line_on_a_tty_and_places_elsewhere() {
         let json = String::from_utf8(out.stdout).unwrap();
         (json.matches("\"session\"").count() >= 2).then_some(())
     });
-    let out = run(zklock(&zk).args(["exec", "-w", "1.5", &lock, "--", "true"]));
+    let out = run(zklock(&zk).args(["exec", "--progress", "-w", "1.5", &lock, "--", "true"]));
     assert_eq!(code(&out), BUSY, "{out:?}");
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(

@@ -5,20 +5,10 @@
 mod common;
 
 use common::*;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
 use std::time::Duration;
 
 const LONG: Duration = Duration::from_secs(30);
-const PEER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kazoo_lock.py");
-
-/// Runs the kazoo peer in `mode` on `lock` as `identifier`.
-fn kazoo(zk: &str, lock: &str, identifier: &str, mode: &[&str]) -> Command {
-    let mut c = Command::new("/usr/bin/python3");
-    c.arg(PEER).args([zk, lock, identifier]).args(mode);
-    c
-}
-
 /// The peer's one-line answer to `try` or `wait S`.
 fn kazoo_answer(zk: &str, lock: &str, mode: &[&str]) -> String {
     let out = kazoo(zk, lock, "kazoo-contender", mode).output().unwrap();
@@ -27,26 +17,6 @@ fn kazoo_answer(zk: &str, lock: &str, mode: &[&str]) -> String {
         "kazoo peer failed (python3-kazoo?): {out:?}"
     );
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
-/// A kazoo holder (`hold`, or `shold N` for a semaphore lease): started, and
-/// returned once it says it holds (with its node).
-fn kazoo_holder(zk: &str, lock: &str, identifier: &str, mode: &[&str]) -> (Child, String) {
-    let mut child = kazoo(zk, lock, identifier, mode)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let node = line
-        .strip_prefix("HELD ")
-        .unwrap_or_else(|| panic!("kazoo peer said {line:?} (python3-kazoo installed?)"))
-        .trim()
-        .to_owned();
-    (child, node)
 }
 
 /// kazoo holds: `zklock exec -n --scheme kazoo` is busy (75) and `ls` shows the

@@ -124,7 +124,7 @@ fn late_write(test: &str, extra: &[&str], resume_after: Duration) -> Outcome {
 
     // B waits, then writes at once.
     let mut b = zklock(&zk);
-    b.args(["exec", "-w", "60"])
+    b.args(["exec", "--progress", "-w", "60"])
         .args(extra)
         .args([lock.as_str(), "--", "sh", "-c"])
         .arg(format!("touch b.started; {}", insert("B")))

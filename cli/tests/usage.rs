@@ -24,105 +24,85 @@ fn closed_port() -> u16 {
 fn usage_errors_before_connecting() {
     let refusing = format!("127.0.0.1:{}", closed_port());
     let too_long = format!("/{}", "a".repeat(131_010));
-    let cases: &[(&[&str], Option<&str>, &str)] = &[
-        (
-            &["exec", "relative", "--", "true"],
-            None,
-            "must be absolute",
-        ),
-        (
-            &["exec", "/a/", "--", "true"],
-            None,
-            "must not end with '/'",
-        ),
-        (&["exec", "/zookeeper/x", "--", "true"], None, "reserved"),
-        (
-            &["exec", "--lock-delay", "5", "--read", "/a", "--", "true"],
-            None,
-            "--lock-delay needs a mutex",
-        ),
-        (
-            &[
-                "exec",
-                "--lock-delay",
-                "5",
-                "--semaphore",
-                "2",
-                "/a",
-                "--",
-                "true",
-            ],
-            None,
-            "--lock-delay needs a mutex",
-        ),
-        (
-            &["exec", "--semaphore", "0", "/a", "--", "true"],
-            None,
-            "at least 1 permit",
-        ),
-        (
-            &[
-                "exec", "--owner", "me", "--scheme", "curator", "/a", "--", "true",
-            ],
-            None,
-            "Curator",
-        ),
-        (&["exec", &too_long, "--", "true"], None, "ZKLOCK_NODE"),
-        (
-            &["exec", "--read", &too_long, "--", "true"],
-            None,
-            "ZKLOCK_NODE",
-        ),
-        (
-            &["elect", "relative", "id", "--", "true"],
-            None,
-            "must be absolute",
-        ),
-        (&["ls", "relative"], None, "must be absolute"),
-        (&["revoke", "/a//b"], None, "empty segment"),
-        (&["leader", "x"], None, "must be absolute"),
-        (&["ls", "/a"], Some(""), "empty ZooKeeper connect string"),
-        (
-            &["--zk", "", "exec", "/a", "--", "true"],
-            None,
-            "empty ZooKeeper connect string",
-        ),
-        (
-            &["--zk", "host:notaport", "ls", "/a"],
-            None,
-            "malformed server \"host:notaport\"",
-        ),
-        (
-            &["--zk", "host:0", "ls", "/a"],
-            None,
-            "malformed server \"host:0\"",
-        ),
-        (
-            &["--zk", "h:1,,g:2", "ls", "/a"],
-            None,
-            "empty server entry",
-        ),
-        (&["--zk", ":1", "ls", "/a"], None, "malformed server \":1\""),
-        (&["--zk", "h:1/chroot/", "ls", "/a"], None, "invalid chroot"),
-        (
-            &["deadlocks", "/"],
-            None,
-            "the root cannot be a lock directory",
-        ),
-        (
-            &["top", "--once", "/"],
-            None,
-            "the root cannot be a lock directory",
-        ),
+    // `ARGS | MESSAGE`, ARGS split at spaces (`''` an empty argument, LONG the
+    // path above); `ZKLOCK_ZK=` first: that environment instead of --zk.
+    let cases = [
+        "exec relative -- true | must be absolute",
+        "exec /a/ -- true | must not end with '/'",
+        "exec /zookeeper/x -- true | reserved",
+        "exec --lock-delay 5 --read /a -- true | --lock-delay needs a mutex",
+        "exec --lock-delay 5 --semaphore 2 /a -- true | --lock-delay needs a mutex",
+        "exec --semaphore 0 /a -- true | at least 1 permit",
+        "exec --owner me --scheme curator /a -- true | Curator",
+        "exec LONG -- true | ZKLOCK_NODE",
+        "exec --read LONG -- true | ZKLOCK_NODE",
+        "elect relative id -- true | must be absolute",
+        "ls relative | must be absolute",
+        "revoke /a//b | empty segment",
+        "leader x | must be absolute",
+        "ZKLOCK_ZK= ls /a | empty ZooKeeper connect string",
+        "--zk '' exec /a -- true | empty ZooKeeper connect string",
+        "--zk host:notaport ls /a | malformed server \"host:notaport\"",
+        "--zk host:0 ls /a | malformed server \"host:0\"",
+        "--zk h:1,,g:2 ls /a | empty server entry",
+        "--zk :1 ls /a | malformed server \":1\"",
+        "--zk h:1/chroot/ ls /a | invalid chroot",
+        "deadlocks / | the root cannot be a lock directory",
+        "exec --scheme go --read /a -- true | --scheme go has only a mutex",
+        "exec --scheme go --semaphore 2 /a -- true | --scheme go has only a mutex",
+        "elect /a '' -- true | participant ID must not be empty",
     ];
-    for (args, env_zk, message) in cases {
-        let shown: Vec<String> = args.iter().map(|a| a.chars().take(40).collect()).collect();
-        let out = run(zklock(env_zk.unwrap_or(&refusing)).args(*args));
-        assert_eq!(out.status.code(), Some(2), "{shown:?}: {out:?}");
+    for case in cases {
+        let (line, message) = case.split_once(" | ").unwrap();
+        let (env_zk, line) = match line.strip_prefix("ZKLOCK_ZK= ") {
+            Some(line) => ("", line),
+            None => (refusing.as_str(), line),
+        };
+        let args = line.split(' ').map(|a| match a {
+            "''" => "",
+            "LONG" => &too_long,
+            a => a,
+        });
+        let out = run(zklock(env_zk).args(args));
+        assert_eq!(out.status.code(), Some(2), "{line}: {out:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(stderr.lines().count(), 1, "{shown:?}: one line: {stderr}");
-        assert!(stderr.contains(message), "{shown:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{line}: one line: {stderr}");
+        assert!(stderr.contains(message), "{line}: {stderr}");
     }
+}
+
+/// An argument that is not UTF-8 (a path, an option's value, the connect
+/// string) is a usage error, one line naming it (it was a panic, exit 101); in
+/// CMD's arguments any bytes are passed on as they are.
+#[test]
+fn arguments_that_are_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    // Split at spaces, BAD standing for the bytes `/a\xffb`.
+    let args = |line: &str| -> Vec<std::ffi::OsString> {
+        let bad = std::ffi::OsStr::from_bytes(b"/a\xffb");
+        line.split(' ')
+            .map(|a| if a == "BAD" { bad.into() } else { a.into() })
+            .collect()
+    };
+    let refusing = format!("127.0.0.1:{}", closed_port());
+    for line in [
+        "exec BAD -- true",
+        "ls BAD",
+        "--zk BAD ls /a",
+        "exec --owner BAD /a -- true",
+    ] {
+        let out = run(zklock(&refusing).args(args(line)));
+        assert_eq!(out.status.code(), Some(2), "{line}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{line}: one line: {stderr}");
+        let named = r#""/a\xFFb" is not valid UTF-8"#;
+        assert!(stderr.contains(named), "{line}: {stderr}");
+    }
+    // After `--`, CMD gets the bytes (not refused: it runs).
+    let zk = server().connect_string();
+    let line = format!("exec {} -- test BAD = BAD", unique("not-utf8-cmd"));
+    let out = run(zklock(&zk).args(args(&line)));
+    assert_eq!(code(&out), 0, "{out:?}");
 }
 
 /// A lock path just short of the environment limit still runs CMD (the check

@@ -153,11 +153,16 @@ impl Supervision {
                 if self.phase != Phase::Running {
                     return Act::Nothing;
                 }
-                // The client declares Suspended a tenth of the session timeout
-                // before the lock's deadline. CMD gets SIGTERM half a margin
-                // before the deadline at the latest (it has that long to exit
-                // cleanly before the guard stops its group), a margin from now
-                // at the latest, unless the connection comes back.
+                // CMD gets SIGTERM a margin (T/10) after the drop unless the
+                // connection comes back, and half a margin before the lock's
+                // deadline at the latest (it has that long to exit cleanly
+                // before the guard stops its group). A margin, not less: the
+                // README's failure table has a holder ride out any drop shorter
+                // than its tolerance (a server restart, a leader election:
+                // `Resumed`, never `Lost`), and safety does not hang on this
+                // SIGTERM (the guard stops CMD at the deadline whatever
+                // happens), so a shorter wait would only kill CMD on drops the
+                // lock survives.
                 let margin = self.windows.margin;
                 let until = trusted_until
                     .map_or(now + margin, |at| at.max(now + margin / 2) - margin / 2)

@@ -71,7 +71,10 @@ impl Listing {
         locks: &LockClient,
         dirs: BTreeSet<String>,
     ) -> Result<(), Error> {
-        let mut dirs = dirs.into_iter();
+        // Under `top /`: `/` itself and the server's `/zookeeper` are no lock
+        // directories (the lock client refuses them), so nobody is read there.
+        let lock_dir = |dir: &String| lock_core::validate_lock_path(dir).is_ok();
+        let mut dirs = dirs.into_iter().filter(lock_dir);
         let mut tasks = tokio::task::JoinSet::new();
         let mut spawn_next = |tasks: &mut tokio::task::JoinSet<_>| {
             if let Some(dir) = dirs.next() {

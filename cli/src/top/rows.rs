@@ -1,7 +1,7 @@
 //! One row per lock directory under the root: what `zklock top` shows. A row
 //! keeps creation times, not ages, so that the view ages it without reading.
 
-use crate::render::{kind_name, scheme_name};
+use crate::render::{kind_name, owner_text, scheme_name};
 use lock_zookeeper_client::Participants;
 use std::collections::BTreeSet;
 
@@ -11,8 +11,8 @@ pub(crate) struct Row {
     pub(crate) path: String,
     /// The kinds of its nodes (`write`, `read`, `semaphore(3)`, ...), `/`-joined.
     pub(crate) recipe: String,
-    /// Each holder: owner (or `-`), `ctime` (ms since the epoch, 0 when unknown),
-    /// fencing token.
+    /// Each holder: owner (an election candidate's id, or `-`), `ctime` (ms
+    /// since the epoch, 0 when unknown), fencing token.
     pub(crate) holders: Vec<(String, i64, i64)>,
     pub(crate) waiting: usize,
     /// The `ctime` of the oldest waiter (whose `ctime` is known).
@@ -44,10 +44,7 @@ pub(crate) fn row(who: &Participants) -> Option<Row> {
     let holders = who
         .holders
         .iter()
-        .map(|p| {
-            let owner = p.owner.clone().unwrap_or_else(|| "-".to_owned());
-            (owner, p.ctime, p.token.0)
-        })
+        .map(|p| (owner_text(p), p.ctime, p.token.0))
         .collect::<Vec<_>>();
     let oldest = |ctimes: Vec<i64>| ctimes.into_iter().filter(|c| *c > 0).min();
     Some(Row {

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 use lock_testkit::ZkServer;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -192,4 +193,33 @@ pub fn state(pid: u32) -> Option<char> {
 
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap().trim().to_owned()
+}
+
+pub const PEER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kazoo_lock.py");
+
+/// Runs the kazoo peer in `mode` on `lock` as `identifier`.
+pub fn kazoo(zk: &str, lock: &str, identifier: &str, mode: &[&str]) -> Command {
+    let mut c = Command::new("/usr/bin/python3");
+    c.arg(PEER).args([zk, lock, identifier]).args(mode);
+    c
+}
+
+/// A kazoo holder (`hold`, or `shold N` for a semaphore lease): started, and
+/// returned once it says it holds (with its node).
+pub fn kazoo_holder(zk: &str, lock: &str, identifier: &str, mode: &[&str]) -> (Child, String) {
+    let mut child = kazoo(zk, lock, identifier, mode)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let node = line
+        .strip_prefix("HELD ")
+        .unwrap_or_else(|| panic!("kazoo peer said {line:?} (python3-kazoo installed?)"))
+        .trim()
+        .to_owned();
+    (child, node)
 }
