@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # `zklock exec -- true` next to `flock(1) FILE true` (and their parts) on one
-# loopback ZooKeeper started by lock-testkit: alternating rounds, medians of the
-# per-round ratios, the load average noted. Usage: scripts/exec-vs-flock.sh [ROUNDS]
-# (default 60). Prints a table for BENCHMARKS.md.
+# loopback ZooKeeper started by lock-testkit, and next to their floors
+# (cli/examples/exec_floor.rs: the same ZooKeeper work and processes, a guard
+# included, with nothing of zklock's in between): alternating rounds, medians of
+# the per-round ratios, the load average noted. Usage: scripts/exec-vs-flock.sh
+# [ROUNDS] (default 60). Prints a table for BENCHMARKS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds="${1:-60}"
 cargo build --quiet --release -p zklock-cli
+cargo build --quiet --release -p zklock-cli --example exec_floor
 cargo build --quiet -p lock-testkit --example serve
 target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
 work="$(mktemp -d)"
@@ -16,9 +19,10 @@ mkfifo "$work/hold"
 "$target/debug/examples/serve" < "$work/hold" > "$work/zk" &
 exec 3> "$work/hold"
 for _ in $(seq 100); do [ -s "$work/zk" ] && break; sleep 0.1; done
-ZK="$(head -1 "$work/zk")" ZKLOCK="$target/release/zklock" ROUNDS="$rounds" WORK="$work" python3 - <<'PY'
+ZK="$(head -1 "$work/zk")" ZKLOCK="$target/release/zklock" FLOOR="$target/release/examples/exec_floor" ROUNDS="$rounds" WORK="$work" python3 - <<'PY'
 import os, statistics, subprocess, time
 zk, zklock, rounds, work = os.environ["ZK"], os.environ["ZKLOCK"], int(os.environ["ROUNDS"]), os.environ["WORK"]
+floor = os.environ["FLOOR"]
 lockfile = os.path.join(work, "flock")
 open(lockfile, "w").close()
 cases = {
@@ -26,7 +30,9 @@ cases = {
     "true (a process start)": ["true"],
     "zklock --version (zklock's start)": [zklock, "--version"],
     "zklock ls PATH (start, session, one read, close)": [zklock, "--zk", zk, "ls", "/bench/exec"],
+    "ls floor (connect, the listing reads, close)": [floor, "ls", zk, "/bench/exec"],
     "zklock exec PATH -- true": [zklock, "--zk", zk, "exec", "/bench/exec", "--", "true"],
+    "exec floor (guard, connect, create + list, CMD, delete, close)": [floor, "exec", zk, "/bench/exec-floor", "true"],
 }
 samples = {name: [] for name in cases}
 loads = []
@@ -45,4 +51,11 @@ for name, values in samples.items():
     ordered = sorted(values)
     print(f"| `{name}` | {statistics.median(ordered):.2f} ms | {ordered[len(ordered) // 10]:.2f} ms "
           f"| {ordered[0]:.2f} ms | {statistics.median(ratios):.2f} |")
+print()
+print("| command | / its floor (median of per-round ratios) |")
+print("|---|---|")
+for name, floor_name in [("zklock exec PATH -- true", "exec floor (guard, connect, create + list, CMD, delete, close)"),
+                         ("zklock ls PATH (start, session, one read, close)", "ls floor (connect, the listing reads, close)")]:
+    ratios = sorted(v / f for v, f in zip(samples[name], samples[floor_name]))
+    print(f"| `{name}` | {statistics.median(ratios):.2f} |")
 PY
