@@ -50,9 +50,10 @@ pub(crate) async fn run(
         Ok(who) => who,
         Err(e) => return crate::fail_at(&path, &e),
     };
-    // A path that does not exist is said to (a typo, most likely).
+    // A path that does not exist is said to (a typo, most likely); which
+    // ancestor is missing takes a look-up of its own.
     let mut absent = None;
-    if who.holders.is_empty() && who.waiters.is_empty() {
+    if !who.exists {
         absent = chroot.nothing_at(&path).await;
     }
     let now = now_ms();

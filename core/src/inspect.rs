@@ -110,6 +110,8 @@ pub(crate) struct Inspect {
     list: Option<RequestId>,
     places: Vec<Place>,
     foreign: usize,
+    /// The listing found the directory.
+    exists: bool,
     reads: Vec<(RequestId, usize)>,
     data: Vec<Option<(Vec<u8>, Stat)>>,
     /// Semaphores in Curator's and kazoo's layouts on the path.
@@ -130,6 +132,7 @@ impl Inspect {
             list: None,
             places: Vec::new(),
             foreign: 0,
+            exists: false,
             reads: Vec::new(),
             data: Vec::new(),
             lease: LeaseView::new(path.clone()),
@@ -150,6 +153,7 @@ impl Inspect {
         match purpose {
             Purpose::List if self.list == Some(request) => {
                 self.list = None;
+                self.exists = result.is_ok();
                 let children = match result {
                     Ok(Reply::Children(c)) => c,
                     Err(ZkError::NoNode) => Vec::new(),
@@ -232,6 +236,7 @@ impl Inspect {
         let mut out = Participants {
             path: self.path.clone(),
             foreign: self.foreign,
+            exists: self.exists,
             last_break: self.last_break.clone(),
             ..Participants::default()
         };

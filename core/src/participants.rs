@@ -56,6 +56,9 @@ pub struct Participants {
     pub waiters: Vec<Participant>,
     /// Children that match no naming scheme (ignored).
     pub foreign: usize,
+    /// Whether the lock directory existed when it was listed (an empty queue
+    /// may be a directory that is not there: a mistyped path).
+    pub exists: bool,
     /// The last break of this lock by an operator, from the record a break
     /// leaves (`<path>/zkl-broken`, see [`Session::break_node`](crate::Session::break_node)).
     pub last_break: Option<LastBreak>,

@@ -391,6 +391,7 @@ mod tests {
             holders: vec![held],
             waiters,
             foreign: 0,
+            exists: true,
             last_break: None,
         }
     }
