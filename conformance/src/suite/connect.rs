@@ -14,7 +14,7 @@ const TIMEOUT: Duration = Duration::from_secs(4);
 /// whole connect timeout, 4-16 s): room for a loaded machine, not a speed test.
 const PROMPT: Duration = Duration::from_secs(2);
 
-/// Connects to `cluster`, expecting a failure within [`PROMPT`]; returns it.
+/// Connects to `cluster`, expecting a failure within 2 s; returns it.
 fn failed_connect(b: &Suite, cluster: &str) -> (ConnectFailure, String) {
     let start = Instant::now();
     let result = b
@@ -51,7 +51,7 @@ fn closed_port() -> u16 {
     listener.local_addr().expect("its address").port()
 }
 
-/// Every server refusing: [`Reach::Refused`] for each, named, within [`PROMPT`].
+/// Every server refusing: [`Reach::Refused`] for each, named, within 2 s.
 pub fn connect_refused_is_prompt_and_named(b: &Suite) {
     let (one, two) = (closed_port(), closed_port());
     let cluster = format!("127.0.0.1:{one},127.0.0.1:{two}");
@@ -67,7 +67,7 @@ pub fn connect_refused_is_prompt_and_named(b: &Suite) {
     );
 }
 
-/// A host that does not resolve: [`Reach::Unresolved`], named, within [`PROMPT`].
+/// A host that does not resolve: [`Reach::Unresolved`], named, within 2 s.
 pub fn connect_unresolvable_is_prompt_and_named(b: &Suite) {
     let host = "no-such-host.invalid:2181";
     let (failure, message) = failed_connect(b, host);
@@ -86,7 +86,7 @@ pub fn connect_unresolvable_is_prompt_and_named(b: &Suite) {
 
 /// Servers that accept TCP connections but are not ZooKeeper, one speaking
 /// another protocol, one closing at once: [`Reach::NotZooKeeper`] for each,
-/// named, within [`PROMPT`].
+/// named, within 2 s.
 pub fn connect_not_zookeeper_is_prompt_and_named(b: &Suite) {
     let speaker = TcpListener::bind("127.0.0.1:0").expect("a listener");
     let closer = TcpListener::bind("127.0.0.1:0").expect("a listener");
