@@ -27,7 +27,7 @@ use crate::ctx::Ctx;
 use crate::event::{BreakOutcome, LockEvent};
 use crate::ids::{FencingToken, LockId};
 use crate::names::BREAK_RECORD;
-use crate::oneshot::{unexpected_reply, OneShot};
+use crate::oneshot::OneShot;
 use crate::path::split_parent;
 use crate::proto::{MultiOp, Op, Reply, RequestId, ZkError};
 use crate::requests::Purpose;
@@ -156,7 +156,7 @@ impl BreakNode {
                 }
                 // Another node of that name: the one inspected is gone.
                 Ok(Reply::Data { .. }) | Err(ZkError::NoNode) => self.gone(cx),
-                Ok(_) => self.trouble(cx, unexpected_reply()),
+                Ok(_) => self.trouble(cx, ZkError::unexpected_reply()),
                 Err(e) => self.trouble(cx, e),
             }
         } else if self.delete == Some(request) {
@@ -190,7 +190,7 @@ impl BreakNode {
                 // Written since our read (its holder publishing, a revocation
                 // request): read again, the token still decides.
                 Err(ZkError::BadVersion) => self.send_read(cx),
-                Ok(_) => self.trouble(cx, unexpected_reply()),
+                Ok(_) => self.trouble(cx, ZkError::unexpected_reply()),
                 Err(e) => {
                     if e.is_connection_loss() {
                         self.delete_maybe_applied = true;

@@ -18,7 +18,7 @@ use crate::lease_inspect::LeaseView;
 use crate::names::{
     is_marker, parse_participant, sort_by_sequence, NodeKind, ParsedName, BREAK_RECORD,
 };
-use crate::oneshot::{unexpected_reply, OneShot};
+use crate::oneshot::OneShot;
 use crate::owner;
 use crate::participants::{LastBreak, Participant, Participants};
 use crate::proto::{Op, Reply, RequestId, Stat, ZkError};
@@ -157,7 +157,7 @@ impl Inspect {
                 let children = match result {
                     Ok(Reply::Children(c)) => c,
                     Err(ZkError::NoNode) => Vec::new(),
-                    Ok(_) => return self.trouble(cx, unexpected_reply()),
+                    Ok(_) => return self.trouble(cx, ZkError::unexpected_reply()),
                     Err(e) => return self.trouble(cx, e),
                 };
                 let (places, foreign) = queue(&children);
@@ -191,7 +191,7 @@ impl Inspect {
                     }
                     // Gone since the listing: no record to show.
                     Err(ZkError::NoNode) => {}
-                    Ok(_) => return self.trouble(cx, unexpected_reply()),
+                    Ok(_) => return self.trouble(cx, ZkError::unexpected_reply()),
                     Err(e) => return self.trouble(cx, e),
                 }
             }
@@ -210,7 +210,7 @@ impl Inspect {
                     Ok(Reply::Data { data, stat }) => self.data[i] = Some((data, stat)),
                     // Gone since the listing: it left the queue.
                     Err(ZkError::NoNode) => {}
-                    Ok(_) => return self.trouble(cx, unexpected_reply()),
+                    Ok(_) => return self.trouble(cx, ZkError::unexpected_reply()),
                     Err(e) => return self.trouble(cx, e),
                 }
             }

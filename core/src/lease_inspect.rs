@@ -17,7 +17,6 @@ use crate::names::{
     parse_kazoo_lease, parse_name, semaphore_lease_dir, semaphore_mutex_dir, sort_by_sequence,
     NameScheme, NodeKind,
 };
-use crate::oneshot::unexpected_reply;
 use crate::owner;
 use crate::participants::Participant;
 use crate::proto::{Op, Reply, RequestId, Stat, ZkError};
@@ -148,7 +147,7 @@ impl LeaseView {
             let children = match result {
                 Ok(Reply::Children(c)) => c.clone(),
                 Err(ZkError::NoNode) => Vec::new(),
-                Ok(_) => return Some(Err(unexpected_reply())),
+                Ok(_) => return Some(Err(ZkError::unexpected_reply())),
                 Err(e) => return Some(Err(e.clone())),
             };
             let (scheme, lease) = match source {
@@ -193,7 +192,7 @@ impl LeaseView {
             Ok(Reply::Data { data, stat }) => self.nodes[i].data = Some((data.clone(), *stat)),
             // Gone since the listing: it left.
             Err(ZkError::NoNode) => {}
-            Ok(_) => return Some(Err(unexpected_reply())),
+            Ok(_) => return Some(Err(ZkError::unexpected_reply())),
             Err(e) => return Some(Err(e.clone())),
         }
         Some(Ok(()))

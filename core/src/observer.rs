@@ -11,7 +11,7 @@ use crate::ctx::Ctx;
 use crate::event::{Leader, LockEvent};
 use crate::ids::{FencingToken, LockId};
 use crate::names::{parse_participant, sort_by_sequence};
-use crate::oneshot::{unexpected_reply, OneShot};
+use crate::oneshot::OneShot;
 use crate::path::split_parent;
 use crate::proto::{Op, Reply, RequestId, WatchKind, WatchType, ZkError};
 use crate::requests::Purpose;
@@ -86,7 +86,7 @@ impl Observer {
     fn on_list(&mut self, cx: &mut Ctx, _request: RequestId, result: Result<Reply, ZkError>) {
         let children = match result {
             Ok(Reply::Children(c)) => c,
-            Ok(_) => return self.trouble(cx, unexpected_reply()),
+            Ok(_) => return self.trouble(cx, ZkError::unexpected_reply()),
             // No directory yet: nothing can be watched there; look again later.
             Err(ZkError::NoNode) => {
                 self.report(cx, None);
@@ -169,7 +169,7 @@ impl Observer {
                 };
                 self.report(cx, Some(leader));
             }
-            Ok(_) => self.trouble(cx, unexpected_reply()),
+            Ok(_) => self.trouble(cx, ZkError::unexpected_reply()),
             Err(ZkError::NoNode) => {
                 self.watching = None;
                 self.send_list(cx, false);

@@ -27,11 +27,6 @@ use crate::ids::LockId;
 use crate::proto::ZkError;
 use crate::timers::TimerKind;
 
-/// The error a reply of the wrong kind (e.g. data for a listing) stops a task with.
-pub(crate) fn unexpected_reply() -> ZkError {
-    ZkError::Other("unexpected reply".into())
-}
-
 /// Whether the policy retries after `error` (else the task stops).
 pub(crate) fn retries(error: &ZkError) -> bool {
     error.is_connection_loss() || matches!(error, ZkError::SessionExpired | ZkError::Closed)
@@ -103,7 +98,7 @@ mod tests {
             ZkError::BadArguments,
             ZkError::NodeExists,
             ZkError::Other("unsupported op".into()),
-            unexpected_reply(),
+            ZkError::unexpected_reply(),
         ] {
             assert!(!retries(&final_answer), "{final_answer:?}");
         }

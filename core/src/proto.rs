@@ -417,6 +417,12 @@ pub enum ZkError {
 }
 
 impl ZkError {
+    /// The error a reply of the wrong kind (e.g. data for a listing: a binding
+    /// that mixed up its replies) stops a task with.
+    pub(crate) fn unexpected_reply() -> ZkError {
+        ZkError::Other("unexpected reply".into())
+    }
+
     /// Whether the outcome of the request is unknown (it may or may not have been applied).
     pub fn is_connection_loss(&self) -> bool {
         matches!(self, ZkError::ConnectionLoss | ZkError::OperationTimeout)

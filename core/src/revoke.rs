@@ -6,7 +6,7 @@ use crate::ctx::Ctx;
 use crate::event::LockEvent;
 use crate::ids::LockId;
 use crate::names::{parse_name, parse_participant, sort_by_sequence, NameScheme, NodeKind};
-use crate::oneshot::{unexpected_reply, OneShot};
+use crate::oneshot::OneShot;
 use crate::path::split_parent;
 use crate::proto::{Op, Reply, RequestId, ZkError};
 use crate::requests::Purpose;
@@ -71,7 +71,7 @@ impl Revoke {
                         }
                     }
                     Err(ZkError::NoNode) => {}
-                    Ok(_) => return self.trouble(cx, unexpected_reply()),
+                    Ok(_) => return self.trouble(cx, ZkError::unexpected_reply()),
                     Err(e) => return self.trouble(cx, e),
                 }
             }

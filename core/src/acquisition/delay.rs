@@ -126,7 +126,7 @@ impl Delay {
     ) -> DelayOutcome {
         let data = match result {
             Ok(Reply::Data { data, .. }) => data,
-            Ok(_) => return DelayOutcome::Trouble(ZkError::Other("unexpected reply".into())),
+            Ok(_) => return DelayOutcome::Trouble(ZkError::unexpected_reply()),
             // Gone since our create failed: create again.
             Err(ZkError::NoNode) => {
                 self.send_marker(cx, ours, false);

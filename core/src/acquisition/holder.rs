@@ -190,9 +190,7 @@ impl Holder {
                 }
                 Ok(results)
             }
-            Ok(other) => Err(FencedError::Unknown(ZkError::Other(format!(
-                "unexpected reply {other:?}"
-            )))),
+            Ok(_) => Err(FencedError::Unknown(ZkError::unexpected_reply())),
             Err(ZkError::MultiFailed { index: 0, .. }) => Err(FencedError::NotHeld),
             Err(ZkError::MultiFailed { index, error }) => Err(FencedError::Write {
                 index: index as usize - 1,

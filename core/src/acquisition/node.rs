@@ -187,12 +187,11 @@ impl Node {
                 self.own = Some(OwnNode { path, seq, stat });
                 CreateOutcome::Created { stat }
             }
-            Ok(other) => {
+            Ok(_) => {
                 // Not a create's reply: whether our node exists is unknown, so look for
                 // it by attempt id (as after a connection loss) rather than forget it.
                 self.create = Create::Unknown;
-                let reason = format!("unexpected reply {other:?}");
-                CreateOutcome::Unknown(FailReason::Zk(ZkError::Other(reason)))
+                CreateOutcome::Unknown(FailReason::Zk(ZkError::unexpected_reply()))
             }
             Err(ZkError::NoNode) => {
                 self.create = Create::NotSent;
@@ -231,7 +230,7 @@ impl Node {
                 ReadOutcome::Ours { data, stat }
             }
             // Not our node's data: read it again later (a grant may be waiting on it).
-            Ok(_) => ReadOutcome::Trouble(ZkError::Other("unexpected reply".into())),
+            Ok(_) => ReadOutcome::Trouble(ZkError::unexpected_reply()),
             Err(ZkError::NoNode) => ReadOutcome::Gone(LostReason::NodeDeleted),
             Err(e) if e.is_connection_loss() => ReadOutcome::Trouble(e),
             Err(e) => {

@@ -478,7 +478,7 @@ impl Acquisition {
         let children = match result {
             Ok(Reply::Children(c)) => c,
             // Not a listing: nothing is awaited any more, so ask again later.
-            Ok(_) => return self.trouble(cx, ZkError::Other("unexpected reply".into())),
+            Ok(_) => return self.trouble(cx, ZkError::unexpected_reply()),
             Err(ZkError::NoNode) => Vec::new(),
             Err(e) if e.is_connection_loss() => return self.trouble(cx, e),
             Err(e) => {

@@ -23,7 +23,7 @@ use crate::ctx::Ctx;
 use crate::event::LockEvent;
 use crate::ids::{FencingToken, LockId};
 use crate::names::parse_name;
-use crate::oneshot::{unexpected_reply, OneShot};
+use crate::oneshot::OneShot;
 use crate::participants::CycleNode;
 use crate::proto::{Reply, RequestId, ZkError};
 use std::collections::BTreeSet;
@@ -81,7 +81,7 @@ impl Scan {
             _ => None,
         };
         if self.pass.on_reply(request, result).is_err() {
-            return self.trouble(cx, unexpected_reply());
+            return self.trouble(cx, ZkError::unexpected_reply());
         }
         // A directory just listed: read its participants, and under the root list
         // the subdirectories. (Only this reply's directory: looking through every

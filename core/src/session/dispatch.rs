@@ -95,20 +95,12 @@ impl Session {
 
     fn for_each_task_inner(&mut self, now: Timestamp, mut f: impl FnMut(&mut Task, &mut Ctx)) {
         let (mut cx, tasks) = self.ctx_parts(now);
-        let mut done = Vec::new();
-        for (id, t) in tasks.iter_mut() {
-            f(t, &mut cx);
-            cx.contact.set_wanted(*id, wants_proof(t));
-            cx.contact.set_awaiting(*id, awaits_contact(t));
-            if t.is_done() {
-                done.push(*id);
+        let ids: Vec<LockId> = tasks.keys().copied().collect();
+        for id in ids {
+            if let Some(t) = tasks.get_mut(&id) {
+                f(t, &mut cx);
+                settle(&mut cx, tasks, id);
             }
-        }
-        for id in done {
-            tasks.remove(&id);
-            cx.timers.cancel_lock(id);
-            cx.requests.forget_lock(id);
-            cx.watches.forget_lock(id);
         }
     }
 }

@@ -90,11 +90,9 @@ impl Lease {
                     }
                 }
             }
-            Ok(other) => {
+            Ok(_) => {
                 self.create = LeaseCreate::Unknown;
-                Outcome::Fail(FailReason::Zk(ZkError::Other(format!(
-                    "unexpected reply {other:?}"
-                ))))
+                Outcome::Fail(FailReason::Zk(ZkError::unexpected_reply()))
             }
             // kazoo: a create of ours whose reply was lost made it: it is ours.
             Err(ZkError::NodeExists) if self.layout == Layout::Kazoo => {

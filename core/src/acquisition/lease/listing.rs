@@ -46,7 +46,7 @@ impl Lease {
     ) -> Outcome {
         let children = match result {
             Ok(Reply::Children(c)) => c,
-            Ok(_) => return Outcome::Trouble(ZkError::Other("unexpected reply".into())),
+            Ok(_) => return Outcome::Trouble(ZkError::unexpected_reply()),
             Err(ZkError::NoNode) => Vec::new(),
             Err(e) if e.is_connection_loss() => return Outcome::Trouble(e),
             Err(e) if cleanup => return Outcome::Trouble(e),

@@ -68,7 +68,7 @@ impl Lease {
                 self.send_list(cx, id);
                 Outcome::Pending
             }
-            Ok(_) => Outcome::Trouble(ZkError::Other("unexpected reply".into())),
+            Ok(_) => Outcome::Trouble(ZkError::unexpected_reply()),
             Err(ZkError::NoNode) => {
                 self.send_pool_create(cx, id, false);
                 Outcome::Pending
