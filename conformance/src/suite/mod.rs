@@ -5,6 +5,7 @@
 mod connection;
 mod elections;
 mod faults;
+mod guarded;
 mod load;
 mod locks;
 mod rounds;
@@ -12,6 +13,7 @@ mod rounds;
 pub use connection::*;
 pub use elections::*;
 pub use faults::*;
+pub use guarded::*;
 pub use load::*;
 pub use locks::*;
 pub use rounds::*;
