@@ -9,9 +9,9 @@
 //! suspension before expiry on a long partition, an administrator deleting the
 //! holder's node, fenced writes, crash-detecting sections, lock-delay and the
 //! record of a forced break (each a `multi`), losing an ensemble's leader under
-//! contention, elections that
-//! outlive their sessions (a leader cut off loses its term before the next is
-//! elected, then rejoins on a new session; a closing leader hands over at once),
+//! contention, elections that outlive their sessions (a leader cut off loses its
+//! term before the next is elected, then rejoins on a new session; a closing
+//! leader hands over at once),
 //! typed errors, the number of requests an uncontended lock costs, and no false
 //! alarm after 1,000 contended grants on an ensemble under load.
 //!
