@@ -73,6 +73,15 @@ impl ZkAdmin {
             .map(|s| (s.czxid, s.ephemeral_owner))
     }
 
+    /// The data of `path` and its version, if it exists.
+    pub fn data(&self, path: &str) -> Option<(Vec<u8>, i32)> {
+        match self.zk.get_data(path, false) {
+            Ok((data, stat)) => Some((data, stat.version)),
+            Err(ZkError::NoNode) => None,
+            Err(e) => panic!("reading {path}: {e:?}"),
+        }
+    }
+
     /// Waits (on watches, not by polling) until the children of `path` satisfy
     /// `condition`, for at most `within`; returns them. Panics on timeout.
     pub fn wait_children(
@@ -156,6 +165,10 @@ impl Admin for ZkAdmin {
 
     fn czxid(&self, path: &str) -> Option<i64> {
         self.stat(path).map(|(czxid, _)| czxid)
+    }
+
+    fn data(&self, path: &str) -> Option<(Vec<u8>, i32)> {
+        ZkAdmin::data(self, path)
     }
 
     fn wait_children(

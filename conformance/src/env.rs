@@ -155,6 +155,9 @@ pub trait Admin: Send + Sync {
     fn delete(&self, path: &str) -> bool;
     /// The `czxid` of `path` (a lock node's fencing token), if it exists.
     fn czxid(&self, path: &str) -> Option<i64>;
+    /// The data of `path` and its version, if it exists (what a fenced write
+    /// wrote, and whether it wrote).
+    fn data(&self, path: &str) -> Option<(Vec<u8>, i32)>;
     /// Waits until the children of `path` satisfy `condition`, for at most
     /// `within`; returns them. Panics on timeout.
     fn wait_children(

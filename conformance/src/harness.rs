@@ -4,8 +4,11 @@
 use crate::env::{Deployment, Env, Style};
 use crate::Kind;
 use lock_client::blocking::{block_on, block_on_until};
-use lock_client::{Election, Error, Leadership, LockClient, LockGuard, LockStatus, PendingLock};
-use lock_core::{LockEvent, LockSpec, LostReason, Stats};
+use lock_client::{
+    BreakLock, Broken, Election, Error, FencedError, Leadership, LockClient, LockGuard, LockStatus,
+    PendingLock, Writes,
+};
+use lock_core::{LockEvent, LockSpec, LostReason, MultiResult, Participants, Stats};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
@@ -116,6 +119,26 @@ impl Suite {
             Kind::Read => LockSpec::read(path),
             Kind::Semaphore(n) => LockSpec::semaphore(path, n),
         };
+        self.start_spec(client, spec)
+    }
+
+    /// Acquires any `spec` (`acquire`), waiting at most `within`.
+    pub fn acquire(
+        &self,
+        client: &LockClient,
+        spec: LockSpec,
+        within: Duration,
+    ) -> Result<LockGuard, Error> {
+        let deadline = Some(Instant::now() + within);
+        if self.is_async() {
+            block_on(client.acquire(spec, deadline))
+        } else {
+            client.acquire_blocking(spec, deadline)
+        }
+    }
+
+    /// Starts acquiring any `spec` without waiting (see [`start`](Self::start)).
+    pub fn start_spec(&self, client: &LockClient, spec: LockSpec) -> Result<Pending, Error> {
         if !self.is_async() {
             return client.start(spec, None).map(Pending::Blocking);
         }
@@ -205,6 +228,53 @@ impl Suite {
             block_on(guard.release())
         } else {
             guard.release_blocking()
+        }
+    }
+
+    /// Writes `writes` only while the lock is held (one `multi` with a check of
+    /// the lock node).
+    pub fn fenced_write(
+        &self,
+        guard: &LockGuard,
+        writes: Writes,
+    ) -> Result<Vec<MultiResult>, FencedError> {
+        if self.is_async() {
+            block_on(guard.fenced_write(writes))
+        } else {
+            guard.fenced_write_blocking(writes)
+        }
+    }
+
+    /// Opens (`open`) or closes a crash-detecting section on the guard's lock.
+    pub fn section(&self, guard: &LockGuard, open: bool) -> Result<(), Error> {
+        match (self.is_async(), open) {
+            (true, true) => block_on(guard.open_section()),
+            (true, false) => block_on(guard.close_section()),
+            (false, true) => guard.open_section_blocking(),
+            (false, false) => guard.close_section_blocking(),
+        }
+    }
+
+    /// Breaks a participant of the lock at `path` (`LockClient::break_lock`).
+    pub fn break_lock(
+        &self,
+        client: &LockClient,
+        path: &str,
+        what: BreakLock,
+    ) -> Result<Broken, Error> {
+        if self.is_async() {
+            block_on(client.break_lock(path, what))
+        } else {
+            client.break_lock_blocking(path, what)
+        }
+    }
+
+    /// The participants of the lock at `path` (`LockClient::participants`).
+    pub fn participants(&self, client: &LockClient, path: &str) -> Result<Participants, Error> {
+        if self.is_async() {
+            block_on(client.participants(path))
+        } else {
+            client.participants_blocking(path)
         }
     }
 

@@ -7,13 +7,14 @@
 //! read/write semantics, semaphores, timeouts and cancellation that leave no node,
 //! connection loss during a create, suspension and resumption on a short cut,
 //! suspension before expiry on a long partition, an administrator deleting the
-//! holder's node, losing an ensemble's leader under contention, elections that
-//! outlive their sessions (a leader cut off loses its term before the next is
-//! elected, then rejoins on a new session; a closing leader hands over at once),
-//! a holder process paused past its trust deadline that distrusts its lock at
-//! its first check, typed errors, the number of requests an uncontended lock
-//! costs, and no false alarm after 1,000 contended grants on an ensemble under
-//! load.
+//! holder's node, fenced writes, crash-detecting sections, lock-delay and the
+//! record of a forced break (each a `multi`), losing an ensemble's leader under
+//! contention, elections that outlive their sessions (a leader cut off loses its
+//! term before the next is elected, then rejoins on a new session; a closing
+//! leader hands over at once), a holder process paused past its trust deadline
+//! that distrusts its lock at its first check, typed errors, the number of
+//! requests an uncontended lock costs, and no false alarm after 1,000 contended
+//! grants on an ensemble under load.
 //!
 //! # How a binding plugs in
 //!
@@ -145,6 +146,11 @@ macro_rules! conformance_tests {
             election_hands_over_at_once_on_close,
             invalid_paths_give_typed_errors,
             closed_client_gives_typed_errors,
+            fenced_write_only_while_held,
+            crash_in_section_detected_uncontended,
+            crash_in_section_detected_contended,
+            lock_delay_follows_an_unclean_end_only,
+            forced_break_leaves_its_record,
         );
         $( $crate::conformance_tests!(@capability $env; $capability); )*
 

@@ -183,6 +183,11 @@ impl Admin for SimAdmin {
         self.0.stat(path).map(|s| s.czxid)
     }
 
+    fn data(&self, path: &str) -> Option<(Vec<u8>, i32)> {
+        let version = self.0.stat(path)?.version;
+        Some((self.0.data(path)?, version))
+    }
+
     fn wait_children(
         &self,
         path: &str,

@@ -174,9 +174,9 @@ impl BreakNode {
                     return self.send_delete(cx, self.version);
                 }
                 Err(ZkError::MultiFailed { index: 0, error }) => Err(*error),
-                // A client library without `multi` (the blocking `zookeeper`
-                // crate refuses it before sending): the delete goes alone, and
-                // the break is not recorded.
+                // A binding whose client library has no `multi` refuses it
+                // before sending: the delete goes alone, and the break is not
+                // recorded.
                 Err(ZkError::Other(_)) if self.record.is_some() => {
                     self.record = None;
                     return self.send_delete(cx, self.version);

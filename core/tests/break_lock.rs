@@ -379,9 +379,7 @@ fn without_multi_the_break_goes_unrecorded() {
     assert!(matches!(multi.op, Op::Multi(_)), "{multi:?}");
     h.reply(
         multi.id,
-        Err(ZkError::Other(
-            "multi unsupported by the zookeeper crate".into(),
-        )),
+        Err(ZkError::Other("multi unsupported by this client".into())),
     );
     let delete = take_delete(&mut h, &node, 3);
     h.reply(delete.id, Ok(Reply::Deleted));

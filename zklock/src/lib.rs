@@ -113,7 +113,6 @@ pub mod blocking {
     pub use lock_zookeeper::Connect;
     pub use lock_zookeeper::{
         Builder, Diagnose, Diagnostics, DEFAULT_SESSION_MARKER, DEFAULT_SESSION_TIMEOUT,
-        MULTI_UNSUPPORTED,
     };
 
     use crate::{Error, LockClient};

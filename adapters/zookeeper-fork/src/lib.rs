@@ -13,7 +13,9 @@
 //! * a client busy with requests (it never pings) reconnects into its session
 //!   after a connection loss instead of giving the session up;
 //! * [`ZooKeeper::sync`], ZooKeeper's `sync`;
-//! * [`ZooKeeper::session_timeout`], the session timeout the server granted.
+//! * [`ZooKeeper::session_timeout`], the session timeout the server granted;
+//! * [`ZooKeeper::multi`], ZooKeeper's `multi` (a transaction of creates,
+//!   deletes, setData and checks).
 //!
 //! The code is upstream's 2020 code, formatted, and otherwise kept close to it so
 //! that fixes travel both ways: hence the lints allowed below rather than fixed.
@@ -43,6 +45,7 @@ extern crate zookeeper_derive;
 pub use acl::*;
 pub use consts::{WatcherType, *};
 pub use data::*;
+pub use multi::{MultiError, Op, OpResult};
 pub use watch::{Watch, WatchedEvent, Watcher};
 pub use zookeeper::{ZkResult, ZooKeeper};
 pub use zookeeper_ext::ZooKeeperExt;
@@ -54,6 +57,7 @@ mod consts;
 mod data;
 mod io;
 mod listeners;
+mod multi;
 mod paths;
 mod proto;
 pub mod recipes;

@@ -21,6 +21,9 @@ pub enum OpCode {
     GetData = 4,
     SetData = 5,
     Sync = 9,
+    Check = 13,
+    Multi = 14,
+    CreateContainer = 19,
     Ping = 11,
     CloseSession = -11,
 }

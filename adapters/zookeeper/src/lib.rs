@@ -79,7 +79,7 @@
 //! | Calls from different threads are not ordered. | Requests are issued so that no reply can depend on the order: a write when nothing before it is unanswered, a read when no write before it is. |
 //! | `create` returns no Stat. | The fencing token comes from a `getData` on our own node (no watch), sent when the create's reply arrives: one request more than with a Stat (4 a cycle against 3), and the grant waits for its reply (create, then getData: one read round trip more, about 130 µs of 450 µs on loopback). |
 //! | It never sets `TCP_NODELAY` and writes each request on its own: Nagle's algorithm holds a request written while another is unanswered (the own-node `getData` behind the `getChildren` issued with it: 3 round trips per acquisition instead of 2). | The binding turns Nagle's algorithm off on every new connection, before the core hears of it, through [`lock_nodelay`] (Linux; elsewhere the delays remain). An uncontended acquisition is 2 round trips (the `create`, then both reads), a release 1, a handoff 1 after the holder's release is sent; `tests/round_trips.rs` counts them through a delaying proxy, `tests/nodelay.rs` checks the option on the live socket after connects, reconnects and a move to another server. |
-//! | No `multi`. | Requests the core would send as `multi` (fenced writes, crash-detecting sections) fail with `ZkError::Other(`[`MULTI_UNSUPPORTED`]`)`; the plain lock API never sends one. |
+//! | 0.8.0 has no `multi`. | Added in the crate (the fork's `ZooKeeper::multi`): fenced writes, crash-detecting sections, lock-delay and the break's record run here as on every binding, each one request (the conformance suite runs them on this binding). |
 //! | 0.8.0 hides the negotiated session timeout (a server fits the one asked for into its `minSessionTimeout..=maxSessionTimeout`). | Fixed in the crate (the fork's `ZooKeeper::session_timeout`): once a session is established, and before the core hears of it (before [`Builder::connect`] returns), the driver times everything by the timeout the server granted: its liveness checks, and the core's grace, expiry margin and proof of contact ([`Link::reconfigure`](lock_client::Link::reconfigure)); a new session after an expiry gets its own. [`LockClient::session_timeout`] reports it. A server granting less than asked for no longer leaves a lock trusted too long (`tests/hazards.rs`, `granted_timeout_times_the_locks`). After every (re)connect the binding also reads the server's settings (`conf`, on a thread of its own) and warns ([`ConnectionEvent::ServerHazard`], [`Hazard`]) when `syncLimit × tickTime` is too long for the session. |
 //! | Its constructor panics if the first socket cannot be created. | Caught: [`Error::Connect`]. |
 //!
@@ -99,7 +99,6 @@ pub use client::{
     builder, connect, Builder, Connect, Diagnose, DEFAULT_SESSION_MARKER, DEFAULT_SESSION_TIMEOUT,
 };
 pub use driver::Diagnostics;
-pub use wire::MULTI_UNSUPPORTED;
 
 // The user API, whole: the same names as the `zklock` facade and the async binding
 // (zklock's `tests/exports.rs` checks it).

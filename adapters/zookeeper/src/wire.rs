@@ -14,11 +14,11 @@
 //! depend on the order (see `driver/ordering.rs`).
 
 use lock_client::{Auth, NodeAcl, Perms};
-use lock_core::{CreateMode, Op, Reply, Stat, WatchType, ZkError};
+use lock_core::{CreateMode, MultiOp, MultiResult, Op, Reply, Stat, WatchType, ZkError};
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
-use zookeeper::{Acl, Permission, ZooKeeper};
+use zookeeper::{Acl, MultiError, OpResult, Permission, ZooKeeper};
 
 /// How `probe_session` reports credentials the server refused.
 pub(crate) const AUTH_REFUSED: &str = "the server refused the credentials";
@@ -43,11 +43,6 @@ pub(crate) fn acl(acl: &NodeAcl) -> Vec<Acl> {
         .map(|e| Acl::new(permission(e.perms), &e.scheme, &e.id))
         .collect()
 }
-
-/// The text of the error every `Op::Multi` gets: the `zookeeper` crate (0.8) has no
-/// `multi` (and no way to send a raw request), so fenced writes and crash-detecting
-/// sections cannot run on this binding.
-pub const MULTI_UNSUPPORTED: &str = "multi unsupported by the zookeeper crate";
 
 /// Maps a `zookeeper` crate error onto the core's.
 pub(crate) fn zk_error(e: zookeeper::ZkError) -> ZkError {
@@ -74,9 +69,6 @@ pub(crate) fn zk_error(e: zookeeper::ZkError) -> ZkError {
 /// stat: the crate's `create` gives only the path (the core fetches the token with
 /// the `getData` on its own node it sends anyway).
 pub(crate) fn run_op(zk: &ZooKeeper, op: &Op, acl: &[Acl]) -> Result<Reply, ZkError> {
-    if let Some(e) = unsupported(op) {
-        return Err(e);
-    }
     match op {
         Op::Create { path, data, mode } => {
             let mode = create_mode(*mode).map_err(zk_error)?;
@@ -109,16 +101,68 @@ pub(crate) fn run_op(zk: &ZooKeeper, op: &Op, acl: &[Acl]) -> Result<Reply, ZkEr
         }
         // The fork's (zookeeper-zklock): through the leader, no transaction.
         Op::Sync { path } => zk.sync(path).map(|_| Reply::Synced),
+        Op::Multi(ops) => return multi(zk, ops, acl),
         _ => return Err(ZkError::Other(format!("unsupported operation {op:?}"))),
     }
     .map_err(zk_error)
 }
 
-/// The operations this binding cannot run, with the error they get.
-pub(crate) fn unsupported(op: &Op) -> Option<ZkError> {
-    match op {
-        Op::Multi(_) => Some(ZkError::Other(MULTI_UNSUPPORTED.to_owned())),
-        _ => None,
+/// A multi as one request (the fork's `ZooKeeper::multi`): all or nothing, a
+/// failure naming its first failing op.
+fn multi(zk: &ZooKeeper, ops: &[MultiOp], acl: &[Acl]) -> Result<Reply, ZkError> {
+    let ops = ops
+        .iter()
+        .map(|op| {
+            Ok(match op {
+                MultiOp::Create { path, data, mode } => zookeeper::Op::Create {
+                    path: path.clone(),
+                    data: data.clone(),
+                    acl: acl.to_vec(),
+                    mode: create_mode(*mode).map_err(zk_error)?,
+                },
+                MultiOp::Delete { path, version } => zookeeper::Op::Delete {
+                    path: path.clone(),
+                    version: *version,
+                },
+                MultiOp::SetData {
+                    path,
+                    data,
+                    version,
+                } => zookeeper::Op::SetData {
+                    path: path.clone(),
+                    data: data.clone(),
+                    version: *version,
+                },
+                MultiOp::Check { path, version } => zookeeper::Op::Check {
+                    path: path.clone(),
+                    version: *version,
+                },
+                other => {
+                    let message = format!("multi op not supported by this binding: {other:?}");
+                    return Err(ZkError::Other(message));
+                }
+            })
+        })
+        .collect::<Result<Vec<_>, ZkError>>()?;
+    match zk.multi(ops) {
+        Ok(results) => Ok(Reply::Multi(
+            results
+                .into_iter()
+                .map(|result| match result {
+                    OpResult::Create(path) => MultiResult::Created { path },
+                    OpResult::Delete => MultiResult::Deleted,
+                    OpResult::SetData(stat) => MultiResult::SetData {
+                        stat: map_stat(&stat),
+                    },
+                    OpResult::Check => MultiResult::Checked,
+                })
+                .collect(),
+        )),
+        Err(MultiError::Op { index, error }) => Err(ZkError::MultiFailed {
+            index: u32::try_from(index).unwrap_or(u32::MAX),
+            error: Box::new(zk_error(error)),
+        }),
+        Err(MultiError::Request(error)) => Err(zk_error(error)),
     }
 }
 
@@ -400,13 +444,6 @@ mod tests {
                 "10.0.0.1"
             )]
         );
-    }
-
-    #[test]
-    fn multi_is_refused_with_a_clear_error() {
-        let e = unsupported(&Op::Multi(Vec::new())).unwrap();
-        assert_eq!(e, ZkError::Other(MULTI_UNSUPPORTED.into()));
-        assert!(unsupported(&Op::GetChildren { path: "/a".into() }).is_none());
     }
 
     #[test]

@@ -6,7 +6,7 @@ mod common;
 use lock_conformance::{
     fresh_server, shared_server, unique_path, wait_until, watchers_of, ZkAdmin, LONG, SHORT,
 };
-use lock_core::{LockEvent, LockSpec, LostReason};
+use lock_core::{LockEvent, LostReason};
 use lock_testkit::{FaultProxy, ZkEnsemble, ZkServer};
 use lock_zookeeper::{Connect, ConnectFailure, Diagnose, Error, LockClient, LockStatus, Reach};
 use std::mem::ManuallyDrop;
@@ -476,24 +476,98 @@ fn token_without_stat_on_create_is_the_nodes_czxid() {
     locks.close_blocking();
 }
 
-/// Hazard: no `multi`. The plain lock API never needs one (a crash-detecting lock
-/// without an open section releases with a plain `delete`); what would need one
-/// fails with a clear error (unit-tested in `wire.rs`).
+/// Hazard: the crate (0.8.0) has no `multi`. Added in the fork
+/// (`ZooKeeper::multi`): creates (a container among them), a setData, a check and
+/// a delete apply as one transaction, with their results; a failing op is named
+/// and nothing is applied; paths go through the chroot both ways.
 #[test]
-fn no_multi_needed_by_the_lock_api() {
+fn fork_runs_a_multi_as_one_transaction() {
+    use zookeeper::{MultiError, Op, OpResult, ZkError};
     let server = shared_server();
-    let locks = client(&server.connect_string(), Duration::from_secs(2));
-    let path = unique_path("no-multi");
-    let guard = locks
-        .acquire_blocking(LockSpec::write(&path).detect_crashes(), None)
-        .expect("lock");
-    assert!(!guard.grant().previous_holder_crashed);
-    guard.release_blocking().expect("release without multi");
+    let (zk, _) = raw(&server.connect_string(), Duration::from_secs(10));
+    let dir = unique_path("fork-multi");
+    let (a, gone) = (format!("{dir}/a"), format!("{dir}/gone"));
+    let create = |path: &str, mode| Op::Create {
+        path: path.to_owned(),
+        data: b"v0".to_vec(),
+        acl: Acl::open_unsafe().clone(),
+        mode,
+    };
+    let results = zk
+        .multi(vec![
+            create(&dir, CreateMode::Persistent),
+            create(&a, CreateMode::Persistent),
+            create(&format!("{dir}/c"), CreateMode::Container),
+            create(&format!("{dir}/s-"), CreateMode::EphemeralSequential),
+            create(&gone, CreateMode::Persistent),
+            Op::SetData {
+                path: a.clone(),
+                data: b"v1".to_vec(),
+                version: Some(0),
+            },
+            Op::Check {
+                path: a.clone(),
+                version: Some(1),
+            },
+            Op::Delete {
+                path: gone.clone(),
+                version: None,
+            },
+        ])
+        .expect("the multi applies");
+    match &results[..] {
+        [OpResult::Create(d), OpResult::Create(_), OpResult::Create(c), OpResult::Create(s), OpResult::Create(_), OpResult::SetData(stat), OpResult::Check, OpResult::Delete] =>
+        {
+            assert_eq!((d, c), (&dir, &format!("{dir}/c")));
+            assert!(s.starts_with(&format!("{dir}/s-")) && s.len() == dir.len() + 13);
+            assert_eq!(stat.version, 1);
+        }
+        other => panic!("{other:?}"),
+    }
+    let (data, stat) = zk.get_data(&a, false).expect("a");
+    assert_eq!((data.as_slice(), stat.version), (&b"v1"[..], 1));
+    // Created (as a container: the server shows clients no mark of it, and reaps
+    // it only a minute after it had children; the unit test checks the op code).
+    assert!(zk.exists(&format!("{dir}/c"), false).expect("c").is_some());
+    assert!(zk.exists(&gone, false).expect("gone").is_none());
+
+    // The check fails: the setData before it is not applied either.
+    let failed = zk.multi(vec![
+        Op::SetData {
+            path: a.clone(),
+            data: b"v2".to_vec(),
+            version: None,
+        },
+        Op::Check {
+            path: gone.clone(),
+            version: None,
+        },
+    ]);
     assert_eq!(
-        lock_zookeeper::MULTI_UNSUPPORTED,
-        "multi unsupported by the zookeeper crate"
+        failed.unwrap_err(),
+        MultiError::Op {
+            index: 1,
+            error: ZkError::NoNode
+        }
     );
-    locks.close_blocking();
+    assert_eq!(zk.get_data(&a, false).expect("a").0, b"v1");
+
+    // Under a chroot: paths in and out are the chroot's.
+    let (rooted, _) = raw(&format!("{}{dir}", server.connect_string()), SHORT);
+    let results = rooted
+        .multi(vec![
+            create("/r", CreateMode::Persistent),
+            Op::Delete {
+                path: "/a".into(),
+                version: Some(1),
+            },
+        ])
+        .expect("a multi under the chroot");
+    assert!(matches!(&results[..], [OpResult::Create(r), OpResult::Delete] if r == "/r"));
+    assert!(zk.exists(&a, false).expect("a").is_none());
+    assert!(zk.exists(&format!("{dir}/r"), false).expect("r").is_some());
+    drop(ManuallyDrop::into_inner(rooted));
+    drop(ManuallyDrop::into_inner(zk));
 }
 
 /// Hazard: the crate never times out a silent connection, and gives up for good on

@@ -4,6 +4,7 @@ use data::*;
 use io::ZkIo;
 use listeners::{ListenerSet, Subscription};
 use mio_extras::channel::Sender as MioSender;
+use multi::{MultiError, MultiRequest, MultiResponse, Op, OpResult};
 use proto::*;
 use std::convert::From;
 use std::result;
@@ -472,6 +473,33 @@ impl ZooKeeper {
         let response: SetDataResponse = try!(self.request(OpCode::SetData, self.xid(), req, None));
 
         Ok(response.stat)
+    }
+
+    /// Run `ops` as one transaction (ZooKeeper's `multi`, 3.4+): the server applies
+    /// all of them, in order, or none. Return their results, in the same order.
+    ///
+    /// # Errors
+    /// If an operation fails (as it would on its own, e.g. a `Check` of a missing
+    /// node: `NoNode`), nothing is applied and `Err(MultiError::Op)` names the first
+    /// one that failed; a failure of the request itself is `Err(MultiError::Request)`.
+    pub fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, MultiError> {
+        trace!("ZooKeeper::multi");
+        let ops = ops
+            .into_iter()
+            .map(|op| op.map_path(|path| self.path(path)));
+        let req = MultiRequest(ops.collect::<ZkResult<_>>().map_err(MultiError::Request)?);
+
+        let response: MultiResponse = try!(self
+            .request(OpCode::Multi, self.xid(), req, None)
+            .map_err(MultiError::Request));
+
+        let mut results = try!(response.0);
+        for result in results.iter_mut() {
+            if let OpResult::Create(ref mut path) = *result {
+                *path = self.cut_chroot(path.clone());
+            }
+        }
+        Ok(results)
     }
 
     /// Add a watch to the given znode using the given mode. Note: not all

@@ -111,15 +111,6 @@ impl Driver {
         );
         let gen = self.conn.gen;
         let tx = self.tx.clone();
-        if let Some(error) = wire::unsupported(&op) {
-            // Answered without a call (multi): through the channel, like any reply.
-            let _ = tx.send(Msg::Reply {
-                gen,
-                key,
-                result: Err(error),
-            });
-            return;
-        }
         let zk = zk.clone();
         let acl = self.settings.acl.clone();
         self.pool.run(
