@@ -14,28 +14,12 @@ fn env() -> ZkEnv {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    ZkEnv::new(
-        "lock-zookeeper-async",
-        Style::Async,
-        REQUESTS_PER_CYCLE,
-        move |cluster, timeout| {
-            rt.block_on(
-                lock_zookeeper_async::builder(cluster)
-                    .session_timeout(timeout)
-                    .connect(),
-            )
-        },
-    )
+    ZkEnv::new("lock-zookeeper-async", Style::Async, REQUESTS_PER_CYCLE, move |cluster, timeout| {
+        rt.block_on(lock_zookeeper_async::builder(cluster).session_timeout(timeout).connect())
+    })
 }
 
 lock_conformance::conformance_tests!(
     env(),
-    [
-        hold_replies,
-        watchers,
-        request_count,
-        ensemble,
-        processes,
-        connect_failures
-    ]
+    [hold_replies, watchers, request_count, ensemble, processes, connect_failures]
 );
