@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use zookeeper_async::{WatchedEventType as Event, ZkState};
 
-/// A call's outcome (generation, sequence number, request: none for the
-/// driver's own, sent at), or a new session's.
+/// A call's outcome (generation, sequence, the core's request id, sent at), or a session's.
 enum Done {
     Reply(u64, u64, Option<RequestId>, Result<Reply, ZkError>, Instant),
     Opened(Result<Opened, ZkError>),
@@ -24,56 +23,33 @@ enum Done {
 pub(crate) type Reports = (UnboundedSender<Report>, UnboundedReceiver<Report>);
 
 pub(crate) struct Driver {
-    link: Link,
-    dial: Dial,
+    pub(crate) link: Link,
+    pub(crate) dial: Dial,
     /// What `Link::reconfigure` needs: the options and the seed.
-    config: (ConnectOptions, u64),
+    pub(crate) config: (ConnectOptions, u64),
+    pub(crate) reports: Reports,
+    /// Send time of the newest request the server answered (it heard us no earlier).
+    pub(crate) contact: Instant,
+    pub(crate) s: State,
+}
+
+/// The driver's changing state.
+#[derive(Default)]
+pub(crate) struct State {
     /// The session in use (none between an expiry and the next).
     session: Option<Opened>,
     /// Counts the clients opened: reports of replaced ones are ignored.
     generation: u64,
-    reports: Reports,
     inflight: FuturesUnordered<BoxFuture<'static, Done>>,
+    timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
     /// The link was told `Connected`, and nothing since says otherwise.
     live: bool,
-    /// When the newest request the server answered was sent (it heard from the
-    /// session no earlier), and when an answer last arrived.
-    contact: Instant,
-    heard: Instant,
     /// Send times of the unanswered requests, by sequence number.
     pending: HashMap<u64, Instant>,
     seq: u64,
 }
 
 impl Driver {
-    /// A driver on the session `opened`, fed to the link at once.
-    pub(crate) fn new(
-        link: Link,
-        dial: Dial,
-        config: (ConnectOptions, u64),
-        opened: Opened,
-        reports: Reports,
-    ) -> Driver {
-        let (now, inflight, pending) = (Instant::now(), FuturesUnordered::new(), HashMap::new());
-        let (session, generation, live, seq) = (None, 0, false, 0);
-        let mut driver = Driver {
-            link,
-            dial,
-            config,
-            session,
-            generation,
-            reports,
-            inflight,
-            live,
-            contact: now,
-            heard: now,
-            pending,
-            seq,
-        };
-        driver.install(opened);
-        driver
-    }
-
     /// Drain, wait, feed, until the user side is done.
     pub(crate) async fn run(mut self) {
         loop {
@@ -81,14 +57,13 @@ impl Driver {
                 self.send(request);
             }
             if self.link.is_closed() {
-                // Rule 6: locks report `Closed`, the session is closed (the server
-                // deletes its nodes), and dropping the link lets `close` return.
+                // Rule 6: `Closed`, then closing the session deletes its nodes.
                 self.link.handle_session(SessionEvent::Closed, Instant::now());
-                return glue::close(self.session.take().map(|s| s.zk)).await;
+                return glue::close(self.s.session.take().map(|s| s.zk)).await;
             }
             let at = [self.link.poll_timeout(), self.next_check()].into_iter().flatten().min();
-            let mut timer = at.map(|at| Box::pin(tokio::time::sleep_until(at.into())));
-            let woke = futures::future::poll_fn(|cx| self.poll_wake(cx, timer.as_mut())).await;
+            self.s.timer = at.map(|at| Box::pin(tokio::time::sleep_until(at.into())));
+            let woke = futures::future::poll_fn(|cx| self.poll_wake(cx)).await;
             let now = Instant::now();
             match woke {
                 Some(Ok(report)) => self.on_report(report, now),
@@ -103,22 +78,17 @@ impl Driver {
     }
 
     /// A report, a completion, or `None`: a handle's change, or the timer.
-    #[allow(clippy::type_complexity)]
-    fn poll_wake(
-        &mut self,
-        cx: &mut Context<'_>,
-        timer: Option<&mut std::pin::Pin<Box<tokio::time::Sleep>>>,
-    ) -> Poll<Option<Result<Report, Done>>> {
-        // Reports before replies: the crate reports `Connecting` before it fails
-        // the requests of the connection it dropped.
+    fn poll_wake(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Report, Done>>> {
+        // Reports first: the crate says `Connecting` before failing dropped requests.
         if let Poll::Ready(Some(report)) = self.reports.1.poll_recv(cx) {
             return Poll::Ready(Some(Ok(report)));
         }
-        if let Poll::Ready(Some(done)) = self.inflight.poll_next_unpin(cx) {
+        if let Poll::Ready(Some(done)) = self.s.inflight.poll_next_unpin(cx) {
             return Poll::Ready(Some(Err(done)));
         }
-        let timer = timer.is_some_and(|t| t.as_mut().poll(cx).is_ready());
-        if self.link.poll_wake(cx).is_ready() || timer {
+        let timer = self.s.timer.as_mut().is_some_and(|t| t.as_mut().poll(cx).is_ready());
+        let woke = self.link.poll_wake(cx).is_ready() || timer;
+        if woke {
             Poll::Ready(None)
         } else {
             Poll::Pending
@@ -127,51 +97,38 @@ impl Driver {
 
     /// Rule 2 of the link: every request at once, in the order polled.
     fn send(&mut self, request: lock_core::Request) {
-        let Some(Opened { zk, marker, .. }) = self.session.clone() else {
+        let Some(Opened { zk, marker, .. }) = self.s.session.clone() else {
             // Between an expiry and the next session: lost, so retried.
-            let lost = Done::Reply(
-                self.generation,
-                u64::MAX,
-                Some(request.id),
-                Err(ZkError::ConnectionLoss),
-                Instant::now(),
-            );
-            return self.inflight.push(Box::pin(ready(lost)));
+            return self.issue(Some(request.id), Box::pin(ready(Err(ZkError::ConnectionLoss))));
         };
         let acl = self.dial.acl.clone();
-        self.issue(
-            Some(request.id),
-            async move { glue::call(&zk, request.op, &acl, &marker).await },
-        );
+        let call = async move { glue::call(&zk, request.op, &acl, &marker).await };
+        self.issue(Some(request.id), Box::pin(call));
     }
 
     /// Starts a call, polled once at once so that it takes its place in the
     /// crate's queue (a fair lock, then a channel) in program order;
     /// `unconstrained`, so that tokio's budget cannot cut that first poll short.
-    fn issue(
-        &mut self,
-        id: Option<RequestId>,
-        call: impl Future<Output = Result<Reply, ZkError>> + Send + 'static,
-    ) {
-        let (generation, seq, sent) = (self.generation, self.seq, Instant::now());
-        (self.seq, _) = (seq + 1, self.pending.insert(seq, sent));
+    fn issue(&mut self, id: Option<RequestId>, call: BoxFuture<'static, Result<Reply, ZkError>>) {
+        let (generation, seq, sent) = (self.s.generation, self.s.seq, Instant::now());
+        (self.s.seq, _) = (seq + 1, self.s.pending.insert(seq, sent));
         let done = async move { Done::Reply(generation, seq, id, call.await, sent) };
         let mut future: BoxFuture<'static, Done> = Box::pin(tokio::task::unconstrained(done));
         match future.as_mut().poll(&mut Context::from_waker(futures::task::noop_waker_ref())) {
-            Poll::Ready(done) => self.inflight.push(Box::pin(ready(done))),
-            Poll::Pending => self.inflight.push(future),
+            Poll::Ready(done) => self.s.inflight.push(Box::pin(ready(done))),
+            Poll::Pending => self.s.inflight.push(future),
         }
     }
 
     fn on_done(&mut self, done: Done, now: Instant) {
         match done {
             Done::Reply(generation, seq, id, result, sent) => {
-                let current = generation == self.generation && self.pending.remove(&seq).is_some();
+                let current =
+                    generation == self.s.generation && self.s.pending.remove(&seq).is_some();
                 if current && result.as_ref().map_or_else(ZkError::is_from_server, |_| true) {
-                    (self.contact, self.heard) = (self.contact.max(sent), now);
-                    if !self.live {
-                        // The silence that made us report a disconnect is over, on
-                        // the same connection (so the same session).
+                    self.contact = self.contact.max(sent);
+                    if !self.s.live {
+                        // The silence we reported is over, on the same connection.
                         self.connected(now);
                     }
                 }
@@ -192,7 +149,7 @@ impl Driver {
         match report {
             // Before `install`, a new client's reports are of a session still opening.
             Report::State(g, _) | Report::Watch(g, _)
-                if g != self.generation || self.session.is_none() => {}
+                if g != self.s.generation || self.s.session.is_none() => {}
             Report::Watch(_, event) => {
                 let kind = match event.event_type {
                     Event::NodeCreated => WatchKind::NodeCreated,
@@ -203,51 +160,47 @@ impl Driver {
                 };
                 // Not while the connection is believed down: the core re-lists on
                 // `Connected`, and a dying session's server fires our watches.
-                if let (Some(path), true) = (event.path, self.live) {
+                if let (Some(path), true) = (event.path, self.s.live) {
                     self.link.handle_watch(path, kind, now);
                 }
             }
-            Report::State(_, ZkState::Connected) if !self.live => {
-                // Reconnected into the same session (an expiry is `NotConnected`
-                // first). The server keeps credentials per connection and the
-                // crate does not resend them: they go first.
-                if let (Some(s), false) = (self.session.clone(), self.dial.auth.is_empty()) {
+            Report::State(_, ZkState::Connected) if !self.s.live => {
+                // The same session (an expiry is `NotConnected` first). The server
+                // keeps credentials per connection; the crate does not resend them.
+                if let (Some(s), false) = (self.s.session.clone(), self.dial.auth.is_empty()) {
                     let dial = self.dial.clone();
-                    self.issue(None, async move {
-                        dial.authenticate(&s.zk).await.map(|()| Reply::Synced)
-                    });
+                    let auth =
+                        async move { dial.authenticate(&s.zk).await.map(|()| Reply::Synced) };
+                    self.issue(None, Box::pin(async move { auth.await.map_err(glue::zk_error) }));
                 }
                 // Reopening a session revalidates it with the leader.
                 self.contact = now;
                 self.connected(now);
             }
             Report::State(_, ZkState::Connected) => {}
-            Report::State(
-                _,
-                ZkState::Connecting | ZkState::ConnectedReadOnly | ZkState::Associating,
-            ) => self.disconnected(now),
-            // Expired, refused credentials, closed: the session is over (and the
-            // crate would silently open another one): a new client.
+            // Expired, refused, closed: over (the crate would silently open another).
             Report::State(_, ZkState::NotConnected | ZkState::AuthFailed | ZkState::Closed) => {
                 if self.link.session_id().is_some() {
                     self.link.handle_session(SessionEvent::Expired, now);
                 }
-                (self.live, self.generation) = (false, self.generation + 1);
-                self.pending.clear();
-                tokio::spawn(glue::close(self.session.take().map(|s| s.zk)));
+                (self.s.live, self.s.generation) = (false, self.s.generation + 1);
+                self.s.pending.clear();
+                tokio::spawn(glue::close(self.s.session.take().map(|s| s.zk)));
                 self.open(Duration::ZERO);
             }
+            // Connecting, read-only (never asked for): the connection is down.
+            Report::State(..) => self.disconnected(now),
         }
     }
 
     fn connected(&mut self, now: Instant) {
-        (self.live, self.heard) = (true, now);
-        let session_id = self.session.as_ref().map_or(0, |s| s.session_id);
+        self.s.live = true;
+        let session_id = self.s.session.as_ref().map_or(0, |s| s.session_id);
         self.link.handle_session(SessionEvent::Connected { session_id }, now);
     }
 
     fn disconnected(&mut self, now: Instant) {
-        if std::mem::take(&mut self.live) {
+        if std::mem::take(&mut self.s.live) {
             let since_contact = now.saturating_duration_since(self.contact);
             self.link.handle_session(SessionEvent::Disconnected { since_contact }, now);
         }
@@ -255,40 +208,38 @@ impl Driver {
 
     /// When [`check_connection`](Self::check_connection) has something to do.
     fn next_check(&self) -> Option<Instant> {
-        let timeout = self.session.as_ref()?.timeout;
-        let oldest = self.pending.values().min();
-        self.live.then(|| oldest.map_or(self.heard + timeout / 4, |sent| *sent + timeout / 3))
+        let timeout = self.s.session.as_ref()?.timeout;
+        let oldest = self.s.pending.values().min();
+        self.s.live.then(|| oldest.map_or(self.contact + timeout / 4, |sent| *sent + timeout / 3))
     }
 
-    /// The crate notices a silent connection only after twice its ping interval
-    /// in whole seconds (a session timeout and more), so the binding watches it
-    /// as the Java client does: idle for T/4, it is probed; a request unanswered
-    /// for T/3 reports `Disconnected`, at most 7/12 T after the last answer.
+    /// The crate notices a silent connection after twice its ping interval in whole
+    /// seconds (a session timeout or more), so the binding watches it as the Java
+    /// client does: probed T/4 after the last contact; a request unanswered for T/3
+    /// reports `Disconnected`, at most 7/12 T after the contact (the rule is 2/3).
     fn check_connection(&mut self, now: Instant) {
         if self.next_check().is_none_or(|at| at > now) {
-        } else if !self.pending.is_empty() {
+        } else if !self.s.pending.is_empty() {
             self.disconnected(now);
-        } else if let Some(s) = self.session.clone() {
-            self.issue(None, async move {
-                s.zk.exists("/", false).await.map(|_| Reply::Synced).map_err(glue::zk_error)
-            });
+        } else if let Some(s) = self.s.session.clone() {
+            let probe = async move { s.zk.exists("/", false).await.map_err(glue::zk_error) };
+            self.issue(None, Box::pin(async move { probe.await.map(|_| Reply::Synced) }));
         }
     }
 
-    /// Takes a freshly opened session into use (timed by the timeout granted,
-    /// given to the core before it hears of the session) and tells the link.
-    fn install(&mut self, opened: Opened) {
+    /// Takes an opened session into use, timed by its granted timeout; tells the link.
+    pub(crate) fn install(&mut self, opened: Opened) {
         let (options, seed) = &self.config;
         self.link.reconfigure(options.lock_config(opened.timeout, *seed));
-        (self.session, self.contact) = (Some(opened), Instant::now());
+        (self.s.session, self.contact) = (Some(opened), Instant::now());
         self.connected(self.contact);
     }
 
     /// Opens a new session, after `pause` (following a failed attempt).
     fn open(&mut self, pause: Duration) {
         let (dial, reports, generation) =
-            (self.dial.clone(), self.reports.0.clone(), self.generation);
-        self.inflight.push(Box::pin(async move {
+            (self.dial.clone(), self.reports.0.clone(), self.s.generation);
+        self.s.inflight.push(Box::pin(async move {
             tokio::time::sleep(pause).await;
             Done::Opened(dial.open(generation, reports).await)
         }));

@@ -3,17 +3,19 @@
 
 use lock_client::{Auth, NodeAcl, Perms, ServerConf};
 use lock_core::{CreateMode, Op, Reply, Stat, ZkError};
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
-use zookeeper_async::{Acl, CreateMode as Mode, Permission, WatchedEvent, ZkState, ZooKeeper};
+use zookeeper_async::{
+    Acl, CreateMode as Mode, Permission, WatchedEvent, ZkResult, ZkState, ZooKeeper,
+};
 
 /// The text of the error every `Op::Multi` gets: zookeeper-async (5.0) has no
 /// `multi` and no way to send a raw request, and separate calls are not atomic.
 pub const MULTI_UNSUPPORTED: &str = "multi unsupported by zookeeper-async";
 
-/// What a client reports, tagged with its generation (the driver ignores
-/// clients it replaced).
+/// What a client reports, tagged with its generation (of the clients opened).
 pub(crate) enum Report {
     State(u64, ZkState),
     Watch(u64, WatchedEvent),
@@ -80,19 +82,16 @@ fn create_mode(mode: CreateMode) -> Mode {
 }
 
 fn core_stat(s: &zookeeper_async::Stat) -> Stat {
-    let (czxid, mzxid, ctime, mtime, version) = (s.czxid, s.mzxid, s.ctime, s.mtime, s.version);
-    let (cversion, ephemeral_owner, num_children) = (s.cversion, s.ephemeral_owner, s.num_children);
-    let data_length = s.data_length;
     Stat {
-        czxid,
-        mzxid,
-        ctime,
-        mtime,
-        version,
-        cversion,
-        ephemeral_owner,
-        num_children,
-        data_length,
+        czxid: s.czxid,
+        mzxid: s.mzxid,
+        ctime: s.ctime,
+        mtime: s.mtime,
+        version: s.version,
+        cversion: s.cversion,
+        ephemeral_owner: s.ephemeral_owner,
+        num_children: s.num_children,
+        data_length: s.data_length,
     }
 }
 
@@ -105,8 +104,7 @@ pub(crate) fn zk_error(e: zookeeper_async::ZkError) -> ZkError {
         E::NotEmpty => ZkError::NotEmpty,
         E::BadVersion => ZkError::BadVersion,
         E::NoChildrenForEphemerals => ZkError::NoChildrenForEphemerals,
-        // Unknown outcome: the crate fails the requests of a dropped connection
-        // (and those it could not queue) with ConnectionLoss.
+        // Unknown outcome (the crate fails the requests of a dropped connection).
         E::ConnectionLoss | E::SessionMoved => ZkError::ConnectionLoss,
         E::OperationTimeout => ZkError::OperationTimeout,
         E::SessionExpired => ZkError::SessionExpired,
@@ -116,8 +114,7 @@ pub(crate) fn zk_error(e: zookeeper_async::ZkError) -> ZkError {
     }
 }
 
-/// An open session: the client, its id (the crate hides it: the owner of our
-/// marker tells), the marker, and the session timeout the servers grant.
+/// A session: its client, id (from our marker's owner), marker, granted timeout.
 #[derive(Clone)]
 pub(crate) struct Opened {
     pub(crate) zk: Arc<ZooKeeper>,
@@ -126,58 +123,41 @@ pub(crate) struct Opened {
     pub(crate) timeout: Duration,
 }
 
-/// How to open sessions (the first, and new ones after an expiry), each within
-/// `bound`: the crate retries refused connections forever.
+/// How to open sessions (the first, and after an expiry), each step within `bound`.
 #[derive(Clone)]
 pub(crate) struct Dial {
     pub(crate) cluster: String,
     pub(crate) timeout: Duration,
     pub(crate) bound: Duration,
-    pub(crate) marker_prefix: String,
     pub(crate) acl: Arc<[Acl]>,
     pub(crate) auth: Vec<Auth>,
 }
 
 impl Dial {
     /// Connects, listens, sends the credentials and creates the marker (its reply
-    /// proves the session: the crate queues requests behind its connect), within
-    /// `bound` (else `OperationTimeout`).
+    /// proves the session: the crate queues requests behind its connect).
     pub(crate) async fn open(
         &self,
-        generation: u64,
+        gen: u64,
         to: UnboundedSender<Report>,
     ) -> Result<Opened, ZkError> {
         let watches = to.clone();
-        let watcher = move |e| drop(watches.send(Report::Watch(generation, e)));
+        let watcher = move |e| drop(watches.send(Report::Watch(gen, e)));
         // A pause between attempts: without one the crate retries in a busy loop.
-        let zk = ZooKeeper::connect_with_retry_time(
-            &self.cluster,
-            self.timeout,
-            watcher,
-            Duration::from_millis(100),
-        );
-        let zk = match tokio::time::timeout(self.bound, zk).await {
-            Ok(zk) => Arc::new(zk.map_err(zk_error)?),
-            Err(_) => return Err(ZkError::OperationTimeout),
-        };
-        zk.add_listener(move |s| drop(to.send(Report::State(generation, s))));
+        let retry = Duration::from_millis(100);
+        let zk = ZooKeeper::connect_with_retry_time(&self.cluster, self.timeout, watcher, retry);
+        let zk = Arc::new(within(self.bound, zk).await?);
+        zk.add_listener(move |s| drop(to.send(Report::State(gen, s))));
         let marker = async {
             self.authenticate(&zk).await?;
             let (acl, mode) = (self.acl.to_vec(), Mode::EphemeralSequential);
-            zk.create2(&self.marker_prefix, Vec::new(), acl, mode).await.map_err(zk_error)
+            zk.create2(crate::SESSION_MARKER, Vec::new(), acl, mode).await
         };
-        match tokio::time::timeout(self.bound, marker)
-            .await
-            .unwrap_or(Err(ZkError::OperationTimeout))
-        {
+        match within(self.bound, marker).await {
             Ok((marker, stat)) => {
                 let (session_id, marker) = (stat.ephemeral_owner, marker.into());
-                Ok(Opened {
-                    zk,
-                    session_id,
-                    marker,
-                    timeout: granted(&self.cluster, self.timeout).await,
-                })
+                let timeout = granted(&self.cluster, self.timeout).await;
+                Ok(Opened { zk, session_id, marker, timeout })
             }
             Err(e) => {
                 close(Some(zk)).await;
@@ -187,20 +167,31 @@ impl Dial {
     }
 
     /// Sends every credential (after a reconnect too: the crate does not).
-    pub(crate) async fn authenticate(&self, zk: &ZooKeeper) -> Result<(), ZkError> {
+    pub(crate) async fn authenticate(
+        &self,
+        zk: &ZooKeeper,
+    ) -> Result<(), zookeeper_async::ZkError> {
         for auth in &self.auth {
-            zk.add_auth(&auth.scheme, auth.credentials.clone()).await.map_err(zk_error)?;
+            zk.add_auth(&auth.scheme, auth.credentials.clone()).await?;
         }
         Ok(())
     }
 }
 
+/// `call` within `bound` (the crate retries refused connections forever).
+async fn within<T>(bound: Duration, call: impl Future<Output = ZkResult<T>>) -> Result<T, ZkError> {
+    tokio::time::timeout(bound, call)
+        .await
+        .map_err(|_| ZkError::OperationTimeout)?
+        .map_err(zk_error)
+}
+
 /// Closes a client, bounded: a dropped one pings on and keeps its session.
 pub(crate) async fn close(zk: Option<Arc<ZooKeeper>>) {
-    if let Some(zk) = zk {
-        let _ = tokio::time::timeout(Duration::from_secs(2), zk.close()).await;
-    }
+    let Some(zk) = zk else { return };
+    let _ = tokio::time::timeout(Duration::from_secs(2), zk.close()).await;
 }
+
 /// The session timeout the servers grant for `requested`: the crate hides it,
 /// so it comes from their bounds (`conf`'s min/maxSessionTimeout, assumed the
 /// same on every member); `requested` (with a warning) when none tells.
@@ -214,9 +205,7 @@ async fn granted(cluster: &str, requested: Duration) -> Duration {
                 return requested.max(conf.min_session_timeout).min(conf.max_session_timeout);
             }
         }
-        tracing::warn!(
-            "no server told its session timeout bounds (conf): trusting the one asked for"
-        );
+        tracing::warn!("no server told its session timeout bounds (conf): using the one asked for");
         requested
     };
     tokio::task::spawn_blocking(ask).await.unwrap_or(requested)
