@@ -82,6 +82,8 @@ pub struct ZkEnv {
     connect: Arc<Connect>,
     shared: ZkDeployment,
     under_load: bool,
+    /// What the binding's client crate cannot do ([`ZkEnv::without`]).
+    lacking: Vec<Capability>,
 }
 
 impl ZkEnv {
@@ -105,7 +107,15 @@ impl ZkEnv {
             },
             connect,
             under_load: false,
+            lacking: Vec::new(),
         }
+    }
+
+    /// Takes `capability` away: the binding's client crate cannot do it (no
+    /// `multi`, say), so its tests say `not applicable` instead of failing.
+    pub fn without(mut self, capability: Capability) -> ZkEnv {
+        self.lacking.push(capability);
+        self
     }
 
     /// Adds [`Capability::Load`]: the suite's load test runs here too.
@@ -132,8 +142,10 @@ impl Env for ZkEnv {
             Capability::Ensemble,
             Capability::Processes,
             Capability::ConnectFailures,
+            Capability::Multi,
         ];
         has.extend(self.under_load.then_some(Capability::Load));
+        has.retain(|c| !self.lacking.contains(c));
         has
     }
 

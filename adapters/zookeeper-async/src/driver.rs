@@ -58,10 +58,14 @@ impl Driver {
             }
             if self.link.is_closed() {
                 // Rule 6: `Closed`, then closing the session deletes its nodes.
-                self.link.handle_session(SessionEvent::Closed, Instant::now());
+                self.link
+                    .handle_session(SessionEvent::Closed, Instant::now());
                 return glue::close(self.s.session.take().map(|s| s.zk)).await;
             }
-            let at = [self.link.poll_timeout(), self.next_check()].into_iter().flatten().min();
+            let at = [self.link.poll_timeout(), self.next_check()]
+                .into_iter()
+                .flatten()
+                .min();
             self.s.timer = at.map(|at| Box::pin(tokio::time::sleep_until(at.into())));
             let woke = futures::future::poll_fn(|cx| self.poll_wake(cx)).await;
             let now = Instant::now();
@@ -86,7 +90,11 @@ impl Driver {
         if let Poll::Ready(Some(done)) = self.s.inflight.poll_next_unpin(cx) {
             return Poll::Ready(Some(Err(done)));
         }
-        let timer = self.s.timer.as_mut().is_some_and(|t| t.as_mut().poll(cx).is_ready());
+        let timer = self
+            .s
+            .timer
+            .as_mut()
+            .is_some_and(|t| t.as_mut().poll(cx).is_ready());
         let woke = self.link.poll_wake(cx).is_ready() || timer;
         if woke {
             Poll::Ready(None)
@@ -99,7 +107,10 @@ impl Driver {
     fn send(&mut self, request: lock_core::Request) {
         let Some(Opened { zk, marker, .. }) = self.s.session.clone() else {
             // Between an expiry and the next session: lost, so retried.
-            return self.issue(Some(request.id), Box::pin(ready(Err(ZkError::ConnectionLoss))));
+            return self.issue(
+                Some(request.id),
+                Box::pin(ready(Err(ZkError::ConnectionLoss))),
+            );
         };
         let acl = self.dial.acl.clone();
         let call = async move { glue::call(&zk, request.op, &acl, &marker).await };
@@ -114,7 +125,10 @@ impl Driver {
         (self.s.seq, _) = (seq + 1, self.s.pending.insert(seq, sent));
         let done = async move { Done::Reply(generation, seq, id, call.await, sent) };
         let mut future: BoxFuture<'static, Done> = Box::pin(tokio::task::unconstrained(done));
-        match future.as_mut().poll(&mut Context::from_waker(futures::task::noop_waker_ref())) {
+        match future
+            .as_mut()
+            .poll(&mut Context::from_waker(futures::task::noop_waker_ref()))
+        {
             Poll::Ready(done) => self.s.inflight.push(Box::pin(ready(done))),
             Poll::Pending => self.s.inflight.push(future),
         }
@@ -125,7 +139,11 @@ impl Driver {
             Done::Reply(generation, seq, id, result, sent) => {
                 let current =
                     generation == self.s.generation && self.s.pending.remove(&seq).is_some();
-                if current && result.as_ref().map_or_else(ZkError::is_from_server, |_| true) {
+                if current
+                    && result
+                        .as_ref()
+                        .map_or_else(ZkError::is_from_server, |_| true)
+                {
                     self.contact = self.contact.max(sent);
                     if !self.s.live {
                         // The silence we reported is over, on the same connection.
@@ -171,7 +189,10 @@ impl Driver {
                     let dial = self.dial.clone();
                     let auth =
                         async move { dial.authenticate(&s.zk).await.map(|()| Reply::Synced) };
-                    self.issue(None, Box::pin(async move { auth.await.map_err(glue::zk_error) }));
+                    self.issue(
+                        None,
+                        Box::pin(async move { auth.await.map_err(glue::zk_error) }),
+                    );
                 }
                 // Reopening a session revalidates it with the leader.
                 self.contact = now;
@@ -196,13 +217,15 @@ impl Driver {
     fn connected(&mut self, now: Instant) {
         self.s.live = true;
         let session_id = self.s.session.as_ref().map_or(0, |s| s.session_id);
-        self.link.handle_session(SessionEvent::Connected { session_id }, now);
+        self.link
+            .handle_session(SessionEvent::Connected { session_id }, now);
     }
 
     fn disconnected(&mut self, now: Instant) {
         if std::mem::take(&mut self.s.live) {
             let since_contact = now.saturating_duration_since(self.contact);
-            self.link.handle_session(SessionEvent::Disconnected { since_contact }, now);
+            self.link
+                .handle_session(SessionEvent::Disconnected { since_contact }, now);
         }
     }
 
@@ -210,7 +233,9 @@ impl Driver {
     fn next_check(&self) -> Option<Instant> {
         let timeout = self.s.session.as_ref()?.timeout;
         let oldest = self.s.pending.values().min();
-        self.s.live.then(|| oldest.map_or(self.contact + timeout / 4, |sent| *sent + timeout / 3))
+        self.s
+            .live
+            .then(|| oldest.map_or(self.contact + timeout / 4, |sent| *sent + timeout / 3))
     }
 
     /// The crate notices a silent connection after twice its ping interval in whole
@@ -223,14 +248,18 @@ impl Driver {
             self.disconnected(now);
         } else if let Some(s) = self.s.session.clone() {
             let probe = async move { s.zk.exists("/", false).await.map_err(glue::zk_error) };
-            self.issue(None, Box::pin(async move { probe.await.map(|_| Reply::Synced) }));
+            self.issue(
+                None,
+                Box::pin(async move { probe.await.map(|_| Reply::Synced) }),
+            );
         }
     }
 
     /// Takes an opened session into use, timed by its granted timeout; tells the link.
     pub(crate) fn install(&mut self, opened: Opened) {
         let (options, seed) = &self.config;
-        self.link.reconfigure(options.lock_config(opened.timeout, *seed));
+        self.link
+            .reconfigure(options.lock_config(opened.timeout, *seed));
         (self.s.session, self.contact) = (Some(opened), Instant::now());
         self.connected(self.contact);
     }

@@ -31,9 +31,15 @@ pub(crate) fn acl(acl: &NodeAcl) -> Vec<Acl> {
         (Perms::ADMIN, Permission::ADMIN),
     ];
     let map = |p: Perms| {
-        perms.iter().filter(|(o, _)| p.contains(*o)).fold(Permission::NONE, |a, (_, t)| a | *t)
+        perms
+            .iter()
+            .filter(|(o, _)| p.contains(*o))
+            .fold(Permission::NONE, |a, (_, t)| a | *t)
     };
-    acl.entries().iter().map(|e| Acl::new(map(e.perms), &e.scheme, &e.id)).collect()
+    acl.entries()
+        .iter()
+        .map(|e| Acl::new(map(e.perms), &e.scheme, &e.id))
+        .collect()
 }
 
 /// Runs one of the core's operations; `marker` is the session's own node.
@@ -43,30 +49,48 @@ pub(crate) async fn call(
     acl: &[Acl],
     marker: &str,
 ) -> Result<Reply, ZkError> {
-    let data = |(data, stat)| Reply::Data { data, stat: core_stat(&stat) };
+    let data = |(data, stat)| Reply::Data {
+        data,
+        stat: core_stat(&stat),
+    };
     match op {
         // create2: the Stat (the fencing token) comes with the reply.
         Op::Create { path, data, mode } => zk
             .create2(&path, data, acl.to_vec(), create_mode(mode))
             .await
-            .map(|(path, stat)| Reply::Created { path, stat: Some(core_stat(&stat)) }),
+            .map(|(path, stat)| Reply::Created {
+                path,
+                stat: Some(core_stat(&stat)),
+            }),
         Op::GetChildren { path } => zk.get_children(&path, false).await.map(Reply::Children),
         // Watches go to the default watcher: the server keeps one per path and
         // session, so re-listing after a reconnect sets no duplicate.
         Op::WatchChildren { path } => zk.get_children(&path, true).await.map(Reply::Children),
         Op::GetData { path, watch } => zk.get_data(&path, watch).await.map(data),
-        Op::SetData { path, data, version } => {
-            zk.set_data(&path, data, version).await.map(|s| Reply::Stat(core_stat(&s)))
-        }
+        Op::SetData {
+            path,
+            data,
+            version,
+        } => zk
+            .set_data(&path, data, version)
+            .await
+            .map(|s| Reply::Stat(core_stat(&s))),
         Op::Delete { path, version } => zk.delete(&path, version).await.map(|()| Reply::Deleted),
         // No removeWatches: the watch stays until it fires, and the core ignores
         // a firing it no longer waits for.
         Op::RemoveWatch { .. } => Ok(Reply::WatchRemoved),
         // No sync: a write passes the leader as a sync does (lock_core::contact),
         // so a setData on our own marker proves the same contact.
-        Op::Sync { .. } => zk.set_data(marker, Vec::new(), None).await.map(|_| Reply::Synced),
+        Op::Sync { .. } => zk
+            .set_data(marker, Vec::new(), None)
+            .await
+            .map(|_| Reply::Synced),
         Op::Multi(_) => return Err(ZkError::Other(MULTI_UNSUPPORTED.to_owned())),
-        other => return Err(ZkError::Other(format!("unsupported by this binding: {other:?}"))),
+        other => {
+            return Err(ZkError::Other(format!(
+                "unsupported by this binding: {other:?}"
+            )))
+        }
     }
     .map_err(zk_error)
 }
@@ -151,13 +175,19 @@ impl Dial {
         let marker = async {
             self.authenticate(&zk).await?;
             let (acl, mode) = (self.acl.to_vec(), Mode::EphemeralSequential);
-            zk.create2(crate::SESSION_MARKER, Vec::new(), acl, mode).await
+            zk.create2(crate::SESSION_MARKER, Vec::new(), acl, mode)
+                .await
         };
         match within(self.bound, marker).await {
             Ok((marker, stat)) => {
                 let (session_id, marker) = (stat.ephemeral_owner, marker.into());
                 let timeout = granted(&self.cluster, self.timeout).await;
-                Ok(Opened { zk, session_id, marker, timeout })
+                Ok(Opened {
+                    zk,
+                    session_id,
+                    marker,
+                    timeout,
+                })
             }
             Err(e) => {
                 close(Some(zk)).await;
@@ -199,10 +229,15 @@ async fn granted(cluster: &str, requested: Duration) -> Duration {
     let hosts = cluster.split('/').next().unwrap_or_default().to_owned();
     let ask = move || {
         use std::net::ToSocketAddrs;
-        for addr in hosts.split(',').filter_map(|h| h.trim().to_socket_addrs().ok()?.next()) {
+        for addr in hosts
+            .split(',')
+            .filter_map(|h| h.trim().to_socket_addrs().ok()?.next())
+        {
             let answer = lock_nodelay::four_letter_word(addr, "conf", Duration::from_secs(1));
             if let Some(conf) = answer.ok().and_then(|a| ServerConf::parse(&a).ok()) {
-                return requested.max(conf.min_session_timeout).min(conf.max_session_timeout);
+                return requested
+                    .max(conf.min_session_timeout)
+                    .min(conf.max_session_timeout);
             }
         }
         tracing::warn!("no server told its session timeout bounds (conf): using the one asked for");

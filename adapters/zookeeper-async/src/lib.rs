@@ -25,7 +25,10 @@ pub struct Builder {
 
 /// Settings for a connection to `cluster` (`host:port[,host:port...][/chroot]`).
 pub fn builder(cluster: &str) -> Builder {
-    Builder { cluster: cluster.to_owned(), options: ConnectOptions::new() }
+    Builder {
+        cluster: cluster.to_owned(),
+        options: ConnectOptions::new(),
+    }
 }
 
 impl Builder {
@@ -56,10 +59,16 @@ impl Builder {
         let Builder { cluster, options } = self;
         let reason = "zookeeper-async (5.0) has a plain TCP stream only; use lock-zookeeper-client";
         if options.tls_option().is_some() {
-            return Err(Error::Unsupported { option: "TLS", reason });
+            return Err(Error::Unsupported {
+                option: "TLS",
+                reason,
+            });
         }
         if options.sasl_option().is_some() {
-            return Err(Error::Unsupported { option: "SASL", reason });
+            return Err(Error::Unsupported {
+                option: "SASL",
+                reason,
+            });
         }
         let timeout = options.requested_session_timeout();
         if timeout < Duration::from_millis(1500) {
@@ -70,19 +79,39 @@ impl Builder {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(Error::NoRuntime);
         }
-        let (acl, auth) = (glue::acl(options.node_acl()).into(), options.auth_list().to_vec());
-        let bound =
-            options.connect_timeout_option().unwrap_or(timeout * 2 + Duration::from_secs(4));
-        let dial = glue::Dial { cluster: cluster.clone(), timeout, bound, acl, auth };
+        let (acl, auth) = (
+            glue::acl(options.node_acl()).into(),
+            options.auth_list().to_vec(),
+        );
+        let bound = options
+            .connect_timeout_option()
+            .unwrap_or(timeout * 2 + Duration::from_secs(4));
+        let dial = glue::Dial {
+            cluster: cluster.clone(),
+            timeout,
+            bound,
+            acl,
+            auth,
+        };
         let reports = tokio::sync::mpsc::unbounded_channel();
         let failure = match prompt(dial.open(0, reports.0.clone()), &cluster).await {
             Ok(opened) => {
                 let seed = random_seed();
                 let (locks, link) = pair(options.lock_config(opened.timeout, seed));
                 link.apply_options(&options);
-                let (config, contact, s) =
-                    ((options, seed), std::time::Instant::now(), Default::default());
-                let mut driver = driver::Driver { link, dial, config, reports, contact, s };
+                let (config, contact, s) = (
+                    (options, seed),
+                    std::time::Instant::now(),
+                    Default::default(),
+                );
+                let mut driver = driver::Driver {
+                    link,
+                    dial,
+                    config,
+                    reports,
+                    contact,
+                    s,
+                };
                 driver.install(opened);
                 tokio::spawn(driver.run());
                 return Ok(locks);
@@ -90,11 +119,16 @@ impl Builder {
             Err(Ok(failure)) => failure,
             // The marker's parent, the chroot's root, is missing.
             Err(Err(ZkError::NoNode)) => {
-                let chroot = cluster.find('/').map(|i| cluster[i..].to_owned()).unwrap_or_default();
+                let chroot = cluster
+                    .find('/')
+                    .map(|i| cluster[i..].to_owned())
+                    .unwrap_or_default();
                 ConnectFailure::NoChroot { chroot }
             }
             Err(Err(e)) if e.is_from_server() => {
-                let failure = ConnectFailure::SessionMarker { prefix: SESSION_MARKER.into() };
+                let failure = ConnectFailure::SessionMarker {
+                    prefix: SESSION_MARKER.into(),
+                };
                 return Err(Error::connect_caused_by(failure, e));
             }
             // No session in time, or a host that does not resolve: what the
@@ -102,8 +136,9 @@ impl Builder {
             Err(Err(_)) => {
                 let servers = probe(cluster).await;
                 let failure = ConnectFailure::if_unreachable(servers.clone());
-                let failure =
-                    failure.unwrap_or(ConnectFailure::NoSession { connect_timeout: bound });
+                let failure = failure.unwrap_or(ConnectFailure::NoSession {
+                    connect_timeout: bound,
+                });
                 return Err(Error::connect(failure).explained_by(servers));
             }
         };

@@ -1,7 +1,7 @@
 //! The shared conformance suite (lock-conformance), against lock-zookeeper-async
 //! and real ZooKeeper servers (lock-testkit).
 
-use lock_conformance::{Style, ZkEnv};
+use lock_conformance::{Capability, Style, ZkEnv};
 
 /// create2 (the Stat comes with it) + getChildren, pipelined; delete.
 const REQUESTS_PER_CYCLE: u64 = 3;
@@ -14,12 +14,31 @@ fn env() -> ZkEnv {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    ZkEnv::new("lock-zookeeper-async", Style::Async, REQUESTS_PER_CYCLE, move |cluster, timeout| {
-        rt.block_on(lock_zookeeper_async::builder(cluster).session_timeout(timeout).connect())
-    })
+    ZkEnv::new(
+        "lock-zookeeper-async",
+        Style::Async,
+        REQUESTS_PER_CYCLE,
+        move |cluster, timeout| {
+            rt.block_on(
+                lock_zookeeper_async::builder(cluster)
+                    .session_timeout(timeout)
+                    .connect(),
+            )
+        },
+    )
+    // zookeeper-async has no `multi`: the binding refuses what needs it
+    // (tests/refusals.rs), and the suite's tests of it say `not applicable`.
+    .without(Capability::Multi)
 }
 
 lock_conformance::conformance_tests!(
     env(),
-    [hold_replies, watchers, request_count, ensemble, processes, connect_failures]
+    [
+        hold_replies,
+        watchers,
+        request_count,
+        ensemble,
+        processes,
+        connect_failures
+    ]
 );

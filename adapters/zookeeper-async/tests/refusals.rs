@@ -10,12 +10,20 @@ use lock_zookeeper_async::{
 use std::time::Duration;
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 async fn connect() -> LockClient {
     let cluster = shared_server().connect_string();
-    builder(&cluster).session_timeout(Duration::from_secs(4)).connect().await.expect("connect")
+    builder(&cluster)
+        .session_timeout(Duration::from_secs(4))
+        .connect()
+        .await
+        .expect("connect")
 }
 
 fn multi_refused(e: &ZkError) -> bool {
@@ -30,7 +38,10 @@ fn fenced_writes_are_refused_and_write_nothing() {
         let locks = connect().await;
         let (path, target) = (unique_path("refused-fenced"), unique_path("refused-target"));
         let guard = locks.mutex(&path).lock().await.expect("lock");
-        let e = guard.fenced_write(Writes::new().create(&target, b"x")).await.unwrap_err();
+        let e = guard
+            .fenced_write(Writes::new().create(&target, b"x"))
+            .await
+            .unwrap_err();
         match &e {
             FencedError::Write { error, .. } | FencedError::Unknown(error) => {
                 assert!(multi_refused(error), "{e:?}")
@@ -38,7 +49,11 @@ fn fenced_writes_are_refused_and_write_nothing() {
             other => panic!("expected the multi refusal, got {other:?}"),
         }
         let admin = lock_conformance::ZkAdmin::connect(&shared_server().connect_string());
-        assert_eq!(lock_conformance::Admin::czxid(&admin, &target), None, "a refused multi wrote");
+        assert_eq!(
+            lock_conformance::Admin::czxid(&admin, &target),
+            None,
+            "a refused multi wrote"
+        );
         assert!(guard.is_trusted());
         guard.release().await.expect("release");
         locks.close().await;
@@ -52,13 +67,23 @@ fn sections_are_refused_but_crash_detecting_locks_work() {
     runtime().block_on(async {
         let locks = connect().await;
         let path = unique_path("refused-section");
-        let guard = locks.mutex(&path).detect_crashes().lock().await.expect("lock");
+        let guard = locks
+            .mutex(&path)
+            .detect_crashes()
+            .lock()
+            .await
+            .expect("lock");
         match guard.open_section().await {
             Err(Error::Zk(e)) => assert!(multi_refused(&e), "{e:?}"),
             other => panic!("expected the multi refusal, got {other:?}"),
         }
         guard.release().await.expect("release");
-        let again = locks.mutex(&path).detect_crashes().lock().await.expect("lock again");
+        let again = locks
+            .mutex(&path)
+            .detect_crashes()
+            .lock()
+            .await
+            .expect("lock again");
         again.release().await.expect("release");
         locks.close().await;
     });
@@ -77,7 +102,10 @@ fn tls_sasl_and_short_timeouts_are_refused_at_connect() {
                 other => panic!("{name}: expected Unsupported, got {other:?}"),
             }
         }
-        let short = builder(&cluster).session_timeout(Duration::from_secs(1)).connect().await;
+        let short = builder(&cluster)
+            .session_timeout(Duration::from_secs(1))
+            .connect()
+            .await;
         assert!(matches!(short, Err(Error::BadOption { .. })), "{short:?}");
     });
 }
@@ -98,8 +126,14 @@ fn lock_delay_is_never_granted_and_ends_at_its_deadline() {
             "{:?}",
             outcome.map(|g| g.path().to_owned())
         );
-        let next = locks.mutex(&path).lock_timeout(Duration::from_secs(10)).await;
-        next.expect("the next lock").release().await.expect("release");
+        let next = locks
+            .mutex(&path)
+            .lock_timeout(Duration::from_secs(10))
+            .await;
+        next.expect("the next lock")
+            .release()
+            .await
+            .expect("release");
         locks.close().await;
     });
 }
@@ -113,7 +147,10 @@ fn break_lock_breaks_without_its_record() {
         let (holder, breaker) = (connect().await, connect().await);
         let path = unique_path("refused-break");
         let guard = holder.mutex(&path).lock().await.expect("lock");
-        let broken = breaker.break_lock(&path, BreakLock::holder().force()).await.expect("break");
+        let broken = breaker
+            .break_lock(&path, BreakLock::holder().force())
+            .await
+            .expect("break");
         assert_eq!(broken.outcome, BreakOutcome::Deleted);
         let admin = lock_conformance::ZkAdmin::connect(&shared_server().connect_string());
         let left = lock_conformance::Admin::children(&admin, &path);
