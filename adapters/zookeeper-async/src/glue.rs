@@ -11,10 +11,6 @@ use zookeeper_async::{
     Acl, CreateMode as Mode, Permission, WatchedEvent, ZkResult, ZkState, ZooKeeper,
 };
 
-/// The text of the error every `Op::Multi` gets: zookeeper-async (5.0) has no
-/// `multi` and no way to send a raw request, and separate calls are not atomic.
-pub const MULTI_UNSUPPORTED: &str = "multi unsupported by zookeeper-async";
-
 /// What a client reports, tagged with its generation (of the clients opened).
 pub(crate) enum Report {
     State(u64, ZkState),
@@ -85,7 +81,9 @@ pub(crate) async fn call(
             .set_data(marker, Vec::new(), None)
             .await
             .map(|_| Reply::Synced),
-        Op::Multi(_) => return Err(ZkError::Other(MULTI_UNSUPPORTED.to_owned())),
+        // zookeeper-async (5.0) has no `multi` and no way to send a raw
+        // request, and separate calls are not atomic: refused whole.
+        Op::Multi(_) => return Err(ZkError::Unimplemented),
         other => {
             return Err(ZkError::Other(format!(
                 "unsupported by this binding: {other:?}"

@@ -5,7 +5,6 @@
 mod driver;
 mod glue;
 
-pub use glue::MULTI_UNSUPPORTED;
 pub use lock_client::*;
 
 use std::time::Duration;

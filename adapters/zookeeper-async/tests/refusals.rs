@@ -5,7 +5,7 @@
 use lock_conformance::{shared_server, unique_path};
 use lock_zookeeper_async::{
     builder, BreakLock, BreakOutcome, ConnectOptions, Error, FencedError, LockClient, Tls, Writes,
-    ZkError, MULTI_UNSUPPORTED,
+    ZkError,
 };
 use std::time::Duration;
 
@@ -27,7 +27,7 @@ async fn connect() -> LockClient {
 }
 
 fn multi_refused(e: &ZkError) -> bool {
-    *e == ZkError::Other(MULTI_UNSUPPORTED.to_owned())
+    *e == ZkError::Unimplemented
 }
 
 /// A fenced write is a `multi` (a check on the lock node, then the writes):
@@ -110,19 +110,18 @@ fn tls_sasl_and_short_timeouts_are_refused_at_connect() {
     });
 }
 
-/// Lock-delay writes its marker with a `multi` before the grant, and the core
-/// retries a failed one as transient trouble: lock-client gives a binding no way
-/// to refuse it up front, so such an acquisition is never granted here and ends
-/// at its deadline (`Timeout`), leaving no node in the way of the next one.
+/// Lock-delay writes its marker with a `multi` before the grant: refused
+/// (`Unimplemented`, final), the acquisition fails at once instead of waiting
+/// to its deadline, and leaves no node in the way of the next one.
 #[test]
-fn lock_delay_is_never_granted_and_ends_at_its_deadline() {
+fn lock_delay_fails_at_once_with_a_typed_error() {
     runtime().block_on(async {
         let locks = connect().await;
         let path = unique_path("refused-delay");
         let delayed = locks.mutex(&path).lock_delay(Duration::from_secs(1));
-        let outcome = delayed.lock_timeout(Duration::from_secs(2)).await;
+        let outcome = delayed.lock_timeout(Duration::from_secs(30)).await;
         assert!(
-            matches!(outcome, Err(Error::Timeout)),
+            matches!(outcome, Err(Error::Zk(ZkError::Unimplemented))),
             "{:?}",
             outcome.map(|g| g.path().to_owned())
         );
