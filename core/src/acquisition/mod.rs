@@ -58,6 +58,8 @@ pub(crate) mod lease;
 mod markers;
 mod node;
 mod queue;
+#[cfg(test)]
+mod sizes;
 mod transitions;
 
 use delay::{Delay, DelayOutcome};
