@@ -60,11 +60,13 @@ pub(crate) struct Slot {
     /// The handle's section calls and their answers.
     pub(crate) section: SectionCalls,
     /// Fenced writes in flight, by the core's write id (`Some` once answered).
-    pub(crate) writes: HashMap<u64, Option<WriteResult>>,
+    pub(crate) writes: FencedWrites,
     /// The election whose stream also gets this slot's events.
     pub(crate) election: Option<u64>,
-    /// The acquisition's tracing span (disabled for other tasks).
-    pub(crate) span: tracing::Span,
+    /// The acquisition's tracing span, unless disabled (no subscriber wants
+    /// it, or another task): boxed, as most slots have none and a `Span` is 40
+    /// bytes.
+    pub(crate) span: Option<Box<tracing::Span>>,
     /// The acquisition's metrics (`None` for other tasks).
     pub(crate) metrics: Option<crate::metrics::AcquisitionMetrics>,
     /// Where the acquisition stands in its queue, while it waits (the core's
@@ -83,9 +85,9 @@ impl Slot {
             ended: false,
             dropped: false,
             section: SectionCalls::default(),
-            writes: HashMap::new(),
+            writes: FencedWrites::default(),
             election,
-            span: tracing::Span::none(),
+            span: None,
             metrics: None,
             queued: None,
             wakers: Vec::new(),
@@ -95,6 +97,38 @@ impl Slot {
     /// Registers the task to wake at the slot's next change.
     pub(crate) fn register(&mut self, waker: &Waker) {
         register(&mut self.wakers, waker);
+    }
+}
+
+/// A slot's fenced writes in flight, by the core's write id (`Some` once
+/// answered): made at the first write, as few holders write fenced and an
+/// empty `HashMap` is 48 bytes inline in every slot.
+#[derive(Default)]
+pub(crate) struct FencedWrites(Option<Box<HashMap<u64, Option<WriteResult>>>>);
+
+impl FencedWrites {
+    pub(crate) fn insert(&mut self, write: u64, answer: Option<WriteResult>) {
+        self.0
+            .get_or_insert_with(Box::default)
+            .insert(write, answer);
+    }
+
+    pub(crate) fn get(&self, write: &u64) -> Option<&Option<WriteResult>> {
+        self.0.as_ref()?.get(write)
+    }
+
+    pub(crate) fn get_mut(&mut self, write: &u64) -> Option<&mut Option<WriteResult>> {
+        self.0.as_mut()?.get_mut(write)
+    }
+
+    /// Removes `write`'s entry (and the map once empty).
+    pub(crate) fn remove(&mut self, write: &u64) -> Option<Option<WriteResult>> {
+        let map = self.0.as_mut()?;
+        let removed = map.remove(write);
+        if map.is_empty() {
+            self.0 = None;
+        }
+        removed
     }
 }
 
@@ -455,7 +489,9 @@ impl SharedState {
                         _ => None,
                     };
                     if let Some(slot) = self.slots.get_mut(&lock) {
-                        crate::trace::progress(&slot.span, &progress);
+                        // A disabled span still parents the events (to none).
+                        let none = tracing::Span::none();
+                        crate::trace::progress(slot.span.as_deref().unwrap_or(&none), &progress);
                         if let Some(metrics) = &mut slot.metrics {
                             metrics.on_progress(&progress);
                         }
@@ -486,7 +522,8 @@ impl SharedState {
         let Some(slot) = self.slots.get_mut(&lock) else {
             return;
         };
-        crate::trace::event(&slot.span, &event);
+        let none = tracing::Span::none();
+        crate::trace::event(slot.span.as_deref().unwrap_or(&none), &event);
         if let Some(metrics) = &mut slot.metrics {
             metrics.on_event(&event);
         }
@@ -588,5 +625,7 @@ fn unpoisoned<G>(locked: std::sync::LockResult<G>) -> G {
     })
 }
 
+#[cfg(test)]
+mod sizes;
 #[cfg(test)]
 mod tests;
