@@ -71,7 +71,9 @@ pub(crate) struct Slot {
     pub(crate) metrics: Option<crate::metrics::AcquisitionMetrics>,
     /// Where the acquisition stands in its queue, while it waits (the core's
     /// last `Progress::Queued`).
-    pub(crate) queued: Option<crate::status::Queued>,
+    /// Boxed, and dropped at the grant: a `Queued` is 56 bytes and only a
+    /// waiting acquisition has one.
+    pub(crate) queued: Option<Box<crate::status::Queued>>,
     wakers: Vec<Waker>,
 }
 
@@ -510,7 +512,7 @@ impl SharedState {
                             _ => None,
                         };
                         if let Some(queued) = queued {
-                            slot.queued = Some(queued);
+                            slot.queued = Some(Box::new(queued));
                             self.to_wake.extend(std::mem::take(&mut slot.wakers));
                         }
                     }
@@ -572,6 +574,9 @@ impl SharedState {
             LockEvent::Acquired(_) => {
                 slot.status = LockStatus::Held;
                 slot.acquired = true;
+                // Read only while waiting: a holder keeps no queue place (nor
+                // its copy of the node's path).
+                slot.queued = None;
             }
             LockEvent::Resumed => slot.status = LockStatus::Held,
             LockEvent::Suspended => slot.status = LockStatus::Suspended,
