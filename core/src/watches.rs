@@ -189,4 +189,30 @@ mod tests {
         assert_eq!(w.take("/l/b"), Vec::<LockId>::new());
         assert_eq!(w.len(), 0);
     }
+
+    #[test]
+    fn a_task_with_several_paths_and_a_path_with_several_tasks_are_kept_apart() {
+        let mut w = WatchIndex::default();
+        // A waiter watches its own node and its blocker; a second task shares
+        // the blocker (both wait behind it).
+        w.add(LockId(5), "/l/own");
+        w.add(LockId(5), "/l/blocker");
+        w.add(LockId(5), "/l/blocker");
+        w.add(LockId(2), "/l/blocker");
+        w.add(LockId(9), "/l/blocker");
+        assert_eq!(w.len(), 2);
+        // Removing one task's interest in the shared path leaves the others'.
+        assert!(!w.remove(LockId(9), "/l/blocker"));
+        assert_eq!(
+            w.take("/l/blocker"),
+            vec![LockId(2), LockId(5)],
+            "oldest first"
+        );
+        // Task 5 keeps its other path; forgetting it clears everything.
+        w.add(LockId(5), "/l/third");
+        w.forget_lock(LockId(5));
+        assert_eq!(w.len(), 0);
+        assert_eq!(w.take("/l/own"), Vec::<LockId>::new());
+        assert!(w.by_lock.is_empty());
+    }
 }
