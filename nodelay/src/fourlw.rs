@@ -79,51 +79,9 @@ pub fn connected_servers(peers: &Peers) -> Vec<SocketAddr> {
     servers
 }
 
-/// How long [`ask_connected_servers_in_background`] gives each server to
-/// connect, and again to answer.
+/// How long [`ask_connected_servers_all_after`] gives each server to connect,
+/// and again to answer.
 pub const BACKGROUND_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// On a thread of its own (name resolution and the exchanges block): resolves
-/// `connect_string`, then sends `word` to each of its servers this process is
-/// connected to ([`connected_servers`]) and calls `answer` with each server's
-/// answer ([`BACKGROUND_TIMEOUT`] each). For a binding's check of its server
-/// after a (re)connect, which must not hold up anything else.
-///
-/// # Errors
-/// When no thread can be started.
-pub fn ask_connected_servers_in_background(
-    connect_string: String,
-    word: &'static str,
-    answer: impl FnMut(SocketAddr, io::Result<String>) + Send + 'static,
-) -> io::Result<()> {
-    ask_connected_servers_after(Duration::ZERO, connect_string, word, answer)
-}
-
-/// As [`ask_connected_servers_in_background`], the thread first waiting `delay`:
-/// for a check right after a connect that should stay out of the way of the
-/// session's first requests (the server answers the word beside them).
-///
-/// # Errors
-/// When no thread can be started.
-pub fn ask_connected_servers_after(
-    delay: Duration,
-    connect_string: String,
-    word: &'static str,
-    mut answer: impl FnMut(SocketAddr, io::Result<String>) + Send + 'static,
-) -> io::Result<()> {
-    std::thread::Builder::new()
-        .name(format!("zklock-{word}"))
-        .spawn(move || {
-            std::thread::sleep(delay);
-            let Ok(peers) = Peers::resolve(&connect_string) else {
-                return;
-            };
-            for server in connected_servers(&peers) {
-                answer(server, four_letter_word(server, word, BACKGROUND_TIMEOUT));
-            }
-        })
-        .map(drop)
-}
 
 /// Every server's answers to every word, as [`ask_connected_servers_all_after`]
 /// hands them over.
@@ -140,9 +98,14 @@ pub type ServersAnswers = Vec<(SocketAddr, Vec<io::Result<String>>)>;
 /// thousand times. A server's settings and role do not change within seconds.
 pub const SHARED_ANSWERS_FOR: Duration = Duration::from_secs(10);
 
-/// As [`ask_connected_servers_after`], for several words, with one call of
-/// `answers` once every server has answered every word (or failed to): each
-/// server with its answers in the order of `words`. For a judgement that needs
+/// On a thread of its own (name resolution and the exchanges block), after
+/// `delay`: resolves `connect_string`, sends each of `words` to each of its
+/// servers this process is connected to ([`connected_servers`];
+/// [`BACKGROUND_TIMEOUT`] each), and calls `answers` once every server has
+/// answered every word (or failed to): each server with its answers in the
+/// order of `words`. For a binding's check of its servers after a
+/// (re)connect, which must not hold up anything else; the `delay` keeps the
+/// check out of the way of the session's first requests. For a judgement that needs
 /// all of them at once (which of the servers is the session's is not known, so
 /// what holds for the session must hold for each).
 ///
@@ -352,25 +315,19 @@ mod tests {
     }
 
     #[test]
-    fn asks_the_connected_server_in_the_background() {
+    fn lists_only_the_servers_this_process_is_connected_to() {
         let addr = answering("imok-ish");
         // Connected to it (this socket is what `connections` finds on Linux)...
         let other = TcpListener::bind("127.0.0.1:0").unwrap();
         let peers = Peers::new([addr, other.local_addr().unwrap()]);
-        // ... the first server only, so only it is asked.
+        // ... the first server only, so only it is listed (elsewhere: both).
         let _ours = TcpStream::connect(addr);
-        let listed = connected_servers(&peers);
-        if cfg!(target_os = "linux") {
-            assert_eq!(listed, [addr]);
-        }
-        let (tx, rx) = std::sync::mpsc::channel();
-        ask_connected_servers_in_background(format!("{addr}"), "conf", move |server, answer| {
-            tx.send((server, answer.unwrap())).unwrap()
-        })
-        .unwrap();
-        let (server, answer) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-        assert_eq!(server, addr);
-        assert_eq!(answer, "imok-ish");
+        let expected = if cfg!(target_os = "linux") {
+            vec![addr]
+        } else {
+            peers.addrs().to_vec()
+        };
+        assert_eq!(connected_servers(&peers), expected);
     }
 
     #[test]
@@ -489,12 +446,14 @@ mod tests {
         let delay = Duration::from_millis(200);
         let (tx, rx) = std::sync::mpsc::channel();
         let asked = Instant::now();
-        ask_connected_servers_after(delay, format!("{addr}"), "conf", move |server, answer| {
-            tx.send((server, answer.unwrap(), asked.elapsed())).unwrap()
+        ask_connected_servers_all_after(delay, format!("{addr}"), &["conf"], move |all| {
+            tx.send((all, asked.elapsed())).unwrap()
         })
         .unwrap();
-        let (server, answer, after) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-        assert_eq!((server, answer.as_str()), (addr, "imok-ish"));
+        let (all, after) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].0, addr);
+        assert_eq!(all[0].1[0].as_ref().unwrap(), "imok-ish");
         assert!(after >= delay, "answered {after:?} after asking");
     }
 }

@@ -64,9 +64,9 @@
 //! The crate also holds the other socket matter both bindings share:
 //! [`four_letter_word`], one short exchange with a server's client port (plain
 //! `std::net::TcpStream`, with a timeout), and
-//! [`ask_connected_servers_in_background`], which after a (re)connect asks the
+//! [`ask_connected_servers_all_after`], which after a (re)connect asks the
 //! servers this process is connected to ([`connected_servers`], found as
-//! above) for their settings (`conf`) on a thread of its own, so that the check
+//! above) for their settings and role on a thread of its own, so that the check
 //! never holds up a lock operation. lock-client judges the answers
 //! (`lock_client::ServerConf`, `lock_client::Hazard`).
 //!
@@ -90,8 +90,7 @@ mod reach;
 mod linux;
 
 pub use fourlw::{
-    ask_connected_servers_after, ask_connected_servers_all_after,
-    ask_connected_servers_in_background, connected_servers, four_letter_word, ServersAnswers,
+    ask_connected_servers_all_after, connected_servers, four_letter_word, ServersAnswers,
     BACKGROUND_TIMEOUT, SHARED_ANSWERS_FOR,
 };
 pub use peers::Peers;
