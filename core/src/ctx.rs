@@ -124,7 +124,7 @@ pub(crate) mod tests {
 
     /// What a [`Ctx`] borrows, owned, for unit tests of a part on its own.
     #[derive(Default)]
-    pub(crate) struct Session {
+    pub(crate) struct CtxParts {
         pub config: Config,
         pub requests: RequestBook,
         pub out: VecDeque<Output>,
@@ -134,7 +134,7 @@ pub(crate) mod tests {
         pub contact: Contact,
     }
 
-    impl Session {
+    impl CtxParts {
         /// A context connected at time zero, session 1.
         pub(crate) fn cx(&mut self) -> Ctx<'_> {
             Ctx {

@@ -134,7 +134,7 @@ mod tests {
 
     #[test]
     fn in_flight_takes_only_the_reply_to_its_latest_request() {
-        let mut session = crate::ctx::tests::Session::default();
+        let mut session = crate::ctx::tests::CtxParts::default();
         let lock = LockId(3);
         let list = || Op::GetChildren { path: "/l".into() };
         let mut in_flight = InFlight::default();
@@ -154,7 +154,7 @@ mod tests {
 
     #[test]
     fn in_flight_forgets_and_sends_nothing_while_disconnected() {
-        let mut session = crate::ctx::tests::Session::default();
+        let mut session = crate::ctx::tests::CtxParts::default();
         let lock = LockId(4);
         let mut in_flight = InFlight::default();
         assert!(in_flight.send(&mut session.cx(), lock, Purpose::DeleteOwn, del()));

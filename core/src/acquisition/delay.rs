@@ -12,7 +12,7 @@
 //! [`DelayOutcome`] the acquisition acts on. A clean release deletes the marker
 //! in its multi ([`Delay::marker_ours`]).
 
-use super::Ours;
+use super::Identity;
 use crate::ctx::Ctx;
 use crate::ctx::InFlight;
 use crate::names::DELAY_MARKER;
@@ -88,13 +88,13 @@ impl Delay {
     pub(super) fn on_reply(
         &mut self,
         cx: &mut Ctx,
-        ours: Ours<'_>,
+        identity: Identity<'_>,
         purpose: Purpose,
         result: Result<Reply, ZkError>,
     ) -> DelayOutcome {
         match purpose {
-            Purpose::DelayMarker { take } => self.on_marker_reply(cx, ours, take, result),
-            _ => self.on_read_reply(cx, ours, result),
+            Purpose::DelayMarker { take } => self.on_marker_reply(cx, identity, take, result),
+            _ => self.on_read_reply(cx, identity, result),
         }
     }
 
@@ -102,7 +102,7 @@ impl Delay {
     fn on_marker_reply(
         &mut self,
         cx: &mut Ctx,
-        ours: Ours<'_>,
+        identity: Identity<'_>,
         take: bool,
         result: Result<Reply, ZkError>,
     ) -> DelayOutcome {
@@ -116,16 +116,16 @@ impl Delay {
                 // Someone's marker is there: whose?
                 (ZkError::NodeExists, false) => {
                     let op = Op::GetData {
-                        path: marker_path(&ours.spec.path),
+                        path: marker_path(&identity.spec.path),
                         watch: false,
                     };
                     let wait = self.wait();
-                    wait.request.send(cx, ours.id, Purpose::DelayRead, op);
+                    wait.request.send(cx, identity.id, Purpose::DelayRead, op);
                     DelayOutcome::Pending
                 }
                 // Gone between our read and the take-over (deleted by hand): create.
                 (ZkError::NoNode, true) => {
-                    self.send_marker(cx, ours, false);
+                    self.send_marker(cx, identity, false);
                     DelayOutcome::Pending
                 }
                 (e, _) => DelayOutcome::Trouble(e),
@@ -139,7 +139,7 @@ impl Delay {
     fn on_read_reply(
         &mut self,
         cx: &mut Ctx,
-        ours: Ours<'_>,
+        identity: Identity<'_>,
         result: Result<Reply, ZkError>,
     ) -> DelayOutcome {
         let data = match result {
@@ -147,26 +147,26 @@ impl Delay {
             Ok(_) => return DelayOutcome::Trouble(ZkError::unexpected_reply()),
             // Gone since our create failed: create again.
             Err(ZkError::NoNode) => {
-                self.send_marker(cx, ours, false);
+                self.send_marker(cx, identity, false);
                 return DelayOutcome::Pending;
             }
             Err(e) => return DelayOutcome::Trouble(e),
         };
-        if own_name(ours).is_some_and(|name| name.as_bytes() == data) {
+        if own_name(identity).is_some_and(|name| name.as_bytes() == data) {
             self.marker_ours = true;
             return DelayOutcome::Grant;
         }
-        if !ours.spec.wait {
+        if !identity.spec.wait {
             return DelayOutcome::WouldBlock;
         }
-        let delay = ours.spec.lock_delay.unwrap_or_default();
+        let delay = identity.spec.lock_delay.unwrap_or_default();
         let since = self.wait().free_since.unwrap_or(cx.now);
         let until = since + delay;
         self.wait().until = Some(until);
         cx.stats.lock_delays += 1;
-        if let Some(own) = ours.node {
+        if let Some(own) = identity.node {
             let node = own.path.clone();
-            cx.progress(ours.id, Progress::LockDelay { node, until });
+            cx.progress(identity.id, Progress::LockDelay { node, until });
         }
         DelayOutcome::Grant
     }
@@ -176,8 +176,8 @@ impl Delay {
     /// The grant's lock-delay step: `true` when the grant may go on (no delay
     /// set, or the marker is ours). Otherwise the acquisition stays granting and
     /// a reply (its [`DelayOutcome::Grant`]) or the delay's timer tries again.
-    pub(super) fn may_grant(&mut self, cx: &mut Ctx, ours: Ours<'_>) -> bool {
-        let Some(delay) = ours.spec.lock_delay else {
+    pub(super) fn may_grant(&mut self, cx: &mut Ctx, identity: Identity<'_>) -> bool {
+        let Some(delay) = identity.spec.lock_delay else {
             return true;
         };
         if self.marker_ours {
@@ -190,36 +190,39 @@ impl Delay {
         }
         let Some(until) = wait.until else {
             // First the cheap case: no marker (the last holder released cleanly).
-            self.send_marker(cx, ours, false);
+            self.send_marker(cx, identity, false);
             return false;
         };
         if cx.now < until {
-            if !cx.timers.is_armed(ours.id, TimerKind::LockDelay) {
-                cx.timers.set(ours.id, TimerKind::LockDelay, until);
+            if !cx.timers.is_armed(identity.id, TimerKind::LockDelay) {
+                cx.timers.set(identity.id, TimerKind::LockDelay, until);
             }
             return false;
         }
         debug_assert!(until >= free_since + delay);
-        self.send_marker(cx, ours, true);
+        self.send_marker(cx, identity, true);
         false
     }
 
     /// Creates (`take: false`) or takes over our marker, checking our node in the
     /// same multi (a node no longer ours writes nothing).
-    fn send_marker(&mut self, cx: &mut Ctx, ours: Ours<'_>, take: bool) {
-        let (Some(own), Some(name)) = (ours.node, own_name(ours)) else {
+    fn send_marker(&mut self, cx: &mut Ctx, identity: Identity<'_>, take: bool) {
+        let (Some(own), Some(name)) = (identity.node, own_name(identity)) else {
             return;
         };
         let check = MultiOp::Check {
             path: own.path.clone(),
             version: None,
         };
-        let marker =
-            MultiOp::put_persistent(marker_path(&ours.spec.path), name.as_bytes().to_vec(), take);
+        let marker = MultiOp::put_persistent(
+            marker_path(&identity.spec.path),
+            name.as_bytes().to_vec(),
+            take,
+        );
         let op = Op::Multi(vec![check, marker]);
         self.wait()
             .request
-            .send(cx, ours.id, Purpose::DelayMarker { take }, op);
+            .send(cx, identity.id, Purpose::DelayMarker { take }, op);
     }
 
     /// The connection dropped: the request in flight is gone (what it found is
@@ -232,8 +235,8 @@ impl Delay {
 }
 
 /// Our node's name: the marker's data.
-fn own_name(ours: Ours<'_>) -> Option<&str> {
-    Some(split_parent(&ours.node?.path).1)
+fn own_name(identity: Identity<'_>) -> Option<&str> {
+    Some(split_parent(&identity.node?.path).1)
 }
 
 #[cfg(test)]
@@ -247,7 +250,7 @@ mod tests {
     use std::time::Duration;
 
     /// The requests sent since the last call, their ids kept in `last`.
-    fn sent_with(session: &mut crate::ctx::tests::Session, last: &mut RequestId) -> Vec<Op> {
+    fn sent_with(session: &mut crate::ctx::tests::CtxParts, last: &mut RequestId) -> Vec<Op> {
         session
             .out
             .drain(..)
@@ -261,7 +264,7 @@ mod tests {
             .collect()
     }
 
-    fn sent(session: &mut crate::ctx::tests::Session) -> Vec<Op> {
+    fn sent(session: &mut crate::ctx::tests::CtxParts) -> Vec<Op> {
         sent_with(session, &mut RequestId(0))
     }
 
@@ -297,63 +300,70 @@ mod tests {
 
     #[test]
     fn without_a_delay_a_grant_goes_on_at_no_request() {
-        let mut session = crate::ctx::tests::Session::default();
+        let mut session = crate::ctx::tests::CtxParts::default();
         let spec = LockSpec::write("/l");
         let own = node();
-        let ours = Ours {
+        let identity = Identity {
             id: LockId(1),
             spec: &spec,
             node: Some(&own),
         };
         let mut delay = Delay::default();
-        assert!(delay.may_grant(&mut session.cx(), ours));
+        assert!(delay.may_grant(&mut session.cx(), identity));
         assert!(sent(&mut session).is_empty());
     }
 
     #[test]
     fn a_clean_marker_is_created_and_ours() {
-        let mut session = crate::ctx::tests::Session::default();
+        let mut session = crate::ctx::tests::CtxParts::default();
         let spec = LockSpec::write("/l").lock_delay(Duration::from_secs(5));
         let own = node();
-        let ours = Ours {
+        let identity = Identity {
             id: LockId(1),
             spec: &spec,
             node: Some(&own),
         };
         let mut delay = Delay::default();
-        assert!(!delay.may_grant(&mut session.cx(), ours));
+        assert!(!delay.may_grant(&mut session.cx(), identity));
         let mut last = RequestId(0);
         assert_eq!(sent_with(&mut session, &mut last), [marker_op(false)]);
-        assert!(!delay.may_grant(&mut session.cx(), ours), "one at a time");
+        assert!(
+            !delay.may_grant(&mut session.cx(), identity),
+            "one at a time"
+        );
         assert!(sent(&mut session).is_empty());
         assert!(delay.take_reply(last));
-        let outcome =
-            delay.on_marker_reply(&mut session.cx(), ours, false, Ok(Reply::Multi(Vec::new())));
+        let outcome = delay.on_marker_reply(
+            &mut session.cx(),
+            identity,
+            false,
+            Ok(Reply::Multi(Vec::new())),
+        );
         assert_eq!(outcome, DelayOutcome::Grant);
         assert!(delay.marker_ours);
-        assert!(delay.may_grant(&mut session.cx(), ours));
+        assert!(delay.may_grant(&mut session.cx(), identity));
     }
 
     #[test]
     fn another_holders_marker_is_waited_out_then_taken_over() {
-        let mut session = crate::ctx::tests::Session::default();
+        let mut session = crate::ctx::tests::CtxParts::default();
         let spec = LockSpec::write("/l").lock_delay(Duration::from_secs(5));
         let own = node();
-        let ours = Ours {
+        let identity = Identity {
             id: LockId(1),
             spec: &spec,
             node: Some(&own),
         };
         let mut delay = Delay::default();
         let mut last = RequestId(0);
-        assert!(!delay.may_grant(&mut session.cx(), ours));
+        assert!(!delay.may_grant(&mut session.cx(), identity));
         sent_with(&mut session, &mut last);
         assert!(delay.take_reply(last));
         let exists = Err(ZkError::MultiFailed {
             index: 1,
             error: Box::new(ZkError::NodeExists),
         });
-        let outcome = delay.on_marker_reply(&mut session.cx(), ours, false, exists);
+        let outcome = delay.on_marker_reply(&mut session.cx(), identity, false, exists);
         assert_eq!(outcome, DelayOutcome::Pending);
         let read = Op::GetData {
             path: "/l/zkl-delay".into(),
@@ -366,19 +376,19 @@ mod tests {
             data: b"n-0000000001".to_vec(),
             stat: Default::default(),
         });
-        let outcome = delay.on_read_reply(&mut session.cx(), ours, theirs);
+        let outcome = delay.on_read_reply(&mut session.cx(), identity, theirs);
         assert_eq!(outcome, DelayOutcome::Grant);
         assert_eq!(session.stats.lock_delays, 1);
         let until = Timestamp::default() + Duration::from_secs(5);
         assert_eq!(delay.wait.as_ref().unwrap().until, Some(until));
         // Before the delay is over the grant waits for its timer.
-        assert!(!delay.may_grant(&mut session.cx(), ours));
+        assert!(!delay.may_grant(&mut session.cx(), identity));
         assert!(session.timers.is_armed(LockId(1), TimerKind::LockDelay));
         assert!(sent(&mut session).is_empty());
         // Then it takes the marker over.
         let mut cx = session.cx();
         cx.now = until;
-        assert!(!delay.may_grant(&mut cx, ours));
+        assert!(!delay.may_grant(&mut cx, identity));
         assert_eq!(sent(&mut session), [marker_op(true)]);
         delay.forget();
         assert!(!delay.wait.as_ref().unwrap().request.is_pending());
@@ -391,12 +401,12 @@ mod tests {
 
     #[test]
     fn a_try_lock_does_not_wait_out_a_marker_and_a_failed_check_is_a_loss() {
-        let mut session = crate::ctx::tests::Session::default();
+        let mut session = crate::ctx::tests::CtxParts::default();
         let spec = LockSpec::write("/l")
             .lock_delay(Duration::from_secs(5))
             .try_only();
         let own = node();
-        let ours = Ours {
+        let identity = Identity {
             id: LockId(1),
             spec: &spec,
             node: Some(&own),
@@ -406,13 +416,13 @@ mod tests {
             data: b"n-0000000001".to_vec(),
             stat: Default::default(),
         });
-        let outcome = delay.on_read_reply(&mut session.cx(), ours, theirs);
+        let outcome = delay.on_read_reply(&mut session.cx(), identity, theirs);
         assert_eq!(outcome, DelayOutcome::WouldBlock);
         let gone = Err(ZkError::MultiFailed {
             index: 0,
             error: Box::new(ZkError::NoNode),
         });
-        let outcome = delay.on_marker_reply(&mut session.cx(), ours, true, gone);
+        let outcome = delay.on_marker_reply(&mut session.cx(), identity, true, gone);
         assert_eq!(outcome, DelayOutcome::Lost);
     }
 }

@@ -10,9 +10,9 @@
 //! [`Detection::stop`] at the grant or the end. The session publishes through
 //! [`Detection::publish`] after every call.
 
-use super::Ours;
+use super::Identity;
 use crate::ctx::Ctx;
-use crate::deadlock::chase::{Chase, Outcome};
+use crate::deadlock::chase::{Chase, ChaseResult};
 use crate::deadlock::publish::Publication;
 use crate::event::FailReason;
 use crate::ids::LockId;
@@ -62,12 +62,12 @@ impl Parts {
     pub(super) fn published_wait<'a>(
         &self,
         waiting: bool,
-        ours: Ours<'a>,
+        identity: Identity<'a>,
     ) -> Option<(&'a str, String)> {
         if !self.detecting || !waiting {
             return None;
         }
-        Some((ours.spec.owner.as_deref()?, ours.node?.path.clone()))
+        Some((identity.spec.owner.as_deref()?, identity.node?.path.clone()))
     }
 
     // Replies.
@@ -86,12 +86,12 @@ impl Parts {
             return None;
         }
         match chase.on_reply(cx, request, result) {
-            Outcome::Pending => None,
-            Outcome::NoCycle => {
+            ChaseResult::Pending => None,
+            ChaseResult::NoCycle => {
                 self.chase = None;
                 None
             }
-            Outcome::Cycle { victim, cycle } => {
+            ChaseResult::Cycle { victim, cycle } => {
                 self.chase = None;
                 cx.stats.deadlocks_seen += 1;
                 (victim && waiting).then_some(FailReason::Deadlock { cycle })
@@ -103,13 +103,13 @@ impl Parts {
     pub(super) fn on_publish_reply(
         &mut self,
         cx: &mut Ctx,
-        ours: Ours<'_>,
+        identity: Identity<'_>,
         request: RequestId,
         result: &Result<Reply, ZkError>,
     ) {
-        if let Some(own) = ours.node {
+        if let Some(own) = identity.node {
             self.publication
-                .on_reply(cx, ours.id, &own.path, request, result);
+                .on_reply(cx, identity.id, &own.path, request, result);
         }
     }
 
@@ -142,38 +142,39 @@ impl Parts {
 
     /// The detect timer fired (`waiting`: the acquisition still waits): arm it
     /// again, and chase from our node unless a chase runs.
-    pub(super) fn on_timer(&mut self, cx: &mut Ctx, ours: Ours<'_>, waiting: bool) {
-        let Some(after) = ours.spec.detect_after else {
+    pub(super) fn on_timer(&mut self, cx: &mut Ctx, identity: Identity<'_>, waiting: bool) {
+        let Some(after) = identity.spec.detect_after else {
             return;
         };
         if !waiting {
             return;
         }
-        cx.timers.set(ours.id, TimerKind::Detect, cx.now + after);
-        if !cx.connected || ours.node.is_none() {
+        cx.timers
+            .set(identity.id, TimerKind::Detect, cx.now + after);
+        if !cx.connected || identity.node.is_none() {
             return;
         }
         self.detecting = true;
         if self.chase.is_none() {
-            self.start_chase(cx, ours);
+            self.start_chase(cx, identity);
         }
     }
 
     /// A watched blocker's data changed: someone may have published a wait
     /// there, so a detecting waiter chases now.
-    pub(super) fn on_blocker_changed(&mut self, cx: &mut Ctx, ours: Ours<'_>) {
+    pub(super) fn on_blocker_changed(&mut self, cx: &mut Ctx, identity: Identity<'_>) {
         if self.detecting && self.chase.is_none() {
-            self.start_chase(cx, ours);
+            self.start_chase(cx, identity);
         }
     }
 
-    fn start_chase(&mut self, cx: &mut Ctx, ours: Ours<'_>) {
-        let (Some(own), Some(owner)) = (ours.node, &ours.spec.owner) else {
+    fn start_chase(&mut self, cx: &mut Ctx, identity: Identity<'_>) {
+        let (Some(own), Some(owner)) = (identity.node, &identity.spec.owner) else {
             return;
         };
         let chase = Chase::start(
             cx,
-            ours.id,
+            identity.id,
             own.path.clone(),
             owner.clone(),
             self.owner_held.clone(),
@@ -194,7 +195,7 @@ impl Parts {
     pub(super) fn publish(
         &mut self,
         cx: &mut Ctx,
-        ours: Ours<'_>,
+        identity: Identity<'_>,
         trusted: bool,
         waits: Vec<String>,
     ) {
@@ -204,8 +205,8 @@ impl Parts {
         if !trusted || !cx.connected {
             return;
         }
-        let Some(own) = ours.node else { return };
-        self.publication.publish(cx, ours.id, &own.path, waits);
+        let Some(own) = identity.node else { return };
+        self.publication.publish(cx, identity.id, &own.path, waits);
     }
 
     /// Granted or ended: no more chasing or detect timer.
@@ -239,9 +240,9 @@ impl Detection {
     pub(super) fn published_wait<'a>(
         &self,
         waiting: bool,
-        ours: Ours<'a>,
+        identity: Identity<'a>,
     ) -> Option<(&'a str, String)> {
-        self.parts.as_ref()?.published_wait(waiting, ours)
+        self.parts.as_ref()?.published_wait(waiting, identity)
     }
 
     /// See [`Parts::on_chase_reply`].
@@ -261,12 +262,12 @@ impl Detection {
     pub(super) fn on_publish_reply(
         &mut self,
         cx: &mut Ctx,
-        ours: Ours<'_>,
+        identity: Identity<'_>,
         request: RequestId,
         result: &Result<Reply, ZkError>,
     ) {
         if let Some(parts) = &mut self.parts {
-            parts.on_publish_reply(cx, ours, request, result);
+            parts.on_publish_reply(cx, identity, request, result);
         }
     }
 
@@ -293,16 +294,16 @@ impl Detection {
     }
 
     /// See [`Parts::on_timer`].
-    pub(super) fn on_timer(&mut self, cx: &mut Ctx, ours: Ours<'_>, waiting: bool) {
-        if ours.spec.detect_after.is_some() {
-            self.parts().on_timer(cx, ours, waiting);
+    pub(super) fn on_timer(&mut self, cx: &mut Ctx, identity: Identity<'_>, waiting: bool) {
+        if identity.spec.detect_after.is_some() {
+            self.parts().on_timer(cx, identity, waiting);
         }
     }
 
     /// See [`Parts::on_blocker_changed`].
-    pub(super) fn on_blocker_changed(&mut self, cx: &mut Ctx, ours: Ours<'_>) {
+    pub(super) fn on_blocker_changed(&mut self, cx: &mut Ctx, identity: Identity<'_>) {
         if let Some(parts) = &mut self.parts {
-            parts.on_blocker_changed(cx, ours);
+            parts.on_blocker_changed(cx, identity);
         }
     }
 
@@ -317,14 +318,14 @@ impl Detection {
     pub(super) fn publish(
         &mut self,
         cx: &mut Ctx,
-        ours: Ours<'_>,
+        identity: Identity<'_>,
         trusted: bool,
         waits: Vec<String>,
     ) {
         if waits.is_empty() && self.parts.is_none() {
             return;
         }
-        self.parts().publish(cx, ours, trusted, waits);
+        self.parts().publish(cx, identity, trusted, waits);
     }
 
     /// See [`Parts::stop`].
@@ -386,20 +387,20 @@ mod tests {
 
     #[test]
     fn a_wait_past_the_threshold_chases_from_our_node_and_publishes() {
-        let mut session = crate::ctx::tests::Session::default();
+        let mut session = crate::ctx::tests::CtxParts::default();
         let (spec, own) = (spec(), node());
-        let ours = Ours {
+        let identity = Identity {
             id: LockId(3),
             spec: &spec,
             node: Some(&own),
         };
         let mut detection = Detection::default();
-        detection.start_waiting(&mut session.cx(), ours.id, &spec);
-        assert!(session.timers.is_armed(ours.id, TimerKind::Detect));
-        assert_eq!(detection.published_wait(true, ours), None, "not yet");
+        detection.start_waiting(&mut session.cx(), identity.id, &spec);
+        assert!(session.timers.is_armed(identity.id, TimerKind::Detect));
+        assert_eq!(detection.published_wait(true, identity), None, "not yet");
         // Before the threshold nothing is sent.
         assert!(session.out.is_empty());
-        detection.on_timer(&mut session.cx(), ours, true);
+        detection.on_timer(&mut session.cx(), identity, true);
         assert!(detection.parts.as_ref().unwrap().chase.is_some());
         assert_eq!(session.stats.deadlock_chases, 1);
         let reads: Vec<Op> = session
@@ -416,10 +417,10 @@ mod tests {
             "the chase lists our directory first: {reads:?}"
         );
         assert_eq!(
-            detection.published_wait(true, ours),
+            detection.published_wait(true, identity),
             Some(("w1", own.path.clone()))
         );
-        assert_eq!(detection.published_wait(false, ours), None);
+        assert_eq!(detection.published_wait(false, identity), None);
         // A reply that is not the chase's changes nothing.
         let other = detection.on_chase_reply(
             &mut session.cx(),
@@ -429,24 +430,24 @@ mod tests {
         );
         assert_eq!(other, None);
         assert!(detection.parts.as_ref().unwrap().chase.is_some());
-        detection.stop(&mut session.cx(), ours.id);
+        detection.stop(&mut session.cx(), identity.id);
         assert!(detection.parts.as_ref().unwrap().chase.is_none());
-        assert!(!session.timers.is_armed(ours.id, TimerKind::Detect));
-        assert_eq!(detection.published_wait(true, ours), None);
+        assert!(!session.timers.is_armed(identity.id, TimerKind::Detect));
+        assert_eq!(detection.published_wait(true, identity), None);
     }
 
     #[test]
     fn nothing_is_published_while_untrusted_or_with_nothing_to_say() {
-        let mut session = crate::ctx::tests::Session::default();
+        let mut session = crate::ctx::tests::CtxParts::default();
         let (spec, own) = (spec(), node());
-        let ours = Ours {
+        let identity = Identity {
             id: LockId(3),
             spec: &spec,
             node: Some(&own),
         };
         let mut detection = Detection::default();
-        detection.publish(&mut session.cx(), ours, true, Vec::new());
-        detection.publish(&mut session.cx(), ours, false, vec!["/m/x".into()]);
+        detection.publish(&mut session.cx(), identity, true, Vec::new());
+        detection.publish(&mut session.cx(), identity, false, vec!["/m/x".into()]);
         assert!(session.out.is_empty());
     }
 }

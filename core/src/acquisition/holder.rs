@@ -1,4 +1,4 @@
-//! [`Holder`]: what a holder can do besides releasing, the part of an
+//! [`SectionsAndWrites`]: what a holder can do besides releasing, the part of an
 //! acquisition that owns critical sections that a successor can tell were
 //! interrupted (the Ready-file idea, with the crash marker a grant looks at)
 //! and writes fenced by a `check` on the lock node.
@@ -7,7 +7,7 @@
 //! trusted (`own`); the part sends, emits the section and write events, and
 //! returns what the acquisition must act on (our node gone, a retry).
 
-use super::Ours;
+use super::Identity;
 use crate::ctx::Ctx;
 use crate::ctx::InFlight;
 use crate::event::{FailReason, FencedError, LockEvent, LostReason, UsageError};
@@ -33,7 +33,7 @@ pub(super) enum HolderOutcome {
 /// its critical section (and the crash marker a grant looks at) and its fenced
 /// writes.
 #[derive(Default, Debug)]
-pub(super) struct Holder {
+pub(super) struct SectionsAndWrites {
     /// Whether the crash marker exists, when known without asking (from a listing in
     /// which we could be granted); `None` once we waited, as it may have changed.
     marker_known: Option<bool>,
@@ -58,7 +58,7 @@ pub(super) fn marker_path(lock_path: &str) -> String {
     format!("{lock_path}/{SECTION_MARKER}")
 }
 
-impl Holder {
+impl SectionsAndWrites {
     // Getters.
 
     /// Whether the previous holder crashed inside its section, for a grant:
@@ -83,7 +83,7 @@ impl Holder {
 
     /// Whether a clean release closes a section: one open, or maybe opened (its
     /// reply lost): if the marker is not there, the release's multi fails on it
-    /// and goes again without it ([`Holder::section_gone`]).
+    /// and goes again without it ([`SectionsAndWrites::section_gone`]).
     pub(super) fn release_closes_section(&self) -> bool {
         self.section_open || self.section_wanted == Some(true)
     }
@@ -118,7 +118,7 @@ impl Holder {
     pub(super) fn on_section_reply(
         &mut self,
         cx: &mut Ctx,
-        ours: Ours<'_>,
+        identity: Identity<'_>,
         own: Option<String>,
         open: bool,
         result: Result<Reply, ZkError>,
@@ -132,37 +132,37 @@ impl Holder {
                 } else {
                     LockEvent::SectionClosed
                 };
-                cx.emit(ours.id, event);
+                cx.emit(identity.id, event);
             }
             // The check on our node failed: the lock is gone.
             Err(ZkError::MultiFailed { index: 0, .. }) => return HolderOutcome::Lost,
             Err(ZkError::MultiFailed { index: 1, error }) => match (*error, open) {
                 (ZkError::NodeExists, true) => {
                     if let Some(own) = own {
-                        self.send_section(cx, ours, true, own, true)
+                        self.send_section(cx, identity, true, own, true)
                     }
                 }
                 (ZkError::NoNode, false) => {
                     self.section_gone();
-                    cx.emit(ours.id, LockEvent::SectionClosed);
+                    cx.emit(identity.id, LockEvent::SectionClosed);
                 }
                 (ZkError::NoNode, true) => {
                     // The marker vanished between our create and set: create it.
                     if let Some(own) = own {
-                        self.send_section(cx, ours, true, own, false)
+                        self.send_section(cx, identity, true, own, false)
                     }
                 }
                 (e, _) if e.is_connection_loss() => return HolderOutcome::Trouble(e),
                 // A lasting refusal (e.g. an ACL): retrying would never end, so say so.
                 (e, _) => {
                     self.section_wanted = None;
-                    cx.emit(ours.id, LockEvent::SectionFailed(e));
+                    cx.emit(identity.id, LockEvent::SectionFailed(e));
                 }
             },
             Err(e) if e.is_connection_loss() => return HolderOutcome::Trouble(e),
             Err(e) => {
                 self.section_wanted = None;
-                cx.emit(ours.id, LockEvent::SectionFailed(e));
+                cx.emit(identity.id, LockEvent::SectionFailed(e));
             }
         }
         HolderOutcome::Done
@@ -216,16 +216,16 @@ impl Holder {
     }
 
     /// A grant waits for the crash marker: look at it (once at a time).
-    pub(super) fn check_marker(&mut self, cx: &mut Ctx, ours: Ours<'_>) {
+    pub(super) fn check_marker(&mut self, cx: &mut Ctx, identity: Identity<'_>) {
         if self.marker_check.is_pending() {
             return;
         }
         let op = Op::GetData {
-            path: marker_path(&ours.spec.path),
+            path: marker_path(&identity.spec.path),
             watch: false,
         };
         self.marker_check
-            .send(cx, ours.id, Purpose::MarkerCheck, op);
+            .send(cx, identity.id, Purpose::MarkerCheck, op);
     }
 
     /// Held from `now`.
@@ -249,27 +249,27 @@ impl Holder {
     pub(super) fn section(
         &mut self,
         cx: &mut Ctx,
-        ours: Ours<'_>,
+        identity: Identity<'_>,
         own: String,
         open: bool,
     ) -> Result<(), UsageError> {
-        if !ours.spec.detect_crashes {
+        if !identity.spec.detect_crashes {
             return Err(UsageError::Unsupported(
                 "sections need LockSpec::detect_crashes",
             ));
         }
-        self.send_section(cx, ours, open, own, false);
+        self.send_section(cx, identity, open, own, false);
         Ok(())
     }
 
     /// Our node `own` is verified: a section call whose outcome was lost goes
     /// again (both directions are idempotent and fenced by the check on our node).
-    pub(super) fn resend_section(&mut self, cx: &mut Ctx, ours: Ours<'_>, own: String) {
+    pub(super) fn resend_section(&mut self, cx: &mut Ctx, identity: Identity<'_>, own: String) {
         if self.section_request.is_pending() {
             return;
         }
         if let Some(open) = self.section_wanted {
-            self.send_section(cx, ours, open, own, false);
+            self.send_section(cx, identity, open, own, false);
         }
     }
 
@@ -277,13 +277,13 @@ impl Holder {
     fn send_section(
         &mut self,
         cx: &mut Ctx,
-        ours: Ours<'_>,
+        identity: Identity<'_>,
         open: bool,
         own: String,
         overwrite: bool,
     ) {
         self.section_wanted = Some(open);
-        let marker = marker_path(&ours.spec.path);
+        let marker = marker_path(&identity.spec.path);
         let data = own
             .rsplit('/')
             .next()
@@ -312,7 +312,7 @@ impl Holder {
         };
         self.section_request.send(
             cx,
-            ours.id,
+            identity.id,
             Purpose::Section { open },
             Op::Multi(vec![check, op]),
         );
@@ -380,7 +380,7 @@ impl Holder {
     /// The connection dropped (or a recovery starts): the marker check and the
     /// section call in flight are gone. A section call still wanted is sent again
     /// once our node is verified; fenced writes are settled by
-    /// [`Holder::writes_unknown`] (their outcome is reported, not retried).
+    /// [`SectionsAndWrites::writes_unknown`] (their outcome is reported, not retried).
     pub(super) fn forget(&mut self) {
         self.marker_check.forget();
         self.section_request.forget();
@@ -394,9 +394,9 @@ mod tests {
 
     #[test]
     fn forget_drops_requests_in_flight_but_keeps_the_section_wanted() {
-        let mut session = crate::ctx::tests::Session::default();
+        let mut session = crate::ctx::tests::CtxParts::default();
         let lock = LockId(2);
-        let mut holder = Holder::default();
+        let mut holder = SectionsAndWrites::default();
         let check = || Op::GetData {
             path: "/l/zkl-section".into(),
             watch: false,
@@ -423,7 +423,7 @@ mod tests {
         assert_eq!(holder.writes, [(9, RequestId(40))]);
     }
 
-    fn sent(session: &mut crate::ctx::tests::Session) -> Vec<Op> {
+    fn sent(session: &mut crate::ctx::tests::CtxParts) -> Vec<Op> {
         session
             .out
             .drain(..)
@@ -436,17 +436,17 @@ mod tests {
 
     #[test]
     fn a_section_is_fenced_by_our_node_and_taken_over_from_a_crashed_holder() {
-        let mut session = crate::ctx::tests::Session::default();
+        let mut session = crate::ctx::tests::CtxParts::default();
         let spec = LockSpec::write("/l").detect_crashes();
-        let ours = Ours {
+        let identity = Identity {
             id: LockId(4),
             spec: &spec,
             node: None,
         };
         let own = "/l/n-0000000003".to_owned();
-        let mut holder = Holder::default();
+        let mut holder = SectionsAndWrites::default();
         holder
-            .section(&mut session.cx(), ours, own.clone(), true)
+            .section(&mut session.cx(), identity, own.clone(), true)
             .unwrap();
         let check = MultiOp::Check {
             path: own.clone(),
@@ -465,7 +465,7 @@ mod tests {
             error: Box::new(ZkError::NodeExists),
         });
         let outcome =
-            holder.on_section_reply(&mut session.cx(), ours, Some(own.clone()), true, exists);
+            holder.on_section_reply(&mut session.cx(), identity, Some(own.clone()), true, exists);
         assert_eq!(outcome, HolderOutcome::Done);
         let take = MultiOp::SetData {
             path: "/l/zkl-section".into(),
@@ -474,7 +474,7 @@ mod tests {
         };
         assert_eq!(sent(&mut session), [Op::Multi(vec![check, take])]);
         let ok = Ok(Reply::Multi(Vec::new()));
-        let outcome = holder.on_section_reply(&mut session.cx(), ours, Some(own), true, ok);
+        let outcome = holder.on_section_reply(&mut session.cx(), identity, Some(own), true, ok);
         assert_eq!(outcome, HolderOutcome::Done);
         assert!(holder.section_open && holder.section_wanted.is_none());
         assert!(matches!(
@@ -489,23 +489,23 @@ mod tests {
             index: 0,
             error: Box::new(ZkError::NoNode),
         });
-        let outcome = holder.on_section_reply(&mut session.cx(), ours, None, false, gone);
+        let outcome = holder.on_section_reply(&mut session.cx(), identity, None, false, gone);
         assert_eq!(outcome, HolderOutcome::Lost);
         let plain = LockSpec::write("/l");
-        let ours = Ours {
+        let identity = Identity {
             spec: &plain,
-            ..ours
+            ..identity
         };
         assert!(holder
-            .section(&mut session.cx(), ours, "/l/n".into(), true)
+            .section(&mut session.cx(), identity, "/l/n".into(), true)
             .is_err());
     }
 
     #[test]
     fn a_fenced_write_reports_its_outcome_and_a_failed_check_is_a_loss() {
-        let mut session = crate::ctx::tests::Session::default();
+        let mut session = crate::ctx::tests::CtxParts::default();
         let lock = LockId(5);
-        let mut holder = Holder::default();
+        let mut holder = SectionsAndWrites::default();
         let write = MultiOp::SetData {
             path: "/data".into(),
             data: b"x".to_vec(),

@@ -3,7 +3,7 @@
 //! ones a clean release deletes in one multi with our node.
 
 use super::delay::{self, Delay};
-use super::holder::{self, Holder};
+use super::holder::{self, SectionsAndWrites};
 use crate::proto::{Reply, ZkError};
 
 /// A marker a clean release deletes in the multi with our node.
@@ -20,7 +20,11 @@ impl ReleaseMarker {
     /// `clean` release (not an abandonment, not the cleanup after a loss or
     /// failure) deletes them: a marker left behind is how the next holder learns
     /// of an unclean end.
-    pub(super) fn for_release(clean: bool, holder: &Holder, delay: &Delay) -> Vec<ReleaseMarker> {
+    pub(super) fn for_release(
+        clean: bool,
+        holder: &SectionsAndWrites,
+        delay: &Delay,
+    ) -> Vec<ReleaseMarker> {
         let mut markers = Vec::new();
         if !clean || holder.is_abandoned() {
             return markers;
@@ -58,7 +62,7 @@ impl ReleaseMarker {
 
     /// The marker is gone already: the part that owns it stops counting on it,
     /// and the release deletes the rest without it.
-    pub(super) fn forget(self, holder: &mut Holder, delay: &mut Delay) {
+    pub(super) fn forget(self, holder: &mut SectionsAndWrites, delay: &mut Delay) {
         match self {
             ReleaseMarker::Section => holder.section_gone(),
             ReleaseMarker::Delay => delay.marker_ours = false,

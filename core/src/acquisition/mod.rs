@@ -64,8 +64,8 @@ mod transitions;
 
 use delay::{Delay, DelayOutcome};
 use detection::Detection;
-use holder::{Holder, HolderOutcome};
-use lease::{Lease, Next, Step};
+use holder::{HolderOutcome, SectionsAndWrites};
+use lease::{AfterLeaseReply, Lease, LeaseCaller};
 use node::{Create, Node, OwnNode};
 use queue::{PeerOutcome, Queue};
 
@@ -100,32 +100,32 @@ pub(crate) enum Ended {
 /// What a part reads of its acquisition to act on its own: whose requests it
 /// sends, the spec, and our node as far as known.
 #[derive(Clone, Copy)]
-pub(in crate::acquisition) struct Ours<'a> {
+pub(in crate::acquisition) struct Identity<'a> {
     pub(in crate::acquisition) id: LockId,
     pub(in crate::acquisition) spec: &'a LockSpec,
     pub(in crate::acquisition) node: Option<&'a OwnNode>,
 }
 
-/// [`Ours`] of an acquisition, borrowing only the fields it names (so that a
+/// [`Identity`] of an acquisition, borrowing only the fields it names (so that a
 /// part beside them can be borrowed mutably at once).
-macro_rules! ours {
+macro_rules! identity {
     ($acquisition:expr) => {
-        Ours {
+        Identity {
             id: $acquisition.id,
             spec: &$acquisition.spec,
             node: $acquisition.node.own.as_ref(),
         }
     };
 }
-use ours;
+use identity;
 
 /// What a decision to hold rests on.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Look {
+enum GrantBasis {
     /// A listing just answered: our node was there when it was made.
-    Listing,
+    FreshListing,
     /// The cached lower set, after a notification.
-    Cache,
+    CachedLowerSet,
 }
 
 /// One acquisition, driven by the session.
@@ -160,7 +160,7 @@ pub(crate) struct Acquisition {
     /// window, the listing.
     queue: Queue,
     /// What a holder does besides releasing: sections, the crash marker, fenced writes.
-    holder: Holder,
+    sections_and_writes: SectionsAndWrites,
     /// Deadlock detection: the wait, the chase, the publication, a downgrade.
     detection: Detection,
     /// Lock-delay: our marker, and the wait after another holder's unclean end.
@@ -192,7 +192,7 @@ impl Acquisition {
             suspended: false,
             node: Node::new(attempt, create_path),
             queue: Queue::new(dir),
-            holder: Holder::default(),
+            sections_and_writes: SectionsAndWrites::default(),
             detection: Detection::default(),
             delay: Delay::default(),
         }
@@ -243,7 +243,7 @@ impl Acquisition {
     /// Where our owner waits, if we publish it: (owner, our waiting node).
     pub(crate) fn published_wait(&self) -> Option<(&str, String)> {
         let waiting = self.state == State::Waiting;
-        self.detection.published_wait(waiting, ours!(self))
+        self.detection.published_wait(waiting, identity!(self))
     }
 
     /// The node we hold, for our owner's chases.
@@ -262,8 +262,8 @@ impl Acquisition {
     /// Publishes `waits` in our held node's header (or withdraws what is there).
     pub(crate) fn publish(&mut self, cx: &mut Ctx, waits: Vec<String>) {
         let trusted = self.state == State::Held && !self.suspended;
-        let ours = ours!(self);
-        self.detection.publish(cx, ours, trusted, waits);
+        let identity = identity!(self);
+        self.detection.publish(cx, identity, trusted, waits);
     }
 
     /// Our node's path while we hold and are trusted: what a holder's request is
@@ -281,13 +281,15 @@ impl Acquisition {
     /// hold the lock, nothing is written.
     pub(crate) fn open_section(&mut self, cx: &mut Ctx) -> Result<(), UsageError> {
         let own = self.trusted_path()?;
-        self.holder.section(cx, ours!(self), own, true)
+        self.sections_and_writes
+            .section(cx, identity!(self), own, true)
     }
 
     /// Closes the critical section (the work is consistent again).
     pub(crate) fn close_section(&mut self, cx: &mut Ctx) -> Result<(), UsageError> {
         let own = self.trusted_path()?;
-        self.holder.section(cx, ours!(self), own, false)
+        self.sections_and_writes
+            .section(cx, identity!(self), own, false)
     }
 
     /// Applies `ops` atomically, only while our node exists.
@@ -298,13 +300,15 @@ impl Acquisition {
         ops: Vec<MultiOp>,
     ) -> Result<(), UsageError> {
         let own = self.trusted_path()?;
-        self.holder.fenced_write(cx, self.id, own, write, ops)
+        self.sections_and_writes
+            .fenced_write(cx, self.id, own, write, ops)
     }
 
     /// Our node is verified: a section call whose outcome was lost goes again.
     fn resend_section(&mut self, cx: &mut Ctx) {
         if let Ok(own) = self.trusted_path() {
-            self.holder.resend_section(cx, ours!(self), own);
+            self.sections_and_writes
+                .resend_section(cx, identity!(self), own);
         }
     }
 
@@ -341,8 +345,9 @@ impl Acquisition {
                 }
             }
             Purpose::Publish => {
-                let ours = ours!(self);
-                self.detection.on_publish_reply(cx, ours, request, &result);
+                let identity = identity!(self);
+                self.detection
+                    .on_publish_reply(cx, identity, request, &result);
             }
             Purpose::DeleteOwn => {
                 if self.node.take_delete_reply(request) {
@@ -350,8 +355,10 @@ impl Acquisition {
                 }
             }
             Purpose::MarkerCheck => {
-                if self.holder.take_marker_check(request) && self.state == State::Granting {
-                    match self.holder.on_marker_check(result) {
+                if self.sections_and_writes.take_marker_check(request)
+                    && self.state == State::Granting
+                {
+                    match self.sections_and_writes.on_marker_check(result) {
                         Ok(()) => {
                             self.state = State::Waiting;
                             self.grant(cx);
@@ -362,22 +369,25 @@ impl Acquisition {
             }
             Purpose::DelayMarker { .. } | Purpose::DelayRead => {
                 if self.delay.take_reply(request) && self.state == State::Granting {
-                    let ours = ours!(self);
-                    let outcome = self.delay.on_reply(cx, ours, purpose, result);
+                    let identity = identity!(self);
+                    let outcome = self.delay.on_reply(cx, identity, purpose, result);
                     self.act_on_delay(cx, outcome);
                 }
             }
             Purpose::Section { open } => {
-                if self.holder.take_section_reply(request) && self.state == State::Held {
+                if self.sections_and_writes.take_section_reply(request) && self.state == State::Held
+                {
                     let own = self.trusted_path().ok();
-                    let ours = ours!(self);
-                    let outcome = self.holder.on_section_reply(cx, ours, own, open, result);
+                    let identity = identity!(self);
+                    let outcome = self
+                        .sections_and_writes
+                        .on_section_reply(cx, identity, own, open, result);
                     self.act_on_holder(cx, outcome);
                 }
             }
             Purpose::FencedWrite { write } => {
                 let outcome = self
-                    .holder
+                    .sections_and_writes
                     .on_fenced_reply(cx, self.id, request, write, result);
                 self.act_on_holder(cx, outcome);
             }
@@ -435,8 +445,8 @@ impl Acquisition {
                 // Someone may have published a wait there: chase now.
                 if self.queue.on_peer_fired(cx, self.id, name) && kind == WatchKind::NodeDataChanged
                 {
-                    let ours = ours!(self);
-                    self.detection.on_blocker_changed(cx, ours);
+                    let identity = identity!(self);
+                    self.detection.on_blocker_changed(cx, identity);
                 }
             }
         }
@@ -451,7 +461,7 @@ impl Acquisition {
     /// long; a shorter hold costs nothing and learns of it at its release or its
     /// next fenced write.
     pub(crate) fn on_sync_timer(&mut self, cx: &mut Ctx, interval: std::time::Duration) {
-        let held_long = self.holder.held_for(cx.now, interval);
+        let held_long = self.sections_and_writes.held_for(cx.now, interval);
         if self.state == State::Held
             && held_long
             && !self.suspended
@@ -545,7 +555,7 @@ impl Acquisition {
         let Some(lease) = self.lease.as_deref_mut() else {
             return;
         };
-        let step = Step {
+        let step = LeaseCaller {
             id: self.id,
             waiting: self.state == State::Waiting,
             cleanup: self.state == State::Cleanup,
@@ -553,11 +563,11 @@ impl Acquisition {
             node: &mut self.node,
         };
         match lease.on_reply(cx, step, request, purpose, result) {
-            Next::Wait => {}
-            Next::Grant => self.grant(cx),
-            Next::Cleanup => self.continue_cleanup(cx),
-            Next::Fail(reason) => self.fail(cx, reason),
-            Next::Trouble(e) => self.trouble(cx, e),
+            AfterLeaseReply::Wait => {}
+            AfterLeaseReply::Grant => self.grant(cx),
+            AfterLeaseReply::Cleanup => self.continue_cleanup(cx),
+            AfterLeaseReply::Fail(reason) => self.fail(cx, reason),
+            AfterLeaseReply::Trouble(e) => self.trouble(cx, e),
         }
     }
 
@@ -581,8 +591,8 @@ impl Acquisition {
             }
             TimerKind::Detect => {
                 let waiting = self.state == State::Waiting;
-                let ours = ours!(self);
-                self.detection.on_timer(cx, ours, waiting);
+                let identity = identity!(self);
+                self.detection.on_timer(cx, identity, waiting);
             }
             // The delay is over: the grant goes on (taking the marker over).
             TimerKind::LockDelay => {

@@ -41,7 +41,7 @@ pub(super) enum CreateOutcome {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub(super) enum ReadOutcome {
     /// Our node, still ours: its data and stat.
-    Ours { data: Vec<u8>, stat: Stat },
+    Identity { data: Vec<u8>, stat: Stat },
     /// Gone, or not ours any more.
     Gone(LostReason),
     /// Retry after a pause.
@@ -191,7 +191,7 @@ impl Node {
                     .and_then(parse_sequence);
                 let Some(seq) = seq else {
                     // Not the node we asked for (a confused adapter or server): never
-                    // adopt, hold or delete it. Ours, if created, is found by attempt
+                    // adopt, hold or delete it. Identity, if created, is found by attempt
                     // id and removed, as after a connection loss.
                     self.create = Create::Unknown;
                     let reason = format!("unexpected created path {path:?}");
@@ -247,7 +247,7 @@ impl Node {
                 if let Some(own) = &mut self.own {
                     own.stat.get_or_insert(stat.into());
                 }
-                ReadOutcome::Ours { data, stat }
+                ReadOutcome::Identity { data, stat }
             }
             // Not our node's data: read it again later (a grant may be waiting on it).
             Ok(_) => ReadOutcome::Trouble(ZkError::unexpected_reply()),

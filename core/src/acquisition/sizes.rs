@@ -6,7 +6,7 @@
 
 use super::delay::Delay;
 use super::detection::Detection;
-use super::holder::Holder;
+use super::holder::SectionsAndWrites;
 use super::node::{Node, OwnNode};
 use super::queue::Queue;
 use super::Acquisition;
@@ -25,7 +25,7 @@ fn an_acquisition_stays_under_its_size_bound() {
         // The directory (24), the cached lower blockers (24), the watched
         // window (24), the listing in flight (8), the place reported (16).
         ("Queue", size_of::<Queue>(), 112),
-        ("Holder", size_of::<Holder>(), 72),
+        ("SectionsAndWrites", size_of::<SectionsAndWrites>(), 72),
         // A downgrade's names (24) and the boxed rest (8).
         ("Detection", size_of::<Detection>(), 40),
         ("Delay", size_of::<Delay>(), 24),

@@ -6,7 +6,7 @@
 use super::markers::ReleaseMarker;
 use super::node::{CreateOutcome, DeleteOutcome, Node, ReadOutcome};
 use super::queue::{Decision, Queue};
-use super::{ours, Acquisition, Create, Ended, Look, Ours, State};
+use super::{identity, Acquisition, Create, Ended, GrantBasis, Identity, State};
 use crate::ctx::Ctx;
 use crate::event::{FailReason, Grant, LockEvent, LostReason};
 use crate::ids::FencingToken;
@@ -33,7 +33,7 @@ impl Acquisition {
         }
         let own = self.node.own.as_ref().expect("granted without a node");
         let stat = own.stat;
-        let crashed = self.holder.previous_crashed(&self.spec);
+        let crashed = self.sections_and_writes.previous_crashed(&self.spec);
         let (Some(stat), Some(crashed)) = (stat, crashed) else {
             self.state = State::Granting;
             // The client library gave no stat on create: a getData on our own node
@@ -46,11 +46,11 @@ impl Acquisition {
             }
             // We waited: whether the previous holder closed its section is unknown.
             if crashed.is_none() {
-                self.holder.check_marker(cx, ours!(self));
+                self.sections_and_writes.check_marker(cx, identity!(self));
             }
             return;
         };
-        if !self.delay.may_grant(cx, ours!(self)) {
+        if !self.delay.may_grant(cx, identity!(self)) {
             // Lock-delay: our marker is being made, or another holder's says it
             // ended uncleanly and the delay runs (see `delay`).
             self.state = State::Granting;
@@ -75,7 +75,7 @@ impl Acquisition {
             previous_holder_crashed: crashed,
         };
         self.state = State::Held;
-        self.holder.granted(cx.now);
+        self.sections_and_writes.granted(cx.now);
         self.detection.stop(cx, self.id);
         cx.timers.cancel(self.id, TimerKind::Deadline);
         if let Some(max_hold) = self.spec.max_hold {
@@ -99,7 +99,7 @@ impl Acquisition {
         if matches!(self.state, State::Cleanup | State::Done) {
             return;
         }
-        self.holder.abandon_writes(cx, self.id, &event);
+        self.sections_and_writes.abandon_writes(cx, self.id, &event);
         self.detection.stop(cx, self.id);
         cx.emit(self.id, event);
         cx.timers.cancel_lock(self.id);
@@ -177,7 +177,7 @@ impl Acquisition {
     fn forget_requests(&mut self) {
         self.node.forget();
         self.queue.forget();
-        self.holder.forget();
+        self.sections_and_writes.forget();
         self.delay.forget();
         self.detection.forget();
         if let Some(lease) = self.lease.as_deref_mut() {
@@ -205,7 +205,7 @@ impl Acquisition {
     pub(crate) fn on_disconnected(&mut self, cx: &mut Ctx, lost_at: Timestamp) {
         cx.timers.cancel(self.id, TimerKind::Retry);
         self.forget_requests();
-        self.holder.writes_unknown(cx, self.id);
+        self.sections_and_writes.writes_unknown(cx, self.id);
         self.suspend(cx, lost_at);
     }
 
@@ -359,7 +359,7 @@ impl Acquisition {
     /// revocation request in it.
     pub(super) fn on_own_data(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
         let data = match self.node.on_read_reply(cx.session_id, result) {
-            ReadOutcome::Ours { data, stat } => {
+            ReadOutcome::Identity { data, stat } => {
                 self.detection.node_read(&self.spec, &data, &stat);
                 data
             }
@@ -431,7 +431,7 @@ impl Acquisition {
 
     /// The user lets go inside an open section: release, leaving the marker.
     pub(crate) fn abandon(&mut self, cx: &mut Ctx) {
-        self.holder.abandon();
+        self.sections_and_writes.abandon();
         self.release(cx);
     }
 
@@ -446,13 +446,13 @@ impl Acquisition {
     /// The markers a clean release deletes with our node (see [`ReleaseMarker`]).
     fn release_markers(&self) -> Vec<ReleaseMarker> {
         let clean = self.state == State::Releasing;
-        ReleaseMarker::for_release(clean, &self.holder, &self.delay)
+        ReleaseMarker::for_release(clean, &self.sections_and_writes, &self.delay)
     }
 
     pub(super) fn on_delete(&mut self, cx: &mut Ctx, result: Result<Reply, ZkError>) {
         if let Some(marker) = ReleaseMarker::missing(&result, &self.release_markers()) {
             // That marker is already gone: delete the rest without it.
-            marker.forget(&mut self.holder, &mut self.delay);
+            marker.forget(&mut self.sections_and_writes, &mut self.delay);
             return self.send_delete(cx);
         }
         match self.node.on_delete_reply(result) {
@@ -537,12 +537,13 @@ impl Acquisition {
             return self.fail(cx, reason);
         }
         // A grant straight from this listing knows the marker for free.
-        self.holder.set_marker_known(Some(listing.marker_seen));
-        self.evaluate(cx, Look::Listing);
+        self.sections_and_writes
+            .set_marker_known(Some(listing.marker_seen));
+        self.evaluate(cx, GrantBasis::FreshListing);
     }
 
     /// Decides from the cached lower blockers: hold, or watch the window.
-    pub(super) fn evaluate(&mut self, cx: &mut Ctx, look: Look) {
+    pub(super) fn evaluate(&mut self, cx: &mut Ctx, basis: GrantBasis) {
         if self.state != State::Waiting {
             return;
         }
@@ -550,7 +551,7 @@ impl Acquisition {
         let window = match self.queue.decide(recipe) {
             Decision::Hold => {
                 self.queue.unwatch_all();
-                if look == Look::Cache && self.node.is_reading() {
+                if basis == GrantBasis::CachedLowerSet && self.node.is_reading() {
                     // The news of our own node is still on its way (rare: a watch set
                     // before it fired first). Hold only once it says the node is there.
                     self.state = State::Granting;
@@ -567,7 +568,7 @@ impl Acquisition {
             self.queue.report(cx, self.id, recipe, own);
         }
         self.detection.start_waiting(cx, self.id, &self.spec);
-        self.holder.set_marker_known(None);
+        self.sections_and_writes.set_marker_known(None);
         // When one notification could grant us from the cache, with no further look
         // at the server (the cache holds no more than `permits` blockers), our own
         // node is watched too, and this read goes out before the peer watches:
@@ -588,7 +589,7 @@ impl Acquisition {
         let permits = self.walk_recipe().permits();
         if self.queue.on_blocker_gone(cx, self.id, name, permits) {
             // The cache can no longer block us: hold now, no round trip.
-            self.evaluate(cx, Look::Cache);
+            self.evaluate(cx, GrantBasis::CachedLowerSet);
         }
     }
 }

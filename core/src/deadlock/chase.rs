@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 /// What a chase ended with.
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub(crate) enum Outcome {
+pub(crate) enum ChaseResult {
     /// Still reading.
     Pending,
     /// No confirmed cycle through our node (or the chase gave up: an error, a
@@ -235,30 +235,30 @@ impl Chase {
         cx: &mut Ctx,
         request: RequestId,
         result: Result<Reply, ZkError>,
-    ) -> Outcome {
+    ) -> ChaseResult {
         if self.done {
-            return Outcome::NoCycle;
+            return ChaseResult::NoCycle;
         }
         let outcome = match &mut self.confirm {
             Some((_, pass)) => {
                 if pass.on_reply(request, result).is_err() {
-                    Outcome::NoCycle
+                    ChaseResult::NoCycle
                 } else if pass.requests.is_empty() {
                     self.verify()
                 } else {
-                    Outcome::Pending
+                    ChaseResult::Pending
                 }
             }
             None => {
                 if self.explore.on_reply(request, result).is_err() {
-                    Outcome::NoCycle
+                    ChaseResult::NoCycle
                 } else {
                     self.read_hints(cx);
                     self.advance(cx)
                 }
             }
         };
-        if outcome != Outcome::Pending {
+        if outcome != ChaseResult::Pending {
             self.done = true;
         }
         outcome
@@ -322,7 +322,7 @@ impl Chase {
     }
 
     /// Expands what the first pass can, breadth first.
-    fn advance(&mut self, cx: &mut Ctx) -> Outcome {
+    fn advance(&mut self, cx: &mut Ctx) -> ChaseResult {
         while let Some(path) = self.todo.front().cloned() {
             if !self.explore.ready(&path) {
                 break;
@@ -337,7 +337,7 @@ impl Chase {
             };
             if place.holds && path == self.start {
                 // Granted meanwhile: no wait to chase.
-                return Outcome::NoCycle;
+                return ChaseResult::NoCycle;
             }
             let silent = data.waits.is_empty() && !data.header && data.owner.is_some();
             if place.holds && silent && data.owner.as_deref() != Some(self.owner.as_str()) {
@@ -376,16 +376,16 @@ impl Chase {
                 }
             }
             if self.parent.len() > MAX_NODES {
-                return Outcome::NoCycle;
+                return ChaseResult::NoCycle;
             }
         }
         if self.explore.requests.is_empty() && self.todo.is_empty() {
-            return Outcome::NoCycle;
+            return ChaseResult::NoCycle;
         }
-        Outcome::Pending
+        ChaseResult::Pending
     }
 
-    fn begin_confirm(&mut self, cx: &mut Ctx, last: String) -> Outcome {
+    fn begin_confirm(&mut self, cx: &mut Ctx, last: String) -> ChaseResult {
         let mut cycle = vec![last];
         while let Some(Some(p)) = self.parent.get(cycle.last().expect("non-empty")) {
             cycle.push(p.clone());
@@ -398,16 +398,16 @@ impl Chase {
             pass.want_node(cx, self.lock, node);
         }
         if pass.requests.is_empty() {
-            return Outcome::NoCycle; // disconnected: nothing went out
+            return ChaseResult::NoCycle; // disconnected: nothing went out
         }
         self.confirm = Some((cycle, pass));
-        Outcome::Pending
+        ChaseResult::Pending
     }
 
     /// Every edge of the cycle, checked in both passes.
-    fn verify(&self) -> Outcome {
+    fn verify(&self) -> ChaseResult {
         let Some((cycle, second)) = &self.confirm else {
-            return Outcome::NoCycle;
+            return ChaseResult::NoCycle;
         };
         let first = &self.explore;
         let n = cycle.len();
@@ -418,13 +418,13 @@ impl Chase {
         for (i, node) in cycle.iter().enumerate() {
             let next = &cycle[(i + 1) % n];
             let (Some(p1), Some(p2)) = (first.place(node), second.place(node)) else {
-                return Outcome::NoCycle;
+                return ChaseResult::NoCycle;
             };
             let (Some((d1, s1)), Some((d2, s2))) = (first.node(node), second.node(node)) else {
-                return Outcome::NoCycle;
+                return ChaseResult::NoCycle;
             };
             if p1.holds != p2.holds {
-                return Outcome::NoCycle;
+                return ChaseResult::NoCycle;
             }
             let edge = if p2.holds {
                 let closes = i == n - 1;
@@ -445,7 +445,7 @@ impl Chase {
                     && p2.hard.iter().any(|b| b == name)
             };
             if !edge {
-                return Outcome::NoCycle;
+                return ChaseResult::NoCycle;
             }
             out.push(CycleNode {
                 node: node.clone(),
@@ -462,7 +462,7 @@ impl Chase {
             .filter(|&i| !out[i].holds && out[(i + n - 1) % n].holds)
             .filter(|&i| i == 0 || !silent_entry[i])
             .max_by_key(|&i| out[i].token);
-        Outcome::Cycle {
+        ChaseResult::Cycle {
             victim: victim == Some(0),
             cycle: out,
         }

@@ -1,7 +1,7 @@
 //! Our lease node's create: Curator's sequential node (with the pool's containers
 //! first when missing), kazoo's fixed `<pool>/<hex32>`.
 
-use super::{Layout, Lease, LeaseCreate, Outcome};
+use super::{Layout, Lease, LeaseCreate, LeaseVerdict};
 use crate::acquisition::node::OwnNode;
 use crate::ctx::Ctx;
 use crate::event::FailReason;
@@ -53,7 +53,7 @@ impl Lease {
         cleanup: bool,
         parent_tries: &mut u32,
         max_parent_tries: u32,
-    ) -> Outcome {
+    ) -> LeaseVerdict {
         match result {
             Ok(Reply::Created { path, stat }) => {
                 let seq = match self.layout {
@@ -64,60 +64,60 @@ impl Lease {
                 };
                 self.create = LeaseCreate::Done;
                 let Some(seq) = seq else {
-                    // Not the node we asked for: never adopt it. Ours, if made, is
+                    // Not the node we asked for: never adopt it. Identity, if made, is
                     // found by its attempt id like after a lost reply.
                     self.create = LeaseCreate::Unknown;
-                    return Outcome::Fail(FailReason::Zk(ZkError::Other(format!(
+                    return LeaseVerdict::Fail(FailReason::Zk(ZkError::Other(format!(
                         "unexpected created path {path:?}"
                     ))));
                 };
                 if cleanup {
                     self.spare.push(path);
-                    return Outcome::Pending;
+                    return LeaseVerdict::Pending;
                 }
                 cx.progress(id, Progress::Created { node: path.clone() });
                 let stat = stat.map(Into::into);
                 self.node = Some(OwnNode { path, seq, stat });
                 match self.layout {
                     // Made while the pool had room: ours.
-                    Layout::Kazoo => Outcome::Hold,
+                    Layout::Kazoo => LeaseVerdict::Hold,
                     // The listing right behind decides.
                     Layout::Curator => {
                         if std::mem::take(&mut self.relist_after_create) && !self.list.is_pending()
                         {
                             self.send_list(cx, id);
                         }
-                        Outcome::Pending
+                        LeaseVerdict::Pending
                     }
                 }
             }
             Ok(_) => {
                 self.create = LeaseCreate::Unknown;
-                Outcome::Fail(FailReason::Zk(ZkError::unexpected_reply()))
+                LeaseVerdict::Fail(FailReason::Zk(ZkError::unexpected_reply()))
             }
             // kazoo: a create of ours whose reply was lost made it: it is ours.
             Err(ZkError::NodeExists) if self.layout == Layout::Kazoo => {
                 self.create = LeaseCreate::Done;
                 if cleanup {
                     self.spare.push(self.create_path.clone());
-                    return Outcome::Pending;
+                    return LeaseVerdict::Pending;
                 }
                 self.node = Some(OwnNode {
                     path: self.create_path.clone(),
                     seq: 0,
                     stat: None,
                 });
-                Outcome::Hold
+                LeaseVerdict::Hold
             }
             Err(ZkError::NoNode) => {
                 self.create = LeaseCreate::NotSent;
                 if cleanup {
                     self.create = LeaseCreate::Done;
-                    return Outcome::Pending;
+                    return LeaseVerdict::Pending;
                 }
                 *parent_tries += 1;
                 if *parent_tries > max_parent_tries {
-                    return Outcome::Fail(FailReason::Zk(ZkError::NoNode));
+                    return LeaseVerdict::Fail(FailReason::Zk(ZkError::NoNode));
                 }
                 match self.layout {
                     Layout::Curator => self.send_parents_then_create(cx, id),
@@ -127,11 +127,11 @@ impl Lease {
                         self.send_pool_read(cx, id);
                     }
                 }
-                Outcome::Pending
+                LeaseVerdict::Pending
             }
             Err(e) if e.is_connection_loss() => {
                 self.create = LeaseCreate::Unknown;
-                Outcome::Trouble(e)
+                LeaseVerdict::Trouble(e)
             }
             Err(e) => {
                 self.create = if cleanup {
@@ -139,7 +139,7 @@ impl Lease {
                 } else {
                     LeaseCreate::NotSent
                 };
-                Outcome::Fail(FailReason::Zk(e))
+                LeaseVerdict::Fail(FailReason::Zk(e))
             }
         }
     }

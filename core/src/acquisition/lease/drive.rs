@@ -2,9 +2,9 @@
 //! grant is the internal mutex, the pool watch, the lease's replies (acted on
 //! here as far as the lease and our node go: spare nodes deleted, the lease
 //! node handed over as our node once held; the acquisition's own move comes
-//! back as a [`Next`]).
+//! back as a [`AfterLeaseReply`]).
 
-use super::{Layout, Lease, LeaseCreate, Outcome};
+use super::{Layout, Lease, LeaseCreate, LeaseVerdict};
 use crate::acquisition::node::{Node, OwnNode};
 use crate::ctx::Ctx;
 use crate::event::FailReason;
@@ -15,7 +15,7 @@ use crate::requests::Purpose;
 use crate::spec::LockSpec;
 
 /// Where the acquisition is when a reply of the lease step comes.
-pub(in crate::acquisition) struct Step<'a> {
+pub(in crate::acquisition) struct LeaseCaller<'a> {
     /// Whose requests.
     pub(in crate::acquisition) id: LockId,
     /// The acquisition waits (the step of a mutex we hold acts).
@@ -30,7 +30,7 @@ pub(in crate::acquisition) struct Step<'a> {
 }
 
 /// What the acquisition does after a reply of the lease step.
-pub(in crate::acquisition) enum Next {
+pub(in crate::acquisition) enum AfterLeaseReply {
     /// Nothing until a reply or a watch.
     Wait,
     /// The lease node is our node now: the grant goes on.
@@ -48,16 +48,16 @@ impl Lease {
 
     /// A reply to one of the lease's requests, acted on: spare nodes of ours
     /// are deleted, a lease that is ours becomes our node, and what is left is
-    /// the acquisition's move ([`Next::Wait`] too for a reply that is not the one
+    /// the acquisition's move ([`AfterLeaseReply::Wait`] too for a reply that is not the one
     /// in flight, or that the step does not act on now).
     pub(in crate::acquisition) fn on_reply(
         &mut self,
         cx: &mut Ctx,
-        step: Step<'_>,
+        step: LeaseCaller<'_>,
         request: RequestId,
         purpose: Purpose,
         result: Result<Reply, ZkError>,
-    ) -> Next {
+    ) -> AfterLeaseReply {
         let (id, waiting, cleanup) = (step.id, step.waiting, step.cleanup);
         let parent_tries = &mut step.node.parent_tries;
         let max_tries = cx.config.max_parent_retries;
@@ -69,31 +69,36 @@ impl Lease {
             }
             Purpose::LeaseList if self.list.take_reply(request) => {
                 if !live {
-                    return Next::Wait;
+                    return AfterLeaseReply::Wait;
                 }
                 self.on_list(cx, id, result, cleanup)
             }
             Purpose::PoolData if self.pool_read.take_reply(request) => {
                 if !live || cleanup {
-                    return Next::Wait;
+                    return AfterLeaseReply::Wait;
                 }
                 self.on_pool_data(cx, id, result)
             }
             Purpose::PoolCreate if self.pool_create.take_reply(request) => {
                 if !live || cleanup {
-                    return Next::Wait;
+                    return AfterLeaseReply::Wait;
                 }
                 self.on_pool_create(cx, id, result, parent_tries, max_tries)
             }
-            _ => return Next::Wait,
+            _ => return AfterLeaseReply::Wait,
         };
         self.act(cx, step, outcome)
     }
 
     /// Acts on a reply's `outcome` as far as the lease and our `node` go, and
     /// says what the acquisition does next.
-    fn act(&mut self, cx: &mut Ctx, step: Step<'_>, outcome: Outcome) -> Next {
-        let Step {
+    fn act(
+        &mut self,
+        cx: &mut Ctx,
+        step: LeaseCaller<'_>,
+        outcome: LeaseVerdict,
+    ) -> AfterLeaseReply {
+        let LeaseCaller {
             id,
             cleanup,
             spec,
@@ -110,28 +115,28 @@ impl Lease {
         }
         if cleanup {
             return match outcome {
-                Outcome::Trouble(e) => Next::Trouble(e),
-                _ => Next::Cleanup,
+                LeaseVerdict::Trouble(e) => AfterLeaseReply::Trouble(e),
+                _ => AfterLeaseReply::Cleanup,
             };
         }
         match outcome {
-            Outcome::Pending => Next::Wait,
-            Outcome::Hold => match self.hold(node.own.as_ref()) {
+            LeaseVerdict::Pending => AfterLeaseReply::Wait,
+            LeaseVerdict::Hold => match self.hold(node.own.as_ref()) {
                 Some(lease) => {
                     node.hold_lease(cx, id, spec, lease);
-                    Next::Grant
+                    AfterLeaseReply::Grant
                 }
-                None => Next::Wait,
+                None => AfterLeaseReply::Wait,
             },
-            Outcome::Full if !spec.wait => Next::Fail(FailReason::WouldBlock),
-            Outcome::Full => {
+            LeaseVerdict::Full if !spec.wait => AfterLeaseReply::Fail(FailReason::WouldBlock),
+            LeaseVerdict::Full => {
                 // The pool's directory: what a full pool waits on.
                 let node = self.pool.clone();
                 cx.progress(id, Progress::QueuedBehind { node });
-                Next::Wait
+                AfterLeaseReply::Wait
             }
-            Outcome::Fail(reason) => Next::Fail(reason),
-            Outcome::Trouble(e) => Next::Trouble(e),
+            LeaseVerdict::Fail(reason) => AfterLeaseReply::Fail(reason),
+            LeaseVerdict::Trouble(e) => AfterLeaseReply::Trouble(e),
         }
     }
 

@@ -1,7 +1,7 @@
 //! The listing of the pool (leaving a children watch): finding our lease nodes,
 //! counting the pool, and what cleanup still has to find.
 
-use super::{Layout, Lease, LeaseCreate, Outcome};
+use super::{Layout, Lease, LeaseCreate, LeaseVerdict};
 use crate::acquisition::node::OwnNode;
 use crate::ctx::Ctx;
 use crate::event::FailReason;
@@ -43,14 +43,14 @@ impl Lease {
         id: crate::ids::LockId,
         result: Result<Reply, ZkError>,
         cleanup: bool,
-    ) -> Outcome {
+    ) -> LeaseVerdict {
         let children = match result {
             Ok(Reply::Children(c)) => c,
-            Ok(_) => return Outcome::Trouble(ZkError::unexpected_reply()),
+            Ok(_) => return LeaseVerdict::Trouble(ZkError::unexpected_reply()),
             Err(ZkError::NoNode) => Vec::new(),
-            Err(e) if e.is_connection_loss() => return Outcome::Trouble(e),
-            Err(e) if cleanup => return Outcome::Trouble(e),
-            Err(e) => return Outcome::Fail(FailReason::Zk(e)),
+            Err(e) if e.is_connection_loss() => return LeaseVerdict::Trouble(e),
+            Err(e) if cleanup => return LeaseVerdict::Trouble(e),
+            Err(e) => return LeaseVerdict::Fail(FailReason::Zk(e)),
         };
         if !cleanup {
             // The children watch this listing left is armed from now on. A firing
@@ -70,7 +70,7 @@ impl Lease {
             }
             self.spare
                 .extend(mine.iter().map(|(_, n)| full(n.as_str())));
-            return Outcome::Pending;
+            return LeaseVerdict::Pending;
         }
         // Keep the node we know, else the oldest of ours; the others are
         // duplicates of a create retried after a connection loss.
@@ -104,16 +104,16 @@ impl Lease {
                     Layout::Curator => children.len() <= self.permits as usize,
                 };
                 if counted {
-                    Outcome::Hold
+                    LeaseVerdict::Hold
                 } else {
-                    Outcome::Full
+                    LeaseVerdict::Full
                 }
             }
             None => {
                 if let LeaseCreate::InFlight(_) = self.create {
                     // Only out of FIFO order: list again once the create is answered.
                     self.relist_after_create = true;
-                    return Outcome::Pending;
+                    return LeaseVerdict::Pending;
                 }
                 // Not there: never made, or gone (deleted by hand); Curator then
                 // starts over with a new node, as kazoo does.
@@ -123,13 +123,13 @@ impl Lease {
                     Layout::Curator => {
                         self.send_create(cx, id);
                         self.send_list(cx, id);
-                        Outcome::Pending
+                        LeaseVerdict::Pending
                     }
                     Layout::Kazoo if children.len() < self.permits as usize => {
                         self.send_create(cx, id);
-                        Outcome::Pending
+                        LeaseVerdict::Pending
                     }
-                    Layout::Kazoo => Outcome::Full,
+                    Layout::Kazoo => LeaseVerdict::Full,
                 }
             }
         }

@@ -47,7 +47,7 @@ use crate::spec::{LockSpec, Recipe};
 mod create;
 mod drive;
 
-pub(in crate::acquisition) use drive::{Next, Step};
+pub(in crate::acquisition) use drive::{AfterLeaseReply, LeaseCaller};
 mod listing;
 mod pool;
 
@@ -118,7 +118,7 @@ pub(crate) struct Lease {
 }
 
 /// What a lease step leads to (acted on in [`drive`]).
-enum Outcome {
+enum LeaseVerdict {
     /// Nothing to do until a reply or a watch.
     Pending,
     /// The pool is full; its children are watched.

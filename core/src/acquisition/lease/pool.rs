@@ -1,7 +1,7 @@
 //! kazoo's pool node: the permit count it stores as its data, read and checked
 //! before the first listing, and the pool created with our count when missing.
 
-use super::{Lease, Outcome};
+use super::{Lease, LeaseVerdict};
 use crate::ctx::Ctx;
 use crate::event::FailReason;
 use crate::path::ancestors;
@@ -58,23 +58,23 @@ impl Lease {
         cx: &mut Ctx,
         id: crate::ids::LockId,
         result: Result<Reply, ZkError>,
-    ) -> Outcome {
+    ) -> LeaseVerdict {
         match result {
             Ok(Reply::Data { data, .. }) => {
                 if let Err(reason) = self.check_count(&data) {
-                    return Outcome::Fail(reason);
+                    return LeaseVerdict::Fail(reason);
                 }
                 self.pool_checked = true;
                 self.send_list(cx, id);
-                Outcome::Pending
+                LeaseVerdict::Pending
             }
-            Ok(_) => Outcome::Trouble(ZkError::unexpected_reply()),
+            Ok(_) => LeaseVerdict::Trouble(ZkError::unexpected_reply()),
             Err(ZkError::NoNode) => {
                 self.send_pool_create(cx, id, false);
-                Outcome::Pending
+                LeaseVerdict::Pending
             }
-            Err(e) if e.is_connection_loss() => Outcome::Trouble(e),
-            Err(e) => Outcome::Fail(FailReason::Zk(e)),
+            Err(e) if e.is_connection_loss() => LeaseVerdict::Trouble(e),
+            Err(e) => LeaseVerdict::Fail(FailReason::Zk(e)),
         }
     }
 
@@ -85,28 +85,28 @@ impl Lease {
         result: Result<Reply, ZkError>,
         parent_tries: &mut u32,
         max_parent_tries: u32,
-    ) -> Outcome {
+    ) -> LeaseVerdict {
         match result {
             Ok(_) => {
                 self.pool_checked = true;
                 self.send_list(cx, id);
-                Outcome::Pending
+                LeaseVerdict::Pending
             }
             // Someone else created it meanwhile: read its count.
             Err(ZkError::NodeExists) => {
                 self.send_pool_read(cx, id);
-                Outcome::Pending
+                LeaseVerdict::Pending
             }
             Err(ZkError::NoNode) => {
                 *parent_tries += 1;
                 if *parent_tries > max_parent_tries {
-                    return Outcome::Fail(FailReason::Zk(ZkError::NoNode));
+                    return LeaseVerdict::Fail(FailReason::Zk(ZkError::NoNode));
                 }
                 self.send_pool_create(cx, id, true);
-                Outcome::Pending
+                LeaseVerdict::Pending
             }
-            Err(e) if e.is_connection_loss() => Outcome::Trouble(e),
-            Err(e) => Outcome::Fail(FailReason::Zk(e)),
+            Err(e) if e.is_connection_loss() => LeaseVerdict::Trouble(e),
+            Err(e) => LeaseVerdict::Fail(FailReason::Zk(e)),
         }
     }
 }

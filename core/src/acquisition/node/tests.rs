@@ -5,7 +5,7 @@ use crate::requests::Purpose;
 
 #[test]
 fn forget_leaves_what_may_have_been_applied_unknown() {
-    let mut session = crate::ctx::tests::Session::default();
+    let mut session = crate::ctx::tests::CtxParts::default();
     let lock = LockId(1);
     let mut node = Node::new(AttemptId(7), "/l/n-".into());
     node.create = Create::InFlight(RequestId(1));
@@ -50,7 +50,7 @@ fn forget_leaves_what_may_have_been_applied_unknown() {
     assert_eq!(node.create, Create::Done);
 }
 
-fn sent(session: &mut crate::ctx::tests::Session) -> Vec<(RequestId, Op)> {
+fn sent(session: &mut crate::ctx::tests::CtxParts) -> Vec<(RequestId, Op)> {
     session
         .out
         .drain(..)
@@ -63,7 +63,7 @@ fn sent(session: &mut crate::ctx::tests::Session) -> Vec<(RequestId, Op)> {
 
 #[test]
 fn a_create_reply_names_our_node_and_a_stale_or_strange_one_does_not() {
-    let mut session = crate::ctx::tests::Session::default();
+    let mut session = crate::ctx::tests::CtxParts::default();
     let lock = LockId(1);
     let spec = LockSpec::write("/l");
     let mut node = Node::new(AttemptId(7), "/l/n-".into());
@@ -103,7 +103,7 @@ fn a_create_reply_names_our_node_and_a_stale_or_strange_one_does_not() {
 
 #[test]
 fn a_missing_directory_is_created_as_containers_within_the_tries() {
-    let mut session = crate::ctx::tests::Session::default();
+    let mut session = crate::ctx::tests::CtxParts::default();
     session.config.max_parent_retries = 1;
     let lock = LockId(1);
     let spec = LockSpec::write("/a/l");
@@ -132,7 +132,7 @@ fn a_missing_directory_is_created_as_containers_within_the_tries() {
 
 #[test]
 fn a_read_of_our_node_checks_its_owner_and_a_delete_tells_whose_it_was() {
-    let mut session = crate::ctx::tests::Session::default();
+    let mut session = crate::ctx::tests::CtxParts::default();
     let lock = LockId(1);
     let mut node = Node::new(AttemptId(7), "/l/n-".into());
     node.own = Some(OwnNode {
@@ -154,7 +154,7 @@ fn a_read_of_our_node_checks_its_owner_and_a_delete_tells_whose_it_was() {
         stat,
     });
     let outcome = node.on_read_reply(Some(1), data.clone());
-    assert!(matches!(outcome, ReadOutcome::Ours { .. }));
+    assert!(matches!(outcome, ReadOutcome::Identity { .. }));
     assert_eq!(node.own.as_ref().unwrap().stat, Some(stat.into()));
     assert_eq!(
         node.on_read_reply(Some(2), data),

@@ -111,7 +111,7 @@ fn forget_drops_watches_and_the_listing_but_keeps_the_cache() {
     let blockers = [name("write", 1)];
     let mut q = queue(&blockers);
     q.watched.insert(blockers[0].clone(), Watch::Armed);
-    let mut session = crate::ctx::tests::Session::default();
+    let mut session = crate::ctx::tests::CtxParts::default();
     let op = crate::proto::Op::GetChildren { path: "/l".into() };
     q.list.send(
         &mut session.cx(),
@@ -129,7 +129,7 @@ fn forget_drops_watches_and_the_listing_but_keeps_the_cache() {
 
 #[test]
 fn a_listing_is_sorted_into_ours_others_and_the_marker() {
-    let mut session = crate::ctx::tests::Session::default();
+    let mut session = crate::ctx::tests::CtxParts::default();
     let ours = name("write", 3);
     let attempt = parse_participant(&ours).unwrap().attempt;
     let children = vec![
@@ -167,7 +167,7 @@ fn only_lower_blockers_are_cached_and_a_downgrade_skips_its_own_write() {
 
 #[test]
 fn a_watch_reply_arms_it_and_a_gone_blocker_lists_again_or_decides() {
-    let mut session = crate::ctx::tests::Session::default();
+    let mut session = crate::ctx::tests::CtxParts::default();
     let lock = crate::ids::LockId(1);
     let blockers = [name("write", 1), name("write", 2)];
     let mut q = queue(&blockers);
