@@ -406,11 +406,21 @@ pub(crate) async fn supervise(
     // Bounded: with the connection down the release waits for a reconnect, and
     // a lock no longer guaranteed is not worth waiting for (the server deletes
     // the node with the session).
+    // While the lock is trusted (the connection up), the session is closed right
+    // behind the release: the binding answers the requests already sent before it
+    // closes, so `closeSession` follows the release's request a round trip sooner
+    // than after its reply. Else the release may wait for a reconnect first.
     let node = guard.node().to_owned();
-    match tokio::time::timeout(windows.release_bound, guard.let_go())
-        .await
-        .unwrap_or(Err(Error::Timeout))
-    {
+    let trusted = guard
+        .trusted_until()
+        .is_some_and(|until| until > std::time::Instant::now());
+    let releasing = tokio::time::timeout(windows.release_bound, guard.let_go());
+    let released = if trusted {
+        tokio::join!(releasing, locks.close()).0
+    } else {
+        releasing.await
+    };
+    match released.unwrap_or(Err(Error::Timeout)) {
         Ok(()) => {}
         Err(Error::Lost(reason)) => {
             if !lost {

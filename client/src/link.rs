@@ -69,7 +69,11 @@ use std::time::Instant;
 ///    [`Clock`](crate::Clock) after [`pair_with_clock`](crate::pair_with_clock)
 ///    (a simulation's virtual time).
 /// 6. **Close**: once [`is_closed`](Self::is_closed) is true, close the ZooKeeper
-///    session, feed `handle_session(SessionEvent::Closed)`, and drop the link. Dropping
+///    session, feed `handle_session(SessionEvent::Closed)`, and drop the link. The
+///    server answers a session's requests in order, `closeSession` last: a binding
+///    that sends `closeSession` right behind the requests already sent feeds their
+///    replies before `Closed`, so their outcomes (a release in flight when `close`
+///    was called) are the server's, and the release costs no round trip more. Dropping
 ///    the link (also without closing first, e.g. when the binding's task dies) ends
 ///    the session for every handle: waiting locks fail and held ones are lost with
 ///    `Closed`, and [`LockClient::close`](crate::LockClient::close) returns.

@@ -413,35 +413,79 @@ impl Driver {
         self.inflight.push(Box::pin(connect));
     }
 
-    /// Ends everything (rule 6 of the link): locks report `Closed`, the session is
-    /// closed (the server deletes its nodes), and dropping the link at the end lets
+    /// Ends everything (rule 6 of the link): the replies to the requests already
+    /// sent are fed first (a release in flight when `close` was called completes
+    /// as released), then locks report `Closed`, the session is closed (the server
+    /// deletes its nodes), and dropping the link at the end lets
     /// `LockClient::close` return.
     async fn shutdown(mut self) {
-        self.link
-            .handle_session(SessionEvent::Closed, Instant::now());
-        // Dropping the last `Client` clone (the in-flight requests hold some) makes
-        // zookeeper-client send closeSession; wait for it to finish, bounded.
-        self.inflight = FuturesUnordered::new();
-        self.watches.clear();
-        self.ready.clear();
-        self.client = None;
-        if self.shared {
-            // The application's session lives on; nothing to wait for.
-            return;
+        // Watches are of no use any more; aborted, their futures end at once.
+        for (_, handles) in self.watches.drain() {
+            handles.iter().for_each(AbortHandle::abort);
         }
-        if let Some(mut states) = self.states.take() {
+        // Dropping our clone lets zookeeper-client send closeSession as soon as the
+        // requests in flight no longer hold one (a `delete` holds none): right
+        // behind them. The server answers in order, closeSession last.
+        let had_session = self.client.take().is_some();
+        if !had_session {
+            // Between an expiry and the next session nothing is in flight but a
+            // reconnect, which is dropped unanswered.
+            self.inflight = FuturesUnordered::new();
+        }
+        if !self.shared {
             let timeout = self.dial.session_timeout.max(Duration::from_secs(1));
-            let bound = self.runtime.sleep_until(Instant::now() + timeout);
-            let closed = async {
-                while let Some(state) = states.next().await {
-                    if is_terminal(state) {
-                        break;
-                    }
-                }
-            };
-            futures::pin_mut!(closed);
-            futures::future::select(closed, bound).await;
+            let deadline = Instant::now() + timeout;
+            self.feed_last_replies(deadline).await;
+            self.link
+                .handle_session(SessionEvent::Closed, Instant::now());
+            self.inflight = FuturesUnordered::new();
+            self.wait_closed(deadline).await;
+        } else {
+            // The application's session lives on; nothing to wait for.
+            self.link
+                .handle_session(SessionEvent::Closed, Instant::now());
         }
+    }
+
+    /// Feeds the replies of the requests in flight (and those answered locally)
+    /// until none is left or `deadline`; a watch a reply sets is dropped, and what
+    /// the core asks for meanwhile is not sent.
+    async fn feed_last_replies(&mut self, deadline: Instant) {
+        let bound = self.runtime.sleep_until(deadline);
+        let fed = async {
+            loop {
+                let done = match self.ready.pop_front() {
+                    Some(done) => Some(done),
+                    None => self.inflight.next().await,
+                };
+                match done {
+                    Some(Wake::Reply(id, (result, _watcher), _)) => {
+                        self.link.handle_reply(id, result, Instant::now())
+                    }
+                    Some(_) => {}
+                    None => break,
+                }
+            }
+        };
+        futures::pin_mut!(fed);
+        futures::future::select(fed, bound).await;
+    }
+
+    /// Waits (until `deadline`) for zookeeper-client to report the session closed.
+    async fn wait_closed(&mut self, deadline: Instant) {
+        let Some(mut states) = self.states.take() else {
+            return;
+        };
+        let bound = self.runtime.sleep_until(deadline);
+        let closed = async {
+            while let Some(state) = states.next().await {
+                if is_terminal(state) {
+                    break;
+                }
+            }
+        };
+        futures::pin_mut!(closed);
+        futures::future::select(closed, bound).await;
     }
 }
 

@@ -69,9 +69,14 @@ pub(crate) fn call(client: Arc<Client>, op: Op, acls: Arc<[Acl]>) -> BoxFuture<'
             let result = client.set_data(&path, &data, version).await;
             unwatched(result.map(|stat| Reply::Stat(core_stat(&stat))))
         }),
-        Op::Delete { path, version } => Box::pin(async move {
-            unwatched(client.delete(&path, version).await.map(|()| Reply::Deleted))
-        }),
+        Op::Delete { path, version } => {
+            // Called here and the client let go at once (this future does not
+            // borrow it): a close right behind a release sends `closeSession`
+            // behind the `delete`, not a round trip later (zookeeper-client sends
+            // it when the last clone is dropped).
+            let deleting = client.delete(&path, version);
+            Box::pin(async move { unwatched(deleting.await.map(|()| Reply::Deleted)) })
+        }
         Op::Multi(ops) => Box::pin(async move { (multi(&client, ops, &acls).await, None) }),
         Op::Sync { path } => {
             Box::pin(async move { unwatched(client.sync(&path).await.map(|()| Reply::Synced)) })

@@ -244,6 +244,11 @@ impl LockClient {
     /// binding has closed its session (lock-zookeeper-client: once the server
     /// confirmed, or after about a session timeout). Idempotent.
     ///
+    /// A release already asked for goes first: joined with `close`, as in
+    /// `futures::join!(guard.release(), locks.close())`, lock-zookeeper-client
+    /// sends `closeSession` right behind the release's request and hands the
+    /// release the server's reply (one round trip for both).
+    ///
     /// ```
     /// # async fn demo(locks: zklock::LockClient) {
     /// locks.close().await;
