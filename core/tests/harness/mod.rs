@@ -1,7 +1,13 @@
-//! A scripted driver for the core: the test plays the server by hand.
+//! A driver for the core. A scenario made by [`H::served`] has a model server
+//! answer (server.rs); the methods here answer one request by hand, for what no
+//! honest server would say.
 #![allow(dead_code)]
 
+mod server;
+
 use lock_core::*;
+#[allow(unused_imports)] // each test file uses a part
+pub use server::{delete_of, ops, Zk};
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -15,6 +21,10 @@ pub struct H {
     /// Diagnostics ([`Output::Progress`]), in order.
     pub progress: Vec<(LockId, Progress)>,
     pub czxid: i64,
+    /// Our session's id.
+    pub sid: i64,
+    /// The model server of a served scenario.
+    pub zk: Option<Zk>,
 }
 
 impl H {
@@ -33,6 +43,8 @@ impl H {
             events: Vec::new(),
             progress: Vec::new(),
             czxid: 100,
+            sid: SID,
+            zk: None,
         }
     }
 
