@@ -37,9 +37,14 @@ impl H {
         let mut model = ZkModel::new();
         let peers = model.create_session();
         for dir in dirs {
-            model
-                .create(peers, dir, &[], CreateMode::Persistent)
-                .expect("a directory of the scenario");
+            // With its parents, as `mkdir -p` would.
+            for (end, _) in dir.match_indices('/').skip(1).chain([(dir.len(), "")]) {
+                if !model.contains(&dir[..end]) {
+                    model
+                        .create(peers, &dir[..end], &[], CreateMode::Persistent)
+                        .expect("a directory of the scenario");
+                }
+            }
         }
         let sid = model.create_session();
         let mut h = H::unconnected();
@@ -169,17 +174,40 @@ impl H {
 
     /// A peer's participant node under `dir`, made by attempt `n`; returns its path.
     pub fn peer_joins(&mut self, dir: &str, kind: NodeKind, n: u128) -> String {
-        let prefix = format!(
-            "{dir}/{}",
-            names::node_prefix(NameScheme::Native, AttemptId(n), kind)
-        );
+        let prefix = names::node_prefix(NameScheme::Native, AttemptId(n), kind);
+        self.peer_named(dir, &prefix)
+    }
+
+    /// A peer's sequential node under `dir` named `prefix` (any library's
+    /// scheme, or none); returns its path.
+    pub fn peer_named(&mut self, dir: &str, prefix: &str) -> String {
         let zk = self.zk();
         let (path, _) = zk
             .model
-            .create(zk.peers, &prefix, &[], CreateMode::EphemeralSequential)
+            .create(
+                zk.peers,
+                &format!("{dir}/{prefix}"),
+                &[],
+                CreateMode::EphemeralSequential,
+            )
             .expect("a peer's node");
         self.deliver();
         path
+    }
+
+    /// The paths our session has a data watch on, sorted.
+    pub fn watched(&mut self) -> Vec<String> {
+        let sid = self.sid;
+        let mut paths: Vec<String> = self
+            .zk()
+            .model
+            .watches_of(sid)
+            .into_iter()
+            .filter(|(ty, _)| *ty == lock_sim::WatchType::Data)
+            .map(|(_, path)| path)
+            .collect();
+        paths.sort();
+        paths
     }
 
     /// Someone else (a peer leaving, an administrator) deletes `path`.
