@@ -181,13 +181,18 @@ impl H {
     /// A peer's sequential node under `dir` named `prefix` (any library's
     /// scheme, or none); returns its path.
     pub fn peer_named(&mut self, dir: &str, prefix: &str) -> String {
+        self.peer_named_with(dir, prefix, &[])
+    }
+
+    /// [`H::peer_named`] with this node data (a leader's participant id).
+    pub fn peer_named_with(&mut self, dir: &str, prefix: &str, data: &[u8]) -> String {
         let zk = self.zk();
         let (path, _) = zk
             .model
             .create(
                 zk.peers,
                 &format!("{dir}/{prefix}"),
-                &[],
+                data,
                 CreateMode::EphemeralSequential,
             )
             .expect("a peer's node");
