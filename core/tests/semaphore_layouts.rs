@@ -21,11 +21,6 @@ fn take_mutex(h: &mut H, dir: &str) -> String {
     h.ours(dir)[0].clone()
 }
 
-/// A node of another session at `path`, with `data`, of `mode`.
-fn foreign_node(h: &mut H, session: i64, path: &str, data: &[u8], mode: CreateMode) {
-    h.zk().model.create(session, path, data, mode).unwrap();
-}
-
 /// A kazoo pool `/s` whose stored permit count is `count`.
 fn kazoo_pool(count: &[u8]) -> H {
     let mut h = H::served(&[KAZOO_LOCK, "/s"]);
@@ -138,13 +133,7 @@ fn kazoo_layout_checks_the_count_then_counts_before_creating() {
     );
     // kazoo counts first: one lease of 2, room.
     let peers = h.zk().peers;
-    foreign_node(
-        &mut h,
-        peers,
-        "/s/0123456789abcdef0123456789abcdef",
-        &[],
-        CreateMode::Ephemeral,
-    );
+    h.node_of(peers, "/s/0123456789abcdef0123456789abcdef", &[]);
     let served = ops(&h.serve());
     assert!(
         matches!(
@@ -193,7 +182,7 @@ fn kazoo_layout_full_pool_waits_without_creating() {
     let mut h = kazoo_pool(b"1");
     let lease = "/s/0123456789abcdef0123456789abcdef";
     let peers = h.zk().peers;
-    foreign_node(&mut h, peers, lease, &[], CreateMode::Ephemeral);
+    h.node_of(peers, lease, &[]);
     h.acquire(LockSpec::semaphore("/s", 1).scheme(NameScheme::Kazoo));
     h.serve();
     assert!(h.take_events().is_empty() && h.ours("/s").is_empty());
@@ -266,11 +255,6 @@ fn curator_name(n: u32, marker: &str, seq: i32) -> String {
     format!("_c_{n:08x}-0000-4000-8000-000000000000-{marker}{seq:010}")
 }
 
-/// `n` sessions of other clients.
-fn sessions<const N: usize>(h: &mut H) -> [i64; N] {
-    [0; N].map(|_| h.zk().model.create_session())
-}
-
 #[test]
 fn inspection_shows_a_curator_semaphores_leases_and_queue() {
     let mut h = H::served(&CURATOR);
@@ -282,7 +266,7 @@ fn inspection_shows_a_curator_semaphores_leases_and_queue() {
     let (q1, q2) = (curator_name(4, "lock-", 5), curator_name(5, "lock-", 6));
     // Two holders; the queue head (its session) has added its lease and waits
     // for room; another waits behind it.
-    let [s1, s2, head, behind] = sessions(&mut h);
+    let [s1, s2, head, behind] = h.sessions();
     for (session, path) in [
         (s1, format!("/s/leases/{l1}")),
         (s2, format!("/s/leases/{l2}")),
@@ -290,7 +274,7 @@ fn inspection_shows_a_curator_semaphores_leases_and_queue() {
         (head, format!("/s/locks/{q1}")),
         (behind, format!("/s/locks/{q2}")),
     ] {
-        foreign_node(&mut h, session, &path, &[], CreateMode::Ephemeral);
+        h.node_of(session, &path, &[]);
     }
     h.s.inspect("/s", h.now).unwrap();
     h.drain();
@@ -317,21 +301,9 @@ fn inspection_shows_a_kazoo_semaphores_leases_queue_and_count() {
     let mut h = kazoo_pool(b"1");
     let lease = "0123456789abcdef0123456789abcdef";
     let queued = "fedcba9876543210fedcba9876543210__lock__0000000004";
-    let [holder, waiter] = sessions(&mut h);
-    foreign_node(
-        &mut h,
-        holder,
-        &format!("/s/{lease}"),
-        b"worker-1",
-        CreateMode::Ephemeral,
-    );
-    foreign_node(
-        &mut h,
-        waiter,
-        &format!("{KAZOO_LOCK}/{queued}"),
-        b"worker-2",
-        CreateMode::Ephemeral,
-    );
+    let [holder, waiter] = h.sessions();
+    h.node_of(holder, &format!("/s/{lease}"), b"worker-1");
+    h.node_of(waiter, &format!("{KAZOO_LOCK}/{queued}"), b"worker-2");
     h.s.inspect("/s", h.now).unwrap();
     h.drain();
     h.serve();

@@ -215,6 +215,19 @@ impl H {
         paths
     }
 
+    /// A node of another client's `session` at exactly `path` (ephemeral), with `data`.
+    pub fn node_of(&mut self, session: i64, path: &str, data: &[u8]) {
+        let zk = self.zk();
+        zk.model
+            .create(session, path, data, CreateMode::Ephemeral)
+            .expect("a node of another client");
+    }
+
+    /// `N` sessions of other clients.
+    pub fn sessions<const N: usize>(&mut self) -> [i64; N] {
+        [0; N].map(|_| self.zk().model.create_session())
+    }
+
     /// Someone else (a peer leaving, an administrator) deletes `path`.
     pub fn delete_node(&mut self, path: &str) {
         let zk = self.zk();
@@ -294,8 +307,8 @@ impl H {
 }
 
 /// The operations of `requests`, in order.
-pub fn ops(requests: &[Request]) -> Vec<Op> {
-    requests.iter().map(|r| r.op.clone()).collect()
+pub fn ops<'a>(requests: impl IntoIterator<Item = &'a Request>) -> Vec<Op> {
+    requests.into_iter().map(|r| r.op.clone()).collect()
 }
 
 /// The `Delete` the core sends for `path` (any version).
