@@ -16,39 +16,16 @@ const STEP: Duration = Duration::from_millis(100);
 fn connected() -> H {
     let mut config = Config::new(T, 1);
     config.sync_interval = Some(Config::default_sync_interval(T));
-    let mut h = H::unconnected();
-    h.s = Session::new(config);
-    h.session(SessionEvent::Connected { session_id: SID });
-    h
+    H::served_with(config, &["/c"])
 }
 
 /// Answers every queued sync (the leader hears us) and the read with a watch a
 /// holder sends on its own node with its first sync; other requests stay queued.
 fn answer_syncs(h: &mut H) -> usize {
-    let (answered, rest): (Vec<_>, Vec<_>) = h
-        .reqs
-        .drain(..)
-        .partition(|r| matches!(r.op, Op::Sync { .. } | Op::GetData { watch: true, .. }));
-    h.reqs.extend(rest);
-    let mut syncs = 0;
-    for r in &answered {
-        let reply = match r.op {
-            Op::Sync { .. } => {
-                syncs += 1;
-                Reply::Synced
-            }
-            _ => Reply::Data {
-                data: vec![],
-                stat: Stat {
-                    ephemeral_owner: SID,
-                    czxid: 101,
-                    ..Stat::default()
-                },
-            },
-        };
-        h.reply(r.id, Ok(reply));
-    }
-    syncs
+    h.serve_where(|op| matches!(op, Op::Sync { .. } | Op::GetData { watch: true, .. }))
+        .iter()
+        .filter(|r| matches!(r.op, Op::Sync { .. }))
+        .count()
 }
 
 /// Drops every queued sync unanswered (the follower cannot reach the leader).
@@ -58,9 +35,9 @@ fn drop_syncs(h: &mut H) {
 
 /// A follower that may have lost the leader: 100 ms pass; syncs wait in `hung`
 /// while `leader` is false and are answered (late, in order) once it is true;
-/// reads of `node` are answered at once either way (an inspection every 200 ms
-/// keeps the holder busy). Returns the events.
-fn follower_step(h: &mut H, node: &str, leader: bool, hung: &mut Vec<Request>) -> Vec<LockEvent> {
+/// reads are answered at once either way (an inspection every 200 ms keeps the
+/// holder busy). Returns the events.
+fn follower_step(h: &mut H, leader: bool, hung: &mut Vec<Request>) -> Vec<LockEvent> {
     h.advance(STEP);
     if h.now.as_millis() % 200 == 0 && h.s.state(LockId(1)) == Some(LockState::Held) {
         h.s.inspect("/c", h.now).unwrap();
@@ -74,27 +51,11 @@ fn follower_step(h: &mut H, node: &str, leader: bool, hung: &mut Vec<Request>) -
             }
         }
         let Some(r) = h.reqs.pop_front() else { break };
-        let result = match &r.op {
-            Op::Sync { .. } if !leader => {
-                hung.push(r);
-                continue;
-            }
-            Op::Sync { .. } => Ok(Reply::Synced),
-            Op::GetChildren { .. } => Ok(Reply::Children(vec![name_of(node)])),
-            Op::GetData { .. } => Ok(Reply::Data {
-                data: vec![],
-                stat: Stat {
-                    ephemeral_owner: SID,
-                    czxid: 101,
-                    ..Stat::default()
-                },
-            }),
-            _ => {
-                left.push(r);
-                continue;
-            }
-        };
-        h.reply(r.id, result);
+        match &r.op {
+            Op::Sync { .. } if !leader => hung.push(r),
+            Op::Sync { .. } | Op::GetChildren { .. } | Op::GetData { .. } => h.answer(&r),
+            _ => left.push(r),
+        }
     }
     h.reqs.extend(left);
     h.take_events()
@@ -104,8 +65,7 @@ fn follower_step(h: &mut H, node: &str, leader: bool, hung: &mut Vec<Request>) -
 }
 
 fn held(h: &mut H) -> String {
-    let (_, node) = h.held("/c", 0);
-    node
+    h.held_on(LockSpec::write("/c")).1
 }
 
 #[test]
@@ -131,13 +91,13 @@ fn a_cut_off_follower_that_answers_reads_does_not_keep_a_lock_trusted() {
     let mut hung = Vec::new();
     // Healthy for 20 s: the leader hears us.
     for _ in 0..200 {
-        assert!(follower_step(&mut h, &node, true, &mut hung).is_empty());
+        assert!(follower_step(&mut h, true, &mut hung).is_empty());
     }
     // The cut: syncs hang, reads are still answered.
     let cut = h.now;
     let (mut suspended, mut lost) = (None, None);
     for _ in 0..200 {
-        for e in follower_step(&mut h, &node, false, &mut hung) {
+        for e in follower_step(&mut h, false, &mut hung) {
             match e {
                 LockEvent::Suspended => suspended = Some(h.now),
                 LockEvent::Lost(LostReason::SuspendedTooLong) => lost = Some(h.now),
@@ -175,14 +135,14 @@ fn a_cut_off_follower_that_answers_reads_does_not_keep_a_lock_trusted() {
 #[test]
 fn a_suspended_lock_resumes_when_the_leader_hears_us_again() {
     let mut h = connected();
-    let node = held(&mut h);
+    held(&mut h);
     let mut hung = Vec::new();
     for _ in 0..100 {
-        assert!(follower_step(&mut h, &node, true, &mut hung).is_empty());
+        assert!(follower_step(&mut h, true, &mut hung).is_empty());
     }
     let mut suspended = false;
     for _ in 0..100 {
-        if follower_step(&mut h, &node, false, &mut hung) == vec![LockEvent::Suspended] {
+        if follower_step(&mut h, false, &mut hung) == vec![LockEvent::Suspended] {
             suspended = true;
             break;
         }
@@ -192,12 +152,12 @@ fn a_suspended_lock_resumes_when_the_leader_hears_us_again() {
     // sync is answered, the next one proves the reads answered meanwhile, our
     // node is checked and the lock resumes.
     let events: Vec<_> = (0..5)
-        .flat_map(|_| follower_step(&mut h, &node, true, &mut hung))
+        .flat_map(|_| follower_step(&mut h, true, &mut hung))
         .collect();
     assert_eq!(events, vec![LockEvent::Resumed]);
     assert_eq!(h.s.state(LockId(1)), Some(LockState::Held));
     for _ in 0..300 {
-        assert!(follower_step(&mut h, &node, true, &mut hung).is_empty());
+        assert!(follower_step(&mut h, true, &mut hung).is_empty());
     }
 }
 
@@ -233,8 +193,8 @@ fn a_grant_without_fresh_proof_waits_for_one() {
         drop_syncs(&mut h);
     }
     let id = h.acquire(LockSpec::write("/c"));
-    let node = h.answer_create(0);
-    h.answer_list(&[&name_of(&node)]);
+    h.serve_one();
+    h.serve_one();
     // Not reported held: nothing proves the leader heard us in the last 8 s.
     assert_eq!(h.take_events(), vec![]);
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
@@ -271,13 +231,11 @@ fn reconnecting_proves_contact_and_resumes() {
         h.advance(STEP);
         answer_syncs(&mut h);
     }
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::from_millis(500),
-    });
+    h.disconnect_after(Duration::from_millis(500));
     assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
     h.advance(Duration::from_secs(2));
-    h.session(SessionEvent::Connected { session_id: SID });
-    h.answer_watch(&node, SID);
+    h.connect(h.sid);
+    assert!(matches!(&h.serve_one().op, Op::GetData { path, .. } if *path == node));
     assert_eq!(h.take_events(), vec![LockEvent::Resumed]);
     // Trusted for a whole T - margin from the reconnect, with syncs answered.
     for _ in 0..100 {
@@ -289,7 +247,7 @@ fn reconnecting_proves_contact_and_resumes() {
 
 #[test]
 fn without_a_sync_interval_nothing_is_sent() {
-    let mut h = H::new();
+    let mut h = H::served(&["/c"]);
     held(&mut h);
     for _ in 0..300 {
         h.advance(STEP);
@@ -319,8 +277,8 @@ fn an_idle_session_sends_nothing_and_stops_syncing_after_a_release() {
     // A grant on the idle session: proven by syncs sent at once (the session
     // is 60 s past its connect), then held.
     let id = h.acquire(LockSpec::write("/c"));
-    let node = h.answer_create(0);
-    h.answer_list(&[&name_of(&node)]);
+    h.serve_one();
+    h.serve_one();
     let mut events = Vec::new();
     for _ in 0..60 {
         h.advance(STEP);
@@ -337,9 +295,7 @@ fn an_idle_session_sends_nothing_and_stops_syncing_after_a_release() {
     assert!(healthy(&mut h, 20) >= 3);
     h.s.release(id, h.now).unwrap();
     h.drain();
-    let delete = h.next_req();
-    assert!(matches!(delete.op, Op::Delete { .. }), "{delete:?}");
-    h.reply(delete.id, Ok(Reply::Deleted));
+    assert!(matches!(h.serve_one().op, Op::Delete { .. }));
     answer_syncs(&mut h);
     assert!(h.take_events().contains(&LockEvent::Released));
     for _ in 0..600 {
@@ -367,8 +323,8 @@ fn a_grant_on_an_idle_session_is_proven_by_syncs_sent_at_once() {
         assert!(h.no_requests());
     }
     let id = h.acquire(LockSpec::write("/c"));
-    let node = h.answer_create(0);
-    h.answer_list(&[&name_of(&node)]);
+    h.serve_one();
+    h.serve_one();
     assert_eq!(h.take_events(), vec![]);
     let granted = h.now;
     let mut acquired = None;
@@ -394,7 +350,6 @@ fn a_grant_on_an_idle_session_is_proven_by_syncs_sent_at_once() {
     );
     assert_eq!(h.s.state(id), Some(LockState::Held));
     assert!(healthy(&mut h, 100) > 10);
-    let _ = node;
 }
 
 /// The server stops answering at `cut` and the binding reports the disconnection
@@ -409,9 +364,7 @@ fn outage(h: &mut H, node: &str, reconnect_at: Duration) -> Result<(), Duration>
         drop_syncs(h);
         if !disconnected && h.now - cut >= read_timeout {
             disconnected = true;
-            h.session(SessionEvent::Disconnected {
-                since_contact: read_timeout,
-            });
+            h.disconnect_after(read_timeout);
         }
         for e in h.take_events() {
             match e {
@@ -424,8 +377,8 @@ fn outage(h: &mut H, node: &str, reconnect_at: Duration) -> Result<(), Duration>
             break;
         }
     }
-    h.session(SessionEvent::Connected { session_id: SID });
-    h.answer_watch(node, SID);
+    h.connect(h.sid);
+    assert!(matches!(&h.serve_one().op, Op::GetData { path, .. } if *path == node));
     assert_eq!(h.take_events(), vec![LockEvent::Resumed]);
     Ok(())
 }
@@ -492,13 +445,10 @@ fn a_known_tick_lets_a_held_lock_on_an_ensemble_member_survive_longer() {
 #[test]
 fn a_hold_that_outlives_a_sync_interval_watches_its_node_once() {
     let mut h = connected();
-    let (id, node) = h.held("/c", 0);
+    let (id, node) = h.held_on(LockSpec::write("/c"));
     h.s.release(id, h.now).unwrap();
     h.drain();
-    let r = h.next_req();
-    assert!(matches!(r.op, Op::Delete { .. }), "a short hold: {r:?}");
-    assert!(h.no_requests(), "{:?}", h.reqs);
-    h.reply(r.id, Ok(Reply::Deleted));
+    assert_eq!(ops(&h.serve()), [delete_of(&node)], "a short hold");
     assert_eq!(h.take_events(), vec![LockEvent::Released]);
 
     let mut h = connected();
@@ -520,7 +470,7 @@ fn a_hold_that_outlives_a_sync_interval_watches_its_node_once() {
         assert!(h.no_requests(), "{:?}", h.reqs);
     }
     assert_eq!(reads, 1, "one watched read over 3 s of hold ({node})");
-    h.watch(&node2, WatchKind::NodeDeleted);
+    h.delete_node(&node2);
     assert_eq!(
         h.take_events(),
         vec![LockEvent::Lost(LostReason::NodeDeleted)]
@@ -541,8 +491,8 @@ fn a_lock_taken_after_an_idle_spell_is_never_suspended_on_a_sound_connection() {
             assert!(h.no_requests());
         }
         let id = h.acquire(LockSpec::write("/c"));
-        let node = h.answer_create(0);
-        h.answer_list(&[&name_of(&node)]);
+        h.serve_one();
+        h.serve_one();
         let mut events = h.take_events();
         for _ in 0..200 {
             h.advance(STEP);
@@ -563,14 +513,14 @@ fn a_lock_taken_after_an_idle_spell_is_never_suspended_on_a_sound_connection() {
 #[test]
 fn a_waiter_next_in_line_is_granted_at_once_after_a_long_wait_and_stays_trusted() {
     let mut h = connected();
-    let (id, _node, blocker) = waiting(&mut h, "/c");
+    let (id, _, blocker) = h.waiting_on("/c");
     // 60 s of waiting at two syncs a second.
     let syncs = healthy(&mut h, 600);
     assert!(
         (118..=121).contains(&syncs),
         "{syncs} syncs while next in line"
     );
-    h.watch(&blocker, WatchKind::NodeDeleted);
+    h.delete_node(&blocker);
     let events = h.take_events();
     assert!(
         matches!(&events[..], [LockEvent::Acquired(_)]),
@@ -585,11 +535,9 @@ fn a_waiter_next_in_line_is_granted_at_once_after_a_long_wait_and_stays_trusted(
 #[test]
 fn only_the_waiter_next_in_line_pays_for_syncs() {
     let mut h = connected();
-    let id = h.acquire(LockSpec::write("/c"));
-    let node = h.answer_create(3);
-    let (first, second) = (peer(NodeKind::Write, 1, 1), peer(NodeKind::Write, 2, 2));
-    h.answer_list(&[&first, &second, &name_of(&node)]);
-    h.answer_watch(&format!("/c/{second}"), 42);
+    h.peer_joins("/c", NodeKind::Write, 1);
+    let second = h.peer_joins("/c", NodeKind::Write, 2);
+    let (id, _) = h.served_acquire(LockSpec::write("/c"));
     for _ in 0..300 {
         h.advance(STEP);
         assert!(
@@ -601,14 +549,8 @@ fn only_the_waiter_next_in_line_pays_for_syncs() {
     }
     // The blocker behind the first leaves: the queue is listed again and the
     // first is watched.
-    h.watch(&format!("/c/{second}"), WatchKind::NodeDeleted);
-    h.answer_list(&[&first, &name_of(&node)]);
-    while let Some(r) = h.reqs.front() {
-        match &r.op {
-            Op::GetData { path, .. } if *path == node => h.answer_watch(&node, SID),
-            _ => h.answer_watch(&format!("/c/{first}"), 41),
-        }
-    }
+    h.delete_node(&second);
+    h.serve();
     assert!(healthy(&mut h, 100) >= 18);
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
 }

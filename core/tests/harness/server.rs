@@ -74,13 +74,16 @@ impl H {
     /// applied nor replied), the server drops our watches (the core sets again
     /// what it still needs), and the session hears `Disconnected`.
     pub fn disconnect(&mut self) {
+        self.disconnect_after(Duration::ZERO);
+    }
+
+    /// [`H::disconnect`], reported `since_contact` after the server last heard us.
+    pub fn disconnect_after(&mut self, since_contact: Duration) {
         self.reqs.clear();
         let sid = self.sid;
         self.zk().model.remove_watches(sid);
         self.zk().connected = false;
-        self.session(SessionEvent::Disconnected {
-            since_contact: Duration::ZERO,
-        });
+        self.session(SessionEvent::Disconnected { since_contact });
     }
 
     /// Disconnected, then connected again on the same session.
@@ -140,6 +143,18 @@ impl H {
         let r = self.next_req();
         self.answer(&r);
         r
+    }
+
+    /// Answers the queued requests whose op `pick`s (one pass: not those the
+    /// answers lead to); the others stay queued, in order. Returns those answered.
+    pub fn serve_where(&mut self, pick: impl Fn(&Op) -> bool) -> Vec<Request> {
+        let (picked, rest): (Vec<Request>, Vec<Request>) =
+            self.reqs.drain(..).partition(|r| pick(&r.op));
+        self.reqs.extend(rest);
+        for r in &picked {
+            self.answer(r);
+        }
+        picked
     }
 
     /// Answers every request, including those the answers lead to, until none is
