@@ -73,7 +73,13 @@ fn reconnected_holding_but_node_owned_by_another_session_is_lost() {
     let (_, node) = h.held_on(LockSpec::write("/f"));
     h.reconnect();
     h.take_events();
-    h.answer_data(&node, h.sid + 1);
+    let read = h.next_req();
+    assert!(matches!(&read.op, Op::GetData { path, .. } if *path == node));
+    let stat = Stat {
+        ephemeral_owner: h.sid + 1,
+        ..Stat::default()
+    };
+    h.reply(read.id, Ok(Reply::Data { data: vec![], stat }));
     assert_eq!(
         h.take_events(),
         vec![LockEvent::Lost(LostReason::NodeNotOwned)]

@@ -388,8 +388,8 @@ fn lease_expires_after_max_hold_and_deletes_the_node() {
 
 #[test]
 fn a_lasting_section_refusal_is_reported_not_retried_forever() {
-    let mut h = H::new();
-    let (id, _) = h.held_spec(LockSpec::write("/f").detect_crashes(), 0);
+    let mut h = H::served(&["/f"]);
+    let (id, _) = h.held_on(LockSpec::write("/f").detect_crashes());
     h.s.open_section(id, h.now).unwrap();
     h.drain();
     let r = h.next_req();

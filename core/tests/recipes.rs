@@ -321,15 +321,15 @@ fn a_curator_rwlock_writer_blocks_and_is_blocked_by_curator_readers() {
 
 #[test]
 fn wraparound_orders_max_before_min() {
-    let mut h = H::new();
-    h.acquire(LockSpec::write("/w"));
-    let node = h.answer_create(i32::MIN);
-    let before = peer(NodeKind::Write, 1, i32::MAX);
-    let after = peer(NodeKind::Write, 2, i32::MIN + 1);
-    h.answer_list(&[&name_of(&node), &before, &after]);
-    h.answer_data(&node, SID);
+    let mut h = H::served(&["/w"]);
+    // The directory's sequence counter is about to wrap.
+    h.zk().model.set_cversion("/w", i32::MAX).unwrap();
+    let before = h.peer_joins("/w", NodeKind::Write, 1);
+    let (_, node) = h.served_acquire(LockSpec::write("/w"));
+    assert!(node.ends_with("-2147483648"), "{node}");
+    h.peer_joins("/w", NodeKind::Write, 2);
     // 2147483647 was created before -2147483648: we wait for it.
-    h.answer_data(&format!("/w/{before}"), 1);
+    assert!(h.watched().contains(&before), "{:?}", h.watched());
     assert!(h.take_events().is_empty());
 }
 
@@ -498,8 +498,8 @@ fn input_too_large_for_one_request_is_refused_before_anything_is_sent() {
 
 #[test]
 fn a_fenced_write_too_large_or_on_a_bad_path_is_refused() {
-    let mut h = H::new();
-    let (id, _) = h.held("/a", 1);
+    let mut h = H::served(&["/a"]);
+    let (id, _) = h.held_on(LockSpec::write("/a"));
     let big = vec![MultiOp::SetData {
         path: "/data".into(),
         data: vec![0; MAX_DATA_LEN],
@@ -523,10 +523,10 @@ fn a_fenced_write_too_large_or_on_a_bad_path_is_refused() {
 
 #[test]
 fn an_owner_never_waits_behind_its_own_node() {
-    let mut h = H::new();
+    let mut h = H::served(&["/rw", "/m"]);
     let now = h.now;
     // A read lock held by owner "t" cannot be upgraded by "t": refused at once.
-    let (_read, _) = h.held_spec(LockSpec::read("/rw").owner("t"), 1);
+    h.held_on(LockSpec::read("/rw").owner("t"));
     let upgrade = h.s.acquire(LockSpec::write("/rw").owner("t"), now);
     assert_eq!(
         upgrade,
@@ -549,8 +549,8 @@ fn an_owner_never_waits_behind_its_own_node() {
     }
     // A mutex is not re-entrant for its owner, and a write holder cannot wait for
     // the read half behind itself either.
-    let mut h = H::new();
-    h.held_spec(LockSpec::exclusive("/m").owner("t"), 1);
+    let mut h = H::served(&["/m"]);
+    h.held_on(LockSpec::exclusive("/m").owner("t"));
     for spec in [LockSpec::exclusive("/m"), LockSpec::read("/m")] {
         assert!(
             matches!(
