@@ -21,11 +21,7 @@ fn peer_node() -> (H, String, i64) {
 
 /// Starts a break of `node` expecting token `token`.
 fn start_break(h: &mut H, node: &str, token: i64) -> LockId {
-    let id =
-        h.s.break_node(node, FencingToken(token), None, h.now)
-            .unwrap();
-    h.drain();
-    id
+    h.run(|s, now| s.break_node(node, FencingToken(token), None, now))
 }
 
 /// Serves the break's read of `node`, which sets no watch.
@@ -161,10 +157,7 @@ fn the_one_shot_policy_applies() {
     let mut h = H::new();
     start_break(&mut h, &node, 500);
     h.answer_err(ZkError::NoAuth);
-    assert_eq!(
-        h.take_events(),
-        [LockEvent::Failed(FailReason::Zk(ZkError::NoAuth))]
-    );
+    h.expect_events([LockEvent::Failed(FailReason::Zk(ZkError::NoAuth))]);
     // A reply of the wrong kind too.
     let mut h = H::new();
     start_break(&mut h, &node, 500);
@@ -181,13 +174,12 @@ fn the_one_shot_policy_applies() {
     // Cancelled, and closed with the session.
     let mut h = H::new();
     let id = start_break(&mut h, &node, 500);
-    h.s.cancel(id, h.now).unwrap();
-    h.drain();
-    assert_eq!(h.take_events(), [LockEvent::Failed(FailReason::Cancelled)]);
+    h.run(|s, now| s.cancel(id, now));
+    h.expect_events([LockEvent::Failed(FailReason::Cancelled)]);
     let mut h = H::new();
     start_break(&mut h, &node, 500);
     h.session(SessionEvent::Closed);
-    assert_eq!(h.take_events(), [LockEvent::Failed(FailReason::Closed)]);
+    h.expect_events([LockEvent::Failed(FailReason::Closed)]);
     // An invalid path is refused before anything is sent.
     let mut h = H::new();
     assert!(h
@@ -229,10 +221,9 @@ fn a_holder_watching_its_node_is_lost_at_once_a_plain_one_at_its_release() {
         [(node.clone(), BreakOutcome::Deleted)],
         "and nothing else"
     );
-    h.s.release(holder, h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.release(holder, now));
     h.serve();
-    assert_eq!(h.take_events(), [LockEvent::Lost(LostReason::NodeDeleted)]);
+    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }
 
 /// With a record, the delete goes in one `multi` with the record's create; a
@@ -252,9 +243,7 @@ fn a_break_with_a_record_leaves_it_in_the_same_multi() {
         session: 0x77,
         by: Some("ops@db1"),
     };
-    h.s.break_node(&node, FencingToken(token), Some(record), h.now)
-        .unwrap();
-    h.drain();
+    h.run(|s, now| s.break_node(&node, FencingToken(token), Some(record), now));
     serve_read(&mut h, &node);
     let data = |op: &Op| match op {
         Op::Multi(ops) => ops
@@ -293,8 +282,7 @@ fn a_break_with_a_record_leaves_it_in_the_same_multi() {
 
     // An inspection reads the record back (and looks for peers' semaphore
     // layouts: none here).
-    h.s.inspect("/l", h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.inspect("/l", now));
     h.serve();
     let who = h
         .take_events()
@@ -322,9 +310,7 @@ fn without_multi_the_break_goes_unrecorded() {
         session: 0x77,
         by: None,
     };
-    h.s.break_node(&node, FencingToken(token), Some(record), h.now)
-        .unwrap();
-    h.drain();
+    h.run(|s, now| s.break_node(&node, FencingToken(token), Some(record), now));
     serve_read(&mut h, &node);
     let multi = h.next_req();
     assert!(matches!(multi.op, Op::Multi(_)), "{multi:?}");
@@ -348,7 +334,7 @@ fn plain_holder_notices_a_deleted_node_at_the_next_reconnect_check() {
     h.watch(&node, WatchKind::NodeDeleted);
     assert!(h.take_events().is_empty(), "no watch was set");
     h.disconnect();
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.expect_events([LockEvent::Suspended]);
     h.connect(h.sid);
     assert_eq!(
         h.serve_one().op,
@@ -358,10 +344,7 @@ fn plain_holder_notices_a_deleted_node_at_the_next_reconnect_check() {
         },
         "the check after a reconnect watches the node"
     );
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::NodeDeleted)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }
 
 /// A waiter watches its own node (sent before the peer watch) and keeps the
@@ -373,25 +356,21 @@ fn waiter_keeps_the_watch_on_its_node_when_granted() {
     let mut h = H::served(&["/w"]);
     let (id, _, peer) = h.waiting_on("/w");
     h.delete_node(&peer);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
     assert!(h.no_requests(), "nothing sent at the grant: {:?}", h.reqs);
-    h.s.release(id, h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.release(id, now));
     let (delete, deleted) = h.apply_front();
     assert!(matches!(delete.op, Op::Delete { .. }));
     h.deliver();
     assert!(h.take_events().is_empty(), "our own delete is no loss");
     h.reply(delete.id, deleted);
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    h.expect_events([LockEvent::Released]);
 
     // The same grant, then the node deleted by someone else while held.
     let mut h = H::served(&["/w"]);
     let (_, node, peer) = h.waiting_on("/w");
     h.delete_node(&peer);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
     h.delete_node(&node);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::NodeDeleted)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }

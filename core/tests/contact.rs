@@ -40,8 +40,7 @@ fn drop_syncs(h: &mut H) {
 fn follower_step(h: &mut H, leader: bool, hung: &mut Vec<Request>) -> Vec<LockEvent> {
     h.advance(STEP);
     if h.now.as_millis() % 200 == 0 && h.s.state(LockId(1)) == Some(LockState::Held) {
-        h.s.inspect("/c", h.now).unwrap();
-        h.drain();
+        h.run(|s, now| s.inspect("/c", now));
     }
     let mut left = Vec::new();
     loop {
@@ -174,15 +173,12 @@ fn a_disconnection_loses_by_the_proven_contact_when_that_is_older() {
     h.session(SessionEvent::Disconnected {
         since_contact: Duration::ZERO,
     });
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.expect_events([LockEvent::Suspended]);
     // Proven at the connect (0): lost at T - margin = 9 s, not 5 + 9 = 14 s.
     h.advance(Duration::from_secs(4) - Duration::from_millis(1));
     assert!(h.take_events().is_empty());
     h.advance(Duration::from_millis(1));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
 }
 
 #[test]
@@ -196,7 +192,7 @@ fn a_grant_without_fresh_proof_waits_for_one() {
     h.serve_one();
     h.serve_one();
     // Not reported held: nothing proves the leader heard us in the last 8 s.
-    assert_eq!(h.take_events(), vec![]);
+    h.expect_events([]);
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
     // Syncs go out at once; held once one proves the create reached the leader
     // (sent a touch bound, 3.33 s, after it was answered).
@@ -232,11 +228,11 @@ fn reconnecting_proves_contact_and_resumes() {
         answer_syncs(&mut h);
     }
     h.disconnect_after(Duration::from_millis(500));
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.expect_events([LockEvent::Suspended]);
     h.advance(Duration::from_secs(2));
     h.connect(h.sid);
     assert!(matches!(&h.serve_one().op, Op::GetData { path, .. } if *path == node));
-    assert_eq!(h.take_events(), vec![LockEvent::Resumed]);
+    h.expect_events([LockEvent::Resumed]);
     // Trusted for a whole T - margin from the reconnect, with syncs answered.
     for _ in 0..100 {
         h.advance(STEP);
@@ -293,8 +289,7 @@ fn an_idle_session_sends_nothing_and_stops_syncing_after_a_release() {
         "{events:?}"
     );
     assert!(healthy(&mut h, 20) >= 3);
-    h.s.release(id, h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.release(id, now));
     assert!(matches!(h.serve_one().op, Op::Delete { .. }));
     answer_syncs(&mut h);
     assert!(h.take_events().contains(&LockEvent::Released));
@@ -325,7 +320,7 @@ fn a_grant_on_an_idle_session_is_proven_by_syncs_sent_at_once() {
     let id = h.acquire(LockSpec::write("/c"));
     h.serve_one();
     h.serve_one();
-    assert_eq!(h.take_events(), vec![]);
+    h.expect_events([]);
     let granted = h.now;
     let mut acquired = None;
     for _ in 0..20 {
@@ -379,7 +374,7 @@ fn outage(h: &mut H, node: &str, reconnect_at: Duration) -> Result<(), Duration>
     }
     h.connect(h.sid);
     assert!(matches!(&h.serve_one().op, Op::GetData { path, .. } if *path == node));
-    assert_eq!(h.take_events(), vec![LockEvent::Resumed]);
+    h.expect_events([LockEvent::Resumed]);
     Ok(())
 }
 
@@ -446,10 +441,9 @@ fn a_known_tick_lets_a_held_lock_on_an_ensemble_member_survive_longer() {
 fn a_hold_that_outlives_a_sync_interval_watches_its_node_once() {
     let mut h = connected();
     let (id, node) = h.held_on(LockSpec::write("/c"));
-    h.s.release(id, h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.release(id, now));
     assert_eq!(ops(&h.serve()), [delete_of(&node)], "a short hold");
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    h.expect_events([LockEvent::Released]);
 
     let mut h = connected();
     let node2 = held(&mut h);
@@ -471,10 +465,7 @@ fn a_hold_that_outlives_a_sync_interval_watches_its_node_once() {
     }
     assert_eq!(reads, 1, "one watched read over 3 s of hold ({node})");
     h.delete_node(&node2);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::NodeDeleted)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }
 
 /// A lock taken after the session was idle for 0.5-0.9 T (no fault at all): its

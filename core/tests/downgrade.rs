@@ -28,10 +28,9 @@ fn the_write_holder_takes_the_read_half_at_its_first_listing_and_keeps_it_after_
     assert!(h.watched().is_empty(), "no watch on our own write");
     assert_eq!(h.s.state(read), Some(LockState::Held));
     // Release the write: the read stays held.
-    h.s.release(write, h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.release(write, now));
     assert_eq!(ops(&h.serve()), [delete_of(&w)]);
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    h.expect_events([LockEvent::Released]);
     assert_eq!(h.s.state(read), Some(LockState::Held));
     assert_eq!(h.s.state(write), None);
 }
@@ -63,14 +62,11 @@ fn a_writer_queued_between_the_write_and_the_read_makes_the_downgrade_fail_at_on
     h.peer_joins("/rw", NodeKind::Write, 9);
     let read = h.acquire(LockSpec::read("/rw").owner("t"));
     let served = ops(&h.serve());
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::SelfDeadlock {
-            path: "/rw".into(),
-            owner: "t".into(),
-            held: NodeKind::Write
-        })]
-    );
+    h.expect_events([LockEvent::Failed(FailReason::SelfDeadlock {
+        path: "/rw".into(),
+        owner: "t".into(),
+        held: NodeKind::Write,
+    })]);
     // No watch was set; our read node goes.
     assert!(
         matches!(
@@ -90,17 +86,13 @@ fn a_try_only_downgrade_behind_a_queued_writer_finds_the_lock_busy() {
     h.peer_joins("/rw", NodeKind::Write, 9);
     h.acquire(LockSpec::read("/rw").owner("t").try_only());
     h.serve();
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::WouldBlock)]
-    );
+    h.expect_events([LockEvent::Failed(FailReason::WouldBlock)]);
 }
 
 #[test]
 fn a_read_started_after_the_write_was_released_is_an_ordinary_read() {
     let (mut h, write, _) = writer_holds();
-    h.s.release(write, h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.release(write, now));
     h.serve();
     h.take_events();
     // Another session's writer queued meanwhile: the read waits for it (no

@@ -21,7 +21,7 @@ fn disconnected_while_holding_suspends() {
     let mut h = H::served(&["/f"]);
     let (id, _) = h.held_on(LockSpec::write("/f"));
     h.disconnect();
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.expect_events([LockEvent::Suspended]);
     assert_eq!(h.s.state(id), Some(LockState::Suspended));
 }
 
@@ -36,7 +36,7 @@ fn reconnected_same_session_waiting_relists_and_rewatches() {
     assert!(h.take_events().is_empty());
     h.delete_node(&peer);
     h.serve();
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
 }
 
 #[test]
@@ -44,10 +44,10 @@ fn reconnected_same_session_holding_verifies_then_resumes() {
     let mut h = H::served(&["/f"]);
     let (id, node) = h.held_on(LockSpec::write("/f"));
     h.reconnect();
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.expect_events([LockEvent::Suspended]);
     let verify = h.serve();
     assert!(matches!(&verify[0].op, Op::GetData { path, .. } if *path == node));
-    assert_eq!(h.take_events(), vec![LockEvent::Resumed]);
+    h.expect_events([LockEvent::Resumed]);
     assert_eq!(h.s.state(id), Some(LockState::Held));
 }
 
@@ -60,10 +60,7 @@ fn reconnected_holding_but_node_gone_is_lost() {
     h.connect(h.sid);
     h.take_events();
     h.serve();
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::NodeDeleted)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }
 
 /// No honest server says this: the node's read names another session.
@@ -80,10 +77,7 @@ fn reconnected_holding_but_node_owned_by_another_session_is_lost() {
         ..Stat::default()
     };
     h.reply(read.id, Ok(Reply::Data { data: vec![], stat }));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::NodeNotOwned)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::NodeNotOwned)]);
 }
 
 #[test]
@@ -91,15 +85,12 @@ fn suspended_past_the_grace_is_lost_and_the_stale_node_is_deleted_if_the_session
     let mut h = H::served(&["/f"]);
     let (_, node) = h.held_on(LockSpec::write("/f"));
     h.disconnect();
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.expect_events([LockEvent::Suspended]);
     h.advance(Duration::from_millis(8999));
     assert!(h.take_events().is_empty());
     // Session timeout 10 s, less the default margin of 1 s.
     h.advance(Duration::from_millis(1));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
     // The session turns out alive: the stale node goes at once.
     h.connect(h.sid);
     assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
@@ -157,10 +148,8 @@ fn a_new_session_id_after_reconnect_counts_as_expiry() {
     // The session keeps working on the new id.
     h.events.clear();
     h.served_acquire(LockSpec::write("/a"));
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => assert_eq!(g.session_id, new_sid),
-        other => panic!("{other:?}"),
-    }
+    let g = h.acquired();
+    assert_eq!(g.session_id, new_sid);
 }
 
 #[test]
@@ -168,10 +157,7 @@ fn own_node_deleted_while_holding_is_lost() {
     let mut h = H::served(&["/f"]);
     let (_, node) = h.held_on(LockSpec::write("/f").watch_node());
     h.delete_node(&node);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::NodeDeleted)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
     h.serve();
     assert!(h.s.is_idle());
 }
@@ -181,10 +167,7 @@ fn own_node_deleted_while_waiting_fails() {
     let mut h = H::served(&["/f"]);
     let (_, node, _) = h.waiting_on("/f");
     h.delete_node(&node);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::NodeDeleted)]
-    );
+    h.expect_events([LockEvent::Failed(FailReason::NodeDeleted)]);
     h.serve();
     assert!(h.s.is_idle());
 }
@@ -199,10 +182,8 @@ fn create_lost_with_the_connection_adopts_the_node_found_by_attempt_id() {
     h.reconnect();
     let served = h.serve();
     let node = h.ours("/c")[0].clone();
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => assert_eq!(g.path, node),
-        other => panic!("{other:?}"),
-    }
+    let g = h.acquired();
+    assert_eq!(g.path, node);
     assert!(
         !served.iter().any(|r| matches!(r.op, Op::Create { .. })),
         "adopted, not created again"
@@ -220,7 +201,7 @@ fn create_lost_with_the_connection_creates_again_when_not_found() {
     h.reconnect();
     let served = h.serve();
     assert!(served.iter().any(|r| matches!(r.op, Op::Create { .. })));
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
 }
 
 #[test]
@@ -237,22 +218,16 @@ fn duplicate_nodes_of_one_attempt_are_deleted_keeping_the_oldest() {
     h.reconnect();
     assert!(ops(&h.serve()).contains(&delete_of(newest)));
     assert!(h.exists(oldest) && !h.exists(newest));
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => assert_eq!(g.path, *oldest),
-        other => panic!("{other:?}"),
-    }
+    let g = h.acquired();
+    assert_eq!(g.path, *oldest);
 }
 
 #[test]
 fn cancel_while_the_create_is_in_flight_deletes_the_node_when_it_appears() {
     let mut h = H::served(&["/c"]);
     let id = h.acquire(LockSpec::write("/c"));
-    h.s.cancel(id, h.now).unwrap();
-    h.drain();
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::Cancelled)]
-    );
+    h.run(|s, now| s.cancel(id, now));
+    h.expect_events([LockEvent::Failed(FailReason::Cancelled)]);
     // The create and the listing are answered (the listing ignored: we no longer
     // want the lock), then the node is deleted.
     let served = h.serve();
@@ -268,12 +243,8 @@ fn cancel_after_a_lost_create_finds_the_node_by_attempt_id_and_deletes_it() {
     let id = h.acquire(LockSpec::write("/c"));
     h.apply_unanswered();
     h.disconnect();
-    h.s.cancel(id, h.now).unwrap();
-    h.drain();
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::Cancelled)]
-    );
+    h.run(|s, now| s.cancel(id, now));
+    h.expect_events([LockEvent::Failed(FailReason::Cancelled)]);
     assert!(!h.s.is_idle(), "the node may exist: cleanup pending");
     h.connect(h.sid);
     assert!(matches!(h.serve_one().op, Op::GetChildren { .. }));
@@ -294,8 +265,7 @@ fn release_with_connection_loss_retries_after_reconnect_and_no_node_counts_as_re
     for answered in [true, false] {
         let mut h = H::served(&["/r"]);
         let (id, node) = h.held_on(LockSpec::write("/r"));
-        h.s.release(id, h.now).unwrap();
-        h.drain();
+        h.run(|s, now| s.release(id, now));
         if answered {
             h.lose_reply();
         } else {
@@ -321,13 +291,9 @@ fn release_of_a_node_deleted_by_someone_else_is_lost() {
     let mut h = H::served(&["/r"]);
     let (id, node) = h.held_on(LockSpec::write("/r"));
     h.delete_node(&node);
-    h.s.release(id, h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.release(id, now));
     assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::NodeDeleted)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
     assert!(h.s.is_idle());
 }
 
@@ -335,10 +301,9 @@ fn release_of_a_node_deleted_by_someone_else_is_lost() {
 fn release_while_expired_counts_as_released() {
     let mut h = H::served(&["/r"]);
     let (id, _) = h.held_on(LockSpec::write("/r"));
-    h.s.release(id, h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.release(id, now));
     h.expire();
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    h.expect_events([LockEvent::Released]);
 }
 
 #[test]
@@ -362,16 +327,13 @@ fn own_node_deleted_while_disconnected_is_judged_after_the_reconnect() {
     let mut h = H::served(&["/f"]);
     let (_, node) = h.held_on(LockSpec::write("/f").watch_node());
     h.disconnect();
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.expect_events([LockEvent::Suspended]);
     // A late firing, handed over by the binding: the session may have expired
     // meanwhile.
     h.watch(&node, WatchKind::NodeDeleted);
     assert!(h.take_events().is_empty());
     h.expire();
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::SessionExpired)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::SessionExpired)]);
 }
 
 #[test]
@@ -387,7 +349,7 @@ fn a_listing_that_overtakes_the_create_is_repeated_after_the_create_reply() {
     assert!(served
         .iter()
         .any(|r| matches!(r.op, Op::GetChildren { .. })));
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
 }
 
 #[test]
@@ -426,10 +388,9 @@ fn plain_lock_cycle_is_three_requests_and_leaves_no_watch() {
     let (id, node) = h.held_on(LockSpec::write("/p"));
     let sid = h.sid;
     assert!(h.zk().model.watches_of(sid).is_empty());
-    h.s.release(id, h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.release(id, now));
     assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    h.expect_events([LockEvent::Released]);
     assert_eq!(h.s.stats().requests, 3);
 }
 
@@ -441,12 +402,9 @@ fn watch_node_keeps_the_watch_set_while_waiting() {
     let (_, node) = h.served_acquire(LockSpec::write("/k").watch_node());
     h.delete_node(&peer);
     h.serve();
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
     h.delete_node(&node);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::NodeDeleted)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }
 
 /// An administrator deletes a waiting node, then its predecessor leaves: the
@@ -458,10 +416,7 @@ fn a_waiter_whose_node_was_deleted_never_takes_the_lock() {
     let (_, node, peer) = h.waiting_on("/d");
     h.delete_node(&node);
     h.delete_node(&peer);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::NodeDeleted)]
-    );
+    h.expect_events([LockEvent::Failed(FailReason::NodeDeleted)]);
 }
 
 /// The client gave up a session the server may still hold (the blocking crate's
@@ -509,14 +464,11 @@ fn suspended_after(since_contact: Duration, config: Config) -> (H, String) {
 
 /// Suspended now, lost exactly `after` from now (not a millisecond earlier).
 fn lost_exactly_after(h: &mut H, after: Duration) {
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.expect_events([LockEvent::Suspended]);
     h.advance(after - Duration::from_millis(1));
     assert!(h.take_events().is_empty(), "lost before {after:?}");
     h.advance(Duration::from_millis(1));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
 }
 
 #[test]
@@ -533,13 +485,10 @@ fn a_disconnection_reported_too_late_for_the_window_loses_at_once() {
     // The server may already have expired the session (or will within the margin).
     let config = Config::new(Duration::from_secs(10), 1);
     let (mut h, _) = suspended_after(Duration::from_millis(9500), config);
-    assert_eq!(
-        h.take_events(),
-        vec![
-            LockEvent::Suspended,
-            LockEvent::Lost(LostReason::SuspendedTooLong)
-        ]
-    );
+    h.expect_events([
+        LockEvent::Suspended,
+        LockEvent::Lost(LostReason::SuspendedTooLong),
+    ]);
 }
 
 #[test]
@@ -565,24 +514,21 @@ fn a_longer_grace_never_outlasts_the_session() {
     let mut config = Config::new(Duration::from_secs(10), 1);
     config.suspended_grace = Some(Duration::from_secs(60));
     let (mut h, _) = suspended_after(Duration::from_secs(2), config);
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.expect_events([LockEvent::Suspended]);
     h.advance(Duration::from_secs(7));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
 }
 
 #[test]
 fn a_reconnect_within_the_window_resumes() {
     let config = Config::new(Duration::from_secs(10), 1);
     let (mut h, node) = suspended_after(Duration::from_secs(3), config);
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.expect_events([LockEvent::Suspended]);
     h.advance(Duration::from_millis(5900));
     h.connect(h.sid);
     // The node is verified on the new connection before the lock is trusted again.
     assert!(matches!(&h.serve()[0].op, Op::GetData { path, .. } if *path == node));
-    assert_eq!(h.take_events(), vec![LockEvent::Resumed]);
+    h.expect_events([LockEvent::Resumed]);
     h.advance(Duration::from_secs(60));
     assert!(h.take_events().is_empty(), "no Lost after a resume");
 }
@@ -648,12 +594,9 @@ fn reconfigured_before_connecting_times_locks_by_the_granted_timeout() {
     h.connect(h.sid);
     h.held_on(LockSpec::write("/f"));
     h.disconnect();
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.expect_events([LockEvent::Suspended]);
     h.advance(Duration::from_millis(3599));
     assert!(h.take_events().is_empty());
     h.advance(Duration::from_millis(1));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
 }

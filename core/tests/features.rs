@@ -17,12 +17,12 @@ fn revocable_holder_is_asked_and_decides() {
     let (id, node) = h.held_on(LockSpec::write("/v").revocable());
     h.set_node_data(&node, REVOKE);
     h.serve();
-    assert_eq!(h.take_events(), vec![LockEvent::RevocationRequested]);
+    h.expect_events([LockEvent::RevocationRequested]);
     assert_eq!(h.s.state(id), Some(LockState::Held), "the holder decides");
     // The recipe doc's `unlock` works too, once per change.
     h.set_node_data(&node, b"unlock");
     h.serve();
-    assert_eq!(h.take_events(), vec![LockEvent::RevocationRequested]);
+    h.expect_events([LockEvent::RevocationRequested]);
 }
 
 #[test]
@@ -49,10 +49,7 @@ fn revoked_waiter_gives_up_with_a_typed_error_and_leaves() {
     let (_, node) = h.served_acquire(LockSpec::write("/v").revocable());
     h.set_node_data(&node, REVOKE);
     h.serve_one();
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::Revoked)]
-    );
+    h.expect_events([LockEvent::Failed(FailReason::Revoked)]);
     assert!(ops(&h.serve()).contains(&delete_of(&node)));
 }
 
@@ -63,8 +60,7 @@ fn revoke_by_lock_path_writes_the_marker_to_the_current_holders() {
     let r2 = h.peer_joins("/rw", NodeKind::Read, 2);
     let w = h.peer_joins("/rw", NodeKind::Write, 3);
     let r3 = h.peer_joins("/rw", NodeKind::Read, 4);
-    let id = h.s.revoke("/rw", h.now).unwrap();
-    h.drain();
+    let id = h.run(|s, now| s.revoke("/rw", now));
     h.serve();
     let marked = |h: &mut H, path: &str| h.zk().model.get(path).unwrap().data == REVOKE;
     assert!(
@@ -88,13 +84,9 @@ fn revoke_by_lock_path_writes_the_marker_to_the_current_holders() {
 fn revoke_by_node_path_targets_that_node() {
     let mut h = H::served(&["/l"]);
     let target = format!("/l/{}", peer(NodeKind::Write, 1, 7));
-    h.s.revoke(&target, h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.revoke(&target, now));
     assert!(matches!(&h.serve()[0].op, Op::SetData { path, .. } if *path == target));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::RevocationSent { nodes: vec![] }]
-    );
+    h.expect_events([LockEvent::RevocationSent { nodes: vec![] }]);
 }
 
 /// The leader's participant node in `/election`, with `id` as its data.
@@ -107,16 +99,12 @@ fn candidate(h: &mut H, n: u128, id: &[u8]) -> String {
 /// again with a child watch.
 fn observing_empty_election() -> H {
     let mut h = H::served(&["/election"]);
-    h.s.observe("/election", h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.observe("/election", now));
     h.serve_one();
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::LeaderChanged {
-            leader: None,
-            participants: 0
-        }]
-    );
+    h.expect_events([LockEvent::LeaderChanged {
+        leader: None,
+        participants: 0,
+    }]);
     // Nobody participates: the observer watches the children.
     assert_eq!(
         h.reqs[0].op,
@@ -198,10 +186,8 @@ fn observer_removes_its_child_watch_once_someone_participates() {
 fn uncontended_grant_reports_a_crashed_section_for_free() {
     let mut h = H::served(&["/s", SECTION]);
     let (id, node) = h.served_acquire(LockSpec::write("/s").detect_crashes());
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => assert!(g.previous_holder_crashed),
-        other => panic!("{other:?}"),
-    }
+    let g = h.acquired();
+    assert!(g.previous_holder_crashed);
     assert_eq!(h.s.stats().foreign_children, 0, "the marker is not foreign");
     assert_eq!(
         h.s.stats().requests,
@@ -209,8 +195,7 @@ fn uncontended_grant_reports_a_crashed_section_for_free() {
         "no extra request on the uncontended path"
     );
     // Take over the crashed holder's section: create fails, set it instead.
-    h.s.open_section(id, h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.open_section(id, now));
     let served = ops(&h.serve());
     let [Op::Multi(create), Op::Multi(set)] = &served[..] else {
         panic!("{served:?}")
@@ -220,10 +205,9 @@ fn uncontended_grant_reports_a_crashed_section_for_free() {
         matches!(&create[1], MultiOp::Create { path, mode: CreateMode::Persistent, .. } if path == SECTION)
     );
     assert!(matches!(&set[1], MultiOp::SetData { .. }));
-    assert_eq!(h.take_events(), vec![LockEvent::SectionOpened]);
+    h.expect_events([LockEvent::SectionOpened]);
     // A clean release closes the section in the same multi as the delete.
-    h.s.release(id, h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.release(id, now));
     assert_eq!(
         ops(&h.serve()),
         vec![Op::Multi(vec![
@@ -237,7 +221,7 @@ fn uncontended_grant_reports_a_crashed_section_for_free() {
             },
         ])]
     );
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    h.expect_events([LockEvent::Released]);
     assert!(!h.exists(SECTION));
 }
 
@@ -266,10 +250,8 @@ fn contended_grant_checks_the_marker_before_reporting() {
             watch: false
         }]
     );
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => assert!(!g.previous_holder_crashed),
-        other => panic!("{other:?}"),
-    }
+    let g = h.acquired();
+    assert!(!g.previous_holder_crashed);
 }
 
 #[test]
@@ -290,8 +272,7 @@ fn fenced_write_applies_while_held_and_reports_not_held_when_the_check_fails() {
         data: b"x".to_vec(),
         version,
     };
-    let w = h.s.fenced_write(id, vec![set(None)], h.now).unwrap();
-    h.drain();
+    let w = h.run(|s, now| s.fenced_write(id, vec![set(None)], now));
     assert_eq!(
         ops(&h.serve()),
         vec![Op::Multi(vec![
@@ -303,42 +284,32 @@ fn fenced_write_applies_while_held_and_reports_not_held_when_the_check_fails() {
         ])]
     );
     let stat = h.zk().model.stat("/data").unwrap();
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::FencedWrite {
-            write: w,
-            result: Ok(vec![MultiResult::SetData { stat }])
-        }]
-    );
+    h.expect_events([LockEvent::FencedWrite {
+        write: w,
+        result: Ok(vec![MultiResult::SetData { stat }]),
+    }]);
     // A failing user op is reported by its own index.
     let w = h.s.fenced_write(id, vec![set(Some(99))], h.now).unwrap();
     h.drain();
     h.serve();
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::FencedWrite {
-            write: w,
-            result: Err(FencedError::Write {
-                index: 0,
-                error: ZkError::BadVersion
-            })
-        }]
-    );
+    h.expect_events([LockEvent::FencedWrite {
+        write: w,
+        result: Err(FencedError::Write {
+            index: 0,
+            error: ZkError::BadVersion,
+        }),
+    }]);
     // The node is gone (an admin): the check fails, nothing written, the lock is lost.
     h.delete_node(&node);
-    let w = h.s.fenced_write(id, vec![set(None)], h.now).unwrap();
-    h.drain();
+    let w = h.run(|s, now| s.fenced_write(id, vec![set(None)], now));
     h.serve();
-    assert_eq!(
-        h.take_events(),
-        vec![
-            LockEvent::FencedWrite {
-                write: w,
-                result: Err(FencedError::NotHeld)
-            },
-            LockEvent::Lost(LostReason::NodeDeleted)
-        ]
-    );
+    h.expect_events([
+        LockEvent::FencedWrite {
+            write: w,
+            result: Err(FencedError::NotHeld),
+        },
+        LockEvent::Lost(LostReason::NodeDeleted),
+    ]);
     assert_eq!(h.zk().model.stat("/data").unwrap(), stat, "nothing written");
 }
 
@@ -357,19 +328,15 @@ fn fenced_write_is_refused_unless_held_and_connected() {
 fn writes_in_flight_when_the_connection_drops_are_reported_unknown() {
     let mut h = H::served(&["/f"]);
     let (id, _) = h.held_on(LockSpec::write("/f"));
-    let w = h.s.fenced_write(id, vec![], h.now).unwrap();
-    h.drain();
+    let w = h.run(|s, now| s.fenced_write(id, vec![], now));
     h.disconnect();
-    assert_eq!(
-        h.take_events(),
-        vec![
-            LockEvent::FencedWrite {
-                write: w,
-                result: Err(FencedError::Unknown(ZkError::ConnectionLoss))
-            },
-            LockEvent::Suspended
-        ]
-    );
+    h.expect_events([
+        LockEvent::FencedWrite {
+            write: w,
+            result: Err(FencedError::Unknown(ZkError::ConnectionLoss)),
+        },
+        LockEvent::Suspended,
+    ]);
 }
 
 #[test]
@@ -379,10 +346,7 @@ fn lease_expires_after_max_hold_and_deletes_the_node() {
     h.advance(Duration::from_millis(4999));
     assert!(h.take_events().is_empty());
     h.advance(Duration::from_millis(1));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::LeaseExpired)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::LeaseExpired)]);
     assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
 }
 
@@ -390,8 +354,7 @@ fn lease_expires_after_max_hold_and_deletes_the_node() {
 fn a_lasting_section_refusal_is_reported_not_retried_forever() {
     let mut h = H::served(&["/f"]);
     let (id, _) = h.held_on(LockSpec::write("/f").detect_crashes());
-    h.s.open_section(id, h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.open_section(id, now));
     let r = h.next_req();
     assert!(matches!(r.op, Op::Multi(_)));
     h.reply(
@@ -401,10 +364,7 @@ fn a_lasting_section_refusal_is_reported_not_retried_forever() {
             error: Box::new(ZkError::NoAuth),
         }),
     );
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::SectionFailed(ZkError::NoAuth)]
-    );
+    h.expect_events([LockEvent::SectionFailed(ZkError::NoAuth)]);
     h.advance(Duration::from_secs(5));
     assert!(h.no_requests(), "no retry loop");
 }
@@ -418,19 +378,17 @@ fn abandon_inside_a_section_leaves_the_marker() {
         let mut h = H::served(&["/s"]);
         let (id, node) = h.held_on(LockSpec::write("/s").detect_crashes());
         if in_section {
-            h.s.open_section(id, h.now).unwrap();
-            h.drain();
+            h.run(|s, now| s.open_section(id, now));
             h.serve();
-            assert_eq!(h.take_events(), vec![LockEvent::SectionOpened]);
+            h.expect_events([LockEvent::SectionOpened]);
         }
-        h.s.abandon(id, h.now).unwrap();
-        h.drain();
+        h.run(|s, now| s.abandon(id, now));
         assert_eq!(
             ops(&h.serve()),
             vec![delete_of(&node)],
             "in section: {in_section}"
         );
-        assert_eq!(h.take_events(), vec![LockEvent::Released]);
+        h.expect_events([LockEvent::Released]);
         assert_eq!(h.exists(SECTION), in_section, "the marker is left alone");
         assert_eq!(h.s.abandon(id, h.now), Err(UsageError::UnknownLock(id)));
     }

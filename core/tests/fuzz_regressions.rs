@@ -92,12 +92,8 @@ fn a_reply_of_the_wrong_type_to_a_create_in_cleanup_does_not_wedge_the_acquisiti
     let id = h.acquire(LockSpec::write("/a"));
     let create = h.apply_unanswered();
     let ours = h.ours("/a")[0].clone();
-    h.s.cancel(id, h.now).unwrap();
-    h.drain();
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::Cancelled)]
-    );
+    h.run(|s, now| s.cancel(id, now));
+    h.expect_events([LockEvent::Failed(FailReason::Cancelled)]);
     h.reply(create.id, Ok(Reply::Stat(Stat::default())));
     let served = ops(&h.serve());
     assert!(
@@ -127,7 +123,7 @@ fn a_reply_of_the_wrong_type_to_a_listing_is_retried() {
         .iter()
         .any(|r| matches!(r.op, Op::GetChildren { .. })));
     h.serve();
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
 }
 
 /// fuzz `session`: "Acquired for lock3 while Disconnected". A waiter whose watched
@@ -148,10 +144,8 @@ fn a_late_deletion_notice_while_disconnected_does_not_grant() {
     h.connect(h.sid);
     // The listing decides (the stat is known from the create: no read needed).
     assert!(matches!(h.serve()[0].op, Op::GetChildren { .. }));
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => assert_eq!(g.path, node),
-        other => panic!("{other:?}"),
-    }
+    let g = h.acquired();
+    assert_eq!(g.path, node);
 }
 
 /// fuzz `simulation`: "WriterBesideHolder: c1 lock2 (Semaphore { permits: 3 }) acquired
@@ -173,10 +167,8 @@ fn a_semaphore_does_not_hold_beside_a_lower_writer() {
         "only the writer is watched"
     );
     h.delete_node(&w);
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => assert_eq!(g.path, node),
-        other => panic!("{other:?}"),
-    }
+    let g = h.acquired();
+    assert_eq!(g.path, node);
 }
 
 /// fuzz `session`: "lock2 waits at rest but nothing blocks it". A watch firing of
@@ -202,8 +194,6 @@ fn a_spurious_firing_on_a_watched_blocker_does_not_lose_its_deletion() {
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
     // ...so the deletion reaches the waiter.
     h.delete_node(&peer);
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => assert_eq!(g.path, node),
-        other => panic!("{other:?}"),
-    }
+    let g = h.acquired();
+    assert_eq!(g.path, node);
 }

@@ -110,8 +110,7 @@ fn inspect_lists_holders_and_waiters_in_queue_order_with_owners_and_what_they_wa
     {
         h.node_of(sessions[i], &format!("/l/{name}"), &data);
     }
-    h.s.inspect("/l", h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.inspect("/l", now));
     h.serve_one();
     serve_no_layouts(&mut h, "/l");
     // One read per participant, pipelined, in queue order, no watches.
@@ -178,8 +177,7 @@ fn inspect_lists_holders_and_waiters_in_queue_order_with_owners_and_what_they_wa
 #[test]
 fn inspecting_a_missing_lock_reports_nobody() {
     let mut h = H::served(&[]);
-    h.s.inspect("/none", h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.inspect("/none", now));
     h.serve();
     let events = h.take_events();
     assert!(
@@ -193,8 +191,7 @@ fn an_inspection_cut_by_a_disconnect_starts_over_after_the_reconnect() {
     let mut h = H::served(&["/l"]);
     let [holder] = h.sessions();
     h.node_of(holder, &format!("/l/{}", peer(NodeKind::Write, 1, 1)), &[]);
-    h.s.inspect("/l", h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.inspect("/l", now));
     h.serve_one();
     h.reconnect();
     assert_eq!(ops(&h.serve())[0], Op::GetChildren { path: "/l".into() });
@@ -212,8 +209,7 @@ fn inspect_gives_a_semaphore_nodes_permit_count_from_its_name() {
     let a = name_of(&h.peer_named("/s", &sem(1)));
     let b = name_of(&h.peer_named("/s", &sem(2)));
     let w = name_of(&h.peer_joins("/s", NodeKind::Write, 3));
-    h.s.inspect("/s", h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.inspect("/s", now));
     h.serve();
     let events = h.take_events();
     let [LockEvent::Participants(p)] = &events[..] else {

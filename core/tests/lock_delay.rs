@@ -84,16 +84,15 @@ fn uncontended_holder_creates_its_marker_before_the_grant_and_a_clean_release_de
         ])
     );
     h.serve();
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
     assert!(delays(&h).is_empty());
-    h.s.release(id, h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.release(id, now));
     assert_eq!(
         ops(&h.serve()),
         vec![Op::Multi(vec![delete_op(MARKER), delete_op(&node)])],
         "a clean release deletes the marker with the node"
     );
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    h.expect_events([LockEvent::Released]);
     assert!(!h.exists(MARKER));
 }
 
@@ -123,7 +122,7 @@ fn after_an_unclean_end_the_grant_comes_exactly_the_delay_after_the_waiter_saw_i
         "{served:?}"
     );
     assert_eq!(marker_owner(&mut h), name_of(&node));
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
     assert_eq!(h.s.stats().lock_delays, 1);
 }
 
@@ -134,7 +133,7 @@ fn after_a_clean_release_the_grant_is_not_delayed() {
     h.delete_node(MARKER);
     h.delete_node(&p);
     assert_eq!(ops(&h.serve()).len(), 1, "the marker's create alone");
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
     assert_eq!(marker_owner(&mut h), name_of(&node));
     assert!(delays(&h).is_empty());
     assert_eq!(h.s.stats().lock_delays, 0);
@@ -157,7 +156,7 @@ fn a_newcomer_finding_a_stale_marker_waits_from_its_own_look() {
     assert!(h.no_requests() && h.take_events().is_empty());
     h.advance(Duration::from_millis(1));
     h.serve();
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
 }
 
 #[test]
@@ -171,7 +170,7 @@ fn a_marker_naming_our_own_node_is_ours() {
     let marker_create = h.reqs[0].op.clone();
     h.apply(&marker_create).unwrap();
     h.serve();
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
     assert!(delays(&h).is_empty());
 }
 
@@ -181,12 +180,8 @@ fn cancel_during_the_delay_deletes_our_node_and_leaves_the_marker() {
     h.delete_node(&p);
     h.serve();
     h.advance(Duration::from_secs(1));
-    h.s.cancel(id, h.now).unwrap();
-    h.drain();
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::Cancelled)]
-    );
+    h.run(|s, now| s.cancel(id, now));
+    h.expect_events([LockEvent::Failed(FailReason::Cancelled)]);
     assert_eq!(
         ops(&h.serve()),
         vec![delete_of(&node)],
@@ -204,13 +199,10 @@ fn a_lost_holder_leaves_its_marker() {
     let (id, node) = h.held_on(spec());
     h.disconnect();
     h.advance(Duration::from_secs(60));
-    assert_eq!(
-        h.take_events(),
-        vec![
-            LockEvent::Suspended,
-            LockEvent::Lost(LostReason::SuspendedTooLong)
-        ]
-    );
+    h.expect_events([
+        LockEvent::Suspended,
+        LockEvent::Lost(LostReason::SuspendedTooLong),
+    ]);
     // The session turns out alive: the stale node goes, the marker stays.
     h.connect(h.sid);
     assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
@@ -223,12 +215,11 @@ fn a_release_whose_marker_is_gone_deletes_the_node_alone() {
     let mut h = H::served(&["/d"]);
     let (id, node) = h.held_on(spec());
     h.delete_node(MARKER);
-    h.s.release(id, h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.release(id, now));
     let served = ops(&h.serve());
     assert!(matches!(served[0], Op::Multi(_)));
     assert_eq!(served[1..], [delete_of(&node)]);
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    h.expect_events([LockEvent::Released]);
 }
 
 #[test]
@@ -237,10 +228,7 @@ fn a_try_lock_that_would_wait_out_a_delay_would_block() {
     marker_naming(&mut h, &peer(NodeKind::Write, 9, 4));
     h.acquire(spec().try_only());
     let served = ops(&h.serve());
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::WouldBlock)]
-    );
+    h.expect_events([LockEvent::Failed(FailReason::WouldBlock)]);
     assert!(matches!(served.last(), Some(Op::Delete { .. })));
     assert!(h.ours("/d").is_empty());
 }
@@ -299,5 +287,5 @@ fn a_disconnect_during_the_delay_keeps_its_start() {
     h.advance(Duration::from_millis(1));
     // (The own-node read after the reconnect set no watch: nothing to remove.)
     assert!(matches!(&ops(&h.serve())[..], [Op::Multi(_)]));
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
 }

@@ -112,8 +112,7 @@ fn retry_interval() -> std::time::Duration {
 fn an_inspection_whose_listing_failed_does_not_report_an_empty_queue_meanwhile() {
     let mut h = H::served(&["/l"]);
     h.peer_joins("/l", NodeKind::Write, 1);
-    h.s.inspect("/l", h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.inspect("/l", now));
     // The listing's outcome is unknown: a retry is due.
     let list = h.answer_err(ZkError::ConnectionLoss);
     assert_eq!(list.op, Op::GetChildren { path: "/l".into() });
@@ -136,8 +135,7 @@ fn a_revocation_that_could_not_ask_one_holder_asks_again_before_it_reports() {
     // Two readers hold: each is asked.
     h.peer_joins("/l", NodeKind::Read, 1);
     h.peer_joins("/l", NodeKind::Read, 2);
-    h.s.revoke("/l", h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.revoke("/l", now));
     h.serve_one();
     let first = h.answer_err(ZkError::ConnectionLoss);
     h.serve();
@@ -162,8 +160,7 @@ fn a_deadlock_scan_with_a_failed_read_does_not_conclude_meanwhile() {
     let mut h = H::served(&["/l/a"]);
     h.peer_joins("/l/a", NodeKind::Write, 1);
     h.peer_joins("/l/a", NodeKind::Write, 2);
-    h.s.deadlocks("/l", h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.deadlocks("/l", now));
     assert_eq!(h.serve_one().op, Op::GetChildren { path: "/l".into() });
     h.serve_one();
     // One participant's read fails; the other answers.
@@ -176,7 +173,7 @@ fn a_deadlock_scan_with_a_failed_read_does_not_conclude_meanwhile() {
         "went on without one participant: {:?}",
         h.reqs
     );
-    assert_eq!(h.take_events(), []);
+    h.expect_events([]);
     h.advance(retry_interval());
     assert_eq!(
         h.next_req().op,

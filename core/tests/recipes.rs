@@ -32,10 +32,9 @@ fn uncontended_write_is_one_round_trip_and_token_is_czxid() {
 fn release_deletes_once_and_reports_released() {
     let mut h = H::served(&["/l"]);
     let (id, node) = h.held_on(LockSpec::write("/l"));
-    h.s.release(id, h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.release(id, now));
     assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    h.expect_events([LockEvent::Released]);
     assert!(h.s.is_idle());
     assert_eq!(h.s.release(id, h.now), Err(UsageError::UnknownLock(id)));
 }
@@ -96,7 +95,7 @@ fn stale_cache_costs_one_listing_not_a_check_per_node() {
             ..
         }]
     ));
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
     // Granted from a listing, with no watch on our node to drop.
     assert!(h.watched().is_empty());
 }
@@ -112,7 +111,7 @@ fn readers_share_and_wait_only_for_the_closest_lower_write() {
     assert_eq!(h.watched(), vec![w.clone(), node.clone()]);
     assert!(h.take_events().is_empty());
     h.delete_node(&w);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
     assert!(h.no_requests(), "{:?} ({node})", h.reqs);
 }
 
@@ -133,7 +132,7 @@ fn a_write_is_not_starved_by_later_readers() {
     h.serve();
     assert!(h.take_events().is_empty());
     h.delete_node(&r_low);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
 }
 
 #[test]
@@ -153,7 +152,7 @@ fn semaphore_watches_its_window_and_wakes_on_out_of_order_release() {
     assert_eq!(h.watched(), vec![a, c.clone(), node]);
     // c goes (cancelled waiter): a alone is lower, fewer than 2: we hold.
     h.delete_node(&c);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
 }
 
 #[test]
@@ -350,7 +349,7 @@ fn missing_directory_creates_containers_then_the_node_in_one_burst() {
         })
         .collect();
     assert_eq!(containers, vec!["/a", "/a/b", "/a/b/c"]);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
 }
 
 #[test]
@@ -361,10 +360,7 @@ fn try_only_fails_with_would_block_and_removes_its_node() {
     h.serve_one();
     let node = h.ours("/t")[0].clone();
     h.serve_one();
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::WouldBlock)]
-    );
+    h.expect_events([LockEvent::Failed(FailReason::WouldBlock)]);
     assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
     assert!(h.s.is_idle());
 }
@@ -386,10 +382,8 @@ fn missing_stat_on_create_is_fetched_before_granting() {
     h.serve_one();
     assert!(h.take_events().is_empty(), "no token yet");
     assert!(matches!(h.serve_one().op, Op::GetData { .. }));
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => assert_eq!(g.token, FencingToken(stat.czxid)),
-        other => panic!("{other:?}"),
-    }
+    let g = h.acquired();
+    assert_eq!(g.token, FencingToken(stat.czxid));
 }
 
 #[test]
@@ -453,10 +447,7 @@ fn a_deadline_fails_with_timeout_and_removes_the_node() {
     let (_, node) = h.served_acquire(LockSpec::write("/d").deadline(deadline));
     assert_eq!(h.s.poll_timeout(), Some(deadline));
     h.advance(std::time::Duration::from_secs(1));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::Timeout)]
-    );
+    h.expect_events([LockEvent::Failed(FailReason::Timeout)]);
     assert!(ops(&h.serve()).contains(&delete_of(&node)));
 }
 

@@ -90,7 +90,7 @@ fn curator_layout_waits_on_the_pool_with_the_mutex_held() {
     // The holder leaves: the pool's children watch does the waiting.
     h.delete_node(&other);
     assert!(ops(&h.serve()).contains(&delete_of(&mutex)));
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
 }
 
 #[test]
@@ -103,10 +103,7 @@ fn curator_layout_try_only_gives_up_both_nodes_on_a_full_pool() {
             .try_only(),
     );
     h.serve();
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::WouldBlock)]
-    );
+    h.expect_events([LockEvent::Failed(FailReason::WouldBlock)]);
     assert!(h.ours("/s/locks").is_empty() && h.ours("/s/leases").is_empty());
 }
 
@@ -155,10 +152,8 @@ fn kazoo_layout_checks_the_count_then_counts_before_creating() {
         names::parse_name(&name_of(&mutex)).unwrap().attempt,
         attempt
     );
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => assert_eq!(g.path, lease),
-        other => panic!("expected the lease, got {other:?}"),
-    }
+    let g = h.acquired();
+    assert_eq!(g.path, lease);
     assert_eq!(served[2], delete_of(&mutex));
 }
 
@@ -168,13 +163,10 @@ fn kazoo_layout_refuses_another_stored_count_and_leaves_nothing() {
     h.acquire(LockSpec::semaphore("/s", 2).scheme(NameScheme::Kazoo));
     let mutex = take_mutex(&mut h, KAZOO_LOCK);
     assert_eq!(ops(&h.serve())[1..], [delete_of(&mutex)]);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::PermitsMismatch {
-            ours: 2,
-            theirs: 3
-        })]
-    );
+    h.expect_events([LockEvent::Failed(FailReason::PermitsMismatch {
+        ours: 2,
+        theirs: 3,
+    })]);
 }
 
 #[test]
@@ -188,7 +180,7 @@ fn kazoo_layout_full_pool_waits_without_creating() {
     assert!(h.take_events().is_empty() && h.ours("/s").is_empty());
     h.delete_node(lease);
     h.serve();
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
 }
 
 #[test]
@@ -217,10 +209,8 @@ fn a_reconnect_in_the_lease_step_finds_the_lease_again() {
     assert_eq!(h.serve_one().op, delete_of(&mutex));
     assert!(h.take_events().is_empty());
     assert!(matches!(&ops(&h.serve())[..], [Op::GetData { path, .. }] if *path == lease));
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => assert_eq!(g.path, lease),
-        other => panic!("expected the lease, got {other:?}"),
-    }
+    let g = h.acquired();
+    assert_eq!(g.path, lease);
 }
 
 #[test]
@@ -229,10 +219,7 @@ fn session_expiry_in_the_lease_step_fails_and_deletes_nothing() {
     let id = h.acquire(LockSpec::semaphore("/s", 1).scheme(NameScheme::Kazoo));
     take_mutex(&mut h, KAZOO_LOCK);
     h.expire();
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::SessionExpired)]
-    );
+    h.expect_events([LockEvent::Failed(FailReason::SessionExpired)]);
     h.new_session();
     assert!(h.no_requests(), "the expired session's nodes are gone");
     assert_eq!(h.s.state(id), None);
@@ -276,8 +263,7 @@ fn inspection_shows_a_curator_semaphores_leases_and_queue() {
     ] {
         h.node_of(session, &path, &[]);
     }
-    h.s.inspect("/s", h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.inspect("/s", now));
     h.serve();
     let events = h.take_events();
     let [LockEvent::Participants(p)] = &events[..] else {
@@ -304,8 +290,7 @@ fn inspection_shows_a_kazoo_semaphores_leases_queue_and_count() {
     let [holder, waiter] = h.sessions();
     h.node_of(holder, &format!("/s/{lease}"), b"worker-1");
     h.node_of(waiter, &format!("{KAZOO_LOCK}/{queued}"), b"worker-2");
-    h.s.inspect("/s", h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.inspect("/s", now));
     h.serve();
     let events = h.take_events();
     let [LockEvent::Participants(p)] = &events[..] else {
@@ -344,7 +329,7 @@ fn a_late_create_reply_never_deletes_the_held_kazoo_lease() {
     // stat is read before the grant.
     let served = ops(&h.serve());
     assert!(served.contains(&delete_of(&mutex)), "{served:?}");
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.acquired();
     // Then the create's reply.
     h.reply(create.id, created);
     assert!(h.no_requests(), "the held lease must stay: {:?}", h.reqs);

@@ -63,6 +63,18 @@ impl H {
         id
     }
 
+    /// Calls the session (`f` gets it and the time), which must accept the call,
+    /// and collects what it sends.
+    #[track_caller]
+    pub fn run<T, E: std::fmt::Debug>(
+        &mut self,
+        f: impl FnOnce(&mut Session, Timestamp) -> Result<T, E>,
+    ) -> T {
+        let accepted = f(&mut self.s, self.now).unwrap();
+        self.drain();
+        accepted
+    }
+
     pub fn session(&mut self, e: SessionEvent) {
         self.s.handle_input(Input::Session(e), self.now);
         self.drain();
@@ -112,6 +124,21 @@ impl H {
         let r = self.next_req();
         self.reply(r.id, Err(e));
         r
+    }
+
+    /// Checks that the events since the last look are `expected`, and consumes them.
+    #[track_caller]
+    pub fn expect_events<const N: usize>(&mut self, expected: [LockEvent; N]) {
+        assert_eq!(self.take_events(), expected);
+    }
+
+    /// Checks that the one event since the last look is `Acquired`; returns its grant.
+    #[track_caller]
+    pub fn acquired(&mut self) -> Grant {
+        match &self.take_events()[..] {
+            [LockEvent::Acquired(grant)] => grant.clone(),
+            other => panic!("expected Acquired, got {other:?}"),
+        }
     }
 
     pub fn take_events(&mut self) -> Vec<LockEvent> {
