@@ -188,30 +188,13 @@ fn a_grant_without_fresh_proof_waits_for_one() {
         h.advance(STEP);
         drop_syncs(&mut h);
     }
-    let id = h.acquire(LockSpec::write("/c"));
-    h.serve_one();
-    h.serve_one();
+    let id = acquire_answered(&mut h);
     // Not reported held: nothing proves the leader heard us in the last 8 s.
     h.expect_events([]);
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
     // Syncs go out at once; held once one proves the create reached the leader
     // (sent a touch bound, 3.33 s, after it was answered).
-    let granted_at = h.now;
-    let mut acquired = None;
-    for _ in 0..60 {
-        h.advance(STEP);
-        answer_syncs(&mut h);
-        let events = h.take_events();
-        if !events.is_empty() {
-            assert!(
-                matches!(&events[..], [LockEvent::Acquired(_)]),
-                "{events:?}"
-            );
-            acquired = Some(h.now);
-            break;
-        }
-    }
-    let waited = acquired.expect("acquired") - granted_at;
+    let waited = proven_within(&mut h, 60);
     assert!(
         waited >= T / 3 && waited <= T / 3 + Duration::from_millis(600),
         "{waited:?}"
@@ -245,10 +228,38 @@ fn reconnecting_proves_contact_and_resumes() {
 fn without_a_sync_interval_nothing_is_sent() {
     let mut h = H::served(&["/c"]);
     held(&mut h);
-    for _ in 0..300 {
+    idle(&mut h, 300);
+    h.expect_events([]);
+}
+
+/// Acquires `/c`, its create and listing answered (not the syncs).
+fn acquire_answered(h: &mut H) -> LockId {
+    let id = h.acquire(LockSpec::write("/c"));
+    h.serve_one();
+    h.serve_one();
+    id
+}
+
+/// Answers the syncs 100 ms at a time until the lock is reported held, at most
+/// `steps`; returns how long that took.
+fn proven_within(h: &mut H, steps: usize) -> Duration {
+    let from = h.now;
+    for _ in 0..steps {
         h.advance(STEP);
-        assert!(h.no_requests());
-        assert!(h.take_events().is_empty());
+        answer_syncs(h);
+        if !h.events.is_empty() {
+            h.acquired();
+            return h.now - from;
+        }
+    }
+    panic!("not held {steps} steps on")
+}
+
+/// `steps` of 100 ms in which the session sends nothing.
+fn idle(h: &mut H, steps: usize) {
+    for _ in 0..steps {
+        h.advance(STEP);
+        assert!(h.no_requests(), "idle at {:?}: {:?}", h.now, h.reqs);
     }
 }
 
@@ -266,42 +277,17 @@ fn healthy(h: &mut H, steps: usize) -> usize {
 #[test]
 fn an_idle_session_sends_nothing_and_stops_syncing_after_a_release() {
     let mut h = connected();
-    for _ in 0..600 {
-        h.advance(STEP);
-        assert!(h.no_requests(), "idle at {:?}: {:?}", h.now, h.reqs);
-    }
+    idle(&mut h, 600);
     // A grant on the idle session: proven by syncs sent at once (the session
     // is 60 s past its connect), then held.
-    let id = h.acquire(LockSpec::write("/c"));
-    h.serve_one();
-    h.serve_one();
-    let mut events = Vec::new();
-    for _ in 0..60 {
-        h.advance(STEP);
-        answer_syncs(&mut h);
-        events.extend(h.take_events());
-        if !events.is_empty() {
-            break;
-        }
-    }
-    assert!(
-        matches!(&events[..], [LockEvent::Acquired(_)]),
-        "{events:?}"
-    );
+    let id = acquire_answered(&mut h);
+    proven_within(&mut h, 60);
     assert!(healthy(&mut h, 20) >= 3);
     h.run(|s, now| s.release(id, now));
     assert!(matches!(h.serve_one().op, Op::Delete { .. }));
     answer_syncs(&mut h);
     assert!(h.take_events().contains(&LockEvent::Released));
-    for _ in 0..600 {
-        h.advance(STEP);
-        assert!(
-            h.no_requests(),
-            "after release at {:?}: {:?}",
-            h.now,
-            h.reqs
-        );
-    }
+    idle(&mut h, 600);
 }
 
 /// A lock granted to a session that was idle for longer than its proof lasts,
@@ -313,30 +299,10 @@ fn a_grant_on_an_idle_session_is_proven_by_syncs_sent_at_once() {
     let mut h = connected();
     let tick = Duration::from_millis(200);
     h.s.learn_server(ServerRole::Member { tick_time: tick }, h.now);
-    for _ in 0..300 {
-        h.advance(STEP);
-        assert!(h.no_requests());
-    }
-    let id = h.acquire(LockSpec::write("/c"));
-    h.serve_one();
-    h.serve_one();
+    idle(&mut h, 300);
+    let id = acquire_answered(&mut h);
     h.expect_events([]);
-    let granted = h.now;
-    let mut acquired = None;
-    for _ in 0..20 {
-        h.advance(STEP);
-        answer_syncs(&mut h);
-        let events = h.take_events();
-        if !events.is_empty() {
-            assert!(
-                matches!(&events[..], [LockEvent::Acquired(_)]),
-                "{events:?}"
-            );
-            acquired = Some(h.now);
-            break;
-        }
-    }
-    let waited = acquired.expect("acquired") - granted;
+    let waited = proven_within(&mut h, 20);
     // The create and the listing (confirming the member's tick) are proven by a
     // sync sent a tick after they were answered.
     assert!(
@@ -477,24 +443,12 @@ fn a_hold_that_outlives_a_sync_interval_watches_its_node_once() {
 fn a_lock_taken_after_an_idle_spell_is_never_suspended_on_a_sound_connection() {
     for tenths in 5..=9 {
         let mut h = connected();
-        for _ in 0..tenths * 10 {
-            h.advance(STEP);
-            assert!(h.no_requests());
-        }
-        let id = h.acquire(LockSpec::write("/c"));
-        h.serve_one();
-        h.serve_one();
-        let mut events = h.take_events();
-        for _ in 0..200 {
-            h.advance(STEP);
-            answer_syncs(&mut h);
-            events.extend(h.take_events());
-        }
-        assert!(
-            matches!(&events[..], [LockEvent::Acquired(_)]),
-            "idle {tenths}/10 T: {events:?}"
-        );
-        assert_eq!(h.s.state(id), Some(LockState::Held));
+        idle(&mut h, tenths * 10);
+        let id = acquire_answered(&mut h);
+        let waited = proven_within(&mut h, 200);
+        // Nothing else for 2 T from the acquisition.
+        healthy(&mut h, 200 - waited.as_millis() as usize / 100);
+        assert_eq!(h.s.state(id), Some(LockState::Held), "idle {tenths}/10 T");
     }
 }
 
@@ -529,15 +483,8 @@ fn only_the_waiter_next_in_line_pays_for_syncs() {
     h.peer_joins("/c", NodeKind::Write, 1);
     let second = h.peer_joins("/c", NodeKind::Write, 2);
     let (id, _) = h.served_acquire(LockSpec::write("/c"));
-    for _ in 0..300 {
-        h.advance(STEP);
-        assert!(
-            h.no_requests(),
-            "second in line at {:?}: {:?}",
-            h.now,
-            h.reqs
-        );
-    }
+    // Second in line: nothing of its own.
+    idle(&mut h, 300);
     // The blocker behind the first leaves: the queue is listed again and the
     // first is watched.
     h.delete_node(&second);
