@@ -193,8 +193,7 @@ fn the_one_shot_policy_applies() {
 #[test]
 fn a_holder_watching_its_node_is_lost_at_once_a_plain_one_at_its_release() {
     // The holder and the breaker share the harness's session.
-    let mut h = H::served(&["/l"]);
-    let (holder, node) = h.held_on(LockSpec::write("/l").watch_node());
+    let (mut h, holder, node) = H::holding(LockSpec::write("/l").watch_node());
     let token = h.zk().model.stat(&node).unwrap().czxid;
     start_break(&mut h, &node, token);
     h.serve();
@@ -211,8 +210,7 @@ fn a_holder_watching_its_node_is_lost_at_once_a_plain_one_at_its_release() {
 
     // A plain holder (no watch on its node) hears nothing until it asks: its
     // release finds the node gone and reports the lock lost, not released.
-    let mut h = H::served(&["/l"]);
-    let (holder, node) = h.held_on(LockSpec::write("/l"));
+    let (mut h, holder, node) = H::holding(LockSpec::write("/l"));
     let token = h.zk().model.stat(&node).unwrap().czxid;
     start_break(&mut h, &node, token);
     h.serve();
@@ -328,8 +326,7 @@ fn without_multi_the_break_goes_unrecorded() {
 /// reconnect makes, which watches the node from then on.
 #[test]
 fn plain_holder_notices_a_deleted_node_at_the_next_reconnect_check() {
-    let mut h = H::served(&["/p"]);
-    let (_, node) = h.held_on(LockSpec::write("/p"));
+    let (mut h, _, node) = H::holding(LockSpec::write("/p"));
     h.delete_node(&node);
     h.watch(&node, WatchKind::NodeDeleted);
     assert!(h.take_events().is_empty(), "no watch was set");
@@ -353,8 +350,7 @@ fn plain_holder_notices_a_deleted_node_at_the_next_reconnect_check() {
 /// watch too, ahead of the delete's reply: that firing is not a loss.
 #[test]
 fn waiter_keeps_the_watch_on_its_node_when_granted() {
-    let mut h = H::served(&["/w"]);
-    let (id, _, peer) = h.waiting_on("/w");
+    let (mut h, id, _, peer) = H::queued("/w");
     h.delete_node(&peer);
     h.acquired();
     assert!(h.no_requests(), "nothing sent at the grant: {:?}", h.reqs);
@@ -367,8 +363,7 @@ fn waiter_keeps_the_watch_on_its_node_when_granted() {
     h.expect_events([LockEvent::Released]);
 
     // The same grant, then the node deleted by someone else while held.
-    let mut h = H::served(&["/w"]);
-    let (_, node, peer) = h.waiting_on("/w");
+    let (mut h, _, node, peer) = H::queued("/w");
     h.delete_node(&peer);
     h.acquired();
     h.delete_node(&node);

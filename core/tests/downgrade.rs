@@ -8,9 +8,7 @@ use lock_core::*;
 
 /// The owner "t" holds the write half of `/rw`.
 fn writer_holds() -> (H, LockId, String) {
-    let mut h = H::served(&["/rw"]);
-    let (id, node) = h.held_on(LockSpec::write("/rw").owner("t"));
-    (h, id, node)
+    H::holding(LockSpec::write("/rw").owner("t"))
 }
 
 #[test]

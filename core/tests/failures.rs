@@ -8,8 +8,7 @@ use std::time::Duration;
 
 #[test]
 fn disconnected_while_waiting_keeps_waiting() {
-    let mut h = H::served(&["/f"]);
-    let (id, _, _) = h.waiting_on("/f");
+    let (mut h, id, _, _) = H::queued("/f");
     h.disconnect();
     assert!(h.take_events().is_empty());
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
@@ -18,8 +17,7 @@ fn disconnected_while_waiting_keeps_waiting() {
 
 #[test]
 fn disconnected_while_holding_suspends() {
-    let mut h = H::served(&["/f"]);
-    let (id, _) = h.held_on(LockSpec::write("/f"));
+    let (mut h, id, _) = H::holding(LockSpec::write("/f"));
     h.disconnect();
     h.expect_events([LockEvent::Suspended]);
     assert_eq!(h.s.state(id), Some(LockState::Suspended));
@@ -29,8 +27,7 @@ fn disconnected_while_holding_suspends() {
 /// reaches us only because the waiter listed and watched again.
 #[test]
 fn reconnected_same_session_waiting_relists_and_rewatches() {
-    let mut h = H::served(&["/f"]);
-    let (_, _, peer) = h.waiting_on("/f");
+    let (mut h, _, _, peer) = H::queued("/f");
     h.reconnect();
     assert!(matches!(ops(&h.serve())[0], Op::GetChildren { .. }));
     assert!(h.take_events().is_empty());
@@ -41,8 +38,7 @@ fn reconnected_same_session_waiting_relists_and_rewatches() {
 
 #[test]
 fn reconnected_same_session_holding_verifies_then_resumes() {
-    let mut h = H::served(&["/f"]);
-    let (id, node) = h.held_on(LockSpec::write("/f"));
+    let (mut h, id, node) = H::holding(LockSpec::write("/f"));
     h.reconnect();
     h.expect_events([LockEvent::Suspended]);
     let verify = h.serve();
@@ -53,8 +49,7 @@ fn reconnected_same_session_holding_verifies_then_resumes() {
 
 #[test]
 fn reconnected_holding_but_node_gone_is_lost() {
-    let mut h = H::served(&["/f"]);
-    let (_, node) = h.held_on(LockSpec::write("/f"));
+    let (mut h, _, node) = H::holding(LockSpec::write("/f"));
     h.disconnect();
     h.delete_node(&node);
     h.connect(h.sid);
@@ -66,8 +61,7 @@ fn reconnected_holding_but_node_gone_is_lost() {
 /// No honest server says this: the node's read names another session.
 #[test]
 fn reconnected_holding_but_node_owned_by_another_session_is_lost() {
-    let mut h = H::served(&["/f"]);
-    let (_, node) = h.held_on(LockSpec::write("/f"));
+    let (mut h, _, node) = H::holding(LockSpec::write("/f"));
     h.reconnect();
     h.take_events();
     let read = h.next_req();
@@ -82,8 +76,7 @@ fn reconnected_holding_but_node_owned_by_another_session_is_lost() {
 
 #[test]
 fn suspended_past_the_grace_is_lost_and_the_stale_node_is_deleted_if_the_session_lives() {
-    let mut h = H::served(&["/f"]);
-    let (_, node) = h.held_on(LockSpec::write("/f"));
+    let (mut h, _, node) = H::holding(LockSpec::write("/f"));
     h.disconnect();
     h.expect_events([LockEvent::Suspended]);
     h.advance(Duration::from_millis(8999));
@@ -104,8 +97,7 @@ fn suspended_past_the_grace_is_lost_and_the_stale_node_is_deleted_if_the_session
 
 #[test]
 fn suspended_waiter_keeps_waiting_past_the_grace() {
-    let mut h = H::served(&["/f"]);
-    let (id, _, _) = h.waiting_on("/f");
+    let (mut h, id, _, _) = H::queued("/f");
     h.disconnect();
     h.advance(Duration::from_secs(30));
     assert!(h.take_events().is_empty());
@@ -133,8 +125,7 @@ fn session_expired_fails_waiters_and_loses_holders() {
 
 #[test]
 fn a_new_session_id_after_reconnect_counts_as_expiry() {
-    let mut h = H::served(&["/a"]);
-    let (held, node) = h.held_on(LockSpec::write("/a"));
+    let (mut h, held, node) = H::holding(LockSpec::write("/a"));
     h.disconnect();
     h.take_events();
     let new_sid = h.new_session();
@@ -154,8 +145,7 @@ fn a_new_session_id_after_reconnect_counts_as_expiry() {
 
 #[test]
 fn own_node_deleted_while_holding_is_lost() {
-    let mut h = H::served(&["/f"]);
-    let (_, node) = h.held_on(LockSpec::write("/f").watch_node());
+    let (mut h, _, node) = H::holding(LockSpec::write("/f").watch_node());
     h.delete_node(&node);
     h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
     h.serve();
@@ -164,8 +154,7 @@ fn own_node_deleted_while_holding_is_lost() {
 
 #[test]
 fn own_node_deleted_while_waiting_fails() {
-    let mut h = H::served(&["/f"]);
-    let (_, node, _) = h.waiting_on("/f");
+    let (mut h, _, node, _) = H::queued("/f");
     h.delete_node(&node);
     h.expect_events([LockEvent::Failed(FailReason::NodeDeleted)]);
     h.serve();
@@ -263,8 +252,7 @@ fn cancel_after_a_lost_create_finds_the_node_by_attempt_id_and_deletes_it() {
 #[test]
 fn release_with_connection_loss_retries_after_reconnect_and_no_node_counts_as_released() {
     for answered in [true, false] {
-        let mut h = H::served(&["/r"]);
-        let (id, node) = h.held_on(LockSpec::write("/r"));
+        let (mut h, id, node) = H::holding(LockSpec::write("/r"));
         h.run(|s, now| s.release(id, now));
         if answered {
             h.lose_reply();
@@ -288,8 +276,7 @@ fn release_with_connection_loss_retries_after_reconnect_and_no_node_counts_as_re
 /// nothing. The hold ended before the user knew: the release says it was lost.
 #[test]
 fn release_of_a_node_deleted_by_someone_else_is_lost() {
-    let mut h = H::served(&["/r"]);
-    let (id, node) = h.held_on(LockSpec::write("/r"));
+    let (mut h, id, node) = H::holding(LockSpec::write("/r"));
     h.delete_node(&node);
     h.run(|s, now| s.release(id, now));
     assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
@@ -299,8 +286,7 @@ fn release_of_a_node_deleted_by_someone_else_is_lost() {
 
 #[test]
 fn release_while_expired_counts_as_released() {
-    let mut h = H::served(&["/r"]);
-    let (id, _) = h.held_on(LockSpec::write("/r"));
+    let (mut h, id, _) = H::holding(LockSpec::write("/r"));
     h.run(|s, now| s.release(id, now));
     h.expire();
     h.expect_events([LockEvent::Released]);
@@ -324,8 +310,7 @@ fn closed_session_ends_everything_and_refuses_new_work() {
 
 #[test]
 fn own_node_deleted_while_disconnected_is_judged_after_the_reconnect() {
-    let mut h = H::served(&["/f"]);
-    let (_, node) = h.held_on(LockSpec::write("/f").watch_node());
+    let (mut h, _, node) = H::holding(LockSpec::write("/f").watch_node());
     h.disconnect();
     h.expect_events([LockEvent::Suspended]);
     // A late firing, handed over by the binding: the session may have expired
@@ -384,8 +369,7 @@ fn a_listing_handed_over_before_its_create_reply_costs_no_extra_read() {
 /// its own node, no watch on it, so its release notifies nobody.
 #[test]
 fn plain_lock_cycle_is_three_requests_and_leaves_no_watch() {
-    let mut h = H::served(&["/p"]);
-    let (id, node) = h.held_on(LockSpec::write("/p"));
+    let (mut h, id, node) = H::holding(LockSpec::write("/p"));
     let sid = h.sid;
     assert!(h.zk().model.watches_of(sid).is_empty());
     h.run(|s, now| s.release(id, now));
@@ -412,8 +396,7 @@ fn watch_node_keeps_the_watch_set_while_waiting() {
 /// hold too). The news of its own node comes first: it was asked for first.
 #[test]
 fn a_waiter_whose_node_was_deleted_never_takes_the_lock() {
-    let mut h = H::served(&["/d"]);
-    let (_, node, peer) = h.waiting_on("/d");
+    let (mut h, _, node, peer) = H::queued("/d");
     h.delete_node(&node);
     h.delete_node(&peer);
     h.expect_events([LockEvent::Failed(FailReason::NodeDeleted)]);
@@ -535,8 +518,7 @@ fn a_reconnect_within_the_window_resumes() {
 
 #[test]
 fn progress_reports_the_node_created_the_place_and_the_participant_waited_for() {
-    let mut h = H::served(&["/f"]);
-    let (id, node, peer) = h.waiting_on("/f");
+    let (h, id, node, peer) = H::queued("/f");
     assert_eq!(
         h.progress,
         vec![

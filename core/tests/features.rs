@@ -13,8 +13,7 @@ const SECTION: &str = "/s/zkl-section";
 
 #[test]
 fn revocable_holder_is_asked_and_decides() {
-    let mut h = H::served(&["/v"]);
-    let (id, node) = h.held_on(LockSpec::write("/v").revocable());
+    let (mut h, id, node) = H::holding(LockSpec::write("/v").revocable());
     h.set_node_data(&node, REVOKE);
     h.serve();
     h.expect_events([LockEvent::RevocationRequested]);
@@ -28,15 +27,13 @@ fn revocable_holder_is_asked_and_decides() {
 #[test]
 fn non_revocable_holder_ignores_revocation() {
     // One that watches its node reads the marker and ignores it...
-    let mut h = H::served(&["/v"]);
-    let (_, node) = h.held_on(LockSpec::write("/v").watch_node());
+    let (mut h, _, node) = H::holding(LockSpec::write("/v").watch_node());
     h.set_node_data(&node, REVOKE);
     assert!(!h.serve().is_empty());
     assert!(h.take_events().is_empty());
     // ...a plain one set no watch: a firing handed to it is not its, and it reads
     // nothing.
-    let mut h = H::served(&["/v"]);
-    let (_, node) = h.held_on(LockSpec::write("/v"));
+    let (mut h, _, node) = H::holding(LockSpec::write("/v"));
     h.watch(&node, WatchKind::NodeDataChanged);
     assert!(h.take_events().is_empty());
     assert!(h.no_requests());
@@ -315,8 +312,7 @@ fn fenced_write_applies_while_held_and_reports_not_held_when_the_check_fails() {
 
 #[test]
 fn fenced_write_is_refused_unless_held_and_connected() {
-    let mut h = H::served(&["/f"]);
-    let (id, _) = h.held_on(LockSpec::write("/f"));
+    let (mut h, id, _) = H::holding(LockSpec::write("/f"));
     h.disconnect();
     assert_eq!(
         h.s.fenced_write(id, vec![], h.now),
@@ -326,8 +322,7 @@ fn fenced_write_is_refused_unless_held_and_connected() {
 
 #[test]
 fn writes_in_flight_when_the_connection_drops_are_reported_unknown() {
-    let mut h = H::served(&["/f"]);
-    let (id, _) = h.held_on(LockSpec::write("/f"));
+    let (mut h, id, _) = H::holding(LockSpec::write("/f"));
     let w = h.run(|s, now| s.fenced_write(id, vec![], now));
     h.disconnect();
     h.expect_events([
@@ -341,8 +336,7 @@ fn writes_in_flight_when_the_connection_drops_are_reported_unknown() {
 
 #[test]
 fn lease_expires_after_max_hold_and_deletes_the_node() {
-    let mut h = H::served(&["/lease"]);
-    let (_, node) = h.held_on(LockSpec::write("/lease").max_hold(Duration::from_secs(5)));
+    let (mut h, _, node) = H::holding(LockSpec::write("/lease").max_hold(Duration::from_secs(5)));
     h.advance(Duration::from_millis(4999));
     assert!(h.take_events().is_empty());
     h.advance(Duration::from_millis(1));
@@ -352,8 +346,7 @@ fn lease_expires_after_max_hold_and_deletes_the_node() {
 
 #[test]
 fn a_lasting_section_refusal_is_reported_not_retried_forever() {
-    let mut h = H::served(&["/f"]);
-    let (id, _) = h.held_on(LockSpec::write("/f").detect_crashes());
+    let (mut h, id, _) = H::holding(LockSpec::write("/f").detect_crashes());
     h.run(|s, now| s.open_section(id, now));
     let r = h.next_req();
     assert!(matches!(r.op, Op::Multi(_)));
@@ -375,8 +368,7 @@ fn a_lasting_section_refusal_is_reported_not_retried_forever() {
 #[test]
 fn abandon_inside_a_section_leaves_the_marker() {
     for in_section in [true, false] {
-        let mut h = H::served(&["/s"]);
-        let (id, node) = h.held_on(LockSpec::write("/s").detect_crashes());
+        let (mut h, id, node) = H::holding(LockSpec::write("/s").detect_crashes());
         if in_section {
             h.run(|s, now| s.open_section(id, now));
             h.serve();

@@ -134,8 +134,7 @@ fn a_reply_of_the_wrong_type_to_a_listing_is_retried() {
 /// listing after the reconnect.
 #[test]
 fn a_late_deletion_notice_while_disconnected_does_not_grant() {
-    let mut h = H::served(&["/f"]);
-    let (id, node, peer) = h.waiting_on("/f");
+    let (mut h, id, node, peer) = H::queued("/f");
     h.disconnect();
     h.delete_node(&peer);
     h.watch(&peer, WatchKind::NodeDeleted);
@@ -179,8 +178,7 @@ fn a_semaphore_does_not_hold_beside_a_lower_writer() {
 /// waiter waited behind a node that was gone. Now any such firing re-arms the watch.
 #[test]
 fn a_spurious_firing_on_a_watched_blocker_does_not_lose_its_deletion() {
-    let mut h = H::served(&["/w"]);
-    let (id, node, peer) = h.waiting_on("/w");
+    let (mut h, id, node, peer) = H::queued("/w");
     h.watch(&peer, WatchKind::NodeCreated);
     // The watch is set again...
     assert_eq!(

@@ -30,8 +30,7 @@ fn uncontended_write_is_one_round_trip_and_token_is_czxid() {
 
 #[test]
 fn release_deletes_once_and_reports_released() {
-    let mut h = H::served(&["/l"]);
-    let (id, node) = h.held_on(LockSpec::write("/l"));
+    let (mut h, id, node) = H::holding(LockSpec::write("/l"));
     h.run(|s, now| s.release(id, now));
     assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
     h.expect_events([LockEvent::Released]);
@@ -489,8 +488,7 @@ fn input_too_large_for_one_request_is_refused_before_anything_is_sent() {
 
 #[test]
 fn a_fenced_write_too_large_or_on_a_bad_path_is_refused() {
-    let mut h = H::served(&["/a"]);
-    let (id, _) = h.held_on(LockSpec::write("/a"));
+    let (mut h, id, _) = H::holding(LockSpec::write("/a"));
     let big = vec![MultiOp::SetData {
         path: "/data".into(),
         data: vec![0; MAX_DATA_LEN],

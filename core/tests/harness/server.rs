@@ -295,6 +295,22 @@ impl H {
         (id, node)
     }
 
+    /// A served scenario whose session holds `spec` (its directory made first);
+    /// returns it, the lock's id and our node's path.
+    pub fn holding(spec: LockSpec) -> (H, LockId, String) {
+        let mut h = H::served(&[spec.path()]);
+        let (id, node) = h.held_on(spec);
+        (h, id, node)
+    }
+
+    /// A served scenario whose session waits at `dir` ([`H::waiting_on`]);
+    /// returns it, the id, our node's path and the peer's.
+    pub fn queued(dir: &str) -> (H, LockId, String, String) {
+        let mut h = H::served(&[dir]);
+        let (id, node, peer) = h.waiting_on(dir);
+        (h, id, node, peer)
+    }
+
     /// A write lock on `dir` waiting behind a peer's write node (that joined
     /// first); returns the id, our node's path and the peer's.
     pub fn waiting_on(&mut self, dir: &str) -> (LockId, String, String) {
