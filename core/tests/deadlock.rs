@@ -1,6 +1,5 @@
-//! Deadlock detection in the core (`LockSpec::detect_deadlocks`), with the test
-//! playing the server: what is refused, when requests start, how waits are
-//! published. Whole cycles across sessions run in lock-sim (tests/deadlock.rs).
+//! Deadlock detection in the core (`LockSpec::detect_deadlocks`), against a model
+//! server: what is refused, when requests start, how waits are published. Whole cycles across sessions run in lock-sim (tests/deadlock.rs).
 mod harness;
 
 use harness::*;

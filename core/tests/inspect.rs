@@ -1,5 +1,5 @@
-//! Owners in node data and inspection (`Session::inspect`), with the test playing
-//! the server.
+//! Owners in node data and inspection (`Session::inspect`) of a tree on a model
+//! server.
 mod harness;
 
 use harness::*;

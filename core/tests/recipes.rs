@@ -1,4 +1,5 @@
-//! Each recipe's rule, driven by hand: who holds, who is watched, what it costs.
+//! Each recipe's rule against a model server: who holds, who is watched, what it
+//! costs.
 
 mod harness;
 use harness::*;
