@@ -11,52 +11,37 @@ fn retry_interval() -> Duration {
     Config::new(Duration::from_secs(10), 1).retry_interval
 }
 
-/// Starts a break of `node` expecting token `token`.
-fn start_break(h: &mut H, node: &str, token: i64) -> LockId {
-    let id =
-        h.s.break_node(node, FencingToken(token), None, h.now)
-            .unwrap();
-    h.drain();
-    id
+/// A served scenario with a peer's node in `/l`; returns it and its token.
+fn peer_node() -> (H, String, i64) {
+    let mut h = H::served(&["/l"]);
+    let node = h.peer_joins("/l", NodeKind::Write, 1);
+    let czxid = h.zk().model.stat(&node).unwrap().czxid;
+    (h, node, czxid)
 }
 
-/// Answers the break's read of `node` with a stat of `czxid` and `version`.
-fn answer_read(h: &mut H, node: &str, czxid: i64, version: i32) {
-    let r = h.next_req();
+/// Starts a break of `node` expecting token `token`.
+fn start_break(h: &mut H, node: &str, token: i64) -> LockId {
+    h.run(|s, now| s.break_node(node, FencingToken(token), None, now))
+}
+
+/// Serves the break's read of `node`, which sets no watch.
+fn serve_read(h: &mut H, node: &str) {
     assert_eq!(
-        r.op,
+        h.serve_one().op,
         Op::GetData {
             path: node.into(),
             watch: false
         },
         "the break reads the node first, without a watch"
     );
-    let stat = Stat {
-        czxid,
-        version,
-        ephemeral_owner: 0x77,
-        ..Stat::default()
-    };
-    h.reply(
-        r.id,
-        Ok(Reply::Data {
-            data: Vec::new(),
-            stat,
-        }),
-    );
 }
 
-/// Takes the break's delete, checking it is conditioned on `version`.
-fn take_delete(h: &mut H, node: &str, version: i32) -> Request {
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: node.into(),
-            version: Some(version)
-        }
-    );
-    r
+/// The break's delete, conditioned on `version`.
+fn delete_at(node: &str, version: i32) -> Op {
+    Op::Delete {
+        path: node.into(),
+        version: Some(version),
+    }
 }
 
 fn broken(h: &mut H) -> Vec<(String, BreakOutcome)> {
@@ -71,90 +56,88 @@ fn broken(h: &mut H) -> Vec<(String, BreakOutcome)> {
 
 #[test]
 fn the_node_inspected_is_deleted_at_the_version_read() {
-    let mut h = H::new();
-    let node = format!("/l/{}", peer(NodeKind::Write, 1, 1));
-    start_break(&mut h, &node, 500);
-    answer_read(&mut h, &node, 500, 3);
-    let delete = take_delete(&mut h, &node, 3);
-    assert!(h.no_requests(), "one request at a time: {:?}", h.reqs);
+    let (mut h, node, token) = peer_node();
+    h.set_node_data(&node, b"published");
+    start_break(&mut h, &node, token);
+    serve_read(&mut h, &node);
+    assert_eq!(h.reqs.len(), 1, "one request at a time: {:?}", h.reqs);
+    assert_eq!(h.reqs[0].op, delete_at(&node, 1));
     assert_eq!(broken(&mut h), [], "said before the delete was answered");
-    h.reply(delete.id, Ok(Reply::Deleted));
-    assert_eq!(broken(&mut h), [(node, BreakOutcome::Deleted)]);
-    assert!(h.no_requests());
+    h.serve();
+    assert_eq!(broken(&mut h), [(node.clone(), BreakOutcome::Deleted)]);
+    assert!(!h.exists(&node));
     assert!(h.s.is_idle(), "the task ended");
 }
 
 #[test]
 fn another_node_of_the_same_name_is_not_deleted() {
-    let mut h = H::new();
-    let node = format!("/l/{}", peer(NodeKind::Write, 1, 1));
-    start_break(&mut h, &node, 500);
+    let (mut h, node, token) = peer_node();
     // The node of that name now was created by another transaction.
-    answer_read(&mut h, &node, 777, 0);
-    assert!(h.no_requests(), "deleted another node: {:?}", h.reqs);
-    assert_eq!(broken(&mut h), [(node, BreakOutcome::AlreadyGone)]);
+    h.delete_node(&node);
+    let peers = h.zk().peers;
+    h.zk()
+        .model
+        .create(peers, &node, &[], CreateMode::Ephemeral)
+        .unwrap();
+    start_break(&mut h, &node, token);
+    assert_eq!(h.serve().len(), 1, "the read alone");
+    assert_eq!(broken(&mut h), [(node.clone(), BreakOutcome::AlreadyGone)]);
+    assert!(h.exists(&node), "deleted another node");
 }
 
 #[test]
 fn a_node_gone_before_the_break_is_not_counted_as_broken() {
-    let mut h = H::new();
-    let node = format!("/l/{}", peer(NodeKind::Write, 1, 1));
     // Gone at the read.
-    start_break(&mut h, &node, 500);
-    h.answer_err(ZkError::NoNode);
-    assert!(h.no_requests());
-    assert_eq!(broken(&mut h), [(node.clone(), BreakOutcome::AlreadyGone)]);
+    let (mut h, node, token) = peer_node();
+    h.delete_node(&node);
+    start_break(&mut h, &node, token);
+    assert_eq!(h.serve().len(), 1, "the read alone");
+    assert_eq!(broken(&mut h), [(node, BreakOutcome::AlreadyGone)]);
     // Gone between the read and the delete.
-    start_break(&mut h, &node, 500);
-    answer_read(&mut h, &node, 500, 0);
-    let delete = take_delete(&mut h, &node, 0);
-    h.reply(delete.id, Err(ZkError::NoNode));
+    let (mut h, node, token) = peer_node();
+    start_break(&mut h, &node, token);
+    serve_read(&mut h, &node);
+    h.delete_node(&node);
+    h.serve();
     assert_eq!(broken(&mut h), [(node, BreakOutcome::AlreadyGone)]);
 }
 
 #[test]
 fn a_node_written_meanwhile_is_read_again_and_its_token_still_decides() {
-    let mut h = H::new();
-    let node = format!("/l/{}", peer(NodeKind::Write, 1, 1));
-    start_break(&mut h, &node, 500);
-    answer_read(&mut h, &node, 500, 0);
-    let delete = take_delete(&mut h, &node, 0);
+    let (mut h, node, token) = peer_node();
+    start_break(&mut h, &node, token);
+    serve_read(&mut h, &node);
     // Its holder published (or a revocation request came) since the read.
-    h.reply(delete.id, Err(ZkError::BadVersion));
+    h.set_node_data(&node, b"published");
+    assert_eq!(h.serve_one().op, delete_at(&node, 0));
     assert_eq!(broken(&mut h), []);
-    answer_read(&mut h, &node, 500, 1);
-    let delete = take_delete(&mut h, &node, 1);
-    h.reply(delete.id, Ok(Reply::Deleted));
+    serve_read(&mut h, &node);
+    assert_eq!(ops(&h.serve()), [delete_at(&node, 1)]);
     assert_eq!(broken(&mut h), [(node, BreakOutcome::Deleted)]);
 }
 
 #[test]
 fn a_delete_whose_answer_was_lost_makes_a_later_absence_uncertain() {
     // The delete's reply says the connection was lost.
-    let mut h = H::new();
-    let node = format!("/l/{}", peer(NodeKind::Write, 1, 1));
-    start_break(&mut h, &node, 500);
-    answer_read(&mut h, &node, 500, 0);
-    let delete = take_delete(&mut h, &node, 0);
-    h.reply(delete.id, Err(ZkError::ConnectionLoss));
+    let (mut h, node, token) = peer_node();
+    start_break(&mut h, &node, token);
+    serve_read(&mut h, &node);
+    h.lose_reply();
     assert_eq!(broken(&mut h), [], "the outcome is unknown");
     h.advance(retry_interval());
-    h.answer_err(ZkError::NoNode);
+    h.serve();
     assert_eq!(
         broken(&mut h),
         [(node.clone(), BreakOutcome::GoneUncertain)]
     );
 
     // The connection dropped with the delete in flight (its reply forgotten).
-    let mut h = H::new();
-    start_break(&mut h, &node, 500);
-    answer_read(&mut h, &node, 500, 0);
-    take_delete(&mut h, &node, 0);
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    h.session(SessionEvent::Connected { session_id: SID });
-    h.answer_err(ZkError::NoNode);
+    let (mut h, node, token) = peer_node();
+    start_break(&mut h, &node, token);
+    serve_read(&mut h, &node);
+    h.apply_unanswered();
+    h.reconnect();
+    h.serve();
     assert_eq!(broken(&mut h), [(node, BreakOutcome::GoneUncertain)]);
 }
 
@@ -174,10 +157,7 @@ fn the_one_shot_policy_applies() {
     let mut h = H::new();
     start_break(&mut h, &node, 500);
     h.answer_err(ZkError::NoAuth);
-    assert_eq!(
-        h.take_events(),
-        [LockEvent::Failed(FailReason::Zk(ZkError::NoAuth))]
-    );
+    h.expect_events([LockEvent::Failed(FailReason::Zk(ZkError::NoAuth))]);
     // A reply of the wrong kind too.
     let mut h = H::new();
     start_break(&mut h, &node, 500);
@@ -194,13 +174,12 @@ fn the_one_shot_policy_applies() {
     // Cancelled, and closed with the session.
     let mut h = H::new();
     let id = start_break(&mut h, &node, 500);
-    h.s.cancel(id, h.now).unwrap();
-    h.drain();
-    assert_eq!(h.take_events(), [LockEvent::Failed(FailReason::Cancelled)]);
+    h.run(|s, now| s.cancel(id, now));
+    h.expect_events([LockEvent::Failed(FailReason::Cancelled)]);
     let mut h = H::new();
     start_break(&mut h, &node, 500);
     h.session(SessionEvent::Closed);
-    assert_eq!(h.take_events(), [LockEvent::Failed(FailReason::Closed)]);
+    h.expect_events([LockEvent::Failed(FailReason::Closed)]);
     // An invalid path is refused before anything is sent.
     let mut h = H::new();
     assert!(h
@@ -213,16 +192,11 @@ fn the_one_shot_policy_applies() {
 
 #[test]
 fn a_holder_watching_its_node_is_lost_at_once_a_plain_one_at_its_release() {
-    // The holder and the breaker share the harness's session: the server's
-    // answers are played by hand, as they would come.
-    let mut h = H::new();
-    let (holder, node) = h.held_watched("/l", 1);
-    let token = h.czxid;
+    // The holder and the breaker share the harness's session.
+    let (mut h, holder, node) = H::holding(LockSpec::write("/l").watch_node());
+    let token = h.zk().model.stat(&node).unwrap().czxid;
     start_break(&mut h, &node, token);
-    answer_read(&mut h, &node, token, 0);
-    let delete = take_delete(&mut h, &node, 0);
-    h.reply(delete.id, Ok(Reply::Deleted));
-    h.watch(&node, WatchKind::NodeDeleted);
+    h.serve();
     let events = h.take_events();
     assert!(
         events.contains(&LockEvent::Lost(LostReason::NodeDeleted)),
@@ -236,22 +210,18 @@ fn a_holder_watching_its_node_is_lost_at_once_a_plain_one_at_its_release() {
 
     // A plain holder (no watch on its node) hears nothing until it asks: its
     // release finds the node gone and reports the lock lost, not released.
-    let mut h = H::new();
-    let (holder, node) = h.held("/l", 1);
-    let token = h.czxid;
+    let (mut h, holder, node) = H::holding(LockSpec::write("/l"));
+    let token = h.zk().model.stat(&node).unwrap().czxid;
     start_break(&mut h, &node, token);
-    answer_read(&mut h, &node, token, 0);
-    let delete = take_delete(&mut h, &node, 0);
-    h.reply(delete.id, Ok(Reply::Deleted));
+    h.serve();
     assert_eq!(
         broken(&mut h),
         [(node.clone(), BreakOutcome::Deleted)],
         "and nothing else"
     );
-    h.s.release(holder, h.now).unwrap();
-    h.drain();
-    h.answer_err(ZkError::NoNode);
-    assert_eq!(h.take_events(), [LockEvent::Lost(LostReason::NodeDeleted)]);
+    h.run(|s, now| s.release(holder, now));
+    h.serve();
+    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }
 
 /// With a record, the delete goes in one `multi` with the record's create; a
@@ -260,18 +230,20 @@ fn a_holder_watching_its_node_is_lost_at_once_a_plain_one_at_its_release() {
 /// reports the last break.
 #[test]
 fn a_break_with_a_record_leaves_it_in_the_same_multi() {
-    let mut h = H::new();
-    let name = peer(NodeKind::Write, 1, 1);
-    let node = format!("/l/{name}");
+    const RECORD: &str = "/l/zkl-broken";
+    let (mut h, node, token) = peer_node();
+    let peers = h.zk().peers;
+    h.zk()
+        .model
+        .create(peers, RECORD, b"an earlier break", CreateMode::Persistent)
+        .unwrap();
     let record = BreakRecord {
         session: 0x77,
         by: Some("ops@db1"),
     };
-    h.s.break_node(&node, FencingToken(500), Some(record), h.now)
-        .unwrap();
-    h.drain();
-    answer_read(&mut h, &node, 500, 3);
-    let data = |r: &Request| match &r.op {
+    h.run(|s, now| s.break_node(&node, FencingToken(token), Some(record), now));
+    serve_read(&mut h, &node);
+    let data = |op: &Op| match op {
         Op::Multi(ops) => ops
             .iter()
             .find_map(|op| match op {
@@ -281,69 +253,35 @@ fn a_break_with_a_record_leaves_it_in_the_same_multi() {
             .unwrap(),
         other => panic!("expected a multi, got {other:?}"),
     };
-    let first = h.next_req();
-    let Op::Multi(ops) = &first.op else {
-        panic!("{first:?}")
+    let [Op::Multi(first), Op::Multi(second)] = &ops(&h.serve())[..] else {
+        panic!("two multis")
     };
     assert_eq!(
-        ops[0],
+        first[0],
         MultiOp::Delete {
             path: node.clone(),
-            version: Some(3)
+            version: Some(0)
         }
     );
     assert!(
-        matches!(&ops[1], MultiOp::Create { path, mode: CreateMode::Persistent, .. } if path == "/l/zkl-broken"),
-        "{ops:?}"
+        matches!(&first[1], MultiOp::Create { path, mode: CreateMode::Persistent, .. } if path == RECORD),
+        "{first:?}"
     );
-    let stored = data(&first);
     // The record exists from an earlier break: nothing applied, set it instead.
-    h.reply(
-        first.id,
-        Err(ZkError::MultiFailed {
-            index: 1,
-            error: Box::new(ZkError::NodeExists),
-        }),
-    );
-    let second = h.next_req();
-    let Op::Multi(ops) = &second.op else {
-        panic!("{second:?}")
-    };
     assert!(
-        matches!(&ops[1], MultiOp::SetData { path, version: None, .. } if path == "/l/zkl-broken"),
-        "{ops:?}"
+        matches!(&second[1], MultiOp::SetData { path, version: None, .. } if path == RECORD),
+        "{second:?}"
     );
-    assert_eq!(data(&second), stored);
-    assert_eq!(broken(&mut h), []);
-    h.reply(second.id, Ok(Reply::Multi(vec![])));
+    let stored = data(&Op::Multi(first.clone()));
+    assert_eq!(data(&Op::Multi(second.clone())), stored);
     assert_eq!(broken(&mut h), [(node.clone(), BreakOutcome::Deleted)]);
+    let record = h.zk().model.get(RECORD).unwrap();
+    assert_eq!(record.data, stored);
 
-    // An inspection reads the record back.
-    h.s.inspect("/l", h.now).unwrap();
-    h.drain();
-    let list = h.next_req();
-    h.reply(list.id, Ok(Reply::Children(vec!["zkl-broken".into()])));
-    // Peers' semaphore layouts are looked for too: none here.
-    let mut read = None;
-    while let Some(r) = h.reqs.pop_front() {
-        match r.op {
-            Op::GetChildren { .. } => h.reply(r.id, Err(ZkError::NoNode)),
-            _ => read = Some(r),
-        }
-    }
-    let read = read.expect("the record's read");
-    assert_eq!(
-        read.op,
-        Op::GetData {
-            path: "/l/zkl-broken".into(),
-            watch: false
-        }
-    );
-    let stat = Stat {
-        mtime: 1_700_000_000_000,
-        ..Stat::default()
-    };
-    h.reply(read.id, Ok(Reply::Data { data: stored, stat }));
+    // An inspection reads the record back (and looks for peers' semaphore
+    // layouts: none here).
+    h.run(|s, now| s.inspect("/l", now));
+    h.serve();
     let who = h
         .take_events()
         .into_iter()
@@ -354,36 +292,33 @@ fn a_break_with_a_record_leaves_it_in_the_same_multi() {
         .expect("participants");
     assert_eq!(who.foreign, 0, "the record is no foreign node");
     let last = who.last_break.expect("the last break");
-    assert_eq!(last.node, name);
-    assert_eq!(last.token, FencingToken(500));
+    assert_eq!(last.node, name_of(&node));
+    assert_eq!(last.token, FencingToken(token));
     assert_eq!(last.session, 0x77);
     assert_eq!(last.by.as_deref(), Some("ops@db1"));
-    assert_eq!(last.at, 1_700_000_000_000);
+    assert_eq!(last.at, record.stat.mtime);
 }
 
 /// A client library without `multi` refuses the recorded delete before sending
 /// it: the delete goes again alone, unrecorded, and the break happens.
 #[test]
 fn without_multi_the_break_goes_unrecorded() {
-    let mut h = H::new();
-    let node = format!("/l/{}", peer(NodeKind::Write, 1, 1));
+    let (mut h, node, token) = peer_node();
     let record = BreakRecord {
         session: 0x77,
         by: None,
     };
-    h.s.break_node(&node, FencingToken(500), Some(record), h.now)
-        .unwrap();
-    h.drain();
-    answer_read(&mut h, &node, 500, 3);
+    h.run(|s, now| s.break_node(&node, FencingToken(token), Some(record), now));
+    serve_read(&mut h, &node);
     let multi = h.next_req();
     assert!(matches!(multi.op, Op::Multi(_)), "{multi:?}");
     h.reply(
         multi.id,
         Err(ZkError::Other("multi unsupported by this client".into())),
     );
-    let delete = take_delete(&mut h, &node, 3);
-    h.reply(delete.id, Ok(Reply::Deleted));
+    assert_eq!(ops(&h.serve()), [delete_at(&node, 0)]);
     assert_eq!(broken(&mut h), [(node, BreakOutcome::Deleted)]);
+    assert!(!h.exists("/l/zkl-broken"));
 }
 
 /// Without `watch_node`, a firing on the holder's node is not the holder's (an
@@ -391,29 +326,22 @@ fn without_multi_the_break_goes_unrecorded() {
 /// reconnect makes, which watches the node from then on.
 #[test]
 fn plain_holder_notices_a_deleted_node_at_the_next_reconnect_check() {
-    let mut h = H::new();
-    let (_, node) = h.held("/p", 0);
+    let (mut h, _, node) = H::holding(LockSpec::write("/p"));
+    h.delete_node(&node);
     h.watch(&node, WatchKind::NodeDeleted);
     assert!(h.take_events().is_empty(), "no watch was set");
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
-    h.session(SessionEvent::Connected { session_id: SID });
-    let r = h.next_req();
+    h.disconnect();
+    h.expect_events([LockEvent::Suspended]);
+    h.connect(h.sid);
     assert_eq!(
-        r.op,
+        h.serve_one().op,
         Op::GetData {
             path: node.clone(),
             watch: true
         },
         "the check after a reconnect watches the node"
     );
-    h.reply(r.id, Err(ZkError::NoNode));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::NodeDeleted)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }
 
 /// A waiter watches its own node (sent before the peer watch) and keeps the
@@ -422,28 +350,22 @@ fn plain_holder_notices_a_deleted_node_at_the_next_reconnect_check() {
 /// watch too, ahead of the delete's reply: that firing is not a loss.
 #[test]
 fn waiter_keeps_the_watch_on_its_node_when_granted() {
-    let mut h = H::new();
-    let (id, node, ppath) = waiting(&mut h, "/w");
-    h.watch(&ppath, WatchKind::NodeDeleted);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    let (mut h, id, _, peer) = H::queued("/w");
+    h.delete_node(&peer);
+    h.acquired();
     assert!(h.no_requests(), "nothing sent at the grant: {:?}", h.reqs);
-    h.s.release(id, h.now).unwrap();
-    h.drain();
-    let r = h.next_req();
-    assert!(matches!(r.op, Op::Delete { .. }));
-    h.watch(&node, WatchKind::NodeDeleted);
+    h.run(|s, now| s.release(id, now));
+    let (delete, deleted) = h.apply_front();
+    assert!(matches!(delete.op, Op::Delete { .. }));
+    h.deliver();
     assert!(h.take_events().is_empty(), "our own delete is no loss");
-    h.reply(r.id, Ok(Reply::Deleted));
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    h.reply(delete.id, deleted);
+    h.expect_events([LockEvent::Released]);
 
     // The same grant, then the node deleted by someone else while held.
-    let mut h = H::new();
-    let (_, node, ppath) = waiting(&mut h, "/w");
-    h.watch(&ppath, WatchKind::NodeDeleted);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
-    h.watch(&node, WatchKind::NodeDeleted);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::NodeDeleted)]
-    );
+    let (mut h, _, node, peer) = H::queued("/w");
+    h.delete_node(&peer);
+    h.acquired();
+    h.delete_node(&node);
+    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }

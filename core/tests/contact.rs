@@ -16,39 +16,16 @@ const STEP: Duration = Duration::from_millis(100);
 fn connected() -> H {
     let mut config = Config::new(T, 1);
     config.sync_interval = Some(Config::default_sync_interval(T));
-    let mut h = H::unconnected();
-    h.s = Session::new(config);
-    h.session(SessionEvent::Connected { session_id: SID });
-    h
+    H::served_with(config, &["/c"])
 }
 
 /// Answers every queued sync (the leader hears us) and the read with a watch a
 /// holder sends on its own node with its first sync; other requests stay queued.
 fn answer_syncs(h: &mut H) -> usize {
-    let (answered, rest): (Vec<_>, Vec<_>) = h
-        .reqs
-        .drain(..)
-        .partition(|r| matches!(r.op, Op::Sync { .. } | Op::GetData { watch: true, .. }));
-    h.reqs.extend(rest);
-    let mut syncs = 0;
-    for r in &answered {
-        let reply = match r.op {
-            Op::Sync { .. } => {
-                syncs += 1;
-                Reply::Synced
-            }
-            _ => Reply::Data {
-                data: vec![],
-                stat: Stat {
-                    ephemeral_owner: SID,
-                    czxid: 101,
-                    ..Stat::default()
-                },
-            },
-        };
-        h.reply(r.id, Ok(reply));
-    }
-    syncs
+    h.serve_where(|op| matches!(op, Op::Sync { .. } | Op::GetData { watch: true, .. }))
+        .iter()
+        .filter(|r| matches!(r.op, Op::Sync { .. }))
+        .count()
 }
 
 /// Drops every queued sync unanswered (the follower cannot reach the leader).
@@ -58,13 +35,12 @@ fn drop_syncs(h: &mut H) {
 
 /// A follower that may have lost the leader: 100 ms pass; syncs wait in `hung`
 /// while `leader` is false and are answered (late, in order) once it is true;
-/// reads of `node` are answered at once either way (an inspection every 200 ms
-/// keeps the holder busy). Returns the events.
-fn follower_step(h: &mut H, node: &str, leader: bool, hung: &mut Vec<Request>) -> Vec<LockEvent> {
+/// reads are answered at once either way (an inspection every 200 ms keeps the
+/// holder busy). Returns the events.
+fn follower_step(h: &mut H, leader: bool, hung: &mut Vec<Request>) -> Vec<LockEvent> {
     h.advance(STEP);
     if h.now.as_millis() % 200 == 0 && h.s.state(LockId(1)) == Some(LockState::Held) {
-        h.s.inspect("/c", h.now).unwrap();
-        h.drain();
+        h.run(|s, now| s.inspect("/c", now));
     }
     let mut left = Vec::new();
     loop {
@@ -74,27 +50,11 @@ fn follower_step(h: &mut H, node: &str, leader: bool, hung: &mut Vec<Request>) -
             }
         }
         let Some(r) = h.reqs.pop_front() else { break };
-        let result = match &r.op {
-            Op::Sync { .. } if !leader => {
-                hung.push(r);
-                continue;
-            }
-            Op::Sync { .. } => Ok(Reply::Synced),
-            Op::GetChildren { .. } => Ok(Reply::Children(vec![name_of(node)])),
-            Op::GetData { .. } => Ok(Reply::Data {
-                data: vec![],
-                stat: Stat {
-                    ephemeral_owner: SID,
-                    czxid: 101,
-                    ..Stat::default()
-                },
-            }),
-            _ => {
-                left.push(r);
-                continue;
-            }
-        };
-        h.reply(r.id, result);
+        match &r.op {
+            Op::Sync { .. } if !leader => hung.push(r),
+            Op::Sync { .. } | Op::GetChildren { .. } | Op::GetData { .. } => h.answer(&r),
+            _ => left.push(r),
+        }
     }
     h.reqs.extend(left);
     h.take_events()
@@ -104,8 +64,7 @@ fn follower_step(h: &mut H, node: &str, leader: bool, hung: &mut Vec<Request>) -
 }
 
 fn held(h: &mut H) -> String {
-    let (_, node) = h.held("/c", 0);
-    node
+    h.held_on(LockSpec::write("/c")).1
 }
 
 #[test]
@@ -131,13 +90,13 @@ fn a_cut_off_follower_that_answers_reads_does_not_keep_a_lock_trusted() {
     let mut hung = Vec::new();
     // Healthy for 20 s: the leader hears us.
     for _ in 0..200 {
-        assert!(follower_step(&mut h, &node, true, &mut hung).is_empty());
+        assert!(follower_step(&mut h, true, &mut hung).is_empty());
     }
     // The cut: syncs hang, reads are still answered.
     let cut = h.now;
     let (mut suspended, mut lost) = (None, None);
     for _ in 0..200 {
-        for e in follower_step(&mut h, &node, false, &mut hung) {
+        for e in follower_step(&mut h, false, &mut hung) {
             match e {
                 LockEvent::Suspended => suspended = Some(h.now),
                 LockEvent::Lost(LostReason::SuspendedTooLong) => lost = Some(h.now),
@@ -175,14 +134,14 @@ fn a_cut_off_follower_that_answers_reads_does_not_keep_a_lock_trusted() {
 #[test]
 fn a_suspended_lock_resumes_when_the_leader_hears_us_again() {
     let mut h = connected();
-    let node = held(&mut h);
+    held(&mut h);
     let mut hung = Vec::new();
     for _ in 0..100 {
-        assert!(follower_step(&mut h, &node, true, &mut hung).is_empty());
+        assert!(follower_step(&mut h, true, &mut hung).is_empty());
     }
     let mut suspended = false;
     for _ in 0..100 {
-        if follower_step(&mut h, &node, false, &mut hung) == vec![LockEvent::Suspended] {
+        if follower_step(&mut h, false, &mut hung) == vec![LockEvent::Suspended] {
             suspended = true;
             break;
         }
@@ -192,12 +151,12 @@ fn a_suspended_lock_resumes_when_the_leader_hears_us_again() {
     // sync is answered, the next one proves the reads answered meanwhile, our
     // node is checked and the lock resumes.
     let events: Vec<_> = (0..5)
-        .flat_map(|_| follower_step(&mut h, &node, true, &mut hung))
+        .flat_map(|_| follower_step(&mut h, true, &mut hung))
         .collect();
     assert_eq!(events, vec![LockEvent::Resumed]);
     assert_eq!(h.s.state(LockId(1)), Some(LockState::Held));
     for _ in 0..300 {
-        assert!(follower_step(&mut h, &node, true, &mut hung).is_empty());
+        assert!(follower_step(&mut h, true, &mut hung).is_empty());
     }
 }
 
@@ -214,15 +173,12 @@ fn a_disconnection_loses_by_the_proven_contact_when_that_is_older() {
     h.session(SessionEvent::Disconnected {
         since_contact: Duration::ZERO,
     });
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.expect_events([LockEvent::Suspended]);
     // Proven at the connect (0): lost at T - margin = 9 s, not 5 + 9 = 14 s.
     h.advance(Duration::from_secs(4) - Duration::from_millis(1));
     assert!(h.take_events().is_empty());
     h.advance(Duration::from_millis(1));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
 }
 
 #[test]
@@ -232,30 +188,13 @@ fn a_grant_without_fresh_proof_waits_for_one() {
         h.advance(STEP);
         drop_syncs(&mut h);
     }
-    let id = h.acquire(LockSpec::write("/c"));
-    let node = h.answer_create(0);
-    h.answer_list(&[&name_of(&node)]);
+    let id = acquire_answered(&mut h);
     // Not reported held: nothing proves the leader heard us in the last 8 s.
-    assert_eq!(h.take_events(), vec![]);
+    h.expect_events([]);
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
     // Syncs go out at once; held once one proves the create reached the leader
     // (sent a touch bound, 3.33 s, after it was answered).
-    let granted_at = h.now;
-    let mut acquired = None;
-    for _ in 0..60 {
-        h.advance(STEP);
-        answer_syncs(&mut h);
-        let events = h.take_events();
-        if !events.is_empty() {
-            assert!(
-                matches!(&events[..], [LockEvent::Acquired(_)]),
-                "{events:?}"
-            );
-            acquired = Some(h.now);
-            break;
-        }
-    }
-    let waited = acquired.expect("acquired") - granted_at;
+    let waited = proven_within(&mut h, 60);
     assert!(
         waited >= T / 3 && waited <= T / 3 + Duration::from_millis(600),
         "{waited:?}"
@@ -271,14 +210,12 @@ fn reconnecting_proves_contact_and_resumes() {
         h.advance(STEP);
         answer_syncs(&mut h);
     }
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::from_millis(500),
-    });
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.disconnect_after(Duration::from_millis(500));
+    h.expect_events([LockEvent::Suspended]);
     h.advance(Duration::from_secs(2));
-    h.session(SessionEvent::Connected { session_id: SID });
-    h.answer_watch(&node, SID);
-    assert_eq!(h.take_events(), vec![LockEvent::Resumed]);
+    h.connect(h.sid);
+    assert!(matches!(&h.serve_one().op, Op::GetData { path, .. } if *path == node));
+    h.expect_events([LockEvent::Resumed]);
     // Trusted for a whole T - margin from the reconnect, with syncs answered.
     for _ in 0..100 {
         h.advance(STEP);
@@ -289,12 +226,40 @@ fn reconnecting_proves_contact_and_resumes() {
 
 #[test]
 fn without_a_sync_interval_nothing_is_sent() {
-    let mut h = H::new();
+    let mut h = H::served(&["/c"]);
     held(&mut h);
-    for _ in 0..300 {
+    idle(&mut h, 300);
+    h.expect_events([]);
+}
+
+/// Acquires `/c`, its create and listing answered (not the syncs).
+fn acquire_answered(h: &mut H) -> LockId {
+    let id = h.acquire(LockSpec::write("/c"));
+    h.serve_one();
+    h.serve_one();
+    id
+}
+
+/// Answers the syncs 100 ms at a time until the lock is reported held, at most
+/// `steps`; returns how long that took.
+fn proven_within(h: &mut H, steps: usize) -> Duration {
+    let from = h.now;
+    for _ in 0..steps {
         h.advance(STEP);
-        assert!(h.no_requests());
-        assert!(h.take_events().is_empty());
+        answer_syncs(h);
+        if !h.events.is_empty() {
+            h.acquired();
+            return h.now - from;
+        }
+    }
+    panic!("not held {steps} steps on")
+}
+
+/// `steps` of 100 ms in which the session sends nothing.
+fn idle(h: &mut H, steps: usize) {
+    for _ in 0..steps {
+        h.advance(STEP);
+        assert!(h.no_requests(), "idle at {:?}: {:?}", h.now, h.reqs);
     }
 }
 
@@ -312,45 +277,17 @@ fn healthy(h: &mut H, steps: usize) -> usize {
 #[test]
 fn an_idle_session_sends_nothing_and_stops_syncing_after_a_release() {
     let mut h = connected();
-    for _ in 0..600 {
-        h.advance(STEP);
-        assert!(h.no_requests(), "idle at {:?}: {:?}", h.now, h.reqs);
-    }
+    idle(&mut h, 600);
     // A grant on the idle session: proven by syncs sent at once (the session
     // is 60 s past its connect), then held.
-    let id = h.acquire(LockSpec::write("/c"));
-    let node = h.answer_create(0);
-    h.answer_list(&[&name_of(&node)]);
-    let mut events = Vec::new();
-    for _ in 0..60 {
-        h.advance(STEP);
-        answer_syncs(&mut h);
-        events.extend(h.take_events());
-        if !events.is_empty() {
-            break;
-        }
-    }
-    assert!(
-        matches!(&events[..], [LockEvent::Acquired(_)]),
-        "{events:?}"
-    );
+    let id = acquire_answered(&mut h);
+    proven_within(&mut h, 60);
     assert!(healthy(&mut h, 20) >= 3);
-    h.s.release(id, h.now).unwrap();
-    h.drain();
-    let delete = h.next_req();
-    assert!(matches!(delete.op, Op::Delete { .. }), "{delete:?}");
-    h.reply(delete.id, Ok(Reply::Deleted));
+    h.run(|s, now| s.release(id, now));
+    assert!(matches!(h.serve_one().op, Op::Delete { .. }));
     answer_syncs(&mut h);
     assert!(h.take_events().contains(&LockEvent::Released));
-    for _ in 0..600 {
-        h.advance(STEP);
-        assert!(
-            h.no_requests(),
-            "after release at {:?}: {:?}",
-            h.now,
-            h.reqs
-        );
-    }
+    idle(&mut h, 600);
 }
 
 /// A lock granted to a session that was idle for longer than its proof lasts,
@@ -362,30 +299,10 @@ fn a_grant_on_an_idle_session_is_proven_by_syncs_sent_at_once() {
     let mut h = connected();
     let tick = Duration::from_millis(200);
     h.s.learn_server(ServerRole::Member { tick_time: tick }, h.now);
-    for _ in 0..300 {
-        h.advance(STEP);
-        assert!(h.no_requests());
-    }
-    let id = h.acquire(LockSpec::write("/c"));
-    let node = h.answer_create(0);
-    h.answer_list(&[&name_of(&node)]);
-    assert_eq!(h.take_events(), vec![]);
-    let granted = h.now;
-    let mut acquired = None;
-    for _ in 0..20 {
-        h.advance(STEP);
-        answer_syncs(&mut h);
-        let events = h.take_events();
-        if !events.is_empty() {
-            assert!(
-                matches!(&events[..], [LockEvent::Acquired(_)]),
-                "{events:?}"
-            );
-            acquired = Some(h.now);
-            break;
-        }
-    }
-    let waited = acquired.expect("acquired") - granted;
+    idle(&mut h, 300);
+    let id = acquire_answered(&mut h);
+    h.expect_events([]);
+    let waited = proven_within(&mut h, 20);
     // The create and the listing (confirming the member's tick) are proven by a
     // sync sent a tick after they were answered.
     assert!(
@@ -394,7 +311,6 @@ fn a_grant_on_an_idle_session_is_proven_by_syncs_sent_at_once() {
     );
     assert_eq!(h.s.state(id), Some(LockState::Held));
     assert!(healthy(&mut h, 100) > 10);
-    let _ = node;
 }
 
 /// The server stops answering at `cut` and the binding reports the disconnection
@@ -409,9 +325,7 @@ fn outage(h: &mut H, node: &str, reconnect_at: Duration) -> Result<(), Duration>
         drop_syncs(h);
         if !disconnected && h.now - cut >= read_timeout {
             disconnected = true;
-            h.session(SessionEvent::Disconnected {
-                since_contact: read_timeout,
-            });
+            h.disconnect_after(read_timeout);
         }
         for e in h.take_events() {
             match e {
@@ -424,9 +338,9 @@ fn outage(h: &mut H, node: &str, reconnect_at: Duration) -> Result<(), Duration>
             break;
         }
     }
-    h.session(SessionEvent::Connected { session_id: SID });
-    h.answer_watch(node, SID);
-    assert_eq!(h.take_events(), vec![LockEvent::Resumed]);
+    h.connect(h.sid);
+    assert!(matches!(&h.serve_one().op, Op::GetData { path, .. } if *path == node));
+    h.expect_events([LockEvent::Resumed]);
     Ok(())
 }
 
@@ -492,14 +406,10 @@ fn a_known_tick_lets_a_held_lock_on_an_ensemble_member_survive_longer() {
 #[test]
 fn a_hold_that_outlives_a_sync_interval_watches_its_node_once() {
     let mut h = connected();
-    let (id, node) = h.held("/c", 0);
-    h.s.release(id, h.now).unwrap();
-    h.drain();
-    let r = h.next_req();
-    assert!(matches!(r.op, Op::Delete { .. }), "a short hold: {r:?}");
-    assert!(h.no_requests(), "{:?}", h.reqs);
-    h.reply(r.id, Ok(Reply::Deleted));
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    let (id, node) = h.held_on(LockSpec::write("/c"));
+    h.run(|s, now| s.release(id, now));
+    assert_eq!(ops(&h.serve()), [delete_of(&node)], "a short hold");
+    h.expect_events([LockEvent::Released]);
 
     let mut h = connected();
     let node2 = held(&mut h);
@@ -520,11 +430,8 @@ fn a_hold_that_outlives_a_sync_interval_watches_its_node_once() {
         assert!(h.no_requests(), "{:?}", h.reqs);
     }
     assert_eq!(reads, 1, "one watched read over 3 s of hold ({node})");
-    h.watch(&node2, WatchKind::NodeDeleted);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::NodeDeleted)]
-    );
+    h.delete_node(&node2);
+    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }
 
 /// A lock taken after the session was idle for 0.5-0.9 T (no fault at all): its
@@ -536,24 +443,12 @@ fn a_hold_that_outlives_a_sync_interval_watches_its_node_once() {
 fn a_lock_taken_after_an_idle_spell_is_never_suspended_on_a_sound_connection() {
     for tenths in 5..=9 {
         let mut h = connected();
-        for _ in 0..tenths * 10 {
-            h.advance(STEP);
-            assert!(h.no_requests());
-        }
-        let id = h.acquire(LockSpec::write("/c"));
-        let node = h.answer_create(0);
-        h.answer_list(&[&name_of(&node)]);
-        let mut events = h.take_events();
-        for _ in 0..200 {
-            h.advance(STEP);
-            answer_syncs(&mut h);
-            events.extend(h.take_events());
-        }
-        assert!(
-            matches!(&events[..], [LockEvent::Acquired(_)]),
-            "idle {tenths}/10 T: {events:?}"
-        );
-        assert_eq!(h.s.state(id), Some(LockState::Held));
+        idle(&mut h, tenths * 10);
+        let id = acquire_answered(&mut h);
+        let waited = proven_within(&mut h, 200);
+        // Nothing else for 2 T from the acquisition.
+        healthy(&mut h, 200 - waited.as_millis() as usize / 100);
+        assert_eq!(h.s.state(id), Some(LockState::Held), "idle {tenths}/10 T");
     }
 }
 
@@ -563,14 +458,14 @@ fn a_lock_taken_after_an_idle_spell_is_never_suspended_on_a_sound_connection() {
 #[test]
 fn a_waiter_next_in_line_is_granted_at_once_after_a_long_wait_and_stays_trusted() {
     let mut h = connected();
-    let (id, _node, blocker) = waiting(&mut h, "/c");
+    let (id, _, blocker) = h.waiting_on("/c");
     // 60 s of waiting at two syncs a second.
     let syncs = healthy(&mut h, 600);
     assert!(
         (118..=121).contains(&syncs),
         "{syncs} syncs while next in line"
     );
-    h.watch(&blocker, WatchKind::NodeDeleted);
+    h.delete_node(&blocker);
     let events = h.take_events();
     assert!(
         matches!(&events[..], [LockEvent::Acquired(_)]),
@@ -585,30 +480,15 @@ fn a_waiter_next_in_line_is_granted_at_once_after_a_long_wait_and_stays_trusted(
 #[test]
 fn only_the_waiter_next_in_line_pays_for_syncs() {
     let mut h = connected();
-    let id = h.acquire(LockSpec::write("/c"));
-    let node = h.answer_create(3);
-    let (first, second) = (peer(NodeKind::Write, 1, 1), peer(NodeKind::Write, 2, 2));
-    h.answer_list(&[&first, &second, &name_of(&node)]);
-    h.answer_watch(&format!("/c/{second}"), 42);
-    for _ in 0..300 {
-        h.advance(STEP);
-        assert!(
-            h.no_requests(),
-            "second in line at {:?}: {:?}",
-            h.now,
-            h.reqs
-        );
-    }
+    h.peer_joins("/c", NodeKind::Write, 1);
+    let second = h.peer_joins("/c", NodeKind::Write, 2);
+    let (id, _) = h.served_acquire(LockSpec::write("/c"));
+    // Second in line: nothing of its own.
+    idle(&mut h, 300);
     // The blocker behind the first leaves: the queue is listed again and the
     // first is watched.
-    h.watch(&format!("/c/{second}"), WatchKind::NodeDeleted);
-    h.answer_list(&[&first, &name_of(&node)]);
-    while let Some(r) = h.reqs.front() {
-        match &r.op {
-            Op::GetData { path, .. } if *path == node => h.answer_watch(&node, SID),
-            _ => h.answer_watch(&format!("/c/{first}"), 41),
-        }
-    }
+    h.delete_node(&second);
+    h.serve();
     assert!(healthy(&mut h, 100) >= 18);
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
 }

@@ -1,6 +1,5 @@
-//! Deadlock detection in the core (`LockSpec::detect_deadlocks`), with the test
-//! playing the server: what is refused, when requests start, how waits are
-//! published. Whole cycles across sessions run in lock-sim (tests/deadlock.rs).
+//! Deadlock detection in the core (`LockSpec::detect_deadlocks`), against a model
+//! server: what is refused, when requests start, how waits are published. Whole cycles across sessions run in lock-sim (tests/deadlock.rs).
 mod harness;
 
 use harness::*;
@@ -34,33 +33,24 @@ fn detection_needs_an_owner_and_the_native_scheme() {
     assert!(h.no_requests() && h.s.is_idle());
 }
 
-/// The owner holds `/a` and waits at `/b` behind a peer: returns the held node and
-/// the waiting node.
-fn holding_and_waiting(h: &mut H) -> (String, String) {
-    let (_, held) = h.held_spec(LockSpec::write("/a").owner("O").detect_deadlocks(AFTER), 1);
-    h.acquire(LockSpec::write("/b").owner("O").detect_deadlocks(AFTER));
-    let waiting = h.answer_create(5);
-    let p = peer(NodeKind::Write, 9, 4);
-    h.answer_list(&[&p, &name_of(&waiting)]);
-    h.answer_watch(&waiting, SID);
-    h.answer_watch(&format!("/b/{p}"), 77);
-    assert!(h.no_requests());
-    (held, waiting)
+/// The owner holds `/a` and waits at `/b` behind a peer: returns the held node,
+/// the waiting node and the peer's.
+fn holding_and_waiting(h: &mut H) -> (String, String, String) {
+    let (_, held) = h.held_on(LockSpec::write("/a").owner("O").detect_deadlocks(AFTER));
+    let peer = h.peer_joins("/b", NodeKind::Write, 9);
+    let (_, waiting) = h.served_acquire(LockSpec::write("/b").owner("O").detect_deadlocks(AFTER));
+    (held, waiting, peer)
 }
 
-fn set_data(h: &mut H) -> Vec<Request> {
-    let (sets, rest): (Vec<Request>, Vec<Request>) = h
-        .reqs
-        .drain(..)
-        .partition(|r| matches!(r.op, Op::SetData { .. }));
-    h.reqs.extend(rest);
-    sets
+/// The `setData`s queued.
+fn set_data(h: &H) -> Vec<Op> {
+    ops(h.reqs.iter().filter(|r| matches!(r.op, Op::SetData { .. })))
 }
 
 #[test]
 fn nothing_is_sent_before_detect_after_then_the_wait_is_published_at_the_known_version() {
-    let mut h = H::new();
-    let (held, waiting) = holding_and_waiting(&mut h);
+    let mut h = H::served(&["/a", "/b"]);
+    let (held, waiting, peer) = holding_and_waiting(&mut h);
     h.advance(AFTER - Duration::from_millis(1));
     assert!(
         h.no_requests(),
@@ -68,15 +58,14 @@ fn nothing_is_sent_before_detect_after_then_the_wait_is_published_at_the_known_v
         h.reqs
     );
     h.advance(Duration::from_millis(1));
-    let sets = set_data(&mut h);
-    let [set] = &sets[..] else { panic!("{sets:?}") };
-    let Op::SetData {
+    let sets = set_data(&h);
+    let [Op::SetData {
         path,
         data,
         version,
-    } = &set.op
+    }] = &sets[..]
     else {
-        unreachable!()
+        panic!("{sets:?}")
     };
     assert_eq!((path, *version), (&held, Some(0)));
     let mut expect = b"\0zkl\x01\0\x01O\x01".to_vec();
@@ -91,49 +80,34 @@ fn nothing_is_sent_before_detect_after_then_the_wait_is_published_at_the_known_v
         "{:?}",
         h.reqs
     );
+    h.serve();
     // Granted: the wait is withdrawn, at the version the first write left.
-    let r = set.id;
-    h.reply(
-        r,
-        Ok(Reply::Stat(Stat {
-            version: 1,
-            ..Stat::default()
-        })),
-    );
-    h.reqs.clear();
-    h.watch(
-        &format!("/b/{}", peer(NodeKind::Write, 9, 4)),
-        WatchKind::NodeDeleted,
-    );
-    let sets = set_data(&mut h);
-    let [set] = &sets[..] else {
-        panic!("{sets:?} {:?}", h.reqs)
-    };
+    h.delete_node(&peer);
     assert_eq!(
-        set.op,
-        Op::SetData {
+        set_data(&h),
+        [Op::SetData {
             path: held,
             data: b"\0zkl\x01\0\x01O\0".to_vec(),
             version: Some(1)
-        }
+        }]
     );
 }
 
 #[test]
 fn a_revocation_marker_written_meanwhile_is_never_overwritten() {
-    let mut h = H::new();
-    let (_held, _) = holding_and_waiting(&mut h);
+    let mut h = H::served(&["/a", "/b"]);
+    let (held, _, _) = holding_and_waiting(&mut h);
     h.advance(AFTER);
-    let sets = set_data(&mut h);
-    assert_eq!(sets.len(), 1);
+    assert_eq!(set_data(&h).len(), 1);
     // Someone wrote `__REVOKE__` since our create: the versioned write fails.
-    h.reply(sets[0].id, Err(ZkError::BadVersion));
-    h.reqs.clear();
+    h.set_node_data(&held, b"__REVOKE__");
+    h.serve();
     // Later periods chase again but never write that node.
     for _ in 0..3 {
         h.advance(AFTER);
-        assert!(set_data(&mut h).is_empty());
-        h.reqs.clear();
+        assert!(set_data(&h).is_empty());
+        h.serve();
     }
+    assert_eq!(h.zk().model.get(&held).unwrap().data, b"__REVOKE__");
     assert!(h.s.stats().deadlock_chases >= 1);
 }

@@ -1,4 +1,5 @@
-//! One test per row of the failure table (README, "What happens when things fail"), driven by hand.
+//! One test per row of the failure table (README, "What happens when things fail"),
+//! against a model server: each scenario states only what goes wrong.
 
 mod harness;
 use harness::*;
@@ -7,11 +8,8 @@ use std::time::Duration;
 
 #[test]
 fn disconnected_while_waiting_keeps_waiting() {
-    let mut h = H::new();
-    let (id, _, _) = waiting(&mut h, "/f");
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
+    let (mut h, id, _, _) = H::queued("/f");
+    h.disconnect();
     assert!(h.take_events().is_empty());
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
     assert!(h.no_requests(), "nothing is sent while disconnected");
@@ -19,105 +17,77 @@ fn disconnected_while_waiting_keeps_waiting() {
 
 #[test]
 fn disconnected_while_holding_suspends() {
-    let mut h = H::new();
-    let (id, _) = h.held("/f", 0);
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    let (mut h, id, _) = H::holding(LockSpec::write("/f"));
+    h.disconnect();
+    h.expect_events([LockEvent::Suspended]);
     assert_eq!(h.s.state(id), Some(LockState::Suspended));
 }
 
+/// The server forgot our watches with the connection: the predecessor's leaving
+/// reaches us only because the waiter listed and watched again.
 #[test]
 fn reconnected_same_session_waiting_relists_and_rewatches() {
-    let mut h = H::new();
-    let (_, node, ppath) = waiting(&mut h, "/f");
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    h.session(SessionEvent::Connected { session_id: SID });
-    let p = name_of(&ppath);
-    h.answer_list(&[&p, &name_of(&node)]);
-    h.answer_data(&node, SID);
-    h.answer_data(&ppath, 42);
+    let (mut h, _, _, peer) = H::queued("/f");
+    h.reconnect();
+    assert!(matches!(ops(&h.serve())[0], Op::GetChildren { .. }));
     assert!(h.take_events().is_empty());
-    h.watch(&ppath, WatchKind::NodeDeleted);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.delete_node(&peer);
+    h.serve();
+    h.acquired();
 }
 
 #[test]
 fn reconnected_same_session_holding_verifies_then_resumes() {
-    let mut h = H::new();
-    let (id, node) = h.held("/f", 0);
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    h.session(SessionEvent::Connected { session_id: SID });
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
-    h.answer_data(&node, SID);
-    assert_eq!(h.take_events(), vec![LockEvent::Resumed]);
+    let (mut h, id, node) = H::holding(LockSpec::write("/f"));
+    h.reconnect();
+    h.expect_events([LockEvent::Suspended]);
+    let verify = h.serve();
+    assert!(matches!(&verify[0].op, Op::GetData { path, .. } if *path == node));
+    h.expect_events([LockEvent::Resumed]);
     assert_eq!(h.s.state(id), Some(LockState::Held));
 }
 
 #[test]
 fn reconnected_holding_but_node_gone_is_lost() {
-    let mut h = H::new();
-    h.held("/f", 0);
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    h.session(SessionEvent::Connected { session_id: SID });
+    let (mut h, _, node) = H::holding(LockSpec::write("/f"));
+    h.disconnect();
+    h.delete_node(&node);
+    h.connect(h.sid);
     h.take_events();
-    h.answer_err(ZkError::NoNode);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::NodeDeleted)]
-    );
+    h.serve();
+    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }
 
+/// No honest server says this: the node's read names another session.
 #[test]
 fn reconnected_holding_but_node_owned_by_another_session_is_lost() {
-    let mut h = H::new();
-    let (_, node) = h.held("/f", 0);
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    h.session(SessionEvent::Connected { session_id: SID });
+    let (mut h, _, node) = H::holding(LockSpec::write("/f"));
+    h.reconnect();
     h.take_events();
-    h.answer_data(&node, SID + 1);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::NodeNotOwned)]
-    );
+    let read = h.next_req();
+    assert!(matches!(&read.op, Op::GetData { path, .. } if *path == node));
+    let stat = Stat {
+        ephemeral_owner: h.sid + 1,
+        ..Stat::default()
+    };
+    h.reply(read.id, Ok(Reply::Data { data: vec![], stat }));
+    h.expect_events([LockEvent::Lost(LostReason::NodeNotOwned)]);
 }
 
 #[test]
 fn suspended_past_the_grace_is_lost_and_the_stale_node_is_deleted_if_the_session_lives() {
-    let mut h = H::new();
-    let (_, node) = h.held("/f", 0);
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    let (mut h, _, node) = H::holding(LockSpec::write("/f"));
+    h.disconnect();
+    h.expect_events([LockEvent::Suspended]);
     h.advance(Duration::from_millis(8999));
     assert!(h.take_events().is_empty());
     // Session timeout 10 s, less the default margin of 1 s.
     h.advance(Duration::from_millis(1));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
     // The session turns out alive: the stale node goes at once.
-    h.session(SessionEvent::Connected { session_id: SID });
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: node,
-            version: None
-        }
-    );
-    h.reply(r.id, Ok(Reply::Deleted));
+    h.connect(h.sid);
+    assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
+    assert!(!h.exists(&node));
     assert!(h.s.is_idle());
     assert!(
         h.take_events().is_empty(),
@@ -127,11 +97,8 @@ fn suspended_past_the_grace_is_lost_and_the_stale_node_is_deleted_if_the_session
 
 #[test]
 fn suspended_waiter_keeps_waiting_past_the_grace() {
-    let mut h = H::new();
-    let (id, _, _) = waiting(&mut h, "/f");
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
+    let (mut h, id, _, _) = H::queued("/f");
+    h.disconnect();
     h.advance(Duration::from_secs(30));
     assert!(h.take_events().is_empty());
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
@@ -139,14 +106,12 @@ fn suspended_waiter_keeps_waiting_past_the_grace() {
 
 #[test]
 fn session_expired_fails_waiters_and_loses_holders() {
-    let mut h = H::new();
-    let (held, _) = h.held("/a", 0);
-    let (wait, _, _) = waiting(&mut h, "/b");
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
+    let mut h = H::served(&["/a", "/b"]);
+    let (held, _) = h.held_on(LockSpec::write("/a"));
+    let (wait, _, _) = h.waiting_on("/b");
+    h.disconnect();
     h.take_events();
-    h.session(SessionEvent::Expired);
+    h.expire();
     let ev = std::mem::take(&mut h.events);
     assert!(ev.contains(&(held, LockEvent::Lost(LostReason::SessionExpired))));
     assert!(ev.contains(&(wait, LockEvent::Failed(FailReason::SessionExpired))));
@@ -160,88 +125,58 @@ fn session_expired_fails_waiters_and_loses_holders() {
 
 #[test]
 fn a_new_session_id_after_reconnect_counts_as_expiry() {
-    let mut h = H::new();
-    let (held, node) = h.held("/a", 0);
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
+    let (mut h, held, node) = H::holding(LockSpec::write("/a"));
+    h.disconnect();
     h.take_events();
-    h.session(SessionEvent::Connected {
-        session_id: SID + 5,
-    });
+    let new_sid = h.new_session();
     assert_eq!(
         h.events,
         vec![(held, LockEvent::Lost(LostReason::SessionExpired))]
     );
     // The old session may live on in the server: its node goes, from the new one.
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: node,
-            version: None
-        }
-    );
-    h.reply(r.id, Err(ZkError::NoNode));
-    assert!(h.no_requests());
+    assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
+    assert!(!h.exists(&node));
     // The session keeps working on the new id.
     h.events.clear();
-    h.acquire(LockSpec::write("/a"));
-    let node = h.answer_create(1);
-    h.answer_list(&[&name_of(&node)]);
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => assert_eq!(g.session_id, SID + 5),
-        other => panic!("{other:?}"),
-    }
+    h.served_acquire(LockSpec::write("/a"));
+    let g = h.acquired();
+    assert_eq!(g.session_id, new_sid);
 }
 
 #[test]
 fn own_node_deleted_while_holding_is_lost() {
-    let mut h = H::new();
-    let (_, node) = h.held_watched("/f", 0);
-    h.watch(&node, WatchKind::NodeDeleted);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::NodeDeleted)]
-    );
+    let (mut h, _, node) = H::holding(LockSpec::write("/f").watch_node());
+    h.delete_node(&node);
+    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
+    h.serve();
     assert!(h.s.is_idle());
 }
 
 #[test]
 fn own_node_deleted_while_waiting_fails() {
-    let mut h = H::new();
-    let (_, node, _) = waiting(&mut h, "/f");
-    h.watch(&node, WatchKind::NodeDeleted);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::NodeDeleted)]
-    );
+    let (mut h, _, node, _) = H::queued("/f");
+    h.delete_node(&node);
+    h.expect_events([LockEvent::Failed(FailReason::NodeDeleted)]);
+    h.serve();
     assert!(h.s.is_idle());
 }
 
 #[test]
 fn create_lost_with_the_connection_adopts_the_node_found_by_attempt_id() {
-    let mut h = H::new();
+    let mut h = H::served(&["/c"]);
     h.acquire(LockSpec::write("/c"));
-    let create = h.next_req();
-    let Op::Create { path: prefix, .. } = create.op.clone() else {
-        panic!()
-    };
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    h.reqs.clear();
-    h.session(SessionEvent::Connected { session_id: SID });
-    // The create had been applied: the listing shows our name.
-    let ours = format!("{}0000000003", name_of(&prefix));
-    h.answer_list(&[&peer(NodeKind::Write, 9, 4), &ours]);
-    let node = format!("/c/{ours}");
-    h.answer_data(&node, SID);
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => assert_eq!(g.path, node),
-        other => panic!("{other:?}"),
-    }
-    assert!(h.no_requests(), "adopted, not created again");
+    // The create is applied, its reply lost with the connection.
+    let create = h.apply_unanswered();
+    h.peer_joins("/c", NodeKind::Write, 9);
+    h.reconnect();
+    let served = h.serve();
+    let node = h.ours("/c")[0].clone();
+    let g = h.acquired();
+    assert_eq!(g.path, node);
+    assert!(
+        !served.iter().any(|r| matches!(r.op, Op::Create { .. })),
+        "adopted, not created again"
+    );
     // The late reply of the old create is stale.
     h.reply(create.id, Ok(Reply::Deleted));
     assert_eq!(h.s.stats().stale_replies, 1);
@@ -249,113 +184,65 @@ fn create_lost_with_the_connection_adopts_the_node_found_by_attempt_id() {
 
 #[test]
 fn create_lost_with_the_connection_creates_again_when_not_found() {
-    let mut h = H::new();
+    let mut h = H::served(&["/c"]);
     h.acquire(LockSpec::write("/c"));
     h.answer_err(ZkError::ConnectionLoss);
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    h.reqs.clear();
-    h.session(SessionEvent::Connected { session_id: SID });
-    h.answer_list(&[]);
-    let node = h.answer_create(0);
-    h.answer_list(&[&name_of(&node)]);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.reconnect();
+    let served = h.serve();
+    assert!(served.iter().any(|r| matches!(r.op, Op::Create { .. })));
+    h.acquired();
 }
 
 #[test]
 fn duplicate_nodes_of_one_attempt_are_deleted_keeping_the_oldest() {
-    let mut h = H::new();
+    let mut h = H::served(&["/c"]);
     h.acquire(LockSpec::write("/c"));
-    let Op::Create { path: prefix, .. } = h.next_req().op else {
+    // The create is applied twice (sent again by the client library), no reply.
+    let create = h.apply_unanswered();
+    h.peer_joins("/c", NodeKind::Write, 9);
+    h.apply(&create.op).unwrap();
+    let [oldest, newest] = &h.ours("/c")[..] else {
         panic!()
     };
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    h.reqs.clear();
-    h.session(SessionEvent::Connected { session_id: SID });
-    let a = format!("{}0000000003", name_of(&prefix));
-    let b = format!("{}0000000005", name_of(&prefix));
-    h.answer_list(&[&b, &a]);
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: format!("/c/{b}"),
-            version: None
-        }
-    );
-    h.answer_data(&format!("/c/{a}"), SID);
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => assert_eq!(g.sequence, 3),
-        other => panic!("{other:?}"),
-    }
+    h.reconnect();
+    assert!(ops(&h.serve()).contains(&delete_of(newest)));
+    assert!(h.exists(oldest) && !h.exists(newest));
+    let g = h.acquired();
+    assert_eq!(g.path, *oldest);
 }
 
 #[test]
 fn cancel_while_the_create_is_in_flight_deletes_the_node_when_it_appears() {
-    let mut h = H::new();
+    let mut h = H::served(&["/c"]);
     let id = h.acquire(LockSpec::write("/c"));
-    h.s.cancel(id, h.now).unwrap();
-    h.drain();
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::Cancelled)]
-    );
-    let node = h.answer_create(1);
-    h.answer_list(&[&name_of(&node)]); // ignored: we no longer want it
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: node,
-            version: None
-        }
-    );
-    h.reply(r.id, Ok(Reply::Deleted));
+    h.run(|s, now| s.cancel(id, now));
+    h.expect_events([LockEvent::Failed(FailReason::Cancelled)]);
+    // The create and the listing are answered (the listing ignored: we no longer
+    // want the lock), then the node is deleted.
+    let served = h.serve();
+    assert!(matches!(served[2].op, Op::Delete { .. }), "{served:?}");
+    assert!(h.children("/c").is_empty());
     assert!(h.s.is_idle());
     assert!(h.take_events().is_empty());
 }
 
 #[test]
 fn cancel_after_a_lost_create_finds_the_node_by_attempt_id_and_deletes_it() {
-    let mut h = H::new();
+    let mut h = H::served(&["/c"]);
     let id = h.acquire(LockSpec::write("/c"));
-    let Op::Create { path: prefix, .. } = h.next_req().op else {
-        panic!()
-    };
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    h.reqs.clear();
-    h.s.cancel(id, h.now).unwrap();
-    h.drain();
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::Cancelled)]
-    );
+    h.apply_unanswered();
+    h.disconnect();
+    h.run(|s, now| s.cancel(id, now));
+    h.expect_events([LockEvent::Failed(FailReason::Cancelled)]);
     assert!(!h.s.is_idle(), "the node may exist: cleanup pending");
-    h.session(SessionEvent::Connected { session_id: SID });
-    let ours = format!("{}0000000000", name_of(&prefix));
-    h.answer_list(&[&ours]);
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: format!("/c/{ours}"),
-            version: None
-        }
-    );
-    h.reply(r.id, Err(ZkError::ConnectionLoss));
+    h.connect(h.sid);
+    assert!(matches!(h.serve_one().op, Op::GetChildren { .. }));
+    let ours = format!("/c/{}", h.children("/c")[0]);
+    assert_eq!(h.answer_err(ZkError::ConnectionLoss).op, delete_of(&ours));
     // Retried while the session lives.
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    h.session(SessionEvent::Connected { session_id: SID });
-    let r = h.next_req();
-    assert!(matches!(r.op, Op::Delete { .. }));
-    h.reply(r.id, Ok(Reply::Deleted));
+    h.reconnect();
+    assert_eq!(ops(&h.serve()), vec![delete_of(&ours)]);
+    assert!(h.children("/c").is_empty());
     assert!(h.s.is_idle());
 }
 
@@ -365,31 +252,20 @@ fn cancel_after_a_lost_create_finds_the_node_by_attempt_id_and_deletes_it() {
 #[test]
 fn release_with_connection_loss_retries_after_reconnect_and_no_node_counts_as_released() {
     for answered in [true, false] {
-        let mut h = H::new();
-        let (id, node) = h.held("/r", 0);
-        h.s.release(id, h.now).unwrap();
-        h.drain();
+        let (mut h, id, node) = H::holding(LockSpec::write("/r"));
+        h.run(|s, now| s.release(id, now));
         if answered {
-            h.answer_err(ZkError::ConnectionLoss);
+            h.lose_reply();
+        } else {
+            h.apply_unanswered();
         }
-        h.session(SessionEvent::Disconnected {
-            since_contact: Duration::ZERO,
-        });
-        h.reqs.clear();
+        h.disconnect();
         assert!(
             h.take_events().is_empty(),
             "a releasing lock is not suspended"
         );
-        h.session(SessionEvent::Connected { session_id: SID });
-        let r = h.next_req();
-        assert_eq!(
-            r.op,
-            Op::Delete {
-                path: node,
-                version: None
-            }
-        );
-        h.reply(r.id, Err(ZkError::NoNode));
+        h.connect(h.sid);
+        assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
         assert_eq!(h.take_events(), vec![LockEvent::Released], "{answered}");
         assert!(h.s.is_idle());
     }
@@ -400,42 +276,27 @@ fn release_with_connection_loss_retries_after_reconnect_and_no_node_counts_as_re
 /// nothing. The hold ended before the user knew: the release says it was lost.
 #[test]
 fn release_of_a_node_deleted_by_someone_else_is_lost() {
-    let mut h = H::new();
-    let (id, node) = h.held("/r", 0);
-    h.s.release(id, h.now).unwrap();
-    h.drain();
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: node,
-            version: None
-        }
-    );
-    h.reply(r.id, Err(ZkError::NoNode));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::NodeDeleted)]
-    );
-    assert!(h.no_requests());
+    let (mut h, id, node) = H::holding(LockSpec::write("/r"));
+    h.delete_node(&node);
+    h.run(|s, now| s.release(id, now));
+    assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
+    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
     assert!(h.s.is_idle());
 }
 
 #[test]
 fn release_while_expired_counts_as_released() {
-    let mut h = H::new();
-    let (id, _) = h.held("/r", 0);
-    h.s.release(id, h.now).unwrap();
-    h.drain();
-    h.session(SessionEvent::Expired);
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    let (mut h, id, _) = H::holding(LockSpec::write("/r"));
+    h.run(|s, now| s.release(id, now));
+    h.expire();
+    h.expect_events([LockEvent::Released]);
 }
 
 #[test]
 fn closed_session_ends_everything_and_refuses_new_work() {
-    let mut h = H::new();
-    let (held, _) = h.held("/a", 0);
-    let (wait, _, _) = waiting(&mut h, "/b");
+    let mut h = H::served(&["/a", "/b"]);
+    let (held, _) = h.held_on(LockSpec::write("/a"));
+    let (wait, _, _) = h.waiting_on("/b");
     h.session(SessionEvent::Closed);
     let ev = std::mem::take(&mut h.events);
     assert!(ev.contains(&(held, LockEvent::Lost(LostReason::Closed))));
@@ -449,60 +310,31 @@ fn closed_session_ends_everything_and_refuses_new_work() {
 
 #[test]
 fn own_node_deleted_while_disconnected_is_judged_after_the_reconnect() {
-    let mut h = H::new();
-    let (_, node) = h.held("/f", 0);
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
-    // A late firing: the session may have expired meanwhile.
+    let (mut h, _, node) = H::holding(LockSpec::write("/f").watch_node());
+    h.disconnect();
+    h.expect_events([LockEvent::Suspended]);
+    // A late firing, handed over by the binding: the session may have expired
+    // meanwhile.
     h.watch(&node, WatchKind::NodeDeleted);
     assert!(h.take_events().is_empty());
-    h.session(SessionEvent::Expired);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::SessionExpired)]
-    );
+    h.expire();
+    h.expect_events([LockEvent::Lost(LostReason::SessionExpired)]);
 }
 
 #[test]
 fn a_listing_that_overtakes_the_create_is_repeated_after_the_create_reply() {
     // Bindings without per-session FIFO (the blocking `zookeeper` crate) may answer
     // the listing before the create: the acquisition must not hang.
-    let mut h = H::new();
+    let mut h = H::served(&["/o"]);
     h.acquire(LockSpec::write("/o"));
     let create = h.next_req();
-    let list = h.next_req();
-    h.reply(list.id, Ok(Reply::Children(vec![])));
-    let Op::Create { path, .. } = &create.op else {
-        panic!()
-    };
-    let node = format!("{path}0000000000");
-    let stat = Stat {
-        czxid: 5,
-        ephemeral_owner: SID,
-        ..Stat::default()
-    };
-    h.reply(
-        create.id,
-        Ok(Reply::Created {
-            path: node.clone(),
-            stat: Some(stat),
-        }),
-    );
-    let mut saw_list = false;
-    while let Some(r) = h.reqs.pop_front() {
-        match &r.op {
-            Op::GetChildren { .. } => {
-                saw_list = true;
-                h.reply(r.id, Ok(Reply::Children(vec![name_of(&node)])));
-            }
-            Op::GetData { .. } => h.reply(r.id, Ok(Reply::Data { data: vec![], stat })),
-            other => panic!("{other:?}"),
-        }
-    }
-    assert!(saw_list);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.serve_one();
+    h.answer(&create);
+    let served = h.serve();
+    assert!(served
+        .iter()
+        .any(|r| matches!(r.op, Op::GetChildren { .. })));
+    h.acquired();
 }
 
 #[test]
@@ -510,32 +342,23 @@ fn a_listing_handed_over_before_its_create_reply_costs_no_extra_read() {
     // The server answered the create first (the listing shows our node), but the
     // binding handed us the listing first: the create's reply, right behind,
     // brings the stat; no read of our own node is sent for it.
-    let mut h = H::new();
+    let mut h = H::served(&["/r"]);
     h.acquire(LockSpec::write("/r"));
-    let create = h.next_req();
-    let list = h.next_req();
-    let Op::Create { path, .. } = &create.op else {
-        panic!()
-    };
-    let node = format!("{path}0000000000");
-    h.reply(list.id, Ok(Reply::Children(vec![name_of(&node)])));
+    let (create, created) = h.apply_front();
+    h.serve_one();
     assert!(h.no_requests(), "{:?}", h.reqs);
     assert!(h.take_events().is_empty(), "no token yet");
-    let stat = Stat {
-        czxid: 6,
-        ephemeral_owner: SID,
-        ..Stat::default()
+    let Ok(Reply::Created {
+        path: node,
+        stat: Some(stat),
+    }) = created.clone()
+    else {
+        panic!("{created:?}")
     };
-    h.reply(
-        create.id,
-        Ok(Reply::Created {
-            path: node.clone(),
-            stat: Some(stat),
-        }),
-    );
+    h.reply(create.id, created);
     let events = h.take_events();
     assert!(
-        matches!(&events[..], [LockEvent::Acquired(g)] if g.token == FencingToken(6) && g.path == node),
+        matches!(&events[..], [LockEvent::Acquired(g)] if g.token == FencingToken(stat.czxid) && g.path == node),
         "{events:?}"
     );
     assert!(h.no_requests());
@@ -546,41 +369,26 @@ fn a_listing_handed_over_before_its_create_reply_costs_no_extra_read() {
 /// its own node, no watch on it, so its release notifies nobody.
 #[test]
 fn plain_lock_cycle_is_three_requests_and_leaves_no_watch() {
-    let mut h = H::new();
-    let id = h.acquire(LockSpec::write("/p"));
-    let node = h.answer_create(0);
-    h.answer_list(&[&name_of(&node)]);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
-    assert!(h.no_requests(), "held after two requests: {:?}", h.reqs);
-    h.s.release(id, h.now).unwrap();
-    h.drain();
-    let r = h.next_req();
-    assert!(matches!(&r.op, Op::Delete { path, .. } if *path == node));
-    assert!(h.no_requests());
-    h.reply(r.id, Ok(Reply::Deleted));
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    let (mut h, id, node) = H::holding(LockSpec::write("/p"));
+    let sid = h.sid;
+    assert!(h.zk().model.watches_of(sid).is_empty());
+    h.run(|s, now| s.release(id, now));
+    assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
+    h.expect_events([LockEvent::Released]);
     assert_eq!(h.s.stats().requests, 3);
 }
 
 /// With `watch_node`, the watch set while waiting is kept through the hold.
 #[test]
 fn watch_node_keeps_the_watch_set_while_waiting() {
-    let mut h = H::new();
-    h.acquire(LockSpec::write("/k").watch_node());
-    let node = h.answer_create(2);
-    let p = peer(NodeKind::Write, 1, 1);
-    h.answer_list(&[&p, &name_of(&node)]);
-    // Watched from the create on (the read went out behind the listing).
-    h.answer_watch(&node, SID);
-    h.answer_watch(&format!("/k/{p}"), 42);
-    h.watch(&format!("/k/{p}"), WatchKind::NodeDeleted);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
-    assert!(h.no_requests(), "the watch stays: {:?}", h.reqs);
-    h.watch(&node, WatchKind::NodeDeleted);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::NodeDeleted)]
-    );
+    let mut h = H::served(&["/k"]);
+    let peer = h.peer_joins("/k", NodeKind::Write, 1);
+    let (_, node) = h.served_acquire(LockSpec::write("/k").watch_node());
+    h.delete_node(&peer);
+    h.serve();
+    h.acquired();
+    h.delete_node(&node);
+    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }
 
 /// An administrator deletes a waiting node, then its predecessor leaves: the
@@ -588,14 +396,10 @@ fn watch_node_keeps_the_watch_set_while_waiting() {
 /// hold too). The news of its own node comes first: it was asked for first.
 #[test]
 fn a_waiter_whose_node_was_deleted_never_takes_the_lock() {
-    let mut h = H::new();
-    let (_, node, ppath) = waiting(&mut h, "/d");
-    h.watch(&node, WatchKind::NodeDeleted);
-    h.watch(&ppath, WatchKind::NodeDeleted);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::NodeDeleted)]
-    );
+    let (mut h, _, node, peer) = H::queued("/d");
+    h.delete_node(&node);
+    h.delete_node(&peer);
+    h.expect_events([LockEvent::Failed(FailReason::NodeDeleted)]);
 }
 
 /// The client gave up a session the server may still hold (the blocking crate's
@@ -604,11 +408,11 @@ fn a_waiter_whose_node_was_deleted_never_takes_the_lock() {
 /// attempt id, so the queue does not wait a session timeout for the server.
 #[test]
 fn an_abandoned_session_s_nodes_are_deleted_from_the_next_one() {
-    let mut h = H::new();
-    let (held, node) = h.held("/a", 0);
+    let mut h = H::served(&["/a", "/b"]);
+    let (held, node) = h.held_on(LockSpec::write("/a"));
     let waiting = h.acquire(LockSpec::write("/b"));
-    let create = h.next_req();
-    let _list = h.next_req();
+    h.apply_unanswered();
+    h.reqs.clear();
     h.session(SessionEvent::Abandoned);
     assert_eq!(
         h.events,
@@ -619,59 +423,35 @@ fn an_abandoned_session_s_nodes_are_deleted_from_the_next_one() {
     );
     assert!(h.no_requests(), "nothing is sent without a session");
     assert!(!h.s.is_idle(), "the old nodes are still to delete");
-    h.session(SessionEvent::Connected {
-        session_id: SID + 7,
-    });
-    let mut deleted = Vec::new();
-    let mut listed = false;
-    while let Some(r) = h.reqs.pop_front() {
-        match &r.op {
-            Op::Delete { path, .. } => {
-                deleted.push(path.clone());
-                h.reply(r.id, Ok(Reply::Deleted));
-            }
-            Op::GetChildren { path } => {
-                assert_eq!(path, "/b");
-                listed = true;
-                // The old session's create was applied: its node is found by name.
-                let Op::Create { path: prefix, .. } = &create.op else {
-                    panic!()
-                };
-                let name = format!("{}0000000003", name_of(prefix));
-                h.reply(r.id, Ok(Reply::Children(vec![name])));
-            }
-            other => panic!("unexpected {other:?}"),
-        }
-    }
-    assert!(listed, "the unknown create is looked for");
-    deleted.sort();
-    assert_eq!(deleted.len(), 2, "{deleted:?}");
-    assert_eq!(deleted[0], node);
-    assert!(deleted[1].starts_with("/b/"), "{deleted:?}");
+    let unknown = format!("/b/{}", h.children("/b")[0]);
+    h.new_session();
+    let served = ops(&h.serve());
+    assert!(
+        served.contains(&Op::GetChildren { path: "/b".into() }),
+        "the unknown create is looked for"
+    );
+    assert!(served.contains(&delete_of(&node)), "{served:?}");
+    assert!(served.contains(&delete_of(&unknown)), "{served:?}");
+    assert!(h.children("/a").is_empty() && h.children("/b").is_empty());
     assert!(h.s.is_idle());
 }
 
 /// A held lock hears `Disconnected` some time after the server last heard from the
 /// session; the server may expire the session one session timeout after that.
 fn suspended_after(since_contact: Duration, config: Config) -> (H, String) {
-    let mut h = H::unconnected();
-    h.s = Session::new(config);
-    h.session(SessionEvent::Connected { session_id: SID });
-    let (_, node) = h.held("/f", 0);
+    let mut h = H::served_with(config, &["/f"]);
+    let (_, node) = h.held_on(LockSpec::write("/f"));
     h.session(SessionEvent::Disconnected { since_contact });
     (h, node)
 }
 
 /// Suspended now, lost exactly `after` from now (not a millisecond earlier).
 fn lost_exactly_after(h: &mut H, after: Duration) {
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.expect_events([LockEvent::Suspended]);
     h.advance(after - Duration::from_millis(1));
     assert!(h.take_events().is_empty(), "lost before {after:?}");
     h.advance(Duration::from_millis(1));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
 }
 
 #[test]
@@ -688,13 +468,10 @@ fn a_disconnection_reported_too_late_for_the_window_loses_at_once() {
     // The server may already have expired the session (or will within the margin).
     let config = Config::new(Duration::from_secs(10), 1);
     let (mut h, _) = suspended_after(Duration::from_millis(9500), config);
-    assert_eq!(
-        h.take_events(),
-        vec![
-            LockEvent::Suspended,
-            LockEvent::Lost(LostReason::SuspendedTooLong)
-        ]
-    );
+    h.expect_events([
+        LockEvent::Suspended,
+        LockEvent::Lost(LostReason::SuspendedTooLong),
+    ]);
 }
 
 #[test]
@@ -720,32 +497,28 @@ fn a_longer_grace_never_outlasts_the_session() {
     let mut config = Config::new(Duration::from_secs(10), 1);
     config.suspended_grace = Some(Duration::from_secs(60));
     let (mut h, _) = suspended_after(Duration::from_secs(2), config);
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.expect_events([LockEvent::Suspended]);
     h.advance(Duration::from_secs(7));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
 }
 
 #[test]
 fn a_reconnect_within_the_window_resumes() {
     let config = Config::new(Duration::from_secs(10), 1);
     let (mut h, node) = suspended_after(Duration::from_secs(3), config);
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.expect_events([LockEvent::Suspended]);
     h.advance(Duration::from_millis(5900));
-    h.session(SessionEvent::Connected { session_id: SID });
+    h.connect(h.sid);
     // The node is verified on the new connection before the lock is trusted again.
-    h.answer_data(&node, SID);
-    assert_eq!(h.take_events(), vec![LockEvent::Resumed]);
+    assert!(matches!(&h.serve()[0].op, Op::GetData { path, .. } if *path == node));
+    h.expect_events([LockEvent::Resumed]);
     h.advance(Duration::from_secs(60));
     assert!(h.take_events().is_empty(), "no Lost after a resume");
 }
 
 #[test]
 fn progress_reports_the_node_created_the_place_and_the_participant_waited_for() {
-    let mut h = H::new();
-    let (id, node, ppath) = waiting(&mut h, "/f");
+    let (h, id, node, peer) = H::queued("/f");
     assert_eq!(
         h.progress,
         vec![
@@ -757,7 +530,7 @@ fn progress_reports_the_node_created_the_place_and_the_participant_waited_for() 
                     place: QueuePlace::new(1, None)
                 }
             ),
-            (id, Progress::QueuedBehind { node: ppath }),
+            (id, Progress::QueuedBehind { node: peer }),
         ]
     );
 }
@@ -768,18 +541,11 @@ fn progress_reports_the_node_created_the_place_and_the_participant_waited_for() 
 /// notification brings a listing, which shows the rest).
 #[test]
 fn progress_reports_the_place_again_when_it_changes() {
-    let mut h = H::new();
-    let id = h.acquire(LockSpec::write("/q"));
-    let node = h.answer_create(4);
+    let mut h = H::served(&["/q"]);
     let ahead: Vec<String> = (1..=3)
-        .map(|i| peer(NodeKind::Write, i, i as i32))
+        .map(|n| h.peer_joins("/q", NodeKind::Write, n))
         .collect();
-    let mut listing: Vec<&str> = ahead.iter().map(String::as_str).collect();
-    let own = name_of(&node);
-    listing.push(&own);
-    h.answer_list(&listing);
-    let closest = format!("/q/{}", ahead[2]);
-    h.answer_watch(&closest, 42);
+    let (id, node) = h.served_acquire(LockSpec::write("/q"));
     let places = |h: &H| -> Vec<usize> {
         h.progress
             .iter()
@@ -794,10 +560,8 @@ fn progress_reports_the_place_again_when_it_changes() {
     };
     assert_eq!(places(&h), vec![3]);
     // The closest one leaves; the next listing shows the other two.
-    h.watch(&closest, WatchKind::NodeDeleted);
-    let mut listing: Vec<&str> = ahead[..2].iter().map(String::as_str).collect();
-    listing.push(&own);
-    h.answer_list(&listing);
+    h.delete_node(&ahead[2]);
+    h.serve();
     assert_eq!(places(&h), vec![3, 2]);
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
 }
@@ -807,20 +571,14 @@ fn progress_reports_the_place_again_when_it_changes() {
 /// clock (less the default margin, 400 ms), not the 20 s one.
 #[test]
 fn reconfigured_before_connecting_times_locks_by_the_granted_timeout() {
-    let mut h = H::unconnected();
-    h.s = Session::new(Config::new(Duration::from_secs(20), 1));
+    let mut h = H::served_unconnected(Config::new(Duration::from_secs(20), 1), &["/f"]);
     h.s.reconfigure(Config::new(Duration::from_secs(4), 1));
-    h.session(SessionEvent::Connected { session_id: SID });
-    h.held("/f", 0);
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    assert_eq!(h.take_events(), vec![LockEvent::Suspended]);
+    h.connect(h.sid);
+    h.held_on(LockSpec::write("/f"));
+    h.disconnect();
+    h.expect_events([LockEvent::Suspended]);
     h.advance(Duration::from_millis(3599));
     assert!(h.take_events().is_empty());
     h.advance(Duration::from_millis(1));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Lost(LostReason::SuspendedTooLong)]
-    );
+    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
 }

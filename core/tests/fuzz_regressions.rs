@@ -4,7 +4,6 @@
 mod harness;
 use harness::*;
 use lock_core::*;
-use std::time::Duration;
 
 /// fuzz `session`: "lock1 has no terminal event after Closed (Waiting)".
 /// An acquisition made before the first `Connected` never reached a session; when the
@@ -28,13 +27,10 @@ fn acquisition_made_before_connect_fails_when_the_client_closes() {
 /// never adopt it; ours, if the create was applied, is found by attempt id.
 #[test]
 fn a_created_path_that_is_not_ours_is_never_adopted_nor_deleted() {
-    let mut h = H::new();
+    let mut h = H::served(&["/a", "/x/0016583171"]);
     let id = h.acquire(LockSpec::write("/a"));
-    let create = h.next_req();
-    let Op::Create { path: prefix, .. } = create.op.clone() else {
-        panic!("expected create, got {:?}", create.op)
-    };
-    let list = h.next_req();
+    let create = h.apply_unanswered();
+    let ours = h.ours("/a")[0].clone();
     h.reply(
         create.id,
         Ok(Reply::Created {
@@ -48,23 +44,13 @@ fn a_created_path_that_is_not_ours_is_never_adopted_nor_deleted() {
     ));
     assert_eq!(h.s.state(id), None);
     // The pipelined listing is no longer awaited; cleanup looks for ours by attempt id.
-    h.reply(list.id, Ok(Reply::Children(vec![])));
-    let r = h.next_req();
-    assert_eq!(r.op, Op::GetChildren { path: "/a".into() });
-    let ours = format!("{}0000000007", name_of(&prefix));
-    h.reply(r.id, Ok(Reply::Children(vec![ours.clone()])));
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: format!("/a/{ours}"),
-            version: None
-        },
-        "only our own node is deleted"
+    let served = ops(&h.serve());
+    assert!(
+        served.ends_with(&[Op::GetChildren { path: "/a".into() }, delete_of(&ours)]),
+        "only our own node is deleted: {served:?}"
     );
-    h.reply(r.id, Ok(Reply::Deleted));
+    assert!(h.exists("/x/0016583171") && !h.exists(&ours));
     assert!(h.s.is_idle());
-    assert!(h.no_requests());
 }
 
 /// The same with a peer's participant name in our directory: not ours, not adopted.
@@ -102,33 +88,18 @@ fn a_created_name_of_another_attempt_is_not_adopted() {
 /// node is looked for by attempt id.
 #[test]
 fn a_reply_of_the_wrong_type_to_a_create_in_cleanup_does_not_wedge_the_acquisition() {
-    let mut h = H::new();
+    let mut h = H::served(&["/a"]);
     let id = h.acquire(LockSpec::write("/a"));
-    let create = h.next_req();
-    let Op::Create { path: prefix, .. } = create.op.clone() else {
-        panic!("expected create, got {:?}", create.op)
-    };
-    let _list = h.next_req();
-    h.s.cancel(id, h.now).unwrap();
-    h.drain();
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::Cancelled)]
-    );
+    let create = h.apply_unanswered();
+    let ours = h.ours("/a")[0].clone();
+    h.run(|s, now| s.cancel(id, now));
+    h.expect_events([LockEvent::Failed(FailReason::Cancelled)]);
     h.reply(create.id, Ok(Reply::Stat(Stat::default())));
-    let r = h.next_req();
-    assert_eq!(r.op, Op::GetChildren { path: "/a".into() });
-    let ours = format!("{}0000000000", name_of(&prefix));
-    h.reply(r.id, Ok(Reply::Children(vec![ours.clone()])));
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: format!("/a/{ours}"),
-            version: None
-        }
+    let served = ops(&h.serve());
+    assert!(
+        served.ends_with(&[Op::GetChildren { path: "/a".into() }, delete_of(&ours)]),
+        "{served:?}"
     );
-    h.reply(r.id, Ok(Reply::Deleted));
     assert!(h.s.is_idle());
 }
 
@@ -137,9 +108,9 @@ fn a_reply_of_the_wrong_type_to_a_create_in_cleanup_does_not_wedge_the_acquisiti
 /// its token) stalled for good. Now it is retried.
 #[test]
 fn a_reply_of_the_wrong_type_to_a_listing_is_retried() {
-    let mut h = H::new();
+    let mut h = H::served(&["/a"]);
     h.acquire(LockSpec::write("/a"));
-    let node = h.answer_create(0);
+    h.serve_one();
     let list = h.next_req();
     h.reply(list.id, Ok(Reply::Deleted));
     // Nothing else is awaited (a plain lock reads not its own node); the retry
@@ -151,22 +122,8 @@ fn a_reply_of_the_wrong_type_to_a_listing_is_retried() {
         .reqs
         .iter()
         .any(|r| matches!(r.op, Op::GetChildren { .. })));
-    while let Some(r) = h.reqs.pop_front() {
-        let result = match r.op {
-            Op::GetChildren { .. } => Ok(Reply::Children(vec![name_of(&node)])),
-            Op::GetData { .. } => Ok(Reply::Data {
-                data: vec![],
-                stat: Stat {
-                    czxid: h.czxid,
-                    ephemeral_owner: SID,
-                    ..Stat::default()
-                },
-            }),
-            other => panic!("unexpected {other:?}"),
-        };
-        h.reply(r.id, result);
-    }
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.serve();
+    h.acquired();
 }
 
 /// fuzz `session`: "Acquired for lock3 while Disconnected". A waiter whose watched
@@ -177,27 +134,17 @@ fn a_reply_of_the_wrong_type_to_a_listing_is_retried() {
 /// listing after the reconnect.
 #[test]
 fn a_late_deletion_notice_while_disconnected_does_not_grant() {
-    let mut h = H::new();
-    let id = h.acquire(LockSpec::write("/f"));
-    let node = h.answer_create(2);
-    let p = peer(NodeKind::Write, 1, 1);
-    h.answer_list(&[&p, &name_of(&node)]);
-    h.answer_data(&node, SID);
-    let ppath = format!("/f/{p}");
-    h.answer_data(&ppath, 42);
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    h.watch(&ppath, WatchKind::NodeDeleted);
+    let (mut h, id, node, peer) = H::queued("/f");
+    h.disconnect();
+    h.delete_node(&peer);
+    h.watch(&peer, WatchKind::NodeDeleted);
     assert!(h.take_events().is_empty(), "no grant while disconnected");
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
-    h.session(SessionEvent::Connected { session_id: SID });
+    h.connect(h.sid);
     // The listing decides (the stat is known from the create: no read needed).
-    h.answer_list(&[&name_of(&node)]);
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => assert_eq!(g.path, node),
-        other => panic!("{other:?}"),
-    }
+    assert!(matches!(h.serve()[0].op, Op::GetChildren { .. }));
+    let g = h.acquired();
+    assert_eq!(g.path, node);
 }
 
 /// fuzz `simulation`: "WriterBesideHolder: c1 lock2 (Semaphore { permits: 3 }) acquired
@@ -207,23 +154,20 @@ fn a_late_deletion_notice_while_disconnected_does_not_grant() {
 /// it watches that one, and holds once it is gone (and fewer than n remain below).
 #[test]
 fn a_semaphore_does_not_hold_beside_a_lower_writer() {
-    let mut h = H::new();
-    let id = h.acquire(LockSpec::semaphore("/s", 3));
-    let node = h.answer_create(5);
-    let w = peer(NodeKind::Write, 1, 1);
-    let r = peer(NodeKind::Read, 2, 2);
-    h.answer_list(&[&w, &r, &name_of(&node)]);
-    h.answer_data(&node, SID);
-    let wpath = format!("/s/{w}");
-    h.answer_data(&wpath, 42);
+    let mut h = H::served(&["/s"]);
+    let w = h.peer_joins("/s", NodeKind::Write, 1);
+    let r = h.peer_joins("/s", NodeKind::Read, 2);
+    let (id, node) = h.served_acquire(LockSpec::semaphore("/s", 3));
     assert!(h.take_events().is_empty(), "blocked by the writer");
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
-    assert!(h.no_requests(), "only the writer is watched");
-    h.watch(&wpath, WatchKind::NodeDeleted);
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => assert_eq!(g.path, node),
-        other => panic!("{other:?}"),
-    }
+    let watched = h.watched();
+    assert!(
+        watched.contains(&w) && !watched.contains(&r),
+        "only the writer is watched"
+    );
+    h.delete_node(&w);
+    let g = h.acquired();
+    assert_eq!(g.path, node);
 }
 
 /// fuzz `session`: "lock2 waits at rest but nothing blocks it". A watch firing of
@@ -234,24 +178,20 @@ fn a_semaphore_does_not_hold_beside_a_lower_writer() {
 /// waiter waited behind a node that was gone. Now any such firing re-arms the watch.
 #[test]
 fn a_spurious_firing_on_a_watched_blocker_does_not_lose_its_deletion() {
-    let mut h = H::new();
-    let id = h.acquire(LockSpec::write("/w"));
-    let node = h.answer_create(2);
-    let p = peer(NodeKind::Write, 1, 1);
-    h.answer_list(&[&p, &name_of(&node)]);
-    h.answer_data(&node, SID);
-    let ppath = format!("/w/{p}");
-    h.answer_watch(&ppath, 42);
-    assert!(h.no_requests());
-    h.watch(&ppath, WatchKind::NodeCreated);
+    let (mut h, id, node, peer) = H::queued("/w");
+    h.watch(&peer, WatchKind::NodeCreated);
     // The watch is set again...
-    h.answer_watch(&ppath, 42);
+    assert_eq!(
+        ops(&h.serve()),
+        [Op::GetData {
+            path: peer.clone(),
+            watch: true
+        }]
+    );
     assert!(h.take_events().is_empty());
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
     // ...so the deletion reaches the waiter.
-    h.watch(&ppath, WatchKind::NodeDeleted);
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => assert_eq!(g.path, node),
-        other => panic!("{other:?}"),
-    }
+    h.delete_node(&peer);
+    let g = h.acquired();
+    assert_eq!(g.path, node);
 }

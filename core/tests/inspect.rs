@@ -1,10 +1,9 @@
-//! Owners in node data and inspection (`Session::inspect`), with the test playing
-//! the server.
+//! Owners in node data and inspection (`Session::inspect`) of a tree on a model
+//! server.
 mod harness;
 
 use harness::*;
 use lock_core::*;
-use std::time::Duration;
 
 fn created_data(h: &mut H) -> Vec<u8> {
     match &h.reqs[0].op {
@@ -65,17 +64,15 @@ fn the_owner_header_counts_toward_the_data_limit() {
     );
 }
 
-/// Answers the listings of the semaphore layouts' directories that every
+/// Serves the listings of the semaphore layouts' directories that every
 /// inspection of `path` sends after its own: none of them exists.
-fn answer_no_layouts(h: &mut H, path: &str) {
+fn serve_no_layouts(h: &mut H, path: &str) {
     for dir in [
         format!("{path}/locks"),
         format!("{path}/leases"),
         format!("{path}-__lock__"),
     ] {
-        let r = h.next_req();
-        assert_eq!(r.op, Op::GetChildren { path: dir });
-        h.reply(r.id, Err(ZkError::NoNode));
+        assert_eq!(h.serve_one().op, Op::GetChildren { path: dir });
     }
 }
 
@@ -93,63 +90,51 @@ fn header(owner: &str, waits: &[&str]) -> Vec<u8> {
 
 #[test]
 fn inspect_lists_holders_and_waiters_in_queue_order_with_owners_and_what_they_wait_for() {
-    let mut h = H::new();
-    let id = h.s.inspect("/l", h.now).unwrap();
-    h.drain();
+    let mut h = H::served(&["/l", "/l/junk"]);
     let r1 = peer(NodeKind::Read, 1, 1);
     let w2 = peer(NodeKind::Write, 2, 2);
     let r3 = peer(NodeKind::Read, 3, 3);
     let gone = peer(NodeKind::Read, 4, 4);
     let kazoo = format!("{:032x}__lock__0000000005", 5);
-    // Listed out of order, with a foreign child.
-    h.answer_list(&[&r3, &kazoo, "junk", &w2, &gone, &r1]);
-    answer_no_layouts(&mut h, "/l");
+    let sessions: [i64; 5] = h.sessions();
+    // Created out of queue order, beside a foreign child.
+    for (i, (name, data)) in [
+        (&r3, b"plain".to_vec()),
+        (&kazoo, b"kazoo-id".to_vec()),
+        (&w2, header("writer-2", &[])),
+        (&gone, Vec::new()),
+        (&r1, header("reader-1", &["/m/zkl-x"])),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        h.node_of(sessions[i], &format!("/l/{name}"), &data);
+    }
+    h.run(|s, now| s.inspect("/l", now));
+    h.serve_one();
+    serve_no_layouts(&mut h, "/l");
     // One read per participant, pipelined, in queue order, no watches.
-    let reads: Vec<Request> = h.reqs.drain(..).collect();
-    let paths: Vec<String> = reads
+    let expect: Vec<Op> = [&r1, &w2, &r3, &gone, &kazoo]
         .iter()
-        .map(|r| match &r.op {
-            Op::GetData { path, watch: false } => path.clone(),
-            other => panic!("expected a plain getData, got {other:?}"),
+        .map(|n| Op::GetData {
+            path: format!("/l/{n}"),
+            watch: false,
         })
         .collect();
-    let expect: Vec<String> = [&r1, &w2, &r3, &gone, &kazoo]
-        .iter()
-        .map(|n| format!("/l/{n}"))
-        .collect();
-    assert_eq!(paths, expect);
-    let datas = [
-        header("reader-1", &["/m/zkl-x"]),
-        header("writer-2", &[]),
-        b"plain".to_vec(),
-        Vec::new(),
-        b"kazoo-id".to_vec(),
-    ];
-    for (i, (r, d)) in reads.iter().zip(datas).enumerate() {
-        let result = if i == 3 {
-            Err(ZkError::NoNode) // vanished since the listing: skipped
-        } else {
-            Ok(Reply::Data {
-                data: d,
-                stat: Stat {
-                    czxid: 10 + i as i64,
-                    ctime: 1000 + i as i64,
-                    ephemeral_owner: 70 + i as i64,
-                    ..Stat::default()
-                },
-            })
-        };
+    assert_eq!(ops(&h.reqs), expect);
+    h.delete_node(&format!("/l/{gone}")); // vanished since the listing: skipped
+    while h.reqs.len() > 1 {
+        h.serve_one();
         assert!(
             h.take_events().is_empty(),
             "no event before every read is in"
         );
-        h.reply(r.id, result);
     }
+    h.serve_one();
     let events = h.take_events();
     let [LockEvent::Participants(p)] = &events[..] else {
         panic!("{events:?}")
     };
-    assert_eq!(h.events.len(), 0);
     assert_eq!(p.path, "/l");
     assert_eq!(p.foreign, 1);
     assert_eq!(p.holders.len(), 1);
@@ -161,9 +146,13 @@ fn inspect_lists_holders_and_waiters_in_queue_order_with_owners_and_what_they_wa
             r1p.owner.as_deref(),
             r1p.session
         ),
-        (r1.as_str(), NodeKind::Read, Some("reader-1"), 70)
+        (r1.as_str(), NodeKind::Read, Some("reader-1"), sessions[4])
     );
-    assert_eq!((r1p.token, r1p.ctime), (FencingToken(10), 1000));
+    let stat = h.zk().model.stat(&format!("/l/{r1}")).unwrap();
+    assert_eq!(
+        (r1p.token, r1p.ctime),
+        (FencingToken(stat.czxid), stat.ctime)
+    );
     assert_eq!(r1p.owner_waits_at, vec!["/m/zkl-x".to_owned()]);
     assert!(r1p.waits_for.is_empty() && r1p.data.is_empty());
     let names: Vec<&str> = p.waiters.iter().map(|w| w.node.as_str()).collect();
@@ -183,16 +172,13 @@ fn inspect_lists_holders_and_waiters_in_queue_order_with_owners_and_what_they_wa
     assert_eq!(p.waiters[2].owner.as_deref(), Some("kazoo-id"));
     assert_eq!(p.waiters[2].waits_for, vec![r1, w2, r3]);
     assert!(h.s.is_idle());
-    let _ = id;
 }
 
 #[test]
 fn inspecting_a_missing_lock_reports_nobody() {
-    let mut h = H::new();
-    h.s.inspect("/none", h.now).unwrap();
-    h.drain();
-    h.answer_err(ZkError::NoNode);
-    answer_no_layouts(&mut h, "/none");
+    let mut h = H::served(&[]);
+    h.run(|s, now| s.inspect("/none", now));
+    h.serve();
     let events = h.take_events();
     assert!(
         matches!(&events[..], [LockEvent::Participants(p)] if p.holders.is_empty() && p.waiters.is_empty()),
@@ -202,56 +188,29 @@ fn inspecting_a_missing_lock_reports_nobody() {
 
 #[test]
 fn an_inspection_cut_by_a_disconnect_starts_over_after_the_reconnect() {
-    let mut h = H::new();
-    h.s.inspect("/l", h.now).unwrap();
-    h.drain();
-    let w = peer(NodeKind::Write, 1, 1);
-    h.answer_list(&[&w]);
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
-    h.reqs.clear();
-    h.session(SessionEvent::Connected { session_id: SID });
-    h.answer_list(&[&w]);
-    answer_no_layouts(&mut h, "/l");
-    h.answer_plain_read(&format!("/l/{w}"), 9);
+    let mut h = H::served(&["/l"]);
+    let [holder] = h.sessions();
+    h.node_of(holder, &format!("/l/{}", peer(NodeKind::Write, 1, 1)), &[]);
+    h.run(|s, now| s.inspect("/l", now));
+    h.serve_one();
+    h.reconnect();
+    assert_eq!(ops(&h.serve())[0], Op::GetChildren { path: "/l".into() });
     let events = h.take_events();
     assert!(
-        matches!(&events[..], [LockEvent::Participants(p)] if p.holders.len() == 1 && p.holders[0].session == 9),
+        matches!(&events[..], [LockEvent::Participants(p)] if p.holders.len() == 1 && p.holders[0].session == holder),
         "{events:?}"
     );
 }
 
 #[test]
 fn inspect_gives_a_semaphore_nodes_permit_count_from_its_name() {
-    let mut h = H::new();
-    h.s.inspect("/s", h.now).unwrap();
-    h.drain();
-    let name = |n: u128, permits: u32, seq: i32| {
-        format!(
-            "{}{}",
-            names::semaphore_node_prefix(NameScheme::Native, AttemptId(n), permits),
-            names::format_sequence(seq)
-        )
-    };
-    let (a, b) = (name(1, 3, 1), name(2, 3, 2));
-    let w = peer(NodeKind::Write, 3, 3);
-    h.answer_list(&[&a, &b, &w]);
-    answer_no_layouts(&mut h, "/s");
-    let reads: Vec<Request> = h.reqs.drain(..).collect();
-    for (i, r) in reads.iter().enumerate() {
-        let stat = Stat {
-            czxid: 10 + i as i64,
-            ..Stat::default()
-        };
-        h.reply(
-            r.id,
-            Ok(Reply::Data {
-                data: Vec::new(),
-                stat,
-            }),
-        );
-    }
+    let mut h = H::served(&["/s"]);
+    let sem = |n| names::semaphore_node_prefix(NameScheme::Native, AttemptId(n), 3);
+    let a = name_of(&h.peer_named("/s", &sem(1)));
+    let b = name_of(&h.peer_named("/s", &sem(2)));
+    let w = name_of(&h.peer_joins("/s", NodeKind::Write, 3));
+    h.run(|s, now| s.inspect("/s", now));
+    h.serve();
     let events = h.take_events();
     let [LockEvent::Participants(p)] = &events[..] else {
         panic!("{events:?}")

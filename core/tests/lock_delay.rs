@@ -13,101 +13,42 @@ fn spec() -> LockSpec {
     LockSpec::write("/d").lock_delay(DELAY)
 }
 
-/// Expects the marker's create (checking `node`) and answers it with `result`.
-fn answer_marker_create(h: &mut H, node: &str, result: Result<Reply, ZkError>) {
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Multi(vec![
-            MultiOp::Check {
-                path: node.to_owned(),
-                version: None
-            },
-            MultiOp::Create {
-                path: MARKER.into(),
-                data: name_of(node).into_bytes(),
-                mode: CreateMode::Persistent
-            },
-        ])
-    );
-    h.reply(r.id, result);
+/// A marker left in the tree, naming the node `owner` (a crashed holder's).
+fn marker_naming(h: &mut H, owner: &str) {
+    let peers = h.zk().peers;
+    h.zk()
+        .model
+        .create(
+            peers,
+            MARKER,
+            name_of(owner).as_bytes(),
+            CreateMode::Persistent,
+        )
+        .unwrap();
 }
 
-fn created() -> Result<Reply, ZkError> {
-    Ok(Reply::Multi(vec![
-        MultiResult::Checked,
-        MultiResult::Created {
-            path: MARKER.into(),
-        },
-    ]))
+/// The node the marker names.
+fn marker_owner(h: &mut H) -> String {
+    String::from_utf8(h.zk().model.get(MARKER).unwrap().data).unwrap()
 }
 
-fn exists() -> Result<Reply, ZkError> {
-    Err(ZkError::MultiFailed {
-        index: 1,
-        error: Box::new(ZkError::NodeExists),
-    })
-}
-
-/// Expects the marker's read and answers it with `owner` (a node name) as data.
-fn answer_marker_read(h: &mut H, owner: &str) {
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::GetData {
-            path: MARKER.into(),
-            watch: false
-        }
-    );
-    h.reply(
-        r.id,
-        Ok(Reply::Data {
-            data: owner.as_bytes().to_vec(),
-            stat: Stat::default(),
-        }),
-    );
-}
-
-/// Expects the take-over of the marker (checking `node`) and answers it.
-fn answer_take_over(h: &mut H, node: &str) {
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Multi(vec![
-            MultiOp::Check {
-                path: node.to_owned(),
-                version: None
-            },
-            MultiOp::SetData {
-                path: MARKER.into(),
-                data: name_of(node).into_bytes(),
-                version: None
-            },
-        ])
-    );
-    h.reply(
-        r.id,
-        Ok(Reply::Multi(vec![
-            MultiResult::Checked,
-            MultiResult::SetData {
-                stat: Stat::default(),
-            },
-        ])),
-    );
-}
-
-/// A lock-delay waiter (seq 3) behind the holder `p` (seq 1); returns (id, our node, p's path).
-fn waiting_behind(h: &mut H) -> (LockId, String, String) {
-    let id = h.acquire(spec());
-    let node = h.answer_create(3);
-    let p = peer(NodeKind::Write, 1, 1);
-    h.answer_list(&[&p, "zkl-delay", &name_of(&node)]);
-    h.answer_data(&node, SID);
-    let ppath = format!("/d/{p}");
-    h.answer_data(&ppath, 4);
+/// A lock-delay waiter behind the holder `p`, whose marker is in the tree;
+/// returns (id, our node, p's path).
+fn waiting_behind() -> (H, LockId, String, String) {
+    let mut h = H::served(&["/d"]);
+    let p = h.peer_joins("/d", NodeKind::Write, 1);
+    marker_naming(&mut h, &p);
+    let (id, node) = h.served_acquire(spec());
     assert!(h.take_events().is_empty());
-    assert!(h.no_requests());
-    (id, node, ppath)
+    (h, id, node, p)
+}
+
+/// A multi's delete of `path` (any version).
+fn delete_op(path: &str) -> MultiOp {
+    MultiOp::Delete {
+        path: path.into(),
+        version: None,
+    }
 }
 
 fn delays(h: &H) -> Vec<(String, Timestamp)> {
@@ -122,54 +63,50 @@ fn delays(h: &H) -> Vec<(String, Timestamp)> {
 
 #[test]
 fn uncontended_holder_creates_its_marker_before_the_grant_and_a_clean_release_deletes_it() {
-    let mut h = H::new();
+    let mut h = H::served(&["/d"]);
     let id = h.acquire(spec());
-    let node = h.answer_create(0);
-    h.answer_list(&[&name_of(&node)]);
+    h.serve_one();
+    h.serve_one();
+    let node = h.ours("/d")[0].clone();
     assert!(h.take_events().is_empty(), "no grant before the marker");
-    answer_marker_create(&mut h, &node, created());
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
-    assert!(delays(&h).is_empty());
-    assert!(h.no_requests());
-    h.s.release(id, h.now).unwrap();
-    h.drain();
-    let r = h.next_req();
     assert_eq!(
-        r.op,
+        h.reqs[0].op,
         Op::Multi(vec![
-            MultiOp::Delete {
+            MultiOp::Check {
+                path: node.clone(),
+                version: None
+            },
+            MultiOp::Create {
                 path: MARKER.into(),
-                version: None
+                data: name_of(&node).into_bytes(),
+                mode: CreateMode::Persistent
             },
-            MultiOp::Delete {
-                path: node,
-                version: None
-            },
-        ]),
+        ])
+    );
+    h.serve();
+    h.acquired();
+    assert!(delays(&h).is_empty());
+    h.run(|s, now| s.release(id, now));
+    assert_eq!(
+        ops(&h.serve()),
+        vec![Op::Multi(vec![delete_op(MARKER), delete_op(&node)])],
         "a clean release deletes the marker with the node"
     );
-    h.reply(
-        r.id,
-        Ok(Reply::Multi(vec![
-            MultiResult::Deleted,
-            MultiResult::Deleted,
-        ])),
-    );
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    h.expect_events([LockEvent::Released]);
+    assert!(!h.exists(MARKER));
 }
 
 #[test]
 fn after_an_unclean_end_the_grant_comes_exactly_the_delay_after_the_waiter_saw_it() {
-    let mut h = H::new();
-    let (_, node, ppath) = waiting_behind(&mut h);
+    let (mut h, _, node, p) = waiting_behind();
     h.advance(Duration::from_secs(30));
     let seen = h.now;
     // The holder's session expired: its node goes, its marker stays.
-    h.watch(&ppath, WatchKind::NodeDeleted);
-    answer_marker_create(&mut h, &node, exists());
+    h.delete_node(&p);
+    h.serve_one();
     // The replies take time; the delay counts from the deletion seen.
     h.advance(Duration::from_millis(7));
-    answer_marker_read(&mut h, &name_of(&ppath));
+    h.serve();
     assert_eq!(delays(&h), vec![(node.clone(), seen + DELAY)]);
     assert!(h.take_events().is_empty());
     assert!(h.no_requests(), "nothing is sent while the delay runs");
@@ -178,84 +115,79 @@ fn after_an_unclean_end_the_grant_comes_exactly_the_delay_after_the_waiter_saw_i
     assert!(h.no_requests() && h.take_events().is_empty());
     h.advance(Duration::from_millis(1));
     assert_eq!(h.now, seen + DELAY);
-    answer_take_over(&mut h, &node);
-    assert!(h.no_requests(), "{:?} ({node})", h.reqs);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    // The marker is taken over, checking our node.
+    let served = ops(&h.serve());
+    assert!(
+        matches!(&served[..], [Op::Multi(take)] if take[0] == MultiOp::Check { path: node.clone(), version: None }),
+        "{served:?}"
+    );
+    assert_eq!(marker_owner(&mut h), name_of(&node));
+    h.acquired();
     assert_eq!(h.s.stats().lock_delays, 1);
 }
 
 #[test]
 fn after_a_clean_release_the_grant_is_not_delayed() {
-    let mut h = H::new();
-    let (_, node, ppath) = waiting_behind(&mut h);
+    let (mut h, _, node, p) = waiting_behind();
     // The holder's clean release deleted the marker with its node.
-    h.watch(&ppath, WatchKind::NodeDeleted);
-    answer_marker_create(&mut h, &node, created());
-    assert!(h.no_requests(), "{:?} ({node})", h.reqs);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.delete_node(MARKER);
+    h.delete_node(&p);
+    assert_eq!(ops(&h.serve()).len(), 1, "the marker's create alone");
+    h.acquired();
+    assert_eq!(marker_owner(&mut h), name_of(&node));
     assert!(delays(&h).is_empty());
     assert_eq!(h.s.stats().lock_delays, 0);
 }
 
 #[test]
 fn a_newcomer_finding_a_stale_marker_waits_from_its_own_look() {
-    let mut h = H::new();
+    let mut h = H::served(&["/d"]);
+    marker_naming(&mut h, &peer(NodeKind::Write, 9, 4));
     h.advance(Duration::from_secs(3));
     h.acquire(spec());
-    let node = h.answer_create(5);
+    h.serve_one();
     h.advance(Duration::from_millis(2));
     let looked = h.now;
-    h.answer_list(&["zkl-delay", &name_of(&node)]);
-    answer_marker_create(&mut h, &node, exists());
-    answer_marker_read(&mut h, &peer(NodeKind::Write, 9, 4));
-    assert_eq!(delays(&h), vec![(node.clone(), looked + DELAY)]);
+    h.serve();
+    let node = h.ours("/d")[0].clone();
+    assert_eq!(delays(&h), vec![(node, looked + DELAY)]);
     assert_eq!(h.s.stats().foreign_children, 0, "the marker is not foreign");
     h.advance(DELAY - Duration::from_millis(1));
     assert!(h.no_requests() && h.take_events().is_empty());
     h.advance(Duration::from_millis(1));
-    answer_take_over(&mut h, &node);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.serve();
+    h.acquired();
 }
 
 #[test]
 fn a_marker_naming_our_own_node_is_ours() {
     // Our create of the marker went through but its reply was lost with the
-    // connection: after the reconnect the marker names our node.
-    let mut h = H::new();
+    // connection: the marker names our node.
+    let mut h = H::served(&["/d"]);
     h.acquire(spec());
-    let node = h.answer_create(0);
-    h.answer_list(&[&name_of(&node)]);
-    answer_marker_create(&mut h, &node, exists());
-    answer_marker_read(&mut h, &name_of(&node));
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.serve_one();
+    h.serve_one();
+    let marker_create = h.reqs[0].op.clone();
+    h.apply(&marker_create).unwrap();
+    h.serve();
+    h.acquired();
     assert!(delays(&h).is_empty());
 }
 
 #[test]
 fn cancel_during_the_delay_deletes_our_node_and_leaves_the_marker() {
-    let mut h = H::new();
-    let (id, node, ppath) = waiting_behind(&mut h);
-    h.watch(&ppath, WatchKind::NodeDeleted);
-    answer_marker_create(&mut h, &node, exists());
-    answer_marker_read(&mut h, &name_of(&ppath));
+    let (mut h, id, node, p) = waiting_behind();
+    h.delete_node(&p);
+    h.serve();
     h.advance(Duration::from_secs(1));
-    h.s.cancel(id, h.now).unwrap();
-    h.drain();
+    h.run(|s, now| s.cancel(id, now));
+    h.expect_events([LockEvent::Failed(FailReason::Cancelled)]);
     assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::Cancelled)]
-    );
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: node,
-            version: None
-        },
+        ops(&h.serve()),
+        vec![delete_of(&node)],
         "our node only: the crashed holder's marker stays for the next one"
     );
-    h.reply(r.id, Ok(Reply::Deleted));
-    assert!(h.no_requests());
+    assert!(h.exists(MARKER));
     assert_eq!(h.s.poll_timeout(), None, "the delay's timer is gone");
     h.advance(DELAY);
     assert!(h.no_requests() && h.take_events().is_empty());
@@ -263,96 +195,53 @@ fn cancel_during_the_delay_deletes_our_node_and_leaves_the_marker() {
 
 #[test]
 fn a_lost_holder_leaves_its_marker() {
-    let mut h = H::new();
-    let id = h.acquire(spec());
-    let node = h.answer_create(0);
-    h.answer_list(&[&name_of(&node)]);
-    answer_marker_create(&mut h, &node, created());
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
+    let mut h = H::served(&["/d"]);
+    let (id, node) = h.held_on(spec());
+    h.disconnect();
     h.advance(Duration::from_secs(60));
-    assert_eq!(
-        h.take_events(),
-        vec![
-            LockEvent::Suspended,
-            LockEvent::Lost(LostReason::SuspendedTooLong)
-        ]
-    );
+    h.expect_events([
+        LockEvent::Suspended,
+        LockEvent::Lost(LostReason::SuspendedTooLong),
+    ]);
     // The session turns out alive: the stale node goes, the marker stays.
-    h.session(SessionEvent::Connected { session_id: SID });
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: node,
-            version: None
-        }
-    );
-    h.reply(r.id, Ok(Reply::Deleted));
+    h.connect(h.sid);
+    assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
+    assert!(h.exists(MARKER));
     assert_eq!(h.s.state(id), None);
 }
 
 #[test]
 fn a_release_whose_marker_is_gone_deletes_the_node_alone() {
-    let mut h = H::new();
-    let id = h.acquire(spec());
-    let node = h.answer_create(0);
-    h.answer_list(&[&name_of(&node)]);
-    answer_marker_create(&mut h, &node, created());
-    h.take_events();
-    h.s.release(id, h.now).unwrap();
-    h.drain();
-    let r = h.next_req();
-    h.reply(
-        r.id,
-        Err(ZkError::MultiFailed {
-            index: 0,
-            error: Box::new(ZkError::NoNode),
-        }),
-    );
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: node,
-            version: None
-        }
-    );
-    h.reply(r.id, Ok(Reply::Deleted));
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    let mut h = H::served(&["/d"]);
+    let (id, node) = h.held_on(spec());
+    h.delete_node(MARKER);
+    h.run(|s, now| s.release(id, now));
+    let served = ops(&h.serve());
+    assert!(matches!(served[0], Op::Multi(_)));
+    assert_eq!(served[1..], [delete_of(&node)]);
+    h.expect_events([LockEvent::Released]);
 }
 
 #[test]
 fn a_try_lock_that_would_wait_out_a_delay_would_block() {
-    let mut h = H::new();
+    let mut h = H::served(&["/d"]);
+    marker_naming(&mut h, &peer(NodeKind::Write, 9, 4));
     h.acquire(spec().try_only());
-    let node = h.answer_create(0);
-    h.answer_list(&["zkl-delay", &name_of(&node)]);
-    answer_marker_create(&mut h, &node, exists());
-    answer_marker_read(&mut h, &peer(NodeKind::Write, 9, 4));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::WouldBlock)]
-    );
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: node,
-            version: None
-        }
-    );
+    let served = ops(&h.serve());
+    h.expect_events([LockEvent::Failed(FailReason::WouldBlock)]);
+    assert!(matches!(served.last(), Some(Op::Delete { .. })));
+    assert!(h.ours("/d").is_empty());
 }
 
 #[test]
 fn a_zero_delay_is_no_delay() {
-    let mut h = H::new();
+    let mut h = H::served(&["/d"]);
     let spec = LockSpec::write("/d").lock_delay(Duration::ZERO);
     assert_eq!(spec.lock_delay_duration(), None);
     // Held at the listing, with no marker request.
-    h.held_spec(spec, 0);
+    h.held_on(spec);
+    assert_eq!(h.s.stats().requests, 2);
+    assert!(!h.exists(MARKER));
 }
 
 #[test]
@@ -383,24 +272,20 @@ fn markers_are_refused_in_go_zookeepers_layout() {
 
 #[test]
 fn a_disconnect_during_the_delay_keeps_its_start() {
-    let mut h = H::new();
-    let (_, node, ppath) = waiting_behind(&mut h);
+    let (mut h, _, node, p) = waiting_behind();
     let seen = h.now;
-    h.watch(&ppath, WatchKind::NodeDeleted);
-    answer_marker_create(&mut h, &node, exists());
-    answer_marker_read(&mut h, &name_of(&ppath));
-    h.session(SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    });
+    h.delete_node(&p);
+    h.serve();
+    h.disconnect();
     h.advance(Duration::from_secs(1));
-    h.session(SessionEvent::Connected { session_id: SID });
+    h.connect(h.sid);
     // Our node is checked again; the delay still ends where it did.
-    h.answer_data(&node, SID);
+    assert!(matches!(&h.serve()[..], [r] if r.op.path() == node));
     assert!(h.no_requests() && h.take_events().is_empty());
     h.advance(seen + DELAY - h.now - Duration::from_millis(1));
     assert!(h.no_requests() && h.take_events().is_empty());
     h.advance(Duration::from_millis(1));
     // (The own-node read after the reconnect set no watch: nothing to remove.)
-    answer_take_over(&mut h, &node);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    assert!(matches!(&ops(&h.serve())[..], [Op::Multi(_)]));
+    h.acquired();
 }

@@ -110,25 +110,18 @@ fn retry_interval() -> std::time::Duration {
 
 #[test]
 fn an_inspection_whose_listing_failed_does_not_report_an_empty_queue_meanwhile() {
-    let mut h = H::new();
-    h.s.inspect("/l", h.now).unwrap();
-    h.drain();
+    let mut h = H::served(&["/l"]);
+    h.peer_joins("/l", NodeKind::Write, 1);
+    h.run(|s, now| s.inspect("/l", now));
     // The listing's outcome is unknown: a retry is due.
     let list = h.answer_err(ZkError::ConnectionLoss);
     assert_eq!(list.op, Op::GetChildren { path: "/l".into() });
     // The semaphore layouts' listings answer meanwhile: nothing is known of the
     // queue yet, so nothing is reported.
-    for _ in 0..3 {
-        h.answer_err(ZkError::NoNode);
-    }
+    h.serve();
     assert_eq!(h.take_events(), [], "finished without its listing");
     h.advance(retry_interval());
-    let w = peer(NodeKind::Write, 1, 1);
-    h.answer_list(&[&w]);
-    for _ in 0..3 {
-        h.answer_err(ZkError::NoNode);
-    }
-    h.answer_plain_read(&format!("/l/{w}"), 9);
+    h.serve();
     let events = h.take_events();
     assert!(
         matches!(&events[..], [LockEvent::Participants(p)] if p.holders.len() == 1),
@@ -138,15 +131,14 @@ fn an_inspection_whose_listing_failed_does_not_report_an_empty_queue_meanwhile()
 
 #[test]
 fn a_revocation_that_could_not_ask_one_holder_asks_again_before_it_reports() {
-    let mut h = H::new();
-    h.s.revoke("/l", h.now).unwrap();
-    h.drain();
+    let mut h = H::served(&["/l"]);
     // Two readers hold: each is asked.
-    let (a, b) = (peer(NodeKind::Read, 1, 1), peer(NodeKind::Read, 2, 2));
-    h.answer_list(&[&a, &b]);
+    h.peer_joins("/l", NodeKind::Read, 1);
+    h.peer_joins("/l", NodeKind::Read, 2);
+    h.run(|s, now| s.revoke("/l", now));
+    h.serve_one();
     let first = h.answer_err(ZkError::ConnectionLoss);
-    let second = h.next_req();
-    h.reply(second.id, Ok(Reply::Stat(Stat::default())));
+    h.serve();
     assert_eq!(
         h.take_events(),
         [],
@@ -154,11 +146,7 @@ fn a_revocation_that_could_not_ask_one_holder_asks_again_before_it_reports() {
         first.op
     );
     h.advance(retry_interval());
-    h.answer_list(&[&a, &b]);
-    for _ in 0..2 {
-        let set = h.next_req();
-        h.reply(set.id, Ok(Reply::Stat(Stat::default())));
-    }
+    h.serve();
     let events = h.take_events();
     assert!(
         matches!(&events[..], [LockEvent::RevocationSent { nodes }] if nodes.len() == 2),
@@ -168,20 +156,16 @@ fn a_revocation_that_could_not_ask_one_holder_asks_again_before_it_reports() {
 
 #[test]
 fn a_deadlock_scan_with_a_failed_read_does_not_conclude_meanwhile() {
-    let mut h = H::new();
-    h.s.deadlocks("/l", h.now).unwrap();
-    h.drain();
-    // The root's listing: one lock directory with two participants.
-    let root = h.next_req();
-    assert_eq!(root.op, Op::GetChildren { path: "/l".into() });
-    h.reply(root.id, Ok(Reply::Children(vec!["a".into()])));
-    let dir = h.next_req();
-    let (w1, w2) = (peer(NodeKind::Write, 1, 1), peer(NodeKind::Write, 2, 2));
-    h.reply(dir.id, Ok(Reply::Children(vec![w1.clone(), w2.clone()])));
+    // The root: one lock directory with two participants.
+    let mut h = H::served(&["/l/a"]);
+    h.peer_joins("/l/a", NodeKind::Write, 1);
+    h.peer_joins("/l/a", NodeKind::Write, 2);
+    h.run(|s, now| s.deadlocks("/l", now));
+    assert_eq!(h.serve_one().op, Op::GetChildren { path: "/l".into() });
+    h.serve_one();
     // One participant's read fails; the other answers.
     h.answer_err(ZkError::ConnectionLoss);
-    let other = h.next_req();
-    h.reply(other.id, Err(ZkError::NoNode));
+    h.serve_one();
     // The pass is not over (a scan confirms a first pass with a second one): it
     // starts over when the retry is due, not now from a graph missing a node.
     assert!(
@@ -189,7 +173,7 @@ fn a_deadlock_scan_with_a_failed_read_does_not_conclude_meanwhile() {
         "went on without one participant: {:?}",
         h.reqs
     );
-    assert_eq!(h.take_events(), []);
+    h.expect_events([]);
     h.advance(retry_interval());
     assert_eq!(
         h.next_req().op,

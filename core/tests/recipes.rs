@@ -1,4 +1,5 @@
-//! Each recipe's rule, driven by hand: who holds, who is watched, what it costs.
+//! Each recipe's rule against a model server: who holds, who is watched, what it
+//! costs.
 
 mod harness;
 use harness::*;
@@ -6,72 +7,61 @@ use lock_core::*;
 
 #[test]
 fn uncontended_write_is_one_round_trip_and_token_is_czxid() {
-    let mut h = H::new();
-    let _id = h.acquire(LockSpec::write("/locks/a"));
+    let mut h = H::served(&["/locks/a"]);
+    h.acquire(LockSpec::write("/locks/a"));
     // Create and GetChildren leave together, before any reply.
     assert_eq!(h.reqs.len(), 2);
     assert!(matches!(h.reqs[0].op, Op::Create { .. }));
     assert!(matches!(&h.reqs[1].op, Op::GetChildren { path } if path == "/locks/a"));
-    let node = h.answer_create(7);
-    h.answer_list(&[&name_of(&node)]);
-    let ev = h.take_events();
-    match &ev[..] {
+    h.serve();
+    let node = h.ours("/locks/a")[0].clone();
+    let czxid = h.zk().model.stat(&node).unwrap().czxid;
+    match &h.take_events()[..] {
         [LockEvent::Acquired(g)] => {
             assert_eq!(g.path, node);
-            assert_eq!(g.token, FencingToken(h.czxid));
-            assert_eq!(g.sequence, 7);
-            assert_eq!(g.session_id, SID);
+            assert_eq!(g.token, FencingToken(czxid));
+            assert_eq!(g.sequence, 0);
+            assert_eq!(g.session_id, h.sid);
         }
         other => panic!("{other:?}"),
     }
     // Nothing more: a plain holder reads not its own node (3 requests a cycle).
-    assert!(h.no_requests());
+    assert_eq!(h.s.stats().requests, 2);
 }
 
 #[test]
 fn release_deletes_once_and_reports_released() {
-    let mut h = H::new();
-    let (id, node) = h.held("/l", 0);
-    h.s.release(id, h.now).unwrap();
-    h.drain();
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: node,
-            version: None
-        }
-    );
-    h.reply(r.id, Ok(Reply::Deleted));
-    assert_eq!(h.take_events(), vec![LockEvent::Released]);
+    let (mut h, id, node) = H::holding(LockSpec::write("/l"));
+    h.run(|s, now| s.release(id, now));
+    assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
+    h.expect_events([LockEvent::Released]);
     assert!(h.s.is_idle());
     assert_eq!(h.s.release(id, h.now), Err(UsageError::UnknownLock(id)));
 }
 
 #[test]
 fn write_waits_on_closest_lower_only_and_hands_off_without_a_request() {
-    let mut h = H::new();
+    let mut h = H::served(&["/l"]);
+    let p1 = h.peer_joins("/l", NodeKind::Read, 1);
+    let p2 = h.peer_joins("/l", NodeKind::Write, 2);
     h.acquire(LockSpec::write("/l"));
-    let node = h.answer_create(10);
-    let p1 = peer(NodeKind::Read, 1, 3);
-    let p2 = peer(NodeKind::Write, 2, 8);
-    let later = peer(NodeKind::Write, 3, 11);
-    h.answer_list(&[&p1, &name_of(&node), &p2, &later]);
+    h.serve_one();
+    h.peer_joins("/l", NodeKind::Write, 3);
+    h.serve();
+    let node = h.ours("/l")[0].clone();
     // Watches only the closest lower participant (herd-free). Two are cached, so
     // its deletion will lead to a listing (which shows our node): no own watch.
-    h.answer_watch(&format!("/l/{p2}"), 77);
-    assert!(h.no_requests());
+    assert_eq!(h.watched(), vec![p2.clone()]);
     assert!(h.take_events().is_empty());
     // p2 goes while p1 is still cached as lower: one fresh listing (not a check per
-    // cached node) shows p1 alive: watch it, and now our own node first, since
+    // cached node) shows p1 alive: watch it, and now our own node too, since
     // p1's deletion alone will grant us.
-    h.watch(&format!("/l/{p2}"), WatchKind::NodeDeleted);
-    h.answer_list(&[&p1, &name_of(&node), &later]);
-    h.answer_watch(&node, SID);
-    h.answer_watch(&format!("/l/{p1}"), 77);
+    h.delete_node(&p2);
+    assert!(matches!(ops(&h.serve())[0], Op::GetChildren { .. }));
+    assert_eq!(h.watched(), vec![p1.clone(), node.clone()]);
     assert!(h.take_events().is_empty());
     // p1 goes: nothing lower is cached, we hold with no request at all.
-    h.watch(&format!("/l/{p1}"), WatchKind::NodeDeleted);
+    h.delete_node(&p1);
     assert!(
         matches!(h.take_events()[..], [LockEvent::Acquired(_)]),
         "handoff must not need a round trip"
@@ -79,112 +69,90 @@ fn write_waits_on_closest_lower_only_and_hands_off_without_a_request() {
     // Nothing at all: the watch set on our node while we waited stays (a break
     // under the holder is heard at once).
     assert!(h.no_requests(), "{:?} ({node})", h.reqs);
+    assert_eq!(h.watched(), vec![node]);
 }
 
 #[test]
 fn stale_cache_costs_one_listing_not_a_check_per_node() {
-    let mut h = H::new();
-    h.acquire(LockSpec::write("/l"));
-    let node = h.answer_create(9);
+    let mut h = H::served(&["/l"]);
     let lower: Vec<String> = (1..=5)
-        .map(|i| peer(NodeKind::Write, i as u128, i))
+        .map(|n| h.peer_joins("/l", NodeKind::Write, n))
         .collect();
-    let mut names: Vec<&str> = lower.iter().map(String::as_str).collect();
-    let own = name_of(&node);
-    names.push(&own);
-    h.answer_list(&names);
-    // The closest lower is already gone when we look.
-    let r = h.answer_err(ZkError::NoNode);
-    assert_eq!(r.op.path(), format!("/l/{}", lower[4]));
+    h.acquire(LockSpec::write("/l"));
+    h.serve_one();
+    h.serve_one();
+    // All five are gone when we look at the closest one.
+    for path in &lower {
+        h.delete_node(path);
+    }
+    let served = h.serve();
+    assert_eq!(served[0].op.path(), lower[4]);
     // Four stale candidates remain cached: one listing shows they are all gone.
-    h.answer_list(&[&own]);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    assert!(matches!(
+        served[1..],
+        [Request {
+            op: Op::GetChildren { .. },
+            ..
+        }]
+    ));
+    h.acquired();
     // Granted from a listing, with no watch on our node to drop.
-    assert!(h.no_requests());
-    let _ = node;
+    assert!(h.watched().is_empty());
 }
 
 #[test]
 fn readers_share_and_wait_only_for_the_closest_lower_write() {
-    let mut h = H::new();
-    h.acquire(LockSpec::read("/rw"));
-    let node = h.answer_create(9);
-    let w = peer(NodeKind::Write, 1, 2);
-    let r1 = peer(NodeKind::Read, 2, 4);
-    let r2 = peer(NodeKind::Read, 3, 6);
-    h.answer_list(&[&w, &r1, &r2, &name_of(&node)]);
-    h.answer_data(&node, SID);
+    let mut h = H::served(&["/rw"]);
+    let w = h.peer_joins("/rw", NodeKind::Write, 1);
+    h.peer_joins("/rw", NodeKind::Read, 2);
+    h.peer_joins("/rw", NodeKind::Read, 3);
+    let (_, node) = h.served_acquire(LockSpec::read("/rw"));
     // The watch goes to the write, past the lower reads.
-    h.answer_data(&format!("/rw/{w}"), 5);
+    assert_eq!(h.watched(), vec![w.clone(), node.clone()]);
     assert!(h.take_events().is_empty());
-    h.watch(&format!("/rw/{w}"), WatchKind::NodeDeleted);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.delete_node(&w);
+    h.acquired();
     assert!(h.no_requests(), "{:?} ({node})", h.reqs);
 }
 
 #[test]
 fn read_with_only_lower_reads_holds_at_once() {
-    let mut h = H::new();
-    h.acquire(LockSpec::read("/rw"));
-    let node = h.answer_create(9);
-    h.answer_list(&[&peer(NodeKind::Read, 2, 4), &name_of(&node)]);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    let mut h = H::served(&["/rw"]);
+    h.peer_joins("/rw", NodeKind::Read, 2);
+    h.held_on(LockSpec::read("/rw"));
 }
 
 #[test]
 fn a_write_is_not_starved_by_later_readers() {
-    let mut h = H::new();
+    let mut h = H::served(&["/rw"]);
+    let r_low = h.peer_joins("/rw", NodeKind::Read, 1);
     h.acquire(LockSpec::write("/rw"));
-    let node = h.answer_create(5);
-    let r_low = peer(NodeKind::Read, 1, 1);
-    let r_high = peer(NodeKind::Read, 2, 6); // arrived after us: ignored
-    h.answer_list(&[&r_low, &name_of(&node), &r_high]);
-    h.answer_data(&node, SID);
-    h.answer_data(&format!("/rw/{r_low}"), 5);
-    h.watch(&format!("/rw/{r_low}"), WatchKind::NodeDeleted);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.serve_one();
+    h.peer_joins("/rw", NodeKind::Read, 2); // arrived after us: ignored
+    h.serve();
+    assert!(h.take_events().is_empty());
+    h.delete_node(&r_low);
+    h.acquired();
 }
 
 #[test]
 fn semaphore_watches_its_window_and_wakes_on_out_of_order_release() {
-    let mut h = H::new();
-    h.acquire(LockSpec::semaphore("/sem", 2));
-    let node = h.answer_create(10);
-    let a = peer(NodeKind::Semaphore, 1, 1);
-    let b = peer(NodeKind::Semaphore, 2, 2);
-    let c = peer(NodeKind::Semaphore, 3, 3);
-    h.answer_list(&[&a, &b, &c, &name_of(&node)]);
+    let mut h = H::served(&["/sem"]);
+    let [a, b, c] = [1, 2, 3].map(|n| h.peer_joins("/sem", NodeKind::Semaphore, n));
+    let (_, node) = h.served_acquire(LockSpec::semaphore("/sem", 2));
     // 3 lower, 2 permits: watch the 2 closest (b and c); no own watch yet (one
     // release cannot grant us from the cache).
-    let mut watched = vec![];
-    for _ in 0..2 {
-        let r = h.next_req();
-        let Op::GetData { path, watch: true } = &r.op else {
-            panic!("{:?}", r.op)
-        };
-        watched.push(path.clone());
-        h.reply(
-            r.id,
-            Ok(Reply::Data {
-                data: vec![],
-                stat: Stat::default(),
-            }),
-        );
-    }
-    watched.sort();
-    assert_eq!(watched, vec![format!("/sem/{b}"), format!("/sem/{c}")]);
+    assert_eq!(h.watched(), vec![b.clone(), c.clone()]);
     // b (a holder) releases before a: a and c may still be lower, one too many: list.
-    h.watch(&format!("/sem/{b}"), WatchKind::NodeDeleted);
+    h.delete_node(&b);
     assert!(h.take_events().is_empty());
-    h.answer_list(&[&a, &c, &name_of(&node)]);
+    assert!(matches!(ops(&h.serve())[0], Op::GetChildren { .. }));
     // c is still watched; a joins the window. Now one release grants us: our own
-    // node is watched first.
-    h.answer_watch(&node, SID);
-    h.answer_watch(&format!("/sem/{a}"), 3);
-    assert!(h.no_requests());
+    // node is watched too.
+    assert_eq!(h.watched(), vec![a, c.clone(), node]);
     // c goes (cancelled waiter): a alone is lower, fewer than 2: we hold.
-    h.watch(&format!("/sem/{c}"), WatchKind::NodeDeleted);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    h.delete_node(&c);
+    h.acquired();
 }
 
 #[test]
@@ -201,11 +169,14 @@ fn leader_is_exclusive_and_stores_participant_id() {
 
 #[test]
 fn foreign_children_are_ignored_and_counted() {
-    let mut h = H::new();
-    h.acquire(LockSpec::write("/l"));
-    let node = h.answer_create(3);
-    h.answer_list(&["readme", "leases", &name_of(&node), "config", "zkl-section"]);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    let mut h = H::served(&[
+        "/l",
+        "/l/readme",
+        "/l/leases",
+        "/l/config",
+        "/l/zkl-section",
+    ]);
+    h.held_on(LockSpec::write("/l"));
     // zklock's own marker is neither a participant nor counted as foreign.
     assert_eq!(h.s.stats().foreign_children, 3);
 }
@@ -216,16 +187,18 @@ fn foreign_children_are_ignored_and_counted() {
 #[test]
 fn unknown_sequential_children_block_as_exclusive_participants() {
     for spec in [LockSpec::write("/l"), LockSpec::read("/l")] {
-        let mut h = H::new();
+        let mut h = H::served(&["/l"]);
+        let unknown = h.peer_named("/l", "x-72057594037927936-");
         h.acquire(spec);
-        let node = h.answer_create(3);
-        let unknown = "x-72057594037927936-0000000001";
-        h.answer_list(&[unknown, &name_of(&node), "x-72057594037927937-0000000009"]);
-        // One blocker cached: our own node is watched first, then the blocker.
-        h.answer_watch(&node, SID);
-        h.answer_watch(&format!("/l/{unknown}"), 77);
+        h.serve_one();
+        h.peer_named("/l", "x-72057594037927937-");
+        h.serve();
+        // One blocker cached: our own node is watched, and the blocker.
+        let mut expected = vec![h.ours("/l")[0].clone(), unknown.clone()];
+        expected.sort();
+        assert_eq!(h.watched(), expected);
         assert!(h.take_events().is_empty(), "waits for {unknown}");
-        h.watch(&format!("/l/{unknown}"), WatchKind::NodeDeleted);
+        h.delete_node(&unknown);
         assert!(
             matches!(h.take_events()[..], [LockEvent::Acquired(_)]),
             "holds once it is gone"
@@ -244,14 +217,10 @@ fn go_zookeeper_holder_blocks_every_scheme() {
         NameScheme::Kazoo,
         NameScheme::Go,
     ] {
-        let mut h = H::new();
+        let mut h = H::served(&["/g"]);
+        h.peer_named("/g", "_c_9f86d081884c7d659a2feaa0c55ad015-lock-");
         h.acquire(LockSpec::exclusive("/g").scheme(scheme).try_only());
-        let node = h.answer_create(2);
-        h.answer_list(&[
-            "_c_9f86d081884c7d659a2feaa0c55ad015-lock-0000000001",
-            &name_of(&node),
-        ]);
-        h.drain();
+        h.serve();
         let events = h.take_events();
         assert!(
             matches!(events[..], [LockEvent::Failed(FailReason::WouldBlock)]),
@@ -302,16 +271,13 @@ fn go_scheme_is_for_the_mutex_only() {
 
 #[test]
 fn curator_and_kazoo_participants_block_a_native_lock() {
-    let mut h = H::new();
-    h.acquire(LockSpec::write("/mixed"));
-    let node = h.answer_create(5);
-    let curator = "_c_a8a4cbf4-2d5a-4a3b-9f5c-0d1e2f3a4b5c-lock-0000000002";
-    let kazoo = "3f2504e04f8911d39a0c0305e82c3301__lock__0000000004";
-    h.answer_list(&[curator, kazoo, &name_of(&node)]);
+    let mut h = H::served(&["/mixed"]);
+    h.peer_named("/mixed", "_c_a8a4cbf4-2d5a-4a3b-9f5c-0d1e2f3a4b5c-lock-");
+    let kazoo = h.peer_named("/mixed", "3f2504e04f8911d39a0c0305e82c3301__lock__");
+    h.served_acquire(LockSpec::write("/mixed"));
     // Two blockers cached: a notification leads to a listing, so no own watch.
-    h.answer_watch(&format!("/mixed/{kazoo}"), 1);
+    assert_eq!(h.watched(), vec![kazoo]);
     assert!(h.take_events().is_empty());
-    assert!(h.no_requests());
 }
 
 #[test]
@@ -344,118 +310,80 @@ fn scheme_selects_the_created_name() {
 fn a_curator_rwlock_writer_blocks_and_is_blocked_by_curator_readers() {
     // A zklock writer in Curator's read/write lock queues behind a Curator reader and
     // its node is what Curator's readers look for.
-    let reader = "_c_a8a4cbf4-2d5a-4a3b-9f5c-0d1e2f3a4b5c-__READ__0000000004";
-    let mut h = H::new();
-    h.acquire(LockSpec::write("/rw").scheme(NameScheme::Curator));
-    let node = h.answer_create(5);
+    let mut h = H::served(&["/rw"]);
+    let reader = h.peer_named("/rw", "_c_a8a4cbf4-2d5a-4a3b-9f5c-0d1e2f3a4b5c-__READ__");
+    let (_, node) = h.served_acquire(LockSpec::write("/rw").scheme(NameScheme::Curator));
     assert!(node.contains("-__WRIT__"), "{node}");
-    h.answer_list(&[reader, &name_of(&node)]);
-    h.answer_data(&node, SID);
-    let watch = h.next_req();
-    assert!(
-        matches!(&watch.op, Op::GetData { path, watch: true } if path.ends_with(reader)),
-        "{watch:?}"
-    );
+    assert!(h.watched().contains(&reader), "{:?}", h.watched());
     assert!(h.take_events().is_empty(), "must wait for the reader");
 }
 
 #[test]
 fn wraparound_orders_max_before_min() {
-    let mut h = H::new();
-    h.acquire(LockSpec::write("/w"));
-    let node = h.answer_create(i32::MIN);
-    let before = peer(NodeKind::Write, 1, i32::MAX);
-    let after = peer(NodeKind::Write, 2, i32::MIN + 1);
-    h.answer_list(&[&name_of(&node), &before, &after]);
-    h.answer_data(&node, SID);
+    let mut h = H::served(&["/w"]);
+    // The directory's sequence counter is about to wrap.
+    h.zk().model.set_cversion("/w", i32::MAX).unwrap();
+    let before = h.peer_joins("/w", NodeKind::Write, 1);
+    let (_, node) = h.served_acquire(LockSpec::write("/w"));
+    assert!(node.ends_with("-2147483648"), "{node}");
+    h.peer_joins("/w", NodeKind::Write, 2);
     // 2147483647 was created before -2147483648: we wait for it.
-    h.answer_data(&format!("/w/{before}"), 1);
+    assert!(h.watched().contains(&before), "{:?}", h.watched());
     assert!(h.take_events().is_empty());
 }
 
 #[test]
 fn missing_directory_creates_containers_then_the_node_in_one_burst() {
-    let mut h = H::new();
+    let mut h = H::served(&[]);
     h.acquire(LockSpec::write("/a/b/c"));
-    h.answer_err(ZkError::NoNode); // create
-    h.answer_err(ZkError::NoNode); // the pipelined listing
-    let mut created = vec![];
-    for _ in 0..3 {
-        let r = h.next_req();
-        let Op::Create {
-            path,
-            mode: CreateMode::Container,
-            ..
-        } = &r.op
-        else {
-            panic!("{:?}", r.op)
-        };
-        created.push(path.clone());
-        h.reply(
-            r.id,
-            Ok(Reply::Created {
-                path: path.clone(),
-                stat: None,
-            }),
-        );
-    }
-    assert_eq!(created, vec!["/a", "/a/b", "/a/b/c"]);
-    let node = h.answer_create(0);
-    h.answer_list(&[&name_of(&node)]);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    let containers: Vec<String> = h
+        .serve()
+        .into_iter()
+        .filter_map(|r| match r.op {
+            Op::Create {
+                path,
+                mode: CreateMode::Container,
+                ..
+            } => Some(path),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(containers, vec!["/a", "/a/b", "/a/b/c"]);
+    h.acquired();
 }
 
 #[test]
 fn try_only_fails_with_would_block_and_removes_its_node() {
-    let mut h = H::new();
+    let mut h = H::served(&["/t"]);
+    h.peer_joins("/t", NodeKind::Write, 1);
     h.acquire(LockSpec::write("/t").try_only());
-    let node = h.answer_create(4);
-    h.answer_list(&[&peer(NodeKind::Write, 1, 1), &name_of(&node)]);
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::WouldBlock)]
-    );
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: node,
-            version: None
-        }
-    );
-    h.reply(r.id, Ok(Reply::Deleted));
+    h.serve_one();
+    let node = h.ours("/t")[0].clone();
+    h.serve_one();
+    h.expect_events([LockEvent::Failed(FailReason::WouldBlock)]);
+    assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
     assert!(h.s.is_idle());
 }
 
 #[test]
 fn missing_stat_on_create_is_fetched_before_granting() {
-    let mut h = H::new();
+    let mut h = H::served(&["/n"]);
     h.acquire(LockSpec::write("/n"));
-    let r = h.next_req();
-    let Op::Create { path, .. } = &r.op else {
+    // A client library that returns no stat with the created path.
+    let (create, created) = h.apply_front();
+    let Ok(Reply::Created {
+        path,
+        stat: Some(stat),
+    }) = created
+    else {
         panic!()
     };
-    let node = format!("{path}0000000000");
-    h.reply(
-        r.id,
-        Ok(Reply::Created {
-            path: node.clone(),
-            stat: None,
-        }),
-    );
-    h.answer_list(&[&name_of(&node)]);
+    h.reply(create.id, Ok(Reply::Created { path, stat: None }));
+    h.serve_one();
     assert!(h.take_events().is_empty(), "no token yet");
-    let r = h.next_req();
-    let stat = Stat {
-        czxid: 555,
-        ephemeral_owner: SID,
-        ..Stat::default()
-    };
-    h.reply(r.id, Ok(Reply::Data { data: vec![], stat }));
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => assert_eq!(g.token, FencingToken(555)),
-        other => panic!("{other:?}"),
-    }
+    assert!(matches!(h.serve_one().op, Op::GetData { .. }));
+    let g = h.acquired();
+    assert_eq!(g.token, FencingToken(stat.czxid));
 }
 
 #[test]
@@ -513,29 +441,14 @@ fn requests_are_acquired_before_connect_and_sent_on_connect() {
 
 #[test]
 fn a_deadline_fails_with_timeout_and_removes_the_node() {
-    let mut h = H::new();
-    h.acquire(LockSpec::write("/d").deadline(h.now + std::time::Duration::from_secs(1)));
-    let node = h.answer_create(2);
-    h.answer_list(&[&peer(NodeKind::Write, 1, 1), &name_of(&node)]);
-    h.answer_data(&node, SID);
-    h.answer_data(&format!("/d/{}", peer(NodeKind::Write, 1, 1)), 4);
-    assert_eq!(
-        h.s.poll_timeout(),
-        Some(h.now + std::time::Duration::from_secs(1))
-    );
+    let mut h = H::served(&["/d"]);
+    h.peer_joins("/d", NodeKind::Write, 1);
+    let deadline = h.now + std::time::Duration::from_secs(1);
+    let (_, node) = h.served_acquire(LockSpec::write("/d").deadline(deadline));
+    assert_eq!(h.s.poll_timeout(), Some(deadline));
     h.advance(std::time::Duration::from_secs(1));
-    assert_eq!(
-        h.take_events(),
-        vec![LockEvent::Failed(FailReason::Timeout)]
-    );
-    let r = h.next_req();
-    assert_eq!(
-        r.op,
-        Op::Delete {
-            path: node,
-            version: None
-        }
-    );
+    h.expect_events([LockEvent::Failed(FailReason::Timeout)]);
+    assert!(ops(&h.serve()).contains(&delete_of(&node)));
 }
 
 #[test]
@@ -576,8 +489,7 @@ fn input_too_large_for_one_request_is_refused_before_anything_is_sent() {
 
 #[test]
 fn a_fenced_write_too_large_or_on_a_bad_path_is_refused() {
-    let mut h = H::new();
-    let (id, _) = h.held("/a", 1);
+    let (mut h, id, _) = H::holding(LockSpec::write("/a"));
     let big = vec![MultiOp::SetData {
         path: "/data".into(),
         data: vec![0; MAX_DATA_LEN],
@@ -601,10 +513,10 @@ fn a_fenced_write_too_large_or_on_a_bad_path_is_refused() {
 
 #[test]
 fn an_owner_never_waits_behind_its_own_node() {
-    let mut h = H::new();
+    let mut h = H::served(&["/rw", "/m"]);
     let now = h.now;
     // A read lock held by owner "t" cannot be upgraded by "t": refused at once.
-    let (_read, _) = h.held_spec(LockSpec::read("/rw").owner("t"), 1);
+    h.held_on(LockSpec::read("/rw").owner("t"));
     let upgrade = h.s.acquire(LockSpec::write("/rw").owner("t"), now);
     assert_eq!(
         upgrade,
@@ -627,8 +539,8 @@ fn an_owner_never_waits_behind_its_own_node() {
     }
     // A mutex is not re-entrant for its owner, and a write holder cannot wait for
     // the read half behind itself either.
-    let mut h = H::new();
-    h.held_spec(LockSpec::exclusive("/m").owner("t"), 1);
+    let mut h = H::served(&["/m"]);
+    h.held_on(LockSpec::exclusive("/m").owner("t"));
     for spec in [LockSpec::exclusive("/m"), LockSpec::read("/m")] {
         assert!(
             matches!(
@@ -647,17 +559,17 @@ fn an_owner_never_waits_behind_its_own_node() {
 fn a_native_semaphore_refuses_a_participant_with_another_permit_count() {
     // permits=1 and permits=5 on one path would let 5 in beside the one that
     // believes it is alone: the newcomer is refused and its node removed.
-    let other = format!(
-        "{}{}",
-        names::semaphore_node_prefix(NameScheme::Native, AttemptId(9), 1),
-        names::format_sequence(1)
+    let mut h = H::served(&["/s"]);
+    let other = h.peer_named(
+        "/s",
+        &names::semaphore_node_prefix(NameScheme::Native, AttemptId(9), 1),
     );
     assert!(other.contains("-sem1-"), "{other}");
-    let mut h = H::new();
     let id = h.acquire(LockSpec::semaphore("/s", 5));
-    let node = h.answer_create(2);
+    h.serve_one();
+    let node = h.ours("/s")[0].clone();
     assert!(node.contains("-sem5-"), "{node}");
-    h.answer_list(&[&other, &name_of(&node)]);
+    h.serve();
     let events = h.events.clone();
     assert!(
         events.contains(&(
@@ -666,24 +578,12 @@ fn a_native_semaphore_refuses_a_participant_with_another_permit_count() {
         )),
         "{events:?}"
     );
-    // Its node goes.
-    let mut deleted = false;
-    while let Some(r) = h.reqs.pop_front() {
-        deleted |= matches!(&r.op, Op::Delete { path, .. } if *path == node);
-    }
-    assert!(deleted, "the refused node is removed");
+    assert!(!h.exists(&node), "the refused node is removed");
     // The same count, or a participant from before counts were recorded, is fine.
-    let legacy = format!(
-        "{}{}",
-        names::node_prefix(NameScheme::Native, AttemptId(9), NodeKind::Semaphore),
-        names::format_sequence(1)
-    );
-    assert_eq!(names::parse_name(&legacy).unwrap().permits, None);
-    let mut h = H::new();
-    h.acquire(LockSpec::semaphore("/s", 5));
-    let node = h.answer_create(2);
-    h.answer_list(&[&legacy, &name_of(&node)]);
-    assert!(matches!(h.take_events()[..], [LockEvent::Acquired(_)]));
+    let mut h = H::served(&["/s"]);
+    let legacy = h.peer_joins("/s", NodeKind::Semaphore, 9);
+    assert_eq!(names::parse_name(&name_of(&legacy)).unwrap().permits, None);
+    h.held_on(LockSpec::semaphore("/s", 5));
 }
 
 /// A watch set before our own node's read can fire before that read is answered
@@ -692,44 +592,28 @@ fn a_native_semaphore_refuses_a_participant_with_another_permit_count() {
 #[test]
 fn a_cache_grant_waits_for_the_news_of_our_own_node() {
     for own_node_there in [true, false] {
-        let mut h = H::new();
-        h.acquire(LockSpec::semaphore("/sem", 2));
-        let node = h.answer_create(10);
-        let a = peer(NodeKind::Semaphore, 1, 1);
-        let b = peer(NodeKind::Semaphore, 2, 2);
-        let c = peer(NodeKind::Semaphore, 3, 3);
-        h.answer_list(&[&a, &b, &c, &name_of(&node)]);
-        h.answer_watch(&format!("/sem/{b}"), 3);
-        h.answer_watch(&format!("/sem/{c}"), 3);
-        h.watch(&format!("/sem/{b}"), WatchKind::NodeDeleted);
-        h.answer_list(&[&a, &c, &name_of(&node)]);
-        let own_read = h.next_req();
+        let mut h = H::served(&["/sem"]);
+        let [_, b, c] = [1, 2, 3].map(|n| h.peer_joins("/sem", NodeKind::Semaphore, n));
+        let (_, node) = h.served_acquire(LockSpec::semaphore("/sem", 2));
+        h.delete_node(&b);
+        h.serve_one();
         assert_eq!(
-            own_read.op,
+            h.reqs[0].op,
             Op::GetData {
                 path: node.clone(),
                 watch: true
             }
         );
         // c (still watched from before) goes before the read is answered.
-        h.watch(&format!("/sem/{c}"), WatchKind::NodeDeleted);
+        h.delete_node(&c);
         assert!(
             h.take_events().is_empty(),
             "no grant before our node is seen"
         );
-        let result = if own_node_there {
-            Ok(Reply::Data {
-                data: vec![],
-                stat: Stat {
-                    czxid: h.czxid,
-                    ephemeral_owner: SID,
-                    ..Stat::default()
-                },
-            })
-        } else {
-            Err(ZkError::NoNode)
-        };
-        h.reply(own_read.id, result);
+        if !own_node_there {
+            h.delete_node(&node);
+        }
+        h.serve();
         let events = h.take_events();
         if own_node_there {
             assert!(matches!(events[..], [LockEvent::Acquired(_)]), "{events:?}");
