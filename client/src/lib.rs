@@ -194,7 +194,8 @@
 //!    `SetData`, `Delete`, `Multi` (all or nothing; a failed op is
 //!    `ZkError::MultiFailed { index, .. }`). Map the client's errors onto
 //!    [`ZkError`]: anything after which the request may or may not have been
-//!    applied is `ConnectionLoss`. Unknown future ops get `ZkError::Other`. The call
+//!    applied is `ConnectionLoss`. An op the client cannot send (a future one, or
+//!    `multi` on a client without it) gets `ZkError::Unimplemented`. The call
 //!    must put the request on the wire in the order polled; if the client buffers
 //!    writes (Nagle), set `TCP_NODELAY`.
 //! 3. **Session mapping** (`driver.rs`): the client's states onto
@@ -271,7 +272,7 @@
 //!                 nodes.retain(|n| *n != path);
 //!                 Ok(Reply::Deleted)
 //!             }
-//!             _ => Err(ZkError::Other("not in this sketch".into())),
+//!             _ => Err(ZkError::Unimplemented),
 //!         };
 //!         link.handle_reply(id, result, Instant::now());
 //!     }

@@ -8,7 +8,8 @@
 //!   comes) decides the rest: these tasks go on with the next session, or stop with
 //!   `Closed`.
 //! * Anything else the server or the client answered (`NoAuth`, `BadArguments`, an
-//!   op the binding cannot send, [`ZkError::Other`]), and a reply of the wrong kind
+//!   op the binding cannot send ([`ZkError::Unimplemented`]), [`ZkError::Other`]),
+//!   and a reply of the wrong kind
 //!   (a binding's mistake): stop with [`FailReason::Zk`]. Asking again would get the
 //!   same answer, and a task retried forever leaves its caller waiting forever.
 //!
@@ -97,7 +98,7 @@ mod tests {
             ZkError::NoAuth,
             ZkError::BadArguments,
             ZkError::NodeExists,
-            ZkError::Other("unsupported op".into()),
+            ZkError::Unimplemented,
             ZkError::unexpected_reply(),
         ] {
             assert!(!retries(&final_answer), "{final_answer:?}");

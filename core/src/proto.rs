@@ -416,6 +416,11 @@ pub enum ZkError {
     /// What needs it (fenced writes, sections, lock-delay) fails at once.
     #[error("operation not implemented by the client or server")]
     Unimplemented,
+    /// The server refused the session's credentials (ZooKeeper's `AUTHFAILED`,
+    /// answering `addAuth`): final. Bindings whose client reports it on a
+    /// request map it to [`NoAuth`](ZkError::NoAuth).
+    #[error("authentication failed")]
+    AuthFailed,
     /// Anything else, with the client's description.
     #[error("zookeeper error: {0}")]
     Other(String),
@@ -443,7 +448,8 @@ impl ZkError {
             | ZkError::NotEmpty
             | ZkError::BadVersion
             | ZkError::NoChildrenForEphemerals
-            | ZkError::NoAuth => true,
+            | ZkError::NoAuth
+            | ZkError::AuthFailed => true,
             ZkError::MultiFailed { error, .. } => error.is_from_server(),
             _ => false,
         }

@@ -312,10 +312,7 @@ fn without_multi_the_break_goes_unrecorded() {
     serve_read(&mut h, &node);
     let multi = h.next_req();
     assert!(matches!(multi.op, Op::Multi(_)), "{multi:?}");
-    h.reply(
-        multi.id,
-        Err(ZkError::Other("multi unsupported by this client".into())),
-    );
+    h.reply(multi.id, Err(ZkError::Unimplemented));
     assert_eq!(ops(&h.serve()), [delete_at(&node, 0)]);
     assert_eq!(broken(&mut h), [(node, BreakOutcome::Deleted)]);
     assert!(!h.exists("/l/zkl-broken"));

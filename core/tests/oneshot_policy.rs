@@ -62,7 +62,9 @@ fn a_final_answer_stops_every_task_with_that_error() {
         for error in [
             ZkError::NoAuth,
             ZkError::BadArguments,
-            ZkError::Other("unsupported operation".into()),
+            ZkError::Unimplemented,
+            ZkError::AuthFailed,
+            ZkError::Other("a client's own failure".into()),
         ] {
             let mut h = H::new();
             start(&mut h, task);

@@ -84,11 +84,7 @@ pub(crate) async fn call(
         // zookeeper-async (5.0) has no `multi` and no way to send a raw
         // request, and separate calls are not atomic: refused whole.
         Op::Multi(_) => return Err(ZkError::Unimplemented),
-        other => {
-            return Err(ZkError::Other(format!(
-                "unsupported by this binding: {other:?}"
-            )))
-        }
+        _ => return Err(ZkError::Unimplemented),
     }
     .map_err(zk_error)
 }
@@ -132,6 +128,7 @@ pub(crate) fn zk_error(e: zookeeper_async::ZkError) -> ZkError {
         E::SessionExpired => ZkError::SessionExpired,
         E::BadArguments => ZkError::BadArguments,
         E::NoAuth | E::AuthFailed => ZkError::NoAuth,
+        E::Unimplemented => ZkError::Unimplemented,
         other => ZkError::Other(format!("{other:?}")),
     }
 }

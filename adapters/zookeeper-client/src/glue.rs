@@ -81,10 +81,7 @@ pub(crate) fn call(client: Arc<Client>, op: Op, acls: Arc<[Acl]>) -> BoxFuture<'
         Op::Sync { path } => {
             Box::pin(async move { unwatched(client.sync(&path).await.map(|()| Reply::Synced)) })
         }
-        other => {
-            let message = format!("operation not supported by this binding: {other:?}");
-            Box::pin(async move { (Err(ZkError::Other(message)), None) })
-        }
+        _ => Box::pin(async { (Err(ZkError::Unimplemented), None) }),
     }
 }
 
@@ -120,10 +117,7 @@ async fn multi(client: &Client, ops: Vec<MultiOp>, acls: &[Acl]) -> Result<Reply
             MultiOp::Check { path, version } => {
                 writer.add_check_version(path, version.unwrap_or(-1))
             }
-            other => {
-                let message = format!("multi op not supported by this binding: {other:?}");
-                return Err(ZkError::Other(message));
-            }
+            _ => return Err(ZkError::Unimplemented),
         };
         added.map_err(zk_error)?;
     }
@@ -200,6 +194,7 @@ pub(crate) fn zk_error(e: zookeeper_client::Error) -> ZkError {
         E::ClientClosed => ZkError::Closed,
         E::BadArguments(_) => ZkError::BadArguments,
         E::NoAuth | E::AuthFailed => ZkError::NoAuth,
+        E::Unimplemented => ZkError::Unimplemented,
         other => ZkError::Other(other.to_string()),
     }
 }

@@ -20,9 +20,6 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use zookeeper::{Acl, MultiError, OpResult, Permission, ZooKeeper};
 
-/// How `probe_session` reports credentials the server refused.
-pub(crate) const AUTH_REFUSED: &str = "the server refused the credentials";
-
 /// The ACL of the nodes zklock creates (and of the session marker), in the
 /// crate's terms.
 pub(crate) fn acl(acl: &NodeAcl) -> Vec<Acl> {
@@ -61,6 +58,7 @@ pub(crate) fn zk_error(e: zookeeper::ZkError) -> ZkError {
         E::SessionExpired => ZkError::SessionExpired,
         E::BadArguments => ZkError::BadArguments,
         E::NoAuth | E::AuthFailed => ZkError::NoAuth,
+        E::Unimplemented => ZkError::Unimplemented,
         other => ZkError::Other(format!("{other:?}")),
     }
 }
@@ -102,7 +100,7 @@ pub(crate) fn run_op(zk: &ZooKeeper, op: &Op, acl: &[Acl]) -> Result<Reply, ZkEr
         // The fork's (zookeeper-zklock): through the leader, no transaction.
         Op::Sync { path } => zk.sync(path).map(|_| Reply::Synced),
         Op::Multi(ops) => return multi(zk, ops, acl),
-        _ => return Err(ZkError::Other(format!("unsupported operation {op:?}"))),
+        _ => return Err(ZkError::Unimplemented),
     }
     .map_err(zk_error)
 }
@@ -137,10 +135,7 @@ fn multi(zk: &ZooKeeper, ops: &[MultiOp], acl: &[Acl]) -> Result<Reply, ZkError>
                     path: path.clone(),
                     version: *version,
                 },
-                other => {
-                    let message = format!("multi op not supported by this binding: {other:?}");
-                    return Err(ZkError::Other(message));
-                }
+                _ => return Err(ZkError::Unimplemented),
             })
         })
         .collect::<Result<Vec<_>, ZkError>>()?;
@@ -218,7 +213,7 @@ pub(crate) fn probe_session(
     for auth in auth {
         zk.add_auth(&auth.scheme, auth.credentials.clone())
             .map_err(|e| match e {
-                zookeeper::ZkError::AuthFailed => ZkError::Other(AUTH_REFUSED.to_owned()),
+                zookeeper::ZkError::AuthFailed => ZkError::AuthFailed,
                 other => zk_error(other),
             })?;
     }
@@ -455,10 +450,10 @@ mod tests {
         );
         assert!(zk_error(zookeeper::ZkError::OperationTimeout).is_connection_loss());
         assert_eq!(zk_error(zookeeper::ZkError::AuthFailed), ZkError::NoAuth);
-        assert!(matches!(
+        assert_eq!(
             zk_error(zookeeper::ZkError::Unimplemented),
-            ZkError::Other(_)
-        ));
+            ZkError::Unimplemented
+        );
     }
 
     #[test]

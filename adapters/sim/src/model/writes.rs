@@ -80,7 +80,7 @@ impl ZkModel {
                 MultiOp::Check { path, version } => {
                     self.do_check(path, *version).map(|()| MultiResult::Checked)
                 }
-                _ => Err(ZkError::Other("unsupported multi op".to_owned())),
+                _ => Err(ZkError::Unimplemented),
             };
             match r {
                 Ok(r) => results.push(r),
@@ -134,7 +134,7 @@ impl ZkModel {
                 .map(|_| Reply::WatchRemoved),
             // One server is its own leader: a sync has nothing to wait for.
             Op::Sync { .. } => Ok(Reply::Synced),
-            _ => Err(ZkError::Other("unsupported op".to_owned())),
+            _ => Err(ZkError::Unimplemented),
         }
     }
 

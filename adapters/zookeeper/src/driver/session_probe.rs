@@ -114,7 +114,7 @@ impl Driver {
             }
             Err(e) => {
                 self.conn.probe_error = Some(e.clone());
-                if !self.ever_connected && e == ZkError::Other(wire::AUTH_REFUSED.to_owned()) {
+                if !self.ever_connected && e == ZkError::AuthFailed {
                     self.fail_connect(Error::AuthFailed {
                         source: Some(lock_client::Cause::new(e)),
                     });
