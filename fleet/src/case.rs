@@ -58,13 +58,7 @@ pub struct CaseConfig {
 }
 
 fn env_u64(key: &str, default: u64) -> u64 {
-    match std::env::var(key) {
-        Ok(v) => v
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{key}={v:?}: not a number")),
-        Err(_) => default,
-    }
+    lock_testkit::measure::env_usize(key, default as usize) as u64
 }
 
 impl CaseConfig {

@@ -19,7 +19,8 @@
 
 mod common;
 
-use common::{env_or, packets, start_server, wait_quiet, wait_watches, watch_count, Sniffer};
+use common::{packets, start_server, wait_quiet, wait_watches, watch_count, Sniffer};
+use lock_testkit::measure::env_or;
 use lock_testkit::ZkServer;
 use lock_zookeeper_client::{Connect, LockClient, TokioRuntime};
 use std::time::{Duration, Instant};

@@ -123,9 +123,9 @@ async fn uncontended(rt: Runtime, cluster: &str, server: &ZkServer) -> Uncontend
     let requests = client.stats().await.unwrap().requests - requests_before;
     client.close().await;
     Uncontended {
-        acquire: percentiles(&mut acquire),
-        release: percentiles(&mut release),
-        cycle: percentiles(&mut cycle),
+        acquire: percentiles(&acquire),
+        release: percentiles(&release),
+        cycle: percentiles(&cycle),
         requests_per_cycle: requests as f64 / UNCONTENDED_CYCLES as f64,
         packets_per_cycle: packets as f64 / UNCONTENDED_CYCLES as f64,
     }
@@ -199,9 +199,10 @@ async fn contended(
     (acquisitions, elapsed, requests - requests_before, packets)
 }
 
-fn percentiles(samples: &mut [Duration]) -> (Duration, Duration) {
-    samples.sort();
-    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+/// p50 and p99 (`lock_testkit::measure::percentile`).
+fn percentiles(samples: &[Duration]) -> (Duration, Duration) {
+    let secs: Vec<f64> = samples.iter().map(Duration::as_secs_f64).collect();
+    let at = |q| Duration::from_secs_f64(lock_testkit::measure::percentile(&secs, q));
     (at(0.5), at(0.99))
 }
 

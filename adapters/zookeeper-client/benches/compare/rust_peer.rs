@@ -1,12 +1,11 @@
 //! This bench binary as a peer (`COMPARE_PEER=zklock|floor|recipe`): the line
 //! protocol of `peers/CuratorBench.java` over zklock's `LockClient`, the bare
-//! zookeeper-client floor (`common::bare_lock`) or zookeeper-client's own
+//! zookeeper-client floor (`lock_testkit::floor`) or zookeeper-client's own
 //! `Client::lock`. Tokio with 2 workers, as a service on this machine would run.
 
-use super::common::bare_client;
-use super::common::bare_lock::{bare_lock, bare_release, mkdir};
 use super::peer::Library;
 use futures::StreamExt;
+use lock_testkit::floor::{bare_client, bare_lock, bare_release, mkdir};
 use lock_zookeeper_client::{Connect, LockClient, LockGuard, TokioRuntime};
 use std::collections::BTreeSet;
 use std::io::{BufRead, Write};

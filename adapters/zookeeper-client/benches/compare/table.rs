@@ -3,8 +3,8 @@
 //! library, the median and the spread of zklock's value divided by that
 //! library's in the same round.
 
-use super::common::median;
 use super::peer::Library;
+use lock_testkit::measure::median;
 use std::collections::BTreeMap;
 
 /// How a row's values print.

@@ -1,15 +1,15 @@
 //! Herd drain: one holder, N queued waiters, zklock against the floor and the two herd designs.
 
-use crate::common::bare_lock::{
-    bare_lock, bare_lock_counted, bare_release, mkdir, sequence_of, NAME,
-};
 use crate::common::{
-    bare_client, env_or, env_usize, loadavg, median, median_duration, mntr_overhead, packets,
-    wait_quiet, wait_watches, watch_count, window, Packets, Sniffer,
+    mntr_overhead, packets, wait_quiet, wait_watches, watch_count, window, Packets, Sniffer,
 };
 use crate::{lock_client, TIMEOUT};
 use futures::channel::mpsc;
 use futures::StreamExt;
+use lock_testkit::floor::{
+    bare_client, bare_lock, bare_lock_counted, bare_release, mkdir, sequence_of, NAME,
+};
+use lock_testkit::measure::{env_or, env_usize, loadavg, median, median_duration};
 use lock_testkit::ZkServer;
 use lock_zookeeper_client::TokioRuntime;
 use std::sync::atomic::{AtomicUsize, Ordering};
