@@ -4,6 +4,7 @@
 use crate::check::{Figures, Overlap};
 use crate::record::Fault;
 use crate::Mode;
+use lock_testkit::measure::thousands;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -115,19 +116,6 @@ impl CaseConfig {
         }
         s
     }
-}
-
-/// `10000` as `10,000`.
-pub fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// A member's figures over the window.

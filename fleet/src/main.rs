@@ -20,10 +20,9 @@
 
 #![forbid(unsafe_code)]
 
-use lock_fleet::case::thousands;
 use lock_fleet::coord::start_ensemble;
 use lock_fleet::{report, run_case, run_case_on, CaseConfig, CaseResult, Mode, WorkerSpec};
-use lock_testkit::measure::{env_list, loadavg, median, splice, utc};
+use lock_testkit::measure::{env_list, loadavg, median, splice, thousands, utc};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;

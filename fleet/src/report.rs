@@ -1,7 +1,8 @@
 //! The text of a case, and BENCHMARKS.md's fleet section.
 
-use crate::case::{thousands, CaseResult};
+use crate::case::CaseResult;
 use crate::check::Spread;
+use lock_testkit::measure::thousands;
 use std::fmt::Write as _;
 use std::time::Duration;
 

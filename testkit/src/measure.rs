@@ -79,6 +79,28 @@ pub fn env_words(key: &str, default: &str) -> Vec<String> {
         .collect()
 }
 
+/// `number` with thousands separators on its integer part: `12345.6` as
+/// `12,345.6`, `-1000` as `-1,000`.
+pub fn thousands(number: impl std::fmt::Display) -> String {
+    let text = number.to_string();
+    let (sign, unsigned) = text.split_at(usize::from(text.starts_with('-')));
+    let (int, frac) = unsigned
+        .split_once('.')
+        .map_or((unsigned, None), |(a, b)| (a, Some(b)));
+    let mut out = sign.to_owned();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if let Some(frac) = frac {
+        out.push('.');
+        out.push_str(frac);
+    }
+    out
+}
+
 /// `/proc/loadavg`'s first three fields (1, 5 and 15 minutes), or `?`.
 pub fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
@@ -300,6 +322,15 @@ mod tests {
     fn a_misspelt_number_knob_panics_naming_it() {
         std::env::set_var("LOCK_TESTKIT_MEASURE_BAD", "many");
         env_usize("LOCK_TESTKIT_MEASURE_BAD", 1);
+    }
+
+    #[test]
+    fn thousands_groups_the_integer_part() {
+        assert_eq!(thousands(10_000), "10,000");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands("1234567.125"), "1,234,567.125");
+        assert_eq!(thousands(-123), "-123");
+        assert_eq!(thousands(-1000.5), "-1,000.5");
     }
 
     #[test]

@@ -68,7 +68,7 @@ fn main() {
         "runtime", "sessions", "acquisitions", "handoffs/s", "req/acquisition", "pkts/acquisition"
     );
     for sessions in [2, 8] {
-        let rt = tokio_runtime();
+        let rt = common::runtime();
         let cluster = cluster.clone();
         let server = &server;
         let runtime = Runtime::Tokio(rt.handle().clone());
@@ -215,14 +215,6 @@ async fn connect(rt: &Runtime, cluster: &str) -> LockClient {
         .expect("connecting")
 }
 
-fn tokio_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 enum Rt {
     Tokio(tokio::runtime::Runtime),
     AsyncStd,
@@ -231,7 +223,7 @@ enum Rt {
 
 fn runtimes() -> Vec<(String, Rt)> {
     vec![
-        ("tokio".into(), Rt::Tokio(tokio_runtime())),
+        ("tokio".into(), Rt::Tokio(common::runtime())),
         ("async-std".into(), Rt::AsyncStd),
         ("smol".into(), Rt::Smol),
     ]

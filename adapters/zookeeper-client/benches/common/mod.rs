@@ -22,6 +22,16 @@ pub fn start_server() -> ZkServer {
     builder.start().expect("starting ZooKeeper (lock-testkit)")
 }
 
+/// The benches' runtime: tokio with 2 worker threads (the machine's cores in
+/// BENCHMARKS.md's runs), timers and I/O on.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio")
+}
+
 /// The server's packet counters: requests received (every request and ping of
 /// every session, plus one per four-letter word) and packets sent (a reply to
 /// each of those, plus every watch notification).

@@ -97,11 +97,7 @@ pub fn run(library: Library) {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (cluster, sessions) = (args[0].clone(), args[1].parse::<usize>().expect("sessions"));
     let timeout = Duration::from_millis(args[2].parse().expect("timeout"));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = super::common::runtime();
     let handle = TokioRuntime(rt.handle().clone());
     let sessions = rt.block_on(async {
         let connects = (0..sessions).map(|_| async {

@@ -69,11 +69,7 @@ fn main() {
     let on = |s: &str| only.split(',').any(|x| x.trim() == s);
     let rounds = env_usize("FLOOR_ROUNDS", 5);
     let server = start_server();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::runtime();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!(
         "zklock vs the bare zookeeper-client floor; ZooKeeper on {}; {cores} cores; tokio, 2 workers; {rounds} rounds each, alternating",
