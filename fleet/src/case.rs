@@ -4,6 +4,7 @@
 use crate::check::{Figures, Overlap};
 use crate::record::Fault;
 use crate::Mode;
+use lock_testkit::measure::thousands;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -58,13 +59,7 @@ pub struct CaseConfig {
 }
 
 fn env_u64(key: &str, default: u64) -> u64 {
-    match std::env::var(key) {
-        Ok(v) => v
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{key}={v:?}: not a number")),
-        Err(_) => default,
-    }
+    lock_testkit::measure::env_usize(key, default as usize) as u64
 }
 
 impl CaseConfig {
@@ -121,19 +116,6 @@ impl CaseConfig {
         }
         s
     }
-}
-
-/// `10000` as `10,000`.
-pub fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// A member's figures over the window.

@@ -4,12 +4,12 @@
 use crate::case::{CaseConfig, CaseResult};
 use crate::check;
 use crate::launch::{worker_command, Peers, Worker};
-use crate::measure::{expiring_ids, heap_used_mb, loadavg, rss_kib, sampler};
+use crate::measure::{expiring_ids, heap_used_mb, sampler};
 use crate::record::{Fault, Hold, Record};
 use crate::{now_ns, WorkerSpec};
+use lock_testkit::measure::{loadavg, rss_kib, LinePeer};
 use lock_testkit::ZkEnsemble;
 use std::collections::BTreeMap;
-use std::io::BufReader;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -73,21 +73,11 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
                 seed: config.seed,
                 out: out.display().to_string(),
             };
-            let mut child = worker_command(config, &peers)
-                .args(spec.to_args())
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .spawn()
-                .expect("starting a worker");
-            let stdin = child.stdin.take().unwrap();
-            let stdout = BufReader::new(child.stdout.take().unwrap());
-            Worker {
-                child,
-                stdin,
-                stdout,
-                out,
-            }
+            let mut command = worker_command(config, &peers);
+            command.args(spec.to_args()).stderr(Stdio::inherit());
+            let process = LinePeer::spawn(&mut command, format!("worker {w}"))
+                .unwrap_or_else(|e| panic!("{e}"));
+            Worker { process, out }
         })
         .collect();
     let connected: usize = workers
@@ -120,7 +110,7 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
         let (ensemble, stop) = (ensemble.clone(), stop.clone());
         thread::spawn(move || sampler(ensemble, stop))
     };
-    let cpu0: Vec<Duration> = workers.iter().map(Worker::cpu).collect();
+    let cpu0: Vec<Duration> = workers.iter().map(|w| w.process.cpu_time()).collect();
     let t0 = now_ns();
     let window_start = Instant::now();
     let mut restarts = Vec::new();
@@ -159,8 +149,8 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
     }
     let t1 = now_ns();
     let window = window_start.elapsed();
-    let cpu1: Vec<Duration> = workers.iter().map(Worker::cpu).collect();
-    let client_rss: u64 = workers.iter().map(Worker::rss_kib).sum();
+    let cpu1: Vec<Duration> = workers.iter().map(|w| w.process.cpu_time()).collect();
+    let client_rss: u64 = workers.iter().map(|w| w.process.rss_kib()).sum();
     let load_end = loadavg();
     stop.store(true, Ordering::SeqCst);
     let mut members = sampling.join().expect("sampler");
@@ -199,9 +189,9 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
     let mut holds: Vec<Hold> = Vec::new();
     let mut faults: Vec<Fault> = Vec::new();
     for w in &mut workers {
-        let status = w.child.wait().expect("waiting for a worker");
+        let status = w.process.wait().expect("waiting for a worker");
         if !status.success() {
-            worker_failures.push(format!("worker {} exited with {status}", w.child.id()));
+            worker_failures.push(format!("worker {} exited with {status}", w.process.pid()));
         }
         let text = std::fs::read_to_string(&w.out).expect("reading a worker's records");
         for line in text.lines() {

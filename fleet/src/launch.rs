@@ -1,13 +1,11 @@
 //! Starting the worker processes: the command for each library (this binary,
 //! Curator's compiled worker, kazoo's script) and the coordinator's handle on a
-//! running worker (its stdin and stdout, its RSS and CPU time).
+//! running worker (a `LinePeer`: its stdin and stdout, its RSS and CPU time).
 
 use crate::case::CaseConfig;
-use crate::measure::{cpu_time, rss_kib};
-use std::io::{BufRead, BufReader, Write};
+use lock_testkit::measure::LinePeer;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command};
-use std::time::Duration;
+use std::process::Command;
 
 const CURATOR_SOURCE: &str = include_str!("../peers/CuratorFleet.java");
 const KAZOO_SOURCE: &str = include_str!("../peers/kazoo_fleet.py");
@@ -87,9 +85,7 @@ pub(crate) fn worker_command(config: &CaseConfig, peers: &Peers) -> Command {
 
 /// A running worker process, as the coordinator drives it.
 pub(crate) struct Worker {
-    pub(crate) child: Child,
-    pub(crate) stdin: ChildStdin,
-    pub(crate) stdout: BufReader<ChildStdout>,
+    pub(crate) process: LinePeer,
     /// Its record file.
     pub(crate) out: PathBuf,
 }
@@ -97,30 +93,17 @@ pub(crate) struct Worker {
 impl Worker {
     /// Sends `line` to the worker.
     pub(crate) fn send(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").expect("writing to a worker");
-        self.stdin.flush().expect("writing to a worker");
+        self.process.send(line).expect("writing to a worker");
     }
 
     /// The worker's next line, which must start with `word`.
     pub(crate) fn expect(&mut self, word: &str) -> String {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("reading a worker");
+        let pid = self.process.pid();
+        let line = (self.process.read_line()).unwrap_or_else(|e| panic!("worker {pid}: {e}"));
         assert!(
             line.starts_with(word),
-            "worker {}: expected {word:?}, got {line:?} (exit: {:?})",
-            self.child.id(),
-            self.child.try_wait()
+            "worker {pid}: expected {word:?}, got {line:?}"
         );
         line.trim().to_owned()
-    }
-
-    /// Its RSS, KiB.
-    pub(crate) fn rss_kib(&self) -> u64 {
-        rss_kib(self.child.id())
-    }
-
-    /// Its CPU time so far.
-    pub(crate) fn cpu(&self) -> Duration {
-        cpu_time(self.child.id())
     }
 }

@@ -20,26 +20,13 @@
 
 #![forbid(unsafe_code)]
 
-use lock_fleet::case::thousands;
 use lock_fleet::coord::start_ensemble;
-use lock_fleet::measure::loadavg;
 use lock_fleet::{report, run_case, run_case_on, CaseConfig, CaseResult, Mode, WorkerSpec};
+use lock_testkit::measure::{env_list, loadavg, median, splice, thousands, utc};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-
-fn env_list(key: &str, default: &str) -> Vec<usize> {
-    std::env::var(key)
-        .unwrap_or_else(|_| default.to_owned())
-        .split(',')
-        .map(|s| {
-            s.trim()
-                .parse()
-                .unwrap_or_else(|_| panic!("{key}: {s:?} is not a number"))
-        })
-        .collect()
-}
 
 fn records_dir(name: &str) -> PathBuf {
     std::env::temp_dir()
@@ -160,7 +147,7 @@ fn suite() {
         let svg = root.join("charts/fleet.svg");
         std::fs::create_dir_all(svg.parent().unwrap()).expect("charts directory");
         lock_fleet::chart::write(&results, &svg).expect("writing the chart");
-        report::splice(&root.join("../BENCHMARKS.md"), "fleet", &text);
+        splice(&root.join("../BENCHMARKS.md"), "fleet", &text);
     }
     if failed {
         eprintln!("fleet: a case failed its checks (see the verdicts above)");
@@ -178,20 +165,6 @@ struct Yard {
     seconds: u64,
     load: Vec<String>,
     faults: Vec<String>,
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return 0.0;
-    }
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    }
 }
 
 /// The ensemble's own limit: the same harness, every session in a closed loop
@@ -312,12 +285,8 @@ fn section(
     started: std::time::SystemTime,
 ) -> String {
     let mut t = String::new();
-    let days = started
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| (d.as_secs() / 86400) as i64)
-        .unwrap_or(0);
-    let (y, m, d) = civil_from_days(days);
-    let _ = writeln!(t, "Measured with `scripts/bench.sh fleet` on {y}-{m:02}-{d:02} (UTC). ZooKeeper 3.8.0, a 3-node ensemble on this machine (each server its own JVM), 2 cores, shared: the load average is given with every row.\n");
+    let date = &utc(started)[..10];
+    let _ = writeln!(t, "Measured with `scripts/bench.sh fleet` on {date} (UTC). ZooKeeper 3.8.0, a 3-node ensemble on this machine (each server its own JVM), 2 cores, shared: the load average is given with every row.\n");
     let _ = writeln!(t, "{}", report::table(results));
     for r in results {
         let c = &r.config;
@@ -355,28 +324,4 @@ fn section(
     );
     t.push_str(&yard_table(yard));
     t
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard
-/// Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn civil_dates() {
-        assert_eq!(super::civil_from_days(0), (1970, 1, 1));
-        assert_eq!(super::civil_from_days(20_785), (2026, 11, 28));
-        assert_eq!(super::civil_from_days(11_016), (2000, 2, 29));
-    }
 }

@@ -1,6 +1,7 @@
-//! What the coordinator measures of the processes and the servers: a process's
-//! RSS and CPU time, a JVM's live heap, the machine's load, the members' `mntr`
-//! counters over the window, the sessions a member's log says it expired.
+//! What the coordinator measures of the servers: a JVM's live heap, the
+//! members' `mntr` counters over the window, the sessions a member's log says
+//! it expired (a process's RSS and CPU time and the machine's load are
+//! `lock_testkit::measure`'s).
 
 use crate::case::MemberFigures;
 use lock_testkit::{ZkEnsemble, ZkServer};
@@ -9,43 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-
-/// VmRSS of a process, KiB.
-pub(crate) fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-/// User + system CPU time of a process.
-pub(crate) fn cpu_time(pid: u32) -> Duration {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return Duration::ZERO;
-    };
-    let rest = text.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15; `rest` starts at field 3.
-    let ticks = |i: usize| {
-        fields
-            .get(i - 3)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    // USER_HZ is 100 on every Linux this runs on.
-    Duration::from_millis((ticks(14) + ticks(15)) * 10)
-}
-
-/// `/proc/loadavg`'s first three fields.
-pub fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".into())
-}
 
 /// The live heap of a JVM, MiB: `jcmd <pid> GC.run` (a full collection, after
 /// the window, so that the figure is what the sessions and nodes keep, not

@@ -1,9 +1,9 @@
 //! The text of a case, and BENCHMARKS.md's fleet section.
 
-use crate::case::{thousands, CaseResult};
+use crate::case::CaseResult;
 use crate::check::Spread;
+use lock_testkit::measure::thousands;
 use std::fmt::Write as _;
-use std::path::Path;
 use std::time::Duration;
 
 fn ms(d: Duration) -> String {
@@ -194,19 +194,4 @@ pub fn table(results: &[CaseResult]) -> String {
         t.push('\n');
     }
     t
-}
-
-/// Replaces the text between `<!-- name:start -->` and `<!-- name:end -->`.
-pub fn splice(path: &Path, name: &str, text: &str) {
-    let doc = std::fs::read_to_string(path).expect("reading BENCHMARKS.md");
-    let (start, end) = (
-        format!("<!-- {name}:start -->"),
-        format!("<!-- {name}:end -->"),
-    );
-    let (Some(a), Some(b)) = (doc.find(&start), doc.find(&end)) else {
-        panic!("{} has no {start} ... {end} markers", path.display());
-    };
-    let out = format!("{}{start}\n{text}\n{}", &doc[..a], &doc[b..]);
-    std::fs::write(path, out).expect("writing BENCHMARKS.md");
-    println!("wrote {} ({name})", path.display());
 }

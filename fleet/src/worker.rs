@@ -16,6 +16,7 @@
 use crate::record::{Fault, Hold, Record};
 use crate::{now_ns, Mode, WorkerSpec};
 use futures::StreamExt;
+use lock_testkit::floor;
 use lock_zookeeper_client::{Connect, Error, LockClient, LockEvent, LostReason, TokioRuntime};
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
@@ -23,10 +24,6 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{sleep, Instant};
 use zookeeper_client::{Acls, Client, CreateMode};
-
-#[path = "../../adapters/zookeeper-client/benches/common/bare_lock.rs"]
-#[allow(dead_code)]
-mod bare_lock;
 
 /// How the workload is told to run: before `go`, running, after `stop`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -190,8 +187,7 @@ async fn connect_all(spec: &WorkerSpec) -> Vec<Option<Session>> {
         futures::stream::iter(connects).buffered(20).collect().await;
     if spec.library == "bare" {
         // zookeeper-client leaves Nagle on; the binding turns it off, so does the floor.
-        let peers = lock_nodelay::Peers::resolve(&spec.connect).expect("resolving");
-        lock_nodelay::apply(&peers).expect("TCP_NODELAY");
+        floor::set_nodelay(&spec.connect);
     }
     sessions
 }
@@ -254,7 +250,7 @@ async fn session_task(shared: Arc<Shared>, session: Arc<Session>, global: usize)
     match spec.mode {
         Mode::Uncontended if spec.library == "bare" => {
             if let Session::Bare(c) = &*session {
-                bare_lock::mkdir(c, &format!("/yard/bare/u/{global}")).await;
+                floor::mkdir(c, &format!("/yard/bare/u/{global}")).await;
             }
         }
         Mode::Handoff if spec.library == "bare" => {
@@ -425,7 +421,7 @@ async fn cycle_zklock(
     }
 }
 
-/// The bare client's cycle: the floor's requests (`bare_lock`), no failure
+/// The bare client's cycle: the floor's requests (`lock_testkit::floor`), no failure
 /// handling (the yardstick runs without faults).
 async fn cycle_bare(
     shared: &Shared,
@@ -436,13 +432,13 @@ async fn cycle_bare(
     hold: Duration,
 ) {
     let requested = now_ns();
-    let node = bare_lock::bare_lock(client, lock).await;
+    let node = floor::bare_lock(client, lock).await;
     let granted = now_ns();
     if !hold.is_zero() {
         sleep(hold).await;
     }
     let released = now_ns();
-    bare_lock::bare_release(client, &node).await;
+    floor::bare_release(client, &node).await;
     shared.record(Record::Hold(Hold {
         lock: lock.to_owned(),
         hot,

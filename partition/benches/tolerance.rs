@@ -42,17 +42,14 @@
 
 #![forbid(unsafe_code)]
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::contenders::{Contender, Histories, Kind, Spec};
-use common::STEP;
+use lock_partition::contenders::{Contender, Histories, Kind, Programs, Spec, STEP};
 use lock_partition::history::{monotonic_now, EventKind, Nanos};
+use lock_testkit::measure::{env_words, loadavg};
 use lock_testkit::{Mode, NetLab, ZkEnsemble};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,15 +102,6 @@ impl Outcome {
     }
 }
 
-fn env_list(name: &str, default: &str) -> Vec<String> {
-    std::env::var(name)
-        .unwrap_or_else(|_| default.to_string())
-        .split(',')
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect()
-}
-
 fn seconds_between(from: Nanos, to: Nanos) -> f64 {
     (to as f64 - from as f64) / 1e9
 }
@@ -130,11 +118,11 @@ fn main() {
         .map(|v| v.parse().expect("TOLERANCE_TICK_MS: milliseconds"))
         .unwrap_or(500);
     let tick = Duration::from_millis(tick_ms);
-    let outages: Vec<f64> = env_list("TOLERANCE_OUTAGES", "0.5,0.8,1.5")
+    let outages: Vec<f64> = env_words("TOLERANCE_OUTAGES", "0.5,0.8,1.5")
         .iter()
         .map(|v| v.parse().expect("TOLERANCE_OUTAGES: fractions of T"))
         .collect();
-    let topologies: Vec<Topology> = env_list(
+    let topologies: Vec<Topology> = env_words(
         "TOLERANCE_TOPOLOGIES",
         "standalone,follower,leader,client-cut",
     )
@@ -146,7 +134,7 @@ fn main() {
             .unwrap_or_else(|| panic!("TOLERANCE_TOPOLOGIES: unknown {name:?}"))
     })
     .collect();
-    let kinds: Vec<Kind> = env_list("TOLERANCE_LIBRARIES", "async,blocking,curator,kazoo")
+    let kinds: Vec<Kind> = env_words("TOLERANCE_LIBRARIES", "async,blocking,curator,kazoo")
         .iter()
         .map(|name| {
             *[Kind::Async, Kind::Blocking, Kind::Curator, Kind::Kazoo]
@@ -248,6 +236,10 @@ fn scenario(
         (target, 3 - leader - follower)
     };
     let histories = Arc::new(Histories::default());
+    let programs = Programs {
+        contender: env!("CARGO_BIN_EXE_contender").into(),
+        build_dir: env!("CARGO_TARGET_TMPDIR").into(),
+    };
     let mut holders = Vec::new();
     let mut rivals = Vec::new();
     for &kind in kinds {
@@ -272,18 +264,13 @@ fn scenario(
                 busy: None,
             };
             let connect = ensemble.member(server).unwrap().connect_string();
-            list.push(Contender::start(&lab, node, &connect, &spec, &histories));
+            list.push(Contender::start(
+                &programs, &lab, node, &connect, &spec, &histories,
+            ));
         }
     }
     for contender in holders.iter_mut().chain(rivals.iter_mut()) {
-        let name = contender.name.clone();
-        let ready = EventKind::Other("ready".into());
-        if histories
-            .wait_for(STEP, |e| e.client == name && e.kind == ready)
-            .is_none()
-        {
-            panic!("not ready: {}", contender.what_went_wrong());
-        }
+        contender.wait_ready(&histories, STEP);
     }
     // Every holder into a hold that lasts until it is lost.
     let asked = monotonic_now();
@@ -385,10 +372,4 @@ fn table(outcomes: &[Outcome], session: Duration) -> String {
         );
     }
     out
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".into())
 }

@@ -1,4 +1,4 @@
-// A Curator 5.4 contender for zklock's partition tests (partition/tests/common/contenders.rs
+// A Curator 5.4 contender for zklock's partition tests (partition/src/contenders.rs
 // compiles it with javac against Debian's jars in /usr/share/java and runs it in a network
 // namespace).
 //

@@ -1,4 +1,4 @@
-# A kazoo 2.8 contender for zklock's partition tests (partition/tests/common/contenders.rs runs
+# A kazoo 2.8 contender for zklock's partition tests (partition/src/contenders.rs runs
 # it with Debian's /usr/bin/python3 and python3-kazoo, in a network namespace).
 #
 # Usage: python3 kazoo_contender.py <connect string> <lock path> <name> <session timeout ms>

@@ -26,4 +26,5 @@
 #![deny(missing_docs)]
 
 pub mod check;
+pub mod contenders;
 pub mod history;

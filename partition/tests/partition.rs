@@ -28,9 +28,9 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::contenders::Kind;
 use common::{Cluster, CURATOR_LOCK, KAZOO_LOCK, LAYOUT, STEP};
 use lock_partition::check::Fault;
+use lock_partition::contenders::Kind;
 use lock_partition::history::{monotonic_now, EventKind};
 
 #[derive(Clone, Copy, Debug)]
@@ -59,18 +59,9 @@ impl Shape {
     }
 }
 
-fn env_number(name: &str, default: usize) -> usize {
-    match std::env::var(name) {
-        Ok(value) => value
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={value:?}: expected a number")),
-        Err(_) => default,
-    }
-}
-
 #[test]
 fn partitions_keep_one_trusted_holder_and_tell_lost_before_the_next_grant() {
-    let rounds = env_number("ZKLOCK_PARTITION_ROUNDS", 1);
+    let rounds = lock_testkit::measure::env_usize("ZKLOCK_PARTITION_ROUNDS", 1);
     let busy = match std::env::var("ZKLOCK_PARTITION_WORK").as_deref() {
         Err(_) | Ok("reads") => Some("reads"),
         Ok("writes") => Some("writes"),

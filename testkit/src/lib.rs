@@ -2,7 +2,10 @@
 //! on loopback, plus a TCP proxy that injects connection loss, network
 //! partitions and latency, and [`NetLab`]: servers and clients in network
 //! namespaces, cut apart by packet filters; and a throwaway PostgreSQL
-//! ([`Postgres`]), the resource that fencing tests protect.
+//! ([`Postgres`]), the resource that fencing tests protect. For benches:
+//! [`measure`] (medians, `/proc` readings, knobs, report splicing, peers
+//! driven line by line) and, with feature `floor`, `floor` (the bare
+//! zookeeper-client lock that zklock is measured beside).
 //!
 //! Dev-only; the API is synchronous (plain `std`, no async runtime), so it
 //! works in blocking tests and in `#[tokio::test]`, async-std or smol tests
@@ -68,11 +71,14 @@
 
 mod ensemble;
 mod error;
+#[cfg(feature = "floor")]
+pub mod floor;
 mod fourlw;
 mod go;
 mod hold_proxy;
 mod install;
 mod java;
+pub mod measure;
 mod netns;
 mod pki;
 mod postgres;

@@ -19,25 +19,17 @@
 
 mod common;
 
-use common::{env_or, packets, start_server, wait_quiet, wait_watches, watch_count, Sniffer};
+use common::{packets, start_server, wait_quiet, wait_watches, watch_count, Sniffer};
+use lock_testkit::measure::{env_list, env_usize};
 use lock_testkit::ZkServer;
 use lock_zookeeper_client::{Connect, LockClient, TokioRuntime};
 use std::time::{Duration, Instant};
 
 fn main() {
-    let waiters: usize = env_or("DRAIN_WAITERS", "1000")
-        .parse()
-        .expect("DRAIN_WAITERS");
-    let sessions: Vec<usize> = env_or("DRAIN_SESSIONS", "1,4")
-        .split(',')
-        .map(|s| s.trim().parse().expect("DRAIN_SESSIONS"))
-        .collect();
+    let waiters = env_usize("DRAIN_WAITERS", 1000);
+    let sessions = env_list("DRAIN_SESSIONS", "1,4");
     let server = start_server();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::runtime();
     println!(
         "{:>9} {:>8} {:>10} {:>16} {:>17} {:>16}",
         "sessions", "waiters", "drain", "req/acquisition", "pkts/acquisition", "wake-ups/release"

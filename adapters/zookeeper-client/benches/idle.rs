@@ -9,6 +9,8 @@
 //!
 //! Every session takes and releases one lock first, so it is idle, not new.
 
+mod common;
+
 use lock_testkit::ZkEnsemble;
 use lock_zookeeper_client::TokioRuntime;
 use std::time::{Duration, Instant};
@@ -34,11 +36,7 @@ fn main() {
         .wait_for_leader(Duration::from_secs(60))
         .expect("a leader");
     let server = ensemble.member(leader).expect("leader");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio");
+    let rt = common::runtime();
     let started = Instant::now();
     let clients: Vec<_> = (0..sessions)
         .map(|i| {

@@ -68,7 +68,7 @@ fn main() {
         "runtime", "sessions", "acquisitions", "handoffs/s", "req/acquisition", "pkts/acquisition"
     );
     for sessions in [2, 8] {
-        let rt = tokio_runtime();
+        let rt = common::runtime();
         let cluster = cluster.clone();
         let server = &server;
         let runtime = Runtime::Tokio(rt.handle().clone());
@@ -123,9 +123,9 @@ async fn uncontended(rt: Runtime, cluster: &str, server: &ZkServer) -> Uncontend
     let requests = client.stats().await.unwrap().requests - requests_before;
     client.close().await;
     Uncontended {
-        acquire: percentiles(&mut acquire),
-        release: percentiles(&mut release),
-        cycle: percentiles(&mut cycle),
+        acquire: percentiles(&acquire),
+        release: percentiles(&release),
+        cycle: percentiles(&cycle),
         requests_per_cycle: requests as f64 / UNCONTENDED_CYCLES as f64,
         packets_per_cycle: packets as f64 / UNCONTENDED_CYCLES as f64,
     }
@@ -199,9 +199,10 @@ async fn contended(
     (acquisitions, elapsed, requests - requests_before, packets)
 }
 
-fn percentiles(samples: &mut [Duration]) -> (Duration, Duration) {
-    samples.sort();
-    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+/// p50 and p99 (`lock_testkit::measure::percentile`).
+fn percentiles(samples: &[Duration]) -> (Duration, Duration) {
+    let secs: Vec<f64> = samples.iter().map(Duration::as_secs_f64).collect();
+    let at = |q| Duration::from_secs_f64(lock_testkit::measure::percentile(&secs, q));
     (at(0.5), at(0.99))
 }
 
@@ -214,14 +215,6 @@ async fn connect(rt: &Runtime, cluster: &str) -> LockClient {
         .expect("connecting")
 }
 
-fn tokio_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 enum Rt {
     Tokio(tokio::runtime::Runtime),
     AsyncStd,
@@ -230,7 +223,7 @@ enum Rt {
 
 fn runtimes() -> Vec<(String, Rt)> {
     vec![
-        ("tokio".into(), Rt::Tokio(tokio_runtime())),
+        ("tokio".into(), Rt::Tokio(common::runtime())),
         ("async-std".into(), Rt::AsyncStd),
         ("smol".into(), Rt::Smol),
     ]

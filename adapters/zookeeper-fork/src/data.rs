@@ -37,10 +37,3 @@ pub struct Stat {
     /// The transaction ID that last modified the children of the znode.
     pub pzxid: i64,
 }
-
-impl Stat {
-    /// Is the znode an ephemeral entry?
-    pub fn is_ephemeral(&self) -> bool {
-        self.ephemeral_owner != 0
-    }
-}

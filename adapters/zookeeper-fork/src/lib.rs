@@ -5,7 +5,7 @@
 //!
 //! ```toml
 //! [dependencies]
-//! zookeeper = { package = "zookeeper-zklock", version = "0.8.1" }
+//! zookeeper = { package = "zookeeper-zklock", version = "0.9.0" }
 //! ```
 //!
 //! What differs from 0.8.0 (README.md has the reasons and the tests):
@@ -15,7 +15,10 @@
 //! * [`ZooKeeper::sync`], ZooKeeper's `sync`;
 //! * [`ZooKeeper::session_timeout`], the session timeout the server granted;
 //! * [`ZooKeeper::multi`], ZooKeeper's `multi` (a transaction of creates,
-//!   deletes, setData and checks).
+//!   deletes, setData and checks);
+//! * what zklock never calls is removed: the recipes (`recipes::{cache, leader,
+//!   queue}`), `ZooKeeperExt`, `set_acl`, `get_data_w`, `add_watch` (persistent
+//!   watches), `remove_listener` (and `Subscription`), `Stat::is_ephemeral`.
 //!
 //! The code is upstream's 2020 code, formatted, and otherwise kept close to it so
 //! that fixes travel both ways: hence the lints allowed below rather than fixed.
@@ -27,8 +30,6 @@
 // correctness lints, which stay on.
 #![allow(deprecated)]
 #![allow(clippy::style, clippy::complexity, clippy::perf)]
-// Upstream's unused leftovers (e.g. `TryAccept`), kept to keep the diff small.
-#![allow(dead_code)]
 #![deny(unused_mut)]
 extern crate byteorder;
 extern crate bytes;
@@ -38,7 +39,6 @@ extern crate lazy_static;
 extern crate log;
 extern crate mio;
 extern crate mio_extras;
-extern crate snowflake;
 #[macro_use]
 extern crate zookeeper_derive;
 
@@ -48,9 +48,6 @@ pub use data::*;
 pub use multi::{MultiError, Op, OpResult};
 pub use watch::{Watch, WatchedEvent, Watcher};
 pub use zookeeper::{ZkResult, ZooKeeper};
-pub use zookeeper_ext::ZooKeeperExt;
-
-pub use listeners::Subscription;
 
 mod acl;
 mod consts;
@@ -58,10 +55,7 @@ mod data;
 mod io;
 mod listeners;
 mod multi;
-mod paths;
 mod proto;
-pub mod recipes;
 mod try_io;
 mod watch;
 mod zookeeper;
-mod zookeeper_ext;

@@ -1,6 +1,6 @@
 use acl::{Acl, Permission};
 use byteorder::{BigEndian, ReadBytesExt, WriteBytesExt};
-use consts::{AddWatchMode, KeeperState, WatchedEventType, WatcherType};
+use consts::{KeeperState, WatchedEventType, WatcherType};
 use data::Stat;
 use std::convert::From;
 use std::io::{Cursor, Error, ErrorKind, Read, Result, Write};
@@ -10,13 +10,11 @@ use watch::WatchedEvent;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum OpCode {
     Auth = 100,
-    AddWatch = 106,
     RemoveWatches = 18,
     Create = 1,
     Delete = 2,
     Exists = 3,
     GetAcl = 6,
-    SetAcl = 7,
     GetChildren = 8,
     GetData = 4,
     SetData = 5,
@@ -363,23 +361,6 @@ impl ReadFrom for GetAclResponse {
     }
 }
 
-pub struct SetAclRequest {
-    pub path: String,
-    pub acl: Vec<Acl>,
-    pub version: i32,
-}
-
-impl WriteTo for SetAclRequest {
-    fn write_to(&self, writer: &mut dyn Write) -> Result<()> {
-        try!(self.path.write_to(writer));
-        try!(self.acl.write_to(writer));
-        try!(writer.write_i32::<BigEndian>(self.version));
-        Ok(())
-    }
-}
-
-pub type SetAclResponse = StatResponse;
-
 pub struct SetDataRequest {
     pub path: String,
     pub data: Vec<u8>,
@@ -427,19 +408,6 @@ impl ReadFrom for GetDataResponse {
         Ok(GetDataResponse {
             data_stat: (data, stat),
         })
-    }
-}
-
-pub struct AddWatchRequest {
-    pub path: String,
-    pub mode: AddWatchMode,
-}
-
-impl WriteTo for AddWatchRequest {
-    fn write_to(&self, writer: &mut dyn Write) -> Result<()> {
-        try!(self.path.write_to(writer));
-        try!(writer.write_i32::<BigEndian>(self.mode as i32));
-        Ok(())
     }
 }
 

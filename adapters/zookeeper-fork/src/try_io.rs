@@ -79,12 +79,6 @@ impl<T: Write> TryWrite for T {
     }
 }
 
-pub(crate) trait TryAccept {
-    type Output;
-
-    fn accept(&self) -> Result<Option<Self::Output>>;
-}
-
 /*
  *
  * ===== Helpers =====

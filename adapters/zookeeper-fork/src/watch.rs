@@ -9,13 +9,6 @@ use std::io;
 use std::sync::mpsc::{self, Receiver, Sender};
 use zookeeper::RawResponse;
 
-const PERSISTENT_WATCH_TRIGGERS: [WatchedEventType; 4] = [
-    NodeChildrenChanged,
-    NodeCreated,
-    NodeDataChanged,
-    NodeDeleted,
-];
-
 /// Represents a change on the ZooKeeper that a `Watcher` is able to respond to.
 ///
 /// The `WatchedEvent` includes exactly what happened, the current state of the ZooKeeper, and the
@@ -64,10 +57,6 @@ pub enum WatchMessage {
 pub struct ZkWatch<W: Watcher> {
     watcher: W,
     watches: HashMap<String, Vec<Watch>>,
-    // Storing peristent watches separately since they may require splitting the event path
-    // which will have a performance impact. This replicates how they are stored in Zookeeper as well
-    // and allows us to skip removing them from the hashmap and re-adding them.
-    persistent_watches: HashMap<String, Vec<Watch>>,
     chroot: Option<String>,
     rx: Receiver<WatchMessage>,
 }
@@ -79,7 +68,6 @@ impl<W: Watcher> ZkWatch<W> {
 
         let watch = ZkWatch {
             watches: HashMap::new(),
-            persistent_watches: HashMap::new(),
             watcher: watcher,
             chroot: chroot,
             rx,
@@ -112,19 +100,13 @@ impl<W: Watcher> ZkWatch<W> {
                 }
             }
             WatchMessage::Watch(watch) => {
-                let group = if watch.watcher_type.is_persistent() {
-                    &mut self.persistent_watches
-                } else {
-                    &mut self.watches
-                };
-                group
+                self.watches
                     .entry(watch.path.clone())
                     .or_insert_with(|| vec![])
                     .push(watch);
             }
             WatchMessage::RemoveWatch(path, watcher_type) => {
                 remove_matching_watches(&path, watcher_type, &mut self.watches);
-                remove_matching_watches(&path, watcher_type, &mut self.persistent_watches);
             }
         }
     }
@@ -144,12 +126,11 @@ impl<W: Watcher> ZkWatch<W> {
         }
     }
 
-    /// Triggers all the watches that we have registered, removing the ones that are not persistent.
+    /// Triggers the watches registered for the event's path, removing them.
     /// Returns whether or not any of the watches fired.
     fn trigger_watches(&mut self, event: &WatchedEvent) -> bool {
         if let Some(ref path) = event.path {
-            // We execute this in two steps. Once for the one-off watches, and once for the persistent ones.
-            let triggered_watch = match self.watches.remove(path) {
+            match self.watches.remove(path) {
                 Some(watches) => {
                     let (matching, left): (_, Vec<Watch>) =
                         watches.into_iter().partition(|w| {
@@ -171,34 +152,7 @@ impl<W: Watcher> ZkWatch<W> {
                     !matching.is_empty()
                 }
                 None => false,
-            };
-
-            let triggered_peristent_watch = if PERSISTENT_WATCH_TRIGGERS.contains(&event.event_type)
-                && !self.persistent_watches.is_empty()
-            {
-                let mut watch_path = String::from("");
-                let mut parts = path.split("/").skip(1);
-                let mut triggered = false;
-                while let Some(part) = parts.next() {
-                    watch_path = watch_path + "/" + part;
-                    if let Some(watches) = self.persistent_watches.get(&watch_path) {
-                        for w in watches {
-                            if match w.watcher_type {
-                                WatcherType::Persistent => path == &watch_path,
-                                WatcherType::PersistentRecursive => true,
-                                _ => false,
-                            } {
-                                w.watcher.handle(event.clone());
-                                triggered = true;
-                            }
-                        }
-                    }
-                }
-                triggered
-            } else {
-                false
-            };
-            triggered_watch || triggered_peristent_watch
+            }
         } else {
             false
         }

@@ -2,24 +2,20 @@
 //! network namespace of its own, and the end of a run (stop, check, report).
 #![allow(dead_code)]
 
-pub mod contenders;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use lock_partition::check::{check, Fault, Report};
-use lock_partition::history::EventKind;
 use lock_testkit::{NetEnsemble, NetLab, ZkEnsemble};
 
-use contenders::{Contender, Histories, Kind, Spec};
+pub use lock_partition::contenders::STEP;
+use lock_partition::contenders::{Contender, Histories, Kind, Programs, Spec};
 
 /// Short enough that a fault takes seconds.
 pub const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
 /// Locks shared with Curator (zklock's Curator scheme) and with kazoo (its kazoo scheme).
 pub const CURATOR_LOCK: &str = "/partition/with-curator";
 pub const KAZOO_LOCK: &str = "/partition/with-kazoo";
-/// How long one step may take before the test goes on or gives up.
-pub const STEP: Duration = Duration::from_secs(40);
 
 /// Server i (0-based) gets zklock over both bindings (on different locks), plus
 /// Curator on server 0 and kazoo on server 1: every lock has contenders on every
@@ -58,6 +54,10 @@ impl Cluster {
             .start_ensemble(builder, 3)
             .unwrap_or_else(|e| panic!("{e}"));
         let histories = Arc::new(Histories::default());
+        let programs = Programs {
+            contender: env!("CARGO_BIN_EXE_contender").into(),
+            build_dir: env!("CARGO_TARGET_TMPDIR").into(),
+        };
         let mut contenders = Vec::new();
         for (server, kind, lock) in LAYOUT {
             let name = format!("{}-zk{}", kind.word(), server + 1);
@@ -75,18 +75,11 @@ impl Cluster {
                 busy,
             };
             let connect = zk.ensemble().member(server).unwrap().connect_string();
-            let contender = Contender::start(&lab, node, &connect, &spec, &histories);
+            let contender = Contender::start(&programs, &lab, node, &connect, &spec, &histories);
             contenders.push((server, contender));
         }
         for (_, contender) in &mut contenders {
-            let name = contender.name.clone();
-            let ready = EventKind::Other("ready".into());
-            if histories
-                .wait_for(STEP, |e| e.client == name && e.kind == ready)
-                .is_none()
-            {
-                panic!("not ready: {}", contender.what_went_wrong());
-            }
+            contender.wait_ready(&histories, STEP);
         }
         Cluster {
             contenders,

@@ -1,11 +1,11 @@
-//! Helpers shared by the benches (`mod common;` in each): the server, `mntr`
-//! counters, the bare zookeeper-client floor's connection, medians, knobs.
+//! Helpers shared by the benches (`mod common;` in each): the server, its `mntr`
+//! counters, a frame-counting proxy. What the fleet and the partition bench
+//! share too (medians, knobs, `/proc`, the bare-client floor) is lock-testkit's
+//! (`lock_testkit::measure`, `lock_testkit::floor`).
 
 #![forbid(unsafe_code)]
 // Each bench uses a subset.
 #![allow(dead_code)]
-
-pub mod bare_lock;
 
 use lock_testkit::ZkServer;
 use std::time::Duration;
@@ -20,6 +20,16 @@ pub fn start_server() -> ZkServer {
         builder = builder.jvm_arg("-XX:TieredStopAtLevel=4");
     }
     builder.start().expect("starting ZooKeeper (lock-testkit)")
+}
+
+/// The benches' runtime: tokio with 2 worker threads (the machine's cores in
+/// BENCHMARKS.md's runs), timers and I/O on.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio")
 }
 
 /// The server's packet counters: requests received (every request and ping of
@@ -124,68 +134,6 @@ pub async fn wait_quiet(server: &ZkServer) {
         }
         last = now;
     }
-}
-
-/// `/proc/loadavg`'s first three fields.
-pub fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".into())
-}
-
-pub fn env_or(key: &str, default: &str) -> String {
-    std::env::var(key).unwrap_or_else(|_| default.to_owned())
-}
-
-pub fn env_usize(key: &str, default: usize) -> usize {
-    env_or(key, &default.to_string())
-        .parse()
-        .unwrap_or_else(|_| panic!("{key}: not a number"))
-}
-
-pub fn env_list(key: &str, default: &str) -> Vec<usize> {
-    env_or(key, default)
-        .split(',')
-        .map(|s| s.trim().parse().unwrap_or_else(|_| panic!("{key}")))
-        .collect()
-}
-
-/// The median (the mean of the middle two of an even count).
-pub fn median(values: &[f64]) -> f64 {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-pub fn median_duration(samples: &[Duration]) -> Duration {
-    let secs: Vec<f64> = samples.iter().map(Duration::as_secs_f64).collect();
-    Duration::from_secs_f64(median(&secs).max(0.0))
-}
-
-/// A bare zookeeper-client session with `TCP_NODELAY` set on its socket (through
-/// lock-nodelay, as the binding does), so that the floor pipelines like the lock.
-pub async fn bare_client(cluster: &str, session_timeout: Duration) -> zookeeper_client::Client {
-    let client = zookeeper_client::Client::connector()
-        .with_session_timeout(session_timeout)
-        .connect(cluster)
-        .await
-        .expect("connecting the bare client");
-    set_nodelay(cluster);
-    client
-}
-
-/// `TCP_NODELAY` on every connection of this process to `cluster`.
-pub fn set_nodelay(cluster: &str) {
-    let peers = lock_nodelay::Peers::resolve(cluster).expect("resolving");
-    lock_nodelay::apply(&peers).expect("TCP_NODELAY");
 }
 
 /// A diagnostic TCP proxy that decodes ZooKeeper frames and counts requests by
@@ -308,28 +256,4 @@ fn op_name(op: i32) -> String {
         -11 => "closeSession".into(),
         other => format!("op{other}"),
     }
-}
-
-/// CPU time (user + system) a process has used so far, from `/proc/<pid>/stat`
-/// (Linux; zero elsewhere). `None`: this process.
-pub fn cpu_time(pid: Option<u32>) -> Duration {
-    let path = match pid {
-        Some(pid) => format!("/proc/{pid}/stat"),
-        None => "/proc/self/stat".to_owned(),
-    };
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Duration::ZERO;
-    };
-    // Fields after the command name (which may hold spaces): state is field 3,
-    // utime and stime are fields 14 and 15.
-    let rest = text.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i - 3)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    // USER_HZ is 100 on every Linux this runs on.
-    Duration::from_millis((ticks(14) + ticks(15)) * 10)
 }

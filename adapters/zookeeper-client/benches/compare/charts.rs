@@ -150,7 +150,7 @@ fn cycle_cdf(data: &ChartData, name: &dyn Fn(Library) -> String, path: &Path) ->
 fn handoffs(data: &ChartData, name: &dyn Fn(Library) -> String, path: &Path) -> Result {
     let mut by_lib: BTreeMap<Library, Vec<(f64, f64)>> = BTreeMap::new();
     for ((lib, sessions), v) in &data.handoffs {
-        let med = super::common::median(v);
+        let med = lock_testkit::measure::median(v);
         by_lib
             .entry(*lib)
             .or_default()

@@ -53,7 +53,7 @@ mod rust_peer;
 mod sections;
 mod table;
 
-use common::{env_list, env_or, env_usize, loadavg};
+use lock_testkit::measure::{env_list, env_or, env_usize, loadavg};
 use peer::{Launcher, Library};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -154,7 +154,7 @@ fn main() {
             let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
             let charts = charts::write(&bench.charts, &manifest.join("benches/charts"));
             println!("charts: {charts:?}");
-            report::splice(&manifest.join("../../BENCHMARKS.md"), "compare", &text);
+            lock_testkit::measure::splice(&manifest.join("../../BENCHMARKS.md"), "compare", &text);
         }
     }
     if on("memory") {
@@ -162,7 +162,7 @@ fn main() {
         println!("\n{text}");
         if write {
             let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-            report::splice(&manifest.join("../../BENCHMARKS.md"), "memory", &text);
+            lock_testkit::measure::splice(&manifest.join("../../BENCHMARKS.md"), "memory", &text);
         }
     }
 }

@@ -5,9 +5,9 @@
 //! read before and after each step. Curator and kazoo block a thread per waiting
 //! acquisition, so their waits stop at `MEMORY_THREAD_CAP`.
 
-use super::common::{env_list, env_usize, loadavg};
 use super::peer::Library;
 use super::Bench;
+use lock_testkit::measure::{env_list, env_usize, loadavg};
 use std::time::{Duration, Instant};
 
 /// The server's `zk_watch_count`, asked again while a busy server (deleting a
@@ -136,8 +136,8 @@ fn table(bench: &Bench, cases: &[Case], started: std::time::SystemTime) -> Strin
          with its sessions connected and nothing else. A JVM's RSS grows with its heap, \
          which it does not hand back: Curator's figures are what the process costs the \
          machine, not live objects.\n\n",
-        super::report::utc(started),
-        super::report::machine(),
+        lock_testkit::measure::utc(started),
+        lock_testkit::measure::machine(),
         bench.loads.last().map_or_else(loadavg, |(_, l)| l.clone()),
     );
     s += "| library | N | sessions | base RSS | per held lock: RSS, CPU | time to take N | per waiting acquisition: RSS, CPU |\n";

@@ -5,9 +5,9 @@
 //! as a peer (`rust_peer.rs`). Every time is measured inside the peer; this side
 //! reads the peer's RSS and CPU time from `/proc`.
 
-use std::io::{BufRead, BufReader, Write};
+use lock_testkit::measure::LinePeer;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const CURATOR_SOURCE: &str = include_str!("../peers/CuratorBench.java");
@@ -17,7 +17,7 @@ const KAZOO_SOURCE: &str = include_str!("../peers/kazoo_bench.py");
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 pub enum Library {
     Zklock,
-    /// The bare zookeeper-client doing zklock's requests (`common::bare_lock`).
+    /// The bare zookeeper-client doing zklock's requests (`lock_testkit::floor`).
     Floor,
     /// zookeeper-client 0.11's own `Client::lock` (Curator's node names).
     Recipe,
@@ -154,20 +154,10 @@ impl Launcher {
         };
         command
             .args([cluster, &sessions, &timeout_ms])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
-        let mut child = command
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting the {} peer: {e}", library.key()));
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut peer = Peer {
-            library,
-            child,
-            stdin,
-            stdout,
-        };
+        let process = LinePeer::spawn(&mut command, format!("the {} peer", library.key()))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut peer = Peer { library, process };
         let ready = peer.read_line();
         assert_eq!(ready, "ready", "the {} peer did not start", library.key());
         peer
@@ -218,23 +208,17 @@ fn kazoo_python(build_dir: &Path) -> PathBuf {
 /// A running peer.
 pub struct Peer {
     pub library: Library,
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    process: LinePeer,
 }
 
 impl Peer {
     fn read_line(&mut self) -> String {
-        let mut line = String::new();
-        let n = self.stdout.read_line(&mut line).expect("reading a peer");
-        assert!(n > 0, "the {} peer exited", self.library.key());
-        line.trim_end().to_owned()
+        self.process.read_line().unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Sends one command and returns the words of its `ok` reply.
     pub fn call(&mut self, command: &str) -> Vec<String> {
-        writeln!(self.stdin, "{command}").expect("writing to a peer");
-        self.stdin.flush().unwrap();
+        self.process.send(command).expect("writing to a peer");
         let line = self.read_line();
         let mut words = line.split(' ').map(str::to_owned);
         match words.next().as_deref() {
@@ -244,13 +228,13 @@ impl Peer {
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.process.pid()
     }
 
     /// CPU time (user + system) the peer has used so far, in 10 ms ticks
     /// (`/proc/<pid>/stat`), threads that exited included.
     pub fn cpu(&self) -> Duration {
-        super::common::cpu_time(Some(self.pid()))
+        self.process.cpu_time()
     }
 
     /// Time on CPU of each of the peer's threads, in ns (`/proc/<pid>/task/*/schedstat`):
@@ -292,20 +276,13 @@ impl Peer {
 
     /// The peer's resident set, in bytes.
     pub fn rss(&self) -> u64 {
-        let status =
-            std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .map_or(0, |kb| kb * 1024)
+        self.process.rss_kib() * 1024
     }
 
     /// Closes the peer's sessions and waits for it to exit.
     pub fn quit(mut self) {
-        let _ = writeln!(self.stdin, "quit");
-        let _ = self.stdin.flush();
-        let _ = self.child.wait();
+        let _ = self.process.send("quit");
+        let _ = self.process.wait();
     }
 }
 

@@ -3,49 +3,8 @@
 //! and `<!-- NAME:end -->`.
 
 use super::Bench;
-use std::path::Path;
+use lock_testkit::measure::{machine, utc};
 use std::time::SystemTime;
-
-/// `nproc`, the CPU model and the memory, from /proc.
-pub fn machine() -> String {
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name"))
-        .map(|m| m.trim_start_matches([' ', '\t', ':']).to_owned())
-        .unwrap_or_else(|| "unknown CPU".into());
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let gib = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0 / 1024.0);
-    format!("{cpus} cores (`nproc`), {model}, {gib:.0} GiB")
-}
-
-/// UTC date and time, `YYYY-MM-DD HH:MM`.
-pub fn utc(at: SystemTime) -> String {
-    let secs = at
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year}-{month:02}-{day:02} {:02}:{:02}",
-        rest / 3600,
-        rest % 3600 / 60
-    )
-}
 
 /// The comparison section.
 pub fn section(bench: &Bench, started: SystemTime) -> String {
@@ -116,20 +75,4 @@ pub fn section(bench: &Bench, started: SystemTime) -> String {
     s += "![Handoffs per second by session count](adapters/zookeeper-client/benches/charts/handoffs.svg)\n\n";
     s += "![Herd drain over time](adapters/zookeeper-client/benches/charts/herd-drain.svg)\n";
     s
-}
-
-/// Replaces the text between `<!-- {name}:start -->` and `<!-- {name}:end -->`
-/// in `path` by `text`.
-pub fn splice(path: &Path, name: &str, text: &str) {
-    let doc = std::fs::read_to_string(path).expect("reading BENCHMARKS.md");
-    let (start, end) = (
-        format!("<!-- {name}:start -->"),
-        format!("<!-- {name}:end -->"),
-    );
-    let (Some(a), Some(b)) = (doc.find(&start), doc.find(&end)) else {
-        panic!("{} has no {start} ... {end} markers", path.display());
-    };
-    let out = format!("{}{start}\n{text}\n{}", &doc[..a], &doc[b..]);
-    std::fs::write(path, out).expect("writing BENCHMARKS.md");
-    println!("wrote {} ({name})", path.display());
 }

@@ -1,12 +1,11 @@
 //! This bench binary as a peer (`COMPARE_PEER=zklock|floor|recipe`): the line
 //! protocol of `peers/CuratorBench.java` over zklock's `LockClient`, the bare
-//! zookeeper-client floor (`common::bare_lock`) or zookeeper-client's own
+//! zookeeper-client floor (`lock_testkit::floor`) or zookeeper-client's own
 //! `Client::lock`. Tokio with 2 workers, as a service on this machine would run.
 
-use super::common::bare_client;
-use super::common::bare_lock::{bare_lock, bare_release, mkdir};
 use super::peer::Library;
 use futures::StreamExt;
+use lock_testkit::floor::{bare_client, bare_lock, bare_release, mkdir};
 use lock_zookeeper_client::{Connect, LockClient, LockGuard, TokioRuntime};
 use std::collections::BTreeSet;
 use std::io::{BufRead, Write};
@@ -98,11 +97,7 @@ pub fn run(library: Library) {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (cluster, sessions) = (args[0].clone(), args[1].parse::<usize>().expect("sessions"));
     let timeout = Duration::from_millis(args[2].parse().expect("timeout"));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = super::common::runtime();
     let handle = TokioRuntime(rt.handle().clone());
     let sessions = rt.block_on(async {
         let connects = (0..sessions).map(|_| async {

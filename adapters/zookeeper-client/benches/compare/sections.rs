@@ -2,10 +2,11 @@
 //! libraries in alternating rounds (the order rotates every round), so that all
 //! see the same machine load.
 
-use super::common::{env_usize, median, mntr_overhead, packets, wait_quiet, watch_count};
+use super::common::{mntr_overhead, packets, wait_quiet, watch_count};
 use super::peer::{nanos, Library, Peer};
 use super::table::{format_value, Unit};
 use super::Bench;
+use lock_testkit::measure::{env_usize, median};
 use lock_testkit::{FaultProxy, ZkEnsemble, ZkServer};
 use std::time::{Duration, Instant};
 
@@ -59,11 +60,7 @@ fn secs(d: &[Duration]) -> Vec<f64> {
 }
 
 fn percentile(d: &[Duration], p: f64) -> f64 {
-    let mut v = secs(d);
-    v.sort_by(f64::total_cmp);
-    v.get(((v.len() as f64 - 1.0) * p).round() as usize)
-        .copied()
-        .unwrap_or(f64::NAN)
+    lock_testkit::measure::percentile(&secs(d), p)
 }
 
 /// Uncontended acquire + release cycles on loopback, then through the delay proxy.
@@ -167,7 +164,10 @@ fn through_proxy(bench: &mut Bench, server: &ZkServer) {
         .enable_all()
         .build()
         .unwrap();
-    let bare = rt.block_on(super::common::bare_client(&cluster, super::SESSION_TIMEOUT));
+    let bare = rt.block_on(lock_testkit::floor::bare_client(
+        &cluster,
+        super::SESSION_TIMEOUT,
+    ));
     let mut rtts = Vec::new();
     for round in 0..bench.rounds {
         // The unit: the fastest single request through the same proxy.

@@ -3,8 +3,8 @@
 //! library, the median and the spread of zklock's value divided by that
 //! library's in the same round.
 
-use super::common::median;
 use super::peer::Library;
+use lock_testkit::measure::median;
 use std::collections::BTreeMap;
 
 /// How a row's values print.
@@ -123,22 +123,6 @@ pub fn format_value(v: f64, unit: Unit) -> String {
         Unit::Time if v < 1e-3 => format!("{:.0} µs", v * 1e6),
         Unit::Time if v < 1.0 => format!("{:.2} ms", v * 1e3),
         Unit::Time => format!("{v:.2} s"),
-        Unit::Number(d) => {
-            let s = format!("{v:.d$}");
-            // Thousands separators on the integer part.
-            let (int, frac) = s.split_once('.').map_or((s.as_str(), ""), |(a, b)| (a, b));
-            let mut grouped = String::new();
-            for (i, c) in int.chars().enumerate() {
-                if i > 0 && (int.len() - i) % 3 == 0 && c != '-' {
-                    grouped.push(',');
-                }
-                grouped.push(c);
-            }
-            if frac.is_empty() {
-                grouped
-            } else {
-                format!("{grouped}.{frac}")
-            }
-        }
+        Unit::Number(d) => lock_testkit::measure::thousands(format!("{v:.d$}")),
     }
 }

@@ -1,11 +1,9 @@
 //! Contention on one lock: handoffs/s and handoff latency with 2 and 8 sessions.
 
-use crate::common::bare_lock::{bare_lock, bare_release, mkdir};
-use crate::common::{
-    bare_client, env_usize, loadavg, median, median_duration, mntr_overhead, packets, window,
-    Packets,
-};
+use crate::common::{mntr_overhead, packets, window, Packets};
 use crate::{lock_client, TIMEOUT};
+use lock_testkit::floor::{bare_client, bare_lock, bare_release, mkdir};
+use lock_testkit::measure::{env_usize, loadavg, median, median_duration};
 use lock_testkit::ZkServer;
 use lock_zookeeper_client::TokioRuntime;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

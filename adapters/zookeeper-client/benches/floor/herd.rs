@@ -1,15 +1,15 @@
 //! Herd drain: one holder, N queued waiters, zklock against the floor and the two herd designs.
 
-use crate::common::bare_lock::{
-    bare_lock, bare_lock_counted, bare_release, mkdir, sequence_of, NAME,
-};
 use crate::common::{
-    bare_client, env_or, env_usize, loadavg, median, median_duration, mntr_overhead, packets,
-    wait_quiet, wait_watches, watch_count, window, Packets, Sniffer,
+    mntr_overhead, packets, wait_quiet, wait_watches, watch_count, window, Packets, Sniffer,
 };
 use crate::{lock_client, TIMEOUT};
 use futures::channel::mpsc;
 use futures::StreamExt;
+use lock_testkit::floor::{
+    bare_client, bare_lock, bare_lock_counted, bare_release, mkdir, sequence_of, NAME,
+};
+use lock_testkit::measure::{env_or, env_usize, loadavg, median, median_duration};
 use lock_testkit::ZkServer;
 use lock_zookeeper_client::TokioRuntime;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -192,22 +192,42 @@ pub(crate) async fn herd_round(
             }
             return herd_result(before, after, overhead, elapsed, releases + 1);
         }
-        Design::Floor | Design::Children => {
+        Design::Floor | Design::Children | Design::Naive => {
             let clients = connect_many(waiters + 1, || bare_client(&cluster, TIMEOUT)).await;
             let clients: Vec<Arc<Client>> = clients.into_iter().map(Arc::new).collect();
-            let holder_node = bare_lock(&clients[0], dir).await;
+            // Design (a)'s one node, which every loser watches.
+            let lock = format!("{dir}/lock");
+            let holder_node = if design == Design::Naive {
+                let options = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+                clients[0].create(&lock, b"", &options).await.unwrap();
+                lock.clone()
+            } else {
+                bare_lock(&clients[0], dir).await
+            };
             let base = watch_count(server);
             for c in &clients[1..] {
-                let (c, done, queued, dir) =
-                    (c.clone(), done_tx.clone(), queued.clone(), dir.to_owned());
+                let (c, done, queued, dir, lock) = (
+                    c.clone(),
+                    done_tx.clone(),
+                    queued.clone(),
+                    dir.to_owned(),
+                    lock.clone(),
+                );
                 tasks.push(tokio::spawn(async move {
-                    if design == Design::Floor {
-                        let node = bare_lock_counted(&c, &dir, Some(&queued)).await;
-                        bare_release(&c, &node).await;
-                    } else {
-                        let (node, watcher) = children_lock(&c, &dir, &queued).await;
-                        bare_release(&c, &node).await;
-                        drop(watcher);
+                    match design {
+                        Design::Floor => {
+                            let node = bare_lock_counted(&c, &dir, Some(&queued)).await;
+                            bare_release(&c, &node).await;
+                        }
+                        Design::Children => {
+                            let (node, watcher) = children_lock(&c, &dir, &queued).await;
+                            bare_release(&c, &node).await;
+                            drop(watcher);
+                        }
+                        _ => {
+                            naive_lock(&c, &lock, &queued).await;
+                            bare_release(&c, &lock).await;
+                        }
                     }
                     let _ = done.unbounded_send(());
                 }));
@@ -219,31 +239,6 @@ pub(crate) async fn herd_round(
             before = packets(server);
             started = Instant::now();
             bare_release(&clients[0], &holder_node).await;
-            sessions = clients;
-        }
-        Design::Naive => {
-            let clients = connect_many(waiters + 1, || bare_client(&cluster, TIMEOUT)).await;
-            let clients: Vec<Arc<Client>> = clients.into_iter().map(Arc::new).collect();
-            let lock = format!("{dir}/lock");
-            let options = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
-            clients[0].create(&lock, b"", &options).await.unwrap();
-            let base = watch_count(server);
-            for c in &clients[1..] {
-                let (c, done, queued, lock) =
-                    (c.clone(), done_tx.clone(), queued.clone(), lock.clone());
-                tasks.push(tokio::spawn(async move {
-                    naive_lock(&c, &lock, &queued).await;
-                    c.delete(&lock, None).await.unwrap();
-                    let _ = done.unbounded_send(());
-                }));
-            }
-            wait_queued(&queued, waiters).await;
-            wait_watches(server, base + waiters as u64).await;
-            wait_quiet(server).await;
-            traced = snap();
-            before = packets(server);
-            started = Instant::now();
-            clients[0].delete(&lock, None).await.unwrap();
             sessions = clients;
         }
     }

@@ -54,11 +54,11 @@ mod common;
 
 mod contention;
 mod herd;
-mod loopback;
 mod many;
-mod proxy;
+mod uncontended;
 
-use common::{env_list, env_or, env_usize, loadavg, start_server};
+use common::start_server;
+use lock_testkit::measure::{env_list, env_or, env_usize, loadavg};
 use lock_zookeeper_client::{Connect, LockClient, TokioRuntime};
 use std::time::Duration;
 
@@ -69,11 +69,7 @@ fn main() {
     let on = |s: &str| only.split(',').any(|x| x.trim() == s);
     let rounds = env_usize("FLOOR_ROUNDS", 5);
     let server = start_server();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::runtime();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!(
         "zklock vs the bare zookeeper-client floor; ZooKeeper on {}; {cores} cores; tokio, 2 workers; {rounds} rounds each, alternating",
@@ -95,10 +91,10 @@ fn main() {
     }
     let handle = TokioRuntime(rt.handle().clone());
     if on("uncontended") {
-        rt.block_on(loopback::uncontended(&handle, &server, rounds));
+        rt.block_on(uncontended::uncontended(&handle, &server, rounds));
     }
     if on("proxy") {
-        rt.block_on(proxy::through_proxy(&handle, &server, rounds));
+        rt.block_on(uncontended::through_proxy(&handle, &server, rounds));
     }
     if on("contention") {
         for sessions in env_list("CONTENTION_SESSIONS", "2,8") {

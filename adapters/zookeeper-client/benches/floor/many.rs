@@ -1,11 +1,9 @@
 //! Many locks on one session: cycles/s and CPU per cycle.
 
-use crate::common::bare_lock::{bare_lock, bare_release, mkdir};
-use crate::common::{
-    bare_client, cpu_time, env_or, env_usize, loadavg, median, median_duration, mntr_overhead,
-    packets, window,
-};
+use crate::common::{mntr_overhead, packets, window};
 use crate::{lock_client, TIMEOUT};
+use lock_testkit::floor::{bare_client, bare_lock, bare_release, mkdir};
+use lock_testkit::measure::{cpu_time, env_or, env_usize, loadavg, median, median_duration};
 use lock_testkit::ZkServer;
 use lock_zookeeper_client::TokioRuntime;
 use std::sync::Arc;

@@ -2,7 +2,7 @@ use acl::*;
 use consts::*;
 use data::*;
 use io::ZkIo;
-use listeners::{ListenerSet, Subscription};
+use listeners::ListenerSet;
 use mio_extras::channel::Sender as MioSender;
 use multi::{MultiError, MultiRequest, MultiResponse, Op, OpResult};
 use proto::*;
@@ -326,27 +326,6 @@ impl ZooKeeper {
         Ok(response.acl_stat)
     }
 
-    /// Set the ACL for the node of the given path if such a node exists and the given version
-    /// matches the version of the node. Return the `Stat` of the node.
-    ///
-    /// # Errors
-    /// If no node with the given path exists, `Err(ZkError::NoNode)` will be returned.
-    ///
-    /// If the given version does not match the node's version, `Err(ZkError::BadVersion)` will be
-    /// returned.
-    pub fn set_acl(&self, path: &str, acl: Vec<Acl>, version: Option<i32>) -> ZkResult<Stat> {
-        trace!("ZooKeeper::set_acl");
-        let req = SetAclRequest {
-            path: try!(self.path(path)),
-            acl: acl,
-            version: version.unwrap_or(-1),
-        };
-
-        let response: SetAclResponse = try!(self.request(OpCode::SetAcl, self.xid(), req, None));
-
-        Ok(response.stat)
-    }
-
     /// Return the list of the children of the node of the given `path`. The returned values are not
     /// prefixed with the provided `path`; i.e. if the database contains `/path/a` and `/path/b`,
     /// the result of `get_children` for `"/path"` will be `["a", "b"]`.
@@ -420,33 +399,6 @@ impl ZooKeeper {
         Ok(response.data_stat)
     }
 
-    /// Return the data and the `Stat` of the node of the given path.
-    ///
-    /// Similar to `get_data`, but sets an explicit `Watcher` instead of relying on the client's
-    /// base `Watcher`.
-    pub fn get_data_w<W: Watcher + 'static>(
-        &self,
-        path: &str,
-        watcher: W,
-    ) -> ZkResult<(Vec<u8>, Stat)> {
-        trace!("ZooKeeper::get_data_w");
-        let req = GetDataRequest {
-            path: try!(self.path(path)),
-            watch: true,
-        };
-
-        let watch = Watch {
-            path: path.to_owned(),
-            watcher_type: WatcherType::Data,
-            watcher: Box::new(watcher),
-        };
-
-        let response: GetDataResponse =
-            try!(self.request(OpCode::GetData, self.xid(), req, Some(watch)));
-
-        Ok(response.data_stat)
-    }
-
     /// Set the data for the node of the given `path` if such a node exists and the given version
     /// matches the version of the node (if the given version is `None`, it matches any node's
     /// versions). Return the `Stat` of the node.
@@ -502,31 +454,6 @@ impl ZooKeeper {
         Ok(results)
     }
 
-    /// Add a watch to the given znode using the given mode. Note: not all
-    /// watch types can be set with this method. Only the modes available
-    /// in WatchMode can be set with this method.
-    /// Requires Zookeeper 3.6.0
-    pub fn add_watch<W: Watcher + 'static>(
-        &self,
-        path: &str,
-        mode: AddWatchMode,
-        watcher: W,
-    ) -> ZkResult<()> {
-        let req = AddWatchRequest {
-            path: try!(self.path(path)),
-            mode: mode,
-        };
-
-        let watch = Watch {
-            path: path.to_owned(),
-            watcher_type: mode.into(),
-            watcher: Box::new(watcher),
-        };
-
-        try!(self.request::<_, ()>(OpCode::AddWatch, self.xid(), req, Some(watch)));
-        Ok(())
-    }
-
     /// Remove watches of a given type for a path.
     pub fn remove_watches(&self, path: &str, watcher_type: WatcherType) -> ZkResult<()> {
         let req = RemoveWatchesRequest {
@@ -546,19 +473,9 @@ impl ZooKeeper {
     }
 
     /// Adds a state change `Listener`, which will be notified of changes to the client's `ZkState`.
-    /// A unique identifier is returned, which is used in `remove_listener` to un-subscribe.
-    pub fn add_listener<Listener: Fn(ZkState) + Send + 'static>(
-        &self,
-        listener: Listener,
-    ) -> Subscription {
+    pub fn add_listener<Listener: Fn(ZkState) + Send + 'static>(&self, listener: Listener) {
         trace!("ZooKeeper::add_listener");
         self.listeners.subscribe(listener)
-    }
-
-    /// Removes a state change `Listener` and closes the channel.
-    pub fn remove_listener(&self, sub: Subscription) {
-        trace!("ZooKeeper::remove_listener");
-        self.listeners.unsubscribe(sub);
     }
 
     /// The session timeout: the one the server granted when this client last

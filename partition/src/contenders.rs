@@ -1,7 +1,7 @@
 //! Contender processes on the lab's nodes: zklock over either binding (this
 //! crate's `contender` program), Curator (`contenders/CuratorContender.java`,
 //! compiled here) and kazoo (`contenders/kazoo_contender.py`), their histories
-//! merged as they come.
+//! merged as they come. The partition tests and the tolerance bench start them.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -10,11 +10,24 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lock_partition::history::{Event, Nanos};
+use crate::history::{Event, EventKind, Nanos};
 use lock_testkit::{NetLab, NodeId};
 
-const CURATOR_SOURCE: &str = include_str!("../../contenders/CuratorContender.java");
-const KAZOO_SOURCE: &str = include_str!("../../contenders/kazoo_contender.py");
+const CURATOR_SOURCE: &str = include_str!("../contenders/CuratorContender.java");
+const KAZOO_SOURCE: &str = include_str!("../contenders/kazoo_contender.py");
+
+/// How long one step may take (a contender starting, a grant, a server
+/// serving again) before a test or bench gives up.
+pub const STEP: Duration = Duration::from_secs(40);
+
+/// Where the contenders' programs are: Cargo tells a test or bench of this
+/// crate (`CARGO_BIN_EXE_contender`, `CARGO_TARGET_TMPDIR`), not the library.
+pub struct Programs {
+    /// The `contender` program of this crate (zklock over either binding).
+    pub contender: PathBuf,
+    /// Where the Curator contender is compiled.
+    pub build_dir: PathBuf,
+}
 
 /// Which client library a contender runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,12 +93,15 @@ impl Histories {
 
 /// What a contender does.
 pub struct Spec {
+    /// Its library.
     pub kind: Kind,
     /// Its name, `<kind word>-...`.
     pub name: String,
+    /// The lock path it contends for.
     pub lock: String,
     /// The zklock naming scheme (`curator` or `kazoo`) for zklock contenders.
     pub scheme: &'static str,
+    /// The session timeout it asks for.
     pub session_timeout: Duration,
     /// zklock contenders: `--busy reads|writes` while holding, or idle (`None`).
     pub busy: Option<&'static str>,
@@ -93,8 +109,11 @@ pub struct Spec {
 
 /// A running contender process on its own node.
 pub struct Contender {
+    /// Its name ([`Spec::name`]).
     pub name: String,
+    /// Its library.
     pub kind: Kind,
+    /// The lab's node it runs on.
     pub node: NodeId,
     child: Child,
     stdin: Option<ChildStdin>,
@@ -104,6 +123,7 @@ pub struct Contender {
 impl Contender {
     /// Starts the contender of `spec` on `node`, connected to `connect`.
     pub fn start(
+        programs: &Programs,
         lab: &NetLab,
         node: NodeId,
         connect: &str,
@@ -113,7 +133,7 @@ impl Contender {
         let timeout_ms = spec.session_timeout.as_millis().to_string();
         let mut command = match spec.kind {
             Kind::Async | Kind::Blocking => {
-                let mut command = lab.command(node, env!("CARGO_BIN_EXE_contender"));
+                let mut command = lab.command(node, &programs.contender);
                 command
                     .args([spec.kind.word(), connect, &spec.lock, &spec.name])
                     .args(["--scheme", spec.scheme, "--session-timeout-ms", &timeout_ms]);
@@ -123,7 +143,7 @@ impl Contender {
                 command
             }
             Kind::Curator => {
-                let (java, classpath) = curator_classpath();
+                let (java, classpath) = curator_classpath(&programs.build_dir);
                 let mut command = lab.command(node, java);
                 command
                     .args(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx128m"])
@@ -197,6 +217,18 @@ impl Contender {
         }
     }
 
+    /// Waits up to `within` for its `ready` line; panics, with its stderr, if
+    /// it does not come.
+    pub fn wait_ready(&mut self, histories: &Histories, within: Duration) {
+        let ready = EventKind::Other("ready".into());
+        if histories
+            .wait_for(within, |e| e.client == self.name && e.kind == ready)
+            .is_none()
+        {
+            panic!("not ready: {}", self.what_went_wrong());
+        }
+    }
+
     /// Makes the next hold last until the lock is lost.
     pub fn stick(&mut self) {
         let stdin = self.stdin.as_mut().expect("running");
@@ -249,12 +281,11 @@ impl Drop for Contender {
 }
 
 /// The `java` executable and the classpath (compiled contender + Curator jars),
-/// compiling the contender the first time.
-fn curator_classpath() -> (PathBuf, String) {
+/// compiling the contender in `build_dir` the first time.
+fn curator_classpath(build_dir: &Path) -> (PathBuf, String) {
     static CLASSPATH: OnceLock<(PathBuf, String)> = OnceLock::new();
     CLASSPATH
         .get_or_init(|| {
-            let build_dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
             lock_testkit::curator_peer(CURATOR_SOURCE, "CuratorContender", build_dir)
                 .unwrap_or_else(|e| panic!("{e}"))
         })

@@ -1,22 +1,35 @@
-//! The floor: the bare zookeeper-client doing the lock with zklock's requests
-//! (see the floor bench's docs, benches/floor/main.rs), shared by the benches that compare against it.
+//! The floor of zklock's benches (feature `floor`): the bare zookeeper-client
+//! doing the lock with zklock's requests, pipelined the same way, so that a
+//! bench can set zklock beside the least any client on that crate must do.
+//! lock-zookeeper-client's benches (`floor`, `compare`) and the fleet's bare
+//! sessions use it.
+//!
+//! The recipe: `create` (ephemeral-sequential, a name of zklock's length) and
+//! `getChildren` sent together; if something is lower, `getData` + watch on the
+//! predecessor, and the lock is held when that watch fires if the listing
+//! showed nothing else lower, else it lists again (zklock's rule); release is
+//! one `delete`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 use zookeeper_client::{Acls, Client, CreateMode};
 
 /// A node name of zklock's length (`zkl-<hex32>-write-`), for the floor.
 pub const NAME: &str = "zkl-0123456789abcdef0123456789abcdef-write-";
 
+/// Creates `path` and its missing parents (persistent, open ACL); panics on failure.
 pub async fn mkdir(client: &Client, path: &str) {
     let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
     client.mkdir(path, &options).await.expect("mkdir");
 }
 
+/// The sequence number of a sequential node's name (its last ten digits).
 pub fn sequence_of(name: &str) -> Option<i64> {
     name.get(name.len().checked_sub(10)?..)?.parse().ok()
 }
 
-/// The floor's acquire (see the module docs). Returns our node's path.
+/// The floor's acquire (see the module docs), in directory `dir`. Returns the
+/// path of its node. Panics on a request's failure.
 pub async fn bare_lock(client: &Client, dir: &str) -> String {
     bare_lock_counted(client, dir, None).await
 }
@@ -69,6 +82,26 @@ pub async fn bare_lock_counted(
     }
 }
 
+/// The floor's release: deletes the node [`bare_lock`] returned.
 pub async fn bare_release(client: &Client, path: &str) {
     client.delete(path, None).await.expect("delete");
+}
+
+/// A bare zookeeper-client session with `TCP_NODELAY` set on its socket (through
+/// lock-nodelay, as zklock's bindings do), so that the floor pipelines like the
+/// lock. Panics when it cannot connect.
+pub async fn bare_client(cluster: &str, session_timeout: Duration) -> Client {
+    let client = Client::connector()
+        .with_session_timeout(session_timeout)
+        .connect(cluster)
+        .await
+        .expect("connecting the bare client");
+    set_nodelay(cluster);
+    client
+}
+
+/// `TCP_NODELAY` on every connection of this process to `cluster`.
+pub fn set_nodelay(cluster: &str) {
+    let peers = lock_nodelay::Peers::resolve(cluster).expect("resolving");
+    lock_nodelay::apply(&peers).expect("TCP_NODELAY");
 }
