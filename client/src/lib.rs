@@ -329,6 +329,7 @@ mod section_calls;
 mod server;
 mod shared;
 mod status;
+mod sync;
 mod trace;
 mod writes;
 

@@ -87,6 +87,9 @@ pub(crate) struct Tracker {
     checks: Vec<ServerCheck>,
     /// The hazards reported so far: each is reported once.
     reported: Vec<(SocketAddr, crate::server::hazard::HazardKind)>,
+    /// Counts the session changes reported: a report about the server learned
+    /// under another count is about another connection.
+    generation: u64,
 }
 
 #[derive(Default)]
@@ -100,10 +103,16 @@ impl Tracker {
         self.state.unwrap_or(ConnectionState::Connecting)
     }
 
+    /// How many session changes were reported so far.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// Follows what the binding reports; the wakers of every subscriber with news
     /// go to `to_wake`.
     pub(crate) fn on_session(&mut self, event: &SessionEvent, to_wake: &mut Vec<Waker>) {
         use ConnectionState as State;
+        self.generation += 1;
         let before = self.state();
         let (after, events): (State, Vec<ConnectionEvent>) = match (*event, before) {
             (_, State::Closed) => return,
@@ -233,5 +242,33 @@ impl Tracker {
                 Poll::Pending
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shared::wakeups::tests::counter;
+
+    #[test]
+    fn subscribers_get_each_change_and_every_report_counts() {
+        let (_, waker) = counter();
+        let mut tracker = Tracker::default();
+        let id = tracker.subscribe();
+        assert!(tracker.poll_next(id, &waker).is_pending());
+        let mut to_wake = Vec::new();
+        let connected = SessionEvent::Connected { session_id: 7 };
+        tracker.on_session(&connected, &mut to_wake);
+        tracker.on_session(&connected, &mut to_wake);
+        assert_eq!(to_wake.len(), 1, "woken once; the repeat is no change");
+        assert_eq!(tracker.generation(), 2, "but it is another report");
+        let event = ConnectionEvent::Connected { session_id: 7 };
+        assert_eq!(tracker.poll_next(id, &waker), Poll::Ready(Some(event)));
+        tracker.on_session(&SessionEvent::Closed, &mut to_wake);
+        assert_eq!(tracker.state(), ConnectionState::Closed);
+        let closed = Poll::Ready(Some(ConnectionEvent::Closed));
+        assert_eq!(tracker.poll_next(id, &waker), closed);
+        assert_eq!(tracker.poll_next(id, &waker), Poll::Ready(None));
+        tracker.unsubscribe(id);
     }
 }
