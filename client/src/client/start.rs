@@ -90,7 +90,7 @@ impl LockClient {
             .filter(|_| reentrant)
             .map(|o| (o.to_owned(), spec.path().to_owned()));
         let span = crate::trace::acquisition_span(&spec);
-        self.start_task(election, |s, now| {
+        self.start_task(|s, now| {
             if let Some(deadline) = deadline {
                 spec = spec.deadline(s.time.timestamp(deadline));
             }
@@ -100,49 +100,41 @@ impl LockClient {
             if let Some((owner, path)) = held_for {
                 s.locks.expect_reentrant(id, owner, path);
             }
-            Ok((
-                id,
-                (!span.is_disabled()).then(|| Box::new(span)),
-                Some(metrics),
-            ))
+            let slot = s.locks.add(id, election);
+            slot.span = (!span.is_disabled()).then(|| Box::new(span));
+            slot.metrics = Some(metrics);
+            Ok(id)
         })
     }
 
-    /// Starts a task in the core with `start` (given the state and the core's
-    /// `now`; it returns the task's id and, for an acquisition, its span and
-    /// metrics) and gives it a slot; its id comes back at once.
-    pub(crate) fn start_task(
+    /// Starts a task that is not an acquisition (`start` calls the core's
+    /// `observe`, `revoke`, `inspect`, ...) and gives it a slot.
+    pub(crate) fn start_other(
         &self,
-        election: Option<u64>,
-        start: impl FnOnce(&mut SharedState, Timestamp) -> Result<Started, UsageError>,
+        start: impl FnOnce(&mut Session, Timestamp) -> Result<LockId, UsageError>,
+    ) -> Result<LockId, Error> {
+        self.start_task(|s, now| {
+            let id = start(&mut s.core, now)?;
+            s.locks.add(id, None);
+            Ok(id)
+        })
+    }
+
+    /// Runs `start` (which starts a task in the core, given the state and the
+    /// core's `now`, and gives it a slot) unless the client is closed, then
+    /// wakes the link to send the task's requests.
+    fn start_task(
+        &self,
+        start: impl FnOnce(&mut SharedState, Timestamp) -> Result<LockId, UsageError>,
     ) -> Result<LockId, Error> {
         self.shared().with(|s| {
             if s.closing.is_closed() {
                 return Err(Error::Closed);
             }
             let now = s.now();
-            let (id, span, metrics) = start(s, now)?;
-            let slot = s.locks.add(id, election);
-            slot.span = span;
-            slot.metrics = metrics;
+            let id = start(s, now)?;
             s.mark_link();
             Ok(id)
         })
     }
-
-    /// Starts a task that is not an acquisition (`start` calls the core's
-    /// `observe`, `revoke`, `inspect`, ...).
-    pub(crate) fn start_other(
-        &self,
-        start: impl FnOnce(&mut Session, Timestamp) -> Result<LockId, UsageError>,
-    ) -> Result<LockId, Error> {
-        self.start_task(None, |s, now| Ok((start(&mut s.core, now)?, None, None)))
-    }
 }
-
-/// A task the core started: its id, and an acquisition's span and metrics.
-pub(crate) type Started = (
-    LockId,
-    Option<Box<tracing::Span>>,
-    Option<crate::metrics::AcquisitionMetrics>,
-);
