@@ -197,7 +197,7 @@ impl SharedState {
     /// new timer, a close): the link is woken once the mutex is released.
     pub(crate) fn mark_link(&mut self) {
         if let Some(waker) = self.io.mark() {
-            self.wakeups.push(waker);
+            self.wakeups.ready().push(waker);
         }
     }
 
@@ -230,7 +230,7 @@ impl SharedState {
     /// What the binding reports about the session, for the core and for the
     /// client-wide connection state.
     pub(crate) fn handle_session(&mut self, event: lock_core::SessionEvent, now: Timestamp) {
-        self.connection.on_session(&event, self.wakeups.ready());
+        self.connection.handle_session(&event, self.wakeups.ready());
         self.core
             .handle_input(lock_core::Input::Session(event), now);
     }

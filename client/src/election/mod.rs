@@ -299,7 +299,7 @@ impl Election {
         }
     }
 
-    /// How many session events the client has had (see `SharedState`).
+    /// How many session events the client has had (see `Tracker::generation`).
     fn connection_generation(&self) -> u64 {
         self.client.shared().with(|s| s.connection.generation())
     }

@@ -1,6 +1,6 @@
 //! Reentrancy: the counted holds of one owner on one node of a
 //! [reentrant](crate::Mutex::reentrant) mutex (the counts live in the shared state,
-//! `SharedState::holds`).
+//! `Locks::holds`).
 
 use super::LockGuard;
 use crate::handle::LockClient;
@@ -8,7 +8,7 @@ use crate::shared::Holds;
 use lock_core::LockState;
 
 /// How a guard holds its lock: alone, or as one of the counted holds of a
-/// [reentrant](crate::Mutex::reentrant) mutex (see `SharedState::holds`).
+/// [reentrant](crate::Mutex::reentrant) mutex (see `Locks::holds`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Hold {
     Single,

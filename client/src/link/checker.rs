@@ -36,7 +36,7 @@ impl ServerChecker {
     pub fn report(&self, server: SocketAddr, answer: std::io::Result<String>) {
         let check = ServerCheck::new(server, answer, self.shared.session_timeout());
         self.shared
-            .with(|s| s.connection.on_server_check(check, s.wakeups.ready()));
+            .with(|s| s.connection.handle_server_check(check, s.wakeups.ready()));
     }
 
     /// Reports what each server this process is connected to (of the session's

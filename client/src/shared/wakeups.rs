@@ -1,8 +1,8 @@
 //! Who to wake once the state's mutex is released: the tasks waiting for the
 //! core to go idle, and every waker a part collected under this lock.
 //!
-//! Calling order, per lock: parts `push` (or `handle_idle` moves the idle
-//! waiters over) while the mutex is held; the mutex's one way in `take`s them
+//! Calling order, per lock: parts append to `ready` (and `handle_idle` moves the
+//! idle waiters over) while the mutex is held; the mutex's one way in `take`s them
 //! all and wakes them after the unlock.
 
 use std::task::Waker;
@@ -22,11 +22,6 @@ impl Wakeups {
     /// Registers a `wait_idle` caller.
     pub(crate) fn register_idle(&mut self, waker: &Waker) {
         register(&mut self.idle, waker);
-    }
-
-    /// Queues `waker` for the unlock.
-    pub(crate) fn push(&mut self, waker: Waker) {
-        self.ready.push(waker);
     }
 
     /// Where parts move their wakers (`append`) for the unlock.
@@ -97,10 +92,10 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn pushed_wakers_are_taken_once() {
+    fn queued_wakers_are_taken_once() {
         let (_, waker) = counter();
         let mut wakeups = Wakeups::default();
-        wakeups.push(waker.clone());
+        wakeups.ready().push(waker.clone());
         wakeups.ready().push(waker);
         assert_eq!(wakeups.take().len(), 2);
         assert!(wakeups.take().is_empty());
