@@ -85,9 +85,11 @@ impl Observer {
             // No directory yet: nothing can be watched there; look again later.
             Err(ZkError::NoNode) => {
                 self.report(cx, None);
-                return cx
-                    .timers
-                    .set(self.run.id, TimerKind::Retry, cx.now + cx.config.retry_interval);
+                return cx.timers.set(
+                    self.run.id,
+                    TimerKind::Retry,
+                    cx.now + cx.config.retry_interval,
+                );
             }
             Err(e) => return self.trouble(cx, e),
         };
