@@ -246,7 +246,23 @@ impl Locks {
         // Taken, not appended: a held lock's slot keeps no room for wakers.
         to_wake.extend(std::mem::take(&mut slot.wakers));
         let event = slot.answer(event)?;
-        count_reentrant_grant(&mut self.reentrant, &mut self.holds, lock, &event);
+        if let Some((owner, path)) = self.reentrant.get(&lock) {
+            if let LockEvent::Acquired(grant) = &event {
+                // Held for its owner from now on: a re-entry counts on it even
+                // before the first guard is handed out.
+                let (owner, path, grant) = (owner.clone(), path.clone(), grant.clone());
+                let held = Holds {
+                    owner,
+                    path,
+                    grant,
+                    count: 0,
+                };
+                self.holds.insert(lock, held);
+            }
+            if matches!(event, LockEvent::Acquired(_)) || event.is_terminal() {
+                self.reentrant.remove(&lock);
+            }
+        }
         slot.apply(&event);
         let forward = slot.election.map(|election| (election, event.clone()));
         if !slot.dropped {
@@ -290,31 +306,6 @@ impl Locks {
                 metrics.on_node_deleted(path);
             }
         }
-    }
-}
-
-/// A reentrant mutex granted is held for its owner from now on: a re-entry
-/// counts on it even before the first guard is handed out.
-fn count_reentrant_grant(
-    reentrant: &mut HashMap<LockId, (String, String)>,
-    holds: &mut HashMap<LockId, Holds>,
-    lock: LockId,
-    event: &LockEvent,
-) {
-    let Some((owner, path)) = reentrant.get(&lock) else {
-        return;
-    };
-    if let LockEvent::Acquired(grant) = event {
-        let held = Holds {
-            owner: owner.clone(),
-            path: path.clone(),
-            grant: grant.clone(),
-            count: 0,
-        };
-        holds.insert(lock, held);
-    }
-    if matches!(event, LockEvent::Acquired(_)) || event.is_terminal() {
-        reentrant.remove(&lock);
     }
 }
 
