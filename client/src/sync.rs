@@ -1,7 +1,7 @@
 //! The mutex and condition variable the shared state is built on: std's, and
 //! in this crate's unit tests shuttle's when the state is made inside a shuttle
 //! execution, so that shuttle's schedulers interleave handles and the link at
-//! every lock of the state (see `tests::shuttle`). One type either way: the
+//! every lock of the state (see `tests::schedules`). One type either way: the
 //! state's code is the same.
 
 #[cfg(not(test))]
