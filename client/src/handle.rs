@@ -1,14 +1,12 @@
 //! [`LockClient`], the handle every lock object, guard, pending acquisition,
-//! election and stream holds, and the [`Task`]s it starts.
+//! election and stream holds.
 //!
 //! Only the type is here: its methods live in `client`, by concept. They make the
 //! lock objects, elections and guards that hold a `LockClient`, so with the type
 //! beside them every one of those modules and `client` would import each other.
 
 use crate::shared::Shared;
-use lock_core::LockSpec;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// What every user handle holds: when the last one goes, the link hears of it.
 pub(crate) struct Handles {
@@ -17,34 +15,11 @@ pub(crate) struct Handles {
 
 impl Drop for Handles {
     fn drop(&mut self) {
-        self.shared.with(|s| s.handles_gone = true);
+        self.shared.with(|s| {
+            s.closing.handle_handles_gone();
+            s.mark_link();
+        });
     }
-}
-
-/// What a task is, for [`LockClient::start`].
-pub(crate) enum Task {
-    Acquire {
-        spec: LockSpec,
-        deadline: Option<Instant>,
-        /// A reentrant mutex: its grant becomes a counted hold of its owner at
-        /// once (see `SharedState::holds`), so that the owner re-enters it even before
-        /// the first guard is handed out.
-        reentrant: bool,
-    },
-    Observe(String),
-    Revoke(String),
-    /// Breaking a participant node.
-    Break {
-        /// Its full path.
-        node: String,
-        /// The token it was inspected with.
-        token: lock_core::FencingToken,
-        /// For the break's record: the node's session and who breaks it; `None`
-        /// for no record.
-        record: Option<(i64, Option<String>)>,
-    },
-    Inspect(String),
-    Scan(String),
 }
 
 /// A handle on one ZooKeeper session that drives every lock taken through it.

@@ -330,6 +330,7 @@ mod section_calls;
 mod server;
 mod shared;
 mod status;
+mod sync;
 mod trace;
 mod writes;
 

@@ -136,14 +136,13 @@ impl Link {
     /// Then close the ZooKeeper session, feed `SessionEvent::Closed`, and drop the
     /// link (rule 6).
     pub fn is_closed(&self) -> bool {
-        self.shared
-            .read(|s| s.close_requested || s.handles_gone || s.link_gone)
+        self.shared.with(|s| s.closing.link_must_close())
     }
 
     /// The session the core is on (also while disconnected from it); `None` before
     /// the first `Connected` and between an expiry and the next session.
     pub fn session_id(&self) -> Option<i64> {
-        self.shared.read(|s| s.core.session_id())
+        self.shared.with(|s| s.core.session_id())
     }
 
     /// Whether the core was told the connection is up: the last session change fed
@@ -151,12 +150,12 @@ impl Link {
     /// `Closed`). A binding whose client library can skip a state (report
     /// `Connected` twice) feeds the `Disconnected` it missed when this is still true.
     pub fn is_connected(&self) -> bool {
-        self.shared.read(|s| s.core.is_connected())
+        self.shared.with(|s| s.core.is_connected())
     }
 
     /// The core's counters.
     pub fn stats(&self) -> Stats {
-        self.shared.read(|s| s.core.stats())
+        self.shared.with(|s| s.core.stats())
     }
 
     /// Attaches `extension` to the client, for the binding's own extensions of
@@ -202,7 +201,7 @@ impl Link {
     /// a binding calls it once, right after [`pair`](crate::pair).
     pub fn apply_options(&self, options: &crate::ConnectOptions) {
         let depth = options.metrics_path_prefix_option();
-        self.shared.with_quiet(|s| s.metrics_prefix = depth);
+        self.shared.with(|s| s.locks.metrics_prefix = depth);
     }
 
     // Inputs.
@@ -211,9 +210,9 @@ impl Link {
     /// reconnect; a new id means the old session expired), `Disconnected`, `Expired`,
     /// `Closed`.
     pub fn handle_session(&mut self, event: SessionEvent, now: Instant) {
-        self.shared.with_quiet(|s| {
-            let now = s.timestamp(now);
-            s.session_changed(event, now);
+        self.shared.with(|s| {
+            let now = s.time.timestamp(now);
+            s.handle_session(event, now);
         });
     }
 
@@ -230,7 +229,7 @@ impl Link {
     /// A watch set by a request fired on `path`.
     pub fn handle_watch(&mut self, path: String, kind: WatchKind, now: Instant) {
         if kind == WatchKind::NodeDeleted {
-            self.shared.with_quiet(|s| s.watched_node_deleted(&path));
+            self.shared.with(|s| s.locks.handle_node_deleted(&path));
         }
         self.input(lock_core::Input::Watch { path, kind }, now);
     }
@@ -238,15 +237,15 @@ impl Link {
     /// Time passed: fires whatever is due at `now` (call once `now` reaches
     /// [`poll_timeout`](Self::poll_timeout); calling early is harmless).
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.shared.with_quiet(|s| {
-            let now = s.timestamp(now);
+        self.shared.with(|s| {
+            let now = s.time.timestamp(now);
             s.core.handle_timeout(now);
         });
     }
 
     fn input(&mut self, input: lock_core::Input, now: Instant) {
-        self.shared.with_quiet(|s| {
-            let now = s.timestamp(now);
+        self.shared.with(|s| {
+            let now = s.time.timestamp(now);
             s.core.handle_input(input, now);
         });
     }
@@ -256,7 +255,7 @@ impl Link {
     /// The next request to send, in order; `None` when there is none (for now).
     #[must_use = "every request must be sent, in the order polled"]
     pub fn poll_request(&mut self) -> Option<Request> {
-        let request = self.shared.with_quiet(|s| s.requests.pop_front());
+        let request = self.shared.with(|s| s.io.pop());
         if let Some(request) = &request {
             crate::metrics::request_sent(&request.op);
         }
@@ -267,7 +266,7 @@ impl Link {
     #[must_use = "the core's timers (deadlines, grace, retries, leases) run on this"]
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.shared
-            .read(|s| s.core.poll_timeout().map(|at| s.instant(at)))
+            .with(|s| s.core.poll_timeout().map(|at| s.time.instant(at)))
     }
 
     // Wake-ups.
@@ -277,14 +276,7 @@ impl Link {
     /// waker otherwise. For async loops.
     #[must_use = "a ready wake-up means requests or a new timer to look at"]
     pub fn poll_wake(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        self.shared.with_quiet(|s| {
-            if std::mem::take(&mut s.link_dirty) {
-                Poll::Ready(())
-            } else {
-                s.register_link(cx.waker());
-                Poll::Pending
-            }
-        })
+        self.shared.with(|s| s.io.poll_marked(cx.waker()))
     }
 
     /// Blocks this thread until a handle changed something (true) or `deadline`
@@ -321,15 +313,12 @@ impl Notifier {
     /// Ends the link's current or next [`wait`](Link::wait) and readies its
     /// [`poll_wake`](Link::poll_wake).
     pub fn notify(&self) {
-        self.shared.notify_link();
+        self.shared.with(|s| s.mark_link());
     }
 }
 
 impl Drop for Link {
     fn drop(&mut self) {
-        self.shared.with_quiet(|s| {
-            let now = s.now();
-            s.end(now);
-        });
+        self.shared.with(|s| s.handle_link_gone());
     }
 }

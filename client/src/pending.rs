@@ -153,14 +153,15 @@ impl Canceller {
             if s.core.state(id) == Some(LockState::Waiting) {
                 let now = s.now();
                 let _ = s.core.cancel(id, now);
+                s.mark_link();
             }
         });
     }
 }
 
 fn queued_now(client: &LockClient, id: LockId) -> Option<Queued> {
-    client.shared().with_quiet(|s| {
-        let slot = s.slots.get(&id)?;
+    client.shared().with(|s| {
+        let slot = s.locks.slot(id)?;
         (!slot.acquired && !slot.ended)
             .then(|| slot.queued.as_deref().cloned())
             .flatten()
@@ -211,8 +212,8 @@ impl QueueWatch {
         let (client, id) = (self.client.clone(), self.id);
         let last = &mut self.last;
         poll_fn(|cx| {
-            client.shared().with_quiet(|s| {
-                let Some(slot) = s.slots.get_mut(&id) else {
+            client.shared().with(|s| {
+                let Some(slot) = s.locks.slot_mut(id) else {
                     return Poll::Ready(None);
                 };
                 if slot.acquired || slot.ended {
@@ -244,6 +245,7 @@ impl QueueWatch {
         self.client.shared().with(|s| {
             let now = s.now();
             let _ = s.core.look_again(id, now);
+            s.mark_link();
         });
     }
 

@@ -27,7 +27,7 @@ use crate::ctx::Ctx;
 use crate::event::{BreakOutcome, LockEvent};
 use crate::ids::{FencingToken, LockId};
 use crate::names::BREAK_RECORD;
-use crate::oneshot::OneShot;
+use crate::oneshot::{OneShot, OneShotRun};
 use crate::path::split_parent;
 use crate::proto::{MultiOp, Op, Reply, RequestId, ZkError};
 use crate::requests::Purpose;
@@ -43,7 +43,7 @@ pub struct BreakRecord<'a> {
 
 /// The task: read the node, check its token, delete it at the version read.
 pub(crate) struct BreakNode {
-    id: LockId,
+    pub(crate) run: OneShotRun,
     /// The participant node's full path.
     node: String,
     /// The `czxid` of the node the caller inspected.
@@ -60,9 +60,6 @@ pub(crate) struct BreakNode {
     record_exists: bool,
     /// The node's data version our read found (what the delete expects).
     version: i32,
-    pub(crate) done: bool,
-    /// A failed request is to be asked again: not finished before it is.
-    retry_due: bool,
 }
 
 impl BreakNode {
@@ -73,7 +70,7 @@ impl BreakNode {
         record: Option<Vec<u8>>,
     ) -> Self {
         BreakNode {
-            id,
+            run: OneShotRun::new(id),
             node,
             token,
             read: None,
@@ -82,8 +79,6 @@ impl BreakNode {
             record,
             record_exists: false,
             version: 0,
-            done: false,
-            retry_due: false,
         }
     }
 
@@ -92,7 +87,7 @@ impl BreakNode {
             path: self.node.clone(),
             watch: false,
         };
-        self.read = cx.send(self.id, Purpose::Break, op);
+        self.read = cx.send(self.run.id, Purpose::Break, op);
     }
 
     /// Deletes the node at `version`, in one `multi` with the record if there is
@@ -118,7 +113,7 @@ impl BreakNode {
                 ])
             }
         };
-        self.delete = cx.send(self.id, Purpose::Break, op);
+        self.delete = cx.send(self.run.id, Purpose::Break, op);
     }
 
     /// The node is gone: ours or not, said once.
@@ -132,10 +127,10 @@ impl BreakNode {
     }
 
     fn finish(&mut self, cx: &mut Ctx, outcome: BreakOutcome) {
-        if !self.done {
-            self.done = true;
+        if !self.run.done {
+            self.run.done = true;
             let node = self.node.clone();
-            cx.emit(self.id, LockEvent::Broken { node, outcome });
+            cx.emit(self.run.id, LockEvent::Broken { node, outcome });
         }
     }
 
@@ -145,7 +140,7 @@ impl BreakNode {
         request: RequestId,
         result: Result<Reply, ZkError>,
     ) {
-        if self.done {
+        if self.run.done {
             return;
         }
         if self.read == Some(request) {
@@ -203,12 +198,8 @@ impl BreakNode {
 }
 
 impl OneShot for BreakNode {
-    fn id_and_done(&mut self) -> (LockId, &mut bool) {
-        (self.id, &mut self.done)
-    }
-
-    fn retry_due(&mut self) -> &mut bool {
-        &mut self.retry_due
+    fn run(&mut self) -> &mut OneShotRun {
+        &mut self.run
     }
 
     fn restart(&mut self, cx: &mut Ctx) {
@@ -217,7 +208,7 @@ impl OneShot for BreakNode {
         if self.delete.take().is_some() {
             self.delete_maybe_applied = true;
         }
-        cx.requests.forget_lock(self.id);
+        cx.requests.forget_lock(self.run.id);
         self.send_read(cx);
     }
 }

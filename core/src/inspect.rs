@@ -18,7 +18,7 @@ use crate::lease_inspect::LeaseView;
 use crate::names::{
     is_marker, parse_participant, sort_by_sequence, NodeKind, ParsedName, BREAK_RECORD,
 };
-use crate::oneshot::OneShot;
+use crate::oneshot::{OneShot, OneShotRun};
 use crate::owner;
 use crate::participants::{LastBreak, Participant, Participants};
 use crate::proto::{Op, Reply, RequestId, Stat, ZkError};
@@ -105,7 +105,7 @@ pub(crate) fn queue(children: &[String]) -> (Vec<Place>, usize) {
 }
 
 pub(crate) struct Inspect {
-    id: LockId,
+    pub(crate) run: OneShotRun,
     path: String,
     list: Option<RequestId>,
     places: Vec<Place>,
@@ -119,15 +119,12 @@ pub(crate) struct Inspect {
     /// The read of the break record, when the listing shows one.
     record_read: Option<RequestId>,
     last_break: Option<LastBreak>,
-    pub(crate) done: bool,
-    /// A failed request is to be asked again: not finished before it is.
-    retry_due: bool,
 }
 
 impl Inspect {
     pub(crate) fn new(id: LockId, path: String) -> Self {
         Inspect {
-            id,
+            run: OneShotRun::new(id),
             path: path.clone(),
             list: None,
             places: Vec::new(),
@@ -138,8 +135,6 @@ impl Inspect {
             lease: LeaseView::new(path.clone()),
             record_read: None,
             last_break: None,
-            done: false,
-            retry_due: false,
         }
     }
 
@@ -164,14 +159,14 @@ impl Inspect {
                 self.places = places;
                 let claimed = children.iter().filter(|c| LeaseView::claims(c)).count();
                 self.foreign = foreign - claimed;
-                self.lease.kazoo_pool(cx, self.id, &children);
+                self.lease.kazoo_pool(cx, self.run.id, &children);
                 self.data = vec![None; self.places.len()];
                 for (i, p) in self.places.iter().enumerate() {
                     let op = Op::GetData {
                         path: format!("{}/{}", self.path, p.name),
                         watch: false,
                     };
-                    if let Some(r) = cx.send(self.id, Purpose::Inspect, op) {
+                    if let Some(r) = cx.send(self.run.id, Purpose::Inspect, op) {
                         self.reads.push((r, i));
                     }
                 }
@@ -180,7 +175,7 @@ impl Inspect {
                         path: format!("{}/{BREAK_RECORD}", self.path),
                         watch: false,
                     };
-                    self.record_read = cx.send(self.id, Purpose::Inspect, op);
+                    self.record_read = cx.send(self.run.id, Purpose::Inspect, op);
                 }
             }
             Purpose::Inspect if self.record_read == Some(request) => {
@@ -196,7 +191,7 @@ impl Inspect {
                 }
             }
             Purpose::Inspect => {
-                if let Some(handled) = self.lease.on_reply(cx, self.id, request, &result) {
+                if let Some(handled) = self.lease.on_reply(cx, self.run.id, request, &result) {
                     if let Err(e) = handled {
                         return self.trouble(cx, e);
                     }
@@ -224,15 +219,15 @@ impl Inspect {
             && self.reads.is_empty()
             && self.record_read.is_none()
             && self.lease.settled()
-            && !self.done
-            && !self.retry_due
+            && !self.run.done
+            && !self.run.retry_due
         {
             self.finish(cx);
         }
     }
 
     fn finish(&mut self, cx: &mut Ctx) {
-        self.done = true;
+        self.run.done = true;
         let mut out = Participants {
             path: self.path.clone(),
             foreign: self.foreign,
@@ -309,29 +304,25 @@ impl Inspect {
         let (holders, waiters) = self.lease.participants();
         out.holders.extend(holders);
         out.waiters.extend(waiters);
-        cx.emit(self.id, LockEvent::Participants(out));
+        cx.emit(self.run.id, LockEvent::Participants(out));
     }
 }
 
 impl OneShot for Inspect {
-    fn id_and_done(&mut self) -> (LockId, &mut bool) {
-        (self.id, &mut self.done)
-    }
-
-    fn retry_due(&mut self) -> &mut bool {
-        &mut self.retry_due
+    fn run(&mut self) -> &mut OneShotRun {
+        &mut self.run
     }
 
     fn restart(&mut self, cx: &mut Ctx) {
-        cx.requests.forget_lock(self.id);
+        cx.requests.forget_lock(self.run.id);
         self.reads.clear();
         self.record_read = None;
         self.last_break = None;
         let op = Op::GetChildren {
             path: self.path.clone(),
         };
-        self.list = cx.send(self.id, Purpose::List, op);
-        self.lease.recover(cx, self.id);
+        self.list = cx.send(self.run.id, Purpose::List, op);
+        self.lease.recover(cx, self.run.id);
     }
 }
 

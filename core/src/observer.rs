@@ -11,14 +11,14 @@ use crate::ctx::Ctx;
 use crate::event::{Leader, LockEvent};
 use crate::ids::{FencingToken, LockId};
 use crate::names::{parse_participant, sort_by_sequence};
-use crate::oneshot::OneShot;
+use crate::oneshot::{OneShot, OneShotRun};
 use crate::path::split_parent;
 use crate::proto::{Op, Reply, RequestId, WatchKind, WatchType, ZkError};
 use crate::requests::Purpose;
 use crate::timers::TimerKind;
 
 pub(crate) struct Observer {
-    id: LockId,
+    pub(crate) run: OneShotRun,
     path: String,
     list: Option<RequestId>,
     read: Option<RequestId>,
@@ -31,15 +31,12 @@ pub(crate) struct Observer {
     /// What we last reported, if anything.
     reported: Option<Option<Leader>>,
     participants: usize,
-    pub(crate) done: bool,
-    /// A failed request is to be asked again: not finished before it is.
-    retry_due: bool,
 }
 
 impl Observer {
     pub(crate) fn new(id: LockId, path: String) -> Self {
         Observer {
-            id,
+            run: OneShotRun::new(id),
             path,
             list: None,
             read: None,
@@ -47,8 +44,6 @@ impl Observer {
             child_watch: false,
             reported: None,
             participants: 0,
-            done: false,
-            retry_due: false,
         }
     }
 
@@ -60,7 +55,7 @@ impl Observer {
         } else {
             Op::GetChildren { path }
         };
-        self.list = cx.send(self.id, Purpose::List, op);
+        self.list = cx.send(self.run.id, Purpose::List, op);
     }
 
     pub(crate) fn on_reply(
@@ -90,9 +85,11 @@ impl Observer {
             // No directory yet: nothing can be watched there; look again later.
             Err(ZkError::NoNode) => {
                 self.report(cx, None);
-                return cx
-                    .timers
-                    .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval);
+                return cx.timers.set(
+                    self.run.id,
+                    TimerKind::Retry,
+                    cx.now + cx.config.retry_interval,
+                );
             }
             Err(e) => return self.trouble(cx, e),
         };
@@ -128,7 +125,7 @@ impl Observer {
             watch: true,
         };
         self.read = cx.send(
-            self.id,
+            self.run.id,
             Purpose::WatchPeer {
                 name: parts[0].1.clone(),
             },
@@ -143,12 +140,12 @@ impl Observer {
             return;
         }
         // Another task of this session may list the directory with a watch too.
-        if cx.watches.remove(self.id, &self.path) {
+        if cx.watches.remove(self.run.id, &self.path) {
             let op = Op::RemoveWatch {
                 path: self.path.clone(),
                 watch: WatchType::Children,
             };
-            cx.send(self.id, Purpose::RemoveOwnWatch, op);
+            cx.send(self.run.id, Purpose::RemoveOwnWatch, op);
         }
     }
 
@@ -185,7 +182,7 @@ impl Observer {
         self.reported = Some(leader.clone());
         let participants = self.participants;
         cx.emit(
-            self.id,
+            self.run.id,
             LockEvent::LeaderChanged {
                 leader,
                 participants,
@@ -209,7 +206,7 @@ impl Observer {
                     watch: true,
                 };
                 let name = split_parent(w).1.to_owned();
-                self.read = cx.send(self.id, Purpose::WatchPeer { name }, op);
+                self.read = cx.send(self.run.id, Purpose::WatchPeer { name }, op);
             }
             (Some(""), WatchKind::NodeChildrenChanged | WatchKind::NodeDeleted)
                 if path == self.path =>
@@ -223,16 +220,12 @@ impl Observer {
 }
 
 impl OneShot for Observer {
-    fn id_and_done(&mut self) -> (LockId, &mut bool) {
-        (self.id, &mut self.done)
-    }
-
-    fn retry_due(&mut self) -> &mut bool {
-        &mut self.retry_due
+    fn run(&mut self) -> &mut OneShotRun {
+        &mut self.run
     }
 
     fn restart(&mut self, cx: &mut Ctx) {
-        cx.requests.forget_lock(self.id);
+        cx.requests.forget_lock(self.run.id);
         self.read = None;
         self.watching = None;
         self.send_list(cx, false);

@@ -19,7 +19,7 @@
 //! answer meanwhile: a request that failed is out of the task's books, and the
 //! replies still coming could otherwise look like a complete answer (an inspection
 //! reporting an empty queue it never listed, a revocation reporting nodes sent
-//! without the one it could not ask). [`OneShot::retry_due`] says so until the
+//! without the one it could not ask). [`OneShotRun::retry_due`] says so until the
 //! retry starts over.
 
 use crate::ctx::Ctx;
@@ -33,31 +33,48 @@ pub(crate) fn retries(error: &ZkError) -> bool {
     error.is_connection_loss() || matches!(error, ZkError::SessionExpired | ZkError::Closed)
 }
 
-/// A task that owns no node and ends in one event (or, for an observer, runs until
-/// stopped): the shared half of inspect, revoke, observer and scan.
-pub(crate) trait OneShot {
-    /// The task's id (its events and timers are filed under it), and whether it
-    /// has ended (set once it has).
-    fn id_and_done(&mut self) -> (LockId, &mut bool);
-    /// Whether a retry is due: set when a failed request is to be asked again,
+/// Where a one-shot task stands for the policy, the same in every such task.
+pub(crate) struct OneShotRun {
+    /// The task's id: its events and timers are filed under it.
+    pub(crate) id: LockId,
+    /// The task has ended (set once it has).
+    pub(crate) done: bool,
+    /// A failed request is to be asked again: set when the policy retries,
     /// cleared when the task starts over. The task must not finish while it is set.
-    fn retry_due(&mut self) -> &mut bool;
+    pub(crate) retry_due: bool,
+}
+
+impl OneShotRun {
+    pub(crate) fn new(id: LockId) -> OneShotRun {
+        OneShotRun {
+            id,
+            done: false,
+            retry_due: false,
+        }
+    }
+}
+
+/// A task that owns no node and ends in one event (or, for an observer, runs until
+/// stopped): the shared half of inspect, revoke, observer, break and scan.
+pub(crate) trait OneShot {
+    /// Where the task stands for the policy.
+    fn run(&mut self) -> &mut OneShotRun;
     /// Sends the task's requests again from its own state.
     fn restart(&mut self, cx: &mut Ctx);
 
     /// Starts over (a retry, or a reconnect): the retry is no longer due.
     fn recover(&mut self, cx: &mut Ctx) {
-        *self.retry_due() = false;
+        self.run().retry_due = false;
         self.restart(cx);
     }
 
     /// Applies the policy to a failed request: a retry timer, or the end.
     fn trouble(&mut self, cx: &mut Ctx, error: ZkError) {
         if retries(&error) {
-            *self.retry_due() = true;
-            let (id, _) = self.id_and_done();
+            let run = self.run();
+            run.retry_due = true;
             cx.timers
-                .set(id, TimerKind::Retry, cx.now + cx.config.retry_interval);
+                .set(run.id, TimerKind::Retry, cx.now + cx.config.retry_interval);
         } else {
             self.stop(cx, FailReason::Zk(error));
         }
@@ -65,17 +82,17 @@ pub(crate) trait OneShot {
 
     /// A timer of the task fired: a retry starts over, once connected.
     fn on_timer(&mut self, cx: &mut Ctx, kind: TimerKind) {
-        if kind == TimerKind::Retry && cx.connected && !*self.id_and_done().1 {
+        if kind == TimerKind::Retry && cx.connected && !self.run().done {
             self.recover(cx);
         }
     }
 
     /// Ends the task with `reason`, once.
     fn stop(&mut self, cx: &mut Ctx, reason: FailReason) {
-        let (id, done) = self.id_and_done();
-        if !*done {
-            *done = true;
-            cx.emit(id, LockEvent::Failed(reason));
+        let run = self.run();
+        if !run.done {
+            run.done = true;
+            cx.emit(run.id, LockEvent::Failed(reason));
         }
     }
 }

@@ -6,7 +6,7 @@ use crate::ctx::Ctx;
 use crate::event::LockEvent;
 use crate::ids::LockId;
 use crate::names::{parse_name, parse_participant, sort_by_sequence, NameScheme, NodeKind};
-use crate::oneshot::OneShot;
+use crate::oneshot::{OneShot, OneShotRun};
 use crate::path::split_parent;
 use crate::proto::{Op, Reply, RequestId, ZkError};
 use crate::requests::Purpose;
@@ -15,30 +15,25 @@ use crate::requests::Purpose;
 pub(crate) const REVOKE: &[u8] = b"__REVOKE__";
 
 pub(crate) struct Revoke {
-    id: LockId,
+    pub(crate) run: OneShotRun,
     /// A lock directory (revoke its current holders) or one participant node.
     target: String,
     target_is_node: bool,
     pending: Vec<(RequestId, String)>,
     list: Option<RequestId>,
     revoked: Vec<String>,
-    pub(crate) done: bool,
-    /// A failed request is to be asked again: not finished before it is.
-    retry_due: bool,
 }
 
 impl Revoke {
     pub(crate) fn new(id: LockId, target: String) -> Self {
         let target_is_node = parse_name(split_parent(&target).1).is_some();
         Revoke {
-            id,
+            run: OneShotRun::new(id),
             target,
             target_is_node,
             pending: Vec::new(),
             list: None,
             revoked: Vec::new(),
-            done: false,
-            retry_due: false,
         }
     }
 
@@ -48,7 +43,7 @@ impl Revoke {
             data: REVOKE.to_vec(),
             version: None,
         };
-        if let Some(r) = cx.send(self.id, Purpose::WatchPeer { name: path.clone() }, op) {
+        if let Some(r) = cx.send(self.run.id, Purpose::WatchPeer { name: path.clone() }, op) {
             self.pending.push((r, path));
         }
     }
@@ -88,25 +83,21 @@ impl Revoke {
             }
             _ => return,
         }
-        if self.pending.is_empty() && self.list.is_none() && !self.done && !self.retry_due {
-            self.done = true;
+        if self.pending.is_empty() && self.list.is_none() && !self.run.done && !self.run.retry_due {
+            self.run.done = true;
             let nodes = std::mem::take(&mut self.revoked);
-            cx.emit(self.id, LockEvent::RevocationSent { nodes });
+            cx.emit(self.run.id, LockEvent::RevocationSent { nodes });
         }
     }
 }
 
 impl OneShot for Revoke {
-    fn id_and_done(&mut self) -> (LockId, &mut bool) {
-        (self.id, &mut self.done)
-    }
-
-    fn retry_due(&mut self) -> &mut bool {
-        &mut self.retry_due
+    fn run(&mut self) -> &mut OneShotRun {
+        &mut self.run
     }
 
     fn restart(&mut self, cx: &mut Ctx) {
-        cx.requests.forget_lock(self.id);
+        cx.requests.forget_lock(self.run.id);
         self.pending.clear();
         self.revoked.clear();
         if self.target_is_node {
@@ -116,7 +107,7 @@ impl OneShot for Revoke {
             let op = Op::GetChildren {
                 path: self.target.clone(),
             };
-            self.list = cx.send(self.id, Purpose::List, op);
+            self.list = cx.send(self.run.id, Purpose::List, op);
         }
     }
 }

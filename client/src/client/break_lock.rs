@@ -10,7 +10,7 @@
 
 use crate::error::{BreakError, Error};
 use crate::guard::UnclaimedTask;
-use crate::handle::{LockClient, Task};
+use crate::handle::LockClient;
 use lock_core::{BreakOutcome, LockEvent, NameScheme, NodeKind, Participant, Participants};
 
 /// What [`LockClient::break_lock`] breaks, and whether it may: the lock's one
@@ -154,14 +154,13 @@ impl LockClient {
             || (target.kind == NodeKind::Semaphore && target.scheme != NameScheme::Native)
             || target.dir != who.path;
         let record = (!peer_layout).then(|| (target.session, what.by.clone()));
-        let id = self.start_task(
-            Task::Break {
-                node,
-                token: target.token,
-                record,
-            },
-            None,
-        )?;
+        let id = self.start_other(|core, now| {
+            let record = record.as_ref().map(|(session, by)| lock_core::BreakRecord {
+                session: *session,
+                by: by.as_deref(),
+            });
+            core.break_node(&node, target.token, record, now)
+        })?;
         let mut pending = UnclaimedTask::new(self.clone(), id);
         loop {
             match pending.next().await {

@@ -102,7 +102,7 @@ impl LockClient {
     /// # demo(zklock::sim::Server::new().client());
     /// ```
     pub fn session_id(&self) -> Option<i64> {
-        self.shared().read(|s| s.core.session_id())
+        self.shared().with(|s| s.core.session_id())
     }
 
     /// Whether the connection is up, as last reported by the binding.
@@ -115,7 +115,7 @@ impl LockClient {
     /// # demo(zklock::sim::Server::new().client());
     /// ```
     pub fn is_connected(&self) -> bool {
-        self.shared().read(|s| s.core.is_connected())
+        self.shared().with(|s| s.core.is_connected())
     }
 
     /// What the binding attached with [`Link::set_extension`], if it is a `T`: how a
@@ -159,7 +159,7 @@ impl LockClient {
     /// assert_eq!(locks.config().margin(), Duration::from_secs(1));
     /// ```
     pub fn config(&self) -> lock_core::Config {
-        self.shared().read(|s| s.core.config().clone())
+        self.shared().with(|s| s.core.config().clone())
     }
 
     /// The client's clock now (the binding's, see [`Clock`](crate::Clock)): what
@@ -171,7 +171,7 @@ impl LockClient {
     /// assert!(locks.now() <= std::time::Instant::now());
     /// ```
     pub fn now(&self) -> Instant {
-        self.shared().read(|s| s.instant_now())
+        self.shared().with(|s| s.time.instant_now())
     }
 
     // Waiting for the session, and closing it.
@@ -192,13 +192,13 @@ impl LockClient {
     /// [`Error::Closed`] if the client is (or gets) closed.
     pub async fn wait_idle(&self) -> Result<(), Error> {
         poll_fn(|cx| {
-            self.shared().with_quiet(|s| {
-                if s.is_closed() {
+            self.shared().with(|s| {
+                if s.closing.is_closed() {
                     Poll::Ready(Err(Error::Closed))
                 } else if s.core.is_idle() {
                     Poll::Ready(Ok(()))
                 } else {
-                    s.register_idle(cx.waker());
+                    s.wakeups.register_idle(cx.waker());
                     Poll::Pending
                 }
             })
@@ -228,8 +228,8 @@ impl LockClient {
 
     /// Blocking twin of [`stats`](Self::stats) (it never waits).
     pub fn stats_blocking(&self) -> Result<Stats, Error> {
-        self.shared().read(|s| {
-            if s.is_closed() {
+        self.shared().with(|s| {
+            if s.closing.is_closed() {
                 Err(Error::Closed)
             } else {
                 Ok(s.core.stats())
@@ -259,13 +259,8 @@ impl LockClient {
     pub async fn close(&self) {
         poll_fn(|cx| {
             self.shared().with(|s| {
-                s.close_requested = true;
-                if s.link_gone {
-                    Poll::Ready(())
-                } else {
-                    s.register_close(cx.waker());
-                    Poll::Pending
-                }
+                s.mark_link();
+                s.closing.poll_close(cx.waker())
             })
         })
         .await

@@ -3,7 +3,7 @@
 
 use crate::error::{Cycle, Error};
 use crate::guard::UnclaimedTask;
-use crate::handle::{LockClient, Task};
+use crate::handle::LockClient;
 use lock_core::{LockEvent, Participants};
 
 impl LockClient {
@@ -33,7 +33,7 @@ impl LockClient {
     ///
     /// [`LockGuard::revocation_requested`]: crate::LockGuard::revocation_requested
     pub async fn revoke(&self, path: impl Into<String>) -> Result<Vec<String>, Error> {
-        let id = self.start_task(Task::Revoke(path.into()), None)?;
+        let id = self.start_other(|core, now| core.revoke(&path.into(), now))?;
         let mut pending = UnclaimedTask::new(self.clone(), id);
         loop {
             match pending.next().await {
@@ -75,7 +75,7 @@ impl LockClient {
     /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub async fn participants(&self, path: impl Into<String>) -> Result<Participants, Error> {
-        let id = self.start_task(Task::Inspect(path.into()), None)?;
+        let id = self.start_other(|core, now| core.inspect(&path.into(), now))?;
         let mut pending = UnclaimedTask::new(self.clone(), id);
         loop {
             match pending.next().await {
@@ -119,7 +119,7 @@ impl LockClient {
     /// [`Mutex::owner`]: crate::Mutex::owner
     /// [`Mutex::detect_deadlocks`]: crate::Mutex::detect_deadlocks
     pub async fn deadlocks(&self, root: impl Into<String>) -> Result<Vec<Cycle>, Error> {
-        let id = self.start_task(Task::Scan(root.into()), None)?;
+        let id = self.start_other(|core, now| core.deadlocks(&root.into(), now))?;
         let mut pending = UnclaimedTask::new(self.clone(), id);
         loop {
             match pending.next().await {

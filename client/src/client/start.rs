@@ -4,10 +4,10 @@
 
 use crate::error::Error;
 use crate::guard::LockGuard;
-use crate::handle::{LockClient, Task};
+use crate::handle::LockClient;
 use crate::pending::PendingLock;
 use crate::shared::SharedState;
-use lock_core::{LockId, LockSpec};
+use lock_core::{LockId, LockSpec, Session, Timestamp, UsageError};
 use std::time::Instant;
 
 impl LockClient {
@@ -50,14 +50,7 @@ impl LockClient {
     /// # demo(zklock::sim::Server::new().client()).unwrap();
     /// ```
     pub fn start(&self, spec: LockSpec, deadline: Option<Instant>) -> Result<PendingLock, Error> {
-        let id = self.start_task(
-            Task::Acquire {
-                spec,
-                deadline,
-                reentrant: false,
-            },
-            None,
-        )?;
+        let id = self.start_acquisition(spec, deadline, false, None)?;
         Ok(PendingLock::new(self.clone(), id))
     }
 
@@ -67,12 +60,7 @@ impl LockClient {
         spec: LockSpec,
         deadline: Option<Instant>,
     ) -> Result<LockGuard, Error> {
-        let task = Task::Acquire {
-            spec,
-            deadline,
-            reentrant: true,
-        };
-        let id = self.start_task(task, None)?;
+        let id = self.start_acquisition(spec, deadline, true, None)?;
         PendingLock::new(self.clone(), id).await
     }
 
@@ -85,68 +73,68 @@ impl LockClient {
         crate::blocking::block_on(self.acquire(spec, deadline))
     }
 
-    /// Starts a task in the core and gives it a slot; its id comes back at once.
-    pub(crate) fn start_task(&self, task: Task, election: Option<u64>) -> Result<LockId, Error> {
-        let mut state = self.shared().lock_state();
-        let started = file_task(&mut state, task, election);
-        state.wake();
-        started
-    }
-}
-
-/// Starts `task` in the core under the locked state `s` and gives it a slot
-/// (for an acquisition with its tracing span and metrics).
-fn file_task(s: &mut SharedState, task: Task, election: Option<u64>) -> Result<LockId, Error> {
-    if s.is_closed() {
-        return Err(Error::Closed);
-    }
-    let now = s.now();
-    let mut span = tracing::Span::none();
-    let mut metrics = None;
-    let id = match task {
-        Task::Acquire {
-            mut spec,
-            deadline,
-            reentrant,
-        } => {
+    /// Starts an acquisition of `spec` in the core and gives it a slot with its
+    /// tracing span and metrics; its id comes back at once. A `reentrant`
+    /// mutex's grant becomes a counted hold of its owner at once (see
+    /// `Locks::holds`), so that the owner re-enters it even before the first
+    /// guard is handed out.
+    pub(crate) fn start_acquisition(
+        &self,
+        mut spec: LockSpec,
+        deadline: Option<Instant>,
+        reentrant: bool,
+        election: Option<u64>,
+    ) -> Result<LockId, Error> {
+        let held_for = spec
+            .owner_id()
+            .filter(|_| reentrant)
+            .map(|o| (o.to_owned(), spec.path().to_owned()));
+        let span = crate::trace::acquisition_span(&spec);
+        self.start_task(|s, now| {
             if let Some(deadline) = deadline {
-                spec = spec.deadline(s.timestamp(deadline));
+                spec = spec.deadline(s.time.timestamp(deadline));
             }
-            let held_for = spec
-                .owner_id()
-                .filter(|_| reentrant)
-                .map(|o| (o.to_owned(), spec.path().to_owned()));
-            let lock = crate::trace::acquisition_span(&spec);
-            let started = crate::metrics::AcquisitionMetrics::start(&spec, s.metrics_prefix);
+            let metrics = crate::metrics::AcquisitionMetrics::start(&spec, s.locks.metrics_prefix);
             let id = s.core.acquire(spec, now)?;
-            lock.record("lock", id.0);
-            span = lock;
-            metrics = Some(started);
-            if let Some(held_for) = held_for {
-                s.reentrant.insert(id, held_for);
+            span.record("lock", id.0);
+            if let Some((owner, path)) = held_for {
+                s.locks.expect_reentrant(id, owner, path);
             }
-            id
-        }
-        Task::Observe(path) => s.core.observe(&path, now)?,
-        Task::Revoke(path) => s.core.revoke(&path, now)?,
-        Task::Break {
-            node,
-            token,
-            record,
-        } => {
-            let record = record.as_ref().map(|(session, by)| lock_core::BreakRecord {
-                session: *session,
-                by: by.as_deref(),
-            });
-            s.core.break_node(&node, token, record, now)?
-        }
-        Task::Inspect(path) => s.core.inspect(&path, now)?,
-        Task::Scan(root) => s.core.deadlocks(&root, now)?,
-    };
-    s.add_slot(id, election);
-    if let Some(slot) = s.slots.get_mut(&id) {
-        slot.span = (!span.is_disabled()).then(|| Box::new(span));
-        slot.metrics = metrics;
+            let slot = s.locks.add(id, election);
+            slot.span = (!span.is_disabled()).then(|| Box::new(span));
+            slot.metrics = Some(metrics);
+            Ok(id)
+        })
     }
-    Ok(id)
+
+    /// Starts a task that is not an acquisition (`start` calls the core's
+    /// `observe`, `revoke`, `inspect`, ...) and gives it a slot.
+    pub(crate) fn start_other(
+        &self,
+        start: impl FnOnce(&mut Session, Timestamp) -> Result<LockId, UsageError>,
+    ) -> Result<LockId, Error> {
+        self.start_task(|s, now| {
+            let id = start(&mut s.core, now)?;
+            s.locks.add(id, None);
+            Ok(id)
+        })
+    }
+
+    /// Runs `start` (which starts a task in the core, given the state and the
+    /// core's `now`, and gives it a slot) unless the client is closed, then
+    /// wakes the link to send the task's requests.
+    fn start_task(
+        &self,
+        start: impl FnOnce(&mut SharedState, Timestamp) -> Result<LockId, UsageError>,
+    ) -> Result<LockId, Error> {
+        self.shared().with(|s| {
+            if s.closing.is_closed() {
+                return Err(Error::Closed);
+            }
+            let now = s.now();
+            let id = start(s, now)?;
+            s.mark_link();
+            Ok(id)
+        })
+    }
 }

@@ -52,7 +52,7 @@ impl ConnectionEvents {
     pub async fn next(&mut self) -> Option<ConnectionEvent> {
         poll_fn(|cx| {
             self.shared
-                .with_quiet(|s| s.connection.poll_next(self.id, cx.waker()))
+                .with(|s| s.connection.poll_next(self.id, cx.waker()))
         })
         .await
     }
@@ -71,8 +71,7 @@ impl ConnectionEvents {
 
 impl Drop for ConnectionEvents {
     fn drop(&mut self) {
-        self.shared
-            .with_quiet(|s| s.connection.unsubscribe(self.id));
+        self.shared.with(|s| s.connection.unsubscribe(self.id));
     }
 }
 
@@ -91,7 +90,7 @@ impl LockClient {
     /// );
     /// ```
     pub fn connection_state(&self) -> ConnectionState {
-        self.shared().read(|s| s.connection.state())
+        self.shared().with(|s| s.connection.state())
     }
 
     /// A stream of the connection's changes from now on (read
@@ -101,7 +100,7 @@ impl LockClient {
     /// lock also reports its own `Suspended` / `Resumed` / `Lost`.
     pub fn connection_events(&self) -> ConnectionEvents {
         let shared = self.inner.shared.clone();
-        let id = shared.with_quiet(|s| s.connection.subscribe());
+        let id = shared.with(|s| s.connection.subscribe());
         ConnectionEvents { shared, id }
     }
 
@@ -112,6 +111,6 @@ impl LockClient {
     /// to it, so a check may come a moment later (hazards also come as
     /// [`ConnectionEvent::ServerHazard`]).
     pub fn server_checks(&self) -> Vec<ServerCheck> {
-        self.shared().read(|s| s.connection.checks())
+        self.shared().with(|s| s.connection.checks())
     }
 }

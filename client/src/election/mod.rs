@@ -10,11 +10,11 @@
 
 use crate::error::Error;
 use crate::guard::UnclaimedTask;
-use crate::handle::{LockClient, Task};
+use crate::handle::LockClient;
 use crate::status::LockStatus;
 use lock_core::{FailReason, FencingToken, LockEvent, LockId, LockSpec, LostReason, ZkError};
 use std::future::poll_fn;
-use std::task::Poll;
+
 use std::time::{Duration, Instant};
 
 mod leadership;
@@ -151,7 +151,7 @@ impl std::fmt::Debug for Election {
 impl Election {
     /// Joins at once with `spec` (a [`LockSpec::leader`]).
     pub(crate) fn new(client: LockClient, spec: LockSpec) -> Election {
-        let queue = client.shared().with_quiet(|s| s.new_election());
+        let queue = client.shared().with(|s| s.elections.open());
         let mut election = Election {
             client,
             spec,
@@ -169,12 +169,8 @@ impl Election {
         // Read before the task starts: a session event in between counts as a
         // change since the join (one more attempt, never a missed change).
         self.joined_at_generation = self.connection_generation();
-        let task = Task::Acquire {
-            reentrant: false,
-            spec: self.spec.clone(),
-            deadline: None,
-        };
-        let id = self.client.start_task(task, Some(self.queue))?;
+        let (spec, queue) = (self.spec.clone(), Some(self.queue));
+        let id = self.client.start_acquisition(spec, None, false, queue)?;
         self.term = Some(Term { id, ended: false });
         self.candidacy = Some(UnclaimedTask::new(self.client.clone(), id));
         Ok(())
@@ -184,10 +180,8 @@ impl Election {
     /// status as its handles report it).
     fn term_is(&self, f: impl FnOnce(bool, &LockStatus) -> bool) -> bool {
         let Some(term) = &self.term else { return false };
-        self.client.shared().read(|s| {
-            s.slots
-                .get(&term.id)
-                .is_some_and(|slot| f(slot.acquired, &s.lock_status(term.id)))
+        self.client.shared().with(|s| {
+            (s.locks.slot(term.id)).is_some_and(|slot| f(slot.acquired, &s.lock_status(term.id)))
         })
     }
 
@@ -305,9 +299,9 @@ impl Election {
         }
     }
 
-    /// How many session events the client has had (see `SharedState`).
+    /// How many session events the client has had (see `Tracker::generation`).
     fn connection_generation(&self) -> u64 {
-        self.client.shared().read(|s| s.connection_generation)
+        self.client.shared().with(|s| s.connection.generation())
     }
 
     /// Blocking twin of [`leadership`](Self::leadership).
@@ -352,20 +346,9 @@ impl Election {
             let live = self.term.as_ref().is_some_and(|t| !t.ended);
             let queue = self.queue;
             let (key, event) = poll_fn(|cx| {
-                self.client.shared().with_quiet(|s| {
-                    let Some(q) = s.elections.get_mut(&queue) else {
-                        return Poll::Ready(None);
-                    };
-                    match q.events.pop_front() {
-                        Some(tagged) => Poll::Ready(Some(tagged)),
-                        // The live term's terminal event is still to come.
-                        None if live => {
-                            q.register(cx.waker());
-                            Poll::Pending
-                        }
-                        None => Poll::Ready(None),
-                    }
-                })
+                // The live term's terminal event is still to come.
+                let waker = cx.waker();
+                (self.client.shared()).with(|s| s.elections.poll_next(queue, live, waker))
             })
             .await?;
             if event.is_terminal() {
@@ -417,6 +400,7 @@ impl Election {
             _ => self.client.shared().with(|s| {
                 let now = s.now();
                 let _ = s.core.cancel(id, now);
+                s.mark_link();
             }),
         }
         while self.term.as_ref().is_some_and(|t| !t.ended) {
@@ -437,8 +421,6 @@ impl Drop for Election {
         // A waiting candidacy is cancelled by its own drop; a handed-out
         // `Leadership` lives on.
         let queue = self.queue;
-        self.client
-            .shared()
-            .with_quiet(|s| s.elections.remove(&queue));
+        self.client.shared().with(|s| s.elections.close(queue));
     }
 }

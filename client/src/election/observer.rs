@@ -2,7 +2,7 @@
 
 use crate::error::Error;
 use crate::guard::UnclaimedTask;
-use crate::handle::{LockClient, Task};
+use crate::handle::LockClient;
 use lock_core::{Leader, LockEvent};
 use std::time::{Duration, Instant};
 
@@ -50,7 +50,7 @@ impl ElectionObserver {
         let mut observer = ElectionObserver {
             started: UnclaimedTask::new(
                 client.clone(),
-                client.start_task(Task::Observe(path), None)?,
+                client.start_other(|core, now| core.observe(&path, now))?,
             ),
             leader: None,
             participants: 0,

@@ -53,15 +53,16 @@ impl LockGuard {
             let now = s.now();
             // Not held (or not trusted: suspended): nothing was sent.
             let write = s.core.fenced_write(id, ops, now).ok()?;
-            s.slots.get_mut(&id)?.writes.insert(write, None);
+            s.mark_link();
+            s.locks.slot_mut(id)?.writes.insert(write, None);
             Some(write)
         });
         let Some(write) = write else {
             return Err(FencedError::NotHeld);
         };
         poll_fn(|cx| {
-            shared.with_quiet(|s| {
-                let Some(slot) = s.slots.get_mut(&id) else {
+            shared.with(|s| {
+                let Some(slot) = s.locks.slot_mut(id) else {
                     return Poll::Ready(Err(FencedError::Unknown(ZkError::Closed)));
                 };
                 match slot.writes.get(&write) {

@@ -130,7 +130,7 @@ impl LockGuard {
     /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn status(&self) -> LockStatus {
-        self.client.shared().read(|s| s.lock_status(self.id))
+        self.client.shared().with(|s| s.lock_status(self.id))
     }
 
     /// Whether the lock is held and trusted right now: the
@@ -174,7 +174,7 @@ impl LockGuard {
     /// # futures::executor::block_on(demo(lock_sim::Server::new().client())).unwrap();
     /// ```
     pub fn trusted_until(&self) -> Option<Instant> {
-        self.client.shared().read(|s| s.trusted_until(self.id))
+        self.client.shared().with(|s| s.trusted_until(self.id))
     }
 
     /// The next thing that happens to the lock: [`LockEvent::Suspended`],
@@ -258,7 +258,7 @@ impl LockGuard {
     pub(crate) fn poll_lost(&self, cx: &mut Context<'_>) -> Option<LostReason> {
         self.client
             .shared()
-            .with_quiet(|s| match s.slots.get_mut(&self.id) {
+            .with(|s| match s.locks.slot_mut(self.id) {
                 None => Some(LostReason::Closed),
                 Some(slot) => match &slot.status {
                     LockStatus::Lost(reason) => Some(reason.clone()),
@@ -329,9 +329,9 @@ impl LockGuard {
         let id = self.id;
         let mut asked = false;
         poll_fn(|cx| {
-            self.client.shared().update(|s| {
-                let Some(slot) = s.slots.get_mut(&id) else {
-                    return (Poll::Ready(Err(Error::Closed)), false);
+            self.client.shared().with(|s| {
+                let Some(slot) = s.locks.slot_mut(id) else {
+                    return Poll::Ready(Err(Error::Closed));
                 };
                 // Anything already reported (a loss) decides without asking.
                 if let Some(terminal) = slot.events.iter().position(LockEvent::is_terminal) {
@@ -342,7 +342,7 @@ impl LockGuard {
                         Some(LockEvent::Failed(reason)) => Err(reason.into()),
                         _ => Err(Error::Closed),
                     };
-                    return (Poll::Ready(result), false);
+                    return Poll::Ready(result);
                 }
                 if slot.ended {
                     // The terminal event was read already.
@@ -350,18 +350,21 @@ impl LockGuard {
                         LockStatus::Lost(reason) => Err(Error::Lost(reason.clone())),
                         _ => Ok(()),
                     };
-                    return (Poll::Ready(result), false);
+                    return Poll::Ready(result);
                 }
                 slot.register(cx.waker());
                 if asked {
-                    return (Poll::Pending, false);
+                    return Poll::Pending;
                 }
                 // The delete goes now (the link is woken); the terminal event answers.
                 asked = true;
                 let now = s.now();
                 match s.core.release(id, now) {
-                    Ok(()) => (Poll::Pending, true),
-                    Err(e) => (Poll::Ready(Err(e.into())), false),
+                    Ok(()) => {
+                        s.mark_link();
+                        Poll::Pending
+                    }
+                    Err(e) => Poll::Ready(Err(e.into())),
                 }
             })
         })
@@ -391,11 +394,9 @@ impl LockGuard {
     /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn is_revocation_requested(&self) -> bool {
-        self.client.shared().read(|s| {
-            s.slots
-                .get(&self.id)
-                .is_some_and(|s| s.revocation_requested)
-        })
+        self.client
+            .shared()
+            .with(|s| (s.locks.slot(self.id)).is_some_and(|s| s.revocation_requested))
     }
 
     /// Waits until someone asks us to let go ([`LockClient::revoke`](crate::LockClient::revoke) writes Curator's
@@ -462,7 +463,7 @@ impl Drop for LockGuard {
         }
         let id = self.id;
         self.client.shared().with(|s| {
-            if let Some(slot) = s.slots.get_mut(&id).filter(|slot| !slot.ended) {
+            if let Some(slot) = s.locks.slot_mut(id).filter(|slot| !slot.ended) {
                 // Whoever shares this slot (an `Election`) must stop trusting the
                 // lock now, not when the delete is confirmed.
                 slot.status = LockStatus::Released;
@@ -479,8 +480,9 @@ impl Drop for LockGuard {
                 } else {
                     s.core.cancel(id, now)
                 };
+                s.mark_link();
             }
-            s.drop_slot(id);
+            s.locks.drop_slot(id);
         });
     }
 }

@@ -16,8 +16,8 @@ pub(crate) fn poll_event(
     id: LockId,
     cx: &mut Context<'_>,
 ) -> Poll<Option<LockEvent>> {
-    client.shared().with_quiet(|s| {
-        let Some(slot) = s.slots.get_mut(&id) else {
+    client.shared().with(|s| {
+        let Some(slot) = s.locks.slot_mut(id) else {
             return Poll::Ready(None);
         };
         match slot.events.pop_front() {
@@ -125,20 +125,21 @@ impl Drop for UnclaimedTask {
         }
         let (id, done) = (self.id, self.done);
         self.client.shared().with(|s| {
-            s.reentrant.remove(&id);
-            match s.holds.get(&id) {
+            s.locks.reentrant.remove(&id);
+            match s.locks.holds.get(&id) {
                 // A reentrant mutex granted, never handed out, but re-entered
                 // meanwhile: it is theirs now (the last of them releases it).
                 Some(h) if h.count > 0 => return,
-                Some(_) => drop(s.holds.remove(&id)),
+                Some(_) => drop(s.locks.holds.remove(&id)),
                 None => {}
             }
             if !done {
                 // Waiting: cancelled; granted but never handed out: released.
                 let now = s.now();
                 let _ = s.core.cancel(id, now);
+                s.mark_link();
             }
-            s.drop_slot(id);
+            s.locks.drop_slot(id);
         });
     }
 }

@@ -1,6 +1,6 @@
 //! Reentrancy: the counted holds of one owner on one node of a
 //! [reentrant](crate::Mutex::reentrant) mutex (the counts live in the shared state,
-//! `SharedState::holds`).
+//! `Locks::holds`).
 
 use super::LockGuard;
 use crate::handle::LockClient;
@@ -8,7 +8,7 @@ use crate::shared::Holds;
 use lock_core::LockState;
 
 /// How a guard holds its lock: alone, or as one of the counted holds of a
-/// [reentrant](crate::Mutex::reentrant) mutex (see `SharedState::holds`).
+/// [reentrant](crate::Mutex::reentrant) mutex (see `Locks::holds`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Hold {
     Single,
@@ -22,8 +22,8 @@ impl LockGuard {
     /// `owner` on its path.
     pub(crate) fn count_holds(mut self, owner: &str, path: &str) -> LockGuard {
         let (id, grant) = (self.id, &self.grant);
-        self.client.shared().with_quiet(|s| {
-            let holds = s.holds.entry(id).or_insert_with(|| Holds {
+        self.client.shared().with(|s| {
+            let holds = s.locks.holds.entry(id).or_insert_with(|| Holds {
                 owner: owner.to_owned(),
                 path: path.to_owned(),
                 grant: grant.clone(),
@@ -38,11 +38,9 @@ impl LockGuard {
     /// Another counted hold on the reentrant mutex at `path` that `owner` holds
     /// (trusted or suspended) on this session, if it does.
     pub(crate) fn reenter(client: &LockClient, owner: &str, path: &str) -> Option<LockGuard> {
-        client.shared().with_quiet(|s| {
-            let (&id, holds) = s
-                .holds
-                .iter_mut()
-                .find(|(_, h)| h.owner == owner && h.path == path)?;
+        client.shared().with(|s| {
+            let (&id, holds) =
+                (s.locks.holds.iter_mut()).find(|(_, h)| h.owner == owner && h.path == path)?;
             if !matches!(
                 s.core.state(id),
                 Some(LockState::Held | LockState::Suspended)
@@ -70,13 +68,13 @@ impl LockGuard {
                 let others = self
                     .client
                     .shared()
-                    .with_quiet(|s| match s.holds.get_mut(&id) {
+                    .with(|s| match s.locks.holds.get_mut(&id) {
                         Some(h) if h.count > 1 => {
                             h.count -= 1;
                             true
                         }
                         _ => {
-                            s.holds.remove(&id);
+                            s.locks.holds.remove(&id);
                             false
                         }
                     });
@@ -95,7 +93,7 @@ impl LockGuard {
             Hold::Counted => self
                 .client
                 .shared()
-                .read(|s| s.holds.get(&self.id).map_or(1, |h| h.count)),
+                .with(|s| s.locks.holds.get(&self.id).map_or(1, |h| h.count)),
         }
     }
 }

@@ -102,15 +102,16 @@ impl LockGuard {
             } else {
                 s.core.close_section(id, now)
             };
+            s.mark_link();
             // The call's number, to find its answer by.
-            asked.map(|()| s.slots.get_mut(&id).map(|slot| slot.section.call()))
+            asked.map(|()| s.locks.slot_mut(id).map(|slot| slot.section.call()))
         });
         let result = match asked {
             Err(e) => Err(e.into()),
             Ok(None) => Err(Error::Closed),
             Ok(Some(call)) => {
                 poll_fn(|cx| {
-                    shared.with_quiet(|s| match s.slots.get_mut(&id) {
+                    shared.with(|s| match s.locks.slot_mut(id) {
                         None => Poll::Ready(Err(Error::Closed)),
                         Some(slot) => match slot.section.answer_to(call) {
                             Some(result) => Poll::Ready(result),

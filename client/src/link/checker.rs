@@ -27,7 +27,7 @@ impl std::fmt::Debug for ServerChecker {
 
 impl ServerChecker {
     pub(crate) fn new(shared: Arc<Shared>) -> ServerChecker {
-        let generation = shared.read(|s| s.connection_generation);
+        let generation = shared.with(|s| s.connection.generation());
         ServerChecker { shared, generation }
     }
 
@@ -35,7 +35,8 @@ impl ServerChecker {
     /// error of asking, judged against the client's negotiated session timeout.
     pub fn report(&self, server: SocketAddr, answer: std::io::Result<String>) {
         let check = ServerCheck::new(server, answer, self.shared.session_timeout());
-        self.shared.with_quiet(|s| s.server_checked(check));
+        self.shared
+            .with(|s| s.connection.handle_server_check(check, s.wakeups.ready()));
     }
 
     /// Reports what each server this process is connected to (of the session's
@@ -54,9 +55,9 @@ impl ServerChecker {
         }
         if let Some(role) = role {
             let generation = self.generation;
-            self.shared.with_quiet(|s| {
+            self.shared.with(|s| {
                 let now = s.now();
-                s.server_learned(generation, role, now);
+                s.handle_server_learned(generation, role, now);
             });
         }
     }

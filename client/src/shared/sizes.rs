@@ -4,7 +4,7 @@
 //! for; box what few locks use (as the section calls, fenced writes and
 //! tracing span are).
 
-use super::Slot;
+use super::locks::Slot;
 use std::mem::size_of;
 
 #[test]

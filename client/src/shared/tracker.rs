@@ -78,6 +78,10 @@ pub enum ConnectionEvent {
 }
 
 /// The client's side of the connection state, in the shared state.
+///
+/// Calling order: `handle_session` for every session change the binding reports
+/// (before the core hears of it), `handle_server_check` for every check of a
+/// server's settings; streams `subscribe`, `poll_next`, `unsubscribe`.
 #[derive(Default)]
 pub(crate) struct Tracker {
     state: Option<ConnectionState>,
@@ -87,6 +91,9 @@ pub(crate) struct Tracker {
     checks: Vec<ServerCheck>,
     /// The hazards reported so far: each is reported once.
     reported: Vec<(SocketAddr, crate::server::hazard::HazardKind)>,
+    /// Counts the session changes reported: a report about the server learned
+    /// under another count is about another connection.
+    generation: u64,
 }
 
 #[derive(Default)]
@@ -96,14 +103,28 @@ struct Subscriber {
 }
 
 impl Tracker {
+    // Getters.
+
     pub(crate) fn state(&self) -> ConnectionState {
         self.state.unwrap_or(ConnectionState::Connecting)
     }
 
+    /// How many session changes were reported so far.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub(crate) fn checks(&self) -> Vec<ServerCheck> {
+        self.checks.clone()
+    }
+
+    // Inputs.
+
     /// Follows what the binding reports; the wakers of every subscriber with news
     /// go to `to_wake`.
-    pub(crate) fn on_session(&mut self, event: &SessionEvent, to_wake: &mut Vec<Waker>) {
+    pub(crate) fn handle_session(&mut self, event: &SessionEvent, to_wake: &mut Vec<Waker>) {
         use ConnectionState as State;
+        self.generation += 1;
         let before = self.state();
         let (after, events): (State, Vec<ConnectionEvent>) = match (*event, before) {
             (_, State::Closed) => return,
@@ -156,7 +177,7 @@ impl Tracker {
 
     /// Records a check of a server's settings; hazards not reported before for
     /// that server become events and warnings.
-    pub(crate) fn on_server_check(&mut self, check: ServerCheck, to_wake: &mut Vec<Waker>) {
+    pub(crate) fn handle_server_check(&mut self, check: ServerCheck, to_wake: &mut Vec<Waker>) {
         let server = check.server;
         match &check.conf {
             Ok(conf) => tracing::debug!(%server, ?conf, "ZooKeeper server settings"),
@@ -191,9 +212,7 @@ impl Tracker {
         }
     }
 
-    pub(crate) fn checks(&self) -> Vec<ServerCheck> {
-        self.checks.clone()
-    }
+    // Mutators.
 
     /// A new subscriber starts with the hazards found so far: they describe the
     /// servers, not a moment, and a check often ends before the user subscribes.
@@ -216,6 +235,8 @@ impl Tracker {
         self.subscribers.retain(|(i, _)| *i != id);
     }
 
+    // Polls.
+
     /// The subscriber's next event, or `None` once closed and drained; registers
     /// `waker` when there is none yet.
     pub(crate) fn poll_next(&mut self, id: u64, waker: &Waker) -> Poll<Option<ConnectionEvent>> {
@@ -227,11 +248,37 @@ impl Tracker {
             Some(event) => Poll::Ready(Some(event)),
             None if closed => Poll::Ready(None),
             None => {
-                if !sub.wakers.iter().any(|w| w.will_wake(waker)) {
-                    sub.wakers.push(waker.clone());
-                }
+                super::wakeups::register(&mut sub.wakers, waker);
                 Poll::Pending
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shared::wakeups::tests::counter;
+
+    #[test]
+    fn subscribers_get_each_change_and_every_report_counts() {
+        let (_, waker) = counter();
+        let mut tracker = Tracker::default();
+        let id = tracker.subscribe();
+        assert!(tracker.poll_next(id, &waker).is_pending());
+        let mut to_wake = Vec::new();
+        let connected = SessionEvent::Connected { session_id: 7 };
+        tracker.handle_session(&connected, &mut to_wake);
+        tracker.handle_session(&connected, &mut to_wake);
+        assert_eq!(to_wake.len(), 1, "woken once; the repeat is no change");
+        assert_eq!(tracker.generation(), 2, "but it is another report");
+        let event = ConnectionEvent::Connected { session_id: 7 };
+        assert_eq!(tracker.poll_next(id, &waker), Poll::Ready(Some(event)));
+        tracker.handle_session(&SessionEvent::Closed, &mut to_wake);
+        assert_eq!(tracker.state(), ConnectionState::Closed);
+        let closed = Poll::Ready(Some(ConnectionEvent::Closed));
+        assert_eq!(tracker.poll_next(id, &waker), closed);
+        assert_eq!(tracker.poll_next(id, &waker), Poll::Ready(None));
+        tracker.unsubscribe(id);
     }
 }

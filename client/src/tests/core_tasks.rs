@@ -25,7 +25,7 @@ fn participants_and_deadlocks_run_a_core_task_and_return_its_event() {
         panic!("no participants")
     };
     assert!(found.holders.is_empty() && found.waiters.is_empty());
-    assert!(locks.shared().read(|s| s.slots.is_empty()));
+    assert!(locks.shared().with(|s| s.locks.is_empty()));
 
     let mut scan = pin!(locks.deadlocks("/locks"));
     assert!(poll_once(scan.as_mut()).is_pending());

@@ -47,7 +47,7 @@ fn a_dropped_lock_future_cancels() {
         assert!(poll_once(lock.as_mut()).is_pending());
     }
     assert!(!requests(&mut link).is_empty());
-    assert!(locks.shared().read(|s| s.slots.is_empty()));
+    assert!(locks.shared().with(|s| s.locks.is_empty()));
 }
 
 #[test]
@@ -138,7 +138,7 @@ fn slots_go_with_their_handles_whatever_ends_them() {
     let name = node.rsplit('/').next().unwrap().to_owned();
     link.handle_reply(sent[1].id, Ok(Reply::Children(vec![peer(1), name])), now);
     assert!(matches!(poll_once(attempt.as_mut()), Poll::Ready(Ok(None))));
-    assert!(locks.shared().read(|s| s.slots.is_empty()));
+    assert!(locks.shared().with(|s| s.locks.is_empty()));
     // A guard whose loss was read, then released through `release` (it watches
     // its node, to hear of the deletion).
     let watched = mutex.clone().watch_node();
@@ -164,7 +164,7 @@ fn slots_go_with_their_handles_whatever_ends_them() {
         guard.release_blocking(),
         Err(Error::Lost(LostReason::NodeDeleted))
     );
-    assert!(locks.shared().read(|s| s.slots.is_empty()));
+    assert!(locks.shared().with(|s| s.locks.is_empty()));
 }
 
 #[test]

@@ -13,6 +13,7 @@ mod owners;
 mod queued;
 mod recorder;
 mod reentrancy;
+mod schedules;
 mod server_check;
 mod spans;
 mod thread_safety;

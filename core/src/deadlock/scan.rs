@@ -23,32 +23,27 @@ use crate::ctx::Ctx;
 use crate::event::LockEvent;
 use crate::ids::{FencingToken, LockId};
 use crate::names::parse_name;
-use crate::oneshot::OneShot;
+use crate::oneshot::{OneShot, OneShotRun};
 use crate::participants::CycleNode;
 use crate::proto::{Reply, RequestId, ZkError};
 use std::collections::BTreeSet;
 
 pub(crate) struct Scan {
-    id: LockId,
+    pub(crate) run: OneShotRun,
     root: String,
     pass: Pass,
     listed: BTreeSet<String>,
     first: Option<Graph>,
-    pub(crate) done: bool,
-    /// A failed request is to be asked again: not finished before it is.
-    retry_due: bool,
 }
 
 impl Scan {
     pub(crate) fn new(id: LockId, root: String) -> Scan {
         Scan {
-            id,
+            run: OneShotRun::new(id),
             root,
             pass: Pass::default(),
             listed: BTreeSet::new(),
             first: None,
-            done: false,
-            retry_due: false,
         }
     }
 
@@ -56,7 +51,7 @@ impl Scan {
         self.pass = Pass::default();
         self.listed.clear();
         let root = self.root.clone();
-        self.pass.want_dir(cx, self.id, &root);
+        self.pass.want_dir(cx, self.run.id, &root);
     }
 
     pub(crate) fn on_reply(
@@ -65,7 +60,7 @@ impl Scan {
         request: RequestId,
         result: Result<Reply, ZkError>,
     ) {
-        if self.done || !self.pass.requests.contains_key(&request) {
+        if self.run.done || !self.pass.requests.contains_key(&request) {
             return;
         }
         // A missing node is the pass's business (it left the graph); any other error
@@ -99,13 +94,13 @@ impl Scan {
             for c in children {
                 let path = format!("{base}/{c}");
                 if parse_name(&c).is_some() {
-                    self.pass.want_node(cx, self.id, &path);
+                    self.pass.want_node(cx, self.run.id, &path);
                 } else if dir == self.root && crate::path::validate_lock_path(&path).is_ok() {
-                    self.pass.want_dir(cx, self.id, &path);
+                    self.pass.want_dir(cx, self.run.id, &path);
                 }
             }
         }
-        if !self.pass.requests.is_empty() || self.retry_due {
+        if !self.pass.requests.is_empty() || self.run.retry_due {
             return;
         }
         let graph = self.graph();
@@ -119,8 +114,8 @@ impl Scan {
                     .into_iter()
                     .map(|c| self.describe(&c))
                     .collect();
-                self.done = true;
-                cx.emit(self.id, LockEvent::Deadlocks { cycles });
+                self.run.done = true;
+                cx.emit(self.run.id, LockEvent::Deadlocks { cycles });
             }
         }
     }
@@ -171,16 +166,12 @@ impl Scan {
 }
 
 impl OneShot for Scan {
-    fn id_and_done(&mut self) -> (LockId, &mut bool) {
-        (self.id, &mut self.done)
-    }
-
-    fn retry_due(&mut self) -> &mut bool {
-        &mut self.retry_due
+    fn run(&mut self) -> &mut OneShotRun {
+        &mut self.run
     }
 
     fn restart(&mut self, cx: &mut Ctx) {
-        cx.requests.forget_lock(self.id);
+        cx.requests.forget_lock(self.run.id);
         self.first = None;
         self.start_pass(cx);
     }

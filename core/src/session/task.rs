@@ -28,11 +28,11 @@ impl Task {
     pub(super) fn is_done(&self) -> bool {
         match self {
             Task::Acquisition(a) => a.state() == State::Done,
-            Task::Observer(o) => o.done,
-            Task::Revoke(r) => r.done,
-            Task::Break(b) => b.done,
-            Task::Inspect(i) => i.done,
-            Task::Scan(s) => s.done,
+            Task::Observer(o) => o.run.done,
+            Task::Revoke(r) => r.run.done,
+            Task::Break(b) => b.run.done,
+            Task::Inspect(i) => i.run.done,
+            Task::Scan(s) => s.run.done,
         }
     }
 
