@@ -269,6 +269,31 @@ impl Suite {
         }
     }
 
+    /// Asks the holders of the lock at `path` (or the one participant whose node
+    /// `path` is) to let go (`LockClient::revoke`): the nodes asked.
+    pub fn revoke(&self, client: &LockClient, path: &str) -> Result<Vec<String>, Error> {
+        if self.is_async() {
+            block_on(client.revoke(path))
+        } else {
+            client.revoke_blocking(path)
+        }
+    }
+
+    /// Waits at most `within` for the holder to be asked to let go
+    /// (`LockGuard::revocation_requested`; looks once even for a zero `within`);
+    /// `Err` with the reason if the lock was lost first, `None` if neither came.
+    pub fn revocation_requested(
+        &self,
+        guard: &LockGuard,
+        within: Duration,
+    ) -> Option<Result<(), LostReason>> {
+        if self.is_async() {
+            block_on_until(guard.revocation_requested(), Some(Instant::now() + within))
+        } else {
+            guard.revocation_requested_timeout_blocking(within)
+        }
+    }
+
     /// The participants of the lock at `path` (`LockClient::participants`).
     pub fn participants(&self, client: &LockClient, path: &str) -> Result<Participants, Error> {
         if self.is_async() {

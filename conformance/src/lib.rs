@@ -151,6 +151,9 @@ macro_rules! conformance_tests {
             crash_in_section_detected_contended,
             lock_delay_follows_an_unclean_end_only,
             forced_break_leaves_its_record,
+            revocation_round_trip,
+            revoking_a_waiter_fails_it_and_leaves_no_node,
+            lease_expires_and_next_waiter_acquires,
         );
         $( $crate::conformance_tests!(@capability $env; $capability); )*
 

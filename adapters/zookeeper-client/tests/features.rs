@@ -1,8 +1,9 @@
-//! Revocation, leader election, crash-detecting sections, fenced writes and leases
-//! against a real ZooKeeper server, under every runtime. Fenced writes, crashes in
-//! sections, lock-delay and the break's record as every binding must do them are
-//! in the conformance suite (lock-conformance's `suite/guarded.rs`); here, what
-//! needs this binding's proxies (a reply held back) or is this binding's own.
+//! Revocation of shared readers, leader election, crash-detecting sections and
+//! fenced writes against a real ZooKeeper server, under every runtime. What every
+//! binding must do (fenced writes, crashes in sections, lock-delay, the break's
+//! record, revocation and leases) is in the conformance suite (lock-conformance's
+//! `suite/guarded.rs` and `suite/revocation.rs`); here, what needs this binding's
+//! proxies (a reply held back) or is this binding's own.
 
 mod common;
 
@@ -30,70 +31,6 @@ fn disjoint(mut intervals: Vec<(Instant, Instant)>) -> bool {
 }
 
 rt_tests! {
-    /// A revocable holder is asked by another session (`revoke` on the lock path
-    /// names exactly its node), sees `RevocationRequested` in its event stream,
-    /// releases, and the revoker's waiter gets the lock.
-    async fn revocation_round_trip(rt) {
-        let dir = unique_path("revoke", &rt);
-        let observer = Observer::connect(&server().connect_string()).await;
-        let a = connect(&rt, &server().connect_string(), SESSION).await;
-        let b = connect(&rt, &server().connect_string(), SESSION).await;
-        let held = a.mutex(dir.clone()).revocable().lock().await.unwrap();
-        assert!(!held.is_revocation_requested());
-        let waiter = {
-            let (b, dir) = (b.clone(), dir.clone());
-            spawn(&rt, async move { b.mutex(dir).lock().await })
-        };
-        observer.wait_children(&dir, 2).await;
-
-        let asked = b.revoke(dir.clone()).await.unwrap();
-        assert_eq!(asked, vec![held.path().to_owned()], "only the holder is asked");
-        assert_eq!(held.next_event().await, Some(LockEvent::RevocationRequested));
-        assert!(held.is_revocation_requested());
-        // Already requested: returns at once, the event having been read.
-        assert_eq!(held.revocation_requested().await, Ok(()));
-        assert_eq!(held.status(), LockStatus::Held, "the holder decides");
-        let (data, _) = observer.client.get_data(held.path()).await.unwrap();
-        assert_eq!(data, b"__REVOKE__");
-
-        let token = held.token();
-        held.release().await.unwrap();
-        let guard = waiter.await.unwrap().expect("the revoker's waiter acquires");
-        assert!(guard.token() > token);
-        assert_eq!(observer.children(&dir).await, vec![node_name(guard.path())]);
-        guard.release().await.unwrap();
-        a.close().await;
-        b.close().await;
-    }
-
-    /// Revoking a revocable waiter by its node path: its `lock()` fails with the
-    /// typed `Error::Revoked` and its node is gone; the holder is untouched.
-    async fn revoking_a_waiter_fails_it_and_leaves_no_node(rt) {
-        let dir = unique_path("revoke-waiter", &rt);
-        let observer = Observer::connect(&server().connect_string()).await;
-        let a = connect(&rt, &server().connect_string(), SESSION).await;
-        let b = connect(&rt, &server().connect_string(), SESSION).await;
-        let held = a.mutex(dir.clone()).lock().await.unwrap();
-        let waiter = {
-            let (b, dir) = (b.clone(), dir.clone());
-            spawn(&rt, async move { b.mutex(dir).revocable().lock().await })
-        };
-        let children = observer.wait_children(&dir, 2).await;
-        let holder = node_name(held.path());
-        let waiting = children.iter().find(|n| **n != holder).unwrap().clone();
-        let target = format!("{dir}/{waiting}");
-
-        let asked = a.revoke(target.clone()).await.unwrap();
-        assert_eq!(asked, vec![target]);
-        assert_eq!(waiter.await.unwrap().unwrap_err(), Error::Revoked);
-        b.wait_idle().await.unwrap();
-        assert_eq!(observer.children(&dir).await, vec![holder], "the revoked waiter left a node");
-        assert_eq!(held.status(), LockStatus::Held);
-        held.release().await.unwrap();
-        a.close().await;
-        b.close().await;
-    }
-
     /// The seeds' revocable shared locks: revoking the lock path asks every reader
     /// holding it (not the waiting writer); each releases, and the writer gets in.
     async fn revoking_shared_readers(rt) {
@@ -335,13 +272,14 @@ rt_tests! {
         let dir = unique_path("fenced-server", &rt);
         let data = format!("{dir}-data");
         let zk = Observer::connect(&server().connect_string()).await;
+        let proxy = Arc::new(HoldProxy::start(server().addr()).expect("proxy"));
+        let a = connect(&rt, &proxy.connect_string(), SESSION).await;
+        let guard = a.mutex(dir.clone()).lock().await.unwrap();
+        // After the lock: it made the parent, whichever test of the binary runs first.
         zk.client
             .create(&data, b"v0", &CreateMode::Persistent.with_acls(Acls::anyone_all()))
             .await
             .unwrap();
-        let proxy = Arc::new(HoldProxy::start(server().addr()).expect("proxy"));
-        let a = connect(&rt, &proxy.connect_string(), SESSION).await;
-        let guard = a.mutex(dir.clone()).lock().await.unwrap();
 
         proxy.hold(Direction::Downstream);
         zk.client.delete(guard.path(), None).await.unwrap();
@@ -362,43 +300,5 @@ rt_tests! {
         let (value, stat) = zk.client.get_data(&data).await.unwrap();
         assert_eq!((value.as_slice(), stat.version), (&b"v0"[..], 0), "written without the lock");
         a.close().await;
-    }
-
-    /// A lease: the holder loses the lock after `max_hold` (`Lost(LeaseExpired)`),
-    /// its node is deleted, and the next waiter acquires.
-    async fn lease_expires_and_next_waiter_acquires(rt) {
-        let max_hold = Duration::from_secs(1);
-        let dir = unique_path("lease", &rt);
-        let cluster = server().connect_string();
-        let zk = Observer::connect(&cluster).await;
-        let a = connect(&rt, &cluster, SESSION).await;
-        let b = connect(&rt, &cluster, SESSION).await;
-        let guard = a.mutex(dir.clone()).max_hold(max_hold).lock().await.unwrap();
-        let granted = Instant::now();
-        let waiter = {
-            let (b, dir) = (b.clone(), dir.clone());
-            spawn(&rt, async move { b.mutex(dir).lock().await.map(|g| (Instant::now(), g)) })
-        };
-        zk.wait_children(&dir, 2).await;
-        assert_eq!(guard.lost().await, LostReason::LeaseExpired);
-        let lost_at = Instant::now();
-        assert!(lost_at - granted >= max_hold - Duration::from_millis(50), "lease ended early");
-        let (acquired_at, b_guard) = waiter.await.unwrap().unwrap();
-        assert!(acquired_at - granted >= max_hold - Duration::from_millis(50));
-        eprintln!(
-            "{}: lease lost {:?} and the waiter acquired {:?} after the grant",
-            common::runtime_name(&rt), lost_at - granted, acquired_at - granted
-        );
-        assert!(b_guard.token() > guard.token());
-        assert_eq!(guard.status(), LockStatus::Lost(LostReason::LeaseExpired));
-        assert_eq!(
-            guard.fenced_write(Writes::new().delete(format!("{dir}-x"))).await,
-            Err(FencedError::NotHeld)
-        );
-        assert_eq!(guard.release().await, Err(Error::Lost(LostReason::LeaseExpired)));
-        assert_eq!(zk.children(&dir).await, vec![node_name(b_guard.path())]);
-        b_guard.release().await.unwrap();
-        a.close().await;
-        b.close().await;
     }
 }

@@ -1,12 +1,13 @@
-//! Revocation, leases and leader election against a real ZooKeeper server.
+//! Leader election against a real ZooKeeper server. Revocation and leases, as
+//! every binding must do them, are in the conformance suite (lock-conformance's
+//! `suite/revocation.rs`).
 
 use lock_conformance::{shared_server, unique_path, ZkAdmin, SHORT};
-use lock_core::{LockEvent, LostReason};
+use lock_core::LostReason;
 use lock_zookeeper::{Connect, Error, LockClient, LockStatus};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-use zookeeper::{WatchedEvent, ZooKeeper};
 
 const SESSION: Duration = Duration::from_secs(10);
 
@@ -19,163 +20,6 @@ fn client() -> LockClient {
 
 fn admin() -> ZkAdmin {
     ZkAdmin::connect(&shared_server().connect_string())
-}
-
-fn node_name(path: &str) -> String {
-    path.rsplit('/').next().unwrap().to_owned()
-}
-
-/// The data of `path`, read by a session of its own.
-fn data_of(path: &str) -> Vec<u8> {
-    let zk = ZooKeeper::connect(
-        &shared_server().connect_string(),
-        SESSION,
-        |_: WatchedEvent| {},
-    )
-    .expect("raw client");
-    let (data, _) = zk.get_data(path, false).expect("get_data");
-    let _ = zk.close();
-    data
-}
-
-/// A revocable holder is asked by another session (`revoke` on the lock path names
-/// exactly its node), sees `RevocationRequested`, releases, and the revoker's waiter
-/// gets the lock.
-#[test]
-fn revocation_round_trip() {
-    let started = Instant::now();
-    let dir = unique_path("revoke");
-    let zk = admin();
-    let (a, b) = (client(), client());
-    let held = a.mutex(dir.clone()).revocable().lock_blocking().unwrap();
-    assert!(!held.is_revocation_requested());
-    let waiter = {
-        let (b, dir) = (b.clone(), dir.clone());
-        thread::spawn(move || b.mutex(dir).lock_blocking())
-    };
-    zk.wait_children(&dir, SHORT, |c| c.len() == 2);
-
-    let asked = b.revoke_blocking(dir.clone()).unwrap();
-    assert_eq!(
-        asked,
-        vec![held.path().to_owned()],
-        "only the holder is asked"
-    );
-    assert_eq!(
-        held.next_event_timeout_blocking(SHORT),
-        Some(LockEvent::RevocationRequested)
-    );
-    assert!(held.is_revocation_requested());
-    // Already requested: returns at once, the event having been read.
-    assert_eq!(held.revocation_requested_blocking(), Ok(()));
-    assert_eq!(
-        held.revocation_requested_timeout_blocking(Duration::ZERO),
-        Some(Ok(()))
-    );
-    assert_eq!(held.status(), LockStatus::Held, "the holder decides");
-    assert_eq!(data_of(held.path()), b"__REVOKE__");
-
-    let token = held.token();
-    held.release_blocking().unwrap();
-    let guard = waiter
-        .join()
-        .unwrap()
-        .expect("the revoker's waiter acquires");
-    assert!(guard.token() > token);
-    assert_eq!(zk.children(&dir), vec![node_name(guard.path())]);
-    guard.release_blocking().unwrap();
-    // Nothing to revoke: an empty answer.
-    assert_eq!(b.revoke_blocking(dir).unwrap(), Vec::<String>::new());
-    a.close_blocking();
-    b.close_blocking();
-    eprintln!("revocation_round_trip: {:?}", started.elapsed());
-}
-
-/// Revoking a revocable waiter by its node path: its `lock()` fails with the typed
-/// `Error::Revoked` and its node is gone; the holder is untouched.
-#[test]
-fn revoking_a_waiter_fails_it_and_leaves_no_node() {
-    let started = Instant::now();
-    let dir = unique_path("revoke-waiter");
-    let zk = admin();
-    let (a, b) = (client(), client());
-    let held = a.mutex(dir.clone()).lock_blocking().unwrap();
-    let waiter = {
-        let (b, dir) = (b.clone(), dir.clone());
-        thread::spawn(move || b.mutex(dir).revocable().lock_blocking())
-    };
-    let children = zk.wait_children(&dir, SHORT, |c| c.len() == 2);
-    let holder = node_name(held.path());
-    let waiting = children.iter().find(|n| **n != holder).unwrap().clone();
-    let target = format!("{dir}/{waiting}");
-
-    let asked = a.revoke_blocking(target.clone()).unwrap();
-    assert_eq!(asked, vec![target]);
-    assert_eq!(waiter.join().unwrap().unwrap_err(), Error::Revoked);
-    b.wait_idle_blocking().unwrap();
-    assert_eq!(
-        zk.children(&dir),
-        vec![holder],
-        "the revoked waiter left a node"
-    );
-    assert_eq!(held.status(), LockStatus::Held);
-    assert!(!held.is_revocation_requested());
-    held.release_blocking().unwrap();
-    a.close_blocking();
-    b.close_blocking();
-    eprintln!(
-        "revoking_a_waiter_fails_it_and_leaves_no_node: {:?}",
-        started.elapsed()
-    );
-}
-
-/// A lease: the holder loses the lock after `max_hold` (`Lost(LeaseExpired)`), its
-/// node is deleted, and the next waiter acquires.
-#[test]
-fn lease_expires_and_next_waiter_acquires() {
-    let started = Instant::now();
-    let max_hold = Duration::from_secs(1);
-    let dir = unique_path("lease");
-    let zk = admin();
-    let (a, b) = (client(), client());
-    let guard = a
-        .mutex(dir.clone())
-        .max_hold(max_hold)
-        .lock_blocking()
-        .unwrap();
-    let granted = Instant::now();
-    let waiter = {
-        let (b, dir) = (b.clone(), dir.clone());
-        thread::spawn(move || b.mutex(dir).lock_blocking().map(|g| (Instant::now(), g)))
-    };
-    zk.wait_children(&dir, SHORT, |c| c.len() == 2);
-    assert_eq!(guard.lost_blocking(), LostReason::LeaseExpired);
-    let lost_at = Instant::now();
-    assert!(
-        lost_at - granted >= max_hold - Duration::from_millis(50),
-        "lease ended early"
-    );
-    let (acquired_at, b_guard) = waiter.join().unwrap().unwrap();
-    assert!(acquired_at - granted >= max_hold - Duration::from_millis(50));
-    eprintln!(
-        "lease lost {:?} and the waiter acquired {:?} after the grant",
-        lost_at - granted,
-        acquired_at - granted
-    );
-    assert!(b_guard.token() > guard.token());
-    assert_eq!(guard.status(), LockStatus::Lost(LostReason::LeaseExpired));
-    assert_eq!(
-        guard.release_blocking(),
-        Err(Error::Lost(LostReason::LeaseExpired))
-    );
-    assert_eq!(zk.children(&dir), vec![node_name(b_guard.path())]);
-    b_guard.release_blocking().unwrap();
-    a.close_blocking();
-    b.close_blocking();
-    eprintln!(
-        "lease_expires_and_next_waiter_acquires: {:?}",
-        started.elapsed()
-    );
 }
 
 /// Two participants on two sessions and an observer on a third. The leader resigns:

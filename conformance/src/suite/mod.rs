@@ -10,6 +10,7 @@ mod guarded;
 mod load;
 mod locks;
 mod pause;
+mod revocation;
 mod rounds;
 
 pub use connect::*;
@@ -20,6 +21,7 @@ pub use guarded::*;
 pub use load::*;
 pub use locks::*;
 pub use pause::*;
+pub use revocation::*;
 pub use rounds::*;
 
 use crate::env::{unique_path, wait_until, Deployment, Faults, LONG, SESSION_TIMEOUT, SHORT};
