@@ -48,7 +48,9 @@ pub enum Capability {
     /// (`requests_per_uncontended_cycle`).
     RequestCount,
     /// [`Env::ensemble`]: a replicated ensemble that can lose its leader
-    /// (`ensemble_leader_loss_keeps_exclusion`).
+    /// (`ensemble_leader_loss_keeps_exclusion`); and [`Env::client_at`] on
+    /// ZooKeeper servers a test starts, pauses and restarts itself (the
+    /// [`availability`](crate::availability) tests).
     Ensemble,
     /// Room for a load test: an ensemble ([`Env::ensemble`]) and 140 sessions
     /// contending on it for a minute or two while two busy processes load the
@@ -89,8 +91,10 @@ pub trait Env: Send + Sync {
     /// A 3-node ensemble of this `tickTime` ([`Capability::Ensemble`]).
     fn ensemble(&self, tick_time: Duration) -> Option<Box<dyn Ensemble>>;
     /// A client of the binding on the server at `connect_string` (from
-    /// [`Deployment::connect_string`], perhaps in another process;
-    /// [`Capability::Processes`]; `None` without it).
+    /// [`Deployment::connect_string`], perhaps in another process, or of a
+    /// server the test started; [`Capability::Processes`],
+    /// [`Capability::ConnectFailures`], [`Capability::Ensemble`]; `None` without
+    /// them).
     fn client_at(
         &self,
         connect_string: &str,

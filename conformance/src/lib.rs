@@ -58,7 +58,7 @@
 //! | `hold_replies` | `connection_loss_during_create_adopts_node` | `lock_testkit::HoldProxy` | `Server::hold_replies` |
 //! | `watchers` | `waiter_rewatches_after_reconnect`, `admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals` | `wchp` | `Server::watchers` |
 //! | `request_count` | `requests_per_uncontended_cycle` | `mntr` (`zk_packets_received`) | `Server::requests_received` |
-//! | `ensemble` | `ensemble_leader_loss_keeps_exclusion` | `lock_testkit::ZkEnsemble` | none: one server, no leader to lose |
+//! | `ensemble` | `ensemble_leader_loss_keeps_exclusion`; [`availability`]'s `standalone_pause_of_0_8_t_keeps_the_lock`, `standalone_restart_keeps_the_lock`, `leader_restart_keeps_the_lock`, `follower_restart_keeps_the_lock`, `idle_session_sends_no_sync` (servers they start, pause and restart, reached with `Env::client_at`) | `lock_testkit::ZkEnsemble`, `lock_testkit::ZkServer` | none: one server, no leader to lose |
 //! | `load` | `contended_grants_under_load_raise_no_false_alarm` | an ensemble (500 ms ticks), 140 sessions, two busy processes: declared by lock-zookeeper and lock-zookeeper-client on tokio | none |
 //! | `processes` | `a_paused_holder_distrusts_its_lock_at_the_first_check` (the test binary run again as a paused holder) | the shared server's connect string | none: its server is in-process |
 //! | `connect_failures` | `connect_refused_is_prompt_and_named`, `connect_unresolvable_is_prompt_and_named`, `connect_not_zookeeper_is_prompt_and_named`, `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu` | any connect string | none: no network |
@@ -185,7 +185,14 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@tests $env; requests_per_uncontended_cycle);
     };
     (@capability $env:expr; ensemble) => {
-        $crate::conformance_tests!(@tests $env; ensemble_leader_loss_keeps_exclusion);
+        $crate::conformance_tests!(@tests $env;
+            ensemble_leader_loss_keeps_exclusion,
+            standalone_pause_of_0_8_t_keeps_the_lock,
+            standalone_restart_keeps_the_lock,
+            leader_restart_keeps_the_lock,
+            follower_restart_keeps_the_lock,
+            idle_session_sends_no_sync,
+        );
     };
     (@capability $env:expr; load) => {
         $crate::conformance_tests!(@tests $env; contended_grants_under_load_raise_no_false_alarm);

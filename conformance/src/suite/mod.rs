@@ -2,6 +2,7 @@
 //! side); run each in its own `#[test]` (see
 //! [`conformance_tests!`](crate::conformance_tests)).
 
+mod availability;
 mod connect;
 mod connection;
 mod elections;
@@ -13,6 +14,7 @@ mod pause;
 mod revocation;
 mod rounds;
 
+pub use availability::*;
 pub use connect::*;
 pub use connection::*;
 pub use elections::*;
