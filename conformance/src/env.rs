@@ -65,7 +65,10 @@ pub enum Capability {
     /// address over a real network (`connect_refused_is_prompt_and_named`,
     /// `connect_unresolvable_is_prompt_and_named`,
     /// `connect_not_zookeeper_is_prompt_and_named`,
-    /// `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu`).
+    /// `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu`;
+    /// and, on Linux, TCP_NODELAY on the binding's sockets:
+    /// `set_after_connect_and_after_reconnect`,
+    /// `set_after_moving_to_another_server`).
     ConnectFailures,
 }
 

@@ -10,6 +10,8 @@ mod faults;
 mod guarded;
 mod load;
 mod locks;
+#[cfg(target_os = "linux")]
+mod nodelay;
 mod pause;
 mod revocation;
 mod rounds;
@@ -22,6 +24,8 @@ pub use faults::*;
 pub use guarded::*;
 pub use load::*;
 pub use locks::*;
+#[cfg(target_os = "linux")]
+pub use nodelay::*;
 pub use pause::*;
 pub use revocation::*;
 pub use rounds::*;
