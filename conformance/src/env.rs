@@ -66,9 +66,11 @@ pub enum Capability {
     /// `connect_unresolvable_is_prompt_and_named`,
     /// `connect_not_zookeeper_is_prompt_and_named`,
     /// `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu`;
-    /// and, on Linux, TCP_NODELAY on the binding's sockets:
+    /// the round trips of an acquisition, a release and a handoff through a
+    /// delaying proxy: `round_trips_through_50ms`; and, on Linux, TCP_NODELAY on
+    /// the binding's sockets (`round_trips_through_10ms_despite_nagle`,
     /// `set_after_connect_and_after_reconnect`,
-    /// `set_after_moving_to_another_server`).
+    /// `set_after_moving_to_another_server`)).
     ConnectFailures,
 }
 
@@ -87,6 +89,14 @@ pub trait Env: Send + Sync {
     /// client returns the node's Stat (the token) with `create`. One whose client
     /// does not (the `zookeeper` crate) reads it with a `getData`: 4.
     fn requests_per_cycle(&self) -> u64;
+    /// Round trips an uncontended acquisition takes on the wire: 1 when the
+    /// client sends `create` and `getChildren` back to back (the default). 2 when
+    /// it cannot order requests sent from different threads (the `zookeeper`
+    /// crate), so that the listing waits for the `create`'s reply
+    /// ([`Capability::ConnectFailures`]: the round-trip tests).
+    fn round_trips_per_acquire(&self) -> u64 {
+        1
+    }
     /// The server most tests share (each on its own lock paths).
     fn shared(&self) -> &dyn Deployment;
     /// A server of its own (for tests that count its requests).

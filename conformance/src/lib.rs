@@ -61,7 +61,7 @@
 //! | `ensemble` | `ensemble_leader_loss_keeps_exclusion`; [`availability`]'s `standalone_pause_of_0_8_t_keeps_the_lock`, `standalone_restart_keeps_the_lock`, `leader_restart_keeps_the_lock`, `follower_restart_keeps_the_lock`, `idle_session_sends_no_sync` (servers they start, pause and restart, reached with `Env::client_at`) | `lock_testkit::ZkEnsemble`, `lock_testkit::ZkServer` | none: one server, no leader to lose |
 //! | `load` | `contended_grants_under_load_raise_no_false_alarm` | an ensemble (500 ms ticks), 140 sessions, two busy processes: declared by lock-zookeeper and lock-zookeeper-client on tokio | none |
 //! | `processes` | `a_paused_holder_distrusts_its_lock_at_the_first_check` (the test binary run again as a paused holder) | the shared server's connect string | none: its server is in-process |
-//! | `connect_failures` | `connect_refused_is_prompt_and_named`, `connect_unresolvable_is_prompt_and_named`, `connect_not_zookeeper_is_prompt_and_named`, `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu`; on Linux `nodelay::set_after_connect_and_after_reconnect`, `nodelay::set_after_moving_to_another_server` (the binding's sockets, through `lock_testkit::FaultProxy`) | any connect string | none: no network |
+//! | `connect_failures` | `connect_refused_is_prompt_and_named`, `connect_unresolvable_is_prompt_and_named`, `connect_not_zookeeper_is_prompt_and_named`, `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu`, `round_trips_through_50ms` (through a delaying `lock_testkit::FaultProxy`); on Linux `nodelay::round_trips_through_10ms_despite_nagle`, `nodelay::set_after_connect_and_after_reconnect`, `nodelay::set_after_moving_to_another_server` (the binding's sockets, through `lock_testkit::FaultProxy`) | any connect string | none: no network |
 //!
 //! # Environment
 //!
@@ -215,8 +215,11 @@ macro_rules! conformance_tests {
             connect_not_zookeeper_is_prompt_and_named,
             connect_missing_chroot_is_named,
             refused_connect_costs_little_cpu,
+            round_trips_through_50ms,
         );
-        // lock-nodelay lists a process's sockets on Linux only.
+        // lock-nodelay lists a process's sockets on Linux only; Nagle's
+        // algorithm costs a round trip through the proxy only below the
+        // delayed-ACK timer, which Linux has at 40 ms.
         #[cfg(target_os = "linux")]
         mod nodelay {
             #[allow(unused_imports)]
@@ -224,6 +227,7 @@ macro_rules! conformance_tests {
             $crate::conformance_tests!(@tests $env;
                 set_after_connect_and_after_reconnect,
                 set_after_moving_to_another_server,
+                round_trips_through_10ms_despite_nagle,
             );
         }
     };

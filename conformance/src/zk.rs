@@ -82,6 +82,7 @@ pub struct ZkEnv {
     connect: Arc<Connect>,
     shared: ZkDeployment,
     under_load: bool,
+    round_trips_per_acquire: u64,
 }
 
 impl ZkEnv {
@@ -105,12 +106,20 @@ impl ZkEnv {
             },
             connect,
             under_load: false,
+            round_trips_per_acquire: 1,
         }
     }
 
     /// Adds [`Capability::Load`]: the suite's load test runs here too.
     pub fn under_load(mut self) -> ZkEnv {
         self.under_load = true;
+        self
+    }
+
+    /// Round trips an uncontended acquisition takes (see
+    /// [`Env::round_trips_per_acquire`]; 1 unless set).
+    pub fn round_trips_per_acquire(mut self, round_trips: u64) -> ZkEnv {
+        self.round_trips_per_acquire = round_trips;
         self
     }
 }
@@ -147,6 +156,10 @@ impl Env for ZkEnv {
 
     fn requests_per_cycle(&self) -> u64 {
         self.requests_per_cycle
+    }
+
+    fn round_trips_per_acquire(&self) -> u64 {
+        self.round_trips_per_acquire
     }
 
     fn shared(&self) -> &dyn Deployment {

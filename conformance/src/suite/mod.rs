@@ -14,6 +14,7 @@ mod locks;
 mod nodelay;
 mod pause;
 mod revocation;
+mod round_trips;
 mod rounds;
 
 pub use availability::*;
@@ -28,6 +29,7 @@ pub use locks::*;
 pub use nodelay::*;
 pub use pause::*;
 pub use revocation::*;
+pub use round_trips::*;
 pub use rounds::*;
 
 use crate::env::{unique_path, wait_until, Deployment, Faults, LONG, SESSION_TIMEOUT, SHORT};
