@@ -36,6 +36,9 @@ pub fn connection_loss_during_create_adopts_node(b: &Suite) {
     );
     assert_eq!(admin.children(&path), created, "exactly one node");
     assert!(b.is_trusted(&g));
+    assert_eq!(b.stats(&c).expect("stats").acquired, 1, "acquired once");
+    // The token is the adopted node's czxid (read after the adoption).
+    assert_eq!(admin.czxid(&b.node_path(&g)), Some(b.token(&g)));
     b.release(g).expect("release");
     b.wait_idle(&c).expect("idle");
     assert!(admin.children(&path).is_empty(), "nodes left behind");
@@ -50,6 +53,7 @@ pub fn short_cut_suspends_then_resumes(b: &Suite) {
     let path = unique_path("short-cut");
     let admin = server.admin();
     let (c, proxy) = connect_with_faults(b, server);
+    let session = b.session_id(&c);
     let mut g = lock(b, &c, Kind::Mutex, &path);
     let (token, node) = (b.token(&g), b.node_path(&g));
     settle(b, &mut g, Kind::Mutex);
@@ -57,8 +61,14 @@ pub fn short_cut_suspends_then_resumes(b: &Suite) {
     assert_eq!(next_event(b, &mut g, SHORT), LockEvent::Suspended);
     assert_eq!(next_event(b, &mut g, SHORT), LockEvent::Resumed);
     assert!(b.is_trusted(&g));
+    assert_eq!(b.session_id(&c), session, "same session");
     assert_eq!(b.token(&g), token);
     assert_eq!(admin.czxid(&node), Some(token), "same node");
+    assert_eq!(
+        admin.children(&path),
+        vec![name_of(&node)],
+        "only that node"
+    );
     b.release(g).expect("release");
     b.wait_idle(&c).expect("idle");
     assert!(admin.children(&path).is_empty());

@@ -329,7 +329,8 @@ pub fn closed_client_gives_typed_errors(b: &Suite) {
 }
 
 /// Requests per uncontended acquire + release, counted by the server
-/// (`zk_packets_received` in `mntr`), on a server of its own.
+/// (`zk_packets_received` in `mntr`), on a server of its own, and by the core
+/// (`Stats::requests`).
 ///
 /// The session also sends requests of its own while the cycle runs: the core's
 /// proof of contact (a `sync` at most every tenth of the session timeout while
@@ -361,19 +362,28 @@ pub fn requests_per_uncontended_cycle(b: &Suite) {
         })
         .min()
         .expect("measured"); // mntr's own connection, if any
-    let counts: Vec<u64> = (0..MEASUREMENTS)
+                             // Counted twice: by the server, and by the core (what it sent).
+    let (counts, sent): (Vec<u64>, Vec<u64>) = (0..MEASUREMENTS)
         .map(|_| {
             let before = packets();
+            let sent_before = b.stats(&c).expect("stats").requests;
             let g = lock(b, &c, Kind::Mutex, &path);
             b.release(g).expect("release");
             b.wait_idle(&c).expect("idle");
-            packets() - before - overhead
+            let sent = b.stats(&c).expect("stats").requests - sent_before;
+            (packets() - before - overhead, sent)
         })
-        .collect();
+        .unzip();
     assert_eq!(
         counts.iter().min().copied(),
         Some(b.env().requests_per_cycle()),
         "{}: requests per uncontended acquire + release (the smallest of {counts:?})",
+        b.name()
+    );
+    assert_eq!(
+        sent.iter().min().copied(),
+        Some(b.env().requests_per_cycle()),
+        "{}: requests the core sent per cycle (the smallest of {sent:?})",
         b.name()
     );
     b.close(&c);
