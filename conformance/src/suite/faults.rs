@@ -185,23 +185,33 @@ pub fn blackhole_suspends_before_expiry_then_lost(b: &Suite) {
 }
 
 /// An administrator deleting the node of a holder that watches it: the holder
-/// hears `Lost(NodeDeleted)` at once.
+/// hears `Lost(NodeDeleted)` at once, and the waiter on another session gets the
+/// lock with a greater token.
 pub fn admin_delete_gives_lost(b: &Suite) {
     let server = b.env().shared();
     let path = unique_path("admin-delete");
     let admin = server.admin();
-    let c = connect(b, server);
+    let (c, other) = (connect(b, server), connect(b, server));
     let mut g = lock(b, &c, Kind::WatchedMutex, &path);
+    let waiter = b
+        .start(&other, Kind::Mutex, &path)
+        .expect("start the waiter");
+    admin.wait_children(&path, SHORT, &|c| c.len() == 2);
     assert!(admin.delete(&b.node_path(&g)));
     let event = expect_event(b, &mut g, SHORT, "Lost", |e| {
         matches!(e, LockEvent::Lost(_))
     });
     assert_eq!(event, LockEvent::Lost(LostReason::NodeDeleted));
     assert!(!b.is_trusted(&g));
-    assert!(matches!(
-        b.release(g),
-        Err(Error::Lost(LostReason::NodeDeleted))
-    ));
+    assert_eq!(
+        g.status(),
+        lock_client::LockStatus::Lost(LostReason::NodeDeleted)
+    );
+    let next = b.finish(waiter, SHORT).expect("the waiter gets the lock");
+    assert!(b.token(&next) > b.token(&g));
+    b.release(next).expect("release");
+    b.close(&other);
+    assert_eq!(b.release(g), Err(Error::Lost(LostReason::NodeDeleted)));
     let g = lock(b, &c, Kind::Mutex, &path);
     b.release(g).expect("release");
     b.wait_idle(&c).expect("idle");

@@ -3,6 +3,9 @@
 //! errors, and the requests an uncontended lock costs.
 
 use super::*;
+use crate::harness::Pending;
+use lock_client::UsageError;
+use lock_core::LockSpec;
 
 /// 8 sessions × 50 acquisitions of one mutex increment a non-atomic counter: no
 /// update is lost, no two holders overlap, and the fencing tokens of successive
@@ -45,7 +48,7 @@ pub fn mutual_exclusion(b: &Suite) {
 
 /// Waiters get the lock in the order they queued.
 pub fn fifo_order(b: &Suite) {
-    const WAITERS: usize = 4;
+    const WAITERS: usize = 5;
     let server = b.env().shared();
     let path = unique_path("fifo");
     let admin = server.admin();
@@ -89,9 +92,12 @@ pub fn readers_share_writers_exclude(b: &Suite) {
         b.lock(&c3, Kind::Write, &path, Wait::Try),
         Err(Error::WouldBlock)
     ));
-    let w = b.start(&c3, Kind::Write, &path).expect("start writer");
+    let mut w = b.start(&c3, Kind::Write, &path).expect("start writer");
     admin.wait_children(&path, SHORT, &|c| c.len() == 3);
+    let out = |w: &mut Pending| b.still_pending(w, Duration::from_millis(100));
+    assert!(out(&mut w), "{}: a writer beside two readers", b.name());
     b.release(r1).expect("release r1");
+    assert!(out(&mut w), "{}: a writer beside a reader", b.name());
     b.release(r2).expect("release r2");
     let w = b.finish(w, SHORT).expect("the writer gets the lock");
     assert!(matches!(
@@ -210,6 +216,11 @@ pub fn timeout_leaves_no_node(b: &Suite) {
         b.lock(&c, Kind::Mutex, &path, Wait::Try),
         Err(Error::WouldBlock)
     ));
+    // A deadline already past: at once, whatever the binding sent.
+    assert!(matches!(
+        b.acquire(&c, LockSpec::write(&path), Duration::ZERO),
+        Err(Error::Timeout)
+    ));
     b.wait_idle(&c).expect("idle");
     assert_eq!(
         admin.children(&path),
@@ -243,10 +254,22 @@ pub fn cancel_leaves_no_node(b: &Suite) {
         "cancel left a node"
     );
     // At once: the create may still be in flight.
-    let p = b.start(&c, Kind::Mutex, &path).expect("start");
+    for _ in 0..5 {
+        let p = b.start(&c, Kind::Mutex, &path).expect("start");
+        b.cancel(p);
+        b.wait_idle(&c).expect("idle");
+        assert_eq!(
+            admin.children(&path),
+            vec![holder.clone()],
+            "cancel left a node"
+        );
+    }
+    // At once, on a directory not there yet (its parents are being created).
+    let fresh = format!("{path}-fresh/deeper");
+    let p = b.start(&c, Kind::Mutex, &fresh).expect("start");
     b.cancel(p);
     b.wait_idle(&c).expect("idle");
-    assert_eq!(admin.children(&path), vec![holder], "cancel left a node");
+    assert!(admin.children(&fresh).is_empty(), "cancel left a node");
     b.release(g).expect("release");
     b.wait_idle(&a).expect("idle");
     assert!(admin.children(&path).is_empty());
@@ -267,6 +290,7 @@ pub fn invalid_paths_give_typed_errors(b: &Suite) {
         "/a/../b",
         "/",
         "/zookeeper/x",
+        "/nul\u{0}",
     ];
     for path in bad {
         for kind in [Kind::Mutex, Kind::Read, Kind::Write, Kind::Semaphore(2)] {
@@ -289,7 +313,25 @@ pub fn invalid_paths_give_typed_errors(b: &Suite) {
         );
     }
     let zero = b.lock(&c, Kind::Semaphore(0), &unique_path("zero"), Wait::Try);
-    assert!(matches!(zero, Err(Error::Usage(_))), "{:?}", zero.err());
+    assert!(
+        matches!(zero, Err(Error::Usage(UsageError::ZeroPermits))),
+        "{:?}",
+        zero.err()
+    );
+    let big = LockSpec::write(unique_path("big")).data(vec![0u8; 2 * 1024 * 1024]);
+    let big = b.acquire(&c, big, SHORT);
+    assert!(
+        matches!(big, Err(Error::Usage(UsageError::DataTooLarge { .. }))),
+        "{:?}",
+        big.err()
+    );
+    b.wait_idle(&c).expect("idle");
+    assert_eq!(
+        b.stats(&c).expect("stats").requests,
+        0,
+        "{}: sent",
+        b.name()
+    );
     b.close(&c);
 }
 
@@ -299,10 +341,16 @@ pub fn closed_client_gives_typed_errors(b: &Suite) {
     let server = b.env().shared();
     let path = unique_path("closed");
     let admin = server.admin();
-    let c = connect(b, server);
+    let (c, other) = (connect(b, server), connect(b, server));
     let mut g = lock(b, &c, Kind::Mutex, &path);
     let node = b.node_path(&g);
+    // A waiting acquisition on another lock, held by another session.
+    let busy = format!("{path}-busy");
+    let blocker = lock(b, &other, Kind::Mutex, &busy);
+    let waiting = b.start(&c, Kind::Mutex, &busy).expect("start");
+    admin.wait_children(&busy, SHORT, &|c| c.len() == 2);
     b.close(&c);
+    assert!(matches!(b.finish(waiting, SHORT), Err(Error::Closed)));
     let event = expect_event(b, &mut g, SHORT, "Lost", |e| {
         matches!(e, LockEvent::Lost(_))
     });
@@ -320,12 +368,18 @@ pub fn closed_client_gives_typed_errors(b: &Suite) {
         .and_then(|p| b.finish(p, SHORT));
     assert!(matches!(started, Err(Error::Closed)));
     assert!(matches!(b.wait_idle(&c), Err(Error::Closed)));
+    assert!(matches!(b.stats(&c), Err(Error::Closed)));
     assert!(matches!(
         b.release(g),
         Err(Error::Closed | Error::Lost(LostReason::Closed))
     ));
     b.close(&c); // idempotent
     assert_eq!(b.session_id(&c), None);
+    // The server removed the closed session's waiting node, not the other's.
+    let left = admin.wait_children(&busy, SHORT, &|c| c.len() == 1);
+    assert_eq!(left, vec![name_of(&b.node_path(&blocker))]);
+    b.release(blocker).expect("release");
+    b.close(&other);
 }
 
 /// Requests per uncontended acquire + release, counted by the server
