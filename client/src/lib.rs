@@ -198,7 +198,7 @@
 //!    must put the request on the wire in the order polled; if the client buffers
 //!    writes (Nagle), set `TCP_NODELAY`.
 //! 3. **Session mapping** (`driver.rs`): the client's states onto
-//!    [`SessionEvent`](lock_core::SessionEvent): connected → `Connected { session_id }`
+//!    [`SessionEvent`]: connected → `Connected { session_id }`
 //!    (feed `Disconnected` first if the client skipped it: [`Link::is_connected`]
 //!    is still true), disconnected or read-only → `Disconnected { since_contact }`,
 //!    expired or auth-failed → `Expired` (then reconnect, and report the new session
@@ -223,7 +223,91 @@
 //!
 //! Everything else (handles, guards, events, deadlines, elections, sections,
 //! fenced writes, errors, connection options) is here, so a feature is written once
-//! and every binding has it.
+//! and every binding has it. lock-zookeeper-async (adapters/zookeeper-async) is a
+//! second worked example, written only against this crate's public API, over a
+//! client that lacks `multi`, `sync` and the session's id.
+//!
+//! ### A minimal binding, walked through
+//!
+//! The smallest driver that keeps the contract, compiled and run with this
+//! crate's tests: its "client" answers every request at once from the node
+//! names it made (where a real binding calls its client library and waits for
+//! the reply), and its loop is the one above, on a thread, with [`Link::wait`].
+//!
+//! ```
+//! use lock_client::{pair, CreateMode, Op, Reply, Request, SessionEvent, Stat, ZkError};
+//! use lock_client::Config;
+//! use std::time::{Duration, Instant};
+//!
+//! let (locks, mut link) = pair(Config::new(Duration::from_secs(10), 7));
+//! // What the binding must report first: the session, once it is established.
+//! link.handle_session(SessionEvent::Connected { session_id: 1 }, Instant::now());
+//! let user = std::thread::spawn(move || {
+//!     let guard = locks.mutex("/locks/job").lock_blocking().unwrap();
+//!     let token = guard.token();
+//!     guard.release_blocking().unwrap();
+//!     locks.close_blocking();
+//!     token
+//! });
+//! // The loop: send every request in the order polled (here: answer it), feed
+//! // each reply back, wait for the next wake-up or timer, until closed.
+//! let mut nodes: Vec<String> = Vec::new();
+//! let mut zxid = 100;
+//! while !link.is_closed() {
+//!     while let Some(Request { id, op }) = link.poll_request() {
+//!         let result = match op {
+//!             Op::Create { path, mode: CreateMode::EphemeralSequential, .. } => {
+//!                 zxid += 1;
+//!                 let path = format!("{path}{:010}", nodes.len());
+//!                 nodes.push(path.clone());
+//!                 // The create's Stat carries the fencing token (czxid).
+//!                 let stat = Stat { czxid: zxid, ephemeral_owner: 1, ..Stat::default() };
+//!                 Ok(Reply::Created { path, stat: Some(stat) })
+//!             }
+//!             Op::GetChildren { path } => Ok(Reply::Children(
+//!                 nodes.iter().filter_map(|n| n.strip_prefix(&format!("{path}/"))).map(String::from).collect(),
+//!             )),
+//!             Op::Delete { path, .. } => {
+//!                 nodes.retain(|n| *n != path);
+//!                 Ok(Reply::Deleted)
+//!             }
+//!             _ => Err(ZkError::Other("not in this sketch".into())),
+//!         };
+//!         link.handle_reply(id, result, Instant::now());
+//!     }
+//!     if let Some(at) = link.poll_timeout() {
+//!         if at <= Instant::now() {
+//!             link.handle_timeout(Instant::now());
+//!         }
+//!     }
+//!     link.wait(Some(Instant::now() + Duration::from_millis(50)));
+//! }
+//! // Closed: the binding closes its session and reports it; dropping the link
+//! // lets `close` return.
+//! link.handle_session(SessionEvent::Closed, Instant::now());
+//! drop(link);
+//! assert_eq!(user.join().unwrap().0, 101);
+//! assert!(nodes.is_empty(), "released: no node left");
+//! ```
+//!
+//! ### Running the kit
+//!
+//! `lock-conformance` is the suite both bindings of this workspace pass, for
+//! any binding: one macro call in the binding's `tests/conformance.rs` runs it
+//! against a real ZooKeeper that `lock-testkit` starts (Debian's `zookeeper`
+//! package, `ZOOKEEPER_HOME` or `ZOOKEEPER_CLASSPATH`), declaring what the
+//! client cannot do; the tests that need it say `not applicable: <capability>`:
+//!
+//! ```text
+//! use lock_conformance::{Capability, Style, ZkEnv};
+//! fn env() -> ZkEnv {
+//!     ZkEnv::new("my-binding", Style::Blocking, 3, |cluster, timeout| {
+//!         my_binding::builder(cluster).session_timeout(timeout).connect()
+//!     })
+//!     .without(Capability::Multi) // the client has no `multi`
+//! }
+//! lock_conformance::conformance_tests!(env());
+//! ```
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -273,6 +357,9 @@ pub use lock_core::{
     Leader, LockEvent, LockSpec, LostReason, MultiOp, MultiResult, NameScheme, NodeKind,
     Participant, Participants, ServerRole, Stats, UsageError, WaitFor, ZkError,
 };
+/// What a binding exchanges with the [`Link`] (lock-core's wire vocabulary),
+/// here so that a binding depends on this crate alone.
+pub use lock_core::{Config, Op, Reply, Request, RequestId, SessionEvent, Stat, WatchKind};
 
 #[cfg(test)]
 mod tests;

@@ -161,36 +161,61 @@ enum Stage {
     Ended,
 }
 
-/// The metrics of one acquisition, kept in its slot.
+/// The metrics of one acquisition, kept in its slot (one per held lock and
+/// waiting acquisition, so kept small: the labels are built when a metric is
+/// recorded, not stored, and the node waited behind is kept as a hash).
 #[derive(Debug)]
 pub(crate) struct AcquisitionMetrics {
-    labels: Vec<Label>,
+    /// The `recipe` label's value.
+    recipe: &'static str,
+    /// The opt-in `prefix` label's value.
+    prefix: Option<Box<str>>,
     started: Instant,
-    granted: Option<Instant>,
+    /// When it was granted, as nanoseconds after `started` (0: not yet): 8
+    /// bytes where an `Option<Instant>` takes 16.
+    granted: u64,
     stage: Stage,
-    /// The node it waits behind now (full path).
-    behind: Option<String>,
-    /// When the deletion of `behind` was reported.
-    behind_left: Option<Instant>,
+    /// A hash of the node it waits behind now (full path), 0 for none: only
+    /// compared with the path of a deleted node, and a collision would at
+    /// worst time one handoff from a wrong deletion.
+    behind: u64,
+    /// When the deletion of `behind` was reported, as `granted` (0: not yet).
+    behind_left: u64,
+}
+
+/// `at` as nanoseconds after `started`, never 0 (0 stands for "not yet").
+fn after(started: Instant, at: Instant) -> u64 {
+    let nanos = at.saturating_duration_since(started).as_nanos();
+    u64::try_from(nanos).unwrap_or(u64::MAX).max(1)
+}
+
+/// The instant `after` gave `nanos` for, if any.
+fn instant(started: Instant, nanos: u64) -> Option<Instant> {
+    (nanos != 0).then(|| started + std::time::Duration::from_nanos(nanos))
+}
+
+/// The hash `AcquisitionMetrics::behind` keeps of a path (never 0).
+fn path_hash(path: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    path.hash(&mut hasher);
+    hasher.finish().max(1)
 }
 
 impl AcquisitionMetrics {
     /// An acquisition of `spec` begins now; `prefix_depth` is the opt-in number of
     /// path components for the `prefix` label.
     pub(crate) fn start(spec: &LockSpec, prefix_depth: Option<usize>) -> AcquisitionMetrics {
-        let mut labels = vec![Label::from_static_parts("recipe", recipe(spec.recipe()))];
-        if let Some(depth) = prefix_depth {
-            labels.push(Label::new("prefix", path_prefix(spec.path(), depth)));
-        }
         let acquisition = AcquisitionMetrics {
-            labels,
+            recipe: recipe(spec.recipe()),
+            prefix: prefix_depth.map(|depth| path_prefix(spec.path(), depth).into()),
             started: Instant::now(),
-            granted: None,
+            granted: 0,
             stage: Stage::Waiting,
-            behind: None,
-            behind_left: None,
+            behind: 0,
+            behind_left: 0,
         };
-        gauge!("zklock_locks_waiting", acquisition.labels.iter()).increment(1.0);
+        gauge!("zklock_locks_waiting", acquisition.labels().iter()).increment(1.0);
         acquisition
     }
 
@@ -199,24 +224,24 @@ impl AcquisitionMetrics {
         let now = Instant::now();
         match event {
             LockEvent::Acquired(_) if self.stage == Stage::Waiting => {
-                if let Some(left) = self.behind_left {
-                    histogram!("zklock_handoff_seconds", self.labels.iter())
+                if let Some(left) = instant(self.started, self.behind_left) {
+                    histogram!("zklock_handoff_seconds", self.labels().iter())
                         .record(now.saturating_duration_since(left));
                 }
                 self.end_wait("acquired", now);
-                self.granted = Some(now);
+                self.granted = after(self.started, now);
                 self.stage = Stage::Held;
-                gauge!("zklock_locks_held", self.labels.iter()).increment(1.0);
+                gauge!("zklock_locks_held", self.labels().iter()).increment(1.0);
             }
             LockEvent::Suspended => {
-                counter!("zklock_suspensions_total", self.labels.iter()).increment(1)
+                counter!("zklock_suspensions_total", self.labels().iter()).increment(1)
             }
             LockEvent::Resumed => {
-                counter!("zklock_resumptions_total", self.labels.iter()).increment(1)
+                counter!("zklock_resumptions_total", self.labels().iter()).increment(1)
             }
             LockEvent::Failed(reason) if self.stage == Stage::Waiting => {
                 if matches!(reason, FailReason::Deadlock { .. }) {
-                    counter!("zklock_deadlocks_broken_total", self.labels.iter()).increment(1);
+                    counter!("zklock_deadlocks_broken_total", self.labels().iter()).increment(1);
                 }
                 self.end_wait(fail_outcome(reason), now);
                 self.stage = Stage::Ended;
@@ -234,20 +259,20 @@ impl AcquisitionMetrics {
     /// A step of the wait: queued behind a node, the handoff starts again.
     pub(crate) fn on_progress(&mut self, progress: &Progress) {
         if let Progress::QueuedBehind { node } = progress {
-            self.behind = Some(node.clone());
-            self.behind_left = None;
+            self.behind = path_hash(node);
+            self.behind_left = 0;
         }
     }
 
     /// The binding reported the deletion of the watched node at `path`.
     pub(crate) fn on_node_deleted(&mut self, path: &str) {
-        if self.stage == Stage::Waiting && self.behind.as_deref() == Some(path) {
-            self.behind_left = Some(Instant::now());
+        if self.stage == Stage::Waiting && self.behind != 0 && self.behind == path_hash(path) {
+            self.behind_left = after(self.started, Instant::now());
         }
     }
 
     fn end_wait(&self, outcome: &'static str, now: Instant) {
-        gauge!("zklock_locks_waiting", self.labels.iter()).decrement(1.0);
+        gauge!("zklock_locks_waiting", self.labels().iter()).decrement(1.0);
         let labels = self.with(("outcome", outcome));
         counter!("zklock_acquisitions_total", labels.iter()).increment(1);
         histogram!("zklock_acquire_wait_seconds", labels.iter())
@@ -255,21 +280,34 @@ impl AcquisitionMetrics {
     }
 
     fn end_hold(&mut self, end: &'static str, now: Instant) {
-        gauge!("zklock_locks_held", self.labels.iter()).decrement(1.0);
-        let since = self.granted.unwrap_or(now);
+        gauge!("zklock_locks_held", self.labels().iter()).decrement(1.0);
+        let since = instant(self.started, self.granted).unwrap_or(now);
         let labels = self.with(("end", end));
         histogram!("zklock_hold_seconds", labels.iter())
             .record(now.saturating_duration_since(since));
         self.stage = Stage::Ended;
     }
 
+    /// This acquisition's labels, built for one recording.
+    fn labels(&self) -> Vec<Label> {
+        self.with_capacity(2)
+    }
+
     /// This acquisition's labels and one more.
-    /// (Sized once: a clone then a push reallocates, on every acquisition, with
-    /// or without a recorder.)
     fn with(&self, (key, value): (&'static str, &'static str)) -> Vec<Label> {
-        let mut labels = Vec::with_capacity(self.labels.len() + 1);
-        labels.extend_from_slice(&self.labels);
+        let mut labels = self.with_capacity(3);
         labels.push(Label::from_static_parts(key, value));
+        labels
+    }
+
+    /// The labels, in a `Vec` sized for `room` (sized once: a push into a full
+    /// one reallocates).
+    fn with_capacity(&self, room: usize) -> Vec<Label> {
+        let mut labels = Vec::with_capacity(room);
+        labels.push(Label::from_static_parts("recipe", self.recipe));
+        if let Some(prefix) = &self.prefix {
+            labels.push(Label::new("prefix", prefix.to_string()));
+        }
         labels
     }
 }
@@ -279,8 +317,8 @@ impl Drop for AcquisitionMetrics {
     /// takes its share of the gauges with it.
     fn drop(&mut self) {
         match self.stage {
-            Stage::Waiting => gauge!("zklock_locks_waiting", self.labels.iter()).decrement(1.0),
-            Stage::Held => gauge!("zklock_locks_held", self.labels.iter()).decrement(1.0),
+            Stage::Waiting => gauge!("zklock_locks_waiting", self.labels().iter()).decrement(1.0),
+            Stage::Held => gauge!("zklock_locks_held", self.labels().iter()).decrement(1.0),
             Stage::Ended => {}
         }
     }

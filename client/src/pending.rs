@@ -162,7 +162,7 @@ fn queued_now(client: &LockClient, id: LockId) -> Option<Queued> {
     client.shared().with_quiet(|s| {
         let slot = s.slots.get(&id)?;
         (!slot.acquired && !slot.ended)
-            .then(|| slot.queued.clone())
+            .then(|| slot.queued.as_deref().cloned())
             .flatten()
     })
 }
@@ -219,9 +219,9 @@ impl QueueWatch {
                     return Poll::Ready(None);
                 }
                 match &slot.queued {
-                    Some(queued) if last.as_ref() != Some(queued) => {
-                        *last = Some(queued.clone());
-                        Poll::Ready(Some(queued.clone()))
+                    Some(queued) if last.as_ref() != Some(&**queued) => {
+                        *last = Some((**queued).clone());
+                        Poll::Ready(Some((**queued).clone()))
                     }
                     _ => {
                         slot.register(cx.waker());

@@ -37,6 +37,11 @@ pub enum Style {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[non_exhaustive]
 pub enum Capability {
+    /// The client crate's `multi`: fenced writes, crash-detecting sections,
+    /// lock-delay and the record of a forced break, each one transaction
+    /// (`fenced_write_only_while_held`, `crash_in_section_detected_*`,
+    /// `lock_delay_follows_an_unclean_end_only`, `forced_break_leaves_its_record`).
+    Multi,
     /// [`Deployment::client_with_held_replies`]: lose exactly the replies the
     /// server sent after a point (`connection_loss_during_create_adopts_node`).
     HoldReplies,

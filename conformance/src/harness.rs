@@ -1,7 +1,7 @@
 //! The suite's client side: one implementation over lock-client's `LockClient`,
 //! calling its public lock objects in the environment's [`Style`].
 
-use crate::env::{Deployment, Env, Style};
+use crate::env::{Capability, Deployment, Env, Style};
 use crate::Kind;
 use lock_client::blocking::{block_on, block_on_until};
 use lock_client::{
@@ -46,6 +46,17 @@ impl Suite {
     /// The suite on `env`.
     pub fn new(env: impl Env + 'static) -> Suite {
         Suite { env: Box::new(env) }
+    }
+
+    /// Whether the environment lacks `capability`; if it does, says so on
+    /// stderr by name (`not applicable: <capability> (<environment>)`), for a
+    /// test that then checks nothing.
+    pub fn lacks(&self, capability: Capability) -> bool {
+        let lacks = !self.env.capabilities().contains(&capability);
+        if lacks {
+            eprintln!("not applicable: {capability:?} ({})", self.name());
+        }
+        lacks
     }
 
     /// The environment.

@@ -49,6 +49,7 @@ impl Env for SimEnv {
             Capability::HoldReplies,
             Capability::Watchers,
             Capability::RequestCount,
+            Capability::Multi,
         ]
     }
 

@@ -83,6 +83,8 @@ pub struct ZkEnv {
     shared: ZkDeployment,
     under_load: bool,
     round_trips_per_acquire: u64,
+    /// What the binding's client crate cannot do ([`ZkEnv::without`]).
+    lacking: Vec<Capability>,
 }
 
 impl ZkEnv {
@@ -107,7 +109,15 @@ impl ZkEnv {
             connect,
             under_load: false,
             round_trips_per_acquire: 1,
+            lacking: Vec::new(),
         }
+    }
+
+    /// Takes `capability` away: the binding's client crate cannot do it (no
+    /// `multi`, say), so its tests say `not applicable` instead of failing.
+    pub fn without(mut self, capability: Capability) -> ZkEnv {
+        self.lacking.push(capability);
+        self
     }
 
     /// Adds [`Capability::Load`]: the suite's load test runs here too.
@@ -141,8 +151,10 @@ impl Env for ZkEnv {
             Capability::Ensemble,
             Capability::Processes,
             Capability::ConnectFailures,
+            Capability::Multi,
         ];
         has.extend(self.under_load.then_some(Capability::Load));
+        has.retain(|c| !self.lacking.contains(c));
         has
     }
 

@@ -8,7 +8,7 @@ mod blocking {
     use super::*;
     lock_conformance::conformance_tests!(
         SimEnv::new(Style::Blocking),
-        [hold_replies, watchers, request_count]
+        [hold_replies, watchers, request_count, multi]
     );
 }
 
@@ -16,6 +16,6 @@ mod r#async {
     use super::*;
     lock_conformance::conformance_tests!(
         SimEnv::new(Style::Async),
-        [hold_replies, watchers, request_count]
+        [hold_replies, watchers, request_count, multi]
     );
 }

@@ -175,9 +175,9 @@ impl BreakNode {
                 }
                 Err(ZkError::MultiFailed { index: 0, error }) => Err(*error),
                 // A binding whose client library has no `multi` refuses it
-                // before sending: the delete goes alone, and the break is not
-                // recorded.
-                Err(ZkError::Other(_)) if self.record.is_some() => {
+                // before sending (`Unimplemented`): the delete goes alone, and
+                // the break is not recorded.
+                Err(ZkError::Unimplemented | ZkError::Other(_)) if self.record.is_some() => {
                     self.record = None;
                     return self.send_delete(cx, self.version);
                 }

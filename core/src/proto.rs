@@ -411,6 +411,11 @@ pub enum ZkError {
         /// Its error.
         error: Box<ZkError>,
     },
+    /// The operation is not implemented (ZooKeeper's `UNIMPLEMENTED`), or the
+    /// binding's client cannot send it (no `multi`, say): final, never retried.
+    /// What needs it (fenced writes, sections, lock-delay) fails at once.
+    #[error("operation not implemented by the client or server")]
+    Unimplemented,
     /// Anything else, with the client's description.
     #[error("zookeeper error: {0}")]
     Other(String),

@@ -8,26 +8,100 @@
 //! Routing by path keeps a release's work in the one task that watches the node.
 
 use crate::ids::LockId;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 /// The tasks interested in each watched path (and the reverse, to forget a task).
+///
+/// Sized for the common case, one task per path and one or two paths per task
+/// (a holder's own node; a waiter's own node and its blocker), which the
+/// session keeps for every held lock and waiting acquisition: each path is
+/// allocated once and shared by both maps, and each side holds one entry inline
+/// ([`Few`]) instead of a B-tree node (a `BTreeSet<String>` with one entry
+/// allocated a 280-byte node, a `BTreeSet<LockId>` 104 bytes, and the path was
+/// copied into both maps).
 #[derive(Default)]
 pub(crate) struct WatchIndex {
-    by_path: HashMap<String, BTreeSet<LockId>>,
-    by_lock: HashMap<LockId, BTreeSet<String>>,
+    by_path: HashMap<Arc<str>, Few<LockId>>,
+    by_lock: HashMap<LockId, Few<Arc<str>>>,
+}
+
+/// A small set: one entry inline, more in a `Vec` (kept sorted for ids, so that
+/// a firing reaches its tasks oldest first).
+enum Few<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T: PartialEq> Few<T> {
+    fn as_slice(&self) -> &[T] {
+        match self {
+            Few::One(one) => std::slice::from_ref(one),
+            Few::Many(many) => many,
+        }
+    }
+
+    /// Adds `item` (at the index `at` gives) unless it is there.
+    fn insert(&mut self, item: T, at: impl Fn(&[T], &T) -> usize) {
+        if self.as_slice().contains(&item) {
+            return;
+        }
+        if let Few::One(_) = self {
+            let Few::One(one) = std::mem::replace(self, Few::Many(Vec::with_capacity(2))) else {
+                unreachable!()
+            };
+            if let Few::Many(many) = self {
+                many.push(one);
+            }
+        }
+        if let Few::Many(many) = self {
+            let i = at(many, &item);
+            many.insert(i, item);
+        }
+    }
+
+    /// Removes `item` (if there); returns whether the set is empty now.
+    fn remove(&mut self, item: &T) -> bool {
+        match self {
+            Few::One(one) => one == item,
+            Few::Many(many) => {
+                many.retain(|x| x != item);
+                if many.len() == 1 {
+                    *self = Few::One(many.pop().expect("one left"));
+                }
+                matches!(self, Few::Many(m) if m.is_empty())
+            }
+        }
+    }
+
+    fn into_vec(self) -> Vec<T> {
+        match self {
+            Few::One(one) => vec![one],
+            Few::Many(many) => many,
+        }
+    }
 }
 
 impl WatchIndex {
     /// `lock` sent a request that leaves a watch on `path`.
     pub(crate) fn add(&mut self, lock: LockId, path: &str) {
-        self.by_path
-            .entry(path.to_owned())
-            .or_default()
-            .insert(lock);
-        self.by_lock
-            .entry(lock)
-            .or_default()
-            .insert(path.to_owned());
+        // The path's one allocation, shared with the reverse map.
+        let shared: Arc<str> = match self.by_path.get_key_value(path) {
+            Some((key, _)) => key.clone(),
+            None => Arc::from(path),
+        };
+        match self.by_path.get_mut(path) {
+            Some(locks) => locks.insert(lock, |ids, id| ids.partition_point(|x| x < id)),
+            None => {
+                self.by_path.insert(shared.clone(), Few::One(lock));
+            }
+        }
+        match self.by_lock.get_mut(&lock) {
+            Some(paths) => paths.insert(shared, |paths, _| paths.len()),
+            None => {
+                self.by_lock.insert(lock, Few::One(shared));
+            }
+        }
     }
 
     /// The watch on `path` fired: the tasks that set it, oldest first. Watches are
@@ -36,15 +110,23 @@ impl WatchIndex {
         let Some(locks) = self.by_path.remove(path) else {
             return Vec::new();
         };
+        let locks = locks.into_vec();
         for lock in &locks {
-            if let Some(paths) = self.by_lock.get_mut(lock) {
-                paths.remove(path);
-                if paths.is_empty() {
-                    self.by_lock.remove(lock);
+            self.unlink(*lock, path);
+        }
+        locks
+    }
+
+    /// Drops `path` from `lock`'s side.
+    fn unlink(&mut self, lock: LockId, path: &str) {
+        if let Some(paths) = self.by_lock.get_mut(&lock) {
+            let found = paths.as_slice().iter().find(|p| &***p == path).cloned();
+            if let Some(found) = found {
+                if paths.remove(&found) {
+                    self.by_lock.remove(&lock);
                 }
             }
         }
-        locks.into_iter().collect()
     }
 
     /// `lock` no longer wants the firing of its watch on `path`. Returns whether no
@@ -54,27 +136,23 @@ impl WatchIndex {
     pub(crate) fn remove(&mut self, lock: LockId, path: &str) -> bool {
         let mut unwatched = true;
         if let Some(locks) = self.by_path.get_mut(path) {
-            locks.remove(&lock);
-            unwatched = locks.is_empty();
+            unwatched = locks.remove(&lock);
             if unwatched {
                 self.by_path.remove(path);
             }
         }
-        if let Some(paths) = self.by_lock.get_mut(&lock) {
-            paths.remove(path);
-            if paths.is_empty() {
-                self.by_lock.remove(&lock);
-            }
-        }
+        self.unlink(lock, path);
         unwatched
     }
 
     /// `lock` has ended: it wants no firing any more.
     pub(crate) fn forget_lock(&mut self, lock: LockId) {
-        for path in self.by_lock.remove(&lock).unwrap_or_default() {
+        let Some(paths) = self.by_lock.remove(&lock) else {
+            return;
+        };
+        for path in paths.into_vec() {
             if let Some(locks) = self.by_path.get_mut(&path) {
-                locks.remove(&lock);
-                if locks.is_empty() {
+                if locks.remove(&lock) {
                     self.by_path.remove(&path);
                 }
             }
@@ -110,5 +188,31 @@ mod tests {
         w.forget_lock(LockId(2));
         assert_eq!(w.take("/l/b"), Vec::<LockId>::new());
         assert_eq!(w.len(), 0);
+    }
+
+    #[test]
+    fn a_task_with_several_paths_and_a_path_with_several_tasks_are_kept_apart() {
+        let mut w = WatchIndex::default();
+        // A waiter watches its own node and its blocker; a second task shares
+        // the blocker (both wait behind it).
+        w.add(LockId(5), "/l/own");
+        w.add(LockId(5), "/l/blocker");
+        w.add(LockId(5), "/l/blocker");
+        w.add(LockId(2), "/l/blocker");
+        w.add(LockId(9), "/l/blocker");
+        assert_eq!(w.len(), 2);
+        // Removing one task's interest in the shared path leaves the others'.
+        assert!(!w.remove(LockId(9), "/l/blocker"));
+        assert_eq!(
+            w.take("/l/blocker"),
+            vec![LockId(2), LockId(5)],
+            "oldest first"
+        );
+        // Task 5 keeps its other path; forgetting it clears everything.
+        w.add(LockId(5), "/l/third");
+        w.forget_lock(LockId(5));
+        assert_eq!(w.len(), 0);
+        assert_eq!(w.take("/l/own"), Vec::<LockId>::new());
+        assert!(w.by_lock.is_empty());
     }
 }

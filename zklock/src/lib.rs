@@ -129,8 +129,26 @@ pub mod blocking {
     }
 }
 
-/// The in-process ZooKeeper ([`sim::Server`]) and, for seeded simulations, the rest
-/// of `lock-sim`.
+/// An in-memory ZooKeeper, for your tests and demos (feature `sim`).
+///
+/// [`sim::Server`] is an in-process server whose clients are the same
+/// [`LockClient`] a real binding gives: take locks, elect leaders, write fenced,
+/// and inject the faults a real deployment meets (`disconnect`, `partition`,
+/// `heal`, `expire_session`, `admin_delete`). Switching to a real ZooKeeper is
+/// one line: `Server::new().client()` becomes [`connect`]`("host:2181").await?`
+/// (or `blocking::connect` with the `blocking` feature).
+///
+/// ```
+/// let server = zklock::sim::Server::new();
+/// let locks = server.client();
+/// let guard = locks.mutex("/locks/report").lock_blocking().unwrap();
+/// assert!(guard.is_trusted());
+/// ```
+///
+/// The rest of this module is the seeded simulator the zklock crates are tested
+/// with ([`sim::Sim`], [`sim::Workload`]: virtual time, seeded faults, invariants
+/// checked after every step), for those who want to test their own protocol
+/// logic the same way.
 #[cfg(feature = "sim")]
 pub mod sim {
     pub use lock_sim::*;

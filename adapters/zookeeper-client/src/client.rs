@@ -92,6 +92,9 @@ pub trait Connect {
     fn builder(cluster: &str) -> Builder;
 }
 
+/// The async binding's `LockClient::connect` / `LockClient::builder`
+/// (`zklock::Connect`, over `zookeeper-client`); the blocking binding's twin
+/// is `zklock::blocking::Connect`.
 impl Connect for LockClient {
     fn connect(cluster: &str) -> impl Future<Output = Result<LockClient, Error>> + Send {
         builder(cluster).connect()

@@ -58,7 +58,8 @@ mod tokio {
             ensemble,
             load,
             processes,
-            connect_failures
+            connect_failures,
+            multi
         ]
     );
 }
@@ -86,7 +87,8 @@ mod async_std {
             request_count,
             ensemble,
             processes,
-            connect_failures
+            connect_failures,
+            multi
         ]
     );
 }
@@ -112,7 +114,8 @@ mod smol {
             request_count,
             ensemble,
             processes,
-            connect_failures
+            connect_failures,
+            multi
         ]
     );
 }

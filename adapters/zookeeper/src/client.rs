@@ -250,6 +250,9 @@ pub trait Connect {
     fn builder(cluster: &str) -> Builder;
 }
 
+/// The blocking binding's `LockClient::connect` / `LockClient::builder`
+/// (`zklock::blocking::Connect`, over the `zookeeper` crate); the async
+/// binding's twin is `zklock::Connect`.
 impl Connect for LockClient {
     fn connect(cluster: &str) -> Result<LockClient, Error> {
         connect(cluster)

@@ -12,6 +12,7 @@ lock_conformance::conformance_tests!(
         ensemble,
         load,
         processes,
-        connect_failures
+        connect_failures,
+        multi
     ]
 );

@@ -145,7 +145,7 @@ fn file_task(s: &mut SharedState, task: Task, election: Option<u64>) -> Result<L
     };
     s.add_slot(id, election);
     if let Some(slot) = s.slots.get_mut(&id) {
-        slot.span = span;
+        slot.span = (!span.is_disabled()).then(|| Box::new(span));
         slot.metrics = metrics;
     }
     Ok(id)

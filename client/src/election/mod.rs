@@ -69,6 +69,9 @@ struct Term {
 ///
 /// # Supervision: a loop that runs as long as the service
 ///
+/// (The example races the work against the loss with the `futures` crate's
+/// `select!`: add `futures` to your dependencies, or use `tokio::select!`.)
+///
 /// ```
 /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {
 /// use futures::FutureExt;

@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 ///
 /// The guard also reports what happens to the lock while held: poll
 /// [`status`](Self::status), or await [`next_event`](Self::next_event) /
-/// [`lost`](Self::lost).
+/// [`lost`](Self::lost). (The example uses the `futures` crate's `select!`: add
+/// `futures` to your dependencies, or use `tokio::select!`.)
 ///
 /// ```
 /// # async fn demo(locks: zklock::LockClient) -> Result<(), zklock::Error> {

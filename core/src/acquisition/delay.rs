@@ -39,11 +39,21 @@ pub(super) enum DelayOutcome {
 }
 
 /// The part of an acquisition that owns its lock-delay (only with a delay set).
+///
+/// The wait's state is boxed and made at the first use: few specs set a
+/// lock-delay, and the session keeps an acquisition per held lock and waiting
+/// acquisition (16 bytes inline where it took 48).
 #[derive(Default, Debug)]
 pub(super) struct Delay {
     /// The marker names our node (we created or took it over): a clean release
     /// deletes it.
     pub(super) marker_ours: bool,
+    wait: Option<Box<Wait>>,
+}
+
+/// The lock-delay's wait (see [`Delay`]).
+#[derive(Default, Debug)]
+struct Wait {
     /// When this acquisition first found nobody ahead of it (its predecessor's end
     /// observed, or the lock free): the delay counts from here, on our own clock.
     free_since: Option<Timestamp>,
@@ -59,11 +69,18 @@ pub(super) fn marker_path(lock_path: &str) -> String {
 }
 
 impl Delay {
+    /// The wait's state, made at first use.
+    fn wait(&mut self) -> &mut Wait {
+        self.wait.get_or_insert_with(Box::default)
+    }
+
     // Replies.
 
     /// Takes the reply to `request` if it answers the marker request in flight.
     pub(super) fn take_reply(&mut self, request: RequestId) -> bool {
-        self.request.take_reply(request)
+        self.wait
+            .as_mut()
+            .is_some_and(|wait| wait.request.take_reply(request))
     }
 
     /// A reply about the marker, taken ([`take_reply`](Self::take_reply)):
@@ -102,7 +119,8 @@ impl Delay {
                         path: marker_path(&ours.spec.path),
                         watch: false,
                     };
-                    self.request.send(cx, ours.id, Purpose::DelayRead, op);
+                    let wait = self.wait();
+                    wait.request.send(cx, ours.id, Purpose::DelayRead, op);
                     DelayOutcome::Pending
                 }
                 // Gone between our read and the take-over (deleted by hand): create.
@@ -142,9 +160,9 @@ impl Delay {
             return DelayOutcome::WouldBlock;
         }
         let delay = ours.spec.lock_delay.unwrap_or_default();
-        let since = self.free_since.unwrap_or(cx.now);
+        let since = self.wait().free_since.unwrap_or(cx.now);
         let until = since + delay;
-        self.until = Some(until);
+        self.wait().until = Some(until);
         cx.stats.lock_delays += 1;
         if let Some(own) = ours.node {
             let node = own.path.clone();
@@ -165,11 +183,12 @@ impl Delay {
         if self.marker_ours {
             return true;
         }
-        let free_since = *self.free_since.get_or_insert(cx.now);
-        if self.request.is_pending() {
+        let wait = self.wait();
+        let free_since = *wait.free_since.get_or_insert(cx.now);
+        if wait.request.is_pending() {
             return false;
         }
-        let Some(until) = self.until else {
+        let Some(until) = wait.until else {
             // First the cheap case: no marker (the last holder released cleanly).
             self.send_marker(cx, ours, false);
             return false;
@@ -198,14 +217,17 @@ impl Delay {
         let marker =
             MultiOp::put_persistent(marker_path(&ours.spec.path), name.as_bytes().to_vec(), take);
         let op = Op::Multi(vec![check, marker]);
-        self.request
+        self.wait()
+            .request
             .send(cx, ours.id, Purpose::DelayMarker { take }, op);
     }
 
     /// The connection dropped: the request in flight is gone (what it found is
     /// asked again after the reconnect; the wait keeps its start).
     pub(super) fn forget(&mut self) {
-        self.request.forget();
+        if let Some(wait) = &mut self.wait {
+            wait.request.forget();
+        }
     }
 }
 
@@ -348,7 +370,7 @@ mod tests {
         assert_eq!(outcome, DelayOutcome::Grant);
         assert_eq!(session.stats.lock_delays, 1);
         let until = Timestamp::default() + Duration::from_secs(5);
-        assert_eq!(delay.until, Some(until));
+        assert_eq!(delay.wait.as_ref().unwrap().until, Some(until));
         // Before the delay is over the grant waits for its timer.
         assert!(!delay.may_grant(&mut session.cx(), ours));
         assert!(session.timers.is_armed(LockId(1), TimerKind::LockDelay));
@@ -359,8 +381,12 @@ mod tests {
         assert!(!delay.may_grant(&mut cx, ours));
         assert_eq!(sent(&mut session), [marker_op(true)]);
         delay.forget();
-        assert!(!delay.request.is_pending());
-        assert_eq!(delay.until, Some(until), "the wait outlives a connection");
+        assert!(!delay.wait.as_ref().unwrap().request.is_pending());
+        assert_eq!(
+            delay.wait.as_ref().unwrap().until,
+            Some(until),
+            "the wait outlives a connection"
+        );
     }
 
     #[test]

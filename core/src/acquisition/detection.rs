@@ -23,8 +23,23 @@ use crate::timers::TimerKind;
 
 /// The part of an acquisition that owns its deadlock detection (see the module
 /// docs).
+///
+/// Boxed, and only once used: most acquisitions neither detect deadlocks nor
+/// name an owner, and the session keeps one acquisition per held or waiting
+/// lock (the state below was 224 bytes inline in each, now one pointer). The
+/// downgrade's names stay inline, read by every look at a listing.
 #[derive(Default)]
 pub(super) struct Detection {
+    /// For a downgrade (a read taken by the owner of the held write half of the
+    /// same read/write lock, on this session): the names of those write nodes,
+    /// which do not block us (see `Acquisition::downgrade_from`).
+    pub(super) downgrade: Vec<String>,
+    parts: Option<Box<Parts>>,
+}
+
+/// What [`Detection`] keeps once used.
+#[derive(Default)]
+struct Parts {
     /// We have waited past `detect_after` and publish our wait.
     detecting: bool,
     /// When we started waiting (the first look that did not grant).
@@ -34,16 +49,12 @@ pub(super) struct Detection {
     chase: Option<Box<Chase>>,
     /// Where our owner waits, as published in our held node's header.
     publication: Publication,
-    /// For a downgrade (a read taken by the owner of the held write half of the
-    /// same read/write lock, on this session): the names of those write nodes,
-    /// which do not block us (see `Acquisition::downgrade_from`).
-    pub(super) downgrade: Vec<String>,
     /// The nodes our owner holds on this session (kept by the session while
     /// detection is on), where a chase must come back to.
     owner_held: Vec<String>,
 }
 
-impl Detection {
+impl Parts {
     // Getters.
 
     /// Where our owner waits, if we publish it (`waiting`: the acquisition
@@ -212,6 +223,126 @@ impl Detection {
     }
 }
 
+impl Detection {
+    /// The parts, made at first use.
+    fn parts(&mut self) -> &mut Parts {
+        self.parts.get_or_insert_with(Box::default)
+    }
+
+    /// Whether `spec` uses detection's state at all: a deadlock detector, or an
+    /// owner whose waits other acquisitions may publish in our node's header.
+    fn used_by(spec: &LockSpec) -> bool {
+        spec.detect_after.is_some() || spec.owner.is_some()
+    }
+
+    /// See [`Parts::published_wait`].
+    pub(super) fn published_wait<'a>(
+        &self,
+        waiting: bool,
+        ours: Ours<'a>,
+    ) -> Option<(&'a str, String)> {
+        self.parts.as_ref()?.published_wait(waiting, ours)
+    }
+
+    /// See [`Parts::on_chase_reply`].
+    pub(super) fn on_chase_reply(
+        &mut self,
+        cx: &mut Ctx,
+        request: RequestId,
+        result: Result<Reply, ZkError>,
+        waiting: bool,
+    ) -> Option<FailReason> {
+        self.parts
+            .as_mut()?
+            .on_chase_reply(cx, request, result, waiting)
+    }
+
+    /// See [`Parts::on_publish_reply`].
+    pub(super) fn on_publish_reply(
+        &mut self,
+        cx: &mut Ctx,
+        ours: Ours<'_>,
+        request: RequestId,
+        result: &Result<Reply, ZkError>,
+    ) {
+        if let Some(parts) = &mut self.parts {
+            parts.on_publish_reply(cx, ours, request, result);
+        }
+    }
+
+    /// See [`Parts::node_created`]. Without an owner our header names nobody,
+    /// nothing is ever published in it, and nothing is kept.
+    pub(super) fn node_created(&mut self, spec: &LockSpec, data: Vec<u8>, stat: &Stat) {
+        if Self::used_by(spec) {
+            self.parts().node_created(spec, data, stat);
+        }
+    }
+
+    /// See [`Parts::node_read`].
+    pub(super) fn node_read(&mut self, spec: &LockSpec, data: &[u8], stat: &Stat) {
+        if Self::used_by(spec) {
+            self.parts().node_read(spec, data, stat);
+        }
+    }
+
+    /// See [`Parts::start_waiting`].
+    pub(super) fn start_waiting(&mut self, cx: &mut Ctx, id: LockId, spec: &LockSpec) {
+        if spec.detect_after.is_some() {
+            self.parts().start_waiting(cx, id, spec);
+        }
+    }
+
+    /// See [`Parts::on_timer`].
+    pub(super) fn on_timer(&mut self, cx: &mut Ctx, ours: Ours<'_>, waiting: bool) {
+        if ours.spec.detect_after.is_some() {
+            self.parts().on_timer(cx, ours, waiting);
+        }
+    }
+
+    /// See [`Parts::on_blocker_changed`].
+    pub(super) fn on_blocker_changed(&mut self, cx: &mut Ctx, ours: Ours<'_>) {
+        if let Some(parts) = &mut self.parts {
+            parts.on_blocker_changed(cx, ours);
+        }
+    }
+
+    /// See [`Parts::set_owner_held`].
+    pub(super) fn set_owner_held(&mut self, spec: &LockSpec, held: &[String]) {
+        if spec.detect_after.is_some() {
+            self.parts().set_owner_held(spec, held);
+        }
+    }
+
+    /// See [`Parts::publish`] (nothing to withdraw where nothing was kept).
+    pub(super) fn publish(
+        &mut self,
+        cx: &mut Ctx,
+        ours: Ours<'_>,
+        trusted: bool,
+        waits: Vec<String>,
+    ) {
+        if waits.is_empty() && self.parts.is_none() {
+            return;
+        }
+        self.parts().publish(cx, ours, trusted, waits);
+    }
+
+    /// See [`Parts::stop`].
+    pub(super) fn stop(&mut self, cx: &mut Ctx, id: LockId) {
+        match &mut self.parts {
+            Some(parts) => parts.stop(cx, id),
+            None => cx.timers.cancel(id, TimerKind::Detect),
+        }
+    }
+
+    /// See [`Parts::forget`].
+    pub(super) fn forget(&mut self) {
+        if let Some(parts) = &mut self.parts {
+            parts.forget();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,16 +368,19 @@ mod tests {
     #[test]
     fn forget_keeps_what_outlives_a_connection() {
         let mut detection = Detection {
-            detecting: true,
             downgrade: vec!["w".into()],
-            owner_held: vec!["/a/n".into()],
-            ..Detection::default()
+            parts: Some(Box::new(Parts {
+                detecting: true,
+                owner_held: vec!["/a/n".into()],
+                ..Parts::default()
+            })),
         };
         detection.forget();
+        assert_eq!(detection.downgrade, ["w"]);
+        let detection = detection.parts.expect("kept");
         assert!(detection.chase.is_none());
         assert!(!detection.publication.active());
         assert!(detection.detecting);
-        assert_eq!(detection.downgrade, ["w"]);
         assert_eq!(detection.owner_held, ["/a/n"]);
     }
 
@@ -266,7 +400,7 @@ mod tests {
         // Before the threshold nothing is sent.
         assert!(session.out.is_empty());
         detection.on_timer(&mut session.cx(), ours, true);
-        assert!(detection.chase.is_some());
+        assert!(detection.parts.as_ref().unwrap().chase.is_some());
         assert_eq!(session.stats.deadlock_chases, 1);
         let reads: Vec<Op> = session
             .out
@@ -294,9 +428,9 @@ mod tests {
             true,
         );
         assert_eq!(other, None);
-        assert!(detection.chase.is_some());
+        assert!(detection.parts.as_ref().unwrap().chase.is_some());
         detection.stop(&mut session.cx(), ours.id);
-        assert!(detection.chase.is_none());
+        assert!(detection.parts.as_ref().unwrap().chase.is_none());
         assert!(!session.timers.is_armed(ours.id, TimerKind::Detect));
         assert_eq!(detection.published_wait(true, ours), None);
     }

@@ -58,6 +58,8 @@ pub(crate) mod lease;
 mod markers;
 mod node;
 mod queue;
+#[cfg(test)]
+mod sizes;
 mod transitions;
 
 use delay::{Delay, DelayOutcome};
@@ -179,7 +181,9 @@ impl Acquisition {
             _ if spec.rwlock => rwlock_node_prefix(spec.scheme, attempt, spec.recipe.node_kind()),
             _ => node_prefix(spec.scheme, attempt, spec.recipe.node_kind()),
         };
-        let create_path = format!("{dir}/{prefix}");
+        let mut create_path = format!("{dir}/{prefix}");
+        // Kept for the acquisition's life: at its size (`format!` leaves room).
+        create_path.shrink_to_fit();
         Acquisition {
             id,
             spec,

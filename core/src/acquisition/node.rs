@@ -71,7 +71,22 @@ pub(super) enum DeleteOutcome {
 pub(super) struct OwnNode {
     pub(super) path: String,
     pub(super) seq: i32,
-    pub(super) stat: Option<Stat>,
+    pub(super) stat: Option<NodeStat>,
+}
+
+/// What an acquisition keeps of its node's [`Stat`]: the token. (The whole
+/// `Stat` is 56 bytes, kept for every held lock; the rest is read where it
+/// arrives.)
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct NodeStat {
+    /// The node's creating zxid: the fencing token.
+    pub(super) czxid: i64,
+}
+
+impl From<Stat> for NodeStat {
+    fn from(stat: Stat) -> Self {
+        NodeStat { czxid: stat.czxid }
+    }
 }
 
 /// What we know about our `create`.
@@ -184,7 +199,12 @@ impl Node {
                 };
                 self.create = Create::Done;
                 cx.progress(id, Progress::Created { node: path.clone() });
-                self.own = Some(OwnNode { path, seq, stat });
+                let own = OwnNode {
+                    path,
+                    seq,
+                    stat: stat.map(NodeStat::from),
+                };
+                self.own = Some(own);
                 CreateOutcome::Created { stat }
             }
             Ok(_) => {
@@ -225,7 +245,7 @@ impl Node {
                     return ReadOutcome::Gone(LostReason::NodeNotOwned);
                 }
                 if let Some(own) = &mut self.own {
-                    own.stat.get_or_insert(stat);
+                    own.stat.get_or_insert(stat.into());
                 }
                 ReadOutcome::Ours { data, stat }
             }

@@ -17,7 +17,6 @@ use crate::output::{Progress, QueuePlace};
 use crate::proto::{Op, Reply, RequestId, ZkError};
 use crate::requests::Purpose;
 use crate::spec::{LockSpec, Recipe};
-use std::collections::BTreeMap;
 
 /// A listing of the lock directory, sorted out.
 #[derive(Debug, Default)]
@@ -52,6 +51,73 @@ pub(super) enum Watch {
     Armed,
 }
 
+/// The watches on lower blockers, by name: a small list, as the window is
+/// (one entry for a lock, `permits` for a semaphore). A `BTreeMap` allocated
+/// a 456-byte node for its first entry, per waiting acquisition; this holds
+/// exactly what it has, and nothing once empty.
+#[derive(Default, Debug)]
+pub(super) struct Watched(Vec<(String, Watch)>);
+
+impl Watched {
+    pub(super) fn get(&self, name: &str) -> Option<&Watch> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, w)| w)
+    }
+
+    pub(super) fn contains_key(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    #[cfg(test)]
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Sets the watch on `name` (replacing the one there).
+    pub(super) fn insert(&mut self, name: String, watch: Watch) {
+        match self.0.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, w)) => *w = watch,
+            None => {
+                // Room for this one only: the window rarely holds more.
+                self.0.reserve_exact(1);
+                self.0.push((name, watch));
+            }
+        }
+    }
+
+    /// Removes the watch on `name`, if any.
+    pub(super) fn remove(&mut self, name: &str) -> Option<Watch> {
+        let i = self.0.iter().position(|(n, _)| n == name)?;
+        let (_, watch) = self.0.swap_remove(i);
+        self.free_if_empty();
+        Some(watch)
+    }
+
+    /// Keeps the watches on the names `keep` says yes to.
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(&String, &Watch) -> bool) {
+        self.0.retain(|(n, w)| keep(n, w));
+        self.free_if_empty();
+    }
+
+    /// Drops every watch (and the room they took).
+    pub(super) fn clear(&mut self) {
+        self.0 = Vec::new();
+    }
+
+    fn free_if_empty(&mut self) {
+        if self.0.is_empty() {
+            self.0 = Vec::new();
+        }
+    }
+}
+
+impl std::ops::Index<&String> for Watched {
+    type Output = Watch;
+
+    fn index(&self, name: &String) -> &Watch {
+        self.get(name).expect("no watch on that name")
+    }
+}
+
 /// What the cached lower blockers say.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub(super) enum Decision {
@@ -73,7 +139,7 @@ pub(super) struct Queue {
     /// Sequence numbers only grow, so the set can only shrink until the next listing.
     pub(super) lower: Vec<(i32, String)>,
     /// Watches on lower blockers, by name.
-    pub(super) watched: BTreeMap<String, Watch>,
+    pub(super) watched: Watched,
     /// The listing of the lock directory in flight.
     pub(super) list: InFlight,
     /// A listing came back without our node while its create was in flight.
@@ -297,6 +363,8 @@ impl Queue {
             .map(|(rel, _, n)| (rel, n))
             .collect();
         lower.sort();
+        // At its size: kept while we wait, and `collect` leaves room for four.
+        lower.shrink_to_fit();
         self.lower = lower;
         downgrading
     }
@@ -370,6 +438,10 @@ impl Queue {
     pub(super) fn drop_blocker(&mut self, name: &str, permits: usize) -> bool {
         self.watched.remove(name);
         self.lower.retain(|(_, n)| n != name);
+        if self.lower.is_empty() {
+            // Nothing below us any more: a holder keeps no room for blockers.
+            self.lower = Vec::new();
+        }
         self.lower.len() >= permits
     }
 
@@ -402,7 +474,7 @@ impl Queue {
     /// The acquisition ended: nothing of the queue matters any more.
     pub(super) fn clear(&mut self) {
         self.forget();
-        self.lower.clear();
+        self.lower = Vec::new();
         self.reported = None;
     }
 }

@@ -187,7 +187,13 @@ impl Acquisition {
 
     /// A request failed without the connection being declared down (or with an
     /// error worth retrying): start over from the state after a pause.
-    pub(super) fn trouble(&mut self, cx: &mut Ctx, _error: ZkError) {
+    pub(super) fn trouble(&mut self, cx: &mut Ctx, error: ZkError) {
+        if error == ZkError::Unimplemented && matches!(self.state, State::Waiting | State::Granting)
+        {
+            // The client cannot send what this acquisition needs (a lock-delay
+            // marker without `multi`): waiting cannot help.
+            return self.fail(cx, FailReason::Zk(error));
+        }
         cx.stats.retries += 1;
         cx.timers
             .set(self.id, TimerKind::Retry, cx.now + cx.config.retry_interval);

@@ -26,9 +26,9 @@
 //! ```
 //!
 //! Switching to a real ZooKeeper is one line: `Server::new().client()` becomes
-//! `lock_zookeeper_client::LockClient::connect("host:2181").await?` (async) or
-//! `lock_zookeeper::LockClient::connect("host:2181")?` (blocking); the rest of the
-//! code is the same `LockClient`.
+//! `zklock::connect("host:2181").await?` (async) or
+//! `zklock::blocking::connect("host:2181")?` (blocking, feature `blocking`); the
+//! rest of the code is the same `LockClient`.
 //!
 //! Each client runs a driver thread that applies its requests to the model at once,
 //! in order, and delivers watch firings in the order the model fires them: fast and

@@ -76,6 +76,7 @@ impl Lease {
                     return Outcome::Pending;
                 }
                 cx.progress(id, Progress::Created { node: path.clone() });
+                let stat = stat.map(Into::into);
                 self.node = Some(OwnNode { path, seq, stat });
                 match self.layout {
                     // Made while the pool had room: ours.

@@ -155,7 +155,7 @@ fn a_read_of_our_node_checks_its_owner_and_a_delete_tells_whose_it_was() {
     });
     let outcome = node.on_read_reply(Some(1), data.clone());
     assert!(matches!(outcome, ReadOutcome::Ours { .. }));
-    assert_eq!(node.own.as_ref().unwrap().stat, Some(stat));
+    assert_eq!(node.own.as_ref().unwrap().stat, Some(stat.into()));
     assert_eq!(
         node.on_read_reply(Some(2), data),
         ReadOutcome::Gone(LostReason::NodeNotOwned)
