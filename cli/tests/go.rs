@@ -218,17 +218,15 @@ fn a_go_holder_and_a_kazoo_holder_are_mixed_schemes() {
     let go_node = go.acquire(&lock);
     let (mut kazoo, kazoo_node) = kazoo_holder(&zk, &lock, "kazoo-holder", &["hold"]);
 
-    let out = run(zklock(&zk).args(["ls", &lock]));
-    assert_eq!(code(&out), 0, "{out:?}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("mixes naming schemes"), "{stderr}");
-    for line in [
-        "zklock takes for the holder: #1",
-        "kazoo takes for the holder: #2",
-        "go-zookeeper takes for the holder: #1",
-    ] {
-        assert!(stderr.contains(line), "{line}: {stderr}");
-    }
+    assert_ls_names_each_librarys_holder(
+        &zk,
+        &lock,
+        &[
+            "zklock takes for the holder: #1",
+            "kazoo takes for the holder: #2",
+            "go-zookeeper takes for the holder: #1",
+        ],
+    );
     let out = run(zklock(&zk).args(["ls", "--json", &lock]));
     let json = String::from_utf8(out.stdout).unwrap();
     assert!(json.contains(r#""mixed_schemes":true"#), "{json}");

@@ -107,6 +107,15 @@ imported_through_each!(
     UsageError,
     WaitFor,
     ZkError,
+    Reach,
+    Config,
+    Op,
+    Reply,
+    Request,
+    RequestId,
+    SessionEvent,
+    Stat,
+    WatchKind,
 );
 
 /// The names a crate root's `pub use` items export (the last segment, or the

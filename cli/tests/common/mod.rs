@@ -146,6 +146,19 @@ pub fn python(script: &str, args: &[&str], input: &[u8]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// `zklock ls PATH` on a lock whose holders' libraries disagree: it succeeds,
+/// warns that the lock mixes naming schemes, and names each library's holder
+/// (`lines`, e.g. "kazoo takes for the holder: #2").
+pub fn assert_ls_names_each_librarys_holder(zk: &str, path: &str, lines: &[&str]) {
+    let out = run(zklock(zk).args(["ls", path]));
+    assert_eq!(code(&out), 0, "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("mixes naming schemes"), "{stderr}");
+    for line in lines {
+        assert!(stderr.contains(line), "{line}: {stderr}");
+    }
+}
+
 /// The rows of `zklock ls PATH` (whitespace-separated cells, header skipped).
 pub fn ls_rows(zk: &str, path: &str) -> Vec<Vec<String>> {
     let out = run(zklock(zk).args(["ls", path]));
