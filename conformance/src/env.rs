@@ -55,7 +55,8 @@ pub enum Capability {
     /// [`Env::ensemble`]: a replicated ensemble that can lose its leader
     /// (`ensemble_leader_loss_keeps_exclusion`); and [`Env::client_at`] on
     /// ZooKeeper servers a test starts, pauses and restarts itself (the
-    /// [`availability`](crate::availability) tests).
+    /// [`availability`](crate::availability) tests: with [`Capability::FullTolerance`]
+    /// those that cut the holder off for `0.8 T`).
     Ensemble,
     /// Room for a load test: an ensemble ([`Env::ensemble`]) and 140 sessions
     /// contending on it for a minute or two while two busy processes load the
@@ -72,11 +73,25 @@ pub enum Capability {
     /// `connect_not_zookeeper_is_prompt_and_named`,
     /// `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu`;
     /// the round trips of an acquisition, a release and a handoff through a
-    /// delaying proxy: `round_trips_through_50ms`; and, on Linux, TCP_NODELAY on
-    /// the binding's sockets (`round_trips_through_10ms_despite_nagle`,
-    /// `set_after_connect_and_after_reconnect`,
-    /// `set_after_moving_to_another_server`)).
+    /// delaying proxy: `round_trips_through_50ms`).
     ConnectFailures,
+    /// With [`Capability::ConnectFailures`], on Linux: the binding sets
+    /// TCP_NODELAY on its own sockets after connecting and after every
+    /// reconnect (`set_after_connect_and_after_reconnect`,
+    /// `set_after_moving_to_another_server`), so that Nagle's algorithm does not
+    /// hold the second of two pipelined requests for a round trip
+    /// (`round_trips_through_10ms_despite_nagle`). lock-zookeeper-async does not
+    /// set it: [`ZkEnv::without`](crate::ZkEnv::without).
+    Nodelay,
+    /// With [`Capability::Ensemble`]: a held lock survives a loss of contact of
+    /// `0.8 T`, inside the tolerance `lock_core::contact` promises (`0.85 T` less
+    /// a round trip on a standalone server, about `0.83 T` on an ensemble member
+    /// whose `tickTime` is known): `standalone_pause_of_0_8_t_keeps_the_lock`,
+    /// `leader_restart_keeps_the_lock`, `follower_restart_keeps_the_lock`.
+    /// lock-zookeeper-async tolerates less (its client crate hides when it last
+    /// heard the server and notices silence late: its locks are lost within
+    /// such a cut): [`ZkEnv::without`](crate::ZkEnv::without).
+    FullTolerance,
 }
 
 /// Where the suite runs: a binding on real ZooKeeper (`ZkEnv`), or lock-sim's

@@ -151,6 +151,8 @@ impl Env for ZkEnv {
             Capability::Ensemble,
             Capability::Processes,
             Capability::ConnectFailures,
+            Capability::Nodelay,
+            Capability::FullTolerance,
             Capability::Multi,
         ];
         has.extend(self.under_load.then_some(Capability::Load));

@@ -29,6 +29,13 @@ fn env() -> ZkEnv {
     // zookeeper-async has no `multi`: the binding refuses what needs it
     // (tests/refusals.rs), and the suite's tests of it say `not applicable`.
     .without(Capability::Multi)
+    // zookeeper-async's sockets keep Nagle's algorithm: the suite's nodelay
+    // tests say `not applicable`.
+    .without(Capability::Nodelay)
+    // Its crate hides when it last heard the server and notices silence late:
+    // a held lock does not outlive a cut of 0.8 T, which the availability tests
+    // of `full_tolerance` make.
+    .without(Capability::FullTolerance)
 }
 
 lock_conformance::conformance_tests!(

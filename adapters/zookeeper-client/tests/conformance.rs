@@ -59,6 +59,8 @@ mod tokio {
             load,
             processes,
             connect_failures,
+            nodelay,
+            full_tolerance,
             multi
         ]
     );

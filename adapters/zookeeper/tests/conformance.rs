@@ -13,6 +13,8 @@ lock_conformance::conformance_tests!(
         load,
         processes,
         connect_failures,
+        nodelay,
+        full_tolerance,
         multi
     ]
 );

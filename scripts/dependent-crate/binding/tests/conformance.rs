@@ -17,6 +17,8 @@ fn env() -> ZkEnv {
         )
     })
     .without(Capability::Multi)
+    .without(Capability::Nodelay)
+    .without(Capability::FullTolerance)
 }
 
 lock_conformance::conformance_tests!(env());
