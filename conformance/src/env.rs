@@ -2,7 +2,7 @@
 //! of the binding under test on them (with a handle on each client's network),
 //! an administrator's view, and optional [`Capability`]s.
 
-use lock_client::{Error, LockClient};
+use lock_client::{ConnectOptions, Error, LockClient};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -92,6 +92,13 @@ pub enum Capability {
     /// heard the server and notices silence late: its locks are lost within
     /// such a cut): [`ZkEnv::without`](crate::ZkEnv::without).
     FullTolerance,
+    /// [`Env::client_with_options`]: a client of the binding connected with
+    /// lock-client's `ConnectOptions` (digest auth, the ACL of created nodes,
+    /// chroot): `creator_acl_admits_its_user_and_refuses_others_with_a_typed_error`,
+    /// `credentials_survive_a_reconnect`, `chroot_puts_every_node_under_it`,
+    /// `bad_options_are_typed_errors`. A [`ZkEnv`](crate::ZkEnv) made
+    /// [`with_options`](crate::ZkEnv::with_options) has it.
+    ConnectOptions,
 }
 
 /// Where the suite runs: a binding on real ZooKeeper (`ZkEnv`), or lock-sim's
@@ -133,6 +140,15 @@ pub trait Env: Send + Sync {
         connect_string: &str,
         session_timeout: Duration,
     ) -> Option<Result<LockClient, Error>>;
+    /// A client of the binding on the server at `connect_string` connected with
+    /// `options` ([`Capability::ConnectOptions`]; `None` without it).
+    fn client_with_options(
+        &self,
+        _connect_string: &str,
+        _options: ConnectOptions,
+    ) -> Option<Result<LockClient, Error>> {
+        None
+    }
 }
 
 /// A client and the handle that holds its replies.
@@ -237,6 +253,20 @@ pub fn unique_path(test: &str) -> String {
         "/conformance/{test}-{run}-{}",
         N.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// This process's CPU time (user + system), from `/proc/self/stat` (Linux), for
+/// tests that bound what a wait costs.
+pub fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    // The fields after the command name (which may hold spaces) in parentheses.
+    let fields: Vec<&str> = stat[stat.rfind(')').expect("(comm)") + 2..]
+        .split(' ')
+        .collect();
+    // utime and stime (fields 14 and 15), in clock ticks of 1/100 s on Linux.
+    let ticks: u64 =
+        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+    Duration::from_millis(ticks * 10)
 }
 
 /// Polls `condition` until it holds (`Some`), for at most `within`; panics with

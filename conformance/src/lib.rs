@@ -11,26 +11,30 @@
 //! record of a forced break (each a `multi`), losing an ensemble's leader under
 //! contention, elections that outlive their sessions (a leader cut off loses its
 //! term before the next is elected, then rejoins on a new session; a closing
-//! leader hands over at once), a holder process paused past its trust deadline
-//! that distrusts its lock at its first check, typed errors, the number of
-//! requests an uncontended lock costs, and no false alarm after 1,000 contended
-//! grants on an ensemble under load.
+//! leader hands over at once; each resignation wakes only the next candidate,
+//! an observer following), a holder process paused past its trust deadline
+//! that distrusts its lock at its first check, typed errors, connection options
+//! (creator-only ACLs, credentials sent again after a reconnect, chroot), the
+//! number of requests an uncontended lock costs, and no false alarm after 1,000
+//! contended grants on an ensemble under load.
 //!
 //! # How a binding plugs in
 //!
 //! A binding's `tests/conformance.rs` only says how to connect: a closure
 //! `(connect_string, session_timeout) -> Result<LockClient, lock_client::Error>`
-//! given to [`ZkEnv`], with the API [`Style`] the suite calls and the requests one
-//! uncontended lock costs on that binding. [`conformance_tests!`] then expands to
-//! one `#[test]` per conformance test:
+//! given to [`ZkEnv::new`] (or `(connect_string, ConnectOptions)` given to
+//! [`ZkEnv::with_options`], which adds the tests of the options), with the API
+//! [`Style`] the suite calls and the requests one uncontended lock costs on that
+//! binding. [`conformance_tests!`] then expands to one `#[test]` per conformance
+//! test:
 //!
 //! ```text
 //! // adapters/zookeeper/tests/conformance.rs
 //! lock_conformance::conformance_tests!(
-//!     lock_conformance::ZkEnv::new("lock-zookeeper", Style::Blocking, 4, |cluster, timeout| {
-//!         lock_zookeeper::builder(cluster).session_timeout(timeout).connect()
+//!     lock_conformance::ZkEnv::with_options("lock-zookeeper", Style::Blocking, 4, |cluster, options| {
+//!         lock_zookeeper::builder(cluster).options(options).connect()
 //!     }),
-//!     [hold_replies, watchers, request_count, ensemble]
+//!     [hold_replies, watchers, request_count, ensemble, connect_options]
 //! );
 //! ```
 //!
@@ -46,7 +50,7 @@
 //! | lock-zookeeper-client on tokio, async-std and smol | `adapters/zookeeper-client/tests/conformance.rs` | async | all (the `load` test on tokio only) |
 //! | lock-zookeeper | `adapters/zookeeper/tests/conformance.rs` | blocking | all |
 //! | lock-zookeeper-async | `adapters/zookeeper-async/tests/conformance.rs` | async | all but the `multi`, `full_tolerance`, `nodelay` and `load` tests |
-//! | lock-sim's `Server` | `conformance/tests/sim.rs` | blocking and async | all but the `ensemble`, `full_tolerance`, `load`, `processes`, `connect_failures` and `nodelay` tests |
+//! | lock-sim's `Server` | `conformance/tests/sim.rs` | blocking and async | all but the `ensemble`, `full_tolerance`, `load`, `processes`, `connect_failures`, `nodelay` and `connect_options` tests |
 //!
 //! A test that needs more than the base contract names a [`Capability`]. The
 //! macro generates every test for every environment; one whose capability the
@@ -68,6 +72,7 @@
 //! | `processes` | `a_paused_holder_distrusts_its_lock_at_the_first_check` (the test binary run again as a paused holder) | the shared server's connect string | none: its server is in-process |
 //! | `connect_failures` | `connect_refused_is_prompt_and_named`, `connect_unresolvable_is_prompt_and_named`, `connect_not_zookeeper_is_prompt_and_named`, `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu`, `round_trips_through_50ms` (through a delaying `lock_testkit::FaultProxy`) | any connect string | none: no network |
 //! | `nodelay` (with `connect_failures`; Linux) | `nodelay::round_trips_through_10ms_despite_nagle`, `nodelay::set_after_connect_and_after_reconnect`, `nodelay::set_after_moving_to_another_server` (the binding's sockets, through `lock_testkit::FaultProxy`) | lock-zookeeper and lock-zookeeper-client (lock-zookeeper-async does not set TCP_NODELAY: `ZkEnv::without`) | none: no network |
+//! | `connect_options` | `creator_acl_admits_its_user_and_refuses_others_with_a_typed_error`, `credentials_survive_a_reconnect`, `chroot_puts_every_node_under_it`, `bad_options_are_typed_errors` (lock-client's `ConnectOptions`: digest auth, creator-only ACLs, chroot) | `ZkEnv::with_options`: every binding here | none |
 //!
 //! # Environment
 //!
@@ -95,8 +100,8 @@ mod zk;
 
 pub use admin::ZkAdmin;
 pub use env::{
-    unique_path, wait_until, Admin, Capability, Deployment, Ensemble, Env, Faults, HeldReplies,
-    Style, WithHeldReplies, LONG, SESSION_TIMEOUT, SHORT,
+    cpu_time, unique_path, wait_until, Admin, Capability, Deployment, Ensemble, Env, Faults,
+    HeldReplies, Style, WithHeldReplies, LONG, SESSION_TIMEOUT, SHORT,
 };
 pub use harness::{Pending, Suite, Wait};
 pub use lock_core::{LockEvent, LostReason};
@@ -124,8 +129,8 @@ pub enum Kind {
 /// `$env` (an expression of a type implementing [`Env`]), for the tests of the
 /// base contract and those of each listed capability (`multi`, `hold_replies`,
 /// `watchers`, `request_count`, `ensemble`, `full_tolerance`, `load`,
-/// `processes`, `connect_failures`, `nodelay`; see the [crate docs](crate); a
-/// test that needs two runs where both are), plus
+/// `processes`, `connect_failures`, `nodelay`, `connect_options`; see the
+/// [crate docs](crate); a test that needs two runs where both are), plus
 /// `declared_capabilities_match`.
 ///
 /// ```text
@@ -172,6 +177,7 @@ macro_rules! conformance_tests {
             admin_delete_gives_lost,
             election_rejoins_after_the_leader_is_cut_off,
             election_hands_over_at_once_on_close,
+            election_hands_over_on_resign_with_an_observer_following,
             invalid_paths_give_typed_errors,
             closed_client_gives_typed_errors,
             revocation_round_trip,
@@ -204,6 +210,12 @@ macro_rules! conformance_tests {
             standalone_pause_of_0_8_t_keeps_the_lock,
             leader_restart_keeps_the_lock,
             follower_restart_keeps_the_lock,
+        );
+        $crate::conformance_tests!(@tests $env; [ConnectOptions];
+            creator_acl_admits_its_user_and_refuses_others_with_a_typed_error,
+            credentials_survive_a_reconnect,
+            chroot_puts_every_node_under_it,
+            bad_options_are_typed_errors,
         );
         $crate::conformance_tests!(@tests $env; [Load];
             contended_grants_under_load_raise_no_false_alarm,
@@ -253,6 +265,7 @@ macro_rules! conformance_tests {
     (@name multi) => { $crate::Capability::Multi };
     (@name nodelay) => { $crate::Capability::Nodelay };
     (@name full_tolerance) => { $crate::Capability::FullTolerance };
+    (@name connect_options) => { $crate::Capability::ConnectOptions };
     (@needs [$($need:ident),*]) => { &[$($crate::Capability::$need),*] };
     (@tests $env:expr; $needs:tt; $($name:ident),* $(,)?) => {
         $(

@@ -14,14 +14,14 @@ fn env() -> ZkEnv {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    ZkEnv::new(
+    ZkEnv::with_options(
         "lock-zookeeper-async",
         Style::Async,
         REQUESTS_PER_CYCLE,
-        move |cluster, timeout| {
+        move |cluster, options| {
             rt.block_on(
                 lock_zookeeper_async::builder(cluster)
-                    .session_timeout(timeout)
+                    .options(options)
                     .connect(),
             )
         },
@@ -46,6 +46,7 @@ lock_conformance::conformance_tests!(
         request_count,
         ensemble,
         processes,
-        connect_failures
+        connect_failures,
+        connect_options
     ]
 );

@@ -6,6 +6,7 @@
 mod common;
 
 use crate::common::Runtime;
+use common::peers::node_name;
 use common::{connect, server, spawn, unique_path, Observer};
 use lock_testkit::FaultProxy;
 use lock_testkit::{Direction, HoldProxy};
@@ -23,10 +24,6 @@ async fn make_dir(observer: &Observer, dir: &str) {
         .mkdir(dir, &CreateMode::Persistent.with_acls(Acls::anyone_all()))
         .await
         .expect("creating the lock directory");
-}
-
-fn node_name(path: &str) -> String {
-    path.rsplit('/').next().unwrap().to_owned()
 }
 
 async fn connect_with_grace(

@@ -2,16 +2,19 @@
 //! fenced writes against a real ZooKeeper server, under every runtime. What every
 //! binding must do (fenced writes, crashes in sections, lock-delay, the break's
 //! record, revocation and leases) is in the conformance suite (lock-conformance's
-//! `suite/guarded.rs` and `suite/revocation.rs`); here, what needs this binding's
-//! proxies (a reply held back) or is this binding's own.
+//! `suite/guarded.rs` and `suite/revocation.rs`; an election handing over on
+//! resign and on close, with an observer following, in `suite/elections.rs`);
+//! here, what needs this binding's proxies (a reply held back) or is this
+//! binding's own.
 
 mod common;
 
+use common::peers::node_name;
 use common::{connect, server, spawn, unique_path, Observer};
 use lock_testkit::FaultProxy;
 use lock_testkit::{Direction, HoldProxy};
 use lock_zookeeper_client::{
-    ElectionEvent, Error, FencedError, LockEvent, LockStatus, LostReason, Writes,
+    ElectionEvent, FencedError, LockEvent, LockStatus, LostReason, Writes,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,10 +22,6 @@ use zookeeper_client::{Acls, CreateMode};
 
 const SESSION: Duration = Duration::from_secs(10);
 const MARKER: &str = "zkl-section";
-
-fn node_name(path: &str) -> String {
-    path.rsplit('/').next().unwrap().to_owned()
-}
 
 /// Whether `intervals` (start, end) are pairwise disjoint.
 fn disjoint(mut intervals: Vec<(Instant, Instant)>) -> bool {
@@ -60,89 +59,6 @@ rt_tests! {
         w.release().await.unwrap();
         a.close().await;
         b.close().await;
-    }
-
-    /// Three participants on three sessions and an observer. Each leader change wakes
-    /// only the next participant (the third is never notified of the first leader
-    /// resigning); the observer follows every change down to "nobody".
-    async fn election_hands_over_to_one_participant(rt) {
-        let dir = unique_path("election", &rt);
-        let cluster = server().connect_string();
-        let (a, b, c, d) = (
-            connect(&rt, &cluster, SESSION).await,
-            connect(&rt, &cluster, SESSION).await,
-            connect(&rt, &cluster, SESSION).await,
-            connect(&rt, &cluster, SESSION).await,
-        );
-        let zk = Observer::connect(&cluster).await;
-        let mut alpha = a.election(dir.clone(), "alpha");
-        let a_lead = alpha.leadership().await.unwrap();
-        assert!(alpha.is_leader());
-        assert_eq!(
-            alpha.next_event().await,
-            Some(ElectionEvent::Elected { token: a_lead.token(), path: a_lead.path().to_owned() })
-        );
-        // Joined in this order (each create reaches the server before the next).
-        let mut beta = b.election(dir.clone(), "beta");
-        zk.wait_children(&dir, 2).await;
-        let mut gamma = c.election(dir.clone(), "gamma");
-        zk.wait_children(&dir, 3).await;
-        assert!(!beta.is_leader() && !gamma.is_leader());
-
-        let mut observer = d.observe_election(dir.clone()).await.unwrap();
-        let leader = observer.leader().cloned().expect("a leader");
-        assert_eq!((leader.id.as_slice(), leader.token), (&b"alpha"[..], a_lead.token()));
-        assert_eq!(leader.path, a_lead.path());
-        assert_eq!(observer.participants(), 3);
-
-        // alpha resigns: beta leads.
-        let b_wait = spawn(&rt, async move {
-            let lead = beta.leadership().await;
-            (beta, lead)
-        });
-        a_lead.resign().await.unwrap();
-        assert!(!alpha.is_leader());
-        assert_eq!(alpha.next_event().await, Some(ElectionEvent::Resigned));
-        assert_eq!(alpha.next_event().await, None, "no term left");
-        let (beta, b_lead) = b_wait.await.unwrap();
-        let b_lead = b_lead.unwrap();
-        assert!(beta.is_leader());
-        let seen = observer.changed().await.unwrap().expect("a leader");
-        assert_eq!((seen.id.as_slice(), seen.token), (&b"beta"[..], b_lead.token()));
-        assert_eq!(observer.participants(), 2);
-        assert!(b_lead.token() > leader.token);
-        // A round trip on gamma's session: any notification sent to it before is in.
-        assert_eq!(c.revoke(format!("{dir}-nothing-here")).await.unwrap(), Vec::<String>::new());
-        let stats = c.stats().await.unwrap();
-        assert_eq!(stats.handoff_notifications, 0, "gamma was woken by alpha's resignation");
-        assert_eq!(stats.watches_set, 1, "gamma watches only its predecessor");
-        assert!(!gamma.is_leader());
-
-        // beta resigns through its participant, while holding its Leadership.
-        let g_wait = spawn(&rt, async move {
-            let lead = gamma.leadership().await;
-            (gamma, lead)
-        });
-        beta.resign().await;
-        assert_eq!(b_lead.status(), LockStatus::Released);
-        let (mut gamma, g_lead) = g_wait.await.unwrap();
-        let g_lead = g_lead.unwrap();
-        assert!(gamma.is_leader());
-        let seen = observer.changed().await.unwrap().expect("a leader");
-        assert_eq!(seen.id, b"gamma");
-        assert_eq!(c.stats().await.unwrap().handoff_notifications, 1);
-
-        // A second call while leading is refused; dropping the Leadership resigns.
-        assert!(matches!(gamma.leadership().await, Err(Error::Usage(_))));
-        drop(g_lead);
-        assert_eq!(observer.changed().await.unwrap(), None);
-        assert_eq!(observer.participants(), 0);
-        assert!(!gamma.is_leader());
-        c.wait_idle().await.unwrap();
-        assert!(zk.children(&dir).await.is_empty());
-        for client in [a, b, c, d] {
-            client.close().await;
-        }
     }
 
     /// The leader's session expires (its network blackholed past the 2 s session

@@ -15,6 +15,7 @@ lock_conformance::conformance_tests!(
         connect_failures,
         nodelay,
         full_tolerance,
+        connect_options,
         multi
     ]
 );

@@ -12,6 +12,7 @@ mod load;
 mod locks;
 #[cfg(target_os = "linux")]
 mod nodelay;
+mod options;
 mod pause;
 mod revocation;
 mod round_trips;
@@ -27,6 +28,7 @@ pub use load::*;
 pub use locks::*;
 #[cfg(target_os = "linux")]
 pub use nodelay::*;
+pub use options::*;
 pub use pause::*;
 pub use revocation::*;
 pub use round_trips::*;

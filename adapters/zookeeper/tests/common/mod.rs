@@ -12,10 +12,8 @@ use lock_conformance::{Style, ZkEnv};
 /// `getChildren` (with the `getData`) only once the `create` is answered
 /// (`driver/ordering.rs`).
 pub fn env() -> ZkEnv {
-    ZkEnv::new("lock-zookeeper", Style::Blocking, 4, |cluster, timeout| {
-        lock_zookeeper::builder(cluster)
-            .session_timeout(timeout)
-            .connect()
+    ZkEnv::with_options("lock-zookeeper", Style::Blocking, 4, |cluster, options| {
+        lock_zookeeper::builder(cluster).options(options).connect()
     })
     .round_trips_per_acquire(2)
 }
