@@ -56,7 +56,8 @@ pub enum Capability {
     /// (`ensemble_leader_loss_keeps_exclusion`); and [`Env::client_at`] on
     /// ZooKeeper servers a test starts, pauses and restarts itself (the
     /// [`availability`](crate::availability) tests: with [`Capability::FullTolerance`]
-    /// those that cut the holder off for `0.8 T`).
+    /// those that cut the holder off for `0.8 T`; with [`Capability::ServerChecks`]
+    /// the check of a lone quorum peer's settings).
     Ensemble,
     /// Room for a load test: an ensemble ([`Env::ensemble`]) and 140 sessions
     /// contending on it for a minute or two while two busy processes load the
@@ -99,6 +100,13 @@ pub enum Capability {
     /// `bad_options_are_typed_errors`. A [`ZkEnv`](crate::ZkEnv) made
     /// [`with_options`](crate::ZkEnv::with_options) has it.
     ConnectOptions,
+    /// With [`Capability::Ensemble`]: the binding reads the settings (`conf`) of
+    /// each server it connects to and reports them (`LockClient::server_checks`)
+    /// with the hazards they bring (`ConnectionEvent::ServerHazard`):
+    /// `server_check_reports_an_unsafe_session_and_passes_a_safe_one`.
+    /// lock-zookeeper-async reads `conf` only to work out its session timeout
+    /// and reports no check: [`ZkEnv::without`](crate::ZkEnv::without).
+    ServerChecks,
 }
 
 /// Where the suite runs: a binding on real ZooKeeper (`ZkEnv`), or lock-sim's

@@ -49,8 +49,8 @@
 //! |---|---|---|---|
 //! | lock-zookeeper-client on tokio, async-std and smol | `adapters/zookeeper-client/tests/conformance.rs` | async | all (the `load` test on tokio only) |
 //! | lock-zookeeper | `adapters/zookeeper/tests/conformance.rs` | blocking | all |
-//! | lock-zookeeper-async | `adapters/zookeeper-async/tests/conformance.rs` | async | all but the `multi`, `full_tolerance`, `nodelay` and `load` tests |
-//! | lock-sim's `Server` | `conformance/tests/sim.rs` | blocking and async | all but the `ensemble`, `full_tolerance`, `load`, `processes`, `connect_failures`, `nodelay` and `connect_options` tests |
+//! | lock-zookeeper-async | `adapters/zookeeper-async/tests/conformance.rs` | async | all but the `multi`, `full_tolerance`, `nodelay`, `server_checks` and `load` tests |
+//! | lock-sim's `Server` | `conformance/tests/sim.rs` | blocking and async | all but the `ensemble`, `full_tolerance`, `load`, `processes`, `connect_failures`, `nodelay`, `connect_options` and `server_checks` tests |
 //!
 //! A test that needs more than the base contract names a [`Capability`]. The
 //! macro generates every test for every environment; one whose capability the
@@ -68,6 +68,7 @@
 //! | `request_count` | `requests_per_uncontended_cycle` | `mntr` (`zk_packets_received`) | `Server::requests_received` |
 //! | `ensemble` | `ensemble_leader_loss_keeps_exclusion`; [`availability`]'s `standalone_restart_keeps_the_lock`, `idle_session_sends_no_sync` (servers they start, pause and restart, reached with `Env::client_at`) | `lock_testkit::ZkEnsemble`, `lock_testkit::ZkServer` | none: one server, no leader to lose |
 //! | `full_tolerance` (with `ensemble`) | [`availability`]'s `standalone_pause_of_0_8_t_keeps_the_lock`, `leader_restart_keeps_the_lock`, `follower_restart_keeps_the_lock` (a held lock through a loss of contact of 0.8 T) | lock-zookeeper and lock-zookeeper-client (lock-zookeeper-async tolerates less: `ZkEnv::without`) | none |
+//! | `server_checks` (with `ensemble`) | `server_check_reports_an_unsafe_session_and_passes_a_safe_one` (a lone quorum peer whose followers would outlast a 2 s session) | lock-zookeeper and lock-zookeeper-client (lock-zookeeper-async reports no check: `ZkEnv::without`) | none |
 //! | `load` | `contended_grants_under_load_raise_no_false_alarm` | an ensemble (500 ms ticks), 140 sessions, two busy processes: declared by lock-zookeeper and lock-zookeeper-client on tokio | none |
 //! | `processes` | `a_paused_holder_distrusts_its_lock_at_the_first_check` (the test binary run again as a paused holder) | the shared server's connect string | none: its server is in-process |
 //! | `connect_failures` | `connect_refused_is_prompt_and_named`, `connect_unresolvable_is_prompt_and_named`, `connect_not_zookeeper_is_prompt_and_named`, `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu`, `round_trips_through_50ms` (through a delaying `lock_testkit::FaultProxy`) | any connect string | none: no network |
@@ -129,8 +130,9 @@ pub enum Kind {
 /// `$env` (an expression of a type implementing [`Env`]), for the tests of the
 /// base contract and those of each listed capability (`multi`, `hold_replies`,
 /// `watchers`, `request_count`, `ensemble`, `full_tolerance`, `load`,
-/// `processes`, `connect_failures`, `nodelay`, `connect_options`; see the
-/// [crate docs](crate); a test that needs two runs where both are), plus
+/// `processes`, `connect_failures`, `nodelay`, `connect_options`,
+/// `server_checks`; see the [crate docs](crate); a test that needs two runs
+/// where both are), plus
 /// `declared_capabilities_match`.
 ///
 /// ```text
@@ -206,6 +208,9 @@ macro_rules! conformance_tests {
             standalone_restart_keeps_the_lock,
             idle_session_sends_no_sync,
         );
+        $crate::conformance_tests!(@tests $env; [Ensemble, ServerChecks];
+            server_check_reports_an_unsafe_session_and_passes_a_safe_one,
+        );
         $crate::conformance_tests!(@tests $env; [Ensemble, FullTolerance];
             standalone_pause_of_0_8_t_keeps_the_lock,
             leader_restart_keeps_the_lock,
@@ -266,6 +271,7 @@ macro_rules! conformance_tests {
     (@name nodelay) => { $crate::Capability::Nodelay };
     (@name full_tolerance) => { $crate::Capability::FullTolerance };
     (@name connect_options) => { $crate::Capability::ConnectOptions };
+    (@name server_checks) => { $crate::Capability::ServerChecks };
     (@needs [$($need:ident),*]) => { &[$($crate::Capability::$need),*] };
     (@tests $env:expr; $needs:tt; $($name:ident),* $(,)?) => {
         $(

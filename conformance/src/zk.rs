@@ -181,6 +181,7 @@ impl Env for ZkEnv {
             Capability::ConnectFailures,
             Capability::Nodelay,
             Capability::FullTolerance,
+            Capability::ServerChecks,
             Capability::Multi,
         ];
         has.extend(self.under_load.then_some(Capability::Load));

@@ -36,6 +36,9 @@ fn env() -> ZkEnv {
     // a held lock does not outlive a cut of 0.8 T, which the availability tests
     // of `full_tolerance` make.
     .without(Capability::FullTolerance)
+    // It reads the servers' `conf` only to work out its session timeout: no
+    // server check, no ServerHazard event.
+    .without(Capability::ServerChecks)
 }
 
 lock_conformance::conformance_tests!(

@@ -72,6 +72,7 @@ mod tokio {
             nodelay,
             full_tolerance,
             connect_options,
+            server_checks,
             multi
         ]
     );

@@ -16,6 +16,7 @@ lock_conformance::conformance_tests!(
         nodelay,
         full_tolerance,
         connect_options,
+        server_checks,
         multi
     ]
 );

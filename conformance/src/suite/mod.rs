@@ -17,6 +17,7 @@ mod pause;
 mod revocation;
 mod round_trips;
 mod rounds;
+mod server_check;
 
 pub use availability::*;
 pub use connect::*;
@@ -33,6 +34,7 @@ pub use pause::*;
 pub use revocation::*;
 pub use round_trips::*;
 pub use rounds::*;
+pub use server_check::*;
 
 use crate::env::{unique_path, wait_until, Deployment, Faults, LONG, SESSION_TIMEOUT, SHORT};
 use crate::harness::{Suite, Wait};
