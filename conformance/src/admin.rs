@@ -19,6 +19,12 @@ pub struct ZkAdmin {
 impl ZkAdmin {
     /// Connects; panics if no session can be established.
     pub fn connect(connect_string: &str) -> ZkAdmin {
+        ZkAdmin::connect_as(connect_string, None)
+    }
+
+    /// Connects with digest credentials (`user:password`) if given; panics if no
+    /// session can be established.
+    pub fn connect_as(connect_string: &str, digest: Option<&str>) -> ZkAdmin {
         let zk = ZooKeeper::connect(
             connect_string,
             Duration::from_secs(30),
@@ -33,7 +39,37 @@ impl ZkAdmin {
                 Err(e) => assert!(Instant::now() < deadline, "admin cannot connect: {e:?}"),
             }
         }
+        if let Some(digest) = digest {
+            zk.add_auth("digest", digest.as_bytes().to_vec())
+                .expect("digest auth");
+        }
         ZkAdmin { zk }
+    }
+
+    /// The `zookeeper` crate's client, for what the methods here do not cover
+    /// (ACLs, errors a test expects).
+    pub fn zk(&self) -> &ZooKeeper {
+        &self.zk
+    }
+
+    /// Creates `path` and its missing parents, persistent and open to anyone.
+    pub fn create_dirs(&self, path: &str) {
+        for end in path
+            .match_indices('/')
+            .skip(1)
+            .map(|(i, _)| i)
+            .chain([path.len()])
+        {
+            let dir = &path[..end];
+            let open = zookeeper::Acl::open_unsafe().clone();
+            match self
+                .zk
+                .create(dir, Vec::new(), open, zookeeper::CreateMode::Persistent)
+            {
+                Ok(_) | Err(ZkError::NodeExists) => {}
+                Err(e) => panic!("creating {dir}: {e:?}"),
+            }
+        }
     }
 
     /// The children of `path` (none if it does not exist), sorted.

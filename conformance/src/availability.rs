@@ -1,8 +1,9 @@
 //! Availability on real ZooKeeper: how long a held lock survives losing its
 //! server (a standalone server paused or restarted, an ensemble's leader or a
 //! follower restarted), and what an idle session costs the ensemble. Written once
-//! against lock-client's blocking API; each ZooKeeper binding runs them from its
-//! `tests/availability.rs` with its own `connect`.
+//! against lock-client's blocking API; the suite runs them on every environment
+//! with [`Capability::Ensemble`](crate::Capability::Ensemble), connecting with its
+//! [`Env::client_at`](crate::Env::client_at).
 //!
 //! What is asserted is what `lock_core::contact` promises: a held lock is
 //! `Resumed`, never `Lost`, through a loss of contact shorter than its tolerance

@@ -2,7 +2,7 @@
 //! of the binding under test on them (with a handle on each client's network),
 //! an administrator's view, and optional [`Capability`]s.
 
-use lock_client::{Error, LockClient};
+use lock_client::{ConnectOptions, Error, LockClient};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -53,7 +53,11 @@ pub enum Capability {
     /// (`requests_per_uncontended_cycle`).
     RequestCount,
     /// [`Env::ensemble`]: a replicated ensemble that can lose its leader
-    /// (`ensemble_leader_loss_keeps_exclusion`).
+    /// (`ensemble_leader_loss_keeps_exclusion`); and [`Env::client_at`] on
+    /// ZooKeeper servers a test starts, pauses and restarts itself (the
+    /// [`availability`](crate::availability) tests: with [`Capability::FullTolerance`]
+    /// those that cut the holder off for `0.8 T`; with [`Capability::ServerChecks`]
+    /// the check of a lone quorum peer's settings).
     Ensemble,
     /// Room for a load test: an ensemble ([`Env::ensemble`]) and 140 sessions
     /// contending on it for a minute or two while two busy processes load the
@@ -68,8 +72,41 @@ pub enum Capability {
     /// address over a real network (`connect_refused_is_prompt_and_named`,
     /// `connect_unresolvable_is_prompt_and_named`,
     /// `connect_not_zookeeper_is_prompt_and_named`,
-    /// `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu`).
+    /// `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu`;
+    /// the round trips of an acquisition, a release and a handoff through a
+    /// delaying proxy: `round_trips_through_50ms`).
     ConnectFailures,
+    /// With [`Capability::ConnectFailures`], on Linux: the binding sets
+    /// TCP_NODELAY on its own sockets after connecting and after every
+    /// reconnect (`set_after_connect_and_after_reconnect`,
+    /// `set_after_moving_to_another_server`), so that Nagle's algorithm does not
+    /// hold the second of two pipelined requests for a round trip
+    /// (`round_trips_through_10ms_despite_nagle`). lock-zookeeper-async does not
+    /// set it: [`ZkEnv::without`](crate::ZkEnv::without).
+    Nodelay,
+    /// With [`Capability::Ensemble`]: a held lock survives a loss of contact of
+    /// `0.8 T`, inside the tolerance `lock_core::contact` promises (`0.85 T` less
+    /// a round trip on a standalone server, about `0.83 T` on an ensemble member
+    /// whose `tickTime` is known): `standalone_pause_of_0_8_t_keeps_the_lock`,
+    /// `leader_restart_keeps_the_lock`, `follower_restart_keeps_the_lock`.
+    /// lock-zookeeper-async tolerates less (its client crate hides when it last
+    /// heard the server and notices silence late: its locks are lost within
+    /// such a cut): [`ZkEnv::without`](crate::ZkEnv::without).
+    FullTolerance,
+    /// [`Env::client_with_options`]: a client of the binding connected with
+    /// lock-client's `ConnectOptions` (digest auth, the ACL of created nodes,
+    /// chroot): `creator_acl_admits_its_user_and_refuses_others_with_a_typed_error`,
+    /// `credentials_survive_a_reconnect`, `chroot_puts_every_node_under_it`,
+    /// `bad_options_are_typed_errors`. A [`ZkEnv`](crate::ZkEnv) made
+    /// [`with_options`](crate::ZkEnv::with_options) has it.
+    ConnectOptions,
+    /// With [`Capability::Ensemble`]: the binding reads the settings (`conf`) of
+    /// each server it connects to and reports them (`LockClient::server_checks`)
+    /// with the hazards they bring (`ConnectionEvent::ServerHazard`):
+    /// `server_check_reports_an_unsafe_session_and_passes_a_safe_one`.
+    /// lock-zookeeper-async reads `conf` only to work out its session timeout
+    /// and reports no check: [`ZkEnv::without`](crate::ZkEnv::without).
+    ServerChecks,
 }
 
 /// Where the suite runs: a binding on real ZooKeeper (`ZkEnv`), or lock-sim's
@@ -87,6 +124,14 @@ pub trait Env: Send + Sync {
     /// client returns the node's Stat (the token) with `create`. One whose client
     /// does not (the `zookeeper` crate) reads it with a `getData`: 4.
     fn requests_per_cycle(&self) -> u64;
+    /// Round trips an uncontended acquisition takes on the wire: 1 when the
+    /// client sends `create` and `getChildren` back to back (the default). 2 when
+    /// it cannot order requests sent from different threads (the `zookeeper`
+    /// crate), so that the listing waits for the `create`'s reply
+    /// ([`Capability::ConnectFailures`]: the round-trip tests).
+    fn round_trips_per_acquire(&self) -> u64 {
+        1
+    }
     /// The server most tests share (each on its own lock paths).
     fn shared(&self) -> &dyn Deployment;
     /// A server of its own (for tests that count its requests).
@@ -94,13 +139,24 @@ pub trait Env: Send + Sync {
     /// A 3-node ensemble of this `tickTime` ([`Capability::Ensemble`]).
     fn ensemble(&self, tick_time: Duration) -> Option<Box<dyn Ensemble>>;
     /// A client of the binding on the server at `connect_string` (from
-    /// [`Deployment::connect_string`], perhaps in another process;
-    /// [`Capability::Processes`]; `None` without it).
+    /// [`Deployment::connect_string`], perhaps in another process, or of a
+    /// server the test started; [`Capability::Processes`],
+    /// [`Capability::ConnectFailures`], [`Capability::Ensemble`]; `None` without
+    /// them).
     fn client_at(
         &self,
         connect_string: &str,
         session_timeout: Duration,
     ) -> Option<Result<LockClient, Error>>;
+    /// A client of the binding on the server at `connect_string` connected with
+    /// `options` ([`Capability::ConnectOptions`]; `None` without it).
+    fn client_with_options(
+        &self,
+        _connect_string: &str,
+        _options: ConnectOptions,
+    ) -> Option<Result<LockClient, Error>> {
+        None
+    }
 }
 
 /// A client and the handle that holds its replies.
@@ -205,6 +261,20 @@ pub fn unique_path(test: &str) -> String {
         "/conformance/{test}-{run}-{}",
         N.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// This process's CPU time (user + system), from `/proc/self/stat` (Linux), for
+/// tests that bound what a wait costs.
+pub fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    // The fields after the command name (which may hold spaces) in parentheses.
+    let fields: Vec<&str> = stat[stat.rfind(')').expect("(comm)") + 2..]
+        .split(' ')
+        .collect();
+    // utime and stime (fields 14 and 15), in clock ticks of 1/100 s on Linux.
+    let ticks: u64 =
+        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+    Duration::from_millis(ticks * 10)
 }
 
 /// Polls `condition` until it holds (`Some`), for at most `within`; panics with

@@ -5,10 +5,10 @@ use crate::env::{Capability, Deployment, Env, Style};
 use crate::Kind;
 use lock_client::blocking::{block_on, block_on_until};
 use lock_client::{
-    BreakLock, Broken, Election, Error, FencedError, Leadership, LockClient, LockGuard, LockStatus,
-    PendingLock, Writes,
+    BreakLock, Broken, Election, ElectionEvent, ElectionObserver, Error, FencedError, Leadership,
+    LockClient, LockGuard, LockStatus, PendingLock, Writes,
 };
-use lock_core::{LockEvent, LockSpec, LostReason, MultiResult, Participants, Stats};
+use lock_core::{Leader, LockEvent, LockSpec, LostReason, MultiResult, Participants, Stats};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
@@ -280,6 +280,31 @@ impl Suite {
         }
     }
 
+    /// Asks the holders of the lock at `path` (or the one participant whose node
+    /// `path` is) to let go (`LockClient::revoke`): the nodes asked.
+    pub fn revoke(&self, client: &LockClient, path: &str) -> Result<Vec<String>, Error> {
+        if self.is_async() {
+            block_on(client.revoke(path))
+        } else {
+            client.revoke_blocking(path)
+        }
+    }
+
+    /// Waits at most `within` for the holder to be asked to let go
+    /// (`LockGuard::revocation_requested`; looks once even for a zero `within`);
+    /// `Err` with the reason if the lock was lost first, `None` if neither came.
+    pub fn revocation_requested(
+        &self,
+        guard: &LockGuard,
+        within: Duration,
+    ) -> Option<Result<(), LostReason>> {
+        if self.is_async() {
+            block_on_until(guard.revocation_requested(), Some(Instant::now() + within))
+        } else {
+            guard.revocation_requested_timeout_blocking(within)
+        }
+    }
+
     /// The participants of the lock at `path` (`LockClient::participants`).
     pub fn participants(&self, client: &LockClient, path: &str) -> Result<Participants, Error> {
         if self.is_async() {
@@ -329,6 +354,52 @@ impl Suite {
         } else {
             leadership.resign_blocking()
         }
+    }
+
+    /// Ends the participant's candidacy and its term, if any
+    /// ([`Election::resign`]).
+    pub fn resign_participant(&self, election: Election) {
+        if self.is_async() {
+            block_on(election.resign());
+        } else {
+            election.resign_blocking();
+        }
+    }
+
+    /// The participant's next event ([`Election::next_event`], which has no
+    /// blocking twin); `None` if there is none within `within` or no term is
+    /// left to report on.
+    pub fn election_event(
+        &self,
+        election: &mut Election,
+        within: Duration,
+    ) -> Option<ElectionEvent> {
+        block_on_until(election.next_event(), Some(Instant::now() + within)).flatten()
+    }
+
+    /// Follows the election at `path` ([`LockClient::observe_election`]).
+    pub fn observe_election(&self, client: &LockClient, path: &str) -> ElectionObserver {
+        let observer = if self.is_async() {
+            block_on(client.observe_election(path))
+        } else {
+            client.observe_election_blocking(path)
+        };
+        observer.unwrap_or_else(|e| panic!("{}: observing {path}: {e}", self.name()))
+    }
+
+    /// The observer's next leader change within `within` (`None`: nobody leads).
+    pub fn leader_changed(
+        &self,
+        observer: &mut ElectionObserver,
+        within: Duration,
+    ) -> Option<Leader> {
+        let changed = if self.is_async() {
+            block_on_until(observer.changed(), Some(Instant::now() + within))
+                .unwrap_or(Err(Error::Timeout))
+        } else {
+            observer.changed_timeout_blocking(within)
+        };
+        changed.unwrap_or_else(|e| panic!("{}: no leader change: {e}", self.name()))
     }
 
     /// Closes the client (its session ends; its locks are lost with `Closed`).

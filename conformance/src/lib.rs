@@ -11,26 +11,30 @@
 //! record of a forced break (each a `multi`), losing an ensemble's leader under
 //! contention, elections that outlive their sessions (a leader cut off loses its
 //! term before the next is elected, then rejoins on a new session; a closing
-//! leader hands over at once), a holder process paused past its trust deadline
-//! that distrusts its lock at its first check, typed errors, the number of
-//! requests an uncontended lock costs, and no false alarm after 1,000 contended
-//! grants on an ensemble under load.
+//! leader hands over at once; each resignation wakes only the next candidate,
+//! an observer following), a holder process paused past its trust deadline
+//! that distrusts its lock at its first check, typed errors, connection options
+//! (creator-only ACLs, credentials sent again after a reconnect, chroot), the
+//! number of requests an uncontended lock costs, and no false alarm after 1,000
+//! contended grants on an ensemble under load.
 //!
 //! # How a binding plugs in
 //!
 //! A binding's `tests/conformance.rs` only says how to connect: a closure
 //! `(connect_string, session_timeout) -> Result<LockClient, lock_client::Error>`
-//! given to [`ZkEnv`], with the API [`Style`] the suite calls and the requests one
-//! uncontended lock costs on that binding. [`conformance_tests!`] then expands to
-//! one `#[test]` per conformance test:
+//! given to [`ZkEnv::new`] (or `(connect_string, ConnectOptions)` given to
+//! [`ZkEnv::with_options`], which adds the tests of the options), with the API
+//! [`Style`] the suite calls and the requests one uncontended lock costs on that
+//! binding. [`conformance_tests!`] then expands to one `#[test]` per conformance
+//! test:
 //!
 //! ```text
 //! // adapters/zookeeper/tests/conformance.rs
 //! lock_conformance::conformance_tests!(
-//!     lock_conformance::ZkEnv::new("lock-zookeeper", Style::Blocking, 4, |cluster, timeout| {
-//!         lock_zookeeper::builder(cluster).session_timeout(timeout).connect()
+//!     lock_conformance::ZkEnv::with_options("lock-zookeeper", Style::Blocking, 4, |cluster, options| {
+//!         lock_zookeeper::builder(cluster).options(options).connect()
 //!     }),
-//!     [hold_replies, watchers, request_count, ensemble]
+//!     [hold_replies, watchers, request_count, ensemble, connect_options]
 //! );
 //! ```
 //!
@@ -45,7 +49,8 @@
 //! |---|---|---|---|
 //! | lock-zookeeper-client on tokio, async-std and smol | `adapters/zookeeper-client/tests/conformance.rs` | async | all (the `load` test on tokio only) |
 //! | lock-zookeeper | `adapters/zookeeper/tests/conformance.rs` | blocking | all |
-//! | lock-sim's `Server` | `conformance/tests/sim.rs` | blocking and async | all but the `ensemble` and `load` tests |
+//! | lock-zookeeper-async | `adapters/zookeeper-async/tests/conformance.rs` | async | all but the `multi`, `full_tolerance`, `nodelay`, `server_checks` and `load` tests |
+//! | lock-sim's `Server` | `conformance/tests/sim.rs` | blocking and async | all but the `ensemble`, `full_tolerance`, `load`, `processes`, `connect_failures`, `nodelay`, `connect_options` and `server_checks` tests |
 //!
 //! A test that needs more than the base contract names a [`Capability`]. The
 //! macro generates every test for every environment; one whose capability the
@@ -61,10 +66,14 @@
 //! | `hold_replies` | `connection_loss_during_create_adopts_node` | `lock_testkit::HoldProxy` | `Server::hold_replies` |
 //! | `watchers` | `waiter_rewatches_after_reconnect`, `admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals` | `wchp` | `Server::watchers` |
 //! | `request_count` | `requests_per_uncontended_cycle` | `mntr` (`zk_packets_received`) | `Server::requests_received` |
-//! | `ensemble` | `ensemble_leader_loss_keeps_exclusion` | `lock_testkit::ZkEnsemble` | none: one server, no leader to lose |
+//! | `ensemble` | `ensemble_leader_loss_keeps_exclusion`; [`availability`]'s `standalone_restart_keeps_the_lock`, `idle_session_sends_no_sync` (servers they start, pause and restart, reached with `Env::client_at`) | `lock_testkit::ZkEnsemble`, `lock_testkit::ZkServer` | none: one server, no leader to lose |
+//! | `full_tolerance` (with `ensemble`) | [`availability`]'s `standalone_pause_of_0_8_t_keeps_the_lock`, `leader_restart_keeps_the_lock`, `follower_restart_keeps_the_lock` (a held lock through a loss of contact of 0.8 T) | lock-zookeeper and lock-zookeeper-client (lock-zookeeper-async tolerates less: `ZkEnv::without`) | none |
+//! | `server_checks` (with `ensemble`) | `server_check_reports_an_unsafe_session_and_passes_a_safe_one` (a lone quorum peer whose followers would outlast a 2 s session) | lock-zookeeper and lock-zookeeper-client (lock-zookeeper-async reports no check: `ZkEnv::without`) | none |
 //! | `load` | `contended_grants_under_load_raise_no_false_alarm` | an ensemble (500 ms ticks), 140 sessions, two busy processes: declared by lock-zookeeper and lock-zookeeper-client on tokio | none |
 //! | `processes` | `a_paused_holder_distrusts_its_lock_at_the_first_check` (the test binary run again as a paused holder) | the shared server's connect string | none: its server is in-process |
-//! | `connect_failures` | `connect_refused_is_prompt_and_named`, `connect_unresolvable_is_prompt_and_named`, `connect_not_zookeeper_is_prompt_and_named`, `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu` | any connect string | none: no network |
+//! | `connect_failures` | `connect_refused_is_prompt_and_named`, `connect_unresolvable_is_prompt_and_named`, `connect_not_zookeeper_is_prompt_and_named`, `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu`, `round_trips_through_50ms` (through a delaying `lock_testkit::FaultProxy`) | any connect string | none: no network |
+//! | `nodelay` (with `connect_failures`; Linux) | `nodelay::round_trips_through_10ms_despite_nagle`, `nodelay::set_after_connect_and_after_reconnect`, `nodelay::set_after_moving_to_another_server` (the binding's sockets, through `lock_testkit::FaultProxy`) | lock-zookeeper and lock-zookeeper-client (lock-zookeeper-async does not set TCP_NODELAY: `ZkEnv::without`) | none: no network |
+//! | `connect_options` | `creator_acl_admits_its_user_and_refuses_others_with_a_typed_error`, `credentials_survive_a_reconnect`, `chroot_puts_every_node_under_it`, `bad_options_are_typed_errors` (lock-client's `ConnectOptions`: digest auth, creator-only ACLs, chroot) | `ZkEnv::with_options`: every binding here | none |
 //!
 //! # Environment
 //!
@@ -92,8 +101,8 @@ mod zk;
 
 pub use admin::ZkAdmin;
 pub use env::{
-    unique_path, wait_until, Admin, Capability, Deployment, Ensemble, Env, Faults, HeldReplies,
-    Style, WithHeldReplies, LONG, SESSION_TIMEOUT, SHORT,
+    cpu_time, unique_path, wait_until, Admin, Capability, Deployment, Ensemble, Env, Faults,
+    HeldReplies, Style, WithHeldReplies, LONG, SESSION_TIMEOUT, SHORT,
 };
 pub use harness::{Pending, Suite, Wait};
 pub use lock_core::{LockEvent, LostReason};
@@ -119,9 +128,11 @@ pub enum Kind {
 
 /// Expands to one `#[test]` per conformance test, each running it on a fresh
 /// `$env` (an expression of a type implementing [`Env`]), for the tests of the
-/// base contract and those of each listed capability (`hold_replies`, `watchers`,
-/// `request_count`, `ensemble`, `load`, `processes`, `connect_failures`; see the
-/// [crate docs](crate)), plus
+/// base contract and those of each listed capability (`multi`, `hold_replies`,
+/// `watchers`, `request_count`, `ensemble`, `full_tolerance`, `load`,
+/// `processes`, `connect_failures`, `nodelay`, `connect_options`,
+/// `server_checks`; see the [crate docs](crate); a test that needs two runs
+/// where both are), plus
 /// `declared_capabilities_match`.
 ///
 /// ```text
@@ -152,7 +163,7 @@ macro_rules! conformance_tests {
         }
     };
     (@all $env:expr) => {
-        $crate::conformance_tests!(@tests $env; None;
+        $crate::conformance_tests!(@tests $env; [];
             mutual_exclusion,
             fifo_order,
             readers_share_writers_exclude,
@@ -168,39 +179,73 @@ macro_rules! conformance_tests {
             admin_delete_gives_lost,
             election_rejoins_after_the_leader_is_cut_off,
             election_hands_over_at_once_on_close,
+            election_hands_over_on_resign_with_an_observer_following,
             invalid_paths_give_typed_errors,
             closed_client_gives_typed_errors,
+            revocation_round_trip,
+            revoking_a_waiter_fails_it_and_leaves_no_node,
+            lease_expires_and_next_waiter_acquires,
         );
-        $crate::conformance_tests!(@tests $env; Some($crate::Capability::Multi);
+        $crate::conformance_tests!(@tests $env; [Multi];
             fenced_write_only_while_held,
             crash_in_section_detected_uncontended,
             crash_in_section_detected_contended,
             lock_delay_follows_an_unclean_end_only,
             forced_break_leaves_its_record,
         );
-        $crate::conformance_tests!(@tests $env; Some($crate::Capability::HoldReplies);
+        $crate::conformance_tests!(@tests $env; [HoldReplies];
             connection_loss_during_create_adopts_node,
         );
-        $crate::conformance_tests!(@tests $env; Some($crate::Capability::Watchers);
+        $crate::conformance_tests!(@tests $env; [Watchers];
             waiter_rewatches_after_reconnect,
             admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals,
         );
-        $crate::conformance_tests!(@tests $env; Some($crate::Capability::RequestCount);
+        $crate::conformance_tests!(@tests $env; [RequestCount];
             requests_per_uncontended_cycle,
         );
-        $crate::conformance_tests!(@tests $env; Some($crate::Capability::Ensemble);
+        $crate::conformance_tests!(@tests $env; [Ensemble];
             ensemble_leader_loss_keeps_exclusion,
+            standalone_restart_keeps_the_lock,
+            idle_session_sends_no_sync,
         );
-        $crate::conformance_tests!(@tests $env; Some($crate::Capability::Load);
+        $crate::conformance_tests!(@tests $env; [Ensemble, ServerChecks];
+            server_check_reports_an_unsafe_session_and_passes_a_safe_one,
+        );
+        $crate::conformance_tests!(@tests $env; [Ensemble, FullTolerance];
+            standalone_pause_of_0_8_t_keeps_the_lock,
+            leader_restart_keeps_the_lock,
+            follower_restart_keeps_the_lock,
+        );
+        $crate::conformance_tests!(@tests $env; [ConnectOptions];
+            creator_acl_admits_its_user_and_refuses_others_with_a_typed_error,
+            credentials_survive_a_reconnect,
+            chroot_puts_every_node_under_it,
+            bad_options_are_typed_errors,
+        );
+        $crate::conformance_tests!(@tests $env; [Load];
             contended_grants_under_load_raise_no_false_alarm,
         );
-        $crate::conformance_tests!(@tests $env; Some($crate::Capability::ConnectFailures);
+        $crate::conformance_tests!(@tests $env; [ConnectFailures];
             connect_refused_is_prompt_and_named,
             connect_unresolvable_is_prompt_and_named,
             connect_not_zookeeper_is_prompt_and_named,
             connect_missing_chroot_is_named,
             refused_connect_costs_little_cpu,
+            round_trips_through_50ms,
         );
+        // lock-nodelay lists a process's sockets on Linux only; Nagle's
+        // algorithm costs a round trip through the proxy only below the
+        // delayed-ACK timer, which Linux has at 40 ms.
+        #[cfg(target_os = "linux")]
+        mod nodelay {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::conformance_tests!(@tests $env; [ConnectFailures, Nodelay];
+                set_after_connect_and_after_reconnect,
+                set_after_moving_to_another_server,
+                round_trips_through_10ms_despite_nagle,
+            );
+        }
         #[test]
         fn a_paused_holder_distrusts_its_lock_at_the_first_check() {
             let suite = $crate::Suite::new($env);
@@ -223,13 +268,18 @@ macro_rules! conformance_tests {
     (@name processes) => { $crate::Capability::Processes };
     (@name connect_failures) => { $crate::Capability::ConnectFailures };
     (@name multi) => { $crate::Capability::Multi };
-    (@tests $env:expr; $needs:expr; $($name:ident),* $(,)?) => {
+    (@name nodelay) => { $crate::Capability::Nodelay };
+    (@name full_tolerance) => { $crate::Capability::FullTolerance };
+    (@name connect_options) => { $crate::Capability::ConnectOptions };
+    (@name server_checks) => { $crate::Capability::ServerChecks };
+    (@needs [$($need:ident),*]) => { &[$($crate::Capability::$need),*] };
+    (@tests $env:expr; $needs:tt; $($name:ident),* $(,)?) => {
         $(
             #[test]
             fn $name() {
                 let suite = $crate::Suite::new($env);
-                let needs: Option<$crate::Capability> = $needs;
-                if needs.is_some_and(|needs| suite.lacks(needs)) {
+                let needs: &[$crate::Capability] = $crate::conformance_tests!(@needs $needs);
+                if needs.iter().any(|&needs| suite.lacks(needs)) {
                     return;
                 }
                 $crate::suite::$name(&suite);

@@ -7,7 +7,7 @@ use crate::env::{
     Admin, Capability, Deployment, Ensemble, Env, Faults, HeldReplies, Style, WithHeldReplies,
     LONG, SHORT,
 };
-use lock_client::{Error, LockClient};
+use lock_client::{ConnectOptions, Error, LockClient};
 use lock_testkit::{Direction, FaultProxy, HoldProxy, ZkEnsemble, ZkServer};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -15,6 +15,10 @@ use std::time::Duration;
 /// How a binding connects: `(connect_string, session_timeout)` to a client whose
 /// session is established.
 pub type Connect = dyn Fn(&str, Duration) -> Result<LockClient, Error> + Send + Sync;
+
+/// How a binding connects with lock-client's options: `(connect_string, options)`
+/// to a client whose session is established.
+type ConnectWithOptions = dyn Fn(&str, ConnectOptions) -> Result<LockClient, Error> + Send + Sync;
 
 /// The standalone server shared by the tests of one binary (each test uses its own
 /// lock paths). The testkit kills it when the test process exits.
@@ -64,7 +68,9 @@ pub fn watchers_of(server: &ZkServer, path: &str) -> Vec<i64> {
 
 /// A binding on real ZooKeeper servers. It has every [`Capability`] but
 /// [`Capability::Load`], which [`under_load`](ZkEnv::under_load) adds (the
-/// load test takes a while: one runtime of a binding is enough).
+/// load test takes a while: one runtime of a binding is enough), and
+/// [`Capability::ConnectOptions`], which made [`with_options`](ZkEnv::with_options)
+/// it has.
 ///
 /// ```no_run
 /// use lock_conformance::{Style, ZkEnv};
@@ -82,8 +88,11 @@ pub struct ZkEnv {
     connect: Arc<Connect>,
     shared: ZkDeployment,
     under_load: bool,
+    round_trips_per_acquire: u64,
     /// What the binding's client crate cannot do ([`ZkEnv::without`]).
     lacking: Vec<Capability>,
+    /// [`ZkEnv::with_options`].
+    connect_with_options: Option<Arc<ConnectWithOptions>>,
 }
 
 impl ZkEnv {
@@ -107,7 +116,9 @@ impl ZkEnv {
             },
             connect,
             under_load: false,
+            round_trips_per_acquire: 1,
             lacking: Vec::new(),
+            connect_with_options: None,
         }
     }
 
@@ -121,6 +132,32 @@ impl ZkEnv {
     /// Adds [`Capability::Load`]: the suite's load test runs here too.
     pub fn under_load(mut self) -> ZkEnv {
         self.under_load = true;
+        self
+    }
+
+    /// As [`new`](ZkEnv::new), connecting with lock-client's `ConnectOptions`
+    /// (the session timeout set in them): then the environment also has
+    /// [`Capability::ConnectOptions`], for the suite's tests of auth, ACLs and
+    /// chroot.
+    pub fn with_options(
+        name: impl Into<String>,
+        style: Style,
+        requests_per_cycle: u64,
+        connect: impl Fn(&str, ConnectOptions) -> Result<LockClient, Error> + Send + Sync + 'static,
+    ) -> ZkEnv {
+        let connect: Arc<ConnectWithOptions> = Arc::new(connect);
+        let plain = connect.clone();
+        let mut env = ZkEnv::new(name, style, requests_per_cycle, move |cluster, timeout| {
+            plain(cluster, ConnectOptions::new().session_timeout(timeout))
+        });
+        env.connect_with_options = Some(connect);
+        env
+    }
+
+    /// Round trips an uncontended acquisition takes (see
+    /// [`Env::round_trips_per_acquire`]; 1 unless set).
+    pub fn round_trips_per_acquire(mut self, round_trips: u64) -> ZkEnv {
+        self.round_trips_per_acquire = round_trips;
         self
     }
 }
@@ -142,9 +179,17 @@ impl Env for ZkEnv {
             Capability::Ensemble,
             Capability::Processes,
             Capability::ConnectFailures,
+            Capability::Nodelay,
+            Capability::FullTolerance,
+            Capability::ServerChecks,
             Capability::Multi,
         ];
         has.extend(self.under_load.then_some(Capability::Load));
+        has.extend(
+            self.connect_with_options
+                .is_some()
+                .then_some(Capability::ConnectOptions),
+        );
         has.retain(|c| !self.lacking.contains(c));
         has
     }
@@ -157,8 +202,21 @@ impl Env for ZkEnv {
         Some((self.connect)(connect_string, session_timeout))
     }
 
+    fn client_with_options(
+        &self,
+        connect_string: &str,
+        options: ConnectOptions,
+    ) -> Option<Result<LockClient, Error>> {
+        let connect = self.connect_with_options.as_ref()?;
+        Some(connect(connect_string, options))
+    }
+
     fn requests_per_cycle(&self) -> u64 {
         self.requests_per_cycle
+    }
+
+    fn round_trips_per_acquire(&self) -> u64 {
+        self.round_trips_per_acquire
     }
 
     fn shared(&self) -> &dyn Deployment {

@@ -9,22 +9,36 @@
 //! smol's global executors.
 
 use lock_conformance::{Style, ZkEnv};
-use lock_zookeeper_client::{AsyncStdRuntime, Runtime, SmolRuntime, TokioRuntime};
-use std::time::Duration;
+use lock_zookeeper_client::{
+    AsyncStdRuntime, Error, LockClient, Runtime, SmolRuntime, TokioRuntime,
+};
+use std::future::Future;
+use std::pin::Pin;
 
 /// create + getChildren (pipelined; create returns the Stat, so the listing
 /// grants), delete.
 const REQUESTS_PER_CYCLE: u64 = 3;
 
-fn builder(
-    cluster: &str,
-    timeout: Duration,
-    runtime: impl Runtime,
-) -> lock_zookeeper_client::Builder {
-    lock_zookeeper_client::builder(cluster)
-        .session_timeout(timeout)
-        .runtime(runtime)
+/// The binding on `runtime`, connecting with lock-client's options
+/// (`ZkEnv::with_options`), `block_on` waiting for each connect.
+fn env<R: Runtime + Clone + Send + Sync + 'static>(
+    name: &str,
+    runtime: R,
+    block_on: impl Fn(Connecting) -> Result<LockClient, Error> + Send + Sync + 'static,
+) -> ZkEnv {
+    ZkEnv::with_options(
+        name,
+        Style::Async,
+        REQUESTS_PER_CYCLE,
+        move |cluster, options| {
+            let builder = lock_zookeeper_client::builder(cluster).options(options);
+            block_on(Box::pin(builder.runtime(runtime.clone()).connect()))
+        },
+    )
 }
+
+/// A connect under way.
+type Connecting = Pin<Box<dyn Future<Output = Result<LockClient, Error>> + Send>>;
 
 mod tokio {
     use super::*;
@@ -36,15 +50,11 @@ mod tokio {
             .enable_all()
             .build()
             .expect("tokio runtime");
-        let name = "lock-zookeeper-client (tokio)";
-        ZkEnv::new(
-            name,
-            Style::Async,
-            REQUESTS_PER_CYCLE,
-            move |cluster, timeout| {
-                let runtime = TokioRuntime(rt.handle().clone());
-                rt.block_on(builder(cluster, timeout, runtime).connect())
-            },
+        let runtime = TokioRuntime(rt.handle().clone());
+        super::env(
+            "lock-zookeeper-client (tokio)",
+            runtime,
+            move |connecting| rt.block_on(connecting),
         )
         .under_load()
     }
@@ -59,6 +69,10 @@ mod tokio {
             load,
             processes,
             connect_failures,
+            nodelay,
+            full_tolerance,
+            connect_options,
+            server_checks,
             multi
         ]
     );
@@ -69,14 +83,7 @@ mod async_std {
 
     fn env() -> ZkEnv {
         let name = "lock-zookeeper-client (async-std)";
-        ZkEnv::new(
-            name,
-            Style::Async,
-            REQUESTS_PER_CYCLE,
-            |cluster, timeout| {
-                ::async_std::task::block_on(builder(cluster, timeout, AsyncStdRuntime).connect())
-            },
-        )
+        super::env(name, AsyncStdRuntime, ::async_std::task::block_on)
     }
 
     // The same capabilities as on tokio (declared there), less `load`.
@@ -87,12 +94,10 @@ mod smol {
     use super::*;
 
     fn env() -> ZkEnv {
-        let name = "lock-zookeeper-client (smol)";
-        ZkEnv::new(
-            name,
-            Style::Async,
-            REQUESTS_PER_CYCLE,
-            |cluster, timeout| ::smol::block_on(builder(cluster, timeout, SmolRuntime).connect()),
+        super::env(
+            "lock-zookeeper-client (smol)",
+            SmolRuntime,
+            ::smol::block_on,
         )
     }
 

@@ -1,9 +1,12 @@
 //! Connection loss, partitions and session expiry against a real ZooKeeper server,
-//! through fault proxies, under every runtime.
+//! through fault proxies, under every runtime. A lost create reply and a short cut,
+//! as every binding must ride them out, are in the conformance suite
+//! (lock-conformance's `suite/faults.rs`).
 
 mod common;
 
 use crate::common::Runtime;
+use common::peers::node_name;
 use common::{connect, server, spawn, unique_path, Observer};
 use lock_testkit::FaultProxy;
 use lock_testkit::{Direction, HoldProxy};
@@ -23,10 +26,6 @@ async fn make_dir(observer: &Observer, dir: &str) {
         .expect("creating the lock directory");
 }
 
-fn node_name(path: &str) -> String {
-    path.rsplit('/').next().unwrap().to_owned()
-}
-
 async fn connect_with_grace(
     rt: &Runtime,
     cluster: &str,
@@ -43,35 +42,6 @@ async fn connect_with_grace(
 }
 
 rt_tests! {
-    /// The connection drops after the server applied our create but before its
-    /// reply arrived: after the reconnect the core finds the node by its attempt id
-    /// and adopts it. One node, acquired once, none left after release.
-    async fn connection_loss_after_create_adopts_node(rt) {
-        let dir = unique_path("adopt", &rt);
-        let observer = Observer::connect(&server().connect_string()).await;
-        make_dir(&observer, &dir).await;
-        let proxy = HoldProxy::start(server().addr()).expect("proxy");
-        let client = connect(&rt, &proxy.connect_string(), SESSION).await;
-        proxy.hold(Direction::Downstream);
-        let lock = {
-            let (client, dir) = (client.clone(), dir.clone());
-            spawn(&rt, async move { client.mutex(dir).lock().await })
-        };
-        // The create reached the server: its node exists, its reply is held.
-        let created = observer.wait_children(&dir, 1).await;
-        proxy.cut();
-        let guard = lock.await.unwrap().expect("acquired after the reconnect");
-        assert_eq!(node_name(guard.path()), created[0], "the node was not adopted");
-        assert_eq!(observer.children(&dir).await, created, "an orphan or duplicate node");
-        assert_eq!(client.stats().await.unwrap().acquired, 1);
-        // The token is the node's czxid, fetched after the adoption.
-        let (_, stat) = observer.client.get_data(guard.path()).await.unwrap();
-        assert_eq!(guard.token().0, stat.czxid);
-        guard.release().await.unwrap();
-        assert!(observer.children(&dir).await.is_empty());
-        client.close().await;
-    }
-
     /// The connection drops right after the create was sent, before the server saw
     /// it: the core finds no node of its attempt and creates it again. Still one node,
     /// acquired once, none left.
@@ -92,28 +62,6 @@ rt_tests! {
         let guard = lock.await.unwrap().expect("acquired after the reconnect");
         assert_eq!(observer.children(&dir).await, vec![node_name(guard.path())]);
         assert_eq!(client.stats().await.unwrap().acquired, 1);
-        guard.release().await.unwrap();
-        assert!(observer.children(&dir).await.is_empty());
-        client.close().await;
-    }
-
-    /// A short cut while holding: `Suspended`, then `Resumed` once the node is
-    /// verified on the same session.
-    async fn short_cut_suspends_then_resumes(rt) {
-        let dir = unique_path("cut", &rt);
-        let observer = Observer::connect(&server().connect_string()).await;
-        let proxy = FaultProxy::start(server().addr()).unwrap();
-        let client = connect(&rt, &proxy.connect_string(), SESSION).await;
-        let session = client.session_id();
-        let guard = client.mutex(dir.clone()).lock().await.unwrap();
-        let token = guard.token();
-        proxy.cut();
-        assert_eq!(guard.next_event().await, Some(LockEvent::Suspended));
-        assert_eq!(guard.next_event().await, Some(LockEvent::Resumed));
-        assert_eq!(guard.status(), LockStatus::Held);
-        assert_eq!(client.session_id(), session);
-        assert_eq!(guard.token(), token);
-        assert_eq!(observer.children(&dir).await, vec![node_name(guard.path())]);
         guard.release().await.unwrap();
         assert!(observer.children(&dir).await.is_empty());
         client.close().await;

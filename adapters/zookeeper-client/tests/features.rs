@@ -1,16 +1,20 @@
-//! Revocation, leader election, crash-detecting sections, fenced writes and leases
-//! against a real ZooKeeper server, under every runtime. Fenced writes, crashes in
-//! sections, lock-delay and the break's record as every binding must do them are
-//! in the conformance suite (lock-conformance's `suite/guarded.rs`); here, what
-//! needs this binding's proxies (a reply held back) or is this binding's own.
+//! Revocation of shared readers, leader election, crash-detecting sections and
+//! fenced writes against a real ZooKeeper server, under every runtime. What every
+//! binding must do (fenced writes, crashes in sections, lock-delay, the break's
+//! record, revocation and leases) is in the conformance suite (lock-conformance's
+//! `suite/guarded.rs` and `suite/revocation.rs`; an election handing over on
+//! resign and on close, with an observer following, in `suite/elections.rs`);
+//! here, what needs this binding's proxies (a reply held back) or is this
+//! binding's own.
 
 mod common;
 
+use common::peers::node_name;
 use common::{connect, server, spawn, unique_path, Observer};
 use lock_testkit::FaultProxy;
 use lock_testkit::{Direction, HoldProxy};
 use lock_zookeeper_client::{
-    ElectionEvent, Error, FencedError, LockEvent, LockStatus, LostReason, Writes,
+    ElectionEvent, FencedError, LockEvent, LockStatus, LostReason, Writes,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,10 +23,6 @@ use zookeeper_client::{Acls, CreateMode};
 const SESSION: Duration = Duration::from_secs(10);
 const MARKER: &str = "zkl-section";
 
-fn node_name(path: &str) -> String {
-    path.rsplit('/').next().unwrap().to_owned()
-}
-
 /// Whether `intervals` (start, end) are pairwise disjoint.
 fn disjoint(mut intervals: Vec<(Instant, Instant)>) -> bool {
     intervals.sort();
@@ -30,70 +30,6 @@ fn disjoint(mut intervals: Vec<(Instant, Instant)>) -> bool {
 }
 
 rt_tests! {
-    /// A revocable holder is asked by another session (`revoke` on the lock path
-    /// names exactly its node), sees `RevocationRequested` in its event stream,
-    /// releases, and the revoker's waiter gets the lock.
-    async fn revocation_round_trip(rt) {
-        let dir = unique_path("revoke", &rt);
-        let observer = Observer::connect(&server().connect_string()).await;
-        let a = connect(&rt, &server().connect_string(), SESSION).await;
-        let b = connect(&rt, &server().connect_string(), SESSION).await;
-        let held = a.mutex(dir.clone()).revocable().lock().await.unwrap();
-        assert!(!held.is_revocation_requested());
-        let waiter = {
-            let (b, dir) = (b.clone(), dir.clone());
-            spawn(&rt, async move { b.mutex(dir).lock().await })
-        };
-        observer.wait_children(&dir, 2).await;
-
-        let asked = b.revoke(dir.clone()).await.unwrap();
-        assert_eq!(asked, vec![held.path().to_owned()], "only the holder is asked");
-        assert_eq!(held.next_event().await, Some(LockEvent::RevocationRequested));
-        assert!(held.is_revocation_requested());
-        // Already requested: returns at once, the event having been read.
-        assert_eq!(held.revocation_requested().await, Ok(()));
-        assert_eq!(held.status(), LockStatus::Held, "the holder decides");
-        let (data, _) = observer.client.get_data(held.path()).await.unwrap();
-        assert_eq!(data, b"__REVOKE__");
-
-        let token = held.token();
-        held.release().await.unwrap();
-        let guard = waiter.await.unwrap().expect("the revoker's waiter acquires");
-        assert!(guard.token() > token);
-        assert_eq!(observer.children(&dir).await, vec![node_name(guard.path())]);
-        guard.release().await.unwrap();
-        a.close().await;
-        b.close().await;
-    }
-
-    /// Revoking a revocable waiter by its node path: its `lock()` fails with the
-    /// typed `Error::Revoked` and its node is gone; the holder is untouched.
-    async fn revoking_a_waiter_fails_it_and_leaves_no_node(rt) {
-        let dir = unique_path("revoke-waiter", &rt);
-        let observer = Observer::connect(&server().connect_string()).await;
-        let a = connect(&rt, &server().connect_string(), SESSION).await;
-        let b = connect(&rt, &server().connect_string(), SESSION).await;
-        let held = a.mutex(dir.clone()).lock().await.unwrap();
-        let waiter = {
-            let (b, dir) = (b.clone(), dir.clone());
-            spawn(&rt, async move { b.mutex(dir).revocable().lock().await })
-        };
-        let children = observer.wait_children(&dir, 2).await;
-        let holder = node_name(held.path());
-        let waiting = children.iter().find(|n| **n != holder).unwrap().clone();
-        let target = format!("{dir}/{waiting}");
-
-        let asked = a.revoke(target.clone()).await.unwrap();
-        assert_eq!(asked, vec![target]);
-        assert_eq!(waiter.await.unwrap().unwrap_err(), Error::Revoked);
-        b.wait_idle().await.unwrap();
-        assert_eq!(observer.children(&dir).await, vec![holder], "the revoked waiter left a node");
-        assert_eq!(held.status(), LockStatus::Held);
-        held.release().await.unwrap();
-        a.close().await;
-        b.close().await;
-    }
-
     /// The seeds' revocable shared locks: revoking the lock path asks every reader
     /// holding it (not the waiting writer); each releases, and the writer gets in.
     async fn revoking_shared_readers(rt) {
@@ -123,89 +59,6 @@ rt_tests! {
         w.release().await.unwrap();
         a.close().await;
         b.close().await;
-    }
-
-    /// Three participants on three sessions and an observer. Each leader change wakes
-    /// only the next participant (the third is never notified of the first leader
-    /// resigning); the observer follows every change down to "nobody".
-    async fn election_hands_over_to_one_participant(rt) {
-        let dir = unique_path("election", &rt);
-        let cluster = server().connect_string();
-        let (a, b, c, d) = (
-            connect(&rt, &cluster, SESSION).await,
-            connect(&rt, &cluster, SESSION).await,
-            connect(&rt, &cluster, SESSION).await,
-            connect(&rt, &cluster, SESSION).await,
-        );
-        let zk = Observer::connect(&cluster).await;
-        let mut alpha = a.election(dir.clone(), "alpha");
-        let a_lead = alpha.leadership().await.unwrap();
-        assert!(alpha.is_leader());
-        assert_eq!(
-            alpha.next_event().await,
-            Some(ElectionEvent::Elected { token: a_lead.token(), path: a_lead.path().to_owned() })
-        );
-        // Joined in this order (each create reaches the server before the next).
-        let mut beta = b.election(dir.clone(), "beta");
-        zk.wait_children(&dir, 2).await;
-        let mut gamma = c.election(dir.clone(), "gamma");
-        zk.wait_children(&dir, 3).await;
-        assert!(!beta.is_leader() && !gamma.is_leader());
-
-        let mut observer = d.observe_election(dir.clone()).await.unwrap();
-        let leader = observer.leader().cloned().expect("a leader");
-        assert_eq!((leader.id.as_slice(), leader.token), (&b"alpha"[..], a_lead.token()));
-        assert_eq!(leader.path, a_lead.path());
-        assert_eq!(observer.participants(), 3);
-
-        // alpha resigns: beta leads.
-        let b_wait = spawn(&rt, async move {
-            let lead = beta.leadership().await;
-            (beta, lead)
-        });
-        a_lead.resign().await.unwrap();
-        assert!(!alpha.is_leader());
-        assert_eq!(alpha.next_event().await, Some(ElectionEvent::Resigned));
-        assert_eq!(alpha.next_event().await, None, "no term left");
-        let (beta, b_lead) = b_wait.await.unwrap();
-        let b_lead = b_lead.unwrap();
-        assert!(beta.is_leader());
-        let seen = observer.changed().await.unwrap().expect("a leader");
-        assert_eq!((seen.id.as_slice(), seen.token), (&b"beta"[..], b_lead.token()));
-        assert_eq!(observer.participants(), 2);
-        assert!(b_lead.token() > leader.token);
-        // A round trip on gamma's session: any notification sent to it before is in.
-        assert_eq!(c.revoke(format!("{dir}-nothing-here")).await.unwrap(), Vec::<String>::new());
-        let stats = c.stats().await.unwrap();
-        assert_eq!(stats.handoff_notifications, 0, "gamma was woken by alpha's resignation");
-        assert_eq!(stats.watches_set, 1, "gamma watches only its predecessor");
-        assert!(!gamma.is_leader());
-
-        // beta resigns through its participant, while holding its Leadership.
-        let g_wait = spawn(&rt, async move {
-            let lead = gamma.leadership().await;
-            (gamma, lead)
-        });
-        beta.resign().await;
-        assert_eq!(b_lead.status(), LockStatus::Released);
-        let (mut gamma, g_lead) = g_wait.await.unwrap();
-        let g_lead = g_lead.unwrap();
-        assert!(gamma.is_leader());
-        let seen = observer.changed().await.unwrap().expect("a leader");
-        assert_eq!(seen.id, b"gamma");
-        assert_eq!(c.stats().await.unwrap().handoff_notifications, 1);
-
-        // A second call while leading is refused; dropping the Leadership resigns.
-        assert!(matches!(gamma.leadership().await, Err(Error::Usage(_))));
-        drop(g_lead);
-        assert_eq!(observer.changed().await.unwrap(), None);
-        assert_eq!(observer.participants(), 0);
-        assert!(!gamma.is_leader());
-        c.wait_idle().await.unwrap();
-        assert!(zk.children(&dir).await.is_empty());
-        for client in [a, b, c, d] {
-            client.close().await;
-        }
     }
 
     /// The leader's session expires (its network blackholed past the 2 s session
@@ -335,13 +188,14 @@ rt_tests! {
         let dir = unique_path("fenced-server", &rt);
         let data = format!("{dir}-data");
         let zk = Observer::connect(&server().connect_string()).await;
+        let proxy = Arc::new(HoldProxy::start(server().addr()).expect("proxy"));
+        let a = connect(&rt, &proxy.connect_string(), SESSION).await;
+        let guard = a.mutex(dir.clone()).lock().await.unwrap();
+        // After the lock: it made the parent, whichever test of the binary runs first.
         zk.client
             .create(&data, b"v0", &CreateMode::Persistent.with_acls(Acls::anyone_all()))
             .await
             .unwrap();
-        let proxy = Arc::new(HoldProxy::start(server().addr()).expect("proxy"));
-        let a = connect(&rt, &proxy.connect_string(), SESSION).await;
-        let guard = a.mutex(dir.clone()).lock().await.unwrap();
 
         proxy.hold(Direction::Downstream);
         zk.client.delete(guard.path(), None).await.unwrap();
@@ -362,43 +216,5 @@ rt_tests! {
         let (value, stat) = zk.client.get_data(&data).await.unwrap();
         assert_eq!((value.as_slice(), stat.version), (&b"v0"[..], 0), "written without the lock");
         a.close().await;
-    }
-
-    /// A lease: the holder loses the lock after `max_hold` (`Lost(LeaseExpired)`),
-    /// its node is deleted, and the next waiter acquires.
-    async fn lease_expires_and_next_waiter_acquires(rt) {
-        let max_hold = Duration::from_secs(1);
-        let dir = unique_path("lease", &rt);
-        let cluster = server().connect_string();
-        let zk = Observer::connect(&cluster).await;
-        let a = connect(&rt, &cluster, SESSION).await;
-        let b = connect(&rt, &cluster, SESSION).await;
-        let guard = a.mutex(dir.clone()).max_hold(max_hold).lock().await.unwrap();
-        let granted = Instant::now();
-        let waiter = {
-            let (b, dir) = (b.clone(), dir.clone());
-            spawn(&rt, async move { b.mutex(dir).lock().await.map(|g| (Instant::now(), g)) })
-        };
-        zk.wait_children(&dir, 2).await;
-        assert_eq!(guard.lost().await, LostReason::LeaseExpired);
-        let lost_at = Instant::now();
-        assert!(lost_at - granted >= max_hold - Duration::from_millis(50), "lease ended early");
-        let (acquired_at, b_guard) = waiter.await.unwrap().unwrap();
-        assert!(acquired_at - granted >= max_hold - Duration::from_millis(50));
-        eprintln!(
-            "{}: lease lost {:?} and the waiter acquired {:?} after the grant",
-            common::runtime_name(&rt), lost_at - granted, acquired_at - granted
-        );
-        assert!(b_guard.token() > guard.token());
-        assert_eq!(guard.status(), LockStatus::Lost(LostReason::LeaseExpired));
-        assert_eq!(
-            guard.fenced_write(Writes::new().delete(format!("{dir}-x"))).await,
-            Err(FencedError::NotHeld)
-        );
-        assert_eq!(guard.release().await, Err(Error::Lost(LostReason::LeaseExpired)));
-        assert_eq!(zk.children(&dir).await, vec![node_name(b_guard.path())]);
-        b_guard.release().await.unwrap();
-        a.close().await;
-        b.close().await;
     }
 }

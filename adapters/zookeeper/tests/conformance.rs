@@ -13,6 +13,10 @@ lock_conformance::conformance_tests!(
         load,
         processes,
         connect_failures,
+        nodelay,
+        full_tolerance,
+        connect_options,
+        server_checks,
         multi
     ]
 );

@@ -3,19 +3,8 @@
 //! retried at once, spinning a core until the session timed out. A binary of
 //! its own: it counts the whole process's CPU time.
 
+use lock_conformance::cpu_time;
 use std::time::{Duration, Instant};
-
-/// This process's CPU time (user + system), from `/proc/self/stat`, in clock
-/// ticks of 1/100 s (Linux).
-fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
-    let fields: Vec<&str> = stat[stat.rfind(')').expect("(comm)") + 2..]
-        .split(' ')
-        .collect();
-    let ticks =
-        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
-    Duration::from_millis(ticks * 10)
-}
 
 #[test]
 fn refused_reconnects_cost_little_cpu() {

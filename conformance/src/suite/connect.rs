@@ -2,6 +2,7 @@
 //! naming what is wrong ([`Capability::ConnectFailures`](crate::Capability)).
 
 use super::*;
+use crate::env::cpu_time;
 use lock_client::{ConnectFailure, Reach};
 use std::io::Write;
 use std::net::TcpListener;
@@ -130,19 +131,6 @@ pub fn connect_missing_chroot_is_named(b: &Suite) {
         "{}: {message}",
         b.name()
     );
-}
-
-/// This process's CPU time (user + system), from `/proc/self/stat`.
-fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
-    // The fields after the command name (which may hold spaces) in parentheses.
-    let fields: Vec<&str> = stat[stat.rfind(')').expect("(comm)") + 2..]
-        .split(' ')
-        .collect();
-    // utime and stime (fields 14 and 15), in clock ticks of 1/100 s on Linux.
-    let ticks: u64 =
-        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
-    Duration::from_millis(ticks * 10)
 }
 
 /// A connect to refusing servers costs almost no CPU: no busy loop retrying

@@ -36,6 +36,9 @@ pub fn connection_loss_during_create_adopts_node(b: &Suite) {
     );
     assert_eq!(admin.children(&path), created, "exactly one node");
     assert!(b.is_trusted(&g));
+    assert_eq!(b.stats(&c).expect("stats").acquired, 1, "acquired once");
+    // The token is the adopted node's czxid (read after the adoption).
+    assert_eq!(admin.czxid(&b.node_path(&g)), Some(b.token(&g)));
     b.release(g).expect("release");
     b.wait_idle(&c).expect("idle");
     assert!(admin.children(&path).is_empty(), "nodes left behind");
@@ -50,6 +53,7 @@ pub fn short_cut_suspends_then_resumes(b: &Suite) {
     let path = unique_path("short-cut");
     let admin = server.admin();
     let (c, proxy) = connect_with_faults(b, server);
+    let session = b.session_id(&c);
     let mut g = lock(b, &c, Kind::Mutex, &path);
     let (token, node) = (b.token(&g), b.node_path(&g));
     settle(b, &mut g, Kind::Mutex);
@@ -57,8 +61,14 @@ pub fn short_cut_suspends_then_resumes(b: &Suite) {
     assert_eq!(next_event(b, &mut g, SHORT), LockEvent::Suspended);
     assert_eq!(next_event(b, &mut g, SHORT), LockEvent::Resumed);
     assert!(b.is_trusted(&g));
+    assert_eq!(b.session_id(&c), session, "same session");
     assert_eq!(b.token(&g), token);
     assert_eq!(admin.czxid(&node), Some(token), "same node");
+    assert_eq!(
+        admin.children(&path),
+        vec![name_of(&node)],
+        "only that node"
+    );
     b.release(g).expect("release");
     b.wait_idle(&c).expect("idle");
     assert!(admin.children(&path).is_empty());
@@ -175,23 +185,33 @@ pub fn blackhole_suspends_before_expiry_then_lost(b: &Suite) {
 }
 
 /// An administrator deleting the node of a holder that watches it: the holder
-/// hears `Lost(NodeDeleted)` at once.
+/// hears `Lost(NodeDeleted)` at once, and the waiter on another session gets the
+/// lock with a greater token.
 pub fn admin_delete_gives_lost(b: &Suite) {
     let server = b.env().shared();
     let path = unique_path("admin-delete");
     let admin = server.admin();
-    let c = connect(b, server);
+    let (c, other) = (connect(b, server), connect(b, server));
     let mut g = lock(b, &c, Kind::WatchedMutex, &path);
+    let waiter = b
+        .start(&other, Kind::Mutex, &path)
+        .expect("start the waiter");
+    admin.wait_children(&path, SHORT, &|c| c.len() == 2);
     assert!(admin.delete(&b.node_path(&g)));
     let event = expect_event(b, &mut g, SHORT, "Lost", |e| {
         matches!(e, LockEvent::Lost(_))
     });
     assert_eq!(event, LockEvent::Lost(LostReason::NodeDeleted));
     assert!(!b.is_trusted(&g));
-    assert!(matches!(
-        b.release(g),
-        Err(Error::Lost(LostReason::NodeDeleted))
-    ));
+    assert_eq!(
+        g.status(),
+        lock_client::LockStatus::Lost(LostReason::NodeDeleted)
+    );
+    let next = b.finish(waiter, SHORT).expect("the waiter gets the lock");
+    assert!(b.token(&next) > b.token(&g));
+    b.release(next).expect("release");
+    b.close(&other);
+    assert_eq!(b.release(g), Err(Error::Lost(LostReason::NodeDeleted)));
     let g = lock(b, &c, Kind::Mutex, &path);
     b.release(g).expect("release");
     b.wait_idle(&c).expect("idle");

@@ -2,6 +2,7 @@
 //! side); run each in its own `#[test]` (see
 //! [`conformance_tests!`](crate::conformance_tests)).
 
+mod availability;
 mod connect;
 mod connection;
 mod elections;
@@ -9,9 +10,16 @@ mod faults;
 mod guarded;
 mod load;
 mod locks;
+#[cfg(target_os = "linux")]
+mod nodelay;
+mod options;
 mod pause;
+mod revocation;
+mod round_trips;
 mod rounds;
+mod server_check;
 
+pub use availability::*;
 pub use connect::*;
 pub use connection::*;
 pub use elections::*;
@@ -19,8 +27,14 @@ pub use faults::*;
 pub use guarded::*;
 pub use load::*;
 pub use locks::*;
+#[cfg(target_os = "linux")]
+pub use nodelay::*;
+pub use options::*;
 pub use pause::*;
+pub use revocation::*;
+pub use round_trips::*;
 pub use rounds::*;
+pub use server_check::*;
 
 use crate::env::{unique_path, wait_until, Deployment, Faults, LONG, SESSION_TIMEOUT, SHORT};
 use crate::harness::{Suite, Wait};

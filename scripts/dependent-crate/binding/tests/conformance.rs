@@ -17,6 +17,9 @@ fn env() -> ZkEnv {
         )
     })
     .without(Capability::Multi)
+    .without(Capability::Nodelay)
+    .without(Capability::FullTolerance)
+    .without(Capability::ServerChecks)
 }
 
 lock_conformance::conformance_tests!(env());
