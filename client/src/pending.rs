@@ -1,7 +1,7 @@
 //! [`PendingLock`]: an acquisition under way, to await, wait for, or give up.
 
 use crate::error::Error;
-use crate::guard::{LockGuard, UnclaimedTask};
+use crate::guard::{CancelOnDrop, LockGuard};
 use crate::handle::LockClient;
 use crate::status::Queued;
 use lock_core::{LockId, LockState};
@@ -36,7 +36,7 @@ pub struct PendingLock {
     client: LockClient,
     id: LockId,
     /// `None` once the outcome was handed out.
-    pending: Option<UnclaimedTask>,
+    pending: Option<CancelOnDrop>,
 }
 
 impl std::fmt::Debug for PendingLock {
@@ -51,7 +51,7 @@ impl std::fmt::Debug for PendingLock {
 impl PendingLock {
     pub(crate) fn new(client: LockClient, id: LockId) -> PendingLock {
         PendingLock {
-            pending: Some(UnclaimedTask::new(client.clone(), id)),
+            pending: Some(CancelOnDrop::new(client.clone(), id)),
             client,
             id,
         }

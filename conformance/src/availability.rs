@@ -43,6 +43,23 @@ fn hold(locks: &LockClient, path: &str) -> LockGuard {
     guard
 }
 
+/// Waits until the session proves contact anew (the guard's `trusted_until`
+/// moves), so that the fault that follows starts right after a proof. The
+/// tolerance counts from the last proof, which otherwise trails the fault by up
+/// to a sync interval plus whatever a loaded machine delays that sync by: a cut
+/// of `0.8 T` would then test the machine's load as much as the tolerance.
+fn just_after_a_proof(guard: &LockGuard) {
+    let before = guard.trusted_until();
+    let deadline = Instant::now() + LONG;
+    while guard.trusted_until() == before {
+        assert!(
+            Instant::now() < deadline,
+            "no proof of contact within {LONG:?}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// Every event the guard reports within `within`, stopping early at `Resumed`
 /// or a terminal event.
 fn events_until_settled(guard: &LockGuard, within: Duration) -> Vec<(Duration, LockEvent)> {
@@ -75,14 +92,15 @@ fn assert_resumed(what: &str, guard: &LockGuard, events: &[(Duration, LockEvent)
     assert!(guard.is_trusted(), "{what}: not trusted after resuming");
 }
 
-/// A standalone server frozen (SIGSTOP) for `0.8 T` while a lock is held: the
-/// session's last proof trails by at most `T/20`, so the lock is suspended near
-/// the end and resumed once the server answers again, never lost.
+/// A standalone server frozen (SIGSTOP) for `0.8 T` right after a proof of
+/// contact while a lock is held: the lock is suspended near the end and resumed
+/// once the server answers again, never lost.
 pub fn standalone_pause_of_0_8_t_keeps_the_lock(connect: Connect) {
     let server = ZkServer::start().expect("starting ZooKeeper");
     let t = OUTAGE_SESSION_TIMEOUT;
     let locks = connect_or_panic(connect, &server.connect_string(), t);
     let guard = hold(&locks, "/availability/standalone-pause");
+    just_after_a_proof(&guard);
     server.pause().expect("pausing the server");
     let paused_at = Instant::now();
     std::thread::sleep(t * 8 / 10);
@@ -131,7 +149,7 @@ pub enum Member {
 
 /// A holder connected through a proxy to one member of a 3-node ensemble (its
 /// connect string names only the proxy, so it cannot fail over) is cut off
-/// (blackhole) for `0.8 T`, and that member is killed and restarted meanwhile:
+/// (blackhole) for `0.8 T` right after a proof of contact, and that member is killed and restarted meanwhile:
 /// the leader (the others elect a new one, which restarts every session's
 /// timeout) or a follower. Then the proxy heals and resets the connection, and
 /// the client reconnects at once to the restarted member. The session learned
@@ -150,6 +168,7 @@ pub fn ensemble_member_restart_keeps_the_lock(connect: Connect, member: Member) 
     let locks = connect_or_panic(connect, &proxy.connect_string(), t);
     let guard = hold(&locks, &format!("/availability/{member:?}-restart"));
     let session = locks.session_id();
+    just_after_a_proof(&guard);
     proxy.blackhole();
     let cut_at = Instant::now();
     ensemble.kill(index).expect("killing the member");

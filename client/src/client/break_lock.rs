@@ -9,7 +9,7 @@
 //! fenced (see [`BreakLock::force`]).
 
 use crate::error::{BreakError, Error};
-use crate::guard::UnclaimedTask;
+use crate::guard::CancelOnDrop;
 use crate::handle::LockClient;
 use lock_core::{BreakOutcome, LockEvent, NameScheme, NodeKind, Participant, Participants};
 
@@ -161,7 +161,7 @@ impl LockClient {
             });
             core.break_node(&node, target.token, record, now)
         })?;
-        let mut pending = UnclaimedTask::new(self.clone(), id);
+        let mut pending = CancelOnDrop::new(self.clone(), id);
         loop {
             match pending.next().await {
                 Some(LockEvent::Broken { outcome, .. }) => {

@@ -2,7 +2,7 @@
 //! and a deadlock scan.
 
 use crate::error::{Cycle, Error};
-use crate::guard::UnclaimedTask;
+use crate::guard::CancelOnDrop;
 use crate::handle::LockClient;
 use lock_core::{LockEvent, Participants};
 
@@ -34,7 +34,7 @@ impl LockClient {
     /// [`LockGuard::revocation_requested`]: crate::LockGuard::revocation_requested
     pub async fn revoke(&self, path: impl Into<String>) -> Result<Vec<String>, Error> {
         let id = self.start_other(|core, now| core.revoke(&path.into(), now))?;
-        let mut pending = UnclaimedTask::new(self.clone(), id);
+        let mut pending = CancelOnDrop::new(self.clone(), id);
         loop {
             match pending.next().await {
                 Some(LockEvent::RevocationSent { nodes }) => return Ok(nodes),
@@ -76,7 +76,7 @@ impl LockClient {
     /// ```
     pub async fn participants(&self, path: impl Into<String>) -> Result<Participants, Error> {
         let id = self.start_other(|core, now| core.inspect(&path.into(), now))?;
-        let mut pending = UnclaimedTask::new(self.clone(), id);
+        let mut pending = CancelOnDrop::new(self.clone(), id);
         loop {
             match pending.next().await {
                 Some(LockEvent::Participants(participants)) => return Ok(participants),
@@ -120,7 +120,7 @@ impl LockClient {
     /// [`Mutex::detect_deadlocks`]: crate::Mutex::detect_deadlocks
     pub async fn deadlocks(&self, root: impl Into<String>) -> Result<Vec<Cycle>, Error> {
         let id = self.start_other(|core, now| core.deadlocks(&root.into(), now))?;
-        let mut pending = UnclaimedTask::new(self.clone(), id);
+        let mut pending = CancelOnDrop::new(self.clone(), id);
         loop {
             match pending.next().await {
                 Some(LockEvent::Deadlocks { cycles }) => return Ok(cycles),

@@ -9,7 +9,7 @@
 //! [`ElectionObserver`] in `observer.rs`.
 
 use crate::error::Error;
-use crate::guard::UnclaimedTask;
+use crate::guard::CancelOnDrop;
 use crate::handle::LockClient;
 use crate::status::LockStatus;
 use lock_core::{FailReason, FencingToken, LockEvent, LockId, LockSpec, LostReason, ZkError};
@@ -133,7 +133,7 @@ pub struct Election {
     /// This participant's event queue in the shared state (every term's events).
     queue: u64,
     /// The current candidacy while it waits (until handed to a `Leadership`).
-    candidacy: Option<UnclaimedTask>,
+    candidacy: Option<CancelOnDrop>,
     term: Option<Term>,
     /// The client's connection generation when the current candidacy joined.
     joined_at_generation: u64,
@@ -172,7 +172,7 @@ impl Election {
         let (spec, queue) = (self.spec.clone(), Some(self.queue));
         let id = self.client.start_acquisition(spec, None, false, queue)?;
         self.term = Some(Term { id, ended: false });
-        self.candidacy = Some(UnclaimedTask::new(self.client.clone(), id));
+        self.candidacy = Some(CancelOnDrop::new(self.client.clone(), id));
         Ok(())
     }
 
@@ -248,7 +248,7 @@ impl Election {
     /// ```
     pub async fn leadership(&mut self) -> Result<Leadership, Error> {
         loop {
-            if !self.candidacy.as_ref().is_some_and(UnclaimedTask::is_live) {
+            if !self.candidacy.as_ref().is_some_and(CancelOnDrop::is_live) {
                 let leading = self.term_is(|acquired, status| {
                     acquired && matches!(status, LockStatus::Held | LockStatus::Suspended)
                 });

@@ -1,7 +1,7 @@
 //! [`ElectionObserver`]: following who leads without taking part.
 
 use crate::error::Error;
-use crate::guard::UnclaimedTask;
+use crate::guard::CancelOnDrop;
 use crate::handle::LockClient;
 use lock_core::{Leader, LockEvent};
 use std::time::{Duration, Instant};
@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 /// # futures::executor::block_on(demo(server.client(), server.clone())).unwrap();
 /// ```
 pub struct ElectionObserver {
-    started: UnclaimedTask,
+    started: CancelOnDrop,
     leader: Option<Leader>,
     participants: usize,
 }
@@ -48,7 +48,7 @@ impl std::fmt::Debug for ElectionObserver {
 impl ElectionObserver {
     pub(crate) async fn start(client: &LockClient, path: String) -> Result<Self, Error> {
         let mut observer = ElectionObserver {
-            started: UnclaimedTask::new(
+            started: CancelOnDrop::new(
                 client.clone(),
                 client.start_other(|core, now| core.observe(&path, now))?,
             ),

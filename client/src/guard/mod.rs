@@ -2,12 +2,12 @@
 //! handle, and how handles read events), [`reentrancy`] (counted holds),
 //! [`section`] (crash-detecting critical sections) and [`fenced`] (fenced writes).
 
+pub(crate) mod cancel_on_drop;
 mod fenced;
-pub(crate) mod pending;
 mod reentrancy;
 mod section;
 
-pub(crate) use pending::{poll_event, UnclaimedTask};
+pub(crate) use cancel_on_drop::{poll_event, CancelOnDrop};
 use reentrancy::Hold;
 
 use crate::error::Error;

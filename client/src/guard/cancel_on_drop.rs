@@ -1,4 +1,4 @@
-//! [`UnclaimedTask`]: a task started in the core whose handle has not taken it over yet,
+//! [`CancelOnDrop`]: a task started in the core whose handle has not taken it over yet,
 //! and [`poll_event`], how every handle reads its task's events.
 
 use super::{Hold, LockGuard};
@@ -40,7 +40,7 @@ pub(crate) fn poll_event(
 
 /// A task started in the core (an acquisition, observer or revocation) whose
 /// handle has not taken it over yet: cancelled when dropped before it ends.
-pub(crate) struct UnclaimedTask {
+pub(crate) struct CancelOnDrop {
     client: LockClient,
     id: LockId,
     /// The task ended, or was handed to a guard.
@@ -49,9 +49,9 @@ pub(crate) struct UnclaimedTask {
     handed: bool,
 }
 
-impl UnclaimedTask {
-    pub(crate) fn new(client: LockClient, id: LockId) -> UnclaimedTask {
-        UnclaimedTask {
+impl CancelOnDrop {
+    pub(crate) fn new(client: LockClient, id: LockId) -> CancelOnDrop {
+        CancelOnDrop {
             client,
             id,
             done: false,
@@ -118,7 +118,7 @@ impl UnclaimedTask {
     }
 }
 
-impl Drop for UnclaimedTask {
+impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         if self.handed {
             return;
