@@ -189,10 +189,7 @@ impl Driver {
                     let dial = self.dial.clone();
                     let auth =
                         async move { dial.authenticate(&s.zk).await.map(|()| Reply::Synced) };
-                    self.issue(
-                        None,
-                        Box::pin(async move { auth.await.map_err(glue::zk_error) }),
-                    );
+                    self.issue(None, Box::pin(auth));
                 }
                 // Reopening a session revalidates it with the leader.
                 self.contact = now;

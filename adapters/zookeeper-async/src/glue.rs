@@ -172,8 +172,10 @@ impl Dial {
             let (acl, mode) = (self.acl.to_vec(), Mode::EphemeralSequential);
             zk.create2(crate::SESSION_MARKER, Vec::new(), acl, mode)
                 .await
+                .map_err(zk_error)
         };
-        match within(self.bound, marker).await {
+        let marker = tokio::time::timeout(self.bound, marker).await;
+        match marker.unwrap_or(Err(ZkError::OperationTimeout)) {
             Ok((marker, stat)) => {
                 let (session_id, marker) = (stat.ephemeral_owner, marker.into());
                 let timeout = granted(&self.cluster, self.timeout).await;
@@ -191,13 +193,16 @@ impl Dial {
         }
     }
 
-    /// Sends every credential (after a reconnect too: the crate does not).
-    pub(crate) async fn authenticate(
-        &self,
-        zk: &ZooKeeper,
-    ) -> Result<(), zookeeper_async::ZkError> {
+    /// Sends every credential (after a reconnect too: the crate does not); a
+    /// refusal is [`ZkError::AuthFailed`].
+    pub(crate) async fn authenticate(&self, zk: &ZooKeeper) -> Result<(), ZkError> {
         for auth in &self.auth {
-            zk.add_auth(&auth.scheme, auth.credentials.clone()).await?;
+            zk.add_auth(&auth.scheme, auth.credentials.clone())
+                .await
+                .map_err(|e| match e {
+                    zookeeper_async::ZkError::AuthFailed => ZkError::AuthFailed,
+                    e => zk_error(e),
+                })?;
         }
         Ok(())
     }

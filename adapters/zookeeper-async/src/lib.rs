@@ -124,6 +124,11 @@ impl Builder {
                     .unwrap_or_default();
                 ConnectFailure::NoChroot { chroot }
             }
+            Err(Err(e @ ZkError::AuthFailed)) => {
+                return Err(Error::AuthFailed {
+                    source: Some(lock_client::Cause::new(e)),
+                })
+            }
             Err(Err(e)) if e.is_from_server() => {
                 let failure = ConnectFailure::SessionMarker {
                     prefix: SESSION_MARKER.into(),

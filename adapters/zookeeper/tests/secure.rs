@@ -6,8 +6,7 @@
 //! (lock-conformance's `suite/options.rs`).
 
 use lock_conformance::shared_server;
-use lock_zookeeper::{Auth, Connect, ConnectOptions, Error, LockClient, Tls};
-use std::time::Duration;
+use lock_zookeeper::{Connect, ConnectOptions, Error, LockClient, Tls};
 
 fn connect(cluster: &str, options: ConnectOptions) -> Result<LockClient, Error> {
     LockClient::builder(cluster).options(options).connect()
@@ -29,19 +28,4 @@ fn tls_and_sasl_are_unsupported() {
         matches!(sasl, Err(Error::Unsupported { option: "SASL", .. })),
         "{sasl:?}"
     );
-}
-
-/// A scheme the server has no provider for: refused, not a hang.
-#[test]
-fn an_unknown_auth_scheme_is_auth_failed() {
-    let unknown = connect(
-        &shared_server().connect_string(),
-        ConnectOptions::new()
-            .auth(Auth::new("kerberos-ish", b"x".to_vec()))
-            .connect_timeout(Duration::from_secs(5)),
-    );
-    match unknown {
-        Err(e @ Error::AuthFailed { .. }) => assert!(e.is_auth()),
-        other => panic!("expected AuthFailed, got {other:?}"),
-    }
 }

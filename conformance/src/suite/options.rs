@@ -195,9 +195,10 @@ pub fn chroot_puts_every_node_under_it(b: &Suite) {
     b.close(&by_string);
 }
 
-/// Options that cannot work are typed errors found before connecting: a
+/// Options that cannot work are typed errors: found before connecting, a
 /// creator-only ACL without credentials (`BadOption` naming `acl`) and digest
-/// auth that is not `user:password` (naming `digest auth`).
+/// auth that is not `user:password` (naming `digest auth`); from the server, an
+/// auth scheme it does not know (`AuthFailed`, `is_auth()`).
 pub fn bad_options_are_typed_errors(b: &Suite) {
     let cluster = cluster(b);
     let connect = |options: ConnectOptions| {
@@ -221,6 +222,12 @@ pub fn bad_options_are_typed_errors(b: &Suite) {
             })
         ),
         "{}: {malformed:?}",
+        b.name()
+    );
+    let unknown = connect(ConnectOptions::new().auth(Auth::new("kerberos-ish", b"x".to_vec())));
+    assert!(
+        matches!(&unknown, Err(e @ Error::AuthFailed { .. }) if e.is_auth()),
+        "{}: {unknown:?}",
         b.name()
     );
 }
