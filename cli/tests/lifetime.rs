@@ -330,9 +330,10 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
         );
         // CMD becomes `sleep` itself: a Ctrl-Z while a shell is forking would
         // stop the child in vfork, the shell blocked unstoppably in it (with or
-        // without zklock).
+        // without zklock). Long enough to be stopped on a loaded machine (2 s
+        // ran out before the Ctrl-Z took effect at load 5).
         type_in(&format!(
-            "{} --session-timeout {timeout} exec {lock} -- sh -c 'echo $$ > {}; exec sleep 2'\n",
+            "{} --session-timeout {timeout} exec {lock} -- sh -c 'echo $$ > {}; exec sleep 8'\n",
             env!("CARGO_BIN_EXE_zklock"),
             pid.display(),
         ));
@@ -376,7 +377,7 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
             expected,
             "session timeout {timeout}, stopped {stop} s"
         );
-        // 0: CMD slept its 2 s out; 74: it was stopped for good.
+        // 0: CMD slept its 8 s out; 74: it was stopped for good.
         assert!(!alive(cmd), "session timeout {timeout}: CMD still runs");
     }
     type_in("exit\n");
