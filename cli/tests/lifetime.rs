@@ -345,15 +345,30 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
             let comm = std::fs::read_to_string(format!("/proc/{cmd}/comm")).ok()?;
             (comm.trim() == "sleep").then_some(())
         });
+        // A Ctrl-Z before CMD's group has the terminal (during zklock's start)
+        // is another scenario: this one presses it while CMD runs.
+        until(
+            "CMD's group in the terminal's foreground",
+            Duration::from_secs(10),
+            || {
+                let (group, foreground) = (stat_field(cmd, 3)?, stat_field(cmd, 6)?);
+                (group == foreground).then_some(())
+            },
+        );
         let guard = parent_of(cmd).unwrap();
         let zklock = parent_of(guard).unwrap();
         type_in("\x1a");
         let states = || [cmd, zklock].map(state_of);
         let start = Instant::now();
+        let mut seen = Vec::new();
         while states().iter().any(|s| s.as_deref() != Some("T")) {
+            let now = (states(), state_of(guard));
+            if seen.last().map(|(_, s)| s) != Some(&now) {
+                seen.push((start.elapsed(), now));
+            }
             assert!(
                 start.elapsed() < Duration::from_secs(10),
-                "CMD and zklock not both stopped: {:?}",
+                "session timeout {timeout}: CMD and zklock not both stopped: {:?} (seen: {seen:?})",
                 states()
             );
             std::thread::sleep(Duration::from_millis(20));
