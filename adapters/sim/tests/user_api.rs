@@ -20,30 +20,12 @@
 //!   and prints its trace
 //!   (`cargo test -p lock-sim --test user_api replay -- --nocapture`).
 
+mod support;
+
 use lock_core::{LockEvent, LockSpec};
-use lock_sim::{Coverage, Profile, Sim, SimConfig, Workload};
+use lock_sim::{Coverage, Profile, Sim, SimConfig};
 use std::time::{Duration, Instant};
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
-}
-
-fn workload(name: &str) -> Workload {
-    let w = match name {
-        "exclusive" => Workload::exclusive(),
-        "read_write" => Workload::read_write(),
-        "semaphore" => Workload::semaphore(),
-        "leader" => Workload::leader(),
-        "mixed" => Workload::mixed(),
-        "harsh" => Workload::harsh(),
-        "sections" => Workload::sections(),
-        "fenced" => Workload::fenced(),
-        "features" => Workload::features(),
-        "liveness" => Workload::liveness(),
-        other => panic!("unknown workload {other:?}"),
-    };
-    w.through_lock_client()
-}
+use support::{env_u64, workload};
 
 /// `count` seeds that change from run to run (one in 20 of the fixed ones), from
 /// `SIM_SEED_BASE` or today's date, mixed with `salt`; at and above 2^40.
@@ -64,7 +46,7 @@ fn explored(salt: u64, count: u64) -> std::ops::Range<u64> {
 /// twentieth as many changing ones; fails with the replay command on the first
 /// violation. Returns the schedules run and what their feature checks exercised.
 fn run(name: &str, salt: u64, default_count: u64) -> (u64, Coverage) {
-    let w = workload(name);
+    let w = workload(name).through_lock_client();
     let count = env_u64("LOCK_SIM_USER_SCHEDULES").unwrap_or(default_count);
     let first = env_u64("LOCK_SIM_SEED").unwrap_or(0).wrapping_add(salt);
     let new = explored(salt, count.div_ceil(20));
@@ -341,7 +323,7 @@ fn revocation_inspection_scan_and_observer_through_the_client() {
 fn replay() {
     if let Some(seed) = env_u64("LOCK_SIM_USER_REPLAY") {
         let name = std::env::var("LOCK_SIM_WORKLOAD").unwrap_or_else(|_| "mixed".into());
-        let (result, sim) = workload(&name).simulate(seed, true);
+        let (result, sim) = workload(&name).through_lock_client().simulate(seed, true);
         for e in sim.trace_log() {
             println!("{e}");
         }
@@ -352,7 +334,7 @@ fn replay() {
         return;
     }
     for name in ["exclusive", "mixed"] {
-        let w = workload(name);
+        let w = workload(name).through_lock_client();
         for seed in [1u64, 77] {
             let plain = w.run(seed).expect("passes");
             let replayed = Sim::replay(seed, &w).expect("passes");

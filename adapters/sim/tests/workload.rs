@@ -13,38 +13,11 @@
 //!   schedule and prints its trace
 //!   (`cargo test -p lock-sim --test workload replay -- --nocapture`).
 
-use lock_sim::{FaultConfig, Sim, Workload};
-use std::time::{Duration, Instant};
+mod support;
 
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
-}
-
-fn workload(name: &str) -> Workload {
-    match name {
-        "exclusive" => Workload::exclusive(),
-        "read_write" => Workload::read_write(),
-        "semaphore" => Workload::semaphore(),
-        "leader" => Workload::leader(),
-        "mixed" => Workload::mixed(),
-        "connection_faults" => connection_faults(),
-        "harsh" => Workload::harsh(),
-        "sections" => Workload::sections(),
-        "fenced" => Workload::fenced(),
-        "features" => Workload::features(),
-        "liveness" => Workload::liveness(),
-        other => panic!("unknown workload {other:?}"),
-    }
-}
-
-/// Faults that never take a lock from a correct holder (no admin deletes, no
-/// expiry): no holder is ever exempt from the checks.
-fn connection_faults() -> Workload {
-    let mut w =
-        Workload::mixed().with_faults(FaultConfig::connection_only(Duration::from_millis(150)));
-    w.name = "connection_faults";
-    w
-}
+use lock_sim::{Sim, Workload};
+use std::time::Instant;
+use support::{connection_faults, env_u64, workload};
 
 /// Runs `count` schedules of `w` (seeds offset by `salt` so every workload gets its
 /// own), failing with the replay instructions on the first violation.

@@ -11,9 +11,9 @@ pub(crate) const MS: Duration = Duration::from_millis(1);
 
 // ----- harness ------------------------------------------------------------------
 
-pub(crate) fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
-}
+#[path = "../support/mod.rs"]
+mod support;
+pub(crate) use support::env_u64;
 
 macro_rules! ensure {
     ($cond:expr, $($fmt:tt)+) => {
