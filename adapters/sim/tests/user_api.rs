@@ -24,40 +24,19 @@ mod support;
 
 use lock_core::{LockEvent, LockSpec};
 use lock_sim::{Coverage, Profile, Sim, SimConfig, Workload};
-use std::time::{Duration, Instant};
-use support::{env_u64, explored, replayed_from_env, replays_exactly, workload};
+use std::time::Duration;
+use support::{env_u64, explored, replayed_from_env, replays_exactly, run_schedules, workload};
 
 /// Runs `default_count` fixed schedules of `name` (seeds offset by `salt`) and a
 /// twentieth as many changing ones; fails with the replay command on the first
 /// violation. Returns the schedules run and what their feature checks exercised.
 fn run(name: &str, salt: u64, default_count: u64) -> (u64, Coverage) {
-    let w = workload(name).through_lock_client();
     let count = env_u64("LOCK_SIM_USER_SCHEDULES").unwrap_or(default_count);
     let first = env_u64("LOCK_SIM_SEED").unwrap_or(0).wrapping_add(salt);
-    let new = explored(&format!("{name} through lock-client"), count.div_ceil(20));
-    println!(
-        "{name} through lock-client: seeds {first}..{}",
-        first + count
-    );
-    let start = Instant::now();
-    let (mut steps, mut acquired) = (0u64, 0usize);
-    let mut total = Coverage::default();
-    for seed in (first..first + count).chain(new) {
-        match w.run(seed) {
-            Ok(r) => {
-                steps += r.steps;
-                acquired += r.acquired;
-                total += r.coverage;
-            }
-            // The failure says how to replay it, with its trace.
-            Err(failure) => panic!("{failure}"),
-        }
-    }
-    println!(
-        "{name} through lock-client: {steps} steps, {acquired} acquisitions granted in {:.2}s; {total:?}",
-        start.elapsed().as_secs_f64()
-    );
-    (count, total)
+    let w = workload(name).through_lock_client();
+    let label = format!("{name} through lock-client");
+    let fixed = first..first + count;
+    (count, run_schedules(&w, &label, fixed, count.div_ceil(20)))
 }
 
 /// The liveness mode (`Workload::liveness`) through lock-client: no false

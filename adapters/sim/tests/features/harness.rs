@@ -13,7 +13,7 @@ pub(crate) const MS: Duration = Duration::from_millis(1);
 
 #[path = "../support/mod.rs"]
 mod support;
-pub(crate) use support::{env_u64, explored};
+pub(crate) use support::{env_u64, explored, run_schedules};
 
 macro_rules! ensure {
     ($cond:expr, $($fmt:tt)+) => {

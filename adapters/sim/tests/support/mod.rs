@@ -2,8 +2,9 @@
 //! by the names `LOCK_SIM_WORKLOAD` takes.
 #![allow(dead_code)] // each target uses a part
 
-use lock_sim::{FaultConfig, Sim, TraceEntry, Workload};
-use std::time::Duration;
+use lock_sim::{Coverage, FaultConfig, Sim, TraceEntry, Workload};
+use std::ops::Range;
+use std::time::{Duration, Instant};
 
 /// The number environment variable `name` holds, if set.
 pub fn env_u64(name: &str) -> Option<u64> {
@@ -15,7 +16,7 @@ pub fn env_u64(name: &str) -> Option<u64> {
 /// (UTC), mixed with the test's name. They lie at and above 2^40, apart from the
 /// fixed ranges. The base is printed, and a failure names its seed, so any run
 /// replays (each target says how).
-pub fn explored(name: &str, count: u64) -> std::ops::Range<u64> {
+pub fn explored(name: &str, count: u64) -> Range<u64> {
     let base = env_u64("SIM_SEED_BASE").unwrap_or_else(|| {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
         now.map_or(0, |d| d.as_secs() / 86_400)
@@ -32,6 +33,31 @@ pub fn explored(name: &str, count: u64) -> std::ops::Range<u64> {
         first + count
     );
     first..first + count
+}
+
+/// Runs schedules `fixed` of `w` and `explore` changing ones ([`explored`] for
+/// `label`), failing on the first violation (the failure says how to replay it,
+/// with its trace); prints a summary and returns what the feature checks exercised.
+pub fn run_schedules(w: &Workload, label: &str, fixed: Range<u64>, explore: u64) -> Coverage {
+    let start = Instant::now();
+    println!("{label}: seeds {}..{}", fixed.start, fixed.end);
+    let (mut steps, mut acquired) = (0u64, 0usize);
+    let mut total = Coverage::default();
+    for seed in fixed.chain(explored(label, explore)) {
+        match w.run(seed) {
+            Ok(r) => {
+                steps += r.steps;
+                acquired += r.acquired;
+                total += r.coverage;
+            }
+            Err(failure) => panic!("{failure}"),
+        }
+    }
+    println!(
+        "{label}: {steps} steps, {acquired} acquisitions granted in {:.2}s; {total:?}",
+        start.elapsed().as_secs_f64()
+    );
+    total
 }
 
 /// The workload named `name`: a preset of [`Workload`], or `connection_faults`.
