@@ -179,6 +179,24 @@ fn observer_removes_its_child_watch_once_someone_participates() {
     );
 }
 
+/// Revoking a leader overwrites its node's data, which is its participant id: the
+/// observer's data watch fires, and it once reported a `LeaderChanged` for the same
+/// leader with id `__REVOKE__` (found by lock-sim's feature simulations). A
+/// participant's id never changes: data read again for the reported leader is ignored.
+#[test]
+fn observer_keeps_the_leader_id_when_the_leader_is_asked_to_revoke() {
+    let mut h = H::served(&["/election"]);
+    let leader = candidate(&mut h, 7, b"alpha");
+    h.run(|s, now| s.observe("/election", now));
+    h.serve();
+    assert!(
+        matches!(&h.take_events()[..], [LockEvent::LeaderChanged { leader: Some(l), .. }] if l.id == b"alpha")
+    );
+    h.set_node_data(&leader, REVOKE);
+    assert!(!h.serve().is_empty(), "the observer reads the data again");
+    assert!(h.take_events().is_empty(), "the leader did not change");
+}
+
 #[test]
 fn uncontended_grant_reports_a_crashed_section_for_free() {
     let mut h = H::served(&["/s", SECTION]);
@@ -308,6 +326,64 @@ fn fenced_write_applies_while_held_and_reports_not_held_when_the_check_fails() {
         LockEvent::Lost(LostReason::NodeDeleted),
     ]);
     assert_eq!(h.zk().model.stat("/data").unwrap(), stat, "nothing written");
+}
+
+/// An `open_section` whose multi was in flight when the connection dropped was
+/// once forgotten (found by lock-sim's feature simulations): the user never got
+/// `SectionOpened` although the lock resumed, and the clean release that followed
+/// was a plain delete that left the marker, so the next grant reported a crash.
+/// The core remembers the wanted section state while its outcome is unknown and
+/// sends the (idempotent, fenced) multi again once its node is verified; a release
+/// treats the section as possibly open.
+#[test]
+fn section_call_in_flight_at_a_disconnect_is_not_forgotten() {
+    let (mut h, id, _) = H::holding(LockSpec::write("/s").detect_crashes());
+    h.run(|s, now| s.open_section(id, now));
+    // The server applies the open; its reply is lost with the connection.
+    assert!(matches!(&h.apply_unanswered().op, Op::Multi(ops) if ops.len() == 2));
+    h.reconnect();
+    h.serve();
+    h.expect_events([
+        LockEvent::Suspended,
+        LockEvent::Resumed,
+        LockEvent::SectionOpened,
+    ]);
+    // A clean release closes the section in the same multi as the delete.
+    h.run(|s, now| s.release(id, now));
+    let release = ops(&h.serve());
+    assert!(
+        matches!(&release[..], [Op::Multi(ops)] if ops.iter().any(
+            |o| matches!(o, MultiOp::Delete { path, .. } if path == SECTION))),
+        "the marker stays, the next grant reports a crash: {release:?}"
+    );
+    h.expect_events([LockEvent::Released]);
+    assert!(!h.exists(SECTION));
+}
+
+/// A fenced write still unanswered when the own-node watch reports the node
+/// deleted could not have applied (ZooKeeper answers a session's replies and
+/// firings in one stream: its `check` failed), so it is `NotHeld`; it was once
+/// reported `Unknown(SessionExpired)` with the session alive (found by lock-sim's
+/// feature simulations).
+#[test]
+fn write_in_flight_when_the_node_is_deleted_is_reported_not_held() {
+    let mut h = H::served(&["/f", "/data"]);
+    let (id, node) = h.held_on(LockSpec::write("/f").watch_node());
+    let set = MultiOp::SetData {
+        path: "/data".into(),
+        data: b"100".to_vec(),
+        version: None,
+    };
+    let w = h.run(|s, now| s.fenced_write(id, vec![set], now));
+    // An administrator deletes our node; the firing comes before the write's reply.
+    h.delete_node(&node);
+    h.expect_events([
+        LockEvent::FencedWrite {
+            write: w,
+            result: Err(FencedError::NotHeld),
+        },
+        LockEvent::Lost(LostReason::NodeDeleted),
+    ]);
 }
 
 #[test]

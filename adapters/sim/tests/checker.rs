@@ -2,10 +2,28 @@
 //! purpose and expect the violation, with its seed and step.
 
 use lock_core::{CreateMode, LockSpec, MultiOp};
-use lock_sim::{Latency, Profile, Sim, SimConfig, ViolationKind, Workload};
+use lock_sim::{Latency, Profile, Sim, SimConfig, Violation, ViolationKind, Workload};
 use std::time::Duration;
 
 const T: Duration = Duration::from_secs(1);
+
+/// Seed `seed` of one schedule, the config adapted by `adapt` (an adapter that
+/// breaks the core's contract): `a` holds `/l`, `b` waits, `a` is cut off for five
+/// session timeouts; runs until `a`'s acquisition has ended and `b` holds.
+fn cut_off_holder(seed: u64, adapt: fn(&mut SimConfig)) -> Result<(), Violation> {
+    let mut cfg = SimConfig::new(seed).latency(Latency::fixed(Duration::from_millis(1)));
+    adapt(&mut cfg);
+    let mut sim = Sim::new(cfg);
+    let a = sim.add_client(Profile::KeepsWatches, T);
+    let b = sim.add_client(Profile::KeepsWatches, T);
+    let la = sim.acquire(a, LockSpec::write("/l")).unwrap();
+    sim.settle().unwrap();
+    let lb = sim.acquire(b, LockSpec::write("/l")).unwrap();
+    sim.settle().unwrap();
+    assert!(sim.holds(a, la));
+    sim.partition(a, T * 5);
+    sim.run_until(|s| s.outcome(a, la).is_some() && s.holds(b, lb))
+}
 
 /// An adapter that reports `Disconnected` later than the session timeout breaks the
 /// core's contract: the server expires the holder's session, another client gets the
@@ -14,38 +32,19 @@ const T: Duration = Duration::from_secs(1);
 /// acquires (two holders).
 #[test]
 fn late_disconnect_notice_is_caught() {
-    let mut found = None;
-    for seed in 0..40 {
-        let mut cfg = SimConfig::new(seed).latency(Latency::fixed(Duration::from_millis(1)));
-        cfg.notice_within = 3.0;
-        let mut sim = Sim::new(cfg);
-        let a = sim.add_client(Profile::KeepsWatches, T);
-        let b = sim.add_client(Profile::KeepsWatches, T);
-        let la = sim.acquire(a, LockSpec::write("/l")).unwrap();
-        sim.settle().unwrap();
-        let lb = sim.acquire(b, LockSpec::write("/l")).unwrap();
-        sim.settle().unwrap();
-        assert!(sim.holds(a, la));
-        sim.partition(a, T * 5);
-        match sim.run_until(|s| s.outcome(a, la).is_some() && s.holds(b, lb)) {
-            Err(v) => {
-                assert!(
-                    matches!(
-                        v.kind,
-                        ViolationKind::HolderWithoutNode | ViolationKind::TwoExclusiveHolders
-                    ),
-                    "{v}"
-                );
-                assert_eq!(v.seed, seed);
-                assert!(v.step > 0 && v.detail.contains("/l/"), "{v}");
-                found = Some(v);
-                break;
-            }
-            Ok(()) => continue, // noticed before the expiry this time
-        }
-    }
-    let v = found.expect("some seed notices too late");
-    println!("caught: {v}");
+    // Some seeds notice before the expiry.
+    let (seed, v) = (0..40)
+        .find_map(|seed| Some((seed, cut_off_holder(seed, |c| c.notice_within = 3.0).err()?)))
+        .expect("some seed notices too late");
+    assert!(
+        matches!(
+            v.kind,
+            ViolationKind::HolderWithoutNode | ViolationKind::TwoExclusiveHolders
+        ),
+        "{v}"
+    );
+    assert_eq!(v.seed, seed);
+    assert!(v.step > 0 && v.detail.contains("/l/"), "{v}");
 }
 
 /// An adapter that reports `Disconnected` in time but not how long before it last
@@ -56,18 +55,8 @@ fn late_disconnect_notice_is_caught() {
 fn unreported_contact_is_caught_as_a_late_loss() {
     let mut caught = 0;
     for seed in 0..20 {
-        let mut cfg = SimConfig::new(seed).latency(Latency::fixed(Duration::from_millis(1)));
-        cfg.report_contact = false;
-        let mut sim = Sim::new(cfg);
-        let a = sim.add_client(Profile::KeepsWatches, T);
-        let b = sim.add_client(Profile::KeepsWatches, T);
-        let la = sim.acquire(a, LockSpec::write("/l")).unwrap();
-        sim.settle().unwrap();
-        let lb = sim.acquire(b, LockSpec::write("/l")).unwrap();
-        sim.settle().unwrap();
-        sim.partition(a, T * 5);
         // Some seeds notice early enough for the window to end before the expiry.
-        if let Err(v) = sim.run_until(|s| s.outcome(a, la).is_some() && s.holds(b, lb)) {
+        if let Err(v) = cut_off_holder(seed, |c| c.report_contact = false) {
             assert_eq!(v.kind, ViolationKind::LostTooLate, "{v}");
             caught += 1;
         }
@@ -79,17 +68,7 @@ fn unreported_contact_is_caught_as_a_late_loss() {
 #[test]
 fn timely_disconnect_notice_keeps_one_holder() {
     for seed in 0..40 {
-        let mut sim =
-            Sim::new(SimConfig::new(seed).latency(Latency::fixed(Duration::from_millis(1))));
-        let a = sim.add_client(Profile::KeepsWatches, T);
-        let b = sim.add_client(Profile::KeepsWatches, T);
-        let la = sim.acquire(a, LockSpec::write("/l")).unwrap();
-        sim.settle().unwrap();
-        let lb = sim.acquire(b, LockSpec::write("/l")).unwrap();
-        sim.settle().unwrap();
-        sim.partition(a, T * 5);
-        sim.run_until(|s| s.outcome(a, la).is_some() && s.holds(b, lb))
-            .unwrap();
+        cut_off_holder(seed, |_| {}).unwrap();
     }
 }
 

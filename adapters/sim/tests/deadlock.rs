@@ -1,9 +1,12 @@
 //! Distributed deadlock detection (lock-core's `deadlock` module) on the simulated
 //! server: scripted cycles across sessions and recipes, and the false-positive cases.
 
+mod support;
+
 use lock_core::{FailReason, LockEvent, LockId, LockSpec};
 use lock_sim::{ClientId, Latency, Profile, Sim, SimConfig};
 use std::time::Duration;
+use support::env_u64;
 
 const T: Duration = Duration::from_secs(10);
 const L: Duration = Duration::from_millis(1);
@@ -125,10 +128,6 @@ fn a_plain_wait_is_no_deadlock_and_costs_nothing_before_detect_after() {
 }
 
 // ----- randomized schedules -------------------------------------------------------
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
-}
 
 /// 2-4 owners on 2-3 sessions each take 2-4 of 4 locks (a quarter of them reads)
 /// in random order, hold them, release them, with every fault (disconnects,

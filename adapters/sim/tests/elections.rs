@@ -205,28 +205,16 @@ fn handover(leave: Leave) {
 }
 
 #[test]
-fn handover_on_resign() {
-    handover(Leave::Resign);
-}
-
-#[test]
-fn handover_on_dropping_the_leadership() {
-    handover(Leave::DropLeadership);
-}
-
-#[test]
-fn handover_on_resigning_the_election() {
-    handover(Leave::ResignElection);
-}
-
-#[test]
-fn handover_on_dropping_election_and_leadership() {
-    handover(Leave::DropElectionAndLeadership);
-}
-
-#[test]
-fn handover_on_closing_the_client() {
-    handover(Leave::CloseClient);
+fn handover_is_at_once_whichever_way_the_leader_leaves() {
+    for leave in [
+        Leave::Resign,
+        Leave::DropLeadership,
+        Leave::ResignElection,
+        Leave::DropElectionAndLeadership,
+        Leave::CloseClient,
+    ] {
+        handover(leave);
+    }
 }
 
 #[test]

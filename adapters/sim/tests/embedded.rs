@@ -2,7 +2,7 @@
 //! with its fault knobs. Every wait has a generous bound that turns a hang into a
 //! failure; nothing sleeps to synchronise.
 
-use lock_client::LockStatus;
+use lock_client::{LockGuard, LockStatus};
 use lock_core::{LockEvent, LostReason};
 use lock_sim::Server;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -10,6 +10,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const BOUND: Duration = Duration::from_secs(10);
+
+/// The guard hears `Suspended`, then `Resumed`, each within the bound.
+#[track_caller]
+fn suspended_then_resumed(guard: &LockGuard) {
+    for expected in [LockEvent::Suspended, LockEvent::Resumed] {
+        assert_eq!(guard.next_event_timeout_blocking(BOUND), Some(expected));
+    }
+}
 
 #[test]
 fn clients_exclude_each_other_and_tokens_grow() {
@@ -54,14 +62,7 @@ fn a_short_disconnect_suspends_then_resumes() {
     let client = server.client();
     let guard = client.mutex("/locks/a").lock_blocking().unwrap();
     server.disconnect(&client, Duration::from_millis(200));
-    assert_eq!(
-        guard.next_event_timeout_blocking(BOUND),
-        Some(LockEvent::Suspended)
-    );
-    assert_eq!(
-        guard.next_event_timeout_blocking(BOUND),
-        Some(LockEvent::Resumed)
-    );
+    suspended_then_resumed(&guard);
     assert!(guard.is_trusted());
     guard.release_blocking().unwrap();
 }
@@ -127,14 +128,7 @@ fn a_partition_shorter_than_its_notice_suspends_then_resumes() {
     let guard = client.mutex("/locks/c2").lock_blocking().unwrap();
     server.partition(&client, Duration::from_millis(100));
     // Over before the client would notice (600 ms): the reset is seen as it ends.
-    assert_eq!(
-        guard.next_event_timeout_blocking(BOUND),
-        Some(LockEvent::Suspended)
-    );
-    assert_eq!(
-        guard.next_event_timeout_blocking(BOUND),
-        Some(LockEvent::Resumed)
-    );
+    suspended_then_resumed(&guard);
     assert!(guard.is_trusted());
     guard.release_blocking().unwrap();
 }
@@ -197,14 +191,7 @@ fn heal_ends_a_partition_early_on_the_same_session() {
     // A partition meant to outlast the session, healed at once: noticed as it ends.
     server.partition(&client, Duration::from_secs(3600));
     server.heal(&client);
-    assert_eq!(
-        guard.next_event_timeout_blocking(BOUND),
-        Some(LockEvent::Suspended)
-    );
-    assert_eq!(
-        guard.next_event_timeout_blocking(BOUND),
-        Some(LockEvent::Resumed)
-    );
+    suspended_then_resumed(&guard);
     assert_eq!(client.session_id(), session, "the same session");
     guard.release_blocking().unwrap();
     client.close_blocking();

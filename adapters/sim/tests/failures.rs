@@ -22,17 +22,17 @@ fn sim(seed: u64) -> Sim {
     )
 }
 
-/// A holder `a` and a waiter `b` on separate clients.
+/// A holder `a` and a waiter `b` of `spec` on separate clients.
 fn holder_and_waiter(
     sim: &mut Sim,
-    pa: Profile,
-    pb: Profile,
+    profile: Profile,
+    spec: LockSpec,
 ) -> (ClientId, LockId, ClientId, LockId) {
-    let a = sim.add_client(pa, T);
-    let b = sim.add_client(pb, T);
-    let la = sim.acquire(a, LockSpec::write(LOCK)).unwrap();
+    let a = sim.add_client(profile, T);
+    let b = sim.add_client(profile, T);
+    let la = sim.acquire(a, spec.clone()).unwrap();
     sim.settle().unwrap();
-    let lb = sim.acquire(b, LockSpec::write(LOCK)).unwrap();
+    let lb = sim.acquire(b, spec).unwrap();
     sim.settle().unwrap();
     assert!(sim.holds(a, la));
     assert_eq!(sim.state(b, lb), Some(LockState::Waiting));
@@ -55,7 +55,7 @@ fn finish(sim: &mut Sim, locks: &[(ClientId, LockId)]) {
             break;
         }
         if sim.now().as_millis() > 600_000 {
-            dump(sim);
+            sim.trace_log().iter().for_each(|e| eprintln!("{e}"));
             panic!("not every acquisition ended");
         }
     }
@@ -68,16 +68,6 @@ fn finish(sim: &mut Sim, locks: &[(ClientId, LockId)]) {
     );
 }
 
-fn dump(sim: &Sim) {
-    for e in sim.trace_log() {
-        eprintln!("{e}");
-    }
-}
-
-fn events(sim: &Sim, c: ClientId, l: LockId) -> Vec<LockEvent> {
-    sim.lock_events(c, l)
-}
-
 fn is_acquired(e: &LockEvent) -> bool {
     matches!(e, LockEvent::Acquired(_))
 }
@@ -88,7 +78,7 @@ fn is_acquired(e: &LockEvent) -> bool {
 fn disconnected_waiter_keeps_waiting_and_holder_is_suspended() {
     for profile in PROFILES {
         let mut sim = sim(11);
-        let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, profile);
+        let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK));
         // A silent partition, shorter than the session timeout, for both.
         let t0 = sim.now();
         sim.partition(a, T / 2);
@@ -103,7 +93,7 @@ fn disconnected_waiter_keeps_waiting_and_holder_is_suspended() {
         );
         sim.run_for(T / 2).unwrap();
         assert_eq!(
-            events(&sim, b, lb),
+            sim.lock_events(b, lb),
             vec![],
             "{profile:?}: the waiter heard nothing"
         );
@@ -123,13 +113,13 @@ fn reconnected_holder_verifies_its_node_and_resumes() {
     for profile in PROFILES {
         for in_flight in [InFlight::Applied, InFlight::Lost] {
             let mut sim = sim(12);
-            let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, profile);
+            let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK));
             let session = sim.session_id(a);
             sim.disconnect_with(a, in_flight);
             assert_eq!(sim.lock_events(a, la).last(), Some(&LockEvent::Suspended));
             sim.settle().unwrap();
             assert_eq!(sim.session_id(a), session, "same session");
-            let ev = events(&sim, a, la);
+            let ev = sim.lock_events(a, la);
             assert!(is_acquired(&ev[0]), "{ev:?}");
             assert_eq!(
                 ev[1..],
@@ -147,7 +137,7 @@ fn reconnected_holder_verifies_its_node_and_resumes() {
 fn reconnected_holder_whose_node_is_gone_is_lost() {
     for profile in PROFILES {
         let mut sim = sim(13);
-        let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, profile);
+        let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK));
         let node = sim.grant(a, la).unwrap().path;
         sim.partition(a, T / 2);
         sim.run_until(|s| !s.holds(a, la)).unwrap();
@@ -155,7 +145,7 @@ fn reconnected_holder_whose_node_is_gone_is_lost() {
         sim.admin_delete(&node).unwrap();
         sim.run_until(|s| s.holds(b, lb)).unwrap();
         sim.settle().unwrap();
-        let ev = events(&sim, a, la);
+        let ev = sim.lock_events(a, la);
         assert_eq!(
             ev[1..],
             [
@@ -174,7 +164,7 @@ fn reconnected_holder_whose_node_is_gone_is_lost() {
 fn reconnected_waiter_relists_after_losing_the_release_notification() {
     for profile in PROFILES {
         let mut sim = sim(14);
-        let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, profile);
+        let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK));
         sim.release(a, la).unwrap();
         sim.run_until(|s| s.notifications_in_flight(b) > 0).unwrap();
         assert_eq!(sim.lose_notifications(b), 1);
@@ -211,14 +201,14 @@ fn suspended_too_long_is_lost_and_the_stale_node_deleted() {
         sim.delay_reconnect(a, T / 2);
         sim.run_for(T / 4 + Duration::from_millis(1)).unwrap();
         assert_eq!(
-            events(&sim, a, la)[1..],
+            sim.lock_events(a, la)[1..],
             [
                 LockEvent::Suspended,
                 LockEvent::Lost(LostReason::SuspendedTooLong)
             ],
             "{profile:?}"
         );
-        assert_eq!(events(&sim, a, la2), vec![], "the waiter keeps waiting");
+        assert_eq!(sim.lock_events(a, la2), vec![], "the waiter keeps waiting");
         assert!(
             sim.get(&stale).is_some(),
             "still there: the session lives on the server"
@@ -249,21 +239,16 @@ fn first_at(sim: &Sim, c: ClientId, l: LockId, pick: fn(&LockEvent) -> bool) -> 
 // session timeout), for every recipe that excludes.
 #[test]
 fn a_partitioned_holder_hears_lost_before_another_session_holds() {
-    let specs: [fn() -> LockSpec; 3] = [
-        || LockSpec::write(LOCK),
-        || LockSpec::leader(LOCK, b"a".to_vec()),
-        || LockSpec::semaphore(LOCK, 1),
+    let specs = [
+        LockSpec::write(LOCK),
+        LockSpec::leader(LOCK, b"a".to_vec()),
+        LockSpec::semaphore(LOCK, 1),
     ];
     for profile in PROFILES {
         for (k, spec) in specs.iter().enumerate() {
             for seed in 0..40 {
                 let mut sim = sim(1000 + seed);
-                let a = sim.add_client(profile, T);
-                let b = sim.add_client(profile, T);
-                let la = sim.acquire(a, spec()).unwrap();
-                sim.settle().unwrap();
-                let lb = sim.acquire(b, spec()).unwrap();
-                sim.settle().unwrap();
+                let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, spec.clone());
                 let cut = sim.now();
                 sim.partition(a, T * 3);
                 sim.run_until(|s| s.holds(b, lb)).unwrap();
@@ -299,7 +284,7 @@ fn a_short_partition_suspends_then_resumes() {
             sim.settle().unwrap();
             sim.partition(a, T / 2);
             sim.run_for(T * 2).unwrap();
-            let seen = events(&sim, a, la);
+            let seen = sim.lock_events(a, la);
             assert!(
                 seen.ends_with(&[LockEvent::Suspended, LockEvent::Resumed]) || seen.len() == 1, // healed before the client noticed
                 "{profile:?} seed {seed}: {seen:?}"
@@ -336,7 +321,7 @@ fn session_expiry_loses_the_held_and_fails_the_waiting() {
             sim.settle().unwrap();
             assert_ne!(sim.session_id(a), old, "{profile:?}: a new session");
             assert!(sim.session_id(a).is_some());
-            let ev = events(&sim, a, la);
+            let ev = sim.lock_events(a, la);
             // Partitioned, the suspension grace (the session timeout) may run out
             // before the client can reconnect and learn of the expiry.
             let lost = if partitioned && ev[2] == LockEvent::Lost(LostReason::SuspendedTooLong) {
@@ -350,7 +335,7 @@ fn session_expiry_loses_the_held_and_fails_the_waiting() {
                 "{profile:?} partitioned={partitioned}"
             );
             assert_eq!(
-                events(&sim, a, la2),
+                sim.lock_events(a, la2),
                 vec![LockEvent::Failed(FailReason::SessionExpired)],
                 "{profile:?} partitioned={partitioned}"
             );
@@ -385,7 +370,7 @@ fn own_node_deleted_fails_the_waiter_and_loses_the_holder() {
         sim.admin_delete(&nb[0]).unwrap();
         sim.settle().unwrap();
         assert_eq!(
-            events(&sim, b, lb),
+            sim.lock_events(b, lb),
             vec![LockEvent::Failed(FailReason::NodeDeleted)],
             "{profile:?}"
         );
@@ -394,7 +379,7 @@ fn own_node_deleted_fails_the_waiter_and_loses_the_holder() {
         sim.admin_delete(&na).unwrap();
         sim.settle().unwrap();
         assert_eq!(
-            events(&sim, a, la)[1..],
+            sim.lock_events(a, la)[1..],
             [LockEvent::Lost(LostReason::NodeDeleted)],
             "{profile:?}"
         );
@@ -446,50 +431,34 @@ fn create_lost_with_the_connection_is_adopted_or_made_again() {
 // Row: Cancel / timeout / drop while waiting -> delete own node (also one whose
 // create is still in flight or was lost); retry while the session lives.
 #[test]
-fn cancel_while_the_create_is_in_flight_leaves_no_node() {
+fn cancel_while_the_create_is_in_flight_or_unanswered_leaves_no_node() {
     for profile in PROFILES {
-        let mut sim = sim(19);
-        let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, profile);
-        let lb2 = sim.acquire(b, LockSpec::write(LOCK)).unwrap();
-        assert_eq!(sim.requests_in_flight(b), 2, "create and listing in flight");
-        sim.cancel(b, lb2).unwrap();
-        assert_eq!(
-            events(&sim, b, lb2),
-            vec![LockEvent::Failed(FailReason::Cancelled)]
-        );
-        sim.settle().unwrap();
-        assert_eq!(
-            sim.owned_nodes(b, LOCK).len(),
-            1,
-            "{profile:?}: only the first acquisition's"
-        );
-        finish(&mut sim, &[(a, la), (b, lb), (b, lb2)]);
-    }
-}
-
-#[test]
-fn cancel_while_disconnected_after_a_lost_create_reply_deletes_the_node_later() {
-    for profile in PROFILES {
-        let mut sim = sim(20);
-        let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, profile);
-        let lb2 = sim.acquire(b, LockSpec::write(LOCK)).unwrap();
-        // The create reaches the server, its reply is lost; the user cancels while
-        // the client is away.
-        sim.disconnect_with(b, InFlight::Applied);
-        sim.delay_reconnect(b, T / 3);
-        assert_eq!(sim.owned_nodes(b, LOCK).len(), 2);
-        sim.cancel(b, lb2).unwrap();
-        assert_eq!(
-            events(&sim, b, lb2),
-            vec![LockEvent::Failed(FailReason::Cancelled)]
-        );
-        sim.settle().unwrap();
-        assert_eq!(
-            sim.owned_nodes(b, LOCK).len(),
-            1,
-            "{profile:?}: the cancelled one is gone"
-        );
-        finish(&mut sim, &[(a, la), (b, lb), (b, lb2)]);
+        for (seed, away) in [(19, false), (20, true)] {
+            let mut sim = sim(seed);
+            let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK));
+            let lb2 = sim.acquire(b, LockSpec::write(LOCK)).unwrap();
+            if away {
+                // The create reaches the server, its reply is lost; the user
+                // cancels while the client is away.
+                sim.disconnect_with(b, InFlight::Applied);
+                sim.delay_reconnect(b, T / 3);
+                assert_eq!(sim.owned_nodes(b, LOCK).len(), 2);
+            } else {
+                assert_eq!(sim.requests_in_flight(b), 2, "create and listing in flight");
+            }
+            sim.cancel(b, lb2).unwrap();
+            assert_eq!(
+                sim.lock_events(b, lb2),
+                vec![LockEvent::Failed(FailReason::Cancelled)]
+            );
+            sim.settle().unwrap();
+            assert_eq!(
+                sim.owned_nodes(b, LOCK).len(),
+                1,
+                "{profile:?} away: {away}: only the first acquisition's"
+            );
+            finish(&mut sim, &[(a, la), (b, lb), (b, lb2)]);
+        }
     }
 }
 
@@ -508,7 +477,7 @@ fn timeout_while_waiting_fails_at_the_deadline_and_deletes_the_node() {
         sim.run_until(|s| s.outcome(b, lb).is_some()).unwrap();
         assert_eq!(sim.now(), deadline, "failed exactly at the deadline");
         assert_eq!(
-            events(&sim, b, lb),
+            sim.lock_events(b, lb),
             vec![LockEvent::Failed(FailReason::Timeout)]
         );
         sim.settle().unwrap();
@@ -521,7 +490,7 @@ fn timeout_while_waiting_fails_at_the_deadline_and_deletes_the_node() {
 fn cancelled_waiter_on_a_dropping_connection_retries_the_delete_while_the_session_lives() {
     for profile in PROFILES {
         let mut sim = sim(22);
-        let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, profile);
+        let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK));
         sim.cancel(b, lb).unwrap();
         // The delete is lost with the connection, twice.
         sim.disconnect_with(b, InFlight::Lost);
@@ -539,7 +508,7 @@ fn release_lost_with_the_connection_is_retried_and_no_node_counts_as_released() 
     for profile in PROFILES {
         for in_flight in [InFlight::Lost, InFlight::Applied] {
             let mut sim = sim(23);
-            let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, profile);
+            let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK));
             sim.release(a, la).unwrap();
             assert_eq!(sim.requests_in_flight(a), 1, "the delete");
             sim.disconnect_with(a, in_flight);
@@ -561,7 +530,7 @@ fn release_lost_with_the_connection_is_retried_and_no_node_counts_as_released() 
 fn closing_a_client_ends_its_locks() {
     for profile in PROFILES {
         let mut sim = sim(24);
-        let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, profile);
+        let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK));
         let la2 = sim.acquire(a, LockSpec::write(LOCK)).unwrap();
         sim.settle().unwrap();
         sim.close(a);

@@ -20,79 +20,23 @@
 //!   and prints its trace
 //!   (`cargo test -p lock-sim --test user_api replay -- --nocapture`).
 
+mod support;
+
 use lock_core::{LockEvent, LockSpec};
 use lock_sim::{Coverage, Profile, Sim, SimConfig, Workload};
-use std::time::{Duration, Instant};
-
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
-}
-
-fn workload(name: &str) -> Workload {
-    let w = match name {
-        "exclusive" => Workload::exclusive(),
-        "read_write" => Workload::read_write(),
-        "semaphore" => Workload::semaphore(),
-        "leader" => Workload::leader(),
-        "mixed" => Workload::mixed(),
-        "harsh" => Workload::harsh(),
-        "sections" => Workload::sections(),
-        "fenced" => Workload::fenced(),
-        "features" => Workload::features(),
-        "liveness" => Workload::liveness(),
-        other => panic!("unknown workload {other:?}"),
-    };
-    w.through_lock_client()
-}
-
-/// `count` seeds that change from run to run (one in 20 of the fixed ones), from
-/// `SIM_SEED_BASE` or today's date, mixed with `salt`; at and above 2^40.
-fn explored(salt: u64, count: u64) -> std::ops::Range<u64> {
-    let base = env_u64("SIM_SEED_BASE").unwrap_or_else(|| {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-        now.map_or(0, |d| d.as_secs() / 86_400)
-    });
-    // splitmix64's finalizer over the base and the salt.
-    let mut x = base ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    let first = (1 << 40) + ((x ^ (x >> 31)) >> 24);
-    first..first + count
-}
+use std::time::Duration;
+use support::{env_u64, explored, replayed_from_env, replays_exactly, run_schedules, workload};
 
 /// Runs `default_count` fixed schedules of `name` (seeds offset by `salt`) and a
 /// twentieth as many changing ones; fails with the replay command on the first
 /// violation. Returns the schedules run and what their feature checks exercised.
 fn run(name: &str, salt: u64, default_count: u64) -> (u64, Coverage) {
-    let w = workload(name);
     let count = env_u64("LOCK_SIM_USER_SCHEDULES").unwrap_or(default_count);
     let first = env_u64("LOCK_SIM_SEED").unwrap_or(0).wrapping_add(salt);
-    let new = explored(salt, count.div_ceil(20));
-    println!(
-        "{name} through lock-client: seeds {first}..{} and {}..{} (SIM_SEED_BASE)",
-        first + count,
-        new.start,
-        new.end
-    );
-    let start = Instant::now();
-    let (mut steps, mut acquired) = (0u64, 0usize);
-    let mut total = Coverage::default();
-    for seed in (first..first + count).chain(new) {
-        match w.run(seed) {
-            Ok(r) => {
-                steps += r.steps;
-                acquired += r.acquired;
-                total += r.coverage;
-            }
-            // The failure says how to replay it, with its trace.
-            Err(failure) => panic!("{failure}"),
-        }
-    }
-    println!(
-        "{name} through lock-client: {steps} steps, {acquired} acquisitions granted in {:.2}s; {total:?}",
-        start.elapsed().as_secs_f64()
-    );
-    (count, total)
+    let w = workload(name).through_lock_client();
+    let label = format!("{name} through lock-client");
+    let fixed = first..first + count;
+    (count, run_schedules(&w, &label, fixed, count.div_ceil(20)))
 }
 
 /// The liveness mode (`Workload::liveness`) through lock-client: no false
@@ -178,12 +122,10 @@ fn deadlock_schedules() {
     let first = env_u64("LOCK_SIM_SEED")
         .unwrap_or(0)
         .wrapping_add(19_000_000);
-    let new = explored(19_000_000, count.div_ceil(20));
+    let new = explored("deadlock through lock-client", count.div_ceil(20));
     println!(
-        "deadlock through lock-client: seeds {first}..{} and {}..{} (SIM_SEED_BASE)",
-        first + count,
-        new.start,
-        new.end
+        "deadlock through lock-client: seeds {first}..{}",
+        first + count
     );
     let (mut victims, mut acquisitions) = (0, 0);
     for seed in (first..first + count).chain(new) {
@@ -339,31 +281,14 @@ fn revocation_inspection_scan_and_observer_through_the_client() {
 /// trace) and differs from the bare core's only in who reports: the user.
 #[test]
 fn replay() {
-    if let Some(seed) = env_u64("LOCK_SIM_USER_REPLAY") {
-        let name = std::env::var("LOCK_SIM_WORKLOAD").unwrap_or_else(|_| "mixed".into());
-        let (result, sim) = workload(&name).simulate(seed, true);
-        for e in sim.trace_log() {
-            println!("{e}");
-        }
-        match result {
-            Ok(r) => println!("schedule {seed} of {name} through lock-client: ok: {r:?}"),
-            Err(v) => panic!("schedule {seed} of {name} through lock-client: {v}"),
-        }
+    if replayed_from_env("LOCK_SIM_USER_REPLAY", Workload::through_lock_client) {
         return;
     }
     for name in ["exclusive", "mixed"] {
-        let w = workload(name);
         for seed in [1u64, 77] {
-            let plain = w.run(seed).expect("passes");
-            let replayed = Sim::replay(seed, &w).expect("passes");
-            assert_eq!(plain, replayed, "{name} {seed}");
-            let (_, a) = w.simulate(seed, true);
-            let (_, b) = w.simulate(seed, true);
-            assert_eq!(a.trace_log(), b.trace_log(), "{name} {seed}: same trace");
+            let trace = replays_exactly(&workload(name).through_lock_client(), seed);
             assert!(
-                a.trace_log()
-                    .iter()
-                    .any(|e| e.text.starts_with("user polled")),
+                trace.iter().any(|e| e.text.starts_with("user polled")),
                 "{name} {seed}: the trace shows the user's polls"
             );
         }

@@ -13,38 +13,11 @@
 //!   schedule and prints its trace
 //!   (`cargo test -p lock-sim --test workload replay -- --nocapture`).
 
-use lock_sim::{FaultConfig, Sim, Workload};
-use std::time::{Duration, Instant};
+mod support;
 
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
-}
-
-fn workload(name: &str) -> Workload {
-    match name {
-        "exclusive" => Workload::exclusive(),
-        "read_write" => Workload::read_write(),
-        "semaphore" => Workload::semaphore(),
-        "leader" => Workload::leader(),
-        "mixed" => Workload::mixed(),
-        "connection_faults" => connection_faults(),
-        "harsh" => Workload::harsh(),
-        "sections" => Workload::sections(),
-        "fenced" => Workload::fenced(),
-        "features" => Workload::features(),
-        "liveness" => Workload::liveness(),
-        other => panic!("unknown workload {other:?}"),
-    }
-}
-
-/// Faults that never take a lock from a correct holder (no admin deletes, no
-/// expiry): no holder is ever exempt from the checks.
-fn connection_faults() -> Workload {
-    let mut w =
-        Workload::mixed().with_faults(FaultConfig::connection_only(Duration::from_millis(150)));
-    w.name = "connection_faults";
-    w
-}
+use lock_sim::Workload;
+use std::time::Instant;
+use support::{connection_faults, env_u64, replayed_from_env, replays_exactly, workload};
 
 /// Runs `count` schedules of `w` (seeds offset by `salt` so every workload gets its
 /// own), failing with the replay instructions on the first violation.
@@ -182,29 +155,12 @@ fn liveness_regressions() {
 /// that replaying is exact (same report, same trace, twice).
 #[test]
 fn replay() {
-    if let Some(seed) = env_u64("LOCK_SIM_REPLAY") {
-        let name = std::env::var("LOCK_SIM_WORKLOAD").unwrap_or_else(|_| "mixed".into());
-        let w = workload(&name);
-        let (result, sim) = w.simulate(seed, true);
-        for e in sim.trace_log() {
-            println!("{e}");
-        }
-        match result {
-            Ok(r) => println!("schedule {seed} of {name}: ok: {r:?}"),
-            Err(v) => panic!("schedule {seed} of {name}: {v}"),
-        }
+    if replayed_from_env("LOCK_SIM_REPLAY", |w| w) {
         return;
     }
     for name in ["exclusive", "read_write", "semaphore", "leader", "mixed"] {
-        let w = workload(name);
         for seed in [1u64, 77, 4242] {
-            let plain = w.run(seed).expect("passes");
-            let replayed = Sim::replay(seed, &w).expect("passes");
-            assert_eq!(plain, replayed, "{name} {seed}");
-            let (_, a) = w.simulate(seed, true);
-            let (_, b) = w.simulate(seed, true);
-            assert_eq!(a.trace_log(), b.trace_log(), "{name} {seed}: same trace");
-            assert!(!a.trace_log().is_empty());
+            assert!(!replays_exactly(&workload(name), seed).is_empty());
         }
     }
 }

@@ -11,3 +11,18 @@ pub mod names;
 pub mod replay;
 pub mod session;
 pub mod simulation;
+
+/// Decodes a case from fuzzer bytes and checks it with `check` (each target's
+/// `run`). Returns whether the bytes decoded to a case (the others test nothing).
+pub fn decode_and_check<C: for<'a> arbitrary::Arbitrary<'a>, R>(
+    data: &[u8],
+    check: fn(&C) -> R,
+) -> bool {
+    match C::arbitrary_take_rest(arbitrary::Unstructured::new(data)) {
+        Ok(case) => {
+            check(&case);
+            true
+        }
+        Err(_) => false,
+    }
+}

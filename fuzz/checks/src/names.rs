@@ -15,7 +15,7 @@
 //!   a window of 2^30 either side) and is a consistent total order: antisymmetric,
 //!   transitive, and sorting names by it gives the reference order.
 
-use arbitrary::{Arbitrary, Unstructured};
+use arbitrary::Arbitrary;
 use lock_core::names::{
     compare_sequences, format_sequence, node_prefix, parse_name, parse_participant, parse_sequence,
     relative_sequence, ParsedName,
@@ -330,15 +330,7 @@ pub fn check_case(case: &NamesCase) {
     }
 }
 
-/// Decodes a case from fuzzer bytes and runs it (the fuzz target's entry point).
-/// Returns whether the bytes decoded to a case (the others test nothing).
+/// The fuzz target's entry point: [`crate::decode_and_check`] with [`check_case`].
 pub fn run(data: &[u8]) -> bool {
-    let u = Unstructured::new(data);
-    match NamesCase::arbitrary_take_rest(u) {
-        Ok(case) => {
-            check_case(&case);
-            true
-        }
-        Err(_) => false,
-    }
+    crate::decode_and_check(data, check_case)
 }

@@ -16,6 +16,16 @@ pub(crate) fn fenced_set(token: i64, n: u32) -> Vec<MultiOp> {
     }]
 }
 
+/// Makes [`DATA`] and has the checker audit the fenced writes to it under [`ACCOUNT`].
+pub(crate) fn audited_account(w: &mut World) -> Result<(), String> {
+    w.sim
+        .admin_create("/bank", b"", CreateMode::Persistent)
+        .and_then(|_| w.sim.admin_create(DATA, b"", CreateMode::Persistent))
+        .map_err(|e| e.to_string())?;
+    w.sim.audit_fenced_writes(DATA, ACCOUNT);
+    Ok(())
+}
+
 /// The outcome of fenced write `write` of (c, l), once reported.
 fn write_result(sim: &Sim, c: ClientId, l: LockId, write: u64) -> Option<Result<(), FencedError>> {
     sim.lock_events(c, l).into_iter().find_map(|e| match e {
@@ -54,11 +64,7 @@ fn fenced_writes_reject_stale_holders() {
         3000,
         |seed, trace| {
             let mut w = World::new(seed, trace);
-            w.sim
-                .admin_create("/bank", b"", CreateMode::Persistent)
-                .and_then(|_| w.sim.admin_create(DATA, b"", CreateMode::Persistent))
-                .map_err(|e| e.to_string())?;
-            w.sim.audit_fenced_writes(DATA, ACCOUNT);
+            audited_account(&mut w)?;
             let (a, b) = (w.client(), w.client());
             let kinds = [
                 Stale::NodeDeleted,

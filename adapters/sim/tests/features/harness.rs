@@ -11,9 +11,9 @@ pub(crate) const MS: Duration = Duration::from_millis(1);
 
 // ----- harness ------------------------------------------------------------------
 
-pub(crate) fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
-}
+#[path = "../support/mod.rs"]
+mod support;
+pub(crate) use support::{env_u64, explored, run_schedules};
 
 macro_rules! ensure {
     ($cond:expr, $($fmt:tt)+) => {
@@ -29,30 +29,6 @@ pub(crate) type Tag = String;
 /// One new seed per this many fixed ones: every run also explores schedules no
 /// earlier run saw (see [`explored`]).
 pub(crate) const EXPLORE_ONE_IN: u64 = 50;
-
-/// `count` seeds that change from run to run, for test `name`: from a base taken
-/// from `SIM_SEED_BASE` (CI sets it from the commit) or else from today's date
-/// (UTC), mixed with the test's name. They lie at and above 2^40, apart from the
-/// fixed ranges. The base is printed, and a failure names its seed, so any run
-/// replays with `FEATURES_SEED=<seed>`.
-pub(crate) fn explored(name: &str, count: u64) -> std::ops::Range<u64> {
-    let base = env_u64("SIM_SEED_BASE").unwrap_or_else(|| {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-        now.map_or(0, |d| d.as_secs() / 86_400)
-    });
-    // FNV-1a of the name, then splitmix64's finalizer: each test gets its own range.
-    let mut x = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64 ^ base, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    let first = (1 << 40) + ((x ^ (x >> 31)) >> 24);
-    println!(
-        "{name}: exploring seeds {first}..{} (SIM_SEED_BASE={base})",
-        first + count
-    );
-    first..first + count
-}
 
 /// Runs `scenario` over the fixed seeds `salt..salt + default` (`FEATURES_SEEDS`
 /// overrides the count) and one new seed in [`EXPLORE_ONE_IN`] (see [`explored`]);

@@ -1,8 +1,8 @@
 //! Max-hold leases expire and hand over.
 
-use crate::fenced::{fenced_set, ACCOUNT, DATA};
+use crate::fenced::{audited_account, fenced_set, ACCOUNT, DATA};
 use crate::harness::{acquired_at, for_seeds, inject, Fault, World, ALL_FAULTS, MS, T};
-use lock_core::{CreateMode, LockEvent, LockSpec, LostReason};
+use lock_core::{LockEvent, LockSpec, LostReason};
 use std::time::Duration;
 
 /// A holder with a max-hold lease loses the lock when the lease runs out:
@@ -17,11 +17,7 @@ fn leases_expire_and_hand_over() {
         3000,
         |seed, trace| {
             let mut w = World::new(seed, trace);
-            w.sim
-                .admin_create("/bank", b"", CreateMode::Persistent)
-                .and_then(|_| w.sim.admin_create(DATA, b"", CreateMode::Persistent))
-                .map_err(|e| e.to_string())?;
-            w.sim.audit_fenced_writes(DATA, ACCOUNT);
+            audited_account(&mut w)?;
             let (h, wt) = (w.client(), w.client());
             let max_hold = w.rng.duration(50 * MS, 800 * MS);
             let fault = ALL_FAULTS[w.rng.index(ALL_FAULTS.len())];

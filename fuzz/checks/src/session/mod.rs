@@ -32,7 +32,6 @@
 //! (`steps.rs`), the server's steps (`serving.rs`), the run
 //! (`running.rs`), and owners, deadlocks and inspection (`detect.rs`).
 
-use arbitrary::{Arbitrary, Unstructured};
 use lock_core::names::{format_sequence, node_prefix};
 use lock_core::{
     AttemptId, Config, CreateMode, Grant, Leader, LockEvent, LockId, MultiOp, NameScheme, NodeKind,
@@ -367,15 +366,7 @@ pub fn check_case(case: &SessionCase) -> Outcome {
     h.outcome
 }
 
-/// Decodes a case from fuzzer bytes and runs it (the fuzz target's entry point).
-/// Returns whether the bytes decoded to a case (the others test nothing).
+/// The fuzz target's entry point: [`crate::decode_and_check`] with [`check_case`].
 pub fn run(data: &[u8]) -> bool {
-    let u = Unstructured::new(data);
-    match SessionCase::arbitrary_take_rest(u) {
-        Ok(case) => {
-            check_case(&case);
-            true
-        }
-        Err(_) => false,
-    }
+    crate::decode_and_check(data, check_case)
 }

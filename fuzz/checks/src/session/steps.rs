@@ -341,12 +341,31 @@ impl Harness {
         }
     }
 
+    /// The kind and model state of lock `id`, if this session started it.
+    fn task_of(&self, id: LockId) -> Option<(TaskKind, M)> {
+        let i = *self.by_id.get(&id)?;
+        Some((self.locks[i].kind, self.locks[i].state))
+    }
+
+    /// A call on a lock that had ended (`task`) brings no event of it.
+    fn check_silent_after_end(
+        &mut self,
+        id: LockId,
+        task: Option<(TaskKind, M)>,
+        events: &[(LockId, LockEvent)],
+    ) {
+        if matches!(task, Some((_, M::Ended))) {
+            check!(
+                self,
+                events.iter().all(|(l, _)| *l != id),
+                "events after the end of {id}"
+            );
+        }
+    }
+
     pub(super) fn release(&mut self, p: LockPick) {
         let id = self.pick_lock(p);
-        let task = self
-            .by_id
-            .get(&id)
-            .map(|&i| (self.locks[i].kind, self.locks[i].state));
+        let task = self.task_of(id);
         let r = self.s.release(id, self.now);
         self.log(|| format!("release {id} ({task:?}) -> {r:?}"));
         match task {
@@ -371,21 +390,12 @@ impl Harness {
             ),
         }
         let events = self.drain();
-        if matches!(task, Some((_, M::Ended))) {
-            check!(
-                self,
-                events.iter().all(|(l, _)| *l != id),
-                "events after the end of {id}"
-            );
-        }
+        self.check_silent_after_end(id, task, &events);
     }
 
     pub(super) fn cancel(&mut self, p: LockPick) {
         let id = self.pick_lock(p);
-        let task = self
-            .by_id
-            .get(&id)
-            .map(|&i| (self.locks[i].kind, self.locks[i].state));
+        let task = self.task_of(id);
         if let Some(&i) = self.by_id.get(&id) {
             if self.locks[i].state == M::Waiting {
                 self.locks[i].cancelled = true;
@@ -418,12 +428,6 @@ impl Harness {
                 "cancel of waiting {id} did not fail it: {events:?}"
             );
         }
-        if matches!(task, Some((_, M::Ended))) {
-            check!(
-                self,
-                events.iter().all(|(l, _)| *l != id),
-                "events after the end of {id}"
-            );
-        }
+        self.check_silent_after_end(id, task, &events);
     }
 }

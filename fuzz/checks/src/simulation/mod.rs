@@ -19,7 +19,6 @@
 //! (`input.rs`) and the steps (`steps.rs`); the driver,
 //! the end of a case and the run stay here.
 
-use arbitrary::{Arbitrary, Unstructured};
 use lock_core::names::parse_name;
 use lock_core::{CreateMode, LockId, LockState};
 use lock_sim::{ClientConfig, ClientId, FaultConfig, Profile, Sim, SimConfig};
@@ -240,15 +239,7 @@ pub fn check_case(case: &SimCase) {
     d.finish();
 }
 
-/// Decodes a case from fuzzer bytes and runs it (the fuzz target's entry point).
-/// Returns whether the bytes decoded to a case (the others test nothing).
+/// The fuzz target's entry point: [`crate::decode_and_check`] with [`check_case`].
 pub fn run(data: &[u8]) -> bool {
-    let u = Unstructured::new(data);
-    match SimCase::arbitrary_take_rest(u) {
-        Ok(case) => {
-            check_case(&case);
-            true
-        }
-        Err(_) => false,
-    }
+    crate::decode_and_check(data, check_case)
 }

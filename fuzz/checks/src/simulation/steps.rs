@@ -99,15 +99,20 @@ impl Driver {
                     }
                 }
             }
-            SimStep::Release(t) => {
-                if let Some((c, l)) = self.task(*t) {
-                    let _ = self.sim.release(c, l);
-                }
-            }
-            SimStep::Cancel(t) => {
-                if let Some((c, l)) = self.task(*t) {
-                    let _ = self.sim.cancel(c, l);
-                }
+            SimStep::Release(t)
+            | SimStep::Cancel(t)
+            | SimStep::OpenSection(t)
+            | SimStep::CloseSection(t) => {
+                let Some((c, l)) = self.task(*t) else {
+                    return;
+                };
+                // A refusal (a lock ended, or not held) is a valid answer to a random step.
+                let _ = match step {
+                    SimStep::Release(_) => self.sim.release(c, l),
+                    SimStep::Cancel(_) => self.sim.cancel(c, l),
+                    SimStep::OpenSection(_) => self.sim.open_section(c, l),
+                    _ => self.sim.close_section(c, l),
+                };
             }
             SimStep::Observe { client, dir } => {
                 let c = self.client(*client);
@@ -139,34 +144,21 @@ impl Driver {
                     });
                 }
             }
-            SimStep::OpenSection(t) => {
-                if let Some((c, l)) = self.task(*t) {
-                    let _ = self.sim.open_section(c, l);
-                }
-            }
-            SimStep::CloseSection(t) => {
-                if let Some((c, l)) = self.task(*t) {
-                    let _ = self.sim.close_section(c, l);
-                }
-            }
             SimStep::FencedWrite { lock, node } => {
                 if let Some((c, l)) = self.task(*lock) {
                     if self.sim.get("/data").is_none() {
                         let _ = self.sim.admin_create("/data", b"", CreateMode::Persistent);
                     }
-                    let op = MultiOp::SetData {
-                        path: "/data/x".into(),
-                        data: vec![*node],
-                        version: None,
-                    };
-                    let op = if self.sim.get("/data/x").is_none() {
-                        MultiOp::Create {
-                            path: "/data/x".into(),
-                            data: vec![*node],
-                            mode: CreateMode::Persistent,
-                        }
+                    let (path, data) = ("/data/x".to_owned(), vec![*node]);
+                    let op = if self.sim.get(&path).is_none() {
+                        let mode = CreateMode::Persistent;
+                        MultiOp::Create { path, data, mode }
                     } else {
-                        op
+                        MultiOp::SetData {
+                            path,
+                            data,
+                            version: None,
+                        }
                     };
                     let _ = self.sim.fenced_write(c, l, vec![op]);
                 }

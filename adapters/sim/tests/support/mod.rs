@@ -1,0 +1,121 @@
+//! What the seeded test targets share: their environment knobs, and the workloads
+//! by the names `LOCK_SIM_WORKLOAD` takes.
+#![allow(dead_code)] // each target uses a part
+
+use lock_sim::{Coverage, FaultConfig, Sim, TraceEntry, Workload};
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+/// The number environment variable `name` holds, if set.
+pub fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+/// `count` seeds that change from run to run, for test `name`: from a base taken
+/// from `SIM_SEED_BASE` (CI sets it from the commit) or else from today's date
+/// (UTC), mixed with the test's name. They lie at and above 2^40, apart from the
+/// fixed ranges. The base is printed, and a failure names its seed, so any run
+/// replays (each target says how).
+pub fn explored(name: &str, count: u64) -> Range<u64> {
+    let base = env_u64("SIM_SEED_BASE").unwrap_or_else(|| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        now.map_or(0, |d| d.as_secs() / 86_400)
+    });
+    // FNV-1a of the name, then splitmix64's finalizer: each test gets its own range.
+    let mut x = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64 ^ base, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    let first = (1 << 40) + ((x ^ (x >> 31)) >> 24);
+    println!(
+        "{name}: exploring seeds {first}..{} (SIM_SEED_BASE={base})",
+        first + count
+    );
+    first..first + count
+}
+
+/// Runs schedules `fixed` of `w` and `explore` changing ones ([`explored`] for
+/// `label`), failing on the first violation (the failure says how to replay it,
+/// with its trace); prints a summary and returns what the feature checks exercised.
+pub fn run_schedules(w: &Workload, label: &str, fixed: Range<u64>, explore: u64) -> Coverage {
+    let start = Instant::now();
+    println!("{label}: seeds {}..{}", fixed.start, fixed.end);
+    let (mut steps, mut acquired) = (0u64, 0usize);
+    let mut total = Coverage::default();
+    for seed in fixed.chain(explored(label, explore)) {
+        match w.run(seed) {
+            Ok(r) => {
+                steps += r.steps;
+                acquired += r.acquired;
+                total += r.coverage;
+            }
+            Err(failure) => panic!("{failure}"),
+        }
+    }
+    println!(
+        "{label}: {steps} steps, {acquired} acquisitions granted in {:.2}s; {total:?}",
+        start.elapsed().as_secs_f64()
+    );
+    total
+}
+
+/// The workload named `name`: a preset of [`Workload`], or `connection_faults`.
+pub fn workload(name: &str) -> Workload {
+    match name {
+        "exclusive" => Workload::exclusive(),
+        "read_write" => Workload::read_write(),
+        "semaphore" => Workload::semaphore(),
+        "leader" => Workload::leader(),
+        "mixed" => Workload::mixed(),
+        "connection_faults" => connection_faults(),
+        "harsh" => Workload::harsh(),
+        "sections" => Workload::sections(),
+        "fenced" => Workload::fenced(),
+        "features" => Workload::features(),
+        "liveness" => Workload::liveness(),
+        other => panic!("unknown workload {other:?}"),
+    }
+}
+
+/// Faults that never take a lock from a correct holder (no admin deletes, no
+/// expiry): no holder is ever exempt from the checks.
+pub fn connection_faults() -> Workload {
+    let mut w =
+        Workload::mixed().with_faults(FaultConfig::connection_only(Duration::from_millis(150)));
+    w.name = "connection_faults";
+    w
+}
+
+/// With environment variable `var` set to a seed, replays that schedule of
+/// `LOCK_SIM_WORKLOAD` (default `mixed`, made by `adapt`), prints its trace and
+/// returns true (a failure panics); otherwise returns false.
+pub fn replayed_from_env(var: &str, adapt: fn(Workload) -> Workload) -> bool {
+    let Some(seed) = env_u64(var) else {
+        return false;
+    };
+    let name = std::env::var("LOCK_SIM_WORKLOAD").unwrap_or_else(|_| "mixed".into());
+    let (result, sim) = adapt(workload(&name)).simulate(seed, true);
+    for e in sim.trace_log() {
+        println!("{e}");
+    }
+    match result {
+        Ok(r) => println!("schedule {seed} of {name}: ok: {r:?}"),
+        Err(v) => panic!("schedule {seed} of {name}: {v}"),
+    }
+    true
+}
+
+/// Checks that schedule `seed` of `w` replays exactly (the same report from
+/// [`Sim::replay`], the same trace twice); returns the trace.
+#[track_caller]
+pub fn replays_exactly(w: &Workload, seed: u64) -> Vec<TraceEntry> {
+    let name = w.name;
+    let plain = w.run(seed).expect("passes");
+    let replayed = Sim::replay(seed, w).expect("passes");
+    assert_eq!(plain, replayed, "{name} {seed}");
+    let (_, a) = w.simulate(seed, true);
+    let (_, b) = w.simulate(seed, true);
+    assert_eq!(a.trace_log(), b.trace_log(), "{name} {seed}: same trace");
+    a.trace_log().to_vec()
+}
