@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{code, run, zklock, CONNECT};
+use common::{code, run, stderr, stdout, zklock, CONNECT};
 use lock_testkit::ZkEnsemble;
 use std::process::Output;
 use std::time::Duration;
@@ -17,8 +17,8 @@ const UNCHECKED: i32 = 6;
 
 fn doctor(zk: &str, args: &[&str]) -> (i32, String) {
     let out: Output = run(zklock(zk).arg("doctor").args(args));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = stdout(&out);
+    let stderr = stderr(&out);
     assert!(stderr.is_empty(), "stderr: {stderr}\nstdout: {stdout}");
     (code(&out), stdout)
 }
@@ -220,7 +220,7 @@ fn an_unreachable_server_is_exit_69() {
 fn a_malformed_connect_string_is_a_usage_error() {
     let out = run(zklock("127.0.0.1:http").arg("doctor"));
     assert_eq!(code(&out), 2);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr(&out);
     assert!(
         stderr.contains("malformed server \"127.0.0.1:http\""),
         "{stderr}"

@@ -80,15 +80,9 @@ fn paused_holder_writes_late(test: &str, fenced: bool) -> Outcome {
         update("A", fenced).replace('\'', "'\\''")
     );
     let mut a = zklock(&zk);
-    a.args([
-        "--session-timeout",
-        SESSION_TIMEOUT,
-        "exec",
-        &lock,
-        "--",
-        "sh",
-        "-c",
-    ])
+    a.args(words(&format!(
+        "--session-timeout {SESSION_TIMEOUT} exec {lock} -- sh -c"
+    )))
     .arg(&script_a)
     .stderr(Stdio::piped())
     .process_group(0);

@@ -84,9 +84,7 @@ struct Seen {
 
 /// Runs one scenario; returns what the shared file shows.
 fn scenario(order: Order, setsid: bool) -> Seen {
-    let zk = server().connect_string();
-    let lock = unique("stop-order");
-    let dir = scratch("stop-order");
+    let (zk, lock, dir) = setup("stop-order");
     let out = dir.join("out");
     let pid_file = dir.join("pid");
     let holder_script = format!(
@@ -95,15 +93,9 @@ fn scenario(order: Order, setsid: bool) -> Seen {
         out = out.display()
     );
     let mut holder = zklock_at(&zk, setsid)
-        .args([
-            "--session-timeout",
-            TIMEOUT,
-            "exec",
-            &lock,
-            "--",
-            "sh",
-            "-c",
-        ])
+        .args(words(&format!(
+            "--session-timeout {TIMEOUT} exec {lock} -- sh -c"
+        )))
         .arg(&holder_script)
         .stderr(Stdio::null())
         .spawn()

@@ -96,7 +96,7 @@ fn once_prints_holders_waiters_and_deadlocks() {
             run(zklock(&zk).args(["top", "--once", &root]))
         })
     };
-    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     println!("{text}");
     let lines: Vec<&str> = text.lines().collect();
@@ -235,8 +235,7 @@ fn live_view(zk: &str, root: &str) -> String {
     let mut holder = holding(zk, &["--owner", "erin"], &format!("{root}/e"), &marker);
     shows(&format!("4 lock(s) under {root}"));
     shows("erin(");
-    kill(&holder, "-TERM");
-    holder.wait().unwrap();
+    terminate(&mut holder);
     // Its node gone: the lock leaves the view.
     shows(&format!("3 lock(s) under {root}"));
     let mut press = |keys: &[u8]| terminal.press(keys);
