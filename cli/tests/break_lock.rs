@@ -9,14 +9,7 @@ mod common;
 use common::*;
 use lock_zookeeper_client::{Error, FencedError, LostReason, Writes};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
-
-const NOT_FORCED: i32 = 7;
-const NOBODY_HOLDS: i32 = 3;
-const USAGE: i32 = 2;
-
-/// Generous: the machine may be busy (load 6+).
-const BOUND: Duration = Duration::from_secs(30);
+use std::time::Instant;
 
 /// Whether process `pid` still exists.
 fn alive(pid: &str) -> bool {
@@ -46,9 +39,9 @@ fn an_exec_holder_is_broken_only_with_force_and_the_next_waiter_holds() {
             cmd_pid.display()
         ),
     );
-    wait_for(&cmd_pid, BOUND);
+    wait_for(&cmd_pid, LONG);
     let pid = read(&cmd_pid);
-    let old_token: i64 = until("the holder's token", BOUND, || {
+    let old_token: i64 = until("the holder's token", LONG, || {
         std::fs::read_to_string(&token_file)
             .ok()?
             .trim()
@@ -112,7 +105,7 @@ fn an_exec_holder_is_broken_only_with_force_and_the_next_waiter_holds() {
     );
     // Well before CMD's own end (120 s), and a margin under the session's
     // expiry would not explain it (exec's session lives on: it was closed).
-    assert!(started.elapsed() < BOUND, "{:?}", started.elapsed());
+    assert!(started.elapsed() < LONG, "{:?}", started.elapsed());
 
     // The waiter was granted, with a higher token.
     let out = waiter.wait_with_output().unwrap();
@@ -246,7 +239,7 @@ fn several_holders_need_a_node_and_bad_input_gets_one_line() {
 
     // One reader, by name: that exec stops (74), the other holds on.
     exits(&zk, &["break", "--force", "--node", &names[1], &lock], 0);
-    let stopped = until("a reader's exec ends", BOUND, || {
+    let stopped = until("a reader's exec ends", LONG, || {
         readers
             .iter_mut()
             .position(|r| r.try_wait().unwrap().is_some())

@@ -213,7 +213,7 @@ fn cmd_stopped_before_another_session_acquires() {
         &lock,
         &format!("echo $$ > {}; exec sleep 60", pidfile.display()),
     );
-    wait_for(&pidfile, Duration::from_secs(30));
+    wait_for(&pidfile, LONG);
     std::thread::sleep(Duration::from_millis(50));
     let pid = read(&pidfile);
 
@@ -258,7 +258,7 @@ fn cmd_left_running_across_a_short_cut() {
         &lock,
         &format!("touch {}; sleep 3; exit 5", ready.display()),
     );
-    wait_for(&ready, Duration::from_secs(30));
+    wait_for(&ready, LONG);
     proxy.cut();
     let status = holder.wait().unwrap();
     let mut stderr = String::new();
@@ -297,7 +297,7 @@ fn leader_of_an_election() {
             })
         })
     };
-    let node = elected_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    let node = elected_rx.recv_timeout(LONG).unwrap();
 
     let out = exits(&zk, &["leader", &path], 0);
     let line = String::from_utf8(out.stdout).unwrap();
@@ -408,7 +408,7 @@ fn elect_runs_cmd_while_leader() {
         (child, ready)
     };
     let (mut a, a_ready) = candidate("alpha");
-    wait_for(&a_ready, Duration::from_secs(30));
+    wait_for(&a_ready, LONG);
     let (mut b, b_ready) = candidate("beta");
     std::thread::sleep(Duration::from_millis(700));
     assert!(!b_ready.exists(), "two leaders");
@@ -428,7 +428,7 @@ fn elect_runs_cmd_while_leader() {
 
     kill(&a, "-TERM");
     assert_eq!(a.wait().unwrap().code(), Some(128 + 15));
-    wait_for(&b_ready, Duration::from_secs(30));
+    wait_for(&b_ready, LONG);
     std::thread::sleep(Duration::from_millis(50));
     let leader = run(zklock(&zk).args(["leader", &path]));
     assert!(stdout(&leader).starts_with("beta\t"), "{leader:?}");
@@ -572,7 +572,7 @@ fn sigint_reaches_cmd_once() {
                 .spawn()
                 .expect("script(1) from util-linux")
         };
-        wait_for(&ready, Duration::from_secs(30));
+        wait_for(&ready, LONG);
         if case == "ctrl-c" {
             use std::io::Write;
             let tty = child.stdin.as_mut().unwrap();
@@ -586,7 +586,7 @@ fn sigint_reaches_cmd_once() {
                 .unwrap();
             assert!(ok.success(), "{case}");
         }
-        wait_for(&done, Duration::from_secs(30));
+        wait_for(&done, LONG);
         drop(child.stdin.take());
         let status = child.wait().unwrap();
         assert!(status.success(), "{case}: {status:?}");

@@ -7,13 +7,10 @@
 
 mod common;
 
-use common::{code, run, stderr, stdout, zklock, CONNECT};
+use common::{code, run, stderr, stdout, zklock, CONNECT, UNCHECKED, UNSAFE};
 use lock_testkit::ZkEnsemble;
 use std::process::Output;
 use std::time::Duration;
-
-const UNSAFE: i32 = 5;
-const UNCHECKED: i32 = 6;
 
 fn doctor(zk: &str, args: &[&str]) -> (i32, String) {
     let out: Output = run(zklock(zk).arg("doctor").args(args));

@@ -9,9 +9,6 @@ use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-const DEADLOCK: i32 = 4;
-const LONG: Duration = Duration::from_secs(30);
-
 /// Prints each participant of `zklock ls --json` as one tab-separated line.
 const LS_SUMMARY: &str = r#"
 import json, sys

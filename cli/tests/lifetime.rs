@@ -37,7 +37,7 @@ fn family(zk: &str, extra: &[&str], lock: &str, dir: &Path) -> Family {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for(&ready, Duration::from_secs(30));
+    wait_for(&ready, LONG);
     let pids: Vec<i32> = std::fs::read_to_string(&pids_file)
         .unwrap()
         .lines()
@@ -311,7 +311,7 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
             env!("CARGO_BIN_EXE_zklock"),
             pid.display(),
         ));
-        let cmd: i32 = until("CMD's pid", Duration::from_secs(30), || {
+        let cmd: i32 = until("CMD's pid", LONG, || {
             let text = std::fs::read_to_string(&pid).ok()?;
             text.strip_suffix('\n')?.parse().ok()
         });
@@ -340,7 +340,7 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
         assert!(listed.contains("Stopped"), "{listed:?}");
         std::thread::sleep(Duration::from_secs(stop));
         type_in(&format!("fg\necho $? > {}\n", code.display()));
-        wait_for(&code, Duration::from_secs(30));
+        wait_for(&code, LONG);
         until("the exit code written", Duration::from_secs(5), || {
             let text = std::fs::read_to_string(&code).ok()?;
             text.ends_with('\n').then_some(())
@@ -412,7 +412,7 @@ fn a_signal_ignored_at_start_stays_ignored() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for(&ready, Duration::from_secs(30));
+    wait_for(&ready, LONG);
     kill(&zklock, "-HUP");
     let out = zklock.wait_with_output().unwrap();
     assert_eq!(code(&out), 0, "{out:?}");
@@ -449,7 +449,7 @@ fn the_terminal_goes_back_when_zklock_dies() {
             .spawn()
             .expect("script(1) from util-linux"),
     );
-    let cmd: i32 = until("CMD's pid", Duration::from_secs(30), || {
+    let cmd: i32 = until("CMD's pid", LONG, || {
         let text = std::fs::read_to_string(&pid).ok()?;
         text.strip_suffix('\n')?.parse().ok()
     });

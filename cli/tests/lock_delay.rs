@@ -21,9 +21,6 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-/// The paused holder's session timeout, seconds: it is paused for longer.
-const SESSION_TIMEOUT: &str = "2";
-
 /// psql inserting a row for `who` into the write log (no fence: the resource
 /// cannot check a token). Shell text.
 fn insert(who: &str) -> String {
@@ -118,7 +115,7 @@ fn paused_holder(
         .stderr(Stdio::null())
         .process_group(0);
     let holder = a.spawn().unwrap();
-    wait_for(&dir.join("ready"), Duration::from_secs(30));
+    wait_for(&dir.join("ready"), LONG);
     let node = read(&dir.join("a.node"));
     pause(&holder);
     (holder, node)
@@ -278,7 +275,7 @@ fn lock_delay_gap_after_an_expiry() {
             }
         });
         let guard = pending
-            .wait_timeout_blocking(Duration::from_secs(30))
+            .wait_timeout_blocking(LONG)
             .expect("granted")
             .unwrap();
         let granted = Instant::now();
@@ -325,7 +322,7 @@ fn a_try_lock_finds_a_lock_in_its_delay_busy() {
     .current_dir(&dir)
     .stderr(Stdio::null());
     let mut a = a.spawn().unwrap();
-    wait_for(&dir.join("a.node"), Duration::from_secs(30));
+    wait_for(&dir.join("a.node"), LONG);
     let a_node = until("A's node name", Duration::from_secs(10), || {
         Some(read(&dir.join("a.node"))).filter(|n| !n.is_empty())
     });
@@ -365,7 +362,7 @@ fn elect_with_lock_delay_leads_the_delay_after_an_expired_leader() {
         "basename $ZKLOCK_NODE > a.node; touch a.ready; sleep 300",
     );
     let group = KillOnDrop(leader.id());
-    wait_for(&dir.join("a.ready"), Duration::from_secs(30));
+    wait_for(&dir.join("a.ready"), LONG);
     let a_node = read(&dir.join("a.node"));
     pause(&leader);
     let next = elect("b", "touch b.leads");

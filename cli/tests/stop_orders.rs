@@ -36,9 +36,6 @@ enum Order {
     BothCmdFirst,
 }
 
-/// The session timeout of the holder (seconds).
-const TIMEOUT: &str = "2";
-
 /// The built zklock, or `ZKLOCK_BIN`.
 fn binary() -> PathBuf {
     std::env::var_os("ZKLOCK_BIN")
@@ -94,13 +91,13 @@ fn scenario(order: Order, setsid: bool) -> Seen {
     );
     let mut holder = zklock_at(&zk, setsid)
         .args(words(&format!(
-            "--session-timeout {TIMEOUT} exec {lock} -- sh -c"
+            "--session-timeout {SESSION_TIMEOUT} exec {lock} -- sh -c"
         )))
         .arg(&holder_script)
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for(&pid_file, Duration::from_secs(30));
+    wait_for(&pid_file, LONG);
     let cmd: i32 = until("CMD's pid", Duration::from_secs(10), || {
         std::fs::read_to_string(&pid_file).ok()?.trim().parse().ok()
     });

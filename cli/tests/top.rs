@@ -9,8 +9,6 @@ use lock_zookeeper_client::LockClient;
 use screen::Terminal;
 use std::time::Duration;
 
-const LONG: Duration = Duration::from_secs(30);
-
 /// Waits until `path` has `n` waiters.
 async fn queued(locks: &LockClient, path: &str, n: usize) {
     let until = std::time::Instant::now() + LONG;

@@ -10,9 +10,24 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-pub const BUSY: i32 = 75;
-pub const LOST: i32 = 74;
+// zklock's exit codes (the README's table).
+pub const USAGE: i32 = 2;
+pub const NOBODY_HOLDS: i32 = 3;
+pub const DEADLOCK: i32 = 4;
+pub const UNSAFE: i32 = 5;
+pub const UNCHECKED: i32 = 6;
+pub const NOT_FORCED: i32 = 7;
 pub const CONNECT: i32 = 69;
+pub const LOST: i32 = 74;
+pub const BUSY: i32 = 75;
+
+/// The session timeout (seconds) of a holder a test pauses or stops for
+/// longer, to see what happens when its session expires under it.
+pub const SESSION_TIMEOUT: &str = "2";
+
+/// How long a test waits for what comes within a second or two on an idle
+/// machine: generous, the machine may be busy (load 6+).
+pub const LONG: Duration = Duration::from_secs(30);
 
 /// One server per test binary (the testkit kills it at exit).
 pub fn server() -> &'static ZkServer {
@@ -132,7 +147,7 @@ pub fn holding(zk: &str, extra: &[&str], lock: &str, marker: &Path) -> Child {
         lock,
         &format!("touch {}; exec sleep 60", marker.display()),
     );
-    wait_for(marker, Duration::from_secs(30));
+    wait_for(marker, LONG);
     holder
 }
 
@@ -150,7 +165,7 @@ pub fn holding_node(zk: &str, extra: &[&str], lock: &str, dir: &Path) -> (Child,
             file.display()
         ),
     );
-    wait_for(&file, Duration::from_secs(30));
+    wait_for(&file, LONG);
     (holder, read(&file))
 }
 
@@ -173,7 +188,7 @@ pub fn holding_until_released(
             release.display()
         ),
     );
-    wait_for(&ready, Duration::from_secs(30));
+    wait_for(&ready, LONG);
     (holder, release)
 }
 
@@ -250,14 +265,10 @@ pub fn ls_rows(zk: &str, path: &str) -> Vec<Vec<String>> {
 
 /// The rows of `zklock ls PATH` once there are `count` of them (within 30 s).
 pub fn ls_rows_of(zk: &str, path: &str, count: usize) -> Vec<Vec<String>> {
-    until(
-        &format!("{count} rows at {path}"),
-        Duration::from_secs(30),
-        || {
-            let rows = ls_rows(zk, path);
-            (rows.len() == count).then_some(rows)
-        },
-    )
+    until(&format!("{count} rows at {path}"), LONG, || {
+        let rows = ls_rows(zk, path);
+        (rows.len() == count).then_some(rows)
+    })
 }
 
 /// `script(1)` running the shell line `line` on a terminal of its own (a pty),
