@@ -59,8 +59,7 @@ fn mutual_exclusion_of_concurrent_processes() {
 #[test]
 fn busy_timeout_and_signal_forwarding() {
     let (zk, lock, dir) = setup("busy");
-    let ready = dir.join("ready");
-    let mut holder = holding(&zk, &[], &lock, &ready);
+    let mut holder = holding(&zk, &[], &lock, &dir.join("ready"));
 
     let out = exits(&zk, &["exec", "-n", &lock, "--", "true"], BUSY);
     assert!(stderr(&out).contains("busy"), "{out:?}");
@@ -207,7 +206,7 @@ fn cmd_stopped_before_another_session_acquires() {
     let lock = unique("blackhole");
     let dir = scratch("blackhole");
     let pidfile = dir.join("pid");
-    let mut holder = hold(
+    let holder = hold(
         &proxy.connect_string(),
         &["--session-timeout", "6"],
         &lock,
@@ -227,13 +226,11 @@ fn cmd_stopped_before_another_session_acquires() {
     let cut = Instant::now();
     proxy.blackhole();
 
-    let holder_status = holder.wait().unwrap();
-    let stopped = cut.elapsed();
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-    eprintln!("holder exited {stopped:?} after the blackhole: {stderr}");
-    assert_eq!(holder_status.code(), Some(LOST), "{stderr}");
-    assert!(stderr.contains("stopping CMD"), "{stderr}");
+    let held = holder.wait_with_output().unwrap();
+    let (stopped, said) = (cut.elapsed(), stderr(&held));
+    eprintln!("holder exited {stopped:?} after the blackhole: {said}");
+    assert_eq!(code(&held), LOST, "{said}");
+    assert!(said.contains("stopping CMD"), "{said}");
 
     let out = contender.wait_with_output().unwrap();
     assert_eq!(
@@ -252,7 +249,7 @@ fn cmd_left_running_across_a_short_cut() {
     let lock = unique("cut");
     let dir = scratch("cut");
     let ready = dir.join("ready");
-    let mut holder = hold(
+    let holder = hold(
         &proxy.connect_string(),
         &[],
         &lock,
@@ -260,11 +257,9 @@ fn cmd_left_running_across_a_short_cut() {
     );
     wait_for(&ready, LONG);
     proxy.cut();
-    let status = holder.wait().unwrap();
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-    eprintln!("holder: {stderr}");
-    assert_eq!(status.code(), Some(5), "{stderr}");
+    let held = holder.wait_with_output().unwrap();
+    eprintln!("holder: {}", stderr(&held));
+    assert_eq!(code(&held), 5, "{held:?}");
 }
 
 /// `leader` names the leader of a real election (its participant id), and
@@ -322,8 +317,7 @@ fn leader_of_an_election() {
 #[test]
 fn signal_while_waiting_and_schemes() {
     let (zk, lock, dir) = setup("schemes");
-    let ready = dir.join("ready");
-    let mut holder = holding(&zk, &["--scheme", "kazoo"], &lock, &ready);
+    let mut holder = holding(&zk, &["--scheme", "kazoo"], &lock, &dir.join("ready"));
     for scheme in ["native", "curator", "kazoo"] {
         let out = run(zklock(&zk).args(["exec", "-n", "--scheme", scheme, &lock, "--", "true"]));
         assert_eq!(code(&out), BUSY, "{scheme}: {out:?}");
@@ -486,8 +480,7 @@ fn digest_auth_and_creator_acl() {
 #[test]
 fn revocable_exec_lets_go_when_revoked() {
     let (zk, lock, dir) = setup("revocable");
-    let ready = dir.join("ready");
-    let mut holder = holding(&zk, &["--revocable"], &lock, &ready);
+    let mut holder = holding(&zk, &["--revocable"], &lock, &dir.join("ready"));
     exits(&zk, &["revoke", &lock], 0);
     let status = holder.wait().unwrap();
     assert_eq!(status.code(), Some(LOST), "{status:?}");
@@ -495,8 +488,7 @@ fn revocable_exec_lets_go_when_revoked() {
     assert_eq!(code(&out), 0, "the lock is free again: {out:?}");
 
     // A plain holder keeps the lock; the revocable waiter behind it gives up.
-    let ready = dir.join("ready-plain");
-    let mut plain = holding(&zk, &[], &lock, &ready);
+    let mut plain = holding(&zk, &[], &lock, &dir.join("ready-plain"));
     let waiter = zklock(&zk)
         .args(["exec", "--revocable", &lock, "--", "true"])
         .stderr(Stdio::piped())

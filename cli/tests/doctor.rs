@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{code, run, stderr, stdout, zklock, CONNECT, UNCHECKED, UNSAFE};
+use common::{closed_port, code, run, stderr, stdout, zklock, CONNECT, UNCHECKED, UNSAFE};
 use lock_testkit::ZkEnsemble;
 use std::process::Output;
 use std::time::Duration;
@@ -49,12 +49,6 @@ fn all_safe(zk: &str, args: &[&str], timeout: &str, bound: &str) -> String {
     );
     assert_has(&report, "verdict: safe (exit 0): every check passed");
     report
-}
-
-/// A port nothing listens on.
-fn dead_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("its address").port()
 }
 
 /// A 3-node ensemble with tickTime 2 s, `sync_limit` ticks, and ZooKeeper's
@@ -143,7 +137,7 @@ fn the_sample_timing_is_unsafe_for_ten_second_sessions_and_safe_for_the_fix() {
     let partly = format!(
         "{},127.0.0.1:{}",
         ensemble.member(0).unwrap().connect_string(),
-        dead_port()
+        closed_port()
     );
     let (status, report) = doctor(&partly, &["--session-timeout", "17"]);
     assert_eq!(status, UNCHECKED, "{report}");
@@ -199,7 +193,7 @@ fn a_server_that_refuses_conf_is_reported_unchecked_not_guessed() {
 
 #[test]
 fn an_unreachable_server_is_exit_69() {
-    let zk = format!("127.0.0.1:{}", dead_port());
+    let zk = format!("127.0.0.1:{}", closed_port());
     let (status, report) = doctor(&zk, &[]);
     assert_eq!(status, CONNECT, "{report}");
     assert_has(&report, &format!("{zk}\n  reachable    no (127.0.0.1:"));

@@ -429,8 +429,7 @@ for n in c["nodes"]:
 #[test]
 fn waiting_line_on_a_tty_and_places_only_when_asked_elsewhere() {
     let (zk, lock, dir) = setup("tty");
-    let ready = dir.join("ready");
-    let holder = holding(&zk, &[], &lock, &ready);
+    let holder = holding(&zk, &[], &lock, &dir.join("ready"));
 
     // Not a terminal, not asked: only the outcome.
     let out = exits(&zk, &["exec", "-w", "1.5", &lock, "--", "true"], BUSY);

@@ -9,15 +9,6 @@ use lock_testkit::FaultProxy;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-/// A port nobody listens on (bound, then closed).
-fn closed_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Every usage error exits 2 with one line naming the problem, and is found
 /// before connecting: the server given refuses connections, which would be 69.
 /// CMD does not run (`touch RAN` would leave a file).

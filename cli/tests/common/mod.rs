@@ -40,6 +40,15 @@ pub fn server() -> &'static ZkServer {
     })
 }
 
+/// A port nobody listens on (bound, then closed).
+pub fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// A lock path unique to this run.
 pub fn unique(test: &str) -> String {
     static N: AtomicU64 = AtomicU64::new(0);
