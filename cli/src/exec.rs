@@ -280,41 +280,31 @@ pub(crate) trait Held {
     async fn let_go(self) -> Result<(), Error>;
 }
 
-impl Held for LockGuard {
-    fn node(&self) -> &str {
-        self.path()
-    }
-    fn trusted_until(&self) -> Option<std::time::Instant> {
-        LockGuard::trusted_until(self)
-    }
-    fn fencing(&self) -> FencingToken {
-        self.token()
-    }
-    async fn event(&self) -> Option<LockEvent> {
-        self.next_event().await
-    }
-    async fn let_go(self) -> Result<(), Error> {
-        self.release().await
-    }
+/// A lock's guard and a leadership answer alike; they differ only in how they
+/// let go (`release` against `resign`).
+macro_rules! held {
+    ($hold:ty, $let_go:ident) => {
+        impl Held for $hold {
+            fn node(&self) -> &str {
+                self.path()
+            }
+            fn trusted_until(&self) -> Option<std::time::Instant> {
+                <$hold>::trusted_until(self)
+            }
+            fn fencing(&self) -> FencingToken {
+                self.token()
+            }
+            async fn event(&self) -> Option<LockEvent> {
+                self.next_event().await
+            }
+            async fn let_go(self) -> Result<(), Error> {
+                self.$let_go().await
+            }
+        }
+    };
 }
-
-impl Held for Leadership {
-    fn node(&self) -> &str {
-        self.path()
-    }
-    fn trusted_until(&self) -> Option<std::time::Instant> {
-        Leadership::trusted_until(self)
-    }
-    fn fencing(&self) -> FencingToken {
-        self.token()
-    }
-    async fn event(&self) -> Option<LockEvent> {
-        self.next_event().await
-    }
-    async fn let_go(self) -> Result<(), Error> {
-        self.resign().await
-    }
-}
+held!(LockGuard, release);
+held!(Leadership, resign);
 
 /// Runs `cmd` while `guard` holds, stops its process group if the hold is lost or
 /// suspended for too long, lets go once the group is empty, and returns the exit

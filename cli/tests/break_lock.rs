@@ -8,23 +8,8 @@ mod common;
 
 use common::*;
 use lock_zookeeper_client::{Error, FencedError, LostReason, Writes};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-const NOT_FORCED: i32 = 7;
-const NOBODY_HOLDS: i32 = 3;
-const USAGE: i32 = 2;
-
-/// Generous: the machine may be busy (load 6+).
-const BOUND: Duration = Duration::from_secs(30);
-
-fn stdout(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use std::process::{Command, Output, Stdio};
+use std::time::Instant;
 
 /// Whether process `pid` still exists.
 fn alive(pid: &str) -> bool {
@@ -37,9 +22,7 @@ fn alive(pid: &str) -> bool {
 
 #[test]
 fn an_exec_holder_is_broken_only_with_force_and_the_next_waiter_holds() {
-    let zk = server().connect_string();
-    let lock = unique("break-exec");
-    let dir = scratch("break-exec");
+    let (zk, lock, dir) = setup("break-exec");
     let (cmd_pid, token_file, next_token) = (
         dir.join("cmd-pid"),
         dir.join("token"),
@@ -56,9 +39,9 @@ fn an_exec_holder_is_broken_only_with_force_and_the_next_waiter_holds() {
             cmd_pid.display()
         ),
     );
-    wait_for(&cmd_pid, BOUND);
-    let pid = std::fs::read_to_string(&cmd_pid).unwrap().trim().to_owned();
-    let old_token: i64 = until("the holder's token", BOUND, || {
+    wait_for(&cmd_pid, LONG);
+    let pid = read(&cmd_pid);
+    let old_token: i64 = until("the holder's token", LONG, || {
         std::fs::read_to_string(&token_file)
             .ok()?
             .trim()
@@ -71,15 +54,11 @@ fn an_exec_holder_is_broken_only_with_force_and_the_next_waiter_holds() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let rows = until("the waiter queues", BOUND, || {
-        let rows = ls_rows(&zk, &lock);
-        (rows.len() == 2).then_some(rows)
-    });
+    let rows = ls_rows_of(&zk, &lock, 2);
     let node = format!("{lock}/{}", rows[0].last().unwrap());
 
     // Without --force: refused, the holder named on stdout, what to do on stderr.
-    let out = run(zklock(&zk).args(["break", &lock]));
-    assert_eq!(code(&out), NOT_FORCED, "{out:?}");
+    let out = exits(&zk, &["break", &lock], NOT_FORCED);
     let line = stdout(&out);
     assert_eq!(line.lines().count(), 1, "{line}");
     assert!(
@@ -103,8 +82,7 @@ fn an_exec_holder_is_broken_only_with_force_and_the_next_waiter_holds() {
 
     // With --force (JSON): the node goes; exec stops CMD and exits 74.
     let started = Instant::now();
-    let out = run(zklock(&zk).args(["break", "--force", "--format", "json", &lock]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    let out = exits(&zk, &["break", "--force", "--format", "json", &lock], 0);
     let fields = python(
         "import json,sys; d=json.load(sys.stdin); \
          print(d['node'], d['held'], d['owner'], d['token'], d['outcome'], d['since'] is not None)",
@@ -127,21 +105,16 @@ fn an_exec_holder_is_broken_only_with_force_and_the_next_waiter_holds() {
     );
     // Well before CMD's own end (120 s), and a margin under the session's
     // expiry would not explain it (exec's session lives on: it was closed).
-    assert!(started.elapsed() < BOUND, "{:?}", started.elapsed());
+    assert!(started.elapsed() < LONG, "{:?}", started.elapsed());
 
     // The waiter was granted, with a higher token.
     let out = waiter.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let new_token: i64 = std::fs::read_to_string(&next_token)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let new_token: i64 = read(&next_token).parse().unwrap();
     assert!(new_token > old_token, "{new_token} after {old_token}");
 
     // `zklock ls` shows the break: which node, its token, who broke it.
-    let out = run(zklock(&zk).args(["ls", &lock]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    let out = exits(&zk, &["ls", &lock], 0);
     let notes = stderr(&out);
     let name = node.rsplit('/').next().unwrap();
     let note = notes
@@ -163,6 +136,14 @@ fn an_exec_holder_is_broken_only_with_force_and_the_next_waiter_holds() {
     assert_eq!(fields.trim(), format!("{name} {old_token} True True"));
 }
 
+/// `zklock break --force LOCK`, off the runtime's threads; asserts it broke.
+async fn break_force(zk: &str, lock: &str) -> Output {
+    let (zk, lock) = (zk.to_owned(), lock.to_owned());
+    tokio::task::spawn_blocking(move || exits(&zk, &["break", "--force", &lock], 0))
+        .await
+        .unwrap()
+}
+
 #[test]
 fn a_broken_client_holders_fenced_write_fails_and_its_release_says_lost() {
     let zk = server().connect_string();
@@ -181,14 +162,7 @@ fn a_broken_client_holders_fenced_write_fails_and_its_release_says_lost() {
             .fenced_write(Writes::new().create(data.clone(), b""))
             .await
             .unwrap();
-        let zk2 = zk.clone();
-        let lock2 = lock.clone();
-        let out = tokio::task::spawn_blocking(move || {
-            run(zklock(&zk2).args(["break", "--force", &lock2]))
-        })
-        .await
-        .unwrap();
-        assert_eq!(code(&out), 0, "{out:?}");
+        let out = break_force(&zk, &lock).await;
         assert!(
             stdout(&out).starts_with(&format!("broke {}: held since", guard.path())),
             "{out:?}"
@@ -208,14 +182,7 @@ fn a_broken_client_holders_fenced_write_fails_and_its_release_says_lost() {
         next.release().await.unwrap();
         // A plain holder's release after a break reports the lock lost.
         let plain = locks.mutex(lock.clone()).lock().await.unwrap();
-        let zk2 = zk.clone();
-        let lock2 = lock.clone();
-        let out = tokio::task::spawn_blocking(move || {
-            run(zklock(&zk2).args(["break", "--force", &lock2]))
-        })
-        .await
-        .unwrap();
-        assert_eq!(code(&out), 0, "{out:?}");
+        break_force(&zk, &lock).await;
         assert_eq!(
             plain.release().await,
             Err(Error::Lost(LostReason::NodeDeleted))
@@ -229,16 +196,11 @@ fn a_broken_client_holders_fenced_write_fails_and_its_release_says_lost() {
 
 #[test]
 fn several_holders_need_a_node_and_bad_input_gets_one_line() {
-    let zk = server().connect_string();
-    let lock = unique("break-readers");
-    let dir = scratch("break-readers");
+    let (zk, lock, dir) = setup("break-readers");
     let mut readers: Vec<_> = (0..2)
         .map(|i| holding(&zk, &["--read"], &lock, &dir.join(format!("r{i}"))))
         .collect();
-    let rows = until("both readers hold", BOUND, || {
-        let rows = ls_rows(&zk, &lock);
-        (rows.len() == 2).then_some(rows)
-    });
+    let rows = ls_rows_of(&zk, &lock, 2);
     let names: Vec<String> = rows.iter().map(|r| r.last().unwrap().clone()).collect();
 
     let one_line = |args: &[&str], want: i32, says: &[&str]| {
@@ -272,14 +234,12 @@ fn several_holders_need_a_node_and_bad_input_gets_one_line() {
     // An invalid path, before connecting.
     one_line(&["break", "relative"], USAGE, &["must be absolute"]);
     // No path at all: clap's usage error.
-    let out = run(zklock(&zk).args(["break", "--force"]));
-    assert_eq!(code(&out), USAGE, "{out:?}");
+    let out = exits(&zk, &["break", "--force"], USAGE);
     assert!(stderr(&out).contains("PATH"), "{out:?}");
 
     // One reader, by name: that exec stops (74), the other holds on.
-    let out = run(zklock(&zk).args(["break", "--force", "--node", &names[1], &lock]));
-    assert_eq!(code(&out), 0, "{out:?}");
-    let stopped = until("a reader's exec ends", BOUND, || {
+    exits(&zk, &["break", "--force", "--node", &names[1], &lock], 0);
+    let stopped = until("a reader's exec ends", LONG, || {
         readers
             .iter_mut()
             .position(|r| r.try_wait().unwrap().is_some())
@@ -290,7 +250,6 @@ fn several_holders_need_a_node_and_bad_input_gets_one_line() {
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].last().unwrap(), &names[0], "the other reader stays");
     for mut r in readers {
-        kill(&r, "-TERM");
-        r.wait().unwrap();
+        terminate(&mut r);
     }
 }

@@ -14,9 +14,7 @@ use std::time::{Duration, Instant};
 /// strictly increase.
 #[test]
 fn mutual_exclusion_of_concurrent_processes() {
-    let zk = server().connect_string();
-    let lock = unique("counter");
-    let dir = scratch("counter");
+    let (zk, lock, dir) = setup("counter");
     let counter = dir.join("counter");
     let tokens = dir.join("tokens");
     std::fs::write(&counter, "0\n").unwrap();
@@ -30,8 +28,7 @@ fn mutual_exclusion_of_concurrent_processes() {
             let (zk, lock, script) = (zk.clone(), lock.clone(), script.clone());
             std::thread::spawn(move || {
                 for _ in 0..10 {
-                    let out = run(zklock(&zk).args(["exec", &lock, "--", "sh", "-c", &script]));
-                    assert_eq!(code(&out), 0, "{out:?}");
+                    exits(&zk, &["exec", &lock, "--", "sh", "-c", &script], 0);
                 }
             })
         })
@@ -39,7 +36,7 @@ fn mutual_exclusion_of_concurrent_processes() {
     for w in workers {
         w.join().unwrap();
     }
-    assert_eq!(std::fs::read_to_string(&counter).unwrap().trim(), "40");
+    assert_eq!(read(&counter), "40");
     let seen: Vec<(i64, String)> = std::fs::read_to_string(&tokens)
         .unwrap()
         .lines()
@@ -61,36 +58,25 @@ fn mutual_exclusion_of_concurrent_processes() {
 /// a SIGTERM to zklock reaches CMD, and the lock is free afterwards.
 #[test]
 fn busy_timeout_and_signal_forwarding() {
-    let zk = server().connect_string();
-    let lock = unique("busy");
-    let dir = scratch("busy");
-    let ready = dir.join("ready");
-    let mut holder = holding(&zk, &[], &lock, &ready);
+    let (zk, lock, dir) = setup("busy");
+    let mut holder = holding(&zk, &[], &lock, &dir.join("ready"));
 
-    let out = run(zklock(&zk).args(["exec", "-n", &lock, "--", "true"]));
-    assert_eq!(code(&out), BUSY, "{out:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("busy"),
-        "{out:?}"
-    );
+    let out = exits(&zk, &["exec", "-n", &lock, "--", "true"], BUSY);
+    assert!(stderr(&out).contains("busy"), "{out:?}");
 
     let start = Instant::now();
     let out = run(zklock(&zk).args(["exec", "-w", "1", &lock, "--", "true"]));
     let waited = start.elapsed();
     assert_eq!(code(&out), BUSY, "{out:?}");
     assert!(waited >= Duration::from_secs(1), "gave up after {waited:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("timed out"),
-        "{out:?}"
-    );
+    assert!(stderr(&out).contains("timed out"), "{out:?}");
 
     // SIGTERM is forwarded to CMD (sleep), whose death by SIGTERM is reported as 143.
     kill(&holder, "-TERM");
     let status = holder.wait().unwrap();
     assert_eq!(status.code(), Some(128 + 15), "{status:?}");
 
-    let out = run(zklock(&zk).args(["exec", "-n", &lock, "--", "true"]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    exits(&zk, &["exec", "-n", &lock, "--", "true"], 0);
 }
 
 /// CMD's exit code is zklock's; a missing CMD is 127; ZKLOCK_* are exported.
@@ -98,19 +84,12 @@ fn busy_timeout_and_signal_forwarding() {
 fn exit_codes_and_environment() {
     let zk = server().connect_string();
     let lock = unique("codes");
-    let out = run(zklock(&zk).args(["exec", &lock, "--", "sh", "-c", "exit 7"]));
-    assert_eq!(code(&out), 7, "{out:?}");
-    let out = run(zklock(&zk).args(["exec", &lock, "--", "zklock-no-such-command"]));
-    assert_eq!(code(&out), 127, "{out:?}");
-    let out = run(zklock(&zk).args([
-        "exec",
-        "--read",
-        &lock,
-        "--",
-        "sh",
-        "-c",
-        "echo $ZKLOCK_TOKEN; echo $ZKLOCK_NODE",
-    ]));
+    exits(&zk, &["exec", &lock, "--", "sh", "-c", "exit 7"], 7);
+    exits(&zk, &["exec", &lock, "--", "zklock-no-such-command"], 127);
+    let read = format!("exec --read {lock} -- sh -c");
+    let out = run(zklock(&zk)
+        .args(words(&read))
+        .arg("echo $ZKLOCK_TOKEN; echo $ZKLOCK_NODE"));
     assert_eq!(code(&out), 0, "{out:?}");
     let stdout = String::from_utf8(out.stdout).unwrap();
     let mut lines = stdout.lines();
@@ -119,12 +98,9 @@ fn exit_codes_and_environment() {
     assert!(lines.next().unwrap().starts_with(&format!("{lock}/")));
 
     // Usage errors are clap's 2; an invalid path too.
-    let out = run(zklock(&zk).args(["exec", "-n", "-w", "1", &lock, "--", "true"]));
-    assert_eq!(code(&out), 2, "{out:?}");
-    let out = run(zklock(&zk).args(["exec", &lock]));
-    assert_eq!(code(&out), 2, "{out:?}");
-    let out = run(zklock(&zk).args(["exec", "relative", "--", "true"]));
-    assert_eq!(code(&out), 2, "{out:?}");
+    exits(&zk, &["exec", "-n", "-w", "1", &lock, "--", "true"], 2);
+    exits(&zk, &["exec", &lock], 2);
+    exits(&zk, &["exec", "relative", "--", "true"], 2);
 }
 
 /// CMD reads zklock's stdin from where zklock's caller left it (CMD's guard is
@@ -132,9 +108,7 @@ fn exit_codes_and_environment() {
 /// stdin at all, and with a closed one.
 #[test]
 fn cmd_reads_zklocks_stdin_where_it_was_left() {
-    let zk = server().connect_string();
-    let lock = unique("stdin");
-    let dir = scratch("stdin");
+    let (zk, lock, dir) = setup("stdin");
     let input = dir.join("input");
     std::fs::write(&input, "first\nsecond\nthird\n").unwrap();
     // The shell reads one line, then zklock's CMD reads the rest of the file
@@ -148,10 +122,7 @@ fn cmd_reads_zklocks_stdin_where_it_was_left() {
         .args(["-c", &script])
         .env("ZKLOCK_ZK", &zk));
     assert_eq!(code(&out), 0, "{out:?}");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "shell read first\nsecond\nthird\n"
-    );
+    assert_eq!(stdout(&out), "shell read first\nsecond\nthird\n");
     // Piped.
     let mut piped = zklock(&zk)
         .args(["exec", &lock, "--", "tr", "a-z", "A-Z"])
@@ -161,7 +132,7 @@ fn cmd_reads_zklocks_stdin_where_it_was_left() {
         .unwrap();
     piped.stdin.take().unwrap().write_all(b"piped\n").unwrap();
     let out = piped.wait_with_output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "PIPED\n", "{out:?}");
+    assert_eq!(stdout(&out), "PIPED\n", "{out:?}");
     // /dev/null, and closed (CMD then reads nothing).
     let out = run(zklock(&zk)
         .args(["exec", &lock, "--", "cat"])
@@ -175,27 +146,23 @@ fn cmd_reads_zklocks_stdin_where_it_was_left() {
         .args(["-c", &script])
         .env("ZKLOCK_ZK", &zk));
     assert_eq!(code(&out), 0, "{out:?}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "cat: 0\n", "{out:?}");
+    assert_eq!(stdout(&out), "cat: 0\n", "{out:?}");
 }
 
-/// No server: the connection failure code.
-#[test]
-fn connection_failure() {
-    // A port nobody listens on (bound, then closed).
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let out = run(zklock(&format!("127.0.0.1:{port}")).args([
-        "--session-timeout",
-        "1",
-        "exec",
-        "/x",
-        "--",
-        "true",
-    ]));
-    assert_eq!(code(&out), CONNECT, "{out:?}");
+/// `zklock leader --watch PATH` while `end` makes the leader go (half a second
+/// after it started, so it saw the leader first); its output once interrupted
+/// half a second after that.
+fn watch_leader_while(zk: &str, path: &str, end: impl FnOnce()) -> std::process::Output {
+    let watch = zklock(zk)
+        .args(["leader", "--watch", path])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    end();
+    std::thread::sleep(Duration::from_millis(500));
+    kill(&watch, "-INT");
+    watch.wait_with_output().unwrap()
 }
 
 /// `leader` on a lock directory names its holder (a `zklock exec` node, with an
@@ -204,43 +171,23 @@ fn connection_failure() {
 fn leader_and_revoke() {
     let zk = server().connect_string();
     let path = unique("leader");
-    let out = run(zklock(&zk).args(["leader", &path]));
-    assert_eq!(code(&out), 3, "{out:?}");
+    exits(&zk, &["leader", &path], 3);
 
     let dir = scratch("leader");
-    let ready = dir.join("ready");
-    let mut holder = hold(
-        &zk,
-        &[],
-        &path,
-        &format!("echo $ZKLOCK_NODE > {}; exec sleep 60", ready.display()),
-    );
-    wait_for(&ready, Duration::from_secs(30));
-    std::thread::sleep(Duration::from_millis(50));
-    let node = std::fs::read_to_string(&ready).unwrap().trim().to_owned();
+    let (mut holder, node) = holding_node(&zk, &[], &path, &dir);
 
-    let out = run(zklock(&zk).args(["leader", &path]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    let out = exits(&zk, &["leader", &path], 0);
     let line = String::from_utf8(out.stdout).unwrap();
     let fields: Vec<&str> = line.trim_end().split('\t').collect();
     assert_eq!(fields[1], node, "{line:?}");
 
-    let out = run(zklock(&zk).args(["revoke", &path]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    let out = exits(&zk, &["revoke", &path], 0);
     assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), node);
 
     // --watch sees the change when the holder goes.
-    let watch = zklock(&zk)
-        .args(["leader", "--watch", &path])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    kill(&holder, "-TERM");
-    holder.wait().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    kill(&watch, "-INT");
-    let out = watch.wait_with_output().unwrap();
+    let out = watch_leader_while(&zk, &path, || {
+        terminate(&mut holder);
+    });
     let stdout = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 2, "{stdout:?}");
@@ -259,15 +206,15 @@ fn cmd_stopped_before_another_session_acquires() {
     let lock = unique("blackhole");
     let dir = scratch("blackhole");
     let pidfile = dir.join("pid");
-    let mut holder = hold(
+    let holder = hold(
         &proxy.connect_string(),
         &["--session-timeout", "6"],
         &lock,
         &format!("echo $$ > {}; exec sleep 60", pidfile.display()),
     );
-    wait_for(&pidfile, Duration::from_secs(30));
+    wait_for(&pidfile, LONG);
     std::thread::sleep(Duration::from_millis(50));
-    let pid = std::fs::read_to_string(&pidfile).unwrap().trim().to_owned();
+    let pid = read(&pidfile);
 
     let contender = zklock(&zk)
         .args(["exec", "-w", "30", &lock, "--", "sh", "-c"])
@@ -279,13 +226,11 @@ fn cmd_stopped_before_another_session_acquires() {
     let cut = Instant::now();
     proxy.blackhole();
 
-    let holder_status = holder.wait().unwrap();
-    let stopped = cut.elapsed();
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-    eprintln!("holder exited {stopped:?} after the blackhole: {stderr}");
-    assert_eq!(holder_status.code(), Some(LOST), "{stderr}");
-    assert!(stderr.contains("stopping CMD"), "{stderr}");
+    let held = holder.wait_with_output().unwrap();
+    let (stopped, said) = (cut.elapsed(), stderr(&held));
+    eprintln!("holder exited {stopped:?} after the blackhole: {said}");
+    assert_eq!(code(&held), LOST, "{said}");
+    assert!(said.contains("stopping CMD"), "{said}");
 
     let out = contender.wait_with_output().unwrap();
     assert_eq!(
@@ -304,19 +249,17 @@ fn cmd_left_running_across_a_short_cut() {
     let lock = unique("cut");
     let dir = scratch("cut");
     let ready = dir.join("ready");
-    let mut holder = hold(
+    let holder = hold(
         &proxy.connect_string(),
         &[],
         &lock,
         &format!("touch {}; sleep 3; exit 5", ready.display()),
     );
-    wait_for(&ready, Duration::from_secs(30));
+    wait_for(&ready, LONG);
     proxy.cut();
-    let status = holder.wait().unwrap();
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-    eprintln!("holder: {stderr}");
-    assert_eq!(status.code(), Some(5), "{stderr}");
+    let held = holder.wait_with_output().unwrap();
+    eprintln!("holder: {}", stderr(&held));
+    assert_eq!(code(&held), 5, "{held:?}");
 }
 
 /// `leader` names the leader of a real election (its participant id), and
@@ -349,26 +292,18 @@ fn leader_of_an_election() {
             })
         })
     };
-    let node = elected_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    let node = elected_rx.recv_timeout(LONG).unwrap();
 
-    let out = run(zklock(&zk).args(["leader", &path]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    let out = exits(&zk, &["leader", &path], 0);
     let line = String::from_utf8(out.stdout).unwrap();
     let fields: Vec<&str> = line.trim_end().split('\t').collect();
     assert_eq!(fields[..2], ["alpha", node.as_str()], "{line:?}");
     assert!(fields[2].parse::<i64>().unwrap() > 0, "{line:?}");
 
-    let watch = zklock(&zk)
-        .args(["leader", "--watch", &path])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    resign_tx.send(()).unwrap();
-    participant.join().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    kill(&watch, "-INT");
-    let out = watch.wait_with_output().unwrap();
+    let out = watch_leader_while(&zk, &path, || {
+        resign_tx.send(()).unwrap();
+        participant.join().unwrap();
+    });
     assert_eq!(code(&out), 0, "{out:?}");
     let stdout = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = stdout.lines().collect();
@@ -381,11 +316,8 @@ fn leader_of_an_election() {
 /// a kazoo-named or Curator-named holder keeps a native contender out.
 #[test]
 fn signal_while_waiting_and_schemes() {
-    let zk = server().connect_string();
-    let lock = unique("schemes");
-    let dir = scratch("schemes");
-    let ready = dir.join("ready");
-    let mut holder = holding(&zk, &["--scheme", "kazoo"], &lock, &ready);
+    let (zk, lock, dir) = setup("schemes");
+    let mut holder = holding(&zk, &["--scheme", "kazoo"], &lock, &dir.join("ready"));
     for scheme in ["native", "curator", "kazoo"] {
         let out = run(zklock(&zk).args(["exec", "-n", "--scheme", scheme, &lock, "--", "true"]));
         assert_eq!(code(&out), BUSY, "{scheme}: {out:?}");
@@ -400,29 +332,20 @@ fn signal_while_waiting_and_schemes() {
     let out = waiter.wait_with_output().unwrap();
     assert_eq!(code(&out), 128 + 2, "{out:?}");
 
-    kill(&holder, "-TERM");
-    holder.wait().unwrap();
-    let out = run(zklock(&zk).args(["exec", "-n", "--scheme", "curator", &lock, "--", "true"]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    terminate(&mut holder);
+    exits(
+        &zk,
+        &["exec", "-n", "--scheme", "curator", &lock, "--", "true"],
+        0,
+    );
 }
 
 /// Someone deletes the holder's node (zkCli's `delete`): CMD is stopped at once
 /// and zklock exits with the lost code.
 #[test]
 fn cmd_stopped_when_the_node_is_deleted() {
-    let zk = server().connect_string();
-    let lock = unique("deleted");
-    let dir = scratch("deleted");
-    let ready = dir.join("ready");
-    let mut holder = hold(
-        &zk,
-        &[],
-        &lock,
-        &format!("echo $ZKLOCK_NODE > {}; exec sleep 60", ready.display()),
-    );
-    wait_for(&ready, Duration::from_secs(30));
-    std::thread::sleep(Duration::from_millis(50));
-    let node = std::fs::read_to_string(&ready).unwrap().trim().to_owned();
+    let (zk, lock, dir) = setup("deleted");
+    let (mut holder, node) = holding_node(&zk, &[], &lock, &dir);
 
     let install = lock_testkit::ZkInstall::locate().unwrap();
     let out = Command::new(install.java())
@@ -479,37 +402,30 @@ fn elect_runs_cmd_while_leader() {
         (child, ready)
     };
     let (mut a, a_ready) = candidate("alpha");
-    wait_for(&a_ready, Duration::from_secs(30));
+    wait_for(&a_ready, LONG);
     let (mut b, b_ready) = candidate("beta");
     std::thread::sleep(Duration::from_millis(700));
     assert!(!b_ready.exists(), "two leaders");
     let leader = run(zklock(&zk).args(["leader", &path]));
-    assert!(
-        String::from_utf8_lossy(&leader.stdout).starts_with("alpha\t"),
-        "{leader:?}"
-    );
+    assert!(stdout(&leader).starts_with("alpha\t"), "{leader:?}");
     // `ls` and `top` name the candidates by their ids, as `leader` does (the
     // OWNER column; it was `-`).
     let rows = ls_rows(&zk, &path);
     let owners: Vec<&str> = rows.iter().map(|row| row[3].as_str()).collect();
     assert_eq!(owners, ["alpha", "beta"], "{rows:?}");
     let top = run(zklock(&zk).args(["top", "--once", &root]));
-    let table = String::from_utf8_lossy(&top.stdout);
+    let table = stdout(&top);
     let row = table.lines().find(|l| l.starts_with(&format!("{path} ")));
     assert!(row.is_some_and(|r| r.contains(" alpha(")), "{top:?}");
     // `/` is a root like any other (it was refused as a lock directory).
-    let top = run(zklock(&zk).args(["top", "--once", "/"]));
-    assert_eq!(code(&top), 0, "{top:?}");
+    exits(&zk, &["top", "--once", "/"], 0);
 
     kill(&a, "-TERM");
     assert_eq!(a.wait().unwrap().code(), Some(128 + 15));
-    wait_for(&b_ready, Duration::from_secs(30));
+    wait_for(&b_ready, LONG);
     std::thread::sleep(Duration::from_millis(50));
     let leader = run(zklock(&zk).args(["leader", &path]));
-    assert!(
-        String::from_utf8_lossy(&leader.stdout).starts_with("beta\t"),
-        "{leader:?}"
-    );
+    assert!(stdout(&leader).starts_with("beta\t"), "{leader:?}");
     let token = |p: &Path| -> i64 {
         let text = std::fs::read_to_string(p).unwrap();
         text.split(' ').next().unwrap().parse().unwrap()
@@ -545,7 +461,7 @@ fn digest_auth_and_creator_acl() {
             .args(["exec", "-n", &lock, "--", "true"]));
         assert_eq!(code(&out), 1, "{other:?}: {out:?}");
         // One sentence naming the lock.
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = stderr(&out);
         assert!(
             stderr.contains(&format!(
                 "zklock: {lock}: ZooKeeper refused: not authorised"
@@ -554,10 +470,8 @@ fn digest_auth_and_creator_acl() {
         );
         assert_eq!(stderr.lines().count(), 1, "{other:?}: {stderr}");
     }
-    let out = run(zklock(&zk).args(["--auth", "nocolon", "exec", &lock, "--", "true"]));
-    assert_eq!(code(&out), 2, "{out:?}");
-    kill(&holder, "-TERM");
-    holder.wait().unwrap();
+    exits(&zk, &["--auth", "nocolon", "exec", &lock, "--", "true"], 2);
+    terminate(&mut holder);
 }
 
 /// `exec --revocable`: `zklock revoke` stops the holder's CMD and takes the lock
@@ -565,42 +479,31 @@ fn digest_auth_and_creator_acl() {
 /// keeps the lock.
 #[test]
 fn revocable_exec_lets_go_when_revoked() {
-    let zk = server().connect_string();
-    let lock = unique("revocable");
-    let dir = scratch("revocable");
-    let ready = dir.join("ready");
-    let mut holder = holding(&zk, &["--revocable"], &lock, &ready);
-    let out = run(zklock(&zk).args(["revoke", &lock]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    let (zk, lock, dir) = setup("revocable");
+    let mut holder = holding(&zk, &["--revocable"], &lock, &dir.join("ready"));
+    exits(&zk, &["revoke", &lock], 0);
     let status = holder.wait().unwrap();
     assert_eq!(status.code(), Some(LOST), "{status:?}");
     let out = run(zklock(&zk).args(["exec", "-n", &lock, "--", "true"]));
     assert_eq!(code(&out), 0, "the lock is free again: {out:?}");
 
     // A plain holder keeps the lock; the revocable waiter behind it gives up.
-    let ready = dir.join("ready-plain");
-    let mut plain = holding(&zk, &[], &lock, &ready);
+    let mut plain = holding(&zk, &[], &lock, &dir.join("ready-plain"));
     let waiter = zklock(&zk)
         .args(["exec", "--revocable", &lock, "--", "true"])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let rows = until("the waiter queues", Duration::from_secs(30), || {
-        let rows = ls_rows(&zk, &lock);
-        (rows.len() == 2).then_some(rows)
-    });
+    let rows = ls_rows_of(&zk, &lock, 2);
     // `revoke PATH` asks the holders; a waiter is revoked by its node.
-    let out = run(zklock(&zk).args(["revoke", &lock]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    exits(&zk, &["revoke", &lock], 0);
     let waiting = format!("{lock}/{}", rows[1].last().unwrap());
-    let out = run(zklock(&zk).args(["revoke", &waiting]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    exits(&zk, &["revoke", &waiting], 0);
     let out = waiter.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(BUSY), "{out:?}");
     let out = run(zklock(&zk).args(["exec", "-n", &lock, "--", "true"]));
     assert_eq!(code(&out), BUSY, "the plain holder still holds: {out:?}");
-    kill(&plain, "-TERM");
-    plain.wait().unwrap();
+    terminate(&mut plain);
 }
 
 /// SIGINT while CMD runs, three ways; CMD gets exactly one each time. CMD (a
@@ -654,16 +557,14 @@ fn sigint_reaches_cmd_once() {
                 .spawn()
                 .expect("setsid(1) from util-linux")
         } else {
-            Command::new("script")
-                .args(["-qec", &exec, "/dev/null"])
-                .env("ZKLOCK_ZK", &zk)
+            on_a_terminal(&zk, &exec)
                 .env("SHELL", "/bin/sh")
                 .stdin(Stdio::piped())
                 .stdout(Stdio::null())
                 .spawn()
                 .expect("script(1) from util-linux")
         };
-        wait_for(&ready, Duration::from_secs(30));
+        wait_for(&ready, LONG);
         if case == "ctrl-c" {
             use std::io::Write;
             let tty = child.stdin.as_mut().unwrap();
@@ -677,7 +578,7 @@ fn sigint_reaches_cmd_once() {
                 .unwrap();
             assert!(ok.success(), "{case}");
         }
-        wait_for(&done, Duration::from_secs(30));
+        wait_for(&done, LONG);
         drop(child.stdin.take());
         let status = child.wait().unwrap();
         assert!(status.success(), "{case}: {status:?}");
@@ -693,44 +594,14 @@ fn sigint_reaches_cmd_once() {
 /// `PermitsMismatch { .. }`.
 #[test]
 fn semaphore_of_another_count_is_named() {
-    let zk = server().connect_string();
-    let lock = unique("permits");
-    let dir = scratch("permits");
+    let (zk, lock, dir) = setup("permits");
     let mut holder = holding(&zk, &["--semaphore", "3"], &lock, &dir.join("ready"));
     let out = run(zklock(&zk).args(["exec", "--semaphore", "2", &lock, "--", "true"]));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr(&out);
     assert_eq!(code(&out), 2, "{stderr}");
     assert_eq!(
         stderr.trim_end(),
         format!("zklock: {lock} is a semaphore of 3 permits; asked for 2: use --semaphore 3")
     );
-    kill(&holder, "-TERM");
-    holder.wait().unwrap();
-}
-
-/// go-zookeeper's `Lock` fails on a marker node in the lock directory, so
-/// `--scheme go` refuses `--lock-delay` (which keeps one): one line, exit 2, CMD
-/// not run, nothing connected.
-#[test]
-fn scheme_go_refuses_lock_delay() {
-    let dir = scratch("go-marker");
-    let ran = dir.join("ran");
-    let out = run(zklock("127.0.0.1:1").args([
-        "exec",
-        "--scheme",
-        "go",
-        "--lock-delay",
-        "1",
-        "/go-marker",
-        "--",
-        "touch",
-        ran.to_str().unwrap(),
-    ]));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(code(&out), 2, "{stderr}");
-    assert_eq!(
-        stderr.trim_end(),
-        "zklock: --lock-delay cannot be used with --scheme go: go-zookeeper's Lock fails on the marker node it keeps"
-    );
-    assert!(!ran.exists(), "CMD ran");
+    terminate(&mut holder);
 }

@@ -7,18 +7,15 @@
 
 mod common;
 
-use common::{code, run, zklock, CONNECT};
+use common::{closed_port, code, run, stderr, stdout, zklock, CONNECT, UNCHECKED, UNSAFE};
 use lock_testkit::ZkEnsemble;
 use std::process::Output;
 use std::time::Duration;
 
-const UNSAFE: i32 = 5;
-const UNCHECKED: i32 = 6;
-
 fn doctor(zk: &str, args: &[&str]) -> (i32, String) {
     let out: Output = run(zklock(zk).arg("doctor").args(args));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = stdout(&out);
+    let stderr = stderr(&out);
     assert!(stderr.is_empty(), "stderr: {stderr}\nstdout: {stdout}");
     (code(&out), stdout)
 }
@@ -52,12 +49,6 @@ fn all_safe(zk: &str, args: &[&str], timeout: &str, bound: &str) -> String {
     );
     assert_has(&report, "verdict: safe (exit 0): every check passed");
     report
-}
-
-/// A port nothing listens on.
-fn dead_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("its address").port()
 }
 
 /// A 3-node ensemble with tickTime 2 s, `sync_limit` ticks, and ZooKeeper's
@@ -146,7 +137,7 @@ fn the_sample_timing_is_unsafe_for_ten_second_sessions_and_safe_for_the_fix() {
     let partly = format!(
         "{},127.0.0.1:{}",
         ensemble.member(0).unwrap().connect_string(),
-        dead_port()
+        closed_port()
     );
     let (status, report) = doctor(&partly, &["--session-timeout", "17"]);
     assert_eq!(status, UNCHECKED, "{report}");
@@ -202,7 +193,7 @@ fn a_server_that_refuses_conf_is_reported_unchecked_not_guessed() {
 
 #[test]
 fn an_unreachable_server_is_exit_69() {
-    let zk = format!("127.0.0.1:{}", dead_port());
+    let zk = format!("127.0.0.1:{}", closed_port());
     let (status, report) = doctor(&zk, &[]);
     assert_eq!(status, CONNECT, "{report}");
     assert_has(&report, &format!("{zk}\n  reachable    no (127.0.0.1:"));
@@ -220,7 +211,7 @@ fn an_unreachable_server_is_exit_69() {
 fn a_malformed_connect_string_is_a_usage_error() {
     let out = run(zklock("127.0.0.1:http").arg("doctor"));
     assert_eq!(code(&out), 2);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr(&out);
     assert!(
         stderr.contains("malformed server \"127.0.0.1:http\""),
         "{stderr}"

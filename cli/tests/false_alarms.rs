@@ -31,16 +31,9 @@ fn a_standby_that_waited_longer_than_t_leads_without_a_false_alarm() {
     let candidate = |id: &str, script: &str| {
         let ready = dir.join(id);
         let child = zklock(&zk)
-            .args([
-                "elect",
-                "--session-timeout",
-                "10",
-                &path,
-                id,
-                "--",
-                "sh",
-                "-c",
-            ])
+            .args(words(&format!(
+                "elect --session-timeout 10 {path} {id} -- sh -c"
+            )))
             .arg(format!("touch {}; {script}", ready.display()))
             .stderr(Stdio::piped())
             .spawn()
@@ -59,7 +52,7 @@ fn a_standby_that_waited_longer_than_t_leads_without_a_false_alarm() {
     let stopped = Instant::now();
     kill(&leader, "-TERM");
     assert_eq!(leader.wait().unwrap().code(), Some(128 + 15));
-    wait_for(&standby_ready, Duration::from_secs(30));
+    wait_for(&standby_ready, LONG);
     eprintln!(
         "handover: standby's CMD started {:?} after the leader's SIGTERM",
         stopped.elapsed()
@@ -120,20 +113,14 @@ fn contended_exec_jobs_are_never_signalled_on_a_sound_connection() {
                 s.spawn(move || {
                     for round in 0..ROUNDS {
                         let started = Instant::now();
-                        let out = run(zklock(&zk).args([
-                            "exec",
-                            "--session-timeout",
-                            "4",
-                            &path,
-                            "--",
-                            "sleep",
-                            "0.7",
-                        ]));
+                        let out = run(zklock(&zk).args(words(&format!(
+                            "exec --session-timeout 4 {path} -- sleep 0.7"
+                        ))));
                         assert_eq!(
                             code(&out),
                             0,
                             "lock {lock} job {job} round {round}: {}",
-                            String::from_utf8_lossy(&out.stderr)
+                            stderr(&out)
                         );
                         if started.elapsed() > Duration::from_millis(4_700) {
                             long_waits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

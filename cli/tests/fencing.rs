@@ -11,9 +11,6 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The holder's session timeout, seconds: it is paused for longer.
-const SESSION_TIMEOUT: &str = "2";
-
 /// The write each holder makes: the row records the token that wrote it, and
 /// with `fenced` the write applies only if no newer token has written it.
 /// Shell text: `$ZKLOCK_TOKEN` is expanded by CMD's shell.
@@ -80,22 +77,16 @@ fn paused_holder_writes_late(test: &str, fenced: bool) -> Outcome {
         update("A", fenced).replace('\'', "'\\''")
     );
     let mut a = zklock(&zk);
-    a.args([
-        "--session-timeout",
-        SESSION_TIMEOUT,
-        "exec",
-        &lock,
-        "--",
-        "sh",
-        "-c",
-    ])
+    a.args(words(&format!(
+        "--session-timeout {SESSION_TIMEOUT} exec {lock} -- sh -c"
+    )))
     .arg(&script_a)
     .stderr(Stdio::piped())
     .process_group(0);
     env(&mut a);
     let mut holder: Child = a.spawn().unwrap();
     let group = KillOnDrop(holder.id());
-    wait_for(&dir.join("ready"), Duration::from_secs(30));
+    wait_for(&dir.join("ready"), LONG);
     let token_a: i64 = read(&dir.join("a.token")).parse().unwrap();
     say(&format!(
         "A holds the lock, token {token_a}; pausing A (SIGSTOP to zklock)"
@@ -132,9 +123,7 @@ fn paused_holder_writes_late(test: &str, fenced: bool) -> Outcome {
     let mut stderr = String::new();
     std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr).unwrap();
     let late = dir.join("a.result");
-    until("A's write", Duration::from_secs(30), || {
-        late.exists().then_some(())
-    });
+    until("A's write", LONG, || late.exists().then_some(()));
     let late_write = read(&late);
     let row = db.psql("SELECT owner, fence FROM account").unwrap();
     say(&format!("A's write: {late_write}"));

@@ -103,33 +103,26 @@ impl Drop for GoPeer {
 /// the Go holder; once Go releases, `exec -n --scheme go` runs CMD.
 #[test]
 fn a_go_holder_excludes_zklock_in_every_scheme() {
-    let zk = server().connect_string();
-    let lock = unique("go-holds");
-    let dir = scratch("go-holds");
+    let (zk, lock, dir) = setup("go-holds");
     let ran = dir.join("ran");
     let mut go = GoPeer::start(&zk, "go-holder");
     let node = go.acquire(&lock);
     assert!(node.starts_with("_c_") && node.contains("-lock-"), "{node}");
 
     for scheme in ["go", "native", "curator", "kazoo"] {
-        let out = run(zklock(&zk).args([
-            "exec",
-            "-n",
-            "--scheme",
-            scheme,
-            &lock,
-            "--",
-            "touch",
-            ran.to_str().unwrap(),
-        ]));
+        let touch = format!("exec -n --scheme {scheme} {lock} -- touch");
+        let out = run(zklock(&zk).args(words(&touch)).arg(&ran));
         assert_eq!(code(&out), BUSY, "--scheme {scheme}: {out:?}");
         assert!(
             !ran.exists(),
             "--scheme {scheme}: CMD ran beside a Go holder"
         );
     }
-    let out = run(zklock(&zk).args(["exec", "-w", "0.5", "--scheme", "go", &lock, "--", "true"]));
-    assert_eq!(code(&out), BUSY, "{out:?}");
+    exits(
+        &zk,
+        &["exec", "-w", "0.5", "--scheme", "go", &lock, "--", "true"],
+        BUSY,
+    );
 
     let rows = ls_rows(&zk, &lock);
     assert_eq!(rows.len(), 1, "{rows:?}");
@@ -145,16 +138,8 @@ fn a_go_holder_excludes_zklock_in_every_scheme() {
     );
 
     go.close();
-    let out = run(zklock(&zk).args([
-        "exec",
-        "-n",
-        "--scheme",
-        "go",
-        &lock,
-        "--",
-        "touch",
-        ran.to_str().unwrap(),
-    ]));
+    let touch = format!("exec -n --scheme go {lock} -- touch");
+    let out = run(zklock(&zk).args(words(&touch)).arg(&ran));
     assert_eq!(code(&out), 0, "{out:?}");
     assert!(ran.exists());
 }
@@ -164,22 +149,8 @@ fn a_go_holder_excludes_zklock_in_every_scheme() {
 /// zklock's node in Go's layout.
 #[test]
 fn a_zklock_holder_excludes_go() {
-    let zk = server().connect_string();
-    let lock = unique("zklock-holds-go");
-    let dir = scratch("zklock-holds-go");
-    let ready = dir.join("ready");
-    let release = dir.join("release");
-    let mut holder = hold(
-        &zk,
-        &["--scheme", "go"],
-        &lock,
-        &format!(
-            "touch {}; while [ ! -e {} ]; do sleep 0.05; done",
-            ready.display(),
-            release.display()
-        ),
-    );
-    wait_for(&ready, Duration::from_secs(30));
+    let (zk, lock, dir) = setup("zklock-holds-go");
+    let (mut holder, release) = holding_until_released(&zk, &["--scheme", "go"], &lock, &dir);
     let rows = ls_rows(&zk, &lock);
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0][7], "go", "{rows:?}");

@@ -5,12 +5,9 @@ mod common;
 
 use common::*;
 use std::io::Read;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
-
-const DEADLOCK: i32 = 4;
-const LONG: Duration = Duration::from_secs(30);
 
 /// Prints each participant of `zklock ls --json` as one tab-separated line.
 const LS_SUMMARY: &str = r#"
@@ -32,17 +29,8 @@ for state in ("holders", "waiters"):
 /// as JSON that parses and says the same.
 #[test]
 fn ls_lists_holders_and_waiters_in_queue_order() {
-    let zk = server().connect_string();
-    let lock = unique("ls");
-    let dir = scratch("ls");
-    let ready = dir.join("ready");
-    let mut holder = hold(
-        &zk,
-        &["--owner", "alice"],
-        &lock,
-        &format!("echo $ZKLOCK_NODE > {}; exec sleep 60", ready.display()),
-    );
-    wait_for(&ready, LONG);
+    let (zk, lock, dir) = setup("ls");
+    let (mut holder, node) = holding_node(&zk, &["--owner", "alice"], &lock, &dir);
     let waiter = |owner: Option<&str>| {
         let mut c = zklock(&zk);
         c.arg("exec");
@@ -59,12 +47,8 @@ fn ls_lists_holders_and_waiters_in_queue_order() {
         (ls_rows(&zk, &lock).len() == 2).then_some(())
     });
     let second = waiter(Some("bob"));
-    let rows = until("the second waiter in the queue", LONG, || {
-        let rows = ls_rows(&zk, &lock);
-        (rows.len() == 3).then_some(rows)
-    });
-    let node = std::fs::read_to_string(&ready).unwrap();
-    let node = node.trim().rsplit_once('/').unwrap().1.to_owned();
+    let rows = ls_rows_of(&zk, &lock, 3);
+    let node = node.rsplit_once('/').unwrap().1.to_owned();
 
     // # STATE KIND OWNER SESSION AGE TOKEN SCHEME WAITS-FOR NODE
     let col = |r: usize, c: usize| rows[r][c].as_str();
@@ -91,8 +75,7 @@ fn ls_lists_holders_and_waiters_in_queue_order() {
     assert!((0..3).all(|r| col(r, 7) == "native"));
 
     // The JSON says the same, waits_for by node name.
-    let out = run(zklock(&zk).args(["ls", "--json", &lock]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    let out = exits(&zk, &["ls", "--json", &lock], 0);
     let summary = python(LS_SUMMARY, &[&lock], &out.stdout);
     let expected: Vec<String> = rows
         .iter()
@@ -125,8 +108,7 @@ fn ls_lists_holders_and_waiters_in_queue_order() {
         .collect();
     assert_eq!(summary.lines().collect::<Vec<_>>(), expected);
 
-    kill(&holder, "-TERM");
-    holder.wait().unwrap();
+    terminate(&mut holder);
     for w in [first, second] {
         let out = w.wait_with_output().unwrap();
         assert_eq!(code(&out), 0, "{out:?}");
@@ -139,9 +121,7 @@ fn ls_lists_holders_and_waiters_in_queue_order() {
 /// in the table and as JSON's `permits`.
 #[test]
 fn ls_shows_semaphore_permits() {
-    let zk = server().connect_string();
-    let lock = unique("ls-sem");
-    let dir = scratch("ls-sem");
+    let (zk, lock, dir) = setup("ls-sem");
     let holders: Vec<_> = ["a", "b"]
         .iter()
         .map(|name| holding(&zk, &["--semaphore", "2"], &lock, &dir.join(name)))
@@ -151,10 +131,7 @@ fn ls_shows_semaphore_permits() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let rows = until("the waiter in the queue", LONG, || {
-        let rows = ls_rows(&zk, &lock);
-        (rows.len() == 3).then_some(rows)
-    });
+    let rows = ls_rows_of(&zk, &lock, 3);
     let states: Vec<[&str; 2]> = rows
         .iter()
         .map(|r| [r[1].as_str(), r[2].as_str()])
@@ -170,8 +147,7 @@ fn ls_shows_semaphore_permits() {
     );
     // The waiter needs one of the two holders to go: both block it.
     assert_eq!(rows[2][8], "#1,#2", "{rows:?}");
-    let out = run(zklock(&zk).args(["ls", "--json", &lock]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    let out = exits(&zk, &["ls", "--json", &lock], 0);
     let permits = python(
         "import json, sys\n\
          doc = json.load(sys.stdin)\n\
@@ -181,8 +157,7 @@ fn ls_shows_semaphore_permits() {
     );
     assert_eq!(permits.trim(), "2 2 2");
     for mut holder in holders {
-        kill(&holder, "-TERM");
-        holder.wait().unwrap();
+        terminate(&mut holder);
     }
     let out = waiter.wait_with_output().unwrap();
     assert_eq!(code(&out), 0, "{out:?}");
@@ -194,37 +169,23 @@ fn ls_shows_semaphore_permits() {
 fn ls_of_a_missing_path_and_json_escaping() {
     let zk = server().connect_string();
     let missing = unique("missing");
-    let out = run(zklock(&zk).args(["ls", &missing]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    let out = exits(&zk, &["ls", &missing], 0);
     assert!(out.stdout.is_empty(), "{out:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("nobody"),
-        "{out:?}"
-    );
-    let out = run(zklock(&zk).args(["ls", "--json", &missing]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    assert!(stderr(&out).contains("nobody"), "{out:?}");
+    let out = exits(&zk, &["ls", "--json", &missing], 0);
     assert_eq!(
         String::from_utf8(out.stdout).unwrap().trim(),
         format!(
             r#"{{"path":"{missing}","foreign":0,"holders":[],"waiters":[],"mixed_schemes":false,"holders_by_library":{{"zklock":[]}},"last_break":null}}"#
         )
     );
-    let out = run(zklock(&zk).args(["ls", "not/absolute"]));
-    assert_eq!(code(&out), 2, "{out:?}");
+    exits(&zk, &["ls", "not/absolute"], 2);
 
     let lock = unique("escaping");
     let owner = "o'\"q\\ \n\t\u{1} été →";
     let dir = scratch("escaping");
-    let ready = dir.join("ready");
-    let mut holder = hold(
-        &zk,
-        &["--owner", owner],
-        &lock,
-        &format!("touch {}; exec sleep 60", ready.display()),
-    );
-    wait_for(&ready, LONG);
-    let out = run(zklock(&zk).args(["ls", "--json", &lock]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    let mut holder = holding(&zk, &["--owner", owner], &lock, &dir.join("ready"));
+    let out = exits(&zk, &["ls", "--json", &lock], 0);
     let back = python(
         "import json,sys; sys.stdout.write(json.load(sys.stdin)['holders'][0]['owner'])",
         &[],
@@ -236,8 +197,7 @@ fn ls_of_a_missing_path_and_json_escaping() {
     let table = String::from_utf8(out.stdout).unwrap();
     assert_eq!(table.lines().count(), 2, "{table:?}");
     assert!(table.contains("o'\"q\\ ??? été →"), "{table:?}");
-    kill(&holder, "-TERM");
-    holder.wait().unwrap();
+    terminate(&mut holder);
 }
 
 /// A directory mixing schemes: a native holder, then kazoo- and Curator-named
@@ -247,9 +207,7 @@ fn ls_of_a_missing_path_and_json_escaping() {
 /// node for Curator; the same in --json.
 #[test]
 fn ls_warns_of_mixed_schemes() {
-    let zk = server().connect_string();
-    let lock = unique("mixed");
-    let dir = scratch("mixed");
+    let (zk, lock, dir) = setup("mixed");
     let mut holder = holding(&zk, &[], &lock, &dir.join("ready"));
     let mut waiters = Vec::new();
     for (i, scheme) in ["kazoo", "curator"].into_iter().enumerate() {
@@ -285,8 +243,7 @@ fn ls_warns_of_mixed_schemes() {
         &out.stdout,
     );
     assert_eq!(views, "True\ncurator curator\nkazoo kazoo\nzklock native\n");
-    kill(&holder, "-TERM");
-    holder.wait().unwrap();
+    terminate(&mut holder);
     for mut waiter in waiters {
         assert!(waiter.wait().unwrap().success());
     }
@@ -368,8 +325,7 @@ fn deadlocks_reports_a_real_cycle() {
     let (nodes, go) = reports.recv_timeout(LONG).unwrap();
 
     // A chain (alice waits for bob, who waits for nobody) is no deadlock.
-    let out = run(zklock(&zk).args(["deadlocks", &root]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    let out = exits(&zk, &["deadlocks", &root], 0);
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
         format!("no deadlock under {root}\n")
@@ -390,8 +346,7 @@ fn deadlocks_reports_a_real_cycle() {
         (0..4).map(|k| ring[(i + k) % 4]).collect()
     };
 
-    let out = run(zklock(&zk).args(["deadlocks", &root]));
-    assert_eq!(code(&out), DEADLOCK, "{out:?}");
+    let out = exits(&zk, &["deadlocks", &root], DEADLOCK);
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("deadlock 1 of 1: "), "{text}");
@@ -410,8 +365,7 @@ fn deadlocks_reports_a_real_cycle() {
     assert_eq!(seen, rotated(rows[0][5]), "{text}");
     assert_eq!(lines.len(), 7, "{text}");
 
-    let out = run(zklock(&zk).args(["deadlocks", "--json", &root]));
-    assert_eq!(code(&out), DEADLOCK, "{out:?}");
+    let out = exits(&zk, &["deadlocks", "--json", &root], DEADLOCK);
     let summary = python(
         r#"
 import json, sys
@@ -438,8 +392,7 @@ for n in c["nodes"]:
         .collect();
     assert_eq!(seen, rotated(seen[0].0), "{summary}");
 
-    let out = run(zklock(&zk).args(["deadlocks", "--dot", &root]));
-    assert_eq!(code(&out), DEADLOCK, "{out:?}");
+    let out = exits(&zk, &["deadlocks", "--dot", &root], DEADLOCK);
     let dot = String::from_utf8(out.stdout).unwrap();
     assert!(dot.starts_with("digraph deadlocks {"), "{dot}");
     let edges: Vec<&str> = dot.lines().filter(|l| l.contains(" -> ")).collect();
@@ -461,8 +414,7 @@ for n in c["nodes"]:
 
     go.send(()).unwrap();
     sessions.join().unwrap();
-    let out = run(zklock(&zk).args(["deadlocks", "--json", &root]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    let out = exits(&zk, &["deadlocks", "--json", &root], 0);
     assert_eq!(
         String::from_utf8(out.stdout).unwrap().trim(),
         format!(r#"{{"root":"{root}","cycles":[]}}"#)
@@ -476,21 +428,20 @@ for n in c["nodes"]:
 /// the queue); with -q nothing.
 #[test]
 fn waiting_line_on_a_tty_and_places_only_when_asked_elsewhere() {
-    let zk = server().connect_string();
-    let lock = unique("tty");
-    let dir = scratch("tty");
-    let ready = dir.join("ready");
-    let holder = holding(&zk, &[], &lock, &ready);
+    let (zk, lock, dir) = setup("tty");
+    let holder = holding(&zk, &[], &lock, &dir.join("ready"));
 
     // Not a terminal, not asked: only the outcome.
-    let out = run(zklock(&zk).args(["exec", "-w", "1.5", &lock, "--", "true"]));
-    assert_eq!(code(&out), BUSY, "{out:?}");
+    let out = exits(&zk, &["exec", "-w", "1.5", &lock, "--", "true"], BUSY);
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(stderr, format!("zklock: timed out waiting for {lock}\n"));
     // Asked: its place, then that it gave up.
     for asked in ["--progress", "-v"] {
-        let out = run(zklock(&zk).args(["exec", asked, "-w", "1.5", &lock, "--", "true"]));
-        assert_eq!(code(&out), BUSY, "{out:?}");
+        let out = exits(
+            &zk,
+            &["exec", asked, "-w", "1.5", &lock, "--", "true"],
+            BUSY,
+        );
         let stderr = String::from_utf8(out.stderr).unwrap();
         assert_eq!(
             stderr,
@@ -511,8 +462,11 @@ fn waiting_line_on_a_tty_and_places_only_when_asked_elsewhere() {
         let json = String::from_utf8(out.stdout).unwrap();
         (json.matches("\"session\"").count() >= 2).then_some(())
     });
-    let out = run(zklock(&zk).args(["exec", "--progress", "-w", "1.5", &lock, "--", "true"]));
-    assert_eq!(code(&out), BUSY, "{out:?}");
+    let out = exits(
+        &zk,
+        &["exec", "--progress", "-w", "1.5", &lock, "--", "true"],
+        BUSY,
+    );
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
         stderr.starts_with(&format!(
@@ -521,8 +475,7 @@ fn waiting_line_on_a_tty_and_places_only_when_asked_elsewhere() {
         "{stderr:?}"
     );
     // Quiet: only the outcome.
-    let out = run(zklock(&zk).args(["exec", "-q", "-w", "1.5", &lock, "--", "true"]));
-    assert_eq!(code(&out), BUSY, "{out:?}");
+    let out = exits(&zk, &["exec", "-q", "-w", "1.5", &lock, "--", "true"], BUSY);
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(stderr, format!("zklock: timed out waiting for {lock}\n"));
 
@@ -540,9 +493,7 @@ fn waiting_line_on_a_tty_and_places_only_when_asked_elsewhere() {
 /// `elect` shows the same line while it waits to lead.
 #[test]
 fn waiting_line_of_an_election() {
-    let zk = server().connect_string();
-    let path = unique("tty-elect");
-    let dir = scratch("tty-elect");
+    let (zk, path, dir) = setup("tty-elect");
     let ready = dir.join("ready");
     let script = format!("touch {}; exec sleep 60", ready.display());
     let leader = zklock(&zk)
@@ -570,9 +521,7 @@ fn waiting_line_until_the_holder_goes(
     mut holder: Child,
 ) {
     let zklock_cmd = format!("{} {args} -- echo ran", env!("CARGO_BIN_EXE_zklock"));
-    let mut script = Command::new("script")
-        .args(["-qec", &zklock_cmd, "/dev/null"])
-        .env("ZKLOCK_ZK", zk)
+    let mut script = on_a_terminal(zk, &zklock_cmd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
@@ -593,8 +542,7 @@ fn waiting_line_until_the_holder_goes(
             .contains(&wanted)
             .then_some(())
     });
-    kill(&holder, "-TERM");
-    holder.wait().unwrap();
+    terminate(&mut holder);
     tty.read_to_end(&mut seen).unwrap();
     assert!(script.wait().unwrap().success());
     let seen = String::from_utf8_lossy(&seen).into_owned();

@@ -6,9 +6,7 @@ mod common;
 
 use common::*;
 use std::io::Write;
-use std::time::Duration;
 
-const LONG: Duration = Duration::from_secs(30);
 /// The peer's one-line answer to `try` or `wait S`.
 fn kazoo_answer(zk: &str, lock: &str, mode: &[&str]) -> String {
     let out = kazoo(zk, lock, "kazoo-contender", mode).output().unwrap();
@@ -27,12 +25,16 @@ fn a_kazoo_holder_excludes_zklock() {
     let lock = unique("kazoo-holds");
     let (mut holder, node) = kazoo_holder(&zk, &lock, "kazoo-holder", &["hold"]);
 
-    let out = run(zklock(&zk).args(["exec", "-n", "--scheme", "kazoo", &lock, "--", "true"]));
-    assert_eq!(code(&out), BUSY, "{out:?}");
-    let out = run(zklock(&zk).args([
-        "exec", "-w", "0.5", "--scheme", "kazoo", &lock, "--", "true",
-    ]));
-    assert_eq!(code(&out), BUSY, "{out:?}");
+    exits(
+        &zk,
+        &["exec", "-n", "--scheme", "kazoo", &lock, "--", "true"],
+        BUSY,
+    );
+    exits(
+        &zk,
+        &words(&format!("exec -w 0.5 --scheme kazoo {lock} -- true")),
+        BUSY,
+    );
 
     let rows = ls_rows(&zk, &lock);
     assert_eq!(rows.len(), 1, "{rows:?}");
@@ -45,30 +47,24 @@ fn a_kazoo_holder_excludes_zklock() {
 
     drop(holder.stdin.take()); // kazoo releases and exits
     assert!(holder.wait().unwrap().success());
-    let out = run(zklock(&zk).args(["exec", "-n", "--scheme", "kazoo", &lock, "--", "true"]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    exits(
+        &zk,
+        &["exec", "-n", "--scheme", "kazoo", &lock, "--", "true"],
+        0,
+    );
 }
 
 /// zklock holds (with --owner): kazoo's `acquire(blocking=False)` and
 /// `acquire(timeout=1)` fail; once zklock's CMD ends, kazoo gets the lock.
 #[test]
 fn a_zklock_holder_excludes_kazoo() {
-    let zk = server().connect_string();
-    let lock = unique("zklock-holds");
-    let dir = scratch("zklock-holds");
-    let ready = dir.join("ready");
-    let release = dir.join("release");
-    let mut holder = hold(
+    let (zk, lock, dir) = setup("zklock-holds");
+    let (mut holder, release) = holding_until_released(
         &zk,
         &["--scheme", "kazoo", "--owner", "zklock-holder"],
         &lock,
-        &format!(
-            "touch {}; while [ ! -e {} ]; do sleep 0.05; done",
-            ready.display(),
-            release.display()
-        ),
+        &dir,
     );
-    wait_for(&ready, LONG);
 
     assert_eq!(kazoo_answer(&zk, &lock, &["try"]), "BUSY");
     assert_eq!(kazoo_answer(&zk, &lock, &["wait", "1"]), "TIMEOUT");
@@ -90,9 +86,7 @@ fn a_zklock_holder_excludes_kazoo() {
 /// refused, and `zklock ls` shows both leases (the count from the path's data).
 #[test]
 fn exec_semaphore_shares_permits_with_kazoo() {
-    let zk = server().connect_string();
-    let lock = unique("kazoo-semaphore");
-    let dir = scratch("kazoo-semaphore");
+    let (zk, lock, dir) = setup("kazoo-semaphore");
     let (mut theirs, node) = kazoo_holder(&zk, &lock, "kazoo-holder", &["shold", "2"]);
     let sem = [
         "--semaphore",
@@ -104,17 +98,9 @@ fn exec_semaphore_shares_permits_with_kazoo() {
     ];
     let mut ours = holding(&zk, &sem, &lock, &dir.join("ready"));
 
-    let out = run(zklock(&zk).args([
-        "exec",
-        "-n",
-        "--semaphore",
-        "2",
-        "--scheme",
-        "kazoo",
-        &lock,
-        "--",
-        "true",
-    ]));
+    let out = run(zklock(&zk).args(words(&format!(
+        "exec -n --semaphore 2 --scheme kazoo {lock} -- true"
+    ))));
     assert_eq!(code(&out), BUSY, "a third permit of 2: {out:?}");
     assert_eq!(kazoo_answer(&zk, &lock, &["stry", "2"]), "BUSY");
 
@@ -135,8 +121,7 @@ fn exec_semaphore_shares_permits_with_kazoo() {
     assert!(theirs.wait().unwrap().success());
     let answer = kazoo_answer(&zk, &lock, &["stry", "2"]);
     assert!(answer.starts_with("HELD "), "{answer}");
-    kill(&ours, "-TERM");
-    ours.wait().unwrap();
+    terminate(&mut ours);
 }
 
 /// `zklock exec --semaphore 2 --scheme kazoo` against a kazoo pool of 3 (kazoo
@@ -150,18 +135,9 @@ fn exec_semaphore_of_another_count_than_kazoos_is_named() {
     let (mut theirs, _) = kazoo_holder(&zk, &lock, "kazoo-holder", &["shold", "3"]);
     let dir = scratch("kazoo-permits");
     let ran = dir.join("ran");
-    let out = run(zklock(&zk).args([
-        "exec",
-        "--semaphore",
-        "2",
-        "--scheme",
-        "kazoo",
-        &lock,
-        "--",
-        "touch",
-        ran.to_str().unwrap(),
-    ]));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let touch = format!("exec --semaphore 2 --scheme kazoo {lock} -- touch");
+    let out = run(zklock(&zk).args(words(&touch)).arg(&ran));
+    let stderr = stderr(&out);
     assert_eq!(code(&out), 2, "{stderr}");
     assert_eq!(
         stderr.trim_end(),
@@ -170,18 +146,13 @@ fn exec_semaphore_of_another_count_than_kazoos_is_named() {
         )
     );
     assert!(!ran.exists(), "CMD ran");
-    let out = run(zklock(&zk).args([
-        "exec",
-        "-n",
-        "--semaphore",
-        "3",
-        "--scheme",
-        "kazoo",
-        &lock,
-        "--",
-        "true",
-    ]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    exits(
+        &zk,
+        &words(&format!(
+            "exec -n --semaphore 3 --scheme kazoo {lock} -- true"
+        )),
+        0,
+    );
     drop(theirs.stdin.take());
     assert!(theirs.wait().unwrap().success());
 }

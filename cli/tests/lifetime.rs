@@ -37,7 +37,7 @@ fn family(zk: &str, extra: &[&str], lock: &str, dir: &Path) -> Family {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for(&ready, Duration::from_secs(30));
+    wait_for(&ready, LONG);
     let pids: Vec<i32> = std::fs::read_to_string(&pids_file)
         .unwrap()
         .lines()
@@ -92,9 +92,7 @@ fn cmd_group_dies_with_zklock() {
         let dir = scratch(&format!("dies-with{signal}"));
         let mut family = family(&zk, &[], &lock, &dir);
         let second = contender(&zk, &lock, &family.pids, &dir);
-        until("the contender queued", Duration::from_secs(30), || {
-            (ls_rows(&zk, &lock).len() == 2).then_some(())
-        });
+        ls_rows_of(&zk, &lock, 2);
         kill(&family.zklock, signal);
         let status = family.zklock.wait().unwrap();
         assert_eq!(status.code(), expected, "{signal}: {status:?}");
@@ -122,12 +120,9 @@ fn cmd_group_dies_with_zklock() {
 /// alive once zklock is gone.
 #[test]
 fn a_revocation_stops_the_whole_group() {
-    let zk = server().connect_string();
-    let lock = unique("revoked");
-    let dir = scratch("revoked");
+    let (zk, lock, dir) = setup("revoked");
     let mut family = family(&zk, &["--revocable"], &lock, &dir);
-    let out = run(zklock(&zk).args(["revoke", &lock]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    exits(&zk, &["revoke", &lock], 0);
     let status = family.zklock.wait().unwrap();
     assert_eq!(status.code(), Some(LOST), "{status:?}");
     assert!(
@@ -141,22 +136,12 @@ fn a_revocation_stops_the_whole_group() {
 /// the lock is let go (the next holder finds it dead).
 #[test]
 fn cmd_leftovers_stopped_before_the_release() {
-    let zk = server().connect_string();
-    let lock = unique("leftovers");
-    let dir = scratch("leftovers");
+    let (zk, lock, dir) = setup("leftovers");
     let pid_file = dir.join("pid");
     let script = format!("sleep 300 & echo $! > {}", pid_file.display());
-    let out = run(zklock(&zk).args(["exec", &lock, "--", "sh", "-c", &script]));
-    assert_eq!(code(&out), 0, "{out:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("left processes"),
-        "{out:?}"
-    );
-    let pid: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let out = exits(&zk, &["exec", &lock, "--", "sh", "-c", &script], 0);
+    assert!(stderr(&out).contains("left processes"), "{out:?}");
+    let pid: i32 = read(&pid_file).parse().unwrap();
     assert!(!alive(pid), "the leftover sleep {pid} outlived the lock");
 }
 
@@ -165,9 +150,7 @@ fn cmd_leftovers_stopped_before_the_release() {
 /// kill -9 (then nothing runs to delete it).
 #[test]
 fn waiting_zklock_leaves_no_node() {
-    let zk = server().connect_string();
-    let lock = unique("waiting");
-    let dir = scratch("waiting");
+    let (zk, lock, dir) = setup("waiting");
     let mut holder = holding(&zk, &[], &lock, &dir.join("ready"));
     for (signal, code) in [
         ("-HUP", Some(128 + 1)),
@@ -181,9 +164,7 @@ fn waiting_zklock_leaves_no_node() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        until("the waiter queued", Duration::from_secs(30), || {
-            (ls_rows(&zk, &lock).len() == 2).then_some(())
-        });
+        ls_rows_of(&zk, &lock, 2);
         // CMD's guard is started ahead of the lock and waits with zklock.
         let guards = guards_of(waiter.id());
         assert_eq!(guards.len(), 1, "{signal}: one guard waits: {guards:?}");
@@ -201,15 +182,11 @@ fn waiting_zklock_leaves_no_node() {
                 "{signal}: the node is deleted at once"
             );
         } else {
-            until(
-                "the killed waiter's node gone with its session",
-                Duration::from_secs(30),
-                || (ls_rows(&zk, &lock).len() == 1).then_some(()),
-            );
+            // The killed waiter's node goes with its session.
+            ls_rows_of(&zk, &lock, 1);
         }
     }
-    kill(&holder, "-TERM");
-    holder.wait().unwrap();
+    terminate(&mut holder);
 }
 
 /// How long CMD's group outlives zklock, for the README: with ZKLOCK_OUTLIVE_RUNS=N
@@ -304,9 +281,7 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
     let zk = server().connect_string();
     let dir = scratch("ctrl-z");
     let mut shell = KillOnDrop(
-        std::process::Command::new("script")
-            .args(["-qec", "bash --norc --noprofile -i", "/dev/null"])
-            .env("ZKLOCK_ZK", &zk)
+        on_a_terminal(&zk, "bash --norc --noprofile -i")
             .env("SHELL", "/bin/bash")
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -337,7 +312,7 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
             env!("CARGO_BIN_EXE_zklock"),
             pid.display(),
         ));
-        let cmd: i32 = until("CMD's pid", Duration::from_secs(30), || {
+        let cmd: i32 = until("CMD's pid", LONG, || {
             let text = std::fs::read_to_string(&pid).ok()?;
             text.strip_suffix('\n')?.parse().ok()
         });
@@ -381,7 +356,7 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
         assert!(listed.contains("Stopped"), "{listed:?}");
         std::thread::sleep(Duration::from_secs(stop));
         type_in(&format!("fg\necho $? > {}\n", code.display()));
-        wait_for(&code, Duration::from_secs(30));
+        wait_for(&code, LONG);
         until("the exit code written", Duration::from_secs(5), || {
             let text = std::fs::read_to_string(&code).ok()?;
             text.ends_with('\n').then_some(())
@@ -432,9 +407,7 @@ fn parent_of(pid: i32) -> Option<i32> {
 /// changes nothing (CMD runs to its end, exit 0), and CMD inherits it ignored.
 #[test]
 fn a_signal_ignored_at_start_stays_ignored() {
-    let zk = server().connect_string();
-    let lock = unique("nohup");
-    let dir = scratch("nohup");
+    let (zk, lock, dir) = setup("nohup");
     let (ignored, ready) = (dir.join("ignored"), dir.join("ready"));
     let cmd = dir.join("cmd.sh");
     std::fs::write(
@@ -455,7 +428,7 @@ fn a_signal_ignored_at_start_stays_ignored() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for(&ready, Duration::from_secs(30));
+    wait_for(&ready, LONG);
     kill(&zklock, "-HUP");
     let out = zklock.wait_with_output().unwrap();
     assert_eq!(code(&out), 0, "{out:?}");
@@ -471,9 +444,7 @@ fn a_signal_ignored_at_start_stays_ignored() {
 #[test]
 fn the_terminal_goes_back_when_zklock_dies() {
     use std::io::Write;
-    let zk = server().connect_string();
-    let lock = unique("tty-back");
-    let dir = scratch("tty-back");
+    let (zk, lock, dir) = setup("tty-back");
     let (pid, got) = (dir.join("pid"), dir.join("got"));
     let script = dir.join("script.sh");
     std::fs::write(
@@ -487,16 +458,14 @@ fn the_terminal_goes_back_when_zklock_dies() {
     )
     .unwrap();
     let mut shell = KillOnDrop(
-        std::process::Command::new("script")
-            .args(["-qec", &format!("sh {}", script.display()), "/dev/null"])
-            .env("ZKLOCK_ZK", &zk)
+        on_a_terminal(&zk, &format!("sh {}", script.display()))
             .env("SHELL", "/bin/sh")
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .spawn()
             .expect("script(1) from util-linux"),
     );
-    let cmd: i32 = until("CMD's pid", Duration::from_secs(30), || {
+    let cmd: i32 = until("CMD's pid", LONG, || {
         let text = std::fs::read_to_string(&pid).ok()?;
         text.strip_suffix('\n')?.parse().ok()
     });

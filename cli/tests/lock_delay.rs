@@ -21,9 +21,6 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-/// The paused holder's session timeout, seconds: it is paused for longer.
-const SESSION_TIMEOUT: &str = "2";
-
 /// psql inserting a row for `who` into the write log (no fence: the resource
 /// cannot check a token). Shell text.
 fn insert(who: &str) -> String {
@@ -33,10 +30,50 @@ fn insert(who: &str) -> String {
     )
 }
 
-/// A client of the test's own, for looking at the lock.
-fn client(rt: &tokio::runtime::Runtime) -> LockClient {
-    rt.block_on(lock_zookeeper_client::connect(&server().connect_string()))
-        .expect("connecting")
+/// A client of the test's own, for looking at the lock, and the runtime that
+/// drives it (kept as long as the client).
+fn client() -> (tokio::runtime::Runtime, LockClient) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let locks = rt
+        .block_on(lock_zookeeper_client::connect(&server().connect_string()))
+        .expect("connecting");
+    (rt, locks)
+}
+
+/// A PostgreSQL with an empty write log (the table `insert` writes to).
+fn write_log() -> Postgres {
+    let db = Postgres::start().unwrap_or_else(|e| panic!("{e}"));
+    db.psql("CREATE TABLE writes (id serial PRIMARY KEY, who text NOT NULL)")
+        .unwrap();
+    db
+}
+
+/// Stops `holder`'s process group (SIGSTOP); returns once it is stopped.
+fn pause(holder: &Child) {
+    signal_group(holder.id(), "-STOP");
+    until("A stopped", Duration::from_secs(10), || {
+        (state(holder.id()) == Some('T')).then_some(())
+    });
+}
+
+/// Waits for the node `name` to leave `lock` (its session expired). Returns
+/// when the last look that still found it was sent: the node went after that
+/// (a lower bound) and before the first look that did not find it.
+fn gone(locks: &LockClient, lock: &str, name: &str) -> Instant {
+    let mut still_there = Instant::now();
+    until("A's session to expire", Duration::from_secs(60), || {
+        let asked = Instant::now();
+        if present(locks, lock, name) {
+            still_there = asked;
+            None
+        } else {
+            Some(still_there)
+        }
+    })
 }
 
 /// Whether the node named `name` is among `lock`'s participants.
@@ -78,12 +115,9 @@ fn paused_holder(
         .stderr(Stdio::null())
         .process_group(0);
     let holder = a.spawn().unwrap();
-    wait_for(&dir.join("ready"), Duration::from_secs(30));
+    wait_for(&dir.join("ready"), LONG);
     let node = read(&dir.join("a.node"));
-    signal_group(holder.id(), "-STOP");
-    until("A stopped", Duration::from_secs(10), || {
-        (state(holder.id()) == Some('T')).then_some(())
-    });
+    pause(&holder);
     (holder, node)
 }
 
@@ -103,15 +137,8 @@ struct Outcome {
 /// or `resume_after` after A's node went, whichever comes first: a pause that
 /// ends a little after the expiry.
 fn late_write(test: &str, extra: &[&str], resume_after: Duration) -> Outcome {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let locks = client(&rt);
-    let db = Postgres::start().unwrap_or_else(|e| panic!("{e}"));
-    db.psql("CREATE TABLE writes (id serial PRIMARY KEY, who text NOT NULL)")
-        .unwrap();
+    let (_rt, locks) = client();
+    let db = write_log();
     let zk = server().connect_string();
     let lock = unique(test);
     let dir = scratch(test);
@@ -134,21 +161,10 @@ fn late_write(test: &str, extra: &[&str], resume_after: Duration) -> Outcome {
         .stderr(Stdio::piped());
     let b = b.spawn().unwrap();
 
-    // When the node went is known to within a poll: after the last look that
-    // still found it (sent before the server answered it: a lower bound), and
-    // before the first that did not. B counts its delay from its own notice,
-    // which can come before our poll's: the gap is measured from the lower
-    // bound, so it can only be longer than B's own.
-    let mut still_there = Instant::now();
-    let gone = until("A's session to expire", Duration::from_secs(60), || {
-        let asked = Instant::now();
-        if present(&locks, &lock, &a_node) {
-            still_there = asked;
-            None
-        } else {
-            Some(still_there)
-        }
-    });
+    // B counts its delay from its own notice, which can come before our
+    // poll's: the gap is measured from the lower bound, so it can only be
+    // longer than B's own.
+    let gone = gone(&locks, &lock, &a_node);
     say("A's node is gone (its session expired)");
     let started = |dir: &Path| dir.join("b.started").exists();
     let b_wrote = || {
@@ -191,7 +207,7 @@ fn late_write(test: &str, extra: &[&str], resume_after: Duration) -> Outcome {
     Outcome {
         order,
         gap,
-        waiter_says: String::from_utf8_lossy(&b_out.stderr).into_owned(),
+        waiter_says: stderr(&b_out),
     }
 }
 
@@ -234,15 +250,8 @@ fn with_lock_delay_the_late_write_lands_before_the_next_holder_starts() {
 fn lock_delay_gap_after_an_expiry() {
     const RUNS: usize = 10;
     const DELAY: Duration = Duration::from_secs(1);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let locks = client(&rt);
-    let db = Postgres::start().unwrap_or_else(|e| panic!("{e}"));
-    db.psql("CREATE TABLE writes (id serial PRIMARY KEY, who text NOT NULL)")
-        .unwrap();
+    let (rt, locks) = client();
+    let db = write_log();
     let zk = server().connect_string();
     let mut gaps = Vec::new();
     for run in 0..RUNS {
@@ -266,7 +275,7 @@ fn lock_delay_gap_after_an_expiry() {
             }
         });
         let guard = pending
-            .wait_timeout_blocking(Duration::from_secs(30))
+            .wait_timeout_blocking(LONG)
             .expect("granted")
             .unwrap();
         let granted = Instant::now();
@@ -297,23 +306,12 @@ fn lock_delay_gap_after_an_expiry() {
 /// at the marker, and leaves it).
 #[test]
 fn a_try_lock_finds_a_lock_in_its_delay_busy() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let locks = client(&rt);
-    let zk = server().connect_string();
-    let lock = unique("try");
-    let dir = scratch("try");
+    let (_rt, locks) = client();
+    let (zk, lock, dir) = setup("try");
     let mut a = zklock(&zk);
-    a.args([
-        "--session-timeout",
-        SESSION_TIMEOUT,
-        "exec",
-        "--lock-delay",
-        "60",
-    ])
+    a.args(words(&format!(
+        "--session-timeout {SESSION_TIMEOUT} exec --lock-delay 60"
+    )))
     .args([
         lock.as_str(),
         "--",
@@ -324,20 +322,17 @@ fn a_try_lock_finds_a_lock_in_its_delay_busy() {
     .current_dir(&dir)
     .stderr(Stdio::null());
     let mut a = a.spawn().unwrap();
-    wait_for(&dir.join("a.node"), Duration::from_secs(30));
+    wait_for(&dir.join("a.node"), LONG);
     let a_node = until("A's node name", Duration::from_secs(10), || {
         Some(read(&dir.join("a.node"))).filter(|n| !n.is_empty())
     });
     kill(&a, "-KILL");
     let _ = a.wait();
-    until("A's session to expire", Duration::from_secs(60), || {
-        (!present(&locks, &lock, &a_node)).then_some(())
-    });
+    gone(&locks, &lock, &a_node);
     let try_delayed =
         run(zklock(&zk).args(["exec", "-n", "--lock-delay", "60", &lock, "--", "true"]));
     assert_eq!(code(&try_delayed), BUSY, "{try_delayed:?}");
-    let plain = run(zklock(&zk).args(["exec", "-n", &lock, "--", "true"]));
-    assert_eq!(code(&plain), 0, "{plain:?}");
+    exits(&zk, &["exec", "-n", &lock, "--", "true"], 0);
     let again = run(zklock(&zk).args(["exec", "-n", "--lock-delay", "60", &lock, "--", "true"]));
     assert_eq!(code(&again), BUSY, "the marker stays: {again:?}");
 }
@@ -349,24 +344,13 @@ fn a_try_lock_finds_a_lock_in_its_delay_busy() {
 #[test]
 fn elect_with_lock_delay_leads_the_delay_after_an_expired_leader() {
     const DELAY: Duration = Duration::from_secs(3);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let locks = client(&rt);
-    let zk = server().connect_string();
-    let path = unique("elect-delay");
-    let dir = scratch("elect-delay");
+    let (_rt, locks) = client();
+    let (zk, path, dir) = setup("elect-delay");
     let elect = |id: &str, script: &str| {
         let mut c = zklock(&zk);
-        c.args([
-            "--session-timeout",
-            SESSION_TIMEOUT,
-            "elect",
-            "--lock-delay",
-            "3",
-        ])
+        c.args(words(&format!(
+            "--session-timeout {SESSION_TIMEOUT} elect --lock-delay 3"
+        )))
         .args([path.as_str(), id, "--", "sh", "-c", script])
         .current_dir(&dir)
         .stderr(Stdio::null())
@@ -378,23 +362,11 @@ fn elect_with_lock_delay_leads_the_delay_after_an_expired_leader() {
         "basename $ZKLOCK_NODE > a.node; touch a.ready; sleep 300",
     );
     let group = KillOnDrop(leader.id());
-    wait_for(&dir.join("a.ready"), Duration::from_secs(30));
+    wait_for(&dir.join("a.ready"), LONG);
     let a_node = read(&dir.join("a.node"));
-    signal_group(leader.id(), "-STOP");
-    until("A stopped", Duration::from_secs(10), || {
-        (state(leader.id()) == Some('T')).then_some(())
-    });
+    pause(&leader);
     let next = elect("b", "touch b.leads");
-    let mut still_there = Instant::now();
-    let gone = until("A's session to expire", Duration::from_secs(60), || {
-        let asked = Instant::now();
-        if present(&locks, &path, &a_node) {
-            still_there = asked;
-            None
-        } else {
-            Some(still_there)
-        }
-    });
+    let gone = gone(&locks, &path, &a_node);
     until("B to lead", Duration::from_secs(60), || {
         dir.join("b.leads").exists().then_some(())
     });

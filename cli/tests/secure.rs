@@ -41,7 +41,7 @@ fn tls_flags_connect_to_the_secure_port() {
     assert_eq!(code(&out), 0, "{out:?}");
     // The doctor over TLS: a session, but no four-letter word on this port.
     let out = run(zklock(&secure).args(with_identity).arg("doctor"));
-    let report = String::from_utf8_lossy(&out.stdout);
+    let report = stdout(&out);
     println!("{report}");
     assert_eq!(code(&out), 6, "{out:?}");
     for line in [

@@ -36,9 +36,6 @@ enum Order {
     BothCmdFirst,
 }
 
-/// The session timeout of the holder (seconds).
-const TIMEOUT: &str = "2";
-
 /// The built zklock, or `ZKLOCK_BIN`.
 fn binary() -> PathBuf {
     std::env::var_os("ZKLOCK_BIN")
@@ -84,9 +81,7 @@ struct Seen {
 
 /// Runs one scenario; returns what the shared file shows.
 fn scenario(order: Order, setsid: bool) -> Seen {
-    let zk = server().connect_string();
-    let lock = unique("stop-order");
-    let dir = scratch("stop-order");
+    let (zk, lock, dir) = setup("stop-order");
     let out = dir.join("out");
     let pid_file = dir.join("pid");
     let holder_script = format!(
@@ -95,20 +90,14 @@ fn scenario(order: Order, setsid: bool) -> Seen {
         out = out.display()
     );
     let mut holder = zklock_at(&zk, setsid)
-        .args([
-            "--session-timeout",
-            TIMEOUT,
-            "exec",
-            &lock,
-            "--",
-            "sh",
-            "-c",
-        ])
+        .args(words(&format!(
+            "--session-timeout {SESSION_TIMEOUT} exec {lock} -- sh -c"
+        )))
         .arg(&holder_script)
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for(&pid_file, Duration::from_secs(30));
+    wait_for(&pid_file, LONG);
     let cmd: i32 = until("CMD's pid", Duration::from_secs(10), || {
         std::fs::read_to_string(&pid_file).ok()?.trim().parse().ok()
     });

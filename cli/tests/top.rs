@@ -9,8 +9,6 @@ use lock_zookeeper_client::LockClient;
 use screen::Terminal;
 use std::time::Duration;
 
-const LONG: Duration = Duration::from_secs(30);
-
 /// Waits until `path` has `n` waiters.
 async fn queued(locks: &LockClient, path: &str, n: usize) {
     let until = std::time::Instant::now() + LONG;
@@ -96,7 +94,7 @@ fn once_prints_holders_waiters_and_deadlocks() {
             run(zklock(&zk).args(["top", "--once", &root]))
         })
     };
-    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     println!("{text}");
     let lines: Vec<&str> = text.lines().collect();
@@ -235,8 +233,7 @@ fn live_view(zk: &str, root: &str) -> String {
     let mut holder = holding(zk, &["--owner", "erin"], &format!("{root}/e"), &marker);
     shows(&format!("4 lock(s) under {root}"));
     shows("erin(");
-    kill(&holder, "-TERM");
-    holder.wait().unwrap();
+    terminate(&mut holder);
     // Its node gone: the lock leaves the view.
     shows(&format!("3 lock(s) under {root}"));
     let mut press = |keys: &[u8]| terminal.press(keys);

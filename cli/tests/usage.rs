@@ -9,23 +9,17 @@ use lock_testkit::FaultProxy;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-/// A port nobody listens on (bound, then closed).
-fn closed_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Every usage error exits 2 with one line naming the problem, and is found
 /// before connecting: the server given refuses connections, which would be 69.
+/// CMD does not run (`touch RAN` would leave a file).
 #[test]
 fn usage_errors_before_connecting() {
     let refusing = format!("127.0.0.1:{}", closed_port());
     let too_long = format!("/{}", "a".repeat(131_010));
+    let ran = scratch("usage").join("ran");
     // `ARGS | MESSAGE`, ARGS split at spaces (`''` an empty argument, LONG the
-    // path above); `ZKLOCK_ZK=` first: that environment instead of --zk.
+    // path above, RAN a file CMD creates); `ZKLOCK_ZK=` first: that environment
+    // instead of --zk.
     let cases = [
         "exec relative -- true | must be absolute",
         "exec /a/ -- true | must not end with '/'",
@@ -50,6 +44,9 @@ fn usage_errors_before_connecting() {
         "deadlocks / | the root cannot be a lock directory",
         "exec --scheme go --read /a -- true | --scheme go has only a mutex",
         "exec --scheme go --semaphore 2 /a -- true | --scheme go has only a mutex",
+        // go-zookeeper's `Lock` fails on a marker node in the lock directory.
+        "exec --scheme go --lock-delay 1 /a -- touch RAN | zklock: --lock-delay cannot be used \
+         with --scheme go: go-zookeeper's Lock fails on the marker node it keeps",
         "elect /a '' -- true | participant ID must not be empty",
     ];
     for case in cases {
@@ -61,14 +58,16 @@ fn usage_errors_before_connecting() {
         let args = line.split(' ').map(|a| match a {
             "''" => "",
             "LONG" => &too_long,
+            "RAN" => ran.to_str().unwrap(),
             a => a,
         });
         let out = run(zklock(env_zk).args(args));
         assert_eq!(out.status.code(), Some(2), "{line}: {out:?}");
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = stderr(&out);
         assert_eq!(stderr.lines().count(), 1, "{line}: one line: {stderr}");
         assert!(stderr.contains(message), "{line}: {stderr}");
     }
+    assert!(!ran.exists(), "CMD ran");
 }
 
 /// An argument that is not UTF-8 (a path, an option's value, the connect
@@ -93,7 +92,7 @@ fn arguments_that_are_not_utf8() {
     ] {
         let out = run(zklock(&refusing).args(args(line)));
         assert_eq!(out.status.code(), Some(2), "{line}: {out:?}");
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = stderr(&out);
         assert_eq!(stderr.lines().count(), 1, "{line}: one line: {stderr}");
         let named = r#""/a\xFFb" is not valid UTF-8"#;
         assert!(stderr.contains(named), "{line}: {stderr}");
@@ -121,43 +120,38 @@ fn longest_path_still_runs_cmd() {
         "-c",
         "test ${#ZKLOCK_NODE} -gt 131000",
     ]));
-    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
 
 /// Every server refusing: 69 well before the connect timeout (30 s asked),
-/// naming each server and the refusal. A server that accepts TCP but gives no
+/// naming each server and the refusal, for `ls` as for `exec`. A server that accepts TCP but gives no
 /// session: 69 naming that; SIGINT while connecting to it: 130 at once.
 #[test]
 fn connect_failures_say_why() {
     let (a, b) = (closed_port(), closed_port());
-    let start = Instant::now();
-    let out = run(zklock(&format!("127.0.0.1:{a},localhost:{b}")).args([
-        "--session-timeout",
-        "30",
-        "ls",
-        "/x",
-    ]));
-    let took = start.elapsed();
-    assert_eq!(code(&out), CONNECT, "{out:?}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(&format!("127.0.0.1:{a}: connection refused")),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains(&format!("localhost:{b}: connection refused")),
-        "{stderr}"
-    );
-    assert!(
-        took < Duration::from_secs(15),
-        "waited {took:?} for refusing servers"
-    );
+    for command in [&["ls", "/x"][..], &["exec", "/x", "--", "true"]] {
+        let start = Instant::now();
+        let out = run(zklock(&format!("127.0.0.1:{a},localhost:{b}"))
+            .args(["--session-timeout", "30"])
+            .args(command));
+        let took = start.elapsed();
+        assert_eq!(code(&out), CONNECT, "{command:?}: {out:?}");
+        let stderr = stderr(&out);
+        for server in [format!("127.0.0.1:{a}"), format!("localhost:{b}")] {
+            let refused = format!("{server}: connection refused");
+            assert!(stderr.contains(&refused), "{command:?}: {stderr}");
+        }
+        assert!(
+            took < Duration::from_secs(15),
+            "{command:?}: waited {took:?} for refusing servers"
+        );
+    }
 
     let proxy = FaultProxy::start(server().addr()).unwrap();
     proxy.blackhole();
     let out = run(zklock(&proxy.connect_string()).args(["--session-timeout", "1", "ls", "/x"]));
     assert_eq!(code(&out), CONNECT, "{out:?}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr(&out);
     // A signal while connecting ends zklock as it would have (128+N), at once.
     let connecting = zklock(&proxy.connect_string())
         .args(["--session-timeout", "30", "ls", "/x"])
@@ -200,17 +194,14 @@ fn missing_chroot_is_named() {
         &["leader", "/e"],
         &["leader", "--watch", "/e"],
         &["revoke", "/l"],
-        &[
-            "revoke",
-            "/l/zkl-0123456789abcdef0123456789abcdef-write-0000000001",
-        ],
+        &words("revoke /l/zkl-0123456789abcdef0123456789abcdef-write-0000000001"),
     ] {
         let out = zklock(&rooted)
             .args(args)
             .stdout(Stdio::piped())
             .output()
             .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(
             stderr.contains(&format!(
@@ -223,8 +214,7 @@ fn missing_chroot_is_named() {
         assert!(out.stdout.is_empty(), "{args:?}: {out:?}");
     }
     // With the chroot there, the same find nobody as before.
-    let out = run(zklock(&zk).args(["exec", &format!("{chroot}/l"), "--", "true"]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    exits(&zk, &["exec", &format!("{chroot}/l"), "--", "true"], 0);
     for (args, expected) in [
         (&["ls", "/l"][..], 0),
         (&["top", "--once", "/locks"], 0),
@@ -234,10 +224,7 @@ fn missing_chroot_is_named() {
     ] {
         let out = run(zklock(&rooted).args(args));
         assert_eq!(code(&out), expected, "{args:?}: {out:?}");
-        assert!(
-            !String::from_utf8_lossy(&out.stderr).contains("chroot"),
-            "{args:?}: {out:?}"
-        );
+        assert!(!stderr(&out).contains("chroot"), "{args:?}: {out:?}");
     }
 }
 
@@ -251,8 +238,7 @@ fn missing_paths_name_the_missing_ancestor() {
     let zk = server().connect_string();
     let base = unique("missing-paths");
     // base/held exists (a lock was taken there); base/held/x does not.
-    let out = run(zklock(&zk).args(["exec", &format!("{base}/held"), "--", "true"]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    exits(&zk, &["exec", &format!("{base}/held"), "--", "true"], 0);
     let parent_there = format!("{base}/held/x");
     let parent_missing = format!("{base}/none/x");
     let ancestor_missing = format!("{base}/none/deeper/x");
@@ -284,7 +270,7 @@ fn missing_paths_name_the_missing_ancestor() {
             (&["top", "--once", path.as_str()], 0, None),
         ] {
             let out = run(zklock(&zk).args(args));
-            let stderr = String::from_utf8_lossy(&out.stderr);
+            let stderr = stderr(&out);
             assert_eq!(code(&out), expected, "{args:?}: {stderr}");
             assert_eq!(stderr.lines().count(), 1, "{args:?}: one line: {stderr}");
             assert!(stderr.contains(said.as_str()), "{args:?}: {stderr}");
@@ -301,7 +287,7 @@ fn missing_paths_name_the_missing_ancestor() {
         let out = run(zklock(&zk).args(args));
         assert_eq!(code(&out), 0, "{args:?}: {out:?}");
         assert!(
-            !String::from_utf8_lossy(&out.stderr).contains("does not exist"),
+            !stderr(&out).contains("does not exist"),
             "{args:?}: {out:?}"
         );
     }
@@ -318,31 +304,24 @@ fn doctor_names_a_missing_chroot() {
     let rooted = format!("{zk}{chroot}");
     let line = format!("the chroot {chroot} of the connect string does not exist");
     let out = run(zklock(&rooted).args(["doctor"]));
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert_eq!(code(&out), 2, "{stdout}{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains(&line), "{stderr}");
+    let (report, said) = (stdout(&out), stderr(&out));
+    assert_eq!(code(&out), 2, "{report}{said}");
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.contains(&line), "{said}");
     assert!(
-        stdout.contains(&format!("verdict: no-chroot (exit 2): {line}")),
-        "{stdout}"
+        report.contains(&format!("verdict: no-chroot (exit 2): {line}")),
+        "{report}"
     );
     let out = run(zklock(&rooted).args(["doctor", "--json"]));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(code(&out), 2, "{stdout}");
+    let json = stdout(&out);
+    assert_eq!(code(&out), 2, "{json}");
     assert!(
-        stdout.contains(r#""verdict":"no-chroot","exit_code":2"#)
-            || stdout.contains(r#""verdict": "no-chroot", "exit_code": 2"#),
-        "{stdout}"
+        json.contains(r#""verdict":"no-chroot","exit_code":2"#)
+            || json.contains(r#""verdict": "no-chroot", "exit_code": 2"#),
+        "{json}"
     );
-    let out = run(zklock(&zk).args(["exec", &format!("{chroot}/l"), "--", "true"]));
-    assert_eq!(code(&out), 0, "{out:?}");
+    exits(&zk, &["exec", &format!("{chroot}/l"), "--", "true"], 0);
     let out = run(zklock(&rooted).args(["doctor"]));
     assert_ne!(code(&out), 2, "{out:?}");
-    assert!(
-        !String::from_utf8_lossy(&out.stdout).contains("verdict: no-chroot"),
-        "{out:?}"
-    );
+    assert!(!stdout(&out).contains("verdict: no-chroot"), "{out:?}");
 }

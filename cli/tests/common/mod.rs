@@ -10,9 +10,24 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-pub const BUSY: i32 = 75;
-pub const LOST: i32 = 74;
+// zklock's exit codes (the README's table).
+pub const USAGE: i32 = 2;
+pub const NOBODY_HOLDS: i32 = 3;
+pub const DEADLOCK: i32 = 4;
+pub const UNSAFE: i32 = 5;
+pub const UNCHECKED: i32 = 6;
+pub const NOT_FORCED: i32 = 7;
 pub const CONNECT: i32 = 69;
+pub const LOST: i32 = 74;
+pub const BUSY: i32 = 75;
+
+/// The session timeout (seconds) of a holder a test pauses or stops for
+/// longer, to see what happens when its session expires under it.
+pub const SESSION_TIMEOUT: &str = "2";
+
+/// How long a test waits for what comes within a second or two on an idle
+/// machine: generous, the machine may be busy (load 6+).
+pub const LONG: Duration = Duration::from_secs(30);
 
 /// One server per test binary (the testkit kills it at exit).
 pub fn server() -> &'static ZkServer {
@@ -23,6 +38,15 @@ pub fn server() -> &'static ZkServer {
             .start()
             .expect("starting ZooKeeper (lock-testkit)")
     })
+}
+
+/// A port nobody listens on (bound, then closed).
+pub fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A lock path unique to this run.
@@ -46,7 +70,12 @@ pub fn scratch(test: &str) -> PathBuf {
     dir
 }
 
-/// `zklock` connected to `zk`.
+/// What most tests start from, named after `test`: the connect string of the
+/// binary's server, a lock path of its own and a fresh scratch directory.
+pub fn setup(test: &str) -> (String, String, PathBuf) {
+    (server().connect_string(), unique(test), scratch(test))
+}
+
 /// The built zklock, with every signal at its default: zklock keeps a signal
 /// ignored when it was started with it ignored (as `cmd &` in a script starts it
 /// for SIGINT, `nohup` for SIGHUP), and a test runner started that way would pass
@@ -59,8 +88,33 @@ pub fn zklock(zk: &str) -> Command {
     c
 }
 
+/// `line`'s words (split at single spaces): a command line written as one
+/// string, for arguments that hold no space.
+pub fn words(line: &str) -> Vec<&str> {
+    line.split(' ').collect()
+}
+
 pub fn run(c: &mut Command) -> Output {
     c.output().expect("running zklock")
+}
+
+/// Runs `zklock ARGS` against `zk`, asserts that it exits `expected`, and
+/// returns its output.
+#[track_caller]
+pub fn exits(zk: &str, args: &[&str], expected: i32) -> Output {
+    let out = run(zklock(zk).args(args));
+    assert_eq!(code(&out), expected, "{out:?}");
+    out
+}
+
+/// What `o` wrote on stdout (invalid UTF-8 replaced).
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// What `o` wrote on stderr (invalid UTF-8 replaced).
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 pub fn code(o: &Output) -> i32 {
@@ -102,8 +156,55 @@ pub fn holding(zk: &str, extra: &[&str], lock: &str, marker: &Path) -> Child {
         lock,
         &format!("touch {}; exec sleep 60", marker.display()),
     );
-    wait_for(marker, Duration::from_secs(30));
+    wait_for(marker, LONG);
     holder
+}
+
+/// `zklock exec` holding `lock` (with `extra` flags) around a minute-long sleep;
+/// returns once CMD runs, with its node's path (`ZKLOCK_NODE`, written to a file
+/// in `dir` and moved into place, so it is read whole).
+pub fn holding_node(zk: &str, extra: &[&str], lock: &str, dir: &Path) -> (Child, String) {
+    let file = dir.join("node");
+    let holder = hold(
+        zk,
+        extra,
+        lock,
+        &format!(
+            "echo $ZKLOCK_NODE > {0}.tmp; mv {0}.tmp {0}; exec sleep 60",
+            file.display()
+        ),
+    );
+    wait_for(&file, LONG);
+    (holder, read(&file))
+}
+
+/// `zklock exec` holding `lock` (with `extra` flags) until the file it returns
+/// (in `dir`) is created; returns once CMD runs.
+pub fn holding_until_released(
+    zk: &str,
+    extra: &[&str],
+    lock: &str,
+    dir: &Path,
+) -> (Child, PathBuf) {
+    let (ready, release) = (dir.join("ready"), dir.join("release"));
+    let holder = hold(
+        zk,
+        extra,
+        lock,
+        &format!(
+            "touch {}; while [ ! -e {} ]; do sleep 0.05; done",
+            ready.display(),
+            release.display()
+        ),
+    );
+    wait_for(&ready, LONG);
+    (holder, release)
+}
+
+/// Stops `child` with SIGTERM and waits for it to end.
+pub fn terminate(child: &mut Child) -> std::process::ExitStatus {
+    kill(child, "-TERM");
+    child.wait().unwrap()
 }
 
 pub fn kill(child: &Child, sig: &str) {
@@ -169,6 +270,22 @@ pub fn ls_rows(zk: &str, path: &str) -> Vec<Vec<String>> {
         .skip(1)
         .map(|l| l.split_whitespace().map(str::to_owned).collect())
         .collect()
+}
+
+/// The rows of `zklock ls PATH` once there are `count` of them (within 30 s).
+pub fn ls_rows_of(zk: &str, path: &str, count: usize) -> Vec<Vec<String>> {
+    until(&format!("{count} rows at {path}"), LONG, || {
+        let rows = ls_rows(zk, path);
+        (rows.len() == count).then_some(rows)
+    })
+}
+
+/// `script(1)` running the shell line `line` on a terminal of its own (a pty),
+/// with `zk` as ZKLOCK_ZK.
+pub fn on_a_terminal(zk: &str, line: &str) -> Command {
+    let mut c = Command::new("script");
+    c.args(["-qec", line, "/dev/null"]).env("ZKLOCK_ZK", zk);
+    c
 }
 
 /// Sends `sig` to a whole process group.
