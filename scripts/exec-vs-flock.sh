@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `zklock exec -- true` next to `flock(1) FILE true` (and their parts) on one
-# loopback ZooKeeper started by lock-testkit, and next to their floors
-# (cli/examples/exec_floor.rs: the same ZooKeeper work and processes, a guard
-# included, with nothing of zklock's in between): alternating rounds, medians of
-# the per-round ratios, the load average noted. Usage: scripts/exec-vs-flock.sh
+# loopback ZooKeeper started by lock-testkit, and `exec`, `ls` and `top --once`
+# next to their floors (cli/examples/exec_floor.rs: the same ZooKeeper work and
+# processes, a guard included, with nothing of zklock's in between): alternating
+# rounds, medians of the per-round ratios, the load average noted. Usage: scripts/exec-vs-flock.sh
 # [ROUNDS] (default 60). Prints a table for BENCHMARKS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +31,8 @@ cases = {
     "zklock --version (zklock's start)": [zklock, "--version"],
     "zklock ls PATH (start, session, one read, close)": [zklock, "--zk", zk, "ls", "/bench/exec"],
     "ls floor (connect, the listing reads, close)": [floor, "ls", zk, "/bench/exec"],
+    "zklock top --once ROOT (start, sessions, the reads, close)": [zklock, "--zk", zk, "top", "--once", "/bench"],
+    "top floor (connect, list ROOT, each lock's reads, close)": [floor, "top", zk, "/bench"],
     "zklock exec PATH -- true": [zklock, "--zk", zk, "exec", "/bench/exec", "--", "true"],
     "exec floor (guard, connect, create + list, CMD, delete, close)": [floor, "exec", zk, "/bench/exec-floor", "true"],
 }
@@ -55,7 +57,8 @@ print()
 print("| command | / its floor (median of per-round ratios) |")
 print("|---|---|")
 for name, floor_name in [("zklock exec PATH -- true", "exec floor (guard, connect, create + list, CMD, delete, close)"),
-                         ("zklock ls PATH (start, session, one read, close)", "ls floor (connect, the listing reads, close)")]:
+                         ("zklock ls PATH (start, session, one read, close)", "ls floor (connect, the listing reads, close)"),
+                         ("zklock top --once ROOT (start, sessions, the reads, close)", "top floor (connect, list ROOT, each lock's reads, close)")]:
     ratios = sorted(v / f for v, f in zip(samples[name], samples[floor_name]))
     print(f"| `{name}` | {statistics.median(ratios):.2f} |")
 PY

@@ -1,4 +1,4 @@
-//! The floor of `zklock exec` and `zklock ls`: the same ZooKeeper work and the
+//! The floor of `zklock exec`, `zklock ls` and `zklock top --once`: the same ZooKeeper work and the
 //! same processes, with nothing of zklock's in between (`scripts/exec-vs-flock.sh`
 //! times it beside them).
 //!
@@ -12,6 +12,9 @@
 //!   lower node is an error.
 //! * `exec_floor ls CLUSTER PATH`: connects, lists PATH, reads each child's
 //!   data and closes (`zklock ls` on a lock).
+//! * `exec_floor top CLUSTER ROOT`: connects, lists ROOT, reads ROOT and each
+//!   child as `ls` reads a lock, all in one flight, and closes (`zklock top
+//!   --once ROOT`).
 //!
 //! Build: `cargo build --release -p zklock-cli --example exec_floor`.
 
@@ -36,9 +39,17 @@ fn main() -> ExitCode {
         ["exec", cluster, path, ref cmd @ ..] if !cmd.is_empty() => {
             runtime().block_on(exec(cluster, path, cmd))
         }
-        ["ls", cluster, path] => runtime().block_on(ls(cluster, path)),
+        ["ls", cluster, path] => runtime().block_on(async {
+            let client = connect(cluster).await;
+            read_lock(&client, path).await;
+            close(client).await;
+            ExitCode::SUCCESS
+        }),
+        ["top", cluster, root] => runtime().block_on(top(cluster, root)),
         _ => {
-            eprintln!("usage: exec_floor exec CLUSTER PATH CMD... | exec_floor ls CLUSTER PATH");
+            eprintln!(
+                "usage: exec_floor exec CLUSTER PATH CMD... | exec_floor ls|top CLUSTER PATH"
+            );
             ExitCode::from(2)
         }
     }
@@ -122,8 +133,8 @@ async fn exec(cluster: &str, path: &str, cmd: &[&str]) -> ExitCode {
     ExitCode::from(status.code().unwrap_or(128) as u8)
 }
 
-async fn ls(cluster: &str, path: &str) -> ExitCode {
-    let client = connect(cluster).await;
+/// `zklock ls`'s reads of one lock: its children, then each child's data.
+async fn read_lock(client: &Client, path: &str) {
     let children = match client.list_children(path).await {
         Ok(children) => children,
         Err(Error::NoNode) => Vec::new(),
@@ -136,6 +147,26 @@ async fn ls(cluster: &str, path: &str) -> ExitCode {
     for read in reads {
         let _ = read.await;
     }
+}
+
+async fn top(cluster: &str, root: &str) -> ExitCode {
+    let client = connect(cluster).await;
+    let children = match client.list_children(root).await {
+        Ok(children) => children,
+        Err(Error::NoNode) => Vec::new(),
+        Err(e) => panic!("getChildren: {e}"),
+    };
+    let dirs = std::iter::once(root.to_owned()).chain(
+        children
+            .iter()
+            .map(|c| format!("{}/{c}", root.trim_end_matches('/'))),
+    );
+    let mut reads = tokio::task::JoinSet::new();
+    for dir in dirs {
+        let client = client.clone();
+        reads.spawn(async move { read_lock(&client, &dir).await });
+    }
+    reads.join_all().await;
     close(client).await;
     ExitCode::SUCCESS
 }

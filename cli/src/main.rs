@@ -83,10 +83,17 @@ fn main() -> ExitCode {
         }
         // The others end on a signal as its default action would, but with the
         // session closed.
-        Plan::Top(session, args) => block_on(session.look(async |s| {
-            let top = top::run(s.conn, &s.locks, args, &s.chroot);
-            until_signal(&mut s.signals, top).await
-        })),
+        Plan::Top(session, args) => block_on(async {
+            // top's listing session connects beside the lock client's session:
+            // one connect to wait for, not two in a row.
+            let listing = top::connect_listing(&session.conn);
+            session
+                .look(async |s| {
+                    let top = top::run(listing, &s.locks, args, &s.chroot);
+                    until_signal(&mut s.signals, top).await
+                })
+                .await
+        }),
         Plan::Revoke(session, target) => block_on(session.look(async |s| {
             until_signal(&mut s.signals, revoke::run(&s.locks, target, &s.chroot)).await
         })),
@@ -181,7 +188,6 @@ fn print_man_page() -> ExitCode {
 
 /// A session of ours, open: what the subcommands run with.
 struct Opened<'a> {
-    conn: &'a ConnArgs,
     locks: LockClient,
     signals: signals::Signals,
     chroot: chroot::Chroot<'a>,
@@ -203,7 +209,6 @@ impl Session {
         let locks = open(&self.conn, acl, &mut signals).await?;
         let chroot = chroot::Chroot::new(&self.conn, self.target.chroot.clone());
         Ok(Opened {
-            conn: &self.conn,
             locks,
             signals,
             chroot,

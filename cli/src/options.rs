@@ -8,7 +8,7 @@ use lock_zookeeper_client::{Error, NameScheme, NodeAcl, Tls};
 use std::time::Duration;
 
 /// How to reach ZooKeeper (every command that connects).
-#[derive(Args, Debug)]
+#[derive(Args, Clone, Debug)]
 pub(crate) struct ConnArgs {
     /// ZooKeeper connect string: host:port[,host:port...][/chroot].
     #[arg(

@@ -11,6 +11,7 @@ mod table;
 use crate::chroot::Chroot;
 use crate::render::now_ms;
 use crate::ConnArgs;
+use lock_zookeeper_client::zookeeper_client::Client;
 use lock_zookeeper_client::LockClient;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -36,18 +37,39 @@ pub(crate) struct TopArgs {
     sort: SortBy,
 }
 
-/// Runs `zklock top`.
+/// Starts connecting `top`'s listing session (a plain session: it lists the
+/// root and watches it), on a task of its own so that it connects while the
+/// lock client's session does.
+pub(crate) fn connect_listing(conn: &ConnArgs) -> ListingSession {
+    let conn = conn.clone();
+    let session = tokio::spawn(async move {
+        let raw = crate::raw::connect(&conn, &conn.zk, CONNECT_BOUND).await;
+        raw.ok_or(conn.zk)
+    });
+    ListingSession(session)
+}
+
+/// `top`'s listing session, connecting: the client, or the connect string that
+/// gave no session.
+pub(crate) struct ListingSession(tokio::task::JoinHandle<Result<Client, String>>);
+
+/// Runs `zklock top` (the listing session from [`connect_listing`]).
 pub(crate) async fn run(
-    conn: &ConnArgs,
+    listing: ListingSession,
     locks: &LockClient,
     args: TopArgs,
     chroot: &Chroot<'_>,
 ) -> ExitCode {
-    let Some(raw) = crate::raw::connect(conn, &conn.zk, CONNECT_BOUND).await else {
-        let servers = conn.zk.clone();
-        return crate::fail(&crate::raw::connect_error(crate::raw::Failure::NoSession {
-            servers,
-        }));
+    let raw = match listing.0.await {
+        Ok(Ok(raw)) => raw,
+        Ok(Err(servers)) => {
+            let failure = crate::raw::Failure::NoSession { servers };
+            return crate::fail(&crate::raw::connect_error(failure));
+        }
+        Err(e) => {
+            let client = lock_zookeeper_client::ConnectFailure::Client;
+            return crate::fail(&lock_zookeeper_client::Error::connect_caused_by(client, e));
+        }
     };
     if !args.once {
         return match screen::run(&raw, locks, &args.root, args.sort).await {
