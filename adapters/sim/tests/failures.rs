@@ -2,8 +2,7 @@
 //! simulator with both client profiles. Every test ends by checking that nothing is
 //! left behind (no orphan node) and the invariants held throughout.
 
-use lock_core::Timestamp;
-use lock_core::{FailReason, LockEvent, LockId, LockSpec, LockState, LostReason};
+use lock_core::{FailReason, LockEvent, LockId, LockSpec, LockState, LostReason, Timestamp};
 use lock_sim::{ClientConfig, ClientId, InFlight, Latency, Profile, Sim, SimConfig};
 use std::time::Duration;
 

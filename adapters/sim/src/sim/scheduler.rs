@@ -5,8 +5,7 @@
 
 use crate::check::{Checker, Options, Violation, ViolationKind};
 use crate::ids::ClientId;
-use crate::model::SessionTracker;
-use crate::model::ZkModel;
+use crate::model::{SessionTracker, ZkModel};
 use crate::sim::client::{ClientConfig, ConnectionView, EventRecord, Profile, SimClient};
 use crate::sim::clients::{Clients, Wake};
 use crate::sim::config::SimConfig;

@@ -1,14 +1,8 @@
 //! The steps of a `simulation` case: user calls, faults and time, each applied
 //! to the simulator.
-//!
-//! A child module of `simulation`, in a file of its own so that neither grows
-//! past reading size.
 
 use super::{Driver, InFlightPick, SimRecipe, SimStep, Task, DIRS, FOREIGN};
-use lock_core::CreateMode;
-use lock_core::LockSpec;
-use lock_core::MultiOp;
-use lock_core::NameScheme;
+use lock_core::{CreateMode, LockSpec, MultiOp, NameScheme};
 use lock_sim::InFlight;
 use std::time::Duration;
 
