@@ -242,7 +242,7 @@ impl Sim {
     ) -> Result<(), UsageError> {
         let now = self.now;
         let core = &mut self.clients[client.0].core;
-        let r = core.open_section(lock, open, now);
+        let r = core.section(lock, open, now);
         let reported = core.reports_calls();
         self.trace_with(Some(client.0), || {
             let what = if open { "opens" } else { "closes" };
