@@ -11,7 +11,7 @@ use crate::sim::clients::{Clients, Wake};
 use crate::sim::config::SimConfig;
 use crate::sim::rng::SimRng;
 use crate::sim::user_queries::Ask;
-use lock_core::{LockId, LockSpec, Timestamp, UsageError};
+use lock_core::{LockId, LockSpec, LockState, Timestamp, UsageError};
 use std::fmt;
 use std::time::Duration;
 
@@ -515,6 +515,44 @@ impl Sim {
             );
         }
         self.poisoned()
+    }
+
+    /// Ends `tasks` as a user winding down does: releases each held (or suspended)
+    /// acquisition, cancels each observer, revocation, inspection or scan still
+    /// running, and lets virtual time pass until every one has ended (a
+    /// [`ViolationKind::Liveness`] after ten minutes); then runs until every core
+    /// is idle and checks that nothing is left behind ([`Sim::check_quiescent`]).
+    pub fn wind_down(&mut self, tasks: &[(ClientId, LockId)]) -> Result<(), Violation> {
+        let limit = self.now + Duration::from_secs(600);
+        loop {
+            for &(c, l) in tasks {
+                match self.state(c, l) {
+                    Some(LockState::Held | LockState::Suspended) => {
+                        let _ = self.release(c, l);
+                    }
+                    None if self.outcome(c, l).is_none() => {
+                        let _ = self.cancel(c, l);
+                    }
+                    _ => {}
+                }
+            }
+            let open: Vec<_> = tasks
+                .iter()
+                .filter(|&&(c, l)| self.outcome(c, l).is_none())
+                .map(|&(c, l)| format!("{c}/{l}: {:?}", self.state(c, l)))
+                .collect();
+            if open.is_empty() {
+                break;
+            }
+            if self.now >= limit {
+                let detail = format!("tasks never ended while winding down: {open:?}");
+                self.violate(ViolationKind::Liveness, detail);
+                return self.poisoned();
+            }
+            self.run_for(Duration::from_millis(50))?;
+        }
+        self.run_until_idle()?;
+        self.check_quiescent()
     }
 
     // ----- tracing --------------------------------------------------------------

@@ -1,7 +1,7 @@
 //! The steps of a `simulation` case: user calls, faults and time, each applied
 //! to the simulator.
 
-use super::{Driver, InFlightPick, SimRecipe, SimStep, Task, DIRS, FOREIGN};
+use super::{Driver, InFlightPick, SimRecipe, SimStep, DIRS, FOREIGN};
 use lock_core::{CreateMode, LockSpec, MultiOp, NameScheme};
 use lock_sim::InFlight;
 use std::time::Duration;
@@ -80,12 +80,7 @@ impl Driver {
                 }
                 let closed = self.closed[c.0];
                 match self.sim.acquire(c, spec) {
-                    Ok(id) => self.tasks.push(Task {
-                        client: c,
-                        id,
-                        lock: true,
-                        dir: dir.to_owned(),
-                    }),
+                    Ok(id) => self.tasks.push((c, id)),
                     Err(e) => {
                         if !closed {
                             self.fail(&format!("acquire refused on an open client: {e:?}"));
@@ -112,12 +107,7 @@ impl Driver {
                 let c = self.client(*client);
                 let dir = DIRS[usize::from(*dir) % DIRS.len()];
                 if let Ok(id) = self.sim.observe(c, dir) {
-                    self.tasks.push(Task {
-                        client: c,
-                        id,
-                        lock: false,
-                        dir: dir.to_owned(),
-                    });
+                    self.tasks.push((c, id));
                 }
             }
             SimStep::Revoke { client, dir, node } => {
@@ -130,12 +120,7 @@ impl Driver {
                     None => DIRS[usize::from(*dir) % DIRS.len()].to_owned(),
                 };
                 if let Ok(id) = self.sim.revoke(c, &target) {
-                    self.tasks.push(Task {
-                        client: c,
-                        id,
-                        lock: false,
-                        dir: target,
-                    });
+                    self.tasks.push((c, id));
                 }
             }
             SimStep::FencedWrite { lock, node } => {
