@@ -173,44 +173,33 @@ fn run_schedules(name: &str, w: &lock_sim::DeadlockWorkload, salt: u64, count: u
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(4);
-    let results: Vec<(usize, usize, u64, Vec<Duration>)> = std::thread::scope(|s| {
+    let reports: Vec<lock_sim::DeadlockReport> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let seeds = &seeds;
                 s.spawn(move || {
-                    let (mut victims, mut acquisitions, mut steps) = (0, 0, 0);
-                    let mut latencies = Vec::new();
-                    for &seed in seeds.iter().skip(t).step_by(threads) {
-                        match w.run(seed) {
-                            Ok(r) => {
-                                victims += r.victims;
-                                acquisitions += r.acquisitions;
-                                steps += r.steps;
-                                latencies.extend(r.latencies);
-                            }
-                            Err(f) => panic!(
+                    let mine = seeds.iter().skip(t).step_by(threads);
+                    mine.map(|&seed| {
+                        w.run(seed).unwrap_or_else(|f| {
+                            panic!(
                                 "{f}\nreplay: LOCK_SIM_DEADLOCK_SEED={seed} \
                                  cargo test -p lock-sim --test deadlock {name} -- --nocapture"
-                            ),
-                        }
-                    }
-                    (victims, acquisitions, steps, latencies)
+                            )
+                        })
+                    })
+                    .collect::<Vec<_>>()
                 })
             })
             .collect();
-        handles
+        let joined = handles
             .into_iter()
-            .map(|h| h.join().expect("a schedule failed"))
-            .collect()
+            .map(|h| h.join().expect("a schedule failed"));
+        joined.flatten().collect()
     });
-    let (mut victims, mut acquisitions, mut steps) = (0, 0, 0);
-    let mut latencies = Vec::new();
-    for (v, a, st, l) in results {
-        victims += v;
-        acquisitions += a;
-        steps += st;
-        latencies.extend(l);
-    }
+    let victims: usize = reports.iter().map(|r| r.victims).sum();
+    let acquisitions: usize = reports.iter().map(|r| r.acquisitions).sum();
+    let steps: u64 = reports.iter().map(|r| r.steps).sum();
+    let mut latencies: Vec<Duration> = reports.iter().flat_map(|r| r.latencies.clone()).collect();
     latencies.sort();
     let median = latencies
         .get(latencies.len() / 2)
