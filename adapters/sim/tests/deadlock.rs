@@ -57,10 +57,7 @@ fn a_two_party_cycle_across_sessions_fails_the_youngest_waiter_only() {
     // B lets go of what it holds: A goes on.
     sim.release(b, by).unwrap();
     sim.run_until(|s| s.holds(a, ay)).unwrap();
-    sim.release(a, ay).unwrap();
-    sim.release(a, ax).unwrap();
-    sim.run_until_idle().unwrap();
-    sim.check_quiescent().unwrap();
+    sim.wind_down(&[(a, ay), (a, ax)]).unwrap();
 }
 
 #[test]
