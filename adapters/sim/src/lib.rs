@@ -59,7 +59,7 @@
 //! | run | [`Sim::step`], [`Sim::run_for`], [`Sim::run_until`]`(predicate)`, [`Sim::settle`] (network quiet: [`Sim::is_quiet`]), [`Sim::run_until_idle`] (and every core idle: [`Sim::is_idle`]) |
 //! | inspect | [`Sim::now`], [`Sim::events`] / [`Sim::lock_events`] (timestamped), [`Sim::holds`], [`Sim::grant`], [`Sim::outcome`], [`Sim::children`], [`Sim::get`], [`Sim::counters`] / [`Sim::total_counters`] / [`Sim::reset_counters`], [`Sim::trace_log`] |
 //! | break things | [`Sim::disconnect`] / [`Sim::disconnect_with`], [`Sim::partition`] / [`Sim::heal`], [`Sim::expire_session`], [`Sim::lose_notifications`], [`Sim::delay_reconnect`], [`Sim::admin_delete`], [`Sim::admin_set_data`], [`Sim::close`], random ones with [`FaultConfig`] |
-//! | check | invariants after every step (a [`Violation`] stops the run), [`Sim::check_quiescent`] for orphans, [`Sim::audit_fenced_writes`] (every write to a data node audited at the server), [`Sim::coverage`] (what the feature checks exercised) |
+//! | check | invariants after every step (a [`Violation`] stops the run), [`Sim::check_quiescent`] for orphans, [`Sim::wind_down`] (end every task, then check), [`Sim::audit_fenced_writes`] (every write to a data node audited at the server), [`Sim::coverage`] (what the feature checks exercised) |
 //! | explore | [`Workload::run`]`(seed)`, [`Sim::replay`]`(seed, &workload)`, [`Workload::simulate`]; presets per recipe and for the holder's features ([`Workload::sections`], [`Workload::fenced`], [`Workload::features`]) |
 //!
 //! ## Faults: one set of names on both faces

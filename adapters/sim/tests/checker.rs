@@ -130,6 +130,25 @@ fn holders_that_never_release_fail_liveness() {
     );
 }
 
+/// A task that cannot end while a test winds down (its client cut off for an
+/// hour, waiting) is a liveness violation of `Sim::wind_down`, not a hang.
+#[test]
+fn a_task_that_never_ends_fails_wind_down() {
+    let mut sim = Sim::new(SimConfig::new(5));
+    let a = sim.add_client(Profile::KeepsWatches, T);
+    let b = sim.add_client(Profile::KeepsWatches, T);
+    let la = sim.acquire(a, LockSpec::write("/w")).unwrap();
+    sim.settle().unwrap();
+    let lb = sim.acquire(b, LockSpec::write("/w")).unwrap();
+    sim.settle().unwrap();
+    sim.disconnect(b);
+    sim.delay_reconnect(b, Duration::from_secs(3600));
+    let v = sim.wind_down(&[(a, la), (b, lb)]).unwrap_err();
+    assert_eq!(v.kind, ViolationKind::Liveness, "{v}");
+    assert!(v.detail.contains("never ended"), "{v}");
+    assert!(sim.outcome(a, la).is_some() && sim.outcome(b, lb).is_none());
+}
+
 /// A marker an administrator forges (or removes) is what the next grant reports:
 /// the checker follows admin changes of the marker, so it neither flags the core's
 /// honest report nor lets a report contrary to the tree through.

@@ -238,24 +238,6 @@ fn a_downgrade_behind_a_queued_writer_fails_as_a_self_deadlock() {
 }
 
 #[test]
-fn a_reentrant_mutex_counts_holds_on_one_node() {
-    let server = Server::new();
-    let locks = server.client().with_owner("worker");
-    let job = locks.mutex("/r/job").reentrant();
-    let outer = job.lock_timeout_blocking(BOUND).unwrap();
-    let inner = job.lock_timeout_blocking(BOUND).unwrap();
-    assert_eq!(nodes(&server, "/r/job").len(), 1, "one node for both holds");
-    assert_eq!(inner.token(), outer.token());
-    let other = server.client();
-    inner.release_blocking().unwrap();
-    assert!(other.mutex("/r/job").try_lock_blocking().unwrap().is_none());
-    other.wait_idle_blocking().unwrap(); // its try's node is removed in the background
-    outer.release_blocking().unwrap();
-    assert!(nodes(&server, "/r/job").is_empty());
-    assert!(other.mutex("/r/job").try_lock_blocking().unwrap().is_some());
-}
-
-#[test]
 fn an_uncontended_multi_lock_costs_a_create_and_a_listing_per_part_and_a_delete_to_release() {
     let server = Server::new();
     let locks = server.client();

@@ -57,10 +57,7 @@ fn a_two_party_cycle_across_sessions_fails_the_youngest_waiter_only() {
     // B lets go of what it holds: A goes on.
     sim.release(b, by).unwrap();
     sim.run_until(|s| s.holds(a, ay)).unwrap();
-    sim.release(a, ay).unwrap();
-    sim.release(a, ax).unwrap();
-    sim.run_until_idle().unwrap();
-    sim.check_quiescent().unwrap();
+    sim.wind_down(&[(a, ay), (a, ax)]).unwrap();
 }
 
 #[test]
@@ -173,44 +170,33 @@ fn run_schedules(name: &str, w: &lock_sim::DeadlockWorkload, salt: u64, count: u
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(4);
-    let results: Vec<(usize, usize, u64, Vec<Duration>)> = std::thread::scope(|s| {
+    let reports: Vec<lock_sim::DeadlockReport> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let seeds = &seeds;
                 s.spawn(move || {
-                    let (mut victims, mut acquisitions, mut steps) = (0, 0, 0);
-                    let mut latencies = Vec::new();
-                    for &seed in seeds.iter().skip(t).step_by(threads) {
-                        match w.run(seed) {
-                            Ok(r) => {
-                                victims += r.victims;
-                                acquisitions += r.acquisitions;
-                                steps += r.steps;
-                                latencies.extend(r.latencies);
-                            }
-                            Err(f) => panic!(
+                    let mine = seeds.iter().skip(t).step_by(threads);
+                    mine.map(|&seed| {
+                        w.run(seed).unwrap_or_else(|f| {
+                            panic!(
                                 "{f}\nreplay: LOCK_SIM_DEADLOCK_SEED={seed} \
                                  cargo test -p lock-sim --test deadlock {name} -- --nocapture"
-                            ),
-                        }
-                    }
-                    (victims, acquisitions, steps, latencies)
+                            )
+                        })
+                    })
+                    .collect::<Vec<_>>()
                 })
             })
             .collect();
-        handles
+        let joined = handles
             .into_iter()
-            .map(|h| h.join().expect("a schedule failed"))
-            .collect()
+            .map(|h| h.join().expect("a schedule failed"));
+        joined.flatten().collect()
     });
-    let (mut victims, mut acquisitions, mut steps) = (0, 0, 0);
-    let mut latencies = Vec::new();
-    for (v, a, st, l) in results {
-        victims += v;
-        acquisitions += a;
-        steps += st;
-        latencies.extend(l);
-    }
+    let victims: usize = reports.iter().map(|r| r.victims).sum();
+    let acquisitions: usize = reports.iter().map(|r| r.acquisitions).sum();
+    let steps: u64 = reports.iter().map(|r| r.steps).sum();
+    let mut latencies: Vec<Duration> = reports.iter().flat_map(|r| r.latencies.clone()).collect();
     latencies.sort();
     let median = latencies
         .get(latencies.len() / 2)
@@ -333,41 +319,4 @@ fn an_on_demand_scan_finds_a_cycle_through_a_kazoo_named_owner_and_nothing_else(
     sim.cancel(b, _bx).unwrap();
     sim.settle().unwrap();
     assert!(scan(&mut sim, admin, "/s").is_empty());
-}
-
-#[test]
-fn inspection_reads_owners_back_across_sessions_in_queue_order() {
-    let mut sim = sim(6);
-    let a = sim.add_client(Profile::KeepsWatches, T);
-    let b = sim.add_client(Profile::KeepsWatches, T);
-    let ar = sim
-        .acquire(
-            a,
-            LockSpec::read("/i/l").owner("reader").data(b"r".to_vec()),
-        )
-        .unwrap();
-    sim.settle().unwrap();
-    let bw = sim
-        .acquire(b, LockSpec::write("/i/l").owner("writer"))
-        .unwrap();
-    sim.settle().unwrap();
-    let id = sim.inspect(a, "/i/l").unwrap();
-    sim.run_until(|s| s.outcome(a, id).is_some()).unwrap();
-    let Some(LockEvent::Participants(p)) = sim.outcome(a, id) else {
-        panic!("{:?}", sim.outcome(a, id))
-    };
-    assert_eq!(p.holders.len(), 1);
-    assert_eq!(p.waiters.len(), 1);
-    let (h, w) = (&p.holders[0], &p.waiters[0]);
-    assert_eq!(
-        (h.owner.as_deref(), &h.data[..]),
-        (Some("reader"), &b"r"[..])
-    );
-    assert_eq!(h.session, sim.session_id(a).unwrap());
-    assert_eq!(sim.grant(a, ar).unwrap().token, h.token);
-    assert_eq!(w.owner.as_deref(), Some("writer"));
-    assert_eq!(w.session, sim.session_id(b).unwrap());
-    assert_eq!(w.waits_for, vec![h.node.clone()]);
-    assert!(w.token > h.token);
-    let _ = bw;
 }

@@ -2,8 +2,7 @@
 //! simulator with both client profiles. Every test ends by checking that nothing is
 //! left behind (no orphan node) and the invariants held throughout.
 
-use lock_core::Timestamp;
-use lock_core::{FailReason, LockEvent, LockId, LockSpec, LockState, LostReason};
+use lock_core::{FailReason, LockEvent, LockId, LockSpec, LockState, LostReason, Timestamp};
 use lock_sim::{ClientConfig, ClientId, InFlight, Latency, Profile, Sim, SimConfig};
 use std::time::Duration;
 
@@ -39,28 +38,12 @@ fn holder_and_waiter(
     (a, la, b, lb)
 }
 
-/// Releases whatever is still held and checks nothing is left behind.
+/// Ends every acquisition ([`Sim::wind_down`]) and checks nothing is left behind.
 fn finish(sim: &mut Sim, locks: &[(ClientId, LockId)]) {
-    loop {
-        sim.run_for(Duration::from_millis(50)).unwrap();
-        let held: Vec<_> = locks
-            .iter()
-            .filter(|(c, l)| sim.holds(*c, *l))
-            .copied()
-            .collect();
-        for (c, l) in &held {
-            sim.release(*c, *l).unwrap();
-        }
-        if locks.iter().all(|(c, l)| sim.outcome(*c, *l).is_some()) {
-            break;
-        }
-        if sim.now().as_millis() > 600_000 {
-            sim.trace_log().iter().for_each(|e| eprintln!("{e}"));
-            panic!("not every acquisition ended");
-        }
+    if let Err(v) = sim.wind_down(locks) {
+        sim.trace_log().iter().for_each(|e| eprintln!("{e}"));
+        panic!("{v}");
     }
-    sim.run_until_idle().unwrap();
-    sim.check_quiescent().unwrap();
     assert!(
         sim.children(LOCK).is_empty(),
         "left behind under {LOCK}: {:?}",

@@ -174,8 +174,7 @@ fn wraparound_at_2_pow_31_keeps_fifo_order() {
             seqs,
             vec![i32::MAX - 2, i32::MAX - 1, i32::MAX, i32::MIN, i32::MIN + 1]
         );
-        sim.run_until_idle().unwrap();
-        sim.check_quiescent().unwrap();
+        sim.wind_down(&[]).unwrap();
     }
 }
 
@@ -280,8 +279,7 @@ fn drain_queue(sessions: usize, waiters: usize) -> (f64, f64) {
         );
         sim.release(c, l).unwrap();
     }
-    sim.run_until_idle().unwrap();
-    sim.check_quiescent().unwrap();
+    sim.wind_down(&[]).unwrap();
     let requests = sim.total_counters().requests() as f64;
     let acquisitions = queue.len() as f64;
     (

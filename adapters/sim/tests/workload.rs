@@ -16,69 +16,16 @@
 mod support;
 
 use lock_sim::Workload;
-use std::time::Instant;
-use support::{connection_faults, env_u64, replayed_from_env, replays_exactly, workload};
+use support::{
+    connection_faults, env_u64, replayed_from_env, replays_exactly, run_schedules, workload,
+};
 
 /// Runs `count` schedules of `w` (seeds offset by `salt` so every workload gets its
 /// own), failing with the replay instructions on the first violation.
 fn run(w: Workload, salt: u64, default_count: u64) {
     let count = env_u64("LOCK_SIM_SCHEDULES").unwrap_or(default_count);
     let first = env_u64("LOCK_SIM_SEED").unwrap_or(0).wrapping_add(salt);
-    let start = Instant::now();
-    let (mut steps, mut acquired, mut faults) = (0u64, 0usize, 0u64);
-    for seed in first..first + count {
-        match w.run(seed) {
-            Ok(r) => {
-                steps += r.steps;
-                acquired += r.acquired;
-                faults += r.faults;
-            }
-            Err(failure) => {
-                let (clients, acquisitions) = shrink(&w, seed);
-                panic!(
-                    "{failure}\nreplay with LOCK_SIM_REPLAY={seed} LOCK_SIM_WORKLOAD={} \
-                     cargo test -p lock-sim --test workload replay -- --nocapture\n\
-                     shrunk: it fails with {clients} clients and {acquisitions} acquisitions \
-                     (keep ({seed}, {clients}, {acquisitions}) as a regression)",
-                    w.name
-                )
-            }
-        }
-    }
-    let secs = start.elapsed().as_secs_f64();
-    println!(
-        "{}: {count} schedules (seeds {first}..{}) in {secs:.2}s = {:.0} schedules/s, \
-         {steps} steps ({:.0} steps/s), {acquired} acquisitions granted, {faults} faults",
-        w.name,
-        first + count,
-        count as f64 / secs,
-        steps as f64 / secs,
-    );
-}
-
-/// The same seed of `w`, failing with as few clients and acquisitions as it
-/// still fails with (one fewer at a time, while it fails): the smallest form
-/// of a failure to keep as a regression.
-fn shrink(w: &Workload, seed: u64) -> (usize, usize) {
-    let sized = |clients: usize, acquisitions: usize| {
-        let mut small = w.clone();
-        small.clients = (clients, clients);
-        small.acquisitions = (acquisitions, acquisitions);
-        small
-    };
-    let (mut clients, mut acquisitions) = (w.clients.1, w.acquisitions.1);
-    if sized(clients, acquisitions).run(seed).is_ok() {
-        return (clients, acquisitions); // fails only at another size: keep the range
-    }
-    loop {
-        if clients > 1 && sized(clients - 1, acquisitions).run(seed).is_err() {
-            clients -= 1;
-        } else if acquisitions > 1 && sized(clients, acquisitions - 1).run(seed).is_err() {
-            acquisitions -= 1;
-        } else {
-            return (clients, acquisitions);
-        }
-    }
+    run_schedules(&w, w.name, first..first + count, 0);
 }
 
 #[test]

@@ -58,8 +58,7 @@ pub use violation::{Violation, ViolationKind};
 use crate::ids::ClientId;
 use crate::model::ZkModel;
 use lock_core::names::{parse_kazoo_lease, parse_name, semaphore_lease_dir, semaphore_mutex_dir};
-use lock_core::NameScheme;
-use lock_core::{LockEvent, LockId, Recipe};
+use lock_core::{LockEvent, LockId, NameScheme, Recipe};
 use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -29,8 +29,8 @@ impl Fixture {
         key
     }
 
-    /// Creates the node and reports `Acquired` for it.
-    fn acquire(&mut self, key: Key) -> Result<(), Failure> {
+    /// Creates `key`'s node: the grant that names it.
+    fn create(&mut self, key: Key) -> Grant {
         let s = self.sessions[key.0 .0];
         let (path, stat) = self
             .model
@@ -41,13 +41,18 @@ impl Fixture {
                 CreateMode::EphemeralSequential,
             )
             .unwrap();
-        let grant = Grant {
+        Grant {
             sequence: parse_name(path.rsplit('/').next().unwrap()).unwrap().seq,
             path,
             token: FencingToken(stat.czxid),
             session_id: s,
             previous_holder_crashed: false,
-        };
+        }
+    }
+
+    /// Creates the node and reports `Acquired` for it.
+    fn acquire(&mut self, key: Key) -> Result<(), Failure> {
+        let grant = self.create(key);
         self.event(key, LockEvent::Acquired(grant))
     }
 
@@ -71,12 +76,8 @@ fn two_exclusive_holders() {
 
 #[test]
 fn suspended_holders_must_be_lost_and_released_ones_are_not_trusted() {
-    let mut f = Fixture::new(3);
-    let (a, b, c) = (
-        f.start(0, Recipe::Write),
-        f.start(1, Recipe::Write),
-        f.start(2, Recipe::Write),
-    );
+    let mut f = Fixture::new(2);
+    let (a, b) = (f.start(0, Recipe::Write), f.start(1, Recipe::Write));
     f.acquire(a).unwrap();
     f.event(a, LockEvent::Suspended).unwrap();
     // Suspended is not enough: a must hear `Lost` before another session holds.
@@ -85,11 +86,10 @@ fn suspended_holders_must_be_lost_and_released_ones_are_not_trusted() {
     let (a, b) = (f1.start(0, Recipe::Write), f1.start(1, Recipe::Write));
     f1.acquire(a).unwrap();
     f1.event(a, LockEvent::Suspended).unwrap();
-    f1.event(a, LockEvent::Lost(lock_core::LostReason::SuspendedTooLong))
+    f1.event(a, LockEvent::Lost(LostReason::SuspendedTooLong))
         .unwrap();
     f1.acquire(b).unwrap();
-    let mut f2 = Fixture::new(3);
-    let _ = c;
+    let mut f2 = Fixture::new(2);
     let (a, b) = (f2.start(0, Recipe::Write), f2.start(1, Recipe::Write));
     f2.acquire(a).unwrap();
     f2.checker.on_release_call(a);
@@ -121,26 +121,10 @@ fn tokens_must_increase() {
     let mut f = Fixture::new(2);
     let (a, b) = (f.start(0, Recipe::Write), f.start(1, Recipe::Write));
     // b's node is created first (lower czxid) but granted after a's.
-    let s = f.sessions[1];
-    let (pb, sb) = f
-        .model
-        .create(
-            s,
-            "/l/zkl-0123456789abcdef0123456789abcdef-write-",
-            b"",
-            CreateMode::EphemeralSequential,
-        )
-        .unwrap();
+    let grant = f.create(b);
     f.acquire(a).unwrap();
     f.checker.on_release_call(a);
     f.event(a, LockEvent::Released).unwrap();
-    let grant = Grant {
-        sequence: 0,
-        path: pb,
-        token: FencingToken(sb.czxid),
-        session_id: s,
-        previous_holder_crashed: false,
-    };
     assert_eq!(
         kind(f.event(b, LockEvent::Acquired(grant))),
         ViolationKind::TokenNotIncreasing

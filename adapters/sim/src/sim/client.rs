@@ -152,7 +152,7 @@ pub(crate) struct InFlightRequest {
 
 pub(crate) struct SimClient {
     pub cfg: ClientConfig,
-    pub core: ClientCore,
+    pub core: Box<dyn ClientCore>,
     pub rng: SimRng,
     pub conn: ConnectionView,
     /// The server session in use (or last used; `None` before the first connect
@@ -193,11 +193,9 @@ impl SimClient {
         if cfg.proves_contact {
             config.sync_interval = Some(Config::default_sync_interval(cfg.session_timeout));
         }
-        let core = match user_api {
-            Some(zero) => ClientCore::User(Box::new(crate::sim::user_face::UserClient::new(
-                config, zero, now,
-            ))),
-            None => ClientCore::Session(Session::new(config)),
+        let core: Box<dyn ClientCore> = match user_api {
+            Some(zero) => Box::new(crate::sim::user_face::UserClient::new(config, zero, now)),
+            None => Box::new(Session::new(config)),
         };
         SimClient {
             core,

@@ -5,14 +5,13 @@
 
 use crate::check::{Checker, Options, Violation, ViolationKind};
 use crate::ids::ClientId;
-use crate::model::SessionTracker;
-use crate::model::ZkModel;
+use crate::model::{SessionTracker, ZkModel};
 use crate::sim::client::{ClientConfig, ConnectionView, EventRecord, Profile, SimClient};
 use crate::sim::clients::{Clients, Wake};
 use crate::sim::config::SimConfig;
 use crate::sim::rng::SimRng;
 use crate::sim::user_queries::Ask;
-use lock_core::{LockId, LockSpec, Timestamp, UsageError};
+use lock_core::{LockId, LockSpec, LockState, Timestamp, UsageError};
 use std::fmt;
 use std::time::Duration;
 
@@ -243,7 +242,7 @@ impl Sim {
     ) -> Result<(), UsageError> {
         let now = self.now;
         let core = &mut self.clients[client.0].core;
-        let r = core.open_section(lock, open, now);
+        let r = core.section(lock, open, now);
         let reported = core.reports_calls();
         self.trace_with(Some(client.0), || {
             let what = if open { "opens" } else { "closes" };
@@ -516,6 +515,44 @@ impl Sim {
             );
         }
         self.poisoned()
+    }
+
+    /// Ends `tasks` as a user winding down does: releases each held (or suspended)
+    /// acquisition, cancels each observer, revocation, inspection or scan still
+    /// running, and lets virtual time pass until every one has ended (a
+    /// [`ViolationKind::Liveness`] after ten minutes); then runs until every core
+    /// is idle and checks that nothing is left behind ([`Sim::check_quiescent`]).
+    pub fn wind_down(&mut self, tasks: &[(ClientId, LockId)]) -> Result<(), Violation> {
+        let limit = self.now + Duration::from_secs(600);
+        loop {
+            for &(c, l) in tasks {
+                match self.state(c, l) {
+                    Some(LockState::Held | LockState::Suspended) => {
+                        let _ = self.release(c, l);
+                    }
+                    None if self.outcome(c, l).is_none() => {
+                        let _ = self.cancel(c, l);
+                    }
+                    _ => {}
+                }
+            }
+            let open: Vec<_> = tasks
+                .iter()
+                .filter(|&&(c, l)| self.outcome(c, l).is_none())
+                .map(|&(c, l)| format!("{c}/{l}: {:?}", self.state(c, l)))
+                .collect();
+            if open.is_empty() {
+                break;
+            }
+            if self.now >= limit {
+                let detail = format!("tasks never ended while winding down: {open:?}");
+                self.violate(ViolationKind::Liveness, detail);
+                return self.poisoned();
+            }
+            self.run_for(Duration::from_millis(50))?;
+        }
+        self.run_until_idle()?;
+        self.check_quiescent()
     }
 
     // ----- tracing --------------------------------------------------------------

@@ -32,6 +32,7 @@
 //!
 //! [`SimConfig::user_api`]: crate::SimConfig::user_api
 
+use crate::sim::face::ClientCore;
 use crate::sim::user_calls::Sides;
 use crate::sim::user_events::{expected_status, fail_reason};
 use crate::sim::user_queries::{Ask, Queries};
@@ -152,10 +153,18 @@ impl UserClient {
     fn instant(&self, at: Timestamp) -> Instant {
         self.clock.zero + at.since_epoch()
     }
+}
 
-    // ----- the binding's side ------------------------------------------------------
+/// The binding's side (inputs, timers, requests out) and the user's (calls on the
+/// client and its guards).
+impl ClientCore for UserClient {
+    /// Section calls and fenced writes are reported when lock-client hands them to
+    /// the core ([`Drained::SectionCall`], [`Drained::FencedCall`]).
+    fn reports_calls(&self) -> bool {
+        true
+    }
 
-    pub(crate) fn handle_input(&mut self, input: Input, now: Timestamp) {
+    fn handle_input(&mut self, input: Input, now: Timestamp) {
         self.set_now(now);
         let at = self.instant(now);
         match input {
@@ -166,42 +175,37 @@ impl UserClient {
         }
     }
 
-    pub(crate) fn handle_timeout(&mut self, now: Timestamp) {
+    fn handle_timeout(&mut self, now: Timestamp) {
         self.set_now(now);
         let at = self.instant(now);
         self.link.handle_timeout(at);
     }
 
-    pub(crate) fn poll_timeout(&self) -> Option<Timestamp> {
+    fn poll_timeout(&self) -> Option<Timestamp> {
         self.link
             .poll_timeout()
             .map(|at| Timestamp::from_duration(at.saturating_duration_since(self.clock.zero)))
     }
 
-    pub(crate) fn session_id(&self) -> Option<i64> {
+    fn session_id(&self) -> Option<i64> {
         self.link.session_id()
     }
 
     /// No acquisition or cleanup left in the core (what `wait_idle` waits for).
-    pub(crate) fn is_idle(&self) -> bool {
+    fn is_idle(&self) -> bool {
         let mut cx = Context::from_waker(&self.probe);
         let mut idle = std::pin::pin!(self.client.wait_idle());
         idle.as_mut().poll(&mut cx).is_ready()
     }
 
     /// Acquisitions the user still has a handle on.
-    pub(crate) fn tracked(&self) -> usize {
+    fn tracked(&self) -> usize {
         self.tasks.len()
     }
 
     /// The next thing to hand the scheduler: requests first (rule 2 of the link),
     /// then what the woken futures report.
-    pub(crate) fn poll_output(
-        &mut self,
-        now: Timestamp,
-        check: bool,
-        trace: bool,
-    ) -> Option<Drained> {
+    fn poll_output(&mut self, now: Timestamp, check: bool, trace: bool) -> Option<Drained> {
         self.set_now(now);
         self.trace = trace;
         loop {
@@ -224,9 +228,7 @@ impl UserClient {
         }
     }
 
-    // ----- the user's side ---------------------------------------------------------
-
-    pub(crate) fn acquire(&mut self, spec: LockSpec, now: Timestamp) -> Result<LockId, UsageError> {
+    fn acquire(&mut self, spec: LockSpec, now: Timestamp) -> Result<LockId, UsageError> {
         self.set_now(now);
         // The spec's deadline is on the simulation's clock, which is the core's.
         let pending = self.client.start(spec, None).map_err(|e| match e {
@@ -246,7 +248,7 @@ impl UserClient {
         Ok(id)
     }
 
-    pub(crate) fn release(&mut self, lock: LockId, now: Timestamp) -> Result<(), UsageError> {
+    fn release(&mut self, lock: LockId, now: Timestamp) -> Result<(), UsageError> {
         self.set_now(now);
         match self.tasks.get(&lock).map(|t| &t.stage) {
             None | Some(Stage::Lost { .. }) => Err(UsageError::UnknownLock(lock)),
@@ -265,7 +267,7 @@ impl UserClient {
 
     /// Gives up a waiting acquisition (drops its [`PendingLock`]: the user sees it
     /// end there), or releases a held one.
-    pub(crate) fn cancel(&mut self, lock: LockId, now: Timestamp) -> Result<(), UsageError> {
+    fn cancel(&mut self, lock: LockId, now: Timestamp) -> Result<(), UsageError> {
         self.set_now(now);
         if self.queries.contains(lock) {
             self.queries.cancel(lock, &mut self.out);
@@ -289,7 +291,7 @@ impl UserClient {
         }
     }
 
-    pub(crate) fn state(&self, lock: LockId) -> Option<LockState> {
+    fn state(&self, lock: LockId) -> Option<LockState> {
         match &self.tasks.get(&lock)?.stage {
             Stage::Waiting(_) => Some(LockState::Waiting),
             Stage::Held {
@@ -306,6 +308,36 @@ impl UserClient {
         }
     }
 
+    /// The user calls `open_section` (`open`) or `close_section` on the guard of
+    /// `lock` (after the section call in flight on it, if any).
+    fn section(&mut self, lock: LockId, open: bool, now: Timestamp) -> Result<(), UsageError> {
+        self.set_now(now);
+        let guard = self.guard_in_hand(lock)?;
+        self.sides.section(&guard, lock, open, &mut self.out)
+    }
+
+    /// The user asks a revocation, an inspection, a deadlock scan or to observe an
+    /// election: the harness's name of the query.
+    fn ask(&mut self, ask: Ask, now: Timestamp) -> Result<LockId, UsageError> {
+        self.set_now(now);
+        self.queries.start(&self.client, ask, &mut self.out)
+    }
+
+    /// The user calls `fenced_write(ops)` on the guard of `lock`: the harness's
+    /// name of the write (its outcome is reported under it).
+    fn fenced_write(
+        &mut self,
+        lock: LockId,
+        ops: Vec<MultiOp>,
+        now: Timestamp,
+    ) -> Result<u64, UsageError> {
+        self.set_now(now);
+        let guard = self.guard_in_hand(lock)?;
+        self.sides.fenced_write(&guard, lock, ops, &mut self.out)
+    }
+}
+
+impl UserClient {
     /// The user gives the guard back to release it: at once, or once the side calls
     /// sharing it have returned.
     fn ask_release(&mut self, lock: LockId) {
@@ -338,39 +370,6 @@ impl UserClient {
                 task.flag.woken.store(true, Ordering::Relaxed);
             }
         }
-    }
-
-    /// The user calls `open_section` (`open`) or `close_section` on the guard of
-    /// `lock` (after the section call in flight on it, if any).
-    pub(crate) fn section(
-        &mut self,
-        lock: LockId,
-        open: bool,
-        now: Timestamp,
-    ) -> Result<(), UsageError> {
-        self.set_now(now);
-        let guard = self.guard_in_hand(lock)?;
-        self.sides.section(&guard, lock, open, &mut self.out)
-    }
-
-    /// The user asks a revocation, an inspection, a deadlock scan or to observe an
-    /// election: the harness's name of the query.
-    pub(crate) fn query(&mut self, ask: Ask, now: Timestamp) -> Result<LockId, UsageError> {
-        self.set_now(now);
-        self.queries.start(&self.client, ask, &mut self.out)
-    }
-
-    /// The user calls `fenced_write(ops)` on the guard of `lock`: the harness's
-    /// name of the write (its outcome is reported under it).
-    pub(crate) fn fenced_write(
-        &mut self,
-        lock: LockId,
-        ops: Vec<MultiOp>,
-        now: Timestamp,
-    ) -> Result<u64, UsageError> {
-        self.set_now(now);
-        let guard = self.guard_in_hand(lock)?;
-        self.sides.fenced_write(&guard, lock, ops, &mut self.out)
     }
 
     /// The guard of `lock` while the user still has it to call on (held, not given

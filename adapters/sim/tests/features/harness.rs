@@ -191,26 +191,11 @@ impl World {
         Ok(l)
     }
 
-    /// Releases whatever is still held, waits for every acquisition to end, then
-    /// checks that nothing is left behind.
+    /// Ends every acquisition without reacting any more ([`Sim::wind_down`]): nothing
+    /// may be left behind.
     pub(crate) fn finish(&mut self, locks: &[(ClientId, LockId)]) -> Result<(), String> {
         self.react = Box::new(|_, _| {});
-        loop {
-            for &(c, l) in locks {
-                if self.sim.holds(c, l) {
-                    self.sim.release(c, l).map_err(|e| e.to_string())?;
-                }
-            }
-            if locks.iter().all(|&(c, l)| self.sim.outcome(c, l).is_some()) {
-                break;
-            }
-            self.until(60 * T, |s| {
-                locks.iter().any(|&(c, l)| s.holds(c, l))
-                    || locks.iter().all(|&(c, l)| s.outcome(c, l).is_some())
-            })?;
-        }
-        self.until(60 * T, |s| s.is_idle())?;
-        self.sim.check_quiescent().map_err(|v| v.to_string())
+        self.sim.wind_down(locks).map_err(|v| v.to_string())
     }
 
     pub(crate) fn grant_token(&self, c: ClientId, l: LockId) -> i64 {

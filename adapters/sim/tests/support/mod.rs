@@ -50,7 +50,13 @@ pub fn run_schedules(w: &Workload, label: &str, fixed: Range<u64>, explore: u64)
                 acquired += r.acquired;
                 total += r.coverage;
             }
-            Err(failure) => panic!("{failure}"),
+            Err(failure) => {
+                let (clients, acquisitions) = shrink(w, seed);
+                panic!(
+                    "{failure}\nshrunk: it fails with {clients} clients and {acquisitions} \
+                     acquisitions (keep ({seed}, {clients}, {acquisitions}) as a regression)"
+                )
+            }
         }
     }
     println!(
@@ -58,6 +64,31 @@ pub fn run_schedules(w: &Workload, label: &str, fixed: Range<u64>, explore: u64)
         start.elapsed().as_secs_f64()
     );
     total
+}
+
+/// The same seed of `w`, failing with as few clients and acquisitions as it
+/// still fails with (one fewer at a time, while it fails): the smallest form
+/// of a failure to keep as a regression.
+fn shrink(w: &Workload, seed: u64) -> (usize, usize) {
+    let sized = |clients: usize, acquisitions: usize| {
+        let mut small = w.clone();
+        small.clients = (clients, clients);
+        small.acquisitions = (acquisitions, acquisitions);
+        small
+    };
+    let (mut clients, mut acquisitions) = (w.clients.1, w.acquisitions.1);
+    if sized(clients, acquisitions).run(seed).is_ok() {
+        return (clients, acquisitions); // fails only at another size: keep the range
+    }
+    loop {
+        if clients > 1 && sized(clients - 1, acquisitions).run(seed).is_err() {
+            clients -= 1;
+        } else if acquisitions > 1 && sized(clients, acquisitions - 1).run(seed).is_err() {
+            acquisitions -= 1;
+        } else {
+            return (clients, acquisitions);
+        }
+    }
 }
 
 /// The workload named `name`: a preset of [`Workload`], or `connection_faults`.

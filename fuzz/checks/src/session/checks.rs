@@ -1,19 +1,10 @@
 //! The checks of the harness's state: after every step, and at quiescence.
-//!
-//! A child module of `session`, in a file of its own so that neither grows
-//! past reading size.
 
-use super::world::name_of;
-use super::world::parent_of;
+use super::world::{name_of, parent_of};
 use super::{Conn, Harness, Rec, TaskKind, M};
-use lock_core::names::parse_name;
-use lock_core::names::relative_sequence;
-use lock_core::AttemptId;
-use lock_core::LockState;
-use lock_core::NameScheme;
-use lock_core::NodeKind;
-use std::collections::BTreeMap;
-use std::collections::BTreeSet;
+use lock_core::names::{parse_name, relative_sequence};
+use lock_core::{AttemptId, LockState, NameScheme, NodeKind};
+use std::collections::{BTreeMap, BTreeSet};
 
 impl Harness {
     pub(super) fn check_state(&mut self) {

@@ -1,8 +1,5 @@
 //! The `session` target's owners, deadlock detection, inspection and deadlock
 //! scans: the steps that drive them and the checks of their results.
-//!
-//! A child module of `session.rs` (it extends its `Harness`), in a file of its own
-//! so that neither grows past reading size.
 
 use super::{name_of, parent_of, AcquireStep, DirPick, Harness, TaskKind, DIRS};
 use lock_core::names::{compare_sequences, parse_name};

@@ -1,18 +1,9 @@
 //! The `session` target's input: the user calls, replies, watch firings, session
 //! changes and time steps a fuzz case is made of.
-//!
-//! A child module of `session`, in a file of its own so that neither grows
-//! past reading size.
 
 use super::{DATA_DIR, SECTION_MARKER};
 use arbitrary::Arbitrary;
-use lock_core::CreateMode;
-use lock_core::MultiOp;
-use lock_core::NameScheme;
-use lock_core::NodeKind;
-use lock_core::WatchKind;
-use lock_core::ZkError;
-use lock_core::MAX_DATA_LEN;
+use lock_core::{CreateMode, MultiOp, NameScheme, NodeKind, WatchKind, ZkError, MAX_DATA_LEN};
 
 /// One fuzz case.
 #[derive(Arbitrary, Debug, Clone)]

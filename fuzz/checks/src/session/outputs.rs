@@ -1,25 +1,12 @@
 //! Draining the session and checking every output (requests, events) as it comes.
-//!
-//! A child module of `session`, in a file of its own so that neither grows
-//! past reading size.
 
-use super::world::name_of;
-use super::world::parent_of;
+use super::world::{name_of, parent_of};
 use super::{detect, Conn, Harness, TaskKind, M, SECTION_MARKER};
-use lock_core::names::format_sequence;
-use lock_core::names::parse_name;
-use lock_core::names::relative_sequence;
-use lock_core::CreateMode;
-use lock_core::FailReason;
-use lock_core::FencedError;
-use lock_core::LockEvent;
-use lock_core::LockId;
-use lock_core::LostReason;
-use lock_core::MultiOp;
-use lock_core::NodeKind;
-use lock_core::Op;
-use lock_core::Output;
-use lock_core::Request;
+use lock_core::names::{format_sequence, parse_name, relative_sequence};
+use lock_core::{
+    CreateMode, FailReason, FencedError, LockEvent, LockId, LostReason, MultiOp, NodeKind, Op,
+    Output, Request,
+};
 
 impl Harness {
     pub(super) fn drain(&mut self) -> Vec<(LockId, LockEvent)> {

@@ -1,9 +1,6 @@
 //! Running a case: each step dispatched to the user's, the server's or the
 //! network's side; settling (honest serving until only far timers are left);
 //! and the end of a case (check what is left, cancel everything, close).
-//!
-//! A child module of `session`, in a file of its own so that neither grows
-//! past reading size.
 
 use super::{
     peer_attempt, Conn, Harness, LockPick, PathPick, Step, TaskKind, DIRS, FOREIGN_NAMES, M,
@@ -12,9 +9,7 @@ use super::{
 use lock_core::names::node_prefix;
 use lock_core::CreateMode;
 use lock_core::Input as CoreInput;
-use lock_core::LockId;
-use lock_core::RequestId;
-use lock_core::WatchKind;
+use lock_core::{LockId, RequestId, WatchKind};
 use std::time::Duration;
 
 impl Harness {

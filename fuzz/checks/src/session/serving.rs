@@ -1,8 +1,5 @@
 //! The server's and the network's steps: replies (honest, failed or crafted),
 //! watch deliveries, disconnects, reconnects, expiries, time.
-//!
-//! A child module of `session`, in a file of its own so that neither grows
-//! past reading size.
 
 use super::world::name_of;
 use super::{
@@ -12,16 +9,9 @@ use super::{
 use lock_core::names::format_sequence;
 use lock_core::CreateMode;
 use lock_core::Input as CoreInput;
-use lock_core::MultiOp;
-use lock_core::MultiResult;
-use lock_core::Op;
-use lock_core::Reply;
-use lock_core::Request;
-use lock_core::RequestId;
-use lock_core::SessionEvent;
-use lock_core::Stat;
-use lock_core::Timestamp;
-use lock_core::ZkError;
+use lock_core::{
+    MultiOp, MultiResult, Op, Reply, Request, RequestId, SessionEvent, Stat, Timestamp, ZkError,
+};
 use std::time::Duration;
 
 impl Harness {

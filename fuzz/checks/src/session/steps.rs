@@ -1,25 +1,14 @@
 //! The user's steps: acquisitions, observers, revocations, sections, fenced
 //! writes, releases and cancels.
-//!
-//! A child module of `session`, in a file of its own so that neither grows
-//! past reading size.
 
-use super::detect::detect_after;
-use super::detect::OWNERS;
+use super::detect::{detect_after, OWNERS};
 use super::world::name_of;
 use super::{
     detect, AcquireStep, Conn, DirPick, FencedOpPick, Harness, LockPick, Rec, RecipePick,
     RevokeTarget, SchemePick, TaskKind, DIRS, M,
 };
 use lock_core::names::parse_name;
-use lock_core::Config;
-use lock_core::FailReason;
-use lock_core::LockEvent;
-use lock_core::LockId;
-use lock_core::LockSpec;
-use lock_core::MultiOp;
-use lock_core::Op;
-use lock_core::UsageError;
+use lock_core::{Config, FailReason, LockEvent, LockId, LockSpec, MultiOp, Op, UsageError};
 use std::time::Duration;
 
 impl Harness {

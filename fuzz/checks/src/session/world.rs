@@ -5,18 +5,10 @@
 //! session of the peers' nodes, every path ever created, the firings not yet
 //! delivered (the harness picks their delivery order), and, while our connection
 //! is cut, the watches our client will set again when it reconnects.
-//!
-//! A child module of `session`, in a file of its own so that neither grows
-//! past reading size.
 
-use lock_core::CreateMode;
-use lock_core::Op;
-use lock_core::Reply;
-use lock_core::Stat;
-use lock_core::ZkError;
+use lock_core::{CreateMode, Op, Reply, Stat, ZkError};
 use lock_sim::{NodeInfo, Notification, WatchType, ZkModel, CONTAINER_OWNER, NO_SESSION};
-use std::collections::BTreeSet;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 /// The nodes a fresh server has, which no step may pick (the old in-harness
 /// model had none of them, so corpus bytes keep picking what they picked).

@@ -1,8 +1,5 @@
 //! The `simulation` target's input: a case (the seed, the clients, chaos, the
 //! reaper) and its steps, decoded from the fuzzer's bytes by `arbitrary`.
-//!
-//! A child module of `simulation`, in a file of its own so that neither grows
-//! past reading size.
 
 use arbitrary::Arbitrary;
 /// One fuzz case.

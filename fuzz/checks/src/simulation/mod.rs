@@ -4,23 +4,16 @@
 //! Shared by the cargo-fuzz target (`fuzz/fuzz_targets/simulation.rs`) and
 //! the corpus replay test of the workspace (`fuzz/checks/tests/corpus_replay.rs`).
 //!
-//! The simulator's own invariant checker runs after every
-//! step: at most one trusted exclusive holder, no writer beside another holder, at
-//! most n semaphore holders, strictly increasing fencing tokens, grants that match
-//! the tree, legal event order with exactly one terminal event. Every fault here is
-//! one ZooKeeper can produce (resets with requests applied or not, partitions short
-//! and long, expiry, lost notifications in flight, administrators deleting nodes or
-//! asking holders to let go, the container reaper, counters near the wrap), plus
-//! seeded random chaos. At the end the faults stop and holders release until every
-//! acquisition has ended ("with faults stopped every acquisition ends"), then the
-//! cores must go idle with no orphan node left.
-//!
-//! The parts, each a child module in a file of its own: the input
-//! (`input.rs`) and the steps (`steps.rs`); the driver,
-//! the end of a case and the run stay here.
+//! The simulator's invariant checker ([`lock_sim::check`]) runs after every step.
+//! Every fault here is one ZooKeeper can produce (resets with requests applied or
+//! not, partitions short and long, expiry, lost notifications in flight,
+//! administrators deleting nodes or asking holders to let go, the container
+//! reaper, counters near the wrap), plus seeded random chaos. At the end the faults
+//! stop and the case winds down ([`Sim::wind_down`]): every task ends, the cores go
+//! idle, no orphan node is left.
 
 use lock_core::names::parse_name;
-use lock_core::{CreateMode, LockId, LockState};
+use lock_core::{CreateMode, LockId};
 use lock_sim::{ClientConfig, ClientId, FaultConfig, Profile, Sim, SimConfig};
 use std::time::Duration;
 
@@ -37,17 +30,11 @@ mod steps;
 /// known scheme is an exclusive participant: an admin-made one would block forever.)
 const FOREIGN: [&str; 3] = ["readme", "zkl-section", "lock-000000001x"];
 
-struct Task {
-    client: ClientId,
-    id: LockId,
-    lock: bool,
-    dir: String,
-}
-
 struct Driver {
     sim: Sim,
     n: usize,
-    tasks: Vec<Task>,
+    /// Every acquisition, observer and revocation started.
+    tasks: Vec<(ClientId, LockId)>,
     closed: Vec<bool>,
     timeouts: Vec<Duration>,
     chaos: bool,
@@ -62,8 +49,7 @@ impl Driver {
         if self.tasks.is_empty() {
             return None;
         }
-        let t = &self.tasks[usize::from(t) % self.tasks.len()];
-        Some((t.client, t.id))
+        Some(self.tasks[usize::from(t) % self.tasks.len()])
     }
 
     fn participants(&self) -> Vec<String> {
@@ -121,66 +107,12 @@ impl Driver {
         }
     }
 
-    /// Faults stop; holders release (and observers are cancelled) until every
-    /// acquisition has ended; then every core must go idle with nothing left behind.
+    /// Faults stop, then [`Sim::wind_down`]: every task ends, the cores go idle,
+    /// nothing is left behind.
     fn finish(&mut self) {
         self.sim.stop_faults();
-        let mut rounds = 0;
-        loop {
-            if let Err(v) = self.sim.run_for(Duration::from_millis(200)) {
-                self.fail(&format!("invariant violated while finishing: {v}"));
-            }
-            for t in &self.tasks {
-                match self.sim.state(t.client, t.id) {
-                    Some(LockState::Held | LockState::Suspended) => {
-                        let _ = self.sim.release(t.client, t.id);
-                    }
-                    _ if !t.lock && self.sim.outcome(t.client, t.id).is_none() => {
-                        let _ = self.sim.cancel(t.client, t.id);
-                    }
-                    _ => {}
-                }
-            }
-            let open: Vec<(ClientId, LockId, String)> = self
-                .tasks
-                .iter()
-                .filter(|t| self.sim.outcome(t.client, t.id).is_none())
-                .map(|t| (t.client, t.id, t.dir.clone()))
-                .collect();
-            if open.is_empty() {
-                break;
-            }
-            rounds += 1;
-            // Each round lets virtual time pass: deadlines, graces and leases run out,
-            // and every waiter gets its turn as the holders release.
-            if rounds > 400 {
-                let states: Vec<String> = open
-                    .iter()
-                    .map(|(c, l, d)| {
-                        format!(
-                            "{c}/{l} on {d}: {:?}, children {:?}",
-                            self.sim.state(*c, *l),
-                            self.sim.children(d)
-                        )
-                    })
-                    .collect();
-                self.fail(&format!(
-                    "with faults stopped and holders releasing, acquisitions never ended: {states:?}"
-                ));
-            }
-        }
-        if let Err(v) = self.sim.run_until_idle() {
-            self.fail(&format!("the cores never went idle: {v}"));
-        }
-        if let Err(v) = self.sim.check_quiescent() {
-            self.fail(&format!("at quiescence: {v}"));
-        }
-        for c in 0..self.n {
-            let c = ClientId(c);
-            let s = self.sim.core(c);
-            if !s.is_idle() {
-                self.fail(&format!("{c} not idle: {} tasks", s.tracked()));
-            }
+        if let Err(v) = self.sim.wind_down(&self.tasks) {
+            self.fail(&format!("with faults stopped and holders releasing: {v}"));
         }
     }
 }

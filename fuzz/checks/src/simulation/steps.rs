@@ -1,14 +1,8 @@
 //! The steps of a `simulation` case: user calls, faults and time, each applied
 //! to the simulator.
-//!
-//! A child module of `simulation`, in a file of its own so that neither grows
-//! past reading size.
 
-use super::{Driver, InFlightPick, SimRecipe, SimStep, Task, DIRS, FOREIGN};
-use lock_core::CreateMode;
-use lock_core::LockSpec;
-use lock_core::MultiOp;
-use lock_core::NameScheme;
+use super::{Driver, InFlightPick, SimRecipe, SimStep, DIRS, FOREIGN};
+use lock_core::{CreateMode, LockSpec, MultiOp, NameScheme};
 use lock_sim::InFlight;
 use std::time::Duration;
 
@@ -86,12 +80,7 @@ impl Driver {
                 }
                 let closed = self.closed[c.0];
                 match self.sim.acquire(c, spec) {
-                    Ok(id) => self.tasks.push(Task {
-                        client: c,
-                        id,
-                        lock: true,
-                        dir: dir.to_owned(),
-                    }),
+                    Ok(id) => self.tasks.push((c, id)),
                     Err(e) => {
                         if !closed {
                             self.fail(&format!("acquire refused on an open client: {e:?}"));
@@ -118,12 +107,7 @@ impl Driver {
                 let c = self.client(*client);
                 let dir = DIRS[usize::from(*dir) % DIRS.len()];
                 if let Ok(id) = self.sim.observe(c, dir) {
-                    self.tasks.push(Task {
-                        client: c,
-                        id,
-                        lock: false,
-                        dir: dir.to_owned(),
-                    });
+                    self.tasks.push((c, id));
                 }
             }
             SimStep::Revoke { client, dir, node } => {
@@ -136,12 +120,7 @@ impl Driver {
                     None => DIRS[usize::from(*dir) % DIRS.len()].to_owned(),
                 };
                 if let Ok(id) = self.sim.revoke(c, &target) {
-                    self.tasks.push(Task {
-                        client: c,
-                        id,
-                        lock: false,
-                        dir: target,
-                    });
+                    self.tasks.push((c, id));
                 }
             }
             SimStep::FencedWrite { lock, node } => {

@@ -130,18 +130,15 @@ pub struct DeadlockReport {
 impl DeadlockWorkload {
     /// Runs the schedule of `seed`; on a violation it is replayed with tracing on.
     pub fn run(&self, seed: u64) -> Result<DeadlockReport, Failure> {
-        match self.execute(seed, false) {
-            Ok(r) => Ok(r),
-            Err(_) => match self.execute(seed, true) {
-                Ok(r) => Ok(r),
-                Err((violation, trace)) => Err(Failure {
+        self.execute(seed, false).or_else(|_| {
+            self.execute(seed, true)
+                .map_err(|(violation, trace)| Failure {
                     workload: "deadlock",
                     violation,
                     trace,
                     user_api: self.user_api,
-                }),
-            },
-        }
+                })
+        })
     }
 
     fn execute(

@@ -290,17 +290,7 @@ impl Workload {
     /// Runs the schedule of `seed`. On a violation the schedule is replayed with
     /// tracing on, and the [`Failure`] carries the trace.
     pub fn run(&self, seed: u64) -> Result<Report, Failure> {
-        match self.execute(seed, false) {
-            Ok(report) => Ok(report),
-            Err(_) => self
-                .execute(seed, true)
-                .map_err(|(violation, trace)| Failure {
-                    workload: self.name,
-                    violation,
-                    trace,
-                    user_api: self.user_api,
-                }),
-        }
+        self.execute(seed, false).or_else(|_| self.replay(seed))
     }
 
     /// Runs the schedule of `seed` with tracing on (what [`Sim::replay`] does).
