@@ -4,10 +4,13 @@
 #![allow(dead_code)]
 
 pub mod peers;
+mod runtime;
 pub mod semaphores;
 
+pub use runtime::{runtime_name, Runtime};
+
 use lock_testkit::ZkServer;
-use lock_zookeeper_client::{BoxedFuture, Connect, LockClient};
+use lock_zookeeper_client::{Connect, LockClient};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -40,46 +43,6 @@ pub fn unique_path(test: &str, rt: &Runtime) -> String {
         runtime_name(rt),
         N.fetch_add(1, Ordering::Relaxed)
     )
-}
-
-pub fn runtime_name(rt: &Runtime) -> &'static str {
-    match rt {
-        Runtime::Tokio(_) => "tokio",
-        Runtime::AsyncStd => "async-std",
-        Runtime::Smol => "smol",
-    }
-}
-
-/// The runtime a test body runs on (every test runs under each): the binding's
-/// shipped runtimes behind an implementation of the open `Runtime` trait of the
-/// tests' own, as an application's would be.
-#[derive(Clone, Debug)]
-pub enum Runtime {
-    Tokio(tokio::runtime::Handle),
-    AsyncStd,
-    Smol,
-}
-
-impl lock_zookeeper_client::Runtime for Runtime {
-    fn spawn(&self, future: BoxedFuture) {
-        match self {
-            Runtime::Tokio(handle) => {
-                lock_zookeeper_client::TokioRuntime(handle.clone()).spawn(future)
-            }
-            Runtime::AsyncStd => lock_zookeeper_client::AsyncStdRuntime.spawn(future),
-            Runtime::Smol => lock_zookeeper_client::SmolRuntime.spawn(future),
-        }
-    }
-
-    fn sleep_until(&self, deadline: Instant) -> BoxedFuture {
-        match self {
-            Runtime::Tokio(handle) => {
-                lock_zookeeper_client::TokioRuntime(handle.clone()).sleep_until(deadline)
-            }
-            Runtime::AsyncStd => lock_zookeeper_client::AsyncStdRuntime.sleep_until(deadline),
-            Runtime::Smol => lock_zookeeper_client::SmolRuntime.sleep_until(deadline),
-        }
-    }
 }
 
 /// Runs one test body under tokio (multi-threaded, 2 workers: the driver and the
