@@ -227,9 +227,7 @@ pub fn timeout_leaves_no_node(b: &Suite) {
         vec![holder],
         "the waiter left a node"
     );
-    b.release(g).expect("release");
-    b.wait_idle(&a).expect("idle");
-    assert!(admin.children(&path).is_empty());
+    release_clean(b, &a, g, &path);
     b.close(&a);
     b.close(&c);
 }
@@ -266,9 +264,7 @@ pub fn cancel_leaves_no_node(b: &Suite) {
     b.cancel(p);
     b.wait_idle(&c).expect("idle");
     assert!(admin.children(&fresh).is_empty(), "cancel left a node");
-    b.release(g).expect("release");
-    b.wait_idle(&a).expect("idle");
-    assert!(admin.children(&path).is_empty());
+    release_clean(b, &a, g, &path);
     b.close(&a);
     b.close(&c);
 }

@@ -69,6 +69,15 @@ fn watchers_of(b: &Suite, on: &dyn Deployment, path: &str) -> Vec<i64> {
         .unwrap_or_else(|| panic!("{}: generated without Capability::Watchers", b.name()))
 }
 
+/// Releases `g`, taken by `c` on the shared server, and asserts that once `c` is idle
+/// nothing is left at `path`.
+fn release_clean(b: &Suite, c: &LockClient, g: LockGuard, path: &str) {
+    b.release(g).expect("release");
+    b.wait_idle(c).expect("idle");
+    let left = b.env().shared().admin().children(path);
+    assert!(left.is_empty(), "{}: nodes left behind: {left:?}", b.name());
+}
+
 fn lock(b: &Suite, c: &LockClient, kind: Kind, path: &str) -> LockGuard {
     b.lock(c, kind, path, Wait::Timeout(SHORT))
         .unwrap_or_else(|e| panic!("{}: {kind:?} on {path}: {e}", b.name()))
