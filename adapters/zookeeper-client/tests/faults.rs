@@ -67,11 +67,11 @@ rt_tests! {
         client.close().await;
     }
 
-    /// A partition longer than the session timeout while holding. The holder reports
-    /// `Suspended` within 2/3 of the session timeout (before the server can expire the
-    /// session, hence before anyone else can acquire), then `Lost` after the grace.
-    /// After healing nothing of the old holder is left, and its handle works again on
-    /// a new session.
+    /// A partition longer than the session timeout while holding: zookeeper-client
+    /// reports the silence in time for the holder to be `Suspended` within 2/3 of the
+    /// session timeout (before the server can expire the session, hence before anyone
+    /// else can acquire), then `Lost`. (The old holder's recovery on a new session is
+    /// the conformance suite's `blackhole_suspends_before_expiry_then_lost`.)
     async fn blackhole_past_session_timeout(rt) {
         let session_timeout = Duration::from_secs(2);
         let dir = unique_path("blackhole", &rt);
@@ -80,7 +80,6 @@ rt_tests! {
         let a = connect(&rt, &proxy.connect_string(), session_timeout).await;
         assert_eq!(a.session_timeout(), session_timeout);
         let b = connect(&rt, &server().connect_string(), SESSION).await;
-        let old_session = a.session_id();
         let held = a.mutex(dir.clone()).lock().await.unwrap();
         let waiter = {
             let (b, dir) = (b.clone(), dir.clone());
@@ -119,20 +118,7 @@ rt_tests! {
         }
         assert!(matches!(held.status(), LockStatus::Lost(_)));
         { let p = proxy.clone(); common::blocking(move || p.heal()).await; }
-
-        // The old holder's handle opens a new session and queues behind B.
-        let again = {
-            let (a, dir) = (a.clone(), dir.clone());
-            spawn(&rt, async move { a.mutex(dir).lock().await.expect("lock on the new session") })
-        };
-        observer.wait_children(&dir, 2).await;
         b_guard.release().await.unwrap();
-        let a_guard = again.await.unwrap();
-        assert_ne!(a.session_id(), old_session);
-        assert_eq!(a_guard.grant().session_id, a.session_id().unwrap());
-        assert_eq!(observer.children(&dir).await, vec![node_name(a_guard.path())]);
-        a_guard.release().await.unwrap();
-        assert!(observer.children(&dir).await.is_empty());
         a.close().await;
         b.close().await;
     }

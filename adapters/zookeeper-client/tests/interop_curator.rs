@@ -10,7 +10,7 @@
 mod common;
 
 use common::peers::{
-    delivered, interop_tests, node_name, received, within, zk_start_lock, Library, Meeting,
+    delivered, interop_tests, node_name, received, within, zk_start_lock, Library,
 };
 use common::semaphores::{zk_permit, zk_try_permit};
 use lock_zookeeper_client::{LockStatus, NameScheme};
@@ -23,12 +23,8 @@ interop_tests!(Library::Curator);
 #[test]
 fn curator_revoker_asks_a_revocable_zklock_holder() {
     run_tokio(|rt| async move {
-        let Meeting {
-            path,
-            observer,
-            locks,
-            mut peer,
-        } = meet(&rt, Library::Curator, "curator-revoker", "curator1").await;
+        let (path, observer, locks, mut peer) =
+            meet(&rt, Library::Curator, "curator-revoker", "curator1").await;
 
         let guard = locks
             .mutex(&path)
@@ -64,12 +60,8 @@ fn curator_revoker_asks_a_revocable_zklock_holder() {
 #[test]
 fn zklock_revoke_fires_a_revocable_curator_mutex_listener() {
     run_tokio(|rt| async move {
-        let Meeting {
-            path,
-            observer,
-            locks,
-            mut peer,
-        } = meet(&rt, Library::Curator, "zklock-revokes-curator", "curator1").await;
+        let (path, observer, locks, mut peer) =
+            meet(&rt, Library::Curator, "zklock-revokes-curator", "curator1").await;
 
         peer.start_acquire("h", "revocable", &path);
         let theirs = peer.held("h").await;
@@ -105,12 +97,8 @@ fn zklock_revoke_fires_a_revocable_curator_mutex_listener() {
 #[test]
 fn curator_semaphore_mutex_and_zklock_semaphore_of_one_exclude() {
     run_tokio(|rt| async move {
-        let Meeting {
-            path,
-            observer,
-            locks,
-            mut peer,
-        } = meet(&rt, Library::Curator, "curator-sem-mutex", "curator1").await;
+        let (path, observer, locks, mut peer) =
+            meet(&rt, Library::Curator, "curator-sem-mutex", "curator1").await;
 
         peer.send("m", &format!("smutex {path}"));
         peer.expect("m", "LEASED").await;

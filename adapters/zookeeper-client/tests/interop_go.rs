@@ -7,8 +7,8 @@
 mod common;
 
 use common::peers::{
-    meet, mutex_handoff, node_name, received, zk_start_lock, zk_try, Kind, Library, Meeting, Peer,
-    Tally, Workload,
+    meet, mutex_handoff, node_name, received, zk_start_lock, zk_try, Kind, Library, Peer, Tally,
+    Workload,
 };
 use common::{connect, run_tokio, server, unique_path, Observer};
 use lock_core::names::parse_name;
@@ -22,12 +22,7 @@ const SESSION: Duration = Duration::from_secs(10);
 #[test]
 fn go_lock_and_zklock_go_scheme_hand_over_in_order() {
     run_tokio(|rt| async move {
-        let Meeting {
-            path,
-            observer,
-            locks,
-            mut peer,
-        } = meet(&rt, Library::Go, "go-mutex", "go1").await;
+        let (path, observer, locks, mut peer) = meet(&rt, Library::Go, "go-mutex", "go1").await;
         mutex_handoff(&rt, &mut peer, &locks, &observer, &path).await;
         locks.close().await;
     });
@@ -38,12 +33,7 @@ fn go_lock_and_zklock_go_scheme_hand_over_in_order() {
 #[test]
 fn a_go_holder_excludes_every_zklock_scheme_and_waits_for_each() {
     run_tokio(|rt| async move {
-        let Meeting {
-            path,
-            observer,
-            locks,
-            mut peer,
-        } = meet(&rt, Library::Go, "go-excludes", "go1").await;
+        let (path, observer, locks, mut peer) = meet(&rt, Library::Go, "go-excludes", "go1").await;
         let schemes = [
             NameScheme::Native,
             NameScheme::Curator,

@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::peers::{interop_tests, Library, Meeting};
+use common::peers::{interop_tests, Library};
 use common::semaphores::{zk_permit, Look};
 use lock_zookeeper_client::{Error, FailReason, NameScheme};
 
@@ -42,12 +42,8 @@ mod pypi {
 /// whose count zklock wrote.
 fn refuse_other_counts(lib: Library) {
     common::run_tokio(|rt| async move {
-        let Meeting {
-            path,
-            locks,
-            mut peer,
-            ..
-        } = common::peers::meet(&rt, lib, "kazoo-sem-count", "kazoo1").await;
+        let (path, _, locks, mut peer) =
+            common::peers::meet(&rt, lib, "kazoo-sem-count", "kazoo1").await;
         peer.send("v", "version");
         let version = peer.expect("v", "VERSION").await.remove(0);
         eprintln!("{} peer: kazoo {version}", lib.name());

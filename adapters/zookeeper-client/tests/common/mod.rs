@@ -9,31 +9,16 @@ pub mod semaphores;
 
 pub use runtime::{runtime_name, Runtime};
 
-use lock_testkit::ZkServer;
 use lock_zookeeper_client::{Connect, LockClient};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Upper bound on any single test; a hang fails loudly instead of stalling CI.
 pub const TEST_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// The server shared by the tests of one binary (each test uses its own lock paths).
-/// The testkit kills it when the test process exits.
-///
-/// `preAllocSize` (KiB): ZooKeeper preallocates its transaction log in 64 MiB steps
-/// by default, which intermittently made a fresh server's first write (the first
-/// session) take ~2 s here; 1 MiB steps make it instant.
-pub fn server() -> &'static ZkServer {
-    static SERVER: OnceLock<ZkServer> = OnceLock::new();
-    SERVER.get_or_init(|| {
-        ZkServer::builder()
-            .config("preAllocSize", "1024")
-            .start()
-            .expect("starting ZooKeeper (lock-testkit)")
-    })
-}
+pub use lock_conformance::shared_server as server;
 
 /// A lock path unique to this test run and runtime.
 pub fn unique_path(test: &str, rt: &Runtime) -> String {

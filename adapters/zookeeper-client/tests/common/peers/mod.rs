@@ -25,7 +25,7 @@ pub use process::{go_peer_binary, pypi_kazoo_python, Kind, Library, Peer};
 #[allow(unused_imports)]
 pub(crate) use scenarios::interop_tests;
 #[allow(unused_imports)]
-pub use scenarios::{meet, mutex_handoff, rwlock_exclusion, Meeting};
+pub use scenarios::{meet, mutex_handoff, rwlock_exclusion};
 #[allow(unused_imports)]
 pub use zklock_side::{
     assert_node, delivered, node_name, received, within, zk_lock, zk_start_lock, zk_try,

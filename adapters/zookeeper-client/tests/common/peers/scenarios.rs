@@ -9,24 +9,21 @@ use super::zklock_side::{
     assert_node, delivered, node_name, received, zk_lock, zk_start_lock, zk_try,
 };
 
-/// A zklock client, an observer and one peer of a library on the shared server, with a
-/// fresh lock path.
-pub struct Meeting {
-    pub path: String,
-    pub observer: Observer,
-    pub locks: LockClient,
-    pub peer: Peer,
-}
-
-/// Connects a [`Meeting`] with a path named after `test` and a peer named `peer`.
-pub async fn meet(rt: &Runtime, library: Library, test: &str, peer: &str) -> Meeting {
+/// A fresh lock path named after `test`, an observer, a zklock client and one peer of
+/// `library` named `peer`, all on the shared server.
+pub async fn meet(
+    rt: &Runtime,
+    library: Library,
+    test: &str,
+    peer: &str,
+) -> (String, Observer, LockClient, Peer) {
     let connect_string = server().connect_string();
-    Meeting {
-        path: unique_path(test, rt),
-        observer: Observer::connect(&connect_string).await,
-        locks: connect(rt, &connect_string, Duration::from_secs(10)).await,
-        peer: Peer::start_library(library, &connect_string, peer).await,
-    }
+    (
+        unique_path(test, rt),
+        Observer::connect(&connect_string).await,
+        connect(rt, &connect_string, Duration::from_secs(10)).await,
+        Peer::start_library(library, &connect_string, peer).await,
+    )
 }
 
 /// Defines, in the calling module, the interop tests every lock library with locks,
@@ -49,9 +46,10 @@ macro_rules! interop_tests {
         #[test]
         fn mutex_and_zklock_mutex_hand_over_in_order() {
             run_tokio(|rt| async move {
-                let mut m = meet(&rt, $library, "interop-mutex", "peer1").await;
-                mutex_handoff(&rt, &mut m.peer, &m.locks, &m.observer, &m.path).await;
-                m.locks.close().await;
+                let (path, observer, locks, mut peer) =
+                    meet(&rt, $library, "interop-mutex", "peer1").await;
+                mutex_handoff(&rt, &mut peer, &locks, &observer, &path).await;
+                locks.close().await;
             });
         }
 
@@ -69,9 +67,10 @@ macro_rules! interop_tests {
         #[test]
         fn rwlock_and_zklock_rwlock_readers_share_writers_exclude() {
             run_tokio(|rt| async move {
-                let mut m = meet(&rt, $library, "interop-rw", "peer1").await;
-                rwlock_exclusion(&rt, &mut m.peer, &m.locks, &m.observer, &m.path).await;
-                m.locks.close().await;
+                let (path, observer, locks, mut peer) =
+                    meet(&rt, $library, "interop-rw", "peer1").await;
+                rwlock_exclusion(&rt, &mut peer, &locks, &observer, &path).await;
+                locks.close().await;
             });
         }
 
@@ -102,9 +101,10 @@ macro_rules! interop_tests {
         #[test]
         fn semaphore_and_zklock_semaphore_share_permits() {
             run_tokio(|rt| async move {
-                let mut m = meet(&rt, $library, "interop-sem", "peer1").await;
-                semaphore_exclusion(&rt, &mut m.peer, &m.locks, &m.observer, &m.path).await;
-                m.locks.close().await;
+                let (path, observer, locks, mut peer) =
+                    meet(&rt, $library, "interop-sem", "peer1").await;
+                semaphore_exclusion(&rt, &mut peer, &locks, &observer, &path).await;
+                locks.close().await;
             });
         }
 
