@@ -298,6 +298,29 @@ pub fn signal_group(pgid: u32, sig: &str) {
     assert!(ok.success(), "kill {sig} -{pgid}");
 }
 
+/// Stops `holder`'s process group (SIGSTOP); returns once it is stopped.
+pub fn pause(holder: &Child) {
+    signal_group(holder.id(), "-STOP");
+    until("the holder stopped", Duration::from_secs(10), || {
+        (state(holder.id()) == Some('T')).then_some(())
+    });
+}
+
+/// Shell text for a paused holder's CMD: runs `first`, then starts `write` in a
+/// session of its own (out of zklock's reach, so that it always reaches the
+/// resource) that waits up to a minute for the file `go` and leaves its output in
+/// `a.result`; touches `ready` and waits. The write is "in flight" while the holder
+/// is paused.
+pub fn late_write_script(first: &str, write: &str) -> String {
+    format!(
+        "{first}; \
+         setsid sh -c 'n=0; while [ ! -e go ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done; \
+           [ -e go ] && {} > a.tmp 2>&1; mv a.tmp a.result' </dev/null >/dev/null 2>&1 & \
+         touch ready; wait",
+        write.replace('\'', "'\\''")
+    )
+}
+
 /// Kills a process group when dropped: a failed test leaves no stopped holder.
 /// (Its late write gives up by itself: it waits a minute at most for `go`.)
 pub struct KillOnDrop(pub u32);
