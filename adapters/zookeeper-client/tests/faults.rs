@@ -12,19 +12,8 @@ use lock_testkit::FaultProxy;
 use lock_testkit::{Direction, HoldProxy};
 use lock_zookeeper_client::{Connect, LockClient, LockEvent, LockStatus, LostReason};
 use std::time::{Duration, Instant};
-use zookeeper_client::{Acls, CreateMode};
 
 const SESSION: Duration = Duration::from_secs(10);
-
-/// Creates the lock directory up front (as a persistent node) so that the first
-/// create of a test goes straight to the lock node.
-async fn make_dir(observer: &Observer, dir: &str) {
-    observer
-        .client
-        .mkdir(dir, &CreateMode::Persistent.with_acls(Acls::anyone_all()))
-        .await
-        .expect("creating the lock directory");
-}
 
 async fn connect_with_grace(
     rt: &Runtime,
@@ -48,7 +37,8 @@ rt_tests! {
     async fn connection_loss_before_create_creates_once(rt) {
         let dir = unique_path("recreate", &rt);
         let observer = Observer::connect(&server().connect_string()).await;
-        make_dir(&observer, &dir).await;
+        // The lock directory exists, so the first create goes straight to the lock node.
+        observer.mkdir(&dir).await;
         let proxy = HoldProxy::start(server().addr()).expect("proxy");
         let client = connect(&rt, &proxy.connect_string(), SESSION).await;
         proxy.hold(Direction::Upstream);

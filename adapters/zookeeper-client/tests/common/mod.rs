@@ -130,6 +130,14 @@ impl Observer {
         Observer { client }
     }
 
+    /// Creates `path` and its missing parents, persistent and open to anyone.
+    pub async fn mkdir(&self, path: &str) {
+        let persistent = zookeeper_client::CreateMode::Persistent
+            .with_acls(zookeeper_client::Acls::anyone_all());
+        let made = self.client.mkdir(path, &persistent).await;
+        made.unwrap_or_else(|e| panic!("creating {path}: {e}"));
+    }
+
     /// The children of `dir`, sorted; empty if `dir` does not exist.
     pub async fn children(&self, dir: &str) -> Vec<String> {
         match self.client.list_children(dir).await {

@@ -310,12 +310,7 @@ pub async fn semaphore_workload(
     let connect = super::server().connect_string();
     let observer = Observer::connect(&connect).await;
     let root = format!("{path}-data");
-    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
-    observer
-        .client
-        .mkdir(&format!("{root}/inside"), &persistent)
-        .await
-        .expect("mkdir");
+    observer.mkdir(&format!("{root}/inside")).await;
     // Long enough inside that holders overlap whenever the permits allow.
     let sleep = Duration::from_millis(40);
 

@@ -64,17 +64,9 @@ impl Workload {
         sleep: Duration,
     ) -> Workload {
         let root = format!("{lock_path}-data");
+        observer.mkdir(&format!("{root}/inside")).await;
+        observer.mkdir(&format!("{root}/log")).await;
         let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
-        observer
-            .client
-            .mkdir(&format!("{root}/inside"), &persistent)
-            .await
-            .expect("mkdir");
-        observer
-            .client
-            .mkdir(&format!("{root}/log"), &persistent)
-            .await
-            .expect("mkdir");
         observer
             .client
             .create(&format!("{root}/counter"), b"0", &persistent)
