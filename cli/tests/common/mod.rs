@@ -340,8 +340,18 @@ impl Drop for KillOnDrop {
 
 /// The state letter of a process (`T` when stopped).
 pub fn state(pid: u32) -> Option<char> {
+    stat_field(pid as i32, 1)?.chars().next()
+}
+
+/// Field `n` (1-based, after the command name: 1 the state, 3 the process group) of
+/// /proc/PID/stat, if the process is there.
+pub fn stat_field(pid: i32, n: usize) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(n - 1)
+        .map(str::to_owned)
 }
 
 pub fn read(path: &Path) -> String {
