@@ -7,9 +7,7 @@ use super::*;
 /// reached us: the node is found again (by the attempt id in its name) and adopted,
 /// not created twice; the lock is acquired once; nothing is left behind.
 pub fn connection_loss_during_create_adopts_node(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("create-loss");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "create-loss");
     // The lock directory exists, so the held request is our node's create.
     let other = connect(b, server);
     let g = lock(b, &other, Kind::Mutex, &path);
@@ -47,9 +45,7 @@ pub fn connection_loss_during_create_adopts_node(b: &Suite) {
 /// A short connection loss while holding: `Suspended`, then `Resumed` once the node
 /// is verified on the same session; the lock is still ours.
 pub fn short_cut_suspends_then_resumes(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("short-cut");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "short-cut");
     let (c, proxy) = connect_with_faults(b, server);
     let session = b.session_id(&c);
     let mut g = lock(b, &c, Kind::Mutex, &path);
@@ -75,9 +71,7 @@ pub fn short_cut_suspends_then_resumes(b: &Suite) {
 /// connection's watches; some clients re-register none): after the reconnect it is
 /// still handed the lock when the holder releases.
 pub fn waiter_rewatches_after_reconnect(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("rewatch");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "rewatch");
     let a = connect(b, server);
     let g = lock(b, &a, Kind::Mutex, &path);
     let holder = b.node_path(&g);
@@ -108,9 +102,7 @@ pub fn waiter_rewatches_after_reconnect(b: &Suite) {
 /// can acquire), then `Lost`. After the network heals, no stale node of the old
 /// holder blocks anyone, and its client works again (on a new session).
 pub fn blackhole_suspends_before_expiry_then_lost(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("blackhole");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "blackhole");
     let (cb, proxy) = connect_with_faults(b, server);
     // The waiter's session is not under test, and it idles through the whole
     // partition (several pings): it gets a session timeout a loaded machine can keep
@@ -180,9 +172,7 @@ pub fn blackhole_suspends_before_expiry_then_lost(b: &Suite) {
 /// hears `Lost(NodeDeleted)` at once, and the waiter on another session gets the
 /// lock with a greater token.
 pub fn admin_delete_gives_lost(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("admin-delete");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "admin-delete");
     let (c, other) = (connect(b, server), connect(b, server));
     let mut g = lock(b, &c, Kind::WatchedMutex, &path);
     let waiter = b
@@ -225,9 +215,7 @@ fn released_lost_then_relocked(b: &Suite, c: &LockClient, g: LockGuard, path: &s
 /// (another holder may have been granted meanwhile); the release reports the loss
 /// too, and the next holder gets in.
 pub fn admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("admin-delete-plain");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "admin-delete-plain");
     let c = connect(b, server);
     let mut g = lock(b, &c, Kind::Mutex, &path);
     let node = b.node_path(&g);

@@ -36,7 +36,9 @@ pub use round_trips::*;
 pub use rounds::*;
 pub use server_check::*;
 
-use crate::env::{unique_path, wait_until, Deployment, Faults, LONG, SESSION_TIMEOUT, SHORT};
+use crate::env::{
+    unique_path, wait_until, Admin, Deployment, Faults, LONG, SESSION_TIMEOUT, SHORT,
+};
 use crate::harness::{Suite, Wait};
 use crate::Kind;
 use lock_client::{Error, LockClient, LockGuard};
@@ -45,6 +47,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
+
+/// What most tests start from: the environment's shared deployment, a lock path of
+/// their own named after `test`, and an administrator's view of the tree.
+fn shared<'a>(b: &'a Suite, test: &str) -> (&'a dyn Deployment, String, Box<dyn Admin>) {
+    let server = b.env().shared();
+    (server, unique_path(test), server.admin())
+}
 
 fn connect(b: &Suite, on: &dyn Deployment) -> LockClient {
     b.client_on(on, SESSION_TIMEOUT)
