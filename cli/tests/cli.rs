@@ -150,9 +150,10 @@ fn cmd_reads_zklocks_stdin_where_it_was_left() {
 }
 
 /// `zklock leader --watch PATH` while `end` makes the leader go (half a second
-/// after it started, so it saw the leader first); its output once interrupted
-/// half a second after that.
-fn watch_leader_while(zk: &str, path: &str, end: impl FnOnce()) -> std::process::Output {
+/// after it started, so it saw the leader first), interrupted half a second after
+/// that: it exits 0 having printed two lines, the leader and then "-"; returns the
+/// first.
+fn watch_leader_while(zk: &str, path: &str, end: impl FnOnce()) -> String {
     let watch = zklock(zk)
         .args(["leader", "--watch", path])
         .stdout(Stdio::piped())
@@ -162,7 +163,13 @@ fn watch_leader_while(zk: &str, path: &str, end: impl FnOnce()) -> std::process:
     end();
     std::thread::sleep(Duration::from_millis(500));
     kill(&watch, "-INT");
-    watch.wait_with_output().unwrap()
+    let out = watch.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    match stdout.lines().collect::<Vec<_>>()[..] {
+        [leader, "-"] => leader.to_owned(),
+        _ => panic!("not the leader then \"-\": {stdout:?}"),
+    }
 }
 
 /// `leader` on a lock directory names its holder (a `zklock exec` node, with an
@@ -185,14 +192,10 @@ fn leader_and_revoke() {
     assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), node);
 
     // --watch sees the change when the holder goes.
-    let out = watch_leader_while(&zk, &path, || {
+    let leader = watch_leader_while(&zk, &path, || {
         terminate(&mut holder);
     });
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 2, "{stdout:?}");
-    assert!(lines[0].contains(&node), "{stdout:?}");
-    assert_eq!(lines[1], "-", "{stdout:?}");
+    assert!(leader.contains(&node), "{leader:?}");
 }
 
 /// The holder's network is blackholed: CMD is stopped (and zklock exits 74)
@@ -300,16 +303,11 @@ fn leader_of_an_election() {
     assert_eq!(fields[..2], ["alpha", node.as_str()], "{line:?}");
     assert!(fields[2].parse::<i64>().unwrap() > 0, "{line:?}");
 
-    let out = watch_leader_while(&zk, &path, || {
+    let leader = watch_leader_while(&zk, &path, || {
         resign_tx.send(()).unwrap();
         participant.join().unwrap();
     });
-    assert_eq!(code(&out), 0, "{out:?}");
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 2, "{stdout:?}");
-    assert!(lines[0].starts_with("alpha\t"), "{stdout:?}");
-    assert_eq!(lines[1], "-", "{stdout:?}");
+    assert!(leader.starts_with("alpha\t"), "{leader:?}");
 }
 
 /// A signal while waiting gives up the wait (128+N); schemes share one path:

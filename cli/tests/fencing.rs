@@ -9,7 +9,7 @@ use common::*;
 use lock_testkit::Postgres;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The write each holder makes: the row records the token that wrote it, and
 /// with `fenced` the write applies only if no newer token has written it.
@@ -69,13 +69,7 @@ fn paused_holder_writes_late(test: &str, fenced: bool) -> Outcome {
     let say = |what: &str| eprintln!("[{test}] {:>6.2} s  {what}", start.elapsed().as_secs_f64());
 
     // A: holds; its write waits for `go` (A is stopped meanwhile).
-    let script_a = format!(
-        "echo $ZKLOCK_TOKEN > a.token; \
-         setsid sh -c 'n=0; while [ ! -e go ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done; \
-           [ -e go ] && {} > a.tmp 2>&1; mv a.tmp a.result' </dev/null >/dev/null 2>&1 & \
-         touch ready; wait",
-        update("A", fenced).replace('\'', "'\\''")
-    );
+    let script_a = late_write_script("echo $ZKLOCK_TOKEN > a.token", &update("A", fenced));
     let mut a = zklock(&zk);
     a.args(words(&format!(
         "--session-timeout {SESSION_TIMEOUT} exec {lock} -- sh -c"
@@ -91,10 +85,7 @@ fn paused_holder_writes_late(test: &str, fenced: bool) -> Outcome {
     say(&format!(
         "A holds the lock, token {token_a}; pausing A (SIGSTOP to zklock)"
     ));
-    signal_group(holder.id(), "-STOP");
-    until("A stopped", Duration::from_secs(10), || {
-        (state(holder.id()) == Some('T')).then_some(())
-    });
+    pause(&holder);
 
     // B: waits for the lock, writes, exits.
     let mut b = zklock(&zk);

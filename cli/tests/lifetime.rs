@@ -385,16 +385,6 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// Field `n` (1-based, after the command name) of /proc/PID/stat.
-fn stat_field(pid: i32, n: usize) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(n - 1)
-        .map(str::to_owned)
-}
-
 fn state_of(pid: i32) -> Option<String> {
     stat_field(pid, 1)
 }

@@ -52,14 +52,6 @@ fn write_log() -> Postgres {
     db
 }
 
-/// Stops `holder`'s process group (SIGSTOP); returns once it is stopped.
-fn pause(holder: &Child) {
-    signal_group(holder.id(), "-STOP");
-    until("A stopped", Duration::from_secs(10), || {
-        (state(holder.id()) == Some('T')).then_some(())
-    });
-}
-
 /// Waits for the node `name` to leave `lock` (its session expired). Returns
 /// when the last look that still found it was sent: the node went after that
 /// (a lower bound) and before the first look that did not find it.
@@ -97,13 +89,7 @@ fn paused_holder(
     dir: &Path,
     db: &Postgres,
 ) -> (Child, String) {
-    let script = format!(
-        "basename $ZKLOCK_NODE > a.node; \
-         setsid sh -c 'n=0; while [ ! -e go ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done; \
-           [ -e go ] && {} > a.tmp 2>&1; mv a.tmp a.result' </dev/null >/dev/null 2>&1 & \
-         touch ready; wait",
-        insert("A").replace('\'', "'\\''")
-    );
+    let script = late_write_script("basename $ZKLOCK_NODE > a.node", &insert("A"));
     let mut a = zklock(zk);
     a.args(["--session-timeout", SESSION_TIMEOUT, "exec"])
         .args(extra)

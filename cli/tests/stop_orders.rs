@@ -65,13 +65,6 @@ fn signal(target: &str, sig: &str) {
     assert!(ok.success() || sig == "-CONT", "kill {sig} {target}");
 }
 
-/// The process group of `pid`.
-fn group_of(pid: i32) -> i32 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let rest = stat.rsplit_once(')').unwrap().1;
-    rest.split_whitespace().nth(2).unwrap().parse().unwrap()
-}
-
 /// What a scenario saw: how long after the grant CMD's last line was written
 /// (negative: that long before), and how many of its lines follow `GRANTED`.
 struct Seen {
@@ -101,7 +94,7 @@ fn scenario(order: Order, setsid: bool) -> Seen {
     let cmd: i32 = until("CMD's pid", Duration::from_secs(10), || {
         std::fs::read_to_string(&pid_file).ok()?.trim().parse().ok()
     });
-    let group = format!("-{}", group_of(cmd));
+    let group = format!("-{}", stat_field(cmd, 3).expect("CMD runs"));
     let zklock = holder.id().to_string();
     let mut next = zklock_at(&zk, false)
         .args(["exec", &lock, "--", "sh", "-c"])

@@ -9,6 +9,7 @@ use zookeeper::{WatchedEvent, ZkError, ZooKeeper};
 /// An administrator's session (over the `zookeeper` crate, session timeout 30 s).
 ///
 /// ```no_run
+/// use lock_conformance::Admin;
 /// let admin = lock_conformance::ZkAdmin::connect(&lock_conformance::shared_server().connect_string());
 /// assert!(admin.children("/no/such/dir").is_empty());
 /// ```
@@ -72,8 +73,17 @@ impl ZkAdmin {
         }
     }
 
-    /// The children of `path` (none if it does not exist), sorted.
-    pub fn children(&self, path: &str) -> Vec<String> {
+    /// `(czxid, ephemeralOwner)` of `path`, if it exists.
+    pub fn stat(&self, path: &str) -> Option<(i64, i64)> {
+        self.zk
+            .exists(path, false)
+            .expect("exists")
+            .map(|s| (s.czxid, s.ephemeral_owner))
+    }
+}
+
+impl Admin for ZkAdmin {
+    fn children(&self, path: &str) -> Vec<String> {
         match self.zk.get_children(path, false) {
             Ok(mut children) => {
                 children.sort();
@@ -84,16 +94,7 @@ impl ZkAdmin {
         }
     }
 
-    /// The children of `path` as full paths, sorted.
-    pub fn child_paths(&self, path: &str) -> Vec<String> {
-        self.children(path)
-            .into_iter()
-            .map(|c| format!("{path}/{c}"))
-            .collect()
-    }
-
-    /// Deletes `path` (any version); `false` if it did not exist.
-    pub fn delete(&self, path: &str) -> bool {
+    fn delete(&self, path: &str) -> bool {
         match self.zk.delete(path, None) {
             Ok(()) => true,
             Err(ZkError::NoNode) => false,
@@ -101,16 +102,11 @@ impl ZkAdmin {
         }
     }
 
-    /// `(czxid, ephemeralOwner)` of `path`, if it exists.
-    pub fn stat(&self, path: &str) -> Option<(i64, i64)> {
-        self.zk
-            .exists(path, false)
-            .expect("exists")
-            .map(|s| (s.czxid, s.ephemeral_owner))
+    fn czxid(&self, path: &str) -> Option<i64> {
+        self.stat(path).map(|(czxid, _)| czxid)
     }
 
-    /// The data of `path` and its version, if it exists.
-    pub fn data(&self, path: &str) -> Option<(Vec<u8>, i32)> {
+    fn data(&self, path: &str) -> Option<(Vec<u8>, i32)> {
         match self.zk.get_data(path, false) {
             Ok((data, stat)) => Some((data, stat.version)),
             Err(ZkError::NoNode) => None,
@@ -118,14 +114,13 @@ impl ZkAdmin {
         }
     }
 
-    /// Waits (on watches, not by polling) until the children of `path` satisfy
-    /// `condition`, for at most `within`; returns them. Panics on timeout.
-    pub fn wait_children(
+    fn wait_children(
         &self,
         path: &str,
         within: Duration,
-        condition: impl Fn(&[String]) -> bool,
+        condition: &dyn Fn(&[String]) -> bool,
     ) -> Vec<String> {
+        // On watches, not by polling.
         let deadline = Instant::now() + within;
         loop {
             let (tx, rx) = mpsc::channel();
@@ -169,8 +164,7 @@ impl ZkAdmin {
         }
     }
 
-    /// Waits (on a watch) until `path` is gone, for at most `within`.
-    pub fn wait_deleted(&self, path: &str, within: Duration) {
+    fn wait_deleted(&self, path: &str, within: Duration) {
         let deadline = Instant::now() + within;
         loop {
             let (tx, rx) = mpsc::channel();
@@ -187,36 +181,5 @@ impl ZkAdmin {
                 "timed out after {within:?} waiting for {path} to go"
             );
         }
-    }
-}
-
-impl Admin for ZkAdmin {
-    fn children(&self, path: &str) -> Vec<String> {
-        ZkAdmin::children(self, path)
-    }
-
-    fn delete(&self, path: &str) -> bool {
-        ZkAdmin::delete(self, path)
-    }
-
-    fn czxid(&self, path: &str) -> Option<i64> {
-        self.stat(path).map(|(czxid, _)| czxid)
-    }
-
-    fn data(&self, path: &str) -> Option<(Vec<u8>, i32)> {
-        ZkAdmin::data(self, path)
-    }
-
-    fn wait_children(
-        &self,
-        path: &str,
-        within: Duration,
-        condition: &dyn Fn(&[String]) -> bool,
-    ) -> Vec<String> {
-        ZkAdmin::wait_children(self, path, within, condition)
-    }
-
-    fn wait_deleted(&self, path: &str, within: Duration) {
-        ZkAdmin::wait_deleted(self, path, within)
     }
 }

@@ -25,6 +25,18 @@ pub enum Wait {
     Timeout(Duration),
 }
 
+/// `$async` run to completion on this thread when the suite calls the async API, else
+/// `$blocking`: the two twins of one lock-client call.
+macro_rules! either {
+    ($suite:expr, $async:expr, $blocking:expr) => {
+        if $suite.is_async() {
+            block_on($async)
+        } else {
+            $blocking
+        }
+    };
+}
+
 type Acquisition = Pin<Box<dyn Future<Output = Result<LockGuard, Error>> + Send>>;
 
 /// An acquisition started by [`Suite::start`].
@@ -141,11 +153,11 @@ impl Suite {
         within: Duration,
     ) -> Result<LockGuard, Error> {
         let deadline = Some(Instant::now() + within);
-        if self.is_async() {
-            block_on(client.acquire(spec, deadline))
-        } else {
+        either!(
+            self,
+            client.acquire(spec, deadline),
             client.acquire_blocking(spec, deadline)
-        }
+        )
     }
 
     /// Starts acquiring any `spec` without waiting (see [`start`](Self::start)).
@@ -235,11 +247,7 @@ impl Suite {
 
     /// Releases the lock and waits for the server to confirm.
     pub fn release(&self, guard: LockGuard) -> Result<(), Error> {
-        if self.is_async() {
-            block_on(guard.release())
-        } else {
-            guard.release_blocking()
-        }
+        either!(self, guard.release(), guard.release_blocking())
     }
 
     /// Writes `writes` only while the lock is held (one `multi` with a check of
@@ -249,11 +257,11 @@ impl Suite {
         guard: &LockGuard,
         writes: Writes,
     ) -> Result<Vec<MultiResult>, FencedError> {
-        if self.is_async() {
-            block_on(guard.fenced_write(writes))
-        } else {
+        either!(
+            self,
+            guard.fenced_write(writes),
             guard.fenced_write_blocking(writes)
-        }
+        )
     }
 
     /// Opens (`open`) or closes a crash-detecting section on the guard's lock.
@@ -273,21 +281,17 @@ impl Suite {
         path: &str,
         what: BreakLock,
     ) -> Result<Broken, Error> {
-        if self.is_async() {
-            block_on(client.break_lock(path, what))
-        } else {
+        either!(
+            self,
+            client.break_lock(path, what),
             client.break_lock_blocking(path, what)
-        }
+        )
     }
 
     /// Asks the holders of the lock at `path` (or the one participant whose node
     /// `path` is) to let go (`LockClient::revoke`): the nodes asked.
     pub fn revoke(&self, client: &LockClient, path: &str) -> Result<Vec<String>, Error> {
-        if self.is_async() {
-            block_on(client.revoke(path))
-        } else {
-            client.revoke_blocking(path)
-        }
+        either!(self, client.revoke(path), client.revoke_blocking(path))
     }
 
     /// Waits at most `within` for the holder to be asked to let go
@@ -307,11 +311,11 @@ impl Suite {
 
     /// The participants of the lock at `path` (`LockClient::participants`).
     pub fn participants(&self, client: &LockClient, path: &str) -> Result<Participants, Error> {
-        if self.is_async() {
-            block_on(client.participants(path))
-        } else {
+        either!(
+            self,
+            client.participants(path),
             client.participants_blocking(path)
-        }
+        )
     }
 
     /// Waits at most `within` for `election` to lead ([`Election::leadership`]);
@@ -349,21 +353,13 @@ impl Suite {
 
     /// Resigns the term and waits for the server to confirm.
     pub fn resign(&self, leadership: Leadership) -> Result<(), Error> {
-        if self.is_async() {
-            block_on(leadership.resign())
-        } else {
-            leadership.resign_blocking()
-        }
+        either!(self, leadership.resign(), leadership.resign_blocking())
     }
 
     /// Ends the participant's candidacy and its term, if any
     /// ([`Election::resign`]).
     pub fn resign_participant(&self, election: Election) {
-        if self.is_async() {
-            block_on(election.resign());
-        } else {
-            election.resign_blocking();
-        }
+        either!(self, election.resign(), election.resign_blocking());
     }
 
     /// The participant's next event ([`Election::next_event`], which has no
@@ -379,11 +375,11 @@ impl Suite {
 
     /// Follows the election at `path` ([`LockClient::observe_election`]).
     pub fn observe_election(&self, client: &LockClient, path: &str) -> ElectionObserver {
-        let observer = if self.is_async() {
-            block_on(client.observe_election(path))
-        } else {
+        let observer = either!(
+            self,
+            client.observe_election(path),
             client.observe_election_blocking(path)
-        };
+        );
         observer.unwrap_or_else(|e| panic!("{}: observing {path}: {e}", self.name()))
     }
 
@@ -404,11 +400,7 @@ impl Suite {
 
     /// Closes the client (its session ends; its locks are lost with `Closed`).
     pub fn close(&self, client: &LockClient) {
-        if self.is_async() {
-            block_on(client.close());
-        } else {
-            client.close_blocking();
-        }
+        either!(self, client.close(), client.close_blocking());
     }
 
     /// The session id the client's locks run on, if any.
@@ -418,19 +410,11 @@ impl Suite {
 
     /// Waits until the client has nothing in progress.
     pub fn wait_idle(&self, client: &LockClient) -> Result<(), Error> {
-        if self.is_async() {
-            block_on(client.wait_idle())
-        } else {
-            client.wait_idle_blocking()
-        }
+        either!(self, client.wait_idle(), client.wait_idle_blocking())
     }
 
     /// The core's counters for this client.
     pub fn stats(&self, client: &LockClient) -> Result<Stats, Error> {
-        if self.is_async() {
-            block_on(client.stats())
-        } else {
-            client.stats_blocking()
-        }
+        either!(self, client.stats(), client.stats_blocking())
     }
 }

@@ -98,14 +98,15 @@ impl Record {
     pub fn parse(line: &str) -> Option<Record> {
         let mut words = line.splitn(8, ' ');
         match words.next()? {
-            "H" => {
-                let lock = words.next()?.to_owned();
-                let hot = words.next()? == "1";
-                let session = words.next()?.parse().ok()?;
-                let requested = words.next()?.parse().ok()?;
-                let granted = words.next()?.parse().ok()?;
-                let released = words.next()?.parse().ok()?;
-                let segments = match words.next()? {
+            // Fields are evaluated in the order written: the line's order.
+            "H" => Some(Record::Hold(Hold {
+                lock: words.next()?.to_owned(),
+                hot: words.next()? == "1",
+                session: words.next()?.parse().ok()?,
+                requested: words.next()?.parse().ok()?,
+                granted: words.next()?.parse().ok()?,
+                released: words.next()?.parse().ok()?,
+                segments: match words.next()? {
                     "-" => Vec::new(),
                     text => text
                         .split(';')
@@ -114,17 +115,8 @@ impl Record {
                             Some((a.parse().ok()?, b.parse().ok()?))
                         })
                         .collect::<Option<Vec<_>>>()?,
-                };
-                Some(Record::Hold(Hold {
-                    lock,
-                    hot,
-                    session,
-                    requested,
-                    granted,
-                    released,
-                    segments,
-                }))
-            }
+                },
+            })),
             "F" => {
                 let mut rest = line.splitn(5, ' ').skip(1);
                 Some(Record::Fault(Fault {

@@ -46,9 +46,28 @@ struct Shared {
     records: Mutex<Vec<Record>>,
 }
 
+impl Session {
+    fn id(&self) -> Option<i64> {
+        match self {
+            Session::Zklock(c) => c.session_id(),
+            Session::Bare(c) => Some(c.session_id().0),
+        }
+    }
+}
+
 impl Shared {
     fn record(&self, record: Record) {
         self.records.lock().unwrap().push(record);
+    }
+
+    /// Records a fault of `session`, now.
+    fn fault(&self, session: usize, kind: &str, detail: String) {
+        self.record(Record::Fault(Fault {
+            session,
+            at: now_ns(),
+            kind: kind.into(),
+            detail,
+        }));
     }
 
     fn running(&self) -> bool {
@@ -221,17 +240,10 @@ async fn session_task(shared: Arc<Shared>, session: Arc<Session>, global: usize)
     let mut rng =
         fastrand::Rng::with_seed(spec.seed ^ (global as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let hot = global < spec.hot_sessions;
-    let mut session_id = match &*session {
-        Session::Zklock(c) => c.session_id(),
-        Session::Bare(c) => Some(c.session_id().0),
-    };
+    let mut session_id = session.id();
     // The coordinator matches the servers' expiries against these ids.
-    shared.record(Record::Fault(Fault {
-        session: global,
-        at: now_ns(),
-        kind: crate::record::SESSION_OPENED.into(),
-        detail: format!("{:#x}", session_id.unwrap_or(0)),
-    }));
+    let opened = format!("{:#x}", session_id.unwrap_or(0));
+    shared.fault(global, crate::record::SESSION_OPENED, opened);
     if spec.mode == Mode::Idle {
         // Holding nothing, a session sees an expiry only as a new session id.
         while pause(&shared, Duration::from_secs(1)).await {
@@ -312,21 +324,10 @@ fn note_session_change(
     global: usize,
     session_id: &mut Option<i64>,
 ) {
-    let now_id = match session {
-        Session::Zklock(c) => c.session_id(),
-        Session::Bare(c) => Some(c.session_id().0),
-    };
+    let now_id = session.id();
     if now_id != *session_id && now_id.is_some() {
-        shared.record(Record::Fault(Fault {
-            session: global,
-            at: now_ns(),
-            kind: "session-changed".into(),
-            detail: format!(
-                "{:#x} -> {:#x}",
-                session_id.unwrap_or(0),
-                now_id.unwrap_or(0)
-            ),
-        }));
+        let (was, now) = (session_id.unwrap_or(0), now_id.unwrap_or(0));
+        shared.fault(global, "session-changed", format!("{was:#x} -> {now:#x}"));
         *session_id = now_id;
     }
 }
@@ -342,14 +343,7 @@ async fn cycle_zklock(
     hot: bool,
     hold: Duration,
 ) {
-    let fault = |kind: &str, detail: String| {
-        shared.record(Record::Fault(Fault {
-            session,
-            at: now_ns(),
-            kind: kind.into(),
-            detail,
-        }));
-    };
+    let fault = |kind: &str, detail: String| shared.fault(session, kind, detail);
     let requested = now_ns();
     let timeout = Duration::from_millis(shared.spec.acquire_timeout_ms);
     let mut phase = shared.phase.clone();

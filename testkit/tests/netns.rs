@@ -25,19 +25,7 @@ fn echo_server(lab: &NetLab, node: NodeId) {
         .run_in(node, || TcpListener::bind((Ipv4Addr::UNSPECIFIED, PORT)))
         .unwrap()
         .unwrap();
-    thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            thread::spawn(move || {
-                let mut buf = [0u8; 64];
-                while let Ok(n @ 1..) = stream.read(&mut buf) {
-                    if stream.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
+    common::echo(listener);
 }
 
 /// Opens a connection from `from` to `to`'s echo server.

@@ -6,30 +6,25 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lock_testkit::{four_letter_word, Direction, FaultProxy, ProxyMode, ZkServer};
+use lock_testkit::{four_letter_word, Direction, FaultProxy, HoldProxy, ProxyMode, ZkServer};
+
+mod common;
 
 /// An echo server on a free port; runs until the test process ends.
 fn echo_server() -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            thread::spawn(move || {
-                let mut writer = stream.try_clone().unwrap();
-                let mut reader = stream;
-                let _ = std::io::copy(&mut reader, &mut writer);
-                let _ = writer.shutdown(Shutdown::Write);
-            });
-        }
-    });
+    common::echo(listener);
     addr
 }
 
 fn connect(proxy: &FaultProxy) -> TcpStream {
-    let stream = TcpStream::connect(proxy.addr()).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_millis(300)))
-        .unwrap();
+    connect_to(proxy.addr(), Duration::from_millis(300))
+}
+
+fn connect_to(addr: SocketAddr, read_timeout: Duration) -> TcpStream {
+    let stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(read_timeout)).unwrap();
     stream
 }
 
@@ -346,4 +341,42 @@ fn fault_proxy_in_front_of_zookeeper() {
         "imok"
     );
     assert_eq!(proxy.accepted_connections(), 5);
+}
+
+/// The hold proxy: a held direction waits until released, and what it held dies
+/// with a cut.
+#[test]
+fn held_replies_are_delivered_on_release_and_lost_on_cut() {
+    let proxy = HoldProxy::start(echo_server()).unwrap();
+    let mut conn = connect_to(proxy.addr(), Duration::from_secs(10));
+    proxy.hold(Direction::Downstream);
+    conn.write_all(b"ab").unwrap();
+    // The request reached the upstream; its echo waits in the proxy.
+    proxy.wait_forwarded(Direction::Upstream, 2);
+    proxy.wait_holding(Direction::Downstream);
+    assert_eq!(proxy.forwarded(Direction::Downstream), 0);
+    proxy.release(Direction::Downstream);
+    let mut echo = [0u8; 2];
+    conn.read_exact(&mut echo).unwrap();
+    assert_eq!(&echo, b"ab");
+
+    proxy.hold(Direction::Downstream);
+    conn.write_all(b"c").unwrap();
+    proxy.wait_holding(Direction::Downstream);
+    proxy.cut();
+    // The held echo died with the connection: end of stream, no byte.
+    let mut rest = Vec::new();
+    let _ = conn.read_to_end(&mut rest);
+    assert!(
+        rest.is_empty(),
+        "held bytes delivered after the cut: {rest:?}"
+    );
+    assert_eq!(proxy.forwarded(Direction::Downstream), 2);
+
+    // New connections flow both ways.
+    let mut conn = connect_to(proxy.addr(), Duration::from_secs(10));
+    conn.write_all(b"d").unwrap();
+    let mut echo = [0u8; 1];
+    conn.read_exact(&mut echo).unwrap();
+    assert_eq!(&echo, b"d");
 }

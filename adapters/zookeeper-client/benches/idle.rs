@@ -59,13 +59,7 @@ fn main() {
     eprintln!("{sessions} sessions up in {:?}", started.elapsed());
     // Let the background server checks and any ramp settle.
     std::thread::sleep(timeout);
-    let received = || {
-        server
-            .mntr()
-            .expect("mntr")
-            .get_u64("zk_packets_received")
-            .expect("zk_packets_received")
-    };
+    let received = || common::packets(server).received;
     let before = received();
     let start = Instant::now();
     std::thread::sleep(window);

@@ -12,10 +12,13 @@
 #![forbid(unsafe_code)]
 
 mod common;
+#[path = "../tests/common/runtime.rs"]
+mod runtime;
 
 use common::{packets, start_server};
 use lock_testkit::ZkServer;
-use lock_zookeeper_client::{BoxedFuture, Connect, LockClient};
+use lock_zookeeper_client::{Connect, LockClient};
+use runtime::{runtime_name, Runtime};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -96,7 +99,7 @@ struct Uncontended {
 
 async fn uncontended(rt: Runtime, cluster: &str, server: &ZkServer) -> Uncontended {
     let client = connect(&rt, cluster).await;
-    let mutex = client.mutex(format!("/bench/uncontended-{}", name_of(&rt)));
+    let mutex = client.mutex(format!("/bench/uncontended-{}", runtime_name(&rt)));
     for _ in 0..WARMUP_CYCLES {
         mutex.lock().await.unwrap().release().await.unwrap();
     }
@@ -235,41 +238,5 @@ fn run_on<T, F: Future<Output = T>>(rt: &Rt, f: impl FnOnce(Runtime) -> F) -> T 
         Rt::Tokio(rt) => rt.block_on(f(Runtime::Tokio(rt.handle().clone()))),
         Rt::AsyncStd => async_std::task::block_on(f(Runtime::AsyncStd)),
         Rt::Smol => smol::block_on(f(Runtime::Smol)),
-    }
-}
-
-fn name_of(rt: &Runtime) -> &'static str {
-    match rt {
-        Runtime::Tokio(_) => "tokio",
-        Runtime::AsyncStd => "async-std",
-        Runtime::Smol => "smol",
-    }
-}
-
-/// The runtime a bench runs on: the binding's shipped ones, behind the open trait.
-#[derive(Clone, Debug)]
-enum Runtime {
-    Tokio(tokio::runtime::Handle),
-    AsyncStd,
-    Smol,
-}
-
-impl lock_zookeeper_client::Runtime for Runtime {
-    fn spawn(&self, future: BoxedFuture) {
-        use lock_zookeeper_client::{AsyncStdRuntime, SmolRuntime, TokioRuntime};
-        match self {
-            Runtime::Tokio(handle) => TokioRuntime(handle.clone()).spawn(future),
-            Runtime::AsyncStd => AsyncStdRuntime.spawn(future),
-            Runtime::Smol => SmolRuntime.spawn(future),
-        }
-    }
-
-    fn sleep_until(&self, deadline: Instant) -> BoxedFuture {
-        use lock_zookeeper_client::{AsyncStdRuntime, SmolRuntime, TokioRuntime};
-        match self {
-            Runtime::Tokio(handle) => TokioRuntime(handle.clone()).sleep_until(deadline),
-            Runtime::AsyncStd => AsyncStdRuntime.sleep_until(deadline),
-            Runtime::Smol => SmolRuntime.sleep_until(deadline),
-        }
     }
 }

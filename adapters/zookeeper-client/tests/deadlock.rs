@@ -10,7 +10,7 @@ mod common;
 
 use common::peers::Peer;
 use common::{connect, run_tokio, server, spawn, unique_path, Observer};
-use lock_zookeeper_client::{Error, LockGuard, NameScheme, NodeKind};
+use lock_zookeeper_client::{Error, NameScheme, NodeKind};
 use std::time::{Duration, Instant};
 
 const SESSION: Duration = Duration::from_secs(10);
@@ -18,110 +18,60 @@ const AFTER: Duration = Duration::from_millis(200);
 const BOUND: Duration = Duration::from_secs(60);
 
 rt_tests! {
-    /// A holds x and waits for y; B (another session) holds y and waits for x. One of
-    /// them fails with `Deadlock` naming both owners, releases what it holds, and the
-    /// other acquires.
-    async fn a_two_party_cycle_across_sessions_is_broken(rt) {
-        let dir = unique_path("deadlock2", &rt);
-        let (x, y) = (format!("{dir}/x"), format!("{dir}/y"));
-        let a = connect(&rt, &server().connect_string(), SESSION).await.with_owner("A");
-        let b = connect(&rt, &server().connect_string(), SESSION).await.with_owner("B");
-        let ax = a.mutex(x.clone()).lock().await.unwrap();
-        let by = b.mutex(y.clone()).lock().await.unwrap();
-        let party = |client: lock_zookeeper_client::LockClient, held: LockGuard, want: String| {
-            spawn(&rt, async move {
-                let start = Instant::now();
-                let result = client
-                    .mutex(want)
-                    .detect_deadlocks(AFTER)
-                    .lock_timeout(BOUND)
-                    .await;
-                let waited = start.elapsed();
-                let outcome = match result {
-                    Ok(guard) => {
-                        guard.release().await.unwrap();
-                        Ok(waited)
-                    }
-                    Err(Error::Deadlock { cycle }) => Err((cycle, waited)),
-                    Err(e) => panic!("{e:?}"),
-                };
-                held.release().await.unwrap();
-                client.close().await;
-                outcome
-            })
-        };
-        let ta = party(a, ax, y.clone());
-        let tb = party(b, by, x.clone());
-        let (ra, rb) = (ta.await.unwrap(), tb.await.unwrap());
-        let (victim, cycle, waited) = match (ra, rb) {
-            (Err((cycle, waited)), Ok(_)) => ("A", cycle, waited),
-            (Ok(_), Err((cycle, waited))) => ("B", cycle, waited),
-            other => panic!("not exactly one victim: {other:?}"),
-        };
-        assert_eq!(cycle.len(), 4, "{cycle:?}");
-        assert_eq!(cycle[0].owner.as_deref(), Some(victim));
-        assert!(!cycle[0].holds);
-        let mut owners: Vec<_> = cycle.iter().filter_map(|n| n.owner.clone()).collect();
-        owners.sort();
-        owners.dedup();
-        assert_eq!(owners, ["A", "B"]);
-        assert!(waited >= AFTER);
-        println!("real server: 2-party cycle broken {waited:?} after the victim began to wait (detect_after {AFTER:?}), victim {victim}");
-        let observer = Observer::connect(&server().connect_string()).await;
-        assert!(observer.children(&x).await.is_empty());
-        assert!(observer.children(&y).await.is_empty());
-    }
-
-    /// Three owners, three sessions, three locks in a ring: one victim, then the
-    /// other two acquire in turn.
-    async fn a_three_party_cycle_is_broken_by_one_victim(rt) {
-        let dir = unique_path("deadlock3", &rt);
-        let mut clients = Vec::new();
-        let mut guards = Vec::new();
-        for i in 0..3 {
-            let client = connect(&rt, &server().connect_string(), SESSION)
-                .await
-                .with_owner(format!("P{i}"));
-            guards.push(client.mutex(format!("{dir}/l{i}")).lock().await.unwrap());
-            clients.push(client);
-        }
-        let mut tasks = Vec::new();
-        for (i, (client, held)) in clients.into_iter().zip(guards).enumerate() {
-            let want = format!("{dir}/l{}", (i + 1) % 3);
-            tasks.push(spawn(&rt, async move {
-                let start = Instant::now();
-                let result = client.mutex(want).detect_deadlocks(AFTER).lock_timeout(BOUND).await;
-                let waited = start.elapsed();
-                let outcome = match result {
-                    Ok(guard) => {
-                        guard.release().await.unwrap();
-                        None
-                    }
-                    Err(Error::Deadlock { cycle }) => Some((cycle, waited)),
-                    Err(e) => panic!("{e:?}"),
-                };
-                held.release().await.unwrap();
-                client.close().await;
-                outcome
-            }));
-        }
-        let mut victims = Vec::new();
-        for task in tasks {
-            if let Some(v) = task.await.unwrap() {
-                victims.push(v);
+    /// Two, then three owners on as many sessions and locks in a ring, each holding
+    /// one lock and waiting for the next: exactly one victim fails with `Deadlock`
+    /// (the cycle starting at its wait, naming every owner), releases what it holds,
+    /// and the others acquire in turn.
+    async fn a_cycle_across_sessions_is_broken_by_one_victim(rt) {
+        for n in [2, 3] {
+            let dir = unique_path(&format!("deadlock{n}"), &rt);
+            let mut tasks = Vec::new();
+            let mut parties = Vec::new();
+            for i in 0..n {
+                let client = connect(&rt, &server().connect_string(), SESSION)
+                    .await
+                    .with_owner(format!("P{i}"));
+                let held = client.mutex(format!("{dir}/l{i}")).lock().await.unwrap();
+                parties.push((client, held));
             }
-        }
-        assert_eq!(victims.len(), 1, "exactly one victim");
-        let (cycle, waited) = &victims[0];
-        assert_eq!(cycle.len(), 6, "{cycle:?}");
-        let mut owners: Vec<_> = cycle.iter().filter_map(|n| n.owner.clone()).collect();
-        owners.sort();
-        owners.dedup();
-        assert_eq!(owners, ["P0", "P1", "P2"]);
-        println!("real server: 3-party cycle broken {waited:?} after the victim began to wait (detect_after {AFTER:?})");
-        let observer = Observer::connect(&server().connect_string()).await;
-        for i in 0..3 {
-            assert!(observer.children(&format!("{dir}/l{i}")).await.is_empty());
+            for (i, (client, held)) in parties.into_iter().enumerate() {
+                let want = format!("{dir}/l{}", (i + 1) % n);
+                tasks.push(spawn(&rt, async move {
+                    let start = Instant::now();
+                    let result = client.mutex(want).detect_deadlocks(AFTER).lock_timeout(BOUND).await;
+                    let waited = start.elapsed();
+                    let outcome = match result {
+                        Ok(guard) => {
+                            guard.release().await.unwrap();
+                            None
+                        }
+                        Err(Error::Deadlock { cycle }) => Some((format!("P{i}"), cycle, waited)),
+                        Err(e) => panic!("{e:?}"),
+                    };
+                    held.release().await.unwrap();
+                    client.close().await;
+                    outcome
+                }));
+            }
+            let mut victims = Vec::new();
+            for task in tasks {
+                victims.extend(task.await.unwrap());
+            }
+            assert_eq!(victims.len(), 1, "{n} parties: not exactly one victim: {victims:?}");
+            let (victim, cycle, waited) = &victims[0];
+            assert_eq!(cycle.len(), 2 * n, "{n} parties: {cycle:?}");
+            assert_eq!(cycle[0].owner.as_ref(), Some(victim), "{cycle:?}");
+            assert!(!cycle[0].holds, "the cycle starts at the victim's wait: {cycle:?}");
+            let mut owners: Vec<_> = cycle.iter().filter_map(|p| p.owner.clone()).collect();
+            owners.sort();
+            owners.dedup();
+            assert_eq!(owners, (0..n).map(|i| format!("P{i}")).collect::<Vec<_>>());
+            assert!(*waited >= AFTER);
+            println!("real server: {n}-party cycle broken {waited:?} after the victim began to wait (detect_after {AFTER:?})");
+            let observer = Observer::connect(&server().connect_string()).await;
+            for i in 0..n {
+                assert!(observer.children(&format!("{dir}/l{i}")).await.is_empty());
+            }
         }
     }
 

@@ -22,7 +22,6 @@ fn shared_ensemble() -> &'static ZkEnsemble {
     static ENSEMBLE: OnceLock<ZkEnsemble> = OnceLock::new();
     ENSEMBLE.get_or_init(|| {
         ZkEnsemble::builder()
-            .config("preAllocSize", "1024") // see common::server
             .start_ensemble(3)
             .expect("starting a 3-node ensemble")
     })

@@ -12,19 +12,8 @@ use lock_testkit::FaultProxy;
 use lock_testkit::{Direction, HoldProxy};
 use lock_zookeeper_client::{Connect, LockClient, LockEvent, LockStatus, LostReason};
 use std::time::{Duration, Instant};
-use zookeeper_client::{Acls, CreateMode};
 
 const SESSION: Duration = Duration::from_secs(10);
-
-/// Creates the lock directory up front (as a persistent node) so that the first
-/// create of a test goes straight to the lock node.
-async fn make_dir(observer: &Observer, dir: &str) {
-    observer
-        .client
-        .mkdir(dir, &CreateMode::Persistent.with_acls(Acls::anyone_all()))
-        .await
-        .expect("creating the lock directory");
-}
 
 async fn connect_with_grace(
     rt: &Runtime,
@@ -48,7 +37,8 @@ rt_tests! {
     async fn connection_loss_before_create_creates_once(rt) {
         let dir = unique_path("recreate", &rt);
         let observer = Observer::connect(&server().connect_string()).await;
-        make_dir(&observer, &dir).await;
+        // The lock directory exists, so the first create goes straight to the lock node.
+        observer.mkdir(&dir).await;
         let proxy = HoldProxy::start(server().addr()).expect("proxy");
         let client = connect(&rt, &proxy.connect_string(), SESSION).await;
         proxy.hold(Direction::Upstream);
@@ -67,11 +57,11 @@ rt_tests! {
         client.close().await;
     }
 
-    /// A partition longer than the session timeout while holding. The holder reports
-    /// `Suspended` within 2/3 of the session timeout (before the server can expire the
-    /// session, hence before anyone else can acquire), then `Lost` after the grace.
-    /// After healing nothing of the old holder is left, and its handle works again on
-    /// a new session.
+    /// A partition longer than the session timeout while holding: zookeeper-client
+    /// reports the silence in time for the holder to be `Suspended` within 2/3 of the
+    /// session timeout (before the server can expire the session, hence before anyone
+    /// else can acquire), then `Lost`. (The old holder's recovery on a new session is
+    /// the conformance suite's `blackhole_suspends_before_expiry_then_lost`.)
     async fn blackhole_past_session_timeout(rt) {
         let session_timeout = Duration::from_secs(2);
         let dir = unique_path("blackhole", &rt);
@@ -80,7 +70,6 @@ rt_tests! {
         let a = connect(&rt, &proxy.connect_string(), session_timeout).await;
         assert_eq!(a.session_timeout(), session_timeout);
         let b = connect(&rt, &server().connect_string(), SESSION).await;
-        let old_session = a.session_id();
         let held = a.mutex(dir.clone()).lock().await.unwrap();
         let waiter = {
             let (b, dir) = (b.clone(), dir.clone());
@@ -119,20 +108,7 @@ rt_tests! {
         }
         assert!(matches!(held.status(), LockStatus::Lost(_)));
         { let p = proxy.clone(); common::blocking(move || p.heal()).await; }
-
-        // The old holder's handle opens a new session and queues behind B.
-        let again = {
-            let (a, dir) = (a.clone(), dir.clone());
-            spawn(&rt, async move { a.mutex(dir).lock().await.expect("lock on the new session") })
-        };
-        observer.wait_children(&dir, 2).await;
         b_guard.release().await.unwrap();
-        let a_guard = again.await.unwrap();
-        assert_ne!(a.session_id(), old_session);
-        assert_eq!(a_guard.grant().session_id, a.session_id().unwrap());
-        assert_eq!(observer.children(&dir).await, vec![node_name(a_guard.path())]);
-        a_guard.release().await.unwrap();
-        assert!(observer.children(&dir).await.is_empty());
         a.close().await;
         b.close().await;
     }

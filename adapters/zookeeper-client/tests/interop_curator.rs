@@ -1,94 +1,21 @@
-//! Interop with Apache Curator 5.4 (Java), against a real ZooKeeper, with real Curator
-//! clients in their own JVMs (`tests/peers/CuratorPeer.java`, compiled at test time):
+//! Interop with Apache Curator 5.4 (Java) against a real ZooKeeper, Curator clients in
+//! their own JVMs (`tests/peers/CuratorPeer.java`, compiled at test time): the shared
+//! interop tests (locks, read/write locks, elections, semaphores; see
+//! `common::peers::interop_tests`), revocation both ways, and
+//! `InterProcessSemaphoreMutex` against a zklock semaphore of 1.
 //!
-//! * Curator's `InterProcessMutex` and a zklock mutex with `NameScheme::Curator` exclude
-//!   each other and hand over in FIFO order both ways, and under load (2 Curator
-//!   processes, 3 zklock sessions, a non-atomic counter) lose no update and never
-//!   overlap;
-//! * Curator's `InterProcessReadWriteLock` and a zklock rwlock with the Curator scheme:
-//!   readers of both libraries hold at once (both ways), a writer of either excludes
-//!   readers and writers of the other (both ways), and under load (readers and writers
-//!   of both libraries) no update is lost and no writer overlaps anyone;
-//! * revocation both ways: Curator's `Revoker.attemptRevoke` reaches a revocable zklock
-//!   holder, and zklock's `LockClient::revoke` fires the listener of a Curator mutex
-//!   made revocable with `makeRevocable`;
-//! * Curator's `LeaderLatch` and zklock leader participants (`LockSpec::leader` with the
-//!   Curator scheme; `LockClient::election` has no scheme option) on one path: exactly
-//!   one leader at any time, leadership passing between the libraries as leaders resign;
-//! * Curator's `InterProcessSemaphoreV2` and a zklock semaphore with the Curator scheme
-//!   (Curator's layout: the internal mutex `<path>/locks`, lease nodes under
-//!   `<path>/leases`): holders of both fill the permits and queue in one line; a
-//!   holder's session expiry, Curator's or zklock's, frees its permit for the next
-//!   waiter; under load (2 Curator processes, 3 zklock sessions) never more than `n`
-//!   holders at once; `InterProcessSemaphoreMutex` and a zklock semaphore of 1 exclude
-//!   each other both ways.
-//!
-//! Needs a JDK (`javac`, `java`) and Debian's `libcurator-recipes-java` (jars in
-//! `/usr/share/java`); `scripts/test.sh` installs them when missing, and a missing
-//! piece fails the test saying so. Runs under tokio only: what is tested is the
-//! protocol on the wire, not the runtime.
+//! Needs a JDK and Debian's `libcurator-recipes-java`; `scripts/test.sh` installs them,
+//! and a missing piece fails the test saying so.
 
 mod common;
 
 use common::peers::{
-    counter_workload, delivered, mixed_election_in_turn, mutex_handoff, node_name, received,
-    rwlock_exclusion, within, zk_start_lock, Kind, Library, Peer, RW_PHASES,
+    delivered, interop_tests, node_name, received, within, zk_start_lock, Library,
 };
-use common::semaphores::{
-    semaphore_exclusion, semaphore_holder_expiry, semaphore_workload, zk_permit, zk_try_permit,
-};
-use common::{connect, run_tokio, server, unique_path, Observer};
+use common::semaphores::{zk_permit, zk_try_permit};
 use lock_zookeeper_client::{LockStatus, NameScheme};
-use std::time::Duration;
 
-const SESSION: Duration = Duration::from_secs(10);
-
-#[test]
-fn curator_mutex_and_zklock_mutex_hand_over_in_order() {
-    run_tokio(|rt| async move {
-        let path = unique_path("curator-mutex", &rt);
-        let connect_string = server().connect_string();
-        let observer = Observer::connect(&connect_string).await;
-        let locks = connect(&rt, &connect_string, SESSION).await;
-        let mut peer = Peer::curator(&connect_string, "curator1").await;
-        mutex_handoff(&rt, &mut peer, &locks, &observer, &path).await;
-        locks.close().await;
-    });
-}
-
-/// 2 Curator processes and 3 zklock sessions on one mutex: no lost update, no
-/// overlapping sections.
-#[test]
-fn curator_mutex_and_zklock_mutex_lose_no_update() {
-    run_tokio(|rt| async move {
-        let path = unique_path("curator-mutex-counter", &rt);
-        counter_workload(&rt, Library::Curator, &path, &[&[Kind::Mutex]], 2, 3, 10).await;
-    });
-}
-
-#[test]
-fn curator_rwlock_and_zklock_rwlock_readers_share_writers_exclude() {
-    run_tokio(|rt| async move {
-        let path = unique_path("curator-rw", &rt);
-        let connect_string = server().connect_string();
-        let observer = Observer::connect(&connect_string).await;
-        let locks = connect(&rt, &connect_string, SESSION).await;
-        let mut peer = Peer::curator(&connect_string, "curator1").await;
-        rwlock_exclusion(&rt, &mut peer, &locks, &observer, &path).await;
-        locks.close().await;
-    });
-}
-
-/// 2 Curator processes and 3 zklock sessions on one read/write lock, writers only,
-/// then a reader and a writer each: no lost update, no section overlapping an
-/// incompatible one.
-#[test]
-fn curator_rwlock_and_zklock_rwlock_lose_no_update() {
-    run_tokio(|rt| async move {
-        let path = unique_path("curator-rw-counter", &rt);
-        counter_workload(&rt, Library::Curator, &path, RW_PHASES, 2, 3, 10).await;
-    });
-}
+interop_tests!(Library::Curator);
 
 /// Curator's `Revoker.attemptRevoke(client, nodePath)` on a revocable zklock holder's
 /// node: the zklock guard sees the request (Curator's `__REVOKE__` in its node), keeps
@@ -96,11 +23,8 @@ fn curator_rwlock_and_zklock_rwlock_lose_no_update() {
 #[test]
 fn curator_revoker_asks_a_revocable_zklock_holder() {
     run_tokio(|rt| async move {
-        let path = unique_path("curator-revoker", &rt);
-        let connect_string = server().connect_string();
-        let observer = Observer::connect(&connect_string).await;
-        let locks = connect(&rt, &connect_string, SESSION).await;
-        let mut peer = Peer::curator(&connect_string, "curator1").await;
+        let (path, observer, locks, mut peer) =
+            meet(&rt, Library::Curator, "curator-revoker", "curator1").await;
 
         let guard = locks
             .mutex(&path)
@@ -136,11 +60,8 @@ fn curator_revoker_asks_a_revocable_zklock_holder() {
 #[test]
 fn zklock_revoke_fires_a_revocable_curator_mutex_listener() {
     run_tokio(|rt| async move {
-        let path = unique_path("zklock-revokes-curator", &rt);
-        let connect_string = server().connect_string();
-        let observer = Observer::connect(&connect_string).await;
-        let locks = connect(&rt, &connect_string, SESSION).await;
-        let mut peer = Peer::curator(&connect_string, "curator1").await;
+        let (path, observer, locks, mut peer) =
+            meet(&rt, Library::Curator, "zklock-revokes-curator", "curator1").await;
 
         peer.start_acquire("h", "revocable", &path);
         let theirs = peer.held("h").await;
@@ -170,64 +91,14 @@ fn zklock_revoke_fires_a_revocable_curator_mutex_listener() {
     });
 }
 
-/// Curator `LeaderLatch`es (two JVMs) and zklock leader participants (two sessions,
-/// Curator scheme) on one path, joined alternately: one leader at a time, in join
-/// order, leadership passing zklock -> Curator -> zklock -> Curator as each resigns.
-#[test]
-fn curator_leader_latch_and_zklock_election_one_leader_in_turn() {
-    run_tokio(|rt| async move {
-        let path = unique_path("curator-latch", &rt);
-        mixed_election_in_turn(&rt, Library::Curator, &path).await;
-    });
-}
-
-/// Curator `InterProcessSemaphoreV2`s and zklock semaphores (Curator scheme) fill two
-/// permits together and queue in one line (see `semaphore_exclusion`).
-#[test]
-fn curator_semaphore_and_zklock_semaphore_share_permits() {
-    run_tokio(|rt| async move {
-        let path = unique_path("curator-sem", &rt);
-        let connect_string = server().connect_string();
-        let observer = Observer::connect(&connect_string).await;
-        let locks = connect(&rt, &connect_string, SESSION).await;
-        let mut peer = Peer::curator(&connect_string, "curator1").await;
-        semaphore_exclusion(&rt, &mut peer, &locks, &observer, &path).await;
-        locks.close().await;
-    });
-}
-
-/// A Curator holder's session expires, then a zklock holder's: each permit goes to
-/// the next waiter, the zklock holder knowing it lost before the Curator waiter
-/// behind it holds.
-#[test]
-fn curator_semaphore_and_zklock_semaphore_survive_holder_expiry() {
-    run_tokio(|rt| async move {
-        let path = unique_path("curator-sem-expiry", &rt);
-        semaphore_holder_expiry(&rt, Library::Curator, &path).await;
-    });
-}
-
-/// 2 Curator processes and 3 zklock sessions on a semaphore of 2: never 3 holders.
-#[test]
-fn curator_semaphore_and_zklock_semaphore_never_exceed_permits() {
-    run_tokio(|rt| async move {
-        let path = unique_path("curator-sem-counter", &rt);
-        let most = semaphore_workload(&rt, Library::Curator, &path, 2, 2, 3, 8).await;
-        assert_eq!(most, 2, "the permits were never all used at once");
-    });
-}
-
 /// Curator's `InterProcessSemaphoreMutex` (a semaphore of one permit in the same
 /// layout) and a zklock semaphore of 1: each excludes the other, and a waiter of
 /// either gets in when the other lets go.
 #[test]
 fn curator_semaphore_mutex_and_zklock_semaphore_of_one_exclude() {
     run_tokio(|rt| async move {
-        let path = unique_path("curator-sem-mutex", &rt);
-        let connect_string = server().connect_string();
-        let observer = Observer::connect(&connect_string).await;
-        let locks = connect(&rt, &connect_string, SESSION).await;
-        let mut peer = Peer::curator(&connect_string, "curator1").await;
+        let (path, observer, locks, mut peer) =
+            meet(&rt, Library::Curator, "curator-sem-mutex", "curator1").await;
 
         peer.send("m", &format!("smutex {path}"));
         peer.expect("m", "LEASED").await;

@@ -1,29 +1,14 @@
-//! Interop with go-zookeeper (Go), against a real ZooKeeper, with real go-zookeeper
-//! clients in their own processes (lock-testkit's `peers/go_peer.go`, built at test time with
-//! Debian's Go 1.19 in GOPATH mode against Debian's go-zookeeper snapshot):
-//!
-//! * go-zookeeper's `Lock` and a zklock mutex with `NameScheme::Go` exclude each other
-//!   and hand over in FIFO order both ways;
-//! * a Go holder excludes a zklock mutex of every scheme (native, Curator, kazoo, Go):
-//!   before zklock knew Go's names, `zklock exec -n --scheme curator|native|kazoo` ran
-//!   beside a Go holder;
-//! * a mixed fleet on one path (2 Go processes; 3 zklock sessions naming with the
-//!   native, Curator and Go schemes) increments a counter non-atomically under the lock
-//!   and writes every section to an interval log ordered by the server: no lost update,
-//!   no section opening before the previous one closed, and handoffs between Go and
-//!   zklock; the report (sections per library, overlaps, handoffs) is printed;
-//! * a Go holder killed with SIGKILL: its session expires and the zklock waiter gets
-//!   the lock; a zklock holder whose session expires reports `Lost` and the Go waiter
-//!   gets the lock.
-//!
-//! Needs Debian's `golang-go` and `golang-github-samuel-go-zookeeper-dev`;
-//! `scripts/test.sh` installs them when missing, and a missing piece fails the test
-//! saying so. Runs under tokio only: what is tested is the protocol on the wire.
+//! Interop with go-zookeeper (Go) against a real ZooKeeper, Go clients in their own
+//! processes (lock-testkit's `peers/go_peer.go`, built at test time with Debian's Go in
+//! GOPATH mode against Debian's go-zookeeper snapshot). Needs Debian's `golang-go` and
+//! `golang-github-samuel-go-zookeeper-dev` (`scripts/test.sh` installs them); a missing
+//! piece fails the test saying so.
 
 mod common;
 
 use common::peers::{
-    mutex_handoff, node_name, received, zk_start_lock, zk_try, Kind, Library, Peer, Tally, Workload,
+    meet, mutex_handoff, node_name, received, zk_start_lock, zk_try, Kind, Library, Peer, Tally,
+    Workload,
 };
 use common::{connect, run_tokio, server, unique_path, Observer};
 use lock_core::names::parse_name;
@@ -37,11 +22,7 @@ const SESSION: Duration = Duration::from_secs(10);
 #[test]
 fn go_lock_and_zklock_go_scheme_hand_over_in_order() {
     run_tokio(|rt| async move {
-        let path = unique_path("go-mutex", &rt);
-        let connect_string = server().connect_string();
-        let observer = Observer::connect(&connect_string).await;
-        let locks = connect(&rt, &connect_string, SESSION).await;
-        let mut peer = Peer::start_library(Library::Go, &connect_string, "go1").await;
+        let (path, observer, locks, mut peer) = meet(&rt, Library::Go, "go-mutex", "go1").await;
         mutex_handoff(&rt, &mut peer, &locks, &observer, &path).await;
         locks.close().await;
     });
@@ -52,11 +33,7 @@ fn go_lock_and_zklock_go_scheme_hand_over_in_order() {
 #[test]
 fn a_go_holder_excludes_every_zklock_scheme_and_waits_for_each() {
     run_tokio(|rt| async move {
-        let path = unique_path("go-excludes", &rt);
-        let connect_string = server().connect_string();
-        let observer = Observer::connect(&connect_string).await;
-        let locks = connect(&rt, &connect_string, SESSION).await;
-        let mut peer = Peer::start_library(Library::Go, &connect_string, "go1").await;
+        let (path, observer, locks, mut peer) = meet(&rt, Library::Go, "go-excludes", "go1").await;
         let schemes = [
             NameScheme::Native,
             NameScheme::Curator,

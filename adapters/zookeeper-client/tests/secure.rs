@@ -7,13 +7,15 @@
 //! every binding passes them, are in the conformance suite (lock-conformance's
 //! `suite/options.rs`).
 
+mod common;
+
+use common::run_tokio;
 use lock_testkit::{Pki, ZkServer};
 use lock_zookeeper_client::zookeeper_client::{self, Client};
 use lock_zookeeper_client::{
     AclEntry, Auth, Connect, ConnectFailure, ConnectOptions, Error, LockClient, NodeAcl, Perms,
     Reach, Tls, ZkError,
 };
-use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -81,19 +83,6 @@ fn unique(name: &str) -> String {
     format!("/secure-tests-{name}-{}", N.fetch_add(1, Ordering::Relaxed))
 }
 
-fn run<Fut: Future<Output = ()>>(body: Fut) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        tokio::time::timeout(Duration::from_secs(120), body)
-            .await
-            .expect("test hung")
-    });
-}
-
 /// A `LockClient` on the plain port. The connect timeout, unless the test sets
 /// one, is as generous as the other waits: the server is shared by tests running
 /// in parallel on a loaded machine.
@@ -137,7 +126,7 @@ async fn refused(locks: &LockClient, path: &str) -> Error {
 
 #[test]
 fn world_readable_and_custom_acls_are_applied() {
-    run(async {
+    run_tokio(|_| async {
         let path = unique("world-read");
         let owner = connect(alice().acl(NodeAcl::CreatorAllWorldRead))
             .await
@@ -180,7 +169,7 @@ fn world_readable_and_custom_acls_are_applied() {
 
 #[test]
 fn bad_certificate_and_unknown_auth_scheme_are_typed_errors() {
-    run(async {
+    run_tokio(|_| async {
         let bad_pem = connect(ConnectOptions::new().tls(Tls::new("not a certificate"))).await;
         assert!(
             matches!(&bad_pem, Err(Error::BadOption { option: "tls", source: Some(why), .. })
@@ -204,7 +193,7 @@ fn bad_certificate_and_unknown_auth_scheme_are_typed_errors() {
 
 #[test]
 fn timeouts_are_passed_through() {
-    run(async {
+    run_tokio(|_| async {
         let locks = connect(ConnectOptions::new().session_timeout(Duration::from_secs(4)))
             .await
             .unwrap();
@@ -244,7 +233,7 @@ fn timeouts_are_passed_through() {
 
 #[test]
 fn tls_with_a_client_certificate_locks_and_unlocks() {
-    run(async {
+    run_tokio(|_| async {
         let (server, pki) = setup();
         let secure = server.secure_connect_string().unwrap();
         let tls =
@@ -293,7 +282,7 @@ fn tls_with_a_client_certificate_locks_and_unlocks() {
 /// client on the plain port ([`Reach::PlainText`]).
 #[test]
 fn tls_on_one_side_only_is_named_at_once() {
-    run(async {
+    run_tokio(|_| async {
         let (server, pki) = setup();
         let tls =
             Tls::new(pki.ca.clone()).identity(pki.client_cert.clone(), pki.client_key.clone());
@@ -329,7 +318,7 @@ fn tls_on_one_side_only_is_named_at_once() {
 
 #[test]
 fn lock_client_on_the_applications_own_session() {
-    run(async {
+    run_tokio(|_| async {
         let zk = raw(Some("alice:alice-secret")).await;
         let locks = LockClient::builder(&cluster())
             .options(alice().acl(NodeAcl::CreatorAll))
@@ -358,7 +347,7 @@ fn lock_client_on_the_applications_own_session() {
 
 #[test]
 fn sasl_digest_md5_user_locks_and_a_wrong_password_is_refused() {
-    run(async {
+    run_tokio(|_| async {
         let carol = || ConnectOptions::new().sasl_digest_md5("carol", "carol-secret");
         let locks = connect(carol().acl(NodeAcl::CreatorAll)).await.unwrap();
         let path = unique("sasl");
@@ -404,7 +393,7 @@ fn sasl_digest_md5_user_locks_and_a_wrong_password_is_refused() {
 
 #[test]
 fn creator_acl_covers_section_markers_and_election_nodes() {
-    run(async {
+    run_tokio(|_| async {
         let locks = connect(alice().acl(NodeAcl::CreatorAll)).await.unwrap();
         let zk = raw(Some("alice:alice-secret")).await;
         let only_alice = |acl: &[zookeeper_client::Acl]| {

@@ -4,7 +4,7 @@
 mod common;
 
 use lock_conformance::{
-    fresh_server, shared_server, unique_path, wait_until, watchers_of, ZkAdmin, LONG, SHORT,
+    fresh_server, shared_server, unique_path, wait_until, watchers_of, Admin, ZkAdmin, LONG, SHORT,
 };
 use lock_core::{LockEvent, LostReason};
 use lock_testkit::{FaultProxy, ZkEnsemble, ZkServer};
@@ -360,7 +360,7 @@ fn closed_for_good_gives_typed_errors_then_a_new_session() {
         .expect("connect");
     let guard = locks.mutex(&path).lock_blocking().expect("lock");
     let waiter = locks.mutex(&path).start().expect("start");
-    admin.wait_children(&path, SHORT, |c| c.len() == 2);
+    admin.wait_children(&path, SHORT, &|c| c.len() == 2);
     drop(admin);
     server.stop();
     // Lost a margin before the server could have expired the session (were it
@@ -667,13 +667,13 @@ fn busy_client_s_waiter_keeps_its_place_across_a_cut() {
     let queue = unique_path("busy-queue");
     let held = holder.mutex(&queue).lock_blocking().expect("lock");
     let mut waiting = busy.mutex(&queue).start().expect("start");
-    let ours = admin.wait_children(&queue, SHORT, |c| c.len() == 2);
+    let ours = admin.wait_children(&queue, SHORT, &|c| c.len() == 2);
     let ours: Vec<String> = ours
         .into_iter()
         .filter(|name| !held.path().ends_with(name.as_str()))
         .collect();
     let mut behind = later.mutex(&queue).start().expect("start");
-    admin.wait_children(&queue, SHORT, |c| c.len() == 3);
+    admin.wait_children(&queue, SHORT, &|c| c.len() == 3);
     let session = busy.session_id();
     // Never idle for 2/3 T, for longer than floor(T) + 1 s.
     let work = unique_path("busy-work");

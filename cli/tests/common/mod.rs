@@ -298,6 +298,29 @@ pub fn signal_group(pgid: u32, sig: &str) {
     assert!(ok.success(), "kill {sig} -{pgid}");
 }
 
+/// Stops `holder`'s process group (SIGSTOP); returns once it is stopped.
+pub fn pause(holder: &Child) {
+    signal_group(holder.id(), "-STOP");
+    until("the holder stopped", Duration::from_secs(10), || {
+        (state(holder.id()) == Some('T')).then_some(())
+    });
+}
+
+/// Shell text for a paused holder's CMD: runs `first`, then starts `write` in a
+/// session of its own (out of zklock's reach, so that it always reaches the
+/// resource) that waits up to a minute for the file `go` and leaves its output in
+/// `a.result`; touches `ready` and waits. The write is "in flight" while the holder
+/// is paused.
+pub fn late_write_script(first: &str, write: &str) -> String {
+    format!(
+        "{first}; \
+         setsid sh -c 'n=0; while [ ! -e go ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done; \
+           [ -e go ] && {} > a.tmp 2>&1; mv a.tmp a.result' </dev/null >/dev/null 2>&1 & \
+         touch ready; wait",
+        write.replace('\'', "'\\''")
+    )
+}
+
 /// Kills a process group when dropped: a failed test leaves no stopped holder.
 /// (Its late write gives up by itself: it waits a minute at most for `go`.)
 pub struct KillOnDrop(pub u32);
@@ -317,8 +340,18 @@ impl Drop for KillOnDrop {
 
 /// The state letter of a process (`T` when stopped).
 pub fn state(pid: u32) -> Option<char> {
+    stat_field(pid as i32, 1)?.chars().next()
+}
+
+/// Field `n` (1-based, after the command name: 1 the state, 3 the process group) of
+/// /proc/PID/stat, if the process is there.
+pub fn stat_field(pid: i32, n: usize) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(n - 1)
+        .map(str::to_owned)
 }
 
 pub fn read(path: &Path) -> String {

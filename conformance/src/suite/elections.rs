@@ -15,9 +15,7 @@ use lock_client::{ElectionEvent, LockStatus};
 /// new leader resigns. Prints the no-leader window: from the old leader's `Lost`
 /// (as its thread saw it) to the new leader's grant, against the session timeout.
 pub fn election_rejoins_after_the_leader_is_cut_off(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("election");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "election");
     let (ca, proxy) = connect_with_faults(b, server);
     // The candidate's session is not under test: it must survive the partition.
     let cb = connect_with(b, server, BYSTANDER_SESSION_TIMEOUT);
@@ -143,9 +141,7 @@ pub fn election_rejoins_after_the_leader_is_cut_off(b: &Suite) {
 /// leads (never two trusted leaders); an observer on a third session sees the
 /// change; the closed client's participant cannot rejoin (`Error::Closed`).
 pub fn election_hands_over_at_once_on_close(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("handover");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "handover");
     let long = BYSTANDER_SESSION_TIMEOUT;
     let (ca, cb, cc) = (
         connect_with(b, server, long),
@@ -213,9 +209,7 @@ pub fn election_hands_over_at_once_on_close(b: &Suite) {
 /// wait keeps its candidacy); resigning through the participant releases its
 /// `Leadership`; dropping a `Leadership` resigns.
 pub fn election_hands_over_on_resign_with_an_observer_following(b: &Suite) {
-    let server = b.env().shared();
-    let dir = unique_path("election");
-    let admin = server.admin();
+    let (server, dir, admin) = shared(b, "election");
     let long = BYSTANDER_SESSION_TIMEOUT;
     let [ca, cb, cc, cd] = [(); 4].map(|()| connect_with(b, server, long));
     let mut alpha = ca.election(dir.clone(), "alpha");

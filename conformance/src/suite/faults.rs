@@ -7,9 +7,7 @@ use super::*;
 /// reached us: the node is found again (by the attempt id in its name) and adopted,
 /// not created twice; the lock is acquired once; nothing is left behind.
 pub fn connection_loss_during_create_adopts_node(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("create-loss");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "create-loss");
     // The lock directory exists, so the held request is our node's create.
     let other = connect(b, server);
     let g = lock(b, &other, Kind::Mutex, &path);
@@ -39,9 +37,7 @@ pub fn connection_loss_during_create_adopts_node(b: &Suite) {
     assert_eq!(b.stats(&c).expect("stats").acquired, 1, "acquired once");
     // The token is the adopted node's czxid (read after the adoption).
     assert_eq!(admin.czxid(&b.node_path(&g)), Some(b.token(&g)));
-    b.release(g).expect("release");
-    b.wait_idle(&c).expect("idle");
-    assert!(admin.children(&path).is_empty(), "nodes left behind");
+    release_clean(b, &c, g, &path);
     b.close(&c);
     b.close(&other);
 }
@@ -49,9 +45,7 @@ pub fn connection_loss_during_create_adopts_node(b: &Suite) {
 /// A short connection loss while holding: `Suspended`, then `Resumed` once the node
 /// is verified on the same session; the lock is still ours.
 pub fn short_cut_suspends_then_resumes(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("short-cut");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "short-cut");
     let (c, proxy) = connect_with_faults(b, server);
     let session = b.session_id(&c);
     let mut g = lock(b, &c, Kind::Mutex, &path);
@@ -69,9 +63,7 @@ pub fn short_cut_suspends_then_resumes(b: &Suite) {
         vec![name_of(&node)],
         "only that node"
     );
-    b.release(g).expect("release");
-    b.wait_idle(&c).expect("idle");
-    assert!(admin.children(&path).is_empty());
+    release_clean(b, &c, g, &path);
     b.close(&c);
 }
 
@@ -79,9 +71,7 @@ pub fn short_cut_suspends_then_resumes(b: &Suite) {
 /// connection's watches; some clients re-register none): after the reconnect it is
 /// still handed the lock when the holder releases.
 pub fn waiter_rewatches_after_reconnect(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("rewatch");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "rewatch");
     let a = connect(b, server);
     let g = lock(b, &a, Kind::Mutex, &path);
     let holder = b.node_path(&g);
@@ -102,9 +92,7 @@ pub fn waiter_rewatches_after_reconnect(b: &Suite) {
     });
     b.release(g).expect("release");
     let g = b.finish(p, SHORT).expect("the waiter gets the lock");
-    b.release(g).expect("release");
-    b.wait_idle(&c).expect("idle");
-    assert!(admin.children(&path).is_empty());
+    release_clean(b, &c, g, &path);
     b.close(&a);
     b.close(&c);
 }
@@ -114,9 +102,7 @@ pub fn waiter_rewatches_after_reconnect(b: &Suite) {
 /// can acquire), then `Lost`. After the network heals, no stale node of the old
 /// holder blocks anyone, and its client works again (on a new session).
 pub fn blackhole_suspends_before_expiry_then_lost(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("blackhole");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "blackhole");
     let (cb, proxy) = connect_with_faults(b, server);
     // The waiter's session is not under test, and it idles through the whole
     // partition (several pings): it gets a session timeout a loaded machine can keep
@@ -177,9 +163,7 @@ pub fn blackhole_suspends_before_expiry_then_lost(b: &Suite) {
         .lock(&cb, Kind::Mutex, &path, Wait::Timeout(LONG))
         .expect("the old holder's client can lock again");
     assert_ne!(b.session_id(&cb), old_session, "a new session");
-    b.release(g).expect("release");
-    b.wait_idle(&cb).expect("idle");
-    assert!(admin.children(&path).is_empty(), "stale nodes left");
+    release_clean(b, &cb, g, &path);
     b.close(&ca);
     b.close(&cb);
 }
@@ -188,9 +172,7 @@ pub fn blackhole_suspends_before_expiry_then_lost(b: &Suite) {
 /// hears `Lost(NodeDeleted)` at once, and the waiter on another session gets the
 /// lock with a greater token.
 pub fn admin_delete_gives_lost(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("admin-delete");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "admin-delete");
     let (c, other) = (connect(b, server), connect(b, server));
     let mut g = lock(b, &c, Kind::WatchedMutex, &path);
     let waiter = b
@@ -198,11 +180,7 @@ pub fn admin_delete_gives_lost(b: &Suite) {
         .expect("start the waiter");
     admin.wait_children(&path, SHORT, &|c| c.len() == 2);
     assert!(admin.delete(&b.node_path(&g)));
-    let event = expect_event(b, &mut g, SHORT, "Lost", |e| {
-        matches!(e, LockEvent::Lost(_))
-    });
-    assert_eq!(event, LockEvent::Lost(LostReason::NodeDeleted));
-    assert!(!b.is_trusted(&g));
+    hears_its_node_deleted(b, &mut g);
     assert_eq!(
         g.status(),
         lock_client::LockStatus::Lost(LostReason::NodeDeleted)
@@ -211,12 +189,23 @@ pub fn admin_delete_gives_lost(b: &Suite) {
     assert!(b.token(&next) > b.token(&g));
     b.release(next).expect("release");
     b.close(&other);
+    released_lost_then_relocked(b, &c, g, &path);
+}
+
+/// The holder `g` hears its node deleted: `Lost(NodeDeleted)`, no longer trusted.
+fn hears_its_node_deleted(b: &Suite, g: &mut LockGuard) {
+    let event = expect_event(b, g, SHORT, "Lost", |e| matches!(e, LockEvent::Lost(_)));
+    assert_eq!(event, LockEvent::Lost(LostReason::NodeDeleted));
+    assert!(!b.is_trusted(g));
+}
+
+/// Releasing the lost `g` reports the loss; `c` then takes and releases the lock at
+/// `path` again, leaving nothing behind, and closes.
+fn released_lost_then_relocked(b: &Suite, c: &LockClient, g: LockGuard, path: &str) {
     assert_eq!(b.release(g), Err(Error::Lost(LostReason::NodeDeleted)));
-    let g = lock(b, &c, Kind::Mutex, &path);
-    b.release(g).expect("release");
-    b.wait_idle(&c).expect("idle");
-    assert!(admin.children(&path).is_empty());
-    b.close(&c);
+    let g = lock(b, c, Kind::Mutex, path);
+    release_clean(b, c, g, path);
+    b.close(c);
 }
 
 /// A plain lock costs no watch on a short hold (3 requests a cycle on a client
@@ -226,9 +215,7 @@ pub fn admin_delete_gives_lost(b: &Suite) {
 /// (another holder may have been granted meanwhile); the release reports the loss
 /// too, and the next holder gets in.
 pub fn admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("admin-delete-plain");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "admin-delete-plain");
     let c = connect(b, server);
     let mut g = lock(b, &c, Kind::Mutex, &path);
     let node = b.node_path(&g);
@@ -245,17 +232,8 @@ pub fn admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals(b: &Suite
         std::thread::sleep(interval / 5);
     }
     assert!(admin.delete(&node));
-    let event = expect_event(b, &mut g, SHORT, "Lost", |e| {
-        matches!(e, LockEvent::Lost(_))
-    });
-    assert_eq!(event, LockEvent::Lost(LostReason::NodeDeleted));
-    assert!(!b.is_trusted(&g));
-    assert_eq!(b.release(g), Err(Error::Lost(LostReason::NodeDeleted)));
-    let g = lock(b, &c, Kind::Mutex, &path);
-    b.release(g).expect("release");
-    b.wait_idle(&c).expect("idle");
-    assert!(admin.children(&path).is_empty());
-    b.close(&c);
+    hears_its_node_deleted(b, &mut g);
+    released_lost_then_relocked(b, &c, g, &path);
 }
 
 /// A 3-node ensemble loses its leader while 4 sessions contend: mutual exclusion

@@ -20,9 +20,7 @@ fn sorted(mut names: Vec<String>) -> Vec<String> {
 /// administrator deletes the lock node, they fail with `NotHeld` and nothing is
 /// written.
 pub fn fenced_write_only_while_held(b: &Suite) {
-    let server = b.env().shared();
-    let admin = server.admin();
-    let dir = unique_path("fenced");
+    let (server, dir, admin) = shared(b, "fenced");
     let data = format!("{dir}-data");
     let c = connect(b, server);
     // Watching its node, the holder hears of the deletion below at once.
@@ -77,9 +75,7 @@ pub fn fenced_write_only_while_held(b: &Suite) {
 /// count as a plain lock), repairs, and a clean release (one request: the section
 /// closes in the same multi as the delete) leaves nothing to report.
 pub fn crash_in_section_detected_uncontended(b: &Suite) {
-    let server = b.env().shared();
-    let admin = server.admin();
-    let dir = unique_path("crash");
+    let (server, dir, admin) = shared(b, "crash");
     // Long sessions: few syncs to blur the request counts.
     let a = connect_with(b, server, BYSTANDER_SESSION_TIMEOUT);
     let c = connect_with(b, server, BYSTANDER_SESSION_TIMEOUT);
@@ -152,9 +148,7 @@ pub fn crash_in_section_detected_uncontended(b: &Suite) {
 /// unwinding through it) while another session waits: the waiter's grant reports
 /// the crash. Then a clean release inside a section, with a waiter: no crash.
 pub fn crash_in_section_detected_contended(b: &Suite) {
-    let server = b.env().shared();
-    let admin = server.admin();
-    let dir = unique_path("crash-contended");
+    let (server, dir, admin) = shared(b, "crash-contended");
     let (a, c) = (connect(b, server), connect(b, server));
     let detecting = || LockSpec::write(&dir).detect_crashes();
 
@@ -197,9 +191,7 @@ pub fn crash_in_section_detected_contended(b: &Suite) {
 /// last clean release takes the marker with it.
 pub fn lock_delay_follows_an_unclean_end_only(b: &Suite) {
     const DELAY: Duration = Duration::from_millis(1500);
-    let server = b.env().shared();
-    let admin = server.admin();
-    let dir = unique_path("lock-delay");
+    let (server, dir, admin) = shared(b, "lock-delay");
     let (a, c, d) = (connect(b, server), connect(b, server), connect(b, server));
     let delayed = || LockSpec::write(&dir).lock_delay(DELAY);
 
@@ -242,9 +234,7 @@ pub fn lock_delay_follows_an_unclean_end_only(b: &Suite) {
 /// (the holder hears it), the waiter is granted, and the break's record (in the
 /// same `multi` as the delete) says whose node, which token and who broke it.
 pub fn forced_break_leaves_its_record(b: &Suite) {
-    let server = b.env().shared();
-    let admin = server.admin();
-    let dir = unique_path("break");
+    let (server, dir, admin) = shared(b, "break");
     let (holder, waiter, operator) = (connect(b, server), connect(b, server), connect(b, server));
     let mut stuck = lock(b, &holder, Kind::WatchedMutex, &dir);
     let pending = b.start(&waiter, Kind::Mutex, &dir).expect("start");

@@ -49,9 +49,7 @@ pub fn mutual_exclusion(b: &Suite) {
 /// Waiters get the lock in the order they queued.
 pub fn fifo_order(b: &Suite) {
     const WAITERS: usize = 5;
-    let server = b.env().shared();
-    let path = unique_path("fifo");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "fifo");
     let holder = connect(b, server);
     let g = lock(b, &holder, Kind::Mutex, &path);
     let order = Mutex::new(Vec::new());
@@ -80,9 +78,7 @@ pub fn fifo_order(b: &Suite) {
 
 /// Readers hold together; a writer waits for them and excludes everyone.
 pub fn readers_share_writers_exclude(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("rw-share");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "rw-share");
     let (c1, c2, c3) = (connect(b, server), connect(b, server), connect(b, server));
     let r1 = lock(b, &c1, Kind::Read, &path);
     let r2 = b
@@ -120,9 +116,7 @@ pub fn readers_share_writers_exclude(b: &Suite) {
 
 /// A waiting writer is not overtaken by readers that come after it.
 pub fn writer_not_starved_by_later_readers(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("rw-starve");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "rw-starve");
     let (c1, c2, c3) = (connect(b, server), connect(b, server), connect(b, server));
     let r1 = lock(b, &c1, Kind::Read, &path);
     let w = b.start(&c2, Kind::Write, &path).expect("start writer");
@@ -152,9 +146,7 @@ pub fn writer_not_starved_by_later_readers(b: &Suite) {
 /// has more than 3.
 pub fn semaphore_never_exceeds_permits(b: &Suite) {
     const PERMITS: u32 = 3;
-    let server = b.env().shared();
-    let path = unique_path("semaphore");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "semaphore");
     let clients: Vec<_> = (0..6).map(|_| connect(b, server)).collect();
     let kind = Kind::Semaphore(PERMITS);
     let held: Vec<_> = clients[..3]
@@ -201,9 +193,7 @@ pub fn semaphore_never_exceeds_permits(b: &Suite) {
 
 /// A timed-out or busy `try` acquisition leaves no node behind.
 pub fn timeout_leaves_no_node(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("timeout");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "timeout");
     let (a, c) = (connect(b, server), connect(b, server));
     let g = lock(b, &a, Kind::Mutex, &path);
     let holder = name_of(&b.node_path(&g));
@@ -227,9 +217,7 @@ pub fn timeout_leaves_no_node(b: &Suite) {
         vec![holder],
         "the waiter left a node"
     );
-    b.release(g).expect("release");
-    b.wait_idle(&a).expect("idle");
-    assert!(admin.children(&path).is_empty());
+    release_clean(b, &a, g, &path);
     b.close(&a);
     b.close(&c);
 }
@@ -237,9 +225,7 @@ pub fn timeout_leaves_no_node(b: &Suite) {
 /// Cancelling a waiting acquisition (queued, or with its create still in flight)
 /// leaves no node behind.
 pub fn cancel_leaves_no_node(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("cancel");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "cancel");
     let (a, c) = (connect(b, server), connect(b, server));
     let g = lock(b, &a, Kind::Mutex, &path);
     let holder = name_of(&b.node_path(&g));
@@ -266,9 +252,7 @@ pub fn cancel_leaves_no_node(b: &Suite) {
     b.cancel(p);
     b.wait_idle(&c).expect("idle");
     assert!(admin.children(&fresh).is_empty(), "cancel left a node");
-    b.release(g).expect("release");
-    b.wait_idle(&a).expect("idle");
-    assert!(admin.children(&path).is_empty());
+    release_clean(b, &a, g, &path);
     b.close(&a);
     b.close(&c);
 }
@@ -334,9 +318,7 @@ pub fn invalid_paths_give_typed_errors(b: &Suite) {
 /// A closed client: held locks end with `Lost(Closed)`, the session's nodes are
 /// gone, and every call gives `Closed`.
 pub fn closed_client_gives_typed_errors(b: &Suite) {
-    let server = b.env().shared();
-    let path = unique_path("closed");
-    let admin = server.admin();
+    let (server, path, admin) = shared(b, "closed");
     let (c, other) = (connect(b, server), connect(b, server));
     let mut g = lock(b, &c, Kind::Mutex, &path);
     let node = b.node_path(&g);

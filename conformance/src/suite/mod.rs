@@ -36,7 +36,9 @@ pub use round_trips::*;
 pub use rounds::*;
 pub use server_check::*;
 
-use crate::env::{unique_path, wait_until, Deployment, Faults, LONG, SESSION_TIMEOUT, SHORT};
+use crate::env::{
+    unique_path, wait_until, Admin, Deployment, Faults, LONG, SESSION_TIMEOUT, SHORT,
+};
 use crate::harness::{Suite, Wait};
 use crate::Kind;
 use lock_client::{Error, LockClient, LockGuard};
@@ -45,6 +47,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
+
+/// What most tests start from: the environment's shared deployment, a lock path of
+/// their own named after `test`, and an administrator's view of the tree.
+fn shared<'a>(b: &'a Suite, test: &str) -> (&'a dyn Deployment, String, Box<dyn Admin>) {
+    let server = b.env().shared();
+    (server, unique_path(test), server.admin())
+}
 
 fn connect(b: &Suite, on: &dyn Deployment) -> LockClient {
     b.client_on(on, SESSION_TIMEOUT)
@@ -67,6 +76,15 @@ fn connect_with_faults(b: &Suite, on: &dyn Deployment) -> (LockClient, Box<dyn F
 fn watchers_of(b: &Suite, on: &dyn Deployment, path: &str) -> Vec<i64> {
     on.watchers_of(path)
         .unwrap_or_else(|| panic!("{}: generated without Capability::Watchers", b.name()))
+}
+
+/// Releases `g`, taken by `c` on the shared server, and asserts that once `c` is idle
+/// nothing is left at `path`.
+fn release_clean(b: &Suite, c: &LockClient, g: LockGuard, path: &str) {
+    b.release(g).expect("release");
+    b.wait_idle(c).expect("idle");
+    let left = b.env().shared().admin().children(path);
+    assert!(left.is_empty(), "{}: nodes left behind: {left:?}", b.name());
 }
 
 fn lock(b: &Suite, c: &LockClient, kind: Kind, path: &str) -> LockGuard {

@@ -6,7 +6,7 @@
 //! errors.
 
 use super::*;
-use crate::ZkAdmin;
+use crate::{Admin, ZkAdmin};
 use lock_client::{Auth, ConnectOptions, NodeAcl, ZkError};
 use lock_testkit::FaultProxy;
 

@@ -10,9 +10,7 @@ use lock_core::LockSpec;
 /// revoker's waiter gets the lock; with nothing left to revoke, the answer is
 /// empty.
 pub fn revocation_round_trip(b: &Suite) {
-    let server = b.env().shared();
-    let admin = server.admin();
-    let dir = unique_path("revoke");
+    let (server, dir, admin) = shared(b, "revoke");
     let (a, c) = (connect(b, server), connect(b, server));
     let mut held = b
         .acquire(&a, LockSpec::write(&dir).revocable(), SHORT)
@@ -52,9 +50,7 @@ pub fn revocation_round_trip(b: &Suite) {
 /// Revoking a revocable waiter by its node path: its acquisition fails with the
 /// typed `Error::Revoked` and its node is gone; the holder is untouched.
 pub fn revoking_a_waiter_fails_it_and_leaves_no_node(b: &Suite) {
-    let server = b.env().shared();
-    let admin = server.admin();
-    let dir = unique_path("revoke-waiter");
+    let (server, dir, admin) = shared(b, "revoke-waiter");
     let (a, c) = (connect(b, server), connect(b, server));
     let held = lock(b, &a, Kind::Mutex, &dir);
     let waiter = b
@@ -87,9 +83,7 @@ pub fn lease_expires_and_next_waiter_acquires(b: &Suite) {
     let max_hold = Duration::from_secs(1);
     // Clocks read on two threads: a little slack for when each is read.
     let early = max_hold - Duration::from_millis(50);
-    let server = b.env().shared();
-    let admin = server.admin();
-    let dir = unique_path("lease");
+    let (server, dir, admin) = shared(b, "lease");
     let (a, c) = (connect(b, server), connect(b, server));
     let mut guard = b
         .acquire(&a, LockSpec::write(&dir).max_hold(max_hold), SHORT)

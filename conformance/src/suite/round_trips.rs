@@ -24,7 +24,7 @@
 //! the option itself, every time.
 
 use super::*;
-use crate::ZkAdmin;
+use crate::{Admin, ZkAdmin};
 use lock_testkit::FaultProxy;
 
 /// The fastest of several trials, in round trips.

@@ -202,7 +202,6 @@ pub fn short_cut_resumes_every_recipe(b: &Suite) {
 
 fn short_cut_round(b: &Suite, server: &dyn Deployment, kind: Kind, idle: Duration) {
     let path = unique_path("short-cut-every");
-    let admin = server.admin();
     let (c, proxy) = connect_with_faults(b, server);
     let mut g = lock(b, &c, kind, &path);
     let token = b.token(&g);
@@ -223,8 +222,6 @@ fn short_cut_round(b: &Suite, server: &dyn Deployment, kind: Kind, idle: Duratio
     assert_eq!(b.session_id(&c), session, "same session");
     assert!(b.is_trusted(&g));
     assert_eq!(b.token(&g), token);
-    b.release(g).expect("release");
-    b.wait_idle(&c).expect("idle");
-    assert!(admin.children(&path).is_empty());
+    release_clean(b, &c, g, &path);
     b.close(&c);
 }

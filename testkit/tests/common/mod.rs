@@ -1,7 +1,24 @@
 //! Helpers shared by the testkit's integration tests.
 #![allow(dead_code)]
 
+use std::net::{Shutdown, TcpListener};
 use std::process::Command;
+use std::thread;
+
+/// Echoes every byte back on each connection `listener` accepts, until the test
+/// process ends.
+pub fn echo(listener: TcpListener) {
+    thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            thread::spawn(move || {
+                let mut writer = stream.try_clone().unwrap();
+                let mut reader = stream;
+                let _ = std::io::copy(&mut reader, &mut writer);
+                let _ = writer.shutdown(Shutdown::Write);
+            });
+        }
+    });
+}
 
 /// Alive and not a zombie (a zombie is dead for our purposes).
 pub fn pid_alive(pid: u32) -> bool {

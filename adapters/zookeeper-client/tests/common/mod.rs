@@ -4,33 +4,21 @@
 #![allow(dead_code)]
 
 pub mod peers;
+mod runtime;
 pub mod semaphores;
 
-use lock_testkit::ZkServer;
-use lock_zookeeper_client::{BoxedFuture, Connect, LockClient};
+pub use runtime::{runtime_name, Runtime};
+
+use lock_zookeeper_client::{Connect, LockClient};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Upper bound on any single test; a hang fails loudly instead of stalling CI.
 pub const TEST_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// The server shared by the tests of one binary (each test uses its own lock paths).
-/// The testkit kills it when the test process exits.
-///
-/// `preAllocSize` (KiB): ZooKeeper preallocates its transaction log in 64 MiB steps
-/// by default, which intermittently made a fresh server's first write (the first
-/// session) take ~2 s here; 1 MiB steps make it instant.
-pub fn server() -> &'static ZkServer {
-    static SERVER: OnceLock<ZkServer> = OnceLock::new();
-    SERVER.get_or_init(|| {
-        ZkServer::builder()
-            .config("preAllocSize", "1024")
-            .start()
-            .expect("starting ZooKeeper (lock-testkit)")
-    })
-}
+pub use lock_conformance::shared_server as server;
 
 /// A lock path unique to this test run and runtime.
 pub fn unique_path(test: &str, rt: &Runtime) -> String {
@@ -40,46 +28,6 @@ pub fn unique_path(test: &str, rt: &Runtime) -> String {
         runtime_name(rt),
         N.fetch_add(1, Ordering::Relaxed)
     )
-}
-
-pub fn runtime_name(rt: &Runtime) -> &'static str {
-    match rt {
-        Runtime::Tokio(_) => "tokio",
-        Runtime::AsyncStd => "async-std",
-        Runtime::Smol => "smol",
-    }
-}
-
-/// The runtime a test body runs on (every test runs under each): the binding's
-/// shipped runtimes behind an implementation of the open `Runtime` trait of the
-/// tests' own, as an application's would be.
-#[derive(Clone, Debug)]
-pub enum Runtime {
-    Tokio(tokio::runtime::Handle),
-    AsyncStd,
-    Smol,
-}
-
-impl lock_zookeeper_client::Runtime for Runtime {
-    fn spawn(&self, future: BoxedFuture) {
-        match self {
-            Runtime::Tokio(handle) => {
-                lock_zookeeper_client::TokioRuntime(handle.clone()).spawn(future)
-            }
-            Runtime::AsyncStd => lock_zookeeper_client::AsyncStdRuntime.spawn(future),
-            Runtime::Smol => lock_zookeeper_client::SmolRuntime.spawn(future),
-        }
-    }
-
-    fn sleep_until(&self, deadline: Instant) -> BoxedFuture {
-        match self {
-            Runtime::Tokio(handle) => {
-                lock_zookeeper_client::TokioRuntime(handle.clone()).sleep_until(deadline)
-            }
-            Runtime::AsyncStd => lock_zookeeper_client::AsyncStdRuntime.sleep_until(deadline),
-            Runtime::Smol => lock_zookeeper_client::SmolRuntime.sleep_until(deadline),
-        }
-    }
 }
 
 /// Runs one test body under tokio (multi-threaded, 2 workers: the driver and the
@@ -180,6 +128,14 @@ impl Observer {
             .await
             .expect("connecting the observer");
         Observer { client }
+    }
+
+    /// Creates `path` and its missing parents, persistent and open to anyone.
+    pub async fn mkdir(&self, path: &str) {
+        let persistent = zookeeper_client::CreateMode::Persistent
+            .with_acls(zookeeper_client::Acls::anyone_all());
+        let made = self.client.mkdir(path, &persistent).await;
+        made.unwrap_or_else(|e| panic!("creating {path}: {e}"));
     }
 
     /// The children of `dir`, sorted; empty if `dir` does not exist.

@@ -1,19 +1,7 @@
 //! Semaphore interop scenarios, run against Curator's `InterProcessSemaphoreV2` and
-//! kazoo's `Semaphore` by the interop tests: zklock semaphores with the peer's scheme
-//! share the peer's layout (an internal mutex queue and a pool of lease nodes), so a
-//! mixed fleet never has more than `n` holders.
-//!
-//! * [`semaphore_exclusion`]: holders of both libraries fill the permits together; a
-//!   full semaphore refuses a look of either; waiters of both queue in one FIFO line
-//!   (`participants` shows the two holders and the two waiters) and get in as
-//!   holders of the other library leave;
-//! * [`semaphore_holder_expiry`]: a peer holder's session expires (its network
-//!   blackholed), and then a zklock holder's: each lease goes with its session, the
-//!   next waiter gets in, and the zklock holder reports the loss before the waiter
-//!   behind it holds;
-//! * [`semaphore_workload`]: N peer processes and zklock sessions loop over the
-//!   semaphore, each holder registering under `<root>/inside` and counting who is
-//!   in: more than `n` is an overlap; the most seen at once is reported.
+//! kazoo's `Semaphore`: zklock semaphores with the peer's scheme share the peer's layout
+//! (an internal mutex queue and a pool of lease nodes), so a mixed fleet never has more
+//! than `n` holders.
 
 use super::peers::{delivered, received, start_fleet, Library, Peer};
 use super::Observer;
@@ -129,12 +117,8 @@ pub fn lease_dir(library: Library, path: &str) -> String {
     lock_core::names::semaphore_lease_dir(library.scheme(), path).expect("a peer layout")
 }
 
-/// Waits until `dir` has `n` children (lease nodes or queued waiters).
-async fn wait_count(observer: &Observer, dir: &str, n: usize) {
-    observer.wait_children(dir, n).await;
-}
-
-/// Two permits, filled and queued by both libraries: see the module documentation.
+/// Two permits: holders of both libraries fill them; a full semaphore refuses a look of
+/// either; waiters of both queue in one FIFO line and get in as the other's holders leave.
 pub async fn semaphore_exclusion(
     rt: &Runtime,
     peer: &mut Peer,
@@ -161,14 +145,14 @@ pub async fn semaphore_exclusion(
         Look::Busy,
         "{name} took a third permit of {N}"
     );
-    wait_count(observer, &queue, 0).await;
-    wait_count(observer, &leases, 2).await;
+    observer.wait_children(&queue, 0).await;
+    observer.wait_children(&leases, 2).await;
 
     // A zklock waiter, then a peer waiter: one queue, zklock first.
     let mut zw = zk_start_permit(rt, locks, lib, path, N);
-    wait_count(observer, &queue, 1).await;
+    observer.wait_children(&queue, 1).await;
     peer.start_lease("b", path, N);
-    wait_count(observer, &queue, 2).await;
+    observer.wait_children(&queue, 2).await;
     assert!(
         !delivered(&mut zw) && peer.quiet("b"),
         "a waiter got a permit of a full semaphore"
@@ -213,13 +197,14 @@ pub async fn semaphore_exclusion(
     );
     zw.release().await.expect("release");
     peer.return_lease("b").await;
-    wait_count(observer, &leases, 0).await;
-    wait_count(observer, &queue, 0).await;
+    observer.wait_children(&leases, 0).await;
+    observer.wait_children(&queue, 0).await;
 }
 
-/// Holders' sessions expire: see the module documentation. Two permits; a peer and
-/// a zklock session (each behind a fault proxy, 2 s sessions) hold; a zklock waiter
-/// and a peer waiter queue, in that order.
+/// Two permits; a peer and a zklock session (each behind a fault proxy, 2 s sessions)
+/// hold; a zklock waiter and a peer waiter queue. The peer's session expires, then the
+/// zklock holder's: each lease goes with its session, the next waiter gets in, and the
+/// zklock holder reports the loss before the waiter behind it holds.
 pub async fn semaphore_holder_expiry(rt: &Runtime, library: Library, path: &str) {
     const N: u32 = 2;
     let session = Duration::from_secs(2);
@@ -245,9 +230,9 @@ pub async fn semaphore_holder_expiry(rt: &Runtime, library: Library, path: &str)
     doomed.lease("h", path, N).await;
     let held = zk_permit(&z_doomed, library, path, N).await;
     let zw = zk_start_permit(rt, &z_waiting, library, path, N);
-    wait_count(&observer, &queue, 1).await;
+    observer.wait_children(&queue, 1).await;
     waiting_peer.start_lease("w", path, N);
-    wait_count(&observer, &queue, 2).await;
+    observer.wait_children(&queue, 2).await;
 
     // The peer holder's session expires: its lease goes, the zklock waiter gets in;
     // the peer waiter still waits (two holders again).
@@ -293,7 +278,7 @@ pub async fn semaphore_holder_expiry(rt: &Runtime, library: Library, path: &str)
     assert_eq!(zw.status(), LockStatus::Held);
     zw.release().await.expect("release");
     waiting_peer.return_lease("w").await;
-    wait_count(&observer, &leases, 0).await;
+    observer.wait_children(&leases, 0).await;
     drop(doomed);
     z_waiting.close().await;
     drop(z_doomed);
@@ -308,8 +293,9 @@ pub struct SemaphoreTally {
     pub most_inside: u64,
 }
 
-/// Runs the semaphore workload (see the module documentation) with `permits`
-/// permits, `peers` peer processes and `zklock_sessions` zklock sessions, each
+/// Loops peer processes and zklock sessions over a semaphore of `permits`, each holder
+/// registering under `<root>/inside` and counting who is in (more than `permits` is an
+/// overlap), with `peers` peer processes and `zklock_sessions` zklock sessions, each
 /// running `iterations` sections; asserts no overlap and returns the most holders
 /// seen at once.
 pub async fn semaphore_workload(
@@ -324,12 +310,7 @@ pub async fn semaphore_workload(
     let connect = super::server().connect_string();
     let observer = Observer::connect(&connect).await;
     let root = format!("{path}-data");
-    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
-    observer
-        .client
-        .mkdir(&format!("{root}/inside"), &persistent)
-        .await
-        .expect("mkdir");
+    observer.mkdir(&format!("{root}/inside")).await;
     // Long enough inside that holders overlap whenever the permits allow.
     let sleep = Duration::from_millis(40);
 

@@ -1,4 +1,9 @@
-//! The counter workload (see the module above for what it checks).
+//! The counter workload: every participant loops take-lock / register under
+//! `<root>/inside` / non-atomic read-sleep-write of `<root>/counter` / leave / release.
+//! An exclusive holder registers `w-...` and finds an overlap if anyone else is inside;
+//! a reader registers `r-...` and finds one if a `w-...` is inside (or the counter
+//! changed while it read). Of two overlapping sections the later one to register
+//! always sees the earlier, so no overlap goes unseen; lost updates show in the counter.
 use crate::common::Observer;
 use crate::common::Runtime;
 use futures::channel::oneshot;
@@ -59,17 +64,9 @@ impl Workload {
         sleep: Duration,
     ) -> Workload {
         let root = format!("{lock_path}-data");
+        observer.mkdir(&format!("{root}/inside")).await;
+        observer.mkdir(&format!("{root}/log")).await;
         let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
-        observer
-            .client
-            .mkdir(&format!("{root}/inside"), &persistent)
-            .await
-            .expect("mkdir");
-        observer
-            .client
-            .mkdir(&format!("{root}/log"), &persistent)
-            .await
-            .expect("mkdir");
         observer
             .client
             .create(&format!("{root}/counter"), b"0", &persistent)

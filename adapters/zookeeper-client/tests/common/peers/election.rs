@@ -92,14 +92,7 @@ impl MixedElection {
         let connect = crate::common::server().connect_string();
         let observer = Observer::connect(&connect).await;
         let root = format!("{path}-data");
-        observer
-            .client
-            .mkdir(
-                &format!("{root}/leaders"),
-                &CreateMode::Persistent.with_acls(Acls::anyone_all()),
-            )
-            .await
-            .expect("mkdir");
+        observer.mkdir(&format!("{root}/leaders")).await;
         let watcher_client = crate::common::connect(rt, &connect, Duration::from_secs(10)).await;
         let watcher = watcher_client
             .observe_election(path)

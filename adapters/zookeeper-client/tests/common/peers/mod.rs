@@ -1,22 +1,12 @@
-//! Interop harness: real peer clients (Apache Curator in a JVM, kazoo in Python) driven
-//! line by line, zklock workers, and the scenarios and the counter workload that the
-//! interop tests run against both peers.
+//! Interop harness: real peer clients (Curator in a JVM, kazoo in Python, go-zookeeper)
+//! driven line by line, zklock workers, and the scenarios and workloads the interop
+//! tests run against each peer.
 //!
-//! The peers are `tests/peers/CuratorPeer.java` (compiled here with `javac` against
-//! Debian's Curator 5.4 jars) and `tests/peers/kazoo_peer.py` (Debian's kazoo 2.8 under
-//! `/usr/bin/python3`). Both speak the same protocol (described at the top of each):
-//! commands `<slot> <op> [args]` on stdin, replies `<slot> <WORD> [args]` on stdout, one
-//! thread per slot, so one process can hold a lock in one slot while it waits or tries
-//! in another. A missing installation fails the test with the fix in the message.
-//!
-//! The counter workload: every participant loops take-lock / register under
-//! `<root>/inside` / non-atomic read-sleep-write of `<root>/counter` / leave / release.
-//! An exclusive holder registers `w-...` and finds an overlap if anyone else is inside;
-//! a reader registers `r-...` and finds one if a `w-...` is inside (or the counter
-//! changed while it read). Of two overlapping sections the later one to register
-//! always sees the earlier, so no overlap goes unseen; lost updates show in the counter.
-//! The read/write workload runs writers only first, then readers and writers (see
-//! [`counter_workload`]).
+//! The peers (`tests/peers/CuratorPeer.java`, `tests/peers/kazoo_peer.py`,
+//! lock-testkit's `peers/go_peer.go`) speak one protocol, described at the top of
+//! each: commands `<slot> <op> [args]` on stdin, replies `<slot> <WORD> [args]` on
+//! stdout, one thread per slot, so one process can hold in one slot while it waits in
+//! another.
 
 mod counter;
 mod election;
@@ -33,7 +23,9 @@ pub use election::{mixed_election_in_turn, Candidate, MixedElection};
 #[allow(unused_imports)]
 pub use process::{go_peer_binary, pypi_kazoo_python, Kind, Library, Peer};
 #[allow(unused_imports)]
-pub use scenarios::{mutex_handoff, rwlock_exclusion};
+pub(crate) use scenarios::interop_tests;
+#[allow(unused_imports)]
+pub use scenarios::{meet, mutex_handoff, rwlock_exclusion};
 #[allow(unused_imports)]
 pub use zklock_side::{
     assert_node, delivered, node_name, received, within, zk_lock, zk_start_lock, zk_try,

@@ -140,12 +140,6 @@ pub struct Peer {
 }
 
 impl Peer {
-    /// Starts a Curator peer (a JVM with one CuratorFramework client) and waits until it
-    /// is connected.
-    pub async fn curator(connect: &str, name: &str) -> Peer {
-        Self::start_library(Library::Curator, connect, name).await
-    }
-
     /// Starts a kazoo peer (`/usr/bin/python3`, one KazooClient) and waits until it is
     /// connected.
     pub async fn kazoo(connect: &str, name: &str) -> Peer {

@@ -1,13 +1,137 @@
-//! Deterministic scenarios, shared by the Curator and kazoo tests.
-use crate::common::Observer;
-use crate::common::Runtime;
+//! Deterministic scenarios, shared by the Curator, kazoo and Go tests.
+use crate::common::{connect, server, unique_path, Observer, Runtime};
 use lock_core::NodeKind;
 use lock_zookeeper_client::{LockClient, LockGuard, LockStatus};
+use std::time::Duration;
 
-use super::process::{Kind, Peer};
+use super::process::{Kind, Library, Peer};
 use super::zklock_side::{
     assert_node, delivered, node_name, received, zk_lock, zk_start_lock, zk_try,
 };
+
+/// A fresh lock path named after `test`, an observer, a zklock client and one peer of
+/// `library` named `peer`, all on the shared server.
+pub async fn meet(
+    rt: &Runtime,
+    library: Library,
+    test: &str,
+    peer: &str,
+) -> (String, Observer, LockClient, Peer) {
+    let connect_string = server().connect_string();
+    (
+        unique_path(test, rt),
+        Observer::connect(&connect_string).await,
+        connect(rt, &connect_string, Duration::from_secs(10)).await,
+        Peer::start_library(library, &connect_string, peer).await,
+    )
+}
+
+/// Defines, in the calling module, the interop tests every lock library with locks,
+/// read/write locks, elections and semaphores passes against `$library`: the
+/// scenarios of this module and of the counter, election and semaphore workloads.
+#[allow(unused_macros)] // only the interop test binaries use it
+macro_rules! interop_tests {
+    ($library:expr) => {
+        use crate::common::peers::{
+            counter_workload, meet, mixed_election_in_turn, mutex_handoff, rwlock_exclusion, Kind,
+            RW_PHASES,
+        };
+        use crate::common::semaphores::{
+            semaphore_exclusion, semaphore_holder_expiry, semaphore_workload,
+        };
+        use crate::common::{run_tokio, unique_path};
+
+        /// Either library's mutex holder excludes the other's, which queues and gets
+        /// in when it lets go.
+        #[test]
+        fn mutex_and_zklock_mutex_hand_over_in_order() {
+            run_tokio(|rt| async move {
+                let (path, observer, locks, mut peer) =
+                    meet(&rt, $library, "interop-mutex", "peer1").await;
+                mutex_handoff(&rt, &mut peer, &locks, &observer, &path).await;
+                locks.close().await;
+            });
+        }
+
+        /// 2 peer processes and 3 zklock sessions on one mutex: no lost update, no
+        /// overlapping sections.
+        #[test]
+        fn mutex_and_zklock_mutex_lose_no_update() {
+            run_tokio(|rt| async move {
+                let path = unique_path("interop-mutex-counter", &rt);
+                counter_workload(&rt, $library, &path, &[&[Kind::Mutex]], 2, 3, 10).await;
+            });
+        }
+
+        /// See [`rwlock_exclusion`].
+        #[test]
+        fn rwlock_and_zklock_rwlock_readers_share_writers_exclude() {
+            run_tokio(|rt| async move {
+                let (path, observer, locks, mut peer) =
+                    meet(&rt, $library, "interop-rw", "peer1").await;
+                rwlock_exclusion(&rt, &mut peer, &locks, &observer, &path).await;
+                locks.close().await;
+            });
+        }
+
+        /// 2 peer processes and 3 zklock sessions on one read/write lock, writers
+        /// only, then a reader and a writer each: no lost update, no section
+        /// overlapping an incompatible one.
+        #[test]
+        fn rwlock_and_zklock_rwlock_lose_no_update() {
+            run_tokio(|rt| async move {
+                let path = unique_path("interop-rw-counter", &rt);
+                counter_workload(&rt, $library, &path, RW_PHASES, 2, 3, 10).await;
+            });
+        }
+
+        /// The peer's elections (two processes) and zklock leader participants (two
+        /// sessions, the peer's scheme) on one path, joined alternately: one leader at
+        /// a time, in join order, leadership alternating as each resigns.
+        #[test]
+        fn election_and_zklock_election_one_leader_in_turn() {
+            run_tokio(|rt| async move {
+                let path = unique_path("interop-election", &rt);
+                mixed_election_in_turn(&rt, $library, &path).await;
+            });
+        }
+
+        /// The peer's semaphores and zklock's (the peer's scheme) fill two permits
+        /// together and queue in one line (see `semaphore_exclusion`).
+        #[test]
+        fn semaphore_and_zklock_semaphore_share_permits() {
+            run_tokio(|rt| async move {
+                let (path, observer, locks, mut peer) =
+                    meet(&rt, $library, "interop-sem", "peer1").await;
+                semaphore_exclusion(&rt, &mut peer, &locks, &observer, &path).await;
+                locks.close().await;
+            });
+        }
+
+        /// A peer holder's session expires, then a zklock holder's: each permit goes
+        /// to the next waiter, the zklock holder knowing it lost before the peer's
+        /// waiter behind it holds.
+        #[test]
+        fn semaphore_and_zklock_semaphore_survive_holder_expiry() {
+            run_tokio(|rt| async move {
+                let path = unique_path("interop-sem-expiry", &rt);
+                semaphore_holder_expiry(&rt, $library, &path).await;
+            });
+        }
+
+        /// 2 peer processes and 3 zklock sessions on a semaphore of 2: never 3 holders.
+        #[test]
+        fn semaphore_and_zklock_semaphore_never_exceed_permits() {
+            run_tokio(|rt| async move {
+                let path = unique_path("interop-sem-counter", &rt);
+                let most = semaphore_workload(&rt, $library, &path, 2, 2, 3, 8).await;
+                assert_eq!(most, 2, "the permits were never all used at once");
+            });
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use interop_tests;
 
 /// Exclusive locks of the peer and of zklock (with the peer's scheme) exclude each
 /// other and hand over in FIFO order, in both directions.

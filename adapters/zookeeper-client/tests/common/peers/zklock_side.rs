@@ -10,10 +10,6 @@ use std::time::{Duration, Instant};
 
 use super::process::{Kind, LOCK_TIMEOUT};
 
-// ---------------------------------------------------------------------------------
-// zklock side
-// ---------------------------------------------------------------------------------
-
 /// Last path segment.
 pub fn node_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
@@ -30,35 +26,36 @@ pub fn assert_node(name: &str, scheme: NameScheme, kind: NodeKind, who: &str) {
     );
 }
 
+/// Runs `$body` with `$lock` bound to zklock's lock object of `kind` on `path`, named
+/// with `scheme`.
+macro_rules! with_lock {
+    ($locks:expr, $kind:expr, $path:expr, $scheme:expr, |$lock:ident| $body:expr) => {
+        match $kind {
+            Kind::Mutex => {
+                let $lock = $locks.mutex($path).with_scheme($scheme);
+                $body
+            }
+            Kind::Read => {
+                let rwlock = $locks.rwlock($path).with_scheme($scheme);
+                let $lock = rwlock.read();
+                $body
+            }
+            Kind::Write => {
+                let rwlock = $locks.rwlock($path).with_scheme($scheme);
+                let $lock = rwlock.write();
+                $body
+            }
+        }
+    };
+}
+
 /// Takes a zklock lock, waiting.
 pub async fn zk_lock(locks: &LockClient, kind: Kind, path: &str, scheme: NameScheme) -> LockGuard {
     let deadline = Instant::now() + LOCK_TIMEOUT;
-    let guard = match kind {
-        Kind::Mutex => {
-            locks
-                .mutex(path)
-                .with_scheme(scheme)
-                .lock_until(deadline)
-                .await
-        }
-        Kind::Read => {
-            locks
-                .rwlock(path)
-                .with_scheme(scheme)
-                .read()
-                .lock_until(deadline)
-                .await
-        }
-        Kind::Write => {
-            locks
-                .rwlock(path)
-                .with_scheme(scheme)
-                .write()
-                .lock_until(deadline)
-                .await
-        }
-    };
-    guard.unwrap_or_else(|e| panic!("zklock {kind:?} lock on {path}: {e}"))
+    with_lock!(locks, kind, path, scheme, |lock| lock
+        .lock_until(deadline)
+        .await)
+    .unwrap_or_else(|e| panic!("zklock {kind:?} lock on {path}: {e}"))
 }
 
 /// Starts waiting for a zklock lock in a task; the receiver gets the guard.
@@ -87,26 +84,8 @@ pub async fn zk_try(
     observer: &Observer,
     before: usize,
 ) -> Option<LockGuard> {
-    let got = match kind {
-        Kind::Mutex => locks.mutex(path).with_scheme(scheme).try_lock().await,
-        Kind::Read => {
-            locks
-                .rwlock(path)
-                .with_scheme(scheme)
-                .read()
-                .try_lock()
-                .await
-        }
-        Kind::Write => {
-            locks
-                .rwlock(path)
-                .with_scheme(scheme)
-                .write()
-                .try_lock()
-                .await
-        }
-    }
-    .unwrap_or_else(|e| panic!("zklock {kind:?} try_lock on {path}: {e}"));
+    let got = with_lock!(locks, kind, path, scheme, |lock| lock.try_lock().await)
+        .unwrap_or_else(|e| panic!("zklock {kind:?} try_lock on {path}: {e}"));
     if got.is_none() {
         observer.wait_children(path, before).await;
     }
