@@ -146,16 +146,18 @@
 //! link.handle_session(SessionEvent::Connected { session_id }, Instant::now());
 //! loop {
 //!     // 1. Send every request, in order, at once (the core pipelines them).
-//!     while let Some(Request { id, op }) = link.poll_request() {
+//!     let polled = link.poll(&mut requests);
+//!     for Request { id, op } in requests.drain(..) {
 //!         start(id, op);            // the binding's `match op { .. }`: one client call each
 //!     }
-//!     if link.is_closed() {         // close() called, or every handle dropped
+//!     if polled.closed {            // close() called, or every handle dropped
 //!         close the ZooKeeper session;
 //!         link.handle_session(SessionEvent::Closed, Instant::now());
 //!         return;                   // dropping the link lets close() return
 //!     }
-//!     // 2. Wait for whatever comes first, and feed it back.
-//!     match select(link.poll_wake(cx), replies, watches, session states, timer(link.poll_timeout())) {
+//!     // 2. Wait for whatever comes first, and feed it back (with whatever else
+//!     //    is already at hand: one `poll` per batch).
+//!     match select(link.poll_wake(cx), replies, watches, session states, timer(polled.timeout)) {
 //!         Wake                 => {}                                  // a handle asked for something
 //!         Reply(id, result)    => link.handle_reply(id, result, Instant::now()),
 //!         Watch(path, kind)    => link.handle_watch(path, kind, Instant::now()),
@@ -254,8 +256,14 @@
 //! // each reply back, wait for the next wake-up or timer, until closed.
 //! let mut nodes: Vec<String> = Vec::new();
 //! let mut zxid = 100;
-//! while !link.is_closed() {
-//!     while let Some(Request { id, op }) = link.poll_request() {
+//! loop {
+//!     let mut requests = Vec::new();
+//!     let polled = link.poll(&mut requests);
+//!     if polled.closed {
+//!         break;
+//!     }
+//!     let idle = requests.is_empty();
+//!     for Request { id, op } in requests {
 //!         let result = match op {
 //!             Op::Create { path, mode: CreateMode::EphemeralSequential, .. } => {
 //!                 zxid += 1;
@@ -276,12 +284,11 @@
 //!         };
 //!         link.handle_reply(id, result, Instant::now());
 //!     }
-//!     if let Some(at) = link.poll_timeout() {
-//!         if at <= Instant::now() {
-//!             link.handle_timeout(Instant::now());
-//!         }
+//!     if polled.timeout.is_some_and(|at| at <= Instant::now()) {
+//!         link.handle_timeout(Instant::now());
+//!     } else if idle {
+//!         link.wait(Some(Instant::now() + Duration::from_millis(50)));
 //!     }
-//!     link.wait(Some(Instant::now() + Duration::from_millis(50)));
 //! }
 //! // Closed: the binding closes its session and reports it; dropping the link
 //! // lets `close` return.
@@ -343,7 +350,7 @@ pub use election::{Election, ElectionEvent, ElectionObserver, Leadership};
 pub use error::{BreakError, Cause, ConnectFailure, Cycle, Error, Reach};
 pub use guard::LockGuard;
 pub use handle::LockClient;
-pub use link::{Link, Notifier, ServerChecker};
+pub use link::{Link, Notifier, Polled, ServerChecker};
 pub use lock::{Mutex, ReadLock, RwLock, Semaphore, WriteLock};
 pub use multi::{MultiGuard, MultiLock, MultiPart};
 pub use options::{random_seed, AclEntry, Auth, ConnectOptions, NodeAcl, Perms, SaslDigest, Tls};

@@ -32,8 +32,8 @@ use std::time::Instant;
 /// * **Inputs** (`handle_*`): [`handle_session`](Self::handle_session),
 ///   [`handle_reply`](Self::handle_reply), [`handle_watch`](Self::handle_watch),
 ///   [`handle_timeout`](Self::handle_timeout).
-/// * **Outputs** (`poll_*`): [`poll_request`](Self::poll_request),
-///   [`poll_timeout`](Self::poll_timeout).
+/// * **Outputs**: [`poll`](Self::poll): the requests to send, whether to close,
+///   when the timer is due, all at once.
 /// * **Wake-ups**: [`poll_wake`](Self::poll_wake) for an async loop,
 ///   [`wait`](Self::wait) for a thread.
 ///
@@ -42,12 +42,14 @@ use std::time::Instant;
 /// 1. **Connect first.** Feed `handle_session(SessionEvent::Connected { session_id })`
 ///    once the ZooKeeper session is up. Nothing is sent before; locks asked for
 ///    earlier wait.
-/// 2. **Drain after every input, and after every wake-up.** After each `handle_*`
-///    call and each time [`poll_wake`](Self::poll_wake) is ready (or
-///    [`wait`](Self::wait) returns), call [`poll_request`](Self::poll_request) until
-///    it returns `None`, and send each request at once, in the order polled, without
-///    waiting for earlier replies (the core pipelines on ZooKeeper's per-session FIFO
-///    order). Then re-arm the timer from [`poll_timeout`](Self::poll_timeout).
+/// 2. **Poll after every batch of inputs, and after every wake-up.** After the
+///    `handle_*` calls of a batch (one input, or every reply already at hand) and
+///    each time [`poll_wake`](Self::poll_wake) is ready (or [`wait`](Self::wait)
+///    returns), call [`poll`](Self::poll) once and send each request it hands over
+///    at once, in the order polled, without waiting for earlier replies (the core
+///    pipelines on ZooKeeper's per-session FIFO order). Then re-arm the timer from
+///    its [`timeout`](Polled::timeout), and close when it says
+///    [`closed`](Polled::closed).
 /// 3. **Echo every reply** with its [`RequestId`] through
 ///    [`handle_reply`](Self::handle_reply), including failures (a lost connection is
 ///    [`ZkError::ConnectionLoss`]). Stale ids are ignored and counted.
@@ -64,11 +66,11 @@ use std::time::Instant;
 ///    reported lost before the server could expire the session, counted from then:
 ///    an underestimate here lets another session hold the lock first.
 /// 5. **Time**: call [`handle_timeout`](Self::handle_timeout) once `now` reaches
-///    [`poll_timeout`](Self::poll_timeout). Every `now` is read from the client's
+///    the polled [`timeout`](Polled::timeout). Every `now` is read from the client's
 ///    clock: `Instant::now()` after [`pair`](crate::pair), the binding's
 ///    [`Clock`](crate::Clock) after [`pair_with_clock`](crate::pair_with_clock)
 ///    (a simulation's virtual time).
-/// 6. **Close**: once [`is_closed`](Self::is_closed) is true, close the ZooKeeper
+/// 6. **Close**: once [`closed`](Polled::closed) is true, close the ZooKeeper
 ///    session, feed `handle_session(SessionEvent::Closed)`, and drop the link. The
 ///    server answers a session's requests in order, `closeSession` last: a binding
 ///    that sends `closeSession` right behind the requests already sent feeds their
@@ -78,7 +80,7 @@ use std::time::Instant;
 ///    the session for every handle: waiting locks fail and held ones are lost with
 ///    `Closed`, and [`LockClient::close`](crate::LockClient::close) returns.
 ///
-/// Every `poll_*` is `#[must_use]`: an undrained request is a lock that never moves.
+/// [`poll`](Self::poll) is `#[must_use]`: an undrained request is a lock that never moves.
 ///
 /// ```
 /// use zklock::Link;
@@ -87,14 +89,14 @@ use std::time::Instant;
 ///
 /// /// One step of a binding's loop (the client calls are the binding's own).
 /// fn step(link: &mut Link, send: &mut impl FnMut(Request)) {
-///     while let Some(request) = link.poll_request() {
+///     let mut requests = Vec::new();
+///     let polled = link.poll(&mut requests);
+///     for request in requests {
 ///         send(request); // e.g. zk.create(..) for Op::Create, in this order
 ///     }
-///     if let Some(at) = link.poll_timeout() {
-///         if at <= Instant::now() {
-///             link.handle_timeout(Instant::now());
-///             return step(link, send);
-///         }
+///     if polled.timeout.is_some_and(|at| at <= Instant::now()) {
+///         link.handle_timeout(Instant::now());
+///         step(link, send);
 ///     }
 /// }
 ///
@@ -113,6 +115,17 @@ use std::time::Instant;
 /// ```
 pub struct Link {
     shared: Arc<Shared>,
+}
+
+/// What [`Link::poll`] says besides the requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Polled {
+    /// The user side is done ([`Link::is_closed`]): close the session (rule 6).
+    pub closed: bool,
+    /// When [`handle_timeout`](Link::handle_timeout) must next be called, if
+    /// ever: re-arm the timer (rule 5).
+    pub timeout: Option<Instant>,
 }
 
 impl std::fmt::Debug for Link {
@@ -234,8 +247,8 @@ impl Link {
         self.input(lock_core::Input::Watch { path, kind }, now);
     }
 
-    /// Time passed: fires whatever is due at `now` (call once `now` reaches
-    /// [`poll_timeout`](Self::poll_timeout); calling early is harmless).
+    /// Time passed: fires whatever is due at `now` (call once `now` reaches the
+    /// polled [`timeout`](Polled::timeout); calling early is harmless).
     pub fn handle_timeout(&mut self, now: Instant) {
         self.shared.with(|s| {
             let now = s.time.timestamp(now);
@@ -252,21 +265,21 @@ impl Link {
 
     // Outputs.
 
-    /// The next request to send, in order; `None` when there is none (for now).
-    #[must_use = "every request must be sent, in the order polled"]
-    pub fn poll_request(&mut self) -> Option<Request> {
-        let request = self.shared.with(|s| s.io.pop());
-        if let Some(request) = &request {
-            crate::metrics::request_sent(&request.op);
-        }
-        request
-    }
-
-    /// When [`handle_timeout`](Self::handle_timeout) must next be called, if ever.
-    #[must_use = "the core's timers (deadlines, grace, retries, leases) run on this"]
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        self.shared
-            .with(|s| s.core.poll_timeout().map(|at| s.time.instant(at)))
+    /// What everything fed since the last call asks of the binding, under one
+    /// lock of the shared state: appends the requests to send to `requests`, in
+    /// order, and says whether to close and when the timer is due (rule 2).
+    #[must_use = "the requests must be sent in the order polled, the timer re-armed, a close acted on"]
+    pub fn poll(&mut self, requests: &mut impl Extend<Request>) -> Polled {
+        self.shared.with(|s| {
+            requests.extend(
+                s.io.drain()
+                    .inspect(|r| crate::metrics::request_sent(&r.op)),
+            );
+            Polled {
+                closed: s.closing.link_must_close(),
+                timeout: s.core.poll_timeout().map(|at| s.time.instant(at)),
+            }
+        })
     }
 
     // Wake-ups.

@@ -63,7 +63,9 @@ fn poll_once<F: Future + ?Sized>(f: Pin<&mut F>, waker: &Waker) -> Poll<F::Outpu
 }
 
 fn requests(link: &mut Link) -> Vec<Request> {
-    std::iter::from_fn(|| link.poll_request()).collect()
+    let mut requests = Vec::new();
+    let _ = link.poll(&mut requests);
+    requests
 }
 
 /// Answers every request as a server would where `blocker` (a name) is the

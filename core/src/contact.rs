@@ -223,6 +223,17 @@ impl Answered {
     }
 }
 
+/// What [`Contact::lasts_until_renewed`] weighs.
+struct Renewal {
+    /// A `sync` sent now is answered before held locks are suspended.
+    in_time: bool,
+    /// What that `sync` proves lasts until the next one's answer.
+    run_lasts: bool,
+    /// The newest answer early enough for `run_lasts`, if any: later walks stop
+    /// there (the proof it is weighed against only grows), if they get there.
+    anchor: Option<usize>,
+}
+
 /// What the session knows of its contact with the leader (see the module docs).
 #[derive(Default, Debug)]
 pub(crate) struct Contact {
@@ -285,27 +296,22 @@ impl Contact {
     /// the machine's lateness, in each). Otherwise it waits for the renewal
     /// (see `Acquisition::grant`).
     pub(crate) fn lasts_until_renewed(&self, config: &Config, now: Timestamp) -> bool {
+        self.renewal(config, now)
+            .map_or(true, |r| r.in_time && r.run_lasts)
+    }
+
+    /// What [`lasts_until_renewed`](Self::lasts_until_renewed) weighs at `now`;
+    /// `None` when nothing needs renewing (the feature is off, or no contact yet).
+    fn renewal(&self, config: &Config, now: Timestamp) -> Option<Renewal> {
         let (Some(suspend_at), Some(interval)) = (self.suspend_at(config), config.sync_interval)
         else {
-            return true;
+            return None;
         };
         let touch_bound = self.touch_bound(config);
+        let entries = &self.answered.entries;
         // How long a proof keeps a lock from being suspended.
         let lasts = suspend_at.saturating_since(self.proven.unwrap_or_default());
-        // The first answer of the run (an entry keeps its earliest send and its
-        // latest answer), or none yet: a sync proves it once sent a touch
-        // bound after it.
-        let gap = 2 * interval + touch_bound / 8;
-        let (mut run_sent, mut run_answered) = (now, now);
-        for (sent, answered) in self.answered.entries.iter().rev() {
-            if run_sent.saturating_since(*sent) > gap {
-                break;
-            }
-            (run_sent, run_answered) = (*sent, *answered);
-        }
-        let provable_now = self
-            .answered
-            .entries
+        let provable_now = entries
             .iter()
             .rev()
             .find(|(_, answered)| *answered + touch_bound <= now)
@@ -315,7 +321,28 @@ impl Contact {
         // Syncs leave an interval apart: one for their schedule, two for the
         // round trip and the machine's lateness.
         let renewal = 3 * interval;
-        now + renewal < suspend_at && run_answered + touch_bound + renewal < provable_now + lasts
+        let early_enough =
+            |answered: Timestamp| answered + touch_bound + renewal < provable_now + lasts;
+        // The first answer of the run (an entry keeps its earliest send and its
+        // latest answer), or none yet: a sync proves it once sent a touch bound
+        // after it. An earlier first answer only lasts longer (answers are in
+        // order), so the walk back stops at the first one early enough: a busy
+        // session's run is its whole history.
+        let gap = 2 * interval + touch_bound / 8;
+        let (mut run_sent, mut run_lasts) = (now, early_enough(now));
+        for (sent, answered) in entries.iter().rev() {
+            if run_lasts || run_sent.saturating_since(*sent) > gap {
+                break;
+            }
+            (run_sent, run_lasts) = (*sent, early_enough(*answered));
+        }
+        Some(Renewal {
+            in_time: now + renewal < suspend_at,
+            run_lasts,
+            anchor: entries
+                .partition_point(|(_, answered)| early_enough(*answered))
+                .checked_sub(1),
+        })
     }
 
     /// Whether `id` is the core's own `sync`.
@@ -443,6 +470,15 @@ impl Contact {
         }
         let bucket = touch_bound / 8;
         self.answered.push(sent.at, now, bucket);
+        // A standalone server's answers are never weighed against a later
+        // request's send (`latest_sent_answered_by`, which trims the history),
+        // and each answer proves its own send: the history before the run's
+        // anchor is of no further use, and would grow by every answer.
+        if self.confirmed_role() == Some(ServerRole::Standalone) {
+            if let Some(anchor) = self.renewal(config, now).and_then(|r| r.anchor) {
+                self.answered.entries.drain(..anchor);
+            }
+        }
         moved
     }
 

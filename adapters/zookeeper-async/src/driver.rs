@@ -52,17 +52,17 @@ pub(crate) struct State {
 impl Driver {
     /// Drain, wait, feed, until the user side is done.
     pub(crate) async fn run(mut self) {
+        let mut requests = Vec::new();
         loop {
-            while let Some(request) = self.link.poll_request() {
-                self.send(request);
-            }
-            if self.link.is_closed() {
+            let polled = self.link.poll(&mut requests);
+            requests.drain(..).for_each(|request| self.send(request));
+            if polled.closed {
                 // Rule 6: `Closed`, then closing the session deletes its nodes.
                 self.link
                     .handle_session(SessionEvent::Closed, Instant::now());
                 return glue::close(self.s.session.take().map(|s| s.zk)).await;
             }
-            let at = [self.link.poll_timeout(), self.next_check()]
+            let at = [polled.timeout, self.next_check()]
                 .into_iter()
                 .flatten()
                 .min();
@@ -74,7 +74,7 @@ impl Driver {
                 Some(Err(done)) => self.on_done(done, now),
                 None => {}
             }
-            if self.link.poll_timeout().is_some_and(|at| at <= now) {
+            if polled.timeout.is_some_and(|at| at <= now) {
                 self.link.handle_timeout(now);
             }
             self.check_connection(now);

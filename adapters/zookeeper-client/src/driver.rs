@@ -36,7 +36,7 @@ use futures::future::{abortable, AbortHandle, BoxFuture};
 use futures::stream::{BoxStream, FuturesUnordered};
 use futures::{FutureExt, StreamExt};
 use lock_client::Link;
-use lock_core::{Op, Reply, RequestId, SessionEvent, WatchKind, ZkError};
+use lock_core::{Op, Reply, Request, RequestId, SessionEvent, WatchKind, ZkError};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -66,6 +66,11 @@ enum Wake {
 /// its own that the server answers beside them). The thread waits, not the
 /// runtime: the check comes even while nothing drives the runtime.
 const SERVER_CHECK_DELAY: Duration = Duration::from_millis(100);
+
+/// At most this many wake-ups are fed before the requests they caused are sent:
+/// enough to take a burst of replies under one poll of the link, few enough
+/// that a steady stream of them does not hold those requests back.
+const BATCH: usize = 32;
 
 pub(crate) struct Driver {
     runtime: Arc<dyn Runtime>,
@@ -120,21 +125,40 @@ impl Driver {
         driver
     }
 
-    /// The driver task: drain, wait, feed, until the user side is done.
+    /// The driver task: poll, send, wait, feed, until the user side is done.
     pub(crate) async fn run(mut self) {
+        let mut requests = Vec::new();
         loop {
-            self.send_requests();
-            if self.link.is_closed() {
+            let polled = self.link.poll(&mut requests);
+            self.send_requests(&mut requests);
+            if polled.closed {
                 return self.shutdown().await;
             }
-            self.arm_timer();
-            match futures::future::poll_fn(|cx| self.poll_wake(cx)).await {
+            self.arm_timer(polled.timeout);
+            futures::future::poll_fn(|cx| self.feed_batch(cx)).await;
+        }
+    }
+
+    /// Feeds what woke the driver and whatever else is already at hand (up to
+    /// [`BATCH`]), so that one [`Link::poll`] answers them all; pending while
+    /// nothing is.
+    fn feed_batch(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        for fed in 0..BATCH {
+            let Poll::Ready(wake) = self.poll_wake(cx) else {
+                return if fed == 0 {
+                    Poll::Pending
+                } else {
+                    Poll::Ready(())
+                };
+            };
+            match wake {
                 Wake::Link => {}
                 Wake::Timer => self.link.handle_timeout(Instant::now()),
                 Wake::State(state) => self.on_state(state),
                 done => self.on_completion(done),
             }
         }
+        Poll::Ready(())
     }
 
     fn poll_wake(&mut self, cx: &mut Context<'_>) -> Poll<Wake> {
@@ -164,8 +188,8 @@ impl Driver {
     }
 
     /// Rule 2 of the link: send every request now, in the order polled.
-    fn send_requests(&mut self) {
-        while let Some(request) = self.link.poll_request() {
+    fn send_requests(&mut self, requests: &mut Vec<Request>) {
+        for request in requests.drain(..) {
             if let Op::RemoveWatch { path, .. } = &request.op {
                 // Dropping the watchers (once the aborted futures are polled) sends
                 // removeWatches, behind the requests already written; the core
@@ -203,8 +227,8 @@ impl Driver {
         }
     }
 
-    fn arm_timer(&mut self) {
-        match self.link.poll_timeout() {
+    fn arm_timer(&mut self, at: Option<Instant>) {
+        match at {
             None => self.timer = None,
             Some(at) if self.timer.as_ref().map(|(t, _)| *t) != Some(at) => {
                 self.timer = Some((at, self.runtime.sleep_until(at)));

@@ -3,7 +3,7 @@
 //!
 //! Calling order: the state's drain `push`es each request the core put out;
 //! handles `mark` the link after a change it must see (a request, a timer, a
-//! close); the link takes `poll_wake` / `take_marked`, then `pop`s every
+//! close); the link takes `poll_wake` / `take_marked`, then `drain`s every
 //! request in order. `reset` when the link is gone.
 
 use lock_core::Request;
@@ -51,9 +51,9 @@ impl LinkIo {
 
     // Outputs.
 
-    /// The next request, in the order the core put them out.
-    pub(crate) fn pop(&mut self) -> Option<Request> {
-        self.requests.pop_front()
+    /// Every request queued, in the order the core put them out.
+    pub(crate) fn drain(&mut self) -> impl Iterator<Item = Request> + '_ {
+        self.requests.drain(..)
     }
 
     /// Whether the link was marked (clearing the mark).
@@ -91,7 +91,7 @@ mod tests {
     fn requests_come_out_in_the_order_they_went_in() {
         let mut io = LinkIo::default();
         (1..=3).for_each(|id| io.push(request(id)));
-        let ids: Vec<_> = std::iter::from_fn(|| io.pop()).map(|r| r.id.0).collect();
+        let ids: Vec<_> = io.drain().map(|r| r.id.0).collect();
         assert_eq!(ids, [1, 2, 3]);
     }
 
@@ -114,7 +114,7 @@ mod tests {
         io.push(request(1));
         assert!(io.poll_marked(&waker).is_pending());
         io.reset();
-        assert!(io.pop().is_none());
+        assert!(io.drain().next().is_none());
         assert!(io.mark().is_none(), "no waker kept for a link that is gone");
     }
 }

@@ -64,7 +64,9 @@ pub(super) fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> 
 }
 
 pub(super) fn requests(link: &mut Link) -> Vec<Request> {
-    std::iter::from_fn(|| link.poll_request()).collect()
+    let mut requests = Vec::new();
+    let _ = link.poll(&mut requests);
+    requests
 }
 
 /// Plays the server for an uncontended acquisition.

@@ -43,7 +43,9 @@ impl Binding {
         let Some(link) = self.link.as_mut() else {
             return;
         };
-        while let Some(request) = link.poll_request() {
+        let mut requests = Vec::new();
+        let _ = link.poll(&mut requests);
+        for request in requests {
             assert!(
                 self.last_sent < Some(request.id),
                 "requests handed out in the core's order, each once"

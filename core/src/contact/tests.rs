@@ -101,6 +101,21 @@ fn the_history_stays_small_under_many_answers() {
 }
 
 #[test]
+fn a_standalone_servers_history_stays_small_under_many_answers() {
+    let config = config();
+    let mut c = Contact::default();
+    c.on_connected(ms(0));
+    c.on_server_learned(ServerRole::Standalone, ms(0));
+    for i in 0..10_000u64 {
+        answer(&mut c, i, &read(), i, i + 1);
+    }
+    let kept = c.answered.entries.len();
+    assert!(kept < 100, "{kept} answers kept");
+    // What was dropped was not needed: the long run still makes a grant last.
+    assert!(c.lasts_until_renewed(&config, ms(10_001)));
+}
+
+#[test]
 fn off_without_a_sync_interval() {
     let config = Config::new(Duration::from_secs(3), 0);
     let mut c = Contact::default();

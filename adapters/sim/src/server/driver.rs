@@ -12,6 +12,7 @@ use std::time::Instant;
 
 pub(crate) fn run(server: Arc<Mutex<ServerState>>, key: u64, mut link: Link) {
     let lock = || server.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut requests = Vec::new();
     loop {
         let now = Instant::now();
         let (deliveries, wake_at) = lock().take(key, now);
@@ -22,22 +23,29 @@ pub(crate) fn run(server: Arc<Mutex<ServerState>>, key: u64, mut link: Link) {
                 Delivery::Reply(id, result) => link.handle_reply(id, result, now),
             }
         }
-        while let Some(request) = link.poll_request() {
-            let Some((own, result)) = lock().apply(key, request.id, &request.op) else {
-                continue; // held: delivered (or lost) later
-            };
-            let now = Instant::now();
-            for (path, kind) in own {
-                link.handle_watch(path, kind, now);
+        // Answered at once, a request's reply may ask for more: poll until none.
+        let polled = loop {
+            let polled = link.poll(&mut requests);
+            if requests.is_empty() {
+                break polled;
             }
-            link.handle_reply(request.id, result, now);
-        }
-        if link.is_closed() {
+            for request in requests.drain(..) {
+                let Some((own, result)) = lock().apply(key, request.id, &request.op) else {
+                    continue; // held: delivered (or lost) later
+                };
+                let now = Instant::now();
+                for (path, kind) in own {
+                    link.handle_watch(path, kind, now);
+                }
+                link.handle_reply(request.id, result, now);
+            }
+        };
+        if polled.closed {
             lock().detach(key);
             link.handle_session(SessionEvent::Closed, Instant::now());
             return;
         }
-        let timer = link.poll_timeout();
+        let timer = polled.timeout;
         if timer.is_some_and(|at| at <= Instant::now()) {
             link.handle_timeout(Instant::now());
             continue;

@@ -116,6 +116,9 @@ pub(crate) struct UserClient {
     /// Revocations, inspections, deadlock scans and election observers.
     queries: Queries,
     out: VecDeque<Drained>,
+    /// What the link last handed over: requests not passed on yet, the timer.
+    requests: VecDeque<Request>,
+    timeout: Option<Instant>,
     /// The waker of probes and of `wait_idle`.
     probe: Waker,
     /// Whether to note the user's polls for the trace.
@@ -138,6 +141,8 @@ impl UserClient {
             sides: Sides::default(),
             queries: Queries::default(),
             out: VecDeque::new(),
+            requests: VecDeque::new(),
+            timeout: None,
             probe: Waker::from(Arc::new(WakeFlag::default())),
             trace: false,
         };
@@ -181,9 +186,10 @@ impl ClientCore for UserClient {
         self.link.handle_timeout(at);
     }
 
+    /// As of the last [`poll_output`](ClientCore::poll_output): the scheduler
+    /// drains after every input.
     fn poll_timeout(&self) -> Option<Timestamp> {
-        self.link
-            .poll_timeout()
+        self.timeout
             .map(|at| Timestamp::from_duration(at.saturating_duration_since(self.clock.zero)))
     }
 
@@ -209,7 +215,10 @@ impl ClientCore for UserClient {
         self.set_now(now);
         self.trace = trace;
         loop {
-            if let Some(request) = self.link.poll_request() {
+            if self.requests.is_empty() {
+                self.timeout = self.link.poll(&mut self.requests).timeout;
+            }
+            if let Some(request) = self.requests.pop_front() {
                 return Some(Drained::Request(request));
             }
             if let Some(out) = self.out.pop_front() {

@@ -149,7 +149,7 @@ impl Driver {
             self.fail_connect(self.no_session(attempts));
             return;
         }
-        if self.link.poll_timeout().is_some_and(|due| due <= now) {
+        if self.link_timeout.is_some_and(|due| due <= now) {
             self.link.handle_timeout(now);
             self.drain();
         }
@@ -220,7 +220,7 @@ impl Driver {
     pub(super) fn next_deadline(&self) -> Option<Instant> {
         let t = self.timing;
         let l = &self.conn;
-        let mut next: Option<Instant> = self.link.poll_timeout();
+        let mut next: Option<Instant> = self.link_timeout;
         let mut at = |i: Instant| next = Some(next.map_or(i, |n| n.min(i)));
         if !self.ever_connected {
             at(self.connect_deadline);

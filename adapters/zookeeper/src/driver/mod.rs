@@ -267,6 +267,9 @@ pub(crate) struct Driver {
     rng: u64,
     /// Stop (the first connection failed).
     stop: bool,
+    /// When the link's timer is due, and whether it must close: as last polled.
+    link_timeout: Option<Instant>,
+    closed: bool,
 }
 
 /// The link's waker for a thread blocked on the channel.
@@ -308,6 +311,8 @@ impl Driver {
             counters,
             next_internal: 0,
             stop: false,
+            link_timeout: None,
+            closed: false,
         }
     }
 
@@ -333,10 +338,10 @@ impl Driver {
                 .poll_wake(&mut Context::from_waker(&waker))
                 .is_ready()
             {}
-            if self.stop || self.link.is_closed() {
+            self.drain();
+            if self.stop || self.closed {
                 return self.shutdown();
             }
-            self.drain();
             self.pump();
         }
     }
@@ -347,11 +352,11 @@ impl Driver {
         self.drain();
     }
 
-    /// Rule 2 of the link: take every request, in order; `pump` issues them.
+    /// Rule 2 of the link: take every request, in order (`pump` issues them),
+    /// and what the link says of the timer and of closing.
     fn drain(&mut self) {
-        while let Some(request) = self.link.poll_request() {
-            self.conn.queue.push_back(request);
-        }
+        let polled = self.link.poll(&mut self.conn.queue);
+        (self.link_timeout, self.closed) = (polled.timeout, polled.closed);
     }
 
     fn on_msg(&mut self, msg: Msg) {
