@@ -151,6 +151,11 @@ impl Node {
 
     // Getters.
 
+    /// The directory our node is created in.
+    pub(super) fn dir(&self) -> &str {
+        split_parent(&self.create_path).0
+    }
+
     /// The full path of our node, once known.
     pub(super) fn path(&self) -> Option<&str> {
         self.own.as_ref().map(|o| o.path.as_str())
@@ -330,7 +335,7 @@ impl Node {
         if self.parent_tries > cx.config.max_parent_retries {
             return false;
         }
-        let dir = split_parent(&self.create_path).0.to_owned();
+        let dir = self.dir().to_owned();
         let mut dirs = ancestors(&dir);
         dirs.push(dir);
         for dir in dirs {
@@ -344,7 +349,7 @@ impl Node {
         true
     }
 
-    /// A listing of our directory `dir` found `mine` (our nodes: sequence,
+    /// A listing of our directory found `mine` (our nodes: sequence,
     /// name). More than one of ours means a create was retried after a
     /// connection loss although the first one had been applied: keeps our known
     /// node (else the oldest) and deletes the others; in `cleanup` everything
@@ -353,7 +358,6 @@ impl Node {
         &mut self,
         cx: &mut Ctx,
         id: LockId,
-        dir: &str,
         mut mine: Vec<(i32, String)>,
         cleanup: bool,
     ) -> Option<(i32, String)> {
@@ -376,7 +380,7 @@ impl Node {
             let spare = if cleanup {
                 let known = self.own.as_ref().and_then(|o| {
                     o.path
-                        .strip_prefix(dir)
+                        .strip_prefix(self.dir())
                         .and_then(|rest| rest.strip_prefix('/'))
                 });
                 known != Some(name.as_str())
@@ -384,27 +388,21 @@ impl Node {
                 Some(i) != keep
             };
             if spare {
-                self.delete_extra(cx, id, format!("{dir}/{name}"));
+                let path = format!("{}/{name}", self.dir());
+                self.delete_extra(cx, id, path);
             }
         }
         keep.map(|keep| mine.swap_remove(keep))
     }
 
-    /// A listing of `dir` showed our node `name` (sequence `seq`): adopted if
+    /// A listing of our directory showed our node `name` (sequence `seq`): adopted if
     /// not known yet. Returns whether our create is still in flight (a binding
     /// may hand us the listing before the create's reply, although the server
     /// answered the create first: that reply, right behind, brings our node's
     /// stat).
-    pub(super) fn adopt(
-        &mut self,
-        cx: &mut Ctx,
-        id: LockId,
-        dir: &str,
-        seq: i32,
-        name: &str,
-    ) -> bool {
+    pub(super) fn adopt(&mut self, cx: &mut Ctx, id: LockId, seq: i32, name: &str) -> bool {
         if self.own.is_none() {
-            let path = format!("{dir}/{name}");
+            let path = format!("{}/{name}", self.dir());
             cx.progress(id, Progress::Created { node: path.clone() });
             self.own = Some(OwnNode {
                 path,

@@ -470,13 +470,6 @@ impl Queue {
             place
         })
     }
-
-    /// The acquisition ended: nothing of the queue matters any more.
-    pub(super) fn clear(&mut self) {
-        self.forget();
-        self.lower = Vec::new();
-        self.reported = None;
-    }
 }
 
 #[cfg(test)]
