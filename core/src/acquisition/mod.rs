@@ -261,7 +261,7 @@ impl Acquisition {
     /// The node we hold, for our owner's chases.
     pub(crate) fn held_node(&self) -> Option<(&str, &str)> {
         match self.state {
-            State::Held => Some((self.spec.owner.as_deref()?, self.node.path()?)),
+            State::Held => Some((self.spec.rare().owner.as_deref()?, self.node.path()?)),
             _ => None,
         }
     }

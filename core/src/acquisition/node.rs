@@ -316,7 +316,11 @@ impl Node {
     pub(super) fn send_create(&mut self, cx: &mut Ctx, id: LockId, spec: &LockSpec) -> bool {
         let op = Op::Create {
             path: self.create_path.clone(),
-            data: crate::owner::node_data(spec.scheme, spec.owner.as_deref(), &spec.data),
+            data: crate::owner::node_data(
+                spec.scheme,
+                spec.rare().owner.as_deref(),
+                &spec.rare().data,
+            ),
             mode: CreateMode::EphemeralSequential,
         };
         match cx.send(id, Purpose::CreateNode, op) {

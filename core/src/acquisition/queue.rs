@@ -336,7 +336,7 @@ impl Queue {
             // and us: that writer waits for our owner, we would wait for it.
             return Err(FailReason::SelfDeadlock {
                 path: spec.path.clone(),
-                owner: spec.owner.clone().unwrap_or_default(),
+                owner: spec.rare().owner.clone().unwrap_or_default(),
                 held: NodeKind::Write,
             });
         }

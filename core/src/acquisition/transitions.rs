@@ -79,7 +79,7 @@ impl Acquisition {
         self.sections_and_writes.granted(cx.now);
         self.detection.stop(cx, self.id);
         cx.timers.cancel(self.id, TimerKind::Deadline);
-        if let Some(max_hold) = self.spec.max_hold {
+        if let Some(max_hold) = self.spec.rare().max_hold {
             cx.timers.set(self.id, TimerKind::Lease, cx.now + max_hold);
         }
         cx.stats.acquired += 1;
@@ -311,8 +311,11 @@ impl Acquisition {
             CreateOutcome::Created { stat } => {
                 if let Some(stat) = &stat {
                     let spec = &self.spec;
-                    let data =
-                        crate::owner::node_data(spec.scheme, spec.owner.as_deref(), &spec.data);
+                    let data = crate::owner::node_data(
+                        spec.scheme,
+                        spec.rare().owner.as_deref(),
+                        &spec.rare().data,
+                    );
                     self.detection.node_created(spec, data, stat);
                 }
                 match self.state {
