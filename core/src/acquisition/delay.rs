@@ -166,7 +166,13 @@ impl Delay {
         cx.stats.lock_delays += 1;
         if let Some(own) = identity.node {
             let node = own.path.clone();
-            cx.progress(identity.id, Progress::LockDelay { node, until });
+            cx.progress(
+                identity.id,
+                Progress::LockDelay {
+                    node: node.to_string(),
+                    until,
+                },
+            );
         }
         DelayOutcome::Grant
     }
@@ -211,7 +217,7 @@ impl Delay {
             return;
         };
         let check = MultiOp::Check {
-            path: own.path.clone(),
+            path: own.path.to_string(),
             version: None,
         };
         let marker = MultiOp::put_persistent(

@@ -69,7 +69,7 @@ impl Parts {
         }
         Some((
             identity.spec.rare().owner.as_deref()?,
-            identity.node?.path.clone(),
+            identity.node?.path.to_string(),
         ))
     }
 
@@ -178,7 +178,7 @@ impl Parts {
         let chase = Chase::start(
             cx,
             identity.id,
-            own.path.clone(),
+            own.path.to_string(),
             owner.clone(),
             self.owner_held.clone(),
         );
@@ -363,7 +363,7 @@ mod tests {
 
     fn node() -> OwnNode {
         OwnNode {
-            path: format!("/l/zkl-{:032x}-write-0000000002", 7),
+            path: format!("/l/zkl-{:032x}-write-0000000002", 7).into(),
             seq: 2,
             stat: None,
         }
@@ -421,7 +421,7 @@ mod tests {
         );
         assert_eq!(
             detection.published_wait(true, identity),
-            Some(("w1", own.path.clone()))
+            Some(("w1", own.path.to_string()))
         );
         assert_eq!(detection.published_wait(false, identity), None);
         // A reply that is not the chase's changes nothing.

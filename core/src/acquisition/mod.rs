@@ -420,7 +420,7 @@ impl Acquisition {
 
     /// A watch fired somewhere; react if it concerns us.
     pub(crate) fn on_watch(&mut self, cx: &mut Ctx, path: &str, kind: WatchKind) {
-        if self.node.own.as_ref().is_some_and(|o| o.path == path) {
+        if self.node.own.as_ref().is_some_and(|o| &*o.path == path) {
             // While disconnected, a late firing may stem from a session expiry we have
             // not heard of yet: the check after the reconnect gives the true reason.
             if matches!(self.state, State::Cleanup | State::Done) || !cx.connected {

@@ -13,6 +13,7 @@ use crate::path::{ancestors, split_parent};
 use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, Stat, ZkError};
 use crate::requests::Purpose;
 use crate::spec::LockSpec;
+use std::sync::Arc;
 
 /// Data a holder finds in its own node when someone asks it to let go: Curator's
 /// revocation marker and the ZooKeeper recipe's `unlock`.
@@ -69,7 +70,9 @@ pub(super) enum DeleteOutcome {
 /// Our node (or lease node): its path, its sequence and, once read, its stat.
 #[derive(Clone, Debug)]
 pub(super) struct OwnNode {
-    pub(super) path: String,
+    /// Shared with the grant, and with the session's watch index while our
+    /// node is watched: one allocation for the path however many hold it.
+    pub(super) path: Arc<str>,
     pub(super) seq: i32,
     pub(super) stat: Option<NodeStat>,
 }
@@ -158,7 +161,7 @@ impl Node {
 
     /// The full path of our node, once known.
     pub(super) fn path(&self) -> Option<&str> {
-        self.own.as_ref().map(|o| o.path.as_str())
+        self.own.as_ref().map(|o| &*o.path)
     }
 
     /// Whether a read of our node is in flight.
@@ -205,7 +208,7 @@ impl Node {
                 self.create = Create::Done;
                 cx.progress(id, Progress::Created { node: path.clone() });
                 let own = OwnNode {
-                    path,
+                    path: path.into(),
                     seq,
                     stat: stat.map(NodeStat::from),
                 };
@@ -409,7 +412,7 @@ impl Node {
             let path = format!("{}/{name}", self.dir());
             cx.progress(id, Progress::Created { node: path.clone() });
             self.own = Some(OwnNode {
-                path,
+                path: path.into(),
                 seq,
                 stat: None,
             });
@@ -433,10 +436,10 @@ impl Node {
     pub(super) fn send_read(&mut self, cx: &mut Ctx, id: LockId, watch: bool) {
         let Some(own) = &self.own else { return };
         let op = Op::GetData {
-            path: own.path.clone(),
+            path: own.path.to_string(),
             watch,
         };
-        let sent = self.own_read.send(cx, id, Purpose::OwnData, op);
+        let sent = (self.own_read).send_watching(cx, id, Purpose::OwnData, op, &own.path);
         self.own_watched |= watch && sent;
     }
 
@@ -476,7 +479,7 @@ impl Node {
                 })
                 .collect();
             ops.push(MultiOp::Delete {
-                path: own.path.clone(),
+                path: own.path.to_string(),
                 version: None,
             });
             Op::Multi(ops)
@@ -516,7 +519,7 @@ impl Node {
             if self.own_watched {
                 cx.watches.remove(id, &mutex.path);
             }
-            self.delete_extra(cx, id, mutex.path);
+            self.delete_extra(cx, id, mutex.path.to_string());
         }
         self.unwatch();
         self.own = Some(lease);

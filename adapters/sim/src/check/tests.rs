@@ -43,7 +43,7 @@ impl Fixture {
             .unwrap();
         let grant = Grant {
             sequence: parse_name(path.rsplit('/').next().unwrap()).unwrap().seq,
-            path,
+            path: path.into(),
             token: FencingToken(stat.czxid),
             session_id: s,
             previous_holder_crashed: false,
@@ -136,7 +136,7 @@ fn tokens_must_increase() {
     f.event(a, LockEvent::Released).unwrap();
     let grant = Grant {
         sequence: 0,
-        path: pb,
+        path: pb.into(),
         token: FencingToken(sb.czxid),
         session_id: s,
         previous_holder_crashed: false,
