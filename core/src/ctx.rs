@@ -14,6 +14,7 @@ use crate::time::Timestamp;
 use crate::timers::Timers;
 use crate::watches::WatchIndex;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// Everything a task may touch besides itself.
 pub(crate) struct Ctx<'a> {
@@ -33,6 +34,18 @@ impl Ctx<'_> {
     /// Queues a request, or does nothing while disconnected: recovery after the
     /// reconnect re-derives every request from the acquisition's state.
     pub(crate) fn send(&mut self, lock: LockId, purpose: Purpose, op: Op) -> Option<RequestId> {
+        self.send_watching(lock, purpose, op, None)
+    }
+
+    /// As [`send`](Self::send); a watch `op` leaves is indexed under `shared`
+    /// (its path, already allocated) rather than a copy of the path.
+    pub(crate) fn send_watching(
+        &mut self,
+        lock: LockId,
+        purpose: Purpose,
+        op: Op,
+        shared: Option<&Arc<str>>,
+    ) -> Option<RequestId> {
         if !self.connected {
             return None;
         }
@@ -41,7 +54,7 @@ impl Ctx<'_> {
         self.contact.on_sent(self.config, id, &op, self.now);
         match &op {
             Op::GetData { path, watch: true } | Op::WatchChildren { path } => {
-                self.watches.add(lock, path)
+                self.watches.add(lock, path, shared)
             }
             _ => {}
         }
@@ -99,6 +112,19 @@ impl InFlight {
     /// disconnected).
     pub(crate) fn send(&mut self, cx: &mut Ctx, lock: LockId, purpose: Purpose, op: Op) -> bool {
         self.0 = cx.send(lock, purpose, op).map_or(0, |id| id.0);
+        self.is_pending()
+    }
+
+    /// As [`send`](Self::send), with [`Ctx::send_watching`]'s `shared` path.
+    pub(crate) fn send_watching(
+        &mut self,
+        cx: &mut Ctx,
+        lock: LockId,
+        purpose: Purpose,
+        op: Op,
+        shared: &Arc<str>,
+    ) -> bool {
+        self.0 = (cx.send_watching(lock, purpose, op, Some(shared))).map_or(0, |id| id.0);
         self.is_pending()
     }
 

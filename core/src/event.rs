@@ -7,8 +7,9 @@ use crate::proto::{MultiResult, ZkError};
 /// What a successful acquisition holds.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Grant {
-    /// Full path of our lock node.
-    pub path: String,
+    /// Full path of our lock node (shared with the session, which keeps it
+    /// while the lock is held).
+    pub path: std::sync::Arc<str>,
     /// The fencing token (czxid of our node).
     pub token: FencingToken,
     /// The server-assigned sequence number of our node.

@@ -73,20 +73,39 @@ pub struct LockSpec {
     pub(crate) path: String,
     pub(crate) recipe: Recipe,
     pub(crate) scheme: NameScheme,
-    pub(crate) data: Vec<u8>,
-    pub(crate) deadline: Option<Timestamp>,
     pub(crate) wait: bool,
     pub(crate) revocable: bool,
     pub(crate) detect_crashes: bool,
     pub(crate) watch_node: bool,
-    pub(crate) max_hold: Option<Duration>,
     /// A half of a read/write lock rather than a mutex (Curator names the two
     /// recipes' exclusive nodes differently).
     pub(crate) rwlock: bool,
+    /// What few specs set, boxed (`None`: all unset): the session keeps a spec
+    /// per held lock, and these take 112 bytes.
+    rare: Option<Box<Rare>>,
+}
+
+/// The fields of a [`LockSpec`] that few acquisitions set (read through
+/// [`LockSpec::rare`]).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(crate) struct Rare {
+    pub(crate) data: Vec<u8>,
+    pub(crate) deadline: Option<Timestamp>,
+    pub(crate) max_hold: Option<Duration>,
     pub(crate) owner: Option<String>,
     pub(crate) detect_after: Option<Duration>,
     pub(crate) lock_delay: Option<Duration>,
 }
+
+/// A spec's [`Rare`] fields when none is set.
+static UNSET: Rare = Rare {
+    data: Vec::new(),
+    deadline: None,
+    max_hold: None,
+    owner: None,
+    detect_after: None,
+    lock_delay: None,
+};
 
 impl LockSpec {
     fn new(path: impl Into<String>, recipe: Recipe) -> Self {
@@ -94,18 +113,22 @@ impl LockSpec {
             path: path.into(),
             recipe,
             scheme: NameScheme::Native,
-            data: Vec::new(),
-            deadline: None,
             wait: true,
             revocable: false,
             detect_crashes: false,
             watch_node: false,
-            max_hold: None,
             rwlock: false,
-            owner: None,
-            detect_after: None,
-            lock_delay: None,
+            rare: None,
         }
+    }
+
+    /// The fields few specs set.
+    pub(crate) fn rare(&self) -> &Rare {
+        self.rare.as_deref().unwrap_or(&UNSET)
+    }
+
+    fn rare_mut(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(|| Box::new(UNSET.clone()))
     }
 
     /// The write (exclusive) half of a read/write lock on `path`.
@@ -162,13 +185,13 @@ impl LockSpec {
 
     /// Stores `data` in the participant node.
     pub fn data(mut self, data: impl Into<Vec<u8>>) -> Self {
-        self.data = data.into();
+        self.rare_mut().data = data.into();
         self
     }
 
     /// Gives up with [`FailReason::Timeout`](crate::FailReason::Timeout) if not held by `deadline`.
     pub fn deadline(mut self, deadline: Timestamp) -> Self {
-        self.deadline = Some(deadline);
+        self.rare_mut().deadline = Some(deadline);
         self
     }
 
@@ -232,14 +255,14 @@ impl LockSpec {
     /// Exclusive recipes only (write / exclusive, leader): shared holders would
     /// need a marker each.
     pub fn lock_delay(mut self, delay: Duration) -> Self {
-        self.lock_delay = (!delay.is_zero()).then_some(delay);
+        self.rare_mut().lock_delay = (!delay.is_zero()).then_some(delay);
         self
     }
 
     /// The lock-delay set with [`LockSpec::lock_delay`], if any (a zero delay is
     /// none).
     pub fn lock_delay_duration(&self) -> Option<Duration> {
-        self.lock_delay
+        self.rare().lock_delay
     }
 
     /// Keeps a watch on our node while held, so an administrator deleting it ends
@@ -266,7 +289,7 @@ impl LockSpec {
     /// A lease: once held for `max_hold`, the lock is reported
     /// [`Lost(LeaseExpired)`](crate::LostReason::LeaseExpired) and its node deleted.
     pub fn max_hold(mut self, max_hold: Duration) -> Self {
-        self.max_hold = Some(max_hold);
+        self.rare_mut().max_hold = Some(max_hold);
         self
     }
 
@@ -279,7 +302,7 @@ impl LockSpec {
     /// write half, is allowed: see [`LockSpec::read`]). Without an owner, no such check is made: two tasks sharing
     /// a session may well contend for one path.
     pub fn owner(mut self, owner: impl Into<String>) -> Self {
-        self.owner = Some(owner.into());
+        self.rare_mut().owner = Some(owner.into());
         self
     }
 
@@ -294,18 +317,18 @@ impl LockSpec {
     /// identifier; such a node's waits are inferred, see
     /// [`deadlock`](crate::deadlock)).
     pub fn detect_deadlocks(mut self, after: Duration) -> Self {
-        self.detect_after = Some(after);
+        self.rare_mut().detect_after = Some(after);
         self
     }
 
     /// The deadlock detection delay, if detection is on.
     pub fn detect_after(&self) -> Option<Duration> {
-        self.detect_after
+        self.rare().detect_after
     }
 
     /// The owner, if one was given.
     pub fn owner_id(&self) -> Option<&str> {
-        self.owner.as_deref()
+        self.rare().owner.as_deref()
     }
 
     /// Whether this is a half of a read/write lock ([`LockSpec::read`],

@@ -83,12 +83,13 @@ impl<T: PartialEq> Few<T> {
 }
 
 impl WatchIndex {
-    /// `lock` sent a request that leaves a watch on `path`.
-    pub(crate) fn add(&mut self, lock: LockId, path: &str) {
+    /// `lock` sent a request that leaves a watch on `path` (`shared`: the
+    /// path as its owner keeps it, kept here rather than a copy).
+    pub(crate) fn add(&mut self, lock: LockId, path: &str, shared: Option<&Arc<str>>) {
         // The path's one allocation, shared with the reverse map.
         let shared: Arc<str> = match self.by_path.get_key_value(path) {
             Some((key, _)) => key.clone(),
-            None => Arc::from(path),
+            None => shared.cloned().unwrap_or_else(|| Arc::from(path)),
         };
         match self.by_path.get_mut(path) {
             Some(locks) => locks.insert(lock, |ids, id| ids.partition_point(|x| x < id)),
@@ -173,14 +174,18 @@ mod tests {
     #[test]
     fn a_firing_reaches_only_the_tasks_that_watch_its_path_once() {
         let mut w = WatchIndex::default();
-        w.add(LockId(1), "/l/a");
-        w.add(LockId(2), "/l/b");
-        w.add(LockId(3), "/l/a");
+        // A path its owner keeps is kept, not copied (both maps share it).
+        let shared: Arc<str> = Arc::from("/l/a");
+        w.add(LockId(1), "/l/a", Some(&shared));
+        assert_eq!(Arc::strong_count(&shared), 3);
+        w.add(LockId(2), "/l/b", None);
+        w.add(LockId(3), "/l/a", None);
         assert_eq!(w.take("/l/a"), vec![LockId(1), LockId(3)]);
+        assert_eq!(Arc::strong_count(&shared), 1);
         assert_eq!(w.take("/l/a"), Vec::<LockId>::new(), "one-shot");
         // Removing one task's interest leaves the others'.
-        w.add(LockId(1), "/l/c");
-        w.add(LockId(2), "/l/c");
+        w.add(LockId(1), "/l/c", None);
+        w.add(LockId(2), "/l/c", None);
         assert!(!w.remove(LockId(1), "/l/c"), "task 2 still watches");
         assert!(w.remove(LockId(2), "/l/c"));
         assert_eq!(w.take("/l/c"), Vec::<LockId>::new());
@@ -195,11 +200,11 @@ mod tests {
         let mut w = WatchIndex::default();
         // A waiter watches its own node and its blocker; a second task shares
         // the blocker (both wait behind it).
-        w.add(LockId(5), "/l/own");
-        w.add(LockId(5), "/l/blocker");
-        w.add(LockId(5), "/l/blocker");
-        w.add(LockId(2), "/l/blocker");
-        w.add(LockId(9), "/l/blocker");
+        w.add(LockId(5), "/l/own", None);
+        w.add(LockId(5), "/l/blocker", None);
+        w.add(LockId(5), "/l/blocker", None);
+        w.add(LockId(2), "/l/blocker", None);
+        w.add(LockId(9), "/l/blocker", None);
         assert_eq!(w.len(), 2);
         // Removing one task's interest in the shared path leaves the others'.
         assert!(!w.remove(LockId(9), "/l/blocker"));
@@ -209,7 +214,7 @@ mod tests {
             "oldest first"
         );
         // Task 5 keeps its other path; forgetting it clears everything.
-        w.add(LockId(5), "/l/third");
+        w.add(LockId(5), "/l/third", None);
         w.forget_lock(LockId(5));
         assert_eq!(w.len(), 0);
         assert_eq!(w.take("/l/own"), Vec::<LockId>::new());

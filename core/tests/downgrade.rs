@@ -20,7 +20,7 @@ fn the_write_holder_takes_the_read_half_at_its_first_listing_and_keeps_it_after_
     let (read, r) = h.served_acquire(LockSpec::read("/rw").owner("t"));
     let events = h.take_events();
     assert!(
-        matches!(&events[..], [LockEvent::Acquired(g)] if g.path == r),
+        matches!(&events[..], [LockEvent::Acquired(g)] if *g.path == r),
         "{events:?}"
     );
     assert!(h.watched().is_empty(), "no watch on our own write");

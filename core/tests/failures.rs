@@ -172,7 +172,7 @@ fn create_lost_with_the_connection_adopts_the_node_found_by_attempt_id() {
     let served = h.serve();
     let node = h.ours("/c")[0].clone();
     let g = h.acquired();
-    assert_eq!(g.path, node);
+    assert_eq!(&*g.path, node);
     assert!(
         !served.iter().any(|r| matches!(r.op, Op::Create { .. })),
         "adopted, not created again"
@@ -208,7 +208,7 @@ fn duplicate_nodes_of_one_attempt_are_deleted_keeping_the_oldest() {
     assert!(ops(&h.serve()).contains(&delete_of(newest)));
     assert!(h.exists(oldest) && !h.exists(newest));
     let g = h.acquired();
-    assert_eq!(g.path, *oldest);
+    assert_eq!(&*g.path, *oldest);
 }
 
 #[test]
@@ -358,7 +358,7 @@ fn a_listing_handed_over_before_its_create_reply_costs_no_extra_read() {
     h.reply(create.id, created);
     let events = h.take_events();
     assert!(
-        matches!(&events[..], [LockEvent::Acquired(g)] if g.token == FencingToken(stat.czxid) && g.path == node),
+        matches!(&events[..], [LockEvent::Acquired(g)] if g.token == FencingToken(stat.czxid) && *g.path == node),
         "{events:?}"
     );
     assert!(h.no_requests());

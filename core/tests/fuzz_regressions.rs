@@ -144,7 +144,7 @@ fn a_late_deletion_notice_while_disconnected_does_not_grant() {
     // The listing decides (the stat is known from the create: no read needed).
     assert!(matches!(h.serve()[0].op, Op::GetChildren { .. }));
     let g = h.acquired();
-    assert_eq!(g.path, node);
+    assert_eq!(&*g.path, node);
 }
 
 /// fuzz `simulation`: "WriterBesideHolder: c1 lock2 (Semaphore { permits: 3 }) acquired
@@ -167,7 +167,7 @@ fn a_semaphore_does_not_hold_beside_a_lower_writer() {
     );
     h.delete_node(&w);
     let g = h.acquired();
-    assert_eq!(g.path, node);
+    assert_eq!(&*g.path, node);
 }
 
 /// fuzz `session`: "lock2 waits at rest but nothing blocks it". A watch firing of
@@ -193,5 +193,5 @@ fn a_spurious_firing_on_a_watched_blocker_does_not_lose_its_deletion() {
     // ...so the deletion reaches the waiter.
     h.delete_node(&peer);
     let g = h.acquired();
-    assert_eq!(g.path, node);
+    assert_eq!(&*g.path, node);
 }

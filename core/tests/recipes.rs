@@ -18,7 +18,7 @@ fn uncontended_write_is_one_round_trip_and_token_is_czxid() {
     let czxid = h.zk().model.stat(&node).unwrap().czxid;
     match &h.take_events()[..] {
         [LockEvent::Acquired(g)] => {
-            assert_eq!(g.path, node);
+            assert_eq!(&*g.path, node);
             assert_eq!(g.token, FencingToken(czxid));
             assert_eq!(g.sequence, 0);
             assert_eq!(g.session_id, h.sid);

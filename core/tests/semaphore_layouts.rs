@@ -63,7 +63,7 @@ fn curator_layout_queues_in_locks_and_holds_a_lease() {
     let czxid = h.zk().model.stat(&lease).unwrap().czxid;
     match &h.take_events()[..] {
         [LockEvent::Acquired(g)] => {
-            assert_eq!(g.path, lease);
+            assert_eq!(&*g.path, lease);
             assert_eq!(g.sequence, 1);
             assert_eq!(g.token, FencingToken(czxid));
         }
@@ -153,7 +153,7 @@ fn kazoo_layout_checks_the_count_then_counts_before_creating() {
         attempt
     );
     let g = h.acquired();
-    assert_eq!(g.path, lease);
+    assert_eq!(&*g.path, lease);
     assert_eq!(served[2], delete_of(&mutex));
 }
 
@@ -210,7 +210,7 @@ fn a_reconnect_in_the_lease_step_finds_the_lease_again() {
     assert!(h.take_events().is_empty());
     assert!(matches!(&ops(&h.serve())[..], [Op::GetData { path, .. }] if *path == lease));
     let g = h.acquired();
-    assert_eq!(g.path, lease);
+    assert_eq!(&*g.path, lease);
 }
 
 #[test]

@@ -121,7 +121,7 @@ fn reconnected_holder_whose_node_is_gone_is_lost() {
     for profile in PROFILES {
         let mut sim = sim(13);
         let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK));
-        let node = sim.grant(a, la).unwrap().path;
+        let node = sim.grant(a, la).unwrap().path.to_string();
         sim.partition(a, T / 2);
         sim.run_until(|s| !s.holds(a, la)).unwrap();
         // While it is away, an administrator deletes its node: the waiter moves up.
@@ -177,7 +177,7 @@ fn suspended_too_long_is_lost_and_the_stale_node_deleted() {
         sim.settle().unwrap();
         let lb = sim.acquire(b, LockSpec::write(LOCK)).unwrap();
         sim.settle().unwrap();
-        let stale = sim.grant(a, la).unwrap().path;
+        let stale = sim.grant(a, la).unwrap().path.to_string();
         let session = sim.session_id(a);
         // Down for more than the grace but less than the session timeout.
         sim.disconnect(a);
@@ -358,7 +358,7 @@ fn own_node_deleted_fails_the_waiter_and_loses_the_holder() {
             "{profile:?}"
         );
         // The holder's node goes: lost, and the next waiter (c) moves up.
-        let na = sim.grant(a, la).unwrap().path;
+        let na = sim.grant(a, la).unwrap().path.to_string();
         sim.admin_delete(&na).unwrap();
         sim.settle().unwrap();
         assert_eq!(
@@ -405,7 +405,7 @@ fn create_lost_with_the_connection_is_adopted_or_made_again() {
             assert_eq!(sim.state(b, lb), Some(LockState::Waiting));
             sim.release(a, la).unwrap();
             sim.run_until(|s| s.holds(b, lb)).unwrap();
-            assert_eq!(sim.grant(b, lb).unwrap().path, after[0]);
+            assert_eq!(&*sim.grant(b, lb).unwrap().path, after[0]);
             finish(&mut sim, &[(a, la), (b, lb)]);
         }
     }

@@ -208,8 +208,8 @@ fn revocation_inspection_scan_and_observer_through_the_client() {
         .unwrap();
     let observer = sim.observe(c, "/locks/lead").unwrap();
     sim.settle().unwrap();
-    let node = sim.grant(a, held).unwrap().path;
-    let leader_node = sim.grant(a, leader).unwrap().path;
+    let node = sim.grant(a, held).unwrap().path.to_string();
+    let leader_node = sim.grant(a, leader).unwrap().path.to_string();
 
     let inspect = sim.inspect(c, "/locks/job").unwrap();
     let scan = sim.deadlocks(c, "/locks").unwrap();

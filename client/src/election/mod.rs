@@ -359,7 +359,7 @@ impl Election {
             let mapped = match event {
                 LockEvent::Acquired(grant) => ElectionEvent::Elected {
                     token: grant.token,
-                    path: grant.path,
+                    path: grant.path.to_string(),
                 },
                 LockEvent::Suspended => ElectionEvent::Suspended,
                 LockEvent::Resumed => ElectionEvent::Resumed,

@@ -159,14 +159,20 @@ impl Delay {
         if !identity.spec.wait {
             return DelayOutcome::WouldBlock;
         }
-        let delay = identity.spec.lock_delay.unwrap_or_default();
+        let delay = identity.spec.rare().lock_delay.unwrap_or_default();
         let since = self.wait().free_since.unwrap_or(cx.now);
         let until = since + delay;
         self.wait().until = Some(until);
         cx.stats.lock_delays += 1;
         if let Some(own) = identity.node {
             let node = own.path.clone();
-            cx.progress(identity.id, Progress::LockDelay { node, until });
+            cx.progress(
+                identity.id,
+                Progress::LockDelay {
+                    node: node.to_string(),
+                    until,
+                },
+            );
         }
         DelayOutcome::Grant
     }
@@ -177,7 +183,7 @@ impl Delay {
     /// set, or the marker is ours). Otherwise the acquisition stays granting and
     /// a reply (its [`DelayOutcome::Grant`]) or the delay's timer tries again.
     pub(super) fn may_grant(&mut self, cx: &mut Ctx, identity: Identity<'_>) -> bool {
-        let Some(delay) = identity.spec.lock_delay else {
+        let Some(delay) = identity.spec.rare().lock_delay else {
             return true;
         };
         if self.marker_ours {
@@ -211,7 +217,7 @@ impl Delay {
             return;
         };
         let check = MultiOp::Check {
-            path: own.path.clone(),
+            path: own.path.to_string(),
             version: None,
         };
         let marker = MultiOp::put_persistent(

@@ -67,7 +67,10 @@ impl Parts {
         if !self.detecting || !waiting {
             return None;
         }
-        Some((identity.spec.owner.as_deref()?, identity.node?.path.clone()))
+        Some((
+            identity.spec.rare().owner.as_deref()?,
+            identity.node?.path.to_string(),
+        ))
     }
 
     // Replies.
@@ -117,15 +120,15 @@ impl Parts {
     /// header) at that version.
     pub(super) fn node_created(&mut self, spec: &LockSpec, data: Vec<u8>, stat: &Stat) {
         self.publication
-            .created(data, stat, spec.scheme, spec.owner.as_deref());
+            .created(data, stat, spec.scheme, spec.rare().owner.as_deref());
     }
 
     /// A read of our node found `data` at `stat`: what our header says, if it is
     /// still ours (a revocation marker is not).
     pub(super) fn node_read(&mut self, spec: &LockSpec, data: &[u8], stat: &Stat) {
-        if spec.detect_after.is_some() || spec.owner.is_some() {
+        if spec.rare().detect_after.is_some() || spec.rare().owner.is_some() {
             self.publication
-                .observe(data, stat, spec.scheme, spec.owner.as_deref());
+                .observe(data, stat, spec.scheme, spec.rare().owner.as_deref());
         }
     }
 
@@ -134,7 +137,7 @@ impl Parts {
     /// A look did not grant: the wait starts (once), and with detection on, its
     /// timer.
     pub(super) fn start_waiting(&mut self, cx: &mut Ctx, id: LockId, spec: &LockSpec) {
-        if let (Some(after), None) = (spec.detect_after, self.wait_started) {
+        if let (Some(after), None) = (spec.rare().detect_after, self.wait_started) {
             self.wait_started = Some(cx.now);
             cx.timers.set(id, TimerKind::Detect, cx.now + after);
         }
@@ -143,7 +146,7 @@ impl Parts {
     /// The detect timer fired (`waiting`: the acquisition still waits): arm it
     /// again, and chase from our node unless a chase runs.
     pub(super) fn on_timer(&mut self, cx: &mut Ctx, identity: Identity<'_>, waiting: bool) {
-        let Some(after) = identity.spec.detect_after else {
+        let Some(after) = identity.spec.rare().detect_after else {
             return;
         };
         if !waiting {
@@ -169,13 +172,13 @@ impl Parts {
     }
 
     fn start_chase(&mut self, cx: &mut Ctx, identity: Identity<'_>) {
-        let (Some(own), Some(owner)) = (identity.node, &identity.spec.owner) else {
+        let (Some(own), Some(owner)) = (identity.node, &identity.spec.rare().owner) else {
             return;
         };
         let chase = Chase::start(
             cx,
             identity.id,
-            own.path.clone(),
+            own.path.to_string(),
             owner.clone(),
             self.owner_held.clone(),
         );
@@ -185,7 +188,7 @@ impl Parts {
 
     /// Tells a detecting waiter which nodes its owner holds on this session.
     pub(super) fn set_owner_held(&mut self, spec: &LockSpec, held: &[String]) {
-        if spec.detect_after.is_some() && self.owner_held != held {
+        if spec.rare().detect_after.is_some() && self.owner_held != held {
             self.owner_held = held.to_vec();
         }
     }
@@ -233,7 +236,7 @@ impl Detection {
     /// Whether `spec` uses detection's state at all: a deadlock detector, or an
     /// owner whose waits other acquisitions may publish in our node's header.
     fn used_by(spec: &LockSpec) -> bool {
-        spec.detect_after.is_some() || spec.owner.is_some()
+        spec.rare().detect_after.is_some() || spec.rare().owner.is_some()
     }
 
     /// See [`Parts::published_wait`].
@@ -288,14 +291,14 @@ impl Detection {
 
     /// See [`Parts::start_waiting`].
     pub(super) fn start_waiting(&mut self, cx: &mut Ctx, id: LockId, spec: &LockSpec) {
-        if spec.detect_after.is_some() {
+        if spec.rare().detect_after.is_some() {
             self.parts().start_waiting(cx, id, spec);
         }
     }
 
     /// See [`Parts::on_timer`].
     pub(super) fn on_timer(&mut self, cx: &mut Ctx, identity: Identity<'_>, waiting: bool) {
-        if identity.spec.detect_after.is_some() {
+        if identity.spec.rare().detect_after.is_some() {
             self.parts().on_timer(cx, identity, waiting);
         }
     }
@@ -309,7 +312,7 @@ impl Detection {
 
     /// See [`Parts::set_owner_held`].
     pub(super) fn set_owner_held(&mut self, spec: &LockSpec, held: &[String]) {
-        if spec.detect_after.is_some() {
+        if spec.rare().detect_after.is_some() {
             self.parts().set_owner_held(spec, held);
         }
     }
@@ -360,7 +363,7 @@ mod tests {
 
     fn node() -> OwnNode {
         OwnNode {
-            path: format!("/l/zkl-{:032x}-write-0000000002", 7),
+            path: format!("/l/zkl-{:032x}-write-0000000002", 7).into(),
             seq: 2,
             stat: None,
         }
@@ -418,7 +421,7 @@ mod tests {
         );
         assert_eq!(
             detection.published_wait(true, identity),
-            Some(("w1", own.path.clone()))
+            Some(("w1", own.path.to_string()))
         );
         assert_eq!(detection.published_wait(false, identity), None);
         // A reply that is not the chase's changes nothing.

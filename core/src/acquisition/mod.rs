@@ -119,6 +119,17 @@ macro_rules! identity {
 }
 use identity;
 
+/// The acquisition's [`Queue`], made again (empty, in our node's directory)
+/// where the grant dropped it: a holder keeps none until it lists again.
+macro_rules! our_queue {
+    ($acquisition:expr) => {
+        $acquisition
+            .queue
+            .get_or_insert_with(|| Box::new(Queue::new($acquisition.node.dir().to_owned())))
+    };
+}
+use our_queue;
+
 /// What a decision to hold rests on.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum GrantBasis {
@@ -157,8 +168,9 @@ pub(crate) struct Acquisition {
     /// Our node's life: its create, the reads of it, its delete, duplicates.
     node: Node,
     /// Our place in the queue: the directory, the lower blockers, the watched
-    /// window, the listing.
-    queue: Queue,
+    /// window, the listing. Boxed, and dropped at the grant (made again by
+    /// [`our_queue!`] for a listing after it): 104 bytes a holder has no use for.
+    queue: Option<Box<Queue>>,
     /// What a holder does besides releasing: sections, the crash marker, fenced writes.
     sections_and_writes: SectionsAndWrites,
     /// Deadlock detection: the wait, the chase, the publication, a downgrade.
@@ -191,7 +203,7 @@ impl Acquisition {
             state: State::Waiting,
             suspended: false,
             node: Node::new(attempt, create_path),
-            queue: Queue::new(dir),
+            queue: Some(Box::new(Queue::new(dir))),
             sections_and_writes: SectionsAndWrites::default(),
             detection: Detection::default(),
             delay: Delay::default(),
@@ -234,7 +246,7 @@ impl Acquisition {
     pub(crate) fn is_next_in_line(&self) -> bool {
         self.state == State::Waiting
             && self.node.own.is_some()
-            && self.queue.place(self.walk_recipe()).position <= 1
+            && (self.queue.as_ref()).is_some_and(|q| q.place(self.walk_recipe()).position <= 1)
     }
 
     // Deadlock detection, called by the session after every call (see
@@ -249,7 +261,7 @@ impl Acquisition {
     /// The node we hold, for our owner's chases.
     pub(crate) fn held_node(&self) -> Option<(&str, &str)> {
         match self.state {
-            State::Held => Some((self.spec.owner.as_deref()?, self.node.path()?)),
+            State::Held => Some((self.spec.rare().owner.as_deref()?, self.node.path()?)),
             _ => None,
         }
     }
@@ -326,8 +338,9 @@ impl Acquisition {
             Purpose::CreateParent => {}
             Purpose::CreateNode => self.on_create_reply(cx, request, result),
             Purpose::List => {
-                if self.queue.take_list_reply(request) {
+                if (self.queue.as_mut()).is_some_and(|q| q.take_list_reply(request)) {
                     self.on_list(cx, result);
+                    self.drop_queue_if_held();
                 }
             }
             Purpose::WatchPeer { name } => self.on_peer_data(cx, request, &name, result),
@@ -407,7 +420,7 @@ impl Acquisition {
 
     /// A watch fired somewhere; react if it concerns us.
     pub(crate) fn on_watch(&mut self, cx: &mut Ctx, path: &str, kind: WatchKind) {
-        if self.node.own.as_ref().is_some_and(|o| o.path == path) {
+        if self.node.own.as_ref().is_some_and(|o| &*o.path == path) {
             // While disconnected, a late firing may stem from a session expiry we have
             // not heard of yet: the check after the reconnect gives the true reason.
             if matches!(self.state, State::Cleanup | State::Done) || !cx.connected {
@@ -427,11 +440,14 @@ impl Acquisition {
             return;
         }
         let (parent, name) = split_parent(path);
-        if parent != self.queue.dir || self.state != State::Waiting {
+        let Some(queue) = self.queue.as_deref_mut() else {
+            return;
+        };
+        if parent != queue.dir || self.state != State::Waiting {
             return;
         }
         match kind {
-            WatchKind::NodeDeleted if self.queue.blocks_with(name) => {
+            WatchKind::NodeDeleted if queue.blocks_with(name) => {
                 cx.stats.handoff_notifications += 1;
                 let name = name.to_owned();
                 self.peer_gone(cx, &name);
@@ -443,8 +459,7 @@ impl Acquisition {
             // nobody and we would wait behind a node that is gone.
             _ => {
                 // Someone may have published a wait there: chase now.
-                if self.queue.on_peer_fired(cx, self.id, name) && kind == WatchKind::NodeDataChanged
-                {
+                if queue.on_peer_fired(cx, self.id, name) && kind == WatchKind::NodeDataChanged {
                     let identity = identity!(self);
                     self.detection.on_blocker_changed(cx, identity);
                 }
@@ -477,9 +492,9 @@ impl Acquisition {
         if self.state == State::Waiting
             && cx.connected
             && self.node.own.is_some()
-            && !self.queue.list.is_pending()
+            && !our_queue!(self).list.is_pending()
         {
-            self.queue.send_list(cx, self.id);
+            our_queue!(self).send_list(cx, self.id);
         }
     }
 
@@ -514,7 +529,10 @@ impl Acquisition {
         name: &str,
         result: Result<Reply, ZkError>,
     ) {
-        match self.queue.on_peer_reply(request, name, result) {
+        let Some(queue) = self.queue.as_deref_mut() else {
+            return; // held: the watch no longer matters
+        };
+        match queue.on_peer_reply(request, name, result) {
             PeerOutcome::Done => {}
             PeerOutcome::Gone => self.peer_gone(cx, name),
             PeerOutcome::Trouble(e) => self.trouble(cx, e),

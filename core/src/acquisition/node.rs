@@ -13,6 +13,7 @@ use crate::path::{ancestors, split_parent};
 use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, Stat, ZkError};
 use crate::requests::Purpose;
 use crate::spec::LockSpec;
+use std::sync::Arc;
 
 /// Data a holder finds in its own node when someone asks it to let go: Curator's
 /// revocation marker and the ZooKeeper recipe's `unlock`.
@@ -69,7 +70,9 @@ pub(super) enum DeleteOutcome {
 /// Our node (or lease node): its path, its sequence and, once read, its stat.
 #[derive(Clone, Debug)]
 pub(super) struct OwnNode {
-    pub(super) path: String,
+    /// Shared with the grant, and with the session's watch index while our
+    /// node is watched: one allocation for the path however many hold it.
+    pub(super) path: Arc<str>,
     pub(super) seq: i32,
     pub(super) stat: Option<NodeStat>,
 }
@@ -151,9 +154,14 @@ impl Node {
 
     // Getters.
 
+    /// The directory our node is created in.
+    pub(super) fn dir(&self) -> &str {
+        split_parent(&self.create_path).0
+    }
+
     /// The full path of our node, once known.
     pub(super) fn path(&self) -> Option<&str> {
-        self.own.as_ref().map(|o| o.path.as_str())
+        self.own.as_ref().map(|o| &*o.path)
     }
 
     /// Whether a read of our node is in flight.
@@ -200,7 +208,7 @@ impl Node {
                 self.create = Create::Done;
                 cx.progress(id, Progress::Created { node: path.clone() });
                 let own = OwnNode {
-                    path,
+                    path: path.into(),
                     seq,
                     stat: stat.map(NodeStat::from),
                 };
@@ -311,7 +319,11 @@ impl Node {
     pub(super) fn send_create(&mut self, cx: &mut Ctx, id: LockId, spec: &LockSpec) -> bool {
         let op = Op::Create {
             path: self.create_path.clone(),
-            data: crate::owner::node_data(spec.scheme, spec.owner.as_deref(), &spec.data),
+            data: crate::owner::node_data(
+                spec.scheme,
+                spec.rare().owner.as_deref(),
+                &spec.rare().data,
+            ),
             mode: CreateMode::EphemeralSequential,
         };
         match cx.send(id, Purpose::CreateNode, op) {
@@ -330,7 +342,7 @@ impl Node {
         if self.parent_tries > cx.config.max_parent_retries {
             return false;
         }
-        let dir = split_parent(&self.create_path).0.to_owned();
+        let dir = self.dir().to_owned();
         let mut dirs = ancestors(&dir);
         dirs.push(dir);
         for dir in dirs {
@@ -344,7 +356,7 @@ impl Node {
         true
     }
 
-    /// A listing of our directory `dir` found `mine` (our nodes: sequence,
+    /// A listing of our directory found `mine` (our nodes: sequence,
     /// name). More than one of ours means a create was retried after a
     /// connection loss although the first one had been applied: keeps our known
     /// node (else the oldest) and deletes the others; in `cleanup` everything
@@ -353,7 +365,6 @@ impl Node {
         &mut self,
         cx: &mut Ctx,
         id: LockId,
-        dir: &str,
         mut mine: Vec<(i32, String)>,
         cleanup: bool,
     ) -> Option<(i32, String)> {
@@ -376,7 +387,7 @@ impl Node {
             let spare = if cleanup {
                 let known = self.own.as_ref().and_then(|o| {
                     o.path
-                        .strip_prefix(dir)
+                        .strip_prefix(self.dir())
                         .and_then(|rest| rest.strip_prefix('/'))
                 });
                 known != Some(name.as_str())
@@ -384,30 +395,24 @@ impl Node {
                 Some(i) != keep
             };
             if spare {
-                self.delete_extra(cx, id, format!("{dir}/{name}"));
+                let path = format!("{}/{name}", self.dir());
+                self.delete_extra(cx, id, path);
             }
         }
         keep.map(|keep| mine.swap_remove(keep))
     }
 
-    /// A listing of `dir` showed our node `name` (sequence `seq`): adopted if
+    /// A listing of our directory showed our node `name` (sequence `seq`): adopted if
     /// not known yet. Returns whether our create is still in flight (a binding
     /// may hand us the listing before the create's reply, although the server
     /// answered the create first: that reply, right behind, brings our node's
     /// stat).
-    pub(super) fn adopt(
-        &mut self,
-        cx: &mut Ctx,
-        id: LockId,
-        dir: &str,
-        seq: i32,
-        name: &str,
-    ) -> bool {
+    pub(super) fn adopt(&mut self, cx: &mut Ctx, id: LockId, seq: i32, name: &str) -> bool {
         if self.own.is_none() {
-            let path = format!("{dir}/{name}");
+            let path = format!("{}/{name}", self.dir());
             cx.progress(id, Progress::Created { node: path.clone() });
             self.own = Some(OwnNode {
-                path,
+                path: path.into(),
                 seq,
                 stat: None,
             });
@@ -431,10 +436,10 @@ impl Node {
     pub(super) fn send_read(&mut self, cx: &mut Ctx, id: LockId, watch: bool) {
         let Some(own) = &self.own else { return };
         let op = Op::GetData {
-            path: own.path.clone(),
+            path: own.path.to_string(),
             watch,
         };
-        let sent = self.own_read.send(cx, id, Purpose::OwnData, op);
+        let sent = (self.own_read).send_watching(cx, id, Purpose::OwnData, op, &own.path);
         self.own_watched |= watch && sent;
     }
 
@@ -474,7 +479,7 @@ impl Node {
                 })
                 .collect();
             ops.push(MultiOp::Delete {
-                path: own.path.clone(),
+                path: own.path.to_string(),
                 version: None,
             });
             Op::Multi(ops)
@@ -514,7 +519,7 @@ impl Node {
             if self.own_watched {
                 cx.watches.remove(id, &mutex.path);
             }
-            self.delete_extra(cx, id, mutex.path);
+            self.delete_extra(cx, id, mutex.path.to_string());
         }
         self.unwatch();
         self.own = Some(lease);

@@ -336,7 +336,7 @@ impl Queue {
             // and us: that writer waits for our owner, we would wait for it.
             return Err(FailReason::SelfDeadlock {
                 path: spec.path.clone(),
-                owner: spec.owner.clone().unwrap_or_default(),
+                owner: spec.rare().owner.clone().unwrap_or_default(),
                 held: NodeKind::Write,
             });
         }
@@ -469,13 +469,6 @@ impl Queue {
             self.reported = Some(place);
             place
         })
-    }
-
-    /// The acquisition ended: nothing of the queue matters any more.
-    pub(super) fn clear(&mut self) {
-        self.forget();
-        self.lower = Vec::new();
-        self.reported = None;
     }
 }
 

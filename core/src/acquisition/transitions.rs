@@ -6,7 +6,7 @@
 use super::markers::ReleaseMarker;
 use super::node::{CreateOutcome, DeleteOutcome, Node, ReadOutcome};
 use super::queue::{Decision, Queue};
-use super::{identity, Acquisition, Create, Ended, GrantBasis, Identity, State};
+use super::{identity, our_queue, Acquisition, Create, Ended, GrantBasis, Identity, State};
 use crate::ctx::Ctx;
 use crate::event::{FailReason, Grant, LockEvent, LostReason};
 use crate::ids::FencingToken;
@@ -75,10 +75,11 @@ impl Acquisition {
             previous_holder_crashed: crashed,
         };
         self.state = State::Held;
+        self.drop_queue_if_held();
         self.sections_and_writes.granted(cx.now);
         self.detection.stop(cx, self.id);
         cx.timers.cancel(self.id, TimerKind::Deadline);
-        if let Some(max_hold) = self.spec.max_hold {
+        if let Some(max_hold) = self.spec.rare().max_hold {
             cx.timers.set(self.id, TimerKind::Lease, cx.now + max_hold);
         }
         cx.stats.acquired += 1;
@@ -104,7 +105,7 @@ impl Acquisition {
         cx.emit(self.id, event);
         cx.timers.cancel_lock(self.id);
         self.state = State::Cleanup;
-        self.queue.clear();
+        self.queue = None;
         self.suspended = false;
         if let Some(lease) = self.lease.as_deref_mut() {
             for path in lease.terminal() {
@@ -126,8 +127,8 @@ impl Acquisition {
         match self.node.create {
             Create::InFlight(_) => return, // its reply decides
             Create::Unknown => {
-                if !self.queue.list.is_pending() {
-                    self.queue.send_list(cx, self.id);
+                if !our_queue!(self).list.is_pending() {
+                    our_queue!(self).send_list(cx, self.id);
                 }
                 return;
             }
@@ -161,7 +162,7 @@ impl Acquisition {
                 Create::NotSent => self.send_create(cx),
                 // Find our node by attempt id (adopt it), or create again.
                 Create::Unknown | Create::Done | Create::InFlight(_) => {
-                    self.queue.send_list(cx, self.id)
+                    our_queue!(self).send_list(cx, self.id)
                 }
             },
             // Is our node still ours? (Watched from here on.)
@@ -176,7 +177,9 @@ impl Acquisition {
     /// recovery starts over): each keeps what outlives a connection.
     fn forget_requests(&mut self) {
         self.node.forget();
-        self.queue.forget();
+        if let Some(queue) = self.queue.as_deref_mut() {
+            queue.forget();
+        }
         self.sections_and_writes.forget();
         self.delay.forget();
         self.detection.forget();
@@ -292,7 +295,7 @@ impl Acquisition {
     pub(super) fn send_create(&mut self, cx: &mut Ctx) {
         if self.node.send_create(cx, self.id, &self.spec) {
             // Pipelined: per-session FIFO means this listing already holds our node.
-            self.queue.send_list(cx, self.id);
+            our_queue!(self).send_list(cx, self.id);
         }
     }
 
@@ -308,8 +311,11 @@ impl Acquisition {
             CreateOutcome::Created { stat } => {
                 if let Some(stat) = &stat {
                     let spec = &self.spec;
-                    let data =
-                        crate::owner::node_data(spec.scheme, spec.owner.as_deref(), &spec.data);
+                    let data = crate::owner::node_data(
+                        spec.scheme,
+                        spec.rare().owner.as_deref(),
+                        &spec.rare().data,
+                    );
                     self.detection.node_created(spec, data, stat);
                 }
                 match self.state {
@@ -320,10 +326,10 @@ impl Acquisition {
                     }
                     State::Waiting => {
                         self.node.ensure_read(cx, self.id, &self.spec);
-                        if std::mem::take(&mut self.queue.relist_after_create)
-                            && !self.queue.list.is_pending()
+                        if std::mem::take(&mut our_queue!(self).relist_after_create)
+                            && !our_queue!(self).list.is_pending()
                         {
-                            self.queue.send_list(cx, self.id);
+                            our_queue!(self).send_list(cx, self.id);
                         }
                     }
                     State::Cleanup => self.continue_cleanup(cx),
@@ -335,7 +341,7 @@ impl Acquisition {
             CreateOutcome::NoParent => {
                 // The lock directory (or an ancestor) is missing: create the
                 // containers, then our node, in one pipelined burst.
-                self.queue.list.forget();
+                our_queue!(self).list.forget();
                 if cleanup {
                     return self.continue_cleanup(cx);
                 }
@@ -345,7 +351,7 @@ impl Acquisition {
                 self.send_create(cx);
             }
             CreateOutcome::Failed(reason) => {
-                self.queue.list.forget();
+                our_queue!(self).list.forget();
                 if cleanup {
                     return self.continue_cleanup(cx);
                 }
@@ -496,9 +502,7 @@ impl Acquisition {
         };
         let listing = Queue::sort_listing(cx, children, self.node.attempt);
         let cleanup = self.state == State::Cleanup;
-        let kept = self
-            .node
-            .sort_out_mine(cx, self.id, &self.queue.dir, listing.mine, cleanup);
+        let kept = self.node.sort_out_mine(cx, self.id, listing.mine, cleanup);
         if cleanup {
             if self.node.create == Create::Unknown {
                 self.node.create = Create::Done;
@@ -519,10 +523,10 @@ impl Acquisition {
                 }
                 // Only without FIFO order (a binding that cannot keep it): the
                 // listing overtook our create. List again once the create is answered.
-                Create::InFlight(_) => self.queue.relist_after_create = true,
+                Create::InFlight(_) => our_queue!(self).relist_after_create = true,
             };
         };
-        let create_in_flight = self.node.adopt(cx, self.id, &self.queue.dir, seq, &name);
+        let create_in_flight = self.node.adopt(cx, self.id, seq, &name);
         // With our create's reply right behind, our node's stat comes with it: it
         // is not read for it (a grant waits in Granting).
         if !create_in_flight || self.spec.watches_node() {
@@ -530,9 +534,8 @@ impl Acquisition {
         }
         let recipe = self.walk_recipe();
         let downgrade = &self.detection.downgrade;
-        let placed = self
-            .queue
-            .take_place(listing.others, seq, recipe, downgrade, &self.spec);
+        let placed =
+            our_queue!(self).take_place(listing.others, seq, recipe, downgrade, &self.spec);
         if let Err(reason) = placed {
             return self.fail(cx, reason);
         }
@@ -548,9 +551,9 @@ impl Acquisition {
             return;
         }
         let recipe = self.walk_recipe();
-        let window = match self.queue.decide(recipe) {
+        let window = match our_queue!(self).decide(recipe) {
             Decision::Hold => {
-                self.queue.unwatch_all();
+                our_queue!(self).unwatch_all();
                 if basis == GrantBasis::CachedLowerSet && self.node.is_reading() {
                     // The news of our own node is still on its way (rare: a watch set
                     // before it fired first). Hold only once it says the node is there.
@@ -565,7 +568,7 @@ impl Acquisition {
             return self.fail(cx, FailReason::WouldBlock);
         }
         if let Some(own) = self.node.path() {
-            self.queue.report(cx, self.id, recipe, own);
+            our_queue!(self).report(cx, self.id, recipe, own);
         }
         self.detection.start_waiting(cx, self.id, &self.spec);
         self.sections_and_writes.set_marker_known(None);
@@ -578,16 +581,25 @@ impl Acquisition {
         // A deeper cache lists again after a notification, and the listing shows
         // whether our node is still there: no watch needed (a long queue drains at
         // one notification and no extra request per handoff).
-        if !self.node.own_watched && self.queue.lower.len() <= recipe.permits() {
+        if !self.node.own_watched && our_queue!(self).lower.len() <= recipe.permits() {
             self.node.send_read(cx, self.id, true);
         }
-        self.queue.watch_window(cx, self.id, window);
+        our_queue!(self).watch_window(cx, self.id, window);
+    }
+
+    /// A holder keeps no queue, unless a listing of it is still in flight (its
+    /// answer may show duplicates of our node to delete).
+    pub(super) fn drop_queue_if_held(&mut self) {
+        let listing = self.queue.as_ref().is_some_and(|q| q.list.is_pending());
+        if self.state == State::Held && !listing {
+            self.queue = None;
+        }
     }
 
     /// The blocker `name` is gone: hold from the cache, or list again.
     pub(super) fn peer_gone(&mut self, cx: &mut Ctx, name: &str) {
         let permits = self.walk_recipe().permits();
-        if self.queue.on_blocker_gone(cx, self.id, name, permits) {
+        if our_queue!(self).on_blocker_gone(cx, self.id, name, permits) {
             // The cache can no longer block us: hold now, no round trip.
             self.evaluate(cx, GrantBasis::CachedLowerSet);
         }

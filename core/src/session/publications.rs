@@ -36,13 +36,14 @@ impl Session {
             if let Task::Acquisition(a) = t {
                 let wanted = a
                     .spec()
+                    .rare()
                     .owner
                     .as_ref()
                     .and_then(|o| waits.get(o))
                     .cloned()
                     .unwrap_or_default();
                 a.publish(&mut cx, wanted);
-                let h = a.spec().owner.as_ref().and_then(|o| held.get(o));
+                let h = a.spec().rare().owner.as_ref().and_then(|o| held.get(o));
                 a.set_owner_held(h.map_or(&[], Vec::as_slice));
             }
         }

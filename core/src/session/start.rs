@@ -67,7 +67,9 @@ impl Session {
             &crate::acquisition::lease::longest_dir(&spec),
         )?;
         // The owner header counts toward the data size.
-        let len = crate::owner::node_data(spec.scheme, spec.owner.as_deref(), &spec.data).len();
+        let len =
+            crate::owner::node_data(spec.scheme, spec.rare().owner.as_deref(), &spec.rare().data)
+                .len();
         if len > room {
             return Err(UsageError::DataTooLarge { len, max: room });
         }
@@ -77,13 +79,15 @@ impl Session {
             // A peer's semaphore layout (a lease pool behind an internal mutex, see
             // acquisition::lease) has no place for published waits.
             Recipe::Semaphore { .. }
-                if spec.scheme != NameScheme::Native && spec.detect_after.is_some() =>
+                if spec.scheme != NameScheme::Native && spec.rare().detect_after.is_some() =>
             {
                 return Err(UsageError::Unsupported(
                     "deadlock detection on a semaphore needs NameScheme::Native",
                 ))
             }
-            Recipe::Leader if spec.data.is_empty() => return Err(UsageError::EmptyParticipant),
+            Recipe::Leader if spec.rare().data.is_empty() => {
+                return Err(UsageError::EmptyParticipant)
+            }
             _ => {}
         }
         if spec.detect_crashes && !matches!(spec.recipe, Recipe::Write | Recipe::Leader) {
@@ -91,7 +95,9 @@ impl Session {
                 "crash detection needs an exclusive recipe",
             ));
         }
-        if spec.lock_delay.is_some() && !matches!(spec.recipe, Recipe::Write | Recipe::Leader) {
+        if spec.rare().lock_delay.is_some()
+            && !matches!(spec.recipe, Recipe::Write | Recipe::Leader)
+        {
             return Err(UsageError::Unsupported(
                 "lock-delay needs an exclusive recipe",
             ));
@@ -101,20 +107,22 @@ impl Session {
         // does not end in a number: the markers these two features keep beside
         // the participants would stop every Go peer on the path. Refused rather
         // than break them (safe either way: a failing Go peer holds nothing).
-        if spec.scheme == NameScheme::Go && (spec.detect_crashes || spec.lock_delay.is_some()) {
+        if spec.scheme == NameScheme::Go
+            && (spec.detect_crashes || spec.rare().lock_delay.is_some())
+        {
             return Err(UsageError::Unsupported(
                 "crash detection and lock-delay keep a marker node in the lock directory, which go-zookeeper's Lock cannot read: not with NameScheme::Go",
             ));
         }
-        if spec.detect_after.is_some() {
-            if spec.owner.is_none() {
+        if spec.rare().detect_after.is_some() {
+            if spec.rare().owner.is_none() {
                 return Err(UsageError::Unsupported(
                     "deadlock detection needs an owner (LockSpec::owner)",
                 ));
             }
             // The kazoo scheme carries the owner as the node's data (kazoo's
             // identifier), and chases infer where such an owner waits.
-            let kazoo_owner = spec.scheme == NameScheme::Kazoo && spec.data.is_empty();
+            let kazoo_owner = spec.scheme == NameScheme::Kazoo && spec.rare().data.is_empty();
             if spec.scheme != NameScheme::Native && !kazoo_owner {
                 return Err(UsageError::Unsupported(
                     "deadlock detection needs NameScheme::Native, or NameScheme::Kazoo without data (the owner is the node's data)",
@@ -126,7 +134,7 @@ impl Session {
         let downgrade = self.downgrade_from(&spec);
         let id = self.new_id();
         let attempt = AttemptId(self.rng.next_u128()).as_uuid_v4();
-        if let Some(deadline) = spec.deadline {
+        if let Some(deadline) = spec.rare().deadline {
             self.timers.set(id, TimerKind::Deadline, deadline);
         }
         let mut acquisition = Acquisition::new(id, spec, attempt);
@@ -231,7 +239,7 @@ impl Session {
     /// permit that a node the same owner holds on the path would block can only
     /// end by timing out. A try-only acquisition cannot wait, so it is let through.
     fn check_self_deadlock(&self, spec: &LockSpec) -> Result<(), UsageError> {
-        let Some(owner) = spec.owner.as_deref() else {
+        let Some(owner) = spec.rare().owner.as_deref() else {
             return Ok(());
         };
         if !spec.wait || spec.recipe.permits() != 1 {
@@ -240,7 +248,7 @@ impl Session {
         let held = self.tasks.values().filter_map(Task::acquisition).find(|a| {
             let other = a.spec();
             other.path == spec.path
-                && other.owner.as_deref() == Some(owner)
+                && other.rare().owner.as_deref() == Some(owner)
                 && matches!(a.state(), State::Held | State::Granting)
                 && spec.recipe.is_blocked_by(other.recipe.node_kind())
                 && !is_downgrade(spec, other)
@@ -258,7 +266,7 @@ impl Session {
     /// For a read that downgrades (see [`is_downgrade`]): the names of the write
     /// nodes its owner holds on the path, which do not block it.
     fn downgrade_from(&self, spec: &LockSpec) -> Vec<String> {
-        if spec.owner.is_none() {
+        if spec.rare().owner.is_none() {
             return Vec::new();
         }
         self.tasks
@@ -267,7 +275,7 @@ impl Session {
             .filter(|a| {
                 let other = a.spec();
                 other.path == spec.path
-                    && other.owner == spec.owner
+                    && other.rare().owner == spec.rare().owner
                     && matches!(a.state(), State::Held | State::Granting)
                     && is_downgrade(spec, other)
             })

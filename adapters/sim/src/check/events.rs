@@ -36,7 +36,7 @@ impl Checker {
                     return illegal("while not waiting");
                 }
                 t.phase = Phase::Held;
-                t.node = Some(grant.path.clone());
+                t.node = Some(grant.path.to_string());
                 t.session = grant.session_id;
                 self.held.insert(key);
                 if client_session != Some(grant.session_id) {

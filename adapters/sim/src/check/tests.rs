@@ -43,7 +43,7 @@ impl Fixture {
             .unwrap();
         Grant {
             sequence: parse_name(path.rsplit('/').next().unwrap()).unwrap().seq,
-            path,
+            path: path.into(),
             token: FencingToken(stat.czxid),
             session_id: s,
             previous_holder_crashed: false,

@@ -60,7 +60,7 @@ impl Election {
         leaders.len() == 1
             && sim
                 .grant(self.parts[leaders[0]], self.current[leaders[0]].unwrap())
-                .is_some_and(|g| g.path == actual.path)
+                .is_some_and(|g| *g.path == *actual.path)
             && self
                 .observers
                 .iter()

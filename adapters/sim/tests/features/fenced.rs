@@ -91,7 +91,7 @@ fn fenced_writes_reject_stale_holders() {
                 write_result(&w.sim, a, la, w1) == Some(Ok(())),
                 "the holder's write applies"
             );
-            let a_node = w.sim.grant(a, la).unwrap().path;
+            let a_node = w.sim.grant(a, la).unwrap().path.to_string();
             let stale = match kind {
                 Stale::NodeDeleted => {
                     w.sim.admin_delete(&a_node).map_err(|e| e.to_string())?;

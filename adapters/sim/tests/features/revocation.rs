@@ -23,7 +23,7 @@ fn revocation_cooperative_release() {
         let waiter_revocable = session_kept && !on_revoker && w.rng.chance(0.5);
         let scheme = w.scheme();
         let lh = w.held(h, LockSpec::write(lock).revocable().scheme(scheme))?;
-        let h_node = w.sim.grant(h, lh).expect("granted").path;
+        let h_node = w.sim.grant(h, lh).expect("granted").path.to_string();
         let mut spec = LockSpec::write(lock).scheme(scheme);
         if waiter_revocable {
             spec = spec.revocable();
@@ -77,7 +77,7 @@ fn revocation_cooperative_release() {
         } else {
             // A revoker that lost its requests looks again: it may find the waiter
             // holding by then (not revocable here: it ignores the request).
-            let w_node = w.sim.grant(wt, lw).expect("granted").path;
+            let w_node = w.sim.grant(wt, lw).expect("granted").path.to_string();
             ensure!(
                 nodes.iter().all(|n| *n == h_node || *n == w_node),
                 "revoked {nodes:?}"
@@ -105,7 +105,7 @@ fn revocation_ignored_by_non_revocable_locks() {
             let lock = "/locks/keep";
             let fault = SESSION_KEEPING_FAULTS[w.rng.index(SESSION_KEEPING_FAULTS.len())];
             let lh = w.held(h, LockSpec::write(lock))?;
-            let h_node = w.sim.grant(h, lh).expect("granted").path;
+            let h_node = w.sim.grant(h, lh).expect("granted").path.to_string();
             let lw = w.acquire(wt, LockSpec::write(lock))?;
             w.settle()?;
             let w_node = w.sim.owned_nodes(wt, lock)[0].clone();

@@ -77,7 +77,11 @@ impl Lease {
                 }
                 cx.progress(id, Progress::Created { node: path.clone() });
                 let stat = stat.map(Into::into);
-                self.node = Some(OwnNode { path, seq, stat });
+                self.node = Some(OwnNode {
+                    path: path.into(),
+                    seq,
+                    stat,
+                });
                 match self.layout {
                     // Made while the pool had room: ours.
                     Layout::Kazoo => LeaseVerdict::Hold,
@@ -103,7 +107,7 @@ impl Lease {
                     return LeaseVerdict::Pending;
                 }
                 self.node = Some(OwnNode {
-                    path: self.create_path.clone(),
+                    path: self.create_path.as_str().into(),
                     seq: 0,
                     stat: None,
                 });

@@ -193,7 +193,7 @@ impl Lease {
     pub(in crate::acquisition) fn terminal(&mut self) -> Vec<String> {
         self.active = false;
         if let Some(node) = self.node.take() {
-            self.spare.push(node.path);
+            self.spare.push(node.path.to_string());
         }
         if self.layout == Layout::Kazoo && self.create == LeaseCreate::Unknown {
             self.create = LeaseCreate::Done;

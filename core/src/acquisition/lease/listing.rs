@@ -58,7 +58,7 @@ impl Lease {
             // set by another task or an earlier listing, fired by a change the
             // listing already shows) took our entry in the watch index with it:
             // put it back, or the next change would reach nobody.
-            cx.watches.add(id, &self.pool);
+            cx.watches.add(id, &self.pool, None);
         }
         let mine = self.ours(&children);
         let pool = self.pool.clone();
@@ -76,7 +76,7 @@ impl Lease {
         // duplicates of a create retried after a connection loss.
         let known = self.node.as_ref().map(|n| n.path.clone());
         let keep = match &known {
-            Some(k) => mine.iter().position(|(_, n)| full(n) == *k),
+            Some(k) => mine.iter().position(|(_, n)| *full(n) == **k),
             None => (!mine.is_empty()).then_some(0),
         };
         for (i, (_, name)) in mine.iter().enumerate() {
@@ -89,7 +89,7 @@ impl Lease {
                 if self.node.is_none() {
                     let (seq, name) = mine[i];
                     self.node = Some(OwnNode {
-                        path: full(name),
+                        path: full(name).into(),
                         seq,
                         stat: None,
                     });

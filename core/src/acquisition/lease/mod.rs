@@ -156,7 +156,11 @@ impl Lease {
             pool: pool_dir(spec.scheme, &spec.path)?,
             create_path,
             attempt,
-            data: crate::owner::node_data(spec.scheme, spec.owner.as_deref(), &spec.data),
+            data: crate::owner::node_data(
+                spec.scheme,
+                spec.rare().owner.as_deref(),
+                &spec.rare().data,
+            ),
             active: false,
             granted: false,
             create: LeaseCreate::NotSent,

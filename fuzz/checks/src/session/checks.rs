@@ -191,7 +191,7 @@ impl Harness {
             .locks
             .iter()
             .filter(|o| o.state != M::Ended)
-            .filter_map(|o| o.grant.as_ref().map(|g| g.path.clone()))
+            .filter_map(|o| o.grant.as_ref().map(|g| g.path.to_string()))
             .collect();
         for i in 0..self.locks.len() {
             let l = &self.locks[i];

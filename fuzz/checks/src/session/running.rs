@@ -115,7 +115,7 @@ impl Harness {
                         let ours: Vec<String> = self
                             .locks
                             .iter()
-                            .filter_map(|l| l.grant.as_ref().map(|g| g.path.clone()))
+                            .filter_map(|l| l.grant.as_ref().map(|g| g.path.to_string()))
                             .collect();
                         if ours.is_empty() {
                             return;
