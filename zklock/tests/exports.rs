@@ -57,6 +57,7 @@ imported_through_each!(
     HazardKind,
     Link,
     Notifier,
+    Polled,
     Mutex,
     ReadLock,
     RwLock,
