@@ -1,9 +1,12 @@
 //! The invariant checker catches what it must: these tests break the rules on
 //! purpose and expect the violation, with its seed and step.
 
+mod support;
+
 use lock_core::{CreateMode, LockSpec, MultiOp};
 use lock_sim::{Latency, Profile, Sim, SimConfig, Violation, ViolationKind, Workload};
 use std::time::Duration;
+use support::holder_and_waiter;
 
 const T: Duration = Duration::from_secs(1);
 
@@ -14,13 +17,7 @@ fn cut_off_holder(seed: u64, adapt: fn(&mut SimConfig)) -> Result<(), Violation>
     let mut cfg = SimConfig::new(seed).latency(Latency::fixed(Duration::from_millis(1)));
     adapt(&mut cfg);
     let mut sim = Sim::new(cfg);
-    let a = sim.add_client(Profile::KeepsWatches, T);
-    let b = sim.add_client(Profile::KeepsWatches, T);
-    let la = sim.acquire(a, LockSpec::write("/l")).unwrap();
-    sim.settle().unwrap();
-    let lb = sim.acquire(b, LockSpec::write("/l")).unwrap();
-    sim.settle().unwrap();
-    assert!(sim.holds(a, la));
+    let ((a, la), (b, lb)) = holder_and_waiter(&mut sim, "/l", T);
     sim.partition(a, T * 5);
     sim.run_until(|s| s.outcome(a, la).is_some() && s.holds(b, lb))
 }
@@ -135,12 +132,7 @@ fn holders_that_never_release_fail_liveness() {
 #[test]
 fn a_task_that_never_ends_fails_wind_down() {
     let mut sim = Sim::new(SimConfig::new(5));
-    let a = sim.add_client(Profile::KeepsWatches, T);
-    let b = sim.add_client(Profile::KeepsWatches, T);
-    let la = sim.acquire(a, LockSpec::write("/w")).unwrap();
-    sim.settle().unwrap();
-    let lb = sim.acquire(b, LockSpec::write("/w")).unwrap();
-    sim.settle().unwrap();
+    let ((a, la), (b, lb)) = holder_and_waiter(&mut sim, "/w", T);
     sim.disconnect(b);
     sim.delay_reconnect(b, Duration::from_secs(3600));
     let v = sim.wind_down(&[(a, la), (b, lb)]).unwrap_err();

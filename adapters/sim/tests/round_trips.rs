@@ -2,9 +2,12 @@
 //! counters: one round trip to acquire, zero requests on handoff, one waiter woken
 //! per release, and the sequence-number corner cases.
 
+mod support;
+
 use lock_core::{CreateMode, LockEvent, LockId, LockSpec};
 use lock_sim::{ClientId, Latency, OpKind, Profile, Sim, SimConfig};
 use std::time::Duration;
+use support::holder_and_waiter;
 
 const T: Duration = Duration::from_secs(2);
 const L: Duration = Duration::from_millis(1);
@@ -70,13 +73,7 @@ fn uncontended_acquire_takes_one_round_trip() {
 #[test]
 fn handoff_needs_no_request_after_the_notification() {
     let mut sim = sim(2);
-    let a = sim.add_client(Profile::KeepsWatches, T);
-    let b = sim.add_client(Profile::KeepsWatches, T);
-    let la = sim.acquire(a, LockSpec::write("/locks/h")).unwrap();
-    sim.settle().unwrap();
-    let lb = sim.acquire(b, LockSpec::write("/locks/h")).unwrap();
-    sim.settle().unwrap();
-    assert!(sim.holds(a, la) && !sim.holds(b, lb));
+    let ((a, la), (b, lb)) = holder_and_waiter(&mut sim, "/locks/h", T);
     sim.reset_counters();
     let t0 = sim.now();
     sim.release(a, la).unwrap();

@@ -2,7 +2,8 @@
 //! by the names `LOCK_SIM_WORKLOAD` takes.
 #![allow(dead_code)] // each target uses a part
 
-use lock_sim::{Coverage, FaultConfig, Sim, TraceEntry, Workload};
+use lock_core::{LockId, LockSpec};
+use lock_sim::{ClientId, Coverage, FaultConfig, Profile, Sim, TraceEntry, Workload};
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
@@ -149,4 +150,24 @@ pub fn replays_exactly(w: &Workload, seed: u64) -> Vec<TraceEntry> {
     let (_, b) = w.simulate(seed, true);
     assert_eq!(a.trace_log(), b.trace_log(), "{name} {seed}: same trace");
     a.trace_log().to_vec()
+}
+
+/// Two clients that keep their watches, with session timeout `t`, on a write lock
+/// at `path`: the first holds it, the second waits behind it (both settled).
+pub fn holder_and_waiter(
+    sim: &mut Sim,
+    path: &str,
+    t: Duration,
+) -> ((ClientId, LockId), (ClientId, LockId)) {
+    let a = sim.add_client(Profile::KeepsWatches, t);
+    let b = sim.add_client(Profile::KeepsWatches, t);
+    let la = sim.acquire(a, LockSpec::write(path)).unwrap();
+    sim.settle().unwrap();
+    let lb = sim.acquire(b, LockSpec::write(path)).unwrap();
+    sim.settle().unwrap();
+    assert!(
+        sim.holds(a, la) && !sim.holds(b, lb),
+        "one holder, one waiter"
+    );
+    ((a, la), (b, lb))
 }
