@@ -1,8 +1,7 @@
 //! The floor of zklock's benches (feature `floor`): the bare zookeeper-client
 //! doing the lock with zklock's requests, pipelined the same way, so that a
 //! bench can set zklock beside the least any client on that crate must do.
-//! lock-zookeeper-client's benches (`floor`, `compare`) and the fleet's bare
-//! sessions use it.
+//! lock-zookeeper-client's `compare` bench and the fleet's bare sessions use it.
 //!
 //! The recipe: `create` (ephemeral-sequential, a name of zklock's length) and
 //! `getChildren` sent together; if something is lower, `getData` + watch on the
@@ -10,7 +9,6 @@
 //! showed nothing else lower, else it lists again (zklock's rule); release is
 //! one `delete`.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use zookeeper_client::{Acls, Client, CreateMode};
 
@@ -24,22 +22,13 @@ pub async fn mkdir(client: &Client, path: &str) {
 }
 
 /// The sequence number of a sequential node's name (its last ten digits).
-pub fn sequence_of(name: &str) -> Option<i64> {
+fn sequence_of(name: &str) -> Option<i64> {
     name.get(name.len().checked_sub(10)?..)?.parse().ok()
 }
 
 /// The floor's acquire (see the module docs), in directory `dir`. Returns the
 /// path of its node. Panics on a request's failure.
 pub async fn bare_lock(client: &Client, dir: &str) -> String {
-    bare_lock_counted(client, dir, None).await
-}
-
-/// [`bare_lock`], counting itself in `queued` once its watch is set.
-pub async fn bare_lock_counted(
-    client: &Client,
-    dir: &str,
-    mut queued: Option<&AtomicUsize>,
-) -> String {
     let prefix = format!("{dir}/{NAME}");
     let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
     // Both requests are written when called: one flight.
@@ -65,9 +54,6 @@ pub async fn bare_lock_counted(
             .await
         {
             Ok((_, _, watcher)) => {
-                if let Some(queued) = queued.take() {
-                    queued.fetch_add(1, Ordering::Relaxed);
-                }
                 watcher.changed().await;
                 // zklock's rule: held at once if the listing showed nothing
                 // else lower, otherwise list again.
