@@ -33,7 +33,9 @@
 //! `HERD_ROUNDS` (1), `MEMORY_COUNTS` (10000,100000), `MEMORY_SESSIONS` (1,100),
 //! `MEMORY_THREAD_CAP` (10000), `COMPARE_KAZOO_PYTHON` (a Python with kazoo; default
 //! `<target>/kazoo-venv/bin/python`), `COMPARE_WRITE=1` (write BENCHMARKS.md's
-//! section and the charts; scripts/bench.sh sets it).
+//! section and the charts; scripts/bench.sh sets it), `COMPARE_RELEASE=drop` (zklock
+//! releases by dropping its guard, as `Client::lock` does: its cycle without waiting
+//! for the `delete`).
 //!
 //! Session timeout 20 s for every library. zklock sends a `sync` on a session
 //! idle for a tenth of that (contact proof), and every client pings an idle
