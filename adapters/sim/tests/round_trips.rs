@@ -73,7 +73,12 @@ fn uncontended_acquire_takes_one_round_trip() {
 #[test]
 fn handoff_needs_no_request_after_the_notification() {
     let mut sim = sim(2);
-    let ((a, la), (b, lb)) = holder_and_waiter(&mut sim, "/locks/h", T);
+    let ((a, la), (b, lb)) = holder_and_waiter(
+        &mut sim,
+        Profile::KeepsWatches,
+        LockSpec::write("/locks/h"),
+        T,
+    );
     sim.reset_counters();
     let t0 = sim.now();
     sim.release(a, la).unwrap();

@@ -2,7 +2,7 @@
 //! by the names `LOCK_SIM_WORKLOAD` takes.
 #![allow(dead_code)] // each target uses a part
 
-use lock_core::{LockId, LockSpec};
+use lock_core::{LockId, LockSpec, LockState};
 use lock_sim::{ClientId, Coverage, FaultConfig, Profile, Sim, TraceEntry, Workload};
 use std::ops::Range;
 use std::time::{Duration, Instant};
@@ -152,22 +152,21 @@ pub fn replays_exactly(w: &Workload, seed: u64) -> Vec<TraceEntry> {
     a.trace_log().to_vec()
 }
 
-/// Two clients that keep their watches, with session timeout `t`, on a write lock
-/// at `path`: the first holds it, the second waits behind it (both settled).
+/// Two clients of `profile`, with session timeout `t`, on `spec`: the first holds
+/// it, the second waits behind it (both settled).
 pub fn holder_and_waiter(
     sim: &mut Sim,
-    path: &str,
+    profile: Profile,
+    spec: LockSpec,
     t: Duration,
 ) -> ((ClientId, LockId), (ClientId, LockId)) {
-    let a = sim.add_client(Profile::KeepsWatches, t);
-    let b = sim.add_client(Profile::KeepsWatches, t);
-    let la = sim.acquire(a, LockSpec::write(path)).unwrap();
+    let a = sim.add_client(profile, t);
+    let b = sim.add_client(profile, t);
+    let la = sim.acquire(a, spec.clone()).unwrap();
     sim.settle().unwrap();
-    let lb = sim.acquire(b, LockSpec::write(path)).unwrap();
+    let lb = sim.acquire(b, spec).unwrap();
     sim.settle().unwrap();
-    assert!(
-        sim.holds(a, la) && !sim.holds(b, lb),
-        "one holder, one waiter"
-    );
+    assert!(sim.holds(a, la), "one holder");
+    assert_eq!(sim.state(b, lb), Some(LockState::Waiting), "one waiter");
     ((a, la), (b, lb))
 }
