@@ -134,7 +134,7 @@ pub enum Kind {
 /// `processes`, `connect_failures`, `nodelay`, `connect_options`,
 /// `server_checks`; see the [crate docs](crate); a test that needs two runs
 /// where both are), plus
-/// `declared_capabilities_match`.
+/// `declared_capabilities_match`. `[all]` lists every capability.
 ///
 /// ```text
 /// lock_conformance::conformance_tests!(lock_conformance::SimEnv::new(Style::Blocking),
@@ -144,6 +144,12 @@ pub enum Kind {
 macro_rules! conformance_tests {
     ($env:expr $(,)?) => {
         $crate::conformance_tests!(@all $env);
+    };
+    ($env:expr, [all] $(,)?) => {
+        $crate::conformance_tests!($env, [
+            multi, hold_replies, watchers, request_count, ensemble, full_tolerance, load,
+            processes, connect_failures, nodelay, connect_options, server_checks,
+        ]);
     };
     ($env:expr, [$($capability:ident),* $(,)?] $(,)?) => {
         $crate::conformance_tests!(@all $env);

@@ -28,15 +28,6 @@ fn a_partition_is_noticed_only_after_two_thirds_of_the_session_timeout() {
 }
 
 #[test]
-fn expiry_loses_the_lock() {
-    let server = Server::new();
-    let client = server.client();
-    let plain = client.mutex("/locks/d").lock_blocking().unwrap();
-    server.expire_session(&client);
-    assert_eq!(plain.lost_blocking(), LostReason::SessionExpired);
-}
-
-#[test]
 fn heal_ends_a_partition_early_on_the_same_session() {
     let server = Server::new();
     let client = server.client();
