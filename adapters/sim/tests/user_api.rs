@@ -20,6 +20,7 @@
 //!   and prints its trace
 //!   (`cargo test -p lock-sim --test user_api replay -- --nocapture`).
 
+#[macro_use]
 mod support;
 
 use lock_core::{LockEvent, LockSpec};
@@ -45,17 +46,6 @@ fn run(name: &str, salt: u64, default_count: u64) {
         let checked = c.fenced_outcomes_checked;
         assert!(name != "fenced" || checked > 10 * count, "{c:?}");
     }
-}
-
-/// One test per workload: `run($name, $salt, $count)`.
-macro_rules! schedules {
-    ($($(#[$doc:meta])* $test:ident: $name:expr, $salt:expr, $count:expr;)*) => {$(
-        $(#[$doc])*
-        #[test]
-        fn $test() {
-            run($name, $salt, $count);
-        }
-    )*};
 }
 
 schedules! {

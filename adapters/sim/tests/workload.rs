@@ -13,6 +13,7 @@
 //!   schedule and prints its trace
 //!   (`cargo test -p lock-sim --test workload replay -- --nocapture`).
 
+#[macro_use]
 mod support;
 
 use lock_sim::Workload;
@@ -26,17 +27,6 @@ fn run(w: Workload, salt: u64, default_count: u64) {
     let count = env_u64("LOCK_SIM_SCHEDULES").unwrap_or(default_count);
     let first = env_u64("LOCK_SIM_SEED").unwrap_or(0).wrapping_add(salt);
     run_schedules(&w, w.name, first..first + count, 0);
-}
-
-/// One test per workload: `run($workload, $salt, $count)`.
-macro_rules! schedules {
-    ($($(#[$doc:meta])* $test:ident: $workload:expr, $salt:expr, $count:expr;)*) => {$(
-        $(#[$doc])*
-        #[test]
-        fn $test() {
-            run($workload, $salt, $count);
-        }
-    )*};
 }
 
 schedules! {

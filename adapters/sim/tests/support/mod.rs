@@ -1,6 +1,18 @@
 //! What the seeded test targets share: their environment knobs, and the workloads
 //! by the names `LOCK_SIM_WORKLOAD` takes.
-#![allow(dead_code)] // each target uses a part
+#![allow(dead_code, unused_macros)] // each target uses a part
+
+/// One `#[test]` per entry, each calling the target's `run` with the entry's
+/// arguments (a workload, the first seed, the default count).
+macro_rules! schedules {
+    ($($(#[$doc:meta])* $test:ident: $($arg:expr),+;)*) => {$(
+        $(#[$doc])*
+        #[test]
+        fn $test() {
+            run($($arg),+);
+        }
+    )*};
+}
 
 use lock_core::{LockId, LockSpec, LockState};
 use lock_sim::{
