@@ -5,8 +5,8 @@ use crate::env::{Capability, Deployment, Env, Style};
 use crate::Kind;
 use lock_client::blocking::{block_on, block_on_until};
 use lock_client::{
-    BreakLock, Broken, Election, ElectionEvent, ElectionObserver, Error, FencedError, Leadership,
-    LockClient, LockGuard, LockStatus, PendingLock, Writes,
+    BreakLock, Broken, Cycle, Election, ElectionEvent, ElectionObserver, Error, FencedError,
+    Leadership, LockClient, LockGuard, LockStatus, PendingLock, Writes,
 };
 use lock_core::{Leader, LockEvent, LockSpec, LostReason, MultiResult, Participants, Stats};
 use std::future::Future;
@@ -315,6 +315,15 @@ impl Suite {
             self,
             client.participants(path),
             client.participants_blocking(path)
+        )
+    }
+
+    /// The deadlock cycles under `root` (`LockClient::deadlocks`).
+    pub fn deadlocks(&self, client: &LockClient, root: &str) -> Result<Vec<Cycle>, Error> {
+        either!(
+            self,
+            client.deadlocks(root),
+            client.deadlocks_blocking(root)
         )
     }
 

@@ -7,8 +7,9 @@
 //! read/write semantics, semaphores, timeouts and cancellation that leave no node,
 //! connection loss during a create, suspension and resumption on a short cut,
 //! suspension before expiry on a long partition, an administrator deleting the
-//! holder's node, fenced writes, crash-detecting sections, lock-delay and the
-//! record of a forced break (each a `multi`), losing an ensemble's leader under
+//! holder's node, deadlocks broken with one victim, self-deadlock refused at
+//! once, participants in queue order, fenced writes, crash-detecting sections,
+//! lock-delay and the record of a forced break (each a `multi`), losing an ensemble's leader under
 //! contention, elections that outlive their sessions (a leader cut off loses its
 //! term before the next is elected, then rejoins on a new session; a closing
 //! leader hands over at once; each resignation wakes only the next candidate,
@@ -133,7 +134,7 @@ pub enum Kind {
 /// `processes`, `connect_failures`, `nodelay`, `connect_options`,
 /// `server_checks`; see the [crate docs](crate); a test that needs two runs
 /// where both are), plus
-/// `declared_capabilities_match`.
+/// `declared_capabilities_match`. `[all]` lists every capability.
 ///
 /// ```text
 /// lock_conformance::conformance_tests!(lock_conformance::SimEnv::new(Style::Blocking),
@@ -143,6 +144,12 @@ pub enum Kind {
 macro_rules! conformance_tests {
     ($env:expr $(,)?) => {
         $crate::conformance_tests!(@all $env);
+    };
+    ($env:expr, [all] $(,)?) => {
+        $crate::conformance_tests!($env, [
+            multi, hold_replies, watchers, request_count, ensemble, full_tolerance, load,
+            processes, connect_failures, nodelay, connect_options, server_checks,
+        ]);
     };
     ($env:expr, [$($capability:ident),* $(,)?] $(,)?) => {
         $crate::conformance_tests!(@all $env);
@@ -185,6 +192,9 @@ macro_rules! conformance_tests {
             revocation_round_trip,
             revoking_a_waiter_fails_it_and_leaves_no_node,
             lease_expires_and_next_waiter_acquires,
+            a_cycle_across_sessions_is_broken_by_one_victim,
+            a_cycle_across_recipes_is_broken_by_one_victim,
+            participants_in_queue_order_and_self_deadlock,
         );
         $crate::conformance_tests!(@tests $env; [Multi];
             fenced_write_only_while_held,

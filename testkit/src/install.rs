@@ -139,24 +139,24 @@ impl ZkInstall {
     }
 }
 
-fn join_classpath(entries: &[PathBuf]) -> String {
-    let mut cp = String::new();
-    for entry in entries {
-        if !cp.is_empty() {
-            cp.push(':');
-        }
-        cp.push_str(&entry.to_string_lossy());
-    }
-    cp
+pub(crate) fn join_classpath(entries: &[PathBuf]) -> String {
+    let entries: Vec<_> = entries.iter().map(|e| e.to_string_lossy()).collect();
+    entries.join(":")
+}
+
+/// `dir/<name>.jar` for each of `names`, and the names of those missing.
+pub(crate) fn jars(dir: &Path, names: &[&'static str]) -> (Vec<PathBuf>, Vec<&'static str>) {
+    let paths: Vec<PathBuf> = names.iter().map(|n| dir.join(format!("{n}.jar"))).collect();
+    let missing = (names.iter().zip(&paths))
+        .filter(|(_, path)| !path.is_file())
+        .map(|(name, _)| *name)
+        .collect();
+    (paths, missing)
 }
 
 fn system_classpath(dir: &Path) -> Result<String> {
     let jar = |name: &str| dir.join(format!("{name}.jar"));
-    let missing: Vec<&str> = REQUIRED_JARS
-        .iter()
-        .copied()
-        .filter(|name| !jar(name).is_file())
-        .collect();
+    let (mut entries, missing) = jars(dir, REQUIRED_JARS);
     if !missing.is_empty() {
         let mut searched = format!(
             "ZOOKEEPER_CLASSPATH and ZOOKEEPER_HOME are unset, and {} lacks",
@@ -167,7 +167,6 @@ fn system_classpath(dir: &Path) -> Result<String> {
         }
         return Err(Error::NotInstalled { searched });
     }
-    let mut entries: Vec<PathBuf> = REQUIRED_JARS.iter().map(|name| jar(name)).collect();
     entries.extend(
         RUNTIME_JARS
             .iter()

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::error::{Error, Result};
-use crate::install::SYSTEM_JAR_DIR;
+use crate::install::{jars, join_classpath, SYSTEM_JAR_DIR};
 
 /// The jars (names in `/usr/share/java`) Curator 5.4's locks, latches and
 /// elections need: Debian's `libcurator-recipes-java` and its dependencies.
@@ -26,29 +26,20 @@ fn peer_error(what: String) -> Error {
 /// The classpath of [`CURATOR_JARS`] (plus `slf4j-nop`, if there, to keep slf4j
 /// quiet), or [`Error::JavaPeer`] naming the missing jars and the fix.
 pub fn curator_classpath() -> Result<String> {
-    let jars = Path::new(SYSTEM_JAR_DIR);
-    let jar = |name: &str| jars.join(format!("{name}.jar"));
-    let missing: Vec<&str> = CURATOR_JARS
-        .iter()
-        .copied()
-        .filter(|name| !jar(name).is_file())
-        .collect();
+    let dir = Path::new(SYSTEM_JAR_DIR);
+    let (mut entries, missing) = jars(dir, CURATOR_JARS);
     if !missing.is_empty() {
         return Err(peer_error(format!(
             "Curator 5.4 and ZooKeeper jars missing from {}: {missing:?}; install Debian's \
              libcurator-recipes-java (scripts/test.sh does)",
-            jars.display()
+            dir.display()
         )));
     }
-    let mut entries: Vec<PathBuf> = CURATOR_JARS.iter().map(|name| jar(name)).collect();
-    if jar("slf4j-nop").is_file() {
-        entries.push(jar("slf4j-nop"));
+    let quiet = dir.join("slf4j-nop.jar");
+    if quiet.is_file() {
+        entries.push(quiet);
     }
-    Ok(entries
-        .iter()
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join(":"))
+    Ok(join_classpath(&entries))
 }
 
 /// Compiles `source`, the Java class `class`, against `classpath` into a

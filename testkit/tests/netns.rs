@@ -4,9 +4,9 @@
 //! Needs root, iproute2 and nftables (scripts/test.sh installs them), and
 //! ZooKeeper for the ensemble test.
 
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use lock_testkit::{Error, Mode, NetLab, NodeId, ZkEnsemble};
 
 mod common;
-use common::{pid_alive, rerun_as_child, rerun_as_child_under};
+use common::{pid_alive, ready_child, rerun_as_child_under};
 
 const PORT: u16 = 7000;
 const CHILD_ENV: &str = "LOCK_TESTKIT_NETNS_CHILD";
@@ -179,29 +179,10 @@ fn a_killed_test_process_leaves_nothing() {
     if std::env::var_os(CHILD_ENV).is_some() {
         return doomed_child();
     }
-    let mut child = rerun_as_child("a_killed_test_process_leaves_nothing", CHILD_ENV)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut ready = String::new();
-    for line in BufReader::new(stdout).lines() {
-        let line = line.unwrap();
-        if line.starts_with("READY ") {
-            ready = line;
-            break;
-        }
-    }
+    let (mut child, words) = ready_child("a_killed_test_process_leaves_nothing", CHILD_ENV);
     child.kill().unwrap();
     child.wait().unwrap();
-    let words: Vec<&str> = ready.split_whitespace().collect();
-    assert_eq!(
-        words.len(),
-        3,
-        "the child never reported its lab: {ready:?}"
-    );
-    let (prefix, sleeper) = (words[1], words[2].parse::<u32>().unwrap());
+    let (prefix, sleeper) = (words[0].as_str(), words[1].parse::<u32>().unwrap());
     let deadline = Instant::now() + Duration::from_secs(20);
     while !lab_namespaces(prefix).is_empty() || pid_alive(sleeper) {
         assert!(

@@ -1,18 +1,15 @@
 //! No JVM outlives its test process, even one killed with SIGKILL.
 //! Needs ZooKeeper installed (`scripts/install-zookeeper.sh`).
 
-use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::process::Stdio;
-use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use lock_testkit::{ZkEnsemble, ZkServer};
 
 mod common;
-use common::{pid_alive, rerun_as_child};
+use common::{pid_alive, ready_child};
 
 const CHILD_ENV: &str = "LOCK_TESTKIT_ORPHAN_CHILD";
 
@@ -42,30 +39,9 @@ fn jvms_die_with_a_killed_test_process() {
     if std::env::var_os(CHILD_ENV).is_some() {
         return orphan_child();
     }
-    let mut child = rerun_as_child("jvms_die_with_a_killed_test_process", CHILD_ENV)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if line.starts_with("READY ") {
-                let _ = tx.send(line);
-            }
-        }
-    });
-    let line = match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(line) => line,
-        Err(_) => {
-            let _ = child.kill();
-            panic!("the child never reported its servers");
-        }
-    };
-    let words: Vec<&str> = line.split_whitespace().skip(1).collect();
+    let (mut child, words) = ready_child("jvms_die_with_a_killed_test_process", CHILD_ENV);
     // pid addr dir, 3 x (pid addr), root
-    assert_eq!(words.len(), 10, "{line}");
+    assert_eq!(words.len(), 10, "{words:?}");
     let pids: Vec<u32> = [0, 3, 5, 7]
         .iter()
         .map(|i| words[*i].parse().unwrap())
@@ -74,7 +50,7 @@ fn jvms_die_with_a_killed_test_process() {
         .iter()
         .map(|i| words[*i].parse().unwrap())
         .collect();
-    let dirs = [PathBuf::from(words[2]), PathBuf::from(words[9])];
+    let dirs = [PathBuf::from(&words[2]), PathBuf::from(&words[9])];
     for pid in &pids {
         assert!(pid_alive(*pid), "JVM {pid} not running before the kill");
     }

@@ -2,7 +2,6 @@
 //! when dropped, also by a panicking test. Needs PostgreSQL installed
 //! (`scripts/test.sh` installs Debian's `postgresql` when missing).
 
-use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -11,7 +10,7 @@ use std::time::{Duration, Instant};
 use lock_testkit::{Error, Postgres};
 
 mod common;
-use common::{pid_alive, rerun_as_child};
+use common::{pid_alive, ready_child};
 
 const CHILD_ENV: &str = "LOCK_TESTKIT_POSTGRES_ORPHAN_CHILD";
 
@@ -131,25 +130,12 @@ fn a_killed_test_process_leaves_no_server_behind() {
     if std::env::var_os(CHILD_ENV).is_some() {
         return orphan_child();
     }
-    let mut child = rerun_as_child("a_killed_test_process_leaves_no_server_behind", CHILD_ENV)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    while !line.starts_with("READY ") {
-        line.clear();
-        if stdout.read_line(&mut line).unwrap() == 0 {
-            let _ = child.kill();
-            panic!("the child never reported its server");
-        }
-    }
-    let words: Vec<&str> = line.split_whitespace().skip(1).collect();
+    let (mut child, words) =
+        ready_child("a_killed_test_process_leaves_no_server_behind", CHILD_ENV);
     let (pid, addr, dir) = (
         words[0].parse().unwrap(),
         words[1].parse().unwrap(),
-        PathBuf::from(words[2]),
+        PathBuf::from(&words[2]),
     );
     assert!(
         pid_alive(pid),

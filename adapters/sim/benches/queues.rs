@@ -20,6 +20,7 @@
 
 use lock_core::{LockId, LockSpec};
 use lock_sim::{ClientId, Counters, Profile, Sim, SimConfig};
+use lock_testkit::measure::{env_list, env_usize};
 use std::time::{Duration, Instant};
 
 /// Long enough that no session pings or syncs often enough to matter.
@@ -31,18 +32,9 @@ struct Class {
 }
 
 fn main() {
-    let knob = |key: &str, default: &str| -> Vec<usize> {
-        std::env::var(key)
-            .unwrap_or_else(|_| default.into())
-            .split(',')
-            .map(|v| v.trim().parse().expect(key))
-            .collect()
-    };
-    let (total_clients, total_locks) = (
-        knob("QUEUES_CLIENTS", "100000")[0],
-        knob("QUEUES_LOCKS", "10000")[0],
-    );
-    let deep = knob("QUEUES_DEEP", "10000,1000,100,10");
+    let total_clients = env_usize("QUEUES_CLIENTS", 100_000);
+    let total_locks = env_usize("QUEUES_LOCKS", 10_000);
+    let deep = env_list("QUEUES_DEEP", "10000,1000,100,10");
     assert!(
         total_clients > deep.iter().sum::<usize>() && total_locks > deep.len(),
         "QUEUES_CLIENTS must exceed the QUEUES_DEEP queues' sum, QUEUES_LOCKS their number"
@@ -106,7 +98,7 @@ fn main() {
     for class in classes.iter().filter(|c| c.locks > 0) {
         let (path, queue) = &queues[first];
         first += class.locks;
-        let before = sum(&sim, queue);
+        sim.reset_counters();
         let mut listed = 0u64;
         let t0 = Instant::now();
         for &(c, id) in queue {
@@ -117,7 +109,7 @@ fn main() {
         // Every request answered (the last release's delete too).
         sim.settle().expect("drained");
         let wall = t0.elapsed();
-        let d = diff(sum(&sim, queue), before);
+        let d = sum(&sim, queue);
         let n = queue.len() as f64;
         println!(
             "| {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {:.1?} |",
@@ -150,20 +142,4 @@ fn sum(sim: &Sim, queue: &[(ClientId, LockId)]) -> Counters {
         total += sim.counters(c);
     }
     total
-}
-
-fn diff(a: Counters, b: Counters) -> Counters {
-    let mut d = a;
-    d.create -= b.create;
-    d.get_children -= b.get_children;
-    d.get_data -= b.get_data;
-    d.set_data -= b.set_data;
-    d.delete -= b.delete;
-    d.multi -= b.multi;
-    d.remove_watch -= b.remove_watch;
-    d.sync -= b.sync;
-    d.other -= b.other;
-    d.replies -= b.replies;
-    d.notifications -= b.notifications;
-    d
 }

@@ -1,7 +1,8 @@
 //! Breaking a stuck lock (`LockClient::break_lock`) on the in-process server,
-//! through the real API: refused unless forced, the holder inspected (and only
-//! it) deleted, the broken holder told, the next waiter granted. Every wait has
-//! a generous bound that turns a hang into a failure; nothing sleeps.
+//! through the real API: the holder inspected (and only it) deleted, the broken
+//! holder told, the next waiter granted. (Refused unless forced, and the forced
+//! break's record: the conformance suite's `forced_break_leaves_its_record`.)
+//! Every wait has a generous bound that turns a hang into a failure.
 
 use lock_client::{BreakError, BreakLock, BreakOutcome, Error, FencedError, Writes};
 use lock_core::LostReason;
@@ -9,35 +10,6 @@ use lock_sim::Server;
 use std::time::Duration;
 
 const BOUND: Duration = Duration::from_secs(10);
-
-/// Not forced, a break is refused, naming the holder it would break, and touches
-/// nothing. (The forced break: the conformance suite's
-/// `forced_break_leaves_its_record`, which runs on this server too.)
-#[test]
-fn an_unforced_break_is_refused_naming_the_holder() {
-    let server = Server::new();
-    let (holder, waiter, admin) = (server.client(), server.client(), server.client());
-    let stuck = holder
-        .with_owner("wedged")
-        .mutex("/locks/b")
-        .watch_node()
-        .lock_blocking()
-        .unwrap();
-    let next = waiter.mutex("/locks/b").start().unwrap();
-    // Its node exists once it has looked at its queue.
-    assert!(next.queue_watch().changed_blocking().is_some());
-    let refused = admin.break_lock_blocking("/locks/b", BreakLock::holder());
-    let Err(Error::Break(BreakError::NotForced { target, held })) = refused else {
-        panic!("not refused: {refused:?}")
-    };
-    assert!(held);
-    assert_eq!(format!("{}/{}", target.dir, target.node), stuck.path());
-    assert_eq!(target.owner.as_deref(), Some("wedged"));
-    assert_eq!(target.token, stuck.token());
-    assert_eq!(target.session, holder.session_id().unwrap());
-    assert!(stuck.is_trusted(), "a refused break touched the holder");
-    assert_eq!(server.children("/locks/b").map(|c| c.len()), Some(2));
-}
 
 #[test]
 fn a_plain_holder_learns_at_its_next_fenced_write_or_release() {

@@ -17,7 +17,8 @@ fn cut_off_holder(seed: u64, adapt: fn(&mut SimConfig)) -> Result<(), Violation>
     let mut cfg = SimConfig::new(seed).latency(Latency::fixed(Duration::from_millis(1)));
     adapt(&mut cfg);
     let mut sim = Sim::new(cfg);
-    let ((a, la), (b, lb)) = holder_and_waiter(&mut sim, "/l", T);
+    let ((a, la), (b, lb)) =
+        holder_and_waiter(&mut sim, Profile::KeepsWatches, LockSpec::write("/l"), T);
     sim.partition(a, T * 5);
     sim.run_until(|s| s.outcome(a, la).is_some() && s.holds(b, lb))
 }
@@ -132,7 +133,8 @@ fn holders_that_never_release_fail_liveness() {
 #[test]
 fn a_task_that_never_ends_fails_wind_down() {
     let mut sim = Sim::new(SimConfig::new(5));
-    let ((a, la), (b, lb)) = holder_and_waiter(&mut sim, "/w", T);
+    let ((a, la), (b, lb)) =
+        holder_and_waiter(&mut sim, Profile::KeepsWatches, LockSpec::write("/w"), T);
     sim.disconnect(b);
     sim.delay_reconnect(b, Duration::from_secs(3600));
     let v = sim.wind_down(&[(a, la), (b, lb)]).unwrap_err();

@@ -5,7 +5,7 @@
 //! nothing sleeps to synchronise.
 
 use lock_client::{Error, LockClient, LockStatus, LostReason, MultiPart};
-use lock_sim::Server;
+use lock_sim::{Server, SimRng};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -102,32 +102,6 @@ fn dropping_a_multi_guard_releases_every_part_and_losing_one_part_loses_the_whol
     );
 }
 
-/// A tiny seeded generator (SplitMix64), so every run takes the same sets.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// 2 to 4 distinct locks out of `n`, in a random (not canonical) order.
-    fn set(&mut self, n: usize) -> Vec<usize> {
-        let want = 2 + (self.next() % 3) as usize;
-        let mut set = Vec::new();
-        while set.len() < want {
-            let i = (self.next() % n as u64) as usize;
-            if !set.contains(&i) {
-                set.push(i);
-            }
-        }
-        set
-    }
-}
-
 #[test]
 fn owners_taking_random_overlapping_sets_with_multi_never_deadlock() {
     const OWNERS: usize = 6;
@@ -142,11 +116,14 @@ fn owners_taking_random_overlapping_sets_with_multi_never_deadlock() {
         .map(|o| {
             // Each owner: its own session, its own seeded sequence of sets.
             let client: LockClient = server.client().with_owner(format!("owner-{o}"));
-            let mut rng = Rng(0x5eed_0000 + o as u64);
+            let mut rng = SimRng::new(0x5eed_0000 + o as u64);
             let (inside, meals) = (inside.clone(), meals.clone());
             std::thread::spawn(move || {
                 for round in 0..ROUNDS {
-                    let set = rng.set(LOCKS);
+                    // 2 to 4 distinct locks, in a random (not canonical) order.
+                    let mut set: Vec<usize> = (0..LOCKS).collect();
+                    rng.shuffle(&mut set);
+                    set.truncate(2 + rng.index(3));
                     let paths: Vec<String> = set.iter().map(|i| format!("/dine/l{i}")).collect();
                     // Without a canonical order these owners would deadlock; with
                     // it, every multi-lock is granted well within the bound.

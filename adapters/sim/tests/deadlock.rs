@@ -4,21 +4,13 @@
 mod support;
 
 use lock_core::{FailReason, LockEvent, LockId, LockSpec};
-use lock_sim::{ClientId, Latency, Profile, Sim, SimConfig};
+use lock_sim::{ClientId, Profile, Sim};
 use std::time::Duration;
-use support::env_u64;
+use support::{env_u64, sim_1ms as sim};
 
 const T: Duration = Duration::from_secs(10);
 const L: Duration = Duration::from_millis(1);
 const AFTER: Duration = Duration::from_millis(100);
-
-fn sim(seed: u64) -> Sim {
-    Sim::new(
-        SimConfig::new(seed)
-            .latency(Latency::fixed(L))
-            .reap_interval(None),
-    )
-}
 
 fn spec(path: &str, owner: &str) -> LockSpec {
     LockSpec::write(path).owner(owner).detect_deadlocks(AFTER)

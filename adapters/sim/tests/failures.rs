@@ -6,6 +6,9 @@ use lock_core::{FailReason, LockEvent, LockId, LockSpec, LockState, LostReason, 
 use lock_sim::{ClientConfig, ClientId, InFlight, Latency, Profile, Sim, SimConfig};
 use std::time::Duration;
 
+mod support;
+use support::holder_and_waiter;
+
 const T: Duration = Duration::from_secs(3);
 const PROFILES: [Profile; 2] = [Profile::KeepsWatches, Profile::LosesWatchesNewSession];
 const LOCK: &str = "/locks/row";
@@ -19,23 +22,6 @@ fn sim(seed: u64) -> Sim {
             ))
             .trace(true),
     )
-}
-
-/// A holder `a` and a waiter `b` of `spec` on separate clients.
-fn holder_and_waiter(
-    sim: &mut Sim,
-    profile: Profile,
-    spec: LockSpec,
-) -> (ClientId, LockId, ClientId, LockId) {
-    let a = sim.add_client(profile, T);
-    let b = sim.add_client(profile, T);
-    let la = sim.acquire(a, spec.clone()).unwrap();
-    sim.settle().unwrap();
-    let lb = sim.acquire(b, spec).unwrap();
-    sim.settle().unwrap();
-    assert!(sim.holds(a, la));
-    assert_eq!(sim.state(b, lb), Some(LockState::Waiting));
-    (a, la, b, lb)
 }
 
 /// Ends every acquisition ([`Sim::wind_down`]) and checks nothing is left behind.
@@ -61,7 +47,7 @@ fn is_acquired(e: &LockEvent) -> bool {
 fn disconnected_waiter_keeps_waiting_and_holder_is_suspended() {
     for profile in PROFILES {
         let mut sim = sim(11);
-        let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK));
+        let ((a, la), (b, lb)) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK), T);
         // A silent partition, shorter than the session timeout, for both.
         let t0 = sim.now();
         sim.partition(a, T / 2);
@@ -96,7 +82,7 @@ fn reconnected_holder_verifies_its_node_and_resumes() {
     for profile in PROFILES {
         for in_flight in [InFlight::Applied, InFlight::Lost] {
             let mut sim = sim(12);
-            let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK));
+            let ((a, la), (b, lb)) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK), T);
             let session = sim.session_id(a);
             sim.disconnect_with(a, in_flight);
             assert_eq!(sim.lock_events(a, la).last(), Some(&LockEvent::Suspended));
@@ -120,7 +106,7 @@ fn reconnected_holder_verifies_its_node_and_resumes() {
 fn reconnected_holder_whose_node_is_gone_is_lost() {
     for profile in PROFILES {
         let mut sim = sim(13);
-        let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK));
+        let ((a, la), (b, lb)) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK), T);
         let node = sim.grant(a, la).unwrap().path.to_string();
         sim.partition(a, T / 2);
         sim.run_until(|s| !s.holds(a, la)).unwrap();
@@ -147,7 +133,7 @@ fn reconnected_holder_whose_node_is_gone_is_lost() {
 fn reconnected_waiter_relists_after_losing_the_release_notification() {
     for profile in PROFILES {
         let mut sim = sim(14);
-        let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK));
+        let ((a, la), (b, lb)) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK), T);
         sim.release(a, la).unwrap();
         sim.run_until(|s| s.notifications_in_flight(b) > 0).unwrap();
         assert_eq!(sim.lose_notifications(b), 1);
@@ -231,7 +217,7 @@ fn a_partitioned_holder_hears_lost_before_another_session_holds() {
         for (k, spec) in specs.iter().enumerate() {
             for seed in 0..40 {
                 let mut sim = sim(1000 + seed);
-                let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, spec.clone());
+                let ((a, la), (b, lb)) = holder_and_waiter(&mut sim, profile, spec.clone(), T);
                 let cut = sim.now();
                 sim.partition(a, T * 3);
                 sim.run_until(|s| s.holds(b, lb)).unwrap();
@@ -418,7 +404,7 @@ fn cancel_while_the_create_is_in_flight_or_unanswered_leaves_no_node() {
     for profile in PROFILES {
         for (seed, away) in [(19, false), (20, true)] {
             let mut sim = sim(seed);
-            let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK));
+            let ((a, la), (b, lb)) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK), T);
             let lb2 = sim.acquire(b, LockSpec::write(LOCK)).unwrap();
             if away {
                 // The create reaches the server, its reply is lost; the user
@@ -473,7 +459,7 @@ fn timeout_while_waiting_fails_at_the_deadline_and_deletes_the_node() {
 fn cancelled_waiter_on_a_dropping_connection_retries_the_delete_while_the_session_lives() {
     for profile in PROFILES {
         let mut sim = sim(22);
-        let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK));
+        let ((a, la), (b, lb)) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK), T);
         sim.cancel(b, lb).unwrap();
         // The delete is lost with the connection, twice.
         sim.disconnect_with(b, InFlight::Lost);
@@ -491,7 +477,7 @@ fn release_lost_with_the_connection_is_retried_and_no_node_counts_as_released() 
     for profile in PROFILES {
         for in_flight in [InFlight::Lost, InFlight::Applied] {
             let mut sim = sim(23);
-            let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK));
+            let ((a, la), (b, lb)) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK), T);
             sim.release(a, la).unwrap();
             assert_eq!(sim.requests_in_flight(a), 1, "the delete");
             sim.disconnect_with(a, in_flight);
@@ -513,7 +499,7 @@ fn release_lost_with_the_connection_is_retried_and_no_node_counts_as_released() 
 fn closing_a_client_ends_its_locks() {
     for profile in PROFILES {
         let mut sim = sim(24);
-        let (a, la, b, lb) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK));
+        let ((a, la), (b, lb)) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK), T);
         let la2 = sim.acquire(a, LockSpec::write(LOCK)).unwrap();
         sim.settle().unwrap();
         sim.close(a);

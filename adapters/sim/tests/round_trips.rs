@@ -4,29 +4,13 @@
 
 mod support;
 
-use lock_core::{CreateMode, LockEvent, LockId, LockSpec};
+use lock_core::{CreateMode, LockId, LockSpec};
 use lock_sim::{ClientId, Latency, OpKind, Profile, Sim, SimConfig};
 use std::time::Duration;
-use support::holder_and_waiter;
+use support::{acquired_at, holder_and_waiter, sim_1ms as sim};
 
 const T: Duration = Duration::from_secs(2);
 const L: Duration = Duration::from_millis(1);
-
-fn sim(seed: u64) -> Sim {
-    Sim::new(
-        SimConfig::new(seed)
-            .latency(Latency::fixed(L))
-            .reap_interval(None),
-    )
-}
-
-fn acquired_at(sim: &Sim, client: ClientId, lock: LockId) -> lock_core::Timestamp {
-    sim.events(client)
-        .iter()
-        .find(|r| r.lock == lock && matches!(r.event, LockEvent::Acquired(_)))
-        .map(|r| r.at)
-        .expect("acquired")
-}
 
 #[test]
 fn uncontended_acquire_takes_one_round_trip() {
@@ -73,7 +57,12 @@ fn uncontended_acquire_takes_one_round_trip() {
 #[test]
 fn handoff_needs_no_request_after_the_notification() {
     let mut sim = sim(2);
-    let ((a, la), (b, lb)) = holder_and_waiter(&mut sim, "/locks/h", T);
+    let ((a, la), (b, lb)) = holder_and_waiter(
+        &mut sim,
+        Profile::KeepsWatches,
+        LockSpec::write("/locks/h"),
+        T,
+    );
     sim.reset_counters();
     let t0 = sim.now();
     sim.release(a, la).unwrap();

@@ -20,94 +20,55 @@
 //!   and prints its trace
 //!   (`cargo test -p lock-sim --test user_api replay -- --nocapture`).
 
+#[macro_use]
 mod support;
 
 use lock_core::{LockEvent, LockSpec};
-use lock_sim::{Coverage, Profile, Sim, SimConfig, Workload};
+use lock_sim::{Profile, Sim, SimConfig, Workload};
 use std::time::Duration;
-use support::{env_u64, explored, replayed_from_env, replays_exactly, run_schedules, workload};
+use support::{
+    assert_exercised, env_u64, explored, replayed_from_env, replays_exactly, run_schedules,
+    workload,
+};
 
 /// Runs `default_count` fixed schedules of `name` (seeds offset by `salt`) and a
 /// twentieth as many changing ones; fails with the replay command on the first
-/// violation. Returns the schedules run and what their feature checks exercised.
-fn run(name: &str, salt: u64, default_count: u64) -> (u64, Coverage) {
+/// violation, or if a feature workload exercised too little.
+fn run(name: &str, salt: u64, default_count: u64) {
     let count = env_u64("LOCK_SIM_USER_SCHEDULES").unwrap_or(default_count);
     let first = env_u64("LOCK_SIM_SEED").unwrap_or(0).wrapping_add(salt);
     let w = workload(name).through_lock_client();
     let label = format!("{name} through lock-client");
     let fixed = first..first + count;
-    (count, run_schedules(&w, &label, fixed, count.div_ceil(20)))
+    let c = run_schedules(&w, &label, fixed, count.div_ceil(20));
+    if matches!(name, "sections" | "fenced" | "features") {
+        assert_exercised(name, count, &c);
+        let checked = c.fenced_outcomes_checked;
+        assert!(name != "fenced" || checked > 10 * count, "{c:?}");
+    }
 }
 
-/// The liveness mode (`Workload::liveness`) through lock-client: no false
-/// `Suspended` or `Lost` reaches a guard on a sound network.
-#[test]
-fn liveness_schedules() {
-    run("liveness", 17_000_000, 200);
-}
-
-#[test]
-fn exclusive_schedules() {
-    run("exclusive", 10_000_000, 300);
-}
-
-#[test]
-fn read_write_schedules() {
-    run("read_write", 11_000_000, 300);
-}
-
-#[test]
-fn semaphore_schedules() {
-    run("semaphore", 12_000_000, 300);
-}
-
-#[test]
-fn leader_schedules() {
-    run("leader", 13_000_000, 300);
-}
-
-#[test]
-fn mixed_schedules() {
-    run("mixed", 14_000_000, 300);
-}
-
-#[test]
-fn harsh_timing_schedules() {
-    run("harsh", 15_000_000, 300);
-}
-
-/// Crash-detecting sections opened and closed through the guard: every
-/// crash-detecting grant's flag is checked against the section marker that the
-/// outcomes of `open_section`/`close_section` imply.
-#[test]
-fn sections_schedules() {
-    let (n, c) = run("sections", 16_000_000, 300);
-    assert!(
-        c.crash_flags_checked > 4 * n && c.crashes_reported > n / 10,
-        "{c:?}"
-    );
-}
-
-/// Fenced writes through the guard (with leases and revocable locks): every write
-/// audited at the server, every outcome `fenced_write` returned checked against it.
-#[test]
-fn fenced_schedules() {
-    let (n, c) = run("fenced", 17_000_000, 300);
-    assert!(
-        c.fenced_applied > 10 * n && c.fenced_outcomes_checked > 10 * n && c.leases_expired > n / 4,
-        "{c:?}"
-    );
-}
-
-/// Every recipe with sections, fenced writes, leases, revocable locks, revocation
-/// requests and election observers, through lock-client.
-#[test]
-fn features_schedules() {
-    let (n, c) = run("features", 18_000_000, 300);
-    assert!(
-        c.crash_flags_checked > n && c.fenced_applied > 5 * n && c.revocations_requested > n / 10,
-        "{c:?}"
-    );
+schedules! {
+    /// The liveness mode (`Workload::liveness`) through lock-client: no false
+    /// `Suspended` or `Lost` reaches a guard on a sound network.
+    liveness_schedules: "liveness", 17_000_000, 200;
+    exclusive_schedules: "exclusive", 10_000_000, 300;
+    read_write_schedules: "read_write", 11_000_000, 300;
+    semaphore_schedules: "semaphore", 12_000_000, 300;
+    leader_schedules: "leader", 13_000_000, 300;
+    mixed_schedules: "mixed", 14_000_000, 300;
+    harsh_timing_schedules: "harsh", 15_000_000, 300;
+    /// Crash-detecting sections opened and closed through the guard: every
+    /// crash-detecting grant's flag is checked against the section marker that the
+    /// outcomes of `open_section`/`close_section` imply.
+    sections_schedules: "sections", 16_000_000, 300;
+    /// Fenced writes through the guard (with leases and revocable locks): every
+    /// write audited at the server, every outcome `fenced_write` returned checked
+    /// against it.
+    fenced_schedules: "fenced", 17_000_000, 300;
+    /// Every recipe with sections, fenced writes, leases, revocable locks,
+    /// revocation requests and election observers, through lock-client.
+    features_schedules: "features", 18_000_000, 300;
 }
 
 /// The deadlock schedules of `tests/deadlock.rs` through lock-client (500 fixed

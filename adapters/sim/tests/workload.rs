@@ -13,6 +13,7 @@
 //!   schedule and prints its trace
 //!   (`cargo test -p lock-sim --test workload replay -- --nocapture`).
 
+#[macro_use]
 mod support;
 
 use lock_sim::Workload;
@@ -28,47 +29,18 @@ fn run(w: Workload, salt: u64, default_count: u64) {
     run_schedules(&w, w.name, first..first + count, 0);
 }
 
-#[test]
-fn exclusive_schedules() {
-    run(Workload::exclusive(), 0, 1600);
-}
-
-#[test]
-fn read_write_schedules() {
-    run(Workload::read_write(), 1_000_000, 1600);
-}
-
-#[test]
-fn semaphore_schedules() {
-    run(Workload::semaphore(), 2_000_000, 1600);
-}
-
-#[test]
-fn leader_schedules() {
-    run(Workload::leader(), 3_000_000, 1600);
-}
-
-#[test]
-fn mixed_schedules() {
-    run(Workload::mixed(), 4_000_000, 1600);
-}
-
-#[test]
-fn connection_fault_schedules() {
-    run(connection_faults(), 5_000_000, 750);
-}
-
-#[test]
-fn harsh_timing_schedules() {
-    run(Workload::harsh(), 6_000_000, 750);
-}
-
-/// No fault, delays far below the contact rules' margins: no holder is ever
-/// told `Suspended` or `Lost`, and every acquisition is granted (waiters wait
-/// longer than a session timeout, sessions sit idle for most of one).
-#[test]
-fn liveness_schedules() {
-    run(Workload::liveness(), 7_000_000, 1000);
+schedules! {
+    exclusive_schedules: Workload::exclusive(), 0, 1600;
+    read_write_schedules: Workload::read_write(), 1_000_000, 1600;
+    semaphore_schedules: Workload::semaphore(), 2_000_000, 1600;
+    leader_schedules: Workload::leader(), 3_000_000, 1600;
+    mixed_schedules: Workload::mixed(), 4_000_000, 1600;
+    connection_fault_schedules: connection_faults(), 5_000_000, 750;
+    harsh_timing_schedules: Workload::harsh(), 6_000_000, 750;
+    /// No fault, delays far below the contact rules' margins: no holder is ever
+    /// told `Suspended` or `Lost`, and every acquisition is granted (waiters wait
+    /// longer than a session timeout, sessions sit idle for most of one).
+    liveness_schedules: Workload::liveness(), 7_000_000, 1000;
 }
 
 /// Liveness schedules that failed before grants waited for a proof that lasts

@@ -59,23 +59,7 @@ mod tokio {
         .under_load()
     }
 
-    lock_conformance::conformance_tests!(
-        env(),
-        [
-            hold_replies,
-            watchers,
-            request_count,
-            ensemble,
-            load,
-            processes,
-            connect_failures,
-            nodelay,
-            full_tolerance,
-            connect_options,
-            server_checks,
-            multi
-        ]
-    );
+    lock_conformance::conformance_tests!(env(), [all]);
 }
 
 mod async_std {

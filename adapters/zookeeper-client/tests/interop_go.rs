@@ -7,8 +7,8 @@
 mod common;
 
 use common::peers::{
-    meet, mutex_handoff, node_name, received, zk_start_lock, zk_try, Kind, Library, Peer, Tally,
-    Workload,
+    meet, mutex_handoff, node_name, received, zk_refused, zk_start_lock, Kind, Library, Peer,
+    Tally, Workload,
 };
 use common::{connect, run_tokio, server, unique_path, Observer};
 use lock_core::names::parse_name;
@@ -44,12 +44,8 @@ fn a_go_holder_excludes_every_zklock_scheme_and_waits_for_each() {
         let theirs = peer.acquire("h", Kind::Mutex, &path).await;
         assert_eq!(parse_name(&theirs).map(|p| p.scheme), Some(NameScheme::Go));
         for scheme in schemes {
-            if let Some(g) = zk_try(&locks, Kind::Mutex, &path, scheme, &observer, 1).await {
-                panic!(
-                    "zklock ({scheme:?}) took {} beside the Go holder {theirs}",
-                    g.path()
-                );
-            }
+            let why = format!("the Go holder {theirs} held ({scheme:?})");
+            zk_refused((&locks, &path, scheme, &observer), &[Kind::Mutex], 1, &why).await;
         }
         peer.release("h").await;
         observer.wait_children(&path, 0).await;

@@ -3,20 +3,4 @@
 
 mod common;
 
-lock_conformance::conformance_tests!(
-    common::env().under_load(),
-    [
-        hold_replies,
-        watchers,
-        request_count,
-        ensemble,
-        load,
-        processes,
-        connect_failures,
-        nodelay,
-        full_tolerance,
-        connect_options,
-        server_checks,
-        multi
-    ]
-);
+lock_conformance::conformance_tests!(common::env().under_load(), [all]);

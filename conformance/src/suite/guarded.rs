@@ -230,20 +230,29 @@ pub fn lock_delay_follows_an_unclean_end_only(b: &Suite) {
     b.close(&d);
 }
 
-/// Breaking a wedged holder: refused unless forced; forced, its node is deleted
-/// (the holder hears it), the waiter is granted, and the break's record (in the
-/// same `multi` as the delete) says whose node, which token and who broke it.
+/// Breaking a wedged holder: refused unless forced, naming the holder and
+/// touching nothing; forced, its node is deleted (the holder hears it), the
+/// waiter is granted, and the break's record (in the same `multi` as the delete)
+/// says whose node, which token and who broke it.
 pub fn forced_break_leaves_its_record(b: &Suite) {
     let (server, dir, admin) = shared(b, "break");
     let (holder, waiter, operator) = (connect(b, server), connect(b, server), connect(b, server));
+    let holder = holder.with_owner("wedged");
     let mut stuck = lock(b, &holder, Kind::WatchedMutex, &dir);
     let pending = b.start(&waiter, Kind::Mutex, &dir).expect("start");
     admin.wait_children(&dir, SHORT, &|c| c.len() == 2);
 
     match b.break_lock(&operator, &dir, BreakLock::holder()) {
-        Err(Error::Break(BreakError::NotForced { held: true, .. })) => {}
+        Err(Error::Break(BreakError::NotForced { target, held: true })) => {
+            assert_eq!(format!("{}/{}", target.dir, target.node), stuck.path());
+            assert_eq!(target.owner.as_deref(), Some("wedged"));
+            assert_eq!(Some(target.session), b.session_id(&holder));
+            assert_eq!(target.token, stuck.token());
+        }
         other => panic!("{}: a break without force: {other:?}", b.name()),
     }
+    assert!(b.is_trusted(&stuck), "a refused break touched the holder");
+    assert_eq!(admin.children(&dir).len(), 2, "a refused break deleted");
     let broken = b
         .break_lock(
             &operator,

@@ -5,6 +5,7 @@
 mod availability;
 mod connect;
 mod connection;
+mod deadlock;
 mod elections;
 mod faults;
 mod guarded;
@@ -22,6 +23,7 @@ mod server_check;
 pub use availability::*;
 pub use connect::*;
 pub use connection::*;
+pub use deadlock::*;
 pub use elections::*;
 pub use faults::*;
 pub use guarded::*;

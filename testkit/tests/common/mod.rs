@@ -1,8 +1,9 @@
 //! Helpers shared by the testkit's integration tests.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::net::{Shutdown, TcpListener};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::thread;
 
 /// Echoes every byte back on each connection `listener` accepts, until the test
@@ -51,4 +52,24 @@ pub fn rerun_as_child_under(wrapper: &[&str], test: &str, env: &str) -> Command 
     };
     command.args([test, "--exact", "--nocapture"]).env(env, "1");
     command
+}
+
+/// Runs `test` again as a child ([`rerun_as_child`]) and reads its stdout up to
+/// the line that starts with `READY `: the child, and that line's other words.
+/// Fails if the child ends its output without one.
+pub fn ready_child(test: &str, env: &str) -> (Child, Vec<String>) {
+    let mut child = rerun_as_child(test, env)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    for line in stdout.lines().map_while(Result::ok) {
+        if let Some(words) = line.strip_prefix("READY ") {
+            return (child, words.split_whitespace().map(str::to_owned).collect());
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("{test}: the child never reported READY");
 }

@@ -1,6 +1,6 @@
 //! Every feature at once, under chaos: the randomized workloads.
 
-use crate::harness::{env_u64, run_schedules, EXPLORE_ONE_IN};
+use crate::harness::{assert_exercised, env_u64, run_schedules, EXPLORE_ONE_IN};
 use lock_sim::{Coverage, Workload};
 
 /// Runs `FEATURES_SEEDS` (else `default`) fixed schedules of `w` from `salt`, and
@@ -16,10 +16,7 @@ fn run_workload(w: Workload, salt: u64, default: u64) -> (u64, Coverage) {
 #[test]
 fn sections_under_chaos() {
     let (n, c) = run_workload(Workload::sections(), 8_000_000, 1500);
-    assert!(
-        c.crash_flags_checked > 4 * n && c.crashes_reported > n / 10,
-        "{c:?}"
-    );
+    assert_exercised("sections", n, &c);
 }
 
 /// Fenced writes under chaos (with leases and revocation): every write audited at
@@ -27,19 +24,14 @@ fn sections_under_chaos() {
 #[test]
 fn fenced_writes_under_chaos() {
     let (n, c) = run_workload(Workload::fenced(), 9_000_000, 1000);
+    assert_exercised("fenced", n, &c);
     // (Writes rejected as NotHeld need an admin delete while one is in flight: rare.)
-    assert!(
-        c.fenced_applied > 10 * n && c.leases_expired > n / 4 && (n < 500 || c.fenced_not_held > 0),
-        "{c:?}"
-    );
+    assert!(n < 500 || c.fenced_not_held > 0, "{c:?}");
 }
 
 /// Every recipe and every feature at once.
 #[test]
 fn features_under_chaos() {
     let (n, c) = run_workload(Workload::features(), 10_000_000, 1200);
-    assert!(
-        c.crash_flags_checked > n && c.fenced_applied > 5 * n && c.revocations_requested > n / 10,
-        "{c:?}"
-    );
+    assert_exercised("features", n, &c);
 }

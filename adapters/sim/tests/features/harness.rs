@@ -13,7 +13,7 @@ pub(crate) const MS: Duration = Duration::from_millis(1);
 
 #[path = "../support/mod.rs"]
 mod support;
-pub(crate) use support::{env_u64, explored, run_schedules};
+pub(crate) use support::{acquired_at, assert_exercised, env_u64, explored, run_schedules};
 
 macro_rules! ensure {
     ($cond:expr, $($fmt:tt)+) => {
@@ -283,15 +283,6 @@ pub(crate) fn inject_soon(w: &mut World, c: ClientId, f: Fault) -> Result<(), St
     let d = w.rng.duration(Duration::ZERO, 8 * MS);
     w.run_for(d)?;
     inject(w, c, f)
-}
-
-/// When (c, l) was granted.
-pub(crate) fn acquired_at(sim: &Sim, c: ClientId, l: LockId) -> lock_core::Timestamp {
-    sim.events(c)
-        .iter()
-        .find(|r| r.lock == l && matches!(r.event, LockEvent::Acquired(_)))
-        .expect("granted")
-        .at
 }
 
 pub(crate) fn count(events: &[LockEvent], want: &LockEvent) -> usize {

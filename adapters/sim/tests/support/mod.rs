@@ -1,9 +1,23 @@
 //! What the seeded test targets share: their environment knobs, and the workloads
 //! by the names `LOCK_SIM_WORKLOAD` takes.
-#![allow(dead_code)] // each target uses a part
+#![allow(dead_code, unused_macros)] // each target uses a part
 
-use lock_core::{LockId, LockSpec};
-use lock_sim::{ClientId, Coverage, FaultConfig, Profile, Sim, TraceEntry, Workload};
+/// One `#[test]` per entry, each calling the target's `run` with the entry's
+/// arguments (a workload, the first seed, the default count).
+macro_rules! schedules {
+    ($($(#[$doc:meta])* $test:ident: $($arg:expr),+;)*) => {$(
+        $(#[$doc])*
+        #[test]
+        fn $test() {
+            run($($arg),+);
+        }
+    )*};
+}
+
+use lock_core::{LockId, LockSpec, LockState};
+use lock_sim::{
+    ClientId, Coverage, FaultConfig, Latency, Profile, Sim, SimConfig, TraceEntry, Workload,
+};
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
@@ -65,6 +79,23 @@ pub fn run_schedules(w: &Workload, label: &str, fixed: Range<u64>, explore: u64)
         start.elapsed().as_secs_f64()
     );
     total
+}
+
+/// Fails unless `n` schedules of the feature workload `name` exercised the checks
+/// it exists for: crash flags checked and crashes reported (`sections`), fenced
+/// writes audited and leases expired (`fenced`), every feature (`features`).
+pub fn assert_exercised(name: &str, n: u64, c: &Coverage) {
+    let enough = match name {
+        "sections" => c.crash_flags_checked > 4 * n && c.crashes_reported > n / 10,
+        "fenced" => c.fenced_applied > 10 * n && c.leases_expired > n / 4,
+        "features" => {
+            c.crash_flags_checked > n
+                && c.fenced_applied > 5 * n
+                && c.revocations_requested > n / 10
+        }
+        other => panic!("no coverage expected of {other}"),
+    };
+    assert!(enough, "{name}: too little exercised: {c:?}");
 }
 
 /// The same seed of `w`, failing with as few clients and acquisitions as it
@@ -152,22 +183,37 @@ pub fn replays_exactly(w: &Workload, seed: u64) -> Vec<TraceEntry> {
     a.trace_log().to_vec()
 }
 
-/// Two clients that keep their watches, with session timeout `t`, on a write lock
-/// at `path`: the first holds it, the second waits behind it (both settled).
+/// Two clients of `profile`, with session timeout `t`, on `spec`: the first holds
+/// it, the second waits behind it (both settled).
 pub fn holder_and_waiter(
     sim: &mut Sim,
-    path: &str,
+    profile: Profile,
+    spec: LockSpec,
     t: Duration,
 ) -> ((ClientId, LockId), (ClientId, LockId)) {
-    let a = sim.add_client(Profile::KeepsWatches, t);
-    let b = sim.add_client(Profile::KeepsWatches, t);
-    let la = sim.acquire(a, LockSpec::write(path)).unwrap();
+    let a = sim.add_client(profile, t);
+    let b = sim.add_client(profile, t);
+    let la = sim.acquire(a, spec.clone()).unwrap();
     sim.settle().unwrap();
-    let lb = sim.acquire(b, LockSpec::write(path)).unwrap();
+    let lb = sim.acquire(b, spec).unwrap();
     sim.settle().unwrap();
-    assert!(
-        sim.holds(a, la) && !sim.holds(b, lb),
-        "one holder, one waiter"
-    );
+    assert!(sim.holds(a, la), "one holder");
+    assert_eq!(sim.state(b, lb), Some(LockState::Waiting), "one waiter");
     ((a, la), (b, lb))
+}
+
+/// When `client`'s acquisition `lock` was granted.
+pub fn acquired_at(sim: &Sim, client: ClientId, lock: LockId) -> lock_core::Timestamp {
+    sim.events(client)
+        .iter()
+        .find(|r| r.lock == lock && matches!(r.event, lock_core::LockEvent::Acquired(_)))
+        .expect("granted")
+        .at
+}
+
+/// A simulation of `seed` with a fixed one-way latency of 1 ms and no container
+/// reaper: times in round trips, exactly.
+pub fn sim_1ms(seed: u64) -> Sim {
+    let config = SimConfig::new(seed).latency(Latency::fixed(Duration::from_millis(1)));
+    Sim::new(config.reap_interval(None))
 }

@@ -190,19 +190,8 @@ impl Observer {
 
 /// Lets other tasks run between a read and a write, so that a missing lock would
 /// show as a lost update (a real suspension point, not a timed sleep).
-pub async fn yield_now() {
-    let mut yielded = false;
-    futures::future::poll_fn(|cx| {
-        if yielded {
-            std::task::Poll::Ready(())
-        } else {
-            yielded = true;
-            cx.waker().wake_by_ref();
-            std::task::Poll::Pending
-        }
-    })
-    .await
-}
+#[allow(unused_imports)] // only ensemble.rs uses it
+pub use smol::future::yield_now;
 
 /// Spawns a task on `rt` and returns a future for its output.
 pub fn spawn<T: Send + 'static>(

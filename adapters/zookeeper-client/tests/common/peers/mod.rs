@@ -28,5 +28,5 @@ pub(crate) use scenarios::interop_tests;
 pub use scenarios::{meet, mutex_handoff, rwlock_exclusion};
 #[allow(unused_imports)]
 pub use zklock_side::{
-    assert_node, delivered, node_name, received, within, zk_lock, zk_start_lock, zk_try,
+    assert_node, delivered, node_name, received, within, zk_lock, zk_refused, zk_start_lock, zk_try,
 };

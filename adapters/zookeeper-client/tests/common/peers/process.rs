@@ -382,6 +382,19 @@ impl Peer {
         }
     }
 
+    /// Asserts that a look of each of `kinds` (in slot `t`) finds the lock busy
+    /// while `why`.
+    pub async fn refused(&mut self, kinds: &[Kind], path: &str, why: &str) {
+        for &kind in kinds {
+            if let Some(node) = self.try_acquire("t", kind, path).await {
+                panic!(
+                    "a {} {kind:?} ({node}) got in while {why}",
+                    self.library.name()
+                );
+            }
+        }
+    }
+
     /// Releases the lock `slot` holds.
     pub async fn release(&mut self, slot: &str) {
         self.send(slot, "release");

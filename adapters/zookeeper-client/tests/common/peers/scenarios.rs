@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::process::{Kind, Library, Peer};
 use super::zklock_side::{
-    assert_node, delivered, node_name, received, zk_lock, zk_start_lock, zk_try,
+    assert_node, delivered, node_name, received, zk_lock, zk_refused, zk_start_lock, zk_try,
 };
 
 /// A fresh lock path named after `test`, an observer, a zklock client and one peer of
@@ -148,13 +148,9 @@ pub async fn mutex_handoff(
     // The peer holds; zklock cannot take it, queues, and gets it when the peer lets go.
     let theirs = peer.acquire("h", Kind::Mutex, path).await;
     assert_node(&theirs, scheme, NodeKind::Write, lib.name());
-    assert!(
-        zk_try(locks, Kind::Mutex, path, scheme, observer, 1)
-            .await
-            .is_none(),
-        "zklock took the mutex while {} held it ({theirs})",
-        lib.name()
-    );
+    let zk = (locks, path, scheme, observer);
+    let why = format!("{} held it ({theirs})", lib.name());
+    zk_refused(zk, &[Kind::Mutex], 1, &why).await;
     let mut waiting = zk_start_lock(rt, locks, Kind::Mutex, path, scheme);
     observer.wait_children(path, 2).await;
     assert!(
@@ -167,13 +163,8 @@ pub async fn mutex_handoff(
     assert_node(node_name(ours.path()), scheme, NodeKind::Write, "zklock");
 
     // zklock holds; the peer cannot take it, queues, and gets it when zklock lets go.
-    assert_eq!(
-        peer.try_acquire("t", Kind::Mutex, path).await,
-        None,
-        "{} took the mutex while zklock held it ({})",
-        lib.name(),
-        ours.path()
-    );
+    let why = format!("zklock held it ({})", ours.path());
+    peer.refused(&[Kind::Mutex], path, &why).await;
     peer.start_acquire("h", "mutex", path);
     observer.wait_children(path, 2).await;
     assert!(
@@ -201,6 +192,7 @@ pub async fn rwlock_exclusion(
     let name = lib.name();
     let scheme = lib.scheme();
     let held = |g: &LockGuard| g.status() == LockStatus::Held;
+    let zk = (locks, path, scheme, observer);
 
     // --- Readers share, both ways. -------------------------------------------------
     let zr = zk_lock(locks, Kind::Read, path, scheme).await;
@@ -230,12 +222,8 @@ pub async fn rwlock_exclusion(
     // --- A zklock writer excludes the peer's readers and writers; they queue. --------
     let zw = zk_lock(locks, Kind::Write, path, scheme).await;
     let ours = node_name(zw.path()).to_owned();
-    if let Some(node) = peer.try_acquire("t", Kind::Read, path).await {
-        panic!("a {name} reader ({node}) got in while a zklock writer ({ours}) held");
-    }
-    if let Some(node) = peer.try_acquire("t", Kind::Write, path).await {
-        panic!("a {name} writer ({node}) got in while a zklock writer ({ours}) held");
-    }
+    let why = format!("a zklock writer ({ours}) held");
+    peer.refused(&[Kind::Read, Kind::Write], path, &why).await;
     peer.start_acquire("a", "read", path);
     observer.wait_children(path, 2).await;
     peer.start_acquire("b", "write", path);
@@ -247,33 +235,13 @@ pub async fn rwlock_exclusion(
     zw.release().await.expect("release");
     // The peer's reader (first in line) gets in; its writer waits behind it.
     peer.held("a").await;
-    assert!(
-        zk_try(locks, Kind::Write, path, scheme, observer, 2)
-            .await
-            .is_none(),
-        "a zklock writer got in while a {name} reader held"
-    );
-    assert!(
-        zk_try(locks, Kind::Read, path, scheme, observer, 2)
-            .await
-            .is_none(),
-        "a zklock reader got in ahead of a waiting {name} writer"
-    );
+    let why = format!("a {name} reader held, a {name} writer waiting");
+    zk_refused(zk, &[Kind::Write, Kind::Read], 2, &why).await;
     peer.release("a").await;
     let theirs = peer.held("b").await;
     assert_node(&theirs, scheme, NodeKind::Write, name);
-    assert!(
-        zk_try(locks, Kind::Read, path, scheme, observer, 1)
-            .await
-            .is_none(),
-        "a zklock reader got in while a {name} writer held"
-    );
-    assert!(
-        zk_try(locks, Kind::Write, path, scheme, observer, 1)
-            .await
-            .is_none(),
-        "a zklock writer got in while a {name} writer held"
-    );
+    let why = format!("a {name} writer held");
+    zk_refused(zk, &[Kind::Read, Kind::Write], 1, &why).await;
 
     // --- The peer's writer excludes zklock readers and writers; they queue. ----------
     let mut zr = zk_start_lock(rt, locks, Kind::Read, path, scheme);
@@ -286,12 +254,8 @@ pub async fn rwlock_exclusion(
     );
     peer.release("b").await;
     let zr = received(zr, "the zklock reader queued behind the peer's writer").await;
-    if let Some(node) = peer.try_acquire("t", Kind::Write, path).await {
-        panic!("a {name} writer ({node}) got in while a zklock reader held");
-    }
-    if let Some(node) = peer.try_acquire("t", Kind::Read, path).await {
-        panic!("a {name} reader ({node}) got in ahead of a waiting zklock writer");
-    }
+    let why = "a zklock reader held, a zklock writer waiting";
+    peer.refused(&[Kind::Write, Kind::Read], path, why).await;
     assert!(
         !delivered(&mut zw),
         "the zklock writer got in while the zklock reader held"
@@ -299,12 +263,8 @@ pub async fn rwlock_exclusion(
     zr.release().await.expect("release");
     let zw = received(zw, "the zklock writer queued behind the reader").await;
     let ours = node_name(zw.path()).to_owned();
-    if let Some(node) = peer.try_acquire("t", Kind::Read, path).await {
-        panic!("a {name} reader ({node}) got in while a zklock writer ({ours}) held");
-    }
-    if let Some(node) = peer.try_acquire("t", Kind::Write, path).await {
-        panic!("a {name} writer ({node}) got in while a zklock writer ({ours}) held");
-    }
+    let why = format!("a zklock writer ({ours}) held");
+    peer.refused(&[Kind::Read, Kind::Write], path, &why).await;
     zw.release().await.expect("release");
     observer.wait_children(path, 0).await;
 }

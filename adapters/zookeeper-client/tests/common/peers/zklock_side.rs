@@ -92,6 +92,21 @@ pub async fn zk_try(
     got
 }
 
+/// Asserts that a zklock look of each of `kinds` finds the lock busy while `why`
+/// (`before`: see [`zk_try`]).
+pub async fn zk_refused(
+    (locks, path, scheme, observer): (&LockClient, &str, NameScheme, &Observer),
+    kinds: &[Kind],
+    before: usize,
+    why: &str,
+) {
+    for &kind in kinds {
+        if let Some(got) = zk_try(locks, kind, path, scheme, observer, before).await {
+            panic!("a zklock {kind:?} ({}) got in while {why}", got.path());
+        }
+    }
+}
+
 /// Receives what a spawned task sends, within the lock timeout.
 pub async fn received<T>(rx: oneshot::Receiver<T>, what: &str) -> T {
     let timer = smol::Timer::after(LOCK_TIMEOUT + Duration::from_secs(5));
