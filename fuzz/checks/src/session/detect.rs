@@ -3,6 +3,7 @@
 
 use super::{name_of, parent_of, AcquireStep, DirPick, Harness, TaskKind, DIRS};
 use lock_core::names::{compare_sequences, parse_name};
+use lock_core::owner;
 use lock_core::{
     CycleNode, LockEvent, NameScheme, Op, Participant, Reply, Request, UsageError, ZkError,
 };
@@ -21,61 +22,6 @@ pub const SCAN_ROOTS: [&str; 4] = ["/a", "/locks", "/x", "/a/b"];
 /// most waits.
 pub fn detect_after(short: bool) -> Duration {
     Duration::from_millis(if short { 20 } else { 2_000 })
-}
-
-/// The native owner header's magic (lock-core's `owner` module documents the format).
-const MAGIC: [u8; 4] = [0, b'z', b'k', b'l'];
-
-/// An owner header (version 1) naming `owner` and publishing `waits`.
-pub fn header(owner: &str, waits: &[String]) -> Vec<u8> {
-    let mut out = MAGIC.to_vec();
-    out.push(1);
-    out.extend_from_slice(&(owner.len() as u16).to_be_bytes());
-    out.extend_from_slice(owner.as_bytes());
-    out.push(waits.len() as u8);
-    for w in waits {
-        out.extend_from_slice(&(w.len() as u16).to_be_bytes());
-        out.extend_from_slice(w.as_bytes());
-    }
-    out
-}
-
-/// Splits a header off `data`: (owner, waits, user data), `None` when headerless.
-fn split_header(data: &[u8]) -> Option<(&[u8], Vec<String>, &[u8])> {
-    fn field(d: &[u8]) -> Option<(&[u8], &[u8])> {
-        let len = u16::from_be_bytes([*d.first()?, *d.get(1)?]) as usize;
-        let rest = &d[2..];
-        (rest.len() >= len).then(|| rest.split_at(len))
-    }
-    let rest = data.strip_prefix(&MAGIC)?.strip_prefix(&[1])?;
-    let (owner, rest) = field(rest)?;
-    std::str::from_utf8(owner).ok()?;
-    let (&n, mut rest) = rest.split_first()?;
-    let mut waits = Vec::new();
-    for _ in 0..n {
-        let (w, r) = field(rest)?;
-        waits.push(std::str::from_utf8(w).ok()?.to_owned());
-        rest = r;
-    }
-    Some((owner, waits, rest))
-}
-
-/// The user's part of a node's data.
-pub fn user_data(data: &[u8]) -> &[u8] {
-    split_header(data).map_or(data, |(_, _, user)| user)
-}
-
-/// Length of the data a participant node is created with (the header counts
-/// toward the size limit): a native node of an owner (or whose data looks like a
-/// header) gets one; a kazoo node of an owner without data carries the owner.
-pub fn node_data_len(scheme: NameScheme, owner: Option<&str>, data: &[u8]) -> usize {
-    match (scheme, owner) {
-        (NameScheme::Native, _) if owner.is_some() || data.starts_with(&MAGIC) => {
-            8 + owner.map_or(0, str::len) + data.len()
-        }
-        (NameScheme::Kazoo, Some(o)) if data.is_empty() => o.len(),
-        _ => data.len(),
-    }
 }
 
 /// The documented refusal of deadlock detection, if any.
@@ -121,15 +67,6 @@ impl Harness {
             || self.scan_roots.contains(parent_of(dir))
             || self.published_dirs.contains(dir)
             || !self.honest
-    }
-
-    /// Our own publication: chases may read where it says we wait.
-    pub(super) fn note_published(&mut self, data: &[u8]) {
-        if let Some((_, waits, _)) = split_header(data) {
-            for w in waits {
-                self.published_dirs.insert(parent_of(&w).to_owned());
-            }
-        }
     }
 
     /// Records an honest answer to a plain listing or read (inspection checks).
@@ -227,9 +164,9 @@ impl Harness {
             self.published_dirs.insert(parent_of(w).to_owned());
         }
         let owner = OWNERS[usize::from(owner) % OWNERS.len()];
-        let mut data = header(owner, &waits);
+        let mut data = owner::header(Some(owner), &waits);
         let old = self.world.node(&node).expect("a peer node").data;
-        data.extend_from_slice(user_data(&old));
+        data.extend_from_slice(owner::user_data(&old));
         self.log(|| format!("peer {node} owned by {owner} waits at {waits:?}"));
         let _ = self.world.set_data(&node, &data);
     }

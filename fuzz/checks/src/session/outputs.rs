@@ -1,11 +1,12 @@
 //! Draining the session and checking every output (requests, events) as it comes.
 
 use super::world::{name_of, parent_of};
-use super::{detect, Conn, Harness, TaskKind, M, SECTION_MARKER};
+use super::{Conn, Harness, TaskKind, M, SECTION_MARKER};
 use lock_core::names::{format_sequence, parse_name, relative_sequence};
+use lock_core::owner;
 use lock_core::{
-    CreateMode, FailReason, FencedError, LockEvent, LockId, LostReason, MultiOp, NodeKind, Op,
-    Output, Request,
+    CreateMode, FailReason, FencedError, LockEvent, LockId, LostReason, MultiOp, NameScheme,
+    NodeKind, Op, Output, Request,
 };
 
 impl Harness {
@@ -141,12 +142,16 @@ impl Harness {
                         || self.read_dirs.contains(parent_of(path)));
                 // Deadlock detection publishing where an owner waits: a versioned
                 // write of zklock's owner header on a node of ours.
-                let publication = data.starts_with(b"\0zkl\x01")
+                let published = owner::parse(NameScheme::Native, data);
+                let publication = published.header
                     && version.is_some()
                     && self.in_a_dir(path)
                     && self.is_our_node(path);
                 if publication {
-                    self.note_published(data);
+                    // Chases may read where it says we wait.
+                    for w in published.waits {
+                        self.published_dirs.insert(parent_of(&w).to_owned());
+                    }
                 }
                 check!(
                     self,
@@ -273,7 +278,7 @@ impl Harness {
                                 let n = self.world.node(path).expect("the leader's node");
                                 check!(
                                     self,
-                                    detect::user_data(&n.data) == l.id && n.stat.czxid == l.token.0,
+                                    owner::user_data(&n.data) == l.id && n.stat.czxid == l.token.0,
                                     "{lock} leader {l:?} but the node has data {:?} czxid {}",
                                     n.data,
                                     n.stat.czxid

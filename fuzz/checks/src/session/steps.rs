@@ -84,7 +84,8 @@ impl Harness {
         if let Some(short) = a.detect {
             spec = spec.detect_deadlocks(detect_after(short));
         }
-        let node_len = detect::node_data_len(a.scheme.scheme(), owner.as_deref(), &data);
+        let node_len =
+            lock_core::owner::node_data(a.scheme.scheme(), owner.as_deref(), &data).len();
         // The harness keeps the default packet limit.
         let max_data = |path: &str| Config::default().max_data_len(path).unwrap_or(0);
         // The documented refusals, in order.

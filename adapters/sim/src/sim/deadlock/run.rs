@@ -9,7 +9,8 @@ use crate::sim::config::SimConfig;
 use crate::sim::rng::SimRng;
 use crate::sim::scheduler::Sim;
 use lock_core::{
-    names::parse_name, FailReason, LockEvent, LockId, LockSpec, LockState, NodeKind, Timestamp,
+    names::parse_name, owner, FailReason, LockEvent, LockId, LockSpec, LockState, NameScheme,
+    NodeKind, Timestamp,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -319,7 +320,10 @@ impl<'w> Run<'w> {
                 .filter_map(|n| {
                     let p = parse_name(&n)?;
                     let path = format!("{dir}/{n}");
-                    let owner = self.sim.get(&path).and_then(|i| header_owner(&i.data));
+                    let owner = self
+                        .sim
+                        .get(&path)
+                        .and_then(|i| owner::parse(NameScheme::Native, &i.data).owner);
                     Some((p.seq, p.kind, path, owner))
                 })
                 .collect();
@@ -508,15 +512,4 @@ impl<'w> Run<'w> {
             requests: self.sim.total_counters().requests(),
         }
     }
-}
-
-/// The owner in zklock's native header (magic `00 z k l`, version 1, u16 length,
-/// owner), read here independently of lock-core.
-fn header_owner(data: &[u8]) -> Option<String> {
-    let rest = data.strip_prefix(b"\0zkl\x01")?;
-    let len = u16::from_be_bytes([*rest.first()?, *rest.get(1)?]) as usize;
-    let owner = rest.get(2..2 + len)?;
-    (len > 0)
-        .then(|| String::from_utf8(owner.to_vec()).ok())
-        .flatten()
 }
