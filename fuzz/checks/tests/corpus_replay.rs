@@ -125,7 +125,7 @@ fn session_a_cycle_through_a_peers_published_wait_fails_our_waiter() {
     let peer = |dir: u8, attempt: u8| Step::PeerJoin {
         dir,
         scheme: SchemePick::Native,
-        kind: KindPick::Write,
+        kind: lock_core::NodeKind::Write,
         attempt,
     };
     let case = plain_case(

@@ -63,7 +63,7 @@ impl Harness {
                 self.ensure_dir(dir);
                 let prefix = format!(
                     "{dir}/{}",
-                    node_prefix(scheme.scheme(), peer_attempt(*attempt), kind.kind())
+                    node_prefix(scheme.scheme(), peer_attempt(*attempt), *kind)
                 );
                 let peers = self.world.peer_session;
                 let r =
@@ -132,7 +132,7 @@ impl Harness {
                     PathPick::Dir(i) => DIRS[usize::from(*i) % DIRS.len()].to_owned(),
                     PathPick::Raw(s) => s.clone(),
                 };
-                let kind = kind.kind();
+                let kind = *kind;
                 if kind == WatchKind::NodeDeleted && self.world.exists(&path) {
                     self.lying("a deletion notice for a node that exists");
                 }

@@ -180,7 +180,7 @@ impl Harness {
                 kind,
                 attempt,
                 seq,
-            } => peer_name(scheme.scheme(), *attempt, kind.kind(), *seq),
+            } => peer_name(scheme.scheme(), *attempt, *kind, *seq),
             ChildPick::Foreign(i) => FOREIGN_NAMES[usize::from(*i) % FOREIGN_NAMES.len()].into(),
             ChildPick::Raw(s) => s.clone(),
         }
