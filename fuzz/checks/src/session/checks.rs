@@ -1,9 +1,9 @@
 //! The checks of the harness's state: after every step, and at quiescence.
 
 use super::world::{name_of, parent_of};
-use super::{Conn, Harness, Rec, TaskKind, M};
+use super::{Conn, Harness, TaskKind, M};
 use lock_core::names::{parse_name, relative_sequence};
-use lock_core::{AttemptId, LockState, NameScheme, NodeKind};
+use lock_core::{AttemptId, LockState, NameScheme, NodeKind, Recipe};
 use std::collections::{BTreeMap, BTreeSet};
 
 impl Harness {
@@ -90,10 +90,9 @@ impl Harness {
             );
             let own = parse_name(name_of(&g.path)).expect("grant name parses");
             let blockers = self.blockers(&l.dir, l.recipe, own.attempt, own.seq);
-            let kinds: Vec<NodeKind> = blockers.iter().map(|(_, k)| *k).collect();
             check!(
                 self,
-                !l.recipe.is_blocked(&kinds),
+                !is_blocked(l.recipe, &blockers),
                 "{} ({:?}) trusted holder of {} but lower blockers exist: {blockers:?}",
                 l.id,
                 l.recipe,
@@ -106,7 +105,7 @@ impl Harness {
     pub(super) fn blockers(
         &self,
         dir: &str,
-        recipe: Rec,
+        recipe: Recipe,
         attempt: AttemptId,
         seq: i32,
     ) -> Vec<(String, NodeKind)> {
@@ -118,8 +117,10 @@ impl Harness {
                 // names exclude), and only a known name can carry our attempt.
                 let p = lock_core::names::parse_participant(&n)?;
                 let ours = p.scheme != NameScheme::Other && p.attempt == attempt;
-                let counts =
-                    !ours && relative_sequence(p.seq, seq) < 0 && recipe.blocked_by(p.kind);
+                // Reference: a reader counts every lower participant but readers.
+                let counts = !ours
+                    && relative_sequence(p.seq, seq) < 0
+                    && (recipe != Recipe::Read || p.kind != NodeKind::Read);
                 counts.then_some((n, p.kind))
             })
             .collect()
@@ -207,9 +208,10 @@ impl Harness {
                 .collect();
             let blocked = mine.iter().any(|p| {
                 let own = parse_name(name_of(p)).expect("ours parse");
-                let b = self.blockers(&l.dir, l.recipe, own.attempt, own.seq);
-                l.recipe
-                    .is_blocked(&b.iter().map(|(_, k)| *k).collect::<Vec<_>>())
+                is_blocked(
+                    l.recipe,
+                    &self.blockers(&l.dir, l.recipe, own.attempt, own.seq),
+                )
             });
             check!(
                 self,
@@ -220,4 +222,14 @@ impl Harness {
             );
         }
     }
+}
+
+/// Reference: is a participant of `recipe` with these lower `blockers` kept from
+/// holding? A semaphore also never holds beside a lower exclusive (write or leader)
+/// node.
+fn is_blocked(recipe: Recipe, blockers: &[(String, NodeKind)]) -> bool {
+    let writer = blockers
+        .iter()
+        .any(|(_, k)| matches!(k, NodeKind::Write | NodeKind::Leader));
+    blockers.len() >= recipe.permits() || (matches!(recipe, Recipe::Semaphore { .. }) && writer)
 }

@@ -148,13 +148,10 @@ impl Harness {
 
     /// A peer's node gets an owner header publishing waits at world participants.
     pub(super) fn peer_owner(&mut self, pick: u8, owner: u8, waits: &[u8]) {
-        let peers = self.peer_nodes();
-        if peers.is_empty() {
+        let Some(node) = crate::pick(&self.peer_nodes(), pick).cloned() else {
             return;
-        }
-        let node = peers[usize::from(pick) % peers.len()].clone();
-        let mut parts = self.world.paths();
-        parts.retain(|p| parse_name(name_of(p)).is_some());
+        };
+        let parts = self.world.participants();
         let waits: Vec<String> = waits
             .iter()
             .take(4)

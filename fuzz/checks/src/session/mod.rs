@@ -35,7 +35,7 @@
 use lock_core::names::{format_sequence, node_prefix};
 use lock_core::{
     AttemptId, Config, CreateMode, Grant, Leader, LockEvent, LockId, MultiOp, NameScheme, NodeKind,
-    Request, RequestId, Session, Timestamp,
+    Recipe, Request, RequestId, Session, Timestamp,
 };
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
@@ -82,38 +82,6 @@ enum M {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Rec {
-    Write,
-    Read,
-    Semaphore(u32),
-    Leader,
-}
-
-impl Rec {
-    /// Reference: does a lower participant of `kind` count against us?
-    fn blocked_by(self, kind: NodeKind) -> bool {
-        match self {
-            Rec::Read => kind != NodeKind::Read,
-            _ => true,
-        }
-    }
-    fn permits(self) -> usize {
-        match self {
-            Rec::Semaphore(n) => n as usize,
-            _ => 1,
-        }
-    }
-    /// Reference: is a participant with these lower blockers kept from holding? A
-    /// semaphore also never holds beside a lower exclusive (write or leader) node.
-    fn is_blocked(self, lower: &[NodeKind]) -> bool {
-        let writer = lower
-            .iter()
-            .any(|k| matches!(k, NodeKind::Write | NodeKind::Leader));
-        lower.len() >= self.permits() || (matches!(self, Rec::Semaphore(_)) && writer)
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum TaskKind {
     Lock,
     Observer,
@@ -126,7 +94,7 @@ struct MLock {
     id: LockId,
     kind: TaskKind,
     dir: String,
-    recipe: Rec,
+    recipe: Recipe,
     try_only: bool,
     revocable: bool,
     detect_crashes: bool,
@@ -300,7 +268,7 @@ impl Harness {
             id,
             kind,
             dir,
-            recipe: Rec::Write,
+            recipe: Recipe::Write,
             try_only: false,
             revocable: false,
             detect_crashes: false,

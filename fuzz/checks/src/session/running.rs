@@ -48,8 +48,7 @@ impl Harness {
                 self.stale_reply(id, None, reply);
             }
             Step::Stale { pick, reply } => {
-                if !self.past.is_empty() {
-                    let r = self.past[usize::from(*pick) % self.past.len()].clone();
+                if let Some(r) = crate::pick(&self.past, *pick).cloned() {
                     self.stale_reply(r.id, Some(r.op), reply);
                 }
             }
@@ -83,26 +82,20 @@ impl Harness {
                 );
             }
             Step::PeerLeave(i) => {
-                let peers = self.peer_nodes();
-                if !peers.is_empty() {
-                    let p = &peers[usize::from(*i) % peers.len()];
+                if let Some(p) = crate::pick(&self.peer_nodes(), *i).cloned() {
                     self.log(|| format!("peer leaves: {p}"));
-                    let _ = self.world.delete(p);
+                    let _ = self.world.delete(&p);
                 }
             }
             Step::AdminDeleteOwn(i) => {
-                let ours = self.our_world_nodes();
-                if !ours.is_empty() {
-                    let p = ours[usize::from(*i) % ours.len()].clone();
+                if let Some(p) = crate::pick(&self.our_world_nodes(), *i).cloned() {
                     self.log(|| format!("admin deletes {p}"));
                     self.lying("an admin deleted one of our nodes");
                     let _ = self.world.delete(&p);
                 }
             }
             Step::Revoke { pick, curator } => {
-                let ours = self.our_world_nodes();
-                if !ours.is_empty() {
-                    let p = ours[usize::from(*pick) % ours.len()].clone();
+                if let Some(p) = crate::pick(&self.our_world_nodes(), *pick).cloned() {
                     let marker: &[u8] = if *curator { b"__REVOKE__" } else { b"unlock" };
                     let _ = self.world.set_data(&p, marker);
                 }
@@ -117,20 +110,14 @@ impl Harness {
                             .iter()
                             .filter_map(|l| l.grant.as_ref().map(|g| g.path.to_string()))
                             .collect();
-                        if ours.is_empty() {
-                            return;
-                        }
-                        ours[usize::from(*i) % ours.len()].clone()
+                        crate::pick(&ours, *i).cloned()
                     }
-                    PathPick::World(i) => {
-                        let all = self.world.paths();
-                        if all.is_empty() {
-                            return;
-                        }
-                        all[usize::from(*i) % all.len()].clone()
-                    }
-                    PathPick::Dir(i) => DIRS[usize::from(*i) % DIRS.len()].to_owned(),
-                    PathPick::Raw(s) => s.clone(),
+                    PathPick::World(i) => crate::pick(&self.world.paths(), *i).cloned(),
+                    PathPick::Dir(i) => Some(DIRS[usize::from(*i) % DIRS.len()].to_owned()),
+                    PathPick::Raw(s) => Some(s.clone()),
+                };
+                let Some(path) = path else {
+                    return;
                 };
                 let kind = *kind;
                 if kind == WatchKind::NodeDeleted && self.world.exists(&path) {

@@ -160,21 +160,15 @@ impl Harness {
 
     pub(super) fn child_name(&self, dir: &str, ch: &ChildPick) -> String {
         match ch {
-            ChildPick::Ours { pick, seq } => match self.attempts.get(dir) {
-                Some(v) if !v.is_empty() => {
-                    let prefix = &v[usize::from(*pick) % v.len()].1;
-                    format!("{}{}", name_of(prefix), format_sequence(*seq))
-                }
-                _ => format!("zkl-{:032x}-write-{}", 0, format_sequence(*seq)),
-            },
-            ChildPick::World(i) => {
-                let c = self.world.children(dir);
-                if c.is_empty() {
-                    "empty".into()
-                } else {
-                    c[usize::from(*i) % c.len()].clone()
+            ChildPick::Ours { pick, seq } => {
+                match self.attempts.get(dir).and_then(|v| crate::pick(v, *pick)) {
+                    Some((_, prefix)) => format!("{}{}", name_of(prefix), format_sequence(*seq)),
+                    None => format!("zkl-{:032x}-write-{}", 0, format_sequence(*seq)),
                 }
             }
+            ChildPick::World(i) => crate::pick(&self.world.children(dir), *i)
+                .cloned()
+                .unwrap_or_else(|| "empty".into()),
             ChildPick::Peer {
                 scheme,
                 kind,
@@ -227,18 +221,11 @@ impl Harness {
     }
 
     pub(super) fn ensure_dir(&mut self, dir: &str) {
-        let mut ds: Vec<String> = Vec::new();
-        for (i, c) in dir.char_indices().skip(1) {
-            if c == '/' {
-                ds.push(dir[..i].to_owned());
-            }
-        }
-        ds.push(dir.to_owned());
-        for d in ds {
-            if !self.world.exists(&d) {
+        for d in crate::dir_and_ancestors(dir) {
+            if !self.world.exists(d) {
                 let _ = self
                     .world
-                    .create(lock_sim::NO_SESSION, &d, b"", CreateMode::Container);
+                    .create(lock_sim::NO_SESSION, d, b"", CreateMode::Container);
             }
         }
     }

@@ -4,11 +4,11 @@
 use super::detect::{detect_after, OWNERS};
 use super::world::name_of;
 use super::{
-    detect, AcquireStep, Conn, DirPick, FencedOpPick, Harness, LockPick, Rec, RecipePick,
-    RevokeTarget, SchemePick, TaskKind, DIRS, M,
+    detect, AcquireStep, Conn, DirPick, FencedOpPick, Harness, LockPick, RecipePick, RevokeTarget,
+    SchemePick, TaskKind, DIRS, M,
 };
 use lock_core::names::parse_name;
-use lock_core::{Config, FailReason, LockEvent, LockId, LockSpec, MultiOp, Op, UsageError};
+use lock_core::{Config, FailReason, LockEvent, LockId, LockSpec, MultiOp, Op, Recipe, UsageError};
 use std::time::Duration;
 
 impl Harness {
@@ -46,15 +46,13 @@ impl Harness {
         };
         let path = Self::dir_of(&a.dir);
         let data = a.data.bytes();
-        let (mut spec, rec) = match a.recipe {
-            RecipePick::Write => (LockSpec::write(path.clone()), Rec::Write),
-            RecipePick::Read => (LockSpec::read(path.clone()), Rec::Read),
-            RecipePick::Semaphore(n) => {
-                let n = u32::from(n % 4);
-                (LockSpec::semaphore(path.clone(), n), Rec::Semaphore(n))
-            }
-            RecipePick::Leader => (LockSpec::leader(path.clone(), data.clone()), Rec::Leader),
+        let mut spec = match a.recipe {
+            RecipePick::Write => LockSpec::write(path.clone()),
+            RecipePick::Read => LockSpec::read(path.clone()),
+            RecipePick::Semaphore(n) => LockSpec::semaphore(path.clone(), u32::from(n % 4)),
+            RecipePick::Leader => LockSpec::leader(path.clone(), data.clone()),
         };
+        let rec = spec.recipe();
         spec = spec.scheme(a.scheme.scheme()).data(data.clone());
         let deadline = a
             .deadline_ms
@@ -98,11 +96,11 @@ impl Harness {
                 len: node_len,
                 max: max_data(&path),
             })
-        } else if rec == Rec::Semaphore(0) {
+        } else if rec == (Recipe::Semaphore { permits: 0 }) {
             Some(UsageError::ZeroPermits)
-        } else if rec == Rec::Leader && data.is_empty() {
+        } else if rec == Recipe::Leader && data.is_empty() {
             Some(UsageError::EmptyParticipant)
-        } else if a.detect_crashes && !matches!(rec, Rec::Write | Rec::Leader) {
+        } else if a.detect_crashes && !matches!(rec, Recipe::Write | Recipe::Leader) {
             Some(UsageError::Unsupported(
                 "crash detection needs an exclusive recipe",
             ))
@@ -206,14 +204,10 @@ impl Harness {
     pub(super) fn revoke_call(&mut self, t: &RevokeTarget) {
         let path = match t {
             RevokeTarget::Dir(i) => DIRS[usize::from(*i) % DIRS.len()].to_owned(),
-            RevokeTarget::Node(i) => {
-                let mut parts = self.world.paths();
-                parts.retain(|p| parse_name(name_of(p)).is_some());
-                if parts.is_empty() {
-                    return;
-                }
-                parts[usize::from(*i) % parts.len()].clone()
-            }
+            RevokeTarget::Node(i) => match crate::pick(&self.world.participants(), *i) {
+                Some(p) => p.clone(),
+                None => return,
+            },
             RevokeTarget::Raw(s) => s.clone(),
         };
         let expected_err = if self.conn == Conn::Closed {

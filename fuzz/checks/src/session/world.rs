@@ -111,6 +111,13 @@ impl World {
             .collect()
     }
 
+    /// The paths of the participant nodes (names of a known scheme), in path order.
+    pub(super) fn participants(&self) -> Vec<String> {
+        let mut parts = self.paths();
+        parts.retain(|p| lock_core::names::parse_name(name_of(p)).is_some());
+        parts
+    }
+
     /// The paths of the ephemeral nodes whose owner passes `keep`, in path order.
     pub(super) fn ephemerals_where(&self, keep: impl Fn(i64) -> bool) -> Vec<String> {
         self.paths()
