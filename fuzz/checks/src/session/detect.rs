@@ -1,7 +1,7 @@
 //! The `session` target's owners, deadlock detection, inspection and deadlock
 //! scans: the steps that drive them and the checks of their results.
 
-use super::{name_of, parent_of, AcquireStep, DirPick, Harness, TaskKind, DIRS};
+use super::{name_of, parent_of, AcquireStep, Harness, TaskKind};
 use lock_core::names::{compare_sequences, parse_name};
 use lock_core::owner;
 use lock_core::{
@@ -87,63 +87,6 @@ impl Harness {
             }
             _ => {}
         }
-    }
-
-    /// `Session::inspect` or `Session::deadlocks`.
-    pub(super) fn read_task(&mut self, kind: TaskKind, d: &DirPick) {
-        let path = match d {
-            DirPick::Known(i) if kind == TaskKind::Inspect => {
-                DIRS[usize::from(*i) % DIRS.len()].to_owned()
-            }
-            DirPick::Known(i) => SCAN_ROOTS[usize::from(*i) % SCAN_ROOTS.len()].to_owned(),
-            DirPick::Raw(s) => s.clone(),
-        };
-        let expected_err = if self.conn == super::Conn::Closed {
-            Some(UsageError::Closed)
-        } else {
-            lock_core::validate_lock_path(&path).err()
-        };
-        let set = if kind == TaskKind::Inspect {
-            &mut self.inspected
-        } else {
-            &mut self.scan_roots
-        };
-        let known = set.contains(&path);
-        if expected_err.is_none() {
-            set.insert(path.clone());
-        }
-        let r = if kind == TaskKind::Inspect {
-            self.s.inspect(&path, self.now)
-        } else {
-            self.s.deadlocks(&path, self.now)
-        };
-        self.log(|| format!("{kind:?} {path} -> {r:?}"));
-        match r {
-            Ok(id) => {
-                check!(
-                    self,
-                    expected_err.is_none(),
-                    "{kind:?} accepted, expected {expected_err:?}"
-                );
-                self.add_task(id, kind, path);
-            }
-            Err(e) => {
-                check!(
-                    self,
-                    Some(&e) == expected_err.as_ref(),
-                    "{kind:?} refused with {e:?}"
-                );
-                if !known {
-                    let set = if kind == TaskKind::Inspect {
-                        &mut self.inspected
-                    } else {
-                        &mut self.scan_roots
-                    };
-                    set.remove(&path);
-                }
-            }
-        }
-        self.drain();
     }
 
     /// A peer's node gets an owner header publishing waits at world participants.

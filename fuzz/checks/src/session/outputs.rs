@@ -291,19 +291,11 @@ impl Harness {
                     }
                     self.locks[i].reported = Some(leader.clone());
                 }
-                if event.is_terminal() {
-                    M::Ended
-                } else {
-                    state
-                }
+                state
             }
             TaskKind::Inspect | TaskKind::Scan => {
                 self.on_read_task_event(i, event);
-                if event.is_terminal() {
-                    M::Ended
-                } else {
-                    state
-                }
+                state
             }
             TaskKind::Revoke => {
                 if let LockEvent::RevocationSent { nodes } = event {
@@ -316,11 +308,7 @@ impl Harness {
                         );
                     }
                 }
-                if event.is_terminal() {
-                    M::Ended
-                } else {
-                    state
-                }
+                state
             }
         };
         if event.is_terminal() {
@@ -332,7 +320,8 @@ impl Harness {
                 "{lock} ended with fenced writes without outcome: {pending:?}"
             );
         }
-        self.locks[i].state = next;
+        // (An acquisition's own rules end it on exactly these events.)
+        self.locks[i].state = if event.is_terminal() { M::Ended } else { next };
     }
 
     pub(super) fn on_lock_event(&mut self, i: usize, event: &LockEvent) -> M {

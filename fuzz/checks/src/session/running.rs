@@ -2,9 +2,10 @@
 //! network's side; settling (honest serving until only far timers are left);
 //! and the end of a case (check what is left, cancel everything, close).
 
+use super::detect::SCAN_ROOTS;
 use super::{
-    peer_attempt, Conn, Harness, LockPick, PathPick, Step, TaskKind, DIRS, FOREIGN_NAMES, M,
-    SETTLE_HORIZON,
+    peer_attempt, Conn, DirPick, Harness, LockPick, PathPick, Step, TaskKind, DIRS, FOREIGN_NAMES,
+    M, SETTLE_HORIZON,
 };
 use lock_core::names::node_prefix;
 use lock_core::CreateMode;
@@ -16,10 +17,14 @@ impl Harness {
     pub(super) fn run_step(&mut self, step: &Step) {
         match step {
             Step::Acquire(a) => self.acquire(a),
-            Step::Release(p) => self.release(*p),
-            Step::Cancel(p) => self.cancel(*p),
-            Step::Observe(d) => self.observe(d),
-            Step::RevokeCall(t) => self.revoke_call(t),
+            Step::Release(p) => self.release(*p, false),
+            Step::Cancel(p) => self.release(*p, true),
+            Step::Observe(d) => self.start_task(TaskKind::Observer, Self::dir_of(d)),
+            Step::RevokeCall(t) => {
+                if let Some(path) = self.revoke_target(t) {
+                    self.start_task(TaskKind::Revoke, path);
+                }
+            }
             Step::OpenSection(p) => self.section(*p, true),
             Step::CloseSection(p) => self.section(*p, false),
             Step::FencedWrite { lock, ops } => self.fenced_write(*lock, ops),
@@ -143,8 +148,12 @@ impl Harness {
                     self.advance_to(t);
                 }
             }
-            Step::Inspect(d) => self.read_task(TaskKind::Inspect, d),
-            Step::Scan(d) => self.read_task(TaskKind::Scan, d),
+            Step::Inspect(d) => self.start_task(TaskKind::Inspect, Self::dir_of(d)),
+            Step::Scan(DirPick::Known(i)) => {
+                let root = SCAN_ROOTS[usize::from(*i) % SCAN_ROOTS.len()];
+                self.start_task(TaskKind::Scan, root.to_owned());
+            }
+            Step::Scan(DirPick::Raw(root)) => self.start_task(TaskKind::Scan, root.clone()),
             Step::PeerOwner { pick, owner, waits } => self.peer_owner(*pick, *owner, waits),
         }
     }
@@ -191,7 +200,7 @@ impl Harness {
             .map(|l| l.id)
             .collect();
         for id in ids {
-            self.cancel(LockPick::Raw(id.0));
+            self.release(LockPick::Raw(id.0), true);
         }
         self.settle();
         self.check_state();
@@ -201,14 +210,7 @@ impl Harness {
             "after cancelling everything and serving honestly, {} tasks are still tracked",
             self.s.tracked()
         );
-        for i in 0..self.locks.len() {
-            let (id, state) = (self.locks[i].id, self.locks[i].state);
-            check!(
-                self,
-                state == M::Ended,
-                "{id} has not ended after cancel ({state:?})"
-            );
-        }
+        self.check_all_ended("after cancel");
         if self.honest {
             let sid = self.session_id().expect("connected");
             let left = self.world.ours(sid);

@@ -340,14 +340,7 @@ impl Harness {
         self.after_session_change();
         self.conn = Conn::Closed;
         self.feed(CoreInput::Session(SessionEvent::Closed));
-        for i in 0..self.locks.len() {
-            let (id, state) = (self.locks[i].id, self.locks[i].state);
-            check!(
-                self,
-                state == M::Ended,
-                "{id} has no terminal event after Closed ({state:?})"
-            );
-        }
+        self.check_all_ended("after Closed");
         check!(self, self.s.is_idle(), "closed session not idle");
         check!(
             self,
@@ -359,6 +352,13 @@ impl Harness {
             self.s.poll_timeout().is_none(),
             "closed session still has timers"
         );
+    }
+
+    /// Every task has had its terminal event (`when`: after what).
+    pub(super) fn check_all_ended(&self, when: &str) {
+        if let Some(l) = self.locks.iter().find(|l| l.state != M::Ended) {
+            self.fail(format!("{} has not ended {when} ({:?})", l.id, l.state));
+        }
     }
 
     pub(super) fn advance_to(&mut self, t: Timestamp) {

@@ -165,81 +165,58 @@ impl Harness {
         self.drain();
     }
 
-    pub(super) fn observe(&mut self, dir: &DirPick) {
-        let path = Self::dir_of(dir);
-        let expected_err = if self.conn == Conn::Closed {
-            Some(UsageError::Closed)
-        } else {
-            lock_core::validate_lock_path(&path).err()
-        };
-        let known = self.read_dirs.contains(&path);
-        if expected_err.is_none() {
-            self.read_dirs.insert(path.clone());
-        }
-        let r = self.s.observe(&path, self.now);
-        self.log(|| format!("observe {path} -> {r:?}"));
-        match r {
-            Ok(id) => {
-                check!(
-                    self,
-                    expected_err.is_none(),
-                    "observe accepted, expected {expected_err:?}"
-                );
-                self.add_task(id, TaskKind::Observer, path);
-            }
-            Err(e) => {
-                check!(
-                    self,
-                    Some(&e) == expected_err.as_ref(),
-                    "observe refused with {e:?}"
-                );
-                if !known {
-                    self.read_dirs.remove(&path);
-                }
-            }
-        }
-        self.drain();
-    }
-
-    pub(super) fn revoke_call(&mut self, t: &RevokeTarget) {
-        let path = match t {
-            RevokeTarget::Dir(i) => DIRS[usize::from(*i) % DIRS.len()].to_owned(),
-            RevokeTarget::Node(i) => match crate::pick(&self.world.participants(), *i) {
-                Some(p) => p.clone(),
-                None => return,
-            },
-            RevokeTarget::Raw(s) => s.clone(),
-        };
+    /// `Session::observe`, `revoke`, `inspect` or `deadlocks` of `path` (an
+    /// acquisition is [`Self::acquire`]): refused exactly when the session is
+    /// closed or the path invalid. An accepted call may read under `path` (a
+    /// revocation of a node writes that node; one of a directory, its children).
+    pub(super) fn start_task(&mut self, kind: TaskKind, path: String) {
         let expected_err = if self.conn == Conn::Closed {
             Some(UsageError::Closed)
         } else {
             lock_core::validate_lock_path(&path).err()
         };
         if expected_err.is_none() {
-            if parse_name(name_of(&path)).is_some() {
-                self.revoke_nodes.insert(path.clone());
-            } else {
-                self.read_dirs.insert(path.clone());
-            }
+            let scope = match kind {
+                TaskKind::Revoke if parse_name(name_of(&path)).is_some() => &mut self.revoke_nodes,
+                TaskKind::Observer | TaskKind::Revoke => &mut self.read_dirs,
+                TaskKind::Inspect => &mut self.inspected,
+                TaskKind::Scan => &mut self.scan_roots,
+                TaskKind::Lock => unreachable!("acquisitions start in acquire"),
+            };
+            scope.insert(path.clone());
         }
-        let r = self.s.revoke(&path, self.now);
-        self.log(|| format!("revoke {path} -> {r:?}"));
+        let r = match kind {
+            TaskKind::Observer => self.s.observe(&path, self.now),
+            TaskKind::Revoke => self.s.revoke(&path, self.now),
+            TaskKind::Inspect => self.s.inspect(&path, self.now),
+            _ => self.s.deadlocks(&path, self.now),
+        };
+        self.log(|| format!("{kind:?} {path} -> {r:?}"));
         match r {
             Ok(id) => {
                 check!(
                     self,
                     expected_err.is_none(),
-                    "revoke accepted, expected {expected_err:?}"
+                    "{kind:?} accepted, expected {expected_err:?}"
                 );
-                self.add_task(id, TaskKind::Revoke, path);
+                self.add_task(id, kind, path);
             }
             Err(e) => check!(
                 self,
                 Some(&e) == expected_err.as_ref(),
-                "revoke refused with {e:?}"
+                "{kind:?} refused with {e:?}, expected {expected_err:?}"
             ),
         }
         self.drain();
+    }
+
+    /// The path a `revoke` step targets, if there is one.
+    pub(super) fn revoke_target(&self, t: &RevokeTarget) -> Option<String> {
+        match t {
+            RevokeTarget::Dir(i) => Some(DIRS[usize::from(*i) % DIRS.len()].to_owned()),
+            RevokeTarget::Node(i) => crate::pick(&self.world.participants(), *i).cloned(),
+            RevokeTarget::Raw(s) => Some(s.clone()),
+        }
     }
 
     /// Expected outcome of a holder-only call (`open_section`, `close_section`,
@@ -331,13 +308,44 @@ impl Harness {
         Some((self.locks[i].kind, self.locks[i].state))
     }
 
-    /// A call on a lock that had ended (`task`) brings no event of it.
-    fn check_silent_after_end(
-        &mut self,
-        id: LockId,
-        task: Option<(TaskKind, M)>,
-        events: &[(LockId, LockEvent)],
-    ) {
+    /// `Session::release`, or with `cancel` `Session::cancel`, of a picked id:
+    /// refused for an unknown id; a release is refused for anything not held, a
+    /// cancel accepted for anything started (an ended one may be forgotten); a
+    /// held lock starts releasing, a cancelled waiter fails with `Cancelled`, and
+    /// an ended task hears nothing more.
+    pub(super) fn release(&mut self, p: LockPick, cancel: bool) {
+        let id = self.pick_lock(p);
+        let task = self.task_of(id);
+        let what = if cancel { "cancel" } else { "release" };
+        if cancel && matches!(task, Some((_, M::Waiting))) {
+            self.locks[self.by_id[&id]].cancelled = true;
+        }
+        let r = if cancel {
+            self.s.cancel(id, self.now)
+        } else {
+            self.s.release(id, self.now)
+        };
+        self.log(|| format!("{what} {id} ({task:?}) -> {r:?}"));
+        let refused = |e: fn(LockId) -> UsageError| r == Err(e(id));
+        let ok = match task {
+            None => refused(UsageError::UnknownLock),
+            Some((TaskKind::Lock, M::Held | M::Suspended)) => r.is_ok(),
+            Some((_, M::Ended)) if refused(UsageError::UnknownLock) => true,
+            Some(_) if cancel => r.is_ok(),
+            Some(_) => refused(UsageError::NotHeld),
+        };
+        check!(self, ok, "{what} of {task:?} {id}: {r:?}");
+        if matches!(task, Some((TaskKind::Lock, M::Held | M::Suspended))) {
+            self.locks[self.by_id[&id]].state = M::Releasing;
+        }
+        let events = self.drain();
+        if cancel && matches!(task, Some((_, M::Waiting))) {
+            check!(
+                self,
+                events.contains(&(id, LockEvent::Failed(FailReason::Cancelled))),
+                "cancel of waiting {id} did not fail it: {events:?}"
+            );
+        }
         if matches!(task, Some((_, M::Ended))) {
             check!(
                 self,
@@ -345,73 +353,5 @@ impl Harness {
                 "events after the end of {id}"
             );
         }
-    }
-
-    pub(super) fn release(&mut self, p: LockPick) {
-        let id = self.pick_lock(p);
-        let task = self.task_of(id);
-        let r = self.s.release(id, self.now);
-        self.log(|| format!("release {id} ({task:?}) -> {r:?}"));
-        match task {
-            None => check!(
-                self,
-                r == Err(UsageError::UnknownLock(id)),
-                "release of unknown {id}: {r:?}"
-            ),
-            Some((_, M::Ended)) => check!(
-                self,
-                r == Err(UsageError::NotHeld(id)) || r == Err(UsageError::UnknownLock(id)),
-                "release of ended {id}: {r:?}"
-            ),
-            Some((TaskKind::Lock, M::Held | M::Suspended)) => {
-                check!(self, r.is_ok(), "release of held {id}: {r:?}");
-                self.locks[self.by_id[&id]].state = M::Releasing;
-            }
-            Some(_) => check!(
-                self,
-                r == Err(UsageError::NotHeld(id)),
-                "release of {task:?} {id}: {r:?}"
-            ),
-        }
-        let events = self.drain();
-        self.check_silent_after_end(id, task, &events);
-    }
-
-    pub(super) fn cancel(&mut self, p: LockPick) {
-        let id = self.pick_lock(p);
-        let task = self.task_of(id);
-        if let Some(&i) = self.by_id.get(&id) {
-            if self.locks[i].state == M::Waiting {
-                self.locks[i].cancelled = true;
-            }
-        }
-        let r = self.s.cancel(id, self.now);
-        self.log(|| format!("cancel {id} ({task:?}) -> {r:?}"));
-        match task {
-            None => check!(
-                self,
-                r == Err(UsageError::UnknownLock(id)),
-                "cancel of unknown {id}: {r:?}"
-            ),
-            Some((_, M::Ended)) => check!(
-                self,
-                r.is_ok() || r == Err(UsageError::UnknownLock(id)),
-                "cancel of ended {id}: {r:?}"
-            ),
-            Some((TaskKind::Lock, M::Held | M::Suspended)) => {
-                check!(self, r.is_ok(), "cancel of held {id}: {r:?}");
-                self.locks[self.by_id[&id]].state = M::Releasing;
-            }
-            Some(_) => check!(self, r.is_ok(), "cancel of {task:?} {id}: {r:?}"),
-        }
-        let events = self.drain();
-        if matches!(task, Some((_, M::Waiting))) {
-            check!(
-                self,
-                events.contains(&(id, LockEvent::Failed(FailReason::Cancelled))),
-                "cancel of waiting {id} did not fail it: {events:?}"
-            );
-        }
-        self.check_silent_after_end(id, task, &events);
     }
 }
