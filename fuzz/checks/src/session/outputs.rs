@@ -327,21 +327,51 @@ impl Harness {
     pub(super) fn on_lock_event(&mut self, i: usize, event: &LockEvent) -> M {
         let l = &self.locks[i];
         let (lock, state, dir) = (l.id, l.state, l.dir.clone());
-        let (try_only, deadline, cancelled, revocable) =
-            (l.try_only, l.deadline, l.cancelled, l.revocable);
+        let (try_only, deadline, cancelled, revocable, detects) = (
+            l.try_only,
+            l.deadline,
+            l.cancelled,
+            l.revocable,
+            l.detect_crashes,
+        );
+        let holding = matches!(state, M::Held | M::Suspended);
+        // The states each event may come in, and the state it leads to.
+        let (legal, next) = match event {
+            LockEvent::Acquired(_) => (state == M::Waiting, M::Held),
+            LockEvent::Suspended => (state == M::Held, M::Suspended),
+            LockEvent::Resumed => (state == M::Suspended, M::Held),
+            LockEvent::RevocationRequested => (holding && revocable, state),
+            LockEvent::SectionOpened | LockEvent::SectionClosed | LockEvent::SectionFailed(_) => {
+                (holding && detects, state)
+            }
+            LockEvent::FencedWrite { .. } => (holding || state == M::Releasing, state),
+            // A release finds out that someone else deleted the node.
+            LockEvent::Lost(reason) => (
+                holding || (state == M::Releasing && *reason == LostReason::NodeDeleted),
+                M::Ended,
+            ),
+            LockEvent::Released => (state == M::Releasing, M::Ended),
+            LockEvent::Failed(FailReason::Zk(_)) => {
+                (matches!(state, M::Waiting | M::Releasing), M::Ended)
+            }
+            LockEvent::Failed(_) => (state == M::Waiting, M::Ended),
+            other => self.fail(format!("unknown event {other:?} for {lock}")),
+        };
+        check!(
+            self,
+            legal,
+            "{event:?} for {lock} in {state:?} (revocable: {revocable}, crash detection: {detects})"
+        );
+        if matches!(event, LockEvent::Acquired(_) | LockEvent::Resumed) {
+            check!(
+                self,
+                matches!(self.conn, Conn::Connected(_)),
+                "{event:?} for {lock} while {:?}",
+                self.conn
+            );
+        }
         match event {
             LockEvent::Acquired(g) => {
-                check!(
-                    self,
-                    state == M::Waiting,
-                    "Acquired for {lock} in {state:?}"
-                );
-                check!(
-                    self,
-                    matches!(self.conn, Conn::Connected(_)),
-                    "Acquired for {lock} while {:?}",
-                    self.conn
-                );
                 check!(
                     self,
                     Some(g.session_id) == self.session_id(),
@@ -357,90 +387,35 @@ impl Harness {
                     ),
                     None => self.fail(format!("grant {g:?} is not a participant name")),
                 }
-                if self.locks[i].detect_crashes {
-                    if self.honest {
-                        let marker = self.world.exists(&format!("{dir}/{SECTION_MARKER}"));
-                        check!(
-                            self,
-                            g.previous_holder_crashed == marker,
-                            "grant {g:?} but the crash marker {}",
-                            if marker { "exists" } else { "does not exist" }
-                        );
-                    }
-                } else {
+                if !detects {
                     check!(
                         self,
                         !g.previous_holder_crashed,
                         "crash reported without crash detection"
                     );
+                } else if self.honest {
+                    let marker = self.world.exists(&format!("{dir}/{SECTION_MARKER}"));
+                    check!(
+                        self,
+                        g.previous_holder_crashed == marker,
+                        "grant {g:?} but the crash marker {}",
+                        if marker { "exists" } else { "does not exist" }
+                    );
                 }
                 self.acquired_events += 1;
                 self.locks[i].grant = Some(g.clone());
                 self.locks[i].granted_at = self.now;
-                M::Held
             }
-            LockEvent::Suspended => {
-                check!(self, state == M::Held, "Suspended for {lock} in {state:?}");
-                M::Suspended
-            }
-            LockEvent::Resumed => {
+            LockEvent::SectionOpened | LockEvent::SectionClosed if self.honest => {
+                let marker = self.world.exists(&format!("{dir}/{SECTION_MARKER}"));
                 check!(
                     self,
-                    state == M::Suspended,
-                    "Resumed for {lock} in {state:?}"
+                    marker == (*event == LockEvent::SectionOpened),
+                    "{event:?} for {lock} but the marker {}",
+                    if marker { "exists" } else { "does not exist" }
                 );
-                check!(
-                    self,
-                    matches!(self.conn, Conn::Connected(_)),
-                    "Resumed while {:?}",
-                    self.conn
-                );
-                M::Held
-            }
-            LockEvent::RevocationRequested => {
-                check!(
-                    self,
-                    revocable,
-                    "RevocationRequested for non-revocable {lock}"
-                );
-                check!(
-                    self,
-                    matches!(state, M::Held | M::Suspended),
-                    "RevocationRequested for {lock} in {state:?}"
-                );
-                state
-            }
-            LockEvent::SectionOpened | LockEvent::SectionClosed => {
-                check!(
-                    self,
-                    matches!(state, M::Held | M::Suspended) && self.locks[i].detect_crashes,
-                    "{event:?} for {lock} in {state:?}"
-                );
-                if self.honest {
-                    let marker = self.world.exists(&format!("{dir}/{SECTION_MARKER}"));
-                    check!(
-                        self,
-                        marker == (*event == LockEvent::SectionOpened),
-                        "{event:?} for {lock} but the marker {}",
-                        if marker { "exists" } else { "does not exist" }
-                    );
-                }
-                state
-            }
-            LockEvent::SectionFailed(_) => {
-                check!(
-                    self,
-                    matches!(state, M::Held | M::Suspended) && self.locks[i].detect_crashes,
-                    "{event:?} for {lock} in {state:?}"
-                );
-                state
             }
             LockEvent::FencedWrite { write, result } => {
-                check!(
-                    self,
-                    matches!(state, M::Held | M::Suspended | M::Releasing),
-                    "{event:?} for {lock} in {state:?}"
-                );
                 let Some(pos) = self.locks[i].writes.iter().position(|(w, _)| w == write) else {
                     self.fail(format!(
                         "{event:?} for a write {lock} has no outcome pending for"
@@ -463,66 +438,33 @@ impl Harness {
                         Err(_) => {}
                     }
                 }
-                state
             }
-            LockEvent::Lost(reason) => {
-                // A release finds out that someone else deleted the node.
-                let releasing = state == M::Releasing && *reason == LostReason::NodeDeleted;
+            LockEvent::Lost(LostReason::LeaseExpired) => {
+                let l = &self.locks[i];
                 check!(
                     self,
-                    matches!(state, M::Held | M::Suspended) || releasing,
-                    "{event:?} for {lock} in {state:?}"
+                    l.max_hold.is_some_and(|m| l.granted_at + m <= self.now),
+                    "LeaseExpired at {:?}, granted at {:?} with max hold {:?}",
+                    self.now,
+                    l.granted_at,
+                    l.max_hold
                 );
-                if *reason == LostReason::LeaseExpired {
-                    let l = &self.locks[i];
-                    check!(
-                        self,
-                        l.max_hold.is_some_and(|m| l.granted_at + m <= self.now),
-                        "LeaseExpired at {:?}, granted at {:?} with max hold {:?}",
-                        self.now,
-                        l.granted_at,
-                        l.max_hold
-                    );
-                }
-                M::Ended
             }
-            LockEvent::Released => {
-                check!(
+            LockEvent::Failed(reason) => match reason {
+                FailReason::Cancelled => check!(self, cancelled, "Cancelled without cancel"),
+                FailReason::WouldBlock => check!(self, try_only, "WouldBlock without try_only"),
+                FailReason::Revoked => check!(self, revocable, "Revoked without revocable"),
+                FailReason::Timeout => check!(
                     self,
-                    state == M::Releasing,
-                    "Released for {lock} in {state:?}"
-                );
-                M::Ended
-            }
-            LockEvent::Failed(reason) => {
-                match reason {
-                    FailReason::Zk(_) => check!(
-                        self,
-                        matches!(state, M::Waiting | M::Releasing),
-                        "{event:?} for {lock} in {state:?}"
-                    ),
-                    _ => check!(
-                        self,
-                        state == M::Waiting,
-                        "{event:?} for {lock} in {state:?}"
-                    ),
-                }
-                match reason {
-                    FailReason::Cancelled => check!(self, cancelled, "Cancelled without cancel"),
-                    FailReason::WouldBlock => check!(self, try_only, "WouldBlock without try_only"),
-                    FailReason::Revoked => check!(self, revocable, "Revoked without revocable"),
-                    FailReason::Timeout => check!(
-                        self,
-                        deadline.is_some_and(|d| d <= self.now),
-                        "Timeout at {:?} with deadline {deadline:?}",
-                        self.now
-                    ),
-                    FailReason::Deadlock { cycle } => self.check_deadlock_victim(i, cycle),
-                    _ => {}
-                }
-                M::Ended
-            }
-            other => self.fail(format!("unknown event {other:?} for {lock}")),
+                    deadline.is_some_and(|d| d <= self.now),
+                    "Timeout at {:?} with deadline {deadline:?}",
+                    self.now
+                ),
+                FailReason::Deadlock { cycle } => self.check_deadlock_victim(i, cycle),
+                _ => {}
+            },
+            _ => {}
         }
+        next
     }
 }
