@@ -312,6 +312,9 @@ pub struct Outcome {
     pub scans: usize,
     /// Cycles the scans found.
     pub scan_cycles: usize,
+    /// Events a holder hears while it holds (sections, fenced writes, revocation
+    /// requests, resumptions), each checked against its lock's state.
+    pub holder_events: usize,
 }
 
 /// Runs one case; panics on a contract violation.

@@ -335,6 +335,9 @@ impl Harness {
             l.detect_crashes,
         );
         let holding = matches!(state, M::Held | M::Suspended);
+        if !event.is_terminal() && !matches!(event, LockEvent::Acquired(_) | LockEvent::Suspended) {
+            self.outcome.holder_events += 1;
+        }
         // The states each event may come in, and the state it leads to.
         let (legal, next) = match event {
             LockEvent::Acquired(_) => (state == M::Waiting, M::Held),
