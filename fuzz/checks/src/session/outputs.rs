@@ -260,56 +260,52 @@ impl Harness {
             _ => false,
         };
         check!(self, allowed, "{event:?} for a {kind:?} task {lock}");
-        let next = match kind {
-            TaskKind::Lock => self.on_lock_event(i, event),
-            TaskKind::Observer => {
-                if let LockEvent::LeaderChanged { leader, .. } = event {
-                    let prev = self.locks[i].reported.clone();
-                    check!(
-                        self,
-                        prev.as_ref() != Some(leader),
-                        "{lock} reported the same leader twice: {leader:?}"
-                    );
-                    if self.honest {
-                        let truth = self.world_leader(&dir);
-                        match (leader, &truth) {
-                            (None, None) => {}
-                            (Some(l), Some((path, _))) if *path == l.path => {
-                                let n = self.world.node(path).expect("the leader's node");
-                                check!(
-                                    self,
-                                    owner::user_data(&n.data) == l.id && n.stat.czxid == l.token.0,
-                                    "{lock} leader {l:?} but the node has data {:?} czxid {}",
-                                    n.data,
-                                    n.stat.czxid
-                                );
-                            }
-                            _ => self.fail(format!(
-                                "{lock} reports leader {leader:?}, the world's is {truth:?}"
-                            )),
+        let next = match (kind, event) {
+            (TaskKind::Lock, _) => self.on_lock_event(i, event),
+            (TaskKind::Observer, LockEvent::LeaderChanged { leader, .. }) => {
+                let prev = self.locks[i].reported.clone();
+                check!(
+                    self,
+                    prev.as_ref() != Some(leader),
+                    "{lock} reported the same leader twice: {leader:?}"
+                );
+                if self.honest {
+                    let truth = self.world_leader(&dir);
+                    match (leader, &truth) {
+                        (None, None) => {}
+                        (Some(l), Some((path, _))) if *path == l.path => {
+                            let n = self.world.node(path).expect("the leader's node");
+                            check!(
+                                self,
+                                owner::user_data(&n.data) == l.id && n.stat.czxid == l.token.0,
+                                "{lock} leader {l:?} but the node has data {:?} czxid {}",
+                                n.data,
+                                n.stat.czxid
+                            );
                         }
+                        _ => self.fail(format!(
+                            "{lock} reports leader {leader:?}, the world's is {truth:?}"
+                        )),
                     }
-                    self.locks[i].reported = Some(leader.clone());
                 }
+                self.locks[i].reported = Some(leader.clone());
                 state
             }
-            TaskKind::Inspect | TaskKind::Scan => {
+            (TaskKind::Inspect | TaskKind::Scan, _) => {
                 self.on_read_task_event(i, event);
                 state
             }
-            TaskKind::Revoke => {
-                if let LockEvent::RevocationSent { nodes } = event {
-                    let target = self.locks[i].dir.clone();
-                    for n in nodes {
-                        check!(
-                            self,
-                            *n == target || parent_of(n) == target,
-                            "{lock} revoked {n}, outside its target {target}"
-                        );
-                    }
+            (TaskKind::Revoke, LockEvent::RevocationSent { nodes }) => {
+                for n in nodes {
+                    check!(
+                        self,
+                        *n == dir || parent_of(n) == dir,
+                        "{lock} revoked {n}, outside its target {dir}"
+                    );
                 }
                 state
             }
+            _ => state,
         };
         if event.is_terminal() {
             self.locks[i].terminal = Some(event.clone());

@@ -127,6 +127,7 @@ pub fn check_case(case: &SimCase) {
     } else {
         case.clients.iter().take(4).copied().collect()
     };
+    let mut timeouts = Vec::new();
     for p in &picks {
         let profile = if p.loses_watches {
             Profile::LosesWatchesNewSession
@@ -134,6 +135,7 @@ pub fn check_case(case: &SimCase) {
             Profile::KeepsWatches
         };
         let timeout = Duration::from_secs(1 + u64::from(p.timeout_s % 8));
+        timeouts.push(timeout);
         let mut cc = ClientConfig::new(profile, timeout);
         if let Some(g) = p.grace_ms {
             cc = cc.suspended_grace(Duration::from_millis(u64::from(g)));
@@ -141,10 +143,6 @@ pub fn check_case(case: &SimCase) {
         sim.add_client_with(cc);
     }
     let n = picks.len();
-    let timeouts = picks
-        .iter()
-        .map(|p| Duration::from_secs(1 + u64::from(p.timeout_s % 8)))
-        .collect();
     let mut d = Driver {
         sim,
         n,
