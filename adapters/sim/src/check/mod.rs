@@ -50,6 +50,7 @@ mod violation;
 
 pub use coverage::Coverage;
 use exclusion::is_exclusive;
+pub use fenced::fenced_outcome_agrees;
 pub(crate) use fenced::AuditedWrite;
 use fenced::FencedData;
 use sections::SectionMarker;

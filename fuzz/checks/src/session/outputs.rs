@@ -5,9 +5,10 @@ use super::{Conn, Harness, TaskKind, M, SECTION_MARKER};
 use lock_core::names::{format_sequence, parse_name, relative_sequence};
 use lock_core::owner;
 use lock_core::{
-    CreateMode, FailReason, FencedError, LockEvent, LockId, LostReason, MultiOp, NameScheme,
-    NodeKind, Op, Output, Request,
+    CreateMode, FailReason, LockEvent, LockId, LostReason, MultiOp, NameScheme, NodeKind, Op,
+    Output, Request,
 };
+use lock_sim::check::fenced_outcome_agrees;
 
 impl Harness {
     pub(super) fn drain(&mut self) -> Vec<(LockId, LockEvent)> {
@@ -421,22 +422,12 @@ impl Harness {
                     ));
                 };
                 let (_, request) = self.locks[i].writes.remove(pos);
-                if self.honest {
-                    let applied = request.is_some_and(|r| self.applied_multis.contains(&r));
-                    match result {
-                        Ok(_) => {
-                            check!(self, applied, "write {write} reported applied but was not")
-                        }
-                        Err(FencedError::NotHeld | FencedError::Write { .. }) => {
-                            check!(
-                                self,
-                                !applied,
-                                "write {write} reported failed but was applied"
-                            )
-                        }
-                        Err(_) => {}
-                    }
-                }
+                let applied = request.is_some_and(|r| self.applied_multis.contains(&r));
+                check!(
+                    self,
+                    !self.honest || fenced_outcome_agrees(result, &[applied]),
+                    "write {write} reported {result:?}, applied: {applied}"
+                );
             }
             LockEvent::Lost(LostReason::LeaseExpired) => {
                 let l = &self.locks[i];
