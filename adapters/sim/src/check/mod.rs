@@ -49,6 +49,7 @@ mod sections;
 mod violation;
 
 pub use coverage::Coverage;
+pub use events::grant_in_queue;
 use exclusion::is_exclusive;
 pub use fenced::fenced_outcome_agrees;
 pub(crate) use fenced::AuditedWrite;

@@ -8,7 +8,7 @@ use lock_core::{
     CreateMode, FailReason, LockEvent, LockId, LostReason, MultiOp, NameScheme, NodeKind, Op,
     Output, Request,
 };
-use lock_sim::check::fenced_outcome_agrees;
+use lock_sim::check::{fenced_outcome_agrees, grant_in_queue};
 
 impl Harness {
     pub(super) fn drain(&mut self) -> Vec<(LockId, LockEvent)> {
@@ -378,15 +378,11 @@ impl Harness {
                     "grant {g:?} names a session other than {:?}",
                     self.session_id()
                 );
-                check!(self, parent_of(&g.path) == dir, "grant {g:?} outside {dir}");
-                match parse_name(name_of(&g.path)) {
-                    Some(p) => check!(
-                        self,
-                        p.seq == g.sequence,
-                        "grant {g:?}: sequence differs from the name"
-                    ),
-                    None => self.fail(format!("grant {g:?} is not a participant name")),
-                }
+                check!(
+                    self,
+                    grant_in_queue(g, &dir),
+                    "grant {g:?} is no participant of {dir} with its sequence"
+                );
                 if !detects {
                     check!(
                         self,
