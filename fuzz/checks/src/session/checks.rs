@@ -1,30 +1,25 @@
 //! The checks of the harness's state: after every step, and at quiescence.
 
 use super::world::{name_of, parent_of};
-use super::{Conn, Harness, TaskKind, M};
+use super::{Conn, Harness, TaskKind};
 use lock_core::names::{parse_name, relative_sequence};
-use lock_core::{AttemptId, LockState, NameScheme, NodeKind, Recipe};
+use lock_core::LockState::{Held, Waiting};
+use lock_core::{AttemptId, NameScheme, NodeKind, Recipe};
 use std::collections::{BTreeMap, BTreeSet};
 
 impl Harness {
     pub(super) fn check_state(&mut self) {
         for i in 0..self.locks.len() {
             let (id, state, kind) = (self.locks[i].id, self.locks[i].state, self.locks[i].kind);
-            let expect = match (kind, state) {
-                (TaskKind::Observer | TaskKind::Revoke | TaskKind::Inspect | TaskKind::Scan, _)
-                | (_, M::Ended) => None,
-                (_, M::Waiting) => Some(LockState::Waiting),
-                (_, M::Held) => Some(LockState::Held),
-                (_, M::Suspended) => Some(LockState::Suspended),
-                (_, M::Releasing) => Some(LockState::Releasing),
-            };
+            // Only acquisitions have a state to query.
+            let expect = if kind == TaskKind::Lock { state } else { None };
             let got = self.s.state(id);
             check!(
                 self,
                 got == expect,
                 "state({id}) = {got:?}, events say {state:?}"
             );
-            if state == M::Held {
+            if state == Some(Held) {
                 check!(
                     self,
                     matches!(self.conn, Conn::Connected(_)),
@@ -62,7 +57,7 @@ impl Harness {
     /// Honest world: every trusted holder really holds.
     pub(super) fn check_safety(&mut self) {
         for i in 0..self.locks.len() {
-            if self.locks[i].state != M::Held {
+            if self.locks[i].state != Some(Held) {
                 continue;
             }
             let l = &self.locks[i];
@@ -145,7 +140,7 @@ impl Harness {
         let live = self
             .locks
             .iter()
-            .filter(|l| l.kind == TaskKind::Lock && l.state != M::Ended)
+            .filter(|l| l.kind == TaskKind::Lock && l.state.is_some())
             .count();
         check!(
             self,
@@ -154,7 +149,7 @@ impl Harness {
             ours.len()
         );
         for l in &self.locks {
-            if l.state == M::Ended {
+            if l.state.is_none() {
                 if let Some(g) = &l.grant {
                     if self
                         .world
@@ -171,13 +166,13 @@ impl Harness {
             ) {
                 check!(
                     self,
-                    l.state == M::Ended,
+                    l.state.is_none(),
                     "{:?} {} still running at rest",
                     l.kind,
                     l.id
                 );
             }
-            if l.kind == TaskKind::Observer && l.state != M::Ended {
+            if l.kind == TaskKind::Observer && l.state.is_some() {
                 let truth = self.world_leader(&l.dir).map(|(p, _)| p);
                 let told = l.reported.clone().flatten().map(|x| x.path);
                 check!(
@@ -191,12 +186,12 @@ impl Harness {
         let held: BTreeSet<String> = self
             .locks
             .iter()
-            .filter(|o| o.state != M::Ended)
+            .filter(|o| o.state.is_some())
             .filter_map(|o| o.grant.as_ref().map(|g| g.path.to_string()))
             .collect();
         for i in 0..self.locks.len() {
             let l = &self.locks[i];
-            if l.kind != TaskKind::Lock || l.state != M::Waiting {
+            if l.kind != TaskKind::Lock || l.state != Some(Waiting) {
                 continue;
             }
             // Its node: one of ours in its directory that no live holder has. With

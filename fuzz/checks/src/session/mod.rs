@@ -33,9 +33,10 @@
 //! (`running.rs`), and owners, deadlocks and inspection (`detect.rs`).
 
 use lock_core::names::{format_sequence, node_prefix};
+use lock_core::LockState::Waiting;
 use lock_core::{
-    AttemptId, Config, CreateMode, Grant, Leader, LockEvent, LockId, MultiOp, NameScheme, NodeKind,
-    Recipe, Request, RequestId, Session, Timestamp,
+    AttemptId, Config, CreateMode, Grant, Leader, LockEvent, LockId, LockState, MultiOp,
+    NameScheme, NodeKind, Recipe, Request, RequestId, Session, Timestamp,
 };
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
@@ -72,14 +73,10 @@ enum Conn {
     Closed,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum M {
-    Waiting,
-    Held,
-    Suspended,
-    Releasing,
-    Ended,
-}
+/// A task's state as its events tell it: lock-core's own [`LockState`] (an
+/// observer, revocation, inspection or scan stays `Waiting`), `None` once it has
+/// had its terminal event.
+type TaskState = Option<LockState>;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum TaskKind {
@@ -100,7 +97,7 @@ struct MLock {
     detect_crashes: bool,
     max_hold: Option<Duration>,
     deadline: Option<Timestamp>,
-    state: M,
+    state: TaskState,
     grant: Option<Grant>,
     granted_at: Timestamp,
     cancelled: bool,
@@ -274,7 +271,7 @@ impl Harness {
             detect_crashes: false,
             max_hold: None,
             deadline: None,
-            state: M::Waiting,
+            state: Some(Waiting),
             grant: None,
             granted_at: self.now,
             cancelled: false,

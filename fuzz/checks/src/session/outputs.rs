@@ -1,9 +1,10 @@
 //! Draining the session and checking every output (requests, events) as it comes.
 
 use super::world::{name_of, parent_of};
-use super::{Conn, Harness, TaskKind, M, SECTION_MARKER};
+use super::{Conn, Harness, TaskKind, TaskState, SECTION_MARKER};
 use lock_core::names::{format_sequence, parse_name, relative_sequence};
 use lock_core::owner;
+use lock_core::LockState::{Held, Releasing, Suspended, Waiting};
 use lock_core::{
     CreateMode, FailReason, LockEvent, LockId, LostReason, MultiOp, NameScheme, NodeKind, Op,
     Output, Request,
@@ -231,7 +232,7 @@ impl Harness {
         };
         let l = &self.locks[i];
         let (state, kind, dir) = (l.state, l.kind, l.dir.clone());
-        if state == M::Ended {
+        if state.is_none() {
             self.fail(format!(
                 "{event:?} for {lock} after its terminal event {:?}",
                 self.locks[i].terminal
@@ -318,10 +319,10 @@ impl Harness {
             );
         }
         // (An acquisition's own rules end it on exactly these events.)
-        self.locks[i].state = if event.is_terminal() { M::Ended } else { next };
+        self.locks[i].state = if event.is_terminal() { None } else { next };
     }
 
-    pub(super) fn on_lock_event(&mut self, i: usize, event: &LockEvent) -> M {
+    pub(super) fn on_lock_event(&mut self, i: usize, event: &LockEvent) -> TaskState {
         let l = &self.locks[i];
         let (lock, state, dir) = (l.id, l.state, l.dir.clone());
         let (try_only, deadline, cancelled, revocable, detects) = (
@@ -331,30 +332,30 @@ impl Harness {
             l.revocable,
             l.detect_crashes,
         );
-        let holding = matches!(state, M::Held | M::Suspended);
+        let holding = matches!(state, Some(Held) | Some(Suspended));
         if !event.is_terminal() && !matches!(event, LockEvent::Acquired(_) | LockEvent::Suspended) {
             self.outcome.holder_events += 1;
         }
         // The states each event may come in, and the state it leads to.
         let (legal, next) = match event {
-            LockEvent::Acquired(_) => (state == M::Waiting, M::Held),
-            LockEvent::Suspended => (state == M::Held, M::Suspended),
-            LockEvent::Resumed => (state == M::Suspended, M::Held),
+            LockEvent::Acquired(_) => (state == Some(Waiting), Some(Held)),
+            LockEvent::Suspended => (state == Some(Held), Some(Suspended)),
+            LockEvent::Resumed => (state == Some(Suspended), Some(Held)),
             LockEvent::RevocationRequested => (holding && revocable, state),
             LockEvent::SectionOpened | LockEvent::SectionClosed | LockEvent::SectionFailed(_) => {
                 (holding && detects, state)
             }
-            LockEvent::FencedWrite { .. } => (holding || state == M::Releasing, state),
+            LockEvent::FencedWrite { .. } => (holding || state == Some(Releasing), state),
             // A release finds out that someone else deleted the node.
             LockEvent::Lost(reason) => (
-                holding || (state == M::Releasing && *reason == LostReason::NodeDeleted),
-                M::Ended,
+                holding || (state == Some(Releasing) && *reason == LostReason::NodeDeleted),
+                None,
             ),
-            LockEvent::Released => (state == M::Releasing, M::Ended),
+            LockEvent::Released => (state == Some(Releasing), None),
             LockEvent::Failed(FailReason::Zk(_)) => {
-                (matches!(state, M::Waiting | M::Releasing), M::Ended)
+                (matches!(state, Some(Waiting) | Some(Releasing)), None)
             }
-            LockEvent::Failed(_) => (state == M::Waiting, M::Ended),
+            LockEvent::Failed(_) => (state == Some(Waiting), None),
             other => self.fail(format!("unknown event {other:?} for {lock}")),
         };
         check!(

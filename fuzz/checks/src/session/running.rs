@@ -5,7 +5,7 @@
 use super::detect::SCAN_ROOTS;
 use super::{
     peer_attempt, Conn, DirPick, Harness, LockPick, PathPick, Step, TaskKind, DIRS, FOREIGN_NAMES,
-    M, SETTLE_HORIZON,
+    SETTLE_HORIZON,
 };
 use lock_core::names::node_prefix;
 use lock_core::CreateMode;
@@ -196,7 +196,7 @@ impl Harness {
         let ids: Vec<LockId> = self
             .locks
             .iter()
-            .filter(|l| l.state != M::Ended)
+            .filter(|l| l.state.is_some())
             .map(|l| l.id)
             .collect();
         for id in ids {

@@ -4,7 +4,7 @@
 use super::world::name_of;
 use super::{
     peer_name, ChildPick, Conn, Crafted, DataPick, ErrPick, Harness, OwnerPick, Shape,
-    FOREIGN_NAMES, M,
+    FOREIGN_NAMES,
 };
 use lock_core::names::format_sequence;
 use lock_core::CreateMode;
@@ -356,7 +356,7 @@ impl Harness {
 
     /// Every task has had its terminal event (`when`: after what).
     pub(super) fn check_all_ended(&self, when: &str) {
-        if let Some(l) = self.locks.iter().find(|l| l.state != M::Ended) {
+        if let Some(l) = self.locks.iter().find(|l| l.state.is_some()) {
             self.fail(format!("{} has not ended {when} ({:?})", l.id, l.state));
         }
     }

@@ -5,9 +5,10 @@ use super::detect::{detect_after, OWNERS};
 use super::world::name_of;
 use super::{
     detect, AcquireStep, Conn, DirPick, FencedOpPick, Harness, LockPick, RecipePick, RevokeTarget,
-    SchemePick, TaskKind, DIRS, M,
+    SchemePick, TaskKind, TaskState, DIRS,
 };
 use lock_core::names::parse_name;
+use lock_core::LockState::{Held, Releasing, Suspended, Waiting};
 use lock_core::{Config, FailReason, LockEvent, LockId, LockSpec, MultiOp, Op, Recipe, UsageError};
 use std::time::Duration;
 
@@ -145,7 +146,7 @@ impl Harness {
                         l.kind == TaskKind::Lock
                             && l.dir == path
                             && l.owner == owner
-                            && l.state != M::Ended
+                            && l.state.is_some()
                     });
                 check!(
                     self,
@@ -231,7 +232,7 @@ impl Harness {
         };
         let l = &self.locks[i];
         match (l.kind, l.state) {
-            (_, M::Ended) => Err(vec![
+            (_, None) => Err(vec![
                 UsageError::UnknownLock(id),
                 UsageError::NotHeld(id),
                 UsageError::Unsupported("not a lock acquisition"),
@@ -239,12 +240,12 @@ impl Harness {
             (TaskKind::Observer | TaskKind::Revoke | TaskKind::Inspect | TaskKind::Scan, _) => {
                 Err(vec![UsageError::Unsupported("not a lock acquisition")])
             }
-            (TaskKind::Lock, M::Held) if needs_detect && !l.detect_crashes => {
+            (TaskKind::Lock, Some(Held)) if needs_detect && !l.detect_crashes => {
                 Err(vec![UsageError::Unsupported(
                     "sections need LockSpec::detect_crashes",
                 )])
             }
-            (TaskKind::Lock, M::Held) => Ok(()),
+            (TaskKind::Lock, Some(Held)) => Ok(()),
             (TaskKind::Lock, _) => Err(vec![UsageError::NotHeld(id)]),
         }
     }
@@ -303,7 +304,7 @@ impl Harness {
     }
 
     /// The kind and model state of lock `id`, if this session started it.
-    fn task_of(&self, id: LockId) -> Option<(TaskKind, M)> {
+    fn task_of(&self, id: LockId) -> Option<(TaskKind, TaskState)> {
         let i = *self.by_id.get(&id)?;
         Some((self.locks[i].kind, self.locks[i].state))
     }
@@ -317,7 +318,7 @@ impl Harness {
         let id = self.pick_lock(p);
         let task = self.task_of(id);
         let what = if cancel { "cancel" } else { "release" };
-        if cancel && matches!(task, Some((_, M::Waiting))) {
+        if cancel && matches!(task, Some((_, Some(Waiting)))) {
             self.locks[self.by_id[&id]].cancelled = true;
         }
         let r = if cancel {
@@ -329,24 +330,24 @@ impl Harness {
         let refused = |e: fn(LockId) -> UsageError| r == Err(e(id));
         let ok = match task {
             None => refused(UsageError::UnknownLock),
-            Some((TaskKind::Lock, M::Held | M::Suspended)) => r.is_ok(),
-            Some((_, M::Ended)) if refused(UsageError::UnknownLock) => true,
+            Some((TaskKind::Lock, Some(Held) | Some(Suspended))) => r.is_ok(),
+            Some((_, None)) if refused(UsageError::UnknownLock) => true,
             Some(_) if cancel => r.is_ok(),
             Some(_) => refused(UsageError::NotHeld),
         };
         check!(self, ok, "{what} of {task:?} {id}: {r:?}");
-        if matches!(task, Some((TaskKind::Lock, M::Held | M::Suspended))) {
-            self.locks[self.by_id[&id]].state = M::Releasing;
+        if matches!(task, Some((TaskKind::Lock, Some(Held) | Some(Suspended)))) {
+            self.locks[self.by_id[&id]].state = Some(Releasing);
         }
         let events = self.drain();
-        if cancel && matches!(task, Some((_, M::Waiting))) {
+        if cancel && matches!(task, Some((_, Some(Waiting)))) {
             check!(
                 self,
                 events.contains(&(id, LockEvent::Failed(FailReason::Cancelled))),
                 "cancel of waiting {id} did not fail it: {events:?}"
             );
         }
-        if matches!(task, Some((_, M::Ended))) {
+        if matches!(task, Some((_, None))) {
             check!(
                 self,
                 events.iter().all(|(l, _)| *l != id),
