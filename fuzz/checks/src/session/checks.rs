@@ -62,7 +62,7 @@ impl Harness {
             }
             let l = &self.locks[i];
             let g = l.grant.clone().expect("held without grant");
-            let Some(node) = self.world.node(&g.path) else {
+            let Some(node) = self.world.zk.get(&g.path) else {
                 self.fail(format!("{} trusted but its node {} is gone", l.id, g.path));
             };
             check!(
@@ -125,7 +125,7 @@ impl Harness {
     /// to a live acquisition, revocations are done and observers report the truth.
     pub(super) fn check_quiescent(&mut self) {
         let sid = self.session_id().expect("connected");
-        let ours = self.world.ours(sid);
+        let ours = self.world.zk.ephemerals(sid);
         let mut attempts: BTreeMap<AttemptId, usize> = BTreeMap::new();
         for p in &ours {
             if let Some(n) = parse_name(name_of(p)) {
@@ -153,7 +153,8 @@ impl Harness {
                 if let Some(g) = &l.grant {
                     if self
                         .world
-                        .node(&g.path)
+                        .zk
+                        .get(&g.path)
                         .is_some_and(|n| n.stat.ephemeral_owner == sid)
                     {
                         self.fail(format!("{} ended but its node {} remains", l.id, g.path));

@@ -105,7 +105,7 @@ impl Harness {
         }
         let owner = OWNERS[usize::from(owner) % OWNERS.len()];
         let mut data = owner::header(Some(owner), &waits);
-        let old = self.world.node(&node).expect("a peer node").data;
+        let old = self.world.zk.get(&node).expect("a peer node").data;
         data.extend_from_slice(owner::user_data(&old));
         self.log(|| format!("peer {node} owned by {owner} waits at {waits:?}"));
         let _ = self.world.set_data(&node, &data);

@@ -276,7 +276,7 @@ impl Harness {
                     match (leader, &truth) {
                         (None, None) => {}
                         (Some(l), Some((path, _))) if *path == l.path => {
-                            let n = self.world.node(path).expect("the leader's node");
+                            let n = self.world.zk.get(path).expect("the leader's node");
                             check!(
                                 self,
                                 owner::user_data(&n.data) == l.id && n.stat.czxid == l.token.0,
@@ -391,7 +391,7 @@ impl Harness {
                         "crash reported without crash detection"
                     );
                 } else if self.honest {
-                    let marker = self.world.exists(&format!("{dir}/{SECTION_MARKER}"));
+                    let marker = self.world.zk.contains(&format!("{dir}/{SECTION_MARKER}"));
                     check!(
                         self,
                         g.previous_holder_crashed == marker,
@@ -404,7 +404,7 @@ impl Harness {
                 self.locks[i].granted_at = self.now;
             }
             LockEvent::SectionOpened | LockEvent::SectionClosed if self.honest => {
-                let marker = self.world.exists(&format!("{dir}/{SECTION_MARKER}"));
+                let marker = self.world.zk.contains(&format!("{dir}/{SECTION_MARKER}"));
                 check!(
                     self,
                     marker == (*event == LockEvent::SectionOpened),

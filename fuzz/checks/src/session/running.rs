@@ -125,7 +125,7 @@ impl Harness {
                     return;
                 };
                 let kind = *kind;
-                if kind == WatchKind::NodeDeleted && self.world.exists(&path) {
+                if kind == WatchKind::NodeDeleted && self.world.zk.contains(&path) {
                     self.lying("a deletion notice for a node that exists");
                 }
                 self.feed(CoreInput::Watch { path, kind });
@@ -213,7 +213,7 @@ impl Harness {
         self.check_all_ended("after cancel");
         if self.honest {
             let sid = self.session_id().expect("connected");
-            let left = self.world.ours(sid);
+            let left = self.world.zk.ephemerals(sid);
             check!(
                 self,
                 left.is_empty(),

@@ -222,7 +222,7 @@ impl Harness {
 
     pub(super) fn ensure_dir(&mut self, dir: &str) {
         for d in crate::dir_and_ancestors(dir) {
-            if !self.world.exists(d) {
+            if !self.world.zk.contains(d) {
                 let _ = self
                     .world
                     .create(lock_sim::NO_SESSION, d, b"", CreateMode::Container);
