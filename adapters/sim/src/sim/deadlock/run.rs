@@ -149,7 +149,7 @@ impl<'w> Run<'w> {
                     ViolationKind::Liveness,
                     format!("with faults stopped, owners never finished: {busy:?}"),
                 );
-                return Err(self.sim.violation().cloned().expect("just violated"));
+                return self.sim.poisoned();
             }
             let next = self.actions.first_key_value().map(|(k, _)| k.0);
             let limit = if self.chaos {
@@ -291,10 +291,7 @@ impl<'w> Run<'w> {
                 _ => {}
             }
         }
-        match self.sim.violation() {
-            Some(v) => Err(v.clone()),
-            None => Ok(()),
-        }
+        self.sim.poisoned()
     }
 
     /// The global wait-for graph now.
@@ -404,10 +401,7 @@ impl<'w> Run<'w> {
                 self.sim.violate(ViolationKind::DeadlockNotBroken, d);
             }
         }
-        match self.sim.violation() {
-            Some(v) => Err(v.clone()),
-            None => Ok(()),
-        }
+        self.sim.poisoned()
     }
 
     fn rebuild(&mut self, now: Timestamp) {
@@ -480,7 +474,7 @@ impl<'w> Run<'w> {
         let Some(formed) = formed else {
             let d = format!("victim of a cycle that never existed whole: {cycle:?}");
             self.sim.violate(ViolationKind::FalseDeadlock, d);
-            return Err(self.sim.violation().cloned().expect("just violated"));
+            return self.sim.poisoned();
         };
         self.latencies.push(self.sim.now() - self.obs[formed]);
         let candidates: Vec<usize> = (0..n)
@@ -497,10 +491,7 @@ impl<'w> Run<'w> {
             let d = format!("a second victim for the same cycle: {cycle:?}");
             self.sim.violate(ViolationKind::SecondVictim, d);
         }
-        match self.sim.violation() {
-            Some(v) => Err(v.clone()),
-            None => Ok(()),
-        }
+        self.sim.poisoned()
     }
 
     pub(super) fn report(&self) -> DeadlockReport {
