@@ -292,9 +292,7 @@ impl Harness {
                 s
             }
             _ => {
-                if let Some(old) = self.world.session {
-                    self.world.end_session(old);
-                }
+                self.world.end_session();
                 self.world.open_session()
             }
         };
@@ -310,9 +308,7 @@ impl Harness {
         if connected {
             self.lying("the server expired a session whose client is still connected");
         }
-        if let Some(s) = self.world.session {
-            self.world.end_session(s);
-        }
+        self.world.end_session();
         if connected {
             // The server closes the connection of the session it closes
             // (ZooKeeper's FinalRequestProcessor on closeSession): the client loses
@@ -325,18 +321,14 @@ impl Harness {
         if self.conn == Conn::Closed {
             return;
         }
-        if let Some(s) = self.world.session {
-            self.world.end_session(s);
-        }
+        self.world.end_session();
         self.after_session_change();
         self.conn = Conn::NoSession;
         self.feed(CoreInput::Session(SessionEvent::Expired));
     }
 
     pub(super) fn close(&mut self) {
-        if let Some(s) = self.world.session {
-            self.world.end_session(s);
-        }
+        self.world.end_session();
         self.after_session_change();
         self.conn = Conn::Closed;
         self.feed(CoreInput::Session(SessionEvent::Closed));

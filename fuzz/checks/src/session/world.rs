@@ -200,14 +200,14 @@ impl World {
         s
     }
 
-    /// `session` ends on the server: its ephemeral nodes go, its watches die.
-    pub(super) fn end_session(&mut self, session: i64) {
-        if self.session == Some(session) {
-            self.session = None;
+    /// Our session, if any, ends on the server: its ephemeral nodes go, its
+    /// watches die.
+    pub(super) fn end_session(&mut self) {
+        if let Some(session) = self.session.take() {
             self.cut_watches = None;
+            self.zk.expire_session(session);
+            self.note_changes();
         }
-        self.zk.expire_session(session);
-        self.note_changes();
     }
 
     /// The data and child watches our client knows it has: taken before the
