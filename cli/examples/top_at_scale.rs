@@ -25,6 +25,7 @@
 mod screen;
 
 use lock_core::names::node_prefix;
+use lock_core::owner;
 use lock_core::{AttemptId, NameScheme, NodeKind};
 use lock_testkit::ZkServer;
 use lock_zookeeper_client::zookeeper_client::{Acls, Client, CreateMode};
@@ -96,16 +97,6 @@ fn main() {
     println!("load average: {}", load_average());
 }
 
-/// The native header of a node held or waited for by `owner` (lock-core's
-/// `owner` module: magic, version 1, owner, no published waits).
-fn owner_data(owner: &str) -> Vec<u8> {
-    let mut out = vec![0, b'z', b'k', b'l', 1];
-    out.extend_from_slice(&(owner.len() as u16).to_be_bytes());
-    out.extend_from_slice(owner.as_bytes());
-    out.push(0);
-    out
-}
-
 /// Creates participant nodes (ephemeral, sequential, zklock's names), each
 /// `(directory, owner, attempt id)`, all at once (pipelined).
 async fn participants(raw: &Client, nodes: Vec<(String, String, u128)>) {
@@ -116,7 +107,7 @@ async fn participants(raw: &Client, nodes: Vec<(String, String, u128)>) {
             let prefix = node_prefix(NameScheme::Native, AttemptId(n), NodeKind::Write);
             let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
             let path = format!("{dir}/{prefix}");
-            raw.create(&path, &owner_data(&owner), &options)
+            raw.create(&path, &owner::header(Some(&owner), &[]), &options)
                 .await
                 .expect("creating a participant");
         });

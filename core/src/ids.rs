@@ -5,7 +5,6 @@ use std::fmt;
 
 /// Identifies one acquisition within a [`Session`](crate::Session).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct LockId(pub u64);
 
 impl fmt::Display for LockId {

@@ -51,7 +51,7 @@ pub mod names;
 mod observer;
 mod oneshot;
 mod output;
-mod owner;
+pub mod owner;
 mod participants;
 mod path;
 mod proto;

@@ -53,7 +53,7 @@ pub(crate) const MAX_WAITS: usize = 255;
 
 /// What a participant node says about its owner.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
-pub(crate) struct NodeData {
+pub struct NodeData {
     /// The owner, if the node names one.
     pub owner: Option<String>,
     /// Full paths of the nodes the owner waits at (published by deadlock detection).
@@ -65,7 +65,7 @@ pub(crate) struct NodeData {
 }
 
 /// The header bytes for `owner` and `waits`, without user data.
-pub(crate) fn header(owner: Option<&str>, waits: &[String]) -> Vec<u8> {
+pub fn header(owner: Option<&str>, waits: &[String]) -> Vec<u8> {
     let owner = owner.unwrap_or("");
     let owner = &owner.as_bytes()[..owner.len().min(u16::MAX as usize)];
     let waits = &waits[..waits.len().min(MAX_WAITS)];
@@ -96,7 +96,7 @@ pub(crate) fn uses_header(scheme: NameScheme, owner: Option<&str>, data: &[u8]) 
 }
 
 /// The data a new participant node is created with.
-pub(crate) fn node_data(scheme: NameScheme, owner: Option<&str>, data: &[u8]) -> Vec<u8> {
+pub fn node_data(scheme: NameScheme, owner: Option<&str>, data: &[u8]) -> Vec<u8> {
     if uses_header(scheme, owner, data) {
         let mut out = header(owner, &[]);
         out.extend_from_slice(data);
@@ -120,7 +120,7 @@ pub(crate) fn with_waits(data: &NodeData, waits: &[String]) -> Vec<u8> {
 }
 
 /// Reads a participant node's data, as written by a node of `scheme`.
-pub(crate) fn parse(scheme: NameScheme, data: &[u8]) -> NodeData {
+pub fn parse(scheme: NameScheme, data: &[u8]) -> NodeData {
     if let Some(d) = parse_header(data) {
         return d;
     }
@@ -139,7 +139,7 @@ pub(crate) fn parse(scheme: NameScheme, data: &[u8]) -> NodeData {
 }
 
 /// The user's part of a node's data (the whole of it when headerless).
-pub(crate) fn user_data(data: &[u8]) -> &[u8] {
+pub fn user_data(data: &[u8]) -> &[u8] {
     match split_header(data) {
         Some((_, _, rest)) => rest,
         None => data,

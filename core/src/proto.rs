@@ -11,7 +11,6 @@ use std::time::Duration;
 /// Identifies one request minted by the core; the adapter echoes it in
 /// [`Input::Reply`]. Ids are never reused within a [`Session`](crate::Session).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct RequestId(pub u64);
 
 impl fmt::Display for RequestId {
@@ -31,7 +30,6 @@ pub struct Request {
 
 /// How a node is created.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[non_exhaustive]
 pub enum CreateMode {
     /// A plain persistent node.
@@ -306,7 +304,6 @@ pub enum MultiResult {
 
 /// A node's metadata, as far as locks use it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Stat {
     /// zxid of the transaction that created the node: the fencing token.
     pub czxid: i64,
@@ -367,7 +364,6 @@ pub enum Reply {
 
 /// A ZooKeeper error code, as far as locks distinguish them.
 #[derive(Clone, PartialEq, Eq, Hash, Debug, thiserror::Error)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[non_exhaustive]
 pub enum ZkError {
     /// The node (or for create, its parent) does not exist.
@@ -473,7 +469,6 @@ pub enum WatchKind {
 
 /// A change of the ZooKeeper session, as the adapter's client reports it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[non_exhaustive]
 pub enum SessionEvent {
     /// Connected (first time or again). A `session_id` different from the previous

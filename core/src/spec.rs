@@ -12,7 +12,6 @@ pub const MAX_DATA_LEN: usize = 0xfffff;
 
 /// The lock protocols.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[non_exhaustive]
 pub enum Recipe {
     /// Exclusive lock (a write lock): held when no lower participant exists.

@@ -77,7 +77,6 @@ use std::fmt;
 /// Which naming scheme a lock creates its nodes with. All schemes are recognised when
 /// listing, whichever one this client creates with.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 #[non_exhaustive]
 pub enum NameScheme {
     /// zklock's own: `zkl-<attempt hex32>-<kind>-<seq>`.
@@ -135,7 +134,6 @@ impl NodeKind {
 
 /// The random id of one acquisition attempt, embedded in its node name.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct AttemptId(pub u128);
 
 impl AttemptId {

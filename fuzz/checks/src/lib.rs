@@ -12,6 +12,21 @@ pub mod replay;
 pub mod session;
 pub mod simulation;
 
+/// The item of `items` a fuzzer's number `i` picks (`i` modulo the length), or
+/// `None` when there is nothing to pick.
+pub fn pick<T>(items: &[T], i: impl Into<usize>) -> Option<&T> {
+    (!items.is_empty()).then(|| &items[i.into() % items.len()])
+}
+
+/// The containers an administrator creates so that `dir` exists: its ancestors
+/// below the root, outermost first, then `dir`.
+pub fn dir_and_ancestors(dir: &str) -> impl Iterator<Item = &str> {
+    dir.match_indices('/')
+        .skip(1)
+        .map(|(i, _)| &dir[..i])
+        .chain([dir])
+}
+
 /// Decodes a case from fuzzer bytes and checks it with `check` (each target's
 /// `run`). Returns whether the bytes decoded to a case (the others test nothing).
 pub fn decode_and_check<C: for<'a> arbitrary::Arbitrary<'a>, R>(

@@ -46,6 +46,51 @@ fn owner_write(dir: u8, owner: u8, detect: Option<bool>) -> session::Step {
     })
 }
 
+/// What the committed corpus never reaches: a holder's own events. A revocable,
+/// crash-detecting writer opens a section, writes fenced, closes the section, is
+/// cut off and resumed, and is asked to let go; the harness checks each event
+/// against the lock's state and the tree (marker, applied write, revocation data).
+#[test]
+fn session_checks_pass_on_a_holders_sections_fenced_write_resume_and_revocation() {
+    use session::*;
+    let Step::Acquire(mut acquire) = owner_write(0, 0, None) else {
+        unreachable!()
+    };
+    (acquire.revocable, acquire.detect_crashes) = (true, true);
+    let lock = LockPick::Known(0);
+    let case = plain_case(
+        3,
+        vec![
+            Step::Acquire(acquire),
+            Step::Settle,
+            Step::OpenSection(lock),
+            Step::Settle,
+            Step::FencedWrite {
+                lock,
+                ops: vec![FencedOpPick::Create(1)],
+            },
+            Step::Settle,
+            Step::CloseSection(lock),
+            Step::Settle,
+            Step::Disconnect {
+                applied: 0,
+                report_errors: false,
+                since_contact_ms: 0,
+            },
+            Step::Reconnect { new_session: false },
+            Step::Settle,
+            Step::Revoke {
+                pick: 0,
+                curator: true,
+            },
+            Step::Settle,
+        ],
+    );
+    let outcome = check_case(&case);
+    // SectionOpened, FencedWrite, SectionClosed, Resumed, RevocationRequested.
+    assert_eq!(outcome.holder_events, 5, "{outcome:?}");
+}
+
 /// A case on a connected session of 10 s with nothing else special: `steps` only.
 fn plain_case(seed: u64, steps: Vec<session::Step>) -> session::SessionCase {
     session::SessionCase {
@@ -125,7 +170,7 @@ fn session_a_cycle_through_a_peers_published_wait_fails_our_waiter() {
     let peer = |dir: u8, attempt: u8| Step::PeerJoin {
         dir,
         scheme: SchemePick::Native,
-        kind: KindPick::Write,
+        kind: lock_core::NodeKind::Write,
         attempt,
     };
     let case = plain_case(

@@ -3,6 +3,14 @@
 
 use super::*;
 
+/// Whether `grant` names a participant node of the queue `dir` whose name carries
+/// the grant's sequence number: the one rule of where a queue's grant may point,
+/// for the simulator's checker and the fuzz session harness.
+pub fn grant_in_queue(grant: &lock_core::Grant, dir: &str) -> bool {
+    let (parent, name) = grant.path.rsplit_once('/').unwrap_or(("", ""));
+    parent == dir && parse_name(name).map(|p| p.seq) == Some(grant.sequence)
+}
+
 impl Checker {
     pub(super) fn on_lock_event(
         &mut self,
@@ -48,12 +56,10 @@ impl Checker {
                         ),
                     ));
                 }
-                let (parent, name) = grant.path.rsplit_once('/').unwrap_or(("", ""));
-                let parsed = parse_name(name);
                 let well_placed = match lease_dir(t) {
                     // A lease node of a peer's layout (kazoo's have no sequence).
-                    Some(pool) => parent == pool,
-                    None => parent == t.path && parsed.map(|p| p.seq) == Some(grant.sequence),
+                    Some(pool) => grant.path.rsplit_once('/').map(|(p, _)| p) == Some(&*pool),
+                    None => grant_in_queue(grant, &t.path),
                 };
                 if !well_placed {
                     return Err((

@@ -3,7 +3,7 @@
 
 use super::exclusion::is_exclusive;
 use super::sections::{marker_after_exit, marker_of};
-use super::{Checker, Failure, Key, Phase, ViolationKind};
+use super::{fenced_outcome_agrees, Checker, Failure, Key, Phase, ViolationKind};
 use crate::model::ZkModel;
 use lock_core::LockEvent;
 
@@ -118,12 +118,7 @@ impl Checker {
                 if matches!(result, Err(lock_core::FencedError::NotHeld)) {
                     self.coverage.fenced_not_held += 1;
                 }
-                let ok = match result {
-                    Ok(_) => applied.iter().all(|a| *a),
-                    Err(lock_core::FencedError::Unknown(_)) => true,
-                    Err(_) => applied.iter().all(|a| !*a),
-                };
-                if !ok {
+                if !fenced_outcome_agrees(result, &applied) {
                     return wrong(format!(
                         "fenced write {write} reported {result:?}, but the server applied {:?} of {:?}",
                         applied,

@@ -4,7 +4,7 @@
 use super::{Checker, Failure, Key, ViolationKind};
 use crate::model::ZkModel;
 use lock_core::names::parse_name;
-use lock_core::{MultiOp, Op};
+use lock_core::{FencedError, MultiOp, Op};
 use std::collections::BTreeSet;
 
 /// A data node whose writes are audited against the lock that fences them.
@@ -14,6 +14,18 @@ pub(super) struct FencedData {
     pub(super) last_token: Option<i64>,
     /// Every data value applied (writes carry unique data to be told apart).
     pub(super) applied: BTreeSet<Vec<u8>>,
+}
+
+/// Whether a fenced write's reported outcome agrees with what the server did
+/// (`applied`: each of its writes, applied or not): `Ok` only if all were applied,
+/// `NotHeld` or a failed write only if none was, `Unknown` either way. The one
+/// rule of the simulator's audit and the fuzz session harness's.
+pub fn fenced_outcome_agrees<T>(result: &Result<T, FencedError>, applied: &[bool]) -> bool {
+    match result {
+        Ok(_) => applied.iter().all(|a| *a),
+        Err(FencedError::Unknown(_)) => true,
+        Err(_) => applied.iter().all(|a| !*a),
+    }
 }
 
 /// A write to an audited data node, found in a request.

@@ -49,7 +49,9 @@ mod sections;
 mod violation;
 
 pub use coverage::Coverage;
+pub use events::grant_in_queue;
 use exclusion::is_exclusive;
+pub use fenced::fenced_outcome_agrees;
 pub(crate) use fenced::AuditedWrite;
 use fenced::FencedData;
 use sections::SectionMarker;

@@ -485,7 +485,8 @@ impl Sim {
         }
     }
 
-    fn poisoned(&self) -> Result<(), Violation> {
+    /// The first violation as an error, if any.
+    pub(crate) fn poisoned(&self) -> Result<(), Violation> {
         match &self.violation {
             Some(v) => Err(v.clone()),
             None => Ok(()),

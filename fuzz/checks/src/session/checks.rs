@@ -1,30 +1,25 @@
 //! The checks of the harness's state: after every step, and at quiescence.
 
 use super::world::{name_of, parent_of};
-use super::{Conn, Harness, Rec, TaskKind, M};
+use super::{Conn, Harness, TaskKind};
 use lock_core::names::{parse_name, relative_sequence};
-use lock_core::{AttemptId, LockState, NameScheme, NodeKind};
+use lock_core::LockState::{Held, Waiting};
+use lock_core::{AttemptId, NameScheme, NodeKind, Recipe};
 use std::collections::{BTreeMap, BTreeSet};
 
 impl Harness {
     pub(super) fn check_state(&mut self) {
         for i in 0..self.locks.len() {
             let (id, state, kind) = (self.locks[i].id, self.locks[i].state, self.locks[i].kind);
-            let expect = match (kind, state) {
-                (TaskKind::Observer | TaskKind::Revoke | TaskKind::Inspect | TaskKind::Scan, _)
-                | (_, M::Ended) => None,
-                (_, M::Waiting) => Some(LockState::Waiting),
-                (_, M::Held) => Some(LockState::Held),
-                (_, M::Suspended) => Some(LockState::Suspended),
-                (_, M::Releasing) => Some(LockState::Releasing),
-            };
+            // Only acquisitions have a state to query.
+            let expect = if kind == TaskKind::Lock { state } else { None };
             let got = self.s.state(id);
             check!(
                 self,
                 got == expect,
                 "state({id}) = {got:?}, events say {state:?}"
             );
-            if state == M::Held {
+            if state == Some(Held) {
                 check!(
                     self,
                     matches!(self.conn, Conn::Connected(_)),
@@ -62,12 +57,12 @@ impl Harness {
     /// Honest world: every trusted holder really holds.
     pub(super) fn check_safety(&mut self) {
         for i in 0..self.locks.len() {
-            if self.locks[i].state != M::Held {
+            if self.locks[i].state != Some(Held) {
                 continue;
             }
             let l = &self.locks[i];
             let g = l.grant.clone().expect("held without grant");
-            let Some(node) = self.world.node(&g.path) else {
+            let Some(node) = self.world.zk.get(&g.path) else {
                 self.fail(format!("{} trusted but its node {} is gone", l.id, g.path));
             };
             check!(
@@ -90,10 +85,9 @@ impl Harness {
             );
             let own = parse_name(name_of(&g.path)).expect("grant name parses");
             let blockers = self.blockers(&l.dir, l.recipe, own.attempt, own.seq);
-            let kinds: Vec<NodeKind> = blockers.iter().map(|(_, k)| *k).collect();
             check!(
                 self,
-                !l.recipe.is_blocked(&kinds),
+                !is_blocked(l.recipe, &blockers),
                 "{} ({:?}) trusted holder of {} but lower blockers exist: {blockers:?}",
                 l.id,
                 l.recipe,
@@ -106,7 +100,7 @@ impl Harness {
     pub(super) fn blockers(
         &self,
         dir: &str,
-        recipe: Rec,
+        recipe: Recipe,
         attempt: AttemptId,
         seq: i32,
     ) -> Vec<(String, NodeKind)> {
@@ -118,8 +112,10 @@ impl Harness {
                 // names exclude), and only a known name can carry our attempt.
                 let p = lock_core::names::parse_participant(&n)?;
                 let ours = p.scheme != NameScheme::Other && p.attempt == attempt;
-                let counts =
-                    !ours && relative_sequence(p.seq, seq) < 0 && recipe.blocked_by(p.kind);
+                // Reference: a reader counts every lower participant but readers.
+                let counts = !ours
+                    && relative_sequence(p.seq, seq) < 0
+                    && (recipe != Recipe::Read || p.kind != NodeKind::Read);
                 counts.then_some((n, p.kind))
             })
             .collect()
@@ -129,7 +125,7 @@ impl Harness {
     /// to a live acquisition, revocations are done and observers report the truth.
     pub(super) fn check_quiescent(&mut self) {
         let sid = self.session_id().expect("connected");
-        let ours = self.world.ours(sid);
+        let ours = self.world.zk.ephemerals(sid);
         let mut attempts: BTreeMap<AttemptId, usize> = BTreeMap::new();
         for p in &ours {
             if let Some(n) = parse_name(name_of(p)) {
@@ -144,7 +140,7 @@ impl Harness {
         let live = self
             .locks
             .iter()
-            .filter(|l| l.kind == TaskKind::Lock && l.state != M::Ended)
+            .filter(|l| l.kind == TaskKind::Lock && l.state.is_some())
             .count();
         check!(
             self,
@@ -153,11 +149,12 @@ impl Harness {
             ours.len()
         );
         for l in &self.locks {
-            if l.state == M::Ended {
+            if l.state.is_none() {
                 if let Some(g) = &l.grant {
                     if self
                         .world
-                        .node(&g.path)
+                        .zk
+                        .get(&g.path)
                         .is_some_and(|n| n.stat.ephemeral_owner == sid)
                     {
                         self.fail(format!("{} ended but its node {} remains", l.id, g.path));
@@ -170,13 +167,13 @@ impl Harness {
             ) {
                 check!(
                     self,
-                    l.state == M::Ended,
+                    l.state.is_none(),
                     "{:?} {} still running at rest",
                     l.kind,
                     l.id
                 );
             }
-            if l.kind == TaskKind::Observer && l.state != M::Ended {
+            if l.kind == TaskKind::Observer && l.state.is_some() {
                 let truth = self.world_leader(&l.dir).map(|(p, _)| p);
                 let told = l.reported.clone().flatten().map(|x| x.path);
                 check!(
@@ -190,12 +187,12 @@ impl Harness {
         let held: BTreeSet<String> = self
             .locks
             .iter()
-            .filter(|o| o.state != M::Ended)
+            .filter(|o| o.state.is_some())
             .filter_map(|o| o.grant.as_ref().map(|g| g.path.to_string()))
             .collect();
         for i in 0..self.locks.len() {
             let l = &self.locks[i];
-            if l.kind != TaskKind::Lock || l.state != M::Waiting {
+            if l.kind != TaskKind::Lock || l.state != Some(Waiting) {
                 continue;
             }
             // Its node: one of ours in its directory that no live holder has. With
@@ -207,9 +204,10 @@ impl Harness {
                 .collect();
             let blocked = mine.iter().any(|p| {
                 let own = parse_name(name_of(p)).expect("ours parse");
-                let b = self.blockers(&l.dir, l.recipe, own.attempt, own.seq);
-                l.recipe
-                    .is_blocked(&b.iter().map(|(_, k)| *k).collect::<Vec<_>>())
+                is_blocked(
+                    l.recipe,
+                    &self.blockers(&l.dir, l.recipe, own.attempt, own.seq),
+                )
             });
             check!(
                 self,
@@ -220,4 +218,14 @@ impl Harness {
             );
         }
     }
+}
+
+/// Reference: is a participant of `recipe` with these lower `blockers` kept from
+/// holding? A semaphore also never holds beside a lower exclusive (write or leader)
+/// node.
+fn is_blocked(recipe: Recipe, blockers: &[(String, NodeKind)]) -> bool {
+    let writer = blockers
+        .iter()
+        .any(|(_, k)| matches!(k, NodeKind::Write | NodeKind::Leader));
+    blockers.len() >= recipe.permits() || (matches!(recipe, Recipe::Semaphore { .. }) && writer)
 }

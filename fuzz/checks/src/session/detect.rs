@@ -1,8 +1,9 @@
 //! The `session` target's owners, deadlock detection, inspection and deadlock
 //! scans: the steps that drive them and the checks of their results.
 
-use super::{name_of, parent_of, AcquireStep, DirPick, Harness, TaskKind, DIRS};
+use super::{name_of, parent_of, AcquireStep, Harness, TaskKind};
 use lock_core::names::{compare_sequences, parse_name};
+use lock_core::owner;
 use lock_core::{
     CycleNode, LockEvent, NameScheme, Op, Participant, Reply, Request, UsageError, ZkError,
 };
@@ -21,61 +22,6 @@ pub const SCAN_ROOTS: [&str; 4] = ["/a", "/locks", "/x", "/a/b"];
 /// most waits.
 pub fn detect_after(short: bool) -> Duration {
     Duration::from_millis(if short { 20 } else { 2_000 })
-}
-
-/// The native owner header's magic (lock-core's `owner` module documents the format).
-const MAGIC: [u8; 4] = [0, b'z', b'k', b'l'];
-
-/// An owner header (version 1) naming `owner` and publishing `waits`.
-pub fn header(owner: &str, waits: &[String]) -> Vec<u8> {
-    let mut out = MAGIC.to_vec();
-    out.push(1);
-    out.extend_from_slice(&(owner.len() as u16).to_be_bytes());
-    out.extend_from_slice(owner.as_bytes());
-    out.push(waits.len() as u8);
-    for w in waits {
-        out.extend_from_slice(&(w.len() as u16).to_be_bytes());
-        out.extend_from_slice(w.as_bytes());
-    }
-    out
-}
-
-/// Splits a header off `data`: (owner, waits, user data), `None` when headerless.
-fn split_header(data: &[u8]) -> Option<(&[u8], Vec<String>, &[u8])> {
-    fn field(d: &[u8]) -> Option<(&[u8], &[u8])> {
-        let len = u16::from_be_bytes([*d.first()?, *d.get(1)?]) as usize;
-        let rest = &d[2..];
-        (rest.len() >= len).then(|| rest.split_at(len))
-    }
-    let rest = data.strip_prefix(&MAGIC)?.strip_prefix(&[1])?;
-    let (owner, rest) = field(rest)?;
-    std::str::from_utf8(owner).ok()?;
-    let (&n, mut rest) = rest.split_first()?;
-    let mut waits = Vec::new();
-    for _ in 0..n {
-        let (w, r) = field(rest)?;
-        waits.push(std::str::from_utf8(w).ok()?.to_owned());
-        rest = r;
-    }
-    Some((owner, waits, rest))
-}
-
-/// The user's part of a node's data.
-pub fn user_data(data: &[u8]) -> &[u8] {
-    split_header(data).map_or(data, |(_, _, user)| user)
-}
-
-/// Length of the data a participant node is created with (the header counts
-/// toward the size limit): a native node of an owner (or whose data looks like a
-/// header) gets one; a kazoo node of an owner without data carries the owner.
-pub fn node_data_len(scheme: NameScheme, owner: Option<&str>, data: &[u8]) -> usize {
-    match (scheme, owner) {
-        (NameScheme::Native, _) if owner.is_some() || data.starts_with(&MAGIC) => {
-            8 + owner.map_or(0, str::len) + data.len()
-        }
-        (NameScheme::Kazoo, Some(o)) if data.is_empty() => o.len(),
-        _ => data.len(),
-    }
 }
 
 /// The documented refusal of deadlock detection, if any.
@@ -123,15 +69,6 @@ impl Harness {
             || !self.honest
     }
 
-    /// Our own publication: chases may read where it says we wait.
-    pub(super) fn note_published(&mut self, data: &[u8]) {
-        if let Some((_, waits, _)) = split_header(data) {
-            for w in waits {
-                self.published_dirs.insert(parent_of(&w).to_owned());
-            }
-        }
-    }
-
     /// Records an honest answer to a plain listing or read (inspection checks).
     pub(super) fn note_read(&mut self, r: &Request, result: &Result<Reply, ZkError>) {
         match (&r.op, result) {
@@ -152,72 +89,12 @@ impl Harness {
         }
     }
 
-    /// `Session::inspect` or `Session::deadlocks`.
-    pub(super) fn read_task(&mut self, kind: TaskKind, d: &DirPick) {
-        let path = match d {
-            DirPick::Known(i) if kind == TaskKind::Inspect => {
-                DIRS[usize::from(*i) % DIRS.len()].to_owned()
-            }
-            DirPick::Known(i) => SCAN_ROOTS[usize::from(*i) % SCAN_ROOTS.len()].to_owned(),
-            DirPick::Raw(s) => s.clone(),
-        };
-        let expected_err = if self.conn == super::Conn::Closed {
-            Some(UsageError::Closed)
-        } else {
-            lock_core::validate_lock_path(&path).err()
-        };
-        let set = if kind == TaskKind::Inspect {
-            &mut self.inspected
-        } else {
-            &mut self.scan_roots
-        };
-        let known = set.contains(&path);
-        if expected_err.is_none() {
-            set.insert(path.clone());
-        }
-        let r = if kind == TaskKind::Inspect {
-            self.s.inspect(&path, self.now)
-        } else {
-            self.s.deadlocks(&path, self.now)
-        };
-        self.log(|| format!("{kind:?} {path} -> {r:?}"));
-        match r {
-            Ok(id) => {
-                check!(
-                    self,
-                    expected_err.is_none(),
-                    "{kind:?} accepted, expected {expected_err:?}"
-                );
-                self.add_task(id, kind, path);
-            }
-            Err(e) => {
-                check!(
-                    self,
-                    Some(&e) == expected_err.as_ref(),
-                    "{kind:?} refused with {e:?}"
-                );
-                if !known {
-                    let set = if kind == TaskKind::Inspect {
-                        &mut self.inspected
-                    } else {
-                        &mut self.scan_roots
-                    };
-                    set.remove(&path);
-                }
-            }
-        }
-        self.drain();
-    }
-
     /// A peer's node gets an owner header publishing waits at world participants.
     pub(super) fn peer_owner(&mut self, pick: u8, owner: u8, waits: &[u8]) {
-        let peers = self.peer_nodes();
-        if peers.is_empty() {
+        let Some(node) = crate::pick(&self.peer_nodes(), pick).cloned() else {
             return;
-        }
-        let node = peers[usize::from(pick) % peers.len()].clone();
-        let mut parts = self.world.paths();
-        parts.retain(|p| parse_name(name_of(p)).is_some());
+        };
+        let parts = self.world.participants();
         let waits: Vec<String> = waits
             .iter()
             .take(4)
@@ -227,9 +104,9 @@ impl Harness {
             self.published_dirs.insert(parent_of(w).to_owned());
         }
         let owner = OWNERS[usize::from(owner) % OWNERS.len()];
-        let mut data = header(owner, &waits);
-        let old = self.world.node(&node).expect("a peer node").data;
-        data.extend_from_slice(user_data(&old));
+        let mut data = owner::header(Some(owner), &waits);
+        let old = self.world.zk.get(&node).expect("a peer node").data;
+        data.extend_from_slice(owner::user_data(&old));
         self.log(|| format!("peer {node} owned by {owner} waits at {waits:?}"));
         let _ = self.world.set_data(&node, &data);
     }

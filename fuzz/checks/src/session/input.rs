@@ -82,7 +82,7 @@ pub enum Step {
         /// Its scheme.
         scheme: SchemePick,
         /// Its kind.
-        kind: KindPick,
+        kind: NodeKind,
         /// Its attempt id (small: peers are few).
         attempt: u8,
     },
@@ -164,7 +164,7 @@ pub enum Step {
         /// Which path.
         path: PathPick,
         /// Which kind.
-        kind: WatchKindPick,
+        kind: WatchKind,
     },
     /// The server expires our session (honest only while disconnected; a connected
     /// client loses its connection with it).
@@ -326,30 +326,6 @@ impl SchemePick {
     }
 }
 
-/// A participant kind.
-#[derive(Arbitrary, Debug, Clone, Copy)]
-pub enum KindPick {
-    /// Write.
-    Write,
-    /// Read.
-    Read,
-    /// Semaphore.
-    Semaphore,
-    /// Leader.
-    Leader,
-}
-
-impl KindPick {
-    pub(super) fn kind(self) -> NodeKind {
-        match self {
-            KindPick::Write => NodeKind::Write,
-            KindPick::Read => NodeKind::Read,
-            KindPick::Semaphore => NodeKind::Semaphore,
-            KindPick::Leader => NodeKind::Leader,
-        }
-    }
-}
-
 /// Participant data.
 #[derive(Arbitrary, Debug, Clone)]
 pub enum DataPick {
@@ -505,7 +481,7 @@ pub enum ChildPick {
         /// Scheme.
         scheme: SchemePick,
         /// Kind.
-        kind: KindPick,
+        kind: NodeKind,
         /// Attempt.
         attempt: u8,
         /// Sequence.
@@ -528,30 +504,6 @@ pub enum PathPick {
     Dir(u8),
     /// Anything.
     Raw(String),
-}
-
-/// A watch kind.
-#[derive(Arbitrary, Debug, Clone, Copy)]
-pub enum WatchKindPick {
-    /// NodeCreated.
-    Created,
-    /// NodeDeleted.
-    Deleted,
-    /// NodeDataChanged.
-    DataChanged,
-    /// NodeChildrenChanged.
-    ChildrenChanged,
-}
-
-impl WatchKindPick {
-    pub(super) fn kind(self) -> WatchKind {
-        match self {
-            WatchKindPick::Created => WatchKind::NodeCreated,
-            WatchKindPick::Deleted => WatchKind::NodeDeleted,
-            WatchKindPick::DataChanged => WatchKind::NodeDataChanged,
-            WatchKindPick::ChildrenChanged => WatchKind::NodeChildrenChanged,
-        }
-    }
 }
 
 /// Names that are no participants (names::parse_participant): a sequential name

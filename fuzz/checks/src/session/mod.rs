@@ -33,9 +33,10 @@
 //! (`running.rs`), and owners, deadlocks and inspection (`detect.rs`).
 
 use lock_core::names::{format_sequence, node_prefix};
+use lock_core::LockState::Waiting;
 use lock_core::{
-    AttemptId, Config, CreateMode, Grant, Leader, LockEvent, LockId, MultiOp, NameScheme, NodeKind,
-    Request, RequestId, Session, Timestamp,
+    AttemptId, Config, CreateMode, Grant, Leader, LockEvent, LockId, LockState, MultiOp,
+    NameScheme, NodeKind, Recipe, Request, RequestId, Session, Timestamp,
 };
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
@@ -72,46 +73,10 @@ enum Conn {
     Closed,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum M {
-    Waiting,
-    Held,
-    Suspended,
-    Releasing,
-    Ended,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Rec {
-    Write,
-    Read,
-    Semaphore(u32),
-    Leader,
-}
-
-impl Rec {
-    /// Reference: does a lower participant of `kind` count against us?
-    fn blocked_by(self, kind: NodeKind) -> bool {
-        match self {
-            Rec::Read => kind != NodeKind::Read,
-            _ => true,
-        }
-    }
-    fn permits(self) -> usize {
-        match self {
-            Rec::Semaphore(n) => n as usize,
-            _ => 1,
-        }
-    }
-    /// Reference: is a participant with these lower blockers kept from holding? A
-    /// semaphore also never holds beside a lower exclusive (write or leader) node.
-    fn is_blocked(self, lower: &[NodeKind]) -> bool {
-        let writer = lower
-            .iter()
-            .any(|k| matches!(k, NodeKind::Write | NodeKind::Leader));
-        lower.len() >= self.permits() || (matches!(self, Rec::Semaphore(_)) && writer)
-    }
-}
+/// A task's state as its events tell it: lock-core's own [`LockState`] (an
+/// observer, revocation, inspection or scan stays `Waiting`), `None` once it has
+/// had its terminal event.
+type TaskState = Option<LockState>;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum TaskKind {
@@ -126,13 +91,13 @@ struct MLock {
     id: LockId,
     kind: TaskKind,
     dir: String,
-    recipe: Rec,
+    recipe: Recipe,
     try_only: bool,
     revocable: bool,
     detect_crashes: bool,
     max_hold: Option<Duration>,
     deadline: Option<Timestamp>,
-    state: M,
+    state: TaskState,
     grant: Option<Grant>,
     granted_at: Timestamp,
     cancelled: bool,
@@ -300,13 +265,13 @@ impl Harness {
             id,
             kind,
             dir,
-            recipe: Rec::Write,
+            recipe: Recipe::Write,
             try_only: false,
             revocable: false,
             detect_crashes: false,
             max_hold: None,
             deadline: None,
-            state: M::Waiting,
+            state: Some(Waiting),
             grant: None,
             granted_at: self.now,
             cancelled: false,
@@ -344,6 +309,9 @@ pub struct Outcome {
     pub scans: usize,
     /// Cycles the scans found.
     pub scan_cycles: usize,
+    /// Events a holder hears while it holds (sections, fenced writes, revocation
+    /// requests, resumptions), each checked against its lock's state.
+    pub holder_events: usize,
 }
 
 /// Runs one case; panics on a contract violation.

@@ -1,12 +1,15 @@
 //! Draining the session and checking every output (requests, events) as it comes.
 
 use super::world::{name_of, parent_of};
-use super::{detect, Conn, Harness, TaskKind, M, SECTION_MARKER};
+use super::{Conn, Harness, TaskKind, TaskState, SECTION_MARKER};
 use lock_core::names::{format_sequence, parse_name, relative_sequence};
+use lock_core::owner;
+use lock_core::LockState::{Held, Releasing, Suspended, Waiting};
 use lock_core::{
-    CreateMode, FailReason, FencedError, LockEvent, LockId, LostReason, MultiOp, NodeKind, Op,
+    CreateMode, FailReason, LockEvent, LockId, LostReason, MultiOp, NameScheme, NodeKind, Op,
     Output, Request,
 };
+use lock_sim::check::{fenced_outcome_agrees, grant_in_queue};
 
 impl Harness {
     pub(super) fn drain(&mut self) -> Vec<(LockId, LockEvent)> {
@@ -141,12 +144,16 @@ impl Harness {
                         || self.read_dirs.contains(parent_of(path)));
                 // Deadlock detection publishing where an owner waits: a versioned
                 // write of zklock's owner header on a node of ours.
-                let publication = data.starts_with(b"\0zkl\x01")
+                let published = owner::parse(NameScheme::Native, data);
+                let publication = published.header
                     && version.is_some()
                     && self.in_a_dir(path)
                     && self.is_our_node(path);
                 if publication {
-                    self.note_published(data);
+                    // Chases may read where it says we wait.
+                    for w in published.waits {
+                        self.published_dirs.insert(parent_of(&w).to_owned());
+                    }
                 }
                 check!(
                     self,
@@ -225,7 +232,7 @@ impl Harness {
         };
         let l = &self.locks[i];
         let (state, kind, dir) = (l.state, l.kind, l.dir.clone());
-        if state == M::Ended {
+        if state.is_none() {
             self.fail(format!(
                 "{event:?} for {lock} after its terminal event {:?}",
                 self.locks[i].terminal
@@ -255,68 +262,52 @@ impl Harness {
             _ => false,
         };
         check!(self, allowed, "{event:?} for a {kind:?} task {lock}");
-        let next = match kind {
-            TaskKind::Lock => self.on_lock_event(i, event),
-            TaskKind::Observer => {
-                if let LockEvent::LeaderChanged { leader, .. } = event {
-                    let prev = self.locks[i].reported.clone();
+        let next = match (kind, event) {
+            (TaskKind::Lock, _) => self.on_lock_event(i, event),
+            (TaskKind::Observer, LockEvent::LeaderChanged { leader, .. }) => {
+                let prev = self.locks[i].reported.clone();
+                check!(
+                    self,
+                    prev.as_ref() != Some(leader),
+                    "{lock} reported the same leader twice: {leader:?}"
+                );
+                if self.honest {
+                    let truth = self.world_leader(&dir);
+                    match (leader, &truth) {
+                        (None, None) => {}
+                        (Some(l), Some((path, _))) if *path == l.path => {
+                            let n = self.world.zk.get(path).expect("the leader's node");
+                            check!(
+                                self,
+                                owner::user_data(&n.data) == l.id && n.stat.czxid == l.token.0,
+                                "{lock} leader {l:?} but the node has data {:?} czxid {}",
+                                n.data,
+                                n.stat.czxid
+                            );
+                        }
+                        _ => self.fail(format!(
+                            "{lock} reports leader {leader:?}, the world's is {truth:?}"
+                        )),
+                    }
+                }
+                self.locks[i].reported = Some(leader.clone());
+                state
+            }
+            (TaskKind::Inspect | TaskKind::Scan, _) => {
+                self.on_read_task_event(i, event);
+                state
+            }
+            (TaskKind::Revoke, LockEvent::RevocationSent { nodes }) => {
+                for n in nodes {
                     check!(
                         self,
-                        prev.as_ref() != Some(leader),
-                        "{lock} reported the same leader twice: {leader:?}"
+                        *n == dir || parent_of(n) == dir,
+                        "{lock} revoked {n}, outside its target {dir}"
                     );
-                    if self.honest {
-                        let truth = self.world_leader(&dir);
-                        match (leader, &truth) {
-                            (None, None) => {}
-                            (Some(l), Some((path, _))) if *path == l.path => {
-                                let n = self.world.node(path).expect("the leader's node");
-                                check!(
-                                    self,
-                                    detect::user_data(&n.data) == l.id && n.stat.czxid == l.token.0,
-                                    "{lock} leader {l:?} but the node has data {:?} czxid {}",
-                                    n.data,
-                                    n.stat.czxid
-                                );
-                            }
-                            _ => self.fail(format!(
-                                "{lock} reports leader {leader:?}, the world's is {truth:?}"
-                            )),
-                        }
-                    }
-                    self.locks[i].reported = Some(leader.clone());
                 }
-                if event.is_terminal() {
-                    M::Ended
-                } else {
-                    state
-                }
+                state
             }
-            TaskKind::Inspect | TaskKind::Scan => {
-                self.on_read_task_event(i, event);
-                if event.is_terminal() {
-                    M::Ended
-                } else {
-                    state
-                }
-            }
-            TaskKind::Revoke => {
-                if let LockEvent::RevocationSent { nodes } = event {
-                    let target = self.locks[i].dir.clone();
-                    for n in nodes {
-                        check!(
-                            self,
-                            *n == target || parent_of(n) == target,
-                            "{lock} revoked {n}, outside its target {target}"
-                        );
-                    }
-                }
-                if event.is_terminal() {
-                    M::Ended
-                } else {
-                    state
-                }
-            }
+            _ => state,
         };
         if event.is_terminal() {
             self.locks[i].terminal = Some(event.clone());
@@ -327,208 +318,140 @@ impl Harness {
                 "{lock} ended with fenced writes without outcome: {pending:?}"
             );
         }
-        self.locks[i].state = next;
+        // (An acquisition's own rules end it on exactly these events.)
+        self.locks[i].state = if event.is_terminal() { None } else { next };
     }
 
-    pub(super) fn on_lock_event(&mut self, i: usize, event: &LockEvent) -> M {
+    pub(super) fn on_lock_event(&mut self, i: usize, event: &LockEvent) -> TaskState {
         let l = &self.locks[i];
         let (lock, state, dir) = (l.id, l.state, l.dir.clone());
-        let (try_only, deadline, cancelled, revocable) =
-            (l.try_only, l.deadline, l.cancelled, l.revocable);
+        let (try_only, deadline, cancelled, revocable, detects) = (
+            l.try_only,
+            l.deadline,
+            l.cancelled,
+            l.revocable,
+            l.detect_crashes,
+        );
+        let holding = matches!(state, Some(Held) | Some(Suspended));
+        if !event.is_terminal() && !matches!(event, LockEvent::Acquired(_) | LockEvent::Suspended) {
+            self.outcome.holder_events += 1;
+        }
+        // The states each event may come in, and the state it leads to.
+        let (legal, next) = match event {
+            LockEvent::Acquired(_) => (state == Some(Waiting), Some(Held)),
+            LockEvent::Suspended => (state == Some(Held), Some(Suspended)),
+            LockEvent::Resumed => (state == Some(Suspended), Some(Held)),
+            LockEvent::RevocationRequested => (holding && revocable, state),
+            LockEvent::SectionOpened | LockEvent::SectionClosed | LockEvent::SectionFailed(_) => {
+                (holding && detects, state)
+            }
+            LockEvent::FencedWrite { .. } => (holding || state == Some(Releasing), state),
+            // A release finds out that someone else deleted the node.
+            LockEvent::Lost(reason) => (
+                holding || (state == Some(Releasing) && *reason == LostReason::NodeDeleted),
+                None,
+            ),
+            LockEvent::Released => (state == Some(Releasing), None),
+            LockEvent::Failed(FailReason::Zk(_)) => {
+                (matches!(state, Some(Waiting) | Some(Releasing)), None)
+            }
+            LockEvent::Failed(_) => (state == Some(Waiting), None),
+            other => self.fail(format!("unknown event {other:?} for {lock}")),
+        };
+        check!(
+            self,
+            legal,
+            "{event:?} for {lock} in {state:?} (revocable: {revocable}, crash detection: {detects})"
+        );
+        if matches!(event, LockEvent::Acquired(_) | LockEvent::Resumed) {
+            check!(
+                self,
+                matches!(self.conn, Conn::Connected(_)),
+                "{event:?} for {lock} while {:?}",
+                self.conn
+            );
+        }
         match event {
             LockEvent::Acquired(g) => {
-                check!(
-                    self,
-                    state == M::Waiting,
-                    "Acquired for {lock} in {state:?}"
-                );
-                check!(
-                    self,
-                    matches!(self.conn, Conn::Connected(_)),
-                    "Acquired for {lock} while {:?}",
-                    self.conn
-                );
                 check!(
                     self,
                     Some(g.session_id) == self.session_id(),
                     "grant {g:?} names a session other than {:?}",
                     self.session_id()
                 );
-                check!(self, parent_of(&g.path) == dir, "grant {g:?} outside {dir}");
-                match parse_name(name_of(&g.path)) {
-                    Some(p) => check!(
-                        self,
-                        p.seq == g.sequence,
-                        "grant {g:?}: sequence differs from the name"
-                    ),
-                    None => self.fail(format!("grant {g:?} is not a participant name")),
-                }
-                if self.locks[i].detect_crashes {
-                    if self.honest {
-                        let marker = self.world.exists(&format!("{dir}/{SECTION_MARKER}"));
-                        check!(
-                            self,
-                            g.previous_holder_crashed == marker,
-                            "grant {g:?} but the crash marker {}",
-                            if marker { "exists" } else { "does not exist" }
-                        );
-                    }
-                } else {
+                check!(
+                    self,
+                    grant_in_queue(g, &dir),
+                    "grant {g:?} is no participant of {dir} with its sequence"
+                );
+                if !detects {
                     check!(
                         self,
                         !g.previous_holder_crashed,
                         "crash reported without crash detection"
                     );
+                } else if self.honest {
+                    let marker = self.world.zk.contains(&format!("{dir}/{SECTION_MARKER}"));
+                    check!(
+                        self,
+                        g.previous_holder_crashed == marker,
+                        "grant {g:?} but the crash marker {}",
+                        if marker { "exists" } else { "does not exist" }
+                    );
                 }
                 self.acquired_events += 1;
                 self.locks[i].grant = Some(g.clone());
                 self.locks[i].granted_at = self.now;
-                M::Held
             }
-            LockEvent::Suspended => {
-                check!(self, state == M::Held, "Suspended for {lock} in {state:?}");
-                M::Suspended
-            }
-            LockEvent::Resumed => {
+            LockEvent::SectionOpened | LockEvent::SectionClosed if self.honest => {
+                let marker = self.world.zk.contains(&format!("{dir}/{SECTION_MARKER}"));
                 check!(
                     self,
-                    state == M::Suspended,
-                    "Resumed for {lock} in {state:?}"
+                    marker == (*event == LockEvent::SectionOpened),
+                    "{event:?} for {lock} but the marker {}",
+                    if marker { "exists" } else { "does not exist" }
                 );
-                check!(
-                    self,
-                    matches!(self.conn, Conn::Connected(_)),
-                    "Resumed while {:?}",
-                    self.conn
-                );
-                M::Held
-            }
-            LockEvent::RevocationRequested => {
-                check!(
-                    self,
-                    revocable,
-                    "RevocationRequested for non-revocable {lock}"
-                );
-                check!(
-                    self,
-                    matches!(state, M::Held | M::Suspended),
-                    "RevocationRequested for {lock} in {state:?}"
-                );
-                state
-            }
-            LockEvent::SectionOpened | LockEvent::SectionClosed => {
-                check!(
-                    self,
-                    matches!(state, M::Held | M::Suspended) && self.locks[i].detect_crashes,
-                    "{event:?} for {lock} in {state:?}"
-                );
-                if self.honest {
-                    let marker = self.world.exists(&format!("{dir}/{SECTION_MARKER}"));
-                    check!(
-                        self,
-                        marker == (*event == LockEvent::SectionOpened),
-                        "{event:?} for {lock} but the marker {}",
-                        if marker { "exists" } else { "does not exist" }
-                    );
-                }
-                state
-            }
-            LockEvent::SectionFailed(_) => {
-                check!(
-                    self,
-                    matches!(state, M::Held | M::Suspended) && self.locks[i].detect_crashes,
-                    "{event:?} for {lock} in {state:?}"
-                );
-                state
             }
             LockEvent::FencedWrite { write, result } => {
-                check!(
-                    self,
-                    matches!(state, M::Held | M::Suspended | M::Releasing),
-                    "{event:?} for {lock} in {state:?}"
-                );
                 let Some(pos) = self.locks[i].writes.iter().position(|(w, _)| w == write) else {
                     self.fail(format!(
                         "{event:?} for a write {lock} has no outcome pending for"
                     ));
                 };
                 let (_, request) = self.locks[i].writes.remove(pos);
-                if self.honest {
-                    let applied = request.is_some_and(|r| self.applied_multis.contains(&r));
-                    match result {
-                        Ok(_) => {
-                            check!(self, applied, "write {write} reported applied but was not")
-                        }
-                        Err(FencedError::NotHeld | FencedError::Write { .. }) => {
-                            check!(
-                                self,
-                                !applied,
-                                "write {write} reported failed but was applied"
-                            )
-                        }
-                        Err(_) => {}
-                    }
-                }
-                state
-            }
-            LockEvent::Lost(reason) => {
-                // A release finds out that someone else deleted the node.
-                let releasing = state == M::Releasing && *reason == LostReason::NodeDeleted;
+                let applied = request.is_some_and(|r| self.applied_multis.contains(&r));
                 check!(
                     self,
-                    matches!(state, M::Held | M::Suspended) || releasing,
-                    "{event:?} for {lock} in {state:?}"
+                    !self.honest || fenced_outcome_agrees(result, &[applied]),
+                    "write {write} reported {result:?}, applied: {applied}"
                 );
-                if *reason == LostReason::LeaseExpired {
-                    let l = &self.locks[i];
-                    check!(
-                        self,
-                        l.max_hold.is_some_and(|m| l.granted_at + m <= self.now),
-                        "LeaseExpired at {:?}, granted at {:?} with max hold {:?}",
-                        self.now,
-                        l.granted_at,
-                        l.max_hold
-                    );
-                }
-                M::Ended
             }
-            LockEvent::Released => {
+            LockEvent::Lost(LostReason::LeaseExpired) => {
+                let l = &self.locks[i];
                 check!(
                     self,
-                    state == M::Releasing,
-                    "Released for {lock} in {state:?}"
+                    l.max_hold.is_some_and(|m| l.granted_at + m <= self.now),
+                    "LeaseExpired at {:?}, granted at {:?} with max hold {:?}",
+                    self.now,
+                    l.granted_at,
+                    l.max_hold
                 );
-                M::Ended
             }
-            LockEvent::Failed(reason) => {
-                match reason {
-                    FailReason::Zk(_) => check!(
-                        self,
-                        matches!(state, M::Waiting | M::Releasing),
-                        "{event:?} for {lock} in {state:?}"
-                    ),
-                    _ => check!(
-                        self,
-                        state == M::Waiting,
-                        "{event:?} for {lock} in {state:?}"
-                    ),
-                }
-                match reason {
-                    FailReason::Cancelled => check!(self, cancelled, "Cancelled without cancel"),
-                    FailReason::WouldBlock => check!(self, try_only, "WouldBlock without try_only"),
-                    FailReason::Revoked => check!(self, revocable, "Revoked without revocable"),
-                    FailReason::Timeout => check!(
-                        self,
-                        deadline.is_some_and(|d| d <= self.now),
-                        "Timeout at {:?} with deadline {deadline:?}",
-                        self.now
-                    ),
-                    FailReason::Deadlock { cycle } => self.check_deadlock_victim(i, cycle),
-                    _ => {}
-                }
-                M::Ended
-            }
-            other => self.fail(format!("unknown event {other:?} for {lock}")),
+            LockEvent::Failed(reason) => match reason {
+                FailReason::Cancelled => check!(self, cancelled, "Cancelled without cancel"),
+                FailReason::WouldBlock => check!(self, try_only, "WouldBlock without try_only"),
+                FailReason::Revoked => check!(self, revocable, "Revoked without revocable"),
+                FailReason::Timeout => check!(
+                    self,
+                    deadline.is_some_and(|d| d <= self.now),
+                    "Timeout at {:?} with deadline {deadline:?}",
+                    self.now
+                ),
+                FailReason::Deadlock { cycle } => self.check_deadlock_victim(i, cycle),
+                _ => {}
+            },
+            _ => {}
         }
+        next
     }
 }

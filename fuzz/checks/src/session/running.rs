@@ -2,8 +2,9 @@
 //! network's side; settling (honest serving until only far timers are left);
 //! and the end of a case (check what is left, cancel everything, close).
 
+use super::detect::SCAN_ROOTS;
 use super::{
-    peer_attempt, Conn, Harness, LockPick, PathPick, Step, TaskKind, DIRS, FOREIGN_NAMES, M,
+    peer_attempt, Conn, DirPick, Harness, LockPick, PathPick, Step, TaskKind, DIRS, FOREIGN_NAMES,
     SETTLE_HORIZON,
 };
 use lock_core::names::node_prefix;
@@ -16,10 +17,14 @@ impl Harness {
     pub(super) fn run_step(&mut self, step: &Step) {
         match step {
             Step::Acquire(a) => self.acquire(a),
-            Step::Release(p) => self.release(*p),
-            Step::Cancel(p) => self.cancel(*p),
-            Step::Observe(d) => self.observe(d),
-            Step::RevokeCall(t) => self.revoke_call(t),
+            Step::Release(p) => self.release(*p, false),
+            Step::Cancel(p) => self.release(*p, true),
+            Step::Observe(d) => self.start_task(TaskKind::Observer, Self::dir_of(d)),
+            Step::RevokeCall(t) => {
+                if let Some(path) = self.revoke_target(t) {
+                    self.start_task(TaskKind::Revoke, path);
+                }
+            }
             Step::OpenSection(p) => self.section(*p, true),
             Step::CloseSection(p) => self.section(*p, false),
             Step::FencedWrite { lock, ops } => self.fenced_write(*lock, ops),
@@ -48,8 +53,7 @@ impl Harness {
                 self.stale_reply(id, None, reply);
             }
             Step::Stale { pick, reply } => {
-                if !self.past.is_empty() {
-                    let r = self.past[usize::from(*pick) % self.past.len()].clone();
+                if let Some(r) = crate::pick(&self.past, *pick).cloned() {
                     self.stale_reply(r.id, Some(r.op), reply);
                 }
             }
@@ -63,7 +67,7 @@ impl Harness {
                 self.ensure_dir(dir);
                 let prefix = format!(
                     "{dir}/{}",
-                    node_prefix(scheme.scheme(), peer_attempt(*attempt), kind.kind())
+                    node_prefix(scheme.scheme(), peer_attempt(*attempt), *kind)
                 );
                 let peers = self.world.peer_session;
                 let r =
@@ -83,26 +87,20 @@ impl Harness {
                 );
             }
             Step::PeerLeave(i) => {
-                let peers = self.peer_nodes();
-                if !peers.is_empty() {
-                    let p = &peers[usize::from(*i) % peers.len()];
+                if let Some(p) = crate::pick(&self.peer_nodes(), *i).cloned() {
                     self.log(|| format!("peer leaves: {p}"));
-                    let _ = self.world.delete(p);
+                    let _ = self.world.delete(&p);
                 }
             }
             Step::AdminDeleteOwn(i) => {
-                let ours = self.our_world_nodes();
-                if !ours.is_empty() {
-                    let p = ours[usize::from(*i) % ours.len()].clone();
+                if let Some(p) = crate::pick(&self.our_world_nodes(), *i).cloned() {
                     self.log(|| format!("admin deletes {p}"));
                     self.lying("an admin deleted one of our nodes");
                     let _ = self.world.delete(&p);
                 }
             }
             Step::Revoke { pick, curator } => {
-                let ours = self.our_world_nodes();
-                if !ours.is_empty() {
-                    let p = ours[usize::from(*pick) % ours.len()].clone();
+                if let Some(p) = crate::pick(&self.our_world_nodes(), *pick).cloned() {
                     let marker: &[u8] = if *curator { b"__REVOKE__" } else { b"unlock" };
                     let _ = self.world.set_data(&p, marker);
                 }
@@ -117,23 +115,17 @@ impl Harness {
                             .iter()
                             .filter_map(|l| l.grant.as_ref().map(|g| g.path.to_string()))
                             .collect();
-                        if ours.is_empty() {
-                            return;
-                        }
-                        ours[usize::from(*i) % ours.len()].clone()
+                        crate::pick(&ours, *i).cloned()
                     }
-                    PathPick::World(i) => {
-                        let all = self.world.paths();
-                        if all.is_empty() {
-                            return;
-                        }
-                        all[usize::from(*i) % all.len()].clone()
-                    }
-                    PathPick::Dir(i) => DIRS[usize::from(*i) % DIRS.len()].to_owned(),
-                    PathPick::Raw(s) => s.clone(),
+                    PathPick::World(i) => crate::pick(&self.world.paths(), *i).cloned(),
+                    PathPick::Dir(i) => Some(DIRS[usize::from(*i) % DIRS.len()].to_owned()),
+                    PathPick::Raw(s) => Some(s.clone()),
                 };
-                let kind = kind.kind();
-                if kind == WatchKind::NodeDeleted && self.world.exists(&path) {
+                let Some(path) = path else {
+                    return;
+                };
+                let kind = *kind;
+                if kind == WatchKind::NodeDeleted && self.world.zk.contains(&path) {
                     self.lying("a deletion notice for a node that exists");
                 }
                 self.feed(CoreInput::Watch { path, kind });
@@ -156,8 +148,12 @@ impl Harness {
                     self.advance_to(t);
                 }
             }
-            Step::Inspect(d) => self.read_task(TaskKind::Inspect, d),
-            Step::Scan(d) => self.read_task(TaskKind::Scan, d),
+            Step::Inspect(d) => self.start_task(TaskKind::Inspect, Self::dir_of(d)),
+            Step::Scan(DirPick::Known(i)) => {
+                let root = SCAN_ROOTS[usize::from(*i) % SCAN_ROOTS.len()];
+                self.start_task(TaskKind::Scan, root.to_owned());
+            }
+            Step::Scan(DirPick::Raw(root)) => self.start_task(TaskKind::Scan, root.clone()),
             Step::PeerOwner { pick, owner, waits } => self.peer_owner(*pick, *owner, waits),
         }
     }
@@ -200,11 +196,11 @@ impl Harness {
         let ids: Vec<LockId> = self
             .locks
             .iter()
-            .filter(|l| l.state != M::Ended)
+            .filter(|l| l.state.is_some())
             .map(|l| l.id)
             .collect();
         for id in ids {
-            self.cancel(LockPick::Raw(id.0));
+            self.release(LockPick::Raw(id.0), true);
         }
         self.settle();
         self.check_state();
@@ -214,17 +210,10 @@ impl Harness {
             "after cancelling everything and serving honestly, {} tasks are still tracked",
             self.s.tracked()
         );
-        for i in 0..self.locks.len() {
-            let (id, state) = (self.locks[i].id, self.locks[i].state);
-            check!(
-                self,
-                state == M::Ended,
-                "{id} has not ended after cancel ({state:?})"
-            );
-        }
+        self.check_all_ended("after cancel");
         if self.honest {
             let sid = self.session_id().expect("connected");
-            let left = self.world.ours(sid);
+            let left = self.world.zk.ephemerals(sid);
             check!(
                 self,
                 left.is_empty(),

@@ -4,7 +4,7 @@
 use super::world::name_of;
 use super::{
     peer_name, ChildPick, Conn, Crafted, DataPick, ErrPick, Harness, OwnerPick, Shape,
-    FOREIGN_NAMES, M,
+    FOREIGN_NAMES,
 };
 use lock_core::names::format_sequence;
 use lock_core::CreateMode;
@@ -160,27 +160,21 @@ impl Harness {
 
     pub(super) fn child_name(&self, dir: &str, ch: &ChildPick) -> String {
         match ch {
-            ChildPick::Ours { pick, seq } => match self.attempts.get(dir) {
-                Some(v) if !v.is_empty() => {
-                    let prefix = &v[usize::from(*pick) % v.len()].1;
-                    format!("{}{}", name_of(prefix), format_sequence(*seq))
-                }
-                _ => format!("zkl-{:032x}-write-{}", 0, format_sequence(*seq)),
-            },
-            ChildPick::World(i) => {
-                let c = self.world.children(dir);
-                if c.is_empty() {
-                    "empty".into()
-                } else {
-                    c[usize::from(*i) % c.len()].clone()
+            ChildPick::Ours { pick, seq } => {
+                match self.attempts.get(dir).and_then(|v| crate::pick(v, *pick)) {
+                    Some((_, prefix)) => format!("{}{}", name_of(prefix), format_sequence(*seq)),
+                    None => format!("zkl-{:032x}-write-{}", 0, format_sequence(*seq)),
                 }
             }
+            ChildPick::World(i) => crate::pick(&self.world.children(dir), *i)
+                .cloned()
+                .unwrap_or_else(|| "empty".into()),
             ChildPick::Peer {
                 scheme,
                 kind,
                 attempt,
                 seq,
-            } => peer_name(scheme.scheme(), *attempt, kind.kind(), *seq),
+            } => peer_name(scheme.scheme(), *attempt, *kind, *seq),
             ChildPick::Foreign(i) => FOREIGN_NAMES[usize::from(*i) % FOREIGN_NAMES.len()].into(),
             ChildPick::Raw(s) => s.clone(),
         }
@@ -227,18 +221,11 @@ impl Harness {
     }
 
     pub(super) fn ensure_dir(&mut self, dir: &str) {
-        let mut ds: Vec<String> = Vec::new();
-        for (i, c) in dir.char_indices().skip(1) {
-            if c == '/' {
-                ds.push(dir[..i].to_owned());
-            }
-        }
-        ds.push(dir.to_owned());
-        for d in ds {
-            if !self.world.exists(&d) {
+        for d in crate::dir_and_ancestors(dir) {
+            if !self.world.zk.contains(d) {
                 let _ = self
                     .world
-                    .create(lock_sim::NO_SESSION, &d, b"", CreateMode::Container);
+                    .create(lock_sim::NO_SESSION, d, b"", CreateMode::Container);
             }
         }
     }
@@ -305,9 +292,7 @@ impl Harness {
                 s
             }
             _ => {
-                if let Some(old) = self.world.session {
-                    self.world.end_session(old);
-                }
+                self.world.end_session();
                 self.world.open_session()
             }
         };
@@ -323,9 +308,7 @@ impl Harness {
         if connected {
             self.lying("the server expired a session whose client is still connected");
         }
-        if let Some(s) = self.world.session {
-            self.world.end_session(s);
-        }
+        self.world.end_session();
         if connected {
             // The server closes the connection of the session it closes
             // (ZooKeeper's FinalRequestProcessor on closeSession): the client loses
@@ -338,29 +321,18 @@ impl Harness {
         if self.conn == Conn::Closed {
             return;
         }
-        if let Some(s) = self.world.session {
-            self.world.end_session(s);
-        }
+        self.world.end_session();
         self.after_session_change();
         self.conn = Conn::NoSession;
         self.feed(CoreInput::Session(SessionEvent::Expired));
     }
 
     pub(super) fn close(&mut self) {
-        if let Some(s) = self.world.session {
-            self.world.end_session(s);
-        }
+        self.world.end_session();
         self.after_session_change();
         self.conn = Conn::Closed;
         self.feed(CoreInput::Session(SessionEvent::Closed));
-        for i in 0..self.locks.len() {
-            let (id, state) = (self.locks[i].id, self.locks[i].state);
-            check!(
-                self,
-                state == M::Ended,
-                "{id} has no terminal event after Closed ({state:?})"
-            );
-        }
+        self.check_all_ended("after Closed");
         check!(self, self.s.is_idle(), "closed session not idle");
         check!(
             self,
@@ -372,6 +344,13 @@ impl Harness {
             self.s.poll_timeout().is_none(),
             "closed session still has timers"
         );
+    }
+
+    /// Every task has had its terminal event (`when`: after what).
+    pub(super) fn check_all_ended(&self, when: &str) {
+        if let Some(l) = self.locks.iter().find(|l| l.state.is_some()) {
+            self.fail(format!("{} has not ended {when} ({:?})", l.id, l.state));
+        }
     }
 
     pub(super) fn advance_to(&mut self, t: Timestamp) {

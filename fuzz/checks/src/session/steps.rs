@@ -4,11 +4,12 @@
 use super::detect::{detect_after, OWNERS};
 use super::world::name_of;
 use super::{
-    detect, AcquireStep, Conn, DirPick, FencedOpPick, Harness, LockPick, Rec, RecipePick,
-    RevokeTarget, SchemePick, TaskKind, DIRS, M,
+    detect, AcquireStep, Conn, DirPick, FencedOpPick, Harness, LockPick, RecipePick, RevokeTarget,
+    SchemePick, TaskKind, TaskState, DIRS,
 };
 use lock_core::names::parse_name;
-use lock_core::{Config, FailReason, LockEvent, LockId, LockSpec, MultiOp, Op, UsageError};
+use lock_core::LockState::{Held, Releasing, Suspended, Waiting};
+use lock_core::{Config, FailReason, LockEvent, LockId, LockSpec, MultiOp, Op, Recipe, UsageError};
 use std::time::Duration;
 
 impl Harness {
@@ -46,15 +47,13 @@ impl Harness {
         };
         let path = Self::dir_of(&a.dir);
         let data = a.data.bytes();
-        let (mut spec, rec) = match a.recipe {
-            RecipePick::Write => (LockSpec::write(path.clone()), Rec::Write),
-            RecipePick::Read => (LockSpec::read(path.clone()), Rec::Read),
-            RecipePick::Semaphore(n) => {
-                let n = u32::from(n % 4);
-                (LockSpec::semaphore(path.clone(), n), Rec::Semaphore(n))
-            }
-            RecipePick::Leader => (LockSpec::leader(path.clone(), data.clone()), Rec::Leader),
+        let mut spec = match a.recipe {
+            RecipePick::Write => LockSpec::write(path.clone()),
+            RecipePick::Read => LockSpec::read(path.clone()),
+            RecipePick::Semaphore(n) => LockSpec::semaphore(path.clone(), u32::from(n % 4)),
+            RecipePick::Leader => LockSpec::leader(path.clone(), data.clone()),
         };
+        let rec = spec.recipe();
         spec = spec.scheme(a.scheme.scheme()).data(data.clone());
         let deadline = a
             .deadline_ms
@@ -84,7 +83,8 @@ impl Harness {
         if let Some(short) = a.detect {
             spec = spec.detect_deadlocks(detect_after(short));
         }
-        let node_len = detect::node_data_len(a.scheme.scheme(), owner.as_deref(), &data);
+        let node_len =
+            lock_core::owner::node_data(a.scheme.scheme(), owner.as_deref(), &data).len();
         // The harness keeps the default packet limit.
         let max_data = |path: &str| Config::default().max_data_len(path).unwrap_or(0);
         // The documented refusals, in order.
@@ -97,11 +97,11 @@ impl Harness {
                 len: node_len,
                 max: max_data(&path),
             })
-        } else if rec == Rec::Semaphore(0) {
+        } else if rec == (Recipe::Semaphore { permits: 0 }) {
             Some(UsageError::ZeroPermits)
-        } else if rec == Rec::Leader && data.is_empty() {
+        } else if rec == Recipe::Leader && data.is_empty() {
             Some(UsageError::EmptyParticipant)
-        } else if a.detect_crashes && !matches!(rec, Rec::Write | Rec::Leader) {
+        } else if a.detect_crashes && !matches!(rec, Recipe::Write | Recipe::Leader) {
             Some(UsageError::Unsupported(
                 "crash detection needs an exclusive recipe",
             ))
@@ -146,7 +146,7 @@ impl Harness {
                         l.kind == TaskKind::Lock
                             && l.dir == path
                             && l.owner == owner
-                            && l.state != M::Ended
+                            && l.state.is_some()
                     });
                 check!(
                     self,
@@ -166,85 +166,58 @@ impl Harness {
         self.drain();
     }
 
-    pub(super) fn observe(&mut self, dir: &DirPick) {
-        let path = Self::dir_of(dir);
-        let expected_err = if self.conn == Conn::Closed {
-            Some(UsageError::Closed)
-        } else {
-            lock_core::validate_lock_path(&path).err()
-        };
-        let known = self.read_dirs.contains(&path);
-        if expected_err.is_none() {
-            self.read_dirs.insert(path.clone());
-        }
-        let r = self.s.observe(&path, self.now);
-        self.log(|| format!("observe {path} -> {r:?}"));
-        match r {
-            Ok(id) => {
-                check!(
-                    self,
-                    expected_err.is_none(),
-                    "observe accepted, expected {expected_err:?}"
-                );
-                self.add_task(id, TaskKind::Observer, path);
-            }
-            Err(e) => {
-                check!(
-                    self,
-                    Some(&e) == expected_err.as_ref(),
-                    "observe refused with {e:?}"
-                );
-                if !known {
-                    self.read_dirs.remove(&path);
-                }
-            }
-        }
-        self.drain();
-    }
-
-    pub(super) fn revoke_call(&mut self, t: &RevokeTarget) {
-        let path = match t {
-            RevokeTarget::Dir(i) => DIRS[usize::from(*i) % DIRS.len()].to_owned(),
-            RevokeTarget::Node(i) => {
-                let mut parts = self.world.paths();
-                parts.retain(|p| parse_name(name_of(p)).is_some());
-                if parts.is_empty() {
-                    return;
-                }
-                parts[usize::from(*i) % parts.len()].clone()
-            }
-            RevokeTarget::Raw(s) => s.clone(),
-        };
+    /// `Session::observe`, `revoke`, `inspect` or `deadlocks` of `path` (an
+    /// acquisition is [`Self::acquire`]): refused exactly when the session is
+    /// closed or the path invalid. An accepted call may read under `path` (a
+    /// revocation of a node writes that node; one of a directory, its children).
+    pub(super) fn start_task(&mut self, kind: TaskKind, path: String) {
         let expected_err = if self.conn == Conn::Closed {
             Some(UsageError::Closed)
         } else {
             lock_core::validate_lock_path(&path).err()
         };
         if expected_err.is_none() {
-            if parse_name(name_of(&path)).is_some() {
-                self.revoke_nodes.insert(path.clone());
-            } else {
-                self.read_dirs.insert(path.clone());
-            }
+            let scope = match kind {
+                TaskKind::Revoke if parse_name(name_of(&path)).is_some() => &mut self.revoke_nodes,
+                TaskKind::Observer | TaskKind::Revoke => &mut self.read_dirs,
+                TaskKind::Inspect => &mut self.inspected,
+                TaskKind::Scan => &mut self.scan_roots,
+                TaskKind::Lock => unreachable!("acquisitions start in acquire"),
+            };
+            scope.insert(path.clone());
         }
-        let r = self.s.revoke(&path, self.now);
-        self.log(|| format!("revoke {path} -> {r:?}"));
+        let r = match kind {
+            TaskKind::Observer => self.s.observe(&path, self.now),
+            TaskKind::Revoke => self.s.revoke(&path, self.now),
+            TaskKind::Inspect => self.s.inspect(&path, self.now),
+            _ => self.s.deadlocks(&path, self.now),
+        };
+        self.log(|| format!("{kind:?} {path} -> {r:?}"));
         match r {
             Ok(id) => {
                 check!(
                     self,
                     expected_err.is_none(),
-                    "revoke accepted, expected {expected_err:?}"
+                    "{kind:?} accepted, expected {expected_err:?}"
                 );
-                self.add_task(id, TaskKind::Revoke, path);
+                self.add_task(id, kind, path);
             }
             Err(e) => check!(
                 self,
                 Some(&e) == expected_err.as_ref(),
-                "revoke refused with {e:?}"
+                "{kind:?} refused with {e:?}, expected {expected_err:?}"
             ),
         }
         self.drain();
+    }
+
+    /// The path a `revoke` step targets, if there is one.
+    pub(super) fn revoke_target(&self, t: &RevokeTarget) -> Option<String> {
+        match t {
+            RevokeTarget::Dir(i) => Some(DIRS[usize::from(*i) % DIRS.len()].to_owned()),
+            RevokeTarget::Node(i) => crate::pick(&self.world.participants(), *i).cloned(),
+            RevokeTarget::Raw(s) => Some(s.clone()),
+        }
     }
 
     /// Expected outcome of a holder-only call (`open_section`, `close_section`,
@@ -259,7 +232,7 @@ impl Harness {
         };
         let l = &self.locks[i];
         match (l.kind, l.state) {
-            (_, M::Ended) => Err(vec![
+            (_, None) => Err(vec![
                 UsageError::UnknownLock(id),
                 UsageError::NotHeld(id),
                 UsageError::Unsupported("not a lock acquisition"),
@@ -267,12 +240,12 @@ impl Harness {
             (TaskKind::Observer | TaskKind::Revoke | TaskKind::Inspect | TaskKind::Scan, _) => {
                 Err(vec![UsageError::Unsupported("not a lock acquisition")])
             }
-            (TaskKind::Lock, M::Held) if needs_detect && !l.detect_crashes => {
+            (TaskKind::Lock, Some(Held)) if needs_detect && !l.detect_crashes => {
                 Err(vec![UsageError::Unsupported(
                     "sections need LockSpec::detect_crashes",
                 )])
             }
-            (TaskKind::Lock, M::Held) => Ok(()),
+            (TaskKind::Lock, Some(Held)) => Ok(()),
             (TaskKind::Lock, _) => Err(vec![UsageError::NotHeld(id)]),
         }
     }
@@ -331,92 +304,55 @@ impl Harness {
     }
 
     /// The kind and model state of lock `id`, if this session started it.
-    fn task_of(&self, id: LockId) -> Option<(TaskKind, M)> {
+    fn task_of(&self, id: LockId) -> Option<(TaskKind, TaskState)> {
         let i = *self.by_id.get(&id)?;
         Some((self.locks[i].kind, self.locks[i].state))
     }
 
-    /// A call on a lock that had ended (`task`) brings no event of it.
-    fn check_silent_after_end(
-        &mut self,
-        id: LockId,
-        task: Option<(TaskKind, M)>,
-        events: &[(LockId, LockEvent)],
-    ) {
-        if matches!(task, Some((_, M::Ended))) {
-            check!(
-                self,
-                events.iter().all(|(l, _)| *l != id),
-                "events after the end of {id}"
-            );
-        }
-    }
-
-    pub(super) fn release(&mut self, p: LockPick) {
+    /// `Session::release`, or with `cancel` `Session::cancel`, of a picked id:
+    /// refused for an unknown id; a release is refused for anything not held, a
+    /// cancel accepted for anything started (an ended one may be forgotten); a
+    /// held lock starts releasing, a cancelled waiter fails with `Cancelled`, and
+    /// an ended task hears nothing more.
+    pub(super) fn release(&mut self, p: LockPick, cancel: bool) {
         let id = self.pick_lock(p);
         let task = self.task_of(id);
-        let r = self.s.release(id, self.now);
-        self.log(|| format!("release {id} ({task:?}) -> {r:?}"));
-        match task {
-            None => check!(
-                self,
-                r == Err(UsageError::UnknownLock(id)),
-                "release of unknown {id}: {r:?}"
-            ),
-            Some((_, M::Ended)) => check!(
-                self,
-                r == Err(UsageError::NotHeld(id)) || r == Err(UsageError::UnknownLock(id)),
-                "release of ended {id}: {r:?}"
-            ),
-            Some((TaskKind::Lock, M::Held | M::Suspended)) => {
-                check!(self, r.is_ok(), "release of held {id}: {r:?}");
-                self.locks[self.by_id[&id]].state = M::Releasing;
-            }
-            Some(_) => check!(
-                self,
-                r == Err(UsageError::NotHeld(id)),
-                "release of {task:?} {id}: {r:?}"
-            ),
+        let what = if cancel { "cancel" } else { "release" };
+        if cancel && matches!(task, Some((_, Some(Waiting)))) {
+            self.locks[self.by_id[&id]].cancelled = true;
+        }
+        let r = if cancel {
+            self.s.cancel(id, self.now)
+        } else {
+            self.s.release(id, self.now)
+        };
+        self.log(|| format!("{what} {id} ({task:?}) -> {r:?}"));
+        let refused = |e: fn(LockId) -> UsageError| r == Err(e(id));
+        let ok = match task {
+            None => refused(UsageError::UnknownLock),
+            Some((TaskKind::Lock, Some(Held) | Some(Suspended))) => r.is_ok(),
+            Some((_, None)) if refused(UsageError::UnknownLock) => true,
+            Some(_) if cancel => r.is_ok(),
+            Some(_) => refused(UsageError::NotHeld),
+        };
+        check!(self, ok, "{what} of {task:?} {id}: {r:?}");
+        if matches!(task, Some((TaskKind::Lock, Some(Held) | Some(Suspended)))) {
+            self.locks[self.by_id[&id]].state = Some(Releasing);
         }
         let events = self.drain();
-        self.check_silent_after_end(id, task, &events);
-    }
-
-    pub(super) fn cancel(&mut self, p: LockPick) {
-        let id = self.pick_lock(p);
-        let task = self.task_of(id);
-        if let Some(&i) = self.by_id.get(&id) {
-            if self.locks[i].state == M::Waiting {
-                self.locks[i].cancelled = true;
-            }
-        }
-        let r = self.s.cancel(id, self.now);
-        self.log(|| format!("cancel {id} ({task:?}) -> {r:?}"));
-        match task {
-            None => check!(
-                self,
-                r == Err(UsageError::UnknownLock(id)),
-                "cancel of unknown {id}: {r:?}"
-            ),
-            Some((_, M::Ended)) => check!(
-                self,
-                r.is_ok() || r == Err(UsageError::UnknownLock(id)),
-                "cancel of ended {id}: {r:?}"
-            ),
-            Some((TaskKind::Lock, M::Held | M::Suspended)) => {
-                check!(self, r.is_ok(), "cancel of held {id}: {r:?}");
-                self.locks[self.by_id[&id]].state = M::Releasing;
-            }
-            Some(_) => check!(self, r.is_ok(), "cancel of {task:?} {id}: {r:?}"),
-        }
-        let events = self.drain();
-        if matches!(task, Some((_, M::Waiting))) {
+        if cancel && matches!(task, Some((_, Some(Waiting)))) {
             check!(
                 self,
                 events.contains(&(id, LockEvent::Failed(FailReason::Cancelled))),
                 "cancel of waiting {id} did not fail it: {events:?}"
             );
         }
-        self.check_silent_after_end(id, task, &events);
+        if matches!(task, Some((_, None))) {
+            check!(
+                self,
+                events.iter().all(|(l, _)| *l != id),
+                "events after the end of {id}"
+            );
+        }
     }
 }

@@ -7,7 +7,7 @@
 //! is cut, the watches our client will set again when it reconnects.
 
 use lock_core::{CreateMode, Op, Reply, Stat, ZkError};
-use lock_sim::{NodeInfo, Notification, WatchType, ZkModel, CONTAINER_OWNER, NO_SESSION};
+use lock_sim::{Notification, WatchType, ZkModel, CONTAINER_OWNER, NO_SESSION};
 use std::collections::{BTreeSet, VecDeque};
 
 /// The nodes a fresh server has, which no step may pick (the old in-harness
@@ -16,7 +16,9 @@ const RESERVED: [&str; 3] = ["/", "/zookeeper", "/zookeeper/quota"];
 
 #[derive(Clone, Debug)]
 pub(super) struct World {
-    zk: ZkModel,
+    /// The server's tree (read it here; change it through the world's methods,
+    /// which keep the counters and the undelivered firings).
+    pub(super) zk: ZkModel,
     /// Where the sequence counter of a path created for the first time starts
     /// (the case's [`SeqStart`]: a directory that has been busy for a long time). A
     /// path created again (a reaped container) starts at 0, like any new node.
@@ -94,14 +96,6 @@ impl World {
         self.zk.children(dir).unwrap_or_default()
     }
 
-    pub(super) fn exists(&self, path: &str) -> bool {
-        self.zk.contains(path)
-    }
-
-    pub(super) fn node(&self, path: &str) -> Option<NodeInfo> {
-        self.zk.get(path)
-    }
-
     /// Every node's path in path order, without the server's reserved ones.
     pub(super) fn paths(&self) -> Vec<String> {
         self.zk
@@ -109,6 +103,13 @@ impl World {
             .filter(|p| !RESERVED.contains(p))
             .map(str::to_owned)
             .collect()
+    }
+
+    /// The paths of the participant nodes (names of a known scheme), in path order.
+    pub(super) fn participants(&self) -> Vec<String> {
+        let mut parts = self.paths();
+        parts.retain(|p| lock_core::names::parse_name(name_of(p)).is_some());
+        parts
     }
 
     /// The paths of the ephemeral nodes whose owner passes `keep`, in path order.
@@ -121,11 +122,6 @@ impl World {
                 })
             })
             .collect()
-    }
-
-    /// The ephemeral nodes of `session`.
-    pub(super) fn ours(&self, session: i64) -> Vec<String> {
-        self.zk.ephemerals(session)
     }
 
     // ----- requests -------------------------------------------------------------
@@ -204,14 +200,14 @@ impl World {
         s
     }
 
-    /// `session` ends on the server: its ephemeral nodes go, its watches die.
-    pub(super) fn end_session(&mut self, session: i64) {
-        if self.session == Some(session) {
-            self.session = None;
+    /// Our session, if any, ends on the server: its ephemeral nodes go, its
+    /// watches die.
+    pub(super) fn end_session(&mut self) {
+        if let Some(session) = self.session.take() {
             self.cut_watches = None;
+            self.zk.expire_session(session);
+            self.note_changes();
         }
-        self.zk.expire_session(session);
-        self.note_changes();
     }
 
     /// The data and child watches our client knows it has: taken before the

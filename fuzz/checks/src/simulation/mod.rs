@@ -46,10 +46,7 @@ impl Driver {
     }
 
     fn task(&self, t: u8) -> Option<(ClientId, LockId)> {
-        if self.tasks.is_empty() {
-            return None;
-        }
-        Some(self.tasks[usize::from(t) % self.tasks.len()])
+        crate::pick(&self.tasks, t).copied()
     }
 
     fn participants(&self) -> Vec<String> {
@@ -65,19 +62,11 @@ impl Driver {
     }
 
     fn pick_participant(&self, i: u8) -> Option<String> {
-        let p = self.participants();
-        (!p.is_empty()).then(|| p[usize::from(i) % p.len()].clone())
+        crate::pick(&self.participants(), i).cloned()
     }
 
     fn ensure_dir(&mut self, dir: &str) {
-        let mut ds = Vec::new();
-        for (i, c) in dir.char_indices().skip(1) {
-            if c == '/' {
-                ds.push(&dir[..i]);
-            }
-        }
-        ds.push(dir);
-        for d in ds {
+        for d in crate::dir_and_ancestors(dir) {
             if self.sim.get(d).is_none() {
                 let _ = self.sim.admin_create(d, b"", CreateMode::Container);
             }
@@ -138,6 +127,7 @@ pub fn check_case(case: &SimCase) {
     } else {
         case.clients.iter().take(4).copied().collect()
     };
+    let mut timeouts = Vec::new();
     for p in &picks {
         let profile = if p.loses_watches {
             Profile::LosesWatchesNewSession
@@ -145,6 +135,7 @@ pub fn check_case(case: &SimCase) {
             Profile::KeepsWatches
         };
         let timeout = Duration::from_secs(1 + u64::from(p.timeout_s % 8));
+        timeouts.push(timeout);
         let mut cc = ClientConfig::new(profile, timeout);
         if let Some(g) = p.grace_ms {
             cc = cc.suspended_grace(Duration::from_millis(u64::from(g)));
@@ -152,10 +143,6 @@ pub fn check_case(case: &SimCase) {
         sim.add_client_with(cc);
     }
     let n = picks.len();
-    let timeouts = picks
-        .iter()
-        .map(|p| Duration::from_secs(1 + u64::from(p.timeout_s % 8)))
-        .collect();
     let mut d = Driver {
         sim,
         n,

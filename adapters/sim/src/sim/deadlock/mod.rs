@@ -3,8 +3,9 @@
 //! deadlocks ([`LockSpec::detect_deadlocks`]). Random faults strike meanwhile.
 //!
 //! After every step (and every user action), the wait-for graph is rebuilt from
-//! the simulator's global view, independently of lock-core: the nodes of every lock
-//! directory, their owners (from the owner header in their data), who holds by the
+//! the simulator's global view, independently of lock-core's detection: the nodes
+//! of every lock directory, their owners (the header in their data, read with
+//! [`lock_core::owner::parse`], whose bytes lock-core's tests pin), who holds by the
 //! recipe rules, and which owner really waits where (the user's own record). Its
 //! edges: a waiting node to each lower node that blocks it (every lower node for a
 //! write, every lower write for a read), and a held node to the node its owner

@@ -9,7 +9,8 @@ use crate::sim::config::SimConfig;
 use crate::sim::rng::SimRng;
 use crate::sim::scheduler::Sim;
 use lock_core::{
-    names::parse_name, FailReason, LockEvent, LockId, LockSpec, LockState, NodeKind, Timestamp,
+    names::parse_name, owner, FailReason, LockEvent, LockId, LockSpec, LockState, NameScheme,
+    NodeKind, Timestamp,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -148,7 +149,7 @@ impl<'w> Run<'w> {
                     ViolationKind::Liveness,
                     format!("with faults stopped, owners never finished: {busy:?}"),
                 );
-                return Err(self.sim.violation().cloned().expect("just violated"));
+                return self.sim.poisoned();
             }
             let next = self.actions.first_key_value().map(|(k, _)| k.0);
             let limit = if self.chaos {
@@ -290,10 +291,7 @@ impl<'w> Run<'w> {
                 _ => {}
             }
         }
-        match self.sim.violation() {
-            Some(v) => Err(v.clone()),
-            None => Ok(()),
-        }
+        self.sim.poisoned()
     }
 
     /// The global wait-for graph now.
@@ -319,7 +317,10 @@ impl<'w> Run<'w> {
                 .filter_map(|n| {
                     let p = parse_name(&n)?;
                     let path = format!("{dir}/{n}");
-                    let owner = self.sim.get(&path).and_then(|i| header_owner(&i.data));
+                    let owner = self
+                        .sim
+                        .get(&path)
+                        .and_then(|i| owner::parse(NameScheme::Native, &i.data).owner);
                     Some((p.seq, p.kind, path, owner))
                 })
                 .collect();
@@ -400,10 +401,7 @@ impl<'w> Run<'w> {
                 self.sim.violate(ViolationKind::DeadlockNotBroken, d);
             }
         }
-        match self.sim.violation() {
-            Some(v) => Err(v.clone()),
-            None => Ok(()),
-        }
+        self.sim.poisoned()
     }
 
     fn rebuild(&mut self, now: Timestamp) {
@@ -476,7 +474,7 @@ impl<'w> Run<'w> {
         let Some(formed) = formed else {
             let d = format!("victim of a cycle that never existed whole: {cycle:?}");
             self.sim.violate(ViolationKind::FalseDeadlock, d);
-            return Err(self.sim.violation().cloned().expect("just violated"));
+            return self.sim.poisoned();
         };
         self.latencies.push(self.sim.now() - self.obs[formed]);
         let candidates: Vec<usize> = (0..n)
@@ -493,10 +491,7 @@ impl<'w> Run<'w> {
             let d = format!("a second victim for the same cycle: {cycle:?}");
             self.sim.violate(ViolationKind::SecondVictim, d);
         }
-        match self.sim.violation() {
-            Some(v) => Err(v.clone()),
-            None => Ok(()),
-        }
+        self.sim.poisoned()
     }
 
     pub(super) fn report(&self) -> DeadlockReport {
@@ -508,15 +503,4 @@ impl<'w> Run<'w> {
             requests: self.sim.total_counters().requests(),
         }
     }
-}
-
-/// The owner in zklock's native header (magic `00 z k l`, version 1, u16 length,
-/// owner), read here independently of lock-core.
-fn header_owner(data: &[u8]) -> Option<String> {
-    let rest = data.strip_prefix(b"\0zkl\x01")?;
-    let len = u16::from_be_bytes([*rest.first()?, *rest.get(1)?]) as usize;
-    let owner = rest.get(2..2 + len)?;
-    (len > 0)
-        .then(|| String::from_utf8(owner.to_vec()).ok())
-        .flatten()
 }
