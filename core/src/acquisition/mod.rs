@@ -240,6 +240,12 @@ impl Acquisition {
         self.suspended
     }
 
+    /// Whether this acquisition holds without a watch on its node: the sync
+    /// timer looks at it (see [`on_sync_timer`](Self::on_sync_timer)).
+    pub(crate) fn is_unwatched_hold(&self) -> bool {
+        self.state == State::Held && !self.node.own_watched
+    }
+
     /// Whether this acquisition waits where one departure can let it in (one
     /// blocker left in its cached queue): the session keeps its proof of contact
     /// fresh for it, as for a holder.
