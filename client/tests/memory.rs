@@ -9,41 +9,18 @@
 
 use lock_client::*;
 use lock_core::{Config, Op, Reply, Request, SessionEvent, Stat};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-struct Counting;
-
-static BYTES: AtomicIsize = AtomicIsize::new(0);
-static BLOCKS: AtomicIsize = AtomicIsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        BYTES.fetch_add(layout.size() as isize, Relaxed);
-        BLOCKS.fetch_add(1, Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        BYTES.fetch_sub(layout.size() as isize, Relaxed);
-        BLOCKS.fetch_sub(1, Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        BYTES.fetch_add(new_size as isize - layout.size() as isize, Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "../../core/tests/counting/mod.rs"]
+mod counting;
+use counting::{live, per_item, Counting};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
-
-fn live() -> (isize, isize) {
-    (BYTES.load(Relaxed), BLOCKS.load(Relaxed))
-}
 
 const SID: i64 = 0x77;
 
@@ -169,8 +146,7 @@ fn a_held_lock_and_a_waiting_acquisition_stay_small_in_the_client() {
         "every hold watches its node"
     );
     let after = live();
-    let held = (after.0 - before.0) as f64 / N as f64;
-    let held_blocks = (after.1 - before.1) as f64 / N as f64;
+    let (held, held_blocks) = per_item(before, after, N);
     println!("client + core heap per held lock: {held:.0} B in {held_blocks:.1} allocations");
 
     let blocker = format!(
@@ -193,24 +169,24 @@ fn a_held_lock_and_a_waiting_acquisition_stay_small_in_the_client() {
         pending.push(lock);
     }
     let after = live();
-    let wait = (after.0 - before.0) as f64 / N as f64;
-    let wait_blocks = (after.1 - before.1) as f64 / N as f64;
+    let (wait, wait_blocks) = per_item(before, after, N);
     println!(
         "client + core heap per waiting acquisition: {wait:.0} B in {wait_blocks:.1} allocations"
     );
     assert_eq!(guards.len(), N + 16);
-    // Measured 4 Dec 2026 (debug build): 1,399 B in 5.3 allocations per held
-    // lock (2,924 before issue 47's cuts, 1,855 before the queue and the
-    // spec's rare fields were boxed and our node's path shared): the core's
-    // (see lock-core's tests/memory.rs; here our node's path is the scripted
-    // reply's `format!`, ~130 B where a binding allocates ~70), the boxed slot
-    // (192) and the slot map's entry; the guard shares the core's node path.
-    // Waiting, 2,026 B in 18.3 (4,453, then 2,687): the same, the blocker's
-    // watch, the boxed queue place with its copy of our node's path, the
-    // waker, and the pending future itself (~830 B in a debug build).
-    assert!(held <= 1_450.0, "a held lock grew to {held:.0} B of heap");
+    // Measured 5 Dec 2026 (debug build): 1,166 B in 4.3 allocations per held
+    // lock (1,248 in 5.3 before lock-core derived its create path rather than
+    // keeping it; 2,924 before issue 47's cuts): the core's (see lock-core's
+    // tests/memory.rs; here our node's path is the scripted reply's `format!`,
+    // ~130 B where a binding allocates ~70), the boxed slot (192) and the slot
+    // map's entry; the guard shares the core's node path. Waiting, 1,836 B in
+    // 15.3 (2,026 in 18.3 before the core's queue dropped its directory and
+    // shared the blocker's path; 4,453 before issue 47): the same, the
+    // blocker's watch, the boxed queue place with its copy of our node's path,
+    // the waker, and the pending future itself (~830 B in a debug build).
+    assert!(held <= 1_200.0, "a held lock grew to {held:.0} B of heap");
     assert!(
-        wait <= 2_100.0,
+        wait <= 1_900.0,
         "a waiting acquisition grew to {wait:.0} B of heap"
     );
 }
