@@ -187,5 +187,10 @@ pub(crate) mod tests {
                 })
                 .collect()
         }
+
+        /// The operations of [`sent`](Self::sent).
+        pub(crate) fn sent_ops(&mut self) -> Vec<Op> {
+            self.sent().into_iter().map(|r| r.op).collect()
+        }
     }
 }

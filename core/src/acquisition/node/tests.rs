@@ -51,14 +51,7 @@ fn forget_leaves_what_may_have_been_applied_unknown() {
 }
 
 fn sent(session: &mut crate::ctx::tests::CtxParts) -> Vec<(RequestId, Op)> {
-    session
-        .out
-        .drain(..)
-        .filter_map(|o| match o {
-            crate::output::Output::Request(r) => Some((r.id, r.op)),
-            _ => None,
-        })
-        .collect()
+    session.sent().into_iter().map(|r| (r.id, r.op)).collect()
 }
 
 #[test]
