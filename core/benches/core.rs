@@ -97,6 +97,16 @@ impl Served {
         })
     }
 
+    /// Answers `r`.
+    fn answer(&mut self, r: Request) {
+        let result = self.apply(&r.op);
+        let reply = Input::Reply {
+            request: r.id,
+            result,
+        };
+        self.s.handle_input(reply, self.now);
+    }
+
     /// Answers every request, and those the answers lead to.
     fn serve(&mut self) {
         loop {
@@ -104,14 +114,7 @@ impl Served {
             if reqs.is_empty() {
                 return;
             }
-            for r in reqs {
-                let result = self.apply(&r.op);
-                let reply = Input::Reply {
-                    request: r.id,
-                    result,
-                };
-                self.s.handle_input(reply, self.now);
-            }
+            reqs.into_iter().for_each(|r| self.answer(r));
         }
     }
 
@@ -151,36 +154,16 @@ fn peer(n: u128, seq: i32) -> String {
 }
 
 /// A served session whose write acquisition of `/bench/lock` has its create
-/// answered, and its listing not yet, with `peers` ahead of it.
-fn created(peers: &[String]) -> (Served, RequestId) {
+/// answered, behind `peers`; returns it and its listing, not answered yet.
+fn created(peers: &[String]) -> (Served, Request) {
     let mut s = Served::new(Config::new(Duration::from_secs(10), 1));
     s.children.insert("/bench/lock".into(), peers.to_vec());
     s.zxid = peers.len() as i64; // our node's sequence is after theirs
     s.s.acquire(LockSpec::write("/bench/lock"), s.now).unwrap();
-    let reqs = s.drain();
-    let created = s.apply(&reqs[0].op);
-    let reply = Input::Reply {
-        request: reqs[0].id,
-        result: created,
-    };
-    s.s.handle_input(reply, s.now);
+    let [create, list] = <[Request; 2]>::try_from(s.drain()).unwrap();
+    s.answer(create);
     s.drain();
-    (s, reqs[1].id)
-}
-
-/// `(s, list)` with the listing answered.
-fn listed((mut s, list): (Served, RequestId)) -> Served {
-    let result = s.apply(&Op::GetChildren {
-        path: "/bench/lock".into(),
-    });
-    s.s.handle_input(
-        Input::Reply {
-            request: list,
-            result,
-        },
-        s.now,
-    );
-    s
+    (s, list)
 }
 
 fn listing(c: &mut Criterion) {
@@ -188,7 +171,10 @@ fn listing(c: &mut Criterion) {
     c.bench_function("listing_1000_children", |b| {
         b.iter_batched(
             || created(&peers),
-            |s| black_box(listed(s).drain()),
+            |(mut s, list)| {
+                s.answer(list);
+                black_box(s.drain())
+            },
             BatchSize::SmallInput,
         )
     });
@@ -201,7 +187,8 @@ fn handoff(c: &mut Criterion) {
         b.iter_batched(
             || {
                 // Our node's read and the watch on the predecessor answered.
-                let mut s = listed(created(std::slice::from_ref(&pred)));
+                let (mut s, list) = created(std::slice::from_ref(&pred));
+                s.answer(list);
                 s.serve();
                 s
             },

@@ -9,7 +9,7 @@ use crate::event::{FailReason, LostReason};
 use crate::ids::LockId;
 use crate::names::{parse_sequence, relative_sequence, sort_by_sequence, AttemptId};
 use crate::output::Progress;
-use crate::path::{ancestors, split_parent};
+use crate::path::split_parent;
 use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, Stat, ZkError};
 use crate::requests::Purpose;
 use crate::spec::LockSpec;
@@ -340,16 +340,7 @@ impl Node {
         if self.parent_tries > cx.config.max_parent_retries {
             return false;
         }
-        let mut dirs = ancestors(dir);
-        dirs.push(dir.to_owned());
-        for dir in dirs {
-            let op = Op::Create {
-                path: dir,
-                data: Vec::new(),
-                mode: CreateMode::Container,
-            };
-            cx.send(id, Purpose::CreateParent, op);
-        }
+        cx.send_containers(id, dir, true);
         true
     }
 
