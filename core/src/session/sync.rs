@@ -159,13 +159,13 @@ mod tests {
 
     /// The sync timer calls only the holds without a watch on their node: a
     /// hold leaves that set once it watches, so a session holding many watched
-    /// locks walks none of them per timer. And a burst of requests leaves no
-    /// buffer behind once drained.
+    /// locks walks none of them per timer (without syncs, none is kept; syncs
+    /// turned on later find them). And a burst of requests leaves no buffer
+    /// behind once drained.
     #[test]
     fn the_sync_timer_looks_only_at_holds_that_do_not_watch_their_node() {
         let mut config = Config::new(Duration::from_secs(10), 1);
-        config.sync_interval = Some(Duration::from_millis(500));
-        let mut s = Session::new(config);
+        let mut s = Session::new(config.clone());
         let mut now = Timestamp::ZERO;
         s.handle_input(
             Input::Session(SessionEvent::Connected { session_id: 1 }),
@@ -177,6 +177,9 @@ mod tests {
         assert!(s.out.len() > OUTPUT_KEPT);
         serve(&mut s, now);
         assert!(s.out.capacity() <= OUTPUT_KEPT);
+        assert_eq!(s.contact.unwatched(), vec![], "no syncs: none kept");
+        config.sync_interval = Some(Duration::from_millis(500));
+        s.reconfigure(config);
         assert_eq!(s.contact.unwatched().len(), 300, "held, not watched yet");
         for _ in 0..4 {
             now = now + Duration::from_millis(500);
