@@ -8,48 +8,23 @@
 //! One test in this file, so that nothing else allocates while it counts.
 
 use lock_client::*;
-use lock_core::{Config, Op, Reply, Request, SessionEvent, Stat};
-use std::alloc::{GlobalAlloc, Layout, System};
+use lock_core::{Config, Request, SessionEvent};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-struct Counting;
-
-static BYTES: AtomicIsize = AtomicIsize::new(0);
-static BLOCKS: AtomicIsize = AtomicIsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        BYTES.fetch_add(layout.size() as isize, Relaxed);
-        BLOCKS.fetch_add(1, Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        BYTES.fetch_sub(layout.size() as isize, Relaxed);
-        BLOCKS.fetch_sub(1, Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        BYTES.fetch_add(new_size as isize - layout.size() as isize, Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "../../core/tests/heap/mod.rs"]
+mod heap;
+use heap::{live, per_item, Counting, Scripted};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
-
-fn live() -> (isize, isize) {
-    (BYTES.load(Relaxed), BLOCKS.load(Relaxed))
-}
 
 const SID: i64 = 0x77;
 
 /// A waiting acquisition, as the bench's task holds it.
 type Waiting = Pin<Box<dyn Future<Output = Result<LockGuard, Error>>>>;
-static READS: AtomicIsize = AtomicIsize::new(0);
 const N: usize = 2_000;
 
 struct Noop;
@@ -68,65 +43,18 @@ fn requests(link: &mut Link) -> Vec<Request> {
     requests
 }
 
-/// Answers every request as a server would where `blocker` (a name) is the
-/// lowest participant of every lock directory: creates get sequence 2, reads
-/// leave their watches.
-fn serve(link: &mut Link, czxid: &mut i64, blocker: Option<&str>, now: Instant) {
+/// Answers every request from `zk`, and those the answers lead to.
+fn serve(link: &mut Link, zk: &mut Scripted, now: Instant) {
     loop {
         let sent = requests(link);
         if sent.is_empty() {
             return;
         }
         for r in sent {
-            let reply = match &r.op {
-                Op::Create { path, .. } => {
-                    *czxid += 1;
-                    let stat = Stat {
-                        czxid: *czxid,
-                        ephemeral_owner: SID,
-                        ..Stat::default()
-                    };
-                    Reply::Created {
-                        path: format!("{path}0000000002"),
-                        stat: Some(stat),
-                    }
-                }
-                Op::GetChildren { path, .. } => {
-                    let _ = path;
-                    let mut names: Vec<String> = blocker.iter().map(|b| b.to_string()).collect();
-                    names.push(LAST_CREATED.with(|l| l.borrow().clone()));
-                    Reply::Children(names)
-                }
-                Op::GetData { path, .. } => {
-                    READS.fetch_add(1, Relaxed);
-                    let owner = if path.ends_with("0000000001") {
-                        42
-                    } else {
-                        SID
-                    };
-                    Reply::Data {
-                        data: Vec::new(),
-                        stat: Stat {
-                            czxid: *czxid,
-                            ephemeral_owner: owner,
-                            ..Stat::default()
-                        },
-                    }
-                }
-                Op::Sync { .. } => Reply::Synced,
-                other => panic!("unexpected {other:?}"),
-            };
-            if let Reply::Created { path, .. } = &reply {
-                let name = path.rsplit('/').next().unwrap().to_owned();
-                LAST_CREATED.with(|l| *l.borrow_mut() = name);
-            }
+            let reply = zk.reply(&r.op);
             link.handle_reply(r.id, Ok(reply), now);
         }
     }
-}
-
-thread_local! {
-    static LAST_CREATED: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
 }
 
 #[test]
@@ -137,12 +65,12 @@ fn a_held_lock_and_a_waiting_acquisition_stay_small_in_the_client() {
     let (locks, mut link) = pair(config);
     link.handle_session(SessionEvent::Connected { session_id: SID }, Instant::now());
     let waker = Waker::from(std::sync::Arc::new(Noop));
-    let mut czxid = 100;
+    let mut zk = Scripted::new(SID);
     let mut take = |i: usize, guards: &mut Vec<LockGuard>| {
         let mutex = locks.mutex(format!("/mem/1-zklock/held/{i}"));
         let mut lock = Box::pin(mutex.lock());
         assert!(poll_once(lock.as_mut(), &waker).is_pending());
-        serve(&mut link, &mut czxid, None, Instant::now());
+        serve(&mut link, &mut zk, Instant::now());
         let Poll::Ready(Ok(guard)) = poll_once(lock.as_mut(), &waker) else {
             panic!("not granted")
         };
@@ -161,26 +89,23 @@ fn a_held_lock_and_a_waiting_acquisition_stay_small_in_the_client() {
     for _ in 0..4 {
         let now = Instant::now();
         link.handle_timeout(now);
-        serve(&mut link, &mut czxid, None, now);
+        serve(&mut link, &mut zk, now);
         std::thread::sleep(Duration::from_millis(400));
     }
-    assert!(
-        READS.load(Relaxed) >= N as isize,
-        "every hold watches its node"
-    );
+    assert!(zk.reads >= N, "every hold watches its node");
     let after = live();
-    let held = (after.0 - before.0) as f64 / N as f64;
-    let held_blocks = (after.1 - before.1) as f64 / N as f64;
+    let (held, held_blocks) = per_item(before, after, N);
     println!("client + core heap per held lock: {held:.0} B in {held_blocks:.1} allocations");
 
-    let blocker = format!(
+    // Each waits behind another client's node.
+    zk.blocker = Some(format!(
         "{}0000000001",
         lock_core::names::node_prefix(
             NameScheme::Native,
             lock_core::AttemptId(0xabc),
             lock_core::NodeKind::Write
         )
-    );
+    ));
     let mut pending: Vec<Waiting> = Vec::with_capacity(N);
     let before = live();
     for i in 0..N {
@@ -188,29 +113,29 @@ fn a_held_lock_and_a_waiting_acquisition_stay_small_in_the_client() {
         // As the bench's task: the future owns its mutex.
         let mut lock: Waiting = Box::pin(async move { mutex.lock().await });
         assert!(poll_once(lock.as_mut(), &waker).is_pending());
-        serve(&mut link, &mut czxid, Some(&blocker), Instant::now());
+        serve(&mut link, &mut zk, Instant::now());
         assert!(poll_once(lock.as_mut(), &waker).is_pending());
         pending.push(lock);
     }
     let after = live();
-    let wait = (after.0 - before.0) as f64 / N as f64;
-    let wait_blocks = (after.1 - before.1) as f64 / N as f64;
+    let (wait, wait_blocks) = per_item(before, after, N);
     println!(
         "client + core heap per waiting acquisition: {wait:.0} B in {wait_blocks:.1} allocations"
     );
     assert_eq!(guards.len(), N + 16);
-    // Measured 4 Dec 2026 (debug build): 1,399 B in 5.3 allocations per held
-    // lock (2,924 before issue 47's cuts, 1,855 before the queue and the
-    // spec's rare fields were boxed and our node's path shared): the core's
-    // (see lock-core's tests/memory.rs; here our node's path is the scripted
-    // reply's `format!`, ~130 B where a binding allocates ~70), the boxed slot
-    // (192) and the slot map's entry; the guard shares the core's node path.
-    // Waiting, 2,026 B in 18.3 (4,453, then 2,687): the same, the blocker's
-    // watch, the boxed queue place with its copy of our node's path, the
-    // waker, and the pending future itself (~830 B in a debug build).
-    assert!(held <= 1_450.0, "a held lock grew to {held:.0} B of heap");
+    // Measured 5 Dec 2026 (debug build): 1,166 B in 4.3 allocations per held
+    // lock (1,248 in 5.3 before lock-core derived its create path rather than
+    // keeping it; 2,924 before issue 47's cuts): the core's (see lock-core's
+    // tests/memory.rs; here our node's path is the scripted reply's `format!`,
+    // ~130 B where a binding allocates ~70), the boxed slot (192) and the slot
+    // map's entry; the guard shares the core's node path. Waiting, 1,836 B in
+    // 15.3 (2,026 in 18.3 before the core's queue dropped its directory and
+    // shared the blocker's path; 4,453 before issue 47): the same, the
+    // blocker's watch, the boxed queue place with its copy of our node's path,
+    // the waker, and the pending future itself (~830 B in a debug build).
+    assert!(held <= 1_200.0, "a held lock grew to {held:.0} B of heap");
     assert!(
-        wait <= 2_100.0,
+        wait <= 1_900.0,
         "a waiting acquisition grew to {wait:.0} B of heap"
     );
 }

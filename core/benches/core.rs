@@ -4,22 +4,145 @@
 //!   1,000 participants (parse, classify, sort, pick the watch).
 //! * `handoff`: a waiter's predecessor is deleted; the core grants from its cache.
 //! * `uncontended_cycle`: acquire, create/list/own-data replies, release, delete reply.
+//! * `cycle_beside_held/N`: the same cycle on a session that holds N other locks
+//!   (N = 1,000, 10,000, 100,000), each past a sync interval (so watching its
+//!   node), with 1 ms passing per cycle and the session's `sync`s answered: what
+//!   one more lock costs a busy session. It stays flat in N unless something
+//!   walks every lock per operation.
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 use lock_core::*;
+use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::Duration;
 
 const SID: i64 = 7;
 
-fn drain(s: &mut Session) -> Vec<Request> {
-    let mut reqs = Vec::new();
-    while let Some(o) = s.poll_output() {
-        if let Output::Request(r) = o {
-            reqs.push(r);
+/// A session with an honest, prompt server played by hand (a model server
+/// would be timed with it): one participant per node name, no watch fires.
+struct Served {
+    s: Session,
+    now: Timestamp,
+    /// The nodes under each directory, by name.
+    children: HashMap<String, Vec<String>>,
+    zxid: i64,
+    acquired: usize,
+}
+
+impl Served {
+    fn new(config: Config) -> Served {
+        let mut s = Session::new(config);
+        s.handle_input(
+            Input::Session(SessionEvent::Connected { session_id: SID }),
+            Timestamp::ZERO,
+        );
+        Served {
+            s,
+            now: Timestamp::ZERO,
+            children: HashMap::new(),
+            zxid: 0,
+            acquired: 0,
         }
     }
-    reqs
+
+    /// The session's requests since the last call.
+    fn drain(&mut self) -> Vec<Request> {
+        let mut reqs = Vec::new();
+        while let Some(o) = self.s.poll_output() {
+            match o {
+                Output::Request(r) => reqs.push(r),
+                Output::Event {
+                    event: LockEvent::Acquired(_),
+                    ..
+                } => self.acquired += 1,
+                _ => {}
+            }
+        }
+        reqs
+    }
+
+    /// The server's answer to `op`.
+    fn apply(&mut self, op: &Op) -> Result<Reply, ZkError> {
+        let stat = |zxid| Stat {
+            czxid: zxid,
+            ephemeral_owner: SID,
+            ..Stat::default()
+        };
+        Ok(match op {
+            Op::Create { path, .. } => {
+                self.zxid += 1;
+                let path = format!("{path}{:010}", self.zxid);
+                let (dir, name) = path.rsplit_once('/').unwrap();
+                let names = self.children.entry(dir.to_owned()).or_default();
+                names.push(name.to_owned());
+                Reply::Created {
+                    path,
+                    stat: Some(stat(self.zxid)),
+                }
+            }
+            Op::GetChildren { path } => Reply::Children(self.children[path].clone()),
+            Op::GetData { .. } => Reply::Data {
+                data: vec![],
+                stat: stat(1),
+            },
+            Op::Delete { path, .. } => {
+                let (dir, name) = path.rsplit_once('/').unwrap();
+                let names = self.children.get_mut(dir).ok_or(ZkError::NoNode)?;
+                names.retain(|n| n != name);
+                Reply::Deleted
+            }
+            Op::Sync { .. } => Reply::Synced,
+            Op::RemoveWatch { .. } => Reply::WatchRemoved,
+            other => unimplemented!("{other:?}"),
+        })
+    }
+
+    /// Answers `r`.
+    fn answer(&mut self, r: Request) {
+        let result = self.apply(&r.op);
+        let reply = Input::Reply {
+            request: r.id,
+            result,
+        };
+        self.s.handle_input(reply, self.now);
+    }
+
+    /// Answers every request, and those the answers lead to.
+    fn serve(&mut self) {
+        loop {
+            let reqs = self.drain();
+            if reqs.is_empty() {
+                return;
+            }
+            reqs.into_iter().for_each(|r| self.answer(r));
+        }
+    }
+
+    /// `d` passes: the timers due fire, and their requests are answered.
+    fn advance(&mut self, d: Duration) {
+        self.now = self.now + d;
+        if self.s.poll_timeout().is_some_and(|t| t <= self.now) {
+            self.s.handle_timeout(self.now);
+        }
+        self.serve();
+    }
+
+    /// `spec` acquired (served to its grant).
+    fn acquire(&mut self, spec: LockSpec) -> LockId {
+        let before = self.acquired;
+        let id = self.s.acquire(spec, self.now).unwrap();
+        self.serve();
+        assert_eq!(self.acquired, before + 1, "granted");
+        id
+    }
+
+    /// One lock acquired and released, with `step` passing after.
+    fn cycle(&mut self, step: Duration) {
+        let id = self.acquire(LockSpec::write("/bench/lock"));
+        self.s.release(id, self.now).unwrap();
+        self.serve();
+        self.advance(step);
+    }
 }
 
 fn peer(n: u128, seq: i32) -> String {
@@ -30,66 +153,31 @@ fn peer(n: u128, seq: i32) -> String {
     )
 }
 
-/// A connected session whose write acquisition has its create answered (seq `seq`);
-/// returns the session, the pending list request and our node name.
-fn created(seq: i32) -> (Session, RequestId, String) {
-    let mut s = Session::new(Config::new(Duration::from_secs(10), 1));
-    let now = Timestamp::ZERO;
-    s.handle_input(
-        Input::Session(SessionEvent::Connected { session_id: SID }),
-        now,
-    );
-    s.acquire(LockSpec::write("/bench/lock"), now).unwrap();
-    let reqs = drain(&mut s);
-    let Op::Create { path, .. } = &reqs[0].op else {
-        unreachable!()
-    };
-    let path = format!("{path}{seq:010}");
-    let name = path.rsplit('/').next().unwrap().to_owned();
-    let stat = Stat {
-        czxid: 1,
-        ephemeral_owner: SID,
-        ..Stat::default()
-    };
-    s.handle_input(
-        Input::Reply {
-            request: reqs[0].id,
-            result: Ok(Reply::Created {
-                path,
-                stat: Some(stat),
-            }),
-        },
-        now,
-    );
-    let _ = drain(&mut s);
-    (s, reqs[1].id, name)
+/// A served session whose write acquisition of `/bench/lock` has its create
+/// answered, behind `peers`; returns it and its listing, not answered yet.
+fn created(peers: &[String]) -> (Served, Request) {
+    let mut s = Served::new(Config::new(Duration::from_secs(10), 1));
+    s.children.insert("/bench/lock".into(), peers.to_vec());
+    s.zxid = peers.len() as i64; // our node's sequence is after theirs
+    s.s.acquire(LockSpec::write("/bench/lock"), s.now).unwrap();
+    let [create, list] = <[Request; 2]>::try_from(s.drain()).unwrap();
+    s.answer(create);
+    s.drain();
+    (s, list)
 }
 
 fn listing(c: &mut Criterion) {
-    let mut children: Vec<String> = (0..999).map(|i| peer(i as u128 + 1, i)).collect();
+    let peers: Vec<String> = (0..999).map(|i| peer(i as u128 + 1, i)).collect();
     c.bench_function("listing_1000_children", |b| {
         b.iter_batched(
-            || {
-                let (s, list, name) = created(999);
-                let mut ch = children.clone();
-                ch.push(name);
-                (s, list, ch)
-            },
-            |(mut s, list, ch)| {
-                s.handle_input(
-                    Input::Reply {
-                        request: list,
-                        result: Ok(Reply::Children(ch)),
-                    },
-                    Timestamp::ZERO,
-                );
-                black_box(drain(&mut s));
-                s
+            || created(&peers),
+            |(mut s, list)| {
+                s.answer(list);
+                black_box(s.drain())
             },
             BatchSize::SmallInput,
         )
     });
-    children.clear();
 }
 
 fn handoff(c: &mut Criterion) {
@@ -98,36 +186,20 @@ fn handoff(c: &mut Criterion) {
     c.bench_function("handoff", |b| {
         b.iter_batched(
             || {
-                let (mut s, list, name) = created(1);
-                s.handle_input(
-                    Input::Reply {
-                        request: list,
-                        result: Ok(Reply::Children(vec![pred.clone(), name])),
-                    },
-                    Timestamp::ZERO,
-                );
-                let _ = drain(&mut s);
+                // Our node's read and the watch on the predecessor answered.
+                let (mut s, list) = created(std::slice::from_ref(&pred));
+                s.answer(list);
+                s.serve();
                 s
             },
             |mut s| {
-                s.handle_input(
-                    Input::Watch {
-                        path: pred_path.clone(),
-                        kind: WatchKind::NodeDeleted,
-                    },
-                    Timestamp::ZERO,
-                );
-                let mut acquired = false;
-                while let Some(o) = s.poll_output() {
-                    acquired |= matches!(
-                        o,
-                        Output::Event {
-                            event: LockEvent::Acquired(_),
-                            ..
-                        }
-                    );
-                }
-                assert!(acquired);
+                let fired = Input::Watch {
+                    path: pred_path.clone(),
+                    kind: WatchKind::NodeDeleted,
+                };
+                s.s.handle_input(fired, s.now);
+                s.drain();
+                assert_eq!(s.acquired, 1);
                 s
             },
             BatchSize::SmallInput,
@@ -136,67 +208,29 @@ fn handoff(c: &mut Criterion) {
 }
 
 fn cycle(c: &mut Criterion) {
-    let mut s = Session::new(Config::new(Duration::from_secs(10), 1));
-    let now = Timestamp::ZERO;
-    s.handle_input(
-        Input::Session(SessionEvent::Connected { session_id: SID }),
-        now,
-    );
-    let mut seq = 0i32;
-    c.bench_function("uncontended_cycle", |b| {
-        b.iter(|| {
-            let id = s.acquire(LockSpec::write("/bench/lock"), now).unwrap();
-            let reqs = drain(&mut s);
-            let Op::Create { path, .. } = &reqs[0].op else {
-                unreachable!()
-            };
-            let path = format!("{path}{seq:010}");
-            seq = seq.wrapping_add(1);
-            let name = path.rsplit('/').next().unwrap().to_owned();
-            let stat = Stat {
-                czxid: 1,
-                ephemeral_owner: SID,
-                ..Stat::default()
-            };
-            s.handle_input(
-                Input::Reply {
-                    request: reqs[0].id,
-                    result: Ok(Reply::Created {
-                        path,
-                        stat: Some(stat),
-                    }),
-                },
-                now,
-            );
-            let own = drain(&mut s);
-            s.handle_input(
-                Input::Reply {
-                    request: reqs[1].id,
-                    result: Ok(Reply::Children(vec![name])),
-                },
-                now,
-            );
-            let _ = drain(&mut s);
-            s.handle_input(
-                Input::Reply {
-                    request: own[0].id,
-                    result: Ok(Reply::Data { data: vec![], stat }),
-                },
-                now,
-            );
-            s.release(id, now).unwrap();
-            let del = drain(&mut s);
-            s.handle_input(
-                Input::Reply {
-                    request: del[0].id,
-                    result: Ok(Reply::Deleted),
-                },
-                now,
-            );
-            black_box(drain(&mut s));
-        })
-    });
+    let mut s = Served::new(Config::new(Duration::from_secs(10), 1));
+    c.bench_function("uncontended_cycle", |b| b.iter(|| s.cycle(Duration::ZERO)));
 }
 
-criterion_group!(benches, listing, handoff, cycle);
+fn cycle_beside_held(c: &mut Criterion) {
+    let mut group = c.benchmark_group("cycle_beside_held");
+    group.sample_size(20);
+    for n in [1_000, 10_000, 100_000] {
+        let mut config = Config::new(Duration::from_secs(10), 1);
+        config.sync_interval = Some(Config::default_sync_interval(config.session_timeout));
+        let mut s = Served::new(config);
+        for i in 0..n {
+            s.acquire(LockSpec::write(format!("/bench/held/{i}")));
+            s.advance(Duration::from_micros(10));
+        }
+        // Every hold outlives a sync interval: each watches its node.
+        s.advance(Duration::from_secs(1));
+        group.bench_function(BenchmarkId::from_parameter(n), |b| {
+            b.iter(|| s.cycle(Duration::from_millis(1)))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, listing, handoff, cycle, cycle_beside_held);
 criterion_main!(benches);

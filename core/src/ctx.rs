@@ -6,7 +6,8 @@ use crate::contact::Contact;
 use crate::event::LockEvent;
 use crate::ids::LockId;
 use crate::output::{Output, Progress};
-use crate::proto::{Op, Request, RequestId};
+use crate::path::ancestors;
+use crate::proto::{CreateMode, Op, Request, RequestId};
 use crate::requests::{Purpose, RequestBook};
 use crate::spec::Config;
 use crate::stats::Stats;
@@ -60,6 +61,22 @@ impl Ctx<'_> {
         }
         self.out.push_back(Output::Request(Request { id, op }));
         Some(id)
+    }
+
+    /// Creates the ancestors of `dir` as containers, and `dir` itself too if
+    /// `with_dir` (a lock directory found missing), for `lock`.
+    pub(crate) fn send_containers(&mut self, lock: LockId, dir: &str, with_dir: bool) {
+        let mut dirs = ancestors(dir);
+        dirs.extend(with_dir.then(|| dir.to_owned()));
+        for path in dirs {
+            let mode = CreateMode::Container;
+            let op = Op::Create {
+                path,
+                data: Vec::new(),
+                mode,
+            };
+            self.send(lock, Purpose::CreateParent, op);
+        }
     }
 
     /// When held locks stop being trusted, if they already have: the leader's last
@@ -186,6 +203,11 @@ pub(crate) mod tests {
                     _ => None,
                 })
                 .collect()
+        }
+
+        /// The operations of [`sent`](Self::sent).
+        pub(crate) fn sent_ops(&mut self) -> Vec<Op> {
+            self.sent().into_iter().map(|r| r.op).collect()
         }
     }
 }

@@ -454,13 +454,24 @@ fn lost_exactly_after(h: &mut H, after: Duration) {
     h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
 }
 
+/// A loss is counted from the last contact, not from the report: reported 3 s
+/// after it, the server could expire the session 7 s from now, so the lock is
+/// lost a margin (1 s) before that, at 6 s. The margin is configurable, and a
+/// shorter grace ends the suspension first.
 #[test]
-fn lost_is_counted_from_the_last_contact_not_from_the_report() {
-    // Reported 3 s after the last contact: the server could expire the session
-    // 7 s from now, so the lock is lost a margin (1 s) before that, at 6 s.
-    let config = Config::new(Duration::from_secs(10), 1);
-    let (mut h, _) = suspended_after(Duration::from_secs(3), config);
-    lost_exactly_after(&mut h, Duration::from_millis(6000));
+fn lost_is_counted_from_the_last_contact_by_the_margin_or_a_shorter_grace() {
+    let secs = Duration::from_secs;
+    // (margin, grace, since the last contact, lost after)
+    for (margin, grace, since, lost) in [
+        (None, None, 3, 6),
+        (Some(secs(4)), None, 1, 5),
+        (None, Some(secs(2)), 1, 2),
+    ] {
+        let mut config = Config::new(secs(10), 1);
+        (config.expiry_margin, config.suspended_grace) = (margin, grace);
+        let (mut h, _) = suspended_after(secs(since), config);
+        lost_exactly_after(&mut h, secs(lost));
+    }
 }
 
 #[test]
@@ -472,22 +483,6 @@ fn a_disconnection_reported_too_late_for_the_window_loses_at_once() {
         LockEvent::Suspended,
         LockEvent::Lost(LostReason::SuspendedTooLong),
     ]);
-}
-
-#[test]
-fn the_expiry_margin_is_configurable() {
-    let mut config = Config::new(Duration::from_secs(10), 1);
-    config.expiry_margin = Some(Duration::from_secs(4));
-    let (mut h, _) = suspended_after(Duration::from_secs(1), config);
-    lost_exactly_after(&mut h, Duration::from_millis(5000));
-}
-
-#[test]
-fn a_shorter_grace_ends_the_suspension_first() {
-    let mut config = Config::new(Duration::from_secs(10), 1);
-    config.suspended_grace = Some(Duration::from_secs(2));
-    let (mut h, _) = suspended_after(Duration::from_secs(1), config);
-    lost_exactly_after(&mut h, Duration::from_millis(2000));
 }
 
 #[test]

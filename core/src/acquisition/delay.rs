@@ -250,28 +250,15 @@ mod tests {
     use super::*;
     use crate::acquisition::node::OwnNode;
     use crate::ids::LockId;
-    use crate::output::Output;
     use crate::proto::CreateMode;
     use crate::spec::LockSpec;
     use std::time::Duration;
 
     /// The requests sent since the last call, their ids kept in `last`.
     fn sent_with(session: &mut crate::ctx::tests::CtxParts, last: &mut RequestId) -> Vec<Op> {
-        session
-            .out
-            .drain(..)
-            .filter_map(|o| match o {
-                Output::Request(r) => {
-                    *last = r.id;
-                    Some(r.op)
-                }
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn sent(session: &mut crate::ctx::tests::CtxParts) -> Vec<Op> {
-        sent_with(session, &mut RequestId(0))
+        let sent = session.sent();
+        *last = sent.last().map_or(*last, |r| r.id);
+        sent.into_iter().map(|r| r.op).collect()
     }
 
     fn node() -> OwnNode {
@@ -279,6 +266,15 @@ mod tests {
             path: "/l/n-0000000002".into(),
             seq: 2,
             stat: None,
+        }
+    }
+
+    fn identity<'a>(spec: &'a LockSpec, own: &'a OwnNode) -> Identity<'a> {
+        let node = Some(own);
+        Identity {
+            id: LockId(1),
+            spec,
+            node,
         }
     }
 
@@ -309,14 +305,10 @@ mod tests {
         let mut session = crate::ctx::tests::CtxParts::default();
         let spec = LockSpec::write("/l");
         let own = node();
-        let identity = Identity {
-            id: LockId(1),
-            spec: &spec,
-            node: Some(&own),
-        };
+        let identity = identity(&spec, &own);
         let mut delay = Delay::default();
         assert!(delay.may_grant(&mut session.cx(), identity));
-        assert!(sent(&mut session).is_empty());
+        assert!(session.sent_ops().is_empty());
     }
 
     #[test]
@@ -324,11 +316,7 @@ mod tests {
         let mut session = crate::ctx::tests::CtxParts::default();
         let spec = LockSpec::write("/l").lock_delay(Duration::from_secs(5));
         let own = node();
-        let identity = Identity {
-            id: LockId(1),
-            spec: &spec,
-            node: Some(&own),
-        };
+        let identity = identity(&spec, &own);
         let mut delay = Delay::default();
         assert!(!delay.may_grant(&mut session.cx(), identity));
         let mut last = RequestId(0);
@@ -337,7 +325,7 @@ mod tests {
             !delay.may_grant(&mut session.cx(), identity),
             "one at a time"
         );
-        assert!(sent(&mut session).is_empty());
+        assert!(session.sent_ops().is_empty());
         assert!(delay.take_reply(last));
         let outcome = delay.on_marker_reply(
             &mut session.cx(),
@@ -355,11 +343,7 @@ mod tests {
         let mut session = crate::ctx::tests::CtxParts::default();
         let spec = LockSpec::write("/l").lock_delay(Duration::from_secs(5));
         let own = node();
-        let identity = Identity {
-            id: LockId(1),
-            spec: &spec,
-            node: Some(&own),
-        };
+        let identity = identity(&spec, &own);
         let mut delay = Delay::default();
         let mut last = RequestId(0);
         assert!(!delay.may_grant(&mut session.cx(), identity));
@@ -390,12 +374,12 @@ mod tests {
         // Before the delay is over the grant waits for its timer.
         assert!(!delay.may_grant(&mut session.cx(), identity));
         assert!(session.timers.is_armed(LockId(1), TimerKind::LockDelay));
-        assert!(sent(&mut session).is_empty());
+        assert!(session.sent_ops().is_empty());
         // Then it takes the marker over.
         let mut cx = session.cx();
         cx.now = until;
         assert!(!delay.may_grant(&mut cx, identity));
-        assert_eq!(sent(&mut session), [marker_op(true)]);
+        assert_eq!(session.sent_ops(), [marker_op(true)]);
         delay.forget();
         assert!(!delay.wait.as_ref().unwrap().request.is_pending());
         assert_eq!(
@@ -412,11 +396,7 @@ mod tests {
             .lock_delay(Duration::from_secs(5))
             .try_only();
         let own = node();
-        let identity = Identity {
-            id: LockId(1),
-            spec: &spec,
-            node: Some(&own),
-        };
+        let identity = identity(&spec, &own);
         let mut delay = Delay::default();
         let theirs = Ok(Reply::Data {
             data: b"n-0000000001".to_vec(),

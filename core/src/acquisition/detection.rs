@@ -351,7 +351,6 @@ impl Detection {
 mod tests {
     use super::*;
     use crate::acquisition::node::OwnNode;
-    use crate::output::Output;
     use crate::proto::Op;
     use std::time::Duration;
 
@@ -366,6 +365,15 @@ mod tests {
             path: format!("/l/zkl-{:032x}-write-0000000002", 7).into(),
             seq: 2,
             stat: None,
+        }
+    }
+
+    fn identity<'a>(spec: &'a LockSpec, own: &'a OwnNode) -> Identity<'a> {
+        let node = Some(own);
+        Identity {
+            id: LockId(3),
+            spec,
+            node,
         }
     }
 
@@ -392,11 +400,7 @@ mod tests {
     fn a_wait_past_the_threshold_chases_from_our_node_and_publishes() {
         let mut session = crate::ctx::tests::CtxParts::default();
         let (spec, own) = (spec(), node());
-        let identity = Identity {
-            id: LockId(3),
-            spec: &spec,
-            node: Some(&own),
-        };
+        let identity = identity(&spec, &own);
         let mut detection = Detection::default();
         detection.start_waiting(&mut session.cx(), identity.id, &spec);
         assert!(session.timers.is_armed(identity.id, TimerKind::Detect));
@@ -406,14 +410,7 @@ mod tests {
         detection.on_timer(&mut session.cx(), identity, true);
         assert!(detection.parts.as_ref().unwrap().chase.is_some());
         assert_eq!(session.stats.deadlock_chases, 1);
-        let reads: Vec<Op> = session
-            .out
-            .drain(..)
-            .filter_map(|o| match o {
-                Output::Request(r) => Some(r.op),
-                _ => None,
-            })
-            .collect();
+        let reads = session.sent_ops();
         assert_eq!(
             reads.first(),
             Some(&Op::GetChildren { path: "/l".into() }),
@@ -443,11 +440,7 @@ mod tests {
     fn nothing_is_published_while_untrusted_or_with_nothing_to_say() {
         let mut session = crate::ctx::tests::CtxParts::default();
         let (spec, own) = (spec(), node());
-        let identity = Identity {
-            id: LockId(3),
-            spec: &spec,
-            node: Some(&own),
-        };
+        let identity = identity(&spec, &own);
         let mut detection = Detection::default();
         detection.publish(&mut session.cx(), identity, true, Vec::new());
         detection.publish(&mut session.cx(), identity, false, vec!["/m/x".into()]);

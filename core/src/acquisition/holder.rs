@@ -423,17 +423,6 @@ mod tests {
         assert_eq!(holder.writes, [(9, RequestId(40))]);
     }
 
-    fn sent(session: &mut crate::ctx::tests::CtxParts) -> Vec<Op> {
-        session
-            .out
-            .drain(..)
-            .filter_map(|o| match o {
-                crate::output::Output::Request(r) => Some(r.op),
-                _ => None,
-            })
-            .collect()
-    }
-
     #[test]
     fn a_section_is_fenced_by_our_node_and_taken_over_from_a_crashed_holder() {
         let mut session = crate::ctx::tests::CtxParts::default();
@@ -457,7 +446,7 @@ mod tests {
             data: b"n-0000000003".to_vec(),
             mode: CreateMode::Persistent,
         };
-        assert_eq!(sent(&mut session), [Op::Multi(vec![check.clone(), create])]);
+        assert_eq!(session.sent_ops(), [Op::Multi(vec![check.clone(), create])]);
         assert!(holder.release_closes_section(), "maybe opened");
         // A crashed holder's marker is there: take it over.
         let exists = Err(ZkError::MultiFailed {
@@ -472,7 +461,7 @@ mod tests {
             data: b"n-0000000003".to_vec(),
             version: None,
         };
-        assert_eq!(sent(&mut session), [Op::Multi(vec![check, take])]);
+        assert_eq!(session.sent_ops(), [Op::Multi(vec![check, take])]);
         let ok = Ok(Reply::Multi(Vec::new()));
         let outcome = holder.on_section_reply(&mut session.cx(), identity, Some(own), true, ok);
         assert_eq!(outcome, HolderOutcome::Done);
@@ -524,7 +513,7 @@ mod tests {
             .fenced_write(&mut session.cx(), lock, "/l/n-1".into(), 2, vec![write])
             .unwrap();
         let ids: Vec<RequestId> = holder.writes.iter().map(|(_, r)| *r).collect();
-        assert_eq!(sent(&mut session).len(), 2);
+        assert_eq!(session.sent_ops().len(), 2);
         let stray = holder.on_fenced_reply(
             &mut session.cx(),
             lock,

@@ -123,12 +123,24 @@ use identity;
 /// where the grant dropped it: a holder keeps none until it lists again.
 macro_rules! our_queue {
     ($acquisition:expr) => {
-        $acquisition
-            .queue
-            .get_or_insert_with(|| Box::new(Queue::new($acquisition.node.dir().to_owned())))
+        $acquisition.queue.get_or_insert_with(Box::default)
     };
 }
 use our_queue;
+
+/// The directory our node is created and queued in: the lock's path, or for a
+/// semaphore in Curator's or kazoo's layout its internal mutex (see [`lease`]).
+/// Derived where needed (borrowing only the fields it reads), not kept: every
+/// lock would pay for a copy.
+macro_rules! node_dir {
+    ($acquisition:expr) => {
+        match &$acquisition.lease {
+            Some(lease) => lease.mutex_dir(),
+            None => $acquisition.spec.path.as_str(),
+        }
+    };
+}
+use node_dir;
 
 /// What a decision to hold rests on.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -182,28 +194,14 @@ pub(crate) struct Acquisition {
 impl Acquisition {
     pub(crate) fn new(id: LockId, spec: LockSpec, attempt: AttemptId) -> Self {
         let lease = Lease::for_spec(&spec, attempt).map(Box::new);
-        let dir = match &lease {
-            Some(lease) => lease.mutex_dir().to_owned(),
-            None => spec.path.clone(),
-        };
-        let prefix = match spec.recipe {
-            // The internal mutex of a semaphore in a peer's layout.
-            _ if lease.is_some() => node_prefix(spec.scheme, attempt, NodeKind::Write),
-            Recipe::Semaphore { permits } => semaphore_node_prefix(spec.scheme, attempt, permits),
-            _ if spec.rwlock => rwlock_node_prefix(spec.scheme, attempt, spec.recipe.node_kind()),
-            _ => node_prefix(spec.scheme, attempt, spec.recipe.node_kind()),
-        };
-        let mut create_path = format!("{dir}/{prefix}");
-        // Kept for the acquisition's life: at its size (`format!` leaves room).
-        create_path.shrink_to_fit();
         Acquisition {
             id,
             spec,
             lease,
             state: State::Waiting,
             suspended: false,
-            node: Node::new(attempt, create_path),
-            queue: Some(Box::new(Queue::new(dir))),
+            node: Node::new(attempt),
+            queue: Some(Box::default()),
             sections_and_writes: SectionsAndWrites::default(),
             detection: Detection::default(),
             delay: Delay::default(),
@@ -223,6 +221,20 @@ impl Acquisition {
 
     // Getters.
 
+    /// The path our sequential node is created at (the server appends the
+    /// sequence): made for each create and its reply rather than kept.
+    fn create_path(&self) -> String {
+        let (spec, attempt) = (&self.spec, self.node.attempt);
+        let prefix = match spec.recipe {
+            // The internal mutex of a semaphore in a peer's layout.
+            _ if self.lease.is_some() => node_prefix(spec.scheme, attempt, NodeKind::Write),
+            Recipe::Semaphore { permits } => semaphore_node_prefix(spec.scheme, attempt, permits),
+            _ if spec.rwlock => rwlock_node_prefix(spec.scheme, attempt, spec.recipe.node_kind()),
+            _ => node_prefix(spec.scheme, attempt, spec.recipe.node_kind()),
+        };
+        format!("{}/{prefix}", node_dir!(self))
+    }
+
     /// The full path of our node, once known.
     pub(crate) fn node_path(&self) -> Option<&str> {
         self.node.path()
@@ -238,6 +250,12 @@ impl Acquisition {
 
     pub(crate) fn is_suspended(&self) -> bool {
         self.suspended
+    }
+
+    /// Whether this acquisition holds without a watch on its node: the sync
+    /// timer looks at it (see [`on_sync_timer`](Self::on_sync_timer)).
+    pub(crate) fn is_unwatched_hold(&self) -> bool {
+        self.state == State::Held && !self.node.own_watched
     }
 
     /// Whether this acquisition waits where one departure can let it in (one
@@ -443,7 +461,7 @@ impl Acquisition {
         let Some(queue) = self.queue.as_deref_mut() else {
             return;
         };
-        if parent != queue.dir || self.state != State::Waiting {
+        if parent != node_dir!(self) || self.state != State::Waiting {
             return;
         }
         match kind {
@@ -459,7 +477,9 @@ impl Acquisition {
             // nobody and we would wait behind a node that is gone.
             _ => {
                 // Someone may have published a wait there: chase now.
-                if queue.on_peer_fired(cx, self.id, name) && kind == WatchKind::NodeDataChanged {
+                let dir = node_dir!(self);
+                if queue.on_peer_fired(cx, self.id, dir, name) && kind == WatchKind::NodeDataChanged
+                {
                     let identity = identity!(self);
                     self.detection.on_blocker_changed(cx, identity);
                 }
@@ -494,7 +514,7 @@ impl Acquisition {
             && self.node.own.is_some()
             && !our_queue!(self).list.is_pending()
         {
-            our_queue!(self).send_list(cx, self.id);
+            our_queue!(self).send_list(cx, self.id, node_dir!(self));
         }
     }
 

@@ -9,7 +9,7 @@ use crate::event::{FailReason, LostReason};
 use crate::ids::LockId;
 use crate::names::{parse_sequence, relative_sequence, sort_by_sequence, AttemptId};
 use crate::output::Progress;
-use crate::path::{ancestors, split_parent};
+use crate::path::split_parent;
 use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, Stat, ZkError};
 use crate::requests::Purpose;
 use crate::spec::LockSpec;
@@ -110,8 +110,6 @@ pub(super) enum Create {
 pub(super) struct Node {
     /// Our attempt's id, in our node's name: how a listing tells our nodes.
     pub(super) attempt: AttemptId,
-    /// The path our sequential node is created at (the sequence is appended).
-    pub(super) create_path: String,
     pub(super) create: Create,
     pub(super) own: Option<OwnNode>,
     /// The `getData` on our own node in flight, whose reply we act on.
@@ -136,10 +134,9 @@ pub(super) struct Node {
 }
 
 impl Node {
-    pub(super) fn new(attempt: AttemptId, create_path: String) -> Self {
+    pub(super) fn new(attempt: AttemptId) -> Self {
         Node {
             attempt,
-            create_path,
             create: Create::NotSent,
             own: None,
             own_read: InFlight::default(),
@@ -153,11 +150,6 @@ impl Node {
     }
 
     // Getters.
-
-    /// The directory our node is created in.
-    pub(super) fn dir(&self) -> &str {
-        split_parent(&self.create_path).0
-    }
 
     /// The full path of our node, once known.
     pub(super) fn path(&self) -> Option<&str> {
@@ -181,22 +173,21 @@ impl Node {
 
     // Replies.
 
-    /// The reply to a create of ours (see [`CreateOutcome`]).
+    /// The reply to a create of ours at `create_path` (see [`CreateOutcome`]).
     pub(super) fn on_create_reply(
         &mut self,
         cx: &mut Ctx,
         id: LockId,
         request: RequestId,
         result: Result<Reply, ZkError>,
+        create_path: &str,
     ) -> CreateOutcome {
         if self.create != Create::InFlight(request) {
             return CreateOutcome::Stale;
         }
         match result {
             Ok(Reply::Created { path, stat }) => {
-                let seq = path
-                    .strip_prefix(self.create_path.as_str())
-                    .and_then(parse_sequence);
+                let seq = path.strip_prefix(create_path).and_then(parse_sequence);
                 let Some(seq) = seq else {
                     // Not the node we asked for (a confused adapter or server): never
                     // adopt, hold or delete it. Identity, if created, is found by attempt
@@ -314,11 +305,18 @@ impl Node {
 
     // Mutators.
 
-    /// Creates our node (a sequential ephemeral, carrying `spec`'s data). Returns
-    /// whether it went out: the listing that follows it is the queue's.
-    pub(super) fn send_create(&mut self, cx: &mut Ctx, id: LockId, spec: &LockSpec) -> bool {
+    /// Creates our node at `create_path` (a sequential ephemeral, carrying
+    /// `spec`'s data). Returns whether it went out: the listing that follows it
+    /// is the queue's.
+    pub(super) fn send_create(
+        &mut self,
+        cx: &mut Ctx,
+        id: LockId,
+        spec: &LockSpec,
+        create_path: String,
+    ) -> bool {
         let op = Op::Create {
-            path: self.create_path.clone(),
+            path: create_path,
             data: crate::owner::node_data(
                 spec.scheme,
                 spec.rare().owner.as_deref(),
@@ -335,28 +333,18 @@ impl Node {
         }
     }
 
-    /// The lock directory is missing: creates it and its ancestors as
+    /// Our directory `dir` is missing: creates it and its ancestors as
     /// containers, if tries are left (then `true`; our create goes right behind).
-    pub(super) fn send_parents(&mut self, cx: &mut Ctx, id: LockId) -> bool {
+    pub(super) fn send_parents(&mut self, cx: &mut Ctx, id: LockId, dir: &str) -> bool {
         self.parent_tries += 1;
         if self.parent_tries > cx.config.max_parent_retries {
             return false;
         }
-        let dir = self.dir().to_owned();
-        let mut dirs = ancestors(&dir);
-        dirs.push(dir);
-        for dir in dirs {
-            let op = Op::Create {
-                path: dir,
-                data: Vec::new(),
-                mode: CreateMode::Container,
-            };
-            cx.send(id, Purpose::CreateParent, op);
-        }
+        cx.send_containers(id, dir, true);
         true
     }
 
-    /// A listing of our directory found `mine` (our nodes: sequence,
+    /// A listing of our directory `dir` found `mine` (our nodes: sequence,
     /// name). More than one of ours means a create was retried after a
     /// connection loss although the first one had been applied: keeps our known
     /// node (else the oldest) and deletes the others; in `cleanup` everything
@@ -367,6 +355,7 @@ impl Node {
         id: LockId,
         mut mine: Vec<(i32, String)>,
         cleanup: bool,
+        dir: &str,
     ) -> Option<(i32, String)> {
         if let Some(own) = &self.own {
             mine.sort_by_key(|(seq, _)| relative_sequence(*seq, own.seq));
@@ -387,7 +376,7 @@ impl Node {
             let spare = if cleanup {
                 let known = self.own.as_ref().and_then(|o| {
                     o.path
-                        .strip_prefix(self.dir())
+                        .strip_prefix(dir)
                         .and_then(|rest| rest.strip_prefix('/'))
                 });
                 known != Some(name.as_str())
@@ -395,21 +384,27 @@ impl Node {
                 Some(i) != keep
             };
             if spare {
-                let path = format!("{}/{name}", self.dir());
-                self.delete_extra(cx, id, path);
+                self.delete_extra(cx, id, format!("{dir}/{name}"));
             }
         }
         keep.map(|keep| mine.swap_remove(keep))
     }
 
-    /// A listing of our directory showed our node `name` (sequence `seq`): adopted if
+    /// A listing of our directory `dir` showed our node `name` (sequence `seq`): adopted if
     /// not known yet. Returns whether our create is still in flight (a binding
     /// may hand us the listing before the create's reply, although the server
     /// answered the create first: that reply, right behind, brings our node's
     /// stat).
-    pub(super) fn adopt(&mut self, cx: &mut Ctx, id: LockId, seq: i32, name: &str) -> bool {
+    pub(super) fn adopt(
+        &mut self,
+        cx: &mut Ctx,
+        id: LockId,
+        seq: i32,
+        name: &str,
+        dir: &str,
+    ) -> bool {
         if self.own.is_none() {
-            let path = format!("{}/{name}", self.dir());
+            let path = format!("{dir}/{name}");
             cx.progress(id, Progress::Created { node: path.clone() });
             self.own = Some(OwnNode {
                 path: path.into(),

@@ -14,9 +14,11 @@ use crate::names::{
     DELAY_MARKER, SECTION_MARKER,
 };
 use crate::output::{Progress, QueuePlace};
+use crate::path::split_parent;
 use crate::proto::{Op, Reply, RequestId, ZkError};
 use crate::requests::Purpose;
 use crate::spec::{LockSpec, Recipe};
+use std::sync::Arc;
 
 /// A listing of the lock directory, sorted out.
 #[derive(Debug, Default)]
@@ -51,20 +53,25 @@ pub(super) enum Watch {
     Armed,
 }
 
-/// The watches on lower blockers, by name: a small list, as the window is
-/// (one entry for a lock, `permits` for a semaphore). A `BTreeMap` allocated
-/// a 456-byte node for its first entry, per waiting acquisition; this holds
-/// exactly what it has, and nothing once empty.
+/// The watches on lower blockers: a small list, as the window is (one entry
+/// for a lock, `permits` for a semaphore), each under the blocker's path as the
+/// session's watch index keeps it (one allocation for both), looked up by name.
+/// A `BTreeMap` allocated a 456-byte node for its first entry, per waiting
+/// acquisition; this holds exactly what it has, and nothing once empty.
 #[derive(Default, Debug)]
-pub(super) struct Watched(Vec<(String, Watch)>);
+pub(super) struct Watched(Vec<(Arc<str>, Watch)>);
 
 impl Watched {
+    fn find(&self, name: &str) -> Option<usize> {
+        self.0.iter().position(|(p, _)| split_parent(p).1 == name)
+    }
+
     pub(super) fn get(&self, name: &str) -> Option<&Watch> {
-        self.0.iter().find(|(n, _)| n == name).map(|(_, w)| w)
+        self.find(name).map(|i| &self.0[i].1)
     }
 
     pub(super) fn contains_key(&self, name: &str) -> bool {
-        self.get(name).is_some()
+        self.find(name).is_some()
     }
 
     #[cfg(test)]
@@ -72,29 +79,35 @@ impl Watched {
         self.0.is_empty()
     }
 
-    /// Sets the watch on `name` (replacing the one there).
-    pub(super) fn insert(&mut self, name: String, watch: Watch) {
-        match self.0.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, w)) => *w = watch,
+    /// Sets the watch on `path` (replacing the one there).
+    pub(super) fn insert(&mut self, path: Arc<str>, watch: Watch) {
+        match self.find(split_parent(&path).1) {
+            Some(i) => self.0[i].1 = watch,
             None => {
                 // Room for this one only: the window rarely holds more.
                 self.0.reserve_exact(1);
-                self.0.push((name, watch));
+                self.0.push((path, watch));
             }
+        }
+    }
+
+    /// The watch on `name` is set on the server.
+    fn arm(&mut self, name: &str) {
+        if let Some(i) = self.find(name) {
+            self.0[i].1 = Watch::Armed;
         }
     }
 
     /// Removes the watch on `name`, if any.
     pub(super) fn remove(&mut self, name: &str) -> Option<Watch> {
-        let i = self.0.iter().position(|(n, _)| n == name)?;
-        let (_, watch) = self.0.swap_remove(i);
+        let (_, watch) = self.0.swap_remove(self.find(name)?);
         self.free_if_empty();
         Some(watch)
     }
 
     /// Keeps the watches on the names `keep` says yes to.
-    pub(super) fn retain(&mut self, mut keep: impl FnMut(&String, &Watch) -> bool) {
-        self.0.retain(|(n, w)| keep(n, w));
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.0.retain(|(p, _)| keep(split_parent(p).1));
         self.free_if_empty();
     }
 
@@ -110,10 +123,10 @@ impl Watched {
     }
 }
 
-impl std::ops::Index<&String> for Watched {
+impl std::ops::Index<&str> for Watched {
     type Output = Watch;
 
-    fn index(&self, name: &String) -> &Watch {
+    fn index(&self, name: &str) -> &Watch {
         self.get(name).expect("no watch on that name")
     }
 }
@@ -131,10 +144,6 @@ pub(super) enum Decision {
 /// The queue as we last saw it (see the module docs).
 #[derive(Default, Debug)]
 pub(super) struct Queue {
-    /// The directory our node is created and queued in: the lock's path, or for a
-    /// semaphore in Curator's or kazoo's layout its internal mutex (see
-    /// [`lease`](super::lease)).
-    pub(super) dir: String,
     /// Lower blockers from the last listing, farthest first: (relative seq, name).
     /// Sequence numbers only grow, so the set can only shrink until the next listing.
     pub(super) lower: Vec<(i32, String)>,
@@ -150,14 +159,6 @@ pub(super) struct Queue {
 }
 
 impl Queue {
-    /// The queue in the directory `dir`, not listed yet.
-    pub(super) fn new(dir: String) -> Self {
-        Queue {
-            dir,
-            ..Queue::default()
-        }
-    }
-
     // Getters.
 
     /// Decides from the cached lower blockers, for the walk's `recipe`.
@@ -279,7 +280,7 @@ impl Queue {
         }
         match result {
             Ok(_) => {
-                self.watched.insert(name.to_owned(), Watch::Armed);
+                self.watched.arm(name);
                 PeerOutcome::Done
             }
             Err(ZkError::NoNode) => PeerOutcome::Gone,
@@ -290,18 +291,18 @@ impl Queue {
 
     // Mutators.
 
-    /// Lists our directory (superseding a listing in flight).
-    pub(super) fn send_list(&mut self, cx: &mut Ctx, id: LockId) {
+    /// Lists our directory `dir` (superseding a listing in flight).
+    pub(super) fn send_list(&mut self, cx: &mut Ctx, id: LockId, dir: &str) {
         let op = Op::GetChildren {
-            path: self.dir.clone(),
+            path: dir.to_owned(),
         };
         self.list.send(cx, id, Purpose::List, op);
     }
 
     /// Lists our directory unless a listing is in flight.
-    pub(super) fn ensure_list(&mut self, cx: &mut Ctx, id: LockId) {
+    pub(super) fn ensure_list(&mut self, cx: &mut Ctx, id: LockId, dir: &str) {
         if !self.list.is_pending() {
-            self.send_list(cx, id);
+            self.send_list(cx, id, dir);
         }
     }
 
@@ -369,15 +370,18 @@ impl Queue {
         downgrading
     }
 
-    /// Watches the blocker `name` (a `getData` with a watch).
-    pub(super) fn watch_peer(&mut self, cx: &mut Ctx, id: LockId, name: String) {
-        let path = format!("{}/{}", self.dir, name);
+    /// Watches the blocker `name` in our directory `dir` (a `getData` with a watch).
+    pub(super) fn watch_peer(&mut self, cx: &mut Ctx, id: LockId, dir: &str, name: String) {
+        let path = format!("{dir}/{name}");
         let op = Op::GetData {
             path: path.clone(),
             watch: true,
         };
-        if let Some(request) = cx.send(id, Purpose::WatchPeer { name: name.clone() }, op) {
-            self.watched.insert(name, Watch::Pending(request));
+        // The path's one allocation, kept by the window and the watch index.
+        let shared: Arc<str> = Arc::from(path.as_str());
+        let purpose = Purpose::WatchPeer { name };
+        if let Some(request) = cx.send_watching(id, purpose, op, Some(&shared)) {
+            self.watched.insert(shared, Watch::Pending(request));
             cx.stats.watches_set += 1;
             cx.progress(id, Progress::QueuedBehind { node: path });
         }
@@ -385,11 +389,17 @@ impl Queue {
 
     /// A firing other than a deletion on `name`: if we watched it, the watch is
     /// spent; set it again. Returns whether we watched it.
-    pub(super) fn on_peer_fired(&mut self, cx: &mut Ctx, id: LockId, name: &str) -> bool {
+    pub(super) fn on_peer_fired(
+        &mut self,
+        cx: &mut Ctx,
+        id: LockId,
+        dir: &str,
+        name: &str,
+    ) -> bool {
         if self.watched.remove(name).is_none() {
             return false;
         }
-        self.watch_peer(cx, id, name.to_owned());
+        self.watch_peer(cx, id, dir, name.to_owned());
         true
     }
 
@@ -399,9 +409,15 @@ impl Queue {
     }
 
     /// Waits behind `window`: keeps the watches on it, sets the missing ones.
-    pub(super) fn watch_window(&mut self, cx: &mut Ctx, id: LockId, window: Vec<String>) {
+    pub(super) fn watch_window(
+        &mut self,
+        cx: &mut Ctx,
+        id: LockId,
+        dir: &str,
+        window: Vec<String>,
+    ) {
         for name in self.narrow_to(window) {
-            self.watch_peer(cx, id, name);
+            self.watch_peer(cx, id, dir, name);
         }
     }
 
@@ -423,13 +439,14 @@ impl Queue {
         &mut self,
         cx: &mut Ctx,
         id: LockId,
+        dir: &str,
         name: &str,
         permits: usize,
     ) -> bool {
         if !self.drop_blocker(name, permits) {
             return true;
         }
-        self.ensure_list(cx, id);
+        self.ensure_list(cx, id, dir);
         false
     }
 
@@ -447,7 +464,7 @@ impl Queue {
 
     /// Keeps only the watches on `window`; returns the names still to watch.
     pub(super) fn narrow_to(&mut self, window: Vec<String>) -> Vec<String> {
-        self.watched.retain(|n, _| window.contains(n));
+        self.watched.retain(|n| window.iter().any(|w| w == n));
         window
             .into_iter()
             .filter(|n| !self.watched.contains_key(n))

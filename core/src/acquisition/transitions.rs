@@ -6,7 +6,9 @@
 use super::markers::ReleaseMarker;
 use super::node::{CreateOutcome, DeleteOutcome, Node, ReadOutcome};
 use super::queue::{Decision, Queue};
-use super::{identity, our_queue, Acquisition, Create, Ended, GrantBasis, Identity, State};
+use super::{
+    identity, node_dir, our_queue, Acquisition, Create, Ended, GrantBasis, Identity, State,
+};
 use crate::ctx::Ctx;
 use crate::event::{FailReason, Grant, LockEvent, LostReason};
 use crate::ids::FencingToken;
@@ -128,7 +130,7 @@ impl Acquisition {
             Create::InFlight(_) => return, // its reply decides
             Create::Unknown => {
                 if !our_queue!(self).list.is_pending() {
-                    our_queue!(self).send_list(cx, self.id);
+                    our_queue!(self).send_list(cx, self.id, node_dir!(self));
                 }
                 return;
             }
@@ -162,7 +164,7 @@ impl Acquisition {
                 Create::NotSent => self.send_create(cx),
                 // Find our node by attempt id (adopt it), or create again.
                 Create::Unknown | Create::Done | Create::InFlight(_) => {
-                    our_queue!(self).send_list(cx, self.id)
+                    our_queue!(self).send_list(cx, self.id, node_dir!(self))
                 }
             },
             // Is our node still ours? (Watched from here on.)
@@ -293,9 +295,10 @@ impl Acquisition {
     // delete, acted on.
 
     pub(super) fn send_create(&mut self, cx: &mut Ctx) {
-        if self.node.send_create(cx, self.id, &self.spec) {
+        let create_path = self.create_path();
+        if self.node.send_create(cx, self.id, &self.spec, create_path) {
             // Pipelined: per-session FIFO means this listing already holds our node.
-            our_queue!(self).send_list(cx, self.id);
+            our_queue!(self).send_list(cx, self.id, node_dir!(self));
         }
     }
 
@@ -306,7 +309,8 @@ impl Acquisition {
         result: Result<Reply, ZkError>,
     ) {
         let cleanup = self.state == State::Cleanup;
-        match self.node.on_create_reply(cx, self.id, request, result) {
+        let create_path = self.create_path();
+        match (self.node).on_create_reply(cx, self.id, request, result, &create_path) {
             CreateOutcome::Stale => {}
             CreateOutcome::Created { stat } => {
                 if let Some(stat) = &stat {
@@ -329,7 +333,7 @@ impl Acquisition {
                         if std::mem::take(&mut our_queue!(self).relist_after_create)
                             && !our_queue!(self).list.is_pending()
                         {
-                            our_queue!(self).send_list(cx, self.id);
+                            our_queue!(self).send_list(cx, self.id, node_dir!(self));
                         }
                     }
                     State::Cleanup => self.continue_cleanup(cx),
@@ -345,7 +349,7 @@ impl Acquisition {
                 if cleanup {
                     return self.continue_cleanup(cx);
                 }
-                if !self.node.send_parents(cx, self.id) {
+                if !self.node.send_parents(cx, self.id, node_dir!(self)) {
                     return self.fail(cx, FailReason::Zk(ZkError::NoNode));
                 }
                 self.send_create(cx);
@@ -502,7 +506,8 @@ impl Acquisition {
         };
         let listing = Queue::sort_listing(cx, children, self.node.attempt);
         let cleanup = self.state == State::Cleanup;
-        let kept = self.node.sort_out_mine(cx, self.id, listing.mine, cleanup);
+        let dir = node_dir!(self);
+        let kept = (self.node).sort_out_mine(cx, self.id, listing.mine, cleanup, dir);
         if cleanup {
             if self.node.create == Create::Unknown {
                 self.node.create = Create::Done;
@@ -526,7 +531,7 @@ impl Acquisition {
                 Create::InFlight(_) => our_queue!(self).relist_after_create = true,
             };
         };
-        let create_in_flight = self.node.adopt(cx, self.id, seq, &name);
+        let create_in_flight = self.node.adopt(cx, self.id, seq, &name, node_dir!(self));
         // With our create's reply right behind, our node's stat comes with it: it
         // is not read for it (a grant waits in Granting).
         if !create_in_flight || self.spec.watches_node() {
@@ -584,7 +589,7 @@ impl Acquisition {
         if !self.node.own_watched && our_queue!(self).lower.len() <= recipe.permits() {
             self.node.send_read(cx, self.id, true);
         }
-        our_queue!(self).watch_window(cx, self.id, window);
+        our_queue!(self).watch_window(cx, self.id, node_dir!(self), window);
     }
 
     /// A holder keeps no queue, unless a listing of it is still in flight (its
@@ -599,7 +604,7 @@ impl Acquisition {
     /// The blocker `name` is gone: hold from the cache, or list again.
     pub(super) fn peer_gone(&mut self, cx: &mut Ctx, name: &str) {
         let permits = self.walk_recipe().permits();
-        if our_queue!(self).on_blocker_gone(cx, self.id, name, permits) {
+        if our_queue!(self).on_blocker_gone(cx, self.id, node_dir!(self), name, permits) {
             // The cache can no longer block us: hold now, no round trip.
             self.evaluate(cx, GrantBasis::CachedLowerSet);
         }

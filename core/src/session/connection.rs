@@ -36,6 +36,12 @@ impl Session {
     /// ```
     pub fn reconfigure(&mut self, config: Config) {
         self.config = config;
+        // The holds the sync timer looks at are kept only with a sync interval.
+        let sync = self.config.sync_interval.is_some();
+        for (id, t) in &self.tasks {
+            let unwatched = sync && matches!(t, Task::Acquisition(a) if a.is_unwatched_hold());
+            self.contact.set_unwatched(*id, unwatched);
+        }
         if self.is_connected() {
             self.timers.cancel(SESSION_TIMERS, TimerKind::Sync);
             if self.config.sync_interval.is_some() {

@@ -113,6 +113,9 @@ fn settle(cx: &mut Ctx, tasks: &mut BTreeMap<LockId, Task>, id: LockId) {
     };
     cx.contact.set_wanted(id, wants_proof(t));
     cx.contact.set_awaiting(id, awaits_contact(t));
+    let unwatched = cx.config.sync_interval.is_some()
+        && matches!(t, Task::Acquisition(a) if a.is_unwatched_hold());
+    cx.contact.set_unwatched(id, unwatched);
     if t.is_done() {
         tasks.remove(&id);
         cx.timers.cancel_lock(id);

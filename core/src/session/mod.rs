@@ -152,6 +152,9 @@ pub struct Session {
 /// no task gets (task ids start at 1).
 const SESSION_TIMERS: LockId = LockId(0);
 
+/// The most outputs' room the session keeps once drained.
+const OUTPUT_KEPT: usize = 256;
+
 impl Session {
     /// A session with no lock and no connection yet.
     pub fn new(config: Config) -> Session {
@@ -235,7 +238,13 @@ impl Session {
     /// The next output, if any. Drain until `None` after every call.
     #[must_use]
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.out.pop_front()
+        let out = self.out.pop_front();
+        if out.is_none() && self.out.capacity() > OUTPUT_KEPT {
+            // A burst (a reconnect's recovery of every lock) is over: its
+            // buffer goes, or the ring's writes would cycle through it cold.
+            self.out.shrink_to(OUTPUT_KEPT);
+        }
+        out
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) must next be called, if ever.

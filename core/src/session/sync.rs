@@ -87,13 +87,18 @@ impl Session {
         match kind {
             TimerKind::Sync if self.is_connected() => {
                 self.on_sync_timer(now);
-                // A hold that outlived a sync interval watches its node (once).
+                // A hold that outlived a sync interval watches its node (once):
+                // only the holds that do not yet are called.
                 if let Some(interval) = self.config.sync_interval {
-                    self.for_each_task(now, |t, cx| {
-                        if let Task::Acquisition(a) = t {
-                            a.on_sync_timer(cx, interval);
-                        }
-                    });
+                    for id in self.contact.unwatched() {
+                        self.with_task_inner(id, now, |t, cx| {
+                            if let Task::Acquisition(a) = t {
+                                a.on_sync_timer(cx, interval);
+                            }
+                        });
+                    }
+                    self.sync_publications(now);
+                    self.arm_sync();
                 }
             }
             TimerKind::Contact => {
@@ -109,5 +114,79 @@ impl Session {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::proto::{Input, Op, Reply, SessionEvent, Stat};
+    use crate::session::OUTPUT_KEPT;
+    use crate::{Config, LockSpec, Output, Session, Timestamp};
+    use std::time::Duration;
+
+    /// Answers every request of `s` as a prompt server holding one node per lock.
+    fn serve(s: &mut Session, now: Timestamp) {
+        let mut created = std::collections::HashMap::new();
+        while let Some(out) = s.poll_output() {
+            let Output::Request(r) = out else { continue };
+            let stat = Stat {
+                czxid: 1,
+                ephemeral_owner: 1,
+                ..Stat::default()
+            };
+            let reply = match r.op {
+                Op::Create { path, .. } => {
+                    let (dir, name) = path.rsplit_once('/').expect("a path");
+                    created.insert(dir.to_owned(), format!("{name}0000000001"));
+                    Reply::Created {
+                        path: format!("{path}0000000001"),
+                        stat: Some(stat),
+                    }
+                }
+                Op::GetChildren { path } => Reply::Children(vec![created[&path].clone()]),
+                Op::GetData { .. } => Reply::Data { data: vec![], stat },
+                _ => Reply::Synced,
+            };
+            s.handle_input(
+                Input::Reply {
+                    request: r.id,
+                    result: Ok(reply),
+                },
+                now,
+            );
+        }
+    }
+
+    /// The sync timer calls only the holds without a watch on their node: a
+    /// hold leaves that set once it watches, so a session holding many watched
+    /// locks walks none of them per timer (without syncs, none is kept; syncs
+    /// turned on later find them). And a burst of requests leaves no buffer
+    /// behind once drained.
+    #[test]
+    fn the_sync_timer_looks_only_at_holds_that_do_not_watch_their_node() {
+        let mut config = Config::new(Duration::from_secs(10), 1);
+        let mut s = Session::new(config.clone());
+        let mut now = Timestamp::ZERO;
+        s.handle_input(
+            Input::Session(SessionEvent::Connected { session_id: 1 }),
+            now,
+        );
+        for i in 0..300 {
+            s.acquire(LockSpec::write(format!("/l/{i}")), now).unwrap();
+        }
+        assert!(s.out.len() > OUTPUT_KEPT);
+        serve(&mut s, now);
+        assert!(s.out.capacity() <= OUTPUT_KEPT);
+        assert_eq!(s.contact.unwatched(), vec![], "no syncs: none kept");
+        config.sync_interval = Some(Duration::from_millis(500));
+        s.reconfigure(config);
+        assert_eq!(s.contact.unwatched().len(), 300, "held, not watched yet");
+        for _ in 0..4 {
+            now = now + Duration::from_millis(500);
+            s.handle_timeout(now);
+            serve(&mut s, now);
+        }
+        assert_eq!(s.tracked(), 300);
+        assert_eq!(s.contact.unwatched(), vec![], "every hold watches its node");
     }
 }

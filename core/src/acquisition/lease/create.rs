@@ -7,7 +7,6 @@ use crate::ctx::Ctx;
 use crate::event::FailReason;
 use crate::names::parse_sequence;
 use crate::output::Progress;
-use crate::path::ancestors;
 use crate::proto::{CreateMode, Op, Reply, ZkError};
 use crate::requests::Purpose;
 
@@ -30,16 +29,7 @@ impl Lease {
     /// Curator: the lease directory is missing: its containers, then our lease
     /// node and a listing, in one burst.
     fn send_parents_then_create(&mut self, cx: &mut Ctx, id: crate::ids::LockId) {
-        let mut dirs = ancestors(&self.pool);
-        dirs.push(self.pool.clone());
-        for dir in dirs {
-            let op = Op::Create {
-                path: dir,
-                data: Vec::new(),
-                mode: CreateMode::Container,
-            };
-            cx.send(id, Purpose::CreateParent, op);
-        }
+        cx.send_containers(id, &self.pool, true);
         self.send_create(cx, id);
         self.send_list(cx, id);
     }

@@ -4,7 +4,6 @@
 use super::{Lease, LeaseVerdict};
 use crate::ctx::Ctx;
 use crate::event::FailReason;
-use crate::path::ancestors;
 use crate::proto::{CreateMode, Op, Reply, ZkError};
 use crate::requests::Purpose;
 
@@ -21,14 +20,7 @@ impl Lease {
     /// `ensure_path` and `set`, in one step), after its missing ancestors.
     fn send_pool_create(&mut self, cx: &mut Ctx, id: crate::ids::LockId, parents: bool) {
         if parents {
-            for dir in ancestors(&self.pool) {
-                let op = Op::Create {
-                    path: dir,
-                    data: Vec::new(),
-                    mode: CreateMode::Container,
-                };
-                cx.send(id, Purpose::CreateParent, op);
-            }
+            cx.send_containers(id, &self.pool, false);
         }
         let op = Op::Create {
             path: self.pool.clone(),

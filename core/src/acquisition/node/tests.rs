@@ -7,7 +7,7 @@ use crate::requests::Purpose;
 fn forget_leaves_what_may_have_been_applied_unknown() {
     let mut session = crate::ctx::tests::CtxParts::default();
     let lock = LockId(1);
-    let mut node = Node::new(AttemptId(7), "/l/n-".into());
+    let mut node = Node::new(AttemptId(7));
     node.create = Create::InFlight(RequestId(1));
     node.own = Some(OwnNode {
         path: "/l/n-0000000001".into(),
@@ -51,14 +51,7 @@ fn forget_leaves_what_may_have_been_applied_unknown() {
 }
 
 fn sent(session: &mut crate::ctx::tests::CtxParts) -> Vec<(RequestId, Op)> {
-    session
-        .out
-        .drain(..)
-        .filter_map(|o| match o {
-            crate::output::Output::Request(r) => Some((r.id, r.op)),
-            _ => None,
-        })
-        .collect()
+    session.sent().into_iter().map(|r| (r.id, r.op)).collect()
 }
 
 #[test]
@@ -66,8 +59,8 @@ fn a_create_reply_names_our_node_and_a_stale_or_strange_one_does_not() {
     let mut session = crate::ctx::tests::CtxParts::default();
     let lock = LockId(1);
     let spec = LockSpec::write("/l");
-    let mut node = Node::new(AttemptId(7), "/l/n-".into());
-    assert!(node.send_create(&mut session.cx(), lock, &spec));
+    let mut node = Node::new(AttemptId(7));
+    assert!(node.send_create(&mut session.cx(), lock, &spec, "/l/n-".into()));
     let (request, op) = sent(&mut session).remove(0);
     assert!(matches!(
         op,
@@ -84,19 +77,30 @@ fn a_create_reply_names_our_node_and_a_stale_or_strange_one_does_not() {
         lock,
         RequestId(0),
         created("/l/n-0000000001"),
+        "/l/n-",
     );
     assert_eq!(stale, CreateOutcome::Stale);
-    let outcome =
-        node.on_create_reply(&mut session.cx(), lock, request, created("/l/n-0000000001"));
+    let outcome = node.on_create_reply(
+        &mut session.cx(),
+        lock,
+        request,
+        created("/l/n-0000000001"),
+        "/l/n-",
+    );
     assert_eq!(outcome, CreateOutcome::Created { stat: None });
     assert_eq!(node.path(), Some("/l/n-0000000001"));
     assert_eq!(node.create, Create::Done);
     // A path that is not ours is never adopted.
-    let mut other = Node::new(AttemptId(8), "/l/n-".into());
-    other.send_create(&mut session.cx(), lock, &spec);
+    let mut other = Node::new(AttemptId(8));
+    other.send_create(&mut session.cx(), lock, &spec, "/l/n-".into());
     let (request, _) = sent(&mut session).remove(0);
-    let outcome =
-        other.on_create_reply(&mut session.cx(), lock, request, created("/x/y-0000000001"));
+    let outcome = other.on_create_reply(
+        &mut session.cx(),
+        lock,
+        request,
+        created("/x/y-0000000001"),
+        "/l/n-",
+    );
     assert!(matches!(outcome, CreateOutcome::Unknown(_)));
     assert_eq!((other.path(), other.create), (None, Create::Unknown));
 }
@@ -107,13 +111,19 @@ fn a_missing_directory_is_created_as_containers_within_the_tries() {
     session.config.max_parent_retries = 1;
     let lock = LockId(1);
     let spec = LockSpec::write("/a/l");
-    let mut node = Node::new(AttemptId(7), "/a/l/n-".into());
-    node.send_create(&mut session.cx(), lock, &spec);
+    let mut node = Node::new(AttemptId(7));
+    node.send_create(&mut session.cx(), lock, &spec, "/a/l/n-".into());
     let (request, _) = sent(&mut session).remove(0);
-    let outcome = node.on_create_reply(&mut session.cx(), lock, request, Err(ZkError::NoNode));
+    let outcome = node.on_create_reply(
+        &mut session.cx(),
+        lock,
+        request,
+        Err(ZkError::NoNode),
+        "/a/l/n-",
+    );
     assert_eq!(outcome, CreateOutcome::NoParent);
     assert_eq!(node.create, Create::NotSent);
-    assert!(node.send_parents(&mut session.cx(), lock));
+    assert!(node.send_parents(&mut session.cx(), lock, "/a/l"));
     let dirs: Vec<String> = sent(&mut session)
         .into_iter()
         .map(|(_, op)| match op {
@@ -126,7 +136,10 @@ fn a_missing_directory_is_created_as_containers_within_the_tries() {
         })
         .collect();
     assert_eq!(dirs, ["/a", "/a/l"]);
-    assert!(!node.send_parents(&mut session.cx(), lock), "no tries left");
+    assert!(
+        !node.send_parents(&mut session.cx(), lock, "/a/l"),
+        "no tries left"
+    );
     assert!(sent(&mut session).is_empty());
 }
 
@@ -134,7 +147,7 @@ fn a_missing_directory_is_created_as_containers_within_the_tries() {
 fn a_read_of_our_node_checks_its_owner_and_a_delete_tells_whose_it_was() {
     let mut session = crate::ctx::tests::CtxParts::default();
     let lock = LockId(1);
-    let mut node = Node::new(AttemptId(7), "/l/n-".into());
+    let mut node = Node::new(AttemptId(7));
     node.own = Some(OwnNode {
         path: "/l/n-0000000001".into(),
         seq: 1,

@@ -89,8 +89,8 @@ fn a_place_is_reported_once_until_it_changes() {
 fn a_gone_blocker_shrinks_the_cache_and_the_window() {
     let blockers = [name("write", 1), name("write", 2)];
     let mut q = queue(&blockers);
-    q.watched
-        .insert(blockers[1].clone(), Watch::Pending(RequestId(5)));
+    let path = format!("/l/{}", blockers[1]);
+    q.watched.insert(path.into(), Watch::Pending(RequestId(5)));
     assert!(q.blocks_with(&blockers[1]));
     assert!(q.take_watch_reply(&blockers[1], RequestId(5)));
     assert!(!q.take_watch_reply(&blockers[1], RequestId(4)));
@@ -108,7 +108,8 @@ fn a_gone_blocker_shrinks_the_cache_and_the_window() {
 fn forget_drops_watches_and_the_listing_but_keeps_the_cache() {
     let blockers = [name("write", 1)];
     let mut q = queue(&blockers);
-    q.watched.insert(blockers[0].clone(), Watch::Armed);
+    q.watched
+        .insert(format!("/l/{}", blockers[0]).into(), Watch::Armed);
     let mut session = crate::ctx::tests::CtxParts::default();
     let op = crate::proto::Op::GetChildren { path: "/l".into() };
     q.list.send(
@@ -150,7 +151,7 @@ fn only_lower_blockers_are_cached_and_a_downgrade_skips_its_own_write() {
     let parsed = |n: &String| (parse_participant(n).unwrap(), n.clone());
     let (w1, r2, w4) = (name("write", 1), name("read", 2), name("write", 4));
     let others = vec![parsed(&w1), parsed(&r2), parsed(&w4)];
-    let mut q = Queue::new("/l".into());
+    let mut q = Queue::default();
     assert!(!q.set_lower(others.clone(), 3, Recipe::Read, &[]));
     assert_eq!(
         q.lower,
@@ -167,8 +168,7 @@ fn a_watch_reply_arms_it_and_a_gone_blocker_lists_again_or_decides() {
     let lock = crate::ids::LockId(1);
     let blockers = [name("write", 1), name("write", 2)];
     let mut q = queue(&blockers);
-    q.dir = "/l".into();
-    q.watch_window(&mut session.cx(), lock, vec![blockers[1].clone()]);
+    q.watch_window(&mut session.cx(), lock, "/l", vec![blockers[1].clone()]);
     let request = match session.out.pop_front() {
         Some(crate::output::Output::Request(r)) => {
             let path = format!("/l/{}", blockers[1]);
@@ -185,19 +185,19 @@ fn a_watch_reply_arms_it_and_a_gone_blocker_lists_again_or_decides() {
         q.on_peer_reply(RequestId(0), &blockers[1], ok.clone()),
         PeerOutcome::Done
     );
-    assert_eq!(q.watched[&blockers[1]], Watch::Pending(request));
+    assert_eq!(q.watched[blockers[1].as_str()], Watch::Pending(request));
     assert_eq!(
         q.on_peer_reply(request, &blockers[1], ok),
         PeerOutcome::Done
     );
-    assert_eq!(q.watched[&blockers[1]], Watch::Armed);
+    assert_eq!(q.watched[blockers[1].as_str()], Watch::Armed);
     session.out.clear();
     // One blocker left below: list again (once).
-    assert!(!q.on_blocker_gone(&mut session.cx(), lock, &blockers[1], 1));
+    assert!(!q.on_blocker_gone(&mut session.cx(), lock, "/l", &blockers[1], 1));
     assert!(q.list.is_pending());
-    assert!(!q.on_blocker_gone(&mut session.cx(), lock, &blockers[1], 1));
+    assert!(!q.on_blocker_gone(&mut session.cx(), lock, "/l", &blockers[1], 1));
     assert_eq!(session.out.len(), 1, "one listing");
     // None left: decide from the cache, no request.
-    assert!(q.on_blocker_gone(&mut session.cx(), lock, &blockers[0], 1));
+    assert!(q.on_blocker_gone(&mut session.cx(), lock, "/l", &blockers[0], 1));
     assert_eq!(session.out.len(), 1);
 }
