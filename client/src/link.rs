@@ -3,7 +3,9 @@
 // The checker writes into the shared state, so it lives here with the binding's
 // other handle rather than in `server`, which judges settings and imports nothing.
 mod checker;
+pub(crate) mod pumping;
 
+pub use crate::shared::Pump;
 pub use checker::ServerChecker;
 
 use crate::shared::Shared;
@@ -28,7 +30,8 @@ use std::time::Instant;
 ///   [`is_connected`](Self::is_connected), [`stats`](Self::stats),
 ///   [`server_checker`](Self::server_checker).
 /// * **Settings**: [`reconfigure`](Self::reconfigure) (the session timeout the
-///   server granted, when the binding learns it only once connected).
+///   server granted, when the binding learns it only once connected),
+///   [`set_pump`](Self::set_pump) (see "Pumping").
 /// * **Inputs** (`handle_*`): [`handle_session`](Self::handle_session),
 ///   [`handle_reply`](Self::handle_reply), [`handle_watch`](Self::handle_watch),
 ///   [`handle_timeout`](Self::handle_timeout).
@@ -81,6 +84,26 @@ use std::time::Instant;
 ///    `Closed`, and [`LockClient::close`](crate::LockClient::close) returns.
 ///
 /// [`poll`](Self::poll) is `#[must_use]`: an undrained request is a lock that never moves.
+///
+/// # Pumping (optional)
+///
+/// A binding whose replies come as futures may let the futures waiting on them
+/// drive its I/O, as async-io's `block_on` does (whoever polls drives): it
+/// registers a [`Pump`] with [`set_pump`](Self::set_pump), a lock being taken or
+/// released calls [`Pump::pump`] on each poll and [`Pump::stop`] once it stops
+/// waiting, and its requests wait for that first poll instead of waking the
+/// loop. A reply then wakes the task waiting on it, which feeds it. The rules
+/// above hold for whoever drives, and two more:
+///
+/// 7. **One driver at a time**: the binding's I/O state (the link, the replies in
+///    flight) sits behind one mutex. The loop takes it; a waiter only tries it and
+///    leaves if it is taken. Each hold polls and sends (rule 2), feeds the
+///    completions at hand in the order received, each once, and ends by polling
+///    the replies in flight with the holder's waker.
+/// 8. **No reply unheard**: when the waiter whose waker polled the replies last
+///    stops, the loop's waker takes them over. Session changes, a timer due
+///    sooner than the one armed, a close and new watches stay the loop's: a
+///    waiter that meets one wakes it.
 ///
 /// ```
 /// use zklock::Link;
@@ -177,6 +200,13 @@ impl Link {
     /// calls are ignored.
     pub fn set_extension(&self, extension: Arc<dyn Any + Send + Sync>) {
         let _ = self.shared.extension.set(extension);
+    }
+
+    /// Registers the binding's [`Pump`], for its I/O to be driven in place by
+    /// the futures waiting on it (see "Pumping" above). Once: later calls are
+    /// ignored.
+    pub fn set_pump(&self, pump: Arc<dyn Pump>) {
+        let _ = self.shared.pump.set(pump);
     }
 
     /// Where to report the settings of each server the binding connects to (its

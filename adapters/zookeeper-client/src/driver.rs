@@ -2,6 +2,15 @@
 //! the canonical binding loop of lock-client: send what the link polls (through
 //! [`glue::call`]), feed back replies, watch firings, session changes and time.
 //!
+//! # Pumping
+//!
+//! The I/O state ([`IoState`], behind [`Io`]'s mutex) is also the link's
+//! [`Pump`] (the rules are the link's, "Pumping"): a lock being taken or
+//! released feeds the replies at hand and polls those in flight with its own
+//! waker, so a reply wakes the task that waits on it, once. The driver keeps the
+//! timer, session states, watches and reconnects, and the replies whenever no
+//! waiter listens (`Io::heard_by`).
+//!
 //! # Session states
 //!
 //! | zookeeper-client `SessionState` | fed to the link |
@@ -35,11 +44,12 @@ use futures::channel::oneshot;
 use futures::future::{abortable, AbortHandle, BoxFuture};
 use futures::stream::{BoxStream, FuturesUnordered};
 use futures::{FutureExt, StreamExt};
-use lock_client::Link;
+use lock_client::{Link, Pump};
 use lock_core::{Op, Reply, Request, RequestId, SessionEvent, WatchKind, ZkError};
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use zookeeper_client::{Client, EventType, SessionState, WatchedEvent};
 
@@ -72,7 +82,24 @@ const SERVER_CHECK_DELAY: Duration = Duration::from_millis(100);
 /// that a steady stream of them does not hold those requests back.
 const BATCH: usize = 32;
 
+/// The driver task's handle on the I/O state it shares with waiting futures.
 pub(crate) struct Driver {
+    io: Arc<Io>,
+}
+
+/// The I/O state and who listens for the replies in flight.
+struct Io {
+    /// `None` once the driver shuts down (waiters leave everything to it then).
+    state: Mutex<Option<IoState>>,
+    /// The waiter whose waker polled the replies in flight last (0: the driver).
+    heard_by: AtomicU64,
+}
+
+/// The link's pump: the I/O state, held weakly (the state owns the link, whose
+/// shared state holds the pump).
+struct WeakIo(Weak<Io>);
+
+struct IoState {
     runtime: Arc<dyn Runtime>,
     /// Opens the sessions after an expiry, with the first one's options.
     dial: Dial,
@@ -82,7 +109,9 @@ pub(crate) struct Driver {
     /// end its session.
     shared: bool,
     states: Option<BoxStream<'static, SessionState>>,
-    /// Replies, watches and reconnects in progress.
+    /// Replies to the requests sent, in flight (waiters poll these too).
+    replies: FuturesUnordered<BoxFuture<'static, Wake>>,
+    /// Watches and reconnects in progress: the driver's alone.
     inflight: FuturesUnordered<BoxFuture<'static, Wake>>,
     /// Handles to drop the watches still pending, by path: dropping a
     /// `OneshotWatcher` makes zookeeper-client send `removeWatches`.
@@ -96,6 +125,8 @@ pub(crate) struct Driver {
     /// Told (or dropped) once the first connection has TCP_NODELAY or could not
     /// get it: `connect` returns then.
     nodelay_ready: Option<oneshot::Sender<()>>,
+    /// The driver task's waker, for a waiter that leaves it work.
+    driver: Option<Waker>,
 }
 
 impl Driver {
@@ -107,38 +138,156 @@ impl Driver {
         link: Link,
         nodelay_ready: oneshot::Sender<()>,
     ) -> Driver {
-        let mut driver = Driver {
+        let io = Arc::new(Io {
+            state: Mutex::new(None),
+            heard_by: AtomicU64::new(0),
+        });
+        link.set_pump(Arc::new(WeakIo(Arc::downgrade(&io))));
+        let mut state = IoState {
             runtime,
             dial,
             link,
             client: None,
             shared,
             states: None,
+            replies: FuturesUnordered::new(),
             inflight: FuturesUnordered::new(),
             watches: HashMap::new(),
             ready: VecDeque::new(),
             timer: None,
             contact: Instant::now(),
             nodelay_ready: Some(nodelay_ready),
+            driver: None,
         };
-        driver.install(client);
-        driver
+        state.install(client);
+        *io.lock() = Some(state);
+        Driver { io }
     }
 
     /// The driver task: poll, send, wait, feed, until the user side is done.
-    pub(crate) async fn run(mut self) {
+    pub(crate) async fn run(self) {
+        let state = futures::future::poll_fn(|cx| self.io.drive(cx)).await;
+        state.shutdown().await;
+    }
+}
+
+impl Io {
+    /// The state, whoever panicked holding it (the link's own policy applies).
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<IoState>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The driver's turn: poll, send, feed, until nothing is at hand (pending)
+    /// or the user side is done (ready, with the state taken for the shutdown).
+    /// Blocks on the mutex: a waiter holds it for one non-blocking pass at most.
+    fn drive(&self, cx: &mut Context<'_>) -> Poll<IoState> {
+        let mut guard = self.lock();
+        let state = guard.as_mut().expect("open until shut down");
+        if !state
+            .driver
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            state.driver = Some(cx.waker().clone());
+        }
         let mut requests = Vec::new();
         loop {
-            let polled = self.link.poll(&mut requests);
-            self.send_requests(&mut requests);
+            let polled = state.link.poll(&mut requests);
+            state.send_requests(&mut requests);
             if polled.closed {
-                return self.shutdown().await;
+                return Poll::Ready(guard.take().expect("open until shut down"));
             }
-            self.arm_timer(polled.timeout);
-            futures::future::poll_fn(|cx| self.feed_batch(cx)).await;
+            state.arm_timer(polled.timeout);
+            if state.feed_batch(cx).is_pending() {
+                self.heard_by.store(0, Ordering::Release);
+                return Poll::Pending;
+            }
         }
     }
 
+    /// A pass for `waiter` (0: on the driver's behalf) with `cx`: feeds the
+    /// replies at hand, sends, and ends polling the replies with `cx`'s waker.
+    /// What only the driver handles (a failed reply that may explain a session
+    /// change, a new watch, a timer due sooner, a close) wakes it.
+    fn pump(&self, state: &mut IoState, waiter: u64, cx: &mut Context<'_>) {
+        let mut requests = Vec::new();
+        let mut wake_driver = false;
+        let watches = state.inflight.len();
+        loop {
+            let polled = state.link.poll(&mut requests);
+            state.send_requests(&mut requests);
+            let sooner = polled
+                .timeout
+                .is_some_and(|at| state.timer.as_ref().is_none_or(|(t, _)| at < *t));
+            wake_driver |= sooner;
+            if polled.closed {
+                // The driver's shutdown feeds the last replies; nothing more is sent.
+                wake_driver = true;
+                break;
+            }
+            let done = match state.ready.pop_front() {
+                Some(done) => done,
+                None => match state.replies.poll_next_unpin(cx) {
+                    Poll::Ready(Some(done)) => done,
+                    _ => break,
+                },
+            };
+            if matches!(&done, Wake::Reply(_, (Err(e), _), _) if needs_driver(e)) {
+                state.ready.push_front(done);
+                wake_driver = true;
+                break;
+            }
+            state.on_completion(done);
+        }
+        self.heard_by.store(waiter, Ordering::Release);
+        if wake_driver || state.inflight.len() != watches {
+            state.driver.iter().for_each(Waker::wake_by_ref);
+        }
+    }
+}
+
+impl Pump for WeakIo {
+    fn pump(&self, waiter: u64, cx: &mut Context<'_>) -> bool {
+        let Some(io) = self.0.upgrade() else {
+            return false;
+        };
+        let Ok(mut guard) = io.state.try_lock() else {
+            return false;
+        };
+        match guard.as_mut() {
+            // Until the driver ran once there is no waker to hand work to.
+            Some(state) if state.driver.is_some() => {
+                io.pump(state, waiter, cx);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn stop(&self, waiter: u64) {
+        let Some(io) = self.0.upgrade() else { return };
+        if io.heard_by.load(Ordering::Acquire) != waiter {
+            return;
+        }
+        // Taken: the holder polls the replies last, with its own waker.
+        let Ok(mut guard) = io.state.try_lock() else {
+            return;
+        };
+        let Some(state) = guard.as_mut() else { return };
+        if io.heard_by.load(Ordering::Acquire) == waiter {
+            let driver = state.driver.clone().expect("a waiter pumped");
+            io.pump(state, 0, &mut Context::from_waker(&driver));
+        }
+    }
+}
+
+/// A failed reply the driver feeds itself: it may explain a session change the
+/// core must hear first (see `on_completion`).
+fn needs_driver(e: &ZkError) -> bool {
+    matches!(e, ZkError::SessionExpired | ZkError::Closed) || e.is_connection_loss()
+}
+
+impl IoState {
     /// Feeds what woke the driver and whatever else is already at hand (up to
     /// [`BATCH`]), so that one [`Link::poll`] answers them all; pending while
     /// nothing is.
@@ -171,6 +320,9 @@ impl Driver {
             if let Poll::Ready(Some(state)) = states.poll_next_unpin(cx) {
                 return Poll::Ready(Wake::State(state));
             }
+        }
+        if let Poll::Ready(Some(done)) = self.replies.poll_next_unpin(cx) {
+            return Poll::Ready(done);
         }
         if let Poll::Ready(Some(done)) = self.inflight.poll_next_unpin(cx) {
             return Poll::Ready(done);
@@ -223,7 +375,7 @@ impl Driver {
             // Refused on the spot (e.g. bad arguments): fed at the next wake-up.
             Poll::Ready(done) => self.ready.push_back(done),
             // `FuturesUnordered` polls a pushed future again with the real waker.
-            Poll::Pending => self.inflight.push(future),
+            Poll::Pending => self.replies.push(future),
         }
     }
 
@@ -455,6 +607,7 @@ impl Driver {
             // Between an expiry and the next session nothing is in flight but a
             // reconnect, which is dropped unanswered.
             self.inflight = FuturesUnordered::new();
+            self.replies = FuturesUnordered::new();
         }
         if !self.shared {
             let timeout = self.dial.session_timeout.max(Duration::from_secs(1));
@@ -463,6 +616,7 @@ impl Driver {
             self.link
                 .handle_session(SessionEvent::Closed, Instant::now());
             self.inflight = FuturesUnordered::new();
+            self.replies = FuturesUnordered::new();
             self.wait_closed(deadline).await;
         } else {
             // The application's session lives on; nothing to wait for.
@@ -480,7 +634,7 @@ impl Driver {
             loop {
                 let done = match self.ready.pop_front() {
                     Some(done) => Some(done),
-                    None => self.inflight.next().await,
+                    None => self.replies.next().await,
                 };
                 match done {
                     Some(Wake::Reply(id, (result, _watcher), _)) => {
