@@ -8,7 +8,7 @@ pub(crate) mod pumping;
 pub use crate::shared::Pump;
 pub use checker::ServerChecker;
 
-use crate::shared::Shared;
+use crate::shared::{Shared, SharedState};
 use lock_core::{Reply, Request, RequestId, SessionEvent, Stats, WatchKind, ZkError};
 use std::any::Any;
 use std::sync::Arc;
@@ -36,7 +36,8 @@ use std::time::Instant;
 ///   [`handle_reply`](Self::handle_reply), [`handle_watch`](Self::handle_watch),
 ///   [`handle_timeout`](Self::handle_timeout).
 /// * **Outputs**: [`poll`](Self::poll): the requests to send, whether to close,
-///   when the timer is due, all at once.
+///   when the timer is due, all at once; [`handle_replies`](Self::handle_replies)
+///   feeds a batch of replies and polls under one lock.
 /// * **Wake-ups**: [`poll_wake`](Self::poll_wake) for an async loop,
 ///   [`wait`](Self::wait) for a thread.
 ///
@@ -300,7 +301,38 @@ impl Link {
     /// order, and says whether to close and when the timer is due (rule 2).
     #[must_use = "the requests must be sent in the order polled, the timer re-armed, a close acted on"]
     pub fn poll(&mut self, requests: &mut impl Extend<Request>) -> Polled {
+        self.poll_after(|_| {}, requests)
+    }
+
+    /// [`handle_reply`](Self::handle_reply) for each of `replies` in order, then
+    /// [`poll`](Self::poll), under one lock of the shared state: for a batch of
+    /// replies at hand (rules 2 and 3).
+    #[must_use = "the requests must be sent in the order polled, the timer re-armed, a close acted on"]
+    pub fn handle_replies(
+        &mut self,
+        replies: impl IntoIterator<Item = (RequestId, Result<Reply, ZkError>)>,
+        now: Instant,
+        requests: &mut impl Extend<Request>,
+    ) -> Polled {
+        let feed = |s: &mut SharedState| {
+            let now = s.time.timestamp(now);
+            for (request, result) in replies {
+                s.core
+                    .handle_input(lock_core::Input::Reply { request, result }, now);
+                s.drain();
+            }
+        };
+        self.poll_after(feed, requests)
+    }
+
+    /// `feed`, then the poll, under one lock.
+    fn poll_after(
+        &mut self,
+        feed: impl FnOnce(&mut SharedState),
+        requests: &mut impl Extend<Request>,
+    ) -> Polled {
         self.shared.with(|s| {
+            feed(s);
             requests.extend(
                 s.io.drain()
                     .inspect(|r| crate::metrics::request_sent(&r.op)),

@@ -243,7 +243,7 @@ impl SharedState {
     /// Rule 2 of the core's contract: drain after every call. Requests queue for
     /// the link; events and progress go to their slots (and a term's events to
     /// its election).
-    fn drain(&mut self) {
+    pub(crate) fn drain(&mut self) {
         while let Some(output) = self.core.poll_output() {
             match output {
                 Output::Request(request) if !self.closing.is_link_gone() => self.io.push(request),

@@ -210,34 +210,48 @@ impl Io {
     /// What only the driver handles (a failed reply that may explain a session
     /// change, a new watch, a timer due sooner, a close) wakes it.
     fn pump(&self, state: &mut IoState, waiter: u64, cx: &mut Context<'_>) {
-        let mut requests = Vec::new();
-        let mut wake_driver = false;
+        let (mut requests, mut batch) = (Vec::new(), Vec::new());
+        let (mut wake_driver, mut deferred) = (false, false);
         let watches = state.inflight.len();
         loop {
-            let polled = state.link.poll(&mut requests);
+            let now = Instant::now();
+            let polled = state
+                .link
+                .handle_replies(batch.drain(..), now, &mut requests);
             state.send_requests(&mut requests);
             let sooner = polled
                 .timeout
                 .is_some_and(|at| state.timer.as_ref().is_none_or(|(t, _)| at < *t));
-            wake_driver |= sooner;
-            if polled.closed {
-                // The driver's shutdown feeds the last replies; nothing more is sent.
-                wake_driver = true;
+            // Closed: the driver's shutdown feeds the last replies, sends nothing more.
+            wake_driver |= sooner || polled.closed;
+            if polled.closed || deferred {
                 break;
             }
-            let done = match state.ready.pop_front() {
-                Some(done) => done,
-                None => match state.replies.poll_next_unpin(cx) {
-                    Poll::Ready(Some(done)) => done,
-                    _ => break,
-                },
-            };
-            if matches!(&done, Wake::Reply(_, (Err(e), _), _) if needs_driver(e)) {
-                state.ready.push_front(done);
-                wake_driver = true;
+            while let Some(done) =
+                state
+                    .ready
+                    .pop_front()
+                    .or_else(|| match state.replies.poll_next_unpin(cx) {
+                        Poll::Ready(done) => done,
+                        Poll::Pending => None,
+                    })
+            {
+                match done {
+                    Wake::Reply(id, (result, watcher), sent) => match result {
+                        Err(e) if needs_driver(&e) => {
+                            let answer = (Err(e), watcher);
+                            state.ready.push_front(Wake::Reply(id, answer, sent));
+                            (wake_driver, deferred) = (true, true);
+                            break;
+                        }
+                        result => batch.push((id, state.take_answer(result, watcher, sent))),
+                    },
+                    other => state.on_completion(other),
+                }
+            }
+            if batch.is_empty() {
                 break;
             }
-            state.on_completion(done);
         }
         self.heard_by.store(waiter, Ordering::Release);
         if wake_driver || state.inflight.len() != watches {
@@ -392,20 +406,7 @@ impl IoState {
     fn on_completion(&mut self, done: Wake) {
         match done {
             Wake::Reply(id, (result, watcher), sent) => {
-                // The server heard this request: it touched our session after
-                // we sent it.
-                let heard = result
-                    .as_ref()
-                    .map_or_else(ZkError::is_from_server, |_| true);
-                if let Some(sent) = sent.filter(|_| heard) {
-                    self.contact = self.contact.max(sent);
-                }
-                if let Some((path, watcher)) = watcher {
-                    let (changed, handle) = abortable(watcher.changed());
-                    self.watches.entry(path).or_default().push(handle);
-                    let fired = changed.map(|fired| fired.map_or(Wake::Unwatched, Wake::Watch));
-                    self.inflight.push(Box::pin(fired));
-                }
+                let result = self.take_answer(result, watcher, sent);
                 if let (Err(e), Some(client)) = (&result, &self.client) {
                     // zookeeper-client publishes a state change before it fails the
                     // requests it concerns, but the driver may see the failed reply
@@ -452,6 +453,30 @@ impl IoState {
             }
             Wake::Link | Wake::Timer | Wake::State(_) => {}
         }
+    }
+
+    /// What a reply tells besides its result: that the server heard the
+    /// session (when it was sent), and the watch it set.
+    fn take_answer(
+        &mut self,
+        result: Result<Reply, ZkError>,
+        watcher: Option<(String, zookeeper_client::OneshotWatcher)>,
+        sent: Option<Instant>,
+    ) -> Result<Reply, ZkError> {
+        // The server heard this request: it touched our session after we sent it.
+        let heard = result
+            .as_ref()
+            .map_or_else(ZkError::is_from_server, |_| true);
+        if let Some(sent) = sent.filter(|_| heard) {
+            self.contact = self.contact.max(sent);
+        }
+        if let Some((path, watcher)) = watcher {
+            let (changed, handle) = abortable(watcher.changed());
+            self.watches.entry(path).or_default().push(handle);
+            let fired = changed.map(|fired| fired.map_or(Wake::Unwatched, Wake::Watch));
+            self.inflight.push(Box::pin(fired));
+        }
+        result
     }
 
     /// Takes a freshly connected client into use.

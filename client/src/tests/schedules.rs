@@ -42,14 +42,19 @@ struct Binding {
 }
 
 impl Binding {
-    /// Rule 2: sends every request the core put out, in order, to the server,
-    /// whose answers (and the watches the changes fired) go to `replies`.
-    fn pump(&mut self, replies: &mpsc::Sender<Incoming>) {
+    /// Feeds `batch` (replies at hand), then rule 2: sends every request the
+    /// core put out, in order, to the server, whose answers (and the watches
+    /// the changes fired) go to `replies`.
+    fn pump(
+        &mut self,
+        replies: &mpsc::Sender<Incoming>,
+        batch: Vec<(RequestId, Result<Reply, ZkError>)>,
+    ) {
         let Some(link) = self.link.as_mut() else {
             return;
         };
         let mut requests = Vec::new();
-        let _ = link.poll(&mut requests);
+        let _ = link.handle_replies(batch, Instant::now(), &mut requests);
         for request in requests {
             assert!(
                 self.last_sent < Some(request.id),
@@ -154,7 +159,7 @@ fn schedule(quits: bool) {
                 replies.send(Incoming::Stop).unwrap();
                 return;
             }
-            binding.pump(&replies);
+            binding.pump(&replies, Vec::new());
         })
     };
     // The binding's receiving side: replies and watch firings, then rule 2.
@@ -175,7 +180,7 @@ fn schedule(quits: bool) {
                 Incoming::Watch(path, kind) => link.handle_watch(path, kind, Instant::now()),
                 Incoming::Stop => return,
             }
-            binding.pump(&replies);
+            binding.pump(&replies, Vec::new());
         })
     };
     let contenders = contenders(&locks, quits);
@@ -234,9 +239,11 @@ struct Pumped {
 }
 
 impl Pumped {
-    /// One pass under the state's mutex: send, feed what arrived, until
-    /// nothing is at hand; the replies are polled last with `cx`'s waker.
+    /// One pass under the state's mutex: feed the replies that arrived as one
+    /// batch and send, until nothing is at hand; the replies are polled last
+    /// with `cx`'s waker.
     fn pass(&self, binding: &mut Binding, waiter: u64, cx: &mut Context<'_>) {
+        let mut batch = Vec::new();
         loop {
             let Some(link) = binding.link.as_mut() else {
                 return;
@@ -245,23 +252,30 @@ impl Pumped {
                 self.wake_driver();
                 return;
             }
-            binding.pump(&self.wire);
-            let next = {
-                let mut arrivals = self.arrivals.lock().unwrap();
-                arrivals.waker = Some(cx.waker().clone());
-                arrivals.arrived.pop_front()
-            };
-            let link = binding.link.as_mut().expect("open");
-            match next {
-                Some(Incoming::Reply(id, result)) => {
-                    assert!(binding.awaiting.remove(&id), "each reply fed once");
-                    if waiter != 0 {
-                        FED_IN_PLACE.fetch_add(1, SeqCst);
-                    }
-                    link.handle_reply(id, result, Instant::now());
-                }
-                Some(Incoming::Watch(path, kind)) => link.handle_watch(path, kind, Instant::now()),
-                Some(Incoming::Stop) | None => break,
+            binding.pump(&self.wire, std::mem::take(&mut batch));
+            let mut arrivals = self.arrivals.lock().unwrap();
+            arrivals.waker = Some(cx.waker().clone());
+            while let Some(Incoming::Reply(id, result)) = arrivals.arrived.front() {
+                assert!(binding.awaiting.remove(id), "each reply fed once");
+                batch.push((*id, result.clone()));
+                arrivals.arrived.pop_front();
+            }
+            if waiter != 0 {
+                FED_IN_PLACE.fetch_add(batch.len(), SeqCst);
+            }
+            if let (true, Some(Incoming::Watch(..))) = (batch.is_empty(), arrivals.arrived.front())
+            {
+                let Some(Incoming::Watch(path, kind)) = arrivals.arrived.pop_front() else {
+                    unreachable!()
+                };
+                drop(arrivals);
+                binding
+                    .link
+                    .as_mut()
+                    .expect("open")
+                    .handle_watch(path, kind, Instant::now());
+            } else if batch.is_empty() {
+                break;
             }
         }
         self.heard_by.store(waiter, SeqCst);
