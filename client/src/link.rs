@@ -104,7 +104,9 @@ use std::time::Instant;
 /// 8. **No reply unheard**: when the waiter whose waker polled the replies last
 ///    stops, the loop's waker takes them over. Session changes, a timer due
 ///    sooner than the one armed, a close and new watches stay the loop's: a
-///    waiter that meets one wakes it.
+///    waiter that meets one wakes it. A waiter polled by reference and set aside
+///    undropped (a `select!` that moved on) keeps the replies until polled
+///    again: the loop looks at them too a short while after a waiter took them.
 ///
 /// ```
 /// use zklock::Link;

@@ -47,7 +47,7 @@ use futures::{FutureExt, StreamExt};
 use lock_client::{Link, Pump};
 use lock_core::{Op, Reply, Request, RequestId, SessionEvent, WatchKind, ZkError};
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -93,7 +93,15 @@ struct Io {
     state: Mutex<Option<IoState>>,
     /// The waiter whose waker polled the replies in flight last (0: the driver).
     heard_by: AtomicU64,
+    /// A [`WATCHDOG`] is under way.
+    watchdog: Arc<AtomicBool>,
 }
+
+/// How long after a waiter took the replies in flight the driver looks at them
+/// too: a waiter polled by reference and set aside without being dropped (a
+/// `select!` branch) never polls them again, and the replies others wait for
+/// would wait for it. Well above a round trip; fires at most this often.
+const WATCHDOG: Duration = Duration::from_millis(50);
 
 /// The link's pump: the I/O state, held weakly (the state owns the link, whose
 /// shared state holds the pump).
@@ -141,6 +149,7 @@ impl Driver {
         let io = Arc::new(Io {
             state: Mutex::new(None),
             heard_by: AtomicU64::new(0),
+            watchdog: Arc::default(),
         });
         link.set_pump(Arc::new(WeakIo(Arc::downgrade(&io))));
         let mut state = IoState {
@@ -256,6 +265,16 @@ impl Io {
         self.heard_by.store(waiter, Ordering::Release);
         if wake_driver || state.inflight.len() != watches {
             state.driver.iter().for_each(Waker::wake_by_ref);
+        }
+        if waiter != 0 && !state.replies.is_empty() && !self.watchdog.swap(true, Ordering::AcqRel) {
+            let (runtime, armed) = (state.runtime.clone(), self.watchdog.clone());
+            let driver = state.driver.clone().expect("the driver ran");
+            let at = Instant::now() + WATCHDOG;
+            state.runtime.spawn(Box::pin(async move {
+                runtime.sleep_until(at).await;
+                armed.store(false, Ordering::Release);
+                driver.wake();
+            }));
         }
     }
 }
