@@ -16,6 +16,7 @@ mod closing;
 mod elections;
 mod link_io;
 pub(crate) mod locks;
+mod pump;
 mod time;
 mod wakeups;
 
@@ -29,6 +30,7 @@ use std::task::Waker;
 use std::time::{Duration, Instant};
 
 pub(crate) use locks::Holds;
+pub use pump::Pump;
 
 /// The outcome of a fenced write, as the guard's caller sees it.
 pub(crate) type WriteResult = Result<Vec<MultiResult>, FencedError>;
@@ -44,6 +46,8 @@ pub(crate) struct Shared {
     session_timeout_ns: AtomicU64,
     /// What the binding attaches for its own handle extensions.
     pub(crate) extension: OnceLock<Arc<dyn Any + Send + Sync>>,
+    /// The binding's I/O, for waiting futures to drive in place.
+    pub(crate) pump: OnceLock<Arc<dyn Pump>>,
 }
 
 /// The state behind the mutex.
@@ -77,6 +81,7 @@ impl Shared {
             link_cv: Condvar::new(),
             session_timeout_ns: AtomicU64::new(duration_ns(session_timeout)),
             extension: OnceLock::new(),
+            pump: OnceLock::new(),
         }
     }
 
@@ -238,7 +243,7 @@ impl SharedState {
     /// Rule 2 of the core's contract: drain after every call. Requests queue for
     /// the link; events and progress go to their slots (and a term's events to
     /// its election).
-    fn drain(&mut self) {
+    pub(crate) fn drain(&mut self) {
         while let Some(output) = self.core.poll_output() {
             match output {
                 Output::Request(request) if !self.closing.is_link_gone() => self.io.push(request),
