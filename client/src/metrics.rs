@@ -195,7 +195,7 @@ fn instant(started: Instant, nanos: u64) -> Option<Instant> {
 }
 
 /// The hash `AcquisitionMetrics::behind` keeps of a path (never 0).
-fn path_hash(path: &str) -> u64 {
+pub(crate) fn path_hash(path: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     path.hash(&mut hasher);
@@ -254,6 +254,11 @@ impl AcquisitionMetrics {
             LockEvent::Released if self.stage == Stage::Held => self.end_hold("released", now),
             _ => {}
         }
+    }
+
+    /// The hash of the node it waits behind (0: none).
+    pub(crate) fn behind(&self) -> u64 {
+        self.behind
     }
 
     /// A step of the wait: queued behind a node, the handoff starts again.

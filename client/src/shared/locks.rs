@@ -13,7 +13,7 @@ use crate::section_calls::SectionCalls;
 use crate::shared::WriteResult;
 use crate::status::LockStatus;
 use lock_core::{Grant, LockEvent, LockId, Progress};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::task::Waker;
 
 /// One more hold on a reentrant mutex held by the same owner on this session.
@@ -183,6 +183,11 @@ pub(crate) struct Locks {
     pub(crate) reentrant: HashMap<LockId, (String, String)>,
     /// The opt-in depth of the metrics' `prefix` label.
     pub(crate) metrics_prefix: Option<usize>,
+    /// The acquisitions with metrics, by the hash of the node each waits behind:
+    /// a deletion reaches those, not every slot (a held lock's own watch fires
+    /// at its release, which would otherwise walk every slot of the session).
+    /// A set of pairs, not a map of lists: no allocation of its own per waiter.
+    behind: BTreeSet<(u64, LockId)>,
 }
 
 impl Locks {
@@ -221,7 +226,7 @@ impl Locks {
     pub(crate) fn drop_slot(&mut self, id: LockId) {
         if let Some(slot) = self.slots.get_mut(&id) {
             if slot.ended {
-                self.slots.remove(&id);
+                self.remove(id);
             } else {
                 slot.dropped = true;
             }
@@ -268,9 +273,20 @@ impl Locks {
         if !slot.dropped {
             slot.events.push_back(event);
         } else if slot.ended {
-            self.slots.remove(&lock);
+            self.remove(lock);
         }
         forward
+    }
+
+    fn remove(&mut self, id: LockId) {
+        if let Some(slot) = self.slots.remove(&id) {
+            let behind = slot.metrics.as_ref().map_or(0, |m| m.behind());
+            self.unlink_behind(behind, id);
+        }
+    }
+
+    fn unlink_behind(&mut self, behind: u64, id: LockId) {
+        self.behind.remove(&(behind, id));
     }
 
     /// Where acquisition `lock` stands while it waits; `queued` makes of it the
@@ -289,20 +305,31 @@ impl Locks {
             slot.span.as_deref().unwrap_or(&tracing::Span::none()),
             &progress,
         );
+        let mut moved = None;
         if let Some(metrics) = &mut slot.metrics {
+            let before = metrics.behind();
             metrics.on_progress(&progress);
+            moved = (metrics.behind() != before).then(|| (before, metrics.behind()));
         }
         if let Some(queued) = queued(progress) {
             slot.queued = Some(Box::new(queued));
             to_wake.extend(std::mem::take(&mut slot.wakers));
+        }
+        if let Some((before, now)) = moved {
+            self.unlink_behind(before, lock);
+            self.behind.insert((now, lock));
         }
     }
 
     /// The binding reported that the watched node at `path` was deleted: for
     /// the handoff metric of the acquisitions waiting behind it.
     pub(crate) fn handle_node_deleted(&mut self, path: &str) {
-        for slot in self.slots.values_mut() {
-            if let Some(metrics) = &mut slot.metrics {
+        let hash = crate::metrics::path_hash(path);
+        for (_, id) in self
+            .behind
+            .range((hash, LockId(0))..=(hash, LockId(u64::MAX)))
+        {
+            if let Some(metrics) = self.slots.get_mut(id).and_then(|s| s.metrics.as_mut()) {
                 metrics.on_node_deleted(path);
             }
         }
@@ -371,6 +398,34 @@ mod tests {
         let _ = locks.handle_event(LockId(2), failed, &mut Vec::new());
         locks.drop_slot(LockId(2));
         assert!(locks.is_empty(), "an ended slot goes with its handle");
+    }
+
+    #[test]
+    fn the_handoff_index_follows_each_wait_and_empties_with_the_slots() {
+        let mut locks = Locks::default();
+        let spec = lock_core::LockSpec::exclusive("/l");
+        for id in 1..=3 {
+            locks.add(LockId(id), None).metrics =
+                Some(crate::metrics::AcquisitionMetrics::start(&spec, None));
+        }
+        let behind = |node: &str| Progress::QueuedBehind { node: node.into() };
+        let hash = crate::metrics::path_hash;
+        locks.handle_progress(LockId(1), behind("/l/n-1"), |_| None, &mut Vec::new());
+        locks.handle_progress(LockId(2), behind("/l/n-1"), |_| None, &mut Vec::new());
+        locks.handle_progress(LockId(2), behind("/l/n-2"), |_| None, &mut Vec::new());
+        let waits: Vec<_> = locks.behind.iter().copied().collect();
+        let mut expected = vec![(hash("/l/n-1"), LockId(1)), (hash("/l/n-2"), LockId(2))];
+        expected.sort();
+        assert_eq!(waits, expected, "2 moved on, 3 waits behind nothing");
+        for id in 1..=3 {
+            let _ = locks.handle_event(
+                LockId(id),
+                LockEvent::Failed(FailReason::Closed),
+                &mut Vec::new(),
+            );
+            locks.drop_slot(LockId(id));
+        }
+        assert!(locks.behind.is_empty(), "forgotten with their slots");
     }
 
     #[test]
