@@ -1,4 +1,5 @@
-//! A TCP proxy that can cut, blackhole or delay the connections through it.
+//! A TCP proxy that can cut, blackhole, delay or hold back the connections
+//! through it.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read, Write};
@@ -61,6 +62,13 @@ impl Direction {
 ///   accepted, but not connected upstream until healed. Held long enough this
 ///   expires the client's session on the server.
 /// * [`heal`](Self::heal) resumes forwarding.
+/// * [`hold`](Self::hold) stops one direction while the other flows, until
+///   [`release`](Self::release) or a [`cut`](Self::cut). To lose exactly the
+///   *reply* to a request the server did apply (a create whose node must then
+///   be found and adopted), hold `Downstream` before the request and cut once
+///   its effect is visible on the server: the held reply dies with the
+///   connection, deterministically. Holding `Upstream` instead keeps a request
+///   from ever reaching the server.
 /// * [`set_delay`](Self::set_delay) adds latency per direction, on current and
 ///   future connections: each chunk is released `delay` after the proxy read
 ///   it, in order, while later chunks keep being read (a link with that
@@ -99,6 +107,10 @@ struct ProxyState {
     mode: ProxyMode,
     /// Per [`Direction::index`].
     delays: [Duration; 2],
+    /// Per [`Direction::index`]: set by `hold`, cleared by `release` and `cut`.
+    held: [bool; 2],
+    /// Per [`Direction::index`]: bytes written so far.
+    forwarded: [u64; 2],
     stopped: bool,
     next_id: u64,
     conns: HashMap<u64, ProxiedConnection>,
@@ -140,6 +152,8 @@ impl FaultProxy {
             state: Mutex::new(ProxyState {
                 mode: ProxyMode::Forward,
                 delays: [Duration::ZERO; 2],
+                held: [false; 2],
+                forwarded: [0; 2],
                 stopped: false,
                 next_id: 0,
                 conns: HashMap::new(),
@@ -202,9 +216,10 @@ impl FaultProxy {
     }
 
     /// Closes every current connection now, both the client's and the
-    /// upstream side (`shutdown(Both)`: the peers see end-of-file). The mode
-    /// is unchanged: new connections are accepted and, unless blackholed,
-    /// forwarded.
+    /// upstream side (`shutdown(Both)`: the peers see end-of-file); what was
+    /// held or delayed in the proxy is lost with them. A [hold](Self::hold)
+    /// ends; the mode is unchanged: new connections are accepted and, unless
+    /// blackholed, forwarded.
     ///
     /// "Current" means accepted by the proxy. A client whose `connect()` has
     /// just returned may still sit in the listen backlog; it is accepted
@@ -213,10 +228,45 @@ impl FaultProxy {
     /// [`accepted_connections`](Self::accepted_connections) counts it.
     pub fn cut(&self) {
         let mut state = self.shared.lock();
+        state.held = [false; 2];
         for (_, conn) in state.conns.drain() {
             conn.shutdown();
         }
         self.shared.changed.notify_all();
+    }
+
+    /// Stops writing in `direction`, on every connection, until
+    /// [`release`](Self::release) or [`cut`](Self::cut); the proxy keeps
+    /// reading, and what it reads waits in it. A write already in progress
+    /// finishes.
+    pub fn hold(&self, direction: Direction) {
+        self.shared.lock().held[direction.index()] = true;
+    }
+
+    /// Blocks until bytes (or a close) going `direction` wait in the proxy
+    /// while it is held.
+    pub fn wait_holding(&self, direction: Direction) {
+        let d = direction.index();
+        self.shared.wait_until(|state| {
+            state.held[d] && state.conns.values().any(|c| !c.lines[d].is_empty())
+        });
+    }
+
+    /// Resumes writing in `direction`; what was held is delivered in order.
+    pub fn release(&self, direction: Direction) {
+        self.shared.lock().held[direction.index()] = false;
+        self.shared.changed.notify_all();
+    }
+
+    /// Bytes delivered in `direction` since the proxy started.
+    pub fn forwarded(&self, direction: Direction) -> u64 {
+        self.shared.lock().forwarded[direction.index()]
+    }
+
+    /// Blocks until at least `bytes` were delivered in `direction`.
+    pub fn wait_forwarded(&self, direction: Direction, bytes: u64) {
+        let d = direction.index();
+        self.shared.wait_until(|state| state.forwarded[d] >= bytes);
     }
 
     /// Stops forwarding in both directions on every connection, current and
@@ -326,6 +376,17 @@ impl Shared {
         lock(&self.state)
     }
 
+    fn wait<'a>(&'a self, state: MutexGuard<'a, ProxyState>) -> MutexGuard<'a, ProxyState> {
+        self.changed.wait(state).unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wait_until(&self, done: impl Fn(&ProxyState) -> bool) {
+        let mut state = self.lock();
+        while !done(&state) {
+            state = self.wait(state);
+        }
+    }
+
     /// Waits while blackholed; `false` if the connection was cut or the proxy
     /// stopped. Returns the guard so callers can act atomically.
     fn wait_forwarding(&self, id: u64) -> (MutexGuard<'_, ProxyState>, bool) {
@@ -337,7 +398,7 @@ impl Shared {
             if state.mode == ProxyMode::Forward {
                 return (state, true);
             }
-            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+            state = self.wait(state);
         }
     }
 
@@ -536,7 +597,7 @@ fn write_loop(shared: &Shared, id: u64, direction: Direction, mut dst: TcpStream
                 break None;
             }
             let delay = state.delays[d];
-            let forwarding = state.mode == ProxyMode::Forward;
+            let forwarding = state.mode == ProxyMode::Forward && !state.held[d];
             let due = state.conns[&id].lines[d].front().map(|(at, _)| *at + delay);
             match due {
                 Some(due) if forwarding => {
@@ -551,12 +612,7 @@ fn write_loop(shared: &Shared, id: u64, direction: Direction, mut dst: TcpStream
                         .unwrap_or_else(|p| p.into_inner())
                         .0;
                 }
-                _ => {
-                    state = shared
-                        .changed
-                        .wait(state)
-                        .unwrap_or_else(|p| p.into_inner())
-                }
+                _ => state = shared.wait(state),
             }
         };
         match chunk {
@@ -572,6 +628,9 @@ fn write_loop(shared: &Shared, id: u64, direction: Direction, mut dst: TcpStream
                 let written = dst.write_all(&bytes);
                 let mut state = shared.lock();
                 state.in_flight -= 1;
+                if written.is_ok() {
+                    state.forwarded[d] += bytes.len() as u64;
+                }
                 shared.changed.notify_all();
                 drop(state);
                 if written.is_err() {

@@ -6,7 +6,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lock_testkit::{four_letter_word, Direction, FaultProxy, HoldProxy, ProxyMode, ZkServer};
+use lock_testkit::{four_letter_word, Direction, FaultProxy, ProxyMode, ZkServer};
 
 mod common;
 
@@ -343,11 +343,11 @@ fn fault_proxy_in_front_of_zookeeper() {
     assert_eq!(proxy.accepted_connections(), 5);
 }
 
-/// The hold proxy: a held direction waits until released, and what it held dies
+/// A held direction waits until released, and what it held dies
 /// with a cut.
 #[test]
 fn held_replies_are_delivered_on_release_and_lost_on_cut() {
-    let proxy = HoldProxy::start(echo_server()).unwrap();
+    let proxy = FaultProxy::start(echo_server()).unwrap();
     let mut conn = connect_to(proxy.addr(), Duration::from_secs(10));
     proxy.hold(Direction::Downstream);
     conn.write_all(b"ab").unwrap();
