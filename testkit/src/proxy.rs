@@ -119,6 +119,15 @@ struct ProxyState {
     in_flight: usize,
 }
 
+impl ProxyState {
+    /// Forgets a connection and closes it.
+    fn close(&mut self, id: u64) {
+        if let Some(conn) = self.conns.remove(&id) {
+            conn.shutdown();
+        }
+    }
+}
+
 #[derive(Debug)]
 struct ProxiedConnection {
     client: TcpStream,
@@ -289,12 +298,7 @@ impl FaultProxy {
             if left.is_zero() {
                 break; // a peer is not reading; nothing more will be written
             }
-            state = self
-                .shared
-                .changed
-                .wait_timeout(state, left)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            state = self.shared.wait_timeout(state, left);
         }
     }
 
@@ -344,14 +348,8 @@ impl FaultProxy {
 
 impl Drop for FaultProxy {
     fn drop(&mut self) {
-        {
-            let mut state = self.shared.lock();
-            state.stopped = true;
-            for (_, conn) in state.conns.drain() {
-                conn.shutdown();
-            }
-            self.shared.changed.notify_all();
-        }
+        self.shared.lock().stopped = true;
+        self.cut();
         // Wake the acceptor, blocked in accept(), so that it sees `stopped`.
         let woke = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1)).is_ok();
         if let Some(acceptor) = self.acceptor.take() {
@@ -380,6 +378,15 @@ impl Shared {
         self.changed.wait(state).unwrap_or_else(|p| p.into_inner())
     }
 
+    fn wait_timeout<'a>(
+        &'a self,
+        state: MutexGuard<'a, ProxyState>,
+        timeout: Duration,
+    ) -> MutexGuard<'a, ProxyState> {
+        let waited = self.changed.wait_timeout(state, timeout);
+        waited.unwrap_or_else(|p| p.into_inner()).0
+    }
+
     fn wait_until(&self, done: impl Fn(&ProxyState) -> bool) {
         let mut state = self.lock();
         while !done(&state) {
@@ -402,11 +409,8 @@ impl Shared {
         }
     }
 
-    /// Forgets a connection and closes it.
     fn close(&self, id: u64) {
-        if let Some(conn) = self.lock().conns.remove(&id) {
-            conn.shutdown();
-        }
+        self.lock().close(id);
     }
 
     fn pump_done(&self, id: u64) {
@@ -414,9 +418,7 @@ impl Shared {
         if let Some(conn) = state.conns.get_mut(&id) {
             conn.pumps -= 1;
             if conn.pumps == 0 {
-                if let Some(conn) = state.conns.remove(&id) {
-                    conn.shutdown();
-                }
+                state.close(id);
             }
         }
     }
@@ -467,9 +469,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
         let worker = Arc::clone(shared);
         let name = format!("zk-proxy-conn-{id}");
         if !spawn_tracked(&mut state, name, move || connection(&worker, id, client)) {
-            if let Some(conn) = state.conns.remove(&id) {
-                conn.shutdown();
-            }
+            state.close(id);
         }
     }
 }
@@ -532,9 +532,7 @@ fn connection(shared: &Arc<Shared>, id: u64, client: TcpStream) {
                 conn.pumps += 1;
             }
             if !spawn_tracked(&mut state, name, body) {
-                if let Some(conn) = state.conns.remove(&id) {
-                    conn.shutdown();
-                }
+                state.close(id);
                 return;
             }
         }
@@ -606,11 +604,7 @@ fn write_loop(shared: &Shared, id: u64, direction: Direction, mut dst: TcpStream
                         let conn = state.conns.get_mut(&id).expect("checked above");
                         break conn.lines[d].pop_front().map(|(_, chunk)| chunk);
                     }
-                    state = shared
-                        .changed
-                        .wait_timeout(state, due - now)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0;
+                    state = shared.wait_timeout(state, due - now);
                 }
                 _ => state = shared.wait(state),
             }

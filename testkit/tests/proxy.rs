@@ -357,6 +357,8 @@ fn held_replies_are_delivered_on_release_and_lost_on_cut() {
     assert_eq!(proxy.forwarded(Direction::Downstream), 0);
     proxy.release(Direction::Downstream);
     assert_eq!(read_n(&mut conn, 2).unwrap(), b"ab");
+    // Counted once the write returned, which can be a moment after the read.
+    proxy.wait_forwarded(Direction::Downstream, 2);
 
     proxy.hold(Direction::Downstream);
     conn.write_all(b"c").unwrap();
