@@ -64,7 +64,7 @@
 //! | Capability | Tests | Real ZooKeeper | lock-sim |
 //! |---|---|---|---|
 //! | `multi` | `fenced_write_only_while_held`, `crash_in_section_detected_uncontended`, `crash_in_section_detected_contended`, `lock_delay_follows_an_unclean_end_only`, `forced_break_leaves_its_record` | the client crate's `multi` (lock-zookeeper-async has none: `ZkEnv::without`) | the model's `multi` |
-//! | `hold_replies` | `connection_loss_during_create_adopts_node` | `lock_testkit::HoldProxy` | `Server::hold_replies` |
+//! | `hold_replies` | `connection_loss_during_create_adopts_node` | `lock_testkit::FaultProxy::hold` | `Server::hold_replies` |
 //! | `watchers` | `waiter_rewatches_after_reconnect`, `admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals` | `wchp` | `Server::watchers` |
 //! | `request_count` | `requests_per_uncontended_cycle` | `mntr` (`zk_packets_received`) | `Server::requests_received` |
 //! | `ensemble` | `ensemble_leader_loss_keeps_exclusion`; [`availability`]'s `standalone_restart_keeps_the_lock`, `idle_session_sends_no_sync` (servers they start, pause and restart, reached with `Env::client_at`) | `lock_testkit::ZkEnsemble`, `lock_testkit::ZkServer` | none: one server, no leader to lose |
@@ -81,9 +81,8 @@
 //! On real ZooKeeper, tests that need no special server share one standalone
 //! server per test binary ([`shared_server`]), each on its own lock paths; tests
 //! that count the server's requests or need an ensemble start their own. Faults
-//! are injected with `lock_testkit::FaultProxy` (cut, blackhole) and
-//! `lock_testkit::HoldProxy` (hold the replies of one connection, to lose exactly
-//! the reply to a create the server applied). Directories are inspected with an
+//! are injected with `lock_testkit::FaultProxy` (cut, blackhole, and hold the
+//! replies, to lose exactly the reply to a create the server applied). Directories are inspected with an
 //! independent client ([`ZkAdmin`], over the `zookeeper` crate). On lock-sim each
 //! test has a server of its own and its fault knobs (`disconnect`, `partition`,
 //! `heal`, `hold_replies`) stand in for the proxies. No test sleeps to

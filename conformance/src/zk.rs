@@ -8,7 +8,7 @@ use crate::env::{
     LONG, SHORT,
 };
 use lock_client::{ConnectOptions, Error, LockClient};
-use lock_testkit::{Direction, FaultProxy, HoldProxy, ZkEnsemble, ZkServer};
+use lock_testkit::{Direction, FaultProxy, ZkEnsemble, ZkServer};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -282,7 +282,7 @@ impl Deployment for ZkDeployment {
         &self,
         session_timeout: Duration,
     ) -> Option<Result<WithHeldReplies, Error>> {
-        let proxy = HoldProxy::start(self.server().addr()).expect("hold proxy");
+        let proxy = FaultProxy::start(self.server().addr()).expect("fault proxy");
         let client = (self.connect)(&proxy.connect_string(), session_timeout);
         Some(client.map(|c| (c, Box::new(proxy) as Box<dyn HeldReplies>)))
     }
@@ -322,13 +322,13 @@ impl Faults for FaultProxy {
     }
 }
 
-impl HeldReplies for HoldProxy {
+impl HeldReplies for FaultProxy {
     fn hold(&self) {
-        HoldProxy::hold(self, Direction::Downstream);
+        FaultProxy::hold(self, Direction::Downstream);
     }
 
     fn cut(&self) {
-        HoldProxy::cut(self);
+        FaultProxy::cut(self);
     }
 }
 

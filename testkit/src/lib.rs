@@ -15,7 +15,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use lock_testkit::{Direction, FaultProxy, HoldProxy, Mode, ZkEnsemble, ZkServer};
+//! use lock_testkit::{Direction, FaultProxy, Mode, ZkEnsemble, ZkServer};
 //!
 //! # fn main() -> lock_testkit::Result<()> {
 //! let server = ZkServer::start()?;                    // 127.0.0.1:<free port>, temp dir
@@ -28,10 +28,8 @@
 //! proxy.blackhole();                                  // partition (session expiry if long)
 //! proxy.heal();
 //! proxy.set_delays(Duration::from_millis(50), Duration::from_millis(50)); // latency each way
-//!
-//! let hold = HoldProxy::start(server.addr())?;       // hold one direction, then cut:
-//! hold.hold(Direction::Downstream);                   // requests pass, replies wait
-//! hold.cut();                                         // the held replies are lost
+//! proxy.hold(Direction::Downstream);                  // requests pass, replies wait
+//! proxy.cut();                                        // the held replies are lost
 //!
 //! server.kill();                                      // crash; restart() keeps port and data
 //! server.restart()?;
@@ -75,7 +73,6 @@ mod error;
 pub mod floor;
 mod fourlw;
 mod go;
-mod hold_proxy;
 mod install;
 mod java;
 pub mod measure;
@@ -92,7 +89,6 @@ pub use ensemble::ZkEnsemble;
 pub use error::{Error, Result};
 pub use fourlw::{four_letter_word, Metrics, Mode, ServerStatus};
 pub use go::{go_peer, DEBIAN_GOCODE, GO_PEER_SOURCE};
-pub use hold_proxy::HoldProxy;
 pub use install::{InstallSource, ZkInstall, SYSTEM_JAR_DIR};
 pub use java::{compile_java, curator_classpath, curator_peer, CURATOR_JARS};
 pub use netns::{NetEnsemble, NetLab, NodeId};

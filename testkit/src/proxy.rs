@@ -1,4 +1,5 @@
-//! A TCP proxy that can cut, blackhole or delay the connections through it.
+//! A TCP proxy that can cut, blackhole, delay or hold back the connections
+//! through it.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read, Write};
@@ -61,6 +62,13 @@ impl Direction {
 ///   accepted, but not connected upstream until healed. Held long enough this
 ///   expires the client's session on the server.
 /// * [`heal`](Self::heal) resumes forwarding.
+/// * [`hold`](Self::hold) stops one direction while the other flows, until
+///   [`release`](Self::release) or a [`cut`](Self::cut). To lose exactly the
+///   *reply* to a request the server did apply (a create whose node must then
+///   be found and adopted), hold `Downstream` before the request and cut once
+///   its effect is visible on the server: the held reply dies with the
+///   connection, deterministically. Holding `Upstream` instead keeps a request
+///   from ever reaching the server.
 /// * [`set_delay`](Self::set_delay) adds latency per direction, on current and
 ///   future connections: each chunk is released `delay` after the proxy read
 ///   it, in order, while later chunks keep being read (a link with that
@@ -99,12 +107,25 @@ struct ProxyState {
     mode: ProxyMode,
     /// Per [`Direction::index`].
     delays: [Duration; 2],
+    /// Per [`Direction::index`]: set by `hold`, cleared by `release` and `cut`.
+    held: [bool; 2],
+    /// Per [`Direction::index`]: bytes written so far.
+    forwarded: [u64; 2],
     stopped: bool,
     next_id: u64,
     conns: HashMap<u64, ProxiedConnection>,
     threads: Vec<JoinHandle<()>>,
     /// Writes in progress (so that `blackhole()` can wait for them).
     in_flight: usize,
+}
+
+impl ProxyState {
+    /// Forgets a connection and closes it.
+    fn close(&mut self, id: u64) {
+        if let Some(conn) = self.conns.remove(&id) {
+            conn.shutdown();
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -140,6 +161,8 @@ impl FaultProxy {
             state: Mutex::new(ProxyState {
                 mode: ProxyMode::Forward,
                 delays: [Duration::ZERO; 2],
+                held: [false; 2],
+                forwarded: [0; 2],
                 stopped: false,
                 next_id: 0,
                 conns: HashMap::new(),
@@ -202,9 +225,10 @@ impl FaultProxy {
     }
 
     /// Closes every current connection now, both the client's and the
-    /// upstream side (`shutdown(Both)`: the peers see end-of-file). The mode
-    /// is unchanged: new connections are accepted and, unless blackholed,
-    /// forwarded.
+    /// upstream side (`shutdown(Both)`: the peers see end-of-file); what was
+    /// held or delayed in the proxy is lost with them. A [hold](Self::hold)
+    /// ends; the mode is unchanged: new connections are accepted and, unless
+    /// blackholed, forwarded.
     ///
     /// "Current" means accepted by the proxy. A client whose `connect()` has
     /// just returned may still sit in the listen backlog; it is accepted
@@ -213,10 +237,45 @@ impl FaultProxy {
     /// [`accepted_connections`](Self::accepted_connections) counts it.
     pub fn cut(&self) {
         let mut state = self.shared.lock();
+        state.held = [false; 2];
         for (_, conn) in state.conns.drain() {
             conn.shutdown();
         }
         self.shared.changed.notify_all();
+    }
+
+    /// Stops writing in `direction`, on every connection, until
+    /// [`release`](Self::release) or [`cut`](Self::cut); the proxy keeps
+    /// reading, and what it reads waits in it. A write already in progress
+    /// finishes.
+    pub fn hold(&self, direction: Direction) {
+        self.shared.lock().held[direction.index()] = true;
+    }
+
+    /// Blocks until bytes (or a close) going `direction` wait in the proxy
+    /// while it is held.
+    pub fn wait_holding(&self, direction: Direction) {
+        let d = direction.index();
+        self.shared.wait_until(|state| {
+            state.held[d] && state.conns.values().any(|c| !c.lines[d].is_empty())
+        });
+    }
+
+    /// Resumes writing in `direction`; what was held is delivered in order.
+    pub fn release(&self, direction: Direction) {
+        self.shared.lock().held[direction.index()] = false;
+        self.shared.changed.notify_all();
+    }
+
+    /// Bytes delivered in `direction` since the proxy started.
+    pub fn forwarded(&self, direction: Direction) -> u64 {
+        self.shared.lock().forwarded[direction.index()]
+    }
+
+    /// Blocks until at least `bytes` were delivered in `direction`.
+    pub fn wait_forwarded(&self, direction: Direction, bytes: u64) {
+        let d = direction.index();
+        self.shared.wait_until(|state| state.forwarded[d] >= bytes);
     }
 
     /// Stops forwarding in both directions on every connection, current and
@@ -239,12 +298,7 @@ impl FaultProxy {
             if left.is_zero() {
                 break; // a peer is not reading; nothing more will be written
             }
-            state = self
-                .shared
-                .changed
-                .wait_timeout(state, left)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            state = self.shared.wait_timeout(state, left);
         }
     }
 
@@ -294,14 +348,8 @@ impl FaultProxy {
 
 impl Drop for FaultProxy {
     fn drop(&mut self) {
-        {
-            let mut state = self.shared.lock();
-            state.stopped = true;
-            for (_, conn) in state.conns.drain() {
-                conn.shutdown();
-            }
-            self.shared.changed.notify_all();
-        }
+        self.shared.lock().stopped = true;
+        self.cut();
         // Wake the acceptor, blocked in accept(), so that it sees `stopped`.
         let woke = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1)).is_ok();
         if let Some(acceptor) = self.acceptor.take() {
@@ -326,6 +374,26 @@ impl Shared {
         lock(&self.state)
     }
 
+    fn wait<'a>(&'a self, state: MutexGuard<'a, ProxyState>) -> MutexGuard<'a, ProxyState> {
+        self.changed.wait(state).unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wait_timeout<'a>(
+        &'a self,
+        state: MutexGuard<'a, ProxyState>,
+        timeout: Duration,
+    ) -> MutexGuard<'a, ProxyState> {
+        let waited = self.changed.wait_timeout(state, timeout);
+        waited.unwrap_or_else(|p| p.into_inner()).0
+    }
+
+    fn wait_until(&self, done: impl Fn(&ProxyState) -> bool) {
+        let mut state = self.lock();
+        while !done(&state) {
+            state = self.wait(state);
+        }
+    }
+
     /// Waits while blackholed; `false` if the connection was cut or the proxy
     /// stopped. Returns the guard so callers can act atomically.
     fn wait_forwarding(&self, id: u64) -> (MutexGuard<'_, ProxyState>, bool) {
@@ -337,15 +405,12 @@ impl Shared {
             if state.mode == ProxyMode::Forward {
                 return (state, true);
             }
-            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+            state = self.wait(state);
         }
     }
 
-    /// Forgets a connection and closes it.
     fn close(&self, id: u64) {
-        if let Some(conn) = self.lock().conns.remove(&id) {
-            conn.shutdown();
-        }
+        self.lock().close(id);
     }
 
     fn pump_done(&self, id: u64) {
@@ -353,9 +418,7 @@ impl Shared {
         if let Some(conn) = state.conns.get_mut(&id) {
             conn.pumps -= 1;
             if conn.pumps == 0 {
-                if let Some(conn) = state.conns.remove(&id) {
-                    conn.shutdown();
-                }
+                state.close(id);
             }
         }
     }
@@ -406,9 +469,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
         let worker = Arc::clone(shared);
         let name = format!("zk-proxy-conn-{id}");
         if !spawn_tracked(&mut state, name, move || connection(&worker, id, client)) {
-            if let Some(conn) = state.conns.remove(&id) {
-                conn.shutdown();
-            }
+            state.close(id);
         }
     }
 }
@@ -471,9 +532,7 @@ fn connection(shared: &Arc<Shared>, id: u64, client: TcpStream) {
                 conn.pumps += 1;
             }
             if !spawn_tracked(&mut state, name, body) {
-                if let Some(conn) = state.conns.remove(&id) {
-                    conn.shutdown();
-                }
+                state.close(id);
                 return;
             }
         }
@@ -536,7 +595,7 @@ fn write_loop(shared: &Shared, id: u64, direction: Direction, mut dst: TcpStream
                 break None;
             }
             let delay = state.delays[d];
-            let forwarding = state.mode == ProxyMode::Forward;
+            let forwarding = state.mode == ProxyMode::Forward && !state.held[d];
             let due = state.conns[&id].lines[d].front().map(|(at, _)| *at + delay);
             match due {
                 Some(due) if forwarding => {
@@ -545,18 +604,9 @@ fn write_loop(shared: &Shared, id: u64, direction: Direction, mut dst: TcpStream
                         let conn = state.conns.get_mut(&id).expect("checked above");
                         break conn.lines[d].pop_front().map(|(_, chunk)| chunk);
                     }
-                    state = shared
-                        .changed
-                        .wait_timeout(state, due - now)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0;
+                    state = shared.wait_timeout(state, due - now);
                 }
-                _ => {
-                    state = shared
-                        .changed
-                        .wait(state)
-                        .unwrap_or_else(|p| p.into_inner())
-                }
+                _ => state = shared.wait(state),
             }
         };
         match chunk {
@@ -572,6 +622,9 @@ fn write_loop(shared: &Shared, id: u64, direction: Direction, mut dst: TcpStream
                 let written = dst.write_all(&bytes);
                 let mut state = shared.lock();
                 state.in_flight -= 1;
+                if written.is_ok() {
+                    state.forwarded[d] += bytes.len() as u64;
+                }
                 shared.changed.notify_all();
                 drop(state);
                 if written.is_err() {

@@ -8,8 +8,7 @@ mod common;
 use crate::common::Runtime;
 use common::peers::node_name;
 use common::{connect, server, spawn, unique_path, Observer};
-use lock_testkit::FaultProxy;
-use lock_testkit::{Direction, HoldProxy};
+use lock_testkit::{Direction, FaultProxy};
 use lock_zookeeper_client::{Connect, LockClient, LockEvent, LockStatus, LostReason};
 use std::time::{Duration, Instant};
 
@@ -39,7 +38,7 @@ rt_tests! {
         let observer = Observer::connect(&server().connect_string()).await;
         // The lock directory exists, so the first create goes straight to the lock node.
         observer.mkdir(&dir).await;
-        let proxy = HoldProxy::start(server().addr()).expect("proxy");
+        let proxy = FaultProxy::start(server().addr()).expect("proxy");
         let client = connect(&rt, &proxy.connect_string(), SESSION).await;
         proxy.hold(Direction::Upstream);
         let lock = {

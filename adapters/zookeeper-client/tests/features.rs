@@ -9,7 +9,7 @@ mod common;
 
 use common::peers::node_name;
 use common::{connect, server, spawn, unique_path, Observer};
-use lock_testkit::{Direction, HoldProxy};
+use lock_testkit::{Direction, FaultProxy};
 use lock_zookeeper_client::{FencedError, LockEvent, LostReason, Writes};
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,7 +56,7 @@ rt_tests! {
     async fn section_call_survives_a_connection_loss(rt) {
         let dir = unique_path("section-cut", &rt);
         let zk = Observer::connect(&server().connect_string()).await;
-        let proxy = Arc::new(HoldProxy::start(server().addr()).expect("proxy"));
+        let proxy = Arc::new(FaultProxy::start(server().addr()).expect("proxy"));
         let a = connect(&rt, &proxy.connect_string(), SESSION).await;
         let guard = a.mutex(dir.clone()).detect_crashes().lock().await.unwrap();
         proxy.hold(Direction::Upstream);
@@ -87,7 +87,7 @@ rt_tests! {
         let dir = unique_path("fenced-server", &rt);
         let data = format!("{dir}-data");
         let zk = Observer::connect(&server().connect_string()).await;
-        let proxy = Arc::new(HoldProxy::start(server().addr()).expect("proxy"));
+        let proxy = Arc::new(FaultProxy::start(server().addr()).expect("proxy"));
         let a = connect(&rt, &proxy.connect_string(), SESSION).await;
         let guard = a.mutex(dir.clone()).lock().await.unwrap();
         // After the lock: it made the parent, whichever test of the binary runs first.
