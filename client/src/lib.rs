@@ -212,8 +212,7 @@
 //!    sending of the newest request the server answered (`ZkError::is_from_server`
 //!    tells which failures prove it heard), bounded by the client library's own
 //!    ping timing for an idle session.
-//! 4. **The loop** (`driver.rs`), as above, plus its close; optionally a
-//!    [`Pump`] for the waiting futures to drive it in place ("Pumping" on [`Link`]).
+//! 4. **The loop** (`driver.rs`), as above, plus its close.
 //! 5. **Connection options** (`dial.rs`; `options(ConnectOptions)` on the builder): what the
 //!    client library allows of [`ConnectOptions`] (auth, resent on every
 //!    reconnect before any request; the [`NodeAcl`] on every `Create`, including
@@ -351,7 +350,7 @@ pub use election::{Election, ElectionEvent, ElectionObserver, Leadership};
 pub use error::{BreakError, Cause, ConnectFailure, Cycle, Error, Reach};
 pub use guard::LockGuard;
 pub use handle::LockClient;
-pub use link::{Link, Notifier, Polled, Pump, ServerChecker};
+pub use link::{Link, Notifier, Polled, ServerChecker};
 pub use lock::{Mutex, ReadLock, RwLock, Semaphore, WriteLock};
 pub use multi::{MultiGuard, MultiLock, MultiPart};
 pub use options::{random_seed, AclEntry, Auth, ConnectOptions, NodeAcl, Perms, SaslDigest, Tls};

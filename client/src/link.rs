@@ -3,12 +3,10 @@
 // The checker writes into the shared state, so it lives here with the binding's
 // other handle rather than in `server`, which judges settings and imports nothing.
 mod checker;
-pub(crate) mod pumping;
 
-pub use crate::shared::Pump;
 pub use checker::ServerChecker;
 
-use crate::shared::{Shared, SharedState};
+use crate::shared::Shared;
 use lock_core::{Reply, Request, RequestId, SessionEvent, Stats, WatchKind, ZkError};
 use std::any::Any;
 use std::sync::Arc;
@@ -30,14 +28,12 @@ use std::time::Instant;
 ///   [`is_connected`](Self::is_connected), [`stats`](Self::stats),
 ///   [`server_checker`](Self::server_checker).
 /// * **Settings**: [`reconfigure`](Self::reconfigure) (the session timeout the
-///   server granted, when the binding learns it only once connected),
-///   [`set_pump`](Self::set_pump) (see "Pumping").
+///   server granted, when the binding learns it only once connected).
 /// * **Inputs** (`handle_*`): [`handle_session`](Self::handle_session),
 ///   [`handle_reply`](Self::handle_reply), [`handle_watch`](Self::handle_watch),
 ///   [`handle_timeout`](Self::handle_timeout).
 /// * **Outputs**: [`poll`](Self::poll): the requests to send, whether to close,
-///   when the timer is due, all at once; [`handle_replies`](Self::handle_replies)
-///   feeds a batch of replies and polls under one lock.
+///   when the timer is due, all at once.
 /// * **Wake-ups**: [`poll_wake`](Self::poll_wake) for an async loop,
 ///   [`wait`](Self::wait) for a thread.
 ///
@@ -85,28 +81,6 @@ use std::time::Instant;
 ///    `Closed`, and [`LockClient::close`](crate::LockClient::close) returns.
 ///
 /// [`poll`](Self::poll) is `#[must_use]`: an undrained request is a lock that never moves.
-///
-/// # Pumping (optional)
-///
-/// A binding whose replies come as futures may let the futures waiting on them
-/// drive its I/O, as async-io's `block_on` does (whoever polls drives): it
-/// registers a [`Pump`] with [`set_pump`](Self::set_pump), a lock being taken or
-/// released calls [`Pump::pump`] on each poll and [`Pump::stop`] once it stops
-/// waiting, and its requests wait for that first poll instead of waking the
-/// loop. A reply then wakes the task waiting on it, which feeds it. The rules
-/// above hold for whoever drives, and two more:
-///
-/// 7. **One driver at a time**: the binding's I/O state (the link, the replies in
-///    flight) sits behind one mutex. The loop takes it; a waiter only tries it and
-///    leaves if it is taken. Each hold polls and sends (rule 2), feeds the
-///    completions at hand in the order received, each once, and ends by polling
-///    the replies in flight with the holder's waker.
-/// 8. **No reply unheard**: when the waiter whose waker polled the replies last
-///    stops, the loop's waker takes them over. Session changes, a timer due
-///    sooner than the one armed, a close and new watches stay the loop's: a
-///    waiter that meets one wakes it. A waiter polled by reference and set aside
-///    undropped (a `select!` that moved on) keeps the replies until polled
-///    again: the loop looks at them too a short while after a waiter took them.
 ///
 /// ```
 /// use zklock::Link;
@@ -205,13 +179,6 @@ impl Link {
         let _ = self.shared.extension.set(extension);
     }
 
-    /// Registers the binding's [`Pump`], for its I/O to be driven in place by
-    /// the futures waiting on it (see "Pumping" above). Once: later calls are
-    /// ignored.
-    pub fn set_pump(&self, pump: Arc<dyn Pump>) {
-        let _ = self.shared.pump.set(pump);
-    }
-
     /// Where to report the settings of each server the binding connects to (its
     /// answer to the `conf` four-letter word), from a background thread: see
     /// [`ServerChecker`](crate::ServerChecker).
@@ -303,38 +270,7 @@ impl Link {
     /// order, and says whether to close and when the timer is due (rule 2).
     #[must_use = "the requests must be sent in the order polled, the timer re-armed, a close acted on"]
     pub fn poll(&mut self, requests: &mut impl Extend<Request>) -> Polled {
-        self.poll_after(|_| {}, requests)
-    }
-
-    /// [`handle_reply`](Self::handle_reply) for each of `replies` in order, then
-    /// [`poll`](Self::poll), under one lock of the shared state: for a batch of
-    /// replies at hand (rules 2 and 3).
-    #[must_use = "the requests must be sent in the order polled, the timer re-armed, a close acted on"]
-    pub fn handle_replies(
-        &mut self,
-        replies: impl IntoIterator<Item = (RequestId, Result<Reply, ZkError>)>,
-        now: Instant,
-        requests: &mut impl Extend<Request>,
-    ) -> Polled {
-        let feed = |s: &mut SharedState| {
-            let now = s.time.timestamp(now);
-            for (request, result) in replies {
-                s.core
-                    .handle_input(lock_core::Input::Reply { request, result }, now);
-                s.drain();
-            }
-        };
-        self.poll_after(feed, requests)
-    }
-
-    /// `feed`, then the poll, under one lock.
-    fn poll_after(
-        &mut self,
-        feed: impl FnOnce(&mut SharedState),
-        requests: &mut impl Extend<Request>,
-    ) -> Polled {
         self.shared.with(|s| {
-            feed(s);
             requests.extend(
                 s.io.drain()
                     .inspect(|r| crate::metrics::request_sent(&r.op)),

@@ -3,7 +3,6 @@
 use crate::error::Error;
 use crate::guard::{CancelOnDrop, LockGuard};
 use crate::handle::LockClient;
-use crate::link::pumping::Pumping;
 use crate::status::Queued;
 use lock_core::{LockId, LockState};
 use std::future::{poll_fn, Future};
@@ -38,9 +37,6 @@ pub struct PendingLock {
     id: LockId,
     /// `None` once the outcome was handed out.
     pending: Option<CancelOnDrop>,
-    pumping: Pumping,
-    /// Its requests are in the core, the link not woken: the first poll sends them.
-    unsent: bool,
 }
 
 impl std::fmt::Debug for PendingLock {
@@ -53,15 +49,11 @@ impl std::fmt::Debug for PendingLock {
 }
 
 impl PendingLock {
-    /// `unsent`: started without waking the link (`start_task`), for the
-    /// first poll to send its requests in place.
-    pub(crate) fn new(client: LockClient, id: LockId, unsent: bool) -> PendingLock {
+    pub(crate) fn new(client: LockClient, id: LockId) -> PendingLock {
         PendingLock {
             pending: Some(CancelOnDrop::new(client.clone(), id)),
-            pumping: Pumping::new(client.clone()),
             client,
             id,
-            unsent,
         }
     }
 
@@ -86,10 +78,7 @@ impl PendingLock {
     /// again, or give up), `Some` with its outcome once it ended. After that, every
     /// call returns `Some(Err(Error::Cancelled))`.
     pub fn wait_timeout_blocking(&mut self, timeout: Duration) -> Option<Result<LockGuard, Error>> {
-        let outcome = crate::blocking::block_on_until(&mut *self, Some(Instant::now() + timeout));
-        // Not polled until the next call: the binding's loop hears the replies.
-        self.pumping.stop();
-        outcome
+        crate::blocking::block_on_until(self, Some(Instant::now() + timeout))
     }
 
     /// Gives up: a waiting acquisition ends with [`Error::Cancelled`] and its node
@@ -131,16 +120,13 @@ impl Future for PendingLock {
     type Output = Result<LockGuard, Error>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if self.pending.is_none() {
+        let Some(pending) = self.pending.as_mut() else {
             return Poll::Ready(Err(Error::Cancelled));
-        }
-        let unsent = std::mem::take(&mut self.unsent);
-        self.pumping.pump(cx, unsent);
-        let result = match self.pending.as_mut().expect("under way").poll_granted(cx) {
+        };
+        let result = match pending.poll_granted(cx) {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(result) => result,
         };
-        self.pumping.stop();
         let pending = self.pending.take().expect("under way");
         Poll::Ready(result.map(|grant| pending.into_guard(grant)))
     }

@@ -16,7 +16,6 @@ mod closing;
 mod elections;
 mod link_io;
 pub(crate) mod locks;
-mod pump;
 mod time;
 mod wakeups;
 
@@ -30,7 +29,6 @@ use std::task::Waker;
 use std::time::{Duration, Instant};
 
 pub(crate) use locks::Holds;
-pub use pump::Pump;
 
 /// The outcome of a fenced write, as the guard's caller sees it.
 pub(crate) type WriteResult = Result<Vec<MultiResult>, FencedError>;
@@ -46,8 +44,6 @@ pub(crate) struct Shared {
     session_timeout_ns: AtomicU64,
     /// What the binding attaches for its own handle extensions.
     pub(crate) extension: OnceLock<Arc<dyn Any + Send + Sync>>,
-    /// The binding's I/O, for waiting futures to drive in place.
-    pub(crate) pump: OnceLock<Arc<dyn Pump>>,
 }
 
 /// The state behind the mutex.
@@ -81,7 +77,6 @@ impl Shared {
             link_cv: Condvar::new(),
             session_timeout_ns: AtomicU64::new(duration_ns(session_timeout)),
             extension: OnceLock::new(),
-            pump: OnceLock::new(),
         }
     }
 
@@ -243,7 +238,7 @@ impl SharedState {
     /// Rule 2 of the core's contract: drain after every call. Requests queue for
     /// the link; events and progress go to their slots (and a term's events to
     /// its election).
-    pub(crate) fn drain(&mut self) {
+    fn drain(&mut self) {
         while let Some(output) = self.core.poll_output() {
             match output {
                 Output::Request(request) if !self.closing.is_link_gone() => self.io.push(request),

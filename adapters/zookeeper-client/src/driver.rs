@@ -2,15 +2,6 @@
 //! the canonical binding loop of lock-client: send what the link polls (through
 //! [`glue::call`]), feed back replies, watch firings, session changes and time.
 //!
-//! # Pumping
-//!
-//! The I/O state ([`IoState`], behind [`Io`]'s mutex) is also the link's
-//! [`Pump`] (the rules are the link's, "Pumping"): a lock being taken or
-//! released feeds the replies at hand and polls those in flight with its own
-//! waker, so a reply wakes the task that waits on it, once. The driver keeps the
-//! timer, session states, watches and reconnects, and the replies whenever no
-//! waiter listens (`Io::heard_by`).
-//!
 //! # Session states
 //!
 //! | zookeeper-client `SessionState` | fed to the link |
@@ -44,12 +35,11 @@ use futures::channel::oneshot;
 use futures::future::{abortable, AbortHandle, BoxFuture};
 use futures::stream::{BoxStream, FuturesUnordered};
 use futures::{FutureExt, StreamExt};
-use lock_client::{Link, Pump};
+use lock_client::Link;
 use lock_core::{Op, Reply, Request, RequestId, SessionEvent, WatchKind, ZkError};
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-use std::task::{Context, Poll, Waker};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use zookeeper_client::{Client, EventType, SessionState, WatchedEvent};
 
@@ -82,32 +72,7 @@ const SERVER_CHECK_DELAY: Duration = Duration::from_millis(100);
 /// that a steady stream of them does not hold those requests back.
 const BATCH: usize = 32;
 
-/// The driver task's handle on the I/O state it shares with waiting futures.
 pub(crate) struct Driver {
-    io: Arc<Io>,
-}
-
-/// The I/O state and who listens for the replies in flight.
-struct Io {
-    /// `None` once the driver shuts down (waiters leave everything to it then).
-    state: Mutex<Option<IoState>>,
-    /// The waiter whose waker polled the replies in flight last (0: the driver).
-    heard_by: AtomicU64,
-    /// A [`WATCHDOG`] is under way.
-    watchdog: Arc<AtomicBool>,
-}
-
-/// How long after a waiter took the replies in flight the driver looks at them
-/// too: a waiter polled by reference and set aside without being dropped (a
-/// `select!` branch) never polls them again, and the replies others wait for
-/// would wait for it. Well above a round trip; fires at most this often.
-const WATCHDOG: Duration = Duration::from_millis(50);
-
-/// The link's pump: the I/O state, held weakly (the state owns the link, whose
-/// shared state holds the pump).
-struct WeakIo(Weak<Io>);
-
-struct IoState {
     runtime: Arc<dyn Runtime>,
     /// Opens the sessions after an expiry, with the first one's options.
     dial: Dial,
@@ -117,9 +82,7 @@ struct IoState {
     /// end its session.
     shared: bool,
     states: Option<BoxStream<'static, SessionState>>,
-    /// Replies to the requests sent, in flight (waiters poll these too).
-    replies: FuturesUnordered<BoxFuture<'static, Wake>>,
-    /// Watches and reconnects in progress: the driver's alone.
+    /// Replies, watches and reconnects in progress.
     inflight: FuturesUnordered<BoxFuture<'static, Wake>>,
     /// Handles to drop the watches still pending, by path: dropping a
     /// `OneshotWatcher` makes zookeeper-client send `removeWatches`.
@@ -133,8 +96,6 @@ struct IoState {
     /// Told (or dropped) once the first connection has TCP_NODELAY or could not
     /// get it: `connect` returns then.
     nodelay_ready: Option<oneshot::Sender<()>>,
-    /// The driver task's waker, for a waiter that leaves it work.
-    driver: Option<Waker>,
 }
 
 impl Driver {
@@ -146,181 +107,38 @@ impl Driver {
         link: Link,
         nodelay_ready: oneshot::Sender<()>,
     ) -> Driver {
-        let io = Arc::new(Io {
-            state: Mutex::new(None),
-            heard_by: AtomicU64::new(0),
-            watchdog: Arc::default(),
-        });
-        link.set_pump(Arc::new(WeakIo(Arc::downgrade(&io))));
-        let mut state = IoState {
+        let mut driver = Driver {
             runtime,
             dial,
             link,
             client: None,
             shared,
             states: None,
-            replies: FuturesUnordered::new(),
             inflight: FuturesUnordered::new(),
             watches: HashMap::new(),
             ready: VecDeque::new(),
             timer: None,
             contact: Instant::now(),
             nodelay_ready: Some(nodelay_ready),
-            driver: None,
         };
-        state.install(client);
-        *io.lock() = Some(state);
-        Driver { io }
+        driver.install(client);
+        driver
     }
 
     /// The driver task: poll, send, wait, feed, until the user side is done.
-    pub(crate) async fn run(self) {
-        let state = futures::future::poll_fn(|cx| self.io.drive(cx)).await;
-        state.shutdown().await;
-    }
-}
-
-impl Io {
-    /// The state, whoever panicked holding it (the link's own policy applies).
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<IoState>> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The driver's turn: poll, send, feed, until nothing is at hand (pending)
-    /// or the user side is done (ready, with the state taken for the shutdown).
-    /// Blocks on the mutex: a waiter holds it for one non-blocking pass at most.
-    fn drive(&self, cx: &mut Context<'_>) -> Poll<IoState> {
-        let mut guard = self.lock();
-        let state = guard.as_mut().expect("open until shut down");
-        if !state
-            .driver
-            .as_ref()
-            .is_some_and(|w| w.will_wake(cx.waker()))
-        {
-            state.driver = Some(cx.waker().clone());
-        }
+    pub(crate) async fn run(mut self) {
         let mut requests = Vec::new();
         loop {
-            let polled = state.link.poll(&mut requests);
-            state.send_requests(&mut requests);
+            let polled = self.link.poll(&mut requests);
+            self.send_requests(&mut requests);
             if polled.closed {
-                return Poll::Ready(guard.take().expect("open until shut down"));
+                return self.shutdown().await;
             }
-            state.arm_timer(polled.timeout);
-            if state.feed_batch(cx).is_pending() {
-                self.heard_by.store(0, Ordering::Release);
-                return Poll::Pending;
-            }
+            self.arm_timer(polled.timeout);
+            futures::future::poll_fn(|cx| self.feed_batch(cx)).await;
         }
     }
 
-    /// A pass for `waiter` (0: on the driver's behalf) with `cx`: feeds the
-    /// replies at hand, sends, and ends polling the replies with `cx`'s waker.
-    /// What only the driver handles (a failed reply that may explain a session
-    /// change, a new watch, a timer due sooner, a close) wakes it.
-    fn pump(&self, state: &mut IoState, waiter: u64, cx: &mut Context<'_>) {
-        let (mut requests, mut batch) = (Vec::new(), Vec::new());
-        let (mut wake_driver, mut deferred) = (false, false);
-        let watches = state.inflight.len();
-        loop {
-            let now = Instant::now();
-            let polled = state
-                .link
-                .handle_replies(batch.drain(..), now, &mut requests);
-            state.send_requests(&mut requests);
-            let sooner = polled
-                .timeout
-                .is_some_and(|at| state.timer.as_ref().is_none_or(|(t, _)| at < *t));
-            // Closed: the driver's shutdown feeds the last replies, sends nothing more.
-            wake_driver |= sooner || polled.closed;
-            if polled.closed || deferred {
-                break;
-            }
-            while let Some(done) =
-                state
-                    .ready
-                    .pop_front()
-                    .or_else(|| match state.replies.poll_next_unpin(cx) {
-                        Poll::Ready(done) => done,
-                        Poll::Pending => None,
-                    })
-            {
-                match done {
-                    Wake::Reply(id, (result, watcher), sent) => match result {
-                        Err(e) if needs_driver(&e) => {
-                            let answer = (Err(e), watcher);
-                            state.ready.push_front(Wake::Reply(id, answer, sent));
-                            (wake_driver, deferred) = (true, true);
-                            break;
-                        }
-                        result => batch.push((id, state.take_answer(result, watcher, sent))),
-                    },
-                    other => state.on_completion(other),
-                }
-            }
-            if batch.is_empty() {
-                break;
-            }
-        }
-        self.heard_by.store(waiter, Ordering::Release);
-        if wake_driver || state.inflight.len() != watches {
-            state.driver.iter().for_each(Waker::wake_by_ref);
-        }
-        if waiter != 0 && !state.replies.is_empty() && !self.watchdog.swap(true, Ordering::AcqRel) {
-            let (runtime, armed) = (state.runtime.clone(), self.watchdog.clone());
-            let driver = state.driver.clone().expect("the driver ran");
-            let at = Instant::now() + WATCHDOG;
-            state.runtime.spawn(Box::pin(async move {
-                runtime.sleep_until(at).await;
-                armed.store(false, Ordering::Release);
-                driver.wake();
-            }));
-        }
-    }
-}
-
-impl Pump for WeakIo {
-    fn pump(&self, waiter: u64, cx: &mut Context<'_>) -> bool {
-        let Some(io) = self.0.upgrade() else {
-            return false;
-        };
-        let Ok(mut guard) = io.state.try_lock() else {
-            return false;
-        };
-        match guard.as_mut() {
-            // Until the driver ran once there is no waker to hand work to.
-            Some(state) if state.driver.is_some() => {
-                io.pump(state, waiter, cx);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    fn stop(&self, waiter: u64) {
-        let Some(io) = self.0.upgrade() else { return };
-        if io.heard_by.load(Ordering::Acquire) != waiter {
-            return;
-        }
-        // Taken: the holder polls the replies last, with its own waker.
-        let Ok(mut guard) = io.state.try_lock() else {
-            return;
-        };
-        let Some(state) = guard.as_mut() else { return };
-        if io.heard_by.load(Ordering::Acquire) == waiter {
-            let driver = state.driver.clone().expect("a waiter pumped");
-            io.pump(state, 0, &mut Context::from_waker(&driver));
-        }
-    }
-}
-
-/// A failed reply the driver feeds itself: it may explain a session change the
-/// core must hear first (see `on_completion`).
-fn needs_driver(e: &ZkError) -> bool {
-    matches!(e, ZkError::SessionExpired | ZkError::Closed) || e.is_connection_loss()
-}
-
-impl IoState {
     /// Feeds what woke the driver and whatever else is already at hand (up to
     /// [`BATCH`]), so that one [`Link::poll`] answers them all; pending while
     /// nothing is.
@@ -353,9 +171,6 @@ impl IoState {
             if let Poll::Ready(Some(state)) = states.poll_next_unpin(cx) {
                 return Poll::Ready(Wake::State(state));
             }
-        }
-        if let Poll::Ready(Some(done)) = self.replies.poll_next_unpin(cx) {
-            return Poll::Ready(done);
         }
         if let Poll::Ready(Some(done)) = self.inflight.poll_next_unpin(cx) {
             return Poll::Ready(done);
@@ -408,7 +223,7 @@ impl IoState {
             // Refused on the spot (e.g. bad arguments): fed at the next wake-up.
             Poll::Ready(done) => self.ready.push_back(done),
             // `FuturesUnordered` polls a pushed future again with the real waker.
-            Poll::Pending => self.replies.push(future),
+            Poll::Pending => self.inflight.push(future),
         }
     }
 
@@ -425,7 +240,20 @@ impl IoState {
     fn on_completion(&mut self, done: Wake) {
         match done {
             Wake::Reply(id, (result, watcher), sent) => {
-                let result = self.take_answer(result, watcher, sent);
+                // The server heard this request: it touched our session after
+                // we sent it.
+                let heard = result
+                    .as_ref()
+                    .map_or_else(ZkError::is_from_server, |_| true);
+                if let Some(sent) = sent.filter(|_| heard) {
+                    self.contact = self.contact.max(sent);
+                }
+                if let Some((path, watcher)) = watcher {
+                    let (changed, handle) = abortable(watcher.changed());
+                    self.watches.entry(path).or_default().push(handle);
+                    let fired = changed.map(|fired| fired.map_or(Wake::Unwatched, Wake::Watch));
+                    self.inflight.push(Box::pin(fired));
+                }
                 if let (Err(e), Some(client)) = (&result, &self.client) {
                     // zookeeper-client publishes a state change before it fails the
                     // requests it concerns, but the driver may see the failed reply
@@ -472,30 +300,6 @@ impl IoState {
             }
             Wake::Link | Wake::Timer | Wake::State(_) => {}
         }
-    }
-
-    /// What a reply tells besides its result: that the server heard the
-    /// session (when it was sent), and the watch it set.
-    fn take_answer(
-        &mut self,
-        result: Result<Reply, ZkError>,
-        watcher: Option<(String, zookeeper_client::OneshotWatcher)>,
-        sent: Option<Instant>,
-    ) -> Result<Reply, ZkError> {
-        // The server heard this request: it touched our session after we sent it.
-        let heard = result
-            .as_ref()
-            .map_or_else(ZkError::is_from_server, |_| true);
-        if let Some(sent) = sent.filter(|_| heard) {
-            self.contact = self.contact.max(sent);
-        }
-        if let Some((path, watcher)) = watcher {
-            let (changed, handle) = abortable(watcher.changed());
-            self.watches.entry(path).or_default().push(handle);
-            let fired = changed.map(|fired| fired.map_or(Wake::Unwatched, Wake::Watch));
-            self.inflight.push(Box::pin(fired));
-        }
-        result
     }
 
     /// Takes a freshly connected client into use.
@@ -651,7 +455,6 @@ impl IoState {
             // Between an expiry and the next session nothing is in flight but a
             // reconnect, which is dropped unanswered.
             self.inflight = FuturesUnordered::new();
-            self.replies = FuturesUnordered::new();
         }
         if !self.shared {
             let timeout = self.dial.session_timeout.max(Duration::from_secs(1));
@@ -660,7 +463,6 @@ impl IoState {
             self.link
                 .handle_session(SessionEvent::Closed, Instant::now());
             self.inflight = FuturesUnordered::new();
-            self.replies = FuturesUnordered::new();
             self.wait_closed(deadline).await;
         } else {
             // The application's session lives on; nothing to wait for.
@@ -678,7 +480,7 @@ impl IoState {
             loop {
                 let done = match self.ready.pop_front() {
                     Some(done) => Some(done),
-                    None => self.replies.next().await,
+                    None => self.inflight.next().await,
                 };
                 match done {
                     Some(Wake::Reply(id, (result, _watcher), _)) => {

@@ -33,8 +33,7 @@ impl LockClient {
         spec: LockSpec,
         deadline: Option<Instant>,
     ) -> Result<LockGuard, Error> {
-        let id = self.start_acquisition(spec, deadline, false, None, false)?;
-        PendingLock::new(self.clone(), id, true).await
+        self.start(spec, deadline)?.await
     }
 
     /// Starts any [`LockSpec`] (as [`acquire`](Self::acquire)) and returns at once
@@ -51,8 +50,8 @@ impl LockClient {
     /// # demo(zklock::sim::Server::new().client()).unwrap();
     /// ```
     pub fn start(&self, spec: LockSpec, deadline: Option<Instant>) -> Result<PendingLock, Error> {
-        let id = self.start_acquisition(spec, deadline, false, None, true)?;
-        Ok(PendingLock::new(self.clone(), id, false))
+        let id = self.start_acquisition(spec, deadline, false, None)?;
+        Ok(PendingLock::new(self.clone(), id))
     }
 
     /// Acquires a reentrant mutex's `spec` (see [`Mutex::reentrant`]).
@@ -61,8 +60,8 @@ impl LockClient {
         spec: LockSpec,
         deadline: Option<Instant>,
     ) -> Result<LockGuard, Error> {
-        let id = self.start_acquisition(spec, deadline, true, None, false)?;
-        PendingLock::new(self.clone(), id, true).await
+        let id = self.start_acquisition(spec, deadline, true, None)?;
+        PendingLock::new(self.clone(), id).await
     }
 
     /// Blocking twin of [`acquire`](Self::acquire).
@@ -85,14 +84,13 @@ impl LockClient {
         deadline: Option<Instant>,
         reentrant: bool,
         election: Option<u64>,
-        wake: bool,
     ) -> Result<LockId, Error> {
         let held_for = spec
             .owner_id()
             .filter(|_| reentrant)
             .map(|o| (o.to_owned(), spec.path().to_owned()));
         let span = crate::trace::acquisition_span(&spec);
-        self.start_task(wake, |s, now| {
+        self.start_task(|s, now| {
             if let Some(deadline) = deadline {
                 spec = spec.deadline(s.time.timestamp(deadline));
             }
@@ -115,7 +113,7 @@ impl LockClient {
         &self,
         start: impl FnOnce(&mut Session, Timestamp) -> Result<LockId, UsageError>,
     ) -> Result<LockId, Error> {
-        self.start_task(true, |s, now| {
+        self.start_task(|s, now| {
             let id = start(&mut s.core, now)?;
             s.locks.add(id, None);
             Ok(id)
@@ -124,12 +122,9 @@ impl LockClient {
 
     /// Runs `start` (which starts a task in the core, given the state and the
     /// core's `now`, and gives it a slot) unless the client is closed, then
-    /// wakes the link to send the task's requests; without `wake`, the caller
-    /// polls the task at once and sends them itself (a `PendingLock` made
-    /// `unsent`: it pumps, and wakes the link if it cannot).
+    /// wakes the link to send the task's requests.
     fn start_task(
         &self,
-        wake: bool,
         start: impl FnOnce(&mut SharedState, Timestamp) -> Result<LockId, UsageError>,
     ) -> Result<LockId, Error> {
         self.shared().with(|s| {
@@ -138,9 +133,7 @@ impl LockClient {
             }
             let now = s.now();
             let id = start(s, now)?;
-            if wake {
-                s.mark_link();
-            }
+            s.mark_link();
             Ok(id)
         })
     }

@@ -170,9 +170,7 @@ impl Election {
         // change since the join (one more attempt, never a missed change).
         self.joined_at_generation = self.connection_generation();
         let (spec, queue) = (self.spec.clone(), Some(self.queue));
-        let id = self
-            .client
-            .start_acquisition(spec, None, false, queue, true)?;
+        let id = self.client.start_acquisition(spec, None, false, queue)?;
         self.term = Some(Term { id, ended: false });
         self.candidacy = Some(CancelOnDrop::new(self.client.clone(), id));
         Ok(())

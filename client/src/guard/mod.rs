@@ -12,7 +12,6 @@ use reentrancy::Hold;
 
 use crate::error::Error;
 use crate::handle::LockClient;
-use crate::link::pumping::Pumping;
 use crate::status::LockStatus;
 use lock_core::{FencingToken, Grant, LockEvent, LockId, LockState, LostReason};
 use std::future::poll_fn;
@@ -329,14 +328,8 @@ impl LockGuard {
         }
         let id = self.id;
         let mut asked = false;
-        let mut pumping = Pumping::new(self.client.clone());
         poll_fn(|cx| {
-            if asked {
-                // Feed the replies at hand first: the delete's may be among them.
-                pumping.pump(cx, false);
-            }
-            let was_asked = asked;
-            let polled = self.client.shared().with(|s| {
+            self.client.shared().with(|s| {
                 let Some(slot) = s.locks.slot_mut(id) else {
                     return Poll::Ready(Err(Error::Closed));
                 };
@@ -363,18 +356,17 @@ impl LockGuard {
                 if asked {
                     return Poll::Pending;
                 }
-                // The delete goes now (sent in place below); the terminal event answers.
+                // The delete goes now (the link is woken); the terminal event answers.
                 asked = true;
                 let now = s.now();
                 match s.core.release(id, now) {
-                    Ok(()) => Poll::Pending,
+                    Ok(()) => {
+                        s.mark_link();
+                        Poll::Pending
+                    }
                     Err(e) => Poll::Ready(Err(e.into())),
                 }
-            });
-            if polled.is_pending() && !was_asked {
-                pumping.pump(cx, true);
-            }
-            polled
+            })
         })
         .await
     }
