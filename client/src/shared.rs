@@ -164,7 +164,11 @@ impl SharedState {
     pub(crate) fn lock_status(&self, id: LockId) -> LockStatus {
         match self.locks.slot(id).map(|slot| &slot.status) {
             None => LockStatus::Lost(lock_core::LostReason::Closed),
-            Some(LockStatus::Held) if self.trust_expired() => LockStatus::Suspended,
+            // Closing: the binding may close the session (and the server delete
+            // our nodes for others to take) before it feeds `Closed`.
+            Some(LockStatus::Held) if self.trust_expired() || self.closing.link_must_close() => {
+                LockStatus::Suspended
+            }
             Some(status) => status.clone(),
         }
     }

@@ -242,7 +242,11 @@ impl LockClient {
     /// fail with [`Error::Closed`], the server deletes every node of the session, and
     /// every later call on any clone returns [`Error::Closed`]. Returns once the
     /// binding has closed its session (lock-zookeeper-client: once the server
-    /// confirmed, or after about a session timeout). Idempotent.
+    /// confirmed, or after about a session timeout). Idempotent. A held lock is
+    /// no longer trusted from the first poll of `close` on
+    /// ([`LockGuard::status`](crate::LockGuard::status) says `Suspended` until the
+    /// `Lost` comes): the session may end, and the lock go to another, before
+    /// the binding reports it.
     ///
     /// A release already asked for goes first: joined with `close`, as in
     /// `futures::join!(guard.release(), locks.close())`, lock-zookeeper-client

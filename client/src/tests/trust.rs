@@ -131,3 +131,23 @@ fn a_multi_guard_past_its_deadline_is_suspended_before_the_link_runs() {
     assert_eq!(guard.status(), LockStatus::Suspended);
     assert!(!guard.is_trusted());
 }
+
+#[test]
+fn a_held_lock_is_not_trusted_once_the_client_closes_before_the_link_runs() {
+    let clock = ManualClock::new();
+    let (locks, mut link) = connected_on(&clock);
+    let mut pending = locks.mutex("/l").start().unwrap();
+    grant_now(&mut link, &clock, 5);
+    let Poll::Ready(Ok(guard)) = poll_once(std::pin::Pin::new(&mut pending)) else {
+        panic!("not granted")
+    };
+    assert!(guard.is_trusted());
+    let mut close = std::pin::pin!(locks.close());
+    assert!(poll_once(close.as_mut()).is_pending());
+    // The binding has not fed `Closed` yet, and may close the session first: the
+    // server then deletes the node and grants it to another session.
+    assert!(!guard.is_trusted());
+    assert_eq!(guard.status(), LockStatus::Suspended);
+    link.handle_session(SessionEvent::Closed, clock.now());
+    assert_eq!(guard.status(), LockStatus::Lost(LostReason::Closed));
+}

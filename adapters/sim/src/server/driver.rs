@@ -41,8 +41,10 @@ pub(crate) fn run(server: Arc<Mutex<ServerState>>, key: u64, mut link: Link) {
             }
         };
         if polled.closed {
-            lock().detach(key);
+            // Rule 6: the locks hear `Closed` before the server deletes their
+            // nodes for other sessions to take.
             link.handle_session(SessionEvent::Closed, Instant::now());
+            lock().detach(key);
             return;
         }
         let timer = polled.timeout;
