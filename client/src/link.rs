@@ -78,7 +78,9 @@ use std::time::Instant;
 ///    was called) are the server's, and the release costs no round trip more. Dropping
 ///    the link (also without closing first, e.g. when the binding's task dies) ends
 ///    the session for every handle: waiting locks fail and held ones are lost with
-///    `Closed`, and [`LockClient::close`](crate::LockClient::close) returns.
+///    `Closed`, and [`LockClient::close`](crate::LockClient::close) returns. Held
+///    locks are not trusted from the moment `closed` is true: the server may give
+///    them to others as soon as the session is closed, before `Closed` is fed.
 ///
 /// [`poll`](Self::poll) is `#[must_use]`: an undrained request is a lock that never moves.
 ///

