@@ -20,6 +20,17 @@ fn grant_now(link: &mut Link, clock: &ManualClock, czxid: i64) {
     grant_at(link, &sent, czxid, clock.now());
 }
 
+/// A client on `clock` holding the mutex `/l`.
+fn held_on(clock: &Arc<ManualClock>) -> (LockClient, Link, LockGuard) {
+    let (locks, mut link) = connected_on(clock);
+    let mut pending = locks.mutex("/l").start().unwrap();
+    grant_now(&mut link, clock, 5);
+    let Poll::Ready(Ok(guard)) = poll_once(std::pin::Pin::new(&mut pending)) else {
+        panic!("not granted")
+    };
+    (locks, link, guard)
+}
+
 #[test]
 fn a_guard_past_its_deadline_is_suspended_before_the_link_runs() {
     let clock = ManualClock::new();
@@ -59,12 +70,7 @@ fn a_guard_past_its_deadline_is_suspended_before_the_link_runs() {
 #[test]
 fn a_renewed_proof_keeps_a_guard_trusted_past_the_first_deadline() {
     let clock = ManualClock::new();
-    let (locks, mut link) = connected_on(&clock);
-    let mut pending = locks.mutex("/l").start().unwrap();
-    grant_now(&mut link, &clock, 5);
-    let Poll::Ready(Ok(guard)) = poll_once(std::pin::Pin::new(&mut pending)) else {
-        panic!("not granted")
-    };
+    let (_locks, mut link, guard) = held_on(&clock);
     let first = guard.trusted_until().unwrap();
     // The link's syncs go and are answered (a proof from an unknown server
     // counts a third of T late): the deadline moves, and the guard is trusted
@@ -135,12 +141,7 @@ fn a_multi_guard_past_its_deadline_is_suspended_before_the_link_runs() {
 #[test]
 fn a_held_lock_is_not_trusted_once_the_client_closes_before_the_link_runs() {
     let clock = ManualClock::new();
-    let (locks, mut link) = connected_on(&clock);
-    let mut pending = locks.mutex("/l").start().unwrap();
-    grant_now(&mut link, &clock, 5);
-    let Poll::Ready(Ok(guard)) = poll_once(std::pin::Pin::new(&mut pending)) else {
-        panic!("not granted")
-    };
+    let (locks, mut link, guard) = held_on(&clock);
     assert!(guard.is_trusted());
     let mut close = std::pin::pin!(locks.close());
     assert!(poll_once(close.as_mut()).is_pending());
