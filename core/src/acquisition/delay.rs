@@ -269,15 +269,6 @@ mod tests {
         }
     }
 
-    fn identity<'a>(spec: &'a LockSpec, own: &'a OwnNode) -> Identity<'a> {
-        let node = Some(own);
-        Identity {
-            id: LockId(1),
-            spec,
-            node,
-        }
-    }
-
     fn marker_op(take: bool) -> Op {
         let check = MultiOp::Check {
             path: "/l/n-0000000002".into(),
@@ -305,7 +296,7 @@ mod tests {
         let mut session = crate::ctx::tests::CtxParts::default();
         let spec = LockSpec::write("/l");
         let own = node();
-        let identity = identity(&spec, &own);
+        let identity = Identity::with_node(LockId(1), &spec, &own);
         let mut delay = Delay::default();
         assert!(delay.may_grant(&mut session.cx(), identity));
         assert!(session.sent_ops().is_empty());
@@ -316,7 +307,7 @@ mod tests {
         let mut session = crate::ctx::tests::CtxParts::default();
         let spec = LockSpec::write("/l").lock_delay(Duration::from_secs(5));
         let own = node();
-        let identity = identity(&spec, &own);
+        let identity = Identity::with_node(LockId(1), &spec, &own);
         let mut delay = Delay::default();
         assert!(!delay.may_grant(&mut session.cx(), identity));
         let mut last = RequestId(0);
@@ -343,7 +334,7 @@ mod tests {
         let mut session = crate::ctx::tests::CtxParts::default();
         let spec = LockSpec::write("/l").lock_delay(Duration::from_secs(5));
         let own = node();
-        let identity = identity(&spec, &own);
+        let identity = Identity::with_node(LockId(1), &spec, &own);
         let mut delay = Delay::default();
         let mut last = RequestId(0);
         assert!(!delay.may_grant(&mut session.cx(), identity));
@@ -396,7 +387,7 @@ mod tests {
             .lock_delay(Duration::from_secs(5))
             .try_only();
         let own = node();
-        let identity = identity(&spec, &own);
+        let identity = Identity::with_node(LockId(1), &spec, &own);
         let mut delay = Delay::default();
         let theirs = Ok(Reply::Data {
             data: b"n-0000000001".to_vec(),

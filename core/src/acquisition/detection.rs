@@ -368,15 +368,6 @@ mod tests {
         }
     }
 
-    fn identity<'a>(spec: &'a LockSpec, own: &'a OwnNode) -> Identity<'a> {
-        let node = Some(own);
-        Identity {
-            id: LockId(3),
-            spec,
-            node,
-        }
-    }
-
     #[test]
     fn forget_keeps_what_outlives_a_connection() {
         let mut detection = Detection {
@@ -400,7 +391,7 @@ mod tests {
     fn a_wait_past_the_threshold_chases_from_our_node_and_publishes() {
         let mut session = crate::ctx::tests::CtxParts::default();
         let (spec, own) = (spec(), node());
-        let identity = identity(&spec, &own);
+        let identity = Identity::with_node(LockId(3), &spec, &own);
         let mut detection = Detection::default();
         detection.start_waiting(&mut session.cx(), identity.id, &spec);
         assert!(session.timers.is_armed(identity.id, TimerKind::Detect));
@@ -440,7 +431,7 @@ mod tests {
     fn nothing_is_published_while_untrusted_or_with_nothing_to_say() {
         let mut session = crate::ctx::tests::CtxParts::default();
         let (spec, own) = (spec(), node());
-        let identity = identity(&spec, &own);
+        let identity = Identity::with_node(LockId(3), &spec, &own);
         let mut detection = Detection::default();
         detection.publish(&mut session.cx(), identity, true, Vec::new());
         detection.publish(&mut session.cx(), identity, false, vec!["/m/x".into()]);

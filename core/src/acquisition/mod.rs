@@ -106,6 +106,19 @@ pub(in crate::acquisition) struct Identity<'a> {
     pub(in crate::acquisition) node: Option<&'a OwnNode>,
 }
 
+#[cfg(test)]
+impl<'a> Identity<'a> {
+    /// Acquisition `id` of `spec` with our node `own`, for a part's unit tests.
+    pub(in crate::acquisition) fn with_node(
+        id: LockId,
+        spec: &'a LockSpec,
+        own: &'a OwnNode,
+    ) -> Self {
+        let node = Some(own);
+        Identity { id, spec, node }
+    }
+}
+
 /// [`Identity`] of an acquisition, borrowing only the fields it names (so that a
 /// part beside them can be borrowed mutably at once).
 macro_rules! identity {
