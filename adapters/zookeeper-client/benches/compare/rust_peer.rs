@@ -10,12 +10,17 @@ use lock_zookeeper_client::{Connect, LockClient, LockGuard, TokioRuntime};
 use std::collections::BTreeSet;
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 use zookeeper_client::{Acls, Client, CreateMode, LockOptions, LockPrefix, OwnedLockClient};
 
 /// The floor's lock directories made so far.
 static PREPARED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+
+/// `COMPARE_RELEASE=drop`, read once: not an environment lookup in every
+/// measured release.
+static RELEASE_BY_DROP: LazyLock<bool> =
+    LazyLock::new(|| std::env::var("COMPARE_RELEASE").as_deref() == Ok("drop"));
 
 /// The sessions of one peer.
 #[derive(Clone)]
@@ -78,7 +83,7 @@ impl Held {
         match self {
             // `COMPARE_RELEASE=drop`: released as the recipe is, by dropping the
             // guard (lock-client sends the `delete` in the background).
-            Held::Zklock(g) if std::env::var("COMPARE_RELEASE").as_deref() == Ok("drop") => drop(g),
+            Held::Zklock(g) if *RELEASE_BY_DROP => drop(g),
             Held::Zklock(g) => g.release().await.expect("release"),
             Held::Floor(c, node) => bare_release(&c, &node).await,
             // The recipe's release: dropping it deletes the node in the background.
