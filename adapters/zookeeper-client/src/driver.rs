@@ -59,12 +59,15 @@ enum Wake {
     Unwatched,
     /// A new session opened (or failed to) after an expiry.
     Connected(Result<Client, zookeeper_client::Error>),
+    /// [`SERVER_CHECK_DELAY`] has passed since a (re)connect.
+    CheckServer,
 }
 
 /// How long after a (re)connect the server's settings are asked for: out of the
 /// way of the session's first requests (the `conf` exchange is a connection of
-/// its own that the server answers beside them). The thread waits, not the
-/// runtime: the check comes even while nothing drives the runtime.
+/// its own that the server answers beside them). The driver waits, on the
+/// runtime's timer, not a thread: a client closed sooner (a command-line run)
+/// starts no thread for it.
 const SERVER_CHECK_DELAY: Duration = Duration::from_millis(100);
 
 /// At most this many wake-ups are fed before the requests they caused are sent:
@@ -90,6 +93,9 @@ pub(crate) struct Driver {
     /// Answered without the server, fed at the next wake-up.
     ready: VecDeque<Wake>,
     timer: Option<(Instant, BoxFuture<'static, ()>)>,
+    /// Until the server's settings are asked for after the last (re)connect;
+    /// dropped with the driver, so a closed client asks nothing.
+    server_check: Option<BoxFuture<'static, ()>>,
     /// When the newest request the server answered on this client was sent: the
     /// server heard from the session no earlier (see `since_contact`).
     contact: Instant,
@@ -118,6 +124,7 @@ impl Driver {
             watches: HashMap::new(),
             ready: VecDeque::new(),
             timer: None,
+            server_check: None,
             contact: Instant::now(),
             nodelay_ready: Some(nodelay_ready),
         };
@@ -155,6 +162,7 @@ impl Driver {
                 Wake::Link => {}
                 Wake::Timer => self.link.handle_timeout(Instant::now()),
                 Wake::State(state) => self.on_state(state),
+                Wake::CheckServer => self.check_server(),
                 done => self.on_completion(done),
             }
         }
@@ -182,6 +190,12 @@ impl Driver {
             if timer.as_mut().poll(cx).is_ready() {
                 self.timer = None;
                 return Poll::Ready(Wake::Timer);
+            }
+        }
+        if let Some(pause) = &mut self.server_check {
+            if pause.as_mut().poll(cx).is_ready() {
+                self.server_check = None;
+                return Poll::Ready(Wake::CheckServer);
             }
         }
         Poll::Pending
@@ -298,7 +312,7 @@ impl Driver {
                 let pause = (self.dial.session_timeout / 4).min(Duration::from_secs(1));
                 self.start_connect(Some(Instant::now() + pause));
             }
-            Wake::Link | Wake::Timer | Wake::State(_) => {}
+            Wake::Link | Wake::Timer | Wake::State(_) | Wake::CheckServer => {}
         }
     }
 
@@ -358,7 +372,7 @@ impl Driver {
                     .handle_session(SessionEvent::Connected { session_id }, now);
                 // After the link heard of the connection: what the check learns
                 // of the server is for this connection.
-                self.check_server();
+                self.server_check = Some(self.runtime.sleep_until(now + SERVER_CHECK_DELAY));
             }
             SessionState::Disconnected | SessionState::ConnectedReadOnly => {
                 if self.link.is_connected() {
@@ -409,12 +423,12 @@ impl Driver {
     /// Asks the server the client is now connected to for its settings (`conf`)
     /// and has lock-client judge them for this session (a `ServerHazard` event
     /// and a warning when a majority could expire the session while this server
-    /// still answers it). On a thread of its own, [`SERVER_CHECK_DELAY`] after
-    /// the connect: nothing waits for it.
+    /// still answers it). On a thread of its own (the exchanges block), called
+    /// [`SERVER_CHECK_DELAY`] after the connect: nothing waits for it.
     fn check_server(&self) {
         let checker = self.link.server_checker();
         let started = lock_nodelay::ask_connected_servers_all_after(
-            SERVER_CHECK_DELAY,
+            Duration::ZERO,
             self.dial.cluster.clone(),
             &["srvr", "conf"],
             move |all| checker.report_probes(lock_client::ServerProbe::from_answers(all)),
