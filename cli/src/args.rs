@@ -3,7 +3,7 @@
 use crate::exit::{EXIT_CODES, SEE_EXIT_CODES};
 use crate::format::{AnyFormat, TextOrJson};
 use crate::options::ConnArgs;
-use crate::{doctor, exec, guard, top};
+use crate::{doctor, exec, top};
 use clap::{Parser, Subcommand};
 
 /// Distributed locks on Apache ZooKeeper from the shell.
@@ -222,9 +222,6 @@ pub(crate) enum Command {
     /// `zklock man | man -l -`.
     #[command(after_help = SEE_EXIT_CODES)]
     Man,
-    /// zklock's own: the process CMD runs under (see `exec`).
-    #[command(name = "__guard", hide = true)]
-    Guard(guard::GuardArgs),
     /// Print the current leader of the election at PATH: ID, node and token, tab-separated.
     #[command(after_help = SEE_EXIT_CODES)]
     Leader {

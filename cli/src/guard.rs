@@ -63,7 +63,6 @@
 
 use crate::signals::{ignored_at_start, Signals, ENDING};
 use crate::{exit, say};
-use clap::Args;
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
 use rustix::process::{getpgid, getppid, Pid, Signal, WaitId, WaitIdOptions};
 use std::ffi::OsString;
@@ -138,15 +137,45 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// Arguments of the hidden `zklock __guard` (zklock's own, not for people).
-#[derive(Args, Debug)]
+/// Arguments of the hidden `zklock __guard --parent PID -- CMD...`, the line
+/// zklock starts its guard with ([`GuardArgs::line`]). Read without clap: the
+/// guard starts on the way from the grant to CMD, and building the whole
+/// command line's definition would only delay it.
+#[derive(Debug)]
 pub(crate) struct GuardArgs {
     /// zklock's pid: the parent whose death ends CMD's group.
-    #[arg(long, value_name = "PID")]
     parent: i32,
-    /// The command, after `--`.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    /// The command.
     cmd: Vec<OsString>,
+}
+
+impl GuardArgs {
+    const NAME: &str = "__guard";
+
+    /// The arguments (after the program name) that start the guard of `cmd` for
+    /// zklock `parent`.
+    pub(crate) fn line(parent: i32, cmd: &[OsString]) -> Vec<OsString> {
+        let head = [Self::NAME, "--parent", &parent.to_string(), "--"].map(OsString::from);
+        head.into_iter().chain(cmd.iter().cloned()).collect()
+    }
+
+    /// The guard's arguments if `args` (the program name first) is a line of
+    /// [`GuardArgs::line`]; `None` for anything else (clap reads it then).
+    pub(crate) fn read(args: &[OsString]) -> Option<GuardArgs> {
+        match args {
+            [_, name, flag, parent, dashes, cmd @ ..]
+                if name == Self::NAME
+                    && flag == "--parent"
+                    && dashes == "--"
+                    && !cmd.is_empty() =>
+            {
+                let parent = parent.to_str()?.parse().ok()?;
+                let cmd = cmd.to_vec();
+                Some(GuardArgs { parent, cmd })
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Runs the guard (its own runtime: the guard never connects to ZooKeeper).
@@ -588,5 +617,28 @@ fn give_back(tty: Option<&File>, group: Pid, zklock_group: Option<Pid>) {
                 let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GuardArgs;
+    use std::ffi::OsString;
+
+    #[test]
+    fn the_guard_reads_the_line_zklock_starts_it_with_and_nothing_else() {
+        let cmd = ["sh", "-c", "echo --parent --"].map(OsString::from);
+        let zklock = OsString::from("zklock");
+        let line: Vec<OsString> = std::iter::once(zklock)
+            .chain(GuardArgs::line(42, &cmd))
+            .collect();
+        let read = GuardArgs::read(&line).expect("the guard's own line");
+        assert_eq!((read.parent, read.cmd), (42, cmd.to_vec()));
+        // Without CMD, or with a pid that is no number: left to clap, which
+        // knows no `__guard` (exit 2).
+        assert!(GuardArgs::read(&line[..5]).is_none());
+        let mut bad_pid = line.clone();
+        bad_pid[3] = OsString::from("x");
+        assert!(GuardArgs::read(&bad_pid).is_none());
     }
 }

@@ -4,7 +4,7 @@
 //! runs, stopped and continued with zklock (Ctrl-Z, `fg`), and emptied before the
 //! lock is let go.
 
-use crate::guard::{on_monotonic, wire};
+use crate::guard::{on_monotonic, wire, GuardArgs};
 use crate::say;
 use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 use rustix::process::{getpgrp, getpid, Pid, Signal};
@@ -112,11 +112,7 @@ impl Ready {
         let mut command = Command::new(own_executable());
         command
             .arg0("zklock")
-            .arg("__guard")
-            .arg("--parent")
-            .arg(getpid().as_raw_nonzero().to_string())
-            .arg("--")
-            .args(cmd)
+            .args(GuardArgs::line(getpid().as_raw_nonzero().get(), cmd))
             .stdin(Stdio::from(OwnedFd::from(guard_end)))
             .process_group(0);
         // Spawned from a thread that lives as long as zklock (`spawn_beside`):

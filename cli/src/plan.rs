@@ -71,6 +71,9 @@ impl Refusal {
 /// Reads `args` (the program name first) into a plan, or refuses them.
 pub(crate) fn read(args: impl IntoIterator<Item = OsString>) -> Result<Plan, Refusal> {
     let args: Vec<OsString> = args.into_iter().collect();
+    if let Some(guard) = guard::GuardArgs::read(&args) {
+        return Ok(Plan::Guard(guard));
+    }
     let cli = crate::args::command()
         .try_get_matches_from(&args)
         .and_then(|matches| <Cli as clap::FromArgMatches>::from_arg_matches(&matches))
@@ -78,7 +81,6 @@ pub(crate) fn read(args: impl IntoIterator<Item = OsString>) -> Result<Plan, Ref
     let conn = cli.conn;
     // Each arm checks its own arguments: the connect string first, then the path.
     Ok(match cli.command {
-        Command::Guard(args) => Plan::Guard(args),
         Command::Completions { shell } => Plan::Completions(shell),
         Command::Man => Plan::Man,
         Command::Doctor(args) => Plan::Doctor(conn, args),
