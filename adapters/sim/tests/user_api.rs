@@ -5,10 +5,8 @@
 //! fenced writes, revocation requests and election observers polled only when
 //! their wakers are woken. The invariant checker sees what the user sees; lost
 //! wake-ups and guard statuses that contradict their events are violations too.
-//!
-//! 3,200 fixed schedules (300 per workload, 500 deadlock ones) and 160 that change
-//! from run to run; with `tests/workload.rs`' 9,500 on the bare core, over 10,000
-//! per CI run.
+//! Each test runs its fixed schedules and a twentieth as many that change from
+//! run to run.
 //!
 //! Environment (as in `tests/workload.rs`):
 //! * `LOCK_SIM_USER_SCHEDULES=n`: fixed schedules per workload (default 300);
