@@ -412,12 +412,7 @@ impl Sim {
     /// Runs every wakeup due up to `now + d`, leaving the clock there.
     pub fn run_for(&mut self, d: Duration) -> Result<(), Violation> {
         let until = self.now + d;
-        self.run_until_time(until)
-    }
-
-    /// Runs every wakeup due up to `t`, leaving the clock at `t`.
-    pub fn run_until_time(&mut self, t: Timestamp) -> Result<(), Violation> {
-        while self.step_until(t)? {}
+        while self.step_until(until)? {}
         Ok(())
     }
 
