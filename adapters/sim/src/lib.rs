@@ -98,6 +98,17 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+/// `+=` for a struct of counts ([`Counters`], [`Coverage`]): field by field.
+macro_rules! add_assign_fields {
+    ($ty:ty: $($field:ident),+ $(,)?) => {
+        impl std::ops::AddAssign for $ty {
+            fn add_assign(&mut self, other: $ty) {
+                $(self.$field += other.$field;)+
+            }
+        }
+    };
+}
+
 pub mod check;
 mod ids;
 mod model;

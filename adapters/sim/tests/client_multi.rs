@@ -1,8 +1,7 @@
-//! Prevention and reentrancy through the user API (lock-client's `LockClient`) on
-//! the in-process server: multi-locks all-or-nothing and deadlock-free, released
-//! on drop and lost with any part; downgrade of a read/write lock; reentrant
-//! mutexes. Every wait has a generous bound that turns a hang into a failure;
-//! nothing sleeps to synchronise.
+//! Deadlock prevention through the user API (lock-client's `LockClient`) on the
+//! in-process server: multi-locks all-or-nothing and deadlock-free, released on
+//! drop and lost with any part; downgrade of a read/write lock. Every wait has a
+//! generous bound that turns a hang into a failure; nothing sleeps to synchronise.
 
 use lock_client::{Error, LockClient, LockStatus, LostReason, MultiPart};
 use lock_sim::{Server, SimRng};

@@ -6,7 +6,7 @@ mod support;
 use lock_core::{FailReason, LockEvent, LockId, LockSpec};
 use lock_sim::{ClientId, Profile, Sim};
 use std::time::Duration;
-use support::{env_u64, sim_1ms as sim};
+use support::{env_u64, run_deadlock_schedules, sim_1ms as sim};
 
 const T: Duration = Duration::from_secs(10);
 const L: Duration = Duration::from_millis(1);
@@ -89,33 +89,6 @@ fn a_three_party_cycle_with_a_reader_is_broken_once() {
     }
 }
 
-#[test]
-fn a_plain_wait_is_no_deadlock_and_costs_nothing_before_detect_after() {
-    let mut sim = sim(3);
-    let a = sim.add_client(Profile::KeepsWatches, T);
-    let b = sim.add_client(Profile::KeepsWatches, T);
-    let ax = sim.acquire(a, spec("/d/x", "A")).unwrap();
-    let ay = sim.acquire(a, spec("/d/y", "A")).unwrap();
-    sim.settle().unwrap();
-    // B waits for A, which waits for nobody: no cycle, however long.
-    let by = sim.acquire(b, spec("/d/y", "B")).unwrap();
-    sim.settle().unwrap();
-    sim.reset_counters();
-    sim.run_for(AFTER - 10 * L).unwrap();
-    assert_eq!(
-        sim.total_counters().requests(),
-        0,
-        "nothing before detect_after"
-    );
-    sim.run_for(20 * AFTER).unwrap();
-    assert!(sim.outcome(b, by).is_none(), "still waiting");
-    assert!(sim.core(b).stats().deadlock_chases > 0);
-    assert_eq!(sim.core(b).stats().deadlocks_seen, 0);
-    sim.release(a, ay).unwrap();
-    sim.run_until(|s| s.holds(b, by)).unwrap();
-    let _ = ax;
-}
-
 // ----- randomized schedules -------------------------------------------------------
 
 /// 2-4 owners on 2-3 sessions each take 2-4 of 4 locks (a quarter of them reads)
@@ -129,12 +102,8 @@ fn a_plain_wait_is_no_deadlock_and_costs_nothing_before_detect_after() {
 #[test]
 fn random_deadlocks_are_broken_in_time_with_one_true_victim_each() {
     let n = env_u64("LOCK_SIM_DEADLOCK_SCHEDULES").unwrap_or(10_000);
-    run_schedules(
-        "random_deadlocks",
-        &lock_sim::DeadlockWorkload::default(),
-        0,
-        n,
-    );
+    let w = lock_sim::DeadlockWorkload::default();
+    run_deadlock_schedules("deadlock", "random_deadlocks", &w, (0..n).collect());
 }
 
 /// Without faults the bound is the protocol's own: the youngest member's next
@@ -147,74 +116,14 @@ fn without_faults_deadlocks_are_broken_within_two_detect_periods_and_the_chase()
     w.faults = lock_sim::FaultConfig::none();
     w.bound = w.detect_after * 2 + Duration::from_millis(12) * 10;
     let n = env_u64("LOCK_SIM_DEADLOCK_SCHEDULES").map_or(500, |n| n / 20);
-    run_schedules("without_faults", &w, 1 << 32, n);
-}
-
-/// Runs `count` schedules from seed `salt` (or `LOCK_SIM_DEADLOCK_SEED` alone),
-/// spread over the cores, and prints the latencies.
-fn run_schedules(name: &str, w: &lock_sim::DeadlockWorkload, salt: u64, count: u64) {
-    let seeds: Vec<u64> = match env_u64("LOCK_SIM_DEADLOCK_SEED") {
-        Some(s) => vec![s],
-        None => (salt..salt + count).collect(),
-    };
-    let start = std::time::Instant::now();
-    // The schedules are independent: spread them over the cores.
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(4);
-    let reports: Vec<lock_sim::DeadlockReport> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let seeds = &seeds;
-                s.spawn(move || {
-                    let mine = seeds.iter().skip(t).step_by(threads);
-                    mine.map(|&seed| {
-                        w.run(seed).unwrap_or_else(|f| {
-                            panic!(
-                                "{f}\nreplay: LOCK_SIM_DEADLOCK_SEED={seed} \
-                                 cargo test -p lock-sim --test deadlock {name} -- --nocapture"
-                            )
-                        })
-                    })
-                    .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        let joined = handles
-            .into_iter()
-            .map(|h| h.join().expect("a schedule failed"));
-        joined.flatten().collect()
-    });
-    let victims: usize = reports.iter().map(|r| r.victims).sum();
-    let acquisitions: usize = reports.iter().map(|r| r.acquisitions).sum();
-    let steps: u64 = reports.iter().map(|r| r.steps).sum();
-    let mut latencies: Vec<Duration> = reports.iter().flat_map(|r| r.latencies.clone()).collect();
-    latencies.sort();
-    let median = latencies
-        .get(latencies.len() / 2)
-        .copied()
-        .unwrap_or_default();
-    let worst = latencies.last().copied().unwrap_or_default();
-    println!(
-        "{name}: {} schedules in {:.1}s: {steps} steps, {acquisitions} acquisitions, {victims} deadlocks broken; \
-         latency from the cycle's completion to the victim's failure: median {median:?}, worst {worst:?} \
-         (detect_after {:?}, bound {:?})",
-        seeds.len(),
-        start.elapsed().as_secs_f64(),
-        w.detect_after,
-        w.bound,
-    );
-    if seeds.len() >= 1000 {
-        assert!(
-            victims > seeds.len() / 20,
-            "too few deadlocks to prove anything: {victims}"
-        );
-    }
+    let seeds = ((1 << 32)..(1 << 32) + n).collect();
+    run_deadlock_schedules("deadlock", "without_faults", &w, seeds);
 }
 
 /// B waits behind A, which waits for nothing, for `wait`; B holds another lock
-/// meanwhile. Returns B's requests from its waiting acquisition to the grant, and
-/// its chase count.
+/// meanwhile. A plain wait is no deadlock, however long: B is granted when A lets
+/// go, having seen none. Returns B's requests from its waiting acquisition to the
+/// grant, its setData requests and its chase count.
 fn waiter_cost(detect: bool, wait: Duration) -> (u64, u64, u64) {
     let mut sim = sim(4);
     let a = sim.add_client(Profile::KeepsWatches, T);
@@ -235,6 +144,7 @@ fn waiter_cost(detect: bool, wait: Duration) -> (u64, u64, u64) {
     sim.release(a, ay).unwrap();
     sim.run_until(|s| s.holds(b, by)).unwrap();
     sim.settle().unwrap();
+    assert_eq!(sim.core(b).stats().deadlocks_seen, 0);
     let c = sim.counters(b);
     let _ = bz;
     (

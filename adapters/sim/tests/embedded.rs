@@ -2,7 +2,7 @@
 //! with its fault knobs. Every wait has a generous bound that turns a hang into a
 //! failure; nothing sleeps to synchronise.
 
-use lock_client::LockStatus;
+use lock_client::{BreakLock, LockStatus};
 use lock_core::{LockEvent, LostReason};
 use lock_sim::Server;
 use std::time::{Duration, Instant};
@@ -121,64 +121,87 @@ fn a_semaphore_waiter_sees_the_permits_in_use() {
     drop((guard, b));
 }
 
-/// A waiter behind a lock-delay holder whose session expires says why it
-/// waits: its place names the lock-delay and when it ends (the end about the
-/// delay after the expiry it saw), and the grant comes no sooner. A zero delay
-/// is no delay: no marker is made.
+/// A waiter behind a lock-delay holder that ends uncleanly (its session expires,
+/// or an operator breaks the lock, which leaves the marker) says why it waits: its
+/// place names the lock-delay and when it ends (the end about the delay after the
+/// end it saw), and the grant comes no sooner. A zero delay is no delay: no marker
+/// is made.
 #[test]
 fn a_waiter_sees_the_lock_delay_it_waits_out() {
     const DELAY: Duration = Duration::from_millis(800);
+    for broken in [false, true] {
+        let server = Server::new();
+        let (a, b) = (server.client(), server.client());
+        let held = a
+            .mutex("/locks/delayed")
+            .lock_delay(DELAY)
+            .lock_blocking()
+            .unwrap();
+        assert!(server
+            .children("/locks/delayed")
+            .unwrap()
+            .contains(&"zkl-delay".to_owned()));
+        assert_eq!(
+            b.participants_blocking("/locks/delayed").unwrap().foreign,
+            0,
+            "the marker is not a foreign node"
+        );
+        let mut pending = b.mutex("/locks/delayed").lock_delay(DELAY).start().unwrap();
+        let mut place = pending.queue_watch();
+        assert_eq!(place.changed_blocking().map(|q| q.position), Some(1));
+        let ended = Instant::now();
+        if broken {
+            let operator = server.client();
+            operator
+                .break_lock_blocking("/locks/delayed", BreakLock::holder().force())
+                .unwrap();
+            assert!(
+                server
+                    .children("/locks/delayed")
+                    .unwrap()
+                    .contains(&"zkl-delay".to_owned()),
+                "the break deleted the lock-delay marker"
+            );
+        } else {
+            server.expire_session(&a);
+        }
+        let queued = place.changed_blocking().expect("a place naming the delay");
+        let ends = queued
+            .lock_delay_ends()
+            .expect("waiting out the lock-delay");
+        assert_eq!(queued.position, 0, "{queued:?}");
+        assert!(
+            ends >= ended + DELAY && ends <= Instant::now() + DELAY,
+            "broken {broken}: the delay counts from when the waiter saw the end: \
+             ends {:?} after it",
+            ends - ended
+        );
+        assert!(
+            queued
+                .to_string()
+                .starts_with("lock-delay after an unclean end"),
+            "{queued}"
+        );
+        assert_eq!(pending.queued(), Some(queued.clone()));
+        let guard = pending
+            .wait_timeout_blocking(BOUND)
+            .expect("granted")
+            .unwrap();
+        assert!(Instant::now() >= ends, "granted before the delay ended");
+        assert!(guard.token() > held.token());
+        drop(held);
+        guard.release_blocking().unwrap();
+        // (A break leaves its record.)
+        let left = if broken { vec!["zkl-broken"] } else { vec![] };
+        assert_eq!(
+            server.children("/locks/delayed").unwrap_or_default(),
+            left,
+            "a clean release takes the marker with it"
+        );
+    }
     let server = Server::new();
-    let (a, b) = (server.client(), server.client());
-    let held = a
-        .mutex("/locks/delayed")
-        .lock_delay(DELAY)
-        .lock_blocking()
-        .unwrap();
-    assert!(server
-        .children("/locks/delayed")
-        .unwrap()
-        .contains(&"zkl-delay".to_owned()));
-    assert_eq!(
-        b.participants_blocking("/locks/delayed").unwrap().foreign,
-        0,
-        "the marker is not a foreign node"
-    );
-    let mut pending = b.mutex("/locks/delayed").lock_delay(DELAY).start().unwrap();
-    let mut place = pending.queue_watch();
-    assert_eq!(place.changed_blocking().map(|q| q.position), Some(1));
-    let expired = Instant::now();
-    server.expire_session(&a);
-    let queued = place.changed_blocking().expect("a place naming the delay");
-    let ends = queued
-        .lock_delay_ends()
-        .expect("waiting out the lock-delay");
-    assert_eq!(queued.position, 0, "{queued:?}");
-    assert!(
-        ends >= expired + DELAY && ends <= Instant::now() + DELAY,
-        "the delay counts from when the waiter saw the expiry: ends {:?} after the expiry",
-        ends - expired
-    );
-    assert!(
-        queued
-            .to_string()
-            .starts_with("lock-delay after an unclean end"),
-        "{queued}"
-    );
-    assert_eq!(pending.queued(), Some(queued.clone()));
-    let guard = pending
-        .wait_timeout_blocking(BOUND)
-        .expect("granted")
-        .unwrap();
-    assert!(Instant::now() >= ends, "granted before the delay ended");
-    drop(held);
-    guard.release_blocking().unwrap();
-    assert_eq!(
-        server.children("/locks/delayed").unwrap_or_default(),
-        Vec::<String>::new(),
-        "a clean release takes the marker with it"
-    );
-    let zero = b
+    let zero = server
+        .client()
         .mutex("/locks/zero")
         .lock_delay(Duration::ZERO)
         .lock_blocking()

@@ -107,12 +107,28 @@ fn create_and_delete_errors_follow_the_server() {
     );
 }
 
+/// The server's path rules (`PathUtils.validatePath`): a bad path is
+/// `BadArguments` for writes and reads alike.
 #[test]
 fn bad_paths_are_bad_arguments() {
     let mut zk = ZkModel::new();
     let s = zk.create_session();
     for p in [
-        "", "a", "/a/", "/a//b", "/a/./b", "/a/../b", "/a\u{0}", "/\u{1}", "/😀",
+        "",
+        "a",
+        "/a/",
+        "//",
+        "/a//b",
+        "/.",
+        "/a/.",
+        "/a/..",
+        "/./a",
+        "/a/./b",
+        "/a/../b",
+        "/a\u{0}",
+        "/\u{1}",
+        "/\u{e000}",
+        "/😀",
     ] {
         assert_eq!(
             zk.create(s, p, b"", CreateMode::Persistent),
@@ -125,6 +141,19 @@ fn bad_paths_are_bad_arguments() {
             "{p:?}"
         );
     }
+    for ok in ["/a.b", "/...", "/..c", "/日本"] {
+        assert!(
+            zk.create(s, ok, b"", CreateMode::Persistent).is_ok(),
+            "{ok}"
+        );
+    }
+    // A sequential create may end in '/': the server appends the sequence number.
+    let seq = CreateMode::EphemeralSequential;
+    assert_eq!(
+        zk.create(s, "/a.b/", b"", seq).map(|(p, _)| p),
+        Ok("/a.b/0000000000".into())
+    );
+    assert_eq!(zk.create(s, "/a.b//", b"", seq), Err(ZkError::BadArguments));
 }
 
 #[test]

@@ -5,10 +5,8 @@
 //! fenced writes, revocation requests and election observers polled only when
 //! their wakers are woken. The invariant checker sees what the user sees; lost
 //! wake-ups and guard statuses that contradict their events are violations too.
-//!
-//! 3,200 fixed schedules (300 per workload, 500 deadlock ones) and 160 that change
-//! from run to run; with `tests/workload.rs`' 9,500 on the bare core, over 10,000
-//! per CI run.
+//! Each test runs its fixed schedules and a twentieth as many that change from
+//! run to run.
 //!
 //! Environment (as in `tests/workload.rs`):
 //! * `LOCK_SIM_USER_SCHEDULES=n`: fixed schedules per workload (default 300);
@@ -27,8 +25,8 @@ use lock_core::{LockEvent, LockSpec};
 use lock_sim::{Profile, Sim, SimConfig, Workload};
 use std::time::Duration;
 use support::{
-    assert_exercised, env_u64, explored, replayed_from_env, replays_exactly, run_schedules,
-    workload,
+    assert_exercised, env_u64, explored, replayed_from_env, replays_exactly,
+    run_deadlock_schedules, run_schedules, workload,
 };
 
 /// Runs `default_count` fixed schedules of `name` (seeds offset by `salt`) and a
@@ -84,31 +82,8 @@ fn deadlock_schedules() {
         .unwrap_or(0)
         .wrapping_add(19_000_000);
     let new = explored("deadlock through lock-client", count.div_ceil(20));
-    println!(
-        "deadlock through lock-client: seeds {first}..{}",
-        first + count
-    );
-    let (mut victims, mut acquisitions) = (0, 0);
-    for seed in (first..first + count).chain(new) {
-        match w.run(seed) {
-            Ok(r) => {
-                victims += r.victims;
-                acquisitions += r.acquisitions;
-            }
-            Err(failure) => panic!(
-                "{failure}\nreplay: LOCK_SIM_SEED={} LOCK_SIM_USER_DEADLOCK_SCHEDULES=1 \
-                 cargo test -p lock-sim --test user_api deadlock_schedules -- --nocapture",
-                seed - 19_000_000
-            ),
-        }
-    }
-    println!(
-        "deadlock through lock-client: {acquisitions} acquisitions, {victims} deadlocks broken"
-    );
-    assert!(
-        victims as u64 > count / 20,
-        "too few deadlocks to prove anything: {victims}"
-    );
+    let seeds = (first..first + count).chain(new).collect();
+    run_deadlock_schedules("user_api", "deadlock_schedules", &w, seeds);
 }
 
 /// Two section calls in flight on one guard at once (a user's tasks sharing it):

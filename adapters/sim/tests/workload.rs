@@ -1,8 +1,6 @@
 //! Randomized schedules: many clients, every recipe, random acquire / hold / release /
 //! cancel / timeout / revoke with every fault, and the invariants checked after every
-//! step. 9,500 schedules per run on the bare core, in a few seconds; with the
-//! 1,890 of `tests/user_api.rs` (the same workloads through lock-client's user
-//! API), over 10,000.
+//! step, on the bare core (`tests/user_api.rs`: the same through lock-client).
 //!
 //! Environment:
 //! * `LOCK_SIM_SCHEDULES=n`: schedules per workload (default 1600; 750 for the

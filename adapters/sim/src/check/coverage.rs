@@ -1,7 +1,15 @@
 //! How much of the feature checks a run exercised ([`Coverage`]).
 
 /// How much of the feature checks a run exercised (so that a passing run is known
-/// not to be vacuous), from [`Sim::coverage`](crate::Sim::coverage).
+/// not to be vacuous), from [`Sim::coverage`](crate::Sim::coverage). Several runs'
+/// add up with `+=`:
+///
+/// ```
+/// let mut total = zklock::sim::Coverage::default();
+/// total += zklock::sim::Workload::sections().run(1).unwrap().coverage;
+/// total += zklock::sim::Workload::sections().run(2).unwrap().coverage;
+/// assert!(total.crash_flags_checked > 0);
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
 #[non_exhaustive]
 pub struct Coverage {
@@ -28,24 +36,6 @@ pub struct Coverage {
     pub section_calls_interrupted: u64,
 }
 
-/// Sums the coverage of several runs.
-///
-/// ```
-/// let mut total = zklock::sim::Coverage::default();
-/// total += zklock::sim::Workload::sections().run(1).unwrap().coverage;
-/// total += zklock::sim::Workload::sections().run(2).unwrap().coverage;
-/// assert!(total.crash_flags_checked > 0);
-/// ```
-impl std::ops::AddAssign for Coverage {
-    fn add_assign(&mut self, other: Coverage) {
-        self.crash_flags_checked += other.crash_flags_checked;
-        self.crashes_reported += other.crashes_reported;
-        self.fenced_applied += other.fenced_applied;
-        self.fenced_outcomes_checked += other.fenced_outcomes_checked;
-        self.fenced_not_held += other.fenced_not_held;
-        self.revocations_requested += other.revocations_requested;
-        self.waiters_revoked += other.waiters_revoked;
-        self.leases_expired += other.leases_expired;
-        self.section_calls_interrupted += other.section_calls_interrupted;
-    }
-}
+add_assign_fields!(Coverage: crash_flags_checked, crashes_reported, fenced_applied,
+    fenced_outcomes_checked, fenced_not_held, revocations_requested, waiters_revoked,
+    leases_expired, section_calls_interrupted);

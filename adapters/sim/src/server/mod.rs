@@ -233,27 +233,6 @@ impl Server {
         written
     }
 
-    /// Renamed [`expire_session`](Self::expire_session), the fault's name on both faces.
-    #[doc(hidden)]
-    #[deprecated(note = "renamed `expire_session`, as on `Sim`")]
-    pub fn expire(&self, client: &LockClient) {
-        self.expire_session(client);
-    }
-
-    /// Renamed [`admin_delete`](Self::admin_delete), the fault's name on both faces.
-    #[doc(hidden)]
-    #[deprecated(note = "renamed `admin_delete`, as on `Sim`")]
-    pub fn delete(&self, path: &str) -> bool {
-        self.admin_delete(path)
-    }
-
-    /// Renamed [`admin_set_data`](Self::admin_set_data), the fault's name on both faces.
-    #[doc(hidden)]
-    #[deprecated(note = "renamed `admin_set_data`, as on `Sim`")]
-    pub fn set_data(&self, path: &str, data: &[u8]) -> bool {
-        self.admin_set_data(path, data)
-    }
-
     /// The children of `path`, sorted; `None` if it does not exist.
     pub fn children(&self, path: &str) -> Option<Vec<String>> {
         let mut children = self.lock().model.children(path)?;

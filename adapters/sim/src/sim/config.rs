@@ -130,10 +130,4 @@ impl SimConfig {
         self.check_invariants = on;
         self
     }
-
-    /// Sets whether listings come in random order.
-    pub fn shuffle_children(mut self, on: bool) -> Self {
-        self.shuffle_children = on;
-        self
-    }
 }

@@ -3,7 +3,6 @@
 //! these (the sim's equivalent of the server's `zk_packets_received`).
 
 use lock_core::Op;
-use std::ops::AddAssign;
 
 /// The kind of a ZooKeeper request.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
@@ -131,22 +130,6 @@ impl Counters {
     }
 }
 
-impl AddAssign for Counters {
-    fn add_assign(&mut self, o: Counters) {
-        self.create += o.create;
-        self.get_children += o.get_children;
-        self.get_data += o.get_data;
-        self.set_data += o.set_data;
-        self.delete += o.delete;
-        self.multi += o.multi;
-        self.remove_watch += o.remove_watch;
-        self.sync += o.sync;
-        self.other += o.other;
-        self.replies += o.replies;
-        self.notifications += o.notifications;
-        self.notifications_lost += o.notifications_lost;
-        self.disconnects += o.disconnects;
-        self.reconnects += o.reconnects;
-        self.expirations += o.expirations;
-    }
-}
+add_assign_fields!(Counters: create, get_children, get_data, set_data, delete, multi,
+    remove_watch, sync, other, replies, notifications, notifications_lost, disconnects,
+    reconnects, expirations);

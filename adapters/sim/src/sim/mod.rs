@@ -13,7 +13,7 @@
 //!   sessions and reaping containers;
 //! * `faults.rs`, `fault_config.rs`: random and explicit faults, and their settings;
 //! * `inspect.rs`, `counters.rs`: looking into a run;
-//! * `workload.rs`, `deadlock.rs`: randomized workloads and their reports;
+//! * `workload/`, `deadlock/`: randomized workloads and their reports;
 //! * `rng.rs`: the only source of randomness.
 
 pub(crate) mod binding;

@@ -320,24 +320,25 @@ impl Sim {
 
     /// Releases a held lock (see [`Session::release`](lock_core::Session::release)).
     pub fn release(&mut self, client: ClientId, lock: LockId) -> Result<(), UsageError> {
-        let i = client.0;
-        let now = self.now;
-        let r = self.clients[i].core.release(lock, now);
-        self.trace_with(Some(i), || format!("user releases {lock}: {r:?}"));
-        if r.is_ok() {
-            self.checker.on_release_call((client, lock));
-        }
-        self.pump(i);
-        self.after_call();
-        r
+        self.let_go(client, lock, false)
     }
 
     /// Gives up an acquisition, or releases it if held (see [`Session::cancel`](lock_core::Session::cancel)).
     pub fn cancel(&mut self, client: ClientId, lock: LockId) -> Result<(), UsageError> {
-        let i = client.0;
-        let now = self.now;
-        let r = self.clients[i].core.cancel(lock, now);
-        self.trace_with(Some(i), || format!("user cancels {lock}: {r:?}"));
+        self.let_go(client, lock, true)
+    }
+
+    /// [`release`](Self::release), or [`cancel`](Self::cancel) if `cancel`.
+    fn let_go(&mut self, client: ClientId, lock: LockId, cancel: bool) -> Result<(), UsageError> {
+        let (i, now) = (client.0, self.now);
+        let core = &mut self.clients[i].core;
+        let r = if cancel {
+            core.cancel(lock, now)
+        } else {
+            core.release(lock, now)
+        };
+        let what = if cancel { "cancels" } else { "releases" };
+        self.trace_with(Some(i), || format!("user {what} {lock}: {r:?}"));
         if r.is_ok() {
             self.checker.on_release_call((client, lock));
         }
@@ -411,12 +412,7 @@ impl Sim {
     /// Runs every wakeup due up to `now + d`, leaving the clock there.
     pub fn run_for(&mut self, d: Duration) -> Result<(), Violation> {
         let until = self.now + d;
-        self.run_until_time(until)
-    }
-
-    /// Runs every wakeup due up to `t`, leaving the clock at `t`.
-    pub fn run_until_time(&mut self, t: Timestamp) -> Result<(), Violation> {
-        while self.step_until(t)? {}
+        while self.step_until(until)? {}
         Ok(())
     }
 

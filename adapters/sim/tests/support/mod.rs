@@ -16,7 +16,8 @@ macro_rules! schedules {
 
 use lock_core::{LockId, LockSpec, LockState};
 use lock_sim::{
-    ClientId, Coverage, FaultConfig, Latency, Profile, Sim, SimConfig, TraceEntry, Workload,
+    ClientId, Coverage, DeadlockReport, DeadlockWorkload, FaultConfig, Latency, Profile, Sim,
+    SimConfig, TraceEntry, Workload,
 };
 use std::ops::Range;
 use std::time::{Duration, Instant};
@@ -216,4 +217,65 @@ pub fn acquired_at(sim: &Sim, client: ClientId, lock: LockId) -> lock_core::Time
 pub fn sim_1ms(seed: u64) -> Sim {
     let config = SimConfig::new(seed).latency(Latency::fixed(Duration::from_millis(1)));
     Sim::new(config.reap_interval(None))
+}
+
+/// Runs the deadlock schedules `seeds` of `w` (`LOCK_SIM_DEADLOCK_SEED` alone if
+/// set), spread over the cores, failing with the replay command of test `name` of
+/// test target `target`; prints the latencies. From 500 schedules on, too few
+/// deadlocks to prove anything fail too.
+pub fn run_deadlock_schedules(target: &str, name: &str, w: &DeadlockWorkload, seeds: Vec<u64>) {
+    let seeds = env_u64("LOCK_SIM_DEADLOCK_SEED").map_or(seeds, |s| vec![s]);
+    let start = std::time::Instant::now();
+    // The schedules are independent: spread them over the cores.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(4);
+    let reports: Vec<DeadlockReport> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let seeds = &seeds;
+                s.spawn(move || {
+                    let mine = seeds.iter().skip(t).step_by(threads);
+                    mine.map(|&seed| {
+                        w.run(seed).unwrap_or_else(|f| {
+                            panic!(
+                                "{f}\nreplay: LOCK_SIM_DEADLOCK_SEED={seed} \
+                                 cargo test -p lock-sim --test {target} {name} -- --nocapture"
+                            )
+                        })
+                    })
+                    .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let joined = handles
+            .into_iter()
+            .map(|h| h.join().expect("a schedule failed"));
+        joined.flatten().collect()
+    });
+    let victims: usize = reports.iter().map(|r| r.victims).sum();
+    let acquisitions: usize = reports.iter().map(|r| r.acquisitions).sum();
+    let steps: u64 = reports.iter().map(|r| r.steps).sum();
+    let mut latencies: Vec<Duration> = reports.iter().flat_map(|r| r.latencies.clone()).collect();
+    latencies.sort();
+    let median = latencies
+        .get(latencies.len() / 2)
+        .copied()
+        .unwrap_or_default();
+    let worst = latencies.last().copied().unwrap_or_default();
+    println!(
+        "{name}: {} schedules in {:.1}s: {steps} steps, {acquisitions} acquisitions, {victims} deadlocks broken; \
+         latency from the cycle's completion to the victim's failure: median {median:?}, worst {worst:?} \
+         (detect_after {:?}, bound {:?})",
+        seeds.len(),
+        start.elapsed().as_secs_f64(),
+        w.detect_after,
+        w.bound,
+    );
+    if seeds.len() >= 500 {
+        assert!(
+            victims > seeds.len() / 20,
+            "too few deadlocks to prove anything: {victims}"
+        );
+    }
 }

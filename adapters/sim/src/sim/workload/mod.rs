@@ -290,18 +290,8 @@ impl Workload {
     /// Runs the schedule of `seed`. On a violation the schedule is replayed with
     /// tracing on, and the [`Failure`] carries the trace.
     pub fn run(&self, seed: u64) -> Result<Report, Failure> {
-        self.execute(seed, false).or_else(|_| self.replay(seed))
-    }
-
-    /// Runs the schedule of `seed` with tracing on (what [`Sim::replay`] does).
-    pub fn replay(&self, seed: u64) -> Result<Report, Failure> {
-        self.execute(seed, true)
-            .map_err(|(violation, trace)| Failure {
-                workload: self.name,
-                violation,
-                trace,
-                user_api: self.user_api,
-            })
+        self.execute(seed, false)
+            .or_else(|_| Sim::replay(seed, self))
     }
 
     fn execute(&self, seed: u64, trace: bool) -> Result<Report, (Violation, Vec<TraceEntry>)> {
@@ -322,7 +312,14 @@ impl Sim {
     /// Replays the schedule `seed` of `workload` exactly, with tracing on: the
     /// reproduction of a failure the randomized tests printed.
     pub fn replay(seed: u64, workload: &Workload) -> Result<Report, Failure> {
-        workload.replay(seed)
+        workload
+            .execute(seed, true)
+            .map_err(|(violation, trace)| Failure {
+                workload: workload.name,
+                violation,
+                trace,
+                user_api: workload.user_api,
+            })
     }
 }
 
