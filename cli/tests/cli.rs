@@ -265,51 +265,6 @@ fn cmd_left_running_across_a_short_cut() {
     assert_eq!(code(&held), 5, "{held:?}");
 }
 
-/// `leader` names the leader of a real election (its participant id), and
-/// `--watch` reports when it resigns.
-#[test]
-fn leader_of_an_election() {
-    use std::sync::mpsc;
-    let zk = server().connect_string();
-    let path = unique("election");
-    let (elected_tx, elected_rx) = mpsc::channel();
-    let (resign_tx, resign_rx) = mpsc::channel::<()>();
-    let participant = {
-        let zk = zk.clone();
-        let path = path.clone();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let locks = lock_zookeeper_client::connect(&zk).await.unwrap();
-                let mut election = locks.election(path, "alpha");
-                let leadership = election.leadership().await.unwrap();
-                elected_tx.send(leadership.path().to_owned()).unwrap();
-                while resign_rx.try_recv().is_err() {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                leadership.resign().await.unwrap();
-                locks.close().await;
-            })
-        })
-    };
-    let node = elected_rx.recv_timeout(LONG).unwrap();
-
-    let out = exits(&zk, &["leader", &path], 0);
-    let line = String::from_utf8(out.stdout).unwrap();
-    let fields: Vec<&str> = line.trim_end().split('\t').collect();
-    assert_eq!(fields[..2], ["alpha", node.as_str()], "{line:?}");
-    assert!(fields[2].parse::<i64>().unwrap() > 0, "{line:?}");
-
-    let leader = watch_leader_while(&zk, &path, || {
-        resign_tx.send(()).unwrap();
-        participant.join().unwrap();
-    });
-    assert!(leader.starts_with("alpha\t"), "{leader:?}");
-}
-
 /// A signal while waiting gives up the wait (128+N); schemes share one path:
 /// a kazoo-named or Curator-named holder keeps a native contender out.
 #[test]
@@ -378,7 +333,8 @@ fn cmd_stopped_when_the_node_is_deleted() {
 }
 
 /// `zklock elect`: one leader runs CMD at a time; when it stops, the next is
-/// elected; `leader` names each in turn, `ls` and `top` by the same ids.
+/// elected; `leader` names each in turn (id, node, token), `ls` and `top` by
+/// the same ids, and `leader --watch` reports when the last one goes.
 #[test]
 fn elect_runs_cmd_while_leader() {
     let zk = server().connect_string();
@@ -404,8 +360,14 @@ fn elect_runs_cmd_while_leader() {
     let (mut b, b_ready) = candidate("beta");
     std::thread::sleep(Duration::from_millis(700));
     assert!(!b_ready.exists(), "two leaders");
-    let leader = run(zklock(&zk).args(["leader", &path]));
-    assert!(stdout(&leader).starts_with("alpha\t"), "{leader:?}");
+    let leader = stdout(&exits(&zk, &["leader", &path], 0));
+    let fields: Vec<&str> = leader.trim_end().split('\t').collect();
+    let a_written = std::fs::read_to_string(&a_ready).unwrap();
+    assert_eq!(
+        fields[..2],
+        ["alpha", a_written.trim().split(' ').nth(1).unwrap()]
+    );
+    assert!(fields[2].parse::<i64>().unwrap() > 0, "{leader:?}");
     // `ls` and `top` name the candidates by their ids, as `leader` does (the
     // OWNER column; it was `-`).
     let rows = ls_rows(&zk, &path);
@@ -429,8 +391,11 @@ fn elect_runs_cmd_while_leader() {
         text.split(' ').next().unwrap().parse().unwrap()
     };
     assert!(token(&a_ready) < token(&b_ready));
-    kill(&b, "-TERM");
-    assert_eq!(b.wait().unwrap().code(), Some(128 + 15));
+    let leader = watch_leader_while(&zk, &path, || {
+        kill(&b, "-TERM");
+        assert_eq!(b.wait().unwrap().code(), Some(128 + 15));
+    });
+    assert!(leader.starts_with("beta\t"), "{leader:?}");
 }
 
 /// `--auth` and `--acl creator`: a holder's lock directory and node are its user's
