@@ -94,9 +94,14 @@ fn an_exec_holder_is_broken_only_with_force_and_the_next_waiter_holds() {
         format!("{node} True wedged {old_token} deleted True")
     );
     let broke_after = started.elapsed();
-    let status = holder.wait().unwrap();
-    assert_eq!(status.code(), Some(LOST), "{status:?}");
+    let held = holder.wait_with_output().unwrap();
+    assert_eq!(code(&held), LOST, "{held:?}");
     assert!(!alive(&pid), "CMD still runs after the break");
+    // A sentence naming the node, not the lock client's `NodeDeleted`.
+    let said = stderr(&held);
+    let lost = format!("the lock at {node} was lost (its node was deleted by someone else");
+    assert!(said.contains(&lost), "{said}");
+    assert!(!said.contains("NodeDeleted"), "{said}");
     // For the record (--nocapture): the break command's own time, and from its
     // start to the broken exec's exit with CMD stopped.
     eprintln!(

@@ -293,45 +293,6 @@ fn signal_while_waiting_and_schemes() {
     );
 }
 
-/// Someone deletes the holder's node (zkCli's `delete`): CMD is stopped at once
-/// and zklock exits with the lost code.
-#[test]
-fn cmd_stopped_when_the_node_is_deleted() {
-    let (zk, lock, dir) = setup("deleted");
-    let (mut holder, node) = holding_node(&zk, &[], &lock, &dir);
-
-    let install = lock_testkit::ZkInstall::locate().unwrap();
-    let out = Command::new(install.java())
-        .args([
-            "-cp",
-            install.classpath(),
-            "org.apache.zookeeper.ZooKeeperMain",
-        ])
-        .args(["-server", &zk, "delete", &node])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-
-    let start = Instant::now();
-    let status = holder.wait().unwrap();
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-    assert_eq!(status.code(), Some(LOST), "{stderr}");
-    // A sentence naming the node, not the lock client's `NodeDeleted`.
-    assert!(
-        stderr.contains(&format!(
-            "the lock at {node} was lost (its node was deleted by someone else"
-        )),
-        "{stderr}"
-    );
-    assert!(!stderr.contains("NodeDeleted"), "{stderr}");
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        start.elapsed()
-    );
-}
-
 /// `zklock elect`: one leader runs CMD at a time; when it stops, the next is
 /// elected; `leader` names each in turn (id, node, token), `ls` and `top` by
 /// the same ids, and `leader --watch` reports when the last one goes.
