@@ -47,10 +47,12 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lock_partition::contenders::{Contender, Histories, Kind, Programs, Spec, STEP};
+use lock_partition::contenders::{
+    start_ensemble, Contender, Histories, Kind, Programs, Spec, STEP,
+};
 use lock_partition::history::{monotonic_now, EventKind, Nanos};
 use lock_testkit::measure::{env_words, loadavg};
-use lock_testkit::{Mode, NetLab, ZkEnsemble};
+use lock_testkit::Mode;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Topology {
@@ -184,19 +186,12 @@ fn scenario(
     tick: Duration,
     kinds: &[Kind],
 ) -> Vec<Outcome> {
-    let mut lab = NetLab::new().unwrap_or_else(|e| panic!("{e}"));
-    let builder = ZkEnsemble::builder()
-        .tick_time(tick)
-        .sync_limit(4)
-        .init_limit(10);
     let size = if topology == Topology::Standalone {
         1
     } else {
         3
     };
-    let zk = lab
-        .start_ensemble(builder, size)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut lab, zk) = start_ensemble(tick, size);
     let ensemble = zk.ensemble();
     // The server's own restart time counts in the outage: measure it once (a stop
     // and a start of one member, before anyone connects) and start the server that
@@ -253,11 +248,9 @@ fn scenario(
             ("holder", target, &mut holders),
             ("rival", rival_server, &mut rivals),
         ] {
-            let name = format!("{}-{role}", kind.word());
-            let node = lab.add_node(&name).unwrap();
             let spec = Spec {
                 kind,
-                name,
+                name: format!("{}-{role}", kind.word()),
                 lock: lock.clone(),
                 scheme,
                 session_timeout: session,
@@ -265,7 +258,7 @@ fn scenario(
             };
             let connect = ensemble.member(server).unwrap().connect_string();
             list.push(Contender::start(
-                &programs, &lab, node, &connect, &spec, &histories,
+                &programs, &mut lab, &connect, &spec, &histories,
             ));
         }
     }
