@@ -54,31 +54,6 @@ fn mutual_exclusion_of_concurrent_processes() {
         .all(|(_, node)| node.starts_with(&format!("{lock}/"))));
 }
 
-/// `-n` fails at once with the busy code, `-w 1` with the timeout code after ~1 s,
-/// a SIGTERM to zklock reaches CMD, and the lock is free afterwards.
-#[test]
-fn busy_timeout_and_signal_forwarding() {
-    let (zk, lock, dir) = setup("busy");
-    let mut holder = holding(&zk, &[], &lock, &dir.join("ready"));
-
-    let out = exits(&zk, &["exec", "-n", &lock, "--", "true"], BUSY);
-    assert!(stderr(&out).contains("busy"), "{out:?}");
-
-    let start = Instant::now();
-    let out = run(zklock(&zk).args(["exec", "-w", "1", &lock, "--", "true"]));
-    let waited = start.elapsed();
-    assert_eq!(code(&out), BUSY, "{out:?}");
-    assert!(waited >= Duration::from_secs(1), "gave up after {waited:?}");
-    assert!(stderr(&out).contains("timed out"), "{out:?}");
-
-    // SIGTERM is forwarded to CMD (sleep), whose death by SIGTERM is reported as 143.
-    kill(&holder, "-TERM");
-    let status = holder.wait().unwrap();
-    assert_eq!(status.code(), Some(128 + 15), "{status:?}");
-
-    exits(&zk, &["exec", "-n", &lock, "--", "true"], 0);
-}
-
 /// CMD's exit code is zklock's; a missing CMD is 127; ZKLOCK_* are exported.
 #[test]
 fn exit_codes_and_environment() {

@@ -251,14 +251,19 @@ fn ls_warns_of_mixed_schemes() {
 /// queue and the time waited, rewritten in place, and erases the line once it
 /// holds; with stderr not a terminal (a log, cron) it says nothing while it
 /// waits unless asked (`--progress`, `-v`: a line per place, here one: next in
-/// the queue); with -q nothing.
+/// the queue); with -q nothing. `-n` gives up at once, `-w SECS` no sooner.
 #[test]
 fn waiting_line_on_a_tty_and_places_only_when_asked_elsewhere() {
     let (zk, lock, dir) = setup("tty");
     let holder = holding(&zk, &[], &lock, &dir.join("ready"));
+    let out = exits(&zk, &["exec", "-n", &lock, "--", "true"], BUSY);
+    assert_eq!(stderr(&out), format!("zklock: {lock} is busy\n"));
 
     // Not a terminal, not asked: only the outcome.
+    let start = std::time::Instant::now();
     let out = exits(&zk, &["exec", "-w", "1.5", &lock, "--", "true"], BUSY);
+    let waited = start.elapsed();
+    assert!(waited.as_millis() >= 1500, "gave up after {waited:?}");
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(stderr, format!("zklock: timed out waiting for {lock}\n"));
     // Asked: its place, then that it gave up.
