@@ -51,7 +51,7 @@ use lock_partition::contenders::{
     start_ensemble, Contender, Histories, Kind, Programs, Spec, STEP,
 };
 use lock_partition::history::{monotonic_now, EventKind, Nanos};
-use lock_testkit::measure::{env_words, loadavg};
+use lock_testkit::measure::{env_usize, env_words, loadavg};
 use lock_testkit::Mode;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,16 +110,11 @@ fn seconds_between(from: Nanos, to: Nanos) -> f64 {
 
 fn main() {
     // `cargo bench` passes `--bench`; nothing else is taken.
-    let session_ms: u64 = std::env::var("TOLERANCE_SESSION_MS")
-        .ok()
-        .map(|v| v.parse().expect("TOLERANCE_SESSION_MS: milliseconds"))
-        .unwrap_or(4000);
-    let session = Duration::from_millis(session_ms);
-    let tick_ms: u64 = std::env::var("TOLERANCE_TICK_MS")
-        .ok()
-        .map(|v| v.parse().expect("TOLERANCE_TICK_MS: milliseconds"))
-        .unwrap_or(500);
-    let tick = Duration::from_millis(tick_ms);
+    let millis = |key, default| Duration::from_millis(env_usize(key, default) as u64);
+    let (session, tick) = (
+        millis("TOLERANCE_SESSION_MS", 4000),
+        millis("TOLERANCE_TICK_MS", 500),
+    );
     let outages: Vec<f64> = env_words("TOLERANCE_OUTAGES", "0.5,0.8,1.5")
         .iter()
         .map(|v| v.parse().expect("TOLERANCE_OUTAGES: fractions of T"))
