@@ -14,7 +14,7 @@ use lock_testkit::Postgres;
 use lock_zookeeper_client::LockClient;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// psql inserting a row for `who` into the write log (no fence: the resource
@@ -38,14 +38,6 @@ fn client() -> (tokio::runtime::Runtime, LockClient) {
         .block_on(lock_zookeeper_client::connect(&server().connect_string()))
         .expect("connecting");
     (rt, locks)
-}
-
-/// A PostgreSQL with an empty write log (the table `insert` writes to).
-fn write_log() -> Postgres {
-    let db = Postgres::start().unwrap_or_else(|e| panic!("{e}"));
-    db.psql("CREATE TABLE writes (id serial PRIMARY KEY, who text NOT NULL)")
-        .unwrap();
-    db
 }
 
 /// Waits for the node `name` to leave `lock` (its session expired). Returns
@@ -73,36 +65,6 @@ fn present(locks: &LockClient, lock: &str, name: &str) -> bool {
         .any(|p| p.node.rsplit('/').next() == Some(name))
 }
 
-/// The paused holder: `zklock exec` (with `extra` flags) whose CMD records its
-/// node, then starts its write in a session of its own (out of zklock's reach,
-/// as in tests/fencing.rs) that waits for the file `go`: the write "in flight"
-/// while the holder is paused. Returns the child (its own process group) and its
-/// node's name, once CMD runs.
-fn paused_holder(
-    zk: &str,
-    lock: &str,
-    extra: &[&str],
-    dir: &Path,
-    db: &Postgres,
-) -> (Child, String) {
-    let script = late_write_script("basename $ZKLOCK_NODE > a.node", &insert("A"));
-    let mut a = zklock(zk);
-    a.args(["--session-timeout", SESSION_TIMEOUT, "exec"])
-        .args(extra)
-        .args([lock, "--", "sh", "-c"])
-        .arg(&script)
-        .env("PSQL", db.psql_path())
-        .env("DATABASE_URL", db.url())
-        .current_dir(dir)
-        .stderr(Stdio::null())
-        .process_group(0);
-    let holder = a.spawn().unwrap();
-    wait_for(&dir.join("ready"), LONG);
-    let node = read(&dir.join("a.node"));
-    pause(&holder);
-    (holder, node)
-}
-
 /// Holder A (paused, its unfenced write in flight) and the next holder B, both
 /// `zklock exec --lock-delay 8`: B starts no sooner than 8 s after it saw A
 /// gone, and says why it waits; A is continued when B's write has landed or 2 s
@@ -112,15 +74,31 @@ fn paused_holder(
 fn with_lock_delay_the_late_write_lands_before_the_next_holder_starts() {
     let (test, extra) = ("delay", ["--lock-delay", "8"]);
     let (_rt, locks) = client();
-    let db = write_log();
-    let zk = server().connect_string();
-    let lock = unique(test);
-    let dir = scratch(test);
+    let db = Postgres::start().unwrap_or_else(|e| panic!("{e}"));
+    db.psql("CREATE TABLE writes (id serial PRIMARY KEY, who text NOT NULL)")
+        .unwrap();
+    let (zk, lock, dir) = setup(test);
     let start = Instant::now();
     let say = |what: &str| eprintln!("[{test}] {:>6.2} s  {what}", start.elapsed().as_secs_f64());
 
-    let (holder, a_node) = paused_holder(&zk, &lock, &extra, &dir, &db);
+    // A records its node, then starts its write in a session of its own (out of
+    // zklock's reach, as in tests/fencing.rs) that waits for the file `go`: the
+    // write "in flight" while A is paused.
+    let script = late_write_script("basename $ZKLOCK_NODE > a.node", &insert("A"));
+    let mut a = zklock(&zk);
+    a.args(["--session-timeout", SESSION_TIMEOUT, "exec"])
+        .args(extra)
+        .args([lock.as_str(), "--", "sh", "-c", &script])
+        .env("PSQL", db.psql_path())
+        .env("DATABASE_URL", db.url())
+        .current_dir(&dir)
+        .stderr(Stdio::null())
+        .process_group(0);
+    let holder = a.spawn().unwrap();
     let group = KillOnDrop(holder.id());
+    wait_for(&dir.join("ready"), LONG);
+    let a_node = read(&dir.join("a.node"));
+    pause(&holder);
     say(&format!("A holds {a_node} and is paused (SIGSTOP)"));
 
     // B waits, then writes at once.
