@@ -248,16 +248,6 @@ fn guards_of(pid: u32) -> Vec<i32> {
         .collect()
 }
 
-/// The process group of `pid` (`None` once it is gone or a zombie).
-fn process_group(pid: i32) -> Option<i32> {
-    (state_of(pid)? != "Z").then_some(())?;
-    stat_field(pid, 3)?.parse().ok()
-}
-
-fn alive(pid: i32) -> bool {
-    process_group(pid).is_some()
-}
-
 /// Whether a live (not zombie) process is in `group`.
 fn group_alive(group: i32) -> bool {
     std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
@@ -333,11 +323,11 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
         let guard = parent_of(cmd).unwrap();
         let zklock = parent_of(guard).unwrap();
         type_in("\x1a");
-        let states = || [cmd, zklock].map(state_of);
+        let states = || [cmd, zklock].map(state);
         let start = Instant::now();
         let mut seen = Vec::new();
-        while states().iter().any(|s| s.as_deref() != Some("T")) {
-            let now = (states(), state_of(guard));
+        while states().iter().any(|s| *s != Some('T')) {
+            let now = (states(), state(guard));
             if seen.last().map(|(_, s)| s) != Some(&now) {
                 seen.push((start.elapsed(), now));
             }
@@ -349,7 +339,7 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
             std::thread::sleep(Duration::from_millis(20));
         }
         // The guard keeps running (its clock enforces the lock's deadline).
-        assert_ne!(state_of(guard).as_deref(), Some("T"), "the guard stopped");
+        assert_ne!(state(guard), Some('T'), "the guard stopped");
         type_in(&format!("jobs > {}\n", jobs.display()));
         wait_for(&jobs, Duration::from_secs(10));
         let listed = std::fs::read_to_string(&jobs).unwrap();
@@ -383,10 +373,6 @@ impl Drop for KillOnDrop {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn state_of(pid: i32) -> Option<String> {
-    stat_field(pid, 1)
 }
 
 fn parent_of(pid: i32) -> Option<i32> {

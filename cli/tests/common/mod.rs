@@ -302,7 +302,7 @@ pub fn signal_group(pgid: u32, sig: &str) {
 pub fn pause(holder: &Child) {
     signal_group(holder.id(), "-STOP");
     until("the holder stopped", Duration::from_secs(10), || {
-        (state(holder.id()) == Some('T')).then_some(())
+        (state(holder.id() as i32) == Some('T')).then_some(())
     });
 }
 
@@ -338,9 +338,20 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// The state letter of a process (`T` when stopped).
-pub fn state(pid: u32) -> Option<char> {
-    stat_field(pid as i32, 1)?.chars().next()
+/// The state letter of a process (`T` when stopped, `Z` a zombie).
+pub fn state(pid: i32) -> Option<char> {
+    stat_field(pid, 1)?.chars().next()
+}
+
+/// The process group of `pid` (`None` once it is gone or a zombie).
+pub fn process_group(pid: i32) -> Option<i32> {
+    (state(pid)? != 'Z').then_some(())?;
+    stat_field(pid, 3)?.parse().ok()
+}
+
+/// Whether `pid` is a live (not zombie) process.
+pub fn alive(pid: i32) -> bool {
+    process_group(pid).is_some()
 }
 
 /// Field `n` (1-based, after the command name: 1 the state, 3 the process group) of
