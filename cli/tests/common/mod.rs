@@ -148,34 +148,26 @@ pub fn hold(zk: &str, extra: &[&str], lock: &str, script: &str) -> Child {
 }
 
 /// `zklock exec` holding `lock` (with `extra` flags) around a minute-long sleep;
-/// returns once CMD runs (it touches `marker` first).
+/// returns once CMD runs (it writes its node's path, `ZKLOCK_NODE`, to `marker`
+/// first, moved into place so that it is read whole).
 pub fn holding(zk: &str, extra: &[&str], lock: &str, marker: &Path) -> Child {
-    let holder = hold(
-        zk,
-        extra,
-        lock,
-        &format!("touch {}; exec sleep 60", marker.display()),
-    );
-    wait_for(marker, LONG);
-    holder
-}
-
-/// `zklock exec` holding `lock` (with `extra` flags) around a minute-long sleep;
-/// returns once CMD runs, with its node's path (`ZKLOCK_NODE`, written to a file
-/// in `dir` and moved into place, so it is read whole).
-pub fn holding_node(zk: &str, extra: &[&str], lock: &str, dir: &Path) -> (Child, String) {
-    let file = dir.join("node");
     let holder = hold(
         zk,
         extra,
         lock,
         &format!(
             "echo $ZKLOCK_NODE > {0}.tmp; mv {0}.tmp {0}; exec sleep 60",
-            file.display()
+            marker.display()
         ),
     );
-    wait_for(&file, LONG);
-    (holder, read(&file))
+    wait_for(marker, LONG);
+    holder
+}
+
+/// [`holding`], with its node's path (from a marker in `dir`).
+pub fn holding_node(zk: &str, extra: &[&str], lock: &str, dir: &Path) -> (Child, String) {
+    let file = dir.join("node");
+    (holding(zk, extra, lock, &file), read(&file))
 }
 
 /// `zklock exec` holding `lock` (with `extra` flags) until the file it returns
