@@ -81,24 +81,9 @@ fn with_lock_delay_the_late_write_lands_before_the_next_holder_starts() {
     let start = Instant::now();
     let say = |what: &str| eprintln!("[{test}] {:>6.2} s  {what}", start.elapsed().as_secs_f64());
 
-    // A records its node, then starts its write in a session of its own (out of
-    // zklock's reach, as in tests/fencing.rs) that waits for the file `go`: the
-    // write "in flight" while A is paused.
-    let script = late_write_script("basename $ZKLOCK_NODE > a.node", &insert("A"));
-    let mut a = zklock(&zk);
-    a.args(["--session-timeout", SESSION_TIMEOUT, "exec"])
-        .args(extra)
-        .args([lock.as_str(), "--", "sh", "-c", &script])
-        .env("PSQL", db.psql_path())
-        .env("DATABASE_URL", db.url())
-        .current_dir(&dir)
-        .stderr(Stdio::null())
-        .process_group(0);
-    let holder = a.spawn().unwrap();
-    let group = KillOnDrop(holder.id());
-    wait_for(&dir.join("ready"), LONG);
+    let first = "basename $ZKLOCK_NODE > a.node";
+    let (holder, group) = paused_late_writer(&zk, &extra, &lock, &dir, &db, (first, &insert("A")));
     let a_node = read(&dir.join("a.node"));
-    pause(&holder);
     say(&format!("A holds {a_node} and is paused (SIGSTOP)"));
 
     // B waits, then writes at once.

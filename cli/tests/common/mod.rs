@@ -4,6 +4,7 @@
 
 use lock_testkit::ZkServer;
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -298,19 +299,43 @@ pub fn pause(holder: &Child) {
     });
 }
 
-/// Shell text for a paused holder's CMD: runs `first`, then starts `write` in a
-/// session of its own (out of zklock's reach, so that it always reaches the
-/// resource) that waits up to a minute for the file `go` and leaves its output in
-/// `a.result`; touches `ready` and waits. The write is "in flight" while the holder
-/// is paused.
-pub fn late_write_script(first: &str, write: &str) -> String {
-    format!(
+/// Holder A of a paused-holder scenario: `zklock --session-timeout
+/// SESSION_TIMEOUT exec EXTRA LOCK` in `dir` with `db`'s `$PSQL` and
+/// `$DATABASE_URL`, in a process group of its own. Its CMD runs `first`, then
+/// starts `write` in a session of its own (out of zklock's reach, so that it
+/// always reaches the database) that waits up to a minute for the file `go` and
+/// leaves its output in `a.result`. Returns once CMD runs, zklock's group paused
+/// (SIGSTOP): the write is "in flight".
+pub fn paused_late_writer(
+    zk: &str,
+    extra: &[&str],
+    lock: &str,
+    dir: &Path,
+    db: &lock_testkit::Postgres,
+    (first, write): (&str, &str),
+) -> (Child, KillOnDrop) {
+    let script = format!(
         "{first}; \
          setsid sh -c 'n=0; while [ ! -e go ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done; \
            [ -e go ] && {} > a.tmp 2>&1; mv a.tmp a.result' </dev/null >/dev/null 2>&1 & \
          touch ready; wait",
         write.replace('\'', "'\\''")
-    )
+    );
+    let holder = zklock(zk)
+        .args(["--session-timeout", SESSION_TIMEOUT, "exec"])
+        .args(extra)
+        .args([lock, "--", "sh", "-c", &script])
+        .env("PSQL", db.psql_path())
+        .env("DATABASE_URL", db.url())
+        .current_dir(dir)
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let group = KillOnDrop(holder.id());
+    wait_for(&dir.join("ready"), LONG);
+    pause(&holder);
+    (holder, group)
 }
 
 /// Kills a process group when dropped: a failed test leaves no stopped holder.
