@@ -145,15 +145,16 @@ fn cmd_leftovers_stopped_before_the_release() {
     assert!(!alive(pid), "the leftover sleep {pid} outlived the lock");
 }
 
-/// SIGHUP, SIGTERM and kill -9 of a waiting zklock: it leaves no node in the
-/// queue: at once on a signal it handles (128+N), at the session's expiry after
-/// kill -9 (then nothing runs to delete it).
+/// SIGHUP, SIGINT, SIGTERM and kill -9 of a waiting zklock: it gives up and
+/// leaves no node in the queue: at once on a signal it handles (128+N), at the
+/// session's expiry after kill -9 (then nothing runs to delete it).
 #[test]
 fn waiting_zklock_leaves_no_node() {
     let (zk, lock, dir) = setup("waiting");
     let mut holder = holding(&zk, &[], &lock, &dir.join("ready"));
     for (signal, code) in [
         ("-HUP", Some(128 + 1)),
+        ("-INT", Some(128 + 2)),
         ("-TERM", Some(128 + 15)),
         ("-KILL", None),
     ] {
