@@ -477,20 +477,3 @@ fn sigint_reaches_cmd_once() {
         assert_eq!(count, 1, "{case}: SIGINTs CMD got");
     }
 }
-
-/// `exec --semaphore 2` where zklock's semaphore of 3 is held: one sentence
-/// naming the path and the count that fits (exit 2), not the lock client's
-/// `PermitsMismatch { .. }`.
-#[test]
-fn semaphore_of_another_count_is_named() {
-    let (zk, lock, dir) = setup("permits");
-    let mut holder = holding(&zk, &["--semaphore", "3"], &lock, &dir.join("ready"));
-    let out = run(zklock(&zk).args(["exec", "--semaphore", "2", &lock, "--", "true"]));
-    let stderr = stderr(&out);
-    assert_eq!(code(&out), 2, "{stderr}");
-    assert_eq!(
-        stderr.trim_end(),
-        format!("zklock: {lock} is a semaphore of 3 permits; asked for 2: use --semaphore 3")
-    );
-    terminate(&mut holder);
-}

@@ -116,7 +116,9 @@ fn ls_lists_holders_and_waiters_in_queue_order() {
 
 /// A semaphore of 2 with both permits taken and a third process waiting: `ls`
 /// shows the permit count with the kind (zklock's nodes carry it in their name),
-/// in the table and as JSON's `permits`.
+/// in the table and as JSON's `permits`. Asked with another count, `exec` says
+/// so in one sentence naming the path and the count that fits (exit 2), not the
+/// lock client's `PermitsMismatch { .. }`.
 #[test]
 fn ls_shows_semaphore_permits() {
     let (zk, lock, dir) = setup("ls-sem");
@@ -154,6 +156,13 @@ fn ls_shows_semaphore_permits() {
         &out.stdout,
     );
     assert_eq!(permits.trim(), "2 2 2");
+    let out = run(zklock(&zk).args(["exec", "--semaphore", "3", &lock, "--", "true"]));
+    let said = stderr(&out);
+    assert_eq!(code(&out), 2, "{said}");
+    assert_eq!(
+        said.trim_end(),
+        format!("zklock: {lock} is a semaphore of 2 permits; asked for 3: use --semaphore 2")
+    );
     for mut holder in holders {
         terminate(&mut holder);
     }
