@@ -363,20 +363,12 @@ fn digest_auth_and_creator_acl() {
     terminate(&mut holder);
 }
 
-/// `exec --revocable`: `zklock revoke` stops the holder's CMD and takes the lock
-/// away (exit 74); a revocable waiter gives up its place (exit 75); a plain holder
-/// keeps the lock.
+/// `exec --revocable` waiting: `zklock revoke` of its node makes it give up its
+/// place (exit 75); a plain holder keeps the lock. (A revocable holder revoked:
+/// lifetime::a_revocation_stops_the_whole_group.)
 #[test]
 fn revocable_exec_lets_go_when_revoked() {
     let (zk, lock, dir) = setup("revocable");
-    let mut holder = holding(&zk, &["--revocable"], &lock, &dir.join("ready"));
-    exits(&zk, &["revoke", &lock], 0);
-    let status = holder.wait().unwrap();
-    assert_eq!(status.code(), Some(LOST), "{status:?}");
-    let out = run(zklock(&zk).args(["exec", "-n", &lock, "--", "true"]));
-    assert_eq!(code(&out), 0, "the lock is free again: {out:?}");
-
-    // A plain holder keeps the lock; the revocable waiter behind it gives up.
     let mut plain = holding(&zk, &[], &lock, &dir.join("ready-plain"));
     let waiter = zklock(&zk)
         .args(["exec", "--revocable", &lock, "--", "true"])

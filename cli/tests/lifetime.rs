@@ -117,7 +117,7 @@ fn cmd_group_dies_with_zklock() {
 
 /// A revocation (`--revocable`) stops CMD's whole group, the shell's children
 /// in the background too, not CMD's pid alone: exit 74, no process of the group
-/// alive once zklock is gone.
+/// alive once zklock is gone, and the lock free again.
 #[test]
 fn a_revocation_stops_the_whole_group() {
     let (zk, lock, dir) = setup("revoked");
@@ -130,6 +130,7 @@ fn a_revocation_stops_the_whole_group() {
         "CMD's group outlived the revoked lock: {:?}",
         family.pids
     );
+    exits(&zk, &["exec", "-n", &lock, "--", "true"], 0);
 }
 
 /// CMD exits, leaving a child running in its group: the child is stopped before
