@@ -30,12 +30,12 @@ async fn queued(locks: &LockClient, path: &str, n: usize) {
 
 /// Under ROOT: alice holds /a and waits for /b, bob holds /b and waits for /a (a
 /// deadlock); carol holds /c with dave and an owner-less session waiting. Runs
-/// `look` (on a thread) while they are there; returns the three holders' tokens
-/// and what `look` returned.
+/// `look(zk, root)` (on a thread) while they are there; returns the three
+/// holders' tokens and what `look` returned.
 fn with_locks<T: Send + 'static>(
     zk: &str,
     root: &str,
-    look: impl FnOnce() -> T + Send + 'static,
+    look: impl FnOnce(&str, &str) -> T + Send + 'static,
 ) -> ([i64; 3], T) {
     let (a, b, c) = (
         format!("{root}/a"),
@@ -72,7 +72,10 @@ fn with_locks<T: Send + 'static>(
         }
         let tokens = [ga.token().0, gb.token().0, gc.token().0];
         // The sessions (and guards) live on, served by this runtime, while `look` runs.
-        let seen = tokio::task::spawn_blocking(look).await.unwrap();
+        let (zk, root) = (zk.to_owned(), root.to_owned());
+        let seen = tokio::task::spawn_blocking(move || look(&zk, &root))
+            .await
+            .unwrap();
         drop((ga, gb, gc));
         for locks in [one, two, three] {
             locks.close().await;
@@ -88,12 +91,9 @@ fn once_prints_holders_waiters_and_deadlocks() {
     let zk = server().connect_string();
     let root = unique("top");
     let (a, c) = (format!("{root}/a"), format!("{root}/c"));
-    let (tokens, out) = {
-        let (zk, root) = (zk.clone(), root.clone());
-        with_locks(&zk.clone(), &root.clone(), move || {
-            run(zklock(&zk).args(["top", "--once", &root]))
-        })
-    };
+    let (tokens, out) = with_locks(&zk, &root, |zk, root| {
+        run(zklock(zk).args(["top", "--once", root]))
+    });
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     println!("{text}");
@@ -161,12 +161,7 @@ fn once_prints_holders_waiters_and_deadlocks() {
 fn deadlocks_reports_a_real_cycle() {
     let zk = server().connect_string();
     let root = unique("deadlocks");
-    let (_, ()) = {
-        let (zk, root) = (zk.clone(), root.clone());
-        with_locks(&zk.clone(), &root.clone(), move || {
-            cycle_reported(&zk, &root)
-        })
-    };
+    with_locks(&zk, &root, cycle_reported);
     let out = exits(&zk, &["deadlocks", &root], 0);
     assert_eq!(stdout(&out), format!("no deadlock under {root}\n"));
     let out = exits(&zk, &["deadlocks", "--json", &root], 0);
@@ -273,10 +268,7 @@ for n in c["nodes"]:
 fn live_view_on_a_terminal_refreshes_and_quits() {
     let zk = server().connect_string();
     let root = unique("top-live");
-    let (_, seen) = {
-        let (zk, root) = (zk.clone(), root.clone());
-        with_locks(&zk.clone(), &root.clone(), move || live_view(&zk, &root))
-    };
+    let (_, seen) = with_locks(&zk, &root, live_view);
     println!("{seen}");
 }
 
