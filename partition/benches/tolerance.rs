@@ -114,27 +114,12 @@ fn main() {
         .iter()
         .map(|v| v.parse().expect("TOLERANCE_OUTAGES: fractions of T"))
         .collect();
-    let topologies: Vec<Topology> = env_words(
-        "TOLERANCE_TOPOLOGIES",
-        "standalone,follower,leader,client-cut",
-    )
-    .iter()
-    .map(|name| {
-        *Topology::ALL
-            .iter()
-            .find(|t| t.name() == name)
-            .unwrap_or_else(|| panic!("TOLERANCE_TOPOLOGIES: unknown {name:?}"))
-    })
-    .collect();
-    let kinds: Vec<Kind> = env_words("TOLERANCE_LIBRARIES", "async,blocking,curator,kazoo")
-        .iter()
-        .map(|name| {
-            *[Kind::Async, Kind::Blocking, Kind::Curator, Kind::Kazoo]
-                .iter()
-                .find(|k| k.word() == name)
-                .unwrap_or_else(|| panic!("TOLERANCE_LIBRARIES: unknown {name:?}"))
-        })
-        .collect();
+    let topologies = named("TOLERANCE_TOPOLOGIES", &Topology::ALL, Topology::name);
+    let kinds = named(
+        "TOLERANCE_LIBRARIES",
+        &[Kind::Async, Kind::Blocking, Kind::Curator, Kind::Kazoo],
+        Kind::word,
+    );
     println!(
         "tolerance: T = {session:?}, tickTime {tick:?}, outages {outages:?} x T, load {}",
         loadavg()
@@ -166,6 +151,19 @@ fn main() {
         overlaps.is_empty(),
         "zklock holders overlapped with a rival: {overlaps:?}"
     );
+}
+
+/// The ones of `all` that `key` names (comma-separated; all of them by default).
+fn named<T: Copy>(key: &str, all: &[T], name: fn(T) -> &'static str) -> Vec<T> {
+    let every: Vec<&str> = all.iter().map(|&t| name(t)).collect();
+    env_words(key, &every.join(","))
+        .iter()
+        .map(|word| {
+            *all.iter()
+                .find(|&&t| name(t) == word)
+                .unwrap_or_else(|| panic!("{key}: unknown {word:?}"))
+        })
+        .collect()
 }
 
 /// One fault of `outage` on `topology`, every library's holder and rival.
