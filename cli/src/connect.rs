@@ -4,15 +4,10 @@ use crate::ConnArgs;
 use lock_zookeeper_client::{ConnectOptions, Error, LockClient, NodeAcl};
 use std::time::Duration;
 
-/// Connects to the servers of `--zk`; nodes created in the session get `acl`.
-/// The library gives up at once when no server can give a session, and its
-/// error names each server and what it did.
-pub(crate) async fn connect(conn: &ConnArgs, acl: NodeAcl) -> Result<LockClient, Error> {
-    connect_to(conn, &conn.zk, None, acl).await
-}
-
-/// Connects to the servers `zk` with the options of `conn`; nodes created in the
-/// session get `acl`.
+/// Connects to the servers `zk` (`--zk`, or one server of it) with the options
+/// of `conn`; nodes created in the session get `acl`. The library gives up at
+/// once when no server can give a session, and its error names each server and
+/// what it did.
 pub(crate) async fn connect_to(
     conn: &ConnArgs,
     zk: &str,

@@ -79,16 +79,7 @@ impl<'a> Object<'a> {
 
     /// An array of strings.
     pub(crate) fn strs<S: AsRef<str>>(&mut self, name: &str, values: &[S]) -> &mut Self {
-        let out = self.key(name);
-        out.push('[');
-        for (i, v) in values.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            string(out, v.as_ref());
-        }
-        out.push(']');
-        self
+        self.array(name, values, |out, v| string(out, v.as_ref()))
     }
 
     /// An array whose items `item` writes (each one complete JSON value).

@@ -31,8 +31,8 @@ use crate::chroot::Chroot;
 use crate::format::Format;
 use crate::json::Object;
 use crate::render::{
-    age_ms, age_text, cell, columns, in_queue_order, kind_name, now_ms, owner_text, scheme_name,
-    session_hex,
+    age_ms, age_text, cell, columns, in_queue_order, kind_name, kind_text, now_ms, owner_text,
+    scheme_name, session_hex,
 };
 use crate::say;
 use crate::views;
@@ -154,10 +154,7 @@ fn table(who: &Participants, now: i64) -> String {
         rows.push(vec![
             (i + 1).to_string(),
             if *holds { "holds" } else { "waits" }.to_owned(),
-            match p.permits {
-                Some(n) => format!("{}({n})", kind_name(p.kind)),
-                None => kind_name(p.kind).to_owned(),
-            },
+            kind_text(p),
             owner_text(p),
             session_hex(p.session),
             age_text(age_ms(p.ctime, now)),

@@ -269,7 +269,7 @@ async fn open(
     signals: &mut signals::Signals,
 ) -> Result<LockClient, ExitCode> {
     tokio::select! {
-        connected = connect::connect(conn, acl) => {
+        connected = connect_to(conn, &conn.zk, None, acl) => {
             connected.map_err(|e| fail(&e))
         }
         number = signals.next() => Err(exec::signal_code(number)),

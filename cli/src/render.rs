@@ -49,6 +49,15 @@ pub(crate) fn kind_name(kind: NodeKind) -> &'static str {
     }
 }
 
+/// A participant's kind, with a semaphore's permits where its name carries
+/// them: `write`, `semaphore(3)`.
+pub(crate) fn kind_text(p: &Participant) -> String {
+    match p.permits {
+        Some(n) => format!("{}({n})", kind_name(p.kind)),
+        None => kind_name(p.kind).to_owned(),
+    }
+}
+
 /// Which client's names a participant node follows.
 pub(crate) fn scheme_name(scheme: NameScheme) -> &'static str {
     match scheme {

@@ -8,17 +8,8 @@ mod common;
 
 use common::*;
 use lock_zookeeper_client::{Error, FencedError, LostReason, Writes};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::Instant;
-
-/// Whether process `pid` still exists.
-fn alive(pid: &str) -> bool {
-    Command::new("/bin/sh")
-        .args(["-c", "kill -0 \"$1\" 2>/dev/null", "sh", pid])
-        .status()
-        .unwrap()
-        .success()
-}
 
 #[test]
 fn an_exec_holder_is_broken_only_with_force_and_the_next_waiter_holds() {
@@ -94,9 +85,17 @@ fn an_exec_holder_is_broken_only_with_force_and_the_next_waiter_holds() {
         format!("{node} True wedged {old_token} deleted True")
     );
     let broke_after = started.elapsed();
-    let status = holder.wait().unwrap();
-    assert_eq!(status.code(), Some(LOST), "{status:?}");
-    assert!(!alive(&pid), "CMD still runs after the break");
+    let held = holder.wait_with_output().unwrap();
+    assert_eq!(code(&held), LOST, "{held:?}");
+    assert!(
+        !alive(pid.parse().unwrap()),
+        "CMD still runs after the break"
+    );
+    // A sentence naming the node, not the lock client's `NodeDeleted`.
+    let said = stderr(&held);
+    let lost = format!("the lock at {node} was lost (its node was deleted by someone else");
+    assert!(said.contains(&lost), "{said}");
+    assert!(!said.contains("NodeDeleted"), "{said}");
     // For the record (--nocapture): the break command's own time, and from its
     // start to the broken exec's exit with CMD stopped.
     eprintln!(

@@ -54,31 +54,6 @@ fn mutual_exclusion_of_concurrent_processes() {
         .all(|(_, node)| node.starts_with(&format!("{lock}/"))));
 }
 
-/// `-n` fails at once with the busy code, `-w 1` with the timeout code after ~1 s,
-/// a SIGTERM to zklock reaches CMD, and the lock is free afterwards.
-#[test]
-fn busy_timeout_and_signal_forwarding() {
-    let (zk, lock, dir) = setup("busy");
-    let mut holder = holding(&zk, &[], &lock, &dir.join("ready"));
-
-    let out = exits(&zk, &["exec", "-n", &lock, "--", "true"], BUSY);
-    assert!(stderr(&out).contains("busy"), "{out:?}");
-
-    let start = Instant::now();
-    let out = run(zklock(&zk).args(["exec", "-w", "1", &lock, "--", "true"]));
-    let waited = start.elapsed();
-    assert_eq!(code(&out), BUSY, "{out:?}");
-    assert!(waited >= Duration::from_secs(1), "gave up after {waited:?}");
-    assert!(stderr(&out).contains("timed out"), "{out:?}");
-
-    // SIGTERM is forwarded to CMD (sleep), whose death by SIGTERM is reported as 143.
-    kill(&holder, "-TERM");
-    let status = holder.wait().unwrap();
-    assert_eq!(status.code(), Some(128 + 15), "{status:?}");
-
-    exits(&zk, &["exec", "-n", &lock, "--", "true"], 0);
-}
-
 /// CMD's exit code is zklock's; a missing CMD is 127; ZKLOCK_* are exported.
 #[test]
 fn exit_codes_and_environment() {
@@ -265,71 +240,16 @@ fn cmd_left_running_across_a_short_cut() {
     assert_eq!(code(&held), 5, "{held:?}");
 }
 
-/// `leader` names the leader of a real election (its participant id), and
-/// `--watch` reports when it resigns.
+/// Schemes share one path: a kazoo-named or Curator-named holder keeps a native
+/// contender out. (A signal while waiting: lifetime::waiting_zklock_leaves_no_node.)
 #[test]
-fn leader_of_an_election() {
-    use std::sync::mpsc;
-    let zk = server().connect_string();
-    let path = unique("election");
-    let (elected_tx, elected_rx) = mpsc::channel();
-    let (resign_tx, resign_rx) = mpsc::channel::<()>();
-    let participant = {
-        let zk = zk.clone();
-        let path = path.clone();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let locks = lock_zookeeper_client::connect(&zk).await.unwrap();
-                let mut election = locks.election(path, "alpha");
-                let leadership = election.leadership().await.unwrap();
-                elected_tx.send(leadership.path().to_owned()).unwrap();
-                while resign_rx.try_recv().is_err() {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                leadership.resign().await.unwrap();
-                locks.close().await;
-            })
-        })
-    };
-    let node = elected_rx.recv_timeout(LONG).unwrap();
-
-    let out = exits(&zk, &["leader", &path], 0);
-    let line = String::from_utf8(out.stdout).unwrap();
-    let fields: Vec<&str> = line.trim_end().split('\t').collect();
-    assert_eq!(fields[..2], ["alpha", node.as_str()], "{line:?}");
-    assert!(fields[2].parse::<i64>().unwrap() > 0, "{line:?}");
-
-    let leader = watch_leader_while(&zk, &path, || {
-        resign_tx.send(()).unwrap();
-        participant.join().unwrap();
-    });
-    assert!(leader.starts_with("alpha\t"), "{leader:?}");
-}
-
-/// A signal while waiting gives up the wait (128+N); schemes share one path:
-/// a kazoo-named or Curator-named holder keeps a native contender out.
-#[test]
-fn signal_while_waiting_and_schemes() {
+fn schemes_share_one_path() {
     let (zk, lock, dir) = setup("schemes");
     let mut holder = holding(&zk, &["--scheme", "kazoo"], &lock, &dir.join("ready"));
     for scheme in ["native", "curator", "kazoo"] {
         let out = run(zklock(&zk).args(["exec", "-n", "--scheme", scheme, &lock, "--", "true"]));
         assert_eq!(code(&out), BUSY, "{scheme}: {out:?}");
     }
-    let waiter = zklock(&zk)
-        .args(["exec", &lock, "--", "true"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
-    kill(&waiter, "-INT");
-    let out = waiter.wait_with_output().unwrap();
-    assert_eq!(code(&out), 128 + 2, "{out:?}");
-
     terminate(&mut holder);
     exits(
         &zk,
@@ -338,47 +258,9 @@ fn signal_while_waiting_and_schemes() {
     );
 }
 
-/// Someone deletes the holder's node (zkCli's `delete`): CMD is stopped at once
-/// and zklock exits with the lost code.
-#[test]
-fn cmd_stopped_when_the_node_is_deleted() {
-    let (zk, lock, dir) = setup("deleted");
-    let (mut holder, node) = holding_node(&zk, &[], &lock, &dir);
-
-    let install = lock_testkit::ZkInstall::locate().unwrap();
-    let out = Command::new(install.java())
-        .args([
-            "-cp",
-            install.classpath(),
-            "org.apache.zookeeper.ZooKeeperMain",
-        ])
-        .args(["-server", &zk, "delete", &node])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-
-    let start = Instant::now();
-    let status = holder.wait().unwrap();
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-    assert_eq!(status.code(), Some(LOST), "{stderr}");
-    // A sentence naming the node, not the lock client's `NodeDeleted`.
-    assert!(
-        stderr.contains(&format!(
-            "the lock at {node} was lost (its node was deleted by someone else"
-        )),
-        "{stderr}"
-    );
-    assert!(!stderr.contains("NodeDeleted"), "{stderr}");
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        start.elapsed()
-    );
-}
-
 /// `zklock elect`: one leader runs CMD at a time; when it stops, the next is
-/// elected; `leader` names each in turn, `ls` and `top` by the same ids.
+/// elected; `leader` names each in turn (id, node, token), `ls` and `top` by
+/// the same ids, and `leader --watch` reports when the last one goes.
 #[test]
 fn elect_runs_cmd_while_leader() {
     let zk = server().connect_string();
@@ -404,8 +286,14 @@ fn elect_runs_cmd_while_leader() {
     let (mut b, b_ready) = candidate("beta");
     std::thread::sleep(Duration::from_millis(700));
     assert!(!b_ready.exists(), "two leaders");
-    let leader = run(zklock(&zk).args(["leader", &path]));
-    assert!(stdout(&leader).starts_with("alpha\t"), "{leader:?}");
+    let leader = stdout(&exits(&zk, &["leader", &path], 0));
+    let fields: Vec<&str> = leader.trim_end().split('\t').collect();
+    let a_written = std::fs::read_to_string(&a_ready).unwrap();
+    assert_eq!(
+        fields[..2],
+        ["alpha", a_written.trim().split(' ').nth(1).unwrap()]
+    );
+    assert!(fields[2].parse::<i64>().unwrap() > 0, "{leader:?}");
     // `ls` and `top` name the candidates by their ids, as `leader` does (the
     // OWNER column; it was `-`).
     let rows = ls_rows(&zk, &path);
@@ -429,8 +317,11 @@ fn elect_runs_cmd_while_leader() {
         text.split(' ').next().unwrap().parse().unwrap()
     };
     assert!(token(&a_ready) < token(&b_ready));
-    kill(&b, "-TERM");
-    assert_eq!(b.wait().unwrap().code(), Some(128 + 15));
+    let leader = watch_leader_while(&zk, &path, || {
+        kill(&b, "-TERM");
+        assert_eq!(b.wait().unwrap().code(), Some(128 + 15));
+    });
+    assert!(leader.starts_with("beta\t"), "{leader:?}");
 }
 
 /// `--auth` and `--acl creator`: a holder's lock directory and node are its user's
@@ -472,20 +363,12 @@ fn digest_auth_and_creator_acl() {
     terminate(&mut holder);
 }
 
-/// `exec --revocable`: `zklock revoke` stops the holder's CMD and takes the lock
-/// away (exit 74); a revocable waiter gives up its place (exit 75); a plain holder
-/// keeps the lock.
+/// `exec --revocable` waiting: `zklock revoke` of its node makes it give up its
+/// place (exit 75); a plain holder keeps the lock. (A revocable holder revoked:
+/// lifetime::a_revocation_stops_the_whole_group.)
 #[test]
 fn revocable_exec_lets_go_when_revoked() {
     let (zk, lock, dir) = setup("revocable");
-    let mut holder = holding(&zk, &["--revocable"], &lock, &dir.join("ready"));
-    exits(&zk, &["revoke", &lock], 0);
-    let status = holder.wait().unwrap();
-    assert_eq!(status.code(), Some(LOST), "{status:?}");
-    let out = run(zklock(&zk).args(["exec", "-n", &lock, "--", "true"]));
-    assert_eq!(code(&out), 0, "the lock is free again: {out:?}");
-
-    // A plain holder keeps the lock; the revocable waiter behind it gives up.
     let mut plain = holding(&zk, &[], &lock, &dir.join("ready-plain"));
     let waiter = zklock(&zk)
         .args(["exec", "--revocable", &lock, "--", "true"])
@@ -585,21 +468,4 @@ fn sigint_reaches_cmd_once() {
             .unwrap_or(0);
         assert_eq!(count, 1, "{case}: SIGINTs CMD got");
     }
-}
-
-/// `exec --semaphore 2` where zklock's semaphore of 3 is held: one sentence
-/// naming the path and the count that fits (exit 2), not the lock client's
-/// `PermitsMismatch { .. }`.
-#[test]
-fn semaphore_of_another_count_is_named() {
-    let (zk, lock, dir) = setup("permits");
-    let mut holder = holding(&zk, &["--semaphore", "3"], &lock, &dir.join("ready"));
-    let out = run(zklock(&zk).args(["exec", "--semaphore", "2", &lock, "--", "true"]));
-    let stderr = stderr(&out);
-    assert_eq!(code(&out), 2, "{stderr}");
-    assert_eq!(
-        stderr.trim_end(),
-        format!("zklock: {lock} is a semaphore of 3 permits; asked for 2: use --semaphore 3")
-    );
-    terminate(&mut holder);
 }

@@ -7,8 +7,6 @@ mod common;
 
 use common::*;
 use lock_testkit::Postgres;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 /// The write each holder makes: the row records the token that wrote it, and
@@ -56,46 +54,29 @@ fn paused_holder_writes_late(test: &str, fenced: bool) -> Outcome {
          INSERT INTO account VALUES (1, 'nobody', 0)",
     )
     .unwrap();
-    let zk = server().connect_string();
-    let lock = unique(test);
-    let dir = scratch(test);
-    let env = |command: &mut Command| {
-        command
-            .env("PSQL", db.psql_path())
-            .env("DATABASE_URL", db.url())
-            .current_dir(&dir);
-    };
+    let (zk, lock, dir) = setup(test);
     let start = Instant::now();
     let say = |what: &str| eprintln!("[{test}] {:>6.2} s  {what}", start.elapsed().as_secs_f64());
 
     // A: holds; its write waits for `go` (A is stopped meanwhile).
-    let script_a = late_write_script("echo $ZKLOCK_TOKEN > a.token", &update("A", fenced));
-    let mut a = zklock(&zk);
-    a.args(words(&format!(
-        "--session-timeout {SESSION_TIMEOUT} exec {lock} -- sh -c"
-    )))
-    .arg(&script_a)
-    .stderr(Stdio::piped())
-    .process_group(0);
-    env(&mut a);
-    let mut holder: Child = a.spawn().unwrap();
-    let group = KillOnDrop(holder.id());
-    wait_for(&dir.join("ready"), LONG);
+    let first = "echo $ZKLOCK_TOKEN > a.token";
+    let (mut holder, group) =
+        paused_late_writer(&zk, &[], &lock, &dir, &db, (first, &update("A", fenced)));
     let token_a: i64 = read(&dir.join("a.token")).parse().unwrap();
     say(&format!(
-        "A holds the lock, token {token_a}; pausing A (SIGSTOP to zklock)"
+        "A holds the lock, token {token_a}, and is paused (SIGSTOP to zklock)"
     ));
-    pause(&holder);
 
     // B: waits for the lock, writes, exits.
-    let mut b = zklock(&zk);
-    b.args(["exec", "-w", "30", &lock, "--", "sh", "-c"])
+    let b_out = run(zklock(&zk)
+        .args(["exec", "-w", "30", &lock, "--", "sh", "-c"])
         .arg(format!(
             "echo $ZKLOCK_TOKEN > b.token; {} > b.result 2>&1",
             update("B", fenced)
-        ));
-    env(&mut b);
-    let b_out = b.output().unwrap();
+        ))
+        .env("PSQL", db.psql_path())
+        .env("DATABASE_URL", db.url())
+        .current_dir(&dir));
     assert_eq!(code(&b_out), 0, "B: {b_out:?}");
     let token_b: i64 = read(&dir.join("b.token")).parse().unwrap();
     let b_write = read(&dir.join("b.result"));

@@ -101,6 +101,13 @@ impl Drop for GoPeer {
 /// A Go holder: `zklock exec -n` is busy (75) in the go scheme and in every other
 /// (the Go node counts as an exclusive participant), CMD never runs, and `ls` shows
 /// the Go holder; once Go releases, `exec -n --scheme go` runs CMD.
+///
+/// Meanwhile a kazoo holder joins on the same path: two holders, each in its own
+/// library's eyes (kazoo counts only kazoo's nodes). `ls` says the schemes are
+/// mixed and names each library's holder (Go's view counts every node, so its
+/// holder is the Go node), as text and as JSON; before, Go's scheme was not
+/// counted and `ls` showed kazoo's holder as a mere waiter with
+/// `mixed_schemes: false`.
 #[test]
 fn a_go_holder_excludes_zklock_in_every_scheme() {
     let (zk, lock, dir) = setup("go-holds");
@@ -137,6 +144,27 @@ fn a_go_holder_excludes_zklock_in_every_scheme() {
         "{rows:?}"
     );
 
+    let (mut kazoo, kazoo_node) = kazoo_holder(&zk, &lock, "kazoo-holder", &["hold"]);
+    assert_ls_names_each_librarys_holder(
+        &zk,
+        &lock,
+        &[
+            "zklock takes for the holder: #1",
+            "kazoo takes for the holder: #2",
+            "go-zookeeper takes for the holder: #1",
+        ],
+    );
+    let json = stdout(&exits(&zk, &["ls", "--json", &lock], 0));
+    assert!(json.contains(r#""mixed_schemes":true"#), "{json}");
+    for (library, node) in [("go-zookeeper", &node), ("kazoo", &kazoo_node)] {
+        assert!(
+            json.contains(&format!(r#""{library}":["{node}"]"#)),
+            "{library}: {json}"
+        );
+    }
+    drop(kazoo.stdin.take()); // kazoo releases and exits
+    assert!(kazoo.wait().unwrap().success());
+
     go.close();
     let touch = format!("exec -n --scheme go {lock} -- touch");
     let out = run(zklock(&zk).args(words(&touch)).arg(&ran));
@@ -172,43 +200,5 @@ fn a_zklock_holder_excludes_go() {
     assert_eq!(holder.wait().unwrap().code(), Some(0));
     let reply = go.line();
     assert!(reply.starts_with("1 HELD _c_"), "{reply}");
-    go.close();
-}
-
-/// A go-zookeeper holder, then a kazoo holder on the same path: two holders,
-/// each in its own library's eyes (kazoo counts only kazoo's nodes). `ls` says
-/// the schemes are mixed and names each library's holder (Go's view counts
-/// every node, so its holder is the Go node), as text and as JSON; before, Go's
-/// scheme was not counted and `ls` showed kazoo's holder as a mere waiter with
-/// `mixed_schemes: false`.
-#[test]
-fn a_go_holder_and_a_kazoo_holder_are_mixed_schemes() {
-    let zk = server().connect_string();
-    let lock = unique("go-and-kazoo");
-    let mut go = GoPeer::start(&zk, "go-holder");
-    let go_node = go.acquire(&lock);
-    let (mut kazoo, kazoo_node) = kazoo_holder(&zk, &lock, "kazoo-holder", &["hold"]);
-
-    assert_ls_names_each_librarys_holder(
-        &zk,
-        &lock,
-        &[
-            "zklock takes for the holder: #1",
-            "kazoo takes for the holder: #2",
-            "go-zookeeper takes for the holder: #1",
-        ],
-    );
-    let out = run(zklock(&zk).args(["ls", "--json", &lock]));
-    let json = String::from_utf8(out.stdout).unwrap();
-    assert!(json.contains(r#""mixed_schemes":true"#), "{json}");
-    for (library, node) in [("go-zookeeper", &go_node), ("kazoo", &kazoo_node)] {
-        assert!(
-            json.contains(&format!(r#""{library}":["{node}"]"#)),
-            "{library}: {json}"
-        );
-    }
-
-    drop(kazoo.stdin.take()); // kazoo releases and exits
-    assert!(kazoo.wait().unwrap().success());
     go.close();
 }

@@ -1,13 +1,11 @@
-//! `zklock ls`, `zklock deadlocks` and the waiting line of `zklock exec`, run as
-//! built against a real ZooKeeper (lock-testkit).
+//! `zklock ls` and the waiting line of `zklock exec`, run as built against a
+//! real ZooKeeper (lock-testkit).
 
 mod common;
 
 use common::*;
 use std::io::Read;
 use std::process::{Child, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
 
 /// Prints each participant of `zklock ls --json` as one tab-separated line.
 const LS_SUMMARY: &str = r#"
@@ -118,7 +116,9 @@ fn ls_lists_holders_and_waiters_in_queue_order() {
 
 /// A semaphore of 2 with both permits taken and a third process waiting: `ls`
 /// shows the permit count with the kind (zklock's nodes carry it in their name),
-/// in the table and as JSON's `permits`.
+/// in the table and as JSON's `permits`. Asked with another count, `exec` says
+/// so in one sentence naming the path and the count that fits (exit 2), not the
+/// lock client's `PermitsMismatch { .. }`.
 #[test]
 fn ls_shows_semaphore_permits() {
     let (zk, lock, dir) = setup("ls-sem");
@@ -156,6 +156,13 @@ fn ls_shows_semaphore_permits() {
         &out.stdout,
     );
     assert_eq!(permits.trim(), "2 2 2");
+    let out = run(zklock(&zk).args(["exec", "--semaphore", "3", &lock, "--", "true"]));
+    let said = stderr(&out);
+    assert_eq!(code(&out), 2, "{said}");
+    assert_eq!(
+        said.trim_end(),
+        format!("zklock: {lock} is a semaphore of 2 permits; asked for 3: use --semaphore 2")
+    );
     for mut holder in holders {
         terminate(&mut holder);
     }
@@ -249,190 +256,23 @@ fn ls_warns_of_mixed_schemes() {
     }
 }
 
-/// What the thread holding the locks reports.
-struct Nodes {
-    alice_holds_a: String,
-    bob_holds_b: String,
-    alice_waits_b: String,
-}
-
-/// A real deadlock: two sessions, owners alice and bob, take /a and /b in opposite
-/// order with deadlock detection off, so the cycle stays. Before the second wait
-/// closes it, `deadlocks` finds none (exit 0); then it reports the cycle as text,
-/// JSON and DOT (exit 4), in wait order.
-#[test]
-fn deadlocks_reports_a_real_cycle() {
-    let zk = server().connect_string();
-    let root = unique("deadlocks");
-    let (a, b) = (format!("{root}/a"), format!("{root}/b"));
-    let (report, reports) = mpsc::channel::<(Nodes, mpsc::Sender<()>)>();
-    let (cycle_tx, cycle_rx) = mpsc::channel::<String>();
-    let sessions = {
-        let (zk, a, b) = (zk.clone(), a.clone(), b.clone());
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let one = lock_zookeeper_client::connect(&zk).await.unwrap();
-                let two = lock_zookeeper_client::connect(&zk).await.unwrap();
-                let (alice, bob) = (one.with_owner("alice"), two.with_owner("bob"));
-                let ga = alice.mutex(a.clone()).lock().await.unwrap();
-                let gb = bob.mutex(b.clone()).lock().await.unwrap();
-                let waits = |locks: &lock_zookeeper_client::LockClient, path: &str| {
-                    let (locks, path) = (locks.clone(), path.to_owned());
-                    tokio::spawn(async move { locks.mutex(path).lock().await.map(drop) })
-                };
-                let queued = |path: String| {
-                    let one = one.clone();
-                    async move {
-                        loop {
-                            let who = one.participants(path.clone()).await.unwrap();
-                            if let Some(w) = who.waiters.first() {
-                                return format!("{path}/{}", w.node);
-                            }
-                            tokio::time::sleep(Duration::from_millis(20)).await;
-                        }
-                    }
-                };
-                let alice_waits = waits(&alice, &b);
-                let alice_waits_b = queued(b.clone()).await;
-                let (go, next) = mpsc::channel();
-                let nodes = Nodes {
-                    alice_holds_a: ga.path().to_owned(),
-                    bob_holds_b: gb.path().to_owned(),
-                    alice_waits_b,
-                };
-                report.send((nodes, go)).unwrap();
-                while next.try_recv().is_err() {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                let bob_waits = waits(&bob, &a);
-                cycle_tx.send(queued(a.clone()).await).unwrap();
-                while next.try_recv().is_err() {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                // Closing alice's session breaks the deadlock by hand: her wait
-                // fails, her lock on /a goes, and bob gets it.
-                one.close().await;
-                assert!(alice_waits.await.unwrap().is_err());
-                bob_waits.await.unwrap().unwrap();
-                two.close().await;
-            })
-        })
-    };
-    let (nodes, go) = reports.recv_timeout(LONG).unwrap();
-
-    // A chain (alice waits for bob, who waits for nobody) is no deadlock.
-    let out = exits(&zk, &["deadlocks", &root], 0);
-    assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
-        format!("no deadlock under {root}\n")
-    );
-
-    go.send(()).unwrap();
-    let bob_waits_a = cycle_rx.recv_timeout(LONG).unwrap();
-    // Wait order: each node waits for the next, the last for the first.
-    let ring = [
-        (nodes.alice_holds_a.as_str(), "alice", "holds"),
-        (nodes.alice_waits_b.as_str(), "alice", "waits"),
-        (nodes.bob_holds_b.as_str(), "bob", "holds"),
-        (bob_waits_a.as_str(), "bob", "waits"),
-    ];
-    // The report may start anywhere on the ring.
-    let rotated = |first: &str| -> Vec<(&str, &str, &str)> {
-        let i = ring.iter().position(|(n, _, _)| *n == first).unwrap();
-        (0..4).map(|k| ring[(i + k) % 4]).collect()
-    };
-
-    let out = exits(&zk, &["deadlocks", &root], DEADLOCK);
-    let text = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[0].starts_with("deadlock 1 of 1: "), "{text}");
-    assert!(
-        ["alice -> bob -> alice", "bob -> alice -> bob"]
-            .iter()
-            .any(|r| lines[0].ends_with(r)),
-        "{text}"
-    );
-    // STATE OWNER SESSION AGE TOKEN NODE
-    let rows: Vec<Vec<&str>> = lines[2..6]
-        .iter()
-        .map(|l| l.split_whitespace().collect())
-        .collect();
-    let seen: Vec<(&str, &str, &str)> = rows.iter().map(|r| (r[5], r[1], r[0])).collect();
-    assert_eq!(seen, rotated(rows[0][5]), "{text}");
-    assert_eq!(lines.len(), 7, "{text}");
-
-    let out = exits(&zk, &["deadlocks", "--json", &root], DEADLOCK);
-    let summary = python(
-        r#"
-import json, sys
-d = json.load(sys.stdin)
-assert d["root"] == sys.argv[1]
-assert len(d["cycles"]) == 1
-c = d["cycles"][0]
-print(",".join(sorted(c["owners"])))
-for n in c["nodes"]:
-    assert n["lock"] == n["node"].rsplit("/", 1)[0]
-    assert n["session"].startswith("0x") and n["token"] > 0
-    print("\t".join([n["node"], n["owner"], "holds" if n["holds"] else "waits"]))
-"#,
-        &[&root],
-        &out.stdout,
-    );
-    let mut lines = summary.lines();
-    assert_eq!(lines.next(), Some("alice,bob"));
-    let seen: Vec<(&str, &str, &str)> = lines
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            (f[0], f[1], f[2])
-        })
-        .collect();
-    assert_eq!(seen, rotated(seen[0].0), "{summary}");
-
-    let out = exits(&zk, &["deadlocks", "--dot", &root], DEADLOCK);
-    let dot = String::from_utf8(out.stdout).unwrap();
-    assert!(dot.starts_with("digraph deadlocks {"), "{dot}");
-    let edges: Vec<&str> = dot.lines().filter(|l| l.contains(" -> ")).collect();
-    assert_eq!(edges.len(), 4, "{dot}");
-    for k in 0..4 {
-        let (from, _, state) = ring[k];
-        let (to, _, _) = ring[(k + 1) % 4];
-        let why = if state == "holds" {
-            "owner waits at"
-        } else {
-            "blocked by"
-        };
-        let edge = format!("\"{from}\" -> \"{to}\" [label=\"{why}\"];");
-        assert!(
-            edges.iter().any(|e| e.trim() == edge),
-            "{edge} not in {dot}"
-        );
-    }
-
-    go.send(()).unwrap();
-    sessions.join().unwrap();
-    let out = exits(&zk, &["deadlocks", "--json", &root], 0);
-    assert_eq!(
-        String::from_utf8(out.stdout).unwrap().trim(),
-        format!(r#"{{"root":"{root}","cycles":[]}}"#)
-    );
-}
-
 /// Waiting on a terminal (a pty from script(1)), exec shows its place in the
 /// queue and the time waited, rewritten in place, and erases the line once it
 /// holds; with stderr not a terminal (a log, cron) it says nothing while it
 /// waits unless asked (`--progress`, `-v`: a line per place, here one: next in
-/// the queue); with -q nothing.
+/// the queue); with -q nothing. `-n` gives up at once, `-w SECS` no sooner.
 #[test]
 fn waiting_line_on_a_tty_and_places_only_when_asked_elsewhere() {
     let (zk, lock, dir) = setup("tty");
     let holder = holding(&zk, &[], &lock, &dir.join("ready"));
+    let out = exits(&zk, &["exec", "-n", &lock, "--", "true"], BUSY);
+    assert_eq!(stderr(&out), format!("zklock: {lock} is busy\n"));
 
     // Not a terminal, not asked: only the outcome.
+    let start = std::time::Instant::now();
     let out = exits(&zk, &["exec", "-w", "1.5", &lock, "--", "true"], BUSY);
+    let waited = start.elapsed();
+    assert!(waited.as_millis() >= 1500, "gave up after {waited:?}");
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(stderr, format!("zklock: timed out waiting for {lock}\n"));
     // Asked: its place, then that it gave up.

@@ -84,6 +84,9 @@ fn a_zklock_holder_excludes_kazoo() {
 /// `zklock exec --semaphore 2 --scheme kazoo` and kazoo's `Semaphore` share two
 /// permits: a kazoo holder and a zklock holder fill them, a third of either is
 /// refused, and `zklock ls` shows both leases (the count from the path's data).
+/// Another count than the pool's is one line naming the path, the pool's count
+/// and the flag that fits, exit 2 (the command line is what to change), no Rust
+/// value; CMD does not run.
 #[test]
 fn exec_semaphore_shares_permits_with_kazoo() {
     let (zk, lock, dir) = setup("kazoo-semaphore");
@@ -116,43 +119,22 @@ fn exec_semaphore_shares_permits_with_kazoo() {
     let owners: Vec<&str> = rows.iter().map(|r| r[3].as_str()).collect();
     assert_eq!(owners, ["kazoo-holder", "zklock-holder"], "{rows:?}");
     assert_eq!(rows[0][9], node);
+    let ran = dir.join("ran");
+    let touch = format!("exec --semaphore 3 --scheme kazoo {lock} -- touch");
+    let out = run(zklock(&zk).args(words(&touch)).arg(&ran));
+    let said = stderr(&out);
+    assert_eq!(code(&out), 2, "{said}");
+    assert_eq!(
+        said.trim_end(),
+        format!(
+            "zklock: {lock} is a semaphore of 2 permits (kazoo); asked for 3: use --semaphore 2"
+        )
+    );
+    assert!(!ran.exists(), "CMD ran");
 
     drop(theirs.stdin.take());
     assert!(theirs.wait().unwrap().success());
     let answer = kazoo_answer(&zk, &lock, &["stry", "2"]);
     assert!(answer.starts_with("HELD "), "{answer}");
     terminate(&mut ours);
-}
-
-/// `zklock exec --semaphore 2 --scheme kazoo` against a kazoo pool of 3 (kazoo
-/// keeps the count in the path's data): one line naming the path, the pool's
-/// count and the flag that fits, exit 2 (the command line is what to change),
-/// no Rust value; CMD does not run. With `--semaphore 3` it shares the pool.
-#[test]
-fn exec_semaphore_of_another_count_than_kazoos_is_named() {
-    let zk = server().connect_string();
-    let lock = unique("kazoo-permits");
-    let (mut theirs, _) = kazoo_holder(&zk, &lock, "kazoo-holder", &["shold", "3"]);
-    let dir = scratch("kazoo-permits");
-    let ran = dir.join("ran");
-    let touch = format!("exec --semaphore 2 --scheme kazoo {lock} -- touch");
-    let out = run(zklock(&zk).args(words(&touch)).arg(&ran));
-    let stderr = stderr(&out);
-    assert_eq!(code(&out), 2, "{stderr}");
-    assert_eq!(
-        stderr.trim_end(),
-        format!(
-            "zklock: {lock} is a semaphore of 3 permits (kazoo); asked for 2: use --semaphore 3"
-        )
-    );
-    assert!(!ran.exists(), "CMD ran");
-    exits(
-        &zk,
-        &words(&format!(
-            "exec -n --semaphore 3 --scheme kazoo {lock} -- true"
-        )),
-        0,
-    );
-    drop(theirs.stdin.take());
-    assert!(theirs.wait().unwrap().success());
 }

@@ -117,7 +117,7 @@ fn cmd_group_dies_with_zklock() {
 
 /// A revocation (`--revocable`) stops CMD's whole group, the shell's children
 /// in the background too, not CMD's pid alone: exit 74, no process of the group
-/// alive once zklock is gone.
+/// alive once zklock is gone, and the lock free again.
 #[test]
 fn a_revocation_stops_the_whole_group() {
     let (zk, lock, dir) = setup("revoked");
@@ -130,6 +130,7 @@ fn a_revocation_stops_the_whole_group() {
         "CMD's group outlived the revoked lock: {:?}",
         family.pids
     );
+    exits(&zk, &["exec", "-n", &lock, "--", "true"], 0);
 }
 
 /// CMD exits, leaving a child running in its group: the child is stopped before
@@ -145,15 +146,16 @@ fn cmd_leftovers_stopped_before_the_release() {
     assert!(!alive(pid), "the leftover sleep {pid} outlived the lock");
 }
 
-/// SIGHUP, SIGTERM and kill -9 of a waiting zklock: it leaves no node in the
-/// queue: at once on a signal it handles (128+N), at the session's expiry after
-/// kill -9 (then nothing runs to delete it).
+/// SIGHUP, SIGINT, SIGTERM and kill -9 of a waiting zklock: it gives up and
+/// leaves no node in the queue: at once on a signal it handles (128+N), at the
+/// session's expiry after kill -9 (then nothing runs to delete it).
 #[test]
 fn waiting_zklock_leaves_no_node() {
     let (zk, lock, dir) = setup("waiting");
     let mut holder = holding(&zk, &[], &lock, &dir.join("ready"));
     for (signal, code) in [
         ("-HUP", Some(128 + 1)),
+        ("-INT", Some(128 + 2)),
         ("-TERM", Some(128 + 15)),
         ("-KILL", None),
     ] {
@@ -248,16 +250,6 @@ fn guards_of(pid: u32) -> Vec<i32> {
         .collect()
 }
 
-/// The process group of `pid` (`None` once it is gone or a zombie).
-fn process_group(pid: i32) -> Option<i32> {
-    (state_of(pid)? != "Z").then_some(())?;
-    stat_field(pid, 3)?.parse().ok()
-}
-
-fn alive(pid: i32) -> bool {
-    process_group(pid).is_some()
-}
-
 /// Whether a live (not zombie) process is in `group`.
 fn group_alive(group: i32) -> bool {
     std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
@@ -333,11 +325,11 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
         let guard = parent_of(cmd).unwrap();
         let zklock = parent_of(guard).unwrap();
         type_in("\x1a");
-        let states = || [cmd, zklock].map(state_of);
+        let states = || [cmd, zklock].map(state);
         let start = Instant::now();
         let mut seen = Vec::new();
-        while states().iter().any(|s| s.as_deref() != Some("T")) {
-            let now = (states(), state_of(guard));
+        while states().iter().any(|s| *s != Some('T')) {
+            let now = (states(), state(guard));
             if seen.last().map(|(_, s)| s) != Some(&now) {
                 seen.push((start.elapsed(), now));
             }
@@ -349,7 +341,7 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
             std::thread::sleep(Duration::from_millis(20));
         }
         // The guard keeps running (its clock enforces the lock's deadline).
-        assert_ne!(state_of(guard).as_deref(), Some("T"), "the guard stopped");
+        assert_ne!(state(guard), Some('T'), "the guard stopped");
         type_in(&format!("jobs > {}\n", jobs.display()));
         wait_for(&jobs, Duration::from_secs(10));
         let listed = std::fs::read_to_string(&jobs).unwrap();
@@ -383,10 +375,6 @@ impl Drop for KillOnDrop {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn state_of(pid: i32) -> Option<String> {
-    stat_field(pid, 1)
 }
 
 fn parent_of(pid: i32) -> Option<i32> {

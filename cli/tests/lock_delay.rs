@@ -2,14 +2,10 @@
 //! a `zklock exec` holder paused (SIGSTOP) past its session timeout, whose
 //! *unfenced* write is still on its way when it is continued.
 //!
-//! - Without `--lock-delay` the next holder is granted as soon as the paused
-//!   holder's session expires and writes first: the late write lands after it
-//!   (the hazard).
-//! - With `--lock-delay` the next holder (a `zklock exec` too, showing the wait)
-//!   starts only the delay after it saw the old holder gone: the late write
-//!   lands first.
-//! - The gap between the expiry as the waiter saw it and the next grant,
-//!   measured over runs through the API (printed: min/median/max).
+//! Without `--lock-delay` the next holder writes first and the late write lands
+//! after it (the hazard: tests/fencing.rs's unfenced run). With it the next
+//! holder (a `zklock exec` too, showing the wait) starts only the delay after it
+//! saw the old holder gone: the late write lands first.
 
 mod common;
 
@@ -18,7 +14,7 @@ use lock_testkit::Postgres;
 use lock_zookeeper_client::LockClient;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// psql inserting a row for `who` into the write log (no fence: the resource
@@ -42,14 +38,6 @@ fn client() -> (tokio::runtime::Runtime, LockClient) {
         .block_on(lock_zookeeper_client::connect(&server().connect_string()))
         .expect("connecting");
     (rt, locks)
-}
-
-/// A PostgreSQL with an empty write log (the table `insert` writes to).
-fn write_log() -> Postgres {
-    let db = Postgres::start().unwrap_or_else(|e| panic!("{e}"));
-    db.psql("CREATE TABLE writes (id serial PRIMARY KEY, who text NOT NULL)")
-        .unwrap();
-    db
 }
 
 /// Waits for the node `name` to leave `lock` (its session expired). Returns
@@ -77,62 +65,25 @@ fn present(locks: &LockClient, lock: &str, name: &str) -> bool {
         .any(|p| p.node.rsplit('/').next() == Some(name))
 }
 
-/// The paused holder: `zklock exec` (with `extra` flags) whose CMD records its
-/// node, then starts its write in a session of its own (out of zklock's reach,
-/// as in tests/fencing.rs) that waits for the file `go`: the write "in flight"
-/// while the holder is paused. Returns the child (its own process group) and its
-/// node's name, once CMD runs.
-fn paused_holder(
-    zk: &str,
-    lock: &str,
-    extra: &[&str],
-    dir: &Path,
-    db: &Postgres,
-) -> (Child, String) {
-    let script = late_write_script("basename $ZKLOCK_NODE > a.node", &insert("A"));
-    let mut a = zklock(zk);
-    a.args(["--session-timeout", SESSION_TIMEOUT, "exec"])
-        .args(extra)
-        .args([lock, "--", "sh", "-c"])
-        .arg(&script)
-        .env("PSQL", db.psql_path())
-        .env("DATABASE_URL", db.url())
-        .current_dir(dir)
-        .stderr(Stdio::null())
-        .process_group(0);
-    let holder = a.spawn().unwrap();
-    wait_for(&dir.join("ready"), LONG);
-    let node = read(&dir.join("a.node"));
-    pause(&holder);
-    (holder, node)
-}
-
-/// What one run of the late-write scenario ended with.
-struct Outcome {
-    /// Who wrote, in the order the database applied the writes.
-    order: Vec<String>,
-    /// From the paused holder's node going (as the test's poller saw it) to
-    /// the next holder's CMD starting.
-    gap: Duration,
-    /// The next holder's stderr (its waiting lines).
-    waiter_says: String,
-}
-
 /// Holder A (paused, its unfenced write in flight) and the next holder B, both
-/// `zklock exec` with `extra` flags. A is continued when B's write has landed,
-/// or `resume_after` after A's node went, whichever comes first: a pause that
-/// ends a little after the expiry.
-fn late_write(test: &str, extra: &[&str], resume_after: Duration) -> Outcome {
+/// `zklock exec --lock-delay 8`: B starts no sooner than 8 s after it saw A
+/// gone, and says why it waits; A is continued when B's write has landed or 2 s
+/// after A's node went, whichever comes first (a pause that ends a little after
+/// the expiry), and its late write lands first.
+#[test]
+fn with_lock_delay_the_late_write_lands_before_the_next_holder_starts() {
+    let (test, extra) = ("delay", ["--lock-delay", "8"]);
     let (_rt, locks) = client();
-    let db = write_log();
-    let zk = server().connect_string();
-    let lock = unique(test);
-    let dir = scratch(test);
+    let db = Postgres::start().unwrap_or_else(|e| panic!("{e}"));
+    db.psql("CREATE TABLE writes (id serial PRIMARY KEY, who text NOT NULL)")
+        .unwrap();
+    let (zk, lock, dir) = setup(test);
     let start = Instant::now();
     let say = |what: &str| eprintln!("[{test}] {:>6.2} s  {what}", start.elapsed().as_secs_f64());
 
-    let (holder, a_node) = paused_holder(&zk, &lock, extra, &dir, &db);
-    let group = KillOnDrop(holder.id());
+    let first = "basename $ZKLOCK_NODE > a.node";
+    let (holder, group) = paused_late_writer(&zk, &extra, &lock, &dir, &db, (first, &insert("A")));
+    let a_node = read(&dir.join("a.node"));
     say(&format!("A holds {a_node} and is paused (SIGSTOP)"));
 
     // B waits, then writes at once.
@@ -161,7 +112,7 @@ fn late_write(test: &str, extra: &[&str], resume_after: Duration) -> Outcome {
     until(
         "B's write, or time to resume A",
         Duration::from_secs(60),
-        || (b_wrote() || gone.elapsed() >= resume_after).then_some(()),
+        || (b_wrote() || gone.elapsed() >= Duration::from_secs(2)).then_some(()),
     );
     let b_started_before_resume = started(&dir);
     std::fs::write(dir.join("go"), "").unwrap();
@@ -190,99 +141,12 @@ fn late_write(test: &str, extra: &[&str], resume_after: Duration) -> Outcome {
     say(&format!(
         "writes in order: {order:?}; B started {gap:?} after A's node went"
     ));
-    Outcome {
-        order,
-        gap,
-        waiter_says: stderr(&b_out),
-    }
-}
-
-/// Without lock-delay the next holder writes before the paused holder's late
-/// write: its work is overwritten (the hazard lock-delay is for).
-#[test]
-fn without_lock_delay_the_late_write_lands_after_the_next_holder() {
-    let run = late_write("no-delay", &[], Duration::from_secs(20));
-    assert_eq!(
-        run.order,
-        ["B", "A"],
-        "the hazard: B first, A's late write after"
-    );
-}
-
-/// With `--lock-delay 8` the next holder starts no sooner than 8 s after it saw
-/// the paused holder gone, and says why it waits: the late write (the holder is
-/// continued 2 s after the expiry) lands first.
-#[test]
-fn with_lock_delay_the_late_write_lands_before_the_next_holder_starts() {
-    let run = late_write("delay", &["--lock-delay", "8"], Duration::from_secs(2));
-    assert_eq!(run.order, ["A", "B"], "A's late write first");
+    assert_eq!(order, ["A", "B"], "A's late write first");
+    assert!(gap >= Duration::from_secs(8), "B started after {gap:?}");
+    let waiter_says = stderr(&b_out);
     assert!(
-        run.gap >= Duration::from_secs(8),
-        "B started after {:?}",
-        run.gap
-    );
-    assert!(
-        run.waiter_says.contains("lock-delay after an unclean end"),
-        "B's waiting lines: {}",
-        run.waiter_says
-    );
-}
-
-/// The gap between the expiry of a paused `zklock exec --lock-delay` holder as
-/// the waiter saw it (the start of its delay, from `Queued::lock_delay_ends`)
-/// and its grant, over 10 runs: never less than the delay. Prints
-/// min/median/max, and the gap from the node's disappearance as a poller saw it.
-#[test]
-fn lock_delay_gap_after_an_expiry() {
-    const RUNS: usize = 10;
-    const DELAY: Duration = Duration::from_secs(1);
-    let (rt, locks) = client();
-    let db = write_log();
-    let zk = server().connect_string();
-    let mut gaps = Vec::new();
-    for run in 0..RUNS {
-        let lock = unique("gap");
-        let dir = scratch("gap");
-        let (holder, _) = paused_holder(&zk, &lock, &["--lock-delay", "1"], &dir, &db);
-        let group = KillOnDrop(holder.id());
-        let mutex = locks.mutex(lock.clone()).lock_delay(DELAY);
-        let mut pending = mutex.start().unwrap();
-        let mut place = pending.queue_watch();
-        let ends = rt.block_on(async {
-            loop {
-                let next = tokio::time::timeout(Duration::from_secs(60), place.changed());
-                match next.await {
-                    Ok(Some(queued)) => match queued.lock_delay_ends() {
-                        Some(ends) => break ends,
-                        None => continue,
-                    },
-                    other => panic!("run {run}: no lock-delay reported: {other:?}"),
-                }
-            }
-        });
-        let guard = pending
-            .wait_timeout_blocking(LONG)
-            .expect("granted")
-            .unwrap();
-        let granted = Instant::now();
-        let seen = ends - DELAY;
-        let gap = granted - seen;
-        eprintln!("run {run}: granted {gap:?} after the waiter saw the expiry");
-        assert!(gap >= DELAY, "run {run}: granted {gap:?} after the expiry");
-        guard.release_blocking().unwrap();
-        std::fs::write(dir.join("go"), "").unwrap();
-        signal_group(holder.id(), "-CONT");
-        let mut holder = holder;
-        let _ = holder.wait();
-        std::mem::forget(group);
-        gaps.push(gap);
-    }
-    gaps.sort();
-    eprintln!(
-        "lock-delay {DELAY:?}, {RUNS} runs: gap from the expiry seen to the grant min {:?} median {:?} max {:?}",
-        gaps[0],
-        gaps[RUNS / 2],
-        gaps[RUNS - 1]
+        waiter_says.contains("lock-delay after an unclean end"),
+        "B's waiting lines: {waiter_says}"
     );
 }
 

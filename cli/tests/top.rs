@@ -1,5 +1,5 @@
-//! `zklock top --once` against a real ZooKeeper (lock-testkit): holders, waiters
-//! and a deadlock under one root, printed as one table.
+//! `zklock top` and `zklock deadlocks` against a real ZooKeeper (lock-testkit):
+//! holders, waiters and a deadlock under one root.
 
 mod common;
 mod screen;
@@ -30,12 +30,12 @@ async fn queued(locks: &LockClient, path: &str, n: usize) {
 
 /// Under ROOT: alice holds /a and waits for /b, bob holds /b and waits for /a (a
 /// deadlock); carol holds /c with dave and an owner-less session waiting. Runs
-/// `look` (on a thread) while they are there; returns the three holders' tokens
-/// and what `look` returned.
+/// `look(zk, root)` (on a thread) while they are there; returns the three
+/// holders' tokens and what `look` returned.
 fn with_locks<T: Send + 'static>(
     zk: &str,
     root: &str,
-    look: impl FnOnce() -> T + Send + 'static,
+    look: impl FnOnce(&str, &str) -> T + Send + 'static,
 ) -> ([i64; 3], T) {
     let (a, b, c) = (
         format!("{root}/a"),
@@ -72,7 +72,10 @@ fn with_locks<T: Send + 'static>(
         }
         let tokens = [ga.token().0, gb.token().0, gc.token().0];
         // The sessions (and guards) live on, served by this runtime, while `look` runs.
-        let seen = tokio::task::spawn_blocking(look).await.unwrap();
+        let (zk, root) = (zk.to_owned(), root.to_owned());
+        let seen = tokio::task::spawn_blocking(move || look(&zk, &root))
+            .await
+            .unwrap();
         drop((ga, gb, gc));
         for locks in [one, two, three] {
             locks.close().await;
@@ -88,12 +91,9 @@ fn once_prints_holders_waiters_and_deadlocks() {
     let zk = server().connect_string();
     let root = unique("top");
     let (a, c) = (format!("{root}/a"), format!("{root}/c"));
-    let (tokens, out) = {
-        let (zk, root) = (zk.clone(), root.clone());
-        with_locks(&zk.clone(), &root.clone(), move || {
-            run(zklock(&zk).args(["top", "--once", &root]))
-        })
-    };
+    let (tokens, out) = with_locks(&zk, &root, |zk, root| {
+        run(zklock(zk).args(["top", "--once", root]))
+    });
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     println!("{text}");
@@ -154,6 +154,112 @@ fn once_prints_holders_waiters_and_deadlocks() {
     assert!(lines[4].starts_with(&c), "{text}");
 }
 
+/// With the locks of [`with_locks`], `deadlocks` reports the alice/bob cycle
+/// (exit 4) as text, JSON and DOT, in wait order (carol's queue is no cycle);
+/// once the sessions are gone, none (exit 0).
+#[test]
+fn deadlocks_reports_a_real_cycle() {
+    let zk = server().connect_string();
+    let root = unique("deadlocks");
+    with_locks(&zk, &root, cycle_reported);
+    let out = exits(&zk, &["deadlocks", &root], 0);
+    assert_eq!(stdout(&out), format!("no deadlock under {root}\n"));
+    let out = exits(&zk, &["deadlocks", "--json", &root], 0);
+    assert_eq!(
+        stdout(&out).trim(),
+        format!(r#"{{"root":"{root}","cycles":[]}}"#)
+    );
+}
+
+/// `deadlocks ROOT` on the cycle of [`with_locks`], as text, JSON and DOT.
+fn cycle_reported(zk: &str, root: &str) {
+    // The nodes as `ls` names them: the holder first, then the waiter.
+    let nodes = |lock: &str| -> Vec<String> {
+        let path = format!("{root}/{lock}");
+        let rows = ls_rows(zk, &path);
+        rows.iter().map(|r| format!("{path}/{}", r[9])).collect()
+    };
+    let (a, b) = (nodes("a"), nodes("b"));
+    // Wait order: each node waits for the next, the last for the first.
+    let ring = [
+        (a[0].as_str(), "alice", "holds"),
+        (b[1].as_str(), "alice", "waits"),
+        (b[0].as_str(), "bob", "holds"),
+        (a[1].as_str(), "bob", "waits"),
+    ];
+    // The report may start anywhere on the ring.
+    let rotated = |first: &str| -> Vec<(&str, &str, &str)> {
+        let i = ring.iter().position(|(n, _, _)| *n == first).unwrap();
+        (0..4).map(|k| ring[(i + k) % 4]).collect()
+    };
+
+    let out = exits(zk, &["deadlocks", root], DEADLOCK);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("deadlock 1 of 1: "), "{text}");
+    assert!(
+        ["alice -> bob -> alice", "bob -> alice -> bob"]
+            .iter()
+            .any(|r| lines[0].ends_with(r)),
+        "{text}"
+    );
+    // STATE OWNER SESSION AGE TOKEN NODE
+    let rows: Vec<Vec<&str>> = lines[2..6]
+        .iter()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let seen: Vec<(&str, &str, &str)> = rows.iter().map(|r| (r[5], r[1], r[0])).collect();
+    assert_eq!(seen, rotated(rows[0][5]), "{text}");
+    assert_eq!(lines.len(), 7, "{text}");
+
+    let out = exits(zk, &["deadlocks", "--json", root], DEADLOCK);
+    let summary = python(
+        r#"
+import json, sys
+d = json.load(sys.stdin)
+assert d["root"] == sys.argv[1]
+assert len(d["cycles"]) == 1
+c = d["cycles"][0]
+print(",".join(sorted(c["owners"])))
+for n in c["nodes"]:
+    assert n["lock"] == n["node"].rsplit("/", 1)[0]
+    assert n["session"].startswith("0x") and n["token"] > 0
+    print("\t".join([n["node"], n["owner"], "holds" if n["holds"] else "waits"]))
+"#,
+        &[root],
+        &out.stdout,
+    );
+    let mut lines = summary.lines();
+    assert_eq!(lines.next(), Some("alice,bob"));
+    let seen: Vec<(&str, &str, &str)> = lines
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f[0], f[1], f[2])
+        })
+        .collect();
+    assert_eq!(seen, rotated(seen[0].0), "{summary}");
+
+    let out = exits(zk, &["deadlocks", "--dot", root], DEADLOCK);
+    let dot = String::from_utf8(out.stdout).unwrap();
+    assert!(dot.starts_with("digraph deadlocks {"), "{dot}");
+    let edges: Vec<&str> = dot.lines().filter(|l| l.contains(" -> ")).collect();
+    assert_eq!(edges.len(), 4, "{dot}");
+    for k in 0..4 {
+        let (from, _, state) = ring[k];
+        let (to, _, _) = ring[(k + 1) % 4];
+        let why = if state == "holds" {
+            "owner waits at"
+        } else {
+            "blocked by"
+        };
+        let edge = format!("\"{from}\" -> \"{to}\" [label=\"{why}\"];");
+        assert!(
+            edges.iter().any(|e| e.trim() == edge),
+            "{edge} not in {dot}"
+        );
+    }
+}
+
 /// The live view on a terminal (a pty from script(1), 160x40), its screen read
 /// back: the locks with holders and DEADLOCK; a lock taken meanwhile under ROOT
 /// shows up, and goes when released (a watch refreshes the view); a selected
@@ -162,10 +268,7 @@ fn once_prints_holders_waiters_and_deadlocks() {
 fn live_view_on_a_terminal_refreshes_and_quits() {
     let zk = server().connect_string();
     let root = unique("top-live");
-    let (_, seen) = {
-        let (zk, root) = (zk.clone(), root.clone());
-        with_locks(&zk.clone(), &root.clone(), move || live_view(&zk, &root))
-    };
+    let (_, seen) = with_locks(&zk, &root, live_view);
     println!("{seen}");
 }
 

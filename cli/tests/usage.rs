@@ -40,6 +40,7 @@ fn usage_errors_before_connecting() {
         "--zk host:0 ls /a | malformed server \"host:0\"",
         "--zk h:1,,g:2 ls /a | empty server entry",
         "--zk :1 ls /a | malformed server \":1\"",
+        "--zk 127.0.0.1:http doctor | malformed server \"127.0.0.1:http\"",
         "--zk h:1/chroot/ ls /a | invalid chroot",
         "deadlocks / | the root cannot be a lock directory",
         "exec --scheme go --read /a -- true | --scheme go has only a mutex",

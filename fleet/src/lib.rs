@@ -66,113 +66,92 @@ impl Mode {
             Mode::Idle => "idle",
         }
     }
+}
 
-    fn parse(s: &str) -> Mode {
-        match s {
-            "fleet" => Mode::Fleet,
-            "uncontended" => Mode::Uncontended,
-            "handoff" => Mode::Handoff,
-            "idle" => Mode::Idle,
-            other => panic!("unknown mode {other:?}"),
-        }
+impl std::str::FromStr for Mode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Mode, String> {
+        [Mode::Fleet, Mode::Uncontended, Mode::Handoff, Mode::Idle]
+            .into_iter()
+            .find(|mode| mode.key() == s)
+            .ok_or_else(|| format!("unknown mode {s:?}"))
     }
 }
 
-/// A worker's instructions, passed on its command line as `key=value` words.
-#[derive(Clone, Debug)]
-pub struct WorkerSpec {
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+/// Declares [`WorkerSpec`] and its command-line words, `field=value` per field
+/// (the Curator and kazoo workers read the same words).
+macro_rules! worker_spec {
+    ($($(#[doc = $doc:literal])* $field:ident: $ty:ty,)*) => {
+        /// A worker's instructions, passed on its command line as `key=value` words.
+        #[derive(Clone, Debug)]
+        pub struct WorkerSpec {
+            $($(#[doc = $doc])* pub $field: $ty,)*
+        }
+
+        impl WorkerSpec {
+            /// The command-line words.
+            pub fn to_args(&self) -> Vec<String> {
+                vec![$(format!(concat!(stringify!($field), "={}"), self.$field)),*]
+            }
+
+            /// Parses [`to_args`](Self::to_args)'s words.
+            pub fn from_args(args: &[String]) -> WorkerSpec {
+                let get = |key: &str| -> &str {
+                    args.iter()
+                        .find_map(|a| a.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
+                        .unwrap_or_else(|| panic!("worker: missing {key}="))
+                };
+                WorkerSpec {
+                    $($field: get(stringify!($field))
+                        .parse()
+                        .unwrap_or_else(|_| panic!(concat!("worker: bad ", stringify!($field)))),)*
+                }
+            }
+        }
+    };
+}
+
+worker_spec! {
     /// `zklock` or `bare`.
-    pub library: String,
+    library: String,
     /// What the sessions do.
-    pub mode: Mode,
+    mode: Mode,
     /// The ensemble's connect string.
-    pub connect: String,
+    connect: String,
     /// Sessions in this worker.
-    pub count: usize,
+    count: usize,
     /// The global index of this worker's first session; session `i` is
     /// `first + i * stride`, so that hot sessions spread over the workers.
-    pub first: usize,
+    first: usize,
     /// See `first`.
-    pub stride: usize,
+    stride: usize,
     /// Sessions with a global index below this are hot.
-    pub hot_sessions: usize,
+    hot_sessions: usize,
     /// Hot locks; hot session `g` uses hot lock `g % hot_locks`.
-    pub hot_locks: usize,
+    hot_locks: usize,
     /// The cold pool's size.
-    pub cold_locks: usize,
+    cold_locks: usize,
     /// A cold session's mean think time between holds (exponential).
-    pub think_ms: u64,
+    think_ms: u64,
     /// A cold hold's mean length (exponential).
-    pub hold_ms: u64,
+    hold_ms: u64,
     /// A hot hold's length.
-    pub hot_hold_ms: u64,
+    hot_hold_ms: u64,
     /// A hot session's think time, uniform in `0..=hot_think_ms`.
-    pub hot_think_ms: u64,
+    hot_think_ms: u64,
     /// The session timeout asked for.
-    pub session_timeout_ms: u64,
+    session_timeout_ms: u64,
     /// An acquisition's deadline.
-    pub acquire_timeout_ms: u64,
+    acquire_timeout_ms: u64,
     /// The seed of the think and hold times.
-    pub seed: u64,
+    seed: u64,
     /// Where the records go.
-    pub out: String,
-}
-
-impl WorkerSpec {
-    /// The command-line words.
-    pub fn to_args(&self) -> Vec<String> {
-        vec![
-            format!("library={}", self.library),
-            format!("mode={}", self.mode.key()),
-            format!("connect={}", self.connect),
-            format!("count={}", self.count),
-            format!("first={}", self.first),
-            format!("stride={}", self.stride),
-            format!("hot_sessions={}", self.hot_sessions),
-            format!("hot_locks={}", self.hot_locks),
-            format!("cold_locks={}", self.cold_locks),
-            format!("think_ms={}", self.think_ms),
-            format!("hold_ms={}", self.hold_ms),
-            format!("hot_hold_ms={}", self.hot_hold_ms),
-            format!("hot_think_ms={}", self.hot_think_ms),
-            format!("session_timeout_ms={}", self.session_timeout_ms),
-            format!("acquire_timeout_ms={}", self.acquire_timeout_ms),
-            format!("seed={}", self.seed),
-            format!("out={}", self.out),
-        ]
-    }
-
-    /// Parses [`to_args`](Self::to_args)'s words.
-    pub fn from_args(args: &[String]) -> WorkerSpec {
-        let get = |key: &str| -> String {
-            args.iter()
-                .find_map(|a| a.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
-                .unwrap_or_else(|| panic!("worker: missing {key}="))
-                .to_owned()
-        };
-        let num = |key: &str| -> u64 {
-            get(key)
-                .parse()
-                .unwrap_or_else(|_| panic!("worker: bad {key}"))
-        };
-        WorkerSpec {
-            library: get("library"),
-            mode: Mode::parse(&get("mode")),
-            connect: get("connect"),
-            count: num("count") as usize,
-            first: num("first") as usize,
-            stride: num("stride") as usize,
-            hot_sessions: num("hot_sessions") as usize,
-            hot_locks: num("hot_locks") as usize,
-            cold_locks: num("cold_locks") as usize,
-            think_ms: num("think_ms"),
-            hold_ms: num("hold_ms"),
-            hot_hold_ms: num("hot_hold_ms"),
-            hot_think_ms: num("hot_think_ms"),
-            session_timeout_ms: num("session_timeout_ms"),
-            acquire_timeout_ms: num("acquire_timeout_ms"),
-            seed: num("seed"),
-            out: get("out"),
-        }
-    }
+    out: String,
 }

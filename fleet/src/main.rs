@@ -22,7 +22,9 @@
 
 use lock_fleet::coord::start_ensemble;
 use lock_fleet::{report, run_case, run_case_on, CaseConfig, CaseResult, Mode, WorkerSpec};
-use lock_testkit::measure::{env_list, loadavg, median, splice, thousands, utc};
+use lock_testkit::measure::{
+    env_list, env_usize, env_words, loadavg, median, splice, thousands, utc,
+};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -112,7 +114,7 @@ fn suite() {
             // The baseline: the same sessions holding nothing.
             let mut config = CaseConfig::from_env(n, exe(), records_dir(&format!("idle-{n}")));
             config.mode = Mode::Idle;
-            config.window = Duration::from_secs(env_list("FLEET_IDLE_SECONDS", "30")[0] as u64);
+            config.window = Duration::from_secs(env_usize("FLEET_IDLE_SECONDS", 30) as u64);
             results.extend(attempt(&config, &mut failed, &mut notes));
         }
         for with_restart in [false, true] {
@@ -126,17 +128,10 @@ fn suite() {
         }
     }
     // The peers at the same shape, without a restart.
-    for library in std::env::var("FLEET_PEERS")
-        .unwrap_or_else(|_| "curator,kazoo".into())
-        .split(',')
-    {
-        let library = library.trim();
-        if library.is_empty() {
-            continue;
-        }
-        let n = env_list("FLEET_PEER_SIZE", "1000")[0];
+    for library in env_words("FLEET_PEERS", "curator,kazoo") {
+        let n = env_usize("FLEET_PEER_SIZE", 1000);
         let mut config = CaseConfig::from_env(n, exe(), records_dir(&format!("{library}-{n}")));
-        config.library = library.to_owned();
+        config.library = library;
         results.extend(attempt(&config, &mut failed, &mut notes));
     }
     let yard = yardstick();
@@ -172,9 +167,9 @@ struct Yard {
 /// doing only a lock cycle's requests, uncontended (a lock per session) and
 /// handed off (one lock).
 fn yardstick() -> Yard {
-    let sessions = env_list("FLEET_YARD_SESSIONS", "64")[0];
-    let seconds = env_list("FLEET_YARD_SECONDS", "15")[0] as u64;
-    let rounds = env_list("FLEET_YARD_ROUNDS", "3")[0];
+    let sessions = env_usize("FLEET_YARD_SESSIONS", 64);
+    let seconds = env_usize("FLEET_YARD_SECONDS", 15) as u64;
+    let rounds = env_usize("FLEET_YARD_ROUNDS", 3);
     let ensemble = Arc::new(start_ensemble(1024));
     let mut yard = Yard {
         rounds: Vec::new(),

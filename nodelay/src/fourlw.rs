@@ -269,29 +269,34 @@ mod shared {
 mod tests {
     use super::*;
     use std::net::TcpListener;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
 
-    /// A server that answers `answer` to every connection sending `conf`, then
-    /// closes it.
-    fn answering(answer: &'static str) -> SocketAddr {
+    /// A server that answers `answer` to every connection sending `conf` (and
+    /// closes the others), counting the connections.
+    fn answering(answer: &'static str) -> (SocketAddr, Arc<AtomicUsize>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
+        let count = Arc::new(AtomicUsize::new(0));
+        let counted = count.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let mut stream = stream.unwrap();
+                counted.fetch_add(1, Ordering::SeqCst);
                 std::thread::spawn(move || {
                     let mut word = [0u8; 4];
                     if stream.read_exact(&mut word).is_ok() && &word == b"conf" {
-                        stream.write_all(answer.as_bytes()).unwrap();
+                        let _ = stream.write_all(answer.as_bytes());
                     }
                 });
             }
         });
-        addr
+        (addr, count)
     }
 
     #[test]
     fn reads_the_whole_answer() {
-        let addr = answering("tickTime=2000\nsyncLimit=5\n");
+        let (addr, _) = answering("tickTime=2000\nsyncLimit=5\n");
         let answer = four_letter_word(addr, "conf", Duration::from_secs(5)).unwrap();
         assert_eq!(answer, "tickTime=2000\nsyncLimit=5\n");
     }
@@ -316,7 +321,7 @@ mod tests {
 
     #[test]
     fn lists_only_the_servers_this_process_is_connected_to() {
-        let addr = answering("imok-ish");
+        let (addr, _) = answering("imok-ish");
         // Connected to it (this socket is what `connections` finds on Linux)...
         let other = TcpListener::bind("127.0.0.1:0").unwrap();
         let peers = Peers::new([addr, other.local_addr().unwrap()]);
@@ -331,54 +336,30 @@ mod tests {
     }
 
     #[test]
-    fn asks_every_word_of_every_connected_server_at_once() {
-        let addr = answering("imok-ish");
+    fn asks_every_word_of_every_connected_server_no_sooner_than_the_delay() {
+        let (addr, _) = answering("imok-ish");
         let _ours = TcpStream::connect(addr);
+        let delay = Duration::from_millis(200);
         let (tx, rx) = std::sync::mpsc::channel();
-        ask_connected_servers_all_after(
-            Duration::ZERO,
-            format!("{addr}"),
-            &["conf", "srvr"],
-            move |all| tx.send(all).unwrap(),
-        )
+        let asked = Instant::now();
+        let words = &["conf", "srvr"];
+        ask_connected_servers_all_after(delay, format!("{addr}"), words, move |all| {
+            tx.send((all, asked.elapsed())).unwrap()
+        })
         .unwrap();
-        let all = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let (all, after) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
         assert_eq!(all.len(), 1);
         let (server, said) = &all[0];
         assert_eq!(*server, addr);
         // The test server answers `conf` only, and closes on `srvr`.
         assert_eq!(said[0].as_ref().unwrap(), "imok-ish");
         assert_eq!(said[1].as_ref().unwrap(), "");
-    }
-
-    /// A server answering every word with `answer`, counting the connections.
-    fn counting(
-        answer: &'static str,
-    ) -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let count = std::sync::Arc::new(AtomicUsize::new(0));
-        let counted = count.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let mut stream = stream.unwrap();
-                counted.fetch_add(1, Ordering::SeqCst);
-                std::thread::spawn(move || {
-                    let mut word = [0u8; 4];
-                    if stream.read_exact(&mut word).is_ok() {
-                        let _ = stream.write_all(answer.as_bytes());
-                    }
-                });
-            }
-        });
-        (addr, count)
+        assert!(after >= delay, "answered {after:?} after asking");
     }
 
     #[test]
     fn askers_of_one_process_share_one_exchange() {
-        use std::sync::atomic::Ordering;
-        let (addr, exchanges) = counting("shared");
+        let (addr, exchanges) = answering("shared");
         let _ours = TcpStream::connect(addr);
         let (tx, rx) = std::sync::mpsc::channel();
         // Ten sessions reconnecting at once, and one a moment later.
@@ -412,7 +393,7 @@ mod tests {
                 .iter()
                 .map(|a| a.as_ref().unwrap().as_str())
                 .collect();
-            assert_eq!(said, ["shared", "shared"]);
+            assert_eq!(said, ["shared", ""]);
         }
         // Our own connection, then one per word for all eleven askers.
         assert_eq!(exchanges.load(Ordering::SeqCst), 1 + 2);
@@ -420,8 +401,7 @@ mod tests {
 
     #[test]
     fn answers_older_than_the_window_are_asked_again() {
-        use std::sync::atomic::Ordering;
-        let (addr, exchanges) = counting("again");
+        let (addr, exchanges) = answering("again");
         let _ours = TcpStream::connect(addr);
         for round in 1..=2 {
             let (tx, rx) = std::sync::mpsc::channel();
@@ -437,23 +417,5 @@ mod tests {
             // Our own connection, then one per round.
             assert_eq!(exchanges.load(Ordering::SeqCst), 1 + round);
         }
-    }
-
-    #[test]
-    fn asks_no_sooner_than_the_delay() {
-        let addr = answering("imok-ish");
-        let _ours = TcpStream::connect(addr);
-        let delay = Duration::from_millis(200);
-        let (tx, rx) = std::sync::mpsc::channel();
-        let asked = Instant::now();
-        ask_connected_servers_all_after(delay, format!("{addr}"), &["conf"], move |all| {
-            tx.send((all, asked.elapsed())).unwrap()
-        })
-        .unwrap();
-        let (all, after) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-        assert_eq!(all.len(), 1);
-        assert_eq!(all[0].0, addr);
-        assert_eq!(all[0].1[0].as_ref().unwrap(), "imok-ish");
-        assert!(after >= delay, "answered {after:?} after asking");
     }
 }

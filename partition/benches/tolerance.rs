@@ -24,15 +24,10 @@
 //! * `client-cut`: the holders' network namespaces are cut off from everything,
 //!   then healed.
 //!
-//! Per holder: when it stopped trusting the lock (zklock's `Suspended`, Curator's
-//! and kazoo's `SUSPENDED`: Curator's default error policy and kazoo's docs let go
-//! there), whether it was resumed or told `Lost` (Curator's and kazoo's `LOST`) and
-//! when, when the rival was granted the lock, and whether the rival was granted
-//! while the holder still trusted it (`OVERLAP`: for Curator and kazoo counted
-//! from `LOST`, as an application that holds through `SUSPENDED` would). Times are
-//! seconds from the start of the fault, and as a fraction of the session timeout
-//! `T`. The outage is measured: from the stop (or cut) until the server serves
-//! again (or the heal), so a server's start-up time counts.
+//! Per holder it prints when it stopped trusting the lock, was resumed or told
+//! `Lost`, when the rival was granted, and whether the rival was granted while the
+//! holder still trusted it (`OVERLAP`): the table and its reading are in
+//! BENCHMARKS.md ("Holding a lock through restarts and cuts").
 //!
 //! Knobs: `TOLERANCE_SESSION_MS` (4000), `TOLERANCE_TICK_MS` (500), `TOLERANCE_OUTAGES` (fractions of T:
 //! 0.5,0.8,1.5), `TOLERANCE_TOPOLOGIES` (standalone,follower,leader,client-cut),
@@ -47,10 +42,12 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lock_partition::contenders::{Contender, Histories, Kind, Programs, Spec, STEP};
+use lock_partition::contenders::{
+    start_ensemble, Contender, Histories, Kind, Programs, Spec, STEP,
+};
 use lock_partition::history::{monotonic_now, EventKind, Nanos};
-use lock_testkit::measure::{env_words, loadavg};
-use lock_testkit::{Mode, NetLab, ZkEnsemble};
+use lock_testkit::measure::{env_usize, env_words, loadavg};
+use lock_testkit::Mode;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Topology {
@@ -108,41 +105,21 @@ fn seconds_between(from: Nanos, to: Nanos) -> f64 {
 
 fn main() {
     // `cargo bench` passes `--bench`; nothing else is taken.
-    let session_ms: u64 = std::env::var("TOLERANCE_SESSION_MS")
-        .ok()
-        .map(|v| v.parse().expect("TOLERANCE_SESSION_MS: milliseconds"))
-        .unwrap_or(4000);
-    let session = Duration::from_millis(session_ms);
-    let tick_ms: u64 = std::env::var("TOLERANCE_TICK_MS")
-        .ok()
-        .map(|v| v.parse().expect("TOLERANCE_TICK_MS: milliseconds"))
-        .unwrap_or(500);
-    let tick = Duration::from_millis(tick_ms);
+    let millis = |key, default| Duration::from_millis(env_usize(key, default) as u64);
+    let (session, tick) = (
+        millis("TOLERANCE_SESSION_MS", 4000),
+        millis("TOLERANCE_TICK_MS", 500),
+    );
     let outages: Vec<f64> = env_words("TOLERANCE_OUTAGES", "0.5,0.8,1.5")
         .iter()
         .map(|v| v.parse().expect("TOLERANCE_OUTAGES: fractions of T"))
         .collect();
-    let topologies: Vec<Topology> = env_words(
-        "TOLERANCE_TOPOLOGIES",
-        "standalone,follower,leader,client-cut",
-    )
-    .iter()
-    .map(|name| {
-        *Topology::ALL
-            .iter()
-            .find(|t| t.name() == name)
-            .unwrap_or_else(|| panic!("TOLERANCE_TOPOLOGIES: unknown {name:?}"))
-    })
-    .collect();
-    let kinds: Vec<Kind> = env_words("TOLERANCE_LIBRARIES", "async,blocking,curator,kazoo")
-        .iter()
-        .map(|name| {
-            *[Kind::Async, Kind::Blocking, Kind::Curator, Kind::Kazoo]
-                .iter()
-                .find(|k| k.word() == name)
-                .unwrap_or_else(|| panic!("TOLERANCE_LIBRARIES: unknown {name:?}"))
-        })
-        .collect();
+    let topologies = named("TOLERANCE_TOPOLOGIES", &Topology::ALL, Topology::name);
+    let kinds = named(
+        "TOLERANCE_LIBRARIES",
+        &[Kind::Async, Kind::Blocking, Kind::Curator, Kind::Kazoo],
+        Kind::word,
+    );
     println!(
         "tolerance: T = {session:?}, tickTime {tick:?}, outages {outages:?} x T, load {}",
         loadavg()
@@ -176,6 +153,19 @@ fn main() {
     );
 }
 
+/// The ones of `all` that `key` names (comma-separated; all of them by default).
+fn named<T: Copy>(key: &str, all: &[T], name: fn(T) -> &'static str) -> Vec<T> {
+    let every: Vec<&str> = all.iter().map(|&t| name(t)).collect();
+    env_words(key, &every.join(","))
+        .iter()
+        .map(|word| {
+            *all.iter()
+                .find(|&&t| name(t) == word)
+                .unwrap_or_else(|| panic!("{key}: unknown {word:?}"))
+        })
+        .collect()
+}
+
 /// One fault of `outage` on `topology`, every library's holder and rival.
 fn scenario(
     topology: Topology,
@@ -184,19 +174,12 @@ fn scenario(
     tick: Duration,
     kinds: &[Kind],
 ) -> Vec<Outcome> {
-    let mut lab = NetLab::new().unwrap_or_else(|e| panic!("{e}"));
-    let builder = ZkEnsemble::builder()
-        .tick_time(tick)
-        .sync_limit(4)
-        .init_limit(10);
     let size = if topology == Topology::Standalone {
         1
     } else {
         3
     };
-    let zk = lab
-        .start_ensemble(builder, size)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut lab, zk) = start_ensemble(tick, size);
     let ensemble = zk.ensemble();
     // The server's own restart time counts in the outage: measure it once (a stop
     // and a start of one member, before anyone connects) and start the server that
@@ -253,11 +236,9 @@ fn scenario(
             ("holder", target, &mut holders),
             ("rival", rival_server, &mut rivals),
         ] {
-            let name = format!("{}-{role}", kind.word());
-            let node = lab.add_node(&name).unwrap();
             let spec = Spec {
                 kind,
-                name,
+                name: format!("{}-{role}", kind.word()),
                 lock: lock.clone(),
                 scheme,
                 session_timeout: session,
@@ -265,7 +246,7 @@ fn scenario(
             };
             let connect = ensemble.member(server).unwrap().connect_string();
             list.push(Contender::start(
-                &programs, &lab, node, &connect, &spec, &histories,
+                &programs, &mut lab, &connect, &spec, &histories,
             ));
         }
     }

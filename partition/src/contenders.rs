@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::history::{Event, EventKind, Nanos};
-use lock_testkit::{NetLab, NodeId};
+use lock_testkit::{NetEnsemble, NetLab, NodeId, ZkEnsemble};
 
 const CURATOR_SOURCE: &str = include_str!("../contenders/CuratorContender.java");
 const KAZOO_SOURCE: &str = include_str!("../contenders/kazoo_contender.py");
@@ -19,6 +19,20 @@ const KAZOO_SOURCE: &str = include_str!("../contenders/kazoo_contender.py");
 /// How long one step may take (a contender starting, a grant, a server
 /// serving again) before a test or bench gives up.
 pub const STEP: Duration = Duration::from_secs(40);
+
+/// A lab and an ensemble of `size` servers in it (tickTime `tick`, syncLimit 4,
+/// initLimit 10), each server in a network namespace of its own.
+pub fn start_ensemble(tick: Duration, size: usize) -> (NetLab, NetEnsemble) {
+    let mut lab = NetLab::new().unwrap_or_else(|e| panic!("{e}"));
+    let builder = ZkEnsemble::builder()
+        .tick_time(tick)
+        .sync_limit(4)
+        .init_limit(10);
+    let zk = lab
+        .start_ensemble(builder, size)
+        .unwrap_or_else(|e| panic!("{e}"));
+    (lab, zk)
+}
 
 /// Where the contenders' programs are: Cargo tells a test or bench of this
 /// crate (`CARGO_BIN_EXE_contender`, `CARGO_TARGET_TMPDIR`), not the library.
@@ -121,15 +135,16 @@ pub struct Contender {
 }
 
 impl Contender {
-    /// Starts the contender of `spec` on `node`, connected to `connect`.
+    /// Starts the contender of `spec` on a new node of the lab (named after it),
+    /// connected to `connect`.
     pub fn start(
         programs: &Programs,
-        lab: &NetLab,
-        node: NodeId,
+        lab: &mut NetLab,
         connect: &str,
         spec: &Spec,
         histories: &Arc<Histories>,
     ) -> Contender {
+        let node = lab.add_node(&spec.name).unwrap();
         let timeout_ms = spec.session_timeout.as_millis().to_string();
         let mut command = match spec.kind {
             Kind::Async | Kind::Blocking => {

@@ -7,20 +7,10 @@
 //! ([`history`]); the test cuts the network in the shapes of a real partition and
 //! [`check`] judges the merged history.
 //!
-//! The tests (as root; `scripts/test.sh` installs iproute2 and nftables):
-//! `tests/contenders.rs` runs every contender without faults,
-//! `tests/partition.rs` cuts the network in four shapes for each binding and
-//! prints the margins between each cut-off holder's `Lost` (and its end of
-//! trust) and the next grant, min/median/max per shape and binding. For ten
-//! faults of each shape and binding, with holders busy reading:
-//!
-//! ```text
-//! ZKLOCK_PARTITION_ROUNDS=10 ZKLOCK_PARTITION_WORK=reads \
-//!     cargo test -p lock-partition --test partition -- --nocapture
-//! ```
-//!
-//! (`ZKLOCK_PARTITION_WORK=idle` or `writes` for idle holders, or holders that
-//! also make fenced writes.)
+//! The tests run as root (`scripts/test.sh` installs iproute2 and nftables):
+//! `tests/contenders.rs` runs every contender without faults, `tests/partition.rs`
+//! cuts the network in four shapes (its docs give the knobs); the bench
+//! `tolerance` measures how long a held lock survives restarts and cuts.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]

@@ -1,7 +1,7 @@
 //! One row per lock directory under the root: what `zklock top` shows. A row
 //! keeps creation times, not ages, so that the view ages it without reading.
 
-use crate::render::{kind_name, owner_text, scheme_name};
+use crate::render::{kind_text, owner_text, scheme_name};
 use lock_zookeeper_client::Participants;
 use std::collections::BTreeSet;
 
@@ -32,14 +32,7 @@ pub(crate) fn row(who: &Participants) -> Option<Row> {
     }
     let all = || who.holders.iter().chain(&who.waiters);
     let joined = |names: BTreeSet<String>| names.into_iter().collect::<Vec<_>>().join("/");
-    let recipe = joined(
-        all()
-            .map(|p| match p.permits {
-                Some(n) => format!("{}({n})", kind_name(p.kind)),
-                None => kind_name(p.kind).to_owned(),
-            })
-            .collect(),
-    );
+    let recipe = joined(all().map(kind_text).collect());
     let scheme = joined(all().map(|p| scheme_name(p.scheme).to_owned()).collect());
     let holders = who
         .holders

@@ -4,6 +4,7 @@
 
 use lock_testkit::ZkServer;
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -148,34 +149,26 @@ pub fn hold(zk: &str, extra: &[&str], lock: &str, script: &str) -> Child {
 }
 
 /// `zklock exec` holding `lock` (with `extra` flags) around a minute-long sleep;
-/// returns once CMD runs (it touches `marker` first).
+/// returns once CMD runs (it writes its node's path, `ZKLOCK_NODE`, to `marker`
+/// first, moved into place so that it is read whole).
 pub fn holding(zk: &str, extra: &[&str], lock: &str, marker: &Path) -> Child {
-    let holder = hold(
-        zk,
-        extra,
-        lock,
-        &format!("touch {}; exec sleep 60", marker.display()),
-    );
-    wait_for(marker, LONG);
-    holder
-}
-
-/// `zklock exec` holding `lock` (with `extra` flags) around a minute-long sleep;
-/// returns once CMD runs, with its node's path (`ZKLOCK_NODE`, written to a file
-/// in `dir` and moved into place, so it is read whole).
-pub fn holding_node(zk: &str, extra: &[&str], lock: &str, dir: &Path) -> (Child, String) {
-    let file = dir.join("node");
     let holder = hold(
         zk,
         extra,
         lock,
         &format!(
             "echo $ZKLOCK_NODE > {0}.tmp; mv {0}.tmp {0}; exec sleep 60",
-            file.display()
+            marker.display()
         ),
     );
-    wait_for(&file, LONG);
-    (holder, read(&file))
+    wait_for(marker, LONG);
+    holder
+}
+
+/// [`holding`], with its node's path (from a marker in `dir`).
+pub fn holding_node(zk: &str, extra: &[&str], lock: &str, dir: &Path) -> (Child, String) {
+    let file = dir.join("node");
+    (holding(zk, extra, lock, &file), read(&file))
 }
 
 /// `zklock exec` holding `lock` (with `extra` flags) until the file it returns
@@ -302,23 +295,47 @@ pub fn signal_group(pgid: u32, sig: &str) {
 pub fn pause(holder: &Child) {
     signal_group(holder.id(), "-STOP");
     until("the holder stopped", Duration::from_secs(10), || {
-        (state(holder.id()) == Some('T')).then_some(())
+        (state(holder.id() as i32) == Some('T')).then_some(())
     });
 }
 
-/// Shell text for a paused holder's CMD: runs `first`, then starts `write` in a
-/// session of its own (out of zklock's reach, so that it always reaches the
-/// resource) that waits up to a minute for the file `go` and leaves its output in
-/// `a.result`; touches `ready` and waits. The write is "in flight" while the holder
-/// is paused.
-pub fn late_write_script(first: &str, write: &str) -> String {
-    format!(
+/// Holder A of a paused-holder scenario: `zklock --session-timeout
+/// SESSION_TIMEOUT exec EXTRA LOCK` in `dir` with `db`'s `$PSQL` and
+/// `$DATABASE_URL`, in a process group of its own. Its CMD runs `first`, then
+/// starts `write` in a session of its own (out of zklock's reach, so that it
+/// always reaches the database) that waits up to a minute for the file `go` and
+/// leaves its output in `a.result`. Returns once CMD runs, zklock's group paused
+/// (SIGSTOP): the write is "in flight".
+pub fn paused_late_writer(
+    zk: &str,
+    extra: &[&str],
+    lock: &str,
+    dir: &Path,
+    db: &lock_testkit::Postgres,
+    (first, write): (&str, &str),
+) -> (Child, KillOnDrop) {
+    let script = format!(
         "{first}; \
          setsid sh -c 'n=0; while [ ! -e go ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done; \
            [ -e go ] && {} > a.tmp 2>&1; mv a.tmp a.result' </dev/null >/dev/null 2>&1 & \
          touch ready; wait",
         write.replace('\'', "'\\''")
-    )
+    );
+    let holder = zklock(zk)
+        .args(["--session-timeout", SESSION_TIMEOUT, "exec"])
+        .args(extra)
+        .args([lock, "--", "sh", "-c", &script])
+        .env("PSQL", db.psql_path())
+        .env("DATABASE_URL", db.url())
+        .current_dir(dir)
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let group = KillOnDrop(holder.id());
+    wait_for(&dir.join("ready"), LONG);
+    pause(&holder);
+    (holder, group)
 }
 
 /// Kills a process group when dropped: a failed test leaves no stopped holder.
@@ -338,9 +355,20 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// The state letter of a process (`T` when stopped).
-pub fn state(pid: u32) -> Option<char> {
-    stat_field(pid as i32, 1)?.chars().next()
+/// The state letter of a process (`T` when stopped, `Z` a zombie).
+pub fn state(pid: i32) -> Option<char> {
+    stat_field(pid, 1)?.chars().next()
+}
+
+/// The process group of `pid` (`None` once it is gone or a zombie).
+pub fn process_group(pid: i32) -> Option<i32> {
+    (state(pid)? != 'Z').then_some(())?;
+    stat_field(pid, 3)?.parse().ok()
+}
+
+/// Whether `pid` is a live (not zombie) process.
+pub fn alive(pid: i32) -> bool {
+    process_group(pid).is_some()
 }
 
 /// Field `n` (1-based, after the command name: 1 the state, 3 the process group) of

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_partition::check::{check, Fault, Report};
-use lock_testkit::{NetEnsemble, NetLab, ZkEnsemble};
+use lock_testkit::{NetEnsemble, NetLab};
 
 pub use lock_partition::contenders::STEP;
-use lock_partition::contenders::{Contender, Histories, Kind, Programs, Spec};
+use lock_partition::contenders::{start_ensemble, Contender, Histories, Kind, Programs, Spec};
 
 /// Short enough that a fault takes seconds.
 pub const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
@@ -45,14 +45,7 @@ impl Cluster {
     /// Starts everything and waits until every contender is connected. `busy`:
     /// what zklock holders do while holding (`--busy reads|writes`, or idle).
     pub fn start(busy: Option<&'static str>) -> Cluster {
-        let mut lab = NetLab::new().unwrap_or_else(|e| panic!("{e}"));
-        let builder = ZkEnsemble::builder()
-            .tick_time(Duration::from_millis(500))
-            .sync_limit(4)
-            .init_limit(10);
-        let zk = lab
-            .start_ensemble(builder, 3)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let (mut lab, zk) = start_ensemble(Duration::from_millis(500), 3);
         let histories = Arc::new(Histories::default());
         let programs = Programs {
             contender: env!("CARGO_BIN_EXE_contender").into(),
@@ -60,11 +53,9 @@ impl Cluster {
         };
         let mut contenders = Vec::new();
         for (server, kind, lock) in LAYOUT {
-            let name = format!("{}-zk{}", kind.word(), server + 1);
-            let node = lab.add_node(&name).unwrap();
             let spec = Spec {
                 kind,
-                name,
+                name: format!("{}-zk{}", kind.word(), server + 1),
                 lock: lock.to_string(),
                 scheme: if lock == CURATOR_LOCK {
                     "curator"
@@ -75,7 +66,7 @@ impl Cluster {
                 busy,
             };
             let connect = zk.ensemble().member(server).unwrap().connect_string();
-            let contender = Contender::start(&programs, &lab, node, &connect, &spec, &histories);
+            let contender = Contender::start(&programs, &mut lab, &connect, &spec, &histories);
             contenders.push((server, contender));
         }
         for (_, contender) in &mut contenders {
