@@ -398,22 +398,6 @@ fn closed_for_good_gives_typed_errors_then_a_new_session() {
     locks.close_blocking();
 }
 
-/// Hazard: the crate gives up on a server it never reached (`Closed` after about the
-/// session timeout plus a second): `connect` tries fresh clients until its connect
-/// timeout, then reports it, typed. The server accepts TCP connections and answers
-/// nothing (a blackhole): nothing tells that waiting is pointless, as a refusal
-/// would (the conformance suite's `connect_refused_is_prompt_and_named`).
-#[test]
-fn unreachable_server_is_a_connect_error() {
-    let proxy = FaultProxy::start(shared_server().addr()).expect("fault proxy");
-    proxy.blackhole();
-    let result = LockClient::builder(&proxy.connect_string())
-        .session_timeout(Duration::from_secs(1))
-        .connect_timeout(Duration::from_secs(1))
-        .connect();
-    assert_gave_up(result, &proxy.connect_string());
-}
-
 /// `result` is the failure of a connect the client gave up on (no session
 /// within the connect timeout), explained: `server` accepted TCP connections
 /// and answered nothing.
