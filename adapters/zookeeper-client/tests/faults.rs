@@ -5,7 +5,6 @@
 
 mod common;
 
-use crate::common::Runtime;
 use common::peers::node_name;
 use common::{connect, server, spawn, unique_path, Observer};
 use lock_testkit::{Direction, FaultProxy};
@@ -13,21 +12,6 @@ use lock_zookeeper_client::{Connect, LockClient, LockEvent, LostReason};
 use std::time::{Duration, Instant};
 
 const SESSION: Duration = Duration::from_secs(10);
-
-async fn connect_with_grace(
-    rt: &Runtime,
-    cluster: &str,
-    session: Duration,
-    grace: Duration,
-) -> LockClient {
-    LockClient::builder(cluster)
-        .session_timeout(session)
-        .suspended_grace(grace)
-        .runtime(rt.clone())
-        .connect()
-        .await
-        .expect("connecting a lock client")
-}
 
 rt_tests! {
     /// The connection drops right after the create was sent, before the server saw
@@ -66,7 +50,13 @@ rt_tests! {
         let dir = unique_path("grace", &rt);
         let observer = Observer::connect(&server().connect_string()).await;
         let proxy = std::sync::Arc::new(FaultProxy::start(server().addr()).unwrap());
-        let a = connect_with_grace(&rt, &proxy.connect_string(), session_timeout, grace).await;
+        let a = LockClient::builder(&proxy.connect_string())
+            .session_timeout(session_timeout)
+            .suspended_grace(grace)
+            .runtime(rt.clone())
+            .connect()
+            .await
+            .expect("connecting a lock client");
         let b = connect(&rt, &server().connect_string(), SESSION).await;
         let session = a.session_id();
         let held = a.mutex(dir.clone()).lock().await.unwrap();
