@@ -54,8 +54,8 @@ pub enum Capability {
     RequestCount,
     /// [`Env::ensemble`]: a replicated ensemble that can lose its leader
     /// (`ensemble_leader_loss_keeps_exclusion`); and [`Env::client_at`] on
-    /// ZooKeeper servers a test starts, pauses and restarts itself (the
-    /// [`availability`](crate::availability) tests: with [`Capability::FullTolerance`]
+    /// ZooKeeper servers a test starts, pauses and restarts itself (the tests of
+    /// `suite/availability.rs`: with [`Capability::FullTolerance`]
     /// those that cut the holder off for `0.8 T`; with [`Capability::ServerChecks`]
     /// the check of a lone quorum peer's settings).
     Ensemble,

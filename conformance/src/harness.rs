@@ -216,16 +216,6 @@ impl Suite {
         }
     }
 
-    /// The guard's fencing token.
-    pub fn token(&self, guard: &LockGuard) -> i64 {
-        guard.token().0
-    }
-
-    /// The full path of the guard's lock node.
-    pub fn node_path(&self, guard: &LockGuard) -> String {
-        guard.path().to_owned()
-    }
-
     /// Whether the lock is held and trusted right now.
     pub fn is_trusted(&self, guard: &LockGuard) -> bool {
         if self.is_async() {
@@ -410,11 +400,6 @@ impl Suite {
     /// Closes the client (its session ends; its locks are lost with `Closed`).
     pub fn close(&self, client: &LockClient) {
         either!(self, client.close(), client.close_blocking());
-    }
-
-    /// The session id the client's locks run on, if any.
-    pub fn session_id(&self, client: &LockClient) -> Option<i64> {
-        client.session_id()
     }
 
     /// Waits until the client has nothing in progress.

@@ -67,8 +67,8 @@
 //! | `hold_replies` | `connection_loss_during_create_adopts_node` | `lock_testkit::FaultProxy::hold` | `Server::hold_replies` |
 //! | `watchers` | `waiter_rewatches_after_reconnect`, `admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals` | `wchp` | `Server::watchers` |
 //! | `request_count` | `requests_per_uncontended_cycle` | `mntr` (`zk_packets_received`) | `Server::requests_received` |
-//! | `ensemble` | `ensemble_leader_loss_keeps_exclusion`; [`availability`]'s `standalone_restart_keeps_the_lock`, `idle_session_sends_no_sync` (servers they start, pause and restart, reached with `Env::client_at`) | `lock_testkit::ZkEnsemble`, `lock_testkit::ZkServer` | none: one server, no leader to lose |
-//! | `full_tolerance` (with `ensemble`) | [`availability`]'s `standalone_pause_of_0_8_t_keeps_the_lock`, `leader_restart_keeps_the_lock`, `follower_restart_keeps_the_lock` (a held lock through a loss of contact of 0.8 T) | lock-zookeeper and lock-zookeeper-client (lock-zookeeper-async tolerates less: `ZkEnv::without`) | none |
+//! | `ensemble` | `ensemble_leader_loss_keeps_exclusion`; `suite/availability.rs`'s `standalone_restart_keeps_the_lock`, `idle_session_sends_no_sync` (servers they start, pause and restart, reached with `Env::client_at`) | `lock_testkit::ZkEnsemble`, `lock_testkit::ZkServer` | none: one server, no leader to lose |
+//! | `full_tolerance` (with `ensemble`) | `suite/availability.rs`'s `standalone_pause_of_0_8_t_keeps_the_lock`, `leader_restart_keeps_the_lock`, `follower_restart_keeps_the_lock` (a held lock through a loss of contact of 0.8 T) | lock-zookeeper and lock-zookeeper-client (lock-zookeeper-async tolerates less: `ZkEnv::without`) | none |
 //! | `server_checks` (with `ensemble`) | `server_check_reports_an_unsafe_session_and_passes_a_safe_one` (a lone quorum peer whose followers would outlast a 2 s session) | lock-zookeeper and lock-zookeeper-client (lock-zookeeper-async reports no check: `ZkEnv::without`) | none |
 //! | `load` | `contended_grants_under_load_raise_no_false_alarm` | an ensemble (500 ms ticks), 140 sessions, two busy processes: declared by lock-zookeeper and lock-zookeeper-client on tokio | none |
 //! | `processes` | `a_paused_holder_distrusts_its_lock_at_the_first_check` (the test binary run again as a paused holder) | the shared server's connect string | none: its server is in-process |
@@ -92,7 +92,6 @@
 #![forbid(unsafe_code)]
 
 mod admin;
-pub mod availability;
 mod env;
 mod harness;
 mod sim;

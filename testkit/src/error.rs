@@ -140,7 +140,7 @@ pub enum Error {
         stderr: String,
     },
 
-    /// A Java peer cannot be built ([`compile_java`](crate::compile_java),
+    /// A Java peer cannot be built (compiling it,
     /// [`curator_classpath`](crate::curator_classpath)): what is missing and the fix.
     #[error("cannot build a Java peer: {what}")]
     JavaPeer {

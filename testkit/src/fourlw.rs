@@ -154,16 +154,6 @@ impl Metrics {
         self.get(name)?.parse().ok()
     }
 
-    /// A metric as a float (averages such as `zk_avg_latency`).
-    pub fn get_f64(&self, name: &str) -> Option<f64> {
-        self.get(name)?.parse().ok()
-    }
-
-    /// All metrics, by name.
-    pub fn as_map(&self) -> &BTreeMap<String, String> {
-        &self.values
-    }
-
     /// The number of metrics.
     pub fn len(&self) -> usize {
         self.values.len()
@@ -215,7 +205,6 @@ mod tests {
         );
         assert_eq!(m.len(), 3);
         assert_eq!(m.get_u64("zk_packets_received"), Some(10));
-        assert_eq!(m.get_f64("zk_avg_latency"), Some(0.5));
         assert_eq!(
             m.get("zk_version"),
             Some("3.8.0, built on 2024-12-29 17:54 UTC")

@@ -75,26 +75,6 @@ impl ZkInstall {
         Self::locate_with(&|key| std::env::var_os(key), Path::new(SYSTEM_JAR_DIR))
     }
 
-    /// Uses `classpath` verbatim (like `ZOOKEEPER_CLASSPATH`), with `java`
-    /// located as usual.
-    pub fn from_classpath(classpath: impl Into<String>) -> Result<ZkInstall> {
-        let classpath = classpath.into();
-        if classpath.trim().is_empty() {
-            return Err(Error::InvalidConfig("empty ZooKeeper classpath".into()));
-        }
-        Ok(ZkInstall {
-            java: find_java(&|key| std::env::var_os(key))?,
-            classpath,
-            source: InstallSource::ClasspathEnv,
-        })
-    }
-
-    /// Replaces the `java` executable.
-    pub fn with_java(mut self, java: impl Into<PathBuf>) -> ZkInstall {
-        self.java = java.into();
-        self
-    }
-
     /// The `java` executable.
     pub fn java(&self) -> &Path {
         &self.java

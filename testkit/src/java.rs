@@ -47,7 +47,7 @@ pub fn curator_classpath() -> Result<String> {
 /// that is there already; returns the directory (for the classpath). Concurrent
 /// test binaries race harmlessly: each compiles into a private directory, the
 /// first rename wins. `javac` is `$JAVA_HOME/bin/javac` or the one on `PATH`.
-pub fn compile_java(source: &str, class: &str, classpath: &str, base: &Path) -> Result<PathBuf> {
+fn compile_java(source: &str, class: &str, classpath: &str, base: &Path) -> Result<PathBuf> {
     // FNV-1a: stable across Rust versions, unlike `DefaultHasher`.
     let hash = source.bytes().fold(0xcbf29ce484222325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x100000001b3)

@@ -90,7 +90,7 @@ pub use error::{Error, Result};
 pub use fourlw::{four_letter_word, Metrics, Mode, ServerStatus};
 pub use go::{go_peer, DEBIAN_GOCODE, GO_PEER_SOURCE};
 pub use install::{InstallSource, ZkInstall, SYSTEM_JAR_DIR};
-pub use java::{compile_java, curator_classpath, curator_peer, CURATOR_JARS};
+pub use java::{curator_classpath, curator_peer, CURATOR_JARS};
 pub use netns::{NetEnsemble, NetLab, NodeId};
 pub use pki::Pki;
 pub use postgres::{Postgres, DEBIAN_POSTGRES_DIR, POSTGRES_BINDIR_ENV};

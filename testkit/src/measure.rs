@@ -28,12 +28,6 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
-/// The median of `samples` ([`median`] of their seconds); zero when empty.
-pub fn median_duration(samples: &[Duration]) -> Duration {
-    let secs: Vec<f64> = samples.iter().map(Duration::as_secs_f64).collect();
-    Duration::from_secs_f64(median(&secs).max(0.0))
-}
-
 /// The `q` quantile (0 to 1) of `values`: the value at index
 /// `round((n - 1) q)` once sorted, no interpolation; NaN when empty.
 pub fn percentile(values: &[f64], q: f64) -> f64 {
@@ -292,11 +286,6 @@ mod tests {
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
         assert_eq!(median(&[f64::NAN, 5.0]), 5.0);
         assert!(median(&[]).is_nan());
-        assert_eq!(
-            median_duration(&[Duration::from_millis(1), Duration::from_millis(3)]),
-            Duration::from_millis(2)
-        );
-        assert_eq!(median_duration(&[]), Duration::ZERO);
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //! ```
 //!
 //! Prints, per runtime: uncontended acquire / release / cycle latency (median, p99),
-//! requests per cycle (server `mntr` and the core's count), and, on tokio, handoffs
-//! per second with 2 and 8 contending sessions.
+//! requests per cycle (server `mntr` and the core's count). Handoffs under
+//! contention are the `compare` bench's `contention` section (tokio, 2 and 8
+//! sessions on a 3-node ensemble).
 
 #![forbid(unsafe_code)]
 
@@ -20,13 +21,10 @@ use lock_testkit::ZkServer;
 use lock_zookeeper_client::{Connect, LockClient};
 use runtime::{runtime_name, Runtime};
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const UNCONTENDED_CYCLES: usize = 2000;
 const WARMUP_CYCLES: usize = 200;
-const CONTENTION_TIME: Duration = Duration::from_secs(3);
 
 fn main() {
     // Small log preallocation steps: the default 64 MiB makes the first write slow.
@@ -63,28 +61,6 @@ fn main() {
             report.cycle.1,
             report.requests_per_cycle,
             report.packets_per_cycle,
-        );
-    }
-    println!();
-    println!(
-        "{:<10} {:>9} {:>14} {:>12} {:>16} {:>16}",
-        "runtime", "sessions", "acquisitions", "handoffs/s", "req/acquisition", "pkts/acquisition"
-    );
-    for sessions in [2, 8] {
-        let rt = common::runtime();
-        let cluster = cluster.clone();
-        let server = &server;
-        let runtime = Runtime::Tokio(rt.handle().clone());
-        let (acquisitions, elapsed, requests, packets) =
-            rt.block_on(contended(runtime, &cluster, server, sessions));
-        println!(
-            "{:<10} {:>9} {:>14} {:>12.0} {:>16.2} {:>16.2}",
-            "tokio",
-            sessions,
-            acquisitions,
-            acquisitions as f64 / elapsed.as_secs_f64(),
-            requests as f64 / acquisitions as f64,
-            packets as f64 / acquisitions as f64,
         );
     }
 }
@@ -132,74 +108,6 @@ async fn uncontended(rt: Runtime, cluster: &str, server: &ZkServer) -> Uncontend
         requests_per_cycle: requests as f64 / UNCONTENDED_CYCLES as f64,
         packets_per_cycle: packets as f64 / UNCONTENDED_CYCLES as f64,
     }
-}
-
-/// `sessions` clients take turns on one lock for `CONTENTION_TIME`; every
-/// acquisition is a handoff from another session (the queue is FIFO).
-async fn contended(
-    rt: Runtime,
-    cluster: &str,
-    server: &ZkServer,
-    sessions: usize,
-) -> (u64, Duration, u64, u64) {
-    let path = format!("/bench/contended-{sessions}");
-    let mut clients = Vec::new();
-    for _ in 0..sessions {
-        clients.push(connect(&rt, cluster).await);
-    }
-    // Warm up the lock directory.
-    clients[0]
-        .mutex(path.clone())
-        .lock()
-        .await
-        .unwrap()
-        .release()
-        .await
-        .unwrap();
-    let mut requests_before = 0;
-    for c in &clients {
-        c.wait_idle().await.unwrap();
-        requests_before += c.stats().await.unwrap().requests;
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    let count = Arc::new(AtomicU64::new(0));
-    let packets_before = packets(server).received;
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for client in &clients {
-        let (mutex, stop, count) = (client.mutex(path.clone()), stop.clone(), count.clone());
-        let Runtime::Tokio(handle) = &rt else {
-            unreachable!()
-        };
-        tasks.push(handle.spawn(async move {
-            while !stop.load(Ordering::Relaxed) {
-                let guard = mutex.lock().await.unwrap();
-                count.fetch_add(1, Ordering::Relaxed);
-                guard.release().await.unwrap();
-            }
-        }));
-    }
-    smol::Timer::after(CONTENTION_TIME).await;
-    stop.store(true, Ordering::Relaxed);
-    for task in tasks {
-        task.await.unwrap();
-    }
-    let elapsed = started.elapsed();
-    let acquisitions = count.load(Ordering::Relaxed);
-    let mut requests = 0;
-    for c in &clients {
-        c.wait_idle().await.unwrap();
-        let stats = c.stats().await.unwrap();
-        if std::env::var_os("BENCH_VERBOSE").is_some() {
-            eprintln!("{stats:?}");
-        }
-        requests += stats.requests;
-    }
-    let packets = packets(server).received - packets_before;
-    for c in clients {
-        c.close().await;
-    }
-    (acquisitions, elapsed, requests - requests_before, packets)
 }
 
 /// p50 and p99 (`lock_testkit::measure::percentile`).

@@ -1,33 +1,17 @@
 //! Connection loss, partitions and session expiry against a real ZooKeeper server,
-//! through fault proxies, under every runtime. A lost create reply and a short cut,
-//! as every binding must ride them out, are in the conformance suite
-//! (lock-conformance's `suite/faults.rs`).
+//! through fault proxies, under every runtime. A lost create reply, a short cut and
+//! a partition past the session timeout, as every binding must ride them out, are
+//! in the conformance suite (lock-conformance's `suite/faults.rs`, `suite/rounds.rs`).
 
 mod common;
 
-use crate::common::Runtime;
 use common::peers::node_name;
 use common::{connect, server, spawn, unique_path, Observer};
 use lock_testkit::{Direction, FaultProxy};
-use lock_zookeeper_client::{Connect, LockClient, LockEvent, LockStatus, LostReason};
+use lock_zookeeper_client::{Connect, LockClient, LockEvent, LostReason};
 use std::time::{Duration, Instant};
 
 const SESSION: Duration = Duration::from_secs(10);
-
-async fn connect_with_grace(
-    rt: &Runtime,
-    cluster: &str,
-    session: Duration,
-    grace: Duration,
-) -> LockClient {
-    LockClient::builder(cluster)
-        .session_timeout(session)
-        .suspended_grace(grace)
-        .runtime(rt.clone())
-        .connect()
-        .await
-        .expect("connecting a lock client")
-}
 
 rt_tests! {
     /// The connection drops right after the create was sent, before the server saw
@@ -56,62 +40,6 @@ rt_tests! {
         client.close().await;
     }
 
-    /// A partition longer than the session timeout while holding: zookeeper-client
-    /// reports the silence in time for the holder to be `Suspended` within 2/3 of the
-    /// session timeout (before the server can expire the session, hence before anyone
-    /// else can acquire), then `Lost`. (The old holder's recovery on a new session is
-    /// the conformance suite's `blackhole_suspends_before_expiry_then_lost`.)
-    async fn blackhole_past_session_timeout(rt) {
-        let session_timeout = Duration::from_secs(2);
-        let dir = unique_path("blackhole", &rt);
-        let observer = Observer::connect(&server().connect_string()).await;
-        let proxy = FaultProxy::start(server().addr()).unwrap();
-        let a = connect(&rt, &proxy.connect_string(), session_timeout).await;
-        assert_eq!(a.session_timeout(), session_timeout);
-        let b = connect(&rt, &server().connect_string(), SESSION).await;
-        let held = a.mutex(dir.clone()).lock().await.unwrap();
-        let waiter = {
-            let (b, dir) = (b.clone(), dir.clone());
-            spawn(&rt, async move {
-                let guard = b.mutex(dir).lock().await.expect("lock after expiry");
-                (Instant::now(), guard)
-            })
-        };
-        observer.wait_children(&dir, 2).await;
-
-        let cut_at = Instant::now();
-        let proxy = std::sync::Arc::new(proxy);
-        { let p = proxy.clone(); common::blocking(move || p.blackhole()).await; }
-        assert_eq!(held.next_event().await, Some(LockEvent::Suspended));
-        let suspended_at = Instant::now();
-        let detected = suspended_at - cut_at;
-        eprintln!(
-            "{}: Suspended {detected:?} after the blackhole (session timeout {session_timeout:?})",
-            common::runtime_name(&rt)
-        );
-        assert!(
-            detected < session_timeout * 2 / 3,
-            "Suspended only {detected:?} after the partition (session timeout {session_timeout:?})"
-        );
-        let (acquired_at, b_guard) = waiter.await.unwrap();
-        eprintln!(
-            "{}: the other session acquired {:?} after the blackhole",
-            common::runtime_name(&rt),
-            acquired_at - cut_at
-        );
-        assert!(acquired_at > suspended_at, "another session acquired before the holder suspended");
-        assert_eq!(observer.children(&dir).await, vec![node_name(b_guard.path())]);
-        match held.next_event().await {
-            Some(LockEvent::Lost(LostReason::SuspendedTooLong | LostReason::SessionExpired)) => {}
-            other => panic!("expected Lost, got {other:?}"),
-        }
-        assert!(matches!(held.status(), LockStatus::Lost(_)));
-        { let p = proxy.clone(); common::blocking(move || p.heal()).await; }
-        b_guard.release().await.unwrap();
-        a.close().await;
-        b.close().await;
-    }
-
     /// A partition longer than the suspension grace but shorter than the session
     /// timeout: the holder reports `Lost(SuspendedTooLong)`; when the network heals
     /// the session turns out alive and the core deletes the stale node at once, so
@@ -122,7 +50,13 @@ rt_tests! {
         let dir = unique_path("grace", &rt);
         let observer = Observer::connect(&server().connect_string()).await;
         let proxy = std::sync::Arc::new(FaultProxy::start(server().addr()).unwrap());
-        let a = connect_with_grace(&rt, &proxy.connect_string(), session_timeout, grace).await;
+        let a = LockClient::builder(&proxy.connect_string())
+            .session_timeout(session_timeout)
+            .suspended_grace(grace)
+            .runtime(rt.clone())
+            .connect()
+            .await
+            .expect("connecting a lock client");
         let b = connect(&rt, &server().connect_string(), SESSION).await;
         let session = a.session_id();
         let held = a.mutex(dir.clone()).lock().await.unwrap();

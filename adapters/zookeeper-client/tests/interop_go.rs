@@ -7,8 +7,8 @@
 mod common;
 
 use common::peers::{
-    meet, mutex_handoff, node_name, received, zk_refused, zk_start_lock, Kind, Library, Peer,
-    Tally, Workload,
+    counter_workload, meet, mutex_handoff, node_name, received, zk_refused, zk_start_lock, Kind,
+    Library, Peer,
 };
 use common::{connect, run_tokio, server, unique_path, Observer};
 use lock_core::names::parse_name;
@@ -138,39 +138,22 @@ async fn interval_log(observer: &Observer, root: &str) -> (Vec<Section>, u64, St
 fn go_and_zklock_mixed_fleet_counter_and_intervals() {
     run_tokio(|rt| async move {
         const ITERATIONS: u32 = 8;
+        const PEERS: usize = 2;
         let path = unique_path("go-fleet", &rt);
-        let connect_string = server().connect_string();
-        let observer = Observer::connect(&connect_string).await;
-        let work = Workload::prepare(&observer, &path, ITERATIONS, Duration::from_millis(20)).await;
-        let mut peers = Vec::new();
-        for i in 1..=2 {
-            peers.push(Peer::start_library(Library::Go, &connect_string, &format!("go{i}")).await);
-        }
+        let observer = Observer::connect(&server().connect_string()).await;
         let schemes = [NameScheme::Native, NameScheme::Curator, NameScheme::Go];
-        let mut sessions = Vec::new();
-        for _ in schemes {
-            sessions.push(connect(&rt, &connect_string, SESSION).await);
-        }
         let start = Instant::now();
-        for p in &mut peers {
-            work.start_peer(p, "w", Kind::Mutex);
-        }
-        let mut zk = Vec::new();
-        for (locks, scheme) in sessions.iter().zip(schemes) {
-            let who = format!("zklock-{scheme:?}").to_lowercase();
-            zk.push(work.start_zklock(&rt, &connect_string, locks, scheme, Kind::Mutex, &who));
-        }
-        let mut tallies: Vec<Tally> = Vec::new();
-        for p in &mut peers {
-            tallies.push(work.peer_tally(p, "w", Kind::Mutex).await);
-        }
-        for rx in zk {
-            tallies.push(received(rx, "a zklock worker").await);
-        }
+        let work = counter_workload(
+            &rt,
+            Library::Go,
+            &path,
+            &[&[Kind::Mutex]],
+            PEERS,
+            &schemes,
+            ITERATIONS,
+        )
+        .await;
         let elapsed = start.elapsed();
-        work.check(&observer, "go mixed fleet", &tallies, elapsed)
-            .await;
-
         let (sections, overlaps, problems) = interval_log(&observer, &work.root).await;
         let count = |lib: &str| sections.iter().filter(|s| s.library == lib).count();
         let handoffs = |from: &str, to: &str| {
@@ -196,7 +179,7 @@ fn go_and_zklock_mixed_fleet_counter_and_intervals() {
             handoffs("zklock", "go"),
         );
         eprintln!("{report}");
-        let expected = (ITERATIONS as usize) * (peers.len() + schemes.len());
+        let expected = (ITERATIONS as usize) * (PEERS + schemes.len());
         assert_eq!(sections.len(), expected, "{report}");
         assert_eq!(overlaps, 0, "{report}");
         assert!(problems.is_empty(), "{report}");
@@ -204,9 +187,6 @@ fn go_and_zklock_mixed_fleet_counter_and_intervals() {
             handoffs("go", "zklock") > 0 && handoffs("zklock", "go") > 0,
             "no handoff between Go and zklock: {report}"
         );
-        for s in sessions {
-            s.close().await;
-        }
     });
 }
 

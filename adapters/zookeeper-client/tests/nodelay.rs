@@ -12,10 +12,12 @@ use lock_nodelay::{connections, Peers};
 use lock_testkit::FaultProxy;
 use std::time::Duration;
 
-rt_tests! {
-    /// When a release of zookeeper-client sets TCP_NODELAY, this fails: then
-    /// lock-nodelay can go.
-    async fn zookeeper_client_alone_leaves_nagle_on(_rt) {
+/// When a release of zookeeper-client sets TCP_NODELAY, this fails: then
+/// lock-nodelay can go. (The crate's sockets do not depend on the runtime: one
+/// runtime is enough.)
+#[test]
+fn zookeeper_client_alone_leaves_nagle_on() {
+    common::run_tokio(|_| async {
         let proxy = FaultProxy::start(server().addr()).unwrap();
         let plain = zookeeper_client::Client::connector()
             .with_session_timeout(Duration::from_secs(10))
@@ -29,5 +31,5 @@ rt_tests! {
             "zookeeper-client now sets TCP_NODELAY itself: lock-nodelay is no longer needed"
         );
         drop(plain);
-    }
+    });
 }

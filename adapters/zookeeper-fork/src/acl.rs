@@ -1,11 +1,10 @@
-use std::fmt;
 use std::ops;
 
 use std::string::ToString;
 
 /// Describes the ability of a user to perform a certain action.
 ///
-/// Permissions can be mixed together like integers with `|` and `&`.
+/// Permissions can be mixed together like integers with `|`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Permission(u32);
 
@@ -39,26 +38,6 @@ impl Permission {
     pub(crate) fn code(&self) -> u32 {
         self.0
     }
-
-    /// Check that all `permissions` are set.
-    ///
-    /// ```
-    /// use zookeeper_zklock::Permission;
-    ///
-    /// assert!((Permission::READ | Permission::WRITE).can(Permission::WRITE));
-    /// assert!(!Permission::ADMIN.can(Permission::CREATE));
-    /// ```
-    pub fn can(self, permissions: Permission) -> bool {
-        (self & permissions) == permissions
-    }
-}
-
-impl ops::BitAnd for Permission {
-    type Output = Self;
-
-    fn bitand(self, rhs: Self) -> Self {
-        Permission::from_raw(self.0 & rhs.0)
-    }
 }
 
 impl ops::BitOr for Permission {
@@ -66,43 +45,6 @@ impl ops::BitOr for Permission {
 
     fn bitor(self, rhs: Self) -> Self {
         Permission::from_raw(self.0 | rhs.0)
-    }
-}
-
-impl fmt::Display for Permission {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        if *self == Permission::ALL {
-            write!(f, "ALL")
-        } else if *self == Permission::NONE {
-            write!(f, "NONE")
-        } else {
-            let mut first = true;
-            let mut tick = || {
-                if first {
-                    first = false;
-                    ""
-                } else {
-                    "|"
-                }
-            };
-
-            if self.can(Permission::READ) {
-                write!(f, "{}READ", tick())?;
-            }
-            if self.can(Permission::WRITE) {
-                write!(f, "{}WRITE", tick())?;
-            }
-            if self.can(Permission::CREATE) {
-                write!(f, "{}CREATE", tick())?;
-            }
-            if self.can(Permission::DELETE) {
-                write!(f, "{}DELETE", tick())?;
-            }
-            if self.can(Permission::ADMIN) {
-                write!(f, "{}ADMIN", tick())?;
-            }
-            Ok(())
-        }
     }
 }
 
@@ -118,27 +60,6 @@ mod tests {
             | Permission::DELETE
             | Permission::ADMIN;
         assert_eq!(Permission::ALL, all);
-    }
-
-    #[test]
-    fn permission_can() {
-        assert!(Permission::ALL.can(Permission::WRITE));
-        assert!(!Permission::WRITE.can(Permission::READ));
-    }
-
-    #[test]
-    fn permission_format() {
-        assert_eq!("ALL", Permission::ALL.to_string());
-        assert_eq!("NONE", Permission::NONE.to_string());
-        assert_eq!(
-            "READ|WRITE",
-            (Permission::READ | Permission::WRITE).to_string()
-        );
-        assert_eq!(
-            "CREATE|DELETE",
-            (Permission::CREATE | Permission::DELETE).to_string()
-        );
-        assert_eq!("ADMIN", Permission::ADMIN.to_string());
     }
 }
 
@@ -198,10 +119,4 @@ lazy_static! {
     static ref ACL_CREATOR_ALL: Vec<Acl> = vec![Acl::new(Permission::ALL, "auth", "")];
     static ref ACL_OPEN_UNSAFE: Vec<Acl> = vec![Acl::new(Permission::ALL, "world", "anyone")];
     static ref ACL_READ_UNSAFE: Vec<Acl> = vec![Acl::new(Permission::READ, "world", "anyone")];
-}
-
-impl fmt::Display for Acl {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "({}:{}, {})", self.scheme, self.id, self.perms)
-    }
 }

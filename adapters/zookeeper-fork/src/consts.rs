@@ -146,10 +146,6 @@ pub enum WatcherType {
 /// Enumeration of states the client may be at any time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ZkState {
-    /// Previously used to represent a state between connection (as in connected to a server) and
-    /// authenticated. This is no longer used.
-    #[deprecated]
-    Associating,
     /// Authentication has failed. Operations will return `ZkError::AuthFailed`.
     AuthFailed,
     /// The session has ended. Operations will return `ZkError::SessionExpired`.

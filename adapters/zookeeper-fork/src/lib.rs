@@ -18,7 +18,8 @@
 //!   deletes, setData and checks);
 //! * what zklock never calls is removed: the recipes (`recipes::{cache, leader,
 //!   queue}`), `ZooKeeperExt`, `set_acl`, `get_data_w`, `add_watch` (persistent
-//!   watches), `remove_listener` (and `Subscription`), `Stat::is_ephemeral`.
+//!   watches), `remove_listener` (and `Subscription`), `Stat::is_ephemeral`,
+//!   `Permission::can`, `&` and `Display`, `Acl`'s `Display`, `ZkState::Associating`.
 //!
 //! The code is upstream's 2020 code, formatted, and otherwise kept close to it so
 //! that fixes travel both ways: hence the lints allowed below rather than fixed.

@@ -368,22 +368,6 @@ mod tests {
     }
 
     #[test]
-    fn handles_are_thread_safe() {
-        fn send_sync<T: Send + Sync>() {}
-        send_sync::<LockClient>();
-        send_sync::<crate::Mutex>();
-        send_sync::<crate::RwLock>();
-        send_sync::<crate::Semaphore>();
-        send_sync::<crate::LockGuard>();
-        send_sync::<crate::PendingLock>();
-        send_sync::<crate::Canceller>();
-        send_sync::<crate::Election>();
-        send_sync::<crate::Leadership>();
-        send_sync::<crate::ElectionObserver>();
-        send_sync::<Error>();
-    }
-
-    #[test]
     fn closed_client_refuses_everything() {
         // A client whose driver is gone, without a server.
         let (locks, link) = lock_client::pair(lock_core::Config::new(Duration::from_secs(1), 1));

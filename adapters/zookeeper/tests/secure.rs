@@ -1,8 +1,8 @@
 //! Connection options the blocking binding refuses, against a real ZooKeeper 3.8
-//! (lock-testkit): TLS and SASL, which the `zookeeper` crate does not have, and
-//! an auth scheme the server has no provider for.
+//! (lock-testkit): TLS and SASL, which the `zookeeper` crate does not have.
 //! Creator-only ACLs, credentials sent again after a reconnect, chroot and bad
-//! options, as every binding passes them, are in the conformance suite
+//! options (an auth scheme the server does not know among them), as every
+//! binding passes them, are in the conformance suite
 //! (lock-conformance's `suite/options.rs`).
 
 use lock_conformance::shared_server;

@@ -21,6 +21,8 @@ fn handles_are_send_and_sync() {
     send_sync::<MultiGuard>();
     send_sync::<Link>();
     send_sync::<Notifier>();
+    send_sync::<PendingLock>();
+    send_sync::<Canceller>();
 }
 
 /// The futures can be spawned on multi-threaded runtimes (compile-time check).

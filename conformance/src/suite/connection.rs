@@ -46,7 +46,7 @@ pub fn connection_state_through_faults(b: &Suite) {
     // A lock node of the session tells when the server has expired it.
     let path = unique_path("connection-state");
     let guard = lock(b, &locks, Kind::Mutex, &path);
-    let node = b.node_path(&guard);
+    let node = guard.path().to_owned();
     net.blackhole();
     assert_eq!(
         next_change(b, &mut events, "Suspended"),

@@ -161,7 +161,7 @@ pub fn participants_in_queue_order_and_self_deadlock(b: &Suite) {
         panic!("{}: one holder: {found:?}", b.name())
     };
     assert_eq!(h.owner.as_deref(), Some("H"));
-    assert_eq!(Some(h.session), b.session_id(&holder));
+    assert_eq!(Some(h.session), holder.session_id());
     assert_eq!((h.token, &h.data[..]), (guard.token(), &b"payload"[..]));
     assert_eq!(h.kind, NodeKind::Write);
     assert!(h.waits_for.is_empty());
@@ -170,7 +170,7 @@ pub fn participants_in_queue_order_and_self_deadlock(b: &Suite) {
     assert_eq!(owners, [Some("W1"), Some("W2"), Some("W3")]);
     let mut last = h.token;
     for (w, client) in found.waiters.iter().zip([&holder, &waiters, &waiters]) {
-        assert_eq!(Some(w.session), b.session_id(client));
+        assert_eq!(Some(w.session), client.session_id());
         assert!(w.token > last, "queue order is age order");
         last = w.token;
         assert!(!w.waits_for.is_empty(), "{w:?}");

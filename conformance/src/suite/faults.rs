@@ -28,7 +28,7 @@ pub fn connection_loss_during_create_adopts_node(b: &Suite) {
     proxy.cut(); // the reply to the create is lost with the connection
     let g = b.finish(p, LONG).expect("acquired after the reconnect");
     assert_eq!(
-        name_of(&b.node_path(&g)),
+        name_of(g.path()),
         created[0],
         "the node created before the cut must be adopted"
     );
@@ -36,7 +36,7 @@ pub fn connection_loss_during_create_adopts_node(b: &Suite) {
     assert!(b.is_trusted(&g));
     assert_eq!(b.stats(&c).expect("stats").acquired, 1, "acquired once");
     // The token is the adopted node's czxid (read after the adoption).
-    assert_eq!(admin.czxid(&b.node_path(&g)), Some(b.token(&g)));
+    assert_eq!(admin.czxid(g.path()), Some(g.token().0));
     release_clean(b, &c, g, &path);
     b.close(&c);
     b.close(&other);
@@ -47,16 +47,16 @@ pub fn connection_loss_during_create_adopts_node(b: &Suite) {
 pub fn short_cut_suspends_then_resumes(b: &Suite) {
     let (server, path, admin) = shared(b, "short-cut");
     let (c, proxy) = connect_with_faults(b, server);
-    let session = b.session_id(&c);
+    let session = c.session_id();
     let mut g = lock(b, &c, Kind::Mutex, &path);
-    let (token, node) = (b.token(&g), b.node_path(&g));
+    let (token, node) = (g.token().0, g.path().to_owned());
     settle(b, &mut g, Kind::Mutex);
     proxy.cut();
     assert_eq!(next_event(b, &mut g, SHORT), LockEvent::Suspended);
     assert_eq!(next_event(b, &mut g, SHORT), LockEvent::Resumed);
     assert!(b.is_trusted(&g));
-    assert_eq!(b.session_id(&c), session, "same session");
-    assert_eq!(b.token(&g), token);
+    assert_eq!(c.session_id(), session, "same session");
+    assert_eq!(g.token().0, token);
     assert_eq!(admin.czxid(&node), Some(token), "same node");
     assert_eq!(
         admin.children(&path),
@@ -74,7 +74,7 @@ pub fn waiter_rewatches_after_reconnect(b: &Suite) {
     let (server, path, admin) = shared(b, "rewatch");
     let a = connect(b, server);
     let g = lock(b, &a, Kind::Mutex, &path);
-    let holder = b.node_path(&g);
+    let holder = g.path().to_owned();
     let (c, proxy) = connect_with_faults(b, server);
     let p = b.start(&c, Kind::Mutex, &path).expect("start");
     admin.wait_children(&path, SHORT, &|c| c.len() == 2);
@@ -86,7 +86,7 @@ pub fn waiter_rewatches_after_reconnect(b: &Suite) {
     wait_until("the waiter watches again after the reconnect", LONG, || {
         (b.stats(&c).expect("stats").watches_set > watches).then_some(())
     });
-    let sid = b.session_id(&c).expect("session");
+    let sid = c.session_id().expect("session");
     wait_until("the server holds the new watch", SHORT, || {
         watchers_of(b, server, &holder).contains(&sid).then_some(())
     });
@@ -112,7 +112,7 @@ pub fn blackhole_suspends_before_expiry_then_lost(b: &Suite) {
     // release failed with `Lost(SessionExpired)`).
     let ca = connect_with(b, server, BYSTANDER_SESSION_TIMEOUT);
     let gb = lock(b, &cb, Kind::Mutex, &path);
-    let old_session = b.session_id(&cb);
+    let old_session = cb.session_id();
     let pa = b.start(&ca, Kind::Mutex, &path).expect("start");
     admin.wait_children(&path, SHORT, &|c| c.len() == 2);
     let seq = AtomicU64::new(0);
@@ -162,7 +162,7 @@ pub fn blackhole_suspends_before_expiry_then_lost(b: &Suite) {
     let g = b
         .lock(&cb, Kind::Mutex, &path, Wait::Timeout(LONG))
         .expect("the old holder's client can lock again");
-    assert_ne!(b.session_id(&cb), old_session, "a new session");
+    assert_ne!(cb.session_id(), old_session, "a new session");
     release_clean(b, &cb, g, &path);
     b.close(&ca);
     b.close(&cb);
@@ -179,14 +179,14 @@ pub fn admin_delete_gives_lost(b: &Suite) {
         .start(&other, Kind::Mutex, &path)
         .expect("start the waiter");
     admin.wait_children(&path, SHORT, &|c| c.len() == 2);
-    assert!(admin.delete(&b.node_path(&g)));
+    assert!(admin.delete(g.path()));
     hears_its_node_deleted(b, &mut g);
     assert_eq!(
         g.status(),
         lock_client::LockStatus::Lost(LostReason::NodeDeleted)
     );
     let next = b.finish(waiter, SHORT).expect("the waiter gets the lock");
-    assert!(b.token(&next) > b.token(&g));
+    assert!(next.token().0 > g.token().0);
     b.release(next).expect("release");
     b.close(&other);
     released_lost_then_relocked(b, &c, g, &path);
@@ -218,7 +218,7 @@ pub fn admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals(b: &Suite
     let (server, path, admin) = shared(b, "admin-delete-plain");
     let c = connect(b, server);
     let mut g = lock(b, &c, Kind::Mutex, &path);
-    let node = b.node_path(&g);
+    let node = g.path().to_owned();
     // Two sync intervals (T/20 each at the default) and a generous margin for a
     // loaded machine: the watch is then set.
     let interval = lock_core::Config::default_sync_interval(SESSION_TIMEOUT);
@@ -296,7 +296,7 @@ pub fn ensemble_leader_loss_keeps_exclusion(b: &Suite) {
                     let v = counter.load(Ordering::SeqCst);
                     thread::yield_now();
                     counter.store(v + 1, Ordering::SeqCst);
-                    tokens.lock().unwrap().push(b.token(&g));
+                    tokens.lock().unwrap().push(g.token().0);
                     inside.store(false, Ordering::SeqCst);
                     if recovered_before {
                         after += 1;

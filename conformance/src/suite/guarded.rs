@@ -246,7 +246,7 @@ pub fn forced_break_leaves_its_record(b: &Suite) {
         Err(Error::Break(BreakError::NotForced { target, held: true })) => {
             assert_eq!(format!("{}/{}", target.dir, target.node), stuck.path());
             assert_eq!(target.owner.as_deref(), Some("wedged"));
-            assert_eq!(Some(target.session), b.session_id(&holder));
+            assert_eq!(Some(target.session), holder.session_id());
             assert_eq!(target.token, stuck.token());
         }
         other => panic!("{}: a break without force: {other:?}", b.name()),
@@ -278,7 +278,7 @@ pub fn forced_break_leaves_its_record(b: &Suite) {
         .unwrap_or_else(|| panic!("{}: no record of the break", b.name()));
     assert_eq!(last.node, name_of(stuck.path()));
     assert_eq!(last.token, stuck.token());
-    assert_eq!(Some(last.session), b.session_id(&holder));
+    assert_eq!(Some(last.session), holder.session_id());
     assert_eq!(last.by.as_deref(), Some("ops@conformance"));
     b.release(granted).expect("release");
     for client in [holder, waiter, operator] {

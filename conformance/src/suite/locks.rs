@@ -31,7 +31,7 @@ pub fn mutual_exclusion(b: &Suite) {
                     let v = counter.load(Ordering::SeqCst);
                     thread::yield_now();
                     counter.store(v + 1, Ordering::SeqCst);
-                    tokens.lock().unwrap().push(b.token(&g));
+                    tokens.lock().unwrap().push(g.token().0);
                     inside.store(false, Ordering::SeqCst);
                     b.release(g)
                         .unwrap_or_else(|e| panic!("{}: release: {e}", b.name()));
@@ -196,7 +196,7 @@ pub fn timeout_leaves_no_node(b: &Suite) {
     let (server, path, admin) = shared(b, "timeout");
     let (a, c) = (connect(b, server), connect(b, server));
     let g = lock(b, &a, Kind::Mutex, &path);
-    let holder = name_of(&b.node_path(&g));
+    let holder = name_of(g.path());
     let timeout = Duration::from_millis(300);
     assert!(matches!(
         b.lock(&c, Kind::Mutex, &path, Wait::Timeout(timeout)),
@@ -228,7 +228,7 @@ pub fn cancel_leaves_no_node(b: &Suite) {
     let (server, path, admin) = shared(b, "cancel");
     let (a, c) = (connect(b, server), connect(b, server));
     let g = lock(b, &a, Kind::Mutex, &path);
-    let holder = name_of(&b.node_path(&g));
+    let holder = name_of(g.path());
     let cancel_leaves_the_holder_alone = |p| {
         b.cancel(p);
         b.wait_idle(&c).expect("idle");
@@ -321,7 +321,7 @@ pub fn closed_client_gives_typed_errors(b: &Suite) {
     let (server, path, admin) = shared(b, "closed");
     let (c, other) = (connect(b, server), connect(b, server));
     let mut g = lock(b, &c, Kind::Mutex, &path);
-    let node = b.node_path(&g);
+    let node = g.path().to_owned();
     // A waiting acquisition on another lock, held by another session.
     let busy = format!("{path}-busy");
     let blocker = lock(b, &other, Kind::Mutex, &busy);
@@ -352,10 +352,10 @@ pub fn closed_client_gives_typed_errors(b: &Suite) {
         Err(Error::Closed | Error::Lost(LostReason::Closed))
     ));
     b.close(&c); // idempotent
-    assert_eq!(b.session_id(&c), None);
+    assert_eq!(c.session_id(), None);
     // The server removed the closed session's waiting node, not the other's.
     let left = admin.wait_children(&busy, SHORT, &|c| c.len() == 1);
-    assert_eq!(left, vec![name_of(&b.node_path(&blocker))]);
+    assert_eq!(left, vec![name_of(blocker.path())]);
     b.release(blocker).expect("release");
     b.close(&other);
 }

@@ -20,7 +20,11 @@ pub fn revocation_round_trip(b: &Suite) {
     admin.wait_children(&dir, SHORT, &|c| c.len() == 2);
 
     let asked = b.revoke(&c, &dir).expect("revoke");
-    assert_eq!(asked, vec![b.node_path(&held)], "only the holder is asked");
+    assert_eq!(
+        asked,
+        vec![held.path().to_owned()],
+        "only the holder is asked"
+    );
     assert_eq!(
         next_event(b, &mut held, SHORT),
         LockEvent::RevocationRequested
@@ -34,13 +38,13 @@ pub fn revocation_round_trip(b: &Suite) {
         Some(b"__REVOKE__".to_vec())
     );
 
-    let token = b.token(&held);
+    let token = held.token().0;
     b.release(held).expect("release");
     let next = b
         .finish(waiter, SHORT)
         .expect("the revoker's waiter acquires");
-    assert!(b.token(&next) > token);
-    assert_eq!(admin.children(&dir), vec![name_of(&b.node_path(&next))]);
+    assert!(next.token().0 > token);
+    assert_eq!(admin.children(&dir), vec![name_of(next.path())]);
     b.release(next).expect("release");
     assert_eq!(b.revoke(&c, &dir), Ok(Vec::new()), "nothing to revoke");
     b.close(&a);
@@ -57,7 +61,7 @@ pub fn revoking_a_waiter_fails_it_and_leaves_no_node(b: &Suite) {
         .start_spec(&c, LockSpec::write(&dir).revocable())
         .expect("start the waiter");
     let children = admin.wait_children(&dir, SHORT, &|c| c.len() == 2);
-    let holder = name_of(&b.node_path(&held));
+    let holder = name_of(held.path());
     let waiting = children.iter().find(|n| **n != holder).expect("the waiter");
     let target = format!("{dir}/{waiting}");
 
@@ -111,14 +115,14 @@ pub fn lease_expires_and_next_waiter_acquires(b: &Suite) {
         lost_at - granted,
         acquired_at - granted
     );
-    assert!(b.token(&next) > b.token(&guard));
+    assert!(next.token().0 > guard.token().0);
     assert_eq!(guard.status(), LockStatus::Lost(LostReason::LeaseExpired));
     assert_eq!(
         b.fenced_write(&guard, Writes::new().delete(format!("{dir}-x"))),
         Err(FencedError::NotHeld)
     );
     assert_eq!(b.release(guard), Err(Error::Lost(LostReason::LeaseExpired)));
-    assert_eq!(admin.children(&dir), vec![name_of(&b.node_path(&next))]);
+    assert_eq!(admin.children(&dir), vec![name_of(next.path())]);
     b.release(next).expect("release");
     b.close(&a);
     b.close(&c);

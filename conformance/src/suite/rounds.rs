@@ -204,10 +204,10 @@ fn short_cut_round(b: &Suite, server: &dyn Deployment, kind: Kind, idle: Duratio
     let path = unique_path("short-cut-every");
     let (c, proxy) = connect_with_faults(b, server);
     let mut g = lock(b, &c, kind, &path);
-    let token = b.token(&g);
+    let token = g.token().0;
     thread::sleep(idle);
     settle(b, &mut g, kind);
-    let session = b.session_id(&c);
+    let session = c.session_id();
     let start = Instant::now();
     proxy.cut();
     let suspended = next_event(b, &mut g, SHORT);
@@ -219,9 +219,9 @@ fn short_cut_round(b: &Suite, server: &dyn Deployment, kind: Kind, idle: Duratio
         b.name(),
         start.elapsed()
     );
-    assert_eq!(b.session_id(&c), session, "same session");
+    assert_eq!(c.session_id(), session, "same session");
     assert!(b.is_trusted(&g));
-    assert_eq!(b.token(&g), token);
+    assert_eq!(g.token().0, token);
     release_clean(b, &c, g, &path);
     b.close(&c);
 }

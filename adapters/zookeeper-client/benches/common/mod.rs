@@ -41,7 +41,9 @@ pub struct Packets {
     pub sent: u64,
     /// Watches triggered (one per session and path a change fired), the sum of
     /// `zk_sum_node_{created,deleted,changed,children}_watch_count`: the
-    /// notifications the server queued.
+    /// notifications the server queued. These matched the notifications decoded
+    /// on the wire ([`Sniffer`]); `sent` minus `received` came out lower in herd
+    /// drains (not traced why).
     pub fired: u64,
 }
 
@@ -53,15 +55,6 @@ impl std::ops::Sub for Packets {
             sent: self.sent - earlier.sent,
             fired: self.fired - earlier.fired,
         }
-    }
-}
-
-impl Packets {
-    /// Watch notifications: the watches the server triggered. These matched the
-    /// notifications decoded on the wire ([`Sniffer`]); `zk_packets_sent` minus
-    /// `zk_packets_received` came out lower in herd drains (not traced why).
-    pub fn notifications(self) -> u64 {
-        self.fired
     }
 }
 
@@ -90,16 +83,6 @@ pub fn mntr_overhead(server: &ZkServer) -> Packets {
     let a = packets(server);
     let b = packets(server);
     b - a
-}
-
-/// Counters over a window, less the closing `mntr`'s own packets.
-pub fn window(before: Packets, after: Packets, overhead: Packets) -> Packets {
-    let d = after - before;
-    Packets {
-        received: d.received.saturating_sub(overhead.received),
-        sent: d.sent.saturating_sub(overhead.sent),
-        fired: d.fired,
-    }
 }
 
 /// The server's `zk_watch_count`: watches set, summed over sessions and paths.

@@ -188,11 +188,6 @@ impl Observer {
     }
 }
 
-/// Lets other tasks run between a read and a write, so that a missing lock would
-/// show as a lost update (a real suspension point, not a timed sleep).
-#[allow(unused_imports)] // only ensemble.rs uses it
-pub use smol::future::yield_now;
-
 /// Spawns a task on `rt` and returns a future for its output.
 pub fn spawn<T: Send + 'static>(
     rt: &Runtime,

@@ -22,24 +22,23 @@ pub enum Runtime {
     Smol,
 }
 
+impl Runtime {
+    /// The shipped runtime this one stands for.
+    fn shipped(&self) -> Box<dyn lock_zookeeper_client::Runtime> {
+        match self {
+            Runtime::Tokio(handle) => Box::new(lock_zookeeper_client::TokioRuntime(handle.clone())),
+            Runtime::AsyncStd => Box::new(lock_zookeeper_client::AsyncStdRuntime),
+            Runtime::Smol => Box::new(lock_zookeeper_client::SmolRuntime),
+        }
+    }
+}
+
 impl lock_zookeeper_client::Runtime for Runtime {
     fn spawn(&self, future: BoxedFuture) {
-        match self {
-            Runtime::Tokio(handle) => {
-                lock_zookeeper_client::TokioRuntime(handle.clone()).spawn(future)
-            }
-            Runtime::AsyncStd => lock_zookeeper_client::AsyncStdRuntime.spawn(future),
-            Runtime::Smol => lock_zookeeper_client::SmolRuntime.spawn(future),
-        }
+        self.shipped().spawn(future)
     }
 
     fn sleep_until(&self, deadline: Instant) -> BoxedFuture {
-        match self {
-            Runtime::Tokio(handle) => {
-                lock_zookeeper_client::TokioRuntime(handle.clone()).sleep_until(deadline)
-            }
-            Runtime::AsyncStd => lock_zookeeper_client::AsyncStdRuntime.sleep_until(deadline),
-            Runtime::Smol => lock_zookeeper_client::SmolRuntime.sleep_until(deadline),
-        }
+        self.shipped().sleep_until(deadline)
     }
 }

@@ -274,10 +274,11 @@ async fn read_counter(client: &zookeeper_client::Client, path: &str) -> u64 {
 /// writers together.
 pub const RW_PHASES: &[&[Kind]] = &[&[Kind::Write], &[Kind::Write, Kind::Read]];
 
-/// Runs the counter workload on one lock path: `peers` processes of `library` and
-/// `zklock_sessions` zklock sessions (with the library's scheme), phase after phase;
-/// in each phase every process and session runs one participant per kind of the
-/// phase, all at once, then the counter and the overlaps so far are checked.
+/// Runs the counter workload on one lock path: `peers` processes of `library` and a
+/// zklock session per scheme of `schemes`, phase after phase; in each phase every
+/// process and session runs one participant per kind of the phase, all at once,
+/// then the counter and the overlaps so far are checked. Returns the workload (its
+/// interval log is under its `root`).
 ///
 /// (A phase of writers only is the sharpest test of writer exclusion: with readers
 /// of both libraries in the queue, a writer that ignores the other library's
@@ -288,13 +289,13 @@ pub async fn counter_workload(
     lock_path: &str,
     phases: &[&[Kind]],
     peers: usize,
-    zklock_sessions: usize,
+    schemes: &[NameScheme],
     iterations: u32,
-) {
+) -> Workload {
     let connect = crate::common::server().connect_string();
     let observer = Observer::connect(&connect).await;
     let work = Workload::prepare(&observer, lock_path, iterations, Duration::from_millis(10)).await;
-    let (mut running, zklock) = start_fleet(rt, library, &connect, peers, zklock_sessions).await;
+    let (mut running, zklock) = start_fleet(rt, library, &connect, peers, schemes.len()).await;
 
     let mut tallies = Vec::new();
     for (phase, kinds) in phases.iter().enumerate() {
@@ -306,10 +307,10 @@ pub async fn counter_workload(
             }
         }
         let mut ours = Vec::new();
-        for (i, locks) in zklock.iter().enumerate() {
+        for (i, (locks, &scheme)) in zklock.iter().zip(schemes).enumerate() {
             for kind in kinds.iter() {
                 let who = format!("zklock{}-{}", i + 1, slot(*kind));
-                ours.push(work.start_zklock(rt, &connect, locks, library.scheme(), *kind, &who));
+                ours.push(work.start_zklock(rt, &connect, locks, scheme, *kind, &who));
             }
         }
         for peer in &mut running {
@@ -327,6 +328,7 @@ pub async fn counter_workload(
     for locks in zklock {
         locks.close().await;
     }
+    work
 }
 
 /// Starts `peers` peer processes of `library` (named `<library><i>`, in parallel: a

@@ -59,7 +59,16 @@ macro_rules! interop_tests {
         fn mutex_and_zklock_mutex_lose_no_update() {
             run_tokio(|rt| async move {
                 let path = unique_path("interop-mutex-counter", &rt);
-                counter_workload(&rt, $library, &path, &[&[Kind::Mutex]], 2, 3, 10).await;
+                counter_workload(
+                    &rt,
+                    $library,
+                    &path,
+                    &[&[Kind::Mutex]],
+                    2,
+                    &[$library.scheme(); 3],
+                    10,
+                )
+                .await;
             });
         }
 
@@ -81,7 +90,16 @@ macro_rules! interop_tests {
         fn rwlock_and_zklock_rwlock_lose_no_update() {
             run_tokio(|rt| async move {
                 let path = unique_path("interop-rw-counter", &rt);
-                counter_workload(&rt, $library, &path, RW_PHASES, 2, 3, 10).await;
+                counter_workload(
+                    &rt,
+                    $library,
+                    &path,
+                    RW_PHASES,
+                    2,
+                    &[$library.scheme(); 3],
+                    10,
+                )
+                .await;
             });
         }
 
