@@ -64,24 +64,11 @@ macro_rules! lock_methods {
             self.client.start(self.spec.clone(), None)
         }
 
-        /// Blocking twin of the plain lock method.
-        pub fn lock_blocking(&self) -> Result<LockGuard, Error> {
-            crate::blocking::block_on(self.lock())
-        }
-
-        /// Blocking twin of the `try_lock` method.
-        pub fn try_lock_blocking(&self) -> Result<Option<LockGuard>, Error> {
-            crate::blocking::block_on(self.try_lock())
-        }
-
-        /// Blocking twin of the `lock_timeout` method.
-        pub fn lock_timeout_blocking(&self, timeout: Duration) -> Result<LockGuard, Error> {
-            crate::blocking::block_on(self.lock_timeout(timeout))
-        }
-
-        /// Blocking twin of the `lock_until` method.
-        pub fn lock_until_blocking(&self, deadline: Instant) -> Result<LockGuard, Error> {
-            crate::blocking::block_on(self.lock_until(deadline))
+        crate::blocking::twins! {
+            fn lock_blocking(&self) -> Result<LockGuard, Error> = lock;
+            fn try_lock_blocking(&self) -> Result<Option<LockGuard>, Error> = try_lock;
+            fn lock_timeout_blocking(&self, timeout: Duration) -> Result<LockGuard, Error> = lock_timeout;
+            fn lock_until_blocking(&self, deadline: Instant) -> Result<LockGuard, Error> = lock_until;
         }
 
         /// The lock directory.

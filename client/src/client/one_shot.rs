@@ -64,10 +64,7 @@ impl LockClient {
         .await
     }
 
-    /// Blocking twin of [`revoke`](Self::revoke).
-    pub fn revoke_blocking(&self, path: impl Into<String>) -> Result<Vec<String>, Error> {
-        crate::blocking::block_on(self.revoke(path))
-    }
+    crate::blocking::twins!(fn revoke_blocking(&self, path: impl Into<String>) -> Result<Vec<String>, Error> = revoke;);
 
     /// Who holds the lock at `path` and who waits, in queue order: each
     /// [`Participant`](crate::Participant) with its node, kind, naming scheme, owner, session, creation
@@ -104,10 +101,7 @@ impl LockClient {
         .await
     }
 
-    /// Blocking twin of [`participants`](Self::participants).
-    pub fn participants_blocking(&self, path: impl Into<String>) -> Result<Participants, Error> {
-        crate::blocking::block_on(self.participants(path))
-    }
+    crate::blocking::twins!(fn participants_blocking(&self, path: impl Into<String>) -> Result<Participants, Error> = participants;);
 
     /// Scans the lock directories under `root` (`root` itself and its direct
     /// children) for deadlocks, and returns one cycle per deadlock (empty: none).
@@ -146,8 +140,5 @@ impl LockClient {
         .await
     }
 
-    /// Blocking twin of [`deadlocks`](Self::deadlocks).
-    pub fn deadlocks_blocking(&self, root: impl Into<String>) -> Result<Vec<Cycle>, Error> {
-        crate::blocking::block_on(self.deadlocks(root))
-    }
+    crate::blocking::twins!(fn deadlocks_blocking(&self, root: impl Into<String>) -> Result<Vec<Cycle>, Error> = deadlocks;);
 }
