@@ -62,19 +62,17 @@ fn a_create_reply_names_our_node_and_a_stale_or_strange_one_does_not() {
     assert_eq!(outcome, CreateOutcome::Created { stat: None });
     assert_eq!(node.path(), Some("/l/n-0000000001"));
     assert_eq!(node.create, Create::Done);
-    // A path that is not ours is never adopted.
-    let mut other = Node::new(AttemptId(8));
-    other.send_create(&mut session.cx(), lock, &spec, "/l/n-".into());
-    let (request, _) = sent(&mut session).remove(0);
-    let outcome = other.on_create_reply(
-        &mut session.cx(),
-        lock,
-        request,
-        created("/x/y-0000000001"),
-        "/l/n-",
-    );
-    assert!(matches!(outcome, CreateOutcome::Unknown(_)));
-    assert_eq!((other.path(), other.create), (None, Create::Unknown));
+    // A path that is not ours is never adopted: in another directory, or a
+    // participant of another attempt in ours (both found by the fuzzers).
+    for not_ours in ["/x/y-0000000001", "/l/m-0000000001"] {
+        let mut other = Node::new(AttemptId(8));
+        other.send_create(&mut session.cx(), lock, &spec, "/l/n-".into());
+        let (request, _) = sent(&mut session).remove(0);
+        let reply = created(not_ours);
+        let outcome = other.on_create_reply(&mut session.cx(), lock, request, reply, "/l/n-");
+        assert!(matches!(outcome, CreateOutcome::Unknown(_)), "{not_ours}");
+        assert_eq!((other.path(), other.create), (None, Create::Unknown));
+    }
 }
 
 #[test]
