@@ -383,6 +383,13 @@ impl RwLock {
         }
     }
 
+    /// Sets both halves' specs with `set`.
+    fn both(mut self, set: impl Fn(LockSpec) -> LockSpec) -> Self {
+        self.read.spec = set(self.read.spec);
+        self.write.spec = set(self.write.spec);
+        self
+    }
+
     /// The shared (read) half.
     pub fn read(&self) -> &ReadLock {
         &self.read
@@ -401,10 +408,7 @@ impl RwLock {
     /// Names both halves' nodes with `scheme` (Curator's and kazoo's read/write
     /// locks are compatible).
     pub fn with_scheme(self, scheme: NameScheme) -> Self {
-        RwLock {
-            read: self.read.with_scheme(scheme),
-            write: self.write.with_scheme(scheme),
-        }
+        self.both(|spec| spec.scheme(scheme))
     }
 
     /// Makes both halves [revocable](Mutex::revocable) (the seeds' "revocable shared
@@ -418,10 +422,7 @@ impl RwLock {
     /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn revocable(self) -> Self {
-        RwLock {
-            read: self.read.revocable(),
-            write: self.write.revocable(),
-        }
+        self.both(LockSpec::revocable)
     }
 
     /// Takes both halves for `owner` (see [`Mutex::owner`]); by default, the
@@ -429,19 +430,13 @@ impl RwLock {
     /// this `RwLock` and its clones.
     pub fn owner(self, owner: impl Into<String>) -> Self {
         let owner = owner.into();
-        RwLock {
-            read: self.read.owner(owner.clone()),
-            write: self.write.owner(owner),
-        }
+        self.both(|spec| spec.owner(owner.clone()))
     }
 
     /// Turns on [deadlock detection](Mutex::detect_deadlocks) for both halves: a
     /// read waiting behind a write is a wait like any other.
     pub fn detect_deadlocks(self, after: Duration) -> Self {
-        RwLock {
-            read: self.read.detect_deadlocks(after),
-            write: self.write.detect_deadlocks(after),
-        }
+        self.both(|spec| spec.detect_deadlocks(after))
     }
 
     /// Gives both halves a [lease](Mutex::max_hold) of `max_hold`.
@@ -454,10 +449,7 @@ impl RwLock {
     /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn max_hold(self, max_hold: Duration) -> Self {
-        RwLock {
-            read: self.read.max_hold(max_hold),
-            write: self.write.max_hold(max_hold),
-        }
+        self.both(|spec| spec.max_hold(max_hold))
     }
 }
 
