@@ -17,6 +17,31 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
 
+/// Writes blocking twins: `fn foo_blocking(&self, x: T) -> R = foo;` is a
+/// documented `pub fn foo_blocking` that runs `self.foo(x)` with [`block_on`].
+macro_rules! twins {
+    () => {};
+    (fn $twin:ident(&mut $s:ident $(, $a:ident: $t:ty)*) $(-> $out:ty)? = $m:ident; $($rest:tt)*) => {
+        $crate::blocking::twins!(@ $twin [&mut $s] $s [$($a: $t),*] [$($out)?] $m);
+        $crate::blocking::twins!($($rest)*);
+    };
+    (fn $twin:ident(& $s:ident $(, $a:ident: $t:ty)*) $(-> $out:ty)? = $m:ident; $($rest:tt)*) => {
+        $crate::blocking::twins!(@ $twin [&$s] $s [$($a: $t),*] [$($out)?] $m);
+        $crate::blocking::twins!($($rest)*);
+    };
+    (fn $twin:ident($s:ident $(, $a:ident: $t:ty)*) $(-> $out:ty)? = $m:ident; $($rest:tt)*) => {
+        $crate::blocking::twins!(@ $twin [$s] $s [$($a: $t),*] [$($out)?] $m);
+        $crate::blocking::twins!($($rest)*);
+    };
+    (@ $twin:ident [$($recv:tt)*] $s:ident [$($a:ident: $t:ty),*] [$($out:ty)?] $m:ident) => {
+        #[doc = concat!("Blocking twin of [`", stringify!($m), "`](Self::", stringify!($m), ").")]
+        pub fn $twin($($recv)* $(, $a: $t)*) $(-> $out)? {
+            $crate::blocking::block_on($s.$m($($a),*))
+        }
+    };
+}
+pub(crate) use twins;
+
 /// A waker that notifies a parked thread.
 #[derive(Default)]
 struct Signal {

@@ -8,15 +8,15 @@ use lock_core::{LockSpec, NameScheme};
 use std::time::{Duration, Instant};
 
 macro_rules! lock_methods {
-    (
-        $what:literal,
-        $lock:ident,
-        $try_lock:ident,
-        $lock_timeout:ident,
-        $lock_until:ident,
-        $example_revocable:literal,
-        $example_lease:literal
-    ) => {
+    // A lock object whose acquisition is the client's, with nothing of its own.
+    (plain $($rest:tt)*) => {
+        async fn acquire(&self, spec: LockSpec, deadline: Option<Instant>) -> Result<LockGuard, Error> {
+            self.client.acquire(spec, deadline).await
+        }
+
+        lock_methods!($($rest)*);
+    };
+    ($what:literal, $example_revocable:literal, $example_lease:literal) => {
         /// Waits until
         #[doc = $what]
         /// is held. Cancel-safe: dropping the future gives up and leaves no node behind.
@@ -24,7 +24,7 @@ macro_rules! lock_methods {
         /// # Errors
         /// [`Error::Usage`] for an invalid path, [`Error::Closed`] once the client is
         /// closed, [`Error::SessionExpired`] if the session expired while waiting.
-        pub async fn $lock(&self) -> Result<LockGuard, Error> {
+        pub async fn lock(&self) -> Result<LockGuard, Error> {
             self.acquire(self.spec.clone(), None).await
         }
 
@@ -33,7 +33,7 @@ macro_rules! lock_methods {
         /// only if it is free at the first look (one round trip); `Ok(None)` if busy.
         /// Does not wait for the lock, but may wait for ZooKeeper: [`Error::Timeout`]
         /// if no session could be used within the session timeout.
-        pub async fn $try_lock(&self) -> Result<Option<LockGuard>, Error> {
+        pub async fn try_lock(&self) -> Result<Option<LockGuard>, Error> {
             let deadline = self.client.now() + self.client.session_timeout();
             match self
                 .acquire(self.spec.clone().try_only(), Some(deadline))
@@ -46,12 +46,12 @@ macro_rules! lock_methods {
         }
 
         /// Like the plain lock method, giving up with [`Error::Timeout`] after `timeout`.
-        pub async fn $lock_timeout(&self, timeout: Duration) -> Result<LockGuard, Error> {
-            self.$lock_until(self.client.now() + timeout).await
+        pub async fn lock_timeout(&self, timeout: Duration) -> Result<LockGuard, Error> {
+            self.lock_until(self.client.now() + timeout).await
         }
 
         /// Like the plain lock method, giving up with [`Error::Timeout`] at `deadline`.
-        pub async fn $lock_until(&self, deadline: Instant) -> Result<LockGuard, Error> {
+        pub async fn lock_until(&self, deadline: Instant) -> Result<LockGuard, Error> {
             self.acquire(self.spec.clone(), Some(deadline)).await
         }
 
@@ -64,24 +64,11 @@ macro_rules! lock_methods {
             self.client.start(self.spec.clone(), None)
         }
 
-        /// Blocking twin of the plain lock method.
-        pub fn lock_blocking(&self) -> Result<LockGuard, Error> {
-            crate::blocking::block_on(self.$lock())
-        }
-
-        /// Blocking twin of the `try_lock` method.
-        pub fn try_lock_blocking(&self) -> Result<Option<LockGuard>, Error> {
-            crate::blocking::block_on(self.$try_lock())
-        }
-
-        /// Blocking twin of the `lock_timeout` method.
-        pub fn lock_timeout_blocking(&self, timeout: Duration) -> Result<LockGuard, Error> {
-            crate::blocking::block_on(self.$lock_timeout(timeout))
-        }
-
-        /// Blocking twin of the `lock_until` method.
-        pub fn lock_until_blocking(&self, deadline: Instant) -> Result<LockGuard, Error> {
-            crate::blocking::block_on(self.$lock_until(deadline))
+        crate::blocking::twins! {
+            fn lock_blocking(&self) -> Result<LockGuard, Error> = lock;
+            fn try_lock_blocking(&self) -> Result<Option<LockGuard>, Error> = try_lock;
+            fn lock_timeout_blocking(&self, timeout: Duration) -> Result<LockGuard, Error> = lock_timeout;
+            fn lock_until_blocking(&self, deadline: Instant) -> Result<LockGuard, Error> = lock_until;
         }
 
         /// The lock directory.
@@ -329,10 +316,6 @@ impl Mutex {
 
     lock_methods!(
         "the lock",
-        lock,
-        try_lock,
-        lock_timeout,
-        lock_until,
         "let guard = locks.mutex(\"/locks/job\").revocable().lock().await?;",
         "let guard = locks.mutex(\"/locks/job\").max_hold(Duration::from_secs(30)).lock().await?;"
     );
@@ -400,6 +383,13 @@ impl RwLock {
         }
     }
 
+    /// Sets both halves' specs with `set`.
+    fn both(mut self, set: impl Fn(LockSpec) -> LockSpec) -> Self {
+        self.read.spec = set(self.read.spec);
+        self.write.spec = set(self.write.spec);
+        self
+    }
+
     /// The shared (read) half.
     pub fn read(&self) -> &ReadLock {
         &self.read
@@ -418,10 +408,7 @@ impl RwLock {
     /// Names both halves' nodes with `scheme` (Curator's and kazoo's read/write
     /// locks are compatible).
     pub fn with_scheme(self, scheme: NameScheme) -> Self {
-        RwLock {
-            read: self.read.with_scheme(scheme),
-            write: self.write.with_scheme(scheme),
-        }
+        self.both(|spec| spec.scheme(scheme))
     }
 
     /// Makes both halves [revocable](Mutex::revocable) (the seeds' "revocable shared
@@ -435,10 +422,7 @@ impl RwLock {
     /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn revocable(self) -> Self {
-        RwLock {
-            read: self.read.revocable(),
-            write: self.write.revocable(),
-        }
+        self.both(LockSpec::revocable)
     }
 
     /// Takes both halves for `owner` (see [`Mutex::owner`]); by default, the
@@ -446,19 +430,13 @@ impl RwLock {
     /// this `RwLock` and its clones.
     pub fn owner(self, owner: impl Into<String>) -> Self {
         let owner = owner.into();
-        RwLock {
-            read: self.read.owner(owner.clone()),
-            write: self.write.owner(owner),
-        }
+        self.both(|spec| spec.owner(owner.clone()))
     }
 
     /// Turns on [deadlock detection](Mutex::detect_deadlocks) for both halves: a
     /// read waiting behind a write is a wait like any other.
     pub fn detect_deadlocks(self, after: Duration) -> Self {
-        RwLock {
-            read: self.read.detect_deadlocks(after),
-            write: self.write.detect_deadlocks(after),
-        }
+        self.both(|spec| spec.detect_deadlocks(after))
     }
 
     /// Gives both halves a [lease](Mutex::max_hold) of `max_hold`.
@@ -471,10 +449,7 @@ impl RwLock {
     /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub fn max_hold(self, max_hold: Duration) -> Self {
-        RwLock {
-            read: self.read.max_hold(max_hold),
-            write: self.write.max_hold(max_hold),
-        }
+        self.both(|spec| spec.max_hold(max_hold))
     }
 }
 
@@ -493,16 +468,9 @@ pub struct ReadLock {
 }
 
 impl ReadLock {
-    async fn acquire(&self, spec: LockSpec, deadline: Option<Instant>) -> Result<LockGuard, Error> {
-        self.client.acquire(spec, deadline).await
-    }
-
     lock_methods!(
+        plain
         "a read lock",
-        lock,
-        try_lock,
-        lock_timeout,
-        lock_until,
         "let guard = locks.rwlock(\"/locks/table\").read().clone().revocable().lock().await?;",
         "let guard = locks.rwlock(\"/locks/table\").read().clone().max_hold(Duration::from_secs(30)).lock().await?;"
     );
@@ -523,16 +491,9 @@ pub struct WriteLock {
 }
 
 impl WriteLock {
-    async fn acquire(&self, spec: LockSpec, deadline: Option<Instant>) -> Result<LockGuard, Error> {
-        self.client.acquire(spec, deadline).await
-    }
-
     lock_methods!(
+        plain
         "the write lock",
-        lock,
-        try_lock,
-        lock_timeout,
-        lock_until,
         "let guard = locks.rwlock(\"/locks/table\").write().clone().revocable().lock().await?;",
         "let guard = locks.rwlock(\"/locks/table\").write().clone().max_hold(Duration::from_secs(30)).lock().await?;"
     );
@@ -579,16 +540,9 @@ impl Semaphore {
         self.permits
     }
 
-    async fn acquire(&self, spec: LockSpec, deadline: Option<Instant>) -> Result<LockGuard, Error> {
-        self.client.acquire(spec, deadline).await
-    }
-
     lock_methods!(
+        plain
         "a permit",
-        lock,
-        try_lock,
-        lock_timeout,
-        lock_until,
         "let guard = locks.semaphore(\"/locks/gpu\", 2).revocable().lock().await?;",
         "let guard = locks.semaphore(\"/locks/gpu\", 2).max_hold(Duration::from_secs(30)).lock().await?;"
     );

@@ -203,24 +203,11 @@ impl MultiLock {
         self.acquire(Some(deadline), true).await
     }
 
-    /// Blocking twin of [`lock`](Self::lock).
-    pub fn lock_blocking(&self) -> Result<MultiGuard, Error> {
-        crate::blocking::block_on(self.lock())
-    }
-
-    /// Blocking twin of [`lock_timeout`](Self::lock_timeout).
-    pub fn lock_timeout_blocking(&self, timeout: Duration) -> Result<MultiGuard, Error> {
-        crate::blocking::block_on(self.lock_timeout(timeout))
-    }
-
-    /// Blocking twin of [`lock_until`](Self::lock_until).
-    pub fn lock_until_blocking(&self, deadline: Instant) -> Result<MultiGuard, Error> {
-        crate::blocking::block_on(self.lock_until(deadline))
-    }
-
-    /// Blocking twin of [`try_lock`](Self::try_lock).
-    pub fn try_lock_blocking(&self) -> Result<Option<MultiGuard>, Error> {
-        crate::blocking::block_on(self.try_lock())
+    crate::blocking::twins! {
+        fn lock_blocking(&self) -> Result<MultiGuard, Error> = lock;
+        fn lock_timeout_blocking(&self, timeout: Duration) -> Result<MultiGuard, Error> = lock_timeout;
+        fn lock_until_blocking(&self, deadline: Instant) -> Result<MultiGuard, Error> = lock_until;
+        fn try_lock_blocking(&self) -> Result<Option<MultiGuard>, Error> = try_lock;
     }
 
     async fn acquire(
@@ -320,10 +307,7 @@ impl MultiGuard {
         .await
     }
 
-    /// Blocking twin of [`lost`](Self::lost).
-    pub fn lost_blocking(&self) -> LostReason {
-        crate::blocking::block_on(self.lost())
-    }
+    crate::blocking::twins!(fn lost_blocking(&self) -> LostReason = lost;);
 
     /// Releases every part, last first, and waits for each.
     ///
@@ -341,10 +325,7 @@ impl MultiGuard {
         result
     }
 
-    /// Blocking twin of [`release`](Self::release).
-    pub fn release_blocking(self) -> Result<(), Error> {
-        crate::blocking::block_on(self.release())
-    }
+    crate::blocking::twins!(fn release_blocking(self) -> Result<(), Error> = release;);
 }
 
 impl Drop for MultiGuard {

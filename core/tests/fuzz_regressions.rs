@@ -53,33 +53,6 @@ fn a_created_path_that_is_not_ours_is_never_adopted_nor_deleted() {
     assert!(h.s.is_idle());
 }
 
-/// The same with a peer's participant name in our directory: not ours, not adopted.
-#[test]
-fn a_created_name_of_another_attempt_is_not_adopted() {
-    let mut h = H::new();
-    h.acquire(LockSpec::write("/a"));
-    let create = h.next_req();
-    let _list = h.next_req();
-    let other = format!("/a/{}", peer(NodeKind::Write, 5, 3));
-    h.reply(
-        create.id,
-        Ok(Reply::Created {
-            path: other.clone(),
-            stat: Some(Stat::default()),
-        }),
-    );
-    assert!(matches!(
-        h.take_events()[..],
-        [LockEvent::Failed(FailReason::Zk(_))]
-    ));
-    while let Some(r) = h.reqs.pop_front() {
-        assert!(
-            !matches!(&r.op, Op::Delete { path, .. } if *path == other),
-            "deleted a peer's node"
-        );
-    }
-}
-
 /// fuzz `session`: "after cancelling everything and serving honestly, 1 tasks are still
 /// tracked". A waiter timed out with its create in flight (cleanup waits for the create's
 /// reply); the reply came back of the wrong type, which set the create "done" without a

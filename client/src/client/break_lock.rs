@@ -9,7 +9,6 @@
 //! fenced (see [`BreakLock::force`]).
 
 use crate::error::{BreakError, Error};
-use crate::guard::CancelOnDrop;
 use crate::handle::LockClient;
 use lock_core::{BreakOutcome, LockEvent, NameScheme, NodeKind, Participant, Participants};
 
@@ -154,28 +153,27 @@ impl LockClient {
             || (target.kind == NodeKind::Semaphore && target.scheme != NameScheme::Native)
             || target.dir != who.path;
         let record = (!peer_layout).then(|| (target.session, what.by.clone()));
-        let id = self.start_other(|core, now| {
-            let record = record.as_ref().map(|(session, by)| lock_core::BreakRecord {
-                session: *session,
-                by: by.as_deref(),
-            });
-            core.break_node(&node, target.token, record, now)
-        })?;
-        let mut pending = CancelOnDrop::new(self.clone(), id);
-        loop {
-            match pending.next().await {
-                Some(LockEvent::Broken { outcome, .. }) => {
-                    return Ok(Broken {
-                        participant: target,
-                        held,
-                        outcome,
-                    })
-                }
-                Some(LockEvent::Failed(reason)) => return Err(reason.into()),
-                Some(_) => {}
-                None => return Err(Error::Closed),
-            }
-        }
+        let token = target.token;
+        let outcome = self
+            .one_shot(
+                |core, now| {
+                    let record = record.as_ref().map(|(session, by)| lock_core::BreakRecord {
+                        session: *session,
+                        by: by.as_deref(),
+                    });
+                    core.break_node(&node, token, record, now)
+                },
+                |event| match event {
+                    LockEvent::Broken { outcome, .. } => Some(outcome),
+                    _ => None,
+                },
+            )
+            .await?;
+        Ok(Broken {
+            participant: target,
+            held,
+            outcome,
+        })
     }
 
     /// Blocking twin of [`break_lock`](Self::break_lock).

@@ -206,10 +206,7 @@ impl LockClient {
         .await
     }
 
-    /// Blocking twin of [`wait_idle`](Self::wait_idle).
-    pub fn wait_idle_blocking(&self) -> Result<(), Error> {
-        crate::blocking::block_on(self.wait_idle())
-    }
+    crate::blocking::twins!(fn wait_idle_blocking(&self) -> Result<(), Error> = wait_idle;);
 
     /// The core's counters (requests sent, stale replies, acquisitions, ...).
     ///
@@ -270,8 +267,5 @@ impl LockClient {
         .await
     }
 
-    /// Blocking twin of [`close`](Self::close).
-    pub fn close_blocking(&self) {
-        crate::blocking::block_on(self.close())
-    }
+    crate::blocking::twins!(fn close_blocking(&self) = close;);
 }

@@ -4,9 +4,30 @@
 use crate::error::{Cycle, Error};
 use crate::guard::CancelOnDrop;
 use crate::handle::LockClient;
-use lock_core::{LockEvent, Participants};
+use lock_core::{LockEvent, LockId, Participants, Session, Timestamp, UsageError};
 
 impl LockClient {
+    /// Runs the one-shot core task `start` starts to its answer: the first event
+    /// `answer` takes, or the task's failure. Dropping the future cancels the task.
+    pub(crate) async fn one_shot<T>(
+        &self,
+        start: impl FnOnce(&mut Session, Timestamp) -> Result<LockId, UsageError>,
+        answer: impl Fn(LockEvent) -> Option<T>,
+    ) -> Result<T, Error> {
+        let mut pending = CancelOnDrop::new(self.clone(), self.start_other(start)?);
+        loop {
+            match pending.next().await {
+                Some(LockEvent::Failed(reason)) => return Err(reason.into()),
+                Some(event) => {
+                    if let Some(answer) = answer(event) {
+                        return Ok(answer);
+                    }
+                }
+                None => return Err(Error::Closed),
+            }
+        }
+    }
+
     /// Asks holders to let go, by writing Curator's `__REVOKE__` into their nodes:
     /// given a lock directory, its current holders (the lowest node, or the leading
     /// readers); given a participant node's path, that node's owner, holding or
@@ -33,22 +54,17 @@ impl LockClient {
     ///
     /// [`LockGuard::revocation_requested`]: crate::LockGuard::revocation_requested
     pub async fn revoke(&self, path: impl Into<String>) -> Result<Vec<String>, Error> {
-        let id = self.start_other(|core, now| core.revoke(&path.into(), now))?;
-        let mut pending = CancelOnDrop::new(self.clone(), id);
-        loop {
-            match pending.next().await {
-                Some(LockEvent::RevocationSent { nodes }) => return Ok(nodes),
-                Some(LockEvent::Failed(reason)) => return Err(reason.into()),
-                Some(_) => {}
-                None => return Err(Error::Closed),
-            }
-        }
+        self.one_shot(
+            |core, now| core.revoke(&path.into(), now),
+            |event| match event {
+                LockEvent::RevocationSent { nodes } => Some(nodes),
+                _ => None,
+            },
+        )
+        .await
     }
 
-    /// Blocking twin of [`revoke`](Self::revoke).
-    pub fn revoke_blocking(&self, path: impl Into<String>) -> Result<Vec<String>, Error> {
-        crate::blocking::block_on(self.revoke(path))
-    }
+    crate::blocking::twins!(fn revoke_blocking(&self, path: impl Into<String>) -> Result<Vec<String>, Error> = revoke;);
 
     /// Who holds the lock at `path` and who waits, in queue order: each
     /// [`Participant`](crate::Participant) with its node, kind, naming scheme, owner, session, creation
@@ -75,22 +91,17 @@ impl LockClient {
     /// # futures::executor::block_on(demo(zklock::sim::Server::new().client())).unwrap();
     /// ```
     pub async fn participants(&self, path: impl Into<String>) -> Result<Participants, Error> {
-        let id = self.start_other(|core, now| core.inspect(&path.into(), now))?;
-        let mut pending = CancelOnDrop::new(self.clone(), id);
-        loop {
-            match pending.next().await {
-                Some(LockEvent::Participants(participants)) => return Ok(participants),
-                Some(LockEvent::Failed(reason)) => return Err(reason.into()),
-                Some(_) => {}
-                None => return Err(Error::Closed),
-            }
-        }
+        self.one_shot(
+            |core, now| core.inspect(&path.into(), now),
+            |event| match event {
+                LockEvent::Participants(participants) => Some(participants),
+                _ => None,
+            },
+        )
+        .await
     }
 
-    /// Blocking twin of [`participants`](Self::participants).
-    pub fn participants_blocking(&self, path: impl Into<String>) -> Result<Participants, Error> {
-        crate::blocking::block_on(self.participants(path))
-    }
+    crate::blocking::twins!(fn participants_blocking(&self, path: impl Into<String>) -> Result<Participants, Error> = participants;);
 
     /// Scans the lock directories under `root` (`root` itself and its direct
     /// children) for deadlocks, and returns one cycle per deadlock (empty: none).
@@ -119,20 +130,15 @@ impl LockClient {
     /// [`Mutex::owner`]: crate::Mutex::owner
     /// [`Mutex::detect_deadlocks`]: crate::Mutex::detect_deadlocks
     pub async fn deadlocks(&self, root: impl Into<String>) -> Result<Vec<Cycle>, Error> {
-        let id = self.start_other(|core, now| core.deadlocks(&root.into(), now))?;
-        let mut pending = CancelOnDrop::new(self.clone(), id);
-        loop {
-            match pending.next().await {
-                Some(LockEvent::Deadlocks { cycles }) => return Ok(cycles),
-                Some(LockEvent::Failed(reason)) => return Err(reason.into()),
-                Some(_) => {}
-                None => return Err(Error::Closed),
-            }
-        }
+        self.one_shot(
+            |core, now| core.deadlocks(&root.into(), now),
+            |event| match event {
+                LockEvent::Deadlocks { cycles } => Some(cycles),
+                _ => None,
+            },
+        )
+        .await
     }
 
-    /// Blocking twin of [`deadlocks`](Self::deadlocks).
-    pub fn deadlocks_blocking(&self, root: impl Into<String>) -> Result<Vec<Cycle>, Error> {
-        crate::blocking::block_on(self.deadlocks(root))
-    }
+    crate::blocking::twins!(fn deadlocks_blocking(&self, root: impl Into<String>) -> Result<Vec<Cycle>, Error> = deadlocks;);
 }

@@ -57,10 +57,7 @@ impl ConnectionEvents {
         .await
     }
 
-    /// Blocking twin of [`next`](Self::next).
-    pub fn next_blocking(&mut self) -> Option<ConnectionEvent> {
-        crate::blocking::block_on(self.next())
-    }
+    crate::blocking::twins!(fn next_blocking(&mut self) -> Option<ConnectionEvent> = next;);
 
     /// Like [`next_blocking`](Self::next_blocking), giving up with `None` once
     /// `timeout` has passed without a change (none is lost).

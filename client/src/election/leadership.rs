@@ -136,10 +136,7 @@ impl Leadership {
         self.guard.next_event().await
     }
 
-    /// Blocking twin of [`next_event`](Self::next_event).
-    pub fn next_event_blocking(&self) -> Option<LockEvent> {
-        crate::blocking::block_on(self.next_event())
-    }
+    crate::blocking::twins!(fn next_event_blocking(&self) -> Option<LockEvent> = next_event;);
 
     /// Like [`next_event_blocking`](Self::next_event_blocking), giving up with
     /// `None` once `timeout` has passed without an event (none is lost).
@@ -165,10 +162,7 @@ impl Leadership {
         self.guard.suspended().await
     }
 
-    /// Blocking twin of [`suspended`](Self::suspended).
-    pub fn suspended_blocking(&self) -> LockEvent {
-        crate::blocking::block_on(self.suspended())
-    }
+    crate::blocking::twins!(fn suspended_blocking(&self) -> LockEvent = suspended;);
 
     /// Waits until leadership is lost, and says why. Cancel-safe.
     ///
@@ -191,10 +185,7 @@ impl Leadership {
         self.guard.lost().await
     }
 
-    /// Blocking twin of [`lost`](Self::lost).
-    pub fn lost_blocking(&self) -> LostReason {
-        crate::blocking::block_on(self.lost())
-    }
+    crate::blocking::twins!(fn lost_blocking(&self) -> LostReason = lost;);
 
     /// ZooKeeper writes applied only while this is the leader (see
     /// [`LockGuard::fenced_write`]).
@@ -243,8 +234,5 @@ impl Leadership {
         self.guard.release().await
     }
 
-    /// Blocking twin of [`resign`](Self::resign).
-    pub fn resign_blocking(self) -> Result<(), Error> {
-        crate::blocking::block_on(self.resign())
-    }
+    crate::blocking::twins!(fn resign_blocking(self) -> Result<(), Error> = resign;);
 }

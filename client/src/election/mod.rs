@@ -304,10 +304,7 @@ impl Election {
         self.client.shared().with(|s| s.connection.generation())
     }
 
-    /// Blocking twin of [`leadership`](Self::leadership).
-    pub fn leadership_blocking(&mut self) -> Result<Leadership, Error> {
-        crate::blocking::block_on(self.leadership())
-    }
+    crate::blocking::twins!(fn leadership_blocking(&mut self) -> Result<Leadership, Error> = leadership;);
 
     /// Like [`leadership_blocking`](Self::leadership_blocking), giving up with
     /// [`Error::Timeout`] after `timeout` (the candidacy stays: call again to go on
@@ -374,10 +371,7 @@ impl Election {
         }
     }
 
-    /// Blocking twin of [`next_event`](Self::next_event).
-    pub fn next_event_blocking(&mut self) -> Option<ElectionEvent> {
-        crate::blocking::block_on(self.next_event())
-    }
+    crate::blocking::twins!(fn next_event_blocking(&mut self) -> Option<ElectionEvent> = next_event;);
 
     /// Leaves the election: withdraws a waiting candidacy, or ends the leadership of
     /// the current term (its [`Leadership`] then reports it released). Returns once
@@ -410,10 +404,7 @@ impl Election {
         }
     }
 
-    /// Blocking twin of [`resign`](Self::resign).
-    pub fn resign_blocking(self) {
-        crate::blocking::block_on(self.resign())
-    }
+    crate::blocking::twins!(fn resign_blocking(self) = resign;);
 }
 
 impl Drop for Election {

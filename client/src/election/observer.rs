@@ -124,10 +124,7 @@ impl ElectionObserver {
         }
     }
 
-    /// Blocking twin of [`changed`](Self::changed).
-    pub fn changed_blocking(&mut self) -> Result<Option<Leader>, Error> {
-        crate::blocking::block_on(self.changed())
-    }
+    crate::blocking::twins!(fn changed_blocking(&mut self) -> Result<Option<Leader>, Error> = changed;);
 
     /// Like [`changed_blocking`](Self::changed_blocking), giving up with
     /// [`Error::Timeout`] after `timeout` without a change.

@@ -207,10 +207,7 @@ impl LockGuard {
         poll_fn(|cx| poll_event(client, id, cx)).await
     }
 
-    /// Blocking twin of [`next_event`](Self::next_event).
-    pub fn next_event_blocking(&self) -> Option<LockEvent> {
-        crate::blocking::block_on(self.next_event())
-    }
+    crate::blocking::twins!(fn next_event_blocking(&self) -> Option<LockEvent> = next_event;);
 
     /// Like [`next_event_blocking`](Self::next_event_blocking), giving up with
     /// `None` once `timeout` has passed without an event (none is lost).
@@ -270,10 +267,7 @@ impl LockGuard {
             })
     }
 
-    /// Blocking twin of [`lost`](Self::lost).
-    pub fn lost_blocking(&self) -> LostReason {
-        crate::blocking::block_on(self.lost())
-    }
+    crate::blocking::twins!(fn lost_blocking(&self) -> LostReason = lost;);
 
     /// Waits until the lock is suspended (connection down) or lost, and returns the
     /// event. Cancel-safe.
@@ -298,10 +292,7 @@ impl LockGuard {
         }
     }
 
-    /// Blocking twin of [`suspended`](Self::suspended).
-    pub fn suspended_blocking(&self) -> LockEvent {
-        crate::blocking::block_on(self.suspended())
-    }
+    crate::blocking::twins!(fn suspended_blocking(&self) -> LockEvent = suspended;);
 
     /// Releases the lock: deletes our node and waits for the server to confirm (across
     /// reconnects, if the connection is down meanwhile).
@@ -371,10 +362,7 @@ impl LockGuard {
         .await
     }
 
-    /// Blocking twin of [`release`](Self::release).
-    pub fn release_blocking(self) -> Result<(), Error> {
-        crate::blocking::block_on(self.release())
-    }
+    crate::blocking::twins!(fn release_blocking(self) -> Result<(), Error> = release;);
 
     /// Whether someone asked us to let go ([`LockClient::revoke`](crate::LockClient::revoke)): set once a
     /// [`LockEvent::RevocationRequested`] arrived, whether or not it was read. Only
@@ -441,10 +429,7 @@ impl LockGuard {
         }
     }
 
-    /// Blocking twin of [`revocation_requested`](Self::revocation_requested).
-    pub fn revocation_requested_blocking(&self) -> Result<(), LostReason> {
-        crate::blocking::block_on(self.revocation_requested())
-    }
+    crate::blocking::twins!(fn revocation_requested_blocking(&self) -> Result<(), LostReason> = revocation_requested;);
 
     /// Like [`revocation_requested_blocking`](Self::revocation_requested_blocking),
     /// giving up with `None` once `timeout` has passed without a request or a loss.

@@ -63,10 +63,7 @@ impl LockGuard {
         self.section(true).await
     }
 
-    /// Blocking twin of [`open_section`](Self::open_section).
-    pub fn open_section_blocking(&self) -> Result<(), Error> {
-        crate::blocking::block_on(self.open_section())
-    }
+    crate::blocking::twins!(fn open_section_blocking(&self) -> Result<(), Error> = open_section;);
 
     /// Closes the critical section: the work is consistent again. One round trip.
     ///
@@ -87,10 +84,7 @@ impl LockGuard {
         self.section(false).await
     }
 
-    /// Blocking twin of [`close_section`](Self::close_section).
-    pub fn close_section_blocking(&self) -> Result<(), Error> {
-        crate::blocking::block_on(self.close_section())
-    }
+    crate::blocking::twins!(fn close_section_blocking(&self) -> Result<(), Error> = close_section;);
 
     async fn section(&self, open: bool) -> Result<(), Error> {
         let id = self.id;

@@ -34,13 +34,7 @@ fn held_on(clock: &Arc<ManualClock>) -> (LockClient, Link, LockGuard) {
 #[test]
 fn a_guard_past_its_deadline_is_suspended_before_the_link_runs() {
     let clock = ManualClock::new();
-    let (locks, mut link) = connected_on(&clock);
-    let mut pending = locks.mutex("/l").start().unwrap();
-    grant_now(&mut link, &clock, 5);
-    let guard = match poll_once(std::pin::Pin::new(&mut pending)) {
-        Poll::Ready(guard) => guard.unwrap(),
-        Poll::Pending => panic!("not granted"),
-    };
+    let (_locks, mut link, guard) = held_on(&clock);
     let until = guard.trusted_until().expect("a grant proves contact");
     assert!(until > clock.now());
 

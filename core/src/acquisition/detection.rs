@@ -55,6 +55,34 @@ struct Parts {
 }
 
 impl Parts {
+    fn start_chase(&mut self, cx: &mut Ctx, identity: Identity<'_>) {
+        let (Some(own), Some(owner)) = (identity.node, &identity.spec.rare().owner) else {
+            return;
+        };
+        let chase = Chase::start(
+            cx,
+            identity.id,
+            own.path.to_string(),
+            owner.clone(),
+            self.owner_held.clone(),
+        );
+        cx.stats.deadlock_chases += 1;
+        self.chase = Some(Box::new(chase));
+    }
+}
+
+impl Detection {
+    /// The parts, made at first use.
+    fn parts(&mut self) -> &mut Parts {
+        self.parts.get_or_insert_with(Box::default)
+    }
+
+    /// Whether `spec` uses detection's state at all: a deadlock detector, or an
+    /// owner whose waits other acquisitions may publish in our node's header.
+    fn used_by(spec: &LockSpec) -> bool {
+        spec.rare().detect_after.is_some() || spec.rare().owner.is_some()
+    }
+
     // Getters.
 
     /// Where our owner waits, if we publish it (`waiting`: the acquisition
@@ -64,7 +92,7 @@ impl Parts {
         waiting: bool,
         identity: Identity<'a>,
     ) -> Option<(&'a str, String)> {
-        if !self.detecting || !waiting {
+        if !self.parts.as_ref()?.detecting || !waiting {
             return None;
         }
         Some((
@@ -84,18 +112,19 @@ impl Parts {
         result: Result<Reply, ZkError>,
         waiting: bool,
     ) -> Option<FailReason> {
-        let chase = self.chase.as_mut()?;
+        let parts = self.parts.as_mut()?;
+        let chase = parts.chase.as_mut()?;
         if !chase.owns(request) {
             return None;
         }
         match chase.on_reply(cx, request, result) {
             ChaseResult::Pending => None,
             ChaseResult::NoCycle => {
-                self.chase = None;
+                parts.chase = None;
                 None
             }
             ChaseResult::Cycle { victim, cycle } => {
-                self.chase = None;
+                parts.chase = None;
                 cx.stats.deadlocks_seen += 1;
                 (victim && waiting).then_some(FailReason::Deadlock { cycle })
             }
@@ -110,25 +139,33 @@ impl Parts {
         request: RequestId,
         result: &Result<Reply, ZkError>,
     ) {
-        if let Some(own) = identity.node {
-            self.publication
+        if let (Some(parts), Some(own)) = (&mut self.parts, identity.node) {
+            parts
+                .publication
                 .on_reply(cx, identity.id, &own.path, request, result);
         }
     }
 
     /// Our create's reply brought our node's stat: the node holds `data` (our
-    /// header) at that version.
+    /// header) at that version. Without an owner our header names nobody,
+    /// nothing is ever published in it, and nothing is kept.
     pub(super) fn node_created(&mut self, spec: &LockSpec, data: Vec<u8>, stat: &Stat) {
-        self.publication
-            .created(data, stat, spec.scheme, spec.rare().owner.as_deref());
+        if Self::used_by(spec) {
+            let owner = spec.rare().owner.as_deref();
+            self.parts()
+                .publication
+                .created(data, stat, spec.scheme, owner);
+        }
     }
 
     /// A read of our node found `data` at `stat`: what our header says, if it is
     /// still ours (a revocation marker is not).
     pub(super) fn node_read(&mut self, spec: &LockSpec, data: &[u8], stat: &Stat) {
-        if spec.rare().detect_after.is_some() || spec.rare().owner.is_some() {
-            self.publication
-                .observe(data, stat, spec.scheme, spec.rare().owner.as_deref());
+        if Self::used_by(spec) {
+            let owner = spec.rare().owner.as_deref();
+            self.parts()
+                .publication
+                .observe(data, stat, spec.scheme, owner);
         }
     }
 
@@ -137,8 +174,12 @@ impl Parts {
     /// A look did not grant: the wait starts (once), and with detection on, its
     /// timer.
     pub(super) fn start_waiting(&mut self, cx: &mut Ctx, id: LockId, spec: &LockSpec) {
-        if let (Some(after), None) = (spec.rare().detect_after, self.wait_started) {
-            self.wait_started = Some(cx.now);
+        let Some(after) = spec.rare().detect_after else {
+            return;
+        };
+        let parts = self.parts();
+        if parts.wait_started.is_none() {
+            parts.wait_started = Some(cx.now);
             cx.timers.set(id, TimerKind::Detect, cx.now + after);
         }
     }
@@ -149,6 +190,7 @@ impl Parts {
         let Some(after) = identity.spec.rare().detect_after else {
             return;
         };
+        let parts = self.parts();
         if !waiting {
             return;
         }
@@ -157,44 +199,35 @@ impl Parts {
         if !cx.connected || identity.node.is_none() {
             return;
         }
-        self.detecting = true;
-        if self.chase.is_none() {
-            self.start_chase(cx, identity);
+        parts.detecting = true;
+        if parts.chase.is_none() {
+            parts.start_chase(cx, identity);
         }
     }
 
     /// A watched blocker's data changed: someone may have published a wait
     /// there, so a detecting waiter chases now.
     pub(super) fn on_blocker_changed(&mut self, cx: &mut Ctx, identity: Identity<'_>) {
-        if self.detecting && self.chase.is_none() {
-            self.start_chase(cx, identity);
+        if let Some(parts) = &mut self.parts {
+            if parts.detecting && parts.chase.is_none() {
+                parts.start_chase(cx, identity);
+            }
         }
-    }
-
-    fn start_chase(&mut self, cx: &mut Ctx, identity: Identity<'_>) {
-        let (Some(own), Some(owner)) = (identity.node, &identity.spec.rare().owner) else {
-            return;
-        };
-        let chase = Chase::start(
-            cx,
-            identity.id,
-            own.path.to_string(),
-            owner.clone(),
-            self.owner_held.clone(),
-        );
-        cx.stats.deadlock_chases += 1;
-        self.chase = Some(Box::new(chase));
     }
 
     /// Tells a detecting waiter which nodes its owner holds on this session.
     pub(super) fn set_owner_held(&mut self, spec: &LockSpec, held: &[String]) {
-        if spec.rare().detect_after.is_some() && self.owner_held != held {
-            self.owner_held = held.to_vec();
+        if spec.rare().detect_after.is_some() {
+            let parts = self.parts();
+            if parts.owner_held != held {
+                parts.owner_held = held.to_vec();
+            }
         }
     }
 
     /// Publishes `waits` in our held node's header (or withdraws what is there),
-    /// while `trusted` (held, not suspended) and connected.
+    /// while `trusted` (held, not suspended) and connected. Nothing to withdraw
+    /// where nothing was kept.
     pub(super) fn publish(
         &mut self,
         cx: &mut Ctx,
@@ -202,147 +235,33 @@ impl Parts {
         trusted: bool,
         waits: Vec<String>,
     ) {
-        if waits.is_empty() && !self.publication.active() {
+        let active = self.parts.as_ref().is_some_and(|p| p.publication.active());
+        if waits.is_empty() && !active {
             return;
         }
-        if !trusted || !cx.connected {
+        let Some(own) = identity.node.filter(|_| trusted && cx.connected) else {
             return;
-        }
-        let Some(own) = identity.node else { return };
-        self.publication.publish(cx, identity.id, &own.path, waits);
+        };
+        self.parts()
+            .publication
+            .publish(cx, identity.id, &own.path, waits);
     }
 
     /// Granted or ended: no more chasing or detect timer.
     pub(super) fn stop(&mut self, cx: &mut Ctx, id: LockId) {
-        self.detecting = false;
-        self.chase = None;
+        if let Some(parts) = &mut self.parts {
+            parts.detecting = false;
+            parts.chase = None;
+        }
         cx.timers.cancel(id, TimerKind::Detect);
     }
 
     /// The connection dropped (or a recovery starts): a chase in progress and a
     /// publication in flight are gone; the next detect timer chases again.
     pub(super) fn forget(&mut self) {
-        self.chase = None;
-        self.publication.forget();
-    }
-}
-
-impl Detection {
-    /// The parts, made at first use.
-    fn parts(&mut self) -> &mut Parts {
-        self.parts.get_or_insert_with(Box::default)
-    }
-
-    /// Whether `spec` uses detection's state at all: a deadlock detector, or an
-    /// owner whose waits other acquisitions may publish in our node's header.
-    fn used_by(spec: &LockSpec) -> bool {
-        spec.rare().detect_after.is_some() || spec.rare().owner.is_some()
-    }
-
-    /// See [`Parts::published_wait`].
-    pub(super) fn published_wait<'a>(
-        &self,
-        waiting: bool,
-        identity: Identity<'a>,
-    ) -> Option<(&'a str, String)> {
-        self.parts.as_ref()?.published_wait(waiting, identity)
-    }
-
-    /// See [`Parts::on_chase_reply`].
-    pub(super) fn on_chase_reply(
-        &mut self,
-        cx: &mut Ctx,
-        request: RequestId,
-        result: Result<Reply, ZkError>,
-        waiting: bool,
-    ) -> Option<FailReason> {
-        self.parts
-            .as_mut()?
-            .on_chase_reply(cx, request, result, waiting)
-    }
-
-    /// See [`Parts::on_publish_reply`].
-    pub(super) fn on_publish_reply(
-        &mut self,
-        cx: &mut Ctx,
-        identity: Identity<'_>,
-        request: RequestId,
-        result: &Result<Reply, ZkError>,
-    ) {
         if let Some(parts) = &mut self.parts {
-            parts.on_publish_reply(cx, identity, request, result);
-        }
-    }
-
-    /// See [`Parts::node_created`]. Without an owner our header names nobody,
-    /// nothing is ever published in it, and nothing is kept.
-    pub(super) fn node_created(&mut self, spec: &LockSpec, data: Vec<u8>, stat: &Stat) {
-        if Self::used_by(spec) {
-            self.parts().node_created(spec, data, stat);
-        }
-    }
-
-    /// See [`Parts::node_read`].
-    pub(super) fn node_read(&mut self, spec: &LockSpec, data: &[u8], stat: &Stat) {
-        if Self::used_by(spec) {
-            self.parts().node_read(spec, data, stat);
-        }
-    }
-
-    /// See [`Parts::start_waiting`].
-    pub(super) fn start_waiting(&mut self, cx: &mut Ctx, id: LockId, spec: &LockSpec) {
-        if spec.rare().detect_after.is_some() {
-            self.parts().start_waiting(cx, id, spec);
-        }
-    }
-
-    /// See [`Parts::on_timer`].
-    pub(super) fn on_timer(&mut self, cx: &mut Ctx, identity: Identity<'_>, waiting: bool) {
-        if identity.spec.rare().detect_after.is_some() {
-            self.parts().on_timer(cx, identity, waiting);
-        }
-    }
-
-    /// See [`Parts::on_blocker_changed`].
-    pub(super) fn on_blocker_changed(&mut self, cx: &mut Ctx, identity: Identity<'_>) {
-        if let Some(parts) = &mut self.parts {
-            parts.on_blocker_changed(cx, identity);
-        }
-    }
-
-    /// See [`Parts::set_owner_held`].
-    pub(super) fn set_owner_held(&mut self, spec: &LockSpec, held: &[String]) {
-        if spec.rare().detect_after.is_some() {
-            self.parts().set_owner_held(spec, held);
-        }
-    }
-
-    /// See [`Parts::publish`] (nothing to withdraw where nothing was kept).
-    pub(super) fn publish(
-        &mut self,
-        cx: &mut Ctx,
-        identity: Identity<'_>,
-        trusted: bool,
-        waits: Vec<String>,
-    ) {
-        if waits.is_empty() && self.parts.is_none() {
-            return;
-        }
-        self.parts().publish(cx, identity, trusted, waits);
-    }
-
-    /// See [`Parts::stop`].
-    pub(super) fn stop(&mut self, cx: &mut Ctx, id: LockId) {
-        match &mut self.parts {
-            Some(parts) => parts.stop(cx, id),
-            None => cx.timers.cancel(id, TimerKind::Detect),
-        }
-    }
-
-    /// See [`Parts::forget`].
-    pub(super) fn forget(&mut self) {
-        if let Some(parts) = &mut self.parts {
-            parts.forget();
+            parts.chase = None;
+            parts.publication.forget();
         }
     }
 }
