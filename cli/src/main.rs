@@ -83,17 +83,9 @@ fn main() -> ExitCode {
         }
         // The others end on a signal as its default action would, but with the
         // session closed.
-        Plan::Top(session, args) => block_on(async {
-            // top's listing session connects beside the lock client's session:
-            // one connect to wait for, not two in a row.
-            let listing = top::connect_listing(&session.conn);
-            session
-                .look(async |s| {
-                    let top = top::run(listing, &s.locks, args, &s.chroot);
-                    until_signal(&mut s.signals, top).await
-                })
-                .await
-        }),
+        Plan::Top(session, args) => block_on(session.look(async |s| {
+            until_signal(&mut s.signals, top::run(&s.locks, args, &s.chroot)).await
+        })),
         Plan::Revoke(session, target) => block_on(session.look(async |s| {
             until_signal(&mut s.signals, revoke::run(&s.locks, target, &s.chroot)).await
         })),

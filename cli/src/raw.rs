@@ -1,6 +1,6 @@
 //! A plain zookeeper-client session with `zklock`'s connection options (TLS,
-//! digest auth), for what the lock client does not do: looking a chroot up,
-//! listing the lock directories under a root.
+//! digest auth), for what the lock client does not do: looking a chroot up;
+//! and how `top`'s listing (on the lock client's own session) fails.
 
 use crate::ConnArgs;
 use lock_zookeeper_client::zookeeper_client::{self, Client};
@@ -32,15 +32,10 @@ pub(crate) async fn connect(conn: &ConnArgs, hosts: &str, timeout: Duration) -> 
     Some(client)
 }
 
-/// What failed on a plain session (`top`'s listing session), as the source of
+/// What failed on `top`'s listing (on the lock client's session), as the source of
 /// the [`Error::Connect`](lock_zookeeper_client::Error::Connect) that reports it.
 #[derive(Debug)]
 pub(crate) enum Failure {
-    /// No session could be opened with these servers.
-    NoSession {
-        /// The connect string.
-        servers: String,
-    },
     /// The persistent watch on the root could not be set.
     Watch {
         /// The root watched.
@@ -67,7 +62,6 @@ pub(crate) enum Failure {
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Failure::NoSession { servers } => write!(f, "no listing session to {servers}"),
             Failure::Watch { root, .. } => write!(f, "watching {root} failed"),
             Failure::List { root, .. } => write!(f, "listing {root} failed"),
             Failure::Ended { root, how } => write!(f, "the listing session of {root} {how}"),
@@ -79,7 +73,7 @@ impl std::error::Error for Failure {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Failure::Watch { source, .. } | Failure::List { source, .. } => Some(source),
-            Failure::NoSession { .. } | Failure::Ended { .. } => None,
+            Failure::Ended { .. } => None,
         }
     }
 }

@@ -99,8 +99,8 @@ pub use lock_zookeeper_client::SmolRuntime;
 pub use lock_zookeeper_client::TokioRuntime;
 #[cfg(any(feature = "tokio", feature = "async-std", feature = "smol"))]
 pub use lock_zookeeper_client::{
-    builder, connect, default_runtime, zookeeper_client, BoxedFuture, Builder, Connect, Runtime,
-    DEFAULT_SESSION_TIMEOUT,
+    builder, connect, default_runtime, session_client, zookeeper_client, BoxedFuture, Builder,
+    Connect, Runtime, DEFAULT_SESSION_TIMEOUT,
 };
 
 /// The blocking binding: a [`LockClient`] over the `zookeeper` crate.

@@ -38,7 +38,7 @@ use futures::{FutureExt, StreamExt};
 use lock_client::Link;
 use lock_core::{Op, Reply, Request, RequestId, SessionEvent, WatchKind, ZkError};
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use zookeeper_client::{Client, EventType, SessionState, WatchedEvent};
@@ -102,6 +102,28 @@ pub(crate) struct Driver {
     /// Told (or dropped) once the first connection has TCP_NODELAY or could not
     /// get it: `connect` returns then.
     nodelay_ready: Option<oneshot::Sender<()>>,
+    /// The current session's client, for [`session_client`] (the link's
+    /// extension): weak, so that it keeps no session open.
+    session_client: Arc<SessionClient>,
+}
+
+/// The link's extension of this binding: the current session's client.
+type SessionClient = Mutex<Weak<Client>>;
+
+/// The zookeeper-client [`Client`] of `locks`' current session (`None` while
+/// no session is open, or once closed), for reads the lock client does not make
+/// (listing a directory's children, watching a subtree) without a session of
+/// their own. It keeps its session's connection open while held: drop it
+/// before [`LockClient::close`](lock_client::LockClient::close), which
+/// otherwise waits for it. After an expiry the binding opens a new session,
+/// with a new client; an old one answers `SessionExpired`.
+pub fn session_client(locks: &lock_client::LockClient) -> Option<Arc<Client>> {
+    let current = locks.extension::<SessionClient>()?;
+    let client = current
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .upgrade();
+    client
 }
 
 impl Driver {
@@ -127,7 +149,9 @@ impl Driver {
             server_check: None,
             contact: Instant::now(),
             nodelay_ready: Some(nodelay_ready),
+            session_client: Arc::new(Mutex::new(Weak::new())),
         };
+        driver.link.set_extension(driver.session_client.clone());
         driver.install(client);
         driver
     }
@@ -329,7 +353,12 @@ impl Driver {
             })
             .boxed(),
         );
-        self.client = Some(Arc::new(client));
+        let client = Arc::new(client);
+        *self
+            .session_client
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(&client);
+        self.client = Some(client);
         self.contact = Instant::now();
         self.on_state(initial);
     }

@@ -169,6 +169,7 @@ mod glue;
 mod runtime;
 
 pub use client::{builder, connect, Builder, Connect, DEFAULT_SESSION_TIMEOUT};
+pub use driver::session_client;
 #[cfg(feature = "async-std")]
 pub use runtime::AsyncStdRuntime;
 #[cfg(feature = "smol")]

@@ -49,4 +49,20 @@ rt_tests! {
         eprintln!("release + close: {round_trips:.2} round trips (fastest of 4; one {round_trip:?})");
         assert!(round_trips < 1.5, "closeSession waited for the delete's reply: {round_trips:.2} round trips");
     }
+
+    /// `session_client` is the lock client's own session (its id, its nodes'
+    /// owner) while it is open, and nothing once it is closed.
+    async fn session_client_is_the_lock_clients_session_until_close(rt) {
+        let locks = connect(&rt, &server().connect_string(), Duration::from_secs(10)).await;
+        let path = unique_path("session-client", &rt);
+        let guard = locks.mutex(path.clone()).lock().await.unwrap();
+        let raw = lock_zookeeper_client::session_client(&locks).expect("an open session's client");
+        assert_eq!(Some(raw.session_id().0), locks.session_id());
+        let (_, stat) = raw.get_data(guard.path()).await.unwrap();
+        assert_eq!(stat.ephemeral_owner, raw.session_id().0, "the lock's node is this session's");
+        drop(raw);
+        guard.release().await.unwrap();
+        locks.close().await;
+        assert!(lock_zookeeper_client::session_client(&locks).is_none());
+    }
 }

@@ -10,16 +10,10 @@ mod table;
 
 use crate::chroot::Chroot;
 use crate::render::now_ms;
-use crate::ConnArgs;
-use lock_zookeeper_client::zookeeper_client::Client;
 use lock_zookeeper_client::LockClient;
 use std::process::ExitCode;
-use std::time::Duration;
 
 pub(crate) use table::SortBy;
-
-/// How long the listing session may take to connect.
-const CONNECT_BOUND: Duration = Duration::from_secs(10);
 
 /// `zklock top`'s arguments.
 #[derive(clap::Args, Debug)]
@@ -37,39 +31,12 @@ pub(crate) struct TopArgs {
     sort: SortBy,
 }
 
-/// Starts connecting `top`'s listing session (a plain session: it lists the
-/// root and watches it), on a task of its own so that it connects while the
-/// lock client's session does.
-pub(crate) fn connect_listing(conn: &ConnArgs) -> ListingSession {
-    let conn = conn.clone();
-    let session = tokio::spawn(async move {
-        let raw = crate::raw::connect(&conn, &conn.zk, CONNECT_BOUND).await;
-        raw.ok_or(conn.zk)
-    });
-    ListingSession(session)
-}
-
-/// `top`'s listing session, connecting: the client, or the connect string that
-/// gave no session.
-pub(crate) struct ListingSession(tokio::task::JoinHandle<Result<Client, String>>);
-
-/// Runs `zklock top` (the listing session from [`connect_listing`]).
-pub(crate) async fn run(
-    listing: ListingSession,
-    locks: &LockClient,
-    args: TopArgs,
-    chroot: &Chroot<'_>,
-) -> ExitCode {
-    let raw = match listing.0.await {
-        Ok(Ok(raw)) => raw,
-        Ok(Err(servers)) => {
-            let failure = crate::raw::Failure::NoSession { servers };
-            return crate::fail(&crate::raw::connect_error(failure));
-        }
-        Err(e) => {
-            let client = lock_zookeeper_client::ConnectFailure::Client;
-            return crate::fail(&lock_zookeeper_client::Error::connect_caused_by(client, e));
-        }
+/// Runs `zklock top`. It lists the root and watches it on the lock client's own
+/// session (one session, not one more beside it for the listing).
+pub(crate) async fn run(locks: &LockClient, args: TopArgs, chroot: &Chroot<'_>) -> ExitCode {
+    let Some(raw) = lock_zookeeper_client::session_client(locks) else {
+        // Closed under us (the session expired between the connect and now).
+        return crate::fail(&lock_zookeeper_client::Error::Closed);
     };
     if !args.once {
         return match screen::run(&raw, locks, &args.root, args.sort).await {
