@@ -30,82 +30,59 @@ pub enum Style {
     Async,
 }
 
-/// A test's needs beyond the base contract; an [`Env`] lists those it has, and
-/// [`conformance_tests!`](crate::conformance_tests) generates the tests that need
-/// one only for the environments that list it (a lacking environment runs fewer
-/// tests, visibly: the test does not exist, it does not pass vacuously).
+/// A test's needs beyond the base contract; an [`Env`] lists those it has. The
+/// tests that need each are listed once, in
+/// [`conformance_tests!`](crate::conformance_tests)'s source; one run where the
+/// capability is lacking checks nothing and says so (`not applicable: ...`).
+/// The bindings that lack one say why in their `tests/conformance.rs`
+/// ([`ZkEnv::without`](crate::ZkEnv::without)).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[non_exhaustive]
 pub enum Capability {
     /// The client crate's `multi`: fenced writes, crash-detecting sections,
-    /// lock-delay and the record of a forced break, each one transaction
-    /// (`fenced_write_only_while_held`, `crash_in_section_detected_*`,
-    /// `lock_delay_follows_an_unclean_end_only`, `forced_break_leaves_its_record`).
+    /// lock-delay and the record of a forced break, each one transaction.
     Multi,
     /// [`Deployment::client_with_held_replies`]: lose exactly the replies the
-    /// server sent after a point (`connection_loss_during_create_adopts_node`).
+    /// server sent after a point (`lock_testkit::FaultProxy::hold`).
     HoldReplies,
-    /// [`Deployment::watchers_of`]: which sessions watch a path
-    /// (`waiter_rewatches_after_reconnect`,
-    /// `admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals`).
+    /// [`Deployment::watchers_of`]: which sessions watch a path (`wchp`).
     Watchers,
-    /// [`Deployment::requests_received`]: the server's request count
-    /// (`requests_per_uncontended_cycle`).
+    /// [`Deployment::requests_received`]: the server's request count (`mntr`).
     RequestCount,
-    /// [`Env::ensemble`]: a replicated ensemble that can lose its leader
-    /// (`ensemble_leader_loss_keeps_exclusion`); and [`Env::client_at`] on
-    /// ZooKeeper servers a test starts, pauses and restarts itself (the tests of
-    /// `suite/availability.rs`: with [`Capability::FullTolerance`]
-    /// those that cut the holder off for `0.8 T`; with [`Capability::ServerChecks`]
-    /// the check of a lone quorum peer's settings).
+    /// [`Env::ensemble`]: a replicated ensemble that can lose its leader; and
+    /// [`Env::client_at`] on ZooKeeper servers a test starts, pauses and
+    /// restarts itself (`suite/availability.rs`).
     Ensemble,
     /// Room for a load test: an ensemble ([`Env::ensemble`]) and 140 sessions
     /// contending on it for a minute or two while two busy processes load the
-    /// machine (`contended_grants_under_load_raise_no_false_alarm`).
+    /// machine.
     Load,
     /// [`Deployment::connect_string`] and [`Env::client_at`]: a server another
     /// process reaches, so that a test can run its binary again as a child
-    /// that holds a lock there and be signalled
-    /// (`a_paused_holder_distrusts_its_lock_at_the_first_check`).
+    /// that holds a lock there and be signalled.
     Processes,
     /// [`Env::client_at`] and [`Deployment::connect_string`]: connects to any
-    /// address over a real network (`connect_refused_is_prompt_and_named`,
-    /// `connect_unresolvable_is_prompt_and_named`,
-    /// `connect_not_zookeeper_is_prompt_and_named`,
-    /// `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu`;
-    /// the round trips of an acquisition, a release and a handoff through a
-    /// delaying proxy: `round_trips_through_50ms`).
+    /// address over a real network (refused, unresolvable, not ZooKeeper, no
+    /// chroot; round trips through a delaying proxy).
     ConnectFailures,
     /// With [`Capability::ConnectFailures`], on Linux: the binding sets
     /// TCP_NODELAY on its own sockets after connecting and after every
-    /// reconnect (`set_after_connect_and_after_reconnect`,
-    /// `set_after_moving_to_another_server`), so that Nagle's algorithm does not
-    /// hold the second of two pipelined requests for a round trip
-    /// (`round_trips_through_10ms_despite_nagle`). lock-zookeeper-async does not
-    /// set it: [`ZkEnv::without`](crate::ZkEnv::without).
+    /// reconnect, so that Nagle's algorithm does not hold the second of two
+    /// pipelined requests for a round trip.
     Nodelay,
     /// With [`Capability::Ensemble`]: a held lock survives a loss of contact of
     /// `0.8 T`, inside the tolerance `lock_core::contact` promises (`0.85 T` less
     /// a round trip on a standalone server, about `0.83 T` on an ensemble member
-    /// whose `tickTime` is known): `standalone_pause_of_0_8_t_keeps_the_lock`,
-    /// `leader_restart_keeps_the_lock`, `follower_restart_keeps_the_lock`.
-    /// lock-zookeeper-async tolerates less (its client crate hides when it last
-    /// heard the server and notices silence late: its locks are lost within
-    /// such a cut): [`ZkEnv::without`](crate::ZkEnv::without).
+    /// whose `tickTime` is known).
     FullTolerance,
     /// [`Env::client_with_options`]: a client of the binding connected with
     /// lock-client's `ConnectOptions` (digest auth, the ACL of created nodes,
-    /// chroot): `creator_acl_admits_its_user_and_refuses_others_with_a_typed_error`,
-    /// `credentials_survive_a_reconnect`, `chroot_puts_every_node_under_it`,
-    /// `bad_options_are_typed_errors`. A [`ZkEnv`](crate::ZkEnv) made
+    /// chroot). A [`ZkEnv`](crate::ZkEnv) made
     /// [`with_options`](crate::ZkEnv::with_options) has it.
     ConnectOptions,
     /// With [`Capability::Ensemble`]: the binding reads the settings (`conf`) of
     /// each server it connects to and reports them (`LockClient::server_checks`)
-    /// with the hazards they bring (`ConnectionEvent::ServerHazard`):
-    /// `server_check_reports_an_unsafe_session_and_passes_a_safe_one`.
-    /// lock-zookeeper-async reads `conf` only to work out its session timeout
-    /// and reports no check: [`ZkEnv::without`](crate::ZkEnv::without).
+    /// with the hazards they bring (`ConnectionEvent::ServerHazard`).
     ServerChecks,
 }
 

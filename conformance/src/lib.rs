@@ -44,37 +44,17 @@
 //! `cancel()` or by dropping its future, guards' events), the servers, the faults
 //! and the administrator's view (the [`Env`] traits).
 //!
-//! # Which tests run where, and why
+//! # Which tests run where
 //!
-//! | Environment | Where | Style | Tests |
-//! |---|---|---|---|
-//! | lock-zookeeper-client on tokio, async-std and smol | `adapters/zookeeper-client/tests/conformance.rs` | async | all (the `load` test on tokio only) |
-//! | lock-zookeeper | `adapters/zookeeper/tests/conformance.rs` | blocking | all |
-//! | lock-zookeeper-async | `adapters/zookeeper-async/tests/conformance.rs` | async | all but the `multi`, `full_tolerance`, `nodelay`, `server_checks` and `load` tests |
-//! | lock-sim's `Server` | `conformance/tests/sim.rs` | blocking and async | all but the `ensemble`, `full_tolerance`, `load`, `processes`, `connect_failures`, `nodelay`, `connect_options` and `server_checks` tests |
-//!
-//! A test that needs more than the base contract names a [`Capability`]. The
-//! macro generates every test for every environment; one whose capability the
-//! environment lacks ([`Env::capabilities`]) checks nothing and says so by name
+//! The macro generates every test for every environment. A test that needs more
+//! than the base contract names a [`Capability`]; where the environment lacks it
+//! ([`Env::capabilities`]), the test checks nothing and says so by name
 //! (`not applicable: Multi (lock-zookeeper-async)` on stderr), never a silent
 //! pass. Given a list as its second argument, the macro also generates
 //! `declared_capabilities_match`, which fails if the list differs from what the
-//! environment says it has (a capability lost by accident shows up):
-//!
-//! | Capability | Tests | Real ZooKeeper | lock-sim |
-//! |---|---|---|---|
-//! | `multi` | `fenced_write_only_while_held`, `crash_in_section_detected_uncontended`, `crash_in_section_detected_contended`, `lock_delay_follows_an_unclean_end_only`, `forced_break_leaves_its_record` | the client crate's `multi` (lock-zookeeper-async has none: `ZkEnv::without`) | the model's `multi` |
-//! | `hold_replies` | `connection_loss_during_create_adopts_node` | `lock_testkit::FaultProxy::hold` | `Server::hold_replies` |
-//! | `watchers` | `waiter_rewatches_after_reconnect`, `admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals` | `wchp` | `Server::watchers` |
-//! | `request_count` | `requests_per_uncontended_cycle` | `mntr` (`zk_packets_received`) | `Server::requests_received` |
-//! | `ensemble` | `ensemble_leader_loss_keeps_exclusion`; `suite/availability.rs`'s `standalone_restart_keeps_the_lock`, `idle_session_sends_no_sync` (servers they start, pause and restart, reached with `Env::client_at`) | `lock_testkit::ZkEnsemble`, `lock_testkit::ZkServer` | none: one server, no leader to lose |
-//! | `full_tolerance` (with `ensemble`) | `suite/availability.rs`'s `standalone_pause_of_0_8_t_keeps_the_lock`, `leader_restart_keeps_the_lock`, `follower_restart_keeps_the_lock` (a held lock through a loss of contact of 0.8 T) | lock-zookeeper and lock-zookeeper-client (lock-zookeeper-async tolerates less: `ZkEnv::without`) | none |
-//! | `server_checks` (with `ensemble`) | `server_check_reports_an_unsafe_session_and_passes_a_safe_one` (a lone quorum peer whose followers would outlast a 2 s session) | lock-zookeeper and lock-zookeeper-client (lock-zookeeper-async reports no check: `ZkEnv::without`) | none |
-//! | `load` | `contended_grants_under_load_raise_no_false_alarm` | an ensemble (500 ms ticks), 140 sessions, two busy processes: declared by lock-zookeeper and lock-zookeeper-client on tokio | none |
-//! | `processes` | `a_paused_holder_distrusts_its_lock_at_the_first_check` (the test binary run again as a paused holder) | the shared server's connect string | none: its server is in-process |
-//! | `connect_failures` | `connect_refused_is_prompt_and_named`, `connect_unresolvable_is_prompt_and_named`, `connect_not_zookeeper_is_prompt_and_named`, `connect_missing_chroot_is_named`, `refused_connect_costs_little_cpu`, `round_trips_through_50ms` (through a delaying `lock_testkit::FaultProxy`) | any connect string | none: no network |
-//! | `nodelay` (with `connect_failures`; Linux) | `nodelay::round_trips_through_10ms_despite_nagle`, `nodelay::set_after_connect_and_after_reconnect`, `nodelay::set_after_moving_to_another_server` (the binding's sockets, through `lock_testkit::FaultProxy`) | lock-zookeeper and lock-zookeeper-client (lock-zookeeper-async does not set TCP_NODELAY: `ZkEnv::without`) | none: no network |
-//! | `connect_options` | `creator_acl_admits_its_user_and_refuses_others_with_a_typed_error`, `credentials_survive_a_reconnect`, `chroot_puts_every_node_under_it`, `bad_options_are_typed_errors` (lock-client's `ConnectOptions`: digest auth, creator-only ACLs, chroot) | `ZkEnv::with_options`: every binding here | none |
+//! environment says it has (a capability lost by accident shows up). The
+//! environments: each binding's `tests/conformance.rs` (lock-zookeeper-client's
+//! under tokio, async-std and smol) and lock-sim's `Server` (`tests/sim.rs`).
 //!
 //! # Environment
 //!
@@ -127,12 +107,10 @@ pub enum Kind {
 
 /// Expands to one `#[test]` per conformance test, each running it on a fresh
 /// `$env` (an expression of a type implementing [`Env`]), for the tests of the
-/// base contract and those of each listed capability (`multi`, `hold_replies`,
-/// `watchers`, `request_count`, `ensemble`, `full_tolerance`, `load`,
-/// `processes`, `connect_failures`, `nodelay`, `connect_options`,
-/// `server_checks`; see the [crate docs](crate); a test that needs two runs
-/// where both are), plus
-/// `declared_capabilities_match`. `[all]` lists every capability.
+/// base contract and those of each [`Capability`] (listed here, in this macro's
+/// source, and nowhere else; a run lacking one says `not applicable`), plus
+/// `declared_capabilities_match` against the listed capabilities (`multi`,
+/// `hold_replies`, ... in snake case; `[all]` lists every one).
 ///
 /// ```text
 /// lock_conformance::conformance_tests!(lock_conformance::SimEnv::new(Style::Blocking),

@@ -1,50 +1,25 @@
 //! The overlap check and the latency figures, over the holds of every worker.
 
 use crate::record::Hold;
+use lock_testkit::exclusion::Trusted;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// Two holders of one lock at once.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Overlap {
-    /// The lock.
-    pub lock: String,
-    /// The earlier holder's session and trusted span.
-    pub first: (usize, u64, u64),
-    /// The later holder's session and trusted span, which began before the
-    /// earlier one ended.
-    pub second: (usize, u64, u64),
-}
+/// Two trusted holders of one lock at once (the holders are sessions).
+pub type Overlap = lock_testkit::exclusion::Overlap<usize>;
 
-/// Every pair of trusted spans of one lock that overlap (each span compared
-/// with the latest-ending span before it, which finds every lock that ever
-/// had two trusted holders).
+/// Every trusted span of a lock that begins while another session trusts it.
 pub fn overlaps(holds: &[Hold]) -> Vec<Overlap> {
-    let mut by_lock: BTreeMap<&str, Vec<(u64, u64, usize)>> = BTreeMap::new();
-    for h in holds {
-        let spans = by_lock.entry(&h.lock).or_default();
-        spans.extend(h.segments.iter().map(|&(a, b)| (a, b, h.session)));
-    }
-    let mut found = Vec::new();
-    for (lock, mut spans) in by_lock {
-        spans.sort_unstable();
-        let mut latest: Option<(u64, u64, usize)> = None;
-        for span in spans {
-            if let Some(prev) = latest {
-                if span.0 < prev.1 {
-                    found.push(Overlap {
-                        lock: lock.to_owned(),
-                        first: (prev.2, prev.0, prev.1),
-                        second: (span.2, span.0, span.1),
-                    });
-                }
-            }
-            if latest.is_none_or(|prev| span.1 > prev.1) {
-                latest = Some(span);
-            }
-        }
-    }
-    found
+    lock_testkit::exclusion::overlaps(holds.iter().flat_map(|h| {
+        (h.segments.iter()).map(|&(from, to)| {
+            let span = Trusted {
+                from,
+                to: Some(to),
+                holder: h.session,
+            };
+            (h.lock.as_str(), span)
+        })
+    }))
 }
 
 /// p50, p99 and max of a sample (zero if empty).
@@ -143,43 +118,6 @@ mod tests {
             released,
             segments: vec![(granted, released)],
         }
-    }
-
-    #[test]
-    fn finds_two_holders_at_once() {
-        let holds = vec![
-            hold("/a", 1, 0, 10, 20),
-            hold("/a", 2, 5, 25, 30),
-            hold("/b", 3, 0, 12, 40),
-            // Begins inside session 3's hold of /b.
-            hold("/b", 4, 0, 39, 50),
-        ];
-        let found = overlaps(&holds);
-        assert_eq!(found.len(), 1);
-        assert_eq!(found[0].lock, "/b");
-        assert_eq!(found[0].first, (3, 12, 40));
-        assert_eq!(found[0].second, (4, 39, 50));
-    }
-
-    #[test]
-    fn a_span_inside_a_long_one_is_found() {
-        // The long hold ends last; the third span overlaps it, not the second.
-        let holds = vec![
-            hold("/a", 1, 0, 0, 100),
-            hold("/a", 2, 0, 10, 20),
-            hold("/a", 3, 0, 30, 40),
-        ];
-        assert_eq!(overlaps(&holds).len(), 2);
-    }
-
-    #[test]
-    fn suspended_gaps_do_not_count() {
-        let mut a = hold("/a", 1, 0, 0, 100);
-        // Suspended at 10, resumed at 90: another holder in between would be a bug
-        // of ours only if it overlapped a trusted span.
-        a.segments = vec![(0, 10), (90, 100)];
-        let b = hold("/a", 2, 0, 20, 80);
-        assert_eq!(overlaps(&[a, b]).len(), 0);
     }
 
     #[test]

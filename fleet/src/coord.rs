@@ -6,7 +6,8 @@ use crate::check;
 use crate::launch::{worker_command, Peers, Worker};
 use crate::measure::{expiring_ids, heap_used_mb, sampler};
 use crate::record::{Fault, Hold, Record};
-use crate::{now_ns, WorkerSpec};
+use crate::WorkerSpec;
+use lock_testkit::exclusion::monotonic_ns;
 use lock_testkit::measure::{loadavg, rss_kib, LinePeer};
 use lock_testkit::ZkEnsemble;
 use std::collections::BTreeMap;
@@ -111,7 +112,7 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
         thread::spawn(move || sampler(ensemble, stop))
     };
     let cpu0: Vec<Duration> = workers.iter().map(|w| w.process.cpu_time()).collect();
-    let t0 = now_ns();
+    let t0 = monotonic_ns();
     let window_start = Instant::now();
     let mut restarts = Vec::new();
     let mut restart_failures = Vec::new();
@@ -147,7 +148,7 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
     if let Some(rest) = config.window.checked_sub(window_start.elapsed()) {
         thread::sleep(rest);
     }
-    let t1 = now_ns();
+    let t1 = monotonic_ns();
     let window = window_start.elapsed();
     let cpu1: Vec<Duration> = workers.iter().map(|w| w.process.cpu_time()).collect();
     let client_rss: u64 = workers.iter().map(|w| w.process.rss_kib()).sum();

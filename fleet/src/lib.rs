@@ -31,15 +31,6 @@ pub mod worker;
 pub use case::{CaseConfig, CaseResult};
 pub use coord::{run_case, run_case_on};
 
-/// CLOCK_MONOTONIC in nanoseconds: one clock for every process on the machine
-/// (and across network namespaces), so that the holds recorded by different
-/// workers can be merged by time. `std::time::Instant` reads the same clock but
-/// cannot be sent to another process.
-pub fn now_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
 /// What the sessions of a worker do.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Mode {

@@ -10,12 +10,13 @@
 //! 3. `close` closes the sessions, and the worker exits.
 //!
 //! Records (one line each, times in CLOCK_MONOTONIC nanoseconds, which every
-//! process on the machine shares, see [`crate::now_ns`]) are described in
+//! process on the machine shares, see [`monotonic_ns`]) are described in
 //! [`crate::record`].
 
 use crate::record::{Fault, Hold, Record};
-use crate::{now_ns, Mode, WorkerSpec};
+use crate::{Mode, WorkerSpec};
 use futures::StreamExt;
+use lock_testkit::exclusion::monotonic_ns;
 use lock_testkit::floor;
 use lock_zookeeper_client::{Connect, Error, LockClient, LockEvent, LostReason, TokioRuntime};
 use std::io::{BufRead, Write};
@@ -64,7 +65,7 @@ impl Shared {
     fn fault(&self, session: usize, kind: &str, detail: String) {
         self.record(Record::Fault(Fault {
             session,
-            at: now_ns(),
+            at: monotonic_ns(),
             kind: kind.into(),
             detail,
         }));
@@ -344,7 +345,7 @@ async fn cycle_zklock(
     hold: Duration,
 ) {
     let fault = |kind: &str, detail: String| shared.fault(session, kind, detail);
-    let requested = now_ns();
+    let requested = monotonic_ns();
     let timeout = Duration::from_millis(shared.spec.acquire_timeout_ms);
     let mut phase = shared.phase.clone();
     // A stopped run gives up waiting (dropping the future cancels the acquisition).
@@ -364,7 +365,7 @@ async fn cycle_zklock(
             return;
         }
     };
-    let granted = now_ns();
+    let granted = monotonic_ns();
     let mut segments = Vec::new();
     let mut trusted_since = Some(granted);
     let mut lost = None;
@@ -375,13 +376,13 @@ async fn cycle_zklock(
             event = guard.next_event() => match event {
                 Some(LockEvent::Suspended) => {
                     if let Some(start) = trusted_since.take() {
-                        segments.push((start, now_ns()));
+                        segments.push((start, monotonic_ns()));
                     }
                 }
-                Some(LockEvent::Resumed) => trusted_since = Some(now_ns()),
+                Some(LockEvent::Resumed) => trusted_since = Some(monotonic_ns()),
                 Some(LockEvent::Lost(reason)) => {
                     if let Some(start) = trusted_since.take() {
-                        segments.push((start, now_ns()));
+                        segments.push((start, monotonic_ns()));
                     }
                     lost = Some(reason);
                     break;
@@ -391,7 +392,7 @@ async fn cycle_zklock(
             },
         }
     }
-    let released = now_ns();
+    let released = monotonic_ns();
     if let Some(start) = trusted_since.take() {
         segments.push((start, released));
     }
@@ -425,13 +426,13 @@ async fn cycle_bare(
     hot: bool,
     hold: Duration,
 ) {
-    let requested = now_ns();
+    let requested = monotonic_ns();
     let node = floor::bare_lock(client, lock).await;
-    let granted = now_ns();
+    let granted = monotonic_ns();
     if !hold.is_zero() {
         sleep(hold).await;
     }
-    let released = now_ns();
+    let released = monotonic_ns();
     floor::bare_release(client, &node).await;
     shared.record(Record::Hold(Hold {
         lock: lock.to_owned(),

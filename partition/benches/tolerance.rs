@@ -45,7 +45,8 @@ use std::time::{Duration, Instant};
 use lock_partition::contenders::{
     start_ensemble, Contender, Histories, Kind, Programs, Spec, STEP,
 };
-use lock_partition::history::{monotonic_now, EventKind, Nanos};
+use lock_partition::history::{EventKind, Nanos};
+use lock_testkit::exclusion::monotonic_ns;
 use lock_testkit::measure::{env_usize, env_words, loadavg};
 use lock_testkit::Mode;
 
@@ -254,7 +255,7 @@ fn scenario(
         contender.wait_ready(&histories, STEP);
     }
     // Every holder into a hold that lasts until it is lost.
-    let asked = monotonic_now();
+    let asked = monotonic_ns();
     for holder in &mut holders {
         holder.stick();
     }
@@ -273,7 +274,7 @@ fn scenario(
     // timeout after the grants.
     thread::sleep(session / 2);
 
-    let start = monotonic_now();
+    let start = monotonic_ns();
     let fault_started = Instant::now();
     let holder_nodes: Vec<_> = holders.iter().map(|h| h.node).collect();
     let measured_outage = match topology {

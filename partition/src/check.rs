@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::history::{binding_of, Event, EventKind, Nanos};
+use lock_testkit::exclusion::Trusted;
 
 /// One partition as the test made it.
 #[derive(Clone, Debug)]
@@ -244,58 +245,22 @@ pub fn promises_lost(client: &str) -> bool {
     matches!(binding_of(client), "async" | "blocking")
 }
 
-/// One trusted interval of one holder (`to`: `None` while still trusted).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Trust<'a> {
-    from: Nanos,
-    to: Option<Nanos>,
-    client: &'a str,
-}
-
-impl Trust<'_> {
-    fn ends_after(&self, other: &Trust<'_>) -> bool {
-        match (self.to, other.to) {
-            (None, _) => true,
-            (_, None) => false,
-            (Some(a), Some(b)) => a > b,
-        }
-    }
-}
-
 /// At most one trusted holder at any instant, per lock.
 fn overlaps(holds: &[Hold]) -> Vec<Violation> {
-    let mut per_lock: BTreeMap<&str, Vec<Trust<'_>>> = BTreeMap::new();
-    for hold in holds {
-        for &(from, to) in &hold.trusted {
-            per_lock.entry(hold.lock.as_str()).or_default().push(Trust {
-                from,
-                to,
-                client: &hold.client,
-            });
-        }
-    }
-    let mut violations = Vec::new();
-    for (lock, mut list) in per_lock {
-        list.sort();
-        // The interval seen so far that is trusted the longest.
-        let mut widest: Option<Trust<'_>> = None;
-        for trust in list {
-            if let Some(open) = widest {
-                let overlap = open.to.is_none_or(|end| end > trust.from);
-                if overlap && open.client != trust.client {
-                    violations.push(Violation::Overlap {
-                        lock: lock.to_string(),
-                        first: (open.client.to_string(), open.from),
-                        second: (trust.client.to_string(), trust.from),
-                    });
-                }
-            }
-            if widest.is_none_or(|open| trust.ends_after(&open)) {
-                widest = Some(trust);
-            }
-        }
-    }
-    violations
+    let spans = holds.iter().flat_map(|hold| {
+        (hold.trusted.iter()).map(|&(from, to)| {
+            let holder = hold.client.as_str();
+            (hold.lock.as_str(), Trusted { from, to, holder })
+        })
+    });
+    let found = lock_testkit::exclusion::overlaps(spans).into_iter();
+    found
+        .map(|o| Violation::Overlap {
+            lock: o.lock,
+            first: (o.first.holder.to_string(), o.first.from),
+            second: (o.second.holder.to_string(), o.second.from),
+        })
+        .collect()
 }
 
 /// Checks a merged history (any order) against the faults made during it.

@@ -8,19 +8,13 @@
 //! `lost <reason>`, `released` (printed when the holder decides to let go,
 //! before it deletes its node: the end of its trust). Other words (`ready`,
 //! `failed ...`, `note ...`) are kept as [`EventKind::Other`]. All processes on one
-//! host share CLOCK_MONOTONIC, network namespaces or not, so histories merge by time.
+//! host share CLOCK_MONOTONIC (`lock_testkit::exclusion::monotonic_ns`), so histories
+//! merge by time.
 
 use std::fmt;
 
 /// Nanoseconds of CLOCK_MONOTONIC.
 pub type Nanos = u64;
-
-/// CLOCK_MONOTONIC now (what `System.nanoTime()` and Python's
-/// `time.monotonic_ns()` read on Linux).
-pub fn monotonic_now() -> Nanos {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
 
 /// One event of one contender.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -162,12 +156,5 @@ mod tests {
             Event::parse("1 a /l granted").unwrap_err().why,
             "granted without a token"
         );
-    }
-
-    #[test]
-    fn the_clock_moves_forward() {
-        let a = monotonic_now();
-        let b = monotonic_now();
-        assert!(a > 0 && b >= a);
     }
 }

@@ -31,7 +31,8 @@ use std::collections::BTreeSet;
 use common::{Cluster, CURATOR_LOCK, KAZOO_LOCK, LAYOUT, STEP};
 use lock_partition::check::Fault;
 use lock_partition::contenders::Kind;
-use lock_partition::history::{monotonic_now, EventKind};
+use lock_partition::history::EventKind;
+use lock_testkit::exclusion::monotonic_ns;
 
 #[derive(Clone, Copy, Debug)]
 enum Shape {
@@ -95,7 +96,7 @@ fn partitions_keep_one_trusted_holder_and_tell_lost_before_the_next_grant() {
                     .position(|(s, c)| *s == server && c.kind == kind)
                     .expect("every server has a contender of each binding");
                 let name = contenders[target].1.name.clone();
-                let asked = monotonic_now();
+                let asked = monotonic_ns();
                 contenders[target].1.stick();
                 let granted = histories.wait_for(STEP, |e| {
                     e.client == name && e.at > asked && matches!(e.kind, EventKind::Granted(_))
@@ -106,7 +107,7 @@ fn partitions_keep_one_trusted_holder_and_tell_lost_before_the_next_grant() {
                 );
                 let lock = LAYOUT[target].2;
 
-                let start = monotonic_now();
+                let start = monotonic_ns();
                 let server_side = || -> Vec<_> {
                     let mut group = vec![zk.node(server)];
                     group.extend(
@@ -157,7 +158,7 @@ fn partitions_keep_one_trusted_holder_and_tell_lost_before_the_next_grant() {
                 });
                 eprintln!("  lost: {lost:?}, next grant: {next:?}");
                 lab.heal().unwrap();
-                let heal = monotonic_now();
+                let heal = monotonic_ns();
                 faults.push(Fault {
                     shape: shape.name().to_string(),
                     start,

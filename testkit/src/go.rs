@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::error::{Error, Result};
+use crate::util::build_once;
 
 /// The peer's source: usage and protocol at its top.
 pub const GO_PEER_SOURCE: &str = include_str!("../peers/go_peer.go");
@@ -24,9 +25,9 @@ fn peer_error(what: String) -> Error {
 /// source is unchanged), or [`Error::GoPeer`] saying what is missing and the fix.
 ///
 /// GOPATH mode: the peer is package `zklockgopeer` in a GOPATH of its own, with
-/// go-zookeeper from [`DEBIAN_GOCODE`], so nothing is fetched. Each process builds
-/// in a directory of its own and renames the binary into place, so concurrent test
-/// binaries never run half a build.
+/// go-zookeeper from [`DEBIAN_GOCODE`], so nothing is fetched. Built in a
+/// directory of its own and renamed into place, so concurrent test binaries never
+/// run half a build.
 pub fn go_peer(build_dir: &Path) -> Result<PathBuf> {
     let go = ["/usr/bin/go", "/usr/lib/go-1.19/bin/go"]
         .into_iter()
@@ -40,54 +41,33 @@ pub fn go_peer(build_dir: &Path) -> Result<PathBuf> {
             lock_go.display()
         )));
     }
-    // FNV-1a: stable across Rust versions, unlike `DefaultHasher`.
-    let hash = GO_PEER_SOURCE.bytes().fold(0xcbf29ce484222325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100000001b3)
-    });
-    let dir = build_dir.join(format!("go-peer-{hash:016x}"));
-    let binary = dir.join("go_peer");
-    if binary.is_file() {
-        return Ok(binary);
-    }
-    // One work directory per call, not per process: two tests of one binary
-    // building at once shared it, and the first to finish removed it under the
-    // other's `go build` (the Go interop tests failed 1 in a few runs).
-    static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let build = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let work = dir.with_extension(format!("build-{}-{build}", std::process::id()));
-    let src = work.join("src/zklockgopeer");
-    std::fs::create_dir_all(&src)
-        .map_err(|e| Error::io(format!("creating {}", src.display()), e))?;
-    std::fs::write(src.join("main.go"), GO_PEER_SOURCE)
-        .map_err(|e| Error::io(format!("writing {}", src.display()), e))?;
-    let built = work.join("go_peer");
-    let output = Command::new(&go)
-        .args(["build", "-o"])
-        .arg(&built)
-        .arg("zklockgopeer")
-        .current_dir(&work)
-        .env("GOPATH", format!("{}:{DEBIAN_GOCODE}", work.display()))
-        .env("GO111MODULE", "off")
-        .env("GOFLAGS", "")
-        .env("GOCACHE", work.join("cache"))
-        .output()
-        .map_err(|e| peer_error(format!("running {}: {e}; {INSTALL_HINT}", go.display())))?;
-    if !output.status.success() {
-        let _ = std::fs::remove_dir_all(&work);
-        return Err(peer_error(format!(
-            "go build of the Go peer failed ({}):\n{}; {INSTALL_HINT}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        )));
-    }
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
-    let placed = std::fs::rename(&built, &binary);
-    let _ = std::fs::remove_dir_all(&work);
-    match placed {
-        Ok(()) => Ok(binary),
-        // Another test binary got there first.
-        Err(_) if binary.is_file() => Ok(binary),
-        Err(e) => Err(Error::io(format!("placing {}", binary.display()), e)),
-    }
+    let done = |dir: &Path| dir.join("go_peer").is_file();
+    let dir = build_once(build_dir, "go-peer", GO_PEER_SOURCE, done, |work| {
+        let src = work.join("src/zklockgopeer");
+        std::fs::create_dir_all(&src)
+            .map_err(|e| Error::io(format!("creating {}", src.display()), e))?;
+        std::fs::write(src.join("main.go"), GO_PEER_SOURCE)
+            .map_err(|e| Error::io(format!("writing {}", src.display()), e))?;
+        let output = Command::new(&go)
+            .args(["build", "-o", "go_peer", "zklockgopeer"])
+            .current_dir(work)
+            .env("GOPATH", format!("{}:{DEBIAN_GOCODE}", work.display()))
+            .env("GO111MODULE", "off")
+            .env("GOFLAGS", "")
+            .env("GOCACHE", work.join("cache"))
+            .output()
+            .map_err(|e| peer_error(format!("running {}: {e}; {INSTALL_HINT}", go.display())))?;
+        if !output.status.success() {
+            return Err(peer_error(format!(
+                "go build of the Go peer failed ({}):\n{}; {INSTALL_HINT}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            )));
+        }
+        // Only the binary is kept.
+        let _ = std::fs::remove_dir_all(work.join("src"));
+        let _ = std::fs::remove_dir_all(work.join("cache"));
+        Ok(())
+    })?;
+    Ok(dir.join("go_peer"))
 }

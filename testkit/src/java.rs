@@ -6,6 +6,7 @@ use std::process::Command;
 
 use crate::error::{Error, Result};
 use crate::install::{jars, join_classpath, SYSTEM_JAR_DIR};
+use crate::util::build_once;
 
 /// The jars (names in `/usr/share/java`) Curator 5.4's locks, latches and
 /// elections need: Debian's `libcurator-recipes-java` and its dependencies.
@@ -42,65 +43,43 @@ pub fn curator_classpath() -> Result<String> {
     Ok(join_classpath(&entries))
 }
 
-/// Compiles `source`, the Java class `class`, against `classpath` into a
-/// directory under `base` named by the class and a hash of the source, unless
-/// that is there already; returns the directory (for the classpath). Concurrent
-/// test binaries race harmlessly: each compiles into a private directory, the
-/// first rename wins. `javac` is `$JAVA_HOME/bin/javac` or the one on `PATH`.
+/// Compiles `source`, the Java class `class`, against `classpath` once per
+/// source text ([`build_once`] under `base`); returns the directory (for the
+/// classpath). `javac` is `$JAVA_HOME/bin/javac` or the one on `PATH`.
 fn compile_java(source: &str, class: &str, classpath: &str, base: &Path) -> Result<PathBuf> {
-    // FNV-1a: stable across Rust versions, unlike `DefaultHasher`.
-    let hash = source.bytes().fold(0xcbf29ce484222325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100000001b3)
-    });
-    let dir = base.join(format!("{class}-{hash:016x}"));
-    let built = |dir: &Path| dir.join(format!("{class}.class")).is_file();
-    if built(&dir) {
-        return Ok(dir);
-    }
-    let tmp = base.join(format!("{class}-{hash:016x}.{}.tmp", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp)
-        .map_err(|e| Error::io(format!("creating {}", tmp.display()), e))?;
-    let file = tmp.join(format!("{class}.java"));
-    std::fs::write(&file, source)
-        .map_err(|e| Error::io(format!("writing {}", file.display()), e))?;
-    let javac = match std::env::var_os("JAVA_HOME").filter(|v| !v.is_empty()) {
-        Some(home) => Path::new(&home).join("bin").join("javac"),
-        None => PathBuf::from("javac"),
-    };
-    let output = Command::new(&javac)
-        .args(["-nowarn", "-encoding", "UTF-8", "-d"])
-        .arg(&tmp)
-        .arg("-cp")
-        .arg(classpath)
-        .arg(&file)
-        .output()
-        .map_err(|e| {
-            peer_error(format!(
-                "running {} to build {class}: {e}; install a JDK (Debian: \
-                 openjdk-17-jdk-headless; scripts/test.sh does)",
-                javac.display()
-            ))
-        })?;
-    if !output.status.success() {
-        return Err(peer_error(format!(
-            "javac failed on {class} ({}):\n{}{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )));
-    }
-    if std::fs::rename(&tmp, &dir).is_err() {
-        // Another test binary got there first.
-        let _ = std::fs::remove_dir_all(&tmp);
-        if !built(&dir) {
+    let done = |dir: &Path| dir.join(format!("{class}.class")).is_file();
+    build_once(base, class, source, done, |work| {
+        let file = work.join(format!("{class}.java"));
+        std::fs::write(&file, source)
+            .map_err(|e| Error::io(format!("writing {}", file.display()), e))?;
+        let javac = match std::env::var_os("JAVA_HOME").filter(|v| !v.is_empty()) {
+            Some(home) => Path::new(&home).join("bin").join("javac"),
+            None => PathBuf::from("javac"),
+        };
+        let output = Command::new(&javac)
+            .args(["-nowarn", "-encoding", "UTF-8", "-d"])
+            .arg(work)
+            .arg("-cp")
+            .arg(classpath)
+            .arg(&file)
+            .output()
+            .map_err(|e| {
+                peer_error(format!(
+                    "running {} to build {class}: {e}; install a JDK (Debian: \
+                     openjdk-17-jdk-headless; scripts/test.sh does)",
+                    javac.display()
+                ))
+            })?;
+        if !output.status.success() {
             return Err(peer_error(format!(
-                "the build directory {} is unusable",
-                dir.display()
+                "javac failed on {class} ({}):\n{}{}",
+                output.status,
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
             )));
         }
-    }
-    Ok(dir)
+        Ok(())
+    })
 }
 
 /// A Curator peer ready to run: `source` (class `class`) compiled under

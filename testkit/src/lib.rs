@@ -4,7 +4,8 @@
 //! namespaces, cut apart by packet filters; and a throwaway PostgreSQL
 //! ([`Postgres`]), the resource that fencing tests protect. For benches:
 //! [`measure`] (medians, `/proc` readings, knobs, report splicing, peers
-//! driven line by line) and, with feature `floor`, `floor` (the bare
+//! driven line by line), [`exclusion`] (the one-holder-at-once check over
+//! recorded spans) and, with feature `floor`, `floor` (the bare
 //! zookeeper-client lock that zklock is measured beside).
 //!
 //! Dev-only; the API is synchronous (plain `std`, no async runtime), so it
@@ -69,6 +70,7 @@
 
 mod ensemble;
 mod error;
+pub mod exclusion;
 #[cfg(feature = "floor")]
 pub mod floor;
 mod fourlw;

@@ -148,3 +148,37 @@ pub(crate) fn log_shows_bind_failure(path: &Path) -> bool {
     let text = tail(path, 400);
     text.contains("Address already in use") || text.contains("BindException")
 }
+
+/// Builds `name` once per `source` text: returns `base/<name>-<hash of source>`,
+/// made by `build` in a private work directory renamed into place, unless `done`
+/// finds it there already. Concurrent test binaries race harmlessly: the first
+/// rename wins. One work directory per call, not per process: two tests of one
+/// binary building at once shared it, and the first to finish removed it under
+/// the other's build (the Go interop tests failed 1 in a few runs).
+pub(crate) fn build_once(
+    base: &Path,
+    name: &str,
+    source: &str,
+    done: impl Fn(&Path) -> bool,
+    build: impl FnOnce(&Path) -> Result<()>,
+) -> Result<PathBuf> {
+    // FNV-1a: stable across Rust versions, unlike `DefaultHasher`.
+    let hash = source.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    });
+    let dir = base.join(format!("{name}-{hash:016x}"));
+    if done(&dir) {
+        return Ok(dir);
+    }
+    static BUILDS: AtomicU64 = AtomicU64::new(0);
+    let build_id = BUILDS.fetch_add(1, Ordering::Relaxed);
+    let work = dir.with_extension(format!("build-{}-{build_id}", std::process::id()));
+    fs::create_dir_all(&work).map_err(|e| Error::io(format!("creating {}", work.display()), e))?;
+    let built = build(&work).and_then(|()| match fs::rename(&work, &dir) {
+        // Another test binary got there first.
+        Err(_) if done(&dir) => Ok(()),
+        placed => placed.map_err(|e| Error::io(format!("placing {}", dir.display()), e)),
+    });
+    let _ = fs::remove_dir_all(&work);
+    built.map(|()| dir)
+}

@@ -1,7 +1,6 @@
 //! Lock semantics of this binding's own against a real ZooKeeper server
-//! (lock-testkit), under every runtime: `try_lock` and a dropped guard, oversized
-//! input, a refused upgrade, one session's waiters without a herd, a semaphore's
-//! permit count. What every binding must do (exclusion, FIFO, read/write,
+//! (lock-testkit), under every runtime: oversized input, a refused upgrade, one
+//! session's waiters without a herd, a semaphore's permit count. What every binding must do (exclusion, FIFO, read/write,
 //! semaphores, timeouts, cancellation, administrator deletion, typed errors) is in
 //! the conformance suite (lock-conformance's `suite/locks.rs`, `suite/faults.rs`).
 
@@ -14,26 +13,6 @@ use std::time::Duration;
 const SESSION: Duration = Duration::from_secs(10);
 
 rt_tests! {
-    /// `try_lock` takes a free lock and refuses a busy one without leaving a node; a
-    /// dropped guard releases in the background.
-    async fn try_lock_and_drop_release(rt) {
-        let dir = unique_path("try", &rt);
-        let observer = Observer::connect(&server().connect_string()).await;
-        let a = connect(&rt, &server().connect_string(), SESSION).await;
-        let b = connect(&rt, &server().connect_string(), SESSION).await;
-        let guard = a.mutex(dir.clone()).try_lock().await.unwrap().expect("free lock");
-        assert!(b.mutex(dir.clone()).try_lock().await.unwrap().is_none());
-        b.wait_idle().await.unwrap();
-        assert_eq!(observer.children(&dir).await.len(), 1);
-        drop(guard);
-        a.wait_idle().await.unwrap();
-        assert!(observer.children(&dir).await.is_empty());
-        let again = b.mutex(dir.clone()).try_lock().await.unwrap().expect("free again");
-        again.release().await.unwrap();
-        a.close().await;
-        b.close().await;
-    }
-
     /// Input that would make a request larger than the server's packet limit
     /// (jute.maxbuffer, 1 MiB - 1) is refused before anything is sent: sent, it made
     /// the server drop the connection, and every reconnect re-sent it. Data up to the

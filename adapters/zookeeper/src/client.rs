@@ -78,10 +78,7 @@ impl Builder {
     }
 
     /// How long a held lock may stay suspended (connection down) before it is
-    /// reported lost (default: the session timeout). Whatever the grace, a held lock
-    /// is reported lost a margin before the server could expire the session (one
-    /// session timeout after the server last heard from us): see
-    /// [`LockStatus::Lost`](lock_client::LockStatus::Lost).
+    /// reported lost: [`ConnectOptions::suspended_grace`].
     pub fn suspended_grace(mut self, grace: Duration) -> Self {
         self.options = self.options.suspended_grace(grace);
         self

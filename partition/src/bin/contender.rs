@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lock_partition::history::monotonic_now;
+use lock_testkit::exclusion::monotonic_ns;
 use lock_zookeeper_client::{CreateMode, LockClient, LockGuard, LockStatus, NameScheme, Writes};
 
 const STATUS_POLL: Duration = Duration::from_millis(2);
@@ -123,7 +123,7 @@ struct History {
 impl History {
     fn log(&self, event: &str) {
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{} {} {event}", monotonic_now(), self.prefix);
+        let _ = writeln!(out, "{} {} {event}", monotonic_ns(), self.prefix);
         let _ = out.flush();
     }
 }
