@@ -254,13 +254,6 @@ mod tests {
     use crate::spec::LockSpec;
     use std::time::Duration;
 
-    /// The requests sent since the last call, their ids kept in `last`.
-    fn sent_with(session: &mut crate::ctx::tests::CtxParts, last: &mut RequestId) -> Vec<Op> {
-        let sent = session.sent();
-        *last = sent.last().map_or(*last, |r| r.id);
-        sent.into_iter().map(|r| r.op).collect()
-    }
-
     fn node() -> OwnNode {
         OwnNode {
             path: "/l/n-0000000002".into(),
@@ -269,104 +262,33 @@ mod tests {
         }
     }
 
-    fn marker_op(take: bool) -> Op {
-        let check = MultiOp::Check {
-            path: "/l/n-0000000002".into(),
-            version: None,
-        };
-        let (path, data) = ("/l/zkl-delay".to_owned(), b"n-0000000002".to_vec());
-        let op = if take {
-            MultiOp::SetData {
-                path,
-                data,
-                version: None,
-            }
-        } else {
-            MultiOp::Create {
-                path,
-                data,
-                mode: CreateMode::Persistent,
-            }
-        };
-        Op::Multi(vec![check, op])
-    }
-
     #[test]
-    fn a_clean_marker_is_created_and_ours() {
+    fn the_marker_is_created_one_request_at_a_time() {
         let mut session = crate::ctx::tests::CtxParts::default();
         let spec = LockSpec::write("/l").lock_delay(Duration::from_secs(5));
         let own = node();
         let identity = Identity::with_node(LockId(1), &spec, &own);
         let mut delay = Delay::default();
         assert!(!delay.may_grant(&mut session.cx(), identity));
-        let mut last = RequestId(0);
-        assert_eq!(sent_with(&mut session, &mut last), [marker_op(false)]);
+        let sent = session.sent();
+        let check = MultiOp::Check {
+            path: "/l/n-0000000002".into(),
+            version: None,
+        };
+        let create = MultiOp::Create {
+            path: "/l/zkl-delay".into(),
+            data: b"n-0000000002".to_vec(),
+            mode: CreateMode::Persistent,
+        };
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].op, Op::Multi(vec![check, create]));
         assert!(
             !delay.may_grant(&mut session.cx(), identity),
             "one at a time"
         );
         assert!(session.sent_ops().is_empty());
-        assert!(delay.take_reply(last));
-        let outcome = delay.on_marker_reply(
-            &mut session.cx(),
-            identity,
-            false,
-            Ok(Reply::Multi(Vec::new())),
-        );
-        assert_eq!(outcome, DelayOutcome::Grant);
-        assert!(delay.marker_ours);
-        assert!(delay.may_grant(&mut session.cx(), identity));
-    }
-
-    #[test]
-    fn another_holders_marker_is_waited_out_then_taken_over() {
-        let mut session = crate::ctx::tests::CtxParts::default();
-        let spec = LockSpec::write("/l").lock_delay(Duration::from_secs(5));
-        let own = node();
-        let identity = Identity::with_node(LockId(1), &spec, &own);
-        let mut delay = Delay::default();
-        let mut last = RequestId(0);
-        assert!(!delay.may_grant(&mut session.cx(), identity));
-        sent_with(&mut session, &mut last);
-        assert!(delay.take_reply(last));
-        let exists = Err(ZkError::MultiFailed {
-            index: 1,
-            error: Box::new(ZkError::NodeExists),
-        });
-        let outcome = delay.on_marker_reply(&mut session.cx(), identity, false, exists);
-        assert_eq!(outcome, DelayOutcome::Pending);
-        let read = Op::GetData {
-            path: "/l/zkl-delay".into(),
-            watch: false,
-        };
-        assert_eq!(sent_with(&mut session, &mut last), [read]);
-        assert!(!delay.take_reply(RequestId(0)), "not the read's reply");
-        assert!(delay.take_reply(last));
-        let theirs = Ok(Reply::Data {
-            data: b"n-0000000001".to_vec(),
-            stat: Default::default(),
-        });
-        let outcome = delay.on_read_reply(&mut session.cx(), identity, theirs);
-        assert_eq!(outcome, DelayOutcome::Grant);
-        assert_eq!(session.stats.lock_delays, 1);
-        let until = Timestamp::default() + Duration::from_secs(5);
-        assert_eq!(delay.wait.as_ref().unwrap().until, Some(until));
-        // Before the delay is over the grant waits for its timer.
-        assert!(!delay.may_grant(&mut session.cx(), identity));
-        assert!(session.timers.is_armed(LockId(1), TimerKind::LockDelay));
-        assert!(session.sent_ops().is_empty());
-        // Then it takes the marker over.
-        let mut cx = session.cx();
-        cx.now = until;
-        assert!(!delay.may_grant(&mut cx, identity));
-        assert_eq!(session.sent_ops(), [marker_op(true)]);
-        delay.forget();
-        assert!(!delay.wait.as_ref().unwrap().request.is_pending());
-        assert_eq!(
-            delay.wait.as_ref().unwrap().until,
-            Some(until),
-            "the wait outlives a connection"
-        );
+        assert!(!delay.take_reply(RequestId(0)), "not the marker's reply");
+        assert!(delay.take_reply(sent[0].id));
     }
 
     #[test]

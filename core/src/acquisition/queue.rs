@@ -306,9 +306,6 @@ impl Queue {
         }
     }
 
-    /// Caches the blockers of `recipe` lower than our sequence `seq` among
-    /// `others`, but for the write nodes of a `downgrade`. Returns whether one
-    /// of those was there.
     /// Takes our place from a listing's `others` for our node at `seq`, walking
     /// as `recipe` (see [`set_lower`](Self::set_lower), with `downgrade` our
     /// owner's write nodes): refused with the reason to fail when a semaphore's
@@ -344,6 +341,9 @@ impl Queue {
         Ok(())
     }
 
+    /// Caches the blockers of `recipe` lower than our sequence `seq` among
+    /// `others`, but for the write nodes of a `downgrade`. Returns whether one
+    /// of those was there.
     pub(super) fn set_lower(
         &mut self,
         others: Vec<(ParsedName, String)>,

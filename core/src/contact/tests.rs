@@ -45,16 +45,6 @@ fn a_leader_answer_proves_only_requests_answered_a_touch_bound_before_it_was_sen
 }
 
 #[test]
-fn reads_never_prove_contact() {
-    let mut c = Contact::default();
-    c.on_connected(ms(0));
-    for i in 0..20 {
-        assert!(!answer(&mut c, i, &read(), i * 500, i * 500 + 10));
-    }
-    assert_eq!(c.proven, Some(ms(0)));
-}
-
-#[test]
 fn connection_errors_are_not_answers() {
     let config = config();
     let mut c = Contact::default();
@@ -138,20 +128,6 @@ fn syncs_are_due_an_interval_after_the_last_leader_request() {
     assert_eq!(c.next_sync(&config), None);
     c.on_reply::<Reply>(&config, RequestId(2), &Ok(Reply::Synced), ms(310));
     assert_eq!(c.next_sync(&config), Some(ms(600)));
-}
-
-#[test]
-fn an_idle_session_sends_no_sync_and_a_held_lock_wants_one_at_once() {
-    let config = config();
-    let mut c = Contact::default();
-    c.on_connected(ms(0));
-    // Nothing held or being granted: no sync, however long.
-    assert_eq!(c.next_sync(&config), None);
-    // A grant long after the last request: a sync is due at once (overdue).
-    c.set_wanted(LockId(7), true);
-    assert_eq!(c.next_sync(&config), Some(ms(300)));
-    c.set_wanted(LockId(7), false);
-    assert_eq!(c.next_sync(&config), None);
 }
 
 #[test]

@@ -16,45 +16,6 @@ fn queue(lower: &[String]) -> Queue {
 }
 
 #[test]
-fn one_permit_holds_on_an_empty_cache_and_watches_its_predecessor() {
-    assert_eq!(queue(&[]).decide(Recipe::Write), Decision::Hold);
-    let q = queue(&[name("write", 1), name("write", 2)]);
-    assert_eq!(
-        q.decide(Recipe::Write),
-        Decision::Wait {
-            window: vec![name("write", 2)]
-        }
-    );
-}
-
-#[test]
-fn a_semaphore_watches_its_permits_closest_or_the_closest_writer() {
-    let sem = Recipe::Semaphore { permits: 2 };
-    let readers = [name("sem2", 1), name("sem2", 2), name("sem2", 3)];
-    assert_eq!(queue(&readers[..1]).decide(sem), Decision::Hold);
-    assert_eq!(
-        queue(&readers).decide(sem),
-        Decision::Wait {
-            window: readers[1..].to_vec()
-        }
-    );
-    // One writer below: it goes first, whatever the permits.
-    let with_writer = [name("write", 1), name("sem2", 2)];
-    assert_eq!(
-        queue(&with_writer[..1]).decide(sem),
-        Decision::Wait {
-            window: vec![name("write", 1)]
-        }
-    );
-    assert_eq!(
-        queue(&with_writer).decide(sem),
-        Decision::Wait {
-            window: vec![name("write", 1)]
-        }
-    );
-}
-
-#[test]
 fn the_place_counts_who_must_leave_first() {
     let mutex = queue(&[name("write", 1), name("write", 2), name("write", 3)]);
     assert_eq!(mutex.place(Recipe::Write), QueuePlace::new(3, None));
