@@ -139,8 +139,10 @@ fn nanos(d: Duration) -> u64 {
 
 /// Arguments of the hidden `zklock __guard --parent PID -- CMD...`, the line
 /// zklock starts its guard with ([`GuardArgs::line`]). Read without clap: the
-/// guard starts on the way from the grant to CMD, and building the whole
-/// command line's definition would only delay it.
+/// guard starts beside the connect, competing with it for the CPU, and CMD
+/// waits for it at the grant if it is still starting; building the whole
+/// command line's definition (a quarter of its page faults) would only add to
+/// that.
 #[derive(Debug)]
 pub(crate) struct GuardArgs {
     /// zklock's pid: the parent whose death ends CMD's group.
