@@ -147,29 +147,6 @@ fn a_partitioned_holder_hears_lost_before_another_session_holds() {
     }
 }
 
-// Row: a short cut that heals within the window -> holding: `Suspended`, then
-// `Resumed`, never `Lost`.
-#[test]
-fn a_short_partition_suspends_then_resumes() {
-    for profile in PROFILES {
-        for seed in 0..40 {
-            let mut sim = sim(2000 + seed);
-            let a = sim.add_client(profile, T);
-            let la = sim.acquire(a, LockSpec::write(LOCK)).unwrap();
-            sim.settle().unwrap();
-            sim.partition(a, T / 2);
-            sim.run_for(T * 2).unwrap();
-            let seen = sim.lock_events(a, la);
-            assert!(
-                seen.ends_with(&[LockEvent::Suspended, LockEvent::Resumed]) || seen.len() == 1, // healed before the client noticed
-                "{profile:?} seed {seed}: {seen:?}"
-            );
-            assert!(sim.holds(a, la));
-            finish(&mut sim, &[(a, la)]);
-        }
-    }
-}
-
 // Row: Session expired, or a different session id after reconnect -> waiting:
 // Failed(SessionExpired); holding: Lost(SessionExpired). The KeepsWatches client is
 // told `Expired`; the other profile silently comes back with a new session id.
