@@ -73,16 +73,3 @@ pub(crate) fn join(parent: &str, name: &str) -> String {
         format!("{parent}/{name}")
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn split_and_join() {
-        assert_eq!(split("/a/b"), ("/a", "b"));
-        assert_eq!(split("/a"), ("/", "a"));
-        assert_eq!(join("/", "a"), "/a");
-        assert_eq!(join("/a", "b"), "/a/b");
-    }
-}
