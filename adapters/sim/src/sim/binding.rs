@@ -30,9 +30,7 @@ pub(crate) enum Break {
 impl crate::sim::scheduler::Sim {
     /// Feeds one input to client `i`'s core, then drains it.
     pub(crate) fn feed(&mut self, i: usize, input: lock_core::Input) {
-        if self.cfg.trace {
-            self.trace(Some(i), format!("core <- {input:?}"));
-        }
+        self.trace_with(Some(i), || format!("core <- {input:?}"));
         let now = self.now;
         self.clients[i].core.handle_input(input, now);
         self.pump(i);
@@ -75,9 +73,7 @@ impl crate::sim::scheduler::Sim {
     }
 
     fn send(&mut self, i: usize, request: lock_core::Request) {
-        if self.cfg.trace {
-            self.trace(Some(i), format!("send {} {:?}", request.id, request.op));
-        }
+        self.trace_with(Some(i), || format!("send {} {:?}", request.id, request.op));
         let now = self.now;
         let latency = self.cfg.latency;
         let c = &mut self.clients[i];
@@ -108,9 +104,7 @@ impl crate::sim::scheduler::Sim {
             lock,
             event,
         };
-        if self.cfg.trace {
-            self.trace(Some(i), format!("event {} {:?}", lock, record.event));
-        }
+        self.trace_with(Some(i), || format!("event {} {:?}", lock, record.event));
         if self.cfg.check_invariants {
             let session = self.clients[i].session;
             let r = self
@@ -187,9 +181,7 @@ impl crate::sim::scheduler::Sim {
             );
             return;
         }
-        if self.cfg.trace {
-            self.trace(Some(i), "core timeout".to_owned());
-        }
+        self.trace_with(Some(i), || "core timeout".to_owned());
         self.clients[i].core.handle_timeout(now);
         self.pump(i);
     }

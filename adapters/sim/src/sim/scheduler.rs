@@ -554,19 +554,15 @@ impl Sim {
 
     // ----- tracing --------------------------------------------------------------
 
-    pub(crate) fn trace(&mut self, client: Option<usize>, text: String) {
-        self.trace_log.push(TraceEntry {
-            step: self.steps,
-            at: self.now,
-            client: client.map(ClientId),
-            text,
-        });
-    }
-
+    /// Adds a line to the trace, if on (`text` is only made then).
     pub(crate) fn trace_with(&mut self, client: Option<usize>, text: impl FnOnce() -> String) {
         if self.cfg.trace {
-            let text = text();
-            self.trace(client, text);
+            self.trace_log.push(TraceEntry {
+                step: self.steps,
+                at: self.now,
+                client: client.map(ClientId),
+                text: text(),
+            });
         }
     }
 

@@ -35,13 +35,10 @@ impl Sim {
                 self.clients[i].rng.shuffle(names);
             }
         }
-        if self.cfg.trace {
-            let text = format!(
-                "server applies {} {:?} -> {:?}",
-                p.request.id, p.request.op, result
-            );
-            self.trace(Some(i), text);
-        }
+        self.trace_with(Some(i), || {
+            let (id, op) = (p.request.id, &p.request.op);
+            format!("server applies {id} {op:?} -> {result:?}")
+        });
         // The server sends the watch firings a transaction causes before its reply.
         self.route_notifications();
         let now = self.now;
@@ -98,10 +95,9 @@ impl Sim {
             };
             let c = &mut self.clients[i];
             if c.conn == ConnectionView::Connected && c.session == Some(n.session) {
-                if self.cfg.trace {
-                    let text = format!("server: watch {:?} {} fires", n.kind, n.path);
-                    self.trace(Some(i), text);
-                }
+                self.trace_with(Some(i), || {
+                    format!("server: watch {:?} {} fires", n.kind, n.path)
+                });
                 let c = &mut self.clients[i];
                 let delay = latency.sample(&mut c.rng);
                 c.link.deliver(
@@ -114,10 +110,9 @@ impl Sim {
                 );
             } else {
                 c.counters.notifications_lost += 1;
-                if self.cfg.trace {
-                    let text = format!("watch {:?} {} lost (connection down)", n.kind, n.path);
-                    self.trace(Some(i), text);
-                }
+                self.trace_with(Some(i), || {
+                    format!("watch {:?} {} lost (connection down)", n.kind, n.path)
+                });
             }
         }
     }
@@ -129,18 +124,17 @@ impl Sim {
         };
         let deleted = self.model.expire_session(session);
         self.clients[owner].counters.expirations += 1;
-        if self.cfg.trace {
-            let text = format!("server expires session {session:#x}, deleting {deleted:?}");
-            self.trace(Some(owner), text);
-        }
+        self.trace_with(Some(owner), || {
+            format!("server expires session {session:#x}, deleting {deleted:?}")
+        });
         self.route_notifications();
     }
 
     /// One pass of the container reaper.
     pub(crate) fn server_reap(&mut self) -> Vec<String> {
         let reaped = self.model.reap_containers();
-        if self.cfg.trace && !reaped.is_empty() {
-            self.trace(None, format!("reaper deletes containers {reaped:?}"));
+        if !reaped.is_empty() {
+            self.trace_with(None, || format!("reaper deletes containers {reaped:?}"));
         }
         self.route_notifications();
         reaped
