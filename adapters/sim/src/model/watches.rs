@@ -128,27 +128,3 @@ impl WatchTable {
             .sum()
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn one_registration_fires_once() {
-        let mut w = WatchTable::default();
-        w.add(WatchType::Data, "/a", 1);
-        w.add(WatchType::Data, "/a", 1);
-        w.add(WatchType::Data, "/a", 2);
-        assert_eq!(w.len(), 2);
-        let fired = w.take(WatchType::Data, "/a", &BTreeSet::from([2]));
-        assert_eq!(fired, BTreeSet::from([1]));
-        assert!(
-            !w.contains(WatchType::Data, "/a", 2),
-            "consumed, though not notified"
-        );
-        assert_eq!(w.len(), 0);
-        w.add(WatchType::Child, "/b", 3);
-        w.remove_session(3);
-        assert_eq!(w.len(), 0);
-    }
-}
