@@ -1,9 +1,29 @@
 //! Max-hold leases expire and hand over.
 
-use crate::fenced::{audited_account, fenced_set, ACCOUNT, DATA};
 use crate::harness::{acquired_at, for_seeds, inject, Fault, World, ALL_FAULTS, MS, T};
-use lock_core::{LockEvent, LockSpec, LostReason};
+use lock_core::{CreateMode, LockEvent, LockSpec, LostReason, MultiOp};
 use std::time::Duration;
+
+const DATA: &str = "/bank/balance";
+const ACCOUNT: &str = "/locks/account";
+
+fn fenced_set(token: i64, n: u32) -> Vec<MultiOp> {
+    vec![MultiOp::SetData {
+        path: DATA.to_owned(),
+        data: format!("{token}:{n}").into_bytes(),
+        version: None,
+    }]
+}
+
+/// Makes [`DATA`] and has the checker audit the fenced writes to it under [`ACCOUNT`].
+fn audited_account(w: &mut World) -> Result<(), String> {
+    w.sim
+        .admin_create("/bank", b"", CreateMode::Persistent)
+        .and_then(|_| w.sim.admin_create(DATA, b"", CreateMode::Persistent))
+        .map_err(|e| e.to_string())?;
+    w.sim.audit_fenced_writes(DATA, ACCOUNT);
+    Ok(())
+}
 
 /// A holder with a max-hold lease loses the lock when the lease runs out:
 /// `Lost(LeaseExpired)` exactly `max_hold` after its grant (unless a fault took the

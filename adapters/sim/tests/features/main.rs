@@ -1,7 +1,8 @@
 //! Issue 5's features proven in simulation, with faults, over many seeds:
-//! revocation, leader election with observers, fenced writes, max-hold leases and
-//! lock-delay. (Crash-detecting critical sections: `sections_under_chaos`, where
-//! the checker audits every crash-detecting grant's flag.)
+//! revocation, leader election with observers, max-hold leases and lock-delay.
+//! (Crash-detecting critical sections and fenced writes: `sections_under_chaos` and
+//! `fenced_writes_under_chaos`, where the checker audits every crash-detecting
+//! grant's flag, and every fenced write at the server as it applies.)
 //!
 //! Each test runs one scenario per seed: the seed picks the client profiles, the
 //! latency, the fault (disconnects with requests applied or not, lost watch
@@ -29,7 +30,6 @@
 mod harness;
 mod chaos;
 mod election;
-mod fenced;
 mod leases;
 mod lock_delay;
 mod revocation;
