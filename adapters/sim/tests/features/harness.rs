@@ -242,12 +242,6 @@ pub(crate) const ALL_FAULTS: [Fault; 6] = [
     Fault::LongPartition,
     Fault::Expire,
 ];
-pub(crate) const SESSION_KEEPING_FAULTS: [Fault; 4] = [
-    Fault::None,
-    Fault::Disconnect,
-    Fault::LoseNotification,
-    Fault::ShortPartition,
-];
 
 pub(crate) fn inject(w: &mut World, c: ClientId, f: Fault) -> Result<(), String> {
     match f {
