@@ -79,27 +79,6 @@ fn disconnected_waiter_keeps_waiting_and_holder_is_suspended() {
     }
 }
 
-// Row: Reconnected, same session -> waiting: re-list and re-watch (watches may have
-// been lost). The release notification is lost in flight with the connection.
-#[test]
-fn reconnected_waiter_relists_after_losing_the_release_notification() {
-    for profile in PROFILES {
-        let mut sim = sim(14);
-        let ((a, la), (b, lb)) = holder_and_waiter(&mut sim, profile, LockSpec::write(LOCK), T);
-        sim.release(a, la).unwrap();
-        sim.run_until(|s| s.notifications_in_flight(b) > 0).unwrap();
-        assert_eq!(sim.lose_notifications(b), 1);
-        assert!(sim.counters(b).notifications_lost >= 1);
-        assert_eq!(sim.state(b, lb), Some(LockState::Waiting), "{profile:?}");
-        sim.settle().unwrap();
-        assert!(
-            sim.holds(b, lb),
-            "{profile:?}: the re-listing found the lock free"
-        );
-        finish(&mut sim, &[(a, la), (b, lb)]);
-    }
-}
-
 /// When `client`'s acquisition `lock` first reported an event matching `pick`.
 fn first_at(sim: &Sim, c: ClientId, l: LockId, pick: fn(&LockEvent) -> bool) -> Option<Timestamp> {
     sim.events(c)
