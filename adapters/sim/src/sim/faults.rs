@@ -34,7 +34,7 @@ impl Sim {
         };
         self.faults_injected += 1;
         let r = self.break_link(client.0, Break::Reset, applied);
-        self.after_fault();
+        self.after_call();
         r
     }
 
@@ -46,7 +46,7 @@ impl Sim {
         self.faults_injected += 1;
         let until = self.now + duration;
         let r = self.break_link(client.0, Break::Blackhole { until }, None);
-        self.after_fault();
+        self.after_call();
         r
     }
 
@@ -103,7 +103,7 @@ impl Sim {
             self.clients[i].last_contact = self.now;
             self.notice_disconnect(i);
         }
-        self.after_fault();
+        self.after_call();
         true
     }
 
@@ -124,7 +124,7 @@ impl Sim {
             i,
             lock_core::Input::Session(lock_core::SessionEvent::Closed),
         );
-        self.after_fault();
+        self.after_call();
     }
 
     /// Resets `client`'s connection if a watch notification is in flight to it (the
@@ -152,7 +152,7 @@ impl Sim {
             self.checker.on_admin_marker(p, true);
         }
         self.route_notifications();
-        self.after_fault();
+        self.after_call();
         r
     }
 
@@ -166,7 +166,7 @@ impl Sim {
             self.checker.on_admin_delete(path);
         }
         self.route_notifications();
-        self.after_fault();
+        self.after_call();
         r
     }
 
@@ -178,7 +178,7 @@ impl Sim {
             .set_data(crate::model::NO_SESSION, path, data, None)
             .map(|_| ());
         self.route_notifications();
-        self.after_fault();
+        self.after_call();
         r
     }
 
@@ -190,7 +190,7 @@ impl Sim {
     /// Runs one pass of the container reaper now.
     pub fn reap_containers(&mut self) -> Vec<String> {
         let reaped = self.server_reap();
-        self.after_fault();
+        self.after_call();
         reaped
     }
 
@@ -210,13 +210,6 @@ impl Sim {
             ..FaultConfig::none()
         });
         self.heal_all();
-    }
-
-    fn after_fault(&mut self) {
-        if self.cfg.check_invariants && self.violation.is_none() {
-            let r = self.checker.after_step(&self.model);
-            self.check(r);
-        }
     }
 
     /// Every participant node under the lock paths in use.

@@ -455,7 +455,8 @@ impl Sim {
 
     // ----- invariants -----------------------------------------------------------
 
-    fn after_call(&mut self) {
+    /// Checks the invariants after a call, a step or a fault.
+    pub(crate) fn after_call(&mut self) {
         if self.cfg.check_invariants && self.violation.is_none() {
             let r = self.checker.after_step(&self.model);
             self.check(r);
@@ -483,10 +484,7 @@ impl Sim {
 
     /// The first violation as an error, if any.
     pub(crate) fn poisoned(&self) -> Result<(), Violation> {
-        match &self.violation {
-            Some(v) => Err(v.clone()),
-            None => Ok(()),
-        }
+        self.violation.clone().map_or(Ok(()), Err)
     }
 
     /// The first invariant violation, if any (the simulation stops at it).

@@ -304,10 +304,7 @@ impl Run {
                 }
             }
         }
-        match self.sim.violation() {
-            Some(v) => Err(v.clone()),
-            None => Ok(()),
-        }
+        self.sim.poisoned()
     }
 
     fn refused(&mut self, detail: String) {
