@@ -172,11 +172,7 @@ impl<'w> Run<'w> {
     fn done(&self) -> bool {
         self.owners.iter().all(|o| !o.busy)
             && self.sim.checker.unfinished().is_empty()
-            && self
-                .sim
-                .clients
-                .iter()
-                .all(|c| c.is_quiet() && c.core.is_idle())
+            && self.sim.is_idle()
     }
 
     fn perform(&mut self, a: Action) {

@@ -315,9 +315,7 @@ impl Run {
         let mut faults_on = true;
         loop {
             self.react();
-            if let Some(v) = self.sim.violation() {
-                return Err(v.clone());
-            }
+            self.sim.poisoned()?;
             if faults_on && self.sim.now() >= self.chaos_until {
                 faults_on = false;
                 self.sim.stop_faults();
@@ -332,22 +330,21 @@ impl Run {
                         self.plan.len()
                     );
                     self.sim.violate(ViolationKind::Liveness, detail);
-                    return Err(self.sim.violation().cloned().expect("just violated"));
                 }
-                return Ok(());
+                return self.sim.poisoned();
             }
             if !faults_on && self.sim.now() >= self.drain_deadline {
                 let detail = self.liveness_report();
                 self.sim.violate(ViolationKind::Liveness, detail);
-                return Err(self.sim.violation().cloned().expect("just violated"));
+                return self.sim.poisoned();
             }
-            let next_action = self.actions.first_key_value().map(|(k, _)| k.0);
-            let horizon = match (faults_on, next_action) {
-                (true, Some(t)) => t.min(self.chaos_until),
-                (true, None) => self.chaos_until,
-                (false, Some(t)) => t.min(self.drain_deadline),
-                (false, None) => self.drain_deadline,
+            let limit = if faults_on {
+                self.chaos_until
+            } else {
+                self.drain_deadline
             };
+            let next_action = self.actions.first_key_value().map(|(k, _)| k.0);
+            let horizon = next_action.map_or(limit, |t| t.min(limit));
             if !self.sim.step_until(horizon)? {
                 if let Some(entry) = self.actions.first_entry() {
                     if entry.key().0 <= self.sim.now() {
@@ -360,12 +357,7 @@ impl Run {
     }
 
     fn done(&self) -> bool {
-        self.sim.checker.unfinished().is_empty()
-            && self
-                .sim
-                .clients
-                .iter()
-                .all(|c| c.is_quiet() && c.core.is_idle())
+        self.sim.checker.unfinished().is_empty() && self.sim.is_idle()
     }
 
     fn liveness_report(&self) -> String {
