@@ -1,53 +1,17 @@
 //! Breaking a stuck lock (`LockClient::break_lock`) on the in-process server,
 //! through the real API: the holder inspected (and only it) deleted, the broken
 //! holder told, the next waiter granted. (Refused unless forced, and the forced
-//! break's record: the conformance suite's `forced_break_leaves_its_record`.)
-//! Every wait has a generous bound that turns a hang into a failure.
+//! break's record: the conformance suite's `forced_break_leaves_its_record`; a
+//! plain holder learning at its next fenced write or release: zklock's
+//! `cli/tests/break_lock.rs`.) Every wait has a generous bound that turns a hang
+//! into a failure.
 
-use lock_client::{BreakError, BreakLock, BreakOutcome, Error, FencedError, Writes};
+use lock_client::{BreakError, BreakLock, BreakOutcome, Error};
 use lock_core::LostReason;
 use lock_sim::Server;
 use std::time::Duration;
 
 const BOUND: Duration = Duration::from_secs(10);
-
-#[test]
-fn a_plain_holder_learns_at_its_next_fenced_write_or_release() {
-    let server = Server::new();
-    let (holder, admin) = (server.client(), server.client());
-    let setup = holder.mutex("/locks/setup").lock_blocking().unwrap();
-    setup
-        .fenced_write_blocking(Writes::new().create("/data", b""))
-        .unwrap();
-    setup.release_blocking().unwrap();
-
-    // Its fenced write fails (nothing written), and the lock is lost.
-    let plain = holder.mutex("/locks/p").lock_blocking().unwrap();
-    admin
-        .break_lock_blocking("/locks/p", BreakLock::holder().force())
-        .unwrap();
-    assert!(plain.is_trusted(), "a plain holder watches nothing");
-    assert_eq!(
-        plain.fenced_write_blocking(Writes::new().create("/data/late", b"")),
-        Err(FencedError::NotHeld)
-    );
-    assert_eq!(
-        server.children("/data"),
-        Some(vec![]),
-        "the late write landed"
-    );
-    assert_eq!(plain.lost_blocking(), LostReason::NodeDeleted);
-
-    // Its release reports the lock lost, not released.
-    let plain = holder.mutex("/locks/q").lock_blocking().unwrap();
-    admin
-        .break_lock_blocking("/locks/q", BreakLock::holder().force())
-        .unwrap();
-    assert_eq!(
-        plain.release_blocking(),
-        Err(Error::Lost(LostReason::NodeDeleted))
-    );
-}
 
 #[test]
 fn several_holders_need_a_node_and_a_named_waiter_can_be_broken() {
