@@ -1,6 +1,6 @@
 //! Leader election with observers, through chaos (expiries and partitions among it).
 
-use crate::harness::{for_seeds, run_seeds, Tag, World, MS, T};
+use crate::harness::{for_seeds, Tag, World, MS, T};
 use lock_core::{Leader, LockEvent, LockId, LockSpec};
 use lock_sim::{ClientId, FaultConfig, Sim};
 use std::time::Duration;
@@ -84,20 +84,6 @@ impl Election {
 #[test]
 fn election_with_observers() {
     for_seeds("election_with_observers", 400_000, 500, observed_election);
-}
-
-/// Seeds that once failed [`election_with_observers`]; each runs on every CI run.
-#[test]
-fn election_with_observers_regressions() {
-    // 410246: the directory was empty when an observer listed it, so it set a child
-    // watch; the watched listing came back with participants and the observer
-    // watched the leader's data, leaving the child watch on the server. The next
-    // leader change fired both: the observer was woken twice.
-    run_seeds(
-        "election_with_observers_regressions",
-        &[410_246],
-        observed_election,
-    );
 }
 
 fn observed_election(seed: u64, trace: bool) -> Result<Tag, String> {

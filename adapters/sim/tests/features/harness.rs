@@ -31,15 +31,18 @@ pub(crate) type Tag = String;
 pub(crate) const EXPLORE_ONE_IN: u64 = 50;
 
 /// Runs `scenario` over the fixed seeds `salt..salt + default` (`FEATURES_SEEDS`
-/// overrides the count) and one new seed in [`EXPLORE_ONE_IN`] (see [`explored`]);
-/// fails with the seed and the replay command.
+/// overrides the count) and one new seed in [`EXPLORE_ONE_IN`] (see [`explored`]),
+/// or only `FEATURES_SEED`'s, with its trace; fails with the seed and the replay
+/// command.
 pub(crate) fn for_seeds(
     name: &str,
     salt: u64,
     default: u64,
     scenario: fn(u64, bool) -> Result<Tag, String>,
 ) {
-    let seeds: Vec<u64> = match env_u64("FEATURES_SEED") {
+    let start = Instant::now();
+    let only = env_u64("FEATURES_SEED");
+    let seeds: Vec<u64> = match only {
         Some(s) => vec![s],
         None => {
             let n = env_u64("FEATURES_SEEDS").unwrap_or(default);
@@ -48,18 +51,9 @@ pub(crate) fn for_seeds(
                 .collect()
         }
     };
-    run_seeds(name, &seeds, scenario);
-}
-
-/// Runs `scenario` over `seeds` (only `FEATURES_SEED`'s, with its trace, if set);
-/// fails with the seed and the replay command.
-pub(crate) fn run_seeds(name: &str, seeds: &[u64], scenario: fn(u64, bool) -> Result<Tag, String>) {
-    let start = Instant::now();
-    let only = env_u64("FEATURES_SEED");
-    let seeds = only.as_ref().map_or(seeds, std::slice::from_ref);
     let trace = only.is_some();
     let mut tags: BTreeMap<Tag, u32> = BTreeMap::new();
-    for &seed in seeds {
+    for &seed in &seeds {
         match scenario(seed, trace) {
             Ok(tag) => *tags.entry(tag).or_default() += 1,
             // Whichever check failed, the replay shows how the run got there.
