@@ -1,7 +1,7 @@
 //! The ZooKeeper model on its own: naming, versions, containers, sessions, watches,
 //! multi, path validation — the server's rules, checked one by one.
 
-use lock_core::{CreateMode, MultiOp, MultiResult, Op, Reply, WatchKind, ZkError};
+use lock_core::{CreateMode, MultiOp, MultiResult, WatchKind, ZkError};
 use lock_sim::{Notification, WatchType, ZkModel, CONTAINER_OWNER, NO_SESSION};
 
 fn kinds(n: &[Notification]) -> Vec<(i64, &str, WatchKind)> {
@@ -465,52 +465,6 @@ fn multi_is_all_or_nothing_with_the_first_error() {
         kinds(&zk.take_notifications()),
         vec![(b, "/m", WatchKind::NodeChildrenChanged)]
     );
-}
-
-#[test]
-fn apply_maps_every_op_to_its_reply() {
-    let mut zk = ZkModel::new();
-    let s = zk.create_session();
-    let created = zk
-        .apply(
-            s,
-            &Op::Create {
-                path: "/r".into(),
-                data: b"1".to_vec(),
-                mode: CreateMode::Persistent,
-            },
-        )
-        .unwrap();
-    assert!(matches!(created, Reply::Created { ref path, stat: Some(_) } if path == "/r"));
-    assert_eq!(
-        zk.apply(s, &Op::GetChildren { path: "/r".into() }),
-        Ok(Reply::Children(vec![]))
-    );
-    assert!(matches!(
-        zk.apply(s, &Op::GetData { path: "/r".into(), watch: true }),
-        Ok(Reply::Data { ref data, .. }) if data == b"1"
-    ));
-    assert!(zk.has_watch(s, WatchType::Data, "/r"));
-    assert_eq!(
-        zk.apply(s, &Op::WatchChildren { path: "/r".into() }),
-        Ok(Reply::Children(vec![]))
-    );
-    assert!(zk.has_watch(s, WatchType::Child, "/r"));
-    assert!(matches!(
-        zk.apply(s, &Op::SetData { path: "/r".into(), data: vec![], version: None }),
-        Ok(Reply::Stat(st)) if st.version == 1
-    ));
-    assert_eq!(
-        zk.apply(
-            s,
-            &Op::Delete {
-                path: "/r".into(),
-                version: Some(1)
-            }
-        ),
-        Ok(Reply::Deleted)
-    );
-    assert_eq!(zk.apply(s, &Op::Multi(vec![])), Ok(Reply::Multi(vec![])));
 }
 
 #[test]
