@@ -55,10 +55,7 @@ pub(super) fn marker_of<'a>(
     sections: &'a mut BTreeMap<String, SectionMarker>,
     path: &str,
 ) -> &'a mut SectionMarker {
-    if !sections.contains_key(path) {
-        sections.insert(path.to_owned(), SectionMarker::default());
-    }
-    sections.get_mut(path).expect("just inserted")
+    sections.entry(path.to_owned()).or_default()
 }
 
 impl Checker {

@@ -36,9 +36,7 @@ impl ClientWatches {
     }
 
     pub fn clear(&mut self) {
-        self.data.clear();
-        self.exist.clear();
-        self.child.clear();
+        *self = ClientWatches::default();
     }
 
     /// What a request does to the registry as it is sent: the watch it leaves once

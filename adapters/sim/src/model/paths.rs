@@ -14,10 +14,7 @@
 pub fn validate_path(path: &str, sequential: bool) -> Result<(), &'static str> {
     if sequential {
         // The server validates `path + "1"`.
-        let mut p = String::with_capacity(path.len() + 1);
-        p.push_str(path);
-        p.push('1');
-        return validate(&p);
+        return validate(&format!("{path}1"));
     }
     validate(path)
 }
