@@ -8,31 +8,6 @@ use std::time::Duration;
 
 const AFTER: Duration = Duration::from_secs(1);
 
-#[test]
-fn detection_needs_an_owner_and_the_native_scheme() {
-    let mut h = H::new();
-    let no_owner =
-        h.s.acquire(LockSpec::write("/a").detect_deadlocks(AFTER), h.now);
-    assert!(
-        matches!(no_owner, Err(UsageError::Unsupported(_))),
-        "{no_owner:?}"
-    );
-    // Curator's nodes carry no owner (kazoo's do: see tests/deadlock_foreign.rs).
-    let curator = h.s.acquire(
-        LockSpec::exclusive("/a")
-            .owner("o")
-            .scheme(NameScheme::Curator)
-            .detect_deadlocks(AFTER),
-        h.now,
-    );
-    assert!(
-        matches!(curator, Err(UsageError::Unsupported(_))),
-        "{curator:?}"
-    );
-    h.drain();
-    assert!(h.no_requests() && h.s.is_idle());
-}
-
 /// The owner holds `/a` and waits at `/b` behind a peer: returns the held node,
 /// the waiting node and the peer's.
 fn holding_and_waiting(h: &mut H) -> (String, String, String) {

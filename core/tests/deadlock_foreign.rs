@@ -90,22 +90,3 @@ fn a_kazoo_holder_on_another_session_or_under_another_identifier_is_no_edge() {
     h.serve();
     assert!(h.take_events().is_empty(), "still waiting");
 }
-
-#[test]
-fn detection_on_the_kazoo_scheme_needs_the_owner_as_the_data() {
-    let mut h = H::new();
-    let with_data = h.s.acquire(
-        LockSpec::exclusive("/a")
-            .owner("Z")
-            .scheme(NameScheme::Kazoo)
-            .data("host-1")
-            .detect_deadlocks(AFTER),
-        h.now,
-    );
-    assert!(
-        matches!(with_data, Err(UsageError::Unsupported(_))),
-        "{with_data:?}"
-    );
-    // (Curator's scheme, whose nodes carry no owner, is refused outright:
-    // tests/deadlock.rs, detection_needs_an_owner_and_the_native_scheme.)
-}

@@ -6,10 +6,12 @@ use harness::*;
 use lock_core::*;
 use std::time::Duration;
 
+/// A waiter has no hold to lose: no grace runs out for it.
 #[test]
-fn disconnected_while_waiting_keeps_waiting() {
+fn disconnected_while_waiting_keeps_waiting_past_the_grace() {
     let (mut h, id, _, _) = H::queued("/f");
     h.disconnect();
+    h.advance(Duration::from_secs(30));
     assert!(h.take_events().is_empty());
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
     assert!(h.no_requests(), "nothing is sent while disconnected");
@@ -78,12 +80,8 @@ fn reconnected_holding_but_node_owned_by_another_session_is_lost() {
 fn suspended_past_the_grace_is_lost_and_the_stale_node_is_deleted_if_the_session_lives() {
     let (mut h, _, node) = H::holding(LockSpec::write("/f"));
     h.disconnect();
-    h.expect_events([LockEvent::Suspended]);
-    h.advance(Duration::from_millis(8999));
-    assert!(h.take_events().is_empty());
     // Session timeout 10 s, less the default margin of 1 s.
-    h.advance(Duration::from_millis(1));
-    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
+    h.lost_exactly_after(Duration::from_secs(9));
     // The session turns out alive: the stale node goes at once.
     h.connect(h.sid);
     assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
@@ -93,15 +91,6 @@ fn suspended_past_the_grace_is_lost_and_the_stale_node_is_deleted_if_the_session
         h.take_events().is_empty(),
         "nothing after the terminal event"
     );
-}
-
-#[test]
-fn suspended_waiter_keeps_waiting_past_the_grace() {
-    let (mut h, id, _, _) = H::queued("/f");
-    h.disconnect();
-    h.advance(Duration::from_secs(30));
-    assert!(h.take_events().is_empty());
-    assert_eq!(h.s.state(id), Some(LockState::Waiting));
 }
 
 #[test]
@@ -144,21 +133,18 @@ fn a_new_session_id_after_reconnect_counts_as_expiry() {
 }
 
 #[test]
-fn own_node_deleted_while_holding_is_lost() {
-    let (mut h, _, node) = H::holding(LockSpec::write("/f").watch_node());
-    h.delete_node(&node);
-    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
-    h.serve();
-    assert!(h.s.is_idle());
-}
-
-#[test]
-fn own_node_deleted_while_waiting_fails() {
-    let (mut h, _, node, _) = H::queued("/f");
-    h.delete_node(&node);
-    h.expect_events([LockEvent::Failed(FailReason::NodeDeleted)]);
-    h.serve();
-    assert!(h.s.is_idle());
+fn own_node_deleted_loses_a_holder_and_fails_a_waiter() {
+    let (holder, _, held) = H::holding(LockSpec::write("/f").watch_node());
+    let (waiter, _, queued, _) = H::queued("/f");
+    for (mut h, node, event) in [
+        (holder, held, LockEvent::Lost(LostReason::NodeDeleted)),
+        (waiter, queued, LockEvent::Failed(FailReason::NodeDeleted)),
+    ] {
+        h.delete_node(&node);
+        h.expect_events([event]);
+        h.serve();
+        assert!(h.s.is_idle());
+    }
 }
 
 #[test]
@@ -445,32 +431,27 @@ fn suspended_after(since_contact: Duration, config: Config) -> (H, String) {
     (h, node)
 }
 
-/// Suspended now, lost exactly `after` from now (not a millisecond earlier).
-fn lost_exactly_after(h: &mut H, after: Duration) {
-    h.expect_events([LockEvent::Suspended]);
-    h.advance(after - Duration::from_millis(1));
-    assert!(h.take_events().is_empty(), "lost before {after:?}");
-    h.advance(Duration::from_millis(1));
-    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
-}
-
 /// A loss is counted from the last contact, not from the report: reported 3 s
 /// after it, the server could expire the session 7 s from now, so the lock is
-/// lost a margin (1 s) before that, at 6 s. The margin is configurable, and a
-/// shorter grace ends the suspension first.
+/// lost a margin (1 s) before that, at 6 s. The margin is configurable, a
+/// shorter grace ends the suspension first, and a longer one never outlasts the
+/// session.
 #[test]
-fn lost_is_counted_from_the_last_contact_by_the_margin_or_a_shorter_grace() {
+fn lost_is_counted_from_the_last_contact_by_the_margin_or_the_grace() {
     let secs = Duration::from_secs;
     // (margin, grace, since the last contact, lost after)
     for (margin, grace, since, lost) in [
         (None, None, 3, 6),
         (Some(secs(4)), None, 1, 5),
         (None, Some(secs(2)), 1, 2),
+        // A grace longer than the session is capped: lost before the server
+        // could expire the session.
+        (None, Some(secs(60)), 2, 7),
     ] {
         let mut config = Config::new(secs(10), 1);
         (config.expiry_margin, config.suspended_grace) = (margin, grace);
         let (mut h, _) = suspended_after(secs(since), config);
-        lost_exactly_after(&mut h, secs(lost));
+        h.lost_exactly_after(secs(lost));
     }
 }
 
@@ -483,18 +464,6 @@ fn a_disconnection_reported_too_late_for_the_window_loses_at_once() {
         LockEvent::Suspended,
         LockEvent::Lost(LostReason::SuspendedTooLong),
     ]);
-}
-
-#[test]
-fn a_longer_grace_never_outlasts_the_session() {
-    // A grace longer than the session timeout is capped: the lock is lost before
-    // the server could expire the session, whatever the grace says.
-    let mut config = Config::new(Duration::from_secs(10), 1);
-    config.suspended_grace = Some(Duration::from_secs(60));
-    let (mut h, _) = suspended_after(Duration::from_secs(2), config);
-    h.expect_events([LockEvent::Suspended]);
-    h.advance(Duration::from_secs(7));
-    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
 }
 
 #[test]
@@ -571,9 +540,5 @@ fn reconfigured_before_connecting_times_locks_by_the_granted_timeout() {
     h.connect(h.sid);
     h.held_on(LockSpec::write("/f"));
     h.disconnect();
-    h.expect_events([LockEvent::Suspended]);
-    h.advance(Duration::from_millis(3599));
-    assert!(h.take_events().is_empty());
-    h.advance(Duration::from_millis(1));
-    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
+    h.lost_exactly_after(Duration::from_millis(3600));
 }

@@ -262,15 +262,6 @@ fn contended_grant_checks_the_marker_before_reporting() {
 }
 
 #[test]
-fn crash_detection_is_refused_on_shared_recipes() {
-    let mut h = H::new();
-    assert!(matches!(
-        h.s.acquire(LockSpec::read("/s").detect_crashes(), h.now),
-        Err(UsageError::Unsupported(_))
-    ));
-}
-
-#[test]
 fn fenced_write_applies_while_held_and_reports_not_held_when_the_check_fails() {
     let mut h = H::served(&["/f", "/data"]);
     let (id, node) = h.held_on(LockSpec::write("/f"));

@@ -229,32 +229,6 @@ fn a_zero_delay_is_no_delay() {
 }
 
 #[test]
-fn lock_delay_is_refused_on_shared_recipes() {
-    let mut h = H::new();
-    for spec in [LockSpec::read("/d"), LockSpec::semaphore("/d", 3)] {
-        assert!(matches!(
-            h.s.acquire(spec.lock_delay(DELAY), h.now),
-            Err(UsageError::Unsupported(_))
-        ));
-    }
-}
-
-/// go-zookeeper's `Lock` fails on a child whose name does not end in a number,
-/// so the markers of lock-delay and crash detection are refused in its layout.
-#[test]
-fn markers_are_refused_in_go_zookeepers_layout() {
-    let mut h = H::new();
-    let go = LockSpec::exclusive("/d").scheme(NameScheme::Go);
-    for spec in [go.clone().lock_delay(DELAY), go.clone().detect_crashes()] {
-        assert!(matches!(
-            h.s.acquire(spec, h.now),
-            Err(UsageError::Unsupported(why)) if why.contains("go-zookeeper")
-        ));
-    }
-    assert!(h.s.acquire(go, h.now).is_ok(), "the plain mutex is fine");
-}
-
-#[test]
 fn a_disconnect_during_the_delay_keeps_its_start() {
     let (mut h, _, node, p) = waiting_behind();
     let seen = h.now;

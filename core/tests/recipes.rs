@@ -422,6 +422,63 @@ fn bad_input_is_refused_with_typed_errors() {
     assert_eq!(h.s.release(id, h.now), Err(UsageError::NotHeld(id)));
 }
 
+/// Features a recipe or a peer's layout has no place for are refused, each for
+/// its own reason, before anything is sent.
+#[test]
+fn unsupported_combinations_are_refused_with_their_reason() {
+    let after = std::time::Duration::from_secs(1);
+    let delay = after;
+    let go = LockSpec::exclusive("/d").scheme(NameScheme::Go);
+    let exclusive = "needs an exclusive recipe";
+    // go-zookeeper's `Lock` fails on a child whose name does not end in a number.
+    let no_markers = "go-zookeeper's Lock cannot read";
+    // Curator's nodes carry no owner; kazoo's carry it as the node's data.
+    let no_owner_in_nodes = "needs NameScheme::Native, or NameScheme::Kazoo without data";
+    let mut h = H::new();
+    for (spec, why) in [
+        (LockSpec::read("/d").detect_crashes(), exclusive),
+        (LockSpec::read("/d").lock_delay(delay), exclusive),
+        (LockSpec::semaphore("/d", 3).lock_delay(delay), exclusive),
+        (go.clone().lock_delay(delay), no_markers),
+        (go.clone().detect_crashes(), no_markers),
+        (
+            LockSpec::write("/d").detect_deadlocks(after),
+            "needs an owner",
+        ),
+        (
+            LockSpec::exclusive("/d")
+                .owner("o")
+                .scheme(NameScheme::Curator)
+                .detect_deadlocks(after),
+            no_owner_in_nodes,
+        ),
+        (
+            LockSpec::exclusive("/d")
+                .owner("o")
+                .scheme(NameScheme::Kazoo)
+                .data("host-1")
+                .detect_deadlocks(after),
+            no_owner_in_nodes,
+        ),
+        (
+            LockSpec::semaphore("/d", 2)
+                .scheme(NameScheme::Kazoo)
+                .owner("o")
+                .detect_deadlocks(after),
+            "deadlock detection on a semaphore",
+        ),
+    ] {
+        let refused = h.s.acquire(spec.clone(), h.now);
+        assert!(
+            matches!(refused, Err(UsageError::Unsupported(w)) if w.contains(why)),
+            "{spec:?}: {refused:?}"
+        );
+    }
+    h.drain();
+    assert!(h.no_requests() && h.s.is_idle());
+    assert!(h.s.acquire(go, h.now).is_ok(), "the plain Go mutex is fine");
+}
+
 #[test]
 fn stale_and_unknown_replies_are_ignored_and_counted() {
     let mut h = H::new();

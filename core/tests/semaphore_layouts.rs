@@ -225,19 +225,6 @@ fn session_expiry_in_the_lease_step_fails_and_deletes_nothing() {
     assert_eq!(h.s.state(id), None);
 }
 
-#[test]
-fn deadlock_detection_on_a_peer_layout_is_refused() {
-    let mut h = H::new();
-    let spec = LockSpec::semaphore("/s", 2)
-        .scheme(NameScheme::Kazoo)
-        .owner("w")
-        .detect_deadlocks(std::time::Duration::from_secs(1));
-    assert!(matches!(
-        h.s.acquire(spec, h.now),
-        Err(UsageError::Unsupported(_))
-    ));
-}
-
 fn curator_name(n: u32, marker: &str, seq: i32) -> String {
     format!("_c_{n:08x}-0000-4000-8000-000000000000-{marker}{seq:010}")
 }

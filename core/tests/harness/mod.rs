@@ -141,6 +141,17 @@ impl H {
         }
     }
 
+    /// Checks that the lock was just suspended and is lost exactly `after` from
+    /// now (not a millisecond earlier).
+    #[track_caller]
+    pub fn lost_exactly_after(&mut self, after: Duration) {
+        self.expect_events([LockEvent::Suspended]);
+        self.advance(after - Duration::from_millis(1));
+        assert!(self.take_events().is_empty(), "lost before {after:?}");
+        self.advance(Duration::from_millis(1));
+        self.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
+    }
+
     pub fn take_events(&mut self) -> Vec<LockEvent> {
         std::mem::take(&mut self.events)
             .into_iter()
