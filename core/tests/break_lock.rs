@@ -142,55 +142,6 @@ fn a_delete_whose_answer_was_lost_makes_a_later_absence_uncertain() {
 }
 
 #[test]
-fn the_one_shot_policy_applies() {
-    let node = format!("/l/{}", peer(NodeKind::Write, 1, 1));
-    // An unknown outcome of the read is asked again after the retry interval.
-    let mut h = H::new();
-    start_break(&mut h, &node, 500);
-    let first = h.answer_err(ZkError::ConnectionLoss);
-    assert!(h.no_requests());
-    h.advance(retry_interval() / 2);
-    assert!(h.no_requests(), "asked again before the retry interval");
-    h.advance(retry_interval() / 2);
-    assert_eq!(h.next_req().op, first.op);
-    // A final answer stops it with that error.
-    let mut h = H::new();
-    start_break(&mut h, &node, 500);
-    h.answer_err(ZkError::NoAuth);
-    h.expect_events([LockEvent::Failed(FailReason::Zk(ZkError::NoAuth))]);
-    // A reply of the wrong kind too.
-    let mut h = H::new();
-    start_break(&mut h, &node, 500);
-    let r = h.next_req();
-    h.reply(r.id, Ok(Reply::Children(vec![])));
-    let events = h.take_events();
-    assert!(
-        matches!(
-            &events[..],
-            [LockEvent::Failed(FailReason::Zk(ZkError::Other(_)))]
-        ),
-        "{events:?}"
-    );
-    // Cancelled, and closed with the session.
-    let mut h = H::new();
-    let id = start_break(&mut h, &node, 500);
-    h.run(|s, now| s.cancel(id, now));
-    h.expect_events([LockEvent::Failed(FailReason::Cancelled)]);
-    let mut h = H::new();
-    start_break(&mut h, &node, 500);
-    h.session(SessionEvent::Closed);
-    h.expect_events([LockEvent::Failed(FailReason::Closed)]);
-    // An invalid path is refused before anything is sent.
-    let mut h = H::new();
-    assert!(h
-        .s
-        .break_node("relative", FencingToken(1), None, h.now)
-        .is_err());
-    h.drain();
-    assert!(h.no_requests());
-}
-
-#[test]
 fn a_holder_watching_its_node_is_lost_at_once_a_plain_one_at_its_release() {
     // The holder and the breaker share the harness's session.
     let (mut h, holder, node) = H::holding(LockSpec::write("/l").watch_node());
