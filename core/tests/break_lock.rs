@@ -5,11 +5,6 @@ mod harness;
 
 use harness::*;
 use lock_core::*;
-use std::time::Duration;
-
-fn retry_interval() -> Duration {
-    Config::new(Duration::from_secs(10), 1).retry_interval
-}
 
 /// A served scenario with a peer's node in `/l`; returns it and its token.
 fn peer_node() -> (H, String, i64) {
@@ -124,7 +119,7 @@ fn a_delete_whose_answer_was_lost_makes_a_later_absence_uncertain() {
     serve_read(&mut h, &node);
     h.lose_reply();
     assert_eq!(broken(&mut h), [], "the outcome is unknown");
-    h.advance(retry_interval());
+    h.advance(h.s.config().retry_interval);
     h.serve();
     assert_eq!(
         broken(&mut h),

@@ -218,14 +218,8 @@ fn uncontended_grant_reports_a_crashed_section_for_free() {
     assert_eq!(
         ops(&h.serve()),
         vec![Op::Multi(vec![
-            MultiOp::Delete {
-                path: SECTION.into(),
-                version: None
-            },
-            MultiOp::Delete {
-                path: node,
-                version: None
-            },
+            multi_delete_of(SECTION),
+            multi_delete_of(&node)
         ])]
     );
     h.expect_events([LockEvent::Released]);

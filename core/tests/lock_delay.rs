@@ -43,14 +43,6 @@ fn waiting_behind() -> (H, LockId, String, String) {
     (h, id, node, p)
 }
 
-/// A multi's delete of `path` (any version).
-fn delete_op(path: &str) -> MultiOp {
-    MultiOp::Delete {
-        path: path.into(),
-        version: None,
-    }
-}
-
 fn delays(h: &H) -> Vec<(String, Timestamp)> {
     h.progress
         .iter()
@@ -77,7 +69,10 @@ fn uncontended_holder_creates_its_marker_before_the_grant_and_a_clean_release_de
     h.run(|s, now| s.release(id, now));
     assert_eq!(
         ops(&h.serve()),
-        vec![Op::Multi(vec![delete_op(MARKER), delete_op(&node)])],
+        vec![Op::Multi(vec![
+            multi_delete_of(MARKER),
+            multi_delete_of(&node)
+        ])],
         "a clean release deletes the marker with the node"
     );
     h.expect_events([LockEvent::Released]);

@@ -38,7 +38,6 @@ fn failures(h: &mut H) -> Vec<FailReason> {
 
 #[test]
 fn unknown_outcomes_and_ending_sessions_are_retried_by_every_task() {
-    let retry = retry_interval();
     for (name, task) in TASKS {
         for error in [
             ZkError::ConnectionLoss,
@@ -46,6 +45,7 @@ fn unknown_outcomes_and_ending_sessions_are_retried_by_every_task() {
             ZkError::SessionExpired,
         ] {
             let mut h = H::new();
+            let retry = h.s.config().retry_interval;
             start(&mut h, task);
             let first = h.answer_err(error.clone());
             h.reqs.clear();
@@ -130,11 +130,6 @@ fn every_task_ends_at_a_cancel_or_the_close_and_refuses_a_bad_path() {
     assert!(h.no_requests());
 }
 
-/// The retry interval of the harness's sessions.
-fn retry_interval() -> std::time::Duration {
-    Config::new(std::time::Duration::from_secs(10), 1).retry_interval
-}
-
 #[test]
 fn an_inspection_whose_listing_failed_does_not_report_an_empty_queue_meanwhile() {
     let mut h = H::served(&["/l"]);
@@ -147,7 +142,7 @@ fn an_inspection_whose_listing_failed_does_not_report_an_empty_queue_meanwhile()
     // queue yet, so nothing is reported.
     h.serve();
     assert_eq!(h.take_events(), [], "finished without its listing");
-    h.advance(retry_interval());
+    h.advance(h.s.config().retry_interval);
     h.serve();
     let events = h.take_events();
     assert!(
@@ -172,7 +167,7 @@ fn a_revocation_that_could_not_ask_one_holder_asks_again_before_it_reports() {
         "reported without asking {:?}",
         first.op
     );
-    h.advance(retry_interval());
+    h.advance(h.s.config().retry_interval);
     h.serve();
     let events = h.take_events();
     assert!(
@@ -201,7 +196,7 @@ fn a_deadlock_scan_with_a_failed_read_does_not_conclude_meanwhile() {
         h.reqs
     );
     h.expect_events([]);
-    h.advance(retry_interval());
+    h.advance(h.s.config().retry_interval);
     assert_eq!(
         h.next_req().op,
         Op::GetChildren { path: "/l".into() },

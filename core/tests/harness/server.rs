@@ -349,3 +349,11 @@ pub fn delete_of(path: &str) -> Op {
         version: None,
     }
 }
+
+/// A multi's delete of `path` (any version).
+pub fn multi_delete_of(path: &str) -> MultiOp {
+    MultiOp::Delete {
+        path: path.to_owned(),
+        version: None,
+    }
+}
