@@ -49,14 +49,23 @@ fn reconnected_same_session_holding_verifies_then_resumes() {
     assert_eq!(h.s.state(id), Some(LockState::Held));
 }
 
+/// A plain holder set no watch on its node (a firing handed to it is not its):
+/// the check every reconnect makes finds the node gone, and watches it from
+/// then on.
 #[test]
 fn reconnected_holding_but_node_gone_is_lost() {
     let (mut h, _, node) = H::holding(LockSpec::write("/f"));
-    h.disconnect();
     h.delete_node(&node);
+    h.watch(&node, WatchKind::NodeDeleted);
+    assert!(h.take_events().is_empty(), "no watch was set");
+    h.disconnect();
+    h.expect_events([LockEvent::Suspended]);
     h.connect(h.sid);
-    h.take_events();
-    h.serve();
+    let check = Op::GetData {
+        path: node.clone(),
+        watch: true,
+    };
+    assert_eq!(h.serve_one().op, check);
     h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }
 
