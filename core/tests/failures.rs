@@ -360,19 +360,6 @@ fn a_listing_handed_over_before_its_create_reply_costs_no_extra_read() {
     assert_eq!(h.s.stats().requests, 2);
 }
 
-/// A plain lock's uncontended cycle is create + getChildren + delete: no read of
-/// its own node, no watch on it, so its release notifies nobody.
-#[test]
-fn plain_lock_cycle_is_three_requests_and_leaves_no_watch() {
-    let (mut h, id, node) = H::holding(LockSpec::write("/p"));
-    let sid = h.sid;
-    assert!(h.zk().model.watches_of(sid).is_empty());
-    h.run(|s, now| s.release(id, now));
-    assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
-    h.expect_events([LockEvent::Released]);
-    assert_eq!(h.s.stats().requests, 3);
-}
-
 /// With `watch_node`, the watch set while waiting is kept through the hold.
 #[test]
 fn watch_node_keeps_the_watch_set_while_waiting() {

@@ -5,10 +5,12 @@ mod harness;
 use harness::*;
 use lock_core::*;
 
+/// A plain lock's uncontended cycle is create + getChildren + delete: no read of
+/// its own node, no watch on it, so its release notifies nobody.
 #[test]
-fn uncontended_write_is_one_round_trip_and_token_is_czxid() {
+fn uncontended_write_is_one_round_trip_then_one_delete_and_token_is_czxid() {
     let mut h = H::served(&["/locks/a"]);
-    h.acquire(LockSpec::write("/locks/a"));
+    let id = h.acquire(LockSpec::write("/locks/a"));
     // Create and GetChildren leave together, before any reply.
     assert_eq!(h.reqs.len(), 2);
     assert!(matches!(h.reqs[0].op, Op::Create { .. }));
@@ -25,16 +27,13 @@ fn uncontended_write_is_one_round_trip_and_token_is_czxid() {
         }
         other => panic!("{other:?}"),
     }
-    // Nothing more: a plain holder reads not its own node (3 requests a cycle).
     assert_eq!(h.s.stats().requests, 2);
-}
-
-#[test]
-fn release_deletes_once_and_reports_released() {
-    let (mut h, id, node) = H::holding(LockSpec::write("/l"));
+    let sid = h.sid;
+    assert!(h.zk().model.watches_of(sid).is_empty());
     h.run(|s, now| s.release(id, now));
     assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
     h.expect_events([LockEvent::Released]);
+    assert_eq!(h.s.stats().requests, 3);
     assert!(h.s.is_idle());
     assert_eq!(h.s.release(id, h.now), Err(UsageError::UnknownLock(id)));
 }
