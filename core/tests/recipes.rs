@@ -385,24 +385,41 @@ fn missing_stat_on_create_is_fetched_before_granting() {
     assert_eq!(g.token, FencingToken(stat.czxid));
 }
 
+/// Input the core cannot send is refused with a typed error before anything
+/// is sent. Too large for one request, it must never leave: the server drops a
+/// connection that sends more than jute.maxbuffer, and every reconnect would
+/// send it (and drop) again.
 #[test]
 fn bad_input_is_refused_with_typed_errors() {
     let mut h = H::new();
     let now = h.now;
-    for p in ["rel", "/a/", "/a//b", "/zookeeper/x", "/"] {
+    let huge_path = format!("/{}", "p".repeat(1_100_000));
+    for p in ["rel", "/a/", "/a//b", "/zookeeper/x", "/", &huge_path] {
         assert!(
             matches!(
                 h.s.acquire(LockSpec::write(p), now),
                 Err(UsageError::InvalidPath { .. })
             ),
-            "{p}"
+            "{p:.20}"
         );
     }
-    let big = vec![0u8; MAX_DATA_LEN + 1];
     assert!(matches!(
-        h.s.acquire(LockSpec::write("/a").data(big), now),
-        Err(UsageError::DataTooLarge { .. })
+        h.s.observe(&huge_path, now),
+        Err(UsageError::InvalidPath { .. })
     ));
+    assert!(matches!(
+        h.s.revoke(&huge_path, now),
+        Err(UsageError::InvalidPath { .. })
+    ));
+    let room = Config::default().max_data_len("/a").unwrap();
+    assert!(room < MAX_DATA_LEN, "path, name and framing take room too");
+    assert_eq!(
+        h.s.acquire(LockSpec::write("/a").data(vec![0u8; room + 1]), now),
+        Err(UsageError::DataTooLarge {
+            len: room + 1,
+            max: room
+        })
+    );
     assert_eq!(
         h.s.acquire(LockSpec::semaphore("/a", 0), now),
         Err(UsageError::ZeroPermits)
@@ -417,7 +434,10 @@ fn bad_input_is_refused_with_typed_errors() {
     );
     h.drain();
     assert!(h.no_requests(), "refused input must send nothing");
-    let id = h.acquire(LockSpec::write("/a"));
+    // Data that fits is sent, and its create fits in one packet.
+    let id = h.acquire(LockSpec::write("/a").data(vec![0u8; room]));
+    let create = h.next_req();
+    assert!(create.op.encoded_len() + ACL_ALLOWANCE <= MAX_DATA_LEN);
     assert_eq!(h.s.release(id, h.now), Err(UsageError::NotHeld(id)));
 }
 
@@ -505,42 +525,6 @@ fn a_deadline_fails_with_timeout_and_removes_the_node() {
     h.advance(std::time::Duration::from_secs(1));
     h.expect_events([LockEvent::Failed(FailReason::Timeout)]);
     assert!(ops(&h.serve()).contains(&delete_of(&node)));
-}
-
-#[test]
-fn input_too_large_for_one_request_is_refused_before_anything_is_sent() {
-    // The server drops a connection that sends more than jute.maxbuffer: such a
-    // request must never leave, or every reconnect would send it (and drop) again.
-    let mut h = H::new();
-    let now = h.now;
-    let huge_path = format!("/{}", "p".repeat(1_100_000));
-    let err =
-        h.s.acquire(LockSpec::write(huge_path.as_str()), now)
-            .unwrap_err();
-    assert!(matches!(err, UsageError::InvalidPath { .. }), "{err:?}");
-    assert!(matches!(
-        h.s.observe(&huge_path, now),
-        Err(UsageError::InvalidPath { .. })
-    ));
-    assert!(matches!(
-        h.s.revoke(&huge_path, now),
-        Err(UsageError::InvalidPath { .. })
-    ));
-    let room = Config::default().max_data_len("/a").unwrap();
-    assert!(room < MAX_DATA_LEN, "path, name and framing take room too");
-    assert_eq!(
-        h.s.acquire(LockSpec::write("/a").data(vec![0u8; room + 1]), now),
-        Err(UsageError::DataTooLarge {
-            len: room + 1,
-            max: room
-        })
-    );
-    h.drain();
-    assert!(h.no_requests(), "refused input must send nothing");
-    // Data that fits is sent, and its create fits in one packet.
-    h.acquire(LockSpec::write("/a").data(vec![0u8; room]));
-    let create = h.next_req();
-    assert!(create.op.encoded_len() + ACL_ALLOWANCE <= MAX_DATA_LEN);
 }
 
 #[test]
