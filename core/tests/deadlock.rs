@@ -43,10 +43,7 @@ fn nothing_is_sent_before_detect_after_then_the_wait_is_published_at_the_known_v
         panic!("{sets:?}")
     };
     assert_eq!((path, *version), (&held, Some(0)));
-    let mut expect = b"\0zkl\x01\0\x01O\x01".to_vec();
-    expect.extend_from_slice(&(waiting.len() as u16).to_be_bytes());
-    expect.extend_from_slice(waiting.as_bytes());
-    assert_eq!(data, &expect);
+    assert_eq!(data, &owner::header(Some("O"), &[waiting]));
     // The chase went out too: the listing of /b and the reads of what it reaches.
     assert!(
         h.reqs
@@ -62,7 +59,7 @@ fn nothing_is_sent_before_detect_after_then_the_wait_is_published_at_the_known_v
         set_data(&h),
         [Op::SetData {
             path: held,
-            data: b"\0zkl\x01\0\x01O\0".to_vec(),
+            data: owner::header(Some("O"), &[]),
             version: Some(1)
         }]
     );

@@ -47,9 +47,7 @@ fn an_owner_goes_into_a_native_nodes_data_and_plain_data_stays_as_it_was() {
 #[test]
 fn the_owner_header_counts_toward_the_data_limit() {
     let mut h = H::new();
-    let room = Config::new(std::time::Duration::from_secs(10), 1)
-        .max_data_len("/l")
-        .unwrap();
+    let room = h.s.config().max_data_len("/l").unwrap();
     let full = vec![7u8; room];
     assert!(h
         .s
@@ -76,18 +74,6 @@ fn serve_no_layouts(h: &mut H, path: &str) {
     }
 }
 
-fn header(owner: &str, waits: &[&str]) -> Vec<u8> {
-    let mut d = b"\0zkl\x01".to_vec();
-    d.extend_from_slice(&(owner.len() as u16).to_be_bytes());
-    d.extend_from_slice(owner.as_bytes());
-    d.push(waits.len() as u8);
-    for w in waits {
-        d.extend_from_slice(&(w.len() as u16).to_be_bytes());
-        d.extend_from_slice(w.as_bytes());
-    }
-    d
-}
-
 #[test]
 fn inspect_lists_holders_and_waiters_in_queue_order_with_owners_and_what_they_wait_for() {
     let mut h = H::served(&["/l", "/l/junk"]);
@@ -101,9 +87,9 @@ fn inspect_lists_holders_and_waiters_in_queue_order_with_owners_and_what_they_wa
     for (i, (name, data)) in [
         (&r3, b"plain".to_vec()),
         (&kazoo, b"kazoo-id".to_vec()),
-        (&w2, header("writer-2", &[])),
+        (&w2, owner::header(Some("writer-2"), &[])),
         (&gone, Vec::new()),
-        (&r1, header("reader-1", &["/m/zkl-x"])),
+        (&r1, owner::header(Some("reader-1"), &["/m/zkl-x".into()])),
     ]
     .into_iter()
     .enumerate()
