@@ -213,16 +213,7 @@ fn a_break_with_a_record_leaves_it_in_the_same_multi() {
 
     // An inspection reads the record back (and looks for peers' semaphore
     // layouts: none here).
-    h.run(|s, now| s.inspect("/l", now));
-    h.serve();
-    let who = h
-        .take_events()
-        .into_iter()
-        .find_map(|e| match e {
-            LockEvent::Participants(p) => Some(p),
-            _ => None,
-        })
-        .expect("participants");
+    let who = h.inspected("/l");
     assert_eq!(who.foreign, 0, "the record is no foreign node");
     let last = who.last_break.expect("the last break");
     assert_eq!(last.node, name_of(&node));

@@ -117,10 +117,7 @@ fn inspect_lists_holders_and_waiters_in_queue_order_with_owners_and_what_they_wa
         );
     }
     h.serve_one();
-    let events = h.take_events();
-    let [LockEvent::Participants(p)] = &events[..] else {
-        panic!("{events:?}")
-    };
+    let p = h.participants();
     assert_eq!(p.path, "/l");
     assert_eq!(p.foreign, 1);
     assert_eq!(p.holders.len(), 1);
@@ -163,13 +160,8 @@ fn inspect_lists_holders_and_waiters_in_queue_order_with_owners_and_what_they_wa
 #[test]
 fn inspecting_a_missing_lock_reports_nobody() {
     let mut h = H::served(&[]);
-    h.run(|s, now| s.inspect("/none", now));
-    h.serve();
-    let events = h.take_events();
-    assert!(
-        matches!(&events[..], [LockEvent::Participants(p)] if p.holders.is_empty() && p.waiters.is_empty()),
-        "{events:?}"
-    );
+    let p = h.inspected("/none");
+    assert!(p.holders.is_empty() && p.waiters.is_empty(), "{p:?}");
 }
 
 #[test]
@@ -181,10 +173,10 @@ fn an_inspection_cut_by_a_disconnect_starts_over_after_the_reconnect() {
     h.serve_one();
     h.reconnect();
     assert_eq!(ops(&h.serve())[0], Op::GetChildren { path: "/l".into() });
-    let events = h.take_events();
+    let p = h.participants();
     assert!(
-        matches!(&events[..], [LockEvent::Participants(p)] if p.holders.len() == 1 && p.holders[0].session == holder),
-        "{events:?}"
+        p.holders.len() == 1 && p.holders[0].session == holder,
+        "{p:?}"
     );
 }
 
@@ -195,12 +187,7 @@ fn inspect_gives_a_semaphore_nodes_permit_count_from_its_name() {
     let a = name_of(&h.peer_named("/s", &sem(1)));
     let b = name_of(&h.peer_named("/s", &sem(2)));
     let w = name_of(&h.peer_joins("/s", NodeKind::Write, 3));
-    h.run(|s, now| s.inspect("/s", now));
-    h.serve();
-    let events = h.take_events();
-    let [LockEvent::Participants(p)] = &events[..] else {
-        panic!("{events:?}")
-    };
+    let p = h.inspected("/s");
     let all: Vec<(&str, NodeKind, Option<u32>)> = p
         .holders
         .iter()

@@ -250,12 +250,7 @@ fn inspection_shows_a_curator_semaphores_leases_and_queue() {
     ] {
         h.node_of(session, &path, &[]);
     }
-    h.run(|s, now| s.inspect("/s", now));
-    h.serve();
-    let events = h.take_events();
-    let [LockEvent::Participants(p)] = &events[..] else {
-        panic!("{events:?}")
-    };
+    let p = h.inspected("/s");
     let names = |v: &[Participant]| v.iter().map(|p| p.node.clone()).collect::<Vec<_>>();
     assert_eq!(names(&p.holders), [l1.clone(), l2.clone()]);
     assert_eq!(names(&p.waiters), [l3.clone(), q2.clone()]);
@@ -277,12 +272,7 @@ fn inspection_shows_a_kazoo_semaphores_leases_queue_and_count() {
     let [holder, waiter] = h.sessions();
     h.node_of(holder, &format!("/s/{lease}"), b"worker-1");
     h.node_of(waiter, &format!("{KAZOO_LOCK}/{queued}"), b"worker-2");
-    h.run(|s, now| s.inspect("/s", now));
-    h.serve();
-    let events = h.take_events();
-    let [LockEvent::Participants(p)] = &events[..] else {
-        panic!("{events:?}")
-    };
+    let p = h.inspected("/s");
     assert_eq!(p.holders.len(), 1);
     assert_eq!(
         (

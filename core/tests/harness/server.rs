@@ -337,6 +337,26 @@ impl H {
     }
 }
 
+impl H {
+    /// Checks that the one event since the last look is `Participants`; returns them.
+    #[track_caller]
+    pub fn participants(&mut self) -> Participants {
+        let mut events = self.take_events();
+        match events.pop() {
+            Some(LockEvent::Participants(p)) if events.is_empty() => p,
+            last => panic!("expected Participants, got {events:?} then {last:?}"),
+        }
+    }
+
+    /// Inspects `path`, served to the end: what the inspection reports.
+    #[track_caller]
+    pub fn inspected(&mut self, path: &str) -> Participants {
+        self.run(|s, now| s.inspect(path, now));
+        self.serve();
+        self.participants()
+    }
+}
+
 /// The operations of `requests`, in order.
 pub fn ops<'a>(requests: impl IntoIterator<Item = &'a Request>) -> Vec<Op> {
     requests.into_iter().map(|r| r.op.clone()).collect()
