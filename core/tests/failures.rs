@@ -351,11 +351,8 @@ fn a_listing_handed_over_before_its_create_reply_costs_no_extra_read() {
         panic!("{created:?}")
     };
     h.reply(create.id, created);
-    let events = h.take_events();
-    assert!(
-        matches!(&events[..], [LockEvent::Acquired(g)] if g.token == FencingToken(stat.czxid) && *g.path == node),
-        "{events:?}"
-    );
+    let g = h.acquired();
+    assert_eq!((g.token, &*g.path), (FencingToken(stat.czxid), &*node));
     assert!(h.no_requests());
     assert_eq!(h.s.stats().requests, 2);
 }

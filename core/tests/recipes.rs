@@ -18,15 +18,11 @@ fn uncontended_write_is_one_round_trip_then_one_delete_and_token_is_czxid() {
     h.serve();
     let node = h.ours("/locks/a")[0].clone();
     let czxid = h.zk().model.stat(&node).unwrap().czxid;
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => {
-            assert_eq!(&*g.path, node);
-            assert_eq!(g.token, FencingToken(czxid));
-            assert_eq!(g.sequence, 0);
-            assert_eq!(g.session_id, h.sid);
-        }
-        other => panic!("{other:?}"),
-    }
+    let g = h.acquired();
+    assert_eq!(&*g.path, node);
+    assert_eq!(g.token, FencingToken(czxid));
+    assert_eq!(g.sequence, 0);
+    assert_eq!(g.session_id, h.sid);
     assert_eq!(h.s.stats().requests, 2);
     let sid = h.sid;
     assert!(h.zk().model.watches_of(sid).is_empty());
@@ -59,12 +55,10 @@ fn write_waits_on_closest_lower_only_and_hands_off_without_a_request() {
     assert!(matches!(ops(&h.serve())[0], Op::GetChildren { .. }));
     assert_eq!(h.watched(), vec![p1.clone(), node.clone()]);
     assert!(h.take_events().is_empty());
-    // p1 goes: nothing lower is cached, we hold with no request at all.
+    // p1 goes: nothing lower is cached, we hold with no request at all (the
+    // handoff needs no round trip).
     h.delete_node(&p1);
-    assert!(
-        matches!(h.take_events()[..], [LockEvent::Acquired(_)]),
-        "handoff must not need a round trip"
-    );
+    h.acquired();
     // Nothing at all: the watch set on our node while we waited stays (a break
     // under the holder is heard at once).
     assert!(h.no_requests(), "{:?} ({node})", h.reqs);
@@ -198,10 +192,7 @@ fn unknown_sequential_children_block_as_exclusive_participants() {
         assert_eq!(h.watched(), expected);
         assert!(h.take_events().is_empty(), "waits for {unknown}");
         h.delete_node(&unknown);
-        assert!(
-            matches!(h.take_events()[..], [LockEvent::Acquired(_)]),
-            "holds once it is gone"
-        );
+        h.acquired();
     }
 }
 
@@ -654,11 +645,10 @@ fn a_cache_grant_waits_for_the_news_of_our_own_node() {
             h.delete_node(&node);
         }
         h.serve();
-        let events = h.take_events();
         if own_node_there {
-            assert!(matches!(events[..], [LockEvent::Acquired(_)]), "{events:?}");
+            h.acquired();
         } else {
-            assert_eq!(events, vec![LockEvent::Failed(FailReason::NodeDeleted)]);
+            h.expect_events([LockEvent::Failed(FailReason::NodeDeleted)]);
         }
     }
 }

@@ -61,14 +61,10 @@ fn curator_layout_queues_in_locks_and_holds_a_lease() {
     );
     // Curator counts every lease node, its own included: 2 of 2 is in.
     let czxid = h.zk().model.stat(&lease).unwrap().czxid;
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => {
-            assert_eq!(&*g.path, lease);
-            assert_eq!(g.sequence, 1);
-            assert_eq!(g.token, FencingToken(czxid));
-        }
-        other => panic!("expected the lease, got {other:?}"),
-    }
+    let g = h.acquired();
+    assert_eq!(&*g.path, lease);
+    assert_eq!(g.sequence, 1);
+    assert_eq!(g.token, FencingToken(czxid));
 }
 
 #[test]
