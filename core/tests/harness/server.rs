@@ -286,7 +286,7 @@ impl H {
     /// consumed); returns the id and our node's path.
     pub fn held_on(&mut self, spec: LockSpec) -> (LockId, String) {
         let (id, node) = self.served_acquire(spec);
-        assert!(matches!(self.take_events()[..], [LockEvent::Acquired(_)]));
+        self.acquired();
         assert!(
             self.no_requests(),
             "held with requests left: {:?}",
@@ -335,9 +335,7 @@ impl H {
         let node = self.ours(&dir).pop().expect("our node");
         (id, node)
     }
-}
 
-impl H {
     /// Checks that the one event since the last look is `Participants`; returns them.
     #[track_caller]
     pub fn participants(&mut self) -> Participants {
