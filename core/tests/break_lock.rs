@@ -69,11 +69,7 @@ fn another_node_of_the_same_name_is_not_deleted() {
     let (mut h, node, token) = peer_node();
     // The node of that name now was created by another transaction.
     h.delete_node(&node);
-    let peers = h.zk().peers;
-    h.zk()
-        .model
-        .create(peers, &node, &[], CreateMode::Ephemeral)
-        .unwrap();
+    h.peer_creates(&node, &[], CreateMode::Ephemeral);
     start_break(&mut h, &node, token);
     assert_eq!(h.serve().len(), 1, "the read alone");
     assert_eq!(broken(&mut h), [(node.clone(), BreakOutcome::AlreadyGone)]);
@@ -165,11 +161,7 @@ fn a_holder_watching_its_node_is_lost_at_once() {
 fn a_break_with_a_record_leaves_it_in_the_same_multi() {
     const RECORD: &str = "/l/zkl-broken";
     let (mut h, node, token) = peer_node();
-    let peers = h.zk().peers;
-    h.zk()
-        .model
-        .create(peers, RECORD, b"an earlier break", CreateMode::Persistent)
-        .unwrap();
+    h.peer_creates(RECORD, b"an earlier break", CreateMode::Persistent);
     let record = BreakRecord {
         session: 0x77,
         by: Some("ops@db1"),

@@ -231,11 +231,7 @@ fn contended_grant_checks_the_marker_before_reporting() {
     let mut h = H::served(&["/s"]);
     let p = h.peer_joins("/s", NodeKind::Write, 1);
     // The marker in this listing belongs to the live holder p: it says nothing yet.
-    let peers = h.zk().peers;
-    h.zk()
-        .model
-        .create(peers, SECTION, &[], CreateMode::Persistent)
-        .unwrap();
+    h.peer_creates(SECTION, &[], CreateMode::Persistent);
     h.served_acquire(LockSpec::write("/s").detect_crashes());
     // p releases cleanly: its marker goes with its node.
     h.delete_node(SECTION);

@@ -15,16 +15,7 @@ fn spec() -> LockSpec {
 
 /// A marker left in the tree, naming the node `owner` (a crashed holder's).
 fn marker_naming(h: &mut H, owner: &str) {
-    let peers = h.zk().peers;
-    h.zk()
-        .model
-        .create(
-            peers,
-            MARKER,
-            name_of(owner).as_bytes(),
-            CreateMode::Persistent,
-        )
-        .unwrap();
+    h.peer_creates(MARKER, name_of(owner).as_bytes(), CreateMode::Persistent);
 }
 
 /// The node the marker names.

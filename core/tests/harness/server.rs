@@ -238,6 +238,14 @@ impl H {
             .expect("a node of another client");
     }
 
+    /// The peers' session (or an administrator) creates `path`, with `data`.
+    pub fn peer_creates(&mut self, path: &str, data: &[u8], mode: CreateMode) {
+        let zk = self.zk();
+        zk.model
+            .create(zk.peers, path, data, mode)
+            .expect("a node of someone else");
+    }
+
     /// `N` sessions of other clients.
     pub fn sessions<const N: usize>(&mut self) -> [i64; N] {
         [0; N].map(|_| self.zk().model.create_session())
