@@ -197,10 +197,7 @@ fn a_grant_without_fresh_proof_waits_for_one() {
 fn reconnecting_proves_contact_and_resumes() {
     let mut h = connected();
     let node = held(&mut h);
-    for _ in 0..30 {
-        h.advance(STEP);
-        answer_syncs(&mut h);
-    }
+    healthy(&mut h, 30);
     h.disconnect_after(Duration::from_millis(500));
     h.expect_events([LockEvent::Suspended]);
     h.advance(Duration::from_secs(2));
@@ -208,11 +205,7 @@ fn reconnecting_proves_contact_and_resumes() {
     assert!(matches!(&h.serve_one().op, Op::GetData { path, .. } if *path == node));
     h.expect_events([LockEvent::Resumed]);
     // Trusted for a whole T - margin from the reconnect, with syncs answered.
-    for _ in 0..100 {
-        h.advance(STEP);
-        answer_syncs(&mut h);
-        assert!(h.take_events().is_empty());
-    }
+    healthy(&mut h, 100);
 }
 
 #[test]

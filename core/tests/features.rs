@@ -360,16 +360,6 @@ fn write_in_flight_when_the_node_is_deleted_is_reported_not_held() {
 }
 
 #[test]
-fn fenced_write_is_refused_unless_held_and_connected() {
-    let (mut h, id, _) = H::holding(LockSpec::write("/f"));
-    h.disconnect();
-    assert_eq!(
-        h.s.fenced_write(id, vec![], h.now),
-        Err(UsageError::NotHeld(id))
-    );
-}
-
-#[test]
 fn writes_in_flight_when_the_connection_drops_are_reported_unknown() {
     let (mut h, id, _) = H::holding(LockSpec::write("/f"));
     let w = h.run(|s, now| s.fenced_write(id, vec![], now));

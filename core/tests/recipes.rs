@@ -519,7 +519,7 @@ fn a_deadline_fails_with_timeout_and_removes_the_node() {
 }
 
 #[test]
-fn a_fenced_write_too_large_or_on_a_bad_path_is_refused() {
+fn a_fenced_write_too_large_on_a_bad_path_or_while_disconnected_is_refused() {
     let (mut h, id, _) = H::holding(LockSpec::write("/a"));
     let big = vec![MultiOp::SetData {
         path: "/data".into(),
@@ -540,6 +540,11 @@ fn a_fenced_write_too_large_or_on_a_bad_path_is_refused() {
     ));
     h.drain();
     assert!(h.no_requests(), "refused writes send nothing");
+    h.disconnect();
+    assert_eq!(
+        h.s.fenced_write(id, vec![], h.now),
+        Err(UsageError::NotHeld(id))
+    );
 }
 
 #[test]
