@@ -102,23 +102,33 @@ fn suspended_past_the_grace_is_lost_and_the_stale_node_is_deleted_if_the_session
     );
 }
 
+/// Expired or closed, the session loses its holders and fails its waiters with
+/// its reason. Nothing is left to clean: the ephemeral nodes died with an
+/// expired session, and a closed one can send nothing (nor start new work).
 #[test]
-fn session_expired_fails_waiters_and_loses_holders() {
-    let mut h = H::served(&["/a", "/b"]);
-    let (held, _) = h.held_on(LockSpec::write("/a"));
-    let (wait, _, _) = h.waiting_on("/b");
-    h.disconnect();
-    h.take_events();
-    h.expire();
-    let ev = std::mem::take(&mut h.events);
-    assert!(ev.contains(&(held, LockEvent::Lost(LostReason::SessionExpired))));
-    assert!(ev.contains(&(wait, LockEvent::Failed(FailReason::SessionExpired))));
-    assert_eq!(ev.len(), 2);
-    assert!(
-        h.s.is_idle(),
-        "ephemeral nodes died with the session: nothing to clean"
-    );
-    assert!(h.no_requests());
+fn session_expired_or_closed_fails_waiters_and_loses_holders() {
+    for closed in [false, true] {
+        let mut h = H::served(&["/a", "/b"]);
+        let (held, _) = h.held_on(LockSpec::write("/a"));
+        let (wait, _, _) = h.waiting_on("/b");
+        let (lost, failed) = if closed {
+            h.session(SessionEvent::Closed);
+            let refused = h.s.acquire(LockSpec::write("/a"), h.now);
+            assert_eq!(refused, Err(UsageError::Closed));
+            (LostReason::Closed, FailReason::Closed)
+        } else {
+            h.disconnect();
+            h.take_events();
+            h.expire();
+            (LostReason::SessionExpired, FailReason::SessionExpired)
+        };
+        let ev = std::mem::take(&mut h.events);
+        assert!(ev.contains(&(held, LockEvent::Lost(lost))), "{ev:?}");
+        assert!(ev.contains(&(wait, LockEvent::Failed(failed))), "{ev:?}");
+        assert_eq!(ev.len(), 2);
+        assert!(h.s.is_idle(), "closed: {closed}");
+        assert!(h.no_requests());
+    }
 }
 
 #[test]
@@ -285,22 +295,6 @@ fn release_while_expired_counts_as_released() {
     h.run(|s, now| s.release(id, now));
     h.expire();
     h.expect_events([LockEvent::Released]);
-}
-
-#[test]
-fn closed_session_ends_everything_and_refuses_new_work() {
-    let mut h = H::served(&["/a", "/b"]);
-    let (held, _) = h.held_on(LockSpec::write("/a"));
-    let (wait, _, _) = h.waiting_on("/b");
-    h.session(SessionEvent::Closed);
-    let ev = std::mem::take(&mut h.events);
-    assert!(ev.contains(&(held, LockEvent::Lost(LostReason::Closed))));
-    assert!(ev.contains(&(wait, LockEvent::Failed(FailReason::Closed))));
-    assert_eq!(
-        h.s.acquire(LockSpec::write("/a"), h.now),
-        Err(UsageError::Closed)
-    );
-    assert!(h.s.is_idle());
 }
 
 #[test]
