@@ -5,25 +5,18 @@ mod harness;
 use harness::*;
 use lock_core::*;
 
-fn created_data(h: &mut H) -> Vec<u8> {
-    match &h.reqs[0].op {
-        Op::Create { data, .. } => data.clone(),
-        other => panic!("expected create, got {other:?}"),
-    }
-}
-
 #[test]
 fn an_owner_goes_into_a_native_nodes_data_and_plain_data_stays_as_it_was() {
     let mut h = H::new();
     h.acquire(LockSpec::write("/l").data(b"payload".to_vec()));
-    assert_eq!(created_data(&mut h), b"payload");
+    assert_eq!(h.next_create().1, b"payload");
     let mut h = H::new();
     h.acquire(
         LockSpec::write("/l")
             .owner("job-1")
             .data(b"payload".to_vec()),
     );
-    let data = created_data(&mut h);
+    let data = h.next_create().1;
     assert!(data.starts_with(b"\0zkl\x01\0\x05job-1\0"), "{data:?}");
     assert!(data.ends_with(b"payload"));
     // kazoo: the owner is the identifier; Curator: the data as given.
@@ -33,7 +26,7 @@ fn an_owner_goes_into_a_native_nodes_data_and_plain_data_stays_as_it_was() {
             .scheme(NameScheme::Kazoo)
             .owner("w-1"),
     );
-    assert_eq!(created_data(&mut h), b"w-1");
+    assert_eq!(h.next_create().1, b"w-1");
     let mut h = H::new();
     h.acquire(
         LockSpec::exclusive("/l")
@@ -41,7 +34,7 @@ fn an_owner_goes_into_a_native_nodes_data_and_plain_data_stays_as_it_was() {
             .owner("w-1")
             .data(b"10.0.0.1".to_vec()),
     );
-    assert_eq!(created_data(&mut h), b"10.0.0.1");
+    assert_eq!(h.next_create().1, b"10.0.0.1");
 }
 
 #[test]

@@ -152,10 +152,7 @@ fn semaphore_watches_its_window_and_wakes_on_out_of_order_release() {
 fn leader_is_exclusive_and_stores_participant_id() {
     let mut h = H::new();
     h.acquire(LockSpec::leader("/election", "node-7"));
-    let r = h.next_req();
-    let Op::Create { data, path, .. } = &r.op else {
-        panic!()
-    };
+    let (path, data) = h.next_create();
     assert_eq!(data, b"node-7");
     assert!(path.contains("-lead-"));
 }
@@ -250,9 +247,7 @@ fn go_scheme_is_for_the_mutex_only() {
     h.drain();
     assert!(h.no_requests());
     h.acquire(LockSpec::exclusive("/g").scheme(NameScheme::Go));
-    let Op::Create { path, .. } = &h.next_req().op else {
-        panic!()
-    };
+    let (path, _) = h.next_create();
     assert!(
         path.starts_with("/g/_c_") && path.ends_with("-lock-"),
         "{path}"
@@ -288,10 +283,7 @@ fn scheme_selects_the_created_name() {
     ] {
         let mut h = H::new();
         h.acquire(spec.clone().scheme(scheme));
-        let r = h.next_req();
-        let Op::Create { path, .. } = &r.op else {
-            panic!()
-        };
+        let (path, _) = h.next_create();
         assert!(path.ends_with(marker), "{spec:?}: {path}");
     }
 }

@@ -94,6 +94,15 @@ impl H {
         self.reqs.pop_front().expect("expected a request")
     }
 
+    /// The next request, which must be a create: its path and data.
+    #[track_caller]
+    pub fn next_create(&mut self) -> (String, Vec<u8>) {
+        match self.next_req().op {
+            Op::Create { path, data, .. } => (path, data),
+            other => panic!("expected a create, got {other:?}"),
+        }
+    }
+
     pub fn no_requests(&self) -> bool {
         self.reqs.is_empty()
     }
