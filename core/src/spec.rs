@@ -330,12 +330,6 @@ impl LockSpec {
         self.rare().owner.as_deref()
     }
 
-    /// Whether this is a half of a read/write lock ([`LockSpec::read`],
-    /// [`LockSpec::write`]) rather than a mutex, semaphore or leader.
-    pub fn is_rwlock(&self) -> bool {
-        self.rwlock
-    }
-
     /// The lock directory.
     pub fn path(&self) -> &str {
         &self.path

@@ -5,11 +5,6 @@ mod harness;
 
 use harness::*;
 use lock_core::*;
-use std::time::Duration;
-
-fn retry_interval() -> Duration {
-    Config::new(Duration::from_secs(10), 1).retry_interval
-}
 
 /// A served scenario with a peer's node in `/l`; returns it and its token.
 fn peer_node() -> (H, String, i64) {
@@ -74,11 +69,7 @@ fn another_node_of_the_same_name_is_not_deleted() {
     let (mut h, node, token) = peer_node();
     // The node of that name now was created by another transaction.
     h.delete_node(&node);
-    let peers = h.zk().peers;
-    h.zk()
-        .model
-        .create(peers, &node, &[], CreateMode::Ephemeral)
-        .unwrap();
+    h.peer_creates(&node, &[], CreateMode::Ephemeral);
     start_break(&mut h, &node, token);
     assert_eq!(h.serve().len(), 1, "the read alone");
     assert_eq!(broken(&mut h), [(node.clone(), BreakOutcome::AlreadyGone)]);
@@ -124,7 +115,7 @@ fn a_delete_whose_answer_was_lost_makes_a_later_absence_uncertain() {
     serve_read(&mut h, &node);
     h.lose_reply();
     assert_eq!(broken(&mut h), [], "the outcome is unknown");
-    h.advance(retry_interval());
+    h.advance(h.s.config().retry_interval);
     h.serve();
     assert_eq!(
         broken(&mut h),
@@ -141,58 +132,11 @@ fn a_delete_whose_answer_was_lost_makes_a_later_absence_uncertain() {
     assert_eq!(broken(&mut h), [(node, BreakOutcome::GoneUncertain)]);
 }
 
+/// The holder and the breaker share one session: the break's delete is still
+/// the holder's loss. (A plain holder learns at its release, as after any
+/// deletion: failures.rs, release_of_a_node_deleted_by_someone_else_is_lost.)
 #[test]
-fn the_one_shot_policy_applies() {
-    let node = format!("/l/{}", peer(NodeKind::Write, 1, 1));
-    // An unknown outcome of the read is asked again after the retry interval.
-    let mut h = H::new();
-    start_break(&mut h, &node, 500);
-    let first = h.answer_err(ZkError::ConnectionLoss);
-    assert!(h.no_requests());
-    h.advance(retry_interval() / 2);
-    assert!(h.no_requests(), "asked again before the retry interval");
-    h.advance(retry_interval() / 2);
-    assert_eq!(h.next_req().op, first.op);
-    // A final answer stops it with that error.
-    let mut h = H::new();
-    start_break(&mut h, &node, 500);
-    h.answer_err(ZkError::NoAuth);
-    h.expect_events([LockEvent::Failed(FailReason::Zk(ZkError::NoAuth))]);
-    // A reply of the wrong kind too.
-    let mut h = H::new();
-    start_break(&mut h, &node, 500);
-    let r = h.next_req();
-    h.reply(r.id, Ok(Reply::Children(vec![])));
-    let events = h.take_events();
-    assert!(
-        matches!(
-            &events[..],
-            [LockEvent::Failed(FailReason::Zk(ZkError::Other(_)))]
-        ),
-        "{events:?}"
-    );
-    // Cancelled, and closed with the session.
-    let mut h = H::new();
-    let id = start_break(&mut h, &node, 500);
-    h.run(|s, now| s.cancel(id, now));
-    h.expect_events([LockEvent::Failed(FailReason::Cancelled)]);
-    let mut h = H::new();
-    start_break(&mut h, &node, 500);
-    h.session(SessionEvent::Closed);
-    h.expect_events([LockEvent::Failed(FailReason::Closed)]);
-    // An invalid path is refused before anything is sent.
-    let mut h = H::new();
-    assert!(h
-        .s
-        .break_node("relative", FencingToken(1), None, h.now)
-        .is_err());
-    h.drain();
-    assert!(h.no_requests());
-}
-
-#[test]
-fn a_holder_watching_its_node_is_lost_at_once_a_plain_one_at_its_release() {
-    // The holder and the breaker share the harness's session.
+fn a_holder_watching_its_node_is_lost_at_once() {
     let (mut h, holder, node) = H::holding(LockSpec::write("/l").watch_node());
     let token = h.zk().model.stat(&node).unwrap().czxid;
     start_break(&mut h, &node, token);
@@ -207,21 +151,6 @@ fn a_holder_watching_its_node_is_lost_at_once_a_plain_one_at_its_release() {
         outcome: BreakOutcome::Deleted
     }));
     assert_eq!(h.s.state(holder), None, "the lost lock is over");
-
-    // A plain holder (no watch on its node) hears nothing until it asks: its
-    // release finds the node gone and reports the lock lost, not released.
-    let (mut h, holder, node) = H::holding(LockSpec::write("/l"));
-    let token = h.zk().model.stat(&node).unwrap().czxid;
-    start_break(&mut h, &node, token);
-    h.serve();
-    assert_eq!(
-        broken(&mut h),
-        [(node.clone(), BreakOutcome::Deleted)],
-        "and nothing else"
-    );
-    h.run(|s, now| s.release(holder, now));
-    h.serve();
-    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }
 
 /// With a record, the delete goes in one `multi` with the record's create; a
@@ -232,11 +161,7 @@ fn a_holder_watching_its_node_is_lost_at_once_a_plain_one_at_its_release() {
 fn a_break_with_a_record_leaves_it_in_the_same_multi() {
     const RECORD: &str = "/l/zkl-broken";
     let (mut h, node, token) = peer_node();
-    let peers = h.zk().peers;
-    h.zk()
-        .model
-        .create(peers, RECORD, b"an earlier break", CreateMode::Persistent)
-        .unwrap();
+    h.peer_creates(RECORD, b"an earlier break", CreateMode::Persistent);
     let record = BreakRecord {
         session: 0x77,
         by: Some("ops@db1"),
@@ -280,16 +205,7 @@ fn a_break_with_a_record_leaves_it_in_the_same_multi() {
 
     // An inspection reads the record back (and looks for peers' semaphore
     // layouts: none here).
-    h.run(|s, now| s.inspect("/l", now));
-    h.serve();
-    let who = h
-        .take_events()
-        .into_iter()
-        .find_map(|e| match e {
-            LockEvent::Participants(p) => Some(p),
-            _ => None,
-        })
-        .expect("participants");
+    let who = h.inspected("/l");
     assert_eq!(who.foreign, 0, "the record is no foreign node");
     let last = who.last_break.expect("the last break");
     assert_eq!(last.node, name_of(&node));
@@ -316,29 +232,6 @@ fn without_multi_the_break_goes_unrecorded() {
     assert_eq!(ops(&h.serve()), [delete_at(&node, 0)]);
     assert_eq!(broken(&mut h), [(node, BreakOutcome::Deleted)]);
     assert!(!h.exists("/l/zkl-broken"));
-}
-
-/// Without `watch_node`, a firing on the holder's node is not the holder's (an
-/// uncontended grant set no watch): the deletion is found by the check every
-/// reconnect makes, which watches the node from then on.
-#[test]
-fn plain_holder_notices_a_deleted_node_at_the_next_reconnect_check() {
-    let (mut h, _, node) = H::holding(LockSpec::write("/p"));
-    h.delete_node(&node);
-    h.watch(&node, WatchKind::NodeDeleted);
-    assert!(h.take_events().is_empty(), "no watch was set");
-    h.disconnect();
-    h.expect_events([LockEvent::Suspended]);
-    h.connect(h.sid);
-    assert_eq!(
-        h.serve_one().op,
-        Op::GetData {
-            path: node.clone(),
-            watch: true
-        },
-        "the check after a reconnect watches the node"
-    );
-    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }
 
 /// A waiter watches its own node (sent before the peer watch) and keeps the

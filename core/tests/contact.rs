@@ -71,15 +71,10 @@ fn held(h: &mut H) -> String {
 fn a_healthy_session_syncs_once_an_interval_and_stays_trusted() {
     let mut h = connected();
     let node = held(&mut h);
-    let mut syncs = 0;
-    for _ in 0..600 {
-        h.advance(STEP);
-        syncs += answer_syncs(&mut h);
-        assert!(h.take_events().is_empty(), "at {:?}", h.now);
-        assert!(h.no_requests(), "{:?}", h.reqs);
-    }
-    // 60 s at two syncs a second.
+    let syncs = healthy(&mut h, 600);
+    // 60 s at two syncs a second, and nothing else (left unanswered).
     assert!((118..=121).contains(&syncs), "{syncs} syncs");
+    assert!(h.no_requests(), "{:?}", h.reqs);
     assert_eq!(h.s.state(LockId(1)), Some(LockState::Held), "{node}");
 }
 
@@ -173,12 +168,8 @@ fn a_disconnection_loses_by_the_proven_contact_when_that_is_older() {
     h.session(SessionEvent::Disconnected {
         since_contact: Duration::ZERO,
     });
-    h.expect_events([LockEvent::Suspended]);
     // Proven at the connect (0): lost at T - margin = 9 s, not 5 + 9 = 14 s.
-    h.advance(Duration::from_secs(4) - Duration::from_millis(1));
-    assert!(h.take_events().is_empty());
-    h.advance(Duration::from_millis(1));
-    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
+    h.lost_exactly_after(Duration::from_secs(4));
 }
 
 #[test]
@@ -206,10 +197,7 @@ fn a_grant_without_fresh_proof_waits_for_one() {
 fn reconnecting_proves_contact_and_resumes() {
     let mut h = connected();
     let node = held(&mut h);
-    for _ in 0..30 {
-        h.advance(STEP);
-        answer_syncs(&mut h);
-    }
+    healthy(&mut h, 30);
     h.disconnect_after(Duration::from_millis(500));
     h.expect_events([LockEvent::Suspended]);
     h.advance(Duration::from_secs(2));
@@ -217,11 +205,7 @@ fn reconnecting_proves_contact_and_resumes() {
     assert!(matches!(&h.serve_one().op, Op::GetData { path, .. } if *path == node));
     h.expect_events([LockEvent::Resumed]);
     // Trusted for a whole T - margin from the reconnect, with syncs answered.
-    for _ in 0..100 {
-        h.advance(STEP);
-        answer_syncs(&mut h);
-        assert!(h.take_events().is_empty());
-    }
+    healthy(&mut h, 100);
 }
 
 #[test]
@@ -466,11 +450,7 @@ fn a_waiter_next_in_line_is_granted_at_once_after_a_long_wait_and_stays_trusted(
         "{syncs} syncs while next in line"
     );
     h.delete_node(&blocker);
-    let events = h.take_events();
-    assert!(
-        matches!(&events[..], [LockEvent::Acquired(_)]),
-        "{events:?}"
-    );
+    h.acquired();
     healthy(&mut h, 200);
     assert_eq!(h.s.state(id), Some(LockState::Held));
 }

@@ -8,31 +8,6 @@ use std::time::Duration;
 
 const AFTER: Duration = Duration::from_secs(1);
 
-#[test]
-fn detection_needs_an_owner_and_the_native_scheme() {
-    let mut h = H::new();
-    let no_owner =
-        h.s.acquire(LockSpec::write("/a").detect_deadlocks(AFTER), h.now);
-    assert!(
-        matches!(no_owner, Err(UsageError::Unsupported(_))),
-        "{no_owner:?}"
-    );
-    // Curator's nodes carry no owner (kazoo's do: see tests/deadlock_foreign.rs).
-    let curator = h.s.acquire(
-        LockSpec::exclusive("/a")
-            .owner("o")
-            .scheme(NameScheme::Curator)
-            .detect_deadlocks(AFTER),
-        h.now,
-    );
-    assert!(
-        matches!(curator, Err(UsageError::Unsupported(_))),
-        "{curator:?}"
-    );
-    h.drain();
-    assert!(h.no_requests() && h.s.is_idle());
-}
-
 /// The owner holds `/a` and waits at `/b` behind a peer: returns the held node,
 /// the waiting node and the peer's.
 fn holding_and_waiting(h: &mut H) -> (String, String, String) {
@@ -68,10 +43,7 @@ fn nothing_is_sent_before_detect_after_then_the_wait_is_published_at_the_known_v
         panic!("{sets:?}")
     };
     assert_eq!((path, *version), (&held, Some(0)));
-    let mut expect = b"\0zkl\x01\0\x01O\x01".to_vec();
-    expect.extend_from_slice(&(waiting.len() as u16).to_be_bytes());
-    expect.extend_from_slice(waiting.as_bytes());
-    assert_eq!(data, &expect);
+    assert_eq!(data, &owner::header(Some("O"), &[waiting]));
     // The chase went out too: the listing of /b and the reads of what it reaches.
     assert!(
         h.reqs
@@ -87,7 +59,7 @@ fn nothing_is_sent_before_detect_after_then_the_wait_is_published_at_the_known_v
         set_data(&h),
         [Op::SetData {
             path: held,
-            data: b"\0zkl\x01\0\x01O\0".to_vec(),
+            data: owner::header(Some("O"), &[]),
             version: Some(1)
         }]
     );

@@ -76,36 +76,15 @@ fn a_cycle_through_a_kazoo_client_is_found_and_the_zklock_member_is_the_victim()
     assert_eq!(writes, [delete_of(&za)]);
 }
 
+/// The kazoo waiter at /b of another session than the kazoo holder of /a, or
+/// under another identifier, is not the same contender: no cycle (no false
+/// deadlock).
 #[test]
 fn a_kazoo_holder_on_another_session_or_under_another_identifier_is_no_edge() {
-    // The kazoo waiter at /b is of another session than the kazoo holder of /a:
-    // not the same contender, so no cycle (no false deadlock).
-    let (mut h, _) = mixed_cycle(true, b"K");
-    h.advance(AFTER);
-    h.serve();
-    assert!(h.take_events().is_empty(), "still waiting");
-    // The same session, another identifier: no edge either.
-    let (mut h, _) = mixed_cycle(false, b"K2");
-    h.advance(AFTER);
-    h.serve();
-    assert!(h.take_events().is_empty(), "still waiting");
-}
-
-#[test]
-fn detection_on_the_kazoo_scheme_needs_the_owner_as_the_data() {
-    let mut h = H::new();
-    let with_data = h.s.acquire(
-        LockSpec::exclusive("/a")
-            .owner("Z")
-            .scheme(NameScheme::Kazoo)
-            .data("host-1")
-            .detect_deadlocks(AFTER),
-        h.now,
-    );
-    assert!(
-        matches!(with_data, Err(UsageError::Unsupported(_))),
-        "{with_data:?}"
-    );
-    // (Curator's scheme, whose nodes carry no owner, is refused outright:
-    // tests/deadlock.rs, detection_needs_an_owner_and_the_native_scheme.)
+    for (another_session, identifier) in [(true, b"K" as &[u8]), (false, b"K2")] {
+        let (mut h, _) = mixed_cycle(another_session, identifier);
+        h.advance(AFTER);
+        h.serve();
+        assert!(h.take_events().is_empty(), "still waiting: {identifier:?}");
+    }
 }

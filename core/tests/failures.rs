@@ -6,10 +6,12 @@ use harness::*;
 use lock_core::*;
 use std::time::Duration;
 
+/// A waiter has no hold to lose: no grace runs out for it.
 #[test]
-fn disconnected_while_waiting_keeps_waiting() {
+fn disconnected_while_waiting_keeps_waiting_past_the_grace() {
     let (mut h, id, _, _) = H::queued("/f");
     h.disconnect();
+    h.advance(Duration::from_secs(30));
     assert!(h.take_events().is_empty());
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
     assert!(h.no_requests(), "nothing is sent while disconnected");
@@ -47,14 +49,23 @@ fn reconnected_same_session_holding_verifies_then_resumes() {
     assert_eq!(h.s.state(id), Some(LockState::Held));
 }
 
+/// A plain holder set no watch on its node (a firing handed to it is not its):
+/// the check every reconnect makes finds the node gone, and watches it from
+/// then on.
 #[test]
 fn reconnected_holding_but_node_gone_is_lost() {
     let (mut h, _, node) = H::holding(LockSpec::write("/f"));
-    h.disconnect();
     h.delete_node(&node);
+    h.watch(&node, WatchKind::NodeDeleted);
+    assert!(h.take_events().is_empty(), "no watch was set");
+    h.disconnect();
+    h.expect_events([LockEvent::Suspended]);
     h.connect(h.sid);
-    h.take_events();
-    h.serve();
+    let check = Op::GetData {
+        path: node.clone(),
+        watch: true,
+    };
+    assert_eq!(h.serve_one().op, check);
     h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }
 
@@ -78,12 +89,8 @@ fn reconnected_holding_but_node_owned_by_another_session_is_lost() {
 fn suspended_past_the_grace_is_lost_and_the_stale_node_is_deleted_if_the_session_lives() {
     let (mut h, _, node) = H::holding(LockSpec::write("/f"));
     h.disconnect();
-    h.expect_events([LockEvent::Suspended]);
-    h.advance(Duration::from_millis(8999));
-    assert!(h.take_events().is_empty());
     // Session timeout 10 s, less the default margin of 1 s.
-    h.advance(Duration::from_millis(1));
-    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
+    h.lost_exactly_after(Duration::from_secs(9));
     // The session turns out alive: the stale node goes at once.
     h.connect(h.sid);
     assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
@@ -95,32 +102,33 @@ fn suspended_past_the_grace_is_lost_and_the_stale_node_is_deleted_if_the_session
     );
 }
 
+/// Expired or closed, the session loses its holders and fails its waiters with
+/// its reason. Nothing is left to clean: the ephemeral nodes died with an
+/// expired session, and a closed one can send nothing (nor start new work).
 #[test]
-fn suspended_waiter_keeps_waiting_past_the_grace() {
-    let (mut h, id, _, _) = H::queued("/f");
-    h.disconnect();
-    h.advance(Duration::from_secs(30));
-    assert!(h.take_events().is_empty());
-    assert_eq!(h.s.state(id), Some(LockState::Waiting));
-}
-
-#[test]
-fn session_expired_fails_waiters_and_loses_holders() {
-    let mut h = H::served(&["/a", "/b"]);
-    let (held, _) = h.held_on(LockSpec::write("/a"));
-    let (wait, _, _) = h.waiting_on("/b");
-    h.disconnect();
-    h.take_events();
-    h.expire();
-    let ev = std::mem::take(&mut h.events);
-    assert!(ev.contains(&(held, LockEvent::Lost(LostReason::SessionExpired))));
-    assert!(ev.contains(&(wait, LockEvent::Failed(FailReason::SessionExpired))));
-    assert_eq!(ev.len(), 2);
-    assert!(
-        h.s.is_idle(),
-        "ephemeral nodes died with the session: nothing to clean"
-    );
-    assert!(h.no_requests());
+fn session_expired_or_closed_fails_waiters_and_loses_holders() {
+    for closed in [false, true] {
+        let mut h = H::served(&["/a", "/b"]);
+        let (held, _) = h.held_on(LockSpec::write("/a"));
+        let (wait, _, _) = h.waiting_on("/b");
+        let (lost, failed) = if closed {
+            h.session(SessionEvent::Closed);
+            let refused = h.s.acquire(LockSpec::write("/a"), h.now);
+            assert_eq!(refused, Err(UsageError::Closed));
+            (LostReason::Closed, FailReason::Closed)
+        } else {
+            h.disconnect();
+            h.take_events();
+            h.expire();
+            (LostReason::SessionExpired, FailReason::SessionExpired)
+        };
+        let ev = std::mem::take(&mut h.events);
+        assert!(ev.contains(&(held, LockEvent::Lost(lost))), "{ev:?}");
+        assert!(ev.contains(&(wait, LockEvent::Failed(failed))), "{ev:?}");
+        assert_eq!(ev.len(), 2);
+        assert!(h.s.is_idle(), "closed: {closed}");
+        assert!(h.no_requests());
+    }
 }
 
 #[test]
@@ -144,21 +152,18 @@ fn a_new_session_id_after_reconnect_counts_as_expiry() {
 }
 
 #[test]
-fn own_node_deleted_while_holding_is_lost() {
-    let (mut h, _, node) = H::holding(LockSpec::write("/f").watch_node());
-    h.delete_node(&node);
-    h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
-    h.serve();
-    assert!(h.s.is_idle());
-}
-
-#[test]
-fn own_node_deleted_while_waiting_fails() {
-    let (mut h, _, node, _) = H::queued("/f");
-    h.delete_node(&node);
-    h.expect_events([LockEvent::Failed(FailReason::NodeDeleted)]);
-    h.serve();
-    assert!(h.s.is_idle());
+fn own_node_deleted_loses_a_holder_and_fails_a_waiter() {
+    let (holder, _, held) = H::holding(LockSpec::write("/f").watch_node());
+    let (waiter, _, queued, _) = H::queued("/f");
+    for (mut h, node, event) in [
+        (holder, held, LockEvent::Lost(LostReason::NodeDeleted)),
+        (waiter, queued, LockEvent::Failed(FailReason::NodeDeleted)),
+    ] {
+        h.delete_node(&node);
+        h.expect_events([event]);
+        h.serve();
+        assert!(h.s.is_idle());
+    }
 }
 
 #[test]
@@ -293,22 +298,6 @@ fn release_while_expired_counts_as_released() {
 }
 
 #[test]
-fn closed_session_ends_everything_and_refuses_new_work() {
-    let mut h = H::served(&["/a", "/b"]);
-    let (held, _) = h.held_on(LockSpec::write("/a"));
-    let (wait, _, _) = h.waiting_on("/b");
-    h.session(SessionEvent::Closed);
-    let ev = std::mem::take(&mut h.events);
-    assert!(ev.contains(&(held, LockEvent::Lost(LostReason::Closed))));
-    assert!(ev.contains(&(wait, LockEvent::Failed(FailReason::Closed))));
-    assert_eq!(
-        h.s.acquire(LockSpec::write("/a"), h.now),
-        Err(UsageError::Closed)
-    );
-    assert!(h.s.is_idle());
-}
-
-#[test]
 fn own_node_deleted_while_disconnected_is_judged_after_the_reconnect() {
     let (mut h, _, node) = H::holding(LockSpec::write("/f").watch_node());
     h.disconnect();
@@ -356,26 +345,10 @@ fn a_listing_handed_over_before_its_create_reply_costs_no_extra_read() {
         panic!("{created:?}")
     };
     h.reply(create.id, created);
-    let events = h.take_events();
-    assert!(
-        matches!(&events[..], [LockEvent::Acquired(g)] if g.token == FencingToken(stat.czxid) && *g.path == node),
-        "{events:?}"
-    );
+    let g = h.acquired();
+    assert_eq!((g.token, &*g.path), (FencingToken(stat.czxid), &*node));
     assert!(h.no_requests());
     assert_eq!(h.s.stats().requests, 2);
-}
-
-/// A plain lock's uncontended cycle is create + getChildren + delete: no read of
-/// its own node, no watch on it, so its release notifies nobody.
-#[test]
-fn plain_lock_cycle_is_three_requests_and_leaves_no_watch() {
-    let (mut h, id, node) = H::holding(LockSpec::write("/p"));
-    let sid = h.sid;
-    assert!(h.zk().model.watches_of(sid).is_empty());
-    h.run(|s, now| s.release(id, now));
-    assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
-    h.expect_events([LockEvent::Released]);
-    assert_eq!(h.s.stats().requests, 3);
 }
 
 /// With `watch_node`, the watch set while waiting is kept through the hold.
@@ -445,32 +418,27 @@ fn suspended_after(since_contact: Duration, config: Config) -> (H, String) {
     (h, node)
 }
 
-/// Suspended now, lost exactly `after` from now (not a millisecond earlier).
-fn lost_exactly_after(h: &mut H, after: Duration) {
-    h.expect_events([LockEvent::Suspended]);
-    h.advance(after - Duration::from_millis(1));
-    assert!(h.take_events().is_empty(), "lost before {after:?}");
-    h.advance(Duration::from_millis(1));
-    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
-}
-
 /// A loss is counted from the last contact, not from the report: reported 3 s
 /// after it, the server could expire the session 7 s from now, so the lock is
-/// lost a margin (1 s) before that, at 6 s. The margin is configurable, and a
-/// shorter grace ends the suspension first.
+/// lost a margin (1 s) before that, at 6 s. The margin is configurable, a
+/// shorter grace ends the suspension first, and a longer one never outlasts the
+/// session.
 #[test]
-fn lost_is_counted_from_the_last_contact_by_the_margin_or_a_shorter_grace() {
+fn lost_is_counted_from_the_last_contact_by_the_margin_or_the_grace() {
     let secs = Duration::from_secs;
     // (margin, grace, since the last contact, lost after)
     for (margin, grace, since, lost) in [
         (None, None, 3, 6),
         (Some(secs(4)), None, 1, 5),
         (None, Some(secs(2)), 1, 2),
+        // A grace longer than the session is capped: lost before the server
+        // could expire the session.
+        (None, Some(secs(60)), 2, 7),
     ] {
         let mut config = Config::new(secs(10), 1);
         (config.expiry_margin, config.suspended_grace) = (margin, grace);
         let (mut h, _) = suspended_after(secs(since), config);
-        lost_exactly_after(&mut h, secs(lost));
+        h.lost_exactly_after(secs(lost));
     }
 }
 
@@ -483,18 +451,6 @@ fn a_disconnection_reported_too_late_for_the_window_loses_at_once() {
         LockEvent::Suspended,
         LockEvent::Lost(LostReason::SuspendedTooLong),
     ]);
-}
-
-#[test]
-fn a_longer_grace_never_outlasts_the_session() {
-    // A grace longer than the session timeout is capped: the lock is lost before
-    // the server could expire the session, whatever the grace says.
-    let mut config = Config::new(Duration::from_secs(10), 1);
-    config.suspended_grace = Some(Duration::from_secs(60));
-    let (mut h, _) = suspended_after(Duration::from_secs(2), config);
-    h.expect_events([LockEvent::Suspended]);
-    h.advance(Duration::from_secs(7));
-    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
 }
 
 #[test]
@@ -571,9 +527,5 @@ fn reconfigured_before_connecting_times_locks_by_the_granted_timeout() {
     h.connect(h.sid);
     h.held_on(LockSpec::write("/f"));
     h.disconnect();
-    h.expect_events([LockEvent::Suspended]);
-    h.advance(Duration::from_millis(3599));
-    assert!(h.take_events().is_empty());
-    h.advance(Duration::from_millis(1));
-    h.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
+    h.lost_exactly_after(Duration::from_millis(3600));
 }

@@ -218,14 +218,8 @@ fn uncontended_grant_reports_a_crashed_section_for_free() {
     assert_eq!(
         ops(&h.serve()),
         vec![Op::Multi(vec![
-            MultiOp::Delete {
-                path: SECTION.into(),
-                version: None
-            },
-            MultiOp::Delete {
-                path: node,
-                version: None
-            },
+            multi_delete_of(SECTION),
+            multi_delete_of(&node)
         ])]
     );
     h.expect_events([LockEvent::Released]);
@@ -237,11 +231,7 @@ fn contended_grant_checks_the_marker_before_reporting() {
     let mut h = H::served(&["/s"]);
     let p = h.peer_joins("/s", NodeKind::Write, 1);
     // The marker in this listing belongs to the live holder p: it says nothing yet.
-    let peers = h.zk().peers;
-    h.zk()
-        .model
-        .create(peers, SECTION, &[], CreateMode::Persistent)
-        .unwrap();
+    h.peer_creates(SECTION, &[], CreateMode::Persistent);
     h.served_acquire(LockSpec::write("/s").detect_crashes());
     // p releases cleanly: its marker goes with its node.
     h.delete_node(SECTION);
@@ -259,15 +249,6 @@ fn contended_grant_checks_the_marker_before_reporting() {
     );
     let g = h.acquired();
     assert!(!g.previous_holder_crashed);
-}
-
-#[test]
-fn crash_detection_is_refused_on_shared_recipes() {
-    let mut h = H::new();
-    assert!(matches!(
-        h.s.acquire(LockSpec::read("/s").detect_crashes(), h.now),
-        Err(UsageError::Unsupported(_))
-    ));
 }
 
 #[test]
@@ -376,16 +357,6 @@ fn write_in_flight_when_the_node_is_deleted_is_reported_not_held() {
         },
         LockEvent::Lost(LostReason::NodeDeleted),
     ]);
-}
-
-#[test]
-fn fenced_write_is_refused_unless_held_and_connected() {
-    let (mut h, id, _) = H::holding(LockSpec::write("/f"));
-    h.disconnect();
-    assert_eq!(
-        h.s.fenced_write(id, vec![], h.now),
-        Err(UsageError::NotHeld(id))
-    );
 }
 
 #[test]

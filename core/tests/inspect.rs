@@ -5,25 +5,18 @@ mod harness;
 use harness::*;
 use lock_core::*;
 
-fn created_data(h: &mut H) -> Vec<u8> {
-    match &h.reqs[0].op {
-        Op::Create { data, .. } => data.clone(),
-        other => panic!("expected create, got {other:?}"),
-    }
-}
-
 #[test]
 fn an_owner_goes_into_a_native_nodes_data_and_plain_data_stays_as_it_was() {
     let mut h = H::new();
     h.acquire(LockSpec::write("/l").data(b"payload".to_vec()));
-    assert_eq!(created_data(&mut h), b"payload");
+    assert_eq!(h.next_create().1, b"payload");
     let mut h = H::new();
     h.acquire(
         LockSpec::write("/l")
             .owner("job-1")
             .data(b"payload".to_vec()),
     );
-    let data = created_data(&mut h);
+    let data = h.next_create().1;
     assert!(data.starts_with(b"\0zkl\x01\0\x05job-1\0"), "{data:?}");
     assert!(data.ends_with(b"payload"));
     // kazoo: the owner is the identifier; Curator: the data as given.
@@ -33,7 +26,7 @@ fn an_owner_goes_into_a_native_nodes_data_and_plain_data_stays_as_it_was() {
             .scheme(NameScheme::Kazoo)
             .owner("w-1"),
     );
-    assert_eq!(created_data(&mut h), b"w-1");
+    assert_eq!(h.next_create().1, b"w-1");
     let mut h = H::new();
     h.acquire(
         LockSpec::exclusive("/l")
@@ -41,15 +34,13 @@ fn an_owner_goes_into_a_native_nodes_data_and_plain_data_stays_as_it_was() {
             .owner("w-1")
             .data(b"10.0.0.1".to_vec()),
     );
-    assert_eq!(created_data(&mut h), b"10.0.0.1");
+    assert_eq!(h.next_create().1, b"10.0.0.1");
 }
 
 #[test]
 fn the_owner_header_counts_toward_the_data_limit() {
     let mut h = H::new();
-    let room = Config::new(std::time::Duration::from_secs(10), 1)
-        .max_data_len("/l")
-        .unwrap();
+    let room = h.s.config().max_data_len("/l").unwrap();
     let full = vec![7u8; room];
     assert!(h
         .s
@@ -76,18 +67,6 @@ fn serve_no_layouts(h: &mut H, path: &str) {
     }
 }
 
-fn header(owner: &str, waits: &[&str]) -> Vec<u8> {
-    let mut d = b"\0zkl\x01".to_vec();
-    d.extend_from_slice(&(owner.len() as u16).to_be_bytes());
-    d.extend_from_slice(owner.as_bytes());
-    d.push(waits.len() as u8);
-    for w in waits {
-        d.extend_from_slice(&(w.len() as u16).to_be_bytes());
-        d.extend_from_slice(w.as_bytes());
-    }
-    d
-}
-
 #[test]
 fn inspect_lists_holders_and_waiters_in_queue_order_with_owners_and_what_they_wait_for() {
     let mut h = H::served(&["/l", "/l/junk"]);
@@ -101,9 +80,9 @@ fn inspect_lists_holders_and_waiters_in_queue_order_with_owners_and_what_they_wa
     for (i, (name, data)) in [
         (&r3, b"plain".to_vec()),
         (&kazoo, b"kazoo-id".to_vec()),
-        (&w2, header("writer-2", &[])),
+        (&w2, owner::header(Some("writer-2"), &[])),
         (&gone, Vec::new()),
-        (&r1, header("reader-1", &["/m/zkl-x"])),
+        (&r1, owner::header(Some("reader-1"), &["/m/zkl-x".into()])),
     ]
     .into_iter()
     .enumerate()
@@ -131,10 +110,7 @@ fn inspect_lists_holders_and_waiters_in_queue_order_with_owners_and_what_they_wa
         );
     }
     h.serve_one();
-    let events = h.take_events();
-    let [LockEvent::Participants(p)] = &events[..] else {
-        panic!("{events:?}")
-    };
+    let p = h.participants();
     assert_eq!(p.path, "/l");
     assert_eq!(p.foreign, 1);
     assert_eq!(p.holders.len(), 1);
@@ -177,13 +153,8 @@ fn inspect_lists_holders_and_waiters_in_queue_order_with_owners_and_what_they_wa
 #[test]
 fn inspecting_a_missing_lock_reports_nobody() {
     let mut h = H::served(&[]);
-    h.run(|s, now| s.inspect("/none", now));
-    h.serve();
-    let events = h.take_events();
-    assert!(
-        matches!(&events[..], [LockEvent::Participants(p)] if p.holders.is_empty() && p.waiters.is_empty()),
-        "{events:?}"
-    );
+    let p = h.inspected("/none");
+    assert!(p.holders.is_empty() && p.waiters.is_empty(), "{p:?}");
 }
 
 #[test]
@@ -195,10 +166,10 @@ fn an_inspection_cut_by_a_disconnect_starts_over_after_the_reconnect() {
     h.serve_one();
     h.reconnect();
     assert_eq!(ops(&h.serve())[0], Op::GetChildren { path: "/l".into() });
-    let events = h.take_events();
+    let p = h.participants();
     assert!(
-        matches!(&events[..], [LockEvent::Participants(p)] if p.holders.len() == 1 && p.holders[0].session == holder),
-        "{events:?}"
+        p.holders.len() == 1 && p.holders[0].session == holder,
+        "{p:?}"
     );
 }
 
@@ -209,12 +180,7 @@ fn inspect_gives_a_semaphore_nodes_permit_count_from_its_name() {
     let a = name_of(&h.peer_named("/s", &sem(1)));
     let b = name_of(&h.peer_named("/s", &sem(2)));
     let w = name_of(&h.peer_joins("/s", NodeKind::Write, 3));
-    h.run(|s, now| s.inspect("/s", now));
-    h.serve();
-    let events = h.take_events();
-    let [LockEvent::Participants(p)] = &events[..] else {
-        panic!("{events:?}")
-    };
+    let p = h.inspected("/s");
     let all: Vec<(&str, NodeKind, Option<u32>)> = p
         .holders
         .iter()

@@ -15,16 +15,7 @@ fn spec() -> LockSpec {
 
 /// A marker left in the tree, naming the node `owner` (a crashed holder's).
 fn marker_naming(h: &mut H, owner: &str) {
-    let peers = h.zk().peers;
-    h.zk()
-        .model
-        .create(
-            peers,
-            MARKER,
-            name_of(owner).as_bytes(),
-            CreateMode::Persistent,
-        )
-        .unwrap();
+    h.peer_creates(MARKER, name_of(owner).as_bytes(), CreateMode::Persistent);
 }
 
 /// The node the marker names.
@@ -41,14 +32,6 @@ fn waiting_behind() -> (H, LockId, String, String) {
     let (id, node) = h.served_acquire(spec());
     assert!(h.take_events().is_empty());
     (h, id, node, p)
-}
-
-/// A multi's delete of `path` (any version).
-fn delete_op(path: &str) -> MultiOp {
-    MultiOp::Delete {
-        path: path.into(),
-        version: None,
-    }
 }
 
 fn delays(h: &H) -> Vec<(String, Timestamp)> {
@@ -77,7 +60,10 @@ fn uncontended_holder_creates_its_marker_before_the_grant_and_a_clean_release_de
     h.run(|s, now| s.release(id, now));
     assert_eq!(
         ops(&h.serve()),
-        vec![Op::Multi(vec![delete_op(MARKER), delete_op(&node)])],
+        vec![Op::Multi(vec![
+            multi_delete_of(MARKER),
+            multi_delete_of(&node)
+        ])],
         "a clean release deletes the marker with the node"
     );
     h.expect_events([LockEvent::Released]);
@@ -226,32 +212,6 @@ fn a_zero_delay_is_no_delay() {
     h.held_on(spec);
     assert_eq!(h.s.stats().requests, 2);
     assert!(!h.exists(MARKER));
-}
-
-#[test]
-fn lock_delay_is_refused_on_shared_recipes() {
-    let mut h = H::new();
-    for spec in [LockSpec::read("/d"), LockSpec::semaphore("/d", 3)] {
-        assert!(matches!(
-            h.s.acquire(spec.lock_delay(DELAY), h.now),
-            Err(UsageError::Unsupported(_))
-        ));
-    }
-}
-
-/// go-zookeeper's `Lock` fails on a child whose name does not end in a number,
-/// so the markers of lock-delay and crash detection are refused in its layout.
-#[test]
-fn markers_are_refused_in_go_zookeepers_layout() {
-    let mut h = H::new();
-    let go = LockSpec::exclusive("/d").scheme(NameScheme::Go);
-    for spec in [go.clone().lock_delay(DELAY), go.clone().detect_crashes()] {
-        assert!(matches!(
-            h.s.acquire(spec, h.now),
-            Err(UsageError::Unsupported(why)) if why.contains("go-zookeeper")
-        ));
-    }
-    assert!(h.s.acquire(go, h.now).is_ok(), "the plain mutex is fine");
 }
 
 #[test]

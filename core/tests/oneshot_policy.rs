@@ -1,6 +1,7 @@
 //! The one error policy of the tasks that own no node (inspect, revoke, observe,
-//! deadlock scan): an unknown outcome or an ending session is retried, any other
-//! answer stops the task with that error, a reply of the wrong kind too.
+//! deadlock scan, break): an unknown outcome or an ending session is retried, any
+//! other answer stops the task with that error, a reply of the wrong kind too; a
+//! cancel or the session's close stops it; a bad path is refused.
 mod harness;
 
 use harness::*;
@@ -9,11 +10,14 @@ use lock_core::*;
 type Start = fn(&mut Session, Timestamp) -> Result<LockId, UsageError>;
 
 /// Each task kind, started on `/l`.
-const TASKS: [(&str, Start); 4] = [
+const TASKS: [(&str, Start); 5] = [
     ("inspect", |s, now| s.inspect("/l", now)),
     ("revoke", |s, now| s.revoke("/l", now)),
     ("observe", |s, now| s.observe("/l", now)),
     ("deadlocks", |s, now| s.deadlocks("/l", now)),
+    ("break", |s, now| {
+        s.break_node("/l/n", FencingToken(500), None, now)
+    }),
 ];
 
 fn start(h: &mut H, task: Start) -> LockId {
@@ -34,7 +38,6 @@ fn failures(h: &mut H) -> Vec<FailReason> {
 
 #[test]
 fn unknown_outcomes_and_ending_sessions_are_retried_by_every_task() {
-    let retry = Config::new(std::time::Duration::from_secs(10), 1).retry_interval;
     for (name, task) in TASKS {
         for error in [
             ZkError::ConnectionLoss,
@@ -42,11 +45,17 @@ fn unknown_outcomes_and_ending_sessions_are_retried_by_every_task() {
             ZkError::SessionExpired,
         ] {
             let mut h = H::new();
+            let retry = h.s.config().retry_interval;
             start(&mut h, task);
             let first = h.answer_err(error.clone());
             h.reqs.clear();
             assert_eq!(failures(&mut h), [], "{name} after {error:?}");
-            h.advance(retry);
+            h.advance(retry / 2);
+            assert!(
+                h.no_requests(),
+                "{name} asks again before the retry interval"
+            );
+            h.advance(retry / 2);
             assert_eq!(
                 h.reqs.front().map(|r| &r.op),
                 Some(&first.op),
@@ -84,19 +93,16 @@ fn a_reply_of_the_wrong_kind_stops_every_task() {
         let mut h = H::new();
         start(&mut h, task);
         let r = h.next_req();
-        // Every task starts with a listing: a data reply is a binding's mistake.
+        // Every task starts with a read: a sync's reply is a binding's mistake.
         assert!(
-            matches!(r.op, Op::GetChildren { .. } | Op::WatchChildren { .. }),
+            matches!(
+                r.op,
+                Op::GetChildren { .. } | Op::WatchChildren { .. } | Op::GetData { .. }
+            ),
             "{name}: {:?}",
             r.op
         );
-        h.reply(
-            r.id,
-            Ok(Reply::Data {
-                data: Vec::new(),
-                stat: Stat::default(),
-            }),
-        );
+        h.reply(r.id, Ok(Reply::Synced));
         let failed = failures(&mut h);
         assert!(
             matches!(failed.as_slice(), [FailReason::Zk(ZkError::Other(_))]),
@@ -105,9 +111,23 @@ fn a_reply_of_the_wrong_kind_stops_every_task() {
     }
 }
 
-/// The retry interval of the harness's sessions.
-fn retry_interval() -> std::time::Duration {
-    Config::new(std::time::Duration::from_secs(10), 1).retry_interval
+#[test]
+fn every_task_ends_at_a_cancel_or_the_close_and_refuses_a_bad_path() {
+    for (name, task) in TASKS {
+        let mut h = H::new();
+        let id = start(&mut h, task);
+        h.run(|s, now| s.cancel(id, now));
+        assert_eq!(failures(&mut h), [FailReason::Cancelled], "{name}");
+        start(&mut h, task);
+        h.session(SessionEvent::Closed);
+        assert_eq!(failures(&mut h), [FailReason::Closed], "{name}");
+    }
+    let mut h = H::new();
+    let bad = "relative";
+    assert!(h.s.break_node(bad, FencingToken(1), None, h.now).is_err());
+    assert!(h.s.inspect(bad, h.now).is_err());
+    h.drain();
+    assert!(h.no_requests());
 }
 
 #[test]
@@ -122,13 +142,9 @@ fn an_inspection_whose_listing_failed_does_not_report_an_empty_queue_meanwhile()
     // queue yet, so nothing is reported.
     h.serve();
     assert_eq!(h.take_events(), [], "finished without its listing");
-    h.advance(retry_interval());
+    h.advance(h.s.config().retry_interval);
     h.serve();
-    let events = h.take_events();
-    assert!(
-        matches!(&events[..], [LockEvent::Participants(p)] if p.holders.len() == 1),
-        "{events:?}"
-    );
+    assert_eq!(h.participants().holders.len(), 1);
 }
 
 #[test]
@@ -147,7 +163,7 @@ fn a_revocation_that_could_not_ask_one_holder_asks_again_before_it_reports() {
         "reported without asking {:?}",
         first.op
     );
-    h.advance(retry_interval());
+    h.advance(h.s.config().retry_interval);
     h.serve();
     let events = h.take_events();
     assert!(
@@ -176,7 +192,7 @@ fn a_deadlock_scan_with_a_failed_read_does_not_conclude_meanwhile() {
         h.reqs
     );
     h.expect_events([]);
-    h.advance(retry_interval());
+    h.advance(h.s.config().retry_interval);
     assert_eq!(
         h.next_req().op,
         Op::GetChildren { path: "/l".into() },

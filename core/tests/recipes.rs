@@ -5,10 +5,12 @@ mod harness;
 use harness::*;
 use lock_core::*;
 
+/// A plain lock's uncontended cycle is create + getChildren + delete: no read of
+/// its own node, no watch on it, so its release notifies nobody.
 #[test]
-fn uncontended_write_is_one_round_trip_and_token_is_czxid() {
+fn uncontended_write_is_one_round_trip_then_one_delete_and_token_is_czxid() {
     let mut h = H::served(&["/locks/a"]);
-    h.acquire(LockSpec::write("/locks/a"));
+    let id = h.acquire(LockSpec::write("/locks/a"));
     // Create and GetChildren leave together, before any reply.
     assert_eq!(h.reqs.len(), 2);
     assert!(matches!(h.reqs[0].op, Op::Create { .. }));
@@ -16,25 +18,18 @@ fn uncontended_write_is_one_round_trip_and_token_is_czxid() {
     h.serve();
     let node = h.ours("/locks/a")[0].clone();
     let czxid = h.zk().model.stat(&node).unwrap().czxid;
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => {
-            assert_eq!(&*g.path, node);
-            assert_eq!(g.token, FencingToken(czxid));
-            assert_eq!(g.sequence, 0);
-            assert_eq!(g.session_id, h.sid);
-        }
-        other => panic!("{other:?}"),
-    }
-    // Nothing more: a plain holder reads not its own node (3 requests a cycle).
+    let g = h.acquired();
+    assert_eq!(&*g.path, node);
+    assert_eq!(g.token, FencingToken(czxid));
+    assert_eq!(g.sequence, 0);
+    assert_eq!(g.session_id, h.sid);
     assert_eq!(h.s.stats().requests, 2);
-}
-
-#[test]
-fn release_deletes_once_and_reports_released() {
-    let (mut h, id, node) = H::holding(LockSpec::write("/l"));
+    let sid = h.sid;
+    assert!(h.zk().model.watches_of(sid).is_empty());
     h.run(|s, now| s.release(id, now));
     assert_eq!(ops(&h.serve()), vec![delete_of(&node)]);
     h.expect_events([LockEvent::Released]);
+    assert_eq!(h.s.stats().requests, 3);
     assert!(h.s.is_idle());
     assert_eq!(h.s.release(id, h.now), Err(UsageError::UnknownLock(id)));
 }
@@ -60,12 +55,10 @@ fn write_waits_on_closest_lower_only_and_hands_off_without_a_request() {
     assert!(matches!(ops(&h.serve())[0], Op::GetChildren { .. }));
     assert_eq!(h.watched(), vec![p1.clone(), node.clone()]);
     assert!(h.take_events().is_empty());
-    // p1 goes: nothing lower is cached, we hold with no request at all.
+    // p1 goes: nothing lower is cached, we hold with no request at all (the
+    // handoff needs no round trip).
     h.delete_node(&p1);
-    assert!(
-        matches!(h.take_events()[..], [LockEvent::Acquired(_)]),
-        "handoff must not need a round trip"
-    );
+    h.acquired();
     // Nothing at all: the watch set on our node while we waited stays (a break
     // under the holder is heard at once).
     assert!(h.no_requests(), "{:?} ({node})", h.reqs);
@@ -159,10 +152,7 @@ fn semaphore_watches_its_window_and_wakes_on_out_of_order_release() {
 fn leader_is_exclusive_and_stores_participant_id() {
     let mut h = H::new();
     h.acquire(LockSpec::leader("/election", "node-7"));
-    let r = h.next_req();
-    let Op::Create { data, path, .. } = &r.op else {
-        panic!()
-    };
+    let (path, data) = h.next_create();
     assert_eq!(data, b"node-7");
     assert!(path.contains("-lead-"));
 }
@@ -199,10 +189,7 @@ fn unknown_sequential_children_block_as_exclusive_participants() {
         assert_eq!(h.watched(), expected);
         assert!(h.take_events().is_empty(), "waits for {unknown}");
         h.delete_node(&unknown);
-        assert!(
-            matches!(h.take_events()[..], [LockEvent::Acquired(_)]),
-            "holds once it is gone"
-        );
+        h.acquired();
     }
 }
 
@@ -260,9 +247,7 @@ fn go_scheme_is_for_the_mutex_only() {
     h.drain();
     assert!(h.no_requests());
     h.acquire(LockSpec::exclusive("/g").scheme(NameScheme::Go));
-    let Op::Create { path, .. } = &h.next_req().op else {
-        panic!()
-    };
+    let (path, _) = h.next_create();
     assert!(
         path.starts_with("/g/_c_") && path.ends_with("-lock-"),
         "{path}"
@@ -298,10 +283,7 @@ fn scheme_selects_the_created_name() {
     ] {
         let mut h = H::new();
         h.acquire(spec.clone().scheme(scheme));
-        let r = h.next_req();
-        let Op::Create { path, .. } = &r.op else {
-            panic!()
-        };
+        let (path, _) = h.next_create();
         assert!(path.ends_with(marker), "{spec:?}: {path}");
     }
 }
@@ -386,24 +368,41 @@ fn missing_stat_on_create_is_fetched_before_granting() {
     assert_eq!(g.token, FencingToken(stat.czxid));
 }
 
+/// Input the core cannot send is refused with a typed error before anything
+/// is sent. Too large for one request, it must never leave: the server drops a
+/// connection that sends more than jute.maxbuffer, and every reconnect would
+/// send it (and drop) again.
 #[test]
 fn bad_input_is_refused_with_typed_errors() {
     let mut h = H::new();
     let now = h.now;
-    for p in ["rel", "/a/", "/a//b", "/zookeeper/x", "/"] {
+    let huge_path = format!("/{}", "p".repeat(1_100_000));
+    for p in ["rel", "/a/", "/a//b", "/zookeeper/x", "/", &huge_path] {
         assert!(
             matches!(
                 h.s.acquire(LockSpec::write(p), now),
                 Err(UsageError::InvalidPath { .. })
             ),
-            "{p}"
+            "{p:.20}"
         );
     }
-    let big = vec![0u8; MAX_DATA_LEN + 1];
     assert!(matches!(
-        h.s.acquire(LockSpec::write("/a").data(big), now),
-        Err(UsageError::DataTooLarge { .. })
+        h.s.observe(&huge_path, now),
+        Err(UsageError::InvalidPath { .. })
     ));
+    assert!(matches!(
+        h.s.revoke(&huge_path, now),
+        Err(UsageError::InvalidPath { .. })
+    ));
+    let room = Config::default().max_data_len("/a").unwrap();
+    assert!(room < MAX_DATA_LEN, "path, name and framing take room too");
+    assert_eq!(
+        h.s.acquire(LockSpec::write("/a").data(vec![0u8; room + 1]), now),
+        Err(UsageError::DataTooLarge {
+            len: room + 1,
+            max: room
+        })
+    );
     assert_eq!(
         h.s.acquire(LockSpec::semaphore("/a", 0), now),
         Err(UsageError::ZeroPermits)
@@ -418,8 +417,68 @@ fn bad_input_is_refused_with_typed_errors() {
     );
     h.drain();
     assert!(h.no_requests(), "refused input must send nothing");
-    let id = h.acquire(LockSpec::write("/a"));
+    // Data that fits is sent, and its create fits in one packet.
+    let id = h.acquire(LockSpec::write("/a").data(vec![0u8; room]));
+    let create = h.next_req();
+    assert!(create.op.encoded_len() + ACL_ALLOWANCE <= MAX_DATA_LEN);
     assert_eq!(h.s.release(id, h.now), Err(UsageError::NotHeld(id)));
+}
+
+/// Features a recipe or a peer's layout has no place for are refused, each for
+/// its own reason, before anything is sent.
+#[test]
+fn unsupported_combinations_are_refused_with_their_reason() {
+    let after = std::time::Duration::from_secs(1);
+    let delay = after;
+    let go = LockSpec::exclusive("/d").scheme(NameScheme::Go);
+    let exclusive = "needs an exclusive recipe";
+    // go-zookeeper's `Lock` fails on a child whose name does not end in a number.
+    let no_markers = "go-zookeeper's Lock cannot read";
+    // Curator's nodes carry no owner; kazoo's carry it as the node's data.
+    let no_owner_in_nodes = "needs NameScheme::Native, or NameScheme::Kazoo without data";
+    let mut h = H::new();
+    for (spec, why) in [
+        (LockSpec::read("/d").detect_crashes(), exclusive),
+        (LockSpec::read("/d").lock_delay(delay), exclusive),
+        (LockSpec::semaphore("/d", 3).lock_delay(delay), exclusive),
+        (go.clone().lock_delay(delay), no_markers),
+        (go.clone().detect_crashes(), no_markers),
+        (
+            LockSpec::write("/d").detect_deadlocks(after),
+            "needs an owner",
+        ),
+        (
+            LockSpec::exclusive("/d")
+                .owner("o")
+                .scheme(NameScheme::Curator)
+                .detect_deadlocks(after),
+            no_owner_in_nodes,
+        ),
+        (
+            LockSpec::exclusive("/d")
+                .owner("o")
+                .scheme(NameScheme::Kazoo)
+                .data("host-1")
+                .detect_deadlocks(after),
+            no_owner_in_nodes,
+        ),
+        (
+            LockSpec::semaphore("/d", 2)
+                .scheme(NameScheme::Kazoo)
+                .owner("o")
+                .detect_deadlocks(after),
+            "deadlock detection on a semaphore",
+        ),
+    ] {
+        let refused = h.s.acquire(spec.clone(), h.now);
+        assert!(
+            matches!(refused, Err(UsageError::Unsupported(w)) if w.contains(why)),
+            "{spec:?}: {refused:?}"
+        );
+    }
+    h.drain();
+    assert!(h.no_requests() && h.s.is_idle());
+    assert!(h.s.acquire(go, h.now).is_ok(), "the plain Go mutex is fine");
 }
 
 #[test]
@@ -452,43 +511,7 @@ fn a_deadline_fails_with_timeout_and_removes_the_node() {
 }
 
 #[test]
-fn input_too_large_for_one_request_is_refused_before_anything_is_sent() {
-    // The server drops a connection that sends more than jute.maxbuffer: such a
-    // request must never leave, or every reconnect would send it (and drop) again.
-    let mut h = H::new();
-    let now = h.now;
-    let huge_path = format!("/{}", "p".repeat(1_100_000));
-    let err =
-        h.s.acquire(LockSpec::write(huge_path.as_str()), now)
-            .unwrap_err();
-    assert!(matches!(err, UsageError::InvalidPath { .. }), "{err:?}");
-    assert!(matches!(
-        h.s.observe(&huge_path, now),
-        Err(UsageError::InvalidPath { .. })
-    ));
-    assert!(matches!(
-        h.s.revoke(&huge_path, now),
-        Err(UsageError::InvalidPath { .. })
-    ));
-    let room = Config::default().max_data_len("/a").unwrap();
-    assert!(room < MAX_DATA_LEN, "path, name and framing take room too");
-    assert_eq!(
-        h.s.acquire(LockSpec::write("/a").data(vec![0u8; room + 1]), now),
-        Err(UsageError::DataTooLarge {
-            len: room + 1,
-            max: room
-        })
-    );
-    h.drain();
-    assert!(h.no_requests(), "refused input must send nothing");
-    // Data that fits is sent, and its create fits in one packet.
-    h.acquire(LockSpec::write("/a").data(vec![0u8; room]));
-    let create = h.next_req();
-    assert!(create.op.encoded_len() + ACL_ALLOWANCE <= MAX_DATA_LEN);
-}
-
-#[test]
-fn a_fenced_write_too_large_or_on_a_bad_path_is_refused() {
+fn a_fenced_write_too_large_on_a_bad_path_or_while_disconnected_is_refused() {
     let (mut h, id, _) = H::holding(LockSpec::write("/a"));
     let big = vec![MultiOp::SetData {
         path: "/data".into(),
@@ -509,6 +532,11 @@ fn a_fenced_write_too_large_or_on_a_bad_path_is_refused() {
     ));
     h.drain();
     assert!(h.no_requests(), "refused writes send nothing");
+    h.disconnect();
+    assert_eq!(
+        h.s.fenced_write(id, vec![], h.now),
+        Err(UsageError::NotHeld(id))
+    );
 }
 
 #[test]
@@ -614,11 +642,10 @@ fn a_cache_grant_waits_for_the_news_of_our_own_node() {
             h.delete_node(&node);
         }
         h.serve();
-        let events = h.take_events();
         if own_node_there {
-            assert!(matches!(events[..], [LockEvent::Acquired(_)]), "{events:?}");
+            h.acquired();
         } else {
-            assert_eq!(events, vec![LockEvent::Failed(FailReason::NodeDeleted)]);
+            h.expect_events([LockEvent::Failed(FailReason::NodeDeleted)]);
         }
     }
 }

@@ -61,14 +61,10 @@ fn curator_layout_queues_in_locks_and_holds_a_lease() {
     );
     // Curator counts every lease node, its own included: 2 of 2 is in.
     let czxid = h.zk().model.stat(&lease).unwrap().czxid;
-    match &h.take_events()[..] {
-        [LockEvent::Acquired(g)] => {
-            assert_eq!(&*g.path, lease);
-            assert_eq!(g.sequence, 1);
-            assert_eq!(g.token, FencingToken(czxid));
-        }
-        other => panic!("expected the lease, got {other:?}"),
-    }
+    let g = h.acquired();
+    assert_eq!(&*g.path, lease);
+    assert_eq!(g.sequence, 1);
+    assert_eq!(g.token, FencingToken(czxid));
 }
 
 #[test]
@@ -225,19 +221,6 @@ fn session_expiry_in_the_lease_step_fails_and_deletes_nothing() {
     assert_eq!(h.s.state(id), None);
 }
 
-#[test]
-fn deadlock_detection_on_a_peer_layout_is_refused() {
-    let mut h = H::new();
-    let spec = LockSpec::semaphore("/s", 2)
-        .scheme(NameScheme::Kazoo)
-        .owner("w")
-        .detect_deadlocks(std::time::Duration::from_secs(1));
-    assert!(matches!(
-        h.s.acquire(spec, h.now),
-        Err(UsageError::Unsupported(_))
-    ));
-}
-
 fn curator_name(n: u32, marker: &str, seq: i32) -> String {
     format!("_c_{n:08x}-0000-4000-8000-000000000000-{marker}{seq:010}")
 }
@@ -263,12 +246,7 @@ fn inspection_shows_a_curator_semaphores_leases_and_queue() {
     ] {
         h.node_of(session, &path, &[]);
     }
-    h.run(|s, now| s.inspect("/s", now));
-    h.serve();
-    let events = h.take_events();
-    let [LockEvent::Participants(p)] = &events[..] else {
-        panic!("{events:?}")
-    };
+    let p = h.inspected("/s");
     let names = |v: &[Participant]| v.iter().map(|p| p.node.clone()).collect::<Vec<_>>();
     assert_eq!(names(&p.holders), [l1.clone(), l2.clone()]);
     assert_eq!(names(&p.waiters), [l3.clone(), q2.clone()]);
@@ -290,12 +268,7 @@ fn inspection_shows_a_kazoo_semaphores_leases_queue_and_count() {
     let [holder, waiter] = h.sessions();
     h.node_of(holder, &format!("/s/{lease}"), b"worker-1");
     h.node_of(waiter, &format!("{KAZOO_LOCK}/{queued}"), b"worker-2");
-    h.run(|s, now| s.inspect("/s", now));
-    h.serve();
-    let events = h.take_events();
-    let [LockEvent::Participants(p)] = &events[..] else {
-        panic!("{events:?}")
-    };
+    let p = h.inspected("/s");
     assert_eq!(p.holders.len(), 1);
     assert_eq!(
         (

@@ -164,19 +164,8 @@ enum GrantBasis {
     CachedLowerSet,
 }
 
-/// One acquisition, driven by the session.
-///
-/// # Methods, by kind
-///
-/// * **Getters** (here): `node_path`, `state`, `spec`, `is_suspended`.
-/// * **Inputs** (here): `on_reply`, `on_watch`, `on_timer`, `on_sync_timer`,
-///   `look_again`; and from [`transitions`]: `recover`, `on_disconnected`,
-///   `suspend`, `on_contact_renewed`, `on_session_ended`.
-/// * **User calls**: `open_section`, `close_section`, `fenced_write` (here);
-///   `release`, `abandon`, `fail` ([`transitions`]).
-/// * **Deadlock detection** (here, answered by [`detection`]): `published_wait`,
-///   `held_node`, `set_owner_held`, `publish`, called by the session after every
-///   call above.
+/// One acquisition, driven by the session: inputs, user calls and the deadlock
+/// detection's calls here; the moves of its state in [`transitions`].
 ///
 /// Calling order: `new` (then `downgrade_from` for a downgrade), `recover` once
 /// connected (and after every reconnect), then inputs and user calls as they come

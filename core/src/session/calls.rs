@@ -4,6 +4,7 @@
 use super::task::Task;
 use super::Session;
 use crate::acquisition::{Acquisition, State};
+use crate::ctx::Ctx;
 use crate::event::{FailReason, UsageError};
 use crate::ids::LockId;
 use crate::oneshot::OneShot;
@@ -18,16 +19,7 @@ impl Session {
     /// missing node counts as released). A lock that is not held gives [`UsageError::NotHeld`]
     /// (use [`cancel`](Self::cancel) to give up waiting).
     pub fn release(&mut self, id: LockId, now: Timestamp) -> Result<(), UsageError> {
-        match self.tasks.get(&id) {
-            None => Err(UsageError::UnknownLock(id)),
-            Some(t) => match t.acquisition().map(Acquisition::state) {
-                Some(State::Held) => self.with_acquisition(id, now, |a, cx| {
-                    a.release(cx);
-                    Ok(())
-                }),
-                _ => Err(UsageError::NotHeld(id)),
-            },
-        }
+        self.let_go(id, now, Acquisition::release)
     }
 
     /// Lets go of a held lock without closing its open critical section (a guard
@@ -37,15 +29,27 @@ impl Session {
     /// [`Grant::previous_holder_crashed`](crate::Grant::previous_holder_crashed).
     /// Without an open section this is [`release`](Self::release).
     pub fn abandon(&mut self, id: LockId, now: Timestamp) -> Result<(), UsageError> {
-        match self.tasks.get(&id) {
+        self.let_go(id, now, Acquisition::abandon)
+    }
+
+    /// Lets go of the held acquisition `id` the way `how` does.
+    fn let_go(
+        &mut self,
+        id: LockId,
+        now: Timestamp,
+        how: fn(&mut Acquisition, &mut Ctx),
+    ) -> Result<(), UsageError> {
+        match self
+            .tasks
+            .get(&id)
+            .map(|t| t.acquisition().map(Acquisition::state))
+        {
             None => Err(UsageError::UnknownLock(id)),
-            Some(t) => match t.acquisition().map(Acquisition::state) {
-                Some(State::Held) => self.with_acquisition(id, now, |a, cx| {
-                    a.abandon(cx);
-                    Ok(())
-                }),
-                _ => Err(UsageError::NotHeld(id)),
-            },
+            Some(Some(State::Held)) => self.with_acquisition(id, now, |a, cx| {
+                how(a, cx);
+                Ok(())
+            }),
+            Some(_) => Err(UsageError::NotHeld(id)),
         }
     }
 

@@ -7,7 +7,7 @@ mod server;
 
 use lock_core::*;
 #[allow(unused_imports)] // each test file uses a part
-pub use server::{delete_of, ops, Zk};
+pub use server::{delete_of, multi_delete_of, ops, Zk};
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -94,6 +94,15 @@ impl H {
         self.reqs.pop_front().expect("expected a request")
     }
 
+    /// The next request, which must be a create: its path and data.
+    #[track_caller]
+    pub fn next_create(&mut self) -> (String, Vec<u8>) {
+        match self.next_req().op {
+            Op::Create { path, data, .. } => (path, data),
+            other => panic!("expected a create, got {other:?}"),
+        }
+    }
+
     pub fn no_requests(&self) -> bool {
         self.reqs.is_empty()
     }
@@ -139,6 +148,17 @@ impl H {
             [LockEvent::Acquired(grant)] => grant.clone(),
             other => panic!("expected Acquired, got {other:?}"),
         }
+    }
+
+    /// Checks that the lock was just suspended and is lost exactly `after` from
+    /// now (not a millisecond earlier).
+    #[track_caller]
+    pub fn lost_exactly_after(&mut self, after: Duration) {
+        self.expect_events([LockEvent::Suspended]);
+        self.advance(after - Duration::from_millis(1));
+        assert!(self.take_events().is_empty(), "lost before {after:?}");
+        self.advance(Duration::from_millis(1));
+        self.expect_events([LockEvent::Lost(LostReason::SuspendedTooLong)]);
     }
 
     pub fn take_events(&mut self) -> Vec<LockEvent> {

@@ -238,6 +238,14 @@ impl H {
             .expect("a node of another client");
     }
 
+    /// The peers' session (or an administrator) creates `path`, with `data`.
+    pub fn peer_creates(&mut self, path: &str, data: &[u8], mode: CreateMode) {
+        let zk = self.zk();
+        zk.model
+            .create(zk.peers, path, data, mode)
+            .expect("a node of someone else");
+    }
+
     /// `N` sessions of other clients.
     pub fn sessions<const N: usize>(&mut self) -> [i64; N] {
         [0; N].map(|_| self.zk().model.create_session())
@@ -286,7 +294,7 @@ impl H {
     /// consumed); returns the id and our node's path.
     pub fn held_on(&mut self, spec: LockSpec) -> (LockId, String) {
         let (id, node) = self.served_acquire(spec);
-        assert!(matches!(self.take_events()[..], [LockEvent::Acquired(_)]));
+        self.acquired();
         assert!(
             self.no_requests(),
             "held with requests left: {:?}",
@@ -335,6 +343,24 @@ impl H {
         let node = self.ours(&dir).pop().expect("our node");
         (id, node)
     }
+
+    /// Checks that the one event since the last look is `Participants`; returns them.
+    #[track_caller]
+    pub fn participants(&mut self) -> Participants {
+        let mut events = self.take_events();
+        match events.pop() {
+            Some(LockEvent::Participants(p)) if events.is_empty() => p,
+            last => panic!("expected Participants, got {events:?} then {last:?}"),
+        }
+    }
+
+    /// Inspects `path`, served to the end: what the inspection reports.
+    #[track_caller]
+    pub fn inspected(&mut self, path: &str) -> Participants {
+        self.run(|s, now| s.inspect(path, now));
+        self.serve();
+        self.participants()
+    }
 }
 
 /// The operations of `requests`, in order.
@@ -345,6 +371,14 @@ pub fn ops<'a>(requests: impl IntoIterator<Item = &'a Request>) -> Vec<Op> {
 /// The `Delete` the core sends for `path` (any version).
 pub fn delete_of(path: &str) -> Op {
     Op::Delete {
+        path: path.to_owned(),
+        version: None,
+    }
+}
+
+/// A multi's delete of `path` (any version).
+pub fn multi_delete_of(path: &str) -> MultiOp {
+    MultiOp::Delete {
         path: path.to_owned(),
         version: None,
     }
