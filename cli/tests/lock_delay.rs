@@ -3,7 +3,7 @@
 //! *unfenced* write is still on its way when it is continued.
 //!
 //! Without `--lock-delay` the next holder writes first and the late write lands
-//! after it (the hazard: tests/fencing.rs's unfenced run). With it the next
+//! after it (the hazard: examples/tests/fenced_postgres.rs's unfenced run). With it the next
 //! holder (a `zklock exec` too, showing the wait) starts only the delay after it
 //! saw the old holder gone: the late write lands first.
 
