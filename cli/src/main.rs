@@ -63,7 +63,7 @@ fn main() -> ExitCode {
         Plan::Guard(args) => guard::main(args),
         Plan::Completions(shell) => print_completions(shell),
         Plan::Man => print_man_page(),
-        Plan::Doctor(conn, args) => block_on(doctor::run(&conn, args)),
+        Plan::Doctor(session, args) => block_on(doctor::run(&session.conn, &session.target, args)),
         Plan::Exec(session, args) => {
             let (acl, cmd) = (args.nodes.acl.clone(), args.cmd.clone());
             block_on(session.supervise(acl, &cmd, async |s, ready| {
