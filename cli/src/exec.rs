@@ -107,7 +107,7 @@ impl ExecArgs {
         let node = match (self.read, self.semaphore) {
             (true, _) => NodeFor::Read,
             (false, Some(permits)) => NodeFor::Semaphore { permits },
-            (false, None) => NodeFor::Write { rwlock: false },
+            (false, None) => NodeFor::Write,
         };
         usage::lock_path(&self.path)
             .and_then(|()| self.semaphore.map_or(Ok(()), usage::permits))
