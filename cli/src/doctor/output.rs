@@ -170,11 +170,7 @@ pub(crate) fn text(run: &Run<'_>) -> String {
             reports.len()
         ),
         exit::CONNECT => "no server answered".to_owned(),
-        exit::USAGE => format!(
-            "the chroot {} of the connect string does not exist on the server \
-             (create it, or fix --zk / ZKLOCK_ZK)",
-            missing_chroot.unwrap_or("?")
-        ),
+        exit::USAGE => crate::explain::missing_chroot(missing_chroot.unwrap_or("?")),
         _ => format!(
             "nothing unsafe found, but {} of {} server(s) could not be fully checked",
             count(Severity::Unchecked),
