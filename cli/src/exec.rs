@@ -328,11 +328,9 @@ pub(crate) async fn supervise(
     let mut job = match ready.start(&env, guard.trusted_until(), margin).await {
         Ok(job) => job,
         Err(e) => {
-            say(format_args!(
-                "cannot start CMD's guard (zklock itself): {e}"
-            ));
+            let code = crate::job::cannot_start(e);
             let _ = guard.let_go().await;
-            return ExitCode::from(exit::CANNOT_RUN);
+            return code;
         }
     };
 

@@ -229,16 +229,10 @@ impl Session {
         cmd: &[std::ffi::OsString],
         work: impl AsyncFnOnce(&mut Opened<'_>, job::Ready) -> ExitCode,
     ) -> ExitCode {
-        let cannot_guard = |e: std::io::Error| {
-            say(format_args!(
-                "cannot start CMD's guard (zklock itself): {e}"
-            ));
-            ExitCode::from(exit::CANNOT_RUN)
-        };
         let signals = signals::Signals::catch(&signals::ENDING);
         let starting = match job::Ready::spawn_beside(cmd) {
             Ok(starting) => starting,
-            Err(e) => return cannot_guard(e),
+            Err(e) => return job::cannot_start(e),
         };
         let mut opened = match self.open(acl, signals).await {
             Ok(opened) => opened,
@@ -246,7 +240,7 @@ impl Session {
         };
         let code = match starting.ready().await {
             Ok(ready) => work(&mut opened, ready).await,
-            Err(e) => cannot_guard(e),
+            Err(e) => job::cannot_start(e),
         };
         close(&opened.locks).await;
         code
