@@ -143,32 +143,6 @@ fn watch_leader_while(zk: &str, path: &str, end: impl FnOnce()) -> String {
     }
 }
 
-/// `leader` on a lock directory names its holder (a `zklock exec` node, with an
-/// empty id); `revoke` asks that node; `--watch` prints "-" once it is gone.
-#[test]
-fn leader_and_revoke() {
-    let zk = server().connect_string();
-    let path = unique("leader");
-    exits(&zk, &["leader", &path], 3);
-
-    let dir = scratch("leader");
-    let (mut holder, node) = holding_node(&zk, &[], &path, &dir);
-
-    let out = exits(&zk, &["leader", &path], 0);
-    let line = String::from_utf8(out.stdout).unwrap();
-    let fields: Vec<&str> = line.trim_end().split('\t').collect();
-    assert_eq!(fields[1], node, "{line:?}");
-
-    let out = exits(&zk, &["revoke", &path], 0);
-    assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), node);
-
-    // --watch sees the change when the holder goes.
-    let leader = watch_leader_while(&zk, &path, || {
-        terminate(&mut holder);
-    });
-    assert!(leader.contains(&node), "{leader:?}");
-}
-
 /// The holder's network is blackholed: CMD is stopped (and zklock exits 74)
 /// before another session acquires the lock. zklock stops CMD about 0.87 of the
 /// session timeout after the last contact and the server expires the session no
@@ -360,12 +334,15 @@ fn digest_auth_and_creator_acl() {
 }
 
 /// `exec --revocable` waiting: `zklock revoke` of its node makes it give up its
-/// place (exit 75); a plain holder keeps the lock. (A revocable holder revoked:
-/// lifetime::a_revocation_stops_the_whole_group.)
+/// place (exit 75); a plain holder keeps the lock. `leader` names the holder (a
+/// `zklock exec` node, with an empty id), `revoke PATH` prints the node it
+/// asked. (A revocable holder revoked: lifetime::a_revocation_stops_the_whole_group.)
 #[test]
 fn revocable_exec_lets_go_when_revoked() {
     let (zk, lock, dir) = setup("revocable");
-    let mut plain = holding(&zk, &[], &lock, &dir.join("ready-plain"));
+    let (mut plain, node) = holding_node(&zk, &[], &lock, &dir);
+    let leader = stdout(&exits(&zk, &["leader", &lock], 0));
+    assert_eq!(leader.trim_end().split('\t').nth(1), Some(node.as_str()));
     let waiter = zklock(&zk)
         .args(["exec", "--revocable", &lock, "--", "true"])
         .stderr(Stdio::piped())
@@ -373,7 +350,8 @@ fn revocable_exec_lets_go_when_revoked() {
         .unwrap();
     let rows = ls_rows_of(&zk, &lock, 2);
     // `revoke PATH` asks the holders; a waiter is revoked by its node.
-    exits(&zk, &["revoke", &lock], 0);
+    let asked = stdout(&exits(&zk, &["revoke", &lock], 0));
+    assert_eq!(asked.trim(), node);
     let waiting = format!("{lock}/{}", rows[1].last().unwrap());
     exits(&zk, &["revoke", &waiting], 0);
     let out = waiter.wait_with_output().unwrap();
