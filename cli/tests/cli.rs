@@ -210,24 +210,6 @@ fn cmd_left_running_across_a_short_cut() {
     assert_eq!(code(&held), 5, "{held:?}");
 }
 
-/// Schemes share one path: a kazoo-named or Curator-named holder keeps a native
-/// contender out. (A signal while waiting: lifetime::waiting_zklock_leaves_no_node.)
-#[test]
-fn schemes_share_one_path() {
-    let (zk, lock, dir) = setup("schemes");
-    let mut holder = holding(&zk, &["--scheme", "kazoo"], &lock, &dir.join("ready"));
-    for scheme in ["native", "curator", "kazoo"] {
-        let out = run(zklock(&zk).args(["exec", "-n", "--scheme", scheme, &lock, "--", "true"]));
-        assert_eq!(code(&out), BUSY, "{scheme}: {out:?}");
-    }
-    terminate(&mut holder);
-    exits(
-        &zk,
-        &["exec", "-n", "--scheme", "curator", &lock, "--", "true"],
-        0,
-    );
-}
-
 /// `zklock elect`: one leader runs CMD at a time; when it stops, the next is
 /// elected; `leader` names each in turn (id, node, token), `ls` and `top` by
 /// the same ids, and `leader --watch` reports when the last one goes.
