@@ -188,7 +188,8 @@ struct Opened<'a> {
 impl Session {
     /// Connects, with the signals that would end zklock caught (caught before
     /// anything is started: from then on they are handled, the node deleted,
-    /// CMD's group told).
+    /// CMD's group told; one while connecting gives up with its exit code). A
+    /// failure is reported, naming the servers.
     async fn open(
         &self,
         acl: NodeAcl,
@@ -198,7 +199,12 @@ impl Session {
             say(format_args!("cannot catch signals: {e}"));
             ExitCode::from(exit::FAILURE)
         })?;
-        let locks = open(&self.conn, acl, &mut signals).await?;
+        let locks = tokio::select! {
+            connected = connect_to(&self.conn, &self.conn.zk, None, acl) => {
+                connected.map_err(|e| fail(&e))?
+            }
+            number = signals.next() => return Err(exec::signal_code(number)),
+        };
         let chroot = chroot::Chroot::new(&self.conn, self.target.chroot.clone());
         Ok(Opened {
             locks,
@@ -244,21 +250,6 @@ impl Session {
         };
         close(&opened.locks).await;
         code
-    }
-}
-
-/// Opens the session (a signal gives up, with its exit code); a failure is
-/// reported, naming the servers.
-async fn open(
-    conn: &ConnArgs,
-    acl: NodeAcl,
-    signals: &mut signals::Signals,
-) -> Result<LockClient, ExitCode> {
-    tokio::select! {
-        connected = connect_to(conn, &conn.zk, None, acl) => {
-            connected.map_err(|e| fail(&e))
-        }
-        number = signals.next() => Err(exec::signal_code(number)),
     }
 }
 
