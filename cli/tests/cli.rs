@@ -54,7 +54,8 @@ fn mutual_exclusion_of_concurrent_processes() {
         .all(|(_, node)| node.starts_with(&format!("{lock}/"))));
 }
 
-/// CMD's exit code is zklock's; a missing CMD is 127; ZKLOCK_* are exported.
+/// CMD's exit code is zklock's; a missing CMD is 127, one that cannot be run
+/// (a directory) 126; ZKLOCK_* are exported.
 /// (Usage errors: usage.rs, help.rs and main.rs's tests.)
 #[test]
 fn exit_codes_and_environment() {
@@ -62,6 +63,7 @@ fn exit_codes_and_environment() {
     let lock = unique("codes");
     exits(&zk, &["exec", &lock, "--", "sh", "-c", "exit 7"], 7);
     exits(&zk, &["exec", &lock, "--", "zklock-no-such-command"], 127);
+    exits(&zk, &["exec", &lock, "--", "/"], 126);
     let read = format!("exec --read {lock} -- sh -c");
     let out = run(zklock(&zk)
         .args(words(&read))
