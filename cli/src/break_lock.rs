@@ -123,12 +123,11 @@ fn print_line(p: &Participant, held: bool, outcome: &str, format: Format, now: i
             .opt_str("owner", p.owner.as_deref())
             .str("session", &session_hex(p.session))
             .int("ctime", p.ctime)
-            .opt_str("since", since.as_deref());
-        match age {
-            Some(age) => o.int("age_ms", age),
-            None => o.raw("age_ms", "null"),
-        };
-        o.int("token", p.token.0).str("outcome", outcome).end();
+            .opt_str("since", since.as_deref())
+            .opt_int("age_ms", age)
+            .int("token", p.token.0)
+            .str("outcome", outcome)
+            .end();
         println!("{out}");
         return;
     }

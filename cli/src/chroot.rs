@@ -102,17 +102,3 @@ async fn missing_on_the_way(client: &Client, path: &str) -> Option<String> {
         Some(a) => format!("{path} does not exist: its ancestor {a} is missing"),
     })
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn ancestors_are_walked_from_the_top() {
-        let path = "/a/b/c";
-        let ancestors: Vec<&str> = path
-            .match_indices('/')
-            .skip(1)
-            .map(|(i, _)| &path[..i])
-            .collect();
-        assert_eq!(ancestors, ["/a", "/a/b"]);
-    }
-}

@@ -139,12 +139,9 @@ fn node_json(out: &mut String, n: &CycleNode, now: i64) {
         .bool("holds", n.holds)
         .str("session", &session_hex(n.session))
         .int("token", n.token.0)
-        .int("ctime", n.ctime);
-    match age_ms(n.ctime, now) {
-        Some(age) => o.int("age_ms", age),
-        None => o.raw("age_ms", "null"),
-    };
-    o.end();
+        .int("ctime", n.ctime)
+        .opt_int("age_ms", age_ms(n.ctime, now))
+        .end();
 }
 
 fn json(root: &str, cycles: &[Cycle], now: i64) -> String {

@@ -8,7 +8,8 @@ mod findings;
 mod output;
 mod server;
 
-use crate::{exit, say, ConnArgs};
+use crate::usage::ConnectString;
+use crate::{exit, ConnArgs};
 use clap::Args;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -41,19 +42,7 @@ pub(crate) struct Options<'a> {
 }
 
 /// Runs the checks and prints the report; the exit code says the verdict.
-pub(crate) async fn run(conn: &ConnArgs, args: DoctorArgs) -> ExitCode {
-    let hosts = lock_nodelay::Peers::hosts(&conn.zk);
-    if let Some(Err(bad)) = hosts.iter().find(|h| h.is_err()) {
-        say(format_args!(
-            "malformed server {bad:?} in --zk {:?}",
-            conn.zk
-        ));
-        return ExitCode::from(exit::USAGE);
-    }
-    if hosts.is_empty() {
-        say(format_args!("no server in --zk {:?}", conn.zk));
-        return ExitCode::from(exit::USAGE);
-    }
+pub(crate) async fn run(conn: &ConnArgs, target: &ConnectString, args: DoctorArgs) -> ExitCode {
     let options = Options {
         conn,
         session_timeout: conn
@@ -64,8 +53,8 @@ pub(crate) async fn run(conn: &ConnArgs, args: DoctorArgs) -> ExitCode {
         connect_timeout: (args.probe_timeout * 3).max(Duration::from_secs(5)),
     };
     let mut reports = Vec::new();
-    for (host, port) in hosts.into_iter().flatten() {
-        reports.push(server::check(&options, host, port).await);
+    for server in &target.servers {
+        reports.push(server::check(&options, server).await);
     }
     let findings: Vec<_> = reports.iter().map(|r| findings::of(r, &options)).collect();
     let mut code = findings::exit_code(&reports, &findings);
@@ -73,11 +62,8 @@ pub(crate) async fn run(conn: &ConnArgs, args: DoctorArgs) -> ExitCode {
     // their settings (exit 2, as every subcommand; the report is still shown).
     // Looked up only when some server took a session: else there is no one to
     // ask, and the verdict says so already.
-    let chroot = crate::usage::connect_string(&conn.zk)
-        .ok()
-        .and_then(|target| target.chroot);
     let mut missing_chroot = None;
-    if let Some(chroot) = chroot.as_deref() {
+    if let Some(chroot) = target.chroot.as_deref() {
         if reports.iter().any(|r| r.session.is_ok())
             && crate::chroot::Chroot::new(conn, Some(chroot.to_owned()))
                 .report_missing()

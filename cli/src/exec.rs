@@ -19,7 +19,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::pin::Pin;
 use std::process::ExitCode;
 use std::time::Duration;
-use supervision::{Act, Supervision, Windows};
+use supervision::{Act, Supervision};
 use tokio::time::{sleep_until, Instant};
 
 /// Arguments of `zklock exec`.
@@ -107,7 +107,7 @@ impl ExecArgs {
         let node = match (self.read, self.semaphore) {
             (true, _) => NodeFor::Read,
             (false, Some(permits)) => NodeFor::Semaphore { permits },
-            (false, None) => NodeFor::Write { rwlock: false },
+            (false, None) => NodeFor::Write,
         };
         usage::lock_path(&self.path)
             .and_then(|()| self.semaphore.map_or(Ok(()), usage::permits))
@@ -323,16 +323,14 @@ pub(crate) async fn supervise(
         ("ZKLOCK_NODE", guard.node().to_owned()),
         ("ZKLOCK_TOKEN", guard.fencing().to_string()),
     ];
-    let windows = Windows::of(&locks.config());
-    let margin = windows.margin;
+    let config = locks.config();
+    let margin = config.margin();
     let mut job = match ready.start(&env, guard.trusted_until(), margin).await {
         Ok(job) => job,
         Err(e) => {
-            say(format_args!(
-                "cannot start CMD's guard (zklock itself): {e}"
-            ));
+            let code = crate::job::cannot_start(e);
             let _ = guard.let_go().await;
-            return ExitCode::from(exit::CANNOT_RUN);
+            return code;
         }
     };
 
@@ -340,10 +338,10 @@ pub(crate) async fn supervise(
     // (the margins are explained there), carrying it out is ours. The deadline
     // moves with every proof of contact: read twice per `sync`, handed on when
     // it moved.
-    let mut renewals = tokio::time::interval(windows.deadline_poll);
+    let mut renewals = tokio::time::interval(config.deadline_poll_interval());
     renewals.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut messages = job.messages();
-    let mut watch = Supervision::new(guard.node().to_owned(), windows);
+    let mut watch = Supervision::new(guard.node().to_owned(), config.clone());
     let status = loop {
         let deadline = watch.deadline().map(Instant::from_std);
         let act = tokio::select! {
@@ -404,7 +402,7 @@ pub(crate) async fn supervise(
     let trusted = guard
         .trusted_until()
         .is_some_and(|until| until > std::time::Instant::now());
-    let releasing = tokio::time::timeout(windows.release_bound, guard.let_go());
+    let releasing = tokio::time::timeout(config.session_gone_after(), guard.let_go());
     let released = if trusted {
         tokio::join!(releasing, locks.close()).0
     } else {

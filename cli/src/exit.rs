@@ -1,38 +1,29 @@
 //! The exit codes of `zklock` (besides CMD's own, which `exec` passes on),
-//! and the table `zklock --help` shows.
+//! and the table `zklock --help` shows (`EXIT_CODES`: when each is used).
 
 /// Other failures: ZooKeeper refused a request, the client closed.
 pub const FAILURE: u8 = 1;
-/// Usage error, found before connecting: bad arguments (clap's code), an
-/// invalid lock path, permit count or connect string, a lock path too long
-/// for CMD's environment; or found on the server, where the remedy is still
-/// a different command line: the connect string's chroot does not exist,
-/// `exec --semaphore N` where the semaphore has another permit count.
+/// Usage error: found before connecting, or on the server where the remedy is
+/// still a different command line.
 pub const USAGE: u8 = 2;
 /// `leader`: nobody leads the election.
 pub const NO_LEADER: u8 = 3;
-/// `break`: nobody holds the lock (and no --node was named): nothing broken.
-/// The same code as `leader`'s "nobody leads".
+/// `break`: nobody holds the lock; the same code as `leader`'s "nobody leads".
 pub const NOBODY_HOLDS: u8 = 3;
 /// `deadlocks`: at least one deadlock was found.
 pub const DEADLOCK: u8 = 4;
 /// `doctor`: some server's settings are unsafe for the session timeout.
 pub const UNSAFE: u8 = 5;
-/// `doctor`: nothing unsafe found, but something could not be checked (a
-/// server unreachable, `conf` refused, no session).
+/// `doctor`: nothing unsafe found, but something could not be checked.
 pub const UNCHECKED: u8 = 6;
-/// `break` without `--force`: refused (the holder's session is alive and
-/// nothing records whether it would let go if asked); the participant it
-/// would break was printed.
+/// `break` without `--force`: refused (the holder's session is alive).
 pub const NOT_FORCED: u8 = 7;
 /// Could not connect to ZooKeeper (sysexits' `EX_UNAVAILABLE`).
 pub const CONNECT: u8 = 69;
-/// The lock was suspended past the safe margin, lost or revoked (`--revocable`)
-/// while CMD ran: CMD was stopped (or had ended with the lock no longer
-/// guaranteed).
+/// The lock was lost (or suspended too long, or revoked) while CMD ran.
 pub const LOST: u8 = 74;
-/// `-n`: the lock is busy; `-w SECS`: timed out; `--revocable`: revoked while
-/// waiting (sysexits' `EX_TEMPFAIL`, like flock's `-E` default).
+/// The lock is busy, the wait timed out, or it was revoked while waiting
+/// (sysexits' `EX_TEMPFAIL`, like flock's `-E` default).
 pub const BUSY: u8 = 75;
 /// CMD was found but could not be run.
 pub const CANNOT_RUN: u8 = 126;

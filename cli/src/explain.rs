@@ -109,9 +109,5 @@ mod tests {
         );
         let said = error(&Error::Lost(LostReason::SuspendedTooLong));
         assert!(!said.contains("SuspendedTooLong"), "{said}");
-        assert_eq!(
-            permits_mismatch("/p", Scheme::Kazoo, 2, 3).0,
-            "/p is a semaphore of 3 permits (kazoo); asked for 2: use --semaphore 3"
-        );
     }
 }

@@ -335,18 +335,8 @@ async fn run(args: GuardArgs) -> ExitCode {
                     }
                 }
             }
-            _ = ending.next() => {
-                cmd.enforce();
-                if orphaned(parent) {
-                    cmd.kill("zklock is gone");
-                }
-            }
-            _ = poll.tick() => {
-                cmd.enforce();
-                if orphaned(parent) {
-                    cmd.kill("zklock is gone");
-                }
-            }
+            _ = ending.next() => cmd.enforce_and_follow(parent),
+            _ = poll.tick() => cmd.enforce_and_follow(parent),
         }
     }
 }
@@ -405,6 +395,15 @@ impl Cmd {
         }
         if now >= deadline.saturating_add(nanos(self.grace)) {
             self.kill("the lock is no longer held");
+        }
+    }
+
+    /// [`enforce`](Self::enforce)s, and kills the group if zklock (`parent`) is
+    /// gone.
+    fn enforce_and_follow(&mut self, parent: Pid) {
+        self.enforce();
+        if orphaned(parent) {
+            self.kill("zklock is gone");
         }
     }
 

@@ -36,6 +36,15 @@ pub(crate) fn kill_group_on_panic() {
     }));
 }
 
+/// Says that CMD's guard (zklock itself, run again) could not be started, and
+/// returns the exit code for it.
+pub(crate) fn cannot_start(e: std::io::Error) -> std::process::ExitCode {
+    say(format_args!(
+        "cannot start CMD's guard (zklock itself): {e}"
+    ));
+    std::process::ExitCode::from(crate::exit::CANNOT_RUN)
+}
+
 /// CMD's guard and process group.
 pub(crate) struct Job {
     guard: Child,

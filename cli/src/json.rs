@@ -72,6 +72,14 @@ impl<'a> Object<'a> {
         self
     }
 
+    /// An integer field, or `null`.
+    pub(crate) fn opt_int(&mut self, name: &str, value: Option<i64>) -> &mut Self {
+        match value {
+            Some(v) => self.int(name, v),
+            None => self.raw(name, "null"),
+        }
+    }
+
     /// A boolean field.
     pub(crate) fn bool(&mut self, name: &str, value: bool) -> &mut Self {
         self.raw(name, if value { "true" } else { "false" })
@@ -140,6 +148,7 @@ mod tests {
             .str("a", "x")
             .opt_str("b", None)
             .int("c", -3)
+            .opt_int("h", None)
             .bool("d", true)
             .strs("e", &["p", "q"])
             .array("f", &[1, 2], |o, n| Object::new(o).int("n", *n).end())
@@ -147,7 +156,7 @@ mod tests {
             .end();
         assert_eq!(
             out,
-            r#"{"a":"x","b":null,"c":-3,"d":true,"e":["p","q"],"f":[{"n":1},{"n":2}],"g":[]}"#
+            r#"{"a":"x","b":null,"c":-3,"h":null,"d":true,"e":["p","q"],"f":[{"n":1},{"n":2}],"g":[]}"#
         );
     }
 }

@@ -185,20 +185,14 @@ fn to_json(who: &Participants, now: i64) -> String {
             .int("sequence", i64::from(p.sequence))
             .opt_str("owner", p.owner.as_deref())
             .str("session", &session_hex(p.session))
-            .int("ctime", p.ctime);
-        match age_ms(p.ctime, now) {
-            Some(age) => o.int("age_ms", age),
-            None => o.raw("age_ms", "null"),
-        };
-        o.int("token", p.token.0)
+            .int("ctime", p.ctime)
+            .opt_int("age_ms", age_ms(p.ctime, now))
+            .int("token", p.token.0)
             .strs("waits_for", &p.waits_for)
             .strs("owner_waits_at", &p.owner_waits_at)
-            .str("data", &String::from_utf8_lossy(&p.data));
-        match p.permits {
-            Some(n) => o.int("permits", i64::from(n)),
-            None => o.raw("permits", "null"),
-        };
-        o.end();
+            .str("data", &String::from_utf8_lossy(&p.data))
+            .opt_int("permits", p.permits.map(i64::from))
+            .end();
     };
     let mut out = String::new();
     let mut document = Object::new(&mut out);

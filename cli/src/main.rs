@@ -63,7 +63,7 @@ fn main() -> ExitCode {
         Plan::Guard(args) => guard::main(args),
         Plan::Completions(shell) => print_completions(shell),
         Plan::Man => print_man_page(),
-        Plan::Doctor(conn, args) => block_on(doctor::run(&conn, args)),
+        Plan::Doctor(session, args) => block_on(doctor::run(&session.conn, &session.target, args)),
         Plan::Exec(session, args) => {
             let (acl, cmd) = (args.nodes.acl.clone(), args.cmd.clone());
             block_on(session.supervise(acl, &cmd, async |s, ready| {
@@ -188,7 +188,8 @@ struct Opened<'a> {
 impl Session {
     /// Connects, with the signals that would end zklock caught (caught before
     /// anything is started: from then on they are handled, the node deleted,
-    /// CMD's group told).
+    /// CMD's group told; one while connecting gives up with its exit code). A
+    /// failure is reported, naming the servers.
     async fn open(
         &self,
         acl: NodeAcl,
@@ -198,7 +199,12 @@ impl Session {
             say(format_args!("cannot catch signals: {e}"));
             ExitCode::from(exit::FAILURE)
         })?;
-        let locks = open(&self.conn, acl, &mut signals).await?;
+        let locks = tokio::select! {
+            connected = connect_to(&self.conn, &self.conn.zk, None, acl) => {
+                connected.map_err(|e| fail(&e))?
+            }
+            number = signals.next() => return Err(exec::signal_code(number)),
+        };
         let chroot = chroot::Chroot::new(&self.conn, self.target.chroot.clone());
         Ok(Opened {
             locks,
@@ -229,16 +235,10 @@ impl Session {
         cmd: &[std::ffi::OsString],
         work: impl AsyncFnOnce(&mut Opened<'_>, job::Ready) -> ExitCode,
     ) -> ExitCode {
-        let cannot_guard = |e: std::io::Error| {
-            say(format_args!(
-                "cannot start CMD's guard (zklock itself): {e}"
-            ));
-            ExitCode::from(exit::CANNOT_RUN)
-        };
         let signals = signals::Signals::catch(&signals::ENDING);
         let starting = match job::Ready::spawn_beside(cmd) {
             Ok(starting) => starting,
-            Err(e) => return cannot_guard(e),
+            Err(e) => return job::cannot_start(e),
         };
         let mut opened = match self.open(acl, signals).await {
             Ok(opened) => opened,
@@ -246,25 +246,10 @@ impl Session {
         };
         let code = match starting.ready().await {
             Ok(ready) => work(&mut opened, ready).await,
-            Err(e) => cannot_guard(e),
+            Err(e) => job::cannot_start(e),
         };
         close(&opened.locks).await;
         code
-    }
-}
-
-/// Opens the session (a signal gives up, with its exit code); a failure is
-/// reported, naming the servers.
-async fn open(
-    conn: &ConnArgs,
-    acl: NodeAcl,
-    signals: &mut signals::Signals,
-) -> Result<LockClient, ExitCode> {
-    tokio::select! {
-        connected = connect_to(conn, &conn.zk, None, acl) => {
-            connected.map_err(|e| fail(&e))
-        }
-        number = signals.next() => Err(exec::signal_code(number)),
     }
 }
 

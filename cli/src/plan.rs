@@ -22,8 +22,9 @@ pub(crate) enum Plan {
     Guard(guard::GuardArgs),
     Completions(clap_complete::Shell),
     Man,
-    /// `doctor` reads the connect string itself (and reports every bad server).
-    Doctor(ConnArgs, doctor::DoctorArgs),
+    /// `doctor`'s TLS files are not checked here: its report says, per server,
+    /// what they did.
+    Doctor(Session, doctor::DoctorArgs),
     Exec(Session, exec::ExecArgs),
     Elect(Session, exec::ElectArgs),
     Leader(Session, String, bool),
@@ -83,7 +84,10 @@ pub(crate) fn read(args: impl IntoIterator<Item = OsString>) -> Result<Plan, Ref
     Ok(match cli.command {
         Command::Completions { shell } => Plan::Completions(shell),
         Command::Man => Plan::Man,
-        Command::Doctor(args) => Plan::Doctor(conn, args),
+        Command::Doctor(args) => {
+            let target = usage::connect_string(&conn.zk).map_err(Refusal::Usage)?;
+            Plan::Doctor(Session { conn, target }, args)
+        }
         Command::Exec(args) => Plan::Exec(session(conn)?, checked(args.usage_error(), args)?),
         Command::Elect(args) => Plan::Elect(session(conn)?, checked(args.usage_error(), args)?),
         Command::Leader { path, watch } => Plan::Leader(session(conn)?, lock_path(path)?, watch),

@@ -32,54 +32,32 @@ pub(crate) async fn connect(conn: &ConnArgs, hosts: &str, timeout: Duration) -> 
     Some(client)
 }
 
-/// What failed on `top`'s listing (on the lock client's session), as the source of
-/// the [`Error::Connect`](lock_zookeeper_client::Error::Connect) that reports it.
+/// `top`'s listing (on the lock client's session) failed: `what` failed,
+/// `source` says why if the client did; reported as the source of an
+/// [`Error::Connect`](lock_zookeeper_client::Error::Connect) (exit code and
+/// sentence).
+pub(crate) fn listing_failed(
+    what: String,
+    source: Option<zookeeper_client::Error>,
+) -> lock_zookeeper_client::Error {
+    let client = lock_zookeeper_client::ConnectFailure::Client;
+    lock_zookeeper_client::Error::connect_caused_by(client, Failure { what, source })
+}
+
 #[derive(Debug)]
-pub(crate) enum Failure {
-    /// The persistent watch on the root could not be set.
-    Watch {
-        /// The root watched.
-        root: String,
-        /// The client's error.
-        source: zookeeper_client::Error,
-    },
-    /// The root could not be listed.
-    List {
-        /// The root listed.
-        root: String,
-        /// The client's error.
-        source: zookeeper_client::Error,
-    },
-    /// The session ended (`how`: expired, refused, closed).
-    Ended {
-        /// The root it listed.
-        root: String,
-        /// How it ended, as the end of a sentence.
-        how: &'static str,
-    },
+struct Failure {
+    what: String,
+    source: Option<zookeeper_client::Error>,
 }
 
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Watch { root, .. } => write!(f, "watching {root} failed"),
-            Failure::List { root, .. } => write!(f, "listing {root} failed"),
-            Failure::Ended { root, how } => write!(f, "the listing session of {root} {how}"),
-        }
+        f.write_str(&self.what)
     }
 }
 
 impl std::error::Error for Failure {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Failure::Watch { source, .. } | Failure::List { source, .. } => Some(source),
-            Failure::Ended { .. } => None,
-        }
+        self.source.as_ref().map(|e| e as _)
     }
-}
-
-/// `failure` as the lock client's connect error (exit code and sentence).
-pub(crate) fn connect_error(failure: Failure) -> lock_zookeeper_client::Error {
-    let client = lock_zookeeper_client::ConnectFailure::Client;
-    lock_zookeeper_client::Error::connect_caused_by(client, failure)
 }

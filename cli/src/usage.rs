@@ -98,8 +98,8 @@ pub(crate) fn lock_path(path: &str) -> Result<(), String> {
 /// What kind of node `exec` (or `elect`) will create, for its name's length.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum NodeFor {
-    /// A mutex (or the write side of a read/write lock, `rwlock` true).
-    Write { rwlock: bool },
+    /// A mutex.
+    Write,
     /// The read side of a read/write lock.
     Read,
     /// One of `permits` permits of a semaphore.
@@ -118,10 +118,7 @@ pub(crate) fn node_fits_in_env(
 ) -> Result<(), String> {
     let id = AttemptId(u128::MAX);
     let (dir, prefix) = match node {
-        NodeFor::Write { rwlock: true } => {
-            (path.len(), rwlock_node_prefix(scheme, id, NodeKind::Write))
-        }
-        NodeFor::Write { rwlock: false } => (path.len(), node_prefix(scheme, id, NodeKind::Write)),
+        NodeFor::Write => (path.len(), node_prefix(scheme, id, NodeKind::Write)),
         NodeFor::Read => (path.len(), rwlock_node_prefix(scheme, id, NodeKind::Read)),
         NodeFor::Leader => (path.len(), node_prefix(scheme, id, NodeKind::Leader)),
         // Curator's and kazoo's semaphores hold a lease in another directory
@@ -191,19 +188,9 @@ mod tests {
             (tls.servers[1].port, tls.chroot.as_deref()),
             (4, Some("/c"))
         );
-        for bad in [
-            "",
-            " ",
-            "h:notaport",
-            "h:0",
-            "h:70000",
-            ":1",
-            "h:1,",
-            "h:1,,g:2",
-            "[::1",
-            "h:1/a/",
-            "h:1//a",
-        ] {
+        // More, with their one-line messages, through the binary:
+        // tests/usage.rs::usage_errors_before_connecting.
+        for bad in [" ", "h:70000", "h:1,", "[::1", "h:1//a"] {
             assert!(connect_string(bad).is_err(), "{bad:?}");
         }
     }
@@ -214,7 +201,7 @@ mod tests {
         // the path.
         let fits = |len: usize| {
             let path = format!("/{}", "a".repeat(len - 1));
-            node_fits_in_env(&path, NameScheme::Native, NodeFor::Write { rwlock: false }).is_ok()
+            node_fits_in_env(&path, NameScheme::Native, NodeFor::Write).is_ok()
         };
         assert!(fits(1000));
         assert!(fits(MAX_ENV_STRING - 68));

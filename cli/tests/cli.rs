@@ -54,13 +54,16 @@ fn mutual_exclusion_of_concurrent_processes() {
         .all(|(_, node)| node.starts_with(&format!("{lock}/"))));
 }
 
-/// CMD's exit code is zklock's; a missing CMD is 127; ZKLOCK_* are exported.
+/// CMD's exit code is zklock's; a missing CMD is 127, one that cannot be run
+/// (a directory) 126; ZKLOCK_* are exported.
+/// (Usage errors: usage.rs, help.rs and main.rs's tests.)
 #[test]
 fn exit_codes_and_environment() {
     let zk = server().connect_string();
     let lock = unique("codes");
     exits(&zk, &["exec", &lock, "--", "sh", "-c", "exit 7"], 7);
     exits(&zk, &["exec", &lock, "--", "zklock-no-such-command"], 127);
+    exits(&zk, &["exec", &lock, "--", "/"], 126);
     let read = format!("exec --read {lock} -- sh -c");
     let out = run(zklock(&zk)
         .args(words(&read))
@@ -71,11 +74,6 @@ fn exit_codes_and_environment() {
     let token: i64 = lines.next().unwrap().parse().unwrap();
     assert!(token > 0);
     assert!(lines.next().unwrap().starts_with(&format!("{lock}/")));
-
-    // Usage errors are clap's 2; an invalid path too.
-    exits(&zk, &["exec", "-n", "-w", "1", &lock, "--", "true"], 2);
-    exits(&zk, &["exec", &lock], 2);
-    exits(&zk, &["exec", "relative", "--", "true"], 2);
 }
 
 /// CMD reads zklock's stdin from where zklock's caller left it (CMD's guard is
@@ -147,32 +145,6 @@ fn watch_leader_while(zk: &str, path: &str, end: impl FnOnce()) -> String {
     }
 }
 
-/// `leader` on a lock directory names its holder (a `zklock exec` node, with an
-/// empty id); `revoke` asks that node; `--watch` prints "-" once it is gone.
-#[test]
-fn leader_and_revoke() {
-    let zk = server().connect_string();
-    let path = unique("leader");
-    exits(&zk, &["leader", &path], 3);
-
-    let dir = scratch("leader");
-    let (mut holder, node) = holding_node(&zk, &[], &path, &dir);
-
-    let out = exits(&zk, &["leader", &path], 0);
-    let line = String::from_utf8(out.stdout).unwrap();
-    let fields: Vec<&str> = line.trim_end().split('\t').collect();
-    assert_eq!(fields[1], node, "{line:?}");
-
-    let out = exits(&zk, &["revoke", &path], 0);
-    assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), node);
-
-    // --watch sees the change when the holder goes.
-    let leader = watch_leader_while(&zk, &path, || {
-        terminate(&mut holder);
-    });
-    assert!(leader.contains(&node), "{leader:?}");
-}
-
 /// The holder's network is blackholed: CMD is stopped (and zklock exits 74)
 /// before another session acquires the lock. zklock stops CMD about 0.87 of the
 /// session timeout after the last contact and the server expires the session no
@@ -238,24 +210,6 @@ fn cmd_left_running_across_a_short_cut() {
     let held = holder.wait_with_output().unwrap();
     eprintln!("holder: {}", stderr(&held));
     assert_eq!(code(&held), 5, "{held:?}");
-}
-
-/// Schemes share one path: a kazoo-named or Curator-named holder keeps a native
-/// contender out. (A signal while waiting: lifetime::waiting_zklock_leaves_no_node.)
-#[test]
-fn schemes_share_one_path() {
-    let (zk, lock, dir) = setup("schemes");
-    let mut holder = holding(&zk, &["--scheme", "kazoo"], &lock, &dir.join("ready"));
-    for scheme in ["native", "curator", "kazoo"] {
-        let out = run(zklock(&zk).args(["exec", "-n", "--scheme", scheme, &lock, "--", "true"]));
-        assert_eq!(code(&out), BUSY, "{scheme}: {out:?}");
-    }
-    terminate(&mut holder);
-    exits(
-        &zk,
-        &["exec", "-n", "--scheme", "curator", &lock, "--", "true"],
-        0,
-    );
 }
 
 /// `zklock elect`: one leader runs CMD at a time; when it stops, the next is
@@ -364,12 +318,15 @@ fn digest_auth_and_creator_acl() {
 }
 
 /// `exec --revocable` waiting: `zklock revoke` of its node makes it give up its
-/// place (exit 75); a plain holder keeps the lock. (A revocable holder revoked:
-/// lifetime::a_revocation_stops_the_whole_group.)
+/// place (exit 75); a plain holder keeps the lock. `leader` names the holder (a
+/// `zklock exec` node, with an empty id), `revoke PATH` prints the node it
+/// asked. (A revocable holder revoked: lifetime::a_revocation_stops_the_whole_group.)
 #[test]
 fn revocable_exec_lets_go_when_revoked() {
     let (zk, lock, dir) = setup("revocable");
-    let mut plain = holding(&zk, &[], &lock, &dir.join("ready-plain"));
+    let (mut plain, node) = holding_node(&zk, &[], &lock, &dir);
+    let leader = stdout(&exits(&zk, &["leader", &lock], 0));
+    assert_eq!(leader.trim_end().split('\t').nth(1), Some(node.as_str()));
     let waiter = zklock(&zk)
         .args(["exec", "--revocable", &lock, "--", "true"])
         .stderr(Stdio::piped())
@@ -377,7 +334,8 @@ fn revocable_exec_lets_go_when_revoked() {
         .unwrap();
     let rows = ls_rows_of(&zk, &lock, 2);
     // `revoke PATH` asks the holders; a waiter is revoked by its node.
-    exits(&zk, &["revoke", &lock], 0);
+    let asked = stdout(&exits(&zk, &["revoke", &lock], 0));
+    assert_eq!(asked.trim(), node);
     let waiting = format!("{lock}/{}", rows[1].last().unwrap());
     exits(&zk, &["revoke", &waiting], 0);
     let out = waiter.wait_with_output().unwrap();

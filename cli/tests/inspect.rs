@@ -41,9 +41,7 @@ fn ls_lists_holders_and_waiters_in_queue_order() {
             .unwrap()
     };
     let first = waiter(None);
-    until("the first waiter in the queue", LONG, || {
-        (ls_rows(&zk, &lock).len() == 2).then_some(())
-    });
+    ls_rows_of(&zk, &lock, 2);
     let second = waiter(Some("bob"));
     let rows = ls_rows_of(&zk, &lock, 3);
     let node = node.rsplit_once('/').unwrap().1.to_owned();
@@ -186,7 +184,6 @@ fn ls_of_a_missing_path_and_json_escaping() {
             r#"{{"path":"{missing}","foreign":0,"holders":[],"waiters":[],"mixed_schemes":false,"holders_by_library":{{"zklock":[]}},"last_break":null}}"#
         )
     );
-    exits(&zk, &["ls", "not/absolute"], 2);
 
     let lock = unique("escaping");
     let owner = "o'\"q\\ \n\t\u{1} été →";
@@ -225,9 +222,7 @@ fn ls_warns_of_mixed_schemes() {
                 .spawn()
                 .unwrap(),
         );
-        until("the waiter queued", LONG, || {
-            (ls_rows(&zk, &lock).len() == i + 2).then_some(())
-        });
+        ls_rows_of(&zk, &lock, i + 2);
     }
     assert_ls_names_each_librarys_holder(
         &zk,
@@ -297,11 +292,7 @@ fn waiting_line_on_a_tty_and_places_only_when_asked_elsewhere() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    until("the first waiter queued", LONG, || {
-        let out = run(zklock(&zk).args(["ls", "--json", &lock]));
-        let json = String::from_utf8(out.stdout).unwrap();
-        (json.matches("\"session\"").count() >= 2).then_some(())
-    });
+    ls_rows_of(&zk, &lock, 2);
     let out = exits(
         &zk,
         &["exec", "--progress", "-w", "1.5", &lock, "--", "true"],

@@ -1,13 +1,15 @@
-//! `zklock exec --scheme kazoo` and a real kazoo client (kazoo's `Lock` recipe, in
-//! Debian's `/usr/bin/python3` with python3-kazoo: `tests/kazoo_lock.py`) on one
-//! path, against a real ZooKeeper: each excludes the other.
+//! `zklock exec --semaphore N --scheme kazoo` and a real kazoo client (kazoo's
+//! `Semaphore` recipe, in Debian's `/usr/bin/python3` with python3-kazoo:
+//! `tests/kazoo_lock.py`) on one path, against a real ZooKeeper. (kazoo's `Lock`
+//! and zklock's mutex excluding each other both ways is the binding's:
+//! lock-zookeeper-client's tests/interop_kazoo.rs; `--scheme kazoo` read back by
+//! `ls`: inspect.rs::ls_warns_of_mixed_schemes.)
 
 mod common;
 
 use common::*;
-use std::io::Write;
 
-/// The peer's one-line answer to `try` or `wait S`.
+/// The peer's one-line answer to `stry N`.
 fn kazoo_answer(zk: &str, lock: &str, mode: &[&str]) -> String {
     let out = kazoo(zk, lock, "kazoo-contender", mode).output().unwrap();
     assert!(
@@ -15,70 +17,6 @@ fn kazoo_answer(zk: &str, lock: &str, mode: &[&str]) -> String {
         "kazoo peer failed (python3-kazoo?): {out:?}"
     );
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
-/// kazoo holds: `zklock exec -n --scheme kazoo` is busy (75) and `ls` shows the
-/// kazoo holder with its identifier as owner; once kazoo releases, zklock takes it.
-#[test]
-fn a_kazoo_holder_excludes_zklock() {
-    let zk = server().connect_string();
-    let lock = unique("kazoo-holds");
-    let (mut holder, node) = kazoo_holder(&zk, &lock, "kazoo-holder", &["hold"]);
-
-    exits(
-        &zk,
-        &["exec", "-n", "--scheme", "kazoo", &lock, "--", "true"],
-        BUSY,
-    );
-    exits(
-        &zk,
-        &words(&format!("exec -w 0.5 --scheme kazoo {lock} -- true")),
-        BUSY,
-    );
-
-    let rows = ls_rows(&zk, &lock);
-    assert_eq!(rows.len(), 1, "{rows:?}");
-    // # STATE KIND OWNER SESSION AGE TOKEN SCHEME WAITS-FOR NODE
-    let row: Vec<&str> = rows[0].iter().map(String::as_str).collect();
-    assert_eq!(
-        [row[1], row[2], row[3], row[7], row[9]],
-        ["holds", "write", "kazoo-holder", "kazoo", node.as_str()]
-    );
-
-    drop(holder.stdin.take()); // kazoo releases and exits
-    assert!(holder.wait().unwrap().success());
-    exits(
-        &zk,
-        &["exec", "-n", "--scheme", "kazoo", &lock, "--", "true"],
-        0,
-    );
-}
-
-/// zklock holds (with --owner): kazoo's `acquire(blocking=False)` and
-/// `acquire(timeout=1)` fail; once zklock's CMD ends, kazoo gets the lock.
-#[test]
-fn a_zklock_holder_excludes_kazoo() {
-    let (zk, lock, dir) = setup("zklock-holds");
-    let (mut holder, release) = holding_until_released(
-        &zk,
-        &["--scheme", "kazoo", "--owner", "zklock-holder"],
-        &lock,
-        &dir,
-    );
-
-    assert_eq!(kazoo_answer(&zk, &lock, &["try"]), "BUSY");
-    assert_eq!(kazoo_answer(&zk, &lock, &["wait", "1"]), "TIMEOUT");
-    let rows = ls_rows(&zk, &lock);
-    assert_eq!(rows.len(), 1, "{rows:?}");
-    assert_eq!(
-        [rows[0][3].as_str(), rows[0][7].as_str()],
-        ["zklock-holder", "kazoo"]
-    );
-
-    std::fs::File::create(&release).unwrap().flush().unwrap();
-    assert_eq!(holder.wait().unwrap().code(), Some(0));
-    let answer = kazoo_answer(&zk, &lock, &["try"]);
-    assert!(answer.starts_with("HELD "), "{answer}");
 }
 
 /// `zklock exec --semaphore 2 --scheme kazoo` and kazoo's `Semaphore` share two

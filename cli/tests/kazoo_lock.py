@@ -1,17 +1,15 @@
-# kazoo's Lock recipe (or its Semaphore) on one path, for cli/tests/kazoo.rs (Debian's
+# kazoo's Lock recipe (or its Semaphore) on one path, for cli/tests/kazoo.rs and go.rs (Debian's
 # /usr/bin/python3 with python3-kazoo).
 #
 # Usage: python3 kazoo_lock.py HOSTS PATH IDENTIFIER MODE
 #   hold     acquire (waiting), print "HELD <node>", hold until stdin closes, release
 #   try      acquire(blocking=False): print "HELD <node>" (then release) or "BUSY"
-#   wait S   acquire(timeout=S): print "HELD <node>" (then release) or "TIMEOUT"
 #   shold N  the same as hold with a Semaphore of N leases (node: the lease's name)
 #   stry N   the same as try with a Semaphore of N leases
 
 import sys
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import LockTimeout
 
 hosts, path, identifier, mode = sys.argv[1:5]
 zk = KazooClient(hosts=hosts, timeout=10.0)
@@ -38,12 +36,6 @@ try:
             held()
         else:
             print("BUSY", flush=True)
-    elif mode == "wait":
-        try:
-            lock.acquire(timeout=float(sys.argv[5]))
-            held()
-        except LockTimeout:
-            print("TIMEOUT", flush=True)
     else:
         sys.exit("unknown mode " + mode)
 finally:

@@ -3,7 +3,7 @@
 //! *unfenced* write is still on its way when it is continued.
 //!
 //! Without `--lock-delay` the next holder writes first and the late write lands
-//! after it (the hazard: tests/fencing.rs's unfenced run). With it the next
+//! after it (the hazard: examples/tests/fenced_postgres.rs's unfenced run). With it the next
 //! holder (a `zklock exec` too, showing the wait) starts only the delay after it
 //! saw the old holder gone: the late write lands first.
 
@@ -120,18 +120,14 @@ fn with_lock_delay_the_late_write_lands_before_the_next_holder_starts() {
     say(&format!(
         "A continued (B started before: {b_started_before_resume}): its late write goes out"
     ));
-    until("B to start", Duration::from_secs(60), || {
-        started(&dir).then_some(())
-    });
+    wait_for(&dir.join("b.started"), Duration::from_secs(60));
     let gap = gone.elapsed();
     let b_out = b.wait_with_output().unwrap();
     assert_eq!(code(&b_out), 0, "B: {b_out:?}");
     let mut holder = holder;
     let _ = holder.wait();
     std::mem::forget(group);
-    until("A's write", Duration::from_secs(60), || {
-        dir.join("a.result").exists().then_some(())
-    });
+    wait_for(&dir.join("a.result"), Duration::from_secs(60));
     let order: Vec<String> = db
         .psql("SELECT who FROM writes ORDER BY id")
         .unwrap()
@@ -217,9 +213,7 @@ fn elect_with_lock_delay_leads_the_delay_after_an_expired_leader() {
     pause(&leader);
     let next = elect("b", "touch b.leads");
     let gone = gone(&locks, &path, &a_node);
-    until("B to lead", Duration::from_secs(60), || {
-        dir.join("b.leads").exists().then_some(())
-    });
+    wait_for(&dir.join("b.leads"), Duration::from_secs(60));
     let gap = gone.elapsed();
     eprintln!("B led {gap:?} after A's node went");
     assert!(gap >= DELAY, "B led {gap:?} after A's node went");

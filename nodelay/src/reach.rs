@@ -220,42 +220,10 @@ const CLIENT_HELLO: &[u8] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::TcpListener;
 
     #[test]
     fn the_hello_is_well_formed() {
         assert_eq!(CLIENT_HELLO.len(), 5 + 0x2f);
         assert_eq!(CLIENT_HELLO.len(), 5 + 4 + 0x2b);
-    }
-
-    #[test]
-    fn tells_refused_unresolved_and_not_zookeeper() {
-        let closed = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = closed.local_addr().unwrap().port();
-        drop(closed);
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let other = listener.local_addr().unwrap().port();
-        // Speaks another protocol.
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let _ = (&stream).write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
-            }
-        });
-        let reaches = probe_all(
-            &format!("127.0.0.1:{port},no-such-host.invalid:2181,127.0.0.1:{other}/app"),
-            false,
-        );
-        assert_eq!(reaches[0], (format!("127.0.0.1:{port}"), Reach::Refused));
-        assert_eq!(reaches[1].0, "no-such-host.invalid:2181");
-        assert!(matches!(reaches[1].1, Reach::Unresolved(_)), "{reaches:?}");
-        assert_eq!(
-            reaches[2],
-            (format!("127.0.0.1:{other}"), Reach::NotZooKeeper)
-        );
-        assert!(reaches.iter().all(|(_, r)| r.is_definite()));
-        assert_eq!(
-            Reach::Refused.to_string(),
-            "connection refused (nothing listens there)"
-        );
     }
 }

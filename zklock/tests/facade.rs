@@ -1,39 +1,5 @@
-//! The facade hands out the same `LockClient` whichever way it was made.
-
-use std::time::Duration;
-
-#[test]
-fn the_sim_servers_client_is_the_user_api() {
-    let server = zklock::sim::Server::new();
-    let locks: zklock::LockClient = server.client();
-    let other = server.client();
-    let guard = locks.mutex("/locks/facade").lock_blocking().expect("lock");
-    let first = guard.token();
-    assert!(other
-        .mutex("/locks/facade")
-        .try_lock_blocking()
-        .expect("try")
-        .is_none());
-    guard.release_blocking().expect("release");
-    let next = other
-        .mutex("/locks/facade")
-        .lock_timeout_blocking(Duration::from_secs(5))
-        .expect("free now");
-    assert!(next.token() > first, "fencing tokens grow");
-    next.release_blocking().expect("release");
-}
-
-#[test]
-fn the_blocking_binding_refuses_an_unreachable_server_with_a_typed_error() {
-    // Nothing listens on port 1: an error within the connect timeout, not a hang.
-    let result = zklock::blocking::builder("127.0.0.1:1")
-        .connect_timeout(Duration::from_millis(300))
-        .connect();
-    assert!(
-        matches!(result, Err(zklock::Error::Connect { .. })),
-        "{result:?}"
-    );
-}
+//! The facade's blocking entry point is the blocking binding. (Its `sim` module
+//! handing out the same `LockClient`: the module's doc example.)
 
 #[test]
 fn the_blocking_binding_refuses_bad_and_unsupported_options() {

@@ -170,11 +170,7 @@ pub(crate) fn text(run: &Run<'_>) -> String {
             reports.len()
         ),
         exit::CONNECT => "no server answered".to_owned(),
-        exit::USAGE => format!(
-            "the chroot {} of the connect string does not exist on the server \
-             (create it, or fix --zk / ZKLOCK_ZK)",
-            missing_chroot.unwrap_or("?")
-        ),
+        exit::USAGE => crate::explain::missing_chroot(missing_chroot.unwrap_or("?")),
         _ => format!(
             "nothing unsafe found, but {} of {} server(s) could not be fully checked",
             count(Severity::Unchecked),
@@ -201,14 +197,11 @@ fn millis(d: Duration) -> i64 {
 fn conf_json(conf: &ServerConf) -> String {
     let mut out = String::new();
     let mut o = Object::new(&mut out);
-    o.int("tick_time_ms", millis(conf.tick_time));
-    match conf.sync_limit {
-        Some(ticks) => o.int("sync_limit", i64::from(ticks)),
-        None => o.raw("sync_limit", "null"),
-    };
-    o.int("min_session_timeout_ms", millis(conf.min_session_timeout))
-        .int("max_session_timeout_ms", millis(conf.max_session_timeout));
-    o.end();
+    o.int("tick_time_ms", millis(conf.tick_time))
+        .opt_int("sync_limit", conf.sync_limit.map(i64::from))
+        .int("min_session_timeout_ms", millis(conf.min_session_timeout))
+        .int("max_session_timeout_ms", millis(conf.max_session_timeout))
+        .end();
     out
 }
 
@@ -256,10 +249,8 @@ pub(crate) fn json(run: &Run<'_>) -> String {
                     .raw("tcp_nodelay", "null");
             }
         }
-        match report.conf.as_ref().ok().and_then(ServerConf::lag_bound) {
-            Some(bound) => o.int("lag_bound_ms", millis(bound)),
-            None => o.raw("lag_bound_ms", "null"),
-        };
+        let lag_bound = report.conf.as_ref().ok().and_then(ServerConf::lag_bound);
+        o.opt_int("lag_bound_ms", lag_bound.map(millis));
         o.array("hazards", &report.hazards, |out, hazard| {
             let mut h = Object::new(out);
             let kind = match hazard.kind {

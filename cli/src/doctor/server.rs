@@ -2,6 +2,7 @@
 //! fact as the server told it, or why it could not be learnt.
 
 use super::{admin, Options};
+use crate::usage::Server;
 use lock_zookeeper_client::{four_letter_word_refused, ConfError, Hazard, ServerConf};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
@@ -66,13 +67,9 @@ impl ServerReport {
     }
 }
 
-/// Checks the server `entry` (`host` and `port` of the connect string).
-pub(crate) async fn check(options: &Options<'_>, host: &str, port: u16) -> ServerReport {
-    let entry = if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    };
+/// Checks `server`, one of the connect string's.
+pub(crate) async fn check(options: &Options<'_>, server: &Server) -> ServerReport {
+    let (entry, host, port) = (&server.text, server.host.as_str(), server.port);
     let mut report = ServerReport {
         entry: entry.clone(),
         addr: Err(String::new()),
@@ -152,7 +149,7 @@ pub(crate) async fn check(options: &Options<'_>, host: &str, port: u16) -> Serve
         let admin_addr = SocketAddr::new(addr.ip(), port);
         report.admin = Some(admin::configuration(admin_addr, timeout));
     }
-    report.session = session(options, &entry, addr).await;
+    report.session = session(options, entry, addr).await;
     report.reachable = match (&report.words_error, &report.session) {
         (Some(why), Err(_)) => Err(why.clone()),
         _ => Ok(()),

@@ -1,44 +1,17 @@
 //! The decisions of `exec`'s watch over CMD, apart from the processes and the
 //! runtime: [`Supervision`] takes what happened (a lock event, zklock stopped, a
 //! deadline passed) and says what to do to CMD ([`Act`]); `exec::supervise`
-//! carries it out. The windows it decides by come from lock-core's
-//! [`Config`], the one owner of the session-timeout rules.
+//! carries it out. The windows it decides by are lock-core's [`Config`]'s, the
+//! one owner of the session-timeout rules: the [`margin`](Config::margin) CMD
+//! gets between SIGTERM and SIGKILL (and the guard's kill grace), and the
+//! [`ping_interval`](Config::ping_interval), the longest zklock may be stopped
+//! with the lock still trusted.
 //!
 //! Calling order: [`Supervision::deadline`] before every wait, then one of the
 //! `handle_*` methods for what ended the wait.
 
 use lock_core::{Config, LockEvent, LostReason};
 use std::time::{Duration, Instant};
-
-/// The windows CMD is watched by, derived from the session timeout by the core.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Windows {
-    /// The margin before the server could expire the session
-    /// ([`Config::margin`]): the guard kills CMD's group this long after the
-    /// lock's deadline, and CMD gets this long between SIGTERM and SIGKILL.
-    pub(crate) margin: Duration,
-    /// The longest zklock may be stopped (Ctrl-Z) with the lock still trusted:
-    /// a ping's interval ([`Config::ping_interval`]).
-    pub(crate) longest_stop: Duration,
-    /// How often the lock's deadline is read and handed on to the guard
-    /// ([`Config::deadline_poll_interval`]).
-    pub(crate) deadline_poll: Duration,
-    /// How long the release may wait (for a reconnect) before giving up: by
-    /// then the server has deleted the node ([`Config::session_gone_after`]).
-    pub(crate) release_bound: Duration,
-}
-
-impl Windows {
-    /// The windows of a session with `config`.
-    pub(crate) fn of(config: &Config) -> Windows {
-        Windows {
-            margin: config.margin(),
-            longest_stop: config.ping_interval(),
-            deadline_poll: config.deadline_poll_interval(),
-            release_bound: config.session_gone_after(),
-        }
-    }
-}
 
 /// Where CMD stands with respect to the lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,7 +49,7 @@ pub(crate) enum Act {
 pub(crate) struct Supervision {
     /// The lock's node, named when it is lost.
     node: String,
-    windows: Windows,
+    config: Config,
     phase: Phase,
     lost: bool,
     events: bool,
@@ -84,10 +57,10 @@ pub(crate) struct Supervision {
 
 impl Supervision {
     /// CMD just started under the lock held with `node`.
-    pub(crate) fn new(node: String, windows: Windows) -> Supervision {
+    pub(crate) fn new(node: String, config: Config) -> Supervision {
         Supervision {
             node,
-            windows,
+            config,
             phase: Phase::Running,
             lost: false,
             events: true,
@@ -127,7 +100,7 @@ impl Supervision {
     /// After a ping's interval the session may be near its expiry: CMD is
     /// stopped rather than let go on.
     pub(crate) fn handle_stopped(&mut self, stopped_for: Duration, now: Instant) -> Act {
-        if stopped_for >= self.windows.longest_stop && self.follows_deadline() {
+        if stopped_for >= self.config.ping_interval() && self.follows_deadline() {
             self.terminate(
                 format!(
                     "zklock was stopped for {stopped_for:.1?}: the lock is no longer \
@@ -163,7 +136,7 @@ impl Supervision {
                 // SIGTERM (the guard stops CMD at the deadline whatever
                 // happens), so a shorter wait would only kill CMD on drops the
                 // lock survives.
-                let margin = self.windows.margin;
+                let margin = self.config.margin();
                 let until = trusted_until
                     .map_or(now + margin, |at| at.max(now + margin / 2) - margin / 2)
                     .min(now + margin);
@@ -237,7 +210,7 @@ impl Supervision {
     fn terminate(&mut self, message: String, now: Instant) -> Act {
         self.lost = true;
         self.phase = Phase::Terminating {
-            kill_at: now + self.windows.margin,
+            kill_at: now + self.config.margin(),
         };
         Act::Terminate(message)
     }
@@ -250,27 +223,7 @@ mod tests {
     const SECOND: Duration = Duration::from_secs(1);
 
     fn watch() -> Supervision {
-        Supervision::new(
-            "/l/n-1".to_owned(),
-            Windows::of(&Config::new(Duration::from_secs(10), 0)),
-        )
-    }
-
-    #[test]
-    fn windows_come_from_the_core() {
-        let w = Windows::of(&Config::new(Duration::from_secs(10), 0));
-        assert_eq!(w.margin, SECOND);
-        assert_eq!(
-            w.longest_stop,
-            Duration::from_millis(3333) + Duration::from_nanos(333_333)
-        );
-        assert_eq!(w.deadline_poll, Duration::from_millis(250));
-        assert_eq!(w.release_bound, Duration::from_secs(20));
-        // The guard's margin is the core's, with its 2 s cap: a 60 s session's
-        // guard kills CMD 2 s after the deadline, when the server could expire
-        // the session, not 6 s.
-        let long = Windows::of(&Config::new(Duration::from_secs(60), 0));
-        assert_eq!(long.margin, 2 * SECOND);
+        Supervision::new("/l/n-1".to_owned(), Config::new(10 * SECOND, 0))
     }
 
     #[test]
@@ -330,6 +283,10 @@ mod tests {
         assert!(matches!(act, Act::Terminate(m) if m.starts_with("the lock at /l/n-1 was lost")));
         assert!(w.lost() && !w.hears_events());
         assert_eq!(w.deadline(), Some(now + SECOND));
+        // A 60 s session's CMD gets the core's margin with its 2 s cap, not 6 s.
+        let mut long = Supervision::new("/l/n-1".to_owned(), Config::new(60 * SECOND, 0));
+        long.handle_event(Some(LockEvent::Lost(LostReason::SessionExpired)), None, now);
+        assert_eq!(long.deadline(), Some(now + 2 * SECOND));
     }
 
     #[test]

@@ -40,12 +40,9 @@ impl Listing {
         let children = match raw.list_children(root).await {
             Ok(children) => children,
             Err(zookeeper_client::Error::NoNode) => Vec::new(),
-            Err(source) => {
-                let root = root.clone();
-                return Err(crate::raw::connect_error(crate::raw::Failure::List {
-                    root,
-                    source,
-                }));
+            Err(e) => {
+                let what = format!("listing {root} failed");
+                return Err(crate::raw::listing_failed(what, Some(e)));
             }
         };
         let mut dirs: BTreeSet<String> = children.iter().map(|c| self.child(c)).collect();

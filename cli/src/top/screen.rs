@@ -78,10 +78,7 @@ pub(crate) async fn run(
     let changes = raw
         .watch(root, AddWatchMode::PersistentRecursive)
         .await
-        .map_err(|source| {
-            let root = root.to_owned();
-            crate::raw::connect_error(crate::raw::Failure::Watch { root, source })
-        })?;
+        .map_err(|e| crate::raw::listing_failed(format!("watching {root} failed"), Some(e)))?;
     let listing = Listing::read(raw, locks, root).await?;
     let mut terminal = ratatui::try_init().map_err(Failure::Terminal)?;
     let view = View {
@@ -162,9 +159,8 @@ async fn live(
                                 SessionState::Closed => "was closed",
                                 _ => "ended",
                             };
-                            let root = view.root.clone();
-                            let ended = crate::raw::Failure::Ended { root, how };
-                            return Err(crate::raw::connect_error(ended).into());
+                            let what = format!("the listing session of {} {how}", view.root);
+                            return Err(crate::raw::listing_failed(what, None).into());
                         }
                     },
                     _ => match listing.touched(&event.path) {
