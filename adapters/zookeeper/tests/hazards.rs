@@ -25,12 +25,7 @@ fn raw(connect: &str, timeout: Duration) -> (ManuallyDrop<ZooKeeper>, mpsc::Rece
     });
     zk.exists("/", false).expect("raw client connects");
     // The parent of `unique_path`s.
-    match zk.create(
-        "/conformance",
-        Vec::new(),
-        Acl::open_unsafe().clone(),
-        CreateMode::Persistent,
-    ) {
+    match create(&zk, "/conformance", CreateMode::Persistent) {
         Ok(_) | Err(zookeeper::ZkError::NodeExists) => {}
         Err(e) => panic!("creating /conformance: {e:?}"),
     }
@@ -38,6 +33,11 @@ fn raw(connect: &str, timeout: Duration) -> (ManuallyDrop<ZooKeeper>, mpsc::Rece
     // the crate started connecting): the channel starts empty either way.
     while rx.try_recv().is_ok() {}
     (ManuallyDrop::new(zk), rx)
+}
+
+/// An empty node open to all, created by the raw crate.
+fn create(zk: &ZooKeeper, path: &str, mode: CreateMode) -> zookeeper::ZkResult<String> {
+    zk.create(path, Vec::new(), Acl::open_unsafe().clone(), mode)
 }
 
 /// A raw client (see [`raw`]) through `proxy`, with an ephemeral node of its
@@ -49,13 +49,7 @@ fn raw_with_ephemeral(
 ) -> (ManuallyDrop<ZooKeeper>, mpsc::Receiver<ZkState>, String) {
     let (zk, states) = raw(&proxy.connect_string(), timeout);
     let node = unique_path(test);
-    zk.create(
-        &node,
-        Vec::new(),
-        Acl::open_unsafe().clone(),
-        CreateMode::Ephemeral,
-    )
-    .expect("create");
+    create(&zk, &node, CreateMode::Ephemeral).expect("create");
     (zk, states, node)
 }
 
@@ -202,13 +196,7 @@ fn watches_are_not_reregistered_by_the_crate() {
     let proxy = FaultProxy::start(server.addr()).expect("proxy");
     let (zk, states) = raw(&proxy.connect_string(), Duration::from_secs(2));
     let path = unique_path("raw-watch");
-    zk.create(
-        &path,
-        Vec::new(),
-        Acl::open_unsafe().clone(),
-        CreateMode::Persistent,
-    )
-    .expect("create");
+    create(&zk, &path, CreateMode::Persistent).expect("create");
     zk.get_data(&path, true).expect("getData with a watch");
     wait_until("the server holds the watch", SHORT, || {
         (watchers_of(server, &path).len() == 1).then_some(())
@@ -264,13 +252,7 @@ fn silent_new_session_after_expiry_is_reported_as_expiry() {
     }
     assert!(!seen.contains(&ZkState::Closed), "{seen:?}");
     // Calls succeed, on a session the caller was never told about.
-    zk.create(
-        &node,
-        Vec::new(),
-        Acl::open_unsafe().clone(),
-        CreateMode::Ephemeral,
-    )
-    .expect("create on the new session");
+    create(&zk, &node, CreateMode::Ephemeral).expect("create on the new session");
     let (_, new_owner) = admin.stat(&node).expect("exists");
     assert_ne!(new_owner, old_owner, "a new session, silently");
     drop(ManuallyDrop::into_inner(zk));
