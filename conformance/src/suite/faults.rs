@@ -110,7 +110,7 @@ pub fn blackhole_suspends_before_expiry_then_lost(b: &Suite) {
     // session silent for 2/3 T plus its 100 ms timer tick (measured 1.45 s), so a
     // stall of about half a second expired the waiter's own session (and its
     // release failed with `Lost(SessionExpired)`).
-    let ca = connect_with(b, server, BYSTANDER_SESSION_TIMEOUT);
+    let ca = b.client_on(server, BYSTANDER_SESSION_TIMEOUT);
     let gb = lock(b, &cb, Kind::Mutex, &path);
     let old_session = cb.session_id();
     let pa = b.start(&ca, Kind::Mutex, &path).expect("start");

@@ -124,7 +124,7 @@ fn blackhole_round(
     let path = unique_path("blackhole-lost");
     let admin = server.admin();
     let (ch, proxy) = connect_with_faults(b, server);
-    let co = connect_with(b, server, BYSTANDER_SESSION_TIMEOUT);
+    let co = b.client_on(server, BYSTANDER_SESSION_TIMEOUT);
     let mut gh = lock(b, &ch, holder, &path);
     let po = b.start(&co, other, &path).expect("start");
     admin.wait_children(&path, SHORT, &|c| c.len() == 2);
