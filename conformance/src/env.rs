@@ -240,20 +240,6 @@ pub fn unique_path(test: &str) -> String {
     )
 }
 
-/// This process's CPU time (user + system), from `/proc/self/stat` (Linux), for
-/// tests that bound what a wait costs.
-pub fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
-    // The fields after the command name (which may hold spaces) in parentheses.
-    let fields: Vec<&str> = stat[stat.rfind(')').expect("(comm)") + 2..]
-        .split(' ')
-        .collect();
-    // utime and stime (fields 14 and 15), in clock ticks of 1/100 s on Linux.
-    let ticks: u64 =
-        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
-    Duration::from_millis(ticks * 10)
-}
-
 /// Polls `condition` until it holds (`Some`), for at most `within`; panics with
 /// `what` otherwise. For conditions that only a poll can observe (a server's
 /// counters, the in-process server's tree); everything else waits for events.

@@ -80,8 +80,8 @@ mod zk;
 
 pub use admin::ZkAdmin;
 pub use env::{
-    cpu_time, unique_path, wait_until, Admin, Capability, Deployment, Ensemble, Env, Faults,
-    HeldReplies, Style, WithHeldReplies, LONG, SESSION_TIMEOUT, SHORT,
+    unique_path, wait_until, Admin, Capability, Deployment, Ensemble, Env, Faults, HeldReplies,
+    Style, WithHeldReplies, LONG, SESSION_TIMEOUT, SHORT,
 };
 pub use harness::{Pending, Suite, Wait};
 pub use lock_core::{LockEvent, LostReason};
@@ -216,7 +216,6 @@ macro_rules! conformance_tests {
             connect_unresolvable_is_prompt_and_named,
             connect_not_zookeeper_is_prompt_and_named,
             connect_missing_chroot_is_named,
-            refused_connect_costs_little_cpu,
             round_trips_through_50ms,
         );
         // lock-nodelay lists a process's sockets on Linux only; Nagle's
