@@ -80,8 +80,8 @@ mod zk;
 
 pub use admin::ZkAdmin;
 pub use env::{
-    unique_path, wait_until, Admin, Capability, Deployment, Ensemble, Env, Faults, HeldReplies,
-    Style, WithHeldReplies, LONG, SESSION_TIMEOUT, SHORT,
+    unique_path, wait_until, Admin, Capability, Deployment, Ensemble, Env, Faults, Style, LONG,
+    SESSION_TIMEOUT, SHORT,
 };
 pub use harness::{Pending, Suite, Wait};
 pub use lock_core::{LockEvent, LostReason};

@@ -12,11 +12,8 @@ pub fn connection_loss_during_create_adopts_node(b: &Suite) {
     let other = connect(b, server);
     let g = lock(b, &other, Kind::Mutex, &path);
     b.release(g).expect("release");
-    let (c, proxy) = server
-        .client_with_held_replies(SESSION_TIMEOUT)
-        .expect("an environment with Capability::HoldReplies")
-        .unwrap_or_else(|e| panic!("{}: connecting: {e}", b.name()));
-    proxy.hold();
+    let (c, proxy) = connect_with_faults(b, server);
+    proxy.hold_replies();
     let mut p = b.start(&c, Kind::Mutex, &path).expect("start");
     let created = admin.wait_children(&path, SHORT, &|c| c.len() == 1);
     // Applied on the server, but the client has heard nothing: it cannot be done.
