@@ -265,35 +265,6 @@ impl ZooKeeper {
         }
     }
 
-    /// Return the `Stat` of the node of the given `path` or `None` if no such node exists.
-    ///
-    /// Similar to `exists`, but sets an explicit `Watcher` instead of relying on the client's base
-    /// `Watcher`.
-    pub fn exists_w<W: Watcher + 'static>(&self, path: &str, watcher: W) -> ZkResult<Option<Stat>> {
-        trace!("ZooKeeper::exists_w");
-        let req = ExistsRequest {
-            path: try!(self.path(path)),
-            watch: true,
-        };
-
-        let watch = Watch {
-            path: path.to_owned(),
-            watcher_type: WatcherType::Data,
-            watcher: Box::new(watcher),
-        };
-
-        match self.request::<ExistsRequest, ExistsResponse>(
-            OpCode::Exists,
-            self.xid(),
-            req,
-            Some(watch),
-        ) {
-            Ok(response) => Ok(Some(response.stat)),
-            Err(ZkError::NoNode) => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
     /// Flush the channel between the server this client is connected to and the
     /// leader (ZooKeeper's `sync`): return once that server has applied every update
     /// the leader had committed when the request reached it. The request goes
@@ -348,33 +319,6 @@ impl ZooKeeper {
 
         let response: GetChildrenResponse =
             try!(self.request(OpCode::GetChildren, self.xid(), req, None));
-
-        Ok(response.children)
-    }
-
-    /// Return the list of the children of the node of the given `path`.
-    ///
-    /// Similar to `get_children`, but sets an explicit `Watcher` instead of relying on the client's
-    /// base `Watcher`.
-    pub fn get_children_w<W: Watcher + 'static>(
-        &self,
-        path: &str,
-        watcher: W,
-    ) -> ZkResult<Vec<String>> {
-        trace!("ZooKeeper::get_children_w");
-        let req = GetChildrenRequest {
-            path: try!(self.path(path)),
-            watch: true,
-        };
-
-        let watch = Watch {
-            path: path.to_owned(),
-            watcher_type: WatcherType::Children,
-            watcher: Box::new(watcher),
-        };
-
-        let response: GetChildrenResponse =
-            try!(self.request(OpCode::GetChildren, self.xid(), req, Some(watch)));
 
         Ok(response.children)
     }
