@@ -644,13 +644,11 @@ fn busy_client_s_waiter_keeps_its_place_across_a_cut() {
         .expect("the waiter ends")
         .expect("the waiter is granted");
     assert_eq!(
-        vec![granted
+        granted
             .path()
-            .rsplit('/')
-            .next()
-            .unwrap_or_default()
-            .to_owned()],
-        ours,
+            .rsplit_once('/')
+            .map(|(_, name)| vec![name.to_owned()]),
+        Some(ours),
         "granted on its original node"
     );
     assert_eq!(granted.grant().session_id, session.expect("a session"));
@@ -672,9 +670,10 @@ fn busy_client_s_waiter_keeps_its_place_across_a_cut() {
 
 /// A listener that holds every connection it accepts without answering (a tarpit)
 /// until `forward` is set; connections accepted after that are forwarded to
-/// `upstream`. Also returns the number of connections held.
+/// `upstream` (those held stay held, unlike a healed `FaultProxy`'s). Also
+/// returns the number of connections held.
 fn tarpit(
-    upstream: Option<std::net::SocketAddr>,
+    upstream: std::net::SocketAddr,
 ) -> (std::net::SocketAddr, Arc<AtomicBool>, Arc<AtomicUsize>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("tarpit");
     let addr = listener.local_addr().expect("address");
@@ -685,22 +684,18 @@ fn tarpit(
         let mut held = Vec::new();
         for conn in listener.incoming() {
             let Ok(client) = conn else { continue };
-            match upstream.filter(|_| switch.load(Ordering::SeqCst)) {
-                None => {
-                    held.push(client);
-                    count.fetch_add(1, Ordering::SeqCst);
-                }
-                Some(upstream) => {
-                    let Ok(server) = std::net::TcpStream::connect(upstream) else {
-                        continue;
-                    };
-                    let (mut c1, mut s1) =
-                        (client.try_clone().unwrap(), server.try_clone().unwrap());
-                    let (mut c2, mut s2) = (client, server);
-                    std::thread::spawn(move || std::io::copy(&mut c1, &mut s1));
-                    std::thread::spawn(move || std::io::copy(&mut s2, &mut c2));
-                }
+            if !switch.load(Ordering::SeqCst) {
+                held.push(client);
+                count.fetch_add(1, Ordering::SeqCst);
+                continue;
             }
+            let Ok(server) = std::net::TcpStream::connect(upstream) else {
+                continue;
+            };
+            let (mut c1, mut s1) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let (mut c2, mut s2) = (client, server);
+            std::thread::spawn(move || std::io::copy(&mut c1, &mut s1));
+            std::thread::spawn(move || std::io::copy(&mut s2, &mut c2));
         }
     });
     (addr, forward, held_count)
@@ -717,7 +712,9 @@ fn first_connection_without_timeout_is_given_up() {
     let server = shared_server();
 
     // The raw crate: nothing happens, for longer than any of its own timeouts.
-    let (addr, _, _) = tarpit(None);
+    let silent = FaultProxy::start(server.addr()).expect("proxy");
+    silent.blackhole();
+    let addr = silent.addr();
     let zk = ZooKeeper::connect(
         &addr.to_string(),
         Duration::from_secs(1),
@@ -757,7 +754,7 @@ fn first_connection_without_timeout_is_given_up() {
 
     // ...and replaces a stuck client: the first one lands in the tarpit, the one
     // opened after the watchdog gives up on it reaches the server.
-    let (addr, forward, held) = tarpit(Some(server.addr()));
+    let (addr, forward, held) = tarpit(server.addr());
     let connecting = std::thread::spawn(move || {
         LockClient::builder(&addr.to_string())
             .session_timeout(Duration::from_secs(1))
