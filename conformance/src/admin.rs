@@ -2,7 +2,6 @@
 //! directories on a real server, whatever binding is under test.
 
 use crate::env::Admin;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use zookeeper::{WatchedEvent, ZkError, ZooKeeper};
 
@@ -111,75 +110,6 @@ impl Admin for ZkAdmin {
             Ok((data, stat)) => Some((data, stat.version)),
             Err(ZkError::NoNode) => None,
             Err(e) => panic!("reading {path}: {e:?}"),
-        }
-    }
-
-    fn wait_children(
-        &self,
-        path: &str,
-        within: Duration,
-        condition: &dyn Fn(&[String]) -> bool,
-    ) -> Vec<String> {
-        // On watches, not by polling.
-        let deadline = Instant::now() + within;
-        loop {
-            let (tx, rx) = mpsc::channel();
-            let fired = move |_: WatchedEvent| {
-                let _ = tx.send(());
-            };
-            let children = match self.zk.get_children_w(path, fired) {
-                Ok(mut children) => {
-                    children.sort();
-                    Some(children)
-                }
-                Err(ZkError::NoNode) => {
-                    let (tx, rx2) = mpsc::channel();
-                    let created = move |_: WatchedEvent| {
-                        let _ = tx.send(());
-                    };
-                    if self.zk.exists_w(path, created).expect("exists_w").is_some() {
-                        continue; // created meanwhile
-                    }
-                    if condition(&[]) {
-                        return Vec::new();
-                    }
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    assert!(
-                        rx2.recv_timeout(left).is_ok(),
-                        "timed out after {within:?} waiting for {path} to be created"
-                    );
-                    continue;
-                }
-                Err(e) => panic!("listing {path}: {e:?}"),
-            };
-            let children = children.unwrap_or_default();
-            if condition(&children) {
-                return children;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                rx.recv_timeout(left).is_ok(),
-                "timed out after {within:?} waiting on the children of {path} (now {children:?})"
-            );
-        }
-    }
-
-    fn wait_deleted(&self, path: &str, within: Duration) {
-        let deadline = Instant::now() + within;
-        loop {
-            let (tx, rx) = mpsc::channel();
-            let fired = move |e: WatchedEvent| {
-                let _ = tx.send(e);
-            };
-            if self.zk.exists_w(path, fired).expect("exists_w").is_none() {
-                return;
-            }
-            // Fired by the deletion, or by a data change (then watch again).
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                rx.recv_timeout(left).is_ok(),
-                "timed out after {within:?} waiting for {path} to go"
-            );
         }
     }
 }

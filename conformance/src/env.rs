@@ -42,8 +42,8 @@ pub enum Capability {
     /// The client crate's `multi`: fenced writes, crash-detecting sections,
     /// lock-delay and the record of a forced break, each one transaction.
     Multi,
-    /// [`Deployment::client_with_held_replies`]: lose exactly the replies the
-    /// server sent after a point (`lock_testkit::FaultProxy::hold`).
+    /// [`Faults::hold_replies`]: lose exactly the replies the server sent after
+    /// a point (`lock_testkit::FaultProxy::hold`).
     HoldReplies,
     /// [`Deployment::watchers_of`]: which sessions watch a path (`wchp`).
     Watchers,
@@ -136,9 +136,6 @@ pub trait Env: Send + Sync {
     }
 }
 
-/// A client and the handle that holds its replies.
-pub type WithHeldReplies = (LockClient, Box<dyn HeldReplies>);
-
 /// One server (or the way to reach it) with clients of the binding under test.
 pub trait Deployment: Send + Sync {
     /// A client with its own session (returns once the session is established).
@@ -148,12 +145,6 @@ pub trait Deployment: Send + Sync {
         &self,
         session_timeout: Duration,
     ) -> Result<(LockClient, Box<dyn Faults>), Error>;
-    /// A client whose replies can be held, then lost with a cut
-    /// ([`Capability::HoldReplies`]; `None` without it).
-    fn client_with_held_replies(
-        &self,
-        session_timeout: Duration,
-    ) -> Option<Result<WithHeldReplies, Error>>;
     /// An administrator's view of the tree.
     fn admin(&self) -> Box<dyn Admin>;
     /// The sessions watching `path` ([`Capability::Watchers`]).
@@ -174,15 +165,10 @@ pub trait Faults: Send + Sync {
     fn blackhole(&self);
     /// Ends a blackhole.
     fn heal(&self);
-}
-
-/// Holding one client's replies, then losing them.
-pub trait HeldReplies: Send + Sync {
-    /// From now on the server still applies the client's requests, but nothing it
-    /// sends reaches the client.
-    fn hold(&self);
-    /// Resets the connection: the held replies are lost with it.
-    fn cut(&self);
+    /// From now on the server still applies the client's requests, but nothing
+    /// it sends reaches the client, until a [`cut`](Self::cut) loses it all
+    /// ([`Capability::HoldReplies`]).
+    fn hold_replies(&self);
 }
 
 /// An administrator's view of the tree, whatever the binding under test.
@@ -197,15 +183,24 @@ pub trait Admin: Send + Sync {
     /// wrote, and whether it wrote).
     fn data(&self, path: &str) -> Option<(Vec<u8>, i32)>;
     /// Waits until the children of `path` satisfy `condition`, for at most
-    /// `within`; returns them. Panics on timeout.
+    /// `within` (polling, as [`wait_until`]); returns them. Panics on timeout.
     fn wait_children(
         &self,
         path: &str,
         within: Duration,
         condition: &dyn Fn(&[String]) -> bool,
-    ) -> Vec<String>;
+    ) -> Vec<String> {
+        wait_until(&format!("the children of {path}"), within, || {
+            let children = self.children(path);
+            condition(&children).then_some(children)
+        })
+    }
     /// Waits until `path` is gone, for at most `within`. Panics on timeout.
-    fn wait_deleted(&self, path: &str, within: Duration);
+    fn wait_deleted(&self, path: &str, within: Duration) {
+        wait_until(&format!("{path} to go"), within, || {
+            self.czxid(path).is_none().then_some(())
+        });
+    }
 }
 
 /// A replicated ensemble whose leader can be lost.
@@ -238,20 +233,6 @@ pub fn unique_path(test: &str) -> String {
         "/conformance/{test}-{run}-{}",
         N.fetch_add(1, Ordering::Relaxed)
     )
-}
-
-/// This process's CPU time (user + system), from `/proc/self/stat` (Linux), for
-/// tests that bound what a wait costs.
-pub fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
-    // The fields after the command name (which may hold spaces) in parentheses.
-    let fields: Vec<&str> = stat[stat.rfind(')').expect("(comm)") + 2..]
-        .split(' ')
-        .collect();
-    // utime and stime (fields 14 and 15), in clock ticks of 1/100 s on Linux.
-    let ticks: u64 =
-        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
-    Duration::from_millis(ticks * 10)
 }
 
 /// Polls `condition` until it holds (`Some`), for at most `within`; panics with

@@ -91,6 +91,15 @@ impl Suite {
             .unwrap_or_else(|e| panic!("{}: connecting: {e}", self.name()))
     }
 
+    /// A client at `cluster` ([`Env::client_at`]), with this session timeout;
+    /// panics if the environment has none or it cannot connect.
+    pub fn client_at(&self, cluster: &str, session_timeout: Duration) -> LockClient {
+        self.env
+            .client_at(cluster, session_timeout)
+            .unwrap_or_else(|| panic!("{}: no Env::client_at", self.name()))
+            .unwrap_or_else(|e| panic!("{}: connecting to {cluster}: {e}", self.name()))
+    }
+
     /// Acquires `kind` on `path` through the public lock objects, waiting as `wait`
     /// says.
     pub fn lock(

@@ -2,10 +2,7 @@
 //! clients are the same `LockClient`, its fault knobs stand in for the proxies, its
 //! tree for the administrator.
 
-use crate::env::{
-    wait_until, Admin, Capability, Deployment, Ensemble, Env, Faults, HeldReplies, Style,
-    WithHeldReplies, SHORT,
-};
+use crate::env::{wait_until, Admin, Capability, Deployment, Ensemble, Env, Faults, Style, SHORT};
 use lock_client::{Error, LockClient};
 use lock_sim::Server;
 use std::time::Duration;
@@ -108,15 +105,9 @@ impl Faults for SimFaults {
     fn heal(&self) {
         self.server.heal(&self.client);
     }
-}
 
-impl HeldReplies for SimFaults {
-    fn hold(&self) {
+    fn hold_replies(&self) {
         self.server.hold_replies(&self.client);
-    }
-
-    fn cut(&self) {
-        Faults::cut(self);
     }
 }
 
@@ -137,18 +128,6 @@ impl Deployment for SimDeployment {
         Ok((client, Box::new(faults)))
     }
 
-    fn client_with_held_replies(
-        &self,
-        session_timeout: Duration,
-    ) -> Option<Result<WithHeldReplies, Error>> {
-        let client = self.connected(session_timeout);
-        let faults = SimFaults {
-            server: self.0.clone(),
-            client: client.clone(),
-        };
-        Some(Ok((client, Box::new(faults))))
-    }
-
     fn admin(&self) -> Box<dyn Admin> {
         Box::new(SimAdmin(self.0.clone()))
     }
@@ -167,8 +146,7 @@ impl Deployment for SimDeployment {
     }
 }
 
-/// The administrator of the in-process server: reads its tree directly. It has no
-/// watches of its own, so waits poll (the tree is in memory).
+/// The administrator of the in-process server: reads its tree directly.
 struct SimAdmin(Server);
 
 impl Admin for SimAdmin {
@@ -187,23 +165,5 @@ impl Admin for SimAdmin {
     fn data(&self, path: &str) -> Option<(Vec<u8>, i32)> {
         let version = self.0.stat(path)?.version;
         Some((self.0.data(path)?, version))
-    }
-
-    fn wait_children(
-        &self,
-        path: &str,
-        within: Duration,
-        condition: &dyn Fn(&[String]) -> bool,
-    ) -> Vec<String> {
-        wait_until(&format!("the children of {path}"), within, || {
-            let children = self.children(path);
-            condition(&children).then_some(children)
-        })
-    }
-
-    fn wait_deleted(&self, path: &str, within: Duration) {
-        wait_until(&format!("{path} to go"), within, || {
-            self.0.stat(path).is_none().then_some(())
-        });
     }
 }

@@ -3,10 +3,7 @@
 //! crate, watchers from `wchp` and request counts from `mntr`.
 
 use crate::admin::ZkAdmin;
-use crate::env::{
-    Admin, Capability, Deployment, Ensemble, Env, Faults, HeldReplies, Style, WithHeldReplies,
-    LONG, SHORT,
-};
+use crate::env::{Admin, Capability, Deployment, Ensemble, Env, Faults, Style, LONG, SHORT};
 use lock_client::{ConnectOptions, Error, LockClient};
 use lock_testkit::{Direction, FaultProxy, ZkEnsemble, ZkServer};
 use std::sync::{Arc, OnceLock};
@@ -278,15 +275,6 @@ impl Deployment for ZkDeployment {
         Ok((client, Box::new(proxy)))
     }
 
-    fn client_with_held_replies(
-        &self,
-        session_timeout: Duration,
-    ) -> Option<Result<WithHeldReplies, Error>> {
-        let proxy = FaultProxy::start(self.server().addr()).expect("fault proxy");
-        let client = (self.connect)(&proxy.connect_string(), session_timeout);
-        Some(client.map(|c| (c, Box::new(proxy) as Box<dyn HeldReplies>)))
-    }
-
     fn admin(&self) -> Box<dyn Admin> {
         Box::new(ZkAdmin::connect(&self.server().connect_string()))
     }
@@ -320,15 +308,9 @@ impl Faults for FaultProxy {
     fn heal(&self) {
         FaultProxy::heal(self);
     }
-}
 
-impl HeldReplies for FaultProxy {
-    fn hold(&self) {
+    fn hold_replies(&self) {
         FaultProxy::hold(self, Direction::Downstream);
-    }
-
-    fn cut(&self) {
-        FaultProxy::cut(self);
     }
 }
 

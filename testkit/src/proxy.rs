@@ -46,39 +46,26 @@ impl Direction {
 
 /// A TCP proxy on `127.0.0.1:<free port>` in front of one upstream address
 /// (typically a [`ZkServer`](crate::ZkServer)), for injecting network faults
-/// between a client and ZooKeeper.
+/// between a client and ZooKeeper: point the client at
+/// [`connect_string`](Self::connect_string) instead of the server's.
 ///
-/// Point the client at [`connect_string`](Self::connect_string) instead of the
-/// server's. Each accepted connection gets its own upstream connection and two
-/// threads, one per direction. Then:
+/// * [`cut`](Self::cut): every current connection closed, both sides (a
+///   connection loss, which a ZooKeeper client recovers from within its session);
+/// * [`blackhole`](Self::blackhole) until [`heal`](Self::heal): nothing
+///   forwarded, nothing closed (a partition; held long enough, the session
+///   expires on the server);
+/// * [`hold`](Self::hold) until [`release`](Self::release) or a cut: one
+///   direction stopped. To lose exactly the *reply* to a request the server did
+///   apply (a create whose node must then be found and adopted), hold
+///   `Downstream` before the request and cut once its effect is visible on the
+///   server: the held reply dies with the connection, deterministically;
+/// * [`set_delay`](Self::set_delay): latency per direction, on current and
+///   future connections (a link with that one-way latency, not a slow link).
 ///
-/// * [`cut`](Self::cut) closes every current connection, both sides, at once
-///   (the client sees end-of-file, the server a closed connection); new
-///   connections are accepted and forwarded as usual. For a ZooKeeper client
-///   this is a connection loss that it recovers from by reconnecting
-///   (through the proxy) within its session.
-/// * [`blackhole`](Self::blackhole) keeps every socket open but forwards
-///   nothing, in either direction, not even a close; new connections are
-///   accepted, but not connected upstream until healed. Held long enough this
-///   expires the client's session on the server.
-/// * [`heal`](Self::heal) resumes forwarding.
-/// * [`hold`](Self::hold) stops one direction while the other flows, until
-///   [`release`](Self::release) or a [`cut`](Self::cut). To lose exactly the
-///   *reply* to a request the server did apply (a create whose node must then
-///   be found and adopted), hold `Downstream` before the request and cut once
-///   its effect is visible on the server: the held reply dies with the
-///   connection, deterministically. Holding `Upstream` instead keeps a request
-///   from ever reaching the server.
-/// * [`set_delay`](Self::set_delay) adds latency per direction, on current and
-///   future connections: each chunk is released `delay` after the proxy read
-///   it, in order, while later chunks keep being read (a link with that
-///   one-way latency, not a slow link). A round trip through the proxy then
-///   takes at least the sum of both delays.
-///
-/// Each direction of a connection has a reader thread, which reads chunks
-/// (up to 16 KiB) and stamps them, and a writer thread, which writes them in
-/// order once due. Dropping the proxy closes every connection and joins its
-/// threads.
+/// Each accepted connection gets its own upstream connection and, per direction,
+/// a reader thread (chunks of up to 16 KiB, stamped when read) and a writer
+/// thread (writes them in order once due). Dropping the proxy closes every
+/// connection and joins its threads.
 #[derive(Debug)]
 pub struct FaultProxy {
     addr: SocketAddr,

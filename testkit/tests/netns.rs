@@ -1,8 +1,7 @@
 //! `NetLab`: partitions really cut TCP between namespaces (silently, both ways),
-//! healing restores it, an ensemble in a lab loses and regains a member, and
-//! nothing is left behind after a drop, a panic, or a killed test process.
-//! Needs root, iproute2 and nftables (scripts/test.sh installs them), and
-//! ZooKeeper for the ensemble test.
+//! healing restores it, and nothing is left behind after a drop, a panic, or a
+//! killed test process (an ensemble in a lab is lock-partition's tests' ground).
+//! Needs root, iproute2 and nftables (scripts/test.sh installs them).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -11,7 +10,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lock_testkit::{Error, Mode, NetLab, NodeId, ZkEnsemble};
+use lock_testkit::{Error, NetLab, NodeId};
 
 mod common;
 use common::{pid_alive, ready_child, rerun_as_child_under};
@@ -256,58 +255,4 @@ fn without_privileges_it_says_what_is_needed() {
     assert!(line.contains("CAP_NET_ADMIN"), "{line}");
     assert!(line.contains("run the tests as root"), "{line}");
     assert!(line.contains("scripts/test.sh"), "{line}");
-}
-
-#[test]
-fn an_ensemble_in_a_lab_loses_an_isolated_leader_and_takes_it_back() {
-    let mut lab = NetLab::new().unwrap();
-    let zk = lab.start_ensemble(ZkEnsemble::builder(), 3).unwrap();
-    let client = lab.add_node("client").unwrap();
-    let ensemble = zk.ensemble();
-    let leader = ensemble.wait_for_leader(Duration::from_secs(10)).unwrap();
-    let member = ensemble.member(leader).unwrap();
-    assert_eq!(member.addr().ip(), lab.ip(zk.node(leader)));
-    assert!(ensemble
-        .connect_string()
-        .contains(&format!("{}:2181", lab.ip(zk.node(leader)))));
-    let client_port = |node: NodeId| {
-        let addr = SocketAddr::from((lab.ip(node), 2181));
-        lab.run_in(client, || {
-            TcpStream::connect_timeout(&addr, Duration::from_millis(700))
-        })
-        .unwrap()
-    };
-    assert!(client_port(zk.node(leader)).is_ok());
-
-    lab.isolate(&[zk.node(leader)]).unwrap();
-    assert!(
-        client_port(zk.node(leader)).is_err(),
-        "the client is cut from the isolated leader"
-    );
-    // The other two elect a new leader; the isolated one stops serving (it is
-    // still asked, from inside its own namespace).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let others: Vec<Mode> = (0..3)
-            .map(|i| {
-                ensemble
-                    .member(i)
-                    .unwrap()
-                    .srvr()
-                    .map_or(Mode::NotServing, |s| s.mode)
-            })
-            .collect();
-        let new_leader = (0..3).any(|i| i != leader && others[i] == Mode::Leader);
-        if new_leader && !others[leader].is_serving() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "30 s into the isolation: {others:?}"
-        );
-        thread::sleep(Duration::from_millis(100));
-    }
-    lab.heal().unwrap();
-    ensemble.wait_ready(Duration::from_secs(30)).unwrap();
-    assert!(client_port(zk.node(leader)).is_ok());
 }

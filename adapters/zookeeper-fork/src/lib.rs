@@ -47,7 +47,7 @@ pub use acl::*;
 pub use consts::{WatcherType, *};
 pub use data::*;
 pub use multi::{MultiError, Op, OpResult};
-pub use watch::{Watch, WatchedEvent, Watcher};
+pub use watch::{WatchedEvent, Watcher};
 pub use zookeeper::{ZkResult, ZooKeeper};
 
 mod acl;

@@ -32,14 +32,6 @@ const ENSEMBLE_OUTAGE_SESSION_TIMEOUT: Duration = Duration::from_secs(20);
 /// connecting (the binding asks `srvr` and `conf` in the background).
 const LEARN_TIME: Duration = Duration::from_secs(3);
 
-/// A client of the environment's binding on the server at `to`.
-fn connect_or_panic(b: &Suite, to: &str, timeout: Duration) -> LockClient {
-    b.env()
-        .client_at(to, timeout)
-        .unwrap_or_else(|| panic!("{}: no Env::client_at", b.name()))
-        .unwrap_or_else(|e| panic!("{}: connecting to {to}: {e}", b.name()))
-}
-
 /// Takes the mutex at `path` and lets the session learn its server and prove
 /// contact (a few syncs) before the fault.
 fn hold(locks: &LockClient, path: &str) -> LockGuard {
@@ -106,7 +98,7 @@ fn assert_resumed(what: &str, guard: &LockGuard, events: &[(Duration, LockEvent)
 pub fn standalone_pause_of_0_8_t_keeps_the_lock(b: &Suite) {
     let server = ZkServer::start().expect("starting ZooKeeper");
     let t = OUTAGE_SESSION_TIMEOUT;
-    let locks = connect_or_panic(b, &server.connect_string(), t);
+    let locks = b.client_at(&server.connect_string(), t);
     let guard = hold(&locks, "/availability/standalone-pause");
     just_after_a_proof(&guard);
     server.pause().expect("pausing the server");
@@ -127,7 +119,7 @@ pub fn standalone_pause_of_0_8_t_keeps_the_lock(b: &Suite) {
 pub fn standalone_restart_keeps_the_lock(b: &Suite) {
     let server = ZkServer::start().expect("starting ZooKeeper");
     let t = OUTAGE_SESSION_TIMEOUT;
-    let locks = connect_or_panic(b, &server.connect_string(), t);
+    let locks = b.client_at(&server.connect_string(), t);
     let guard = hold(&locks, "/availability/standalone-restart");
     let session = locks.session_id();
     let killed_at = Instant::now();
@@ -184,7 +176,7 @@ fn member_restart_keeps_the_lock(b: &Suite, member: Member) {
     let target = ensemble.member(index).expect("member");
     let proxy = FaultProxy::start(target.addr()).expect("proxy");
     let t = ENSEMBLE_OUTAGE_SESSION_TIMEOUT;
-    let locks = connect_or_panic(b, &proxy.connect_string(), t);
+    let locks = b.client_at(&proxy.connect_string(), t);
     let guard = hold(&locks, &format!("/availability/{member:?}-restart"));
     let session = locks.session_id();
     just_after_a_proof(&guard);
@@ -222,7 +214,7 @@ fn member_restart_keeps_the_lock(b: &Suite, member: Member) {
 pub fn idle_session_sends_no_sync(b: &Suite) {
     let server = ZkServer::start().expect("starting ZooKeeper");
     let t = Duration::from_secs(4);
-    let locks = connect_or_panic(b, &server.connect_string(), t);
+    let locks = b.client_at(&server.connect_string(), t);
     // One lock taken and released: the session is idle afterwards, not new.
     let guard = locks
         .mutex("/availability/idle")

@@ -18,7 +18,7 @@ pub fn election_rejoins_after_the_leader_is_cut_off(b: &Suite) {
     let (server, path, admin) = shared(b, "election");
     let (ca, proxy) = connect_with_faults(b, server);
     // The candidate's session is not under test: it must survive the partition.
-    let cb = connect_with(b, server, BYSTANDER_SESSION_TIMEOUT);
+    let cb = b.client_on(server, BYSTANDER_SESSION_TIMEOUT);
     let t = ca.session_timeout();
     let mut ea = ca.election(path.clone(), "a");
     let la = b
@@ -144,9 +144,9 @@ pub fn election_hands_over_at_once_on_close(b: &Suite) {
     let (server, path, admin) = shared(b, "handover");
     let long = BYSTANDER_SESSION_TIMEOUT;
     let (ca, cb, cc) = (
-        connect_with(b, server, long),
-        connect_with(b, server, long),
-        connect_with(b, server, long),
+        b.client_on(server, long),
+        b.client_on(server, long),
+        b.client_on(server, long),
     );
     let mut ea = ca.election(path.clone(), "a");
     let la = b.leadership(&mut ea, SHORT).expect("a leads");
@@ -211,7 +211,7 @@ pub fn election_hands_over_at_once_on_close(b: &Suite) {
 pub fn election_hands_over_on_resign_with_an_observer_following(b: &Suite) {
     let (server, dir, admin) = shared(b, "election");
     let long = BYSTANDER_SESSION_TIMEOUT;
-    let [ca, cb, cc, cd] = [(); 4].map(|()| connect_with(b, server, long));
+    let [ca, cb, cc, cd] = [(); 4].map(|()| b.client_on(server, long));
     let mut alpha = ca.election(dir.clone(), "alpha");
     let a_lead = b.leadership(&mut alpha, SHORT).expect("alpha leads");
     assert!(alpha.is_leader());

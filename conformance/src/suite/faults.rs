@@ -1,5 +1,6 @@
-//! Faults: a lost create reply, connection cuts, a partition past the session
-//! timeout, an administrator deleting nodes, an ensemble losing its leader.
+//! Faults: a lost create reply, a waiter's connection cut, an administrator
+//! deleting nodes, an ensemble losing its leader (a holder's cuts and partitions
+//! are `rounds.rs`'s, for every recipe).
 
 use super::*;
 
@@ -12,11 +13,8 @@ pub fn connection_loss_during_create_adopts_node(b: &Suite) {
     let other = connect(b, server);
     let g = lock(b, &other, Kind::Mutex, &path);
     b.release(g).expect("release");
-    let (c, proxy) = server
-        .client_with_held_replies(SESSION_TIMEOUT)
-        .expect("an environment with Capability::HoldReplies")
-        .unwrap_or_else(|e| panic!("{}: connecting: {e}", b.name()));
-    proxy.hold();
+    let (c, proxy) = connect_with_faults(b, server);
+    proxy.hold_replies();
     let mut p = b.start(&c, Kind::Mutex, &path).expect("start");
     let created = admin.wait_children(&path, SHORT, &|c| c.len() == 1);
     // Applied on the server, but the client has heard nothing: it cannot be done.
@@ -40,31 +38,6 @@ pub fn connection_loss_during_create_adopts_node(b: &Suite) {
     release_clean(b, &c, g, &path);
     b.close(&c);
     b.close(&other);
-}
-
-/// A short connection loss while holding: `Suspended`, then `Resumed` once the node
-/// is verified on the same session; the lock is still ours.
-pub fn short_cut_suspends_then_resumes(b: &Suite) {
-    let (server, path, admin) = shared(b, "short-cut");
-    let (c, proxy) = connect_with_faults(b, server);
-    let session = c.session_id();
-    let mut g = lock(b, &c, Kind::Mutex, &path);
-    let (token, node) = (g.token().0, g.path().to_owned());
-    settle(b, &mut g, Kind::Mutex);
-    proxy.cut();
-    assert_eq!(next_event(b, &mut g, SHORT), LockEvent::Suspended);
-    assert_eq!(next_event(b, &mut g, SHORT), LockEvent::Resumed);
-    assert!(b.is_trusted(&g));
-    assert_eq!(c.session_id(), session, "same session");
-    assert_eq!(g.token().0, token);
-    assert_eq!(admin.czxid(&node), Some(token), "same node");
-    assert_eq!(
-        admin.children(&path),
-        vec![name_of(&node)],
-        "only that node"
-    );
-    release_clean(b, &c, g, &path);
-    b.close(&c);
 }
 
 /// A waiter whose connection drops gets its watch back (ZooKeeper drops a
@@ -95,77 +68,6 @@ pub fn waiter_rewatches_after_reconnect(b: &Suite) {
     release_clean(b, &c, g, &path);
     b.close(&a);
     b.close(&c);
-}
-
-/// A partition longer than the session timeout while holding: the holder reports
-/// `Suspended` before the server can expire its session (so before another session
-/// can acquire), then `Lost`. After the network heals, no stale node of the old
-/// holder blocks anyone, and its client works again (on a new session).
-pub fn blackhole_suspends_before_expiry_then_lost(b: &Suite) {
-    let (server, path, admin) = shared(b, "blackhole");
-    let (cb, proxy) = connect_with_faults(b, server);
-    // The waiter's session is not under test, and it idles through the whole
-    // partition (several pings): it gets a session timeout a loaded machine can keep
-    // alive. With 2 s, the blocking binding's `zookeeper` crate leaves an idle
-    // session silent for 2/3 T plus its 100 ms timer tick (measured 1.45 s), so a
-    // stall of about half a second expired the waiter's own session (and its
-    // release failed with `Lost(SessionExpired)`).
-    let ca = connect_with(b, server, BYSTANDER_SESSION_TIMEOUT);
-    let gb = lock(b, &cb, Kind::Mutex, &path);
-    let old_session = cb.session_id();
-    let pa = b.start(&ca, Kind::Mutex, &path).expect("start");
-    admin.wait_children(&path, SHORT, &|c| c.len() == 2);
-    let seq = AtomicU64::new(0);
-    proxy.blackhole();
-    let (suspended_at, lost, acquired_at, ga) = thread::scope(|s| {
-        let seq = &seq;
-        let holder = s.spawn(move || {
-            let mut gb = gb;
-            // The last suspension not followed by a resumption (a loaded machine may
-            // produce a spurious pair before the partition).
-            let mut suspended_at = None;
-            loop {
-                match b.next_event(&mut gb, LONG) {
-                    Some(LockEvent::Suspended) => {
-                        suspended_at = Some(seq.fetch_add(1, Ordering::SeqCst));
-                    }
-                    Some(LockEvent::Resumed) => suspended_at = None,
-                    Some(LockEvent::Lost(reason)) => return (suspended_at, reason),
-                    Some(other) => panic!("{}: unexpected {other:?}", b.name()),
-                    None => panic!("{}: the holder heard nothing", b.name()),
-                }
-            }
-        });
-        let ga = b
-            .finish(pa, LONG)
-            .expect("the other session acquires after the expiry");
-        let acquired_at = seq.fetch_add(1, Ordering::SeqCst);
-        let (suspended_at, lost) = holder.join().expect("holder thread");
-        (suspended_at, lost, acquired_at, ga)
-    });
-    let suspended_at = suspended_at.expect("the holder must report Suspended");
-    assert!(
-        suspended_at < acquired_at,
-        "{}: the holder must be Suspended before another session can acquire",
-        b.name()
-    );
-    assert!(
-        matches!(
-            lost,
-            LostReason::SessionExpired | LostReason::SuspendedTooLong
-        ),
-        "lost for {lost:?}"
-    );
-    proxy.heal();
-    b.release(ga).expect("release");
-    // The old holder's client recovers on a new session; nothing stale blocks it.
-    let g = b
-        .lock(&cb, Kind::Mutex, &path, Wait::Timeout(LONG))
-        .expect("the old holder's client can lock again");
-    assert_ne!(cb.session_id(), old_session, "a new session");
-    release_clean(b, &cb, g, &path);
-    b.close(&ca);
-    b.close(&cb);
 }
 
 /// An administrator deleting the node of a holder that watches it: the holder

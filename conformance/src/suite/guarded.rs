@@ -77,8 +77,8 @@ pub fn fenced_write_only_while_held(b: &Suite) {
 pub fn crash_in_section_detected_uncontended(b: &Suite) {
     let (server, dir, admin) = shared(b, "crash");
     // Long sessions: few syncs to blur the request counts.
-    let a = connect_with(b, server, BYSTANDER_SESSION_TIMEOUT);
-    let c = connect_with(b, server, BYSTANDER_SESSION_TIMEOUT);
+    let a = b.client_on(server, BYSTANDER_SESSION_TIMEOUT);
+    let c = b.client_on(server, BYSTANDER_SESSION_TIMEOUT);
     let detecting = || LockSpec::write(&dir).detect_crashes();
 
     let guard = b.acquire(&a, detecting(), SHORT).expect("lock");

@@ -390,7 +390,7 @@ pub fn requests_per_uncontended_cycle(b: &Suite) {
             .requests_received()
             .expect("an environment with Capability::RequestCount")
     };
-    let c = connect_with(b, server, Duration::from_secs(10));
+    let c = b.client_on(server, Duration::from_secs(10));
     // Warm up: the lock directory exists afterwards.
     let g = lock(b, &c, Kind::Mutex, &path);
     b.release(g).expect("release");

@@ -66,10 +66,6 @@ fn connect(b: &Suite, on: &dyn Deployment) -> LockClient {
 /// a loaded machine.
 const BYSTANDER_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
-fn connect_with(b: &Suite, on: &dyn Deployment, timeout: Duration) -> LockClient {
-    b.client_on(on, timeout)
-}
-
 fn connect_with_faults(b: &Suite, on: &dyn Deployment) -> (LockClient, Box<dyn Faults>) {
     on.client_with_faults(SESSION_TIMEOUT)
         .unwrap_or_else(|e| panic!("{}: connecting: {e}", b.name()))

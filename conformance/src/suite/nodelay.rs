@@ -31,11 +31,7 @@ fn wait_for_nodelay(proxy: &FaultProxy, old: Option<&Connection>) -> Connection 
 /// (a `conf` exchange on a connection of its own, right after connecting) is
 /// done: until then the process has two connections to the server.
 fn checked_client(b: &Suite, cluster: &str) -> LockClient {
-    let client = b
-        .env()
-        .client_at(cluster, BYSTANDER_SESSION_TIMEOUT)
-        .unwrap_or_else(|| panic!("{}: no Env::client_at", b.name()))
-        .unwrap_or_else(|e| panic!("{}: connecting to {cluster}: {e}", b.name()));
+    let client = b.client_at(cluster, BYSTANDER_SESSION_TIMEOUT);
     wait_until("the server's check", SHORT, || {
         (!client.server_checks().is_empty()).then_some(())
     });

@@ -97,11 +97,7 @@ pub fn a_paused_holder_distrusts_its_lock_at_the_first_check(b: &Suite, module: 
 /// in a loop; reports the first check that began more than `T` after
 /// the previous one (after the pause), and what the guard says right after.
 fn paused_holder(b: &Suite, server: &str, path: &str) {
-    let locks = b
-        .env()
-        .client_at(server, T)
-        .expect("Capability::Processes: a client at a connect string")
-        .unwrap_or_else(|e| panic!("{}: connecting to {server}: {e}", b.name()));
+    let locks = b.client_at(server, T);
     let guard = b
         .lock(&locks, crate::Kind::Mutex, path, Wait::Timeout(SHORT))
         .expect("the child's lock");

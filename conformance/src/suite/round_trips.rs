@@ -49,12 +49,7 @@ fn measure(b: &Suite, one_way: Duration, cycles: usize) -> Measured {
     let to = b.env().shared().connect_string().expect("connect_string");
     let proxy = FaultProxy::start(to.parse().expect("a socket address")).expect("proxy");
     let cluster = proxy.connect_string();
-    let client = || {
-        b.env()
-            .client_at(&cluster, BYSTANDER_SESSION_TIMEOUT)
-            .unwrap_or_else(|| panic!("{}: no Env::client_at", b.name()))
-            .unwrap_or_else(|e| panic!("{}: connecting: {e}", b.name()))
-    };
+    let client = || b.client_at(&cluster, BYSTANDER_SESSION_TIMEOUT);
     // Connected and warmed up (the first acquisition creates the lock
     // directory) without delay.
     let (holder, waiter) = (client(), client());

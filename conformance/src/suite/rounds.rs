@@ -124,7 +124,7 @@ fn blackhole_round(
     let path = unique_path("blackhole-lost");
     let admin = server.admin();
     let (ch, proxy) = connect_with_faults(b, server);
-    let co = connect_with(b, server, BYSTANDER_SESSION_TIMEOUT);
+    let co = b.client_on(server, BYSTANDER_SESSION_TIMEOUT);
     let mut gh = lock(b, &ch, holder, &path);
     let po = b.start(&co, other, &path).expect("start");
     admin.wait_children(&path, SHORT, &|c| c.len() == 2);
@@ -184,8 +184,9 @@ fn blackhole_round(
 
 /// A short connection cut while holding, for every recipe and at different points
 /// of the client's ping cycle (the holder idles a different time before each
-/// cut): `Suspended`, then `Resumed` on the same session, never `Lost`. A cut
-/// heals within the lost window whenever the client reconnects at once.
+/// cut): `Suspended`, then `Resumed` on the same session and the same node (the
+/// only one), never `Lost`. A cut heals within the lost window whenever the
+/// client reconnects at once.
 pub fn short_cut_resumes_every_recipe(b: &Suite) {
     let server = b.env().shared();
     thread::scope(|s| {
@@ -222,6 +223,13 @@ fn short_cut_round(b: &Suite, server: &dyn Deployment, kind: Kind, idle: Duratio
     assert_eq!(c.session_id(), session, "same session");
     assert!(b.is_trusted(&g));
     assert_eq!(g.token().0, token);
+    let admin = server.admin();
+    assert_eq!(admin.czxid(g.path()), Some(token), "same node");
+    assert_eq!(
+        admin.children(&path),
+        vec![name_of(g.path())],
+        "only that node"
+    );
     release_clean(b, &c, g, &path);
     b.close(&c);
 }

@@ -95,12 +95,7 @@ pub fn server_check_reports_an_unsafe_session_and_passes_a_safe_one(b: &Suite) {
         .expect("starting a lone quorum peer");
     let member = ensemble.member(0).expect("the member");
     let (cluster, server) = (member.connect_string(), member.addr());
-    let connect = |timeout| {
-        b.env()
-            .client_at(&cluster, timeout)
-            .unwrap_or_else(|| panic!("{}: no Env::client_at", b.name()))
-            .unwrap_or_else(|e| panic!("{}: connecting to {cluster}: {e}", b.name()))
-    };
+    let connect = |timeout| b.client_at(&cluster, timeout);
     let locks = connect(UNSAFE);
     hazard_event(b, &locks, server);
     b.close(&locks);

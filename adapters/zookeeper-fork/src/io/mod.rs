@@ -3,7 +3,6 @@ use listeners::ListenerSet;
 use proto::{
     ByteBuf, ConnectRequest, ConnectResponse, OpCode, ReadFrom, ReplyHeader, RequestHeader, WriteTo,
 };
-use watch::WatchMessage;
 use zookeeper::{RawRequest, RawResponse};
 
 use byteorder::{BigEndian, ByteOrder};
@@ -70,7 +69,7 @@ pub struct ZkIo {
     session_timeout_ms: Arc<AtomicU64>,
     ping_timeout_duration: Duration,
     conn_timeout_duration: Duration,
-    watch_sender: mpsc::Sender<WatchMessage>,
+    watch_sender: mpsc::Sender<RawResponse>,
     conn_resp: ConnectResponse,
     zxid: i64,
     ping_sent: Instant,
@@ -89,7 +88,7 @@ impl ZkIo {
     pub fn new(
         addrs: Vec<SocketAddr>,
         ping_timeout_duration: Duration,
-        watch_sender: mpsc::Sender<WatchMessage>,
+        watch_sender: mpsc::Sender<RawResponse>,
         state_listeners: ListenerSet<ZkState>,
     ) -> ZkIo {
         trace!("ZkIo::new");
@@ -205,9 +204,7 @@ impl ZkIo {
             match response.header.xid {
                 -1 => {
                     trace!("handle_response Got a watch event!");
-                    self.watch_sender
-                        .send(WatchMessage::Event(response))
-                        .unwrap();
+                    self.watch_sender.send(response).unwrap();
                 }
                 -2 => {
                     trace!("Got ping response in {:?}", self.ping_sent.elapsed());
@@ -274,14 +271,6 @@ impl ZkIo {
                 listener.send(response).unwrap();
             }
             None => info!("Nobody is interested in response {:?}", request.opcode),
-        }
-        match (request.opcode, request.watch) {
-            (OpCode::RemoveWatches, Some(w)) => self
-                .watch_sender
-                .send(WatchMessage::RemoveWatch(w.path, w.watcher_type))
-                .unwrap(),
-            (_, Some(w)) => self.watch_sender.send(WatchMessage::Watch(w)).unwrap(),
-            (_, None) => {}
         }
     }
 
@@ -378,7 +367,6 @@ impl ZkIo {
             opcode: OpCode::Auth,
             data: buf,
             listener: None,
-            watch: None,
         }
     }
 
@@ -539,7 +527,6 @@ impl ZkIo {
                                 opcode: OpCode::Ping,
                                 data: PING.clone(),
                                 listener: None,
-                                watch: None,
                             })
                             .unwrap();
                         self.ping_sent = Instant::now();

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::thread;
 use std::time::Duration;
-use watch::{Watch, Watcher, ZkWatch};
+use watch::{Watcher, ZkWatch};
 
 mod connect_string;
 
@@ -26,7 +26,6 @@ pub struct RawRequest {
     pub opcode: OpCode,
     pub data: ByteBuf,
     pub listener: Option<SyncSender<RawResponse>>,
-    pub watch: Option<Watch>,
 }
 
 pub struct RawResponse {
@@ -103,7 +102,6 @@ impl ZooKeeper {
         opcode: OpCode,
         xid: i32,
         req: Req,
-        watch: Option<Watch>,
     ) -> ZkResult<Resp> {
         trace!("request opcode={:?} xid={:?}", opcode, xid);
         let rh = RequestHeader {
@@ -117,7 +115,6 @@ impl ZooKeeper {
             opcode: opcode,
             data: buf,
             listener: Some(resp_tx),
-            watch: watch,
         };
 
         self.io
@@ -171,7 +168,7 @@ impl ZooKeeper {
             auth: auth,
         };
 
-        let _: EmptyResponse = try!(self.request(OpCode::Auth, -4, req, None));
+        let _: EmptyResponse = try!(self.request(OpCode::Auth, -4, req));
 
         Ok(())
     }
@@ -214,7 +211,7 @@ impl ZooKeeper {
             flags: mode as i32,
         };
 
-        let response: CreateResponse = try!(self.request(OpCode::Create, self.xid(), req, None));
+        let response: CreateResponse = try!(self.request(OpCode::Create, self.xid(), req));
 
         Ok(self.cut_chroot(response.path))
     }
@@ -241,7 +238,7 @@ impl ZooKeeper {
             version: version.unwrap_or(-1),
         };
 
-        let _: EmptyResponse = try!(self.request(OpCode::Delete, self.xid(), req, None));
+        let _: EmptyResponse = try!(self.request(OpCode::Delete, self.xid(), req));
 
         Ok(())
     }
@@ -258,36 +255,7 @@ impl ZooKeeper {
             watch: watch,
         };
 
-        match self.request::<ExistsRequest, ExistsResponse>(OpCode::Exists, self.xid(), req, None) {
-            Ok(response) => Ok(Some(response.stat)),
-            Err(ZkError::NoNode) => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Return the `Stat` of the node of the given `path` or `None` if no such node exists.
-    ///
-    /// Similar to `exists`, but sets an explicit `Watcher` instead of relying on the client's base
-    /// `Watcher`.
-    pub fn exists_w<W: Watcher + 'static>(&self, path: &str, watcher: W) -> ZkResult<Option<Stat>> {
-        trace!("ZooKeeper::exists_w");
-        let req = ExistsRequest {
-            path: try!(self.path(path)),
-            watch: true,
-        };
-
-        let watch = Watch {
-            path: path.to_owned(),
-            watcher_type: WatcherType::Data,
-            watcher: Box::new(watcher),
-        };
-
-        match self.request::<ExistsRequest, ExistsResponse>(
-            OpCode::Exists,
-            self.xid(),
-            req,
-            Some(watch),
-        ) {
+        match self.request::<ExistsRequest, ExistsResponse>(OpCode::Exists, self.xid(), req) {
             Ok(response) => Ok(Some(response.stat)),
             Err(ZkError::NoNode) => Ok(None),
             Err(e) => Err(e),
@@ -306,7 +274,7 @@ impl ZooKeeper {
             path: try!(self.path(path)),
         };
 
-        let response: CreateResponse = try!(self.request(OpCode::Sync, self.xid(), req, None));
+        let response: CreateResponse = try!(self.request(OpCode::Sync, self.xid(), req));
 
         Ok(self.cut_chroot(response.path))
     }
@@ -321,7 +289,7 @@ impl ZooKeeper {
             path: try!(self.path(path)),
         };
 
-        let response: GetAclResponse = try!(self.request(OpCode::GetAcl, self.xid(), req, None));
+        let response: GetAclResponse = try!(self.request(OpCode::GetAcl, self.xid(), req));
 
         Ok(response.acl_stat)
     }
@@ -347,34 +315,7 @@ impl ZooKeeper {
         };
 
         let response: GetChildrenResponse =
-            try!(self.request(OpCode::GetChildren, self.xid(), req, None));
-
-        Ok(response.children)
-    }
-
-    /// Return the list of the children of the node of the given `path`.
-    ///
-    /// Similar to `get_children`, but sets an explicit `Watcher` instead of relying on the client's
-    /// base `Watcher`.
-    pub fn get_children_w<W: Watcher + 'static>(
-        &self,
-        path: &str,
-        watcher: W,
-    ) -> ZkResult<Vec<String>> {
-        trace!("ZooKeeper::get_children_w");
-        let req = GetChildrenRequest {
-            path: try!(self.path(path)),
-            watch: true,
-        };
-
-        let watch = Watch {
-            path: path.to_owned(),
-            watcher_type: WatcherType::Children,
-            watcher: Box::new(watcher),
-        };
-
-        let response: GetChildrenResponse =
-            try!(self.request(OpCode::GetChildren, self.xid(), req, Some(watch)));
+            try!(self.request(OpCode::GetChildren, self.xid(), req));
 
         Ok(response.children)
     }
@@ -394,7 +335,7 @@ impl ZooKeeper {
             watch: watch,
         };
 
-        let response: GetDataResponse = try!(self.request(OpCode::GetData, self.xid(), req, None));
+        let response: GetDataResponse = try!(self.request(OpCode::GetData, self.xid(), req));
 
         Ok(response.data_stat)
     }
@@ -422,7 +363,7 @@ impl ZooKeeper {
             version: version.unwrap_or(-1),
         };
 
-        let response: SetDataResponse = try!(self.request(OpCode::SetData, self.xid(), req, None));
+        let response: SetDataResponse = try!(self.request(OpCode::SetData, self.xid(), req));
 
         Ok(response.stat)
     }
@@ -442,7 +383,7 @@ impl ZooKeeper {
         let req = MultiRequest(ops.collect::<ZkResult<_>>().map_err(MultiError::Request)?);
 
         let response: MultiResponse = try!(self
-            .request(OpCode::Multi, self.xid(), req, None)
+            .request(OpCode::Multi, self.xid(), req)
             .map_err(MultiError::Request));
 
         let mut results = try!(response.0);
@@ -460,15 +401,7 @@ impl ZooKeeper {
             path: try!(self.path(path)),
             watcher_type: watcher_type,
         };
-
-        // This watch is used to be able to remove local watchers.
-        let watch = Watch {
-            path: path.to_owned(),
-            watcher_type: watcher_type,
-            watcher: Box::new(|_| {}),
-        };
-
-        try!(self.request::<_, ()>(OpCode::RemoveWatches, self.xid(), req, Some(watch)));
+        try!(self.request::<_, ()>(OpCode::RemoveWatches, self.xid(), req));
         Ok(())
     }
 
@@ -493,7 +426,7 @@ impl ZooKeeper {
     /// watches left on those nodes (and on their parents) will be triggered.
     pub fn close(&self) -> ZkResult<()> {
         trace!("ZooKeeper::close");
-        let _: EmptyResponse = try!(self.request(OpCode::CloseSession, 0, EmptyRequest, None));
+        let _: EmptyResponse = try!(self.request(OpCode::CloseSession, 0, EmptyRequest));
 
         Ok(())
     }
