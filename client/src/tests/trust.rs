@@ -17,7 +17,7 @@ fn connected_on(clock: &Arc<ManualClock>) -> (LockClient, Link) {
 /// Grants the acquisition whose requests the link has now, at the clock's now.
 fn grant_now(link: &mut Link, clock: &ManualClock, czxid: i64) {
     let sent = requests(link);
-    grant_at(link, &sent, czxid, clock.now());
+    queue_at(link, &sent, czxid, vec![], clock.now());
 }
 
 /// A client on `clock` holding the mutex `/l`.
