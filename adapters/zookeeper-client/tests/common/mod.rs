@@ -65,10 +65,18 @@ where
 }
 
 async fn with_timeout(body: impl Future<Output = ()>) {
-    let body = std::pin::pin!(body);
-    let timer = std::pin::pin!(smol::Timer::after(TEST_TIMEOUT));
-    if let futures::future::Either::Right(_) = futures::future::select(body, timer).await {
+    if bounded(TEST_TIMEOUT, body).await.is_none() {
         panic!("test did not finish within {TEST_TIMEOUT:?}");
+    }
+}
+
+/// `future`'s output, or `None` if it takes longer than `limit`.
+pub async fn bounded<T>(limit: Duration, future: impl Future<Output = T>) -> Option<T> {
+    let future = std::pin::pin!(future);
+    let timer = std::pin::pin!(smol::Timer::after(limit));
+    match futures::future::select(future, timer).await {
+        futures::future::Either::Left((value, _)) => Some(value),
+        futures::future::Either::Right(_) => None,
     }
 }
 
