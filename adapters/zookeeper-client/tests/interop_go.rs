@@ -258,10 +258,7 @@ fn an_expired_zklock_holder_loses_and_go_takes_over() {
         );
 
         let cut = Instant::now();
-        {
-            let p = proxy.clone();
-            common::blocking(move || p.blackhole()).await;
-        }
+        common::on_proxy(&proxy, FaultProxy::blackhole).await;
         let theirs = peer.held("w").await;
         let after = cut.elapsed();
         let status = guard.status();

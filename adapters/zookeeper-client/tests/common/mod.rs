@@ -9,9 +9,11 @@ pub mod semaphores;
 
 pub use runtime::{runtime_name, Runtime};
 
+use lock_testkit::FaultProxy;
 use lock_zookeeper_client::{Connect, LockClient};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Upper bound on any single test; a hang fails loudly instead of stalling CI.
@@ -219,11 +221,16 @@ pub async fn sleep(d: Duration) {
     smol::Timer::after(d).await;
 }
 
-/// Runs a blocking call (a testkit call that waits) off the async threads.
-pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+/// Runs a call of `proxy` that waits (`blackhole`, `wait_holding`...) off the
+/// async threads.
+pub async fn on_proxy<T: Send + 'static>(
+    proxy: &Arc<FaultProxy>,
+    f: impl FnOnce(&FaultProxy) -> T + Send + 'static,
+) -> T {
     let (tx, rx) = futures::channel::oneshot::channel();
+    let proxy = proxy.clone();
     std::thread::spawn(move || {
-        let _ = tx.send(f());
+        let _ = tx.send(f(&proxy));
     });
     rx.await.expect("blocking call panicked")
 }
