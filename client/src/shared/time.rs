@@ -64,6 +64,9 @@ mod tests {
         assert_eq!(now.since_epoch(), Duration::from_secs(3));
         assert_eq!(timeline.instant(now), timeline.instant_now());
         let before = clock.zero.checked_sub(Duration::from_secs(1));
-        assert_eq!(timeline.timestamp(before.unwrap_or(clock.zero)), Timestamp::ZERO);
+        assert_eq!(
+            timeline.timestamp(before.unwrap_or(clock.zero)),
+            Timestamp::ZERO
+        );
     }
 }
