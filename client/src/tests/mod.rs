@@ -27,6 +27,17 @@ pub(super) fn connected() -> (LockClient, Link) {
     (locks, link)
 }
 
+/// A connected client on `clock`, with proofs of contact on (as the bindings
+/// set them).
+pub(super) fn proving_on(clock: std::sync::Arc<dyn Clock>) -> (LockClient, Link) {
+    let mut config = Config::new(Duration::from_secs(10), 1);
+    config.sync_interval = Some(Config::default_sync_interval(config.session_timeout));
+    let now = clock.now();
+    let (locks, mut link) = pair_with_clock(config, clock);
+    link.handle_session(SessionEvent::Connected { session_id: SID }, now);
+    (locks, link)
+}
+
 /// A clock that moves only when told.
 pub(super) struct ManualClock {
     pub(super) zero: Instant,
