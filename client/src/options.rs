@@ -218,16 +218,6 @@ impl ConnectOptions {
         &self.acl
     }
 
-    /// The chroot given with [`chroot`](Self::chroot).
-    pub fn chroot_option(&self) -> Option<&str> {
-        self.chroot.as_deref()
-    }
-
-    /// The requested session timeout, if set.
-    pub fn session_timeout_option(&self) -> Option<Duration> {
-        self.session_timeout
-    }
-
     /// The session timeout to ask the server for: the one set, or
     /// [`lock_core::DEFAULT_SESSION_TIMEOUT`].
     ///

@@ -253,30 +253,4 @@ mod tests {
         assert_eq!(read[1].permission(), Permission::READ);
         assert_eq!((read[1].scheme(), read[1].id()), ("world", "anyone"));
     }
-
-    #[test]
-    fn refuses_what_it_cannot_do() {
-        let options = ConnectOptions::new().tls(lock_client::Tls::new("not a pem"));
-        let refused = Dial::new("127.0.0.1:1", &options).unwrap_err();
-        if cfg!(feature = "tls") {
-            assert!(
-                matches!(refused, Error::BadOption { reason, .. } if reason.contains("CA")),
-                "{refused:?}"
-            );
-        } else {
-            assert!(
-                matches!(refused, Error::Unsupported { option: "TLS", .. }),
-                "{refused:?}"
-            );
-        }
-        let both = ConnectOptions::new().chroot("/a");
-        let refused = Dial::new("127.0.0.1:1/b", &both).unwrap_err();
-        assert!(matches!(
-            refused,
-            Error::BadOption {
-                option: "chroot",
-                ..
-            }
-        ));
-    }
 }

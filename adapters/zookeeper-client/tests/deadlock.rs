@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::peers::Peer;
+use common::peers::{Library, Peer};
 use common::{connect, run_tokio, server, unique_path};
 use lock_zookeeper_client::{Error, NameScheme};
 use std::time::{Duration, Instant};
@@ -25,7 +25,7 @@ fn a_mixed_cycle_with_a_kazoo_client_is_broken_by_the_zklock_member() {
         let dir = unique_path("deadlock-kazoo", &rt);
         let (a, b) = (format!("{dir}/a"), format!("{dir}/b"));
         let connect_string = server().connect_string();
-        let mut kazoo = Peer::kazoo(&connect_string, "kazoo-k").await;
+        let mut kazoo = Peer::start_library(Library::Kazoo, &connect_string, "kazoo-k").await;
         kazoo.send("s1", &format!("acquire mutex {a} K"));
         let ka = kazoo.held("s1").await;
         let z = connect(&rt, &connect_string, SESSION).await.with_owner("Z");

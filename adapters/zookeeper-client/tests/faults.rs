@@ -66,10 +66,10 @@ rt_tests! {
         };
         observer.wait_children(&dir, 2).await;
         let cut_at = Instant::now();
-        { let p = proxy.clone(); common::blocking(move || p.blackhole()).await; }
+        common::on_proxy(&proxy, FaultProxy::blackhole).await;
         assert_eq!(held.next_event().await, Some(LockEvent::Suspended));
         assert_eq!(held.next_event().await, Some(LockEvent::Lost(LostReason::SuspendedTooLong)));
-        { let p = proxy.clone(); common::blocking(move || p.heal()).await; }
+        common::on_proxy(&proxy, FaultProxy::heal).await;
         let b_guard = waiter.await.unwrap();
         let freed = cut_at.elapsed();
         // Same session: the server never expired it; the adapter deleted the node.

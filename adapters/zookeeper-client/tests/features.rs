@@ -66,7 +66,7 @@ rt_tests! {
             // it (one command queue), so by then the request went to the client.
             assert!(futures::poll!(open.as_mut()).is_pending());
             a.stats().await.unwrap();
-            { let p = proxy.clone(); common::blocking(move || p.wait_holding(Direction::Upstream)).await; }
+            common::on_proxy(&proxy, |p| p.wait_holding(Direction::Upstream)).await;
             proxy.cut();
             open.await
         };
@@ -107,7 +107,7 @@ rt_tests! {
             })
         };
         // The multi (check + setData, well over 100 bytes; a ping is 12) is through.
-        { let p = proxy.clone(); common::blocking(move || p.wait_forwarded(Direction::Upstream, sent + 100)).await; }
+        common::on_proxy(&proxy, move |p| p.wait_forwarded(Direction::Upstream, sent + 100)).await;
         proxy.release(Direction::Downstream);
         let (guard, result) = write.await.unwrap();
         assert_eq!(result, Err(FencedError::NotHeld));

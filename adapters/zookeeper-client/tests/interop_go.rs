@@ -7,8 +7,8 @@
 mod common;
 
 use common::peers::{
-    counter_workload, meet, mutex_handoff, node_name, received, zk_refused, zk_start_lock, Kind,
-    Library, Peer,
+    counter_workload, interop_tests, meet, mutex_handoff, node_name, received, zk_refused,
+    zk_start_lock, Kind, Library, Peer,
 };
 use common::{connect, run_tokio, server, unique_path, Observer};
 use lock_core::names::parse_name;
@@ -19,14 +19,10 @@ use std::time::{Duration, Instant};
 
 const SESSION: Duration = Duration::from_secs(10);
 
-#[test]
-fn go_lock_and_zklock_go_scheme_hand_over_in_order() {
-    run_tokio(|rt| async move {
-        let (path, observer, locks, mut peer) = meet(&rt, Library::Go, "go-mutex", "go1").await;
-        mutex_handoff(&rt, &mut peer, &locks, &observer, &path).await;
-        locks.close().await;
-    });
-}
+interop_tests!(@met
+    /// A Go `Lock` and a zklock mutex (Go scheme) exclude each other and hand over in order.
+    go_lock_and_zklock_go_scheme_hand_over_in_order, Library::Go, "go-mutex", mutex_handoff
+);
 
 /// While a Go `Lock` holds, a zklock mutex of every scheme is refused at one look;
 /// and a Go waiter queues behind a zklock holder of every scheme.
@@ -262,10 +258,7 @@ fn an_expired_zklock_holder_loses_and_go_takes_over() {
         );
 
         let cut = Instant::now();
-        {
-            let p = proxy.clone();
-            common::blocking(move || p.blackhole()).await;
-        }
+        common::on_proxy(&proxy, FaultProxy::blackhole).await;
         let theirs = peer.held("w").await;
         let after = cut.elapsed();
         let status = guard.status();

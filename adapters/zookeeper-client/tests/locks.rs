@@ -1,8 +1,11 @@
 //! Lock semantics of this binding's own against a real ZooKeeper server
 //! (lock-testkit), under every runtime: oversized input, a refused upgrade, one
-//! session's waiters without a herd, a semaphore's permit count. What every binding must do (exclusion, FIFO, read/write,
-//! semaphores, timeouts, cancellation, administrator deletion, typed errors) is in
-//! the conformance suite (lock-conformance's `suite/locks.rs`, `suite/faults.rs`).
+//! session's waiters without a herd. What every binding must do (exclusion, FIFO,
+//! read/write, semaphores, timeouts, cancellation, administrator deletion, typed
+//! errors) is in the conformance suite (lock-conformance's `suite/locks.rs`,
+//! `suite/faults.rs`); a semaphore refusing another permit count is lock-core's
+//! (`core/tests/recipes.rs`), on a real server `zklock exec`'s (`cli/tests/inspect.rs`)
+//! and the kazoo interop's.
 
 mod common;
 
@@ -115,24 +118,4 @@ rt_tests! {
         assert!(per_acquisition <= 3.0, "{per_acquisition:.2} requests per acquisition");
         client.close().await;
     }
-
-    /// A semaphore records its permit count in its node name: one taken with
-    /// another count on the same path is refused (permits=1 and permits=5 both
-    /// held before), and its node is removed.
-    async fn a_semaphore_with_another_permit_count_is_refused(rt) {
-        let dir = unique_path("permits", &rt);
-        let client = connect(&rt, &server().connect_string(), SESSION).await;
-        let one = client.semaphore(dir.clone(), 1).lock().await.unwrap();
-        let err = client.semaphore(dir.clone(), 5).lock_timeout(Duration::from_secs(20)).await.unwrap_err();
-        assert_eq!(
-            err,
-            Error::Failed(lock_core::FailReason::PermitsMismatch { ours: 5, theirs: 1 })
-        );
-        let observer = Observer::connect(&server().connect_string()).await;
-        let left = observer.wait_children(&dir, 1).await;
-        assert!(left[0].contains("-sem1-"), "only the holder's node is left: {left:?}");
-        one.release().await.unwrap();
-        client.close().await;
-    }
-
 }

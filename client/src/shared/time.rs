@@ -51,28 +51,22 @@ impl Timeline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
+    use crate::tests::ManualClock;
     use std::time::Duration;
-
-    struct Manual(Mutex<Instant>);
-
-    impl crate::Clock for Manual {
-        fn now(&self) -> Instant {
-            *self.0.lock().unwrap()
-        }
-    }
 
     #[test]
     fn both_readings_are_of_one_time_line_from_the_start() {
-        let start = Instant::now();
-        let clock = Arc::new(Manual(Mutex::new(start)));
+        let clock = ManualClock::new();
         let timeline = Timeline::new(clock.clone());
         assert_eq!(timeline.now(), Timestamp::ZERO);
-        *clock.0.lock().unwrap() += Duration::from_secs(3);
+        clock.set(clock.zero + Duration::from_secs(3));
         let now = timeline.now();
         assert_eq!(now.since_epoch(), Duration::from_secs(3));
         assert_eq!(timeline.instant(now), timeline.instant_now());
-        let before = start.checked_sub(Duration::from_secs(1)).unwrap_or(start);
-        assert_eq!(timeline.timestamp(before), Timestamp::ZERO);
+        let before = clock.zero.checked_sub(Duration::from_secs(1));
+        assert_eq!(
+            timeline.timestamp(before.unwrap_or(clock.zero)),
+            Timestamp::ZERO
+        );
     }
 }

@@ -15,37 +15,25 @@ fn connection_events_follow_the_session() {
     let disconnected = SessionEvent::Disconnected {
         since_contact: Duration::ZERO,
     };
+    // A session (re)connecting, and the state that follows.
+    let connected = |session_id| {
+        let state = ConnectionState::Connected { session_id };
+        (SessionEvent::Connected { session_id }, state)
+    };
+    let suspended = (disconnected, ConnectionState::Suspended { session_id: 1 });
     let script = [
-        (
-            SessionEvent::Connected { session_id: 1 },
-            ConnectionState::Connected { session_id: 1 },
-        ),
-        (disconnected, ConnectionState::Suspended { session_id: 1 }),
-        (disconnected, ConnectionState::Suspended { session_id: 1 }),
-        (
-            SessionEvent::Connected { session_id: 1 },
-            ConnectionState::Connected { session_id: 1 },
-        ),
-        (
-            SessionEvent::Connected { session_id: 1 },
-            ConnectionState::Connected { session_id: 1 },
-        ),
-        (disconnected, ConnectionState::Suspended { session_id: 1 }),
+        connected(1),
+        suspended,
+        suspended,
+        connected(1),
+        connected(1),
+        suspended,
         (SessionEvent::Expired, ConnectionState::Connecting),
-        (
-            SessionEvent::Connected { session_id: 2 },
-            ConnectionState::Connected { session_id: 2 },
-        ),
+        connected(2),
         // A new id without an expiry first (a client that moved on by itself).
-        (
-            SessionEvent::Connected { session_id: 3 },
-            ConnectionState::Connected { session_id: 3 },
-        ),
+        connected(3),
         (SessionEvent::Abandoned, ConnectionState::Connecting),
-        (
-            SessionEvent::Connected { session_id: 4 },
-            ConnectionState::Connected { session_id: 4 },
-        ),
+        connected(4),
     ];
     for (i, (event, state)) in script.into_iter().enumerate() {
         link.handle_session(event, now);

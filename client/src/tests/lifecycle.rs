@@ -2,10 +2,10 @@
 //! dropping, the blocking twins, closing, slots going with their handles, and a
 //! pending lock waited for or cancelled.
 
-use super::{connected, grant, peer, poll_once, requests, SID};
+use super::{connected, grant, peer, poll_once, queue_at, requests, SID};
 use crate::blocking::block_on_until;
 use crate::*;
-use lock_core::{Op, Reply, SessionEvent, Stat};
+use lock_core::{Op, SessionEvent};
 use std::pin::pin;
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -122,21 +122,7 @@ fn slots_go_with_their_handles_whatever_ends_them() {
     let mut attempt = pin!(mutex.try_lock());
     assert!(poll_once(attempt.as_mut()).is_pending());
     let sent = requests(&mut link);
-    let Op::Create { path, .. } = &sent[0].op else {
-        panic!()
-    };
-    let node = format!("{path}0000000002");
-    let reply = Reply::Created {
-        path: node.clone(),
-        stat: Some(Stat {
-            czxid: 9,
-            ephemeral_owner: SID,
-            ..Stat::default()
-        }),
-    };
-    link.handle_reply(sent[0].id, Ok(reply), now);
-    let name = node.rsplit('/').next().unwrap().to_owned();
-    link.handle_reply(sent[1].id, Ok(Reply::Children(vec![peer(1), name])), now);
+    queue_at(&mut link, &sent, 9, vec![peer(1)], now);
     assert!(matches!(poll_once(attempt.as_mut()), Poll::Ready(Ok(None))));
     assert!(locks.shared().with(|s| s.locks.is_empty()));
     // A guard whose loss was read, then released through `release` (it watches

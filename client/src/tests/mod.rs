@@ -27,6 +27,17 @@ pub(super) fn connected() -> (LockClient, Link) {
     (locks, link)
 }
 
+/// A connected client on `clock`, with proofs of contact on (as the bindings
+/// set them).
+pub(super) fn proving_on(clock: std::sync::Arc<dyn Clock>) -> (LockClient, Link) {
+    let mut config = Config::new(Duration::from_secs(10), 1);
+    config.sync_interval = Some(Config::default_sync_interval(config.session_timeout));
+    let now = clock.now();
+    let (locks, mut link) = pair_with_clock(config, clock);
+    link.handle_session(SessionEvent::Connected { session_id: SID }, now);
+    (locks, link)
+}
+
 /// A clock that moves only when told.
 pub(super) struct ManualClock {
     pub(super) zero: Instant,
@@ -71,15 +82,22 @@ pub(super) fn requests(link: &mut Link) -> Vec<Request> {
 
 /// Plays the server for an uncontended acquisition.
 pub(super) fn grant(link: &mut Link, sent: &[Request], czxid: i64) -> String {
-    grant_at(link, sent, czxid, Instant::now())
+    queue_at(link, sent, czxid, vec![], Instant::now())
 }
 
-/// [`grant`], answered at `now` (on a client's own clock).
-pub(super) fn grant_at(link: &mut Link, sent: &[Request], czxid: i64, now: Instant) -> String {
+/// Plays the server for an acquisition's create and listing (`sent`), at `now` (on
+/// a client's own clock): the node is queued behind the nodes named in `lower`.
+pub(super) fn queue_at(
+    link: &mut Link,
+    sent: &[Request],
+    czxid: i64,
+    mut lower: Vec<String>,
+    now: Instant,
+) -> String {
     let Op::Create { path, .. } = &sent[0].op else {
         panic!("{:?}", sent[0].op)
     };
-    let node = format!("{path}0000000001");
+    let node = format!("{path}{:010}", lower.len() + 1);
     let stat = Stat {
         czxid,
         ephemeral_owner: SID,
@@ -90,8 +108,8 @@ pub(super) fn grant_at(link: &mut Link, sent: &[Request], czxid: i64, now: Insta
         stat: Some(stat),
     };
     link.handle_reply(sent[0].id, Ok(reply), now);
-    let name = node.rsplit('/').next().unwrap().to_owned();
-    link.handle_reply(sent[1].id, Ok(Reply::Children(vec![name])), now);
+    lower.push(node.rsplit('/').next().unwrap().to_owned());
+    link.handle_reply(sent[1].id, Ok(Reply::Children(lower)), now);
     node
 }
 

@@ -106,13 +106,7 @@ fn a_probe_report_for_an_earlier_connection_is_dropped() {
         }
     };
     for stale in [true, false] {
-        // Proofs of contact on, as the bindings set them.
-        let mut config = lock_core::Config::new(Duration::from_secs(10), 1);
-        config.sync_interval = Some(lock_core::Config::default_sync_interval(
-            config.session_timeout,
-        ));
-        let (locks, mut link) = pair(config);
-        link.handle_session(SessionEvent::Connected { session_id: SID }, Instant::now());
+        let (locks, mut link) = super::proving_on(std::sync::Arc::new(SystemClock));
         let mut pending = locks.mutex("/l").start().unwrap();
         let sent = requests(&mut link);
         grant(&mut link, &sent, 5);

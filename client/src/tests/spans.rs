@@ -1,7 +1,7 @@
 //! Tracing: an acquisition in its own span, with its events inside it.
 
 use super::recorder::Recorder;
-use super::{connected, poll_once, requests, SID};
+use super::{connected, poll_once, queue_at, requests, SID};
 use crate::*;
 use lock_core::{Op, Reply, SessionEvent, Stat};
 use std::pin::pin;
@@ -19,25 +19,9 @@ fn an_acquisition_is_traced_in_its_own_span() {
         let mut lock = pin!(mutex.lock());
         assert!(poll_once(lock.as_mut()).is_pending());
         let sent = requests(&mut link);
-        let Op::Create { path, .. } = &sent[0].op else {
-            panic!("{:?}", sent[0].op)
-        };
-        let node = format!("{path}0000000002");
-        let stat = Stat {
-            czxid: 42,
-            ephemeral_owner: SID,
-            ..Stat::default()
-        };
         let now = Instant::now();
-        let reply = Reply::Created {
-            path: node.clone(),
-            stat: Some(stat),
-        };
-        link.handle_reply(sent[0].id, Ok(reply), now);
         let other = "zkl-00000000000000000000000000000001-write-0000000001";
-        let mine = node.rsplit('/').next().unwrap().to_owned();
-        let list = Reply::Children(vec![other.to_owned(), mine]);
-        link.handle_reply(sent[1].id, Ok(list), now);
+        let node = queue_at(&mut link, &sent, 42, vec![other.to_owned()], now);
         let peer = format!("/locks/traced/{other}");
         let answer = |link: &mut Link, peer_gone: bool| {
             for r in requests(link) {

@@ -4,25 +4,15 @@
 use super::*;
 use std::sync::Arc;
 
-/// A connected client on `clock`, with proofs of contact on (as the bindings
-/// set them).
-fn connected_on(clock: &Arc<ManualClock>) -> (LockClient, Link) {
-    let mut config = Config::new(Duration::from_secs(10), 1);
-    config.sync_interval = Some(Config::default_sync_interval(config.session_timeout));
-    let (locks, mut link) = pair_with_clock(config, clock.clone());
-    link.handle_session(SessionEvent::Connected { session_id: SID }, clock.now());
-    (locks, link)
-}
-
 /// Grants the acquisition whose requests the link has now, at the clock's now.
 fn grant_now(link: &mut Link, clock: &ManualClock, czxid: i64) {
     let sent = requests(link);
-    grant_at(link, &sent, czxid, clock.now());
+    queue_at(link, &sent, czxid, vec![], clock.now());
 }
 
 /// A client on `clock` holding the mutex `/l`.
 fn held_on(clock: &Arc<ManualClock>) -> (LockClient, Link, LockGuard) {
-    let (locks, mut link) = connected_on(clock);
+    let (locks, mut link) = proving_on(clock.clone());
     let mut pending = locks.mutex("/l").start().unwrap();
     grant_now(&mut link, clock, 5);
     let Poll::Ready(Ok(guard)) = poll_once(std::pin::Pin::new(&mut pending)) else {
@@ -89,7 +79,7 @@ fn a_renewed_proof_keeps_a_guard_trusted_past_the_first_deadline() {
 #[test]
 fn a_leadership_past_its_deadline_is_not_trusted_before_the_link_runs() {
     let clock = ManualClock::new();
-    let (locks, mut link) = connected_on(&clock);
+    let (locks, mut link) = proving_on(clock.clone());
     let mut election = locks.election("/e", "a");
     let leadership = {
         let mut leading = Box::pin(election.leadership());
@@ -112,7 +102,7 @@ fn a_leadership_past_its_deadline_is_not_trusted_before_the_link_runs() {
 #[test]
 fn a_multi_guard_past_its_deadline_is_suspended_before_the_link_runs() {
     let clock = ManualClock::new();
-    let (locks, mut link) = connected_on(&clock);
+    let (locks, mut link) = proving_on(clock.clone());
     let multi = locks.multi(["/a", "/b"]);
     let guard = {
         let mut locking = Box::pin(multi.lock());

@@ -1,7 +1,7 @@
 //! Helpers shared by the benches (`mod common;` in each): the server, its `mntr`
-//! counters, a frame-counting proxy. What the fleet and the partition bench
-//! share too (medians, knobs, `/proc`, the bare-client floor) is lock-testkit's
-//! (`lock_testkit::measure`, `lock_testkit::floor`).
+//! counters. What the fleet and the partition bench share too (medians, knobs,
+//! `/proc`, the bare-client floor) is lock-testkit's (`lock_testkit::measure`,
+//! `lock_testkit::floor`).
 
 #![forbid(unsafe_code)]
 // Each bench uses a subset.
@@ -42,8 +42,8 @@ pub struct Packets {
     /// Watches triggered (one per session and path a change fired), the sum of
     /// `zk_sum_node_{created,deleted,changed,children}_watch_count`: the
     /// notifications the server queued. These matched the notifications decoded
-    /// on the wire ([`Sniffer`]); `sent` minus `received` came out lower in herd
-    /// drains (not traced why).
+    /// on the wire (BENCHMARKS-history.md, issue 9); `sent` minus `received` came
+    /// out lower in herd drains (not traced why).
     pub fired: u64,
 }
 
@@ -86,21 +86,16 @@ pub fn mntr_overhead(server: &ZkServer) -> Packets {
 }
 
 /// The server's `zk_watch_count`: watches set, summed over sessions and paths.
+/// Asked again while a busy server (deleting a closed session's 100,000 nodes)
+/// does not answer `mntr` within its 2 s.
 pub fn watch_count(server: &ZkServer) -> u64 {
-    server
-        .mntr()
-        .expect("mntr")
-        .get_u64("zk_watch_count")
-        .expect("zk_watch_count")
-}
-
-/// Waits until the server holds `n` watches, then a little more for replies
-/// still on their way.
-pub async fn wait_watches(server: &ZkServer, n: u64) {
-    while watch_count(server) < n {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    for _ in 0..30 {
+        if let Ok(m) = server.mntr() {
+            return m.get_u64("zk_watch_count").expect("zk_watch_count");
+        }
+        std::thread::sleep(Duration::from_secs(1));
     }
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    panic!("the server did not answer mntr for a minute");
 }
 
 /// Waits until the server has read nothing but our own `mntr`s for 100 ms:
@@ -116,127 +111,5 @@ pub async fn wait_quiet(server: &ZkServer) {
             return;
         }
         last = now;
-    }
-}
-
-/// A diagnostic TCP proxy that decodes ZooKeeper frames and counts requests by
-/// operation and server packets by kind (reply, notification, ping reply): to
-/// see what `mntr`'s totals are made of. Two threads per connection; every
-/// frame is forwarded whole as soon as it is read.
-pub struct Sniffer {
-    addr: std::net::SocketAddr,
-    counts: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, u64>>>,
-}
-
-impl Sniffer {
-    pub fn start(upstream: std::net::SocketAddr) -> Sniffer {
-        use std::net::{TcpListener, TcpStream};
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let addr = listener.local_addr().unwrap();
-        let counts = std::sync::Arc::new(std::sync::Mutex::new(Default::default()));
-        let shared = std::sync::Arc::clone(&counts);
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                let Ok(client) = client else { continue };
-                let Ok(server) = TcpStream::connect(upstream) else {
-                    continue;
-                };
-                let _ = client.set_nodelay(true);
-                let _ = server.set_nodelay(true);
-                let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-                let (up, down) = (shared.clone(), shared.clone());
-                std::thread::spawn(move || pump(client, server, true, up));
-                std::thread::spawn(move || pump(s2, c2, false, down));
-            }
-        });
-        Sniffer { addr, counts }
-    }
-
-    pub fn connect_string(&self) -> String {
-        self.addr.to_string()
-    }
-
-    pub fn snapshot(&self) -> std::collections::BTreeMap<String, u64> {
-        self.counts.lock().unwrap().clone()
-    }
-
-    /// What changed between two snapshots, as `name=count` pairs.
-    pub fn diff(
-        before: &std::collections::BTreeMap<String, u64>,
-        after: &std::collections::BTreeMap<String, u64>,
-    ) -> String {
-        after
-            .iter()
-            .filter_map(|(k, v)| {
-                let d = v - before.get(k).copied().unwrap_or(0);
-                (d > 0).then(|| format!("{k}={d}"))
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-}
-
-fn pump(
-    mut from: std::net::TcpStream,
-    mut to: std::net::TcpStream,
-    requests: bool,
-    counts: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, u64>>>,
-) {
-    use std::io::{Read, Write};
-    let mut first = true;
-    loop {
-        let mut len = [0u8; 4];
-        if from.read_exact(&mut len).is_err() {
-            break;
-        }
-        let n = i32::from_be_bytes(len).max(0) as usize;
-        let mut body = vec![0u8; n];
-        if from.read_exact(&mut body).is_err() {
-            break;
-        }
-        let int = |at: usize| {
-            body.get(at..at + 4)
-                .map(|b| i32::from_be_bytes(b.try_into().unwrap()))
-        };
-        // The first frame each way is the session handshake (no header).
-        let kind = if first {
-            (if requests { "connect" } else { "connected" }).to_owned()
-        } else if requests {
-            op_name(int(4).unwrap_or(0))
-        } else {
-            match int(0) {
-                Some(-1) => "notification".to_owned(),
-                Some(-2) => "ping-reply".to_owned(),
-                _ => "reply".to_owned(),
-            }
-        };
-        first = false;
-        *counts.lock().unwrap().entry(kind).or_default() += 1;
-        if to.write_all(&len).is_err() || to.write_all(&body).is_err() {
-            break;
-        }
-    }
-    let _ = to.shutdown(std::net::Shutdown::Both);
-}
-
-fn op_name(op: i32) -> String {
-    match op {
-        1 => "create".into(),
-        2 => "delete".into(),
-        3 => "exists".into(),
-        4 => "getData".into(),
-        5 => "setData".into(),
-        8 => "getChildren".into(),
-        11 => "ping".into(),
-        12 => "getChildren2".into(),
-        13 => "check".into(),
-        14 => "multi".into(),
-        15 => "create2".into(),
-        17 => "checkWatches".into(),
-        18 => "removeWatches".into(),
-        101 => "setWatches".into(),
-        105 => "setWatches2".into(),
-        -11 => "closeSession".into(),
-        other => format!("op{other}"),
     }
 }

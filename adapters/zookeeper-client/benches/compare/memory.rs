@@ -5,22 +5,11 @@
 //! read before and after each step. Curator and kazoo block a thread per waiting
 //! acquisition, so their waits stop at `MEMORY_THREAD_CAP`.
 
+use super::common::watch_count;
 use super::peer::Library;
 use super::Bench;
 use lock_testkit::measure::{env_list, env_usize, loadavg};
 use std::time::{Duration, Instant};
-
-/// The server's `zk_watch_count`, asked again while a busy server (deleting a
-/// closed session's 100,000 nodes) does not answer `mntr` within its 2 s.
-fn watch_count(server: &lock_testkit::ZkServer) -> u64 {
-    for _ in 0..30 {
-        if let Ok(m) = server.mntr() {
-            return m.get_u64("zk_watch_count").expect("zk_watch_count");
-        }
-        std::thread::sleep(Duration::from_secs(1));
-    }
-    panic!("the server did not answer mntr for a minute");
-}
 
 struct Case {
     lib: Library,

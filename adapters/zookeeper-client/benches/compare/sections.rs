@@ -84,62 +84,36 @@ pub fn uncontended(bench: &mut Bench, server: &ZkServer) {
             let (acquire, release) = (nanos(&r[0]), nanos(&r[1]));
             let cycle: Vec<Duration> = acquire.iter().zip(&release).map(|(a, b)| *a + *b).collect();
             let t = &mut bench.table;
-            t.push(
-                "uncontended, loopback: acquire p50",
-                Unit::Time,
-                true,
-                lib,
-                percentile(&acquire, 0.5),
-            );
-            t.push(
-                "uncontended, loopback: acquire p99",
-                Unit::Time,
-                false,
-                lib,
-                percentile(&acquire, 0.99),
-            );
-            t.push(
-                "uncontended, loopback: release p50",
-                Unit::Time,
-                false,
-                lib,
-                percentile(&release, 0.5),
-            );
-            t.push(
-                "uncontended, loopback: cycle p50",
-                Unit::Time,
-                true,
-                lib,
-                percentile(&cycle, 0.5),
-            );
-            t.push(
-                "uncontended, loopback: cycle p99",
-                Unit::Time,
-                false,
-                lib,
-                percentile(&cycle, 0.99),
-            );
-            t.push(
-                "uncontended: requests / cycle (server)",
-                Unit::Number(2),
-                false,
-                lib,
-                sent as f64 / cycles as f64,
-            );
-            t.push(
-                "uncontended: client CPU / cycle",
-                Unit::Time,
-                true,
-                lib,
-                cpu.as_secs_f64() / cycles as f64,
-            );
-            t.push(
-                "uncontended: wake-ups / cycle (voluntary context switches)",
-                Unit::Number(1),
-                true,
-                lib,
-                switches as f64 / cycles as f64,
-            );
+            let timed = [
+                ("acquire p50", &acquire, 0.5, true),
+                ("acquire p99", &acquire, 0.99, false),
+                ("release p50", &release, 0.5, false),
+                ("cycle p50", &cycle, 0.5, true),
+                ("cycle p99", &cycle, 0.99, false),
+            ];
+            for (what, samples, p, ratios) in timed {
+                let label = format!("uncontended, loopback: {what}");
+                t.push(&label, Unit::Time, ratios, lib, percentile(samples, p));
+            }
+            let per_cycle = [
+                (
+                    "requests / cycle (server)",
+                    Unit::Number(2),
+                    false,
+                    sent as f64,
+                ),
+                ("client CPU / cycle", Unit::Time, true, cpu.as_secs_f64()),
+                (
+                    "wake-ups / cycle (voluntary context switches)",
+                    Unit::Number(1),
+                    true,
+                    switches as f64,
+                ),
+            ];
+            for (what, unit, ratios, total) in per_cycle {
+                let label = format!("uncontended: {what}");
+                t.push(&label, unit, ratios, lib, total / cycles as f64);
+            }
             bench.charts.cycles.entry(lib).or_default().extend(cycle);
         }
     }
@@ -186,14 +160,8 @@ fn through_proxy(bench: &mut Bench, server: &ZkServer) {
             let p = peer_of(&mut peers, lib);
             let r = p.call(&format!("cycles /bench/p/{} {cycles}", lib.key()));
             let (acquire, release) = (nanos(&r[0]), nanos(&r[1]));
-            let a = median(&secs(&acquire));
-            let c = median(&secs(
-                &acquire
-                    .iter()
-                    .zip(&release)
-                    .map(|(a, b)| *a + *b)
-                    .collect::<Vec<_>>(),
-            ));
+            let cycle: Vec<Duration> = acquire.iter().zip(&release).map(|(a, b)| *a + *b).collect();
+            let (a, c) = (median(&secs(&acquire)), median(&secs(&cycle)));
             let t = &mut bench.table;
             let label = format!(
                 "{} ms each way (proxy): acquire, in RTTs",

@@ -22,8 +22,6 @@ pub struct Row {
     /// Whether zklock / other ratios are printed under the row.
     pub ratios: bool,
     pub values: BTreeMap<&'static str, Vec<f64>>,
-    /// Why a library has no value here.
-    pub missing: BTreeMap<&'static str, String>,
 }
 
 #[derive(Default)]
@@ -42,7 +40,6 @@ impl Table {
             unit,
             ratios,
             values: BTreeMap::new(),
-            missing: BTreeMap::new(),
         });
         self.rows.last_mut().unwrap()
     }
@@ -53,12 +50,6 @@ impl Table {
             .entry(lib.key())
             .or_default()
             .push(value);
-    }
-
-    pub fn missing(&mut self, label: &str, unit: Unit, lib: Library, why: &str) {
-        self.row(label, unit, false)
-            .missing
-            .insert(lib.key(), why.to_owned());
     }
 
     /// Markdown, with a column per library in `libraries`.
@@ -75,11 +66,10 @@ impl Table {
         for row in &self.rows {
             out += &format!("| {} |", row.label);
             for (lib, _) in libraries {
-                let cell = match (row.values.get(lib.key()), row.missing.get(lib.key())) {
-                    (Some(v), _) => format_value(median(v), row.unit),
-                    (None, Some(why)) => why.clone(),
-                    (None, None) => "–".into(),
-                };
+                let cell = row
+                    .values
+                    .get(lib.key())
+                    .map_or_else(|| "–".into(), |v| format_value(median(v), row.unit));
                 out += &format!(" {cell} |");
             }
             out += "\n";

@@ -9,9 +9,11 @@ pub mod semaphores;
 
 pub use runtime::{runtime_name, Runtime};
 
+use lock_testkit::FaultProxy;
 use lock_zookeeper_client::{Connect, LockClient};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Upper bound on any single test; a hang fails loudly instead of stalling CI.
@@ -65,10 +67,18 @@ where
 }
 
 async fn with_timeout(body: impl Future<Output = ()>) {
-    let body = std::pin::pin!(body);
-    let timer = std::pin::pin!(smol::Timer::after(TEST_TIMEOUT));
-    if let futures::future::Either::Right(_) = futures::future::select(body, timer).await {
+    if bounded(TEST_TIMEOUT, body).await.is_none() {
         panic!("test did not finish within {TEST_TIMEOUT:?}");
+    }
+}
+
+/// `future`'s output, or `None` if it takes longer than `limit`.
+pub async fn bounded<T>(limit: Duration, future: impl Future<Output = T>) -> Option<T> {
+    let future = std::pin::pin!(future);
+    let timer = std::pin::pin!(smol::Timer::after(limit));
+    match futures::future::select(future, timer).await {
+        futures::future::Either::Left((value, _)) => Some(value),
+        futures::future::Either::Right(_) => None,
     }
 }
 
@@ -211,11 +221,16 @@ pub async fn sleep(d: Duration) {
     smol::Timer::after(d).await;
 }
 
-/// Runs a blocking call (a testkit call that waits) off the async threads.
-pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+/// Runs a call of `proxy` that waits (`blackhole`, `wait_holding`...) off the
+/// async threads.
+pub async fn on_proxy<T: Send + 'static>(
+    proxy: &Arc<FaultProxy>,
+    f: impl FnOnce(&FaultProxy) -> T + Send + 'static,
+) -> T {
     let (tx, rx) = futures::channel::oneshot::channel();
+    let proxy = proxy.clone();
     std::thread::spawn(move || {
-        let _ = tx.send(f());
+        let _ = tx.send(f(&proxy));
     });
     rx.await.expect("blocking call panicked")
 }

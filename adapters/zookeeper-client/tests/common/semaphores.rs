@@ -236,10 +236,7 @@ pub async fn semaphore_holder_expiry(rt: &Runtime, library: Library, path: &str)
 
     // The peer holder's session expires: its lease goes, the zklock waiter gets in;
     // the peer waiter still waits (two holders again).
-    {
-        let p = peer_proxy.clone();
-        super::blocking(move || p.blackhole()).await;
-    }
+    super::on_proxy(&peer_proxy, FaultProxy::blackhole).await;
     let zw = received(zw, "the zklock waiter behind an expiring peer holder").await;
     // The zklock holder's session is healthy: it still holds. (On a machine busy
     // enough to delay its proof of contact, a 2 s session may be `Suspended` for a
@@ -265,10 +262,7 @@ pub async fn semaphore_holder_expiry(rt: &Runtime, library: Library, path: &str)
 
     // The zklock holder's session expires: it reports the loss, and only then can
     // the server hand its permit to the peer waiter.
-    {
-        let p = zk_proxy.clone();
-        super::blocking(move || p.blackhole()).await;
-    }
+    super::on_proxy(&zk_proxy, FaultProxy::blackhole).await;
     waiting_peer.leased("w").await;
     let status = held.status();
     assert!(

@@ -17,16 +17,14 @@ mod zklock_side;
 // Each test binary uses a different part of the harness (hence `common`'s
 // `allow(dead_code)`); the re-exports follow the same rule.
 #[allow(unused_imports)]
-pub use counter::{counter_workload, log_section, start_fleet, Tally, Workload, RW_PHASES};
+pub use counter::{counter_workload, start_fleet, RW_PHASES};
 #[allow(unused_imports)]
-pub use election::{mixed_election_in_turn, Candidate, MixedElection};
+pub use election::mixed_election_in_turn;
 #[allow(unused_imports)]
-pub use process::{go_peer_binary, pypi_kazoo_python, Kind, Library, Peer};
+pub use process::{Kind, Library, Peer};
 #[allow(unused_imports)]
 pub(crate) use scenarios::interop_tests;
 #[allow(unused_imports)]
 pub use scenarios::{meet, mutex_handoff, rwlock_exclusion};
 #[allow(unused_imports)]
-pub use zklock_side::{
-    assert_node, delivered, node_name, received, within, zk_lock, zk_refused, zk_start_lock, zk_try,
-};
+pub use zklock_side::{delivered, node_name, received, within, zk_refused, zk_start_lock};

@@ -140,12 +140,6 @@ pub struct Peer {
 }
 
 impl Peer {
-    /// Starts a kazoo peer (`/usr/bin/python3`, one KazooClient) and waits until it is
-    /// connected.
-    pub async fn kazoo(connect: &str, name: &str) -> Peer {
-        Self::start_library(Library::Kazoo, connect, name).await
-    }
-
     /// Starts a peer of `library`.
     pub async fn start_library(library: Library, connect: &str, name: &str) -> Peer {
         Self::start_with_session(library, connect, name, Duration::from_secs(10)).await
@@ -292,30 +286,8 @@ impl Peer {
                 return words;
             }
             let wait = deadline.saturating_duration_since(Instant::now());
-            let next = {
-                let line = self.lines.next();
-                let timer = smol::Timer::after(wait);
-                futures::pin_mut!(line);
-                futures::pin_mut!(timer);
-                match futures::future::select(line, timer).await {
-                    futures::future::Either::Left((line, _)) => Some(line),
-                    futures::future::Either::Right(_) => None,
-                }
-            };
-            match next {
-                Some(Some(line)) => {
-                    let mut words: Vec<String> =
-                        line.split_whitespace().map(str::to_owned).collect();
-                    if words.is_empty() {
-                        continue;
-                    }
-                    let from = words.remove(0);
-                    if from == "_" && words.first().map(String::as_str) == Some("ERROR") {
-                        let why = self.what_went_wrong();
-                        panic!("{}\n{why}", words.join(" "));
-                    }
-                    self.pending.entry(from).or_default().push_back(words);
-                }
+            match crate::common::bounded(wait, self.lines.next()).await {
+                Some(Some(line)) => self.file(&line),
                 Some(None) => {
                     let why = self.what_went_wrong();
                     panic!("waiting for slot {slot}: the peer closed its output\n{why}");
@@ -342,14 +314,24 @@ impl Peer {
         words
     }
 
+    /// Files a line from the peer under its slot; panics on an `ERROR` of no slot (`_`).
+    fn file(&mut self, line: &str) {
+        let mut words: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+        if words.is_empty() {
+            return;
+        }
+        let from = words.remove(0);
+        if from == "_" && words.first().map(String::as_str) == Some("ERROR") {
+            let why = self.what_went_wrong();
+            panic!("{}\n{why}", words.join(" "));
+        }
+        self.pending.entry(from).or_default().push_back(words);
+    }
+
     /// Whether `slot` has said nothing yet (that has arrived).
     pub fn quiet(&mut self, slot: &str) -> bool {
         while let Ok(line) = self.lines.try_recv() {
-            let mut words: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
-            if !words.is_empty() {
-                let from = words.remove(0);
-                self.pending.entry(from).or_default().push_back(words);
-            }
+            self.file(&line);
         }
         self.pending.get(slot).is_none_or(|q| q.is_empty())
     }

@@ -31,6 +31,31 @@ pub async fn meet(
 /// scenarios of this module and of the counter, election and semaphore workloads.
 #[allow(unused_macros)] // only the interop test binaries use it
 macro_rules! interop_tests {
+    // A test running `$scenario` with a peer and a zklock client that `meet` on a
+    // fresh path.
+    (@met $(#[$doc:meta])* $name:ident, $library:expr, $test:literal, $scenario:ident) => {
+        $(#[$doc])*
+        #[test]
+        fn $name() {
+            run_tokio(|rt| async move {
+                let (path, observer, locks, mut peer) = meet(&rt, $library, $test, "peer1").await;
+                $scenario(&rt, &mut peer, &locks, &observer, &path).await;
+                locks.close().await;
+            });
+        }
+    };
+    // A counter workload test: 2 peer processes and 3 zklock sessions, 10 sections each.
+    (@counter $(#[$doc:meta])* $name:ident, $library:expr, $test:literal, $phases:expr) => {
+        $(#[$doc])*
+        #[test]
+        fn $name() {
+            run_tokio(|rt| async move {
+                let path = unique_path($test, &rt);
+                let schemes = [$library.scheme(); 3];
+                counter_workload(&rt, $library, &path, $phases, 2, &schemes, 10).await;
+            });
+        }
+    };
     ($library:expr) => {
         use crate::common::peers::{
             counter_workload, meet, mixed_election_in_turn, mutex_handoff, rwlock_exclusion, Kind,
@@ -41,67 +66,31 @@ macro_rules! interop_tests {
         };
         use crate::common::{run_tokio, unique_path};
 
-        /// Either library's mutex holder excludes the other's, which queues and gets
-        /// in when it lets go.
-        #[test]
-        fn mutex_and_zklock_mutex_hand_over_in_order() {
-            run_tokio(|rt| async move {
-                let (path, observer, locks, mut peer) =
-                    meet(&rt, $library, "interop-mutex", "peer1").await;
-                mutex_handoff(&rt, &mut peer, &locks, &observer, &path).await;
-                locks.close().await;
-            });
-        }
+        interop_tests!(@met
+            /// Either library's mutex holder excludes the other's, which queues and gets
+            /// in when it lets go.
+            mutex_and_zklock_mutex_hand_over_in_order, $library, "interop-mutex", mutex_handoff
+        );
 
-        /// 2 peer processes and 3 zklock sessions on one mutex: no lost update, no
-        /// overlapping sections.
-        #[test]
-        fn mutex_and_zklock_mutex_lose_no_update() {
-            run_tokio(|rt| async move {
-                let path = unique_path("interop-mutex-counter", &rt);
-                counter_workload(
-                    &rt,
-                    $library,
-                    &path,
-                    &[&[Kind::Mutex]],
-                    2,
-                    &[$library.scheme(); 3],
-                    10,
-                )
-                .await;
-            });
-        }
+        interop_tests!(@counter
+            /// 2 peer processes and 3 zklock sessions on one mutex: no lost update, no
+            /// overlapping sections.
+            mutex_and_zklock_mutex_lose_no_update, $library, "interop-mutex-counter",
+            &[&[Kind::Mutex]]
+        );
 
-        /// See [`rwlock_exclusion`].
-        #[test]
-        fn rwlock_and_zklock_rwlock_readers_share_writers_exclude() {
-            run_tokio(|rt| async move {
-                let (path, observer, locks, mut peer) =
-                    meet(&rt, $library, "interop-rw", "peer1").await;
-                rwlock_exclusion(&rt, &mut peer, &locks, &observer, &path).await;
-                locks.close().await;
-            });
-        }
+        interop_tests!(@met
+            /// See [`rwlock_exclusion`].
+            rwlock_and_zklock_rwlock_readers_share_writers_exclude, $library, "interop-rw",
+            rwlock_exclusion
+        );
 
-        /// 2 peer processes and 3 zklock sessions on one read/write lock, writers
-        /// only, then a reader and a writer each: no lost update, no section
-        /// overlapping an incompatible one.
-        #[test]
-        fn rwlock_and_zklock_rwlock_lose_no_update() {
-            run_tokio(|rt| async move {
-                let path = unique_path("interop-rw-counter", &rt);
-                counter_workload(
-                    &rt,
-                    $library,
-                    &path,
-                    RW_PHASES,
-                    2,
-                    &[$library.scheme(); 3],
-                    10,
-                )
-                .await;
-            });
-        }
+        interop_tests!(@counter
+            /// 2 peer processes and 3 zklock sessions on one read/write lock, writers
+            /// only, then a reader and a writer each: no lost update, no section
+            /// overlapping an incompatible one.
+            rwlock_and_zklock_rwlock_lose_no_update, $library, "interop-rw-counter", RW_PHASES
+        );
 
         /// The peer's elections (two processes) and zklock leader participants (two
         /// sessions, the peer's scheme) on one path, joined alternately: one leader at
@@ -114,17 +103,12 @@ macro_rules! interop_tests {
             });
         }
 
-        /// The peer's semaphores and zklock's (the peer's scheme) fill two permits
-        /// together and queue in one line (see `semaphore_exclusion`).
-        #[test]
-        fn semaphore_and_zklock_semaphore_share_permits() {
-            run_tokio(|rt| async move {
-                let (path, observer, locks, mut peer) =
-                    meet(&rt, $library, "interop-sem", "peer1").await;
-                semaphore_exclusion(&rt, &mut peer, &locks, &observer, &path).await;
-                locks.close().await;
-            });
-        }
+        interop_tests!(@met
+            /// The peer's semaphores and zklock's (the peer's scheme) fill two permits
+            /// together and queue in one line (see `semaphore_exclusion`).
+            semaphore_and_zklock_semaphore_share_permits, $library, "interop-sem",
+            semaphore_exclusion
+        );
 
         /// A peer holder's session expires, then a zklock holder's: each permit goes
         /// to the next waiter, the zklock holder knowing it lost before the peer's

@@ -109,25 +109,18 @@ pub async fn zk_refused(
 
 /// Receives what a spawned task sends, within the lock timeout.
 pub async fn received<T>(rx: oneshot::Receiver<T>, what: &str) -> T {
-    let timer = smol::Timer::after(LOCK_TIMEOUT + Duration::from_secs(5));
-    futures::pin_mut!(timer);
-    match futures::future::select(rx, timer).await {
-        futures::future::Either::Left((Ok(value), _)) => value,
-        futures::future::Either::Left((Err(_), _)) => panic!("{what}: the task failed"),
-        futures::future::Either::Right(_) => panic!("{what}: nothing within {LOCK_TIMEOUT:?}"),
+    match crate::common::bounded(LOCK_TIMEOUT + Duration::from_secs(5), rx).await {
+        Some(Ok(value)) => value,
+        Some(Err(_)) => panic!("{what}: the task failed"),
+        None => panic!("{what}: nothing within {LOCK_TIMEOUT:?}"),
     }
 }
 
 /// Awaits `future`, failing the test with `what` if it takes longer than the lock
 /// timeout.
 pub async fn within<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
-    let timer = smol::Timer::after(LOCK_TIMEOUT);
-    futures::pin_mut!(future);
-    futures::pin_mut!(timer);
-    match futures::future::select(future, timer).await {
-        futures::future::Either::Left((value, _)) => value,
-        futures::future::Either::Right(_) => panic!("{what}: nothing within {LOCK_TIMEOUT:?}"),
-    }
+    let value = crate::common::bounded(LOCK_TIMEOUT, future).await;
+    value.unwrap_or_else(|| panic!("{what}: nothing within {LOCK_TIMEOUT:?}"))
 }
 
 /// Whether a spawned task has delivered yet, without waiting.
