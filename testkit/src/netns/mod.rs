@@ -13,6 +13,7 @@ use std::net::Ipv4Addr;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 pub use ensemble::NetEnsemble;
 pub(crate) use enter::run_in;
@@ -175,12 +176,37 @@ impl NetLab {
         self.ip_in(&netns, &["link", "set", NODE_LINK, "up"])?;
         self.ip_in(&netns, &["link", "set", "lo", "up"])?;
         self.tools.nft_script(&netns, &filter::setup_script())?;
+        // A veth end carries nothing until the kernel's link watch has seen its
+        // carrier (and only then does the bridge forward on its port): a SYN sent
+        // before is dropped and sent again only after 1 s, which a loaded machine
+        // made a node look cut off. The node is returned once both ends are up.
+        let switch = self.switch.clone();
+        self.wait_until_up(&switch, &port)?;
+        self.wait_until_up(&netns, NODE_LINK)?;
         self.nodes.push(Node {
             label: label.to_string(),
             netns,
             ip,
         });
         Ok(NodeId(index))
+    }
+
+    fn wait_until_up(&self, netns: &str, link: &str) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let shown = self.ip_in(netns, &["-o", "link", "show", "dev", link])?;
+            if shown.contains("state UP") {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::NetworkCommand {
+                    command: format!("ip -n {netns} -o link show dev {link}"),
+                    status: "not up 10 s after `link set up`".to_string(),
+                    stderr: shown,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     fn ip_in(&self, netns: &str, args: &[&str]) -> Result<String> {
