@@ -12,6 +12,18 @@ pub mod replay;
 pub mod session;
 pub mod simulation;
 
+use lock_core::names::{format_sequence, node_prefix};
+use lock_core::{AttemptId, NameScheme, NodeKind};
+
+/// The name of the node of `scheme`, `attempt` and `kind` with sequence number `seq`.
+pub fn node_name(scheme: NameScheme, attempt: AttemptId, kind: NodeKind, seq: i32) -> String {
+    format!(
+        "{}{}",
+        node_prefix(scheme, attempt, kind),
+        format_sequence(seq)
+    )
+}
+
 /// The item of `items` a fuzzer's number `i` picks (`i` modulo the length), or
 /// `None` when there is nothing to pick.
 pub fn pick<T>(items: &[T], i: impl Into<usize>) -> Option<&T> {

@@ -12,41 +12,34 @@ fn fuzz_dir() -> PathBuf {
         .expect("the repository's fuzz/corpus directory")
 }
 
-/// Every file of `corpus/<target>` and `regressions/<target>`, sorted.
-fn inputs(target: &str) -> Vec<PathBuf> {
-    if let Some(one) = std::env::var_os("ZKLOCK_FUZZ_FILE") {
-        let one = PathBuf::from(one);
-        let in_target = one.components().any(|c| c.as_os_str() == target);
-        if !in_target {
-            return Vec::new();
-        }
-        return match std::fs::read_dir(&one) {
-            // A directory: every file in it.
-            Ok(entries) => {
-                let mut v: Vec<PathBuf> = entries.map(|e| e.expect("readable").path()).collect();
-                v.sort();
-                v
-            }
-            Err(_) => vec![one],
-        };
-    }
-    let mut files = Vec::new();
-    for dir in ["corpus", "regressions"] {
-        let dir = fuzz_dir().join(dir).join(target);
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries {
-            let path = e.expect("readable corpus directory").path();
-            if path.is_file()
-                && !path
+/// The files of `dir` (none if it is missing), without hidden ones.
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .map(|e| e.expect("readable corpus directory").path())
+        .filter(|p| {
+            p.is_file()
+                && !p
                     .file_name()
                     .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-            {
-                files.push(path);
-            }
-        }
-    }
+        })
+        .collect()
+}
+
+/// Every file of `corpus/<target>` and `regressions/<target>`, or of
+/// `ZKLOCK_FUZZ_FILE` (a file or a directory) when its path names `target`; sorted.
+fn inputs(target: &str) -> Vec<PathBuf> {
+    let mut files = match std::env::var_os("ZKLOCK_FUZZ_FILE").map(PathBuf::from) {
+        Some(one) if !one.components().any(|c| c.as_os_str() == target) => Vec::new(),
+        Some(one) if one.is_dir() => files_in(&one),
+        Some(one) => vec![one],
+        None => ["corpus", "regressions"]
+            .iter()
+            .flat_map(|d| files_in(&fuzz_dir().join(d).join(target)))
+            .collect(),
+    };
     files.sort();
     files
 }

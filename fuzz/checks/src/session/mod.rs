@@ -32,11 +32,10 @@
 //! (`steps.rs`), the server's steps (`serving.rs`), the run
 //! (`running.rs`), and owners, deadlocks and inspection (`detect.rs`).
 
-use lock_core::names::{format_sequence, node_prefix};
 use lock_core::LockState::Waiting;
 use lock_core::{
-    AttemptId, Config, CreateMode, Grant, Leader, LockEvent, LockId, LockState, MultiOp,
-    NameScheme, NodeKind, Recipe, Request, RequestId, Session, Timestamp,
+    AttemptId, Config, CreateMode, Grant, Leader, LockEvent, LockId, LockState, MultiOp, Recipe,
+    Request, RequestId, Session, Timestamp,
 };
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
@@ -288,14 +287,6 @@ impl Harness {
 
 fn peer_attempt(a: u8) -> AttemptId {
     AttemptId(0xfeed_0000_0000_0000_0000_0000_0000_0000 | u128::from(a)).as_uuid_v4()
-}
-
-fn peer_name(scheme: NameScheme, attempt: u8, kind: NodeKind, seq: i32) -> String {
-    format!(
-        "{}{}",
-        node_prefix(scheme, peer_attempt(attempt), kind),
-        format_sequence(seq)
-    )
 }
 
 /// What a case came to (for tests that build cases by hand).

@@ -3,7 +3,7 @@
 
 use super::world::name_of;
 use super::{
-    peer_name, ChildPick, Conn, Crafted, DataPick, ErrPick, Harness, OwnerPick, Shape,
+    peer_attempt, ChildPick, Conn, Crafted, DataPick, ErrPick, Harness, OwnerPick, Shape,
     FOREIGN_NAMES,
 };
 use lock_core::names::format_sequence;
@@ -174,7 +174,7 @@ impl Harness {
                 kind,
                 attempt,
                 seq,
-            } => peer_name(scheme.scheme(), *attempt, *kind, *seq),
+            } => crate::node_name(scheme.scheme(), peer_attempt(*attempt), *kind, *seq),
             ChildPick::Foreign(i) => FOREIGN_NAMES[usize::from(*i) % FOREIGN_NAMES.len()].into(),
             ChildPick::Raw(s) => s.clone(),
         }

@@ -34,17 +34,10 @@ impl Harness {
         // The model knows semaphores in zklock's own layout only: one in Curator's
         // or kazoo's (a lease pool behind an internal mutex) is taken natively
         // here, and checked in lock-core's tests and the simulation instead.
-        let native_semaphore;
-        let a = match a.recipe {
-            RecipePick::Semaphore(_) => {
-                native_semaphore = AcquireStep {
-                    scheme: SchemePick::Native,
-                    ..a.clone()
-                };
-                &native_semaphore
-            }
-            _ => a,
-        };
+        let mut a = a.clone();
+        if let RecipePick::Semaphore(_) = a.recipe {
+            a.scheme = SchemePick::Native;
+        }
         let path = Self::dir_of(&a.dir);
         let data = a.data.bytes();
         let mut spec = match a.recipe {
@@ -106,7 +99,7 @@ impl Harness {
                 "crash detection needs an exclusive recipe",
             ))
         } else {
-            detect::detection_refusal(a, owner.as_deref(), &data)
+            detect::detection_refusal(&a, owner.as_deref(), &data)
         };
         self.log(|| format!("acquire {path} {rec:?} {a:?}"));
         let before = self.s.tracked();

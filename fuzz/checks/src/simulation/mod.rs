@@ -74,15 +74,11 @@ impl Driver {
     }
 
     fn fail(&self, what: &str) -> ! {
-        let trace: Vec<String> = self
-            .sim
-            .trace_log()
+        let log = self.sim.trace_log();
+        let trace: Vec<String> = log[log.len().saturating_sub(80)..]
             .iter()
-            .rev()
-            .take(80)
             .map(|t| t.to_string())
             .collect();
-        let trace: Vec<String> = trace.into_iter().rev().collect();
         panic!(
             "simulation (seed {}): {what}\nlast trace lines:\n{}",
             self.sim.seed(),
