@@ -1,19 +1,6 @@
-//! The `names` fuzz target's input and checks: node-name parsing and wrap-aware
-//! ordering across the native, Curator, kazoo and go-zookeeper schemes, and the
-//! participant rule for names of no known scheme.
-//!
-//! Shared by the cargo-fuzz target (`fuzz/fuzz_targets/names.rs`) and the
-//! corpus replay test of the workspace (`fuzz/checks/tests/corpus_replay.rs`).
-//!
-//! Checks:
-//! * `parse(format(x)) == x` for every scheme, kind, attempt id and sequence number
-//!   (10- and 11-character, wrapped), with kazoo's documented kind folding;
-//! * arbitrary strings never panic; whatever parses re-formats to the same name (up to
-//!   hex case and Curator's `__WRIT__` alias) and its suffix is the canonical `%010d`;
-//! * `parse_sequence` agrees with a reference (`str::parse` + canonical spelling);
-//! * the wrap-aware order agrees with a reference order (offsets from a base, within
-//!   a window of 2^30 either side) and is a consistent total order: antisymmetric,
-//!   transitive, and sorting names by it gives the reference order.
+//! The `names` fuzz target's input and checks (listed in `fuzz/README.md`):
+//! node-name parsing and wrap-aware ordering across the native, Curator, kazoo and
+//! go-zookeeper schemes, and the participant rule for names of no known scheme.
 
 use crate::node_name as name;
 use arbitrary::Arbitrary;

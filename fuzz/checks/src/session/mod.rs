@@ -1,36 +1,13 @@
 //! The `session` fuzz target's input and checks: arbitrary user calls, replies, watch
-//! firings, session changes and time steps fed into one [`lock_core::Session`].
-//!
-//! Shared by the cargo-fuzz target (`fuzz/fuzz_targets/session.rs`) and the
-//! corpus replay test of the workspace (`fuzz/checks/tests/corpus_replay.rs`),
-//! so it depends only on `lock_core`, `lock_sim` and `arbitrary`.
+//! firings, session changes and time steps fed into one [`lock_core::Session`]; the
+//! checks are listed in `fuzz/README.md`.
 //!
 //! The harness plays the server with lock-sim's ZooKeeper model ([`lock_sim::ZkModel`],
-//! wrapped in a "world" that knows which session is ours and holds the watch firings
-//! until the harness delivers them). Most steps keep that world
-//! *honest* (FIFO replies computed from it, truthful watch firings, expiry only while
-//! the client is disconnected); others lie (crafted replies to any request, spurious
-//! deletions, an admin deleting our node). Checks:
-//!
-//! * always: no panic; every acquisition (and observer, and revocation) ends in
-//!   exactly one terminal event and nothing follows it; event order follows the lock's life; no request outside the
-//!   lock directories (containers: the directories and their ancestors), no deletion
-//!   of a node that is not ours; requests only while connected; no trusted hold
-//!   while not connected; `Acquired` carries the current session; `state()` agrees
-//!   with the events; usage errors are the documented ones; stale and unknown
-//!   replies are counted; `handle_timeout` leaves nothing due; after cancelling
-//!   everything and serving honestly the session is idle; after `Closed`, every
-//!   acquisition has ended.
-//! * while the world is honest: a trusted holder's node exists, is owned by the
-//!   current session, carries the token, and fewer than `permits` blocking
-//!   participants are lower; at quiescence a waiter is really blocked and no node of
-//!   an ended acquisition is left behind.
-//!
-//! The parts, each a child module in a file of its own: the input
-//! (`input.rs`), the world (`world.rs`), the per-output checks
-//! (`outputs.rs`), the state checks (`checks.rs`), the user's steps
-//! (`steps.rs`), the server's steps (`serving.rs`), the run
-//! (`running.rs`), and owners, deadlocks and inspection (`detect.rs`).
+//! wrapped in a world, `world.rs`, that knows which session is ours and holds the watch
+//! firings until a step delivers them). Most steps keep that world *honest* (FIFO
+//! replies computed from it, truthful watch firings, expiry only while the client is
+//! disconnected); others lie (crafted replies, spurious deletions, an admin deleting
+//! our node), and from then on only the checks that hold against any server run.
 
 use lock_core::LockState::Waiting;
 use lock_core::{

@@ -1,16 +1,7 @@
-//! The `simulation` fuzz target's input and checks: an arbitrary schedule of user
-//! calls and faults for several clients of one `lock_sim::Sim`.
-//!
-//! Shared by the cargo-fuzz target (`fuzz/fuzz_targets/simulation.rs`) and
-//! the corpus replay test of the workspace (`fuzz/checks/tests/corpus_replay.rs`).
-//!
-//! The simulator's invariant checker ([`lock_sim::check`]) runs after every step.
-//! Every fault here is one ZooKeeper can produce (resets with requests applied or
-//! not, partitions short and long, expiry, lost notifications in flight,
-//! administrators deleting nodes or asking holders to let go, the container
-//! reaper, counters near the wrap), plus seeded random chaos. At the end the faults
-//! stop and the case winds down ([`Sim::wind_down`]): every task ends, the cores go
-//! idle, no orphan node is left.
+//! The `simulation` fuzz target's input and checks (listed in `fuzz/README.md`): an
+//! arbitrary schedule of user calls and faults, each one ZooKeeper can produce, for
+//! several clients of one `lock_sim::Sim`, with [`lock_sim::check`] after every
+//! step and [`Sim::wind_down`] at the end.
 
 use lock_core::names::parse_name;
 use lock_core::{CreateMode, LockId};
