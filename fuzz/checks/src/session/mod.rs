@@ -100,7 +100,6 @@ struct Harness {
     world: World,
     honest: bool,
     locks: Vec<MLock>,
-    by_id: BTreeMap<LockId, usize>,
     /// Requests the server has not answered, in send order.
     outstanding: VecDeque<Request>,
     /// Requests answered or dropped.
@@ -175,7 +174,6 @@ impl Harness {
             world,
             honest: true,
             locks: Vec::new(),
-            by_id: BTreeMap::new(),
             outstanding: VecDeque::new(),
             past: Vec::new(),
             max_issued: 0,
@@ -229,14 +227,14 @@ impl Harness {
         self.honest = false;
     }
 
+    /// The index of task `id` in `locks`, if this session started it.
+    fn task(&self, id: LockId) -> Option<usize> {
+        self.locks.iter().position(|l| l.id == id)
+    }
+
     fn add_task(&mut self, id: LockId, kind: TaskKind, dir: String) -> usize {
-        check!(
-            self,
-            !self.by_id.contains_key(&id),
-            "id {id} returned twice"
-        );
+        check!(self, self.task(id).is_none(), "id {id} returned twice");
         let i = self.locks.len();
-        self.by_id.insert(id, i);
         self.locks.push(MLock {
             id,
             kind,

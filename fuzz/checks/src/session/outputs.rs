@@ -227,7 +227,7 @@ impl Harness {
 
     pub(super) fn on_event(&mut self, lock: LockId, event: &LockEvent) {
         self.log(|| format!("<- {lock} {event:?}"));
-        let Some(&i) = self.by_id.get(&lock) else {
+        let Some(i) = self.task(lock) else {
             self.fail(format!("event {event:?} for unknown {lock}"));
         };
         let l = &self.locks[i];

@@ -209,15 +209,15 @@ impl Harness {
     }
 
     pub(super) fn our_world_nodes(&self) -> Vec<String> {
-        let peers = self.world.peer_session;
-        let mut ours = self.world.ephemerals_where(|owner| owner != peers);
+        let mut ours = (self.world.session)
+            .map(|s| self.world.zk.ephemerals(s))
+            .unwrap_or_default();
         ours.retain(|p| self.in_a_dir(p));
         ours
     }
 
     pub(super) fn peer_nodes(&self) -> Vec<String> {
-        let peers = self.world.peer_session;
-        self.world.ephemerals_where(|owner| owner == peers)
+        self.world.zk.ephemerals(self.world.peer_session)
     }
 
     pub(super) fn ensure_dir(&mut self, dir: &str) {

@@ -5,7 +5,7 @@ use super::detect::{detect_after, OWNERS};
 use super::world::name_of;
 use super::{
     detect, AcquireStep, Conn, DirPick, FencedOpPick, Harness, LockPick, RecipePick, RevokeTarget,
-    SchemePick, TaskKind, TaskState, DIRS,
+    SchemePick, TaskKind, DIRS,
 };
 use lock_core::names::parse_name;
 use lock_core::LockState::{Held, Releasing, Suspended, Waiting};
@@ -220,7 +220,7 @@ impl Harness {
         id: LockId,
         needs_detect: bool,
     ) -> Result<(), Vec<UsageError>> {
-        let Some(&i) = self.by_id.get(&id) else {
+        let Some(i) = self.task(id) else {
             return Err(vec![UsageError::UnknownLock(id)]);
         };
         let l = &self.locks[i];
@@ -274,7 +274,7 @@ impl Harness {
             (Ok(w), Ok(())) => {
                 check!(self, *w > self.last_write, "write id {w} not increasing");
                 self.last_write = *w;
-                let i = self.by_id[&id];
+                let i = self.task(id).expect("a held lock");
                 self.locks[i].writes.push((*w, None));
             }
             (Err(e), Err(allowed)) if allowed.contains(e) => {}
@@ -289,17 +289,11 @@ impl Harness {
                 .find(|q| q.id.0 > max_before && matches!(q.op, Op::Multi(_)))
                 .map(|q| q.id);
             check!(self, req.is_some(), "fenced write {w} sent no multi");
-            let i = self.by_id[&id];
+            let i = self.task(id).expect("a held lock");
             if let Some(e) = self.locks[i].writes.iter_mut().find(|(x, _)| *x == w) {
                 e.1 = req;
             }
         }
-    }
-
-    /// The kind and model state of lock `id`, if this session started it.
-    fn task_of(&self, id: LockId) -> Option<(TaskKind, TaskState)> {
-        let i = *self.by_id.get(&id)?;
-        Some((self.locks[i].kind, self.locks[i].state))
     }
 
     /// `Session::release`, or with `cancel` `Session::cancel`, of a picked id:
@@ -309,10 +303,11 @@ impl Harness {
     /// an ended task hears nothing more.
     pub(super) fn release(&mut self, p: LockPick, cancel: bool) {
         let id = self.pick_lock(p);
-        let task = self.task_of(id);
+        let i = self.task(id);
+        let task = i.map(|i| (self.locks[i].kind, self.locks[i].state));
         let what = if cancel { "cancel" } else { "release" };
-        if cancel && matches!(task, Some((_, Some(Waiting)))) {
-            self.locks[self.by_id[&id]].cancelled = true;
+        if let (Some(i), true) = (i, cancel && matches!(task, Some((_, Some(Waiting))))) {
+            self.locks[i].cancelled = true;
         }
         let r = if cancel {
             self.s.cancel(id, self.now)
@@ -329,8 +324,8 @@ impl Harness {
             Some(_) => refused(UsageError::NotHeld),
         };
         check!(self, ok, "{what} of {task:?} {id}: {r:?}");
-        if matches!(task, Some((TaskKind::Lock, Some(Held) | Some(Suspended)))) {
-            self.locks[self.by_id[&id]].state = Some(Releasing);
+        if let (Some(i), Some((TaskKind::Lock, Some(Held) | Some(Suspended)))) = (i, task) {
+            self.locks[i].state = Some(Releasing);
         }
         let events = self.drain();
         if cancel && matches!(task, Some((_, Some(Waiting)))) {

@@ -7,7 +7,7 @@
 //! is cut, the watches our client will set again when it reconnects.
 
 use lock_core::{CreateMode, Op, Reply, Stat, ZkError};
-use lock_sim::{Notification, WatchType, ZkModel, CONTAINER_OWNER, NO_SESSION};
+use lock_sim::{Notification, WatchType, ZkModel, NO_SESSION};
 use std::collections::{BTreeSet, VecDeque};
 
 /// The nodes a fresh server has, which no step may pick (the old in-harness
@@ -110,18 +110,6 @@ impl World {
         let mut parts = self.paths();
         parts.retain(|p| lock_core::names::parse_name(name_of(p)).is_some());
         parts
-    }
-
-    /// The paths of the ephemeral nodes whose owner passes `keep`, in path order.
-    pub(super) fn ephemerals_where(&self, keep: impl Fn(i64) -> bool) -> Vec<String> {
-        self.paths()
-            .into_iter()
-            .filter(|p| {
-                self.zk.stat(p).is_some_and(|s| {
-                    !matches!(s.ephemeral_owner, 0 | CONTAINER_OWNER) && keep(s.ephemeral_owner)
-                })
-            })
-            .collect()
     }
 
     // ----- requests -------------------------------------------------------------
