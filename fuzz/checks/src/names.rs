@@ -308,8 +308,3 @@ pub fn check_case(case: &NamesCase) {
         }
     }
 }
-
-/// The fuzz target's entry point: [`crate::decode_and_check`] with [`check_case`].
-pub fn run(data: &[u8]) -> bool {
-    crate::decode_and_check(data, check_case)
-}

@@ -44,11 +44,15 @@ fn inputs(target: &str) -> Vec<PathBuf> {
     files
 }
 
-/// Runs `run` on every committed input of `target` (`fuzz/corpus/<target>/` and
-/// `fuzz/regressions/<target>/`, or only `ZKLOCK_FUZZ_FILE` when set); panics
-/// naming the first input that fails, when fewer than `min` inputs exist, or when
-/// under 90% of them still decode (`run` returns whether its input decoded).
-pub fn replay(target: &str, min: usize, run: fn(&[u8]) -> bool) {
+/// Decodes every committed input of `target` (`fuzz/corpus/<target>/` and
+/// `fuzz/regressions/<target>/`, or only `ZKLOCK_FUZZ_FILE` when set) and runs
+/// `check` on it ([`crate::decode_and_check`]); panics naming the first input that
+/// fails, when fewer than `min` inputs exist, or when under 90% of them still decode.
+pub fn replay<C: for<'a> arbitrary::Arbitrary<'a>, R>(
+    target: &str,
+    min: usize,
+    check: fn(&C) -> R,
+) {
     let files = inputs(target);
     let single = std::env::var_os("ZKLOCK_FUZZ_FILE").is_some();
     if !single {
@@ -62,7 +66,7 @@ pub fn replay(target: &str, min: usize, run: fn(&[u8]) -> bool) {
     let mut decoded = 0;
     for f in &files {
         let data = std::fs::read(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-        match std::panic::catch_unwind(|| run(&data)) {
+        match std::panic::catch_unwind(|| crate::decode_and_check(&data, check)) {
             Ok(true) => decoded += 1,
             Ok(false) => {}
             Err(e) => {

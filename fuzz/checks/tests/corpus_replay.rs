@@ -15,17 +15,17 @@ use lock_fuzz_checks::{names, replay, session, simulation};
 
 #[test]
 fn names_corpus_replays_clean() {
-    replay::replay("names", 10, names::run);
+    replay::replay("names", 10, names::check_case);
 }
 
 #[test]
 fn simulation_corpus_replays_clean() {
-    replay::replay("simulation", 10, simulation::run);
+    replay::replay("simulation", 10, simulation::check_case);
 }
 
 #[test]
 fn session_corpus_replays_clean() {
-    replay::replay("session", 10, session::run);
+    replay::replay("session", 10, session::check_case);
 }
 
 /// An exclusive lock on the known directory `dir` for `owner`, deadlock detection

@@ -299,8 +299,3 @@ pub fn check_case(case: &SessionCase) -> Outcome {
     }
     h.outcome
 }
-
-/// The fuzz target's entry point: [`crate::decode_and_check`] with [`check_case`].
-pub fn run(data: &[u8]) -> bool {
-    crate::decode_and_check(data, check_case)
-}
