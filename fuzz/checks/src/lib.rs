@@ -1,10 +1,7 @@
-//! Input types and checks of zklock's fuzz targets, one module per target.
-//!
-//! The cargo-fuzz targets (`fuzz/fuzz_targets/`) feed them the fuzzer's bytes; the
-//! crate's corpus replay test (`fuzz/checks/tests/corpus_replay.rs`) feeds them the
-//! committed corpus on stable Rust ([`replay`]), so the fuzzers and `cargo test`
-//! run the very same checks on the same bytes. The crate depends on nothing but `lock_core`,
-//! `lock_sim` and `arbitrary`.
+//! Input types and checks of zklock's fuzz targets, one module per target. The
+//! cargo-fuzz targets (`fuzz/fuzz_targets/`) feed them the fuzzer's bytes, the
+//! crate's test replays the committed corpus through them on stable Rust
+//! ([`replay`]): the same checks on the same bytes.
 #![forbid(unsafe_code)]
 
 pub mod names;

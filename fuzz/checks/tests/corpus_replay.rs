@@ -1,15 +1,6 @@
-//! Replays the committed corpus of every fuzz target (`fuzz/corpus/<target>/`,
-//! `fuzz/regressions/<target>/`) through the targets' own checks on stable Rust,
-//! so `cargo test` guards against regressions: `names` on lock-core's naming
-//! schemes, `session` served from lock-sim's ZooKeeper model
-//! ([`lock_sim::ZkModel`]), `simulation` on the seeded simulator. Then hand-built
-//! `session` cases that pin what the fuzzer once found.
-//!
-//! A failing file is named in the panic message; replay it alone (or a whole
-//! directory, e.g. a fuzzer's working corpus) with a trace:
-//! `ZKLOCK_FUZZ_FILE=<path> ZKLOCK_FUZZ_TRACE=1 cargo test -p lock-fuzz-checks --test corpus_replay -- --nocapture`
-//! (the path must contain the target's name; `ZKLOCK_FUZZ_TRACE=all` prints the
-//! trace of every case, not only of a failing one).
+//! Replays the committed corpus of every fuzz target through the targets' own checks
+//! on stable Rust, then hand-built `session` cases that reach what the corpus does
+//! not. `fuzz/README.md` says how to replay one failing file with a trace.
 
 use lock_fuzz_checks::{names, replay, session, simulation};
 
