@@ -230,9 +230,10 @@ impl Harness {
         }
     }
 
-    pub(super) fn deliver(&mut self, i: u8) {
+    /// Delivers a queued watch firing; false when none is queued.
+    pub(super) fn deliver(&mut self, i: u8) -> bool {
         if self.world.queue.is_empty() {
-            return;
+            return false;
         }
         let i = usize::from(i) % self.world.queue.len();
         let n = self.world.queue.remove(i).expect("index in range");
@@ -240,6 +241,7 @@ impl Harness {
             path: n.path,
             kind: n.kind,
         });
+        true
     }
 
     pub(super) fn after_session_change(&mut self) {
