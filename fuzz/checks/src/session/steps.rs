@@ -79,16 +79,16 @@ impl Harness {
         let node_len =
             lock_core::owner::node_data(a.scheme.scheme(), owner.as_deref(), &data).len();
         // The harness keeps the default packet limit.
-        let max_data = |path: &str| Config::default().max_data_len(path).unwrap_or(0);
+        let max_data = Config::default().max_data_len(&path).unwrap_or(0);
         // The documented refusals, in order.
         let expected_err = if self.conn == Conn::Closed {
             Some(UsageError::Closed)
         } else if let Err(e) = lock_core::validate_lock_path(&path) {
             Some(e)
-        } else if node_len > max_data(&path) {
+        } else if node_len > max_data {
             Some(UsageError::DataTooLarge {
                 len: node_len,
-                max: max_data(&path),
+                max: max_data,
             })
         } else if rec == (Recipe::Semaphore { permits: 0 }) {
             Some(UsageError::ZeroPermits)

@@ -23,7 +23,6 @@ const FOREIGN: [&str; 3] = ["readme", "zkl-section", "lock-000000001x"];
 
 struct Driver {
     sim: Sim,
-    n: usize,
     /// Every acquisition, observer and revocation started.
     tasks: Vec<(ClientId, LockId)>,
     closed: Vec<bool>,
@@ -33,7 +32,7 @@ struct Driver {
 
 impl Driver {
     fn client(&self, c: u8) -> ClientId {
-        ClientId(usize::from(c) % self.n)
+        ClientId(usize::from(c) % self.timeouts.len())
     }
 
     fn task(&self, t: u8) -> Option<(ClientId, LockId)> {
@@ -129,12 +128,10 @@ pub fn check_case(case: &SimCase) {
         }
         sim.add_client_with(cc);
     }
-    let n = picks.len();
     let mut d = Driver {
         sim,
-        n,
         tasks: Vec::new(),
-        closed: vec![false; n],
+        closed: vec![false; picks.len()],
         timeouts,
         chaos: case.chaos_ms.is_some(),
     };
