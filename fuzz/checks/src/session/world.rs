@@ -202,18 +202,13 @@ impl World {
     /// requests whose replies a cut loses are applied (the client library registers
     /// a watch when the reply comes).
     pub(super) fn client_watches(&self) -> (Vec<String>, Vec<String>) {
-        let mut data = Vec::new();
-        let mut child = Vec::new();
-        if let Some(s) = self.session {
-            for (table, path) in self.zk.watches_of(s) {
-                if table == WatchType::Child {
-                    child.push(path);
-                } else {
-                    data.push(path);
-                }
-            }
-        }
-        (data, child)
+        let watches = self.session.map(|s| self.zk.watches_of(s));
+        let (child, data): (Vec<_>, Vec<_>) = watches
+            .into_iter()
+            .flatten()
+            .partition(|(table, _)| *table == WatchType::Child);
+        let paths = |w: Vec<(WatchType, String)>| w.into_iter().map(|(_, p)| p).collect();
+        (paths(data), paths(child))
     }
 
     /// Our connection is cut: the server drops its watches with it (ZooKeeper's
