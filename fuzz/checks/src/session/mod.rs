@@ -271,7 +271,7 @@ pub struct Outcome {
     pub deadlock_failures: usize,
     /// Inspections that reported participants.
     pub inspections: usize,
-    /// Scans that reported, and the cycles they found.
+    /// Scans that reported.
     pub scans: usize,
     /// Cycles the scans found.
     pub scan_cycles: usize,
