@@ -3,5 +3,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    lock_fuzz_checks::names::run(data);
+    lock_fuzz_checks::decode_and_check(data, lock_fuzz_checks::names::check_case);
 });

@@ -4,5 +4,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    lock_fuzz_checks::session::run(data);
+    lock_fuzz_checks::decode_and_check(data, lock_fuzz_checks::session::check_case);
 });

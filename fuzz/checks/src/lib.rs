@@ -1,16 +1,25 @@
-//! Input types and checks of zklock's fuzz targets, one module per target.
-//!
-//! The cargo-fuzz targets (`fuzz/fuzz_targets/`) feed them the fuzzer's bytes; the
-//! crate's corpus replay test (`fuzz/checks/tests/corpus_replay.rs`) feeds them the
-//! committed corpus on stable Rust ([`replay`]), so the fuzzers and `cargo test`
-//! run the very same checks on the same bytes. The crate depends on nothing but `lock_core`,
-//! `lock_sim` and `arbitrary`.
+//! Input types and checks of zklock's fuzz targets, one module per target. The
+//! cargo-fuzz targets (`fuzz/fuzz_targets/`) feed them the fuzzer's bytes, the
+//! crate's test replays the committed corpus through them on stable Rust
+//! ([`replay`]): the same checks on the same bytes.
 #![forbid(unsafe_code)]
 
 pub mod names;
 pub mod replay;
 pub mod session;
 pub mod simulation;
+
+use lock_core::names::{format_sequence, node_prefix};
+use lock_core::{AttemptId, NameScheme, NodeKind};
+
+/// The name of the node of `scheme`, `attempt` and `kind` with sequence number `seq`.
+pub fn node_name(scheme: NameScheme, attempt: AttemptId, kind: NodeKind, seq: i32) -> String {
+    format!(
+        "{}{}",
+        node_prefix(scheme, attempt, kind),
+        format_sequence(seq)
+    )
+}
 
 /// The item of `items` a fuzzer's number `i` picks (`i` modulo the length), or
 /// `None` when there is nothing to pick.

@@ -12,50 +12,47 @@ fn fuzz_dir() -> PathBuf {
         .expect("the repository's fuzz/corpus directory")
 }
 
-/// Every file of `corpus/<target>` and `regressions/<target>`, sorted.
-fn inputs(target: &str) -> Vec<PathBuf> {
-    if let Some(one) = std::env::var_os("ZKLOCK_FUZZ_FILE") {
-        let one = PathBuf::from(one);
-        let in_target = one.components().any(|c| c.as_os_str() == target);
-        if !in_target {
-            return Vec::new();
-        }
-        return match std::fs::read_dir(&one) {
-            // A directory: every file in it.
-            Ok(entries) => {
-                let mut v: Vec<PathBuf> = entries.map(|e| e.expect("readable").path()).collect();
-                v.sort();
-                v
-            }
-            Err(_) => vec![one],
-        };
-    }
-    let mut files = Vec::new();
-    for dir in ["corpus", "regressions"] {
-        let dir = fuzz_dir().join(dir).join(target);
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries {
-            let path = e.expect("readable corpus directory").path();
-            if path.is_file()
-                && !path
+/// The files of `dir` (none if it is missing), without hidden ones.
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .map(|e| e.expect("readable corpus directory").path())
+        .filter(|p| {
+            p.is_file()
+                && !p
                     .file_name()
                     .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-            {
-                files.push(path);
-            }
-        }
-    }
+        })
+        .collect()
+}
+
+/// Every file of `corpus/<target>` and `regressions/<target>`, or of
+/// `ZKLOCK_FUZZ_FILE` (a file or a directory) when its path names `target`; sorted.
+fn inputs(target: &str) -> Vec<PathBuf> {
+    let mut files = match std::env::var_os("ZKLOCK_FUZZ_FILE").map(PathBuf::from) {
+        Some(one) if !one.components().any(|c| c.as_os_str() == target) => Vec::new(),
+        Some(one) if one.is_dir() => files_in(&one),
+        Some(one) => vec![one],
+        None => ["corpus", "regressions"]
+            .iter()
+            .flat_map(|d| files_in(&fuzz_dir().join(d).join(target)))
+            .collect(),
+    };
     files.sort();
     files
 }
 
-/// Runs `run` on every committed input of `target` (`fuzz/corpus/<target>/` and
-/// `fuzz/regressions/<target>/`, or only `ZKLOCK_FUZZ_FILE` when set); panics
-/// naming the first input that fails, when fewer than `min` inputs exist, or when
-/// under 90% of them still decode (`run` returns whether its input decoded).
-pub fn replay(target: &str, min: usize, run: fn(&[u8]) -> bool) {
+/// Decodes every committed input of `target` (`fuzz/corpus/<target>/` and
+/// `fuzz/regressions/<target>/`, or only `ZKLOCK_FUZZ_FILE` when set) and runs
+/// `check` on it ([`crate::decode_and_check`]); panics naming the first input that
+/// fails, when fewer than `min` inputs exist, or when under 90% of them still decode.
+pub fn replay<C: for<'a> arbitrary::Arbitrary<'a>, R>(
+    target: &str,
+    min: usize,
+    check: fn(&C) -> R,
+) {
     let files = inputs(target);
     let single = std::env::var_os("ZKLOCK_FUZZ_FILE").is_some();
     if !single {
@@ -69,7 +66,7 @@ pub fn replay(target: &str, min: usize, run: fn(&[u8]) -> bool) {
     let mut decoded = 0;
     for f in &files {
         let data = std::fs::read(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-        match std::panic::catch_unwind(|| run(&data)) {
+        match std::panic::catch_unwind(|| crate::decode_and_check(&data, check)) {
             Ok(true) => decoded += 1,
             Ok(false) => {}
             Err(e) => {

@@ -1,31 +1,22 @@
-//! Replays the committed corpus of every fuzz target (`fuzz/corpus/<target>/`,
-//! `fuzz/regressions/<target>/`) through the targets' own checks on stable Rust,
-//! so `cargo test` guards against regressions: `names` on lock-core's naming
-//! schemes, `session` served from lock-sim's ZooKeeper model
-//! ([`lock_sim::ZkModel`]), `simulation` on the seeded simulator. Then hand-built
-//! `session` cases that pin what the fuzzer once found.
-//!
-//! A failing file is named in the panic message; replay it alone (or a whole
-//! directory, e.g. a fuzzer's working corpus) with a trace:
-//! `ZKLOCK_FUZZ_FILE=<path> ZKLOCK_FUZZ_TRACE=1 cargo test -p lock-fuzz-checks --test corpus_replay -- --nocapture`
-//! (the path must contain the target's name; `ZKLOCK_FUZZ_TRACE=all` prints the
-//! trace of every case, not only of a failing one).
+//! Replays the committed corpus of every fuzz target through the targets' own checks
+//! on stable Rust, then hand-built `session` cases that reach what the corpus does
+//! not. `fuzz/README.md` says how to replay one failing file with a trace.
 
 use lock_fuzz_checks::{names, replay, session, simulation};
 
 #[test]
 fn names_corpus_replays_clean() {
-    replay::replay("names", 10, names::run);
+    replay::replay("names", 10, names::check_case);
 }
 
 #[test]
 fn simulation_corpus_replays_clean() {
-    replay::replay("simulation", 10, simulation::run);
+    replay::replay("simulation", 10, simulation::check_case);
 }
 
 #[test]
 fn session_corpus_replays_clean() {
-    replay::replay("session", 10, session::run);
+    replay::replay("session", 10, session::check_case);
 }
 
 /// An exclusive lock on the known directory `dir` for `owner`, deadlock detection
@@ -108,11 +99,10 @@ fn plain_case(seed: u64, steps: Vec<session::Step>) -> session::SessionCase {
     }
 }
 
-/// The new steps' checks on a case built by hand: owners `job-a` and `job-b` each
-/// hold one lock and wait for the other's (a deadlock through our own owners),
-/// then an inspection of one of the locks.
+/// Owners `job-a` and `job-b` each hold one lock and wait for the other's (a
+/// deadlock through our own owners), then an inspection of one of the locks.
 #[test]
-fn session_checks_pass_on_an_own_owner_cycle_with_inspection_and_scan() {
+fn session_checks_pass_on_an_own_owner_cycle_with_inspection() {
     use session::*;
     let case = plain_case(
         7,

@@ -5,7 +5,7 @@ use super::{Conn, Harness, TaskKind};
 use lock_core::names::{parse_name, relative_sequence};
 use lock_core::LockState::{Held, Waiting};
 use lock_core::{AttemptId, NameScheme, NodeKind, Recipe};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 impl Harness {
     pub(super) fn check_state(&mut self) {
@@ -126,15 +126,14 @@ impl Harness {
     pub(super) fn check_quiescent(&mut self) {
         let sid = self.session_id().expect("connected");
         let ours = self.world.zk.ephemerals(sid);
-        let mut attempts: BTreeMap<AttemptId, usize> = BTreeMap::new();
-        for p in &ours {
-            if let Some(n) = parse_name(name_of(p)) {
-                *attempts.entry(n.attempt).or_default() += 1;
-            }
-        }
+        let mut attempts = BTreeSet::new();
+        let one_node_each = ours
+            .iter()
+            .filter_map(|p| parse_name(name_of(p)))
+            .all(|n| attempts.insert(n.attempt));
         check!(
             self,
-            attempts.values().all(|&n| n == 1),
+            one_node_each,
             "duplicate nodes of one attempt at rest: {ours:?}"
         );
         let live = self

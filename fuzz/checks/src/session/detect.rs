@@ -79,11 +79,8 @@ impl Harness {
             (Op::GetChildren { path }, Err(ZkError::NoNode)) => {
                 self.listings.push((r.id, path.clone(), Vec::new()))
             }
-            (Op::GetData { path, watch: false }, Ok(Reply::Data { .. })) => {
-                self.reads.push((r.id, path.clone(), true))
-            }
-            (Op::GetData { path, watch: false }, Err(ZkError::NoNode)) => {
-                self.reads.push((r.id, path.clone(), false))
+            (Op::GetData { path, watch: false }, Ok(Reply::Data { .. }) | Err(ZkError::NoNode)) => {
+                self.reads.push((r.id, path.clone(), result.is_ok()))
             }
             _ => {}
         }

@@ -1,42 +1,18 @@
 //! The `session` fuzz target's input and checks: arbitrary user calls, replies, watch
-//! firings, session changes and time steps fed into one [`lock_core::Session`].
-//!
-//! Shared by the cargo-fuzz target (`fuzz/fuzz_targets/session.rs`) and the
-//! corpus replay test of the workspace (`fuzz/checks/tests/corpus_replay.rs`),
-//! so it depends only on `lock_core`, `lock_sim` and `arbitrary`.
+//! firings, session changes and time steps fed into one [`lock_core::Session`]; the
+//! checks are listed in `fuzz/README.md`.
 //!
 //! The harness plays the server with lock-sim's ZooKeeper model ([`lock_sim::ZkModel`],
-//! wrapped in a "world" that knows which session is ours and holds the watch firings
-//! until the harness delivers them). Most steps keep that world
-//! *honest* (FIFO replies computed from it, truthful watch firings, expiry only while
-//! the client is disconnected); others lie (crafted replies to any request, spurious
-//! deletions, an admin deleting our node). Checks:
-//!
-//! * always: no panic; every acquisition (and observer, and revocation) ends in
-//!   exactly one terminal event and nothing follows it; event order follows the lock's life; no request outside the
-//!   lock directories (containers: the directories and their ancestors), no deletion
-//!   of a node that is not ours; requests only while connected; no trusted hold
-//!   while not connected; `Acquired` carries the current session; `state()` agrees
-//!   with the events; usage errors are the documented ones; stale and unknown
-//!   replies are counted; `handle_timeout` leaves nothing due; after cancelling
-//!   everything and serving honestly the session is idle; after `Closed`, every
-//!   acquisition has ended.
-//! * while the world is honest: a trusted holder's node exists, is owned by the
-//!   current session, carries the token, and fewer than `permits` blocking
-//!   participants are lower; at quiescence a waiter is really blocked and no node of
-//!   an ended acquisition is left behind.
-//!
-//! The parts, each a child module in a file of its own: the input
-//! (`input.rs`), the world (`world.rs`), the per-output checks
-//! (`outputs.rs`), the state checks (`checks.rs`), the user's steps
-//! (`steps.rs`), the server's steps (`serving.rs`), the run
-//! (`running.rs`), and owners, deadlocks and inspection (`detect.rs`).
+//! wrapped in a world, `world.rs`, that knows which session is ours and holds the watch
+//! firings until a step delivers them). Most steps keep that world *honest* (FIFO
+//! replies computed from it, truthful watch firings, expiry only while the client is
+//! disconnected); others lie (crafted replies, spurious deletions, an admin deleting
+//! our node), and from then on only the checks that hold against any server run.
 
-use lock_core::names::{format_sequence, node_prefix};
 use lock_core::LockState::Waiting;
 use lock_core::{
-    AttemptId, Config, CreateMode, Grant, Leader, LockEvent, LockId, LockState, MultiOp,
-    NameScheme, NodeKind, Recipe, Request, RequestId, Session, Timestamp,
+    AttemptId, Config, CreateMode, Grant, Leader, LockEvent, LockId, LockState, MultiOp, Recipe,
+    Request, RequestId, Session, Timestamp,
 };
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
@@ -124,7 +100,6 @@ struct Harness {
     world: World,
     honest: bool,
     locks: Vec<MLock>,
-    by_id: BTreeMap<LockId, usize>,
     /// Requests the server has not answered, in send order.
     outstanding: VecDeque<Request>,
     /// Requests answered or dropped.
@@ -199,7 +174,6 @@ impl Harness {
             world,
             honest: true,
             locks: Vec::new(),
-            by_id: BTreeMap::new(),
             outstanding: VecDeque::new(),
             past: Vec::new(),
             max_issued: 0,
@@ -253,14 +227,14 @@ impl Harness {
         self.honest = false;
     }
 
+    /// The index of task `id` in `locks`, if this session started it.
+    fn task(&self, id: LockId) -> Option<usize> {
+        self.locks.iter().position(|l| l.id == id)
+    }
+
     fn add_task(&mut self, id: LockId, kind: TaskKind, dir: String) -> usize {
-        check!(
-            self,
-            !self.by_id.contains_key(&id),
-            "id {id} returned twice"
-        );
+        check!(self, self.task(id).is_none(), "id {id} returned twice");
         let i = self.locks.len();
-        self.by_id.insert(id, i);
         self.locks.push(MLock {
             id,
             kind,
@@ -290,14 +264,6 @@ fn peer_attempt(a: u8) -> AttemptId {
     AttemptId(0xfeed_0000_0000_0000_0000_0000_0000_0000 | u128::from(a)).as_uuid_v4()
 }
 
-fn peer_name(scheme: NameScheme, attempt: u8, kind: NodeKind, seq: i32) -> String {
-    format!(
-        "{}{}",
-        node_prefix(scheme, peer_attempt(attempt), kind),
-        format_sequence(seq)
-    )
-}
-
 /// What a case came to (for tests that build cases by hand).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Outcome {
@@ -305,7 +271,7 @@ pub struct Outcome {
     pub deadlock_failures: usize,
     /// Inspections that reported participants.
     pub inspections: usize,
-    /// Scans that reported, and the cycles they found.
+    /// Scans that reported.
     pub scans: usize,
     /// Cycles the scans found.
     pub scan_cycles: usize,
@@ -332,9 +298,4 @@ pub fn check_case(case: &SessionCase) -> Outcome {
         eprintln!("{}", h.trace.take().unwrap_or_default());
     }
     h.outcome
-}
-
-/// The fuzz target's entry point: [`crate::decode_and_check`] with [`check_case`].
-pub fn run(data: &[u8]) -> bool {
-    crate::decode_and_check(data, check_case)
 }

@@ -227,7 +227,7 @@ impl Harness {
 
     pub(super) fn on_event(&mut self, lock: LockId, event: &LockEvent) {
         self.log(|| format!("<- {lock} {event:?}"));
-        let Some(&i) = self.by_id.get(&lock) else {
+        let Some(i) = self.task(lock) else {
             self.fail(format!("event {event:?} for unknown {lock}"));
         };
         let l = &self.locks[i];
@@ -395,8 +395,7 @@ impl Harness {
                     check!(
                         self,
                         g.previous_holder_crashed == marker,
-                        "grant {g:?} but the crash marker {}",
-                        if marker { "exists" } else { "does not exist" }
+                        "grant {g:?} but the crash marker exists: {marker}"
                     );
                 }
                 self.acquired_events += 1;
@@ -408,8 +407,7 @@ impl Harness {
                 check!(
                     self,
                     marker == (*event == LockEvent::SectionOpened),
-                    "{event:?} for {lock} but the marker {}",
-                    if marker { "exists" } else { "does not exist" }
+                    "{event:?} for {lock} but the marker exists: {marker}"
                 );
             }
             LockEvent::FencedWrite { write, result } => {

@@ -37,13 +37,9 @@ impl Harness {
             }
             Step::Settle => {
                 for _ in 0..256 {
-                    if self.serve_one() {
-                        continue;
-                    }
-                    if self.world.queue.is_empty() {
+                    if !(self.serve_one() || self.deliver(0)) {
                         break;
                     }
-                    self.deliver(0);
                 }
             }
             Step::Fail { err, applied } => self.fail_front(*err, *applied),
@@ -106,7 +102,9 @@ impl Harness {
                 }
             }
             Step::Reap => self.world.reap(),
-            Step::Deliver(i) => self.deliver(*i),
+            Step::Deliver(i) => {
+                self.deliver(*i);
+            }
             Step::Spurious { path, kind } => {
                 let path = match path {
                     PathPick::Ours(i) => {
@@ -163,11 +161,7 @@ impl Harness {
     pub(super) fn settle(&mut self) {
         let horizon = self.now + SETTLE_HORIZON;
         for _ in 0..50_000 {
-            if self.serve_one() {
-                continue;
-            }
-            if !self.world.queue.is_empty() {
-                self.deliver(0);
+            if self.serve_one() || self.deliver(0) {
                 continue;
             }
             match self.s.poll_timeout() {

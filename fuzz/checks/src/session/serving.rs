@@ -3,7 +3,7 @@
 
 use super::world::name_of;
 use super::{
-    peer_name, ChildPick, Conn, Crafted, DataPick, ErrPick, Harness, OwnerPick, Shape,
+    peer_attempt, ChildPick, Conn, Crafted, DataPick, ErrPick, Harness, OwnerPick, Shape,
     FOREIGN_NAMES,
 };
 use lock_core::names::format_sequence;
@@ -174,7 +174,7 @@ impl Harness {
                 kind,
                 attempt,
                 seq,
-            } => peer_name(scheme.scheme(), *attempt, *kind, *seq),
+            } => crate::node_name(scheme.scheme(), peer_attempt(*attempt), *kind, *seq),
             ChildPick::Foreign(i) => FOREIGN_NAMES[usize::from(*i) % FOREIGN_NAMES.len()].into(),
             ChildPick::Raw(s) => s.clone(),
         }
@@ -209,15 +209,15 @@ impl Harness {
     }
 
     pub(super) fn our_world_nodes(&self) -> Vec<String> {
-        let peers = self.world.peer_session;
-        let mut ours = self.world.ephemerals_where(|owner| owner != peers);
+        let mut ours = (self.world.session)
+            .map(|s| self.world.zk.ephemerals(s))
+            .unwrap_or_default();
         ours.retain(|p| self.in_a_dir(p));
         ours
     }
 
     pub(super) fn peer_nodes(&self) -> Vec<String> {
-        let peers = self.world.peer_session;
-        self.world.ephemerals_where(|owner| owner == peers)
+        self.world.zk.ephemerals(self.world.peer_session)
     }
 
     pub(super) fn ensure_dir(&mut self, dir: &str) {
@@ -230,9 +230,10 @@ impl Harness {
         }
     }
 
-    pub(super) fn deliver(&mut self, i: u8) {
+    /// Delivers a queued watch firing; false when none is queued.
+    pub(super) fn deliver(&mut self, i: u8) -> bool {
         if self.world.queue.is_empty() {
-            return;
+            return false;
         }
         let i = usize::from(i) % self.world.queue.len();
         let n = self.world.queue.remove(i).expect("index in range");
@@ -240,6 +241,7 @@ impl Harness {
             path: n.path,
             kind: n.kind,
         });
+        true
     }
 
     pub(super) fn after_session_change(&mut self) {

@@ -5,7 +5,7 @@ use super::detect::{detect_after, OWNERS};
 use super::world::name_of;
 use super::{
     detect, AcquireStep, Conn, DirPick, FencedOpPick, Harness, LockPick, RecipePick, RevokeTarget,
-    SchemePick, TaskKind, TaskState, DIRS,
+    SchemePick, TaskKind, DIRS,
 };
 use lock_core::names::parse_name;
 use lock_core::LockState::{Held, Releasing, Suspended, Waiting};
@@ -34,17 +34,10 @@ impl Harness {
         // The model knows semaphores in zklock's own layout only: one in Curator's
         // or kazoo's (a lease pool behind an internal mutex) is taken natively
         // here, and checked in lock-core's tests and the simulation instead.
-        let native_semaphore;
-        let a = match a.recipe {
-            RecipePick::Semaphore(_) => {
-                native_semaphore = AcquireStep {
-                    scheme: SchemePick::Native,
-                    ..a.clone()
-                };
-                &native_semaphore
-            }
-            _ => a,
-        };
+        let mut a = a.clone();
+        if let RecipePick::Semaphore(_) = a.recipe {
+            a.scheme = SchemePick::Native;
+        }
         let path = Self::dir_of(&a.dir);
         let data = a.data.bytes();
         let mut spec = match a.recipe {
@@ -86,16 +79,16 @@ impl Harness {
         let node_len =
             lock_core::owner::node_data(a.scheme.scheme(), owner.as_deref(), &data).len();
         // The harness keeps the default packet limit.
-        let max_data = |path: &str| Config::default().max_data_len(path).unwrap_or(0);
+        let max_data = Config::default().max_data_len(&path).unwrap_or(0);
         // The documented refusals, in order.
         let expected_err = if self.conn == Conn::Closed {
             Some(UsageError::Closed)
         } else if let Err(e) = lock_core::validate_lock_path(&path) {
             Some(e)
-        } else if node_len > max_data(&path) {
+        } else if node_len > max_data {
             Some(UsageError::DataTooLarge {
                 len: node_len,
-                max: max_data(&path),
+                max: max_data,
             })
         } else if rec == (Recipe::Semaphore { permits: 0 }) {
             Some(UsageError::ZeroPermits)
@@ -106,7 +99,7 @@ impl Harness {
                 "crash detection needs an exclusive recipe",
             ))
         } else {
-            detect::detection_refusal(a, owner.as_deref(), &data)
+            detect::detection_refusal(&a, owner.as_deref(), &data)
         };
         self.log(|| format!("acquire {path} {rec:?} {a:?}"));
         let before = self.s.tracked();
@@ -227,7 +220,7 @@ impl Harness {
         id: LockId,
         needs_detect: bool,
     ) -> Result<(), Vec<UsageError>> {
-        let Some(&i) = self.by_id.get(&id) else {
+        let Some(i) = self.task(id) else {
             return Err(vec![UsageError::UnknownLock(id)]);
         };
         let l = &self.locks[i];
@@ -281,7 +274,7 @@ impl Harness {
             (Ok(w), Ok(())) => {
                 check!(self, *w > self.last_write, "write id {w} not increasing");
                 self.last_write = *w;
-                let i = self.by_id[&id];
+                let i = self.task(id).expect("a held lock");
                 self.locks[i].writes.push((*w, None));
             }
             (Err(e), Err(allowed)) if allowed.contains(e) => {}
@@ -296,17 +289,11 @@ impl Harness {
                 .find(|q| q.id.0 > max_before && matches!(q.op, Op::Multi(_)))
                 .map(|q| q.id);
             check!(self, req.is_some(), "fenced write {w} sent no multi");
-            let i = self.by_id[&id];
+            let i = self.task(id).expect("a held lock");
             if let Some(e) = self.locks[i].writes.iter_mut().find(|(x, _)| *x == w) {
                 e.1 = req;
             }
         }
-    }
-
-    /// The kind and model state of lock `id`, if this session started it.
-    fn task_of(&self, id: LockId) -> Option<(TaskKind, TaskState)> {
-        let i = *self.by_id.get(&id)?;
-        Some((self.locks[i].kind, self.locks[i].state))
     }
 
     /// `Session::release`, or with `cancel` `Session::cancel`, of a picked id:
@@ -316,10 +303,11 @@ impl Harness {
     /// an ended task hears nothing more.
     pub(super) fn release(&mut self, p: LockPick, cancel: bool) {
         let id = self.pick_lock(p);
-        let task = self.task_of(id);
+        let i = self.task(id);
+        let task = i.map(|i| (self.locks[i].kind, self.locks[i].state));
         let what = if cancel { "cancel" } else { "release" };
-        if cancel && matches!(task, Some((_, Some(Waiting)))) {
-            self.locks[self.by_id[&id]].cancelled = true;
+        if let (Some(i), true) = (i, cancel && matches!(task, Some((_, Some(Waiting))))) {
+            self.locks[i].cancelled = true;
         }
         let r = if cancel {
             self.s.cancel(id, self.now)
@@ -336,8 +324,8 @@ impl Harness {
             Some(_) => refused(UsageError::NotHeld),
         };
         check!(self, ok, "{what} of {task:?} {id}: {r:?}");
-        if matches!(task, Some((TaskKind::Lock, Some(Held) | Some(Suspended)))) {
-            self.locks[self.by_id[&id]].state = Some(Releasing);
+        if let (Some(i), Some((TaskKind::Lock, Some(Held) | Some(Suspended)))) = (i, task) {
+            self.locks[i].state = Some(Releasing);
         }
         let events = self.drain();
         if cancel && matches!(task, Some((_, Some(Waiting)))) {

@@ -7,7 +7,7 @@
 //! is cut, the watches our client will set again when it reconnects.
 
 use lock_core::{CreateMode, Op, Reply, Stat, ZkError};
-use lock_sim::{Notification, WatchType, ZkModel, CONTAINER_OWNER, NO_SESSION};
+use lock_sim::{Notification, WatchType, ZkModel, NO_SESSION};
 use std::collections::{BTreeSet, VecDeque};
 
 /// The nodes a fresh server has, which no step may pick (the old in-harness
@@ -112,18 +112,6 @@ impl World {
         parts
     }
 
-    /// The paths of the ephemeral nodes whose owner passes `keep`, in path order.
-    pub(super) fn ephemerals_where(&self, keep: impl Fn(i64) -> bool) -> Vec<String> {
-        self.paths()
-            .into_iter()
-            .filter(|p| {
-                self.zk.stat(p).is_some_and(|s| {
-                    !matches!(s.ephemeral_owner, 0 | CONTAINER_OWNER) && keep(s.ephemeral_owner)
-                })
-            })
-            .collect()
-    }
-
     // ----- requests -------------------------------------------------------------
 
     /// Applies `op` for `session`, as the server would. `stat_on_create`: whether
@@ -214,18 +202,13 @@ impl World {
     /// requests whose replies a cut loses are applied (the client library registers
     /// a watch when the reply comes).
     pub(super) fn client_watches(&self) -> (Vec<String>, Vec<String>) {
-        let mut data = Vec::new();
-        let mut child = Vec::new();
-        if let Some(s) = self.session {
-            for (table, path) in self.zk.watches_of(s) {
-                if table == WatchType::Child {
-                    child.push(path);
-                } else {
-                    data.push(path);
-                }
-            }
-        }
-        (data, child)
+        let watches = self.session.map(|s| self.zk.watches_of(s));
+        let (child, data): (Vec<_>, Vec<_>) = watches
+            .into_iter()
+            .flatten()
+            .partition(|(table, _)| *table == WatchType::Child);
+        let paths = |w: Vec<(WatchType, String)>| w.into_iter().map(|(_, p)| p).collect();
+        (paths(data), paths(child))
     }
 
     /// Our connection is cut: the server drops its watches with it (ZooKeeper's

@@ -1,16 +1,7 @@
-//! The `simulation` fuzz target's input and checks: an arbitrary schedule of user
-//! calls and faults for several clients of one `lock_sim::Sim`.
-//!
-//! Shared by the cargo-fuzz target (`fuzz/fuzz_targets/simulation.rs`) and
-//! the corpus replay test of the workspace (`fuzz/checks/tests/corpus_replay.rs`).
-//!
-//! The simulator's invariant checker ([`lock_sim::check`]) runs after every step.
-//! Every fault here is one ZooKeeper can produce (resets with requests applied or
-//! not, partitions short and long, expiry, lost notifications in flight,
-//! administrators deleting nodes or asking holders to let go, the container
-//! reaper, counters near the wrap), plus seeded random chaos. At the end the faults
-//! stop and the case winds down ([`Sim::wind_down`]): every task ends, the cores go
-//! idle, no orphan node is left.
+//! The `simulation` fuzz target's input and checks (listed in `fuzz/README.md`): an
+//! arbitrary schedule of user calls and faults, each one ZooKeeper can produce, for
+//! several clients of one `lock_sim::Sim`, with [`lock_sim::check`] after every
+//! step and [`Sim::wind_down`] at the end.
 
 use lock_core::names::parse_name;
 use lock_core::{CreateMode, LockId};
@@ -32,7 +23,6 @@ const FOREIGN: [&str; 3] = ["readme", "zkl-section", "lock-000000001x"];
 
 struct Driver {
     sim: Sim,
-    n: usize,
     /// Every acquisition, observer and revocation started.
     tasks: Vec<(ClientId, LockId)>,
     closed: Vec<bool>,
@@ -42,7 +32,7 @@ struct Driver {
 
 impl Driver {
     fn client(&self, c: u8) -> ClientId {
-        ClientId(usize::from(c) % self.n)
+        ClientId(usize::from(c) % self.timeouts.len())
     }
 
     fn task(&self, t: u8) -> Option<(ClientId, LockId)> {
@@ -74,15 +64,11 @@ impl Driver {
     }
 
     fn fail(&self, what: &str) -> ! {
-        let trace: Vec<String> = self
-            .sim
-            .trace_log()
+        let log = self.sim.trace_log();
+        let trace: Vec<String> = log[log.len().saturating_sub(80)..]
             .iter()
-            .rev()
-            .take(80)
             .map(|t| t.to_string())
             .collect();
-        let trace: Vec<String> = trace.into_iter().rev().collect();
         panic!(
             "simulation (seed {}): {what}\nlast trace lines:\n{}",
             self.sim.seed(),
@@ -142,12 +128,10 @@ pub fn check_case(case: &SimCase) {
         }
         sim.add_client_with(cc);
     }
-    let n = picks.len();
     let mut d = Driver {
         sim,
-        n,
         tasks: Vec::new(),
-        closed: vec![false; n],
+        closed: vec![false; picks.len()],
         timeouts,
         chaos: case.chaos_ms.is_some(),
     };
@@ -156,9 +140,4 @@ pub fn check_case(case: &SimCase) {
         d.check();
     }
     d.finish();
-}
-
-/// The fuzz target's entry point: [`crate::decode_and_check`] with [`check_case`].
-pub fn run(data: &[u8]) -> bool {
-    crate::decode_and_check(data, check_case)
 }
