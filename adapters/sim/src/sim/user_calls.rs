@@ -19,13 +19,12 @@
 //! outcome for the checker.
 
 use crate::sim::user_face::Drained;
-use crate::sim::user_wake::WakeFlag;
+use crate::sim::user_wake::{take_woken, TaskWaker};
 use lock_client::{Error, LockGuard, Writes};
 use lock_core::{FencedError, LockEvent, LockId, MultiOp, MultiResult, UsageError};
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
@@ -55,8 +54,7 @@ struct Side {
     lock: LockId,
     call: Call,
     future: SideFuture,
-    flag: Arc<WakeFlag>,
-    waker: Waker,
+    wake: TaskWaker,
 }
 
 /// The side calls of one client's holders.
@@ -150,9 +148,8 @@ impl Sides {
     /// Polls `future` once, as `.await` does: `Err` with its answer if it is ready
     /// at once; otherwise it runs from now on.
     fn start(&mut self, lock: LockId, call: Call, mut future: SideFuture) -> Result<(), Answer> {
-        let flag = Arc::new(WakeFlag::default());
-        let waker = Waker::from(flag.clone());
-        if let Poll::Ready(answer) = future.as_mut().poll(&mut Context::from_waker(&waker)) {
+        let wake = TaskWaker::default();
+        if let Poll::Ready(answer) = future.as_mut().poll(&mut Context::from_waker(&wake.waker)) {
             return Err(answer);
         }
         self.next_side += 1;
@@ -160,8 +157,7 @@ impl Sides {
             lock,
             call,
             future,
-            flag,
-            waker,
+            wake,
         };
         self.running.insert(self.next_side, side);
         Ok(())
@@ -175,15 +171,9 @@ impl Sides {
         held: &dyn Fn(LockId) -> Option<Arc<LockGuard>>,
         out: &mut VecDeque<Drained>,
     ) -> bool {
-        let woken: Vec<u64> = self
-            .running
-            .iter()
-            .filter(|(_, s)| s.flag.woken.swap(false, Ordering::Relaxed))
-            .map(|(k, _)| *k)
-            .collect();
-        for &k in &woken {
-            let waker = self.running[&k].waker.clone();
-            if let Some((lock, call, answer)) = self.poll_side(k, &waker) {
+        let woken = take_woken(&self.running, |s| &s.wake);
+        for (k, waker) in &woken {
+            if let Some((lock, call, answer)) = self.poll_side(*k, waker) {
                 self.finish(lock, call, answer, held, out);
             }
         }
@@ -200,7 +190,7 @@ impl Sides {
     ) {
         let keys: Vec<u64> = self.running.keys().copied().collect();
         for k in keys {
-            let wakes = self.running[&k].flag.wakes.load(Ordering::Relaxed);
+            let wakes = self.running[&k].wake.wakes();
             if let Some((lock, call, answer)) = self.poll_side(k, probe) {
                 out.push_back(Drained::Broken(
                     crate::ViolationKind::Liveness,

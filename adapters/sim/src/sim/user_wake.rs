@@ -3,9 +3,10 @@
 //! virtual clock lock-client reads.
 
 use lock_client::Clock;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::Wake;
+use std::task::{Wake, Waker};
 use std::time::{Duration, Instant};
 
 /// A client's virtual clock: `zero` plus the simulation's time, which the harness
@@ -21,11 +22,52 @@ impl Clock for SimClock {
     }
 }
 
-/// A task's waker: records that it was woken, and how often.
+/// A task's waker, which records that it was woken and how often: the three small
+/// executors of the user face (acquisitions, side calls, queries) poll a future
+/// only when [`take_woken`] finds its flag set.
+pub(crate) struct TaskWaker {
+    flag: Arc<WakeFlag>,
+    pub(crate) waker: Waker,
+}
+
+impl Default for TaskWaker {
+    fn default() -> TaskWaker {
+        let flag = Arc::new(WakeFlag::default());
+        let waker = Waker::from(flag.clone());
+        TaskWaker { flag, waker }
+    }
+}
+
+impl TaskWaker {
+    /// Marks the task to be polled at the next drain, as a wake does.
+    pub(crate) fn wake(&self) {
+        self.flag.woken.store(true, Ordering::Relaxed);
+    }
+
+    /// How often the future woke it so far (for the trace and lost wake-ups).
+    pub(crate) fn wakes(&self) -> u64 {
+        self.flag.wakes.load(Ordering::Relaxed)
+    }
+}
+
+/// The tasks woken since the last look, with their wakers (clearing their flags).
+pub(crate) fn take_woken<K: Copy, T>(
+    tasks: &BTreeMap<K, T>,
+    wake: impl Fn(&T) -> &TaskWaker,
+) -> Vec<(K, Waker)> {
+    let woken = |t: &T| wake(t).flag.woken.swap(false, Ordering::Relaxed);
+    let with_waker = |(k, t): (&K, &T)| (*k, wake(t).waker.clone());
+    tasks
+        .iter()
+        .filter(|(_, t)| woken(t))
+        .map(with_waker)
+        .collect()
+}
+
 #[derive(Default)]
-pub(crate) struct WakeFlag {
-    pub(crate) woken: AtomicBool,
-    pub(crate) wakes: AtomicU64,
+struct WakeFlag {
+    woken: AtomicBool,
+    wakes: AtomicU64,
 }
 
 impl Wake for WakeFlag {
