@@ -127,22 +127,19 @@ impl Sides {
         let future: SideFuture =
             Box::pin(async move { Answer::Fenced(guard.fenced_write(writes).await) });
         let write = self.next_write + 1;
-        match self.start(lock, Call::Fenced { write }, future) {
+        let answered = match self.start(lock, Call::Fenced { write }, future) {
             // Not held or not trusted: nothing was sent.
-            Err(Answer::Fenced(Err(FencedError::NotHeld))) => Err(UsageError::NotHeld(lock)),
-            Err(answer) => {
-                // Answered at the first poll, but sent: report the call and its outcome.
-                self.next_write = write;
-                out.push_back(Drained::FencedCall { lock, write, ops });
-                out.extend(outcome(lock, Call::Fenced { write }, answer));
-                Ok(write)
+            Err(Answer::Fenced(Err(FencedError::NotHeld))) => {
+                return Err(UsageError::NotHeld(lock))
             }
-            Ok(()) => {
-                self.next_write = write;
-                out.push_back(Drained::FencedCall { lock, write, ops });
-                Ok(write)
-            }
-        }
+            Err(answer) => Some(answer),
+            Ok(()) => None,
+        };
+        self.next_write = write;
+        out.push_back(Drained::FencedCall { lock, write, ops });
+        // Answered at the first poll, but sent: its outcome follows the call.
+        out.extend(answered.and_then(|answer| outcome(lock, Call::Fenced { write }, answer)));
+        Ok(write)
     }
 
     /// Polls `future` once, as `.await` does: `Err` with its answer if it is ready
