@@ -19,7 +19,7 @@
 //! outcome for the checker.
 
 use crate::sim::user_face::Drained;
-use crate::sim::user_wake::{take_woken, TaskWaker};
+use crate::sim::user_wake::{lost_wake_up, take_woken, TaskWaker};
 use lock_client::{Error, LockGuard, Writes};
 use lock_core::{FencedError, LockEvent, LockId, MultiOp, MultiResult, UsageError};
 use std::collections::{BTreeMap, VecDeque};
@@ -189,13 +189,7 @@ impl Sides {
         for k in keys {
             let wakes = self.running[&k].wake.wakes();
             if let Some((lock, call, answer)) = self.poll_side(k, probe) {
-                out.push_back(Drained::Broken(
-                    crate::ViolationKind::Liveness,
-                    format!(
-                        "lost wake-up: {call:?} on {lock} was ready but its waker was not \
-                         woken ({wakes} wakes so far): an executor would never poll it again"
-                    ),
-                ));
+                out.push_back(lost_wake_up(format!("{call:?} on {lock}"), wakes));
                 self.finish(lock, call, answer, held, out);
             }
         }

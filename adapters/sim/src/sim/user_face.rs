@@ -36,7 +36,7 @@ use crate::sim::face::ClientCore;
 use crate::sim::user_calls::Sides;
 use crate::sim::user_events::{expected_status, fail_reason};
 use crate::sim::user_queries::{Ask, Queries};
-use crate::sim::user_wake::{take_woken, SimClock, TaskWaker};
+use crate::sim::user_wake::{lost_wake_up, take_woken, SimClock, TaskWaker};
 use lock_client::{Error, Link, LockClient, LockGuard, LockStatus, PendingLock};
 use lock_core::{
     Config, FailReason, Input, LockEvent, LockId, LockSpec, LockState, LostReason, MultiOp,
@@ -452,18 +452,8 @@ impl UserClient {
                 })
                 .collect();
             if !seen.is_empty() {
-                self.out.insert(
-                    before,
-                    Drained::Broken(
-                        crate::ViolationKind::Liveness,
-                        format!(
-                            "lost wake-up: {id}'s future was ready ({}) but its waker was \
-                             not woken ({wakes} wakes so far): an executor would never poll \
-                             it again",
-                            seen.join(", ")
-                        ),
-                    ),
-                );
+                let what = format!("{id}'s future ({})", seen.join(", "));
+                self.out.insert(before, lost_wake_up(what, wakes));
             }
         }
     }

@@ -15,7 +15,7 @@
 
 use crate::sim::user_events::fail_reason;
 use crate::sim::user_face::Drained;
-use crate::sim::user_wake::{take_woken, TaskWaker};
+use crate::sim::user_wake::{lost_wake_up, take_woken, TaskWaker};
 use lock_client::{ElectionObserver, Error, LockClient};
 use lock_core::{FailReason, LockEvent, LockId, UsageError};
 use std::collections::{BTreeMap, VecDeque};
@@ -139,13 +139,7 @@ impl Queries {
             let progress = poll_query(query, probe, id, &mut seen);
             self.settle(id, progress, &mut seen);
             if !seen.is_empty() {
-                out.push_back(Drained::Broken(
-                    crate::ViolationKind::Liveness,
-                    format!(
-                        "lost wake-up: query {id} had an answer but its waker was not woken \
-                         ({wakes} wakes so far): an executor would never poll it again"
-                    ),
-                ));
+                out.push_back(lost_wake_up(format!("query {id}"), wakes));
                 out.extend(seen);
             }
         }

@@ -2,6 +2,7 @@
 //! record whether (and how often) a future asked to be polled again, and the
 //! virtual clock lock-client reads.
 
+use crate::sim::user_face::Drained;
 use lock_client::Clock;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -62,6 +63,16 @@ pub(crate) fn take_woken<K: Copy, T>(
         .filter(|(_, t)| woken(t))
         .map(with_waker)
         .collect()
+}
+
+/// What a probe reports when the future `what`, not woken, was ready: a wake-up
+/// the client lost (one sentence for the acquisitions, side calls and queries).
+pub(crate) fn lost_wake_up(what: impl std::fmt::Display, wakes: u64) -> Drained {
+    let detail = format!(
+        "lost wake-up: {what} was ready but its waker was not woken ({wakes} wakes so far): \
+         an executor would never poll it again"
+    );
+    Drained::Broken(crate::ViolationKind::Liveness, detail)
 }
 
 #[derive(Default)]
