@@ -160,12 +160,11 @@ impl Sides {
         Ok(())
     }
 
-    /// Polls every side future whose waker was woken; true if one was. `held`
-    /// gives the guard of a lock the user still holds (for the next section call
-    /// in line, and to tell whether an outcome comes before the lock's end).
+    /// Polls every side future whose waker was woken; true if one was. `held`: whether
+    /// the user still holds a lock (an outcome after the lock's end is not reported).
     pub(crate) fn poll_woken(
         &mut self,
-        held: &dyn Fn(LockId) -> Option<Arc<LockGuard>>,
+        held: &dyn Fn(LockId) -> bool,
         out: &mut VecDeque<Drained>,
     ) -> bool {
         let woken = take_woken(&self.running, |s| &s.wake);
@@ -182,7 +181,7 @@ impl Sides {
     pub(crate) fn probe_unwoken(
         &mut self,
         probe: &Waker,
-        held: &dyn Fn(LockId) -> Option<Arc<LockGuard>>,
+        held: &dyn Fn(LockId) -> bool,
         out: &mut VecDeque<Drained>,
     ) {
         let keys: Vec<u64> = self.running.keys().copied().collect();
@@ -212,10 +211,10 @@ impl Sides {
         lock: LockId,
         call: Call,
         answer: Answer,
-        held: &dyn Fn(LockId) -> Option<Arc<LockGuard>>,
+        held: &dyn Fn(LockId) -> bool,
         out: &mut VecDeque<Drained>,
     ) {
-        if held(lock).is_some() {
+        if held(lock) {
             out.extend(outcome(lock, call, answer));
         } else {
             // The user saw the lock end first: the core reports nothing after it.

@@ -392,14 +392,9 @@ impl UserClient {
         }
     }
 
-    /// The guards of the locks the user holds (and has not seen end).
-    fn held_guards(
-        tasks: &BTreeMap<LockId, UserTask>,
-    ) -> impl Fn(LockId) -> Option<Arc<LockGuard>> + '_ {
-        move |lock| match tasks.get(&lock).map(|t| &t.stage) {
-            Some(Stage::Held { guard, .. }) => Some(guard.clone()),
-            _ => None,
-        }
+    /// Whether the user holds `lock` (and has not seen it end).
+    fn holds(tasks: &BTreeMap<LockId, UserTask>) -> impl Fn(LockId) -> bool + '_ {
+        move |lock| matches!(tasks.get(&lock).map(|t| &t.stage), Some(Stage::Held { .. }))
     }
 
     // ----- the executor ------------------------------------------------------------
@@ -408,7 +403,7 @@ impl UserClient {
     /// was. Side calls first: an answer the core gave before the lock's end reaches
     /// the checker before the end.
     fn poll_woken(&mut self) -> bool {
-        let held = Self::held_guards(&self.tasks);
+        let held = Self::holds(&self.tasks);
         let sides = self.sides.poll_woken(&held, &mut self.out);
         drop(held);
         self.start_releases();
@@ -421,7 +416,7 @@ impl UserClient {
     }
 
     fn probe_unwoken_sides(&mut self) {
-        let held = Self::held_guards(&self.tasks);
+        let held = Self::holds(&self.tasks);
         self.sides.probe_unwoken(&self.probe, &held, &mut self.out);
         drop(held);
         self.start_releases();
