@@ -488,12 +488,8 @@ impl UserClient {
                         Poll::Pending => break,
                         Poll::Ready(Some(LockEvent::Lost(reason))) => {
                             report.push(LockEvent::Lost(reason.clone()));
-                            let placeholder = Stage::Releasing(Box::pin(async { Ok(()) }));
-                            if let Stage::Held { guard, .. } =
-                                std::mem::replace(&mut task.stage, placeholder)
-                            {
-                                task.stage = Stage::Lost { guard, reason };
-                            }
+                            let guard = guard.clone();
+                            task.stage = Stage::Lost { guard, reason };
                         }
                         Poll::Ready(Some(event)) => {
                             report.push(event.clone());
