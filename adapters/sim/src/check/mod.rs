@@ -63,14 +63,15 @@ use lock_core::names::{parse_kazoo_lease, parse_name, semaphore_lease_dir, semap
 use lock_core::{LockEvent, LockId, NameScheme, Recipe};
 use std::collections::{BTreeMap, BTreeSet};
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
 enum Phase {
+    #[default]
     Waiting,
     Held,
     Ended,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Default, Debug)]
 struct Track {
     path: String,
     /// `None` for tasks that take no lock (election observers, revocations).
@@ -152,18 +153,10 @@ impl Checker {
         let track = Track {
             path: path.to_owned(),
             recipe,
-            phase: Phase::Waiting,
-            node: None,
-            session: 0,
-            suspended: false,
-            released: false,
-            compromised: false,
             revocable: options.revocable,
             detects: options.detects,
             scheme: options.scheme,
-            section_open: false,
-            section_pending: 0,
-            section_last_call: None,
+            ..Track::default()
         };
         if self.tracks.insert(key, track).is_some() {
             return Err((

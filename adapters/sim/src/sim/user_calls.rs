@@ -19,13 +19,12 @@
 //! outcome for the checker.
 
 use crate::sim::user_face::Drained;
-use crate::sim::user_wake::WakeFlag;
+use crate::sim::user_wake::{lost_wake_up, take_woken, TaskWaker};
 use lock_client::{Error, LockGuard, Writes};
 use lock_core::{FencedError, LockEvent, LockId, MultiOp, MultiResult, UsageError};
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
@@ -55,8 +54,7 @@ struct Side {
     lock: LockId,
     call: Call,
     future: SideFuture,
-    flag: Arc<WakeFlag>,
-    waker: Waker,
+    wake: TaskWaker,
 }
 
 /// The side calls of one client's holders.
@@ -129,30 +127,26 @@ impl Sides {
         let future: SideFuture =
             Box::pin(async move { Answer::Fenced(guard.fenced_write(writes).await) });
         let write = self.next_write + 1;
-        match self.start(lock, Call::Fenced { write }, future) {
+        let answered = match self.start(lock, Call::Fenced { write }, future) {
             // Not held or not trusted: nothing was sent.
-            Err(Answer::Fenced(Err(FencedError::NotHeld))) => Err(UsageError::NotHeld(lock)),
-            Err(answer) => {
-                // Answered at the first poll, but sent: report the call and its outcome.
-                self.next_write = write;
-                out.push_back(Drained::FencedCall { lock, write, ops });
-                out.extend(outcome(lock, Call::Fenced { write }, answer));
-                Ok(write)
+            Err(Answer::Fenced(Err(FencedError::NotHeld))) => {
+                return Err(UsageError::NotHeld(lock))
             }
-            Ok(()) => {
-                self.next_write = write;
-                out.push_back(Drained::FencedCall { lock, write, ops });
-                Ok(write)
-            }
-        }
+            Err(answer) => Some(answer),
+            Ok(()) => None,
+        };
+        self.next_write = write;
+        out.push_back(Drained::FencedCall { lock, write, ops });
+        // Answered at the first poll, but sent: its outcome follows the call.
+        out.extend(answered.and_then(|answer| outcome(lock, Call::Fenced { write }, answer)));
+        Ok(write)
     }
 
     /// Polls `future` once, as `.await` does: `Err` with its answer if it is ready
     /// at once; otherwise it runs from now on.
     fn start(&mut self, lock: LockId, call: Call, mut future: SideFuture) -> Result<(), Answer> {
-        let flag = Arc::new(WakeFlag::default());
-        let waker = Waker::from(flag.clone());
-        if let Poll::Ready(answer) = future.as_mut().poll(&mut Context::from_waker(&waker)) {
+        let wake = TaskWaker::default();
+        if let Poll::Ready(answer) = future.as_mut().poll(&mut Context::from_waker(&wake.waker)) {
             return Err(answer);
         }
         self.next_side += 1;
@@ -160,30 +154,22 @@ impl Sides {
             lock,
             call,
             future,
-            flag,
-            waker,
+            wake,
         };
         self.running.insert(self.next_side, side);
         Ok(())
     }
 
-    /// Polls every side future whose waker was woken; true if one was. `held`
-    /// gives the guard of a lock the user still holds (for the next section call
-    /// in line, and to tell whether an outcome comes before the lock's end).
+    /// Polls every side future whose waker was woken; true if one was. `held`: whether
+    /// the user still holds a lock (an outcome after the lock's end is not reported).
     pub(crate) fn poll_woken(
         &mut self,
-        held: &dyn Fn(LockId) -> Option<Arc<LockGuard>>,
+        held: &dyn Fn(LockId) -> bool,
         out: &mut VecDeque<Drained>,
     ) -> bool {
-        let woken: Vec<u64> = self
-            .running
-            .iter()
-            .filter(|(_, s)| s.flag.woken.swap(false, Ordering::Relaxed))
-            .map(|(k, _)| *k)
-            .collect();
-        for &k in &woken {
-            let waker = self.running[&k].waker.clone();
-            if let Some((lock, call, answer)) = self.poll_side(k, &waker) {
+        let woken = take_woken(&self.running, |s| &s.wake);
+        for (k, waker) in &woken {
+            if let Some((lock, call, answer)) = self.poll_side(*k, waker) {
                 self.finish(lock, call, answer, held, out);
             }
         }
@@ -195,20 +181,14 @@ impl Sides {
     pub(crate) fn probe_unwoken(
         &mut self,
         probe: &Waker,
-        held: &dyn Fn(LockId) -> Option<Arc<LockGuard>>,
+        held: &dyn Fn(LockId) -> bool,
         out: &mut VecDeque<Drained>,
     ) {
         let keys: Vec<u64> = self.running.keys().copied().collect();
         for k in keys {
-            let wakes = self.running[&k].flag.wakes.load(Ordering::Relaxed);
+            let wakes = self.running[&k].wake.wakes();
             if let Some((lock, call, answer)) = self.poll_side(k, probe) {
-                out.push_back(Drained::Broken(
-                    crate::ViolationKind::Liveness,
-                    format!(
-                        "lost wake-up: {call:?} on {lock} was ready but its waker was not \
-                         woken ({wakes} wakes so far): an executor would never poll it again"
-                    ),
-                ));
+                out.push_back(lost_wake_up(format!("{call:?} on {lock}"), wakes));
                 self.finish(lock, call, answer, held, out);
             }
         }
@@ -231,10 +211,10 @@ impl Sides {
         lock: LockId,
         call: Call,
         answer: Answer,
-        held: &dyn Fn(LockId) -> Option<Arc<LockGuard>>,
+        held: &dyn Fn(LockId) -> bool,
         out: &mut VecDeque<Drained>,
     ) {
-        if held(lock).is_some() {
+        if held(lock) {
             out.extend(outcome(lock, call, answer));
         } else {
             // The user saw the lock end first: the core reports nothing after it.

@@ -36,7 +36,7 @@ use crate::sim::face::ClientCore;
 use crate::sim::user_calls::Sides;
 use crate::sim::user_events::{expected_status, fail_reason};
 use crate::sim::user_queries::{Ask, Queries};
-use crate::sim::user_wake::{SimClock, WakeFlag};
+use crate::sim::user_wake::{lost_wake_up, take_woken, SimClock, TaskWaker};
 use lock_client::{Error, Link, LockClient, LockGuard, LockStatus, PendingLock};
 use lock_core::{
     Config, FailReason, Input, LockEvent, LockId, LockSpec, LockState, LostReason, MultiOp,
@@ -75,8 +75,7 @@ enum Stage {
 
 struct UserTask {
     stage: Stage,
-    flag: Arc<WakeFlag>,
-    waker: Waker,
+    wake: TaskWaker,
 }
 
 /// What draining a user-face client gives the scheduler.
@@ -143,7 +142,7 @@ impl UserClient {
             out: VecDeque::new(),
             requests: VecDeque::new(),
             timeout: None,
-            probe: Waker::from(Arc::new(WakeFlag::default())),
+            probe: TaskWaker::default().waker,
             trace: false,
         };
         user.set_now(now);
@@ -245,14 +244,12 @@ impl ClientCore for UserClient {
             _ => UsageError::Closed,
         })?;
         let id = pending.id();
-        let flag = Arc::new(WakeFlag::default());
-        // Polled once at once, as `.await` does.
-        flag.woken.store(true, Ordering::Relaxed);
         let task = UserTask {
             stage: Stage::Waiting(pending),
-            waker: Waker::from(flag.clone()),
-            flag,
+            wake: TaskWaker::default(),
         };
+        // Polled once at once, as `.await` does.
+        task.wake.wake();
         self.tasks.insert(id, task);
         Ok(id)
     }
@@ -376,7 +373,7 @@ impl UserClient {
                 let guard = Arc::try_unwrap(guard)
                     .unwrap_or_else(|_| unreachable!("no side call shares the guard"));
                 task.stage = Stage::Releasing(Box::pin(guard.release()));
-                task.flag.woken.store(true, Ordering::Relaxed);
+                task.wake.wake();
             }
         }
     }
@@ -395,14 +392,9 @@ impl UserClient {
         }
     }
 
-    /// The guards of the locks the user holds (and has not seen end).
-    fn held_guards(
-        tasks: &BTreeMap<LockId, UserTask>,
-    ) -> impl Fn(LockId) -> Option<Arc<LockGuard>> + '_ {
-        move |lock| match tasks.get(&lock).map(|t| &t.stage) {
-            Some(Stage::Held { guard, .. }) => Some(guard.clone()),
-            _ => None,
-        }
+    /// Whether the user holds `lock` (and has not seen it end).
+    fn holds(tasks: &BTreeMap<LockId, UserTask>) -> impl Fn(LockId) -> bool + '_ {
+        move |lock| matches!(tasks.get(&lock).map(|t| &t.stage), Some(Stage::Held { .. }))
     }
 
     // ----- the executor ------------------------------------------------------------
@@ -411,26 +403,20 @@ impl UserClient {
     /// was. Side calls first: an answer the core gave before the lock's end reaches
     /// the checker before the end.
     fn poll_woken(&mut self) -> bool {
-        let held = Self::held_guards(&self.tasks);
+        let held = Self::holds(&self.tasks);
         let sides = self.sides.poll_woken(&held, &mut self.out);
         drop(held);
         self.start_releases();
         let queries = self.queries.poll_woken(&mut self.out);
-        let woken: Vec<LockId> = self
-            .tasks
-            .iter()
-            .filter(|(_, t)| t.flag.woken.swap(false, Ordering::Relaxed))
-            .map(|(id, _)| *id)
-            .collect();
-        for &id in &woken {
-            let waker = self.tasks[&id].waker.clone();
-            self.poll_task(id, &waker, false);
+        let woken = take_woken(&self.tasks, |t| &t.wake);
+        for (id, waker) in &woken {
+            self.poll_task(*id, waker, false);
         }
         sides || queries || !woken.is_empty()
     }
 
     fn probe_unwoken_sides(&mut self) {
-        let held = Self::held_guards(&self.tasks);
+        let held = Self::holds(&self.tasks);
         self.sides.probe_unwoken(&self.probe, &held, &mut self.out);
         drop(held);
         self.start_releases();
@@ -449,7 +435,7 @@ impl UserClient {
         for id in ids {
             let before = self.out.len();
             let probe = self.probe.clone();
-            let wakes = self.tasks[&id].flag.wakes.load(Ordering::Relaxed);
+            let wakes = self.tasks[&id].wake.wakes();
             self.poll_task(id, &probe, true);
             let seen: Vec<String> = self
                 .out
@@ -461,18 +447,8 @@ impl UserClient {
                 })
                 .collect();
             if !seen.is_empty() {
-                self.out.insert(
-                    before,
-                    Drained::Broken(
-                        crate::ViolationKind::Liveness,
-                        format!(
-                            "lost wake-up: {id}'s future was ready ({}) but its waker was \
-                             not woken ({wakes} wakes so far): an executor would never poll \
-                             it again",
-                            seen.join(", ")
-                        ),
-                    ),
-                );
+                let what = format!("{id}'s future ({})", seen.join(", "));
+                self.out.insert(before, lost_wake_up(what, wakes));
             }
         }
     }
@@ -512,12 +488,8 @@ impl UserClient {
                         Poll::Pending => break,
                         Poll::Ready(Some(LockEvent::Lost(reason))) => {
                             report.push(LockEvent::Lost(reason.clone()));
-                            let placeholder = Stage::Releasing(Box::pin(async { Ok(()) }));
-                            if let Stage::Held { guard, .. } =
-                                std::mem::replace(&mut task.stage, placeholder)
-                            {
-                                task.stage = Stage::Lost { guard, reason };
-                            }
+                            let guard = guard.clone();
+                            task.stage = Stage::Lost { guard, reason };
                         }
                         Poll::Ready(Some(event)) => {
                             report.push(event.clone());
@@ -570,10 +542,7 @@ impl UserClient {
         if remove {
             self.tasks.remove(&id);
         }
-        let wakes = self
-            .tasks
-            .get(&id)
-            .map(|t| t.flag.wakes.load(Ordering::Relaxed));
+        let wakes = self.tasks.get(&id).map(|t| t.wake.wakes());
         if let Some(wakes) = wakes.filter(|_| self.trace && !probing) {
             self.out
                 .push_back(Drained::Note(format!("user polled {id} ({wakes} wakes)")));

@@ -15,14 +15,12 @@
 
 use crate::sim::user_events::fail_reason;
 use crate::sim::user_face::Drained;
-use crate::sim::user_wake::WakeFlag;
+use crate::sim::user_wake::{lost_wake_up, take_woken, TaskWaker};
 use lock_client::{ElectionObserver, Error, LockClient};
 use lock_core::{FailReason, LockEvent, LockId, UsageError};
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 /// The first id the harness names a query with.
@@ -52,8 +50,7 @@ enum Stage {
 
 struct Query {
     stage: Stage,
-    flag: Arc<WakeFlag>,
-    waker: Waker,
+    wake: TaskWaker,
 }
 
 /// One client's queries in flight, by the harness's id.
@@ -88,14 +85,12 @@ impl Queries {
                 Stage::Starting(Box::pin(async move { client.observe_election(path).await }))
             }
         };
-        let flag = Arc::new(WakeFlag::default());
         let id = LockId(FIRST_QUERY_ID + self.named);
         let mut query = Query {
             stage,
-            waker: Waker::from(flag.clone()),
-            flag,
+            wake: TaskWaker::default(),
         };
-        let waker = query.waker.clone();
+        let waker = query.wake.waker.clone();
         match poll_query(&mut query, &waker, id, out) {
             // Refused at once (a bad path): nothing was started.
             Progress::Refused(e) => return Err(e),
@@ -125,17 +120,11 @@ impl Queries {
 
     /// Polls every query whose waker was woken; true if one was.
     pub(crate) fn poll_woken(&mut self, out: &mut VecDeque<Drained>) -> bool {
-        let woken: Vec<LockId> = self
-            .running
-            .iter()
-            .filter(|(_, q)| q.flag.woken.swap(false, Ordering::Relaxed))
-            .map(|(id, _)| *id)
-            .collect();
-        for &id in &woken {
-            let query = self.running.get_mut(&id).expect("running");
-            let waker = query.waker.clone();
-            let progress = poll_query(query, &waker, id, out);
-            self.settle(id, progress, out);
+        let woken = take_woken(&self.running, |q| &q.wake);
+        for (id, waker) in &woken {
+            let query = self.running.get_mut(id).expect("running");
+            let progress = poll_query(query, waker, *id, out);
+            self.settle(*id, progress, out);
         }
         !woken.is_empty()
     }
@@ -145,18 +134,12 @@ impl Queries {
         let ids: Vec<LockId> = self.running.keys().copied().collect();
         for id in ids {
             let query = self.running.get_mut(&id).expect("running");
-            let wakes = query.flag.wakes.load(Ordering::Relaxed);
+            let wakes = query.wake.wakes();
             let mut seen = VecDeque::new();
             let progress = poll_query(query, probe, id, &mut seen);
             self.settle(id, progress, &mut seen);
             if !seen.is_empty() {
-                out.push_back(Drained::Broken(
-                    crate::ViolationKind::Liveness,
-                    format!(
-                        "lost wake-up: query {id} had an answer but its waker was not woken \
-                         ({wakes} wakes so far): an executor would never poll it again"
-                    ),
-                ));
+                out.push_back(lost_wake_up(format!("query {id}"), wakes));
                 out.extend(seen);
             }
         }

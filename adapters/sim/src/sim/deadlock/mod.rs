@@ -21,7 +21,6 @@
 //! * the simulator's own safety invariants throughout, and at the end (faults
 //!   stopped, every round finished) liveness and no orphan nodes.
 
-use crate::check::Violation;
 use crate::sim::fault_config::FaultConfig;
 use crate::sim::network::Latency;
 use crate::sim::workload::Failure;
@@ -131,26 +130,18 @@ pub struct DeadlockReport {
 impl DeadlockWorkload {
     /// Runs the schedule of `seed`; on a violation it is replayed with tracing on.
     pub fn run(&self, seed: u64) -> Result<DeadlockReport, Failure> {
-        self.execute(seed, false).or_else(|_| {
-            self.execute(seed, true)
-                .map_err(|(violation, trace)| Failure {
-                    workload: "deadlock",
-                    violation,
-                    trace,
-                    user_api: self.user_api,
-                })
-        })
+        self.execute(seed, false)
+            .or_else(|_| self.execute(seed, true))
     }
 
-    fn execute(
-        &self,
-        seed: u64,
-        trace: bool,
-    ) -> Result<DeadlockReport, (Violation, Vec<crate::sim::scheduler::TraceEntry>)> {
+    fn execute(&self, seed: u64, trace: bool) -> Result<DeadlockReport, Failure> {
         let mut run = Run::new(self, seed, trace);
-        match run.go() {
-            Ok(()) => Ok(run.report()),
-            Err(v) => Err((v, std::mem::take(&mut run.sim.trace_log))),
-        }
+        let result = run.go().map(|()| run.report());
+        result.map_err(|violation| Failure {
+            workload: "deadlock",
+            violation,
+            trace: std::mem::take(&mut run.sim.trace_log),
+            user_api: self.user_api,
+        })
     }
 }

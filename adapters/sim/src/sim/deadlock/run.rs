@@ -8,6 +8,7 @@ use crate::ids::ClientId;
 use crate::sim::config::SimConfig;
 use crate::sim::rng::SimRng;
 use crate::sim::scheduler::Sim;
+use crate::sim::workload::Agenda;
 use lock_core::{
     names::parse_name, owner, FailReason, LockEvent, LockId, LockSpec, LockState, NameScheme,
     NodeKind, Timestamp,
@@ -41,8 +42,7 @@ pub(super) struct Run<'w> {
     rng: SimRng,
     owners: Vec<Owner>,
     by_lock: BTreeMap<(ClientId, LockId), usize>,
-    actions: BTreeMap<(Timestamp, u64), Action>,
-    seq: u64,
+    agenda: Agenda<Action>,
     cursor: usize,
     chaos: bool,
     chaos_until: Timestamp,
@@ -104,8 +104,10 @@ impl<'w> Run<'w> {
             rng,
             owners,
             by_lock: BTreeMap::new(),
-            actions,
-            seq: m as u64,
+            agenda: Agenda {
+                actions,
+                seq: m as u64,
+            },
             cursor: 0,
             chaos: true,
             chaos_until,
@@ -119,11 +121,6 @@ impl<'w> Run<'w> {
             latencies: Vec::new(),
             last_key: None,
         }
-    }
-
-    fn schedule(&mut self, at: Timestamp, a: Action) {
-        self.seq += 1;
-        self.actions.insert((at, self.seq), a);
     }
 
     pub(super) fn go(&mut self) -> Result<(), Violation> {
@@ -151,20 +148,13 @@ impl<'w> Run<'w> {
                 );
                 return self.sim.poisoned();
             }
-            let next = self.actions.first_key_value().map(|(k, _)| k.0);
             let limit = if self.chaos {
                 self.chaos_until
             } else {
                 self.drain_deadline
             };
-            let horizon = next.map_or(limit, |t| t.min(limit));
-            if !self.sim.step_until(horizon)? {
-                if let Some(e) = self.actions.first_entry() {
-                    if e.key().0 <= self.sim.now() {
-                        let a = e.remove();
-                        self.perform(a);
-                    }
-                }
+            if let Some(a) = self.agenda.next(&mut self.sim, limit)? {
+                self.perform(a);
             }
         }
     }
@@ -247,7 +237,7 @@ impl<'w> Run<'w> {
         o.busy = false;
         if o.rounds_left > 0 && self.chaos {
             let at = self.sim.now() + self.rng.duration(self.w.gap.0, self.w.gap.1);
-            self.schedule(at, Action::Start(k));
+            self.agenda.schedule(at, Action::Start(k));
         }
     }
 
@@ -268,7 +258,7 @@ impl<'w> Run<'w> {
                         self.acquire_next(k);
                     } else {
                         let at = self.sim.now() + self.rng.duration(self.w.hold.0, self.w.hold.1);
-                        self.schedule(at, Action::ReleaseAll(k));
+                        self.agenda.schedule(at, Action::ReleaseAll(k));
                     }
                 }
                 LockEvent::Failed(reason) if is_waiting => {

@@ -26,7 +26,7 @@ use crate::sim::fault_config::FaultConfig;
 use crate::sim::network::Latency;
 use crate::sim::scheduler::{Sim, TraceEntry};
 use lock_core::Timestamp;
-
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
@@ -320,6 +320,34 @@ impl Sim {
                 trace,
                 user_api: workload.user_api,
             })
+    }
+}
+
+/// A randomized run's user actions, by when they are due (ties: by the key's second
+/// half, which [`schedule`](Self::schedule) counts up from `seq`).
+pub(crate) struct Agenda<A> {
+    pub(crate) actions: BTreeMap<(Timestamp, u64), A>,
+    pub(crate) seq: u64,
+}
+
+impl<A> Agenda<A> {
+    pub(crate) fn schedule(&mut self, at: Timestamp, action: A) {
+        self.seq += 1;
+        self.actions.insert((at, self.seq), action);
+    }
+
+    /// Steps `sim` towards the next action, no further than `limit`: the action due
+    /// now if no wakeup came before it.
+    pub(crate) fn next(&mut self, sim: &mut Sim, limit: Timestamp) -> Result<Option<A>, Violation> {
+        let next = self.actions.first_key_value().map(|(k, _)| k.0);
+        if sim.step_until(next.map_or(limit, |t| t.min(limit)))? {
+            return Ok(None);
+        }
+        let due = self
+            .actions
+            .first_entry()
+            .filter(|e| e.key().0 <= sim.now());
+        Ok(due.map(|e| e.remove()))
     }
 }
 

@@ -1,7 +1,7 @@
 //! One schedule of a [`Workload`](super::Workload) being run: the planned
 //! acquisitions, the user's actions in virtual time, and the checks after every step.
 
-use super::{Mix, Report, Workload};
+use super::{Agenda, Mix, Report, Workload};
 use crate::check::{Violation, ViolationKind};
 use crate::ids::ClientId;
 use crate::sim::config::SimConfig;
@@ -43,8 +43,7 @@ struct Planned {
 pub(super) struct Run {
     pub(super) sim: Sim,
     plan: Vec<Planned>,
-    actions: BTreeMap<(Timestamp, u64), Action>,
-    seq: u64,
+    agenda: Agenda<Action>,
     cursor: usize,
     hold: BTreeMap<(ClientId, LockId), Duration>,
     extras: BTreeMap<(ClientId, LockId), Extras>,
@@ -150,8 +149,10 @@ impl Run {
         Run {
             sim,
             plan,
-            seq: count as u64,
-            actions,
+            agenda: Agenda {
+                actions,
+                seq: count as u64,
+            },
             cursor: 0,
             hold: BTreeMap::new(),
             extras: BTreeMap::new(),
@@ -166,11 +167,6 @@ impl Run {
         }
     }
 
-    fn schedule(&mut self, at: Timestamp, action: Action) {
-        self.seq += 1;
-        self.actions.insert((at, self.seq), action);
-    }
-
     /// Reacts to the events since the last look, as a user would.
     fn react(&mut self) {
         let now = self.sim.now();
@@ -182,26 +178,29 @@ impl Run {
                 LockEvent::Acquired(g) => {
                     self.acquired += 1;
                     let hold = self.hold.get(&key).copied().unwrap_or_default();
-                    self.schedule(now + hold, Action::Release(r.client, r.lock));
+                    self.agenda
+                        .schedule(now + hold, Action::Release(r.client, r.lock));
                     let extras = self.extras.get(&key).cloned().unwrap_or_default();
                     if extras.section {
-                        self.schedule(now, Action::OpenSection(r.client, r.lock));
+                        self.agenda
+                            .schedule(now, Action::OpenSection(r.client, r.lock));
                     }
                     if extras.close_section {
                         let at = now + hold.mul_f64(0.6);
-                        self.schedule(at, Action::CloseSection(r.client, r.lock));
+                        self.agenda
+                            .schedule(at, Action::CloseSection(r.client, r.lock));
                     }
                     if extras.fenced.is_some() {
                         // At once, during the hold, and one at the release (refused).
                         for k in 0..4 {
                             let at = now + hold.mul_f64(k as f64 / 3.0);
                             let w = Action::FencedWrite(r.client, r.lock, g.token.0);
-                            self.schedule(at, w);
+                            self.agenda.schedule(at, w);
                         }
                     }
                 }
                 LockEvent::RevocationRequested => {
-                    self.schedule(now, Action::Release(r.client, r.lock));
+                    self.agenda.schedule(now, Action::Release(r.client, r.lock));
                 }
                 ref event if self.liveness && is_false_alarm(event) => {
                     let detail =
@@ -226,7 +225,7 @@ impl Run {
                         self.extras.insert((client, id), extras);
                         if let Some(d) = cancel_after {
                             let at = self.sim.now() + d;
-                            self.schedule(at, Action::Cancel(client, id));
+                            self.agenda.schedule(at, Action::Cancel(client, id));
                         }
                     }
                     Err(e) => self.refused(format!("{client}: acquire refused: {e}")),
@@ -237,7 +236,7 @@ impl Run {
                 match self.sim.observe(client, &path) {
                     Ok(id) => {
                         let at = self.sim.now() + self.observe_for;
-                        self.schedule(at, Action::Cancel(client, id));
+                        self.agenda.schedule(at, Action::Cancel(client, id));
                     }
                     Err(e) => self.refused(format!("{client}: observe refused: {e}")),
                 }
@@ -343,15 +342,8 @@ impl Run {
             } else {
                 self.drain_deadline
             };
-            let next_action = self.actions.first_key_value().map(|(k, _)| k.0);
-            let horizon = next_action.map_or(limit, |t| t.min(limit));
-            if !self.sim.step_until(horizon)? {
-                if let Some(entry) = self.actions.first_entry() {
-                    if entry.key().0 <= self.sim.now() {
-                        let action = entry.remove();
-                        self.perform(action)?;
-                    }
-                }
+            if let Some(action) = self.agenda.next(&mut self.sim, limit)? {
+                self.perform(action)?;
             }
         }
     }
