@@ -263,11 +263,6 @@ impl Queue {
         self.watched.get(name) == Some(&Watch::Pending(request))
     }
 
-    /// Takes the reply to the listing in flight, if `request` is it.
-    pub(super) fn take_list_reply(&mut self, request: RequestId) -> bool {
-        self.list.take_reply(request)
-    }
-
     /// The reply to the watch on the blocker `name`.
     pub(super) fn on_peer_reply(
         &mut self,
