@@ -208,7 +208,6 @@ impl OneShot for BreakNode {
         if self.delete.take().is_some() {
             self.delete_maybe_applied = true;
         }
-        cx.requests.forget_lock(self.run.id);
         self.send_read(cx);
     }
 }

@@ -314,7 +314,6 @@ impl OneShot for Inspect {
     }
 
     fn restart(&mut self, cx: &mut Ctx) {
-        cx.requests.forget_lock(self.run.id);
         self.reads.clear();
         self.record_read = None;
         self.last_break = None;

@@ -225,7 +225,6 @@ impl OneShot for Observer {
     }
 
     fn restart(&mut self, cx: &mut Ctx) {
-        cx.requests.forget_lock(self.run.id);
         self.read = None;
         self.watching = None;
         self.send_list(cx, false);

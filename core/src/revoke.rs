@@ -97,7 +97,6 @@ impl OneShot for Revoke {
     }
 
     fn restart(&mut self, cx: &mut Ctx) {
-        cx.requests.forget_lock(self.run.id);
         self.pending.clear();
         self.revoked.clear();
         if self.target_is_node {
