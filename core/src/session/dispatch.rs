@@ -87,13 +87,7 @@ impl Session {
         self.arm_sync();
     }
 
-    pub(super) fn for_each_task(&mut self, now: Timestamp, f: impl FnMut(&mut Task, &mut Ctx)) {
-        self.for_each_task_inner(now, f);
-        self.sync_publications(now);
-        self.arm_sync();
-    }
-
-    fn for_each_task_inner(&mut self, now: Timestamp, mut f: impl FnMut(&mut Task, &mut Ctx)) {
+    pub(super) fn for_each_task(&mut self, now: Timestamp, mut f: impl FnMut(&mut Task, &mut Ctx)) {
         let (mut cx, tasks) = self.ctx_parts(now);
         let ids: Vec<LockId> = tasks.keys().copied().collect();
         for id in ids {
@@ -102,6 +96,8 @@ impl Session {
                 settle(&mut cx, tasks, id);
             }
         }
+        self.sync_publications(now);
+        self.arm_sync();
     }
 }
 
