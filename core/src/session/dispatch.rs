@@ -128,11 +128,8 @@ fn awaits_contact(task: &Task) -> bool {
         if a.state() == State::Granting || (a.state() == State::Held && a.is_suspended()))
 }
 
-/// Whether `task` holds a lock, is being granted one, or waits where one
-/// notification can grant it: only then does the session keep proving contact
-/// with the leader (see [`crate::contact`]). The waiter next in line pays a
-/// `sync` an interval so that its grant, which may come after a wait of any
-/// length, is reported at once on a proof that lasts.
+/// Whether the session keeps proving contact for `task` (see `Contact::wanted`
+/// and the module docs of [`crate::contact`], "Cost").
 fn wants_proof(task: &Task) -> bool {
     matches!(task, Task::Acquisition(a)
         if matches!(a.state(), State::Held | State::Granting) || a.is_next_in_line())
