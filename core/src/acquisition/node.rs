@@ -101,7 +101,8 @@ pub(super) enum Create {
     InFlight(RequestId),
     /// Sent, but the reply was lost with the connection: the node may exist.
     Unknown,
-    /// We saw our node (reply or listing).
+    /// Its outcome is known: we saw our node (reply or listing), or for a
+    /// lease node, also that it is gone.
     Done,
 }
 
