@@ -23,7 +23,7 @@
 //! the connection dropped makes a later "no such node" uncertain
 //! ([`BreakOutcome::GoneUncertain`]).
 
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, InFlight};
 use crate::event::{BreakOutcome, LockEvent};
 use crate::ids::{FencingToken, LockId};
 use crate::names::BREAK_RECORD;
@@ -49,9 +49,9 @@ pub(crate) struct BreakNode {
     /// The `czxid` of the node the caller inspected.
     token: FencingToken,
     /// The read in flight.
-    read: Option<RequestId>,
+    read: InFlight,
     /// The delete in flight.
-    delete: Option<RequestId>,
+    delete: InFlight,
     /// A delete of ours may have been applied (its answer was lost).
     delete_maybe_applied: bool,
     /// The record to leave beside the delete (its data), if any.
@@ -73,8 +73,8 @@ impl BreakNode {
             run: OneShotRun::new(id),
             node,
             token,
-            read: None,
-            delete: None,
+            read: InFlight::default(),
+            delete: InFlight::default(),
             delete_maybe_applied: false,
             record,
             record_exists: false,
@@ -87,7 +87,7 @@ impl BreakNode {
             path: self.node.clone(),
             watch: false,
         };
-        self.read = cx.send(self.run.id, Purpose::Break, op);
+        self.read.send(cx, self.run.id, Purpose::Break, op);
     }
 
     /// Deletes the node at `version`, in one `multi` with the record if there is
@@ -113,7 +113,7 @@ impl BreakNode {
                 ])
             }
         };
-        self.delete = cx.send(self.run.id, Purpose::Break, op);
+        self.delete.send(cx, self.run.id, Purpose::Break, op);
     }
 
     /// The node is gone: ours or not, said once.
@@ -143,8 +143,7 @@ impl BreakNode {
         if self.run.done {
             return;
         }
-        if self.read == Some(request) {
-            self.read = None;
+        if self.read.take_reply(request) {
             match result {
                 Ok(Reply::Data { stat, .. }) if FencingToken(stat.czxid) == self.token => {
                     self.send_delete(cx, stat.version)
@@ -154,8 +153,7 @@ impl BreakNode {
                 Ok(_) => self.trouble(cx, ZkError::unexpected_reply()),
                 Err(e) => self.trouble(cx, e),
             }
-        } else if self.delete == Some(request) {
-            self.delete = None;
+        } else if self.delete.take_reply(request) {
             // A failed `multi` names its first failing op: 0 is the delete, 1
             // the record (created while it exists, or set while it is gone:
             // nothing was applied, so the delete goes again with the other).
@@ -205,10 +203,9 @@ impl OneShot for BreakNode {
     fn restart(&mut self, cx: &mut Ctx) {
         // A delete still in flight when the connection dropped may have been
         // applied: its reply is forgotten with the connection.
-        if self.delete.take().is_some() {
+        if self.delete.forget() {
             self.delete_maybe_applied = true;
         }
-        cx.requests.forget_lock(self.run.id);
         self.send_read(cx);
     }
 }

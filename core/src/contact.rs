@@ -168,7 +168,6 @@ pub enum ServerRole {
     },
 }
 
-/// What is known of the current connection's server.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Learned {
     /// Nothing: the conservative bound applies.
@@ -176,10 +175,8 @@ enum Learned {
     Nothing,
     /// Reported at `at`, not yet confirmed for this connection.
     Pending { role: ServerRole, at: Timestamp },
-    /// Reported, and confirmed by an answer to a request sent after the report:
-    /// the connection was up from before the probe to after its answer, and a
-    /// server changing role (or restarting) closes its client connections, so
-    /// every answer on this connection comes from a server of that role.
+    /// Reported, and confirmed by an answer to a request sent after the report
+    /// (why that suffices: the module docs, "What the server tells").
     Confirmed(ServerRole),
 }
 
@@ -375,9 +372,7 @@ impl Contact {
 
     /// When the next `sync` is due, if one is: `sync_interval` after the newest
     /// request that passes the leader (or the connection), unless a `sync` is in
-    /// flight, there is no connection, or no acquisition holds or is being
-    /// granted (an idle session proves nothing: a grant proves itself, see
-    /// `Acquisition::grant`).
+    /// flight, there is no connection, or no acquisition wants one (`wanted`).
     pub(crate) fn next_sync(&self, config: &Config) -> Option<Timestamp> {
         let interval = config.sync_interval?;
         if self.sync_in_flight.is_some() || self.wanted.is_empty() {

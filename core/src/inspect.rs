@@ -11,7 +11,7 @@
 //! [`Recipe::is_blocked_by`] and [`Recipe::permits`], applied to the kinds (and, for
 //! native semaphores, the permit counts) written in the node names.
 
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, InFlight};
 use crate::event::LockEvent;
 use crate::ids::{FencingToken, LockId};
 use crate::lease_inspect::LeaseView;
@@ -49,10 +49,8 @@ pub(crate) struct Place {
     pub blockers: Vec<String>,
     /// Whether it holds.
     pub holds: bool,
-    /// The blockers that must all leave before it can hold (the edges of the
-    /// wait-for graph): every blocker of a one-permit recipe; for a semaphore of
-    /// more permits, only the closest exclusive node below it (any of the others
-    /// may be replaced by another leaving, so none of them is a firm edge).
+    /// The blockers that must all leave before it can hold: its firm edges in
+    /// the wait-for graph (see [`crate::deadlock`]).
     pub hard: Vec<String>,
 }
 
@@ -107,7 +105,7 @@ pub(crate) fn queue(children: &[String]) -> (Vec<Place>, usize) {
 pub(crate) struct Inspect {
     pub(crate) run: OneShotRun,
     path: String,
-    list: Option<RequestId>,
+    list: InFlight,
     places: Vec<Place>,
     foreign: usize,
     /// The listing found the directory.
@@ -117,7 +115,7 @@ pub(crate) struct Inspect {
     /// Semaphores in Curator's and kazoo's layouts on the path.
     lease: LeaseView,
     /// The read of the break record, when the listing shows one.
-    record_read: Option<RequestId>,
+    record_read: InFlight,
     last_break: Option<LastBreak>,
 }
 
@@ -126,14 +124,14 @@ impl Inspect {
         Inspect {
             run: OneShotRun::new(id),
             path: path.clone(),
-            list: None,
+            list: InFlight::default(),
             places: Vec::new(),
             foreign: 0,
             exists: false,
             reads: Vec::new(),
             data: Vec::new(),
             lease: LeaseView::new(path.clone()),
-            record_read: None,
+            record_read: InFlight::default(),
             last_break: None,
         }
     }
@@ -146,8 +144,7 @@ impl Inspect {
         result: Result<Reply, ZkError>,
     ) {
         match purpose {
-            Purpose::List if self.list == Some(request) => {
-                self.list = None;
+            Purpose::List if self.list.take_reply(request) => {
                 self.exists = result.is_ok();
                 let children = match result {
                     Ok(Reply::Children(c)) => c,
@@ -175,11 +172,10 @@ impl Inspect {
                         path: format!("{}/{BREAK_RECORD}", self.path),
                         watch: false,
                     };
-                    self.record_read = cx.send(self.run.id, Purpose::Inspect, op);
+                    self.record_read.send(cx, self.run.id, Purpose::Inspect, op);
                 }
             }
-            Purpose::Inspect if self.record_read == Some(request) => {
-                self.record_read = None;
+            Purpose::Inspect if self.record_read.take_reply(request) => {
                 match result {
                     Ok(Reply::Data { data, stat }) => {
                         self.last_break = LastBreak::parse(&data, stat.mtime)
@@ -215,9 +211,9 @@ impl Inspect {
     }
 
     fn maybe_finish(&mut self, cx: &mut Ctx) {
-        if self.list.is_none()
+        if !self.list.is_pending()
             && self.reads.is_empty()
-            && self.record_read.is_none()
+            && !self.record_read.is_pending()
             && self.lease.settled()
             && !self.run.done
             && !self.run.retry_due
@@ -314,14 +310,13 @@ impl OneShot for Inspect {
     }
 
     fn restart(&mut self, cx: &mut Ctx) {
-        cx.requests.forget_lock(self.run.id);
         self.reads.clear();
-        self.record_read = None;
+        self.record_read.forget();
         self.last_break = None;
         let op = Op::GetChildren {
             path: self.path.clone(),
         };
-        self.list = cx.send(self.run.id, Purpose::List, op);
+        self.list.send(cx, self.run.id, Purpose::List, op);
         self.lease.recover(cx, self.run.id);
     }
 }

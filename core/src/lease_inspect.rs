@@ -11,7 +11,7 @@
 //! shown as the first waiter, waiting for the other leases (for a moment after it is
 //! granted it still shows so, until it releases the queue).
 
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, InFlight};
 use crate::ids::{FencingToken, LockId};
 use crate::names::{
     parse_kazoo_lease, parse_name, semaphore_lease_dir, semaphore_mutex_dir, sort_by_sequence,
@@ -45,7 +45,7 @@ pub(crate) struct LeaseView {
     lists: Vec<(RequestId, Source)>,
     nodes: Vec<Node>,
     reads: Vec<(RequestId, usize)>,
-    count_read: Option<RequestId>,
+    count_read: InFlight,
     kazoo_count: Option<u32>,
 }
 
@@ -56,7 +56,7 @@ impl LeaseView {
             lists: Vec::new(),
             nodes: Vec::new(),
             reads: Vec::new(),
-            count_read: None,
+            count_read: InFlight::default(),
             kazoo_count: None,
         }
     }
@@ -112,7 +112,7 @@ impl LeaseView {
                 path: self.path.clone(),
                 watch: false,
             };
-            self.count_read = cx.send(id, Purpose::Inspect, op);
+            self.count_read.send(cx, id, Purpose::Inspect, op);
         }
     }
 
@@ -130,7 +130,7 @@ impl LeaseView {
 
     /// Whether every listing and read has been answered.
     pub(crate) fn settled(&self) -> bool {
-        self.lists.is_empty() && self.reads.is_empty() && self.count_read.is_none()
+        self.lists.is_empty() && self.reads.is_empty() && !self.count_read.is_pending()
     }
 
     /// A reply to one of our requests: `None` if it is not ours, else `Err` for
@@ -177,8 +177,7 @@ impl LeaseView {
             }
             return Some(Ok(()));
         }
-        if self.count_read == Some(request) {
-            self.count_read = None;
+        if self.count_read.take_reply(request) {
             if let Ok(Reply::Data { data, .. }) = result {
                 self.kazoo_count = std::str::from_utf8(data)
                     .ok()

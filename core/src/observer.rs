@@ -7,7 +7,7 @@
 //! once someone does (else it would fire at the next join or leave: one leader
 //! change would wake the observer twice, by the leader's data watch and by it).
 
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, InFlight};
 use crate::event::{Leader, LockEvent};
 use crate::ids::{FencingToken, LockId};
 use crate::names::{parse_participant, sort_by_sequence};
@@ -20,8 +20,8 @@ use crate::timers::TimerKind;
 pub(crate) struct Observer {
     pub(crate) run: OneShotRun,
     path: String,
-    list: Option<RequestId>,
-    read: Option<RequestId>,
+    list: InFlight,
+    read: InFlight,
     /// The leader node whose data we watch.
     watching: Option<String>,
     /// Whether the session may still hold our child watch on the directory (set
@@ -38,8 +38,8 @@ impl Observer {
         Observer {
             run: OneShotRun::new(id),
             path,
-            list: None,
-            read: None,
+            list: InFlight::default(),
+            read: InFlight::default(),
             watching: None,
             child_watch: false,
             reported: None,
@@ -55,7 +55,7 @@ impl Observer {
         } else {
             Op::GetChildren { path }
         };
-        self.list = cx.send(self.run.id, Purpose::List, op);
+        self.list.send(cx, self.run.id, Purpose::List, op);
     }
 
     pub(crate) fn on_reply(
@@ -66,12 +66,8 @@ impl Observer {
         result: Result<Reply, ZkError>,
     ) {
         match purpose {
-            Purpose::List if self.list == Some(request) => {
-                self.list = None;
-                self.on_list(cx, request, result)
-            }
-            Purpose::WatchPeer { name } if self.read == Some(request) => {
-                self.read = None;
+            Purpose::List if self.list.take_reply(request) => self.on_list(cx, request, result),
+            Purpose::WatchPeer { name } if self.read.take_reply(request) => {
                 self.on_leader_data(cx, name, result)
             }
             _ => {}
@@ -115,7 +111,7 @@ impl Observer {
         self.drop_child_watch(cx);
         sort_by_sequence(&mut parts, |(s, _)| *s);
         let leader = format!("{}/{}", self.path, parts[0].1);
-        if self.watching.as_deref() == Some(leader.as_str()) && self.read.is_none() {
+        if self.watching.as_deref() == Some(leader.as_str()) && !self.read.is_pending() {
             // Same leader, still watched: only the count may have changed.
             return;
         }
@@ -124,7 +120,8 @@ impl Observer {
             path: leader,
             watch: true,
         };
-        self.read = cx.send(
+        self.read.send(
+            cx,
             self.run.id,
             Purpose::WatchPeer {
                 name: parts[0].1.clone(),
@@ -206,7 +203,8 @@ impl Observer {
                     watch: true,
                 };
                 let name = split_parent(w).1.to_owned();
-                self.read = cx.send(self.run.id, Purpose::WatchPeer { name }, op);
+                self.read
+                    .send(cx, self.run.id, Purpose::WatchPeer { name }, op);
             }
             (Some(""), WatchKind::NodeChildrenChanged | WatchKind::NodeDeleted)
                 if path == self.path =>
@@ -225,8 +223,7 @@ impl OneShot for Observer {
     }
 
     fn restart(&mut self, cx: &mut Ctx) {
-        cx.requests.forget_lock(self.run.id);
-        self.read = None;
+        self.read.forget();
         self.watching = None;
         self.send_list(cx, false);
     }

@@ -59,12 +59,15 @@ impl OneShotRun {
 pub(crate) trait OneShot {
     /// Where the task stands for the policy.
     fn run(&mut self) -> &mut OneShotRun;
-    /// Sends the task's requests again from its own state.
+    /// Sends the task's requests again from its own state (the replies to its
+    /// earlier ones are forgotten by then).
     fn restart(&mut self, cx: &mut Ctx);
 
     /// Starts over (a retry, or a reconnect): the retry is no longer due.
     fn recover(&mut self, cx: &mut Ctx) {
-        self.run().retry_due = false;
+        let run = self.run();
+        run.retry_due = false;
+        cx.requests.forget_lock(run.id);
         self.restart(cx);
     }
 

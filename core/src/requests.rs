@@ -70,8 +70,7 @@ pub(crate) struct RequestBook {
 
 impl RequestBook {
     pub(crate) fn insert(&mut self, lock: LockId, purpose: Purpose) -> RequestId {
-        self.next += 1;
-        let id = RequestId(self.next);
+        let id = self.mint();
         self.pending.insert(id, (lock, purpose));
         *self.per_lock.entry(lock).or_default() += 1;
         id
@@ -86,17 +85,13 @@ impl RequestBook {
     /// Takes the bookkeeping for a reply; `None` for unknown or forgotten ids.
     pub(crate) fn take(&mut self, id: RequestId) -> Option<(LockId, Purpose)> {
         let taken = self.pending.remove(&id)?;
-        self.uncount(taken.0, 1);
-        Some(taken)
-    }
-
-    fn uncount(&mut self, lock: LockId, n: usize) {
-        if let Some(count) = self.per_lock.get_mut(&lock) {
-            *count = count.saturating_sub(n);
+        if let Some(count) = self.per_lock.get_mut(&taken.0) {
+            *count = count.saturating_sub(1);
             if *count == 0 {
-                self.per_lock.remove(&lock);
+                self.per_lock.remove(&taken.0);
             }
         }
+        Some(taken)
     }
 
     /// Forgets every outstanding request (the connection dropped: replies to them,

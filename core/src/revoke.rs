@@ -2,7 +2,7 @@
 //! `__REVOKE__` marker into their node's data. Revocable locks watch their own node
 //! and react; the others ignore it.
 
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, InFlight};
 use crate::event::LockEvent;
 use crate::ids::LockId;
 use crate::names::{parse_name, parse_participant, sort_by_sequence, NameScheme, NodeKind};
@@ -20,7 +20,7 @@ pub(crate) struct Revoke {
     target: String,
     target_is_node: bool,
     pending: Vec<(RequestId, String)>,
-    list: Option<RequestId>,
+    list: InFlight,
     revoked: Vec<String>,
 }
 
@@ -32,7 +32,7 @@ impl Revoke {
             target,
             target_is_node,
             pending: Vec::new(),
-            list: None,
+            list: InFlight::default(),
             revoked: Vec::new(),
         }
     }
@@ -56,20 +56,17 @@ impl Revoke {
         result: Result<Reply, ZkError>,
     ) {
         match purpose {
-            Purpose::List if self.list == Some(request) => {
-                self.list = None;
-                match result {
-                    Ok(Reply::Children(children)) => {
-                        for name in current_holders(&children) {
-                            let path = format!("{}/{}", self.target, name);
-                            self.send_set(cx, path);
-                        }
+            Purpose::List if self.list.take_reply(request) => match result {
+                Ok(Reply::Children(children)) => {
+                    for name in current_holders(&children) {
+                        let path = format!("{}/{}", self.target, name);
+                        self.send_set(cx, path);
                     }
-                    Err(ZkError::NoNode) => {}
-                    Ok(_) => return self.trouble(cx, ZkError::unexpected_reply()),
-                    Err(e) => return self.trouble(cx, e),
                 }
-            }
+                Err(ZkError::NoNode) => {}
+                Ok(_) => return self.trouble(cx, ZkError::unexpected_reply()),
+                Err(e) => return self.trouble(cx, e),
+            },
             Purpose::WatchPeer { .. } => {
                 let Some(pos) = self.pending.iter().position(|(r, _)| *r == request) else {
                     return;
@@ -83,7 +80,11 @@ impl Revoke {
             }
             _ => return,
         }
-        if self.pending.is_empty() && self.list.is_none() && !self.run.done && !self.run.retry_due {
+        if self.pending.is_empty()
+            && !self.list.is_pending()
+            && !self.run.done
+            && !self.run.retry_due
+        {
             self.run.done = true;
             let nodes = std::mem::take(&mut self.revoked);
             cx.emit(self.run.id, LockEvent::RevocationSent { nodes });
@@ -97,7 +98,6 @@ impl OneShot for Revoke {
     }
 
     fn restart(&mut self, cx: &mut Ctx) {
-        cx.requests.forget_lock(self.run.id);
         self.pending.clear();
         self.revoked.clear();
         if self.target_is_node {
@@ -107,7 +107,7 @@ impl OneShot for Revoke {
             let op = Op::GetChildren {
                 path: self.target.clone(),
             };
-            self.list = cx.send(self.run.id, Purpose::List, op);
+            self.list.send(cx, self.run.id, Purpose::List, op);
         }
     }
 }

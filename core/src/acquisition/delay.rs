@@ -3,14 +3,10 @@
 //! its whole hold, and the wait a grant makes when it finds another holder's
 //! marker (that holder ended without a clean release).
 //!
-//! Calling order: the acquisition's grant asks [`Delay::may_grant`] once the
-//! token (and a crash marker) are known; it answers `true` once the marker names
-//! our node and the grant may go on. Until then the acquisition stays granting
-//! while the delay creates the marker, reads it, waits out the delay
-//! ([`TimerKind::LockDelay`]) or takes it over; the replies
-//! ([`Delay::on_marker_reply`], [`Delay::on_read_reply`]) return a
-//! [`DelayOutcome`] the acquisition acts on. A clean release deletes the marker
-//! in its multi ([`Delay::marker_ours`]).
+//! The acquisition's grant asks [`Delay::may_grant`] once the token (and a crash
+//! marker) are known; meanwhile the delay creates the marker, reads it, waits
+//! out the delay ([`TimerKind::LockDelay`]) or takes it over. A clean release
+//! deletes the marker in its multi ([`Delay::marker_ours`]).
 
 use super::Identity;
 use crate::ctx::Ctx;

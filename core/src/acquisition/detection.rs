@@ -1,14 +1,9 @@
 //! [`Detection`]: deadlock detection for one acquisition (see
 //! [`crate::deadlock`]), the part that owns the wait, the chase from our node,
 //! the publication of where our owner waits in our held node, and a downgrade's
-//! write nodes.
-//!
-//! Calling order: [`Detection::start_waiting`] at the first look that does not
-//! grant (it arms [`TimerKind::Detect`]); [`Detection::on_timer`] when that
-//! fires (it starts chasing); [`Detection::on_chase_reply`] for each reply of a
-//! chase, which names a deadlock this acquisition is the victim of; and
-//! [`Detection::stop`] at the grant or the end. The session publishes through
-//! [`Detection::publish`] after every call.
+//! write nodes. Its life: [`Detection::start_waiting`], [`Detection::on_timer`]
+//! (chases), [`Detection::on_chase_reply`], [`Detection::stop`]; the session
+//! publishes through [`Detection::publish`] after every call.
 
 use super::Identity;
 use crate::ctx::Ctx;

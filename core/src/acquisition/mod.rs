@@ -21,25 +21,13 @@
 //! again (one round trip: in a queue the rest of the cache is usually stale, and
 //! checking it node by node would cost a round trip per stale node).
 //!
-//! The acquisition's state and logic live in parts that own them, each in a file
-//! named after it, each with a `forget()` for a dropped connection and unit tests
-//! of its own: [`node`] (our node's life: create, own read, delete, duplicates),
-//! [`queue`] (the listing, the lower blockers, the watched window;
-//! [`queue::Queue::decide`] returns a decision), [`holder`] (sections, the crash
-//! marker, fenced writes), [`delay`] (the lock-delay marker and wait),
-//! [`detection`] (deadlocks), [`lease`] (a semaphore in a peer's layout) and
-//! [`markers`] (what a clean release deletes with our node). A part sends its
-//! own requests and returns an outcome for what it cannot decide alone (our
-//! node gone, hold, fail, retry); the acquisition acts on it.
-//!
-//! The acquisition itself is the spine, in two files: here its state, the
-//! routing of replies (by [`Purpose`]), watches and timers to the parts (and
-//! the acting on the outcomes of a holder's, the lock-delay's, a blocker's and
-//! the lease's replies), and the calls of the session and the user; in
-//! [`transitions`] the moves of its [`State`] (grant, terminal event, cleanup,
-//! recovery, suspension, the session's end, release) and the acting on our
-//! node's and the listing's outcomes. A recovery after a reconnect is the
-//! parts' `forget()` and one resend.
+//! The state and logic live in parts, one file each (the fields of
+//! [`Acquisition`]), each with a `forget()` for a dropped connection: a part
+//! sends its own requests and returns an outcome for what it cannot decide alone
+//! (our node gone, hold, fail, retry). Here the acquisition routes replies (by
+//! [`Purpose`]), watches and timers to the parts and acts on their outcomes; the
+//! moves of its [`State`] are in [`transitions`]. A recovery after a reconnect
+//! is the parts' `forget()` and one resend.
 
 use crate::ctx::Ctx;
 use crate::event::{FailReason, LockEvent, LostReason, UsageError};
@@ -164,10 +152,7 @@ enum GrantBasis {
     CachedLowerSet,
 }
 
-/// One acquisition, driven by the session: inputs, user calls and the deadlock
-/// detection's calls here; the moves of its state in [`transitions`].
-///
-/// Calling order: `new` (then `downgrade_from` for a downgrade), `recover` once
+/// One acquisition, driven by the session. Calling order: `new` (then `downgrade_from` for a downgrade), `recover` once
 /// connected (and after every reconnect), then inputs and user calls as they come
 /// until `state` is [`State::Done`]. Every output goes through the [`Ctx`].
 pub(crate) struct Acquisition {
@@ -346,7 +331,6 @@ impl Acquisition {
 
     // Inputs, routed here by the session.
 
-    /// Dispatches a reply that the request book attributed to us.
     pub(crate) fn on_reply(
         &mut self,
         cx: &mut Ctx,
@@ -358,14 +342,14 @@ impl Acquisition {
             Purpose::CreateParent => {}
             Purpose::CreateNode => self.on_create_reply(cx, request, result),
             Purpose::List => {
-                if (self.queue.as_mut()).is_some_and(|q| q.take_list_reply(request)) {
+                if (self.queue.as_mut()).is_some_and(|q| q.list.take_reply(request)) {
                     self.on_list(cx, result);
                     self.drop_queue_if_held();
                 }
             }
             Purpose::WatchPeer { name } => self.on_peer_data(cx, request, &name, result),
             Purpose::OwnData => {
-                if self.node.take_read_reply(request) {
+                if self.node.own_read.take_reply(request) {
                     self.on_own_data(cx, result);
                 }
             }
@@ -383,7 +367,7 @@ impl Acquisition {
                     .on_publish_reply(cx, identity, request, &result);
             }
             Purpose::DeleteOwn => {
-                if self.node.take_delete_reply(request) {
+                if self.node.delete.take_reply(request) {
                     self.on_delete(cx, result);
                 }
             }
@@ -438,7 +422,6 @@ impl Acquisition {
         }
     }
 
-    /// A watch fired somewhere; react if it concerns us.
     pub(crate) fn on_watch(&mut self, cx: &mut Ctx, path: &str, kind: WatchKind) {
         if self.node.own.as_ref().is_some_and(|o| &*o.path == path) {
             // While disconnected, a late firing may stem from a session expiry we have
@@ -503,7 +486,7 @@ impl Acquisition {
             && held_long
             && !self.suspended
             && !self.node.own_watched
-            && !self.node.is_reading()
+            && !self.node.own_read.is_pending()
         {
             self.node.send_read(cx, self.id, true);
         }
@@ -611,7 +594,6 @@ impl Acquisition {
         }
     }
 
-    /// Timers.
     pub(crate) fn on_timer(&mut self, cx: &mut Ctx, kind: TimerKind) {
         match kind {
             TimerKind::Deadline => {

@@ -101,7 +101,8 @@ pub(super) enum Create {
     InFlight(RequestId),
     /// Sent, but the reply was lost with the connection: the node may exist.
     Unknown,
-    /// We saw our node (reply or listing).
+    /// Its outcome is known: we saw our node (reply or listing), or for a
+    /// lease node, also that it is gone.
     Done,
 }
 
@@ -154,16 +155,6 @@ impl Node {
     /// The full path of our node, once known.
     pub(super) fn path(&self) -> Option<&str> {
         self.own.as_ref().map(|o| &*o.path)
-    }
-
-    /// Whether a read of our node is in flight.
-    pub(super) fn is_reading(&self) -> bool {
-        self.own_read.is_pending()
-    }
-
-    /// Whether a delete of our node is in flight.
-    pub(super) fn is_deleting(&self) -> bool {
-        self.delete.is_pending()
     }
 
     /// Whether `data` found in our node asks a `revocable` holder to let go.
@@ -227,11 +218,6 @@ impl Node {
         }
     }
 
-    /// Takes the reply to the read of our node in flight, if `request` is it.
-    pub(super) fn take_read_reply(&mut self, request: RequestId) -> bool {
-        self.own_read.take_reply(request)
-    }
-
     /// The reply to a read of our node, on the session `session_id`.
     pub(super) fn on_read_reply(
         &mut self,
@@ -257,11 +243,6 @@ impl Node {
                 ReadOutcome::Failed(e)
             }
         }
-    }
-
-    /// Takes the reply to our node's delete in flight, if `request` is it.
-    pub(super) fn take_delete_reply(&mut self, request: RequestId) -> bool {
-        self.delete.take_reply(request)
     }
 
     /// The reply to our node's delete (markers of the release's multi already

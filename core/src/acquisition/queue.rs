@@ -141,6 +141,11 @@ pub(super) enum Decision {
     Wait { window: Vec<String> },
 }
 
+/// Whether the participant `name` excludes every other (a write lock or leader).
+fn is_exclusive(name: &str) -> bool {
+    parse_participant(name).is_some_and(|p| matches!(p.kind, NodeKind::Write | NodeKind::Leader))
+}
+
 /// The queue as we last saw it (see the module docs).
 #[derive(Default, Debug)]
 pub(super) struct Queue {
@@ -172,10 +177,7 @@ impl Queue {
                 .lower
                 .iter()
                 .rev()
-                .find(|(_, n)| {
-                    parse_participant(n)
-                        .is_some_and(|p| matches!(p.kind, NodeKind::Write | NodeKind::Leader))
-                })
+                .find(|(_, n)| is_exclusive(n))
                 .map(|(_, n)| n.clone()),
             _ => None,
         };
@@ -202,14 +204,7 @@ impl Queue {
         let permits = recipe.permits();
         match recipe {
             Recipe::Semaphore { permits: total } => {
-                let exclusive = self
-                    .lower
-                    .iter()
-                    .filter(|(_, n)| {
-                        parse_participant(n)
-                            .is_some_and(|p| matches!(p.kind, NodeKind::Write | NodeKind::Leader))
-                    })
-                    .count();
+                let exclusive = self.lower.iter().filter(|(_, n)| is_exclusive(n)).count();
                 let sharing = self.lower.len() - exclusive;
                 QueuePlace {
                     position: exclusive + (sharing + 1).saturating_sub(permits),
@@ -261,11 +256,6 @@ impl Queue {
     /// we wait for (then the caller acts on it).
     pub(super) fn take_watch_reply(&self, name: &str, request: RequestId) -> bool {
         self.watched.get(name) == Some(&Watch::Pending(request))
-    }
-
-    /// Takes the reply to the listing in flight, if `request` is it.
-    pub(super) fn take_list_reply(&mut self, request: RequestId) -> bool {
-        self.list.take_reply(request)
     }
 
     /// The reply to the watch on the blocker `name`.

@@ -420,7 +420,7 @@ impl Acquisition {
                 self.terminal(cx, LockEvent::Lost(reason));
             }
             // Our own delete's watch firing: its reply, right behind, ends the release.
-            State::Releasing if self.node.is_deleting() => {}
+            State::Releasing if self.node.delete.is_pending() => {}
             State::Releasing => {
                 self.node.own = None;
                 self.terminal(cx, LockEvent::Released);
@@ -559,7 +559,7 @@ impl Acquisition {
         let window = match our_queue!(self).decide(recipe) {
             Decision::Hold => {
                 our_queue!(self).unwatch_all();
-                if basis == GrantBasis::CachedLowerSet && self.node.is_reading() {
+                if basis == GrantBasis::CachedLowerSet && self.node.own_read.is_pending() {
                     // The news of our own node is still on its way (rare: a watch set
                     // before it fired first). Hold only once it says the node is there.
                     self.state = State::Granting;

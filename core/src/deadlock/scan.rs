@@ -171,7 +171,6 @@ impl OneShot for Scan {
     }
 
     fn restart(&mut self, cx: &mut Ctx) {
-        cx.requests.forget_lock(self.run.id);
         self.first = None;
         self.start_pass(cx);
     }

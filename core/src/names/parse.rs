@@ -106,15 +106,24 @@ fn parse_native(rest: &str) -> Option<ParsedName> {
             permits,
         });
     }
-    let (kind, seq) = [
+    let markers = [
         ("write-", NodeKind::Write),
         ("read-", NodeKind::Read),
         ("lead-", NodeKind::Leader),
-    ]
-    .iter()
-    .find_map(|(m, k)| rest.strip_prefix(m).map(|s| (*k, s)))?;
+    ];
+    marked(NameScheme::Native, attempt, rest, &markers)
+}
+
+/// A name of `scheme` whose `rest` is a kind's marker (of `markers`) and a sequence.
+fn marked(
+    scheme: NameScheme,
+    attempt: AttemptId,
+    rest: &str,
+    markers: &[(&str, NodeKind)],
+) -> Option<ParsedName> {
+    let (kind, seq) = (markers.iter()).find_map(|(m, k)| rest.strip_prefix(m).map(|s| (*k, s)))?;
     Some(ParsedName {
-        scheme: NameScheme::Native,
+        scheme,
         attempt,
         kind,
         seq: parse_sequence(seq)?,
@@ -130,22 +139,14 @@ fn parse_curator(rest: &str) -> Option<ParsedName> {
     }
     let attempt = parse_hex32(&parts.concat())?;
     let rest = rest.get(36..)?.strip_prefix('-')?;
-    let (kind, seq) = [
+    let markers = [
         ("lock-", NodeKind::Write),
         ("__WRIT__", NodeKind::Write),
         ("__READ__", NodeKind::Read),
         ("lease-", NodeKind::Semaphore),
         ("latch-", NodeKind::Leader),
-    ]
-    .iter()
-    .find_map(|(m, k)| rest.strip_prefix(m).map(|s| (*k, s)))?;
-    Some(ParsedName {
-        scheme: NameScheme::Curator,
-        attempt,
-        kind,
-        seq: parse_sequence(seq)?,
-        permits: None,
-    })
+    ];
+    marked(NameScheme::Curator, attempt, rest, &markers)
 }
 
 /// go-zookeeper's `_c_<hex32>-lock-<seq>` (after the `_c_`): `%x` of 16 random
@@ -153,33 +154,14 @@ fn parse_curator(rest: &str) -> Option<ParsedName> {
 /// way is Go's).
 fn parse_go(rest: &str) -> Option<ParsedName> {
     let attempt = parse_hex32(rest.get(..32)?)?;
-    let seq = rest.get(32..)?.strip_prefix("-lock-")?;
-    Some(ParsedName {
-        scheme: NameScheme::Go,
-        attempt,
-        kind: NodeKind::Write,
-        seq: parse_sequence(seq)?,
-        permits: None,
-    })
+    let markers = [("-lock-", NodeKind::Write)];
+    marked(NameScheme::Go, attempt, rest.get(32..)?, &markers)
 }
 
 fn parse_kazoo(name: &str) -> Option<ParsedName> {
     let attempt = parse_hex32(name.get(..32)?)?;
-    let rest = name.get(32..)?;
-    let (kind, seq) = if let Some(s) = rest.strip_prefix("__lock__") {
-        (NodeKind::Write, s)
-    } else if let Some(s) = rest.strip_prefix("__rlock__") {
-        (NodeKind::Read, s)
-    } else {
-        return None;
-    };
-    Some(ParsedName {
-        scheme: NameScheme::Kazoo,
-        attempt,
-        kind,
-        seq: parse_sequence(seq)?,
-        permits: None,
-    })
+    let markers = [("__lock__", NodeKind::Write), ("__rlock__", NodeKind::Read)];
+    marked(NameScheme::Kazoo, attempt, name.get(32..)?, &markers)
 }
 
 #[cfg(test)]

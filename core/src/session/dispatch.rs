@@ -87,13 +87,7 @@ impl Session {
         self.arm_sync();
     }
 
-    pub(super) fn for_each_task(&mut self, now: Timestamp, f: impl FnMut(&mut Task, &mut Ctx)) {
-        self.for_each_task_inner(now, f);
-        self.sync_publications(now);
-        self.arm_sync();
-    }
-
-    fn for_each_task_inner(&mut self, now: Timestamp, mut f: impl FnMut(&mut Task, &mut Ctx)) {
+    pub(super) fn for_each_task(&mut self, now: Timestamp, mut f: impl FnMut(&mut Task, &mut Ctx)) {
         let (mut cx, tasks) = self.ctx_parts(now);
         let ids: Vec<LockId> = tasks.keys().copied().collect();
         for id in ids {
@@ -102,6 +96,8 @@ impl Session {
                 settle(&mut cx, tasks, id);
             }
         }
+        self.sync_publications(now);
+        self.arm_sync();
     }
 }
 
@@ -132,11 +128,8 @@ fn awaits_contact(task: &Task) -> bool {
         if a.state() == State::Granting || (a.state() == State::Held && a.is_suspended()))
 }
 
-/// Whether `task` holds a lock, is being granted one, or waits where one
-/// notification can grant it: only then does the session keep proving contact
-/// with the leader (see [`crate::contact`]). The waiter next in line pays a
-/// `sync` an interval so that its grant, which may come after a wait of any
-/// length, is reported at once on a proof that lasts.
+/// Whether the session keeps proving contact for `task` (see `Contact::wanted`
+/// and the module docs of [`crate::contact`], "Cost").
 fn wants_proof(task: &Task) -> bool {
     matches!(task, Task::Acquisition(a)
         if matches!(a.state(), State::Held | State::Granting) || a.is_next_in_line())

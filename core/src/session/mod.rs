@@ -1,10 +1,5 @@
-//! [`Session`]: every lock of one ZooKeeper session, multiplexed in one state machine.
-//!
-//! The session's methods live by concept: [`start`] (starting tasks), [`calls`]
-//! (calls on a running task), [`connection`] (session changes), [`sync`] (the
-//! session's own timers: proof of the leader's contact), [`dispatch`] (running
-//! tasks with a [`Ctx`](crate::ctx::Ctx)), [`publications`] (deadlock detection across tasks);
-//! [`task`] holds the task kinds.
+//! [`Session`]: every lock of one ZooKeeper session, multiplexed in one state
+//! machine; its methods live in the submodules, one per concept.
 
 use crate::acquisition::State;
 use crate::contact::Contact;

@@ -1,7 +1,7 @@
 //! Our lease node's create: Curator's sequential node (with the pool's containers
 //! first when missing), kazoo's fixed `<pool>/<hex32>`.
 
-use super::{Layout, Lease, LeaseCreate, LeaseVerdict};
+use super::{Create, Layout, Lease, LeaseVerdict};
 use crate::acquisition::node::OwnNode;
 use crate::ctx::Ctx;
 use crate::event::FailReason;
@@ -22,7 +22,7 @@ impl Lease {
             mode,
         };
         if let Some(r) = cx.send(id, Purpose::LeaseCreate, op) {
-            self.create = LeaseCreate::InFlight(r);
+            self.create = Create::InFlight(r);
         }
     }
 
@@ -52,11 +52,11 @@ impl Lease {
                         .and_then(parse_sequence),
                     Layout::Kazoo => (path == self.create_path).then_some(0),
                 };
-                self.create = LeaseCreate::Done;
+                self.create = Create::Done;
                 let Some(seq) = seq else {
                     // Not the node we asked for: never adopt it. Identity, if made, is
                     // found by its attempt id like after a lost reply.
-                    self.create = LeaseCreate::Unknown;
+                    self.create = Create::Unknown;
                     return LeaseVerdict::Fail(FailReason::Zk(ZkError::Other(format!(
                         "unexpected created path {path:?}"
                     ))));
@@ -86,12 +86,12 @@ impl Lease {
                 }
             }
             Ok(_) => {
-                self.create = LeaseCreate::Unknown;
+                self.create = Create::Unknown;
                 LeaseVerdict::Fail(FailReason::Zk(ZkError::unexpected_reply()))
             }
             // kazoo: a create of ours whose reply was lost made it: it is ours.
             Err(ZkError::NodeExists) if self.layout == Layout::Kazoo => {
-                self.create = LeaseCreate::Done;
+                self.create = Create::Done;
                 if cleanup {
                     self.spare.push(self.create_path.clone());
                     return LeaseVerdict::Pending;
@@ -104,9 +104,9 @@ impl Lease {
                 LeaseVerdict::Hold
             }
             Err(ZkError::NoNode) => {
-                self.create = LeaseCreate::NotSent;
+                self.create = Create::NotSent;
                 if cleanup {
-                    self.create = LeaseCreate::Done;
+                    self.create = Create::Done;
                     return LeaseVerdict::Pending;
                 }
                 *parent_tries += 1;
@@ -124,14 +124,14 @@ impl Lease {
                 LeaseVerdict::Pending
             }
             Err(e) if e.is_connection_loss() => {
-                self.create = LeaseCreate::Unknown;
+                self.create = Create::Unknown;
                 LeaseVerdict::Trouble(e)
             }
             Err(e) => {
                 self.create = if cleanup {
-                    LeaseCreate::Done
+                    Create::Done
                 } else {
-                    LeaseCreate::NotSent
+                    Create::NotSent
                 };
                 LeaseVerdict::Fail(FailReason::Zk(e))
             }

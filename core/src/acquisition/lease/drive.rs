@@ -4,7 +4,7 @@
 //! node handed over as our node once held; the acquisition's own move comes
 //! back as a [`AfterLeaseReply`]).
 
-use super::{Layout, Lease, LeaseCreate, LeaseVerdict};
+use super::{Create, Layout, Lease, LeaseVerdict};
 use crate::acquisition::node::{Node, OwnNode};
 use crate::ctx::Ctx;
 use crate::event::FailReason;
@@ -64,7 +64,7 @@ impl Lease {
         // Only the step of a mutex we hold acts; cleanup hears of nodes made.
         let live = (waiting && self.active) || cleanup;
         let outcome = match purpose {
-            Purpose::LeaseCreate if self.create == LeaseCreate::InFlight(request) => {
+            Purpose::LeaseCreate if self.create == Create::InFlight(request) => {
                 self.on_create(cx, id, result, cleanup || !live, parent_tries, max_tries)
             }
             Purpose::LeaseList if self.list.take_reply(request) => {
@@ -195,8 +195,8 @@ impl Lease {
         if let Some(node) = self.node.take() {
             self.spare.push(node.path.to_string());
         }
-        if self.layout == Layout::Kazoo && self.create == LeaseCreate::Unknown {
-            self.create = LeaseCreate::Done;
+        if self.layout == Layout::Kazoo && self.create == Create::Unknown {
+            self.create = Create::Done;
             self.spare.push(self.create_path.clone());
         }
         self.take_spare()

@@ -1,7 +1,7 @@
 //! The listing of the pool (leaving a children watch): finding our lease nodes,
 //! counting the pool, and what cleanup still has to find.
 
-use super::{Layout, Lease, LeaseCreate, LeaseVerdict};
+use super::{Create, Layout, Lease, LeaseVerdict};
 use crate::acquisition::node::OwnNode;
 use crate::ctx::Ctx;
 use crate::event::FailReason;
@@ -65,8 +65,8 @@ impl Lease {
         let full = |name: &str| format!("{pool}/{name}");
         if cleanup {
             // Looking for a lease node whose create's reply was lost: all of ours go.
-            if self.create == LeaseCreate::Unknown {
-                self.create = LeaseCreate::Done;
+            if self.create == Create::Unknown {
+                self.create = Create::Done;
             }
             self.spare
                 .extend(mine.iter().map(|(_, n)| full(n.as_str())));
@@ -94,8 +94,8 @@ impl Lease {
                         stat: None,
                     });
                 }
-                if !matches!(self.create, LeaseCreate::InFlight(_)) {
-                    self.create = LeaseCreate::Done;
+                if !matches!(self.create, Create::InFlight(_)) {
+                    self.create = Create::Done;
                 }
                 // Holding one already (found again after a lost reply): kazoo
                 // holds at once ("do we already have a lease?"); Curator counts.
@@ -110,7 +110,7 @@ impl Lease {
                 }
             }
             None => {
-                if let LeaseCreate::InFlight(_) = self.create {
+                if let Create::InFlight(_) = self.create {
                     // Only out of FIFO order: list again once the create is answered.
                     self.relist_after_create = true;
                     return LeaseVerdict::Pending;
@@ -118,7 +118,7 @@ impl Lease {
                 // Not there: never made, or gone (deleted by hand); Curator then
                 // starts over with a new node, as kazoo does.
                 self.node = None;
-                self.create = LeaseCreate::NotSent;
+                self.create = Create::NotSent;
                 match self.layout {
                     Layout::Curator => {
                         self.send_create(cx, id);
@@ -143,11 +143,11 @@ impl Lease {
         id: crate::ids::LockId,
     ) -> bool {
         match self.create {
-            LeaseCreate::InFlight(_) => false,
-            LeaseCreate::Unknown => match self.layout {
+            Create::InFlight(_) => false,
+            Create::Unknown => match self.layout {
                 // The name is known: just delete it (no node is fine).
                 Layout::Kazoo => {
-                    self.create = LeaseCreate::Done;
+                    self.create = Create::Done;
                     self.spare.push(self.create_path.clone());
                     true
                 }
@@ -158,7 +158,7 @@ impl Lease {
                     false
                 }
             },
-            LeaseCreate::NotSent | LeaseCreate::Done => true,
+            Create::NotSent | Create::Done => true,
         }
     }
 }

@@ -27,13 +27,8 @@
 //! Once held, the lease node is our node: held, suspended, lost and released as
 //! any lock's node, its `czxid` the fencing token. Cleanup removes the lease node
 //! and the mutex node both.
-//!
-//! The lease's steps live by concept: [`pool`] (kazoo's permit count), [`create`]
-//! (our lease node), [`listing`] (counting the pool) and [`drive`] (the
-//! acquisition's side: starting the step, routing replies, acting on outcomes
-//! as far as the lease and our node go, handing the acquisition its next move).
 
-use crate::acquisition::node::OwnNode;
+use crate::acquisition::node::{Create, OwnNode};
 use crate::ctx::Ctx;
 use crate::ctx::InFlight;
 use crate::event::FailReason;
@@ -41,7 +36,7 @@ use crate::names::{
     node_prefix, semaphore_lease_dir as pool_dir, semaphore_mutex_dir as mutex_dir, AttemptId,
     NameScheme, NodeKind,
 };
-use crate::proto::{RequestId, ZkError};
+use crate::proto::ZkError;
 use crate::spec::{LockSpec, Recipe};
 
 mod create;
@@ -58,17 +53,6 @@ enum Layout {
     Curator,
     /// kazoo's `Semaphore`: `<path>-__lock__`, `<path>`.
     Kazoo,
-}
-
-/// What we know about the create of our lease node.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum LeaseCreate {
-    NotSent,
-    InFlight(RequestId),
-    /// Sent, the reply lost with the connection: the node may exist.
-    Unknown,
-    /// Its outcome is known (the node, if any, is in `node`).
-    Done,
 }
 
 /// The longest directory a node of `spec` is created in: the lock path, or for a
@@ -103,7 +87,7 @@ pub(crate) struct Lease {
     active: bool,
     /// The lease is ours: the acquisition's own node is the lease node now.
     granted: bool,
-    create: LeaseCreate,
+    create: Create,
     /// Our lease node, once known (until it becomes the acquisition's own node).
     node: Option<OwnNode>,
     list: InFlight,
@@ -163,7 +147,7 @@ impl Lease {
             ),
             active: false,
             granted: false,
-            create: LeaseCreate::NotSent,
+            create: Create::NotSent,
             node: None,
             list: InFlight::default(),
             pool_read: InFlight::default(),
@@ -192,8 +176,8 @@ impl Lease {
         self.pool_read.forget();
         self.pool_create.forget();
         self.relist_after_create = false;
-        if let LeaseCreate::InFlight(_) = self.create {
-            self.create = LeaseCreate::Unknown;
+        if let Create::InFlight(_) = self.create {
+            self.create = Create::Unknown;
         }
     }
 
@@ -203,8 +187,8 @@ impl Lease {
         self.forget();
         if expired {
             self.node = None;
-            if self.create != LeaseCreate::NotSent {
-                self.create = LeaseCreate::Done;
+            if self.create != Create::NotSent {
+                self.create = Create::Done;
             }
         }
     }
@@ -214,12 +198,12 @@ impl Lease {
             Layout::Kazoo if !self.pool_checked => self.send_pool_read(cx, id),
             Layout::Kazoo => self.send_list(cx, id),
             Layout::Curator => match self.create {
-                LeaseCreate::NotSent => {
+                Create::NotSent => {
                     self.send_create(cx, id);
                     self.send_list(cx, id);
                 }
-                LeaseCreate::InFlight(_) => {}
-                LeaseCreate::Unknown | LeaseCreate::Done => self.send_list(cx, id),
+                Create::InFlight(_) => {}
+                Create::Unknown | Create::Done => self.send_list(cx, id),
             },
         }
     }

@@ -12,9 +12,9 @@ fn forget_drops_the_read_and_watch_in_flight_and_keeps_the_node() {
         stat: None,
     });
     node.send_read(&mut session.cx(), LockId(1), true);
-    assert!(node.own_watched && node.is_reading());
+    assert!(node.own_watched && node.own_read.is_pending());
     node.forget();
-    assert!(!node.own_watched && !node.is_reading());
+    assert!(!node.own_watched && !node.own_read.is_pending());
     assert_eq!(
         node.path(),
         Some("/l/n-0000000001"),
