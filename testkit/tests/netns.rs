@@ -177,6 +177,12 @@ fn doomed_child() {
     let mut lab = NetLab::new().unwrap();
     let node = lab.add_node("doomed").unwrap();
     let mut sleeper = lab.command(node, "sleep").arg("600").spawn().unwrap();
+    // `ip netns exec` enters the namespace before it execs `sleep`: until then a
+    // kill of this process could leave a sleeper that no sweep finds there.
+    let comm = format!("/proc/{}/comm", sleeper.id());
+    while std::fs::read_to_string(&comm).unwrap().trim() != "sleep" {
+        thread::sleep(Duration::from_millis(5));
+    }
     println!("READY {} {}", lab.prefix(), sleeper.id());
     thread::sleep(Duration::from_secs(120));
     let _ = sleeper.kill();
