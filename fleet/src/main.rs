@@ -152,7 +152,6 @@ fn suite() {
 
 /// The yardstick's rounds: per mode, zklock and the bare client alternate.
 struct Yard {
-    /// (mode, library) -> cycles/s per round.
     /// (mode, library) -> per round: cycles/s, packets received per cycle
     /// (whole ensemble), client CPU µs per cycle.
     rounds: Vec<(Mode, &'static str, Vec<[f64; 3]>)>,
