@@ -157,11 +157,7 @@ fn say(line: &str) {
 }
 
 fn write_records(path: &str, records: &[Record]) {
-    let mut text = String::with_capacity(records.len() * 64);
-    for r in records {
-        text.push_str(&r.to_line());
-        text.push('\n');
-    }
+    let text: String = records.iter().map(|r| r.to_line() + "\n").collect();
     std::fs::write(path, text).expect("writing the records");
 }
 
