@@ -146,6 +146,8 @@ impl Contender {
     ) -> Contender {
         let node = lab.add_node(&spec.name).unwrap();
         let timeout_ms = spec.session_timeout.as_millis().to_string();
+        // Curator's and kazoo's: their connection, then hold ms and pause ms.
+        let peer_args = [connect, &spec.lock, &spec.name, &timeout_ms, "300", "100"];
         let mut command = match spec.kind {
             Kind::Async | Kind::Blocking => {
                 let mut command = lab.command(node, &programs.contender);
@@ -164,31 +166,16 @@ impl Contender {
                     .args(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx128m"])
                     .arg("-cp")
                     .arg(classpath)
-                    .args([
-                        "CuratorContender",
-                        connect,
-                        &spec.lock,
-                        &spec.name,
-                        &timeout_ms,
-                    ]);
+                    .arg("CuratorContender")
+                    .args(peer_args);
                 command
             }
             Kind::Kazoo => {
                 let mut command = lab.command(node, "/usr/bin/python3");
-                command.args([
-                    "-c",
-                    KAZOO_SOURCE,
-                    connect,
-                    &spec.lock,
-                    &spec.name,
-                    &timeout_ms,
-                ]);
+                command.args(["-c", KAZOO_SOURCE]).args(peer_args);
                 command
             }
         };
-        if matches!(spec.kind, Kind::Curator | Kind::Kazoo) {
-            command.args(["300", "100"]); // hold ms, pause ms
-        }
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
