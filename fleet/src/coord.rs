@@ -150,7 +150,9 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
     }
     let t1 = monotonic_ns();
     let window = window_start.elapsed();
-    let cpu1: Vec<Duration> = workers.iter().map(|w| w.process.cpu_time()).collect();
+    let cpu: Duration = (workers.iter().zip(&cpu0))
+        .map(|(w, before)| w.process.cpu_time().saturating_sub(*before))
+        .sum();
     let client_rss: u64 = workers.iter().map(|w| w.process.rss_kib()).sum();
     let load_end = loadavg();
     stop.store(true, Ordering::SeqCst);
@@ -242,11 +244,6 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
         *by_kind.entry(f.kind.clone()).or_insert(0) += 1;
     }
     let first_fault = faults.iter().min_by_key(|f| f.at).cloned();
-    let cpu: Duration = cpu1
-        .iter()
-        .zip(&cpu0)
-        .map(|(a, b)| a.saturating_sub(*b))
-        .sum();
     CaseResult {
         config: config.clone(),
         connected,
