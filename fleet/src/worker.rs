@@ -187,16 +187,9 @@ async fn connect_all(spec: &WorkerSpec) -> Vec<Option<Session>> {
                     .map_err(|e| e.to_string()),
                 other => panic!("unknown library {other:?}"),
             };
-            match result {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    eprintln!(
-                        "worker: session {} did not connect: {e}",
-                        spec.first + i * spec.stride
-                    );
-                    None
-                }
-            }
+            let global = spec.first + i * spec.stride;
+            let report = |e: &String| eprintln!("worker: session {global} did not connect: {e}");
+            result.inspect_err(report).ok()
         }
     });
     let sessions: Vec<Option<Session>> =
