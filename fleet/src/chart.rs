@@ -31,57 +31,30 @@ pub fn write(results: &[CaseResult], path: &Path) -> Result {
     }
     let n = |r: &CaseResult| r.config.sessions as f64;
     let ms = |d: std::time::Duration| (d.as_secs_f64() * 1000.0).max(0.01);
-    let latency = vec![
-        Series {
-            name: "grant p50 (cold locks)",
-            color: RGBColor(213, 62, 79),
-            points: cases
-                .iter()
-                .map(|r| (n(r), ms(r.figures.cold_grant.p50)))
-                .collect(),
-        },
-        Series {
-            name: "grant p99 (cold locks)",
-            color: RGBColor(244, 109, 67),
-            points: cases
-                .iter()
-                .map(|r| (n(r), ms(r.figures.cold_grant.p99)))
-                .collect(),
-        },
-        Series {
-            name: "handoff p50 (hot locks)",
-            color: RGBColor(50, 136, 189),
-            points: cases
-                .iter()
-                .map(|r| (n(r), ms(r.figures.handoff.p50)))
-                .collect(),
-        },
-        Series {
-            name: "handoff p99 (hot locks)",
-            color: RGBColor(102, 194, 165),
-            points: cases
-                .iter()
-                .map(|r| (n(r), ms(r.figures.handoff.p99)))
-                .collect(),
-        },
+    let series = |name, color, y: &dyn Fn(&CaseResult) -> f64| Series {
+        name,
+        color,
+        points: cases.iter().map(|r| (n(r), y(r))).collect(),
+    };
+    let latency = [
+        series("grant p50 (cold locks)", RGBColor(213, 62, 79), &|r| {
+            ms(r.figures.cold_grant.p50)
+        }),
+        series("grant p99 (cold locks)", RGBColor(244, 109, 67), &|r| {
+            ms(r.figures.cold_grant.p99)
+        }),
+        series("handoff p50 (hot locks)", RGBColor(50, 136, 189), &|r| {
+            ms(r.figures.handoff.p50)
+        }),
+        series("handoff p99 (hot locks)", RGBColor(102, 194, 165), &|r| {
+            ms(r.figures.handoff.p99)
+        }),
     ];
-    let load = vec![
-        Series {
-            name: "leader",
-            color: RGBColor(213, 62, 79),
-            points: cases
-                .iter()
-                .map(|r| (n(r), r.leader_rps.max(1.0)))
-                .collect(),
-        },
-        Series {
-            name: "follower (mean)",
-            color: RGBColor(50, 136, 189),
-            points: cases
-                .iter()
-                .map(|r| (n(r), r.follower_rps.max(1.0)))
-                .collect(),
-        },
+    let load = [
+        series("leader", RGBColor(213, 62, 79), &|r| r.leader_rps.max(1.0)),
+        series("follower (mean)", RGBColor(50, 136, 189), &|r| {
+            r.follower_rps.max(1.0)
+        }),
     ];
     let x_min = n(cases[0]) / 2.0;
     let x_max = n(cases[cases.len() - 1]) * 2.0;

@@ -10,7 +10,7 @@ use crate::WorkerSpec;
 use lock_testkit::exclusion::monotonic_ns;
 use lock_testkit::measure::{loadavg, rss_kib, LinePeer};
 use lock_testkit::ZkEnsemble;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -150,7 +150,9 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
     }
     let t1 = monotonic_ns();
     let window = window_start.elapsed();
-    let cpu1: Vec<Duration> = workers.iter().map(|w| w.process.cpu_time()).collect();
+    let cpu: Duration = (workers.iter().zip(&cpu0))
+        .map(|(w, before)| w.process.cpu_time().saturating_sub(*before))
+        .sum();
     let client_rss: u64 = workers.iter().map(|w| w.process.rss_kib()).sum();
     let load_end = loadavg();
     stop.store(true, Ordering::SeqCst);
@@ -219,13 +221,10 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
         }
     }
     faults.retain(|f| f.kind != crate::record::SESSION_OPENED);
-    let mut expired_owners: Vec<usize> = server_expired_ids
+    let expired_owners: BTreeSet<usize> = server_expired_ids
         .iter()
         .filter_map(|id| owner.get(id).copied())
         .collect();
-    expired_owners.sort_unstable();
-    expired_owners.dedup();
-    let server_expired_fleet = expired_owners.len();
     let server_expired_unowned = server_expired_ids
         .iter()
         .filter(|id| !owner.contains_key(*id))
@@ -235,23 +234,16 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
     let leading: u64 = members.iter().map(|m| m.received_leading).sum();
     let following: u64 = members.iter().map(|m| m.received_following).sum();
     let figures = check::figures(&holds, t0, t1);
-    let mut expired_sessions: Vec<usize> = faults
+    let expired_sessions: BTreeSet<usize> = faults
         .iter()
         .filter(|f| f.is_expiry())
         .map(|f| f.session)
         .collect();
-    expired_sessions.sort_unstable();
-    expired_sessions.dedup();
     let mut by_kind = BTreeMap::new();
     for f in &faults {
         *by_kind.entry(f.kind.clone()).or_insert(0) += 1;
     }
     let first_fault = faults.iter().min_by_key(|f| f.at).cloned();
-    let cpu: Duration = cpu1
-        .iter()
-        .zip(&cpu0)
-        .map(|(a, b)| a.saturating_sub(*b))
-        .sum();
     CaseResult {
         config: config.clone(),
         connected,
@@ -269,7 +261,7 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
         client_rss_kib_per_session: client_rss as f64 / config.sessions as f64,
         client_cpu_us_per_session_s: cpu.as_secs_f64() * 1e6 / config.sessions as f64 / secs,
         client_expired: expired_sessions.len(),
-        server_expired_fleet,
+        server_expired_fleet: expired_owners.len(),
         server_expired_unowned,
         overlaps: check::overlaps(&holds),
         faults: by_kind,

@@ -30,14 +30,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-fn records_dir(name: &str) -> PathBuf {
-    std::env::temp_dir()
-        .join(format!("zklock-fleet-{}", std::process::id()))
-        .join(name)
-}
-
-fn exe() -> PathBuf {
-    std::env::current_exe().expect("this binary's path")
+/// A case of `sessions` with the environment's knobs, this binary its worker and
+/// its records in a directory `name` of its own.
+fn case_config(sessions: usize, name: &str) -> CaseConfig {
+    let exe = std::env::current_exe().expect("this binary's path");
+    let dir = std::env::temp_dir().join(format!("zklock-fleet-{}", std::process::id()));
+    CaseConfig::from_env(sessions, exe, dir.join(name))
 }
 
 fn main() {
@@ -49,7 +47,7 @@ fn main() {
                 .get(1)
                 .and_then(|s| s.parse().ok())
                 .expect("usage: zklock-fleet run N [restart|idle]");
-            let mut config = CaseConfig::from_env(sessions, exe(), records_dir("run"));
+            let mut config = case_config(sessions, "run");
             config.rolling_restart = args.get(2).is_some_and(|a| a == "restart");
             if args.get(2).is_some_and(|a| a == "idle") {
                 config.mode = Mode::Idle;
@@ -112,7 +110,7 @@ fn suite() {
     for &n in &sizes {
         if idle {
             // The baseline: the same sessions holding nothing.
-            let mut config = CaseConfig::from_env(n, exe(), records_dir(&format!("idle-{n}")));
+            let mut config = case_config(n, &format!("idle-{n}"));
             config.mode = Mode::Idle;
             config.window = Duration::from_secs(env_usize("FLEET_IDLE_SECONDS", 30) as u64);
             results.extend(attempt(&config, &mut failed, &mut notes));
@@ -121,8 +119,7 @@ fn suite() {
             if with_restart && !restart {
                 continue;
             }
-            let mut config =
-                CaseConfig::from_env(n, exe(), records_dir(&format!("fleet-{n}-{with_restart}")));
+            let mut config = case_config(n, &format!("fleet-{n}-{with_restart}"));
             config.rolling_restart = with_restart;
             results.extend(attempt(&config, &mut failed, &mut notes));
         }
@@ -130,7 +127,7 @@ fn suite() {
     // The peers at the same shape, without a restart.
     for library in env_words("FLEET_PEERS", "curator,kazoo") {
         let n = env_usize("FLEET_PEER_SIZE", 1000);
-        let mut config = CaseConfig::from_env(n, exe(), records_dir(&format!("{library}-{n}")));
+        let mut config = case_config(n, &format!("{library}-{n}"));
         config.library = library;
         results.extend(attempt(&config, &mut failed, &mut notes));
     }
@@ -152,7 +149,6 @@ fn suite() {
 
 /// The yardstick's rounds: per mode, zklock and the bare client alternate.
 struct Yard {
-    /// (mode, library) -> cycles/s per round.
     /// (mode, library) -> per round: cycles/s, packets received per cycle
     /// (whole ensemble), client CPU µs per cycle.
     rounds: Vec<(Mode, &'static str, Vec<[f64; 3]>)>,
@@ -186,11 +182,7 @@ fn yardstick() -> Yard {
     for round in 0..rounds {
         for entry in &mut yard.rounds {
             let (mode, library) = (entry.0, entry.1);
-            let mut config = CaseConfig::from_env(
-                sessions,
-                exe(),
-                records_dir(&format!("yard-{round}-{library}-{mode:?}")),
-            );
+            let mut config = case_config(sessions, &format!("yard-{round}-{library}-{mode:?}"));
             config.library = library.to_owned();
             config.mode = mode;
             config.workers = 2;

@@ -16,14 +16,10 @@ use std::time::{Duration, Instant};
 /// where the collector happened to be), then `GC.heap_info` (the generations'
 /// `used`; metaspace is not heap).
 pub(crate) fn heap_used_mb(pid: u32) -> Option<f64> {
-    Command::new("jcmd")
-        .arg(pid.to_string())
-        .arg("GC.run")
-        .output()
-        .ok()?;
+    let pid = pid.to_string();
+    Command::new("jcmd").args([&pid, "GC.run"]).output().ok()?;
     let out = Command::new("jcmd")
-        .arg(pid.to_string())
-        .arg("GC.heap_info")
+        .args([&pid, "GC.heap_info"])
         .output()
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);

@@ -25,13 +25,15 @@ pub fn spread(s: &Spread) -> String {
     format!("{} / {} / {}", ms(s.p50), ms(s.p99), ms(s.max))
 }
 
+/// MiB, whole, or `?` if not measured.
+fn mib(value: Option<f64>) -> String {
+    value.map_or("?".into(), |v| format!("{v:.0}"))
+}
+
 /// The heap used by the members, `a / b / c` MiB.
 fn heaps(r: &CaseResult) -> String {
-    r.members
-        .iter()
-        .map(|m| m.heap_used_mb.map_or("?".into(), |h| format!("{h:.0}")))
-        .collect::<Vec<_>>()
-        .join(" / ")
+    let heaps: Vec<String> = r.members.iter().map(|m| mib(m.heap_used_mb)).collect();
+    heaps.join(" / ")
 }
 
 /// A case as lines of `key: value`, for the terminal.
@@ -69,22 +71,14 @@ pub fn case_text(r: &CaseResult) -> String {
         "grants/s: {:.1} ({} in the window)",
         r.grants_per_s, r.figures.grants
     );
-    let _ = writeln!(
-        t,
-        "grant latency cold p50/p99/max ms: {}",
-        spread(&r.figures.cold_grant)
-    );
-    let _ = writeln!(
-        t,
-        "grant latency hot  p50/p99/max ms: {}",
-        spread(&r.figures.hot_grant)
-    );
-    let _ = writeln!(
-        t,
-        "handoff latency    p50/p99/max ms: {} ({} handoffs)",
-        spread(&r.figures.handoff),
-        r.figures.handoff.count
-    );
+    for (name, latency) in [
+        ("grant latency cold", &r.figures.cold_grant),
+        ("grant latency hot ", &r.figures.hot_grant),
+        ("handoff latency   ", &r.figures.handoff),
+    ] {
+        let count = latency.count;
+        let _ = writeln!(t, "{name} p50/p99/max ms: {} (n={count})", spread(latency));
+    }
     let _ = writeln!(
         t,
         "client per session: RSS {:.1} KiB, CPU {:.1} us/s",
@@ -95,8 +89,8 @@ pub fn case_text(r: &CaseResult) -> String {
             t,
             "member {}: heap used {} MiB, RSS {} MiB, max outstanding {}, max connections {}, mntr unanswered {}, expired {}",
             i + 1,
-            m.heap_used_mb.map_or("?".into(), |h| format!("{h:.0}")),
-            m.rss_mb.map_or("?".into(), |h| format!("{h:.0}")),
+            mib(m.heap_used_mb),
+            mib(m.rss_mb),
             m.max_outstanding,
             m.max_connections,
             m.unanswered,

@@ -157,11 +157,7 @@ fn say(line: &str) {
 }
 
 fn write_records(path: &str, records: &[Record]) {
-    let mut text = String::with_capacity(records.len() * 64);
-    for r in records {
-        text.push_str(&r.to_line());
-        text.push('\n');
-    }
+    let text: String = records.iter().map(|r| r.to_line() + "\n").collect();
     std::fs::write(path, text).expect("writing the records");
 }
 
@@ -191,16 +187,9 @@ async fn connect_all(spec: &WorkerSpec) -> Vec<Option<Session>> {
                     .map_err(|e| e.to_string()),
                 other => panic!("unknown library {other:?}"),
             };
-            match result {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    eprintln!(
-                        "worker: session {} did not connect: {e}",
-                        spec.first + i * spec.stride
-                    );
-                    None
-                }
-            }
+            let global = spec.first + i * spec.stride;
+            let report = |e: &String| eprintln!("worker: session {global} did not connect: {e}");
+            result.inspect_err(report).ok()
         }
     });
     let sessions: Vec<Option<Session>> =
@@ -297,13 +286,20 @@ async fn session_task(shared: Arc<Shared>, session: Arc<Session>, global: usize)
             (Mode::Fleet, false) => exponential(&mut rng, spec.hold_ms as f64),
             _ => Duration::ZERO,
         };
-        match &*session {
-            Session::Zklock(client) => {
-                cycle_zklock(&shared, client, global, &lock, hot_lock, hold).await
-            }
-            Session::Bare(client) => {
-                cycle_bare(&shared, client, global, &lock, hot_lock, hold).await
-            }
+        let times = match &*session {
+            Session::Zklock(client) => cycle_zklock(&shared, client, global, &lock, hold).await,
+            Session::Bare(client) => Some(cycle_bare(client, &lock, hold).await),
+        };
+        if let Some((requested, granted, released, segments)) = times {
+            shared.record(Record::Hold(Hold {
+                lock,
+                hot: hot_lock,
+                session: global,
+                requested,
+                granted,
+                released,
+                segments,
+            }));
         }
         note_session_change(&shared, &session, global, &mut session_id);
         let think = match (spec.mode, hot) {
@@ -333,17 +329,19 @@ fn note_session_change(
     }
 }
 
-/// One zklock acquire, hold and release. The hold's trusted segments end at a
-/// `Suspended` and start again at a `Resumed`: what the overlap check compares is
-/// when this session believed it held the lock.
+/// A hold's [`Hold::requested`], `granted`, `released` and `segments`.
+type HoldTimes = (u64, u64, u64, Vec<(u64, u64)>);
+
+/// One zklock acquire, hold and release; `None` if nothing was granted. The
+/// hold's trusted segments end at a `Suspended` and start again at a `Resumed`:
+/// what the overlap check compares is when this session believed it held the lock.
 async fn cycle_zklock(
     shared: &Shared,
     client: &LockClient,
     session: usize,
     lock: &str,
-    hot: bool,
     hold: Duration,
-) {
+) -> Option<HoldTimes> {
     let fault = |kind: &str, detail: String| shared.fault(session, kind, detail);
     let requested = monotonic_ns();
     let timeout = Duration::from_millis(shared.spec.acquire_timeout_ms);
@@ -352,17 +350,23 @@ async fn cycle_zklock(
     let mutex = client.mutex(lock);
     let acquired = tokio::select! {
         acquired = mutex.lock_timeout(timeout) => acquired,
-        _ = phase.wait_for(|p| *p == Phase::Stopped) => return,
+        _ = phase.wait_for(|p| *p == Phase::Stopped) => return None,
     };
     let guard = match acquired {
         Ok(guard) => guard,
-        Err(Error::SessionExpired) => return fault("expired-waiting", lock.to_owned()),
-        Err(Error::Timeout) => return fault("acquire-timeout", lock.to_owned()),
+        Err(Error::SessionExpired) => {
+            fault("expired-waiting", lock.to_owned());
+            return None;
+        }
+        Err(Error::Timeout) => {
+            fault("acquire-timeout", lock.to_owned());
+            return None;
+        }
         Err(e) => {
             fault("acquire-error", format!("{lock}: {e}"));
             // Do not spin on a persistent error.
             sleep(Duration::from_millis(100)).await;
-            return;
+            return None;
         }
     };
     let granted = monotonic_ns();
@@ -396,15 +400,6 @@ async fn cycle_zklock(
     if let Some(start) = trusted_since.take() {
         segments.push((start, released));
     }
-    shared.record(Record::Hold(Hold {
-        lock: lock.to_owned(),
-        hot,
-        session,
-        requested,
-        granted,
-        released,
-        segments,
-    }));
     match lost {
         Some(LostReason::SessionExpired) => fault("expired-holding", lock.to_owned()),
         Some(reason) => fault("lost", format!("{lock}: {reason:?}")),
@@ -414,18 +409,12 @@ async fn cycle_zklock(
             }
         }
     }
+    Some((requested, granted, released, segments))
 }
 
 /// The bare client's cycle: the floor's requests (`lock_testkit::floor`), no failure
 /// handling (the yardstick runs without faults).
-async fn cycle_bare(
-    shared: &Shared,
-    client: &Client,
-    session: usize,
-    lock: &str,
-    hot: bool,
-    hold: Duration,
-) {
+async fn cycle_bare(client: &Client, lock: &str, hold: Duration) -> HoldTimes {
     let requested = monotonic_ns();
     let node = floor::bare_lock(client, lock).await;
     let granted = monotonic_ns();
@@ -434,13 +423,5 @@ async fn cycle_bare(
     }
     let released = monotonic_ns();
     floor::bare_release(client, &node).await;
-    shared.record(Record::Hold(Hold {
-        lock: lock.to_owned(),
-        hot,
-        session,
-        requested,
-        granted,
-        released,
-        segments: vec![(granted, released)],
-    }));
+    (requested, granted, released, vec![(granted, released)])
 }

@@ -100,10 +100,6 @@ impl Outcome {
     }
 }
 
-fn seconds_between(from: Nanos, to: Nanos) -> f64 {
-    (to as f64 - from as f64) / 1e9
-}
-
 fn main() {
     // `cargo bench` passes `--bench`; nothing else is taken.
     let millis = |key, default| Duration::from_millis(env_usize(key, default) as u64);
@@ -303,7 +299,7 @@ fn scenario(
                 e.client == who && e.at > start && wanted(&e.kind)
             })
         };
-        let since = |at: Option<Nanos>| at.map(|at| seconds_between(start, at));
+        let since = |at: Option<Nanos>| at.map(|at| (at as f64 - start as f64) / 1e9);
         outcomes.push(Outcome {
             topology,
             kind: holder.kind,

@@ -16,6 +16,7 @@ use std::fmt;
 
 use crate::history::{binding_of, Event, EventKind, Nanos};
 use lock_testkit::exclusion::Trusted;
+use lock_testkit::measure::median;
 
 /// One partition as the test made it.
 #[derive(Clone, Debug)]
@@ -384,18 +385,8 @@ impl Report {
                 return "-".to_string();
             }
             values.sort_by(f64::total_cmp);
-            let median = if values.len() % 2 == 1 {
-                values[values.len() / 2]
-            } else {
-                (values[values.len() / 2 - 1] + values[values.len() / 2]) / 2.0
-            };
-            format!(
-                "{:+.3}/{:+.3}/{:+.3} (n={})",
-                values[0],
-                median,
-                values[values.len() - 1],
-                values.len()
-            )
+            let (min, max, median) = (values[0], values[values.len() - 1], median(values));
+            format!("{min:+.3}/{median:+.3}/{max:+.3} (n={})", values.len())
         };
         let mut out = String::from(
             "shape binding holds | next grant minus Lost: min/median/max s | minus end of trust\n",

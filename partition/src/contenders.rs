@@ -146,6 +146,8 @@ impl Contender {
     ) -> Contender {
         let node = lab.add_node(&spec.name).unwrap();
         let timeout_ms = spec.session_timeout.as_millis().to_string();
+        // Curator's and kazoo's: their connection, then hold ms and pause ms.
+        let peer_args = [connect, &spec.lock, &spec.name, &timeout_ms, "300", "100"];
         let mut command = match spec.kind {
             Kind::Async | Kind::Blocking => {
                 let mut command = lab.command(node, &programs.contender);
@@ -164,31 +166,16 @@ impl Contender {
                     .args(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx128m"])
                     .arg("-cp")
                     .arg(classpath)
-                    .args([
-                        "CuratorContender",
-                        connect,
-                        &spec.lock,
-                        &spec.name,
-                        &timeout_ms,
-                    ]);
+                    .arg("CuratorContender")
+                    .args(peer_args);
                 command
             }
             Kind::Kazoo => {
                 let mut command = lab.command(node, "/usr/bin/python3");
-                command.args([
-                    "-c",
-                    KAZOO_SOURCE,
-                    connect,
-                    &spec.lock,
-                    &spec.name,
-                    &timeout_ms,
-                ]);
+                command.args(["-c", KAZOO_SOURCE]).args(peer_args);
                 command
             }
         };
-        if matches!(spec.kind, Kind::Curator | Kind::Kazoo) {
-            command.args(["300", "100"]); // hold ms, pause ms
-        }
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -258,7 +245,7 @@ impl Contender {
     }
 
     /// Its status and stderr, for a failure message.
-    pub fn what_went_wrong(&mut self) -> String {
+    fn what_went_wrong(&mut self) -> String {
         let status = match self.child.try_wait() {
             Ok(Some(status)) => format!("exited ({status})"),
             _ => "running".to_string(),
@@ -271,19 +258,18 @@ impl Contender {
     }
 
     /// Ends its input (it releases, closes its session and exits) and waits up
-    /// to `grace` before killing it; whether it exited cleanly.
-    pub fn stop(&mut self, grace: Duration) -> bool {
+    /// to `grace` before killing it.
+    pub fn stop(&mut self, grace: Duration) {
         drop(self.stdin.take());
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return status.success();
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
             }
             thread::sleep(Duration::from_millis(20));
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
-        false
     }
 }
 

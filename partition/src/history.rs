@@ -86,12 +86,7 @@ impl Event {
             "resumed" => EventKind::Resumed,
             "lost" => EventKind::Lost(rest.join(" ")),
             "released" => EventKind::Released,
-            other => EventKind::Other(
-                std::iter::once(other)
-                    .chain(rest)
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            ),
+            other => EventKind::Other([vec![other], rest].concat().join(" ")),
         };
         Ok(Event {
             at,

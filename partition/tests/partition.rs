@@ -108,36 +108,21 @@ fn partitions_keep_one_trusted_holder_and_tell_lost_before_the_next_grant() {
                 let lock = LAYOUT[target].2;
 
                 let start = monotonic_ns();
-                let server_side = || -> Vec<_> {
-                    let mut group = vec![zk.node(server)];
-                    group.extend(
-                        contenders
-                            .iter()
-                            .filter(|(s, _)| *s == server)
-                            .map(|(_, c)| c.node),
-                    );
-                    group
-                };
+                let on_server = || contenders.iter().filter(|(s, _)| *s == server);
                 let cut_off: BTreeSet<String> = match shape {
-                    Shape::LeaderIsolated | Shape::FollowerIsolated => {
-                        lab.isolate(&server_side()).unwrap();
-                        contenders
-                            .iter()
-                            .filter(|(s, _)| *s == server)
-                            .map(|(_, c)| c.name.clone())
-                            .collect()
-                    }
                     Shape::ClientCut => {
                         lab.isolate(&[contenders[target].1.node]).unwrap();
                         BTreeSet::from([name.clone()])
                     }
                     Shape::Bridge => {
                         lab.bridge(zk.node(leader), zk.node(server)).unwrap();
-                        contenders
-                            .iter()
-                            .filter(|(s, _)| *s == server)
-                            .map(|(_, c)| c.name.clone())
-                            .collect()
+                        on_server().map(|(_, c)| c.name.clone()).collect()
+                    }
+                    Shape::LeaderIsolated | Shape::FollowerIsolated => {
+                        let mut side = vec![zk.node(server)];
+                        side.extend(on_server().map(|(_, c)| c.node));
+                        lab.isolate(&side).unwrap();
+                        on_server().map(|(_, c)| c.name.clone()).collect()
                     }
                 };
                 eprintln!(

@@ -73,12 +73,6 @@ fn two_trusted_holders_at_once_are_an_overlap() {
 }
 
 #[test]
-fn a_holder_still_holding_at_the_end_overlaps_any_later_grant() {
-    let events = history(&["10 curator-a granted 1", "15 kazoo-b granted 2"]);
-    assert_eq!(check(&events, &[]).violations.len(), 1);
-}
-
-#[test]
 fn suspension_ends_trust_but_only_lost_keeps_the_zklock_promise() {
     let lines = |who: &str| {
         history(&[
