@@ -96,7 +96,7 @@ pub use java::{curator_classpath, curator_peer, CURATOR_JARS};
 pub use netns::{NetEnsemble, NetLab, NodeId};
 pub use pki::Pki;
 pub use postgres::{Postgres, DEBIAN_POSTGRES_DIR, POSTGRES_BINDIR_ENV};
-pub use proxy::{Direction, FaultProxy, ProxyMode};
+pub use proxy::{Direction, FaultProxy};
 pub use recorded::RecordedMetrics;
 pub use server::{ServerTls, ZkServer, ZkServerBuilder};
 

@@ -15,33 +15,13 @@ use crate::util::lock;
 const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const BUFFER: usize = 16 * 1024;
 
-/// What a [`FaultProxy`] does with traffic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ProxyMode {
-    /// Bytes flow both ways.
-    Forward,
-    /// Nothing flows, in either direction, on any connection; see
-    /// [`FaultProxy::blackhole`].
-    Blackhole,
-}
-
 /// A direction of traffic through a [`FaultProxy`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Direction {
     /// From the client to the upstream (the server): requests.
-    Upstream,
+    Upstream = 0,
     /// From the upstream to the client: replies and notifications.
-    Downstream,
-}
-
-impl Direction {
-    pub(crate) fn index(self) -> usize {
-        match self {
-            Direction::Upstream => 0,
-            Direction::Downstream => 1,
-        }
-    }
+    Downstream = 1,
 }
 
 /// A TCP proxy on `127.0.0.1:<free port>` in front of one upstream address
@@ -59,7 +39,7 @@ impl Direction {
 ///   apply (a create whose node must then be found and adopted), hold
 ///   `Downstream` before the request and cut once its effect is visible on the
 ///   server: the held reply dies with the connection, deterministically;
-/// * [`set_delay`](Self::set_delay): latency per direction, on current and
+/// * [`set_delays`](Self::set_delays): latency per direction, on current and
 ///   future connections (a link with that one-way latency, not a slow link).
 ///
 /// Each accepted connection gets its own upstream connection and, per direction,
@@ -91,12 +71,13 @@ enum Chunk {
 
 #[derive(Debug)]
 struct ProxyState {
-    mode: ProxyMode,
-    /// Per [`Direction::index`].
+    /// Set by `blackhole`, cleared by `heal`.
+    blackholed: bool,
+    /// Per [`Direction`] (as an index), like `held` and `forwarded`.
     delays: [Duration; 2],
-    /// Per [`Direction::index`]: set by `hold`, cleared by `release` and `cut`.
+    /// Set by `hold`, cleared by `release` and `cut`.
     held: [bool; 2],
-    /// Per [`Direction::index`]: bytes written so far.
+    /// Bytes written so far.
     forwarded: [u64; 2],
     stopped: bool,
     next_id: u64,
@@ -121,7 +102,7 @@ struct ProxiedConnection {
     upstream: Option<TcpStream>,
     /// Running pump threads; the connection is forgotten when it reaches 0.
     pumps: usize,
-    /// Per [`Direction::index`]: chunks read and not yet written, with the
+    /// Per [`Direction`]: chunks read and not yet written, with the
     /// time each was read.
     lines: [VecDeque<(Instant, Chunk)>; 2],
 }
@@ -136,7 +117,7 @@ impl ProxiedConnection {
 }
 
 impl FaultProxy {
-    /// Starts a proxy to `upstream`, in [`ProxyMode::Forward`].
+    /// Starts a proxy to `upstream`, forwarding.
     pub fn start(upstream: SocketAddr) -> Result<FaultProxy> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .map_err(|e| Error::io("binding the fault proxy to 127.0.0.1:0", e))?;
@@ -146,7 +127,7 @@ impl FaultProxy {
         let shared = Arc::new(Shared {
             upstream,
             state: Mutex::new(ProxyState {
-                mode: ProxyMode::Forward,
+                blackholed: false,
                 delays: [Duration::ZERO; 2],
                 held: [false; 2],
                 forwarded: [0; 2],
@@ -178,24 +159,9 @@ impl FaultProxy {
         self.addr
     }
 
-    /// The port clients connect to.
-    pub fn port(&self) -> u16 {
-        self.addr.port()
-    }
-
     /// The connect string for clients, `"127.0.0.1:<proxy port>"`.
     pub fn connect_string(&self) -> String {
         self.addr.to_string()
-    }
-
-    /// The address the proxy forwards to.
-    pub fn upstream(&self) -> SocketAddr {
-        self.shared.upstream
-    }
-
-    /// The current mode.
-    pub fn mode(&self) -> ProxyMode {
-        self.shared.lock().mode
     }
 
     /// Connections accepted since the proxy started (including ones that
@@ -214,7 +180,7 @@ impl FaultProxy {
     /// Closes every current connection now, both the client's and the
     /// upstream side (`shutdown(Both)`: the peers see end-of-file); what was
     /// held or delayed in the proxy is lost with them. A [hold](Self::hold)
-    /// ends; the mode is unchanged: new connections are accepted and, unless
+    /// ends; a blackhole does not: new connections are accepted and, unless
     /// blackholed, forwarded.
     ///
     /// "Current" means accepted by the proxy. A client whose `connect()` has
@@ -236,13 +202,13 @@ impl FaultProxy {
     /// reading, and what it reads waits in it. A write already in progress
     /// finishes.
     pub fn hold(&self, direction: Direction) {
-        self.shared.lock().held[direction.index()] = true;
+        self.shared.lock().held[direction as usize] = true;
     }
 
     /// Blocks until bytes (or a close) going `direction` wait in the proxy
     /// while it is held.
     pub fn wait_holding(&self, direction: Direction) {
-        let d = direction.index();
+        let d = direction as usize;
         self.shared.wait_until(|state| {
             state.held[d] && state.conns.values().any(|c| !c.lines[d].is_empty())
         });
@@ -250,18 +216,18 @@ impl FaultProxy {
 
     /// Resumes writing in `direction`; what was held is delivered in order.
     pub fn release(&self, direction: Direction) {
-        self.shared.lock().held[direction.index()] = false;
+        self.shared.lock().held[direction as usize] = false;
         self.shared.changed.notify_all();
     }
 
     /// Bytes delivered in `direction` since the proxy started.
     pub fn forwarded(&self, direction: Direction) -> u64 {
-        self.shared.lock().forwarded[direction.index()]
+        self.shared.lock().forwarded[direction as usize]
     }
 
     /// Blocks until at least `bytes` were delivered in `direction`.
     pub fn wait_forwarded(&self, direction: Direction, bytes: u64) {
-        let d = direction.index();
+        let d = direction as usize;
         self.shared.wait_until(|state| state.forwarded[d] >= bytes);
     }
 
@@ -272,13 +238,13 @@ impl FaultProxy {
     /// progress is allowed to finish first). Bytes that arrive meanwhile are
     /// not lost: they stay in socket buffers (plus at most one 16 KiB chunk
     /// per direction held by the proxy, and the chunks still waiting out a
-    /// [delay](Self::set_delay)), exactly like a network partition that TCP
+    /// [delay](Self::set_delays)), exactly like a network partition that TCP
     /// rides out. A close by either peer is not passed on either. New
     /// connections are accepted but not connected upstream until
     /// [`heal`](Self::heal).
     pub fn blackhole(&self) {
         let mut state = self.shared.lock();
-        state.mode = ProxyMode::Blackhole;
+        state.blackholed = true;
         let deadline = Instant::now() + Duration::from_secs(2);
         while state.in_flight > 0 {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -289,8 +255,9 @@ impl FaultProxy {
         }
     }
 
-    /// Delays the traffic in `direction` by `delay` (zero, the default, for
-    /// none), on current and future connections, from now on.
+    /// Delays the traffic going upstream and downstream (zero, the default, for
+    /// none), on current and future connections, from now on: a round trip
+    /// through the proxy then takes at least `upstream + downstream`.
     ///
     /// Each chunk the proxy reads is written `delay` after it was read, in the
     /// order read; the proxy keeps reading meanwhile, so chunks read 1 ms apart
@@ -299,24 +266,10 @@ impl FaultProxy {
     /// reordering them. Waiting chunks are held by the proxy (memory grows
     /// with throughput × delay), and like everything else they are held during
     /// a [`blackhole`](Self::blackhole) and discarded by a [`cut`](Self::cut).
-    pub fn set_delay(&self, direction: Direction, delay: Duration) {
-        let mut state = self.shared.lock();
-        state.delays[direction.index()] = delay;
-        self.shared.changed.notify_all();
-    }
-
-    /// Sets both directions' delays at once (see [`set_delay`](Self::set_delay)):
-    /// a round trip through the proxy then takes at least `upstream +
-    /// downstream`.
     pub fn set_delays(&self, upstream: Duration, downstream: Duration) {
         let mut state = self.shared.lock();
         state.delays = [upstream, downstream];
         self.shared.changed.notify_all();
-    }
-
-    /// The delay in `direction`.
-    pub fn delay(&self, direction: Direction) -> Duration {
-        self.shared.lock().delays[direction.index()]
     }
 
     /// Resumes forwarding.
@@ -328,7 +281,7 @@ impl FaultProxy {
     /// proxy. Use [`cut`](Self::cut) before `heal` to drop them instead.
     pub fn heal(&self) {
         let mut state = self.shared.lock();
-        state.mode = ProxyMode::Forward;
+        state.blackholed = false;
         self.shared.changed.notify_all();
     }
 }
@@ -389,7 +342,7 @@ impl Shared {
             if state.stopped || !state.conns.contains_key(&id) {
                 return (state, false);
             }
-            if state.mode == ProxyMode::Forward {
+            if !state.blackholed {
                 return (state, true);
             }
             state = self.wait(state);
@@ -560,7 +513,7 @@ fn read_loop(shared: &Shared, id: u64, direction: Direction, mut src: TcpStream)
         };
         let eof = matches!(chunk, Chunk::Eof);
         if let Some(conn) = state.conns.get_mut(&id) {
-            conn.lines[direction.index()].push_back((read_at, chunk));
+            conn.lines[direction as usize].push_back((read_at, chunk));
         }
         shared.changed.notify_all();
         drop(state);
@@ -574,7 +527,7 @@ fn read_loop(shared: &Shared, id: u64, direction: Direction, mut src: TcpStream)
 /// Writes the connection's line in `direction` to `dst`, each chunk once its
 /// delay has passed, until end-of-file, an error, or a cut.
 fn write_loop(shared: &Shared, id: u64, direction: Direction, mut dst: TcpStream) {
-    let d = direction.index();
+    let d = direction as usize;
     loop {
         let mut state = shared.lock();
         let chunk = loop {
@@ -582,7 +535,7 @@ fn write_loop(shared: &Shared, id: u64, direction: Direction, mut dst: TcpStream
                 break None;
             }
             let delay = state.delays[d];
-            let forwarding = state.mode == ProxyMode::Forward && !state.held[d];
+            let forwarding = !state.blackholed && !state.held[d];
             let due = state.conns[&id].lines[d].front().map(|(at, _)| *at + delay);
             match due {
                 Some(due) if forwarding => {
