@@ -126,8 +126,8 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
             thread::sleep(config.restart_gap);
             let role = if i == leader { "leader" } else { "follower" };
             let begun = Instant::now();
-            let back = ensemble
-                .restart(i)
+            let back = ensemble.members()[i]
+                .restart()
                 .and_then(|()| ensemble.wait_ready(Duration::from_secs(120)).map(drop));
             if let Err(e) = back {
                 // What gave out: recorded, and the rest of the run still checked.

@@ -185,9 +185,9 @@ fn scenario(
         Topology::ClientCut => Duration::ZERO,
         _ => {
             let begun = Instant::now();
-            ensemble.stop(size - 1).unwrap();
-            ensemble
-                .restart(size - 1)
+            ensemble.members()[size - 1].stop();
+            ensemble.members()[size - 1]
+                .restart()
                 .unwrap_or_else(|e| panic!("restarting a server: {e}"));
             begun.elapsed()
         }
@@ -281,10 +281,10 @@ fn scenario(
             fault_started.elapsed()
         }
         _ => {
-            ensemble.stop(target).unwrap();
+            ensemble.members()[target].stop();
             thread::sleep(outage.saturating_sub(startup));
-            ensemble
-                .restart(target)
+            ensemble.members()[target]
+                .restart()
                 .unwrap_or_else(|e| panic!("restarting the {}: {e}", topology.name()));
             fault_started.elapsed()
         }

@@ -17,10 +17,10 @@ const LOG_TAIL_LINES: usize = 12;
 ///
 /// [`ZkEnsemble::start`] returns once every member serves and exactly one is
 /// the leader. Members are indexed from 0 (member `i` has `myid` `i + 1`).
-/// Each member is a [`ZkServer`] (see [`members`](Self::members)), so all its
-/// methods work on members too; the `stop`/`kill`/... methods here are
-/// shorthands that check the index. Dropping the ensemble kills every member
-/// and removes the directory.
+/// Each member is a [`ZkServer`] ([`member`](Self::member),
+/// [`members`](Self::members)): stop, kill, restart or pause it there. A paused
+/// leader is abandoned by its followers after `syncLimit` ticks (3 s by
+/// default). Dropping the ensemble kills every member and removes the directory.
 #[derive(Debug)]
 pub struct ZkEnsemble {
     members: Vec<ZkServer>,
@@ -272,36 +272,6 @@ impl ZkEnsemble {
             }
         }
         out
-    }
-
-    /// Stops member `index` gracefully (see [`ZkServer::stop`]).
-    pub fn stop(&self, index: usize) -> Result<()> {
-        self.member(index)?.stop();
-        Ok(())
-    }
-
-    /// Kills member `index` with SIGKILL (see [`ZkServer::kill`]).
-    pub fn kill(&self, index: usize) -> Result<()> {
-        self.member(index)?.kill();
-        Ok(())
-    }
-
-    /// Restarts member `index` on the same ports and data, and waits until it
-    /// has rejoined a quorum (see [`ZkServer::restart`]). Fails with a
-    /// timeout if no quorum can form (e.g. the majority is down).
-    pub fn restart(&self, index: usize) -> Result<()> {
-        self.member(index)?.restart()
-    }
-
-    /// Freezes member `index` (see [`ZkServer::pause`]). A paused leader is
-    /// abandoned by its followers after `syncLimit` ticks (3 s by default).
-    pub fn pause(&self, index: usize) -> Result<()> {
-        self.member(index)?.pause()
-    }
-
-    /// Resumes member `index` (see [`ZkServer::resume`]).
-    pub fn resume(&self, index: usize) -> Result<()> {
-        self.member(index)?.resume()
     }
 
     /// The directory holding every member's directory.

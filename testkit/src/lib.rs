@@ -37,7 +37,7 @@
 //!
 //! let ensemble = ZkEnsemble::start(3)?;
 //! let leader = ensemble.wait_for_leader(Duration::from_secs(10))?;
-//! ensemble.kill(leader)?;
+//! ensemble.member(leader)?.kill();
 //! let _new_leader = ensemble.wait_for_leader(Duration::from_secs(10))?;
 //! # Ok(())
 //! # }

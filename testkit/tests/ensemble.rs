@@ -49,7 +49,7 @@ fn ensemble_has_one_leader_and_elects_another_when_it_dies() {
     );
 
     // Kill the leader: the other two elect a new one.
-    ensemble.kill(leader).unwrap();
+    members[leader].kill();
     let t = Instant::now();
     let new_leader = ensemble.wait_for_leader(Duration::from_secs(20)).unwrap();
     eprintln!(
@@ -75,7 +75,7 @@ fn ensemble_has_one_leader_and_elects_another_when_it_dies() {
     // The old leader comes back, on the same port, as a follower.
     let t = Instant::now();
     let old_port = members[leader].port();
-    ensemble.restart(leader).unwrap();
+    members[leader].restart().unwrap();
     eprintln!("old leader rejoined after {:?}", t.elapsed());
     assert_eq!(members[leader].port(), old_port);
     assert_eq!(members[leader].srvr().unwrap().mode, Mode::Follower);
@@ -87,7 +87,7 @@ fn ensemble_has_one_leader_and_elects_another_when_it_dies() {
     // Without a quorum nobody serves; a member that is up says so.
     let survivor = (0..3).find(|i| *i != new_leader).unwrap();
     for i in (0..3).filter(|i| *i != survivor) {
-        ensemble.stop(i).unwrap();
+        members[i].stop();
     }
     let t = Instant::now();
     while members[survivor].srvr().unwrap().mode != Mode::NotServing {
@@ -105,7 +105,7 @@ fn ensemble_has_one_leader_and_elects_another_when_it_dies() {
     assert!(ensemble.leader_index().is_none());
 
     assert!(matches!(
-        ensemble.kill(3),
+        ensemble.member(3),
         Err(Error::NoSuchMember { index: 3, len: 3 })
     ));
     let root = ensemble.root_dir().to_path_buf();

@@ -793,7 +793,9 @@ fn sync_goes_through_the_leader() {
     let (zk, _) = raw(&connect, Duration::from_secs(10));
     let (reader, _) = raw(&connect, Duration::from_secs(10));
     assert_eq!(zk.sync("/conformance"), Ok("/conformance".to_owned()));
-    ensemble.pause(leader).expect("pause the leader");
+    ensemble.members()[leader]
+        .pause()
+        .expect("pause the leader");
     // Within syncLimit (3 s), the follower still serves.
     reader
         .exists("/", false)
@@ -809,7 +811,9 @@ fn sync_goes_through_the_leader() {
         synced.recv_timeout(Duration::from_secs(1)).is_err(),
         "the sync returned while the leader was frozen"
     );
-    ensemble.resume(leader).expect("resume the leader");
+    ensemble.members()[leader]
+        .resume()
+        .expect("resume the leader");
     assert_eq!(
         synced.recv_timeout(SHORT).expect("the sync returns"),
         Ok("/conformance".to_owned())

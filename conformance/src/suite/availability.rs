@@ -182,8 +182,8 @@ fn member_restart_keeps_the_lock(b: &Suite, member: Member) {
     just_after_a_proof(&guard);
     proxy.blackhole();
     let cut_at = Instant::now();
-    ensemble.kill(index).expect("killing the member");
-    ensemble.restart(index).expect("restarting the member");
+    target.kill();
+    target.restart().expect("restarting the member");
     let serving_after = cut_at.elapsed();
     let outage = t * 8 / 10;
     assert!(
