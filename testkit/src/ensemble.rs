@@ -56,7 +56,7 @@ impl ZkEnsemble {
                     .into(),
             ));
         }
-        let install = builder.resolve_install()?;
+        let install = crate::install::ZkInstall::locate()?;
         let timeout = builder.ensemble_startup_timeout();
         let mut attempt = 0;
         loop {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 
 /// Where Debian's `zookeeper` package puts its jars.
-pub const SYSTEM_JAR_DIR: &str = "/usr/share/java";
+pub(crate) const SYSTEM_JAR_DIR: &str = "/usr/share/java";
 
 /// Jars a ZooKeeper 3.8 server cannot start without.
 const REQUIRED_JARS: &[&str] = &["zookeeper", "zookeeper-jute", "slf4j-api"];
@@ -34,60 +34,25 @@ const RUNTIME_JARS: &[&str] = &[
 /// can show it); `slf4j-nop` silences it.
 const SLF4J_BINDINGS: &[&str] = &["slf4j-simple", "slf4j-nop", "slf4j-jdk14"];
 
-/// Where a [`ZkInstall`] came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum InstallSource {
-    /// `ZOOKEEPER_CLASSPATH`, used verbatim.
-    ClasspathEnv,
-    /// `ZOOKEEPER_HOME`: an Apache ZooKeeper distribution (its `lib/*.jar`,
-    /// its top-level jars and its `conf/`).
-    Home(PathBuf),
-    /// System jars, e.g. Debian's `zookeeper` package under `/usr/share/java`.
-    SystemJars(PathBuf),
-}
-
-/// A ZooKeeper server classpath plus the `java` to run it with.
-///
-/// [`ZkInstall::locate`] looks, in this order, at:
-///
-/// 1. `ZOOKEEPER_CLASSPATH` (non-empty): used verbatim;
-/// 2. `ZOOKEEPER_HOME` (non-empty): `$ZOOKEEPER_HOME/conf`, `$ZOOKEEPER_HOME/*.jar`
-///    and `$ZOOKEEPER_HOME/lib/*.jar`;
-/// 3. Debian's `zookeeper` package jars in `/usr/share/java`.
-///
-/// The explicit environment variables come first so that a developer can test
-/// against another ZooKeeper version on a machine that also has the package.
-/// A variable that is set but points at nothing usable is an error, not a
-/// silent fallback. When nothing is found the error ([`Error::NotInstalled`])
-/// says how to fix it. `java` is `$JAVA_HOME/bin/java` if `JAVA_HOME` is set,
-/// else the first `java` on `PATH`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ZkInstall {
+/// A ZooKeeper server classpath plus the `java` to run it with, found as the
+/// crate documentation says ("Finding ZooKeeper").
+#[derive(Debug)]
+pub(crate) struct ZkInstall {
     java: PathBuf,
     classpath: String,
-    source: InstallSource,
 }
 
 impl ZkInstall {
-    /// Finds ZooKeeper and Java as described on [`ZkInstall`].
-    pub fn locate() -> Result<ZkInstall> {
+    pub(crate) fn locate() -> Result<ZkInstall> {
         Self::locate_with(&|key| std::env::var_os(key), Path::new(SYSTEM_JAR_DIR))
     }
 
-    /// The `java` executable.
-    pub fn java(&self) -> &Path {
+    pub(crate) fn java(&self) -> &Path {
         &self.java
     }
 
-    /// The classpath passed to `java -cp`.
-    pub fn classpath(&self) -> &str {
+    pub(crate) fn classpath(&self) -> &str {
         &self.classpath
-    }
-
-    /// Where the classpath came from.
-    pub fn source(&self) -> &InstallSource {
-        &self.source
     }
 
     /// [`ZkInstall::locate`] with the environment and the system jar directory
@@ -97,24 +62,18 @@ impl ZkInstall {
         system_dir: &Path,
     ) -> Result<ZkInstall> {
         let non_empty = |key: &str| env(key).filter(|v| !v.is_empty());
-        let (classpath, source) = if let Some(cp) = non_empty("ZOOKEEPER_CLASSPATH") {
-            let cp = cp.into_string().map_err(|_| Error::NotInstalled {
+        let classpath = if let Some(cp) = non_empty("ZOOKEEPER_CLASSPATH") {
+            cp.into_string().map_err(|_| Error::NotInstalled {
                 searched: "ZOOKEEPER_CLASSPATH is not valid UTF-8".into(),
-            })?;
-            (cp, InstallSource::ClasspathEnv)
+            })?
         } else if let Some(home) = non_empty("ZOOKEEPER_HOME") {
-            let home = PathBuf::from(home);
-            (home_classpath(&home)?, InstallSource::Home(home))
+            home_classpath(Path::new(&home))?
         } else {
-            (
-                system_classpath(system_dir)?,
-                InstallSource::SystemJars(system_dir.to_path_buf()),
-            )
+            system_classpath(system_dir)?
         };
         Ok(ZkInstall {
             java: find_java(env)?,
             classpath,
-            source,
         })
     }
 }
@@ -280,10 +239,6 @@ mod tests {
             )
         );
         assert_eq!(install.java(), tmp.path().join("bin/java"));
-        assert_eq!(
-            install.source(),
-            &InstallSource::SystemJars(tmp.path().to_path_buf())
-        );
     }
 
     #[test]
@@ -302,7 +257,6 @@ mod tests {
         fs::write(home.join("lib/zookeeper-3.9.2.jar"), "").unwrap();
         fs::write(home.join("lib/logback-core-1.2.13.jar"), "").unwrap();
         let install = ZkInstall::locate_with(&env, tmp.path()).unwrap();
-        assert_eq!(install.source(), &InstallSource::Home(home.clone()));
         assert_eq!(
             install.classpath(),
             format!(
@@ -318,7 +272,6 @@ mod tests {
         ]);
         let install = ZkInstall::locate_with(&env, tmp.path()).unwrap();
         assert_eq!(install.classpath(), "/x/a.jar:/x/b.jar");
-        assert_eq!(install.source(), &InstallSource::ClasspathEnv);
     }
 
     #[test]

@@ -84,10 +84,10 @@ fn compile_java(source: &str, class: &str, classpath: &str, base: &Path) -> Resu
 
 /// A Curator peer ready to run: `source` (class `class`) compiled under
 /// `build_dir` against [`curator_classpath`]; returns the `java` executable
-/// ([`ZkInstall`](crate::ZkInstall)'s) and the full classpath.
+/// (the ZooKeeper servers') and the full classpath.
 pub fn curator_peer(source: &str, class: &str, build_dir: &Path) -> Result<(PathBuf, String)> {
     let jars = curator_classpath()?;
     let classes = compile_java(source, class, &jars, build_dir)?;
-    let java = crate::ZkInstall::locate()?.java().to_path_buf();
+    let java = crate::install::ZkInstall::locate()?.java().to_path_buf();
     Ok((java, format!("{}:{jars}", classes.display())))
 }

@@ -45,10 +45,14 @@
 //!
 //! # Finding ZooKeeper
 //!
-//! See [`ZkInstall`]: `ZOOKEEPER_CLASSPATH`, then `ZOOKEEPER_HOME`, then
-//! Debian's `zookeeper` package (`/usr/share/java`). If none is there, every
-//! start fails with [`Error::NotInstalled`], whose message names the fix
-//! (`scripts/install-zookeeper.sh`). Tests fail; they are never skipped.
+//! In this order: `ZOOKEEPER_CLASSPATH` (used verbatim), `ZOOKEEPER_HOME` (its
+//! `conf/`, `*.jar` and `lib/*.jar`), Debian's `zookeeper` package
+//! (`/usr/share/java`); the variables come first, so that another version can be
+//! tested beside the package, and one set to nothing usable is an error, not a
+//! fallback. `java` is `$JAVA_HOME/bin/java`, else the first on `PATH`. If
+//! nothing is there, every start fails with [`Error::NotInstalled`], whose
+//! message names the fix (`scripts/install-zookeeper.sh`). Tests fail; they are
+//! never skipped.
 //!
 //! # No stray JVMs
 //!
@@ -91,7 +95,6 @@ pub use ensemble::ZkEnsemble;
 pub use error::{Error, Result};
 pub use fourlw::{four_letter_word, Metrics, Mode, ServerStatus};
 pub use go::{go_peer, DEBIAN_GOCODE, GO_PEER_SOURCE};
-pub use install::{InstallSource, ZkInstall, SYSTEM_JAR_DIR};
 pub use java::{curator_classpath, curator_peer, CURATOR_JARS};
 pub use netns::{NetEnsemble, NetLab, NodeId};
 pub use pki::Pki;

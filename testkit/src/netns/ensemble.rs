@@ -58,7 +58,7 @@ impl NetLab {
         if builder.has_tls() {
             return Err(Error::InvalidConfig("tls: not in a NetLab".into()));
         }
-        let install = builder.resolve_install()?;
+        let install = crate::install::ZkInstall::locate()?;
         let timeout = builder.ensemble_startup_timeout();
         let nodes = (1..=size)
             .map(|id| self.add_node(&format!("zk{id}")))

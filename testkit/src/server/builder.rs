@@ -31,7 +31,6 @@ pub struct ZkServerBuilder {
     max_heap_mb: u32,
     jvm_args: Vec<String>,
     config: Vec<(String, String)>,
-    install: Option<ZkInstall>,
     tls: Option<ServerTls>,
     pub(super) sasl_users: Vec<(String, String)>,
 }
@@ -79,7 +78,6 @@ impl Default for ZkServerBuilder {
             max_heap_mb: 256,
             jvm_args: Vec::new(),
             config: Vec::new(),
-            install: None,
             tls: None,
             sasl_users: Vec::new(),
         }
@@ -171,16 +169,10 @@ impl ZkServerBuilder {
         self
     }
 
-    /// Uses this installation instead of [`ZkInstall::locate`].
-    pub fn install(mut self, install: ZkInstall) -> Self {
-        self.install = Some(install);
-        self
-    }
-
     /// Starts a standalone server and waits until it serves requests.
     pub fn start(self) -> Result<ZkServer> {
         self.validate()?;
-        let install = self.resolve_install()?;
+        let install = ZkInstall::locate()?;
         let timeout = self.startup_timeout.unwrap_or(Duration::from_secs(30));
         let mut attempt = 0;
         loop {
@@ -273,13 +265,6 @@ impl ZkServerBuilder {
 
     pub(crate) fn has_tls(&self) -> bool {
         self.tls.is_some()
-    }
-
-    pub(crate) fn resolve_install(&self) -> Result<ZkInstall> {
-        match &self.install {
-            Some(install) => Ok(install.clone()),
-            None => ZkInstall::locate(),
-        }
     }
 
     pub(crate) fn ensemble_startup_timeout(&self) -> Duration {
