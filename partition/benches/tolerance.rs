@@ -196,7 +196,7 @@ fn scenario(
         // The lab starts a one-server ensemble as a quorum of one (`srvr` says
         // `leader`): the server that answers is the session tracker, as on a
         // standalone server.
-        let mode = ensemble.member(0).unwrap().srvr().map(|s| s.mode);
+        let mode = ensemble.member(0).unwrap().srvr();
         assert!(
             matches!(mode, Ok(Mode::Standalone | Mode::Leader)),
             "a one-server ensemble serves alone: {mode:?}"

@@ -156,7 +156,7 @@ impl ZkEnsemble {
             .iter()
             .enumerate()
             .filter(|(_, m)| m.is_running())
-            .filter(|(_, m)| m.srvr().is_ok_and(|s| s.mode == Mode::Leader))
+            .filter(|(_, m)| m.srvr().is_ok_and(|mode| mode == Mode::Leader))
             .map(|(i, _)| i)
             .collect();
         match leaders.as_slice() {
@@ -209,10 +209,8 @@ impl ZkEnsemble {
                     // A standalone server (an ensemble of 1 in a NetLab) serves
                     // as its own leader.
                     Probe::Running => match member.srvr() {
-                        Ok(status) if matches!(status.mode, Mode::Leader | Mode::Standalone) => {
-                            leaders.push(i)
-                        }
-                        Ok(status) if status.mode.is_serving() => {}
+                        Ok(Mode::Leader | Mode::Standalone) => leaders.push(i),
+                        Ok(mode) if mode.is_serving() => {}
                         _ => all_serving = false,
                     },
                 }
@@ -252,9 +250,9 @@ impl ZkEnsemble {
                     false
                 }
                 Probe::Running => match member.srvr() {
-                    Ok(status) => {
-                        let _ = write!(out, "{:?}", status.mode);
-                        status.mode.is_serving()
+                    Ok(mode) => {
+                        let _ = write!(out, "{mode:?}");
+                        mode.is_serving()
                     }
                     Err(e) => {
                         let _ = write!(out, "{e}");

@@ -2,26 +2,10 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use crate::error::{Error, Result};
 
 const NOT_SERVING: &str = "not currently serving requests";
-
-/// Sends a four-letter word to `addr` and returns the whole answer
-/// (lock-nodelay's exchange, which zklock's bindings use too).
-///
-/// Connecting and the exchange each respect `timeout`; the whole exchange
-/// takes at most about twice `timeout`. The server closes the connection after
-/// answering. The server must whitelist the command (the testkit's servers
-/// whitelist all of them).
-pub fn four_letter_word(addr: SocketAddr, command: &str, timeout: Duration) -> Result<String> {
-    lock_nodelay::four_letter_word(addr, command, timeout).map_err(|e| Error::FourLetterWord {
-        command: command.to_string(),
-        addr,
-        reason: e.to_string(),
-    })
-}
 
 /// A server's role, from the `Mode:` line of `srvr`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -53,73 +37,20 @@ impl Mode {
         )
     }
 
-    fn parse(word: &str) -> Mode {
-        match word {
-            "standalone" => Mode::Standalone,
-            "leader" => Mode::Leader,
-            "follower" => Mode::Follower,
-            "observer" => Mode::Observer,
-            "read-only" => Mode::ReadOnly,
-            other => Mode::Other(other.to_string()),
+    /// Without a `Mode:` line, the whole answer is the mode's text.
+    pub(crate) fn of_srvr(text: &str) -> Mode {
+        if text.contains(NOT_SERVING) {
+            return Mode::NotServing;
         }
-    }
-}
-
-/// The parsed answer to `srvr`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ServerStatus {
-    /// The server's role.
-    pub mode: Mode,
-    /// `Zookeeper version:` (e.g. `3.8.0-..., built on ...`).
-    pub version: Option<String>,
-    /// `Zxid:`, the last processed transaction id.
-    pub zxid: Option<u64>,
-    /// `Node count:`, the number of znodes.
-    pub node_count: Option<u64>,
-    /// `Connections:`, open client connections (including the one asking).
-    pub connections: Option<u64>,
-    /// `Received:`, packets received.
-    pub received: Option<u64>,
-    /// `Sent:`, packets sent.
-    pub sent: Option<u64>,
-    /// The unparsed answer.
-    pub raw: String,
-}
-
-impl ServerStatus {
-    /// Parses the text of a `srvr` (or `stat`) answer. Never fails: what is
-    /// missing stays `None`, and a server that is not serving yields
-    /// [`Mode::NotServing`].
-    pub fn parse(text: &str) -> ServerStatus {
-        let field = |name: &str| {
-            text.lines().find_map(|line| {
-                line.strip_prefix(name)
-                    .and_then(|rest| rest.strip_prefix(':'))
-                    .map(str::trim)
-            })
-        };
-        let number = |name: &str| field(name).and_then(|v| v.parse().ok());
-        let mode = if text.contains(NOT_SERVING) {
-            Mode::NotServing
-        } else {
-            match field("Mode") {
-                Some(word) => Mode::parse(word),
-                None => Mode::Other(text.trim().to_string()),
-            }
-        };
-        ServerStatus {
-            mode,
-            version: field("Zookeeper version").map(str::to_string),
-            zxid: field("Zxid").and_then(|v| {
-                let hex = v.strip_prefix("0x").unwrap_or(v);
-                u64::from_str_radix(hex, 16).ok()
-            }),
-            node_count: number("Node count"),
-            connections: number("Connections"),
-            received: number("Received"),
-            sent: number("Sent"),
-            raw: text.to_string(),
+        let word = text.lines().find_map(|line| line.strip_prefix("Mode:"));
+        match word.map(str::trim) {
+            Some("standalone") => Mode::Standalone,
+            Some("leader") => Mode::Leader,
+            Some("follower") => Mode::Follower,
+            Some("observer") => Mode::Observer,
+            Some("read-only") => Mode::ReadOnly,
+            Some(other) => Mode::Other(other.to_string()),
+            None => Mode::Other(text.trim().to_string()),
         }
     }
 }
@@ -133,7 +64,7 @@ pub struct Metrics {
 
 impl Metrics {
     /// Parses `name<TAB>value` lines; other lines are ignored.
-    pub fn parse(text: &str) -> Metrics {
+    pub(crate) fn parse(text: &str) -> Metrics {
         let values = text
             .lines()
             .filter_map(|line| {
@@ -153,16 +84,6 @@ impl Metrics {
     pub fn get_u64(&self, name: &str) -> Option<u64> {
         self.get(name)?.parse().ok()
     }
-
-    /// The number of metrics.
-    pub fn len(&self) -> usize {
-        self.values.len()
-    }
-
-    /// Whether there are no metrics.
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
-    }
 }
 
 /// Turns a "not currently serving" answer into [`Error::NotServing`].
@@ -178,24 +99,14 @@ pub(crate) fn check_serving(addr: SocketAddr, answer: String) -> Result<String> 
 mod tests {
     use super::*;
 
-    const SRVR: &str =
-        "Zookeeper version: 3.8.0-${mvngit.commit.id}, built on 2024-12-29 17:54 UTC\n\
-        Latency min/avg/max: 0/0.0/0\nReceived: 9\nSent: 8\nConnections: 1\nOutstanding: 0\n\
-        Zxid: 0x10000002a\nMode: follower\nNode count: 5\n";
-
     #[test]
     fn parses_srvr() {
-        let s = ServerStatus::parse(SRVR);
-        assert_eq!(s.mode, Mode::Follower);
-        assert_eq!(s.zxid, Some(0x1_0000_002a));
-        assert_eq!(s.node_count, Some(5));
-        assert_eq!(s.connections, Some(1));
-        assert_eq!(s.received, Some(9));
-        assert_eq!(s.sent, Some(8));
-        assert!(s.version.unwrap().starts_with("3.8.0"));
-        let s = ServerStatus::parse("This ZooKeeper instance is not currently serving requests\n");
-        assert_eq!(s.mode, Mode::NotServing);
-        assert!(!s.mode.is_serving());
+        let srvr = "Zookeeper version: 3.8.0-${mvngit.commit.id}, built on 2024-12-29\n\
+                    Zxid: 0x10000002a\nMode: follower\nNode count: 5\n";
+        assert_eq!(Mode::of_srvr(srvr), Mode::Follower);
+        let not_serving = "This ZooKeeper instance is not currently serving requests\n";
+        assert_eq!(Mode::of_srvr(not_serving), Mode::NotServing);
+        assert!(!Mode::NotServing.is_serving());
     }
 
     #[test]
@@ -203,7 +114,6 @@ mod tests {
         let m = Metrics::parse(
             "zk_version\t3.8.0, built on 2024-12-29 17:54 UTC\nzk_avg_latency\t0.5\nzk_packets_received\t10\n",
         );
-        assert_eq!(m.len(), 3);
         assert_eq!(m.get_u64("zk_packets_received"), Some(10));
         assert_eq!(
             m.get("zk_version"),

@@ -21,7 +21,7 @@
 //! # fn main() -> lock_testkit::Result<()> {
 //! let server = ZkServer::start()?;                    // 127.0.0.1:<free port>, temp dir
 //! let _connect = server.connect_string();             // "127.0.0.1:40123"
-//! assert_eq!(server.srvr()?.mode, Mode::Standalone);
+//! assert_eq!(server.srvr()?, Mode::Standalone);
 //! let _packets = server.mntr()?.get_u64("zk_packets_received");
 //!
 //! let proxy = FaultProxy::start(server.addr())?;      // clients use proxy.connect_string()
@@ -93,7 +93,7 @@ mod util;
 
 pub use ensemble::ZkEnsemble;
 pub use error::{Error, Result};
-pub use fourlw::{four_letter_word, Metrics, Mode, ServerStatus};
+pub use fourlw::{Metrics, Mode};
 pub use go::{go_peer, DEBIAN_GOCODE, GO_PEER_SOURCE};
 pub use java::{curator_classpath, curator_peer, CURATOR_JARS};
 pub use netns::{NetEnsemble, NetLab, NodeId};

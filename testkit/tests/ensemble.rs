@@ -9,7 +9,7 @@ fn modes(ensemble: &ZkEnsemble) -> Vec<Option<Mode>> {
     ensemble
         .members()
         .iter()
-        .map(|m| m.is_running().then(|| m.srvr().unwrap().mode))
+        .map(|m| m.is_running().then(|| m.srvr().unwrap()))
         .collect()
 }
 
@@ -78,7 +78,7 @@ fn ensemble_has_one_leader_and_elects_another_when_it_dies() {
     members[leader].restart().unwrap();
     eprintln!("old leader rejoined after {:?}", t.elapsed());
     assert_eq!(members[leader].port(), old_port);
-    assert_eq!(members[leader].srvr().unwrap().mode, Mode::Follower);
+    assert_eq!(members[leader].srvr().unwrap(), Mode::Follower);
     assert_eq!(
         ensemble.wait_ready(Duration::from_secs(20)).unwrap(),
         new_leader
@@ -90,14 +90,10 @@ fn ensemble_has_one_leader_and_elects_another_when_it_dies() {
         members[i].stop();
     }
     let t = Instant::now();
-    while members[survivor].srvr().unwrap().mode != Mode::NotServing {
+    while members[survivor].srvr().unwrap() != Mode::NotServing {
         assert!(t.elapsed() < Duration::from_secs(10), "still serving alone");
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(
-        members[survivor].ruok().unwrap(),
-        "ruok is answered without quorum"
-    );
     assert!(matches!(
         members[survivor].mntr(),
         Err(Error::NotServing { .. })

@@ -6,7 +6,7 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use lock_testkit::{four_letter_word, Error, Mode, ZkServer};
+use lock_testkit::{Error, Mode, ZkServer};
 
 mod common;
 use common::pid_alive;
@@ -31,23 +31,12 @@ fn four_letter_words_are_parsed() {
     );
     assert_eq!(server.addr().port(), server.port());
     assert!(server.is_running());
-    assert!(server.ruok().unwrap());
-
-    let status = server.srvr().unwrap();
-    assert_eq!(status.mode, Mode::Standalone);
-    assert!(status.mode.is_serving());
-    assert!(
-        status.version.as_deref().unwrap().starts_with("3."),
-        "{status:?}"
-    );
-    assert!(status.node_count.unwrap() >= 1, "{status:?}");
-    assert!(status.zxid.is_some(), "{status:?}");
+    assert_eq!(server.srvr().unwrap(), Mode::Standalone);
 
     let metrics = server.mntr().unwrap();
     assert_eq!(metrics.get("zk_server_state"), Some("standalone"));
     let before = metrics.get_u64("zk_packets_received").unwrap();
     assert!(metrics.get_u64("zk_znode_count").unwrap() >= 1);
-    assert!(metrics.len() > 20, "{metrics:?}");
     server.srvr().unwrap();
     let after = server
         .mntr()
@@ -56,8 +45,6 @@ fn four_letter_words_are_parsed() {
         .unwrap();
     assert!(after > before, "{before} -> {after}");
 
-    assert!(server.stat().unwrap().contains("Mode: standalone"));
-    assert!(server.cons().unwrap().contains("127.0.0.1"));
     let conf = server.four_letter_word("conf").unwrap();
     assert!(conf.contains("tickTime=100"), "{conf}");
     assert!(conf.contains("minSessionTimeout=200"), "{conf}");
@@ -93,7 +80,7 @@ fn restart_keeps_port_and_data_dir() {
     eprintln!("stop took {:?}", t.elapsed());
     assert!(!server.is_running());
     assert!(server.jvm_pid().is_none());
-    assert!(server.ruok().is_err(), "a stopped server answered");
+    assert!(server.srvr().is_err(), "a stopped server answered");
     server.stop(); // idempotent
 
     let t = Instant::now();
@@ -101,14 +88,14 @@ fn restart_keeps_port_and_data_dir() {
     eprintln!("restart took {:?}", t.elapsed());
     assert_eq!(server.port(), port);
     assert_eq!(server.data_dir(), data);
-    assert_eq!(server.srvr().unwrap().mode, Mode::Standalone);
+    assert_eq!(server.srvr().unwrap(), Mode::Standalone);
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "kept");
 
     let t = Instant::now();
     server.kill();
     eprintln!("kill took {:?}", t.elapsed());
     assert!(!server.is_running());
-    assert!(server.ruok().is_err(), "a killed server answered");
+    assert!(server.srvr().is_err(), "a killed server answered");
     server.restart().unwrap();
     assert_eq!(server.port(), port);
 
@@ -116,7 +103,7 @@ fn restart_keeps_port_and_data_dir() {
     let pid = server.jvm_pid().unwrap();
     server.restart().unwrap();
     assert_ne!(server.jvm_pid().unwrap(), pid);
-    assert!(server.ruok().unwrap());
+    assert_eq!(server.srvr().unwrap(), Mode::Standalone);
     let log = std::fs::read_to_string(server.log_path()).unwrap();
     assert_eq!(log.matches("=== lock-testkit: launch").count(), 4);
 }
@@ -125,10 +112,10 @@ fn restart_keeps_port_and_data_dir() {
 fn pause_freezes_the_server() {
     let server = start();
     server.pause().unwrap();
-    let err = four_letter_word(server.addr(), "ruok", Duration::from_millis(300)).unwrap_err();
-    assert!(err.to_string().contains("no complete answer"), "{err}");
+    let err = lock_nodelay::four_letter_word(server.addr(), "ruok", Duration::from_millis(300));
+    assert_eq!(err.unwrap_err().kind(), std::io::ErrorKind::TimedOut);
     server.resume().unwrap();
-    assert!(server.ruok().unwrap());
+    assert_eq!(server.srvr().unwrap(), Mode::Standalone);
     // A paused server can be killed, and stopped.
     server.pause().unwrap();
     server.kill();

@@ -197,9 +197,7 @@ impl ZkServerBuilder {
                 startup_timeout: timeout,
             })?;
             let mut server = server.owning(dir, ports);
-            let started = server
-                .spawn()
-                .and_then(|()| server.wait_serving(timeout).map(drop));
+            let started = server.spawn().and_then(|()| server.wait_serving(timeout));
             match started {
                 Ok(()) => return Ok(server),
                 Err(_) if attempt < START_ATTEMPTS && server.lost_port_race() => continue,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::ensemble::ZkEnsemble;
 use crate::error::{Error, Result};
-use crate::fourlw::{check_serving, four_letter_word, Metrics, ServerStatus};
+use crate::fourlw::{check_serving, Metrics, Mode};
 use crate::install::ZkInstall;
 use crate::process::Jvm;
 use crate::util::{self, lock, reserve_port, PortGuard, TempDir};
@@ -283,8 +283,7 @@ impl ZkServer {
         &self.log
     }
 
-    /// The last `lines` lines of the server's log.
-    pub fn log_tail(&self, lines: usize) -> String {
+    pub(crate) fn log_tail(&self, lines: usize) -> String {
         util::tail(&self.log, lines)
     }
 
@@ -328,7 +327,7 @@ impl ZkServer {
         self.stop();
         self.spawn()?;
         match self.wait_serving(self.startup_timeout) {
-            Ok(_) => Ok(()),
+            Ok(()) => Ok(()),
             Err(e) => {
                 self.kill();
                 Err(e)
@@ -360,12 +359,9 @@ impl ZkServer {
         })
     }
 
-    /// Waits until the server answers `srvr` with a serving mode
-    /// (standalone, leader, follower, ...), and returns that status.
-    ///
-    /// Fails early if the JVM exits, or if it is not running at all. (`ruok`
-    /// is not enough: a server answers `imok` before it serves.)
-    pub fn wait_serving(&self, timeout: Duration) -> Result<ServerStatus> {
+    /// Waits until `srvr` reports a serving mode (`ruok` is not enough: a server
+    /// answers `imok` before it serves); fails early if the JVM is not running.
+    pub(crate) fn wait_serving(&self, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
         loop {
             match self.probe() {
@@ -386,13 +382,10 @@ impl ZkServer {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             let last = match self.ask("srvr", left.min(FOUR_LETTER_TIMEOUT)) {
-                Ok(text) => {
-                    let status = ServerStatus::parse(&text);
-                    if status.mode.is_serving() {
-                        return Ok(status);
-                    }
-                    format!("srvr says {:?}", status.mode)
-                }
+                Ok(text) => match Mode::of_srvr(&text) {
+                    mode if mode.is_serving() => return Ok(()),
+                    mode => format!("srvr says {mode:?}"),
+                },
                 Err(e) => e.to_string(),
             };
             if Instant::now() >= deadline {
@@ -418,24 +411,25 @@ impl ZkServer {
     /// A four-letter word, asked from inside the server's network namespace if it
     /// has one (there its own address is reachable whatever the partitions).
     fn ask(&self, command: &str, timeout: Duration) -> Result<String> {
+        let ask = || {
+            lock_nodelay::four_letter_word(self.addr, command, timeout).map_err(|e| {
+                Error::FourLetterWord {
+                    command: command.to_string(),
+                    addr: self.addr,
+                    reason: e.to_string(),
+                }
+            })
+        };
         match &self.netns {
-            None => four_letter_word(self.addr, command, timeout),
-            Some(netns) => {
-                crate::netns::run_in(netns, || four_letter_word(self.addr, command, timeout))?
-            }
+            None => ask(),
+            Some(netns) => crate::netns::run_in(netns, ask)?,
         }
     }
 
-    /// `ruok`: `true` if the server answered `imok`. A server answers this as
-    /// soon as its port is open, even when it does not serve requests.
-    pub fn ruok(&self) -> Result<bool> {
-        Ok(self.four_letter_word("ruok")?.trim() == "imok")
-    }
-
-    /// `srvr`: the server's mode, zxid, node count, ... A server that is up
-    /// but not serving yields [`Mode::NotServing`](crate::Mode::NotServing).
-    pub fn srvr(&self) -> Result<ServerStatus> {
-        Ok(ServerStatus::parse(&self.four_letter_word("srvr")?))
+    /// `srvr`: the server's role; a server that is up but not serving yields
+    /// [`Mode::NotServing`].
+    pub fn srvr(&self) -> Result<Mode> {
+        Ok(Mode::of_srvr(&self.four_letter_word("srvr")?))
     }
 
     /// `mntr`: the server's metrics (`zk_packets_received`,
