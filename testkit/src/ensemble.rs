@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::fourlw::Mode;
+use crate::install::ZkInstall;
 use crate::server::{Prepare, Probe, Role, ZkServer, ZkServerBuilder, POLL, START_ATTEMPTS};
 use crate::util::{reserve_port, TempDir};
 
@@ -43,7 +44,13 @@ impl ZkEnsemble {
         ZkServerBuilder::default()
     }
 
-    pub(crate) fn start_with(builder: ZkServerBuilder, size: usize) -> Result<ZkEnsemble> {
+    /// What every ensemble start checks first (`no_tls` says why TLS is refused),
+    /// and the installation and startup timeout it starts with.
+    pub(crate) fn checked(
+        builder: &ZkServerBuilder,
+        size: usize,
+        no_tls: &str,
+    ) -> Result<(ZkInstall, Duration)> {
         if size == 0 {
             return Err(Error::InvalidConfig(
                 "an ensemble needs at least 1 member".into(),
@@ -51,13 +58,15 @@ impl ZkEnsemble {
         }
         builder.validate()?;
         if builder.has_tls() {
-            return Err(Error::InvalidConfig(
-                "tls: standalone servers only (ensemble members would need a secure port each)"
-                    .into(),
-            ));
+            return Err(Error::InvalidConfig(no_tls.into()));
         }
-        let install = crate::install::ZkInstall::locate()?;
-        let timeout = builder.ensemble_startup_timeout();
+        Ok((ZkInstall::locate()?, builder.ensemble_startup_timeout()))
+    }
+
+    pub(crate) fn start_with(builder: ZkServerBuilder, size: usize) -> Result<ZkEnsemble> {
+        let no_tls =
+            "tls: standalone servers only (ensemble members would need a secure port each)";
+        let (install, timeout) = ZkEnsemble::checked(&builder, size, no_tls)?;
         let mut attempt = 0;
         loop {
             attempt += 1;

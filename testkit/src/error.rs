@@ -140,8 +140,8 @@ pub enum Error {
         stderr: String,
     },
 
-    /// A Java peer cannot be built (compiling it,
-    /// [`curator_classpath`](crate::curator_classpath)): what is missing and the fix.
+    /// A Java peer cannot be built ([`curator_peer`](crate::curator_peer)): what
+    /// is missing and the fix.
     #[error("cannot build a Java peer: {what}")]
     JavaPeer {
         /// What went wrong.

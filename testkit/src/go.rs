@@ -9,10 +9,10 @@ use crate::error::{Error, Result};
 use crate::util::build_once;
 
 /// The peer's source: usage and protocol at its top.
-pub const GO_PEER_SOURCE: &str = include_str!("../peers/go_peer.go");
+const GO_PEER_SOURCE: &str = include_str!("../peers/go_peer.go");
 
 /// Where Debian's Go packages (`golang-github-samuel-go-zookeeper-dev`) live: a GOPATH.
-pub const DEBIAN_GOCODE: &str = "/usr/share/gocode";
+const DEBIAN_GOCODE: &str = "/usr/share/gocode";
 
 const INSTALL_HINT: &str = "install Debian's golang-go and golang-github-samuel-go-zookeeper-dev \
                             (scripts/test.sh does)";
@@ -21,11 +21,11 @@ fn peer_error(what: String) -> Error {
     Error::GoPeer { what }
 }
 
-/// The Go peer ([`GO_PEER_SOURCE`]) built under `build_dir` (reused while the
+/// The Go peer (`peers/go_peer.go`) built under `build_dir` (reused while the
 /// source is unchanged), or [`Error::GoPeer`] saying what is missing and the fix.
 ///
 /// GOPATH mode: the peer is package `zklockgopeer` in a GOPATH of its own, with
-/// go-zookeeper from [`DEBIAN_GOCODE`], so nothing is fetched. Built in a
+/// go-zookeeper from Debian's `/usr/share/gocode`, so nothing is fetched. Built in a
 /// directory of its own and renamed into place, so concurrent test binaries never
 /// run half a build.
 pub fn go_peer(build_dir: &Path) -> Result<PathBuf> {

@@ -10,7 +10,7 @@ use crate::util::build_once;
 
 /// The jars (names in `/usr/share/java`) Curator 5.4's locks, latches and
 /// elections need: Debian's `libcurator-recipes-java` and its dependencies.
-pub const CURATOR_JARS: &[&str] = &[
+const CURATOR_JARS: &[&str] = &[
     "curator-recipes",
     "curator-framework",
     "curator-client",
@@ -26,7 +26,7 @@ fn peer_error(what: String) -> Error {
 
 /// The classpath of [`CURATOR_JARS`] (plus `slf4j-nop`, if there, to keep slf4j
 /// quiet), or [`Error::JavaPeer`] naming the missing jars and the fix.
-pub fn curator_classpath() -> Result<String> {
+fn curator_classpath() -> Result<String> {
     let dir = Path::new(SYSTEM_JAR_DIR);
     let (mut entries, missing) = jars(dir, CURATOR_JARS);
     if !missing.is_empty() {
@@ -83,7 +83,7 @@ fn compile_java(source: &str, class: &str, classpath: &str, base: &Path) -> Resu
 }
 
 /// A Curator peer ready to run: `source` (class `class`) compiled under
-/// `build_dir` against [`curator_classpath`]; returns the `java` executable
+/// `build_dir` against Debian's Curator 5.4 jars; returns the `java` executable
 /// (the ZooKeeper servers') and the full classpath.
 pub fn curator_peer(source: &str, class: &str, build_dir: &Path) -> Result<(PathBuf, String)> {
     let jars = curator_classpath()?;

@@ -24,10 +24,10 @@ use crate::server::{POLL, START_ATTEMPTS};
 use crate::util::{self, reserve_port, PortGuard, TempDir};
 
 /// Where Debian's packages put each major version: `<dir>/<version>/bin`.
-pub const DEBIAN_POSTGRES_DIR: &str = "/usr/lib/postgresql";
+const DEBIAN_POSTGRES_DIR: &str = "/usr/lib/postgresql";
 /// Names a directory with `postgres`, `initdb`, `pg_isready` and `psql`,
 /// used instead of the newest version under [`DEBIAN_POSTGRES_DIR`].
-pub const POSTGRES_BINDIR_ENV: &str = "PG_BINDIR";
+const POSTGRES_BINDIR_ENV: &str = "PG_BINDIR";
 /// The superuser (and database) the cluster is created with.
 const SUPERUSER: &str = "postgres";
 /// The unprivileged account that runs the cluster when the tests run as root.

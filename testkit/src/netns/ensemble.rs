@@ -15,7 +15,7 @@ const ELECTION_PORT: u16 = 3888;
 
 /// A [`ZkEnsemble`] started by [`NetLab::start_ensemble`]: member `i` runs on
 /// [`node(i)`](Self::node), serving clients at `<node's address>:2181`, and
-/// everything of [`ZkEnsemble`] (leader, kill, pause, four-letter words, asked
+/// everything of [`ZkEnsemble`] (leader, members, four-letter words, asked
 /// from inside the member's namespace) works as usual.
 #[derive(Debug)]
 pub struct NetEnsemble {
@@ -33,11 +33,6 @@ impl NetEnsemble {
     pub fn node(&self, index: usize) -> NodeId {
         self.nodes[index]
     }
-
-    /// The members' nodes, in member order.
-    pub fn nodes(&self) -> &[NodeId] {
-        &self.nodes
-    }
 }
 
 impl NetLab {
@@ -49,17 +44,7 @@ impl NetLab {
     /// one configured without peers, not a one-member quorum (which would say
     /// `Mode: leader`).
     pub fn start_ensemble(&mut self, builder: ZkServerBuilder, size: usize) -> Result<NetEnsemble> {
-        if size == 0 {
-            return Err(Error::InvalidConfig(
-                "an ensemble needs at least 1 member".into(),
-            ));
-        }
-        builder.validate()?;
-        if builder.has_tls() {
-            return Err(Error::InvalidConfig("tls: not in a NetLab".into()));
-        }
-        let install = crate::install::ZkInstall::locate()?;
-        let timeout = builder.ensemble_startup_timeout();
+        let (install, timeout) = ZkEnsemble::checked(&builder, size, "tls: not in a NetLab")?;
         let nodes = (1..=size)
             .map(|id| self.add_node(&format!("zk{id}")))
             .collect::<Result<Vec<NodeId>>>()?;

@@ -219,11 +219,6 @@ impl NetLab {
         &self.nodes[node.0]
     }
 
-    /// Every node, in the order they were added.
-    pub fn nodes(&self) -> Vec<NodeId> {
-        (0..self.nodes.len()).map(NodeId).collect()
-    }
-
     /// The node's address (`10.231.0.<n>`), valid inside the lab only.
     pub fn ip(&self, node: NodeId) -> Ipv4Addr {
         self.node(node).ip
@@ -234,8 +229,7 @@ impl NetLab {
         &self.node(node).label
     }
 
-    /// The name of the node's network namespace (for `ip netns exec`).
-    pub fn netns(&self, node: NodeId) -> &str {
+    fn netns(&self, node: NodeId) -> &str {
         &self.node(node).netns
     }
 
@@ -279,9 +273,8 @@ impl NetLab {
     /// Cuts `group` from every other node of the lab: its members still reach
     /// one another.
     pub fn isolate(&self, group: &[NodeId]) -> Result<()> {
-        let rest: Vec<NodeId> = self
-            .nodes()
-            .into_iter()
+        let rest: Vec<NodeId> = (0..self.nodes.len())
+            .map(NodeId)
             .filter(|n| !group.contains(n))
             .collect();
         self.partition(group, &rest)
@@ -303,11 +296,6 @@ impl NetLab {
             .collect();
         blocked.clear();
         self.apply(&blocked, touched)
-    }
-
-    /// Whether `a` and `b` can reach each other (no cut between them).
-    pub fn connected(&self, a: NodeId, b: NodeId) -> bool {
-        !lock(&self.blocked).contains(&(a.0.min(b.0), a.0.max(b.0)))
     }
 
     /// Rewrites the filters of `touched` from `blocked`.
