@@ -269,46 +269,41 @@ mod tests {
         (server, other, [nagle, nodelay, elsewhere])
     }
 
-    fn check(access: Access) {
-        let (server, _other, [nagle, nodelay, elsewhere]) = setup();
-        let (accepted, _) = server.accept().unwrap();
-        let peers = Peers::new([server.local_addr().unwrap()]);
+    #[test]
+    fn sets_the_option_through_duplicates_and_borrowed_numbers() {
+        // Duplicates need Linux 5.6 and no seccomp filter refusing pidfd_getfd.
+        for access in [Access::Duplicate, Access::Borrow] {
+            let (server, _other, [nagle, nodelay, elsewhere]) = setup();
+            let (accepted, _) = server.accept().unwrap();
+            // More descriptors for the same sockets: each socket counts once.
+            let _clones = [&nagle, &nodelay].map(|s| s.try_clone().unwrap());
+            let peers = Peers::new([server.local_addr().unwrap()]);
 
-        let mut seen = connections(&peers, access).unwrap();
-        seen.sort_by_key(|c| c.local);
-        let mut expected = vec![
-            Connection {
-                local: nagle.local_addr().unwrap(),
+            let mut seen = connections(&peers, access).unwrap();
+            seen.sort_by_key(|c| c.local);
+            let mut expected = [(&nagle, false), (&nodelay, true)].map(|(s, on)| Connection {
+                local: s.local_addr().unwrap(),
                 peer: server.local_addr().unwrap(),
-                nodelay: false,
-            },
-            Connection {
-                local: nodelay.local_addr().unwrap(),
-                peer: server.local_addr().unwrap(),
-                nodelay: true,
-            },
-        ];
-        expected.sort_by_key(|c| c.local);
-        assert_eq!(seen, expected, "{access:?}");
+                nodelay: on,
+            });
+            expected.sort_by_key(|c| c.local);
+            assert_eq!(seen, expected, "{access:?}");
 
-        let applied = apply(&peers, access).unwrap();
-        assert_eq!(
-            (applied.connections, applied.changed, applied.failed),
-            (2, 1, 0),
-            "{access:?}: {applied:?}"
-        );
-        assert_eq!(applied.borrowed, access == Access::Borrow);
-        assert!(
-            nagle.nodelay().unwrap(),
-            "{access:?}: the option is on the socket"
-        );
-        assert!(nodelay.nodelay().unwrap());
-        // Not connected to the server: left alone, including the server's own end.
-        assert!(!elsewhere.nodelay().unwrap());
-        assert!(!accepted.nodelay().unwrap());
-        // Idempotent.
-        let again = apply(&peers, access).unwrap();
-        assert_eq!((again.connections, again.changed), (2, 0), "{again:?}");
+            let applied = apply(&peers, access).unwrap();
+            assert_eq!(
+                (applied.connections, applied.changed, applied.failed),
+                (2, 1, 0),
+                "{access:?}: {applied:?}"
+            );
+            assert_eq!(applied.borrowed, access == Access::Borrow);
+            assert!(nagle.nodelay().unwrap(), "{access:?}: the option is set");
+            assert!(nodelay.nodelay().unwrap());
+            // Not connected to the server: left alone, including the server's own end.
+            assert!(!elsewhere.nodelay().unwrap());
+            assert!(!accepted.nodelay().unwrap());
+            let again = apply(&peers, access).unwrap();
+            assert_eq!((again.connections, again.changed), (2, 0), "{again:?}");
+        }
     }
 
     #[test]
@@ -328,30 +323,6 @@ mod tests {
             !nagle.nodelay().unwrap(),
             "a known socket is not asked again"
         );
-    }
-
-    #[test]
-    fn through_duplicates() {
-        // Needs Linux 5.6 and no seccomp filter refusing pidfd_getfd (as here).
-        check(Access::Duplicate);
-    }
-
-    #[test]
-    fn through_borrowed_numbers() {
-        check(Access::Borrow);
-    }
-
-    #[test]
-    fn each_socket_counts_once() {
-        let (server, _other, streams) = setup();
-        // More descriptors for the same sockets.
-        let clones: Vec<_> = streams.iter().map(|s| s.try_clone().unwrap()).collect();
-        let peers = Peers::new([server.local_addr().unwrap()]);
-        for access in [Access::Duplicate, Access::Borrow] {
-            assert_eq!(connections(&peers, access).unwrap().len(), 2, "{access:?}");
-            assert_eq!(apply(&peers, access).unwrap().connections, 2, "{access:?}");
-        }
-        drop(clones);
     }
 
     #[test]
