@@ -336,56 +336,30 @@ mod tests {
     }
 
     #[test]
-    fn asks_every_word_of_every_connected_server_no_sooner_than_the_delay() {
-        let (addr, _) = answering("imok-ish");
-        let _ours = TcpStream::connect(addr);
-        let delay = Duration::from_millis(200);
-        let (tx, rx) = std::sync::mpsc::channel();
-        let asked = Instant::now();
-        let words = &["conf", "srvr"];
-        ask_connected_servers_all_after(delay, format!("{addr}"), words, move |all| {
-            tx.send((all, asked.elapsed())).unwrap()
-        })
-        .unwrap();
-        let (all, after) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-        assert_eq!(all.len(), 1);
-        let (server, said) = &all[0];
-        assert_eq!(*server, addr);
-        // The test server answers `conf` only, and closes on `srvr`.
-        assert_eq!(said[0].as_ref().unwrap(), "imok-ish");
-        assert_eq!(said[1].as_ref().unwrap(), "");
-        assert!(after >= delay, "answered {after:?} after asking");
-    }
-
-    #[test]
-    fn askers_of_one_process_share_one_exchange() {
+    fn askers_of_one_process_share_one_exchange_after_the_delay() {
         let (addr, exchanges) = answering("shared");
         let _ours = TcpStream::connect(addr);
+        let delay = Duration::from_millis(200);
+        let asked = Instant::now();
         let (tx, rx) = std::sync::mpsc::channel();
+        let ask = |tx: std::sync::mpsc::Sender<_>| {
+            let words = &["conf", "srvr"];
+            ask_connected_servers_all_after(delay, format!("{addr}"), words, move |all| {
+                tx.send((all, asked.elapsed())).unwrap()
+            })
+            .unwrap()
+        };
         // Ten sessions reconnecting at once, and one a moment later.
-        for i in 0..10 {
-            let tx = tx.clone();
-            ask_connected_servers_all_after(
-                Duration::from_millis(100),
-                format!("{addr}"),
-                &["conf", "srvr"],
-                move |all| tx.send((i, all)).unwrap(),
-            )
-            .unwrap();
+        for _ in 0..10 {
+            ask(tx.clone());
         }
-        let first: Vec<_> = (0..10)
+        let mut answers: Vec<_> = (0..10)
             .map(|_| rx.recv_timeout(Duration::from_secs(10)).unwrap())
             .collect();
-        let tx2 = tx.clone();
-        ask_connected_servers_all_after(
-            Duration::from_millis(100),
-            format!("{addr}"),
-            &["conf", "srvr"],
-            move |all| tx2.send((10, all)).unwrap(),
-        )
-        .unwrap();
-        let later = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-        for (_, all) in first.iter().chain([&later]) {
+        ask(tx);
+        answers.push(rx.recv_timeout(Duration::from_secs(10)).unwrap());
+        for (all, after) in answers {
+            assert!(after >= delay, "answered {after:?} after asking");
             assert_eq!(all.len(), 1);
             assert_eq!(all[0].0, addr);
             let said: Vec<_> = all[0]
@@ -393,6 +367,7 @@ mod tests {
                 .iter()
                 .map(|a| a.as_ref().unwrap().as_str())
                 .collect();
+            // The test server answers `conf` only, and closes on `srvr`.
             assert_eq!(said, ["shared", ""]);
         }
         // Our own connection, then one per word for all eleven askers.
