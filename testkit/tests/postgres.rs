@@ -1,5 +1,5 @@
 //! A real PostgreSQL cluster: serves SQL on loopback, and leaves nothing behind
-//! when dropped, also by a panicking test. Needs PostgreSQL installed
+//! when dropped or when its test process is killed. Needs PostgreSQL installed
 //! (`scripts/test.sh` installs Debian's `postgresql` when missing).
 
 use std::net::{SocketAddr, TcpStream};
@@ -97,19 +97,6 @@ fn serves_sql_on_loopback_and_stops_with_its_sessions_on_drop() {
         !status.success(),
         "the session outlived its server: {status}"
     );
-}
-
-#[test]
-fn a_panicking_test_leaves_no_server_behind() {
-    let mut seen = None;
-    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let db = Postgres::start().unwrap_or_else(|e| panic!("{e}"));
-        seen = Some((db.dir().to_path_buf(), postmaster_pid(&db), db.addr()));
-        panic!("the test fails while the server runs");
-    }));
-    assert!(unwound.is_err());
-    let (dir, pid, addr) = seen.expect("the server started");
-    assert_gone(&dir, pid, addr, Duration::ZERO);
 }
 
 /// The child half of `a_killed_test_process_leaves_no_server_behind`: starts a
