@@ -2,14 +2,13 @@
 
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::fourlw::Mode;
 use crate::install::ZkInstall;
 use crate::server::{Prepare, Probe, Role, ZkServer, ZkServerBuilder, POLL, START_ATTEMPTS};
-use crate::util::{reserve_port, TempDir};
+use crate::util::{poll, reserve_port, TempDir};
 
 const LOG_TAIL_LINES: usize = 12;
 
@@ -177,19 +176,10 @@ impl ZkEnsemble {
     /// Waits until exactly one running member reports `leader`, and returns
     /// its index. The leader only says so once it has a quorum.
     pub fn wait_for_leader(&self, timeout: Duration) -> Result<usize> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(leader) = self.leader_index() {
-                return Ok(leader);
-            }
-            if Instant::now() >= deadline {
-                return Err(Error::NoLeader {
-                    timeout,
-                    detail: self.describe(),
-                });
-            }
-            thread::sleep(POLL);
-        }
+        poll(timeout, POLL, || self.leader_index()).ok_or_else(|| Error::NoLeader {
+            timeout,
+            detail: self.describe(),
+        })
     }
 
     /// Waits until every running member serves (leader or follower) and
@@ -200,21 +190,13 @@ impl ZkEnsemble {
     }
 
     fn wait_ready_strict(&self, timeout: Duration, starting: bool) -> Result<usize> {
-        let deadline = Instant::now() + timeout;
-        loop {
+        let ready = poll(timeout, POLL, || {
             let mut leaders = Vec::new();
             let mut all_serving = true;
             for (i, member) in self.members.iter().enumerate() {
                 match member.probe() {
                     Probe::Down => {}
-                    Probe::Crashed(status) => {
-                        return Err(Error::Exited {
-                            server: member.name().to_string(),
-                            status,
-                            log: member.log_path().to_path_buf(),
-                            log_tail: member.log_tail(30),
-                        })
-                    }
+                    Probe::Crashed(status) => return Some(Err(member.exited(status))),
                     // A standalone server (an ensemble of 1 in a NetLab) serves
                     // as its own leader.
                     Probe::Running => match member.srvr() {
@@ -224,23 +206,20 @@ impl ZkEnsemble {
                     },
                 }
             }
-            if all_serving && leaders.len() == 1 {
-                return Ok(leaders[0]);
-            }
-            if Instant::now() >= deadline {
-                let what = if starting {
-                    format!("ZooKeeper ensemble of {}", self.members.len())
-                } else {
-                    "ZooKeeper ensemble".to_string()
-                };
-                return Err(Error::StartTimeout {
-                    what,
-                    timeout,
-                    detail: self.describe(),
-                });
-            }
-            thread::sleep(POLL);
-        }
+            (all_serving && leaders.len() == 1).then(|| Ok(leaders[0]))
+        });
+        ready.unwrap_or_else(|| {
+            let what = if starting {
+                format!("ZooKeeper ensemble of {}", self.members.len())
+            } else {
+                "ZooKeeper ensemble".to_string()
+            };
+            Err(Error::StartTimeout {
+                what,
+                timeout,
+                detail: self.describe(),
+            })
+        })
     }
 
     /// One line per member with its state, plus log tails of members that do

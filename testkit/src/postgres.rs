@@ -15,8 +15,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::process::Jvm;
@@ -187,10 +186,7 @@ impl Drop for Postgres {
             let _ = Command::new("/bin/sh")
                 .args(["-c", "kill -QUIT \"$1\"", "sh", &pid.to_string()])
                 .status();
-            let deadline = Instant::now() + SHUTDOWN_GRACE;
-            while self.server.exit_status().is_none() && Instant::now() < deadline {
-                thread::sleep(POLL);
-            }
+            util::poll(SHUTDOWN_GRACE, POLL, || self.server.exit_status());
         }
         self.server.kill();
     }
@@ -216,45 +212,38 @@ fn server_args(dir: &Path, port: u16) -> Vec<OsString> {
 
 /// Waits until the server accepts connections, or fails with its log.
 fn wait_accepting(server: &mut Jvm, bin: &Path, port: u16, log: &Path) -> Result<()> {
-    let deadline = Instant::now() + STARTUP_TIMEOUT;
-    loop {
+    let log_tail = || {
+        format!(
+            "log {}:\n{}",
+            log.display(),
+            util::tail(log, LOG_TAIL_LINES)
+        )
+    };
+    let port_arg = port.to_string();
+    let isready = ["--quiet", "--host", "127.0.0.1", "--port", &port_arg];
+    let accepting = util::poll(STARTUP_TIMEOUT, POLL, || {
         if let Some(status) = server.exit_status() {
-            return Err(Error::Postgres {
+            return Some(Err(Error::Postgres {
                 context: format!("the server on port {port} exited while starting ({status})"),
-                detail: format!(
-                    "log {}:\n{}",
-                    log.display(),
-                    util::tail(log, LOG_TAIL_LINES)
-                ),
-            });
+                detail: log_tail(),
+            }));
         }
         let ready = Command::new(bin.join("pg_isready"))
-            .args([
-                "--quiet",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                &port.to_string(),
-            ])
+            .args(isready)
             .args(["--username", SUPERUSER, "--dbname", SUPERUSER])
-            .status()
-            .map_err(|e| Error::io("running pg_isready", e))?;
-        if ready.success() {
-            return Ok(());
+            .status();
+        match ready {
+            Ok(ready) => ready.success().then_some(Ok(())),
+            Err(e) => Some(Err(Error::io("running pg_isready", e))),
         }
-        if Instant::now() >= deadline {
-            return Err(Error::StartTimeout {
-                what: format!("PostgreSQL on port {port}"),
-                timeout: STARTUP_TIMEOUT,
-                detail: format!(
-                    "log {}:\n{}",
-                    log.display(),
-                    util::tail(log, LOG_TAIL_LINES)
-                ),
-            });
-        }
-        thread::sleep(POLL);
-    }
+    });
+    accepting.unwrap_or_else(|| {
+        Err(Error::StartTimeout {
+            what: format!("PostgreSQL on port {port}"),
+            timeout: STARTUP_TIMEOUT,
+            detail: log_tail(),
+        })
+    })
 }
 
 /// The directory with PostgreSQL's programs: `PG_BINDIR`, else the newest

@@ -27,9 +27,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::util::poll;
+
+/// How often a JVM's state is looked at while waiting for it.
+const STEP: Duration = Duration::from_millis(5);
 
 /// The watchdog. Arguments: `$1` pid file, `$2` directory to remove if the
 /// owner dies (may be empty), `$3...` the JVM command line.
@@ -139,16 +143,11 @@ impl Jvm {
 
     /// The JVM's pid, waiting up to `timeout` for the watchdog to record it.
     pub(crate) fn wait_pid(&mut self, timeout: Duration) -> Option<u32> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(pid) = self.pid() {
-                return Some(pid);
-            }
-            if Instant::now() >= deadline || self.exit_status().is_some() {
-                return None;
-            }
-            thread::sleep(Duration::from_millis(5));
-        }
+        poll(timeout, STEP, || match self.pid() {
+            Some(pid) => Some(Some(pid)),
+            None => self.exit_status().map(|_| None),
+        })
+        .flatten()
     }
 
     /// `Some(status)` once the JVM (and with it the watchdog) has exited.
@@ -167,16 +166,7 @@ impl Jvm {
     }
 
     fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.exit_status() {
-                return Some(status);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            thread::sleep(Duration::from_millis(5));
-        }
+        poll(timeout, STEP, || self.exit_status())
     }
 
     /// SIGSTOP / SIGCONT the JVM and wait until the kernel shows the change.
@@ -185,18 +175,14 @@ impl Jvm {
         let Some(pid) = self.wait_pid(Duration::from_secs(5)) else {
             return;
         };
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            match proc_state(pid) {
-                Some(state) if (state == 'T') == paused => return,
-                Some(_) => thread::sleep(Duration::from_millis(2)),
-                None => {
-                    // No /proc (not Linux): give the signal a moment.
-                    thread::sleep(Duration::from_millis(50));
-                    return;
-                }
+        poll(Duration::from_secs(5), STEP, || match proc_state(pid) {
+            Some(state) => ((state == 'T') == paused).then_some(()),
+            None => {
+                // No /proc (not Linux): give the signal a moment.
+                thread::sleep(Duration::from_millis(50));
+                Some(())
             }
-        }
+        });
     }
 
     /// SIGTERM, then SIGKILL if the JVM is still alive after `grace`.

@@ -450,28 +450,19 @@ fn connection(shared: &Arc<Shared>, id: u64, client: TcpStream) {
             return;
         };
         conn.upstream = Some(registered);
-        let threads: [(String, Box<dyn FnOnce() + Send>); 3] = {
-            let (a, b, c) = (Arc::clone(shared), Arc::clone(shared), Arc::clone(shared));
-            [
-                (
-                    format!("zk-proxy-up-w-{id}"),
-                    Box::new(move || write_loop(&a, id, Direction::Upstream, upstream)),
-                ),
-                (
-                    format!("zk-proxy-down-r-{id}"),
-                    Box::new(move || read_loop(&b, id, Direction::Downstream, up_src)),
-                ),
-                (
-                    format!("zk-proxy-down-w-{id}"),
-                    Box::new(move || write_loop(&c, id, Direction::Downstream, client_dst)),
-                ),
-            ]
-        };
-        for (name, body) in threads {
+        type Pump = fn(&Shared, u64, Direction, TcpStream);
+        let pumps: [(&str, Pump, Direction, TcpStream); 3] = [
+            ("up-w", write_loop, Direction::Upstream, upstream),
+            ("down-r", read_loop, Direction::Downstream, up_src),
+            ("down-w", write_loop, Direction::Downstream, client_dst),
+        ];
+        for (name, pump, direction, stream) in pumps {
             if let Some(conn) = state.conns.get_mut(&id) {
                 conn.pumps += 1;
             }
-            if !spawn_tracked(&mut state, name, body) {
+            let shared = Arc::clone(shared);
+            let body = move || pump(&shared, id, direction, stream);
+            if !spawn_tracked(&mut state, format!("zk-proxy-{name}-{id}"), body) {
                 state.close(id);
                 return;
             }

@@ -7,7 +7,7 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, Result};
 
@@ -140,6 +140,24 @@ pub(crate) fn tail(path: &Path, lines: usize) -> String {
             out
         }
         Err(e) => format!("(cannot read {}: {e})", path.display()),
+    }
+}
+
+/// Calls `f` every `step` until it returns `Some`, for up to `timeout` (then `None`).
+pub(crate) fn poll<T>(
+    timeout: Duration,
+    step: Duration,
+    mut f: impl FnMut() -> Option<T>,
+) -> Option<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(done) = f() {
+            return Some(done);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(step);
     }
 }
 

@@ -7,7 +7,6 @@ use std::io::Write as _;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::ensemble::ZkEnsemble;
@@ -363,43 +362,47 @@ impl ZkServer {
     /// answers `imok` before it serves); fails early if the JVM is not running.
     pub(crate) fn wait_serving(&self, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
-        loop {
+        let mut last = String::new();
+        let serving = util::poll(timeout, POLL, || {
             match self.probe() {
                 Probe::Running => {}
                 Probe::Down => {
-                    return Err(Error::NotRunning {
+                    return Some(Err(Error::NotRunning {
                         server: self.name.clone(),
-                    })
+                    }))
                 }
-                Probe::Crashed(status) => {
-                    return Err(Error::Exited {
-                        server: self.name.clone(),
-                        status,
-                        log: self.log.clone(),
-                        log_tail: self.log_tail(LOG_TAIL_LINES),
-                    })
-                }
+                Probe::Crashed(status) => return Some(Err(self.exited(status))),
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            let last = match self.ask("srvr", left.min(FOUR_LETTER_TIMEOUT)) {
+            match self.ask("srvr", left.min(FOUR_LETTER_TIMEOUT)) {
                 Ok(text) => match Mode::of_srvr(&text) {
-                    mode if mode.is_serving() => return Ok(()),
-                    mode => format!("srvr says {mode:?}"),
+                    mode if mode.is_serving() => return Some(Ok(())),
+                    mode => last = format!("srvr says {mode:?}"),
                 },
-                Err(e) => e.to_string(),
-            };
-            if Instant::now() >= deadline {
-                return Err(Error::StartTimeout {
-                    what: self.name.clone(),
-                    timeout,
-                    detail: format!(
-                        "{last}; log {}:\n{}",
-                        self.log.display(),
-                        self.log_tail(LOG_TAIL_LINES)
-                    ),
-                });
+                Err(e) => last = e.to_string(),
             }
-            thread::sleep(POLL);
+            None
+        });
+        serving.unwrap_or_else(|| {
+            Err(Error::StartTimeout {
+                what: self.name.clone(),
+                timeout,
+                detail: format!(
+                    "{last}; log {}:\n{}",
+                    self.log.display(),
+                    self.log_tail(LOG_TAIL_LINES)
+                ),
+            })
+        })
+    }
+
+    /// [`Error::Exited`] for this server, which exited with `status`.
+    pub(crate) fn exited(&self, status: String) -> Error {
+        Error::Exited {
+            server: self.name.clone(),
+            status,
+            log: self.log.clone(),
+            log_tail: self.log_tail(LOG_TAIL_LINES),
         }
     }
 
