@@ -41,13 +41,7 @@ fn assert_gone(dir: &Path, pid: u32, addr: SocketAddr, within: Duration) {
 
 #[test]
 fn serves_sql_on_loopback_and_stops_with_its_sessions_on_drop() {
-    let started = Instant::now();
     let db = Postgres::start().unwrap_or_else(|e| panic!("{e}"));
-    eprintln!(
-        "PostgreSQL ready after {:?} at {}",
-        started.elapsed(),
-        db.url()
-    );
     assert_eq!(
         db.url(),
         format!("postgresql://postgres@127.0.0.1:{}/postgres", db.port())
@@ -132,10 +126,5 @@ fn a_killed_test_process_leaves_no_server_behind() {
     // SIGKILL: no destructor runs in the child; the watchdog does the rest.
     child.kill().unwrap();
     child.wait().unwrap();
-    let killed = Instant::now();
     assert_gone(&dir, pid, addr, Duration::from_secs(15));
-    eprintln!(
-        "the server and its directory were gone {:?} after SIGKILL",
-        killed.elapsed()
-    );
 }

@@ -32,14 +32,9 @@ pub fn pid_alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// This test binary, running only `test` with `env` set (the test's child half
+/// This test binary, started by `wrapper` (a program and its arguments, none for
+/// the binary itself), running only `test` with `env` set (the test's child half
 /// checks the variable).
-pub fn rerun_as_child(test: &str, env: &str) -> Command {
-    rerun_as_child_under(&[], test, env)
-}
-
-/// [`rerun_as_child`] started by `wrapper` (a program and its arguments, which
-/// then runs the test binary).
 pub fn rerun_as_child_under(wrapper: &[&str], test: &str, env: &str) -> Command {
     let exe = std::env::current_exe().unwrap();
     let mut command = match wrapper.split_first() {
@@ -54,11 +49,11 @@ pub fn rerun_as_child_under(wrapper: &[&str], test: &str, env: &str) -> Command 
     command
 }
 
-/// Runs `test` again as a child ([`rerun_as_child`]) and reads its stdout up to
+/// Runs `test` again as a child ([`rerun_as_child_under`]) and reads its stdout up to
 /// the line that starts with `READY `: the child, and that line's other words.
 /// Fails if the child ends its output without one.
 pub fn ready_child(test: &str, env: &str) -> (Child, Vec<String>) {
-    let mut child = rerun_as_child(test, env)
+    let mut child = rerun_as_child_under(&[], test, env)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
