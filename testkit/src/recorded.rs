@@ -5,7 +5,7 @@ use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::MetricKind;
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// One metric: its kind, name and labels (sorted `key=value`).
 type Series = (MetricKind, String, Vec<String>);
@@ -62,9 +62,7 @@ impl RecordedMetrics {
     }
 
     fn find(&self, kind: MetricKind, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-        let mut wanted: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        wanted.sort();
-        self.read().remove(&(kind, name.to_owned(), wanted))
+        self.read().remove(&series(kind, name, labels))
     }
 
     /// The counter `name` with exactly `labels` (0 if never reported).
@@ -80,25 +78,25 @@ impl RecordedMetrics {
     /// Every value recorded in the histogram `name` with exactly `labels`.
     pub fn histogram(&self, name: &str, labels: &[(&str, &str)]) -> Vec<f64> {
         self.read();
-        let mut wanted: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        wanted.sort();
         let histograms = self.histograms.lock().unwrap_or_else(|p| p.into_inner());
-        histograms
-            .get(&(MetricKind::Histogram, name.to_owned(), wanted))
-            .cloned()
-            .unwrap_or_default()
+        let series = series(MetricKind::Histogram, name, labels);
+        histograms.get(&series).cloned().unwrap_or_default()
     }
 
     /// Waits until `check` holds (reports may come from another thread a moment
     /// later); panics naming `what` after `bound`.
     pub fn wait_for(&self, what: &str, bound: Duration, mut check: impl FnMut(&Self) -> bool) {
-        let until = Instant::now() + bound;
-        while !check(self) {
-            assert!(
-                Instant::now() < until,
-                "metrics: {what} not reported within {bound:?}"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let step = Duration::from_millis(10);
+        let reported = crate::util::poll(bound, step, || check(self).then_some(()));
+        assert!(
+            reported.is_some(),
+            "metrics: {what} not reported within {bound:?}"
+        );
     }
+}
+
+fn series(kind: MetricKind, name: &str, labels: &[(&str, &str)]) -> Series {
+    let mut labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    labels.sort();
+    (kind, name.to_owned(), labels)
 }
