@@ -28,21 +28,3 @@ pub(crate) fn blocked_script(blocked: &[Ipv4Addr]) -> String {
     script
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_set_is_replaced_whole() {
-        let heal = blocked_script(&[]);
-        assert_eq!(heal, "flush set inet zk_testkit_partition blocked\n");
-        let cut = blocked_script(&[Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2)]);
-        assert!(
-            cut.ends_with("add element inet zk_testkit_partition blocked { 10.0.0.1, 10.0.0.2 }\n")
-        );
-        assert!(
-            setup_script().contains("ip saddr @blocked drop")
-                && setup_script().contains("ip daddr @blocked drop")
-        );
-    }
-}
