@@ -1,25 +1,10 @@
-//! Running a JVM that cannot outlive the test process.
-//!
-//! The JVM is not our child: we spawn a small `/bin/sh` watchdog whose stdin is
-//! a pipe (the *lifeline*) whose only write end lives in this process (std
-//! creates it close-on-exec, so no other child inherits it). The watchdog:
-//!
-//! * starts the JVM in the background with stdin from `/dev/null` and the
-//!   lifeline closed, and writes its pid to a file;
-//! * runs a watcher that reads commands from the lifeline (`term`, `pause`,
-//!   `resume`, `kill`); on `kill`, **or on end-of-file**, it sends the JVM
-//!   SIGKILL. End-of-file happens whenever this process goes away for any
-//!   reason: normal exit without running destructors (e.g. a `static` server),
-//!   panic with abort, SIGKILL, OOM kill. In that last case (EOF without a
-//!   `kill` command, i.e. the owner died) it also removes the server's
-//!   temporary directory, which no destructor will;
-//! * waits for the JVM and exits with its status, so `Child::try_wait` on the
-//!   watchdog tells us when the JVM has exited, and the JVM is always reaped
-//!   by its own parent.
-//!
-//! This needs no `unsafe`, no `libc`, and unlike `PR_SET_PDEATHSIG` it is tied
-//! to the process, not to the thread that spawned the server (a server created
-//! on one test thread and used from another stays up).
+//! Running a JVM (or PostgreSQL) that cannot outlive the test process, behind
+//! the `/bin/sh` watchdog the crate documentation describes ("No stray JVMs").
+//! The lifeline is the watchdog's stdin, whose only write end lives here (std
+//! creates it close-on-exec, so no other child inherits it); it carries `term`,
+//! `pause`, `resume` and `kill`, and its end-of-file without `kill` means the
+//! owner died: SIGKILL and the directory's removal. The watchdog waits for the
+//! JVM and exits with its status, so `try_wait` on it tells when the JVM exited.
 
 use std::ffi::OsString;
 use std::fs::File;

@@ -169,10 +169,9 @@ pub(crate) fn log_shows_bind_failure(path: &Path) -> bool {
 
 /// Builds `name` once per `source` text: returns `base/<name>-<hash of source>`,
 /// made by `build` in a private work directory renamed into place, unless `done`
-/// finds it there already. Concurrent test binaries race harmlessly: the first
-/// rename wins. One work directory per call, not per process: two tests of one
-/// binary building at once shared it, and the first to finish removed it under
-/// the other's build (the Go interop tests failed 1 in a few runs).
+/// finds it there already. Concurrent builds race harmlessly: the first rename
+/// wins, and each build has a work directory of its own (another build finishing
+/// removes only its own).
 pub(crate) fn build_once(
     base: &Path,
     name: &str,
