@@ -96,7 +96,7 @@ impl ZkEnsemble {
                     cleanup: root.path().to_path_buf(),
                     startup_timeout: timeout,
                 })?;
-                members.push(member.with_ports(member_ports.into()));
+                members.push(member.owning(None, member_ports.into()));
             }
             match ZkEnsemble::launch(members, root, timeout, attempt < START_ATTEMPTS) {
                 Ok(ensemble) => return Ok(ensemble),

@@ -66,7 +66,10 @@ impl Postgres {
     /// fails or the server exits while starting, with the tail of its log;
     /// [`Error::StartTimeout`] if it never accepts connections.
     pub fn start() -> Result<Postgres> {
-        let bin = locate_bin()?;
+        let bin = locate_in(
+            std::env::var_os(POSTGRES_BINDIR_ENV),
+            Path::new(DEBIAN_POSTGRES_DIR),
+        )?;
         let mut dir = TempDir::new("pg-testkit")
             .map_err(|e| Error::io("creating a temporary directory", e))?;
         let account = run_as(dir.path())?;
@@ -246,16 +249,8 @@ fn wait_accepting(server: &mut Jvm, bin: &Path, port: u16, log: &Path) -> Result
     })
 }
 
-/// The directory with PostgreSQL's programs: `PG_BINDIR`, else the newest
-/// major version under [`DEBIAN_POSTGRES_DIR`].
-fn locate_bin() -> Result<PathBuf> {
-    locate_in(
-        std::env::var_os(POSTGRES_BINDIR_ENV),
-        Path::new(DEBIAN_POSTGRES_DIR),
-    )
-}
-
-/// [`locate_bin`] with its inputs given.
+/// The directory with PostgreSQL's programs: `bindir_env` (`PG_BINDIR`), else the
+/// newest major version under `debian_dir`.
 fn locate_in(bindir_env: Option<OsString>, debian_dir: &Path) -> Result<PathBuf> {
     let complete = |dir: &Path| PROGRAMS.iter().all(|p| dir.join(p).is_file());
     if let Some(dir) = bindir_env.filter(|d| !d.is_empty()) {

@@ -27,4 +27,3 @@ pub(crate) fn blocked_script(blocked: &[Ipv4Addr]) -> String {
     }
     script
 }
-

@@ -196,7 +196,7 @@ impl ZkServerBuilder {
                 cleanup: dir.path().to_path_buf(),
                 startup_timeout: timeout,
             })?;
-            let mut server = server.owning(dir, ports);
+            let mut server = server.owning(Some(dir), ports);
             let started = server.spawn().and_then(|()| server.wait_serving(timeout));
             match started {
                 Ok(()) => return Ok(server),

@@ -187,14 +187,9 @@ impl ZkServer {
         })
     }
 
-    /// Gives the server ownership of its directory and ports.
-    pub(crate) fn owning(mut self, dir: TempDir, ports: Vec<PortGuard>) -> ZkServer {
-        self.owned_dir = Some(dir);
-        self.ports = ports;
-        self
-    }
-
-    pub(crate) fn with_ports(mut self, ports: Vec<PortGuard>) -> ZkServer {
+    /// Gives the server its ports and (a standalone server's) directory to own.
+    pub(crate) fn owning(mut self, dir: Option<TempDir>, ports: Vec<PortGuard>) -> ZkServer {
+        self.owned_dir = dir;
         self.ports = ports;
         self
     }
