@@ -4,7 +4,6 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -58,7 +57,6 @@ struct Shared {
     upstream: SocketAddr,
     state: Mutex<ProxyState>,
     changed: Condvar,
-    accepted: AtomicU64,
 }
 
 /// What a reader hands its writer.
@@ -138,7 +136,6 @@ impl FaultProxy {
                 in_flight: 0,
             }),
             changed: Condvar::new(),
-            accepted: AtomicU64::new(0),
         });
         let acceptor = {
             let shared = Arc::clone(&shared);
@@ -169,7 +166,7 @@ impl FaultProxy {
     /// connection once the proxy has `accept()`ed it, which can be a moment
     /// after the client's `connect()` returned.
     pub fn accepted_connections(&self) -> u64 {
-        self.shared.accepted.load(Ordering::SeqCst)
+        self.shared.lock().next_id
     }
 
     /// Connections currently open through the proxy.
@@ -391,12 +388,12 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                 continue;
             }
         };
-        shared.accepted.fetch_add(1, Ordering::SeqCst);
+        // Ids count the accepted connections.
+        let id = state.next_id;
+        state.next_id += 1;
         let Ok(registered) = client.try_clone() else {
             continue;
         };
-        let id = state.next_id;
-        state.next_id += 1;
         state.conns.insert(
             id,
             ProxiedConnection {

@@ -277,8 +277,6 @@ fn unreachable_upstream_closes_the_client() {
     assert_eq!(proxy.accepted_connections(), 1);
 }
 
-/// A held direction waits until released, and what it held dies
-/// with a cut.
 #[test]
 fn held_replies_are_delivered_on_release_and_lost_on_cut() {
     let proxy = FaultProxy::start(echo_server()).unwrap();
