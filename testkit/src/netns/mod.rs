@@ -114,15 +114,11 @@ impl NetLab {
                 }
                 Err(e) => return Err(e),
             }
-            let watchdog = Watchdog::start(&tools, &prefix);
+            let watchdog = Watchdog::start(&tools, &prefix).inspect_err(|_| {
+                let _ = sweep::remove(&tools, &prefix);
+            })?;
             let lab = NetLab {
-                watchdog: match watchdog {
-                    Ok(watchdog) => watchdog,
-                    Err(e) => {
-                        let _ = sweep::remove(&tools, &prefix);
-                        return Err(e);
-                    }
-                },
+                watchdog,
                 tools,
                 prefix,
                 switch,

@@ -320,13 +320,8 @@ impl ZkServer {
     pub fn restart(&self) -> Result<()> {
         self.stop();
         self.spawn()?;
-        match self.wait_serving(self.startup_timeout) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                self.kill();
-                Err(e)
-            }
-        }
+        self.wait_serving(self.startup_timeout)
+            .inspect_err(|_| self.kill())
     }
 
     /// Freezes the JVM with SIGSTOP: connections stay open but nothing is
