@@ -67,25 +67,17 @@ pub(crate) fn apply(peers: &Peers, access: Access) -> io::Result<Applied> {
         |fd, peer, link| {
             let mut applied = applied.borrow_mut();
             applied.connections += 1;
-            let on = match sockopt::tcp_nodelay(fd) {
-                Ok(true) => true,
-                Ok(false) => match sockopt::set_tcp_nodelay(fd, true) {
-                    Ok(()) => {
-                        applied.changed += 1;
-                        true
-                    }
-                    Err(_) => {
-                        applied.failed += 1;
-                        false
-                    }
-                },
-                Err(_) => {
-                    applied.failed += 1;
-                    false
-                }
+            let turned_on = match sockopt::tcp_nodelay(fd) {
+                Ok(true) => Ok(false),
+                Ok(false) => sockopt::set_tcp_nodelay(fd, true).map(|()| true),
+                Err(e) => Err(e),
             };
-            if on {
-                seen.borrow_mut().insert(link.to_owned(), peer);
+            match turned_on {
+                Ok(changed) => {
+                    applied.changed += usize::from(changed);
+                    seen.borrow_mut().insert(link.to_owned(), peer);
+                }
+                Err(_) => applied.failed += 1,
             }
         },
     );

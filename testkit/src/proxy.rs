@@ -379,14 +379,11 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
         if state.stopped {
             break;
         }
-        let client = match incoming {
-            Ok(client) => client,
-            Err(_) => {
-                // E.g. out of file descriptors: back off instead of spinning.
-                drop(state);
-                thread::sleep(Duration::from_millis(10));
-                continue;
-            }
+        let Ok(client) = incoming else {
+            // E.g. out of file descriptors: back off instead of spinning.
+            drop(state);
+            thread::sleep(Duration::from_millis(10));
+            continue;
         };
         // Ids count the accepted connections.
         let id = state.next_id;
@@ -419,13 +416,11 @@ fn connection(shared: &Arc<Shared>, id: u64, client: TcpStream) {
         shared.close(id);
         return;
     }
-    let upstream = match TcpStream::connect_timeout(&shared.upstream, UPSTREAM_CONNECT_TIMEOUT) {
-        Ok(upstream) => upstream,
-        Err(_) => {
-            // Like a dead server: the client's connection is closed.
-            shared.close(id);
-            return;
-        }
+    let Ok(upstream) = TcpStream::connect_timeout(&shared.upstream, UPSTREAM_CONNECT_TIMEOUT)
+    else {
+        // Like a dead server: the client's connection is closed.
+        shared.close(id);
+        return;
     };
     let _ = client.set_nodelay(true);
     let _ = upstream.set_nodelay(true);
