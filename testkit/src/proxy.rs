@@ -242,14 +242,13 @@ impl FaultProxy {
     pub fn blackhole(&self) {
         let mut state = self.shared.lock();
         state.blackholed = true;
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while state.in_flight > 0 {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break; // a peer is not reading; nothing more will be written
-            }
-            state = self.shared.wait_timeout(state, left);
-        }
+        // Past 2 s a peer is not reading: nothing more will be written.
+        let writing = |state: &mut ProxyState| state.in_flight > 0;
+        drop(
+            self.shared
+                .changed
+                .wait_timeout_while(state, Duration::from_secs(2), writing),
+        );
     }
 
     /// Delays the traffic going upstream and downstream (zero, the default, for
@@ -325,10 +324,7 @@ impl Shared {
     }
 
     fn wait_until(&self, done: impl Fn(&ProxyState) -> bool) {
-        let mut state = self.lock();
-        while !done(&state) {
-            state = self.wait(state);
-        }
+        drop(self.changed.wait_while(self.lock(), |state| !done(state)));
     }
 
     /// Waits while blackholed; `false` if the connection was cut or the proxy
