@@ -4,7 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -330,16 +330,13 @@ impl Shared {
     /// Waits while blackholed; `false` if the connection was cut or the proxy
     /// stopped. Returns the guard so callers can act atomically.
     fn wait_forwarding(&self, id: u64) -> (MutexGuard<'_, ProxyState>, bool) {
-        let mut state = self.lock();
-        loop {
-            if state.stopped || !state.conns.contains_key(&id) {
-                return (state, false);
-            }
-            if !state.blackholed {
-                return (state, true);
-            }
-            state = self.wait(state);
-        }
+        let open = |state: &ProxyState| !state.stopped && state.conns.contains_key(&id);
+        let waited = self
+            .changed
+            .wait_while(self.lock(), |s| s.blackholed && open(s));
+        let state = waited.unwrap_or_else(PoisonError::into_inner);
+        let forwarding = open(&state);
+        (state, forwarding)
     }
 
     fn close(&self, id: u64) {
