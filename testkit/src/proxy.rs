@@ -310,19 +310,6 @@ impl Shared {
         lock(&self.state)
     }
 
-    fn wait<'a>(&'a self, state: MutexGuard<'a, ProxyState>) -> MutexGuard<'a, ProxyState> {
-        self.changed.wait(state).unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn wait_timeout<'a>(
-        &'a self,
-        state: MutexGuard<'a, ProxyState>,
-        timeout: Duration,
-    ) -> MutexGuard<'a, ProxyState> {
-        let waited = self.changed.wait_timeout(state, timeout);
-        waited.unwrap_or_else(|p| p.into_inner()).0
-    }
-
     fn wait_until(&self, done: impl Fn(&ProxyState) -> bool) {
         drop(self.changed.wait_while(self.lock(), |state| !done(state)));
     }
@@ -520,9 +507,15 @@ fn write_loop(shared: &Shared, id: u64, direction: Direction, mut dst: TcpStream
                         let conn = state.conns.get_mut(&id).expect("checked above");
                         break conn.lines[d].pop_front().map(|(_, chunk)| chunk);
                     }
-                    state = shared.wait_timeout(state, due - now);
+                    let waited = shared.changed.wait_timeout(state, due - now);
+                    state = waited.unwrap_or_else(PoisonError::into_inner).0;
                 }
-                _ => state = shared.wait(state),
+                _ => {
+                    state = shared
+                        .changed
+                        .wait(state)
+                        .unwrap_or_else(PoisonError::into_inner)
+                }
             }
         };
         match chunk {
