@@ -67,16 +67,14 @@ fn incomplete(timeout: Duration) -> io::Error {
 /// [`connections`](crate::connections)); elsewhere, or when none is found,
 /// every server of `peers`.
 pub fn connected_servers(peers: &Peers) -> Vec<SocketAddr> {
-    let mut servers: Vec<SocketAddr> = Vec::new();
-    for connection in crate::connections(peers).unwrap_or_default() {
-        if !servers.contains(&connection.peer) {
-            servers.push(connection.peer);
-        }
-    }
-    if servers.is_empty() {
-        servers = peers.addrs().to_vec();
-    }
-    servers
+    let connections = crate::connections(peers).unwrap_or_default();
+    let connected = Peers::new(connections.iter().map(|c| c.peer));
+    let servers = if connected.addrs().is_empty() {
+        peers
+    } else {
+        &connected
+    };
+    servers.addrs().to_vec()
 }
 
 /// How long [`ask_connected_servers_all_after`] gives each server to connect,
