@@ -118,7 +118,7 @@ impl ZkEnsemble {
     ) -> std::result::Result<ZkEnsemble, Option<Error>> {
         let spawned = members.iter().try_for_each(ZkServer::spawn);
         let ensemble = ZkEnsemble { members, root };
-        match spawned.and_then(|()| ensemble.wait_ready_strict(timeout, true).map(drop)) {
+        match spawned.and_then(|()| ensemble.wait_ready(timeout).map(drop)) {
             Ok(()) => Ok(ensemble),
             Err(e) => {
                 let retry = may_retry && ensemble.members.iter().any(ZkServer::lost_port_race);
@@ -186,10 +186,6 @@ impl ZkEnsemble {
     /// exactly one is the leader; returns the leader's index. Members that
     /// were stopped or killed are not waited for.
     pub fn wait_ready(&self, timeout: Duration) -> Result<usize> {
-        self.wait_ready_strict(timeout, false)
-    }
-
-    fn wait_ready_strict(&self, timeout: Duration, starting: bool) -> Result<usize> {
         let ready = poll(timeout, POLL, || {
             let mut leaders = Vec::new();
             let mut all_serving = true;
@@ -209,13 +205,8 @@ impl ZkEnsemble {
             (all_serving && leaders.len() == 1).then(|| Ok(leaders[0]))
         });
         ready.unwrap_or_else(|| {
-            let what = if starting {
-                format!("ZooKeeper ensemble of {}", self.members.len())
-            } else {
-                "ZooKeeper ensemble".to_string()
-            };
             Err(Error::StartTimeout {
-                what,
+                what: format!("ZooKeeper ensemble of {}", self.members.len()),
                 timeout,
                 detail: self.describe(),
             })
