@@ -6,6 +6,7 @@ use std::fs;
 use std::io::Write as _;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -105,7 +106,7 @@ pub struct ZkServer {
     args: Vec<OsString>,
     startup_timeout: Duration,
     jvm: Mutex<Option<Jvm>>,
-    launches: Mutex<u32>,
+    launches: AtomicU32,
     ports: Vec<PortGuard>,
     owned_dir: Option<TempDir>,
     netns: Option<String>,
@@ -180,7 +181,7 @@ impl ZkServer {
             cleanup: p.cleanup,
             startup_timeout: p.startup_timeout,
             jvm: Mutex::new(None),
-            launches: Mutex::new(0),
+            launches: AtomicU32::new(0),
             ports: Vec::new(),
             owned_dir: None,
             netns: p.netns.map(|n| n.name),
@@ -209,11 +210,7 @@ impl ZkServer {
                 return Ok(());
             }
         }
-        let run = {
-            let mut launches = lock(&self.launches);
-            *launches += 1;
-            *launches
-        };
+        let run = self.launches.fetch_add(1, Ordering::Relaxed) + 1;
         if let Ok(mut log) = fs::File::options()
             .create(true)
             .append(true)
