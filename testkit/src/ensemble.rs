@@ -218,27 +218,15 @@ impl ZkEnsemble {
     fn describe(&self) -> String {
         let mut out = String::new();
         for member in &self.members {
-            let _ = write!(out, "\n  {}: ", member.name());
-            let serving = match member.probe() {
-                Probe::Down => {
-                    out.push_str("stopped");
-                    true
-                }
-                Probe::Crashed(status) => {
-                    let _ = write!(out, "exited ({status})");
-                    false
-                }
+            let (state, serving) = match member.probe() {
+                Probe::Down => ("stopped".to_owned(), true),
+                Probe::Crashed(status) => (format!("exited ({status})"), false),
                 Probe::Running => match member.srvr() {
-                    Ok(mode) => {
-                        let _ = write!(out, "{mode:?}");
-                        mode.is_serving()
-                    }
-                    Err(e) => {
-                        let _ = write!(out, "{e}");
-                        false
-                    }
+                    Ok(mode) => (format!("{mode:?}"), mode.is_serving()),
+                    Err(e) => (e.to_string(), false),
                 },
             };
+            let _ = write!(out, "\n  {}: {state}", member.name());
             if !serving {
                 let _ = write!(
                     out,
