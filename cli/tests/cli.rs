@@ -122,29 +122,6 @@ fn cmd_reads_zklocks_stdin_where_it_was_left() {
     assert_eq!(stdout(&out), "cat: 0\n", "{out:?}");
 }
 
-/// `zklock leader --watch PATH` while `end` makes the leader go (half a second
-/// after it started, so it saw the leader first), interrupted half a second after
-/// that: it exits 0 having printed two lines, the leader and then "-"; returns the
-/// first.
-fn watch_leader_while(zk: &str, path: &str, end: impl FnOnce()) -> String {
-    let watch = zklock(zk)
-        .args(["leader", "--watch", path])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    end();
-    std::thread::sleep(Duration::from_millis(500));
-    kill(&watch, "-INT");
-    let out = watch.wait_with_output().unwrap();
-    assert_eq!(code(&out), 0, "{out:?}");
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    match stdout.lines().collect::<Vec<_>>()[..] {
-        [leader, "-"] => leader.to_owned(),
-        _ => panic!("not the leader then \"-\": {stdout:?}"),
-    }
-}
-
 /// The holder's network is blackholed: CMD is stopped (and zklock exits 74)
 /// before another session acquires the lock. zklock stops CMD about 0.87 of the
 /// session timeout after the last contact and the server expires the session no
@@ -162,9 +139,7 @@ fn cmd_stopped_before_another_session_acquires() {
         &lock,
         &format!("echo $$ > {}; exec sleep 60", pidfile.display()),
     );
-    wait_for(&pidfile, LONG);
-    std::thread::sleep(Duration::from_millis(50));
-    let pid = read(&pidfile);
+    let pid = written_pid(&pidfile);
 
     let contender = zklock(&zk)
         .args(["exec", "-w", "30", &lock, "--", "sh", "-c"])
@@ -271,11 +246,25 @@ fn elect_runs_cmd_while_leader() {
         text.split(' ').next().unwrap().parse().unwrap()
     };
     assert!(token(&a_ready) < token(&b_ready));
-    let leader = watch_leader_while(&zk, &path, || {
-        kill(&b, "-TERM");
-        assert_eq!(b.wait().unwrap().code(), Some(128 + 15));
-    });
-    assert!(leader.starts_with("beta\t"), "{leader:?}");
+    // `leader --watch` prints beta, then "-" once beta goes (half a second
+    // later, so that it saw beta first), and exits 0 on SIGINT.
+    let watch = zklock(&zk)
+        .args(["leader", "--watch", &path])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    kill(&b, "-TERM");
+    assert_eq!(b.wait().unwrap().code(), Some(128 + 15));
+    std::thread::sleep(Duration::from_millis(500));
+    kill(&watch, "-INT");
+    let out = watch.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{out:?}");
+    let watched = stdout(&out);
+    match watched.lines().collect::<Vec<_>>()[..] {
+        [leader, "-"] => assert!(leader.starts_with("beta\t"), "{watched:?}"),
+        _ => panic!("not the leader then \"-\": {watched:?}"),
+    }
 }
 
 /// `--auth` and `--acl creator`: a holder's lock directory and node are its user's

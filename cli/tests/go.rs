@@ -158,7 +158,7 @@ fn a_go_holder_and_a_go_scheme_holder_as_ls_and_go_see_them() {
     assert!(kazoo.wait().unwrap().success());
     go.close();
 
-    let (mut holder, release) = holding_until_released(&zk, &["--scheme", "go"], &lock, &dir);
+    let mut holder = holding(&zk, &["--scheme", "go"], &lock, &dir.join("ready"));
     let rows = ls_rows(&zk, &lock);
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0][7], "go", "{rows:?}");
@@ -166,6 +166,5 @@ fn a_go_holder_and_a_go_scheme_holder_as_ls_and_go_see_them() {
     let mut go = GoPeer::start(&zk, "go-contender");
     assert_eq!(go.ask(&format!("try mutex {lock}")), "BUSY");
     go.close();
-    std::fs::File::create(&release).unwrap().flush().unwrap();
-    assert_eq!(holder.wait().unwrap().code(), Some(0));
+    assert_eq!(terminate(&mut holder).code(), Some(128 + 15));
 }

@@ -304,10 +304,7 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
             env!("CARGO_BIN_EXE_zklock"),
             pid.display(),
         ));
-        let cmd: i32 = until("CMD's pid", LONG, || {
-            let text = std::fs::read_to_string(&pid).ok()?;
-            text.strip_suffix('\n')?.parse().ok()
-        });
+        let cmd = written_pid(&pid);
         until("CMD's sleep", Duration::from_secs(10), || {
             let comm = std::fs::read_to_string(format!("/proc/{cmd}/comm")).ok()?;
             (comm.trim() == "sleep").then_some(())
@@ -443,10 +440,7 @@ fn the_terminal_goes_back_when_zklock_dies() {
             .spawn()
             .expect("script(1) from util-linux"),
     );
-    let cmd: i32 = until("CMD's pid", LONG, || {
-        let text = std::fs::read_to_string(&pid).ok()?;
-        text.strip_suffix('\n')?.parse().ok()
-    });
+    let cmd = written_pid(&pid);
     let guard = parent_of(cmd).unwrap();
     let zklock = parent_of(guard).unwrap();
     let comm = std::fs::read_to_string(format!("/proc/{zklock}/comm")).unwrap();

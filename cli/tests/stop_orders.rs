@@ -90,10 +90,7 @@ fn scenario(order: Order, setsid: bool) -> Seen {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for(&pid_file, LONG);
-    let cmd: i32 = until("CMD's pid", Duration::from_secs(10), || {
-        std::fs::read_to_string(&pid_file).ok()?.trim().parse().ok()
-    });
+    let cmd = written_pid(&pid_file);
     let group = format!("-{}", stat_field(cmd, 3).expect("CMD runs"));
     let zklock = holder.id().to_string();
     let mut next = zklock_at(&zk, false)
