@@ -53,8 +53,8 @@
 //! foreground back to zklock's group and tells zklock, which stops itself: the
 //! shell shows the job stopped, and `fg` continues zklock, which asks the guard
 //! to continue CMD (it does, before the deadline only). A SIGSTOP from elsewhere
-//! is not job control and is not followed (zklock stopping itself because a
-//! debugger stopped CMD left zklock stopped while CMD was continued).
+//! (a debugger) is not job control and is not followed: zklock would stay
+//! stopped when the debugger continued CMD.
 //!
 //! It does not make itself a child subreaper (PR_SET_CHILD_SUBREAPER): processes
 //! that leave CMD's group (setsid, daemons) would only come back to it after
