@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -272,15 +273,15 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
     use std::io::Write;
     let zk = server().connect_string();
     let dir = scratch("ctrl-z");
-    let mut shell = KillOnDrop(
-        on_a_terminal(&zk, "bash --norc --noprofile -i")
-            .env("SHELL", "/bin/bash")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("script(1) from util-linux"),
-    );
-    let mut tty = shell.0.stdin.take().unwrap();
+    let mut shell = on_a_terminal(&zk, "bash --norc --noprofile -i")
+        .env("SHELL", "/bin/bash")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("script(1) from util-linux");
+    let _script = KillOnDrop(shell.id());
+    let mut tty = shell.stdin.take().unwrap();
     let mut type_in = |text: &str| {
         tty.write_all(text.as_bytes()).unwrap();
         tty.flush().unwrap();
@@ -361,17 +362,7 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
     }
     type_in("exit\n");
     drop(tty);
-    shell.0.wait().unwrap();
-}
-
-/// A child killed (with SIGKILL) if a failed assertion leaves it running.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    shell.wait().unwrap();
 }
 
 fn parent_of(pid: i32) -> Option<i32> {
@@ -432,14 +423,14 @@ fn the_terminal_goes_back_when_zklock_dies() {
         ),
     )
     .unwrap();
-    let mut shell = KillOnDrop(
-        on_a_terminal(&zk, &format!("sh {}", script.display()))
-            .env("SHELL", "/bin/sh")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("script(1) from util-linux"),
-    );
+    let mut shell = on_a_terminal(&zk, &format!("sh {}", script.display()))
+        .env("SHELL", "/bin/sh")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("script(1) from util-linux");
+    let _script = KillOnDrop(shell.id());
     let cmd = written_pid(&pid);
     let guard = parent_of(cmd).unwrap();
     let zklock = parent_of(guard).unwrap();
@@ -453,7 +444,7 @@ fn the_terminal_goes_back_when_zklock_dies() {
     until("CMD gone", GROUP_DEATH_BOUND, || {
         (!alive(cmd)).then_some(())
     });
-    let mut tty = shell.0.stdin.take().unwrap();
+    let mut tty = shell.stdin.take().unwrap();
     tty.write_all(b"hello\n").unwrap();
     tty.flush().unwrap();
     until("the script read its line", Duration::from_secs(10), || {
@@ -461,5 +452,5 @@ fn the_terminal_goes_back_when_zklock_dies() {
         (text == "hello\n").then_some(())
     });
     drop(tty);
-    shell.0.wait().unwrap();
+    shell.wait().unwrap();
 }

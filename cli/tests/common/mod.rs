@@ -315,8 +315,9 @@ pub fn paused_late_writer(
     (holder, group)
 }
 
-/// Kills a process group when dropped: a failed test leaves no stopped holder.
-/// (Its late write gives up by itself: it waits a minute at most for `go`.)
+/// Kills a process group when dropped: a failed test leaves nothing of it
+/// running, stopped or not. (A paused holder's late write gives up by itself:
+/// it waits a minute at most for `go`.)
 pub struct KillOnDrop(pub u32);
 
 impl Drop for KillOnDrop {
