@@ -223,8 +223,7 @@ fn elect_runs_cmd_while_leader() {
         ["alpha", a_written.trim().split(' ').nth(1).unwrap()]
     );
     assert!(fields[2].parse::<i64>().unwrap() > 0, "{leader:?}");
-    // `ls` and `top` name the candidates by their ids, as `leader` does (the
-    // OWNER column; it was `-`).
+    // `ls` and `top` name the candidates by their ids, as `leader` does.
     let rows = ls_rows(&zk, &path);
     let owners: Vec<&str> = rows.iter().map(|row| row[3].as_str()).collect();
     assert_eq!(owners, ["alpha", "beta"], "{rows:?}");
@@ -232,7 +231,7 @@ fn elect_runs_cmd_while_leader() {
     let table = stdout(&top);
     let row = table.lines().find(|l| l.starts_with(&format!("{path} ")));
     assert!(row.is_some_and(|r| r.contains(" alpha(")), "{top:?}");
-    // `/` is a root like any other (it was refused as a lock directory).
+    // `/` is a root like any other (only no lock directory itself).
     exits(&zk, &["top", "--once", "/"], 0);
 
     kill(&a, "-TERM");

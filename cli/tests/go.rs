@@ -104,9 +104,7 @@ impl Drop for GoPeer {
 /// Meanwhile a kazoo holder joins on the same path: two holders, each in its own
 /// library's eyes (kazoo counts only kazoo's nodes). `ls` says the schemes are
 /// mixed and names each library's holder (Go's view counts every node, so its
-/// holder is the Go node), as text and as JSON; before, Go's scheme was not
-/// counted and `ls` showed kazoo's holder as a mere waiter with
-/// `mixed_schemes: false`.
+/// holder is the Go node), as text and as JSON.
 ///
 /// Once Go releases, `exec --scheme go` holds in Go's layout (`ls`: scheme go, a
 /// `_c_` node), and go-zookeeper's `Lock` finds it busy.

@@ -52,7 +52,7 @@ fn usage_errors_before_connecting() {
         "exec --scheme go --lock-delay 1 /a -- touch RAN | zklock: --lock-delay cannot be used \
          with --scheme go: go-zookeeper's Lock fails on the marker node it keeps",
         "elect /a '' -- true | participant ID must not be empty",
-        // Not UTF-8 (it was a panic, exit 101): a path, the connect string, a value.
+        // Not UTF-8: a path, the connect string, a value.
         &format!("exec BAD -- true | {not_utf8}"),
         &format!("ls BAD | {not_utf8}"),
         &format!("--zk BAD ls /a | {not_utf8}"),
