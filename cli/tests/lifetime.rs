@@ -81,38 +81,61 @@ fn contender(zk: &str, lock: &str, pids: &[i32], dir: &Path) -> Child {
 /// kill -9, SIGHUP and SIGTERM of zklock while CMD runs: CMD's whole group is
 /// gone soon after zklock, and a second `zklock exec` queued on the same lock
 /// runs its CMD only once none of the group's processes is alive.
+///
+/// For the README, prints how long the group outlived zklock: from zklock's
+/// reaping to the start of the first scan of /proc (polled every 200 µs) that
+/// finds no live member, 0 when none was left at zklock's death; the longest of
+/// ZKLOCK_OUTLIVE_RUNS=N runs per signal (default 1).
 #[test]
 fn cmd_group_dies_with_zklock() {
     let zk = server().connect_string();
+    let runs: usize = std::env::var("ZKLOCK_OUTLIVE_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
     for (signal, expected) in [
         ("-KILL", None),
         ("-HUP", Some(128 + 1)),
         ("-TERM", Some(128 + 15)),
     ] {
-        let lock = unique("dies-with");
-        let dir = scratch(&format!("dies-with{signal}"));
-        let mut family = family(&zk, &[], &lock, &dir);
-        let second = contender(&zk, &lock, &family.pids, &dir);
-        ls_rows_of(&zk, &lock, 2);
-        kill(&family.zklock, signal);
-        let status = family.zklock.wait().unwrap();
-        assert_eq!(status.code(), expected, "{signal}: {status:?}");
-        until(
-            &format!("{signal}: CMD's group gone"),
-            GROUP_DEATH_BOUND,
-            || (!group_alive(family.group)).then_some(()),
-        );
-        let out = second.wait_with_output().unwrap();
-        assert_eq!(code(&out), 0, "{signal}: {out:?}");
-        assert!(
-            dir.join("ran").exists(),
-            "{signal}: the contender's CMD ran"
-        );
-        let overlap = std::fs::read_to_string(dir.join("overlap")).unwrap_or_default();
-        assert!(
-            overlap.is_empty(),
-            "{signal}: the contender ran while these of CMD's processes lived: {overlap}"
-        );
+        let mut longest = Duration::ZERO;
+        for _ in 0..runs {
+            let lock = unique("dies-with");
+            let dir = scratch(&format!("dies-with{signal}"));
+            let mut family = family(&zk, &[], &lock, &dir);
+            let second = contender(&zk, &lock, &family.pids, &dir);
+            ls_rows_of(&zk, &lock, 2);
+            kill(&family.zklock, signal);
+            let status = family.zklock.wait().unwrap();
+            let gone = Instant::now();
+            assert_eq!(status.code(), expected, "{signal}: {status:?}");
+            let mut first = true;
+            let outlived = loop {
+                let scan = Instant::now();
+                if !group_alive(family.group) {
+                    break if first { Duration::ZERO } else { scan - gone };
+                }
+                first = false;
+                assert!(
+                    gone.elapsed() < GROUP_DEATH_BOUND,
+                    "{signal}: CMD's group lives on"
+                );
+                std::thread::sleep(Duration::from_micros(200));
+            };
+            longest = longest.max(outlived);
+            let out = second.wait_with_output().unwrap();
+            assert_eq!(code(&out), 0, "{signal}: {out:?}");
+            assert!(
+                dir.join("ran").exists(),
+                "{signal}: the contender's CMD ran"
+            );
+            let overlap = std::fs::read_to_string(dir.join("overlap")).unwrap_or_default();
+            assert!(
+                overlap.is_empty(),
+                "{signal}: the contender ran while these of CMD's processes lived: {overlap}"
+            );
+        }
+        println!("{signal}: CMD's group outlived zklock by at most {longest:?} over {runs} runs");
     }
 }
 
@@ -190,49 +213,6 @@ fn waiting_zklock_leaves_no_node() {
         }
     }
     terminate(&mut holder);
-}
-
-/// How long CMD's group outlives zklock, for the README: with ZKLOCK_OUTLIVE_RUNS=N
-/// (default 2), N runs each of kill -9 and SIGHUP of zklock while CMD runs; prints
-/// the maximum, from zklock's reaping to no live process of the group (polled
-/// every 200 µs; 0 when none was left at zklock's death), and asserts the safety
-/// bound.
-#[test]
-fn how_long_cmd_outlives_zklock() {
-    let zk = server().connect_string();
-    let runs: usize = std::env::var("ZKLOCK_OUTLIVE_RUNS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(2);
-    for signal in ["-KILL", "-HUP"] {
-        let mut longest = Duration::ZERO;
-        for _ in 0..runs {
-            let lock = unique("outlive");
-            let dir = scratch("outlive");
-            let mut family = family(&zk, &[], &lock, &dir);
-            kill(&family.zklock, signal);
-            family.zklock.wait().unwrap();
-            // Measured to the start of the first scan of /proc that finds no
-            // live member (a scan takes a while itself): 0 if the group was
-            // already gone when zklock's death was seen.
-            let gone = Instant::now();
-            let mut first = true;
-            let outlived = loop {
-                let scan = Instant::now();
-                if !group_alive(family.group) {
-                    break if first { Duration::ZERO } else { scan - gone };
-                }
-                first = false;
-                assert!(
-                    gone.elapsed() < GROUP_DEATH_BOUND,
-                    "{signal}: CMD's group lives on"
-                );
-                std::thread::sleep(Duration::from_micros(200));
-            };
-            longest = longest.max(outlived);
-        }
-        println!("{signal}: CMD's group outlived zklock by at most {longest:?} over {runs} runs");
-    }
 }
 
 /// The live (not zombie) `zklock __guard` processes started by zklock `pid`.
