@@ -55,25 +55,15 @@ fn mutual_exclusion_of_concurrent_processes() {
 }
 
 /// CMD's exit code is zklock's; a missing CMD is 127, one that cannot be run
-/// (a directory) 126; ZKLOCK_* are exported.
-/// (Usage errors: usage.rs, help.rs and main.rs's tests.)
+/// (a directory) 126. (Usage errors: usage.rs, help.rs and main.rs's tests;
+/// ZKLOCK_TOKEN and ZKLOCK_NODE: mutual_exclusion_of_concurrent_processes.)
 #[test]
-fn exit_codes_and_environment() {
+fn exit_codes_of_cmd() {
     let zk = server().connect_string();
     let lock = unique("codes");
     exits(&zk, &["exec", &lock, "--", "sh", "-c", "exit 7"], 7);
     exits(&zk, &["exec", &lock, "--", "zklock-no-such-command"], 127);
     exits(&zk, &["exec", &lock, "--", "/"], 126);
-    let read = format!("exec --read {lock} -- sh -c");
-    let out = run(zklock(&zk)
-        .args(words(&read))
-        .arg("echo $ZKLOCK_TOKEN; echo $ZKLOCK_NODE"));
-    assert_eq!(code(&out), 0, "{out:?}");
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let mut lines = stdout.lines();
-    let token: i64 = lines.next().unwrap().parse().unwrap();
-    assert!(token > 0);
-    assert!(lines.next().unwrap().starts_with(&format!("{lock}/")));
 }
 
 /// CMD reads zklock's stdin from where zklock's caller left it (CMD's guard is
