@@ -253,14 +253,7 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
     use std::io::Write;
     let zk = server().connect_string();
     let dir = scratch("ctrl-z");
-    let mut shell = on_a_terminal(&zk, "bash --norc --noprofile -i")
-        .env("SHELL", "/bin/bash")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("script(1) from util-linux");
-    let _script = KillOnDrop(shell.id());
+    let (mut shell, _group) = typed_into(&zk, "/bin/bash", "bash --norc --noprofile -i");
     let mut tty = shell.stdin.take().unwrap();
     let mut type_in = |text: &str| {
         tty.write_all(text.as_bytes()).unwrap();
@@ -345,6 +338,20 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
     shell.wait().unwrap();
 }
 
+/// `line` run by `shell` on a terminal of its own (script(1)), typed into
+/// through script's stdin; its group is killed if a failed assertion leaves it.
+fn typed_into(zk: &str, shell: &str, line: &str) -> (Child, KillOnDrop) {
+    let script = on_a_terminal(zk, line)
+        .env("SHELL", shell)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("script(1) from util-linux");
+    let group = KillOnDrop(script.id());
+    (script, group)
+}
+
 fn parent_of(pid: i32) -> Option<i32> {
     stat_field(pid, 2)?.parse().ok()
 }
@@ -403,14 +410,7 @@ fn the_terminal_goes_back_when_zklock_dies() {
         ),
     )
     .unwrap();
-    let mut shell = on_a_terminal(&zk, &format!("sh {}", script.display()))
-        .env("SHELL", "/bin/sh")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("script(1) from util-linux");
-    let _script = KillOnDrop(shell.id());
+    let (mut shell, _group) = typed_into(&zk, "/bin/sh", &format!("sh {}", script.display()));
     let cmd = written_pid(&pid);
     let guard = parent_of(cmd).unwrap();
     let zklock = parent_of(guard).unwrap();
