@@ -7,7 +7,7 @@ use lock_testkit::FaultProxy;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// N concurrent processes, each incrementing a counter file 10 times under
 /// `zklock exec`: no lost update, and the tokens seen in the critical section
@@ -138,12 +138,10 @@ fn cmd_stopped_before_another_session_acquires() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let cut = Instant::now();
     proxy.blackhole();
 
     let held = holder.wait_with_output().unwrap();
-    let (stopped, said) = (cut.elapsed(), stderr(&held));
-    eprintln!("holder exited {stopped:?} after the blackhole: {said}");
+    let said = stderr(&held);
     assert_eq!(code(&held), LOST, "{said}");
     assert!(said.contains("stopping CMD"), "{said}");
 
