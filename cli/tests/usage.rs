@@ -165,6 +165,7 @@ fn missing_chroot_is_named() {
     let zk = server().connect_string();
     let chroot = unique("no-such-chroot").replace("/cli-tests/", "/");
     let rooted = format!("{zk}{chroot}");
+    let line = format!("the chroot {chroot} of the connect string does not exist");
     for args in [
         &["exec", "/l", "--", "true"][..],
         &["elect", "/e", "me", "--", "true"],
@@ -188,17 +189,11 @@ fn missing_chroot_is_named() {
             .unwrap();
         let stderr = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(
-            stderr.contains(&format!(
-                "the chroot {chroot} of the connect string does not exist"
-            )),
-            "{args:?}: {stderr}"
-        );
+        assert!(stderr.contains(&line), "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: one line: {stderr}");
         assert!(!stderr.contains("nobody"), "{args:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{args:?}: {out:?}");
     }
-    let line = format!("the chroot {chroot} of the connect string does not exist");
     let out = run(zklock(&rooted).args(["doctor"]));
     let (report, said) = (stdout(&out), stderr(&out));
     assert_eq!(code(&out), 2, "{report}{said}");
