@@ -133,6 +133,11 @@ pub(crate) fn on_monotonic(at: std::time::Instant) -> u64 {
     }
 }
 
+/// The `N` bytes of a message at `at` (its length checked by the caller).
+pub(crate) fn bytes_at<const N: usize>(message: &[u8], at: usize) -> [u8; N] {
+    message[at..at + N].try_into().expect("a checked length")
+}
+
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
@@ -425,9 +430,7 @@ impl Cmd {
         loop {
             let used = match inbox.first() {
                 Some(&wire::DEADLINE) if inbox.len() >= 9 => {
-                    let mut ns = [0u8; 8];
-                    ns.copy_from_slice(&inbox[1..9]);
-                    self.renew(u64::from_le_bytes(ns));
+                    self.renew(u64::from_le_bytes(bytes_at(inbox, 1)));
                     9
                 }
                 Some(&wire::CONTINUE) => {
@@ -511,9 +514,7 @@ fn receive_go() -> std::io::Result<Option<(Go, Vec<u8>)>> {
     let mut buffer = [0u8; 4096];
     let total = loop {
         if message.len() >= wire::GO_HEADER {
-            let mut len = [0u8; 4];
-            len.copy_from_slice(&message[18..22]);
-            let total = wire::GO_HEADER + u32::from_le_bytes(len) as usize;
+            let total = wire::GO_HEADER + u32::from_le_bytes(bytes_at(&message, 18)) as usize;
             if message.len() >= total {
                 break total;
             }
@@ -542,11 +543,8 @@ fn receive_go() -> std::io::Result<Option<(Go, Vec<u8>)>> {
         return Err(std::io::Error::other("the first message is not the start"));
     }
     let rest = message.split_off(total);
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&message[2..10]);
-    let deadline = Some(u64::from_le_bytes(word)).filter(|&d| d != 0);
-    word.copy_from_slice(&message[10..18]);
-    let grace = Duration::from_millis(u64::from_le_bytes(word));
+    let deadline = Some(u64::from_le_bytes(bytes_at(&message, 2))).filter(|&d| d != 0);
+    let grace = Duration::from_millis(u64::from_le_bytes(bytes_at(&message, 10)));
     let env = message[wire::GO_HEADER..]
         .split(|&b| b == 0)
         .filter(|entry| !entry.is_empty())

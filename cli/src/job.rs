@@ -2,7 +2,7 @@
 //! ([`crate::guard`]), which keeps it within the lock's deadline (zklock renews
 //! it), and emptied before the lock is let go.
 
-use crate::guard::{on_monotonic, wire, GuardArgs};
+use crate::guard::{bytes_at, on_monotonic, wire, GuardArgs};
 use crate::say;
 use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 use rustix::process::{getpgrp, getpid, Pid, Signal};
@@ -166,9 +166,7 @@ impl Ready {
         let mut started = [0u8; 5];
         let group = match from_guard.read_exact(&mut started).await {
             Ok(_) if started[0] == wire::STARTED => {
-                let mut pid = [0u8; 4];
-                pid.copy_from_slice(&started[1..]);
-                Pid::from_raw(i32::from_le_bytes(pid))
+                Pid::from_raw(i32::from_le_bytes(bytes_at(&started, 1)))
             }
             _ => None,
         };
