@@ -5,7 +5,7 @@
 //! zklock starts it (a re-exec of its own binary) as the leader of a process
 //! group of its own before it connects, so that its start-up overlaps the connect
 //! and the acquisition; the guard waits on its stdin, a socket, for zklock's word
-//! that the lock is held (a [`Frame::Go`]): CMD's environment, zklock's own stdin
+//! that the lock is held (a [`wire::GO`]): CMD's environment, zklock's own stdin
 //! (a passed descriptor, so that CMD reads from where zklock's caller left it),
 //! and the lock's deadline. The socket ending without that word (no lock, zklock
 //! gone) ends the guard without starting CMD.
