@@ -3,32 +3,18 @@
 //! [`Clock`], instead of a bare [`Session`].
 //!
 //! Like quinn-proto's test `Pair`, the harness is the binding and the executor at
-//! once: it feeds the link what the simulated network delivers, sends what the
-//! link asks for, and polls the user's futures (the pending acquisition, the
-//! guard's `next_event`, `release`) **only when their waker was woken**. What the
-//! user sees is what the invariant checker sees: the events come from the futures,
-//! not from the core. Two checks belong to this face:
+//! once, and polls the user's futures **only when their waker was woken**, so the
+//! checker sees what the user sees. Two checks belong to this face:
 //!
 //! * **lost wake-up**: after every drain, each future whose waker was not woken is
-//!   probed with another waker; one that is ready is a wake-up the client lost
-//!   (an executor would never have polled it);
+//!   probed with another waker; one that is ready is a wake-up the client lost;
 //! * **status**: a held guard's [`LockGuard::status`] agrees with the last event
-//!   its stream gave (held after `Acquired`/`Resumed`, suspended after
-//!   `Suspended`, lost after `Lost`), at every poll of the user's.
+//!   its stream gave, at every poll of the user's.
 //!
-//! A holder's crash-detecting sections and fenced writes go through its guard
-//! ([`LockGuard::open_section`], [`LockGuard::close_section`],
-//! [`LockGuard::fenced_write`]), each call a future of its own that shares the
-//! guard (see [`crate::sim::user_calls`]); a release waits until none is in flight,
-//! as the guard's owner must take it back to release it. The checker hears of the
-//! calls when lock-client makes them and of their outcomes as the events the bare
-//! core reports.
-//!
-//! Revocation requests, inspections, deadlock scans and election observers are
-//! the user's queries to the client ([`LockClient::revoke`],
-//! [`LockClient::participants`], [`LockClient::deadlocks`],
-//! [`LockClient::observe_election`]), futures of their own as well (see
-//! [`crate::sim::user_queries`]).
+//! A holder's sections and fenced writes ([`crate::sim::user_calls`]) and the
+//! user's queries to the client ([`crate::sim::user_queries`]) are futures of their
+//! own; a release waits until no call shares the guard, as its owner must take it
+//! back to release it.
 //!
 //! [`SimConfig::user_api`]: crate::SimConfig::user_api
 
