@@ -1,9 +1,7 @@
 //! The simulator's only source of randomness: a seeded SplitMix64 generator.
 //!
 //! No OS randomness and no clock is ever read, so the same seed always gives the
-//! same schedule. Independent streams (one per client, one for faults) are split
-//! off with [`SimRng::fork`], so that adding randomness in one place does not shift
-//! the choices made elsewhere more than necessary.
+//! same schedule.
 
 use std::time::Duration;
 
@@ -34,11 +32,6 @@ impl SimRng {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
-    }
-
-    /// A new generator whose stream is independent of this one's.
-    pub fn fork(&mut self) -> SimRng {
-        SimRng::new(self.next_u64() ^ 0x5851_f42d_4c95_7f2d)
     }
 
     /// A uniform number in `0..n` (0 when `n` is 0).
