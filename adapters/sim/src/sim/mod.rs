@@ -17,8 +17,6 @@ pub(crate) mod rng;
 pub(crate) mod scheduler;
 pub(crate) mod server_side;
 pub(crate) mod user_calls;
-pub(crate) mod user_events;
 pub(crate) mod user_face;
 pub(crate) mod user_queries;
-pub(crate) mod user_wake;
 pub(crate) mod workload;

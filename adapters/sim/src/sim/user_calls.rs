@@ -9,8 +9,7 @@
 //! superseded section call has none (the core reports only the latest). A fenced
 //! write is named by the harness only to pair the call with its outcome.
 
-use crate::sim::user_face::Drained;
-use crate::sim::user_wake::{lost_wake_up, take_woken, TaskWaker};
+use crate::sim::user_face::{lost_wake_up, take_woken, Drained, TaskWaker};
 use lock_client::{Error, LockGuard, Writes};
 use lock_core::{FencedError, LockEvent, LockId, MultiOp, MultiResult, UsageError};
 use std::collections::{BTreeMap, VecDeque};

@@ -20,10 +20,8 @@
 
 use crate::sim::face::ClientCore;
 use crate::sim::user_calls::Sides;
-use crate::sim::user_events::{expected_status, fail_reason};
 use crate::sim::user_queries::{Ask, Queries};
-use crate::sim::user_wake::{lost_wake_up, take_woken, SimClock, TaskWaker};
-use lock_client::{Error, Link, LockClient, LockGuard, LockStatus, PendingLock};
+use lock_client::{Clock, Error, Link, LockClient, LockGuard, LockStatus, PendingLock};
 use lock_core::{
     Config, FailReason, Input, LockEvent, LockId, LockSpec, LockState, LostReason, MultiOp,
     Request, Timestamp, UsageError,
@@ -31,10 +29,10 @@ use lock_core::{
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
-use std::time::Instant;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
 
 type Releasing = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
 
@@ -504,7 +502,13 @@ impl UserClient {
             }
         }
         let status = match &task.stage {
-            Stage::Held { guard, last, .. } => Some((guard.status(), expected_status(last))),
+            Stage::Held { guard, last, .. } => Some((
+                guard.status(),
+                match last {
+                    LockEvent::Suspended => LockStatus::Suspended,
+                    _ => LockStatus::Held,
+                },
+            )),
             Stage::Lost { guard, reason } => {
                 Some((guard.status(), LockStatus::Lost(reason.clone())))
             }
@@ -533,5 +537,106 @@ impl UserClient {
             self.out
                 .push_back(Drained::Note(format!("user polled {id} ({wakes} wakes)")));
         }
+    }
+}
+
+// ----- the executors' wakers, the binding's clock, errors as the core's reasons -----
+
+/// A client's virtual clock: `zero` plus the simulation's time, which the harness
+/// sets before every call into the client.
+struct SimClock {
+    zero: Instant,
+    nanos: AtomicU64,
+}
+
+impl Clock for SimClock {
+    fn now(&self) -> Instant {
+        self.zero + Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
+    }
+}
+
+/// A task's waker, which records that it was woken and how often: the three small
+/// executors of the user face (acquisitions, side calls, queries) poll a future
+/// only when [`take_woken`] finds its flag set.
+pub(crate) struct TaskWaker {
+    flag: Arc<WakeFlag>,
+    pub(crate) waker: Waker,
+}
+
+impl Default for TaskWaker {
+    fn default() -> TaskWaker {
+        let flag = Arc::new(WakeFlag::default());
+        let waker = Waker::from(flag.clone());
+        TaskWaker { flag, waker }
+    }
+}
+
+impl TaskWaker {
+    /// Marks the task to be polled at the next drain, as a wake does.
+    pub(crate) fn wake(&self) {
+        self.flag.woken.store(true, Ordering::Relaxed);
+    }
+
+    /// How often the future woke it so far (for the trace and lost wake-ups).
+    pub(crate) fn wakes(&self) -> u64 {
+        self.flag.wakes.load(Ordering::Relaxed)
+    }
+}
+
+/// The tasks woken since the last look, with their wakers (clearing their flags).
+pub(crate) fn take_woken<K: Copy, T>(
+    tasks: &BTreeMap<K, T>,
+    wake: impl Fn(&T) -> &TaskWaker,
+) -> Vec<(K, Waker)> {
+    let woken = |t: &T| wake(t).flag.woken.swap(false, Ordering::Relaxed);
+    let with_waker = |(k, t): (&K, &T)| (*k, wake(t).waker.clone());
+    tasks
+        .iter()
+        .filter(|(_, t)| woken(t))
+        .map(with_waker)
+        .collect()
+}
+
+/// What a probe reports when the future `what`, not woken, was ready: a wake-up
+/// the client lost (one sentence for the acquisitions, side calls and queries).
+pub(crate) fn lost_wake_up(what: impl std::fmt::Display, wakes: u64) -> Drained {
+    let detail = format!(
+        "lost wake-up: {what} was ready but its waker was not woken ({wakes} wakes so far): \
+         an executor would never poll it again"
+    );
+    Drained::Broken(crate::ViolationKind::Liveness, detail)
+}
+
+#[derive(Default)]
+struct WakeFlag {
+    woken: AtomicBool,
+    wakes: AtomicU64,
+}
+
+impl Wake for WakeFlag {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Relaxed);
+        self.wakes.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The core's reason behind a failed acquisition's error.
+pub(crate) fn fail_reason(e: Error) -> FailReason {
+    match e {
+        Error::Timeout => FailReason::Timeout,
+        Error::Cancelled => FailReason::Cancelled,
+        Error::SessionExpired => FailReason::SessionExpired,
+        Error::NodeDeleted => FailReason::NodeDeleted,
+        Error::Zk(e) => FailReason::Zk(e),
+        Error::WouldBlock => FailReason::WouldBlock,
+        Error::Revoked => FailReason::Revoked,
+        Error::Deadlock { cycle } => FailReason::Deadlock { cycle },
+        Error::SelfDeadlock { path, owner, held } => FailReason::SelfDeadlock { path, owner, held },
+        Error::Failed(reason) => reason,
+        _ => FailReason::Closed,
     }
 }

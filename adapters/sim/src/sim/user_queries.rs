@@ -7,9 +7,7 @@
 //! is the checker's key and the one [`Sim::cancel`](crate::Sim::cancel) takes, which
 //! stops the task as a user does, by dropping its future (or observer).
 
-use crate::sim::user_events::fail_reason;
-use crate::sim::user_face::Drained;
-use crate::sim::user_wake::{lost_wake_up, take_woken, TaskWaker};
+use crate::sim::user_face::{fail_reason, lost_wake_up, take_woken, Drained, TaskWaker};
 use lock_client::{ElectionObserver, Error, LockClient};
 use lock_core::{FailReason, LockEvent, LockId, UsageError};
 use std::collections::{BTreeMap, VecDeque};
