@@ -248,11 +248,8 @@ impl crate::sim::scheduler::Sim {
         let p_errors = self.cfg.faults.connection_loss_errors;
         let c = &mut self.clients[i];
         let lost: Vec<RequestId> = c.pending.drain(..).map(|p| p.id).collect();
-        let (_, deliveries) = c.link.cut();
-        c.counters.notifications_lost += deliveries
-            .iter()
-            .filter(|d| matches!(d.msg, crate::sim::network::Message::Watch { .. }))
-            .count() as u64;
+        c.counters.notifications_lost += c.link.notifications_in_flight() as u64;
+        c.link.cut();
         c.conn = ConnectionView::Connecting { at: now + delay };
         c.counters.disconnects += 1;
         let errors = !lost.is_empty() && c.rng.chance(p_errors);
@@ -306,11 +303,8 @@ impl crate::sim::scheduler::Sim {
             .session_timeout
             .mul_f64(self.cfg.notice_within);
         let c = &mut self.clients[i];
-        let (packets, deliveries) = c.link.cut();
-        c.counters.notifications_lost += deliveries
-            .iter()
-            .filter(|d| matches!(d.msg, crate::sim::network::Message::Watch { .. }))
-            .count() as u64;
+        c.counters.notifications_lost += c.link.notifications_in_flight() as u64;
+        let packets = c.link.cut();
         let k = applied
             .unwrap_or_else(|| c.rng.index(packets.len() + 1))
             .min(packets.len());
