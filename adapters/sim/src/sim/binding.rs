@@ -195,23 +195,8 @@ impl crate::sim::scheduler::Sim {
             return;
         }
         let profile = self.clients[i].cfg.profile;
-        match self.clients[i].session {
-            Some(s) if self.model.session_is_alive(s) => {
-                let c = &mut self.clients[i];
-                c.link = Link::default();
-                c.conn = ConnectionView::Connected;
-                c.counters.reconnects += 1;
-                self.sessions.in_contact(s);
-                let c = &mut self.clients[i];
-                let (keeps, zxid) = (c.keeps_watches(), c.last_zxid);
-                c.watches.reconnect(&mut self.model, s, zxid, keeps);
-                self.route_notifications();
-                self.trace_with(Some(i), || format!("reconnected to session {s:#x}"));
-                self.feed(
-                    i,
-                    lock_core::Input::Session(lock_core::SessionEvent::Connected { session_id: s }),
-                );
-            }
+        let reconnected = match self.clients[i].session {
+            Some(s) if self.model.session_is_alive(s) => Some(s),
             Some(s) if profile == Profile::KeepsWatches => {
                 // The library reports the expiry; the adapter then opens a new session.
                 self.trace_with(Some(i), || format!("session {s:#x} expired"));
@@ -223,20 +208,30 @@ impl crate::sim::scheduler::Sim {
                     i,
                     lock_core::Input::Session(lock_core::SessionEvent::Expired),
                 );
+                return;
             }
-            _ => {
-                // A first session, or (LosesWatchesNewSession) a silent new one.
-                let s = self.open_session(i);
-                let c = &mut self.clients[i];
-                c.link = Link::default();
-                c.conn = ConnectionView::Connected;
-                self.trace_with(Some(i), || format!("connected with new session {s:#x}"));
-                self.feed(
-                    i,
-                    lock_core::Input::Session(lock_core::SessionEvent::Connected { session_id: s }),
-                );
-            }
+            // A first session, or (LosesWatchesNewSession) a silent new one.
+            _ => None,
+        };
+        let s = reconnected.unwrap_or_else(|| self.open_session(i));
+        let c = &mut self.clients[i];
+        c.link = Link::default();
+        c.conn = ConnectionView::Connected;
+        if reconnected.is_some() {
+            c.counters.reconnects += 1;
+            self.sessions.in_contact(s);
+            let c = &mut self.clients[i];
+            let (keeps, zxid) = (c.keeps_watches(), c.last_zxid);
+            c.watches.reconnect(&mut self.model, s, zxid, keeps);
+            self.route_notifications();
+            self.trace_with(Some(i), || format!("reconnected to session {s:#x}"));
+        } else {
+            self.trace_with(Some(i), || format!("connected with new session {s:#x}"));
         }
+        self.feed(
+            i,
+            lock_core::Input::Session(lock_core::SessionEvent::Connected { session_id: s }),
+        );
     }
 
     /// Client `i` notices its connection is gone: reports `Disconnected` and fails
