@@ -15,10 +15,9 @@ use std::time::Duration;
 impl Harness {
     pub(super) fn pick_lock(&self, p: LockPick) -> LockId {
         match p {
-            LockPick::Known(i) if !self.locks.is_empty() => {
-                self.locks[usize::from(i) % self.locks.len()].id
+            LockPick::Known(i) => {
+                crate::pick(&self.locks, i).map_or(LockId(u64::from(i)), |l| l.id)
             }
-            LockPick::Known(i) => LockId(u64::from(i)),
             LockPick::Raw(r) => LockId(r),
         }
     }
