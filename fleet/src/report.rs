@@ -151,9 +151,9 @@ fn row(r: &CaseResult) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let library = match c.mode {
-        crate::Mode::Fleet => c.library.clone(),
-        mode => format!("{} ({}, no locks)", c.library, mode.key()),
+    let library = match c.workload.mode {
+        crate::Mode::Fleet => c.workload.library.clone(),
+        mode => format!("{} ({}, no locks)", c.workload.library, mode.key()),
     };
     format!(
         "| {library} | {} | {restart} | {:.0} / {:.0} | {:.0} ({:.0}) | {:.3} | {:.1} | {} | {} | {} | {:.1} / {:.1} | {} | {} / {} ({}) | {} | {faults} | {} |",
