@@ -310,7 +310,8 @@ impl Mutex {
         if let Some(again) = LockGuard::reenter(&self.client, &owner, spec.path()) {
             return Ok(again);
         }
-        let guard = self.client.acquire_reentrant(spec, deadline).await?;
+        let id = self.client.start_acquisition(spec, deadline, true, None)?;
+        let guard = PendingLock::new(self.client.clone(), id).await?;
         Ok(guard.count_holds(&owner, self.spec.path()))
     }
 
