@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 mod connection;
 mod core_tasks;
 mod lifecycle;
-mod owners;
 mod queued;
 mod recorder;
 mod reentrancy;
