@@ -2,12 +2,11 @@
 //! slot. (Participants and deadlocks against a server: the conformance suite's
 //! `participants_in_queue_order_and_self_deadlock`.)
 
-use super::{connected, poll_once, requests};
+use super::{connected, poll_once, ready, requests};
 use crate::blocking::block_on_until;
 use crate::*;
 use lock_core::Op;
 use std::pin::pin;
-use std::task::Poll;
 use std::time::Instant;
 
 #[test]
@@ -22,9 +21,7 @@ fn participants_run_a_core_task_and_return_its_event_or_refuse_a_bad_path() {
     for r in &sent {
         link.handle_reply(r.id, Err(ZkError::NoNode), Instant::now());
     }
-    let Poll::Ready(Ok(found)) = poll_once(inspect.as_mut()) else {
-        panic!("no participants")
-    };
+    let found = ready(inspect.as_mut());
     assert!(found.holders.is_empty() && found.waiters.is_empty());
     assert!(locks.shared().with(|s| s.locks.is_empty()));
     assert!(matches!(

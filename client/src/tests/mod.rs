@@ -73,6 +73,16 @@ pub(super) fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> 
     f.poll(&mut Context::from_waker(&waker))
 }
 
+/// The output of `f`, which must be ready and `Ok` at this poll.
+pub(super) fn ready<T, E: std::fmt::Debug>(
+    f: std::pin::Pin<&mut impl Future<Output = Result<T, E>>>,
+) -> T {
+    match poll_once(f) {
+        Poll::Ready(result) => result.unwrap(),
+        Poll::Pending => panic!("not ready"),
+    }
+}
+
 pub(super) fn requests(link: &mut Link) -> Vec<Request> {
     let mut requests = Vec::new();
     let _ = link.poll(&mut requests);
