@@ -20,6 +20,10 @@ mod trust;
 
 pub(super) const SID: i64 = 0x77;
 
+pub(super) const DISCONNECTED: SessionEvent = SessionEvent::Disconnected {
+    since_contact: Duration::ZERO,
+};
+
 pub(super) fn connected() -> (LockClient, Link) {
     let (locks, mut link) = pair(Config::new(Duration::from_secs(10), 1));
     link.handle_session(SessionEvent::Connected { session_id: SID }, Instant::now());
