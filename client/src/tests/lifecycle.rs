@@ -174,10 +174,8 @@ fn a_pending_lock_is_waited_for_with_a_timeout_or_cancelled_from_elsewhere() {
     drop(guard);
 }
 
-/// A candidacy whose request the server answered "session expired" rejoins on
-/// the next session even when that session was already open by the time the
-/// election saw the error (it waited for the *new* session to change, for
-/// ever, before: a hang seen under load in lock-sim's elections test).
+/// The session ended and the next one opened before the election saw the
+/// error: waiting for the *new* session to change would wait for ever.
 #[test]
 fn a_candidacy_failed_by_a_dead_session_rejoins_on_a_session_opened_meanwhile() {
     let (locks, mut link) = connected();
