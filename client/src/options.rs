@@ -249,17 +249,13 @@ impl ConnectOptions {
             if auth.scheme.is_empty() {
                 return Err(Error::bad_option("auth", "empty scheme"));
             }
-            if auth.scheme == "digest" {
-                let text = std::str::from_utf8(&auth.credentials).unwrap_or("");
-                match text.split_once(':') {
-                    Some((user, _)) if !user.is_empty() => {}
-                    _ => {
-                        return Err(Error::bad_option(
-                            "digest auth",
-                            "the credentials must be user:password",
-                        ))
-                    }
-                }
+            let text = std::str::from_utf8(&auth.credentials).unwrap_or("");
+            let user = text.split_once(':').map_or("", |(user, _)| user);
+            if auth.scheme == "digest" && user.is_empty() {
+                return Err(Error::bad_option(
+                    "digest auth",
+                    "the credentials must be user:password",
+                ));
             }
         }
         let creator = self
