@@ -315,10 +315,8 @@ pub(crate) async fn supervise(
     ready: Ready,
     signals: &mut Signals,
 ) -> ExitCode {
-    // 2. Run CMD, in its own process group behind the guard (started ahead),
-    // which stops it on its own clock if the lock's deadline passes unrenewed
-    // and kills it a margin later (the earliest the server could expire the
-    // session), whether zklock runs or not.
+    // 2. Run CMD behind its guard, which keeps it within the lock's deadline
+    // (see `crate::guard`).
     let env = [
         ("ZKLOCK_NODE", guard.node().to_owned()),
         ("ZKLOCK_TOKEN", guard.fencing().to_string()),
@@ -390,14 +388,12 @@ pub(crate) async fn supervise(
         }
     };
 
-    // 4. Release, and report.
-    // Bounded: with the connection down the release waits for a reconnect, and
-    // a lock no longer guaranteed is not worth waiting for (the server deletes
-    // the node with the session).
-    // While the lock is trusted (the connection up), the session is closed right
-    // behind the release: the binding answers the requests already sent before it
-    // closes, so `closeSession` follows the release's request a round trip sooner
-    // than after its reply. Else the release may wait for a reconnect first.
+    // 4. Release, and report. Bounded: with the connection down the release
+    // waits for a reconnect, and a lock no longer guaranteed is not worth
+    // waiting for (the server deletes the node with the session). While the
+    // lock is trusted, the session is closed right behind the release: the
+    // binding answers the requests already sent before it closes, so
+    // `closeSession` follows the release a round trip sooner.
     let node = guard.node().to_owned();
     let trusted = guard
         .trusted_until()

@@ -72,17 +72,3 @@ pub(crate) fn status_code(status: std::process::ExitStatus) -> u8 {
         (None, None) => FAILURE,
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::process::ExitStatusExt;
-    use std::process::ExitStatus;
-
-    #[test]
-    fn status_codes_like_a_shell() {
-        assert_eq!(status_code(ExitStatus::from_raw(7 << 8)), 7);
-        assert_eq!(status_code(ExitStatus::from_raw(15)), 128 + 15);
-        assert_eq!(status_code(ExitStatus::from_raw(9)), 128 + 9);
-    }
-}

@@ -5,7 +5,7 @@
 //! zklock starts it (a re-exec of its own binary) as the leader of a process
 //! group of its own before it connects, so that its start-up overlaps the connect
 //! and the acquisition; the guard waits on its stdin, a socket, for zklock's word
-//! that the lock is held (a [`Frame::Go`]): CMD's environment, zklock's own stdin
+//! that the lock is held (a [`wire::GO`]): CMD's environment, zklock's own stdin
 //! (a passed descriptor, so that CMD reads from where zklock's caller left it),
 //! and the lock's deadline. The socket ending without that word (no lock, zklock
 //! gone) ends the guard without starting CMD.
@@ -53,8 +53,8 @@
 //! foreground back to zklock's group and tells zklock, which stops itself: the
 //! shell shows the job stopped, and `fg` continues zklock, which asks the guard
 //! to continue CMD (it does, before the deadline only). A SIGSTOP from elsewhere
-//! is not job control and is not followed (zklock stopping itself because a
-//! debugger stopped CMD left zklock stopped while CMD was continued).
+//! (a debugger) is not job control and is not followed: zklock would stay
+//! stopped when the debugger continued CMD.
 //!
 //! It does not make itself a child subreaper (PR_SET_CHILD_SUBREAPER): processes
 //! that leave CMD's group (setsid, daemons) would only come back to it after
@@ -131,6 +131,11 @@ pub(crate) fn on_monotonic(at: std::time::Instant) -> u64 {
         Some(ahead) => clock.saturating_add(nanos(ahead)),
         None => clock.saturating_sub(nanos(now.duration_since(at))),
     }
+}
+
+/// The `N` bytes of a message at `at` (its length checked by the caller).
+pub(crate) fn bytes_at<const N: usize>(message: &[u8], at: usize) -> [u8; N] {
+    message[at..at + N].try_into().expect("a checked length")
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -425,9 +430,7 @@ impl Cmd {
         loop {
             let used = match inbox.first() {
                 Some(&wire::DEADLINE) if inbox.len() >= 9 => {
-                    let mut ns = [0u8; 8];
-                    ns.copy_from_slice(&inbox[1..9]);
-                    self.renew(u64::from_le_bytes(ns));
+                    self.renew(u64::from_le_bytes(bytes_at(inbox, 1)));
                     9
                 }
                 Some(&wire::CONTINUE) => {
@@ -511,9 +514,7 @@ fn receive_go() -> std::io::Result<Option<(Go, Vec<u8>)>> {
     let mut buffer = [0u8; 4096];
     let total = loop {
         if message.len() >= wire::GO_HEADER {
-            let mut len = [0u8; 4];
-            len.copy_from_slice(&message[18..22]);
-            let total = wire::GO_HEADER + u32::from_le_bytes(len) as usize;
+            let total = wire::GO_HEADER + u32::from_le_bytes(bytes_at(&message, 18)) as usize;
             if message.len() >= total {
                 break total;
             }
@@ -542,11 +543,8 @@ fn receive_go() -> std::io::Result<Option<(Go, Vec<u8>)>> {
         return Err(std::io::Error::other("the first message is not the start"));
     }
     let rest = message.split_off(total);
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&message[2..10]);
-    let deadline = Some(u64::from_le_bytes(word)).filter(|&d| d != 0);
-    word.copy_from_slice(&message[10..18]);
-    let grace = Duration::from_millis(u64::from_le_bytes(word));
+    let deadline = Some(u64::from_le_bytes(bytes_at(&message, 2))).filter(|&d| d != 0);
+    let grace = Duration::from_millis(u64::from_le_bytes(bytes_at(&message, 10)));
     let env = message[wire::GO_HEADER..]
         .split(|&b| b == 0)
         .filter(|entry| !entry.is_empty())

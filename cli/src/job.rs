@@ -1,10 +1,8 @@
 //! CMD's process group, from zklock's side: started through the guard
 //! ([`crate::guard`]), which keeps it within the lock's deadline (zklock renews
-//! it), signalled and killed as a whole, given the terminal's foreground while it
-//! runs, stopped and continued with zklock (Ctrl-Z, `fg`), and emptied before the
-//! lock is let go.
+//! it), and emptied before the lock is let go.
 
-use crate::guard::{on_monotonic, wire, GuardArgs};
+use crate::guard::{bytes_at, on_monotonic, wire, GuardArgs};
 use crate::say;
 use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 use rustix::process::{getpgrp, getpid, Pid, Signal};
@@ -58,16 +56,11 @@ pub(crate) struct Job {
     deadline: Option<u64>,
 }
 
-/// CMD's guard, started before the lock is taken and waiting to be told to start
-/// CMD: its start-up (an exec of zklock's binary, a runtime) then overlaps the
-/// connect and the acquisition instead of following the grant.
-///
-/// The guard's stdin is one end of a socket pair; [`start`](Ready::start) sends
-/// it CMD's environment, zklock's own stdin (as a passed descriptor, so that CMD
-/// reads what zklock would have, at the same offset) and the lock's deadline,
-/// and keeps the socket for the deadline's renewals. Dropped without starting,
-/// the guard is killed (it never started CMD); it also ends by itself when the
-/// socket closes without a message (zklock gone).
+/// CMD's guard, started before the lock is taken and waiting for
+/// [`start`](Ready::start) (the socket protocol: [`crate::guard`]): its start-up
+/// (an exec of zklock's binary, a runtime) then overlaps the connect and the
+/// acquisition instead of following the grant. Dropped without starting, the
+/// guard is killed (it never started CMD).
 pub(crate) struct Ready {
     guard: Option<Child>,
     group: Pid,
@@ -124,8 +117,6 @@ impl Ready {
             .args(GuardArgs::line(getpid().as_raw_nonzero().get(), cmd))
             .stdin(Stdio::from(OwnedFd::from(guard_end)))
             .process_group(0);
-        // Spawned from a thread that lives as long as zklock (`spawn_beside`):
-        // the guard's parent-death signal fires when that thread ends.
         let guard = command.spawn()?;
         let group = guard
             .id()
@@ -175,9 +166,7 @@ impl Ready {
         let mut started = [0u8; 5];
         let group = match from_guard.read_exact(&mut started).await {
             Ok(_) if started[0] == wire::STARTED => {
-                let mut pid = [0u8; 4];
-                pid.copy_from_slice(&started[1..]);
-                Pid::from_raw(i32::from_le_bytes(pid))
+                Pid::from_raw(i32::from_le_bytes(bytes_at(&started, 1)))
             }
             _ => None,
         };

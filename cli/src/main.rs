@@ -134,12 +134,13 @@ async fn until_signal(
 fn print_completions(shell: clap_complete::Shell) -> ExitCode {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut args::command(), "zklock", &mut script);
-    print_out(&script, "completion script")
+    print_out(Ok(script), "completion script")
 }
 
-/// Writes `text` to stdout; a reader that stopped early (`| head`) is no error.
-fn print_out(text: &[u8], what: &str) -> ExitCode {
-    match std::io::Write::write_all(&mut std::io::stdout(), text) {
+/// Writes `text` (if it could be made) to stdout; a reader that stopped early
+/// (`| head`) is no error.
+fn print_out(text: std::io::Result<Vec<u8>>, what: &str) -> ExitCode {
+    match text.and_then(|text| std::io::Write::write_all(&mut std::io::stdout(), &text)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
@@ -169,13 +170,7 @@ fn print_man_page() -> ExitCode {
             }
             Ok(())
         });
-    match rendered {
-        Ok(()) => print_out(&page, "manual page"),
-        Err(e) => {
-            say(format_args!("cannot print the manual page: {e}"));
-            ExitCode::from(exit::FAILURE)
-        }
-    }
+    print_out(rendered.map(|()| page), "manual page")
 }
 
 /// A session of ours, open: what the subcommands run with.

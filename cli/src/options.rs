@@ -1,7 +1,5 @@
-//! The options and values the subcommands share: how to reach ZooKeeper
-//! ([`ConnArgs`]), how nodes are created ([`NodeArgs`]), the naming scheme and
-//! the seconds parser. A leaf: the subcommands' own arguments import it, and
-//! `args` (the whole command line) imports them.
+//! The options and values the subcommands share. A leaf: the subcommands' own
+//! arguments import it, and `args` (the whole command line) imports them.
 
 use clap::{Args, ValueEnum};
 use lock_zookeeper_client::{Error, NameScheme, NodeAcl, Tls};

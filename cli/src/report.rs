@@ -39,22 +39,3 @@ pub(crate) fn fail_at(path: &str, e: &Error) -> ExitCode {
     say(explain::at(path, e));
     ExitCode::from(error_code(e))
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn error_codes() {
-        assert_eq!(error_code(&Error::Timeout), exit::BUSY);
-        let servers = vec![("h:1".to_owned(), lock_zookeeper_client::Reach::Refused)];
-        let unreachable = Error::connect(ConnectFailure::Unreachable { servers });
-        assert_eq!(error_code(&unreachable), exit::CONNECT);
-        let chroot = ConnectFailure::NoChroot {
-            chroot: "/a".into(),
-        };
-        assert_eq!(error_code(&Error::connect(chroot)), exit::USAGE);
-        assert_eq!(error_code(&Error::bad_option("acl", "x")), exit::USAGE);
-        assert_eq!(error_code(&Error::Closed), exit::FAILURE);
-    }
-}

@@ -21,10 +21,9 @@ fn update(who: &str) -> String {
     )
 }
 
-/// Holder A runs `zklock exec` with a short session and is stopped (SIGSTOP to
-/// zklock's process group; CMD, in a group of its own, waits for `go`) just
-/// before its write; B is granted the
-/// lock once A's session expires and writes; A is resumed and writes.
+/// Holder A (`zklock exec`, a short session) is paused (SIGSTOP to zklock's
+/// process group) just before its write; B is granted the lock once A's
+/// session expires and writes; A is resumed and writes.
 ///
 /// Once resumed, zklock learns the lock is gone and stops CMD (SIGTERM, SIGKILL
 /// a tenth of the session timeout later), racing CMD's write, which in life
@@ -47,7 +46,7 @@ fn paused_exec_holder_is_fenced_out_by_the_database() {
 
     // A: holds; its write waits for `go` (A is stopped meanwhile).
     let first = "echo $ZKLOCK_TOKEN > a.token";
-    let (mut holder, group) = paused_late_writer(&zk, &[], &lock, &dir, &db, (first, &update("A")));
+    let (holder, group) = paused_late_writer(&zk, &[], &lock, &dir, &db, (first, &update("A")));
     let token_a: i64 = read(&dir.join("a.token")).parse().unwrap();
     say(&format!(
         "A holds the lock, token {token_a}, and is paused (SIGSTOP to zklock)"
@@ -75,24 +74,18 @@ fn paused_exec_holder_is_fenced_out_by_the_database() {
     std::fs::write(dir.join("go"), "").unwrap();
     signal_group(holder.id(), "-CONT");
     say("A resumed: it writes with its old token");
-    let status = holder.wait().unwrap();
+    let a_out = holder.wait_with_output().unwrap();
     // zklock waited for CMD: the group is empty, and its id free for reuse.
     std::mem::forget(group);
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr).unwrap();
     let late = dir.join("a.result");
     until("A's write", LONG, || late.exists().then_some(()));
     let late_write = read(&late);
     let row = db.psql("SELECT owner, fence FROM account").unwrap();
     say(&format!("A's write: {late_write}"));
-    say(&format!("A's zklock exited {status}: {}", stderr.trim()));
+    say(&format!("A's zklock: {a_out:?}"));
     say(&format!("row = {row}"));
     assert!(token_b > token_a, "tokens increase");
     assert_eq!(late_write, "UPDATE 0", "the stale write was not refused");
     assert_eq!(row, format!("B|{token_b}"));
-    assert_eq!(
-        status.code(),
-        Some(LOST),
-        "zklock exec reports the lost lock"
-    );
+    assert_eq!(code(&a_out), LOST, "zklock exec reports the lost lock");
 }

@@ -70,9 +70,11 @@ fn man_page_is_roff_with_every_subcommand() {
     assert!(!page.contains("__guard"));
 }
 
-/// The table once: in `zklock --help`, not in a subcommand's.
+/// Each subcommand's help: the exit-code table once, in `zklock --help` only;
+/// `--acl` (how nodes are created) only where nodes are created; the
+/// connection options wherever zklock connects, and nowhere else.
 #[test]
-fn exit_codes_only_in_the_top_level_help() {
+fn each_subcommands_help_offers_only_what_applies() {
     let top = stdout(&zklock(&["--help"]));
     assert!(top.contains("Exit codes:") && top.contains("74"), "{top}");
     for sub in SUBCOMMANDS.iter().chain(&["man"]) {
@@ -85,6 +87,13 @@ fn exit_codes_only_in_the_top_level_help() {
             !help.contains("  74 "),
             "{sub} --help repeats the table: {help}"
         );
+        let creates = matches!(*sub, "exec" | "elect");
+        assert_eq!(help.contains("--acl"), creates, "{sub} --help: {help}");
+        let connects = !matches!(*sub, "man" | "completions");
+        for option in ["--zk", "--session-timeout", "--auth", "--tls-ca"] {
+            let offered = help.contains(option);
+            assert_eq!(offered, connects, "{sub} --help, {option}: {help}");
+        }
     }
 }
 
@@ -106,23 +115,10 @@ fn cmd_without_double_dash_gets_a_hint() {
     assert!(!String::from_utf8_lossy(&o.stderr).contains("before CMD"));
 }
 
-/// Options only where they apply: `--acl` (how nodes are created) is offered and
-/// accepted by the subcommands that create nodes, and refused by the others as
-/// a usage error (exit 2); the connection options stay on every subcommand that
-/// connects, and their environment variables keep working.
+/// `--acl` where it does not apply is refused as a usage error (exit 2), and
+/// where it applies a bad value is one too (before connecting).
 #[test]
-fn acl_only_where_nodes_are_created() {
-    for sub in ["exec", "elect"] {
-        let help = stdout(&zklock(&[sub, "--help"]));
-        assert!(help.contains("--acl"), "{sub} --help: {help}");
-    }
-    for sub in ["ls", "revoke", "leader", "deadlocks", "top", "doctor"] {
-        let help = stdout(&zklock(&[sub, "--help"]));
-        assert!(!help.contains("--acl"), "{sub} --help offers --acl: {help}");
-        for option in ["--zk", "--session-timeout", "--auth", "--tls-ca"] {
-            assert!(help.contains(option), "{sub} --help lacks {option}: {help}");
-        }
-    }
+fn acl_refused_where_nodes_are_not_created() {
     for args in [
         &["ls", "--acl", "creator", "/p"][..],
         &["--acl", "creator", "ls", "/p"],
@@ -137,24 +133,16 @@ fn acl_only_where_nodes_are_created() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains("--acl"), "{args:?}: {err}");
     }
-    // Where it applies, a bad value is a usage error too (before connecting).
     let o = zklock(&["exec", "--acl", "nobody", "/p", "--", "true"]);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
 }
 
-/// The subcommands that do not connect (`completions`, `man`) neither offer the
-/// connection options nor take them (exit 2, saying why); the environment's
-/// `ZKLOCK_ZK` and `ZKLOCK_AUTH` do not disturb them.
+/// The subcommands that do not connect (`completions`, `man`) refuse the
+/// connection options (exit 2, saying why); the environment's `ZKLOCK_ZK` and
+/// `ZKLOCK_AUTH` do not disturb them.
 #[test]
 fn no_connection_options_where_nothing_connects() {
     for sub in [&["man"][..], &["completions", "bash"]] {
-        let help = stdout(&zklock(&[sub[0], "--help"]));
-        for option in ["--zk", "--session-timeout", "--auth", "--tls-ca", "--acl"] {
-            assert!(
-                !help.contains(option),
-                "{sub:?} --help offers {option}: {help}"
-            );
-        }
         for option in [
             &["--zk", "h:1"][..],
             &["--session-timeout", "3"],

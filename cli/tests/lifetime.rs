@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -80,38 +81,61 @@ fn contender(zk: &str, lock: &str, pids: &[i32], dir: &Path) -> Child {
 /// kill -9, SIGHUP and SIGTERM of zklock while CMD runs: CMD's whole group is
 /// gone soon after zklock, and a second `zklock exec` queued on the same lock
 /// runs its CMD only once none of the group's processes is alive.
+///
+/// For the README, prints how long the group outlived zklock: from zklock's
+/// reaping to the start of the first scan of /proc (polled every 200 µs) that
+/// finds no live member, 0 when none was left at zklock's death; the longest of
+/// ZKLOCK_OUTLIVE_RUNS=N runs per signal (default 1).
 #[test]
 fn cmd_group_dies_with_zklock() {
     let zk = server().connect_string();
+    let runs: usize = std::env::var("ZKLOCK_OUTLIVE_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
     for (signal, expected) in [
         ("-KILL", None),
         ("-HUP", Some(128 + 1)),
         ("-TERM", Some(128 + 15)),
     ] {
-        let lock = unique("dies-with");
-        let dir = scratch(&format!("dies-with{signal}"));
-        let mut family = family(&zk, &[], &lock, &dir);
-        let second = contender(&zk, &lock, &family.pids, &dir);
-        ls_rows_of(&zk, &lock, 2);
-        kill(&family.zklock, signal);
-        let status = family.zklock.wait().unwrap();
-        assert_eq!(status.code(), expected, "{signal}: {status:?}");
-        until(
-            &format!("{signal}: CMD's group gone"),
-            GROUP_DEATH_BOUND,
-            || (!group_alive(family.group)).then_some(()),
-        );
-        let out = second.wait_with_output().unwrap();
-        assert_eq!(code(&out), 0, "{signal}: {out:?}");
-        assert!(
-            dir.join("ran").exists(),
-            "{signal}: the contender's CMD ran"
-        );
-        let overlap = std::fs::read_to_string(dir.join("overlap")).unwrap_or_default();
-        assert!(
-            overlap.is_empty(),
-            "{signal}: the contender ran while these of CMD's processes lived: {overlap}"
-        );
+        let mut longest = Duration::ZERO;
+        for _ in 0..runs {
+            let lock = unique("dies-with");
+            let dir = scratch(&format!("dies-with{signal}"));
+            let mut family = family(&zk, &[], &lock, &dir);
+            let second = contender(&zk, &lock, &family.pids, &dir);
+            ls_rows_of(&zk, &lock, 2);
+            kill(&family.zklock, signal);
+            let status = family.zklock.wait().unwrap();
+            let gone = Instant::now();
+            assert_eq!(status.code(), expected, "{signal}: {status:?}");
+            let mut first = true;
+            let outlived = loop {
+                let scan = Instant::now();
+                if !group_alive(family.group) {
+                    break if first { Duration::ZERO } else { scan - gone };
+                }
+                first = false;
+                assert!(
+                    gone.elapsed() < GROUP_DEATH_BOUND,
+                    "{signal}: CMD's group lives on"
+                );
+                std::thread::sleep(Duration::from_micros(200));
+            };
+            longest = longest.max(outlived);
+            let out = second.wait_with_output().unwrap();
+            assert_eq!(code(&out), 0, "{signal}: {out:?}");
+            assert!(
+                dir.join("ran").exists(),
+                "{signal}: the contender's CMD ran"
+            );
+            let overlap = std::fs::read_to_string(dir.join("overlap")).unwrap_or_default();
+            assert!(
+                overlap.is_empty(),
+                "{signal}: the contender ran while these of CMD's processes lived: {overlap}"
+            );
+        }
+        println!("{signal}: CMD's group outlived zklock by at most {longest:?} over {runs} runs");
     }
 }
 
@@ -191,49 +215,6 @@ fn waiting_zklock_leaves_no_node() {
     terminate(&mut holder);
 }
 
-/// How long CMD's group outlives zklock, for the README: with ZKLOCK_OUTLIVE_RUNS=N
-/// (default 2), N runs each of kill -9 and SIGHUP of zklock while CMD runs; prints
-/// the maximum, from zklock's reaping to no live process of the group (polled
-/// every 200 µs; 0 when none was left at zklock's death), and asserts the safety
-/// bound.
-#[test]
-fn how_long_cmd_outlives_zklock() {
-    let zk = server().connect_string();
-    let runs: usize = std::env::var("ZKLOCK_OUTLIVE_RUNS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(2);
-    for signal in ["-KILL", "-HUP"] {
-        let mut longest = Duration::ZERO;
-        for _ in 0..runs {
-            let lock = unique("outlive");
-            let dir = scratch("outlive");
-            let mut family = family(&zk, &[], &lock, &dir);
-            kill(&family.zklock, signal);
-            family.zklock.wait().unwrap();
-            // Measured to the start of the first scan of /proc that finds no
-            // live member (a scan takes a while itself): 0 if the group was
-            // already gone when zklock's death was seen.
-            let gone = Instant::now();
-            let mut first = true;
-            let outlived = loop {
-                let scan = Instant::now();
-                if !group_alive(family.group) {
-                    break if first { Duration::ZERO } else { scan - gone };
-                }
-                first = false;
-                assert!(
-                    gone.elapsed() < GROUP_DEATH_BOUND,
-                    "{signal}: CMD's group lives on"
-                );
-                std::thread::sleep(Duration::from_micros(200));
-            };
-            longest = longest.max(outlived);
-        }
-        println!("{signal}: CMD's group outlived zklock by at most {longest:?} over {runs} runs");
-    }
-}
-
 /// The live (not zombie) `zklock __guard` processes started by zklock `pid`.
 fn guards_of(pid: u32) -> Vec<i32> {
     let parent = format!("--parent\0{pid}\0");
@@ -272,15 +253,8 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
     use std::io::Write;
     let zk = server().connect_string();
     let dir = scratch("ctrl-z");
-    let mut shell = KillOnDrop(
-        on_a_terminal(&zk, "bash --norc --noprofile -i")
-            .env("SHELL", "/bin/bash")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("script(1) from util-linux"),
-    );
-    let mut tty = shell.0.stdin.take().unwrap();
+    let (mut shell, _group) = typed_into(&zk, "/bin/bash", "bash --norc --noprofile -i");
+    let mut tty = shell.stdin.take().unwrap();
     let mut type_in = |text: &str| {
         tty.write_all(text.as_bytes()).unwrap();
         tty.flush().unwrap();
@@ -304,10 +278,7 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
             env!("CARGO_BIN_EXE_zklock"),
             pid.display(),
         ));
-        let cmd: i32 = until("CMD's pid", LONG, || {
-            let text = std::fs::read_to_string(&pid).ok()?;
-            text.strip_suffix('\n')?.parse().ok()
-        });
+        let cmd = written_pid(&pid);
         until("CMD's sleep", Duration::from_secs(10), || {
             let comm = std::fs::read_to_string(format!("/proc/{cmd}/comm")).ok()?;
             (comm.trim() == "sleep").then_some(())
@@ -364,17 +335,21 @@ fn ctrl_z_stops_the_job_and_fg_resumes_it() {
     }
     type_in("exit\n");
     drop(tty);
-    shell.0.wait().unwrap();
+    shell.wait().unwrap();
 }
 
-/// A child killed (with SIGKILL) if a failed assertion leaves it running.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// `line` run by `shell` on a terminal of its own (script(1)), typed into
+/// through script's stdin; its group is killed if a failed assertion leaves it.
+fn typed_into(zk: &str, shell: &str, line: &str) -> (Child, KillOnDrop) {
+    let script = on_a_terminal(zk, line)
+        .env("SHELL", shell)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("script(1) from util-linux");
+    let group = KillOnDrop(script.id());
+    (script, group)
 }
 
 fn parent_of(pid: i32) -> Option<i32> {
@@ -435,18 +410,8 @@ fn the_terminal_goes_back_when_zklock_dies() {
         ),
     )
     .unwrap();
-    let mut shell = KillOnDrop(
-        on_a_terminal(&zk, &format!("sh {}", script.display()))
-            .env("SHELL", "/bin/sh")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("script(1) from util-linux"),
-    );
-    let cmd: i32 = until("CMD's pid", LONG, || {
-        let text = std::fs::read_to_string(&pid).ok()?;
-        text.strip_suffix('\n')?.parse().ok()
-    });
+    let (mut shell, _group) = typed_into(&zk, "/bin/sh", &format!("sh {}", script.display()));
+    let cmd = written_pid(&pid);
     let guard = parent_of(cmd).unwrap();
     let zklock = parent_of(guard).unwrap();
     let comm = std::fs::read_to_string(format!("/proc/{zklock}/comm")).unwrap();
@@ -459,7 +424,7 @@ fn the_terminal_goes_back_when_zklock_dies() {
     until("CMD gone", GROUP_DEATH_BOUND, || {
         (!alive(cmd)).then_some(())
     });
-    let mut tty = shell.0.stdin.take().unwrap();
+    let mut tty = shell.stdin.take().unwrap();
     tty.write_all(b"hello\n").unwrap();
     tty.flush().unwrap();
     until("the script read its line", Duration::from_secs(10), || {
@@ -467,5 +432,5 @@ fn the_terminal_goes_back_when_zklock_dies() {
         (text == "hello\n").then_some(())
     });
     drop(tty);
-    shell.0.wait().unwrap();
+    shell.wait().unwrap();
 }

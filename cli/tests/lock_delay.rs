@@ -154,27 +154,12 @@ fn with_lock_delay_the_late_write_lands_before_the_next_holder_starts() {
 fn a_try_lock_finds_a_lock_in_its_delay_busy() {
     let (_rt, locks) = client();
     let (zk, lock, dir) = setup("try");
-    let mut a = zklock(&zk);
-    a.args(words(&format!(
-        "--session-timeout {SESSION_TIMEOUT} exec --lock-delay 60"
-    )))
-    .args([
-        lock.as_str(),
-        "--",
-        "sh",
-        "-c",
-        "basename $ZKLOCK_NODE > a.node; exec sleep 60",
-    ])
-    .current_dir(&dir)
-    .stderr(Stdio::null());
-    let mut a = a.spawn().unwrap();
-    wait_for(&dir.join("a.node"), LONG);
-    let a_node = until("A's node name", Duration::from_secs(10), || {
-        Some(read(&dir.join("a.node"))).filter(|n| !n.is_empty())
-    });
+    let extra = ["--session-timeout", SESSION_TIMEOUT, "--lock-delay", "60"];
+    let (mut a, a_node) = holding_node(&zk, &extra, &lock, &dir);
+    let a_node = a_node.rsplit('/').next().unwrap();
     kill(&a, "-KILL");
     let _ = a.wait();
-    gone(&locks, &lock, &a_node);
+    gone(&locks, &lock, a_node);
     let try_delayed =
         run(zklock(&zk).args(["exec", "-n", "--lock-delay", "60", &lock, "--", "true"]));
     assert_eq!(code(&try_delayed), BUSY, "{try_delayed:?}");
@@ -215,7 +200,6 @@ fn elect_with_lock_delay_leads_the_delay_after_an_expired_leader() {
     let gone = gone(&locks, &path, &a_node);
     wait_for(&dir.join("b.leads"), Duration::from_secs(60));
     let gap = gone.elapsed();
-    eprintln!("B led {gap:?} after A's node went");
     assert!(gap >= DELAY, "B led {gap:?} after A's node went");
     let out = next.wait_with_output().unwrap();
     assert_eq!(code(&out), 0, "B: {out:?}");

@@ -90,10 +90,7 @@ fn scenario(order: Order, setsid: bool) -> Seen {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for(&pid_file, LONG);
-    let cmd: i32 = until("CMD's pid", Duration::from_secs(10), || {
-        std::fs::read_to_string(&pid_file).ok()?.trim().parse().ok()
-    });
+    let cmd = written_pid(&pid_file);
     let group = format!("-{}", stat_field(cmd, 3).expect("CMD runs"));
     let zklock = holder.id().to_string();
     let mut next = zklock_at(&zk, false)
@@ -181,21 +178,11 @@ fn read(out: &Path) -> Seen {
         .position(|l| l.starts_with("GRANTED "))
         .expect("the next holder was granted");
     let grant = granted(out).unwrap() as f64;
-    let stamps = |lines: &mut dyn Iterator<Item = &str>| -> Vec<f64> {
-        lines
-            .filter_map(|l| l.strip_prefix("1 ")?.trim().parse::<u128>().ok())
-            .map(|t| t as f64)
-            .collect()
-    };
-    let before = stamps(&mut text.lines().take(grant_line));
-    let after = stamps(&mut text.lines().skip(grant_line + 1));
-    let last = after
-        .iter()
-        .chain(before.iter())
-        .fold(f64::MIN, |a, &b| a.max(b));
+    let stamp = |l: &str| l.strip_prefix("1 ")?.trim().parse::<u128>().ok();
+    let last = text.lines().filter_map(stamp).max();
     Seen {
-        last_after_grant_ms: (last - grant) / 1e6,
-        lines_after_grant: after.len(),
+        last_after_grant_ms: last.map_or(f64::MIN, |t| (t as f64 - grant) / 1e6),
+        lines_after_grant: text.lines().skip(grant_line + 1).filter_map(stamp).count(),
     }
 }
 

@@ -84,16 +84,22 @@ fn with_locks<T: Send + 'static>(
     })
 }
 
-/// With the locks of [`with_locks`], `top --once` lists the three, the
-/// deadlocked ones first and marked, with owners, tokens and queue depths.
+/// Over the locks of [`with_locks`]: `top --once` lists the three, the
+/// deadlocked ones first and marked, with owners, tokens and queue depths;
+/// `deadlocks` reports the alice/bob cycle ([`cycle_reported`]); the live view
+/// shows them ([`live_view`]). Once the sessions are gone, `deadlocks` finds
+/// none (exit 0).
 #[test]
-fn once_prints_holders_waiters_and_deadlocks() {
+fn top_and_deadlocks_over_holders_waiters_and_a_cycle() {
     let zk = server().connect_string();
     let root = unique("top");
     let (a, c) = (format!("{root}/a"), format!("{root}/c"));
-    let (tokens, out) = with_locks(&zk, &root, |zk, root| {
-        run(zklock(zk).args(["top", "--once", root]))
+    let (tokens, (out, seen)) = with_locks(&zk, &root, |zk, root| {
+        let once = run(zklock(zk).args(["top", "--once", root]));
+        cycle_reported(zk, root);
+        (once, live_view(zk, root))
     });
+    println!("{seen}");
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     println!("{text}");
@@ -152,16 +158,6 @@ fn once_prints_holders_waiters_and_deadlocks() {
         "{text}"
     );
     assert!(lines[4].starts_with(&c), "{text}");
-}
-
-/// With the locks of [`with_locks`], `deadlocks` reports the alice/bob cycle
-/// (exit 4) as text, JSON and DOT, in wait order (carol's queue is no cycle);
-/// once the sessions are gone, none (exit 0).
-#[test]
-fn deadlocks_reports_a_real_cycle() {
-    let zk = server().connect_string();
-    let root = unique("deadlocks");
-    with_locks(&zk, &root, cycle_reported);
     let out = exits(&zk, &["deadlocks", &root], 0);
     assert_eq!(stdout(&out), format!("no deadlock under {root}\n"));
     let out = exits(&zk, &["deadlocks", "--json", &root], 0);
@@ -260,19 +256,10 @@ for n in c["nodes"]:
     }
 }
 
-/// The live view on a terminal (a pty from script(1), 160x40), its screen read
-/// back: the locks with holders and DEADLOCK; a lock taken meanwhile under ROOT
-/// shows up, and goes when released (a watch refreshes the view); a selected
-/// lock is followed into its `ls` view and back; `q` quits with 0.
-#[test]
-fn live_view_on_a_terminal_refreshes_and_quits() {
-    let zk = server().connect_string();
-    let root = unique("top-live");
-    let (_, seen) = with_locks(&zk, &root, live_view);
-    println!("{seen}");
-}
-
-/// Runs `zklock top ROOT` under script(1) and checks its screen as it goes.
+/// `zklock top ROOT` on a terminal (a pty from script(1), 160x40), its screen
+/// read back: the locks with holders and DEADLOCK; a lock taken meanwhile under
+/// ROOT shows up, and goes when released (a watch refreshes the view); a
+/// selected lock is followed into its `ls` view and back; `q` quits with 0.
 fn live_view(zk: &str, root: &str) -> String {
     let mut terminal = Terminal::top(env!("CARGO_BIN_EXE_zklock"), zk, root);
     let screen = terminal.screen.clone();

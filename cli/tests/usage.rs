@@ -6,6 +6,8 @@ mod common;
 
 use common::*;
 use lock_testkit::FaultProxy;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -17,10 +19,11 @@ fn usage_errors_before_connecting() {
     let refusing = format!("127.0.0.1:{}", closed_port());
     let too_long = format!("/{}", "a".repeat(131_010));
     let ran = scratch("usage").join("ran");
+    let not_utf8 = r#""/a\xFFb" is not valid UTF-8"#;
     // `ARGS | MESSAGE`, ARGS split at spaces (`''` an empty argument, LONG the
-    // path above, RAN a file CMD creates); `ZKLOCK_ZK=` first: that environment
-    // instead of --zk.
-    let cases = [
+    // path above, RAN a file CMD creates, BAD the bytes `/a\xffb`); `ZKLOCK_ZK=`
+    // first: that environment instead of --zk.
+    let cases: &[&str] = &[
         "exec relative -- true | must be absolute",
         "exec /a/ -- true | must not end with '/'",
         "exec /zookeeper/x -- true | reserved",
@@ -49,6 +52,11 @@ fn usage_errors_before_connecting() {
         "exec --scheme go --lock-delay 1 /a -- touch RAN | zklock: --lock-delay cannot be used \
          with --scheme go: go-zookeeper's Lock fails on the marker node it keeps",
         "elect /a '' -- true | participant ID must not be empty",
+        // Not UTF-8: a path, the connect string, a value.
+        &format!("exec BAD -- true | {not_utf8}"),
+        &format!("ls BAD | {not_utf8}"),
+        &format!("--zk BAD ls /a | {not_utf8}"),
+        &format!("exec --owner BAD /a -- true | {not_utf8}"),
     ];
     for case in cases {
         let (line, message) = case.split_once(" | ").unwrap();
@@ -57,10 +65,11 @@ fn usage_errors_before_connecting() {
             None => (refusing.as_str(), line),
         };
         let args = line.split(' ').map(|a| match a {
-            "''" => "",
-            "LONG" => &too_long,
-            "RAN" => ran.to_str().unwrap(),
-            a => a,
+            "''" => OsString::new(),
+            "LONG" => too_long.clone().into(),
+            "RAN" => ran.clone().into(),
+            "BAD" => OsStr::from_bytes(b"/a\xffb").into(),
+            a => a.into(),
         });
         let out = run(zklock(env_zk).args(args));
         assert_eq!(out.status.code(), Some(2), "{line}: {out:?}");
@@ -71,44 +80,11 @@ fn usage_errors_before_connecting() {
     assert!(!ran.exists(), "CMD ran");
 }
 
-/// An argument that is not UTF-8 (a path, an option's value, the connect
-/// string) is a usage error, one line naming it (it was a panic, exit 101); in
-/// CMD's arguments any bytes are passed on as they are.
+/// The checks refuse no more than the kernel would: a lock path just short of
+/// the environment limit still runs CMD, and CMD's arguments (after `--`) may
+/// hold any bytes, passed on as they are.
 #[test]
-fn arguments_that_are_not_utf8() {
-    use std::os::unix::ffi::OsStrExt;
-    // Split at spaces, BAD standing for the bytes `/a\xffb`.
-    let args = |line: &str| -> Vec<std::ffi::OsString> {
-        let bad = std::ffi::OsStr::from_bytes(b"/a\xffb");
-        line.split(' ')
-            .map(|a| if a == "BAD" { bad.into() } else { a.into() })
-            .collect()
-    };
-    let refusing = format!("127.0.0.1:{}", closed_port());
-    for line in [
-        "exec BAD -- true",
-        "ls BAD",
-        "--zk BAD ls /a",
-        "exec --owner BAD /a -- true",
-    ] {
-        let out = run(zklock(&refusing).args(args(line)));
-        assert_eq!(out.status.code(), Some(2), "{line}: {out:?}");
-        let stderr = stderr(&out);
-        assert_eq!(stderr.lines().count(), 1, "{line}: one line: {stderr}");
-        let named = r#""/a\xFFb" is not valid UTF-8"#;
-        assert!(stderr.contains(named), "{line}: {stderr}");
-    }
-    // After `--`, CMD gets the bytes (not refused: it runs).
-    let zk = server().connect_string();
-    let line = format!("exec {} -- test BAD = BAD", unique("not-utf8-cmd"));
-    let out = run(zklock(&zk).args(args(&line)));
-    assert_eq!(code(&out), 0, "{out:?}");
-}
-
-/// A lock path just short of the environment limit still runs CMD (the check
-/// above refuses no more than the kernel would).
-#[test]
-fn longest_path_still_runs_cmd() {
+fn what_the_checks_let_through_runs_cmd() {
     let zk = server().connect_string();
     // ZKLOCK_NODE=<path>/zkl-<32 hex>-write-<10> and the NUL: 68 bytes besides the
     // path, one of them kept for a negative sequence number.
@@ -122,6 +98,11 @@ fn longest_path_still_runs_cmd() {
         "test ${#ZKLOCK_NODE} -gt 131000",
     ]));
     assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let bad = OsStr::from_bytes(b"/a\xffb");
+    let out = run(zklock(&zk)
+        .args(["exec", &unique("not-utf8-cmd"), "--", "test"])
+        .args([bad, OsStr::new("="), bad]));
+    assert_eq!(code(&out), 0, "{out:?}");
 }
 
 /// Every server refusing: 69 well before the connect timeout (30 s asked),
@@ -175,12 +156,16 @@ fn connect_failures_say_why() {
 /// A chroot missing on the server: every subcommand that reads the tree under
 /// it says so in one line and exits 2 (not an empty tree and 0, which would let
 /// `zklock deadlocks /locks || alert` pass on a typo in `--zk`); none claims
-/// that nobody holds or prints anything on stdout.
+/// that nobody holds or prints anything on stdout. `doctor` reports the servers
+/// as usual, its verdict naming the chroot (`--json`: "no-chroot"). With the
+/// chroot there, each finds nobody as before, and doctor's verdict is the
+/// servers' again.
 #[test]
 fn missing_chroot_is_named() {
     let zk = server().connect_string();
     let chroot = unique("no-such-chroot").replace("/cli-tests/", "/");
     let rooted = format!("{zk}{chroot}");
+    let line = format!("the chroot {chroot} of the connect string does not exist");
     for args in [
         &["exec", "/l", "--", "true"][..],
         &["elect", "/e", "me", "--", "true"],
@@ -204,17 +189,29 @@ fn missing_chroot_is_named() {
             .unwrap();
         let stderr = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(
-            stderr.contains(&format!(
-                "the chroot {chroot} of the connect string does not exist"
-            )),
-            "{args:?}: {stderr}"
-        );
+        assert!(stderr.contains(&line), "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: one line: {stderr}");
         assert!(!stderr.contains("nobody"), "{args:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{args:?}: {out:?}");
     }
-    // With the chroot there, the same find nobody as before.
+    let out = run(zklock(&rooted).args(["doctor"]));
+    let (report, said) = (stdout(&out), stderr(&out));
+    assert_eq!(code(&out), 2, "{report}{said}");
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.contains(&line), "{said}");
+    assert!(
+        report.contains(&format!("verdict: no-chroot (exit 2): {line}")),
+        "{report}"
+    );
+    let out = run(zklock(&rooted).args(["doctor", "--json"]));
+    let json = stdout(&out);
+    assert_eq!(code(&out), 2, "{json}");
+    assert!(
+        json.contains(r#""verdict":"no-chroot","exit_code":2"#)
+            || json.contains(r#""verdict": "no-chroot", "exit_code": 2"#),
+        "{json}"
+    );
+
     exits(&zk, &["exec", &format!("{chroot}/l"), "--", "true"], 0);
     for (args, expected) in [
         (&["ls", "/l"][..], 0),
@@ -227,6 +224,9 @@ fn missing_chroot_is_named() {
         assert_eq!(code(&out), expected, "{args:?}: {out:?}");
         assert!(!stderr(&out).contains("chroot"), "{args:?}: {out:?}");
     }
+    let out = run(zklock(&rooted).args(["doctor"]));
+    assert_ne!(code(&out), 2, "{out:?}");
+    assert!(!stdout(&out).contains("verdict: no-chroot"), "{out:?}");
 }
 
 /// A path that does not exist, where that matters: `ls`, `revoke`, `leader`,
@@ -292,37 +292,4 @@ fn missing_paths_name_the_missing_ancestor() {
             "{args:?}: {out:?}"
         );
     }
-}
-
-/// `doctor` with a connect string whose chroot does not exist: the servers'
-/// report as usual, its verdict naming the chroot, the one line on stderr, and
-/// exit 2 as every subcommand (nothing could lock under it); `--json` says
-/// "no-chroot". With the chroot there, the verdict is the servers' again.
-#[test]
-fn doctor_names_a_missing_chroot() {
-    let zk = server().connect_string();
-    let chroot = unique("doctor-no-chroot").replace("/cli-tests/", "/");
-    let rooted = format!("{zk}{chroot}");
-    let line = format!("the chroot {chroot} of the connect string does not exist");
-    let out = run(zklock(&rooted).args(["doctor"]));
-    let (report, said) = (stdout(&out), stderr(&out));
-    assert_eq!(code(&out), 2, "{report}{said}");
-    assert_eq!(said.lines().count(), 1, "{said}");
-    assert!(said.contains(&line), "{said}");
-    assert!(
-        report.contains(&format!("verdict: no-chroot (exit 2): {line}")),
-        "{report}"
-    );
-    let out = run(zklock(&rooted).args(["doctor", "--json"]));
-    let json = stdout(&out);
-    assert_eq!(code(&out), 2, "{json}");
-    assert!(
-        json.contains(r#""verdict":"no-chroot","exit_code":2"#)
-            || json.contains(r#""verdict": "no-chroot", "exit_code": 2"#),
-        "{json}"
-    );
-    exits(&zk, &["exec", &format!("{chroot}/l"), "--", "true"], 0);
-    let out = run(zklock(&rooted).args(["doctor"]));
-    assert_ne!(code(&out), 2, "{out:?}");
-    assert!(!stdout(&out).contains("verdict: no-chroot"), "{out:?}");
 }

@@ -215,8 +215,8 @@ impl Link {
     /// (today the metrics' [path prefix](crate::ConnectOptions::metrics_path_prefix));
     /// a binding calls it once, right after [`pair`](crate::pair).
     pub fn apply_options(&self, options: &crate::ConnectOptions) {
-        let depth = options.metrics_path_prefix_option();
-        self.shared.with(|s| s.locks.metrics_prefix = depth);
+        self.shared
+            .with(|s| s.locks.metrics_prefix = options.metrics_path_prefix);
     }
 
     // Inputs.

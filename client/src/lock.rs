@@ -252,6 +252,19 @@ pub struct Mutex {
     reentrant: bool,
 }
 
+/// The client's default owner, or else a new one, `{kind}-{n}`, for a value
+/// (with its clones) that is one owner.
+pub(crate) fn owner_of_one_value(client: &LockClient, kind: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    match client.owner() {
+        Some(owner) => owner.to_owned(),
+        None => format!(
+            "{kind}-{}",
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ),
+    }
+}
+
 /// The spec with the client's default owner, if it has one.
 fn owned(client: &LockClient, spec: LockSpec) -> LockSpec {
     match client.owner() {
@@ -310,7 +323,8 @@ impl Mutex {
         if let Some(again) = LockGuard::reenter(&self.client, &owner, spec.path()) {
             return Ok(again);
         }
-        let guard = self.client.acquire_reentrant(spec, deadline).await?;
+        let id = self.client.start_acquisition(spec, deadline, true, None)?;
+        let guard = PendingLock::new(self.client.clone(), id).await?;
         Ok(guard.count_holds(&owner, self.spec.path()))
     }
 
@@ -362,15 +376,7 @@ impl RwLock {
         // One `RwLock` value (with its clones) is one owner, as one thread is in
         // Curator: its write half is refused at once while its read half holds
         // (an upgrade would wait for itself forever), instead of hanging.
-        static NEXT_OWNER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        // The client's default owner, if any, is the owner instead.
-        let owner = match client.owner() {
-            Some(owner) => owner.to_owned(),
-            None => format!(
-                "rwlock-{}",
-                NEXT_OWNER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            ),
-        };
+        let owner = owner_of_one_value(&client, "rwlock");
         RwLock {
             read: ReadLock {
                 client: client.clone(),

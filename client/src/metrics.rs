@@ -1,12 +1,6 @@
 //! Metrics through the [`metrics`] facade, for every binding, in one place.
-//!
-//! The rest of the crate calls these hooks: [`AcquisitionMetrics::start`] when an
-//! acquisition begins, [`AcquisitionMetrics::on_event`] for each of its events,
-//! [`AcquisitionMetrics::on_progress`] for each step of its wait,
-//! [`AcquisitionMetrics::on_node_deleted`] when a watched node's deletion is reported,
-//! and [`request_sent`] when the link hands a request to the binding. Without an
-//! installed recorder every call lands on the facade's no-op recorder: no
-//! allocation (labels are `&'static str`, except the opt-in path prefix), no lock.
+//! Without an installed recorder every call lands on the facade's no-op recorder:
+//! no allocation (labels are `&'static str`, except the opt-in path prefix), no lock.
 //!
 //! The names, labels and meanings are in the crate docs' [metrics table](crate#metrics)
 //! and the README's: both are [`METRICS`], which [`describe_metrics`] hands to the
@@ -247,7 +241,7 @@ impl AcquisitionMetrics {
                 self.stage = Stage::Ended;
             }
             LockEvent::Lost(reason) if self.stage == Stage::Held => {
-                let labels = self.with(("reason", lost_reason(reason)));
+                let labels = self.with(Some(("reason", lost_reason(reason))));
                 counter!("zklock_lost_total", labels.iter()).increment(1);
                 self.end_hold("lost", now);
             }
@@ -278,7 +272,7 @@ impl AcquisitionMetrics {
 
     fn end_wait(&self, outcome: &'static str, now: Instant) {
         gauge!("zklock_locks_waiting", self.labels().iter()).decrement(1.0);
-        let labels = self.with(("outcome", outcome));
+        let labels = self.with(Some(("outcome", outcome)));
         counter!("zklock_acquisitions_total", labels.iter()).increment(1);
         histogram!("zklock_acquire_wait_seconds", labels.iter())
             .record(now.saturating_duration_since(self.started));
@@ -287,7 +281,7 @@ impl AcquisitionMetrics {
     fn end_hold(&mut self, end: &'static str, now: Instant) {
         gauge!("zklock_locks_held", self.labels().iter()).decrement(1.0);
         let since = instant(self.started, self.granted).unwrap_or(now);
-        let labels = self.with(("end", end));
+        let labels = self.with(Some(("end", end)));
         histogram!("zklock_hold_seconds", labels.iter())
             .record(now.saturating_duration_since(since));
         self.stage = Stage::Ended;
@@ -295,24 +289,18 @@ impl AcquisitionMetrics {
 
     /// This acquisition's labels, built for one recording.
     fn labels(&self) -> Vec<Label> {
-        self.with_capacity(2)
+        self.with(None)
     }
 
-    /// This acquisition's labels and one more.
-    fn with(&self, (key, value): (&'static str, &'static str)) -> Vec<Label> {
-        let mut labels = self.with_capacity(3);
-        labels.push(Label::from_static_parts(key, value));
-        labels
-    }
-
-    /// The labels, in a `Vec` sized for `room` (sized once: a push into a full
-    /// one reallocates).
-    fn with_capacity(&self, room: usize) -> Vec<Label> {
-        let mut labels = Vec::with_capacity(room);
+    /// This acquisition's labels and `extra`, in a `Vec` sized once (a push into
+    /// a full one reallocates).
+    fn with(&self, extra: Option<(&'static str, &'static str)>) -> Vec<Label> {
+        let mut labels = Vec::with_capacity(3);
         labels.push(Label::from_static_parts("recipe", self.recipe));
         if let Some(prefix) = &self.prefix {
             labels.push(Label::new("prefix", prefix.to_string()));
         }
+        labels.extend(extra.map(|(key, value)| Label::from_static_parts(key, value)));
         labels
     }
 }

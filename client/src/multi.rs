@@ -122,14 +122,7 @@ pub struct MultiLock {
 
 impl MultiLock {
     pub(crate) fn new(client: LockClient, parts: Vec<MultiPart>) -> MultiLock {
-        static NEXT_OWNER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let owner = match client.owner() {
-            Some(owner) => owner.to_owned(),
-            None => format!(
-                "multi-{}",
-                NEXT_OWNER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            ),
-        };
+        let owner = crate::lock::owner_of_one_value(&client, "multi");
         let mut parts: Vec<LockSpec> = parts.into_iter().map(|p| p.spec.owner(&owner)).collect();
         parts.sort_by(|a, b| {
             (a.path(), recipe_rank(a.recipe())).cmp(&(b.path(), recipe_rank(b.recipe())))

@@ -39,7 +39,7 @@ pub struct ConnectOptions {
     expiry_margin: Option<Duration>,
     /// `None`: the default (a tenth of the session timeout); `Some(None)`: off.
     sync_interval: Option<Option<Duration>>,
-    metrics_path_prefix: Option<usize>,
+    pub(crate) metrics_path_prefix: Option<usize>,
 }
 
 /// SASL DIGEST-MD5 credentials ([`ConnectOptions::sasl_digest_md5`]).
@@ -131,11 +131,6 @@ impl ConnectOptions {
     pub fn metrics_path_prefix(mut self, depth: usize) -> Self {
         self.metrics_path_prefix = Some(depth);
         self
-    }
-
-    /// The depth set with [`metrics_path_prefix`](Self::metrics_path_prefix).
-    pub fn metrics_path_prefix_option(&self) -> Option<usize> {
-        self.metrics_path_prefix
     }
 
     /// Authenticates every connection of the session with ZooKeeper's `digest`
@@ -254,17 +249,13 @@ impl ConnectOptions {
             if auth.scheme.is_empty() {
                 return Err(Error::bad_option("auth", "empty scheme"));
             }
-            if auth.scheme == "digest" {
-                let text = std::str::from_utf8(&auth.credentials).unwrap_or("");
-                match text.split_once(':') {
-                    Some((user, _)) if !user.is_empty() => {}
-                    _ => {
-                        return Err(Error::bad_option(
-                            "digest auth",
-                            "the credentials must be user:password",
-                        ))
-                    }
-                }
+            let text = std::str::from_utf8(&auth.credentials).unwrap_or("");
+            let user = text.split_once(':').map_or("", |(user, _)| user);
+            if auth.scheme == "digest" && user.is_empty() {
+                return Err(Error::bad_option(
+                    "digest auth",
+                    "the credentials must be user:password",
+                ));
             }
         }
         let creator = self

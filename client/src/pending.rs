@@ -92,7 +92,12 @@ impl PendingLock {
     /// until its first look at the queue (made as soon as its node exists), and
     /// once it is granted or ended. Costs no request (see [`Queued`]).
     pub fn queued(&self) -> Option<Queued> {
-        queued_now(&self.client, self.id)
+        self.client.shared().with(|s| {
+            let slot = s.locks.slot(self.id)?;
+            (!slot.acquired && !slot.ended)
+                .then(|| slot.queued.as_deref().cloned())
+                .flatten()
+        })
     }
 
     /// A handle that follows this acquisition's place in the queue (from
@@ -157,15 +162,6 @@ impl Canceller {
             }
         });
     }
-}
-
-fn queued_now(client: &LockClient, id: LockId) -> Option<Queued> {
-    client.shared().with(|s| {
-        let slot = s.locks.slot(id)?;
-        (!slot.acquired && !slot.ended)
-            .then(|| slot.queued.as_deref().cloned())
-            .flatten()
-    })
 }
 
 /// Follows a [`PendingLock`]'s place in the queue; see

@@ -1,12 +1,8 @@
 //! The state every handle and the [`Link`](crate::Link) share: the core
 //! [`Session`] and the parts around it, under one mutex (quinn's
 //! `ConnectionRef`: lock, call the core, drain, unlock, then wake whoever must
-//! act).
-//!
-//! Each part owns its fields, resets itself and is tested in its module:
-//! `locks` (the slots and reentrant holds), `elections`, `link_io` (what the
-//! link sends and looks at), `closing`, `wakeups`, `tracker` (the connection
-//! view) and `time`. [`Shared::with`] is the one way in.
+//! act). Each part owns its fields and resets itself; [`Shared::with`] is the
+//! one way in.
 
 // The connection tracker is part of this state (not of the `connection` module,
 // whose streams read it), so that this module imports no handle built on it.
@@ -98,12 +94,8 @@ impl Shared {
         unpoisoned(self.state.lock())
     }
 
-    /// The one way into the state: locks it, runs `f` (which calls the core,
-    /// reads, registers wakers; a handle's change the link must see calls
-    /// [`SharedState::mark_link`]), drains the core (requests queue for the
-    /// link, events go to their slots and elections, their waiters are
-    /// collected), unlocks, then wakes the link's thread if this call marked it,
-    /// and every waker collected.
+    /// The one way into the state: locks it, runs `f`, drains the core, unlocks,
+    /// then wakes the link's thread if `f` marked it, and every waker collected.
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut SharedState) -> R) -> R {
         let mut state = self.lock();
         let was_marked = state.io.is_marked();
@@ -150,17 +142,9 @@ impl SharedState {
         self.time.now()
     }
 
-    /// The status the handles of acquisition `id` report: the one the driver
-    /// last set, read against the clock ([`Closed`](lock_core::LostReason::Closed)
-    /// lost once the slot is gone).
-    ///
-    /// The driver moves a lock to `Suspended` and `Lost` when it gets to the
-    /// trust deadline, but a process paused past it (SIGSTOP, a GC, a VM
-    /// migration) runs the user's next check before its driver has run: a `Held`
-    /// lock whose deadline has passed is reported `Suspended`. Not `Lost`: the
-    /// loss and its reason are the driver's to decide and report as an event (it
-    /// may yet learn that the session expired), and a status must not run ahead
-    /// of the events the handle will read.
+    /// The status the handles of acquisition `id` report (`Lost(Closed)` once
+    /// the slot is gone): see [`LockGuard::status`](crate::LockGuard::status)
+    /// for why a `Held` lock past its trust deadline reads `Suspended`.
     pub(crate) fn lock_status(&self, id: LockId) -> LockStatus {
         match self.locks.slot(id).map(|slot| &slot.status) {
             None => LockStatus::Lost(lock_core::LostReason::Closed),
@@ -217,20 +201,6 @@ impl SharedState {
         self.wakeups.handle_idle();
     }
 
-    /// What a binding learned of the connection's server, from a probe sent while
-    /// the connection was the one of `generation`: told to the core only if it
-    /// still is.
-    pub(crate) fn handle_server_learned(
-        &mut self,
-        generation: u64,
-        role: lock_core::ServerRole,
-        now: Timestamp,
-    ) {
-        if generation == self.connection.generation() {
-            self.core.learn_server(role, now);
-        }
-    }
-
     /// What the binding reports about the session, for the core and for the
     /// client-wide connection state.
     pub(crate) fn handle_session(&mut self, event: lock_core::SessionEvent, now: Timestamp) {
@@ -239,9 +209,7 @@ impl SharedState {
             .handle_input(lock_core::Input::Session(event), now);
     }
 
-    /// Rule 2 of the core's contract: drain after every call. Requests queue for
-    /// the link; events and progress go to their slots (and a term's events to
-    /// its election).
+    /// Rule 2 of the core's contract: drain after every call.
     fn drain(&mut self) {
         while let Some(output) = self.core.poll_output() {
             match output {
@@ -282,14 +250,11 @@ fn duration_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// The poisoning policy (quinn's and raft-rs's): only lock-client and lock-core
-/// code runs under the state's mutex (wakers and user callbacks run after it is
-/// released), so a panic there is a bug that may have left the core half-way
-/// through a transition, and every later call on the state panics too rather
-/// than act on it: a lock must never be reported held from a broken state.
-/// Except while this thread is already unwinding (a handle dropped by the very
-/// panic): panicking again would abort the process and hide the first panic, so
-/// that drop goes ahead, and the first panic goes on unwinding.
+/// The poisoning policy (quinn's and raft-rs's): only our code runs under the
+/// mutex, so a panic there is a bug that may have left the core half-way through
+/// a transition, and every later call panics too: a lock must never be reported
+/// held from a broken state. Except during that very unwind (a handle dropped by
+/// the panic), where a second panic would abort and hide the first.
 fn unpoisoned<G>(locked: std::sync::LockResult<G>) -> G {
     locked.unwrap_or_else(|poisoned| {
         if std::thread::panicking() {

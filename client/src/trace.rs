@@ -1,10 +1,4 @@
-//! `tracing` for every binding, in one place: a span per acquisition (path,
-//! recipe, owner, lock id) with an event at each step (node created, queued
-//! behind, acquired with its token, suspended, resumed, lost and why, released,
-//! failed). The core has no `tracing`: it reports steps as
-//! [`Output::Progress`](lock_core::Output::Progress) and events, turned into
-//! tracing here. Connection changes are logged by the connection tracker.
-//!
+//! `tracing` for every binding, in one place (the crate docs say what is traced).
 //! Levels: `info` for what a holder must know (acquired, resumed, released),
 //! `warn` for trouble (suspended, lost), `debug` for the steps of waiting.
 

@@ -3,7 +3,7 @@
 
 use crate::check::{Figures, Overlap};
 use crate::record::Fault;
-use crate::Mode;
+use crate::{Mode, WorkerSpec};
 use lock_testkit::measure::thousands;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -12,10 +12,10 @@ use std::time::Duration;
 /// One case's settings. [`CaseConfig::from_env`] reads the `FLEET_*` knobs.
 #[derive(Clone, Debug)]
 pub struct CaseConfig {
-    /// `zklock`, `bare` (the yardstick), `curator` or `kazoo` (`mode` Fleet).
-    pub library: String,
-    /// The workload.
-    pub mode: Mode,
+    /// What every session does (the library, the mode, the locks, think and hold
+    /// times, timeouts, the seed); each worker's spec is this one with its own
+    /// connect string, share of the sessions and record file.
+    pub workload: WorkerSpec,
     /// Sessions in all.
     pub sessions: usize,
     /// Worker processes (sessions are dealt round-robin).
@@ -30,28 +30,8 @@ pub struct CaseConfig {
     pub rolling_restart: bool,
     /// The quiet span before each restart, and after the last.
     pub restart_gap: Duration,
-    /// Hot sessions (loop on the hot locks).
-    pub hot_sessions: usize,
-    /// Hot locks.
-    pub hot_locks: usize,
-    /// Cold locks.
-    pub cold_locks: usize,
-    /// A cold session's mean think time.
-    pub think_ms: u64,
-    /// A cold hold's mean length.
-    pub hold_ms: u64,
-    /// A hot hold's length.
-    pub hot_hold_ms: u64,
-    /// A hot session's think time, uniform up to this.
-    pub hot_think_ms: u64,
-    /// The session timeout.
-    pub session_timeout: Duration,
-    /// An acquisition's deadline.
-    pub acquire_timeout: Duration,
     /// Each server's maximum heap.
     pub heap_mb: u32,
-    /// The seed.
-    pub seed: u64,
     /// The binary that runs `worker` (this one, or the test's `CARGO_BIN_EXE_`).
     pub worker_exe: PathBuf,
     /// Where the record files go.
@@ -78,26 +58,34 @@ impl CaseConfig {
             .max(4)
             .min(sessions);
         CaseConfig {
-            library: "zklock".into(),
-            mode: Mode::Fleet,
+            workload: WorkerSpec {
+                library: "zklock".into(),
+                mode: Mode::Fleet,
+                hot_sessions: hot,
+                // At least two hot sessions per hot lock: a hot lock has a queue.
+                hot_locks: (env_u64("FLEET_HOT_LOCKS", 4) as usize).min(hot / 2).max(1),
+                cold_locks: env_u64("FLEET_COLD_LOCKS", (sessions as u64 / 10).max(50)) as usize,
+                think_ms: env_u64("FLEET_THINK_MS", 20_000),
+                hold_ms: env_u64("FLEET_HOLD_MS", 50),
+                hot_hold_ms: env_u64("FLEET_HOT_HOLD_MS", 5),
+                hot_think_ms: env_u64("FLEET_HOT_THINK_MS", 20),
+                session_timeout_ms: env_u64("FLEET_SESSION_TIMEOUT_MS", 60_000),
+                acquire_timeout_ms: 60_000,
+                seed: env_u64("FLEET_SEED", 1),
+                // Each worker's own, set when it starts.
+                connect: String::new(),
+                count: 0,
+                first: 0,
+                stride: 1,
+                out: String::new(),
+            },
             sessions,
             workers: sessions.div_ceil(per_worker).max(2).min(sessions),
             window: Duration::from_secs(env_u64("FLEET_SECONDS", 60)),
             warmup: Duration::from_secs(env_u64("FLEET_WARMUP_S", 10)),
             rolling_restart: false,
             restart_gap: Duration::from_secs(env_u64("FLEET_RESTART_GAP_S", 20)),
-            hot_sessions: hot,
-            // At least two hot sessions per hot lock: a hot lock has a queue.
-            hot_locks: (env_u64("FLEET_HOT_LOCKS", 4) as usize).min(hot / 2).max(1),
-            cold_locks: env_u64("FLEET_COLD_LOCKS", (sessions as u64 / 10).max(50)) as usize,
-            think_ms: env_u64("FLEET_THINK_MS", 20_000),
-            hold_ms: env_u64("FLEET_HOLD_MS", 50),
-            hot_hold_ms: env_u64("FLEET_HOT_HOLD_MS", 5),
-            hot_think_ms: env_u64("FLEET_HOT_THINK_MS", 20),
-            session_timeout: Duration::from_millis(env_u64("FLEET_SESSION_TIMEOUT_MS", 60_000)),
-            acquire_timeout: Duration::from_secs(60),
             heap_mb: env_u64("FLEET_HEAP_MB", 1024) as u32,
-            seed: env_u64("FLEET_SEED", 1),
             worker_exe,
             dir,
         }
@@ -107,8 +95,8 @@ impl CaseConfig {
     pub fn label(&self) -> String {
         let mut s = format!(
             "{} {} {}",
-            self.library,
-            self.mode.key(),
+            self.workload.library,
+            self.workload.mode.key(),
             thousands(self.sessions)
         );
         if self.rolling_restart {
@@ -233,7 +221,7 @@ impl CaseResult {
         if self.config.rolling_restart && client != server {
             p.push(format!("expiries unaccounted for: {client} seen by clients, {server} of the fleet's by the servers"));
         }
-        if self.figures.grants == 0 && self.config.mode != Mode::Idle {
+        if self.figures.grants == 0 && self.config.workload.mode != Mode::Idle {
             p.push("no grants in the window".into());
         }
         p

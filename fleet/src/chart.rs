@@ -20,9 +20,9 @@ pub fn write(results: &[CaseResult], path: &Path) -> Result {
     let mut cases: Vec<&CaseResult> = results
         .iter()
         .filter(|r| {
-            r.config.library == "zklock"
+            r.config.workload.library == "zklock"
                 && !r.config.rolling_restart
-                && r.config.mode == crate::Mode::Fleet
+                && r.config.workload.mode == crate::Mode::Fleet
         })
         .collect();
     cases.sort_by_key(|r| r.config.sessions);

@@ -56,23 +56,12 @@ pub fn run_case_on(config: &CaseConfig, ensemble: Arc<ZkEnsemble>) -> CaseResult
             let count = (config.sessions + config.workers - 1 - w) / config.workers;
             let out = config.dir.join(format!("worker-{w}.txt"));
             let spec = WorkerSpec {
-                library: config.library.clone(),
-                mode: config.mode,
                 connect: connect.clone(),
                 count,
                 first: w,
                 stride: config.workers,
-                hot_sessions: config.hot_sessions,
-                hot_locks: config.hot_locks,
-                cold_locks: config.cold_locks,
-                think_ms: config.think_ms,
-                hold_ms: config.hold_ms,
-                hot_hold_ms: config.hot_hold_ms,
-                hot_think_ms: config.hot_think_ms,
-                session_timeout_ms: config.session_timeout.as_millis() as u64,
-                acquire_timeout_ms: config.acquire_timeout.as_millis() as u64,
-                seed: config.seed,
                 out: out.display().to_string(),
+                ..config.workload.clone()
             };
             let mut command = worker_command(config, &peers);
             command.args(spec.to_args()).stderr(Stdio::inherit());

@@ -30,7 +30,7 @@ impl Peers {
             .expect("the target directory");
         let build = target.join("fleet-peers");
         std::fs::create_dir_all(&build).expect("the peers' build directory");
-        match config.library.as_str() {
+        match config.workload.library.as_str() {
             "curator" => {
                 let (java, classpath) = lock_testkit::curator_peer(CURATOR_SOURCE, "CuratorFleet", &build)
                     .unwrap_or_else(|e| panic!("the Curator worker: {e} (scripts/install-deps.sh installs Java and Curator)"));

@@ -110,7 +110,7 @@ macro_rules! worker_spec {
 }
 
 worker_spec! {
-    /// `zklock` or `bare`.
+    /// `zklock`, `bare` (the yardstick), `curator` or `kazoo` (`mode` Fleet).
     library: String,
     /// What the sessions do.
     mode: Mode,

@@ -50,10 +50,10 @@ fn main() {
             let mut config = case_config(sessions, "run");
             config.rolling_restart = args.get(2).is_some_and(|a| a == "restart");
             if args.get(2).is_some_and(|a| a == "idle") {
-                config.mode = Mode::Idle;
+                config.workload.mode = Mode::Idle;
             }
             if let Ok(library) = std::env::var("FLEET_LIBRARY") {
-                config.library = library;
+                config.workload.library = library;
             }
             let result = run_case(&config);
             println!("{}", report::case_text(&result));
@@ -111,7 +111,7 @@ fn suite() {
         if idle {
             // The baseline: the same sessions holding nothing.
             let mut config = case_config(n, &format!("idle-{n}"));
-            config.mode = Mode::Idle;
+            config.workload.mode = Mode::Idle;
             config.window = Duration::from_secs(env_usize("FLEET_IDLE_SECONDS", 30) as u64);
             results.extend(attempt(&config, &mut failed, &mut notes));
         }
@@ -128,7 +128,7 @@ fn suite() {
     for library in env_words("FLEET_PEERS", "curator,kazoo") {
         let n = env_usize("FLEET_PEER_SIZE", 1000);
         let mut config = case_config(n, &format!("{library}-{n}"));
-        config.library = library;
+        config.workload.library = library;
         results.extend(attempt(&config, &mut failed, &mut notes));
     }
     let yard = yardstick();
@@ -183,8 +183,8 @@ fn yardstick() -> Yard {
         for entry in &mut yard.rounds {
             let (mode, library) = (entry.0, entry.1);
             let mut config = case_config(sessions, &format!("yard-{round}-{library}-{mode:?}"));
-            config.library = library.to_owned();
-            config.mode = mode;
+            config.workload.library = library.to_owned();
+            config.workload.mode = mode;
             config.workers = 2;
             config.window = Duration::from_secs(seconds);
             config.warmup = Duration::from_secs(2);
@@ -282,9 +282,9 @@ fn section(
             "- {}: {} workers; {} hot sessions on {} hot locks, {} cold locks; window {:.0} s; connected in {:.0} s; first fault: {}",
             c.label(),
             c.workers,
-            c.hot_sessions,
-            c.hot_locks,
-            thousands(c.cold_locks),
+            c.workload.hot_sessions,
+            c.workload.hot_locks,
+            thousands(c.workload.cold_locks),
             r.window.as_secs_f64(),
             r.connect_time.as_secs_f64(),
             r.first_fault.as_ref().map_or("none".to_owned(), |f| format!("{} ({})", f.kind, f.detail))

@@ -18,7 +18,7 @@ fn ms(d: Duration) -> String {
 }
 
 /// `p50 / p99 / max` in ms.
-pub fn spread(s: &Spread) -> String {
+fn spread(s: &Spread) -> String {
     if s.count == 0 {
         return "-".into();
     }
@@ -28,12 +28,6 @@ pub fn spread(s: &Spread) -> String {
 /// MiB, whole, or `?` if not measured.
 fn mib(value: Option<f64>) -> String {
     value.map_or("?".into(), |v| format!("{v:.0}"))
-}
-
-/// The heap used by the members, `a / b / c` MiB.
-fn heaps(r: &CaseResult) -> String {
-    let heaps: Vec<String> = r.members.iter().map(|m| mib(m.heap_used_mb)).collect();
-    heaps.join(" / ")
 }
 
 /// A case as lines of `key: value`, for the terminal.
@@ -151,9 +145,10 @@ fn row(r: &CaseResult) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let library = match c.mode {
-        crate::Mode::Fleet => c.library.clone(),
-        mode => format!("{} ({}, no locks)", c.library, mode.key()),
+    let heaps: Vec<String> = r.members.iter().map(|m| mib(m.heap_used_mb)).collect();
+    let library = match c.workload.mode {
+        crate::Mode::Fleet => c.workload.library.clone(),
+        mode => format!("{} ({}, no locks)", c.workload.library, mode.key()),
     };
     format!(
         "| {library} | {} | {restart} | {:.0} / {:.0} | {:.0} ({:.0}) | {:.3} | {:.1} | {} | {} | {} | {:.1} / {:.1} | {} | {} / {} ({}) | {} | {faults} | {} |",
@@ -169,7 +164,7 @@ fn row(r: &CaseResult) -> String {
         spread(&r.figures.handoff),
         r.client_rss_kib_per_session,
         r.client_cpu_us_per_session_s,
-        heaps(r),
+        heaps.join(" / "),
         r.client_expired,
         r.server_expired_fleet,
         r.server_expired_unowned,

@@ -130,7 +130,9 @@ pub fn run(spec: WorkerSpec) {
             task.await.expect("session task");
             handles.push(session);
         }
-        write_records(&spec.out, &shared.records.lock().unwrap());
+        let records = std::mem::take(&mut *shared.records.lock().unwrap());
+        let text: String = records.iter().map(|r| r.to_line() + "\n").collect();
+        std::fs::write(&spec.out, text).expect("writing the records");
         say("done");
         while let Some(line) = lines.recv().await {
             if line.trim() == "close" {
@@ -154,11 +156,6 @@ fn say(line: &str) {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{line}").expect("stdout");
     out.flush().expect("stdout");
-}
-
-fn write_records(path: &str, records: &[Record]) {
-    let text: String = records.iter().map(|r| r.to_line() + "\n").collect();
-    std::fs::write(path, text).expect("writing the records");
 }
 
 /// Connects every session, 20 handshakes in flight at a time (a fleet that
@@ -379,15 +376,11 @@ async fn cycle_zklock(
             _ = tokio::time::sleep_until(until) => break,
             event = guard.next_event() => match event {
                 Some(LockEvent::Suspended) => {
-                    if let Some(start) = trusted_since.take() {
-                        segments.push((start, monotonic_ns()));
-                    }
+                    segments.extend(trusted_since.take().map(|start| (start, monotonic_ns())));
                 }
                 Some(LockEvent::Resumed) => trusted_since = Some(monotonic_ns()),
                 Some(LockEvent::Lost(reason)) => {
-                    if let Some(start) = trusted_since.take() {
-                        segments.push((start, monotonic_ns()));
-                    }
+                    segments.extend(trusted_since.take().map(|start| (start, monotonic_ns())));
                     lost = Some(reason);
                     break;
                 }
@@ -397,9 +390,7 @@ async fn cycle_zklock(
         }
     }
     let released = monotonic_ns();
-    if let Some(start) = trusted_since.take() {
-        segments.push((start, released));
-    }
+    segments.extend(trusted_since.map(|start| (start, released)));
     match lost {
         Some(LostReason::SessionExpired) => fault("expired-holding", lock.to_owned()),
         Some(reason) => fault("lost", format!("{lock}: {reason:?}")),

@@ -17,10 +17,10 @@ fn twenty_sessions_hold_hand_off_and_never_overlap() {
     config.workers = 2;
     config.window = Duration::from_secs(4);
     config.warmup = Duration::from_secs(1);
-    config.think_ms = 300;
-    config.hot_sessions = 6;
-    config.hot_locks = 2;
-    config.cold_locks = 50;
+    config.workload.think_ms = 300;
+    config.workload.hot_sessions = 6;
+    config.workload.hot_locks = 2;
+    config.workload.cold_locks = 50;
     config.heap_mb = 256;
     let result = run_case(&config);
     let _ = std::fs::remove_dir_all(&dir);

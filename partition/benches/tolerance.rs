@@ -193,14 +193,9 @@ fn scenario(
         }
     };
     let (target, rival_server) = if topology == Topology::Standalone {
-        // The lab starts a one-server ensemble as a quorum of one (`srvr` says
-        // `leader`): the server that answers is the session tracker, as on a
-        // standalone server.
+        // The lab starts a one-server ensemble as a standalone server.
         let mode = ensemble.member(0).unwrap().srvr();
-        assert!(
-            matches!(mode, Ok(Mode::Standalone | Mode::Leader)),
-            "a one-server ensemble serves alone: {mode:?}"
-        );
+        assert!(matches!(mode, Ok(Mode::Standalone)), "{mode:?}");
         (0, 0)
     } else {
         let leader = ensemble

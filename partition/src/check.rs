@@ -12,7 +12,6 @@
 //! reconnects), so for them only the safety rule is checked.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 
 use crate::history::{binding_of, Event, EventKind, Nanos};
 use lock_testkit::exclusion::Trusted;
@@ -32,10 +31,11 @@ pub struct Fault {
 }
 
 /// What the history broke.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Violation {
     /// Two contenders trusted the lock at once.
+    #[error("overlap on {lock}: {} trusted it from {} and {} from {} (still overlapping)", .first.0, .first.1, .second.0, .second.1)]
     Overlap {
         /// The lock path.
         lock: String,
@@ -45,6 +45,7 @@ pub enum Violation {
         second: (String, Nanos),
     },
     /// A later grant had a token not above an earlier one's.
+    #[error("token order on {lock}: {} got {} at {}, then {} got {} at {}", .earlier.0, .earlier.1, .earlier.2, .later.0, .later.1, .later.2)]
     TokenOrder {
         /// The lock path.
         lock: String,
@@ -55,6 +56,7 @@ pub enum Violation {
     },
     /// A cut-off holder that promises `Lost` first was not told before another
     /// contender was granted.
+    #[error("{shape}: {holder} was {} {} was granted at {}", told(*.lost, .next_grant.1), .next_grant.0, .next_grant.1)]
     LostAfterGrant {
         /// The fault.
         shape: String,
@@ -66,6 +68,7 @@ pub enum Violation {
         next_grant: (String, Nanos),
     },
     /// Nobody was granted a lock after a heal (before the next fault or the end).
+    #[error("{shape}: no grant on {lock} after the heal at {heal}")]
     NoProgress {
         /// The fault.
         shape: String,
@@ -76,50 +79,14 @@ pub enum Violation {
     },
 }
 
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Violation::Overlap {
-                lock,
-                first,
-                second,
-            } => write!(
-                f,
-                "overlap on {lock}: {} trusted it from {} and {} from {} (still overlapping)",
-                first.0, first.1, second.0, second.1
-            ),
-            Violation::TokenOrder {
-                lock,
-                earlier,
-                later,
-            } => write!(
-                f,
-                "token order on {lock}: {} got {} at {}, then {} got {} at {}",
-                earlier.0, earlier.1, earlier.2, later.0, later.1, later.2
-            ),
-            Violation::LostAfterGrant {
-                shape,
-                holder,
-                lost,
-                next_grant,
-            } => {
-                let lost = match lost {
-                    Some(at) => format!(
-                        "told Lost {:.3} s after",
-                        (*at as i128 - next_grant.1 as i128) as f64 / 1e9
-                    ),
-                    None => "never told Lost after".to_string(),
-                };
-                write!(
-                    f,
-                    "{shape}: {holder} was {lost} {} was granted at {}",
-                    next_grant.0, next_grant.1
-                )
-            }
-            Violation::NoProgress { shape, lock, heal } => {
-                write!(f, "{shape}: no grant on {lock} after the heal at {heal}")
-            }
-        }
+/// When a cut-off holder was told `Lost`, against the next grant at `grant`.
+fn told(lost: Option<Nanos>, grant: Nanos) -> String {
+    match lost {
+        Some(at) => format!(
+            "told Lost {:.3} s after",
+            (at as i128 - grant as i128) as f64 / 1e9
+        ),
+        None => "never told Lost after".to_string(),
     }
 }
 

@@ -54,7 +54,7 @@ fn waiter_cost(detect: bool, wait: Duration) -> (u64, u64, u64) {
     let ay = sim
         .acquire(a, with(LockSpec::write("/d/y").owner("A")))
         .unwrap();
-    let bz = sim
+    let _bz = sim
         .acquire(b, with(LockSpec::write("/d/z").owner("B")))
         .unwrap();
     sim.settle().unwrap();
@@ -68,7 +68,6 @@ fn waiter_cost(detect: bool, wait: Duration) -> (u64, u64, u64) {
     sim.settle().unwrap();
     assert_eq!(sim.core(b).stats().deadlocks_seen, 0);
     let c = sim.counters(b);
-    let _ = bz;
     (
         c.requests(),
         c.requests_of(lock_sim::OpKind::SetData),

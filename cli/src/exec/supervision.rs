@@ -67,8 +67,6 @@ impl Supervision {
         }
     }
 
-    // Getters.
-
     /// The lock was lost, suspended too long or revoked while CMD ran, or zklock
     /// was stopped too long: the lock is no longer guaranteed.
     pub(crate) fn lost(&self) -> bool {
@@ -93,8 +91,6 @@ impl Supervision {
             Phase::Running | Phase::Killed => None,
         }
     }
-
-    // handle_*: what happened, and what to do about it.
 
     /// zklock was stopped (Ctrl-Z) for `stopped_for` and runs again at `now`.
     /// After a ping's interval the session may be near its expiry: CMD is
@@ -202,8 +198,6 @@ impl Supervision {
             now,
         )
     }
-
-    // Mutators.
 
     /// Records the lock as no longer guaranteed, SIGTERM now and SIGKILL a
     /// margin later.

@@ -171,29 +171,6 @@ pub fn holding_node(zk: &str, extra: &[&str], lock: &str, dir: &Path) -> (Child,
     (holding(zk, extra, lock, &file), read(&file))
 }
 
-/// `zklock exec` holding `lock` (with `extra` flags) until the file it returns
-/// (in `dir`) is created; returns once CMD runs.
-pub fn holding_until_released(
-    zk: &str,
-    extra: &[&str],
-    lock: &str,
-    dir: &Path,
-) -> (Child, PathBuf) {
-    let (ready, release) = (dir.join("ready"), dir.join("release"));
-    let holder = hold(
-        zk,
-        extra,
-        lock,
-        &format!(
-            "touch {}; while [ ! -e {} ]; do sleep 0.05; done",
-            ready.display(),
-            release.display()
-        ),
-    );
-    wait_for(&ready, LONG);
-    (holder, release)
-}
-
 /// Stops `child` with SIGTERM and waits for it to end.
 pub fn terminate(child: &mut Child) -> std::process::ExitStatus {
     kill(child, "-TERM");
@@ -338,8 +315,9 @@ pub fn paused_late_writer(
     (holder, group)
 }
 
-/// Kills a process group when dropped: a failed test leaves no stopped holder.
-/// (Its late write gives up by itself: it waits a minute at most for `go`.)
+/// Kills a process group when dropped: a failed test leaves nothing of it
+/// running, stopped or not. (A paused holder's late write gives up by itself:
+/// it waits a minute at most for `go`.)
 pub struct KillOnDrop(pub u32);
 
 impl Drop for KillOnDrop {
@@ -380,6 +358,17 @@ pub fn stat_field(pid: i32, n: usize) -> Option<String> {
         .split_whitespace()
         .nth(n - 1)
         .map(str::to_owned)
+}
+
+/// The pid CMD wrote to `file` (`echo $$ > FILE`), once written whole.
+pub fn written_pid(file: &Path) -> i32 {
+    until("CMD's pid", LONG, || {
+        std::fs::read_to_string(file)
+            .ok()?
+            .strip_suffix('\n')?
+            .parse()
+            .ok()
+    })
 }
 
 pub fn read(path: &Path) -> String {

@@ -54,16 +54,6 @@ impl LockClient {
         Ok(PendingLock::new(self.clone(), id))
     }
 
-    /// Acquires a reentrant mutex's `spec` (see [`Mutex::reentrant`]).
-    pub(crate) async fn acquire_reentrant(
-        &self,
-        spec: LockSpec,
-        deadline: Option<Instant>,
-    ) -> Result<LockGuard, Error> {
-        let id = self.start_acquisition(spec, deadline, true, None)?;
-        PendingLock::new(self.clone(), id).await
-    }
-
     /// Blocking twin of [`acquire`](Self::acquire).
     pub fn acquire_blocking(
         &self,
@@ -74,10 +64,9 @@ impl LockClient {
     }
 
     /// Starts an acquisition of `spec` in the core and gives it a slot with its
-    /// tracing span and metrics; its id comes back at once. A `reentrant`
-    /// mutex's grant becomes a counted hold of its owner at once (see
-    /// `Locks::holds`), so that the owner re-enters it even before the first
-    /// guard is handed out.
+    /// tracing span and metrics. A `reentrant` mutex's grant becomes a counted
+    /// hold of its owner at once, so that the owner re-enters it even before the
+    /// first guard is handed out.
     pub(crate) fn start_acquisition(
         &self,
         mut spec: LockSpec,
@@ -120,9 +109,8 @@ impl LockClient {
         })
     }
 
-    /// Runs `start` (which starts a task in the core, given the state and the
-    /// core's `now`, and gives it a slot) unless the client is closed, then
-    /// wakes the link to send the task's requests.
+    /// Runs `start` (which starts a task in the core and gives it a slot) unless
+    /// the client is closed, then wakes the link.
     fn start_task(
         &self,
         start: impl FnOnce(&mut SharedState, Timestamp) -> Result<LockId, UsageError>,

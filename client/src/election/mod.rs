@@ -4,9 +4,6 @@
 //! A participant is an ephemeral sequential node whose data is its id; the lowest one
 //! leads. Each participant watches only its predecessor and an observer only the
 //! leader, so a change of leader wakes exactly one participant and the observers.
-//!
-//! One handle per file: [`Election`] here, [`Leadership`] in `leadership.rs`,
-//! [`ElectionObserver`] in `observer.rs`.
 
 use crate::error::Error;
 use crate::guard::CancelOnDrop;

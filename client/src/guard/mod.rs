@@ -1,6 +1,4 @@
-//! [`LockGuard`]: a held lock. Its parts: [`pending`] (a task not yet handed to a
-//! handle, and how handles read events), [`reentrancy`] (counted holds),
-//! [`section`] (crash-detecting critical sections) and [`fenced`] (fenced writes).
+//! [`LockGuard`]: a held lock.
 
 pub(crate) mod cancel_on_drop;
 mod fenced;
@@ -240,13 +238,16 @@ impl LockGuard {
             match self.next_event().await {
                 Some(LockEvent::Lost(reason)) => return reason,
                 Some(_) => {}
-                None => {
-                    return match self.status() {
-                        LockStatus::Lost(reason) => reason,
-                        _ => LostReason::Closed,
-                    }
-                }
+                None => return self.lost_reason(),
             }
+        }
+    }
+
+    /// Why the lock is lost, once its events have ended.
+    fn lost_reason(&self) -> LostReason {
+        match self.status() {
+            LockStatus::Lost(reason) => reason,
+            _ => LostReason::Closed,
         }
     }
 
@@ -419,12 +420,7 @@ impl LockGuard {
                 Some(LockEvent::RevocationRequested) => return Ok(()),
                 Some(LockEvent::Lost(reason)) => return Err(reason),
                 Some(_) => {}
-                None => {
-                    return Err(match self.status() {
-                        LockStatus::Lost(reason) => reason,
-                        _ => LostReason::Closed,
-                    })
-                }
+                None => return Err(self.lost_reason()),
             }
         }
     }

@@ -122,9 +122,7 @@ impl LockGuard {
         // A refusal because the lock is not held (any more) says why.
         match (result, self.status()) {
             (Ok(()), _) => Ok(()),
-            (Err(Error::Usage(UsageError::Unsupported(why))), _) => {
-                Err(Error::Usage(UsageError::Unsupported(why)))
-            }
+            (Err(e @ Error::Usage(UsageError::Unsupported(_))), _) => Err(e),
             (Err(_), LockStatus::Lost(reason)) => Err(Error::Lost(reason)),
             (Err(Error::Usage(UsageError::NotHeld(_))), LockStatus::Suspended) => {
                 Err(Error::Suspended)

@@ -57,7 +57,10 @@ impl ServerChecker {
             let generation = self.generation;
             self.shared.with(|s| {
                 let now = s.now();
-                s.handle_server_learned(generation, role, now);
+                // Told to the core only if the connection is still the one probed.
+                if generation == s.connection.generation() {
+                    s.core.learn_server(role, now);
+                }
             });
         }
     }

@@ -115,7 +115,7 @@ impl ServerProbe {
         match self.mode()? {
             "standalone" => Some(lock_core::ServerRole::Standalone),
             "leader" | "follower" | "observer" => {
-                let conf = ServerConf::from_answer(clone_answer(&self.conf)).ok()?;
+                let conf = ServerConf::parse(self.conf.as_deref().ok()?).ok()?;
                 conf.sync_limit?;
                 Some(lock_core::ServerRole::Member {
                     tick_time: conf.tick_time,
@@ -163,13 +163,6 @@ impl ServerProbe {
 }
 
 /// A copy of an answer (an I/O error keeps its kind and text).
-fn clone_answer(answer: &std::io::Result<String>) -> std::io::Result<String> {
-    match answer {
-        Ok(text) => Ok(text.clone()),
-        Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -175,13 +175,17 @@ mod tests {
         server.1=127.0.0.1:23182:23183:participant\nversion=0";
 
     #[test]
-    fn parses_a_quorum_members_answer() {
+    fn parses_a_quorum_members_answer_and_clamps_into_its_bounds() {
         let conf = ServerConf::parse(QUORUM).unwrap();
         assert_eq!(conf.tick_time, Duration::from_secs(2));
         assert_eq!(conf.sync_limit, Some(5));
         assert_eq!(conf.min_session_timeout, Duration::from_secs(4));
         assert_eq!(conf.max_session_timeout, Duration::from_secs(40));
         assert_eq!(conf.follower_lag(), Some(Duration::from_secs(10)));
+        for (asked, granted) in [(1, 4), (10, 10), (99, 40)] {
+            let asked = Duration::from_secs(asked);
+            assert_eq!(conf.negotiate(asked), Duration::from_secs(granted));
+        }
     }
 
     #[test]
@@ -211,22 +215,5 @@ mod tests {
             ServerConf::from_answer(Err(io)),
             Err(ConfError::Unreachable(m)) if m.contains("timed out")
         ));
-    }
-
-    #[test]
-    fn negotiation_clamps() {
-        let conf = ServerConf::parse(QUORUM).unwrap();
-        assert_eq!(
-            conf.negotiate(Duration::from_secs(1)),
-            Duration::from_secs(4)
-        );
-        assert_eq!(
-            conf.negotiate(Duration::from_secs(10)),
-            Duration::from_secs(10)
-        );
-        assert_eq!(
-            conf.negotiate(Duration::from_secs(99)),
-            Duration::from_secs(40)
-        );
     }
 }

@@ -244,6 +244,14 @@ mod tests {
         }
     }
 
+    /// Asserts that `hazard`'s message says each of `parts`.
+    fn says(hazard: &Hazard, parts: &[&str]) {
+        let text = hazard.to_string();
+        for part in parts {
+            assert!(text.contains(part), "{part:?} not in {text}");
+        }
+    }
+
     fn kinds(conf: &ServerConf, timeout_ms: u64) -> Vec<HazardKind> {
         Hazard::check(conf, Duration::from_millis(timeout_ms))
             .iter()
@@ -260,21 +268,13 @@ mod tests {
         );
         assert_eq!(kinds(&sample, 16_500), [HazardKind::ThinFollowerMargin]);
         assert_eq!(kinds(&sample, 16_501), []);
-        let hazard = Hazard::check(&sample, Duration::from_secs(10))[0];
-        let text = hazard.to_string();
-        assert!(
-            text.contains("syncLimit × tickTime = 5 × 2 s = 10 s ≥ the session timeout 10 s"),
-            "{text}"
-        );
         // 2/3 × 10 s − 1 s = 5.667 s: syncLimit 2 (4 s) fits, 3 (6 s) does not.
-        assert!(
-            text.contains("syncLimit × tickTime < 5.666 s (syncLimit ≤ 2 at this tickTime)"),
-            "{text}"
-        );
-        assert!(
-            text.contains("raise the session timeout above 16.5 s"),
-            "{text}"
-        );
+        let parts = [
+            "syncLimit × tickTime = 5 × 2 s = 10 s ≥ the session timeout 10 s",
+            "syncLimit × tickTime < 5.666 s (syncLimit ≤ 2 at this tickTime)",
+            "raise the session timeout above 16.5 s",
+        ];
+        says(&Hazard::check(&sample, Duration::from_secs(10))[0], &parts);
     }
 
     #[test]
@@ -297,12 +297,11 @@ mod tests {
         assert_eq!(kinds(&standalone, 3999), [HazardKind::SessionUnderTwoTicks]);
         let hazard = Hazard::check(&standalone, Duration::from_millis(3000))[0];
         assert_eq!(hazard.safe_session_timeout(), Duration::from_secs(4));
-        let text = hazard.to_string();
-        assert!(
-            text.contains("raise the session timeout to at least 4 s"),
-            "{text}"
-        );
-        assert!(text.contains("lower tickTime below 1.5 s"), "{text}");
+        let parts = [
+            "raise the session timeout to at least 4 s",
+            "lower tickTime below 1.5 s",
+        ];
+        says(&hazard, &parts);
     }
 
     #[test]
@@ -310,13 +309,8 @@ mod tests {
         let conf = conf(2000, Some(15)); // 30 s of lag, max 40 s
         let hazard = Hazard::check(&conf, Duration::from_secs(40))[0];
         assert_eq!(hazard.kind, HazardKind::ThinFollowerMargin);
-        let text = hazard.to_string();
-        assert!(
-            text.contains(
-                "raise maxSessionTimeout (now 40 s) and the session timeout above 46.5 s"
-            ),
-            "{text}"
-        );
+        let raise = "raise maxSessionTimeout (now 40 s) and the session timeout above 46.5 s";
+        says(&hazard, &[raise]);
         // A session too short for any lag at this tick.
         let short = Hazard::check(&conf, Duration::from_millis(1400))[0];
         assert_eq!(short.max_follower_lag(), None);
@@ -331,8 +325,7 @@ mod tests {
         assert_eq!(hazards[0].kind, HazardKind::SessionLongerThanGranted);
         assert_eq!(hazards[0].session_timeout, Duration::from_secs(60));
         assert_eq!(hazards[0].safe_session_timeout(), Duration::from_secs(40));
-        let text = hazards[0].to_string();
-        assert!(text.contains("grants at most 40 s"), "{text}");
+        says(&hazards[0], &["grants at most 40 s"]);
         // The lag rule is judged for what is granted: 40 s, which passes it;
         // a 4 s lag bound fails at 4 s (the minimum raises 1 s to 4 s).
         let defaults = ServerConf::new(

@@ -1,14 +1,9 @@
 //! How far the client is from closed: `LockClient::close` asked, every user
 //! handle gone, the binding's `Link` gone; and who waits for the end.
-//!
-//! Calling order: `request_close` / `handle_handles_gone` from handles (then the
-//! link is marked, as it must close the session); `handle_link_gone` once, when
-//! the link drops, which wakes every closer.
 
 use super::wakeups::register;
 use std::task::{Poll, Waker};
 
-/// The closing flags and the closers waiting.
 #[derive(Default)]
 pub(crate) struct Closing {
     /// `LockClient::close` was called.
@@ -39,7 +34,6 @@ impl Closing {
 
     // Inputs.
 
-    /// The last user handle went.
     pub(crate) fn handle_handles_gone(&mut self) {
         self.handles_gone = true;
     }
@@ -74,23 +68,16 @@ mod tests {
     fn a_close_waits_for_the_link_and_then_every_closer_returns() {
         let (_, waker) = counter();
         let mut closing = Closing::default();
-        assert!(!closing.is_closed() && !closing.link_must_close());
+        assert!(!closing.link_must_close());
+        closing.handle_handles_gone();
+        assert!(closing.link_must_close());
+        assert!(!closing.is_closed(), "handles gone is for the link only");
         assert!(closing.poll_close(&waker).is_pending());
         assert!(closing.poll_close(&waker).is_pending());
-        assert!(closing.is_closed() && closing.link_must_close());
+        assert!(closing.is_closed());
         let mut to_wake = Vec::new();
         closing.handle_link_gone(&mut to_wake);
         assert_eq!(to_wake.len(), 1, "the closer, registered once");
-        assert!(closing.poll_close(&waker).is_ready());
-    }
-
-    #[test]
-    fn handles_gone_closes_the_session_but_not_the_user_side() {
-        let mut closing = Closing::default();
-        closing.handle_handles_gone();
-        assert!(closing.link_must_close());
-        assert!(!closing.is_closed(), "the flag is for the link only");
-        closing.handle_link_gone(&mut Vec::new());
-        assert!(closing.is_closed() && closing.is_link_gone());
+        assert!(closing.poll_close(&waker).is_ready() && closing.is_link_gone());
     }
 }

@@ -1,23 +1,17 @@
 //! The event queues of election participants: every term's events, in order,
 //! under the election's own id (terms come and go, the queue stays).
-//!
-//! Calling order: `open` when an `Election` is made, `poll_next` from it,
-//! `handle_event` from the state's drain for each event of a term's slot,
-//! `close` when the `Election` drops.
 
 use super::wakeups::register;
 use lock_core::{LockEvent, LockId};
 use std::collections::{HashMap, VecDeque};
 use std::task::{Poll, Waker};
 
-/// The events of every term of one election participant.
 #[derive(Default)]
 struct ElectionQueue {
     events: VecDeque<(LockId, LockEvent)>,
     wakers: Vec<Waker>,
 }
 
-/// Every open election's queue, by the election's id.
 #[derive(Default)]
 pub(crate) struct Elections {
     queues: HashMap<u64, ElectionQueue>,
@@ -27,7 +21,6 @@ pub(crate) struct Elections {
 impl Elections {
     // Mutators.
 
-    /// A queue for a new election; its id.
     pub(crate) fn open(&mut self) -> u64 {
         self.last_id += 1;
         self.queues.insert(self.last_id, ElectionQueue::default());
@@ -101,17 +94,10 @@ mod tests {
         assert_eq!(next(&mut elections), LockEvent::Suspended);
         assert_eq!(next(&mut elections), LockEvent::Resumed);
         assert_eq!(elections.poll_next(two, false, &waker), Poll::Ready(None));
-    }
-
-    #[test]
-    fn a_closed_election_gets_nothing_more() {
-        let (_, waker) = counter();
-        let mut elections = Elections::default();
-        let one = elections.open();
+        // A closed election gets nothing more.
         elections.close(one);
-        let mut to_wake = Vec::new();
         elections.handle_event(one, LockId(1), LockEvent::Released, &mut to_wake);
-        assert!(to_wake.is_empty());
+        assert_eq!(to_wake.len(), 1);
         assert_eq!(elections.poll_next(one, true, &waker), Poll::Ready(None));
     }
 }

@@ -1,16 +1,10 @@
 //! The link's I/O state: the requests drained from the core for the binding to
 //! send, and whether the link has something to look at (with its waker).
-//!
-//! Calling order: the state's drain `push`es each request the core put out;
-//! handles `mark` the link after a change it must see (a request, a timer, a
-//! close); the link takes `poll_wake` / `take_marked`, then `drain`s every
-//! request in order. `reset` when the link is gone.
 
 use lock_core::Request;
 use std::collections::VecDeque;
 use std::task::{Poll, Waker};
 
-/// What the link has to send and to look at.
 #[derive(Default)]
 pub(crate) struct LinkIo {
     /// Requests drained from the core, for the link to send in this order.
@@ -30,7 +24,6 @@ impl LinkIo {
 
     // Mutators.
 
-    /// Queues a request the core put out.
     pub(crate) fn push(&mut self, request: Request) {
         self.requests.push_back(request);
     }
@@ -88,14 +81,6 @@ mod tests {
     }
 
     #[test]
-    fn requests_come_out_in_the_order_they_went_in() {
-        let mut io = LinkIo::default();
-        (1..=3).for_each(|id| io.push(request(id)));
-        let ids: Vec<_> = io.drain().map(|r| r.id.0).collect();
-        assert_eq!(ids, [1, 2, 3]);
-    }
-
-    #[test]
     fn a_mark_readies_the_link_once_and_hands_over_its_waker() {
         let (_, waker) = counter();
         let mut io = LinkIo::default();
@@ -108,10 +93,13 @@ mod tests {
     }
 
     #[test]
-    fn a_reset_drops_what_cannot_be_sent_any_more() {
+    fn requests_come_out_in_order_until_a_reset_drops_them() {
         let (_, waker) = counter();
         let mut io = LinkIo::default();
-        io.push(request(1));
+        (1..=3).for_each(|id| io.push(request(id)));
+        let ids: Vec<_> = io.drain().map(|r| r.id.0).collect();
+        assert_eq!(ids, [1, 2, 3]);
+        io.push(request(4));
         assert!(io.poll_marked(&waker).is_pending());
         io.reset();
         assert!(io.drain().next().is_none());

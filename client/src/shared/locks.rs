@@ -1,11 +1,6 @@
 //! The acquisitions' side of the shared state: one slot per task the core runs
 //! for a handle (its events, status, section calls and fenced writes), and the
 //! reentrant mutexes' counted holds.
-//!
-//! Calling order: `add` when a handle starts a task (`expect_reentrant` for a
-//! reentrant mutex); the state's drain feeds `handle_event` / `handle_progress`
-//! for each output of the core; handles poll their slot (`slot_mut`) and give
-//! it up with `drop_slot`.
 
 use super::wakeups::register;
 use crate::error::Error;
@@ -50,10 +45,8 @@ pub(crate) struct Slot {
     pub(crate) span: Option<Box<tracing::Span>>,
     /// The acquisition's metrics (`None` for other tasks).
     pub(crate) metrics: Option<crate::metrics::AcquisitionMetrics>,
-    /// Where the acquisition stands in its queue, while it waits (the core's
-    /// last `Progress::Queued`).
-    /// Boxed, and dropped at the grant: a `Queued` is 56 bytes and only a
-    /// waiting acquisition has one.
+    /// The core's last `Progress::Queued`, while it waits. Boxed, and dropped at
+    /// the grant: a `Queued` is 56 bytes and only a waiting acquisition has one.
     pub(crate) queued: Option<Box<crate::status::Queued>>,
     wakers: Vec<Waker>,
 }
@@ -77,7 +70,6 @@ impl Slot {
         }
     }
 
-    /// Registers the task to wake at the slot's next change.
     pub(crate) fn register(&mut self, waker: &Waker) {
         register(&mut self.wakers, waker);
     }
@@ -235,10 +227,8 @@ impl Locks {
 
     // Inputs.
 
-    /// An event of acquisition `lock` for its handle: traced and counted, an
-    /// answer to the handle's own call, a change of its status, queued for the
-    /// handle. Its waiters go to `to_wake`; the election the slot belongs to
-    /// gets the event back, to queue.
+    /// An event of acquisition `lock` for its handle; its waiters go to
+    /// `to_wake`, and the election the slot belongs to gets the event back.
     #[must_use = "a term's events go to its election"]
     pub(crate) fn handle_event(
         &mut self,
@@ -281,12 +271,8 @@ impl Locks {
     fn remove(&mut self, id: LockId) {
         if let Some(slot) = self.slots.remove(&id) {
             let behind = slot.metrics.as_ref().map_or(0, |m| m.behind());
-            self.unlink_behind(behind, id);
+            self.behind.remove(&(behind, id));
         }
-    }
-
-    fn unlink_behind(&mut self, behind: u64, id: LockId) {
-        self.behind.remove(&(behind, id));
     }
 
     /// Where acquisition `lock` stands while it waits; `queued` makes of it the
@@ -316,7 +302,7 @@ impl Locks {
             to_wake.extend(std::mem::take(&mut slot.wakers));
         }
         if let Some((before, now)) = moved {
-            self.unlink_behind(before, lock);
+            self.behind.remove(&(before, lock));
             self.behind.insert((now, lock));
         }
     }
@@ -353,23 +339,11 @@ mod tests {
     }
 
     #[test]
-    fn an_event_wakes_the_slot_and_queues_for_its_handle() {
+    fn an_event_wakes_the_slot_and_queues_for_its_handle_but_an_answer_does_not() {
         let (_, waker) = counter();
         let mut locks = Locks::default();
-        locks.add(LockId(1), None).register(&waker);
-        let mut to_wake = Vec::new();
-        let forward = locks.handle_event(LockId(1), LockEvent::Acquired(grant()), &mut to_wake);
-        assert!(forward.is_none(), "no election");
-        assert_eq!(to_wake.len(), 1);
-        let slot = locks.slot(LockId(1)).expect("slot");
-        assert!(slot.acquired && slot.status == LockStatus::Held);
-        assert_eq!(slot.events.len(), 1);
-    }
-
-    #[test]
-    fn answers_to_a_handles_calls_do_not_queue_as_events() {
-        let mut locks = Locks::default();
         let slot = locks.add(LockId(1), None);
+        slot.register(&waker);
         let call = slot.section.call();
         slot.writes.insert(9, None);
         let mut to_wake = Vec::new();
@@ -377,8 +351,12 @@ mod tests {
         let result = Ok(vec![]);
         let write = LockEvent::FencedWrite { write: 9, result };
         let _ = locks.handle_event(LockId(1), write, &mut to_wake);
+        let forward = locks.handle_event(LockId(1), LockEvent::Acquired(grant()), &mut to_wake);
+        assert!(forward.is_none(), "no election");
+        assert_eq!(to_wake.len(), 1);
         let slot = locks.slot(LockId(1)).expect("slot");
-        assert!(slot.events.is_empty());
+        assert!(slot.acquired && slot.status == LockStatus::Held);
+        assert_eq!(slot.events.len(), 1, "only the grant");
         assert!(matches!(slot.section.answer_to(call), Some(Ok(()))));
         assert!(matches!(slot.writes.get(&9), Some(Some(Ok(_)))));
     }
@@ -426,16 +404,5 @@ mod tests {
             locks.drop_slot(LockId(id));
         }
         assert!(locks.behind.is_empty(), "forgotten with their slots");
-    }
-
-    #[test]
-    fn a_reentrant_grant_is_held_for_its_owner_at_once() {
-        let mut locks = Locks::default();
-        locks.add(LockId(1), None);
-        locks.expect_reentrant(LockId(1), "me".into(), "/l".into());
-        let _ = locks.handle_event(LockId(1), LockEvent::Acquired(grant()), &mut Vec::new());
-        let holds = &locks.holds[&LockId(1)];
-        assert_eq!((holds.owner.as_str(), holds.count), ("me", 0));
-        assert!(locks.reentrant.is_empty());
     }
 }

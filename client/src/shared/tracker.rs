@@ -78,10 +78,6 @@ pub enum ConnectionEvent {
 }
 
 /// The client's side of the connection state, in the shared state.
-///
-/// Calling order: `handle_session` for every session change the binding reports
-/// (before the core hears of it), `handle_server_check` for every check of a
-/// server's settings; streams `subscribe`, `poll_next`, `unsubscribe`.
 #[derive(Default)]
 pub(crate) struct Tracker {
     state: Option<ConnectionState>,
@@ -109,7 +105,6 @@ impl Tracker {
         self.state.unwrap_or(ConnectionState::Connecting)
     }
 
-    /// How many session changes were reported so far.
     pub(crate) fn generation(&self) -> u64 {
         self.generation
     }
@@ -169,6 +164,10 @@ impl Tracker {
                 _ => tracing::info!(?event, "zklock connection"),
             }
         }
+        self.publish(&events, to_wake);
+    }
+
+    fn publish(&mut self, events: &[ConnectionEvent], to_wake: &mut Vec<Waker>) {
         for (_, sub) in &mut self.subscribers {
             sub.events.extend(events.iter().copied());
             to_wake.append(&mut sub.wakers);
@@ -203,12 +202,8 @@ impl Tracker {
             Some(old) => *old = check,
             None => self.checks.push(check),
         }
-        if self.state() == ConnectionState::Closed || events.is_empty() {
-            return;
-        }
-        for (_, sub) in &mut self.subscribers {
-            sub.events.extend(events.iter().copied());
-            to_wake.append(&mut sub.wakers);
+        if self.state() != ConnectionState::Closed && !events.is_empty() {
+            self.publish(&events, to_wake);
         }
     }
 

@@ -1,13 +1,8 @@
 //! Who to wake once the state's mutex is released: the tasks waiting for the
 //! core to go idle, and every waker a part collected under this lock.
-//!
-//! Calling order, per lock: parts append to `ready` (and `handle_idle` moves the
-//! idle waiters over) while the mutex is held; the mutex's one way in `take`s them
-//! all and wakes them after the unlock.
 
 use std::task::Waker;
 
-/// The wake-ups of one lock of the state, and the idle waiters.
 #[derive(Default)]
 pub(crate) struct Wakeups {
     /// `LockClient::wait_idle` callers.
@@ -19,7 +14,6 @@ pub(crate) struct Wakeups {
 impl Wakeups {
     // Mutators.
 
-    /// Registers a `wait_idle` caller.
     pub(crate) fn register_idle(&mut self, waker: &Waker) {
         register(&mut self.idle, waker);
     }
@@ -89,15 +83,5 @@ pub(crate) mod tests {
         assert_eq!(count.0.load(Ordering::SeqCst), 1);
         wakeups.handle_idle();
         assert!(wakeups.take().is_empty(), "an idle waiter is woken once");
-    }
-
-    #[test]
-    fn queued_wakers_are_taken_once() {
-        let (_, waker) = counter();
-        let mut wakeups = Wakeups::default();
-        wakeups.ready().push(waker.clone());
-        wakeups.ready().push(waker);
-        assert_eq!(wakeups.take().len(), 2);
-        assert!(wakeups.take().is_empty());
     }
 }

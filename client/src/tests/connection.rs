@@ -12,9 +12,7 @@ fn connection_events_follow_the_session() {
     let mut events = locks.connection_events();
     let mut late = None;
     let now = Instant::now();
-    let disconnected = SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    };
+    let disconnected = super::DISCONNECTED;
     // A session (re)connecting, and the state that follows.
     let connected = |session_id| {
         let state = ConnectionState::Connected { session_id };
@@ -80,10 +78,7 @@ fn a_waiting_connection_stream_is_woken() {
     let mut events = locks.connection_events();
     let waiter = std::thread::spawn(move || events.next_blocking());
     std::thread::sleep(Duration::from_millis(20));
-    let disconnected = SessionEvent::Disconnected {
-        since_contact: Duration::ZERO,
-    };
-    link.handle_session(disconnected, Instant::now());
+    link.handle_session(super::DISCONNECTED, Instant::now());
     assert_eq!(waiter.join().unwrap(), Some(ConnectionEvent::Suspended));
 }
 

@@ -2,7 +2,7 @@
 //! dropping, the blocking twins, closing, slots going with their handles, and a
 //! pending lock waited for or cancelled.
 
-use super::{connected, grant, peer, poll_once, queue_at, requests, SID};
+use super::{connected, grant, peer, poll_once, queue_at, ready, requests, SID};
 use crate::blocking::block_on_until;
 use crate::*;
 use lock_core::{Op, SessionEvent};
@@ -24,9 +24,7 @@ fn a_lock_wakes_the_link_and_its_grant_wakes_the_future() {
     let sent = requests(&mut link);
     assert_eq!(sent.len(), 2);
     let node = grant(&mut link, &sent, 42);
-    let Poll::Ready(Ok(guard)) = poll_once(lock.as_mut()) else {
-        panic!("not granted")
-    };
+    let guard = ready(lock.as_mut());
     assert_eq!(guard.token(), FencingToken(42));
     assert_eq!(guard.path(), node);
     assert_eq!(guard.status(), LockStatus::Held);
@@ -137,9 +135,7 @@ fn slots_go_with_their_handles_whatever_ends_them() {
         .position(|r| matches!(r.op, Op::Create { .. }))
         .expect("a create");
     let node = grant(&mut link, &sent[create..], 10);
-    let Poll::Ready(Ok(guard)) = poll_once(lock.as_mut()) else {
-        panic!("not granted")
-    };
+    let guard = ready(lock.as_mut());
     link.handle_watch(node, lock_core::WatchKind::NodeDeleted, now);
     assert_eq!(
         guard.next_event_timeout_blocking(Duration::from_secs(5)),
@@ -178,10 +174,8 @@ fn a_pending_lock_is_waited_for_with_a_timeout_or_cancelled_from_elsewhere() {
     drop(guard);
 }
 
-/// A candidacy whose request the server answered "session expired" rejoins on
-/// the next session even when that session was already open by the time the
-/// election saw the error (it waited for the *new* session to change, for
-/// ever, before: a hang seen under load in lock-sim's elections test).
+/// The session ended and the next one opened before the election saw the
+/// error: waiting for the *new* session to change would wait for ever.
 #[test]
 fn a_candidacy_failed_by_a_dead_session_rejoins_on_a_session_opened_meanwhile() {
     let (locks, mut link) = connected();

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 mod connection;
 mod core_tasks;
 mod lifecycle;
-mod owners;
 mod queued;
 mod recorder;
 mod reentrancy;
@@ -20,6 +19,10 @@ mod thread_safety;
 mod trust;
 
 pub(super) const SID: i64 = 0x77;
+
+pub(super) const DISCONNECTED: SessionEvent = SessionEvent::Disconnected {
+    since_contact: Duration::ZERO,
+};
 
 pub(super) fn connected() -> (LockClient, Link) {
     let (locks, mut link) = pair(Config::new(Duration::from_secs(10), 1));
@@ -72,6 +75,16 @@ impl std::task::Wake for Noop {
 pub(super) fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {
     let waker = Waker::from(std::sync::Arc::new(Noop));
     f.poll(&mut Context::from_waker(&waker))
+}
+
+/// The output of `f`, which must be ready and `Ok` at this poll.
+pub(super) fn ready<T, E: std::fmt::Debug>(
+    f: std::pin::Pin<&mut impl Future<Output = Result<T, E>>>,
+) -> T {
+    match poll_once(f) {
+        Poll::Ready(result) => result.unwrap(),
+        Poll::Pending => panic!("not ready"),
+    }
 }
 
 pub(super) fn requests(link: &mut Link) -> Vec<Request> {

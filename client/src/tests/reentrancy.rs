@@ -1,7 +1,7 @@
 //! Owner reentrancy (`Mutex::reentrant`) against a scripted link: counted holds on
 //! one node, no request on re-entry, the node released when the count reaches 0.
 
-use super::{connected, grant, poll_once, requests};
+use super::{connected, grant, poll_once, ready, requests};
 use crate::*;
 use std::pin::pin;
 use std::task::Poll;
@@ -14,19 +14,13 @@ fn the_owner_reenters_with_no_request_and_the_node_goes_with_the_last_hold() {
     assert!(poll_once(lock.as_mut()).is_pending());
     let sent = requests(&mut link);
     let node = grant(&mut link, &sent, 9);
-    let Poll::Ready(Ok(outer)) = poll_once(lock.as_mut()) else {
-        panic!("not granted")
-    };
+    let outer = ready(lock.as_mut());
     assert_eq!(outer.holds(), 1);
     // Re-entered (through another reentrant Mutex on the same path and owner):
     // ready at once, the same node and token, nothing sent.
     let again = locks.with_owner("worker-1").mutex("/locks/r").reentrant();
-    let Poll::Ready(Ok(inner)) = poll_once(pin!(again.lock())) else {
-        panic!("not re-entered at once")
-    };
-    let Poll::Ready(Ok(Some(third))) = poll_once(pin!(job.try_lock())) else {
-        panic!("try_lock does not re-enter")
-    };
+    let inner = ready(pin!(again.lock()));
+    let third = ready(pin!(job.try_lock())).expect("try_lock re-enters");
     assert!(requests(&mut link).is_empty(), "a re-entry sends nothing");
     assert_eq!(
         (inner.path(), inner.token()),
@@ -34,9 +28,7 @@ fn the_owner_reenters_with_no_request_and_the_node_goes_with_the_last_hold() {
     );
     assert_eq!(outer.holds(), 3);
     // Inner holds go (release or drop, in any order): the node stays.
-    let Poll::Ready(Ok(())) = poll_once(pin!(inner.release())) else {
-        panic!("an inner release is immediate")
-    };
+    ready(pin!(inner.release()));
     drop(outer);
     assert!(requests(&mut link).is_empty(), "still held by one guard");
     assert_eq!(third.holds(), 1);
@@ -60,9 +52,7 @@ fn without_opt_in_or_without_an_owner_there_is_no_reentry() {
     assert!(poll_once(lock.as_mut()).is_pending());
     let sent = requests(&mut link);
     grant(&mut link, &sent, 5);
-    let Poll::Ready(Ok(guard)) = poll_once(lock.as_mut()) else {
-        panic!("not granted")
-    };
+    let guard = ready(lock.as_mut());
     // A plain mutex: today's self-deadlock refusal stays.
     let plain = poll_once(pin!(worker.mutex("/locks/s").lock()));
     assert!(
@@ -96,9 +86,7 @@ fn a_grant_is_reentered_even_before_its_first_guard_is_handed_out() {
     let node = grant(&mut link, &sent, 9);
     // Granted, but the first future has not been polled since: a second task of
     // the same owner re-enters (rather than being refused as a self-deadlock).
-    let Poll::Ready(Ok(second)) = poll_once(pin!(job.lock())) else {
-        panic!("not re-entered")
-    };
+    let second = ready(pin!(job.lock()));
     assert!(requests(&mut link).is_empty());
     // The first future is dropped before handing out its guard: the node stays,
     // the second guard holds it.
@@ -118,11 +106,7 @@ fn a_grant_is_reentered_even_before_its_first_guard_is_handed_out() {
     assert!(poll_once(first.as_mut()).is_pending());
     let sent = requests(&mut link);
     grant(&mut link, &sent, 10);
-    let Poll::Ready(Ok(second)) = poll_once(pin!(job.lock())) else {
-        panic!("not re-entered")
-    };
-    let Poll::Ready(Ok(first)) = poll_once(first.as_mut()) else {
-        panic!("not granted")
-    };
+    let second = ready(pin!(job.lock()));
+    let first = ready(first.as_mut());
     assert_eq!((first.holds(), second.token()), (2, first.token()));
 }

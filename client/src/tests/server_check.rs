@@ -118,10 +118,7 @@ fn a_probe_report_for_an_earlier_connection_is_dropped() {
         // The connection drops and comes back (same session): the lock checks
         // its node and resumes.
         let now = Instant::now();
-        let dropped = SessionEvent::Disconnected {
-            since_contact: Duration::ZERO,
-        };
-        link.handle_session(dropped, now);
+        link.handle_session(super::DISCONNECTED, now);
         link.handle_session(SessionEvent::Connected { session_id: SID }, now);
         answer_all(&mut link);
         assert_eq!(guard.status(), LockStatus::Held);

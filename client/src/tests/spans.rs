@@ -1,12 +1,11 @@
 //! Tracing: an acquisition in its own span, with its events inside it.
 
 use super::recorder::Recorder;
-use super::{connected, poll_once, queue_at, requests, SID};
+use super::{connected, poll_once, queue_at, ready, requests, DISCONNECTED, SID};
 use crate::*;
-use lock_core::{Op, Reply, SessionEvent, Stat};
+use lock_core::{Op, Reply, Stat};
 use std::pin::pin;
-use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[test]
 fn an_acquisition_is_traced_in_its_own_span() {
@@ -55,15 +54,8 @@ fn an_acquisition_is_traced_in_its_own_span() {
         answer(&mut link, false);
         link.handle_watch(peer.clone(), lock_core::WatchKind::NodeDeleted, now);
         answer(&mut link, true);
-        let Poll::Ready(Ok(guard)) = poll_once(lock.as_mut()) else {
-            panic!("not granted")
-        };
-        link.handle_session(
-            SessionEvent::Disconnected {
-                since_contact: Duration::ZERO,
-            },
-            now,
-        );
+        let guard = ready(lock.as_mut());
+        link.handle_session(DISCONNECTED, now);
         assert_eq!(guard.status(), LockStatus::Suspended);
     });
     let lines = recorder.lines.lock().unwrap().clone();

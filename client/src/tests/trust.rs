@@ -15,9 +15,7 @@ fn held_on(clock: &Arc<ManualClock>) -> (LockClient, Link, LockGuard) {
     let (locks, mut link) = proving_on(clock.clone());
     let mut pending = locks.mutex("/l").start().unwrap();
     grant_now(&mut link, clock, 5);
-    let Poll::Ready(Ok(guard)) = poll_once(std::pin::Pin::new(&mut pending)) else {
-        panic!("not granted")
-    };
+    let guard = ready(std::pin::Pin::new(&mut pending));
     (locks, link, guard)
 }
 
@@ -85,10 +83,7 @@ fn a_leadership_past_its_deadline_is_not_trusted_before_the_link_runs() {
         let mut leading = Box::pin(election.leadership());
         assert!(poll_once(leading.as_mut()).is_pending());
         grant_now(&mut link, &clock, 5);
-        match poll_once(leading.as_mut()) {
-            Poll::Ready(leadership) => leadership.unwrap(),
-            Poll::Pending => panic!("not elected"),
-        }
+        ready(leading.as_mut())
     };
     assert!(leadership.is_trusted() && election.is_leader());
     let until = leadership.trusted_until().unwrap();
@@ -110,10 +105,7 @@ fn a_multi_guard_past_its_deadline_is_suspended_before_the_link_runs() {
             assert!(poll_once(locking.as_mut()).is_pending());
             grant_now(&mut link, &clock, czxid);
         }
-        match poll_once(locking.as_mut()) {
-            Poll::Ready(guard) => guard.unwrap(),
-            Poll::Pending => panic!("not granted"),
-        }
+        ready(locking.as_mut())
     };
     assert!(guard.is_trusted());
     let until = guard.parts()[0].trusted_until().unwrap();

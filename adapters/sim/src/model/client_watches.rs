@@ -8,11 +8,11 @@ use super::watches::WatchType;
 use lock_core::WatchKind;
 use std::collections::BTreeSet;
 
-/// The watches a client library believes it has, to re-register after a reconnect.
+/// The watches a client library believes it has, to re-register after a reconnect
+/// (no exists watch: the core sends no `exists`).
 #[derive(Default, Debug)]
 pub(crate) struct ClientWatches {
     pub data: BTreeSet<String>,
-    pub exist: BTreeSet<String>,
     pub child: BTreeSet<String>,
 }
 
@@ -22,7 +22,6 @@ impl ClientWatches {
         match kind {
             WatchKind::NodeDeleted => {
                 self.data.remove(path);
-                self.exist.remove(path);
                 self.child.remove(path);
             }
             WatchKind::NodeChildrenChanged => {
@@ -30,7 +29,6 @@ impl ClientWatches {
             }
             _ => {
                 self.data.remove(path);
-                self.exist.remove(path);
             }
         }
     }
@@ -80,8 +78,7 @@ impl ClientWatches {
             return;
         }
         let data: Vec<String> = self.data.iter().cloned().collect();
-        let exist: Vec<String> = self.exist.iter().cloned().collect();
         let child: Vec<String> = self.child.iter().cloned().collect();
-        model.set_watches(session, last_zxid, &data, &exist, &child);
+        model.set_watches(session, last_zxid, &data, &[], &child);
     }
 }

@@ -57,10 +57,8 @@ impl ZkModel {
     pub fn multi(&mut self, session: i64, ops: &[MultiOp]) -> Result<Vec<MultiResult>, ZkError> {
         self.check_session(session)?;
         let zxid = self.next_zxid();
-        let saved_nodes = self.nodes.clone();
-        let saved_sessions = self.sessions.clone();
-        let saved_watches = self.watches.clone();
-        let fired_before = self.notifications.len();
+        // A failed multi still consumes its zxid: kept with everything else.
+        let saved = self.clone();
         let mut results = Vec::with_capacity(ops.len());
         for (index, op) in ops.iter().enumerate() {
             let r = match op {
@@ -85,10 +83,7 @@ impl ZkModel {
             match r {
                 Ok(r) => results.push(r),
                 Err(e) => {
-                    self.nodes = saved_nodes;
-                    self.sessions = saved_sessions;
-                    self.watches = saved_watches;
-                    self.notifications.truncate(fired_before);
+                    *self = saved;
                     return Err(ZkError::MultiFailed {
                         index: u32::try_from(index).unwrap_or(u32::MAX),
                         error: Box::new(e),

@@ -195,23 +195,8 @@ impl crate::sim::scheduler::Sim {
             return;
         }
         let profile = self.clients[i].cfg.profile;
-        match self.clients[i].session {
-            Some(s) if self.model.session_is_alive(s) => {
-                let c = &mut self.clients[i];
-                c.link = Link::default();
-                c.conn = ConnectionView::Connected;
-                c.counters.reconnects += 1;
-                self.sessions.in_contact(s);
-                let c = &mut self.clients[i];
-                let (keeps, zxid) = (c.keeps_watches(), c.last_zxid);
-                c.watches.reconnect(&mut self.model, s, zxid, keeps);
-                self.route_notifications();
-                self.trace_with(Some(i), || format!("reconnected to session {s:#x}"));
-                self.feed(
-                    i,
-                    lock_core::Input::Session(lock_core::SessionEvent::Connected { session_id: s }),
-                );
-            }
+        let reconnected = match self.clients[i].session {
+            Some(s) if self.model.session_is_alive(s) => Some(s),
             Some(s) if profile == Profile::KeepsWatches => {
                 // The library reports the expiry; the adapter then opens a new session.
                 self.trace_with(Some(i), || format!("session {s:#x} expired"));
@@ -223,20 +208,30 @@ impl crate::sim::scheduler::Sim {
                     i,
                     lock_core::Input::Session(lock_core::SessionEvent::Expired),
                 );
+                return;
             }
-            _ => {
-                // A first session, or (LosesWatchesNewSession) a silent new one.
-                let s = self.open_session(i);
-                let c = &mut self.clients[i];
-                c.link = Link::default();
-                c.conn = ConnectionView::Connected;
-                self.trace_with(Some(i), || format!("connected with new session {s:#x}"));
-                self.feed(
-                    i,
-                    lock_core::Input::Session(lock_core::SessionEvent::Connected { session_id: s }),
-                );
-            }
+            // A first session, or (LosesWatchesNewSession) a silent new one.
+            _ => None,
+        };
+        let s = reconnected.unwrap_or_else(|| self.open_session(i));
+        let c = &mut self.clients[i];
+        c.link = Link::default();
+        c.conn = ConnectionView::Connected;
+        if reconnected.is_some() {
+            c.counters.reconnects += 1;
+            self.sessions.in_contact(s);
+            let c = &mut self.clients[i];
+            let (keeps, zxid) = (c.keeps_watches(), c.last_zxid);
+            c.watches.reconnect(&mut self.model, s, zxid, keeps);
+            self.route_notifications();
+            self.trace_with(Some(i), || format!("reconnected to session {s:#x}"));
+        } else {
+            self.trace_with(Some(i), || format!("connected with new session {s:#x}"));
         }
+        self.feed(
+            i,
+            lock_core::Input::Session(lock_core::SessionEvent::Connected { session_id: s }),
+        );
     }
 
     /// Client `i` notices its connection is gone: reports `Disconnected` and fails
@@ -248,11 +243,8 @@ impl crate::sim::scheduler::Sim {
         let p_errors = self.cfg.faults.connection_loss_errors;
         let c = &mut self.clients[i];
         let lost: Vec<RequestId> = c.pending.drain(..).map(|p| p.id).collect();
-        let (_, deliveries) = c.link.cut();
-        c.counters.notifications_lost += deliveries
-            .iter()
-            .filter(|d| matches!(d.msg, crate::sim::network::Message::Watch { .. }))
-            .count() as u64;
+        c.counters.notifications_lost += c.link.notifications_in_flight() as u64;
+        c.link.cut();
         c.conn = ConnectionView::Connecting { at: now + delay };
         c.counters.disconnects += 1;
         let errors = !lost.is_empty() && c.rng.chance(p_errors);
@@ -306,11 +298,8 @@ impl crate::sim::scheduler::Sim {
             .session_timeout
             .mul_f64(self.cfg.notice_within);
         let c = &mut self.clients[i];
-        let (packets, deliveries) = c.link.cut();
-        c.counters.notifications_lost += deliveries
-            .iter()
-            .filter(|d| matches!(d.msg, crate::sim::network::Message::Watch { .. }))
-            .count() as u64;
+        c.counters.notifications_lost += c.link.notifications_in_flight() as u64;
+        let packets = c.link.cut();
         let k = applied
             .unwrap_or_else(|| c.rng.index(packets.len() + 1))
             .min(packets.len());

@@ -1,25 +1,15 @@
 //! What a holder calls on its guard through lock-client besides reading its events
-//! and releasing: crash-detecting sections ([`LockGuard::open_section`],
-//! [`LockGuard::close_section`]) and fenced writes ([`LockGuard::fenced_write`]).
+//! and releasing: crash-detecting sections and fenced writes.
 //!
-//! Each call is a future of its own, as a user task sharing the guard through an
-//! `Arc<LockGuard>` awaits it: polled once at the call (as `.await` does), then only
-//! when its waker is woken, and probed for lost wake-ups like the others. Calls on
-//! one guard overlap when the workload makes one before the last has returned (a
-//! section call held up by a suspension, say): a later section call supersedes one
-//! in flight, as in the core, and both return.
-//!
-//! The invariant checker hears of each call when lock-client hands it to the core
-//! ([`Drained::SectionCall`], [`Drained::FencedCall`]) and of its outcome as the
-//! event the bare core would report for it (`SectionOpened`, `SectionClosed`,
-//! `SectionFailed`, `FencedWrite`), while the lock is still held; a superseded
-//! section call has none (the core reports only the latest). A fenced write is
-//! named by the harness (the user API returns its outcome from the call itself, so
-//! nothing needs the core's own write id): the name only pairs the call with its
-//! outcome for the checker.
+//! Calls on one guard overlap when the workload makes one before the last has
+//! returned: a later section call supersedes one in flight, as in the core, and
+//! both return. The checker hears of each call when lock-client hands it to the
+//! core ([`Drained::SectionCall`], [`Drained::FencedCall`]) and of its outcome as
+//! the event the bare core would report, while the lock is still held; a
+//! superseded section call has none (the core reports only the latest). A fenced
+//! write is named by the harness only to pair the call with its outcome.
 
-use crate::sim::user_face::Drained;
-use crate::sim::user_wake::{lost_wake_up, take_woken, TaskWaker};
+use crate::sim::user_face::{lost_wake_up, take_woken, Drained, TaskWaker};
 use lock_client::{Error, LockGuard, Writes};
 use lock_core::{FencedError, LockEvent, LockId, MultiOp, MultiResult, UsageError};
 use std::collections::{BTreeMap, VecDeque};

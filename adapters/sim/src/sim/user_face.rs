@@ -3,41 +3,25 @@
 //! [`Clock`], instead of a bare [`Session`].
 //!
 //! Like quinn-proto's test `Pair`, the harness is the binding and the executor at
-//! once: it feeds the link what the simulated network delivers, sends what the
-//! link asks for, and polls the user's futures (the pending acquisition, the
-//! guard's `next_event`, `release`) **only when their waker was woken**. What the
-//! user sees is what the invariant checker sees: the events come from the futures,
-//! not from the core. Two checks belong to this face:
+//! once, and polls the user's futures **only when their waker was woken**, so the
+//! checker sees what the user sees. Two checks belong to this face:
 //!
 //! * **lost wake-up**: after every drain, each future whose waker was not woken is
-//!   probed with another waker; one that is ready is a wake-up the client lost
-//!   (an executor would never have polled it);
+//!   probed with another waker; one that is ready is a wake-up the client lost;
 //! * **status**: a held guard's [`LockGuard::status`] agrees with the last event
-//!   its stream gave (held after `Acquired`/`Resumed`, suspended after
-//!   `Suspended`, lost after `Lost`), at every poll of the user's.
+//!   its stream gave, at every poll of the user's.
 //!
-//! A holder's crash-detecting sections and fenced writes go through its guard
-//! ([`LockGuard::open_section`], [`LockGuard::close_section`],
-//! [`LockGuard::fenced_write`]), each call a future of its own that shares the
-//! guard (see [`crate::sim::user_calls`]); a release waits until none is in flight,
-//! as the guard's owner must take it back to release it. The checker hears of the
-//! calls when lock-client makes them and of their outcomes as the events the bare
-//! core reports.
-//!
-//! Revocation requests, inspections, deadlock scans and election observers are
-//! the user's queries to the client ([`LockClient::revoke`],
-//! [`LockClient::participants`], [`LockClient::deadlocks`],
-//! [`LockClient::observe_election`]), futures of their own as well (see
-//! [`crate::sim::user_queries`]).
+//! A holder's sections and fenced writes ([`crate::sim::user_calls`]) and the
+//! user's queries to the client ([`crate::sim::user_queries`]) are futures of their
+//! own; a release waits until no call shares the guard, as its owner must take it
+//! back to release it.
 //!
 //! [`SimConfig::user_api`]: crate::SimConfig::user_api
 
 use crate::sim::face::ClientCore;
 use crate::sim::user_calls::Sides;
-use crate::sim::user_events::{expected_status, fail_reason};
 use crate::sim::user_queries::{Ask, Queries};
-use crate::sim::user_wake::{lost_wake_up, take_woken, SimClock, TaskWaker};
-use lock_client::{Error, Link, LockClient, LockGuard, LockStatus, PendingLock};
+use lock_client::{Clock, Error, Link, LockClient, LockGuard, LockStatus, PendingLock};
 use lock_core::{
     Config, FailReason, Input, LockEvent, LockId, LockSpec, LockState, LostReason, MultiOp,
     Request, Timestamp, UsageError,
@@ -45,10 +29,10 @@ use lock_core::{
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
-use std::time::Instant;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
 
 type Releasing = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
 
@@ -518,7 +502,13 @@ impl UserClient {
             }
         }
         let status = match &task.stage {
-            Stage::Held { guard, last, .. } => Some((guard.status(), expected_status(last))),
+            Stage::Held { guard, last, .. } => Some((
+                guard.status(),
+                match last {
+                    LockEvent::Suspended => LockStatus::Suspended,
+                    _ => LockStatus::Held,
+                },
+            )),
             Stage::Lost { guard, reason } => {
                 Some((guard.status(), LockStatus::Lost(reason.clone())))
             }
@@ -547,5 +537,106 @@ impl UserClient {
             self.out
                 .push_back(Drained::Note(format!("user polled {id} ({wakes} wakes)")));
         }
+    }
+}
+
+// ----- the executors' wakers, the binding's clock, errors as the core's reasons -----
+
+/// A client's virtual clock: `zero` plus the simulation's time, which the harness
+/// sets before every call into the client.
+struct SimClock {
+    zero: Instant,
+    nanos: AtomicU64,
+}
+
+impl Clock for SimClock {
+    fn now(&self) -> Instant {
+        self.zero + Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
+    }
+}
+
+/// A task's waker, which records that it was woken and how often: the three small
+/// executors of the user face (acquisitions, side calls, queries) poll a future
+/// only when [`take_woken`] finds its flag set.
+pub(crate) struct TaskWaker {
+    flag: Arc<WakeFlag>,
+    pub(crate) waker: Waker,
+}
+
+impl Default for TaskWaker {
+    fn default() -> TaskWaker {
+        let flag = Arc::new(WakeFlag::default());
+        let waker = Waker::from(flag.clone());
+        TaskWaker { flag, waker }
+    }
+}
+
+impl TaskWaker {
+    /// Marks the task to be polled at the next drain, as a wake does.
+    pub(crate) fn wake(&self) {
+        self.flag.woken.store(true, Ordering::Relaxed);
+    }
+
+    /// How often the future woke it so far (for the trace and lost wake-ups).
+    pub(crate) fn wakes(&self) -> u64 {
+        self.flag.wakes.load(Ordering::Relaxed)
+    }
+}
+
+/// The tasks woken since the last look, with their wakers (clearing their flags).
+pub(crate) fn take_woken<K: Copy, T>(
+    tasks: &BTreeMap<K, T>,
+    wake: impl Fn(&T) -> &TaskWaker,
+) -> Vec<(K, Waker)> {
+    let woken = |t: &T| wake(t).flag.woken.swap(false, Ordering::Relaxed);
+    let with_waker = |(k, t): (&K, &T)| (*k, wake(t).waker.clone());
+    tasks
+        .iter()
+        .filter(|(_, t)| woken(t))
+        .map(with_waker)
+        .collect()
+}
+
+/// What a probe reports when the future `what`, not woken, was ready: a wake-up
+/// the client lost (one sentence for the acquisitions, side calls and queries).
+pub(crate) fn lost_wake_up(what: impl std::fmt::Display, wakes: u64) -> Drained {
+    let detail = format!(
+        "lost wake-up: {what} was ready but its waker was not woken ({wakes} wakes so far): \
+         an executor would never poll it again"
+    );
+    Drained::Broken(crate::ViolationKind::Liveness, detail)
+}
+
+#[derive(Default)]
+struct WakeFlag {
+    woken: AtomicBool,
+    wakes: AtomicU64,
+}
+
+impl Wake for WakeFlag {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Relaxed);
+        self.wakes.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The core's reason behind a failed acquisition's error.
+pub(crate) fn fail_reason(e: Error) -> FailReason {
+    match e {
+        Error::Timeout => FailReason::Timeout,
+        Error::Cancelled => FailReason::Cancelled,
+        Error::SessionExpired => FailReason::SessionExpired,
+        Error::NodeDeleted => FailReason::NodeDeleted,
+        Error::Zk(e) => FailReason::Zk(e),
+        Error::WouldBlock => FailReason::WouldBlock,
+        Error::Revoked => FailReason::Revoked,
+        Error::Deadlock { cycle } => FailReason::Deadlock { cycle },
+        Error::SelfDeadlock { path, owner, held } => FailReason::SelfDeadlock { path, owner, held },
+        Error::Failed(reason) => reason,
+        _ => FailReason::Closed,
     }
 }

@@ -1,21 +1,13 @@
-//! What a user asks lock-client besides locks: revocation requests
-//! ([`LockClient::revoke`]), inspections ([`LockClient::participants`]), deadlock
-//! scans ([`LockClient::deadlocks`]), each answered once, and election observers
-//! ([`LockClient::observe_election`], then [`ElectionObserver::changed`] for each
-//! change of leader).
+//! What a user asks lock-client besides locks: revocation requests, inspections,
+//! deadlock scans (each answered once) and election observers (an answer per
+//! change of leader), each answer seen by the checker as the core's event.
 //!
-//! Each is a future polled once at the call (as `.await` does), then only when its
-//! waker is woken, and probed for lost wake-ups like the others. The checker sees
-//! each answer as the event the bare core reports for the task (`RevocationSent`,
-//! `Participants`, `Deadlocks`, `LeaderChanged`, or `Failed`). The user API has no
-//! handle naming these tasks, so the harness names them, from the top half of the
-//! id space (the core counts its own ids up from 1): the name is only the checker's
-//! key and the one [`Sim::cancel`](crate::Sim::cancel) takes, which stops the task as
-//! a user does, by dropping its future (or observer).
+//! The user API has no handle naming these tasks, so the harness names them from
+//! the top half of the id space (the core counts its own ids up from 1): the name
+//! is the checker's key and the one [`Sim::cancel`](crate::Sim::cancel) takes, which
+//! stops the task as a user does, by dropping its future (or observer).
 
-use crate::sim::user_events::fail_reason;
-use crate::sim::user_face::Drained;
-use crate::sim::user_wake::{lost_wake_up, take_woken, TaskWaker};
+use crate::sim::user_face::{fail_reason, lost_wake_up, take_woken, Drained, TaskWaker};
 use lock_client::{ElectionObserver, Error, LockClient};
 use lock_core::{FailReason, LockEvent, LockId, UsageError};
 use std::collections::{BTreeMap, VecDeque};

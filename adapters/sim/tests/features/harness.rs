@@ -32,8 +32,8 @@ pub(crate) const EXPLORE_ONE_IN: u64 = 50;
 
 /// Runs `scenario` over the fixed seeds `salt..salt + default` (`FEATURES_SEEDS`
 /// overrides the count) and one new seed in [`EXPLORE_ONE_IN`] (see [`explored`]),
-/// or only `FEATURES_SEED`'s, with its trace; fails with the seed and the replay
-/// command.
+/// or only `FEATURES_SEED`'s, with its trace (printed as its world is dropped);
+/// fails with the seed and the replay command.
 pub(crate) fn for_seeds(
     name: &str,
     salt: u64,
@@ -56,11 +56,7 @@ pub(crate) fn for_seeds(
     for &seed in &seeds {
         match scenario(seed, trace) {
             Ok(tag) => *tags.entry(tag).or_default() += 1,
-            // Whichever check failed, the replay shows how the run got there.
-            Err(e) if trace => panic!(
-                "{name}, seed {seed}: {e}\nthe trace's last lines (FEATURES_TRACE_TAIL=n for more):\n{}",
-                LAST_TRACE.take()
-            ),
+            Err(e) if trace => panic!("{name}, seed {seed}: {e} (its trace above)"),
             Err(e) => panic!(
                 "{name}, seed {seed}: {e}\nreplay with its trace: FEATURES_SEED={seed} \
                  cargo test -p lock-sim --test features {name} -- --nocapture"
@@ -72,12 +68,6 @@ pub(crate) fn for_seeds(
         seeds.len(),
         start.elapsed().as_secs_f64()
     );
-}
-
-thread_local! {
-    /// The tail of the last traced world's trace, kept when it is dropped so that
-    /// [`for_seeds`] prints it with whichever check failed.
-    pub(crate) static LAST_TRACE: std::cell::Cell<String> = const { std::cell::Cell::new(String::new()) };
 }
 
 /// What the user does when an event comes.
@@ -106,17 +96,6 @@ impl World {
             react: Box::new(|_, _| {}),
             trace,
         }
-    }
-
-    /// The last `FEATURES_TRACE_TAIL` lines of the trace (default 300).
-    pub(crate) fn trace_tail(&self) -> String {
-        let log = self.sim.trace_log();
-        let keep = env_u64("FEATURES_TRACE_TAIL").unwrap_or(300) as usize;
-        let tail: Vec<String> = log[log.len().saturating_sub(keep)..]
-            .iter()
-            .map(|l| l.to_string())
-            .collect();
-        tail.join("\n")
     }
 
     /// A client of a seeded profile.
@@ -198,9 +177,15 @@ impl World {
 }
 
 impl Drop for World {
+    /// Prints the last `FEATURES_TRACE_TAIL` lines of the trace (default 300), to
+    /// show how the run got to whichever check failed.
     fn drop(&mut self) {
         if self.trace {
-            LAST_TRACE.set(self.trace_tail());
+            let log = self.sim.trace_log();
+            let keep = env_u64("FEATURES_TRACE_TAIL").unwrap_or(300) as usize;
+            log[log.len().saturating_sub(keep)..]
+                .iter()
+                .for_each(|l| println!("{l}"));
         }
     }
 }

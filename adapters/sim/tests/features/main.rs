@@ -20,11 +20,11 @@
 //! * `FEATURES_SEEDS=n`: fixed seeds per test (defaults below);
 //! * `SIM_SEED_BASE=b`: where the changing seeds come from (default: today's date;
 //!   `.ci/run` sets it from the commit);
-//! * `FEATURES_SEED=s`: run only seed `s` of each scenario test, with the trace of
-//!   the simulation (requests, replies, watches set and fired, events) printed
-//!   whichever check fails (`FEATURES_SEED=17 cargo test -p lock-sim --test
-//!   features revocation -- --nocapture`); `FEATURES_TRACE_TAIL=n`: how many
-//!   trace lines to print (default 300).
+//! * `FEATURES_SEED=s`: run only seed `s` of each scenario test, printing the trace
+//!   of the simulation (requests, replies, watches set and fired, events)
+//!   (`FEATURES_SEED=17 cargo test -p lock-sim --test features revocation --
+//!   --nocapture`); `FEATURES_TRACE_TAIL=n`: how many trace lines to print
+//!   (default 300).
 
 #[macro_use]
 mod harness;

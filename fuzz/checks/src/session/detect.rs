@@ -203,13 +203,7 @@ impl Harness {
                     && children
                         .iter()
                         .filter(|c| parse_name(c).is_some())
-                        .all(|c| {
-                            if got.contains(c.as_str()) {
-                                read(c, r.0, true)
-                            } else {
-                                read(c, r.0, false)
-                            }
-                        })
+                        .all(|c| read(c, r.0, got.contains(c.as_str())))
             });
         check!(
             self,

@@ -37,10 +37,6 @@ pub use input::*;
 mod world;
 use world::{name_of, parent_of, World};
 
-// ---------------------------------------------------------------------------------
-// The harness
-// ---------------------------------------------------------------------------------
-
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Conn {
     NoSession,

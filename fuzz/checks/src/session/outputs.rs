@@ -10,6 +10,7 @@ use lock_core::{
     Output, Request,
 };
 use lock_sim::check::{fenced_outcome_agrees, grant_in_queue};
+use FailReason::{Cancelled, Closed, SessionExpired, Zk};
 
 impl Harness {
     pub(super) fn drain(&mut self) -> Vec<(LockId, LockEvent)> {
@@ -238,32 +239,16 @@ impl Harness {
                 self.locks[i].terminal
             ));
         }
-        let allowed = match (kind, event) {
-            (TaskKind::Observer, LockEvent::LeaderChanged { .. }) => true,
-            (TaskKind::Revoke, LockEvent::RevocationSent { .. }) => true,
-            (TaskKind::Observer | TaskKind::Revoke, LockEvent::Failed(r)) => matches!(
-                r,
-                FailReason::Cancelled | FailReason::Closed | FailReason::Zk(_)
-            ),
-            (TaskKind::Inspect, LockEvent::Participants(_)) => true,
-            (TaskKind::Scan, LockEvent::Deadlocks { .. }) => true,
-            (TaskKind::Inspect | TaskKind::Scan, LockEvent::Failed(r)) => matches!(
-                r,
-                FailReason::Cancelled
-                    | FailReason::Closed
-                    | FailReason::Zk(_)
-                    | FailReason::SessionExpired
-            ),
-            (
-                TaskKind::Lock,
-                LockEvent::LeaderChanged { .. } | LockEvent::RevocationSent { .. },
-            ) => false,
-            (TaskKind::Lock, _) => true,
-            _ => false,
-        };
-        check!(self, allowed, "{event:?} for a {kind:?} task {lock}");
+        // The events each kind of task may hear, each handled.
         let next = match (kind, event) {
-            (TaskKind::Lock, _) => self.on_lock_event(i, event),
+            (TaskKind::Lock, e)
+                if !matches!(
+                    e,
+                    LockEvent::LeaderChanged { .. } | LockEvent::RevocationSent { .. }
+                ) =>
+            {
+                self.on_lock_event(i, event)
+            }
             (TaskKind::Observer, LockEvent::LeaderChanged { leader, .. }) => {
                 let prev = self.locks[i].reported.clone();
                 check!(
@@ -293,10 +278,6 @@ impl Harness {
                 self.locks[i].reported = Some(leader.clone());
                 state
             }
-            (TaskKind::Inspect | TaskKind::Scan, _) => {
-                self.on_read_task_event(i, event);
-                state
-            }
             (TaskKind::Revoke, LockEvent::RevocationSent { nodes }) => {
                 for n in nodes {
                     check!(
@@ -307,7 +288,20 @@ impl Harness {
                 }
                 state
             }
-            _ => state,
+            (TaskKind::Inspect, LockEvent::Participants(_))
+            | (TaskKind::Scan, LockEvent::Deadlocks { .. }) => {
+                self.on_read_task_event(i, event);
+                state
+            }
+            (
+                TaskKind::Observer | TaskKind::Revoke,
+                LockEvent::Failed(Cancelled | Closed | Zk(_)),
+            ) => state,
+            (
+                TaskKind::Inspect | TaskKind::Scan,
+                LockEvent::Failed(Cancelled | Closed | Zk(_) | SessionExpired),
+            ) => state,
+            _ => self.fail(format!("{event:?} for a {kind:?} task {lock}")),
         };
         if event.is_terminal() {
             self.locks[i].terminal = Some(event.clone());

@@ -246,8 +246,7 @@ impl Harness {
 
     pub(super) fn after_session_change(&mut self) {
         // Replies to requests of the old connection are never delivered.
-        let dropped: Vec<Request> = self.outstanding.drain(..).collect();
-        self.past.extend(dropped);
+        self.past.extend(self.outstanding.drain(..));
     }
 
     pub(super) fn disconnect(&mut self, applied: u8, report_errors: bool, since_contact_ms: u16) {

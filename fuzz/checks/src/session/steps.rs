@@ -15,10 +15,9 @@ use std::time::Duration;
 impl Harness {
     pub(super) fn pick_lock(&self, p: LockPick) -> LockId {
         match p {
-            LockPick::Known(i) if !self.locks.is_empty() => {
-                self.locks[usize::from(i) % self.locks.len()].id
+            LockPick::Known(i) => {
+                crate::pick(&self.locks, i).map_or(LockId(u64::from(i)), |l| l.id)
             }
-            LockPick::Known(i) => LockId(u64::from(i)),
             LockPick::Raw(r) => LockId(r),
         }
     }
@@ -213,72 +212,68 @@ impl Harness {
         }
     }
 
-    /// Expected outcome of a holder-only call (`open_section`, `close_section`,
-    /// `fenced_write`) on `id`: `Ok(())` or the set of acceptable errors.
-    pub(super) fn holder_call_expect(
+    /// Checks a holder-only call's answer `r` on `id`: accepted exactly for a held
+    /// lock (with crash detection if `needs_detect`), else an error fitting what `id`
+    /// is. (The harness's view of `id` changes only when outputs are drained.)
+    pub(super) fn check_holder_call<T: std::fmt::Debug>(
         &self,
+        what: &str,
         id: LockId,
         needs_detect: bool,
-    ) -> Result<(), Vec<UsageError>> {
-        let Some(i) = self.task(id) else {
-            return Err(vec![UsageError::UnknownLock(id)]);
+        r: &Result<T, UsageError>,
+    ) {
+        let expect = match self.task(id).map(|i| &self.locks[i]) {
+            None => Err(vec![UsageError::UnknownLock(id)]),
+            Some(l) => match (l.kind, l.state) {
+                (_, None) => Err(vec![
+                    UsageError::UnknownLock(id),
+                    UsageError::NotHeld(id),
+                    UsageError::Unsupported("not a lock acquisition"),
+                ]),
+                (TaskKind::Observer | TaskKind::Revoke | TaskKind::Inspect | TaskKind::Scan, _) => {
+                    Err(vec![UsageError::Unsupported("not a lock acquisition")])
+                }
+                (TaskKind::Lock, Some(Held)) if needs_detect && !l.detect_crashes => {
+                    Err(vec![UsageError::Unsupported(
+                        "sections need LockSpec::detect_crashes",
+                    )])
+                }
+                (TaskKind::Lock, Some(Held)) => Ok(()),
+                (TaskKind::Lock, _) => Err(vec![UsageError::NotHeld(id)]),
+            },
         };
-        let l = &self.locks[i];
-        match (l.kind, l.state) {
-            (_, None) => Err(vec![
-                UsageError::UnknownLock(id),
-                UsageError::NotHeld(id),
-                UsageError::Unsupported("not a lock acquisition"),
-            ]),
-            (TaskKind::Observer | TaskKind::Revoke | TaskKind::Inspect | TaskKind::Scan, _) => {
-                Err(vec![UsageError::Unsupported("not a lock acquisition")])
-            }
-            (TaskKind::Lock, Some(Held)) if needs_detect && !l.detect_crashes => {
-                Err(vec![UsageError::Unsupported(
-                    "sections need LockSpec::detect_crashes",
-                )])
-            }
-            (TaskKind::Lock, Some(Held)) => Ok(()),
-            (TaskKind::Lock, _) => Err(vec![UsageError::NotHeld(id)]),
+        match (r, &expect) {
+            (Ok(_), Ok(())) => {}
+            (Err(e), Err(allowed)) if allowed.contains(e) => {}
+            _ => self.fail(format!("{what} on {id}: {r:?}, expected {expect:?}")),
         }
     }
 
     pub(super) fn section(&mut self, p: LockPick, open: bool) {
         let id = self.pick_lock(p);
-        let expect = self.holder_call_expect(id, true);
         let r = if open {
             self.s.open_section(id, self.now)
         } else {
             self.s.close_section(id, self.now)
         };
         self.log(|| format!("section open={open} {id} -> {r:?}"));
-        match (&r, &expect) {
-            (Ok(()), Ok(())) => {}
-            (Err(e), Err(allowed)) if allowed.contains(e) => {}
-            _ => self.fail(format!(
-                "section(open={open}) on {id}: {r:?}, expected {expect:?}"
-            )),
-        }
+        self.check_holder_call(&format!("section(open={open})"), id, true, &r);
         self.drain();
     }
 
     pub(super) fn fenced_write(&mut self, p: LockPick, ops: &[FencedOpPick]) {
         let id = self.pick_lock(p);
-        let expect = self.holder_call_expect(id, false);
         let ops: Vec<MultiOp> = ops.iter().take(4).map(FencedOpPick::op).collect();
         self.fenced.push(ops.clone());
         let max_before = self.max_issued;
         let r = self.s.fenced_write(id, ops, self.now);
         self.log(|| format!("fenced write on {id} -> {r:?}"));
-        match (&r, &expect) {
-            (Ok(w), Ok(())) => {
-                check!(self, *w > self.last_write, "write id {w} not increasing");
-                self.last_write = *w;
-                let i = self.task(id).expect("a held lock");
-                self.locks[i].writes.push((*w, None));
-            }
-            (Err(e), Err(allowed)) if allowed.contains(e) => {}
-            _ => self.fail(format!("fenced_write on {id}: {r:?}, expected {expect:?}")),
+        self.check_holder_call("fenced_write", id, false, &r);
+        if let Ok(w) = r {
+            check!(self, w > self.last_write, "write id {w} not increasing");
+            self.last_write = w;
+            let i = self.task(id).expect("a held lock");
+            self.locks[i].writes.push((w, None));
         }
         self.drain();
         if let Ok(w) = r {
