@@ -324,6 +324,30 @@ fn closed_for_good_gives_typed_errors_then_a_new_session() {
     locks.close_blocking();
 }
 
+/// `result` is the failure of a connect the client gave up on (no session
+/// within the connect timeout), explained: `server` accepted TCP connections
+/// and answered nothing.
+fn assert_gave_up(result: Result<LockClient, Error>, server: &str) {
+    let Err(Error::Connect {
+        failure: ConnectFailure::Unreachable { servers },
+        source: Some(source),
+    }) = &result
+    else {
+        panic!("{result:?}");
+    };
+    assert_eq!(servers, &vec![(server.to_owned(), Reach::NoAnswer)]);
+    assert!(
+        matches!(
+            source.downcast_ref::<Error>(),
+            Some(Error::Connect {
+                failure: ConnectFailure::NoSession { .. },
+                ..
+            })
+        ),
+        "{source:?}"
+    );
+}
+
 /// Hazard: `create` returns no Stat, so no token. The core takes the token from the
 /// `getData` on its own node that it sends anyway: the token is our node's `czxid`,
 /// at no extra request (the request count is checked by the conformance suite). The
@@ -679,24 +703,7 @@ fn first_connection_without_timeout_is_given_up() {
         .session_timeout(Duration::from_secs(1))
         .connect_timeout(Duration::from_secs(2))
         .connect();
-    let Err(Error::Connect {
-        failure: ConnectFailure::Unreachable { servers },
-        source: Some(source),
-    }) = &result
-    else {
-        panic!("{result:?}");
-    };
-    assert_eq!(servers, &vec![(addr.to_string(), Reach::NoAnswer)]);
-    assert!(
-        matches!(
-            source.downcast_ref::<Error>(),
-            Some(Error::Connect {
-                failure: ConnectFailure::NoSession { .. },
-                ..
-            })
-        ),
-        "{source:?}"
-    );
+    assert_gave_up(result, &addr.to_string());
     assert!(start.elapsed() < SHORT);
 
     // ...and replaces a stuck client: the first one lands in the tarpit, the one
