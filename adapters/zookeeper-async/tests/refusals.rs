@@ -1,11 +1,11 @@
 //! What this binding refuses, and that it refuses it with a typed error and
 //! writes nothing (see the crate docs): `multi` and what needs it, TLS, SASL, and
-//! session timeouts too short for zookeeper-async's read timeout.
+//! session timeouts too short for zookeeper-async's read timeout. (A break, its
+//! record's `multi` refused, goes unrecorded: lock-core's `tests/break_lock.rs`.)
 
 use lock_conformance::{shared_server, unique_path};
 use lock_zookeeper_async::{
-    builder, BreakLock, BreakOutcome, ConnectOptions, Error, FencedError, LockClient, Tls, Writes,
-    ZkError,
+    builder, ConnectOptions, Error, FencedError, LockClient, Tls, Writes, ZkError,
 };
 use std::time::Duration;
 
@@ -134,28 +134,5 @@ fn lock_delay_fails_at_once_with_a_typed_error() {
             .await
             .expect("release");
         locks.close().await;
-    });
-}
-
-/// Breaking a lock deletes the holder's node with its record in one `multi`;
-/// refused, the core breaks the lock with a plain delete, unrecorded (no
-/// `zkl-broken` node beside it).
-#[test]
-fn break_lock_breaks_without_its_record() {
-    runtime().block_on(async {
-        let (holder, breaker) = (connect().await, connect().await);
-        let path = unique_path("refused-break");
-        let guard = holder.mutex(&path).lock().await.expect("lock");
-        let broken = breaker
-            .break_lock(&path, BreakLock::holder().force())
-            .await
-            .expect("break");
-        assert_eq!(broken.outcome, BreakOutcome::Deleted);
-        let admin = lock_conformance::ZkAdmin::connect(&shared_server().connect_string());
-        let left = lock_conformance::Admin::children(&admin, &path);
-        assert!(!left.iter().any(|c| c == "zkl-broken"), "{left:?}");
-        drop(guard);
-        holder.close().await;
-        breaker.close().await;
     });
 }

@@ -59,7 +59,7 @@ fn main() {
     eprintln!("{sessions} sessions up in {:?}", started.elapsed());
     // Let the background server checks and any ramp settle.
     std::thread::sleep(timeout);
-    let received = || common::packets(server).received;
+    let received = || common::packets(server);
     let before = received();
     let start = Instant::now();
     std::thread::sleep(window);

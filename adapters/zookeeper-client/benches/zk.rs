@@ -81,8 +81,8 @@ async fn uncontended(rt: Runtime, cluster: &str, server: &ZkServer) -> Uncontend
     }
     client.wait_idle().await.unwrap();
     let requests_before = client.stats().await.unwrap().requests;
-    let base = packets(server).received;
-    let packets_before = packets(server).received;
+    let base = packets(server);
+    let packets_before = packets(server);
     let mntr_overhead = packets_before - base;
     let mut acquire = Vec::with_capacity(UNCONTENDED_CYCLES);
     let mut release = Vec::with_capacity(UNCONTENDED_CYCLES);
@@ -98,7 +98,7 @@ async fn uncontended(rt: Runtime, cluster: &str, server: &ZkServer) -> Uncontend
         cycle.push(t2 - t0);
     }
     client.wait_idle().await.unwrap();
-    let packets = packets(server).received - packets_before - mntr_overhead;
+    let packets = packets(server) - packets_before - mntr_overhead;
     let requests = client.stats().await.unwrap().requests - requests_before;
     client.close().await;
     Uncontended {

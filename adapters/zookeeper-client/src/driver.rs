@@ -13,13 +13,7 @@
 //! | closed by us | `Closed` |
 //!
 //! zookeeper-client declares `Disconnected` by itself in time for the core's rule
-//! (within 2/3 of the session timeout of the last contact): with no connection
-//! timeout configured (the binding never configures one) its tick is 1/20 of the
-//! negotiated session timeout, it pings after 3/20 without sending, and it drops the
-//! connection once nothing was *received* for 8 ticks = 2/5 of the session timeout,
-//! checked every tick. A silent network (no FIN, no RST) is thus reported at most
-//! 9/20 = 0.45 of the session timeout after the last byte received, well before 2/3.
-//! The tests check this against a blackholing proxy.
+//! (the crate docs' "Detecting a silent network in time").
 //!
 //! With `Disconnected` goes the time since the server last heard from the session
 //! (`since_contact`): the core reports held locks lost before the server could

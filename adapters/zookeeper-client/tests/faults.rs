@@ -1,15 +1,16 @@
-//! Connection loss, partitions and session expiry against a real ZooKeeper server,
-//! through fault proxies, under every runtime. A lost create reply, a short cut and
-//! a partition past the session timeout, as every binding must ride them out, are
-//! in the conformance suite (lock-conformance's `suite/faults.rs`, `suite/rounds.rs`).
+//! A create lost with its connection before the server saw it, against a real
+//! ZooKeeper server through a fault proxy, under every runtime. A lost create reply,
+//! a short cut and a partition past the session timeout, as every binding must ride
+//! them out, are in the conformance suite (lock-conformance's `suite/faults.rs`,
+//! `suite/rounds.rs`); a hold lost past the grace whose stale node goes once the
+//! session turns out alive is lock-core's (`core/tests/failures.rs`).
 
 mod common;
 
 use common::peers::node_name;
 use common::{connect, server, spawn, unique_path, Observer};
 use lock_testkit::{Direction, FaultProxy};
-use lock_zookeeper_client::{Connect, LockClient, LockEvent, LostReason};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const SESSION: Duration = Duration::from_secs(10);
 
@@ -38,47 +39,5 @@ rt_tests! {
         guard.release().await.unwrap();
         assert!(observer.children(&dir).await.is_empty());
         client.close().await;
-    }
-
-    /// A partition longer than the suspension grace but shorter than the session
-    /// timeout: the holder reports `Lost(SuspendedTooLong)`; when the network heals
-    /// the session turns out alive and the core deletes the stale node at once, so
-    /// the next waiter gets the lock without waiting for the session to expire.
-    async fn lost_after_grace_then_heal_deletes_stale_node(rt) {
-        let session_timeout = Duration::from_secs(4);
-        let grace = Duration::from_millis(500);
-        let dir = unique_path("grace", &rt);
-        let observer = Observer::connect(&server().connect_string()).await;
-        let proxy = std::sync::Arc::new(FaultProxy::start(server().addr()).unwrap());
-        let a = LockClient::builder(&proxy.connect_string())
-            .session_timeout(session_timeout)
-            .suspended_grace(grace)
-            .runtime(rt.clone())
-            .connect()
-            .await
-            .expect("connecting a lock client");
-        let b = connect(&rt, &server().connect_string(), SESSION).await;
-        let session = a.session_id();
-        let held = a.mutex(dir.clone()).lock().await.unwrap();
-        let waiter = {
-            let (b, dir) = (b.clone(), dir.clone());
-            spawn(&rt, async move { b.mutex(dir).lock().await.expect("lock after the stale node") })
-        };
-        observer.wait_children(&dir, 2).await;
-        let cut_at = Instant::now();
-        common::on_proxy(&proxy, FaultProxy::blackhole).await;
-        assert_eq!(held.next_event().await, Some(LockEvent::Suspended));
-        assert_eq!(held.next_event().await, Some(LockEvent::Lost(LostReason::SuspendedTooLong)));
-        common::on_proxy(&proxy, FaultProxy::heal).await;
-        let b_guard = waiter.await.unwrap();
-        let freed = cut_at.elapsed();
-        // Same session: the server never expired it; the adapter deleted the node.
-        assert_eq!(a.session_id(), session);
-        assert!(freed < session_timeout, "the stale node blocked for {freed:?}");
-        a.wait_idle().await.unwrap();
-        assert_eq!(observer.children(&dir).await, vec![node_name(b_guard.path())]);
-        b_guard.release().await.unwrap();
-        a.close().await;
-        b.close().await;
     }
 }

@@ -1,13 +1,11 @@
-//! Revocation of shared readers, crash-detecting sections and fenced writes against
-//! a real ZooKeeper server, under every runtime: what needs this binding's proxies (a
-//! reply held back) or is this binding's own. What every binding must do (fenced
-//! writes, crashes in sections, lock-delay, the break's record, revocation, leases,
-//! elections) is in the conformance suite (lock-conformance's `suite/guarded.rs`,
-//! `suite/revocation.rs`, `suite/elections.rs`).
+//! Crash-detecting sections and fenced writes against a real ZooKeeper server, under
+//! every runtime, where they need this binding's proxies (a reply held back). What
+//! every binding must do (fenced writes, crashes in sections, lock-delay, the break's
+//! record, revocation, leases, elections) is in the conformance suite
+//! (lock-conformance's `suite/guarded.rs`, `suite/revocation.rs`, `suite/elections.rs`).
 
 mod common;
 
-use common::peers::node_name;
 use common::{connect, server, spawn, unique_path, Observer};
 use lock_testkit::{Direction, FaultProxy};
 use lock_zookeeper_client::{FencedError, LockEvent, LostReason, Writes};
@@ -19,37 +17,6 @@ const SESSION: Duration = Duration::from_secs(10);
 const MARKER: &str = "zkl-section";
 
 rt_tests! {
-    /// The seeds' revocable shared locks: revoking the lock path asks every reader
-    /// holding it (not the waiting writer); each releases, and the writer gets in.
-    async fn revoking_shared_readers(rt) {
-        let dir = unique_path("revoke-readers", &rt);
-        let zk = Observer::connect(&server().connect_string()).await;
-        let a = connect(&rt, &server().connect_string(), SESSION).await;
-        let b = connect(&rt, &server().connect_string(), SESSION).await;
-        let table = a.rwlock(dir.clone()).revocable();
-        let r1 = table.read().lock().await.unwrap();
-        let r2 = table.read().lock().await.unwrap();
-        let writer = {
-            let (b, dir) = (b.clone(), dir.clone());
-            spawn(&rt, async move { b.rwlock(dir).write().lock().await })
-        };
-        zk.wait_children(&dir, 3).await;
-        let mut asked = b.revoke(dir.clone()).await.unwrap();
-        asked.sort();
-        let mut readers = vec![r1.path().to_owned(), r2.path().to_owned()];
-        readers.sort();
-        assert_eq!(asked, readers);
-        assert_eq!(r1.revocation_requested().await, Ok(()));
-        assert_eq!(r2.revocation_requested().await, Ok(()));
-        r1.release().await.unwrap();
-        r2.release().await.unwrap();
-        let w = writer.await.unwrap().unwrap();
-        assert_eq!(zk.children(&dir).await, vec![node_name(w.path())]);
-        w.release().await.unwrap();
-        a.close().await;
-        b.close().await;
-    }
-
     /// A section call whose request dies with the connection goes on after the
     /// reconnect: `open_section` returns once the marker is written, the guard having
     /// been suspended and resumed meanwhile; a clean release then removes it.

@@ -79,9 +79,9 @@ rt_tests! {
     }
 
     /// Many waiters on ONE session: a release wakes only the waiter queued behind
-    /// the released node, so the queue drains with about 2 requests per acquisition
-    /// (the predecessor's delete and one listing), as across sessions. Before, every
-    /// waiter of the session woke and re-listed: quadratic.
+    /// the released node (not every waiter of the session, which would re-list:
+    /// quadratic), so the queue drains with about 2 requests per acquisition (the
+    /// predecessor's delete and one listing), as across sessions.
     async fn one_sessions_waiters_drain_without_a_herd(rt) {
         const WAITERS: usize = 200;
         let dir = unique_path("herd", &rt);

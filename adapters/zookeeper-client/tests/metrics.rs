@@ -39,43 +39,24 @@ fn a_scripted_sequence_is_counted_on_zookeeper() {
         let other = connect(&rt, &server().connect_string()).await;
 
         // Acquire, then contend: busy at once, then a wait granted at the release.
+        // (The wait and hold histograms and the handoff are lock-sim's
+        // tests/client_metrics.rs::a_scripted_sequence_is_counted; here, the labels
+        // with the path prefix.)
         let guard = holder.mutex(path).lock().await.unwrap();
         assert_eq!(metrics.gauge("zklock_locks_held", &labels), 1.0);
         assert!(other.mutex(path).try_lock().await.unwrap().is_none());
-        let watches = other.stats().await.unwrap().watches_set;
         let waiter = other.mutex(path).start().unwrap();
         metrics.wait_for("one waiter", BOUND, |m| {
             m.gauge("zklock_locks_waiting", &labels) == 1.0
         });
-        // Watching the holder's node (its deletion is the handoff): the watch
-        // was sent, and a later request of the same session answered after it.
-        metrics.wait_for("the waiter's watch", BOUND, |_| {
-            other.stats_blocking().unwrap().watches_set > watches
-        });
-        other.participants(path).await.unwrap();
         guard.release().await.unwrap();
         waiter.await.unwrap().release().await.unwrap();
         let acquired = with(("outcome", "acquired"));
         assert_eq!(metrics.counter("zklock_acquisitions_total", &acquired), 2);
         let busy = with(("outcome", "would_block"));
         assert_eq!(metrics.counter("zklock_acquisitions_total", &busy), 1);
-        assert_eq!(
-            metrics
-                .histogram("zklock_acquire_wait_seconds", &acquired)
-                .len(),
-            2
-        );
         let released = with(("end", "released"));
         assert_eq!(metrics.histogram("zklock_hold_seconds", &released).len(), 2);
-        // One handoff (the waiter's, from the holder's node deleted to its grant),
-        // within that waiter's wait.
-        let handoffs = metrics.histogram("zklock_handoff_seconds", &labels);
-        let waits = metrics.histogram("zklock_acquire_wait_seconds", &acquired);
-        assert_eq!(handoffs.len(), 1, "{handoffs:?}");
-        assert!(
-            handoffs[0] <= waits.iter().copied().fold(0.0, f64::max),
-            "{handoffs:?} {waits:?}"
-        );
 
         // A cut connection: suspended, then resumed on the same session.
         // Watching its node, so that the delete below shows at once.

@@ -1,11 +1,9 @@
 //! Connection options against a real ZooKeeper 3.8 (lock-testkit): the ACL presets
-//! other than creator-only, SASL DIGEST-MD5, timeouts, TLS with certificates
-//! generated here (and TLS on one side only), a bad certificate (zookeeper-client's
-//! error behind it), and a `LockClient` on the application's own zookeeper-client
-//! session. Digest auth with creator-only ACLs (others refused with a typed error,
-//! not a hang), chroot and bad options (an unknown auth scheme among them), as
-//! every binding passes them, are in the conformance suite (lock-conformance's
-//! `suite/options.rs`).
+//! other than creator-only, SASL DIGEST-MD5, timeouts, TLS (certificates generated
+//! here, TLS on one side only, bad certificates) and a `LockClient` on the
+//! application's own zookeeper-client session. What every binding passes (digest
+//! auth with creator-only ACLs, chroot, bad options) is the conformance suite's
+//! (lock-conformance's `suite/options.rs`).
 
 mod common;
 
@@ -46,9 +44,8 @@ fn setup() -> &'static (ZkServer, Pki) {
             .start()
             .expect("starting ZooKeeper with TLS (lock-testkit)");
         // ZooKeeper reads its stores at the first TLS connection and keeps them:
-        // make it now (so that the tests do not all wait behind it), then remove
-        // the files.
-        // (On a thread of its own: the first test calls this from its runtime.)
+        // make it now, on a thread (the first test calls this from its runtime),
+        // then remove the files.
         let secure = server.secure_connect_string().unwrap();
         let tls = client_tls(&pki);
         std::thread::spawn(move || {
@@ -100,10 +97,9 @@ fn alice() -> ConnectOptions {
     ConnectOptions::new().digest_auth("alice", "alice-secret")
 }
 
-/// A raw client with `auth` (scheme digest), to look at what zklock created.
-/// zookeeper-client gives up connecting after the session timeout: with its
-/// default (6 s) this connect once failed in a run on a loaded machine (load
-/// average above 6 on 2 cores), so it gets the generous bound of the other waits.
+/// A raw client with `auth` (scheme digest), to look at what zklock created. Its
+/// session timeout, after which zookeeper-client gives up connecting, is the
+/// generous bound: its default (6 s) is too short on a loaded machine.
 async fn raw(auth: Option<&str>) -> Client {
     let mut connector = Client::connector().with_session_timeout(LOCK_WAIT);
     if let Some(auth) = auth {
@@ -167,21 +163,6 @@ fn world_readable_and_custom_acls_are_applied() {
     });
 }
 
-/// (An auth scheme the server does not know is the conformance suite's
-/// `bad_options_are_typed_errors`; the refusal's source, zookeeper-client's
-/// `AuthFailed`, is checked with a wrong SASL password below.)
-#[test]
-fn bad_certificate_is_a_typed_error() {
-    run_tokio(|_| async {
-        let bad_pem = connect(ConnectOptions::new().tls(Tls::new("not a certificate"))).await;
-        assert!(
-            matches!(&bad_pem, Err(Error::BadOption { option: "tls", source: Some(why), .. })
-                if why.downcast_ref::<zookeeper_client::Error>().is_some()),
-            "{bad_pem:?}"
-        );
-    });
-}
-
 #[test]
 fn timeouts_are_passed_through() {
     run_tokio(|_| async {
@@ -223,7 +204,7 @@ fn timeouts_are_passed_through() {
 }
 
 #[test]
-fn tls_with_a_client_certificate_locks_and_unlocks() {
+fn tls_with_a_client_certificate_locks_and_bad_certificates_are_typed_errors() {
     run_tokio(|_| async {
         let (server, pki) = setup();
         let secure = server.secure_connect_string().unwrap();
@@ -264,6 +245,14 @@ fn tls_with_a_client_certificate_locks_and_unlocks() {
         assert!(
             matches!(untrusted, Err(Error::Connect { .. })),
             "{untrusted:?}"
+        );
+
+        // A certificate that does not parse: zookeeper-client's error behind the option's.
+        let bad_pem = connect(ConnectOptions::new().tls(Tls::new("not a certificate"))).await;
+        assert!(
+            matches!(&bad_pem, Err(Error::BadOption { option: "tls", source: Some(why), .. })
+                if why.downcast_ref::<zookeeper_client::Error>().is_some()),
+            "{bad_pem:?}"
         );
     });
 }

@@ -82,12 +82,6 @@
 //! | 0.8.0 has no `multi`. | Added in the crate (the fork's `ZooKeeper::multi`): fenced writes, crash-detecting sections, lock-delay and the break's record run here as on every binding, each one request (the conformance suite runs them on this binding). |
 //! | 0.8.0 hides the negotiated session timeout (a server fits the one asked for into its `minSessionTimeout..=maxSessionTimeout`). | Fixed in the crate (the fork's `ZooKeeper::session_timeout`): once a session is established, and before the core hears of it (before [`Builder::connect`] returns), the driver times everything by the timeout the server granted: its liveness checks, and the core's grace, expiry margin and proof of contact ([`Link::reconfigure`](lock_client::Link::reconfigure)); a new session after an expiry gets its own. [`LockClient::session_timeout`] reports it. A server granting less than asked for no longer leaves a lock trusted too long (`tests/hazards.rs`, `granted_timeout_times_the_locks`). After every (re)connect the binding also reads the server's settings (`conf`, on a thread of its own) and warns ([`ConnectionEvent::ServerHazard`], [`Hazard`]) when `syncLimit × tickTime` is too long for the session. |
 //! | Its constructor panics if the first socket cannot be created. | Caught: [`Error::Connect`]. |
-//!
-//! [`LockEvent::RevocationRequested`]: lock_core::LockEvent::RevocationRequested
-//! [`LostReason::LeaseExpired`]: lock_core::LostReason::LeaseExpired
-//! [`LockEvent::Suspended`]: lock_core::LockEvent::Suspended
-//! [`LockEvent::Resumed`]: lock_core::LockEvent::Resumed
-//! [`LockEvent::Lost`]: lock_core::LockEvent::Lost
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 

@@ -59,66 +59,11 @@ fn queued(guard: &lock_zookeeper::LockGuard) -> Vec<LockEvent> {
     std::iter::from_fn(|| guard.next_event_timeout_blocking(Duration::ZERO)).collect()
 }
 
-/// Events until (and with) the terminal one.
-fn until_lost(guard: &lock_zookeeper::LockGuard, within: Duration) -> Vec<LockEvent> {
-    let mut events = Vec::new();
-    while !matches!(events.last(), Some(LockEvent::Lost(_))) {
-        match guard.next_event_timeout_blocking(within) {
-            Some(event) => events.push(event),
-            None => panic!("not lost within {within:?}: {events:?}"),
-        }
-    }
-    events
-}
-
 fn client(connect: &str, timeout: Duration) -> LockClient {
     LockClient::builder(connect)
         .session_timeout(timeout)
         .connect()
         .expect("connect")
-}
-
-/// Blackholes `proxy` and watches `guard` until it is lost: when it was first seen
-/// `Suspended` (if it was) and when `Lost`, both from the cut. Panics if it is not
-/// lost within [`LONG`].
-fn blackhole_until_lost(
-    proxy: &FaultProxy,
-    guard: &lock_zookeeper::LockGuard,
-) -> (Option<Duration>, Duration) {
-    proxy.blackhole();
-    let cut_at = Instant::now();
-    let mut suspended_at = None;
-    let lost_at = loop {
-        match guard.status() {
-            LockStatus::Held => {}
-            LockStatus::Suspended => {
-                suspended_at.get_or_insert_with(|| cut_at.elapsed());
-            }
-            LockStatus::Lost(_) => break cut_at.elapsed(),
-            other => panic!("{other:?}"),
-        }
-        assert!(
-            cut_at.elapsed() < LONG,
-            "not lost within {LONG:?} of the cut"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    };
-    (suspended_at, lost_at)
-}
-
-/// A client (session timeout `timeout`) through a proxy of its own to the shared
-/// server, holding a mutex at a new path named after `test`.
-fn holding_through_proxy(
-    test: &str,
-    timeout: Duration,
-) -> (FaultProxy, LockClient, lock_zookeeper::LockGuard) {
-    let proxy = FaultProxy::start(shared_server().addr()).expect("proxy");
-    let locks = client(&proxy.connect_string(), timeout);
-    let guard = locks
-        .mutex(unique_path(test))
-        .lock_blocking()
-        .expect("lock");
-    (proxy, locks, guard)
 }
 
 /// Cuts `proxy` under `locks`, holding `guard`: the crate reconnects within the
@@ -329,7 +274,11 @@ fn closed_for_good_gives_typed_errors_then_a_new_session() {
     server.stop();
     // Lost a margin before the server could have expired the session (were it
     // alive), long before the crate gives up.
-    let events = until_lost(&guard, SHORT);
+    let mut events = Vec::new();
+    while !matches!(events.last(), Some(LockEvent::Lost(_))) {
+        let event = guard.next_event_timeout_blocking(SHORT);
+        events.push(event.unwrap_or_else(|| panic!("not lost: {events:?}")));
+    }
     assert_eq!(
         events[events.len() - 2..],
         [
@@ -526,7 +475,12 @@ fn fork_runs_a_multi_as_one_transaction() {
 #[test]
 fn idle_holder_stays_quiet_and_resumes_after_a_cut() {
     let timeout = Duration::from_secs(2);
-    let (proxy, locks, guard) = holding_through_proxy("idle", timeout);
+    let proxy = FaultProxy::start(shared_server().addr()).expect("proxy");
+    let locks = client(&proxy.connect_string(), timeout);
+    let guard = locks
+        .mutex(unique_path("idle"))
+        .lock_blocking()
+        .expect("lock");
     // Four session timeouts of idleness (without the probes, the crate's last answer
     // could be 8 s old, against `floor(T) + 1` = 3 s). Nothing should happen to the
     // lock (a machine loaded enough to delay a reply past the reply deadline could
@@ -872,7 +826,24 @@ fn granted_timeout_times_the_locks() {
         .mutex(unique_path("granted-timeout"))
         .lock_blocking()
         .expect("lock");
-    let (suspended_at, lost_at) = blackhole_until_lost(&proxy, &guard);
+    proxy.blackhole();
+    let cut_at = Instant::now();
+    let mut suspended_at = None;
+    let lost_at = loop {
+        match guard.status() {
+            LockStatus::Held => {}
+            LockStatus::Suspended => {
+                suspended_at.get_or_insert_with(|| cut_at.elapsed());
+            }
+            LockStatus::Lost(_) => break cut_at.elapsed(),
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            cut_at.elapsed() < LONG,
+            "not lost within {LONG:?} of the cut"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    };
     eprintln!("granted 4 s, blackhole at 0: Suspended from {suspended_at:?}, Lost at {lost_at:?}");
     assert!(
         lost_at < granted,

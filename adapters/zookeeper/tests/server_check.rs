@@ -8,24 +8,17 @@ use std::time::{Duration, Instant};
 /// The bound on waiting for a connection state.
 const STATE_WITHIN: Duration = Duration::from_secs(20);
 
-/// How long a held lock is trusted from now, in session timeouts.
-fn window(guard: &lock_client::LockGuard, timeout: Duration) -> f64 {
-    let until = guard.trusted_until().expect("a held lock has a deadline");
-    until
-        .saturating_duration_since(Instant::now())
-        .as_secs_f64()
-        / timeout.as_secs_f64()
-}
-
 /// The trust window of `guard` once settled (in session timeouts): the widest
 /// over half a timeout, from one timeout on (when the contact a connect itself
 /// proves has aged out, and the proofs renewed every T/10 decide).
 fn settled_window(guard: &lock_client::LockGuard, timeout: Duration) -> f64 {
     std::thread::sleep(timeout);
-    let until = Instant::now() + timeout / 2;
+    let end = Instant::now() + timeout / 2;
     let mut widest: f64 = 0.0;
-    while Instant::now() < until {
-        widest = widest.max(window(guard, timeout));
+    while Instant::now() < end {
+        let trusted = guard.trusted_until().expect("a held lock has a deadline");
+        let window = trusted.saturating_duration_since(Instant::now());
+        widest = widest.max(window.as_secs_f64() / timeout.as_secs_f64());
         std::thread::sleep(Duration::from_millis(10));
     }
     widest

@@ -32,57 +32,19 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .expect("tokio")
 }
 
-/// The server's packet counters: requests received (every request and ping of
-/// every session, plus one per four-letter word) and packets sent (a reply to
-/// each of those, plus every watch notification).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Packets {
-    pub received: u64,
-    pub sent: u64,
-    /// Watches triggered (one per session and path a change fired), the sum of
-    /// `zk_sum_node_{created,deleted,changed,children}_watch_count`: the
-    /// notifications the server queued. These matched the notifications decoded
-    /// on the wire (BENCHMARKS-history.md, issue 9); `sent` minus `received` came
-    /// out lower in herd drains (not traced why).
-    pub fired: u64,
-}
-
-impl std::ops::Sub for Packets {
-    type Output = Packets;
-    fn sub(self, earlier: Packets) -> Packets {
-        Packets {
-            received: self.received - earlier.received,
-            sent: self.sent - earlier.sent,
-            fired: self.fired - earlier.fired,
-        }
-    }
-}
-
-/// Reads `zk_packets_received`, `zk_packets_sent` and the watches triggered.
-pub fn packets(server: &ZkServer) -> Packets {
+/// The server's `zk_packets_received`: every request and ping of every session,
+/// plus one per four-letter word.
+pub fn packets(server: &ZkServer) -> u64 {
     let m = server.mntr().expect("mntr");
-    let fired = ["created", "deleted", "changed", "children"]
-        .iter()
-        .map(|k| {
-            m.get_u64(&format!("zk_sum_node_{k}_watch_count"))
-                .unwrap_or(0)
-        })
-        .sum();
-    Packets {
-        received: m
-            .get_u64("zk_packets_received")
-            .expect("zk_packets_received"),
-        sent: m.get_u64("zk_packets_sent").expect("zk_packets_sent"),
-        fired,
-    }
+    m.get_u64("zk_packets_received")
+        .expect("zk_packets_received")
 }
 
-/// What one `mntr` adds to the counters it reads (measured, so a window between
-/// two reads can subtract it).
-pub fn mntr_overhead(server: &ZkServer) -> Packets {
-    let a = packets(server);
-    let b = packets(server);
-    b - a
+/// What one `mntr` adds to [`packets`] (measured, so a window between two reads
+/// can subtract it).
+pub fn mntr_overhead(server: &ZkServer) -> u64 {
+    let before = packets(server);
+    packets(server) - before
 }
 
 /// The server's `zk_watch_count`: watches set, summed over sessions and paths.
@@ -107,7 +69,7 @@ pub async fn wait_quiet(server: &ZkServer) {
     loop {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let now = packets(server);
-        if (now - last).received <= overhead.received {
+        if now - last <= overhead {
             return;
         }
         last = now;

@@ -19,11 +19,11 @@ pub struct Requests<'a> {
 
 impl<'a> Requests<'a> {
     pub fn new(servers: Vec<&'a ZkServer>) -> Requests<'a> {
-        let overhead = servers.iter().map(|s| mntr_overhead(s).received).sum();
+        let overhead = servers.iter().map(|s| mntr_overhead(s)).sum();
         Requests { servers, overhead }
     }
     pub fn now(&self) -> u64 {
-        self.servers.iter().map(|s| packets(s).received).sum()
+        self.servers.iter().map(|s| packets(s)).sum()
     }
     /// Requests since `before`, less the closing read's own.
     pub fn since(&self, before: u64) -> u64 {

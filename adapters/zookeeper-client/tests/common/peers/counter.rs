@@ -202,7 +202,6 @@ impl Workload {
             expected.saturating_sub(counter)
         );
         let mut libraries: Vec<&str> = tallies.iter().map(|t| t.library).collect();
-        libraries.dedup();
         libraries.sort();
         libraries.dedup();
         for library in libraries {

@@ -8,23 +8,19 @@
 //! stdout, one thread per slot, so one process can hold in one slot while it waits in
 //! another.
 
+// Each test binary uses a different part of the harness (hence `common`'s
+// `allow(dead_code)`); the re-exports follow the same rule.
+#![allow(unused_imports)]
+
 mod counter;
 mod election;
 mod process;
 mod scenarios;
 mod zklock_side;
 
-// Each test binary uses a different part of the harness (hence `common`'s
-// `allow(dead_code)`); the re-exports follow the same rule.
-#[allow(unused_imports)]
 pub use counter::{counter_workload, start_fleet, RW_PHASES};
-#[allow(unused_imports)]
 pub use election::mixed_election_in_turn;
-#[allow(unused_imports)]
 pub use process::{Kind, Library, Peer};
-#[allow(unused_imports)]
 pub(crate) use scenarios::interop_tests;
-#[allow(unused_imports)]
 pub use scenarios::{meet, mutex_handoff, rwlock_exclusion};
-#[allow(unused_imports)]
 pub use zklock_side::{delivered, node_name, received, within, zk_refused, zk_start_lock};
