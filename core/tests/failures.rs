@@ -163,9 +163,10 @@ fn create_lost_with_the_connection_adopts_the_node_found_by_attempt_id() {
         !served.iter().any(|r| matches!(r.op, Op::Create { .. })),
         "adopted, not created again"
     );
-    // The late reply of the old create is stale.
+    // The late reply of the old create is stale: counted, and ignored.
     h.reply(create.id, Ok(Reply::Deleted));
     assert_eq!(h.s.stats().stale_replies, 1);
+    assert!(h.take_events().is_empty() && h.no_requests());
 }
 
 #[test]
