@@ -149,10 +149,8 @@ fn observer_follows_leader_changes_and_waits_for_first_participant() {
     assert!(h.no_requests());
 }
 
-/// The directory was empty, so the observer set a child watch; the watched listing
-/// already shows a participant: the child watch is removed from the server, else
-/// it would fire at the next join or leave, and one leader change would wake the
-/// observer twice (lock-sim's seed 410246 of `election_with_observers`).
+/// The child watch an observer of an empty election set is removed once its
+/// listing shows a participant, else one leader change would wake it twice.
 #[test]
 fn observer_removes_its_child_watch_once_someone_participates() {
     let mut h = observing_empty_election();
@@ -179,10 +177,8 @@ fn observer_removes_its_child_watch_once_someone_participates() {
     );
 }
 
-/// Revoking a leader overwrites its node's data, which is its participant id: the
-/// observer's data watch fires, and it once reported a `LeaderChanged` for the same
-/// leader with id `__REVOKE__` (found by lock-sim's feature simulations). A
-/// participant's id never changes: data read again for the reported leader is ignored.
+/// Revoking a leader overwrites its node's data, its participant id; an id never
+/// changes, so the observer ignores the data read again (no `LeaderChanged`).
 #[test]
 fn observer_keeps_the_leader_id_when_the_leader_is_asked_to_revoke() {
     let mut h = H::served(&["/election"]);
@@ -301,13 +297,9 @@ fn fenced_write_applies_while_held_and_reports_not_held_when_the_check_fails() {
     assert_eq!(h.zk().model.stat("/data").unwrap(), stat, "nothing written");
 }
 
-/// An `open_section` whose multi was in flight when the connection dropped was
-/// once forgotten (found by lock-sim's feature simulations): the user never got
-/// `SectionOpened` although the lock resumed, and the clean release that followed
-/// was a plain delete that left the marker, so the next grant reported a crash.
-/// The core remembers the wanted section state while its outcome is unknown and
-/// sends the (idempotent, fenced) multi again once its node is verified; a release
-/// treats the section as possibly open.
+/// An `open_section` in flight at a disconnect is sent again (idempotent,
+/// fenced) once the node is verified, and a release meanwhile treats the section
+/// as possibly open: else the marker stays and the next grant reports a crash.
 #[test]
 fn section_call_in_flight_at_a_disconnect_is_not_forgotten() {
     let (mut h, id, _) = H::holding(LockSpec::write("/s").detect_crashes());
@@ -333,11 +325,9 @@ fn section_call_in_flight_at_a_disconnect_is_not_forgotten() {
     assert!(!h.exists(SECTION));
 }
 
-/// A fenced write still unanswered when the own-node watch reports the node
-/// deleted could not have applied (ZooKeeper answers a session's replies and
-/// firings in one stream: its `check` failed), so it is `NotHeld`; it was once
-/// reported `Unknown(SessionExpired)` with the session alive (found by lock-sim's
-/// feature simulations).
+/// A fenced write unanswered when the own-node watch reports the node deleted
+/// could not have applied (a session's replies and firings come in one stream:
+/// its `check` failed): `NotHeld`.
 #[test]
 fn write_in_flight_when_the_node_is_deleted_is_reported_not_held() {
     let mut h = H::served(&["/f", "/data"]);
