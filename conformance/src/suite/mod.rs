@@ -94,22 +94,21 @@ fn name_of(path: &str) -> String {
     path.rsplit('/').next().unwrap_or_default().to_owned()
 }
 
-/// Waits for an event matching `want`, skipping others; panics after `within`.
-fn expect_event(
-    b: &Suite,
-    guard: &mut LockGuard,
-    within: Duration,
-    what: &str,
-    want: impl Fn(&LockEvent) -> bool,
-) -> LockEvent {
-    let deadline = Instant::now() + within;
+/// Waits at most [`SHORT`] for the guard's `Lost`, skipping other events, and
+/// checks its reason and that the lock is no longer trusted.
+fn expect_lost(b: &Suite, guard: &mut LockGuard, reason: LostReason) {
+    let deadline = Instant::now() + SHORT;
     let mut seen = Vec::new();
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match b.next_event(guard, left) {
-            Some(event) if want(&event) => return event,
+            Some(LockEvent::Lost(lost)) => {
+                assert_eq!(lost, reason, "{}", b.name());
+                assert!(!b.is_trusted(guard), "{}: trusted after Lost", b.name());
+                return;
+            }
             Some(event) => seen.push(event),
-            None => panic!("{}: no {what} within {within:?} (saw {seen:?})", b.name()),
+            None => panic!("{}: no Lost within {SHORT:?} (saw {seen:?})", b.name()),
         }
     }
 }
