@@ -19,32 +19,17 @@ type ConnectWithOptions = dyn Fn(&str, ConnectOptions) -> Result<LockClient, Err
 
 /// The standalone server shared by the tests of one binary (each test uses its own
 /// lock paths). The testkit kills it when the test process exits.
-///
-/// ```no_run
-/// let connect = lock_conformance::shared_server().connect_string();
-/// # drop(connect);
-/// ```
 pub fn shared_server() -> &'static ZkServer {
     static SERVER: OnceLock<ZkServer> = OnceLock::new();
     SERVER.get_or_init(fresh_server)
 }
 
 /// A server of its own, for tests that count its packets or stop it.
-///
-/// ```no_run
-/// let server = lock_conformance::fresh_server();
-/// # drop(server);
-/// ```
 pub fn fresh_server() -> ZkServer {
     ZkServer::start().expect("starting ZooKeeper (lock-testkit; see testkit/README.md)")
 }
 
 /// Sessions watching `path`, from the server's `wchp` (4-letter word).
-///
-/// ```no_run
-/// let sessions = lock_conformance::watchers_of(lock_conformance::shared_server(), "/locks/a/x");
-/// # drop(sessions);
-/// ```
 pub fn watchers_of(server: &ZkServer, path: &str) -> Vec<i64> {
     let text = server.four_letter_word("wchp").unwrap_or_default();
     let mut out = Vec::new();

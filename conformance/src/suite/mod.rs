@@ -45,6 +45,7 @@ use crate::harness::{Suite, Wait};
 use crate::Kind;
 use lock_client::{Error, LockClient, LockGuard};
 use lock_core::{LockEvent, LostReason};
+use lock_testkit::FaultProxy;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::thread;
@@ -55,6 +56,20 @@ use std::time::{Duration, Instant};
 fn shared<'a>(b: &'a Suite, test: &str) -> (&'a dyn Deployment, String, Box<dyn Admin>) {
     let server = b.env().shared();
     (server, unique_path(test), server.admin())
+}
+
+/// The shared server's connect string (one address on real ZooKeeper).
+fn cluster(b: &Suite) -> String {
+    b.env()
+        .shared()
+        .connect_string()
+        .unwrap_or_else(|| panic!("{}: no Deployment::connect_string", b.name()))
+}
+
+/// A proxy of its own in front of the shared server.
+fn proxy_to_shared(b: &Suite) -> FaultProxy {
+    let to = cluster(b).parse().expect("a socket address");
+    FaultProxy::start(to).expect("proxy")
 }
 
 fn connect(b: &Suite, on: &dyn Deployment) -> LockClient {
