@@ -40,17 +40,6 @@ fn non_revocable_holder_ignores_revocation() {
 }
 
 #[test]
-fn revoked_waiter_gives_up_with_a_typed_error_and_leaves() {
-    let mut h = H::served(&["/v"]);
-    h.peer_joins("/v", NodeKind::Write, 1);
-    let (_, node) = h.served_acquire(LockSpec::write("/v").revocable());
-    h.set_node_data(&node, REVOKE);
-    h.serve_one();
-    h.expect_events([LockEvent::Failed(FailReason::Revoked)]);
-    assert!(ops(&h.serve()).contains(&delete_of(&node)));
-}
-
-#[test]
 fn revoke_by_lock_path_writes_the_marker_to_the_current_holders() {
     let mut h = H::served(&["/rw"]);
     let r1 = h.peer_joins("/rw", NodeKind::Read, 1);
