@@ -11,6 +11,8 @@ fn an_owner_goes_into_a_native_nodes_data_and_plain_data_stays_as_it_was() {
     let mine = LockSpec::exclusive("/l").owner("w-1");
     for (spec, data) in [
         (LockSpec::write("/l").data(payload()), payload()),
+        // A leader's data is its participant id.
+        (LockSpec::leader("/l", "node-7"), b"node-7".to_vec()),
         (
             LockSpec::write("/l").owner("job-1").data(payload()),
             [owner::header(Some("job-1"), &[]), payload()].concat(),

@@ -129,15 +129,6 @@ fn semaphore_watches_its_window_and_wakes_on_out_of_order_release() {
 }
 
 #[test]
-fn leader_is_exclusive_and_stores_participant_id() {
-    let mut h = H::new();
-    h.acquire(LockSpec::leader("/election", "node-7"));
-    let (path, data) = h.next_create();
-    assert_eq!(data, b"node-7");
-    assert!(path.contains("-lead-"));
-}
-
-#[test]
 fn foreign_children_are_ignored_and_counted() {
     let mut h = H::served(&[
         "/l",
@@ -260,6 +251,7 @@ fn scheme_selects_the_created_name() {
         (LockSpec::read("/x"), NameScheme::Kazoo, "__rlock__"),
         (LockSpec::exclusive("/x"), NameScheme::Native, "-write-"),
         (LockSpec::write("/x"), NameScheme::Native, "-write-"),
+        (LockSpec::leader("/x", "me"), NameScheme::Native, "-lead-"),
     ] {
         let mut h = H::new();
         h.acquire(spec.clone().scheme(scheme));
