@@ -19,6 +19,11 @@ type ConnectWithOptions = dyn Fn(&str, ConnectOptions) -> Result<LockClient, Err
 
 /// The standalone server shared by the tests of one binary (each test uses its own
 /// lock paths). The testkit kills it when the test process exits.
+///
+/// ```no_run
+/// let connect = lock_conformance::shared_server().connect_string();
+/// # drop(connect);
+/// ```
 pub fn shared_server() -> &'static ZkServer {
     static SERVER: OnceLock<ZkServer> = OnceLock::new();
     SERVER.get_or_init(fresh_server)
