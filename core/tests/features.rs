@@ -78,7 +78,8 @@ fn revoke_by_node_path_targets_that_node() {
 /// The leader's participant node in `/election`, with `id` as its data.
 fn candidate(h: &mut H, n: u128, id: &[u8]) -> String {
     let prefix = names::node_prefix(NameScheme::Native, AttemptId(n), NodeKind::Leader);
-    h.peer_named_with("/election", &prefix, id)
+    let peers = h.zk().peers;
+    h.named_of(peers, "/election", &prefix, id)
 }
 
 /// An observer of `/election`, which is empty: it reports no leader, then lists

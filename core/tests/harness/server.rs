@@ -196,16 +196,17 @@ impl H {
     /// A peer's sequential node under `dir` named `prefix` (any library's
     /// scheme, or none); returns its path.
     pub fn peer_named(&mut self, dir: &str, prefix: &str) -> String {
-        self.peer_named_with(dir, prefix, &[])
+        let peers = self.zk().peers;
+        self.named_of(peers, dir, prefix, &[])
     }
 
-    /// [`H::peer_named`] with this node data (a leader's participant id).
-    pub fn peer_named_with(&mut self, dir: &str, prefix: &str, data: &[u8]) -> String {
-        let zk = self.zk();
-        let (path, _) = zk
+    /// [`H::peer_named`] of `session` (another client's), with this node data.
+    pub fn named_of(&mut self, session: i64, dir: &str, prefix: &str, data: &[u8]) -> String {
+        let (path, _) = self
+            .zk()
             .model
             .create(
-                zk.peers,
+                session,
                 &format!("{dir}/{prefix}"),
                 data,
                 CreateMode::EphemeralSequential,
