@@ -345,23 +345,16 @@ fn a_known_tick_lets_a_held_lock_on_an_ensemble_member_survive_longer() {
     // tick 200 ms: proof trails by under a tick, its bucket and an interval
     // (about 0.75 s): lost no sooner than about 8.2 s in (0.82 T), against 5 s or
     // so when the tick is unknown.
+    let member = ServerRole::Member {
+        tick_time: Duration::from_millis(200),
+    };
     let mut h = connected();
-    h.s.learn_server(
-        ServerRole::Member {
-            tick_time: Duration::from_millis(200),
-        },
-        h.now,
-    );
+    h.s.learn_server(member, h.now);
     let node = held(&mut h);
     healthy(&mut h, 50);
     outage(&mut h, &node, Duration::from_millis(8000)).expect("survives 8 s");
     // Forgotten with the connection: learned again on the new one.
-    h.s.learn_server(
-        ServerRole::Member {
-            tick_time: Duration::from_millis(200),
-        },
-        h.now,
-    );
+    h.s.learn_server(member, h.now);
     healthy(&mut h, 100);
     let lost = outage(&mut h, &node, T).expect_err("lost");
     assert!(lost >= Duration::from_millis(8100), "lost {lost:?} in");
