@@ -23,10 +23,7 @@ fn start_break(h: &mut H, node: &str, token: i64) -> LockId {
 fn serve_read(h: &mut H, node: &str) {
     assert_eq!(
         h.serve_one().op,
-        Op::GetData {
-            path: node.into(),
-            watch: false
-        },
+        read_of(node, false),
         "the break reads the node first, without a watch"
     );
 }

@@ -380,12 +380,7 @@ fn a_hold_that_outlives_a_sync_interval_watches_its_node_once() {
         reads += h
             .reqs
             .iter()
-            .filter(|r| {
-                r.op == Op::GetData {
-                    path: node2.clone(),
-                    watch: true,
-                }
-            })
+            .filter(|r| r.op == read_of(&node2, true))
             .count();
         answer_syncs(&mut h);
         assert!(h.no_requests(), "{:?}", h.reqs);

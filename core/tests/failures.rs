@@ -42,10 +42,7 @@ fn reconnected_holding_but_node_gone_is_lost() {
     h.disconnect();
     h.expect_events([LockEvent::Suspended]);
     h.connect(h.sid);
-    let check = Op::GetData {
-        path: node.clone(),
-        watch: true,
-    };
+    let check = read_of(&node, true);
     assert_eq!(h.serve_one().op, check);
     h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }

@@ -110,13 +110,7 @@ fn observer_follows_leader_changes_and_waits_for_first_participant() {
     let a = candidate(&mut h, 1, b"alpha");
     candidate(&mut h, 2, b"beta");
     let served = h.serve();
-    assert_eq!(
-        served[1].op,
-        Op::GetData {
-            path: a.clone(),
-            watch: true
-        }
-    );
+    assert_eq!(served[1].op, read_of(&a, true));
     let czxid = h.zk().model.stat(&a).unwrap().czxid;
     match &h.take_events()[..] {
         [LockEvent::LeaderChanged {
@@ -153,10 +147,7 @@ fn observer_removes_its_child_watch_once_someone_participates() {
                 path: "/election".into(),
                 watch: WatchType::Children
             },
-            Op::GetData {
-                path: a,
-                watch: true
-            }
+            read_of(a, true)
         ]
     );
     let sid = h.sid;
@@ -226,13 +217,7 @@ fn contended_grant_checks_the_marker_before_reporting() {
         h.take_events().is_empty(),
         "grant waits for the marker check"
     );
-    assert_eq!(
-        ops(&h.serve()),
-        vec![Op::GetData {
-            path: SECTION.into(),
-            watch: false
-        }]
-    );
+    assert_eq!(ops(&h.serve()), vec![read_of(SECTION, false)]);
     let g = h.acquired();
     assert!(!g.previous_holder_crashed);
 }

@@ -137,13 +137,7 @@ fn a_semaphore_does_not_hold_beside_a_lower_writer() {
 fn a_spurious_firing_on_a_watched_blocker_does_not_lose_its_deletion() {
     let (mut h, id, node, peer) = H::queued("/w");
     h.watch(&peer, WatchKind::NodeCreated);
-    assert_eq!(
-        ops(&h.serve()),
-        [Op::GetData {
-            path: peer.clone(),
-            watch: true
-        }]
-    );
+    assert_eq!(ops(&h.serve()), [read_of(&peer, true)]);
     assert!(h.take_events().is_empty());
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
     h.delete_node(&peer);

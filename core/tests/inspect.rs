@@ -88,10 +88,7 @@ fn inspect_lists_holders_and_waiters_in_queue_order_with_owners_and_what_they_wa
     // One read per participant, pipelined, in queue order, no watches.
     let expect: Vec<Op> = [&r1, &w2, &r3, &gone, &kazoo]
         .iter()
-        .map(|n| Op::GetData {
-            path: format!("/l/{n}"),
-            watch: false,
-        })
+        .map(|n| read_of(format!("/l/{n}"), false))
         .collect();
     assert_eq!(ops(&h.reqs), expect);
     h.delete_node(&format!("/l/{gone}")); // vanished since the listing: skipped

@@ -589,13 +589,7 @@ fn a_cache_grant_waits_for_the_news_of_our_own_node() {
         let (_, node) = h.served_acquire(LockSpec::semaphore("/sem", 2));
         h.delete_node(&b);
         h.serve_one();
-        assert_eq!(
-            h.reqs[0].op,
-            Op::GetData {
-                path: node.clone(),
-                watch: true
-            }
-        );
+        assert_eq!(h.reqs[0].op, read_of(&node, true));
         // c (still watched from before) goes before the read is answered.
         h.delete_node(&c);
         assert!(

@@ -377,6 +377,14 @@ pub fn delete_of(path: &str) -> Op {
     }
 }
 
+/// A read of `path`'s data, setting a watch on it or not.
+pub fn read_of(path: impl Into<String>, watch: bool) -> Op {
+    Op::GetData {
+        path: path.into(),
+        watch,
+    }
+}
+
 /// A multi's delete of `path` (any version).
 pub fn multi_delete_of(path: &str) -> MultiOp {
     MultiOp::Delete {
