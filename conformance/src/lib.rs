@@ -1,25 +1,23 @@
 //! # lock-conformance: one suite for every zklock binding
 //!
 //! Dev-only (`publish = false`). The behaviour a zklock binding promises, written
-//! once against lock-client's [`LockClient`](lock_client::LockClient) (the one user
-//! API every binding hands out) and run against each binding on real ZooKeeper
-//! servers and against lock-sim's in-process server: the recipes' semantics (mutual
-//! exclusion, FIFO order, read/write, semaphores, timeouts and cancellation that
-//! leave no node), faults (a lost create reply, cuts, partitions past the session
-//! timeout, an administrator deleting nodes, an ensemble losing its leader, a
-//! paused holder process), elections, deadlocks, guarded writes (each a `multi`),
-//! typed errors, connection options, and what a lock costs in requests and round
-//! trips. One test each, listed in [`conformance_tests!`]'s source.
+//! once against lock-client's [`LockClient`](lock_client::LockClient) and run
+//! against each binding on real ZooKeeper servers and against lock-sim's
+//! in-process server: the recipes' semantics, faults (a lost create reply, cuts,
+//! partitions past the session timeout, an administrator deleting nodes, an
+//! ensemble losing its leader, a paused holder process), elections, deadlocks,
+//! guarded writes, typed errors, connection options, and what a lock costs in
+//! requests and round trips. One test each, listed in [`conformance_tests!`]'s
+//! source.
 //!
 //! # How a binding plugs in
 //!
 //! A binding's `tests/conformance.rs` only says how to connect: a closure
-//! `(connect_string, session_timeout) -> Result<LockClient, lock_client::Error>`
-//! given to [`ZkEnv::new`] (or `(connect_string, ConnectOptions)` given to
-//! [`ZkEnv::with_options`], which adds the tests of the options), with the API
-//! [`Style`] the suite calls and the requests one uncontended lock costs on that
-//! binding. [`conformance_tests!`] then expands to one `#[test]` per conformance
-//! test:
+//! `(connect_string, session_timeout)` given to [`ZkEnv::new`] (or
+//! `(connect_string, ConnectOptions)` given to [`ZkEnv::with_options`], which adds
+//! the tests of the options), with the API [`Style`] the suite calls and the
+//! requests one uncontended lock costs on that binding. [`conformance_tests!`]
+//! then expands to one `#[test]` per conformance test:
 //!
 //! ```text
 //! // adapters/zookeeper/tests/conformance.rs
@@ -31,35 +29,25 @@
 //! );
 //! ```
 //!
-//! Everything else is here, once: the client side ([`Suite`]: the public lock
-//! objects' `lock`, `lock_timeout` and `try_lock`, a started acquisition given up by
-//! `cancel()` or by dropping its future, guards' events), the servers, the faults
-//! and the administrator's view (the [`Env`] traits).
-//!
 //! # Which tests run where
 //!
-//! The macro generates every test for every environment. A test that needs more
-//! than the base contract names a [`Capability`]; where the environment lacks it
-//! ([`Env::capabilities`]), the test checks nothing and says so by name
-//! (`not applicable: Multi (lock-zookeeper-async)` on stderr), never a silent
-//! pass. Given a list as its second argument, the macro also generates
+//! A test that needs more than the base contract names a [`Capability`]; where
+//! the environment lacks it ([`Env::capabilities`]), the test checks nothing and
+//! says so on stderr (`not applicable: Multi (lock-zookeeper-async)`), never a
+//! silent pass. Given a list of capabilities, the macro also generates
 //! `declared_capabilities_match`, which fails if the list differs from what the
-//! environment says it has (a capability lost by accident shows up). The
-//! environments: each binding's `tests/conformance.rs` (lock-zookeeper-client's
-//! under tokio, async-std and smol) and lock-sim's `Server` (`tests/sim.rs`).
+//! environment says it has.
 //!
 //! # Environment
 //!
 //! On real ZooKeeper, tests that need no special server share one standalone
 //! server per test binary ([`shared_server`]), each on its own lock paths; tests
 //! that count the server's requests or need an ensemble start their own. Faults
-//! are injected with `lock_testkit::FaultProxy` (cut, blackhole, and hold the
-//! replies, to lose exactly the reply to a create the server applied). Directories are inspected with an
-//! independent client ([`ZkAdmin`], over the `zookeeper` crate). On lock-sim each
-//! test has a server of its own and its fault knobs (`disconnect`, `partition`,
-//! `heal`, `hold_replies`) stand in for the proxies. No test sleeps to
-//! synchronise: each waits for an event (a lock event, a watch firing, a condition
-//! on the server) with a generous upper bound that turns a hang into a failure.
+//! go through `lock_testkit::FaultProxy`; directories are inspected with an
+//! independent client ([`ZkAdmin`]). On lock-sim each test has a server of its
+//! own, whose fault knobs stand in for the proxies. No test sleeps to
+//! synchronise: each waits for an event or a condition on the server, with a
+//! generous upper bound that turns a hang into a failure.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 

@@ -30,21 +30,11 @@ pub fn shared_server() -> &'static ZkServer {
 }
 
 /// A server of its own, for tests that count its packets or stop it.
-///
-/// ```no_run
-/// let server = lock_conformance::fresh_server();
-/// # drop(server);
-/// ```
 pub fn fresh_server() -> ZkServer {
     ZkServer::start().expect("starting ZooKeeper (lock-testkit; see testkit/README.md)")
 }
 
 /// Sessions watching `path`, from the server's `wchp` (4-letter word).
-///
-/// ```no_run
-/// let sessions = lock_conformance::watchers_of(lock_conformance::shared_server(), "/locks/a/x");
-/// # drop(sessions);
-/// ```
 pub fn watchers_of(server: &ZkServer, path: &str) -> Vec<i64> {
     let text = server.four_letter_word("wchp").unwrap_or_default();
     let mut out = Vec::new();

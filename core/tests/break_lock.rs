@@ -23,10 +23,7 @@ fn start_break(h: &mut H, node: &str, token: i64) -> LockId {
 fn serve_read(h: &mut H, node: &str) {
     assert_eq!(
         h.serve_one().op,
-        Op::GetData {
-            path: node.into(),
-            watch: false
-        },
+        read_of(node, false),
         "the break reads the node first, without a watch"
     );
 }
@@ -64,26 +61,21 @@ fn the_node_inspected_is_deleted_at_the_version_read() {
     assert!(h.s.is_idle(), "the task ended");
 }
 
-#[test]
-fn another_node_of_the_same_name_is_not_deleted() {
-    let (mut h, node, token) = peer_node();
-    // The node of that name now was created by another transaction.
-    h.delete_node(&node);
-    h.peer_creates(&node, &[], CreateMode::Ephemeral);
-    start_break(&mut h, &node, token);
-    assert_eq!(h.serve().len(), 1, "the read alone");
-    assert_eq!(broken(&mut h), [(node.clone(), BreakOutcome::AlreadyGone)]);
-    assert!(h.exists(&node), "deleted another node");
-}
-
+/// Gone at the read, or replaced by a node of the same name (another
+/// transaction's, which stays): nothing is deleted.
 #[test]
 fn a_node_gone_before_the_break_is_not_counted_as_broken() {
-    // Gone at the read.
-    let (mut h, node, token) = peer_node();
-    h.delete_node(&node);
-    start_break(&mut h, &node, token);
-    assert_eq!(h.serve().len(), 1, "the read alone");
-    assert_eq!(broken(&mut h), [(node, BreakOutcome::AlreadyGone)]);
+    for replaced in [false, true] {
+        let (mut h, node, token) = peer_node();
+        h.delete_node(&node);
+        if replaced {
+            h.peer_creates(&node, &[], CreateMode::Ephemeral);
+        }
+        start_break(&mut h, &node, token);
+        assert_eq!(h.serve().len(), 1, "the read alone");
+        assert_eq!(broken(&mut h), [(node.clone(), BreakOutcome::AlreadyGone)]);
+        assert_eq!(h.exists(&node), replaced, "deleted another node");
+    }
     // Gone between the read and the delete.
     let (mut h, node, token) = peer_node();
     start_break(&mut h, &node, token);

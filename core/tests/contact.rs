@@ -258,22 +258,6 @@ fn healthy(h: &mut H, steps: usize) -> usize {
     syncs
 }
 
-#[test]
-fn an_idle_session_sends_nothing_and_stops_syncing_after_a_release() {
-    let mut h = connected();
-    idle(&mut h, 600);
-    // A grant on the idle session: proven by syncs sent at once (the session
-    // is 60 s past its connect), then held.
-    let id = acquire_answered(&mut h);
-    proven_within(&mut h, 60);
-    assert!(healthy(&mut h, 20) >= 3);
-    h.run(|s, now| s.release(id, now));
-    assert!(matches!(h.serve_one().op, Op::Delete { .. }));
-    answer_syncs(&mut h);
-    assert!(h.take_events().contains(&LockEvent::Released));
-    idle(&mut h, 600);
-}
-
 /// A lock granted to a session that was idle for longer than its proof lasts,
 /// on an ensemble member whose tick is known: not reported held until a sync,
 /// sent at once, proves the grant's requests reached the leader, about a tick
@@ -361,23 +345,16 @@ fn a_known_tick_lets_a_held_lock_on_an_ensemble_member_survive_longer() {
     // tick 200 ms: proof trails by under a tick, its bucket and an interval
     // (about 0.75 s): lost no sooner than about 8.2 s in (0.82 T), against 5 s or
     // so when the tick is unknown.
+    let member = ServerRole::Member {
+        tick_time: Duration::from_millis(200),
+    };
     let mut h = connected();
-    h.s.learn_server(
-        ServerRole::Member {
-            tick_time: Duration::from_millis(200),
-        },
-        h.now,
-    );
+    h.s.learn_server(member, h.now);
     let node = held(&mut h);
     healthy(&mut h, 50);
     outage(&mut h, &node, Duration::from_millis(8000)).expect("survives 8 s");
     // Forgotten with the connection: learned again on the new one.
-    h.s.learn_server(
-        ServerRole::Member {
-            tick_time: Duration::from_millis(200),
-        },
-        h.now,
-    );
+    h.s.learn_server(member, h.now);
     healthy(&mut h, 100);
     let lost = outage(&mut h, &node, T).expect_err("lost");
     assert!(lost >= Duration::from_millis(8100), "lost {lost:?} in");
@@ -403,12 +380,7 @@ fn a_hold_that_outlives_a_sync_interval_watches_its_node_once() {
         reads += h
             .reqs
             .iter()
-            .filter(|r| {
-                r.op == Op::GetData {
-                    path: node2.clone(),
-                    watch: true,
-                }
-            })
+            .filter(|r| r.op == read_of(&node2, true))
             .count();
         answer_syncs(&mut h);
         assert!(h.no_requests(), "{:?}", h.reqs);
@@ -418,21 +390,27 @@ fn a_hold_that_outlives_a_sync_interval_watches_its_node_once() {
     h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }
 
-/// A lock taken after the session was idle for 0.5-0.9 T (no fault at all): its
-/// grant is reported once, on a proof that lasts until the session renews it,
-/// and the holder hears nothing else for 2 T (no `Suspended` right after the
-/// grant, no `Lost`). Idle longer than the proof allows, the grant waits for
-/// the renewal instead of being reported on a proof about to run out.
+/// An idle session sends nothing. A lock taken after it was idle for 0.5-0.9 T
+/// or 6 T (no fault at all): its grant is reported once, on a proof that lasts
+/// until the session renews it, and the holder hears nothing else for 2 T (no
+/// `Suspended` right after the grant, no `Lost`). Idle longer than the proof
+/// allows, the grant waits for the renewal instead of being reported on a proof
+/// about to run out. Released, the session stops syncing.
 #[test]
 fn a_lock_taken_after_an_idle_spell_is_never_suspended_on_a_sound_connection() {
-    for tenths in 5..=9 {
+    for tenths in [5, 6, 7, 8, 9, 60] {
         let mut h = connected();
         idle(&mut h, tenths * 10);
         let id = acquire_answered(&mut h);
         let waited = proven_within(&mut h, 200);
         // Nothing else for 2 T from the acquisition.
-        healthy(&mut h, 200 - waited.as_millis() as usize / 100);
+        assert!(healthy(&mut h, 200 - waited.as_millis() as usize / 100) >= 3);
         assert_eq!(h.s.state(id), Some(LockState::Held), "idle {tenths}/10 T");
+        h.run(|s, now| s.release(id, now));
+        assert!(matches!(h.serve_one().op, Op::Delete { .. }));
+        answer_syncs(&mut h);
+        assert!(h.take_events().contains(&LockEvent::Released));
+        idle(&mut h, 600);
     }
 }
 

@@ -14,15 +14,7 @@ const AFTER: Duration = Duration::from_secs(1);
 /// A kazoo client's node in `dir` (attempt `n`, identifier `data`), of `session`.
 fn kazoo_node(h: &mut H, session: i64, dir: &str, n: u128, data: &[u8]) {
     let prefix = names::node_prefix(NameScheme::Kazoo, AttemptId(n), NodeKind::Write);
-    h.zk()
-        .model
-        .create(
-            session,
-            &format!("{dir}/{prefix}"),
-            data,
-            CreateMode::EphemeralSequential,
-        )
-        .unwrap();
+    h.named_of(session, dir, &prefix, data);
 }
 
 /// Owner "Z" (this session, kazoo scheme) holds `/b` and waits at `/a` behind a

@@ -42,38 +42,38 @@ fn another_owners_read_still_queues_behind_the_write() {
     assert_eq!(h.watched(), expected);
 }
 
+/// Another session's writer waits for our write, and we would wait for it: a
+/// self-deadlock at once (a try: busy), no watch set, and our read node goes.
 #[test]
 fn a_writer_queued_between_the_write_and_the_read_makes_the_downgrade_fail_at_once() {
-    let (mut h, _, _) = writer_holds();
-    // Another session's writer waits for our write; we would wait for it.
-    h.peer_joins("/rw", NodeKind::Write, 9);
-    let read = h.acquire(LockSpec::read("/rw").owner("t"));
-    let served = ops(&h.serve());
-    h.expect_events([LockEvent::Failed(FailReason::SelfDeadlock {
+    let self_deadlock = FailReason::SelfDeadlock {
         path: "/rw".into(),
         owner: "t".into(),
         held: NodeKind::Write,
-    })]);
-    // No watch was set; our read node goes.
-    assert!(
-        matches!(
-            served[..],
-            [Op::Create { .. }, Op::GetChildren { .. }, Op::Delete { .. }]
+    };
+    for (spec, failed) in [
+        (LockSpec::read("/rw").owner("t"), self_deadlock),
+        (
+            LockSpec::read("/rw").owner("t").try_only(),
+            FailReason::WouldBlock,
         ),
-        "{served:?}"
-    );
-    assert!(h.watched().is_empty());
-    assert_eq!(h.ours("/rw").len(), 1, "the write alone");
-    assert_eq!(h.s.state(read), None);
-}
-
-#[test]
-fn a_try_only_downgrade_behind_a_queued_writer_finds_the_lock_busy() {
-    let (mut h, _, _) = writer_holds();
-    h.peer_joins("/rw", NodeKind::Write, 9);
-    h.acquire(LockSpec::read("/rw").owner("t").try_only());
-    h.serve();
-    h.expect_events([LockEvent::Failed(FailReason::WouldBlock)]);
+    ] {
+        let (mut h, _, _) = writer_holds();
+        h.peer_joins("/rw", NodeKind::Write, 9);
+        let read = h.acquire(spec);
+        let served = ops(&h.serve());
+        h.expect_events([LockEvent::Failed(failed)]);
+        assert!(
+            matches!(
+                served[..],
+                [Op::Create { .. }, Op::GetChildren { .. }, Op::Delete { .. }]
+            ),
+            "{served:?}"
+        );
+        assert!(h.watched().is_empty());
+        assert_eq!(h.ours("/rw").len(), 1, "the write alone");
+        assert_eq!(h.s.state(read), None);
+    }
 }
 
 #[test]

@@ -17,14 +17,6 @@ fn disconnected_while_waiting_keeps_waiting_past_the_grace() {
     assert!(h.no_requests(), "nothing is sent while disconnected");
 }
 
-#[test]
-fn disconnected_while_holding_suspends() {
-    let (mut h, id, _) = H::holding(LockSpec::write("/f"));
-    h.disconnect();
-    h.expect_events([LockEvent::Suspended]);
-    assert_eq!(h.s.state(id), Some(LockState::Suspended));
-}
-
 /// The server forgot our watches with the connection: the predecessor's leaving
 /// reaches us only because the waiter listed and watched again.
 #[test]
@@ -36,17 +28,6 @@ fn reconnected_same_session_waiting_relists_and_rewatches() {
     h.delete_node(&peer);
     h.serve();
     h.acquired();
-}
-
-#[test]
-fn reconnected_same_session_holding_verifies_then_resumes() {
-    let (mut h, id, node) = H::holding(LockSpec::write("/f"));
-    h.reconnect();
-    h.expect_events([LockEvent::Suspended]);
-    let verify = h.serve();
-    assert!(matches!(&verify[0].op, Op::GetData { path, .. } if *path == node));
-    h.expect_events([LockEvent::Resumed]);
-    assert_eq!(h.s.state(id), Some(LockState::Held));
 }
 
 /// A plain holder set no watch on its node (a firing handed to it is not its):
@@ -61,10 +42,7 @@ fn reconnected_holding_but_node_gone_is_lost() {
     h.disconnect();
     h.expect_events([LockEvent::Suspended]);
     h.connect(h.sid);
-    let check = Op::GetData {
-        path: node.clone(),
-        watch: true,
-    };
+    let check = read_of(&node, true);
     assert_eq!(h.serve_one().op, check);
     h.expect_events([LockEvent::Lost(LostReason::NodeDeleted)]);
 }
@@ -182,9 +160,10 @@ fn create_lost_with_the_connection_adopts_the_node_found_by_attempt_id() {
         !served.iter().any(|r| matches!(r.op, Op::Create { .. })),
         "adopted, not created again"
     );
-    // The late reply of the old create is stale.
+    // The late reply of the old create is stale: counted, and ignored.
     h.reply(create.id, Ok(Reply::Deleted));
     assert_eq!(h.s.stats().stale_replies, 1);
+    assert!(h.take_events().is_empty() && h.no_requests());
 }
 
 #[test]
@@ -411,11 +390,11 @@ fn an_abandoned_session_s_nodes_are_deleted_from_the_next_one() {
 
 /// A held lock hears `Disconnected` some time after the server last heard from the
 /// session; the server may expire the session one session timeout after that.
-fn suspended_after(since_contact: Duration, config: Config) -> (H, String) {
+fn suspended_after(since_contact: Duration, config: Config) -> (H, LockId, String) {
     let mut h = H::served_with(config, &["/f"]);
-    let (_, node) = h.held_on(LockSpec::write("/f"));
+    let (id, node) = h.held_on(LockSpec::write("/f"));
     h.session(SessionEvent::Disconnected { since_contact });
-    (h, node)
+    (h, id, node)
 }
 
 /// A loss is counted from the last contact, not from the report: reported 3 s
@@ -437,7 +416,7 @@ fn lost_is_counted_from_the_last_contact_by_the_margin_or_the_grace() {
     ] {
         let mut config = Config::new(secs(10), 1);
         (config.expiry_margin, config.suspended_grace) = (margin, grace);
-        let (mut h, _) = suspended_after(secs(since), config);
+        let (mut h, _, _) = suspended_after(secs(since), config);
         h.lost_exactly_after(secs(lost));
     }
 }
@@ -446,23 +425,27 @@ fn lost_is_counted_from_the_last_contact_by_the_margin_or_the_grace() {
 fn a_disconnection_reported_too_late_for_the_window_loses_at_once() {
     // The server may already have expired the session (or will within the margin).
     let config = Config::new(Duration::from_secs(10), 1);
-    let (mut h, _) = suspended_after(Duration::from_millis(9500), config);
+    let (mut h, _, _) = suspended_after(Duration::from_millis(9500), config);
     h.expect_events([
         LockEvent::Suspended,
         LockEvent::Lost(LostReason::SuspendedTooLong),
     ]);
 }
 
+/// A disconnected holder is suspended; reconnected on the same session within
+/// the window, it resumes once its node is verified on the new connection.
 #[test]
 fn a_reconnect_within_the_window_resumes() {
     let config = Config::new(Duration::from_secs(10), 1);
-    let (mut h, node) = suspended_after(Duration::from_secs(3), config);
+    let (mut h, id, node) = suspended_after(Duration::from_secs(3), config);
     h.expect_events([LockEvent::Suspended]);
+    assert_eq!(h.s.state(id), Some(LockState::Suspended));
     h.advance(Duration::from_millis(5900));
     h.connect(h.sid);
-    // The node is verified on the new connection before the lock is trusted again.
+    assert!(h.take_events().is_empty(), "not trusted before the check");
     assert!(matches!(&h.serve()[0].op, Op::GetData { path, .. } if *path == node));
     h.expect_events([LockEvent::Resumed]);
+    assert_eq!(h.s.state(id), Some(LockState::Held));
     h.advance(Duration::from_secs(60));
     assert!(h.take_events().is_empty(), "no Lost after a resume");
 }

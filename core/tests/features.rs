@@ -40,17 +40,6 @@ fn non_revocable_holder_ignores_revocation() {
 }
 
 #[test]
-fn revoked_waiter_gives_up_with_a_typed_error_and_leaves() {
-    let mut h = H::served(&["/v"]);
-    h.peer_joins("/v", NodeKind::Write, 1);
-    let (_, node) = h.served_acquire(LockSpec::write("/v").revocable());
-    h.set_node_data(&node, REVOKE);
-    h.serve_one();
-    h.expect_events([LockEvent::Failed(FailReason::Revoked)]);
-    assert!(ops(&h.serve()).contains(&delete_of(&node)));
-}
-
-#[test]
 fn revoke_by_lock_path_writes_the_marker_to_the_current_holders() {
     let mut h = H::served(&["/rw"]);
     let r1 = h.peer_joins("/rw", NodeKind::Read, 1);
@@ -89,7 +78,8 @@ fn revoke_by_node_path_targets_that_node() {
 /// The leader's participant node in `/election`, with `id` as its data.
 fn candidate(h: &mut H, n: u128, id: &[u8]) -> String {
     let prefix = names::node_prefix(NameScheme::Native, AttemptId(n), NodeKind::Leader);
-    h.peer_named_with("/election", &prefix, id)
+    let peers = h.zk().peers;
+    h.named_of(peers, "/election", &prefix, id)
 }
 
 /// An observer of `/election`, which is empty: it reports no leader, then lists
@@ -120,13 +110,7 @@ fn observer_follows_leader_changes_and_waits_for_first_participant() {
     let a = candidate(&mut h, 1, b"alpha");
     candidate(&mut h, 2, b"beta");
     let served = h.serve();
-    assert_eq!(
-        served[1].op,
-        Op::GetData {
-            path: a.clone(),
-            watch: true
-        }
-    );
+    assert_eq!(served[1].op, read_of(&a, true));
     let czxid = h.zk().model.stat(&a).unwrap().czxid;
     match &h.take_events()[..] {
         [LockEvent::LeaderChanged {
@@ -149,10 +133,8 @@ fn observer_follows_leader_changes_and_waits_for_first_participant() {
     assert!(h.no_requests());
 }
 
-/// The directory was empty, so the observer set a child watch; the watched listing
-/// already shows a participant: the child watch is removed from the server, else
-/// it would fire at the next join or leave, and one leader change would wake the
-/// observer twice (lock-sim's seed 410246 of `election_with_observers`).
+/// The child watch an observer of an empty election set is removed once its
+/// listing shows a participant, else one leader change would wake it twice.
 #[test]
 fn observer_removes_its_child_watch_once_someone_participates() {
     let mut h = observing_empty_election();
@@ -165,10 +147,7 @@ fn observer_removes_its_child_watch_once_someone_participates() {
                 path: "/election".into(),
                 watch: WatchType::Children
             },
-            Op::GetData {
-                path: a,
-                watch: true
-            }
+            read_of(a, true)
         ]
     );
     let sid = h.sid;
@@ -179,10 +158,8 @@ fn observer_removes_its_child_watch_once_someone_participates() {
     );
 }
 
-/// Revoking a leader overwrites its node's data, which is its participant id: the
-/// observer's data watch fires, and it once reported a `LeaderChanged` for the same
-/// leader with id `__REVOKE__` (found by lock-sim's feature simulations). A
-/// participant's id never changes: data read again for the reported leader is ignored.
+/// Revoking a leader overwrites its node's data, its participant id; an id never
+/// changes, so the observer ignores the data read again (no `LeaderChanged`).
 #[test]
 fn observer_keeps_the_leader_id_when_the_leader_is_asked_to_revoke() {
     let mut h = H::served(&["/election"]);
@@ -240,13 +217,7 @@ fn contended_grant_checks_the_marker_before_reporting() {
         h.take_events().is_empty(),
         "grant waits for the marker check"
     );
-    assert_eq!(
-        ops(&h.serve()),
-        vec![Op::GetData {
-            path: SECTION.into(),
-            watch: false
-        }]
-    );
+    assert_eq!(ops(&h.serve()), vec![read_of(SECTION, false)]);
     let g = h.acquired();
     assert!(!g.previous_holder_crashed);
 }
@@ -301,13 +272,9 @@ fn fenced_write_applies_while_held_and_reports_not_held_when_the_check_fails() {
     assert_eq!(h.zk().model.stat("/data").unwrap(), stat, "nothing written");
 }
 
-/// An `open_section` whose multi was in flight when the connection dropped was
-/// once forgotten (found by lock-sim's feature simulations): the user never got
-/// `SectionOpened` although the lock resumed, and the clean release that followed
-/// was a plain delete that left the marker, so the next grant reported a crash.
-/// The core remembers the wanted section state while its outcome is unknown and
-/// sends the (idempotent, fenced) multi again once its node is verified; a release
-/// treats the section as possibly open.
+/// An `open_section` in flight at a disconnect is sent again (idempotent,
+/// fenced) once the node is verified, and a release meanwhile treats the section
+/// as possibly open: else the marker stays and the next grant reports a crash.
 #[test]
 fn section_call_in_flight_at_a_disconnect_is_not_forgotten() {
     let (mut h, id, _) = H::holding(LockSpec::write("/s").detect_crashes());
@@ -333,11 +300,9 @@ fn section_call_in_flight_at_a_disconnect_is_not_forgotten() {
     assert!(!h.exists(SECTION));
 }
 
-/// A fenced write still unanswered when the own-node watch reports the node
-/// deleted could not have applied (ZooKeeper answers a session's replies and
-/// firings in one stream: its `check` failed), so it is `NotHeld`; it was once
-/// reported `Unknown(SessionExpired)` with the session alive (found by lock-sim's
-/// feature simulations).
+/// A fenced write unanswered when the own-node watch reports the node deleted
+/// could not have applied (a session's replies and firings come in one stream:
+/// its `check` failed): `NotHeld`.
 #[test]
 fn write_in_flight_when_the_node_is_deleted_is_reported_not_held() {
     let mut h = H::served(&["/f", "/data"]);

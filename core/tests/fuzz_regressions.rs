@@ -5,10 +5,8 @@ mod harness;
 use harness::*;
 use lock_core::*;
 
-/// fuzz `session`: "lock1 has no terminal event after Closed (Waiting)".
-/// An acquisition made before the first `Connected` never reached a session; when the
-/// client was closed it was neither failed nor dropped, so it never ended and the
-/// closed session tracked it forever.
+/// fuzz `session`: an acquisition made before the first `Connected` ends when
+/// the client closes, or the closed session tracks it forever.
 #[test]
 fn acquisition_made_before_connect_fails_when_the_client_closes() {
     let mut h = H::unconnected();
@@ -20,11 +18,9 @@ fn acquisition_made_before_connect_fails_when_the_client_closes() {
     assert!(h.s.is_idle(), "a closed session keeps nothing");
 }
 
-/// fuzz `session`: "delete of /x/0016583171, not a node of ours".
-/// A create reply naming a path other than the one asked for (here in another
-/// directory, with no participant name) was adopted as our node and, when the
-/// acquisition failed, deleted: the core deleted a node that was not its own. It must
-/// never adopt it; ours, if the create was applied, is found by attempt id.
+/// fuzz `session`: a create reply naming a path other than the one asked for
+/// is not our node (deleting it would delete someone else's); ours, if the
+/// create was applied, is found by attempt id.
 #[test]
 fn a_created_path_that_is_not_ours_is_never_adopted_nor_deleted() {
     let mut h = H::served(&["/a", "/x/0016583171"]);
@@ -53,12 +49,9 @@ fn a_created_path_that_is_not_ours_is_never_adopted_nor_deleted() {
     assert!(h.s.is_idle());
 }
 
-/// fuzz `session`: "after cancelling everything and serving honestly, 1 tasks are still
-/// tracked". A waiter timed out with its create in flight (cleanup waits for the create's
-/// reply); the reply came back of the wrong type, which set the create "done" without a
-/// node and did not continue the cleanup: the acquisition was tracked forever (and a node
-/// the create may have made was forgotten). Now the outcome counts as unknown and the
-/// node is looked for by attempt id.
+/// fuzz `session`: a cleanup waiting for its create's reply, which comes of the
+/// wrong type, counts the create's outcome as unknown and looks for the node by
+/// attempt id, instead of being tracked forever.
 #[test]
 fn a_reply_of_the_wrong_type_to_a_create_in_cleanup_does_not_wedge_the_acquisition() {
     let mut h = H::served(&["/a"]);
@@ -76,9 +69,8 @@ fn a_reply_of_the_wrong_type_to_a_create_in_cleanup_does_not_wedge_the_acquisiti
     assert!(h.s.is_idle());
 }
 
-/// Found while fixing the above: a reply of the wrong type to a listing or to the
-/// getData on our own node left nothing awaited, so a waiter (or a grant waiting for
-/// its token) stalled for good. Now it is retried.
+/// A reply of the wrong type to a waiter's listing leaves nothing awaited: it is
+/// retried, or the waiter stalls for good.
 #[test]
 fn a_reply_of_the_wrong_type_to_a_listing_is_retried() {
     let mut h = H::served(&["/a"]);
@@ -99,12 +91,10 @@ fn a_reply_of_the_wrong_type_to_a_listing_is_retried() {
     h.acquired();
 }
 
-/// fuzz `session`: "Acquired for lock3 while Disconnected". A waiter whose watched
-/// predecessor's deletion notice arrived after the connection had dropped (late
-/// delivery is legal: the notice was queued before the disconnect) was granted at
-/// once: `Acquired` while disconnected, trusted, with no `Suspended` to follow, so it
-/// would stay trusted even if the session expired meanwhile. Now it waits for the
-/// listing after the reconnect.
+/// fuzz `session`: a predecessor's deletion notice delivered after the
+/// connection dropped (legal: it was queued before) does not grant while
+/// disconnected, where nothing would suspend the grant if the session expired:
+/// the listing after the reconnect decides.
 #[test]
 fn a_late_deletion_notice_while_disconnected_does_not_grant() {
     let (mut h, id, node, peer) = H::queued("/f");
@@ -120,11 +110,8 @@ fn a_late_deletion_notice_while_disconnected_does_not_grant() {
     assert_eq!(&*g.path, node);
 }
 
-/// fuzz `simulation`: "WriterBesideHolder: c1 lock2 (Semaphore { permits: 3 }) acquired
-/// /a/b beside c1 lock1 Write". A semaphore counted a lower write lock (or leader) on
-/// the same path as one of its n permits and held beside it, although the writer
-/// holds exclusively. Now a lower exclusive participant blocks a semaphore outright;
-/// it watches that one, and holds once it is gone (and fewer than n remain below).
+/// fuzz `simulation` ("WriterBesideHolder"): a lower exclusive participant
+/// blocks a semaphore outright, not as one of its permits; it watches that one.
 #[test]
 fn a_semaphore_does_not_hold_beside_a_lower_writer() {
     let mut h = H::served(&["/s"]);
@@ -143,27 +130,16 @@ fn a_semaphore_does_not_hold_beside_a_lower_writer() {
     assert_eq!(&*g.path, node);
 }
 
-/// fuzz `session`: "lock2 waits at rest but nothing blocks it". A watch firing of
-/// another kind than a deletion or a data change (here a spurious `NodeCreated`) on
-/// the node a waiter watched took the waiter out of the watch index without setting
-/// the watch again; the server's watch on that path (re-armed by the node's own
-/// holder in the same session) later delivered the deletion to nobody, and the
-/// waiter waited behind a node that was gone. Now any such firing re-arms the watch.
+/// fuzz `session`: a firing of another kind than a deletion or a data change
+/// (a spurious `NodeCreated`) on a waiter's blocker sets the watch again, or the
+/// blocker's deletion reaches nobody and the waiter waits behind a node gone.
 #[test]
 fn a_spurious_firing_on_a_watched_blocker_does_not_lose_its_deletion() {
     let (mut h, id, node, peer) = H::queued("/w");
     h.watch(&peer, WatchKind::NodeCreated);
-    // The watch is set again...
-    assert_eq!(
-        ops(&h.serve()),
-        [Op::GetData {
-            path: peer.clone(),
-            watch: true
-        }]
-    );
+    assert_eq!(ops(&h.serve()), [read_of(&peer, true)]);
     assert!(h.take_events().is_empty());
     assert_eq!(h.s.state(id), Some(LockState::Waiting));
-    // ...so the deletion reaches the waiter.
     h.delete_node(&peer);
     let g = h.acquired();
     assert_eq!(&*g.path, node);

@@ -7,34 +7,27 @@ use lock_core::*;
 
 #[test]
 fn an_owner_goes_into_a_native_nodes_data_and_plain_data_stays_as_it_was() {
-    let mut h = H::new();
-    h.acquire(LockSpec::write("/l").data(b"payload".to_vec()));
-    assert_eq!(h.next_create().1, b"payload");
-    let mut h = H::new();
-    h.acquire(
-        LockSpec::write("/l")
-            .owner("job-1")
-            .data(b"payload".to_vec()),
-    );
-    let data = h.next_create().1;
-    assert!(data.starts_with(b"\0zkl\x01\0\x05job-1\0"), "{data:?}");
-    assert!(data.ends_with(b"payload"));
-    // kazoo: the owner is the identifier; Curator: the data as given.
-    let mut h = H::new();
-    h.acquire(
-        LockSpec::exclusive("/l")
-            .scheme(NameScheme::Kazoo)
-            .owner("w-1"),
-    );
-    assert_eq!(h.next_create().1, b"w-1");
-    let mut h = H::new();
-    h.acquire(
-        LockSpec::exclusive("/l")
-            .scheme(NameScheme::Curator)
-            .owner("w-1")
-            .data(b"10.0.0.1".to_vec()),
-    );
-    assert_eq!(h.next_create().1, b"10.0.0.1");
+    let payload = || b"payload".to_vec();
+    let mine = LockSpec::exclusive("/l").owner("w-1");
+    for (spec, data) in [
+        (LockSpec::write("/l").data(payload()), payload()),
+        // A leader's data is its participant id.
+        (LockSpec::leader("/l", "node-7"), b"node-7".to_vec()),
+        (
+            LockSpec::write("/l").owner("job-1").data(payload()),
+            [owner::header(Some("job-1"), &[]), payload()].concat(),
+        ),
+        // kazoo: the owner is the identifier; Curator: the data as given.
+        (mine.clone().scheme(NameScheme::Kazoo), b"w-1".to_vec()),
+        (
+            mine.scheme(NameScheme::Curator).data(b"10.0.0.1".to_vec()),
+            b"10.0.0.1".to_vec(),
+        ),
+    ] {
+        let mut h = H::new();
+        h.acquire(spec.clone());
+        assert_eq!(h.next_create().1, data, "{spec:?}");
+    }
 }
 
 #[test]
@@ -95,10 +88,7 @@ fn inspect_lists_holders_and_waiters_in_queue_order_with_owners_and_what_they_wa
     // One read per participant, pipelined, in queue order, no watches.
     let expect: Vec<Op> = [&r1, &w2, &r3, &gone, &kazoo]
         .iter()
-        .map(|n| Op::GetData {
-            path: format!("/l/{n}"),
-            watch: false,
-        })
+        .map(|n| read_of(format!("/l/{n}"), false))
         .collect();
     assert_eq!(ops(&h.reqs), expect);
     h.delete_node(&format!("/l/{gone}")); // vanished since the listing: skipped

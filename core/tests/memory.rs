@@ -64,16 +64,12 @@ fn a_held_lock_and_a_waiting_acquisition_stay_small_in_the_core() {
         "core heap per held lock: {held:.0} B in {held_blocks:.1} allocations; \
          per waiting acquisition: {wait:.0} B in {wait_blocks:.1} allocations"
     );
-    // Measured 5 Dec 2026: 652 B in 3.3 allocations per held lock (724 in
-    // 4.3 before the create path was derived rather than kept; 1,824 before
-    // issue 47's cuts): the boxed acquisition (320), our node's path (one
-    // allocation, kept by the session's watch index and the grant too), both
-    // index maps' entries, the task map's entry and the spec's lock path.
-    // Waiting, 968 B in 9.3 (1,143 in 12.3 before the queue's copy of its
-    // directory went and its window shared the blocker's path with the watch
-    // index; 2,762 before issue 47): the same, the boxed queue, the blocker's
-    // watch (its path in the index and the window) and the cached lower
-    // blocker's name.
+    // Measured 5 Dec 2026: 652 B in 3.3 allocations per held lock: the boxed
+    // acquisition (320), our node's path (one allocation, shared with the
+    // watch index and the grant), both index maps' entries, the task map's
+    // entry and the spec's lock path. Waiting, 968 B in 9.3: the same, the
+    // boxed queue, the blocker's watch (its path shared by the index and the
+    // window) and the cached lower blocker's name.
     assert!(
         held <= 680.0,
         "a held lock grew to {held:.0} B of core heap"

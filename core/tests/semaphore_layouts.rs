@@ -113,10 +113,7 @@ fn kazoo_layout_checks_the_count_then_counts_before_creating() {
     assert_eq!(
         ops(&[h.serve_one(), h.serve_one()]),
         [
-            Op::GetData {
-                path: "/s".into(),
-                watch: false
-            },
+            read_of("/s", false),
             Op::Create {
                 path: "/s".into(),
                 data: b"2".to_vec(),

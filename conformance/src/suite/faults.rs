@@ -82,7 +82,7 @@ pub fn admin_delete_gives_lost(b: &Suite) {
         .expect("start the waiter");
     admin.wait_children(&path, SHORT, &|c| c.len() == 2);
     assert!(admin.delete(g.path()));
-    hears_its_node_deleted(b, &mut g);
+    expect_lost(b, &mut g, LostReason::NodeDeleted);
     assert_eq!(
         g.status(),
         lock_client::LockStatus::Lost(LostReason::NodeDeleted)
@@ -92,13 +92,6 @@ pub fn admin_delete_gives_lost(b: &Suite) {
     b.release(next).expect("release");
     b.close(&other);
     released_lost_then_relocked(b, &c, g, &path);
-}
-
-/// The holder `g` hears its node deleted: `Lost(NodeDeleted)`, no longer trusted.
-fn hears_its_node_deleted(b: &Suite, g: &mut LockGuard) {
-    let event = expect_event(b, g, SHORT, "Lost", |e| matches!(e, LockEvent::Lost(_)));
-    assert_eq!(event, LockEvent::Lost(LostReason::NodeDeleted));
-    assert!(!b.is_trusted(g));
 }
 
 /// Releasing the lost `g` reports the loss; `c` then takes and releases the lock at
@@ -134,7 +127,7 @@ pub fn admin_delete_of_a_plain_lock_is_heard_within_two_sync_intervals(b: &Suite
         std::thread::sleep(interval / 5);
     }
     assert!(admin.delete(&node));
-    hears_its_node_deleted(b, &mut g);
+    expect_lost(b, &mut g, LostReason::NodeDeleted);
     released_lost_then_relocked(b, &c, g, &path);
 }
 

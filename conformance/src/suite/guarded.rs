@@ -55,9 +55,7 @@ pub fn fenced_write_only_while_held(b: &Suite) {
     );
 
     assert!(admin.delete(guard.path()));
-    expect_event(b, &mut guard, SHORT, "Lost(NodeDeleted)", |e| {
-        *e == LockEvent::Lost(LostReason::NodeDeleted)
-    });
+    expect_lost(b, &mut guard, LostReason::NodeDeleted);
     assert_eq!(
         b.fenced_write(&guard, Writes::new().set_data(&data, b"v3")),
         Err(FencedError::NotHeld)
@@ -262,9 +260,7 @@ pub fn forced_break_leaves_its_record(b: &Suite) {
         .expect("a forced break");
     assert_eq!(broken.outcome, BreakOutcome::Deleted);
     assert_eq!(broken.participant.token, stuck.token());
-    expect_event(b, &mut stuck, SHORT, "Lost(NodeDeleted)", |e| {
-        *e == LockEvent::Lost(LostReason::NodeDeleted)
-    });
+    expect_lost(b, &mut stuck, LostReason::NodeDeleted);
     let granted = b.finish(pending, SHORT).expect("the waiter holds");
     assert!(granted.token() > stuck.token());
     assert_eq!(

@@ -337,11 +337,7 @@ pub fn closed_client_gives_typed_errors(b: &Suite) {
     admin.wait_children(&busy, SHORT, &|c| c.len() == 2);
     b.close(&c);
     assert!(matches!(b.finish(waiting, SHORT), Err(Error::Closed)));
-    let event = expect_event(b, &mut g, SHORT, "Lost", |e| {
-        matches!(e, LockEvent::Lost(_))
-    });
-    assert_eq!(event, LockEvent::Lost(LostReason::Closed));
-    assert!(!b.is_trusted(&g));
+    expect_lost(b, &mut g, LostReason::Closed);
     admin.wait_deleted(&node, SHORT);
     for wait in [Wait::Try, Wait::Forever, Wait::Timeout(SHORT)] {
         assert!(matches!(

@@ -45,6 +45,7 @@ use crate::harness::{Suite, Wait};
 use crate::Kind;
 use lock_client::{Error, LockClient, LockGuard};
 use lock_core::{LockEvent, LostReason};
+use lock_testkit::FaultProxy;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::thread;
@@ -55,6 +56,20 @@ use std::time::{Duration, Instant};
 fn shared<'a>(b: &'a Suite, test: &str) -> (&'a dyn Deployment, String, Box<dyn Admin>) {
     let server = b.env().shared();
     (server, unique_path(test), server.admin())
+}
+
+/// The shared server's connect string (one address on real ZooKeeper).
+fn cluster(b: &Suite) -> String {
+    b.env()
+        .shared()
+        .connect_string()
+        .unwrap_or_else(|| panic!("{}: no Deployment::connect_string", b.name()))
+}
+
+/// A proxy of its own in front of the shared server.
+fn proxy_to_shared(b: &Suite) -> FaultProxy {
+    let to = cluster(b).parse().expect("a socket address");
+    FaultProxy::start(to).expect("proxy")
 }
 
 fn connect(b: &Suite, on: &dyn Deployment) -> LockClient {
@@ -94,22 +109,21 @@ fn name_of(path: &str) -> String {
     path.rsplit('/').next().unwrap_or_default().to_owned()
 }
 
-/// Waits for an event matching `want`, skipping others; panics after `within`.
-fn expect_event(
-    b: &Suite,
-    guard: &mut LockGuard,
-    within: Duration,
-    what: &str,
-    want: impl Fn(&LockEvent) -> bool,
-) -> LockEvent {
-    let deadline = Instant::now() + within;
+/// Waits at most [`SHORT`] for the guard's `Lost`, skipping other events, and
+/// checks its reason and that the lock is no longer trusted.
+fn expect_lost(b: &Suite, guard: &mut LockGuard, reason: LostReason) {
+    let deadline = Instant::now() + SHORT;
     let mut seen = Vec::new();
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match b.next_event(guard, left) {
-            Some(event) if want(&event) => return event,
+            Some(LockEvent::Lost(lost)) => {
+                assert_eq!(lost, reason, "{}", b.name());
+                assert!(!b.is_trusted(guard), "{}: trusted after Lost", b.name());
+                return;
+            }
             Some(event) => seen.push(event),
-            None => panic!("{}: no {what} within {within:?} (saw {seen:?})", b.name()),
+            None => panic!("{}: no Lost within {SHORT:?} (saw {seen:?})", b.name()),
         }
     }
 }

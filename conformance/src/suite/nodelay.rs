@@ -53,10 +53,7 @@ fn lock_once(b: &Suite, client: &LockClient, path: &str) {
 /// another client; and that crate, lock-zookeeper's, still does not set the
 /// option itself).
 pub fn set_after_connect_and_after_reconnect(b: &Suite) {
-    let server = b.env().shared();
-    let to = server.connect_string().expect("Deployment::connect_string");
-    let to = to.parse().expect("a socket address");
-    let plain_proxy = FaultProxy::start(to).expect("proxy");
+    let plain_proxy = proxy_to_shared(b);
     let _plain = ZkAdmin::connect(&plain_proxy.connect_string());
     let plain = through(&plain_proxy);
     assert_eq!(plain.len(), 1, "{plain:?}");
@@ -65,7 +62,7 @@ pub fn set_after_connect_and_after_reconnect(b: &Suite) {
         "the zookeeper crate now sets TCP_NODELAY itself: lock-zookeeper needs lock-nodelay no more"
     );
 
-    let proxy = FaultProxy::start(to).expect("proxy");
+    let proxy = proxy_to_shared(b);
     let client = checked_client(b, &proxy.connect_string());
     let first = through(&proxy);
     assert_eq!(first.len(), 1, "{}: {first:?}", b.name());
@@ -90,14 +87,8 @@ pub fn set_after_connect_and_after_reconnect(b: &Suite) {
 /// port refuses connections) moves the session to the other, on a socket with
 /// TCP_NODELAY too.
 pub fn set_after_moving_to_another_server(b: &Suite) {
-    let server = b.env().shared();
-    let to = server.connect_string().expect("Deployment::connect_string");
-    let to = to.parse().expect("a socket address");
     // Two proxies in front of one server stand for two ensemble members.
-    let (x, y) = (
-        FaultProxy::start(to).unwrap(),
-        FaultProxy::start(to).unwrap(),
-    );
+    let (x, y) = (proxy_to_shared(b), proxy_to_shared(b));
     let client = checked_client(b, &format!("{},{}", x.connect_string(), y.connect_string()));
     let (in_use, other) = match (through(&x).len(), through(&y).len()) {
         (1, 0) => (x, y),

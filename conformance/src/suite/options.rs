@@ -8,7 +8,6 @@
 use super::*;
 use crate::{Admin, ZkAdmin};
 use lock_client::{Auth, ConnectOptions, NodeAcl, ZkError};
-use lock_testkit::FaultProxy;
 
 const ALICE: &str = "alice:alice-secret";
 
@@ -17,14 +16,6 @@ fn alice() -> ConnectOptions {
     ConnectOptions::new()
         .digest_auth("alice", "alice-secret")
         .session_timeout(BYSTANDER_SESSION_TIMEOUT)
-}
-
-/// The shared server's connect string.
-fn cluster(b: &Suite) -> String {
-    b.env()
-        .shared()
-        .connect_string()
-        .unwrap_or_else(|| panic!("{}: no Deployment::connect_string", b.name()))
 }
 
 /// A client of the binding at `cluster`, connected with `options`.
@@ -117,8 +108,7 @@ pub fn creator_acl_admits_its_user_and_refuses_others_with_a_typed_error(b: &Sui
 /// creator-only directory). The holder resumes after a cut, never lost, and
 /// releases and locks again.
 pub fn credentials_survive_a_reconnect(b: &Suite) {
-    let to = cluster(b).parse().expect("a socket address");
-    let proxy = FaultProxy::start(to).expect("proxy");
+    let proxy = proxy_to_shared(b);
     let options = alice().acl(NodeAcl::CreatorAll);
     let locks = connect_with_options(b, &proxy.connect_string(), options);
     let path = unique_path("reconnect");

@@ -34,11 +34,7 @@ pub fn a_paused_holder_distrusts_its_lock_at_the_first_check(b: &Suite, module: 
     if let (Ok(server), Ok(path)) = (std::env::var(CHILD_SERVER), std::env::var(CHILD_PATH)) {
         return paused_holder(b, &server, &path);
     }
-    let server = b
-        .env()
-        .shared()
-        .connect_string()
-        .expect("Capability::Processes: a connect string");
+    let server = cluster(b);
     let path = unique_path("paused-holder");
     // The test's name in its binary: the module path less the crate's name.
     let name = module

@@ -100,11 +100,8 @@ pub fn lease_expires_and_next_waiter_acquires(b: &Suite) {
             (Instant::now(), next.expect("the next waiter acquires"))
         });
         admin.wait_children(&dir, SHORT, &|c| c.len() == 2);
-        let lost = expect_event(b, &mut guard, SHORT, "Lost", |e| {
-            matches!(e, LockEvent::Lost(_))
-        });
+        expect_lost(b, &mut guard, LostReason::LeaseExpired);
         let lost_at = Instant::now();
-        assert_eq!(lost, LockEvent::Lost(LostReason::LeaseExpired));
         (lost_at, waiter.join().expect("waiter thread"))
     });
     assert!(lost_at - granted >= early, "lease ended early");

@@ -13,19 +13,14 @@
 //! Each scenario runs several times and the fastest trial counts (load only adds
 //! time; a request that waits for a reply costs a round trip in every trial), in
 //! units of the fastest single request through the same proxy. Two delays,
-//! because the proxy is not a network: it acknowledges on loopback, at once or
-//! within the delayed-ACK timer (40 ms at most on Linux), whatever the delay it
-//! then adds. So Nagle's algorithm (a small write held while earlier data is
-//! unacknowledged) costs a whole round trip only when the round trip is shorter
-//! than that timer: at 10 ms each way, not at 50 ms. Without TCP_NODELAY,
-//! acquisitions took 3 round trips on lock-zookeeper, and 2.1 to 2.2 in most
-//! trials on lock-zookeeper-client under smol and async-std (in the others its
-//! session task happened to write both requests at once); `set_after_*` checks
-//! the option itself, every time.
+//! because the proxy acknowledges on loopback within the delayed-ACK timer (40 ms
+//! at most on Linux), whatever the delay it adds: Nagle's algorithm costs a
+//! whole round trip only below that timer, at 10 ms each way, not at 50 ms.
+//! Nagle's costs show only in some trials; `set_after_*` checks the option
+//! itself, every time.
 
 use super::*;
 use crate::{Admin, ZkAdmin};
-use lock_testkit::FaultProxy;
 
 /// The fastest of several trials, in round trips.
 #[derive(Debug)]
@@ -46,8 +41,7 @@ struct Measured {
 /// `cycles` times: an uncontended acquire and release, then a handoff to a
 /// waiter; both clients behind a proxy delaying each direction by `one_way`.
 fn measure(b: &Suite, one_way: Duration, cycles: usize) -> Measured {
-    let to = b.env().shared().connect_string().expect("connect_string");
-    let proxy = FaultProxy::start(to.parse().expect("a socket address")).expect("proxy");
+    let proxy = proxy_to_shared(b);
     let cluster = proxy.connect_string();
     let client = || b.client_at(&cluster, BYSTANDER_SESSION_TIMEOUT);
     // Connected and warmed up (the first acquisition creates the lock

@@ -8,23 +8,16 @@ use super::*;
 /// (five kinds, so 20 blackholes per run of the suite).
 const BLACKHOLE_ROUNDS: u32 = 4;
 
-/// What a holder cut off by a blackhole saw, in time from the start of the
-/// blackhole, beside when another session was granted the lock.
+/// When, from the start of the blackhole, the holder heard `Suspended` and
+/// `Lost` and the other session was granted the lock; and the holder's
+/// `trusted_until` read at `Suspended` (no proof of contact can come through the
+/// blackhole after it; `None` where the binding proves no contact).
 #[derive(Clone, Copy, Debug)]
-pub struct BlackholeTimes {
-    /// When the holder heard `Suspended`.
-    pub suspended: Duration,
-    /// When the holder heard `Lost`.
-    pub lost: Duration,
-    /// Until when the holder's lock was trusted (its [`trusted_until`] read at
-    /// `Suspended`: no proof of contact can come through the blackhole after it),
-    /// where the binding proves contact (`None` without: then `Lost` is timed from
-    /// the binding's last contact).
-    ///
-    /// [`trusted_until`]: lock_client::LockGuard::trusted_until
-    pub trusted_until: Option<Duration>,
-    /// When the other session's acquisition returned the lock.
-    pub other_granted: Duration,
+struct BlackholeTimes {
+    suspended: Duration,
+    lost: Duration,
+    trusted_until: Option<Duration>,
+    other_granted: Duration,
 }
 
 /// The holder's and the other session's lock kinds, for every recipe that
@@ -38,26 +31,23 @@ const EXCLUDING: [(Kind, Kind); 5] = [
     (Kind::Read, Kind::Write),
 ];
 
-/// A partition longer than the session timeout while holding, many times over,
-/// for every recipe: the holder's trust ends (`Suspended` heard, and its
-/// `trusted_until` deadline passed) strictly before another session is granted the
-/// lock (the core loses it a margin before the server could expire the session,
-/// counted from the binding's last contact, not from the suspension), and it hears
-/// `Lost`.
-/// The holder idles for a different time before each blackhole, so the cut falls
-/// at different points of the client's ping cycle. Prints every round's times.
-pub fn blackhole_loses_before_another_session_holds(b: &Suite) {
-    let server = b.env().shared();
-    let times: Vec<(Kind, BlackholeTimes)> = thread::scope(|s| {
+/// Runs `round` for every recipe of [`EXCLUDING`] (a thread each), the holder
+/// idling a different time before each of [`BLACKHOLE_ROUNDS`] faults (spread
+/// over one session timeout, so that they fall at different points of the
+/// client's ping cycle); returns the rounds' results by holder kind.
+fn every_recipe_and_phase<T: Send>(
+    round: impl Fn(Kind, Kind, Duration) -> T + Sync,
+) -> Vec<(Kind, T)> {
+    thread::scope(|s| {
         let runs: Vec<_> = EXCLUDING
             .iter()
             .map(|&(holder, other)| {
+                let round = &round;
                 s.spawn(move || {
                     (0..BLACKHOLE_ROUNDS)
-                        .map(|round| {
-                            // Spread over one session timeout (idle phases).
-                            let idle = SESSION_TIMEOUT * round / BLACKHOLE_ROUNDS;
-                            (holder, blackhole_round(b, server, holder, other, idle))
+                        .map(|n| {
+                            let idle = SESSION_TIMEOUT * n / BLACKHOLE_ROUNDS;
+                            (holder, round(holder, other, idle))
                         })
                         .collect::<Vec<_>>()
                 })
@@ -66,6 +56,20 @@ pub fn blackhole_loses_before_another_session_holds(b: &Suite) {
         runs.into_iter()
             .flat_map(|r| r.join().expect("round thread"))
             .collect()
+    })
+}
+
+/// A partition longer than the session timeout while holding, many times over,
+/// for every recipe: the holder's trust ends (`Suspended` heard, and its
+/// `trusted_until` deadline passed) strictly before another session is granted the
+/// lock (the core loses it a margin before the server could expire the session,
+/// counted from the binding's last contact, not from the suspension), and it hears
+/// `Lost`.
+/// At every idle phase ([`every_recipe_and_phase`]); prints every round's times.
+pub fn blackhole_loses_before_another_session_holds(b: &Suite) {
+    let server = b.env().shared();
+    let times = every_recipe_and_phase(|holder, other, idle| {
+        blackhole_round(b, server, holder, other, idle)
     });
     for (kind, t) in &times {
         println!(
@@ -182,23 +186,13 @@ fn blackhole_round(
     times
 }
 
-/// A short connection cut while holding, for every recipe and at different points
-/// of the client's ping cycle (the holder idles a different time before each
-/// cut): `Suspended`, then `Resumed` on the same session and the same node (the
+/// A short connection cut while holding, for every recipe at every idle phase
+/// ([`every_recipe_and_phase`]): `Suspended`, then `Resumed` on the same session and the same node (the
 /// only one), never `Lost`. A cut heals within the lost window whenever the
 /// client reconnects at once.
 pub fn short_cut_resumes_every_recipe(b: &Suite) {
     let server = b.env().shared();
-    thread::scope(|s| {
-        for &(kind, _) in &EXCLUDING {
-            s.spawn(move || {
-                for round in 0..BLACKHOLE_ROUNDS {
-                    let idle = SESSION_TIMEOUT * round / BLACKHOLE_ROUNDS;
-                    short_cut_round(b, server, kind, idle);
-                }
-            });
-        }
-    });
+    every_recipe_and_phase(|kind, _, idle| short_cut_round(b, server, kind, idle));
 }
 
 fn short_cut_round(b: &Suite, server: &dyn Deployment, kind: Kind, idle: Duration) {

@@ -7,7 +7,7 @@ mod server;
 
 use lock_core::*;
 #[allow(unused_imports)] // each test file uses a part
-pub use server::{delete_of, multi_delete_of, ops, Zk};
+pub use server::{delete_of, multi_delete_of, ops, read_of, Zk};
 use std::collections::VecDeque;
 use std::time::Duration;
 

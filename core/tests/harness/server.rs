@@ -196,16 +196,17 @@ impl H {
     /// A peer's sequential node under `dir` named `prefix` (any library's
     /// scheme, or none); returns its path.
     pub fn peer_named(&mut self, dir: &str, prefix: &str) -> String {
-        self.peer_named_with(dir, prefix, &[])
+        let peers = self.zk().peers;
+        self.named_of(peers, dir, prefix, &[])
     }
 
-    /// [`H::peer_named`] with this node data (a leader's participant id).
-    pub fn peer_named_with(&mut self, dir: &str, prefix: &str, data: &[u8]) -> String {
-        let zk = self.zk();
-        let (path, _) = zk
+    /// [`H::peer_named`] of `session` (another client's), with this node data.
+    pub fn named_of(&mut self, session: i64, dir: &str, prefix: &str, data: &[u8]) -> String {
+        let (path, _) = self
+            .zk()
             .model
             .create(
-                zk.peers,
+                session,
                 &format!("{dir}/{prefix}"),
                 data,
                 CreateMode::EphemeralSequential,
@@ -373,6 +374,14 @@ pub fn delete_of(path: &str) -> Op {
     Op::Delete {
         path: path.to_owned(),
         version: None,
+    }
+}
+
+/// A read of `path`'s data, setting a watch on it or not.
+pub fn read_of(path: impl Into<String>, watch: bool) -> Op {
+    Op::GetData {
+        path: path.into(),
+        watch,
     }
 }
 
