@@ -447,18 +447,15 @@ impl Node {
         let op = if markers.is_empty() {
             delete_op(&own.path)
         } else {
-            let mut ops: Vec<_> = markers
-                .into_iter()
-                .map(|path| MultiOp::Delete {
-                    path,
-                    version: None,
-                })
-                .collect();
-            ops.push(MultiOp::Delete {
-                path: own.path.to_string(),
-                version: None,
-            });
-            Op::Multi(ops)
+            let paths = markers.into_iter().chain([own.path.to_string()]);
+            Op::Multi(
+                paths
+                    .map(|path| MultiOp::Delete {
+                        path,
+                        version: None,
+                    })
+                    .collect(),
+            )
         };
         self.delete.send(cx, id, Purpose::DeleteOwn, op);
     }
@@ -467,11 +464,7 @@ impl Node {
     /// again after a reconnect).
     pub(super) fn delete_extra(&mut self, cx: &mut Ctx, id: LockId, path: String) {
         if !self.extra.contains(&path) {
-            cx.send(
-                id,
-                Purpose::DeleteExtra { path: path.clone() },
-                delete_op(&path),
-            );
+            send_extra_delete(cx, id, &path);
             self.extra.push(path);
         }
     }
@@ -479,11 +472,7 @@ impl Node {
     /// A recovery: the duplicates still to delete go again.
     pub(super) fn resend_extra(&self, cx: &mut Ctx, id: LockId) {
         for path in &self.extra {
-            cx.send(
-                id,
-                Purpose::DeleteExtra { path: path.clone() },
-                delete_op(path),
-            );
+            send_extra_delete(cx, id, path);
         }
     }
 
@@ -533,11 +522,16 @@ impl Node {
 }
 
 /// A plain delete of `path`.
-pub(super) fn delete_op(path: &str) -> Op {
+fn delete_op(path: &str) -> Op {
     Op::Delete {
         path: path.to_owned(),
         version: None,
     }
+}
+
+fn send_extra_delete(cx: &mut Ctx, id: LockId, path: &str) {
+    let purpose = Purpose::DeleteExtra { path: path.into() };
+    cx.send(id, purpose, delete_op(path));
 }
 
 #[cfg(test)]
