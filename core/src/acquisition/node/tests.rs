@@ -118,16 +118,3 @@ fn a_revocation_is_reported_once() {
     let mut node = Node::new(AttemptId(7));
     assert!(node.note_revocation() && !node.note_revocation());
 }
-
-#[test]
-fn a_delete_someone_else_did_forgets_our_node() {
-    let mut node = Node::new(AttemptId(7));
-    node.own = Some(OwnNode {
-        path: "/l/n-0000000001".into(),
-        seq: 1,
-        stat: None,
-    });
-    let outcome = node.on_delete_reply(Err(ZkError::NoNode));
-    assert_eq!(outcome, DeleteOutcome::DeletedByOther);
-    assert_eq!(node.path(), None);
-}
