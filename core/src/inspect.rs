@@ -6,10 +6,6 @@
 //! with one [`LockEvent::Participants`]. A node that vanishes between the listing and
 //! its read is skipped: it left the queue. Cost: one round trip, 1 + n requests for n
 //! participants.
-//!
-//! Who holds and what each waiter waits for follow the recipe rules of
-//! [`Recipe::is_blocked_by`] and [`Recipe::permits`], applied to the kinds (and, for
-//! native semaphores, the permit counts) written in the node names.
 
 use crate::ctx::{Ctx, InFlight};
 use crate::event::LockEvent;

@@ -35,10 +35,8 @@ pub(super) enum DelayOutcome {
 }
 
 /// The part of an acquisition that owns its lock-delay (only with a delay set).
-///
 /// The wait's state is boxed and made at the first use: few specs set a
-/// lock-delay, and the session keeps an acquisition per held lock and waiting
-/// acquisition (16 bytes inline where it took 48).
+/// lock-delay, and every held lock and waiting acquisition keeps this part.
 #[derive(Default, Debug)]
 pub(super) struct Delay {
     /// The marker names our node (we created or took it over): a clean release

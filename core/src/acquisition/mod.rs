@@ -1,12 +1,8 @@
 //! One acquisition of one lock: the protocol shared by every recipe.
 //!
-//! All recipes are the same walk over the lock directory and differ only in two
-//! numbers, given by [`Recipe`]: which lower participants block us
-//! ([`Recipe::is_blocked_by`]) and how many of them we tolerate ([`Recipe::permits`]):
-//!
-//! * write / exclusive / leader: blocked by every lower participant, 1 permit;
-//! * read: blocked by lower exclusive participants only, 1 permit;
-//! * semaphore(n): blocked by every lower participant, n permits.
+//! All recipes are the same walk over the lock directory and differ only in
+//! which lower participants block us ([`Recipe::is_blocked_by`]) and how many of
+//! them we tolerate ([`Recipe::permits`]).
 //!
 //! We hold when fewer than `permits` blockers are lower than our node. Otherwise we
 //! put a getData watch on the `permits` closest lower blockers (the "window"): only
@@ -196,12 +192,7 @@ impl Acquisition {
     }
 
     /// Makes this read acquisition a downgrade from the write nodes `names`, held
-    /// by its owner on this session (Curator's rule: a read is not blocked by a
-    /// write its own holder holds). Nothing lower than a held write node exists,
-    /// so with those skipped the read holds at its first listing, unless another
-    /// writer queued between: that one waits for our owner's write, so the read
-    /// would wait for its own owner, and it fails with
-    /// [`FailReason::SelfDeadlock`] instead.
+    /// by its owner on this session (see [`LockSpec::read`]).
     pub(crate) fn downgrade_from(&mut self, names: Vec<String>) {
         self.detection.downgrade = names;
     }
@@ -376,10 +367,7 @@ impl Acquisition {
                     && self.state == State::Granting
                 {
                     match self.sections_and_writes.on_marker_check(result) {
-                        Ok(()) => {
-                            self.state = State::Waiting;
-                            self.grant(cx);
-                        }
+                        Ok(()) => self.grant_again(cx),
                         Err(e) => self.trouble(cx, e),
                     }
                 }
@@ -516,10 +504,7 @@ impl Acquisition {
     fn act_on_delay(&mut self, cx: &mut Ctx, outcome: DelayOutcome) {
         match outcome {
             DelayOutcome::Pending => {}
-            DelayOutcome::Grant => {
-                self.state = State::Waiting;
-                self.grant(cx);
-            }
+            DelayOutcome::Grant => self.grant_again(cx),
             DelayOutcome::Lost => self.own_gone(cx, LostReason::NodeDeleted),
             DelayOutcome::WouldBlock => self.fail(cx, FailReason::WouldBlock),
             DelayOutcome::Trouble(e) => self.trouble(cx, e),
@@ -619,8 +604,7 @@ impl Acquisition {
             // The delay is over: the grant goes on (taking the marker over).
             TimerKind::LockDelay => {
                 if self.state == State::Granting && cx.connected {
-                    self.state = State::Waiting;
-                    self.grant(cx);
+                    self.grant_again(cx);
                 }
             }
             TimerKind::Lease => {

@@ -56,8 +56,6 @@ pub(super) enum Watch {
 /// The watches on lower blockers: a small list, as the window is (one entry
 /// for a lock, `permits` for a semaphore), each under the blocker's path as the
 /// session's watch index keeps it (one allocation for both), looked up by name.
-/// A `BTreeMap` allocated a 456-byte node for its first entry, per waiting
-/// acquisition; this holds exactly what it has, and nothing once empty.
 #[derive(Default, Debug)]
 pub(super) struct Watched(Vec<(Arc<str>, Watch)>);
 
