@@ -287,13 +287,6 @@ impl Queue {
         self.list.send(cx, id, Purpose::List, op);
     }
 
-    /// Lists our directory unless a listing is in flight.
-    pub(super) fn ensure_list(&mut self, cx: &mut Ctx, id: LockId, dir: &str) {
-        if !self.list.is_pending() {
-            self.send_list(cx, id, dir);
-        }
-    }
-
     /// Takes our place from a listing's `others` for our node at `seq`, walking
     /// as `recipe` (see [`set_lower`](Self::set_lower), with `downgrade` our
     /// owner's write nodes): refused with the reason to fail when a semaphore's
@@ -391,11 +384,6 @@ impl Queue {
         true
     }
 
-    /// Holding: no blocker is watched any more.
-    pub(super) fn unwatch_all(&mut self) {
-        self.watched.clear();
-    }
-
     /// Waits behind `window`: keeps the watches on it, sets the missing ones.
     pub(super) fn watch_window(
         &mut self,
@@ -434,7 +422,9 @@ impl Queue {
         if !self.drop_blocker(name, permits) {
             return true;
         }
-        self.ensure_list(cx, id, dir);
+        if !self.list.is_pending() {
+            self.send_list(cx, id, dir);
+        }
         false
     }
 

@@ -555,7 +555,7 @@ impl Acquisition {
         let recipe = self.walk_recipe();
         let window = match our_queue!(self).decide(recipe) {
             Decision::Hold => {
-                our_queue!(self).unwatch_all();
+                our_queue!(self).watched.clear();
                 if basis == GrantBasis::CachedLowerSet && self.node.own_read.is_pending() {
                     // The news of our own node is still on its way (rare: a watch set
                     // before it fired first). Hold only once it says the node is there.
