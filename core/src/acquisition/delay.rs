@@ -8,9 +8,10 @@
 //! out the delay ([`TimerKind::LockDelay`]) or takes it over. A clean release
 //! deletes the marker in its multi ([`Delay::marker_ours`]).
 
-use super::Identity;
+use super::{Identity, Next};
 use crate::ctx::Ctx;
 use crate::ctx::InFlight;
+use crate::event::FailReason;
 use crate::names::DELAY_MARKER;
 use crate::output::Progress;
 use crate::path::split_parent;
@@ -18,21 +19,6 @@ use crate::proto::{MultiOp, Op, Reply, RequestId, ZkError};
 use crate::requests::Purpose;
 use crate::time::Timestamp;
 use crate::timers::TimerKind;
-
-/// What a reply about the marker asks of the acquisition.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub(super) enum DelayOutcome {
-    /// A request of ours went out (or nothing is to be done): wait for it.
-    Pending,
-    /// Try the grant again: the marker is ours, or the delay to wait is known.
-    Grant,
-    /// The check on our node failed: it is gone.
-    Lost,
-    /// Another holder's marker, and the acquisition may not wait.
-    WouldBlock,
-    /// A request failed: retry after a pause.
-    Trouble(ZkError),
-}
 
 /// The part of an acquisition that owns its lock-delay (only with a delay set).
 /// The wait's state is boxed and made at the first use: few specs set a
@@ -85,7 +71,7 @@ impl Delay {
         identity: Identity<'_>,
         purpose: Purpose,
         result: Result<Reply, ZkError>,
-    ) -> DelayOutcome {
+    ) -> Next {
         match purpose {
             Purpose::DelayMarker { take } => self.on_marker_reply(cx, identity, take, result),
             _ => self.on_read_reply(cx, identity, result),
@@ -99,13 +85,13 @@ impl Delay {
         identity: Identity<'_>,
         take: bool,
         result: Result<Reply, ZkError>,
-    ) -> DelayOutcome {
+    ) -> Next {
         match result {
             Ok(_) => {
                 self.marker_ours = true;
-                DelayOutcome::Grant
+                Next::Grant
             }
-            Err(ZkError::MultiFailed { index: 0, .. }) => DelayOutcome::Lost,
+            Err(ZkError::MultiFailed { index: 0, .. }) => Next::Lost,
             Err(ZkError::MultiFailed { index: 1, error }) => match (*error, take) {
                 // Someone's marker is there: whose?
                 (ZkError::NodeExists, false) => {
@@ -115,16 +101,16 @@ impl Delay {
                     };
                     let wait = self.wait();
                     wait.request.send(cx, identity.id, Purpose::DelayRead, op);
-                    DelayOutcome::Pending
+                    Next::Pending
                 }
                 // Gone between our read and the take-over (deleted by hand): create.
                 (ZkError::NoNode, true) => {
                     self.send_marker(cx, identity, false);
-                    DelayOutcome::Pending
+                    Next::Pending
                 }
-                (e, _) => DelayOutcome::Trouble(e),
+                (e, _) => Next::Trouble(e),
             },
-            Err(e) => DelayOutcome::Trouble(e),
+            Err(e) => Next::Trouble(e),
         }
     }
 
@@ -135,23 +121,23 @@ impl Delay {
         cx: &mut Ctx,
         identity: Identity<'_>,
         result: Result<Reply, ZkError>,
-    ) -> DelayOutcome {
+    ) -> Next {
         let data = match result {
             Ok(Reply::Data { data, .. }) => data,
-            Ok(_) => return DelayOutcome::Trouble(ZkError::unexpected_reply()),
+            Ok(_) => return Next::Trouble(ZkError::unexpected_reply()),
             // Gone since our create failed: create again.
             Err(ZkError::NoNode) => {
                 self.send_marker(cx, identity, false);
-                return DelayOutcome::Pending;
+                return Next::Pending;
             }
-            Err(e) => return DelayOutcome::Trouble(e),
+            Err(e) => return Next::Trouble(e),
         };
         if own_name(identity).is_some_and(|name| name.as_bytes() == data) {
             self.marker_ours = true;
-            return DelayOutcome::Grant;
+            return Next::Grant;
         }
         if !identity.spec.wait {
-            return DelayOutcome::WouldBlock;
+            return Next::Fail(FailReason::WouldBlock);
         }
         let delay = identity.spec.rare().lock_delay.unwrap_or_default();
         let since = self.wait().free_since.unwrap_or(cx.now);
@@ -168,14 +154,14 @@ impl Delay {
                 },
             );
         }
-        DelayOutcome::Grant
+        Next::Grant
     }
 
     // Mutators.
 
     /// The grant's lock-delay step: `true` when the grant may go on (no delay
     /// set, or the marker is ours). Otherwise the acquisition stays granting and
-    /// a reply (its [`DelayOutcome::Grant`]) or the delay's timer tries again.
+    /// a reply (its [`Next::Grant`]) or the delay's timer tries again.
     pub(super) fn may_grant(&mut self, cx: &mut Ctx, identity: Identity<'_>) -> bool {
         let Some(delay) = identity.spec.rare().lock_delay else {
             return true;
@@ -297,6 +283,6 @@ mod tests {
             error: Box::new(ZkError::NoNode),
         });
         let outcome = delay.on_marker_reply(&mut session.cx(), identity, true, gone);
-        assert_eq!(outcome, DelayOutcome::Lost);
+        assert_eq!(outcome, Next::Lost);
     }
 }

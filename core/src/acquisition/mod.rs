@@ -46,10 +46,10 @@ mod queue;
 mod sizes;
 mod transitions;
 
-use delay::{Delay, DelayOutcome};
+use delay::Delay;
 use detection::Detection;
-use holder::{HolderOutcome, SectionsAndWrites};
-use lease::{AfterLeaseReply, Lease, LeaseCaller};
+use holder::SectionsAndWrites;
+use lease::{Lease, LeaseCaller};
 use node::{Create, Node, OwnNode};
 use queue::{PeerOutcome, Queue};
 
@@ -138,6 +138,24 @@ macro_rules! node_dir {
     };
 }
 use node_dir;
+
+/// What a part's reply handler asks of its acquisition: what the part could
+/// not decide alone.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(in crate::acquisition) enum Next {
+    /// Nothing until a reply, a watch or a timer.
+    Pending,
+    /// What the grant waited for has come: try it again.
+    Grant,
+    /// A check on our node failed: it is gone.
+    Lost,
+    /// The acquisition cleans up: it goes on with that.
+    Cleanup,
+    /// The acquisition fails.
+    Fail(FailReason),
+    /// Trouble worth retrying after a pause.
+    Trouble(ZkError),
+}
 
 /// What a decision to hold rests on.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -376,7 +394,7 @@ impl Acquisition {
                 if self.delay.take_reply(request) && self.state == State::Granting {
                     let identity = identity!(self);
                     let outcome = self.delay.on_reply(cx, identity, purpose, result);
-                    self.act_on_delay(cx, outcome);
+                    self.act_on(cx, outcome);
                 }
             }
             Purpose::Section { open } => {
@@ -387,14 +405,14 @@ impl Acquisition {
                     let outcome = self
                         .sections_and_writes
                         .on_section_reply(cx, identity, own, open, result);
-                    self.act_on_holder(cx, outcome);
+                    self.act_on(cx, outcome);
                 }
             }
             Purpose::FencedWrite { write } => {
                 let outcome = self
                     .sections_and_writes
                     .on_fenced_reply(cx, self.id, request, write, result);
-                self.act_on_holder(cx, outcome);
+                self.act_on(cx, outcome);
             }
             Purpose::LeaseCreate | Purpose::LeaseList | Purpose::PoolData | Purpose::PoolCreate => {
                 self.on_lease_reply(cx, request, purpose, result)
@@ -491,23 +509,15 @@ impl Acquisition {
         }
     }
 
-    /// Acts on what a reply to a holder's request asks (see [`holder`]).
-    fn act_on_holder(&mut self, cx: &mut Ctx, outcome: HolderOutcome) {
-        match outcome {
-            HolderOutcome::Done => {}
-            HolderOutcome::Lost => self.own_gone(cx, LostReason::NodeDeleted),
-            HolderOutcome::Trouble(e) => self.trouble(cx, e),
-        }
-    }
-
-    /// Acts on what a reply about the lock-delay marker asks (see [`delay`]).
-    fn act_on_delay(&mut self, cx: &mut Ctx, outcome: DelayOutcome) {
-        match outcome {
-            DelayOutcome::Pending => {}
-            DelayOutcome::Grant => self.grant_again(cx),
-            DelayOutcome::Lost => self.own_gone(cx, LostReason::NodeDeleted),
-            DelayOutcome::WouldBlock => self.fail(cx, FailReason::WouldBlock),
-            DelayOutcome::Trouble(e) => self.trouble(cx, e),
+    /// Acts on what a part's reply handler asks (see [`Next`]).
+    fn act_on(&mut self, cx: &mut Ctx, next: Next) {
+        match next {
+            Next::Pending => {}
+            Next::Grant => self.grant_again(cx),
+            Next::Lost => self.own_gone(cx, LostReason::NodeDeleted),
+            Next::Cleanup => self.continue_cleanup(cx),
+            Next::Fail(reason) => self.fail(cx, reason),
+            Next::Trouble(e) => self.trouble(cx, e),
         }
     }
 
@@ -570,13 +580,8 @@ impl Acquisition {
             spec: &self.spec,
             node: &mut self.node,
         };
-        match lease.on_reply(cx, step, request, purpose, result) {
-            AfterLeaseReply::Wait => {}
-            AfterLeaseReply::Grant => self.grant(cx),
-            AfterLeaseReply::Cleanup => self.continue_cleanup(cx),
-            AfterLeaseReply::Fail(reason) => self.fail(cx, reason),
-            AfterLeaseReply::Trouble(e) => self.trouble(cx, e),
-        }
+        let next = lease.on_reply(cx, step, request, purpose, result);
+        self.act_on(cx, next);
     }
 
     pub(crate) fn on_timer(&mut self, cx: &mut Ctx, kind: TimerKind) {

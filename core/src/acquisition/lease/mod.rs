@@ -37,7 +37,7 @@ use crate::spec::{LockSpec, Recipe};
 mod create;
 mod drive;
 
-pub(in crate::acquisition) use drive::{AfterLeaseReply, LeaseCaller};
+pub(in crate::acquisition) use drive::LeaseCaller;
 mod listing;
 mod pool;
 
