@@ -1,11 +1,7 @@
-//! Inspection: who holds a lock and who waits, in queue order, as a request plan.
-//!
-//! [`Session::inspect`](crate::Session::inspect) lists the lock directory, then reads
-//! every participant's data and stat (and the record of the last break, if the
-//! listing shows one) in one pipelined burst (no watches), and ends
-//! with one [`LockEvent::Participants`]. A node that vanishes between the listing and
-//! its read is skipped: it left the queue. Cost: one round trip, 1 + n requests for n
-//! participants.
+//! Inspection ([`Session::inspect`](crate::Session::inspect)): who holds a lock
+//! and who waits, in queue order. The break record is read too when the listing
+//! shows one. A node that vanishes between the listing and its read is skipped:
+//! it left the queue.
 
 use crate::ctx::{Ctx, InFlight};
 use crate::event::LockEvent;

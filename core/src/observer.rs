@@ -58,6 +58,12 @@ impl Observer {
         self.list.send(cx, self.run.id, Purpose::List, op);
     }
 
+    /// The leader we watched is gone (or nobody was): look again.
+    fn relist(&mut self, cx: &mut Ctx) {
+        self.watching = None;
+        self.send_list(cx, false);
+    }
+
     pub(crate) fn on_reply(
         &mut self,
         cx: &mut Ctx,
@@ -164,10 +170,7 @@ impl Observer {
                 self.report(cx, Some(leader));
             }
             Ok(_) => self.trouble(cx, ZkError::unexpected_reply()),
-            Err(ZkError::NoNode) => {
-                self.watching = None;
-                self.send_list(cx, false);
-            }
+            Err(ZkError::NoNode) => self.relist(cx),
             Err(e) => self.trouble(cx, e),
         }
     }
@@ -193,10 +196,7 @@ impl Observer {
             self.child_watch = false;
         }
         match (self.watching.as_deref(), kind) {
-            (Some(w), WatchKind::NodeDeleted) if w == path => {
-                self.watching = None;
-                self.send_list(cx, false);
-            }
+            (Some(w), WatchKind::NodeDeleted) if w == path => self.relist(cx),
             (Some(w), WatchKind::NodeDataChanged) if w == path => {
                 let op = Op::GetData {
                     path: w.to_owned(),
@@ -209,8 +209,7 @@ impl Observer {
             (Some(""), WatchKind::NodeChildrenChanged | WatchKind::NodeDeleted)
                 if path == self.path =>
             {
-                self.watching = None;
-                self.send_list(cx, false);
+                self.relist(cx)
             }
             _ => {}
         }
@@ -224,7 +223,6 @@ impl OneShot for Observer {
 
     fn restart(&mut self, cx: &mut Ctx) {
         self.read.forget();
-        self.watching = None;
-        self.send_list(cx, false);
+        self.relist(cx);
     }
 }
