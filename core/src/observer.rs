@@ -136,8 +136,7 @@ impl Observer {
         );
     }
 
-    /// Someone participates: the leader's data watch tells us of the next change,
-    /// so the child watch set while nobody did must not fire as well.
+    /// Someone participates: the child watch goes (see the module docs).
     fn drop_child_watch(&mut self, cx: &mut Ctx) {
         if !std::mem::take(&mut self.child_watch) {
             return;

@@ -180,9 +180,8 @@ pub(crate) struct Acquisition {
     suspended: bool,
     /// Our node's life: its create, the reads of it, its delete, duplicates.
     node: Node,
-    /// Our place in the queue: the directory, the lower blockers, the watched
-    /// window, the listing. Boxed, and dropped at the grant (made again by
-    /// [`our_queue!`] for a listing after it): 104 bytes a holder has no use for.
+    /// Our place in the queue: boxed, and dropped at the grant (made again by
+    /// [`our_queue!`] for a listing after it), as a holder has no use for it.
     queue: Option<Box<Queue>>,
     /// What a holder does besides releasing: sections, the crash marker, fenced writes.
     sections_and_writes: SectionsAndWrites,
