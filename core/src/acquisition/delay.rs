@@ -234,19 +234,11 @@ mod tests {
     use crate::spec::LockSpec;
     use std::time::Duration;
 
-    fn node() -> OwnNode {
-        OwnNode {
-            path: "/l/n-0000000002".into(),
-            seq: 2,
-            stat: None,
-        }
-    }
-
     #[test]
     fn the_marker_is_created_one_request_at_a_time() {
         let mut session = crate::ctx::tests::CtxParts::default();
         let spec = LockSpec::write("/l").lock_delay(Duration::from_secs(5));
-        let own = node();
+        let own = OwnNode::unread("/l/n-0000000002", 2);
         let identity = Identity::with_node(LockId(1), &spec, &own);
         let mut delay = Delay::default();
         assert!(!delay.may_grant(&mut session.cx(), identity));
@@ -275,7 +267,7 @@ mod tests {
     fn a_failed_check_at_the_take_over_is_a_loss() {
         let mut session = crate::ctx::tests::CtxParts::default();
         let spec = LockSpec::write("/l").lock_delay(Duration::from_secs(5));
-        let own = node();
+        let own = OwnNode::unread("/l/n-0000000002", 2);
         let identity = Identity::with_node(LockId(1), &spec, &own);
         let mut delay = Delay::default();
         let gone = Err(ZkError::MultiFailed {

@@ -274,11 +274,7 @@ mod tests {
     }
 
     fn node() -> OwnNode {
-        OwnNode {
-            path: format!("/l/zkl-{:032x}-write-0000000002", 7).into(),
-            seq: 2,
-            stat: None,
-        }
+        OwnNode::unread(format!("/l/zkl-{:032x}-write-0000000002", 7), 2)
     }
 
     #[test]

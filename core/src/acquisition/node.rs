@@ -86,6 +86,17 @@ pub(super) struct NodeStat {
     pub(super) czxid: i64,
 }
 
+impl OwnNode {
+    /// Our node at `path`, sequence `seq`, its stat not read yet.
+    pub(super) fn unread(path: impl Into<Arc<str>>, seq: i32) -> OwnNode {
+        OwnNode {
+            path: path.into(),
+            seq,
+            stat: None,
+        }
+    }
+}
+
 impl From<Stat> for NodeStat {
     fn from(stat: Stat) -> Self {
         NodeStat { czxid: stat.czxid }
@@ -387,11 +398,7 @@ impl Node {
         if self.own.is_none() {
             let path = format!("{dir}/{name}");
             cx.progress(id, Progress::Created { node: path.clone() });
-            self.own = Some(OwnNode {
-                path: path.into(),
-                seq,
-                stat: None,
-            });
+            self.own = Some(OwnNode::unread(path, seq));
         }
         let create_in_flight = matches!(self.create, Create::InFlight(_));
         if !create_in_flight {
