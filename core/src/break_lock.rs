@@ -74,10 +74,7 @@ impl BreakNode {
     }
 
     fn send_read(&mut self, cx: &mut Ctx) {
-        let op = Op::GetData {
-            path: self.node.clone(),
-            watch: false,
-        };
+        let op = Op::read(self.node.clone());
         self.read.send(cx, self.run.id, Purpose::Break, op);
     }
 

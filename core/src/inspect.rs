@@ -151,19 +151,13 @@ impl Inspect {
                 self.lease.kazoo_pool(cx, self.run.id, &children);
                 self.data = vec![None; self.places.len()];
                 for (i, p) in self.places.iter().enumerate() {
-                    let op = Op::GetData {
-                        path: format!("{}/{}", self.path, p.name),
-                        watch: false,
-                    };
+                    let op = Op::read(format!("{}/{}", self.path, p.name));
                     if let Some(r) = cx.send(self.run.id, Purpose::Inspect, op) {
                         self.reads.push((r, i));
                     }
                 }
                 if children.iter().any(|c| c == BREAK_RECORD) {
-                    let op = Op::GetData {
-                        path: format!("{}/{BREAK_RECORD}", self.path),
-                        watch: false,
-                    };
+                    let op = Op::read(format!("{}/{BREAK_RECORD}", self.path));
                     self.record_read.send(cx, self.run.id, Purpose::Inspect, op);
                 }
             }

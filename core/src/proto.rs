@@ -132,6 +132,12 @@ pub enum Op {
 }
 
 impl Op {
+    /// A `getData` of `path` that leaves no watch.
+    pub(crate) fn read(path: impl Into<String>) -> Op {
+        let path = path.into();
+        Op::GetData { path, watch: false }
+    }
+
     /// Whether a follower must hand this request to the leader before answering:
     /// writes and `sync`. A reply to one of these shows that the server we talk to
     /// was connected to the leader after it was sent; a reply to a read shows

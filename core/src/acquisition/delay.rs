@@ -95,10 +95,7 @@ impl Delay {
             Err(ZkError::MultiFailed { index: 1, error }) => match (*error, take) {
                 // Someone's marker is there: whose?
                 (ZkError::NodeExists, false) => {
-                    let op = Op::GetData {
-                        path: marker_path(&identity.spec.path),
-                        watch: false,
-                    };
+                    let op = Op::read(marker_path(&identity.spec.path));
                     let wait = self.wait();
                     wait.request.send(cx, identity.id, Purpose::DelayRead, op);
                     Next::Pending

@@ -209,10 +209,7 @@ impl SectionsAndWrites {
         if self.marker_check.is_pending() {
             return;
         }
-        let op = Op::GetData {
-            path: marker_path(&identity.spec.path),
-            watch: false,
-        };
+        let op = Op::read(marker_path(&identity.spec.path));
         self.marker_check
             .send(cx, identity.id, Purpose::MarkerCheck, op);
     }
@@ -385,10 +382,7 @@ mod tests {
     fn forget_drops_the_marker_check_in_flight() {
         let mut session = crate::ctx::tests::CtxParts::default();
         let mut holder = SectionsAndWrites::default();
-        let check = Op::GetData {
-            path: "/l/zkl-section".into(),
-            watch: false,
-        };
+        let check = Op::read("/l/zkl-section");
         let lock = LockId(2);
         assert!(holder
             .marker_check
