@@ -247,6 +247,14 @@ pub enum MultiOp {
 }
 
 impl MultiOp {
+    /// A check that `path` exists, at any version.
+    pub(crate) fn check(path: impl Into<String>) -> MultiOp {
+        MultiOp::Check {
+            path: path.into(),
+            version: None,
+        }
+    }
+
     /// Writes `data` to the persistent node at `path`: its `setData` (whatever
     /// the version) when it `exists`, else its create. Inside a `multi` the
     /// guess is checked: a wrong one fails the whole `multi` at this op

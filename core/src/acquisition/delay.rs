@@ -193,10 +193,7 @@ impl Delay {
         let (Some(own), Some(name)) = (identity.node, own_name(identity)) else {
             return;
         };
-        let check = MultiOp::Check {
-            path: own.path.to_string(),
-            version: None,
-        };
+        let check = MultiOp::check(own.path.to_string());
         let marker = MultiOp::put_persistent(
             marker_path(&identity.spec.path),
             name.as_bytes().to_vec(),
@@ -240,10 +237,7 @@ mod tests {
         let mut delay = Delay::default();
         assert!(!delay.may_grant(&mut session.cx(), identity));
         let sent = session.sent();
-        let check = MultiOp::Check {
-            path: "/l/n-0000000002".into(),
-            version: None,
-        };
+        let check = MultiOp::check("/l/n-0000000002");
         let create = MultiOp::Create {
             path: "/l/zkl-delay".into(),
             data: b"n-0000000002".to_vec(),

@@ -292,10 +292,7 @@ impl SectionsAndWrites {
                 version: None,
             },
         };
-        let check = MultiOp::Check {
-            path: own,
-            version: None,
-        };
+        let check = MultiOp::check(own);
         self.section_request.send(
             cx,
             identity.id,
@@ -320,10 +317,7 @@ impl SectionsAndWrites {
             crate::path::validate_node_path(op.path())?;
         }
         let mut all = Vec::with_capacity(ops.len() + 1);
-        all.push(MultiOp::Check {
-            path: own,
-            version: None,
-        });
+        all.push(MultiOp::check(own));
         all.extend(ops);
         let op = Op::Multi(all);
         crate::limits::check_request(cx.config.max_packet, &op)?;
@@ -405,10 +399,7 @@ mod tests {
         holder
             .section(&mut session.cx(), identity, own.clone(), true)
             .unwrap();
-        let check = MultiOp::Check {
-            path: own.clone(),
-            version: None,
-        };
+        let check = MultiOp::check(own.clone());
         let create = MultiOp::Create {
             path: "/l/zkl-section".into(),
             data: b"n-0000000003".to_vec(),
