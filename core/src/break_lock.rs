@@ -1,26 +1,17 @@
-//! Breaking a lock: an operator deletes one participant's node (a wedged
-//! holder's, whose session lives) without its owner's release.
-//!
-//! [`Session::break_node`](crate::Session::break_node) deletes exactly the node
-//! that was inspected, never another one of the same name: it reads the node
-//! first and deletes only if its `czxid` is the token the caller saw, with the
-//! data version it read (a holder that writes its node meanwhile, e.g. deadlock
-//! detection publishing or a revocation marker arriving, makes it read again).
-//! Two round trips; nothing is watched. It ends with one
-//! [`LockEvent::Broken`] saying what became of the node ([`BreakOutcome`]).
-//!
-//! It deletes nothing but that node: the lock directory's other children (a
-//! crash or lock-delay marker the holder left) stay, so the next holder sees
-//! the end as unclean.
+//! Breaking a lock ([`Session::break_node`](crate::Session::break_node)): read
+//! the node, check its token, delete it at the data version read (a holder that
+//! writes its node meanwhile, e.g. deadlock detection publishing or a revocation
+//! marker arriving, makes it read again). It deletes nothing but that node: a
+//! crash or lock-delay marker the holder left stays, so the next holder sees the
+//! end as unclean.
 //!
 //! With a record (see [`BREAK_RECORD`]), the delete goes in one `multi` with the
 //! record's create (or, when it exists from an earlier break, its `setData`): a
 //! break that happens is recorded, and a record says only what happened. A
 //! record that turns out to exist (or to be gone) costs one more round trip.
 //!
-//! Failures follow the [`OneShot`] policy: a request whose outcome is unknown
-//! is asked again once connected. A delete that may have been applied before
-//! the connection dropped makes a later "no such node" uncertain
+//! Failures follow the [`OneShot`] policy. A delete that may have been applied
+//! before the connection dropped makes a later "no such node" uncertain
 //! ([`BreakOutcome::GoneUncertain`]).
 
 use crate::ctx::{Ctx, InFlight};
@@ -83,10 +74,7 @@ impl BreakNode {
     }
 
     fn send_read(&mut self, cx: &mut Ctx) {
-        let op = Op::GetData {
-            path: self.node.clone(),
-            watch: false,
-        };
+        let op = Op::read(self.node.clone());
         self.read.send(cx, self.run.id, Purpose::Break, op);
     }
 

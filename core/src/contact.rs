@@ -249,12 +249,10 @@ pub(crate) struct Contact {
     /// only for them does the session send `sync`s (an idle session sends none).
     wanted: BTreeSet<LockId>,
     /// The acquisitions a renewed proof moves on (a grant waiting for it, a
-    /// suspended hold): a reply that renews contact calls only these, not every
-    /// task of the session (10,000 held locks made each reply cost 10,000 calls).
+    /// suspended hold): a reply that renews contact calls only these.
     awaiting: BTreeSet<LockId>,
     /// The holds that do not watch their node yet: the sync timer looks at
-    /// these only (walking every task made each timer cost 100,000 calls on a
-    /// session holding 100,000 watched locks), see `Acquisition::on_sync_timer`.
+    /// these only (see `Acquisition::on_sync_timer`).
     unwatched: BTreeSet<LockId>,
 }
 

@@ -103,18 +103,13 @@ impl Ctx<'_> {
     }
 }
 
-// Here rather than in requests.rs: it sends through the `Ctx`, and the `Ctx`
-// holds the `RequestBook`, so beside the book it would close an import circle.
+// Here, not beside the `RequestBook`: it sends through the `Ctx`, which holds
+// the book (an import circle otherwise).
 /// One request of a kind that a part keeps at most one of in flight (a listing,
-/// a read of our node, a delete): sent through the [`Ctx`], its reply taken only
-/// if it answers the request sent last, and forgotten when the connection drops.
-///
-/// In place of a bare `Option<RequestId>`, so that no reply handler can forget
-/// the guard (a reply to a superseded or forgotten request changes nothing).
-///
-/// The id's number, 0 for none (the request book mints ids from 1): 8 bytes
-/// where an `Option<RequestId>` takes 16, and an acquisition keeps six of these
-/// for every held lock and waiting acquisition.
+/// a read of our node, a delete): its reply is taken only if it answers the
+/// request sent last, so no handler can forget that guard. The id's number, 0
+/// for none (ids start at 1): half an `Option<RequestId>`, kept six times over
+/// by every acquisition.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
 pub(crate) struct InFlight(u64);
 

@@ -1,15 +1,7 @@
-//! Inspection: who holds a lock and who waits, in queue order, as a request plan.
-//!
-//! [`Session::inspect`](crate::Session::inspect) lists the lock directory, then reads
-//! every participant's data and stat (and the record of the last break, if the
-//! listing shows one) in one pipelined burst (no watches), and ends
-//! with one [`LockEvent::Participants`]. A node that vanishes between the listing and
-//! its read is skipped: it left the queue. Cost: one round trip, 1 + n requests for n
-//! participants.
-//!
-//! Who holds and what each waiter waits for follow the recipe rules of
-//! [`Recipe::is_blocked_by`] and [`Recipe::permits`], applied to the kinds (and, for
-//! native semaphores, the permit counts) written in the node names.
+//! Inspection ([`Session::inspect`](crate::Session::inspect)): who holds a lock
+//! and who waits, in queue order. The break record is read too when the listing
+//! shows one. A node that vanishes between the listing and its read is skipped:
+//! it left the queue.
 
 use crate::ctx::{Ctx, InFlight};
 use crate::event::LockEvent;
@@ -159,19 +151,13 @@ impl Inspect {
                 self.lease.kazoo_pool(cx, self.run.id, &children);
                 self.data = vec![None; self.places.len()];
                 for (i, p) in self.places.iter().enumerate() {
-                    let op = Op::GetData {
-                        path: format!("{}/{}", self.path, p.name),
-                        watch: false,
-                    };
+                    let op = Op::read(format!("{}/{}", self.path, p.name));
                     if let Some(r) = cx.send(self.run.id, Purpose::Inspect, op) {
                         self.reads.push((r, i));
                     }
                 }
                 if children.iter().any(|c| c == BREAK_RECORD) {
-                    let op = Op::GetData {
-                        path: format!("{}/{BREAK_RECORD}", self.path),
-                        watch: false,
-                    };
+                    let op = Op::read(format!("{}/{BREAK_RECORD}", self.path));
                     self.record_read.send(cx, self.run.id, Purpose::Inspect, op);
                 }
             }

@@ -108,20 +108,14 @@ impl LeaseView {
             self.add(cx, id, node);
         }
         if any {
-            let op = Op::GetData {
-                path: self.path.clone(),
-                watch: false,
-            };
+            let op = Op::read(self.path.clone());
             self.count_read.send(cx, id, Purpose::Inspect, op);
         }
     }
 
     /// Records `node` and reads it.
     fn add(&mut self, cx: &mut Ctx, id: LockId, node: Node) {
-        let op = Op::GetData {
-            path: format!("{}/{}", node.dir, node.name),
-            watch: false,
-        };
+        let op = Op::read(format!("{}/{}", node.dir, node.name));
         if let Some(r) = cx.send(id, Purpose::Inspect, op) {
             self.reads.push((r, self.nodes.len()));
         }

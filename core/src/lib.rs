@@ -20,14 +20,9 @@
 //! * `zkl-section` ([`LockSpec::detect_crashes`]): exists while a holder is inside a
 //!   critical section; the next grant says [`Grant::previous_holder_crashed`].
 //! * `zkl-delay` ([`LockSpec::lock_delay`]): names the node of the lock-delay holder
-//!   for its whole hold; a grant that finds it naming another node waits out the
-//!   delay from when it found the lock free ([`Progress::LockDelay`]), by its own
-//!   clock, then takes it over. Why a marker kept for the hold rather than one left
-//!   by each clean release: a newcomer could not tell a clean release from a lock
-//!   never taken, and every lock directory would keep a node for ever; this way a
-//!   marker exists only while a lock-delay holder holds or after an unclean end, one
-//!   per path, and the next clean release removes it. Peers (Curator, kazoo, Go)
-//!   leave no marker: their ends count as clean.
+//!   for its whole hold, rather than being left by each clean release: a newcomer
+//!   could not tell a clean release from a lock never taken, and every lock
+//!   directory would keep a node for ever.
 //!
 //! A third persistent node, `zkl-broken`, is no marker of a hold but a record: an
 //! operator's break ([`Session::break_node`]) writes it in the `multi` that deletes

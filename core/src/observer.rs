@@ -58,6 +58,12 @@ impl Observer {
         self.list.send(cx, self.run.id, Purpose::List, op);
     }
 
+    /// The leader we watched is gone (or nobody was): look again.
+    fn relist(&mut self, cx: &mut Ctx) {
+        self.watching = None;
+        self.send_list(cx, false);
+    }
+
     pub(crate) fn on_reply(
         &mut self,
         cx: &mut Ctx,
@@ -130,8 +136,7 @@ impl Observer {
         );
     }
 
-    /// Someone participates: the leader's data watch tells us of the next change,
-    /// so the child watch set while nobody did must not fire as well.
+    /// Someone participates: the child watch goes (see the module docs).
     fn drop_child_watch(&mut self, cx: &mut Ctx) {
         if !std::mem::take(&mut self.child_watch) {
             return;
@@ -164,10 +169,7 @@ impl Observer {
                 self.report(cx, Some(leader));
             }
             Ok(_) => self.trouble(cx, ZkError::unexpected_reply()),
-            Err(ZkError::NoNode) => {
-                self.watching = None;
-                self.send_list(cx, false);
-            }
+            Err(ZkError::NoNode) => self.relist(cx),
             Err(e) => self.trouble(cx, e),
         }
     }
@@ -193,10 +195,7 @@ impl Observer {
             self.child_watch = false;
         }
         match (self.watching.as_deref(), kind) {
-            (Some(w), WatchKind::NodeDeleted) if w == path => {
-                self.watching = None;
-                self.send_list(cx, false);
-            }
+            (Some(w), WatchKind::NodeDeleted) if w == path => self.relist(cx),
             (Some(w), WatchKind::NodeDataChanged) if w == path => {
                 let op = Op::GetData {
                     path: w.to_owned(),
@@ -209,8 +208,7 @@ impl Observer {
             (Some(""), WatchKind::NodeChildrenChanged | WatchKind::NodeDeleted)
                 if path == self.path =>
             {
-                self.watching = None;
-                self.send_list(cx, false);
+                self.relist(cx)
             }
             _ => {}
         }
@@ -224,7 +222,6 @@ impl OneShot for Observer {
 
     fn restart(&mut self, cx: &mut Ctx) {
         self.read.forget();
-        self.watching = None;
-        self.send_list(cx, false);
+        self.relist(cx);
     }
 }

@@ -132,6 +132,12 @@ pub enum Op {
 }
 
 impl Op {
+    /// A `getData` of `path` that leaves no watch.
+    pub(crate) fn read(path: impl Into<String>) -> Op {
+        let path = path.into();
+        Op::GetData { path, watch: false }
+    }
+
     /// Whether a follower must hand this request to the leader before answering:
     /// writes and `sync`. A reply to one of these shows that the server we talk to
     /// was connected to the leader after it was sent; a reply to a read shows
@@ -241,6 +247,14 @@ pub enum MultiOp {
 }
 
 impl MultiOp {
+    /// A check that `path` exists, at any version.
+    pub(crate) fn check(path: impl Into<String>) -> MultiOp {
+        MultiOp::Check {
+            path: path.into(),
+            version: None,
+        }
+    }
+
     /// Writes `data` to the persistent node at `path`: its `setData` (whatever
     /// the version) when it `exists`, else its create. Inside a `multi` the
     /// guess is checked: a wrong one fails the whole `multi` at this op

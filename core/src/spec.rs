@@ -428,11 +428,9 @@ impl Config {
 
     /// The default [`sync_interval`](Self::sync_interval) lock-client uses: a
     /// twentieth of the session timeout (one `sync` every 500 ms with the default
-    /// 10 s, sent only while the session holds a lock, is being granted one or waits next in line).
-    /// With the [`margin`](Self::margin) of a tenth it keeps proven contact at
-    /// most `T/20` behind the present on a standalone server, so a held lock
-    /// survives a loss of contact of `0.85 T` less a round trip there (see
-    /// [`crate::contact`]).
+    /// 10 s, sent only while the session holds a lock, is being granted one or
+    /// waits next in line). What loss of contact a held lock survives with it:
+    /// [`crate::contact`], "Cost".
     pub fn default_sync_interval(session_timeout: Duration) -> Duration {
         session_timeout / 20
     }
@@ -482,17 +480,10 @@ impl Config {
         self.session_timeout * 2
     }
 
-    /// How long a follower may take to pass a session's activity on to the leader:
-    /// it does so in its reply to the leader's ping, which comes every `tickTime / 2`,
-    /// and ZooKeeper's default `minSessionTimeout` of two ticks makes that at most a
-    /// quarter of the session timeout. A third leaves a twelfth for the ping's
-    /// scheduling and the network. (A server configured with a session timeout
-    /// below two ticks breaks this assumption; `zklock doctor` reports it.)
-    ///
-    /// This is the bound when nothing is known of the server; a session that
-    /// learned its server's `tickTime` uses one tick instead when that is
-    /// shorter, and one on a standalone server none (see
-    /// [`ServerRole`](crate::ServerRole)).
+    /// How long a follower may take to pass a session's activity on to the
+    /// leader, when nothing is known of the server: a third of the session
+    /// timeout. The argument, and the shorter bounds of a session that learned
+    /// its server ([`ServerRole`](crate::ServerRole)), are in [`crate::contact`].
     pub fn touch_bound(&self) -> Duration {
         self.session_timeout / 3
     }

@@ -1,11 +1,8 @@
 //! Who set which watch: a firing is delivered only to the tasks that asked for it.
 //!
 //! ZooKeeper fires a watch once per session and path, and every task of a session
-//! shares that session. Handing every firing to every task made one release wake
-//! every waiter of the session: each waiter whose cached lower set held the deleted
-//! node dropped it and, still blocked, listed the directory again, so N waiters on
-//! one session cost O(N²) requests to drain (the herd effect inside one process).
-//! Routing by path keeps a release's work in the one task that watches the node.
+//! shares that session: handing every firing to every task would make one release
+//! wake every waiter of the session (a herd inside one process).
 
 use crate::ids::LockId;
 use std::collections::HashMap;
@@ -14,12 +11,8 @@ use std::sync::Arc;
 /// The tasks interested in each watched path (and the reverse, to forget a task).
 ///
 /// Sized for the common case, one task per path and one or two paths per task
-/// (a holder's own node; a waiter's own node and its blocker), which the
-/// session keeps for every held lock and waiting acquisition: each path is
-/// allocated once and shared by both maps, and each side holds one entry inline
-/// ([`Few`]) instead of a B-tree node (a `BTreeSet<String>` with one entry
-/// allocated a 280-byte node, a `BTreeSet<LockId>` 104 bytes, and the path was
-/// copied into both maps).
+/// (kept for every held lock and waiting acquisition): each path is allocated
+/// once and shared by both maps, and each side holds one entry inline ([`Few`]).
 #[derive(Default)]
 pub(crate) struct WatchIndex {
     by_path: HashMap<Arc<str>, Few<LockId>>,
@@ -172,48 +165,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_firing_reaches_only_the_tasks_that_watch_its_path_once() {
+    fn a_firing_reaches_only_the_tasks_that_watch_its_path_once_oldest_first() {
         let mut w = WatchIndex::default();
-        // A path its owner keeps is kept, not copied (both maps share it).
-        let shared: Arc<str> = Arc::from("/l/a");
-        w.add(LockId(1), "/l/a", Some(&shared));
-        assert_eq!(Arc::strong_count(&shared), 3);
-        w.add(LockId(2), "/l/b", None);
-        w.add(LockId(3), "/l/a", None);
-        assert_eq!(w.take("/l/a"), vec![LockId(1), LockId(3)]);
-        assert_eq!(Arc::strong_count(&shared), 1);
-        assert_eq!(w.take("/l/a"), Vec::<LockId>::new(), "one-shot");
-        // Removing one task's interest leaves the others'.
-        w.add(LockId(1), "/l/c", None);
-        w.add(LockId(2), "/l/c", None);
-        assert!(!w.remove(LockId(1), "/l/c"), "task 2 still watches");
-        assert!(w.remove(LockId(2), "/l/c"));
-        assert_eq!(w.take("/l/c"), Vec::<LockId>::new());
-        assert_eq!(w.take("/l/c"), Vec::<LockId>::new());
-        w.forget_lock(LockId(2));
-        assert_eq!(w.take("/l/b"), Vec::<LockId>::new());
-        assert_eq!(w.len(), 0);
-    }
-
-    #[test]
-    fn a_task_with_several_paths_and_a_path_with_several_tasks_are_kept_apart() {
-        let mut w = WatchIndex::default();
-        // A waiter watches its own node and its blocker; a second task shares
-        // the blocker (both wait behind it).
+        // A waiter watches its own node and its blocker (twice: one entry); two
+        // more tasks share the blocker. A path its owner keeps is kept, not
+        // copied (both maps share it).
+        let shared: Arc<str> = Arc::from("/l/blocker");
         w.add(LockId(5), "/l/own", None);
-        w.add(LockId(5), "/l/blocker", None);
+        w.add(LockId(5), "/l/blocker", Some(&shared));
+        assert_eq!(Arc::strong_count(&shared), 3);
         w.add(LockId(5), "/l/blocker", None);
         w.add(LockId(2), "/l/blocker", None);
         w.add(LockId(9), "/l/blocker", None);
         assert_eq!(w.len(), 2);
-        // Removing one task's interest in the shared path leaves the others'.
+        // Removing one task's interest leaves the others'.
         assert!(!w.remove(LockId(9), "/l/blocker"));
-        assert_eq!(
-            w.take("/l/blocker"),
-            vec![LockId(2), LockId(5)],
-            "oldest first"
-        );
-        // Task 5 keeps its other path; forgetting it clears everything.
+        let fired = w.take("/l/blocker");
+        assert_eq!(fired, vec![LockId(2), LockId(5)], "oldest first");
+        assert_eq!(Arc::strong_count(&shared), 1);
+        assert_eq!(w.take("/l/blocker"), Vec::<LockId>::new(), "one-shot");
+        // The last task's removal unwatches the path.
+        w.add(LockId(2), "/l/c", None);
+        assert!(w.remove(LockId(2), "/l/c"));
+        assert_eq!(w.take("/l/c"), Vec::<LockId>::new());
+        // Task 5 keeps its other paths; forgetting it clears everything.
         w.add(LockId(5), "/l/third", None);
         w.forget_lock(LockId(5));
         assert_eq!(w.len(), 0);

@@ -8,9 +8,10 @@
 //! out the delay ([`TimerKind::LockDelay`]) or takes it over. A clean release
 //! deletes the marker in its multi ([`Delay::marker_ours`]).
 
-use super::Identity;
+use super::{Identity, Next};
 use crate::ctx::Ctx;
 use crate::ctx::InFlight;
+use crate::event::FailReason;
 use crate::names::DELAY_MARKER;
 use crate::output::Progress;
 use crate::path::split_parent;
@@ -19,26 +20,9 @@ use crate::requests::Purpose;
 use crate::time::Timestamp;
 use crate::timers::TimerKind;
 
-/// What a reply about the marker asks of the acquisition.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub(super) enum DelayOutcome {
-    /// A request of ours went out (or nothing is to be done): wait for it.
-    Pending,
-    /// Try the grant again: the marker is ours, or the delay to wait is known.
-    Grant,
-    /// The check on our node failed: it is gone.
-    Lost,
-    /// Another holder's marker, and the acquisition may not wait.
-    WouldBlock,
-    /// A request failed: retry after a pause.
-    Trouble(ZkError),
-}
-
 /// The part of an acquisition that owns its lock-delay (only with a delay set).
-///
 /// The wait's state is boxed and made at the first use: few specs set a
-/// lock-delay, and the session keeps an acquisition per held lock and waiting
-/// acquisition (16 bytes inline where it took 48).
+/// lock-delay, and every held lock and waiting acquisition keeps this part.
 #[derive(Default, Debug)]
 pub(super) struct Delay {
     /// The marker names our node (we created or took it over): a clean release
@@ -87,7 +71,7 @@ impl Delay {
         identity: Identity<'_>,
         purpose: Purpose,
         result: Result<Reply, ZkError>,
-    ) -> DelayOutcome {
+    ) -> Next {
         match purpose {
             Purpose::DelayMarker { take } => self.on_marker_reply(cx, identity, take, result),
             _ => self.on_read_reply(cx, identity, result),
@@ -101,32 +85,29 @@ impl Delay {
         identity: Identity<'_>,
         take: bool,
         result: Result<Reply, ZkError>,
-    ) -> DelayOutcome {
+    ) -> Next {
         match result {
             Ok(_) => {
                 self.marker_ours = true;
-                DelayOutcome::Grant
+                Next::Grant
             }
-            Err(ZkError::MultiFailed { index: 0, .. }) => DelayOutcome::Lost,
+            Err(ZkError::MultiFailed { index: 0, .. }) => Next::Lost,
             Err(ZkError::MultiFailed { index: 1, error }) => match (*error, take) {
                 // Someone's marker is there: whose?
                 (ZkError::NodeExists, false) => {
-                    let op = Op::GetData {
-                        path: marker_path(&identity.spec.path),
-                        watch: false,
-                    };
+                    let op = Op::read(marker_path(&identity.spec.path));
                     let wait = self.wait();
                     wait.request.send(cx, identity.id, Purpose::DelayRead, op);
-                    DelayOutcome::Pending
+                    Next::Pending
                 }
                 // Gone between our read and the take-over (deleted by hand): create.
                 (ZkError::NoNode, true) => {
                     self.send_marker(cx, identity, false);
-                    DelayOutcome::Pending
+                    Next::Pending
                 }
-                (e, _) => DelayOutcome::Trouble(e),
+                (e, _) => Next::Trouble(e),
             },
-            Err(e) => DelayOutcome::Trouble(e),
+            Err(e) => Next::Trouble(e),
         }
     }
 
@@ -137,23 +118,23 @@ impl Delay {
         cx: &mut Ctx,
         identity: Identity<'_>,
         result: Result<Reply, ZkError>,
-    ) -> DelayOutcome {
+    ) -> Next {
         let data = match result {
             Ok(Reply::Data { data, .. }) => data,
-            Ok(_) => return DelayOutcome::Trouble(ZkError::unexpected_reply()),
+            Ok(_) => return Next::Trouble(ZkError::unexpected_reply()),
             // Gone since our create failed: create again.
             Err(ZkError::NoNode) => {
                 self.send_marker(cx, identity, false);
-                return DelayOutcome::Pending;
+                return Next::Pending;
             }
-            Err(e) => return DelayOutcome::Trouble(e),
+            Err(e) => return Next::Trouble(e),
         };
         if own_name(identity).is_some_and(|name| name.as_bytes() == data) {
             self.marker_ours = true;
-            return DelayOutcome::Grant;
+            return Next::Grant;
         }
         if !identity.spec.wait {
-            return DelayOutcome::WouldBlock;
+            return Next::Fail(FailReason::WouldBlock);
         }
         let delay = identity.spec.rare().lock_delay.unwrap_or_default();
         let since = self.wait().free_since.unwrap_or(cx.now);
@@ -170,14 +151,14 @@ impl Delay {
                 },
             );
         }
-        DelayOutcome::Grant
+        Next::Grant
     }
 
     // Mutators.
 
     /// The grant's lock-delay step: `true` when the grant may go on (no delay
     /// set, or the marker is ours). Otherwise the acquisition stays granting and
-    /// a reply (its [`DelayOutcome::Grant`]) or the delay's timer tries again.
+    /// a reply (its [`Next::Grant`]) or the delay's timer tries again.
     pub(super) fn may_grant(&mut self, cx: &mut Ctx, identity: Identity<'_>) -> bool {
         let Some(delay) = identity.spec.rare().lock_delay else {
             return true;
@@ -212,10 +193,7 @@ impl Delay {
         let (Some(own), Some(name)) = (identity.node, own_name(identity)) else {
             return;
         };
-        let check = MultiOp::Check {
-            path: own.path.to_string(),
-            version: None,
-        };
+        let check = MultiOp::check(own.path.to_string());
         let marker = MultiOp::put_persistent(
             marker_path(&identity.spec.path),
             name.as_bytes().to_vec(),
@@ -250,27 +228,16 @@ mod tests {
     use crate::spec::LockSpec;
     use std::time::Duration;
 
-    fn node() -> OwnNode {
-        OwnNode {
-            path: "/l/n-0000000002".into(),
-            seq: 2,
-            stat: None,
-        }
-    }
-
     #[test]
     fn the_marker_is_created_one_request_at_a_time() {
         let mut session = crate::ctx::tests::CtxParts::default();
         let spec = LockSpec::write("/l").lock_delay(Duration::from_secs(5));
-        let own = node();
+        let own = OwnNode::unread("/l/n-0000000002", 2);
         let identity = Identity::with_node(LockId(1), &spec, &own);
         let mut delay = Delay::default();
         assert!(!delay.may_grant(&mut session.cx(), identity));
         let sent = session.sent();
-        let check = MultiOp::Check {
-            path: "/l/n-0000000002".into(),
-            version: None,
-        };
+        let check = MultiOp::check("/l/n-0000000002");
         let create = MultiOp::Create {
             path: "/l/zkl-delay".into(),
             data: b"n-0000000002".to_vec(),
@@ -291,7 +258,7 @@ mod tests {
     fn a_failed_check_at_the_take_over_is_a_loss() {
         let mut session = crate::ctx::tests::CtxParts::default();
         let spec = LockSpec::write("/l").lock_delay(Duration::from_secs(5));
-        let own = node();
+        let own = OwnNode::unread("/l/n-0000000002", 2);
         let identity = Identity::with_node(LockId(1), &spec, &own);
         let mut delay = Delay::default();
         let gone = Err(ZkError::MultiFailed {
@@ -299,6 +266,6 @@ mod tests {
             error: Box::new(ZkError::NoNode),
         });
         let outcome = delay.on_marker_reply(&mut session.cx(), identity, true, gone);
-        assert_eq!(outcome, DelayOutcome::Lost);
+        assert_eq!(outcome, Next::Lost);
     }
 }

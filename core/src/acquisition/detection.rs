@@ -20,9 +20,8 @@ use crate::timers::TimerKind;
 /// docs).
 ///
 /// Boxed, and only once used: most acquisitions neither detect deadlocks nor
-/// name an owner, and the session keeps one acquisition per held or waiting
-/// lock (the state below was 224 bytes inline in each, now one pointer). The
-/// downgrade's names stay inline, read by every look at a listing.
+/// name an owner. The downgrade's names stay inline, read by every look at a
+/// listing.
 #[derive(Default)]
 pub(super) struct Detection {
     /// For a downgrade (a read taken by the owner of the held write half of the
@@ -275,11 +274,7 @@ mod tests {
     }
 
     fn node() -> OwnNode {
-        OwnNode {
-            path: format!("/l/zkl-{:032x}-write-0000000002", 7).into(),
-            seq: 2,
-            stat: None,
-        }
+        OwnNode::unread(format!("/l/zkl-{:032x}-write-0000000002", 7), 2)
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! trusted (`own`); the part sends, emits the section and write events, and
 //! returns what the acquisition must act on (our node gone, a retry).
 
-use super::Identity;
+use super::{Identity, Next};
 use crate::ctx::Ctx;
 use crate::ctx::InFlight;
 use crate::event::{FailReason, FencedError, LockEvent, LostReason, UsageError};
@@ -17,17 +17,6 @@ use crate::proto::{CreateMode, MultiOp, Op, Reply, RequestId, ZkError};
 use crate::requests::Purpose;
 use crate::spec::LockSpec;
 use crate::time::Timestamp;
-
-/// What a reply to a holder's request asks of the acquisition.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub(super) enum HolderOutcome {
-    /// Handled (an event emitted, or the next request sent).
-    Done,
-    /// The check on our node failed: it is gone.
-    Lost,
-    /// Lost with the connection: retry after a pause.
-    Trouble(ZkError),
-}
 
 /// The part of an acquisition that owns what a holder does besides releasing:
 /// its critical section (and the crash marker a grant looks at) and its fenced
@@ -122,7 +111,7 @@ impl SectionsAndWrites {
         own: Option<String>,
         open: bool,
         result: Result<Reply, ZkError>,
-    ) -> HolderOutcome {
+    ) -> Next {
         match result {
             Ok(_) => {
                 self.section_open = open;
@@ -135,7 +124,7 @@ impl SectionsAndWrites {
                 cx.emit(identity.id, event);
             }
             // The check on our node failed: the lock is gone.
-            Err(ZkError::MultiFailed { index: 0, .. }) => return HolderOutcome::Lost,
+            Err(ZkError::MultiFailed { index: 0, .. }) => return Next::Lost,
             Err(ZkError::MultiFailed { index: 1, error }) => match (*error, open) {
                 (ZkError::NodeExists, true) => {
                     if let Some(own) = own {
@@ -152,24 +141,24 @@ impl SectionsAndWrites {
                         self.send_section(cx, identity, true, own, false)
                     }
                 }
-                (e, _) if e.is_connection_loss() => return HolderOutcome::Trouble(e),
+                (e, _) if e.is_connection_loss() => return Next::Trouble(e),
                 // A lasting refusal (e.g. an ACL): retrying would never end, so say so.
                 (e, _) => {
                     self.section_wanted = None;
                     cx.emit(identity.id, LockEvent::SectionFailed(e));
                 }
             },
-            Err(e) if e.is_connection_loss() => return HolderOutcome::Trouble(e),
+            Err(e) if e.is_connection_loss() => return Next::Trouble(e),
             Err(e) => {
                 self.section_wanted = None;
                 cx.emit(identity.id, LockEvent::SectionFailed(e));
             }
         }
-        HolderOutcome::Done
+        Next::Pending
     }
 
     /// The reply to a fenced write, if `request` is the one of `write`: its
-    /// outcome is reported; [`HolderOutcome::Lost`] when its check found our
+    /// outcome is reported; [`Next::Lost`] when its check found our
     /// node gone.
     pub(super) fn on_fenced_reply(
         &mut self,
@@ -178,9 +167,9 @@ impl SectionsAndWrites {
         request: RequestId,
         write: u64,
         result: Result<Reply, ZkError>,
-    ) -> HolderOutcome {
+    ) -> Next {
         let Some(pos) = self.writes.iter().position(|w| *w == (write, request)) else {
-            return HolderOutcome::Done;
+            return Next::Pending;
         };
         self.writes.remove(pos);
         let result = match result {
@@ -201,9 +190,9 @@ impl SectionsAndWrites {
         let lost = matches!(result, Err(FencedError::NotHeld));
         cx.emit(id, LockEvent::FencedWrite { write, result });
         if lost {
-            HolderOutcome::Lost
+            Next::Lost
         } else {
-            HolderOutcome::Done
+            Next::Pending
         }
     }
 
@@ -220,10 +209,7 @@ impl SectionsAndWrites {
         if self.marker_check.is_pending() {
             return;
         }
-        let op = Op::GetData {
-            path: marker_path(&identity.spec.path),
-            watch: false,
-        };
+        let op = Op::read(marker_path(&identity.spec.path));
         self.marker_check
             .send(cx, identity.id, Purpose::MarkerCheck, op);
     }
@@ -306,10 +292,7 @@ impl SectionsAndWrites {
                 version: None,
             },
         };
-        let check = MultiOp::Check {
-            path: own,
-            version: None,
-        };
+        let check = MultiOp::check(own);
         self.section_request.send(
             cx,
             identity.id,
@@ -334,10 +317,7 @@ impl SectionsAndWrites {
             crate::path::validate_node_path(op.path())?;
         }
         let mut all = Vec::with_capacity(ops.len() + 1);
-        all.push(MultiOp::Check {
-            path: own,
-            version: None,
-        });
+        all.push(MultiOp::check(own));
         all.extend(ops);
         let op = Op::Multi(all);
         crate::limits::check_request(cx.config.max_packet, &op)?;
@@ -396,10 +376,7 @@ mod tests {
     fn forget_drops_the_marker_check_in_flight() {
         let mut session = crate::ctx::tests::CtxParts::default();
         let mut holder = SectionsAndWrites::default();
-        let check = Op::GetData {
-            path: "/l/zkl-section".into(),
-            watch: false,
-        };
+        let check = Op::read("/l/zkl-section");
         let lock = LockId(2);
         assert!(holder
             .marker_check
@@ -422,10 +399,7 @@ mod tests {
         holder
             .section(&mut session.cx(), identity, own.clone(), true)
             .unwrap();
-        let check = MultiOp::Check {
-            path: own.clone(),
-            version: None,
-        };
+        let check = MultiOp::check(own.clone());
         let create = MultiOp::Create {
             path: "/l/zkl-section".into(),
             data: b"n-0000000003".to_vec(),
@@ -440,7 +414,7 @@ mod tests {
         });
         let outcome =
             holder.on_section_reply(&mut session.cx(), identity, Some(own.clone()), true, exists);
-        assert_eq!(outcome, HolderOutcome::Done);
+        assert_eq!(outcome, Next::Pending);
         let take = MultiOp::SetData {
             path: "/l/zkl-section".into(),
             data: b"n-0000000003".to_vec(),
@@ -449,7 +423,7 @@ mod tests {
         assert_eq!(session.sent_ops(), [Op::Multi(vec![check, take])]);
         let ok = Ok(Reply::Multi(Vec::new()));
         let outcome = holder.on_section_reply(&mut session.cx(), identity, Some(own), true, ok);
-        assert_eq!(outcome, HolderOutcome::Done);
+        assert_eq!(outcome, Next::Pending);
         assert!(holder.section_open && holder.section_wanted.is_none());
         assert!(matches!(
             session.out.pop_front(),
@@ -464,7 +438,7 @@ mod tests {
             error: Box::new(ZkError::NoNode),
         });
         let outcome = holder.on_section_reply(&mut session.cx(), identity, None, false, gone);
-        assert_eq!(outcome, HolderOutcome::Lost);
+        assert_eq!(outcome, Next::Lost);
         let plain = LockSpec::write("/l");
         let identity = Identity {
             spec: &plain,
@@ -506,14 +480,14 @@ mod tests {
             1,
             Ok(Reply::Multi(Vec::new())),
         );
-        assert_eq!(stray, HolderOutcome::Done);
+        assert_eq!(stray, Next::Pending);
         assert!(session.out.is_empty(), "not write 1's request");
         let not_held = Err(ZkError::MultiFailed {
             index: 0,
             error: Box::new(ZkError::BadVersion),
         });
         let outcome = holder.on_fenced_reply(&mut session.cx(), lock, ids[0], 1, not_held);
-        assert_eq!(outcome, HolderOutcome::Lost);
+        assert_eq!(outcome, Next::Lost);
         assert_eq!(holder.writes.len(), 1, "the other write is still in flight");
     }
 }

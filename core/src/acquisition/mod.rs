@@ -1,12 +1,8 @@
 //! One acquisition of one lock: the protocol shared by every recipe.
 //!
-//! All recipes are the same walk over the lock directory and differ only in two
-//! numbers, given by [`Recipe`]: which lower participants block us
-//! ([`Recipe::is_blocked_by`]) and how many of them we tolerate ([`Recipe::permits`]):
-//!
-//! * write / exclusive / leader: blocked by every lower participant, 1 permit;
-//! * read: blocked by lower exclusive participants only, 1 permit;
-//! * semaphore(n): blocked by every lower participant, n permits.
+//! All recipes are the same walk over the lock directory and differ only in
+//! which lower participants block us ([`Recipe::is_blocked_by`]) and how many of
+//! them we tolerate ([`Recipe::permits`]).
 //!
 //! We hold when fewer than `permits` blockers are lower than our node. Otherwise we
 //! put a getData watch on the `permits` closest lower blockers (the "window"): only
@@ -50,10 +46,10 @@ mod queue;
 mod sizes;
 mod transitions;
 
-use delay::{Delay, DelayOutcome};
+use delay::Delay;
 use detection::Detection;
-use holder::{HolderOutcome, SectionsAndWrites};
-use lease::{AfterLeaseReply, Lease, LeaseCaller};
+use holder::SectionsAndWrites;
+use lease::{Lease, LeaseCaller};
 use node::{Create, Node, OwnNode};
 use queue::{PeerOutcome, Queue};
 
@@ -143,6 +139,24 @@ macro_rules! node_dir {
 }
 use node_dir;
 
+/// What a part's reply handler asks of its acquisition: what the part could
+/// not decide alone.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub(in crate::acquisition) enum Next {
+    /// Nothing until a reply, a watch or a timer.
+    Pending,
+    /// What the grant waited for has come: try it again.
+    Grant,
+    /// A check on our node failed: it is gone.
+    Lost,
+    /// The acquisition cleans up: it goes on with that.
+    Cleanup,
+    /// The acquisition fails.
+    Fail(FailReason),
+    /// Trouble worth retrying after a pause.
+    Trouble(ZkError),
+}
+
 /// What a decision to hold rests on.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum GrantBasis {
@@ -166,9 +180,8 @@ pub(crate) struct Acquisition {
     suspended: bool,
     /// Our node's life: its create, the reads of it, its delete, duplicates.
     node: Node,
-    /// Our place in the queue: the directory, the lower blockers, the watched
-    /// window, the listing. Boxed, and dropped at the grant (made again by
-    /// [`our_queue!`] for a listing after it): 104 bytes a holder has no use for.
+    /// Our place in the queue: boxed, and dropped at the grant (made again by
+    /// [`our_queue!`] for a listing after it), as a holder has no use for it.
     queue: Option<Box<Queue>>,
     /// What a holder does besides releasing: sections, the crash marker, fenced writes.
     sections_and_writes: SectionsAndWrites,
@@ -196,12 +209,7 @@ impl Acquisition {
     }
 
     /// Makes this read acquisition a downgrade from the write nodes `names`, held
-    /// by its owner on this session (Curator's rule: a read is not blocked by a
-    /// write its own holder holds). Nothing lower than a held write node exists,
-    /// so with those skipped the read holds at its first listing, unless another
-    /// writer queued between: that one waits for our owner's write, so the read
-    /// would wait for its own owner, and it fails with
-    /// [`FailReason::SelfDeadlock`] instead.
+    /// by its owner on this session (see [`LockSpec::read`]).
     pub(crate) fn downgrade_from(&mut self, names: Vec<String>) {
         self.detection.downgrade = names;
     }
@@ -376,10 +384,7 @@ impl Acquisition {
                     && self.state == State::Granting
                 {
                     match self.sections_and_writes.on_marker_check(result) {
-                        Ok(()) => {
-                            self.state = State::Waiting;
-                            self.grant(cx);
-                        }
+                        Ok(()) => self.grant_again(cx),
                         Err(e) => self.trouble(cx, e),
                     }
                 }
@@ -388,7 +393,7 @@ impl Acquisition {
                 if self.delay.take_reply(request) && self.state == State::Granting {
                     let identity = identity!(self);
                     let outcome = self.delay.on_reply(cx, identity, purpose, result);
-                    self.act_on_delay(cx, outcome);
+                    self.act_on(cx, outcome);
                 }
             }
             Purpose::Section { open } => {
@@ -399,14 +404,14 @@ impl Acquisition {
                     let outcome = self
                         .sections_and_writes
                         .on_section_reply(cx, identity, own, open, result);
-                    self.act_on_holder(cx, outcome);
+                    self.act_on(cx, outcome);
                 }
             }
             Purpose::FencedWrite { write } => {
                 let outcome = self
                     .sections_and_writes
                     .on_fenced_reply(cx, self.id, request, write, result);
-                self.act_on_holder(cx, outcome);
+                self.act_on(cx, outcome);
             }
             Purpose::LeaseCreate | Purpose::LeaseList | Purpose::PoolData | Purpose::PoolCreate => {
                 self.on_lease_reply(cx, request, purpose, result)
@@ -503,26 +508,15 @@ impl Acquisition {
         }
     }
 
-    /// Acts on what a reply to a holder's request asks (see [`holder`]).
-    fn act_on_holder(&mut self, cx: &mut Ctx, outcome: HolderOutcome) {
-        match outcome {
-            HolderOutcome::Done => {}
-            HolderOutcome::Lost => self.own_gone(cx, LostReason::NodeDeleted),
-            HolderOutcome::Trouble(e) => self.trouble(cx, e),
-        }
-    }
-
-    /// Acts on what a reply about the lock-delay marker asks (see [`delay`]).
-    fn act_on_delay(&mut self, cx: &mut Ctx, outcome: DelayOutcome) {
-        match outcome {
-            DelayOutcome::Pending => {}
-            DelayOutcome::Grant => {
-                self.state = State::Waiting;
-                self.grant(cx);
-            }
-            DelayOutcome::Lost => self.own_gone(cx, LostReason::NodeDeleted),
-            DelayOutcome::WouldBlock => self.fail(cx, FailReason::WouldBlock),
-            DelayOutcome::Trouble(e) => self.trouble(cx, e),
+    /// Acts on what a part's reply handler asks (see [`Next`]).
+    fn act_on(&mut self, cx: &mut Ctx, next: Next) {
+        match next {
+            Next::Pending => {}
+            Next::Grant => self.grant_again(cx),
+            Next::Lost => self.own_gone(cx, LostReason::NodeDeleted),
+            Next::Cleanup => self.continue_cleanup(cx),
+            Next::Fail(reason) => self.fail(cx, reason),
+            Next::Trouble(e) => self.trouble(cx, e),
         }
     }
 
@@ -585,13 +579,8 @@ impl Acquisition {
             spec: &self.spec,
             node: &mut self.node,
         };
-        match lease.on_reply(cx, step, request, purpose, result) {
-            AfterLeaseReply::Wait => {}
-            AfterLeaseReply::Grant => self.grant(cx),
-            AfterLeaseReply::Cleanup => self.continue_cleanup(cx),
-            AfterLeaseReply::Fail(reason) => self.fail(cx, reason),
-            AfterLeaseReply::Trouble(e) => self.trouble(cx, e),
-        }
+        let next = lease.on_reply(cx, step, request, purpose, result);
+        self.act_on(cx, next);
     }
 
     pub(crate) fn on_timer(&mut self, cx: &mut Ctx, kind: TimerKind) {
@@ -619,8 +608,7 @@ impl Acquisition {
             // The delay is over: the grant goes on (taking the marker over).
             TimerKind::LockDelay => {
                 if self.state == State::Granting && cx.connected {
-                    self.state = State::Waiting;
-                    self.grant(cx);
+                    self.grant_again(cx);
                 }
             }
             TimerKind::Lease => {

@@ -86,6 +86,17 @@ pub(super) struct NodeStat {
     pub(super) czxid: i64,
 }
 
+impl OwnNode {
+    /// Our node at `path`, sequence `seq`, its stat not read yet.
+    pub(super) fn unread(path: impl Into<Arc<str>>, seq: i32) -> OwnNode {
+        OwnNode {
+            path: path.into(),
+            seq,
+            stat: None,
+        }
+    }
+}
+
 impl From<Stat> for NodeStat {
     fn from(stat: Stat) -> Self {
         NodeStat { czxid: stat.czxid }
@@ -387,11 +398,7 @@ impl Node {
         if self.own.is_none() {
             let path = format!("{dir}/{name}");
             cx.progress(id, Progress::Created { node: path.clone() });
-            self.own = Some(OwnNode {
-                path: path.into(),
-                seq,
-                stat: None,
-            });
+            self.own = Some(OwnNode::unread(path, seq));
         }
         let create_in_flight = matches!(self.create, Create::InFlight(_));
         if !create_in_flight {
@@ -447,18 +454,15 @@ impl Node {
         let op = if markers.is_empty() {
             delete_op(&own.path)
         } else {
-            let mut ops: Vec<_> = markers
-                .into_iter()
-                .map(|path| MultiOp::Delete {
-                    path,
-                    version: None,
-                })
-                .collect();
-            ops.push(MultiOp::Delete {
-                path: own.path.to_string(),
-                version: None,
-            });
-            Op::Multi(ops)
+            let paths = markers.into_iter().chain([own.path.to_string()]);
+            Op::Multi(
+                paths
+                    .map(|path| MultiOp::Delete {
+                        path,
+                        version: None,
+                    })
+                    .collect(),
+            )
         };
         self.delete.send(cx, id, Purpose::DeleteOwn, op);
     }
@@ -467,11 +471,7 @@ impl Node {
     /// again after a reconnect).
     pub(super) fn delete_extra(&mut self, cx: &mut Ctx, id: LockId, path: String) {
         if !self.extra.contains(&path) {
-            cx.send(
-                id,
-                Purpose::DeleteExtra { path: path.clone() },
-                delete_op(&path),
-            );
+            send_extra_delete(cx, id, &path);
             self.extra.push(path);
         }
     }
@@ -479,11 +479,7 @@ impl Node {
     /// A recovery: the duplicates still to delete go again.
     pub(super) fn resend_extra(&self, cx: &mut Ctx, id: LockId) {
         for path in &self.extra {
-            cx.send(
-                id,
-                Purpose::DeleteExtra { path: path.clone() },
-                delete_op(path),
-            );
+            send_extra_delete(cx, id, path);
         }
     }
 
@@ -533,11 +529,16 @@ impl Node {
 }
 
 /// A plain delete of `path`.
-pub(super) fn delete_op(path: &str) -> Op {
+fn delete_op(path: &str) -> Op {
     Op::Delete {
         path: path.to_owned(),
         version: None,
     }
+}
+
+fn send_extra_delete(cx: &mut Ctx, id: LockId, path: &str) {
+    let purpose = Purpose::DeleteExtra { path: path.into() };
+    cx.send(id, purpose, delete_op(path));
 }
 
 #[cfg(test)]

@@ -56,8 +56,6 @@ pub(super) enum Watch {
 /// The watches on lower blockers: a small list, as the window is (one entry
 /// for a lock, `permits` for a semaphore), each under the blocker's path as the
 /// session's watch index keeps it (one allocation for both), looked up by name.
-/// A `BTreeMap` allocated a 456-byte node for its first entry, per waiting
-/// acquisition; this holds exactly what it has, and nothing once empty.
 #[derive(Default, Debug)]
 pub(super) struct Watched(Vec<(Arc<str>, Watch)>);
 
@@ -289,13 +287,6 @@ impl Queue {
         self.list.send(cx, id, Purpose::List, op);
     }
 
-    /// Lists our directory unless a listing is in flight.
-    pub(super) fn ensure_list(&mut self, cx: &mut Ctx, id: LockId, dir: &str) {
-        if !self.list.is_pending() {
-            self.send_list(cx, id, dir);
-        }
-    }
-
     /// Takes our place from a listing's `others` for our node at `seq`, walking
     /// as `recipe` (see [`set_lower`](Self::set_lower), with `downgrade` our
     /// owner's write nodes): refused with the reason to fail when a semaphore's
@@ -393,11 +384,6 @@ impl Queue {
         true
     }
 
-    /// Holding: no blocker is watched any more.
-    pub(super) fn unwatch_all(&mut self) {
-        self.watched.clear();
-    }
-
     /// Waits behind `window`: keeps the watches on it, sets the missing ones.
     pub(super) fn watch_window(
         &mut self,
@@ -436,7 +422,9 @@ impl Queue {
         if !self.drop_blocker(name, permits) {
             return true;
         }
-        self.ensure_list(cx, id, dir);
+        if !self.list.is_pending() {
+            self.send_list(cx, id, dir);
+        }
         false
     }
 

@@ -38,11 +38,8 @@ fn an_acquisition_stays_under_its_size_bound() {
         println!("{name}: {size} B (bound {bound})");
         assert!(size <= bound, "{name} grew to {size} B (bound {bound})");
     }
-    // The parts inline (each bound above is its size + 8; the queue boxed,
-    // 8), the id (8), the lease (8, boxed), the state and a flag (2), padded
-    // to the u128's 16-byte alignment: 320 B, measured 5 Dec 2026 (352 with
-    // the create path kept, 880 before issue 47's cuts, 560 before the queue
-    // and the spec's rare fields were boxed).
+    // The parts inline (the queue boxed, 8), the id (8), the lease (8,
+    // boxed), the state and a flag (2), padded to the u128's 16-byte alignment.
     let size = size_of::<Acquisition>();
     println!("Acquisition: {size} B");
     assert!(size <= 320, "Acquisition grew to {size} B (bound 320)");

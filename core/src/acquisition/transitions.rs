@@ -88,6 +88,12 @@ impl Acquisition {
         cx.emit(self.id, LockEvent::Acquired(grant));
     }
 
+    /// What a grant in [`State::Granting`] waited for has come: try it again.
+    pub(super) fn grant_again(&mut self, cx: &mut Ctx) {
+        self.state = State::Waiting;
+        self.grant(cx);
+    }
+
     // The end: the one terminal event, then the cleanup of whatever node of
     // ours remains.
 
@@ -241,10 +247,7 @@ impl Acquisition {
             State::Held if self.suspended && !self.node.own_read.is_pending() => {
                 self.node.send_read(cx, self.id, true);
             }
-            State::Granting => {
-                self.state = State::Waiting;
-                self.grant(cx);
-            }
+            State::Granting => self.grant_again(cx),
             _ => {}
         }
     }
@@ -324,10 +327,7 @@ impl Acquisition {
                 }
                 match self.state {
                     // The listing came first and found us free: the stat was missing.
-                    State::Granting => {
-                        self.state = State::Waiting;
-                        self.grant(cx);
-                    }
+                    State::Granting => self.grant_again(cx),
                     State::Waiting => {
                         self.node.ensure_read(cx, self.id, &self.spec);
                         if std::mem::take(&mut our_queue!(self).relist_after_create)
@@ -383,10 +383,7 @@ impl Acquisition {
             }
         };
         match self.state {
-            State::Granting => {
-                self.state = State::Waiting;
-                self.grant(cx);
-            }
+            State::Granting => self.grant_again(cx),
             // Resumed only once the leader is proven to hear us again.
             State::Held if self.suspended && cx.distrusted().is_none() => {
                 self.suspended = false;
@@ -558,7 +555,7 @@ impl Acquisition {
         let recipe = self.walk_recipe();
         let window = match our_queue!(self).decide(recipe) {
             Decision::Hold => {
-                our_queue!(self).unwatch_all();
+                our_queue!(self).watched.clear();
                 if basis == GrantBasis::CachedLowerSet && self.node.own_read.is_pending() {
                     // The news of our own node is still on its way (rare: a watch set
                     // before it fired first). Hold only once it says the node is there.

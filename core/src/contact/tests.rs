@@ -16,10 +16,7 @@ const SYNC: Op = Op::Sync {
 };
 
 fn read() -> Op {
-    Op::GetData {
-        path: "/a".into(),
-        watch: false,
-    }
+    Op::read("/a")
 }
 
 fn answer(c: &mut Contact, id: u64, op: &Op, sent: u64, answered: u64) -> bool {

@@ -67,10 +67,7 @@ impl Pass {
             return;
         }
         self.nodes.insert(path.to_owned(), Seen::Pending);
-        let op = Op::GetData {
-            path: path.to_owned(),
-            watch: false,
-        };
+        let op = Op::read(path);
         if let Some(r) = cx.send(lock, Purpose::Chase, op) {
             self.requests.insert(r, Target::Node(path.to_owned()));
         }

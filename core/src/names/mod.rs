@@ -57,11 +57,10 @@
 //! excludes*. Mistaking a non-participant for a participant costs liveness, visibly:
 //! the lock waits, `zklock ls` shows the node as the holder (scheme `other`), and
 //! deleting the node (or renaming one's own markers) ends the wait. Mistaking a
-//! participant for a non-participant costs safety, silently: two holders, which is
-//! what a Go `Lock` beside zklock's Curator scheme gave before go-zookeeper's names
-//! were known. Rules 2 and 3 are the only exemptions, and each is exact (zklock's own
-//! names; kazoo's lease shape, which no sequential create can produce since the server
-//! appends 10 characters to a prefix). Known names are never confused: Curator's id is
+//! participant for a non-participant costs safety, silently: two holders. Rules 2
+//! and 3 are the only exemptions, and each is exact (zklock's own names; kazoo's
+//! lease shape, which no sequential create can produce since the server appends
+//! 10 characters to a prefix). Known names are never confused: Curator's id is
 //! a 36-character UUID with dashes after `_c_`, Go's 32 hex digits without, and a
 //! name that fits neither falls to rule 4 (exclusive), never to "ignored".
 

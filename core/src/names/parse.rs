@@ -202,7 +202,7 @@ mod tests {
     }
 
     #[test]
-    fn real_peer_names_parse() {
+    fn real_peer_names_parse_go_zookeepers_as_go_mutex_nodes() {
         let c = parse_name("_c_a8a4cbf4-2d5a-4a3b-9f5c-0d1e2f3a4b5c-lock-0000000003").unwrap();
         assert_eq!(
             (c.scheme, c.kind, c.seq),
@@ -215,25 +215,8 @@ mod tests {
             (k.scheme, k.kind, k.seq),
             (NameScheme::Kazoo, NodeKind::Read, 12)
         );
-    }
-
-    #[test]
-    fn foreign_names_are_not_known_names() {
-        for n in [
-            "lock-0000000001",
-            "zkl-xyz-write-0000000001",
-            "readme",
-            "_c_short-lock-0000000001",
-            "leases",
-        ] {
-            assert_eq!(parse_name(n), None, "{n}");
-        }
-    }
-
-    /// Names as go-zookeeper's `CreateProtectedEphemeralSequential(path + "/lock-")`
-    /// writes them: `_c_` + `%x` of 16 random bytes + `-lock-` + the sequence.
-    #[test]
-    fn go_zookeeper_names_parse_as_go_mutex_nodes() {
+        // go-zookeeper's `CreateProtectedEphemeralSequential(path + "/lock-")`:
+        // `_c_` + `%x` of 16 random bytes + `-lock-` + the sequence.
         let g = parse_name("_c_9f86d081884c7d659a2feaa0c55ad015-lock-0000000042").unwrap();
         assert_eq!(
             (g.scheme, g.kind, g.seq, g.attempt),
@@ -261,9 +244,10 @@ mod tests {
 
     /// Curator's and Go's protected names differ only in the id's shape: a UUID
     /// with four dashes against 32 bare hex digits. Neither is taken for the other,
-    /// and near misses are no known name (they fall to the participant rule).
+    /// and near misses and foreign names are no known name (they fall to the
+    /// participant rule).
     #[test]
-    fn go_and_curator_near_misses() {
+    fn near_misses_and_foreign_names_are_no_known_name() {
         let curator = "_c_9f86d081-884c-7d65-9a2f-eaa0c55ad015-lock-0000000001";
         assert_eq!(parse_name(curator).unwrap().scheme, NameScheme::Curator);
         for (name, why) in [
@@ -304,6 +288,11 @@ mod tests {
                 "no _c_",
             ),
             ("_c_9f86d081884c7d659a2feaa0c55ad015-lock-", "no sequence"),
+            ("lock-0000000001", "no scheme's prefix"),
+            ("zkl-xyz-write-0000000001", "not a native id"),
+            ("_c_short-lock-0000000001", "a short id"),
+            ("readme", "no sequence at all"),
+            ("leases", "a layout's directory"),
         ] {
             assert_eq!(parse_name(name), None, "{name}: {why}");
         }

@@ -44,12 +44,9 @@ impl Session {
         }
         if self.is_connected() {
             self.timers.cancel(SESSION_TIMERS, TimerKind::Sync);
-            if self.config.sync_interval.is_some() {
-                self.arm_contact();
-                self.arm_sync();
-            } else {
-                self.timers.cancel(SESSION_TIMERS, TimerKind::Contact);
-            }
+            // Without a sync interval neither arms (the contact timer goes).
+            self.arm_contact();
+            self.arm_sync();
         }
     }
 
@@ -105,10 +102,8 @@ impl Session {
         self.conn = Conn::Connected(session_id);
         self.contact.on_connected(now);
         self.timers.cancel(SESSION_TIMERS, TimerKind::Sync);
-        if self.config.sync_interval.is_some() {
-            self.arm_contact();
-            self.arm_sync();
-        }
+        self.arm_contact();
+        self.arm_sync();
         self.for_each_task(now, |t, cx| t.recover(cx));
     }
 

@@ -72,19 +72,14 @@ impl Session {
         }
     }
 
-    /// Files the new task `task` under `id` and starts it if connected (as
-    /// [`with_task`](Self::with_task) would, without a closure).
+    /// Files the new task `task` under `id` and starts it if connected.
     pub(super) fn start(&mut self, id: LockId, task: Task, now: Timestamp) {
         self.tasks.insert(id, task);
-        let (mut cx, tasks) = self.ctx_parts(now);
-        if let Some(t) = tasks.get_mut(&id) {
+        self.with_task(id, now, |t, cx| {
             if cx.connected {
-                t.recover(&mut cx);
+                t.recover(cx);
             }
-            settle(&mut cx, tasks, id);
-        }
-        self.sync_publications(now);
-        self.arm_sync();
+        });
     }
 
     pub(super) fn for_each_task(&mut self, now: Timestamp, mut f: impl FnMut(&mut Task, &mut Ctx)) {

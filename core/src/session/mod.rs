@@ -52,22 +52,6 @@ enum Conn {
 
 /// Every lock protocol of one ZooKeeper session, as a sans-IO state machine.
 ///
-/// # Methods, by kind
-///
-/// * **Starting tasks**: [`acquire`](Self::acquire), [`observe`](Self::observe),
-///   [`revoke`](Self::revoke), [`break_node`](Self::break_node), [`inspect`](Self::inspect),
-///   [`deadlocks`](Self::deadlocks).
-/// * **Calls on a task**: [`release`](Self::release), [`abandon`](Self::abandon),
-///   [`cancel`](Self::cancel), [`open_section`](Self::open_section),
-///   [`close_section`](Self::close_section), [`fenced_write`](Self::fenced_write).
-/// * **Inputs** (`handle_*`): [`handle_input`](Self::handle_input),
-///   [`handle_timeout`](Self::handle_timeout).
-/// * **Outputs** (`poll_*`): [`poll_output`](Self::poll_output),
-///   [`poll_timeout`](Self::poll_timeout).
-/// * **Getters**: [`session_id`](Self::session_id), [`is_connected`](Self::is_connected),
-///   [`state`](Self::state), [`is_idle`](Self::is_idle), [`tracked`](Self::tracked),
-///   [`in_flight`](Self::in_flight), [`stats`](Self::stats).
-///
 /// # Calling contract
 ///
 /// The adapter owns one `Session` per ZooKeeper client and follows these rules:
@@ -307,7 +291,9 @@ impl Session {
     /// changes role closes its connections. Forgotten at every disconnection:
     /// learn it again after each reconnect. Ignored while disconnected.
     pub fn learn_server(&mut self, role: crate::contact::ServerRole, now: Timestamp) {
-        self.on_server_learned(role, now);
+        if self.is_connected() {
+            self.contact.on_server_learned(role, now);
+        }
     }
 
     /// Until when held locks can be trusted, from the latest proven contact with

@@ -13,23 +13,21 @@ impl Session {
         if !self.detection {
             return;
         }
+        // By owner: where it waits, and the nodes it holds.
         let mut waits: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut held: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for a in self.tasks.values().filter_map(Task::acquisition) {
             if let Some((owner, path)) = a.published_wait() {
                 waits.entry(owner.to_owned()).or_default().push(path);
+            }
+            if let Some((owner, path)) = a.held_node() {
+                let nodes = held.entry(owner.to_owned()).or_default();
+                nodes.push(path.to_owned());
             }
         }
         for w in waits.values_mut() {
             w.sort();
             w.dedup();
-        }
-        let mut held: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for a in self.tasks.values().filter_map(Task::acquisition) {
-            if let Some((owner, path)) = a.held_node() {
-                held.entry(owner.to_owned())
-                    .or_default()
-                    .push(path.to_owned());
-            }
         }
         let (mut cx, tasks) = self.ctx_parts(now);
         for t in tasks.values_mut() {

@@ -245,13 +245,8 @@ impl Session {
         if !spec.wait || spec.recipe.permits() != 1 {
             return Ok(());
         }
-        let held = self.tasks.values().filter_map(Task::acquisition).find(|a| {
-            let other = a.spec();
-            other.path == spec.path
-                && other.rare().owner.as_deref() == Some(owner)
-                && matches!(a.state(), State::Held | State::Granting)
-                && spec.recipe.is_blocked_by(other.recipe.node_kind())
-                && !is_downgrade(spec, other)
+        let held = self.held_by(&spec.path, owner).find(|a| {
+            spec.recipe.is_blocked_by(a.spec().recipe.node_kind()) && !is_downgrade(spec, a.spec())
         });
         match held {
             Some(a) => Err(UsageError::SelfDeadlock {
@@ -266,22 +261,31 @@ impl Session {
     /// For a read that downgrades (see [`is_downgrade`]): the names of the write
     /// nodes its owner holds on the path, which do not block it.
     fn downgrade_from(&self, spec: &LockSpec) -> Vec<String> {
-        if spec.rare().owner.is_none() {
+        let Some(owner) = spec.rare().owner.as_deref() else {
             return Vec::new();
-        }
-        self.tasks
-            .values()
-            .filter_map(Task::acquisition)
-            .filter(|a| {
-                let other = a.spec();
-                other.path == spec.path
-                    && other.rare().owner == spec.rare().owner
-                    && matches!(a.state(), State::Held | State::Granting)
-                    && is_downgrade(spec, other)
-            })
+        };
+        self.held_by(&spec.path, owner)
+            .filter(|a| is_downgrade(spec, a.spec()))
             .filter_map(|a| a.node_path())
             .map(|p| crate::path::split_parent(p).1.to_owned())
             .collect()
+    }
+
+    /// The acquisitions of `owner` that hold the lock at `path` (or are being
+    /// granted it).
+    fn held_by<'a>(
+        &'a self,
+        path: &'a str,
+        owner: &'a str,
+    ) -> impl Iterator<Item = &'a Acquisition> {
+        self.tasks
+            .values()
+            .filter_map(Task::acquisition)
+            .filter(move |a| {
+                a.spec().path == path
+                    && a.spec().rare().owner.as_deref() == Some(owner)
+                    && matches!(a.state(), State::Held | State::Granting)
+            })
     }
 
     fn check_open(&self) -> Result<(), UsageError> {

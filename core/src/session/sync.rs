@@ -39,15 +39,6 @@ impl Session {
         self.arm_sync();
     }
 
-    /// The binding learned `role` of the server the session is connected to, from
-    /// a probe it sent after the connection was established (see
-    /// [`Session::learn_server`]).
-    pub(super) fn on_server_learned(&mut self, role: crate::contact::ServerRole, now: Timestamp) {
-        if self.is_connected() {
-            self.contact.on_server_learned(role, now);
-        }
-    }
-
     /// Arms the session's next `sync` unless it is armed already (a timer that
     /// fires early finds out and arms again: sends only ever make it later).
     pub(super) fn arm_sync(&mut self) {

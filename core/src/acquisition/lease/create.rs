@@ -96,11 +96,7 @@ impl Lease {
                     self.spare.push(self.create_path.clone());
                     return LeaseVerdict::Pending;
                 }
-                self.node = Some(OwnNode {
-                    path: self.create_path.as_str().into(),
-                    seq: 0,
-                    stat: None,
-                });
+                self.node = Some(OwnNode::unread(self.create_path.as_str(), 0));
                 LeaseVerdict::Hold
             }
             Err(ZkError::NoNode) => {

@@ -2,10 +2,11 @@
 //! grant is the internal mutex, the pool watch, the lease's replies (acted on
 //! here as far as the lease and our node go: spare nodes deleted, the lease
 //! node handed over as our node once held; the acquisition's own move comes
-//! back as a [`AfterLeaseReply`]).
+//! back as a [`Next`]).
 
 use super::{Create, Layout, Lease, LeaseVerdict};
 use crate::acquisition::node::{Node, OwnNode};
+use crate::acquisition::Next;
 use crate::ctx::Ctx;
 use crate::event::FailReason;
 use crate::ids::LockId;
@@ -29,26 +30,12 @@ pub(in crate::acquisition) struct LeaseCaller<'a> {
     pub(in crate::acquisition) node: &'a mut Node,
 }
 
-/// What the acquisition does after a reply of the lease step.
-pub(in crate::acquisition) enum AfterLeaseReply {
-    /// Nothing until a reply or a watch.
-    Wait,
-    /// The lease node is our node now: the grant goes on.
-    Grant,
-    /// The acquisition cleans up: it goes on with that.
-    Cleanup,
-    /// The acquisition fails.
-    Fail(FailReason),
-    /// Trouble worth retrying after a pause.
-    Trouble(ZkError),
-}
-
 impl Lease {
     // Replies.
 
     /// A reply to one of the lease's requests, acted on: spare nodes of ours
     /// are deleted, a lease that is ours becomes our node, and what is left is
-    /// the acquisition's move ([`AfterLeaseReply::Wait`] too for a reply that is not the one
+    /// the acquisition's move ([`Next::Pending`] too for a reply that is not the one
     /// in flight, or that the step does not act on now).
     pub(in crate::acquisition) fn on_reply(
         &mut self,
@@ -57,7 +44,7 @@ impl Lease {
         request: RequestId,
         purpose: Purpose,
         result: Result<Reply, ZkError>,
-    ) -> AfterLeaseReply {
+    ) -> Next {
         let (id, waiting, cleanup) = (step.id, step.waiting, step.cleanup);
         let parent_tries = &mut step.node.parent_tries;
         let max_tries = cx.config.max_parent_retries;
@@ -69,35 +56,30 @@ impl Lease {
             }
             Purpose::LeaseList if self.list.take_reply(request) => {
                 if !live {
-                    return AfterLeaseReply::Wait;
+                    return Next::Pending;
                 }
                 self.on_list(cx, id, result, cleanup)
             }
             Purpose::PoolData if self.pool_read.take_reply(request) => {
                 if !live || cleanup {
-                    return AfterLeaseReply::Wait;
+                    return Next::Pending;
                 }
                 self.on_pool_data(cx, id, result)
             }
             Purpose::PoolCreate if self.pool_create.take_reply(request) => {
                 if !live || cleanup {
-                    return AfterLeaseReply::Wait;
+                    return Next::Pending;
                 }
                 self.on_pool_create(cx, id, result, parent_tries, max_tries)
             }
-            _ => return AfterLeaseReply::Wait,
+            _ => return Next::Pending,
         };
         self.act(cx, step, outcome)
     }
 
     /// Acts on a reply's `outcome` as far as the lease and our `node` go, and
     /// says what the acquisition does next.
-    fn act(
-        &mut self,
-        cx: &mut Ctx,
-        step: LeaseCaller<'_>,
-        outcome: LeaseVerdict,
-    ) -> AfterLeaseReply {
+    fn act(&mut self, cx: &mut Ctx, step: LeaseCaller<'_>, outcome: LeaseVerdict) -> Next {
         let LeaseCaller {
             id,
             cleanup,
@@ -115,28 +97,28 @@ impl Lease {
         }
         if cleanup {
             return match outcome {
-                LeaseVerdict::Trouble(e) => AfterLeaseReply::Trouble(e),
-                _ => AfterLeaseReply::Cleanup,
+                LeaseVerdict::Trouble(e) => Next::Trouble(e),
+                _ => Next::Cleanup,
             };
         }
         match outcome {
-            LeaseVerdict::Pending => AfterLeaseReply::Wait,
+            LeaseVerdict::Pending => Next::Pending,
             LeaseVerdict::Hold => match self.hold(node.own.as_ref()) {
                 Some(lease) => {
                     node.hold_lease(cx, id, spec, lease);
-                    AfterLeaseReply::Grant
+                    Next::Grant
                 }
-                None => AfterLeaseReply::Wait,
+                None => Next::Pending,
             },
-            LeaseVerdict::Full if !spec.wait => AfterLeaseReply::Fail(FailReason::WouldBlock),
+            LeaseVerdict::Full if !spec.wait => Next::Fail(FailReason::WouldBlock),
             LeaseVerdict::Full => {
                 // The pool's directory: what a full pool waits on.
                 let node = self.pool.clone();
                 cx.progress(id, Progress::QueuedBehind { node });
-                AfterLeaseReply::Wait
+                Next::Pending
             }
-            LeaseVerdict::Fail(reason) => AfterLeaseReply::Fail(reason),
-            LeaseVerdict::Trouble(e) => AfterLeaseReply::Trouble(e),
+            LeaseVerdict::Fail(reason) => Next::Fail(reason),
+            LeaseVerdict::Trouble(e) => Next::Trouble(e),
         }
     }
 

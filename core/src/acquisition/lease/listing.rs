@@ -88,11 +88,7 @@ impl Lease {
             Some(i) => {
                 if self.node.is_none() {
                     let (seq, name) = mine[i];
-                    self.node = Some(OwnNode {
-                        path: full(name).into(),
-                        seq,
-                        stat: None,
-                    });
+                    self.node = Some(OwnNode::unread(full(name), seq));
                 }
                 if !matches!(self.create, Create::InFlight(_)) {
                     self.create = Create::Done;

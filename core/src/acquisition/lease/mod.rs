@@ -1,12 +1,7 @@
 //! Semaphores in Curator's and kazoo's layouts: a pool of lease nodes behind an
 //! internal mutex, kept exactly as Curator 5.4's `InterProcessSemaphoreV2` and
 //! kazoo's `Semaphore` keep them, so that their clients and ours share one
-//! semaphore.
-//!
-//! | layout  | internal mutex (the queue)                 | lease nodes                           | permit count          |
-//! |---------|--------------------------------------------|---------------------------------------|-----------------------|
-//! | Curator | `<path>/locks/_c_<uuid>-lock-<seq>`        | `<path>/leases/_c_<uuid>-lease-<seq>` | each client's own     |
-//! | kazoo   | `<path>-__lock__/<hex32>__lock__<seq>`     | `<path>/<hex32>`                      | `<path>`'s data       |
+//! semaphore (their node names: [`crate::names`]).
 //!
 //! Both peers take a lease the same way: wait for the internal mutex (a fair FIFO
 //! queue: our ordinary walk, in the mutex's directory), then, holding it, look at
@@ -42,7 +37,7 @@ use crate::spec::{LockSpec, Recipe};
 mod create;
 mod drive;
 
-pub(in crate::acquisition) use drive::{AfterLeaseReply, LeaseCaller};
+pub(in crate::acquisition) use drive::LeaseCaller;
 mod listing;
 mod pool;
 

@@ -9,10 +9,7 @@ use crate::requests::Purpose;
 
 impl Lease {
     pub(super) fn send_pool_read(&mut self, cx: &mut Ctx, id: crate::ids::LockId) {
-        let op = Op::GetData {
-            path: self.pool.clone(),
-            watch: false,
-        };
+        let op = Op::read(self.pool.clone());
         self.pool_read.send(cx, id, Purpose::PoolData, op);
     }
 

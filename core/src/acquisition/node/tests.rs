@@ -6,11 +6,7 @@ use crate::proto::Op;
 fn forget_drops_the_read_and_watch_in_flight_and_keeps_the_node() {
     let mut session = crate::ctx::tests::CtxParts::default();
     let mut node = Node::new(AttemptId(7));
-    node.own = Some(OwnNode {
-        path: "/l/n-0000000001".into(),
-        seq: 1,
-        stat: None,
-    });
+    node.own = Some(OwnNode::unread("/l/n-0000000001", 1));
     node.send_read(&mut session.cx(), LockId(1), true);
     assert!(node.own_watched && node.own_read.is_pending());
     node.forget();
@@ -117,17 +113,4 @@ fn a_missing_directory_is_created_as_containers_within_the_tries() {
 fn a_revocation_is_reported_once() {
     let mut node = Node::new(AttemptId(7));
     assert!(node.note_revocation() && !node.note_revocation());
-}
-
-#[test]
-fn a_delete_someone_else_did_forgets_our_node() {
-    let mut node = Node::new(AttemptId(7));
-    node.own = Some(OwnNode {
-        path: "/l/n-0000000001".into(),
-        seq: 1,
-        stat: None,
-    });
-    let outcome = node.on_delete_reply(Err(ZkError::NoNode));
-    assert_eq!(outcome, DeleteOutcome::DeletedByOther);
-    assert_eq!(node.path(), None);
 }
