@@ -23,9 +23,10 @@ use std::time::{Duration, Instant};
 const OUTAGE_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The session timeout of the ensemble restarts: their tolerance (`0.85 T` less
-/// 2.25 ticks of 100 ms) leaves `0.05 T - 225 ms` after a cut of `0.8 T` for the
-/// reconnect and the proof through the new leader, which a loaded machine's JVMs
-/// took up to 0.7 s for: at 20 s that is 775 ms.
+/// 2.25 ticks of 100 ms) leaves `0.1 T - 225 ms` after a cut of `0.75 T` for the
+/// reconnect and the proof through the new leader: at 20 s, 1.775 s. A loaded
+/// machine took up to 0.7 s for them, and at load 20 a heal came 0.5 s late
+/// (the 775 ms a cut of `0.8 T` left were not enough).
 const ENSEMBLE_OUTAGE_SESSION_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// How long a test waits for the session to learn its server's role after
@@ -149,7 +150,7 @@ enum Member {
 
 /// A holder connected through a proxy to one member of a 3-node ensemble (its
 /// connect string names only the proxy, so it cannot fail over) is cut off
-/// (blackhole) for `0.8 T` right after a proof of contact, and that member is
+/// (blackhole) for `0.75 T` right after a proof of contact, and that member is
 /// killed and restarted meanwhile: the leader (the others elect a new one, which
 /// restarts every session's timeout) or, in [`follower_restart_keeps_the_lock`],
 /// a follower. Then the proxy heals and resets the connection, and the client
@@ -185,10 +186,10 @@ fn member_restart_keeps_the_lock(b: &Suite, member: Member) {
     target.kill();
     target.restart().expect("restarting the member");
     let serving_after = cut_at.elapsed();
-    let outage = t * 8 / 10;
+    let outage = t * 3 / 4;
     assert!(
         serving_after < outage,
-        "the restart took {serving_after:?}, more than 0.8 T: not what this test is about"
+        "the restart took {serving_after:?}, more than 0.75 T: not what this test is about"
     );
     std::thread::sleep(outage - serving_after);
     proxy.heal();
