@@ -176,7 +176,7 @@ macro_rules! conformance_tests {
             server_check_reports_an_unsafe_session_and_passes_a_safe_one,
         );
         $crate::conformance_tests!(@tests $env; [Ensemble, FullTolerance];
-            standalone_pause_of_0_8_t_keeps_the_lock,
+            standalone_pause_of_0_75_t_keeps_the_lock,
             leader_restart_keeps_the_lock,
             follower_restart_keeps_the_lock,
         );

@@ -18,8 +18,8 @@ use lock_testkit::{FaultProxy, ZkEnsemble, ZkServer};
 use std::time::{Duration, Instant};
 
 /// The session timeout of the tests that cut a holder off: long enough that the
-/// slack between the tolerance and the outage (`0.05 T`) outlasts a loaded
-/// machine's scheduling delays.
+/// slack between the tolerance and the outage (`0.1 T`, 1 s) outlasts a loaded
+/// machine's scheduling delays (a heal came 0.5 s late at load 20).
 const OUTAGE_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The session timeout of the ensemble restarts: their tolerance (`0.85 T` less
@@ -48,7 +48,7 @@ fn hold(locks: &LockClient, path: &str) -> LockGuard {
 /// moves), so that the fault that follows starts right after a proof. The
 /// tolerance counts from the last proof, which otherwise trails the fault by up
 /// to a sync interval plus whatever a loaded machine delays that sync by: a cut
-/// of `0.8 T` would then test the machine's load as much as the tolerance.
+/// of `0.75 T` would then test the machine's load as much as the tolerance.
 fn just_after_a_proof(guard: &LockGuard) {
     let before = guard.trusted_until();
     let deadline = Instant::now() + LONG;
@@ -93,10 +93,10 @@ fn assert_resumed(what: &str, guard: &LockGuard, events: &[(Duration, LockEvent)
     assert!(guard.is_trusted(), "{what}: not trusted after resuming");
 }
 
-/// A standalone server frozen (SIGSTOP) for `0.8 T` right after a proof of
+/// A standalone server frozen (SIGSTOP) for `0.75 T` right after a proof of
 /// contact while a lock is held: the lock is suspended near the end and resumed
 /// once the server answers again, never lost.
-pub fn standalone_pause_of_0_8_t_keeps_the_lock(b: &Suite) {
+pub fn standalone_pause_of_0_75_t_keeps_the_lock(b: &Suite) {
     let server = ZkServer::start().expect("starting ZooKeeper");
     let t = OUTAGE_SESSION_TIMEOUT;
     let locks = b.client_at(&server.connect_string(), t);
@@ -104,12 +104,12 @@ pub fn standalone_pause_of_0_8_t_keeps_the_lock(b: &Suite) {
     just_after_a_proof(&guard);
     server.pause().expect("pausing the server");
     let paused_at = Instant::now();
-    std::thread::sleep(t * 8 / 10);
+    std::thread::sleep(t * 3 / 4);
     server.resume().expect("resuming the server");
     let outage = paused_at.elapsed();
     let events = events_until_settled(&guard, t);
     eprintln!("standalone pause of {outage:?} (T = {t:?}): {events:?}");
-    assert_resumed("standalone pause of 0.8 T", &guard, &events);
+    assert_resumed("standalone pause of 0.75 T", &guard, &events);
     guard.release_blocking().expect("release");
     locks.close_blocking();
 }
