@@ -64,8 +64,8 @@ fn every_recipe_and_phase<T: Send>(
 /// `trusted_until` deadline passed) strictly before another session is granted the
 /// lock (the core loses it a margin before the server could expire the session,
 /// counted from the binding's last contact, not from the suspension), and it hears
-/// `Lost`.
-/// At every idle phase ([`every_recipe_and_phase`]); prints every round's times.
+/// `Lost`. At every idle phase (the holder idles a different part of a session
+/// timeout before each round); prints every round's times.
 pub fn blackhole_loses_before_another_session_holds(b: &Suite) {
     let server = b.env().shared();
     let times = every_recipe_and_phase(|holder, other, idle| {
@@ -186,9 +186,9 @@ fn blackhole_round(
     times
 }
 
-/// A short connection cut while holding, for every recipe at every idle phase
-/// ([`every_recipe_and_phase`]): `Suspended`, then `Resumed` on the same session and the same node (the
-/// only one), never `Lost`. A cut heals within the lost window whenever the
+/// A short connection cut while holding, for every recipe at every idle phase:
+/// `Suspended`, then `Resumed` on the same session and the same node (the only
+/// one), never `Lost`. A cut heals within the lost window whenever the
 /// client reconnects at once.
 pub fn short_cut_resumes_every_recipe(b: &Suite) {
     let server = b.env().shared();
