@@ -8,7 +8,7 @@
 //! out the delay ([`TimerKind::LockDelay`]) or takes it over. A clean release
 //! deletes the marker in its multi ([`Delay::marker_ours`]).
 
-use super::{Identity, Next};
+use super::{Identity, PartAsks};
 use crate::ctx::Ctx;
 use crate::ctx::InFlight;
 use crate::event::FailReason;
@@ -71,7 +71,7 @@ impl Delay {
         identity: Identity<'_>,
         purpose: Purpose,
         result: Result<Reply, ZkError>,
-    ) -> Next {
+    ) -> PartAsks {
         match purpose {
             Purpose::DelayMarker { take } => self.on_marker_reply(cx, identity, take, result),
             _ => self.on_read_reply(cx, identity, result),
@@ -85,29 +85,29 @@ impl Delay {
         identity: Identity<'_>,
         take: bool,
         result: Result<Reply, ZkError>,
-    ) -> Next {
+    ) -> PartAsks {
         match result {
             Ok(_) => {
                 self.marker_ours = true;
-                Next::Grant
+                PartAsks::Grant
             }
-            Err(ZkError::MultiFailed { index: 0, .. }) => Next::Lost,
+            Err(ZkError::MultiFailed { index: 0, .. }) => PartAsks::Lost,
             Err(ZkError::MultiFailed { index: 1, error }) => match (*error, take) {
                 // Someone's marker is there: whose?
                 (ZkError::NodeExists, false) => {
                     let op = Op::read(marker_path(&identity.spec.path));
                     let wait = self.wait();
                     wait.request.send(cx, identity.id, Purpose::DelayRead, op);
-                    Next::Pending
+                    PartAsks::Pending
                 }
                 // Gone between our read and the take-over (deleted by hand): create.
                 (ZkError::NoNode, true) => {
                     self.send_marker(cx, identity, false);
-                    Next::Pending
+                    PartAsks::Pending
                 }
-                (e, _) => Next::Trouble(e),
+                (e, _) => PartAsks::Trouble(e),
             },
-            Err(e) => Next::Trouble(e),
+            Err(e) => PartAsks::Trouble(e),
         }
     }
 
@@ -118,23 +118,23 @@ impl Delay {
         cx: &mut Ctx,
         identity: Identity<'_>,
         result: Result<Reply, ZkError>,
-    ) -> Next {
+    ) -> PartAsks {
         let data = match result {
             Ok(Reply::Data { data, .. }) => data,
-            Ok(_) => return Next::Trouble(ZkError::unexpected_reply()),
+            Ok(_) => return PartAsks::Trouble(ZkError::unexpected_reply()),
             // Gone since our create failed: create again.
             Err(ZkError::NoNode) => {
                 self.send_marker(cx, identity, false);
-                return Next::Pending;
+                return PartAsks::Pending;
             }
-            Err(e) => return Next::Trouble(e),
+            Err(e) => return PartAsks::Trouble(e),
         };
         if own_name(identity).is_some_and(|name| name.as_bytes() == data) {
             self.marker_ours = true;
-            return Next::Grant;
+            return PartAsks::Grant;
         }
         if !identity.spec.wait {
-            return Next::Fail(FailReason::WouldBlock);
+            return PartAsks::Fail(FailReason::WouldBlock);
         }
         let delay = identity.spec.rare().lock_delay.unwrap_or_default();
         let since = self.wait().free_since.unwrap_or(cx.now);
@@ -151,14 +151,14 @@ impl Delay {
                 },
             );
         }
-        Next::Grant
+        PartAsks::Grant
     }
 
     // Mutators.
 
     /// The grant's lock-delay step: `true` when the grant may go on (no delay
     /// set, or the marker is ours). Otherwise the acquisition stays granting and
-    /// a reply (its [`Next::Grant`]) or the delay's timer tries again.
+    /// a reply (its [`PartAsks::Grant`]) or the delay's timer tries again.
     pub(super) fn may_grant(&mut self, cx: &mut Ctx, identity: Identity<'_>) -> bool {
         let Some(delay) = identity.spec.rare().lock_delay else {
             return true;
@@ -266,6 +266,6 @@ mod tests {
             error: Box::new(ZkError::NoNode),
         });
         let outcome = delay.on_marker_reply(&mut session.cx(), identity, true, gone);
-        assert_eq!(outcome, Next::Lost);
+        assert_eq!(outcome, PartAsks::Lost);
     }
 }

@@ -7,7 +7,7 @@
 //! trusted (`own`); the part sends, emits the section and write events, and
 //! returns what the acquisition must act on (our node gone, a retry).
 
-use super::{Identity, Next};
+use super::{Identity, PartAsks};
 use crate::ctx::Ctx;
 use crate::ctx::InFlight;
 use crate::event::{FailReason, FencedError, LockEvent, LostReason, UsageError};
@@ -111,7 +111,7 @@ impl SectionsAndWrites {
         own: Option<String>,
         open: bool,
         result: Result<Reply, ZkError>,
-    ) -> Next {
+    ) -> PartAsks {
         match result {
             Ok(_) => {
                 self.section_open = open;
@@ -124,7 +124,7 @@ impl SectionsAndWrites {
                 cx.emit(identity.id, event);
             }
             // The check on our node failed: the lock is gone.
-            Err(ZkError::MultiFailed { index: 0, .. }) => return Next::Lost,
+            Err(ZkError::MultiFailed { index: 0, .. }) => return PartAsks::Lost,
             Err(ZkError::MultiFailed { index: 1, error }) => match (*error, open) {
                 (ZkError::NodeExists, true) => {
                     if let Some(own) = own {
@@ -141,24 +141,24 @@ impl SectionsAndWrites {
                         self.send_section(cx, identity, true, own, false)
                     }
                 }
-                (e, _) if e.is_connection_loss() => return Next::Trouble(e),
+                (e, _) if e.is_connection_loss() => return PartAsks::Trouble(e),
                 // A lasting refusal (e.g. an ACL): retrying would never end, so say so.
                 (e, _) => {
                     self.section_wanted = None;
                     cx.emit(identity.id, LockEvent::SectionFailed(e));
                 }
             },
-            Err(e) if e.is_connection_loss() => return Next::Trouble(e),
+            Err(e) if e.is_connection_loss() => return PartAsks::Trouble(e),
             Err(e) => {
                 self.section_wanted = None;
                 cx.emit(identity.id, LockEvent::SectionFailed(e));
             }
         }
-        Next::Pending
+        PartAsks::Pending
     }
 
     /// The reply to a fenced write, if `request` is the one of `write`: its
-    /// outcome is reported; [`Next::Lost`] when its check found our
+    /// outcome is reported; [`PartAsks::Lost`] when its check found our
     /// node gone.
     pub(super) fn on_fenced_reply(
         &mut self,
@@ -167,9 +167,9 @@ impl SectionsAndWrites {
         request: RequestId,
         write: u64,
         result: Result<Reply, ZkError>,
-    ) -> Next {
+    ) -> PartAsks {
         let Some(pos) = self.writes.iter().position(|w| *w == (write, request)) else {
-            return Next::Pending;
+            return PartAsks::Pending;
         };
         self.writes.remove(pos);
         let result = match result {
@@ -190,9 +190,9 @@ impl SectionsAndWrites {
         let lost = matches!(result, Err(FencedError::NotHeld));
         cx.emit(id, LockEvent::FencedWrite { write, result });
         if lost {
-            Next::Lost
+            PartAsks::Lost
         } else {
-            Next::Pending
+            PartAsks::Pending
         }
     }
 
@@ -414,7 +414,7 @@ mod tests {
         });
         let outcome =
             holder.on_section_reply(&mut session.cx(), identity, Some(own.clone()), true, exists);
-        assert_eq!(outcome, Next::Pending);
+        assert_eq!(outcome, PartAsks::Pending);
         let take = MultiOp::SetData {
             path: "/l/zkl-section".into(),
             data: b"n-0000000003".to_vec(),
@@ -423,7 +423,7 @@ mod tests {
         assert_eq!(session.sent_ops(), [Op::Multi(vec![check, take])]);
         let ok = Ok(Reply::Multi(Vec::new()));
         let outcome = holder.on_section_reply(&mut session.cx(), identity, Some(own), true, ok);
-        assert_eq!(outcome, Next::Pending);
+        assert_eq!(outcome, PartAsks::Pending);
         assert!(holder.section_open && holder.section_wanted.is_none());
         assert!(matches!(
             session.out.pop_front(),
@@ -438,7 +438,7 @@ mod tests {
             error: Box::new(ZkError::NoNode),
         });
         let outcome = holder.on_section_reply(&mut session.cx(), identity, None, false, gone);
-        assert_eq!(outcome, Next::Lost);
+        assert_eq!(outcome, PartAsks::Lost);
         let plain = LockSpec::write("/l");
         let identity = Identity {
             spec: &plain,
@@ -480,14 +480,14 @@ mod tests {
             1,
             Ok(Reply::Multi(Vec::new())),
         );
-        assert_eq!(stray, Next::Pending);
+        assert_eq!(stray, PartAsks::Pending);
         assert!(session.out.is_empty(), "not write 1's request");
         let not_held = Err(ZkError::MultiFailed {
             index: 0,
             error: Box::new(ZkError::BadVersion),
         });
         let outcome = holder.on_fenced_reply(&mut session.cx(), lock, ids[0], 1, not_held);
-        assert_eq!(outcome, Next::Lost);
+        assert_eq!(outcome, PartAsks::Lost);
         assert_eq!(holder.writes.len(), 1, "the other write is still in flight");
     }
 }

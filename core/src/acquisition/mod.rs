@@ -142,7 +142,7 @@ use node_dir;
 /// What a part's reply handler asks of its acquisition: what the part could
 /// not decide alone.
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub(in crate::acquisition) enum Next {
+pub(in crate::acquisition) enum PartAsks {
     /// Nothing until a reply, a watch or a timer.
     Pending,
     /// What the grant waited for has come: try it again.
@@ -508,15 +508,15 @@ impl Acquisition {
         }
     }
 
-    /// Acts on what a part's reply handler asks (see [`Next`]).
-    fn act_on(&mut self, cx: &mut Ctx, next: Next) {
-        match next {
-            Next::Pending => {}
-            Next::Grant => self.grant_again(cx),
-            Next::Lost => self.own_gone(cx, LostReason::NodeDeleted),
-            Next::Cleanup => self.continue_cleanup(cx),
-            Next::Fail(reason) => self.fail(cx, reason),
-            Next::Trouble(e) => self.trouble(cx, e),
+    /// Acts on what a part's reply handler asks (see [`PartAsks`]).
+    fn act_on(&mut self, cx: &mut Ctx, asks: PartAsks) {
+        match asks {
+            PartAsks::Pending => {}
+            PartAsks::Grant => self.grant_again(cx),
+            PartAsks::Lost => self.own_gone(cx, LostReason::NodeDeleted),
+            PartAsks::Cleanup => self.continue_cleanup(cx),
+            PartAsks::Fail(reason) => self.fail(cx, reason),
+            PartAsks::Trouble(e) => self.trouble(cx, e),
         }
     }
 

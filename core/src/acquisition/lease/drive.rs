@@ -2,11 +2,11 @@
 //! grant is the internal mutex, the pool watch, the lease's replies (acted on
 //! here as far as the lease and our node go: spare nodes deleted, the lease
 //! node handed over as our node once held; the acquisition's own move comes
-//! back as a [`Next`]).
+//! back as a [`PartAsks`]).
 
 use super::{Create, Layout, Lease, LeaseVerdict};
 use crate::acquisition::node::{Node, OwnNode};
-use crate::acquisition::Next;
+use crate::acquisition::PartAsks;
 use crate::ctx::Ctx;
 use crate::event::FailReason;
 use crate::ids::LockId;
@@ -35,7 +35,7 @@ impl Lease {
 
     /// A reply to one of the lease's requests, acted on: spare nodes of ours
     /// are deleted, a lease that is ours becomes our node, and what is left is
-    /// the acquisition's move ([`Next::Pending`] too for a reply that is not the one
+    /// the acquisition's move ([`PartAsks::Pending`] too for a reply that is not the one
     /// in flight, or that the step does not act on now).
     pub(in crate::acquisition) fn on_reply(
         &mut self,
@@ -44,7 +44,7 @@ impl Lease {
         request: RequestId,
         purpose: Purpose,
         result: Result<Reply, ZkError>,
-    ) -> Next {
+    ) -> PartAsks {
         let (id, waiting, cleanup) = (step.id, step.waiting, step.cleanup);
         let parent_tries = &mut step.node.parent_tries;
         let max_tries = cx.config.max_parent_retries;
@@ -56,30 +56,30 @@ impl Lease {
             }
             Purpose::LeaseList if self.list.take_reply(request) => {
                 if !live {
-                    return Next::Pending;
+                    return PartAsks::Pending;
                 }
                 self.on_list(cx, id, result, cleanup)
             }
             Purpose::PoolData if self.pool_read.take_reply(request) => {
                 if !live || cleanup {
-                    return Next::Pending;
+                    return PartAsks::Pending;
                 }
                 self.on_pool_data(cx, id, result)
             }
             Purpose::PoolCreate if self.pool_create.take_reply(request) => {
                 if !live || cleanup {
-                    return Next::Pending;
+                    return PartAsks::Pending;
                 }
                 self.on_pool_create(cx, id, result, parent_tries, max_tries)
             }
-            _ => return Next::Pending,
+            _ => return PartAsks::Pending,
         };
         self.act(cx, step, outcome)
     }
 
     /// Acts on a reply's `outcome` as far as the lease and our `node` go, and
     /// says what the acquisition does next.
-    fn act(&mut self, cx: &mut Ctx, step: LeaseCaller<'_>, outcome: LeaseVerdict) -> Next {
+    fn act(&mut self, cx: &mut Ctx, step: LeaseCaller<'_>, outcome: LeaseVerdict) -> PartAsks {
         let LeaseCaller {
             id,
             cleanup,
@@ -97,28 +97,28 @@ impl Lease {
         }
         if cleanup {
             return match outcome {
-                LeaseVerdict::Trouble(e) => Next::Trouble(e),
-                _ => Next::Cleanup,
+                LeaseVerdict::Trouble(e) => PartAsks::Trouble(e),
+                _ => PartAsks::Cleanup,
             };
         }
         match outcome {
-            LeaseVerdict::Pending => Next::Pending,
+            LeaseVerdict::Pending => PartAsks::Pending,
             LeaseVerdict::Hold => match self.hold(node.own.as_ref()) {
                 Some(lease) => {
                     node.hold_lease(cx, id, spec, lease);
-                    Next::Grant
+                    PartAsks::Grant
                 }
-                None => Next::Pending,
+                None => PartAsks::Pending,
             },
-            LeaseVerdict::Full if !spec.wait => Next::Fail(FailReason::WouldBlock),
+            LeaseVerdict::Full if !spec.wait => PartAsks::Fail(FailReason::WouldBlock),
             LeaseVerdict::Full => {
                 // The pool's directory: what a full pool waits on.
                 let node = self.pool.clone();
                 cx.progress(id, Progress::QueuedBehind { node });
-                Next::Pending
+                PartAsks::Pending
             }
-            LeaseVerdict::Fail(reason) => Next::Fail(reason),
-            LeaseVerdict::Trouble(e) => Next::Trouble(e),
+            LeaseVerdict::Fail(reason) => PartAsks::Fail(reason),
+            LeaseVerdict::Trouble(e) => PartAsks::Trouble(e),
         }
     }
 
