@@ -579,8 +579,8 @@ impl Acquisition {
             spec: &self.spec,
             node: &mut self.node,
         };
-        let next = lease.on_reply(cx, step, request, purpose, result);
-        self.act_on(cx, next);
+        let asks = lease.on_reply(cx, step, request, purpose, result);
+        self.act_on(cx, asks);
     }
 
     pub(crate) fn on_timer(&mut self, cx: &mut Ctx, kind: TimerKind) {
